@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: MIT
+/// The dense grid: a uniform grid rebuilt from the caller's points with a counting sort
+/// (count, exclusive prefix sum, scatter). Rebuild it every frame; once its capacity suffices,
+/// building and every query run without allocating.
+///
+/// Exactness: a point is within r of another when dx*dx + dy*dy (+ dz*dz) <= r*r in double,
+/// computed from the coordinates the caller passed. Cells only prune candidates; any cell size
+/// and any query radius give exactly the brute-force answer.
+///
+/// Thread safety: queries take a const grid and keep no scratch in it, so any number of threads
+/// may query one grid at once. Building or destroying needs exclusive access.
+#ifndef NEARBY_GRID_H
+#define NEARBY_GRID_H
+
+#include "nearby.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// Uniform grid rebuilt from scratch each frame. Opaque.
+typedef struct nbGrid nbGrid;
+
+/// Zero-initialise, then set what you need; zero means "default" for every field.
+typedef struct nbGridDesc {
+    double cell_size;             ///< finite and > 0; 0 = the radius passed to nb_grid_build
+    int32_t dim;                  ///< 2 or 3; 0 means 2
+    int32_t capacity_hint;        ///< points to reserve for; 0 = grow on the first build
+    const nbAllocator *allocator; ///< NULL = malloc/free; copied, must outlive the grid
+} nbGridDesc;
+
+/// What a grid holds, for inspection and tuning. Filled by nb_grid_info().
+typedef struct nbGridInfo {
+    int32_t dim;        ///< 2 or 3
+    int32_t points;     ///< points in the last successful build (0 before any)
+    int64_t cells;      ///< cells indexed: the box's cells (dense) or the occupied cells (hashed)
+    bool hashed;        ///< true when occupied cells are hashed instead of stored densely
+    double cell_size;   ///< the cell edge actually used (see nb_grid_build)
+    size_t bytes;       ///< bytes held, as nb_grid_memory_bytes() reports
+} nbGridInfo;
+
+/// Creates an empty grid. Returns NB_ERR_NOT_FINITE for a NaN or infinite cell_size,
+/// NB_ERR_OUT_OF_RANGE for a negative cell_size, a dim other than 0, 2 or 3, or a negative
+/// capacity_hint, NB_ERR_OUT_OF_MEMORY if the allocator fails. On error *out is NULL.
+NB_API nbStatus nb_grid_create(const nbGridDesc *desc, nbGrid **out);
+
+/// Frees the grid and everything it owns. NULL is a no-op.
+NB_API void nb_grid_destroy(nbGrid *grid);
+
+/// Grows storage so that builds of up to `points` points allocate nothing.
+/// NB_ERR_OUT_OF_RANGE for a negative count; NB_ERR_OUT_OF_MEMORY leaves the grid unchanged.
+NB_API nbStatus nb_grid_reserve(nbGrid *grid, int32_t points);
+
+/// Replaces the grid's contents with `points` (copied; the view is not kept).
+///
+/// `radius` is the query radius the grid is tuned for: when the desc's cell_size is 0 the cell
+/// edge is this radius, widened by a few ulps so that a query at this radius needs only the 3^d
+/// neighbouring cells despite rounding. Queries at any other radius stay exact. radius may be 0.
+///
+/// When the points' bounding box would need more than about 4 cells per point (sparse or
+/// far-flung data, or a tiny radius), occupied cells are hashed into a power-of-two table of
+/// about 2N slots instead, so memory stays O(points), never O(area).
+///
+/// Checks every coordinate in the same pass that reads it. NB_ERR_NOT_FINITE for a NaN or
+/// infinite coordinate or radius; NB_ERR_OUT_OF_RANGE for a negative radius or count, a dim that
+/// is not the grid's, a stride smaller than dim doubles, or a cell number beyond +-2^62;
+/// NB_ERR_OUT_OF_MEMORY. On any error the grid keeps its previous contents.
+/// Allocates only when the point count exceeds every earlier build and reserve. O(N + cells).
+NB_API nbStatus nb_grid_build(nbGrid *grid, const nbPoints *points, double radius);
+
+/// Number of points in the grid.
+NB_API int32_t nb_grid_count(const nbGrid *grid);
+
+/// Fills *info. NB_ERR_NULL_ARG if either pointer is NULL.
+NB_API nbStatus nb_grid_info(const nbGrid *grid, nbGridInfo *info);
+
+/// Bytes the grid holds, including its struct. 0 for NULL.
+NB_API size_t nb_grid_memory_bytes(const nbGrid *grid);
+
+/// All unordered pairs (i, j), i < j, with distance <= radius, each exactly once, written to
+/// `out` in a deterministic order (by cell, then by position). Does not allocate.
+/// *found receives the total number of pairs. If it exceeds `capacity`, returns
+/// NB_ERR_BUFFER_TOO_SMALL and `out` holds the first `capacity` pairs: grow and call again.
+/// NB_ERR_NOT_FINITE / NB_ERR_OUT_OF_RANGE for a NaN, infinite or negative radius or a
+/// negative capacity. Cost O(N + cells + candidates).
+NB_API nbStatus nb_grid_pairs(const nbGrid *grid, double radius, nbPair *out, int64_t capacity,
+                              int64_t *found);
+
+/// Counts the pairs nb_grid_pairs would report, without writing them.
+NB_API nbStatus nb_grid_count_pairs(const nbGrid *grid, double radius, int64_t *count);
+
+/// Calls `visit` for each pair nb_grid_pairs would report, in the same order, until it returns
+/// false. Does not allocate.
+NB_API nbStatus nb_grid_visit_pairs(const nbGrid *grid, double radius, nbPairFn *visit,
+                                    void *user);
+
+/// Number of work units for nb_grid_visit_pairs_range: split [0, units) among your threads.
+/// Each pair belongs to exactly one unit. 0 for an empty or NULL grid.
+NB_API int32_t nb_grid_pair_units(const nbGrid *grid);
+
+/// nb_grid_visit_pairs restricted to units [unit_begin, unit_end), for the caller's own task
+/// system: the union over a partition of [0, nb_grid_pair_units()) is every pair once.
+/// NB_ERR_OUT_OF_RANGE if the range is not within [0, units].
+NB_API nbStatus nb_grid_visit_pairs_range(const nbGrid *grid, double radius, int32_t unit_begin,
+                                          int32_t unit_end, nbPairFn *visit, void *user);
+
+/// Indices of points with distance <= radius from `center` (dim doubles, anywhere, inside or
+/// outside the data), in a deterministic order (by cell, then ascending index within a cell).
+/// Writes up to `capacity` indices to `out` and the total to *found; if *found > capacity,
+/// returns NB_ERR_BUFFER_TOO_SMALL and `out` holds the first `capacity`. Does not allocate.
+/// NB_ERR_NOT_FINITE for a NaN/infinite center or radius; NB_ERR_OUT_OF_RANGE for a negative
+/// radius or capacity. Cost O(cells covered + candidates), never more than O(N + cells).
+NB_API nbStatus nb_grid_query_radius(const nbGrid *grid, const double *center, double radius,
+                                     int32_t *out, int32_t capacity, int32_t *found);
+
+/// Calls `visit` for each point nb_grid_query_radius would report, in the same order, until it
+/// returns false.
+NB_API nbStatus nb_grid_visit_radius(const nbGrid *grid, const double *center, double radius,
+                                     nbVisitFn *visit, void *user);
+
+/// Indices of points p with lo[d] <= p[d] <= hi[d] on every axis (bounds inclusive), in the
+/// same order and with the same buffer contract as nb_grid_query_radius. An empty box (some
+/// lo[d] > hi[d]) finds nothing. NB_ERR_NOT_FINITE for a NaN bound (infinite bounds are allowed
+/// and mean "unbounded"); NB_ERR_OUT_OF_RANGE for a negative capacity.
+NB_API nbStatus nb_grid_query_box(const nbGrid *grid, const double *lo, const double *hi,
+                                  int32_t *out, int32_t capacity, int32_t *found);
+
+/// Calls `visit` for each point nb_grid_query_box would report, until it returns false.
+NB_API nbStatus nb_grid_visit_box(const nbGrid *grid, const double *lo, const double *hi,
+                                  nbVisitFn *visit, void *user);
+
+/// The k points nearest to `point`, nearest first; equal distances are ordered by the lower
+/// index. `out` must hold k entries and doubles as the search heap, so the call does not
+/// allocate. *found = min(k, N). k = 0 finds nothing. NB_ERR_NOT_FINITE for a NaN/infinite
+/// point; NB_ERR_OUT_OF_RANGE for a negative k. Searches outward ring by ring; when the rings
+/// would cost more than a scan (far-flung data), it scans all points instead.
+NB_API nbStatus nb_grid_knn(const nbGrid *grid, const double *point, int32_t k, nbNeighbor *out,
+                            int32_t *found);
+
+/// Checks every invariant of the grid (cell order, prefix sums, cell membership, index
+/// permutation, hash table consistency). NB_OK or NB_ERR_INTERNAL. O(N + cells).
+NB_API nbStatus nb_grid_validate(const nbGrid *grid);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

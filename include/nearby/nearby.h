@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: MIT
+/// nearby: exact neighbour queries in 2D and 3D. This header holds the vocabulary every
+/// structure shares: status codes, allocator hooks, point views and result types.
+#ifndef NEARBY_NEARBY_H
+#define NEARBY_NEARBY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nb_version.h"
+
+#if defined(NB_STATIC_DEFINE)
+#define NB_API
+#elif defined(_WIN32)
+#if defined(NB_BUILDING)
+#define NB_API __declspec(dllexport)
+#else
+#define NB_API __declspec(dllimport)
+#endif
+#elif defined(__GNUC__)
+#define NB_API __attribute__((visibility("default")))
+#else
+#define NB_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// What a fallible call returns. Every value has a name through nb_status_str().
+typedef enum nbStatus {
+    NB_OK = 0,
+    NB_ERR_NULL_ARG,         ///< a required pointer was NULL
+    NB_ERR_NOT_FINITE,       ///< NaN or infinity in a coordinate, radius or size
+    NB_ERR_OUT_OF_RANGE,     ///< finite but not accepted (negative radius or count, cell overflow)
+    NB_ERR_BAD_HANDLE,       ///< null, stale, or issued by another structure
+    NB_ERR_OUT_OF_MEMORY,    ///< the allocator returned NULL; the structure is unchanged
+    NB_ERR_BUFFER_TOO_SMALL, ///< output truncated to capacity; the found count holds the full count
+    NB_ERR_INTERNAL,         ///< a broken invariant was caught: a bug in nearby, please report it
+    NB_STATUS_COUNT
+} nbStatus;
+
+/// The status's enum name, e.g. "NB_ERR_NOT_FINITE". Never NULL, even for unknown values.
+NB_API const char *nb_status_str(nbStatus status);
+
+/// A one-line English description of the status. Never NULL, even for unknown values.
+NB_API const char *nb_status_message(nbStatus status);
+
+/// The library's compiled version as (major << 16) | (minor << 8) | patch. Compare it with
+/// NB_VERSION built from the header to detect a header/library mismatch.
+NB_API uint32_t nb_version(void);
+
+/// Allocation hooks, one set per structure; never global. `alloc` returns memory aligned to
+/// `align` (a power of two, at most 64) or NULL on failure. `free` receives the size that was
+/// passed to `alloc`. A NULL `nbAllocator *` in a desc means malloc/free.
+typedef struct nbAllocator {
+    void *(*alloc)(size_t size, size_t align, void *user);
+    void (*free)(void *ptr, size_t size, void *user);
+    void *user;
+} nbAllocator;
+
+/// A read-only view of the caller's points: `count` points of `dim` doubles each. Point i's
+/// coordinates start at byte `i * stride` from `data`, so an array of structs works. The view
+/// is read during the call only; nearby never keeps the pointer.
+typedef struct nbPoints {
+    const double *data; ///< first coordinate of point 0; may be NULL when count == 0
+    int32_t count;      ///< number of points, >= 0
+    int32_t dim;        ///< 2 or 3; 0 means the structure's dimension
+    size_t stride;      ///< bytes from one point to the next; 0 means dim * sizeof(double)
+} nbPoints;
+
+/// An unordered pair of point indices, always with i < j.
+typedef struct nbPair {
+    int32_t i;
+    int32_t j;
+} nbPair;
+
+/// A neighbour found by a k-nearest query: the point's index and its squared distance, computed
+/// as dx*dx + dy*dy (+ dz*dz) in double.
+typedef struct nbNeighbor {
+    int32_t index;
+    double dist2;
+} nbNeighbor;
+
+/// Called once per matching point. Return false to stop early (the query then returns NB_OK).
+typedef bool nbVisitFn(int32_t index, void *user);
+
+/// Called once per pair, with i < j. Return false to stop early (the call then returns NB_OK).
+typedef bool nbPairFn(int32_t i, int32_t j, void *user);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

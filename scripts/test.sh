@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# `make test`: the whole suite through ctest in three builds:
+#   build/            gcc, Release (the build `make demo` uses; also runs the install test)
+#   build/asan        gcc, Debug, AddressSanitizer + UndefinedBehaviorSanitizer
+#   build/clang       clang, Release (a second compiler's warnings and code generation)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs=$(nproc 2>/dev/null || echo 2)
+run() {
+  local dir=$1; shift
+  echo "== $dir: $*"
+  cmake -S . -B "$dir" "$@" > /dev/null
+  cmake --build "$dir" -j "$jobs"
+  ctest --test-dir "$dir" --output-on-failure -j "$jobs"
+}
+run build -DCMAKE_BUILD_TYPE=Release
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  run build/asan -DCMAKE_BUILD_TYPE=Debug -DNB_SANITIZE=address,undefined -DNB_INSTALL_TEST=OFF
+CC=clang run build/clang -DCMAKE_BUILD_TYPE=Release -DNB_INSTALL_TEST=OFF
+echo "make test: all three builds passed"
