@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "nb_version.h"
+#include <nearby/nb_version.h>
 
 #if defined(NB_STATIC_DEFINE)
 #define NB_API

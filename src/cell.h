@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: MIT
+// Coordinate -> cell math, ring counts and cell hashing: the one place every structure uses.
+//
+// A coordinate's cell is floor(x / cell) computed in double. When the cell edge is a power of two
+// (and its reciprocal is finite), x * (1 / cell) is the same correctly rounded quotient, so the
+// cheaper multiply is used; anywhere else the division is. Either way the map x -> cell is
+// monotone (rounding is monotone), which the range queries rely on: a point p with
+// lo <= p <= hi (exactly) has cell(lo_rounded) <= cell(p) <= cell(hi_rounded).
+#ifndef NEARBY_CELL_H
+#define NEARBY_CELL_H
+
+#include "nb_internal.h"
+
+#include <math.h>
+#include <stdint.h>
+
+// Cells beyond +-2^62 are refused (NB_ERR_OUT_OF_RANGE): it leaves room for ring offsets
+// without int64 overflow.
+#define NBI_CELL_LIMIT 0x1p62
+
+typedef struct nbiCellMath {
+    double cell; // edge length, finite and > 0
+    double inv;  // 1 / cell, used only when pow2
+    bool pow2;   // cell is a power of two with a finite reciprocal: x * inv == x / cell
+} nbiCellMath;
+
+nbiCellMath nbi_cell_math(double cell);
+
+// floor(x / cell) as a double: exact for every finite x; +-inf for infinite x.
+NBI_INLINE double nbi_cell_f(const nbiCellMath *m, double x)
+{
+    return floor(m->pow2 ? x * m->inv : x / m->cell);
+}
+
+// floor(v) for |v| < 2^62, without a libm call: truncate, then step down for negatives.
+NBI_INLINE int64_t nbi_floor_i64(double v)
+{
+    int64_t t = (int64_t)v;
+    return t - ((double)t > v);
+}
+
+// The cell of a finite coordinate already known to map within +-NBI_CELL_LIMIT.
+NBI_INLINE int64_t nbi_cell_i(const nbiCellMath *m, double x)
+{
+    return nbi_floor_i64(m->pow2 ? x * m->inv : x / m->cell);
+}
+
+// The largest true (real-number) distance d at which the double-precision test
+// fl(dx*dx + dy*dy (+ dz*dz)) <= fl(r*r) can still accept a pair, over-estimated: rounding of
+// the subtraction, the squares and the sums, and underflow of tiny squares to zero. +inf when
+// r*r overflows (then every pair passes). Cells only ever prune with this reach.
+double nbi_reach(double r);
+
+// Rings of cells to search around a point's own cell so that every pair within true distance
+// `reach` is covered, for points whose coordinates are at most `max_abs` in magnitude:
+// ceil((reach + rounding of x / cell) / cell). Returned as a double (may be huge or inf).
+double nbi_rings(double reach, double cell, double max_abs);
+
+// The default cell edge for query radius r: the reach, widened by the rounding margin so that
+// nbi_rings(nbi_reach(r), cell, max_abs) == 1. DBL_MAX when that would overflow.
+double nbi_cell_for_radius(double r, double max_abs);
+
+// Hash of a cell's integer coordinates (z = 0 in 2D), well mixed in the high bits: take the top
+// `bits` bits for a table of 2^bits slots.
+NBI_INLINE uint64_t nbi_cell_hash(int64_t x, int64_t y, int64_t z)
+{
+    uint64_t h = (uint64_t)x * 0x9E3779B97F4A7C15u;
+    h ^= (uint64_t)y * 0xC2B2AE3D27D4EB4Fu;
+    h ^= (uint64_t)z * 0x165667B19E3779F9u;
+    h ^= h >> 29;
+    h *= 0xBF58476D1CE4E5B9u;
+    h ^= h >> 32;
+    return h;
+}
+
+#endif

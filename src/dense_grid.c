@@ -1,0 +1,372 @@
+// SPDX-License-Identifier: MIT
+// The dense grid: a counting sort of points into cells, rebuilt from scratch every frame.
+//
+// Build = three passes over the input and one over the cells:
+//   1. read and check every coordinate (finite), track the bounding box and max |coordinate|;
+//   2. map each point to its cell and count points per cell;
+//   3. exclusive prefix sum of the counts -> each cell's first position;
+//   4. scatter: copy each point (and its index) to its cell's next free position.
+// Storage is a handful of flat arrays reused across builds: nothing is allocated once the
+// capacity suffices, memory is contiguous, and cost is O(points + cells). Cells stay O(points):
+// when the bounding box would need more than about 4 cells per point, only occupied cells are
+// numbered, through a hash table of about 2N slots (see grid_internal.h).
+#include "grid_internal.h"
+
+#include <float.h>
+#include <string.h>
+
+enum { NBI_DENSE_CELLS_PER_POINT = 4, NBI_DENSE_MIN_CELLS = 64 };
+
+static void nbi_grid_free_all(nbGrid *g)
+{
+    nbi_free(&g->alloc, g->pts.ptr, g->pts.cap, sizeof(double));
+    nbi_free(&g->alloc, g->idx.ptr, g->idx.cap, sizeof(int32_t));
+    nbi_free(&g->alloc, g->cell_of.ptr, g->cell_of.cap, sizeof(int32_t));
+    nbi_free(&g->alloc, g->start.ptr, g->start.cap, sizeof(int32_t));
+    nbi_free(&g->alloc, g->table.ptr, g->table.cap, sizeof(int32_t));
+    nbi_free(&g->alloc, g->keys.ptr, g->keys.cap, sizeof(int64_t));
+}
+
+// Room for a build of n points whose index needs `cells` cells (hashed: table of 2^bits slots).
+typedef struct nbiGridNeed {
+    size_t n, cells, table, keys;
+} nbiGridNeed;
+
+// Grows every buffer to `need`, all or nothing. With `keep`, the contents move along (reserve);
+// a build overwrites them anyway.
+static bool nbi_grid_grow(nbGrid *g, nbiGridNeed need, bool keep)
+{
+    nbiBuf *cur[6] = {&g->pts, &g->idx, &g->cell_of, &g->start, &g->table, &g->keys};
+    size_t elem[6] = {sizeof(double),  sizeof(int32_t), sizeof(int32_t),
+                      sizeof(int32_t), sizeof(int32_t), sizeof(int64_t)};
+    size_t count[6] = {need.n * (size_t)g->dim, need.n, need.n, need.cells + 2, need.table,
+                       need.keys};
+    nbiBuf next[6];
+    for (int b = 0; b < 6; b++) {
+        if (!nbi_buf_prepare(&g->alloc, cur[b], &next[b], count[b], elem[b])) {
+            for (int f = 0; f < b; f++) nbi_buf_abandon(&g->alloc, cur[f], &next[f], elem[f]);
+            return false;
+        }
+    }
+    for (int b = 0; b < 6; b++) {
+        if (keep && next[b].ptr != cur[b]->ptr && cur[b]->ptr != NULL)
+            memcpy(next[b].ptr, cur[b]->ptr, cur[b]->cap * elem[b]);
+        nbi_buf_commit(&g->alloc, cur[b], &next[b], elem[b]);
+    }
+    return true;
+}
+
+nbStatus nb_grid_create(const nbGridDesc *desc, nbGrid **out)
+{
+    if (out == NULL) return NB_ERR_NULL_ARG;
+    *out = NULL;
+    if (desc == NULL) return NB_ERR_NULL_ARG;
+    if (!isfinite(desc->cell_size)) return NB_ERR_NOT_FINITE;
+    if (desc->cell_size < 0.0 || desc->capacity_hint < 0) return NB_ERR_OUT_OF_RANGE;
+    if (desc->dim != 0 && desc->dim != 2 && desc->dim != 3) return NB_ERR_OUT_OF_RANGE;
+    nbAllocator a = nbi_allocator(desc->allocator);
+    nbGrid *g = (nbGrid *)nbi_alloc(&a, 1, sizeof(nbGrid));
+    if (g == NULL) return NB_ERR_OUT_OF_MEMORY;
+    memset(g, 0, sizeof *g);
+    g->alloc = a;
+    g->dim = desc->dim == 0 ? 2 : desc->dim;
+    g->desc_cell = desc->cell_size;
+    g->cm = nbi_cell_math(desc->cell_size > 0.0 ? desc->cell_size : 1.0);
+    if (desc->capacity_hint > 0 && nb_grid_reserve(g, desc->capacity_hint) != NB_OK) {
+        nbi_grid_free_all(g);
+        nbi_free(&a, g, 1, sizeof(nbGrid));
+        return NB_ERR_OUT_OF_MEMORY;
+    }
+    *out = g;
+    return NB_OK;
+}
+
+void nb_grid_destroy(nbGrid *grid)
+{
+    if (grid == NULL) return;
+    nbAllocator a = grid->alloc;
+    nbi_grid_free_all(grid);
+    nbi_free(&a, grid, 1, sizeof(nbGrid));
+}
+
+static int32_t nbi_table_bits(size_t n)
+{
+    int32_t bits = 4; // at least 16 slots, at most half full
+    while (((size_t)1 << bits) < 2 * n) bits++;
+    return bits;
+}
+
+nbStatus nb_grid_reserve(nbGrid *grid, int32_t points)
+{
+    if (grid == NULL) return NB_ERR_NULL_ARG;
+    if (points < 0) return NB_ERR_OUT_OF_RANGE;
+    // Enough for either mode: dense needs up to 4N + 64 cells; hashed needs N cells, 2N+ slots.
+    size_t n = (size_t)points;
+    nbiGridNeed need = {n, NBI_DENSE_CELLS_PER_POINT * n + NBI_DENSE_MIN_CELLS,
+                        (size_t)1 << nbi_table_bits(n), n * 3};
+    return nbi_grid_grow(grid, need, true) ? NB_OK : NB_ERR_OUT_OF_MEMORY;
+}
+
+int32_t nb_grid_count(const nbGrid *grid)
+{
+    return grid == NULL ? 0 : grid->n;
+}
+
+// Pass 1: every coordinate finite; bounding box and max |coordinate|. Reads the caller's view.
+static nbStatus nbi_scan_points(const nbPoints *p, int32_t dim, size_t stride, double mn[3],
+                                double mx[3], double *max_abs)
+{
+    for (int a = 0; a < 3; a++) {
+        mn[a] = 0.0;
+        mx[a] = 0.0;
+    }
+    if (p->count == 0) {
+        *max_abs = 0.0;
+        return NB_OK;
+    }
+    const char *base = (const char *)p->data;
+    for (int a = 0; a < dim; a++) mn[a] = mx[a] = p->data[a];
+    bool finite = true;
+    for (int32_t i = 0; i < p->count; i++) {
+        const double *q = (const double *)(base + (size_t)i * stride);
+        for (int a = 0; a < dim; a++) {
+            double v = q[a];
+            finite &= isfinite(v) != 0;
+            mn[a] = v < mn[a] ? v : mn[a];
+            mx[a] = v > mx[a] ? v : mx[a];
+        }
+    }
+    if (!finite) return NB_ERR_NOT_FINITE;
+    double m = 0.0;
+    for (int a = 0; a < dim; a++) {
+        m = fabs(mn[a]) > m ? fabs(mn[a]) : m;
+        m = fabs(mx[a]) > m ? fabs(mx[a]) : m;
+    }
+    *max_abs = m;
+    return NB_OK;
+}
+
+nbStatus nb_grid_build(nbGrid *grid, const nbPoints *points, double radius)
+{
+    if (grid == NULL || points == NULL || (points->data == NULL && points->count > 0))
+        return NB_ERR_NULL_ARG;
+    if (!isfinite(radius)) return NB_ERR_NOT_FINITE;
+    const int32_t dim = grid->dim;
+    if (radius < 0.0 || points->count < 0) return NB_ERR_OUT_OF_RANGE;
+    if (points->dim != 0 && points->dim != dim) return NB_ERR_OUT_OF_RANGE;
+    size_t stride = points->stride == 0 ? (size_t)dim * sizeof(double) : points->stride;
+    if (stride < (size_t)dim * sizeof(double) || stride % sizeof(double) != 0)
+        return NB_ERR_OUT_OF_RANGE;
+
+    double mn[3], mx[3], max_abs;
+    nbStatus st = nbi_scan_points(points, dim, stride, mn, mx, &max_abs);
+    if (st != NB_OK) return st;
+
+    const double cell =
+        grid->desc_cell > 0.0 ? grid->desc_cell : nbi_cell_for_radius(radius, max_abs);
+    const nbiCellMath cm = nbi_cell_math(cell);
+    const int32_t n = points->count;
+    int64_t lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0}, ext[3] = {1, 1, 1};
+    double box_cells = 1.0;
+    for (int a = 0; a < dim && n > 0; a++) {
+        double l = nbi_cell_f(&cm, mn[a]), h = nbi_cell_f(&cm, mx[a]);
+        if (!(fabs(l) < NBI_CELL_LIMIT && fabs(h) < NBI_CELL_LIMIT)) return NB_ERR_OUT_OF_RANGE;
+        lo[a] = (int64_t)l;
+        hi[a] = (int64_t)h;
+        ext[a] = hi[a] - lo[a] + 1;
+        box_cells *= (double)ext[a];
+    }
+    double dense_limit = (double)NBI_DENSE_CELLS_PER_POINT * n + NBI_DENSE_MIN_CELLS;
+    if (dense_limit > (double)(INT32_MAX - 2)) dense_limit = (double)(INT32_MAX - 2);
+    const bool hashed = box_cells > dense_limit;
+    const int32_t bits = hashed ? nbi_table_bits((size_t)n) : grid->table_bits;
+    nbiGridNeed need = {(size_t)n, hashed ? (size_t)n : (size_t)box_cells,
+                        hashed ? (size_t)1 << bits : 0, hashed ? (size_t)n * 3 : 0};
+    if (!nbi_grid_grow(grid, need, false)) return NB_ERR_OUT_OF_MEMORY;
+
+    // Nothing can fail from here on: replace the contents.
+    grid->n = n;
+    grid->cm = cm;
+    grid->max_abs = max_abs;
+    grid->hashed = hashed;
+    grid->table_bits = bits;
+    memcpy(grid->lo, lo, sizeof lo);
+    memcpy(grid->hi, hi, sizeof hi);
+    memcpy(grid->ext, ext, sizeof ext);
+
+    const char *base = (const char *)points->data;
+    int32_t *cell_of = (int32_t *)grid->cell_of.ptr;
+    int32_t *start = (int32_t *)grid->start.ptr;
+
+    // Pass 2: the cell of each point, counted into start[cell + 2].
+    int32_t ncells;
+    if (!hashed) {
+        ncells = (int32_t)box_cells;
+        memset(start, 0, ((size_t)ncells + 2) * sizeof(int32_t));
+        const int64_t e0 = ext[0], e01 = ext[0] * ext[1];
+        for (int32_t i = 0; i < n; i++) {
+            const double *q = (const double *)(base + (size_t)i * stride);
+            int64_t c = (nbi_cell_i(&cm, q[0]) - lo[0]) + e0 * (nbi_cell_i(&cm, q[1]) - lo[1]);
+            if (dim == 3) c += e01 * (nbi_cell_i(&cm, q[2]) - lo[2]);
+            cell_of[i] = (int32_t)c;
+            start[c + 2]++;
+        }
+    } else {
+        int32_t *table = (int32_t *)grid->table.ptr;
+        int64_t *keys = (int64_t *)grid->keys.ptr;
+        const size_t slots = (size_t)1 << bits;
+        memset(table, 0xff, slots * sizeof(int32_t)); // -1 everywhere
+        memset(start, 0, ((size_t)n + 2) * sizeof(int32_t));
+        ncells = 0;
+        for (int32_t i = 0; i < n; i++) {
+            const double *q = (const double *)(base + (size_t)i * stride);
+            int64_t x = nbi_cell_i(&cm, q[0]), y = nbi_cell_i(&cm, q[1]);
+            int64_t z = dim == 3 ? nbi_cell_i(&cm, q[2]) : 0;
+            uint64_t h = nbi_cell_hash(x, y, z) >> (64 - bits);
+            int32_t c;
+            for (;;) {
+                c = table[h];
+                if (c < 0) {
+                    c = ncells++;
+                    table[h] = c;
+                    keys[(size_t)c * 3] = x;
+                    keys[(size_t)c * 3 + 1] = y;
+                    keys[(size_t)c * 3 + 2] = z;
+                    break;
+                }
+                const int64_t *k = keys + (size_t)c * 3;
+                if (k[0] == x && k[1] == y && k[2] == z) break;
+                h = (h + 1) & (slots - 1);
+            }
+            cell_of[i] = c;
+            start[c + 2]++;
+        }
+    }
+    grid->ncells = ncells;
+
+    // Pass 3: exclusive prefix sum, shifted by one: start[c + 1] = first position of cell c.
+    for (int64_t c = 2; c < (int64_t)ncells + 2; c++) start[c] += start[c - 1];
+
+    // Pass 4: scatter in input order, so indices ascend within each cell. Afterwards
+    // start[c + 1] has advanced to the end of cell c, i.e. start[c] is cell c's first position.
+    double *pts = (double *)grid->pts.ptr;
+    int32_t *idx = (int32_t *)grid->idx.ptr;
+    if (dim == 2) {
+        for (int32_t i = 0; i < n; i++) {
+            const double *q = (const double *)(base + (size_t)i * stride);
+            int32_t p = start[cell_of[i] + 1]++;
+            pts[(size_t)p * 2] = q[0];
+            pts[(size_t)p * 2 + 1] = q[1];
+            idx[p] = i;
+        }
+    } else {
+        for (int32_t i = 0; i < n; i++) {
+            const double *q = (const double *)(base + (size_t)i * stride);
+            int32_t p = start[cell_of[i] + 1]++;
+            pts[(size_t)p * 3] = q[0];
+            pts[(size_t)p * 3 + 1] = q[1];
+            pts[(size_t)p * 3 + 2] = q[2];
+            idx[p] = i;
+        }
+    }
+    return NB_OK;
+}
+
+void nbi_grid_cell_coords(const nbGrid *g, int32_t c, int64_t out[3])
+{
+    if (g->hashed) {
+        const int64_t *k = (const int64_t *)g->keys.ptr + (size_t)c * 3;
+        out[0] = k[0];
+        out[1] = k[1];
+        out[2] = k[2];
+        return;
+    }
+    int64_t r = c;
+    out[0] = g->lo[0] + r % g->ext[0];
+    r /= g->ext[0];
+    out[1] = g->lo[1] + r % g->ext[1];
+    r /= g->ext[1];
+    out[2] = g->lo[2] + r;
+}
+
+size_t nb_grid_memory_bytes(const nbGrid *grid)
+{
+    if (grid == NULL) return 0;
+    return sizeof(nbGrid) + grid->pts.cap * sizeof(double) + grid->idx.cap * sizeof(int32_t) +
+           grid->cell_of.cap * sizeof(int32_t) + grid->start.cap * sizeof(int32_t) +
+           grid->table.cap * sizeof(int32_t) + grid->keys.cap * sizeof(int64_t);
+}
+
+nbStatus nb_grid_info(const nbGrid *grid, nbGridInfo *info)
+{
+    if (grid == NULL || info == NULL) return NB_ERR_NULL_ARG;
+    info->dim = grid->dim;
+    info->points = grid->n;
+    info->cells = grid->n > 0 ? grid->ncells : 0;
+    info->hashed = grid->hashed;
+    info->cell_size = grid->cm.cell;
+    info->bytes = nb_grid_memory_bytes(grid);
+    return NB_OK;
+}
+
+#define NBI_CHECK(cond)                                                                            \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            NB_ASSERT(!"grid invariant broken: " #cond);                                           \
+            return NB_ERR_INTERNAL;                                                                \
+        }                                                                                          \
+    } while (0)
+
+nbStatus nb_grid_validate(const nbGrid *grid)
+{
+    if (grid == NULL) return NB_ERR_NULL_ARG;
+    const nbGrid *g = grid;
+    NBI_CHECK(g->dim == 2 || g->dim == 3);
+    NBI_CHECK(g->n >= 0);
+    NBI_CHECK(isfinite(g->cm.cell) && g->cm.cell > 0.0);
+    if (g->n == 0) return NB_OK;
+    NBI_CHECK(g->ncells > 0 && (size_t)g->ncells + 2 <= g->start.cap);
+    NBI_CHECK((size_t)g->n * (size_t)g->dim <= g->pts.cap && (size_t)g->n <= g->idx.cap);
+    const int32_t *start = nbi_grid_start(g), *idx = nbi_grid_idx(g);
+    const int32_t *cell_of = (const int32_t *)g->cell_of.ptr;
+    const double *pts = nbi_grid_pts(g);
+    NBI_CHECK(start[0] == 0 && start[g->ncells] == g->n);
+    for (int a = 0; a < 3; a++) NBI_CHECK(g->lo[a] <= g->hi[a] && g->ext[a] == g->hi[a] - g->lo[a] + 1);
+    if (g->hashed) {
+        NBI_CHECK(g->ncells <= g->n && g->table_bits >= 4 && g->table_bits < 40);
+        NBI_CHECK(((size_t)1 << g->table_bits) <= g->table.cap);
+        NBI_CHECK((size_t)g->ncells * 3 <= g->keys.cap);
+    } else {
+        NBI_CHECK((int64_t)g->ncells == g->ext[0] * g->ext[1] * g->ext[2]);
+    }
+    for (int32_t c = 0; c < g->ncells; c++) {
+        NBI_CHECK(start[c] <= start[c + 1]);
+        int64_t k[3];
+        nbi_grid_cell_coords(g, c, k);
+        for (int a = 0; a < 3; a++) NBI_CHECK(k[a] >= g->lo[a] && k[a] <= g->hi[a]);
+        if (g->hashed) {
+            NBI_CHECK(start[c] < start[c + 1]);
+            NBI_CHECK(nbi_grid_lookup(g, k[0], k[1], k[2]) == c);
+        }
+        for (int32_t p = start[c]; p < start[c + 1]; p++) {
+            NBI_CHECK(idx[p] >= 0 && idx[p] < g->n);
+            NBI_CHECK(p == start[c] || idx[p - 1] < idx[p]);
+            NBI_CHECK(cell_of[idx[p]] == c);
+            for (int a = 0; a < g->dim; a++) {
+                double v = pts[(size_t)p * g->dim + a];
+                NBI_CHECK(isfinite(v) && fabs(v) <= g->max_abs);
+                NBI_CHECK(nbi_cell_f(&g->cm, v) == (double)k[a]);
+            }
+        }
+    }
+    if (g->hashed) { // every occupied slot names a distinct cell
+        int64_t used = 0;
+        const int32_t *table = (const int32_t *)g->table.ptr;
+        for (size_t s = 0; s < ((size_t)1 << g->table_bits); s++) {
+            NBI_CHECK(table[s] >= -1 && table[s] < g->ncells);
+            used += table[s] >= 0;
+        }
+        NBI_CHECK(used == g->ncells);
+    }
+    return NB_OK;
+}

@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: MIT
+// Private helpers shared by every structure: assertions, allocation through the hooks.
+// Never installed.
+#ifndef NEARBY_NB_INTERNAL_H
+#define NEARBY_NB_INTERNAL_H
+
+#include <nearby/nearby.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+
+// NB_ASSERT(cond) checks *our* invariants, never user input. On in debug builds; predefine
+// NB_ASSERT to replace it. A "cannot happen" branch asserts and still returns a status.
+#ifndef NB_ASSERT
+#ifdef NDEBUG
+#define NB_ASSERT(cond) ((void)0)
+#else
+#define NB_ASSERT(cond)                                                                            \
+    ((cond) ? (void)0                                                                              \
+            : (fprintf(stderr, "%s:%d: nearby assertion failed: %s\n", __FILE__, __LINE__, #cond), \
+               abort()))
+#endif
+#endif
+
+#if defined(__GNUC__)
+#define NBI_INLINE static inline __attribute__((always_inline))
+#define NBI_LIKELY(x) __builtin_expect(!!(x), 1)
+#define NBI_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#else
+#define NBI_INLINE static inline
+#define NBI_LIKELY(x) (x)
+#define NBI_UNLIKELY(x) (x)
+#endif
+
+// The allocator a structure uses: the caller's hooks, or malloc/free.
+nbAllocator nbi_allocator(const nbAllocator *user);
+
+// `count` elements of `elem` bytes through the hooks; NULL on failure or size overflow.
+void *nbi_alloc(const nbAllocator *a, size_t count, size_t elem);
+void nbi_free(const nbAllocator *a, void *ptr, size_t count, size_t elem);
+
+// A growable buffer's storage: the pointer and how many elements it holds room for.
+typedef struct nbiBuf {
+    void *ptr;
+    size_t cap;
+} nbiBuf;
+
+// Prepares `next` with room for at least `need` elements of `elem` bytes, growing geometrically
+// from `cur`. If `cur` already suffices, `next` = `cur` (no allocation). On failure returns false
+// and leaves `cur` alone; the caller frees any other fresh buffers (see nbi_buf_commit).
+bool nbi_buf_prepare(const nbAllocator *a, const nbiBuf *cur, nbiBuf *next, size_t need,
+                     size_t elem);
+// After every buffer was prepared: frees `cur` if `next` replaced it, and installs `next`.
+void nbi_buf_commit(const nbAllocator *a, nbiBuf *cur, const nbiBuf *next, size_t elem);
+// After a failure: frees `next` if it is a fresh buffer.
+void nbi_buf_abandon(const nbAllocator *a, const nbiBuf *cur, const nbiBuf *next, size_t elem);
+
+#endif

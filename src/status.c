@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: MIT
+// Status names, version, and allocation through the per-structure hooks.
+#include "nb_internal.h"
+
+#include <stdalign.h>
+#include <stdint.h>
+
+const char *nb_status_str(nbStatus status)
+{
+    switch (status) {
+    case NB_OK: return "NB_OK";
+    case NB_ERR_NULL_ARG: return "NB_ERR_NULL_ARG";
+    case NB_ERR_NOT_FINITE: return "NB_ERR_NOT_FINITE";
+    case NB_ERR_OUT_OF_RANGE: return "NB_ERR_OUT_OF_RANGE";
+    case NB_ERR_BAD_HANDLE: return "NB_ERR_BAD_HANDLE";
+    case NB_ERR_OUT_OF_MEMORY: return "NB_ERR_OUT_OF_MEMORY";
+    case NB_ERR_BUFFER_TOO_SMALL: return "NB_ERR_BUFFER_TOO_SMALL";
+    case NB_ERR_INTERNAL: return "NB_ERR_INTERNAL";
+    case NB_STATUS_COUNT: break;
+    }
+    return "NB_ERR_UNKNOWN";
+}
+
+const char *nb_status_message(nbStatus status)
+{
+    switch (status) {
+    case NB_OK: return "success";
+    case NB_ERR_NULL_ARG: return "a required pointer was NULL";
+    case NB_ERR_NOT_FINITE: return "NaN or infinity in a coordinate, radius or size";
+    case NB_ERR_OUT_OF_RANGE: return "a value is finite but outside the accepted range";
+    case NB_ERR_BAD_HANDLE: return "the handle is null, stale, or from another structure";
+    case NB_ERR_OUT_OF_MEMORY: return "out of memory; the structure is unchanged";
+    case NB_ERR_BUFFER_TOO_SMALL: return "output truncated to capacity; the count is complete";
+    case NB_ERR_INTERNAL: return "internal error: a bug in nearby, please report it";
+    case NB_STATUS_COUNT: break;
+    }
+    return "unknown status";
+}
+
+uint32_t nb_version(void)
+{
+    return (uint32_t)NB_VERSION;
+}
+
+static void *nbi_default_alloc(size_t size, size_t align, void *user)
+{
+    (void)user;
+    (void)align; // malloc's alignment covers max_align_t, all nearby asks for
+    return malloc(size);
+}
+
+static void nbi_default_free(void *ptr, size_t size, void *user)
+{
+    (void)size;
+    (void)user;
+    free(ptr);
+}
+
+nbAllocator nbi_allocator(const nbAllocator *user)
+{
+    if (user != NULL && user->alloc != NULL && user->free != NULL) return *user;
+    nbAllocator a = {nbi_default_alloc, nbi_default_free, NULL};
+    return a;
+}
+
+void *nbi_alloc(const nbAllocator *a, size_t count, size_t elem)
+{
+    if (count == 0) return NULL;
+    if (count > SIZE_MAX / elem) return NULL;
+    return a->alloc(count * elem, alignof(max_align_t), a->user);
+}
+
+void nbi_free(const nbAllocator *a, void *ptr, size_t count, size_t elem)
+{
+    if (ptr != NULL) a->free(ptr, count * elem, a->user);
+}
+
+bool nbi_buf_prepare(const nbAllocator *a, const nbiBuf *cur, nbiBuf *next, size_t need,
+                     size_t elem)
+{
+    *next = *cur;
+    if (need <= cur->cap) return true;
+    size_t cap = cur->cap + cur->cap / 2; // grow by 1.5x so repeated growth stays O(N)
+    if (cap < need) cap = need;
+    if (cap < 16) cap = 16;
+    void *p = nbi_alloc(a, cap, elem);
+    if (p == NULL && cap > need) { // the geometric extra may be what does not fit
+        cap = need;
+        p = nbi_alloc(a, cap, elem);
+    }
+    if (p == NULL) return false;
+    next->ptr = p;
+    next->cap = cap;
+    return true;
+}
+
+void nbi_buf_commit(const nbAllocator *a, nbiBuf *cur, const nbiBuf *next, size_t elem)
+{
+    if (next->ptr != cur->ptr) nbi_free(a, cur->ptr, cur->cap, elem);
+    *cur = *next;
+}
+
+void nbi_buf_abandon(const nbAllocator *a, const nbiBuf *cur, const nbiBuf *next, size_t elem)
+{
+    if (next->ptr != cur->ptr) nbi_free(a, next->ptr, next->cap, elem);
+}

@@ -1,0 +1,869 @@
+// SPDX-License-Identifier: MIT
+// The dense grid against a brute-force oracle: every query, 2D and 3D, dense and hashed cells,
+// default and explicit cell sizes, on random and adversarial point sets. Plus the bad-input
+// table, buffer and visitor contracts, zero-allocation rebuilds and allocation failure.
+#include <nearby/grid.h>
+
+#include "nb_test.h"
+
+#include <float.h>
+#include <math.h>
+
+// ---- the oracle ----
+
+typedef struct Set {
+    double *p; // n * dim
+    int32_t n, dim;
+} Set;
+
+static double d2_of(const double *a, const double *b, int dim)
+{
+    double dx = a[0] - b[0], dy = a[1] - b[1];
+    double d2 = dx * dx + dy * dy;
+    if (dim == 3) {
+        double dz = a[2] - b[2];
+        d2 = d2 + dz * dz;
+    }
+    return d2;
+}
+
+static int cmp_pair(const void *a, const void *b)
+{
+    const nbPair *x = (const nbPair *)a, *y = (const nbPair *)b;
+    if (x->i != y->i) return x->i < y->i ? -1 : 1;
+    return x->j < y->j ? -1 : x->j > y->j;
+}
+
+static int cmp_i32(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static nbPair *brute_pairs(const Set *s, double r, int64_t *count)
+{
+    int64_t cap = 1024, n = 0;
+    nbPair *out = (nbPair *)malloc((size_t)cap * sizeof(nbPair));
+    for (int32_t i = 0; i < s->n; i++)
+        for (int32_t j = i + 1; j < s->n; j++)
+            if (d2_of(s->p + (size_t)i * s->dim, s->p + (size_t)j * s->dim, s->dim) <= r * r) {
+                if (n == cap) {
+                    cap *= 2;
+                    out = (nbPair *)realloc(out, (size_t)cap * sizeof(nbPair));
+                }
+                out[n].i = i;
+                out[n].j = j;
+                n++;
+            }
+    *count = n;
+    return out;
+}
+
+typedef struct PairLog {
+    nbPair *p;
+    int64_t n, cap, stop_after;
+} PairLog;
+
+static bool log_pair(int32_t i, int32_t j, void *user)
+{
+    PairLog *l = (PairLog *)user;
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 1024;
+        l->p = (nbPair *)realloc(l->p, (size_t)l->cap * sizeof(nbPair));
+    }
+    l->p[l->n].i = i;
+    l->p[l->n].j = j;
+    l->n++;
+    return l->stop_after <= 0 || l->n < l->stop_after;
+}
+
+// All pair entry points agree with brute force and with each other.
+static int check_pairs(const nbGrid *g, const Set *s, double r)
+{
+    int64_t want_n = 0;
+    nbPair *want = brute_pairs(s, r, &want_n);
+    int64_t found = -1, count = -1;
+    nbPair *got = (nbPair *)malloc((size_t)(want_n + 1) * sizeof(nbPair));
+    NB_CHECK_OK(nb_grid_pairs(g, r, got, want_n + 1, &found));
+    NB_CHECK_OK(nb_grid_count_pairs(g, r, &count));
+    if (found != want_n || count != want_n)
+        fprintf(stderr, "  pairs: n=%d dim=%d r=%.17g want %lld found %lld counted %lld\n", s->n,
+                s->dim, r, (long long)want_n, (long long)found, (long long)count);
+    NB_CHECK(found == want_n && count == want_n);
+    // visit gives the same pairs in the same order
+    PairLog log = {NULL, 0, 0, 0};
+    NB_CHECK_OK(nb_grid_visit_pairs(g, r, log_pair, &log));
+    NB_CHECK(log.n == want_n);
+    NB_CHECK(want_n == 0 || memcmp(log.p, got, (size_t)want_n * sizeof(nbPair)) == 0);
+    // a partition of the units gives every pair once
+    int32_t units = nb_grid_pair_units(g);
+    PairLog part = {NULL, 0, 0, 0};
+    for (int32_t u = 0; u < units;) {
+        int32_t e = u + 1 + nbt_int(units - u);
+        NB_CHECK_OK(nb_grid_visit_pairs_range(g, r, u, e, log_pair, &part));
+        u = e;
+    }
+    NB_CHECK(part.n == want_n);
+    for (int64_t t = 0; t < want_n; t++) NB_CHECK(got[t].i < got[t].j);
+    qsort(got, (size_t)want_n, sizeof(nbPair), cmp_pair);
+    NB_CHECK(want_n == 0 || memcmp(got, want, (size_t)want_n * sizeof(nbPair)) == 0);
+    if (want_n > 0) {
+        qsort(part.p, (size_t)want_n, sizeof(nbPair), cmp_pair);
+        NB_CHECK(memcmp(part.p, want, (size_t)want_n * sizeof(nbPair)) == 0);
+    }
+    // a short buffer: the first `cap` pairs of the full order, and the full count
+    if (want_n > 1) {
+        int64_t cap = 1 + nbt_int((int32_t)(want_n < 100000 ? want_n - 1 : 99999));
+        nbPair *part_buf = (nbPair *)malloc((size_t)cap * sizeof(nbPair));
+        NB_CHECK_STATUS(nb_grid_pairs(g, r, part_buf, cap, &found), NB_ERR_BUFFER_TOO_SMALL);
+        NB_CHECK(found == want_n);
+        NB_CHECK(memcmp(part_buf, log.p, (size_t)cap * sizeof(nbPair)) == 0);
+        free(part_buf);
+        PairLog stop = {NULL, 0, 0, cap};
+        NB_CHECK_OK(nb_grid_visit_pairs(g, r, log_pair, &stop));
+        NB_CHECK(stop.n == cap);
+        free(stop.p);
+    }
+    free(part.p);
+    free(log.p);
+    free(got);
+    free(want);
+    return 0;
+}
+
+static int check_radius(const nbGrid *g, const Set *s, const double *c, double r)
+{
+    int32_t *want = (int32_t *)malloc(((size_t)s->n + 1) * sizeof(int32_t));
+    int32_t *got = (int32_t *)malloc(((size_t)s->n + 1) * sizeof(int32_t));
+    int32_t wn = 0, found = -1;
+    for (int32_t i = 0; i < s->n; i++)
+        if (d2_of(c, s->p + (size_t)i * s->dim, s->dim) <= r * r) want[wn++] = i;
+    NB_CHECK_OK(nb_grid_query_radius(g, c, r, got, s->n + 1, &found));
+    if (found != wn)
+        fprintf(stderr, "  radius: c=(%.17g,%.17g) r=%.17g want %d found %d\n", c[0], c[1], r, wn,
+                found);
+    NB_CHECK(found == wn);
+    qsort(got, (size_t)found, sizeof(int32_t), cmp_i32);
+    NB_CHECK(wn == 0 || memcmp(got, want, (size_t)wn * sizeof(int32_t)) == 0);
+    if (wn > 1) {
+        NB_CHECK_STATUS(nb_grid_query_radius(g, c, r, got, wn - 1, &found),
+                        NB_ERR_BUFFER_TOO_SMALL);
+        NB_CHECK(found == wn);
+    }
+    free(want);
+    free(got);
+    return 0;
+}
+
+static int check_box(const nbGrid *g, const Set *s, const double *lo, const double *hi)
+{
+    int32_t *want = (int32_t *)malloc(((size_t)s->n + 1) * sizeof(int32_t));
+    int32_t *got = (int32_t *)malloc(((size_t)s->n + 1) * sizeof(int32_t));
+    int32_t wn = 0, found = -1;
+    for (int32_t i = 0; i < s->n; i++) {
+        bool in = true;
+        for (int a = 0; a < s->dim; a++) {
+            double v = s->p[(size_t)i * s->dim + a];
+            in = in && v >= lo[a] && v <= hi[a];
+        }
+        if (in) want[wn++] = i;
+    }
+    NB_CHECK_OK(nb_grid_query_box(g, lo, hi, got, s->n + 1, &found));
+    NB_CHECK(found == wn);
+    qsort(got, (size_t)found, sizeof(int32_t), cmp_i32);
+    NB_CHECK(wn == 0 || memcmp(got, want, (size_t)wn * sizeof(int32_t)) == 0);
+    free(want);
+    free(got);
+    return 0;
+}
+
+static int cmp_nb(const void *a, const void *b)
+{
+    const nbNeighbor *x = (const nbNeighbor *)a, *y = (const nbNeighbor *)b;
+    if (x->dist2 != y->dist2) return x->dist2 < y->dist2 ? -1 : 1;
+    return x->index < y->index ? -1 : x->index > y->index;
+}
+
+static int check_knn(const nbGrid *g, const Set *s, const double *q, int32_t k)
+{
+    nbNeighbor *all = (nbNeighbor *)malloc(((size_t)s->n + 1) * sizeof(nbNeighbor));
+    nbNeighbor *got = (nbNeighbor *)malloc(((size_t)k + 1) * sizeof(nbNeighbor));
+    for (int32_t i = 0; i < s->n; i++) {
+        all[i].index = i;
+        all[i].dist2 = d2_of(q, s->p + (size_t)i * s->dim, s->dim);
+    }
+    qsort(all, (size_t)s->n, sizeof(nbNeighbor), cmp_nb);
+    int32_t found = -1;
+    NB_CHECK_OK(nb_grid_knn(g, q, k, got, &found));
+    int32_t want = k < s->n ? k : s->n;
+    NB_CHECK(found == want);
+    for (int32_t t = 0; t < want; t++) {
+        if (got[t].index != all[t].index || got[t].dist2 != all[t].dist2)
+            fprintf(stderr, "  knn k=%d rank %d: want %d (%.17g) got %d (%.17g)\n", k, t,
+                    all[t].index, all[t].dist2, got[t].index, got[t].dist2);
+        NB_CHECK(got[t].index == all[t].index && got[t].dist2 == all[t].dist2);
+    }
+    free(all);
+    free(got);
+    return 0;
+}
+
+// Builds s into a grid (cell size `cell`, 0 = default) tuned for r and checks every query.
+static int check_all(const Set *s, double r, double cell, int queries)
+{
+    nbGridDesc desc = {0};
+    desc.dim = s->dim;
+    desc.cell_size = cell;
+    nbGrid *g = NULL;
+    NB_CHECK_OK(nb_grid_create(&desc, &g));
+    nbPoints pts = {s->p, s->n, s->dim, 0};
+    NB_CHECK_OK(nb_grid_build(g, &pts, r));
+    NB_CHECK_OK(nb_grid_validate(g));
+    NB_CHECK(nb_grid_count(g) == s->n);
+    if (check_pairs(g, s, r)) return 1;
+    // other radii on the same grid stay exact
+    if (check_pairs(g, s, r * 0.5)) return 1;
+    if (s->n <= 600 && check_pairs(g, s, r * 2.5 + 1e-300)) return 1;
+    double mn[3] = {0, 0, 0}, mx[3] = {0, 0, 0};
+    for (int32_t i = 0; i < s->n; i++)
+        for (int a = 0; a < s->dim; a++) {
+            double v = s->p[(size_t)i * s->dim + a];
+            if (i == 0 || v < mn[a]) mn[a] = v;
+            if (i == 0 || v > mx[a]) mx[a] = v;
+        }
+    for (int t = 0; t < queries; t++) {
+        double c[3], lo[3], hi[3];
+        for (int a = 0; a < s->dim; a++) {
+            double span = mx[a] - mn[a] + r + 1e-300;
+            // inside, on a data point, or far outside the data
+            if (t % 4 == 0 && s->n > 0)
+                c[a] = s->p[(size_t)nbt_int(s->n) * s->dim + a];
+            else if (t % 4 == 3)
+                c[a] = mn[a] + nbt_range(-10.0, 10.0) * span;
+            else
+                c[a] = nbt_range(mn[a] - span * 0.1, mx[a] + span * 0.1);
+            double w = span * nbt_unit() * 0.3;
+            lo[a] = c[a] - w;
+            hi[a] = c[a] + w;
+        }
+        if (t % 4 == 0 && s->n > 0) { // a box whose faces lie exactly on data points
+            int32_t i = nbt_int(s->n), j = nbt_int(s->n);
+            for (int a = 0; a < s->dim; a++) {
+                double u = s->p[(size_t)i * s->dim + a], v = s->p[(size_t)j * s->dim + a];
+                lo[a] = u < v ? u : v;
+                hi[a] = u < v ? v : u;
+            }
+        }
+        double qr = t % 3 == 0 ? r : r * nbt_range(0.0, 3.0);
+        if (check_radius(g, s, c, qr)) return 1;
+        if (check_box(g, s, lo, hi)) return 1;
+        int32_t k = t % 5 == 0 ? s->n + 3 : 1 + nbt_int(t % 2 ? 5 : 40);
+        if (check_knn(g, s, c, k)) return 1;
+    }
+    NB_CHECK_OK(nb_grid_validate(g));
+    nb_grid_destroy(g);
+    return 0;
+}
+
+static Set set_new(int32_t n, int dim)
+{
+    Set s = {(double *)calloc((size_t)n * (size_t)dim + 3, sizeof(double)), n, dim};
+    return s;
+}
+
+static void set_free(Set *s)
+{
+    free(s->p);
+}
+
+// Checks a set at its radius with the default cell, a cell of half the radius (2+ rings), a
+// power-of-two cell, and a cell much larger than the radius.
+static int check_cells(const Set *s, double r, int queries)
+{
+    if (check_all(s, r, 0.0, queries)) return 1;
+    if (r > 0.0) {
+        if (check_all(s, r, r * 0.5, queries / 2)) return 1;
+        if (check_all(s, r, pow(2.0, floor(log2(r))), queries / 2)) return 1;
+        if (check_all(s, r, r * 7.0, queries / 2)) return 1;
+    }
+    return 0;
+}
+
+// ---- data sets ----
+
+static int test_uniform(void)
+{
+    for (int dim = 2; dim <= 3; dim++) {
+        for (int rep = 0; rep < 3; rep++) {
+            int32_t n = 300 + nbt_int(1500);
+            Set s = set_new(n, dim);
+            double side = dim == 2 ? sqrt((double)n) : cbrt((double)n);
+            for (int32_t i = 0; i < n * dim; i++) s.p[i] = nbt_range(-side / 2, side / 2);
+            if (check_cells(&s, dim == 2 ? 1.75 : 1.34, 40)) return 1;
+            set_free(&s);
+        }
+    }
+    return 0;
+}
+
+static int test_clustered(void)
+{
+    for (int dim = 2; dim <= 3; dim++) {
+        int32_t n = 2000;
+        Set s = set_new(n, dim);
+        for (int32_t i = 0; i < n;) {
+            double c[3] = {nbt_range(-500, 500), nbt_range(-500, 500), nbt_range(-500, 500)};
+            double sd = pow(10.0, nbt_range(-2.0, 1.0));
+            for (int32_t m = 0; m < 100 && i < n; m++, i++)
+                for (int a = 0; a < dim; a++) s.p[(size_t)i * dim + a] = c[a] + sd * nbt_gauss();
+        }
+        if (check_cells(&s, 1.0, 30)) return 1;
+        set_free(&s);
+    }
+    return 0;
+}
+
+// Integer lattices: many pairs exactly r apart and points exactly on cell edges, at and around
+// the origin (negative coordinates), with duplicates.
+static int test_lattice_exact_distances(void)
+{
+    const double spacings[] = {1.0, 0.1, 0.3, 1.75, 0.5};
+    for (int dim = 2; dim <= 3; dim++)
+        for (size_t sp = 0; sp < sizeof spacings / sizeof spacings[0]; sp++) {
+            double h = spacings[sp];
+            int side = dim == 2 ? 24 : 8;
+            int32_t n = dim == 2 ? side * side : side * side * side;
+            Set s = set_new(n + 50, dim);
+            int32_t i = 0;
+            for (int z = 0; z < (dim == 3 ? side : 1); z++)
+                for (int y = 0; y < side; y++)
+                    for (int x = 0; x < side; x++, i++) {
+                        s.p[(size_t)i * dim] = (x - side / 2) * h;
+                        s.p[(size_t)i * dim + 1] = (y - side / 2) * h;
+                        if (dim == 3) s.p[(size_t)i * dim + 2] = (z - side / 2) * h;
+                    }
+            for (int32_t d = 0; d < 50; d++, i++) // duplicates of random lattice points
+                memcpy(s.p + (size_t)i * dim, s.p + (size_t)nbt_int(n) * dim,
+                       (size_t)dim * sizeof(double));
+            // r equal to the spacing, its diagonal, and the cell edge itself
+            if (check_cells(&s, h, 20)) return 1;
+            if (check_all(&s, h * sqrt(2.0), 0.0, 10)) return 1;
+            if (check_all(&s, h, h, 10)) return 1;
+            if (check_all(&s, 2 * h, h, 10)) return 1;
+            set_free(&s);
+        }
+    return 0;
+}
+
+// Pairs exactly r apart straddling a cell edge, where x / cell rounds to the next cell.
+static int test_rounding_at_cell_edges(void)
+{
+    for (int rep = 0; rep < 40; rep++) {
+        int dim = 2 + rep % 2;
+        int32_t n = 400;
+        Set s = set_new(n, dim);
+        double r = pow(10.0, nbt_range(-3, 3));
+        double far = rep % 3 == 0 ? 1e12 : rep % 3 == 1 ? 1e6 : 0.0;
+        for (int32_t i = 0; i + 1 < n; i += 2) {
+            for (int a = 0; a < dim; a++) {
+                // an edge of a cell of size r, then the pair straddling it exactly r apart
+                double e = (far + (double)nbt_int(100) - 50.0) * r;
+                double x = e - r * nbt_unit();
+                s.p[(size_t)i * dim + a] = x;
+                s.p[(size_t)(i + 1) * dim + a] = a == 0 ? x + r : x;
+            }
+        }
+        if (check_all(&s, r, 0.0, 10)) return 1;
+        if (check_all(&s, r, r, 5)) return 1;
+        set_free(&s);
+    }
+    return 0;
+}
+
+static int test_far_from_origin(void)
+{
+    for (int dim = 2; dim <= 3; dim++) {
+        int32_t n = 800;
+        Set s = set_new(n, dim);
+        for (int32_t i = 0; i < n * dim; i++) s.p[i] = (i % 2 ? -1e12 : 1e12) + nbt_range(0, 20);
+        if (check_cells(&s, 1.0, 20)) return 1;
+        for (int32_t i = 0; i < n * dim; i++) s.p[i] = nbt_range(-1e12, 1e12); // far-flung: hashed
+        if (check_all(&s, 1e9, 0.0, 20)) return 1;
+        if (check_all(&s, 1.0, 0.0, 20)) return 1;
+        set_free(&s);
+    }
+    return 0;
+}
+
+static int test_degenerate_extents(void)
+{
+    for (int dim = 2; dim <= 3; dim++) {
+        int32_t n = 500;
+        Set s = set_new(n, dim);
+        // all points on a line (zero-area extent), then all in one tiny cell, then one point
+        for (int32_t i = 0; i < n; i++) {
+            s.p[(size_t)i * dim] = nbt_range(-100, 100);
+            s.p[(size_t)i * dim + 1] = 3.0;
+            if (dim == 3) s.p[(size_t)i * dim + 2] = -2.0;
+        }
+        if (check_cells(&s, 0.5, 20)) return 1;
+        for (int32_t i = 0; i < n * dim; i++) s.p[i] = 5.0 + nbt_range(0, 1e-3);
+        if (check_cells(&s, 1.0, 20)) return 1; // all points in one cell
+        if (check_all(&s, 1e-4, 0.0, 20)) return 1;
+        if (check_all(&s, 1e6, 0.0, 10)) return 1; // r far larger than the extent
+        if (check_all(&s, 0.0, 0.0, 10)) return 1; // r = 0: duplicates only
+        for (int32_t i = 0; i < n * dim; i++) s.p[i] = (double)nbt_int(4); // heavy duplicates
+        if (check_all(&s, 0.0, 0.0, 10)) return 1;
+        if (check_cells(&s, 1.0, 10)) return 1;
+        s.n = 1;
+        if (check_cells(&s, 1.0, 10)) return 1;
+        s.n = 0;
+        if (check_cells(&s, 1.0, 10)) return 1;
+        set_free(&s);
+    }
+    return 0;
+}
+
+// Radius 0 and subnormal radii where r*r underflows to 0 (the double test then accepts pairs
+// whose squared distances underflow too); subnormal and huge coordinates; r*r overflowing.
+static int test_extreme_magnitudes(void)
+{
+    for (int dim = 2; dim <= 3; dim++) {
+        int32_t n = 300;
+        Set s = set_new(n, dim);
+        for (int32_t i = 0; i < n * dim; i++) s.p[i] = nbt_range(-1.0, 1.0) * 0x1p-1060;
+        if (check_all(&s, 0x1p-1065, 0.0, 10)) return 1;
+        if (check_all(&s, 0.0, 0.0, 10)) return 1;
+        for (int32_t i = 0; i < n * dim; i++) s.p[i] = nbt_range(-1.0, 1.0) * 1e-170;
+        if (check_all(&s, 1e-200, 0.0, 10)) return 1; // squares underflow: all pairs match
+        if (check_all(&s, 1e-170, 0.0, 10)) return 1;
+        for (int32_t i = 0; i < n * dim; i++) s.p[i] = nbt_range(-1.0, 1.0) * 1e300;
+        if (check_all(&s, 1e299, 0.0, 10)) return 1;
+        if (check_all(&s, 1e200, 0.0, 10)) return 1; // r*r overflows: every pair matches
+        if (check_all(&s, 1.0, 0.0, 10)) return 1;
+        set_free(&s);
+    }
+    return 0;
+}
+
+// A larger set, so dense rows and spans are long and the scratch blocks split.
+static int test_larger(void)
+{
+    for (int dim = 2; dim <= 3; dim++) {
+        int32_t n = 6000;
+        Set s = set_new(n, dim);
+        double side = dim == 2 ? sqrt((double)n) : cbrt((double)n);
+        for (int32_t i = 0; i < n * dim; i++) s.p[i] = nbt_range(0, side);
+        if (check_all(&s, dim == 2 ? 1.75 : 1.34, 0.0, 20)) return 1;
+        for (int32_t i = 0; i < n * dim; i++) s.p[i] = nbt_range(0, 3); // dense: big blocks
+        if (check_all(&s, 1.0, 0.0, 5)) return 1;
+        set_free(&s);
+    }
+    return 0;
+}
+
+// Both cell layouts are really exercised.
+static int test_dense_and_hashed_paths(void)
+{
+    Set s = set_new(1000, 2);
+    for (int32_t i = 0; i < 2000; i++) s.p[i] = nbt_range(0, 30);
+    nbGridDesc desc = {0};
+    nbGrid *g = NULL;
+    NB_CHECK_OK(nb_grid_create(&desc, &g));
+    nbPoints pts = {s.p, 1000, 2, 0};
+    nbGridInfo info;
+    NB_CHECK_OK(nb_grid_build(g, &pts, 1.0));
+    NB_CHECK_OK(nb_grid_info(g, &info));
+    NB_CHECK(!info.hashed && info.cells == 30 * 30 && info.points == 1000 && info.dim == 2);
+    NB_CHECK(info.cell_size >= 1.0 && info.cell_size < 1.0 + 1e-9);
+    NB_CHECK_OK(nb_grid_build(g, &pts, 0.01)); // 3000^2 cells for 1000 points: hashed
+    NB_CHECK_OK(nb_grid_info(g, &info));
+    NB_CHECK(info.hashed && info.cells <= 1000);
+    NB_CHECK_OK(nb_grid_validate(g));
+    NB_CHECK(nb_grid_memory_bytes(g) < 1000 * 200);
+    nb_grid_destroy(g);
+    set_free(&s);
+    return 0;
+}
+
+// Same input, same results in the same order.
+static int test_deterministic(void)
+{
+    Set s = set_new(3000, 2);
+    for (int32_t i = 0; i < 6000; i++) s.p[i] = nbt_range(-30, 30);
+    nbGrid *a = NULL, *b = NULL;
+    nbGridDesc desc = {0};
+    NB_CHECK_OK(nb_grid_create(&desc, &a));
+    NB_CHECK_OK(nb_grid_create(&desc, &b));
+    nbPoints pts = {s.p, 3000, 2, 0};
+    NB_CHECK_OK(nb_grid_build(a, &pts, 1.5));
+    NB_CHECK_OK(nb_grid_build(b, &pts, 1.5));
+    NB_CHECK_OK(nb_grid_build(b, &pts, 1.5));
+    static nbPair pa[100000], pb[100000];
+    int64_t fa = 0, fb = 0;
+    NB_CHECK_OK(nb_grid_pairs(a, 1.5, pa, 100000, &fa));
+    NB_CHECK_OK(nb_grid_pairs(b, 1.5, pb, 100000, &fb));
+    NB_CHECK(fa == fb && fa > 0 && memcmp(pa, pb, (size_t)fa * sizeof(nbPair)) == 0);
+    int32_t qa[3000], qb[3000], na = 0, nb = 0;
+    double c[2] = {1.0, -2.0};
+    NB_CHECK_OK(nb_grid_query_radius(a, c, 7.0, qa, 3000, &na));
+    NB_CHECK_OK(nb_grid_query_radius(b, c, 7.0, qb, 3000, &nb));
+    NB_CHECK(na == nb && na > 0 && memcmp(qa, qb, (size_t)na * sizeof(int32_t)) == 0);
+    nb_grid_destroy(a);
+    nb_grid_destroy(b);
+    set_free(&s);
+    return 0;
+}
+
+// Points inside an array of structs, through the stride.
+static int test_stride(void)
+{
+    typedef struct Unit {
+        int32_t id;
+        double pos[3];
+        float hp;
+    } Unit;
+    Unit units[500];
+    Set s = set_new(500, 3);
+    for (int i = 0; i < 500; i++) {
+        units[i].id = i;
+        for (int a = 0; a < 3; a++) s.p[i * 3 + a] = units[i].pos[a] = nbt_range(0, 8);
+    }
+    nbGridDesc desc = {0};
+    desc.dim = 3;
+    nbGrid *g = NULL;
+    NB_CHECK_OK(nb_grid_create(&desc, &g));
+    nbPoints pts = {units[0].pos, 500, 3, sizeof(Unit)};
+    NB_CHECK_OK(nb_grid_build(g, &pts, 1.0));
+    NB_CHECK_OK(nb_grid_validate(g));
+    if (check_pairs(g, &s, 1.0)) return 1;
+    nb_grid_destroy(g);
+    // 2D points taken from the first two of three coordinates
+    Set s2 = set_new(500, 2);
+    for (int i = 0; i < 500; i++) memcpy(s2.p + i * 2, units[i].pos, 2 * sizeof(double));
+    desc.dim = 2;
+    NB_CHECK_OK(nb_grid_create(&desc, &g));
+    NB_CHECK_STATUS(nb_grid_build(g, &pts, 1.0), NB_ERR_OUT_OF_RANGE); // a 3D view, 2D grid
+    nbPoints pts2 = {units[0].pos, 500, 2, sizeof(Unit)};
+    NB_CHECK_OK(nb_grid_build(g, &pts2, 1.0));
+    NB_CHECK_OK(nb_grid_validate(g));
+    if (check_pairs(g, &s2, 1.0)) return 1;
+    nb_grid_destroy(g);
+    set_free(&s);
+    set_free(&s2);
+    return 0;
+}
+
+// ---- bad input ----
+
+// The grid's answers for a fixed probe, to show a failed call left it unchanged.
+static int64_t fingerprint(const nbGrid *g)
+{
+    int64_t pairs = -1;
+    if (nb_grid_count_pairs(g, 1.0, &pairs) != NB_OK) return -2;
+    int32_t found = -1;
+    double c[3] = {0.5, 0.5, 0.5};
+    if (nb_grid_query_radius(g, c, 3.0, NULL, 0, &found) != NB_OK && found == 0) return -3;
+    return pairs * 100003 + found * 7 + nb_grid_count(g);
+}
+
+static int test_bad_input_table(void)
+{
+    const double nan = (double)NAN, inf = (double)INFINITY;
+    nbGrid *g = NULL;
+    nbGridDesc desc = {0};
+    // create
+    NB_CHECK_STATUS(nb_grid_create(NULL, &g), NB_ERR_NULL_ARG);
+    NB_CHECK_STATUS(nb_grid_create(&desc, NULL), NB_ERR_NULL_ARG);
+    const double bad_cells[] = {nan, inf, -inf};
+    for (int t = 0; t < 3; t++) {
+        desc.cell_size = bad_cells[t];
+        NB_CHECK_STATUS(nb_grid_create(&desc, &g), NB_ERR_NOT_FINITE);
+        NB_CHECK(g == NULL);
+    }
+    desc.cell_size = -1.0;
+    NB_CHECK_STATUS(nb_grid_create(&desc, &g), NB_ERR_OUT_OF_RANGE);
+    desc.cell_size = 0.0;
+    desc.dim = 1;
+    NB_CHECK_STATUS(nb_grid_create(&desc, &g), NB_ERR_OUT_OF_RANGE);
+    desc.dim = 4;
+    NB_CHECK_STATUS(nb_grid_create(&desc, &g), NB_ERR_OUT_OF_RANGE);
+    desc.dim = -2;
+    NB_CHECK_STATUS(nb_grid_create(&desc, &g), NB_ERR_OUT_OF_RANGE);
+    desc.dim = 2;
+    desc.capacity_hint = -1;
+    NB_CHECK_STATUS(nb_grid_create(&desc, &g), NB_ERR_OUT_OF_RANGE);
+    desc.capacity_hint = 0;
+    desc.cell_size = -0.0; // -0.0 is zero: the default
+    NB_CHECK_OK(nb_grid_create(&desc, &g));
+    nb_grid_destroy(g);
+    desc.cell_size = 0.0;
+    NB_CHECK_OK(nb_grid_create(&desc, &g));
+    nb_grid_destroy(NULL);
+
+    // a known good state
+    double good[8] = {0, 0, 0.5, 0.5, 1, 1, -0.5, 0.25};
+    nbPoints pts = {good, 4, 2, 0};
+    NB_CHECK_OK(nb_grid_build(g, &pts, 1.0));
+    const int64_t fp = fingerprint(g);
+    NB_CHECK(fp >= 0);
+
+    // build: each bad input is refused and the grid is unchanged
+    NB_CHECK_STATUS(nb_grid_build(NULL, &pts, 1.0), NB_ERR_NULL_ARG);
+    NB_CHECK_STATUS(nb_grid_build(g, NULL, 1.0), NB_ERR_NULL_ARG);
+    nbPoints null_data = {NULL, 3, 2, 0};
+    NB_CHECK_STATUS(nb_grid_build(g, &null_data, 1.0), NB_ERR_NULL_ARG);
+    const double bad_r[] = {nan, inf, -inf};
+    for (int t = 0; t < 3; t++) NB_CHECK_STATUS(nb_grid_build(g, &pts, bad_r[t]), NB_ERR_NOT_FINITE);
+    NB_CHECK_STATUS(nb_grid_build(g, &pts, -1.0), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK_STATUS(nb_grid_build(g, &pts, -DBL_MIN), NB_ERR_OUT_OF_RANGE);
+    const double bad_v[] = {nan, inf, -inf};
+    for (int t = 0; t < 3; t++)
+        for (int at = 0; at < 8; at++) {
+            double pts_bad[8];
+            memcpy(pts_bad, good, sizeof good);
+            pts_bad[at] = bad_v[t];
+            nbPoints pb = {pts_bad, 4, 2, 0};
+            NB_CHECK_STATUS(nb_grid_build(g, &pb, 1.0), NB_ERR_NOT_FINITE);
+        }
+    nbPoints neg = {good, -1, 2, 0};
+    NB_CHECK_STATUS(nb_grid_build(g, &neg, 1.0), NB_ERR_OUT_OF_RANGE);
+    nbPoints wrong_dim = {good, 2, 3, 0};
+    NB_CHECK_STATUS(nb_grid_build(g, &wrong_dim, 1.0), NB_ERR_OUT_OF_RANGE);
+    nbPoints short_stride = {good, 2, 2, sizeof(double)};
+    NB_CHECK_STATUS(nb_grid_build(g, &short_stride, 1.0), NB_ERR_OUT_OF_RANGE);
+    nbPoints odd_stride = {good, 2, 2, 2 * sizeof(double) + 1};
+    NB_CHECK_STATUS(nb_grid_build(g, &odd_stride, 1.0), NB_ERR_OUT_OF_RANGE);
+    // a cell number that would overflow: tiny cell, huge coordinates
+    nbGridDesc tiny = {0};
+    tiny.cell_size = 1e-300;
+    nbGrid *gt = NULL;
+    NB_CHECK_OK(nb_grid_create(&tiny, &gt));
+    double huge[4] = {1e10, 0, -1e10, 0};
+    nbPoints ph = {huge, 2, 2, 0};
+    NB_CHECK_STATUS(nb_grid_build(gt, &ph, 1.0), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK_OK(nb_grid_validate(gt));
+    nb_grid_destroy(gt);
+    NB_CHECK(fingerprint(g) == fp);
+    NB_CHECK_OK(nb_grid_validate(g));
+
+    // queries
+    double c[2] = {0, 0}, cn[2] = {nan, 0}, ci[2] = {0, -inf};
+    int32_t out[8], found = 99;
+    nbNeighbor nn[8];
+    int64_t f64 = 99;
+    nbPair pp[8];
+    NB_CHECK_STATUS(nb_grid_query_radius(NULL, c, 1, out, 8, &found), NB_ERR_NULL_ARG);
+    NB_CHECK_STATUS(nb_grid_query_radius(g, NULL, 1, out, 8, &found), NB_ERR_NULL_ARG);
+    NB_CHECK_STATUS(nb_grid_query_radius(g, c, 1, out, 8, NULL), NB_ERR_NULL_ARG);
+    NB_CHECK_STATUS(nb_grid_query_radius(g, c, 1, NULL, 8, &found), NB_ERR_NULL_ARG);
+    NB_CHECK_STATUS(nb_grid_query_radius(g, cn, 1, out, 8, &found), NB_ERR_NOT_FINITE);
+    NB_CHECK(found == 0);
+    NB_CHECK_STATUS(nb_grid_query_radius(g, ci, 1, out, 8, &found), NB_ERR_NOT_FINITE);
+    NB_CHECK_STATUS(nb_grid_query_radius(g, c, nan, out, 8, &found), NB_ERR_NOT_FINITE);
+    NB_CHECK_STATUS(nb_grid_query_radius(g, c, inf, out, 8, &found), NB_ERR_NOT_FINITE);
+    NB_CHECK_STATUS(nb_grid_query_radius(g, c, -1, out, 8, &found), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK_STATUS(nb_grid_query_radius(g, c, 1, out, -1, &found), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK_OK(nb_grid_query_radius(g, c, -0.0, out, 8, &found));
+    NB_CHECK(found == 1 && out[0] == 0);
+    NB_CHECK_STATUS(nb_grid_query_radius(g, c, 5, NULL, 0, &found), NB_ERR_BUFFER_TOO_SMALL);
+    NB_CHECK(found == 4);
+    NB_CHECK_STATUS(nb_grid_visit_radius(g, c, 1, NULL, NULL), NB_ERR_NULL_ARG);
+    double lo[2] = {-1, -1}, hi[2] = {1, 1}, lon[2] = {nan, 0};
+    NB_CHECK_STATUS(nb_grid_query_box(g, lon, hi, out, 8, &found), NB_ERR_NOT_FINITE);
+    NB_CHECK_STATUS(nb_grid_query_box(g, lo, lon, out, 8, &found), NB_ERR_NOT_FINITE);
+    NB_CHECK_STATUS(nb_grid_query_box(g, lo, hi, out, -3, &found), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK_STATUS(nb_grid_query_box(g, NULL, hi, out, 8, &found), NB_ERR_NULL_ARG);
+    double all_lo[2] = {-inf, -inf}, all_hi[2] = {inf, inf};
+    NB_CHECK_OK(nb_grid_query_box(g, all_lo, all_hi, out, 8, &found)); // infinite = unbounded
+    NB_CHECK(found == 4);
+    NB_CHECK_OK(nb_grid_query_box(g, hi, lo, out, 8, &found)); // lo > hi: empty
+    NB_CHECK(found == 0);
+    NB_CHECK_STATUS(nb_grid_knn(g, cn, 2, nn, &found), NB_ERR_NOT_FINITE);
+    NB_CHECK_STATUS(nb_grid_knn(g, c, -1, nn, &found), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK_STATUS(nb_grid_knn(g, c, 2, NULL, &found), NB_ERR_NULL_ARG);
+    NB_CHECK_STATUS(nb_grid_knn(NULL, c, 2, nn, &found), NB_ERR_NULL_ARG);
+    NB_CHECK_OK(nb_grid_knn(g, c, 0, NULL, &found));
+    NB_CHECK(found == 0);
+    NB_CHECK_STATUS(nb_grid_pairs(g, nan, pp, 8, &f64), NB_ERR_NOT_FINITE);
+    NB_CHECK(f64 == 0);
+    NB_CHECK_STATUS(nb_grid_pairs(g, -2, pp, 8, &f64), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK_STATUS(nb_grid_pairs(g, 1, pp, -8, &f64), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK_STATUS(nb_grid_pairs(g, 1, NULL, 8, &f64), NB_ERR_NULL_ARG);
+    NB_CHECK_STATUS(nb_grid_pairs(g, 1, pp, 8, NULL), NB_ERR_NULL_ARG);
+    NB_CHECK_STATUS(nb_grid_count_pairs(g, inf, &f64), NB_ERR_NOT_FINITE);
+    NB_CHECK_STATUS(nb_grid_count_pairs(g, 1, NULL), NB_ERR_NULL_ARG);
+    NB_CHECK_STATUS(nb_grid_visit_pairs(g, 1, NULL, NULL), NB_ERR_NULL_ARG);
+    int32_t units = nb_grid_pair_units(g);
+    NB_CHECK(units > 0 && nb_grid_pair_units(NULL) == 0);
+    PairLog log = {NULL, 0, 0, 0};
+    NB_CHECK_STATUS(nb_grid_visit_pairs_range(g, 1, -1, 1, log_pair, &log), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK_STATUS(nb_grid_visit_pairs_range(g, 1, 1, 0, log_pair, &log), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK_STATUS(nb_grid_visit_pairs_range(g, 1, 0, units + 1, log_pair, &log),
+                    NB_ERR_OUT_OF_RANGE);
+    NB_CHECK_STATUS(nb_grid_visit_pairs_range(g, nan, 0, 1, log_pair, &log), NB_ERR_NOT_FINITE);
+    NB_CHECK(log.n == 0);
+    NB_CHECK_STATUS(nb_grid_reserve(g, -1), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK_STATUS(nb_grid_reserve(NULL, 1), NB_ERR_NULL_ARG);
+    NB_CHECK_STATUS(nb_grid_info(g, NULL), NB_ERR_NULL_ARG);
+    NB_CHECK_STATUS(nb_grid_validate(NULL), NB_ERR_NULL_ARG);
+    NB_CHECK(nb_grid_count(NULL) == 0 && nb_grid_memory_bytes(NULL) == 0);
+    NB_CHECK(fingerprint(g) == fp);
+    NB_CHECK_OK(nb_grid_validate(g));
+    nb_grid_destroy(g);
+
+    // status names
+    for (int st = 0; st <= NB_STATUS_COUNT + 1; st++) {
+        NB_CHECK(nb_status_str((nbStatus)st) != NULL && nb_status_message((nbStatus)st) != NULL);
+    }
+    NB_CHECK(strcmp(nb_status_str(NB_ERR_NOT_FINITE), "NB_ERR_NOT_FINITE") == 0);
+    NB_CHECK(strcmp(nb_status_str((nbStatus)-1), "NB_ERR_UNKNOWN") == 0);
+    NB_CHECK(nb_version() == NB_VERSION);
+    return 0;
+}
+
+// Queries on a grid that was never built, or was built empty.
+static int test_empty_grid(void)
+{
+    nbGridDesc desc = {0};
+    desc.dim = 3;
+    nbGrid *g = NULL;
+    NB_CHECK_OK(nb_grid_create(&desc, &g));
+    for (int pass = 0; pass < 2; pass++) {
+        double c[3] = {0, 0, 0};
+        int32_t found = 7;
+        int64_t f = 7;
+        nbNeighbor nn[2];
+        NB_CHECK_OK(nb_grid_query_radius(g, c, 1.0, NULL, 0, &found));
+        NB_CHECK(found == 0);
+        NB_CHECK_OK(nb_grid_query_box(g, c, c, NULL, 0, &found));
+        NB_CHECK(found == 0);
+        NB_CHECK_OK(nb_grid_knn(g, c, 2, nn, &found));
+        NB_CHECK(found == 0);
+        NB_CHECK_OK(nb_grid_pairs(g, 1.0, NULL, 0, &f));
+        NB_CHECK(f == 0 && nb_grid_pair_units(g) == 0);
+        NB_CHECK_OK(nb_grid_validate(g));
+        nbPoints none = {NULL, 0, 3, 0};
+        NB_CHECK_OK(nb_grid_build(g, &none, 1.0));
+    }
+    nb_grid_destroy(g);
+    return 0;
+}
+
+// ---- memory ----
+
+// After the first frame, rebuilding and querying allocate nothing; capacity grows only at a
+// new maximum; everything is freed with matching sizes.
+static int test_zero_allocation_frames(void)
+{
+    nbtAlloc counter = {0};
+    nbAllocator al = nbt_allocator(&counter);
+    nbGridDesc desc = {0};
+    desc.allocator = &al;
+    nbGrid *g = NULL;
+    NB_CHECK_OK(nb_grid_create(&desc, &g));
+    Set s = set_new(5000, 2);
+    static nbPair pairs[200000];
+    for (int frame = 0; frame < 30; frame++) {
+        // Frames 0 and 1 reach the maximum point count in each cell layout (dense, then hashed
+        // for far-flung points); later frames vary the count and switch layouts freely.
+        int32_t n = frame < 2 ? 5000 : 2000 + nbt_int(3001);
+        double spread = frame == 1 || frame % 7 == 6 ? 1e6 : 60.0;
+        for (int32_t i = 0; i < n * 2; i++) s.p[i] = nbt_range(0, spread);
+        nbPoints pts = {s.p, n, 2, 0};
+        int64_t before = counter.allocs;
+        NB_CHECK_OK(nb_grid_build(g, &pts, 1.0));
+        int64_t found = 0;
+        NB_CHECK_OK(nb_grid_pairs(g, 1.0, pairs, 200000, &found));
+        int32_t near[64], nf = 0;
+        double c[2] = {30, 30};
+        nb_grid_query_radius(g, c, 2.0, near, 64, &nf);
+        nbNeighbor nn[16];
+        NB_CHECK_OK(nb_grid_knn(g, c, 16, nn, &nf));
+        nbGridInfo info;
+        NB_CHECK_OK(nb_grid_info(g, &info));
+        NB_CHECK(info.hashed == (spread > 100.0));
+        if (frame >= 2) NB_CHECK(counter.allocs == before);
+    }
+    // reserve up front: a bigger build then allocates nothing
+    NB_CHECK_OK(nb_grid_reserve(g, 20000));
+    int64_t before = counter.allocs;
+    Set big = set_new(20000, 2);
+    for (int32_t i = 0; i < 40000; i++) big.p[i] = nbt_range(0, 1e7); // hashed
+    nbPoints pb = {big.p, 20000, 2, 0};
+    NB_CHECK_OK(nb_grid_build(g, &pb, 1.0));
+    for (int32_t i = 0; i < 40000; i++) big.p[i] = nbt_range(0, 100); // dense
+    NB_CHECK_OK(nb_grid_build(g, &pb, 1.0));
+    NB_CHECK(counter.allocs == before);
+    NB_CHECK(nb_grid_memory_bytes(g) > 20000 * 20);
+    nb_grid_destroy(g);
+    NB_CHECK(counter.live_bytes == 0 && counter.allocs == counter.frees && !counter.size_mismatch);
+    set_free(&s);
+    set_free(&big);
+    return 0;
+}
+
+// Failing allocation i, for every i: NB_ERR_OUT_OF_MEMORY, the grid unchanged, no leaks.
+static int test_allocation_failure(void)
+{
+    Set a = set_new(300, 2), b = set_new(3000, 2);
+    for (int32_t i = 0; i < 600; i++) a.p[i] = nbt_range(0, 10);
+    for (int32_t i = 0; i < 6000; i++) b.p[i] = nbt_range(0, i % 3 ? 30 : 1e7);
+    for (int64_t fail = 1; fail < 40; fail++) {
+        nbtAlloc counter = {0};
+        counter.fail_at = fail;
+        nbAllocator al = nbt_allocator(&counter);
+        nbGridDesc desc = {0};
+        desc.allocator = &al;
+        desc.capacity_hint = fail % 2 ? 0 : 100;
+        nbGrid *g = NULL;
+        nbStatus st = nb_grid_create(&desc, &g);
+        if (st == NB_ERR_OUT_OF_MEMORY) {
+            NB_CHECK(g == NULL && counter.live_bytes == 0);
+            continue;
+        }
+        NB_CHECK_OK(st);
+        nbPoints pa = {a.p, 300, 2, 0}, pb = {b.p, 3000, 2, 0};
+        st = nb_grid_build(g, &pa, 1.0);
+        NB_CHECK(st == NB_OK || st == NB_ERR_OUT_OF_MEMORY);
+        int64_t fp = fingerprint(g);
+        NB_CHECK_OK(nb_grid_validate(g));
+        st = nb_grid_build(g, &pb, 0.5); // needs more room, and hashed cells
+        NB_CHECK(st == NB_OK || st == NB_ERR_OUT_OF_MEMORY);
+        NB_CHECK_OK(nb_grid_validate(g));
+        if (st == NB_ERR_OUT_OF_MEMORY) NB_CHECK(fingerprint(g) == fp);
+        fp = fingerprint(g);
+        st = nb_grid_reserve(g, 50000); // reserve keeps the contents, whether it works or not
+        NB_CHECK(st == NB_OK || st == NB_ERR_OUT_OF_MEMORY);
+        NB_CHECK_OK(nb_grid_validate(g));
+        NB_CHECK(fingerprint(g) == fp);
+        nb_grid_destroy(g);
+        NB_CHECK(counter.live_bytes == 0 && counter.allocs - (counter.allocs >= fail) == counter.frees);
+        NB_CHECK(!counter.size_mismatch);
+    }
+    set_free(&a);
+    set_free(&b);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const nbtCase cases[] = {
+        {"uniform", test_uniform},
+        {"clustered", test_clustered},
+        {"lattice_exact_distances", test_lattice_exact_distances},
+        {"rounding_at_cell_edges", test_rounding_at_cell_edges},
+        {"far_from_origin", test_far_from_origin},
+        {"degenerate_extents", test_degenerate_extents},
+        {"extreme_magnitudes", test_extreme_magnitudes},
+        {"larger", test_larger},
+        {"dense_and_hashed_paths", test_dense_and_hashed_paths},
+        {"deterministic", test_deterministic},
+        {"stride", test_stride},
+        {"bad_input_table", test_bad_input_table},
+        {"empty_grid", test_empty_grid},
+        {"zero_allocation_frames", test_zero_allocation_frames},
+        {"allocation_failure", test_allocation_failure},
+    };
+    return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
+}
