@@ -112,38 +112,79 @@ int32_t nb_grid_count(const nbGrid *grid)
     return grid == NULL ? 0 : grid->n;
 }
 
-// Pass 1: every coordinate finite; bounding box and max |coordinate|. Reads the caller's view.
-static nbStatus nbi_scan_points(const nbPoints *p, int32_t dim, size_t stride, double mn[3],
-                                double mx[3], double *max_abs)
+// Pass 1: every coordinate finite; bounding box and max |coordinate|. `step` is the distance
+// between points in doubles; `dim` and `step` are constants at each call site, so the loop is
+// specialised (and vectorised) per layout. Finiteness is checked without branches:
+// v * 0.0 is 0 for finite v and NaN for NaN or infinity, and NaN survives the sum.
+NBI_INLINE bool nbi_scan_points(const double *data, size_t step, int32_t n, int dim, double mn[3],
+                                double mx[3])
 {
-    for (int a = 0; a < 3; a++) {
-        mn[a] = 0.0;
-        mx[a] = 0.0;
-    }
-    if (p->count == 0) {
-        *max_abs = 0.0;
-        return NB_OK;
-    }
-    const char *base = (const char *)p->data;
-    for (int a = 0; a < dim; a++) mn[a] = mx[a] = p->data[a];
-    bool finite = true;
-    for (int32_t i = 0; i < p->count; i++) {
-        const double *q = (const double *)(base + (size_t)i * stride);
+    double lo[3] = {data[0], data[1], dim == 3 ? data[2] : 0.0};
+    double hi[3] = {lo[0], lo[1], lo[2]};
+    double nan_if_bad[3] = {0.0, 0.0, 0.0};
+    for (int32_t i = 0; i < n; i++) {
         for (int a = 0; a < dim; a++) {
-            double v = q[a];
-            finite &= isfinite(v) != 0;
-            mn[a] = v < mn[a] ? v : mn[a];
-            mx[a] = v > mx[a] ? v : mx[a];
+            const double v = data[(size_t)i * step + (size_t)a];
+            nan_if_bad[a] = nan_if_bad[a] + v * 0.0;
+            lo[a] = v < lo[a] ? v : lo[a];
+            hi[a] = v > hi[a] ? v : hi[a];
         }
     }
-    if (!finite) return NB_ERR_NOT_FINITE;
-    double m = 0.0;
-    for (int a = 0; a < dim; a++) {
-        m = fabs(mn[a]) > m ? fabs(mn[a]) : m;
-        m = fabs(mx[a]) > m ? fabs(mx[a]) : m;
+    for (int a = 0; a < 3; a++) {
+        mn[a] = a < dim ? lo[a] : 0.0;
+        mx[a] = a < dim ? hi[a] : 0.0;
     }
-    *max_abs = m;
-    return NB_OK;
+    return nan_if_bad[0] == 0.0 && nan_if_bad[1] == 0.0 && nan_if_bad[2] == 0.0;
+}
+
+// Pass 2 (dense): each point's cell number, counted into start[cell + 2].
+NBI_INLINE void nbi_count_dense(const double *data, size_t step, int32_t n, int dim,
+                                const nbiCellMath *cm, const int64_t lo[3], const int64_t ext[3],
+                                int32_t *cell_of, int32_t *start)
+{
+    const int64_t e0 = ext[0], e01 = ext[0] * ext[1];
+    for (int32_t i = 0; i < n; i++) {
+        const double *q = data + (size_t)i * step;
+        int64_t c = (nbi_cell_i(cm, q[0]) - lo[0]) + e0 * (nbi_cell_i(cm, q[1]) - lo[1]);
+        if (dim == 3) c += e01 * (nbi_cell_i(cm, q[2]) - lo[2]);
+        cell_of[i] = (int32_t)c;
+        start[c + 2]++;
+    }
+}
+
+// Pass 4: scatter in input order, so indices ascend within each cell.
+NBI_INLINE void nbi_scatter(const double *data, size_t step, int32_t n, int dim,
+                            const int32_t *cell_of, int32_t *start, double *pts, int32_t *idx)
+{
+    for (int32_t i = 0; i < n; i++) {
+        const double *q = data + (size_t)i * step;
+        const int32_t p = start[cell_of[i] + 1]++;
+        for (int a = 0; a < dim; a++) pts[(size_t)p * (size_t)dim + (size_t)a] = q[a];
+        idx[p] = i;
+    }
+}
+
+// Calls F(data, step, n, DIM, ...) with dim and, for packed points, step as constants.
+#define NBI_BY_LAYOUT(F, data, step, n, dim, ...)                                                  \
+    do {                                                                                           \
+        if ((dim) == 2 && (step) == 2)                                                             \
+            F(data, 2, n, 2, __VA_ARGS__);                                                         \
+        else if ((dim) == 3 && (step) == 3)                                                        \
+            F(data, 3, n, 3, __VA_ARGS__);                                                         \
+        else if ((dim) == 2)                                                                       \
+            F(data, step, n, 2, __VA_ARGS__);                                                      \
+        else                                                                                       \
+            F(data, step, n, 3, __VA_ARGS__);                                                      \
+    } while (0)
+
+static bool nbi_scan_any(const double *data, size_t step, int32_t n, int dim, double mn[3],
+                         double mx[3])
+{
+    bool ok = true;
+#define NBI_SCAN(d, st, nn, dm, a, b) ok = nbi_scan_points(d, st, nn, dm, a, b)
+    NBI_BY_LAYOUT(NBI_SCAN, data, step, n, dim, mn, mx);
+#undef NBI_SCAN
+    return ok;
 }
 
 nbStatus nb_grid_build(nbGrid *grid, const nbPoints *points, double radius)
@@ -158,9 +199,14 @@ nbStatus nb_grid_build(nbGrid *grid, const nbPoints *points, double radius)
     if (stride < (size_t)dim * sizeof(double) || stride % sizeof(double) != 0)
         return NB_ERR_OUT_OF_RANGE;
 
-    double mn[3], mx[3], max_abs;
-    nbStatus st = nbi_scan_points(points, dim, stride, mn, mx, &max_abs);
-    if (st != NB_OK) return st;
+    const size_t step = stride / sizeof(double);
+    double mn[3] = {0, 0, 0}, mx[3] = {0, 0, 0}, max_abs = 0.0;
+    if (points->count > 0 && !nbi_scan_any(points->data, step, points->count, dim, mn, mx))
+        return NB_ERR_NOT_FINITE;
+    for (int a = 0; a < dim; a++) {
+        max_abs = fabs(mn[a]) > max_abs ? fabs(mn[a]) : max_abs;
+        max_abs = fabs(mx[a]) > max_abs ? fabs(mx[a]) : max_abs;
+    }
 
     const double cell =
         grid->desc_cell > 0.0 ? grid->desc_cell : nbi_cell_for_radius(radius, max_abs);
@@ -194,7 +240,6 @@ nbStatus nb_grid_build(nbGrid *grid, const nbPoints *points, double radius)
     memcpy(grid->hi, hi, sizeof hi);
     memcpy(grid->ext, ext, sizeof ext);
 
-    const char *base = (const char *)points->data;
     int32_t *cell_of = (int32_t *)grid->cell_of.ptr;
     int32_t *start = (int32_t *)grid->start.ptr;
 
@@ -203,14 +248,7 @@ nbStatus nb_grid_build(nbGrid *grid, const nbPoints *points, double radius)
     if (!hashed) {
         ncells = (int32_t)box_cells;
         memset(start, 0, ((size_t)ncells + 2) * sizeof(int32_t));
-        const int64_t e0 = ext[0], e01 = ext[0] * ext[1];
-        for (int32_t i = 0; i < n; i++) {
-            const double *q = (const double *)(base + (size_t)i * stride);
-            int64_t c = (nbi_cell_i(&cm, q[0]) - lo[0]) + e0 * (nbi_cell_i(&cm, q[1]) - lo[1]);
-            if (dim == 3) c += e01 * (nbi_cell_i(&cm, q[2]) - lo[2]);
-            cell_of[i] = (int32_t)c;
-            start[c + 2]++;
-        }
+        NBI_BY_LAYOUT(nbi_count_dense, points->data, step, n, dim, &cm, lo, ext, cell_of, start);
     } else {
         int32_t *table = (int32_t *)grid->table.ptr;
         int64_t *keys = (int64_t *)grid->keys.ptr;
@@ -219,7 +257,7 @@ nbStatus nb_grid_build(nbGrid *grid, const nbPoints *points, double radius)
         memset(start, 0, ((size_t)n + 2) * sizeof(int32_t));
         ncells = 0;
         for (int32_t i = 0; i < n; i++) {
-            const double *q = (const double *)(base + (size_t)i * stride);
+            const double *q = points->data + (size_t)i * step;
             int64_t x = nbi_cell_i(&cm, q[0]), y = nbi_cell_i(&cm, q[1]);
             int64_t z = dim == 3 ? nbi_cell_i(&cm, q[2]) : 0;
             uint64_t h = nbi_cell_hash(x, y, z) >> (64 - bits);
@@ -247,28 +285,11 @@ nbStatus nb_grid_build(nbGrid *grid, const nbPoints *points, double radius)
     // Pass 3: exclusive prefix sum, shifted by one: start[c + 1] = first position of cell c.
     for (int64_t c = 2; c < (int64_t)ncells + 2; c++) start[c] += start[c - 1];
 
-    // Pass 4: scatter in input order, so indices ascend within each cell. Afterwards
-    // start[c + 1] has advanced to the end of cell c, i.e. start[c] is cell c's first position.
+    // Pass 4: the scatter. Afterwards start[c + 1] has advanced to the end of cell c, i.e.
+    // start[c] is cell c's first position.
     double *pts = (double *)grid->pts.ptr;
     int32_t *idx = (int32_t *)grid->idx.ptr;
-    if (dim == 2) {
-        for (int32_t i = 0; i < n; i++) {
-            const double *q = (const double *)(base + (size_t)i * stride);
-            int32_t p = start[cell_of[i] + 1]++;
-            pts[(size_t)p * 2] = q[0];
-            pts[(size_t)p * 2 + 1] = q[1];
-            idx[p] = i;
-        }
-    } else {
-        for (int32_t i = 0; i < n; i++) {
-            const double *q = (const double *)(base + (size_t)i * stride);
-            int32_t p = start[cell_of[i] + 1]++;
-            pts[(size_t)p * 3] = q[0];
-            pts[(size_t)p * 3 + 1] = q[1];
-            pts[(size_t)p * 3 + 2] = q[2];
-            idx[p] = i;
-        }
-    }
+    NBI_BY_LAYOUT(nbi_scatter, points->data, step, n, dim, cell_of, start, pts, idx);
     return NB_OK;
 }
 
