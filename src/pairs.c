@@ -21,6 +21,10 @@
 
 #include <string.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 enum { NBI_SINK_COUNT, NBI_SINK_BUFFER, NBI_SINK_VISIT };
 enum { NBI_SCRATCH = 1024 };
 
@@ -71,84 +75,336 @@ static void nbi_commit(nbiPairSink *s, const nbPair *w, int64_t m)
     }
 }
 
-// Candidates (p, q) for p in [a0, a1) and q in [b0, b1), q > p when `self`. Writes at most
-// (a1 - a0) * (b1 - b0) pairs into w; returns how many pass.
-NBI_INLINE int64_t nbi_block_write(const nbiPairCtx *x, int dim, int32_t a0, int32_t a1,
-                                   int32_t b0, int32_t b1, bool self, nbPair *w)
+// ---- kernels: one point against a run of positions ----
+// Each computes d2 = dx*dx + dy*dy (+ dz*dz) in exactly the brute-force order, lane by lane, so
+// SIMD changes nothing in the answer. With SSE2 two candidates go at once: the interleaved
+// (x, y[, z]) records are transposed into x and y[, z] lanes with shuffles.
+
+NBI_INLINE double nbi_d2(const double *pi, const double *pq, int dim)
 {
-    const double *pts = x->pts;
+    const double dx = pi[0] - pq[0], dy = pi[1] - pq[1];
+    double d2 = dx * dx + dy * dy;
+    if (dim == 3) {
+        const double dz = pi[2] - pq[2];
+        d2 = d2 + dz * dz;
+    }
+    return d2;
+}
+
+#if defined(__SSE2__)
+// The two-lane mask (bit 0: q, bit 1: q + 1) of candidates q, q+1 within r2 of pi.
+NBI_INLINE int nbi_d2_mask2(const double *pi, const double *pts, int32_t q, int dim, __m128d r2)
+{
+    const double *b = pts + (size_t)q * (size_t)dim;
+    __m128d x, y, d2;
+    if (dim == 2) {
+        const __m128d u = _mm_loadu_pd(b), v = _mm_loadu_pd(b + 2);
+        x = _mm_unpacklo_pd(u, v);
+        y = _mm_unpackhi_pd(u, v);
+    } else {
+        const __m128d u = _mm_loadu_pd(b), v = _mm_loadu_pd(b + 2), w = _mm_loadu_pd(b + 4);
+        x = _mm_shuffle_pd(u, v, 2);
+        y = _mm_shuffle_pd(u, w, 1);
+        const __m128d z = _mm_shuffle_pd(v, w, 2);
+        const __m128d dz = _mm_sub_pd(_mm_set1_pd(pi[2]), z);
+        const __m128d dx = _mm_sub_pd(_mm_set1_pd(pi[0]), x), dy = _mm_sub_pd(_mm_set1_pd(pi[1]), y);
+        d2 = _mm_add_pd(_mm_add_pd(_mm_mul_pd(dx, dx), _mm_mul_pd(dy, dy)), _mm_mul_pd(dz, dz));
+        return _mm_movemask_pd(_mm_cmple_pd(d2, r2));
+    }
+    const __m128d dx = _mm_sub_pd(_mm_set1_pd(pi[0]), x), dy = _mm_sub_pd(_mm_set1_pd(pi[1]), y);
+    d2 = _mm_add_pd(_mm_mul_pd(dx, dx), _mm_mul_pd(dy, dy));
+    return _mm_movemask_pd(_mm_cmple_pd(d2, r2));
+}
+#endif
+
+// How many q in [q0, q1) are within r of point pi.
+NBI_INLINE int64_t nbi_scan_count(const nbiPairCtx *x, int dim, const double *pi, int32_t q0,
+                                  int32_t q1)
+{
+    int64_t m = 0;
+    int32_t q = q0;
+#if defined(__SSE2__)
+    const __m128d r2 = _mm_set1_pd(x->r2);
+    for (; q + 2 <= q1; q += 2) {
+        const int mask = nbi_d2_mask2(pi, x->pts, q, dim, r2);
+        m += (mask & 1) + (mask >> 1);
+    }
+#endif
+    for (; q < q1; q++) m += nbi_d2(pi, x->pts + (size_t)q * (size_t)dim, dim) <= x->r2;
+    return m;
+}
+
+// Writes the pairs (ii, idx[q]) for q in [q0, q1) within r of pi to w, branch-free: every
+// candidate is stored and the position advances only on a match. Returns how many matched.
+NBI_INLINE int64_t nbi_scan_write(const nbiPairCtx *x, int dim, const double *pi, int32_t ii,
+                                  int32_t q0, int32_t q1, nbPair *w)
+{
     const int32_t *idx = x->idx;
-    const double r2 = x->r2;
     int64_t m = 0;
-    for (int32_t p = a0; p < a1; p++) {
-        const int32_t ii = idx[p];
-        const double xi = pts[(size_t)p * dim], yi = pts[(size_t)p * dim + 1];
-        const double zi = dim == 3 ? pts[(size_t)p * dim + 2] : 0.0;
-        for (int32_t q = self ? p + 1 : b0; q < b1; q++) {
-            const double dx = xi - pts[(size_t)q * dim], dy = yi - pts[(size_t)q * dim + 1];
-            double d2 = dx * dx + dy * dy;
-            if (dim == 3) {
-                const double dz = zi - pts[(size_t)q * dim + 2];
-                d2 = d2 + dz * dz;
-            }
-            const int32_t jj = idx[q];
-            w[m].i = ii < jj ? ii : jj;
-            w[m].j = ii < jj ? jj : ii;
-            m += d2 <= r2;
-        }
+    int32_t q = q0;
+#if defined(__SSE2__)
+    const __m128d r2 = _mm_set1_pd(x->r2);
+    for (; q + 2 <= q1; q += 2) {
+        const int mask = nbi_d2_mask2(pi, x->pts, q, dim, r2);
+        const int32_t j0 = idx[q], j1 = idx[q + 1];
+        w[m].i = ii < j0 ? ii : j0;
+        w[m].j = ii < j0 ? j0 : ii;
+        m += mask & 1;
+        w[m].i = ii < j1 ? ii : j1;
+        w[m].j = ii < j1 ? j1 : ii;
+        m += mask >> 1;
+    }
+#endif
+    for (; q < q1; q++) {
+        const int32_t jj = idx[q];
+        w[m].i = ii < jj ? ii : jj;
+        w[m].j = ii < jj ? jj : ii;
+        m += nbi_d2(pi, x->pts + (size_t)q * (size_t)dim, dim) <= x->r2;
     }
     return m;
 }
 
-NBI_INLINE int64_t nbi_block_count(const nbiPairCtx *x, int dim, int32_t a0, int32_t a1,
-                                   int32_t b0, int32_t b1, bool self)
+// A run of positions [b0, b1): a neighbour cell, or a row of adjacent cells.
+typedef struct nbiSpan {
+    int32_t b0, b1;
+} nbiSpan;
+
+enum { NBI_MAX_SPANS = 32 };
+
+// ---- the gathered path ----
+// A cell's candidates are copied once into small contiguous x / y / z / index lanes: own cell
+// first, then the cells to its right, then the neighbour rows. Point p at offset i of the cell
+// then pairs with exactly the lanes after i, so each point needs one tight loop instead of one
+// per span, and the lanes are aligned for two-at-a-time SIMD. Two NaN sentinels pad the end: a
+// two-lane step may read one past the last candidate, and NaN never passes d2 <= r2.
+enum { NBI_GATHER = 512 };
+#ifndef NBI_USE_GATHER
+#define NBI_USE_GATHER 1
+#endif
+
+typedef struct nbiGather {
+    double x[NBI_GATHER], y[NBI_GATHER], z[NBI_GATHER];
+    int32_t idx[NBI_GATHER];
+    int32_t n;
+} nbiGather;
+
+NBI_INLINE void nbi_gather_run(nbiGather *gt, const nbiPairCtx *x, int dim, int32_t b0, int32_t b1)
 {
     const double *pts = x->pts;
-    const double r2 = x->r2;
-    int64_t m = 0;
-    for (int32_t p = a0; p < a1; p++) {
-        const double xi = pts[(size_t)p * dim], yi = pts[(size_t)p * dim + 1];
-        const double zi = dim == 3 ? pts[(size_t)p * dim + 2] : 0.0;
-        for (int32_t q = self ? p + 1 : b0; q < b1; q++) {
-            const double dx = xi - pts[(size_t)q * dim], dy = yi - pts[(size_t)q * dim + 1];
-            double d2 = dx * dx + dy * dy;
-            if (dim == 3) {
-                const double dz = zi - pts[(size_t)q * dim + 2];
-                d2 = d2 + dz * dz;
-            }
-            m += d2 <= r2;
-        }
+    int32_t n = gt->n;
+    for (int32_t q = b0; q < b1; q++, n++) {
+        gt->x[n] = pts[(size_t)q * (size_t)dim];
+        gt->y[n] = pts[(size_t)q * (size_t)dim + 1];
+        if (dim == 3) gt->z[n] = pts[(size_t)q * (size_t)dim + 2];
+        gt->idx[n] = x->idx[q];
     }
+    gt->n = n;
+}
+
+NBI_INLINE int64_t nbi_gather_count(const nbiGather *gt, int dim, const double *pi, int32_t q0,
+                                    double r2s)
+{
+    const int32_t n = gt->n;
+#if defined(__SSE2__)
+    const __m128d xi = _mm_set1_pd(pi[0]), yi = _mm_set1_pd(pi[1]), r2 = _mm_set1_pd(r2s);
+    const __m128d zi = _mm_set1_pd(dim == 3 ? pi[2] : 0.0);
+    __m128i acc = _mm_setzero_si128();
+    for (int32_t q = q0; q < n; q += 2) {
+        const __m128d dx = _mm_sub_pd(xi, _mm_loadu_pd(gt->x + q));
+        const __m128d dy = _mm_sub_pd(yi, _mm_loadu_pd(gt->y + q));
+        __m128d d2 = _mm_add_pd(_mm_mul_pd(dx, dx), _mm_mul_pd(dy, dy));
+        if (dim == 3) {
+            const __m128d dz = _mm_sub_pd(zi, _mm_loadu_pd(gt->z + q));
+            d2 = _mm_add_pd(d2, _mm_mul_pd(dz, dz));
+        }
+        acc = _mm_sub_epi64(acc, _mm_castpd_si128(_mm_cmple_pd(d2, r2))); // a match is -1
+    }
+    int64_t lanes[2];
+    _mm_storeu_si128((__m128i *)lanes, acc);
+    return lanes[0] + lanes[1];
+#else
+    int64_t m = 0;
+    for (int32_t q = q0; q < n; q++) {
+        const double dx = pi[0] - gt->x[q], dy = pi[1] - gt->y[q];
+        double d2 = dx * dx + dy * dy;
+        if (dim == 3) {
+            const double dz = pi[2] - gt->z[q];
+            d2 = d2 + dz * dz;
+        }
+        m += d2 <= r2s;
+    }
+    return m;
+#endif
+}
+
+NBI_INLINE int64_t nbi_gather_write(const nbiGather *gt, int dim, const double *pi, int32_t ii,
+                                    int32_t q0, double r2s, nbPair *w)
+{
+    const int32_t n = gt->n;
+    int64_t m = 0;
+#if defined(__SSE2__)
+    const __m128d xi = _mm_set1_pd(pi[0]), yi = _mm_set1_pd(pi[1]), r2 = _mm_set1_pd(r2s);
+    const __m128d zi = _mm_set1_pd(dim == 3 ? pi[2] : 0.0);
+    for (int32_t q = q0; q < n; q += 2) {
+        const __m128d dx = _mm_sub_pd(xi, _mm_loadu_pd(gt->x + q));
+        const __m128d dy = _mm_sub_pd(yi, _mm_loadu_pd(gt->y + q));
+        __m128d d2 = _mm_add_pd(_mm_mul_pd(dx, dx), _mm_mul_pd(dy, dy));
+        if (dim == 3) {
+            const __m128d dz = _mm_sub_pd(zi, _mm_loadu_pd(gt->z + q));
+            d2 = _mm_add_pd(d2, _mm_mul_pd(dz, dz));
+        }
+        const int mask = _mm_movemask_pd(_mm_cmple_pd(d2, r2));
+        const int32_t j0 = gt->idx[q], j1 = gt->idx[q + 1];
+        w[m].i = ii < j0 ? ii : j0;
+        w[m].j = ii < j0 ? j0 : ii;
+        m += mask & 1;
+        w[m].i = ii < j1 ? ii : j1;
+        w[m].j = ii < j1 ? j1 : ii;
+        m += mask >> 1;
+    }
+#else
+    for (int32_t q = q0; q < n; q++) {
+        const double dx = pi[0] - gt->x[q], dy = pi[1] - gt->y[q];
+        double d2 = dx * dx + dy * dy;
+        if (dim == 3) {
+            const double dz = pi[2] - gt->z[q];
+            d2 = d2 + dz * dz;
+        }
+        const int32_t jj = gt->idx[q];
+        w[m].i = ii < jj ? ii : jj;
+        w[m].j = ii < jj ? jj : ii;
+        m += d2 <= r2s;
+    }
+#endif
     return m;
 }
 
-// One block through the sink, split so no write ever exceeds the reserved room.
-static void nbi_block_dim(const nbiPairCtx *x, int dim, int32_t a0, int32_t a1, int32_t b0,
-                          int32_t b1, bool self)
+// The gathered path for cell A = [a0, a1) whose own run ends at self_end (>= a1).
+NBI_INLINE void nbi_cell_pairs_gathered(const nbiPairCtx *x, int dim, int32_t a0, int32_t a1,
+                                        int32_t self_end, const nbiSpan *sp, int ns)
 {
     nbiPairSink *s = x->sink;
-    if (a0 >= a1 || b0 >= b1 || s->stop) return;
+    nbiGather gt;
+    gt.n = 0;
+    nbi_gather_run(&gt, x, dim, a0, self_end);
+    for (int t = 0; t < ns; t++) nbi_gather_run(&gt, x, dim, sp[t].b0, sp[t].b1);
+    for (int32_t t = gt.n; t < gt.n + 2; t++) { // sentinels
+        gt.x[t] = gt.y[t] = gt.z[t] = (double)NAN;
+        gt.idx[t] = 0;
+    }
+    const double *pts = x->pts;
+    const int32_t na = a1 - a0;
     if (s->mode == NBI_SINK_COUNT) {
-        s->found += dim == 2 ? nbi_block_count(x, 2, a0, a1, b0, b1, self)
-                             : nbi_block_count(x, 3, a0, a1, b0, b1, self);
+        int64_t m = 0;
+        for (int32_t i = 0; i < na; i++)
+            m += nbi_gather_count(&gt, dim, pts + (size_t)(a0 + i) * (size_t)dim, i + 1, x->r2);
+        s->found += m;
         return;
     }
-    if ((int64_t)(a1 - a0) * (b1 - b0) <= NBI_SCRATCH) {
-        nbPair *w = nbi_reserve(s, (int64_t)(a1 - a0) * (b1 - b0));
-        int64_t m = dim == 2 ? nbi_block_write(x, 2, a0, a1, b0, b1, self, w)
-                             : nbi_block_write(x, 3, a0, a1, b0, b1, self, w);
+    // at most n - i candidates (+1 for the sentinel step) for the point at offset i
+    const int64_t bound = (int64_t)na * (gt.n + 1);
+    if (bound <= NBI_SCRATCH) {
+        nbPair *w = nbi_reserve(s, bound);
+        int64_t m = 0;
+        for (int32_t i = 0; i < na; i++)
+            m += nbi_gather_write(&gt, dim, pts + (size_t)(a0 + i) * (size_t)dim, gt.idx[i], i + 1,
+                                  x->r2, w + m);
         nbi_commit(s, w, m);
         return;
     }
-    for (int32_t p = a0; p < a1 && !s->stop; p++) { // a big block: one row of q at a time
-        for (int32_t q0 = self ? p + 1 : b0; q0 < b1 && !s->stop; q0 += NBI_SCRATCH) {
-            int32_t q1 = b1 - q0 > NBI_SCRATCH ? q0 + NBI_SCRATCH : b1;
-            nbPair *w = nbi_reserve(s, q1 - q0);
-            int64_t m = dim == 2 ? nbi_block_write(x, 2, p, p + 1, q0, q1, false, w)
-                                 : nbi_block_write(x, 3, p, p + 1, q0, q1, false, w);
-            nbi_commit(s, w, m);
+    for (int32_t i = 0; i < na && !s->stop; i++) {
+        nbPair *w = nbi_reserve(s, gt.n + 1);
+        nbi_commit(s, w,
+                   nbi_gather_write(&gt, dim, pts + (size_t)(a0 + i) * (size_t)dim, gt.idx[i],
+                                    i + 1, x->r2, w));
+    }
+}
+
+// All candidate pairs of cell A = [a0, a1): each p with q in (p, self_end) (its own cell after p,
+// plus any cells that follow it in the same run) and with every q in the spans.
+NBI_INLINE void nbi_cell_pairs_dim(const nbiPairCtx *x, int dim, int32_t a0, int32_t a1,
+                                   int32_t self_end, const nbiSpan *sp, int ns)
+{
+    nbiPairSink *s = x->sink;
+    const double *pts = x->pts;
+    int64_t width = self_end > a0 ? self_end - a0 : 0;
+    for (int t = 0; t < ns; t++) width += sp[t].b1 - sp[t].b0;
+    if (width == 0 || s->stop) return;
+    if (NBI_USE_GATHER && self_end >= a1 && width + 2 <= NBI_GATHER) {
+        nbi_cell_pairs_gathered(x, dim, a0, a1, self_end, sp, ns);
+        return;
+    }
+    if (s->mode == NBI_SINK_COUNT) {
+        int64_t m = 0;
+        for (int32_t p = a0; p < a1; p++) {
+            const double *pi = pts + (size_t)p * (size_t)dim;
+            m += nbi_scan_count(x, dim, pi, p + 1, self_end);
+            for (int t = 0; t < ns; t++) m += nbi_scan_count(x, dim, pi, sp[t].b0, sp[t].b1);
+        }
+        s->found += m;
+        return;
+    }
+    const int64_t bound = (int64_t)(a1 - a0) * width;
+    if (bound <= NBI_SCRATCH) { // the common case: the whole cell in one reservation
+        nbPair *w = nbi_reserve(s, bound);
+        int64_t m = 0;
+        for (int32_t p = a0; p < a1; p++) {
+            const double *pi = pts + (size_t)p * (size_t)dim;
+            const int32_t ii = x->idx[p];
+            m += nbi_scan_write(x, dim, pi, ii, p + 1, self_end, w + m);
+            for (int t = 0; t < ns; t++)
+                m += nbi_scan_write(x, dim, pi, ii, sp[t].b0, sp[t].b1, w + m);
+        }
+        nbi_commit(s, w, m);
+        return;
+    }
+    for (int32_t p = a0; p < a1; p++) { // a crowded cell: run by run, in scratch-sized pieces
+        const double *pi = pts + (size_t)p * (size_t)dim;
+        const int32_t ii = x->idx[p];
+        for (int t = -1; t < ns; t++) {
+            const int32_t b0 = t < 0 ? p + 1 : sp[t].b0, b1 = t < 0 ? self_end : sp[t].b1;
+            for (int32_t q0 = b0; q0 < b1; q0 += NBI_SCRATCH) {
+                if (s->stop) return;
+                const int32_t q1 = b1 - q0 > NBI_SCRATCH ? q0 + NBI_SCRATCH : b1;
+                nbPair *w = nbi_reserve(s, q1 - q0);
+                nbi_commit(s, w, nbi_scan_write(x, dim, pi, ii, q0, q1, w));
+            }
         }
     }
+}
+
+static void nbi_cell_pairs(const nbiPairCtx *x, int dim, int32_t a0, int32_t a1, int32_t self_end,
+                           const nbiSpan *sp, int ns)
+{
+    if (dim == 2)
+        nbi_cell_pairs_dim(x, 2, a0, a1, self_end, sp, ns);
+    else
+        nbi_cell_pairs_dim(x, 3, a0, a1, self_end, sp, ns);
+}
+
+// Collects the spans of one cell and runs them in batches of NBI_MAX_SPANS.
+typedef struct nbiSpanList {
+    const nbiPairCtx *x;
+    int dim;
+    int32_t a0, a1, self_end;
+    int ns;
+    nbiSpan sp[NBI_MAX_SPANS];
+} nbiSpanList;
+
+static void nbi_spans_flush(nbiSpanList *l)
+{
+    nbi_cell_pairs(l->x, l->dim, l->a0, l->a1, l->self_end, l->sp, l->ns);
+    l->ns = 0;
+    l->self_end = 0; // the own-cell part is done
+}
+
+NBI_INLINE void nbi_spans_add(nbiSpanList *l, int32_t b0, int32_t b1)
+{
+    if (b0 >= b1) return;
+    if (l->ns == NBI_MAX_SPANS) nbi_spans_flush(l);
+    l->sp[l->ns].b0 = b0;
+    l->sp[l->ns].b1 = b1;
+    l->ns++;
 }
 
 static int64_t nbi_min64(int64_t a, int64_t b)
@@ -171,22 +427,29 @@ static void nbi_pairs_dense(const nbGrid *g, const nbiPairCtx *x, int64_t k, int
     const int64_t e0 = g->ext[0], e1 = g->ext[1], e2 = g->ext[2], e01 = e0 * e1;
     const int64_t kx = nbi_min64(k, e0 - 1), ky = nbi_min64(k, e1 - 1), kz = nbi_min64(k, e2 - 1);
     int64_t cx = u0 % e0, cy = (u0 / e0) % e1, cz = u0 / e01;
+    nbiSpanList l;
+    l.x = x;
+    l.dim = dim;
     for (int32_t c = u0; c < u1 && !x->sink->stop; c++) {
         const int32_t a0 = start[c], a1 = start[c + 1];
         if (a0 < a1) {
             const int64_t xl = nbi_max64(cx - kx, 0), xr = nbi_min64(cx + kx, e0 - 1);
             const int64_t row0 = c - cx; // this row's first cell
-            nbi_block_dim(x, dim, a0, a1, a0, start[row0 + xr + 1], true);
+            l.a0 = a0;
+            l.a1 = a1;
+            l.self_end = start[row0 + xr + 1]; // own cell after p, then the cells to its right
+            l.ns = 0;
             for (int64_t dy = 1; dy <= ky && cy + dy < e1; dy++) {
                 const int64_t row = row0 + dy * e0;
-                nbi_block_dim(x, dim, a0, a1, start[row + xl], start[row + xr + 1], false);
+                nbi_spans_add(&l, start[row + xl], start[row + xr + 1]);
             }
             for (int64_t dz = 1; dz <= kz && cz + dz < e2; dz++) {
                 for (int64_t dy = nbi_max64(-ky, -cy); dy <= ky && cy + dy < e1; dy++) {
                     const int64_t row = row0 + dy * e0 + dz * e01;
-                    nbi_block_dim(x, dim, a0, a1, start[row + xl], start[row + xr + 1], false);
+                    nbi_spans_add(&l, start[row + xl], start[row + xr + 1]);
                 }
             }
+            nbi_spans_flush(&l);
         }
         if (++cx == e0) {
             cx = 0;
@@ -208,10 +471,16 @@ static void nbi_pairs_hashed(const nbGrid *g, const nbiPairCtx *x, int64_t k, in
     const int64_t kz = dim == 3 ? k : 0;
     const double side = 2.0 * (double)k + 1.0;
     const bool stencil = (dim == 3 ? side * side * side : side * side) <= (double)g->ncells;
+    nbiSpanList l;
+    l.x = x;
+    l.dim = dim;
     for (int32_t c = u0; c < u1 && !x->sink->stop; c++) {
         const int32_t a0 = start[c], a1 = start[c + 1];
         const int64_t *key = keys + (size_t)c * 3;
-        nbi_block_dim(x, dim, a0, a1, a0, a1, true);
+        l.a0 = a0;
+        l.a1 = a1;
+        l.self_end = a1;
+        l.ns = 0;
         if (!stencil) { // every later occupied cell within k rings
             for (int32_t b = c + 1; b < g->ncells && !x->sink->stop; b++) {
                 const int64_t *kb = keys + (size_t)b * 3;
@@ -220,8 +489,9 @@ static void nbi_pairs_hashed(const nbGrid *g, const nbiPairCtx *x, int64_t k, in
                     const int64_t d = kb[a] - key[a];
                     near &= d <= k && -d <= k;
                 }
-                if (near) nbi_block_dim(x, dim, a0, a1, start[b], start[b + 1], false);
+                if (near) nbi_spans_add(&l, start[b], start[b + 1]);
             }
+            nbi_spans_flush(&l);
             continue;
         }
         // Positive offsets (dz, dy, dx) > 0 lexicographically, clipped to the occupied box.
@@ -232,10 +502,11 @@ static void nbi_pairs_hashed(const nbGrid *g, const nbiPairCtx *x, int64_t k, in
                 const int64_t xlo = (dz > 0 || dy > 0) ? nbi_max64(-k, g->lo[0] - key[0]) : 1;
                 for (int64_t dx = xlo; dx <= k && key[0] + dx <= g->hi[0]; dx++) {
                     const int32_t b = nbi_grid_lookup(g, key[0] + dx, key[1] + dy, key[2] + dz);
-                    if (b >= 0) nbi_block_dim(x, dim, a0, a1, start[b], start[b + 1], false);
+                    if (b >= 0) nbi_spans_add(&l, start[b], start[b + 1]);
                 }
             }
         }
+        nbi_spans_flush(&l);
     }
 }
 

@@ -63,7 +63,8 @@ NB_API nbStatus nb_grid_reserve(nbGrid *grid, int32_t points);
 ///
 /// Checks every coordinate in the same pass that reads it. NB_ERR_NOT_FINITE for a NaN or
 /// infinite coordinate or radius; NB_ERR_OUT_OF_RANGE for a negative radius or count, a dim that
-/// is not the grid's, a stride smaller than dim doubles, or a cell number beyond +-2^62;
+/// is not the grid's, a stride smaller than dim doubles or not a multiple of sizeof(double),
+/// or a cell number beyond +-2^62;
 /// NB_ERR_OUT_OF_MEMORY. On any error the grid keeps its previous contents.
 /// Allocates only when the point count exceeds every earlier build and reserve. O(N + cells).
 NB_API nbStatus nb_grid_build(nbGrid *grid, const nbPoints *points, double radius);

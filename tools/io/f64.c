@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: MIT
+// Raw little-endian float64 points (.f64): x0 y0 [z0] x1 y1 [z1] ..., no header. The file size
+// must be a whole number of points. Bytes are assembled explicitly, so the reader gives the
+// same answer on a big-endian host.
+#include "io/reader.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static double load_f64(const unsigned char *b, bool big_endian)
+{
+    uint64_t u = 0;
+    for (int k = 0; k < 8; k++) u |= (uint64_t)b[big_endian ? 7 - k : k] << (8 * k);
+    double v;
+    memcpy(&v, &u, sizeof v);
+    return v;
+}
+
+static double load_f32(const unsigned char *b, bool big_endian)
+{
+    uint32_t u = 0;
+    for (int k = 0; k < 4; k++) u |= (uint32_t)b[big_endian ? 3 - k : k] << (8 * k);
+    float v;
+    memcpy(&v, &u, sizeof v);
+    return (double)v; // exact: every float is a double
+}
+
+nbioResult nbio_decode_points(const unsigned char *src, int64_t count, int32_t dim, int item_size,
+                              bool big_endian, nbioPoints *out, nbioError *err)
+{
+    static const char *const column_name[3] = {"x", "y", "z"};
+    out->coords = NULL;
+    out->count = 0;
+    out->dim = dim;
+    if (count == 0) return NBIO_OK;
+    size_t n = (size_t)count * (size_t)dim; // count <= INT32_MAX, checked by the callers
+    if (n > SIZE_MAX / sizeof(double)) return NBIO_NO_MEMORY;
+    double *coords = malloc(n * sizeof(double));
+    if (coords == NULL) return NBIO_NO_MEMORY;
+    for (size_t k = 0; k < n; k++) {
+        const unsigned char *b = src + k * (size_t)item_size;
+        double v = item_size == 8 ? load_f64(b, big_endian) : load_f32(b, big_endian);
+        if (!isfinite(v)) {
+            err->point = (int64_t)(k / (size_t)dim);
+            snprintf(err->text, sizeof err->text, "NB_ERR_NOT_FINITE: %s is %s",
+                     column_name[k % (size_t)dim], isnan(v) ? "NaN" : "infinite");
+            free(coords);
+            out->dim = 0;
+            return NBIO_BAD_INPUT;
+        }
+        coords[k] = v;
+    }
+    out->coords = coords;
+    out->count = (int32_t)count;
+    return NBIO_OK;
+}
+
+nbioResult nbio_parse_f64(const char *data, size_t size, int32_t dim, nbioPoints *out,
+                          nbioError *err)
+{
+    out->coords = NULL;
+    out->count = 0;
+    out->dim = 0;
+    if (dim == 0) dim = 2;
+    size_t point_bytes = (size_t)dim * 8;
+    if (size % point_bytes != 0) {
+        snprintf(err->text, sizeof err->text,
+                 "truncated: %zu bytes is not a whole number of %dD points (%zu bytes each)", size,
+                 (int)dim, point_bytes);
+        return NBIO_BAD_INPUT;
+    }
+    size_t count = size / point_bytes;
+    if (count > (size_t)NBIO_MAX_POINTS) {
+        snprintf(err->text, sizeof err->text, "too many points: %zu (at most %d)", count,
+                 (int)NBIO_MAX_POINTS);
+        return NBIO_BAD_INPUT;
+    }
+    nbioResult r =
+        nbio_decode_points((const unsigned char *)data, (int64_t)count, dim, 8, false, out, err);
+    if (r == NBIO_OK) out->dim = dim;
+    return r;
+}

@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: MIT
+// A small buffered text writer for the command-line tool's results. Millions of "i,j" lines
+// must print fast, so integers are formatted by hand (two digits at a time) into a large
+// buffer that goes to the stream with one fwrite per fill, instead of one printf per number.
+#ifndef NEARBY_TOOLS_IO_WRITER_H
+#define NEARBY_TOOLS_IO_WRITER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/// Output buffer in front of a stream. `failed` becomes true after a write error; later writes
+/// are dropped and nbio_writer_finish() reports it.
+typedef struct nbioWriter {
+    FILE *stream;
+    char *buf;
+    size_t used;
+    size_t cap; ///< at least 64 bytes
+    bool failed;
+} nbioWriter;
+
+/// Starts a writer over `stream` using the caller's `buf` of `cap` (>= 64) bytes.
+void nbio_writer_init(nbioWriter *w, FILE *stream, char *buf, size_t cap);
+
+/// Writes out what is buffered (no fflush of the stream).
+void nbio_writer_drain(nbioWriter *w);
+
+/// Drains, then flushes the stream. False if any write failed.
+bool nbio_writer_finish(nbioWriter *w);
+
+/// Appends `len` bytes.
+void nbio_write_bytes(nbioWriter *w, const char *s, size_t len);
+
+/// Appends a 0-terminated string.
+void nbio_write_str(nbioWriter *w, const char *s);
+
+/// Appends a double as printf's "%.17g" (round-trips through strtod).
+void nbio_write_double(nbioWriter *w, double v);
+
+/// Room for the longest single item (an int64 and a separator) before the buffer must drain.
+#define NBIO_WRITER_SLACK 48
+
+/// Appends a decimal integer. Inline: this is the per-line hot path.
+static inline void nbio_write_i64(nbioWriter *w, int64_t v)
+{
+    static const char pairs[201] = "00010203040506070809101112131415161718192021222324"
+                                   "25262728293031323334353637383940414243444546474849"
+                                   "50515253545556575859606162636465666768697071727374"
+                                   "75767778798081828384858687888990919293949596979899";
+    char tmp[24];
+    char *p = tmp + sizeof tmp;
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    while (u >= 100) {
+        unsigned r = (unsigned)(u % 100) * 2;
+        u /= 100;
+        *--p = pairs[r + 1];
+        *--p = pairs[r];
+    }
+    if (u >= 10) {
+        unsigned r = (unsigned)u * 2;
+        *--p = pairs[r + 1];
+        *--p = pairs[r];
+    } else {
+        *--p = (char)('0' + u);
+    }
+    if (v < 0) *--p = '-';
+    size_t len = (size_t)(tmp + sizeof tmp - p);
+    if (w->cap - w->used < NBIO_WRITER_SLACK) nbio_writer_drain(w);
+    for (size_t k = 0; k < len; k++) w->buf[w->used + k] = p[k];
+    w->used += len;
+}
+
+/// Appends one byte.
+static inline void nbio_write_char(nbioWriter *w, char c)
+{
+    if (w->cap - w->used < NBIO_WRITER_SLACK) nbio_writer_drain(w);
+    w->buf[w->used++] = c;
+}
+
+#endif
