@@ -69,26 +69,14 @@ typedef struct Structure {
                     int32_t *found);
 } Structure;
 
-// Largest |coordinate|: cell numbers are coordinate / cell, and must stay far from overflow.
-static double max_abs_coordinate(const nbioPoints *p)
-{
-    double m = 0.0;
-    size_t n = (size_t)p->count * (size_t)p->dim;
-    for (size_t k = 0; k < n; k++) m = fmax(m, fabs(p->coords[k]));
-    return m;
-}
-
 static nbStatus dense_build(const nbioPoints *points, double radius, void **index)
 {
-    // The grid's cell is the radius by default. Any cell gives exact answers, so when the
-    // radius is 0 or tiny next to the coordinates (cells numbers beyond 2^50), use a wider cell
-    // rather than fail on valid input.
-    double floor_cell = max_abs_coordinate(points) * 0x1p-50;
+    // The cell edge is the radius (cell_size 0); the grid itself copes with a radius of 0 or
+    // one tiny next to the coordinates (it widens cells or hashes them), so any finite input
+    // works.
     nbGridDesc desc = {0};
     desc.dim = points->dim;
     desc.capacity_hint = points->count;
-    if (!(radius > 0.0 && radius >= floor_cell))
-        desc.cell_size = floor_cell > 0.0 ? floor_cell : 1.0;
     nbGrid *grid = NULL;
     nbStatus st = nb_grid_create(&desc, &grid);
     if (st != NB_OK) return st;
@@ -274,7 +262,7 @@ static int parse_value(const char *cmd, unsigned bit, const char *opt, const cha
         size_t fields = 1;
         for (const char *p = v; *p; p++) fields += *p == ',';
         if (fields != 2 && fields != 3) {
-            fail("%s: %s: expected X,Y or X,Y,Z, found %zu values", cmd, opt, fields);
+            fail("%s: %s: expected X,Y or X,Y,Z (2 or 3 values), found %zu", cmd, opt, fields);
             return EXIT_BAD_INPUT;
         }
         const char *f = v;

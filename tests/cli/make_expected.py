@@ -403,7 +403,7 @@ def main():
     bad_opt("at_count_3d", ["knn", "pts3d.csv", "--k", "1", "--at", "1,2"],
             "knn: --at: expected 3 values (the points in pts3d.csv are 3D), found 2")
     bad_opt("at_one_value", ["within", "pts2d.csv", "--radius", "1", "--at", "1"],
-            "within: --at: expected X,Y or X,Y,Z, found 1 values")
+            "within: --at: expected X,Y or X,Y,Z (2 or 3 values), found 1")
     bad_opt("at_nan", ["within", "pts2d.csv", "--radius", "1", "--at", "1,NAN"],
             "within: --at: NB_ERR_NOT_FINITE: y is NaN")
     bad_opt("at_text", ["knn", "pts2d.csv", "--k", "1", "--at", "1,two"],
