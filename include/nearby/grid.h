@@ -54,8 +54,9 @@ NB_API nbStatus nb_grid_reserve(nbGrid *grid, int32_t points);
 /// Replaces the grid's contents with `points` (copied; the view is not kept).
 ///
 /// `radius` is the query radius the grid is tuned for: when the desc's cell_size is 0 the cell
-/// edge is this radius, widened by a few ulps so that a query at this radius needs only the 3^d
-/// neighbouring cells despite rounding. Queries at any other radius stay exact. radius may be 0.
+/// edge is this radius, widened by the rounding margin (a few ulps of the radius and of the
+/// largest |coordinate|) so that a query at this radius needs only the 3^d neighbouring cells.
+/// Queries at any other radius stay exact. radius may be 0.
 ///
 /// When the points' bounding box would need more than about 4 cells per point (sparse or
 /// far-flung data, or a tiny radius), occupied cells are hashed into a power-of-two table of
