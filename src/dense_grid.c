@@ -39,8 +39,8 @@ static bool nbi_grid_grow(nbGrid *g, nbiGridNeed need, bool keep)
     nbiBuf *cur[6] = {&g->pts, &g->idx, &g->cell_of, &g->start, &g->table, &g->keys};
     size_t elem[6] = {sizeof(double),  sizeof(int32_t), sizeof(int32_t),
                       sizeof(int32_t), sizeof(int32_t), sizeof(int64_t)};
-    size_t count[6] = {need.n * (size_t)g->dim, need.n, need.n, need.cells + 2, need.table,
-                       need.keys};
+    size_t count[6] = {need.n * (size_t)g->dim, need.n,     need.n,
+                       need.cells + 2,          need.table, need.keys};
     nbiBuf next[6];
     for (int b = 0; b < 6; b++) {
         if (!nbi_buf_prepare(&g->alloc, cur[b], &next[b], count[b], elem[b])) {
@@ -352,7 +352,8 @@ nbStatus nb_grid_validate(const nbGrid *grid)
     const int32_t *cell_of = (const int32_t *)g->cell_of.ptr;
     const double *pts = nbi_grid_pts(g);
     NBI_CHECK(start[0] == 0 && start[g->ncells] == g->n);
-    for (int a = 0; a < 3; a++) NBI_CHECK(g->lo[a] <= g->hi[a] && g->ext[a] == g->hi[a] - g->lo[a] + 1);
+    for (int a = 0; a < 3; a++)
+        NBI_CHECK(g->lo[a] <= g->hi[a] && g->ext[a] == g->hi[a] - g->lo[a] + 1);
     if (g->hashed) {
         NBI_CHECK(g->ncells <= g->n && g->table_bits >= 4 && g->table_bits < 40);
         NBI_CHECK(((size_t)1 << g->table_bits) <= g->table.cap);

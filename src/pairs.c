@@ -107,7 +107,8 @@ NBI_INLINE int nbi_d2_mask2(const double *pi, const double *pts, int32_t q, int 
         y = _mm_shuffle_pd(u, w, 1);
         const __m128d z = _mm_shuffle_pd(v, w, 2);
         const __m128d dz = _mm_sub_pd(_mm_set1_pd(pi[2]), z);
-        const __m128d dx = _mm_sub_pd(_mm_set1_pd(pi[0]), x), dy = _mm_sub_pd(_mm_set1_pd(pi[1]), y);
+        const __m128d dx = _mm_sub_pd(_mm_set1_pd(pi[0]), x),
+                      dy = _mm_sub_pd(_mm_set1_pd(pi[1]), y);
         d2 = _mm_add_pd(_mm_add_pd(_mm_mul_pd(dx, dx), _mm_mul_pd(dy, dy)), _mm_mul_pd(dz, dz));
         return _mm_movemask_pd(_mm_cmple_pd(d2, r2));
     }
@@ -419,8 +420,7 @@ static int64_t nbi_max64(int64_t a, int64_t b)
 
 // Dense mode, cells [u0, u1): each non-empty cell against its own row to the right and the
 // k rows above it (2D), or the positive half of the (2k+1)^3 block in 3D.
-static void nbi_pairs_dense(const nbGrid *g, const nbiPairCtx *x, int64_t k, int32_t u0,
-                            int32_t u1)
+static void nbi_pairs_dense(const nbGrid *g, const nbiPairCtx *x, int64_t k, int32_t u0, int32_t u1)
 {
     const int32_t *start = nbi_grid_start(g);
     const int dim = g->dim;

@@ -151,8 +151,8 @@ static nbStatus nbi_radius(const nbGrid *g, const double *center, double radius,
     return NB_OK;
 }
 
-nbStatus nb_grid_query_radius(const nbGrid *grid, const double *center, double radius,
-                              int32_t *out, int32_t capacity, int32_t *found)
+nbStatus nb_grid_query_radius(const nbGrid *grid, const double *center, double radius, int32_t *out,
+                              int32_t capacity, int32_t *found)
 {
     if (grid == NULL || center == NULL || found == NULL || (out == NULL && capacity > 0))
         return NB_ERR_NULL_ARG;
@@ -221,8 +221,8 @@ nbStatus nb_grid_query_box(const nbGrid *grid, const double *lo, const double *h
     return s.found > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
 }
 
-nbStatus nb_grid_visit_box(const nbGrid *grid, const double *lo, const double *hi,
-                           nbVisitFn *visit, void *user)
+nbStatus nb_grid_visit_box(const nbGrid *grid, const double *lo, const double *hi, nbVisitFn *visit,
+                           void *user)
 {
     if (grid == NULL || lo == NULL || hi == NULL || visit == NULL) return NB_ERR_NULL_ARG;
     nbiHitSink s = {NULL, 0, 0, visit, user, false};
@@ -370,7 +370,7 @@ nbStatus nb_grid_knn(const nbGrid *grid, const double *point, int32_t k, nbNeigh
     int64_t qc[3] = {0, 0, 0};
     for (int a = 0; a < g->dim; a++) {
         const double f = nbi_cell_f(&g->cm, point[a]);
-        qc[a] = f < (double)g->lo[a] ? g->lo[a] - 1
+        qc[a] = f < (double)g->lo[a]   ? g->lo[a] - 1
                 : f > (double)g->hi[a] ? g->hi[a] + 1
                                        : (int64_t)f;
     }

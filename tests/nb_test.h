@@ -18,7 +18,7 @@ static const char *nbt_name = "";
 #define NB_CHECK(c)                                                                                \
     do {                                                                                           \
         if (!(c)) {                                                                                \
-            fprintf(stderr, "%s:%d: %s: check failed: %s\n", __FILE__, __LINE__, nbt_name, #c);   \
+            fprintf(stderr, "%s:%d: %s: check failed: %s\n", __FILE__, __LINE__, nbt_name, #c);    \
             return 1;                                                                              \
         }                                                                                          \
     } while (0)

@@ -614,7 +614,8 @@ static int test_bad_input_table(void)
     nbPoints null_data = {NULL, 3, 2, 0};
     NB_CHECK_STATUS(nb_grid_build(g, &null_data, 1.0), NB_ERR_NULL_ARG);
     const double bad_r[] = {nan, inf, -inf};
-    for (int t = 0; t < 3; t++) NB_CHECK_STATUS(nb_grid_build(g, &pts, bad_r[t]), NB_ERR_NOT_FINITE);
+    for (int t = 0; t < 3; t++)
+        NB_CHECK_STATUS(nb_grid_build(g, &pts, bad_r[t]), NB_ERR_NOT_FINITE);
     NB_CHECK_STATUS(nb_grid_build(g, &pts, -1.0), NB_ERR_OUT_OF_RANGE);
     NB_CHECK_STATUS(nb_grid_build(g, &pts, -DBL_MIN), NB_ERR_OUT_OF_RANGE);
     const double bad_v[] = {nan, inf, -inf};
@@ -838,7 +839,8 @@ static int test_allocation_failure(void)
         NB_CHECK_OK(nb_grid_validate(g));
         NB_CHECK(fingerprint(g) == fp);
         nb_grid_destroy(g);
-        NB_CHECK(counter.live_bytes == 0 && counter.allocs - (counter.allocs >= fail) == counter.frees);
+        NB_CHECK(counter.live_bytes == 0 &&
+                 counter.allocs - (counter.allocs >= fail) == counter.frees);
         NB_CHECK(!counter.size_mismatch);
     }
     set_free(&a);

@@ -31,12 +31,12 @@ typedef struct nbGridDesc {
 
 /// What a grid holds, for inspection and tuning. Filled by nb_grid_info().
 typedef struct nbGridInfo {
-    int32_t dim;        ///< 2 or 3
-    int32_t points;     ///< points in the last successful build (0 before any)
-    int64_t cells;      ///< cells indexed: the box's cells (dense) or the occupied cells (hashed)
-    bool hashed;        ///< true when occupied cells are hashed instead of stored densely
-    double cell_size;   ///< the cell edge actually used (see nb_grid_build)
-    size_t bytes;       ///< bytes held, as nb_grid_memory_bytes() reports
+    int32_t dim;      ///< 2 or 3
+    int32_t points;   ///< points in the last successful build (0 before any)
+    int64_t cells;    ///< cells indexed: the box's cells (dense) or the occupied cells (hashed)
+    bool hashed;      ///< true when occupied cells are hashed instead of stored densely
+    double cell_size; ///< the cell edge actually used (see nb_grid_build)
+    size_t bytes;     ///< bytes held, as nb_grid_memory_bytes() reports
 } nbGridInfo;
 
 /// Creates an empty grid. Returns NB_ERR_NOT_FINITE for a NaN or infinite cell_size,
@@ -93,8 +93,7 @@ NB_API nbStatus nb_grid_count_pairs(const nbGrid *grid, double radius, int64_t *
 
 /// Calls `visit` for each pair nb_grid_pairs would report, in the same order, until it returns
 /// false. Does not allocate.
-NB_API nbStatus nb_grid_visit_pairs(const nbGrid *grid, double radius, nbPairFn *visit,
-                                    void *user);
+NB_API nbStatus nb_grid_visit_pairs(const nbGrid *grid, double radius, nbPairFn *visit, void *user);
 
 /// Number of work units for nb_grid_visit_pairs_range: split [0, units) among your threads.
 /// Each pair belongs to exactly one unit. 0 for an empty or NULL grid.
