@@ -18,8 +18,7 @@
 static void report(const char *call, nbStatus status)
 {
     switch (status) {
-    case NB_OK:
-        return;
+    case NB_OK: return;
     case NB_ERR_NULL_ARG:     // we passed a NULL pointer where one is required
     case NB_ERR_NOT_FINITE:   // a coordinate or the radius was NaN or infinite
     case NB_ERR_OUT_OF_RANGE: // e.g. a negative radius, a wrong dim, a stride too small

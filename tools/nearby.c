@@ -202,19 +202,13 @@ static int bad_number(const char *cmd, const char *opt, const char *what, nbioNu
     char q[200];
     nbio_quote(q, sizeof q, s, len);
     switch (why) {
-    case NBIO_NUMBER_EMPTY:
-        fail("%s: %s: %s is empty", cmd, opt, what);
-        break;
-    case NBIO_NUMBER_NAN:
-        fail("%s: %s: NB_ERR_NOT_FINITE: %s is NaN", cmd, opt, what);
-        break;
+    case NBIO_NUMBER_EMPTY: fail("%s: %s: %s is empty", cmd, opt, what); break;
+    case NBIO_NUMBER_NAN: fail("%s: %s: NB_ERR_NOT_FINITE: %s is NaN", cmd, opt, what); break;
     case NBIO_NUMBER_INFINITE:
     case NBIO_NUMBER_OVERFLOW:
         fail("%s: %s: NB_ERR_NOT_FINITE: %s is infinite: %s", cmd, opt, what, q);
         break;
-    default:
-        fail("%s: %s: %s is not a number: %s", cmd, opt, what, q);
-        break;
+    default: fail("%s: %s: %s is not a number: %s", cmd, opt, what, q); break;
     }
     return EXIT_BAD_INPUT;
 }
@@ -302,8 +296,7 @@ static int parse_value(const char *cmd, unsigned bit, const char *opt, const cha
         }
         o->seed = u;
         return EXIT_OK;
-    default:
-        return EXIT_OK;
+    default: return EXIT_OK;
     }
 }
 

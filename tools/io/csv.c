@@ -80,9 +80,7 @@ static void field_problem(nbioError *err, nbioNumber why, int32_t column, const 
     const char *name = column_name[column];
     nbio_quote(quoted, sizeof quoted, s, len);
     switch (why) {
-    case NBIO_NUMBER_EMPTY:
-        snprintf(err->text, sizeof err->text, "%s is empty", name);
-        break;
+    case NBIO_NUMBER_EMPTY: snprintf(err->text, sizeof err->text, "%s is empty", name); break;
     case NBIO_NUMBER_NAN:
         snprintf(err->text, sizeof err->text, "NB_ERR_NOT_FINITE: %s is NaN", name);
         break;
@@ -93,9 +91,7 @@ static void field_problem(nbioError *err, nbioNumber why, int32_t column, const 
         snprintf(err->text, sizeof err->text, "NB_ERR_NOT_FINITE: %s overflows a double: %s", name,
                  quoted);
         break;
-    default:
-        snprintf(err->text, sizeof err->text, "%s is not a number: %s", name, quoted);
-        break;
+    default: snprintf(err->text, sizeof err->text, "%s is not a number: %s", name, quoted); break;
     }
 }
 

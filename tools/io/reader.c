@@ -220,15 +220,9 @@ nbioResult nbio_read(const char *path, nbioFormat format, int32_t dim, nbioPoint
     if (r != NBIO_OK) return r;
 
     switch (format) {
-    case NBIO_FORMAT_F64:
-        r = nbio_parse_f64(data, size, dim, out, err);
-        break;
-    case NBIO_FORMAT_NPY:
-        r = nbio_parse_npy(data, size, dim, out, err);
-        break;
-    default:
-        r = nbio_parse_csv(data, size, dim, out, err);
-        break;
+    case NBIO_FORMAT_F64: r = nbio_parse_f64(data, size, dim, out, err); break;
+    case NBIO_FORMAT_NPY: r = nbio_parse_npy(data, size, dim, out, err); break;
+    default: r = nbio_parse_csv(data, size, dim, out, err); break;
     }
     free(data);
     return r;
