@@ -13,6 +13,7 @@ case "$what" in
     have make || need+=(make)
     have clang || need+=(clang)
     have pkg-config || need+=(pkg-config)
+    have clang-format || need+=(clang-format)
     # AddressSanitizer/UBSan runtimes for gcc
     [ -n "$(find /usr/lib -name 'libasan.so*' -print -quit 2>/dev/null)" ] || need+=(libasan8)
     [ -n "$(find /usr/lib -name 'libubsan.so*' -print -quit 2>/dev/null)" ] || need+=(libubsan1)

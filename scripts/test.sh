@@ -14,6 +14,16 @@ run() {
   cmake --build "$dir" -j "$jobs"
   ctest --test-dir "$dir" --output-on-failure -j "$jobs"
 }
+# Layout is decided by .clang-format (STYLE.md section 7); a drift fails the suite.
+if command -v clang-format > /dev/null 2>&1; then
+  files=$(git ls-files '*.c' '*.h' '*.cpp' 2>/dev/null || true)
+  if [ -n "$files" ] && ! clang-format --dry-run --Werror $files > /dev/null 2>&1; then
+    echo "clang-format: these files need formatting (run 'make format'):" >&2
+    for f in $files; do clang-format --dry-run --Werror "$f" > /dev/null 2>&1 || echo "  $f" >&2; done
+    exit 1
+  fi
+  echo "== clang-format: clean"
+fi
 run build -DCMAKE_BUILD_TYPE=Release
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   run build/asan -DCMAKE_BUILD_TYPE=Debug -DNB_SANITIZE=address,undefined -DNB_INSTALL_TEST=OFF
