@@ -179,7 +179,7 @@ enum { NBI_MAX_SPANS = 32 };
 // per span, and the lanes are aligned for two-at-a-time SIMD. Two NaN sentinels pad the end: a
 // two-lane step may read one past the last candidate, and NaN never passes d2 <= r2.
 enum { NBI_GATHER = 512 };
-// Measured (1M uniform points, median of 9): in 3D, with five runs per cell, gathering saves
+// Measured (1M uniform points, best of 9 runs): in 3D, with five runs per cell, gathering saves
 // about a quarter of the time; in 2D, with two runs per cell, the copy costs what it saves, so
 // 2D scans the runs in place.
 #ifndef NBI_USE_GATHER
