@@ -1,0 +1,204 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Runs the benchmarks built in BUILD_DIR (cmake -DNB_BUILD_BENCH=ON, Release) and prints the
+# comparison table; `make bench` calls it as `bash bench/run.sh build/bench`.
+#
+#   bash bench/run.sh BUILD_DIR              full run (~2 minutes): writes
+#                                            bench/results/$NB_BENCH_MACHINE/latest.csv
+#   bash bench/run.sh BUILD_DIR --quick      100k points, 3 runs: a smoke test, results only
+#                                            in BUILD_DIR/bench/quick.csv
+#   bash bench/run.sh BUILD_DIR --callgrind  instruction counts (valgrind): nearby vs the
+#                                            naive grid, 200k uniform 2D points, one frame
+#
+# Environment: NB_BENCH_MACHINE (default c-<nproc>core) names the results directory;
+# NB_BENCH_CPU pins every runner to that CPU with taskset (default: unpinned, which does
+# better than pinning on a shared box where another job may hold that CPU);
+# NB_BENCH_PEERS limits the peers (default "nearby naive nanoflann ckdtree").
+set -euo pipefail
+
+usage() {
+    echo "usage: bash bench/run.sh BUILD_DIR [--quick | --callgrind]" >&2
+    exit 2
+}
+[ $# -ge 1 ] || usage
+build=$1
+mode=${2:-full}
+case "$mode" in full | --quick | --callgrind) ;; *) usage ;; esac
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(dirname "$here")
+bin=$build/bench
+py=/usr/bin/python3 # Debian's python3-scipy lives here, not in a pyenv python earlier on PATH
+machine=${NB_BENCH_MACHINE:-c-$(nproc)core}
+peers=${NB_BENCH_PEERS:-nearby naive nanoflann ckdtree}
+
+[ -x "$bin/gen_data" ] || {
+    echo "run.sh: $bin/gen_data not found; configure with -DNB_BUILD_BENCH=ON and build" >&2
+    exit 2
+}
+build_type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$build/CMakeCache.txt" 2> /dev/null || true)
+if [ "$build_type" != "Release" ]; then
+    echo "run.sh: $build is a '$build_type' build; benchmark times are only quoted from Release" >&2
+    exit 2
+fi
+if grep -q '^NB_SANITIZE:[A-Z]*=..*' "$build/CMakeCache.txt"; then
+    echo "run.sh: $build is a sanitizer build; benchmark times are never quoted from one" >&2
+    exit 2
+fi
+
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 NUMEXPR_NUM_THREADS=1
+pin=()
+cpu=${NB_BENCH_CPU-}
+if [ -n "$cpu" ] && command -v taskset > /dev/null 2>&1; then pin=(taskset -c "$cpu"); fi
+
+data=$build/data
+mkdir -p "$data"
+
+# gen_data SET N: writes $data/SET-N.f64 unless it is there with the right size.
+gen() {
+    local set=$1 n=$2 dim=2 f
+    [ "$set" = uniform3d ] && dim=3
+    f=$data/$set-$n.f64
+    if [ ! -f "$f" ] || [ "$(stat -c %s "$f")" -ne $((n * dim * 8)) ]; then
+        "$bin/gen_data" "$set" "$n" "$f"
+    fi
+    echo "$f"
+}
+
+# ---- callgrind: instruction counts are repeatable where times are not ----
+if [ "$mode" = --callgrind ]; then
+    command -v valgrind > /dev/null || {
+        echo "run.sh: valgrind not found (apt-get install valgrind)" >&2
+        exit 2
+    }
+    [ -x "$bin/bench_nearby" ] || {
+        echo "run.sh: $bin/bench_nearby not built" >&2
+        exit 2
+    }
+    n=200000
+    f=$(gen uniform2d $n)
+    echo "callgrind: uniform2d, $n points (density 1), r = 1.75; one steady-state frame each"
+    # One valgrind run per structure, so each profile holds only that structure's costs. The
+    # cache simulation models a fixed 2 MiB last level (not the host's), so misses are
+    # comparable between machines too.
+    for who in nearby naive; do
+        valgrind --tool=callgrind --callgrind-out-file="$bin/callgrind.$who.out" \
+            --cache-sim=yes --LL=2097152,16,64 --collect-atstart=no --toggle-collect="nbb_cg_${who}_build" \
+            --toggle-collect="nbb_cg_${who}_pairs" \
+            "$bin/bench_nearby" --callgrind "$f" 2 1.75 > "$bin/callgrind.$who.log" 2>&1 || {
+            cat "$bin/callgrind.$who.log" >&2
+            exit 1
+        }
+    done
+    grep '^callgrind:' "$bin/callgrind.nearby.log" || true
+    # "Ir LLmiss" (inclusive) of function $2 in profile $1; LL misses = DLmr + DLmw + ILmr.
+    cost() {
+        callgrind_annotate --inclusive=yes --show=Ir,DLmr,DLmw,ILmr "$bin/callgrind.$1.out" \
+            2> /dev/null | tr -d , | sed 's/([^)]*)//g' | awk -v fn="$2" '
+                $0 ~ ("[ :]" fn "( |$)") { print $1, $2 + $3 + $4; found = 1; exit }
+                END { if (!found) print 0, 0 }'
+    }
+    row() { echo "$1 $2 $3 $n" | awk '{printf "%-14s %14d %10.1f %12d %10.2f\n", $1, $2,
+        $2 / $4, $3, $3 / $4}'; }
+    printf '%-14s %14s %10s %12s %10s\n' "phase" "instructions" "per point" "LL misses" \
+        "per point"
+    declare -A ir ll
+    for phase in nearby_build nearby_pairs naive_build naive_pairs; do
+        read -r v m <<< "$(cost "${phase%%_*}" "nbb_cg_$phase")"
+        row "$phase" "$v" "$m"
+        ir[$phase]=$v
+        ll[$phase]=$m
+    done
+    nb=$((ir[nearby_build] + ir[nearby_pairs]))
+    nv=$((ir[naive_build] + ir[naive_pairs]))
+    row "nearby_frame" "$nb" $((ll[nearby_build] + ll[nearby_pairs]))
+    row "naive_frame" "$nv" $((ll[naive_build] + ll[naive_pairs]))
+    if [ "$nb" -gt 0 ]; then
+        echo "naive / nearby instructions: $(echo "$nv $nb" | awk '{printf "%.2f", $1 / $2}')x" \
+            "(LL misses: modelled 2 MiB, 16-way, 64-byte lines)"
+    fi
+    echo
+    echo "where nearby's instructions go (self cost per function, one steady-state frame;"
+    echo "columns: instructions, LL read misses, LL write misses):"
+    callgrind_annotate --show=Ir,DLmr,DLmw "$bin/callgrind.nearby.out" 2> /dev/null |
+        grep -E '^ *[0-9,]+ ' | head -10
+    echo "full profiles: callgrind_annotate $bin/callgrind.{nearby,naive}.out"
+    echo "(configure with -DCMAKE_C_FLAGS=-g for per-line costs: callgrind_annotate --auto=yes)"
+    exit 0
+fi
+
+# ---- timing ----
+# name  N  dim  r  mode(pairs|count)  runs(nearby naive nanoflann ckdtree). lattice2d is a
+# correctness check (every pair exactly r apart), not a target.
+if [ "$mode" = --quick ]; then
+    sets=(
+        "uniform2d 100000 2 1.75 pairs 3 3 3 3"
+        "clusters2d 100000 2 1 count 3 3 3 3"
+        "uniform3d 100000 3 1.34 pairs 3 3 3 3"
+        "lattice2d 40000 2 1 pairs 1 1 1 1"
+    )
+    outdir=$bin
+    results=$bin/quick.csv
+else
+    sets=(
+        "uniform2d 1000000 2 1.75 pairs 21 7 7 7"
+        "clusters2d 1000000 2 1 count 9 5 3 3"
+        "uniform3d 1000000 3 1.34 pairs 21 7 7 5"
+        "lattice2d 250000 2 1 pairs 3 3 3 3"
+    )
+    outdir=$root/bench/results/$machine
+    results=$outdir/latest.csv
+fi
+mkdir -p "$outdir"
+raw=$bin/raw.csv
+: > "$raw" # the runners' CSV lines (bench_common.h: NBB_RAW_HEADER), no header
+
+spec=""
+failed=""
+start=$(date +%s)
+for s in "${sets[@]}"; do
+    read -r name n dim r how runs_nearby runs_naive runs_nanoflann runs_ckdtree <<< "$s"
+    f=$(gen "$name" "$n")
+    spec="$spec $name:$n:$dim:$r:$how"
+    for peer in $peers; do
+        case "$peer" in
+            nearby) exe=("$bin/bench_nearby") runs=$runs_nearby ;;
+            naive) exe=("$bin/bench_naive") runs=$runs_naive ;;
+            nanoflann) exe=("$bin/bench_nanoflann") runs=$runs_nanoflann ;;
+            ckdtree) exe=("$py" "$here/bench_ckdtree.py") runs=$runs_ckdtree ;;
+            *) echo "run.sh: unknown peer $peer" >&2; exit 2 ;;
+        esac
+        if [ "$peer" != ckdtree ] && [ ! -x "${exe[0]}" ]; then
+            echo "run.sh: ${exe[0]} not built; skipping $peer" >&2
+            continue
+        fi
+        if [ "$peer" = ckdtree ] && ! "$py" -c 'import scipy.spatial' 2> /dev/null; then
+            echo "run.sh: $py has no scipy (apt-get install python3-scipy); skipping cKDTree" >&2
+            continue
+        fi
+        t0=$(date +%s.%N)
+        if ! "${pin[@]}" "${exe[@]}" "$f" "$dim" "$r" "$how" "$runs" "$name" >> "$raw"; then
+            echo "run.sh: $peer FAILED on $name" >&2
+            failed="$failed $peer/$name"
+            continue
+        fi
+        printf 'run.sh: %-10s %-10s %2d runs: %s\n' "$name" "$peer" "$runs" \
+            "$(echo "$t0 $(date +%s.%N)" | awk '{printf "%.1f s", $2 - $1}')" >&2
+    done
+done
+echo "run.sh: all runs took $(($(date +%s) - start)) s" >&2
+
+commit=$(git -C "$root" rev-parse --short HEAD 2> /dev/null || echo unknown)
+if [ -n "$(git -C "$root" status --porcelain -- src include 2> /dev/null)" ]; then
+    commit="$commit+dirty"
+fi
+base=()
+[ "$mode" = full ] && [ -f "$outdir/baseline.csv" ] && base=(--baseline "$outdir/baseline.csv")
+status=0
+"$py" "$here/report.py" "$raw" --machine "$machine" --out "$results" --commit "$commit" \
+    --sets "$spec" "${base[@]}" || status=$?
+if [ -n "$failed" ]; then
+    echo "run.sh: FAILED runs:$failed" >&2
+    status=1
+fi
+exit $status
