@@ -60,17 +60,25 @@ double nbi_rings(double reach, double cell, double max_abs);
 // nbi_rings(nbi_reach(r), cell, max_abs) == 1. DBL_MAX when that would overflow.
 double nbi_cell_for_radius(double r, double max_abs);
 
+// A strong 64-bit mix (the splitmix64 finaliser): every input bit affects every output bit.
+NBI_INLINE uint64_t nbi_mix64(uint64_t z)
+{
+    z ^= z >> 30;
+    z *= 0xBF58476D1CE4E5B9u;
+    z ^= z >> 27;
+    z *= 0x94D049BB133111EBu;
+    return z ^ (z >> 31);
+}
+
 // Hash of a cell's integer coordinates (z = 0 in 2D), well mixed in the high bits: take the top
-// `bits` bits for a table of 2^bits slots.
+// `bits` bits for a table of 2^bits slots. Each coordinate is mixed in turn, not combined
+// linearly first: a linear combination (x*A ^ y*B) lets crafted coordinates, e.g. multiples of
+// a large power of two, collide in every bit and make the table's probes quadratic.
 NBI_INLINE uint64_t nbi_cell_hash(int64_t x, int64_t y, int64_t z)
 {
-    uint64_t h = (uint64_t)x * 0x9E3779B97F4A7C15u;
-    h ^= (uint64_t)y * 0xC2B2AE3D27D4EB4Fu;
-    h ^= (uint64_t)z * 0x165667B19E3779F9u;
-    h ^= h >> 29;
-    h *= 0xBF58476D1CE4E5B9u;
-    h ^= h >> 32;
-    return h;
+    uint64_t h = nbi_mix64((uint64_t)x + 0x9E3779B97F4A7C15u);
+    h = nbi_mix64(h ^ (uint64_t)y);
+    return nbi_mix64(h ^ (uint64_t)z);
 }
 
 #endif

@@ -29,7 +29,7 @@ static void nbi_grid_free_all(nbGrid *g)
 
 // Room for a build of n points whose index needs `cells` cells (hashed: table of 2^bits slots).
 typedef struct nbiGridNeed {
-    size_t n, cells, table, keys;
+    uint64_t n, cells, table, keys;
 } nbiGridNeed;
 
 // Grows every buffer to `need`, all or nothing. With `keep`, the contents move along (reserve);
@@ -92,7 +92,7 @@ void nb_grid_destroy(nbGrid *grid)
 static int32_t nbi_table_bits(size_t n)
 {
     int32_t bits = 4; // at least 16 slots, at most half full
-    while (((size_t)1 << bits) < 2 * n) bits++;
+    while (((uint64_t)1 << bits) < 2 * (uint64_t)n) bits++;
     return bits;
 }
 
@@ -101,9 +101,9 @@ nbStatus nb_grid_reserve(nbGrid *grid, int32_t points)
     if (grid == NULL) return NB_ERR_NULL_ARG;
     if (points < 0) return NB_ERR_OUT_OF_RANGE;
     // Enough for either mode: dense needs up to 4N + 64 cells; hashed needs N cells, 2N+ slots.
-    size_t n = (size_t)points;
+    const uint64_t n = (uint64_t)points;
     nbiGridNeed need = {n, NBI_DENSE_CELLS_PER_POINT * n + NBI_DENSE_MIN_CELLS,
-                        (size_t)1 << nbi_table_bits(n), n * 3};
+                        (uint64_t)1 << nbi_table_bits((size_t)n), n * 3};
     return nbi_grid_grow(grid, need, true) ? NB_OK : NB_ERR_OUT_OF_MEMORY;
 }
 
@@ -228,8 +228,8 @@ nbStatus nb_grid_build(nbGrid *grid, const nbPoints *points, double radius)
     if (dense_limit > (double)(INT32_MAX - 2)) dense_limit = (double)(INT32_MAX - 2);
     const bool hashed = box_cells > dense_limit;
     const int32_t bits = hashed ? nbi_table_bits((size_t)n) : grid->table_bits;
-    nbiGridNeed need = {(size_t)n, hashed ? (size_t)n : (size_t)box_cells,
-                        hashed ? (size_t)1 << bits : 0, hashed ? (size_t)n * 3 : 0};
+    nbiGridNeed need = {(uint64_t)n, hashed ? (uint64_t)n : (uint64_t)box_cells,
+                        hashed ? (uint64_t)1 << bits : 0, hashed ? (uint64_t)n * 3 : 0};
     if (!nbi_grid_grow(grid, need, false)) return NB_ERR_OUT_OF_MEMORY;
 
     // Nothing can fail from here on: replace the contents.

@@ -513,13 +513,29 @@ static void nbi_pairs_hashed(const nbGrid *g, const nbiPairCtx *x, int64_t k, in
     }
 }
 
-// Checks the arguments shared by every pairs entry point and runs cells [u0, u1).
+// Runs cells [u0, u1) at `radius` (already checked).
+//
+// Cost guard: in hashed mode a stencil costs one lookup per cell of it whether or not the cell
+// is occupied, and the fallback pairs every cell with every later one, so a radius spanning
+// very many cells of a sparse grid (a cell much smaller than the radius) would cost
+// ncells * min(ncells, (2k+1)^d) however few pairs it finds. Past a budget of 64 N + 2^26 such
+// steps the call returns NB_ERR_OUT_OF_RANGE (STYLE.md: a radius covering an absurd number of
+// cells) instead of running for minutes; rebuilding with a cell near the radius fixes it. Dense
+// mode needs no guard: its cells are at least a quarter occupied, so the candidates, which any
+// method must test, dominate its cost.
 static nbStatus nbi_pairs_run(const nbGrid *g, double radius, int32_t u0, int32_t u1,
                               nbiPairSink *s)
 {
-    if (g->n == 0 || u0 >= u1) return NB_OK;
+    if (g->n == 0) return NB_OK;
     const double rings = nbi_rings(nbi_reach(radius), g->cm.cell, g->max_abs);
-    const int64_t k = rings < 0x1p62 ? (int64_t)rings : (int64_t)1 << 62;
+    const int64_t k = rings < 0x1p63 ? (int64_t)rings : INT64_MAX;
+    if (g->hashed) {
+        const double side = 2.0 * rings + 1.0, cells = (double)g->ncells;
+        const double stencil = g->dim == 3 ? side * side * side : side * side;
+        const double work = cells * (stencil < cells ? stencil : cells);
+        if (work > 64.0 * (double)g->n + 0x1p26) return NB_ERR_OUT_OF_RANGE;
+    }
+    if (u0 >= u1) return NB_OK;
     nbiPairCtx x = {nbi_grid_pts(g), nbi_grid_idx(g), radius * radius, s};
     if (g->hashed)
         nbi_pairs_hashed(g, &x, k, u0, u1);
@@ -551,7 +567,8 @@ nbStatus nb_grid_pairs(const nbGrid *grid, double radius, nbPair *out, int64_t c
     s.found = 0;
     s.fn = NULL;
     s.user = NULL;
-    nbi_pairs_run(grid, radius, 0, grid->n > 0 ? grid->ncells : 0, &s);
+    st = nbi_pairs_run(grid, radius, 0, grid->n > 0 ? grid->ncells : 0, &s);
+    if (st != NB_OK) return st;
     *found = s.found;
     return s.found > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
 }
@@ -570,7 +587,8 @@ nbStatus nb_grid_count_pairs(const nbGrid *grid, double radius, int64_t *count)
     s.found = 0;
     s.fn = NULL;
     s.user = NULL;
-    nbi_pairs_run(grid, radius, 0, grid->n > 0 ? grid->ncells : 0, &s);
+    st = nbi_pairs_run(grid, radius, 0, grid->n > 0 ? grid->ncells : 0, &s);
+    if (st != NB_OK) return st;
     *count = s.found;
     return NB_OK;
 }

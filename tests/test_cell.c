@@ -109,6 +109,30 @@ static int test_hash_spreads(void)
     return 0;
 }
 
+// Cells crafted so that a linear hash (x*A ^ y*B) collides in every bit: x a multiple of 2^47
+// and y solved from x. A hash that mixes each coordinate in turn spreads them like random cells.
+static int test_hash_resists_linear_collisions(void)
+{
+    const uint64_t a = 0x9E3779B97F4A7C15u, b = 0xC2B2AE3D27D4EB4Fu;
+    uint64_t binv = b;
+    for (int i = 0; i < 6; i++) binv *= 2 - b * binv; // inverse of b mod 2^64 (Newton)
+    enum { BITS = 16, SLOTS = 1 << BITS };
+    static uint8_t seen[SLOTS];
+    int cells = 0, distinct = 0;
+    for (int64_t xp = -(1 << 14); xp < (1 << 14); xp++) {
+        uint64_t yv = ((uint64_t)xp * a * binv) & ((1u << 17) - 1);
+        int64_t yp = (int64_t)yv >= (1 << 16) ? (int64_t)yv - (1 << 17) : (int64_t)yv;
+        uint64_t h =
+            nbi_cell_hash(xp * ((int64_t)1 << 47), yp * ((int64_t)1 << 47), 0) >> (64 - BITS);
+        distinct += !seen[h];
+        seen[h] = 1;
+        cells++;
+    }
+    // 32768 random keys in 65536 slots fill about 65536 * (1 - e^-0.5) = 25786 distinct slots.
+    NB_CHECK(distinct > 24000 && cells == 32768);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const nbtCase cases[] = {
@@ -118,6 +142,7 @@ int main(int argc, char **argv)
         {"default_cell_needs_one_ring", test_default_cell_needs_one_ring},
         {"rings_cover_rounding", test_rings_cover_rounding},
         {"hash_spreads", test_hash_spreads},
+        {"hash_resists_linear_collisions", test_hash_resists_linear_collisions},
     };
     return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
 }

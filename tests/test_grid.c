@@ -486,6 +486,64 @@ static int test_dense_and_hashed_paths(void)
     return 0;
 }
 
+// Cells more than 2^62 apart (a user cell far smaller than the data's spread) still pair up.
+static int test_cells_far_apart(void)
+{
+    nbGridDesc desc = {0};
+    desc.cell_size = 0.0625;
+    nbGrid *g = NULL;
+    NB_CHECK_OK(nb_grid_create(&desc, &g));
+    double p[6] = {-2.5e17, 0.0, 2.5e17, 0.0, 2.5e17, 1.0};
+    nbPoints pts = {p, 3, 2, 0};
+    NB_CHECK_OK(nb_grid_build(g, &pts, 1.0));
+    Set s = {p, 3, 2};
+    if (check_pairs(g, &s, 1e18)) return 1;
+    if (check_pairs(g, &s, 1e200)) return 1;
+    if (check_pairs(g, &s, 1.0)) return 1;
+    int64_t count = 0;
+    NB_CHECK_OK(nb_grid_count_pairs(g, 1e18, &count));
+    NB_CHECK(count == 3);
+    nb_grid_destroy(g);
+    return 0;
+}
+
+// A radius spanning far too many cells of a sparse (hashed) grid is refused at once instead of
+// costing ncells^2 steps; the same grid still answers at sensible radii.
+static int test_pairs_cost_guard(void)
+{
+    enum { N = 40000 };
+    Set s = set_new(N, 2);
+    for (int32_t i = 0; i < 2 * N; i++) s.p[i] = nbt_range(0, 1e6);
+    nbGridDesc desc = {0};
+    desc.cell_size = 1.0;
+    nbGrid *g = NULL;
+    NB_CHECK_OK(nb_grid_create(&desc, &g));
+    nbPoints pts = {s.p, N, 2, 0};
+    NB_CHECK_OK(nb_grid_build(g, &pts, 1.0));
+    nbGridInfo info;
+    NB_CHECK_OK(nb_grid_info(g, &info));
+    NB_CHECK(info.hashed);
+    int64_t found = 7;
+    nbPair buf[16];
+    PairLog log = {NULL, 0, 0, 0};
+    NB_CHECK_STATUS(nb_grid_count_pairs(g, 100.0, &found), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK(found == 0);
+    NB_CHECK_STATUS(nb_grid_pairs(g, 100.0, buf, 16, &found), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK(found == 0);
+    NB_CHECK_STATUS(nb_grid_visit_pairs(g, 100.0, log_pair, &log), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK_STATUS(nb_grid_visit_pairs_range(g, 100.0, 0, 1, log_pair, &log), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK(log.n == 0);
+    NB_CHECK_OK(nb_grid_count_pairs(g, 2.0, &found)); // a few rings: fine
+    Set sub = s;
+    sub.n = 4000; // the oracle on a subset keeps the test quick
+    nbPoints pts_sub = {s.p, sub.n, 2, 0};
+    NB_CHECK_OK(nb_grid_build(g, &pts_sub, 1.0));
+    if (check_pairs(g, &sub, 3.0)) return 1;
+    nb_grid_destroy(g);
+    set_free(&s);
+    return 0;
+}
+
 // Same input, same results in the same order.
 static int test_deterministic(void)
 {
@@ -861,6 +919,8 @@ int main(int argc, char **argv)
         {"larger", test_larger},
         {"dense_and_hashed_paths", test_dense_and_hashed_paths},
         {"deterministic", test_deterministic},
+        {"cells_far_apart", test_cells_far_apart},
+        {"pairs_cost_guard", test_pairs_cost_guard},
         {"stride", test_stride},
         {"bad_input_table", test_bad_input_table},
         {"empty_grid", test_empty_grid},

@@ -67,7 +67,9 @@ NB_API nbStatus nb_grid_reserve(nbGrid *grid, int32_t points);
 /// is not the grid's, a stride smaller than dim doubles or not a multiple of sizeof(double),
 /// or a cell number beyond +-2^62;
 /// NB_ERR_OUT_OF_MEMORY. On any error the grid keeps its previous contents.
-/// Allocates only when the point count exceeds every earlier build and reserve. O(N + cells).
+/// Allocates only when this build needs more room than every earlier build and reserve: more
+/// points, more dense cells, or the first hashed layout. nb_grid_reserve(max_points) up front
+/// covers every layout, after which no build of up to max_points points allocates. O(N + cells).
 NB_API nbStatus nb_grid_build(nbGrid *grid, const nbPoints *points, double radius);
 
 /// Number of points in the grid.
@@ -84,15 +86,17 @@ NB_API size_t nb_grid_memory_bytes(const nbGrid *grid);
 /// *found receives the total number of pairs. If it exceeds `capacity`, returns
 /// NB_ERR_BUFFER_TOO_SMALL and `out` holds the first `capacity` pairs: grow and call again.
 /// NB_ERR_NOT_FINITE / NB_ERR_OUT_OF_RANGE for a NaN, infinite or negative radius or a
-/// negative capacity. Cost O(N + cells + candidates).
+/// negative capacity. Cost O(N + cells + candidates). On a hashed grid (sparse data) a radius
+/// spanning so many cells that the search would take more than 64 N + 2^26 cell steps returns
+/// NB_ERR_OUT_OF_RANGE at once; rebuild with a cell size near the radius.
 NB_API nbStatus nb_grid_pairs(const nbGrid *grid, double radius, nbPair *out, int64_t capacity,
                               int64_t *found);
 
-/// Counts the pairs nb_grid_pairs would report, without writing them.
+/// Counts the pairs nb_grid_pairs would report, without writing them. Same statuses.
 NB_API nbStatus nb_grid_count_pairs(const nbGrid *grid, double radius, int64_t *count);
 
 /// Calls `visit` for each pair nb_grid_pairs would report, in the same order, until it returns
-/// false. Does not allocate.
+/// false. Does not allocate. Same statuses; on an error `visit` is never called.
 NB_API nbStatus nb_grid_visit_pairs(const nbGrid *grid, double radius, nbPairFn *visit, void *user);
 
 /// Number of work units for nb_grid_visit_pairs_range: split [0, units) among your threads.
