@@ -287,13 +287,14 @@ static bool nbi_knn_range(const nbGrid *g, int32_t b0, int32_t b1, void *vctx)
     return true;
 }
 
-// A lower bound on the true distance from q to any point outside the visited cell block
-// [cl, ch] (cells of the grid's box outside it), less a rounding margin; +inf when nothing is
-// outside, <= 0 when no useful bound exists.
-static double nbi_unvisited_bound(const nbGrid *g, const double *q, const int64_t cl[3],
-                                  const int64_t ch[3])
+// Whether any of the grid's cells lie outside the visited block [cl, ch]; if so, *bound is a
+// lower bound on the true distance from q to any point in them, less a rounding margin (it may
+// be <= 0, or +inf when the gap overflows: "unknown" and "huge" both just mean "keep going").
+static bool nbi_unvisited_bound(const nbGrid *g, const double *q, const int64_t cl[3],
+                                const int64_t ch[3], double *bound)
 {
-    double bound = (double)INFINITY;
+    bool outside = false;
+    double b = (double)INFINITY;
     const double c = g->cm.cell;
     // p / c may underflow: its rounding then moves p by up to c * 2^-1075, whatever p is.
     const double slack = c * 0x1p-1070 + 0x1p-1000;
@@ -301,15 +302,18 @@ static double nbi_unvisited_bound(const nbGrid *g, const double *q, const int64_
         if (ch[a] < g->hi[a]) { // cells above: their points have p / c >= ch + 1, less rounding
             const double edge = (double)(ch[a] + 1) * c;
             const double gap = edge - q[a] - (fabs(edge) + fabs(q[a])) * 0x1p-50 - slack;
-            bound = gap < bound ? gap : bound;
+            b = gap < b ? gap : b;
+            outside = true;
         }
         if (cl[a] > g->lo[a]) { // cells below: their points have p / c < cl, plus rounding
             const double edge = (double)cl[a] * c;
             const double gap = q[a] - edge - (fabs(edge) + fabs(q[a])) * 0x1p-50 - slack;
-            bound = gap < bound ? gap : bound;
+            b = gap < b ? gap : b;
+            outside = true;
         }
     }
-    return bound;
+    *bound = b;
+    return outside;
 }
 
 // Visits ring m (cells at Chebyshev distance exactly m from qc), clipped to the grid's box, as
@@ -384,8 +388,8 @@ nbStatus nb_grid_knn(const nbGrid *grid, const double *point, int32_t k, nbNeigh
             cl[a] = a < g->dim ? qc[a] - m : 0;
             ch[a] = a < g->dim ? qc[a] + m : 0;
         }
-        const double bound = nbi_unvisited_bound(g, point, cl, ch);
-        if (bound == (double)INFINITY) break; // every cell visited
+        double bound;
+        if (!nbi_unvisited_bound(g, point, cl, ch, &bound)) break; // every cell visited
         if (x.size == x.k && bound > 0.0) {
             const double b2 = bound * bound * (1.0 - 0x1p-40);
             if (b2 > 0x1p-1000 && x.heap[0].dist2 < b2) break;

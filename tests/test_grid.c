@@ -446,6 +446,37 @@ static int test_extreme_magnitudes(void)
     return 0;
 }
 
+// kNN where the squared distances overflow to infinity: every point still comes back, ordered
+// by index among equal (infinite) distances. (Found by fuzz_grid: an overflowing bound once
+// read as "every cell visited".)
+static int test_knn_infinite_distances(void)
+{
+    for (int dim = 2; dim <= 3; dim++) {
+        Set s = set_new(4, dim);
+        s.n = 2;
+        s.p[dim + 1] = DBL_MAX; // (0, 0[, 0]) and (0, DBL_MAX[, 0])
+        nbGridDesc desc = {0};
+        desc.dim = dim;
+        nbGrid *g = NULL;
+        NB_CHECK_OK(nb_grid_create(&desc, &g));
+        nbPoints pts = {s.p, 2, dim, 0};
+        NB_CHECK_OK(nb_grid_build(g, &pts, 0.0));
+        const double far[3] = {0.0, -DBL_MAX, 0.0}, near[3] = {0.0, 1.0, 0.0};
+        if (check_knn(g, &s, far, 2)) return 1;
+        if (check_knn(g, &s, far, 1)) return 1;
+        if (check_knn(g, &s, near, 2)) return 1;
+        for (int32_t i = 0; i < 4 * dim; i++) s.p[i] = (i % 3 ? DBL_MAX : -DBL_MAX) * nbt_unit();
+        s.n = 4;
+        pts.count = 4;
+        NB_CHECK_OK(nb_grid_build(g, &pts, 0.0));
+        if (check_knn(g, &s, far, 4)) return 1;
+        if (check_knn(g, &s, near, 3)) return 1;
+        nb_grid_destroy(g);
+        set_free(&s);
+    }
+    return 0;
+}
+
 // A larger set, so dense rows and spans are long and the scratch blocks split.
 static int test_larger(void)
 {
@@ -916,6 +947,7 @@ int main(int argc, char **argv)
         {"far_from_origin", test_far_from_origin},
         {"degenerate_extents", test_degenerate_extents},
         {"extreme_magnitudes", test_extreme_magnitudes},
+        {"knn_infinite_distances", test_knn_infinite_distances},
         {"larger", test_larger},
         {"dense_and_hashed_paths", test_dense_and_hashed_paths},
         {"deterministic", test_deterministic},
