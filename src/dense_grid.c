@@ -100,10 +100,12 @@ nbStatus nb_grid_reserve(nbGrid *grid, int32_t points)
 {
     if (grid == NULL) return NB_ERR_NULL_ARG;
     if (points < 0) return NB_ERR_OUT_OF_RANGE;
-    // Enough for either mode: dense needs up to 4N + 64 cells; hashed needs N cells, 2N+ slots.
+    // Enough for either mode: dense needs up to 4N + 64 cells; hashed needs N cells, 2N+ slots,
+    // sized (as builds size them) for the capacity the index array will have.
     const uint64_t n = (uint64_t)points;
+    const uint64_t room = nbi_buf_grown_cap(&grid->idx, (size_t)points);
     nbiGridNeed need = {n, NBI_DENSE_CELLS_PER_POINT * n + NBI_DENSE_MIN_CELLS,
-                        (uint64_t)1 << nbi_table_bits((size_t)n), n * 3};
+                        (uint64_t)1 << nbi_table_bits((size_t)room), room * 3};
     return nbi_grid_grow(grid, need, true) ? NB_OK : NB_ERR_OUT_OF_MEMORY;
 }
 
@@ -228,8 +230,16 @@ nbStatus nb_grid_build(nbGrid *grid, const nbPoints *points, double radius)
     if (dense_limit > (double)(INT32_MAX - 2)) dense_limit = (double)(INT32_MAX - 2);
     const bool hashed = box_cells > dense_limit;
     const int32_t bits = hashed ? nbi_table_bits((size_t)n) : grid->table_bits;
-    nbiGridNeed need = {(uint64_t)n, hashed ? (uint64_t)n : (uint64_t)box_cells,
-                        hashed ? (uint64_t)1 << bits : 0, hashed ? (uint64_t)n * 3 : 0};
+    // The hashed arrays, once first needed, are kept sized for every point the grid has room
+    // for (growing along with it, even in a dense build), so only the first hashed layout
+    // allocates; the table in use is still sized for this build (2^bits slots), so clearing it
+    // costs O(N), not O(capacity).
+    const uint64_t room = nbi_buf_grown_cap(&grid->idx, (size_t)n);
+    const bool keep_hashed = hashed || grid->table.cap > 0;
+    const uint64_t cells = hashed ? (uint64_t)n : (uint64_t)box_cells;
+    nbiGridNeed need = {(uint64_t)n, keep_hashed && room > cells ? room : cells,
+                        keep_hashed ? (uint64_t)1 << nbi_table_bits((size_t)room) : 0,
+                        keep_hashed ? room * 3 : 0};
     if (!nbi_grid_grow(grid, need, false)) return NB_ERR_OUT_OF_MEMORY;
 
     // Nothing can fail from here on: replace the contents.

@@ -45,6 +45,9 @@ typedef struct nbiBuf {
     size_t cap;
 } nbiBuf;
 
+// The capacity nbi_buf_prepare gives a buffer that must hold `need` elements.
+size_t nbi_buf_grown_cap(const nbiBuf *cur, size_t need);
+
 // Prepares `next` with room for at least `need` elements of `elem` bytes, growing geometrically
 // from `cur`. If `cur` already suffices, `next` = `cur` (no allocation). On failure returns false
 // and leaves `cur` alone; the caller frees any other fresh buffers (see nbi_buf_commit).

@@ -75,14 +75,20 @@ void nbi_free(const nbAllocator *a, void *ptr, size_t count, size_t elem)
     if (ptr != NULL) a->free(ptr, count * elem, a->user);
 }
 
+size_t nbi_buf_grown_cap(const nbiBuf *cur, size_t need)
+{
+    if (need <= cur->cap) return cur->cap;
+    size_t cap = cur->cap + cur->cap / 2; // grow by 1.5x so repeated growth stays O(N)
+    if (cap < need) cap = need;
+    return cap < 16 ? 16 : cap;
+}
+
 bool nbi_buf_prepare(const nbAllocator *a, const nbiBuf *cur, nbiBuf *next, size_t need,
                      size_t elem)
 {
     *next = *cur;
     if (need <= cur->cap) return true;
-    size_t cap = cur->cap + cur->cap / 2; // grow by 1.5x so repeated growth stays O(N)
-    if (cap < need) cap = need;
-    if (cap < 16) cap = 16;
+    size_t cap = nbi_buf_grown_cap(cur, need);
     void *p = nbi_alloc(a, cap, elem);
     if (p == NULL && cap > need) { // the geometric extra may be what does not fit
         cap = need;

@@ -893,6 +893,44 @@ static int test_zero_allocation_frames(void)
     return 0;
 }
 
+// Only the first hashed layout allocates: a later hashed build with more points than earlier
+// hashed builds, but no more than some earlier build, reuses the room. (Found by fuzz_grid.)
+static int test_hashed_layout_reuses_room(void)
+{
+    nbtAlloc counter = {0};
+    nbAllocator al = nbt_allocator(&counter);
+    nbGridDesc desc = {0};
+    desc.allocator = &al;
+    nbGrid *g = NULL;
+    NB_CHECK_OK(nb_grid_create(&desc, &g));
+    double p[2000];
+    for (int i = 0; i < 2000; i++) p[i] = nbt_range(-1e6, 1e6);
+    nbPoints sparse_few = {p, 2, 2, 0}, dense_many = {p, 1000, 2, 0}, sparse_many = {p, 1000, 2, 0};
+    NB_CHECK_OK(nb_grid_build(g, &sparse_few, 0.5)); // the first hashed layout: allocates
+    nbGridInfo info;
+    NB_CHECK_OK(nb_grid_info(g, &info));
+    NB_CHECK(info.hashed);
+    double line[2000];
+    for (int i = 0; i < 1000; i++) {
+        line[2 * i] = i * 0.5;
+        line[2 * i + 1] = 3.0;
+    }
+    dense_many.data = line;
+    NB_CHECK_OK(nb_grid_build(g, &dense_many, 1.0)); // more points: allocates
+    NB_CHECK_OK(nb_grid_info(g, &info));
+    NB_CHECK(!info.hashed);
+    const int64_t before = counter.allocs;
+    NB_CHECK_OK(nb_grid_build(g, &sparse_many, 0.5)); // no more room needed than before
+    NB_CHECK_OK(nb_grid_info(g, &info));
+    NB_CHECK(info.hashed && counter.allocs == before);
+    NB_CHECK_OK(nb_grid_build(g, &dense_many, 1.0)); // and back: nothing either
+    NB_CHECK(counter.allocs == before);
+    NB_CHECK_OK(nb_grid_validate(g));
+    nb_grid_destroy(g);
+    NB_CHECK(counter.live_bytes == 0 && !counter.size_mismatch);
+    return 0;
+}
+
 // Failing allocation i, for every i: NB_ERR_OUT_OF_MEMORY, the grid unchanged, no leaks.
 static int test_allocation_failure(void)
 {
@@ -957,6 +995,7 @@ int main(int argc, char **argv)
         {"bad_input_table", test_bad_input_table},
         {"empty_grid", test_empty_grid},
         {"zero_allocation_frames", test_zero_allocation_frames},
+        {"hashed_layout_reuses_room", test_hashed_layout_reuses_room},
         {"allocation_failure", test_allocation_failure},
     };
     return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
