@@ -980,8 +980,8 @@ static int cmd_demo(int argc, char **argv)
            warm + 1, warm);
     printf("build:       %.3f ms (%.2f ns a point; first frame %.3f ms)\n", med_build,
            n > 0 ? med_build * 1e6 / (double)n : 0.0, first_build_ms);
-    printf("%s  %.3f ms (first frame %.3f ms)\n", stored ? "find pairs:" : "count pairs:",
-           med_pairs, first_pairs_ms);
+    printf("%s  %.3f ms (first frame %.3f ms)\n",
+           stored ? "find pairs:" : "count pairs:", med_pairs, first_pairs_ms);
     printf("frame:       %.3f ms (build + pairs)\n", med_frame);
     double per_second = med_pairs > 0.0 ? (double)count / med_pairs * 1e3 : 0.0;
     if (med_pairs <= 0.0)
