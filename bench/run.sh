@@ -13,7 +13,7 @@
 # Environment: NB_BENCH_MACHINE (default c-<nproc>core) names the results directory;
 # NB_BENCH_CPU pins every runner to that CPU with taskset (default: unpinned, which does
 # better than pinning on a shared box where another job may hold that CPU);
-# NB_BENCH_PEERS limits the peers (default "nearby naive nanoflann ckdtree").
+# NB_BENCH_PEERS limits the peers (default "nearby naive nanoflann ckdtree ckdtree_set").
 set -euo pipefail
 
 usage() {
@@ -30,7 +30,7 @@ root=$(dirname "$here")
 bin=$build/bench
 py=/usr/bin/python3 # Debian's python3-scipy lives here, not in a pyenv python earlier on PATH
 machine=${NB_BENCH_MACHINE:-c-$(nproc)core}
-peers=${NB_BENCH_PEERS:-nearby naive nanoflann ckdtree}
+peers=${NB_BENCH_PEERS:-nearby naive nanoflann ckdtree ckdtree_set}
 
 [ -x "$bin/gen_data" ] || {
     echo "run.sh: $bin/gen_data not found; configure with -DNB_BUILD_BENCH=ON and build" >&2
@@ -166,13 +166,17 @@ for s in "${sets[@]}"; do
             naive) exe=("$bin/bench_naive") runs=$runs_naive ;;
             nanoflann) exe=("$bin/bench_nanoflann") runs=$runs_nanoflann ;;
             ckdtree) exe=("$py" "$here/bench_ckdtree.py") runs=$runs_ckdtree ;;
+            ckdtree_set) # the default query_pairs (a Python set): slow, for reference only
+                [ "$how" = pairs ] || continue
+                exe=(env NBB_CKDTREE_OUTPUT=set "$py" "$here/bench_ckdtree.py")
+                runs=$((runs_ckdtree < 3 ? runs_ckdtree : 3)) ;;
             *) echo "run.sh: unknown peer $peer" >&2; exit 2 ;;
         esac
-        if [ "$peer" != ckdtree ] && [ ! -x "${exe[0]}" ]; then
+        if [ "${peer#ckdtree}" = "$peer" ] && [ ! -x "${exe[0]}" ]; then
             echo "run.sh: ${exe[0]} not built; skipping $peer" >&2
             continue
         fi
-        if [ "$peer" = ckdtree ] && ! "$py" -c 'import scipy.spatial' 2> /dev/null; then
+        if [ "${peer#ckdtree}" != "$peer" ] && ! "$py" -c 'import scipy.spatial' 2> /dev/null; then
             echo "run.sh: $py has no scipy (apt-get install python3-scipy); skipping cKDTree" >&2
             continue
         fi
