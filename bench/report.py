@@ -112,11 +112,11 @@ def main():
             what += " (correctness check: every pair is exactly r apart)"
         print()
         print("== %s: %d points, %dD, r = %s: %s ==" % (name, n, dim, r, what))
-        hdr = ("%-11s %17s %19s %19s %12s %9s %-19s %8s %9s" %
+        hdr = ("%-13s %17s %19s %19s %12s %9s %-19s %8s %9s" %
                ("peer", "build ms", "%s ms" % work, "build+%s ms" % work, "pairs found",
                 "bytes/pt", "(bytes measured by)", "allocs/", "time vs"))
         print(hdr)
-        print("%-11s %17s %19s %19s %12s %9s %-19s %8s %9s" %
+        print("%-13s %17s %19s %19s %12s %9s %-19s %8s %9s" %
               ("", "", "", "", "", "", "", "frame", "nearby"))
         print("-" * len(hdr))
         ref = idx.get(("nearby", name, "frame"))
@@ -128,7 +128,7 @@ def main():
             fr = idx.get((peer, name, "frame"))
             if not (b and q and fr):
                 if peer != "ckdtree_set" or work == "pairs":  # the set form only lists pairs
-                    print("%-11s (not run)" % PEER_LABEL[peer])
+                    print("%-13s (not run)" % PEER_LABEL[peer])
                 continue
             found[peer] = int(q["pairs"])
             sums[peer] = q["checksum"]
@@ -140,7 +140,7 @@ def main():
             allocs = fr["allocs_per_frame"]
             allocs = "%g" % float(allocs) if allocs != "" else "?"
             ratio = fmt_ratio(int(fr["median_ns"]) / int(ref["median_ns"])) if ref else "-"
-            print("%-11s %8s (%6s) %9s (%7s) %9s (%7s) %12d %9s %-19s %8s %9s" % (
+            print("%-13s %8s (%6s) %9s (%7s) %9s (%7s) %12d %9s %-19s %8s %9s" % (
                 PEER_LABEL[peer], ms(int(b["median_ns"])), ms(int(b["min_ns"])),
                 ms(int(q["median_ns"])), ms(int(q["min_ns"])), ms(int(fr["median_ns"])),
                 ms(int(fr["min_ns"])), found[peer], bpp, method, allocs, ratio))
