@@ -92,29 +92,42 @@ NBI_INLINE double nbi_d2(const double *pi, const double *pq, int dim)
 }
 
 #if defined(__SSE2__)
-// The two-lane mask (bit 0: q, bit 1: q + 1) of candidates q, q+1 within r2 of pi.
-NBI_INLINE int nbi_d2_mask2(const double *pi, const double *pts, int32_t q, int dim, __m128d r2)
+// Point i broadcast to both lanes, and r*r: set up once per run, not per candidate.
+typedef struct nbiPoint2 {
+    __m128d x, y, z, r2;
+} nbiPoint2;
+
+NBI_INLINE nbiPoint2 nbi_point2(const double *pi, int dim, double r2)
+{
+    nbiPoint2 v;
+    v.x = _mm_set1_pd(pi[0]);
+    v.y = _mm_set1_pd(pi[1]);
+    v.z = _mm_set1_pd(dim == 3 ? pi[2] : 0.0);
+    v.r2 = _mm_set1_pd(r2);
+    return v;
+}
+
+// The two-lane mask (bit 0: q, bit 1: q + 1) of candidates q, q+1 within r of point v.
+NBI_INLINE int nbi_d2_mask2(const nbiPoint2 *v, const double *pts, int32_t q, int dim)
 {
     const double *b = pts + (size_t)q * (size_t)dim;
     __m128d x, y, d2;
     if (dim == 2) {
-        const __m128d u = _mm_loadu_pd(b), v = _mm_loadu_pd(b + 2);
-        x = _mm_unpacklo_pd(u, v);
-        y = _mm_unpackhi_pd(u, v);
+        const __m128d u = _mm_loadu_pd(b), w = _mm_loadu_pd(b + 2);
+        x = _mm_unpacklo_pd(u, w);
+        y = _mm_unpackhi_pd(u, w);
+        const __m128d dx = _mm_sub_pd(v->x, x), dy = _mm_sub_pd(v->y, y);
+        d2 = _mm_add_pd(_mm_mul_pd(dx, dx), _mm_mul_pd(dy, dy));
     } else {
-        const __m128d u = _mm_loadu_pd(b), v = _mm_loadu_pd(b + 2), w = _mm_loadu_pd(b + 4);
-        x = _mm_shuffle_pd(u, v, 2);
-        y = _mm_shuffle_pd(u, w, 1);
-        const __m128d z = _mm_shuffle_pd(v, w, 2);
-        const __m128d dz = _mm_sub_pd(_mm_set1_pd(pi[2]), z);
-        const __m128d dx = _mm_sub_pd(_mm_set1_pd(pi[0]), x),
-                      dy = _mm_sub_pd(_mm_set1_pd(pi[1]), y);
+        const __m128d u = _mm_loadu_pd(b), w = _mm_loadu_pd(b + 2), t = _mm_loadu_pd(b + 4);
+        x = _mm_shuffle_pd(u, w, 2);
+        y = _mm_shuffle_pd(u, t, 1);
+        const __m128d z = _mm_shuffle_pd(w, t, 2);
+        const __m128d dx = _mm_sub_pd(v->x, x), dy = _mm_sub_pd(v->y, y);
+        const __m128d dz = _mm_sub_pd(v->z, z);
         d2 = _mm_add_pd(_mm_add_pd(_mm_mul_pd(dx, dx), _mm_mul_pd(dy, dy)), _mm_mul_pd(dz, dz));
-        return _mm_movemask_pd(_mm_cmple_pd(d2, r2));
     }
-    const __m128d dx = _mm_sub_pd(_mm_set1_pd(pi[0]), x), dy = _mm_sub_pd(_mm_set1_pd(pi[1]), y);
-    d2 = _mm_add_pd(_mm_mul_pd(dx, dx), _mm_mul_pd(dy, dy));
-    return _mm_movemask_pd(_mm_cmple_pd(d2, r2));
+    return _mm_movemask_pd(_mm_cmple_pd(d2, v->r2));
 }
 #endif
 
@@ -125,9 +138,9 @@ NBI_INLINE int64_t nbi_scan_count(const nbiPairCtx *x, int dim, const double *pi
     int64_t m = 0;
     int32_t q = q0;
 #if defined(__SSE2__)
-    const __m128d r2 = _mm_set1_pd(x->r2);
+    const nbiPoint2 v = nbi_point2(pi, dim, x->r2);
     for (; q + 2 <= q1; q += 2) {
-        const int mask = nbi_d2_mask2(pi, x->pts, q, dim, r2);
+        const int mask = nbi_d2_mask2(&v, x->pts, q, dim);
         m += (mask & 1) + (mask >> 1);
     }
 #endif
@@ -144,9 +157,9 @@ NBI_INLINE int64_t nbi_scan_write(const nbiPairCtx *x, int dim, const double *pi
     int64_t m = 0;
     int32_t q = q0;
 #if defined(__SSE2__)
-    const __m128d r2 = _mm_set1_pd(x->r2);
+    const nbiPoint2 v = nbi_point2(pi, dim, x->r2);
     for (; q + 2 <= q1; q += 2) {
-        const int mask = nbi_d2_mask2(pi, x->pts, q, dim, r2);
+        const int mask = nbi_d2_mask2(&v, x->pts, q, dim);
         const int32_t j0 = idx[q], j1 = idx[q + 1];
         w[m].i = ii < j0 ? ii : j0;
         w[m].j = ii < j0 ? j0 : ii;
