@@ -76,6 +76,15 @@ static void nbi_commit(nbiPairSink *s, const nbPair *w, int64_t m)
 }
 
 // ---- kernels: one point against a run of positions ----
+
+// Branch-free emission: stores the pair (min(a, b), max(a, b)) at w[m] whether or not it
+// matched, and returns m advanced by `hit` (0 or 1), so only matches are kept.
+NBI_INLINE int64_t nbi_emit(nbPair *w, int64_t m, int32_t a, int32_t b, int hit)
+{
+    w[m].i = a < b ? a : b;
+    w[m].j = a < b ? b : a;
+    return m + hit;
+}
 // Each computes d2 = dx*dx + dy*dy (+ dz*dz) in exactly the brute-force order, lane by lane, so
 // SIMD changes nothing in the answer. With SSE2 two candidates go at once: the interleaved
 // (x, y[, z]) records are transposed into x and y[, z] lanes with shuffles.
@@ -131,9 +140,10 @@ NBI_INLINE int nbi_d2_mask2(const nbiPoint2 *v, const double *pts, int32_t q, in
 }
 #endif
 
-// How many q in [q0, q1) are within r of point pi.
-NBI_INLINE int64_t nbi_scan_count(const nbiPairCtx *x, int dim, const double *pi, int32_t q0,
-                                  int32_t q1)
+// Point pi (index ii) against positions [q0, q1): counts those within r, or with w != NULL
+// also writes them to w (see nbi_emit; room for q1 - q0 pairs). Returns how many matched.
+NBI_INLINE int64_t nbi_scan(const nbiPairCtx *x, int dim, const double *pi, int32_t ii, int32_t q0,
+                            int32_t q1, nbPair *w)
 {
     int64_t m = 0;
     int32_t q = q0;
@@ -141,39 +151,17 @@ NBI_INLINE int64_t nbi_scan_count(const nbiPairCtx *x, int dim, const double *pi
     const nbiPoint2 v = nbi_point2(pi, dim, x->r2);
     for (; q + 2 <= q1; q += 2) {
         const int mask = nbi_d2_mask2(&v, x->pts, q, dim);
-        m += (mask & 1) + (mask >> 1);
-    }
-#endif
-    for (; q < q1; q++) m += nbi_d2(pi, x->pts + (size_t)q * (size_t)dim, dim) <= x->r2;
-    return m;
-}
-
-// Writes the pairs (ii, idx[q]) for q in [q0, q1) within r of pi to w, branch-free: every
-// candidate is stored and the position advances only on a match. Returns how many matched.
-NBI_INLINE int64_t nbi_scan_write(const nbiPairCtx *x, int dim, const double *pi, int32_t ii,
-                                  int32_t q0, int32_t q1, nbPair *w)
-{
-    const int32_t *idx = x->idx;
-    int64_t m = 0;
-    int32_t q = q0;
-#if defined(__SSE2__)
-    const nbiPoint2 v = nbi_point2(pi, dim, x->r2);
-    for (; q + 2 <= q1; q += 2) {
-        const int mask = nbi_d2_mask2(&v, x->pts, q, dim);
-        const int32_t j0 = idx[q], j1 = idx[q + 1];
-        w[m].i = ii < j0 ? ii : j0;
-        w[m].j = ii < j0 ? j0 : ii;
-        m += mask & 1;
-        w[m].i = ii < j1 ? ii : j1;
-        w[m].j = ii < j1 ? j1 : ii;
-        m += mask >> 1;
+        if (w == NULL) {
+            m += (mask & 1) + (mask >> 1);
+        } else {
+            m = nbi_emit(w, m, ii, x->idx[q], mask & 1);
+            m = nbi_emit(w, m, ii, x->idx[q + 1], mask >> 1);
+        }
     }
 #endif
     for (; q < q1; q++) {
-        const int32_t jj = idx[q];
-        w[m].i = ii < jj ? ii : jj;
-        w[m].j = ii < jj ? jj : ii;
-        m += nbi_d2(pi, x->pts + (size_t)q * (size_t)dim, dim) <= x->r2;
+        const int hit = nbi_d2(pi, x->pts + (size_t)q * (size_t)dim, dim) <= x->r2;
+        m = w == NULL ? m + hit : nbi_emit(w, m, ii, x->idx[q], hit);
     }
     return m;
 }
@@ -218,79 +206,44 @@ NBI_INLINE void nbi_gather_run(nbiGather *gt, const nbiPairCtx *x, int dim, int3
     gt->n = n;
 }
 
-NBI_INLINE int64_t nbi_gather_count(const nbiGather *gt, int dim, const double *pi, int32_t q0,
-                                    double r2s)
-{
-    const int32_t n = gt->n;
 #if defined(__SSE2__)
-    const __m128d xi = _mm_set1_pd(pi[0]), yi = _mm_set1_pd(pi[1]), r2 = _mm_set1_pd(r2s);
-    const __m128d zi = _mm_set1_pd(dim == 3 ? pi[2] : 0.0);
-    __m128i acc = _mm_setzero_si128();
-    for (int32_t q = q0; q < n; q += 2) {
-        const __m128d dx = _mm_sub_pd(xi, _mm_loadu_pd(gt->x + q));
-        const __m128d dy = _mm_sub_pd(yi, _mm_loadu_pd(gt->y + q));
-        __m128d d2 = _mm_add_pd(_mm_mul_pd(dx, dx), _mm_mul_pd(dy, dy));
-        if (dim == 3) {
-            const __m128d dz = _mm_sub_pd(zi, _mm_loadu_pd(gt->z + q));
-            d2 = _mm_add_pd(d2, _mm_mul_pd(dz, dz));
-        }
-        acc = _mm_sub_epi64(acc, _mm_castpd_si128(_mm_cmple_pd(d2, r2))); // a match is -1
+// The two-lane mask of gathered candidates q, q+1 within r of point v.
+NBI_INLINE int nbi_gather_mask2(const nbiGather *gt, const nbiPoint2 *v, int32_t q, int dim)
+{
+    const __m128d dx = _mm_sub_pd(v->x, _mm_loadu_pd(gt->x + q));
+    const __m128d dy = _mm_sub_pd(v->y, _mm_loadu_pd(gt->y + q));
+    __m128d d2 = _mm_add_pd(_mm_mul_pd(dx, dx), _mm_mul_pd(dy, dy));
+    if (dim == 3) {
+        const __m128d dz = _mm_sub_pd(v->z, _mm_loadu_pd(gt->z + q));
+        d2 = _mm_add_pd(d2, _mm_mul_pd(dz, dz));
     }
-    int64_t lanes[2];
-    _mm_storeu_si128((__m128i *)lanes, acc);
-    return lanes[0] + lanes[1];
-#else
-    int64_t m = 0;
-    for (int32_t q = q0; q < n; q++) {
-        const double dx = pi[0] - gt->x[q], dy = pi[1] - gt->y[q];
-        double d2 = dx * dx + dy * dy;
-        if (dim == 3) {
-            const double dz = pi[2] - gt->z[q];
-            d2 = d2 + dz * dz;
-        }
-        m += d2 <= r2s;
-    }
-    return m;
-#endif
+    return _mm_movemask_pd(_mm_cmple_pd(d2, v->r2));
 }
+#endif
 
-NBI_INLINE int64_t nbi_gather_write(const nbiGather *gt, int dim, const double *pi, int32_t ii,
-                                    int32_t q0, double r2s, nbPair *w)
+// Point pi (index ii) against the gathered candidates from q0 on: counts the matches, or with
+// w != NULL also writes them (see nbi_emit; room for n - q0 + 1 pairs).
+NBI_INLINE int64_t nbi_gather_scan(const nbiGather *gt, int dim, const double *pi, int32_t ii,
+                                   int32_t q0, double r2, nbPair *w)
 {
     const int32_t n = gt->n;
     int64_t m = 0;
 #if defined(__SSE2__)
-    const __m128d xi = _mm_set1_pd(pi[0]), yi = _mm_set1_pd(pi[1]), r2 = _mm_set1_pd(r2s);
-    const __m128d zi = _mm_set1_pd(dim == 3 ? pi[2] : 0.0);
+    const nbiPoint2 v = nbi_point2(pi, dim, r2);
     for (int32_t q = q0; q < n; q += 2) {
-        const __m128d dx = _mm_sub_pd(xi, _mm_loadu_pd(gt->x + q));
-        const __m128d dy = _mm_sub_pd(yi, _mm_loadu_pd(gt->y + q));
-        __m128d d2 = _mm_add_pd(_mm_mul_pd(dx, dx), _mm_mul_pd(dy, dy));
-        if (dim == 3) {
-            const __m128d dz = _mm_sub_pd(zi, _mm_loadu_pd(gt->z + q));
-            d2 = _mm_add_pd(d2, _mm_mul_pd(dz, dz));
+        const int mask = nbi_gather_mask2(gt, &v, q, dim);
+        if (w == NULL) {
+            m += (mask & 1) + (mask >> 1);
+        } else {
+            m = nbi_emit(w, m, ii, gt->idx[q], mask & 1);
+            m = nbi_emit(w, m, ii, gt->idx[q + 1], mask >> 1);
         }
-        const int mask = _mm_movemask_pd(_mm_cmple_pd(d2, r2));
-        const int32_t j0 = gt->idx[q], j1 = gt->idx[q + 1];
-        w[m].i = ii < j0 ? ii : j0;
-        w[m].j = ii < j0 ? j0 : ii;
-        m += mask & 1;
-        w[m].i = ii < j1 ? ii : j1;
-        w[m].j = ii < j1 ? j1 : ii;
-        m += mask >> 1;
     }
 #else
     for (int32_t q = q0; q < n; q++) {
-        const double dx = pi[0] - gt->x[q], dy = pi[1] - gt->y[q];
-        double d2 = dx * dx + dy * dy;
-        if (dim == 3) {
-            const double dz = pi[2] - gt->z[q];
-            d2 = d2 + dz * dz;
-        }
-        const int32_t jj = gt->idx[q];
-        w[m].i = ii < jj ? ii : jj;
-        w[m].j = ii < jj ? jj : ii;
-        m += d2 <= r2s;
+        const double pq[3] = {gt->x[q], gt->y[q], gt->z[q]};
+        const int hit = nbi_d2(pi, pq, dim) <= r2;
+        m = w == NULL ? m + hit : nbi_emit(w, m, ii, gt->idx[q], hit);
     }
 #endif
     return m;
@@ -314,7 +267,8 @@ NBI_INLINE void nbi_cell_pairs_gathered(const nbiPairCtx *x, int dim, int32_t a0
     if (s->mode == NBI_SINK_COUNT) {
         int64_t m = 0;
         for (int32_t i = 0; i < na; i++)
-            m += nbi_gather_count(&gt, dim, pts + (size_t)(a0 + i) * (size_t)dim, i + 1, x->r2);
+            m += nbi_gather_scan(&gt, dim, pts + (size_t)(a0 + i) * (size_t)dim, 0, i + 1, x->r2,
+                                 NULL);
         s->found += m;
         return;
     }
@@ -324,16 +278,16 @@ NBI_INLINE void nbi_cell_pairs_gathered(const nbiPairCtx *x, int dim, int32_t a0
         nbPair *w = nbi_reserve(s, bound);
         int64_t m = 0;
         for (int32_t i = 0; i < na; i++)
-            m += nbi_gather_write(&gt, dim, pts + (size_t)(a0 + i) * (size_t)dim, gt.idx[i], i + 1,
-                                  x->r2, w + m);
+            m += nbi_gather_scan(&gt, dim, pts + (size_t)(a0 + i) * (size_t)dim, gt.idx[i], i + 1,
+                                 x->r2, w + m);
         nbi_commit(s, w, m);
         return;
     }
     for (int32_t i = 0; i < na && !s->stop; i++) {
         nbPair *w = nbi_reserve(s, gt.n + 1);
         nbi_commit(s, w,
-                   nbi_gather_write(&gt, dim, pts + (size_t)(a0 + i) * (size_t)dim, gt.idx[i],
-                                    i + 1, x->r2, w));
+                   nbi_gather_scan(&gt, dim, pts + (size_t)(a0 + i) * (size_t)dim, gt.idx[i], i + 1,
+                                   x->r2, w));
     }
 }
 
@@ -355,8 +309,8 @@ NBI_INLINE void nbi_cell_pairs_dim(const nbiPairCtx *x, int dim, int32_t a0, int
         int64_t m = 0;
         for (int32_t p = a0; p < a1; p++) {
             const double *pi = pts + (size_t)p * (size_t)dim;
-            m += nbi_scan_count(x, dim, pi, p + 1, self_end);
-            for (int t = 0; t < ns; t++) m += nbi_scan_count(x, dim, pi, sp[t].b0, sp[t].b1);
+            m += nbi_scan(x, dim, pi, 0, p + 1, self_end, NULL);
+            for (int t = 0; t < ns; t++) m += nbi_scan(x, dim, pi, 0, sp[t].b0, sp[t].b1, NULL);
         }
         s->found += m;
         return;
@@ -368,9 +322,8 @@ NBI_INLINE void nbi_cell_pairs_dim(const nbiPairCtx *x, int dim, int32_t a0, int
         for (int32_t p = a0; p < a1; p++) {
             const double *pi = pts + (size_t)p * (size_t)dim;
             const int32_t ii = x->idx[p];
-            m += nbi_scan_write(x, dim, pi, ii, p + 1, self_end, w + m);
-            for (int t = 0; t < ns; t++)
-                m += nbi_scan_write(x, dim, pi, ii, sp[t].b0, sp[t].b1, w + m);
+            m += nbi_scan(x, dim, pi, ii, p + 1, self_end, w + m);
+            for (int t = 0; t < ns; t++) m += nbi_scan(x, dim, pi, ii, sp[t].b0, sp[t].b1, w + m);
         }
         nbi_commit(s, w, m);
         return;
@@ -384,7 +337,7 @@ NBI_INLINE void nbi_cell_pairs_dim(const nbiPairCtx *x, int dim, int32_t a0, int
                 if (s->stop) return;
                 const int32_t q1 = b1 - q0 > NBI_SCRATCH ? q0 + NBI_SCRATCH : b1;
                 nbPair *w = nbi_reserve(s, q1 - q0);
-                nbi_commit(s, w, nbi_scan_write(x, dim, pi, ii, q0, q1, w));
+                nbi_commit(s, w, nbi_scan(x, dim, pi, ii, q0, q1, w));
             }
         }
     }
