@@ -45,6 +45,19 @@ NBI_INLINE int64_t nbi_cell_i(const nbiCellMath *m, double x)
     return nbi_floor_i64(m->pow2 ? x * m->inv : x / m->cell);
 }
 
+// The distance test every query uses, in one place: dx*dx + dy*dy (+ dz*dz) in double, summed
+// left to right, exactly as a brute-force loop computes it (-ffp-contract=off keeps it unfused).
+NBI_INLINE double nbi_dist2(const double *a, const double *b, int dim)
+{
+    const double dx = a[0] - b[0], dy = a[1] - b[1];
+    double d2 = dx * dx + dy * dy;
+    if (dim == 3) {
+        const double dz = a[2] - b[2];
+        d2 = d2 + dz * dz;
+    }
+    return d2;
+}
+
 // The largest true (real-number) distance d at which the double-precision test
 // fl(dx*dx + dy*dy (+ dz*dz)) <= fl(r*r) can still accept a pair, over-estimated: rounding of
 // the subtraction, the squares and the sums, and underflow of tiny squares to zero. +inf when

@@ -85,20 +85,21 @@ NBI_INLINE int64_t nbi_emit(nbPair *w, int64_t m, int32_t a, int32_t b, int hit)
     w[m].j = a < b ? b : a;
     return m + hit;
 }
-// Each computes d2 = dx*dx + dy*dy (+ dz*dz) in exactly the brute-force order, lane by lane, so
-// SIMD changes nothing in the answer. With SSE2 two candidates go at once: the interleaved
-// (x, y[, z]) records are transposed into x and y[, z] lanes with shuffles.
 
-NBI_INLINE double nbi_d2(const double *pi, const double *pq, int dim)
+#if defined(__SSE2__)
+// Takes a two-lane mask (bit 0: index j0, bit 1: j1): counts its matches when w is NULL, else
+// emits both pairs.
+NBI_INLINE int64_t nbi_take2(nbPair *w, int64_t m, int32_t ii, int32_t j0, int32_t j1, int mask)
 {
-    const double dx = pi[0] - pq[0], dy = pi[1] - pq[1];
-    double d2 = dx * dx + dy * dy;
-    if (dim == 3) {
-        const double dz = pi[2] - pq[2];
-        d2 = d2 + dz * dz;
-    }
-    return d2;
+    if (w == NULL) return m + (mask & 1) + (mask >> 1);
+    m = nbi_emit(w, m, ii, j0, mask & 1);
+    return nbi_emit(w, m, ii, j1, mask >> 1);
 }
+#endif
+
+// Each kernel computes d2 = dx*dx + dy*dy (+ dz*dz) in exactly the brute-force order
+// (nbi_dist2), lane by lane, so SIMD changes nothing in the answer. With SSE2 two candidates go
+// at once: the interleaved (x, y[, z]) records are transposed into x and y[, z] lanes.
 
 #if defined(__SSE2__)
 // Point i broadcast to both lanes, and r*r: set up once per run, not per candidate.
@@ -150,17 +151,11 @@ NBI_INLINE int64_t nbi_scan(const nbiPairCtx *x, int dim, const double *pi, int3
 #if defined(__SSE2__)
     const nbiPoint2 v = nbi_point2(pi, dim, x->r2);
     for (; q + 2 <= q1; q += 2) {
-        const int mask = nbi_d2_mask2(&v, x->pts, q, dim);
-        if (w == NULL) {
-            m += (mask & 1) + (mask >> 1);
-        } else {
-            m = nbi_emit(w, m, ii, x->idx[q], mask & 1);
-            m = nbi_emit(w, m, ii, x->idx[q + 1], mask >> 1);
-        }
+        m = nbi_take2(w, m, ii, x->idx[q], x->idx[q + 1], nbi_d2_mask2(&v, x->pts, q, dim));
     }
 #endif
     for (; q < q1; q++) {
-        const int hit = nbi_d2(pi, x->pts + (size_t)q * (size_t)dim, dim) <= x->r2;
+        const int hit = nbi_dist2(pi, x->pts + (size_t)q * (size_t)dim, dim) <= x->r2;
         m = w == NULL ? m + hit : nbi_emit(w, m, ii, x->idx[q], hit);
     }
     return m;
@@ -231,18 +226,12 @@ NBI_INLINE int64_t nbi_gather_scan(const nbiGather *gt, int dim, const double *p
 #if defined(__SSE2__)
     const nbiPoint2 v = nbi_point2(pi, dim, r2);
     for (int32_t q = q0; q < n; q += 2) {
-        const int mask = nbi_gather_mask2(gt, &v, q, dim);
-        if (w == NULL) {
-            m += (mask & 1) + (mask >> 1);
-        } else {
-            m = nbi_emit(w, m, ii, gt->idx[q], mask & 1);
-            m = nbi_emit(w, m, ii, gt->idx[q + 1], mask >> 1);
-        }
+        m = nbi_take2(w, m, ii, gt->idx[q], gt->idx[q + 1], nbi_gather_mask2(gt, &v, q, dim));
     }
 #else
     for (int32_t q = q0; q < n; q++) {
         const double pq[3] = {gt->x[q], gt->y[q], gt->z[q]};
-        const int hit = nbi_d2(pi, pq, dim) <= r2;
+        const int hit = nbi_dist2(pi, pq, dim) <= r2;
         m = w == NULL ? m + hit : nbi_emit(w, m, ii, gt->idx[q], hit);
     }
 #endif

@@ -116,14 +116,7 @@ static bool nbi_radius_range(const nbGrid *g, int32_t b0, int32_t b1, void *vctx
     const int32_t *idx = nbi_grid_idx(g);
     const int dim = g->dim;
     for (int32_t p = b0; p < b1; p++) {
-        const double *q = pts + (size_t)p * dim;
-        const double dx = x->c[0] - q[0], dy = x->c[1] - q[1];
-        double d2 = dx * dx + dy * dy;
-        if (dim == 3) {
-            const double dz = x->c[2] - q[2];
-            d2 = d2 + dz * dz;
-        }
-        if (d2 <= x->r2) {
+        if (nbi_dist2(x->c, pts + (size_t)p * dim, dim) <= x->r2) {
             nbi_hit(x->sink, idx[p]);
             if (x->sink->stop) return false;
         }
@@ -264,14 +257,7 @@ static bool nbi_knn_range(const nbGrid *g, int32_t b0, int32_t b1, void *vctx)
     const int32_t *idx = nbi_grid_idx(g);
     const int dim = g->dim;
     for (int32_t p = b0; p < b1; p++) {
-        const double *q = pts + (size_t)p * dim;
-        const double dx = x->q[0] - q[0], dy = x->q[1] - q[1];
-        double d2 = dx * dx + dy * dy;
-        if (dim == 3) {
-            const double dz = x->q[2] - q[2];
-            d2 = d2 + dz * dz;
-        }
-        nbNeighbor cand = {idx[p], d2};
+        nbNeighbor cand = {idx[p], nbi_dist2(x->q, pts + (size_t)p * dim, dim)};
         if (x->size < x->k) { // sift up
             int32_t i = x->size++;
             while (i > 0 && nbi_worse(&cand, &x->heap[(i - 1) / 2])) {
