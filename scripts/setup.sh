@@ -17,6 +17,7 @@ case "$what" in
     # AddressSanitizer/UBSan runtimes for gcc
     [ -n "$(find /usr/lib -name 'libasan.so*' -print -quit 2>/dev/null)" ] || need+=(libasan8)
     [ -n "$(find /usr/lib -name 'libubsan.so*' -print -quit 2>/dev/null)" ] || need+=(libubsan1)
+    [ -n "$(find /usr/lib -name 'libtsan.so*' -print -quit 2>/dev/null)" ] || need+=(libtsan2)
     ;;
   bench)
     have c++ || need+=(g++)

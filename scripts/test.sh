@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# `make test`: the whole suite through ctest in three builds:
+# `make test`: the whole suite through ctest in three builds, plus a ThreadSanitizer run:
 #   build/            gcc, Release (the build `make demo` uses; also runs the install test)
 #   build/asan        gcc, Debug, AddressSanitizer + UndefinedBehaviorSanitizer
 #   build/clang       clang, Release, with __SSE2__ undefined: a second compiler's warnings and
@@ -30,4 +30,10 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
   run build/asan -DCMAKE_BUILD_TYPE=Debug -DNB_SANITIZE=address,undefined -DNB_INSTALL_TEST=OFF
 CC=clang run build/clang -DCMAKE_BUILD_TYPE=Release -DNB_INSTALL_TEST=OFF \
   -DCMAKE_C_FLAGS=-U__SSE2__
-echo "make test: all three builds passed"
+# ThreadSanitizer on the concurrency test only: read-only queries must not write shared state.
+echo "== build/tsan: the threads test under ThreadSanitizer"
+cmake -S . -B build/tsan -DCMAKE_BUILD_TYPE=Debug -DNB_SANITIZE=thread -DNB_INSTALL_TEST=OFF \
+  -DNB_BUILD_CLI=OFF > /dev/null
+cmake --build build/tsan -j "$jobs" --target test_threads
+TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build/tsan -R '^threads$' --output-on-failure
+echo "make test: all builds passed"
