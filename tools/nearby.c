@@ -592,6 +592,25 @@ static void help_pairs(void)
     print_structures(stdout);
 }
 
+// Builds the chosen structure over the loaded points, tuned for `scale`, after checking that it
+// supports what the command needs (`supported`; `what` names it in the message). On failure
+// frees the points, reports, and returns the exit status; EXIT_OK with *index set otherwise.
+static int build_index(const char *cmd, const Structure *s, bool supported, const char *what,
+                       Input *in, double scale, void **index)
+{
+    if (!supported) {
+        nbio_points_free(&in->points);
+        fail("%s: structure %s does not support %s", cmd, s->name, what);
+        return EXIT_BAD_INPUT;
+    }
+    nbStatus st = s->build(&in->points, scale, index);
+    if (st != NB_OK) {
+        nbio_points_free(&in->points);
+        return fail_status(in->name, st, "building the index");
+    }
+    return EXIT_OK;
+}
+
 static int cmd_pairs(int argc, char **argv)
 {
     const char *cmd = "pairs";
@@ -606,17 +625,11 @@ static int cmd_pairs(int argc, char **argv)
     if ((r = load_input(cmd, &o, &in)) != EXIT_OK) return r;
 
     const Structure *s = o.structure;
-    if (s->pairs == NULL || s->count_pairs == NULL) {
-        nbio_points_free(&in.points);
-        fail("%s: structure %s does not support pair queries", cmd, s->name);
-        return EXIT_BAD_INPUT;
-    }
     void *index = NULL;
-    nbStatus st = s->build(&in.points, o.radius, &index);
-    if (st != NB_OK) {
-        nbio_points_free(&in.points);
-        return fail_status(in.name, st, "building the index");
-    }
+    r = build_index(cmd, s, s->pairs != NULL && s->count_pairs != NULL, "pair queries", &in,
+                    o.radius, &index);
+    if (r != EXIT_OK) return r;
+    nbStatus st;
     nbioWriter w;
     nbio_writer_init(&w, stdout, out_buffer, sizeof out_buffer);
     if (o.given & OPT_COUNT) {
@@ -695,17 +708,10 @@ static int cmd_within(int argc, char **argv)
     if ((r = load_input(cmd, &o, &in)) != EXIT_OK) return r;
 
     const Structure *s = o.structure;
-    if (s->query_radius == NULL) {
-        nbio_points_free(&in.points);
-        fail("%s: structure %s does not support radius queries", cmd, s->name);
-        return EXIT_BAD_INPUT;
-    }
     void *index = NULL;
-    nbStatus st = s->build(&in.points, o.radius, &index);
-    if (st != NB_OK) {
-        nbio_points_free(&in.points);
-        return fail_status(in.name, st, "building the index");
-    }
+    r = build_index(cmd, s, s->query_radius != NULL, "radius queries", &in, o.radius, &index);
+    if (r != EXIT_OK) return r;
+    nbStatus st;
     int32_t n = in.points.count;
     nbio_points_free(&in.points);
     // Capacity n: a query can never find more points than there are.
@@ -795,16 +801,13 @@ static int cmd_knn(int argc, char **argv)
     if ((r = load_input(cmd, &o, &in)) != EXIT_OK) return r;
 
     const Structure *s = o.structure;
-    if (s->knn == NULL) {
-        nbio_points_free(&in.points);
-        fail("%s: structure %s does not support nearest-neighbour queries", cmd, s->name);
-        return EXIT_BAD_INPUT;
-    }
     void *index = NULL;
-    nbStatus st = s->build(&in.points, knn_scale(&in.points), &index);
+    r = build_index(cmd, s, s->knn != NULL, "nearest-neighbour queries", &in, knn_scale(&in.points),
+                    &index);
+    if (r != EXIT_OK) return r;
     int32_t n = in.points.count;
     nbio_points_free(&in.points);
-    if (st != NB_OK) return fail_status(in.name, st, "building the index");
+    nbStatus st;
     int32_t k = o.k < n ? (int32_t)o.k : n; // min(k, N) answers are all there are
     nbNeighbor *nb = malloc(k > 0 ? (size_t)k * sizeof(nbNeighbor) : sizeof(nbNeighbor));
     if (nb == NULL) {
