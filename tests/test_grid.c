@@ -4,60 +4,13 @@
 // table, buffer and visitor contracts, zero-allocation rebuilds and allocation failure.
 #include <nearby/grid.h>
 
+#include "nb_oracle.h"
 #include "nb_test.h"
 
 #include <float.h>
 #include <math.h>
 
 // ---- the oracle ----
-
-typedef struct Set {
-    double *p; // n * dim
-    int32_t n, dim;
-} Set;
-
-static double d2_of(const double *a, const double *b, int dim)
-{
-    double dx = a[0] - b[0], dy = a[1] - b[1];
-    double d2 = dx * dx + dy * dy;
-    if (dim == 3) {
-        double dz = a[2] - b[2];
-        d2 = d2 + dz * dz;
-    }
-    return d2;
-}
-
-static int cmp_pair(const void *a, const void *b)
-{
-    const nbPair *x = (const nbPair *)a, *y = (const nbPair *)b;
-    if (x->i != y->i) return x->i < y->i ? -1 : 1;
-    return x->j < y->j ? -1 : x->j > y->j;
-}
-
-static int cmp_i32(const void *a, const void *b)
-{
-    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-static nbPair *brute_pairs(const Set *s, double r, int64_t *count)
-{
-    int64_t cap = 1024, n = 0;
-    nbPair *out = (nbPair *)malloc((size_t)cap * sizeof(nbPair));
-    for (int32_t i = 0; i < s->n; i++)
-        for (int32_t j = i + 1; j < s->n; j++)
-            if (d2_of(s->p + (size_t)i * s->dim, s->p + (size_t)j * s->dim, s->dim) <= r * r) {
-                if (n == cap) {
-                    cap *= 2;
-                    out = (nbPair *)realloc(out, (size_t)cap * sizeof(nbPair));
-                }
-                out[n].i = i;
-                out[n].j = j;
-                n++;
-            }
-    *count = n;
-    return out;
-}
 
 typedef struct PairLog {
     nbPair *p;
@@ -177,13 +130,6 @@ static int check_box(const nbGrid *g, const Set *s, const double *lo, const doub
     return 0;
 }
 
-static int cmp_nb(const void *a, const void *b)
-{
-    const nbNeighbor *x = (const nbNeighbor *)a, *y = (const nbNeighbor *)b;
-    if (x->dist2 != y->dist2) return x->dist2 < y->dist2 ? -1 : 1;
-    return x->index < y->index ? -1 : x->index > y->index;
-}
-
 static int check_knn(const nbGrid *g, const Set *s, const double *q, int32_t k)
 {
     nbNeighbor *all = (nbNeighbor *)malloc(((size_t)s->n + 1) * sizeof(nbNeighbor));
@@ -263,17 +209,6 @@ static int check_all(const Set *s, double r, double cell, int queries)
     NB_CHECK_OK(nb_grid_validate(g));
     nb_grid_destroy(g);
     return 0;
-}
-
-static Set set_new(int32_t n, int dim)
-{
-    Set s = {(double *)calloc((size_t)n * (size_t)dim + 3, sizeof(double)), n, dim};
-    return s;
-}
-
-static void set_free(Set *s)
-{
-    free(s->p);
 }
 
 // Checks a set at its radius with the default cell, a cell of half the radius (2+ rings), a
