@@ -104,8 +104,10 @@ nbStatus nb_grid_reserve(nbGrid *grid, int32_t points)
     // sized (as builds size them) for the capacity the index array will have.
     const uint64_t n = (uint64_t)points;
     const uint64_t room = nbi_buf_grown_cap(&grid->idx, (size_t)points);
-    nbiGridNeed need = {n, NBI_DENSE_CELLS_PER_POINT * n + NBI_DENSE_MIN_CELLS,
-                        (uint64_t)1 << nbi_table_bits((size_t)room), room * 3};
+    // Hashed cells need up to `room` cell starts too: builds keep that true once hashed.
+    const uint64_t cells = NBI_DENSE_CELLS_PER_POINT * n + NBI_DENSE_MIN_CELLS;
+    nbiGridNeed need = {n, cells > room ? cells : room, (uint64_t)1 << nbi_table_bits((size_t)room),
+                        room * 3};
     return nbi_grid_grow(grid, need, true) ? NB_OK : NB_ERR_OUT_OF_MEMORY;
 }
 
