@@ -142,6 +142,49 @@ NB_API nbStatus nb_grid_visit_box(const nbGrid *grid, const double *lo, const do
 NB_API nbStatus nb_grid_knn(const nbGrid *grid, const double *point, int32_t k, nbNeighbor *out,
                             int32_t *found);
 
+/// ---- filters ----
+/// Categories and masks come with the points (nbPoints.category / .mask); the grid keeps a copy
+/// in cell order. All-pairs calls (nb_grid_pairs, count_pairs, visit_pairs, visit_pairs_range)
+/// then report a pair (i, j) only when `(cat[i] & mask[j]) && (cat[j] & mask[i])`. A build
+/// without them filters nothing and stores nothing extra.
+///
+/// The _filtered queries below are the queries above with a query filter: a stored point p is
+/// a candidate only when `(cat[p] & filter.mask) && (filter.category & mask[p])`. The plain
+/// queries are these with NB_FILTER_ALL. Same statuses, order and buffer contracts.
+NB_API nbStatus nb_grid_query_radius_filtered(const nbGrid *grid, const double *center,
+                                              double radius, nbFilter filter, int32_t *out,
+                                              int32_t capacity, int32_t *found);
+NB_API nbStatus nb_grid_visit_radius_filtered(const nbGrid *grid, const double *center,
+                                              double radius, nbFilter filter, nbVisitFn *visit,
+                                              void *user);
+NB_API nbStatus nb_grid_query_box_filtered(const nbGrid *grid, const double *lo, const double *hi,
+                                           nbFilter filter, int32_t *out, int32_t capacity,
+                                           int32_t *found);
+NB_API nbStatus nb_grid_visit_box_filtered(const nbGrid *grid, const double *lo, const double *hi,
+                                           nbFilter filter, nbVisitFn *visit, void *user);
+/// The k nearest points that pass `filter`; *found = min(k, points that pass).
+NB_API nbStatus nb_grid_knn_filtered(const nbGrid *grid, const double *point, int32_t k,
+                                     nbFilter filter, nbNeighbor *out, int32_t *found);
+
+/// ---- cross pairs: set A against set B ----
+/// Every pair (i, j) with point i of grid `a`, point j of grid `b` and distance <= radius, each
+/// exactly once, roles kept: i indexes a's points and j indexes b's (bullets against enemies).
+/// When both grids carry categories/masks the pair rule applies across them. The grids may have
+/// different cell sizes and layouts, but the same dim (else NB_ERR_OUT_OF_RANGE). Passing the
+/// same grid twice is allowed and treats it as two sets: every ordered (i, j), (i, i) included.
+/// Order: deterministic (by a's cells, then a's position, then b's cells). Does not allocate.
+/// Same buffer contract and radius statuses as nb_grid_pairs. Cost O(cells of a + candidates);
+/// a radius covering more than 64 (Na + Nb) + 2^26 cell steps returns NB_ERR_OUT_OF_RANGE.
+NB_API nbStatus nb_grid_cross_pairs(const nbGrid *a, const nbGrid *b, double radius, nbPair *out,
+                                    int64_t capacity, int64_t *found);
+/// Counts the pairs nb_grid_cross_pairs would report. Same statuses.
+NB_API nbStatus nb_grid_count_cross_pairs(const nbGrid *a, const nbGrid *b, double radius,
+                                          int64_t *count);
+/// Calls `visit` for each pair nb_grid_cross_pairs would report, in the same order, until it
+/// returns false. Same statuses; on an error `visit` is never called.
+NB_API nbStatus nb_grid_visit_cross_pairs(const nbGrid *a, const nbGrid *b, double radius,
+                                          nbPairFn *visit, void *user);
+
 /// Checks every invariant of the grid (cell order, prefix sums, cell membership, index
 /// permutation, hash table consistency). NB_OK or NB_ERR_INTERNAL. O(N + cells).
 NB_API nbStatus nb_grid_validate(const nbGrid *grid);

@@ -63,14 +63,41 @@ typedef struct nbAllocator {
 /// A read-only view of the caller's points: `count` points of `dim` doubles each. Point i's
 /// coordinates start at byte `i * stride` from `data`, so an array of structs works. The view
 /// is read during the call only; nearby never keeps the pointer.
+///
+/// Optional filter bits per point, read the same way: point i's category is the uint32_t at byte
+/// `i * category_stride` from `category`, its mask at `i * mask_stride` from `mask`. A NULL
+/// `category` gives every point all bits (0xFFFFFFFF), and so does a NULL `mask`: zero-initialised
+/// fields mean "no filtering". See nbFilter for the rule.
 typedef struct nbPoints {
-    const double *data; ///< first coordinate of point 0; may be NULL when count == 0
-    int32_t count;      ///< number of points, >= 0
-    int32_t dim;        ///< 2 or 3; 0 means the structure's dimension
-    size_t stride;      ///< bytes from one point to the next; 0 means dim * sizeof(double)
+    const double *data;       ///< first coordinate of point 0; may be NULL when count == 0
+    int32_t count;            ///< number of points, >= 0
+    int32_t dim;              ///< 2 or 3; 0 means the structure's dimension
+    size_t stride;            ///< bytes from one point to the next; 0 means dim * sizeof(double)
+    const uint32_t *category; ///< category bits of point 0; NULL = all bits for every point
+    size_t category_stride;   ///< bytes between categories; 0 means sizeof(uint32_t)
+    const uint32_t *mask;     ///< mask bits of point 0; NULL = all bits for every point
+    size_t mask_stride;       ///< bytes between masks; 0 means sizeof(uint32_t)
 } nbPoints;
 
-/// An unordered pair of point indices, always with i < j.
+/// Category and mask bits, Box2D's collision-filter rule: two things a and b may match only when
+/// `(a.category & b.mask) != 0 && (b.category & a.mask) != 0`. It applies between two stored
+/// points (pairs, cross pairs) and between a query's filter and each stored point. The filter is
+/// tested inside the traversal, before a candidate is reported, never afterwards. A point with
+/// category 0 matches nothing; NB_FILTER_ALL matches every point whose mask is not 0.
+typedef struct nbFilter {
+    uint32_t category; ///< what the asker is
+    uint32_t mask;     ///< what the asker wants to find
+} nbFilter;
+
+/// The filter that accepts every point (what the unfiltered queries use).
+#ifdef __cplusplus
+#define NB_FILTER_ALL (nbFilter{0xFFFFFFFFu, 0xFFFFFFFFu})
+#else
+#define NB_FILTER_ALL ((nbFilter){0xFFFFFFFFu, 0xFFFFFFFFu})
+#endif
+
+/// A pair of point indices. From all-pairs calls it is unordered and always has i < j; from
+/// cross-pair calls (set A against set B) i indexes A and j indexes B, roles kept.
 typedef struct nbPair {
     int32_t i;
     int32_t j;
@@ -86,7 +113,7 @@ typedef struct nbNeighbor {
 /// Called once per matching point. Return false to stop early (the query then returns NB_OK).
 typedef bool nbVisitFn(int32_t index, void *user);
 
-/// Called once per pair, with i < j. Return false to stop early (the call then returns NB_OK).
+/// Called once per pair, with i < j (cross pairs: i in set A, j in set B). Return false to stop early (the call then returns NB_OK).
 typedef bool nbPairFn(int32_t i, int32_t j, void *user);
 
 #ifdef __cplusplus
