@@ -101,7 +101,7 @@ static int callgrind_main(int argc, char **argv)
     desc.dim = dim;
     nbGrid *grid;
     check(nb_grid_create(&desc, &grid), "nb_grid_create");
-    nbPoints pts = {p, n, dim, 0};
+    nbPoints pts = {.data = p, .count = n, .dim = dim, .stride = 0};
     int64_t found = 0;
     check(nb_grid_build(grid, &pts, r), "nb_grid_build");
     nbStatus s = nb_grid_pairs(grid, r, NULL, 0, &found);
@@ -149,7 +149,7 @@ int main(int argc, char **argv)
     desc.allocator = &alloc;
     nbGrid *grid;
     check(nb_grid_create(&desc, &grid), "nb_grid_create");
-    nbPoints pts = {p, n, a.dim, 0};
+    nbPoints pts = {.data = p, .count = n, .dim = a.dim, .stride = 0};
 
     // First frame: the only one allowed to allocate. It also sizes the output buffer.
     check(nb_grid_build(grid, &pts, a.radius), "nb_grid_build");

@@ -17,38 +17,54 @@
 
 enum { NBI_DENSE_CELLS_PER_POINT = 4, NBI_DENSE_MIN_CELLS = 64 };
 
-static void nbi_grid_free_all(nbGrid *g)
+enum { NBI_GRID_BUFS = 8 };
+
+// Every buffer the grid owns, with its element size, in one table so that growing and freeing
+// them cannot miss one.
+static void nbi_grid_bufs(nbGrid *g, nbiBuf *buf[NBI_GRID_BUFS], size_t elem[NBI_GRID_BUFS])
 {
-    nbi_free(&g->alloc, g->pts.ptr, g->pts.cap, sizeof(double));
-    nbi_free(&g->alloc, g->idx.ptr, g->idx.cap, sizeof(int32_t));
-    nbi_free(&g->alloc, g->cell_of.ptr, g->cell_of.cap, sizeof(int32_t));
-    nbi_free(&g->alloc, g->start.ptr, g->start.cap, sizeof(int32_t));
-    nbi_free(&g->alloc, g->table.ptr, g->table.cap, sizeof(int32_t));
-    nbi_free(&g->alloc, g->keys.ptr, g->keys.cap, sizeof(int64_t));
+    nbiBuf *b[NBI_GRID_BUFS] = {&g->pts,       &g->idx, &g->cell_of, &g->start,
+                                &g->cell_slot, &g->cat, &g->mask,    &g->table.buf};
+    const size_t e[NBI_GRID_BUFS] = {sizeof(double),   sizeof(int32_t),  sizeof(int32_t),
+                                     sizeof(int32_t),  sizeof(uint32_t), sizeof(uint32_t),
+                                     sizeof(uint32_t), sizeof(nbiCellSlot)};
+    for (int i = 0; i < NBI_GRID_BUFS; i++) {
+        buf[i] = b[i];
+        elem[i] = e[i];
+    }
 }
 
-// Room for a build of n points whose index needs `cells` cells (hashed: table of 2^bits slots).
+static void nbi_grid_free_all(nbGrid *g)
+{
+    nbiBuf *buf[NBI_GRID_BUFS];
+    size_t elem[NBI_GRID_BUFS];
+    nbi_grid_bufs(g, buf, elem);
+    for (int i = 0; i < NBI_GRID_BUFS; i++) nbi_free(&g->alloc, buf[i]->ptr, buf[i]->cap, elem[i]);
+}
+
+// Room for a build of n points whose index needs `cells` cells; hashed: `slots` table slots and
+// `keyed` cell slots; filtered: `bits` categories and masks.
 typedef struct nbiGridNeed {
-    uint64_t n, cells, table, keys;
+    uint64_t n, cells, slots, keyed, bits;
 } nbiGridNeed;
 
 // Grows every buffer to `need`, all or nothing. With `keep`, the contents move along (reserve);
 // a build overwrites them anyway.
 static bool nbi_grid_grow(nbGrid *g, nbiGridNeed need, bool keep)
 {
-    nbiBuf *cur[6] = {&g->pts, &g->idx, &g->cell_of, &g->start, &g->table, &g->keys};
-    size_t elem[6] = {sizeof(double),  sizeof(int32_t), sizeof(int32_t),
-                      sizeof(int32_t), sizeof(int32_t), sizeof(int64_t)};
-    size_t count[6] = {need.n * (size_t)g->dim, need.n,     need.n,
-                       need.cells + 2,          need.table, need.keys};
-    nbiBuf next[6];
-    for (int b = 0; b < 6; b++) {
+    nbiBuf *cur[NBI_GRID_BUFS];
+    size_t elem[NBI_GRID_BUFS];
+    nbi_grid_bufs(g, cur, elem);
+    const size_t count[NBI_GRID_BUFS] = {need.n * (size_t)g->dim, need.n, need.n, need.cells + 2,
+                                         need.keyed, need.bits, need.bits, need.slots};
+    nbiBuf next[NBI_GRID_BUFS];
+    for (int b = 0; b < NBI_GRID_BUFS; b++) {
         if (!nbi_buf_prepare(&g->alloc, cur[b], &next[b], count[b], elem[b])) {
             for (int f = 0; f < b; f++) nbi_buf_abandon(&g->alloc, cur[f], &next[f], elem[f]);
             return false;
         }
     }
-    for (int b = 0; b < 6; b++) {
+    for (int b = 0; b < NBI_GRID_BUFS; b++) {
         if (keep && next[b].ptr != cur[b]->ptr && cur[b]->ptr != NULL)
             memcpy(next[b].ptr, cur[b]->ptr, cur[b]->cap * elem[b]);
         nbi_buf_commit(&g->alloc, cur[b], &next[b], elem[b]);
@@ -64,7 +80,8 @@ nbStatus nb_grid_create(const nbGridDesc *desc, nbGrid **out)
     if (!isfinite(desc->cell_size)) return NB_ERR_NOT_FINITE;
     if (desc->cell_size < 0.0 || desc->capacity_hint < 0) return NB_ERR_OUT_OF_RANGE;
     if (desc->dim != 0 && desc->dim != 2 && desc->dim != 3) return NB_ERR_OUT_OF_RANGE;
-    nbAllocator a = nbi_allocator(desc->allocator);
+    nbAllocator a;
+    if (!nbi_allocator(desc->allocator, &a)) return NB_ERR_NULL_ARG;
     nbGrid *g = (nbGrid *)nbi_alloc(&a, 1, sizeof(nbGrid));
     if (g == NULL) return NB_ERR_OUT_OF_MEMORY;
     memset(g, 0, sizeof *g);
@@ -89,25 +106,20 @@ void nb_grid_destroy(nbGrid *grid)
     nbi_free(&a, grid, 1, sizeof(nbGrid));
 }
 
-static int32_t nbi_table_bits(size_t n)
-{
-    int32_t bits = 4; // at least 16 slots, at most half full
-    while (((uint64_t)1 << bits) < 2 * (uint64_t)n) bits++;
-    return bits;
-}
-
 nbStatus nb_grid_reserve(nbGrid *grid, int32_t points)
 {
     if (grid == NULL) return NB_ERR_NULL_ARG;
     if (points < 0) return NB_ERR_OUT_OF_RANGE;
-    // Enough for either mode: dense needs up to 4N + 64 cells; hashed needs N cells, 2N+ slots,
-    // sized (as builds size them) for the capacity the index array will have.
+    // Enough for either mode: dense needs up to 4N + 64 cells; hashed needs N cells and a table
+    // for them, sized (as builds size them) for the capacity the index array will have. Filter
+    // bits are covered once the grid has been built with them.
     const uint64_t n = (uint64_t)points;
     const uint64_t room = nbi_buf_grown_cap(&grid->idx, (size_t)points);
+    const int32_t bits = nbi_ctab_bits_for(room < INT32_MAX ? (size_t)room : INT32_MAX);
     // Hashed cells need up to `room` cell starts too: builds keep that true once hashed.
     const uint64_t cells = NBI_DENSE_CELLS_PER_POINT * n + NBI_DENSE_MIN_CELLS;
-    nbiGridNeed need = {n, cells > room ? cells : room, (uint64_t)1 << nbi_table_bits((size_t)room),
-                        room * 3};
+    nbiGridNeed need = {n, cells > room ? cells : room, (uint64_t)1 << bits, room,
+                        grid->cat.cap > 0 ? room : 0};
     return nbi_grid_grow(grid, need, true) ? NB_OK : NB_ERR_OUT_OF_MEMORY;
 }
 
@@ -193,22 +205,41 @@ static bool nbi_scan_any(const double *data, size_t step, int32_t n, int dim, do
     return ok;
 }
 
+// A filter-bits view of the caller's points: the uint32_t at byte i * stride from base.
+NBI_INLINE uint32_t nbi_bits_at(const uint32_t *base, size_t stride, int32_t i)
+{
+    return *(const uint32_t *)(const void *)((const char *)base + (size_t)i * stride);
+}
+
+// Checks an optional filter array's stride and alignment; *stride gets the effective stride.
+static bool nbi_bits_layout(const uint32_t *base, size_t given, size_t *stride)
+{
+    *stride = given == 0 ? sizeof(uint32_t) : given;
+    return base == NULL ||
+           (*stride % sizeof(uint32_t) == 0 && (uintptr_t)base % sizeof(uint32_t) == 0);
+}
+
 nbStatus nb_grid_build(nbGrid *grid, const nbPoints *points, double radius)
 {
     if (grid == NULL || points == NULL || (points->data == NULL && points->count > 0))
         return NB_ERR_NULL_ARG;
+    // Finiteness (the radius, then every coordinate) before any range check.
     if (!isfinite(radius)) return NB_ERR_NOT_FINITE;
     const int32_t dim = grid->dim;
-    if (radius < 0.0 || points->count < 0) return NB_ERR_OUT_OF_RANGE;
-    if (points->dim != 0 && points->dim != dim) return NB_ERR_OUT_OF_RANGE;
-    size_t stride = points->stride == 0 ? (size_t)dim * sizeof(double) : points->stride;
-    if (stride < (size_t)dim * sizeof(double) || stride % sizeof(double) != 0)
-        return NB_ERR_OUT_OF_RANGE;
-
-    const size_t step = stride / sizeof(double);
+    const size_t stride = points->stride == 0 ? (size_t)dim * sizeof(double) : points->stride;
+    const bool layout_ok = points->count >= 0 && (points->dim == 0 || points->dim == dim) &&
+                           stride >= (size_t)dim * sizeof(double) && stride % sizeof(double) == 0;
     double mn[3] = {0, 0, 0}, mx[3] = {0, 0, 0}, max_abs = 0.0;
-    if (points->count > 0 && !nbi_scan_any(points->data, step, points->count, dim, mn, mx))
+    // The scan needs a sound layout to read the points; without one there is nothing to scan.
+    if (layout_ok && points->count > 0 &&
+        !nbi_scan_any(points->data, stride / sizeof(double), points->count, dim, mn, mx))
         return NB_ERR_NOT_FINITE;
+    if (radius < 0.0 || !layout_ok) return NB_ERR_OUT_OF_RANGE;
+    size_t cat_stride, mask_stride;
+    if (!nbi_bits_layout(points->category, points->category_stride, &cat_stride) ||
+        !nbi_bits_layout(points->mask, points->mask_stride, &mask_stride))
+        return NB_ERR_OUT_OF_RANGE;
+    const size_t step = stride / sizeof(double);
     for (int a = 0; a < dim; a++) {
         max_abs = fabs(mn[a]) > max_abs ? fabs(mn[a]) : max_abs;
         max_abs = fabs(mx[a]) > max_abs ? fabs(mx[a]) : max_abs;
@@ -231,17 +262,19 @@ nbStatus nb_grid_build(nbGrid *grid, const nbPoints *points, double radius)
     double dense_limit = (double)NBI_DENSE_CELLS_PER_POINT * n + NBI_DENSE_MIN_CELLS;
     if (dense_limit > (double)(INT32_MAX - 2)) dense_limit = (double)(INT32_MAX - 2);
     const bool hashed = box_cells > dense_limit;
-    const int32_t bits = hashed ? nbi_table_bits((size_t)n) : grid->table_bits;
+    const bool filtered = points->category != NULL || points->mask != NULL;
     // The hashed arrays, once first needed, are kept sized for every point the grid has room
     // for (growing along with it, even in a dense build), so only the first hashed layout
-    // allocates; the table in use is still sized for this build (2^bits slots), so clearing it
-    // costs O(N), not O(capacity).
+    // allocates; the table in use is still sized for this build, so clearing it costs O(N), not
+    // O(capacity). Filter bits likewise, once a build has had them.
     const uint64_t room = nbi_buf_grown_cap(&grid->idx, (size_t)n);
-    const bool keep_hashed = hashed || grid->table.cap > 0;
+    const int32_t room_bits = nbi_ctab_bits_for(room < INT32_MAX ? (size_t)room : INT32_MAX);
+    const bool keep_hashed = hashed || grid->table.buf.cap > 0;
+    const bool keep_bits = filtered || grid->cat.cap > 0;
     const uint64_t cells = hashed ? (uint64_t)n : (uint64_t)box_cells;
     nbiGridNeed need = {(uint64_t)n, keep_hashed && room > cells ? room : cells,
-                        keep_hashed ? (uint64_t)1 << nbi_table_bits((size_t)room) : 0,
-                        keep_hashed ? room * 3 : 0};
+                        keep_hashed ? (uint64_t)1 << room_bits : 0, keep_hashed ? room : 0,
+                        keep_bits ? room : 0};
     if (!nbi_grid_grow(grid, need, false)) return NB_ERR_OUT_OF_MEMORY;
 
     // Nothing can fail from here on: replace the contents.
@@ -249,7 +282,7 @@ nbStatus nb_grid_build(nbGrid *grid, const nbPoints *points, double radius)
     grid->cm = cm;
     grid->max_abs = max_abs;
     grid->hashed = hashed;
-    grid->table_bits = bits;
+    grid->filtered = filtered;
     memcpy(grid->lo, lo, sizeof lo);
     memcpy(grid->hi, hi, sizeof hi);
     memcpy(grid->ext, ext, sizeof ext);
@@ -264,32 +297,19 @@ nbStatus nb_grid_build(nbGrid *grid, const nbPoints *points, double radius)
         memset(start, 0, ((size_t)ncells + 2) * sizeof(int32_t));
         NBI_BY_LAYOUT(nbi_count_dense, points->data, step, n, dim, &cm, lo, ext, cell_of, start);
     } else {
-        int32_t *table = (int32_t *)grid->table.ptr;
-        int64_t *keys = (int64_t *)grid->keys.ptr;
-        const size_t slots = (size_t)1 << bits;
-        memset(table, 0xff, slots * sizeof(int32_t)); // -1 everywhere
+        nbiCellTable *table = &grid->table;
+        uint32_t *cell_slot = (uint32_t *)grid->cell_slot.ptr;
+        nbi_ctab_reset(table, nbi_ctab_bits_for((size_t)n));
         memset(start, 0, ((size_t)n + 2) * sizeof(int32_t));
         ncells = 0;
         for (int32_t i = 0; i < n; i++) {
             const double *q = points->data + (size_t)i * step;
-            int64_t x = nbi_cell_i(&cm, q[0]), y = nbi_cell_i(&cm, q[1]);
-            int64_t z = dim == 3 ? nbi_cell_i(&cm, q[2]) : 0;
-            uint64_t h = nbi_cell_hash(x, y, z) >> (64 - bits);
-            int32_t c;
-            for (;;) {
-                c = table[h];
-                if (c < 0) {
-                    c = ncells++;
-                    table[h] = c;
-                    keys[(size_t)c * 3] = x;
-                    keys[(size_t)c * 3 + 1] = y;
-                    keys[(size_t)c * 3 + 2] = z;
-                    break;
-                }
-                const int64_t *k = keys + (size_t)c * 3;
-                if (k[0] == x && k[1] == y && k[2] == z) break;
-                h = (h + 1) & (slots - 1);
-            }
+            const int64_t x = nbi_cell_i(&cm, q[0]), y = nbi_cell_i(&cm, q[1]);
+            const int64_t z = dim == 3 ? nbi_cell_i(&cm, q[2]) : 0;
+            bool inserted;
+            const int64_t slot = nbi_ctab_insert(table, x, y, z, ncells, &inserted);
+            if (inserted) cell_slot[ncells++] = (uint32_t)slot;
+            const int32_t c = nbi_ctab_slots(table)[slot].value;
             cell_of[i] = c;
             start[c + 2]++;
         }
@@ -304,32 +324,46 @@ nbStatus nb_grid_build(nbGrid *grid, const nbPoints *points, double radius)
     double *pts = (double *)grid->pts.ptr;
     int32_t *idx = (int32_t *)grid->idx.ptr;
     NBI_BY_LAYOUT(nbi_scatter, points->data, step, n, dim, cell_of, start, pts, idx);
+    if (filtered) { // the bits follow the points into cell order; NULL means all bits
+        uint32_t *cat = (uint32_t *)grid->cat.ptr, *mask = (uint32_t *)grid->mask.ptr;
+        for (int32_t p = 0; p < n; p++) {
+            cat[p] = points->category ? nbi_bits_at(points->category, cat_stride, idx[p])
+                                      : 0xFFFFFFFFu;
+            mask[p] = points->mask ? nbi_bits_at(points->mask, mask_stride, idx[p]) : 0xFFFFFFFFu;
+        }
+    }
     return NB_OK;
 }
 
-void nbi_grid_cell_coords(const nbGrid *g, int32_t c, int64_t out[3])
+nbiView nbi_grid_view(const nbGrid *g)
 {
-    if (g->hashed) {
-        const int64_t *k = (const int64_t *)g->keys.ptr + (size_t)c * 3;
-        out[0] = k[0];
-        out[1] = k[1];
-        out[2] = k[2];
-        return;
-    }
-    int64_t r = c;
-    out[0] = g->lo[0] + r % g->ext[0];
-    r /= g->ext[0];
-    out[1] = g->lo[1] + r % g->ext[1];
-    r /= g->ext[1];
-    out[2] = g->lo[2] + r;
+    nbiView v;
+    v.dim = g->dim;
+    v.n = g->n;
+    v.pts = (const double *)g->pts.ptr;
+    v.idx = (const int32_t *)g->idx.ptr;
+    v.cat = g->filtered ? (const uint32_t *)g->cat.ptr : NULL;
+    v.mask = g->filtered ? (const uint32_t *)g->mask.ptr : NULL;
+    v.start = (const int32_t *)g->start.ptr;
+    v.ncells = g->n > 0 ? g->ncells : 0;
+    v.cm = g->cm;
+    v.max_abs = g->max_abs;
+    memcpy(v.lo, g->lo, sizeof v.lo);
+    memcpy(v.hi, g->hi, sizeof v.hi);
+    memcpy(v.ext, g->ext, sizeof v.ext);
+    v.table = g->hashed ? &g->table : NULL;
+    v.cell_slot = (const uint32_t *)g->cell_slot.ptr;
+    return v;
 }
 
 size_t nb_grid_memory_bytes(const nbGrid *grid)
 {
     if (grid == NULL) return 0;
-    return sizeof(nbGrid) + grid->pts.cap * sizeof(double) + grid->idx.cap * sizeof(int32_t) +
-           grid->cell_of.cap * sizeof(int32_t) + grid->start.cap * sizeof(int32_t) +
-           grid->table.cap * sizeof(int32_t) + grid->keys.cap * sizeof(int64_t);
+    nbiBuf *buf[NBI_GRID_BUFS];
+    size_t elem[NBI_GRID_BUFS], bytes = sizeof(nbGrid);
+    nbi_grid_bufs((nbGrid *)grid, buf, elem);
+    for (int i = 0; i < NBI_GRID_BUFS; i++) bytes += buf[i]->cap * elem[i];
+    return bytes;
 }
 
 nbStatus nb_grid_info(const nbGrid *grid, nbGridInfo *info)
@@ -362,47 +396,41 @@ nbStatus nb_grid_validate(const nbGrid *grid)
     if (g->n == 0) return NB_OK;
     NBI_CHECK(g->ncells > 0 && (size_t)g->ncells + 2 <= g->start.cap);
     NBI_CHECK((size_t)g->n * (size_t)g->dim <= g->pts.cap && (size_t)g->n <= g->idx.cap);
-    const int32_t *start = nbi_grid_start(g), *idx = nbi_grid_idx(g);
+    const int32_t *start = (const int32_t *)g->start.ptr, *idx = (const int32_t *)g->idx.ptr;
     const int32_t *cell_of = (const int32_t *)g->cell_of.ptr;
-    const double *pts = nbi_grid_pts(g);
+    const double *pts = (const double *)g->pts.ptr;
     NBI_CHECK(start[0] == 0 && start[g->ncells] == g->n);
     for (int a = 0; a < 3; a++)
         NBI_CHECK(g->lo[a] <= g->hi[a] && g->ext[a] == g->hi[a] - g->lo[a] + 1);
+    const nbiView v = nbi_grid_view(g);
     if (g->hashed) {
-        NBI_CHECK(g->ncells <= g->n && g->table_bits >= 4 && g->table_bits < 40);
-        NBI_CHECK(((size_t)1 << g->table_bits) <= g->table.cap);
-        NBI_CHECK((size_t)g->ncells * 3 <= g->keys.cap);
+        NBI_CHECK(g->ncells <= g->n && (size_t)g->ncells <= g->cell_slot.cap);
+        NBI_CHECK(nbi_ctab_validate(&g->table) && g->table.count == g->ncells);
     } else {
         NBI_CHECK((int64_t)g->ncells == g->ext[0] * g->ext[1] * g->ext[2]);
     }
+    if (g->filtered) NBI_CHECK((size_t)g->n <= g->cat.cap && (size_t)g->n <= g->mask.cap);
     for (int32_t c = 0; c < g->ncells; c++) {
         NBI_CHECK(start[c] <= start[c + 1]);
-        int64_t k[3];
-        nbi_grid_cell_coords(g, c, k);
-        for (int a = 0; a < 3; a++) NBI_CHECK(k[a] >= g->lo[a] && k[a] <= g->hi[a]);
         if (g->hashed) {
-            NBI_CHECK(start[c] < start[c + 1]);
-            NBI_CHECK(nbi_grid_lookup(g, k[0], k[1], k[2]) == c);
+            const uint32_t slot = ((const uint32_t *)g->cell_slot.ptr)[c];
+            NBI_CHECK(((uint64_t)slot >> g->table.bits) == 0);
         }
+        int64_t k[3];
+        nbi_view_cell_key(&v, c, k);
+        for (int a = 0; a < 3; a++) NBI_CHECK(k[a] >= g->lo[a] && k[a] <= g->hi[a]);
+        NBI_CHECK(nbi_view_cell(&v, k[0], k[1], k[2]) == c);
+        if (g->hashed) NBI_CHECK(start[c] < start[c + 1]);
         for (int32_t p = start[c]; p < start[c + 1]; p++) {
             NBI_CHECK(idx[p] >= 0 && idx[p] < g->n);
             NBI_CHECK(p == start[c] || idx[p - 1] < idx[p]);
             NBI_CHECK(cell_of[idx[p]] == c);
             for (int a = 0; a < g->dim; a++) {
-                double v = pts[(size_t)p * g->dim + a];
-                NBI_CHECK(isfinite(v) && fabs(v) <= g->max_abs);
-                NBI_CHECK(nbi_cell_f(&g->cm, v) == (double)k[a]);
+                double x = pts[(size_t)p * g->dim + a];
+                NBI_CHECK(isfinite(x) && fabs(x) <= g->max_abs);
+                NBI_CHECK(nbi_cell_f(&g->cm, x) == (double)k[a]);
             }
         }
-    }
-    if (g->hashed) { // every occupied slot names a distinct cell
-        int64_t used = 0;
-        const int32_t *table = (const int32_t *)g->table.ptr;
-        for (size_t s = 0; s < ((size_t)1 << g->table_bits); s++) {
-            NBI_CHECK(table[s] >= -1 && table[s] < g->ncells);
-            used += table[s] >= 0;
-        }
-        NBI_CHECK(used == g->ncells);
     }
     return NB_OK;
 }

@@ -32,8 +32,9 @@
 #define NBI_UNLIKELY(x) (x)
 #endif
 
-// The allocator a structure uses: the caller's hooks, or malloc/free.
-nbAllocator nbi_allocator(const nbAllocator *user);
+// The allocator a structure uses: the caller's hooks (NULL = malloc/free) into *out. False when
+// only one of alloc / free is set: the caller returns NB_ERR_NULL_ARG.
+bool nbi_allocator(const nbAllocator *user, nbAllocator *out);
 
 // `count` elements of `elem` bytes through the hooks; NULL on failure or size overflow.
 void *nbi_alloc(const nbAllocator *a, size_t count, size_t elem);

@@ -1,53 +1,47 @@
 // SPDX-License-Identifier: MIT
-// The all-pairs kernels, shared by every structure that keeps its points sorted by cell (the
-// dense grid today, the spatial hash next): a cell's points against runs of candidate
-// positions, each pair within r emitted once through a sink that counts, fills the caller's
-// buffer, or calls the caller's visitor. The structure walks its own cells and hands each
-// cell's runs over through an nbiSpanList; the half-neighbour stencil is the walker's job.
-// Header-only, so each structure's walker gets its own inlined copy, specialised for 2D and 3D.
+// The pair kernels: one cell's points against runs (or index lists) of candidate positions,
+// each pair within r that passes the filter emitted once through the pair sink (sink.h). Every
+// walker uses them: the half stencil of all pairs (self mode: one view, pairs reported as
+// (min, max) of the caller's indices) and set A against set B (cross mode: the cell's points
+// from view A, candidates from view B, pairs reported as (a, b), roles kept). The half stencil
+// and the choice of cells are the walker's job (pairs.c); this file only scans.
+// Header-only, so each walker gets inlined copies specialised by dimension, filter and mode.
 // Never installed.
 #ifndef NEARBY_PAIR_KERNELS_H
 #define NEARBY_PAIR_KERNELS_H
 
 #include "cell.h"
+#include "sink.h"
 
-#include <string.h>
-
-enum { NBI_SINK_COUNT, NBI_SINK_BUFFER, NBI_SINK_VISIT };
-enum { NBI_SCRATCH = 1024 };
-
-// Where pairs go. Buffer mode writes straight into `out` while it has room (so the common case
-// copies nothing) and keeps counting past it; visit mode calls `fn` from a scratch block.
-typedef struct nbiPairSink {
-    int mode;
-    bool stop;
-    nbPair *out;
-    int64_t cap;
-    int64_t found; // pairs accepted so far; in buffer mode min(found, cap) are in out
-    nbPairFn *fn;
-    void *user;
-    nbPair scratch[NBI_SCRATCH];
-} nbiPairSink;
-
-// What the kernels read: the points in cell order (dim doubles each), their input indices, r*r.
+// What the kernels read. Side A holds the cell being paired, side B the candidates; in self
+// mode both sides are the same view. cat / mask are NULL when the views carry no filter bits
+// (then the kernels are instantiated without the filter test).
 typedef struct nbiPairCtx {
-    const double *pts;
-    const int32_t *idx;
+    const double *pa;
+    const int32_t *ia;
+    const uint32_t *ca, *ma;
+    const double *pb;
+    const int32_t *ib;
+    const uint32_t *cb, *mb;
     double r2;
     nbiPairSink *sink;
 } nbiPairCtx;
 
-// A run of positions [b0, b1): a neighbour cell, or a row of adjacent cells.
+// Candidates: positions [b0, b1) of side B, or, with `list`, positions list[b0 .. b1).
 typedef struct nbiSpan {
     int32_t b0, b1;
+    const int32_t *list;
 } nbiSpan;
 
 enum { NBI_MAX_SPANS = 32 };
 
-// One cell's runs, collected and handed to nbi_cell_pairs in batches of NBI_MAX_SPANS.
+// One cell's candidates, collected and handed to the kernels in batches of NBI_MAX_SPANS.
+// Self mode: the cell is [a0, a1) and its own run [a0, self_end) pairs each point with the
+// positions after it (self_end >= a1 covers the cells to its right in the same row).
 typedef struct nbiSpanList {
     const nbiPairCtx *x;
     int dim;
+    bool filtered, cross;
     int32_t a0, a1, self_end;
     int ns;
     nbiSpan sp[NBI_MAX_SPANS];
@@ -57,62 +51,34 @@ typedef struct nbiSpanList {
 #include <emmintrin.h>
 #endif
 
-// Where the next `len` (<= NBI_SCRATCH) candidates may be written.
-NBI_INLINE nbPair *nbi_reserve(nbiPairSink *s, int64_t len)
-{
-    if (s->mode == NBI_SINK_BUFFER && s->cap - s->found >= len) return s->out + s->found;
-    return s->scratch;
-}
+// ---- one point against a run ----
 
-// Accepts `m` pairs just written at `w` (from nbi_reserve).
-static inline void nbi_commit(nbiPairSink *s, const nbPair *w, int64_t m)
+// Branch-free emission: stores the pair at w[m] whether or not it matched and returns m
+// advanced by `hit` (0 or 1), so only matches are kept. Self mode stores (min, max).
+NBI_INLINE int64_t nbi_emit(nbPair *w, int64_t m, int32_t a, int32_t b, int hit, bool cross)
 {
-    if (w != s->scratch) { // written in place
-        s->found += m;
-        return;
-    }
-    if (s->mode == NBI_SINK_BUFFER) {
-        int64_t room = s->cap - s->found;
-        if (room > 0) memcpy(s->out + s->found, w, (size_t)(room < m ? room : m) * sizeof(nbPair));
-        s->found += m;
-        return;
-    }
-    for (int64_t t = 0; t < m; t++) {
-        s->found++;
-        if (!s->fn(w[t].i, w[t].j, s->user)) {
-            s->stop = true;
-            return;
-        }
-    }
-}
-
-// ---- kernels: one point against a run of positions ----
-
-// Branch-free emission: stores the pair (min(a, b), max(a, b)) at w[m] whether or not it
-// matched, and returns m advanced by `hit` (0 or 1), so only matches are kept.
-NBI_INLINE int64_t nbi_emit(nbPair *w, int64_t m, int32_t a, int32_t b, int hit)
-{
-    w[m].i = a < b ? a : b;
-    w[m].j = a < b ? b : a;
+    w[m].i = cross || a < b ? a : b;
+    w[m].j = cross || a < b ? b : a;
     return m + hit;
+}
+
+// The filter rule between the asking point (category pc, mask pm) and candidate q of side B.
+NBI_INLINE int nbi_pass(const nbiPairCtx *x, uint32_t pc, uint32_t pm, int32_t q)
+{
+    return ((pc & x->mb[q]) != 0) & ((x->cb[q] & pm) != 0);
 }
 
 #if defined(__SSE2__)
 // Takes a two-lane mask (bit 0: index j0, bit 1: j1): counts its matches when w is NULL, else
 // emits both pairs.
-NBI_INLINE int64_t nbi_take2(nbPair *w, int64_t m, int32_t ii, int32_t j0, int32_t j1, int mask)
+NBI_INLINE int64_t nbi_take2(nbPair *w, int64_t m, int32_t ii, int32_t j0, int32_t j1, int mask,
+                             bool cross)
 {
     if (w == NULL) return m + (mask & 1) + (mask >> 1);
-    m = nbi_emit(w, m, ii, j0, mask & 1);
-    return nbi_emit(w, m, ii, j1, mask >> 1);
+    m = nbi_emit(w, m, ii, j0, mask & 1, cross);
+    return nbi_emit(w, m, ii, j1, mask >> 1, cross);
 }
-#endif
 
-// Each kernel computes d2 = dx*dx + dy*dy (+ dz*dz) in exactly the brute-force order
-// (nbi_dist2), lane by lane, so SIMD changes nothing in the answer. With SSE2 two candidates go
-// at once: the interleaved (x, y[, z]) records are transposed into x and y[, z] lanes.
-
-#if defined(__SSE2__)
 // Point i broadcast to both lanes, and r*r: set up once per run, not per candidate.
 typedef struct nbiPoint2 {
     __m128d x, y, z, r2;
@@ -128,7 +94,8 @@ NBI_INLINE nbiPoint2 nbi_point2(const double *pi, int dim, double r2)
     return v;
 }
 
-// The two-lane mask (bit 0: q, bit 1: q + 1) of candidates q, q+1 within r of point v.
+// The two-lane mask (bit 0: q, bit 1: q + 1) of candidates q, q+1 within r of point v. Each lane
+// computes d2 exactly as nbi_dist2 does (same operations, same order), so SIMD changes nothing.
 NBI_INLINE int nbi_d2_mask2(const nbiPoint2 *v, const double *pts, int32_t q, int dim)
 {
     const double *b = pts + (size_t)q * (size_t)dim;
@@ -152,36 +119,55 @@ NBI_INLINE int nbi_d2_mask2(const nbiPoint2 *v, const double *pts, int32_t q, in
 }
 #endif
 
-// Point pi (index ii) against positions [q0, q1): counts those within r, or with w != NULL
-// also writes them to w (see nbi_emit; room for q1 - q0 pairs). Returns how many matched.
-NBI_INLINE int64_t nbi_scan(const nbiPairCtx *x, int dim, const double *pi, int32_t ii, int32_t q0,
-                            int32_t q1, nbPair *w)
+// Point pi (index ii, filter bits pc / pm) against positions [q0, q1) of side B: counts those
+// within r that pass the filter, or with w != NULL also writes them (room for q1 - q0 pairs).
+NBI_INLINE int64_t nbi_scan(const nbiPairCtx *x, int dim, bool flt, bool cross, const double *pi,
+                            int32_t ii, uint32_t pc, uint32_t pm, int32_t q0, int32_t q1,
+                            nbPair *w)
 {
     int64_t m = 0;
     int32_t q = q0;
 #if defined(__SSE2__)
     const nbiPoint2 v = nbi_point2(pi, dim, x->r2);
     for (; q + 2 <= q1; q += 2) {
-        m = nbi_take2(w, m, ii, x->idx[q], x->idx[q + 1], nbi_d2_mask2(&v, x->pts, q, dim));
+        int mask = nbi_d2_mask2(&v, x->pb, q, dim);
+        if (flt) mask &= nbi_pass(x, pc, pm, q) | nbi_pass(x, pc, pm, q + 1) << 1;
+        m = nbi_take2(w, m, ii, x->ib[q], x->ib[q + 1], mask, cross);
     }
 #endif
     for (; q < q1; q++) {
-        const int hit = nbi_dist2(pi, x->pts + (size_t)q * (size_t)dim, dim) <= x->r2;
-        m = w == NULL ? m + hit : nbi_emit(w, m, ii, x->idx[q], hit);
+        int hit = nbi_dist2(pi, x->pb + (size_t)q * (size_t)dim, dim) <= x->r2;
+        if (flt) hit &= nbi_pass(x, pc, pm, q);
+        m = w == NULL ? m + hit : nbi_emit(w, m, ii, x->ib[q], hit, cross);
+    }
+    return m;
+}
+
+// The same against positions list[t0 .. t1) (candidates from an index list).
+NBI_INLINE int64_t nbi_scan_list(const nbiPairCtx *x, int dim, bool flt, bool cross,
+                                 const double *pi, int32_t ii, uint32_t pc, uint32_t pm,
+                                 const int32_t *list, int32_t t0, int32_t t1, nbPair *w)
+{
+    int64_t m = 0;
+    for (int32_t t = t0; t < t1; t++) {
+        const int32_t q = list[t];
+        int hit = nbi_dist2(pi, x->pb + (size_t)q * (size_t)dim, dim) <= x->r2;
+        if (flt) hit &= nbi_pass(x, pc, pm, q);
+        m = w == NULL ? m + hit : nbi_emit(w, m, ii, x->ib[q], hit, cross);
     }
     return m;
 }
 
 // ---- the gathered path ----
-// A cell's candidates are copied once into small contiguous x / y / z / index lanes: own cell
-// first, then the cells to its right, then the neighbour rows. Point p at offset i of the cell
-// then pairs with exactly the lanes after i, so each point needs one tight loop instead of one
-// per span, and the lanes are aligned for two-at-a-time SIMD. Two NaN sentinels pad the end: a
+// A cell's candidates are copied once into small contiguous x / y / z / index (/ filter) lanes:
+// in self mode its own run first, then the spans. Point p at offset i of the cell then pairs
+// with exactly the lanes after i (self mode) or with every lane (cross mode), one tight loop
+// instead of one per span, aligned for two-at-a-time SIMD. Two NaN sentinels pad the end: a
 // two-lane step may read one past the last candidate, and NaN never passes d2 <= r2.
 enum { NBI_GATHER = 512 };
 // Measured (1M uniform points, best of 9 runs): in 3D, with five runs per cell, gathering saves
 // about a quarter of the time; in 2D, with two runs per cell, the copy costs what it saves, so
-// 2D scans the runs in place.
+// 2D scans contiguous runs in place. Index lists are always gathered (when they fit).
 #ifndef NBI_USE_GATHER
 #define NBI_USE_GATHER 1
 #endif
@@ -189,20 +175,36 @@ enum { NBI_GATHER = 512 };
 typedef struct nbiGather {
     double x[NBI_GATHER], y[NBI_GATHER], z[NBI_GATHER];
     int32_t idx[NBI_GATHER];
+    uint32_t cat[NBI_GATHER], mask[NBI_GATHER];
     int32_t n;
 } nbiGather;
 
-NBI_INLINE void nbi_gather_run(nbiGather *gt, const nbiPairCtx *x, int dim, int32_t b0, int32_t b1)
+NBI_INLINE void nbi_gather_one(nbiGather *gt, const nbiPairCtx *x, int dim, bool flt, int32_t q)
 {
-    const double *pts = x->pts;
-    int32_t n = gt->n;
-    for (int32_t q = b0; q < b1; q++, n++) {
-        gt->x[n] = pts[(size_t)q * (size_t)dim];
-        gt->y[n] = pts[(size_t)q * (size_t)dim + 1];
-        if (dim == 3) gt->z[n] = pts[(size_t)q * (size_t)dim + 2];
-        gt->idx[n] = x->idx[q];
+    const int32_t n = gt->n++;
+    gt->x[n] = x->pb[(size_t)q * (size_t)dim];
+    gt->y[n] = x->pb[(size_t)q * (size_t)dim + 1];
+    if (dim == 3) gt->z[n] = x->pb[(size_t)q * (size_t)dim + 2];
+    gt->idx[n] = x->ib[q];
+    if (flt) {
+        gt->cat[n] = x->cb[q];
+        gt->mask[n] = x->mb[q];
     }
-    gt->n = n;
+}
+
+NBI_INLINE void nbi_gather_span(nbiGather *gt, const nbiPairCtx *x, int dim, bool flt,
+                                const nbiSpan *sp)
+{
+    if (sp->list != NULL)
+        for (int32_t t = sp->b0; t < sp->b1; t++) nbi_gather_one(gt, x, dim, flt, sp->list[t]);
+    else
+        for (int32_t q = sp->b0; q < sp->b1; q++) nbi_gather_one(gt, x, dim, flt, q);
+}
+
+// Whether gathered lane q passes the filter against (pc, pm).
+NBI_INLINE int nbi_gather_pass(const nbiGather *gt, uint32_t pc, uint32_t pm, int32_t q)
+{
+    return ((pc & gt->mask[q]) != 0) & ((gt->cat[q] & pm) != 0);
 }
 
 #if defined(__SSE2__)
@@ -220,9 +222,10 @@ NBI_INLINE int nbi_gather_mask2(const nbiGather *gt, const nbiPoint2 *v, int32_t
 }
 #endif
 
-// Point pi (index ii) against the gathered candidates from q0 on: counts the matches, or with
-// w != NULL also writes them (see nbi_emit; room for n - q0 + 1 pairs).
-NBI_INLINE int64_t nbi_gather_scan(const nbiGather *gt, int dim, const double *pi, int32_t ii,
+// Point pi (index ii, filter bits pc / pm) against the gathered lanes from q0 on: counts the
+// matches, or with w != NULL also writes them (room for n - q0 + 1 pairs).
+NBI_INLINE int64_t nbi_gather_scan(const nbiGather *gt, int dim, bool flt, bool cross,
+                                   const double *pi, int32_t ii, uint32_t pc, uint32_t pm,
                                    int32_t q0, double r2, nbPair *w)
 {
     const int32_t n = gt->n;
@@ -230,80 +233,124 @@ NBI_INLINE int64_t nbi_gather_scan(const nbiGather *gt, int dim, const double *p
 #if defined(__SSE2__)
     const nbiPoint2 v = nbi_point2(pi, dim, r2);
     for (int32_t q = q0; q < n; q += 2) {
-        m = nbi_take2(w, m, ii, gt->idx[q], gt->idx[q + 1], nbi_gather_mask2(gt, &v, q, dim));
+        int mask = nbi_gather_mask2(gt, &v, q, dim);
+        if (flt) mask &= nbi_gather_pass(gt, pc, pm, q) | nbi_gather_pass(gt, pc, pm, q + 1) << 1;
+        m = nbi_take2(w, m, ii, gt->idx[q], gt->idx[q + 1], mask, cross);
     }
 #else
     for (int32_t q = q0; q < n; q++) {
         const double pq[3] = {gt->x[q], gt->y[q], gt->z[q]};
-        const int hit = nbi_dist2(pi, pq, dim) <= r2;
-        m = w == NULL ? m + hit : nbi_emit(w, m, ii, gt->idx[q], hit);
+        int hit = nbi_dist2(pi, pq, dim) <= r2;
+        if (flt) hit &= nbi_gather_pass(gt, pc, pm, q);
+        m = w == NULL ? m + hit : nbi_emit(w, m, ii, gt->idx[q], hit, cross);
     }
 #endif
     return m;
 }
 
-// The gathered path for cell A = [a0, a1) whose own run ends at self_end (>= a1).
-NBI_INLINE void nbi_cell_pairs_gathered(const nbiPairCtx *x, int dim, int32_t a0, int32_t a1,
-                                        int32_t self_end, const nbiSpan *sp, int ns)
+// The filter bits of side A's position p (all bits when side A carries none).
+NBI_INLINE uint32_t nbi_cat_a(const nbiPairCtx *x, int32_t p)
 {
+    return x->ca != NULL ? x->ca[p] : 0xFFFFFFFFu;
+}
+NBI_INLINE uint32_t nbi_mask_a(const nbiPairCtx *x, int32_t p)
+{
+    return x->ma != NULL ? x->ma[p] : 0xFFFFFFFFu;
+}
+
+// Whether side A's point p can match nothing. Only needed when the kernel runs without the
+// per-candidate test (side B has no bits, so every candidate is all bits) but side A has them:
+// then p matches every candidate unless its own category or mask is 0.
+NBI_INLINE bool nbi_a_dead(const nbiPairCtx *x, bool flt, int32_t p)
+{
+    return !flt && x->ca != NULL && ((x->ca[p] == 0) | (x->ma[p] == 0));
+}
+
+// The gathered path for the cell [a0, a1) of side A (self mode: own run [a0, self_end) first).
+NBI_INLINE void nbi_cell_pairs_gathered(const nbiSpanList *l, int dim, bool flt, bool cross)
+{
+    const nbiPairCtx *x = l->x;
     nbiPairSink *s = x->sink;
     nbiGather gt;
     gt.n = 0;
-    nbi_gather_run(&gt, x, dim, a0, self_end);
-    for (int t = 0; t < ns; t++) nbi_gather_run(&gt, x, dim, sp[t].b0, sp[t].b1);
+    if (!cross) {
+        const nbiSpan own = {l->a0, l->self_end, NULL};
+        nbi_gather_span(&gt, x, dim, flt, &own);
+    }
+    for (int t = 0; t < l->ns; t++) nbi_gather_span(&gt, x, dim, flt, &l->sp[t]);
     for (int32_t t = gt.n; t < gt.n + 2; t++) { // sentinels
         gt.x[t] = gt.y[t] = gt.z[t] = (double)NAN;
         gt.idx[t] = 0;
+        gt.cat[t] = gt.mask[t] = 0;
     }
-    const double *pts = x->pts;
-    const int32_t na = a1 - a0;
+    const int32_t a0 = l->a0, na = l->a1 - l->a0;
+#define NBI_GSCAN(i, w)                                                                            \
+    nbi_gather_scan(&gt, dim, flt, cross, x->pa + (size_t)(a0 + (i)) * (size_t)dim,               \
+                    x->ia[a0 + (i)], nbi_cat_a(x, a0 + (i)), nbi_mask_a(x, a0 + (i)),                \
+                    cross ? 0 : (i) + 1, x->r2, w)
     if (s->mode == NBI_SINK_COUNT) {
         int64_t m = 0;
-        for (int32_t i = 0; i < na; i++)
-            m += nbi_gather_scan(&gt, dim, pts + (size_t)(a0 + i) * (size_t)dim, 0, i + 1, x->r2,
-                                 NULL);
+        for (int32_t i = 0; i < na; i++) m += nbi_a_dead(x, flt, a0 + i) ? 0 : NBI_GSCAN(i, NULL);
         s->found += m;
         return;
     }
-    // at most n - i candidates (+1 for the sentinel step) for the point at offset i
+    // at most n - q0 candidates (+1 for the sentinel step) for each point
     const int64_t bound = (int64_t)na * (gt.n + 1);
     if (bound <= NBI_SCRATCH) {
         nbPair *w = nbi_reserve(s, bound);
         int64_t m = 0;
-        for (int32_t i = 0; i < na; i++)
-            m += nbi_gather_scan(&gt, dim, pts + (size_t)(a0 + i) * (size_t)dim, gt.idx[i], i + 1,
-                                 x->r2, w + m);
+        for (int32_t i = 0; i < na; i++) m += nbi_a_dead(x, flt, a0 + i) ? 0 : NBI_GSCAN(i, w + m);
         nbi_commit(s, w, m);
         return;
     }
     for (int32_t i = 0; i < na && !s->stop; i++) {
+        if (nbi_a_dead(x, flt, a0 + i)) continue;
         nbPair *w = nbi_reserve(s, gt.n + 1);
-        nbi_commit(s, w,
-                   nbi_gather_scan(&gt, dim, pts + (size_t)(a0 + i) * (size_t)dim, gt.idx[i], i + 1,
-                                   x->r2, w));
+        nbi_commit(s, w, NBI_GSCAN(i, w));
     }
+#undef NBI_GSCAN
 }
 
-// All candidate pairs of cell A = [a0, a1): each p with q in (p, self_end) (its own cell after p,
-// plus any cells that follow it in the same run) and with every q in the spans.
-NBI_INLINE void nbi_cell_pairs_dim(const nbiPairCtx *x, int dim, int32_t a0, int32_t a1,
-                                   int32_t self_end, const nbiSpan *sp, int ns)
+// Point p of side A against one span [b0, b1) (or list span), into w; room for b1 - b0.
+NBI_INLINE int64_t nbi_scan_span(const nbiPairCtx *x, int dim, bool flt, bool cross,
+                                 const double *pi, int32_t ii, uint32_t pc, uint32_t pm,
+                                 const nbiSpan *sp, int32_t b0, int32_t b1, nbPair *w)
 {
+    if (sp != NULL && sp->list != NULL)
+        return nbi_scan_list(x, dim, flt, cross, pi, ii, pc, pm, sp->list, b0, b1, w);
+    return nbi_scan(x, dim, flt, cross, pi, ii, pc, pm, b0, b1, w);
+}
+
+// All candidate pairs of the list's cell: each point p with the positions after it in its own
+// run (self mode) and with every candidate of the spans.
+NBI_INLINE void nbi_cell_pairs_dim(const nbiSpanList *l, int dim, bool flt, bool cross)
+{
+    const nbiPairCtx *x = l->x;
     nbiPairSink *s = x->sink;
-    const double *pts = x->pts;
+    const int32_t a0 = l->a0, a1 = l->a1;
+    const int32_t self_end = cross ? a0 : l->self_end;
     int64_t width = self_end > a0 ? self_end - a0 : 0;
-    for (int t = 0; t < ns; t++) width += sp[t].b1 - sp[t].b0;
+    bool lists = false;
+    for (int t = 0; t < l->ns; t++) {
+        width += l->sp[t].b1 - l->sp[t].b0;
+        lists |= l->sp[t].list != NULL;
+    }
     if (width == 0 || s->stop) return;
-    if (NBI_USE_GATHER && dim == 3 && self_end >= a1 && width + 2 <= NBI_GATHER) {
-        nbi_cell_pairs_gathered(x, dim, a0, a1, self_end, sp, ns);
+    const bool own_fits = cross || self_end >= a1;
+    if (NBI_USE_GATHER && (dim == 3 || lists || cross) && own_fits && width + 2 <= NBI_GATHER) {
+        nbi_cell_pairs_gathered(l, dim, flt, cross);
         return;
     }
     if (s->mode == NBI_SINK_COUNT) {
         int64_t m = 0;
         for (int32_t p = a0; p < a1; p++) {
-            const double *pi = pts + (size_t)p * (size_t)dim;
-            m += nbi_scan(x, dim, pi, 0, p + 1, self_end, NULL);
-            for (int t = 0; t < ns; t++) m += nbi_scan(x, dim, pi, 0, sp[t].b0, sp[t].b1, NULL);
+            const double *pi = x->pa + (size_t)p * (size_t)dim;
+            const uint32_t pc = nbi_cat_a(x, p), pm = nbi_mask_a(x, p);
+            if (nbi_a_dead(x, flt, p)) continue;
+            m += nbi_scan(x, dim, flt, cross, pi, 0, pc, pm, p + 1, self_end, NULL);
+            for (int t = 0; t < l->ns; t++)
+                m += nbi_scan_span(x, dim, flt, cross, pi, 0, pc, pm, &l->sp[t], l->sp[t].b0,
+                                   l->sp[t].b1, NULL);
         }
         s->found += m;
         return;
@@ -313,65 +360,61 @@ NBI_INLINE void nbi_cell_pairs_dim(const nbiPairCtx *x, int dim, int32_t a0, int
         nbPair *w = nbi_reserve(s, bound);
         int64_t m = 0;
         for (int32_t p = a0; p < a1; p++) {
-            const double *pi = pts + (size_t)p * (size_t)dim;
-            const int32_t ii = x->idx[p];
-            m += nbi_scan(x, dim, pi, ii, p + 1, self_end, w + m);
-            for (int t = 0; t < ns; t++) m += nbi_scan(x, dim, pi, ii, sp[t].b0, sp[t].b1, w + m);
+            const double *pi = x->pa + (size_t)p * (size_t)dim;
+            const int32_t ii = x->ia[p];
+            const uint32_t pc = nbi_cat_a(x, p), pm = nbi_mask_a(x, p);
+            if (nbi_a_dead(x, flt, p)) continue;
+            m += nbi_scan(x, dim, flt, cross, pi, ii, pc, pm, p + 1, self_end, w + m);
+            for (int t = 0; t < l->ns; t++)
+                m += nbi_scan_span(x, dim, flt, cross, pi, ii, pc, pm, &l->sp[t], l->sp[t].b0,
+                                   l->sp[t].b1, w + m);
         }
         nbi_commit(s, w, m);
         return;
     }
     for (int32_t p = a0; p < a1; p++) { // a crowded cell: run by run, in scratch-sized pieces
-        const double *pi = pts + (size_t)p * (size_t)dim;
-        const int32_t ii = x->idx[p];
-        for (int t = -1; t < ns; t++) {
-            const int32_t b0 = t < 0 ? p + 1 : sp[t].b0, b1 = t < 0 ? self_end : sp[t].b1;
+        const double *pi = x->pa + (size_t)p * (size_t)dim;
+        const int32_t ii = x->ia[p];
+        const uint32_t pc = nbi_cat_a(x, p), pm = nbi_mask_a(x, p);
+            if (nbi_a_dead(x, flt, p)) continue;
+        for (int t = -1; t < l->ns; t++) {
+            const nbiSpan *sp = t < 0 ? NULL : &l->sp[t];
+            const int32_t b0 = t < 0 ? p + 1 : sp->b0, b1 = t < 0 ? self_end : sp->b1;
             for (int32_t q0 = b0; q0 < b1; q0 += NBI_SCRATCH) {
                 if (s->stop) return;
                 const int32_t q1 = b1 - q0 > NBI_SCRATCH ? q0 + NBI_SCRATCH : b1;
                 nbPair *w = nbi_reserve(s, q1 - q0);
-                nbi_commit(s, w, nbi_scan(x, dim, pi, ii, q0, q1, w));
+                nbi_commit(s, w, nbi_scan_span(x, dim, flt, cross, pi, ii, pc, pm, sp, q0, q1, w));
             }
         }
     }
 }
 
-static inline void nbi_cell_pairs(const nbiPairCtx *x, int dim, int32_t a0, int32_t a1,
-                                  int32_t self_end, const nbiSpan *sp, int ns)
-{
-    if (dim == 2)
-        nbi_cell_pairs_dim(x, 2, a0, a1, self_end, sp, ns);
-    else
-        nbi_cell_pairs_dim(x, 3, a0, a1, self_end, sp, ns);
-}
-
-// Runs the collected spans (and, the first time, the own run) and empties the list.
+// Runs the collected spans (and, the first time, the own run) and empties the list. The
+// kernels are instantiated once per (dim, filter, mode): every branch on them folds away.
 static inline void nbi_spans_flush(nbiSpanList *l)
 {
-    nbi_cell_pairs(l->x, l->dim, l->a0, l->a1, l->self_end, l->sp, l->ns);
+    switch ((l->dim == 3) << 2 | l->filtered << 1 | l->cross) {
+    case 0: nbi_cell_pairs_dim(l, 2, false, false); break;
+    case 1: nbi_cell_pairs_dim(l, 2, false, true); break;
+    case 2: nbi_cell_pairs_dim(l, 2, true, false); break;
+    case 3: nbi_cell_pairs_dim(l, 2, true, true); break;
+    case 4: nbi_cell_pairs_dim(l, 3, false, false); break;
+    case 5: nbi_cell_pairs_dim(l, 3, false, true); break;
+    case 6: nbi_cell_pairs_dim(l, 3, true, false); break;
+    default: nbi_cell_pairs_dim(l, 3, true, true); break;
+    }
     l->ns = 0;
-    l->self_end = 0; // the own-cell part is done
+    l->self_end = l->a0; // the own-cell part is done
 }
 
-// Starts a sink in `mode` (NBI_SINK_*); `out`/`cap` for buffer mode, `fn`/`user` for visit mode.
-static inline void nbi_pair_sink_init(nbiPairSink *s, int mode, nbPair *out, int64_t cap,
-                                      nbPairFn *fn, void *user)
-{
-    s->mode = mode;
-    s->stop = false;
-    s->out = out;
-    s->cap = cap;
-    s->found = 0;
-    s->fn = fn;
-    s->user = user;
-}
-
-NBI_INLINE void nbi_spans_add(nbiSpanList *l, int32_t b0, int32_t b1)
+NBI_INLINE void nbi_spans_add(nbiSpanList *l, int32_t b0, int32_t b1, const int32_t *list)
 {
     if (b0 >= b1) return;
     if (l->ns == NBI_MAX_SPANS) nbi_spans_flush(l);
     l->sp[l->ns].b0 = b0;
     l->sp[l->ns].b1 = b1;
+    l->sp[l->ns].list = list;
     l->ns++;
 }
 

@@ -56,11 +56,18 @@ static void nbi_default_free(void *ptr, size_t size, void *user)
     free(ptr);
 }
 
-nbAllocator nbi_allocator(const nbAllocator *user)
+bool nbi_allocator(const nbAllocator *user, nbAllocator *out)
 {
-    if (user != NULL && user->alloc != NULL && user->free != NULL) return *user;
-    nbAllocator a = {nbi_default_alloc, nbi_default_free, NULL};
-    return a;
+    if (user == NULL) {
+        nbAllocator a = {nbi_default_alloc, nbi_default_free, NULL};
+        *out = a;
+        return true;
+    }
+    // A half-set allocator is a mistake, not a request for malloc: memory from one hook handed
+    // to the other side's malloc/free would corrupt the heap.
+    if (user->alloc == NULL || user->free == NULL) return false;
+    *out = *user;
+    return true;
 }
 
 void *nbi_alloc(const nbAllocator *a, size_t count, size_t elem)

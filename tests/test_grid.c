@@ -162,7 +162,7 @@ static int check_all(const Set *s, double r, double cell, int queries)
     desc.cell_size = cell;
     nbGrid *g = NULL;
     NB_CHECK_OK(nb_grid_create(&desc, &g));
-    nbPoints pts = {s->p, s->n, s->dim, 0};
+    nbPoints pts = {.data = s->p, .count = s->n, .dim = s->dim, .stride = 0};
     NB_CHECK_OK(nb_grid_build(g, &pts, r));
     NB_CHECK_OK(nb_grid_validate(g));
     NB_CHECK(nb_grid_count(g) == s->n);
@@ -394,7 +394,7 @@ static int test_knn_infinite_distances(void)
         desc.dim = dim;
         nbGrid *g = NULL;
         NB_CHECK_OK(nb_grid_create(&desc, &g));
-        nbPoints pts = {s.p, 2, dim, 0};
+        nbPoints pts = {.data = s.p, .count = 2, .dim = dim, .stride = 0};
         NB_CHECK_OK(nb_grid_build(g, &pts, 0.0));
         const double far[3] = {0.0, -DBL_MAX, 0.0}, near[3] = {0.0, 1.0, 0.0};
         if (check_knn(g, &s, far, 2)) return 1;
@@ -436,7 +436,7 @@ static int test_dense_and_hashed_paths(void)
     nbGridDesc desc = {0};
     nbGrid *g = NULL;
     NB_CHECK_OK(nb_grid_create(&desc, &g));
-    nbPoints pts = {s.p, 1000, 2, 0};
+    nbPoints pts = {.data = s.p, .count = 1000, .dim = 2, .stride = 0};
     nbGridInfo info;
     NB_CHECK_OK(nb_grid_build(g, &pts, 1.0));
     NB_CHECK_OK(nb_grid_info(g, &info));
@@ -460,7 +460,7 @@ static int test_cells_far_apart(void)
     nbGrid *g = NULL;
     NB_CHECK_OK(nb_grid_create(&desc, &g));
     double p[6] = {-2.5e17, 0.0, 2.5e17, 0.0, 2.5e17, 1.0};
-    nbPoints pts = {p, 3, 2, 0};
+    nbPoints pts = {.data = p, .count = 3, .dim = 2, .stride = 0};
     NB_CHECK_OK(nb_grid_build(g, &pts, 1.0));
     Set s = {p, 3, 2};
     if (check_pairs(g, &s, 1e18)) return 1;
@@ -484,7 +484,7 @@ static int test_pairs_cost_guard(void)
     desc.cell_size = 1.0;
     nbGrid *g = NULL;
     NB_CHECK_OK(nb_grid_create(&desc, &g));
-    nbPoints pts = {s.p, N, 2, 0};
+    nbPoints pts = {.data = s.p, .count = N, .dim = 2, .stride = 0};
     NB_CHECK_OK(nb_grid_build(g, &pts, 1.0));
     nbGridInfo info;
     NB_CHECK_OK(nb_grid_info(g, &info));
@@ -502,7 +502,7 @@ static int test_pairs_cost_guard(void)
     NB_CHECK_OK(nb_grid_count_pairs(g, 2.0, &found)); // a few rings: fine
     Set sub = s;
     sub.n = 4000; // the oracle on a subset keeps the test quick
-    nbPoints pts_sub = {s.p, sub.n, 2, 0};
+    nbPoints pts_sub = {.data = s.p, .count = sub.n, .dim = 2, .stride = 0};
     NB_CHECK_OK(nb_grid_build(g, &pts_sub, 1.0));
     if (check_pairs(g, &sub, 3.0)) return 1;
     nb_grid_destroy(g);
@@ -519,7 +519,7 @@ static int test_deterministic(void)
     nbGridDesc desc = {0};
     NB_CHECK_OK(nb_grid_create(&desc, &a));
     NB_CHECK_OK(nb_grid_create(&desc, &b));
-    nbPoints pts = {s.p, 3000, 2, 0};
+    nbPoints pts = {.data = s.p, .count = 3000, .dim = 2, .stride = 0};
     NB_CHECK_OK(nb_grid_build(a, &pts, 1.5));
     NB_CHECK_OK(nb_grid_build(b, &pts, 1.5));
     NB_CHECK_OK(nb_grid_build(b, &pts, 1.5));
@@ -557,7 +557,7 @@ static int test_stride(void)
     desc.dim = 3;
     nbGrid *g = NULL;
     NB_CHECK_OK(nb_grid_create(&desc, &g));
-    nbPoints pts = {units[0].pos, 500, 3, sizeof(Unit)};
+    nbPoints pts = {.data = units[0].pos, .count = 500, .dim = 3, .stride = sizeof(Unit)};
     NB_CHECK_OK(nb_grid_build(g, &pts, 1.0));
     NB_CHECK_OK(nb_grid_validate(g));
     if (check_pairs(g, &s, 1.0)) return 1;
@@ -568,7 +568,7 @@ static int test_stride(void)
     desc.dim = 2;
     NB_CHECK_OK(nb_grid_create(&desc, &g));
     NB_CHECK_STATUS(nb_grid_build(g, &pts, 1.0), NB_ERR_OUT_OF_RANGE); // a 3D view, 2D grid
-    nbPoints pts2 = {units[0].pos, 500, 2, sizeof(Unit)};
+    nbPoints pts2 = {.data = units[0].pos, .count = 500, .dim = 2, .stride = sizeof(Unit)};
     NB_CHECK_OK(nb_grid_build(g, &pts2, 1.0));
     NB_CHECK_OK(nb_grid_validate(g));
     if (check_pairs(g, &s2, 1.0)) return 1;
@@ -627,7 +627,7 @@ static int test_bad_input_table(void)
 
     // a known good state
     double good[8] = {0, 0, 0.5, 0.5, 1, 1, -0.5, 0.25};
-    nbPoints pts = {good, 4, 2, 0};
+    nbPoints pts = {.data = good, .count = 4, .dim = 2, .stride = 0};
     NB_CHECK_OK(nb_grid_build(g, &pts, 1.0));
     const int64_t fp = fingerprint(g);
     NB_CHECK(fp >= 0);
@@ -635,7 +635,7 @@ static int test_bad_input_table(void)
     // build: each bad input is refused and the grid is unchanged
     NB_CHECK_STATUS(nb_grid_build(NULL, &pts, 1.0), NB_ERR_NULL_ARG);
     NB_CHECK_STATUS(nb_grid_build(g, NULL, 1.0), NB_ERR_NULL_ARG);
-    nbPoints null_data = {NULL, 3, 2, 0};
+    nbPoints null_data = {.data = NULL, .count = 3, .dim = 2, .stride = 0};
     NB_CHECK_STATUS(nb_grid_build(g, &null_data, 1.0), NB_ERR_NULL_ARG);
     const double bad_r[] = {nan, inf, -inf};
     for (int t = 0; t < 3; t++)
@@ -648,16 +648,16 @@ static int test_bad_input_table(void)
             double pts_bad[8];
             memcpy(pts_bad, good, sizeof good);
             pts_bad[at] = bad_v[t];
-            nbPoints pb = {pts_bad, 4, 2, 0};
+            nbPoints pb = {.data = pts_bad, .count = 4, .dim = 2, .stride = 0};
             NB_CHECK_STATUS(nb_grid_build(g, &pb, 1.0), NB_ERR_NOT_FINITE);
         }
-    nbPoints neg = {good, -1, 2, 0};
+    nbPoints neg = {.data = good, .count = -1, .dim = 2, .stride = 0};
     NB_CHECK_STATUS(nb_grid_build(g, &neg, 1.0), NB_ERR_OUT_OF_RANGE);
-    nbPoints wrong_dim = {good, 2, 3, 0};
+    nbPoints wrong_dim = {.data = good, .count = 2, .dim = 3, .stride = 0};
     NB_CHECK_STATUS(nb_grid_build(g, &wrong_dim, 1.0), NB_ERR_OUT_OF_RANGE);
-    nbPoints short_stride = {good, 2, 2, sizeof(double)};
+    nbPoints short_stride = {.data = good, .count = 2, .dim = 2, .stride = sizeof(double)};
     NB_CHECK_STATUS(nb_grid_build(g, &short_stride, 1.0), NB_ERR_OUT_OF_RANGE);
-    nbPoints odd_stride = {good, 2, 2, 2 * sizeof(double) + 1};
+    nbPoints odd_stride = {.data = good, .count = 2, .dim = 2, .stride = 2 * sizeof(double) + 1};
     NB_CHECK_STATUS(nb_grid_build(g, &odd_stride, 1.0), NB_ERR_OUT_OF_RANGE);
     // a cell number that would overflow: tiny cell, huge coordinates
     nbGridDesc tiny = {0};
@@ -665,7 +665,7 @@ static int test_bad_input_table(void)
     nbGrid *gt = NULL;
     NB_CHECK_OK(nb_grid_create(&tiny, &gt));
     double huge[4] = {1e10, 0, -1e10, 0};
-    nbPoints ph = {huge, 2, 2, 0};
+    nbPoints ph = {.data = huge, .count = 2, .dim = 2, .stride = 0};
     NB_CHECK_STATUS(nb_grid_build(gt, &ph, 1.0), NB_ERR_OUT_OF_RANGE);
     NB_CHECK_OK(nb_grid_validate(gt));
     nb_grid_destroy(gt);
@@ -768,7 +768,7 @@ static int test_empty_grid(void)
         NB_CHECK_OK(nb_grid_pairs(g, 1.0, NULL, 0, &f));
         NB_CHECK(f == 0 && nb_grid_pair_units(g) == 0);
         NB_CHECK_OK(nb_grid_validate(g));
-        nbPoints none = {NULL, 0, 3, 0};
+        nbPoints none = {.data = NULL, .count = 0, .dim = 3, .stride = 0};
         NB_CHECK_OK(nb_grid_build(g, &none, 1.0));
     }
     nb_grid_destroy(g);
@@ -795,7 +795,7 @@ static int test_zero_allocation_frames(void)
         int32_t n = frame < 2 ? 5000 : 2000 + nbt_int(3001);
         double spread = frame == 1 || frame % 7 == 6 ? 1e6 : 60.0;
         for (int32_t i = 0; i < n * 2; i++) s.p[i] = nbt_range(0, spread);
-        nbPoints pts = {s.p, n, 2, 0};
+        nbPoints pts = {.data = s.p, .count = n, .dim = 2, .stride = 0};
         int64_t before = counter.allocs;
         NB_CHECK_OK(nb_grid_build(g, &pts, 1.0));
         int64_t found = 0;
@@ -815,7 +815,7 @@ static int test_zero_allocation_frames(void)
     int64_t before = counter.allocs;
     Set big = set_new(20000, 2);
     for (int32_t i = 0; i < 40000; i++) big.p[i] = nbt_range(0, 1e7); // hashed
-    nbPoints pb = {big.p, 20000, 2, 0};
+    nbPoints pb = {.data = big.p, .count = 20000, .dim = 2, .stride = 0};
     NB_CHECK_OK(nb_grid_build(g, &pb, 1.0));
     for (int32_t i = 0; i < 40000; i++) big.p[i] = nbt_range(0, 100); // dense
     NB_CHECK_OK(nb_grid_build(g, &pb, 1.0));
@@ -840,7 +840,9 @@ static int test_hashed_layout_reuses_room(void)
     NB_CHECK_OK(nb_grid_create(&desc, &g));
     double p[2000];
     for (int i = 0; i < 2000; i++) p[i] = nbt_range(-1e6, 1e6);
-    nbPoints sparse_few = {p, 2, 2, 0}, dense_many = {p, 1000, 2, 0}, sparse_many = {p, 1000, 2, 0};
+    nbPoints sparse_few = {.data = p, .count = 2, .dim = 2};
+    nbPoints dense_many = {.data = p, .count = 1000, .dim = 2};
+    nbPoints sparse_many = {.data = p, .count = 1000, .dim = 2};
     NB_CHECK_OK(nb_grid_build(g, &sparse_few, 0.5)); // the first hashed layout: allocates
     nbGridInfo info;
     NB_CHECK_OK(nb_grid_info(g, &info));
@@ -886,7 +888,8 @@ static int test_allocation_failure(void)
             continue;
         }
         NB_CHECK_OK(st);
-        nbPoints pa = {a.p, 300, 2, 0}, pb = {b.p, 3000, 2, 0};
+        nbPoints pa = {.data = a.p, .count = 300, .dim = 2};
+        nbPoints pb = {.data = b.p, .count = 3000, .dim = 2};
         st = nb_grid_build(g, &pa, 1.0);
         NB_CHECK(st == NB_OK || st == NB_ERR_OUT_OF_MEMORY);
         int64_t fp = fingerprint(g);

@@ -82,7 +82,7 @@ static nbStatus dense_build(const nbioPoints *points, double radius, void **inde
     nbGrid *grid = NULL;
     nbStatus st = nb_grid_create(&desc, &grid);
     if (st != NB_OK) return st;
-    nbPoints view = {points->coords, points->count, points->dim, 0};
+    nbPoints view = {.data = points->coords, .count = points->count, .dim = points->dim, .stride = 0};
     st = nb_grid_build(grid, &view, radius);
     if (st != NB_OK) {
         nb_grid_destroy(grid);
@@ -94,7 +94,7 @@ static nbStatus dense_build(const nbioPoints *points, double radius, void **inde
 
 static nbStatus dense_rebuild(void *index, const nbioPoints *points, double radius)
 {
-    nbPoints view = {points->coords, points->count, points->dim, 0};
+    nbPoints view = {.data = points->coords, .count = points->count, .dim = points->dim, .stride = 0};
     return nb_grid_build(index, &view, radius);
 }
 

@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: MIT
+// The cell table: see cell_table.h for the design and its invariants.
+#include "cell_table.h"
+
+#include <string.h>
+
+int32_t nbi_ctab_bits_for(size_t count)
+{
+    int32_t bits = NBI_CTAB_MIN_BITS;
+    while (bits <= NBI_CTAB_MAX_BITS && ((size_t)1 << (bits - 1)) < count) bits++;
+    return bits;
+}
+
+void nbi_ctab_reset(nbiCellTable *t, int32_t bits)
+{
+    NB_ASSERT(bits >= NBI_CTAB_MIN_BITS && bits <= NBI_CTAB_MAX_BITS);
+    NB_ASSERT(((size_t)1 << bits) <= t->buf.cap);
+    t->bits = bits;
+    t->count = 0;
+    memset(t->buf.ptr, 0xff, ((size_t)1 << bits) * sizeof(nbiCellSlot)); // value -1 everywhere
+}
+
+int64_t nbi_ctab_insert(nbiCellTable *t, int64_t x, int64_t y, int64_t z, int32_t value,
+                        bool *inserted)
+{
+    *inserted = false;
+    if (t->bits == 0 || (size_t)t->count + 1 > ((size_t)1 << (t->bits - 1))) {
+        NB_ASSERT(!"cell table over half full");
+        return -1;
+    }
+    nbiCellSlot *s = (nbiCellSlot *)t->buf.ptr;
+    const size_t mask = ((size_t)1 << t->bits) - 1;
+    for (size_t h = nbi_ctab_home(t, x, y, z);; h = (h + 1) & mask) {
+        if (s[h].value < 0) {
+            s[h].key[0] = x;
+            s[h].key[1] = y;
+            s[h].key[2] = z;
+            s[h].value = value;
+            s[h].unused = 0;
+            t->count++;
+            *inserted = true;
+            return (int64_t)h;
+        }
+        if (s[h].key[0] == x && s[h].key[1] == y && s[h].key[2] == z) return (int64_t)h;
+    }
+}
+
+bool nbi_ctab_remove(nbiCellTable *t, int64_t x, int64_t y, int64_t z)
+{
+    const int64_t found = nbi_ctab_find_slot(t, x, y, z);
+    if (found < 0) return false;
+    nbiCellSlot *s = (nbiCellSlot *)t->buf.ptr;
+    const size_t mask = ((size_t)1 << t->bits) - 1;
+    size_t hole = (size_t)found;
+    // Backward shift: walk the run after the hole; an entry whose home lies cyclically outside
+    // (hole, j] can move into the hole (it stays reachable from its home), which opens a new
+    // hole at j. The run ends at the first empty slot.
+    for (size_t j = (hole + 1) & mask; s[j].value >= 0; j = (j + 1) & mask) {
+        const size_t home = nbi_ctab_home(t, s[j].key[0], s[j].key[1], s[j].key[2]);
+        const size_t dist_home = (j - home) & mask; // probes from its home to j
+        const size_t dist_hole = (j - hole) & mask; // from the hole to j
+        if (dist_home >= dist_hole) {
+            s[hole] = s[j];
+            hole = j;
+        }
+    }
+    s[hole].value = -1;
+    t->count--;
+    return true;
+}
+
+bool nbi_ctab_grow(nbiCellTable *t, const nbAllocator *a, size_t count)
+{
+    const int32_t bits = nbi_ctab_bits_for(count);
+    if (bits > NBI_CTAB_MAX_BITS) return false;
+    if (bits <= t->bits) return true;
+    nbiBuf next;
+    const nbiBuf empty = {NULL, 0};
+    if (!nbi_buf_prepare(a, &empty, &next, (size_t)1 << bits, sizeof(nbiCellSlot))) return false;
+    nbiCellTable fresh = {next, 0, 0};
+    nbi_ctab_reset(&fresh, bits);
+    const nbiCellSlot *old = nbi_ctab_slots(t);
+    const size_t slots = t->bits == 0 ? 0 : (size_t)1 << t->bits;
+    for (size_t h = 0; h < slots; h++) {
+        if (old[h].value < 0) continue;
+        bool inserted;
+        nbi_ctab_insert(&fresh, old[h].key[0], old[h].key[1], old[h].key[2], old[h].value,
+                        &inserted);
+    }
+    nbi_ctab_free(t, a);
+    *t = fresh;
+    return true;
+}
+
+void nbi_ctab_free(nbiCellTable *t, const nbAllocator *a)
+{
+    nbi_free(a, t->buf.ptr, t->buf.cap, sizeof(nbiCellSlot));
+    t->buf.ptr = NULL;
+    t->buf.cap = 0;
+    t->bits = 0;
+    t->count = 0;
+}
+
+bool nbi_ctab_validate(const nbiCellTable *t)
+{
+    if (t->bits == 0) return t->count == 0;
+    if (t->bits < NBI_CTAB_MIN_BITS || t->bits > NBI_CTAB_MAX_BITS) return false;
+    const size_t slots = (size_t)1 << t->bits, mask = slots - 1;
+    if (slots > t->buf.cap || (size_t)t->count > slots / 2) return false;
+    const nbiCellSlot *s = nbi_ctab_slots(t);
+    size_t used = 0;
+    for (size_t h = 0; h < slots; h++) {
+        if (s[h].value < 0) continue;
+        used++;
+        // reachable: no empty slot between its home and h, and no earlier copy of its key
+        for (size_t p = nbi_ctab_home(t, s[h].key[0], s[h].key[1], s[h].key[2]); p != h;
+             p = (p + 1) & mask) {
+            if (s[p].value < 0) return false;
+            if (s[p].key[0] == s[h].key[0] && s[p].key[1] == s[h].key[1] &&
+                s[p].key[2] == s[h].key[2])
+                return false;
+        }
+    }
+    return used == (size_t)t->count;
+}

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: MIT
+// The cell table: integer cell coordinates -> a caller's int32 value (a cell number, a bucket),
+// for every structure that numbers only its occupied cells (the grid's hashed layout, the
+// spatial hash). Never installed.
+//
+// Open addressing with linear probing over 2^bits slots, at most half full. Each slot keeps its
+// cell's coordinates, so a probe compares keys before any point is looked at and entries of
+// other cells are skipped at once; collisions cost probes, never a wrong answer. The home slot
+// is the top `bits` bits of nbi_cell_hash (cell.h), whose per-coordinate mixing keeps crafted
+// keys (multiples of a large power of two, lattices) from piling onto one probe run.
+//
+// Removal is backward-shift deletion (no tombstones): the run after the freed slot is pulled
+// back over it wherever that keeps each entry reachable from its home slot, so finds never
+// degrade after many removals.
+//
+// Storage is an nbiBuf, so a structure can prepare it together with its other arrays and commit
+// all or nothing (the grid does); nbi_ctab_grow does the same on its own (the spatial hash).
+//
+// Invariants (nbi_ctab_validate): 4 <= bits <= 32 when storage exists, 2^bits <= capacity,
+// count == occupied slots <= 2^(bits-1), every entry reachable from its home slot without
+// crossing an empty slot, no key twice.
+#ifndef NEARBY_CELL_TABLE_H
+#define NEARBY_CELL_TABLE_H
+
+#include "cell.h"
+
+// One slot: a cell's coordinates (z = 0 in 2D) and its value; value < 0 marks an empty slot.
+typedef struct nbiCellSlot {
+    int64_t key[3];
+    int32_t value;
+    int32_t unused;
+} nbiCellSlot;
+
+typedef struct nbiCellTable {
+    nbiBuf buf;    // nbiCellSlot, capacity >= 2^bits
+    int32_t bits;  // 0 before the first reset or grow
+    int32_t count; // occupied slots
+} nbiCellTable;
+
+enum { NBI_CTAB_MIN_BITS = 4, NBI_CTAB_MAX_BITS = 32 }; // 2^31 cells at most half full
+
+// Bits of a table that holds `count` entries at most half full (at least 16 slots). Returns
+// NBI_CTAB_MAX_BITS + 1 when no table can: the caller refuses with NB_ERR_OUT_OF_RANGE.
+int32_t nbi_ctab_bits_for(size_t count);
+
+// Empties the table and uses 2^bits slots of its storage (which must hold them). O(2^bits).
+void nbi_ctab_reset(nbiCellTable *t, int32_t bits);
+
+NBI_INLINE const nbiCellSlot *nbi_ctab_slots(const nbiCellTable *t)
+{
+    return (const nbiCellSlot *)t->buf.ptr;
+}
+
+NBI_INLINE size_t nbi_ctab_home(const nbiCellTable *t, int64_t x, int64_t y, int64_t z)
+{
+    return (size_t)(nbi_cell_hash(x, y, z) >> (64 - t->bits));
+}
+
+// The slot holding (x, y, z), or -1 when the cell is absent.
+NBI_INLINE int64_t nbi_ctab_find_slot(const nbiCellTable *t, int64_t x, int64_t y, int64_t z)
+{
+    if (t->bits == 0) return -1;
+    const nbiCellSlot *s = nbi_ctab_slots(t);
+    const size_t mask = ((size_t)1 << t->bits) - 1;
+    for (size_t h = nbi_ctab_home(t, x, y, z);; h = (h + 1) & mask) {
+        if (s[h].value < 0) return -1;
+        if (s[h].key[0] == x && s[h].key[1] == y && s[h].key[2] == z) return (int64_t)h;
+    }
+}
+
+// The value stored for (x, y, z), or -1 when the cell is absent.
+NBI_INLINE int32_t nbi_ctab_find(const nbiCellTable *t, int64_t x, int64_t y, int64_t z)
+{
+    const int64_t h = nbi_ctab_find_slot(t, x, y, z);
+    return h < 0 ? -1 : nbi_ctab_slots(t)[h].value;
+}
+
+// The slot of (x, y, z), inserting it with `value` (>= 0) when absent (*inserted says which).
+// Never allocates: the caller keeps count + 1 <= 2^(bits-1) (nbi_ctab_grow, or a reset sized for
+// every insert to come); a full table is a broken invariant and returns -1.
+int64_t nbi_ctab_insert(nbiCellTable *t, int64_t x, int64_t y, int64_t z, int32_t value,
+                        bool *inserted);
+
+// Sets the value of an occupied slot (from find_slot or insert).
+NBI_INLINE void nbi_ctab_set(nbiCellTable *t, int64_t slot, int32_t value)
+{
+    ((nbiCellSlot *)t->buf.ptr)[slot].value = value;
+}
+
+// Removes (x, y, z); false when it was absent. Moves other entries between slots (not values):
+// slots found before a removal may no longer hold the same key.
+bool nbi_ctab_remove(nbiCellTable *t, int64_t x, int64_t y, int64_t z);
+
+// Makes room for `count` entries (at most half full), rehashing into fresh storage when the
+// table must grow. All or nothing: false (out of memory, or too many entries) leaves it as it was.
+bool nbi_ctab_grow(nbiCellTable *t, const nbAllocator *a, size_t count);
+
+// Frees the storage; the table is empty and unsized afterwards.
+void nbi_ctab_free(nbiCellTable *t, const nbAllocator *a);
+
+// Checks every invariant above. True when they all hold.
+bool nbi_ctab_validate(const nbiCellTable *t);
+
+#endif

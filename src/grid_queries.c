@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: MIT
+// The grid's public queries: each checks its pointers and sets its outputs to safe values first
+// (STYLE.md's order: pointers, then finiteness, then ranges), then hands the grid's view to the
+// shared walkers (pairs.c, query.c), which do the work.
+#include "grid_internal.h"
+
+// ---- all pairs ----
+
+// The radius and capacity checks of every pair call, in the documented order.
+static nbStatus nbi_pair_args(double radius, int64_t capacity)
+{
+    const nbStatus st = nbi_check_radius(radius);
+    if (st != NB_OK) return st;
+    return capacity < 0 ? NB_ERR_OUT_OF_RANGE : NB_OK;
+}
+
+// Finishes a buffer-mode pair call: the full count, and whether it fit.
+static nbStatus nbi_pair_result(nbStatus st, const nbiPairSink *s, int64_t *found)
+{
+    if (st != NB_OK) return st;
+    *found = s->found;
+    return s->mode == NBI_SINK_BUFFER && s->found > s->cap ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
+}
+
+static nbStatus nbi_grid_pairs_range(const nbGrid *g, double radius, int32_t u0, int32_t u1,
+                                     nbiPairSink *s)
+{
+    const nbiView v = nbi_grid_view(g);
+    return nbi_walk_pairs(&v, radius, u0, u1, s);
+}
+
+nbStatus nb_grid_pairs(const nbGrid *grid, double radius, nbPair *out, int64_t capacity,
+                       int64_t *found)
+{
+    if (found != NULL) *found = 0;
+    if (grid == NULL || found == NULL || (out == NULL && capacity > 0)) return NB_ERR_NULL_ARG;
+    nbStatus st = nbi_pair_args(radius, capacity);
+    if (st != NB_OK) return st;
+    nbiPairSink s;
+    nbi_pair_sink_init(&s, NBI_SINK_BUFFER, out, capacity, NULL, NULL);
+    st = nbi_grid_pairs_range(grid, radius, 0, nb_grid_pair_units(grid), &s);
+    return nbi_pair_result(st, &s, found);
+}
+
+nbStatus nb_grid_count_pairs(const nbGrid *grid, double radius, int64_t *count)
+{
+    if (count != NULL) *count = 0;
+    if (grid == NULL || count == NULL) return NB_ERR_NULL_ARG;
+    nbStatus st = nbi_pair_args(radius, 0);
+    if (st != NB_OK) return st;
+    nbiPairSink s;
+    nbi_pair_sink_init(&s, NBI_SINK_COUNT, NULL, 0, NULL, NULL);
+    st = nbi_grid_pairs_range(grid, radius, 0, nb_grid_pair_units(grid), &s);
+    return nbi_pair_result(st, &s, count);
+}
+
+int32_t nb_grid_pair_units(const nbGrid *grid)
+{
+    return grid == NULL || grid->n == 0 ? 0 : grid->ncells;
+}
+
+nbStatus nb_grid_visit_pairs_range(const nbGrid *grid, double radius, int32_t unit_begin,
+                                   int32_t unit_end, nbPairFn *visit, void *user)
+{
+    if (grid == NULL || visit == NULL) return NB_ERR_NULL_ARG;
+    nbStatus st = nbi_pair_args(radius, 0);
+    if (st != NB_OK) return st;
+    const int32_t units = nb_grid_pair_units(grid);
+    if (unit_begin < 0 || unit_end < unit_begin || unit_end > units) return NB_ERR_OUT_OF_RANGE;
+    nbiPairSink s;
+    nbi_pair_sink_init(&s, NBI_SINK_VISIT, NULL, 0, visit, user);
+    return nbi_grid_pairs_range(grid, radius, unit_begin, unit_end, &s);
+}
+
+nbStatus nb_grid_visit_pairs(const nbGrid *grid, double radius, nbPairFn *visit, void *user)
+{
+    if (grid == NULL || visit == NULL) return NB_ERR_NULL_ARG;
+    return nb_grid_visit_pairs_range(grid, radius, 0, nb_grid_pair_units(grid), visit, user);
+}
+
+// ---- cross pairs ----
+
+static nbStatus nbi_grid_cross(const nbGrid *a, const nbGrid *b, double radius, int64_t capacity,
+                               nbiPairSink *s)
+{
+    nbStatus st = nbi_pair_args(radius, capacity);
+    if (st != NB_OK) return st;
+    if (a->dim != b->dim) return NB_ERR_OUT_OF_RANGE;
+    const nbiView va = nbi_grid_view(a), vb = nbi_grid_view(b);
+    return nbi_walk_cross(&va, &vb, radius, s);
+}
+
+nbStatus nb_grid_cross_pairs(const nbGrid *a, const nbGrid *b, double radius, nbPair *out,
+                             int64_t capacity, int64_t *found)
+{
+    if (found != NULL) *found = 0;
+    if (a == NULL || b == NULL || found == NULL || (out == NULL && capacity > 0))
+        return NB_ERR_NULL_ARG;
+    nbiPairSink s;
+    nbi_pair_sink_init(&s, NBI_SINK_BUFFER, out, capacity, NULL, NULL);
+    return nbi_pair_result(nbi_grid_cross(a, b, radius, capacity, &s), &s, found);
+}
+
+nbStatus nb_grid_count_cross_pairs(const nbGrid *a, const nbGrid *b, double radius,
+                                   int64_t *count)
+{
+    if (count != NULL) *count = 0;
+    if (a == NULL || b == NULL || count == NULL) return NB_ERR_NULL_ARG;
+    nbiPairSink s;
+    nbi_pair_sink_init(&s, NBI_SINK_COUNT, NULL, 0, NULL, NULL);
+    return nbi_pair_result(nbi_grid_cross(a, b, radius, 0, &s), &s, count);
+}
+
+nbStatus nb_grid_visit_cross_pairs(const nbGrid *a, const nbGrid *b, double radius,
+                                   nbPairFn *visit, void *user)
+{
+    if (a == NULL || b == NULL || visit == NULL) return NB_ERR_NULL_ARG;
+    nbiPairSink s;
+    nbi_pair_sink_init(&s, NBI_SINK_VISIT, NULL, 0, visit, user);
+    return nbi_grid_cross(a, b, radius, 0, &s);
+}
+
+// ---- radius and box ----
+
+nbStatus nb_grid_query_radius_filtered(const nbGrid *grid, const double *center, double radius,
+                                       nbFilter filter, int32_t *out, int32_t capacity,
+                                       int32_t *found)
+{
+    if (found != NULL) *found = 0;
+    if (grid == NULL || center == NULL || found == NULL || (out == NULL && capacity > 0))
+        return NB_ERR_NULL_ARG;
+    const nbiView v = nbi_grid_view(grid);
+    nbiHitSink s;
+    nbi_hit_sink_init(&s, NBI_SINK_BUFFER, out, capacity, NULL, NULL);
+    const nbStatus st = nbi_walk_radius(&v, center, radius, filter, &s);
+    if (st != NB_OK) return st;
+    *found = s.found;
+    return s.found > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
+}
+
+nbStatus nb_grid_query_radius(const nbGrid *grid, const double *center, double radius, int32_t *out,
+                              int32_t capacity, int32_t *found)
+{
+    return nb_grid_query_radius_filtered(grid, center, radius, NB_FILTER_ALL, out, capacity,
+                                         found);
+}
+
+nbStatus nb_grid_visit_radius_filtered(const nbGrid *grid, const double *center, double radius,
+                                       nbFilter filter, nbVisitFn *visit, void *user)
+{
+    if (grid == NULL || center == NULL || visit == NULL) return NB_ERR_NULL_ARG;
+    const nbiView v = nbi_grid_view(grid);
+    nbiHitSink s;
+    nbi_hit_sink_init(&s, NBI_SINK_VISIT, NULL, 0, visit, user);
+    return nbi_walk_radius(&v, center, radius, filter, &s);
+}
+
+nbStatus nb_grid_visit_radius(const nbGrid *grid, const double *center, double radius,
+                              nbVisitFn *visit, void *user)
+{
+    return nb_grid_visit_radius_filtered(grid, center, radius, NB_FILTER_ALL, visit, user);
+}
+
+nbStatus nb_grid_query_box_filtered(const nbGrid *grid, const double *lo, const double *hi,
+                                    nbFilter filter, int32_t *out, int32_t capacity,
+                                    int32_t *found)
+{
+    if (found != NULL) *found = 0;
+    if (grid == NULL || lo == NULL || hi == NULL || found == NULL || (out == NULL && capacity > 0))
+        return NB_ERR_NULL_ARG;
+    const nbiView v = nbi_grid_view(grid);
+    nbiHitSink s;
+    nbi_hit_sink_init(&s, NBI_SINK_BUFFER, out, capacity, NULL, NULL);
+    const nbStatus st = nbi_walk_box(&v, lo, hi, filter, &s);
+    if (st != NB_OK) return st;
+    *found = s.found;
+    return s.found > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
+}
+
+nbStatus nb_grid_query_box(const nbGrid *grid, const double *lo, const double *hi, int32_t *out,
+                           int32_t capacity, int32_t *found)
+{
+    return nb_grid_query_box_filtered(grid, lo, hi, NB_FILTER_ALL, out, capacity, found);
+}
+
+nbStatus nb_grid_visit_box_filtered(const nbGrid *grid, const double *lo, const double *hi,
+                                    nbFilter filter, nbVisitFn *visit, void *user)
+{
+    if (grid == NULL || lo == NULL || hi == NULL || visit == NULL) return NB_ERR_NULL_ARG;
+    const nbiView v = nbi_grid_view(grid);
+    nbiHitSink s;
+    nbi_hit_sink_init(&s, NBI_SINK_VISIT, NULL, 0, visit, user);
+    return nbi_walk_box(&v, lo, hi, filter, &s);
+}
+
+nbStatus nb_grid_visit_box(const nbGrid *grid, const double *lo, const double *hi, nbVisitFn *visit,
+                           void *user)
+{
+    return nb_grid_visit_box_filtered(grid, lo, hi, NB_FILTER_ALL, visit, user);
+}
+
+// ---- k nearest ----
+
+nbStatus nb_grid_knn_filtered(const nbGrid *grid, const double *point, int32_t k, nbFilter filter,
+                              nbNeighbor *out, int32_t *found)
+{
+    if (found != NULL) *found = 0;
+    if (grid == NULL || point == NULL || found == NULL || (out == NULL && k > 0))
+        return NB_ERR_NULL_ARG;
+    const nbiView v = nbi_grid_view(grid);
+    return nbi_walk_knn(&v, point, k, filter, out, found);
+}
+
+nbStatus nb_grid_knn(const nbGrid *grid, const double *point, int32_t k, nbNeighbor *out,
+                     int32_t *found)
+{
+    return nb_grid_knn_filtered(grid, point, k, NB_FILTER_ALL, out, found);
+}

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: MIT
+// The cell-sorted view: the one description of "points sorted by cell" that the walkers (all
+// pairs, cross pairs, radius, box and kNN in pairs.c and query.c) take as input. A structure
+// owns the storage and hands a view in; the walkers never see the structure itself. Never
+// installed.
+//
+// The points sit in cell order: cell c holds positions [start[c], start[c + 1]), with their
+// coordinates in pts (dim doubles each, interleaved), the caller's index of each in idx, and
+// optionally their filter bits in cat / mask (both NULL: no filter, every point all bits).
+//
+// Cells are numbered in one of two ways:
+// - dense (table == NULL): the whole box lo..hi of cells, row-major with x fastest:
+//   c = (x - lo[0]) + ext[0] * ((y - lo[1]) + ext[1] * (z - lo[2]));
+// - hashed: only occupied cells, in any order; the cell table maps coordinates to the cell
+//   number, and cell_slot[c] is the table slot that holds cell c's coordinates.
+// Either way lo..hi bounds every occupied cell (z = 0 in 2D), and max_abs bounds |coordinate|
+// (the rounding margins in cell.c need it).
+#ifndef NEARBY_VIEW_H
+#define NEARBY_VIEW_H
+
+#include "cell_table.h"
+
+typedef struct nbiView {
+    int32_t dim; // 2 or 3
+    int32_t n;   // points
+    const double *pts;
+    const int32_t *idx;
+    const uint32_t *cat, *mask; // both NULL or both n entries
+    const int32_t *start;       // ncells + 1 entries
+    int32_t ncells;
+    nbiCellMath cm;
+    double max_abs;
+    int64_t lo[3], hi[3], ext[3];
+    const nbiCellTable *table; // NULL: dense numbering
+    const uint32_t *cell_slot; // hashed: cell -> its slot in table
+} nbiView;
+
+// The cell at integer coordinates (x, y, z), or -1 when it is not in the view (outside the box,
+// or not occupied in a hashed view).
+NBI_INLINE int32_t nbi_view_cell(const nbiView *v, int64_t x, int64_t y, int64_t z)
+{
+    if (v->table != NULL) return nbi_ctab_find(v->table, x, y, z);
+    if (x < v->lo[0] || x > v->hi[0] || y < v->lo[1] || y > v->hi[1] || z < v->lo[2] ||
+        z > v->hi[2])
+        return -1;
+    return (int32_t)((x - v->lo[0]) + v->ext[0] * ((y - v->lo[1]) + v->ext[1] * (z - v->lo[2])));
+}
+
+// Cell c's integer coordinates.
+NBI_INLINE void nbi_view_cell_key(const nbiView *v, int32_t c, int64_t out[3])
+{
+    if (v->table != NULL) {
+        const int64_t *k = nbi_ctab_slots(v->table)[v->cell_slot[c]].key;
+        out[0] = k[0];
+        out[1] = k[1];
+        out[2] = k[2];
+        return;
+    }
+    int64_t r = c;
+    out[0] = v->lo[0] + r % v->ext[0];
+    r /= v->ext[0];
+    out[1] = v->lo[1] + r % v->ext[1];
+    r /= v->ext[1];
+    out[2] = v->lo[2] + r;
+}
+
+// Whether the stored point at position p passes the query filter f (Box2D's rule).
+NBI_INLINE bool nbi_view_passes(const nbiView *v, int32_t p, nbFilter f)
+{
+    const uint32_t cat = v->cat != NULL ? v->cat[p] : 0xFFFFFFFFu;
+    const uint32_t mask = v->mask != NULL ? v->mask[p] : 0xFFFFFFFFu;
+    return (cat & f.mask) != 0 && (f.category & mask) != 0;
+}
+
+// Called for each run of positions [b0, b1) whose cells lie in a box; false stops.
+typedef bool nbiRunFn(int32_t b0, int32_t b1, void *ctx);
+
+// The box of cells covering [lo, hi] per axis (doubles, possibly infinite), clipped to the
+// view's occupied box. False when it is empty. A point p with lo <= p <= hi (exactly) lies in
+// a cell of the box: the cell map is monotone.
+bool nbi_view_cell_box(const nbiView *v, const double *lo, const double *hi, int64_t cl[3],
+                       int64_t ch[3]);
+
+// Calls fn for the runs of every occupied cell in the box [cl, ch], in a deterministic order
+// (dense: one run per row). A hashed view looks each cell up, or, when the box has more cells
+// than the view has occupied, tests every occupied cell instead. Returns the work done, in
+// cells examined.
+double nbi_view_box_runs(const nbiView *v, const int64_t cl[3], const int64_t ch[3], nbiRunFn *fn,
+                         void *ctx);
+
+// ---- the walkers (pairs.c, query.c): every structure's queries run through these ----
+#include "sink.h"
+
+// Numeric arguments every query checks after its pointers, in the documented order.
+nbStatus nbi_check_radius(double radius);
+
+// All pairs within `radius` whose first cell is in [u0, u1), each unordered pair once, through
+// the sink. Units are cells: [0, v->ncells) covers everything. Checks nothing but the cost guard
+// (a radius spanning an absurd number of hashed cells: NB_ERR_OUT_OF_RANGE).
+nbStatus nbi_walk_pairs(const nbiView *v, double radius, int32_t u0, int32_t u1, nbiPairSink *s);
+
+// Every (i in a, j in b) within `radius`, roles kept, once each. Same guard, over both views.
+nbStatus nbi_walk_cross(const nbiView *a, const nbiView *b, double radius, nbiPairSink *s);
+
+// Radius and box queries with a filter, into a hit sink. They check their numeric arguments
+// (finiteness, then range, with the sink's capacity) and return the first failing status.
+nbStatus nbi_walk_radius(const nbiView *v, const double *center, double radius, nbFilter f,
+                         nbiHitSink *s);
+nbStatus nbi_walk_box(const nbiView *v, const double *lo, const double *hi, nbFilter f,
+                      nbiHitSink *s);
+
+// The k nearest points passing f, nearest first, ties by lower index, in out (k entries, the
+// heap). Checks the point and k; *found = how many were written.
+nbStatus nbi_walk_knn(const nbiView *v, const double *point, int32_t k, nbFilter f,
+                      nbNeighbor *out, int32_t *found);
+
+#endif
