@@ -25,8 +25,8 @@ static void nbi_grid_bufs(nbGrid *g, nbiBuf *buf[NBI_GRID_BUFS], size_t elem[NBI
 {
     nbiBuf *b[NBI_GRID_BUFS] = {&g->pts,       &g->idx, &g->cell_of, &g->start,
                                 &g->cell_slot, &g->cat, &g->mask,    &g->table.buf};
-    const size_t e[NBI_GRID_BUFS] = {sizeof(double),   sizeof(int32_t),  sizeof(int32_t),
-                                     sizeof(int32_t),  sizeof(uint32_t), sizeof(uint32_t),
+    const size_t e[NBI_GRID_BUFS] = {sizeof(double),   sizeof(int32_t),    sizeof(int32_t),
+                                     sizeof(int32_t),  sizeof(uint32_t),   sizeof(uint32_t),
                                      sizeof(uint32_t), sizeof(nbiCellSlot)};
     for (int i = 0; i < NBI_GRID_BUFS; i++) {
         buf[i] = b[i];
@@ -55,8 +55,14 @@ static bool nbi_grid_grow(nbGrid *g, nbiGridNeed need, bool keep)
     nbiBuf *cur[NBI_GRID_BUFS];
     size_t elem[NBI_GRID_BUFS];
     nbi_grid_bufs(g, cur, elem);
-    const size_t count[NBI_GRID_BUFS] = {need.n * (size_t)g->dim, need.n, need.n, need.cells + 2,
-                                         need.keyed, need.bits, need.bits, need.slots};
+    const size_t count[NBI_GRID_BUFS] = {need.n * (size_t)g->dim,
+                                         need.n,
+                                         need.n,
+                                         need.cells + 2,
+                                         need.keyed,
+                                         need.bits,
+                                         need.bits,
+                                         need.slots};
     nbiBuf next[NBI_GRID_BUFS];
     for (int b = 0; b < NBI_GRID_BUFS; b++) {
         if (!nbi_buf_prepare(&g->alloc, cur[b], &next[b], count[b], elem[b])) {
@@ -327,8 +333,8 @@ nbStatus nb_grid_build(nbGrid *grid, const nbPoints *points, double radius)
     if (filtered) { // the bits follow the points into cell order; NULL means all bits
         uint32_t *cat = (uint32_t *)grid->cat.ptr, *mask = (uint32_t *)grid->mask.ptr;
         for (int32_t p = 0; p < n; p++) {
-            cat[p] = points->category ? nbi_bits_at(points->category, cat_stride, idx[p])
-                                      : 0xFFFFFFFFu;
+            cat[p] =
+                points->category ? nbi_bits_at(points->category, cat_stride, idx[p]) : 0xFFFFFFFFu;
             mask[p] = points->mask ? nbi_bits_at(points->mask, mask_stride, idx[p]) : 0xFFFFFFFFu;
         }
     }

@@ -101,8 +101,7 @@ nbStatus nb_grid_cross_pairs(const nbGrid *a, const nbGrid *b, double radius, nb
     return nbi_pair_result(nbi_grid_cross(a, b, radius, capacity, &s), &s, found);
 }
 
-nbStatus nb_grid_count_cross_pairs(const nbGrid *a, const nbGrid *b, double radius,
-                                   int64_t *count)
+nbStatus nb_grid_count_cross_pairs(const nbGrid *a, const nbGrid *b, double radius, int64_t *count)
 {
     if (count != NULL) *count = 0;
     if (a == NULL || b == NULL || count == NULL) return NB_ERR_NULL_ARG;
@@ -111,8 +110,8 @@ nbStatus nb_grid_count_cross_pairs(const nbGrid *a, const nbGrid *b, double radi
     return nbi_pair_result(nbi_grid_cross(a, b, radius, 0, &s), &s, count);
 }
 
-nbStatus nb_grid_visit_cross_pairs(const nbGrid *a, const nbGrid *b, double radius,
-                                   nbPairFn *visit, void *user)
+nbStatus nb_grid_visit_cross_pairs(const nbGrid *a, const nbGrid *b, double radius, nbPairFn *visit,
+                                   void *user)
 {
     if (a == NULL || b == NULL || visit == NULL) return NB_ERR_NULL_ARG;
     nbiPairSink s;
@@ -141,8 +140,7 @@ nbStatus nb_grid_query_radius_filtered(const nbGrid *grid, const double *center,
 nbStatus nb_grid_query_radius(const nbGrid *grid, const double *center, double radius, int32_t *out,
                               int32_t capacity, int32_t *found)
 {
-    return nb_grid_query_radius_filtered(grid, center, radius, NB_FILTER_ALL, out, capacity,
-                                         found);
+    return nb_grid_query_radius_filtered(grid, center, radius, NB_FILTER_ALL, out, capacity, found);
 }
 
 nbStatus nb_grid_visit_radius_filtered(const nbGrid *grid, const double *center, double radius,
@@ -162,8 +160,7 @@ nbStatus nb_grid_visit_radius(const nbGrid *grid, const double *center, double r
 }
 
 nbStatus nb_grid_query_box_filtered(const nbGrid *grid, const double *lo, const double *hi,
-                                    nbFilter filter, int32_t *out, int32_t capacity,
-                                    int32_t *found)
+                                    nbFilter filter, int32_t *out, int32_t capacity, int32_t *found)
 {
     if (found != NULL) *found = 0;
     if (grid == NULL || lo == NULL || hi == NULL || found == NULL || (out == NULL && capacity > 0))

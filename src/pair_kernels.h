@@ -122,8 +122,7 @@ NBI_INLINE int nbi_d2_mask2(const nbiPoint2 *v, const double *pts, int32_t q, in
 // Point pi (index ii, filter bits pc / pm) against positions [q0, q1) of side B: counts those
 // within r that pass the filter, or with w != NULL also writes them (room for q1 - q0 pairs).
 NBI_INLINE int64_t nbi_scan(const nbiPairCtx *x, int dim, bool flt, bool cross, const double *pi,
-                            int32_t ii, uint32_t pc, uint32_t pm, int32_t q0, int32_t q1,
-                            nbPair *w)
+                            int32_t ii, uint32_t pc, uint32_t pm, int32_t q0, int32_t q1, nbPair *w)
 {
     int64_t m = 0;
     int32_t q = q0;
@@ -261,9 +260,10 @@ NBI_INLINE uint32_t nbi_mask_a(const nbiPairCtx *x, int32_t p)
 // Whether side A's point p can match nothing. Only needed when the kernel runs without the
 // per-candidate test (side B has no bits, so every candidate is all bits) but side A has them:
 // then p matches every candidate unless its own category or mask is 0.
-NBI_INLINE bool nbi_a_dead(const nbiPairCtx *x, bool flt, int32_t p)
+NBI_INLINE bool nbi_a_dead(const nbiPairCtx *x, bool flt, bool cross, int32_t p)
 {
-    return !flt && x->ca != NULL && ((x->ca[p] == 0) | (x->ma[p] == 0));
+    // In self mode both sides are one view: bits on side A mean bits on side B, i.e. flt.
+    return cross && !flt && x->ca != NULL && ((x->ca[p] == 0) | (x->ma[p] == 0));
 }
 
 // The gathered path for the cell [a0, a1) of side A (self mode: own run [a0, self_end) first).
@@ -285,12 +285,13 @@ NBI_INLINE void nbi_cell_pairs_gathered(const nbiSpanList *l, int dim, bool flt,
     }
     const int32_t a0 = l->a0, na = l->a1 - l->a0;
 #define NBI_GSCAN(i, w)                                                                            \
-    nbi_gather_scan(&gt, dim, flt, cross, x->pa + (size_t)(a0 + (i)) * (size_t)dim,               \
-                    x->ia[a0 + (i)], nbi_cat_a(x, a0 + (i)), nbi_mask_a(x, a0 + (i)),                \
+    nbi_gather_scan(&gt, dim, flt, cross, x->pa + (size_t)(a0 + (i)) * (size_t)dim,                \
+                    x->ia[a0 + (i)], nbi_cat_a(x, a0 + (i)), nbi_mask_a(x, a0 + (i)),              \
                     cross ? 0 : (i) + 1, x->r2, w)
     if (s->mode == NBI_SINK_COUNT) {
         int64_t m = 0;
-        for (int32_t i = 0; i < na; i++) m += nbi_a_dead(x, flt, a0 + i) ? 0 : NBI_GSCAN(i, NULL);
+        for (int32_t i = 0; i < na; i++)
+            m += nbi_a_dead(x, flt, cross, a0 + i) ? 0 : NBI_GSCAN(i, NULL);
         s->found += m;
         return;
     }
@@ -299,12 +300,13 @@ NBI_INLINE void nbi_cell_pairs_gathered(const nbiSpanList *l, int dim, bool flt,
     if (bound <= NBI_SCRATCH) {
         nbPair *w = nbi_reserve(s, bound);
         int64_t m = 0;
-        for (int32_t i = 0; i < na; i++) m += nbi_a_dead(x, flt, a0 + i) ? 0 : NBI_GSCAN(i, w + m);
+        for (int32_t i = 0; i < na; i++)
+            m += nbi_a_dead(x, flt, cross, a0 + i) ? 0 : NBI_GSCAN(i, w + m);
         nbi_commit(s, w, m);
         return;
     }
     for (int32_t i = 0; i < na && !s->stop; i++) {
-        if (nbi_a_dead(x, flt, a0 + i)) continue;
+        if (nbi_a_dead(x, flt, cross, a0 + i)) continue;
         nbPair *w = nbi_reserve(s, gt.n + 1);
         nbi_commit(s, w, NBI_GSCAN(i, w));
     }
@@ -341,69 +343,88 @@ NBI_INLINE void nbi_cell_pairs_dim(const nbiSpanList *l, int dim, bool flt, bool
         nbi_cell_pairs_gathered(l, dim, flt, cross);
         return;
     }
-    if (s->mode == NBI_SINK_COUNT) {
+    if (s->mode == NBI_SINK_COUNT && !lists) {
         int64_t m = 0;
         for (int32_t p = a0; p < a1; p++) {
             const double *pi = x->pa + (size_t)p * (size_t)dim;
             const uint32_t pc = nbi_cat_a(x, p), pm = nbi_mask_a(x, p);
-            if (nbi_a_dead(x, flt, p)) continue;
+            if (nbi_a_dead(x, flt, cross, p)) continue;
             m += nbi_scan(x, dim, flt, cross, pi, 0, pc, pm, p + 1, self_end, NULL);
             for (int t = 0; t < l->ns; t++)
-                m += nbi_scan_span(x, dim, flt, cross, pi, 0, pc, pm, &l->sp[t], l->sp[t].b0,
-                                   l->sp[t].b1, NULL);
+                m += nbi_scan(x, dim, flt, cross, pi, 0, pc, pm, l->sp[t].b0, l->sp[t].b1, NULL);
         }
         s->found += m;
         return;
     }
     const int64_t bound = (int64_t)(a1 - a0) * width;
-    if (bound <= NBI_SCRATCH) { // the common case: the whole cell in one reservation
+    if (bound <= NBI_SCRATCH && !lists) { // the common case: the whole cell in one reservation
         nbPair *w = nbi_reserve(s, bound);
         int64_t m = 0;
         for (int32_t p = a0; p < a1; p++) {
             const double *pi = x->pa + (size_t)p * (size_t)dim;
             const int32_t ii = x->ia[p];
             const uint32_t pc = nbi_cat_a(x, p), pm = nbi_mask_a(x, p);
-            if (nbi_a_dead(x, flt, p)) continue;
+            if (nbi_a_dead(x, flt, cross, p)) continue;
             m += nbi_scan(x, dim, flt, cross, pi, ii, pc, pm, p + 1, self_end, w + m);
             for (int t = 0; t < l->ns; t++)
-                m += nbi_scan_span(x, dim, flt, cross, pi, ii, pc, pm, &l->sp[t], l->sp[t].b0,
-                                   l->sp[t].b1, w + m);
+                m += nbi_scan(x, dim, flt, cross, pi, ii, pc, pm, l->sp[t].b0, l->sp[t].b1, w + m);
         }
         nbi_commit(s, w, m);
         return;
     }
-    for (int32_t p = a0; p < a1; p++) { // a crowded cell: run by run, in scratch-sized pieces
+    // A crowded cell, or index lists that did not fit the gather: run by run, in scratch-sized
+    // pieces (count mode too, through the scratch).
+    for (int32_t p = a0; p < a1; p++) {
         const double *pi = x->pa + (size_t)p * (size_t)dim;
         const int32_t ii = x->ia[p];
         const uint32_t pc = nbi_cat_a(x, p), pm = nbi_mask_a(x, p);
-            if (nbi_a_dead(x, flt, p)) continue;
+        if (nbi_a_dead(x, flt, cross, p)) continue;
         for (int t = -1; t < l->ns; t++) {
             const nbiSpan *sp = t < 0 ? NULL : &l->sp[t];
             const int32_t b0 = t < 0 ? p + 1 : sp->b0, b1 = t < 0 ? self_end : sp->b1;
             for (int32_t q0 = b0; q0 < b1; q0 += NBI_SCRATCH) {
                 if (s->stop) return;
                 const int32_t q1 = b1 - q0 > NBI_SCRATCH ? q0 + NBI_SCRATCH : b1;
-                nbPair *w = nbi_reserve(s, q1 - q0);
-                nbi_commit(s, w, nbi_scan_span(x, dim, flt, cross, pi, ii, pc, pm, sp, q0, q1, w));
+                nbPair *w = s->mode == NBI_SINK_COUNT ? NULL : nbi_reserve(s, q1 - q0);
+                const int64_t m = nbi_scan_span(x, dim, flt, cross, pi, ii, pc, pm, sp, q0, q1, w);
+                if (w == NULL)
+                    s->found += m;
+                else
+                    nbi_commit(s, w, m);
             }
         }
     }
 }
 
-// Runs the collected spans (and, the first time, the own run) and empties the list. The
-// kernels are instantiated once per (dim, filter, mode): every branch on them folds away.
+// One out-of-line kernel per (dimension, filter, mode), so each is compiled on its own with every
+// branch on those three folded away, and the hot unfiltered ones stay small.
+#if defined(__GNUC__)
+#define NBI_NOINLINE __attribute__((noinline))
+#else
+#define NBI_NOINLINE
+#endif
+#define NBI_KERNEL(name, dim, flt, cross)                                                          \
+    static NBI_NOINLINE void name(const nbiSpanList *l)                                            \
+    {                                                                                              \
+        nbi_cell_pairs_dim(l, dim, flt, cross);                                                    \
+    }
+NBI_KERNEL(nbi_pairs_2, 2, false, false)
+NBI_KERNEL(nbi_pairs_2x, 2, false, true)
+NBI_KERNEL(nbi_pairs_2f, 2, true, false)
+NBI_KERNEL(nbi_pairs_2fx, 2, true, true)
+NBI_KERNEL(nbi_pairs_3, 3, false, false)
+NBI_KERNEL(nbi_pairs_3x, 3, false, true)
+NBI_KERNEL(nbi_pairs_3f, 3, true, false)
+NBI_KERNEL(nbi_pairs_3fx, 3, true, true)
+#undef NBI_KERNEL
+
+// Runs the collected spans (and, the first time, the own run) and empties the list.
 static inline void nbi_spans_flush(nbiSpanList *l)
 {
-    switch ((l->dim == 3) << 2 | l->filtered << 1 | l->cross) {
-    case 0: nbi_cell_pairs_dim(l, 2, false, false); break;
-    case 1: nbi_cell_pairs_dim(l, 2, false, true); break;
-    case 2: nbi_cell_pairs_dim(l, 2, true, false); break;
-    case 3: nbi_cell_pairs_dim(l, 2, true, true); break;
-    case 4: nbi_cell_pairs_dim(l, 3, false, false); break;
-    case 5: nbi_cell_pairs_dim(l, 3, false, true); break;
-    case 6: nbi_cell_pairs_dim(l, 3, true, false); break;
-    default: nbi_cell_pairs_dim(l, 3, true, true); break;
-    }
+    static void (*const kernels[8])(const nbiSpanList *) = {
+        nbi_pairs_2, nbi_pairs_2x, nbi_pairs_2f, nbi_pairs_2fx,
+        nbi_pairs_3, nbi_pairs_3x, nbi_pairs_3f, nbi_pairs_3fx};
+    kernels[(l->dim == 3) << 2 | l->filtered << 1 | l->cross](l);
     l->ns = 0;
     l->self_end = l->a0; // the own-cell part is done
 }

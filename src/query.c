@@ -281,8 +281,8 @@ static double nbi_ring_visit(const nbiView *v, const int64_t qc[3], int64_t m, n
     return work;
 }
 
-nbStatus nbi_walk_knn(const nbiView *v, const double *point, int32_t k, nbFilter f,
-                      nbNeighbor *out, int32_t *found)
+nbStatus nbi_walk_knn(const nbiView *v, const double *point, int32_t k, nbFilter f, nbNeighbor *out,
+                      int32_t *found)
 {
     *found = 0;
     for (int a = 0; a < v->dim; a++)
@@ -296,7 +296,9 @@ nbStatus nbi_walk_knn(const nbiView *v, const double *point, int32_t k, nbFilter
     int64_t qc[3] = {0, 0, 0};
     for (int a = 0; a < v->dim; a++) {
         const double c = nbi_cell_f(&v->cm, point[a]);
-        qc[a] = c < (double)v->lo[a] ? v->lo[a] - 1 : c > (double)v->hi[a] ? v->hi[a] + 1 : (int64_t)c;
+        qc[a] = c < (double)v->lo[a]   ? v->lo[a] - 1
+                : c > (double)v->hi[a] ? v->hi[a] + 1
+                                       : (int64_t)c;
     }
     const double budget = 2.0 * (double)v->ncells + 64.0;
     double work = 0.0;

@@ -111,7 +111,7 @@ nbStatus nbi_walk_box(const nbiView *v, const double *lo, const double *hi, nbFi
 
 // The k nearest points passing f, nearest first, ties by lower index, in out (k entries, the
 // heap). Checks the point and k; *found = how many were written.
-nbStatus nbi_walk_knn(const nbiView *v, const double *point, int32_t k, nbFilter f,
-                      nbNeighbor *out, int32_t *found);
+nbStatus nbi_walk_knn(const nbiView *v, const double *point, int32_t k, nbFilter f, nbNeighbor *out,
+                      int32_t *found);
 
 #endif
