@@ -7,6 +7,10 @@
 // writes PREFIX.csv, PREFIX.f64, PREFIX.at (the query point, "x,y[,z]"), PREFIX.knn (the
 // 7 nearest to it, "index,distance"), and for each radius Rk (k = 1, 2, ...):
 // PREFIX.rk.pairs ("i,j" sorted by i then j) and PREFIX.rk.within (indices, ascending).
+//
+//   brute_pairs count FILE N DIM R
+// reads FILE, N points of DIM raw little-endian doubles (as `nearby demo --save-points`
+// writes them), and prints the number of pairs at distance <= R, counted over every pair.
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -72,10 +76,62 @@ static void close_out(FILE *f)
     }
 }
 
+// `brute_pairs count FILE N DIM R`: the pairs within R among the points in FILE.
+static int count_mode(int argc, char **argv)
+{
+    if (argc != 6) {
+        fprintf(stderr, "usage: brute_pairs count FILE N DIM R\n");
+        return 2;
+    }
+    const char *path = argv[2];
+    long n = atol(argv[3]);
+    int dim = atoi(argv[4]);
+    double r = strtod(argv[5], NULL);
+    if (n < 0 || (dim != 2 && dim != 3) || !(r >= 0.0)) {
+        fprintf(stderr, "brute_pairs: bad N, DIM or R\n");
+        return 2;
+    }
+    size_t values = (size_t)n * (size_t)dim;
+    double *p = malloc(values > 0 ? values * sizeof(double) : 1);
+    FILE *f = fopen(path, "rb");
+    if (p == NULL || f == NULL) {
+        perror(path);
+        return 1;
+    }
+    // Decode the bytes ourselves (little-endian), independently of the tool's reader.
+    for (size_t k = 0; k < values; k++) {
+        uint64_t bits = 0;
+        for (int b = 0; b < 8; b++) {
+            int c = fgetc(f);
+            if (c == EOF) {
+                fprintf(stderr, "brute_pairs: %s holds fewer than %ld points\n", path, n);
+                return 1;
+            }
+            bits |= (uint64_t)(unsigned char)c << (8 * b);
+        }
+        memcpy(&p[k], &bits, sizeof bits);
+    }
+    if (fgetc(f) != EOF) {
+        fprintf(stderr, "brute_pairs: %s holds more than %ld points\n", path, n);
+        return 1;
+    }
+    fclose(f);
+    double rr = r * r;
+    long long count = 0;
+    for (long i = 0; i < n; i++)
+        for (long j = i + 1; j < n; j++)
+            count += dist2(p + (size_t)i * (size_t)dim, p + (size_t)j * (size_t)dim, dim) <= rr;
+    printf("%lld\n", count);
+    free(p);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 2 && strcmp(argv[1], "count") == 0) return count_mode(argc, argv);
     if (argc < 6) {
-        fprintf(stderr, "usage: brute_pairs SEED N DIM PREFIX R1 [R2 ...]\n");
+        fprintf(stderr, "usage: brute_pairs SEED N DIM PREFIX R1 [R2 ...]\n"
+                        "       brute_pairs count FILE N DIM R\n");
         return 2;
     }
     uint64_t seed = strtoull(argv[1], NULL, 10) * 0x9e3779b97f4a7c15ULL + 1;

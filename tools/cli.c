@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: MIT
+// Messages, exit statuses, input loading and output finishing for every command.
+#define _POSIX_C_SOURCE 199309L
+
+#include "cli.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "options.h"
+
+void cli_fail(const char *fmt, ...)
+{
+    va_list ap;
+    fputs("nearby: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+int cli_exit_for_status(nbStatus st)
+{
+    return (st == NB_ERR_NOT_FINITE || st == NB_ERR_OUT_OF_RANGE) ? CLI_EXIT_BAD_INPUT
+                                                                  : CLI_EXIT_RUNTIME;
+}
+
+int cli_fail_status(const char *where, nbStatus st, const char *doing)
+{
+    cli_fail("%s: %s: %s: %s", where, nb_status_str(st), doing, nb_status_message(st));
+    return cli_exit_for_status(st);
+}
+
+int cli_out_of_memory(const char *where, const char *doing)
+{
+    cli_fail("%s: NB_ERR_OUT_OF_MEMORY: out of memory %s", where, doing);
+    return CLI_EXIT_RUNTIME;
+}
+
+void cli_display_name(char *dst, size_t cap, const char *path)
+{
+    size_t k = 0;
+    for (; path[k] != 0 && k + 1 < cap; k++) {
+        unsigned char c = (unsigned char)path[k];
+        dst[k] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
+    }
+    dst[k] = 0;
+}
+
+int cli_load_input(const char *cmd, const cliOptions *o, cliInput *in)
+{
+    nbioError err;
+    cli_display_name(in->name, sizeof in->name, strcmp(o->input, "-") == 0 ? "<stdin>" : o->input);
+    nbioResult r = nbio_read(o->input, o->format, o->dim, &in->points, &err);
+    if (r == NBIO_NO_MEMORY) {
+        cli_fail("%s: NB_ERR_OUT_OF_MEMORY: out of memory reading the input", in->name);
+        return CLI_EXIT_RUNTIME;
+    }
+    if (r != NBIO_OK) {
+        if (err.line > 0)
+            cli_fail("%s:%lld: %s", in->name, (long long)err.line, err.text);
+        else if (err.point >= 0)
+            cli_fail("%s: point %lld: %s", in->name, (long long)err.point, err.text);
+        else
+            cli_fail("%s: %s", in->name, err.text);
+        return CLI_EXIT_BAD_INPUT;
+    }
+    if (in->points.dim == 0)
+        in->points.dim = o->dim != 0 ? o->dim : o->at_count != 0 ? o->at_count : 2;
+    if (o->at_count != 0 && o->at_count != in->points.dim) {
+        cli_fail("%s: --at: expected %d values (the points in %s are %dD), found %d", cmd,
+                 (int)in->points.dim, in->name, (int)in->points.dim, (int)o->at_count);
+        nbio_points_free(&in->points);
+        return CLI_EXIT_BAD_INPUT;
+    }
+    return CLI_EXIT_OK;
+}
+
+static char out_buffer[1 << 20];
+
+void cli_writer_init(nbioWriter *w)
+{
+    nbio_writer_init(w, stdout, out_buffer, sizeof out_buffer);
+}
+
+int cli_finish_output(nbioWriter *w)
+{
+    if (nbio_writer_finish(w)) return CLI_EXIT_OK;
+    cli_fail("error writing the output");
+    return CLI_EXIT_RUNTIME;
+}
+
+int cli_finish_stdout(void)
+{
+    if (fflush(stdout) == 0 && !ferror(stdout)) return CLI_EXIT_OK;
+    cli_fail("error writing the output");
+    return CLI_EXIT_RUNTIME;
+}
+
+double cli_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}

@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: MIT
+// What every part of the command-line tool shares: exit statuses, the one-line error messages,
+// the command descriptor, reading the input and finishing the output.
+//
+// A command parses its options, reads the input, calls the public API through the structure
+// table, and prints. Everything that can fail is done before the first byte goes to standard
+// output, so a failed run prints one line on standard error and nothing else. docs/cli.md is
+// the user's version of this.
+#ifndef NEARBY_TOOLS_CLI_H
+#define NEARBY_TOOLS_CLI_H
+
+#include <nearby/nearby.h>
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "io/reader.h"
+#include "io/writer.h"
+
+/// Exit statuses: success; the machine failed us (out of memory, an output error, a library
+/// status that means a bug in nearby); bad input or usage.
+enum { CLI_EXIT_OK = 0, CLI_EXIT_RUNTIME = 1, CLI_EXIT_BAD_INPUT = 2 };
+
+/// A command: its name, its line in `nearby --help`, what it accepts and what it needs.
+typedef struct cliCommand {
+    const char *name;    ///< "pairs"
+    const char *brief;   ///< its arguments in the main help: "INPUT --radius R [--count]"
+    const char *summary; ///< what it does, for the main help
+    unsigned options;    ///< the CLI_OPT_* it accepts (options.h)
+    unsigned needs;      ///< the CLI_QUERY_* a structure must answer for it (structures.h)
+    int (*run)(int argc, char **argv); ///< the words after the command name; an exit status
+    void (*help)(void);                ///< prints `nearby NAME --help` to standard output
+} cliCommand;
+
+extern const cliCommand cli_cmd_pairs;
+extern const cliCommand cli_cmd_within;
+extern const cliCommand cli_cmd_knn;
+extern const cliCommand cli_cmd_demo;
+
+/// Prints `nearby: ` and the message, one line, to standard error.
+#if defined(__GNUC__)
+__attribute__((format(printf, 1, 2)))
+#endif
+void cli_fail(const char *fmt, ...);
+
+/// The exit status for a library status: the user's input for NB_ERR_NOT_FINITE and
+/// NB_ERR_OUT_OF_RANGE, the machine or us for the rest.
+int cli_exit_for_status(nbStatus st);
+
+/// `nearby: WHERE: NB_ERR_...: DOING: what the status means`; returns the exit status.
+int cli_fail_status(const char *where, nbStatus st, const char *doing);
+
+/// `nearby: WHERE: NB_ERR_OUT_OF_MEMORY: out of memory DOING`; returns CLI_EXIT_RUNTIME.
+int cli_out_of_memory(const char *where, const char *doing);
+
+/// Copies `path` into dst for a message, with control bytes shown as '?' so the message stays
+/// on one line.
+void cli_display_name(char *dst, size_t cap, const char *path);
+
+/// Points read from the command's INPUT, and the name messages give the file.
+typedef struct cliInput {
+    nbioPoints points;
+    char name[256]; ///< "points.csv", "<stdin>"
+} cliInput;
+
+struct cliOptions;
+
+/// Reads the INPUT named in the options and settles its dimension: the file's, else --dim,
+/// else the --at point's, else 2 (an empty CSV says nothing). Checks --at against it.
+/// Returns CLI_EXIT_OK, or reports the problem and returns its exit status (nothing to free).
+int cli_load_input(const char *cmd, const struct cliOptions *o, cliInput *in);
+
+/// A writer on standard output over the tool's one big output buffer.
+void cli_writer_init(nbioWriter *w);
+
+/// Finishes the writer; CLI_EXIT_OK, or reports an output error and returns CLI_EXIT_RUNTIME.
+int cli_finish_output(nbioWriter *w);
+
+/// Flushes standard output (after printf); the same statuses as cli_finish_output.
+int cli_finish_stdout(void);
+
+/// A monotonic clock in milliseconds.
+double cli_now_ms(void);
+
+#endif

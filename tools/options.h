@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: MIT
+// Option parsing for every command, and the help text of the options commands share, written
+// once here and composed into each command's --help.
+#ifndef NEARBY_TOOLS_OPTIONS_H
+#define NEARBY_TOOLS_OPTIONS_H
+
+#include <stdint.h>
+
+#include "cli.h"
+#include "io/reader.h"
+#include "structures.h"
+
+/// The options, as bits: a command lists those it accepts (cliCommand.options), and
+/// cliOptions.given says which were seen.
+enum {
+    CLI_OPT_RADIUS = 1 << 0,
+    CLI_OPT_COUNT = 1 << 1,
+    CLI_OPT_DIM = 1 << 2,
+    CLI_OPT_STRUCTURE = 1 << 3,
+    CLI_OPT_FORMAT = 1 << 4,
+    CLI_OPT_AT = 1 << 5,
+    CLI_OPT_K = 1 << 6,
+    CLI_OPT_N = 1 << 7,
+    CLI_OPT_SEED = 1 << 8,
+    CLI_OPT_SAVE_POINTS = 1 << 9,
+    CLI_OPT_INPUT = 1 << 10, ///< takes one INPUT argument
+};
+
+/// What the command line said. Zero-initialise, set any defaults, then parse.
+typedef struct cliOptions {
+    unsigned given; ///< CLI_OPT_* bits seen
+    const char *input;
+    double radius;
+    const char *radius_text;       ///< --radius as given
+    int32_t dim;                   ///< 0 = not given
+    const cliStructure *structure; ///< --structure, else the command's default
+    nbioFormat format;
+    double at[3];
+    int32_t at_count; ///< 0 = no --at
+    int64_t k;
+    int64_t n;
+    uint64_t seed;
+    const char *save_points; ///< --save-points FILE
+} cliOptions;
+
+/// Parses argv[0, argc) (the words after the command name) against the options `cmd` accepts,
+/// left to right, checking each value as it goes (and that --structure answers cmd->needs).
+/// Returns -1 to go on, or an exit status: CLI_EXIT_OK after printing the help (--help, -h),
+/// CLI_EXIT_BAD_INPUT after printing a usage error.
+int cli_parse_options(const cliCommand *cmd, int argc, char **argv, cliOptions *o);
+
+/// CLI_EXIT_OK if option `bit` (named `name`) was given, else reports it missing.
+int cli_require(const cliCommand *cmd, const cliOptions *o, unsigned bit, const char *name);
+
+/// Prints `usage: nearby NAME ARGS` followed by the usage of the shared options cmd accepts
+/// (--dim, --structure, --format), wrapped at 80 columns under the first argument.
+void cli_print_usage(const cliCommand *cmd, const char *args);
+
+/// Prints the shared help lines of the options in `bits` (an OR of CLI_OPT_*), in a fixed
+/// order: --radius, --at, --dim, --structure, --format.
+void cli_print_option_help(unsigned bits);
+
+/// Prints what INPUT may be (formats, standard input).
+void cli_print_input_help(void);
+
+#endif

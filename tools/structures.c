@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: MIT
+// The structure table and each structure's adapters. An adapter only turns the table's
+// `void *` index into the structure's own type and forwards to its public API; anything the
+// commands share (sorting, checking, printing) stays in the commands. To add a structure,
+// write its adapters below and add its row to `structures`: the row's non-NULL query adapters
+// are what it supports, and the help lists it under every command it can run.
+#include "structures.h"
+
+#include <nearby/grid.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+// ---------------------------------------------------------------------------------------------
+// dense: the uniform grid (nb_grid_*)
+
+static nbStatus dense_build_points(void **index, const nbPoints *points, double scale)
+{
+    if (*index != NULL) return nb_grid_build(*index, points, scale);
+    // The cell edge is the radius (cell_size 0); the grid itself copes with a radius of 0 or
+    // one tiny next to the coordinates (it widens cells or hashes them), so any finite input
+    // works.
+    nbGridDesc desc = {0};
+    desc.dim = points->dim;
+    desc.capacity_hint = points->count;
+    nbGrid *grid = NULL;
+    nbStatus st = nb_grid_create(&desc, &grid);
+    if (st != NB_OK) return st;
+    st = nb_grid_build(grid, points, scale);
+    if (st != NB_OK) {
+        nb_grid_destroy(grid);
+        return st;
+    }
+    *index = grid;
+    return NB_OK;
+}
+
+static void dense_destroy(void *index)
+{
+    nb_grid_destroy(index);
+}
+
+static nbStatus dense_pairs(const void *index, double radius, nbPair *out, int64_t capacity,
+                            int64_t *found)
+{
+    if (out == NULL) return nb_grid_count_pairs(index, radius, found);
+    return nb_grid_pairs(index, radius, out, capacity, found);
+}
+
+static nbStatus dense_within(const void *index, const double *center, double radius, int32_t *out,
+                             int32_t capacity, int32_t *found)
+{
+    return nb_grid_query_radius(index, center, radius, out, capacity, found);
+}
+
+static nbStatus dense_knn(const void *index, const double *point, int32_t k, nbNeighbor *out,
+                          int32_t *found)
+{
+    return nb_grid_knn(index, point, k, out, found);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The table. The first row that answers a command's queries is that command's default.
+
+static const cliStructure structures[] = {
+    {
+        .name = "dense",
+        .about = "uniform grid rebuilt with a counting sort (nb_grid_*)",
+        .build_points = dense_build_points,
+        .destroy = dense_destroy,
+        .pairs = dense_pairs,
+        .within = dense_within,
+        .knn = dense_knn,
+    },
+};
+#define STRUCTURE_COUNT (sizeof structures / sizeof structures[0])
+
+const cliStructure *cli_structure_find(const char *name)
+{
+    for (size_t k = 0; k < STRUCTURE_COUNT; k++)
+        if (strcmp(structures[k].name, name) == 0) return &structures[k];
+    return NULL;
+}
+
+bool cli_structure_supports(const cliStructure *s, unsigned needs)
+{
+    if (s->build_points == NULL) return false; // every command today starts from points
+    if ((needs & CLI_QUERY_PAIRS) && s->pairs == NULL) return false;
+    if ((needs & CLI_QUERY_WITHIN) && s->within == NULL) return false;
+    if ((needs & CLI_QUERY_KNN) && s->knn == NULL) return false;
+    return true;
+}
+
+const cliStructure *cli_structure_default(unsigned needs)
+{
+    for (size_t k = 0; k < STRUCTURE_COUNT; k++)
+        if (cli_structure_supports(&structures[k], needs)) return &structures[k];
+    return NULL;
+}
+
+const char *cli_query_name(unsigned needs)
+{
+    if (needs & CLI_QUERY_PAIRS) return "pair queries";
+    if (needs & CLI_QUERY_WITHIN) return "radius queries";
+    if (needs & CLI_QUERY_KNN) return "nearest-neighbour queries";
+    return "this command";
+}
+
+void cli_print_structures(FILE *f, unsigned needs)
+{
+    const cliStructure *def = cli_structure_default(needs);
+    fputs("\nstructures:\n", f);
+    for (size_t k = 0; k < STRUCTURE_COUNT; k++)
+        if (cli_structure_supports(&structures[k], needs))
+            fprintf(f, "  %-10s %s%s\n", structures[k].name, structures[k].about,
+                    &structures[k] == def ? " (default)" : "");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Generic helpers over the adapters
+
+nbStatus cli_index_build(const cliStructure *s, const double *coords, int32_t count, int32_t dim,
+                         double scale, void **index)
+{
+    nbPoints view = {0}; // no stride, categories or masks: plain interleaved points
+    view.data = coords;
+    view.count = count;
+    view.dim = dim;
+    return s->build_points(index, &view, scale);
+}
+
+nbStatus cli_collect_pairs(const cliStructure *s, const void *index, double radius,
+                           int64_t first_capacity, nbPair **pairs, int64_t *count, double *ms)
+{
+    int64_t capacity = first_capacity;
+    *pairs = NULL;
+    *count = 0;
+    for (int attempt = 0; attempt < 3; attempt++) {
+        if ((uint64_t)capacity > SIZE_MAX / sizeof(nbPair)) return NB_ERR_OUT_OF_MEMORY;
+        nbPair *buf = malloc(capacity > 0 ? (size_t)capacity * sizeof(nbPair) : 1);
+        if (buf == NULL) return NB_ERR_OUT_OF_MEMORY;
+        int64_t found = 0;
+        double t0 = cli_now_ms();
+        nbStatus st = s->pairs(index, radius, buf, capacity, &found);
+        double t1 = cli_now_ms();
+        if (st == NB_OK) {
+            *pairs = buf;
+            *count = found;
+            if (ms != NULL) *ms = t1 - t0;
+            return NB_OK;
+        }
+        free(buf);
+        if (st != NB_ERR_BUFFER_TOO_SMALL) return st;
+        capacity = found;
+    }
+    return NB_ERR_INTERNAL; // the total changed between two identical calls
+}
