@@ -31,10 +31,10 @@ static bool log_pair(int32_t i, int32_t j, void *user)
 }
 
 // All pair entry points agree with brute force and with each other.
-static int check_pairs(const nbGrid *g, const Set *s, double r)
+static int check_pairs(const nbGrid *g, const nboSet *s, double r)
 {
     int64_t want_n = 0;
-    nbPair *want = brute_pairs(s, r, &want_n);
+    nbPair *want = nbo_pairs(s, r, &want_n);
     int64_t found = -1, count = -1;
     nbPair *got = (nbPair *)malloc((size_t)(want_n + 1) * sizeof(nbPair));
     NB_CHECK_OK(nb_grid_pairs(g, r, got, want_n + 1, &found));
@@ -58,10 +58,10 @@ static int check_pairs(const nbGrid *g, const Set *s, double r)
     }
     NB_CHECK(part.n == want_n);
     for (int64_t t = 0; t < want_n; t++) NB_CHECK(got[t].i < got[t].j);
-    qsort(got, (size_t)want_n, sizeof(nbPair), cmp_pair);
+    qsort(got, (size_t)want_n, sizeof(nbPair), nbo_cmp_pair);
     NB_CHECK(want_n == 0 || memcmp(got, want, (size_t)want_n * sizeof(nbPair)) == 0);
     if (want_n > 0) {
-        qsort(part.p, (size_t)want_n, sizeof(nbPair), cmp_pair);
+        qsort(part.p, (size_t)want_n, sizeof(nbPair), nbo_cmp_pair);
         NB_CHECK(memcmp(part.p, want, (size_t)want_n * sizeof(nbPair)) == 0);
     }
     // a short buffer: the first `cap` pairs of the full order, and the full count
@@ -84,19 +84,19 @@ static int check_pairs(const nbGrid *g, const Set *s, double r)
     return 0;
 }
 
-static int check_radius(const nbGrid *g, const Set *s, const double *c, double r)
+static int check_radius(const nbGrid *g, const nboSet *s, const double *c, double r)
 {
     int32_t *want = (int32_t *)malloc(((size_t)s->n + 1) * sizeof(int32_t));
     int32_t *got = (int32_t *)malloc(((size_t)s->n + 1) * sizeof(int32_t));
     int32_t wn = 0, found = -1;
     for (int32_t i = 0; i < s->n; i++)
-        if (d2_of(c, s->p + (size_t)i * s->dim, s->dim) <= r * r) want[wn++] = i;
+        if (nbo_d2(c, s->p + (size_t)i * s->dim, s->dim) <= r * r) want[wn++] = i;
     NB_CHECK_OK(nb_grid_query_radius(g, c, r, got, s->n + 1, &found));
     if (found != wn)
         fprintf(stderr, "  radius: c=(%.17g,%.17g) r=%.17g want %d found %d\n", c[0], c[1], r, wn,
                 found);
     NB_CHECK(found == wn);
-    qsort(got, (size_t)found, sizeof(int32_t), cmp_i32);
+    qsort(got, (size_t)found, sizeof(int32_t), nbo_cmp_i32);
     NB_CHECK(wn == 0 || memcmp(got, want, (size_t)wn * sizeof(int32_t)) == 0);
     if (wn > 1) {
         NB_CHECK_STATUS(nb_grid_query_radius(g, c, r, got, wn - 1, &found),
@@ -108,7 +108,7 @@ static int check_radius(const nbGrid *g, const Set *s, const double *c, double r
     return 0;
 }
 
-static int check_box(const nbGrid *g, const Set *s, const double *lo, const double *hi)
+static int check_box(const nbGrid *g, const nboSet *s, const double *lo, const double *hi)
 {
     int32_t *want = (int32_t *)malloc(((size_t)s->n + 1) * sizeof(int32_t));
     int32_t *got = (int32_t *)malloc(((size_t)s->n + 1) * sizeof(int32_t));
@@ -123,22 +123,22 @@ static int check_box(const nbGrid *g, const Set *s, const double *lo, const doub
     }
     NB_CHECK_OK(nb_grid_query_box(g, lo, hi, got, s->n + 1, &found));
     NB_CHECK(found == wn);
-    qsort(got, (size_t)found, sizeof(int32_t), cmp_i32);
+    qsort(got, (size_t)found, sizeof(int32_t), nbo_cmp_i32);
     NB_CHECK(wn == 0 || memcmp(got, want, (size_t)wn * sizeof(int32_t)) == 0);
     free(want);
     free(got);
     return 0;
 }
 
-static int check_knn(const nbGrid *g, const Set *s, const double *q, int32_t k)
+static int check_knn(const nbGrid *g, const nboSet *s, const double *q, int32_t k)
 {
     nbNeighbor *all = (nbNeighbor *)malloc(((size_t)s->n + 1) * sizeof(nbNeighbor));
     nbNeighbor *got = (nbNeighbor *)malloc(((size_t)k + 1) * sizeof(nbNeighbor));
     for (int32_t i = 0; i < s->n; i++) {
         all[i].index = i;
-        all[i].dist2 = d2_of(q, s->p + (size_t)i * s->dim, s->dim);
+        all[i].dist2 = nbo_d2(q, s->p + (size_t)i * s->dim, s->dim);
     }
-    qsort(all, (size_t)s->n, sizeof(nbNeighbor), cmp_nb);
+    qsort(all, (size_t)s->n, sizeof(nbNeighbor), nbo_cmp_neighbor);
     int32_t found = -1;
     NB_CHECK_OK(nb_grid_knn(g, q, k, got, &found));
     int32_t want = k < s->n ? k : s->n;
@@ -155,14 +155,14 @@ static int check_knn(const nbGrid *g, const Set *s, const double *q, int32_t k)
 }
 
 // Builds s into a grid (cell size `cell`, 0 = default) tuned for r and checks every query.
-static int check_all(const Set *s, double r, double cell, int queries)
+static int check_all(const nboSet *s, double r, double cell, int queries)
 {
     nbGridDesc desc = {0};
     desc.dim = s->dim;
     desc.cell_size = cell;
     nbGrid *g = NULL;
     NB_CHECK_OK(nb_grid_create(&desc, &g));
-    nbPoints pts = {s->p, s->n, s->dim, 0};
+    nbPoints pts = {.data = s->p, .count = s->n, .dim = s->dim, .stride = 0};
     NB_CHECK_OK(nb_grid_build(g, &pts, r));
     NB_CHECK_OK(nb_grid_validate(g));
     NB_CHECK(nb_grid_count(g) == s->n);
@@ -213,7 +213,7 @@ static int check_all(const Set *s, double r, double cell, int queries)
 
 // Checks a set at its radius with the default cell, a cell of half the radius (2+ rings), a
 // power-of-two cell, and a cell much larger than the radius.
-static int check_cells(const Set *s, double r, int queries)
+static int check_cells(const nboSet *s, double r, int queries)
 {
     if (check_all(s, r, 0.0, queries)) return 1;
     if (r > 0.0) {
@@ -231,11 +231,11 @@ static int test_uniform(void)
     for (int dim = 2; dim <= 3; dim++) {
         for (int rep = 0; rep < 3; rep++) {
             int32_t n = 300 + nbt_int(1500);
-            Set s = set_new(n, dim);
+            nboSet s = nbo_set_new(n, dim);
             double side = dim == 2 ? sqrt((double)n) : cbrt((double)n);
             for (int32_t i = 0; i < n * dim; i++) s.p[i] = nbt_range(-side / 2, side / 2);
             if (check_cells(&s, dim == 2 ? 1.75 : 1.34, 40)) return 1;
-            set_free(&s);
+            nbo_set_free(&s);
         }
     }
     return 0;
@@ -245,7 +245,7 @@ static int test_clustered(void)
 {
     for (int dim = 2; dim <= 3; dim++) {
         int32_t n = 2000;
-        Set s = set_new(n, dim);
+        nboSet s = nbo_set_new(n, dim);
         for (int32_t i = 0; i < n;) {
             double c[3] = {nbt_range(-500, 500), nbt_range(-500, 500), nbt_range(-500, 500)};
             double sd = pow(10.0, nbt_range(-2.0, 1.0));
@@ -253,7 +253,7 @@ static int test_clustered(void)
                 for (int a = 0; a < dim; a++) s.p[(size_t)i * dim + a] = c[a] + sd * nbt_gauss();
         }
         if (check_cells(&s, 1.0, 30)) return 1;
-        set_free(&s);
+        nbo_set_free(&s);
     }
     return 0;
 }
@@ -268,7 +268,7 @@ static int test_lattice_exact_distances(void)
             double h = spacings[sp];
             int side = dim == 2 ? 24 : 8;
             int32_t n = dim == 2 ? side * side : side * side * side;
-            Set s = set_new(n + 50, dim);
+            nboSet s = nbo_set_new(n + 50, dim);
             int32_t i = 0;
             for (int z = 0; z < (dim == 3 ? side : 1); z++)
                 for (int y = 0; y < side; y++)
@@ -285,7 +285,7 @@ static int test_lattice_exact_distances(void)
             if (check_all(&s, h * sqrt(2.0), 0.0, 10)) return 1;
             if (check_all(&s, h, h, 10)) return 1;
             if (check_all(&s, 2 * h, h, 10)) return 1;
-            set_free(&s);
+            nbo_set_free(&s);
         }
     return 0;
 }
@@ -296,7 +296,7 @@ static int test_rounding_at_cell_edges(void)
     for (int rep = 0; rep < 40; rep++) {
         int dim = 2 + rep % 2;
         int32_t n = 400;
-        Set s = set_new(n, dim);
+        nboSet s = nbo_set_new(n, dim);
         double r = pow(10.0, nbt_range(-3, 3));
         double far = rep % 3 == 0 ? 1e12 : rep % 3 == 1 ? 1e6 : 0.0;
         for (int32_t i = 0; i + 1 < n; i += 2) {
@@ -310,7 +310,7 @@ static int test_rounding_at_cell_edges(void)
         }
         if (check_all(&s, r, 0.0, 10)) return 1;
         if (check_all(&s, r, r, 5)) return 1;
-        set_free(&s);
+        nbo_set_free(&s);
     }
     return 0;
 }
@@ -319,13 +319,13 @@ static int test_far_from_origin(void)
 {
     for (int dim = 2; dim <= 3; dim++) {
         int32_t n = 800;
-        Set s = set_new(n, dim);
+        nboSet s = nbo_set_new(n, dim);
         for (int32_t i = 0; i < n * dim; i++) s.p[i] = (i % 2 ? -1e12 : 1e12) + nbt_range(0, 20);
         if (check_cells(&s, 1.0, 20)) return 1;
         for (int32_t i = 0; i < n * dim; i++) s.p[i] = nbt_range(-1e12, 1e12); // far-flung: hashed
         if (check_all(&s, 1e9, 0.0, 20)) return 1;
         if (check_all(&s, 1.0, 0.0, 20)) return 1;
-        set_free(&s);
+        nbo_set_free(&s);
     }
     return 0;
 }
@@ -334,7 +334,7 @@ static int test_degenerate_extents(void)
 {
     for (int dim = 2; dim <= 3; dim++) {
         int32_t n = 500;
-        Set s = set_new(n, dim);
+        nboSet s = nbo_set_new(n, dim);
         // all points on a line (zero-area extent), then all in one tiny cell, then one point
         for (int32_t i = 0; i < n; i++) {
             s.p[(size_t)i * dim] = nbt_range(-100, 100);
@@ -354,7 +354,7 @@ static int test_degenerate_extents(void)
         if (check_cells(&s, 1.0, 10)) return 1;
         s.n = 0;
         if (check_cells(&s, 1.0, 10)) return 1;
-        set_free(&s);
+        nbo_set_free(&s);
     }
     return 0;
 }
@@ -365,7 +365,7 @@ static int test_extreme_magnitudes(void)
 {
     for (int dim = 2; dim <= 3; dim++) {
         int32_t n = 300;
-        Set s = set_new(n, dim);
+        nboSet s = nbo_set_new(n, dim);
         for (int32_t i = 0; i < n * dim; i++) s.p[i] = nbt_range(-1.0, 1.0) * 0x1p-1060;
         if (check_all(&s, 0x1p-1065, 0.0, 10)) return 1;
         if (check_all(&s, 0.0, 0.0, 10)) return 1;
@@ -376,7 +376,7 @@ static int test_extreme_magnitudes(void)
         if (check_all(&s, 1e299, 0.0, 10)) return 1;
         if (check_all(&s, 1e200, 0.0, 10)) return 1; // r*r overflows: every pair matches
         if (check_all(&s, 1.0, 0.0, 10)) return 1;
-        set_free(&s);
+        nbo_set_free(&s);
     }
     return 0;
 }
@@ -387,14 +387,14 @@ static int test_extreme_magnitudes(void)
 static int test_knn_infinite_distances(void)
 {
     for (int dim = 2; dim <= 3; dim++) {
-        Set s = set_new(4, dim);
+        nboSet s = nbo_set_new(4, dim);
         s.n = 2;
         s.p[dim + 1] = DBL_MAX; // (0, 0[, 0]) and (0, DBL_MAX[, 0])
         nbGridDesc desc = {0};
         desc.dim = dim;
         nbGrid *g = NULL;
         NB_CHECK_OK(nb_grid_create(&desc, &g));
-        nbPoints pts = {s.p, 2, dim, 0};
+        nbPoints pts = {.data = s.p, .count = 2, .dim = dim, .stride = 0};
         NB_CHECK_OK(nb_grid_build(g, &pts, 0.0));
         const double far[3] = {0.0, -DBL_MAX, 0.0}, near[3] = {0.0, 1.0, 0.0};
         if (check_knn(g, &s, far, 2)) return 1;
@@ -407,7 +407,7 @@ static int test_knn_infinite_distances(void)
         if (check_knn(g, &s, far, 4)) return 1;
         if (check_knn(g, &s, near, 3)) return 1;
         nb_grid_destroy(g);
-        set_free(&s);
+        nbo_set_free(&s);
     }
     return 0;
 }
@@ -417,13 +417,13 @@ static int test_larger(void)
 {
     for (int dim = 2; dim <= 3; dim++) {
         int32_t n = 6000;
-        Set s = set_new(n, dim);
+        nboSet s = nbo_set_new(n, dim);
         double side = dim == 2 ? sqrt((double)n) : cbrt((double)n);
         for (int32_t i = 0; i < n * dim; i++) s.p[i] = nbt_range(0, side);
         if (check_all(&s, dim == 2 ? 1.75 : 1.34, 0.0, 20)) return 1;
         for (int32_t i = 0; i < n * dim; i++) s.p[i] = nbt_range(0, 3); // dense: big blocks
         if (check_all(&s, 1.0, 0.0, 5)) return 1;
-        set_free(&s);
+        nbo_set_free(&s);
     }
     return 0;
 }
@@ -431,12 +431,12 @@ static int test_larger(void)
 // Both cell layouts are really exercised.
 static int test_dense_and_hashed_paths(void)
 {
-    Set s = set_new(1000, 2);
+    nboSet s = nbo_set_new(1000, 2);
     for (int32_t i = 0; i < 2000; i++) s.p[i] = nbt_range(0, 30);
     nbGridDesc desc = {0};
     nbGrid *g = NULL;
     NB_CHECK_OK(nb_grid_create(&desc, &g));
-    nbPoints pts = {s.p, 1000, 2, 0};
+    nbPoints pts = {.data = s.p, .count = 1000, .dim = 2, .stride = 0};
     nbGridInfo info;
     NB_CHECK_OK(nb_grid_build(g, &pts, 1.0));
     NB_CHECK_OK(nb_grid_info(g, &info));
@@ -448,7 +448,7 @@ static int test_dense_and_hashed_paths(void)
     NB_CHECK_OK(nb_grid_validate(g));
     NB_CHECK(nb_grid_memory_bytes(g) < 1000 * 200);
     nb_grid_destroy(g);
-    set_free(&s);
+    nbo_set_free(&s);
     return 0;
 }
 
@@ -460,9 +460,9 @@ static int test_cells_far_apart(void)
     nbGrid *g = NULL;
     NB_CHECK_OK(nb_grid_create(&desc, &g));
     double p[6] = {-2.5e17, 0.0, 2.5e17, 0.0, 2.5e17, 1.0};
-    nbPoints pts = {p, 3, 2, 0};
+    nbPoints pts = {.data = p, .count = 3, .dim = 2, .stride = 0};
     NB_CHECK_OK(nb_grid_build(g, &pts, 1.0));
-    Set s = {p, 3, 2};
+    nboSet s = {.p = p, .n = 3, .dim = 2};
     if (check_pairs(g, &s, 1e18)) return 1;
     if (check_pairs(g, &s, 1e200)) return 1;
     if (check_pairs(g, &s, 1.0)) return 1;
@@ -478,13 +478,13 @@ static int test_cells_far_apart(void)
 static int test_pairs_cost_guard(void)
 {
     enum { N = 40000 };
-    Set s = set_new(N, 2);
+    nboSet s = nbo_set_new(N, 2);
     for (int32_t i = 0; i < 2 * N; i++) s.p[i] = nbt_range(0, 1e6);
     nbGridDesc desc = {0};
     desc.cell_size = 1.0;
     nbGrid *g = NULL;
     NB_CHECK_OK(nb_grid_create(&desc, &g));
-    nbPoints pts = {s.p, N, 2, 0};
+    nbPoints pts = {.data = s.p, .count = N, .dim = 2, .stride = 0};
     NB_CHECK_OK(nb_grid_build(g, &pts, 1.0));
     nbGridInfo info;
     NB_CHECK_OK(nb_grid_info(g, &info));
@@ -500,26 +500,26 @@ static int test_pairs_cost_guard(void)
     NB_CHECK_STATUS(nb_grid_visit_pairs_range(g, 100.0, 0, 1, log_pair, &log), NB_ERR_OUT_OF_RANGE);
     NB_CHECK(log.n == 0);
     NB_CHECK_OK(nb_grid_count_pairs(g, 2.0, &found)); // a few rings: fine
-    Set sub = s;
+    nboSet sub = s;
     sub.n = 4000; // the oracle on a subset keeps the test quick
-    nbPoints pts_sub = {s.p, sub.n, 2, 0};
+    nbPoints pts_sub = {.data = s.p, .count = sub.n, .dim = 2, .stride = 0};
     NB_CHECK_OK(nb_grid_build(g, &pts_sub, 1.0));
     if (check_pairs(g, &sub, 3.0)) return 1;
     nb_grid_destroy(g);
-    set_free(&s);
+    nbo_set_free(&s);
     return 0;
 }
 
 // Same input, same results in the same order.
 static int test_deterministic(void)
 {
-    Set s = set_new(3000, 2);
+    nboSet s = nbo_set_new(3000, 2);
     for (int32_t i = 0; i < 6000; i++) s.p[i] = nbt_range(-30, 30);
     nbGrid *a = NULL, *b = NULL;
     nbGridDesc desc = {0};
     NB_CHECK_OK(nb_grid_create(&desc, &a));
     NB_CHECK_OK(nb_grid_create(&desc, &b));
-    nbPoints pts = {s.p, 3000, 2, 0};
+    nbPoints pts = {.data = s.p, .count = 3000, .dim = 2, .stride = 0};
     NB_CHECK_OK(nb_grid_build(a, &pts, 1.5));
     NB_CHECK_OK(nb_grid_build(b, &pts, 1.5));
     NB_CHECK_OK(nb_grid_build(b, &pts, 1.5));
@@ -535,7 +535,7 @@ static int test_deterministic(void)
     NB_CHECK(na == nb && na > 0 && memcmp(qa, qb, (size_t)na * sizeof(int32_t)) == 0);
     nb_grid_destroy(a);
     nb_grid_destroy(b);
-    set_free(&s);
+    nbo_set_free(&s);
     return 0;
 }
 
@@ -548,7 +548,7 @@ static int test_stride(void)
         float hp;
     } Unit;
     Unit units[500];
-    Set s = set_new(500, 3);
+    nboSet s = nbo_set_new(500, 3);
     for (int i = 0; i < 500; i++) {
         units[i].id = i;
         for (int a = 0; a < 3; a++) s.p[i * 3 + a] = units[i].pos[a] = nbt_range(0, 8);
@@ -557,24 +557,24 @@ static int test_stride(void)
     desc.dim = 3;
     nbGrid *g = NULL;
     NB_CHECK_OK(nb_grid_create(&desc, &g));
-    nbPoints pts = {units[0].pos, 500, 3, sizeof(Unit)};
+    nbPoints pts = {.data = units[0].pos, .count = 500, .dim = 3, .stride = sizeof(Unit)};
     NB_CHECK_OK(nb_grid_build(g, &pts, 1.0));
     NB_CHECK_OK(nb_grid_validate(g));
     if (check_pairs(g, &s, 1.0)) return 1;
     nb_grid_destroy(g);
     // 2D points taken from the first two of three coordinates
-    Set s2 = set_new(500, 2);
+    nboSet s2 = nbo_set_new(500, 2);
     for (int i = 0; i < 500; i++) memcpy(s2.p + i * 2, units[i].pos, 2 * sizeof(double));
     desc.dim = 2;
     NB_CHECK_OK(nb_grid_create(&desc, &g));
     NB_CHECK_STATUS(nb_grid_build(g, &pts, 1.0), NB_ERR_OUT_OF_RANGE); // a 3D view, 2D grid
-    nbPoints pts2 = {units[0].pos, 500, 2, sizeof(Unit)};
+    nbPoints pts2 = {.data = units[0].pos, .count = 500, .dim = 2, .stride = sizeof(Unit)};
     NB_CHECK_OK(nb_grid_build(g, &pts2, 1.0));
     NB_CHECK_OK(nb_grid_validate(g));
     if (check_pairs(g, &s2, 1.0)) return 1;
     nb_grid_destroy(g);
-    set_free(&s);
-    set_free(&s2);
+    nbo_set_free(&s);
+    nbo_set_free(&s2);
     return 0;
 }
 
@@ -627,7 +627,7 @@ static int test_bad_input_table(void)
 
     // a known good state
     double good[8] = {0, 0, 0.5, 0.5, 1, 1, -0.5, 0.25};
-    nbPoints pts = {good, 4, 2, 0};
+    nbPoints pts = {.data = good, .count = 4, .dim = 2, .stride = 0};
     NB_CHECK_OK(nb_grid_build(g, &pts, 1.0));
     const int64_t fp = fingerprint(g);
     NB_CHECK(fp >= 0);
@@ -635,7 +635,7 @@ static int test_bad_input_table(void)
     // build: each bad input is refused and the grid is unchanged
     NB_CHECK_STATUS(nb_grid_build(NULL, &pts, 1.0), NB_ERR_NULL_ARG);
     NB_CHECK_STATUS(nb_grid_build(g, NULL, 1.0), NB_ERR_NULL_ARG);
-    nbPoints null_data = {NULL, 3, 2, 0};
+    nbPoints null_data = {.data = NULL, .count = 3, .dim = 2, .stride = 0};
     NB_CHECK_STATUS(nb_grid_build(g, &null_data, 1.0), NB_ERR_NULL_ARG);
     const double bad_r[] = {nan, inf, -inf};
     for (int t = 0; t < 3; t++)
@@ -648,16 +648,16 @@ static int test_bad_input_table(void)
             double pts_bad[8];
             memcpy(pts_bad, good, sizeof good);
             pts_bad[at] = bad_v[t];
-            nbPoints pb = {pts_bad, 4, 2, 0};
+            nbPoints pb = {.data = pts_bad, .count = 4, .dim = 2, .stride = 0};
             NB_CHECK_STATUS(nb_grid_build(g, &pb, 1.0), NB_ERR_NOT_FINITE);
         }
-    nbPoints neg = {good, -1, 2, 0};
+    nbPoints neg = {.data = good, .count = -1, .dim = 2, .stride = 0};
     NB_CHECK_STATUS(nb_grid_build(g, &neg, 1.0), NB_ERR_OUT_OF_RANGE);
-    nbPoints wrong_dim = {good, 2, 3, 0};
+    nbPoints wrong_dim = {.data = good, .count = 2, .dim = 3, .stride = 0};
     NB_CHECK_STATUS(nb_grid_build(g, &wrong_dim, 1.0), NB_ERR_OUT_OF_RANGE);
-    nbPoints short_stride = {good, 2, 2, sizeof(double)};
+    nbPoints short_stride = {.data = good, .count = 2, .dim = 2, .stride = sizeof(double)};
     NB_CHECK_STATUS(nb_grid_build(g, &short_stride, 1.0), NB_ERR_OUT_OF_RANGE);
-    nbPoints odd_stride = {good, 2, 2, 2 * sizeof(double) + 1};
+    nbPoints odd_stride = {.data = good, .count = 2, .dim = 2, .stride = 2 * sizeof(double) + 1};
     NB_CHECK_STATUS(nb_grid_build(g, &odd_stride, 1.0), NB_ERR_OUT_OF_RANGE);
     // a cell number that would overflow: tiny cell, huge coordinates
     nbGridDesc tiny = {0};
@@ -665,7 +665,7 @@ static int test_bad_input_table(void)
     nbGrid *gt = NULL;
     NB_CHECK_OK(nb_grid_create(&tiny, &gt));
     double huge[4] = {1e10, 0, -1e10, 0};
-    nbPoints ph = {huge, 2, 2, 0};
+    nbPoints ph = {.data = huge, .count = 2, .dim = 2, .stride = 0};
     NB_CHECK_STATUS(nb_grid_build(gt, &ph, 1.0), NB_ERR_OUT_OF_RANGE);
     NB_CHECK_OK(nb_grid_validate(gt));
     nb_grid_destroy(gt);
@@ -768,7 +768,7 @@ static int test_empty_grid(void)
         NB_CHECK_OK(nb_grid_pairs(g, 1.0, NULL, 0, &f));
         NB_CHECK(f == 0 && nb_grid_pair_units(g) == 0);
         NB_CHECK_OK(nb_grid_validate(g));
-        nbPoints none = {NULL, 0, 3, 0};
+        nbPoints none = {.data = NULL, .count = 0, .dim = 3, .stride = 0};
         NB_CHECK_OK(nb_grid_build(g, &none, 1.0));
     }
     nb_grid_destroy(g);
@@ -787,7 +787,7 @@ static int test_zero_allocation_frames(void)
     desc.allocator = &al;
     nbGrid *g = NULL;
     NB_CHECK_OK(nb_grid_create(&desc, &g));
-    Set s = set_new(5000, 2);
+    nboSet s = nbo_set_new(5000, 2);
     static nbPair pairs[200000];
     for (int frame = 0; frame < 30; frame++) {
         // Frames 0 and 1 reach the maximum point count in each cell layout (dense, then hashed
@@ -795,7 +795,7 @@ static int test_zero_allocation_frames(void)
         int32_t n = frame < 2 ? 5000 : 2000 + nbt_int(3001);
         double spread = frame == 1 || frame % 7 == 6 ? 1e6 : 60.0;
         for (int32_t i = 0; i < n * 2; i++) s.p[i] = nbt_range(0, spread);
-        nbPoints pts = {s.p, n, 2, 0};
+        nbPoints pts = {.data = s.p, .count = n, .dim = 2, .stride = 0};
         int64_t before = counter.allocs;
         NB_CHECK_OK(nb_grid_build(g, &pts, 1.0));
         int64_t found = 0;
@@ -813,9 +813,9 @@ static int test_zero_allocation_frames(void)
     // reserve up front: a bigger build then allocates nothing
     NB_CHECK_OK(nb_grid_reserve(g, 20000));
     int64_t before = counter.allocs;
-    Set big = set_new(20000, 2);
+    nboSet big = nbo_set_new(20000, 2);
     for (int32_t i = 0; i < 40000; i++) big.p[i] = nbt_range(0, 1e7); // hashed
-    nbPoints pb = {big.p, 20000, 2, 0};
+    nbPoints pb = {.data = big.p, .count = 20000, .dim = 2, .stride = 0};
     NB_CHECK_OK(nb_grid_build(g, &pb, 1.0));
     for (int32_t i = 0; i < 40000; i++) big.p[i] = nbt_range(0, 100); // dense
     NB_CHECK_OK(nb_grid_build(g, &pb, 1.0));
@@ -823,8 +823,8 @@ static int test_zero_allocation_frames(void)
     NB_CHECK(nb_grid_memory_bytes(g) > 20000 * 20);
     nb_grid_destroy(g);
     NB_CHECK(counter.live_bytes == 0 && counter.allocs == counter.frees && !counter.size_mismatch);
-    set_free(&s);
-    set_free(&big);
+    nbo_set_free(&s);
+    nbo_set_free(&big);
     return 0;
 }
 
@@ -840,7 +840,9 @@ static int test_hashed_layout_reuses_room(void)
     NB_CHECK_OK(nb_grid_create(&desc, &g));
     double p[2000];
     for (int i = 0; i < 2000; i++) p[i] = nbt_range(-1e6, 1e6);
-    nbPoints sparse_few = {p, 2, 2, 0}, dense_many = {p, 1000, 2, 0}, sparse_many = {p, 1000, 2, 0};
+    nbPoints sparse_few = {.data = p, .count = 2, .dim = 2, .stride = 0},
+             dense_many = {.data = p, .count = 1000, .dim = 2},
+             sparse_many = {.data = p, .count = 1000, .dim = 2};
     NB_CHECK_OK(nb_grid_build(g, &sparse_few, 0.5)); // the first hashed layout: allocates
     nbGridInfo info;
     NB_CHECK_OK(nb_grid_info(g, &info));
@@ -869,7 +871,7 @@ static int test_hashed_layout_reuses_room(void)
 // Failing allocation i, for every i: NB_ERR_OUT_OF_MEMORY, the grid unchanged, no leaks.
 static int test_allocation_failure(void)
 {
-    Set a = set_new(300, 2), b = set_new(3000, 2);
+    nboSet a = nbo_set_new(300, 2), b = nbo_set_new(3000, 2);
     for (int32_t i = 0; i < 600; i++) a.p[i] = nbt_range(0, 10);
     for (int32_t i = 0; i < 6000; i++) b.p[i] = nbt_range(0, i % 3 ? 30 : 1e7);
     for (int64_t fail = 1; fail < 40; fail++) {
@@ -886,7 +888,8 @@ static int test_allocation_failure(void)
             continue;
         }
         NB_CHECK_OK(st);
-        nbPoints pa = {a.p, 300, 2, 0}, pb = {b.p, 3000, 2, 0};
+        nbPoints pa = {.data = a.p, .count = 300, .dim = 2, .stride = 0},
+                 pb = {.data = b.p, .count = 3000, .dim = 2};
         st = nb_grid_build(g, &pa, 1.0);
         NB_CHECK(st == NB_OK || st == NB_ERR_OUT_OF_MEMORY);
         int64_t fp = fingerprint(g);
@@ -905,8 +908,8 @@ static int test_allocation_failure(void)
                  counter.allocs - (counter.allocs >= fail) == counter.frees);
         NB_CHECK(!counter.size_mismatch);
     }
-    set_free(&a);
-    set_free(&b);
+    nbo_set_free(&a);
+    nbo_set_free(&b);
     return 0;
 }
 

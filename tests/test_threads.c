@@ -66,7 +66,7 @@ static int test_concurrent_queries(void)
     nbGridDesc desc = {0};
     nbGrid *g = NULL;
     NB_CHECK_OK(nb_grid_create(&desc, &g));
-    nbPoints view = {pts, N, 2, 0};
+    nbPoints view = {.data = pts, .count = N, .dim = 2, .stride = 0};
     NB_CHECK_OK(nb_grid_build(g, &view, 1.5));
     static Shared sh;
     sh.grid = g;

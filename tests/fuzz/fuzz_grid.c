@@ -724,7 +724,14 @@ static void nbf_op_build(nbfReader *r, nbfState *s)
     memset(buf, 0xFF, bytes); // NaN everywhere the library must not read
     for (int32_t i = 0; i < n; i++)
         memcpy(buf + (size_t)i * layout, dec[i], (size_t)dec_dim * sizeof(double));
-    nbPoints pts = {null_data ? NULL : (const double *)(const void *)buf, count, vdim, stride};
+    nbPoints pts = {null_data ? NULL : (const double *)(const void *)buf,
+                    count,
+                    vdim,
+                    stride,
+                    NULL,
+                    0,
+                    NULL,
+                    0};
 
     // The statuses the contract allows.
     unsigned allowed = 0;
@@ -1376,7 +1383,7 @@ static void nbf_op_nulls(nbfReader *r, nbfState *s)
     int64_t f64 = -7;
     int32_t f32 = -7;
     nbGridInfo info;
-    nbPoints pts = {c, 1, 0, 0};
+    nbPoints pts = {c, 1, 0, 0, NULL, 0, NULL, 0};
     nbfMark m = nbf_mark();
     nbf_log("  null arguments (radius %a)\n", radius);
 
