@@ -1,32 +1,101 @@
 // SPDX-License-Identifier: MIT
-// The brute-force oracle every structure's tests compare against: point sets, the exact
-// distance test, all pairs by the O(N^2) loop, and the orderings results are compared in.
+// The brute-force oracle every structure's tests and fuzzers compare against: point sets with
+// optional categories/masks, the exact distance test, the filter rules, O(N^2) all pairs and
+// cross pairs, O(N) radius / box / kNN queries, and the orderings results are compared in.
+//
+// Every answer is what the contract says a structure built from nbo_points(set) must report:
+// the set's categories and masks (NULL = all bits) apply to pairs and queries alike, exactly as
+// they do in the library. Lists are returned sorted (pairs by (i, j), indices ascending,
+// neighbours by (dist2, index)) in memory from malloc that the caller frees; *count gets the
+// length. The oracle aborts when malloc fails: it is test code.
 #ifndef NEARBY_NB_ORACLE_H
 #define NEARBY_NB_ORACLE_H
 
 #include <nearby/nearby.h>
 
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
-// A point set: n points of dim doubles, interleaved.
-typedef struct Set {
-    double *p; // n * dim
-    int32_t n, dim;
-} Set;
+/// All category or mask bits: what a NULL category or mask array means.
+#define NBO_ALL_BITS 0xFFFFFFFFu
 
-static inline Set set_new(int32_t n, int dim)
+/// A point set: n points of dim (2 or 3) doubles, point i at p + i * stride (stride 0 = dim),
+/// and optionally one category and one mask per point (NULL = NBO_ALL_BITS for every point).
+typedef struct nboSet {
+    double *p;
+    int32_t n, dim;
+    int32_t stride; // doubles from one point to the next; 0 means dim
+    uint32_t *cat;  // n entries or NULL
+    uint32_t *mask; // n entries or NULL
+} nboSet;
+
+static inline void *nbo_xalloc(size_t bytes)
 {
-    Set s = {(double *)calloc((size_t)n * (size_t)dim + 3, sizeof(double)), n, dim};
+    void *m = malloc(bytes > 0 ? bytes : 1);
+    if (m == NULL) {
+        fprintf(stderr, "nb_oracle: out of memory (%zu bytes)\n", bytes);
+        abort();
+    }
+    return m;
+}
+
+/// n zeroed points of dim doubles, no categories or masks. Free with nbo_set_free.
+static inline nboSet nbo_set_new(int32_t n, int dim)
+{
+    nboSet s = {NULL, n, (int32_t)dim, 0, NULL, NULL};
+    s.p = (double *)calloc((size_t)n * (size_t)dim + 3, sizeof(double));
+    if (s.p == NULL) {
+        fprintf(stderr, "nb_oracle: out of memory (%d points)\n", (int)n);
+        abort();
+    }
     return s;
 }
 
-static inline void set_free(Set *s)
+/// Gives s its own category and mask arrays, every entry NBO_ALL_BITS (replacing any).
+static inline void nbo_set_add_filters(nboSet *s)
 {
-    free(s->p);
+    s->cat = (uint32_t *)nbo_xalloc((size_t)s->n * sizeof(uint32_t));
+    s->mask = (uint32_t *)nbo_xalloc((size_t)s->n * sizeof(uint32_t));
+    for (int32_t i = 0; i < s->n; i++) s->cat[i] = s->mask[i] = NBO_ALL_BITS;
 }
 
-// The contract's test: dx*dx + dy*dy (+ dz*dz) in double, summed left to right.
-static inline double d2_of(const double *a, const double *b, int dim)
+/// Frees what nbo_set_new and nbo_set_add_filters allocated.
+static inline void nbo_set_free(nboSet *s)
+{
+    free(s->p);
+    free(s->cat);
+    free(s->mask);
+    s->p = NULL;
+    s->cat = s->mask = NULL;
+}
+
+/// The coordinates of point i.
+static inline const double *nbo_pt(const nboSet *s, int32_t i)
+{
+    return s->p + (size_t)i * (size_t)(s->stride > 0 ? s->stride : s->dim);
+}
+
+/// Point i's category / mask bits (NBO_ALL_BITS when the set has none).
+static inline uint32_t nbo_cat(const nboSet *s, int32_t i)
+{
+    return s->cat != NULL ? s->cat[i] : NBO_ALL_BITS;
+}
+static inline uint32_t nbo_mask(const nboSet *s, int32_t i)
+{
+    return s->mask != NULL ? s->mask[i] : NBO_ALL_BITS;
+}
+
+/// The library's view of the set, categories and masks included: what a structure is built from.
+static inline nbPoints nbo_points(const nboSet *s)
+{
+    nbPoints v = {s->p, s->n, s->dim, (size_t)s->stride * sizeof(double), s->cat, 0, s->mask, 0};
+    return v;
+}
+
+/// The contract's distance: dx*dx + dy*dy (+ dz*dz) in double, dx = a - b, summed left to right.
+static inline double nbo_d2(const double *a, const double *b, int dim)
 {
     double dx = a[0] - b[0], dy = a[1] - b[1];
     double d2 = dx * dx + dy * dy;
@@ -37,45 +106,215 @@ static inline double d2_of(const double *a, const double *b, int dim)
     return d2;
 }
 
-// Orders pairs by (i, j), indices ascending, neighbours by (dist2, index).
-static inline int cmp_pair(const void *a, const void *b)
+/// The contract's distance test: nbo_d2(a, b) <= r * r (a pair exactly r apart is within).
+static inline bool nbo_within(const double *a, const double *b, int dim, double r)
+{
+    return nbo_d2(a, b, dim) <= r * r;
+}
+
+/// The pair rule between two things with category/mask bits (Box2D's collision filter).
+static inline bool nbo_match(uint32_t cat_a, uint32_t mask_a, uint32_t cat_b, uint32_t mask_b)
+{
+    return (cat_a & mask_b) != 0 && (cat_b & mask_a) != 0;
+}
+
+/// May point i of a pair with point j of b (a == b for all-pairs)?
+static inline bool nbo_pair_passes(const nboSet *a, int32_t i, const nboSet *b, int32_t j)
+{
+    return nbo_match(nbo_cat(a, i), nbo_mask(a, i), nbo_cat(b, j), nbo_mask(b, j));
+}
+
+/// Does point p pass the query filter f: (cat[p] & f.mask) && (f.category & mask[p])?
+static inline bool nbo_filter_passes(const nboSet *s, int32_t p, nbFilter f)
+{
+    return (nbo_cat(s, p) & f.mask) != 0 && (f.category & nbo_mask(s, p)) != 0;
+}
+
+/// Is x inside the box, bounds inclusive on every axis (a NaN coordinate or bound: no)?
+static inline bool nbo_in_box(const double *x, const double *lo, const double *hi, int dim)
+{
+    for (int d = 0; d < dim; d++)
+        if (!(lo[d] <= x[d] && x[d] <= hi[d])) return false;
+    return true;
+}
+
+// ---- orderings ----
+
+/// Pairs by (i, j).
+static inline int nbo_cmp_pair(const void *a, const void *b)
 {
     const nbPair *x = (const nbPair *)a, *y = (const nbPair *)b;
     if (x->i != y->i) return x->i < y->i ? -1 : 1;
     return x->j < y->j ? -1 : x->j > y->j;
 }
 
-static inline int cmp_i32(const void *a, const void *b)
+/// Indices ascending.
+static inline int nbo_cmp_i32(const void *a, const void *b)
 {
     int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
     return x < y ? -1 : x > y;
 }
 
-static inline int cmp_nb(const void *a, const void *b)
+/// Neighbours by (dist2, index): the order kNN results come in (a NaN dist2 last).
+static inline int nbo_cmp_neighbor(const void *a, const void *b)
 {
     const nbNeighbor *x = (const nbNeighbor *)a, *y = (const nbNeighbor *)b;
-    if (x->dist2 != y->dist2) return x->dist2 < y->dist2 ? -1 : 1;
+    bool xn = x->dist2 != x->dist2, yn = y->dist2 != y->dist2; // NaN sorts last
+    if (xn != yn) return xn ? 1 : -1;
+    if (!xn && x->dist2 != y->dist2) return x->dist2 < y->dist2 ? -1 : 1;
     return x->index < y->index ? -1 : x->index > y->index;
 }
 
-// Every pair (i < j) within r, by brute force, in (i, j) order; *count gets how many. Caller frees.
-static inline nbPair *brute_pairs(const Set *s, double r, int64_t *count)
+static inline void nbo_sort_pairs(nbPair *p, int64_t n)
 {
-    int64_t cap = 1024, n = 0;
-    nbPair *out = (nbPair *)malloc((size_t)cap * sizeof(nbPair));
+    if (n > 1) qsort(p, (size_t)n, sizeof(nbPair), nbo_cmp_pair);
+}
+static inline void nbo_sort_indices(int32_t *p, int64_t n)
+{
+    if (n > 1) qsort(p, (size_t)n, sizeof(int32_t), nbo_cmp_i32);
+}
+static inline void nbo_sort_neighbors(nbNeighbor *p, int64_t n)
+{
+    if (n > 1) qsort(p, (size_t)n, sizeof(nbNeighbor), nbo_cmp_neighbor);
+}
+
+/// Same length and the same entries in the same order (neighbours: index and exact dist2).
+static inline bool nbo_same_pairs(const nbPair *a, int64_t na, const nbPair *b, int64_t nb)
+{
+    if (na != nb) return false;
+    for (int64_t k = 0; k < na; k++)
+        if (a[k].i != b[k].i || a[k].j != b[k].j) return false;
+    return true;
+}
+static inline bool nbo_same_indices(const int32_t *a, int64_t na, const int32_t *b, int64_t nb)
+{
+    if (na != nb) return false;
+    for (int64_t k = 0; k < na; k++)
+        if (a[k] != b[k]) return false;
+    return true;
+}
+static inline bool nbo_same_neighbors(const nbNeighbor *a, int64_t na, const nbNeighbor *b,
+                                      int64_t nb)
+{
+    if (na != nb) return false;
+    for (int64_t k = 0; k < na; k++)
+        if (a[k].index != b[k].index || a[k].dist2 != b[k].dist2) return false;
+    return true;
+}
+
+// ---- brute force ----
+
+/// A growing list of pairs.
+typedef struct nboPairList {
+    nbPair *p;
+    int64_t n, cap;
+} nboPairList;
+
+static inline void nbo_pair_push(nboPairList *l, int32_t i, int32_t j)
+{
+    if (l->n == l->cap) {
+        l->cap = l->cap > 0 ? 2 * l->cap : 256;
+        nbPair *grown = (nbPair *)realloc(l->p, (size_t)l->cap * sizeof(nbPair));
+        if (grown == NULL) {
+            fprintf(stderr, "nb_oracle: out of memory (%lld pairs)\n", (long long)l->cap);
+            abort();
+        }
+        l->p = grown;
+    }
+    l->p[l->n].i = i;
+    l->p[l->n].j = j;
+    l->n++;
+}
+
+static inline nbPair *nbo_pair_finish(nboPairList *l, int64_t *count)
+{
+    *count = l->n;
+    return l->p != NULL ? l->p : (nbPair *)nbo_xalloc(sizeof(nbPair));
+}
+
+/// All pairs (i < j) within r that pass the pair rule (cat[i] & mask[j]) && (cat[j] & mask[i]);
+/// for a set without categories/masks, simply every pair within r. Sorted by (i, j).
+static inline nbPair *nbo_pairs(const nboSet *s, double r, int64_t *count)
+{
+    nboPairList l = {NULL, 0, 0};
     for (int32_t i = 0; i < s->n; i++)
         for (int32_t j = i + 1; j < s->n; j++)
-            if (d2_of(s->p + (size_t)i * s->dim, s->p + (size_t)j * s->dim, s->dim) <= r * r) {
-                if (n == cap) {
-                    cap *= 2;
-                    out = (nbPair *)realloc(out, (size_t)cap * sizeof(nbPair));
-                }
-                out[n].i = i;
-                out[n].j = j;
-                n++;
-            }
+            if (nbo_within(nbo_pt(s, i), nbo_pt(s, j), s->dim, r) && nbo_pair_passes(s, i, s, j))
+                nbo_pair_push(&l, i, j);
+    return nbo_pair_finish(&l, count);
+}
+
+/// Cross pairs: every (i of a, j of b) within r, roles kept, that passes the pair rule across
+/// the two sets (a's bits for i, b's for j). Sorted by (i, j). a and b must have the same dim;
+/// a == b is allowed and gives every ordered (i, j), (i, i) included.
+static inline nbPair *nbo_cross_pairs(const nboSet *a, const nboSet *b, double r, int64_t *count)
+{
+    nboPairList l = {NULL, 0, 0};
+    for (int32_t i = 0; i < a->n; i++)
+        for (int32_t j = 0; j < b->n; j++)
+            if (nbo_within(nbo_pt(a, i), nbo_pt(b, j), a->dim, r) && nbo_pair_passes(a, i, b, j))
+                nbo_pair_push(&l, i, j);
+    return nbo_pair_finish(&l, count);
+}
+
+/// Indices p within r of center that pass filter f, ascending.
+static inline int32_t *nbo_radius_filtered(const nboSet *s, const double *center, double r,
+                                           nbFilter f, int32_t *count)
+{
+    int32_t *out = (int32_t *)nbo_xalloc((size_t)s->n * sizeof(int32_t));
+    int32_t n = 0;
+    for (int32_t p = 0; p < s->n; p++)
+        if (nbo_within(center, nbo_pt(s, p), s->dim, r) && nbo_filter_passes(s, p, f)) out[n++] = p;
     *count = n;
     return out;
+}
+
+/// Indices within r of center, ascending: nbo_radius_filtered with NB_FILTER_ALL, which (as in
+/// the library) still drops points whose category or mask is 0.
+static inline int32_t *nbo_radius(const nboSet *s, const double *center, double r, int32_t *count)
+{
+    return nbo_radius_filtered(s, center, r, NB_FILTER_ALL, count);
+}
+
+/// Indices p with lo[d] <= p[d] <= hi[d] on every axis that pass filter f, ascending.
+static inline int32_t *nbo_box_filtered(const nboSet *s, const double *lo, const double *hi,
+                                        nbFilter f, int32_t *count)
+{
+    int32_t *out = (int32_t *)nbo_xalloc((size_t)s->n * sizeof(int32_t));
+    int32_t n = 0;
+    for (int32_t p = 0; p < s->n; p++)
+        if (nbo_in_box(nbo_pt(s, p), lo, hi, s->dim) && nbo_filter_passes(s, p, f)) out[n++] = p;
+    *count = n;
+    return out;
+}
+
+/// nbo_box_filtered with NB_FILTER_ALL.
+static inline int32_t *nbo_box(const nboSet *s, const double *lo, const double *hi, int32_t *count)
+{
+    return nbo_box_filtered(s, lo, hi, NB_FILTER_ALL, count);
+}
+
+/// The min(k, passing) points nearest to q that pass filter f, by (dist2, index); k >= 0.
+static inline nbNeighbor *nbo_knn_filtered(const nboSet *s, const double *q, int32_t k, nbFilter f,
+                                           int32_t *count)
+{
+    nbNeighbor *all = (nbNeighbor *)nbo_xalloc((size_t)s->n * sizeof(nbNeighbor));
+    int32_t n = 0;
+    for (int32_t p = 0; p < s->n; p++)
+        if (nbo_filter_passes(s, p, f)) {
+            all[n].index = p;
+            all[n].dist2 = nbo_d2(q, nbo_pt(s, p), s->dim);
+            n++;
+        }
+    nbo_sort_neighbors(all, n);
+    *count = n < k ? n : k;
+    return all;
+}
+
+/// nbo_knn_filtered with NB_FILTER_ALL.
+static inline nbNeighbor *nbo_knn(const nboSet *s, const double *q, int32_t k, int32_t *count)
+{
+    return nbo_knn_filtered(s, q, k, NB_FILTER_ALL, count);
 }
 
 #endif

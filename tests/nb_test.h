@@ -73,8 +73,9 @@ static inline double nbt_gauss(void)
 // ---- allocators ----
 typedef struct nbtAlloc {
     int64_t allocs, frees, live_bytes;
-    int64_t fail_at; // the allocation number (1-based) that fails; 0 = never
-    bool size_mismatch;
+    int64_t fail_at;    // the allocation number (1-based) that fails; 0 = never
+    bool size_mismatch; // a free named another size than its alloc
+    bool misaligned;    // an alloc asked for more alignment than the block got
 } nbtAlloc;
 
 typedef struct nbtHeader {
@@ -85,11 +86,12 @@ typedef struct nbtHeader {
 static void *nbt_alloc_fn(size_t size, size_t align, void *user)
 {
     nbtAlloc *a = (nbtAlloc *)user;
-    (void)align;
     a->allocs++;
     if (a->fail_at > 0 && a->allocs == a->fail_at) return NULL;
     nbtHeader *h = (nbtHeader *)malloc(sizeof(nbtHeader) + size);
     if (h == NULL) return NULL;
+    if (align == 0 || (align & (align - 1)) != 0 || (uintptr_t)(h + 1) % align != 0)
+        a->misaligned = true;
     h->size = size;
     a->live_bytes += (int64_t)size;
     return h + 1;
@@ -104,6 +106,12 @@ static inline void nbt_free_fn(void *ptr, size_t size, void *user)
     a->frees++;
     a->live_bytes -= (int64_t)h->size;
     free(h);
+}
+
+// Was the allocation set to fail (fail_at) reached, and so refused?
+static inline bool nbt_alloc_failed(const nbtAlloc *a)
+{
+    return a->fail_at > 0 && a->allocs >= a->fail_at;
 }
 
 static inline nbAllocator nbt_allocator(nbtAlloc *a)

@@ -18,20 +18,22 @@
 //   - queries never allocate; builds allocate only as grid.h allows (see nbf_op_build); every free
 //     matches an alloc (pointer and size) and nothing is left when the grid is destroyed.
 // A violation prints one line to stderr and calls abort(). Set NB_FUZZ_TRACE=1 to print the
-// decoded call sequence while replaying an input.
+// decoded call sequence while replaying an input. NB_FUZZ_SKIP tags (see nbf_skip): build-alloc
+// (no allocation checks on builds at all), knn-huge (no kNN oracle when a coordinate exceeds
+// 2^1000). The reader, the checking allocator and the failure helpers are in nb_fuzz.h; the
+// oracle is tests/nb_oracle.h.
 
 #define _POSIX_C_SOURCE 200809L
 
 #include <nearby/grid.h>
 
-#include <float.h>
+#include "nb_fuzz.h"
+#include "nb_oracle.h"
+
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 enum {
     NBF_SMALL_POINTS = 64, ///< points of an ordinary build
@@ -41,226 +43,6 @@ enum {
     NBF_MAX_K = 160,
     NBF_MAX_CUTS = 8,
 };
-
-/// Requests above this many bytes are refused (counted as an injected failure), so a huge
-/// capacity hint or reserve exercises the out-of-memory path instead of the machine's memory.
-#define NBF_ALLOC_LIMIT ((size_t)8 << 20)
-
-// ---- failure reporting and tracing ----
-
-static const char *nbf_op = "start";
-static int nbf_step;
-static int nbf_trace = -1;
-
-#if defined(__GNUC__)
-#define NBF_PRINTF(f, a) __attribute__((format(printf, f, a)))
-#else
-#define NBF_PRINTF(f, a)
-#endif
-
-static _Noreturn void nbf_fail(int line, const char *fmt, ...) NBF_PRINTF(2, 3);
-static void nbf_log(const char *fmt, ...) NBF_PRINTF(1, 2);
-
-static _Noreturn void nbf_fail(int line, const char *fmt, ...)
-{
-    va_list ap;
-    fprintf(stderr, "fuzz_grid.c:%d: op #%d (%s): ", line, nbf_step, nbf_op);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    fflush(stderr);
-    abort();
-}
-
-#define NBF_FAIL(...) nbf_fail(__LINE__, __VA_ARGS__)
-#define NBF_CHECK(cond, ...)                                                                       \
-    do {                                                                                           \
-        if (!(cond)) nbf_fail(__LINE__, __VA_ARGS__);                                              \
-    } while (0)
-
-static void nbf_log(const char *fmt, ...)
-{
-    if (nbf_trace <= 0) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-}
-
-/// NB_FUZZ_SKIP="tag,tag" turns off the checks with those tags, so a campaign can go on past
-/// a known, reported bug. Tags: build-alloc (no allocation checks on builds at all),
-/// knn-huge (no kNN oracle when a coordinate exceeds 2^1000).
-static const char *nbf_skip_tags;
-
-static bool nbf_skip(const char *tag)
-{
-    if (nbf_skip_tags == NULL || nbf_skip_tags[0] == '\0') return false;
-    size_t len = strlen(tag);
-    for (const char *p = nbf_skip_tags; (p = strstr(p, tag)) != NULL; p += len) {
-        bool starts = p == nbf_skip_tags || p[-1] == ',';
-        bool ends = p[len] == '\0' || p[len] == ',';
-        if (starts && ends) return true;
-    }
-    return false;
-}
-
-// ---- the input reader: past the end it yields zeros ----
-
-typedef struct nbfReader {
-    const uint8_t *p;
-    size_t n;
-} nbfReader;
-
-static uint8_t nbf_u8(nbfReader *r)
-{
-    if (r->n == 0) return 0;
-    r->n--;
-    return *r->p++;
-}
-
-static uint16_t nbf_u16(nbfReader *r)
-{
-    uint16_t lo = nbf_u8(r);
-    return (uint16_t)(lo | (uint16_t)(nbf_u8(r) << 8));
-}
-
-static double nbf_raw(nbfReader *r)
-{
-    uint64_t bits = 0;
-    for (int b = 0; b < 8; b++) bits |= (uint64_t)nbf_u8(r) << (8 * b);
-    double d;
-    memcpy(&d, &bits, sizeof d);
-    return d;
-}
-
-/// Values that sit on an edge: zeros, NaNs, infinities, the extremes, subnormals, radii whose
-/// square underflows or overflows, cell-number limits, far-from-origin values.
-static double nbf_special(uint8_t k)
-{
-    switch (k % 28) {
-    case 0: return 0.0;
-    case 1: return -0.0;
-    case 2: return (double)NAN;
-    case 3: return -(double)NAN;
-    case 4: return (double)INFINITY;
-    case 5: return -(double)INFINITY;
-    case 6: return DBL_MAX;
-    case 7: return -DBL_MAX;
-    case 8: return DBL_MIN;
-    case 9: return DBL_TRUE_MIN;
-    case 10: return -DBL_TRUE_MIN;
-    case 11: return 1e-170; // r*r underflows to 0
-    case 12: return 1e160;  // r*r overflows to inf
-    case 13: return 0x1p62; // the cell-number limit at cell 1
-    case 14: return -0x1p62;
-    case 15: return 0x1p61;
-    case 16: return 1e15 + 0.5;
-    case 17: return 1e300;
-    case 18: return -1e300;
-    case 19: return 1.3407807929942596e154; // about sqrt(DBL_MAX)
-    case 20: return nextafter(1.0, 0.0);
-    case 21: return nextafter(1.0, 2.0);
-    case 22: return 1e-300;
-    case 23: return 0x1p-1023; // subnormal
-    case 24: return -1.0;
-    case 25: return 0.5;
-    case 26: return 0x1p63;
-    default: return -0.5;
-    }
-}
-
-// ---- the checking allocator ----
-
-typedef struct nbfBlock {
-    void *ptr;
-    size_t size;
-} nbfBlock;
-
-typedef struct nbfHeap {
-    nbfBlock *blocks;
-    size_t live;
-    size_t cap;
-    size_t live_bytes;
-    uint64_t calls;   ///< alloc calls since the input started
-    uint64_t frees;   ///< free calls since the input started
-    uint64_t fail_at; ///< 0: never fail; else fail alloc call number fail_at (1-based)
-    bool fail_all;    ///< also fail every call after fail_at
-    bool failed;      ///< an alloc was refused since the last nbf_mark()
-} nbfHeap;
-
-static nbfHeap nbf_heap;
-
-static void *nbf_alloc(size_t size, size_t align, void *user)
-{
-    nbfHeap *h = user;
-    NBF_CHECK(h == &nbf_heap, "alloc hook got user %p, not the one in the desc", user);
-    NBF_CHECK(align != 0 && (align & (align - 1)) == 0 && align <= 64,
-              "alloc hook got alignment %zu (not a power of two <= 64)", align);
-    h->calls++;
-    bool refuse = size > NBF_ALLOC_LIMIT;
-    if (h->fail_at != 0 && (h->calls == h->fail_at || (h->fail_all && h->calls > h->fail_at)))
-        refuse = true;
-    if (refuse) {
-        nbf_log("    alloc #%llu (%zu bytes, align %zu) -> NULL (injected)\n",
-                (unsigned long long)h->calls, size, align);
-        h->failed = true;
-        return NULL;
-    }
-    void *p = NULL;
-    if (posix_memalign(&p, align < sizeof(void *) ? sizeof(void *) : align, size ? size : 1) != 0)
-        p = NULL;
-    if (p == NULL) {
-        h->failed = true;
-        return NULL;
-    }
-    memset(p, 0xA5, size); // never hand out zeroed memory
-    if (h->live == h->cap) {
-        size_t cap = h->cap ? h->cap * 2 : 64;
-        nbfBlock *b = realloc(h->blocks, cap * sizeof *b);
-        if (b == NULL) abort();
-        h->blocks = b;
-        h->cap = cap;
-    }
-    h->blocks[h->live].ptr = p;
-    h->blocks[h->live].size = size;
-    h->live++;
-    h->live_bytes += size;
-    return p;
-}
-
-static void nbf_free(void *ptr, size_t size, void *user)
-{
-    nbfHeap *h = user;
-    NBF_CHECK(h == &nbf_heap, "free hook got user %p, not the one in the desc", user);
-    NBF_CHECK(ptr != NULL, "free hook called with NULL (size %zu)", size);
-    h->frees++;
-    for (size_t b = 0; b < h->live; b++) {
-        if (h->blocks[b].ptr != ptr) continue;
-        NBF_CHECK(h->blocks[b].size == size,
-                  "free(%p) with size %zu, but it was allocated with %zu", ptr, size,
-                  h->blocks[b].size);
-        h->live_bytes -= size;
-        h->blocks[b] = h->blocks[--h->live];
-        memset(ptr, 0x5A, size);
-        free(ptr);
-        return;
-    }
-    NBF_FAIL("free hook got %p (size %zu), which is not a live allocation", ptr, size);
-}
-
-/// Allocator activity around one API call.
-typedef struct nbfMark {
-    uint64_t calls;
-    uint64_t frees;
-} nbfMark;
-
-static nbfMark nbf_mark(void)
-{
-    nbf_heap.failed = false;
-    nbfMark m = {nbf_heap.calls, nbf_heap.frees};
-    return m;
-}
 
 // ---- state: the grid and the oracle's copy of its points ----
 
@@ -284,24 +66,7 @@ typedef struct nbfState {
 static void nbf_no_alloc(const nbfState *s, nbfMark m, const char *what)
 {
     if (!s->custom) return;
-    NBF_CHECK(nbf_heap.calls == m.calls && nbf_heap.frees == m.frees,
-              "%s allocated %llu and freed %llu blocks; it must not allocate", what,
-              (unsigned long long)(nbf_heap.calls - m.calls),
-              (unsigned long long)(nbf_heap.frees - m.frees));
-}
-
-#define NBF_BIT(s) (1u << (unsigned)(s))
-
-static void nbf_expect(nbStatus got, unsigned allowed, const char *call)
-{
-    if ((unsigned)got < (unsigned)NB_STATUS_COUNT && (allowed & NBF_BIT(got))) return;
-    char want[256] = "";
-    for (int s = 0; s < NB_STATUS_COUNT; s++) {
-        if (!(allowed & NBF_BIT(s))) continue;
-        if (want[0]) strcat(want, " or ");
-        strcat(want, nb_status_str((nbStatus)s));
-    }
-    NBF_FAIL("%s returned %s (%d), expected %s", call, nb_status_str(got), (int)got, want);
+    nbf_check_no_alloc(m, what);
 }
 
 static void nbf_validate(const nbfState *s, const char *after)
@@ -313,19 +78,6 @@ static void nbf_validate(const nbfState *s, const char *after)
 }
 
 // ---- the oracle ----
-
-/// The contract's distance: dx*dx + dy*dy (+ dz*dz) in double, dx = a - b.
-static double nbf_d2(const double *a, const double *b, int32_t dim)
-{
-    double dx = a[0] - b[0];
-    double dy = a[1] - b[1];
-    double d2 = dx * dx + dy * dy;
-    if (dim == 3) {
-        double dz = a[2] - b[2];
-        d2 = d2 + dz * dz;
-    }
-    return d2;
-}
 
 static bool nbf_same_point(const double *a, const double *b, int32_t dim)
 {
@@ -349,20 +101,22 @@ static bool nbf_finite_vec(const double *v, int32_t dim)
     return true;
 }
 
-/// Marks match[i][j] (i < j) for every pair within radius; returns the count.
-static int64_t nbf_oracle_pairs(const nbfState *s, double radius, uint8_t match[][NBF_MAX_POINTS])
+/// The oracle's view of the points of the last successful build.
+static nboSet nbf_oracle_set(nbfState *s)
 {
-    double r2 = radius * radius;
+    nboSet set = {.p = &s->pts[0][0], .n = s->n, .dim = s->dim, .stride = 3};
+    return set;
+}
+
+/// Marks match[i][j] (i < j) for every pair the oracle finds within radius; returns the count.
+static int64_t nbf_oracle_pairs(nbfState *s, double radius, uint8_t match[][NBF_MAX_POINTS])
+{
+    nboSet set = nbf_oracle_set(s);
     int64_t count = 0;
-    for (int32_t i = 0; i < s->n; i++) {
-        for (int32_t j = 0; j < s->n; j++) match[i][j] = 0;
-        for (int32_t j = i + 1; j < s->n; j++) {
-            if (nbf_d2(s->pts[i], s->pts[j], s->dim) <= r2) {
-                match[i][j] = 1;
-                count++;
-            }
-        }
-    }
+    nbPair *want = nbo_pairs(&set, radius, &count);
+    for (int32_t i = 0; i < s->n; i++) memset(match[i], 0, (size_t)s->n);
+    for (int64_t k = 0; k < count; k++) match[want[k].i][want[k].j] = 1;
+    free(want);
     return count;
 }
 
@@ -384,7 +138,7 @@ static void nbf_check_pair_set(const nbfState *s, const nbPair *got, int64_t n,
         NBF_CHECK(!seen[i][j], "%s: pair (%d, %d) reported twice", what, i, j);
         seen[i][j] = 1;
         NBF_CHECK(match[i][j], "%s: pair (%d, %d) reported at radius %a but d2 = %a > r*r = %a",
-                  what, i, j, radius, nbf_d2(s->pts[i], s->pts[j], s->dim), radius * radius);
+                  what, i, j, radius, nbo_d2(s->pts[i], s->pts[j], s->dim), radius * radius);
         if (pos) pos[i][j] = (int32_t)k;
     }
 }
@@ -724,7 +478,14 @@ static void nbf_op_build(nbfReader *r, nbfState *s)
     memset(buf, 0xFF, bytes); // NaN everywhere the library must not read
     for (int32_t i = 0; i < n; i++)
         memcpy(buf + (size_t)i * layout, dec[i], (size_t)dec_dim * sizeof(double));
-    nbPoints pts = {.data = null_data ? NULL : (const double *)(const void *)buf, .count = count, .dim = vdim, .stride = stride};
+    nbPoints pts = {null_data ? NULL : (const double *)(const void *)buf,
+                    count,
+                    vdim,
+                    stride,
+                    NULL,
+                    0,
+                    NULL,
+                    0};
 
     // The statuses the contract allows.
     unsigned allowed = 0;
@@ -1118,15 +879,6 @@ static void nbf_query_checks(nbfReader *r, nbfState *s, const nbfQuery *q)
     if (q->box) {
         for (int32_t d = 0; d < s->dim; d++)
             if (isnan(q->lo[d]) || isnan(q->hi[d])) want = NBF_BIT(NB_ERR_NOT_FINITE);
-        if (want == NBF_BIT(NB_OK)) {
-            for (int32_t i = 0; i < s->n; i++) {
-                bool in = true;
-                for (int32_t d = 0; d < s->dim; d++)
-                    in = in && q->lo[d] <= s->pts[i][d] && s->pts[i][d] <= q->hi[d];
-                match[i] = in;
-                expected += in;
-            }
-        }
         nbf_log("  box lo=(%a, %a, %a) hi=(%a, %a, %a)\n", q->lo[0], q->lo[1],
                 s->dim == 3 ? q->lo[2] : 0.0, q->hi[0], q->hi[1], s->dim == 3 ? q->hi[2] : 0.0);
     } else {
@@ -1134,15 +886,17 @@ static void nbf_query_checks(nbfReader *r, nbfState *s, const nbfQuery *q)
             want = NBF_BIT(NB_ERR_NOT_FINITE);
         else
             want = nbf_radius_status(q->radius);
-        if (want == NBF_BIT(NB_OK)) {
-            double r2 = q->radius * q->radius;
-            for (int32_t i = 0; i < s->n; i++) {
-                match[i] = nbf_d2(s->pts[i], q->center, s->dim) <= r2;
-                expected += match[i];
-            }
-        }
         nbf_log("  radius center=(%a, %a, %a) r=%a\n", q->center[0], q->center[1],
                 s->dim == 3 ? q->center[2] : 0.0, q->radius);
+    }
+    if (want == NBF_BIT(NB_OK)) {
+        nboSet set = nbf_oracle_set(s);
+        int32_t n = 0;
+        int32_t *in =
+            q->box ? nbo_box(&set, q->lo, q->hi, &n) : nbo_radius(&set, q->center, q->radius, &n);
+        for (int32_t k = 0; k < n; k++) match[in[k]] = 1;
+        expected = n;
+        free(in);
     }
 
     // Full buffer of exactly the oracle's size.
@@ -1295,18 +1049,6 @@ static void nbf_op_knn(nbfReader *r, nbfState *s)
         free(out);
         return;
     }
-    // Oracle: all points sorted by (dist2, index).
-    int32_t order[NBF_MAX_POINTS];
-    double d2[NBF_MAX_POINTS];
-    for (int32_t i = 0; i < s->n; i++) {
-        d2[i] = nbf_d2(s->pts[i], c, s->dim);
-        int32_t at = i;
-        while (at > 0 && d2[order[at - 1]] > d2[i]) {
-            order[at] = order[at - 1];
-            at--;
-        }
-        order[at] = i;
-    }
     if (nbf_skip("knn-huge")) { // known bug: coordinates near DBL_MAX
         bool huge = false;
         for (int32_t d = 0; d < s->dim; d++) huge = huge || fabs(c[d]) > 0x1p1000;
@@ -1317,15 +1059,17 @@ static void nbf_op_knn(nbfReader *r, nbfState *s)
             return;
         }
     }
-    int32_t want_found = k < s->n ? k : s->n;
+    // Oracle: the first min(k, N) of all points sorted by (dist2, index), dist2 bit for bit.
+    nboSet set = nbf_oracle_set(s);
+    int32_t want_found = 0;
+    nbNeighbor *want_nb = nbo_knn(&set, c, k, &want_found);
     NBF_CHECK(found == want_found, "nb_grid_knn k=%d with %d points: found %d", k, s->n, found);
-    for (int32_t q = 0; q < found; q++) {
-        int32_t i = order[q];
-        NBF_CHECK(out[q].index == i && out[q].dist2 == d2[i],
+    for (int32_t q = 0; q < found; q++)
+        NBF_CHECK(out[q].index == want_nb[q].index && out[q].dist2 == want_nb[q].dist2,
                   "nb_grid_knn k=%d: neighbour #%d is (index %d, dist2 %a), oracle (index %d, "
                   "dist2 %a)",
-                  k, q, out[q].index, out[q].dist2, i, d2[i]);
-    }
+                  k, q, out[q].index, out[q].dist2, want_nb[q].index, want_nb[q].dist2);
+    free(want_nb);
     free(out);
 }
 
@@ -1350,13 +1094,7 @@ static void nbf_op_fail(nbfReader *r, nbfState *s)
     nbf_op = "fail-schedule";
     uint8_t m = nbf_u8(r);
     (void)s;
-    if (m == 0) {
-        nbf_heap.fail_at = 0;
-        nbf_heap.fail_all = false;
-    } else {
-        nbf_heap.fail_at = nbf_heap.calls + (m & 0x7f);
-        nbf_heap.fail_all = (m & 0x80) != 0;
-    }
+    nbf_fail_alloc_after(m & 0x7f, (m & 0x80) != 0); // m == 0 clears the schedule
     nbf_log("  allocator: fail alloc #%llu%s\n", (unsigned long long)nbf_heap.fail_at,
             nbf_heap.fail_all ? " and every later one" : "");
 }
@@ -1376,7 +1114,7 @@ static void nbf_op_nulls(nbfReader *r, nbfState *s)
     int64_t f64 = -7;
     int32_t f32 = -7;
     nbGridInfo info;
-    nbPoints pts = {.data = c, .count = 1, .dim = 0, .stride = 0};
+    nbPoints pts = {c, 1, 0, 0, NULL, 0, NULL, 0};
     nbfMark m = nbf_mark();
     nbf_log("  null arguments (radius %a)\n", radius);
 
@@ -1477,9 +1215,7 @@ static void nbf_create(nbfReader *r, nbfState *s)
     nbGridDesc desc;
     memset(&desc, 0, sizeof desc);
     s->custom = (flags & 0x80) == 0;
-    s->allocator.alloc = nbf_alloc;
-    s->allocator.free = nbf_free;
-    s->allocator.user = &nbf_heap;
+    s->allocator = nbf_allocator();
     desc.allocator = s->custom ? &s->allocator : NULL;
 
     switch (flags & 3) {
@@ -1512,10 +1248,7 @@ static void nbf_create(nbfReader *r, nbfState *s)
         break;
     }
     }
-    if (s->custom && failb != 0) {
-        nbf_heap.fail_at = nbf_heap.calls + (failb & 0x7f);
-        nbf_heap.fail_all = (failb & 0x80) != 0;
-    }
+    if (s->custom && failb != 0) nbf_fail_alloc_after(failb & 0x7f, (failb & 0x80) != 0);
 
     unsigned allowed = NBF_BIT(NB_OK);
     bool bad_dim = !(desc.dim == 0 || desc.dim == 2 || desc.dim == 3);
@@ -1534,11 +1267,9 @@ static void nbf_create(nbfReader *r, nbfState *s)
     if (st != NB_OK) {
         NBF_CHECK(g == NULL, "nb_grid_create failed with %s but *out = %p", nb_status_str(st),
                   (void *)g);
-        NBF_CHECK(!s->custom || nbf_heap.live == 0, "nb_grid_create failed and leaked %zu blocks",
-                  nbf_heap.live);
+        if (s->custom) nbf_check_no_leak("nb_grid_create (failed)");
         // Fall back to a valid desc so the rest of the input still runs.
-        nbf_heap.fail_at = 0;
-        nbf_heap.fail_all = false;
+        nbf_fail_alloc_after(0, false);
         if (bad_dim) desc.dim = (flags & 4) ? 3 : 2;
         if (!(desc.cell_size >= 0.0) || !isfinite(desc.cell_size)) desc.cell_size = 0.0;
         if (desc.capacity_hint < 0 || desc.capacity_hint > 4096) desc.capacity_hint = 0;
@@ -1567,20 +1298,12 @@ static void nbf_destroy(nbfState *s)
 {
     nb_grid_destroy(s->grid);
     s->grid = NULL;
-    if (s->custom)
-        NBF_CHECK(nbf_heap.live == 0, "nb_grid_destroy left %zu blocks (%zu bytes) allocated",
-                  nbf_heap.live, nbf_heap.live_bytes);
+    if (s->custom) nbf_check_no_leak("nb_grid_destroy");
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (nbf_trace < 0) {
-        const char *t = getenv("NB_FUZZ_TRACE");
-        nbf_trace = (t != NULL && t[0] != '\0' && t[0] != '0') ? 1 : 0;
-        nbf_skip_tags = getenv("NB_FUZZ_SKIP");
-    }
-    free(nbf_heap.blocks);
-    memset(&nbf_heap, 0, sizeof nbf_heap);
+    nbf_begin_input();
     static nbfState state;
     nbfState *s = &state;
     memset(s, 0, sizeof *s);
