@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: MIT
+// The cell table (src/cell_table.c): find, insert, remove and grow against a plain array model,
+// with crafted keys that share a home slot (long probe runs), removal in the middle of a run
+// (backward shift), wrap-around at the table's end, growth under a failing allocator.
+#include "cell_table.h"
+#include "nb_test.h"
+
+// A model: the keys present and their values, in a flat array (linear search).
+typedef struct Model {
+    int64_t key[512][3];
+    int32_t value[512];
+    int32_t n;
+} Model;
+
+static int32_t model_find(const Model *m, const int64_t k[3])
+{
+    for (int32_t i = 0; i < m->n; i++)
+        if (m->key[i][0] == k[0] && m->key[i][1] == k[1] && m->key[i][2] == k[2]) return i;
+    return -1;
+}
+
+// Every model key is found with its value, the count matches, and the table is valid.
+static int check_model(const nbiCellTable *t, const Model *m)
+{
+    NB_CHECK(nbi_ctab_validate(t));
+    NB_CHECK(t->count == m->n);
+    for (int32_t i = 0; i < m->n; i++)
+        NB_CHECK(nbi_ctab_find(t, m->key[i][0], m->key[i][1], m->key[i][2]) == m->value[i]);
+    return 0;
+}
+
+// n distinct keys whose home slot in a table of 2^bits slots is `home`, found by search.
+static void colliding_keys(int32_t bits, size_t home, int64_t (*out)[3], int32_t n)
+{
+    nbiCellTable probe = {{NULL, 0}, bits, 0};
+    int32_t got = 0;
+    for (int64_t x = -100000; got < n; x++) {
+        const int64_t y = x * 7 - 3, z = x % 5;
+        if (nbi_ctab_home(&probe, x, y, z) != home) continue;
+        out[got][0] = x;
+        out[got][1] = y;
+        out[got][2] = z;
+        got++;
+    }
+}
+
+static int test_insert_find_remove(void)
+{
+    nbAllocator a;
+    NB_CHECK(nbi_allocator(NULL, &a));
+    nbiCellTable t = {{NULL, 0}, 0, 0};
+    NB_CHECK(nbi_ctab_find(&t, 1, 2, 3) == -1); // unsized: nothing found, no crash
+    NB_CHECK(!nbi_ctab_remove(&t, 1, 2, 3));
+    NB_CHECK(nbi_ctab_grow(&t, &a, 3));
+    NB_CHECK(t.bits == NBI_CTAB_MIN_BITS);
+    bool ins = false;
+    const int64_t s = nbi_ctab_insert(&t, -5, 0, 9, 42, &ins);
+    NB_CHECK(s >= 0 && ins && t.count == 1);
+    NB_CHECK(nbi_ctab_insert(&t, -5, 0, 9, 7, &ins) == s && !ins); // found, value kept
+    NB_CHECK(nbi_ctab_find(&t, -5, 0, 9) == 42);
+    NB_CHECK(nbi_ctab_find(&t, 5, 0, 9) == -1 && nbi_ctab_find(&t, -5, 0, -9) == -1);
+    nbi_ctab_set(&t, s, 43);
+    NB_CHECK(nbi_ctab_find(&t, -5, 0, 9) == 43);
+    NB_CHECK(nbi_ctab_remove(&t, -5, 0, 9) && t.count == 0);
+    NB_CHECK(!nbi_ctab_remove(&t, -5, 0, 9));
+    NB_CHECK(nbi_ctab_find(&t, -5, 0, 9) == -1 && nbi_ctab_validate(&t));
+    nbi_ctab_free(&t, &a);
+    NB_CHECK(t.bits == 0 && t.buf.ptr == NULL);
+    return 0;
+}
+
+// Keys that all share one home slot form one probe run; removing from its middle, its start and
+// its end must keep every other key reachable, including runs that wrap past the last slot.
+static int test_colliding_keys_and_removal(void)
+{
+    nbAllocator a;
+    NB_CHECK(nbi_allocator(NULL, &a));
+    const int32_t bits = 5;                       // 32 slots, up to 16 keys
+    for (size_t home = 0; home < 32; home += 9) { // 27 makes the run wrap past slot 31
+        static int64_t keys[16][3];
+        colliding_keys(bits, home, keys, 12);
+        nbiCellTable t = {{NULL, 0}, 0, 0};
+        NB_CHECK(nbi_ctab_grow(&t, &a, 16));
+        NB_CHECK(t.bits == bits);
+        static Model m;
+        m.n = 0;
+        for (int32_t i = 0; i < 12; i++) {
+            bool ins = false;
+            const int64_t s = nbi_ctab_insert(&t, keys[i][0], keys[i][1], keys[i][2], i, &ins);
+            NB_CHECK(ins && (size_t)s == ((home + (size_t)i) & 31)); // linear probing, in order
+            memcpy(m.key[m.n], keys[i], sizeof keys[i]);
+            m.value[m.n++] = i;
+        }
+        if (check_model(&t, &m)) return 1;
+        // a key absent but homed in the same run: the probe walks the run and stops at the gap
+        int64_t extra[13][3];
+        colliding_keys(bits, home, extra, 13);
+        NB_CHECK(nbi_ctab_find(&t, extra[12][0], extra[12][1], extra[12][2]) == -1);
+        const int32_t order[6] = {5, 0, 11, 6, 1, 10}; // middle, start, end, ...
+        for (int r = 0; r < 6; r++) {
+            const int32_t k = order[r];
+            NB_CHECK(nbi_ctab_remove(&t, keys[k][0], keys[k][1], keys[k][2]));
+            const int32_t at = model_find(&m, keys[k]);
+            NB_CHECK(at >= 0);
+            m.n--;
+            memmove(m.key[at], m.key[m.n], sizeof m.key[0]);
+            m.value[at] = m.value[m.n];
+            if (check_model(&t, &m)) return 1;
+            NB_CHECK(nbi_ctab_find(&t, keys[k][0], keys[k][1], keys[k][2]) == -1);
+        }
+        nbi_ctab_free(&t, &a);
+    }
+    return 0;
+}
+
+// Keys from other home slots sitting inside a run must not be pulled before their home.
+static int test_removal_keeps_foreign_homes(void)
+{
+    nbAllocator a;
+    NB_CHECK(nbi_allocator(NULL, &a));
+    int64_t at3[4][3], at4[4][3];
+    colliding_keys(5, 3, at3, 4);
+    colliding_keys(5, 4, at4, 4);
+    nbiCellTable t = {{NULL, 0}, 0, 0};
+    NB_CHECK(nbi_ctab_grow(&t, &a, 16));
+    bool ins;
+    // slots: 3 <- at3[0], 4 <- at4[0], 5 <- at3[1], 6 <- at4[1]
+    NB_CHECK(nbi_ctab_insert(&t, at3[0][0], at3[0][1], at3[0][2], 0, &ins) == 3);
+    NB_CHECK(nbi_ctab_insert(&t, at4[0][0], at4[0][1], at4[0][2], 1, &ins) == 4);
+    NB_CHECK(nbi_ctab_insert(&t, at3[1][0], at3[1][1], at3[1][2], 2, &ins) == 5);
+    NB_CHECK(nbi_ctab_insert(&t, at4[1][0], at4[1][1], at4[1][2], 3, &ins) == 6);
+    NB_CHECK(nbi_ctab_remove(&t, at4[0][0], at4[0][1], at4[0][2])); // slot 4 opens
+    NB_CHECK(nbi_ctab_validate(&t));
+    NB_CHECK(nbi_ctab_find(&t, at3[1][0], at3[1][1], at3[1][2]) == 2);
+    NB_CHECK(nbi_ctab_find(&t, at4[1][0], at4[1][1], at4[1][2]) == 3);
+    NB_CHECK(nbi_ctab_remove(&t, at3[0][0], at3[0][1], at3[0][2])); // slot 3 opens
+    NB_CHECK(nbi_ctab_validate(&t) && t.count == 2);
+    NB_CHECK(nbi_ctab_find(&t, at3[1][0], at3[1][1], at3[1][2]) == 2);
+    NB_CHECK(nbi_ctab_find(&t, at4[1][0], at4[1][1], at4[1][2]) == 3);
+    nbi_ctab_free(&t, &a);
+    return 0;
+}
+
+// Random inserts and removes over a small key space (many collisions), growing as it fills,
+// against the model after every step.
+static int test_random_against_model(void)
+{
+    nbAllocator a;
+    NB_CHECK(nbi_allocator(NULL, &a));
+    static Model m;
+    for (int round = 0; round < 20; round++) {
+        nbiCellTable t = {{NULL, 0}, 0, 0};
+        m.n = 0;
+        const int32_t span = 4 + nbt_int(30);
+        for (int step = 0; step < 3000; step++) {
+            const int64_t k[3] = {nbt_int(span) - span / 2, nbt_int(span) * ((int64_t)1 << 40),
+                                  round % 2 ? 0 : nbt_int(3)};
+            const int32_t at = model_find(&m, k);
+            if (nbt_int(3) > 0 && m.n < 500) {
+                NB_CHECK(nbi_ctab_grow(&t, &a, (size_t)t.count + 1));
+                bool ins = false;
+                NB_CHECK(nbi_ctab_insert(&t, k[0], k[1], k[2], step, &ins) >= 0);
+                NB_CHECK(ins == (at < 0));
+                if (at < 0) {
+                    memcpy(m.key[m.n], k, sizeof k);
+                    m.value[m.n++] = step;
+                }
+            } else {
+                NB_CHECK(nbi_ctab_remove(&t, k[0], k[1], k[2]) == (at >= 0));
+                if (at >= 0) {
+                    m.n--;
+                    memmove(m.key[at], m.key[m.n], sizeof m.key[0]);
+                    m.value[at] = m.value[m.n];
+                }
+            }
+            if (step % 97 == 0 && check_model(&t, &m)) return 1;
+        }
+        if (check_model(&t, &m)) return 1;
+        nbi_ctab_free(&t, &a);
+    }
+    return 0;
+}
+
+// Growth is all or nothing: a failed allocation leaves the table as it was; the sweep ends with a
+// try that succeeds, so no allocation falls outside it.
+static int test_grow_failure(void)
+{
+    bool succeeded = false;
+    for (int64_t fail = 1; fail <= 8 && !succeeded; fail++) {
+        nbtAlloc counter = {0};
+        nbAllocator a = nbt_allocator(&counter);
+        nbiCellTable t = {{NULL, 0}, 0, 0};
+        NB_CHECK(nbi_ctab_grow(&t, &a, 4)); // allocation 1, never failed below
+        bool ins;
+        for (int64_t i = 0; i < 8; i++) nbi_ctab_insert(&t, i, -i, 0, (int32_t)i, &ins);
+        counter.fail_at = fail + 1;
+        const int32_t bits = t.bits;
+        const bool ok = nbi_ctab_grow(&t, &a, 100);
+        if (!ok) {
+            NB_CHECK(nbt_alloc_failed(&counter));
+            NB_CHECK(t.bits == bits && t.count == 8);
+        } else {
+            NB_CHECK(!nbt_alloc_failed(&counter) && t.bits > bits);
+            succeeded = true;
+        }
+        NB_CHECK(nbi_ctab_validate(&t));
+        for (int64_t i = 0; i < 8; i++) NB_CHECK(nbi_ctab_find(&t, i, -i, 0) == (int32_t)i);
+        nbi_ctab_free(&t, &a);
+        NB_CHECK(counter.live_bytes == 0 && !counter.size_mismatch);
+    }
+    NB_CHECK(succeeded);
+    // a table no 32-bit slot index can address is refused before any allocation
+    NB_CHECK(nbi_ctab_bits_for((size_t)1 << 40) > NBI_CTAB_MAX_BITS);
+    NB_CHECK(nbi_ctab_bits_for(INT32_MAX) <= NBI_CTAB_MAX_BITS);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const nbtCase cases[] = {
+        {"insert_find_remove", test_insert_find_remove},
+        {"colliding_keys_and_removal", test_colliding_keys_and_removal},
+        {"removal_keeps_foreign_homes", test_removal_keeps_foreign_homes},
+        {"random_against_model", test_random_against_model},
+        {"grow_failure", test_grow_failure},
+    };
+    return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
+}
