@@ -1,37 +1,113 @@
-#!/usr/bin/env bash
+#!/bin/sh
 # SPDX-License-Identifier: MIT
-# Installs what the build, the tests (`build`) or the benchmarks (`bench`) need, from Debian's
-# packages, when it is missing. Does nothing when everything is there.
-set -euo pipefail
+# Checks that what a make target needs is installed; does nothing when it is.
+#   build   cmake 3.21+, a C compiler and make: all that `make build`, `make demo` and
+#           `make install` need, on any Linux, as any user
+#   test    build's, plus bash, clang, clang-format, pkg-config and gcc's sanitizer runtimes
+#           (ASan, UBSan, TSan) for `make test`
+#   bench   a C++ compiler, nanoflann and scipy for `make bench`
+# When something is missing: as root on Debian/Ubuntu it apt-get installs just that; otherwise
+# it names what is missing and exits 1. It never runs sudo, and never apt-get when nothing is
+# missing. POSIX sh, so that `make demo` needs no bash.
+set -eu
 what=${1:-build}
-need=()
+missing=""    # what is missing, in words
+packages=""   # the Debian packages that provide it
+unfixable=""  # set when something missing has no package (a $CC that is not there)
+
 have() { command -v "$1" > /dev/null 2>&1; }
-case "$what" in
-  build)
-    have cmake || need+=(cmake)
-    have cc || need+=(gcc)
-    have make || need+=(make)
-    have clang || need+=(clang)
-    have pkg-config || need+=(pkg-config)
-    have clang-format || need+=(clang-format)
-    # AddressSanitizer/UBSan runtimes for gcc
-    [ -n "$(find /usr/lib -name 'libasan.so*' -print -quit 2>/dev/null)" ] || need+=(libasan8)
-    [ -n "$(find /usr/lib -name 'libubsan.so*' -print -quit 2>/dev/null)" ] || need+=(libubsan1)
-    [ -n "$(find /usr/lib -name 'libtsan.so*' -print -quit 2>/dev/null)" ] || need+=(libtsan2)
-    ;;
-  bench)
-    have c++ || need+=(g++)
-    [ -f /usr/include/nanoflann.hpp ] || need+=(libnanoflann-dev)
-    /usr/bin/python3 -c 'import scipy.spatial' > /dev/null 2>&1 || need+=(python3-scipy)
-    ;;
-  *) echo "setup.sh: unknown target '$what' (build or bench)" >&2; exit 2 ;;
-esac
-[ ${#need[@]} -eq 0 ] && exit 0
-echo "setup.sh: installing ${need[*]}" >&2
-if [ "$(id -u)" -ne 0 ]; then
-  echo "setup.sh: need root to apt-get install ${need[*]}; install them and re-run" >&2
+need() { # what, in words; the Debian package, or "" when no package would help
+  missing="$missing
+  - $1"
+  case " $packages " in *" $2 "*) ;; *) packages="$packages $2" ;; esac
+  [ -n "$2" ] || unfixable=1
+}
+# A shared library anywhere under the usual library directories.
+have_lib() {
+  for dir in /usr/lib /usr/lib64 /lib /lib64 /usr/local/lib; do
+    [ -d "$dir" ] && [ -n "$(find "$dir" -name "$1.so*" -print 2> /dev/null | head -n 1)" ] &&
+      return 0
+  done
+  return 1
+}
+
+check_build() {
+  if have cmake; then
+    # cmake_minimum_required(VERSION 3.21) in CMakeLists.txt
+    v=$(cmake --version 2> /dev/null | sed -n 's/^cmake version \([0-9][0-9]*\)\.\([0-9][0-9]*\).*/\1 \2/p')
+    # shellcheck disable=SC2086 # split "major minor" into $1 $2
+    set -- $v
+    if [ $# -eq 2 ] && { [ "$1" -lt 3 ] || { [ "$1" -eq 3 ] && [ "$2" -lt 21 ]; }; }; then
+      need "cmake 3.21 or newer (found $1.$2)" cmake
+    fi
+  else
+    need "cmake 3.21 or newer" cmake
+  fi
+  if [ -n "${CC:-}" ]; then
+    have "${CC%% *}" || need "the C compiler \$CC names ($CC)" ""
+  elif ! have cc && ! have gcc && ! have clang; then
+    need "a C11 compiler (cc, gcc or clang)" gcc
+  fi
+  have make || need "make" make
+}
+
+check_test() {
+  check_build
+  have bash || need "bash (runs scripts/test.sh)" bash
+  have clang || need "clang (the second compiler of the suite)" clang
+  have clang-format || need "clang-format (the layout check)" clang-format
+  have pkg-config || need "pkg-config (the install test)" pkg-config
+  have_lib libasan || need "gcc's AddressSanitizer runtime (libasan)" libasan8
+  have_lib libubsan || need "gcc's UndefinedBehaviorSanitizer runtime (libubsan)" libubsan1
+  have_lib libtsan || need "gcc's ThreadSanitizer runtime (libtsan)" libtsan2
+}
+
+check_bench() {
+  have c++ || need "a C++ compiler (c++)" g++
+  [ -f /usr/include/nanoflann.hpp ] || need "nanoflann (/usr/include/nanoflann.hpp)" libnanoflann-dev
+  /usr/bin/python3 -c 'import scipy.spatial' > /dev/null 2>&1 || need "python3 with scipy" python3-scipy
+}
+
+check() {
+  missing=""
+  packages=""
+  unfixable=""
+  case "$what" in
+    build) check_build ;;
+    test) check_test ;;
+    bench) check_bench ;;
+    *)
+      echo "setup.sh: unknown target '$what' (build, test or bench)" >&2
+      exit 2
+      ;;
+  esac
+}
+
+check
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" -ne 0 ] || ! have apt-get || [ -n "$unfixable" ]; then
+  echo "setup.sh: '$what' needs what is not installed here:$missing" >&2
+  if [ -n "$unfixable" ]; then
+    echo "Install it, or unset CC, and run make again." >&2
+  elif have apt-get; then
+    echo "Install it as root (e.g. apt-get install$packages) and run make again." >&2
+  else
+    echo "Install it with your system's package manager and run make again." >&2
+  fi
+  if [ "$what" = build ]; then
+    echo "(make build, demo and install need only cmake 3.21+, a C compiler and make.)" >&2
+  fi
   exit 1
 fi
+
+echo "setup.sh: installing$packages" >&2
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${need[@]}"
+# shellcheck disable=SC2086 # one word per package
+apt-get install -y -qq --no-install-recommends $packages
+check
+if [ -n "$missing" ]; then
+  echo "setup.sh: still missing after apt-get install:$missing" >&2
+  exit 1
+fi

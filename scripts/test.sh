@@ -5,13 +5,14 @@
 #   build/asan        gcc, Debug, AddressSanitizer + UndefinedBehaviorSanitizer
 #   build/clang       clang, Release, with __SSE2__ undefined: a second compiler's warnings and
 #                     code generation, and the portable (non-SIMD) kernels the gcc builds skip
+# Each with -DNB_WERROR=ON (`make demo` configures build/ with it OFF, for any compiler).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
 run() {
   local dir=$1; shift
   echo "== $dir: $*"
-  cmake -S . -B "$dir" "$@" > /dev/null
+  cmake -S . -B "$dir" -DNB_WERROR=ON "$@" > /dev/null
   cmake --build "$dir" -j "$jobs"
   ctest --test-dir "$dir" --output-on-failure -j "$jobs"
 }
@@ -32,8 +33,8 @@ CC=clang run build/clang -DCMAKE_BUILD_TYPE=Release -DNB_INSTALL_TEST=OFF \
   -DCMAKE_C_FLAGS=-U__SSE2__
 # ThreadSanitizer on the concurrency test only: read-only queries must not write shared state.
 echo "== build/tsan: the threads test under ThreadSanitizer"
-cmake -S . -B build/tsan -DCMAKE_BUILD_TYPE=Debug -DNB_SANITIZE=thread -DNB_INSTALL_TEST=OFF \
-  -DNB_BUILD_CLI=OFF > /dev/null
+cmake -S . -B build/tsan -DNB_WERROR=ON -DCMAKE_BUILD_TYPE=Debug -DNB_SANITIZE=thread \
+  -DNB_INSTALL_TEST=OFF -DNB_BUILD_CLI=OFF > /dev/null
 cmake --build build/tsan -j "$jobs" --target test_threads
 TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build/tsan -R '^threads$' --output-on-failure
 echo "make test: all builds passed"

@@ -83,11 +83,11 @@ nbStatus nb_grid_create(const nbGridDesc *desc, nbGrid **out)
     if (out == NULL) return NB_ERR_NULL_ARG;
     *out = NULL;
     if (desc == NULL) return NB_ERR_NULL_ARG;
+    nbAllocator a;
+    if (!nbi_allocator(desc->allocator, &a)) return NB_ERR_NULL_ARG; // a pointer check: first
     if (!isfinite(desc->cell_size)) return NB_ERR_NOT_FINITE;
     if (desc->cell_size < 0.0 || desc->capacity_hint < 0) return NB_ERR_OUT_OF_RANGE;
     if (desc->dim != 0 && desc->dim != 2 && desc->dim != 3) return NB_ERR_OUT_OF_RANGE;
-    nbAllocator a;
-    if (!nbi_allocator(desc->allocator, &a)) return NB_ERR_NULL_ARG;
     nbGrid *g = (nbGrid *)nbi_alloc(&a, 1, sizeof(nbGrid));
     if (g == NULL) return NB_ERR_OUT_OF_MEMORY;
     memset(g, 0, sizeof *g);

@@ -1,0 +1,1285 @@
+// SPDX-License-Identifier: MIT
+// The error contract of every public function (STYLE.md section 6, docs/errors.md), table-driven.
+//
+// For each function a Spec lists its required pointers, its non-finite inputs, its out-of-range
+// inputs and some accepted edge values. From those lists the table runner generates, on four
+// fixture grids (2D dense, 3D with an explicit cell, 2D hashed, 3D empty):
+//   - each required pointer NULL, alone, with another NULL, and with every non-finite and
+//     out-of-range input: NB_ERR_NULL_ARG (pointers are checked first);
+//   - each non-finite input alone and with every out-of-range input: NB_ERR_NOT_FINITE
+//     (finiteness is checked before ranges);
+//   - each out-of-range input alone: NB_ERR_OUT_OF_RANGE;
+//   - accepted edge values (-0.0, infinite box bounds, NULL out with capacity 0, ...): success,
+//     -0.0 giving exactly what +0.0 gives.
+// Every call starts with its outputs filled with garbage (-777, a bogus grid pointer). After a
+// failing call each output the caller passed holds its safe value (*found / *count 0, *out of
+// create NULL), no callback ran, and the fixture grid validates and answers exactly as before.
+// tests/contract_coverage.sh checks that every NB_API function of include/nearby/ is named here.
+#include <nearby/grid.h>
+
+#include "nb_test.h"
+
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+
+// ---- sizes and fixtures ----
+
+enum {
+    FIX_N = 64,      // points in a fixture grid
+    BUILD_N = 32,    // points passed to nb_grid_build by the build rows
+    IDX_CAP = 256,   // query buffer, holds every fixture point
+    NN_CAP = 256,    // kNN buffer
+    PAIR_CAP = 4096, // pair buffer, holds every pair of a fixture
+    KNN_K = 5,       // default k
+    KNN_K_ALL = 200, // a k above every fixture's count
+    GARBAGE = -777,  // what outputs hold before a call
+};
+
+#define D_NAN ((double)NAN)
+#define D_INF ((double)INFINITY)
+
+static const double R0 = 0.15; // the radius fixtures are built and queried at
+
+// A fixture's answers, compared after every call that must not change the grid.
+typedef struct Answers {
+    nbStatus validate;
+    int32_t count, units;
+    int64_t pairs;
+    uint64_t pairs_hash;
+    nbStatus info_status;
+    nbGridInfo info; // bytes is not compared: reserve may change it
+} Answers;
+
+typedef struct Fixture {
+    const char *name;
+    int dim;
+    double cell;  // desc.cell_size
+    int kind;     // FIXK_*
+    Answers base; // the fixture's answers right after it was built
+} Fixture;
+
+enum { FIXK_UNIFORM, FIXK_CLUSTERS, FIXK_EMPTY };
+
+// Deterministic coordinates, independent of NB_SEED, so every row sees the same grids.
+static uint64_t fix_rng;
+static double fix_unit(void)
+{
+    uint64_t z = (fix_rng += 0x9E3779B97F4A7C15u);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
+    return (double)((z ^ (z >> 31)) >> 11) * 0x1p-53;
+}
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9E3779B97F4A7C15u + (h << 6) + (h >> 2);
+    return h * 0x100000001B3u;
+}
+
+static uint64_t bits_of(double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, sizeof u);
+    return u;
+}
+
+// ---- the calls ----
+
+typedef enum Fn {
+    FN_CREATE,
+    FN_RESERVE,
+    FN_BUILD,
+    FN_INFO,
+    FN_VALIDATE,
+    FN_PAIRS,
+    FN_COUNT_PAIRS,
+    FN_VISIT_PAIRS,
+    FN_VISIT_PAIRS_RANGE,
+    FN_QUERY_RADIUS,
+    FN_VISIT_RADIUS,
+    FN_QUERY_BOX,
+    FN_VISIT_BOX,
+    FN_KNN,
+    FN_QUERY_RADIUS_F,
+    FN_VISIT_RADIUS_F,
+    FN_QUERY_BOX_F,
+    FN_VISIT_BOX_F,
+    FN_KNN_F,
+    FN_CROSS_PAIRS,
+    FN_COUNT_CROSS_PAIRS,
+    FN_VISIT_CROSS_PAIRS,
+} Fn;
+
+// What one mutation of the valid default arguments changes.
+typedef enum Field {
+    F_GRID,        // grid (or a) := NULL
+    F_B,           // b := NULL
+    F_B_OTHER_DIM, // b := a grid of the other dimension
+    F_B_SELF,      // b := the grid itself
+    F_DESC,        // desc := NULL
+    F_OUTGRID,     // create's out := NULL
+    F_ALLOC_FN,    // desc.allocator->alloc := NULL
+    F_FREE_FN,     // desc.allocator->free := NULL
+    F_ALLOCATOR,   // desc.allocator := NULL
+    F_CELL,        // desc.cell_size := v
+    F_GDIM,        // desc.dim := v
+    F_HINT,        // desc.capacity_hint := v
+    F_POINTS,      // points := NULL
+    F_DATA,        // points.data := NULL
+    F_COUNT,       // points.count := v
+    F_PDIM,        // points.dim := v (idx REL: the other valid dimension)
+    F_STRIDE,      // points.stride := v (idx REL: dim doubles + v bytes)
+    F_COORD,       // data[idx] := v (idx LAST, PAD, P1: see coord_index)
+    F_RADIUS,      // radius := v
+    F_CENTER,      // center / knn point [idx] := v
+    F_LO,          // lo[idx] := v
+    F_HI,          // hi[idx] := v
+    F_BOX_ALL,     // lo := -inf, hi := +inf on every axis
+    F_OUT,         // out buffer := NULL
+    F_CAP,         // capacity := v
+    F_FOUND,       // found / count := NULL
+    F_K,           // k := v
+    F_VISIT,       // visit := NULL
+    F_USER,        // user := NULL
+    F_UB,          // unit_begin := v (idx REL: units + v)
+    F_UE,          // unit_end := v (idx REL: units + v)
+    F_N,           // reserve's count := v
+    F_INFO,        // info := NULL
+    F_FILTER_CAT,  // filter.category := v
+    F_FILTER_MASK, // filter.mask := v
+} Field;
+
+enum { IDX_REL = -1, IDX_LAST = -2, IDX_PAD = -3, IDX_P1 = -4 };
+
+typedef struct Mut {
+    Field f;
+    int idx;
+    double v;
+} Mut;
+
+enum {
+    G_CAP = 1 << 0,    // out / capacity / k: not paired with each other
+    G_DATA = 1 << 1,   // points.data / points.count
+    G_RADIUS = 1 << 2, // the radius
+    G_CELL = 1 << 3,   // desc.cell_size
+    G_B = 1 << 4,      // the second grid
+    G_UNITS = 1 << 5,  // unit range
+    G_GROUPS = (1 << 6) - 1,
+    LAYOUT = 1 << 8,    // changes where coordinates are read: not paired with a bad coordinate
+    COORD = 1 << 9,     // a bad coordinate
+    EXPLICIT = 1 << 10, // only on fixtures with an explicit cell size
+};
+
+typedef struct MutSet {
+    const char *name;
+    Mut m[3];
+    int n;
+    unsigned flags;
+} MutSet;
+
+// What an accepted row checks.
+typedef enum OkKind {
+    OK_ANY,  // success (NB_OK, or NB_ERR_BUFFER_TOO_SMALL with *found > capacity)
+    OK_TWIN, // success, and exactly the result of the same call with +0.0 for -0.0
+    OK_BASE, // success, the same found count as the unmodified call
+    OK_ZERO, // NB_OK, nothing found, no callback
+    OK_ALL,  // success, found every point of the fixture
+} OkKind;
+
+typedef struct OkSet {
+    MutSet s;
+    OkKind kind;
+} OkSet;
+
+#define M1(name, flags, f, i, v)                                                                   \
+    {                                                                                              \
+        name, {{f, i, v}}, 1, flags                                                                \
+    }
+#define M2(name, flags, f1, i1, v1, f2, i2, v2)                                                    \
+    {                                                                                              \
+        name, {{f1, i1, v1}, {f2, i2, v2}}, 2, flags                                               \
+    }
+#define LEN(a) ((int)(sizeof(a) / sizeof((a)[0])))
+#define LIST(a) a, LEN(a)
+#define NOLIST NULL, 0
+
+// Outputs and shape of a function.
+enum {
+    O_FOUND32 = 1 << 0,
+    O_FOUND64 = 1 << 1,
+    O_CREATE = 1 << 2,
+    O_VISIT = 1 << 3,
+    O_BUILD = 1 << 4,
+    O_IDX = 1 << 5,
+    O_PAIRS = 1 << 6,
+    O_NN = 1 << 7,
+};
+
+typedef struct Spec {
+    Fn fn;
+    const char *name;
+    unsigned outs;
+    const MutSet *nulls;
+    int n_nulls;
+    const MutSet *nonfinite;
+    int n_nonfinite;
+    const MutSet *range;
+    int n_range;
+    const OkSet *ok;
+    int n_ok;
+} Spec;
+
+// ---- argument lists ----
+
+static const double TINY = DBL_TRUE_MIN;
+
+#define NF_RADIUS                                                                                  \
+    M1("radius NaN", G_RADIUS, F_RADIUS, 0, D_NAN),                                                \
+        M1("radius +inf", G_RADIUS, F_RADIUS, 0, D_INF),                                           \
+        M1("radius -inf", G_RADIUS, F_RADIUS, 0, -D_INF)
+#define NF_POINT(F, nm)                                                                            \
+    M1(nm "[0] NaN", 0, F, 0, D_NAN), M1(nm "[1] +inf", 0, F, 1, D_INF),                           \
+        M1(nm "[2] -inf", 0, F, 2, -D_INF), M1(nm "[0] -inf", 0, F, 0, -D_INF),                    \
+        M1(nm "[1] NaN", 0, F, 1, D_NAN), M1(nm "[2] NaN", 0, F, 2, D_NAN)
+#define RG_RADIUS                                                                                  \
+    M1("radius -1", G_RADIUS, F_RADIUS, 0, -1.0), M1("radius -tiny", G_RADIUS, F_RADIUS, 0, -TINY)
+#define RG_CAP                                                                                     \
+    M1("capacity -1", G_CAP, F_CAP, 0, -1.0), M1("capacity INT32_MIN", G_CAP, F_CAP, 0, INT32_MIN)
+#define OK_RADIUS_ZERO                                                                             \
+    {                                                                                              \
+        M1("radius -0.0", G_RADIUS, F_RADIUS, 0, -0.0), OK_TWIN                                    \
+    }
+
+static const MutSet nulls_create[] = {
+    M1("desc NULL", 0, F_DESC, 0, 0),
+    M1("out NULL", 0, F_OUTGRID, 0, 0),
+    M1("allocator with free only (alloc NULL)", 0, F_ALLOC_FN, 0, 0),
+    M1("allocator with alloc only (free NULL)", 0, F_FREE_FN, 0, 0),
+};
+static const MutSet nonfinite_create[] = {
+    M1("cell_size NaN", G_CELL, F_CELL, 0, D_NAN),
+    M1("cell_size +inf", G_CELL, F_CELL, 0, D_INF),
+    M1("cell_size -inf", G_CELL, F_CELL, 0, -D_INF),
+};
+static const MutSet range_create[] = {
+    M1("cell_size -1", G_CELL, F_CELL, 0, -1.0),
+    M1("cell_size -tiny", G_CELL, F_CELL, 0, -TINY),
+    M1("capacity_hint -1", 0, F_HINT, 0, -1.0),
+    M1("capacity_hint INT32_MIN", 0, F_HINT, 0, INT32_MIN),
+    M1("dim 1", 0, F_GDIM, 0, 1.0),
+    M1("dim 4", 0, F_GDIM, 0, 4.0),
+    M1("dim -1", 0, F_GDIM, 0, -1.0),
+    M1("dim INT32_MAX", 0, F_GDIM, 0, INT32_MAX),
+};
+static const OkSet ok_create[] = {
+    {M1("cell_size -0.0", G_CELL, F_CELL, 0, -0.0), OK_TWIN},
+    {M1("cell_size 0.5", G_CELL, F_CELL, 0, 0.5), OK_ANY},
+    {M1("dim 0", 0, F_GDIM, 0, 0.0), OK_ANY},
+    {M1("capacity_hint 100", 0, F_HINT, 0, 100.0), OK_ANY},
+    {M1("allocator NULL (malloc)", 0, F_ALLOCATOR, 0, 0), OK_ANY},
+};
+
+static const MutSet nulls_grid[] = {M1("grid NULL", 0, F_GRID, 0, 0)};
+static const MutSet range_reserve[] = {
+    M1("points -1", 0, F_N, 0, -1.0),
+    M1("points INT32_MIN", 0, F_N, 0, INT32_MIN),
+};
+static const OkSet ok_reserve[] = {
+    {M1("points 0", 0, F_N, 0, 0.0), OK_ANY},
+    {M1("points 1000", 0, F_N, 0, 1000.0), OK_ANY},
+};
+
+static const MutSet nulls_build[] = {
+    M1("grid NULL", 0, F_GRID, 0, 0),
+    M1("points NULL", 0, F_POINTS, 0, 0),
+    M1("points.data NULL", G_DATA, F_DATA, 0, 0),
+};
+static const MutSet nonfinite_build[] = {
+    NF_RADIUS,
+    M1("data[0] NaN", COORD, F_COORD, 0, D_NAN),
+    M1("data[0] +inf", COORD, F_COORD, 0, D_INF),
+    M1("data[0] -inf", COORD, F_COORD, 0, -D_INF),
+    M1("last coordinate NaN", COORD, F_COORD, IDX_LAST, D_NAN),
+    M1("last coordinate +inf", COORD, F_COORD, IDX_LAST, D_INF),
+};
+static const MutSet range_build[] = {
+    RG_RADIUS,
+    M1("count -1", G_DATA | LAYOUT, F_COUNT, 0, -1.0),
+    M1("count INT32_MIN", G_DATA | LAYOUT, F_COUNT, 0, INT32_MIN),
+    M1("points.dim 1", LAYOUT, F_PDIM, 0, 1.0),
+    M1("points.dim 4", LAYOUT, F_PDIM, 0, 4.0),
+    M1("points.dim -1", LAYOUT, F_PDIM, 0, -1.0),
+    M1("points.dim the other of 2/3", LAYOUT, F_PDIM, IDX_REL, 0),
+    M1("stride one double short", LAYOUT, F_STRIDE, IDX_REL, -8.0),
+    M1("stride not a multiple of 8", LAYOUT, F_STRIDE, IDX_REL, 4.0),
+    M1("stride 1", LAYOUT, F_STRIDE, 0, 1.0),
+    M1("a cell beyond 2^62 (x 1e300)", EXPLICIT, F_COORD, IDX_P1, 1e300),
+    M1("a cell beyond -2^62 (x -1e300)", EXPLICIT, F_COORD, IDX_P1, -1e300),
+};
+static const OkSet ok_build[] = {
+    OK_RADIUS_ZERO,
+    {M1("data[0] -0.0", 0, F_COORD, 0, -0.0), OK_TWIN},
+    {M1("radius 0", G_RADIUS, F_RADIUS, 0, 0.0), OK_ANY},
+    {M2("count 0, data NULL", G_DATA, F_COUNT, 0, 0.0, F_DATA, 0, 0), OK_ANY},
+    {M1("points.dim 0", 0, F_PDIM, 0, 0.0), OK_ANY},
+    {M1("stride dim doubles", 0, F_STRIDE, IDX_REL, 0.0), OK_ANY},
+    {M2("stride dim+1 doubles, NaN in the padding", 0, F_STRIDE, IDX_REL, 8.0, F_COORD, IDX_PAD,
+        D_NAN),
+     OK_ANY},
+};
+
+static const MutSet nulls_info[] = {
+    M1("grid NULL", 0, F_GRID, 0, 0),
+    M1("info NULL", 0, F_INFO, 0, 0),
+};
+
+static const MutSet nulls_pairs[] = {
+    M1("grid NULL", 0, F_GRID, 0, 0),
+    M1("out NULL", G_CAP, F_OUT, 0, 0),
+    M1("found NULL", 0, F_FOUND, 0, 0),
+};
+static const MutSet nonfinite_radius[] = {NF_RADIUS};
+static const MutSet range_pairs[] = {
+    RG_RADIUS,
+    RG_CAP,
+    M1("capacity INT64_MIN", G_CAP, F_CAP, 0, -0x1p63),
+};
+static const OkSet ok_pairs[] = {
+    OK_RADIUS_ZERO,
+    {M2("out NULL, capacity 0", G_CAP, F_OUT, 0, 0, F_CAP, 0, 0.0), OK_BASE},
+    {M1("capacity 1", G_CAP, F_CAP, 0, 1.0), OK_BASE},
+};
+
+static const MutSet nulls_count_pairs[] = {
+    M1("grid NULL", 0, F_GRID, 0, 0),
+    M1("count NULL", 0, F_FOUND, 0, 0),
+};
+static const MutSet range_radius[] = {RG_RADIUS};
+static const OkSet ok_radius_only[] = {OK_RADIUS_ZERO};
+
+static const MutSet nulls_visit_pairs[] = {
+    M1("grid NULL", 0, F_GRID, 0, 0),
+    M1("visit NULL", 0, F_VISIT, 0, 0),
+};
+static const OkSet ok_visit_pairs[] = {
+    OK_RADIUS_ZERO,
+    {M1("user NULL", 0, F_USER, 0, 0), OK_BASE},
+};
+static const MutSet range_units[] = {
+    RG_RADIUS,
+    M1("unit_begin -1", G_UNITS, F_UB, 0, -1.0),
+    M1("unit_begin INT32_MIN", G_UNITS, F_UB, 0, INT32_MIN),
+    M1("unit_end units+1", G_UNITS, F_UE, IDX_REL, 1.0),
+    M1("unit_end INT32_MAX", G_UNITS, F_UE, 0, INT32_MAX),
+    M2("begin 1 > end 0", G_UNITS, F_UB, 0, 1.0, F_UE, 0, 0.0),
+    M2("begin = end = units+1", G_UNITS, F_UB, IDX_REL, 1.0, F_UE, IDX_REL, 1.0),
+};
+static const OkSet ok_units[] = {
+    OK_RADIUS_ZERO,
+    {M2("begin = end = 0", G_UNITS, F_UB, 0, 0.0, F_UE, 0, 0.0), OK_ZERO},
+    {M2("begin = end = units", G_UNITS, F_UB, IDX_REL, 0.0, F_UE, IDX_REL, 0.0), OK_ZERO},
+};
+
+static const MutSet nulls_query_radius[] = {
+    M1("grid NULL", 0, F_GRID, 0, 0),
+    M1("center NULL", 0, F_CENTER, -1, 0),
+    M1("out NULL", G_CAP, F_OUT, 0, 0),
+    M1("found NULL", 0, F_FOUND, 0, 0),
+};
+static const MutSet nonfinite_center_radius[] = {NF_POINT(F_CENTER, "center"), NF_RADIUS};
+static const MutSet range_radius_cap[] = {RG_RADIUS, RG_CAP};
+#define OK_CENTER_ZERO                                                                             \
+    {M1("center[0] -0.0", 0, F_CENTER, 0, -0.0), OK_TWIN},                                         \
+        {M1("center[1] -0.0", 0, F_CENTER, 1, -0.0), OK_TWIN},                                     \
+    {                                                                                              \
+        M1("center[2] -0.0", 0, F_CENTER, 2, -0.0), OK_TWIN                                        \
+    }
+static const OkSet ok_query_radius[] = {
+    OK_RADIUS_ZERO,
+    OK_CENTER_ZERO,
+    {M2("out NULL, capacity 0", G_CAP, F_OUT, 0, 0, F_CAP, 0, 0.0), OK_BASE},
+    {M1("capacity 1", G_CAP, F_CAP, 0, 1.0), OK_BASE},
+    {M1("radius 1e308", G_RADIUS, F_RADIUS, 0, 1e308), OK_ALL},
+    {M1("center[0] 1e300", 0, F_CENTER, 0, 1e300), OK_ZERO},
+    {M1("center[1] -1e300", 0, F_CENTER, 1, -1e300), OK_ZERO},
+};
+
+static const MutSet nulls_visit_radius[] = {
+    M1("grid NULL", 0, F_GRID, 0, 0),
+    M1("center NULL", 0, F_CENTER, -1, 0),
+    M1("visit NULL", 0, F_VISIT, 0, 0),
+};
+static const OkSet ok_visit_radius[] = {
+    OK_RADIUS_ZERO,
+    OK_CENTER_ZERO,
+    {M1("radius 1e308", G_RADIUS, F_RADIUS, 0, 1e308), OK_ALL},
+    {M1("user NULL", 0, F_USER, 0, 0), OK_BASE},
+};
+
+static const MutSet nulls_query_box[] = {
+    M1("grid NULL", 0, F_GRID, 0, 0),   M1("lo NULL", 0, F_LO, -1, 0),
+    M1("hi NULL", 0, F_HI, -1, 0),      M1("out NULL", G_CAP, F_OUT, 0, 0),
+    M1("found NULL", 0, F_FOUND, 0, 0),
+};
+static const MutSet nonfinite_box[] = {
+    M1("lo[0] NaN", 0, F_LO, 0, D_NAN), M1("lo[1] NaN", 0, F_LO, 1, D_NAN),
+    M1("lo[2] NaN", 0, F_LO, 2, D_NAN), M1("hi[0] NaN", 0, F_HI, 0, D_NAN),
+    M1("hi[1] NaN", 0, F_HI, 1, D_NAN), M1("hi[2] NaN", 0, F_HI, 2, D_NAN),
+};
+static const MutSet range_cap[] = {RG_CAP};
+#define OK_BOX_COMMON                                                                              \
+    {M1("lo[0] -0.0", 0, F_LO, 0, -0.0), OK_TWIN}, {M1("hi[1] -0.0", 0, F_HI, 1, -0.0), OK_TWIN},  \
+        {M1("lo[2] -0.0", 0, F_LO, 2, -0.0), OK_TWIN},                                             \
+        {M1("lo[0] -inf (unbounded)", 0, F_LO, 0, -D_INF), OK_ANY},                                \
+        {M1("hi[1] +inf (unbounded)", 0, F_HI, 1, D_INF), OK_ANY},                                 \
+        {M1("every bound infinite", 0, F_BOX_ALL, 0, 0), OK_ALL},                                  \
+        {M1("lo[0] +inf (empty)", 0, F_LO, 0, D_INF), OK_ZERO},                                    \
+        {M1("hi[1] -inf (empty)", 0, F_HI, 1, -D_INF), OK_ZERO},                                   \
+    {                                                                                              \
+        M2("lo[0] 1 > hi[0] 0 (empty)", 0, F_LO, 0, 1.0, F_HI, 0, 0.0), OK_ZERO                    \
+    }
+static const OkSet ok_query_box[] = {
+    OK_BOX_COMMON,
+    {M2("out NULL, capacity 0", G_CAP, F_OUT, 0, 0, F_CAP, 0, 0.0), OK_BASE},
+    {M1("capacity 1", G_CAP, F_CAP, 0, 1.0), OK_BASE},
+};
+static const MutSet nulls_visit_box[] = {
+    M1("grid NULL", 0, F_GRID, 0, 0),
+    M1("lo NULL", 0, F_LO, -1, 0),
+    M1("hi NULL", 0, F_HI, -1, 0),
+    M1("visit NULL", 0, F_VISIT, 0, 0),
+};
+static const OkSet ok_visit_box[] = {
+    OK_BOX_COMMON,
+    {M1("user NULL", 0, F_USER, 0, 0), OK_BASE},
+};
+
+static const MutSet nulls_knn[] = {
+    M1("grid NULL", 0, F_GRID, 0, 0),
+    M1("point NULL", 0, F_CENTER, -1, 0),
+    M1("out NULL", G_CAP, F_OUT, 0, 0),
+    M1("found NULL", 0, F_FOUND, 0, 0),
+};
+static const MutSet nonfinite_knn[] = {NF_POINT(F_CENTER, "point")};
+static const MutSet range_knn[] = {
+    M1("k -1", G_CAP, F_K, 0, -1.0),
+    M1("k INT32_MIN", G_CAP, F_K, 0, INT32_MIN),
+};
+static const OkSet ok_knn[] = {
+    OK_CENTER_ZERO,
+    {M2("k 0, out NULL", G_CAP, F_K, 0, 0.0, F_OUT, 0, 0), OK_ZERO},
+    {M1("k above the count", G_CAP, F_K, 0, KNN_K_ALL), OK_ALL},
+    {M1("point[0] 1e300", 0, F_CENTER, 0, 1e300), OK_BASE},
+    {M1("point[1] -1e300", 0, F_CENTER, 1, -1e300), OK_BASE},
+};
+
+static const OkSet ok_query_radius_f[] = {
+    OK_RADIUS_ZERO,
+    OK_CENTER_ZERO,
+    {M2("out NULL, capacity 0", G_CAP, F_OUT, 0, 0, F_CAP, 0, 0.0), OK_BASE},
+    {M1("radius 1e308", G_RADIUS, F_RADIUS, 0, 1e308), OK_ALL},
+    {M1("filter category 0", 0, F_FILTER_CAT, 0, 0.0), OK_ZERO},
+    {M1("filter mask 0", 0, F_FILTER_MASK, 0, 0.0), OK_ZERO},
+};
+static const OkSet ok_visit_radius_f[] = {
+    OK_RADIUS_ZERO,
+    OK_CENTER_ZERO,
+    {M1("radius 1e308", G_RADIUS, F_RADIUS, 0, 1e308), OK_ALL},
+    {M1("user NULL", 0, F_USER, 0, 0), OK_BASE},
+    {M1("filter category 0", 0, F_FILTER_CAT, 0, 0.0), OK_ZERO},
+    {M1("filter mask 0", 0, F_FILTER_MASK, 0, 0.0), OK_ZERO},
+};
+static const OkSet ok_query_box_f[] = {
+    OK_BOX_COMMON,
+    {M2("out NULL, capacity 0", G_CAP, F_OUT, 0, 0, F_CAP, 0, 0.0), OK_BASE},
+    {M1("filter category 0", 0, F_FILTER_CAT, 0, 0.0), OK_ZERO},
+    {M1("filter mask 0", 0, F_FILTER_MASK, 0, 0.0), OK_ZERO},
+};
+static const OkSet ok_visit_box_f[] = {
+    OK_BOX_COMMON,
+    {M1("filter category 0", 0, F_FILTER_CAT, 0, 0.0), OK_ZERO},
+    {M1("filter mask 0", 0, F_FILTER_MASK, 0, 0.0), OK_ZERO},
+};
+static const OkSet ok_knn_f[] = {
+    OK_CENTER_ZERO,
+    {M2("k 0, out NULL", G_CAP, F_K, 0, 0.0, F_OUT, 0, 0), OK_ZERO},
+    {M1("k above the count", G_CAP, F_K, 0, KNN_K_ALL), OK_ALL},
+    {M1("filter category 0", 0, F_FILTER_CAT, 0, 0.0), OK_ZERO},
+    {M1("filter mask 0", 0, F_FILTER_MASK, 0, 0.0), OK_ZERO},
+};
+
+static const MutSet nulls_cross[] = {
+    M1("a NULL", G_B, F_GRID, 0, 0),
+    M1("b NULL", G_B, F_B, 0, 0),
+    M1("out NULL", G_CAP, F_OUT, 0, 0),
+    M1("found NULL", 0, F_FOUND, 0, 0),
+};
+static const MutSet range_cross[] = {
+    RG_RADIUS,
+    RG_CAP,
+    M1("b of the other dim", G_B, F_B_OTHER_DIM, 0, 0),
+};
+static const OkSet ok_cross[] = {
+    OK_RADIUS_ZERO,
+    {M2("out NULL, capacity 0", G_CAP, F_OUT, 0, 0, F_CAP, 0, 0.0), OK_BASE},
+    {M1("capacity 1", G_CAP, F_CAP, 0, 1.0), OK_BASE},
+    {M1("b is a", G_B, F_B_SELF, 0, 0), OK_ANY},
+};
+static const MutSet nulls_count_cross[] = {
+    M1("a NULL", G_B, F_GRID, 0, 0),
+    M1("b NULL", G_B, F_B, 0, 0),
+    M1("count NULL", 0, F_FOUND, 0, 0),
+};
+static const MutSet range_cross_nocap[] = {
+    RG_RADIUS,
+    M1("b of the other dim", G_B, F_B_OTHER_DIM, 0, 0),
+};
+static const OkSet ok_count_cross[] = {
+    OK_RADIUS_ZERO,
+    {M1("b is a", G_B, F_B_SELF, 0, 0), OK_ANY},
+};
+static const MutSet nulls_visit_cross[] = {
+    M1("a NULL", G_B, F_GRID, 0, 0),
+    M1("b NULL", G_B, F_B, 0, 0),
+    M1("visit NULL", 0, F_VISIT, 0, 0),
+};
+static const OkSet ok_visit_cross[] = {
+    OK_RADIUS_ZERO,
+    {M1("user NULL", 0, F_USER, 0, 0), OK_BASE},
+    {M1("b is a", G_B, F_B_SELF, 0, 0), OK_ANY},
+};
+
+static const Spec specs[] = {
+    {FN_CREATE, "nb_grid_create", O_CREATE, LIST(nulls_create), LIST(nonfinite_create),
+     LIST(range_create), LIST(ok_create)},
+    {FN_RESERVE, "nb_grid_reserve", 0, LIST(nulls_grid), NOLIST, LIST(range_reserve),
+     LIST(ok_reserve)},
+    {FN_BUILD, "nb_grid_build", O_BUILD, LIST(nulls_build), LIST(nonfinite_build),
+     LIST(range_build), LIST(ok_build)},
+    {FN_INFO, "nb_grid_info", 0, LIST(nulls_info), NOLIST, NOLIST, NOLIST},
+    {FN_VALIDATE, "nb_grid_validate", 0, LIST(nulls_grid), NOLIST, NOLIST, NOLIST},
+    {FN_PAIRS, "nb_grid_pairs", O_FOUND64 | O_PAIRS, LIST(nulls_pairs), LIST(nonfinite_radius),
+     LIST(range_pairs), LIST(ok_pairs)},
+    {FN_COUNT_PAIRS, "nb_grid_count_pairs", O_FOUND64, LIST(nulls_count_pairs),
+     LIST(nonfinite_radius), LIST(range_radius), LIST(ok_radius_only)},
+    {FN_VISIT_PAIRS, "nb_grid_visit_pairs", O_VISIT, LIST(nulls_visit_pairs),
+     LIST(nonfinite_radius), LIST(range_radius), LIST(ok_visit_pairs)},
+    {FN_VISIT_PAIRS_RANGE, "nb_grid_visit_pairs_range", O_VISIT, LIST(nulls_visit_pairs),
+     LIST(nonfinite_radius), LIST(range_units), LIST(ok_units)},
+    {FN_QUERY_RADIUS, "nb_grid_query_radius", O_FOUND32 | O_IDX, LIST(nulls_query_radius),
+     LIST(nonfinite_center_radius), LIST(range_radius_cap), LIST(ok_query_radius)},
+    {FN_VISIT_RADIUS, "nb_grid_visit_radius", O_VISIT, LIST(nulls_visit_radius),
+     LIST(nonfinite_center_radius), LIST(range_radius), LIST(ok_visit_radius)},
+    {FN_QUERY_BOX, "nb_grid_query_box", O_FOUND32 | O_IDX, LIST(nulls_query_box),
+     LIST(nonfinite_box), LIST(range_cap), LIST(ok_query_box)},
+    {FN_VISIT_BOX, "nb_grid_visit_box", O_VISIT, LIST(nulls_visit_box), LIST(nonfinite_box), NOLIST,
+     LIST(ok_visit_box)},
+    {FN_KNN, "nb_grid_knn", O_FOUND32 | O_NN, LIST(nulls_knn), LIST(nonfinite_knn), LIST(range_knn),
+     LIST(ok_knn)},
+    {FN_QUERY_RADIUS_F, "nb_grid_query_radius_filtered", O_FOUND32 | O_IDX,
+     LIST(nulls_query_radius), LIST(nonfinite_center_radius), LIST(range_radius_cap),
+     LIST(ok_query_radius_f)},
+    {FN_VISIT_RADIUS_F, "nb_grid_visit_radius_filtered", O_VISIT, LIST(nulls_visit_radius),
+     LIST(nonfinite_center_radius), LIST(range_radius), LIST(ok_visit_radius_f)},
+    {FN_QUERY_BOX_F, "nb_grid_query_box_filtered", O_FOUND32 | O_IDX, LIST(nulls_query_box),
+     LIST(nonfinite_box), LIST(range_cap), LIST(ok_query_box_f)},
+    {FN_VISIT_BOX_F, "nb_grid_visit_box_filtered", O_VISIT, LIST(nulls_visit_box),
+     LIST(nonfinite_box), NOLIST, LIST(ok_visit_box_f)},
+    {FN_KNN_F, "nb_grid_knn_filtered", O_FOUND32 | O_NN, LIST(nulls_knn), LIST(nonfinite_knn),
+     LIST(range_knn), LIST(ok_knn_f)},
+    {FN_CROSS_PAIRS, "nb_grid_cross_pairs", O_FOUND64 | O_PAIRS, LIST(nulls_cross),
+     LIST(nonfinite_radius), LIST(range_cross), LIST(ok_cross)},
+    {FN_COUNT_CROSS_PAIRS, "nb_grid_count_cross_pairs", O_FOUND64, LIST(nulls_count_cross),
+     LIST(nonfinite_radius), LIST(range_cross_nocap), LIST(ok_count_cross)},
+    {FN_VISIT_CROSS_PAIRS, "nb_grid_visit_cross_pairs", O_VISIT, LIST(nulls_visit_cross),
+     LIST(nonfinite_radius), LIST(range_cross_nocap), LIST(ok_visit_cross)},
+};
+
+// ---- one call's world ----
+
+typedef struct Ctx {
+    const Fixture *fx;
+    nbGrid *grid, *b, *b_other, *created;
+    nbtAlloc stats;
+    nbAllocator alloc;
+    nbGridDesc desc;
+    nbPoints pts;
+    double data[BUILD_N * 4 * 2];
+    double center[3], lo[3], hi[3], radius;
+    int32_t cap32, k, ub, ue, n_reserve, found32;
+    int64_t cap64, found64;
+    nbFilter filter;
+    void *user;
+    nbGridInfo info;
+    int32_t idx[IDX_CAP];
+    nbPair pairs[PAIR_CAP];
+    nbNeighbor nn[NN_CAP];
+    // the arguments as passed
+    nbGrid *a_grid, *a_b, **a_outgrid;
+    const nbGridDesc *a_desc;
+    const nbPoints *a_pts;
+    const double *a_center, *a_lo, *a_hi;
+    int32_t *a_idx, *a_found32;
+    int64_t *a_found64;
+    nbPair *a_pairs;
+    nbNeighbor *a_nn;
+    nbGridInfo *a_info;
+    nbVisitFn *a_visit;
+    nbPairFn *a_pvisit;
+} Ctx;
+
+static int64_t g_visits;
+static uint64_t g_visit_hash;
+
+static bool on_index(int32_t index, void *user)
+{
+    (void)user;
+    g_visits++;
+    g_visit_hash = mix(g_visit_hash, (uint64_t)(uint32_t)index);
+    return true;
+}
+
+static bool on_pair(int32_t i, int32_t j, void *user)
+{
+    (void)user;
+    g_visits++;
+    g_visit_hash = mix(g_visit_hash, ((uint64_t)(uint32_t)i << 32) | (uint32_t)j);
+    return true;
+}
+
+static nbGrid *const BOGUS_GRID = (nbGrid *)(uintptr_t)0x777;
+
+// The fixture's points: FIX_N of them, or the build rows' BUILD_N, packed.
+static void fixture_points(const Fixture *fx, uint64_t seed, int n, double *out)
+{
+    fix_rng = seed;
+    for (int i = 0; i < n; i++)
+        for (int a = 0; a < fx->dim; a++) {
+            double far = fx->kind == FIXK_CLUSTERS && i % 2 ? 1e4 : 0.0;
+            out[i * fx->dim + a] = far + fix_unit();
+        }
+}
+
+static nbGrid *make_grid(int dim, double cell, const double *xy, int n)
+{
+    nbGridDesc d = {cell, dim, 0, NULL};
+    nbGrid *g = NULL;
+    if (nb_grid_create(&d, &g) != NB_OK) return NULL;
+    nbPoints p = {xy, n, dim, 0, NULL, 0, NULL, 0};
+    if (nb_grid_build(g, &p, R0) != NB_OK) {
+        nb_grid_destroy(g);
+        return NULL;
+    }
+    return g;
+}
+
+static Answers answers(const nbGrid *g, nbPair *buf)
+{
+    Answers a;
+    memset(&a, 0, sizeof a);
+    a.validate = nb_grid_validate(g);
+    a.count = nb_grid_count(g);
+    a.units = nb_grid_pair_units(g);
+    if (nb_grid_pairs(g, R0, buf, PAIR_CAP, &a.pairs) != NB_OK) a.pairs = -1;
+    for (int64_t t = 0; t < a.pairs; t++)
+        a.pairs_hash = mix(a.pairs_hash, ((uint64_t)(uint32_t)buf[t].i << 32) | (uint32_t)buf[t].j);
+    a.info_status = nb_grid_info(g, &a.info);
+    a.info.bytes = 0;
+    return a;
+}
+
+static bool same_answers(const Answers *x, const Answers *y)
+{
+    return x->validate == y->validate && x->count == y->count && x->units == y->units &&
+           x->pairs == y->pairs && x->pairs_hash == y->pairs_hash &&
+           x->info_status == y->info_status && x->info.dim == y->info.dim &&
+           x->info.points == y->info.points && x->info.cells == y->info.cells &&
+           x->info.hashed == y->info.hashed &&
+           bits_of(x->info.cell_size) == bits_of(y->info.cell_size);
+}
+
+static bool ctx_init(Ctx *c, const Fixture *fx)
+{
+    memset(c, 0, sizeof *c);
+    c->fx = fx;
+    const int dim = fx->dim;
+    double fix[FIX_N * 3];
+    fixture_points(fx, 1, FIX_N, fix);
+    c->grid = make_grid(dim, fx->cell, fix, fx->kind == FIXK_EMPTY ? 0 : FIX_N);
+    for (size_t i = 0; i < sizeof c->data / sizeof c->data[0]; i++) c->data[i] = 0.25;
+    fixture_points(fx, 2, BUILD_N, c->data);
+    c->b = make_grid(dim, 0.0, c->data, BUILD_N);
+    c->b_other = make_grid(5 - dim, 0.0, c->data, BUILD_N / 2);
+    if (c->grid == NULL || c->b == NULL || c->b_other == NULL) return false;
+    c->alloc = nbt_allocator(&c->stats);
+    c->desc.cell_size = fx->cell;
+    c->desc.dim = dim;
+    c->desc.allocator = &c->alloc;
+    c->pts.data = c->data;
+    c->pts.count = BUILD_N;
+    c->radius = R0;
+    for (int a = 0; a < 3; a++) {
+        c->center[a] = 0.5;
+        c->lo[a] = 0.2;
+        c->hi[a] = 0.7;
+    }
+    c->cap32 = IDX_CAP;
+    c->cap64 = PAIR_CAP;
+    c->k = KNN_K;
+    c->ub = 0;
+    c->ue = nb_grid_pair_units(c->grid);
+    c->n_reserve = 100;
+    c->filter = NB_FILTER_ALL;
+    c->user = c;
+    c->a_grid = c->grid;
+    c->a_b = c->b;
+    c->a_outgrid = &c->created;
+    c->a_desc = &c->desc;
+    c->a_pts = &c->pts;
+    c->a_center = c->center;
+    c->a_lo = c->lo;
+    c->a_hi = c->hi;
+    c->a_idx = c->idx;
+    c->a_found32 = &c->found32;
+    c->a_found64 = &c->found64;
+    c->a_pairs = c->pairs;
+    c->a_nn = c->nn;
+    c->a_info = &c->info;
+    c->a_visit = on_index;
+    c->a_pvisit = on_pair;
+    return true;
+}
+
+static void ctx_free(Ctx *c)
+{
+    nb_grid_destroy(c->grid);
+    nb_grid_destroy(c->b);
+    nb_grid_destroy(c->b_other);
+    if (c->created != NULL && c->created != BOGUS_GRID) nb_grid_destroy(c->created);
+}
+
+static int32_t i32(double v)
+{
+    return v <= INT32_MIN ? INT32_MIN : v >= INT32_MAX ? INT32_MAX : (int32_t)v;
+}
+
+static int coord_index(int idx, int dim)
+{
+    switch (idx) {
+    case IDX_LAST: return BUILD_N * dim - 1;
+    case IDX_PAD: return dim;    // after point 0's coordinates when the stride is dim + 1 doubles
+    case IDX_P1: return dim + 1; // point 1, axis 1 (packed)
+    default: return idx;
+    }
+}
+
+// Applies one mutation; false when it does not apply to this fixture (an axis beyond its dim).
+static bool apply(Ctx *c, const Mut *m)
+{
+    const int dim = c->fx->dim;
+    const int32_t units = nb_grid_pair_units(c->grid);
+    switch (m->f) {
+    case F_GRID: c->a_grid = NULL; return true;
+    case F_B: c->a_b = NULL; return true;
+    case F_B_OTHER_DIM: c->a_b = c->b_other; return true;
+    case F_B_SELF: c->a_b = c->grid; return true;
+    case F_DESC: c->a_desc = NULL; return true;
+    case F_OUTGRID: c->a_outgrid = NULL; return true;
+    case F_ALLOC_FN: c->alloc.alloc = NULL; return true;
+    case F_FREE_FN: c->alloc.free = NULL; return true;
+    case F_ALLOCATOR: c->desc.allocator = NULL; return true;
+    case F_CELL: c->desc.cell_size = m->v; return true;
+    case F_GDIM: c->desc.dim = i32(m->v); return true;
+    case F_HINT: c->desc.capacity_hint = i32(m->v); return true;
+    case F_POINTS: c->a_pts = NULL; return true;
+    case F_DATA: c->pts.data = NULL; return true;
+    case F_COUNT: c->pts.count = i32(m->v); return true;
+    case F_PDIM: c->pts.dim = m->idx == IDX_REL ? 5 - dim : i32(m->v); return true;
+    case F_STRIDE:
+        c->pts.stride = m->idx == IDX_REL ? (size_t)((double)dim * 8.0 + m->v) : (size_t)m->v;
+        return true;
+    case F_COORD: c->data[coord_index(m->idx, dim)] = m->v; return true;
+    case F_RADIUS: c->radius = m->v; return true;
+    case F_CENTER:
+    case F_LO:
+    case F_HI: {
+        double *arr = m->f == F_CENTER ? c->center : m->f == F_LO ? c->lo : c->hi;
+        if (m->idx < 0) { // the pointer itself
+            if (m->f == F_CENTER) c->a_center = NULL;
+            if (m->f == F_LO) c->a_lo = NULL;
+            if (m->f == F_HI) c->a_hi = NULL;
+            return true;
+        }
+        if (m->idx >= dim) return false;
+        arr[m->idx] = m->v;
+        return true;
+    }
+    case F_BOX_ALL:
+        for (int a = 0; a < 3; a++) {
+            c->lo[a] = -D_INF;
+            c->hi[a] = D_INF;
+        }
+        return true;
+    case F_OUT:
+        c->a_idx = NULL;
+        c->a_pairs = NULL;
+        c->a_nn = NULL;
+        return true;
+    case F_CAP:
+        c->cap32 = i32(m->v);
+        c->cap64 = (int64_t)m->v;
+        return true;
+    case F_FOUND:
+        c->a_found32 = NULL;
+        c->a_found64 = NULL;
+        return true;
+    case F_K: c->k = i32(m->v); return true;
+    case F_VISIT:
+        c->a_visit = NULL;
+        c->a_pvisit = NULL;
+        return true;
+    case F_USER: c->user = NULL; return true;
+    case F_UB: c->ub = m->idx == IDX_REL ? units + i32(m->v) : i32(m->v); return true;
+    case F_UE: c->ue = m->idx == IDX_REL ? units + i32(m->v) : i32(m->v); return true;
+    case F_N: c->n_reserve = i32(m->v); return true;
+    case F_INFO: c->a_info = NULL; return true;
+    case F_FILTER_CAT: c->filter.category = (uint32_t)m->v; return true;
+    case F_FILTER_MASK: c->filter.mask = (uint32_t)m->v; return true;
+    }
+    return false;
+}
+
+static nbStatus invoke(Fn fn, Ctx *c)
+{
+    switch (fn) {
+    case FN_CREATE: return nb_grid_create(c->a_desc, c->a_outgrid);
+    case FN_RESERVE: return nb_grid_reserve(c->a_grid, c->n_reserve);
+    case FN_BUILD: return nb_grid_build(c->a_grid, c->a_pts, c->radius);
+    case FN_INFO: return nb_grid_info(c->a_grid, c->a_info);
+    case FN_VALIDATE: return nb_grid_validate(c->a_grid);
+    case FN_PAIRS: return nb_grid_pairs(c->a_grid, c->radius, c->a_pairs, c->cap64, c->a_found64);
+    case FN_COUNT_PAIRS: return nb_grid_count_pairs(c->a_grid, c->radius, c->a_found64);
+    case FN_VISIT_PAIRS: return nb_grid_visit_pairs(c->a_grid, c->radius, c->a_pvisit, c->user);
+    case FN_VISIT_PAIRS_RANGE:
+        return nb_grid_visit_pairs_range(c->a_grid, c->radius, c->ub, c->ue, c->a_pvisit, c->user);
+    case FN_QUERY_RADIUS:
+        return nb_grid_query_radius(c->a_grid, c->a_center, c->radius, c->a_idx, c->cap32,
+                                    c->a_found32);
+    case FN_VISIT_RADIUS:
+        return nb_grid_visit_radius(c->a_grid, c->a_center, c->radius, c->a_visit, c->user);
+    case FN_QUERY_BOX:
+        return nb_grid_query_box(c->a_grid, c->a_lo, c->a_hi, c->a_idx, c->cap32, c->a_found32);
+    case FN_VISIT_BOX: return nb_grid_visit_box(c->a_grid, c->a_lo, c->a_hi, c->a_visit, c->user);
+    case FN_KNN: return nb_grid_knn(c->a_grid, c->a_center, c->k, c->a_nn, c->a_found32);
+    case FN_QUERY_RADIUS_F:
+        return nb_grid_query_radius_filtered(c->a_grid, c->a_center, c->radius, c->filter, c->a_idx,
+                                             c->cap32, c->a_found32);
+    case FN_VISIT_RADIUS_F:
+        return nb_grid_visit_radius_filtered(c->a_grid, c->a_center, c->radius, c->filter,
+                                             c->a_visit, c->user);
+    case FN_QUERY_BOX_F:
+        return nb_grid_query_box_filtered(c->a_grid, c->a_lo, c->a_hi, c->filter, c->a_idx,
+                                          c->cap32, c->a_found32);
+    case FN_VISIT_BOX_F:
+        return nb_grid_visit_box_filtered(c->a_grid, c->a_lo, c->a_hi, c->filter, c->a_visit,
+                                          c->user);
+    case FN_KNN_F:
+        return nb_grid_knn_filtered(c->a_grid, c->a_center, c->k, c->filter, c->a_nn, c->a_found32);
+    case FN_CROSS_PAIRS:
+        return nb_grid_cross_pairs(c->a_grid, c->a_b, c->radius, c->a_pairs, c->cap64,
+                                   c->a_found64);
+    case FN_COUNT_CROSS_PAIRS:
+        return nb_grid_count_cross_pairs(c->a_grid, c->a_b, c->radius, c->a_found64);
+    case FN_VISIT_CROSS_PAIRS:
+        return nb_grid_visit_cross_pairs(c->a_grid, c->a_b, c->radius, c->a_pvisit, c->user);
+    }
+    return NB_ERR_INTERNAL;
+}
+
+// ---- running a row ----
+
+typedef struct Result {
+    bool applies;
+    nbStatus st;
+    int64_t found; // *found / *count, callbacks, the rebuilt grid's count, or created != NULL
+    int64_t cap;
+    uint64_t hash; // the results' contents
+    int64_t visits;
+    // contract checks done inside the call's world
+    bool outputs_safe, grid_intact, leak_free;
+    char what[160];
+} Result;
+
+static void note(Result *r, const char *msg)
+{
+    size_t n = strlen(r->what);
+    if (n + 1 < sizeof r->what)
+        snprintf(r->what + n, sizeof r->what - n, "%s%s", n ? "; " : "", msg);
+}
+
+static uint64_t hash_outputs(const Spec *sp, const Ctx *c, int64_t found)
+{
+    uint64_t h = 0;
+    if (sp->outs & O_IDX) {
+        int64_t n = found < c->cap32 ? found : c->cap32;
+        for (int64_t t = 0; t < n && c->a_idx != NULL; t++) h = mix(h, (uint32_t)c->idx[t]);
+    }
+    if (sp->outs & O_PAIRS) {
+        int64_t n = found < c->cap64 ? found : c->cap64;
+        for (int64_t t = 0; t < n && c->a_pairs != NULL; t++)
+            h = mix(h, ((uint64_t)(uint32_t)c->pairs[t].i << 32) | (uint32_t)c->pairs[t].j);
+    }
+    if (sp->outs & O_NN)
+        for (int64_t t = 0; t < found && t < c->k && c->a_nn != NULL; t++)
+            h = mix(mix(h, (uint32_t)c->nn[t].index), bits_of(c->nn[t].dist2));
+    if (sp->outs & O_VISIT) h = g_visit_hash;
+    return h;
+}
+
+// Runs sp's function with the mutations of sets[0..n) applied, -0.0 turned into +0.0 when flip.
+static Result exec(const Fixture *fx, const Spec *sp, const MutSet *const *sets, int n, bool flip)
+{
+    Result r;
+    memset(&r, 0, sizeof r);
+    Ctx *c = (Ctx *)malloc(sizeof(Ctx));
+    if (c == NULL || !ctx_init(c, fx)) {
+        r.applies = true;
+        r.st = NB_ERR_INTERNAL;
+        note(&r, "test setup failed");
+        if (c != NULL) ctx_free(c);
+        free(c);
+        return r;
+    }
+    r.applies = true;
+    for (int s = 0; s < n; s++)
+        for (int t = 0; t < sets[s]->n; t++) {
+            Mut m = sets[s]->m[t];
+            if (flip && m.v == 0.0 && signbit(m.v)) m.v = 0.0;
+            r.applies &= apply(c, &m);
+        }
+    if (!r.applies) {
+        ctx_free(c);
+        free(c);
+        return r;
+    }
+    // garbage in every output
+    c->found32 = GARBAGE;
+    c->found64 = GARBAGE;
+    c->created = BOGUS_GRID;
+    g_visits = 0;
+    g_visit_hash = 0;
+
+    r.st = invoke(sp->fn, c);
+
+    r.visits = g_visits;
+    r.cap = (sp->outs & O_FOUND64) ? c->cap64 : c->cap32;
+    if (sp->outs & O_FOUND32) r.found = c->a_found32 != NULL ? c->found32 : 0;
+    if (sp->outs & O_FOUND64) r.found = c->a_found64 != NULL ? c->found64 : 0;
+    if (sp->outs & O_VISIT) r.found = g_visits;
+    if (sp->outs & O_BUILD) r.found = nb_grid_count(c->grid);
+    if (sp->outs & O_CREATE) r.found = c->created != NULL && c->created != BOGUS_GRID;
+    r.hash = hash_outputs(sp, c, r.found);
+    if (sp->outs & O_BUILD) {
+        Answers now = answers(c->grid, c->pairs);
+        r.hash = mix(mix((uint64_t)now.pairs, now.pairs_hash), (uint64_t)now.validate);
+    }
+
+    // safe outputs: checked by the caller for error statuses
+    r.outputs_safe = true;
+    if (c->a_found32 != NULL && (sp->outs & O_FOUND32) && c->found32 != 0) {
+        r.outputs_safe = false;
+        char msg[64];
+        snprintf(msg, sizeof msg, "*found = %d, want 0", (int)c->found32);
+        note(&r, msg);
+    }
+    if (c->a_found64 != NULL && (sp->outs & O_FOUND64) && c->found64 != 0) {
+        r.outputs_safe = false;
+        char msg[64];
+        snprintf(msg, sizeof msg, "*found/*count = %lld, want 0", (long long)c->found64);
+        note(&r, msg);
+    }
+    if (c->a_outgrid != NULL && (sp->outs & O_CREATE) && c->created != NULL) {
+        r.outputs_safe = false;
+        note(&r, c->created == BOGUS_GRID ? "*out left unset, want NULL" : "*out not NULL");
+    }
+    if ((sp->outs & O_VISIT) && g_visits != 0) {
+        r.outputs_safe = false;
+        note(&r, "the callback ran");
+    }
+    // the fixture grid: unchanged unless this was a build that succeeded
+    Answers now = answers(c->grid, c->pairs);
+    r.grid_intact = ((sp->outs & O_BUILD) && r.st == NB_OK) || same_answers(&now, &fx->base);
+    if (!r.grid_intact) note(&r, "the grid's answers changed or it no longer validates");
+    if (c->created != NULL && c->created != BOGUS_GRID) {
+        nb_grid_destroy(c->created);
+        c->created = NULL;
+    }
+    r.leak_free = c->stats.live_bytes == 0 && !c->stats.size_mismatch;
+    if (!r.leak_free) note(&r, "the desc's allocator holds bytes after destroy");
+    ctx_free(c);
+    free(c);
+    return r;
+}
+
+typedef struct Tally {
+    int rows, failed;
+} Tally;
+
+static bool success_like(const Result *r)
+{
+    return r->st == NB_OK || (r->st == NB_ERR_BUFFER_TOO_SMALL && r->found > r->cap);
+}
+
+enum { EXPECT_OK = -1 };
+
+// Runs one row; prints what is wrong. expect: a status, or EXPECT_OK with kind.
+static void row(Tally *t, const Fixture *fx, const Spec *sp, const MutSet *a, const MutSet *b,
+                int expect, OkKind kind)
+{
+    const MutSet *sets[2] = {a, b};
+    int n = b != NULL ? 2 : a != NULL ? 1 : 0;
+    for (int s = 0; s < n; s++)
+        if ((sets[s]->flags & EXPLICIT) && fx->cell <= 0.0) return;
+    Result r = exec(fx, sp, sets, n, false);
+    if (!r.applies) return;
+    t->rows++;
+    char label[160];
+    snprintf(label, sizeof label, "%s%s%s", n > 0 ? a->name : "valid arguments", n > 1 ? " + " : "",
+             n > 1 ? b->name : "");
+    char why[400] = "";
+    if (expect != EXPECT_OK) {
+        if (r.st != (nbStatus)expect)
+            snprintf(why, sizeof why, "returned %s, want %s", nb_status_str(r.st),
+                     nb_status_str((nbStatus)expect));
+        if (!r.outputs_safe || !r.grid_intact || !r.leak_free)
+            snprintf(why + strlen(why), sizeof why - strlen(why), "%s%s", why[0] ? "; " : "",
+                     r.what);
+    } else {
+        bool ok = success_like(&r) && r.grid_intact && r.leak_free;
+        if (!success_like(&r))
+            snprintf(why, sizeof why, "returned %s, want success", nb_status_str(r.st));
+        else if (!r.grid_intact || !r.leak_free)
+            snprintf(why, sizeof why, "%s", r.what);
+        if (ok && kind == OK_TWIN) {
+            Result z = exec(fx, sp, sets, n, true);
+            if (z.st != r.st || z.found != r.found || z.hash != r.hash)
+                snprintf(why, sizeof why, "differs from +0.0: %s found %lld vs %s found %lld",
+                         nb_status_str(r.st), (long long)r.found, nb_status_str(z.st),
+                         (long long)z.found);
+        }
+        if (ok && kind == OK_BASE) {
+            Result z = exec(fx, sp, NULL, 0, false);
+            if (z.found != r.found)
+                snprintf(why, sizeof why, "found %lld, the plain call finds %lld",
+                         (long long)r.found, (long long)z.found);
+        }
+        if (ok && kind == OK_ZERO && (r.st != NB_OK || r.found != 0 || r.visits != 0))
+            snprintf(why, sizeof why, "%s, found %lld, want NB_OK and nothing", nb_status_str(r.st),
+                     (long long)r.found);
+        if (ok && kind == OK_ALL && r.found != fx->base.count)
+            snprintf(why, sizeof why, "found %lld, want every point (%d)", (long long)r.found,
+                     (int)fx->base.count);
+    }
+    if (why[0] != '\0') {
+        t->failed++;
+        fprintf(stderr, "  FAIL [%s] %s(%s): %s\n", fx->name, sp->name, label, why);
+    }
+}
+
+static bool pairable(const MutSet *a, const MutSet *b)
+{
+    if ((a->flags & b->flags & G_GROUPS) != 0) return false;
+    if (((a->flags & COORD) && (b->flags & LAYOUT)) || ((a->flags & LAYOUT) && (b->flags & COORD)))
+        return false; // a layout that is out of range says nothing about where coordinates are
+    return true;
+}
+
+static int run_table(Fixture *fx)
+{
+    // the fixture's own answers, once
+    Ctx *c = (Ctx *)malloc(sizeof(Ctx));
+    NB_CHECK(c != NULL);
+    NB_CHECK(ctx_init(c, fx));
+    fx->base = answers(c->grid, c->pairs);
+    ctx_free(c);
+    free(c);
+    NB_CHECK(fx->base.validate == NB_OK && fx->base.info_status == NB_OK);
+    NB_CHECK(fx->base.count == (fx->kind == FIXK_EMPTY ? 0 : FIX_N));
+    NB_CHECK(fx->base.info.hashed == (fx->kind == FIXK_CLUSTERS));
+    NB_CHECK(fx->kind == FIXK_EMPTY || fx->base.pairs > 0);
+
+    int failed = 0;
+    for (int si = 0; si < LEN(specs); si++) {
+        const Spec *sp = &specs[si];
+        Tally t = {0, 0};
+        row(&t, fx, sp, NULL, NULL, EXPECT_OK, OK_ANY);
+        // 1. pointers first: alone, with another NULL, with every bad value
+        for (int i = 0; i < sp->n_nulls; i++) {
+            row(&t, fx, sp, &sp->nulls[i], NULL, NB_ERR_NULL_ARG, OK_ANY);
+            for (int j = i + 1; j < sp->n_nulls; j++)
+                if (pairable(&sp->nulls[i], &sp->nulls[j]))
+                    row(&t, fx, sp, &sp->nulls[i], &sp->nulls[j], NB_ERR_NULL_ARG, OK_ANY);
+            for (int j = 0; j < sp->n_nonfinite; j++)
+                if (pairable(&sp->nulls[i], &sp->nonfinite[j]))
+                    row(&t, fx, sp, &sp->nulls[i], &sp->nonfinite[j], NB_ERR_NULL_ARG, OK_ANY);
+            for (int j = 0; j < sp->n_range; j++)
+                if (pairable(&sp->nulls[i], &sp->range[j]))
+                    row(&t, fx, sp, &sp->nulls[i], &sp->range[j], NB_ERR_NULL_ARG, OK_ANY);
+        }
+        // 2. then finiteness: alone and with every out-of-range value
+        for (int i = 0; i < sp->n_nonfinite; i++) {
+            row(&t, fx, sp, &sp->nonfinite[i], NULL, NB_ERR_NOT_FINITE, OK_ANY);
+            for (int j = 0; j < sp->n_range; j++)
+                if (pairable(&sp->nonfinite[i], &sp->range[j])) {
+                    row(&t, fx, sp, &sp->nonfinite[i], &sp->range[j], NB_ERR_NOT_FINITE, OK_ANY);
+                    row(&t, fx, sp, &sp->range[j], &sp->nonfinite[i], NB_ERR_NOT_FINITE, OK_ANY);
+                }
+        }
+        // 3. then ranges
+        for (int i = 0; i < sp->n_range; i++)
+            row(&t, fx, sp, &sp->range[i], NULL, NB_ERR_OUT_OF_RANGE, OK_ANY);
+        // 4. accepted edge values
+        for (int i = 0; i < sp->n_ok; i++)
+            row(&t, fx, sp, &sp->ok[i].s, NULL, EXPECT_OK, sp->ok[i].kind);
+        printf("  [%s] %-30s %4d rows, %d failed\n", fx->name, sp->name, t.rows, t.failed);
+        failed += t.failed;
+    }
+    return failed == 0 ? 0 : 1;
+}
+
+static Fixture fx_dense2 = {"2d dense", 2, 0.0, FIXK_UNIFORM, {0}};
+static Fixture fx_cell3 = {"3d cell 0.25", 3, 0.25, FIXK_UNIFORM, {0}};
+static Fixture fx_hashed2 = {"2d hashed", 2, 0.0, FIXK_CLUSTERS, {0}};
+static Fixture fx_empty3 = {"3d empty", 3, 0.0, FIXK_EMPTY, {0}};
+
+static int test_table_2d_dense(void)
+{
+    return run_table(&fx_dense2);
+}
+static int test_table_3d_cell(void)
+{
+    return run_table(&fx_cell3);
+}
+static int test_table_2d_hashed(void)
+{
+    return run_table(&fx_hashed2);
+}
+static int test_table_3d_empty(void)
+{
+    return run_table(&fx_empty3);
+}
+
+// ---- the functions without statuses ----
+
+static int test_status_strings(void)
+{
+    int bad = 0;
+    for (int v = 0; v < NB_STATUS_COUNT; v++) {
+        const char *s = nb_status_str((nbStatus)v), *m = nb_status_message((nbStatus)v);
+        NB_CHECK(s != NULL && m != NULL);
+        NB_CHECK(strncmp(s, "NB_", 3) == 0 && strcmp(s, "NB_ERR_UNKNOWN") != 0);
+        NB_CHECK(m[0] != '\0' && strcmp(m, "unknown status") != 0);
+        for (int w = 0; w < v; w++) NB_CHECK(strcmp(s, nb_status_str((nbStatus)w)) != 0);
+    }
+    NB_CHECK(strcmp(nb_status_str(NB_OK), "NB_OK") == 0);
+    NB_CHECK(strcmp(nb_status_str(NB_ERR_NOT_FINITE), "NB_ERR_NOT_FINITE") == 0);
+    const int unknown[] = {NB_STATUS_COUNT, NB_STATUS_COUNT + 1, 100, INT_MAX, -1, INT_MIN};
+    for (int i = 0; i < LEN(unknown); i++) {
+        nbStatus st = (nbStatus)unknown[i];
+        const char *s = nb_status_str(st), *m = nb_status_message(st);
+        if (s == NULL || m == NULL || strcmp(s, "NB_ERR_UNKNOWN") != 0 ||
+            strcmp(m, "unknown status") != 0) {
+            fprintf(stderr, "  FAIL nb_status_str/message(%d): %s / %s\n", unknown[i],
+                    s ? s : "NULL", m ? m : "NULL");
+            bad++;
+        }
+    }
+    return bad;
+}
+
+static int test_version(void)
+{
+    NB_CHECK(nb_version() == (uint32_t)NB_VERSION);
+    return 0;
+}
+
+static int test_null_tolerant(void)
+{
+    nb_grid_destroy(NULL);
+    NB_CHECK(nb_grid_count(NULL) == 0);
+    NB_CHECK(nb_grid_memory_bytes(NULL) == 0);
+    NB_CHECK(nb_grid_pair_units(NULL) == 0);
+    NB_CHECK_STATUS(nb_grid_validate(NULL), NB_ERR_NULL_ARG);
+    return 0;
+}
+
+// A half-set allocator must be refused: neither hook is called and malloc is not used instead.
+static int test_half_allocator(void)
+{
+    int bad = 0;
+    for (int which = 0; which < 2; which++) {
+        nbtAlloc stats = {0};
+        nbAllocator al = nbt_allocator(&stats);
+        if (which == 0)
+            al.free = NULL;
+        else
+            al.alloc = NULL;
+        for (int hint = 0; hint <= 100; hint += 100) {
+            nbGridDesc d = {0.0, 2, hint, &al};
+            nbGrid *g = BOGUS_GRID;
+            nbStatus st = nb_grid_create(&d, &g);
+            if (st != NB_ERR_NULL_ARG || g != NULL || stats.allocs != 0) {
+                fprintf(stderr,
+                        "  FAIL nb_grid_create(allocator with only %s, hint %d): %s, *out %s, "
+                        "%lld hook allocations; want NB_ERR_NULL_ARG, NULL, 0\n",
+                        which == 0 ? "alloc" : "free", hint, nb_status_str(st),
+                        g == NULL ? "NULL" : "set", (long long)stats.allocs);
+                bad++;
+            }
+            if (g != NULL && g != BOGUS_GRID) nb_grid_destroy(g);
+        }
+    }
+    return bad;
+}
+
+// NB_FILTER_ALL gives exactly the unfiltered answers.
+static int test_filter_all_is_plain(void)
+{
+    Ctx *c = (Ctx *)malloc(sizeof(Ctx));
+    NB_CHECK(c != NULL && ctx_init(c, &fx_dense2));
+    int32_t f1 = -1, f2 = -1;
+    int32_t other[IDX_CAP];
+    NB_CHECK_OK(nb_grid_query_radius(c->grid, c->center, R0, c->idx, IDX_CAP, &f1));
+    NB_CHECK_OK(
+        nb_grid_query_radius_filtered(c->grid, c->center, R0, NB_FILTER_ALL, other, IDX_CAP, &f2));
+    NB_CHECK(f1 == f2 && memcmp(c->idx, other, (size_t)f1 * sizeof(int32_t)) == 0);
+    NB_CHECK_OK(nb_grid_query_box(c->grid, c->lo, c->hi, c->idx, IDX_CAP, &f1));
+    NB_CHECK_OK(
+        nb_grid_query_box_filtered(c->grid, c->lo, c->hi, NB_FILTER_ALL, other, IDX_CAP, &f2));
+    NB_CHECK(f1 == f2 && memcmp(c->idx, other, (size_t)f1 * sizeof(int32_t)) == 0);
+    nbNeighbor nn2[KNN_K];
+    NB_CHECK_OK(nb_grid_knn(c->grid, c->center, KNN_K, c->nn, &f1));
+    NB_CHECK_OK(nb_grid_knn_filtered(c->grid, c->center, KNN_K, NB_FILTER_ALL, nn2, &f2));
+    NB_CHECK(f1 == f2);
+    for (int32_t t = 0; t < f1; t++) NB_CHECK(c->nn[t].index == nn2[t].index);
+    ctx_free(c);
+    free(c);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const nbtCase cases[] = {
+        {"status_strings", test_status_strings},
+        {"version", test_version},
+        {"null_tolerant", test_null_tolerant},
+        {"half_allocator", test_half_allocator},
+        {"table_2d_dense", test_table_2d_dense},
+        {"table_3d_cell", test_table_3d_cell},
+        {"table_2d_hashed", test_table_2d_hashed},
+        {"table_3d_empty", test_table_3d_empty},
+        {"filter_all_is_plain", test_filter_all_is_plain},
+    };
+    return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
+}
