@@ -113,7 +113,8 @@ typedef struct nbNeighbor {
 /// Called once per matching point. Return false to stop early (the query then returns NB_OK).
 typedef bool nbVisitFn(int32_t index, void *user);
 
-/// Called once per pair, with i < j (cross pairs: i in set A, j in set B). Return false to stop early (the call then returns NB_OK).
+/// Called once per pair, with i < j (cross pairs: i in set A, j in set B). Return false to stop
+/// early (the call then returns NB_OK).
 typedef bool nbPairFn(int32_t i, int32_t j, void *user);
 
 #ifdef __cplusplus
