@@ -10,7 +10,7 @@
 #include <float.h>
 #include <math.h>
 
-// ---- the oracle ----
+// ---- checks against the oracle (nb_oracle.h) ----
 
 typedef struct PairLog {
     nbPair *p;

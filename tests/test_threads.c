@@ -10,7 +10,10 @@
 
 #include <pthread.h>
 
-enum { N = 20000, THREADS = 4, QUERIES = 200, MAX_WITHIN = 512, K = 8 };
+// Density about 1: N points in a square of side SIDE. N is kept small enough for the O(N^2)
+// pair oracle to stay quick under the sanitizers.
+enum { N = 10000, THREADS = 4, QUERIES = 200, MAX_WITHIN = 512, K = 8 };
+#define SIDE 100.0
 #define RADIUS 2.0
 #define PAIR_RADIUS 1.5
 
@@ -73,7 +76,7 @@ static void *worker(void *arg)
 static int test_concurrent_queries(void)
 {
     nboSet s = nbo_set_new(N, 2);
-    for (int i = 0; i < 2 * N; i++) s.p[i] = nbt_range(0, 140);
+    for (int i = 0; i < 2 * N; i++) s.p[i] = nbt_range(0, SIDE);
     nbGridDesc desc = {0};
     nbGrid *g = NULL;
     NB_CHECK_OK(nb_grid_create(&desc, &g));
@@ -82,8 +85,8 @@ static int test_concurrent_queries(void)
     static Shared sh;
     sh.grid = g;
     for (int q = 0; q < QUERIES; q++) {
-        sh.centers[q][0] = nbt_range(-5, 145);
-        sh.centers[q][1] = nbt_range(-5, 145);
+        sh.centers[q][0] = nbt_range(-5, SIDE + 5);
+        sh.centers[q][1] = nbt_range(-5, SIDE + 5);
         int32_t found = -1, want_n = 0;
         NB_CHECK_OK(
             nb_grid_query_radius(g, sh.centers[q], RADIUS, sh.want_radius[q], MAX_WITHIN, &found));

@@ -40,7 +40,6 @@ enum {
     NBF_MAX_POINTS = 575,  ///< points of a crowd build (65 + 2 * 255)
     NBF_MAX_PAIRS = NBF_MAX_POINTS * (NBF_MAX_POINTS - 1) / 2,
     NBF_MAX_OPS = 64,
-    NBF_MAX_K = 160,
     NBF_MAX_CUTS = 8,
 };
 
@@ -1257,12 +1256,11 @@ static void nbf_create(nbfReader *r, nbfState *s)
     else if (desc.cell_size < 0.0 || bad_dim || desc.capacity_hint < 0)
         allowed = NBF_BIT(NB_ERR_OUT_OF_RANGE);
     nbGrid *g = (nbGrid *)(void *)&desc; // must be overwritten
-    nbfMark m = nbf_mark();
+    (void)nbf_mark(); // clears nbf_heap.failed: did this create have an allocation refused?
     nbStatus st = nb_grid_create(&desc, &g);
     nbf_log("create(dim=%d, cell_size=%a, capacity_hint=%d, allocator=%s) -> %s\n", desc.dim,
             desc.cell_size, desc.capacity_hint, s->custom ? "checking" : "NULL", nb_status_str(st));
     if (nbf_heap.failed) allowed |= NBF_BIT(NB_ERR_OUT_OF_MEMORY);
-    (void)m;
     nbf_expect(st, allowed, "nb_grid_create");
     if (st != NB_OK) {
         NBF_CHECK(g == NULL, "nb_grid_create failed with %s but *out = %p", nb_status_str(st),
