@@ -24,12 +24,8 @@
 
 #if defined(__GNUC__)
 #define NBI_INLINE static inline __attribute__((always_inline))
-#define NBI_LIKELY(x) __builtin_expect(!!(x), 1)
-#define NBI_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #else
 #define NBI_INLINE static inline
-#define NBI_LIKELY(x) (x)
-#define NBI_UNLIKELY(x) (x)
 #endif
 
 // The allocator a structure uses: the caller's hooks (NULL = malloc/free) into *out. False when
