@@ -62,14 +62,20 @@ NB_API nbStatus nb_grid_reserve(nbGrid *grid, int32_t points);
 /// far-flung data, or a tiny radius), occupied cells are hashed into a power-of-two table of
 /// about 2N slots instead, so memory stays O(points), never O(area).
 ///
+/// Categories and masks passed in `points` (see nbPoints) are copied too; all-pairs calls then
+/// apply the filter rule (see the filters section below).
+///
 /// Checks every coordinate in the same pass that reads it. NB_ERR_NOT_FINITE for a NaN or
-/// infinite coordinate or radius; NB_ERR_OUT_OF_RANGE for a negative radius or count, a dim that
-/// is not the grid's, a stride smaller than dim doubles or not a multiple of sizeof(double),
-/// or a cell number beyond +-2^62;
+/// infinite coordinate or radius (checked before any range); NB_ERR_OUT_OF_RANGE for a negative
+/// radius or count, a dim that is not the grid's, a stride smaller than dim doubles or not a
+/// multiple of sizeof(double), a category or mask stride that is not a multiple of 4 or a
+/// misaligned category or mask array, or a cell number beyond +-2^62;
 /// NB_ERR_OUT_OF_MEMORY. On any error the grid keeps its previous contents.
 /// Allocates only when this build needs more room than every earlier build and reserve: more
-/// points, more dense cells, or the first hashed layout. nb_grid_reserve(max_points) up front
-/// covers every layout, after which no build of up to max_points points allocates. O(N + cells).
+/// points, more dense cells, the first hashed layout or the first build with categories/masks.
+/// nb_grid_reserve(max_points) covers every layout (and the filter bits once the grid has had
+/// them), after which no build of up to max_points points allocates. A growth that is refused
+/// at the geometric size is retried at the exact size. O(N + cells).
 NB_API nbStatus nb_grid_build(nbGrid *grid, const nbPoints *points, double radius);
 
 /// Number of points in the grid.
