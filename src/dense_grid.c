@@ -359,6 +359,8 @@ nbiView nbi_grid_view(const nbGrid *g)
     memcpy(v.ext, g->ext, sizeof v.ext);
     v.table = g->hashed ? &g->table : NULL;
     v.cell_slot = (const uint32_t *)g->cell_slot.ptr;
+    v.cell_keys = NULL;
+    v.end = NULL;
     return v;
 }
 

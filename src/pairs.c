@@ -97,8 +97,7 @@ static void nbi_pairs_hashed(const nbiView *v, const nbiPairCtx *x, int64_t k, i
         int64_t key[3];
         nbi_view_cell_key(v, c, key);
         l.a0 = start[c];
-        l.a1 = start[c + 1];
-        l.self_end = start[c + 1];
+        l.a1 = l.self_end = nbi_view_end(v, c);
         l.ns = 0;
         if (!stencil) { // every later occupied cell within k rings
             for (int32_t b = c + 1; b < v->ncells && !x->sink->stop; b++) {
@@ -109,7 +108,7 @@ static void nbi_pairs_hashed(const nbiView *v, const nbiPairCtx *x, int64_t k, i
                     const int64_t d = kb[a] - key[a];
                     near &= d <= k && -d <= k;
                 }
-                if (near) nbi_spans_add(&l, start[b], start[b + 1], NULL);
+                if (near) nbi_spans_add(&l, start[b], nbi_view_end(v, b), NULL);
             }
             nbi_spans_flush(&l);
             continue;
@@ -122,7 +121,7 @@ static void nbi_pairs_hashed(const nbiView *v, const nbiPairCtx *x, int64_t k, i
                 const int64_t xlo = (dz > 0 || dy > 0) ? nbi_max64(-k, v->lo[0] - key[0]) : 1;
                 for (int64_t dx = xlo; dx <= k && key[0] + dx <= v->hi[0]; dx++) {
                     const int32_t b = nbi_view_cell(v, key[0] + dx, key[1] + dy, key[2] + dz);
-                    if (b >= 0) nbi_spans_add(&l, start[b], start[b + 1], NULL);
+                    if (b >= 0) nbi_spans_add(&l, start[b], nbi_view_end(v, b), NULL);
                 }
             }
         }
@@ -175,6 +174,7 @@ nbStatus nbi_walk_pairs(const nbiView *v, double radius, int32_t u0, int32_t u1,
             return NB_ERR_OUT_OF_RANGE;
     }
     if (u0 >= u1) return NB_OK;
+    NB_ASSERT(v->table != NULL || v->end == NULL); // dense rows are contiguous runs
     nbiPairCtx x;
     nbi_pair_ctx(&x, v, v, radius, s);
     if (v->table != NULL)
@@ -209,7 +209,7 @@ nbStatus nbi_walk_cross(const nbiView *a, const nbiView *b, double radius, nbiPa
     nbiSpanList l;
     nbi_span_list_init(&l, &x, dim, true);
     for (int32_t c = 0; c < a->ncells && !s->stop; c++) {
-        const int32_t a0 = a->start[c], a1 = a->start[c + 1];
+        const int32_t a0 = a->start[c], a1 = nbi_view_end(a, c);
         if (a0 == a1) continue;
         // The box of this cell's points, widened by the reach: rounding is monotone, so every
         // point of B within reach of one of them lies in B's cells over [lo, hi].

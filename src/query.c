@@ -58,7 +58,7 @@ double nbi_view_box_runs(const nbiView *v, const int64_t cl[3], const int64_t ch
             for (int64_t y = cl[1]; y <= ch[1]; y++)
                 for (int64_t x = cl[0]; x <= ch[0]; x++) {
                     const int32_t c = nbi_view_cell(v, x, y, z);
-                    if (c >= 0 && !fn(start[c], start[c + 1], ctx)) return cells;
+                    if (c >= 0 && !fn(start[c], nbi_view_end(v, c), ctx)) return cells;
                 }
         return cells;
     }
@@ -67,7 +67,7 @@ double nbi_view_box_runs(const nbiView *v, const int64_t cl[3], const int64_t ch
         nbi_view_cell_key(v, c, k);
         bool in = true;
         for (int a = 0; a < 3; a++) in &= k[a] >= cl[a] && k[a] <= ch[a];
-        if (in && !fn(start[c], start[c + 1], ctx)) break;
+        if (in && !fn(start[c], nbi_view_end(v, c), ctx)) break;
     }
     return (double)v->ncells;
 }
@@ -317,7 +317,8 @@ nbStatus nbi_walk_knn(const nbiView *v, const double *point, int32_t k, nbFilter
         }
         if (work > budget) { // far-flung data: a scan of every point is cheaper
             x.size = 0;
-            nbi_knn_run(0, v->n, &x);
+            for (int32_t c = 0; c < v->ncells; c++)
+                nbi_knn_run(v->start[c], nbi_view_end(v, c), &x);
             break;
         }
     }

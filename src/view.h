@@ -7,12 +7,16 @@
 // The points sit in cell order: cell c holds positions [start[c], start[c + 1]), with their
 // coordinates in pts (dim doubles each, interleaved), the caller's index of each in idx, and
 // optionally their filter bits in cat / mask (both NULL: no filter, every point all bits).
+// A structure that keeps slack between its cells (an incremental one, which grows a cell in
+// place) passes `end` too: cell c is then [start[c], end[c]), and positions between one cell's
+// end and the next one's start are never read. Cells may be empty.
 //
 // Cells are numbered in one of two ways:
 // - dense (table == NULL): the whole box lo..hi of cells, row-major with x fastest:
 //   c = (x - lo[0]) + ext[0] * ((y - lo[1]) + ext[1] * (z - lo[2]));
 // - hashed: only occupied cells, in any order; the cell table maps coordinates to the cell
-//   number, and cell_slot[c] is the table slot that holds cell c's coordinates.
+//   number, and cell c's coordinates are cell_keys[3c .. 3c+2], or, without cell_keys, the
+//   coordinates kept in table slot cell_slot[c] (the grid, whose table never moves a slot).
 // Either way lo..hi bounds every occupied cell (z = 0 in 2D), and max_abs bounds |coordinate|
 // (the rounding margins in cell.c need it).
 #ifndef NEARBY_VIEW_H
@@ -26,14 +30,22 @@ typedef struct nbiView {
     const double *pts;
     const int32_t *idx;
     const uint32_t *cat, *mask; // both NULL or both n entries
-    const int32_t *start;       // ncells + 1 entries
+    const int32_t *start;       // ncells + 1 entries (ncells with end)
+    const int32_t *end;         // NULL: cell c ends at start[c + 1]; hashed views only
     int32_t ncells;
     nbiCellMath cm;
     double max_abs;
     int64_t lo[3], hi[3], ext[3];
     const nbiCellTable *table; // NULL: dense numbering
-    const uint32_t *cell_slot; // hashed: cell -> its slot in table
+    const uint32_t *cell_slot; // hashed, without cell_keys: cell -> its slot in table
+    const int64_t *cell_keys;  // hashed: 3 coordinates per cell, or NULL
 } nbiView;
+
+// One past cell c's last position.
+NBI_INLINE int32_t nbi_view_end(const nbiView *v, int32_t c)
+{
+    return v->end != NULL ? v->end[c] : v->start[c + 1];
+}
 
 // The cell at integer coordinates (x, y, z), or -1 when it is not in the view (outside the box,
 // or not occupied in a hashed view).
@@ -50,7 +62,8 @@ NBI_INLINE int32_t nbi_view_cell(const nbiView *v, int64_t x, int64_t y, int64_t
 NBI_INLINE void nbi_view_cell_key(const nbiView *v, int32_t c, int64_t out[3])
 {
     if (v->table != NULL) {
-        const int64_t *k = nbi_ctab_slots(v->table)[v->cell_slot[c]].key;
+        const int64_t *k = v->cell_keys != NULL ? v->cell_keys + (size_t)c * 3
+                                                : nbi_ctab_slots(v->table)[v->cell_slot[c]].key;
         out[0] = k[0];
         out[1] = k[1];
         out[2] = k[2];
