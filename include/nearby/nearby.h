@@ -96,6 +96,21 @@ typedef struct nbFilter {
 #define NB_FILTER_ALL ((nbFilter){0xFFFFFFFFu, 0xFFFFFFFFu})
 #endif
 
+/// Names an item stored in an incremental structure (hash, tiles, quadtree). Opaque; pass it by
+/// value. Bits 0-31: slot + 1. Bits 32-47: generation, bumped when the slot is freed. Bits 48-63:
+/// owner tag, stamped at create, so a handle from another structure is rejected. All-zero is the
+/// null handle (`nbHandle h = {0};`); a null, stale or foreign handle gets NB_ERR_BAD_HANDLE.
+typedef struct nbHandle {
+    uint64_t bits;
+} nbHandle;
+
+/// The null handle.
+#ifdef __cplusplus
+#define NB_HANDLE_NULL (nbHandle{0u})
+#else
+#define NB_HANDLE_NULL ((nbHandle){0u})
+#endif
+
 /// A pair of point indices. From all-pairs calls it is unordered and always has i < j; from
 /// cross-pair calls (set A against set B) i indexes A and j indexes B, roles kept.
 typedef struct nbPair {
