@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: MIT
+// The walkers over a view no structure built: a hashed view laid out the way an incremental
+// structure keeps its cells (cell numbers in any order, slack between cells, empty cells, cell
+// coordinates in their own array, filter bits), answered by nbi_walk_pairs, nbi_walk_cross,
+// nbi_walk_radius, nbi_walk_box and nbi_walk_knn and compared with the brute-force oracle. The
+// slack holds decoys within reach of everything, so a walker that read past a cell's end would
+// report them.
+#include "view.h"
+
+#include "nb_oracle.h"
+#include "nb_test.h"
+
+typedef struct Built {
+    nbiView v;
+    nbiCellTable table;
+    double *pts;
+    int32_t *idx, *start, *end;
+    uint32_t *cat, *mask;
+    int64_t *keys;
+} Built;
+
+static void built_free(Built *b, const nbAllocator *a)
+{
+    nbi_ctab_free(&b->table, a);
+    free(b->pts);
+    free(b->idx);
+    free(b->start);
+    free(b->end);
+    free(b->cat);
+    free(b->mask);
+    free(b->keys);
+}
+
+// Lays out s by cells of edge `cell`: cells numbered in a shuffled order, each followed by
+// 0-3 decoy slots, plus `empties` empty cells.
+static void build_view(Built *b, const nboSet *s, double cell, int32_t empties,
+                       const nbAllocator *a)
+{
+    const int dim = s->dim;
+    const nbiCellMath cm = nbi_cell_math(cell);
+    int64_t(*key)[3] = (int64_t(*)[3])calloc((size_t)s->n + 1, sizeof *key);
+    int32_t *cell_of = (int32_t *)calloc((size_t)s->n + 1, sizeof(int32_t));
+    memset(&b->table, 0, sizeof b->table);
+    nbi_ctab_grow(&b->table, a, (size_t)s->n + (size_t)empties);
+    const int32_t maxc = s->n + empties;
+    b->keys = (int64_t *)calloc((size_t)maxc * 3 + 3, sizeof(int64_t));
+    int32_t ncells = 0;
+    // cells in order of first appearance, then shuffled numbers
+    for (int32_t i = 0; i < s->n; i++) {
+        for (int d = 0; d < 3; d++) key[i][d] = d < dim ? nbi_cell_i(&cm, nbo_pt(s, i)[d]) : 0;
+        bool ins;
+        const int64_t slot =
+            nbi_ctab_insert(&b->table, key[i][0], key[i][1], key[i][2], ncells, &ins);
+        if (ins) ncells++;
+        cell_of[i] = nbi_ctab_slots(&b->table)[slot].value;
+    }
+    for (int32_t e = 0; e < empties; e++) { // empty cells far away
+        bool ins;
+        nbi_ctab_insert(&b->table, 1000000 + e, -7, 0, ncells, &ins);
+        if (ins) ncells++;
+    }
+    int32_t *perm = (int32_t *)malloc(((size_t)ncells + 1) * sizeof(int32_t));
+    for (int32_t c = 0; c < ncells; c++) perm[c] = c;
+    for (int32_t c = ncells - 1; c > 0; c--) {
+        const int32_t u = nbt_int(c + 1), t = perm[c];
+        perm[c] = perm[u];
+        perm[u] = t;
+    }
+    const nbiCellSlot *slots = nbi_ctab_slots(&b->table);
+    for (size_t h = 0; h < ((size_t)1 << b->table.bits); h++) {
+        if (slots[h].value < 0) continue;
+        const int32_t c = perm[slots[h].value];
+        nbi_ctab_set(&b->table, (int64_t)h, c);
+        memcpy(b->keys + (size_t)c * 3, slots[h].key, sizeof slots[h].key);
+    }
+    // counts, then blocks with slack
+    int32_t *count = (int32_t *)calloc((size_t)ncells + 1, sizeof(int32_t));
+    for (int32_t i = 0; i < s->n; i++) count[perm[cell_of[i]]]++;
+    b->start = (int32_t *)calloc((size_t)ncells + 1, sizeof(int32_t));
+    b->end = (int32_t *)calloc((size_t)ncells + 1, sizeof(int32_t));
+    int32_t pos = 0;
+    for (int32_t c = 0; c < ncells; c++) {
+        b->start[c] = b->end[c] = pos;
+        pos += count[c] + nbt_int(4);
+    }
+    const size_t room = (size_t)pos + 1;
+    b->pts = (double *)calloc(room * (size_t)dim, sizeof(double));
+    b->idx = (int32_t *)calloc(room, sizeof(int32_t));
+    b->cat = (uint32_t *)calloc(room, sizeof(uint32_t));
+    b->mask = (uint32_t *)calloc(room, sizeof(uint32_t));
+    for (size_t p = 0; p < room; p++) { // decoys: point 0's place, every bit, index -1
+        memcpy(b->pts + p * (size_t)dim, nbo_pt(s, 0), (size_t)dim * sizeof(double));
+        b->idx[p] = -1;
+        b->cat[p] = b->mask[p] = 0xFFFFFFFFu;
+    }
+    double max_abs = 0.0;
+    int64_t lo[3] = {INT64_MAX, INT64_MAX, INT64_MAX}, hi[3] = {INT64_MIN, INT64_MIN, INT64_MIN};
+    for (int32_t i = 0; i < s->n; i++) {
+        const int32_t c = perm[cell_of[i]], p = b->end[c]++;
+        memcpy(b->pts + (size_t)p * (size_t)dim, nbo_pt(s, i), (size_t)dim * sizeof(double));
+        b->idx[p] = i;
+        b->cat[p] = nbo_cat(s, i);
+        b->mask[p] = nbo_mask(s, i);
+        for (int d = 0; d < dim; d++) {
+            const double x = fabs(nbo_pt(s, i)[d]);
+            max_abs = x > max_abs ? x : max_abs;
+        }
+    }
+    for (int32_t c = 0; c < ncells; c++)
+        for (int d = 0; d < 3; d++) {
+            lo[d] = b->keys[(size_t)c * 3 + d] < lo[d] ? b->keys[(size_t)c * 3 + d] : lo[d];
+            hi[d] = b->keys[(size_t)c * 3 + d] > hi[d] ? b->keys[(size_t)c * 3 + d] : hi[d];
+        }
+    nbiView v = {0};
+    v.dim = dim;
+    v.n = s->n;
+    v.pts = b->pts;
+    v.idx = b->idx;
+    v.cat = s->cat != NULL || s->mask != NULL ? b->cat : NULL;
+    v.mask = v.cat != NULL ? b->mask : NULL;
+    v.start = b->start;
+    v.end = b->end;
+    v.ncells = ncells;
+    v.cm = cm;
+    v.max_abs = max_abs;
+    for (int d = 0; d < 3; d++) {
+        v.lo[d] = lo[d];
+        v.hi[d] = hi[d];
+        v.ext[d] = hi[d] - lo[d] + 1;
+    }
+    v.table = &b->table;
+    v.cell_keys = b->keys;
+    b->v = v;
+    free(key);
+    free(cell_of);
+    free(perm);
+    free(count);
+}
+
+static bool collect(int32_t i, int32_t j, void *user)
+{
+    nbo_pair_push((nboPairList *)user, i, j);
+    return true;
+}
+
+static int check_pairs(nbiPairSink *sink, nboPairList *got, const nbPair *want, int64_t want_n)
+{
+    int64_t n = 0;
+    nbPair *g = nbo_pair_finish(got, &n);
+    nbo_sort_pairs(g, n);
+    NB_CHECK(sink->found == want_n && nbo_same_pairs(g, n, want, want_n));
+    free(g);
+    return 0;
+}
+
+static int test_walkers_on_a_slack_view(void)
+{
+    nbAllocator a;
+    NB_CHECK(nbi_allocator(NULL, &a));
+    static nbiPairSink sink;
+    for (int round = 0; round < 40; round++) {
+        const int dim = 2 + round % 2;
+        const int32_t n = 2 + nbt_int(300);
+        nboSet s = nbo_set_new(n, dim);
+        for (int32_t i = 0; i < n * dim; i++) s.p[i] = nbt_range(-5.0, 5.0);
+        if (round % 3 > 0) {
+            nbo_set_add_filters(&s);
+            for (int32_t i = 0; i < n; i++) {
+                s.cat[i] = 1u << nbt_int(3);
+                s.mask[i] = (uint32_t)nbt_int(8);
+            }
+        }
+        const double r = nbt_range(0.1, 2.0), cell = nbt_range(0.3, 3.0);
+        Built b;
+        build_view(&b, &s, cell, nbt_int(5), &a);
+        // all pairs, by units in two halves
+        int64_t want_n = 0;
+        nbPair *want = nbo_pairs(&s, r, &want_n);
+        nboPairList got = {NULL, 0, 0};
+        nbi_pair_sink_init(&sink, NBI_SINK_VISIT, NULL, 0, collect, &got);
+        const int32_t half = b.v.ncells / 2;
+        NB_CHECK_OK(nbi_walk_pairs(&b.v, r, 0, half, &sink));
+        NB_CHECK_OK(nbi_walk_pairs(&b.v, r, half, b.v.ncells, &sink));
+        if (check_pairs(&sink, &got, want, want_n)) return 1;
+        free(want);
+        // cross with itself: every ordered pair, (i, i) included
+        want = nbo_cross_pairs(&s, &s, r, &want_n);
+        got.p = NULL;
+        got.n = got.cap = 0;
+        nbi_pair_sink_init(&sink, NBI_SINK_VISIT, NULL, 0, collect, &got);
+        NB_CHECK_OK(nbi_walk_cross(&b.v, &b.v, r, &sink));
+        if (check_pairs(&sink, &got, want, want_n)) return 1;
+        free(want);
+        // radius, box, kNN with filters
+        for (int q = 0; q < 10; q++) {
+            const nbFilter f =
+                q == 0 ? NB_FILTER_ALL : (nbFilter){1u << nbt_int(3), 1u + (uint32_t)nbt_int(7)};
+            double c[3], lo[3], hi[3];
+            for (int d = 0; d < dim; d++) {
+                c[d] = nbt_range(-6.0, 6.0);
+                lo[d] = c[d] - nbt_range(0.0, 3.0);
+                hi[d] = c[d] + nbt_range(0.0, 3.0);
+            }
+            int32_t *out = (int32_t *)malloc(((size_t)n + 1) * sizeof(int32_t));
+            int32_t wn = 0;
+            int32_t *w = nbo_radius_filtered(&s, c, r, f, &wn);
+            nbiHitSink hs;
+            nbi_hit_sink_init(&hs, NBI_SINK_BUFFER, out, n + 1, NULL, NULL);
+            NB_CHECK_OK(nbi_walk_radius(&b.v, c, r, f, &hs));
+            nbo_sort_indices(out, hs.found);
+            NB_CHECK(nbo_same_indices(out, hs.found, w, wn));
+            free(w);
+            w = nbo_box_filtered(&s, lo, hi, f, &wn);
+            nbi_hit_sink_init(&hs, NBI_SINK_BUFFER, out, n + 1, NULL, NULL);
+            NB_CHECK_OK(nbi_walk_box(&b.v, lo, hi, f, &hs));
+            nbo_sort_indices(out, hs.found);
+            NB_CHECK(nbo_same_indices(out, hs.found, w, wn));
+            free(w);
+            const int32_t k = 1 + nbt_int(10);
+            nbNeighbor nb[12];
+            int32_t found = -1;
+            nbNeighbor *wk = nbo_knn_filtered(&s, c, k, f, &wn);
+            NB_CHECK_OK(nbi_walk_knn(&b.v, c, k, f, nb, &found));
+            NB_CHECK(nbo_same_neighbors(nb, found, wk, wn));
+            free(wk);
+            free(out);
+        }
+        built_free(&b, &a);
+        nbo_set_free(&s);
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const nbtCase cases[] = {
+        {"walkers_on_a_slack_view", test_walkers_on_a_slack_view},
+    };
+    return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
+}
