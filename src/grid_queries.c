@@ -6,14 +6,6 @@
 
 // ---- all pairs ----
 
-// The radius and capacity checks of every pair call, in the documented order.
-static nbStatus nbi_pair_args(double radius, int64_t capacity)
-{
-    const nbStatus st = nbi_check_radius(radius);
-    if (st != NB_OK) return st;
-    return capacity < 0 ? NB_ERR_OUT_OF_RANGE : NB_OK;
-}
-
 // Finishes a buffer-mode pair call: the full count, and whether it fit.
 static nbStatus nbi_pair_result(nbStatus st, const nbiPairSink *s, int64_t *found)
 {
@@ -34,7 +26,7 @@ nbStatus nb_grid_pairs(const nbGrid *grid, double radius, nbPair *out, int64_t c
 {
     if (found != NULL) *found = 0;
     if (grid == NULL || found == NULL || (out == NULL && capacity > 0)) return NB_ERR_NULL_ARG;
-    nbStatus st = nbi_pair_args(radius, capacity);
+    nbStatus st = nbi_check_pairs(radius, capacity);
     if (st != NB_OK) return st;
     nbiPairSink s;
     nbi_pair_sink_init(&s, NBI_SINK_BUFFER, out, capacity, NULL, NULL);
@@ -46,7 +38,7 @@ nbStatus nb_grid_count_pairs(const nbGrid *grid, double radius, int64_t *count)
 {
     if (count != NULL) *count = 0;
     if (grid == NULL || count == NULL) return NB_ERR_NULL_ARG;
-    nbStatus st = nbi_pair_args(radius, 0);
+    nbStatus st = nbi_check_pairs(radius, 0);
     if (st != NB_OK) return st;
     nbiPairSink s;
     nbi_pair_sink_init(&s, NBI_SINK_COUNT, NULL, 0, NULL, NULL);
@@ -63,7 +55,7 @@ nbStatus nb_grid_visit_pairs_range(const nbGrid *grid, double radius, int32_t un
                                    int32_t unit_end, nbPairFn *visit, void *user)
 {
     if (grid == NULL || visit == NULL) return NB_ERR_NULL_ARG;
-    nbStatus st = nbi_pair_args(radius, 0);
+    nbStatus st = nbi_check_pairs(radius, 0);
     if (st != NB_OK) return st;
     const int32_t units = nb_grid_pair_units(grid);
     if (unit_begin < 0 || unit_end < unit_begin || unit_end > units) return NB_ERR_OUT_OF_RANGE;
@@ -83,7 +75,7 @@ nbStatus nb_grid_visit_pairs(const nbGrid *grid, double radius, nbPairFn *visit,
 static nbStatus nbi_grid_cross(const nbGrid *a, const nbGrid *b, double radius, int64_t capacity,
                                nbiPairSink *s)
 {
-    nbStatus st = nbi_pair_args(radius, capacity);
+    nbStatus st = nbi_check_pairs(radius, capacity);
     if (st != NB_OK) return st;
     if (a->dim != b->dim) return NB_ERR_OUT_OF_RANGE;
     const nbiView va = nbi_grid_view(a), vb = nbi_grid_view(b);

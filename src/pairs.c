@@ -94,6 +94,7 @@ static void nbi_pairs_hashed(const nbiView *v, const nbiPairCtx *x, int64_t k, i
     nbiSpanList l;
     nbi_span_list_init(&l, x, v->dim, false);
     for (int32_t c = u0; c < u1 && !x->sink->stop; c++) {
+        if (start[c] == nbi_view_end(v, c)) continue; // an empty cell (a free id of a hash)
         int64_t key[3];
         nbi_view_cell_key(v, c, key);
         l.a0 = start[c];
@@ -134,6 +135,13 @@ nbStatus nbi_check_radius(double radius)
     if (!isfinite(radius)) return NB_ERR_NOT_FINITE;
     if (radius < 0.0) return NB_ERR_OUT_OF_RANGE;
     return NB_OK;
+}
+
+nbStatus nbi_check_pairs(double radius, int64_t capacity)
+{
+    const nbStatus st = nbi_check_radius(radius);
+    if (st != NB_OK) return st;
+    return capacity < 0 ? NB_ERR_OUT_OF_RANGE : NB_OK;
 }
 
 // The work budget of a walk, in cell steps: 64 per point + 2^26. A radius spanning very many

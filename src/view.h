@@ -104,8 +104,10 @@ double nbi_view_box_runs(const nbiView *v, const int64_t cl[3], const int64_t ch
 // ---- the walkers (pairs.c, query.c): every structure's queries run through these ----
 #include "sink.h"
 
-// Numeric arguments every query checks after its pointers, in the documented order.
+// Numeric arguments every query checks after its pointers, in the documented order: the radius
+// (NB_ERR_NOT_FINITE, then NB_ERR_OUT_OF_RANGE when negative), and for pair calls the capacity.
 nbStatus nbi_check_radius(double radius);
+nbStatus nbi_check_pairs(double radius, int64_t capacity);
 
 // All pairs within `radius` whose first cell is in [u0, u1), each unordered pair once, through
 // the sink. Units are cells: [0, v->ncells) covers everything. Checks nothing but the cost guard

@@ -1,0 +1,508 @@
+// SPDX-License-Identifier: MIT
+// The spatial hash against a brute-force model: thousands of random insert / move / remove /
+// set / clear sequences (teleports, moves to the same spot, coordinates near +-1e12, -0.0,
+// duplicates, filters), every query compared with the model after the steps; bad handles
+// (null, stale, removed, foreign) change nothing; no allocation in a steady state; a failing
+// allocator at every allocation of every operation that can allocate leaves the hash as it was.
+#include <nearby/hash.h>
+
+#include "nb_oracle.h"
+#include "nb_test.h"
+
+#include <math.h>
+
+enum { MAXN = 700 };
+
+// The model: every item ever inserted, alive or not, by its user value (its index here).
+typedef struct Model {
+    int dim;
+    int32_t n;
+    bool alive[MAXN];
+    double pos[MAXN][3];
+    uint32_t cat[MAXN], mask[MAXN];
+    nbHandle handle[MAXN];
+} Model;
+
+// The live items as an oracle set; map[i] is the model index of set point i.
+static nboSet live_set(const Model *m, int32_t *map)
+{
+    int32_t n = 0;
+    for (int32_t i = 0; i < m->n; i++) n += m->alive[i];
+    nboSet s = nbo_set_new(n, m->dim);
+    nbo_set_add_filters(&s);
+    n = 0;
+    for (int32_t i = 0; i < m->n; i++) {
+        if (!m->alive[i]) continue;
+        memcpy(s.p + (size_t)n * (size_t)m->dim, m->pos[i], (size_t)m->dim * sizeof(double));
+        s.cat[n] = m->cat[i];
+        s.mask[n] = m->mask[i];
+        map[n++] = i;
+    }
+    return s;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+// The hits' user values, sorted, against the oracle's indices mapped to model indices; every
+// hit's handle must be the model's handle for that item.
+static int same_hits(const Model *m, const nbHashHit *hits, int32_t n, const int32_t *want,
+                     int32_t want_n, const int32_t *map)
+{
+    NB_CHECK(n == want_n);
+    uint64_t *got = (uint64_t *)malloc(((size_t)n + 1) * sizeof(uint64_t));
+    uint64_t *exp = (uint64_t *)malloc(((size_t)n + 1) * sizeof(uint64_t));
+    for (int32_t t = 0; t < n; t++) {
+        got[t] = hits[t].user;
+        NB_CHECK(hits[t].user < (uint64_t)m->n &&
+                 m->handle[hits[t].user].bits == hits[t].handle.bits);
+        exp[t] = (uint64_t)map[want[t]];
+    }
+    qsort(got, (size_t)n, sizeof(uint64_t), cmp_u64);
+    qsort(exp, (size_t)n, sizeof(uint64_t), cmp_u64);
+    const bool same = n == 0 || memcmp(got, exp, (size_t)n * sizeof(uint64_t)) == 0;
+    free(got);
+    free(exp);
+    NB_CHECK(same);
+    return 0;
+}
+
+static nbFilter random_bits(void)
+{
+    if (nbt_int(3) == 0) return NB_FILTER_ALL;
+    nbFilter f = {nbt_int(16) == 0 ? 0u : 1u << nbt_int(3), (uint32_t)nbt_int(8)};
+    return f;
+}
+
+// A position: clustered near a few centres, or far away, -0.0, on a cell boundary, a
+// duplicate of another item.
+static void random_pos(const Model *m, double scale, double *p)
+{
+    const int kind = nbt_int(10);
+    for (int d = 0; d < m->dim; d++) {
+        if (kind < 5)
+            p[d] = nbt_range(-scale, scale);
+        else if (kind == 5)
+            p[d] = (nbt_int(2) ? 1e12 : -1e12) + nbt_range(-scale, scale);
+        else if (kind == 6)
+            p[d] = nbt_int(2) ? -0.0 : 0.0;
+        else if (kind == 7)
+            p[d] = (double)(nbt_int(9) - 4); // cell boundaries (cell 1)
+        else if (kind == 8 && m->n > 0)
+            p[d] = m->pos[nbt_int(m->n)][d];
+        else
+            p[d] = nbt_range(-3.0, 3.0);
+    }
+}
+
+typedef struct PairLog {
+    nboPairList l;
+} PairLog;
+
+static bool log_pair(nbHashHit a, nbHashHit b, void *user)
+{
+    nbo_pair_push(&((PairLog *)user)->l, (int32_t)a.user, (int32_t)b.user);
+    return true;
+}
+
+static bool count_hit(nbHashHit hit, void *user)
+{
+    (void)hit;
+    (*(int32_t *)user)++;
+    return true;
+}
+
+// Every query of the hash against the model.
+static int check_queries(nbHash *h, const Model *m, double scale)
+{
+    NB_CHECK_OK(nb_hash_validate(h));
+    static int32_t map[MAXN];
+    nboSet s = live_set(m, map);
+    NB_CHECK(nb_hash_count(h) == s.n);
+    static nbHashHit hits[MAXN + 1];
+    static nbHashNeighbor nbs[MAXN + 1];
+    const double r = nbt_int(4) == 0 ? nbt_range(0.0, 4.0 * scale) : nbt_range(0.0, 2.0);
+    for (int q = 0; q < 4; q++) {
+        const nbFilter f = q == 0 ? NB_FILTER_ALL : random_bits();
+        double c[3], lo[3], hi[3];
+        random_pos(m, scale, c);
+        for (int d = 0; d < m->dim; d++) {
+            lo[d] = c[d] - nbt_range(0.0, 2.0);
+            hi[d] = c[d] + nbt_range(0.0, 2.0);
+        }
+        int32_t found = -1, wn = 0;
+        int32_t *w = nbo_radius_filtered(&s, c, r, f, &wn);
+        NB_CHECK_OK(nb_hash_query_radius(h, c, r, f, hits, MAXN + 1, &found));
+        if (same_hits(m, hits, found, w, wn, map)) return 1;
+        int32_t visited = 0;
+        NB_CHECK_OK(nb_hash_visit_radius(h, c, r, f, count_hit, &visited));
+        NB_CHECK(visited == wn);
+        if (wn > 1) {
+            NB_CHECK_STATUS(nb_hash_query_radius(h, c, r, f, hits, wn - 1, &found),
+                            NB_ERR_BUFFER_TOO_SMALL);
+            NB_CHECK(found == wn);
+        }
+        free(w);
+        w = nbo_box_filtered(&s, lo, hi, f, &wn);
+        NB_CHECK_OK(nb_hash_query_box(h, lo, hi, f, hits, MAXN + 1, &found));
+        if (same_hits(m, hits, found, w, wn, map)) return 1;
+        free(w);
+        const int32_t k = nbt_int(8);
+        nbNeighbor *wk = nbo_knn_filtered(&s, c, k, f, &wn);
+        NB_CHECK_OK(nb_hash_knn(h, c, k, f, nbs, &found));
+        NB_CHECK(found == wn);
+        for (int32_t t = 0; t < found; t++) { // distances exactly the oracle's, in order
+            NB_CHECK(nbs[t].dist2 == wk[t].dist2);
+            NB_CHECK(m->handle[nbs[t].hit.user].bits == nbs[t].hit.handle.bits);
+            NB_CHECK(nbo_d2(m->pos[nbs[t].hit.user], c, m->dim) == wk[t].dist2);
+        }
+        free(wk);
+        if (s.n > 0) { // neighbours of a stored item, itself excluded
+            const int32_t self = nbt_int(s.n);
+            w = nbo_radius_filtered(&s, nbo_pt(&s, self), r, f, &wn);
+            int32_t keep = 0;
+            for (int32_t t = 0; t < wn; t++)
+                if (w[t] != self) w[keep++] = w[t];
+            NB_CHECK_OK(
+                nb_hash_query_neighbors(h, m->handle[map[self]], r, f, hits, MAXN + 1, &found));
+            if (same_hits(m, hits, found, w, keep, map)) return 1;
+            free(w);
+        }
+    }
+    // pairs: buffer, count and visit agree with the oracle (pairs as model indices)
+    int64_t want_n = 0, count = -1, found = -1;
+    nbPair *want = nbo_pairs(&s, r, &want_n);
+    for (int64_t t = 0; t < want_n; t++) {
+        const int32_t a = map[want[t].i], b = map[want[t].j];
+        want[t].i = a < b ? a : b;
+        want[t].j = a < b ? b : a;
+    }
+    nbo_sort_pairs(want, want_n);
+    const nbStatus st = nb_hash_count_pairs(h, r, &count);
+    if (st == NB_ERR_OUT_OF_RANGE) { // the cost guard: a radius of very many cells
+        NB_CHECK(r > 8.0);
+        free(want);
+        nbo_set_free(&s);
+        return 0;
+    }
+    NB_CHECK_OK(st);
+    NB_CHECK(count == want_n);
+    nbHashPair *pairs = (nbHashPair *)malloc((size_t)(want_n + 1) * sizeof(nbHashPair));
+    NB_CHECK_OK(nb_hash_pairs(h, r, pairs, want_n + 1, &found));
+    NB_CHECK(found == want_n);
+    PairLog log = {{NULL, 0, 0}};
+    NB_CHECK_OK(nb_hash_visit_pairs(h, r, log_pair, &log));
+    int64_t logged = 0;
+    nbPair *got = nbo_pair_finish(&log.l, &logged);
+    NB_CHECK(logged == want_n);
+    for (int64_t t = 0; t < found; t++) { // same order as the visit
+        NB_CHECK(pairs[t].a.user == (uint64_t)got[t].i && pairs[t].b.user == (uint64_t)got[t].j);
+        const int32_t a = got[t].i, b = got[t].j;
+        got[t].i = a < b ? a : b;
+        got[t].j = a < b ? b : a;
+    }
+    nbo_sort_pairs(got, logged);
+    NB_CHECK(nbo_same_pairs(got, logged, want, want_n));
+    free(got);
+    free(want);
+    free(pairs);
+    // cross pairs by mask: (a in A, b in B), a != b, roles kept
+    const uint32_t ma = 1u + (uint32_t)nbt_int(7), mb = 1u + (uint32_t)nbt_int(7);
+    nboPairList cross = {NULL, 0, 0};
+    for (int32_t i = 0; i < s.n; i++) {
+        if (!(s.cat[i] & ma) || s.mask[i] == 0) continue;
+        for (int32_t j = 0; j < s.n; j++)
+            if (j != i && (s.cat[j] & mb) && s.mask[j] != 0 &&
+                nbo_within(nbo_pt(&s, i), nbo_pt(&s, j), s.dim, r))
+                nbo_pair_push(&cross, map[i], map[j]);
+    }
+    want = nbo_pair_finish(&cross, &want_n);
+    nbo_sort_pairs(want, want_n);
+    NB_CHECK_OK(nb_hash_count_cross_pairs(h, r, ma, mb, &count));
+    NB_CHECK(count == want_n);
+    log.l.p = NULL;
+    log.l.n = log.l.cap = 0;
+    NB_CHECK_OK(nb_hash_visit_cross_pairs(h, r, ma, mb, log_pair, &log));
+    got = nbo_pair_finish(&log.l, &logged);
+    nbo_sort_pairs(got, logged);
+    NB_CHECK(nbo_same_pairs(got, logged, want, want_n));
+    pairs = (nbHashPair *)malloc((size_t)(want_n + 1) * sizeof(nbHashPair));
+    NB_CHECK_OK(nb_hash_cross_pairs(h, r, ma, mb, pairs, want_n + 1, &found));
+    NB_CHECK(found == want_n);
+    free(pairs);
+    free(got);
+    free(want);
+    nbo_set_free(&s);
+    return 0;
+}
+
+// One random step of the sequence.
+static int random_step(nbHash *h, Model *m, double scale)
+{
+    const int op = nbt_int(20);
+    double p[3];
+    if (op < 6 || m->n == 0) { // insert
+        if (m->n == MAXN) return 0;
+        random_pos(m, scale, p);
+        const nbFilter f = random_bits();
+        nbHandle hd;
+        NB_CHECK_OK(nb_hash_insert(h, p, (uint64_t)m->n, f, &hd));
+        NB_CHECK(hd.bits != 0);
+        const int32_t i = m->n++;
+        m->alive[i] = true;
+        memcpy(m->pos[i], p, sizeof p);
+        m->cat[i] = f.category;
+        m->mask[i] = f.mask;
+        m->handle[i] = hd;
+        return 0;
+    }
+    const int32_t i = nbt_int(m->n);
+    if (op < 15) { // move: a small step, a teleport, or the same spot
+        memcpy(p, m->pos[i], sizeof p);
+        const int how = nbt_int(3);
+        for (int d = 0; d < m->dim; d++) p[d] += how == 0 ? nbt_range(-0.7, 0.7) : 0.0;
+        if (how == 1) random_pos(m, scale, p);
+        const nbStatus st = nb_hash_move(h, m->handle[i], p);
+        if (!m->alive[i]) {
+            NB_CHECK(st == NB_ERR_BAD_HANDLE);
+            return 0;
+        }
+        NB_CHECK_OK(st);
+        memcpy(m->pos[i], p, sizeof p);
+        return 0;
+    }
+    if (op < 18) { // remove
+        const nbStatus st = nb_hash_remove(h, m->handle[i]);
+        NB_CHECK(st == (m->alive[i] ? NB_OK : NB_ERR_BAD_HANDLE));
+        m->alive[i] = false;
+        return 0;
+    }
+    if (op == 18) { // set
+        const nbFilter f = random_bits();
+        const nbStatus st = nb_hash_set(h, m->handle[i], (uint64_t)i, f);
+        NB_CHECK(st == (m->alive[i] ? NB_OK : NB_ERR_BAD_HANDLE));
+        if (m->alive[i]) {
+            m->cat[i] = f.category;
+            m->mask[i] = f.mask;
+        }
+        return 0;
+    }
+    if (nbt_int(30) == 0) { // clear, now and then
+        nb_hash_clear(h);
+        for (int32_t t = 0; t < m->n; t++) m->alive[t] = false;
+    }
+    return 0;
+}
+
+static int test_random_sequences(void)
+{
+    static Model m;
+    for (int round = 0; round < 24; round++) {
+        memset(&m, 0, sizeof m);
+        m.dim = 2 + round % 2;
+        nbHashDesc desc = {0};
+        desc.dim = m.dim;
+        desc.cell_size = round % 3 == 0 ? 1.0 : nbt_range(0.2, 3.0);
+        nbHash *h = NULL;
+        NB_CHECK_OK(nb_hash_create(&desc, &h));
+        const double scale = round % 4 == 0 ? 5.0 : 30.0;
+        for (int step = 0; step < 1500; step++) {
+            if (random_step(h, &m, scale)) return 1;
+            if (step % 150 == 149 && check_queries(h, &m, scale)) return 1;
+        }
+        if (check_queries(h, &m, scale)) return 1;
+        nb_hash_destroy(h);
+    }
+    return 0;
+}
+
+// Null, stale, removed, never-issued and foreign handles change nothing.
+static int test_bad_handles(void)
+{
+    nbHashDesc desc = {0};
+    desc.cell_size = 1.0;
+    nbHash *h = NULL, *other = NULL;
+    NB_CHECK_OK(nb_hash_create(&desc, &h));
+    NB_CHECK_OK(nb_hash_create(&desc, &other));
+    const double a[2] = {0.5, 0.5}, b[2] = {3.0, -2.0};
+    nbHandle ha, hb, ho, gone;
+    NB_CHECK_OK(nb_hash_insert(h, a, 1, NB_FILTER_ALL, &ha));
+    NB_CHECK_OK(nb_hash_insert(h, b, 2, NB_FILTER_ALL, &hb));
+    NB_CHECK_OK(nb_hash_insert(h, b, 3, NB_FILTER_ALL, &gone));
+    NB_CHECK_OK(nb_hash_remove(h, gone));
+    NB_CHECK_OK(nb_hash_insert(other, a, 9, NB_FILTER_ALL, &ho));
+    nbHandle forged = ha;
+    forged.bits = (ha.bits & ~(uint64_t)0xFFFFFFFFu) | 100u; // a slot never issued
+    const nbHandle bad[4] = {NB_HANDLE_NULL, gone, ho, forged};
+    for (int t = 0; t < 4; t++) {
+        double pos[2] = {-1, -1};
+        uint64_t user = 77;
+        NB_CHECK_STATUS(nb_hash_move(h, bad[t], b), NB_ERR_BAD_HANDLE);
+        NB_CHECK_STATUS(nb_hash_remove(h, bad[t]), NB_ERR_BAD_HANDLE);
+        NB_CHECK_STATUS(nb_hash_set(h, bad[t], 5, NB_FILTER_ALL), NB_ERR_BAD_HANDLE);
+        NB_CHECK_STATUS(nb_hash_get(h, bad[t], pos, &user, NULL), NB_ERR_BAD_HANDLE);
+        NB_CHECK(pos[0] == -1 && user == 77);
+        nbHashHit out[4];
+        int32_t found = -1;
+        NB_CHECK_STATUS(nb_hash_query_neighbors(h, bad[t], 10.0, NB_FILTER_ALL, out, 4, &found),
+                        NB_ERR_BAD_HANDLE);
+        NB_CHECK(found == 0);
+        NB_CHECK_OK(nb_hash_validate(h));
+        NB_CHECK(nb_hash_count(h) == 2);
+    }
+    double pos[2];
+    uint64_t user = 0;
+    NB_CHECK_OK(nb_hash_get(h, ha, pos, &user, NULL));
+    NB_CHECK(pos[0] == 0.5 && user == 1);
+    NB_CHECK_OK(nb_hash_get(other, ho, pos, &user, NULL));
+    NB_CHECK(user == 9);
+    // a removed item's slot is reused with a new generation: the old handle stays dead
+    nbHandle again;
+    NB_CHECK_OK(nb_hash_insert(h, a, 4, NB_FILTER_ALL, &again));
+    NB_CHECK(again.bits != gone.bits);
+    NB_CHECK_STATUS(nb_hash_move(h, gone, a), NB_ERR_BAD_HANDLE);
+    // bad coordinates change nothing either
+    const double nan_pos[2] = {(double)NAN, 0.0}, far[2] = {0x1p70, 0.0};
+    NB_CHECK_STATUS(nb_hash_move(h, ha, nan_pos), NB_ERR_NOT_FINITE);
+    NB_CHECK_STATUS(nb_hash_move(h, ha, far), NB_ERR_OUT_OF_RANGE);
+    nbHandle none;
+    NB_CHECK_STATUS(nb_hash_insert(h, far, 0, NB_FILTER_ALL, &none), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK(none.bits == 0);
+    NB_CHECK_OK(nb_hash_get(h, ha, pos, NULL, NULL));
+    NB_CHECK(pos[0] == 0.5 && pos[1] == 0.5);
+    NB_CHECK_OK(nb_hash_validate(h));
+    nb_hash_destroy(h);
+    nb_hash_destroy(other);
+    return 0;
+}
+
+// Agents on a random walk: after a warm-up nothing allocates, whether all move or a few.
+static int test_steady_state_allocates_nothing(void)
+{
+    nbtAlloc counter = {0};
+    nbAllocator al = nbt_allocator(&counter);
+    nbHashDesc desc = {0};
+    desc.cell_size = 2.0;
+    desc.allocator = &al;
+    nbHash *h = NULL;
+    NB_CHECK_OK(nb_hash_create(&desc, &h));
+    enum { N = 3000 };
+    static double pos[N][2];
+    static nbHandle hd[N];
+    for (int32_t i = 0; i < N; i++) {
+        pos[i][0] = nbt_range(-40, 40);
+        pos[i][1] = nbt_range(-40, 40);
+        NB_CHECK_OK(nb_hash_insert(h, pos[i], (uint64_t)i, NB_FILTER_ALL, &hd[i]));
+    }
+    int64_t before = 0;
+    for (int frame = 0; frame < 400; frame++) {
+        if (frame == 200) before = counter.allocs;
+        for (int32_t i = 0; i < N; i++) {
+            if (frame % 2 && nbt_int(10) != 0) continue; // every other frame only 10% move
+            for (int d = 0; d < 2; d++) {
+                pos[i][d] += nbt_range(-0.5, 0.5);
+                pos[i][d] = pos[i][d] > 40 ? 40 : pos[i][d] < -40 ? -40 : pos[i][d];
+            }
+            NB_CHECK_OK(nb_hash_move(h, hd[i], pos[i]));
+        }
+        int32_t found = 0;
+        NB_CHECK_OK(nb_hash_visit_radius(h, pos[frame], 2.0, NB_FILTER_ALL, count_hit, &found));
+        NB_CHECK(found >= 1);
+    }
+    NB_CHECK(counter.allocs == before);
+    NB_CHECK_OK(nb_hash_validate(h));
+    nb_hash_destroy(h);
+    NB_CHECK(counter.live_bytes == 0 && counter.allocs == counter.frees && !counter.size_mismatch);
+    return 0;
+}
+
+// The answers a hash gives to a fixed probe, to show a failed call left it unchanged.
+static uint64_t fingerprint(nbHash *h)
+{
+    uint64_t f = (uint64_t)nb_hash_count(h) * 0x9E3779B97F4A7C15u;
+    int64_t pairs = 0;
+    if (nb_hash_count_pairs(h, 1.5, &pairs) != NB_OK) return 0;
+    f ^= (uint64_t)pairs * 0xBF58476D1CE4E5B9u;
+    static nbHashHit hits[256];
+    int32_t found = 0;
+    const double c[2] = {0.0, 0.0};
+    if (nb_hash_query_radius(h, c, 6.0, NB_FILTER_ALL, hits, 256, &found) != NB_OK) return 0;
+    for (int32_t t = 0; t < found; t++) f = f * 31 + hits[t].user + hits[t].handle.bits;
+    return f;
+}
+
+// Fail allocation i of each operation that can allocate, for every i: NB_ERR_OUT_OF_MEMORY, the
+// hash as it was (validate, the same answers in the same order), no leaks; the sweep ends on a
+// try that succeeds, so no allocation falls outside it.
+static int test_allocation_failure(void)
+{
+    for (int op = 0; op < 4; op++) {
+        bool succeeded = false;
+        for (int64_t fail = 1; fail < 200 && !succeeded; fail++) {
+            nbtAlloc counter = {0};
+            nbAllocator al = nbt_allocator(&counter);
+            nbHashDesc desc = {0};
+            desc.cell_size = 1.0;
+            desc.allocator = &al;
+            desc.capacity_hint = op == 0 ? 50 : 0;
+            nbHash *h = NULL;
+            if (op == 0) counter.fail_at = fail; // create with a hint
+            const nbStatus cst = nb_hash_create(&desc, &h);
+            if (op == 0) {
+                if (cst == NB_OK) { // a refused growth retried at the exact size may succeed
+                    succeeded = !nbt_alloc_failed(&counter);
+                    NB_CHECK_OK(nb_hash_validate(h));
+                    nb_hash_destroy(h);
+                } else {
+                    NB_CHECK(cst == NB_ERR_OUT_OF_MEMORY && h == NULL &&
+                             nbt_alloc_failed(&counter));
+                }
+                NB_CHECK(counter.live_bytes == 0 &&
+                         counter.allocs - nbt_alloc_failed(&counter) == counter.frees);
+                continue;
+            }
+            NB_CHECK_OK(cst);
+            static nbHandle hd[40];
+            for (int32_t i = 0; i < 40; i++) {
+                const double p[2] = {(double)(i % 7) * 0.9, (double)(i / 7) * 0.8};
+                NB_CHECK_OK(nb_hash_insert(h, p, (uint64_t)i, NB_FILTER_ALL, &hd[i]));
+            }
+            counter.fail_at = counter.allocs + fail;
+            nbStatus st = NB_OK;
+            for (int32_t t = 0; t < 60 && st == NB_OK; t++) { // enough to need every buffer again
+                const double p[2] = {100.0 + t * 3.0, -50.0 - t};
+                const uint64_t before = fingerprint(h);
+                const size_t bytes = nb_hash_memory_bytes(h);
+                nbHandle extra = {1};
+                if (op == 1) st = nb_hash_insert(h, p, 100 + (uint64_t)t, NB_FILTER_ALL, &extra);
+                if (op == 2) st = nb_hash_move(h, hd[t % 40], p);
+                if (op == 3) st = nb_hash_reserve(h, 1000 + 100 * t);
+                if (st != NB_OK) {
+                    NB_CHECK(st == NB_ERR_OUT_OF_MEMORY && nbt_alloc_failed(&counter));
+                    NB_CHECK(op != 1 || extra.bits == 0);
+                    NB_CHECK(fingerprint(h) == before && nb_hash_memory_bytes(h) == bytes);
+                }
+            }
+            succeeded = st == NB_OK && !nbt_alloc_failed(&counter);
+            NB_CHECK_OK(nb_hash_validate(h));
+            nb_hash_destroy(h);
+            NB_CHECK(counter.live_bytes == 0 && !counter.size_mismatch);
+        }
+        NB_CHECK(succeeded);
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const nbtCase cases[] = {
+        {"random_sequences", test_random_sequences},
+        {"bad_handles", test_bad_handles},
+        {"steady_state_allocates_nothing", test_steady_state_allocates_nothing},
+        {"allocation_failure", test_allocation_failure},
+    };
+    return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
+}
