@@ -7,6 +7,9 @@
 #include "structures.h"
 
 #include <nearby/grid.h>
+#include <nearby/hash.h>
+
+#include <math.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +65,143 @@ static nbStatus dense_knn(const void *index, const double *point, int32_t k, nbN
 }
 
 // ---------------------------------------------------------------------------------------------
+// hash: the spatial hash (nb_hash_*). Point i is the item whose user value is i; items are
+// inserted in input order, so slot order (the hash's tie order) is input order too.
+
+typedef struct HashIndex {
+    nbHash *hash;
+    nbHandle *items;
+    int32_t count;
+} HashIndex;
+
+// A cell edge every input can use: the scale (the radius), but at least what keeps every
+// coordinate's cell within the cell math's +-2^62 (the dense grid widens its cells the same way).
+static double hash_cell(const nbPoints *points, double scale)
+{
+    double max_abs = 0.0;
+    const size_t values = (size_t)points->count * (size_t)points->dim;
+    for (size_t i = 0; i < values; i++) {
+        const double x = fabs(points->data[i]);
+        max_abs = x > max_abs ? x : max_abs;
+    }
+    const double floor_cell = max_abs * 0x1p-60;
+    const double cell = scale > floor_cell ? scale : floor_cell;
+    return cell > 0.0 && isfinite(cell) ? cell : 1.0;
+}
+
+static void hash_destroy(void *index)
+{
+    HashIndex *x = index;
+    if (x == NULL) return;
+    nb_hash_destroy(x->hash);
+    free(x->items);
+    free(x);
+}
+
+static nbStatus hash_build_points(void **index, const nbPoints *points, double scale)
+{
+    HashIndex *x = *index;
+    if (x != NULL && x->count == points->count) { // a rebuild: move every item
+        for (int32_t i = 0; i < points->count; i++) {
+            const nbStatus st =
+                nb_hash_move(x->hash, x->items[i], points->data + (size_t)i * (size_t)points->dim);
+            if (st != NB_OK) return st;
+        }
+        return NB_OK;
+    }
+    if (x != NULL) return NB_ERR_OUT_OF_RANGE; // the CLI rebuilds only with the same points
+    x = calloc(1, sizeof *x);
+    if (x == NULL) return NB_ERR_OUT_OF_MEMORY;
+    x->items = malloc(((size_t)points->count + 1) * sizeof(nbHandle));
+    nbHashDesc desc = {0};
+    desc.dim = points->dim;
+    desc.cell_size = hash_cell(points, scale);
+    desc.capacity_hint = points->count;
+    nbStatus st = x->items == NULL ? NB_ERR_OUT_OF_MEMORY : nb_hash_create(&desc, &x->hash);
+    for (int32_t i = 0; i < points->count && st == NB_OK; i++, x->count++)
+        st = nb_hash_insert(x->hash, points->data + (size_t)i * (size_t)points->dim, (uint64_t)i,
+                            NB_FILTER_ALL, &x->items[i]);
+    if (st != NB_OK) {
+        hash_destroy(x);
+        return st;
+    }
+    *index = x;
+    return NB_OK;
+}
+
+// Pairs (i < j by point index) into the caller's buffer, counting past its capacity.
+typedef struct HashPairsOut {
+    nbPair *out;
+    int64_t capacity, found;
+} HashPairsOut;
+
+static bool hash_on_pair(nbHashHit a, nbHashHit b, void *user)
+{
+    HashPairsOut *o = user;
+    if (o->found < o->capacity) {
+        o->out[o->found].i = (int32_t)(a.user < b.user ? a.user : b.user);
+        o->out[o->found].j = (int32_t)(a.user < b.user ? b.user : a.user);
+    }
+    o->found++;
+    return true;
+}
+
+static nbStatus hash_pairs(const void *index, double radius, nbPair *out, int64_t capacity,
+                           int64_t *found)
+{
+    const HashIndex *x = index;
+    if (out == NULL) return nb_hash_count_pairs(x->hash, radius, found);
+    HashPairsOut o = {out, capacity, 0};
+    const nbStatus st = nb_hash_visit_pairs(x->hash, radius, hash_on_pair, &o);
+    *found = st == NB_OK ? o.found : 0;
+    if (st != NB_OK) return st;
+    return o.found > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
+}
+
+typedef struct HashHitsOut {
+    int32_t *out;
+    int32_t capacity, found;
+} HashHitsOut;
+
+static bool hash_on_hit(nbHashHit hit, void *user)
+{
+    HashHitsOut *o = user;
+    if (o->found < o->capacity) o->out[o->found] = (int32_t)hit.user;
+    o->found++;
+    return true;
+}
+
+static nbStatus hash_within(const void *index, const double *center, double radius, int32_t *out,
+                            int32_t capacity, int32_t *found)
+{
+    const HashIndex *x = index;
+    HashHitsOut o = {out, capacity, 0};
+    const nbStatus st =
+        nb_hash_visit_radius(x->hash, center, radius, NB_FILTER_ALL, hash_on_hit, &o);
+    *found = st == NB_OK ? o.found : 0;
+    if (st != NB_OK) return st;
+    return o.found > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
+}
+
+static nbStatus hash_knn(const void *index, const double *point, int32_t k, nbNeighbor *out,
+                         int32_t *found)
+{
+    const HashIndex *x = index;
+    *found = 0;
+    nbHashNeighbor *wide = malloc(((size_t)(k > 0 ? k : 0) + 1) * sizeof(nbHashNeighbor));
+    if (wide == NULL) return NB_ERR_OUT_OF_MEMORY;
+    int32_t n = 0;
+    const nbStatus st = nb_hash_knn(x->hash, point, k, NB_FILTER_ALL, wide, &n);
+    for (int32_t t = 0; t < n && st == NB_OK; t++) {
+        out[t].index = (int32_t)wide[t].hit.user;
+        out[t].dist2 = wide[t].dist2;
+    }
+    free(wide);
+    if (st == NB_OK) *found = n;
+    return st;
+}
+
+// ---------------------------------------------------------------------------------------------
 // The table. The first row that answers a command's queries is that command's default.
 
 static const cliStructure structures[] = {
@@ -73,6 +213,15 @@ static const cliStructure structures[] = {
         .pairs = dense_pairs,
         .within = dense_within,
         .knn = dense_knn,
+    },
+    {
+        .name = "hash",
+        .about = "spatial hash of occupied cells, items moved by handle (nb_hash_*)",
+        .build_points = hash_build_points,
+        .destroy = hash_destroy,
+        .pairs = hash_pairs,
+        .within = hash_within,
+        .knn = hash_knn,
     },
 };
 #define STRUCTURE_COUNT (sizeof structures / sizeof structures[0])

@@ -2,13 +2,14 @@
 # SPDX-License-Identifier: MIT
 # Randomized consistency: for a few hundred random points (lattice points, duplicates, exact
 # 1.25 offsets, a far cluster), `nearby pairs/within/knn` must print exactly what the
-# independent brute-force program brute_pairs.c computes. Needs only bash and the two binaries.
+# independent brute-force program brute_pairs.c computes, with every structure. Needs only bash and the two binaries.
 #   consistency.sh NEARBY BRUTE_PAIRS
 set -u
 nearby=$1 brute=$2
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/nearby-consistency.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 radii=(0 0.25 1 1.25 2.5)
+structures=(dense hash) # every structure that answers pairs, within and knn
 failures=0
 
 check() { # label expected-file command...
@@ -33,17 +34,21 @@ for seed in 1 2; do
     p="$tmp/s${seed}d${dim}"
     "$brute" "$seed" "$n" "$dim" "$p" "${radii[@]}" || { echo "FAIL brute_pairs"; exit 1; }
     at=$(cat "$p.at")
-    for k in "${!radii[@]}"; do
-      r=${radii[$k]} rk="$p.r$((k + 1))"
-      check "$set_name: pairs r=$r" "$rk.pairs" "$nearby" pairs "$p.csv" --radius "$r"
-      check "$set_name: within r=$r" "$rk.within" "$nearby" within "$p.csv" --radius "$r" --at "$at"
+    for s in "${structures[@]}"; do
+      st=(--structure "$s")
+      for k in "${!radii[@]}"; do
+        r=${radii[$k]} rk="$p.r$((k + 1))"
+        check "$set_name, $s: pairs r=$r" "$rk.pairs" "$nearby" pairs "$p.csv" --radius "$r" "${st[@]}"
+        check "$set_name, $s: within r=$r" "$rk.within" \
+          "$nearby" within "$p.csv" --radius "$r" --at "$at" "${st[@]}"
+      done
+      check "$set_name, $s: pairs .f64 r=1.25" "$p.r4.pairs" \
+        "$nearby" pairs "$p.f64" --dim "$dim" --radius 1.25 "${st[@]}"
+      wc -l < "$p.r5.pairs" | tr -d ' ' > "$tmp/count"
+      check "$set_name, $s: pairs --count r=2.5" "$tmp/count" \
+        "$nearby" pairs "$p.csv" --radius 2.5 --count "${st[@]}"
+      check "$set_name, $s: knn k=7" "$p.knn" "$nearby" knn "$p.csv" --k 7 --at "$at" "${st[@]}"
     done
-    check "$set_name: pairs .f64 r=1.25" "$p.r4.pairs" \
-      "$nearby" pairs "$p.f64" --dim "$dim" --radius 1.25
-    wc -l < "$p.r5.pairs" | tr -d ' ' > "$tmp/count"
-    check "$set_name: pairs --count r=2.5" "$tmp/count" \
-      "$nearby" pairs "$p.csv" --radius 2.5 --count
-    check "$set_name: knn k=7" "$p.knn" "$nearby" knn "$p.csv" --k 7 --at "$at"
   done
 done
 if [ $failures -ne 0 ]; then

@@ -445,6 +445,7 @@ order, i < j, each pair once), sorted by i then j.
 
 structures:
   dense      uniform grid rebuilt with a counting sort (nb_grid_*) (default)
+  hash       spatial hash of occupied cells, items moved by handle (nb_hash_*)
 """
 
 
