@@ -130,6 +130,18 @@ void nbi_pool_set_slot_value(nbiPool *pool, int32_t slot, int32_t value);
 /// Checks every invariant listed in handle_pool.c. NB_OK, NB_ERR_NULL_ARG, or NB_ERR_INTERNAL.
 nbStatus nbi_pool_validate(const nbiPool *pool);
 
+/// The handle of a slot the owner knows to be live, in a hot loop (a query turning thousands of
+/// slots into handles): no check beyond an assertion. Use nbi_pool_handle_of anywhere else.
+NBI_INLINE nbHandle nbi_pool_handle_live(const nbiPool *pool, int32_t slot)
+{
+    const nbiPoolSlot *sl = (const nbiPoolSlot *)pool->slots.ptr + slot;
+    NB_ASSERT(slot >= 0 && slot < pool->used && sl->state == NBI_SLOT_LIVE);
+    nbHandle h;
+    h.bits =
+        (uint64_t)((uint32_t)slot + 1u) | ((uint64_t)sl->gen << 32) | ((uint64_t)pool->tag << 48);
+    return h;
+}
+
 /// Resolves `h` to its live slot index in `*slot` (-1 on failure). NB_ERR_BAD_HANDLE when `h`
 /// is null, was issued by another pool (tag), names a slot never used, or is stale. O(1).
 NBI_INLINE nbStatus nbi_pool_lookup(const nbiPool *pool, nbHandle h, int32_t *slot)

@@ -101,7 +101,7 @@ static nbiView nbi_hash_view(const nbHash *h)
 
 static nbHashHit nbi_hash_hit(const nbHash *h, int32_t slot)
 {
-    nbHashHit hit = {nbi_pool_handle_of(&h->pool, slot), NBI_ARR(h, user, const uint64_t)[slot]};
+    nbHashHit hit = {nbi_pool_handle_live(&h->pool, slot), NBI_ARR(h, user, const uint64_t)[slot]};
     return hit;
 }
 
@@ -159,6 +159,16 @@ static nbStatus nbi_hash_room(nbHash *h, nbiHashNeed need)
     const int64_t ids = h->free_cell >= 0 && need.cells <= 1 ? h->ncells : h->ncells + need.cells;
     const int64_t top = (int64_t)h->top + need.positions;
     if (top > INT32_MAX || ids > INT32_MAX) return NB_ERR_OUT_OF_RANGE;
+    // The common case, every frame: there is room already. (Each buffer is checked on its own:
+    // a growth retried at the exact size can leave siblings with different capacities.)
+    const int64_t cells = (int64_t)h->live_cells + need.cells;
+    const size_t slots_now = h->pool.slots.cap;
+    if (nbi_pool_room(&h->pool) >= need.items && slots_now <= h->user.cap &&
+        slots_now <= h->cell.cap && (size_t)top <= h->pts.cap && (size_t)top <= h->idx.cap &&
+        (size_t)top <= h->cat.cap && (size_t)top <= h->mask.cap && (size_t)ids <= h->start.cap &&
+        (size_t)ids <= h->end.cap && (size_t)ids <= h->cls.cap && (size_t)ids <= h->keys.cap &&
+        h->table.bits > 0 && cells <= ((int64_t)1 << (h->table.bits - 1)))
+        return NB_OK;
     nbiPoolPrep prep;
     nbStatus st = nbi_pool_prepare(&h->pool, need.items, &prep);
     if (st != NB_OK) return st;
@@ -354,7 +364,10 @@ nbStatus nb_hash_create(const nbHashDesc *desc, nbHash **out)
     memset(h, 0, sizeof *h);
     h->alloc = a;
     h->dim = desc->dim == 0 ? 2 : desc->dim;
-    h->cm = nbi_cell_math(desc->cell_size);
+    // The edge is widened by the rounding margin (nbi_cell_for_radius, for coordinates up to
+    // 2^20 cells from the origin): the reach of a query at radius cell_size is a hair above
+    // cell_size, and without the margin it would need two rings of cells instead of one.
+    h->cm = nbi_cell_math(nbi_cell_for_radius(desc->cell_size, desc->cell_size * 0x1p20));
     nbi_pool_init(&h->pool, &a, NBI_HASH_MAX_ITEMS);
     h->free_cell = -1;
     for (int k = 0; k < NBI_HASH_CLASSES; k++) h->free_block[k] = -1;
@@ -736,17 +749,40 @@ nbStatus nb_hash_pairs(const nbHash *hash, double radius, nbHashPair *out, int64
 {
     if (found != NULL) *found = 0;
     if (hash == NULL || found == NULL || (out == NULL && capacity > 0)) return NB_ERR_NULL_ARG;
-    nbiHashPairs x = {hash, out, capacity, 0, NULL, NULL, false};
-    if (out == NULL) x.out = (nbHashPair *)(void *)&x; // a buffer of capacity 0: never written
-    return nbi_hash_pairs_finish(nbi_hash_pairs_run(hash, radius, capacity, &x), &x, found);
+    const nbStatus st = nbi_check_pairs(radius, capacity);
+    if (st != NB_OK) return st;
+    // The kernels write (slot, slot) pairs straight into the front of the caller's buffer, as
+    // for the grid (no callback per pair); each is then widened in place into an nbHashPair,
+    // from the last to the first: pair t is read before anything overwrites it, since
+    // sizeof(nbHashPair) > sizeof(nbPair) puts every later write at or after its own bytes.
+    const nbiView v = nbi_hash_view(hash);
+    nbiPairSink s;
+    nbi_pair_sink_init(&s, NBI_SINK_BUFFER, (nbPair *)(void *)out, capacity, NULL, NULL);
+    const nbStatus wst = nbi_walk_pairs(&v, radius, 0, v.ncells, &s);
+    if (wst != NB_OK) return wst;
+    unsigned char *bytes = (unsigned char *)out;
+    for (int64_t t = (s.found < capacity ? s.found : capacity) - 1; t >= 0; t--) {
+        nbPair p;
+        memcpy(&p, bytes + (size_t)t * sizeof(nbPair), sizeof p);
+        const nbHashPair wide = {nbi_hash_hit(hash, p.i), nbi_hash_hit(hash, p.j)};
+        memcpy(bytes + (size_t)t * sizeof(nbHashPair), &wide, sizeof wide);
+    }
+    *found = s.found;
+    return s.found > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
 }
 
 nbStatus nb_hash_count_pairs(const nbHash *hash, double radius, int64_t *count)
 {
     if (count != NULL) *count = 0;
     if (hash == NULL || count == NULL) return NB_ERR_NULL_ARG;
-    nbiHashPairs x = {hash, NULL, 0, 0, NULL, NULL, false};
-    return nbi_hash_pairs_finish(nbi_hash_pairs_run(hash, radius, 0, &x), &x, count);
+    const nbStatus st = nbi_check_pairs(radius, 0);
+    if (st != NB_OK) return st;
+    const nbiView v = nbi_hash_view(hash);
+    nbiPairSink s;
+    nbi_pair_sink_init(&s, NBI_SINK_COUNT, NULL, 0, NULL, NULL);
+    const nbStatus wst = nbi_walk_pairs(&v, radius, 0, v.ncells, &s);
+    if (wst == NB_OK) *count = s.found;
+    return wst;
 }
 
 nbStatus nb_hash_visit_pairs(const nbHash *hash, double radius, nbHashPairFn *visit, void *user)
