@@ -774,10 +774,9 @@ static void nbf_op_build(nbfReader *r, nbfState *s)
         bool more = count > s->max_built || (!s->info.hashed && s->info.cells > s->max_dense) ||
                     (s->info.hashed && !s->had_hashed) || first_bits;
         // grid.h/grid.md: the first build with categories/masks may allocate their copies, and
-        // later reserves cover them. The library sizes the copies by its point capacity, so a
-        // 0-point build with bits and no capacity yet stores none: it does not count as having
-        // had them (found-empty-filtered-build-then-reserve.bin; reported, contract to settle).
-        if ((s->has_cat || s->has_mask) && count > 0) s->had_bits = true;
+        // later reserves cover them, even after a 0-point build with bits
+        // (found-empty-filtered-build-then-reserve.bin: the grid once forgot those).
+        if (s->has_cat || s->has_mask) s->had_bits = true;
         if (!more && count > 0 && !(count <= s->reserved && s->reserved > 0) &&
             !nbf_skip("build-alloc"))
             nbf_no_alloc(s, m, "nb_grid_build needing no more room than an earlier build");
