@@ -125,7 +125,7 @@ nbStatus nb_grid_reserve(nbGrid *grid, int32_t points)
     // Hashed cells need up to `room` cell starts too: builds keep that true once hashed.
     const uint64_t cells = NBI_DENSE_CELLS_PER_POINT * n + NBI_DENSE_MIN_CELLS;
     nbiGridNeed need = {n, cells > room ? cells : room, (uint64_t)1 << bits, room,
-                        grid->cat.cap > 0 ? room : 0};
+                        grid->had_bits ? room : 0};
     return nbi_grid_grow(grid, need, true) ? NB_OK : NB_ERR_OUT_OF_MEMORY;
 }
 
@@ -276,7 +276,7 @@ nbStatus nb_grid_build(nbGrid *grid, const nbPoints *points, double radius)
     const uint64_t room = nbi_buf_grown_cap(&grid->idx, (size_t)n);
     const int32_t room_bits = nbi_ctab_bits_for(room < INT32_MAX ? (size_t)room : INT32_MAX);
     const bool keep_hashed = hashed || grid->table.buf.cap > 0;
-    const bool keep_bits = filtered || grid->cat.cap > 0;
+    const bool keep_bits = filtered || grid->had_bits;
     const uint64_t cells = hashed ? (uint64_t)n : (uint64_t)box_cells;
     nbiGridNeed need = {(uint64_t)n, keep_hashed && room > cells ? room : cells,
                         keep_hashed ? (uint64_t)1 << room_bits : 0, keep_hashed ? room : 0,
@@ -289,6 +289,7 @@ nbStatus nb_grid_build(nbGrid *grid, const nbPoints *points, double radius)
     grid->max_abs = max_abs;
     grid->hashed = hashed;
     grid->filtered = filtered;
+    grid->had_bits |= filtered;
     memcpy(grid->lo, lo, sizeof lo);
     memcpy(grid->hi, hi, sizeof hi);
     memcpy(grid->ext, ext, sizeof ext);

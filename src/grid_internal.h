@@ -35,6 +35,7 @@ struct nbGrid {
     int32_t n;
     bool hashed;
     bool filtered;
+    bool had_bits; // some build passed categories or masks: their arrays follow the capacity
     nbiCellMath cm;
     double max_abs;
     int64_t lo[3], hi[3]; // the box of occupied cells (z = 0 in 2D)

@@ -5,14 +5,18 @@
 // from raw bits, capacity_hint) and an allocation-failure schedule; then each following byte
 // picks an operation (build, reserve, pairs, pair ranges, radius, box, kNN, info, NULL
 // arguments, recreate) that decodes its own arguments from the bytes after it. Reading past
-// the end yields zeros, so every input is valid.
+// the end yields zeros, so every input is valid. Builds may carry categories/masks in several
+// layouts (nbf_read_bits); radius/box/kNN ops with bit 7 set use the _filtered forms; the info
+// op's high nibble runs operations on a second grid B (nbf_op_second): cross pairs between
+// the two grids (or one grid twice), B's own builds and queries.
 //
 // Every call is checked against the contract in grid.h and STYLE.md section 6:
 //   - the status is one the contract allows for these arguments (pointers, then finiteness,
 //     then range); outputs are zeroed on argument errors;
 //   - nb_grid_validate() returns NB_OK after every operation;
-//   - every successful result equals a brute-force oracle over the points of the last
-//     successful build (the fuzzer keeps its own copy; a failed build changes nothing);
+//   - every successful result equals a brute-force oracle over the points (and categories and
+//     masks) of the last successful build of each grid (the fuzzer keeps its own copy; a
+//     failed build changes nothing);
 //   - truncated buffers hold the prefix of the full result, visitors see the same order and
 //     stop when told, pair ranges over a partition give every pair once;
 //   - queries never allocate; builds allocate only as grid.h allows (see nbf_op_build); every free
@@ -43,23 +47,73 @@ enum {
     NBF_MAX_CUTS = 8,
 };
 
+// ---- a second, simpler allocator for grid B ----
+
+/// Grid B (the second grid of an input) never uses nbf_heap, whose books belong to grid A; it
+/// gets either malloc/free or this counting allocator.
+typedef struct nbfCountHeap {
+    size_t live_bytes;
+    size_t live_blocks;
+    uint64_t calls;
+} nbfCountHeap;
+
+static nbfCountHeap nbf_bheap;
+
+static void *nbf_b_alloc(size_t size, size_t align, void *user)
+{
+    nbfCountHeap *h = user;
+    NBF_CHECK(h == &nbf_bheap, "grid B alloc hook got user %p", user);
+    NBF_CHECK(align != 0 && (align & (align - 1)) == 0 && align <= 64,
+              "grid B alloc hook got alignment %zu", align);
+    void *p = NULL;
+    if (size > NBF_ALLOC_LIMIT ||
+        posix_memalign(&p, align < sizeof(void *) ? sizeof(void *) : align, size ? size : 1) != 0)
+        return NULL;
+    memset(p, 0xA5, size);
+    h->calls++;
+    h->live_bytes += size;
+    h->live_blocks++;
+    return p;
+}
+
+static void nbf_b_free(void *ptr, size_t size, void *user)
+{
+    nbfCountHeap *h = user;
+    NBF_CHECK(h == &nbf_bheap, "grid B free hook got user %p", user);
+    NBF_CHECK(ptr != NULL && h->live_blocks > 0 && h->live_bytes >= size,
+              "grid B free hook: %p (%zu bytes) with %zu blocks, %zu bytes live", ptr, size,
+              h->live_blocks, h->live_bytes);
+    h->calls++;
+    h->live_bytes -= size;
+    h->live_blocks--;
+    free(ptr);
+}
+
 // ---- state: the grid and the oracle's copy of its points ----
 
 typedef struct nbfState {
     nbGrid *grid;
     nbAllocator allocator;
-    bool custom;       ///< the grid uses nbf_alloc/nbf_free (else malloc/free)
-    int32_t dim;       ///< the grid's dimension
-    double desc_cell;  ///< the accepted desc.cell_size (0: taken from the build radius)
-    int64_t reserved;  ///< the largest successful reserve or capacity hint
-    int32_t max_built; ///< the most points of any successful build
-    int64_t max_dense; ///< the most cells of any successful dense build
-    bool had_hashed;   ///< a successful build had the hashed layout
-    int32_t n;         ///< points of the last successful build
+    bool custom;              ///< the grid uses nbf_alloc/nbf_free (else malloc/free or nbf_bheap)
+    bool second;              ///< grid B: never the checking allocator
+    nbfCountHeap *count_heap; ///< grid B's counting allocator, or NULL
+    int32_t dim;              ///< the grid's dimension
+    double desc_cell;         ///< the accepted desc.cell_size (0: taken from the build radius)
+    int64_t reserved;         ///< the largest successful reserve or capacity hint
+    int32_t max_built;        ///< the most points of any successful build
+    int64_t max_dense;        ///< the most cells of any successful dense build
+    bool had_hashed;          ///< a successful build had the hashed layout
+    int32_t n;                ///< points of the last successful build
     double pts[NBF_MAX_POINTS][3];
     double build_radius; ///< radius of the last successful build
     bool built;          ///< a build has succeeded
     nbGridInfo info;     ///< nb_grid_info() after the last state change
+    bool has_cat;        ///< the last successful build passed categories
+    bool has_mask;       ///< ... and masks
+    bool had_bits;       ///< some successful build passed categories or masks
+    uint8_t space;       ///< the bit space of the last build with bits (see nbf_bits_value)
+    uint32_t cat[NBF_MAX_POINTS];
+    uint32_t mask[NBF_MAX_POINTS];
 } nbfState;
 
 static void nbf_no_alloc(const nbfState *s, nbfMark m, const char *what)
@@ -103,7 +157,12 @@ static bool nbf_finite_vec(const double *v, int32_t dim)
 /// The oracle's view of the points of the last successful build.
 static nboSet nbf_oracle_set(nbfState *s)
 {
-    nboSet set = {.p = &s->pts[0][0], .n = s->n, .dim = s->dim, .stride = 3};
+    nboSet set = {.p = &s->pts[0][0],
+                  .n = s->n,
+                  .dim = s->dim,
+                  .stride = 3,
+                  .cat = s->has_cat ? s->cat : NULL,
+                  .mask = s->has_mask ? s->mask : NULL};
     return set;
 }
 
@@ -337,6 +396,10 @@ static void nbf_info(nbfState *s, nbGridInfo *info)
     size_t bytes = nb_grid_memory_bytes(s->grid);
     NBF_CHECK(info->bytes == bytes, "info.bytes = %zu but nb_grid_memory_bytes = %zu", info->bytes,
               bytes);
+    if (s->count_heap != NULL)
+        NBF_CHECK(bytes == s->count_heap->live_bytes,
+                  "grid B: nb_grid_memory_bytes = %zu but it holds %zu bytes from its allocator",
+                  bytes, s->count_heap->live_bytes);
     if (s->custom)
         NBF_CHECK(bytes == nbf_heap.live_bytes,
                   "nb_grid_memory_bytes = %zu but the grid holds %zu bytes from its allocator",
@@ -387,6 +450,139 @@ static void nbf_cell_risk(double x, double cell_lo, double cell_hi, nbfCellRisk 
         risk->overflow = true;
     else if (hi >= 0x1p62 * (1.0 - 1e-6))
         risk->maybe = true;
+}
+
+/// A category or mask value from one nibble, in one of 8 small bit spaces, so that matches,
+/// misses and 0 (which matches nothing) are all common.
+static uint32_t nbf_bits_value(uint8_t space, uint8_t nib)
+{
+    nib &= 15;
+    switch (space & 7) {
+    case 0: return nib & 3u;
+    case 1: return nib & 1u;
+    case 2: return nib & 7u;
+    case 3: return 1u << (nib & 3);
+    case 4: return nib;
+    case 5: return (nib & 7) ? 0xFFFFFFFFu : 0u;
+    case 6:
+        return ((nib & 1) ? 0x80000000u : 0u) | ((nib & 2) ? 1u : 0u) | ((nib & 4) ? 0x10000u : 0u);
+    default: return nib * 0x11111111u;
+    }
+}
+
+/// The categories and masks of one build, and the arrays handed to the library.
+typedef struct nbfBits {
+    bool on;  ///< the build passes a category and/or a mask array
+    bool bad; ///< a stride that is not a multiple of 4 or a misaligned array
+    uint8_t space;
+    int mode;
+    const uint32_t *cat;
+    size_t cat_stride;
+    const uint32_t *mask;
+    size_t mask_stride;
+    uint32_t cv[NBF_MAX_POINTS];
+    uint32_t mv[NBF_MAX_POINTS];
+    unsigned char *own[2]; ///< blocks to free after the build
+} nbfBits;
+
+/// One bits array in its own exact-size block (garbage between the entries): n values at
+/// byte offset `skew` + i * stride, written bytewise (the stride may be odd).
+static const uint32_t *nbf_bits_array(nbfBits *b, int slot, const uint32_t *v, int32_t n,
+                                      size_t stride, size_t skew)
+{
+    size_t bytes = skew + (n > 0 ? (size_t)(n - 1) * stride + sizeof(uint32_t) : 1);
+    unsigned char *blk = malloc(bytes);
+    if (blk == NULL) abort();
+    memset(blk, 0xA5, bytes);
+    for (int32_t i = 0; i < n; i++) memcpy(blk + skew + (size_t)i * stride, &v[i], sizeof v[i]);
+    b->own[slot] = blk;
+    return (const uint32_t *)(const void *)(blk + skew);
+}
+
+/// Decodes the categories/masks of a build. On when bits 6-7 of the view byte are set (and do
+/// not pick a bad dim); then one byte: bits 0-1 which arrays (both, category only, mask only,
+/// both), bits 2-4 the layout (packed with stride 0 / 4, interleaved {cat, mask} pairs, wide
+/// strides, inside the point records next to the coordinates, a stride that is not a multiple
+/// of 4, a misaligned pointer, 256-byte records), bits 5-7 the bit space; then one byte per
+/// point (category nibble, mask nibble; a crowd repeats the first 64).
+static void nbf_read_bits(nbfReader *r, uint8_t view, int32_t n, int32_t dec_dim, size_t stride,
+                          size_t layout, unsigned char *pbuf, nbfBits *b)
+{
+    b->on = false;
+    b->bad = false;
+    b->cat = b->mask = NULL;
+    b->cat_stride = b->mask_stride = 0;
+    b->own[0] = b->own[1] = NULL;
+    if ((view & 7) == 6 || (view >> 6) == 0) return;
+    uint8_t fb = nbf_u8(r);
+    b->on = true;
+    b->space = (uint8_t)(fb >> 5);
+    b->mode = (fb >> 2) & 7;
+    bool want_cat = (fb & 3) != 2;
+    bool want_mask = (fb & 3) != 1;
+    for (int32_t i = 0; i < n; i++) {
+        if (i < NBF_SMALL_POINTS) {
+            uint8_t v = nbf_u8(r);
+            b->cv[i] = nbf_bits_value(b->space, v & 15);
+            b->mv[i] = nbf_bits_value(b->space, (uint8_t)(v >> 4));
+        } else {
+            b->cv[i] = b->cv[i % NBF_SMALL_POINTS];
+            b->mv[i] = b->mv[i % NBF_SMALL_POINTS];
+        }
+    }
+    size_t rec = (size_t)dec_dim * sizeof(double);
+    int mode = b->mode;
+    if (mode == 4 && !(stride != 0 && layout >= rec + 8 && layout % 4 == 0)) mode = 2;
+    switch (mode) {
+    case 0:
+    case 1: {
+        size_t given = mode == 0 ? 0 : sizeof(uint32_t);
+        if (want_cat) b->cat = nbf_bits_array(b, 0, b->cv, n, 4, 0), b->cat_stride = given;
+        if (want_mask) b->mask = nbf_bits_array(b, 1, b->mv, n, 4, 0), b->mask_stride = given;
+        break;
+    }
+    case 2: { // array of {category, mask} structs
+        size_t bytes = (size_t)(n > 0 ? n : 1) * 8;
+        unsigned char *blk = malloc(bytes);
+        if (blk == NULL) abort();
+        memset(blk, 0xA5, bytes);
+        for (int32_t i = 0; i < n; i++) {
+            memcpy(blk + (size_t)i * 8, &b->cv[i], 4);
+            memcpy(blk + (size_t)i * 8 + 4, &b->mv[i], 4);
+        }
+        b->own[0] = blk;
+        if (want_cat) b->cat = (const uint32_t *)(const void *)blk, b->cat_stride = 8;
+        if (want_mask) b->mask = (const uint32_t *)(const void *)(blk + 4), b->mask_stride = 8;
+        break;
+    }
+    case 3:
+        if (want_cat) b->cat = nbf_bits_array(b, 0, b->cv, n, 12, 0), b->cat_stride = 12;
+        if (want_mask) b->mask = nbf_bits_array(b, 1, b->mv, n, 20, 0), b->mask_stride = 20;
+        break;
+    case 4: // inside the point records, right after the coordinates
+        for (int32_t i = 0; i < n; i++) {
+            memcpy(pbuf + (size_t)i * layout + rec, &b->cv[i], 4);
+            memcpy(pbuf + (size_t)i * layout + rec + 4, &b->mv[i], 4);
+        }
+        if (want_cat) b->cat = (const uint32_t *)(const void *)(pbuf + rec), b->cat_stride = layout;
+        if (want_mask)
+            b->mask = (const uint32_t *)(const void *)(pbuf + rec + 4), b->mask_stride = layout;
+        break;
+    case 5: // not a multiple of 4
+        b->bad = true;
+        if (want_cat) b->cat = nbf_bits_array(b, 0, b->cv, n, 6, 0), b->cat_stride = 6;
+        if (want_mask) b->mask = nbf_bits_array(b, 1, b->mv, n, 10, 0), b->mask_stride = 10;
+        break;
+    case 6: // misaligned
+        b->bad = true;
+        if (want_cat) b->cat = nbf_bits_array(b, 0, b->cv, n, 4, 2), b->cat_stride = 4;
+        if (want_mask) b->mask = nbf_bits_array(b, 1, b->mv, n, 4, 1), b->mask_stride = 0;
+        break;
+    default:
+        if (want_cat) b->cat = nbf_bits_array(b, 0, b->cv, n, 256, 0), b->cat_stride = 256;
+        if (want_mask) b->mask = nbf_bits_array(b, 1, b->mv, n, 4, 0), b->mask_stride = 0;
+        break;
+    }
 }
 
 static void nbf_op_build(nbfReader *r, nbfState *s)
@@ -477,14 +673,16 @@ static void nbf_op_build(nbfReader *r, nbfState *s)
     memset(buf, 0xFF, bytes); // NaN everywhere the library must not read
     for (int32_t i = 0; i < n; i++)
         memcpy(buf + (size_t)i * layout, dec[i], (size_t)dec_dim * sizeof(double));
+    static nbfBits bits;
+    nbf_read_bits(r, view, n, dec_dim, stride, layout, buf, &bits);
     nbPoints pts = {null_data ? NULL : (const double *)(const void *)buf,
                     count,
                     vdim,
                     stride,
-                    NULL,
-                    0,
-                    NULL,
-                    0};
+                    bits.cat,
+                    bits.cat_stride,
+                    bits.mask,
+                    bits.mask_stride};
 
     // The statuses the contract allows.
     unsigned allowed = 0;
@@ -523,15 +721,27 @@ static void nbf_op_build(nbfReader *r, nbfState *s)
         allowed = NBF_BIT(NB_OK);
         if (risk.maybe) allowed |= NBF_BIT(NB_ERR_OUT_OF_RANGE);
     }
+    // Bad filter arrays are a range error, checked after the radius, view and coordinates.
+    if (bits.bad && (allowed & NBF_BIT(NB_OK)))
+        allowed = (allowed & ~NBF_BIT(NB_OK)) | NBF_BIT(NB_ERR_OUT_OF_RANGE);
+    // The first build with categories/masks may allocate their copies (even within a reserve).
+    bool first_bits = (bits.cat != NULL || bits.mask != NULL) && !s->had_bits;
 
     nbfMark m = nbf_mark();
     nbStatus st = nb_grid_build(s->grid, null_view ? NULL : &pts, radius);
     bool failed_alloc = nbf_heap.failed;
     nbf_log("  build(count=%d, dim=%d, stride=%zu, data=%s, radius=%a) -> %s\n", count, vdim,
             stride, null_data ? "NULL" : "buf", radius, nb_status_str(st));
+    if (bits.on)
+        nbf_log("    bits: space %u layout %d category %s stride %zu, mask %s stride %zu%s\n",
+                (unsigned)bits.space, bits.mode, bits.cat ? "yes" : "NULL", bits.cat_stride,
+                bits.mask ? "yes" : "NULL", bits.mask_stride, bits.bad ? " (bad)" : "");
     for (int32_t i = 0; i < n && nbf_trace > 0; i++)
-        nbf_log("    p[%d] = (%a, %a, %a)\n", i, dec[i][0], dec[i][1], dec[i][2]);
+        nbf_log("    p[%d] = (%a, %a, %a) cat %#x mask %#x\n", i, dec[i][0], dec[i][1], dec[i][2],
+                bits.cat ? bits.cv[i] : 0xFFFFFFFFu, bits.mask ? bits.mv[i] : 0xFFFFFFFFu);
     free(buf);
+    free(bits.own[0]);
+    free(bits.own[1]);
     // A refused allocation allows NB_ERR_OUT_OF_MEMORY (the library may also retry smaller
     // and succeed); without one, out-of-memory is a lie.
     if (failed_alloc) allowed |= NBF_BIT(NB_ERR_OUT_OF_MEMORY);
@@ -541,7 +751,7 @@ static void nbf_op_build(nbfReader *r, nbfState *s)
     // nb_grid_reserve(n) (or a capacity hint n) no build of up to n points allocates. A build
     // that fails before it needs room allocates nothing.
     if (!nbf_skip("build-alloc")) {
-        if (count >= 0 && count <= s->reserved && s->reserved > 0)
+        if (count >= 0 && count <= s->reserved && s->reserved > 0 && !first_bits)
             nbf_no_alloc(s, m, "nb_grid_build of at most the reserved point count");
         else if (st != NB_OK && st != NB_ERR_OUT_OF_MEMORY)
             nbf_no_alloc(s, m, "nb_grid_build that failed its argument checks");
@@ -553,9 +763,20 @@ static void nbf_op_build(nbfReader *r, nbfState *s)
             for (int32_t i = 0; i < count; i++) s->pts[i][2] = 0.0;
         s->build_radius = radius;
         s->built = true;
+        s->has_cat = bits.cat != NULL;
+        s->has_mask = bits.mask != NULL;
+        if (bits.on) s->space = bits.space;
+        for (int32_t i = 0; i < count; i++) {
+            s->cat[i] = s->has_cat ? bits.cv[i] : 0xFFFFFFFFu;
+            s->mask[i] = s->has_mask ? bits.mv[i] : 0xFFFFFFFFu;
+        }
         nbf_info(s, &s->info);
         bool more = count > s->max_built || (!s->info.hashed && s->info.cells > s->max_dense) ||
-                    (s->info.hashed && !s->had_hashed);
+                    (s->info.hashed && !s->had_hashed) || first_bits;
+        // grid.h/grid.md: the first build with categories/masks may allocate their copies, and
+        // later reserves cover them, even after a 0-point build with bits
+        // (found-empty-filtered-build-then-reserve.bin: the grid once forgot those).
+        if (s->has_cat || s->has_mask) s->had_bits = true;
         if (!more && count > 0 && !(count <= s->reserved && s->reserved > 0) &&
             !nbf_skip("build-alloc"))
             nbf_no_alloc(s, m, "nb_grid_build needing no more room than an earlier build");
@@ -830,7 +1051,18 @@ typedef struct nbfQuery {
     double radius;
     double lo[3];
     double hi[3];
+    bool filtered; ///< call the _filtered form with f
+    nbFilter f;
 } nbfQuery;
+
+/// A query filter in the bit space of the grid's last build with bits (0xFF: NB_FILTER_ALL).
+static nbFilter nbf_read_filter(nbfReader *r, const nbfState *s)
+{
+    uint8_t fb = nbf_u8(r);
+    if (fb == 0xFF) return NB_FILTER_ALL;
+    nbFilter f = {nbf_bits_value(s->space, fb & 15), nbf_bits_value(s->space, (uint8_t)(fb >> 4))};
+    return f;
+}
 
 static nbStatus nbf_run_query(const nbfState *s, const nbfQuery *q, int32_t *out, int32_t cap,
                               int32_t *found)
@@ -843,8 +1075,13 @@ static nbStatus nbf_run_query(const nbfState *s, const nbfQuery *q, int32_t *out
     if (a == NULL || b == NULL) abort();
     memcpy(a, q->box ? q->lo : q->center, bytes);
     memcpy(b, q->hi, bytes);
-    nbStatus st = q->box ? nb_grid_query_box(s->grid, a, b, out, cap, found)
-                         : nb_grid_query_radius(s->grid, a, q->radius, out, cap, found);
+    nbStatus st;
+    if (q->filtered)
+        st = q->box ? nb_grid_query_box_filtered(s->grid, a, b, q->f, out, cap, found)
+                    : nb_grid_query_radius_filtered(s->grid, a, q->radius, q->f, out, cap, found);
+    else
+        st = q->box ? nb_grid_query_box(s->grid, a, b, out, cap, found)
+                    : nb_grid_query_radius(s->grid, a, q->radius, out, cap, found);
     free(a);
     free(b);
     return st;
@@ -858,8 +1095,13 @@ static nbStatus nbf_run_visit(const nbfState *s, const nbfQuery *q, nbVisitFn *f
     if (a == NULL || b == NULL) abort();
     memcpy(a, q->box ? q->lo : q->center, bytes);
     memcpy(b, q->hi, bytes);
-    nbStatus st = q->box ? nb_grid_visit_box(s->grid, a, b, fn, user)
-                         : nb_grid_visit_radius(s->grid, a, q->radius, fn, user);
+    nbStatus st;
+    if (q->filtered)
+        st = q->box ? nb_grid_visit_box_filtered(s->grid, a, b, q->f, fn, user)
+                    : nb_grid_visit_radius_filtered(s->grid, a, q->radius, q->f, fn, user);
+    else
+        st = q->box ? nb_grid_visit_box(s->grid, a, b, fn, user)
+                    : nb_grid_visit_radius(s->grid, a, q->radius, fn, user);
     free(a);
     free(b);
     return st;
@@ -867,8 +1109,13 @@ static nbStatus nbf_run_visit(const nbfState *s, const nbfQuery *q, nbVisitFn *f
 
 static void nbf_query_checks(nbfReader *r, nbfState *s, const nbfQuery *q)
 {
-    const char *qname = q->box ? "nb_grid_query_box" : "nb_grid_query_radius";
-    const char *vname = q->box ? "nb_grid_visit_box" : "nb_grid_visit_radius";
+    const char *qname =
+        q->box ? (q->filtered ? "nb_grid_query_box_filtered" : "nb_grid_query_box")
+               : (q->filtered ? "nb_grid_query_radius_filtered" : "nb_grid_query_radius");
+    const char *vname =
+        q->box ? (q->filtered ? "nb_grid_visit_box_filtered" : "nb_grid_visit_box")
+               : (q->filtered ? "nb_grid_visit_radius_filtered" : "nb_grid_visit_radius");
+    if (q->filtered) nbf_log("  filter category %#x mask %#x\n", q->f.category, q->f.mask);
     uint8_t capm = nbf_u8(r);
     uint8_t stop = nbf_u8(r);
 
@@ -891,8 +1138,9 @@ static void nbf_query_checks(nbfReader *r, nbfState *s, const nbfQuery *q)
     if (want == NBF_BIT(NB_OK)) {
         nboSet set = nbf_oracle_set(s);
         int32_t n = 0;
-        int32_t *in =
-            q->box ? nbo_box(&set, q->lo, q->hi, &n) : nbo_radius(&set, q->center, q->radius, &n);
+        nbFilter f = q->filtered ? q->f : NB_FILTER_ALL;
+        int32_t *in = q->box ? nbo_box_filtered(&set, q->lo, q->hi, f, &n)
+                             : nbo_radius_filtered(&set, q->center, q->radius, f, &n);
         for (int32_t k = 0; k < n; k++) match[in[k]] = 1;
         expected = n;
         free(in);
@@ -973,21 +1221,25 @@ static void nbf_query_checks(nbfReader *r, nbfState *s, const nbfQuery *q)
     }
 }
 
-static void nbf_op_radius(nbfReader *r, nbfState *s)
+static void nbf_op_radius(nbfReader *r, nbfState *s, bool filtered)
 {
     nbf_op = "query_radius";
     nbfQuery q;
     memset(&q, 0, sizeof q);
+    q.filtered = filtered;
+    if (filtered) q.f = nbf_read_filter(r, s);
     nbf_read_center(r, s, q.center);
     q.radius = nbf_read_radius(r, s);
     nbf_query_checks(r, s, &q);
 }
 
-static void nbf_op_box(nbfReader *r, nbfState *s)
+static void nbf_op_box(nbfReader *r, nbfState *s, bool filtered)
 {
     nbf_op = "query_box";
     nbfQuery q;
     memset(&q, 0, sizeof q);
+    q.filtered = filtered;
+    if (filtered) q.f = nbf_read_filter(r, s);
     q.box = true;
     for (int32_t d = 0; d < s->dim; d++) {
         q.lo[d] = nbf_read_bound(r, s, d);
@@ -1006,9 +1258,10 @@ static void nbf_op_box(nbfReader *r, nbfState *s)
     nbf_query_checks(r, s, &q);
 }
 
-static void nbf_op_knn(nbfReader *r, nbfState *s)
+static void nbf_op_knn(nbfReader *r, nbfState *s, bool filtered)
 {
     nbf_op = "knn";
+    nbFilter f = filtered ? nbf_read_filter(r, s) : NB_FILTER_ALL;
     double c[3] = {0.0, 0.0, 0.0};
     nbf_read_center(r, s, c);
     uint8_t km = nbf_u8(r);
@@ -1035,8 +1288,10 @@ static void nbf_op_knn(nbfReader *r, nbfState *s)
     memcpy(point, c, (size_t)s->dim * sizeof(double));
     int32_t found = -7;
     nbfMark m = nbf_mark();
-    nbStatus st = nb_grid_knn(s->grid, point, k, out, &found);
+    nbStatus st = filtered ? nb_grid_knn_filtered(s->grid, point, k, f, out, &found)
+                           : nb_grid_knn(s->grid, point, k, out, &found);
     nbf_no_alloc(s, m, "nb_grid_knn");
+    if (filtered) nbf_log("  filter category %#x mask %#x\n", f.category, f.mask);
     free(point);
     nbf_log("  knn(point=(%a, %a, %a), k=%d, out=%s) -> %s, found %d\n", c[0], c[1],
             s->dim == 3 ? c[2] : 0.0, k, out ? "buf" : "NULL", nb_status_str(st), found);
@@ -1061,8 +1316,9 @@ static void nbf_op_knn(nbfReader *r, nbfState *s)
     // Oracle: the first min(k, N) of all points sorted by (dist2, index), dist2 bit for bit.
     nboSet set = nbf_oracle_set(s);
     int32_t want_found = 0;
-    nbNeighbor *want_nb = nbo_knn(&set, c, k, &want_found);
-    NBF_CHECK(found == want_found, "nb_grid_knn k=%d with %d points: found %d", k, s->n, found);
+    nbNeighbor *want_nb = nbo_knn_filtered(&set, c, k, f, &want_found);
+    NBF_CHECK(found == want_found, "nb_grid_knn%s k=%d with %d points: found %d, oracle %d",
+              filtered ? "_filtered" : "", k, s->n, found, want_found);
     for (int32_t q = 0; q < found; q++)
         NBF_CHECK(out[q].index == want_nb[q].index && out[q].dist2 == want_nb[q].dist2,
                   "nb_grid_knn k=%d: neighbour #%d is (index %d, dist2 %a), oracle (index %d, "
@@ -1070,6 +1326,190 @@ static void nbf_op_knn(nbfReader *r, nbfState *s)
                   k, q, out[q].index, out[q].dist2, want_nb[q].index, want_nb[q].dist2);
     free(want_nb);
     free(out);
+}
+
+// ---- cross pairs between grid A and grid B ----
+
+enum { NBF_MAX_CROSS = NBF_MAX_POINTS * NBF_MAX_POINTS };
+
+typedef struct nbfCrossSink {
+    nbPair got[NBF_MAX_CROSS + 1];
+    int64_t n;
+    int64_t stop_after;
+    int32_t na;
+    int32_t nb;
+    bool overflow;
+} nbfCrossSink;
+
+static nbfCrossSink nbf_csink;
+static nbPair nbf_cross_full[NBF_MAX_CROSS + 1];
+static uint8_t nbf_cross_match[NBF_MAX_POINTS][NBF_MAX_POINTS];
+
+static bool nbf_cross_visit(int32_t i, int32_t j, void *user)
+{
+    nbfCrossSink *k = user;
+    NBF_CHECK(i >= 0 && i < k->na && j >= 0 && j < k->nb,
+              "cross pair visitor got (%d, %d) with %d and %d points", i, j, k->na, k->nb);
+    if (k->n >= NBF_MAX_CROSS) {
+        k->overflow = true;
+        return false;
+    }
+    k->got[k->n++] = (nbPair){i, j};
+    return k->n < k->stop_after;
+}
+
+/// Cross-pair calls touch neither allocator.
+static void nbf_cross_no_alloc(nbfMark m, uint64_t bcalls, const char *what)
+{
+    NBF_CHECK(nbf_heap.calls == m.calls && nbf_heap.frees == m.frees && nbf_bheap.calls == bcalls,
+              "%s allocated or freed memory; it must not allocate", what);
+}
+
+/// Cross pairs: (A, B), (B, A), (A, A) or (B, B), at a decoded radius; the full list against
+/// the brute-force cross oracle, truncated / roomy / negative capacities, count, visitor order
+/// and early stop. Different dims give NB_ERR_OUT_OF_RANGE (after a non-finite radius).
+static void nbf_op_cross(nbfReader *r, nbfState *ga, nbfState *gb)
+{
+    nbf_op = "cross_pairs";
+    uint8_t mode = nbf_u8(r);
+    nbfState *a = ga;
+    nbfState *b = gb;
+    switch (mode & 3) {
+    case 0: break;
+    case 1:
+        a = gb;
+        b = ga;
+        break;
+    case 2: b = ga; break;
+    default: a = gb; break;
+    }
+    const char *pair_name = (mode & 3) == 0   ? "(A, B)"
+                            : (mode & 3) == 1 ? "(B, A)"
+                            : (mode & 3) == 2 ? "(A, A)"
+                                              : "(B, B)";
+    double radius = nbf_read_radius(r, a);
+    uint8_t capm = nbf_u8(r);
+    uint8_t stop = nbf_u8(r);
+    unsigned want = NBF_BIT(NB_OK);
+    if (!isfinite(radius))
+        want = NBF_BIT(NB_ERR_NOT_FINITE);
+    else if (radius < 0.0 || a->dim != b->dim)
+        want = NBF_BIT(NB_ERR_OUT_OF_RANGE);
+    int64_t total = 0;
+    if (want == NBF_BIT(NB_OK)) {
+        nboSet x = nbf_oracle_set(a);
+        nboSet y = nbf_oracle_set(b);
+        nbPair *w = nbo_cross_pairs(&x, &y, radius, &total);
+        for (int32_t i = 0; i < a->n; i++) memset(nbf_cross_match[i], 0, (size_t)b->n);
+        for (int64_t k = 0; k < total; k++) nbf_cross_match[w[k].i][w[k].j] = 1;
+        free(w);
+    }
+
+    int64_t found = -7;
+    nbPair *full = malloc((size_t)(total > 0 ? total : 1) * sizeof *full); // exact size
+    if (full == NULL) abort();
+    nbfMark m = nbf_mark();
+    uint64_t bcalls = nbf_bheap.calls;
+    nbStatus st = nb_grid_cross_pairs(a->grid, b->grid, radius, full, total, &found);
+    nbf_cross_no_alloc(m, bcalls, "nb_grid_cross_pairs");
+    nbf_log("  cross_pairs%s(dims %d, %d, points %d, %d, radius=%a, capacity=%lld) -> %s, found "
+            "%lld (oracle %lld)\n",
+            pair_name, a->dim, b->dim, a->n, b->n, radius, (long long)total, nb_status_str(st),
+            (long long)found, (long long)total);
+    nbf_expect(st, want, "nb_grid_cross_pairs");
+    if (st != NB_OK) {
+        free(full);
+        NBF_CHECK(found == 0, "nb_grid_cross_pairs failed with %s but set *found = %lld",
+                  nb_status_str(st), (long long)found);
+        int64_t count = -7;
+        st = nb_grid_count_cross_pairs(a->grid, b->grid, radius, &count);
+        nbf_expect(st, want, "nb_grid_count_cross_pairs");
+        NBF_CHECK(count == 0, "nb_grid_count_cross_pairs failed but set *count = %lld",
+                  (long long)count);
+        st = nb_grid_visit_cross_pairs(a->grid, b->grid, radius, nbf_never_visit_pair, NULL);
+        nbf_expect(st, want, "nb_grid_visit_cross_pairs");
+        nbf_cross_no_alloc(m, bcalls, "cross pair calls");
+        return;
+    }
+    NBF_CHECK(found == total, "nb_grid_cross_pairs%s radius %a (%.17g): found %lld, oracle %lld",
+              pair_name, radius, radius, (long long)found, (long long)total);
+    static uint8_t seen[NBF_MAX_POINTS][NBF_MAX_POINTS];
+    for (int32_t i = 0; i < a->n; i++) memset(seen[i], 0, (size_t)b->n);
+    for (int64_t k = 0; k < found; k++) {
+        int32_t i = full[k].i;
+        int32_t j = full[k].j;
+        NBF_CHECK(i >= 0 && i < a->n && j >= 0 && j < b->n,
+                  "nb_grid_cross_pairs: pair #%lld is (%d, %d) with %d and %d points", (long long)k,
+                  i, j, a->n, b->n);
+        NBF_CHECK(!seen[i][j], "nb_grid_cross_pairs: pair (%d, %d) reported twice", i, j);
+        seen[i][j] = 1;
+        NBF_CHECK(nbf_cross_match[i][j],
+                  "nb_grid_cross_pairs%s: pair (%d, %d) reported at radius %a but d2 = %a, r*r = "
+                  "%a, bits a %#x/%#x b %#x/%#x",
+                  pair_name, i, j, radius, nbo_d2(a->pts[i], b->pts[j], a->dim), radius * radius,
+                  a->cat[i], a->mask[i], b->cat[j], b->mask[j]);
+    }
+    memcpy(nbf_cross_full, full, (size_t)total * sizeof *full);
+    free(full);
+
+    int64_t cap = 0;
+    switch (capm & 7) {
+    case 0: cap = 0; break;
+    case 1: cap = capm >> 3; break;
+    case 2: cap = total > 0 ? total - 1 : 0; break;
+    case 3: cap = total / 2; break;
+    case 4: cap = total + (capm >> 3); break;
+    case 5: cap = -1 - (capm >> 3); break;
+    case 6: cap = total > 0 ? 1 : 0; break;
+    default: cap = (capm >> 3) % (total + 1); break;
+    }
+    nbPair *out = NULL;
+    if (cap > 0 || (cap == 0 && (capm & 0x80))) {
+        out = malloc((size_t)(cap > 0 ? cap : 1) * sizeof *out);
+        if (out == NULL) abort();
+    }
+    found = -7;
+    m = nbf_mark();
+    st = nb_grid_cross_pairs(a->grid, b->grid, radius, out, cap, &found);
+    nbf_cross_no_alloc(m, bcalls, "nb_grid_cross_pairs");
+    nbf_log("  cross_pairs(out=%s, capacity=%lld) -> %s, found %lld\n", out ? "buf" : "NULL",
+            (long long)cap, nb_status_str(st), (long long)found);
+    if (cap < 0) {
+        nbf_expect(st, NBF_BIT(NB_ERR_OUT_OF_RANGE), "nb_grid_cross_pairs (negative capacity)");
+        NBF_CHECK(found == 0, "nb_grid_cross_pairs failed but set *found = %lld", (long long)found);
+    } else {
+        nbf_expect(st, total > cap ? NBF_BIT(NB_ERR_BUFFER_TOO_SMALL) : NBF_BIT(NB_OK),
+                   "nb_grid_cross_pairs (capacity)");
+        NBF_CHECK(found == total, "nb_grid_cross_pairs capacity %lld: found %lld, full count %lld",
+                  (long long)cap, (long long)found, (long long)total);
+        nbf_check_same_pairs(nbf_cross_full, out, cap < total ? cap : total,
+                             "nb_grid_cross_pairs (truncated)");
+    }
+    free(out);
+
+    int64_t count = -7;
+    st = nb_grid_count_cross_pairs(a->grid, b->grid, radius, &count);
+    nbf_cross_no_alloc(m, bcalls, "nb_grid_count_cross_pairs");
+    nbf_expect(st, NBF_BIT(NB_OK), "nb_grid_count_cross_pairs");
+    NBF_CHECK(count == total, "nb_grid_count_cross_pairs%s radius %a: %lld, oracle %lld", pair_name,
+              radius, (long long)count, (long long)total);
+
+    for (int pass = 0; pass < 2; pass++) {
+        nbfCrossSink *k = &nbf_csink;
+        k->n = 0;
+        k->na = a->n;
+        k->nb = b->n;
+        k->overflow = false;
+        k->stop_after = pass == 0 ? INT64_MAX : 1 + (int64_t)stop % (total + 1);
+        st = nb_grid_visit_cross_pairs(a->grid, b->grid, radius, nbf_cross_visit, k);
+        nbf_cross_no_alloc(m, bcalls, "nb_grid_visit_cross_pairs");
+        nbf_expect(st, NBF_BIT(NB_OK), "nb_grid_visit_cross_pairs");
+        int64_t wantn = total < k->stop_after ? total : k->stop_after;
+        NBF_CHECK(!k->overflow && k->n == wantn,
+                  "nb_grid_visit_cross_pairs (stop after %lld): %lld calls, expected %lld",
+                  (long long)k->stop_after, (long long)k->n, (long long)wantn);
+        nbf_check_same_pairs(nbf_cross_full, k->got, k->n, "nb_grid_visit_cross_pairs order");
+    }
 }
 
 static void nbf_op_info(nbfReader *r, nbfState *s)
@@ -1176,6 +1616,68 @@ static void nbf_op_nulls(nbfReader *r, nbfState *s)
     nbf_expect(nb_grid_knn(g, c, 2, NULL, &f32), na, "nb_grid_knn(NULL out, k 2)");
     nbf_expect(nb_grid_knn(g, c, 2, kb, NULL), na, "nb_grid_knn(NULL found)");
 
+    const nbFilter fa = NB_FILTER_ALL;
+    nbf_expect(nb_grid_query_radius_filtered(NULL, c, radius, fa, ib, 2, &f32), na,
+               "nb_grid_query_radius_filtered(NULL grid)");
+    nbf_expect(nb_grid_query_radius_filtered(g, NULL, radius, fa, ib, 2, &f32), na,
+               "nb_grid_query_radius_filtered(NULL center)");
+    nbf_expect(nb_grid_query_radius_filtered(g, c, radius, fa, NULL, 2, &f32), na,
+               "nb_grid_query_radius_filtered(NULL out, cap 2)");
+    nbf_expect(nb_grid_query_radius_filtered(g, c, radius, fa, ib, 2, NULL), na,
+               "nb_grid_query_radius_filtered(NULL found)");
+    nbf_expect(nb_grid_visit_radius_filtered(NULL, c, radius, fa, nbf_never_visit, NULL), na,
+               "nb_grid_visit_radius_filtered(NULL grid)");
+    nbf_expect(nb_grid_visit_radius_filtered(g, NULL, radius, fa, nbf_never_visit, NULL), na,
+               "nb_grid_visit_radius_filtered(NULL center)");
+    nbf_expect(nb_grid_visit_radius_filtered(g, c, radius, fa, NULL, NULL), na,
+               "nb_grid_visit_radius_filtered(NULL fn)");
+    nbf_expect(nb_grid_query_box_filtered(NULL, lo, hi, fa, ib, 2, &f32), na,
+               "nb_grid_query_box_filtered(NULL grid)");
+    nbf_expect(nb_grid_query_box_filtered(g, NULL, hi, fa, ib, 2, &f32), na,
+               "nb_grid_query_box_filtered(NULL lo)");
+    nbf_expect(nb_grid_query_box_filtered(g, lo, NULL, fa, ib, 2, &f32), na,
+               "nb_grid_query_box_filtered(NULL hi)");
+    nbf_expect(nb_grid_query_box_filtered(g, lo, hi, fa, NULL, 2, &f32), na,
+               "nb_grid_query_box_filtered(NULL out, cap 2)");
+    nbf_expect(nb_grid_query_box_filtered(g, lo, hi, fa, ib, 2, NULL), na,
+               "nb_grid_query_box_filtered(NULL found)");
+    nbf_expect(nb_grid_visit_box_filtered(NULL, lo, hi, fa, nbf_never_visit, NULL), na,
+               "nb_grid_visit_box_filtered(NULL grid)");
+    nbf_expect(nb_grid_visit_box_filtered(g, NULL, hi, fa, nbf_never_visit, NULL), na,
+               "nb_grid_visit_box_filtered(NULL lo)");
+    nbf_expect(nb_grid_visit_box_filtered(g, lo, NULL, fa, nbf_never_visit, NULL), na,
+               "nb_grid_visit_box_filtered(NULL hi)");
+    nbf_expect(nb_grid_visit_box_filtered(g, lo, hi, fa, NULL, NULL), na,
+               "nb_grid_visit_box_filtered(NULL fn)");
+    nbf_expect(nb_grid_knn_filtered(NULL, c, 2, fa, kb, &f32), na,
+               "nb_grid_knn_filtered(NULL grid)");
+    nbf_expect(nb_grid_knn_filtered(g, NULL, 2, fa, kb, &f32), na,
+               "nb_grid_knn_filtered(NULL point)");
+    nbf_expect(nb_grid_knn_filtered(g, c, 2, fa, NULL, &f32), na,
+               "nb_grid_knn_filtered(NULL out, k 2)");
+    nbf_expect(nb_grid_knn_filtered(g, c, 2, fa, kb, NULL), na, "nb_grid_knn_filtered(NULL found)");
+
+    nbf_expect(nb_grid_cross_pairs(NULL, g, radius, pb, 2, &f64), na,
+               "nb_grid_cross_pairs(NULL a)");
+    nbf_expect(nb_grid_cross_pairs(g, NULL, radius, pb, 2, &f64), na,
+               "nb_grid_cross_pairs(NULL b)");
+    nbf_expect(nb_grid_cross_pairs(g, g, radius, NULL, 2, &f64), na,
+               "nb_grid_cross_pairs(NULL out, cap 2)");
+    nbf_expect(nb_grid_cross_pairs(g, g, radius, pb, 2, NULL), na,
+               "nb_grid_cross_pairs(NULL found)");
+    nbf_expect(nb_grid_count_cross_pairs(NULL, g, radius, &f64), na,
+               "nb_grid_count_cross_pairs(NULL a)");
+    nbf_expect(nb_grid_count_cross_pairs(g, NULL, radius, &f64), na,
+               "nb_grid_count_cross_pairs(NULL b)");
+    nbf_expect(nb_grid_count_cross_pairs(g, g, radius, NULL), na,
+               "nb_grid_count_cross_pairs(NULL count)");
+    nbf_expect(nb_grid_visit_cross_pairs(NULL, g, radius, nbf_never_visit_pair, NULL), na,
+               "nb_grid_visit_cross_pairs(NULL a)");
+    nbf_expect(nb_grid_visit_cross_pairs(g, NULL, radius, nbf_never_visit_pair, NULL), na,
+               "nb_grid_visit_cross_pairs(NULL b)");
+    nbf_expect(nb_grid_visit_cross_pairs(g, g, radius, NULL, NULL), na,
+               "nb_grid_visit_cross_pairs(NULL fn)");
+
     nbGrid *made = (nbGrid *)(void *)&info; // must be overwritten with NULL or a grid
     nbGridDesc desc;
     memset(&desc, 0, sizeof desc);
@@ -1206,16 +1708,25 @@ static void nbf_op_nulls(nbfReader *r, nbfState *s)
 
 /// Decodes a desc and creates the grid; when creation fails (as the input may ask), checks
 /// the status and creates a plain grid instead so the operations still run.
-static void nbf_create(nbfReader *r, nbfState *s)
+static void nbf_create(nbfReader *r, nbfState *s, bool second)
 {
     nbf_op = "create";
     uint8_t flags = nbf_u8(r);
     uint8_t failb = nbf_u8(r);
     nbGridDesc desc;
     memset(&desc, 0, sizeof desc);
-    s->custom = (flags & 0x80) == 0;
-    s->allocator = nbf_allocator();
-    desc.allocator = s->custom ? &s->allocator : NULL;
+    s->second = second;
+    s->count_heap = NULL;
+    if (second) { // grid B: malloc/free, or (bit 7 clear) the counting allocator
+        s->custom = false;
+        s->allocator = (nbAllocator){nbf_b_alloc, nbf_b_free, &nbf_bheap};
+        if ((flags & 0x80) == 0) s->count_heap = &nbf_bheap;
+        desc.allocator = s->count_heap != NULL ? &s->allocator : NULL;
+    } else {
+        s->custom = (flags & 0x80) == 0;
+        s->allocator = nbf_allocator();
+        desc.allocator = s->custom ? &s->allocator : NULL;
+    }
 
     switch (flags & 3) {
     case 0: desc.dim = 0; break;
@@ -1258,8 +1769,9 @@ static void nbf_create(nbfReader *r, nbfState *s)
     nbGrid *g = (nbGrid *)(void *)&desc; // must be overwritten
     (void)nbf_mark(); // clears nbf_heap.failed: did this create have an allocation refused?
     nbStatus st = nb_grid_create(&desc, &g);
-    nbf_log("create(dim=%d, cell_size=%a, capacity_hint=%d, allocator=%s) -> %s\n", desc.dim,
-            desc.cell_size, desc.capacity_hint, s->custom ? "checking" : "NULL", nb_status_str(st));
+    nbf_log("create%s(dim=%d, cell_size=%a, capacity_hint=%d, allocator=%s) -> %s\n",
+            second ? " grid B" : "", desc.dim, desc.cell_size, desc.capacity_hint,
+            s->custom ? "checking" : (s->count_heap ? "counting" : "NULL"), nb_status_str(st));
     if (nbf_heap.failed) allowed |= NBF_BIT(NB_ERR_OUT_OF_MEMORY);
     nbf_expect(st, allowed, "nb_grid_create");
     if (st != NB_OK) {
@@ -1287,6 +1799,10 @@ static void nbf_create(nbfReader *r, nbfState *s)
     s->n = 0;
     s->built = false;
     s->build_radius = 0.0;
+    s->has_cat = false;
+    s->has_mask = false;
+    s->had_bits = false;
+    s->space = 0;
     nbf_info(s, &s->info);
     NBF_CHECK(s->info.points == 0, "a new grid reports %d points", s->info.points);
     nbf_validate(s, "nb_grid_create");
@@ -1297,19 +1813,56 @@ static void nbf_destroy(nbfState *s)
     nb_grid_destroy(s->grid);
     s->grid = NULL;
     if (s->custom) nbf_check_no_leak("nb_grid_destroy");
+    if (s->count_heap != NULL)
+        NBF_CHECK(s->count_heap->live_blocks == 0 && s->count_heap->live_bytes == 0,
+                  "nb_grid_destroy of grid B left %zu blocks (%zu bytes)",
+                  s->count_heap->live_blocks, s->count_heap->live_bytes);
+}
+
+/// Operations on grid B (the info op's high nibble, 1-14), created from the input's next bytes
+/// on first use: cross pairs (5 of 14), build B (3), recreate B, and the all-pairs, radius,
+/// kNN, box and range ops run on B. Returns whether the op was quadratic.
+static bool nbf_op_second(nbfReader *r, nbfState *s, nbfState *s2, uint8_t sub)
+{
+    if (s2->grid == NULL) nbf_create(r, s2, true);
+    nbf_log("  [grid B op %u]\n", (unsigned)sub);
+    switch (sub) {
+    case 1:
+    case 2:
+    case 3:
+    case 4:
+    case 13: nbf_op_cross(r, s, s2); return true;
+    case 5:
+    case 6:
+    case 14: nbf_op_build(r, s2); return false;
+    case 7:
+        nbf_op = "recreate B";
+        nbf_destroy(s2);
+        nbf_create(r, s2, true);
+        return false;
+    case 8: nbf_op_pairs(r, s2); return true;
+    case 9: nbf_op_radius(r, s2, true); return false;
+    case 10: nbf_op_knn(r, s2, true); return true;
+    case 11: nbf_op_box(r, s2, true); return false;
+    default: nbf_op_range(r, s2); return true;
+    }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     nbf_begin_input();
     static nbfState state;
+    static nbfState state_b; // grid B, for cross pairs; created on first use
     nbfState *s = &state;
+    nbfState *s2 = &state_b;
     memset(s, 0, sizeof *s);
+    memset(s2, 0, sizeof *s2);
+    memset(&nbf_bheap, 0, sizeof nbf_bheap);
     nbfReader rd = {data, size};
     nbfReader *r = &rd;
 
     nbf_step = 0;
-    nbf_create(r, s);
+    nbf_create(r, s, false);
     // Work budget in point pairs, so a crowd build does not make every input slow: the pair
     // operations (and kNN's insertion sort) cost about n^2 here and in the library's worst
     // case, the others about n.
@@ -1318,6 +1871,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         uint8_t op = nbf_u8(r);
         bool quadratic = (op & 15) == 4 || (op & 15) == 5 || (op & 15) == 6 || (op & 15) == 10 ||
                          (op & 15) == 11;
+        // Bit 7 of a radius, box or kNN op: its _filtered form (a filter byte follows).
+        bool filtered = (op & 0x80) != 0;
         switch (op & 15) {
         case 0:
         case 1:
@@ -1327,23 +1882,31 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         case 5: nbf_op_pairs(r, s); break;
         case 6: nbf_op_range(r, s); break;
         case 7:
-        case 8: nbf_op_radius(r, s); break;
-        case 9: nbf_op_box(r, s); break;
+        case 8: nbf_op_radius(r, s, filtered); break;
+        case 9: nbf_op_box(r, s, filtered); break;
         case 10:
-        case 11: nbf_op_knn(r, s); break;
-        case 12: nbf_op_info(r, s); break;
+        case 11: nbf_op_knn(r, s, filtered); break;
+        case 12:
+            if ((op >> 4) == 0 || (op >> 4) == 15)
+                nbf_op_info(r, s);
+            else
+                quadratic = nbf_op_second(r, s, s2, (uint8_t)(op >> 4));
+            break;
         case 13: nbf_op_fail(r, s); break;
         case 14: nbf_op_nulls(r, s); break;
         default:
             nbf_op = "recreate";
             nbf_destroy(s);
-            nbf_create(r, s);
+            nbf_create(r, s, false);
             break;
         }
         nbf_validate(s, nbf_op);
-        budget -= (quadratic ? (int64_t)s->n * s->n : 8 * (int64_t)s->n) + 64;
+        if (s2->grid != NULL) nbf_validate(s2, nbf_op);
+        int64_t n = s->n > s2->n ? s->n : s2->n;
+        budget -= (quadratic ? n * n : 8 * n) + 64;
     }
     nbf_op = "destroy";
     nbf_destroy(s);
+    if (s2->grid != NULL) nbf_destroy(s2);
     return 0;
 }
