@@ -608,14 +608,38 @@ static nbStatus nbi_hash_finish(nbStatus st, const nbiHashHits *x, int32_t *foun
     return x->n > x->cap ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
 }
 
+// A radius (center != NULL) or box query into the caller's buffer with no callback per hit: the
+// walker writes slots into the front of the buffer, which are then widened in place into hits
+// from the last to the first (a hit is wider than a slot, so each slot is read before anything
+// overwrites it).
+static nbStatus nbi_hash_range_buffer(const nbHash *h, const double *center, double radius,
+                                      const double *lo, const double *hi, nbFilter f,
+                                      nbHashHit *out, int32_t capacity, int32_t *found)
+{
+    const nbiView v = nbi_hash_view(h);
+    nbiHitSink s;
+    nbi_hit_sink_init(&s, NBI_SINK_BUFFER, (int32_t *)(void *)out, capacity, NULL, NULL);
+    const nbStatus st = center != NULL ? nbi_walk_radius(&v, center, radius, f, &s)
+                                       : nbi_walk_box(&v, lo, hi, f, &s);
+    if (st != NB_OK) return st;
+    unsigned char *bytes = (unsigned char *)out;
+    for (int32_t t = (s.found < capacity ? s.found : capacity) - 1; t >= 0; t--) {
+        int32_t slot;
+        memcpy(&slot, bytes + (size_t)t * sizeof(int32_t), sizeof slot);
+        const nbHashHit hit = nbi_hash_hit(h, slot);
+        memcpy(bytes + (size_t)t * sizeof(nbHashHit), &hit, sizeof hit);
+    }
+    *found = s.found;
+    return s.found > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
+}
+
 nbStatus nb_hash_query_radius(const nbHash *hash, const double *center, double radius,
                               nbFilter filter, nbHashHit *out, int32_t capacity, int32_t *found)
 {
     if (found != NULL) *found = 0;
     if (hash == NULL || center == NULL || found == NULL || (out == NULL && capacity > 0))
         return NB_ERR_NULL_ARG;
-    nbiHashHits x = {hash, out, capacity, 0, -1, NULL, NULL};
-    return nbi_hash_finish(nbi_hash_range(hash, center, radius, NULL, NULL, filter, &x), &x, found);
+    return nbi_hash_range_buffer(hash, center, radius, NULL, NULL, filter, out, capacity, found);
 }
 
 nbStatus nb_hash_visit_radius(const nbHash *hash, const double *center, double radius,
@@ -632,8 +656,7 @@ nbStatus nb_hash_query_box(const nbHash *hash, const double *lo, const double *h
     if (found != NULL) *found = 0;
     if (hash == NULL || lo == NULL || hi == NULL || found == NULL || (out == NULL && capacity > 0))
         return NB_ERR_NULL_ARG;
-    nbiHashHits x = {hash, out, capacity, 0, -1, NULL, NULL};
-    return nbi_hash_finish(nbi_hash_range(hash, NULL, 0.0, lo, hi, filter, &x), &x, found);
+    return nbi_hash_range_buffer(hash, NULL, 0.0, lo, hi, filter, out, capacity, found);
 }
 
 nbStatus nb_hash_visit_box(const nbHash *hash, const double *lo, const double *hi, nbFilter filter,

@@ -300,7 +300,7 @@ static int random_step(nbHash *h, Model *m, double scale)
 static int test_random_sequences(void)
 {
     static Model m;
-    for (int round = 0; round < 24; round++) {
+    for (int round = 0; round < 96; round++) { // 96 sequences of 600 random steps
         memset(&m, 0, sizeof m);
         m.dim = 2 + round % 2;
         nbHashDesc desc = {0};
@@ -309,9 +309,10 @@ static int test_random_sequences(void)
         nbHash *h = NULL;
         NB_CHECK_OK(nb_hash_create(&desc, &h));
         const double scale = round % 4 == 0 ? 5.0 : 30.0;
-        for (int step = 0; step < 1500; step++) {
+        for (int step = 0; step < 600; step++) {
             if (random_step(h, &m, scale)) return 1;
-            if (step % 150 == 149 && check_queries(h, &m, scale)) return 1;
+            if (step % 120 == 119 && check_queries(h, &m, scale)) return 1;
+            if (step % 10 == 0) NB_CHECK_OK(nb_hash_validate(h));
         }
         if (check_queries(h, &m, scale)) return 1;
         nb_hash_destroy(h);
