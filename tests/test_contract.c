@@ -16,6 +16,7 @@
 // create NULL), no callback ran, and the fixture grid validates and answers exactly as before.
 // tests/contract_coverage.sh checks that every NB_API function of include/nearby/ is named here.
 #include <nearby/grid.h>
+#include <nearby/hash.h>
 
 #include "nb_test.h"
 
@@ -180,11 +181,13 @@ typedef struct MutSet {
 
 // What an accepted row checks.
 typedef enum OkKind {
-    OK_ANY,  // success (NB_OK, or NB_ERR_BUFFER_TOO_SMALL with *found > capacity)
-    OK_TWIN, // success, and exactly the result of the same call with +0.0 for -0.0
-    OK_BASE, // success, the same found count as the unmodified call
-    OK_ZERO, // NB_OK, nothing found, no callback
-    OK_ALL,  // success, found every point of the fixture
+    OK_ANY,         // success (NB_OK, or NB_ERR_BUFFER_TOO_SMALL with *found > capacity)
+    OK_TWIN,        // success, and exactly the result of the same call with +0.0 for -0.0
+    OK_BASE,        // success, the same found count as the unmodified call
+    OK_ZERO,        // NB_OK, nothing found, no callback
+    OK_ALL,         // success, found every point of the fixture
+    OK_ALL_BUT_ONE, // success, found every item but the asker (hash neighbours)
+    OK_SAME,        // NB_OK, and the structure answers as before (hash reserve, get)
 } OkKind;
 
 typedef struct OkSet {
@@ -1268,6 +1271,1229 @@ static int test_filter_all_is_plain(void)
     return 0;
 }
 
+// ---- the spatial hash (include/nearby/hash.h) ----
+//
+// The same table, over the hash's functions and three fixture hashes (empty 2D; 2D with a few
+// dozen items, some with filter bits, some far from the origin; 3D). Handles add a step between
+// pointers and finiteness: every bad handle (null, stale after remove, stale after its slot was
+// reused, foreign, forged) alone, and with every non-finite and out-of-range value in both orders:
+// NB_ERR_BAD_HANDLE (the handle is checked right after the pointers). After each failing call
+// the hash validates and answers exactly as before (count, its pairs and a fixed radius query);
+// after a failing nb_hash_get its outputs are untouched, as its header says.
+
+enum {
+    HFIX_N2 = 40,     // items in the 2D fixture
+    HFIX_N3 = 30,     // items in the 3D fixture
+    HIT_CAP = 256,    // hit / kNN buffers
+    HPAIR_CAP = 4096, // pair buffer
+    H_ITEM_LIMIT = 1 << 30,
+};
+
+static const double H_CELL = 0.25; // every fixture hash's cell size
+
+typedef enum HFn {
+    HF_CREATE,
+    HF_RESERVE,
+    HF_INSERT,
+    HF_MOVE,
+    HF_REMOVE,
+    HF_GET,
+    HF_SET,
+    HF_VISIT_ALL,
+    HF_QUERY_RADIUS,
+    HF_VISIT_RADIUS,
+    HF_QUERY_BOX,
+    HF_VISIT_BOX,
+    HF_KNN,
+    HF_QUERY_NEIGHBORS,
+    HF_VISIT_NEIGHBORS,
+    HF_PAIRS,
+    HF_COUNT_PAIRS,
+    HF_VISIT_PAIRS,
+    HF_CROSS_PAIRS,
+    HF_COUNT_CROSS_PAIRS,
+    HF_VISIT_CROSS_PAIRS,
+    HF_VALIDATE,
+} HFn;
+
+typedef enum HField {
+    H_HASH,        // hash := NULL
+    H_DESC,        // desc := NULL
+    H_OUTHASH,     // create's out := NULL
+    H_ALLOC_FN,    // desc.allocator->alloc := NULL
+    H_FREE_FN,     // desc.allocator->free := NULL
+    H_ALLOCATOR,   // desc.allocator := NULL
+    H_CELL_SIZE,   // desc.cell_size := v
+    H_GDIM,        // desc.dim := v
+    H_HINT,        // desc.capacity_hint := v
+    H_ITEMS,       // reserve's items := v
+    H_POS,         // insert / move position [idx] := v; idx < 0: the pointer := NULL
+    H_HANDLE,      // item := the handle of kind idx (HK_*)
+    H_RADIUS,      // radius := v
+    H_CENTER,      // center / knn point [idx] := v; idx < 0: the pointer := NULL
+    H_LO,          // lo[idx] := v; idx < 0: the pointer := NULL
+    H_HI,          // hi[idx] := v; idx < 0: the pointer := NULL
+    H_BOX_ALL,     // every bound infinite
+    H_OUT,         // out buffer := NULL
+    H_CAP,         // capacity := v
+    H_FOUND,       // found / count := NULL
+    H_K,           // k := v
+    H_VISIT,       // visit := NULL
+    H_USER,        // user := NULL
+    H_FILTER_CAT,  // filter.category := v
+    H_FILTER_MASK, // filter.mask := v
+    H_MASK_A,      // cross pairs' mask_a := v
+    H_MASK_B,      // cross pairs' mask_b := v
+    H_UVAL,        // insert / set user value := v
+    H_OUTHANDLE,   // insert's out := NULL
+    H_GET_POS,     // get's pos := NULL
+    H_GET_USER,    // get's user := NULL
+    H_GET_FILTER,  // get's filter := NULL
+} HField;
+
+// Handle kinds for H_HANDLE.
+enum {
+    HK_LIVE,        // a live item of this hash (the default)
+    HK_LIVE2,       // another live item
+    HK_NULL,        // the null handle
+    HK_STALE,       // an item inserted and removed
+    HK_REUSED,      // an item removed whose slot now holds another item
+    HK_FOREIGN,     // a live item of another hash (same slot and generation, other tag)
+    HK_FORGED_GEN,  // a live handle with another generation
+    HK_FORGED_SLOT, // this hash's tag with a slot never used
+    HK_FORGED_TAG,  // a live handle with another owner tag
+    HK_ONES,        // every bit set
+};
+
+enum { G_HANDLE = 1 << 4, G_MASKS = 1 << 5 }; // (the grid's G_B / G_UNITS bits: another table)
+
+typedef struct HMut {
+    HField f;
+    int idx;
+    double v;
+} HMut;
+
+typedef struct HMutSet {
+    const char *name;
+    HMut m[3];
+    int n;
+    unsigned flags;
+} HMutSet;
+
+typedef struct HOkSet {
+    HMutSet s;
+    OkKind kind;
+} HOkSet;
+
+enum {
+    HO_FOUND32 = 1 << 0,
+    HO_FOUND64 = 1 << 1,
+    HO_CREATE = 1 << 2,
+    HO_VISIT = 1 << 3,
+    HO_MUTATE = 1 << 4, // changes the hash when it succeeds
+    HO_HITS = 1 << 5,
+    HO_PAIRS = 1 << 6,
+    HO_NN = 1 << 7,
+    HO_HANDLE_OUT = 1 << 8, // insert's *out
+    HO_GET = 1 << 9,        // get's outputs: untouched on error
+    HO_TAKES_HANDLE = 1 << 10,
+};
+
+typedef struct HSpec {
+    HFn fn;
+    const char *name;
+    unsigned outs;
+    const HMutSet *nulls;
+    int n_nulls;
+    const HMutSet *handles;
+    int n_handles;
+    const HMutSet *nonfinite;
+    int n_nonfinite;
+    const HMutSet *range;
+    int n_range;
+    const HOkSet *ok;
+    int n_ok;
+} HSpec;
+
+#define HNF_RADIUS                                                                                 \
+    M1("radius NaN", G_RADIUS, H_RADIUS, 0, D_NAN),                                                \
+        M1("radius +inf", G_RADIUS, H_RADIUS, 0, D_INF),                                           \
+        M1("radius -inf", G_RADIUS, H_RADIUS, 0, -D_INF)
+#define HRG_RADIUS                                                                                 \
+    M1("radius -1", G_RADIUS, H_RADIUS, 0, -1.0), M1("radius -tiny", G_RADIUS, H_RADIUS, 0, -TINY)
+#define HRG_CAP                                                                                    \
+    M1("capacity -1", G_CAP, H_CAP, 0, -1.0), M1("capacity INT32_MIN", G_CAP, H_CAP, 0, INT32_MIN)
+#define HOK_RADIUS_ZERO                                                                            \
+    {                                                                                              \
+        M1("radius -0.0", G_RADIUS, H_RADIUS, 0, -0.0), OK_TWIN                                    \
+    }
+#define HNF_POINT(F, nm)                                                                           \
+    M1(nm "[0] NaN", 0, F, 0, D_NAN), M1(nm "[1] +inf", 0, F, 1, D_INF),                           \
+        M1(nm "[2] -inf", 0, F, 2, -D_INF), M1(nm "[0] -inf", 0, F, 0, -D_INF),                    \
+        M1(nm "[1] NaN", 0, F, 1, D_NAN), M1(nm "[2] NaN", 0, F, 2, D_NAN)
+#define HOK_CENTER_ZERO                                                                            \
+    {M1("center[0] -0.0", 0, H_CENTER, 0, -0.0), OK_TWIN},                                         \
+        {M1("center[1] -0.0", 0, H_CENTER, 1, -0.0), OK_TWIN},                                     \
+    {                                                                                              \
+        M1("center[2] -0.0", 0, H_CENTER, 2, -0.0), OK_TWIN                                        \
+    }
+#define HFILTER_ZERO                                                                               \
+    {M1("filter category 0", 0, H_FILTER_CAT, 0, 0.0), OK_ZERO},                                   \
+    {                                                                                              \
+        M1("filter mask 0", 0, H_FILTER_MASK, 0, 0.0), OK_ZERO                                     \
+    }
+
+static const HMutSet hnulls_hash[] = {M1("hash NULL", 0, H_HASH, 0, 0)};
+
+static const HMutSet hbad_handles[] = {
+    M1("null handle", G_HANDLE, H_HANDLE, HK_NULL, 0),
+    M1("stale handle (removed)", G_HANDLE, H_HANDLE, HK_STALE, 0),
+    M1("stale handle (slot reused)", G_HANDLE, H_HANDLE, HK_REUSED, 0),
+    M1("foreign handle", G_HANDLE, H_HANDLE, HK_FOREIGN, 0),
+    M1("forged generation", G_HANDLE, H_HANDLE, HK_FORGED_GEN, 0),
+    M1("forged slot", G_HANDLE, H_HANDLE, HK_FORGED_SLOT, 0),
+    M1("forged tag", G_HANDLE, H_HANDLE, HK_FORGED_TAG, 0),
+    M1("all bits set", G_HANDLE, H_HANDLE, HK_ONES, 0),
+};
+
+static const HMutSet hnulls_create[] = {
+    M1("desc NULL", 0, H_DESC, 0, 0),
+    M1("out NULL", 0, H_OUTHASH, 0, 0),
+    M1("allocator with free only (alloc NULL)", 0, H_ALLOC_FN, 0, 0),
+    M1("allocator with alloc only (free NULL)", 0, H_FREE_FN, 0, 0),
+};
+static const HMutSet hnonfinite_create[] = {
+    M1("cell_size NaN", G_CELL, H_CELL_SIZE, 0, D_NAN),
+    M1("cell_size +inf", G_CELL, H_CELL_SIZE, 0, D_INF),
+    M1("cell_size -inf", G_CELL, H_CELL_SIZE, 0, -D_INF),
+};
+static const HMutSet hrange_create[] = {
+    M1("cell_size 0", G_CELL, H_CELL_SIZE, 0, 0.0),
+    M1("cell_size -0.0", G_CELL, H_CELL_SIZE, 0, -0.0),
+    M1("cell_size -1", G_CELL, H_CELL_SIZE, 0, -1.0),
+    M1("cell_size -tiny", G_CELL, H_CELL_SIZE, 0, -TINY),
+    M1("capacity_hint -1", 0, H_HINT, 0, -1.0),
+    M1("capacity_hint INT32_MIN", 0, H_HINT, 0, INT32_MIN),
+    M1("dim 1", 0, H_GDIM, 0, 1.0),
+    M1("dim 4", 0, H_GDIM, 0, 4.0),
+    M1("dim -1", 0, H_GDIM, 0, -1.0),
+    M1("dim INT32_MAX", 0, H_GDIM, 0, INT32_MAX),
+};
+static const HOkSet hok_create[] = {
+    {M1("cell_size 0.5", G_CELL, H_CELL_SIZE, 0, 0.5), OK_ANY},
+    {M1("cell_size 1e300", G_CELL, H_CELL_SIZE, 0, 1e300), OK_ANY},
+    {M1("dim 0", 0, H_GDIM, 0, 0.0), OK_ANY},
+    {M1("capacity_hint 100", 0, H_HINT, 0, 100.0), OK_ANY},
+    {M1("allocator NULL (malloc)", 0, H_ALLOCATOR, 0, 0), OK_ANY},
+};
+
+static const HMutSet hrange_reserve[] = {
+    M1("items -1", 0, H_ITEMS, 0, -1.0),
+    M1("items INT32_MIN", 0, H_ITEMS, 0, INT32_MIN),
+    M1("items 2^30 + 1", 0, H_ITEMS, 0, H_ITEM_LIMIT + 1.0),
+    M1("items INT32_MAX", 0, H_ITEMS, 0, INT32_MAX),
+};
+static const HOkSet hok_reserve[] = {
+    {M1("items 0", 0, H_ITEMS, 0, 0.0), OK_SAME},
+    {M1("items 1000", 0, H_ITEMS, 0, 1000.0), OK_SAME},
+};
+
+#define HNF_POS                                                                                    \
+    M1("pos[0] NaN", 0, H_POS, 0, D_NAN), M1("pos[1] +inf", 0, H_POS, 1, D_INF),                   \
+        M1("pos[2] -inf", 0, H_POS, 2, -D_INF), M1("pos[0] -inf", 0, H_POS, 0, -D_INF),            \
+        M1("pos[1] NaN", 0, H_POS, 1, D_NAN), M1("pos[2] NaN", 0, H_POS, 2, D_NAN)
+#define HRG_POS                                                                                    \
+    M1("pos[0] 1e300 (cell beyond 2^62)", 0, H_POS, 0, 1e300),                                     \
+        M1("pos[1] -1e300 (cell beyond -2^62)", 0, H_POS, 1, -1e300),                              \
+        M1("pos[2] 1e300 (cell beyond 2^62)", 0, H_POS, 2, 1e300),                                 \
+        M1("pos[0] 1.2e18 (cell 4.8e18, beyond 2^62)", 0, H_POS, 0, 1.2e18)
+#define HOK_POS                                                                                    \
+    {M1("pos[0] -0.0", 0, H_POS, 0, -0.0), OK_TWIN},                                               \
+        {M1("pos[1] -0.0", 0, H_POS, 1, -0.0), OK_TWIN},                                           \
+        {M1("pos[2] -0.0", 0, H_POS, 2, -0.0), OK_TWIN},                                           \
+        {M1("pos[0] 1e12 (far)", 0, H_POS, 0, 1e12), OK_ANY},                                      \
+    {                                                                                              \
+        M1("pos[1] -1e15 (far, negative)", 0, H_POS, 1, -1e15), OK_ANY                             \
+    }
+
+static const HMutSet hnulls_insert[] = {
+    M1("hash NULL", 0, H_HASH, 0, 0),
+    M1("pos NULL", 0, H_POS, -1, 0),
+    M1("out NULL", 0, H_OUTHANDLE, 0, 0),
+};
+static const HMutSet hnonfinite_pos[] = {HNF_POS};
+static const HMutSet hrange_pos[] = {HRG_POS};
+static const HOkSet hok_insert[] = {
+    HOK_POS,
+    {M1("user value 0", 0, H_UVAL, 0, 0.0), OK_ANY},
+    {M1("user value 2^63", 0, H_UVAL, 0, 0x1p63), OK_ANY},
+    {M2("filter 0 / 0", 0, H_FILTER_CAT, 0, 0.0, H_FILTER_MASK, 0, 0.0), OK_ANY},
+};
+
+static const HMutSet hnulls_move[] = {
+    M1("hash NULL", 0, H_HASH, 0, 0),
+    M1("pos NULL", 0, H_POS, -1, 0),
+};
+static const HOkSet hok_move[] = {
+    HOK_POS,
+    {M1("another live item", G_HANDLE, H_HANDLE, HK_LIVE2, 0), OK_ANY},
+};
+
+static const HOkSet hok_remove[] = {
+    {M1("another live item", G_HANDLE, H_HANDLE, HK_LIVE2, 0), OK_ANY},
+};
+
+static const HOkSet hok_get[] = {
+    {M1("pos NULL", 0, H_GET_POS, 0, 0), OK_SAME},
+    {M1("user NULL", 0, H_GET_USER, 0, 0), OK_SAME},
+    {M1("filter NULL", 0, H_GET_FILTER, 0, 0), OK_SAME},
+    {M1("another live item", G_HANDLE, H_HANDLE, HK_LIVE2, 0), OK_SAME},
+};
+
+static const HOkSet hok_set[] = {
+    {M1("user value 0", 0, H_UVAL, 0, 0.0), OK_ANY},
+    {M2("filter 0 / 0", 0, H_FILTER_CAT, 0, 0.0, H_FILTER_MASK, 0, 0.0), OK_ANY},
+    {M1("another live item", G_HANDLE, H_HANDLE, HK_LIVE2, 0), OK_ANY},
+};
+
+static const HMutSet hnulls_visit_all[] = {
+    M1("hash NULL", 0, H_HASH, 0, 0),
+    M1("visit NULL", 0, H_VISIT, 0, 0),
+};
+static const HOkSet hok_visit_all[] = {
+    {M1("user NULL", 0, H_USER, 0, 0), OK_ALL},
+};
+
+static const HMutSet hnulls_query_radius[] = {
+    M1("hash NULL", 0, H_HASH, 0, 0),
+    M1("center NULL", 0, H_CENTER, -1, 0),
+    M1("out NULL", G_CAP, H_OUT, 0, 0),
+    M1("found NULL", 0, H_FOUND, 0, 0),
+};
+static const HMutSet hnonfinite_center_radius[] = {HNF_POINT(H_CENTER, "center"), HNF_RADIUS};
+static const HMutSet hrange_radius_cap[] = {HRG_RADIUS, HRG_CAP};
+static const HOkSet hok_query_radius[] = {
+    HOK_RADIUS_ZERO,
+    HOK_CENTER_ZERO,
+    {M2("out NULL, capacity 0", G_CAP, H_OUT, 0, 0, H_CAP, 0, 0.0), OK_BASE},
+    {M1("capacity 1", G_CAP, H_CAP, 0, 1.0), OK_BASE},
+    {M1("radius 1e308", G_RADIUS, H_RADIUS, 0, 1e308), OK_ALL},
+    {M1("center[0] 1e300", 0, H_CENTER, 0, 1e300), OK_ZERO},
+    {M1("center[1] -1e300", 0, H_CENTER, 1, -1e300), OK_ZERO},
+    HFILTER_ZERO,
+};
+
+static const HMutSet hnulls_visit_radius[] = {
+    M1("hash NULL", 0, H_HASH, 0, 0),
+    M1("center NULL", 0, H_CENTER, -1, 0),
+    M1("visit NULL", 0, H_VISIT, 0, 0),
+};
+static const HMutSet hrange_radius[] = {HRG_RADIUS};
+static const HOkSet hok_visit_radius[] = {
+    HOK_RADIUS_ZERO,
+    HOK_CENTER_ZERO,
+    {M1("radius 1e308", G_RADIUS, H_RADIUS, 0, 1e308), OK_ALL},
+    {M1("user NULL", 0, H_USER, 0, 0), OK_BASE},
+    HFILTER_ZERO,
+};
+
+static const HMutSet hnulls_query_box[] = {
+    M1("hash NULL", 0, H_HASH, 0, 0),   M1("lo NULL", 0, H_LO, -1, 0),
+    M1("hi NULL", 0, H_HI, -1, 0),      M1("out NULL", G_CAP, H_OUT, 0, 0),
+    M1("found NULL", 0, H_FOUND, 0, 0),
+};
+static const HMutSet hnonfinite_box[] = {
+    M1("lo[0] NaN", 0, H_LO, 0, D_NAN), M1("lo[1] NaN", 0, H_LO, 1, D_NAN),
+    M1("lo[2] NaN", 0, H_LO, 2, D_NAN), M1("hi[0] NaN", 0, H_HI, 0, D_NAN),
+    M1("hi[1] NaN", 0, H_HI, 1, D_NAN), M1("hi[2] NaN", 0, H_HI, 2, D_NAN),
+};
+static const HMutSet hrange_cap[] = {HRG_CAP};
+#define HOK_BOX_COMMON                                                                             \
+    {M1("lo[0] -0.0", 0, H_LO, 0, -0.0), OK_TWIN}, {M1("hi[1] -0.0", 0, H_HI, 1, -0.0), OK_TWIN},  \
+        {M1("lo[2] -0.0", 0, H_LO, 2, -0.0), OK_TWIN},                                             \
+        {M1("lo[0] -inf (unbounded)", 0, H_LO, 0, -D_INF), OK_ANY},                                \
+        {M1("hi[1] +inf (unbounded)", 0, H_HI, 1, D_INF), OK_ANY},                                 \
+        {M1("every bound infinite", 0, H_BOX_ALL, 0, 0), OK_ALL},                                  \
+        {M1("lo[0] +inf (empty)", 0, H_LO, 0, D_INF), OK_ZERO},                                    \
+        {M1("hi[1] -inf (empty)", 0, H_HI, 1, -D_INF), OK_ZERO},                                   \
+        {M2("lo[0] 1 > hi[0] 0 (empty)", 0, H_LO, 0, 1.0, H_HI, 0, 0.0), OK_ZERO}, HFILTER_ZERO
+static const HOkSet hok_query_box[] = {
+    HOK_BOX_COMMON,
+    {M2("out NULL, capacity 0", G_CAP, H_OUT, 0, 0, H_CAP, 0, 0.0), OK_BASE},
+    {M1("capacity 1", G_CAP, H_CAP, 0, 1.0), OK_BASE},
+};
+static const HMutSet hnulls_visit_box[] = {
+    M1("hash NULL", 0, H_HASH, 0, 0),
+    M1("lo NULL", 0, H_LO, -1, 0),
+    M1("hi NULL", 0, H_HI, -1, 0),
+    M1("visit NULL", 0, H_VISIT, 0, 0),
+};
+static const HOkSet hok_visit_box[] = {
+    HOK_BOX_COMMON,
+    {M1("user NULL", 0, H_USER, 0, 0), OK_BASE},
+};
+
+static const HMutSet hnulls_knn[] = {
+    M1("hash NULL", 0, H_HASH, 0, 0),
+    M1("point NULL", 0, H_CENTER, -1, 0),
+    M1("out NULL", G_CAP, H_OUT, 0, 0),
+    M1("found NULL", 0, H_FOUND, 0, 0),
+};
+static const HMutSet hnonfinite_knn[] = {HNF_POINT(H_CENTER, "point")};
+static const HMutSet hrange_knn[] = {
+    M1("k -1", G_CAP, H_K, 0, -1.0),
+    M1("k INT32_MIN", G_CAP, H_K, 0, INT32_MIN),
+};
+static const HOkSet hok_knn[] = {
+    HOK_CENTER_ZERO,
+    {M2("k 0, out NULL", G_CAP, H_K, 0, 0.0, H_OUT, 0, 0), OK_ZERO},
+    {M1("k above the count", G_CAP, H_K, 0, KNN_K_ALL), OK_ALL},
+    {M1("point[0] 1e300", 0, H_CENTER, 0, 1e300), OK_BASE},
+    {M1("point[1] -1e300", 0, H_CENTER, 1, -1e300), OK_BASE},
+    HFILTER_ZERO,
+};
+
+static const HMutSet hnulls_query_neighbors[] = {
+    M1("hash NULL", 0, H_HASH, 0, 0),
+    M1("out NULL", G_CAP, H_OUT, 0, 0),
+    M1("found NULL", 0, H_FOUND, 0, 0),
+};
+static const HMutSet hnonfinite_radius[] = {HNF_RADIUS};
+static const HOkSet hok_query_neighbors[] = {
+    HOK_RADIUS_ZERO,
+    {M2("out NULL, capacity 0", G_CAP, H_OUT, 0, 0, H_CAP, 0, 0.0), OK_BASE},
+    {M1("capacity 1", G_CAP, H_CAP, 0, 1.0), OK_BASE},
+    {M1("radius 1e308", G_RADIUS, H_RADIUS, 0, 1e308), OK_ALL_BUT_ONE},
+    {M1("another live item", G_HANDLE, H_HANDLE, HK_LIVE2, 0), OK_ANY},
+    HFILTER_ZERO,
+};
+static const HMutSet hnulls_visit_neighbors[] = {
+    M1("hash NULL", 0, H_HASH, 0, 0),
+    M1("visit NULL", 0, H_VISIT, 0, 0),
+};
+static const HOkSet hok_visit_neighbors[] = {
+    HOK_RADIUS_ZERO,
+    {M1("radius 1e308", G_RADIUS, H_RADIUS, 0, 1e308), OK_ALL_BUT_ONE},
+    {M1("user NULL", 0, H_USER, 0, 0), OK_BASE},
+    {M1("another live item", G_HANDLE, H_HANDLE, HK_LIVE2, 0), OK_ANY},
+    HFILTER_ZERO,
+};
+
+static const HMutSet hnulls_pairs[] = {
+    M1("hash NULL", 0, H_HASH, 0, 0),
+    M1("out NULL", G_CAP, H_OUT, 0, 0),
+    M1("found NULL", 0, H_FOUND, 0, 0),
+};
+static const HMutSet hrange_pairs[] = {
+    HRG_RADIUS,
+    HRG_CAP,
+    M1("capacity INT64_MIN", G_CAP, H_CAP, 0, -0x1p63),
+};
+static const HOkSet hok_pairs[] = {
+    HOK_RADIUS_ZERO,
+    {M2("out NULL, capacity 0", G_CAP, H_OUT, 0, 0, H_CAP, 0, 0.0), OK_BASE},
+    {M1("capacity 1", G_CAP, H_CAP, 0, 1.0), OK_BASE},
+};
+static const HMutSet hnulls_count_pairs[] = {
+    M1("hash NULL", 0, H_HASH, 0, 0),
+    M1("count NULL", 0, H_FOUND, 0, 0),
+};
+static const HOkSet hok_radius_only[] = {HOK_RADIUS_ZERO};
+static const HMutSet hnulls_visit_pairs[] = {
+    M1("hash NULL", 0, H_HASH, 0, 0),
+    M1("visit NULL", 0, H_VISIT, 0, 0),
+};
+static const HOkSet hok_visit_pairs[] = {
+    HOK_RADIUS_ZERO,
+    {M1("user NULL", 0, H_USER, 0, 0), OK_BASE},
+};
+#define HOK_MASKS                                                                                  \
+    {M1("mask_a 0", G_MASKS, H_MASK_A, 0, 0.0), OK_ZERO},                                          \
+        {M1("mask_b 0", G_MASKS, H_MASK_B, 0, 0.0), OK_ZERO},                                      \
+    {                                                                                              \
+        M2("mask_a = mask_b = all", G_MASKS, H_MASK_A, 0, 4294967295.0, H_MASK_B, 0,               \
+           4294967295.0),                                                                          \
+            OK_ANY                                                                                 \
+    }
+static const HOkSet hok_cross[] = {
+    HOK_RADIUS_ZERO,
+    {M2("out NULL, capacity 0", G_CAP, H_OUT, 0, 0, H_CAP, 0, 0.0), OK_BASE},
+    {M1("capacity 1", G_CAP, H_CAP, 0, 1.0), OK_BASE},
+    HOK_MASKS,
+};
+static const HOkSet hok_count_cross[] = {HOK_RADIUS_ZERO, HOK_MASKS};
+static const HOkSet hok_visit_cross[] = {
+    HOK_RADIUS_ZERO,
+    {M1("user NULL", 0, H_USER, 0, 0), OK_BASE},
+    HOK_MASKS,
+};
+
+static const HSpec hspecs[] = {
+    {HF_CREATE, "nb_hash_create", HO_CREATE, LIST(hnulls_create), NOLIST, LIST(hnonfinite_create),
+     LIST(hrange_create), LIST(hok_create)},
+    {HF_RESERVE, "nb_hash_reserve", HO_MUTATE, LIST(hnulls_hash), NOLIST, NOLIST,
+     LIST(hrange_reserve), LIST(hok_reserve)},
+    {HF_INSERT, "nb_hash_insert", HO_MUTATE | HO_HANDLE_OUT, LIST(hnulls_insert), NOLIST,
+     LIST(hnonfinite_pos), LIST(hrange_pos), LIST(hok_insert)},
+    {HF_MOVE, "nb_hash_move", HO_MUTATE | HO_TAKES_HANDLE, LIST(hnulls_move), LIST(hbad_handles),
+     LIST(hnonfinite_pos), LIST(hrange_pos), LIST(hok_move)},
+    {HF_REMOVE, "nb_hash_remove", HO_MUTATE | HO_TAKES_HANDLE, LIST(hnulls_hash),
+     LIST(hbad_handles), NOLIST, NOLIST, LIST(hok_remove)},
+    {HF_GET, "nb_hash_get", HO_GET | HO_TAKES_HANDLE, LIST(hnulls_hash), LIST(hbad_handles), NOLIST,
+     NOLIST, LIST(hok_get)},
+    {HF_SET, "nb_hash_set", HO_MUTATE | HO_TAKES_HANDLE, LIST(hnulls_hash), LIST(hbad_handles),
+     NOLIST, NOLIST, LIST(hok_set)},
+    {HF_VISIT_ALL, "nb_hash_visit_all", HO_VISIT, LIST(hnulls_visit_all), NOLIST, NOLIST, NOLIST,
+     LIST(hok_visit_all)},
+    {HF_QUERY_RADIUS, "nb_hash_query_radius", HO_FOUND32 | HO_HITS, LIST(hnulls_query_radius),
+     NOLIST, LIST(hnonfinite_center_radius), LIST(hrange_radius_cap), LIST(hok_query_radius)},
+    {HF_VISIT_RADIUS, "nb_hash_visit_radius", HO_VISIT, LIST(hnulls_visit_radius), NOLIST,
+     LIST(hnonfinite_center_radius), LIST(hrange_radius), LIST(hok_visit_radius)},
+    {HF_QUERY_BOX, "nb_hash_query_box", HO_FOUND32 | HO_HITS, LIST(hnulls_query_box), NOLIST,
+     LIST(hnonfinite_box), LIST(hrange_cap), LIST(hok_query_box)},
+    {HF_VISIT_BOX, "nb_hash_visit_box", HO_VISIT, LIST(hnulls_visit_box), NOLIST,
+     LIST(hnonfinite_box), NOLIST, LIST(hok_visit_box)},
+    {HF_KNN, "nb_hash_knn", HO_FOUND32 | HO_NN, LIST(hnulls_knn), NOLIST, LIST(hnonfinite_knn),
+     LIST(hrange_knn), LIST(hok_knn)},
+    {HF_QUERY_NEIGHBORS, "nb_hash_query_neighbors", HO_FOUND32 | HO_HITS | HO_TAKES_HANDLE,
+     LIST(hnulls_query_neighbors), LIST(hbad_handles), LIST(hnonfinite_radius),
+     LIST(hrange_radius_cap), LIST(hok_query_neighbors)},
+    {HF_VISIT_NEIGHBORS, "nb_hash_visit_neighbors", HO_VISIT | HO_TAKES_HANDLE,
+     LIST(hnulls_visit_neighbors), LIST(hbad_handles), LIST(hnonfinite_radius), LIST(hrange_radius),
+     LIST(hok_visit_neighbors)},
+    {HF_PAIRS, "nb_hash_pairs", HO_FOUND64 | HO_PAIRS, LIST(hnulls_pairs), NOLIST,
+     LIST(hnonfinite_radius), LIST(hrange_pairs), LIST(hok_pairs)},
+    {HF_COUNT_PAIRS, "nb_hash_count_pairs", HO_FOUND64, LIST(hnulls_count_pairs), NOLIST,
+     LIST(hnonfinite_radius), LIST(hrange_radius), LIST(hok_radius_only)},
+    {HF_VISIT_PAIRS, "nb_hash_visit_pairs", HO_VISIT, LIST(hnulls_visit_pairs), NOLIST,
+     LIST(hnonfinite_radius), LIST(hrange_radius), LIST(hok_visit_pairs)},
+    {HF_CROSS_PAIRS, "nb_hash_cross_pairs", HO_FOUND64 | HO_PAIRS, LIST(hnulls_pairs), NOLIST,
+     LIST(hnonfinite_radius), LIST(hrange_pairs), LIST(hok_cross)},
+    {HF_COUNT_CROSS_PAIRS, "nb_hash_count_cross_pairs", HO_FOUND64, LIST(hnulls_count_pairs),
+     NOLIST, LIST(hnonfinite_radius), LIST(hrange_radius), LIST(hok_count_cross)},
+    {HF_VISIT_CROSS_PAIRS, "nb_hash_visit_cross_pairs", HO_VISIT, LIST(hnulls_visit_pairs), NOLIST,
+     LIST(hnonfinite_radius), LIST(hrange_radius), LIST(hok_visit_cross)},
+    {HF_VALIDATE, "nb_hash_validate", 0, LIST(hnulls_hash), NOLIST, NOLIST, NOLIST, NOLIST},
+};
+
+// ---- the hash fixtures ----
+
+typedef struct HAnswers {
+    nbStatus validate;
+    int32_t count;
+    int64_t pairs, cross;
+    uint64_t pairs_hash;
+    int32_t within; // a fixed radius query's hits
+    uint64_t within_hash;
+} HAnswers;
+
+typedef struct HFixture {
+    const char *name;
+    int dim;
+    int n;
+    HAnswers base;
+} HFixture;
+
+// A hit without the handle's owner tag, which differs from one hash to the next.
+static uint64_t hit_key(nbHashHit h)
+{
+    return mix(h.user, h.handle.bits & 0xFFFFFFFFFFFFu);
+}
+
+// Item i of a fixture: most in the unit square (3D: a cube of side 0.4 around H_Q), every 7th far
+// away (negative or 1e6 off); every third with filter bits (never category 0 nor mask 0, so
+// NB_FILTER_ALL matches them all).
+static void hfix_item(const HFixture *fx, int i, double *pos, nbFilter *f)
+{
+    for (int a = 0; a < fx->dim; a++) // 3D: a smaller cube, for pairs at R0
+        pos[a] = fx->dim == 3 ? 0.3 + 0.4 * fix_unit() : fix_unit();
+    if (i % 7 == 3) pos[0] -= 1000.0;
+    if (i % 7 == 5) pos[1] += 1e6;
+    *f = NB_FILTER_ALL;
+    if (i % 3 == 1) {
+        f->category = 1u << (i % 4);
+        f->mask = 0x5u;
+    }
+    if (i % 3 == 2) f->category = 2u;
+}
+
+static const double H_Q[3] = {0.5, 0.5, 0.5}; // the fixed query's center
+
+typedef struct HCtx {
+    const HFixture *fx;
+    nbHash *hash, *other, *created;
+    nbtAlloc stats;
+    nbAllocator alloc;
+    nbHashDesc desc;
+    nbHandle live, live2, stale, reused, foreign, handle, outhandle;
+    double pos[3], center[3], lo[3], hi[3], radius;
+    int32_t cap32, k, items, found32;
+    int64_t cap64, found64;
+    nbFilter filter;
+    uint64_t uval;
+    uint32_t mask_a, mask_b;
+    void *user;
+    double gpos[3];
+    uint64_t guser;
+    nbFilter gfilter;
+    nbHashHit hits[HIT_CAP];
+    nbHashPair pairs[HPAIR_CAP];
+    nbHashNeighbor nn[HIT_CAP];
+    // the arguments as passed
+    nbHash *a_hash, **a_outhash;
+    const nbHashDesc *a_desc;
+    const double *a_pos, *a_center, *a_lo, *a_hi;
+    nbHashHit *a_hits;
+    nbHashPair *a_pairs;
+    nbHashNeighbor *a_nn;
+    int32_t *a_found32;
+    int64_t *a_found64;
+    nbHandle *a_outhandle;
+    double *a_gpos;
+    uint64_t *a_guser;
+    nbFilter *a_gfilter;
+    nbHashVisitFn *a_visit;
+    nbHashPairFn *a_pvisit;
+} HCtx;
+
+static nbHash *const BOGUS_HASH = (nbHash *)(uintptr_t)0x777;
+
+static bool on_hit(nbHashHit hit, void *user)
+{
+    (void)user;
+    g_visits++;
+    g_visit_hash = mix(g_visit_hash, hit_key(hit));
+    return true;
+}
+
+static bool on_hpair(nbHashHit a, nbHashHit b, void *user)
+{
+    (void)user;
+    g_visits++;
+    g_visit_hash = mix(mix(g_visit_hash, hit_key(a)), hit_key(b));
+    return true;
+}
+
+static HAnswers hanswers(const nbHash *h, nbHashPair *pairs, nbHashHit *hits)
+{
+    HAnswers a;
+    memset(&a, 0, sizeof a);
+    a.validate = nb_hash_validate(h);
+    a.count = nb_hash_count(h);
+    if (nb_hash_pairs(h, R0, pairs, HPAIR_CAP, &a.pairs) != NB_OK) a.pairs = -1;
+    for (int64_t t = 0; t < a.pairs; t++)
+        a.pairs_hash = mix(mix(a.pairs_hash, hit_key(pairs[t].a)), hit_key(pairs[t].b));
+    if (nb_hash_count_cross_pairs(h, R0, 0x3u, 0xFFFFFFFFu, &a.cross) != NB_OK) a.cross = -1;
+    if (nb_hash_query_radius(h, H_Q, R0, NB_FILTER_ALL, hits, HIT_CAP, &a.within) != NB_OK)
+        a.within = -1;
+    for (int32_t t = 0; t < a.within; t++) a.within_hash = mix(a.within_hash, hit_key(hits[t]));
+    return a;
+}
+
+static bool same_hanswers(const HAnswers *x, const HAnswers *y)
+{
+    return x->validate == y->validate && x->count == y->count && x->pairs == y->pairs &&
+           x->pairs_hash == y->pairs_hash && x->cross == y->cross && x->within == y->within &&
+           x->within_hash == y->within_hash;
+}
+
+// A hash of the fixture's dim with its items, through `al`; the handles of items 0 and 1 in
+// live / live2 when not NULL.
+static nbHash *make_hash(const HFixture *fx, const nbAllocator *al, nbHandle *live, nbHandle *live2)
+{
+    nbHashDesc d = {H_CELL, fx->dim, 0, al};
+    nbHash *h = NULL;
+    if (nb_hash_create(&d, &h) != NB_OK) return NULL;
+    fix_rng = 11;
+    for (int i = 0; i < fx->n; i++) {
+        double p[3];
+        nbFilter f;
+        hfix_item(fx, i, p, &f);
+        nbHandle hd;
+        if (nb_hash_insert(h, p, 100u + (uint64_t)i, f, &hd) != NB_OK) {
+            nb_hash_destroy(h);
+            return NULL;
+        }
+        if (i == 0 && live != NULL) *live = hd;
+        if (i == 1 && live2 != NULL) *live2 = hd;
+    }
+    return h;
+}
+
+static bool hctx_init(HCtx *c, const HFixture *fx)
+{
+    memset(c, 0, sizeof *c);
+    c->fx = fx;
+    c->alloc = nbt_allocator(&c->stats);
+    c->hash = make_hash(fx, &c->alloc, &c->live, &c->live2);
+    HFixture big = *fx;
+    big.n = fx->n > 2 ? fx->n : 2;
+    c->other = make_hash(&big, &c->alloc, &c->foreign, NULL);
+    if (c->hash == NULL || c->other == NULL) return false;
+    // a stale handle: inserted and removed (the empty fixture's hash empties again)
+    const double p[3] = {0.125, 0.375, 0.625};
+    if (nb_hash_insert(c->hash, p, 7, NB_FILTER_ALL, &c->stale) != NB_OK) return false;
+    if (nb_hash_remove(c->hash, c->stale) != NB_OK) return false;
+    // a handle whose slot was freed and given to another item (kept in the non-empty fixtures)
+    if (nb_hash_insert(c->hash, p, 8, NB_FILTER_ALL, &c->reused) != NB_OK) return false;
+    if (nb_hash_remove(c->hash, c->reused) != NB_OK) return false;
+    if (fx->n > 0) {
+        nbHandle again;
+        if (nb_hash_insert(c->hash, p, 9, NB_FILTER_ALL, &again) != NB_OK) return false;
+        if ((again.bits & 0xFFFFFFFFu) != (c->reused.bits & 0xFFFFFFFFu)) return false;
+    } else {
+        c->live = c->live2 = c->stale; // no live item: pointer and handle rows only
+    }
+    c->handle = c->live;
+    c->desc.cell_size = H_CELL;
+    c->desc.dim = fx->dim;
+    c->desc.allocator = &c->alloc;
+    c->radius = R0;
+    for (int a = 0; a < 3; a++) {
+        c->pos[a] = 0.5;
+        c->center[a] = 0.5;
+        c->lo[a] = 0.2;
+        c->hi[a] = 0.7;
+    }
+    c->cap32 = HIT_CAP;
+    c->cap64 = HPAIR_CAP;
+    c->k = KNN_K;
+    c->items = 100;
+    c->filter = NB_FILTER_ALL;
+    c->uval = 12345;
+    c->mask_a = 0x3u;
+    c->mask_b = 0xFFFFFFFFu;
+    c->user = c;
+    c->a_hash = c->hash;
+    c->a_outhash = &c->created;
+    c->a_desc = &c->desc;
+    c->a_pos = c->pos;
+    c->a_center = c->center;
+    c->a_lo = c->lo;
+    c->a_hi = c->hi;
+    c->a_hits = c->hits;
+    c->a_pairs = c->pairs;
+    c->a_nn = c->nn;
+    c->a_found32 = &c->found32;
+    c->a_found64 = &c->found64;
+    c->a_outhandle = &c->outhandle;
+    c->a_gpos = c->gpos;
+    c->a_guser = &c->guser;
+    c->a_gfilter = &c->gfilter;
+    c->a_visit = on_hit;
+    c->a_pvisit = on_hpair;
+    return true;
+}
+
+static void hctx_free(HCtx *c)
+{
+    nb_hash_destroy(c->hash);
+    nb_hash_destroy(c->other);
+    if (c->created != NULL && c->created != BOGUS_HASH) nb_hash_destroy(c->created);
+    c->hash = c->other = c->created = NULL;
+}
+
+static nbHandle handle_of_kind(const HCtx *c, int kind)
+{
+    nbHandle h = c->live;
+    const uint64_t tag = c->live.bits >> 48;
+    const uint64_t other_tag = (tag ^ 0x5A5Au) != 0 ? tag ^ 0x5A5Au : 1u;
+    switch (kind) {
+    case HK_LIVE: break;
+    case HK_LIVE2: h = c->live2; break;
+    case HK_NULL: h = NB_HANDLE_NULL; break;
+    case HK_STALE: h = c->stale; break;
+    case HK_REUSED: h = c->reused; break;
+    case HK_FOREIGN: h = c->foreign; break;
+    case HK_FORGED_GEN: h.bits ^= (uint64_t)1 << 32; break;
+    case HK_FORGED_SLOT: h.bits = (tag << 48) | 0x00FFFFFFu; break;
+    case HK_FORGED_TAG: h.bits = (h.bits & 0xFFFFFFFFFFFFu) | (other_tag << 48); break;
+    case HK_ONES: h.bits = ~(uint64_t)0; break;
+    default: break;
+    }
+    return h;
+}
+
+static bool happly(HCtx *c, const HMut *m)
+{
+    const int dim = c->fx->dim;
+    switch (m->f) {
+    case H_HASH: c->a_hash = NULL; return true;
+    case H_DESC: c->a_desc = NULL; return true;
+    case H_OUTHASH: c->a_outhash = NULL; return true;
+    case H_ALLOC_FN: c->alloc.alloc = NULL; return true;
+    case H_FREE_FN: c->alloc.free = NULL; return true;
+    case H_ALLOCATOR: c->desc.allocator = NULL; return true;
+    case H_CELL_SIZE: c->desc.cell_size = m->v; return true;
+    case H_GDIM: c->desc.dim = i32(m->v); return true;
+    case H_HINT: c->desc.capacity_hint = i32(m->v); return true;
+    case H_ITEMS: c->items = i32(m->v); return true;
+    case H_HANDLE: c->handle = handle_of_kind(c, m->idx); return true;
+    case H_RADIUS: c->radius = m->v; return true;
+    case H_POS:
+    case H_CENTER:
+    case H_LO:
+    case H_HI: {
+        double *arr = m->f == H_POS      ? c->pos
+                      : m->f == H_CENTER ? c->center
+                      : m->f == H_LO     ? c->lo
+                                         : c->hi;
+        if (m->idx < 0) { // the pointer itself
+            if (m->f == H_POS) c->a_pos = NULL;
+            if (m->f == H_CENTER) c->a_center = NULL;
+            if (m->f == H_LO) c->a_lo = NULL;
+            if (m->f == H_HI) c->a_hi = NULL;
+            return true;
+        }
+        if (m->idx >= dim) return false;
+        arr[m->idx] = m->v;
+        return true;
+    }
+    case H_BOX_ALL:
+        for (int a = 0; a < 3; a++) {
+            c->lo[a] = -D_INF;
+            c->hi[a] = D_INF;
+        }
+        return true;
+    case H_OUT:
+        c->a_hits = NULL;
+        c->a_pairs = NULL;
+        c->a_nn = NULL;
+        return true;
+    case H_CAP:
+        c->cap32 = i32(m->v);
+        c->cap64 = (int64_t)m->v;
+        return true;
+    case H_FOUND:
+        c->a_found32 = NULL;
+        c->a_found64 = NULL;
+        return true;
+    case H_K: c->k = i32(m->v); return true;
+    case H_VISIT:
+        c->a_visit = NULL;
+        c->a_pvisit = NULL;
+        return true;
+    case H_USER: c->user = NULL; return true;
+    case H_FILTER_CAT: c->filter.category = (uint32_t)m->v; return true;
+    case H_FILTER_MASK: c->filter.mask = (uint32_t)m->v; return true;
+    case H_MASK_A: c->mask_a = (uint32_t)m->v; return true;
+    case H_MASK_B: c->mask_b = (uint32_t)m->v; return true;
+    case H_UVAL: c->uval = (uint64_t)m->v; return true;
+    case H_OUTHANDLE: c->a_outhandle = NULL; return true;
+    case H_GET_POS: c->a_gpos = NULL; return true;
+    case H_GET_USER: c->a_guser = NULL; return true;
+    case H_GET_FILTER: c->a_gfilter = NULL; return true;
+    }
+    return false;
+}
+
+static nbStatus hinvoke(HFn fn, HCtx *c)
+{
+    switch (fn) {
+    case HF_CREATE: return nb_hash_create(c->a_desc, c->a_outhash);
+    case HF_RESERVE: return nb_hash_reserve(c->a_hash, c->items);
+    case HF_INSERT: return nb_hash_insert(c->a_hash, c->a_pos, c->uval, c->filter, c->a_outhandle);
+    case HF_MOVE: return nb_hash_move(c->a_hash, c->handle, c->a_pos);
+    case HF_REMOVE: return nb_hash_remove(c->a_hash, c->handle);
+    case HF_GET: return nb_hash_get(c->a_hash, c->handle, c->a_gpos, c->a_guser, c->a_gfilter);
+    case HF_SET: return nb_hash_set(c->a_hash, c->handle, c->uval, c->filter);
+    case HF_VISIT_ALL: return nb_hash_visit_all(c->a_hash, c->a_visit, c->user);
+    case HF_QUERY_RADIUS:
+        return nb_hash_query_radius(c->a_hash, c->a_center, c->radius, c->filter, c->a_hits,
+                                    c->cap32, c->a_found32);
+    case HF_VISIT_RADIUS:
+        return nb_hash_visit_radius(c->a_hash, c->a_center, c->radius, c->filter, c->a_visit,
+                                    c->user);
+    case HF_QUERY_BOX:
+        return nb_hash_query_box(c->a_hash, c->a_lo, c->a_hi, c->filter, c->a_hits, c->cap32,
+                                 c->a_found32);
+    case HF_VISIT_BOX:
+        return nb_hash_visit_box(c->a_hash, c->a_lo, c->a_hi, c->filter, c->a_visit, c->user);
+    case HF_KNN: return nb_hash_knn(c->a_hash, c->a_center, c->k, c->filter, c->a_nn, c->a_found32);
+    case HF_QUERY_NEIGHBORS:
+        return nb_hash_query_neighbors(c->a_hash, c->handle, c->radius, c->filter, c->a_hits,
+                                       c->cap32, c->a_found32);
+    case HF_VISIT_NEIGHBORS:
+        return nb_hash_visit_neighbors(c->a_hash, c->handle, c->radius, c->filter, c->a_visit,
+                                       c->user);
+    case HF_PAIRS: return nb_hash_pairs(c->a_hash, c->radius, c->a_pairs, c->cap64, c->a_found64);
+    case HF_COUNT_PAIRS: return nb_hash_count_pairs(c->a_hash, c->radius, c->a_found64);
+    case HF_VISIT_PAIRS: return nb_hash_visit_pairs(c->a_hash, c->radius, c->a_pvisit, c->user);
+    case HF_CROSS_PAIRS:
+        return nb_hash_cross_pairs(c->a_hash, c->radius, c->mask_a, c->mask_b, c->a_pairs, c->cap64,
+                                   c->a_found64);
+    case HF_COUNT_CROSS_PAIRS:
+        return nb_hash_count_cross_pairs(c->a_hash, c->radius, c->mask_a, c->mask_b, c->a_found64);
+    case HF_VISIT_CROSS_PAIRS:
+        return nb_hash_visit_cross_pairs(c->a_hash, c->radius, c->mask_a, c->mask_b, c->a_pvisit,
+                                         c->user);
+    case HF_VALIDATE: return nb_hash_validate(c->a_hash);
+    }
+    return NB_ERR_INTERNAL;
+}
+
+static uint64_t hhash_outputs(const HSpec *sp, const HCtx *c, int64_t found)
+{
+    uint64_t h = 0;
+    if (sp->outs & HO_HITS) {
+        int64_t n = found < c->cap32 ? found : c->cap32;
+        for (int64_t t = 0; t < n && c->a_hits != NULL; t++) h = mix(h, hit_key(c->hits[t]));
+    }
+    if (sp->outs & HO_PAIRS) {
+        int64_t n = found < c->cap64 ? found : c->cap64;
+        for (int64_t t = 0; t < n && c->a_pairs != NULL; t++)
+            h = mix(mix(h, hit_key(c->pairs[t].a)), hit_key(c->pairs[t].b));
+    }
+    if (sp->outs & HO_NN)
+        for (int64_t t = 0; t < found && t < c->k && c->a_nn != NULL; t++)
+            h = mix(mix(h, hit_key(c->nn[t].hit)), bits_of(c->nn[t].dist2));
+    if (sp->outs & HO_VISIT) h = g_visit_hash;
+    return h;
+}
+
+static const double G_POS = -777.25; // garbage in get's outputs before a call
+static const uint64_t G_USER = 0xDEADBEEFu;
+
+// Runs sp's function with the mutations of sets[0..n) applied, -0.0 turned into +0.0 when flip.
+static Result hexec(const HFixture *fx, const HSpec *sp, const HMutSet *const *sets, int n,
+                    bool flip)
+{
+    Result r;
+    memset(&r, 0, sizeof r);
+    HCtx *c = (HCtx *)malloc(sizeof(HCtx));
+    if (c == NULL || !hctx_init(c, fx)) {
+        r.applies = true;
+        r.st = NB_ERR_INTERNAL;
+        note(&r, "test setup failed");
+        if (c != NULL) hctx_free(c);
+        free(c);
+        return r;
+    }
+    r.applies = true;
+    for (int s = 0; s < n; s++)
+        for (int t = 0; t < sets[s]->n; t++) {
+            HMut m = sets[s]->m[t];
+            if (flip && m.v == 0.0 && signbit(m.v)) m.v = 0.0;
+            r.applies &= happly(c, &m);
+        }
+    if (!r.applies) {
+        hctx_free(c);
+        free(c);
+        return r;
+    }
+    // garbage in every output
+    c->found32 = GARBAGE;
+    c->found64 = GARBAGE;
+    c->created = BOGUS_HASH;
+    c->outhandle.bits = 0x7777777777777777u;
+    for (int a = 0; a < 3; a++) c->gpos[a] = G_POS;
+    c->guser = G_USER;
+    c->gfilter.category = c->gfilter.mask = 0x77u;
+    g_visits = 0;
+    g_visit_hash = 0;
+
+    r.st = hinvoke(sp->fn, c);
+
+    r.visits = g_visits;
+    r.cap = (sp->outs & HO_FOUND64) ? c->cap64 : c->cap32;
+    if (sp->outs & HO_FOUND32) r.found = c->a_found32 != NULL ? c->found32 : 0;
+    if (sp->outs & HO_FOUND64) r.found = c->a_found64 != NULL ? c->found64 : 0;
+    if (sp->outs & HO_VISIT) r.found = g_visits;
+    if (sp->outs & HO_CREATE) r.found = c->created != NULL && c->created != BOGUS_HASH;
+    r.hash = hhash_outputs(sp, c, r.found);
+    const HAnswers now = hanswers(c->hash, c->pairs, c->hits);
+    if (sp->outs & (HO_MUTATE | HO_GET)) { // what the hash answers afterwards
+        r.found = now.count;
+        r.hash = mix(mix(mix(mix((uint64_t)now.pairs, now.pairs_hash), (uint64_t)now.within),
+                         now.within_hash),
+                     (uint64_t)now.validate);
+    }
+
+    // safe outputs: checked by the caller for error statuses
+    r.outputs_safe = true;
+    if (c->a_found32 != NULL && (sp->outs & HO_FOUND32) && c->found32 != 0) {
+        r.outputs_safe = false;
+        char msg[64];
+        snprintf(msg, sizeof msg, "*found = %d, want 0", (int)c->found32);
+        note(&r, msg);
+    }
+    if (c->a_found64 != NULL && (sp->outs & HO_FOUND64) && c->found64 != 0) {
+        r.outputs_safe = false;
+        char msg[64];
+        snprintf(msg, sizeof msg, "*found/*count = %lld, want 0", (long long)c->found64);
+        note(&r, msg);
+    }
+    if (c->a_outhash != NULL && (sp->outs & HO_CREATE) && c->created != NULL) {
+        r.outputs_safe = false;
+        note(&r, c->created == BOGUS_HASH ? "*out left unset, want NULL" : "*out not NULL");
+    }
+    if (c->a_outhandle != NULL && (sp->outs & HO_HANDLE_OUT) && c->outhandle.bits != 0) {
+        r.outputs_safe = false;
+        note(&r, "*out handle not null");
+    }
+    if (sp->outs & HO_GET) {
+        bool touched =
+            c->guser != G_USER || c->gfilter.category != 0x77u || c->gfilter.mask != 0x77u;
+        for (int a = 0; a < 3; a++) touched |= bits_of(c->gpos[a]) != bits_of(G_POS);
+        if (touched) {
+            r.outputs_safe = false;
+            note(&r, "get's outputs were written, want untouched");
+        }
+    }
+    if ((sp->outs & HO_VISIT) && g_visits != 0) {
+        r.outputs_safe = false;
+        note(&r, "the callback ran");
+    }
+    // the fixture hash: unchanged unless a mutation succeeded; valid always
+    r.grid_intact = ((sp->outs & HO_MUTATE) && r.st == NB_OK) || same_hanswers(&now, &fx->base);
+    if (!r.grid_intact) note(&r, "the hash's answers changed");
+    if (now.validate != NB_OK) {
+        r.grid_intact = false;
+        note(&r, "nb_hash_validate failed");
+    }
+    hctx_free(c);
+    r.leak_free = c->stats.live_bytes == 0 && !c->stats.size_mismatch;
+    if (!r.leak_free) note(&r, "the allocator holds bytes after destroy");
+    free(c);
+    return r;
+}
+
+// Runs one row of the hash table; prints what is wrong. expect: a status, or EXPECT_OK.
+static void hrow(Tally *t, const HFixture *fx, const HSpec *sp, const HMutSet *a, const HMutSet *b,
+                 int expect, OkKind kind)
+{
+    const HMutSet *sets[2] = {a, b};
+    int n = b != NULL ? 2 : a != NULL ? 1 : 0;
+    Result r = hexec(fx, sp, sets, n, false);
+    if (!r.applies) return;
+    t->rows++;
+    char label[160];
+    snprintf(label, sizeof label, "%s%s%s", n > 0 ? a->name : "valid arguments", n > 1 ? " + " : "",
+             n > 1 ? b->name : "");
+    char why[400] = "";
+    if (expect != EXPECT_OK) {
+        if (r.st != (nbStatus)expect)
+            snprintf(why, sizeof why, "returned %s, want %s", nb_status_str(r.st),
+                     nb_status_str((nbStatus)expect));
+        if (!r.outputs_safe || !r.grid_intact || !r.leak_free)
+            snprintf(why + strlen(why), sizeof why - strlen(why), "%s%s", why[0] ? "; " : "",
+                     r.what);
+    } else {
+        bool ok = success_like(&r) && r.grid_intact && r.leak_free;
+        if (!success_like(&r))
+            snprintf(why, sizeof why, "returned %s, want success", nb_status_str(r.st));
+        else if (!r.grid_intact || !r.leak_free)
+            snprintf(why, sizeof why, "%s", r.what);
+        if (ok && kind == OK_TWIN) {
+            Result z = hexec(fx, sp, sets, n, true);
+            if (z.st != r.st || z.found != r.found || z.hash != r.hash)
+                snprintf(why, sizeof why, "differs from +0.0: %s found %lld vs %s found %lld",
+                         nb_status_str(r.st), (long long)r.found, nb_status_str(z.st),
+                         (long long)z.found);
+        }
+        if (ok && kind == OK_BASE) {
+            Result z = hexec(fx, sp, NULL, 0, false);
+            if (z.found != r.found)
+                snprintf(why, sizeof why, "found %lld, the plain call finds %lld",
+                         (long long)r.found, (long long)z.found);
+        }
+        if (ok && kind == OK_SAME && (r.st != NB_OK || r.found != fx->base.count))
+            snprintf(why, sizeof why, "%s, count %lld, want NB_OK and the hash as it was",
+                     nb_status_str(r.st), (long long)r.found);
+        if (ok && kind == OK_ZERO && (r.st != NB_OK || r.found != 0 || r.visits != 0))
+            snprintf(why, sizeof why, "%s, found %lld, want NB_OK and nothing", nb_status_str(r.st),
+                     (long long)r.found);
+        if (ok && kind == OK_ALL && r.found != fx->base.count)
+            snprintf(why, sizeof why, "found %lld, want every item (%d)", (long long)r.found,
+                     (int)fx->base.count);
+        if (ok && kind == OK_ALL_BUT_ONE && r.found != fx->base.count - 1)
+            snprintf(why, sizeof why, "found %lld, want every other item (%d)", (long long)r.found,
+                     (int)fx->base.count - 1);
+    }
+    if (why[0] != '\0') {
+        t->failed++;
+        fprintf(stderr, "  FAIL [%s] %s(%s): %s\n", fx->name, sp->name, label, why);
+    }
+}
+
+static bool hpairable(const HMutSet *a, const HMutSet *b)
+{
+    if ((a->flags & b->flags & G_GROUPS) != 0) return false;
+    for (int i = 0; i < a->n; i++) // two values for one argument: only the last would count
+        for (int j = 0; j < b->n; j++)
+            if (a->m[i].f == b->m[j].f && a->m[i].idx == b->m[j].idx) return false;
+    return true;
+}
+
+static int run_htable(HFixture *fx)
+{
+    // the fixture's own answers, once
+    HCtx *c = (HCtx *)malloc(sizeof(HCtx));
+    NB_CHECK(c != NULL);
+    NB_CHECK(hctx_init(c, fx));
+    fx->base = hanswers(c->hash, c->pairs, c->hits);
+    hctx_free(c);
+    const bool leak_free = c->stats.live_bytes == 0;
+    free(c);
+    NB_CHECK(leak_free);
+    NB_CHECK(fx->base.validate == NB_OK);
+    NB_CHECK(fx->base.count == (fx->n > 0 ? fx->n + 1 : 0)); // + the item in the reused slot
+    NB_CHECK(fx->n == 0 || (fx->base.pairs > 0 && fx->base.within > 0 && fx->base.cross > 0));
+
+    int failed = 0;
+    for (int si = 0; si < LEN(hspecs); si++) {
+        const HSpec *sp = &hspecs[si];
+        // without a live item a handle-taking call can only fail: pointer and handle rows only
+        const bool full = fx->n > 0 || !(sp->outs & HO_TAKES_HANDLE);
+        Tally t = {0, 0};
+        if (full) hrow(&t, fx, sp, NULL, NULL, EXPECT_OK, OK_ANY);
+        // 1. pointers first: alone, with another NULL, with every bad handle and every bad value
+        for (int i = 0; i < sp->n_nulls; i++) {
+            const HMutSet *x = &sp->nulls[i];
+            hrow(&t, fx, sp, x, NULL, NB_ERR_NULL_ARG, OK_ANY);
+            for (int j = i + 1; j < sp->n_nulls; j++)
+                if (hpairable(x, &sp->nulls[j]))
+                    hrow(&t, fx, sp, x, &sp->nulls[j], NB_ERR_NULL_ARG, OK_ANY);
+            for (int j = 0; j < sp->n_handles; j++)
+                hrow(&t, fx, sp, x, &sp->handles[j], NB_ERR_NULL_ARG, OK_ANY);
+            for (int j = 0; j < sp->n_nonfinite; j++)
+                if (hpairable(x, &sp->nonfinite[j]))
+                    hrow(&t, fx, sp, x, &sp->nonfinite[j], NB_ERR_NULL_ARG, OK_ANY);
+            for (int j = 0; j < sp->n_range; j++)
+                if (hpairable(x, &sp->range[j]))
+                    hrow(&t, fx, sp, x, &sp->range[j], NB_ERR_NULL_ARG, OK_ANY);
+        }
+        // 2. then the handle: alone, and before every bad value, whichever is applied first
+        for (int i = 0; i < sp->n_handles; i++) {
+            const HMutSet *x = &sp->handles[i];
+            hrow(&t, fx, sp, x, NULL, NB_ERR_BAD_HANDLE, OK_ANY);
+            for (int j = 0; j < sp->n_nonfinite; j++) {
+                hrow(&t, fx, sp, x, &sp->nonfinite[j], NB_ERR_BAD_HANDLE, OK_ANY);
+                hrow(&t, fx, sp, &sp->nonfinite[j], x, NB_ERR_BAD_HANDLE, OK_ANY);
+            }
+            for (int j = 0; j < sp->n_range; j++) {
+                hrow(&t, fx, sp, x, &sp->range[j], NB_ERR_BAD_HANDLE, OK_ANY);
+                hrow(&t, fx, sp, &sp->range[j], x, NB_ERR_BAD_HANDLE, OK_ANY);
+            }
+        }
+        if (full) {
+            // 3. then finiteness: alone and with every out-of-range value, both orders
+            for (int i = 0; i < sp->n_nonfinite; i++) {
+                hrow(&t, fx, sp, &sp->nonfinite[i], NULL, NB_ERR_NOT_FINITE, OK_ANY);
+                for (int j = 0; j < sp->n_range; j++)
+                    if (hpairable(&sp->nonfinite[i], &sp->range[j])) {
+                        hrow(&t, fx, sp, &sp->nonfinite[i], &sp->range[j], NB_ERR_NOT_FINITE,
+                             OK_ANY);
+                        hrow(&t, fx, sp, &sp->range[j], &sp->nonfinite[i], NB_ERR_NOT_FINITE,
+                             OK_ANY);
+                    }
+            }
+            // 4. then ranges
+            for (int i = 0; i < sp->n_range; i++)
+                hrow(&t, fx, sp, &sp->range[i], NULL, NB_ERR_OUT_OF_RANGE, OK_ANY);
+            // 5. accepted edge values
+            for (int i = 0; i < sp->n_ok; i++)
+                hrow(&t, fx, sp, &sp->ok[i].s, NULL, EXPECT_OK, sp->ok[i].kind);
+        }
+        printf("  [%s] %-30s %4d rows, %d failed\n", fx->name, sp->name, t.rows, t.failed);
+        failed += t.failed;
+    }
+    return failed == 0 ? 0 : 1;
+}
+
+static HFixture hfx_empty = {"hash 2d empty", 2, 0, {0}};
+static HFixture hfx_2d = {"hash 2d", 2, HFIX_N2, {0}};
+static HFixture hfx_3d = {"hash 3d", 3, HFIX_N3, {0}};
+
+static int test_hash_table_empty(void)
+{
+    return run_htable(&hfx_empty);
+}
+static int test_hash_table_2d(void)
+{
+    return run_htable(&hfx_2d);
+}
+static int test_hash_table_3d(void)
+{
+    return run_htable(&hfx_3d);
+}
+
+static int test_hash_null_tolerant(void)
+{
+    nb_hash_destroy(NULL);
+    nb_hash_clear(NULL);
+    NB_CHECK(nb_hash_count(NULL) == 0);
+    NB_CHECK(nb_hash_memory_bytes(NULL) == 0);
+    NB_CHECK_STATUS(nb_hash_validate(NULL), NB_ERR_NULL_ARG);
+    return 0;
+}
+
+// nb_hash_clear never fails, keeps the storage, and makes every handle stale, also once new
+// items hold the old slots.
+static int test_hash_clear(void)
+{
+    nbtAlloc stats = {0};
+    nbAllocator al = nbt_allocator(&stats);
+    nbHandle live = NB_HANDLE_NULL, live2 = NB_HANDLE_NULL;
+    nbHash *h = make_hash(&hfx_2d, &al, &live, &live2);
+    NB_CHECK(h != NULL);
+    const size_t bytes = nb_hash_memory_bytes(h);
+    NB_CHECK(bytes > 0);
+    nb_hash_clear(h);
+    NB_CHECK_OK(nb_hash_validate(h));
+    NB_CHECK(nb_hash_count(h) == 0 && nb_hash_memory_bytes(h) == bytes);
+    const double p[2] = {0.5, 0.5};
+    nbHandle fresh;
+    NB_CHECK_OK(nb_hash_insert(h, p, 1, NB_FILTER_ALL, &fresh));
+    NB_CHECK((fresh.bits & 0xFFFFFFFFu) == (live.bits & 0xFFFFFFFFu)); // the same slot
+    const nbHandle dead[2] = {live, live2};
+    for (int i = 0; i < 2; i++) {
+        int32_t found = GARBAGE;
+        NB_CHECK_STATUS(nb_hash_move(h, dead[i], p), NB_ERR_BAD_HANDLE);
+        NB_CHECK_STATUS(nb_hash_set(h, dead[i], 5, NB_FILTER_ALL), NB_ERR_BAD_HANDLE);
+        NB_CHECK_STATUS(nb_hash_get(h, dead[i], NULL, NULL, NULL), NB_ERR_BAD_HANDLE);
+        NB_CHECK_STATUS(nb_hash_query_neighbors(h, dead[i], R0, NB_FILTER_ALL, NULL, 0, &found),
+                        NB_ERR_BAD_HANDLE);
+        NB_CHECK(found == 0);
+        NB_CHECK_STATUS(nb_hash_remove(h, dead[i]), NB_ERR_BAD_HANDLE);
+    }
+    NB_CHECK_OK(nb_hash_validate(h));
+    NB_CHECK(nb_hash_count(h) == 1);
+    nb_hash_destroy(h);
+    NB_CHECK(stats.live_bytes == 0);
+    return 0;
+}
+
+// A half-set allocator must be refused by nb_hash_create: neither hook is called and malloc is
+// not used instead.
+static int test_hash_half_allocator(void)
+{
+    int bad = 0;
+    for (int which = 0; which < 2; which++) {
+        nbtAlloc stats = {0};
+        nbAllocator al = nbt_allocator(&stats);
+        if (which == 0)
+            al.free = NULL;
+        else
+            al.alloc = NULL;
+        for (int hint = 0; hint <= 100; hint += 100) {
+            nbHashDesc d = {H_CELL, 2, hint, &al};
+            nbHash *h = BOGUS_HASH;
+            nbStatus st = nb_hash_create(&d, &h);
+            if (st != NB_ERR_NULL_ARG || h != NULL || stats.allocs != 0) {
+                fprintf(stderr,
+                        "  FAIL nb_hash_create(allocator with only %s, hint %d): %s, *out %s, "
+                        "%lld hook allocations; want NB_ERR_NULL_ARG, NULL, 0\n",
+                        which == 0 ? "alloc" : "free", hint, nb_status_str(st),
+                        h == NULL ? "NULL" : "set", (long long)stats.allocs);
+                bad++;
+            }
+            if (h != NULL && h != BOGUS_HASH) nb_hash_destroy(h);
+        }
+    }
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
     const nbtCase cases[] = {
@@ -1280,6 +2506,12 @@ int main(int argc, char **argv)
         {"table_2d_hashed", test_table_2d_hashed},
         {"table_3d_empty", test_table_3d_empty},
         {"filter_all_is_plain", test_filter_all_is_plain},
+        {"hash_null_tolerant", test_hash_null_tolerant},
+        {"hash_half_allocator", test_hash_half_allocator},
+        {"hash_clear", test_hash_clear},
+        {"hash_table_empty", test_hash_table_empty},
+        {"hash_table_2d", test_hash_table_2d},
+        {"hash_table_3d", test_hash_table_3d},
     };
     return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
 }

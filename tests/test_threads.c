@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
 // Read-only queries are thread-safe: several threads query one grid at once (radius, box, kNN,
-// and all pairs split by units) and every answer matches the single-threaded one. make test also
-// runs this under ThreadSanitizer, which reports any write a query makes to shared state.
+// and all pairs split by units), or one spatial hash (every query: radius, box, kNN, neighbours,
+// pairs, count, cross pairs, visit_all, filtered and not), and every answer matches the
+// single-threaded one. make test also runs this under ThreadSanitizer, which reports any write a
+// query makes to shared state.
 #define _POSIX_C_SOURCE 200809L
 #include <nearby/grid.h>
+#include <nearby/hash.h>
 
 #include "nb_oracle.h"
 #include "nb_test.h"
@@ -134,10 +137,222 @@ static int test_concurrent_queries(void)
     return 0;
 }
 
+// ---- the spatial hash ----
+
+enum { HN = 3000, HQUERIES = 60, HMAX_HITS = 1024 };
+#define HSIDE 60.0
+#define HRADIUS 2.0
+#define HPAIR_RADIUS 1.0
+
+static uint64_t hmix(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9E3779B97F4A7C15u + (h << 6) + (h >> 2);
+    return h * 0x100000001B3u;
+}
+
+static uint64_t hhit(nbHashHit hit)
+{
+    return hmix(hit.handle.bits, hit.user);
+}
+
+// One sweep of every query over the shared hash, reduced to checksums in a fixed order: equal
+// digests mean equal answers in the same order.
+typedef struct HashDigest {
+    uint64_t radius[HQUERIES], radius_f[HQUERIES], box[HQUERIES], knn[HQUERIES], knn_f[HQUERIES];
+    uint64_t neighbors[HQUERIES], visit_neighbors[HQUERIES], visit_radius[HQUERIES];
+    uint64_t visit_box[HQUERIES];
+    uint64_t pairs, visit_pairs, cross, visit_cross, all;
+    int64_t count_pairs, count_cross;
+    nbStatus bad; // the first status that was not NB_OK, else NB_OK
+} HashDigest;
+
+typedef struct HashShared {
+    const nbHash *hash;
+    double centers[HQUERIES][2];
+    nbHandle items[HQUERIES];
+    HashDigest want;
+} HashShared;
+
+static bool digest_hit(nbHashHit hit, void *user)
+{
+    uint64_t *h = (uint64_t *)user;
+    *h = hmix(*h, hhit(hit));
+    return true;
+}
+
+static bool digest_pair(nbHashHit a, nbHashHit b, void *user)
+{
+    uint64_t *h = (uint64_t *)user;
+    *h = hmix(hmix(*h, hhit(a)), hhit(b));
+    return true;
+}
+
+static void note_status(HashDigest *d, nbStatus st)
+{
+    if (st != NB_OK && d->bad == NB_OK) d->bad = st;
+}
+
+static uint64_t hits_digest(const nbHashHit *hits, int32_t n)
+{
+    uint64_t h = (uint64_t)n;
+    for (int32_t t = 0; t < n; t++) h = hmix(h, hhit(hits[t]));
+    return h;
+}
+
+static uint64_t nn_digest(const nbHashNeighbor *nn, int32_t n)
+{
+    uint64_t h = (uint64_t)n;
+    for (int32_t t = 0; t < n; t++) {
+        uint64_t bits;
+        memcpy(&bits, &nn[t].dist2, sizeof bits);
+        h = hmix(hmix(h, hhit(nn[t].hit)), bits);
+    }
+    return h;
+}
+
+static uint64_t pairs_digest(const nbHashPair *p, int64_t n)
+{
+    uint64_t h = (uint64_t)n;
+    for (int64_t t = 0; t < n; t++) h = hmix(hmix(h, hhit(p[t].a)), hhit(p[t].b));
+    return h;
+}
+
+static void hash_sweep(const HashShared *sh, HashDigest *d, nbHashHit *hits, nbHashPair *pairs,
+                       int64_t pair_cap)
+{
+    memset(d, 0, sizeof *d);
+    const nbHash *h = sh->hash;
+    const nbFilter f = {0x1u, 0x3u};
+    nbHashNeighbor nn[K];
+    for (int q = 0; q < HQUERIES; q++) {
+        const double *c = sh->centers[q];
+        const double lo[2] = {c[0] - 2.5, c[1] - 1.5}, hi[2] = {c[0] + 1.5, c[1] + 2.5};
+        int32_t n = -1;
+        note_status(d, nb_hash_query_radius(h, c, HRADIUS, NB_FILTER_ALL, hits, HMAX_HITS, &n));
+        d->radius[q] = hits_digest(hits, n);
+        note_status(d, nb_hash_query_radius(h, c, HRADIUS, f, hits, HMAX_HITS, &n));
+        d->radius_f[q] = hits_digest(hits, n);
+        note_status(d, nb_hash_query_box(h, lo, hi, NB_FILTER_ALL, hits, HMAX_HITS, &n));
+        d->box[q] = hits_digest(hits, n);
+        note_status(d, nb_hash_knn(h, c, K, NB_FILTER_ALL, nn, &n));
+        d->knn[q] = nn_digest(nn, n);
+        note_status(d, nb_hash_knn(h, c, K, f, nn, &n));
+        d->knn_f[q] = nn_digest(nn, n);
+        note_status(d, nb_hash_query_neighbors(h, sh->items[q], HRADIUS, NB_FILTER_ALL, hits,
+                                               HMAX_HITS, &n));
+        d->neighbors[q] = hits_digest(hits, n);
+        note_status(d, nb_hash_visit_neighbors(h, sh->items[q], HRADIUS, f, digest_hit,
+                                               &d->visit_neighbors[q]));
+        note_status(d, nb_hash_visit_radius(h, c, HRADIUS, f, digest_hit, &d->visit_radius[q]));
+        note_status(d, nb_hash_visit_box(h, lo, hi, f, digest_hit, &d->visit_box[q]));
+    }
+    int64_t np = -1;
+    note_status(d, nb_hash_pairs(h, HPAIR_RADIUS, pairs, pair_cap, &np));
+    d->pairs = pairs_digest(pairs, np);
+    note_status(d, nb_hash_visit_pairs(h, HPAIR_RADIUS, digest_pair, &d->visit_pairs));
+    note_status(d, nb_hash_count_pairs(h, HPAIR_RADIUS, &d->count_pairs));
+    note_status(d, nb_hash_cross_pairs(h, HRADIUS, 0x1u, 0x2u, pairs, pair_cap, &np));
+    d->cross = pairs_digest(pairs, np);
+    note_status(d, nb_hash_visit_cross_pairs(h, HRADIUS, 0x1u, 0x2u, digest_pair, &d->visit_cross));
+    note_status(d, nb_hash_count_cross_pairs(h, HRADIUS, 0x1u, 0x2u, &d->count_cross));
+    note_status(d, nb_hash_visit_all(h, digest_hit, &d->all));
+}
+
+typedef struct HashJob {
+    const HashShared *sh;
+    int failures;
+} HashJob;
+
+static void *hash_worker(void *arg)
+{
+    HashJob *job = (HashJob *)arg;
+    nbHashHit *hits = (nbHashHit *)malloc(HMAX_HITS * sizeof(nbHashHit));
+    const int64_t cap = 32 * (int64_t)HN;
+    nbHashPair *pairs = (nbHashPair *)malloc((size_t)cap * sizeof(nbHashPair));
+    HashDigest *d = (HashDigest *)malloc(sizeof(HashDigest));
+    if (hits == NULL || pairs == NULL || d == NULL) {
+        job->failures++;
+    } else {
+        for (int rep = 0; rep < 2; rep++) {
+            hash_sweep(job->sh, d, hits, pairs, cap);
+            if (memcmp(d, &job->sh->want, sizeof *d) != 0) job->failures++;
+        }
+    }
+    free(hits);
+    free(pairs);
+    free(d);
+    return NULL;
+}
+
+static int test_concurrent_hash_queries(void)
+{
+    nbHashDesc desc = {HRADIUS, 2, 0, NULL};
+    nbHash *h = NULL;
+    NB_CHECK_OK(nb_hash_create(&desc, &h));
+    static nbHandle handles[HN];
+    for (int i = 0; i < HN; i++) {
+        double p[2] = {nbt_range(0, HSIDE), nbt_range(0, HSIDE)};
+        if (i % 50 == 0) p[0] = -1e6 + nbt_range(0, 4.0); // a far-away group
+        nbFilter f = NB_FILTER_ALL;
+        if (i % 3 != 0) {
+            f.category = 1u << nbt_int(2);
+            f.mask = 1u + (uint32_t)nbt_int(3);
+        }
+        NB_CHECK_OK(nb_hash_insert(h, p, (uint64_t)i, f, &handles[i]));
+    }
+    // some churn first, so the queries see moved items, reused slots and emptied cells
+    for (int i = 0; i < HN; i += 7) {
+        const double p[2] = {nbt_range(0, HSIDE), nbt_range(0, HSIDE)};
+        NB_CHECK_OK(nb_hash_move(h, handles[i], p));
+    }
+    for (int i = 5; i < HN; i += 11) {
+        NB_CHECK_OK(nb_hash_remove(h, handles[i]));
+        const double p[2] = {nbt_range(0, HSIDE), nbt_range(0, HSIDE)};
+        NB_CHECK_OK(nb_hash_insert(h, p, (uint64_t)i, NB_FILTER_ALL, &handles[i]));
+    }
+    NB_CHECK_OK(nb_hash_validate(h));
+    static HashShared sh;
+    sh.hash = h;
+    for (int q = 0; q < HQUERIES; q++) {
+        sh.centers[q][0] = nbt_range(-3, HSIDE + 3);
+        sh.centers[q][1] = nbt_range(-3, HSIDE + 3);
+        sh.items[q] = handles[nbt_int(HN)];
+    }
+    const int64_t cap = 32 * (int64_t)HN;
+    nbHashHit *hits = (nbHashHit *)malloc(HMAX_HITS * sizeof(nbHashHit));
+    nbHashPair *pairs = (nbHashPair *)malloc((size_t)cap * sizeof(nbHashPair));
+    NB_CHECK(hits != NULL && pairs != NULL);
+    hash_sweep(&sh, &sh.want, hits, pairs, cap);
+    NB_CHECK_OK(sh.want.bad);
+    // the answers are not trivial: pairs and cross pairs found, their counts agree
+    int64_t np = -1;
+    NB_CHECK_OK(nb_hash_pairs(h, HPAIR_RADIUS, pairs, cap, &np));
+    NB_CHECK(np > 0 && np == sh.want.count_pairs);
+    NB_CHECK_OK(nb_hash_cross_pairs(h, HRADIUS, 0x1u, 0x2u, pairs, cap, &np));
+    NB_CHECK(np > 0 && np == sh.want.count_cross);
+    free(hits);
+    free(pairs);
+    pthread_t tid[THREADS];
+    HashJob jobs[THREADS];
+    for (int t = 0; t < THREADS; t++) {
+        jobs[t].sh = &sh;
+        jobs[t].failures = 0;
+        NB_CHECK(pthread_create(&tid[t], NULL, hash_worker, &jobs[t]) == 0);
+    }
+    for (int t = 0; t < THREADS; t++) {
+        NB_CHECK(pthread_join(tid[t], NULL) == 0);
+        NB_CHECK(jobs[t].failures == 0);
+    }
+    NB_CHECK_OK(nb_hash_validate(h));
+    nb_hash_destroy(h);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const nbtCase cases[] = {
         {"concurrent_queries", test_concurrent_queries},
+        {"concurrent_hash_queries", test_concurrent_hash_queries},
     };
     return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
 }

@@ -96,18 +96,22 @@ NB_API nbStatus nb_hash_insert(nbHash *hash, const double *pos, uint64_t user, n
 /// Moves an item to `pos`. Within its cell: rewrites its coordinates, nothing else. To another
 /// cell: O(1) amortised, may allocate when capacity does not suffice. NB_ERR_BAD_HANDLE for a
 /// null, stale, removed or foreign handle; NB_ERR_NOT_FINITE; NB_ERR_OUT_OF_RANGE for a cell
-/// beyond +-2^62; NB_ERR_OUT_OF_MEMORY. On error the hash is unchanged.
+/// beyond +-2^62; NB_ERR_OUT_OF_MEMORY. On error the hash is unchanged. Checks in this order:
+/// pointers (NB_ERR_NULL_ARG), the handle, then finiteness, then range.
 NB_API nbStatus nb_hash_move(nbHash *hash, nbHandle item, const double *pos);
 
-/// Removes an item; its handle goes stale. O(1). NB_ERR_BAD_HANDLE. Never allocates.
+/// Removes an item; its handle goes stale. O(1). NB_ERR_BAD_HANDLE. Never allocates. Checks the
+/// pointer (NB_ERR_NULL_ARG), then the handle.
 NB_API nbStatus nb_hash_remove(nbHash *hash, nbHandle item);
 
 /// An item's position (dim doubles, may be NULL), user value (may be NULL) and filter bits (may
-/// be NULL). NB_ERR_BAD_HANDLE; outputs untouched on error.
+/// be NULL). NB_ERR_BAD_HANDLE; outputs untouched on error. Checks the hash pointer
+/// (NB_ERR_NULL_ARG), then the handle.
 NB_API nbStatus nb_hash_get(const nbHash *hash, nbHandle item, double *pos, uint64_t *user,
                             nbFilter *filter);
 
-/// Replaces an item's user value and filter bits. NB_ERR_BAD_HANDLE.
+/// Replaces an item's user value and filter bits. NB_ERR_BAD_HANDLE. Checks the pointer
+/// (NB_ERR_NULL_ARG), then the handle.
 NB_API nbStatus nb_hash_set(nbHash *hash, nbHandle item, uint64_t user, nbFilter filter);
 
 /// Calls `visit` for every item, by cell, until it returns false.
@@ -141,11 +145,12 @@ NB_API nbStatus nb_hash_knn(const nbHash *hash, const double *point, int32_t k, 
                             nbHashNeighbor *out, int32_t *found);
 
 /// The items within `radius` of a stored item, excluding the item itself, that pass `filter`.
-/// Same contract as nb_hash_query_radius, plus NB_ERR_BAD_HANDLE.
+/// Same contract as nb_hash_query_radius, plus NB_ERR_BAD_HANDLE. Checks in this order: pointers
+/// (NB_ERR_NULL_ARG), the handle, then finiteness, then range.
 NB_API nbStatus nb_hash_query_neighbors(const nbHash *hash, nbHandle item, double radius,
                                         nbFilter filter, nbHashHit *out, int32_t capacity,
                                         int32_t *found);
-/// The callback form of nb_hash_query_neighbors.
+/// The callback form of nb_hash_query_neighbors, with the same order of checks.
 NB_API nbStatus nb_hash_visit_neighbors(const nbHash *hash, nbHandle item, double radius,
                                         nbFilter filter, nbHashVisitFn *visit, void *user);
 
@@ -179,7 +184,7 @@ NB_API nbStatus nb_hash_visit_cross_pairs(const nbHash *hash, double radius, uin
                                           uint32_t mask_b, nbHashPairFn *visit, void *user);
 
 /// Checks every invariant (handles, cells, the cell table, item positions, the storage's
-/// accounting). NB_OK or NB_ERR_INTERNAL. O(items + cells + slots).
+/// accounting). NB_OK or NB_ERR_INTERNAL; NB_ERR_NULL_ARG for NULL. O(items + cells + slots).
 NB_API nbStatus nb_hash_validate(const nbHash *hash);
 
 #ifdef __cplusplus
