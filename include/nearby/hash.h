@@ -64,8 +64,8 @@ typedef bool nbHashPairFn(nbHashHit a, nbHashHit b, void *user);
 
 /// Creates an empty hash. NB_ERR_NULL_ARG for an allocator with only one hook set;
 /// NB_ERR_NOT_FINITE for a NaN or infinite cell_size; NB_ERR_OUT_OF_RANGE for a cell_size <= 0,
-/// a dim other than 0, 2 or 3, or a negative capacity_hint; NB_ERR_OUT_OF_MEMORY. On error *out
-/// is NULL.
+/// a dim other than 0, 2 or 3, or a capacity_hint that is negative or beyond 2^30;
+/// NB_ERR_OUT_OF_MEMORY. On error *out is NULL.
 NB_API nbStatus nb_hash_create(const nbHashDesc *desc, nbHash **out);
 
 /// Frees the hash and everything it owns. NULL is a no-op. Every handle it issued is dead.
