@@ -42,7 +42,7 @@ static bool on_hit(nbHashHit bullet, nbHashHit enemy, void *user)
 {
     Hits *h = user;
     (void)enemy;
-    h->things[bullet.user].vel[0] = NAN; // marked: removed below
+    h->things[bullet.user].vel[0] = (double)NAN; // marked: removed below
     h->count++;
     return true;
 }

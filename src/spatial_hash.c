@@ -38,7 +38,8 @@
 
 #include <string.h>
 
-enum { NBI_HASH_CLASSES = 31, NBI_HASH_MAX_ITEMS = 1 << 30 };
+// At most 2^28 items, so that 4 positions an item (what reserve sets aside) fit int32 positions.
+enum { NBI_HASH_CLASSES = 31, NBI_HASH_MAX_ITEMS = 1 << 28 };
 
 struct nbHash {
     nbAllocator alloc;
@@ -357,7 +358,9 @@ nbStatus nb_hash_create(const nbHashDesc *desc, nbHash **out)
     nbAllocator a;
     if (!nbi_allocator(desc->allocator, &a)) return NB_ERR_NULL_ARG;
     if (!isfinite(desc->cell_size)) return NB_ERR_NOT_FINITE;
-    if (desc->cell_size <= 0.0 || desc->capacity_hint < 0) return NB_ERR_OUT_OF_RANGE;
+    if (desc->cell_size <= 0.0 || desc->capacity_hint < 0 ||
+        desc->capacity_hint > NBI_HASH_MAX_ITEMS)
+        return NB_ERR_OUT_OF_RANGE;
     if (desc->dim != 0 && desc->dim != 2 && desc->dim != 3) return NB_ERR_OUT_OF_RANGE;
     nbHash *h = (nbHash *)nbi_alloc(&a, 1, sizeof(nbHash));
     if (h == NULL) return NB_ERR_OUT_OF_MEMORY;
@@ -367,7 +370,9 @@ nbStatus nb_hash_create(const nbHashDesc *desc, nbHash **out)
     // The edge is widened by the rounding margin (nbi_cell_for_radius, for coordinates up to
     // 2^20 cells from the origin): the reach of a query at radius cell_size is a hair above
     // cell_size, and without the margin it would need two rings of cells instead of one.
-    h->cm = nbi_cell_math(nbi_cell_for_radius(desc->cell_size, desc->cell_size * 0x1p20));
+    // (A cell below about 2^-500 is kept as given: there the margin would dwarf it.)
+    const double widened = nbi_cell_for_radius(desc->cell_size, desc->cell_size * 0x1p20);
+    h->cm = nbi_cell_math(widened <= desc->cell_size * (1.0 + 0x1p-20) ? widened : desc->cell_size);
     nbi_pool_init(&h->pool, &a, NBI_HASH_MAX_ITEMS);
     h->free_cell = -1;
     for (int k = 0; k < NBI_HASH_CLASSES; k++) h->free_block[k] = -1;
@@ -400,13 +405,13 @@ nbStatus nb_hash_reserve(nbHash *hash, int32_t items)
 {
     if (hash == NULL) return NB_ERR_NULL_ARG;
     if (items < 0 || items > NBI_HASH_MAX_ITEMS) return NB_ERR_OUT_OF_RANGE;
-    // Every item in a cell of its own, in a fresh block of one: the most a set of `items` items
-    // can need at once. Blocks grown by doubling come from the free lists or need more.
+    // Inserting until the hash holds `items` items takes at most 4 new positions an item: a cell
+    // growing from B to hold c items takes blocks 2B, 4B, ... up to the first >= c, less than
+    // 4c positions in all (the blocks it leaves go to the free lists, not back to the arena's
+    // end), and a new cell takes a block of one. Up to `items` cells, ids and table entries.
     const int32_t more = items > hash->count ? items - hash->count : 0;
-    const int64_t in_use = (int64_t)hash->top - hash->free_positions;
-    nbiHashNeed need = {more, items > hash->live_cells ? items - hash->live_cells : 0, 0};
-    const int64_t want = 2 * (int64_t)items - in_use;
-    need.positions = want > 0 ? want : 0;
+    const nbiHashNeed need = {more, items > hash->live_cells ? items - hash->live_cells : 0,
+                              4 * (int64_t)items};
     return nbi_hash_room(hash, need);
 }
 
@@ -437,6 +442,11 @@ size_t nb_hash_memory_bytes(const nbHash *hash)
     nbi_hash_bufs((nbHash *)hash, buf, elem);
     for (int i = 0; i < NBI_HASH_BUFS; i++) bytes += buf[i]->cap * elem[i];
     return bytes;
+}
+
+double nb_hash_cell_size(const nbHash *hash)
+{
+    return hash == NULL ? 0.0 : hash->cm.cell;
 }
 
 // ---- items ----

@@ -1286,7 +1286,7 @@ enum {
     HFIX_N3 = 30,     // items in the 3D fixture
     HIT_CAP = 256,    // hit / kNN buffers
     HPAIR_CAP = 4096, // pair buffer
-    H_ITEM_LIMIT = 1 << 30,
+    H_ITEM_LIMIT = 1 << 28,
 };
 
 static const double H_CELL = 0.25; // every fixture hash's cell size
@@ -1490,7 +1490,7 @@ static const HOkSet hok_create[] = {
 static const HMutSet hrange_reserve[] = {
     M1("items -1", 0, H_ITEMS, 0, -1.0),
     M1("items INT32_MIN", 0, H_ITEMS, 0, INT32_MIN),
-    M1("items 2^30 + 1", 0, H_ITEMS, 0, H_ITEM_LIMIT + 1.0),
+    M1("items 2^28 + 1", 0, H_ITEMS, 0, H_ITEM_LIMIT + 1.0),
     M1("items INT32_MAX", 0, H_ITEMS, 0, INT32_MAX),
 };
 static const HOkSet hok_reserve[] = {
@@ -2424,7 +2424,15 @@ static int test_hash_null_tolerant(void)
     nb_hash_clear(NULL);
     NB_CHECK(nb_hash_count(NULL) == 0);
     NB_CHECK(nb_hash_memory_bytes(NULL) == 0);
+    NB_CHECK(nb_hash_cell_size(NULL) == 0.0);
     NB_CHECK_STATUS(nb_hash_validate(NULL), NB_ERR_NULL_ARG);
+    // the edge used: the desc's, widened by at most a rounding margin
+    nbHashDesc desc = {.cell_size = 1.5};
+    nbHash *h = NULL;
+    NB_CHECK_OK(nb_hash_create(&desc, &h));
+    const double edge = nb_hash_cell_size(h);
+    NB_CHECK(edge >= 1.5 && edge < 1.5 * (1.0 + 0x1p-20));
+    nb_hash_destroy(h);
     return 0;
 }
 

@@ -64,16 +64,19 @@ typedef bool nbHashPairFn(nbHashHit a, nbHashHit b, void *user);
 
 /// Creates an empty hash. NB_ERR_NULL_ARG for an allocator with only one hook set;
 /// NB_ERR_NOT_FINITE for a NaN or infinite cell_size; NB_ERR_OUT_OF_RANGE for a cell_size <= 0,
-/// a dim other than 0, 2 or 3, or a capacity_hint that is negative or beyond 2^30;
+/// a dim other than 0, 2 or 3, or a capacity_hint that is negative or beyond 2^28;
 /// NB_ERR_OUT_OF_MEMORY. On error *out is NULL.
 NB_API nbStatus nb_hash_create(const nbHashDesc *desc, nbHash **out);
 
 /// Frees the hash and everything it owns. NULL is a no-op. Every handle it issued is dead.
 NB_API void nb_hash_destroy(nbHash *hash);
 
-/// Grows storage so that up to `items` items (in up to `items` cells) can be inserted and moved
-/// without allocating. NB_ERR_OUT_OF_RANGE for a negative count or one beyond 2^30;
-/// NB_ERR_OUT_OF_MEMORY leaves the hash unchanged.
+/// Grows storage so that inserting items until the hash holds `items` allocates nothing, however
+/// they crowd into cells (it sets aside up to 4 arena positions an item: a crowded cell grows its
+/// block by doubling). Moves reuse the blocks cells give up, so items wandering over a region
+/// reach a steady state in which nothing allocates; a move that finds no room allocates (or
+/// returns NB_ERR_OUT_OF_MEMORY with the item where it was). NB_ERR_OUT_OF_RANGE for a negative
+/// count or one beyond 2^28; NB_ERR_OUT_OF_MEMORY leaves the hash unchanged.
 NB_API nbStatus nb_hash_reserve(nbHash *hash, int32_t items);
 
 /// Removes every item (their handles go stale) and keeps the storage. Never fails.
@@ -85,10 +88,16 @@ NB_API int32_t nb_hash_count(const nbHash *hash);
 /// Bytes the hash holds, including its struct (0 for NULL).
 NB_API size_t nb_hash_memory_bytes(const nbHash *hash);
 
+/// The cell edge the hash uses: the desc's cell_size widened by the rounding margin (a relative
+/// 2^-40 or so), so that a query at radius cell_size needs only the 3^d neighbouring cells.
+/// A point's cell is floor(x / edge) per axis. 0 for NULL.
+NB_API double nb_hash_cell_size(const nbHash *hash);
+
 /// Inserts a point (dim doubles) with your user value and filter bits (category: what it is;
 /// mask: what it may match; NB_FILTER_ALL for no filtering) and writes its handle.
 /// NB_ERR_NOT_FINITE for a NaN or infinite coordinate; NB_ERR_OUT_OF_RANGE for a cell beyond
-/// +-2^62 or a hash already holding 2^30 items; NB_ERR_OUT_OF_MEMORY. On error *out is null and
+/// +-2^62, a hash already holding 2^28 items or storage beyond 2^31 positions;
+/// NB_ERR_OUT_OF_MEMORY. On error *out is null and
 /// the hash is unchanged.
 NB_API nbStatus nb_hash_insert(nbHash *hash, const double *pos, uint64_t user, nbFilter filter,
                                nbHandle *out);
