@@ -87,11 +87,22 @@ NBI_INLINE uint64_t nbi_mix64(uint64_t z)
 // `bits` bits for a table of 2^bits slots. Each coordinate is mixed in turn, not combined
 // linearly first: a linear combination (x*A ^ y*B) lets crafted coordinates, e.g. multiples of
 // a large power of two, collide in every bit and make the table's probes quadratic.
+// It is computed in two steps, z and y first, then x, so that a row of cells (the same y and z:
+// what a range query and the pair stencil look up in turn) shares the first step:
+//     const uint64_t row = nbi_cell_hash_row(y, z);  ...  nbi_cell_hash_x(row, x)
+NBI_INLINE uint64_t nbi_cell_hash_row(int64_t y, int64_t z)
+{
+    // Every 2D cell has z = 0: its round is skipped.
+    const uint64_t h = z == 0 ? 0x9E3779B97F4A7C15u : nbi_mix64((uint64_t)z + 0x9E3779B97F4A7C15u);
+    return nbi_mix64(h ^ (uint64_t)y);
+}
+NBI_INLINE uint64_t nbi_cell_hash_x(uint64_t row, int64_t x)
+{
+    return nbi_mix64(row ^ (uint64_t)x);
+}
 NBI_INLINE uint64_t nbi_cell_hash(int64_t x, int64_t y, int64_t z)
 {
-    uint64_t h = nbi_mix64((uint64_t)x + 0x9E3779B97F4A7C15u);
-    h = nbi_mix64(h ^ (uint64_t)y);
-    return z == 0 ? h : nbi_mix64(h ^ (uint64_t)z); // every 2D cell has z = 0: one round less
+    return nbi_cell_hash_x(nbi_cell_hash_row(y, z), x);
 }
 
 #endif

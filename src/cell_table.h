@@ -56,22 +56,37 @@ NBI_INLINE size_t nbi_ctab_home(const nbiCellTable *t, int64_t x, int64_t y, int
     return (size_t)(nbi_cell_hash(x, y, z) >> (64 - t->bits));
 }
 
-// The slot holding (x, y, z), or -1 when the cell is absent.
-NBI_INLINE int64_t nbi_ctab_find_slot(const nbiCellTable *t, int64_t x, int64_t y, int64_t z)
+// The slot holding (x, y, z), whose nbi_cell_hash is `hash`, or -1 when the cell is absent.
+NBI_INLINE int64_t nbi_ctab_find_slot_hashed(const nbiCellTable *t, int64_t x, int64_t y, int64_t z,
+                                             uint64_t hash)
 {
     if (t->bits == 0) return -1;
     const nbiCellSlot *s = nbi_ctab_slots(t);
     const size_t mask = ((size_t)1 << t->bits) - 1;
-    for (size_t h = nbi_ctab_home(t, x, y, z);; h = (h + 1) & mask) {
+    for (size_t h = (size_t)(hash >> (64 - t->bits));; h = (h + 1) & mask) {
         if (s[h].value < 0) return -1;
         if (s[h].key[0] == x && s[h].key[1] == y && s[h].key[2] == z) return (int64_t)h;
     }
+}
+
+// The slot holding (x, y, z), or -1 when the cell is absent.
+NBI_INLINE int64_t nbi_ctab_find_slot(const nbiCellTable *t, int64_t x, int64_t y, int64_t z)
+{
+    return nbi_ctab_find_slot_hashed(t, x, y, z, nbi_cell_hash(x, y, z));
 }
 
 // The value stored for (x, y, z), or -1 when the cell is absent.
 NBI_INLINE int32_t nbi_ctab_find(const nbiCellTable *t, int64_t x, int64_t y, int64_t z)
 {
     const int64_t h = nbi_ctab_find_slot(t, x, y, z);
+    return h < 0 ? -1 : nbi_ctab_slots(t)[h].value;
+}
+
+// nbi_ctab_find for a cell of a row whose nbi_cell_hash_row is `row`.
+NBI_INLINE int32_t nbi_ctab_find_in_row(const nbiCellTable *t, int64_t x, int64_t y, int64_t z,
+                                        uint64_t row)
+{
+    const int64_t h = nbi_ctab_find_slot_hashed(t, x, y, z, nbi_cell_hash_x(row, x));
     return h < 0 ? -1 : nbi_ctab_slots(t)[h].value;
 }
 

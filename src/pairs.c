@@ -120,8 +120,10 @@ static void nbi_pairs_hashed(const nbiView *v, const nbiPairCtx *x, int64_t k, i
             const int64_t ylo = dz > 0 ? nbi_max64(-k, v->lo[1] - key[1]) : 0;
             for (int64_t dy = ylo; dy <= k && key[1] + dy <= v->hi[1]; dy++) {
                 const int64_t xlo = (dz > 0 || dy > 0) ? nbi_max64(-k, v->lo[0] - key[0]) : 1;
+                const uint64_t row = nbi_cell_hash_row(key[1] + dy, key[2] + dz);
                 for (int64_t dx = xlo; dx <= k && key[0] + dx <= v->hi[0]; dx++) {
-                    const int32_t b = nbi_view_cell(v, key[0] + dx, key[1] + dy, key[2] + dz);
+                    const int32_t b =
+                        nbi_ctab_find_in_row(v->table, key[0] + dx, key[1] + dy, key[2] + dz, row);
                     if (b >= 0) nbi_spans_add(&l, start[b], nbi_view_end(v, b), NULL);
                 }
             }

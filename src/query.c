@@ -55,11 +55,13 @@ double nbi_view_box_runs(const nbiView *v, const int64_t cl[3], const int64_t ch
     }
     if (cells <= (double)v->ncells) {
         for (int64_t z = cl[2]; z <= ch[2]; z++)
-            for (int64_t y = cl[1]; y <= ch[1]; y++)
+            for (int64_t y = cl[1]; y <= ch[1]; y++) {
+                const uint64_t row = nbi_cell_hash_row(y, z);
                 for (int64_t x = cl[0]; x <= ch[0]; x++) {
-                    const int32_t c = nbi_view_cell(v, x, y, z);
+                    const int32_t c = nbi_ctab_find_in_row(v->table, x, y, z, row);
                     if (c >= 0 && !fn(start[c], nbi_view_end(v, c), ctx)) return cells;
                 }
+            }
         return cells;
     }
     for (int32_t c = 0; c < v->ncells; c++) {
