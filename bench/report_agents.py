@@ -101,7 +101,8 @@ def main():
             line += f" | {cell:>38s}"
             mb = f"{int(r['bytes_held']) / 1e6:.1f}"
         print(line + f" | {mb}")
-    hits = {v: by[(p, v)]["hits_per_frame"] for (p, v) in by if v in variants}
+    hits = {r["percent"]: r["hits_per_frame"] for r in rows
+            if r["percent"] in variants and r["frames"] == frames}
     print("\nneighbours per frame (own agent excluded): " +
           ", ".join(f"{v}% move {float(hits[v]):,.0f}" for v in variants if v in hits) +
           " (about " + ", ".join(f"{float(hits[v]) / int(n):.2f}" for v in variants if v in hits) +

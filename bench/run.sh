@@ -10,7 +10,7 @@
 #   bash bench/run.sh BUILD_DIR --callgrind  instruction counts (valgrind): nearby vs the
 #                                            naive grid, 200k uniform 2D points, one frame
 #   bash bench/run.sh BUILD_DIR --agents     only the moving-agents section (100k agents, 100
-#                                            frames; ~5-10 minutes): writes
+#                                            frames; ~7 minutes): writes
 #                                            bench/results/$NB_BENCH_MACHINE/agents_latest.csv
 #
 # The full and --quick runs end with the moving-agents section (bench_agents,
