@@ -9,21 +9,31 @@
 #                                            in BUILD_DIR/bench/quick.csv
 #   bash bench/run.sh BUILD_DIR --callgrind  instruction counts (valgrind): nearby vs the
 #                                            naive grid, 200k uniform 2D points, one frame
+#   bash bench/run.sh BUILD_DIR --agents     only the moving-agents section (100k agents, 100
+#                                            frames; ~7 minutes): writes
+#                                            bench/results/$NB_BENCH_MACHINE/agents_latest.csv
+#
+# The full and --quick runs end with the moving-agents section (bench_agents,
+# bench_agents_peers, report_agents.py): nearby's spatial hash and dense grid against Box2D's
+# b2DynamicTree, Boost.Geometry's R-trees and a naive unordered_map hash; --quick runs it on
+# 20k agents for 10 frames.
 #
 # Environment: NB_BENCH_MACHINE (default c-<nproc>core) names the results directory;
 # NB_BENCH_CPU pins every runner to that CPU with taskset (default: unpinned, which does
 # better than pinning on a shared box where another job may hold that CPU);
-# NB_BENCH_PEERS limits the peers (default "nearby naive nanoflann ckdtree ckdtree_set").
+# NB_BENCH_PEERS limits the peers (default "nearby naive nanoflann ckdtree ckdtree_set");
+# NB_BENCH_AGENTS_PEERS the agents section's (default "nearby_hash nearby_grid b2tree
+# rtree_packed rtree_rstar naive_hash"; an empty value skips the section).
 set -euo pipefail
 
 usage() {
-    echo "usage: bash bench/run.sh BUILD_DIR [--quick | --callgrind]" >&2
+    echo "usage: bash bench/run.sh BUILD_DIR [--quick | --callgrind | --agents]" >&2
     exit 2
 }
 [ $# -ge 1 ] || usage
 build=$1
 mode=${2:-full}
-case "$mode" in full | --quick | --callgrind) ;; *) usage ;; esac
+case "$mode" in full | --quick | --callgrind | --agents) ;; *) usage ;; esac
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(dirname "$here")
@@ -127,6 +137,82 @@ if [ "$mode" = --callgrind ]; then
     exit 0
 fi
 
+# ---- moving agents: run_agents runs the section and prints its table; status 1 on a failure
+# or a MISMATCH ----
+agents_peers=${NB_BENCH_AGENTS_PEERS-nearby_hash nearby_grid b2tree rtree_packed rtree_rstar \
+naive_hash}
+run_agents() {
+    # Box2D's tree takes ~3 s a frame here (100k queries at ~30 us: each visits ~200 nodes of a
+    # tree 20 deep), so it runs 20 frames; it is checked against the others on the first 10.
+    local n=100000 frames=100 frames_b2=20 runs_nearby=3 runs_peers=1 runs_cross=1 out araw st=0
+    # The crossover's shares; 100 and 10 are the two variants every peer runs.
+    local shares="100 50 20 10 5 1" variants="100 10" peer pct runs exe t0 fr
+    local afailed=""
+    if [ "$mode" = --quick ]; then
+        n=20000 frames=10 frames_b2=10 runs_nearby=1
+        out=$bin/agents_quick.csv
+    else
+        mkdir -p "$root/bench/results/$machine"
+        out=$root/bench/results/$machine/agents_latest.csv
+    fi
+    [ -n "$agents_peers" ] || return 0
+    araw=$bin/agents_raw.csv
+    : > "$araw"
+    echo "run.sh: moving agents: $n agents, $frames frames a run" >&2
+    local start_a
+    start_a=$(date +%s)
+    for peer in $agents_peers; do
+        case "$peer" in
+            nearby_hash | nearby_grid) exe=("$bin/bench_agents" "${peer#nearby_}") ;;
+            b2tree | rtree_packed | rtree_rstar | naive_hash)
+                exe=("$bin/bench_agents_peers" "$peer") ;;
+            *) echo "run.sh: unknown agents peer $peer" >&2; return 2 ;;
+        esac
+        if [ ! -x "${exe[0]}" ]; then
+            echo "run.sh: ${exe[0]} not built; skipping $peer" >&2
+            continue
+        fi
+        for pct in $shares; do
+            # every peer runs the variants; only nearby's two run the other shares
+            if [ "${peer#nearby_}" != "$peer" ]; then
+                runs=$runs_cross
+                case " $variants " in *" $pct "*) runs=$runs_nearby ;; esac
+            else
+                case " $variants " in *" $pct "*) runs=$runs_peers ;; *) continue ;; esac
+            fi
+            fr=$frames
+            [ "$peer" = b2tree ] && fr=$frames_b2
+            t0=$(date +%s.%N)
+            local rc=0
+            "${pin[@]}" "${exe[@]}" "$pct" "$runs" "$fr" "$n" >> "$araw" || rc=$?
+            if [ "$rc" -eq 3 ]; then # not built in (a peer library, or nearby's hash, missing)
+                echo "run.sh: agents: $peer not built in; skipping it" >&2
+                break
+            elif [ "$rc" -ne 0 ]; then
+                echo "run.sh: agents: $peer FAILED at $pct% moving" >&2
+                afailed="$afailed $peer/$pct%"
+                continue
+            fi
+            printf 'run.sh: agents %-12s %3d%% moving %2d x %3d frames: %s\n' "$peer" "$pct" \
+                "$runs" "$fr" "$(echo "$t0 $(date +%s.%N)" | awk '{printf "%.1f s", $2 - $1}')" >&2
+        done
+    done
+    echo "run.sh: the agents section took $(($(date +%s) - start_a)) s" >&2
+    local commit_a
+    commit_a=$(git -C "$root" rev-parse --short HEAD 2> /dev/null || echo unknown)
+    "$py" "$here/report_agents.py" "$araw" --machine "$machine" --out "$out" \
+        --commit "$commit_a" --variants "$variants" || st=1
+    if [ -n "$afailed" ]; then
+        echo "run.sh: agents: FAILED runs:$afailed" >&2
+        st=1
+    fi
+    return $st
+}
+if [ "$mode" = --agents ]; then
+    run_agents
+    exit $?
+fi
+
 # ---- timing ----
 # name  N  dim  r  mode(pairs|count)  runs(nearby naive nanoflann ckdtree). lattice2d is a
 # correctness check (every pair exactly r apart), not a target.
@@ -205,4 +291,5 @@ if [ -n "$failed" ]; then
     echo "run.sh: FAILED runs:$failed" >&2
     status=1
 fi
+run_agents || status=1
 exit $status

@@ -5,7 +5,7 @@
 #           `make install` need, on any Linux, as any user
 #   test    build's, plus bash, clang, clang-format, pkg-config and gcc's sanitizer runtimes
 #           (ASan, UBSan, TSan) for `make test`
-#   bench   a C++ compiler, nanoflann and scipy for `make bench`
+#   bench   a C++ compiler, nanoflann, scipy, Box2D and Boost.Geometry for `make bench`
 # When something is missing: as root on Debian/Ubuntu it apt-get installs just that; otherwise
 # it names what is missing and exits 1. It never runs sudo, and never apt-get when nothing is
 # missing. POSIX sh, so that `make demo` needs no bash.
@@ -66,6 +66,12 @@ check_bench() {
   have c++ || need "a C++ compiler (c++)" g++
   [ -f /usr/include/nanoflann.hpp ] || need "nanoflann (/usr/include/nanoflann.hpp)" libnanoflann-dev
   /usr/bin/python3 -c 'import scipy.spatial' > /dev/null 2>&1 || need "python3 with scipy" python3-scipy
+  # the moving-agents section (bench/bench_agents_peers.cpp): b2DynamicTree and bgi::rtree
+  if [ ! -f /usr/include/box2d/b2_dynamic_tree.h ] || ! have_lib libbox2d; then
+    need "Box2D 2.4 (/usr/include/box2d/b2_dynamic_tree.h, libbox2d.so)" libbox2d-dev
+  fi
+  [ -f /usr/include/boost/geometry/index/rtree.hpp ] ||
+    need "Boost.Geometry (/usr/include/boost/geometry/index/rtree.hpp)" libboost-dev
 }
 
 check() {
