@@ -49,12 +49,16 @@ struct nbHash {
     int32_t nfiltered; // items whose bits are not all ones: 0 lets queries skip the filter
 
     nbiPool pool; // handles; a slot's value is its item's position
-    nbiBuf user;  // uint64_t per slot
     nbiBuf cell;  // int32_t per slot: the item's cell
 
+    // Per position, so that what a query reports (handle, user value) sits next to what it
+    // tests (coordinates, filter bits), block by block, rather than behind the item's slot.
     nbiBuf pts;                           // double, dim per position
     nbiBuf idx;                           // int32_t per position: the slot of the item there
     nbiBuf cat, mask;                     // uint32_t per position
+    nbiBuf hnd;                           // uint64_t per position: the item's handle bits
+    nbiBuf puser;                         // uint64_t per position: the item's user value
+    nbiBuf posid;                         // int32_t: p at every position p (results are positions)
     int32_t top;                          // positions [0, top) belong to blocks, live or free
     int32_t free_block[NBI_HASH_CLASSES]; // free blocks per size class, chained through idx
     int64_t free_positions;               // positions in free blocks
@@ -82,7 +86,7 @@ static nbiView nbi_hash_view(const nbHash *h)
     v.dim = h->dim;
     v.n = h->count;
     v.pts = (const double *)h->pts.ptr;
-    v.idx = (const int32_t *)h->idx.ptr;
+    v.idx = (const int32_t *)h->posid.ptr; // results name positions (see nbi_hash_hit)
     v.cat = h->nfiltered > 0 ? (const uint32_t *)h->cat.ptr : NULL;
     v.mask = h->nfiltered > 0 ? (const uint32_t *)h->mask.ptr : NULL;
     v.start = (const int32_t *)h->start.ptr;
@@ -100,9 +104,12 @@ static nbiView nbi_hash_view(const nbHash *h)
     return v;
 }
 
-static nbHashHit nbi_hash_hit(const nbHash *h, int32_t slot)
+// The item at position p as a result (the walkers report positions: the view's idx is posid).
+static nbHashHit nbi_hash_hit(const nbHash *h, int32_t p)
 {
-    nbHashHit hit = {nbi_pool_handle_live(&h->pool, slot), NBI_ARR(h, user, const uint64_t)[slot]};
+    nbHashHit hit;
+    hit.handle.bits = NBI_ARR(h, hnd, const uint64_t)[p];
+    hit.user = NBI_ARR(h, puser, const uint64_t)[p];
     return hit;
 }
 
@@ -127,20 +134,30 @@ static bool nbi_bits_all(nbFilter f)
 
 // ---- storage ----
 
-enum { NBI_HASH_BUFS = 11 };
+// Every buffer the hash owns, with its element size and what it is sized by, in one table so
+// that growing, checking and freeing them cannot miss one. The cell table's storage grows apart.
+enum { NBI_PER_SLOT, NBI_PER_POSITION, NBI_PER_CELL_ID };
+enum { NBI_HASH_BUFS = 12 };
 
-static void nbi_hash_bufs(nbHash *h, nbiBuf *buf[NBI_HASH_BUFS], size_t elem[NBI_HASH_BUFS])
+static void nbi_hash_bufs(nbHash *h, nbiBuf *buf[NBI_HASH_BUFS], size_t elem[NBI_HASH_BUFS],
+                          int kind[NBI_HASH_BUFS])
 {
-    nbiBuf *b[NBI_HASH_BUFS] = {&h->user,  &h->cell, &h->pts, &h->idx,  &h->cat,      &h->mask,
-                                &h->start, &h->end,  &h->cls, &h->keys, &h->table.buf};
-    const size_t e[NBI_HASH_BUFS] = {
-        sizeof(uint64_t),    sizeof(int32_t),    sizeof(double) * (size_t)h->dim,
-        sizeof(int32_t),     sizeof(uint32_t),   sizeof(uint32_t),
-        sizeof(int32_t),     sizeof(int32_t),    sizeof(int8_t),
-        sizeof(int64_t) * 3, sizeof(nbiCellSlot)};
+    nbiBuf *b[NBI_HASH_BUFS] = {&h->cell,  &h->pts,   &h->idx,   &h->cat, &h->mask, &h->hnd,
+                                &h->puser, &h->posid, &h->start, &h->end, &h->cls,  &h->keys};
+    const size_t e[NBI_HASH_BUFS] = {sizeof(int32_t),  sizeof(double) * (size_t)h->dim,
+                                     sizeof(int32_t),  sizeof(uint32_t),
+                                     sizeof(uint32_t), sizeof(uint64_t),
+                                     sizeof(uint64_t), sizeof(int32_t),
+                                     sizeof(int32_t),  sizeof(int32_t),
+                                     sizeof(int8_t),   sizeof(int64_t) * 3};
+    const int k[NBI_HASH_BUFS] = {NBI_PER_SLOT,     NBI_PER_POSITION, NBI_PER_POSITION,
+                                  NBI_PER_POSITION, NBI_PER_POSITION, NBI_PER_POSITION,
+                                  NBI_PER_POSITION, NBI_PER_POSITION, NBI_PER_CELL_ID,
+                                  NBI_PER_CELL_ID,  NBI_PER_CELL_ID,  NBI_PER_CELL_ID};
     for (int i = 0; i < NBI_HASH_BUFS; i++) {
         buf[i] = b[i];
         elem[i] = e[i];
+        kind[i] = k[i];
     }
 }
 
@@ -160,46 +177,45 @@ static nbStatus nbi_hash_room(nbHash *h, nbiHashNeed need)
     const int64_t ids = h->free_cell >= 0 && need.cells <= 1 ? h->ncells : h->ncells + need.cells;
     const int64_t top = (int64_t)h->top + need.positions;
     if (top > INT32_MAX || ids > INT32_MAX) return NB_ERR_OUT_OF_RANGE;
+    nbiBuf *cur[NBI_HASH_BUFS];
+    size_t elem[NBI_HASH_BUFS];
+    int kind[NBI_HASH_BUFS];
+    nbi_hash_bufs(h, cur, elem, kind);
     // The common case, every frame: there is room already. (Each buffer is checked on its own:
     // a growth retried at the exact size can leave siblings with different capacities.)
     const int64_t cells = (int64_t)h->live_cells + need.cells;
-    const size_t slots_now = h->pool.slots.cap;
-    if (nbi_pool_room(&h->pool) >= need.items && slots_now <= h->user.cap &&
-        slots_now <= h->cell.cap && (size_t)top <= h->pts.cap && (size_t)top <= h->idx.cap &&
-        (size_t)top <= h->cat.cap && (size_t)top <= h->mask.cap && (size_t)ids <= h->start.cap &&
-        (size_t)ids <= h->end.cap && (size_t)ids <= h->cls.cap && (size_t)ids <= h->keys.cap &&
-        h->table.bits > 0 && cells <= ((int64_t)1 << (h->table.bits - 1)))
-        return NB_OK;
+    bool room = nbi_pool_room(&h->pool) >= need.items && h->table.bits > 0 &&
+                cells <= ((int64_t)1 << (h->table.bits - 1));
+    const size_t size_now[3] = {h->pool.slots.cap, (size_t)top, (size_t)ids};
+    for (int b = 0; b < NBI_HASH_BUFS && room; b++) room = size_now[kind[b]] <= cur[b]->cap;
+    if (room) return NB_OK;
     nbiPoolPrep prep;
     nbStatus st = nbi_pool_prepare(&h->pool, need.items, &prep);
     if (st != NB_OK) return st;
-    const size_t slots = prep.next.cap;
-    nbiBuf *cur[NBI_HASH_BUFS];
-    size_t elem[NBI_HASH_BUFS];
-    nbi_hash_bufs(h, cur, elem);
-    const size_t count[NBI_HASH_BUFS - 1] = {slots,       slots,       (size_t)top, (size_t)top,
-                                             (size_t)top, (size_t)top, (size_t)ids, (size_t)ids,
-                                             (size_t)ids, (size_t)ids};
-    nbiBuf next[NBI_HASH_BUFS - 1];
-    for (int b = 0; b < NBI_HASH_BUFS - 1; b++) {
-        if (!nbi_buf_prepare(&h->alloc, cur[b], &next[b], count[b], elem[b])) {
+    const size_t size[3] = {prep.next.cap, (size_t)top, (size_t)ids};
+    nbiBuf next[NBI_HASH_BUFS];
+    for (int b = 0; b < NBI_HASH_BUFS; b++) {
+        if (!nbi_buf_prepare(&h->alloc, cur[b], &next[b], size[kind[b]], elem[b])) {
             for (int f = 0; f < b; f++) nbi_buf_abandon(&h->alloc, cur[f], &next[f], elem[f]);
             nbi_pool_abandon(&h->pool, &prep);
             return NB_ERR_OUT_OF_MEMORY;
         }
     }
     if (!nbi_ctab_grow(&h->table, &h->alloc, (size_t)h->live_cells + (size_t)need.cells)) {
-        for (int f = 0; f < NBI_HASH_BUFS - 1; f++)
+        for (int f = 0; f < NBI_HASH_BUFS; f++)
             nbi_buf_abandon(&h->alloc, cur[f], &next[f], elem[f]);
         nbi_pool_abandon(&h->pool, &prep);
         return NB_ERR_OUT_OF_MEMORY;
     }
     nbi_pool_commit(&h->pool, &prep);
-    for (int b = 0; b < NBI_HASH_BUFS - 1; b++) {
+    const size_t had = h->posid.cap;
+    for (int b = 0; b < NBI_HASH_BUFS; b++) {
         if (next[b].ptr != cur[b]->ptr && cur[b]->ptr != NULL)
             memcpy(next[b].ptr, cur[b]->ptr, cur[b]->cap * elem[b]);
         nbi_buf_commit(&h->alloc, cur[b], &next[b], elem[b]);
     }
+    int32_t *posid = NBI_ARR(h, posid, int32_t);
+    for (size_t p = had; p < h->posid.cap; p++) posid[p] = (int32_t)p;
     return NB_OK;
 }
 
@@ -240,6 +256,8 @@ static void nbi_item_copy(nbHash *h, int32_t from, int32_t to)
     idx[to] = idx[from];
     NBI_ARR(h, cat, uint32_t)[to] = NBI_ARR(h, cat, uint32_t)[from];
     NBI_ARR(h, mask, uint32_t)[to] = NBI_ARR(h, mask, uint32_t)[from];
+    NBI_ARR(h, hnd, uint64_t)[to] = NBI_ARR(h, hnd, uint64_t)[from];
+    NBI_ARR(h, puser, uint64_t)[to] = NBI_ARR(h, puser, uint64_t)[from];
     nbi_pool_set_slot_value(&h->pool, idx[to], to);
 }
 
@@ -393,9 +411,11 @@ void nb_hash_destroy(nbHash *hash)
     if (hash == NULL) return;
     nbiBuf *buf[NBI_HASH_BUFS];
     size_t elem[NBI_HASH_BUFS];
-    nbi_hash_bufs(hash, buf, elem);
+    int kind[NBI_HASH_BUFS];
+    nbi_hash_bufs(hash, buf, elem, kind);
     for (int i = 0; i < NBI_HASH_BUFS; i++)
         nbi_free(&hash->alloc, buf[i]->ptr, buf[i]->cap, elem[i]);
+    nbi_ctab_free(&hash->table, &hash->alloc);
     nbi_pool_destroy(&hash->pool);
     nbAllocator a = hash->alloc;
     nbi_free(&a, hash, 1, sizeof(nbHash));
@@ -438,8 +458,10 @@ size_t nb_hash_memory_bytes(const nbHash *hash)
 {
     if (hash == NULL) return 0;
     nbiBuf *buf[NBI_HASH_BUFS];
-    size_t elem[NBI_HASH_BUFS], bytes = sizeof(nbHash) + nbi_pool_memory_bytes(&hash->pool);
-    nbi_hash_bufs((nbHash *)hash, buf, elem);
+    size_t elem[NBI_HASH_BUFS], bytes = sizeof(nbHash) + nbi_pool_memory_bytes(&hash->pool) +
+                                        hash->table.buf.cap * sizeof(nbiCellSlot);
+    int kind[NBI_HASH_BUFS];
+    nbi_hash_bufs((nbHash *)hash, buf, elem, kind);
     for (int i = 0; i < NBI_HASH_BUFS; i++) bytes += buf[i]->cap * elem[i];
     return bytes;
 }
@@ -451,12 +473,15 @@ double nb_hash_cell_size(const nbHash *hash)
 
 // ---- items ----
 
-static void nbi_item_write(nbHash *h, int32_t p, const double *pos, nbFilter f)
+static void nbi_item_write(nbHash *h, int32_t p, const double *pos, nbFilter f, uint64_t handle,
+                           uint64_t user)
 {
     memcpy(NBI_ARR(h, pts, double) + (size_t)p * (size_t)h->dim, pos,
            (size_t)h->dim * sizeof(double));
     NBI_ARR(h, cat, uint32_t)[p] = f.category;
     NBI_ARR(h, mask, uint32_t)[p] = f.mask;
+    NBI_ARR(h, hnd, uint64_t)[p] = handle;
+    NBI_ARR(h, puser, uint64_t)[p] = user;
 }
 
 nbStatus nb_hash_insert(nbHash *hash, const double *pos, uint64_t user, nbFilter filter,
@@ -475,9 +500,8 @@ nbStatus nb_hash_insert(nbHash *hash, const double *pos, uint64_t user, nbFilter
     NB_ASSERT(st == NB_OK);
     int32_t slot;
     nbi_pool_lookup(&hash->pool, h, &slot);
-    NBI_ARR(hash, user, uint64_t)[slot] = user;
     const int32_t p = nbi_cell_append(hash, nbi_cell_get(hash, key), slot);
-    nbi_item_write(hash, p, pos, filter);
+    nbi_item_write(hash, p, pos, filter, h.bits, user);
     nbi_bounds_add(hash, pos);
     hash->count++;
     hash->nfiltered += !nbi_bits_all(filter);
@@ -506,10 +530,11 @@ nbStatus nb_hash_move(nbHash *hash, nbHandle item, const double *pos)
     st = nbi_hash_room(hash, nbi_place_need(hash, key, 0));
     if (st != NB_OK) return st;
     const nbFilter f = {NBI_ARR(hash, cat, uint32_t)[p], NBI_ARR(hash, mask, uint32_t)[p]};
+    const uint64_t user = NBI_ARR(hash, puser, uint64_t)[p];
     // Into the new cell first (the old one may be emptied and its id reused afterwards).
     const int32_t to = nbi_cell_get(hash, key);
     const int32_t q = nbi_cell_append(hash, to, slot);
-    nbi_item_write(hash, q, pos, f);
+    nbi_item_write(hash, q, pos, f, item.bits, user);
     nbi_cell_take_out(hash, c, p);
     nbi_bounds_add(hash, pos);
     return NB_OK;
@@ -541,7 +566,7 @@ nbStatus nb_hash_get(const nbHash *hash, nbHandle item, double *pos, uint64_t *u
     if (pos != NULL)
         memcpy(pos, NBI_ARR(hash, pts, const double) + (size_t)p * (size_t)hash->dim,
                (size_t)hash->dim * sizeof(double));
-    if (user != NULL) *user = NBI_ARR(hash, user, const uint64_t)[slot];
+    if (user != NULL) *user = NBI_ARR(hash, puser, const uint64_t)[p];
     if (filter != NULL) {
         filter->category = NBI_ARR(hash, cat, const uint32_t)[p];
         filter->mask = NBI_ARR(hash, mask, const uint32_t)[p];
@@ -558,7 +583,7 @@ nbStatus nb_hash_set(nbHash *hash, nbHandle item, uint64_t user, nbFilter filter
     const int32_t p = nbi_pool_slot_value(&hash->pool, slot);
     uint32_t *cat = NBI_ARR(hash, cat, uint32_t), *mask = NBI_ARR(hash, mask, uint32_t);
     hash->nfiltered += !nbi_bits_all(filter) - !(cat[p] == 0xFFFFFFFFu && mask[p] == 0xFFFFFFFFu);
-    NBI_ARR(hash, user, uint64_t)[slot] = user;
+    NBI_ARR(hash, puser, uint64_t)[p] = user;
     cat[p] = filter.category;
     mask[p] = filter.mask;
     return NB_OK;
@@ -569,17 +594,16 @@ nbStatus nb_hash_visit_all(const nbHash *hash, nbHashVisitFn *visit, void *user)
     if (hash == NULL || visit == NULL) return NB_ERR_NULL_ARG;
     const int32_t *start = NBI_ARR(hash, start, const int32_t);
     const int32_t *end = NBI_ARR(hash, end, const int32_t);
-    const int32_t *idx = NBI_ARR(hash, idx, const int32_t);
     for (int32_t c = 0; c < hash->ncells; c++)
         for (int32_t p = start[c]; p < end[c]; p++)
-            if (!visit(nbi_hash_hit(hash, idx[p]), user)) return NB_OK;
+            if (!visit(nbi_hash_hit(hash, p), user)) return NB_OK;
     return NB_OK;
 }
 
 // ---- queries: the walkers' slots turned into hits ----
 
 // Collects hits into the caller's buffer (counting past its capacity) or hands them to its
-// visitor; skips one slot (the asker of a neighbours query) when `skip` >= 0.
+// visitor; skips one position (the asker of a neighbours query) when `skip` >= 0.
 typedef struct nbiHashHits {
     const nbHash *h;
     nbHashHit *out;
@@ -685,7 +709,7 @@ static nbStatus nbi_hash_neighbors(const nbHash *h, nbHandle item, double radius
     const nbStatus st = nbi_pool_lookup(&h->pool, item, &slot);
     if (st != NB_OK) return st;
     const int32_t p = nbi_pool_slot_value(&h->pool, slot);
-    x->skip = slot;
+    x->skip = p; // results are positions
     return nbi_hash_range(h, NBI_ARR(h, pts, const double) + (size_t)p * (size_t)h->dim, radius,
                           NULL, NULL, f, x);
 }
@@ -716,7 +740,10 @@ nbStatus nb_hash_knn(const nbHash *hash, const double *point, int32_t k, nbFilte
     // The walker keeps its heap of (slot, dist2) in the caller's buffer, which is larger per
     // entry (sizeof(nbHashNeighbor) >= sizeof(nbNeighbor), both 8-aligned); the answers are
     // then widened in place from the last to the first, each read before it is overwritten.
-    const nbiView v = nbi_hash_view(hash);
+    // Here the view names items by slot, so that equal distances are ordered by the lower slot
+    // (insertion order on a fresh hash), not by where the items happen to be stored.
+    nbiView v = nbi_hash_view(hash);
+    v.idx = NBI_ARR(hash, idx, const int32_t);
     int32_t n = 0;
     const nbStatus st = nbi_walk_knn(&v, point, k, filter, (nbNeighbor *)(void *)out, &n);
     if (st != NB_OK) return st;
@@ -724,7 +751,8 @@ nbStatus nb_hash_knn(const nbHash *hash, const double *point, int32_t k, nbFilte
     for (int32_t i = n - 1; i >= 0; i--) {
         nbNeighbor nb;
         memcpy(&nb, bytes + (size_t)i * sizeof(nbNeighbor), sizeof nb);
-        const nbHashNeighbor wide = {nbi_hash_hit(hash, nb.index), nb.dist2};
+        const nbHashNeighbor wide = {nbi_hash_hit(hash, nbi_pool_slot_value(&hash->pool, nb.index)),
+                                     nb.dist2};
         memcpy(bytes + (size_t)i * sizeof(nbHashNeighbor), &wide, sizeof wide);
     }
     *found = n;
@@ -741,11 +769,24 @@ typedef struct nbiHashPairs {
     nbHashPairFn *fn;
     void *user;
     bool stop;
+    bool by_slot; // all pairs: `a` is the item in the lower slot (cross pairs keep their roles)
 } nbiHashPairs;
+
+// An unordered pair of positions as the documented (lower slot, higher slot).
+static void nbi_pair_by_slot(const nbHash *h, int32_t *a, int32_t *b)
+{
+    const int32_t *idx = NBI_ARR(h, idx, const int32_t);
+    if (idx[*a] > idx[*b]) {
+        const int32_t t = *a;
+        *a = *b;
+        *b = t;
+    }
+}
 
 static bool nbi_hash_on_pair(int32_t a, int32_t b, void *ctx)
 {
     nbiHashPairs *x = (nbiHashPairs *)ctx;
+    if (x->by_slot) nbi_pair_by_slot(x->h, &a, &b);
     const nbHashHit ha = nbi_hash_hit(x->h, a), hb = nbi_hash_hit(x->h, b);
     if (x->fn != NULL) {
         x->stop = !x->fn(ha, hb, x->user);
@@ -797,6 +838,7 @@ nbStatus nb_hash_pairs(const nbHash *hash, double radius, nbHashPair *out, int64
     for (int64_t t = (s.found < capacity ? s.found : capacity) - 1; t >= 0; t--) {
         nbPair p;
         memcpy(&p, bytes + (size_t)t * sizeof(nbPair), sizeof p);
+        nbi_pair_by_slot(hash, &p.i, &p.j);
         const nbHashPair wide = {nbi_hash_hit(hash, p.i), nbi_hash_hit(hash, p.j)};
         memcpy(bytes + (size_t)t * sizeof(nbHashPair), &wide, sizeof wide);
     }
@@ -821,7 +863,7 @@ nbStatus nb_hash_count_pairs(const nbHash *hash, double radius, int64_t *count)
 nbStatus nb_hash_visit_pairs(const nbHash *hash, double radius, nbHashPairFn *visit, void *user)
 {
     if (hash == NULL || visit == NULL) return NB_ERR_NULL_ARG;
-    nbiHashPairs x = {hash, NULL, 0, 0, visit, user, false};
+    nbiHashPairs x = {hash, NULL, 0, 0, visit, user, false, true};
     return nbi_hash_pairs_run(hash, radius, 0, &x);
 }
 
@@ -853,12 +895,11 @@ static nbStatus nbi_hash_cross_run(const nbHash *h, double radius, uint32_t mask
     const nbiView v = nbi_hash_view(h);
     const nbFilter to_b = {0xFFFFFFFFu, mask_b}; // B: cat & mask_b, own mask not 0
     const uint32_t *cat = NBI_ARR(h, cat, const uint32_t), *mask = NBI_ARR(h, mask, const uint32_t);
-    const int32_t *idx = NBI_ARR(h, idx, const int32_t);
     const double *pts = NBI_ARR(h, pts, const double);
     for (int32_t c = 0; c < h->ncells && !x->stop; c++) {
         for (int32_t p = v.start[c]; p < v.end[c] && !x->stop; p++) {
             if ((cat[p] & mask_a) == 0 || mask[p] == 0) continue;
-            nbiCrossAsk ask = {x, idx[p]};
+            nbiCrossAsk ask = {x, p};
             nbiHitSink s;
             nbi_hit_sink_init(&s, NBI_SINK_VISIT, NULL, 0, nbi_hash_on_cross, &ask);
             st = nbi_walk_radius(&v, pts + (size_t)p * (size_t)h->dim, radius, to_b, &s);
@@ -873,7 +914,7 @@ nbStatus nb_hash_cross_pairs(const nbHash *hash, double radius, uint32_t mask_a,
 {
     if (found != NULL) *found = 0;
     if (hash == NULL || found == NULL || (out == NULL && capacity > 0)) return NB_ERR_NULL_ARG;
-    nbiHashPairs x = {hash, out, capacity, 0, NULL, NULL, false};
+    nbiHashPairs x = {hash, out, capacity, 0, NULL, NULL, false, false};
     if (out == NULL) x.out = (nbHashPair *)(void *)&x; // a buffer of capacity 0: never written
     return nbi_hash_pairs_finish(nbi_hash_cross_run(hash, radius, mask_a, mask_b, capacity, &x), &x,
                                  found);
@@ -884,7 +925,7 @@ nbStatus nb_hash_count_cross_pairs(const nbHash *hash, double radius, uint32_t m
 {
     if (count != NULL) *count = 0;
     if (hash == NULL || count == NULL) return NB_ERR_NULL_ARG;
-    nbiHashPairs x = {hash, NULL, 0, 0, NULL, NULL, false};
+    nbiHashPairs x = {hash, NULL, 0, 0, NULL, NULL, false, false};
     return nbi_hash_pairs_finish(nbi_hash_cross_run(hash, radius, mask_a, mask_b, 0, &x), &x,
                                  count);
 }
@@ -893,7 +934,7 @@ nbStatus nb_hash_visit_cross_pairs(const nbHash *hash, double radius, uint32_t m
                                    uint32_t mask_b, nbHashPairFn *visit, void *user)
 {
     if (hash == NULL || visit == NULL) return NB_ERR_NULL_ARG;
-    nbiHashPairs x = {hash, NULL, 0, 0, visit, user, false};
+    nbiHashPairs x = {hash, NULL, 0, 0, visit, user, false, false};
     return nbi_hash_cross_run(hash, radius, mask_a, mask_b, 0, &x);
 }
 
@@ -918,7 +959,8 @@ nbStatus nb_hash_validate(const nbHash *hash)
     NBI_CHECK(nbi_ctab_validate(&h->table) && h->table.count == h->live_cells);
     NBI_CHECK(h->ncells >= h->live_cells && (size_t)h->ncells <= h->start.cap);
     NBI_CHECK(h->top >= 0 && (size_t)h->top <= h->idx.cap);
-    NBI_CHECK((size_t)h->pool.used <= h->user.cap && (size_t)h->pool.used <= h->cell.cap);
+    NBI_CHECK((size_t)h->pool.used <= h->cell.cap && (size_t)h->top <= h->posid.cap);
+    NBI_CHECK((size_t)h->top <= h->hnd.cap && (size_t)h->top <= h->puser.cap);
     const int32_t *start = NBI_ARR(h, start, const int32_t), *end = NBI_ARR(h, end, const int32_t);
     const int8_t *cls = NBI_ARR(h, cls, const int8_t);
     const int64_t *keys = NBI_ARR(h, keys, const int64_t);
@@ -944,7 +986,8 @@ nbStatus nb_hash_validate(const nbHash *hash)
         for (int32_t p = start[c]; p < end[c]; p++) {
             const int32_t s = idx[p];
             NBI_CHECK(s >= 0 && s < h->pool.used);
-            NBI_CHECK(nbi_pool_handle_of(&h->pool, s).bits != 0);
+            NBI_CHECK(nbi_pool_handle_of(&h->pool, s).bits == NBI_ARR(h, hnd, const uint64_t)[p]);
+            NBI_CHECK(NBI_ARR(h, posid, const int32_t)[p] == p);
             NBI_CHECK(nbi_pool_slot_value(&h->pool, s) == p && cell[s] == c);
             for (int a = 0; a < h->dim; a++) {
                 const double x = pts[(size_t)p * (size_t)h->dim + (size_t)a];
