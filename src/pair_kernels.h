@@ -424,7 +424,11 @@ static inline void nbi_spans_flush(nbiSpanList *l)
     static void (*const kernels[8])(const nbiSpanList *) = {
         nbi_pairs_2, nbi_pairs_2x, nbi_pairs_2f, nbi_pairs_2fx,
         nbi_pairs_3, nbi_pairs_3x, nbi_pairs_3f, nbi_pairs_3fx};
-    kernels[(l->dim == 3) << 2 | l->filtered << 1 | l->cross](l);
+    const int k = (l->dim == 3) << 2 | l->filtered << 1 | l->cross;
+    if (k == 0) // the hot case (2D, no filter, one set) as a direct call
+        nbi_pairs_2(l);
+    else
+        kernels[k](l);
     l->ns = 0;
     l->self_end = l->a0; // the own-cell part is done
 }
