@@ -24,6 +24,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_common.h"
+
 #define NBA_RADIUS 2.0
 #define NBA_STEP 0.5 // largest step per axis
 #define NBA_SEED 0x6167656e74735eedULL
@@ -207,13 +209,6 @@ static inline int64_t nba_cpu_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + (int64_t)ts.tv_nsec;
 }
 
-static inline int nba_cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a;
-    int64_t y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
 /// The columns of the agents runners' CSV lines (bench/report_agents.py reads them).
 #define NBA_RAW_HEADER                                                                             \
     "peer,percent,n_agents,frames,runs,min_ns_per_frame,median_ns_per_frame,"                      \
@@ -234,9 +229,9 @@ static inline void nba_emit(const nbaArgs *a, const char *peer, const int64_t *f
     memcpy(f, frame_ns, (size_t)a->runs * sizeof f[0]);
     memcpy(m, move_ns, (size_t)a->runs * sizeof m[0]);
     memcpy(c, cpu_ns, (size_t)a->runs * sizeof c[0]);
-    qsort(f, (size_t)a->runs, sizeof f[0], nba_cmp_i64);
-    qsort(m, (size_t)a->runs, sizeof m[0], nba_cmp_i64);
-    qsort(c, (size_t)a->runs, sizeof c[0], nba_cmp_i64);
+    qsort(f, (size_t)a->runs, sizeof f[0], nbb_cmp_i64);
+    qsort(m, (size_t)a->runs, sizeof m[0], nbb_cmp_i64);
+    qsort(c, (size_t)a->runs, sizeof c[0], nbb_cmp_i64);
     int mid = (a->runs - 1) / 2;
     char allocs[32];
     if (allocs_per_frame < 0.0)

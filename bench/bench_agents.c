@@ -19,35 +19,12 @@
 #include "agents_common.h"
 #include "alloc_count.h"
 #include "bench_common.h"
+#include "counting_allocator.h"
 
 #include <nearby/grid.h>
 #include <nearby/hash.h>
 
 #define QCAP 4096 // far above the ~40 agents a disc of radius 2 can hold at density 1
-
-typedef struct CountingAllocator {
-    uint64_t allocs;
-    size_t live;
-} CountingAllocator;
-
-static void *counting_alloc(size_t size, size_t align, void *user)
-{
-    CountingAllocator *c = user;
-    c->allocs++;
-    if (align < sizeof(void *)) align = sizeof(void *);
-    void *p = NULL;
-    if (posix_memalign(&p, align, size ? size : 1) != 0) return NULL;
-    c->live += size;
-    return p;
-}
-
-static void counting_free(void *ptr, size_t size, void *user)
-{
-    CountingAllocator *c = user;
-    if (ptr == NULL) return;
-    c->live -= size;
-    free(ptr);
-}
 
 static void check(nbStatus s, const char *what)
 {
@@ -152,7 +129,7 @@ int main(int argc, char **argv)
 
     nbaWorld w;
     nba_init(&w, a.n);
-    CountingAllocator counter = {0, 0};
+    CountingAllocator counter = {0};
     nbAllocator alloc = {counting_alloc, counting_free, &counter};
     int32_t *gbuf = malloc(QCAP * sizeof *gbuf);
     nbGrid *grid = NULL;

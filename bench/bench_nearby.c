@@ -13,37 +13,10 @@
 //                                                   --toggle-collect
 #include "alloc_count.h"
 #include "bench_common.h"
+#include "counting_allocator.h"
 #include "naive_grid.h"
 
 #include <nearby/grid.h>
-
-typedef struct CountingAllocator {
-    uint64_t allocs;
-    uint64_t frees;
-    size_t live;
-    size_t peak;
-} CountingAllocator;
-
-static void *counting_alloc(size_t size, size_t align, void *user)
-{
-    CountingAllocator *c = user;
-    c->allocs++;
-    if (align < sizeof(void *)) align = sizeof(void *);
-    void *p = NULL;
-    if (posix_memalign(&p, align, size ? size : 1) != 0) return NULL;
-    c->live += size;
-    if (c->live > c->peak) c->peak = c->live;
-    return p;
-}
-
-static void counting_free(void *ptr, size_t size, void *user)
-{
-    CountingAllocator *c = user;
-    if (ptr == NULL) return;
-    c->frees++;
-    c->live -= size;
-    free(ptr);
-}
 
 static void check(nbStatus s, const char *what)
 {

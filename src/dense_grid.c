@@ -387,14 +387,6 @@ nbStatus nb_grid_info(const nbGrid *grid, nbGridInfo *info)
     return NB_OK;
 }
 
-#define NBI_CHECK(cond)                                                                            \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            NB_ASSERT(!"grid invariant broken: " #cond);                                           \
-            return NB_ERR_INTERNAL;                                                                \
-        }                                                                                          \
-    } while (0)
-
 nbStatus nb_grid_validate(const nbGrid *grid)
 {
     if (grid == NULL) return NB_ERR_NULL_ARG;

@@ -22,6 +22,16 @@
 #endif
 #endif
 
+// In a validate function: one invariant. Asserts in debug builds (so a test stops where it
+// broke) and returns NB_ERR_INTERNAL otherwise.
+#define NBI_CHECK(cond)                                                                            \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            NB_ASSERT(!"invariant broken: " #cond);                                                \
+            return NB_ERR_INTERNAL;                                                                \
+        }                                                                                          \
+    } while (0)
+
 #if defined(__GNUC__)
 #define NBI_INLINE static inline __attribute__((always_inline))
 #else

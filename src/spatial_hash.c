@@ -940,14 +940,6 @@ nbStatus nb_hash_visit_cross_pairs(const nbHash *hash, double radius, uint32_t m
 
 // ---- validate ----
 
-#define NBI_CHECK(cond)                                                                            \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            NB_ASSERT(!"hash invariant broken: " #cond);                                           \
-            return NB_ERR_INTERNAL;                                                                \
-        }                                                                                          \
-    } while (0)
-
 nbStatus nb_hash_validate(const nbHash *hash)
 {
     if (hash == NULL) return NB_ERR_NULL_ARG;
