@@ -17,6 +17,7 @@
 //
 // The filter is tested per candidate, before the distance is reported. A view without filter
 // bits has every point at all bits, so the filter reduces to one test per query.
+#include "pair_kernels.h" // the two-lane distance test
 #include "view.h"
 
 bool nbi_view_cell_box(const nbiView *v, const double *lo, const double *hi, int64_t cl[3],
@@ -85,19 +86,40 @@ typedef struct nbiRangeCtx {
     nbiHitSink *sink;
 } nbiRangeCtx;
 
+// One candidate within r: the filter (when the view has bits), then the sink. False: stop.
+NBI_INLINE bool nbi_radius_take(const nbiRangeCtx *x, int32_t p)
+{
+    if (x->per_point && !nbi_view_passes(x->v, p, x->f)) return true;
+    nbi_hit(x->sink, x->v->idx[p]);
+    return !x->sink->stop;
+}
+
+// The candidates [b0, b1) against the centre, two at a time with SSE2 (the pair kernels' lane
+// test: each lane computes d2 exactly as nbi_dist2 does), the rest one by one.
+NBI_INLINE bool nbi_radius_run_dim(const nbiRangeCtx *x, int dim, int32_t b0, int32_t b1)
+{
+    const double *pts = x->v->pts;
+    int32_t p = b0;
+#if defined(__SSE2__)
+    const nbiPoint2 c = nbi_point2(x->c, dim, x->r2);
+    for (; p + 2 <= b1; p += 2) {
+        const int m = nbi_d2_mask2(&c, pts, p, dim);
+        if (m != 0) {
+            if ((m & 1) && !nbi_radius_take(x, p)) return false;
+            if ((m & 2) && !nbi_radius_take(x, p + 1)) return false;
+        }
+    }
+#endif
+    for (; p < b1; p++)
+        if (nbi_dist2(x->c, pts + (size_t)p * (size_t)dim, dim) <= x->r2 && !nbi_radius_take(x, p))
+            return false;
+    return true;
+}
+
 static bool nbi_radius_run(int32_t b0, int32_t b1, void *vctx)
 {
     const nbiRangeCtx *x = (const nbiRangeCtx *)vctx;
-    const nbiView *v = x->v;
-    const int dim = v->dim;
-    for (int32_t p = b0; p < b1; p++) {
-        if (nbi_dist2(x->c, v->pts + (size_t)p * (size_t)dim, dim) <= x->r2 &&
-            (!x->per_point || nbi_view_passes(v, p, x->f))) {
-            nbi_hit(x->sink, v->idx[p]);
-            if (x->sink->stop) return false;
-        }
-    }
-    return true;
+    return x->v->dim == 2 ? nbi_radius_run_dim(x, 2, b0, b1) : nbi_radius_run_dim(x, 3, b0, b1);
 }
 
 static bool nbi_box_run(int32_t b0, int32_t b1, void *vctx)
