@@ -4,7 +4,9 @@
 #   build   cmake 3.21+, a C compiler and make: all that `make build`, `make demo` and
 #           `make install` need, on any Linux, as any user
 #   test    build's, plus bash, clang, clang-format, pkg-config and gcc's sanitizer runtimes
-#           (ASan, UBSan, TSan) for `make test`
+#           (ASan, UBSan, TSan) for `make test`; and, where possible, chromium, which only the
+#           SVG screenshot test uses (it is skipped without it): installed as root with apt-get,
+#           otherwise named, never a failure
 #   bench   a C++ compiler, nanoflann, scipy, Box2D and Boost.Geometry for `make bench`
 # When something is missing: as root on Debian/Ubuntu it apt-get installs just that; otherwise
 # it names what is missing and exits 1. It never runs sudo, and never apt-get when nothing is
@@ -74,6 +76,24 @@ check_bench() {
     need "Boost.Geometry (/usr/include/boost/geometry/index/rtree.hpp)" libboost-dev
 }
 
+# chromium for tests/svg_screenshot.sh: optional, so a failed or impossible install is only noted.
+check_optional() {
+  [ "$what" = test ] || return 0
+  if have chromium || have chromium-browser; then
+    return 0
+  fi
+  if [ "$(id -u)" -ne 0 ] || ! have apt-get; then
+    echo "setup.sh: optional, not installed: chromium (the SVG screenshot test is skipped" \
+      "without it; e.g. apt-get install chromium)" >&2
+    return 0
+  fi
+  echo "setup.sh: installing chromium (optional: the SVG screenshot test)" >&2
+  if ! DEBIAN_FRONTEND=noninteractive apt-get update -qq ||
+    ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium; then
+    echo "setup.sh: could not install chromium; the SVG screenshot test will be skipped" >&2
+  fi
+}
+
 check() {
   missing=""
   packages=""
@@ -90,6 +110,7 @@ check() {
 }
 
 check
+check_optional
 [ -z "$missing" ] && exit 0
 
 if [ "$(id -u)" -ne 0 ] || ! have apt-get || [ -n "$unfixable" ]; then
