@@ -235,7 +235,7 @@ void nbio_svg_path_begin(nbioSvg *s, const char *stroke, double width, double op
     attr_str(s, "stroke", stroke != NULL ? stroke : "black");
     if (width > 0.0) attr_num(s, "stroke-width", width);
     if (opacity < 1.0) attr_num(s, "stroke-opacity", opacity > 0.0 ? opacity : 0.0);
-    nbio_write_str(&s->w, " d=\"M0 0");
+    nbio_write_str(&s->w, " d=\"");
     s->in_path = true;
 }
 
