@@ -36,6 +36,7 @@ extern const cliCommand cli_cmd_pairs;
 extern const cliCommand cli_cmd_within;
 extern const cliCommand cli_cmd_knn;
 extern const cliCommand cli_cmd_demo;
+extern const cliCommand cli_cmd_render;
 
 /// Prints `nearby: ` and the message, one line, to standard error.
 #if defined(__GNUC__)

@@ -13,10 +13,7 @@
 #include "options.h"
 
 static const cliCommand *const commands[] = {
-    &cli_cmd_pairs,
-    &cli_cmd_within,
-    &cli_cmd_knn,
-    &cli_cmd_demo,
+    &cli_cmd_pairs, &cli_cmd_within, &cli_cmd_knn, &cli_cmd_demo, &cli_cmd_render,
 };
 #define COMMAND_COUNT (sizeof commands / sizeof commands[0])
 

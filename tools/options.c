@@ -33,6 +33,11 @@ static const struct {
     {"--n", CLI_OPT_N, true, NULL, NULL},
     {"--seed", CLI_OPT_SEED, true, NULL, NULL},
     {"--save-points", CLI_OPT_SAVE_POINTS, true, NULL, NULL},
+    {"--frames", CLI_OPT_FRAMES, true, NULL, NULL},
+    {"--svg", CLI_OPT_SVG, true, NULL, NULL},
+    {"--no-svg", CLI_OPT_NO_SVG, false, NULL, NULL},
+    {"-o", CLI_OPT_OUTPUT, true, NULL, NULL},
+    {"--query", CLI_OPT_QUERY, true, NULL, NULL},
 };
 #define OPTION_COUNT (sizeof option_table / sizeof option_table[0])
 
@@ -89,6 +94,32 @@ static int parse_at(const char *cmd, const char *opt, const char *v, cliOptions 
     return CLI_EXIT_OK;
 }
 
+// --query: 2 to 6 numbers (a point or a window); their count is checked against the input's
+// dimension once it is read.
+static int parse_query(const char *cmd, const char *opt, const char *v, cliOptions *o)
+{
+    static const char *const name[6] = {"1st value", "2nd value", "3rd value",
+                                        "4th value", "5th value", "6th value"};
+    size_t fields = 1;
+    for (const char *p = v; *p; p++) fields += *p == ',';
+    if (fields < 2 || fields > 6 || fields == 5) {
+        cli_fail("%s: %s: expected X,Y[,Z] (a point) or X0,Y0[,Z0],X1,Y1[,Z1] (a window), "
+                 "found %zu values",
+                 cmd, opt, fields);
+        return CLI_EXIT_BAD_INPUT;
+    }
+    const char *f = v;
+    for (size_t k = 0; k < fields; k++) {
+        const char *comma = strchr(f, ',');
+        size_t len = comma != NULL ? (size_t)(comma - f) : strlen(f);
+        nbioNumber why = nbio_parse_number(f, len, &o->query[k]);
+        if (why != NBIO_NUMBER_OK) return bad_number(cmd, opt, name[k], why, f, len);
+        f += len + 1;
+    }
+    o->query_count = (int32_t)fields;
+    return CLI_EXIT_OK;
+}
+
 static int parse_value(const cliCommand *c, unsigned bit, const char *opt, const char *v,
                        cliOptions *o)
 {
@@ -135,6 +166,26 @@ static int parse_value(const cliCommand *c, unsigned bit, const char *opt, const
         }
         return CLI_EXIT_OK;
     case CLI_OPT_AT: return parse_at(cmd, opt, v, o);
+    case CLI_OPT_FRAMES:
+        r = parse_integer(v, 1000000, &u);
+        if (r != 0 || u == 0) {
+            cli_fail("%s: %s: expected a whole number from 1 to 1000000: %s", cmd, opt, q);
+            return CLI_EXIT_BAD_INPUT;
+        }
+        o->frames = (int64_t)u;
+        return CLI_EXIT_OK;
+    case CLI_OPT_SVG:
+    case CLI_OPT_OUTPUT:
+        if (v[0] == 0) {
+            cli_fail("%s: %s: the path is empty", cmd, opt);
+            return CLI_EXIT_BAD_INPUT;
+        }
+        if (bit == CLI_OPT_SVG)
+            o->svg = v;
+        else
+            o->output = v;
+        return CLI_EXIT_OK;
+    case CLI_OPT_QUERY: return parse_query(cmd, opt, v, o);
     case CLI_OPT_K:
     case CLI_OPT_N:
         if (v[0] == '-' && parse_integer(v + 1, UINT64_MAX, &u) == 0) {

@@ -24,6 +24,11 @@ enum {
     CLI_OPT_SEED = 1 << 8,
     CLI_OPT_SAVE_POINTS = 1 << 9,
     CLI_OPT_INPUT = 1 << 10, ///< takes one INPUT argument
+    CLI_OPT_FRAMES = 1 << 11,
+    CLI_OPT_SVG = 1 << 12,
+    CLI_OPT_NO_SVG = 1 << 13,
+    CLI_OPT_OUTPUT = 1 << 14,
+    CLI_OPT_QUERY = 1 << 15,
 };
 
 /// What the command line said. Zero-initialise, set any defaults, then parse.
@@ -41,6 +46,11 @@ typedef struct cliOptions {
     int64_t n;
     uint64_t seed;
     const char *save_points; ///< --save-points FILE
+    int64_t frames;          ///< --frames
+    const char *svg;         ///< --svg PATH
+    const char *output;      ///< -o PATH
+    double query[6];         ///< --query: a point (dim values) or a window (2 * dim values)
+    int32_t query_count;     ///< values in --query; 0 = none
 } cliOptions;
 
 /// Parses argv[0, argc) (the words after the command name) against the options `cmd` accepts,

@@ -233,6 +233,11 @@ const cliStructure *cli_structure_find(const char *name)
     return NULL;
 }
 
+const cliStructure *cli_structure_at(int k)
+{
+    return k >= 0 && (size_t)k < STRUCTURE_COUNT ? &structures[k] : NULL;
+}
+
 bool cli_structure_supports(const cliStructure *s, unsigned needs)
 {
     if (s->build_points == NULL) return false; // every command today starts from points

@@ -48,6 +48,10 @@ typedef struct cliStructure {
 /// The structure named `name`, or NULL.
 const cliStructure *cli_structure_find(const char *name);
 
+/// The k-th row of the table (k from 0), or NULL past its end: for a command that runs on
+/// every structure (demo).
+const cliStructure *cli_structure_at(int k);
+
 /// The default for a command: the first structure in the table that answers all of `needs`.
 const cliStructure *cli_structure_default(unsigned needs);
 

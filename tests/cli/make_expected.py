@@ -424,7 +424,7 @@ def main():
     bad_opt("demo_input", ["demo", "pts2d.csv"],
             'demo: unexpected argument "pts2d.csv" (see nearby demo --help)')
     bad_opt("help_unknown", ["help", "sort"],
-            'help: unknown command "sort" (commands: pairs, within, knn, demo)')
+            'help: unknown command "sort" (commands: pairs, within, knn, demo, render)')
 
     write_all()
 

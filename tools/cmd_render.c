@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: MIT
+// `nearby render INPUT --radius R -o picture.svg`: a point file drawn with its cells (edge R,
+// shaded by occupancy) and its pairs within R, and optionally a radius or window query.
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nearby/grid.h>
+
+#include "cli.h"
+#include "options.h"
+#include "picture.h"
+
+static int run(int argc, char **argv);
+static void help(void);
+
+const cliCommand cli_cmd_render = {
+    .name = "render",
+    .brief = "INPUT --radius R -o PICTURE.svg",
+    .summary = "draw points, their cells and pairs to SVG",
+    .options = CLI_OPT_INPUT | CLI_OPT_RADIUS | CLI_OPT_OUTPUT | CLI_OPT_QUERY | CLI_OPT_DIM |
+               CLI_OPT_FORMAT,
+    .needs = 0,
+    .run = run,
+    .help = help,
+};
+
+static void help(void)
+{
+    cli_print_usage(&cli_cmd_render, "INPUT --radius R -o PICTURE.svg [--query Q]");
+    fputs("Draws the points of INPUT to an SVG picture with the dense grid's cells (edge R,\n"
+          "shaded by how many points each holds) and every pair within R as a segment.\n"
+          "3D points are drawn projected on x,y (their pairs are still within R in 3D).\n"
+          "More than 40000 points or pairs are drawn as a fixed sample, and the picture\n"
+          "says so. Prints what it drew.\n"
+          "\n",
+          stdout);
+    cli_print_option_help(CLI_OPT_RADIUS);
+    fputs("  -o PICTURE.svg    where to write the picture (required)\n"
+          "  --query X,Y       mark a point and the points within R of it (X,Y,Z in 3D)\n"
+          "  --query X0,Y0,X1,Y1\n"
+          "                    mark a window and the points in it, bounds included\n"
+          "                    (X0,Y0,Z0,X1,Y1,Z1 in 3D)\n",
+          stdout);
+    cli_print_option_help(CLI_OPT_DIM | CLI_OPT_FORMAT);
+    fputs("\nRectangles (and the quadtree that indexes them) are not here yet: this draws\n"
+          "points; rectangle files come with the quadtree.\n",
+          stdout);
+}
+
+// Every pair within `radius` into a fresh buffer (free() it), growing once to the total.
+static nbStatus all_pairs(const nbGrid *grid, double radius, nbPair **out, int64_t *count)
+{
+    int64_t cap = (int64_t)nb_grid_count(grid) * 4 + 64;
+    *out = NULL;
+    *count = 0;
+    for (int attempt = 0; attempt < 3; attempt++) {
+        nbPair *buf = malloc((size_t)cap * sizeof *buf);
+        if (buf == NULL) return NB_ERR_OUT_OF_MEMORY;
+        int64_t found = 0;
+        const nbStatus st = nb_grid_pairs(grid, radius, buf, cap, &found);
+        if (st == NB_OK) {
+            *out = buf;
+            *count = found;
+            return NB_OK;
+        }
+        free(buf);
+        if (st != NB_ERR_BUFFER_TOO_SMALL) return st;
+        if ((uint64_t)found > SIZE_MAX / sizeof(nbPair)) return NB_ERR_OUT_OF_MEMORY;
+        cap = found;
+    }
+    return NB_ERR_INTERNAL;
+}
+
+// The query's hits (indices) into a fresh buffer, growing once to the total.
+static nbStatus query_hits(const nbGrid *grid, const cliOptions *o, int32_t dim, double radius,
+                           int32_t **out, int32_t *count)
+{
+    int32_t cap = 256;
+    *out = NULL;
+    *count = 0;
+    for (int attempt = 0; attempt < 3; attempt++) {
+        int32_t *buf = malloc((size_t)cap * sizeof *buf);
+        if (buf == NULL) return NB_ERR_OUT_OF_MEMORY;
+        int32_t found = 0;
+        const nbStatus st =
+            o->query_count == dim
+                ? nb_grid_query_radius(grid, o->query, radius, buf, cap, &found)
+                : nb_grid_query_box(grid, o->query, o->query + dim, buf, cap, &found);
+        if (st == NB_OK) {
+            *out = buf;
+            *count = found;
+            return NB_OK;
+        }
+        free(buf);
+        if (st != NB_ERR_BUFFER_TOO_SMALL) return st;
+        cap = found;
+    }
+    return NB_ERR_INTERNAL;
+}
+
+static int run(int argc, char **argv)
+{
+    const cliCommand *cmd = &cli_cmd_render;
+    cliOptions o = {0};
+    int r = cli_parse_options(cmd, argc, argv, &o);
+    if (r >= 0) return r;
+    if ((r = cli_require(cmd, &o, CLI_OPT_RADIUS, "--radius")) != CLI_EXIT_OK) return r;
+    if ((r = cli_require(cmd, &o, CLI_OPT_OUTPUT, "-o PICTURE.svg")) != CLI_EXIT_OK) return r;
+    cliInput in;
+    if ((r = cli_load_input("render", &o, &in)) != CLI_EXIT_OK) return r;
+    const int32_t dim = in.points.dim, n = in.points.count;
+    const double *coords = in.points.coords;
+    if (o.query_count != 0 && o.query_count != dim && o.query_count != 2 * dim) {
+        cli_fail("render: --query: expected %d values (a point) or %d (a window) for the %dD "
+                 "points in %s, found %d",
+                 (int)dim, (int)(2 * dim), (int)dim, in.name, (int)o.query_count);
+        nbio_points_free(&in.points);
+        return CLI_EXIT_BAD_INPUT;
+    }
+    const bool window = o.query_count == 2 * dim;
+    for (int32_t d = 0; window && d < dim; d++)
+        if (o.query[d] > o.query[dim + d]) {
+            cli_fail("render: --query: the window's lower corner is above its upper corner in "
+                     "%c (%g > %g)",
+                     "xyz"[d], o.query[d], o.query[dim + d]);
+            nbio_points_free(&in.points);
+            return CLI_EXIT_BAD_INPUT;
+        }
+
+    nbGridDesc desc = {0};
+    desc.dim = dim;
+    desc.capacity_hint = n;
+    nbGrid *grid = NULL;
+    nbPoints view = {0};
+    view.data = coords;
+    view.count = n;
+    view.dim = dim;
+    nbStatus st = nb_grid_create(&desc, &grid);
+    if (st == NB_OK) st = nb_grid_build(grid, &view, o.radius);
+    nbPair *pairs = NULL;
+    int64_t pair_count = 0;
+    int32_t *hits = NULL;
+    int32_t hit_count = 0;
+    if (st == NB_OK) st = all_pairs(grid, o.radius, &pairs, &pair_count);
+    if (st == NB_OK && o.query_count != 0)
+        st = query_hits(grid, &o, dim, o.radius, &hits, &hit_count);
+    nb_grid_destroy(grid);
+    if (st != NB_OK) {
+        nbio_points_free(&in.points);
+        free(pairs);
+        free(hits);
+        if (st == NB_ERR_OUT_OF_MEMORY) return cli_out_of_memory(in.name, "finding pairs");
+        return cli_fail_status(in.name, st, "finding pairs");
+    }
+
+    // The view: the points' x,y bounds (and the query's), plus a margin of R.
+    double lo[2] = {INFINITY, INFINITY}, hi[2] = {-INFINITY, -INFINITY};
+    for (int32_t i = 0; i < n; i++)
+        for (int d = 0; d < 2; d++) {
+            lo[d] = fmin(lo[d], coords[(size_t)i * (size_t)dim + (size_t)d]);
+            hi[d] = fmax(hi[d], coords[(size_t)i * (size_t)dim + (size_t)d]);
+        }
+    for (int d = 0; d < 2 && o.query_count != 0; d++) {
+        const double a = o.query[d], b = window ? o.query[dim + d] : o.query[d];
+        const double pad = window ? 0.0 : o.radius;
+        lo[d] = fmin(lo[d], a - pad);
+        hi[d] = fmax(hi[d], b + pad);
+    }
+    if (n == 0 && o.query_count == 0) lo[0] = lo[1] = 0.0, hi[0] = hi[1] = 1.0;
+    const double pad = fmax(o.radius, 1e-9 * fmax(hi[0] - lo[0], hi[1] - lo[1]));
+    nbioSvgView v = {lo[0] - pad, lo[1] - pad, hi[0] + pad, hi[1] + pad, 800.0, 10.0, 100.0};
+
+    char name[256];
+    cli_display_name(name, sizeof name, o.output);
+    FILE *f = fopen(o.output, "wb");
+    if (f == NULL) {
+        cli_fail("render: %s: cannot create: %s", name, strerror(errno));
+        nbio_points_free(&in.points);
+        free(pairs);
+        free(hits);
+        return CLI_EXIT_BAD_INPUT;
+    }
+    static nbioSvg svg;
+    nbio_svg_begin(&svg, f, &v);
+    cliCells cells;
+    st = cli_picture_cells(&svg, coords, n, dim, o.radius, &cells);
+    int64_t links = 0;
+    if (st == NB_OK)
+        st = cli_picture_pairs(&svg, coords, dim, pairs, pair_count, "#495057", &links);
+    const int64_t dots = cli_picture_points(&svg, coords, n, dim, NULL, 0, n,
+                                            CLI_PICTURE_MAX_POINTS, 2.0, "#212529");
+    if (o.query_count != 0) {
+        if (window)
+            nbio_svg_rect(&svg, o.query[0], o.query[1], o.query[dim], o.query[dim + 1], "#f59f00",
+                          0.15, "#e67700");
+        nbio_svg_group_begin(&svg, "#e8590c", NULL, 0.0, 1.0);
+        for (int32_t k = 0; k < hit_count && k < CLI_PICTURE_MAX_POINTS; k++) {
+            const double *p = coords + (size_t)hits[k] * (size_t)dim;
+            nbio_svg_circle(&svg, p[0], p[1], 3.0, NULL);
+        }
+        nbio_svg_group_end(&svg);
+        if (!window) {
+            // The query's circle, as a world-sized ring (radius in pixels from the scale).
+            const double r_px =
+                nbio_svg_px(&svg, o.query[0] + o.radius) - nbio_svg_px(&svg, o.query[0]);
+            nbio_svg_group_begin(&svg, "none", "#e67700", 1.5, 1.0);
+            nbio_svg_circle(&svg, o.query[0], o.query[1], r_px, NULL);
+            nbio_svg_circle(&svg, o.query[0], o.query[1], 3.5, "#e67700");
+            nbio_svg_group_end(&svg);
+        }
+    }
+    char line[4][700];
+    snprintf(line[0], sizeof line[0], "nearby render %s: %d %dD points%s, radius %s", in.name,
+             (int)n, (int)dim, dim == 3 ? " (drawn projected on x,y; pairs within R in 3D)" : "",
+             o.radius_text);
+    snprintf(line[1], sizeof line[1], "points drawn: %lld of %d; pairs drawn: %lld of %lld%s",
+             (long long)dots, (int)n, (long long)links, (long long)pair_count,
+             dots < n || links < pair_count ? " (a fixed sample, to keep the file small)" : "");
+    if (cells.drawn)
+        snprintf(line[2], sizeof line[2], "cells: %lld occupied, edge %g%s; at most %lld points",
+                 (long long)cells.occupied, o.radius * (double)cells.factor,
+                 cells.factor > 1 ? " (coarsened to keep the file small)" : " (= radius)",
+                 (long long)cells.max_occupancy);
+    else
+        snprintf(line[2], sizeof line[2], "cells: not drawn (radius 0, or too many)");
+    if (o.query_count == 0)
+        line[3][0] = 0;
+    else if (window)
+        snprintf(line[3], sizeof line[3], "window query: %d points in it", (int)hit_count);
+    else
+        snprintf(line[3], sizeof line[3], "radius query: %d points within %s of the mark",
+                 (int)hit_count, o.radius_text);
+    const double y = nbio_svg_plot_bottom(&svg) + 22.0;
+    for (int k = 0; k < 4; k++)
+        if (line[k][0] != 0) nbio_svg_text_px(&svg, 10.0, y + 17.0 * k, 12.0, line[k]);
+    const bool ok = nbio_svg_end(&svg);
+    const bool closed = fclose(f) == 0;
+    nbio_points_free(&in.points);
+    free(pairs);
+    free(hits);
+    if (st == NB_ERR_OUT_OF_MEMORY) return cli_out_of_memory("render", "drawing the picture");
+    if (!ok || !closed) {
+        cli_fail("render: %s: error writing the picture", name);
+        return CLI_EXIT_RUNTIME;
+    }
+    printf("%s: %lld of %d points, %lld of %lld pairs within %s", name, (long long)dots, (int)n,
+           (long long)links, (long long)pair_count, o.radius_text);
+    if (o.query_count != 0)
+        printf(", %d points in the %s", (int)hit_count, window ? "window" : "query circle");
+    printf("\n");
+    return CLI_EXIT_OK;
+}
