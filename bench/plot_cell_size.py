@@ -13,10 +13,11 @@ import csv
 import datetime
 import math
 import sys
+import textwrap
 
-W, H = 800, 520
-L, R, T, B = 74, 24, 46, 150  # plot margins; the caption sits in the bottom one
-X_LO, X_HI = 0.22, 4.6
+W, H = 1000, 540
+L, R, T, B = 74, 290, 46, 150  # plot margins; the caption sits in the bottom one
+X_LO, X_HI = 0.2, 4.6
 
 
 def esc(s):
@@ -113,17 +114,47 @@ def main():
         o.append(f'<rect x="{x0:.1f}" y="{T}" width="{x1 - x0:.1f}" height="{ph}" fill="{fill}"/>')
         o.append(
             f'<text x="{(x0 + x1) / 2:.1f}" y="{T + 14}" text-anchor="middle" fill="#777" '
-            f'font-size="11">{k} ring{"s" if k > 1 else ""}</text>'
+            f'font-size="11">k = {k}</text>'
         )
-        if k > 1:
+        if x1 - x0 > 60:
             o.append(
                 f'<text x="{(x0 + x1) / 2:.1f}" y="{T + 27}" text-anchor="middle" fill="#777" '
                 f'font-size="10">{(2 * k + 1)}\u00d7{(2 * k + 1)} cells</text>'
             )
-    o.append(
-        f'<text x="{sx(2.0):.1f}" y="{T + 27}" text-anchor="middle" fill="#777" '
-        'font-size="10">3\u00d73 cells</text>'
-    )
+    # Instruction counts on a right-hand log axis with as many decades as the left one.
+    if instr:
+        iv = {k: v / instr_n for k, v in instr.items()}
+        i_lo = 10.0 ** math.floor(math.log10(min(iv.values())))
+        i_hi = i_lo * (y_hi / y_lo)
+
+        def si(v):
+            return T + ph * (1 - (math.log(v) - math.log(i_lo)) / (math.log(i_hi) - math.log(i_lo)))
+
+        e = i_lo
+        while e <= i_hi * 1.0001:
+            o.append(f'<line x1="{L + pw}" y1="{si(e):.1f}" x2="{L + pw + 5}" y2="{si(e):.1f}" stroke="#000"/>')
+            o.append(f'<text x="{L + pw + 8}" y="{si(e) + 4:.1f}" fill="#555">{e:g}</text>')
+            e *= 10
+        o.append(
+            f'<text transform="translate({L + pw + 52} {T + ph / 2}) rotate(90)" '
+            'text-anchor="middle" font-size="12" fill="#555">instructions per point '
+            f'(callgrind, {instr_n // 1000}k points)</text>'
+        )
+        ipts = sorted(
+            ((1.0 + 1e-12 if k == "default" else float(k)), v) for k, v in iv.items()
+        )
+        path = " ".join(
+            f'{"M" if i == 0 else "L"}{sx(x):.1f},{si(v):.1f}' for i, (x, v) in enumerate(ipts)
+        )
+        instr_layer = [
+            f'<path d="{path}" fill="none" stroke="#555" stroke-width="1.4" stroke-dasharray="5 3"/>'
+        ]
+        for x, v in ipts:
+            instr_layer.append(
+                f'<rect x="{sx(x) - 2.5:.1f}" y="{si(v) - 2.5:.1f}" width="5" height="5" fill="#555"/>'
+            )
+    else:
+        instr_layer = []
     # Grid lines and ticks.
     for y in nice_ticks(y_lo, y_hi):
         yy = sy(y)
@@ -151,6 +182,7 @@ def main():
         f'<text transform="translate(18 {T + ph / 2}) rotate(-90)" text-anchor="middle" '
         f'font-size="13">ms per frame, median of {runs} (log scale)</text>'
     )
+    o.extend(instr_layer)
     # The curves.
     series = [
         ("frame", "build + pairs", "#c0392b", 2.4),
@@ -177,26 +209,26 @@ def main():
     o.append(f'<circle cx="{bx:.1f}" cy="{by:.1f}" r="9" fill="none" stroke="#000" stroke-width="1.5"/>')
     what = "default cell (r + margin)" if best["label"] == "default" else f"cell = {best['x']:g} r"
     o.append(
-        f'<text x="{bx + 12:.1f}" y="{by + 24:.1f}" font-weight="bold">minimum: '
+        f'<text x="{bx + 14:.1f}" y="{by + 34:.1f}" font-weight="bold">minimum: '
         f'{fmt_ms(best["frame"])} ms, {esc(what)}</text>'
     )
     # Notes on the special points.
     for p in pts:
         if p["hashed"]:
             o.append(
-                f'<text x="{sx(p["x"]) + 8:.1f}" y="{sy(p["frame"]) - 8:.1f}" font-size="11">'
+                f'<text x="{sx(p["x"]) + 6:.1f}" y="{sy(p["frame"]) + 20:.1f}" font-size="11">'
                 "hashed cells</text>"
             )
     one = [p for p in pts if p["label"] == "" and abs(p["x"] - 1.0) < 1e-9]
     if one:
         p = one[0]
         o.append(
-            f'<text x="{sx(1.0) - 6:.1f}" y="{sy(p["frame"]) - 10:.1f}" text-anchor="end" '
+            f'<text x="{sx(1.0) - 6:.1f}" y="{sy(p["frame"]) - 34:.1f}" text-anchor="end" '
             f'font-size="11">cell = r exactly: 2 rings, {fmt_ms(p["frame"])} ms</text>'
         )
     # Legend.
-    lx, ly = L + pw - 170, T + ph - 76
-    o.append(f'<rect x="{lx}" y="{ly}" width="162" height="68" fill="white" stroke="#bbb"/>')
+    lx, ly = L + pw + 72, T + 40
+    o.append(f'<rect x="{lx}" y="{ly}" width="150" height="{100 if instr else 68}" fill="white" stroke="#bbb"/>')
     for i, (_key, name, color, wdt) in enumerate(series):
         yy = ly + 16 + 16 * i
         o.append(f'<line x1="{lx + 8}" y1="{yy}" x2="{lx + 34}" y2="{yy}" stroke="{color}" stroke-width="{wdt}"/>')
@@ -207,7 +239,21 @@ def main():
         f'transform="rotate(45 {lx + 21} {yy})"/>'
     )
     o.append(f'<text x="{lx + 40}" y="{yy + 4}">default cell_size (0)</text>')
-    # Caption.
+    if instr:
+        yy += 16
+        o.append(
+            f'<line x1="{lx + 8}" y1="{yy}" x2="{lx + 34}" y2="{yy}" stroke="#555" '
+            'stroke-width="1.4" stroke-dasharray="5 3"/>'
+        )
+        o.append(f'<text x="{lx + 40}" y="{yy + 4}">instructions / point</text>')
+        o.append(f'<text x="{lx + 40}" y="{yy + 17}">(right axis)</text>')
+    o.append(
+        f'<text x="{lx}" y="{yy + 44}" font-size="11" fill="#555">k: rings of cells a</text>'
+    )
+    o.append(f'<text x="{lx}" y="{yy + 58}" font-size="11" fill="#555">query walks,')
+    o.append(f'<tspan x="{lx}" dy="14">ceil(r / cell) +</tspan>')
+    o.append(f'<tspan x="{lx}" dy="14">a rounding margin</tspan></text>')
+    # Caption, wrapped to the figure's width.
     commit = first.get("commit", "")
     cap = [
         f"uniform2d: {n:,} points uniform in a {math.sqrt(n):.0f} \u00d7 {math.sqrt(n):.0f} square, "
@@ -220,13 +266,14 @@ def main():
     ]
     if instr:
         parts = []
-        for key in sorted(instr, key=lambda k: (k == "default", float(k) if k != "default" else 1)):
+        for key in sorted(instr, key=lambda k: float(k) if k != "default" else 1.0000001):
             parts.append(f"{key}: {instr[key] / instr_n:.0f}")
         cap.append(
             f"Instructions per point (callgrind, {instr_n:,} points, one frame): " + ", ".join(parts)
         )
-    for i, line in enumerate(cap):
-        o.append(f'<text x="{L - 50}" y="{T + ph + 64 + 16 * i}" font-size="11">{line}</text>')
+    lines = textwrap.wrap(" ".join(cap), 160)
+    for i, line in enumerate(lines):
+        o.append(f'<text x="{L - 50}" y="{T + ph + 62 + 15 * i}" font-size="11">{line}</text>')
     o.append("</svg>")
     with open(a.out, "w") as f:
         f.write("\n".join(o) + "\n")
