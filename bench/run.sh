@@ -198,7 +198,7 @@ run_cell_size() {
         fi
     fi
     cpu=$(sed -n 's/^model name[^:]*: *//p' /proc/cpuinfo 2> /dev/null | head -1)
-    cpu="${cpu:-unknown CPU}, $(nproc) cores"
+    cpu="${cpu:-unknown CPU}, $(getconf _NPROCESSORS_ONLN) cores" # not nproc: it obeys OMP_NUM_THREADS
     "$py" "$here/plot_cell_size.py" "$csv" --out "$root/docs/cell_size.svg" \
         --instructions "$icsv" --cpu "$cpu" --date "$(date +%Y-%m-%d)"
 }
