@@ -12,7 +12,14 @@
 #   bash bench/run.sh BUILD_DIR --agents     only the moving-agents section (100k agents, 100
 #                                            frames; ~7 minutes): writes
 #                                            bench/results/$NB_BENCH_MACHINE/agents_latest.csv
+#   bash bench/run.sh BUILD_DIR --cell-size  only the cell-size sweep (1M uniform 2D points,
+#                                            r = 1.75, cell / r from 0.25 to 4; ~1 minute),
+#                                            plus instruction counts at a few ratios when
+#                                            valgrind is there (~2 minutes): writes
+#                                            bench/results/$NB_BENCH_MACHINE/cell_size*.csv
+#                                            and docs/cell_size.svg
 #
+# The full run also runs the cell-size sweep (timing only) before the agents section.
 # The full and --quick runs end with the moving-agents section (bench_agents,
 # bench_agents_peers, report_agents.py): nearby's spatial hash and dense grid against Box2D's
 # b2DynamicTree, Boost.Geometry's R-trees and a naive unordered_map hash; --quick runs it on
@@ -23,17 +30,18 @@
 # better than pinning on a shared box where another job may hold that CPU);
 # NB_BENCH_PEERS limits the peers (default "nearby naive nanoflann ckdtree ckdtree_set");
 # NB_BENCH_AGENTS_PEERS the agents section's (default "nearby_hash nearby_grid b2tree
-# rtree_packed rtree_rstar naive_hash"; an empty value skips the section).
+# rtree_packed rtree_rstar naive_hash"; an empty value skips the section); NB_BENCH_SWEEP_N
+# (default 1000000) and NB_BENCH_SWEEP_RUNS (default 7) size the cell-size sweep.
 set -euo pipefail
 
 usage() {
-    echo "usage: bash bench/run.sh BUILD_DIR [--quick | --callgrind | --agents]" >&2
+    echo "usage: bash bench/run.sh BUILD_DIR [--quick | --callgrind | --agents | --cell-size]" >&2
     exit 2
 }
 [ $# -ge 1 ] || usage
 build=$1
 mode=${2:-full}
-case "$mode" in full | --quick | --callgrind | --agents) ;; *) usage ;; esac
+case "$mode" in full | --quick | --callgrind | --agents | --cell-size) ;; *) usage ;; esac
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(dirname "$here")
@@ -135,6 +143,68 @@ if [ "$mode" = --callgrind ]; then
     echo "full profiles: callgrind_annotate $bin/callgrind.{nearby,naive}.out"
     echo "(configure with -DCMAKE_C_FLAGS=-g for per-line costs: callgrind_annotate --auto=yes)"
     exit 0
+fi
+
+# ---- cell-size sweep: run_cell_size [instructions] times the dense grid's build + all pairs
+# against cell_size / r (cell_size_sweep.c), writes the CSV and draws docs/cell_size.svg
+# (plot_cell_size.py); with "instructions" it also counts one frame's instructions under
+# callgrind at a few ratios (200k points). Status 1 on a failure or a MISMATCH ----
+run_cell_size() {
+    local n=${NB_BENCH_SWEEP_N:-1000000} runs=${NB_BENCH_SWEEP_RUNS:-7} r=1.75 f outdir csv icsv
+    local commit_s cpu t0 ratio label cg_n=200000 cf ir
+    [ -x "$bin/cell_size_sweep" ] || {
+        echo "run.sh: $bin/cell_size_sweep not built; skipping the cell-size sweep" >&2
+        return 0
+    }
+    f=$(gen uniform2d "$n")
+    outdir=$root/bench/results/$machine
+    csv=$outdir/cell_size.csv
+    icsv=$outdir/cell_size_instructions.csv
+    mkdir -p "$outdir"
+    commit_s=$(git -C "$root" rev-parse --short HEAD 2> /dev/null || echo unknown)
+    echo "run.sh: cell-size sweep: uniform2d, $n points, r = $r, $runs frames per ratio" >&2
+    t0=$(date +%s)
+    "${pin[@]}" "$bin/cell_size_sweep" "$f" "$r" "$runs" "$machine" "$commit_s" > "$csv.tmp" || {
+        echo "run.sh: cell_size_sweep FAILED" >&2
+        rm -f "$csv.tmp"
+        return 1
+    }
+    mv "$csv.tmp" "$csv"
+    echo "run.sh: the sweep took $(($(date +%s) - t0)) s" >&2
+    if [ "${1-}" = instructions ]; then
+        if command -v valgrind > /dev/null; then
+            # One steady-state frame per ratio; instruction counts do not depend on the
+            # neighbours on a shared machine. 0.25 is left out: its hashed cells take minutes
+            # under valgrind.
+            cf=$(gen uniform2d $cg_n)
+            echo "ratio,label,n_points,radius,instructions,commit" > "$icsv.tmp"
+            for ratio in 0.5 0.7 1 default 1.2 2 4; do
+                label=""
+                [ "$ratio" = default ] && label=default
+                valgrind --tool=callgrind --callgrind-out-file="$bin/callgrind.sweep.out" \
+                    --collect-atstart=no --toggle-collect=nbb_sweep_frame \
+                    "$bin/cell_size_sweep" --callgrind "$cf" "$r" "$ratio" \
+                    > "$bin/callgrind.sweep.log" 2>&1 || {
+                    cat "$bin/callgrind.sweep.log" >&2
+                    return 1
+                }
+                ir=$(sed -n 's/^summary: *\([0-9]*\).*/\1/p' "$bin/callgrind.sweep.out")
+                echo "run.sh: callgrind: cell / r = $ratio: $ir instructions" >&2
+                echo "${ratio/default/1},$label,$cg_n,$r,$ir,$commit_s" >> "$icsv.tmp"
+            done
+            mv "$icsv.tmp" "$icsv"
+        else
+            echo "run.sh: valgrind not found: no instruction counts for the sweep" >&2
+        fi
+    fi
+    cpu=$(sed -n 's/^model name[^:]*: *//p' /proc/cpuinfo 2> /dev/null | head -1)
+    cpu="${cpu:-unknown CPU}, $(getconf _NPROCESSORS_ONLN) cores" # not nproc: it obeys OMP_NUM_THREADS
+    "$py" "$here/plot_cell_size.py" "$csv" --out "$root/docs/cell_size.svg" \
+        --instructions "$icsv" --cpu "$cpu" --date "$(date +%Y-%m-%d)"
+}
+if [ "$mode" = --cell-size ]; then
+    run_cell_size instructions
+    exit $?
 fi
 
 # ---- moving agents: run_agents runs the section and prints its table; status 1 on a failure
@@ -291,5 +361,6 @@ if [ -n "$failed" ]; then
     echo "run.sh: FAILED runs:$failed" >&2
     status=1
 fi
+[ "$mode" = full ] && { run_cell_size || status=1; }
 run_agents || status=1
 exit $status
