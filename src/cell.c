@@ -47,3 +47,11 @@ double nbi_cell_for_radius(double r, double max_abs)
         cell = nextafter(cell, (double)INFINITY) * (1.0 + 0x1p-50);
     return cell < DBL_MAX ? cell : DBL_MAX;
 }
+
+double nbi_cell_snap(double cell, double r, double max_abs)
+{
+    const double nudged = cell * (1.0 + 0x1p-30);
+    if (!isfinite(nudged) || !(r > 0.0)) return cell;
+    const double reach = nbi_reach(r);
+    return nbi_rings(reach, nudged, max_abs) < nbi_rings(reach, cell, max_abs) ? nudged : cell;
+}

@@ -73,6 +73,12 @@ double nbi_rings(double reach, double cell, double max_abs);
 // nbi_rings(nbi_reach(r), cell, max_abs) == 1. DBL_MAX when that would overflow.
 double nbi_cell_for_radius(double r, double max_abs);
 
+// A cell edge the caller chose, nudged up by 2^-30 of itself when that saves a ring of cells
+// at radius r: an edge of exactly r (or r/2, r/3, ...) would otherwise need one ring more, since
+// the reach of a query at r is a hair above r. Unchanged when it saves nothing (a power-of-two
+// edge keeps its fast path then).
+double nbi_cell_snap(double cell, double r, double max_abs);
+
 // A strong 64-bit mix (the splitmix64 finaliser): every input bit affects every output bit.
 NBI_INLINE uint64_t nbi_mix64(uint64_t z)
 {

@@ -251,8 +251,8 @@ nbStatus nb_grid_build(nbGrid *grid, const nbPoints *points, double radius)
         max_abs = fabs(mx[a]) > max_abs ? fabs(mx[a]) : max_abs;
     }
 
-    const double cell =
-        grid->desc_cell > 0.0 ? grid->desc_cell : nbi_cell_for_radius(radius, max_abs);
+    const double cell = grid->desc_cell > 0.0 ? nbi_cell_snap(grid->desc_cell, radius, max_abs)
+                                              : nbi_cell_for_radius(radius, max_abs);
     const nbiCellMath cm = nbi_cell_math(cell);
     const int32_t n = points->count;
     int64_t lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0}, ext[3] = {1, 1, 1};

@@ -385,12 +385,11 @@ nbStatus nb_hash_create(const nbHashDesc *desc, nbHash **out)
     memset(h, 0, sizeof *h);
     h->alloc = a;
     h->dim = desc->dim == 0 ? 2 : desc->dim;
-    // The edge is widened by the rounding margin (nbi_cell_for_radius, for coordinates up to
-    // 2^20 cells from the origin): the reach of a query at radius cell_size is a hair above
-    // cell_size, and without the margin it would need two rings of cells instead of one.
-    // (A cell below about 2^-500 is kept as given: there the margin would dwarf it.)
-    const double widened = nbi_cell_for_radius(desc->cell_size, desc->cell_size * 0x1p20);
-    h->cm = nbi_cell_math(widened <= desc->cell_size * (1.0 + 0x1p-20) ? widened : desc->cell_size);
+    // The edge is nudged up (by 2^-30 of itself, for coordinates up to 2^20 cells from the
+    // origin) when that saves a ring: the reach of a query at radius cell_size is a hair above
+    // cell_size, and without it such a query would need two rings of cells instead of one.
+    h->cm =
+        nbi_cell_math(nbi_cell_snap(desc->cell_size, desc->cell_size, desc->cell_size * 0x1p20));
     nbi_pool_init(&h->pool, &a, NBI_HASH_MAX_ITEMS);
     h->free_cell = -1;
     for (int k = 0; k < NBI_HASH_CLASSES; k++) h->free_block[k] = -1;

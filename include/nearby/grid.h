@@ -23,7 +23,8 @@ typedef struct nbGrid nbGrid;
 
 /// Zero-initialise, then set what you need; zero means "default" for every field.
 typedef struct nbGridDesc {
-    double cell_size;             ///< finite and > 0; 0 = the radius passed to nb_grid_build
+    double cell_size;             ///< finite and >= 0; 0 = the radius passed to nb_grid_build
+                                  ///< (a cell of r / k is nudged up by 2^-30 to save a ring)
     int32_t dim;                  ///< 2 or 3; 0 means 2
     int32_t capacity_hint;        ///< points to reserve for; 0 = grow on the first build
     const nbAllocator *allocator; ///< NULL = malloc/free; copied, must outlive the grid

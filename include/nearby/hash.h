@@ -88,8 +88,8 @@ NB_API int32_t nb_hash_count(const nbHash *hash);
 /// Bytes the hash holds, including its struct (0 for NULL).
 NB_API size_t nb_hash_memory_bytes(const nbHash *hash);
 
-/// The cell edge the hash uses: the desc's cell_size widened by the rounding margin (a relative
-/// 2^-40 or so), so that a query at radius cell_size needs only the 3^d neighbouring cells.
+/// The cell edge the hash uses: the desc's cell_size, nudged up by 2^-30 of itself so that a
+/// query at radius cell_size needs only the 3^d neighbouring cells (its reach is a hair above).
 /// A point's cell is floor(x / edge) per axis. 0 for NULL.
 NB_API double nb_hash_cell_size(const nbHash *hash);
 

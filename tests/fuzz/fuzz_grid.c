@@ -406,9 +406,12 @@ static void nbf_info(nbfState *s, nbGridInfo *info)
                   bytes, nbf_heap.live_bytes);
     NBF_CHECK(isfinite(info->cell_size) && info->cell_size >= 0.0, "info.cell_size = %a",
               info->cell_size);
+    // A desc cell is used as given, or nudged up by 2^-30 of itself when that saves a ring at
+    // the build radius (grid.h).
     if (s->built && s->desc_cell > 0.0)
-        NBF_CHECK(info->cell_size == s->desc_cell, "info.cell_size = %a, the desc asked for %a",
-                  info->cell_size, s->desc_cell);
+        NBF_CHECK(info->cell_size == s->desc_cell ||
+                      info->cell_size == s->desc_cell * (1.0 + 0x1p-30),
+                  "info.cell_size = %a, the desc asked for %a", info->cell_size, s->desc_cell);
     // A cell taken from the radius is at least the radius (so a query at that radius needs
     // only the 3^d neighbouring cells); how much it is widened is the library's business.
     if (s->built && s->desc_cell == 0.0)
@@ -697,7 +700,7 @@ static void nbf_op_build(nbfReader *r, nbfState *s)
     // A cell taken from the radius is "widened" by an amount the library picks (it may grow
     // with the data's magnitude), so only a desc cell can make overflow certain. A successful
     // build is checked against the cell it reports instead (below).
-    double cell_hi = s->desc_cell > 0.0 ? s->desc_cell : (double)INFINITY;
+    double cell_hi = s->desc_cell > 0.0 ? s->desc_cell * (1.0 + 0x1p-30) : (double)INFINITY;
     for (int32_t i = 0; i < n; i++) {
         for (int32_t d = 0; d < dec_dim; d++) {
             if (!isfinite(dec[i][d]))
