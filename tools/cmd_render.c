@@ -156,7 +156,8 @@ static int run(int argc, char **argv)
     }
 
     // The view: the points' x,y bounds (and the query's), plus a margin of R.
-    double lo[2] = {INFINITY, INFINITY}, hi[2] = {-INFINITY, -INFINITY};
+    double lo[2] = {(double)INFINITY, (double)INFINITY},
+           hi[2] = {-(double)INFINITY, -(double)INFINITY};
     for (int32_t i = 0; i < n; i++)
         for (int d = 0; d < 2; d++) {
             lo[d] = fmin(lo[d], coords[(size_t)i * (size_t)dim + (size_t)d]);
