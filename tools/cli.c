@@ -6,10 +6,12 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "options.h"
+#include "structures.h"
 
 void cli_fail(const char *fmt, ...)
 {
@@ -76,6 +78,34 @@ int cli_load_input(const char *cmd, const cliOptions *o, cliInput *in)
         return CLI_EXIT_BAD_INPUT;
     }
     return CLI_EXIT_OK;
+}
+
+int cli_start(const cliCommand *cmd, int argc, char **argv, unsigned required, cliOptions *o,
+              cliInput *in)
+{
+    int r = cli_parse_options(cmd, argc, argv, o);
+    if (r >= 0) return r;
+    if ((r = cli_require(cmd, o, required)) != CLI_EXIT_OK) return r;
+    if (!(cmd->options & CLI_OPT_INPUT)) return -1;
+    if ((r = cli_load_input(cmd->name, o, in)) != CLI_EXIT_OK) return r;
+    return -1;
+}
+
+int cli_build(const cliStructure *s, cliInput *in, double scale, void **index)
+{
+    *index = NULL;
+    nbStatus st =
+        cli_index_build(s, in->points.coords, in->points.count, in->points.dim, scale, index);
+    nbio_points_free(&in->points);
+    if (st != NB_OK) return cli_fail_status(in->name, st, "building the index");
+    return CLI_EXIT_OK;
+}
+
+void *cli_result_buffer(const char *where, int64_t count, size_t size)
+{
+    void *buf = malloc(count > 0 ? (size_t)count * size : size);
+    if (buf == NULL) cli_out_of_memory(where, "for the results");
+    return buf;
 }
 
 static char out_buffer[1 << 20];

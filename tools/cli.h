@@ -71,6 +71,26 @@ struct cliOptions;
 /// Returns CLI_EXIT_OK, or reports the problem and returns its exit status (nothing to free).
 int cli_load_input(const char *cmd, const struct cliOptions *o, cliInput *in);
 
+/// What every command does first: parses argv[0, argc) (the words after the command name)
+/// into *o (zero it and set any defaults first), checks that the options in `required` (an OR
+/// of CLI_OPT_*) were given, and, if the command takes an INPUT, reads it into *in (else in
+/// may be NULL).
+/// Returns -1 to go on (then free in->points), or the exit status to return: CLI_EXIT_OK
+/// after the help, else after reporting the problem (nothing to free).
+int cli_start(const cliCommand *cmd, int argc, char **argv, unsigned required, struct cliOptions *o,
+              cliInput *in);
+
+struct cliStructure;
+
+/// Builds structure s's index over the input's points at `scale` (cli_index_build), then frees
+/// the points. Returns CLI_EXIT_OK with *index to destroy, or reports the failure
+/// (`NAME: NB_ERR_...: building the index: ...`) and returns its exit status.
+int cli_build(const struct cliStructure *s, cliInput *in, double scale, void **index);
+
+/// A buffer for `count` results of `size` bytes (room for one if count is 0), or NULL after
+/// reporting `WHERE: NB_ERR_OUT_OF_MEMORY: out of memory for the results`.
+void *cli_result_buffer(const char *where, int64_t count, size_t size);
+
 /// A writer on standard output over the tool's one big output buffer.
 void cli_writer_init(nbioWriter *w);
 

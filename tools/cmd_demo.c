@@ -439,7 +439,7 @@ static int run(int argc, char **argv)
     o.seed = 1;
     o.frames = DEFAULT_FRAMES;
     o.structure = NULL;
-    int r = cli_parse_options(cmd, argc, argv, &o);
+    int r = cli_start(cmd, argc, argv, 0, &o, NULL);
     if (r >= 0) return r;
     if ((o.given & CLI_OPT_SVG) && (o.given & CLI_OPT_NO_SVG)) {
         cli_fail("demo: --svg and --no-svg together");

@@ -72,28 +72,22 @@ static int run(int argc, char **argv)
 {
     const cliCommand *cmd = &cli_cmd_knn;
     cliOptions o = {0};
-    int r = cli_parse_options(cmd, argc, argv, &o);
-    if (r >= 0) return r;
-    if ((r = cli_require(cmd, &o, CLI_OPT_K, "--k")) != CLI_EXIT_OK) return r;
-    if ((r = cli_require(cmd, &o, CLI_OPT_AT, "--at")) != CLI_EXIT_OK) return r;
     cliInput in;
-    if ((r = cli_load_input(cmd->name, &o, &in)) != CLI_EXIT_OK) return r;
-
+    int r = cli_start(cmd, argc, argv, CLI_OPT_K | CLI_OPT_AT, &o, &in);
+    if (r >= 0) return r;
     const cliStructure *s = o.structure;
     const int32_t n = in.points.count;
-    void *index = NULL;
-    nbStatus st =
-        cli_index_build(s, in.points.coords, n, in.points.dim, knn_scale(&in.points), &index);
-    nbio_points_free(&in.points);
-    if (st != NB_OK) return cli_fail_status(in.name, st, "building the index");
+    void *index;
+    if ((r = cli_build(s, &in, knn_scale(&in.points), &index)) != CLI_EXIT_OK) return r;
+
     int32_t k = o.k < n ? (int32_t)o.k : n; // min(k, N) answers are all there are
-    nbNeighbor *nb = malloc(k > 0 ? (size_t)k * sizeof(nbNeighbor) : sizeof(nbNeighbor));
+    nbNeighbor *nb = cli_result_buffer(in.name, k, sizeof(nbNeighbor));
     if (nb == NULL) {
         s->destroy(index);
-        return cli_out_of_memory(in.name, "for the results");
+        return CLI_EXIT_RUNTIME;
     }
     int32_t found = 0;
-    st = s->knn(index, o.at, k, nb, &found);
+    nbStatus st = s->knn(index, o.at, k, nb, &found);
     s->destroy(index);
     if (st == NB_OK && found != k) st = NB_ERR_INTERNAL; // min(k, N) exactly
     for (int32_t i = 0; i < found && st == NB_OK; i++)

@@ -102,23 +102,19 @@ static int run(int argc, char **argv)
 {
     const cliCommand *cmd = &cli_cmd_pairs;
     cliOptions o = {0};
-    int r = cli_parse_options(cmd, argc, argv, &o);
-    if (r >= 0) return r;
-    if ((r = cli_require(cmd, &o, CLI_OPT_RADIUS, "--radius")) != CLI_EXIT_OK) return r;
     cliInput in;
-    if ((r = cli_load_input(cmd->name, &o, &in)) != CLI_EXIT_OK) return r;
-
+    int r = cli_start(cmd, argc, argv, CLI_OPT_RADIUS, &o, &in);
+    if (r >= 0) return r;
     const cliStructure *s = o.structure;
     const int32_t n = in.points.count;
-    void *index = NULL;
-    nbStatus st = cli_index_build(s, in.points.coords, n, in.points.dim, o.radius, &index);
-    nbio_points_free(&in.points);
-    if (st != NB_OK) return cli_fail_status(in.name, st, "building the index");
+    void *index;
+    if ((r = cli_build(s, &in, o.radius, &index)) != CLI_EXIT_OK) return r;
+
     nbioWriter w;
     cli_writer_init(&w);
     if (o.given & CLI_OPT_COUNT) {
         int64_t count = 0;
-        st = s->pairs(index, o.radius, NULL, 0, &count);
+        nbStatus st = s->pairs(index, o.radius, NULL, 0, &count);
         s->destroy(index);
         if (st != NB_OK) return cli_fail_status(in.name, st, "counting pairs");
         nbio_write_i64(&w, count);
@@ -128,7 +124,8 @@ static int run(int argc, char **argv)
 
     nbPair *pairs = NULL;
     int64_t count = 0;
-    st = cli_collect_pairs(s, index, o.radius, 4 * (int64_t)n + 1024, &pairs, &count, NULL);
+    nbStatus st =
+        cli_collect_pairs(s, index, o.radius, 4 * (int64_t)n + 1024, &pairs, &count, NULL);
     s->destroy(index);
     if (st == NB_ERR_OUT_OF_MEMORY) return cli_out_of_memory(in.name, "storing the pairs");
     // The sort indexes arrays by i and j: check the library's answer before trusting it.

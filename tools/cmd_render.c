@@ -104,12 +104,9 @@ static int run(int argc, char **argv)
 {
     const cliCommand *cmd = &cli_cmd_render;
     cliOptions o = {0};
-    int r = cli_parse_options(cmd, argc, argv, &o);
-    if (r >= 0) return r;
-    if ((r = cli_require(cmd, &o, CLI_OPT_RADIUS, "--radius")) != CLI_EXIT_OK) return r;
-    if ((r = cli_require(cmd, &o, CLI_OPT_OUTPUT, "-o PICTURE.svg")) != CLI_EXIT_OK) return r;
     cliInput in;
-    if ((r = cli_load_input("render", &o, &in)) != CLI_EXIT_OK) return r;
+    int r = cli_start(cmd, argc, argv, CLI_OPT_RADIUS | CLI_OPT_OUTPUT, &o, &in);
+    if (r >= 0) return r;
     const int32_t dim = in.points.dim, n = in.points.count;
     const double *coords = in.points.coords;
     if (o.query_count != 0 && o.query_count != dim && o.query_count != 2 * dim) {

@@ -43,27 +43,22 @@ static int run(int argc, char **argv)
 {
     const cliCommand *cmd = &cli_cmd_within;
     cliOptions o = {0};
-    int r = cli_parse_options(cmd, argc, argv, &o);
-    if (r >= 0) return r;
-    if ((r = cli_require(cmd, &o, CLI_OPT_RADIUS, "--radius")) != CLI_EXIT_OK) return r;
-    if ((r = cli_require(cmd, &o, CLI_OPT_AT, "--at")) != CLI_EXIT_OK) return r;
     cliInput in;
-    if ((r = cli_load_input(cmd->name, &o, &in)) != CLI_EXIT_OK) return r;
-
+    int r = cli_start(cmd, argc, argv, CLI_OPT_RADIUS | CLI_OPT_AT, &o, &in);
+    if (r >= 0) return r;
     const cliStructure *s = o.structure;
     const int32_t n = in.points.count;
-    void *index = NULL;
-    nbStatus st = cli_index_build(s, in.points.coords, n, in.points.dim, o.radius, &index);
-    nbio_points_free(&in.points);
-    if (st != NB_OK) return cli_fail_status(in.name, st, "building the index");
+    void *index;
+    if ((r = cli_build(s, &in, o.radius, &index)) != CLI_EXIT_OK) return r;
+
     // Capacity n: a query can never find more points than there are.
-    int32_t *found_idx = malloc(n > 0 ? (size_t)n * sizeof(int32_t) : 1);
+    int32_t *found_idx = cli_result_buffer(in.name, n, sizeof(int32_t));
     if (found_idx == NULL) {
         s->destroy(index);
-        return cli_out_of_memory(in.name, "for the results");
+        return CLI_EXIT_RUNTIME;
     }
     int32_t found = 0;
-    st = s->within(index, o.at, o.radius, found_idx, n, &found);
+    nbStatus st = s->within(index, o.at, o.radius, found_idx, n, &found);
     s->destroy(index);
     if (st == NB_OK && (found < 0 || found > n)) st = NB_ERR_INTERNAL;
     for (int32_t k = 0; k < found && st == NB_OK; k++)

@@ -8,36 +8,41 @@
 
 // Every option the tool knows. `usage` is its part of a usage line when the usage is composed
 // (NULL: a command writes it among its own arguments); `help` is its help text when it means
-// the same in every command that takes it (NULL: each command writes its own).
+// the same in every command that takes it (NULL: each command writes its own); `missing` is
+// how "missing ..." names it when a command requires it (NULL: by its name). The order is
+// that of the help lines, of the usage parts and of the checks for required options.
 static const struct {
     const char *name;
     unsigned bit;
     bool has_value;
     const char *usage;
     const char *help;
+    const char *missing;
 } option_table[] = {
     {"--radius", CLI_OPT_RADIUS, true, NULL,
-     "  --radius R        the distance, finite and >= 0 (required)\n"},
-    {"--count", CLI_OPT_COUNT, false, NULL, NULL},
+     "  --radius R        the distance, finite and >= 0 (required)\n", NULL},
+    {"--count", CLI_OPT_COUNT, false, NULL, NULL, NULL},
+    {"--k", CLI_OPT_K, true, NULL, NULL, NULL},
     {"--at", CLI_OPT_AT, true, NULL,
      "  --at X,Y[,Z]      the query point, one value per dimension of the points\n"
-     "                    (required)\n"},
+     "                    (required)\n",
+     NULL},
     {"--dim", CLI_OPT_DIM, true, "[--dim 2|3]",
      "  --dim 2|3         the dimension: must match a CSV or .npy input; for .f64 it\n"
-     "                    says how to read the file (default 2)\n"},
+     "                    says how to read the file (default 2)\n",
+     NULL},
     {"--structure", CLI_OPT_STRUCTURE, true, "[--structure NAME]",
-     "  --structure NAME  the index to use; the output is the same for every one\n"},
+     "  --structure NAME  the index to use; the output is the same for every one\n", NULL},
     {"--format", CLI_OPT_FORMAT, true, "[--format csv|f64|npy]",
-     "  --format FMT      csv, f64 or npy; default: from the extension (else CSV)\n"},
-    {"--k", CLI_OPT_K, true, NULL, NULL},
-    {"--n", CLI_OPT_N, true, NULL, NULL},
-    {"--seed", CLI_OPT_SEED, true, NULL, NULL},
-    {"--save-points", CLI_OPT_SAVE_POINTS, true, NULL, NULL},
-    {"--frames", CLI_OPT_FRAMES, true, NULL, NULL},
-    {"--svg", CLI_OPT_SVG, true, NULL, NULL},
-    {"--no-svg", CLI_OPT_NO_SVG, false, NULL, NULL},
-    {"-o", CLI_OPT_OUTPUT, true, NULL, NULL},
-    {"--query", CLI_OPT_QUERY, true, NULL, NULL},
+     "  --format FMT      csv, f64 or npy; default: from the extension (else CSV)\n", NULL},
+    {"--n", CLI_OPT_N, true, NULL, NULL, NULL},
+    {"--seed", CLI_OPT_SEED, true, NULL, NULL, NULL},
+    {"--save-points", CLI_OPT_SAVE_POINTS, true, NULL, NULL, NULL},
+    {"--frames", CLI_OPT_FRAMES, true, NULL, NULL, NULL},
+    {"--svg", CLI_OPT_SVG, true, NULL, NULL, NULL},
+    {"--no-svg", CLI_OPT_NO_SVG, false, NULL, NULL, NULL},
+    {"-o", CLI_OPT_OUTPUT, true, NULL, NULL, "-o PICTURE.svg"},
+    {"--query", CLI_OPT_QUERY, true, NULL, NULL, NULL},
 };
 #define OPTION_COUNT (sizeof option_table / sizeof option_table[0])
 
@@ -293,11 +298,16 @@ int cli_parse_options(const cliCommand *c, int argc, char **argv, cliOptions *o)
     return -1;
 }
 
-int cli_require(const cliCommand *cmd, const cliOptions *o, unsigned bit, const char *name)
+int cli_require(const cliCommand *cmd, const cliOptions *o, unsigned bits)
 {
-    if (o->given & bit) return CLI_EXIT_OK;
-    cli_fail("%s: missing %s (see nearby %s --help)", cmd->name, name, cmd->name);
-    return CLI_EXIT_BAD_INPUT;
+    for (size_t t = 0; t < OPTION_COUNT; t++) {
+        if (!(option_table[t].bit & bits) || (o->given & option_table[t].bit)) continue;
+        const char *name =
+            option_table[t].missing != NULL ? option_table[t].missing : option_table[t].name;
+        cli_fail("%s: missing %s (see nearby %s --help)", cmd->name, name, cmd->name);
+        return CLI_EXIT_BAD_INPUT;
+    }
+    return CLI_EXIT_OK;
 }
 
 void cli_print_usage(const cliCommand *cmd, const char *args)

@@ -59,8 +59,9 @@ typedef struct cliOptions {
 /// CLI_EXIT_BAD_INPUT after printing a usage error.
 int cli_parse_options(const cliCommand *cmd, int argc, char **argv, cliOptions *o);
 
-/// CLI_EXIT_OK if option `bit` (named `name`) was given, else reports it missing.
-int cli_require(const cliCommand *cmd, const cliOptions *o, unsigned bit, const char *name);
+/// CLI_EXIT_OK if every option in `bits` (an OR of CLI_OPT_*) was given, else reports the
+/// first one missing, in the order of the option table, by its name there.
+int cli_require(const cliCommand *cmd, const cliOptions *o, unsigned bits);
 
 /// Prints `usage: nearby NAME ARGS` followed by the usage of the shared options cmd accepts
 /// (--dim, --structure, --format), wrapped at 80 columns under the first argument.
