@@ -112,26 +112,17 @@ typedef enum Fn {
     FN_VISIT_CROSS_PAIRS,
 } Fn;
 
-// What one mutation of the valid default arguments changes.
-typedef enum Field {
-    F_GRID,        // grid (or a) := NULL
-    F_B,           // b := NULL
-    F_B_OTHER_DIM, // b := a grid of the other dimension
-    F_B_SELF,      // b := the grid itself
+// What one mutation of the valid default arguments changes: the fields both tables have
+// (applied by apply_common), then the grid's own; the hash's own are further down.
+enum {
     F_DESC,        // desc := NULL
-    F_OUTGRID,     // create's out := NULL
+    F_OUTOBJ,      // create's out := NULL
     F_ALLOC_FN,    // desc.allocator->alloc := NULL
     F_FREE_FN,     // desc.allocator->free := NULL
     F_ALLOCATOR,   // desc.allocator := NULL
     F_CELL,        // desc.cell_size := v
     F_GDIM,        // desc.dim := v
     F_HINT,        // desc.capacity_hint := v
-    F_POINTS,      // points := NULL
-    F_DATA,        // points.data := NULL
-    F_COUNT,       // points.count := v
-    F_PDIM,        // points.dim := v (idx REL: the other valid dimension)
-    F_STRIDE,      // points.stride := v (idx REL: dim doubles + v bytes)
-    F_COORD,       // data[idx] := v (idx LAST, PAD, P1: see coord_index)
     F_RADIUS,      // radius := v
     F_CENTER,      // center / knn point [idx] := v
     F_LO,          // lo[idx] := v
@@ -143,18 +134,30 @@ typedef enum Field {
     F_K,           // k := v
     F_VISIT,       // visit := NULL
     F_USER,        // user := NULL
-    F_UB,          // unit_begin := v (idx REL: units + v)
-    F_UE,          // unit_end := v (idx REL: units + v)
-    F_N,           // reserve's count := v
-    F_INFO,        // info := NULL
     F_FILTER_CAT,  // filter.category := v
     F_FILTER_MASK, // filter.mask := v
-} Field;
+    F_POS,         // insert / move position [idx] := v; idx < 0: the pointer := NULL
+    F_SHARED_END,
+    F_SELF = F_SHARED_END, // the grid or hash (cross pairs: a) := NULL
+    F_B,                   // b := NULL
+    F_B_OTHER_DIM,         // b := a grid of the other dimension
+    F_B_SELF,              // b := the grid itself
+    F_POINTS,              // points := NULL
+    F_DATA,                // points.data := NULL
+    F_COUNT,               // points.count := v
+    F_PDIM,                // points.dim := v (idx REL: the other valid dimension)
+    F_STRIDE,              // points.stride := v (idx REL: dim doubles + v bytes)
+    F_COORD,               // data[idx] := v (idx LAST, PAD, P1: see coord_index)
+    F_UB,                  // unit_begin := v (idx REL: units + v)
+    F_UE,                  // unit_end := v (idx REL: units + v)
+    F_N,                   // reserve's count := v
+    F_INFO,                // info := NULL
+};
 
 enum { IDX_REL = -1, IDX_LAST = -2, IDX_PAD = -3, IDX_P1 = -4 };
 
 typedef struct Mut {
-    Field f;
+    int f; // F_* or H_*
     int idx;
     double v;
 } Mut;
@@ -213,18 +216,23 @@ enum {
     O_FOUND64 = 1 << 1,
     O_CREATE = 1 << 2,
     O_VISIT = 1 << 3,
-    O_BUILD = 1 << 4,
-    O_IDX = 1 << 5,
+    O_MUTATE = 1 << 4, // changes the structure when it succeeds (build, insert, ...)
+    O_IDX = 1 << 5,    // an index / hit buffer
     O_PAIRS = 1 << 6,
     O_NN = 1 << 7,
+    O_HANDLE_OUT = 1 << 8,    // insert's *out
+    O_GET = 1 << 9,           // get's outputs: untouched on error
+    O_TAKES_HANDLE = 1 << 10, // without a live item only pointer and handle rows
 };
 
 typedef struct Spec {
-    Fn fn;
+    int fn; // Fn or HFn
     const char *name;
     unsigned outs;
     const MutSet *nulls;
     int n_nulls;
+    const MutSet *handles; // the hash's bad handles
+    int n_handles;
     const MutSet *nonfinite;
     int n_nonfinite;
     const MutSet *range;
@@ -256,7 +264,7 @@ static const double TINY = DBL_TRUE_MIN;
 
 static const MutSet nulls_create[] = {
     M1("desc NULL", 0, F_DESC, 0, 0),
-    M1("out NULL", 0, F_OUTGRID, 0, 0),
+    M1("out NULL", 0, F_OUTOBJ, 0, 0),
     M1("allocator with free only (alloc NULL)", 0, F_ALLOC_FN, 0, 0),
     M1("allocator with alloc only (free NULL)", 0, F_FREE_FN, 0, 0),
 };
@@ -265,16 +273,13 @@ static const MutSet nonfinite_create[] = {
     M1("cell_size +inf", G_CELL, F_CELL, 0, D_INF),
     M1("cell_size -inf", G_CELL, F_CELL, 0, -D_INF),
 };
-static const MutSet range_create[] = {
-    M1("cell_size -1", G_CELL, F_CELL, 0, -1.0),
-    M1("cell_size -tiny", G_CELL, F_CELL, 0, -TINY),
-    M1("capacity_hint -1", 0, F_HINT, 0, -1.0),
-    M1("capacity_hint INT32_MIN", 0, F_HINT, 0, INT32_MIN),
-    M1("dim 1", 0, F_GDIM, 0, 1.0),
-    M1("dim 4", 0, F_GDIM, 0, 4.0),
-    M1("dim -1", 0, F_GDIM, 0, -1.0),
-    M1("dim INT32_MAX", 0, F_GDIM, 0, INT32_MAX),
-};
+#define RG_CREATE                                                                                  \
+    M1("cell_size -1", G_CELL, F_CELL, 0, -1.0), M1("cell_size -tiny", G_CELL, F_CELL, 0, -TINY),  \
+        M1("capacity_hint -1", 0, F_HINT, 0, -1.0),                                                \
+        M1("capacity_hint INT32_MIN", 0, F_HINT, 0, INT32_MIN), M1("dim 1", 0, F_GDIM, 0, 1.0),    \
+        M1("dim 4", 0, F_GDIM, 0, 4.0), M1("dim -1", 0, F_GDIM, 0, -1.0),                          \
+        M1("dim INT32_MAX", 0, F_GDIM, 0, INT32_MAX)
+static const MutSet range_create[] = {RG_CREATE};
 static const OkSet ok_create[] = {
     {M1("cell_size -0.0", G_CELL, F_CELL, 0, -0.0), OK_TWIN},
     {M1("cell_size 0.5", G_CELL, F_CELL, 0, 0.5), OK_ANY},
@@ -283,7 +288,7 @@ static const OkSet ok_create[] = {
     {M1("allocator NULL (malloc)", 0, F_ALLOCATOR, 0, 0), OK_ANY},
 };
 
-static const MutSet nulls_grid[] = {M1("grid NULL", 0, F_GRID, 0, 0)};
+static const MutSet nulls_grid[] = {M1("grid NULL", 0, F_SELF, 0, 0)};
 static const MutSet range_reserve[] = {
     M1("points -1", 0, F_N, 0, -1.0),
     M1("points INT32_MIN", 0, F_N, 0, INT32_MIN),
@@ -294,7 +299,7 @@ static const OkSet ok_reserve[] = {
 };
 
 static const MutSet nulls_build[] = {
-    M1("grid NULL", 0, F_GRID, 0, 0),
+    M1("grid NULL", 0, F_SELF, 0, 0),
     M1("points NULL", 0, F_POINTS, 0, 0),
     M1("points.data NULL", G_DATA, F_DATA, 0, 0),
 };
@@ -333,15 +338,14 @@ static const OkSet ok_build[] = {
 };
 
 static const MutSet nulls_info[] = {
-    M1("grid NULL", 0, F_GRID, 0, 0),
+    M1("grid NULL", 0, F_SELF, 0, 0),
     M1("info NULL", 0, F_INFO, 0, 0),
 };
 
-static const MutSet nulls_pairs[] = {
-    M1("grid NULL", 0, F_GRID, 0, 0),
-    M1("out NULL", G_CAP, F_OUT, 0, 0),
-    M1("found NULL", 0, F_FOUND, 0, 0),
-};
+#define NULLS_PAIRS(self)                                                                          \
+    M1(self " NULL", 0, F_SELF, 0, 0), M1("out NULL", G_CAP, F_OUT, 0, 0),                         \
+        M1("found NULL", 0, F_FOUND, 0, 0)
+static const MutSet nulls_pairs[] = {NULLS_PAIRS("grid")};
 static const MutSet nonfinite_radius[] = {NF_RADIUS};
 static const MutSet range_pairs[] = {
     RG_RADIUS,
@@ -354,17 +358,15 @@ static const OkSet ok_pairs[] = {
     {M1("capacity 1", G_CAP, F_CAP, 0, 1.0), OK_BASE},
 };
 
-static const MutSet nulls_count_pairs[] = {
-    M1("grid NULL", 0, F_GRID, 0, 0),
-    M1("count NULL", 0, F_FOUND, 0, 0),
-};
+#define NULLS_COUNT_PAIRS(self)                                                                    \
+    M1(self " NULL", 0, F_SELF, 0, 0), M1("count NULL", 0, F_FOUND, 0, 0)
+static const MutSet nulls_count_pairs[] = {NULLS_COUNT_PAIRS("grid")};
 static const MutSet range_radius[] = {RG_RADIUS};
 static const OkSet ok_radius_only[] = {OK_RADIUS_ZERO};
 
-static const MutSet nulls_visit_pairs[] = {
-    M1("grid NULL", 0, F_GRID, 0, 0),
-    M1("visit NULL", 0, F_VISIT, 0, 0),
-};
+#define NULLS_VISIT_PAIRS(self)                                                                    \
+    M1(self " NULL", 0, F_SELF, 0, 0), M1("visit NULL", 0, F_VISIT, 0, 0)
+static const MutSet nulls_visit_pairs[] = {NULLS_VISIT_PAIRS("grid")};
 static const OkSet ok_visit_pairs[] = {
     OK_RADIUS_ZERO,
     {M1("user NULL", 0, F_USER, 0, 0), OK_BASE},
@@ -384,12 +386,10 @@ static const OkSet ok_units[] = {
     {M2("begin = end = units", G_UNITS, F_UB, IDX_REL, 0.0, F_UE, IDX_REL, 0.0), OK_ZERO},
 };
 
-static const MutSet nulls_query_radius[] = {
-    M1("grid NULL", 0, F_GRID, 0, 0),
-    M1("center NULL", 0, F_CENTER, -1, 0),
-    M1("out NULL", G_CAP, F_OUT, 0, 0),
-    M1("found NULL", 0, F_FOUND, 0, 0),
-};
+#define NULLS_QUERY_RADIUS(self)                                                                   \
+    M1(self " NULL", 0, F_SELF, 0, 0), M1("center NULL", 0, F_CENTER, -1, 0),                      \
+        M1("out NULL", G_CAP, F_OUT, 0, 0), M1("found NULL", 0, F_FOUND, 0, 0)
+static const MutSet nulls_query_radius[] = {NULLS_QUERY_RADIUS("grid")};
 static const MutSet nonfinite_center_radius[] = {NF_POINT(F_CENTER, "center"), NF_RADIUS};
 static const MutSet range_radius_cap[] = {RG_RADIUS, RG_CAP};
 #define OK_CENTER_ZERO                                                                             \
@@ -398,33 +398,33 @@ static const MutSet range_radius_cap[] = {RG_RADIUS, RG_CAP};
     {                                                                                              \
         M1("center[2] -0.0", 0, F_CENTER, 2, -0.0), OK_TWIN                                        \
     }
-static const OkSet ok_query_radius[] = {
-    OK_RADIUS_ZERO,
-    OK_CENTER_ZERO,
-    {M2("out NULL, capacity 0", G_CAP, F_OUT, 0, 0, F_CAP, 0, 0.0), OK_BASE},
-    {M1("capacity 1", G_CAP, F_CAP, 0, 1.0), OK_BASE},
-    {M1("radius 1e308", G_RADIUS, F_RADIUS, 0, 1e308), OK_ALL},
-    {M1("center[0] 1e300", 0, F_CENTER, 0, 1e300), OK_ZERO},
-    {M1("center[1] -1e300", 0, F_CENTER, 1, -1e300), OK_ZERO},
-};
+#define OK_QUERY_RADIUS                                                                            \
+    OK_RADIUS_ZERO, OK_CENTER_ZERO,                                                                \
+        {M2("out NULL, capacity 0", G_CAP, F_OUT, 0, 0, F_CAP, 0, 0.0), OK_BASE},                  \
+        {M1("capacity 1", G_CAP, F_CAP, 0, 1.0), OK_BASE},                                         \
+        {M1("radius 1e308", G_RADIUS, F_RADIUS, 0, 1e308), OK_ALL},                                \
+        {M1("center[0] 1e300", 0, F_CENTER, 0, 1e300), OK_ZERO},                                   \
+    {                                                                                              \
+        M1("center[1] -1e300", 0, F_CENTER, 1, -1e300), OK_ZERO                                    \
+    }
+static const OkSet ok_query_radius[] = {OK_QUERY_RADIUS};
 
-static const MutSet nulls_visit_radius[] = {
-    M1("grid NULL", 0, F_GRID, 0, 0),
-    M1("center NULL", 0, F_CENTER, -1, 0),
-    M1("visit NULL", 0, F_VISIT, 0, 0),
-};
-static const OkSet ok_visit_radius[] = {
-    OK_RADIUS_ZERO,
-    OK_CENTER_ZERO,
-    {M1("radius 1e308", G_RADIUS, F_RADIUS, 0, 1e308), OK_ALL},
-    {M1("user NULL", 0, F_USER, 0, 0), OK_BASE},
-};
+#define NULLS_VISIT_RADIUS(self)                                                                   \
+    M1(self " NULL", 0, F_SELF, 0, 0), M1("center NULL", 0, F_CENTER, -1, 0),                      \
+        M1("visit NULL", 0, F_VISIT, 0, 0)
+static const MutSet nulls_visit_radius[] = {NULLS_VISIT_RADIUS("grid")};
+#define OK_VISIT_RADIUS                                                                            \
+    OK_RADIUS_ZERO, OK_CENTER_ZERO, {M1("radius 1e308", G_RADIUS, F_RADIUS, 0, 1e308), OK_ALL},    \
+    {                                                                                              \
+        M1("user NULL", 0, F_USER, 0, 0), OK_BASE                                                  \
+    }
+static const OkSet ok_visit_radius[] = {OK_VISIT_RADIUS};
 
-static const MutSet nulls_query_box[] = {
-    M1("grid NULL", 0, F_GRID, 0, 0),   M1("lo NULL", 0, F_LO, -1, 0),
-    M1("hi NULL", 0, F_HI, -1, 0),      M1("out NULL", G_CAP, F_OUT, 0, 0),
-    M1("found NULL", 0, F_FOUND, 0, 0),
-};
+#define NULLS_QUERY_BOX(self)                                                                      \
+    M1(self " NULL", 0, F_SELF, 0, 0), M1("lo NULL", 0, F_LO, -1, 0),                              \
+        M1("hi NULL", 0, F_HI, -1, 0), M1("out NULL", G_CAP, F_OUT, 0, 0),                         \
+        M1("found NULL", 0, F_FOUND, 0, 0)
+static const MutSet nulls_query_box[] = {NULLS_QUERY_BOX("grid")};
 static const MutSet nonfinite_box[] = {
     M1("lo[0] NaN", 0, F_LO, 0, D_NAN), M1("lo[1] NaN", 0, F_LO, 1, D_NAN),
     M1("lo[2] NaN", 0, F_LO, 2, D_NAN), M1("hi[0] NaN", 0, F_HI, 0, D_NAN),
@@ -442,78 +442,78 @@ static const MutSet range_cap[] = {RG_CAP};
     {                                                                                              \
         M2("lo[0] 1 > hi[0] 0 (empty)", 0, F_LO, 0, 1.0, F_HI, 0, 0.0), OK_ZERO                    \
     }
-static const OkSet ok_query_box[] = {
-    OK_BOX_COMMON,
-    {M2("out NULL, capacity 0", G_CAP, F_OUT, 0, 0, F_CAP, 0, 0.0), OK_BASE},
-    {M1("capacity 1", G_CAP, F_CAP, 0, 1.0), OK_BASE},
-};
-static const MutSet nulls_visit_box[] = {
-    M1("grid NULL", 0, F_GRID, 0, 0),
-    M1("lo NULL", 0, F_LO, -1, 0),
-    M1("hi NULL", 0, F_HI, -1, 0),
-    M1("visit NULL", 0, F_VISIT, 0, 0),
-};
-static const OkSet ok_visit_box[] = {
-    OK_BOX_COMMON,
-    {M1("user NULL", 0, F_USER, 0, 0), OK_BASE},
-};
+#define FILTER_ZERO                                                                                \
+    {M1("filter category 0", 0, F_FILTER_CAT, 0, 0.0), OK_ZERO},                                   \
+    {                                                                                              \
+        M1("filter mask 0", 0, F_FILTER_MASK, 0, 0.0), OK_ZERO                                     \
+    }
+#define OK_QUERY_BOX                                                                               \
+    OK_BOX_COMMON, {M2("out NULL, capacity 0", G_CAP, F_OUT, 0, 0, F_CAP, 0, 0.0), OK_BASE},       \
+    {                                                                                              \
+        M1("capacity 1", G_CAP, F_CAP, 0, 1.0), OK_BASE                                            \
+    }
+static const OkSet ok_query_box[] = {OK_QUERY_BOX};
+#define NULLS_VISIT_BOX(self)                                                                      \
+    M1(self " NULL", 0, F_SELF, 0, 0), M1("lo NULL", 0, F_LO, -1, 0),                              \
+        M1("hi NULL", 0, F_HI, -1, 0), M1("visit NULL", 0, F_VISIT, 0, 0)
+static const MutSet nulls_visit_box[] = {NULLS_VISIT_BOX("grid")};
+#define OK_VISIT_BOX                                                                               \
+    OK_BOX_COMMON,                                                                                 \
+    {                                                                                              \
+        M1("user NULL", 0, F_USER, 0, 0), OK_BASE                                                  \
+    }
+static const OkSet ok_visit_box[] = {OK_VISIT_BOX};
 
-static const MutSet nulls_knn[] = {
-    M1("grid NULL", 0, F_GRID, 0, 0),
-    M1("point NULL", 0, F_CENTER, -1, 0),
-    M1("out NULL", G_CAP, F_OUT, 0, 0),
-    M1("found NULL", 0, F_FOUND, 0, 0),
-};
+#define NULLS_KNN(self)                                                                            \
+    M1(self " NULL", 0, F_SELF, 0, 0), M1("point NULL", 0, F_CENTER, -1, 0),                       \
+        M1("out NULL", G_CAP, F_OUT, 0, 0), M1("found NULL", 0, F_FOUND, 0, 0)
+static const MutSet nulls_knn[] = {NULLS_KNN("grid")};
 static const MutSet nonfinite_knn[] = {NF_POINT(F_CENTER, "point")};
 static const MutSet range_knn[] = {
     M1("k -1", G_CAP, F_K, 0, -1.0),
     M1("k INT32_MIN", G_CAP, F_K, 0, INT32_MIN),
 };
-static const OkSet ok_knn[] = {
-    OK_CENTER_ZERO,
-    {M2("k 0, out NULL", G_CAP, F_K, 0, 0.0, F_OUT, 0, 0), OK_ZERO},
-    {M1("k above the count", G_CAP, F_K, 0, KNN_K_ALL), OK_ALL},
-    {M1("point[0] 1e300", 0, F_CENTER, 0, 1e300), OK_BASE},
-    {M1("point[1] -1e300", 0, F_CENTER, 1, -1e300), OK_BASE},
-};
+#define OK_KNN                                                                                     \
+    OK_CENTER_ZERO, {M2("k 0, out NULL", G_CAP, F_K, 0, 0.0, F_OUT, 0, 0), OK_ZERO},               \
+        {M1("k above the count", G_CAP, F_K, 0, KNN_K_ALL), OK_ALL},                               \
+        {M1("point[0] 1e300", 0, F_CENTER, 0, 1e300), OK_BASE},                                    \
+    {                                                                                              \
+        M1("point[1] -1e300", 0, F_CENTER, 1, -1e300), OK_BASE                                     \
+    }
+static const OkSet ok_knn[] = {OK_KNN};
 
 static const OkSet ok_query_radius_f[] = {
     OK_RADIUS_ZERO,
     OK_CENTER_ZERO,
     {M2("out NULL, capacity 0", G_CAP, F_OUT, 0, 0, F_CAP, 0, 0.0), OK_BASE},
     {M1("radius 1e308", G_RADIUS, F_RADIUS, 0, 1e308), OK_ALL},
-    {M1("filter category 0", 0, F_FILTER_CAT, 0, 0.0), OK_ZERO},
-    {M1("filter mask 0", 0, F_FILTER_MASK, 0, 0.0), OK_ZERO},
+    FILTER_ZERO,
 };
 static const OkSet ok_visit_radius_f[] = {
     OK_RADIUS_ZERO,
     OK_CENTER_ZERO,
     {M1("radius 1e308", G_RADIUS, F_RADIUS, 0, 1e308), OK_ALL},
     {M1("user NULL", 0, F_USER, 0, 0), OK_BASE},
-    {M1("filter category 0", 0, F_FILTER_CAT, 0, 0.0), OK_ZERO},
-    {M1("filter mask 0", 0, F_FILTER_MASK, 0, 0.0), OK_ZERO},
+    FILTER_ZERO,
 };
 static const OkSet ok_query_box_f[] = {
     OK_BOX_COMMON,
     {M2("out NULL, capacity 0", G_CAP, F_OUT, 0, 0, F_CAP, 0, 0.0), OK_BASE},
-    {M1("filter category 0", 0, F_FILTER_CAT, 0, 0.0), OK_ZERO},
-    {M1("filter mask 0", 0, F_FILTER_MASK, 0, 0.0), OK_ZERO},
+    FILTER_ZERO,
 };
 static const OkSet ok_visit_box_f[] = {
     OK_BOX_COMMON,
-    {M1("filter category 0", 0, F_FILTER_CAT, 0, 0.0), OK_ZERO},
-    {M1("filter mask 0", 0, F_FILTER_MASK, 0, 0.0), OK_ZERO},
+    FILTER_ZERO,
 };
 static const OkSet ok_knn_f[] = {
     OK_CENTER_ZERO,
     {M2("k 0, out NULL", G_CAP, F_K, 0, 0.0, F_OUT, 0, 0), OK_ZERO},
     {M1("k above the count", G_CAP, F_K, 0, KNN_K_ALL), OK_ALL},
-    {M1("filter category 0", 0, F_FILTER_CAT, 0, 0.0), OK_ZERO},
-    {M1("filter mask 0", 0, F_FILTER_MASK, 0, 0.0), OK_ZERO},
+    FILTER_ZERO,
 };
 
 static const MutSet nulls_cross[] = {
-    M1("a NULL", G_B, F_GRID, 0, 0),
+    M1("a NULL", G_B, F_SELF, 0, 0),
     M1("b NULL", G_B, F_B, 0, 0),
     M1("out NULL", G_CAP, F_OUT, 0, 0),
     M1("found NULL", 0, F_FOUND, 0, 0),
@@ -530,7 +530,7 @@ static const OkSet ok_cross[] = {
     {M1("b is a", G_B, F_B_SELF, 0, 0), OK_ANY},
 };
 static const MutSet nulls_count_cross[] = {
-    M1("a NULL", G_B, F_GRID, 0, 0),
+    M1("a NULL", G_B, F_SELF, 0, 0),
     M1("b NULL", G_B, F_B, 0, 0),
     M1("count NULL", 0, F_FOUND, 0, 0),
 };
@@ -543,7 +543,7 @@ static const OkSet ok_count_cross[] = {
     {M1("b is a", G_B, F_B_SELF, 0, 0), OK_ANY},
 };
 static const MutSet nulls_visit_cross[] = {
-    M1("a NULL", G_B, F_GRID, 0, 0),
+    M1("a NULL", G_B, F_SELF, 0, 0),
     M1("b NULL", G_B, F_B, 0, 0),
     M1("visit NULL", 0, F_VISIT, 0, 0),
 };
@@ -554,86 +554,492 @@ static const OkSet ok_visit_cross[] = {
 };
 
 static const Spec specs[] = {
-    {FN_CREATE, "nb_grid_create", O_CREATE, LIST(nulls_create), LIST(nonfinite_create),
+    {FN_CREATE, "nb_grid_create", O_CREATE, LIST(nulls_create), NOLIST, LIST(nonfinite_create),
      LIST(range_create), LIST(ok_create)},
-    {FN_RESERVE, "nb_grid_reserve", 0, LIST(nulls_grid), NOLIST, LIST(range_reserve),
+    {FN_RESERVE, "nb_grid_reserve", 0, LIST(nulls_grid), NOLIST, NOLIST, LIST(range_reserve),
      LIST(ok_reserve)},
-    {FN_BUILD, "nb_grid_build", O_BUILD, LIST(nulls_build), LIST(nonfinite_build),
+    {FN_BUILD, "nb_grid_build", O_MUTATE, LIST(nulls_build), NOLIST, LIST(nonfinite_build),
      LIST(range_build), LIST(ok_build)},
-    {FN_INFO, "nb_grid_info", 0, LIST(nulls_info), NOLIST, NOLIST, NOLIST},
-    {FN_VALIDATE, "nb_grid_validate", 0, LIST(nulls_grid), NOLIST, NOLIST, NOLIST},
-    {FN_PAIRS, "nb_grid_pairs", O_FOUND64 | O_PAIRS, LIST(nulls_pairs), LIST(nonfinite_radius),
-     LIST(range_pairs), LIST(ok_pairs)},
-    {FN_COUNT_PAIRS, "nb_grid_count_pairs", O_FOUND64, LIST(nulls_count_pairs),
+    {FN_INFO, "nb_grid_info", 0, LIST(nulls_info), NOLIST, NOLIST, NOLIST, NOLIST},
+    {FN_VALIDATE, "nb_grid_validate", 0, LIST(nulls_grid), NOLIST, NOLIST, NOLIST, NOLIST},
+    {FN_PAIRS, "nb_grid_pairs", O_FOUND64 | O_PAIRS, LIST(nulls_pairs), NOLIST,
+     LIST(nonfinite_radius), LIST(range_pairs), LIST(ok_pairs)},
+    {FN_COUNT_PAIRS, "nb_grid_count_pairs", O_FOUND64, LIST(nulls_count_pairs), NOLIST,
      LIST(nonfinite_radius), LIST(range_radius), LIST(ok_radius_only)},
-    {FN_VISIT_PAIRS, "nb_grid_visit_pairs", O_VISIT, LIST(nulls_visit_pairs),
+    {FN_VISIT_PAIRS, "nb_grid_visit_pairs", O_VISIT, LIST(nulls_visit_pairs), NOLIST,
      LIST(nonfinite_radius), LIST(range_radius), LIST(ok_visit_pairs)},
-    {FN_VISIT_PAIRS_RANGE, "nb_grid_visit_pairs_range", O_VISIT, LIST(nulls_visit_pairs),
+    {FN_VISIT_PAIRS_RANGE, "nb_grid_visit_pairs_range", O_VISIT, LIST(nulls_visit_pairs), NOLIST,
      LIST(nonfinite_radius), LIST(range_units), LIST(ok_units)},
-    {FN_QUERY_RADIUS, "nb_grid_query_radius", O_FOUND32 | O_IDX, LIST(nulls_query_radius),
+    {FN_QUERY_RADIUS, "nb_grid_query_radius", O_FOUND32 | O_IDX, LIST(nulls_query_radius), NOLIST,
      LIST(nonfinite_center_radius), LIST(range_radius_cap), LIST(ok_query_radius)},
-    {FN_VISIT_RADIUS, "nb_grid_visit_radius", O_VISIT, LIST(nulls_visit_radius),
+    {FN_VISIT_RADIUS, "nb_grid_visit_radius", O_VISIT, LIST(nulls_visit_radius), NOLIST,
      LIST(nonfinite_center_radius), LIST(range_radius), LIST(ok_visit_radius)},
-    {FN_QUERY_BOX, "nb_grid_query_box", O_FOUND32 | O_IDX, LIST(nulls_query_box),
+    {FN_QUERY_BOX, "nb_grid_query_box", O_FOUND32 | O_IDX, LIST(nulls_query_box), NOLIST,
      LIST(nonfinite_box), LIST(range_cap), LIST(ok_query_box)},
-    {FN_VISIT_BOX, "nb_grid_visit_box", O_VISIT, LIST(nulls_visit_box), LIST(nonfinite_box), NOLIST,
-     LIST(ok_visit_box)},
-    {FN_KNN, "nb_grid_knn", O_FOUND32 | O_NN, LIST(nulls_knn), LIST(nonfinite_knn), LIST(range_knn),
-     LIST(ok_knn)},
+    {FN_VISIT_BOX, "nb_grid_visit_box", O_VISIT, LIST(nulls_visit_box), NOLIST, LIST(nonfinite_box),
+     NOLIST, LIST(ok_visit_box)},
+    {FN_KNN, "nb_grid_knn", O_FOUND32 | O_NN, LIST(nulls_knn), NOLIST, LIST(nonfinite_knn),
+     LIST(range_knn), LIST(ok_knn)},
     {FN_QUERY_RADIUS_F, "nb_grid_query_radius_filtered", O_FOUND32 | O_IDX,
-     LIST(nulls_query_radius), LIST(nonfinite_center_radius), LIST(range_radius_cap),
+     LIST(nulls_query_radius), NOLIST, LIST(nonfinite_center_radius), LIST(range_radius_cap),
      LIST(ok_query_radius_f)},
-    {FN_VISIT_RADIUS_F, "nb_grid_visit_radius_filtered", O_VISIT, LIST(nulls_visit_radius),
+    {FN_VISIT_RADIUS_F, "nb_grid_visit_radius_filtered", O_VISIT, LIST(nulls_visit_radius), NOLIST,
      LIST(nonfinite_center_radius), LIST(range_radius), LIST(ok_visit_radius_f)},
-    {FN_QUERY_BOX_F, "nb_grid_query_box_filtered", O_FOUND32 | O_IDX, LIST(nulls_query_box),
+    {FN_QUERY_BOX_F, "nb_grid_query_box_filtered", O_FOUND32 | O_IDX, LIST(nulls_query_box), NOLIST,
      LIST(nonfinite_box), LIST(range_cap), LIST(ok_query_box_f)},
-    {FN_VISIT_BOX_F, "nb_grid_visit_box_filtered", O_VISIT, LIST(nulls_visit_box),
+    {FN_VISIT_BOX_F, "nb_grid_visit_box_filtered", O_VISIT, LIST(nulls_visit_box), NOLIST,
      LIST(nonfinite_box), NOLIST, LIST(ok_visit_box_f)},
-    {FN_KNN_F, "nb_grid_knn_filtered", O_FOUND32 | O_NN, LIST(nulls_knn), LIST(nonfinite_knn),
-     LIST(range_knn), LIST(ok_knn_f)},
-    {FN_CROSS_PAIRS, "nb_grid_cross_pairs", O_FOUND64 | O_PAIRS, LIST(nulls_cross),
+    {FN_KNN_F, "nb_grid_knn_filtered", O_FOUND32 | O_NN, LIST(nulls_knn), NOLIST,
+     LIST(nonfinite_knn), LIST(range_knn), LIST(ok_knn_f)},
+    {FN_CROSS_PAIRS, "nb_grid_cross_pairs", O_FOUND64 | O_PAIRS, LIST(nulls_cross), NOLIST,
      LIST(nonfinite_radius), LIST(range_cross), LIST(ok_cross)},
-    {FN_COUNT_CROSS_PAIRS, "nb_grid_count_cross_pairs", O_FOUND64, LIST(nulls_count_cross),
+    {FN_COUNT_CROSS_PAIRS, "nb_grid_count_cross_pairs", O_FOUND64, LIST(nulls_count_cross), NOLIST,
      LIST(nonfinite_radius), LIST(range_cross_nocap), LIST(ok_count_cross)},
-    {FN_VISIT_CROSS_PAIRS, "nb_grid_visit_cross_pairs", O_VISIT, LIST(nulls_visit_cross),
+    {FN_VISIT_CROSS_PAIRS, "nb_grid_visit_cross_pairs", O_VISIT, LIST(nulls_visit_cross), NOLIST,
      LIST(nonfinite_radius), LIST(range_cross_nocap), LIST(ok_visit_cross)},
 };
 
-// ---- one call's world ----
+// ---- one call's world, and the runner both tables use ----
 
-typedef struct Ctx {
-    const Fixture *fx;
-    nbGrid *grid, *b, *b_other, *created;
+// What the calls of both tables share: the first member of the grid's Ctx and the hash's HCtx.
+typedef struct World {
+    int dim; // the fixture's
     nbtAlloc stats;
     nbAllocator alloc;
-    nbGridDesc desc;
-    nbPoints pts;
-    double data[BUILD_N * 4 * 2];
-    double center[3], lo[3], hi[3], radius;
-    int32_t cap32, k, ub, ue, n_reserve, found32;
+    nbGridDesc desc; // the hash's create copies it into an nbHashDesc
+    double pos[3], center[3], lo[3], hi[3], radius;
+    const double *a_pos, *a_center, *a_lo, *a_hi; // the arguments as passed
+    int32_t cap32, k, found32;
     int64_t cap64, found64;
+    int32_t *a_found32;
+    int64_t *a_found64;
     nbFilter filter;
     void *user;
+    void *created;                             // what create left in *out (BOGUS before the call)
+    bool no_desc, no_outobj, no_out, no_visit; // desc / create's out / out buffer / visit := NULL
+} World;
+
+static void *const BOGUS = (void *)(uintptr_t)0x777;
+static nbGrid *const BOGUS_GRID = (nbGrid *)(uintptr_t)0x777;
+
+// The out buffer and the callback as passed.
+#define OUT(c, buf) ((c)->w.no_out ? NULL : (c)->buf)
+#define VISIT(c, fn) ((c)->w.no_visit ? NULL : (fn))
+
+static void world_init(World *w, int dim, double cell, int32_t cap32, int64_t cap64)
+{
+    w->dim = dim;
+    w->alloc = nbt_allocator(&w->stats);
+    w->desc.cell_size = cell;
+    w->desc.dim = dim;
+    w->desc.allocator = &w->alloc;
+    w->radius = R0;
+    for (int a = 0; a < 3; a++) {
+        w->pos[a] = 0.5;
+        w->center[a] = 0.5;
+        w->lo[a] = 0.2;
+        w->hi[a] = 0.7;
+    }
+    w->cap32 = cap32;
+    w->cap64 = cap64;
+    w->k = KNN_K;
+    w->filter = NB_FILTER_ALL;
+    w->user = w;
+    w->a_pos = w->pos;
+    w->a_center = w->center;
+    w->a_lo = w->lo;
+    w->a_hi = w->hi;
+    w->a_found32 = &w->found32;
+    w->a_found64 = &w->found64;
+}
+
+static int64_t g_visits;
+static uint64_t g_visit_hash;
+
+static int32_t i32(double v)
+{
+    return v <= INT32_MIN ? INT32_MIN : v >= INT32_MAX ? INT32_MAX : (int32_t)v;
+}
+
+// Applies a mutation of a field both tables have: 1 done, 0 does not apply to this fixture (an
+// axis beyond its dim), -1 not a shared field.
+static int apply_common(World *w, const Mut *m)
+{
+    switch (m->f) {
+    case F_DESC: w->no_desc = true; return 1;
+    case F_OUTOBJ: w->no_outobj = true; return 1;
+    case F_ALLOC_FN: w->alloc.alloc = NULL; return 1;
+    case F_FREE_FN: w->alloc.free = NULL; return 1;
+    case F_ALLOCATOR: w->desc.allocator = NULL; return 1;
+    case F_CELL: w->desc.cell_size = m->v; return 1;
+    case F_GDIM: w->desc.dim = i32(m->v); return 1;
+    case F_HINT: w->desc.capacity_hint = i32(m->v); return 1;
+    case F_RADIUS: w->radius = m->v; return 1;
+    case F_POS:
+    case F_CENTER:
+    case F_LO:
+    case F_HI: {
+        double *arr = m->f == F_POS      ? w->pos
+                      : m->f == F_CENTER ? w->center
+                      : m->f == F_LO     ? w->lo
+                                         : w->hi;
+        const double **arg = m->f == F_POS      ? &w->a_pos
+                             : m->f == F_CENTER ? &w->a_center
+                             : m->f == F_LO     ? &w->a_lo
+                                                : &w->a_hi;
+        if (m->idx < 0) { // the pointer itself
+            *arg = NULL;
+            return 1;
+        }
+        if (m->idx >= w->dim) return 0;
+        arr[m->idx] = m->v;
+        return 1;
+    }
+    case F_BOX_ALL:
+        for (int a = 0; a < 3; a++) {
+            w->lo[a] = -D_INF;
+            w->hi[a] = D_INF;
+        }
+        return 1;
+    case F_OUT: w->no_out = true; return 1;
+    case F_CAP:
+        w->cap32 = i32(m->v);
+        w->cap64 = (int64_t)m->v;
+        return 1;
+    case F_FOUND:
+        w->a_found32 = NULL;
+        w->a_found64 = NULL;
+        return 1;
+    case F_K: w->k = i32(m->v); return 1;
+    case F_VISIT: w->no_visit = true; return 1;
+    case F_USER: w->user = NULL; return 1;
+    case F_FILTER_CAT: w->filter.category = (uint32_t)m->v; return 1;
+    case F_FILTER_MASK: w->filter.mask = (uint32_t)m->v; return 1;
+    default: return -1;
+    }
+}
+
+typedef struct Result {
+    bool applies;
+    nbStatus st;
+    int64_t found; // *found / *count, callbacks, the structure's count after a mutation, or
+                   // created != NULL
+    int64_t cap;
+    uint64_t hash; // the results' contents
+    int64_t visits;
+    // contract checks done inside the call's world
+    bool outputs_safe, grid_intact, leak_free;
+    char what[160];
+} Result;
+
+static void note(Result *r, const char *msg)
+{
+    size_t n = strlen(r->what);
+    if (n + 1 < sizeof r->what)
+        snprintf(r->what + n, sizeof r->what - n, "%s%s", n ? "; " : "", msg);
+}
+
+// What differs between the grid's table and the hash's.
+typedef struct Family {
+    size_t ctx_size;   // sizeof(Ctx) / sizeof(HCtx), whose first member is the World
+    const char *noun;  // "grid" / "hash", for messages
+    const char *items; // "point" / "item"
+    const Spec *specs;
+    int n_specs;
+    bool (*init)(World *w, const void *fx); // the valid default arguments
+    void (*release)(World *w);              // frees what init and create made
+    bool (*apply)(World *w, const Mut *m);  // a mutation of the family's own fields
+    void (*garbage)(World *w);              // garbage in the family's own outputs
+    nbStatus (*invoke)(int fn, World *w);
+    // the out buffer's entry t mixed into h (which buffer: by outs)
+    uint64_t (*out_key)(const World *w, unsigned outs, int64_t t, uint64_t h);
+    // after the call: what a mutation left, the family's own outputs, whether the fixture is
+    // intact
+    void (*finish)(Result *r, const Spec *sp, World *w, const void *fx);
+    nbStatus (*create)(const nbGridDesc *d, void **out); // d, out: NULL passed as NULL
+    void (*destroy)(void *obj);
+} Family;
+
+// One fixture of one family.
+typedef struct Table {
+    const Family *fam;
+    const void *fx;
+    const char *name;
+    int32_t count;      // the fixture's points / items
+    bool explicit_cell; // EXPLICIT rows run
+    bool has_live;      // handle-taking calls can succeed
+} Table;
+
+static uint64_t hash_outputs(const Family *fam, unsigned outs, const World *w, int64_t found)
+{
+    int64_t n = 0;
+    if (outs & O_IDX) n = found < w->cap32 ? found : w->cap32;
+    if (outs & O_PAIRS) n = found < w->cap64 ? found : w->cap64;
+    if (outs & O_NN) n = found < w->k ? found : w->k;
+    uint64_t h = 0;
+    for (int64_t t = 0; t < n && !w->no_out; t++) h = fam->out_key(w, outs, t, h);
+    if (outs & O_VISIT) h = g_visit_hash;
+    return h;
+}
+
+// Frees a world; whether its allocator then holds nothing.
+static bool release(const Family *fam, World *w)
+{
+    if (w == NULL) return true;
+    if (w->created != NULL && w->created != BOGUS) fam->destroy(w->created);
+    w->created = NULL;
+    fam->release(w);
+    const bool leak_free = w->stats.live_bytes == 0 && !w->stats.size_mismatch;
+    free(w);
+    return leak_free;
+}
+
+// A world with the valid default arguments on fixture fx; NULL when that fails.
+static World *fresh_world(const Family *fam, const void *fx)
+{
+    World *w = (World *)malloc(fam->ctx_size);
+    if (w != NULL && !fam->init(w, fx)) {
+        release(fam, w);
+        w = NULL;
+    }
+    return w;
+}
+
+// Runs sp's function with the mutations of sets[0..n) applied, -0.0 turned into +0.0 when flip.
+static Result exec(const Table *tb, const Spec *sp, const MutSet *const *sets, int n, bool flip)
+{
+    const Family *fam = tb->fam;
+    Result r;
+    memset(&r, 0, sizeof r);
+    World *w = fresh_world(fam, tb->fx);
+    if (w == NULL) {
+        r.applies = true;
+        r.st = NB_ERR_INTERNAL;
+        note(&r, "test setup failed");
+        return r;
+    }
+    r.applies = true;
+    for (int s = 0; s < n; s++)
+        for (int t = 0; t < sets[s]->n; t++) {
+            Mut m = sets[s]->m[t];
+            if (flip && m.v == 0.0 && signbit(m.v)) m.v = 0.0;
+            const int done = apply_common(w, &m);
+            r.applies &= done < 0 ? fam->apply(w, &m) : done == 1;
+        }
+    if (!r.applies) {
+        release(fam, w);
+        return r;
+    }
+    // garbage in every output
+    w->found32 = GARBAGE;
+    w->found64 = GARBAGE;
+    w->created = BOGUS;
+    fam->garbage(w);
+    g_visits = 0;
+    g_visit_hash = 0;
+
+    r.st = fam->invoke(sp->fn, w);
+
+    r.visits = g_visits;
+    r.cap = (sp->outs & O_FOUND64) ? w->cap64 : w->cap32;
+    if (sp->outs & O_FOUND32) r.found = w->a_found32 != NULL ? w->found32 : 0;
+    if (sp->outs & O_FOUND64) r.found = w->a_found64 != NULL ? w->found64 : 0;
+    if (sp->outs & O_VISIT) r.found = g_visits;
+    if (sp->outs & O_CREATE) r.found = w->created != NULL && w->created != BOGUS;
+    r.hash = hash_outputs(fam, sp->outs, w, r.found);
+
+    // safe outputs: checked by the caller for error statuses
+    r.outputs_safe = true;
+    if (w->a_found32 != NULL && (sp->outs & O_FOUND32) && w->found32 != 0) {
+        r.outputs_safe = false;
+        char msg[64];
+        snprintf(msg, sizeof msg, "*found = %d, want 0", (int)w->found32);
+        note(&r, msg);
+    }
+    if (w->a_found64 != NULL && (sp->outs & O_FOUND64) && w->found64 != 0) {
+        r.outputs_safe = false;
+        char msg[64];
+        snprintf(msg, sizeof msg, "*found/*count = %lld, want 0", (long long)w->found64);
+        note(&r, msg);
+    }
+    if (!w->no_outobj && (sp->outs & O_CREATE) && w->created != NULL) {
+        r.outputs_safe = false;
+        note(&r, w->created == BOGUS ? "*out left unset, want NULL" : "*out not NULL");
+    }
+    if ((sp->outs & O_VISIT) && g_visits != 0) {
+        r.outputs_safe = false;
+        note(&r, "the callback ran");
+    }
+    fam->finish(&r, sp, w, tb->fx);
+    r.leak_free = release(fam, w);
+    if (!r.leak_free) note(&r, "the allocator holds bytes after destroy");
+    return r;
+}
+
+typedef struct Tally {
+    int rows, failed;
+} Tally;
+
+static bool success_like(const Result *r)
+{
+    return r->st == NB_OK || (r->st == NB_ERR_BUFFER_TOO_SMALL && r->found > r->cap);
+}
+
+enum { EXPECT_OK = -1 };
+
+// Runs one row; prints what is wrong. expect: a status, or EXPECT_OK with kind.
+static void row(Tally *t, const Table *tb, const Spec *sp, const MutSet *a, const MutSet *b,
+                int expect, OkKind kind)
+{
+    const MutSet *sets[2] = {a, b};
+    int n = b != NULL ? 2 : a != NULL ? 1 : 0;
+    for (int s = 0; s < n; s++)
+        if ((sets[s]->flags & EXPLICIT) && !tb->explicit_cell) return;
+    Result r = exec(tb, sp, sets, n, false);
+    if (!r.applies) return;
+    t->rows++;
+    char label[160];
+    snprintf(label, sizeof label, "%s%s%s", n > 0 ? a->name : "valid arguments", n > 1 ? " + " : "",
+             n > 1 ? b->name : "");
+    char why[400] = "";
+    if (expect != EXPECT_OK) {
+        if (r.st != (nbStatus)expect)
+            snprintf(why, sizeof why, "returned %s, want %s", nb_status_str(r.st),
+                     nb_status_str((nbStatus)expect));
+        if (!r.outputs_safe || !r.grid_intact || !r.leak_free)
+            snprintf(why + strlen(why), sizeof why - strlen(why), "%s%s", why[0] ? "; " : "",
+                     r.what);
+    } else {
+        bool ok = success_like(&r) && r.grid_intact && r.leak_free;
+        if (!success_like(&r))
+            snprintf(why, sizeof why, "returned %s, want success", nb_status_str(r.st));
+        else if (!r.grid_intact || !r.leak_free)
+            snprintf(why, sizeof why, "%s", r.what);
+        if (ok && kind == OK_TWIN) {
+            Result z = exec(tb, sp, sets, n, true);
+            if (z.st != r.st || z.found != r.found || z.hash != r.hash)
+                snprintf(why, sizeof why, "differs from +0.0: %s found %lld vs %s found %lld",
+                         nb_status_str(r.st), (long long)r.found, nb_status_str(z.st),
+                         (long long)z.found);
+        }
+        if (ok && kind == OK_BASE) {
+            Result z = exec(tb, sp, NULL, 0, false);
+            if (z.found != r.found)
+                snprintf(why, sizeof why, "found %lld, the plain call finds %lld",
+                         (long long)r.found, (long long)z.found);
+        }
+        if (ok && kind == OK_SAME && (r.st != NB_OK || r.found != tb->count))
+            snprintf(why, sizeof why, "%s, count %lld, want NB_OK and the %s as it was",
+                     nb_status_str(r.st), (long long)r.found, tb->fam->noun);
+        if (ok && kind == OK_ZERO && (r.st != NB_OK || r.found != 0 || r.visits != 0))
+            snprintf(why, sizeof why, "%s, found %lld, want NB_OK and nothing", nb_status_str(r.st),
+                     (long long)r.found);
+        if (ok && kind == OK_ALL && r.found != tb->count)
+            snprintf(why, sizeof why, "found %lld, want every %s (%d)", (long long)r.found,
+                     tb->fam->items, (int)tb->count);
+        if (ok && kind == OK_ALL_BUT_ONE && r.found != tb->count - 1)
+            snprintf(why, sizeof why, "found %lld, want every other %s (%d)", (long long)r.found,
+                     tb->fam->items, (int)tb->count - 1);
+    }
+    if (why[0] != '\0') {
+        t->failed++;
+        fprintf(stderr, "  FAIL [%s] %s(%s): %s\n", tb->name, sp->name, label, why);
+    }
+}
+
+static bool pairable(const MutSet *a, const MutSet *b)
+{
+    if ((a->flags & b->flags & G_GROUPS) != 0) return false;
+    if (((a->flags & COORD) && (b->flags & LAYOUT)) || ((a->flags & LAYOUT) && (b->flags & COORD)))
+        return false; // a layout that is out of range says nothing about where coordinates are
+    for (int i = 0; i < a->n; i++) // two values for one argument: only the last would count
+        for (int j = 0; j < b->n; j++)
+            if (a->m[i].f == b->m[j].f && a->m[i].idx == b->m[j].idx) return false;
+    return true;
+}
+
+// Every row of every function of tb's family on tb's fixture; 0 when all pass.
+static int run_specs(const Table *tb)
+{
+    int failed = 0;
+    for (int si = 0; si < tb->fam->n_specs; si++) {
+        const Spec *sp = &tb->fam->specs[si];
+        // without a live item a handle-taking call can only fail: pointer and handle rows only
+        const bool full = tb->has_live || !(sp->outs & O_TAKES_HANDLE);
+        Tally t = {0, 0};
+        if (full) row(&t, tb, sp, NULL, NULL, EXPECT_OK, OK_ANY);
+        // 1. pointers first: alone, with another NULL, with every bad handle and every bad value
+        for (int i = 0; i < sp->n_nulls; i++) {
+            const MutSet *x = &sp->nulls[i];
+            row(&t, tb, sp, x, NULL, NB_ERR_NULL_ARG, OK_ANY);
+            for (int j = i + 1; j < sp->n_nulls; j++)
+                if (pairable(x, &sp->nulls[j]))
+                    row(&t, tb, sp, x, &sp->nulls[j], NB_ERR_NULL_ARG, OK_ANY);
+            for (int j = 0; j < sp->n_handles; j++)
+                row(&t, tb, sp, x, &sp->handles[j], NB_ERR_NULL_ARG, OK_ANY);
+            for (int j = 0; j < sp->n_nonfinite; j++)
+                if (pairable(x, &sp->nonfinite[j]))
+                    row(&t, tb, sp, x, &sp->nonfinite[j], NB_ERR_NULL_ARG, OK_ANY);
+            for (int j = 0; j < sp->n_range; j++)
+                if (pairable(x, &sp->range[j]))
+                    row(&t, tb, sp, x, &sp->range[j], NB_ERR_NULL_ARG, OK_ANY);
+        }
+        // 2. then the handle: alone, and before every bad value, whichever is applied first
+        for (int i = 0; i < sp->n_handles; i++) {
+            const MutSet *x = &sp->handles[i];
+            row(&t, tb, sp, x, NULL, NB_ERR_BAD_HANDLE, OK_ANY);
+            for (int j = 0; j < sp->n_nonfinite; j++) {
+                row(&t, tb, sp, x, &sp->nonfinite[j], NB_ERR_BAD_HANDLE, OK_ANY);
+                row(&t, tb, sp, &sp->nonfinite[j], x, NB_ERR_BAD_HANDLE, OK_ANY);
+            }
+            for (int j = 0; j < sp->n_range; j++) {
+                row(&t, tb, sp, x, &sp->range[j], NB_ERR_BAD_HANDLE, OK_ANY);
+                row(&t, tb, sp, &sp->range[j], x, NB_ERR_BAD_HANDLE, OK_ANY);
+            }
+        }
+        if (full) {
+            // 3. then finiteness: alone and with every out-of-range value, both orders
+            for (int i = 0; i < sp->n_nonfinite; i++) {
+                row(&t, tb, sp, &sp->nonfinite[i], NULL, NB_ERR_NOT_FINITE, OK_ANY);
+                for (int j = 0; j < sp->n_range; j++)
+                    if (pairable(&sp->nonfinite[i], &sp->range[j])) {
+                        row(&t, tb, sp, &sp->nonfinite[i], &sp->range[j], NB_ERR_NOT_FINITE,
+                            OK_ANY);
+                        row(&t, tb, sp, &sp->range[j], &sp->nonfinite[i], NB_ERR_NOT_FINITE,
+                            OK_ANY);
+                    }
+            }
+            // 4. then ranges
+            for (int i = 0; i < sp->n_range; i++)
+                row(&t, tb, sp, &sp->range[i], NULL, NB_ERR_OUT_OF_RANGE, OK_ANY);
+            // 5. accepted edge values
+            for (int i = 0; i < sp->n_ok; i++)
+                row(&t, tb, sp, &sp->ok[i].s, NULL, EXPECT_OK, sp->ok[i].kind);
+        }
+        printf("  [%s] %-30s %4d rows, %d failed\n", tb->name, sp->name, t.rows, t.failed);
+        failed += t.failed;
+    }
+    return failed == 0 ? 0 : 1;
+}
+
+// ---- the grid's calls ----
+
+typedef struct Ctx {
+    World w;
+    const Fixture *fx;
+    nbGrid *grid, *b, *b_other;
+    nbPoints pts;
+    double data[BUILD_N * 4 * 2];
+    int32_t ub, ue, n_reserve;
     nbGridInfo info;
     int32_t idx[IDX_CAP];
     nbPair pairs[PAIR_CAP];
     nbNeighbor nn[NN_CAP];
     // the arguments as passed
-    nbGrid *a_grid, *a_b, **a_outgrid;
-    const nbGridDesc *a_desc;
+    nbGrid *a_grid, *a_b;
     const nbPoints *a_pts;
-    const double *a_center, *a_lo, *a_hi;
-    int32_t *a_idx, *a_found32;
-    int64_t *a_found64;
-    nbPair *a_pairs;
-    nbNeighbor *a_nn;
     nbGridInfo *a_info;
-    nbVisitFn *a_visit;
-    nbPairFn *a_pvisit;
 } Ctx;
-
-static int64_t g_visits;
-static uint64_t g_visit_hash;
 
 static bool on_index(int32_t index, void *user)
 {
@@ -650,8 +1056,6 @@ static bool on_pair(int32_t i, int32_t j, void *user)
     g_visit_hash = mix(g_visit_hash, ((uint64_t)(uint32_t)i << 32) | (uint32_t)j);
     return true;
 }
-
-static nbGrid *const BOGUS_GRID = (nbGrid *)(uintptr_t)0x777;
 
 // The fixture's points: FIX_N of them, or the build rows' BUILD_N, packed.
 static void fixture_points(const Fixture *fx, uint64_t seed, int n, double *out)
@@ -702,11 +1106,14 @@ static bool same_answers(const Answers *x, const Answers *y)
            bits_of(x->info.cell_size) == bits_of(y->info.cell_size);
 }
 
-static bool ctx_init(Ctx *c, const Fixture *fx)
+static bool ctx_init(World *w, const void *fxv)
 {
+    Ctx *c = (Ctx *)w;
+    const Fixture *fx = (const Fixture *)fxv;
     memset(c, 0, sizeof *c);
     c->fx = fx;
     const int dim = fx->dim;
+    world_init(&c->w, dim, fx->cell, IDX_CAP, PAIR_CAP);
     double fix[FIX_N * 3];
     fixture_points(fx, 1, FIX_N, fix);
     c->grid = make_grid(dim, fx->cell, fix, fx->kind == FIXK_EMPTY ? 0 : FIX_N);
@@ -715,56 +1122,25 @@ static bool ctx_init(Ctx *c, const Fixture *fx)
     c->b = make_grid(dim, 0.0, c->data, BUILD_N);
     c->b_other = make_grid(5 - dim, 0.0, c->data, BUILD_N / 2);
     if (c->grid == NULL || c->b == NULL || c->b_other == NULL) return false;
-    c->alloc = nbt_allocator(&c->stats);
-    c->desc.cell_size = fx->cell;
-    c->desc.dim = dim;
-    c->desc.allocator = &c->alloc;
     c->pts.data = c->data;
     c->pts.count = BUILD_N;
-    c->radius = R0;
-    for (int a = 0; a < 3; a++) {
-        c->center[a] = 0.5;
-        c->lo[a] = 0.2;
-        c->hi[a] = 0.7;
-    }
-    c->cap32 = IDX_CAP;
-    c->cap64 = PAIR_CAP;
-    c->k = KNN_K;
     c->ub = 0;
     c->ue = nb_grid_pair_units(c->grid);
     c->n_reserve = 100;
-    c->filter = NB_FILTER_ALL;
-    c->user = c;
     c->a_grid = c->grid;
     c->a_b = c->b;
-    c->a_outgrid = &c->created;
-    c->a_desc = &c->desc;
     c->a_pts = &c->pts;
-    c->a_center = c->center;
-    c->a_lo = c->lo;
-    c->a_hi = c->hi;
-    c->a_idx = c->idx;
-    c->a_found32 = &c->found32;
-    c->a_found64 = &c->found64;
-    c->a_pairs = c->pairs;
-    c->a_nn = c->nn;
     c->a_info = &c->info;
-    c->a_visit = on_index;
-    c->a_pvisit = on_pair;
     return true;
 }
 
-static void ctx_free(Ctx *c)
+static void ctx_free(World *w)
 {
+    Ctx *c = (Ctx *)w;
     nb_grid_destroy(c->grid);
     nb_grid_destroy(c->b);
     nb_grid_destroy(c->b_other);
-    if (c->created != NULL && c->created != BOGUS_GRID) nb_grid_destroy(c->created);
-}
-
-static int32_t i32(double v)
-{
-    return v <= INT32_MIN ? INT32_MIN : v >= INT32_MAX ? INT32_MAX : (int32_t)v;
+    c->grid = c->b = c->b_other = NULL;
 }
 
 static int coord_index(int idx, int dim)
@@ -777,24 +1153,17 @@ static int coord_index(int idx, int dim)
     }
 }
 
-// Applies one mutation; false when it does not apply to this fixture (an axis beyond its dim).
-static bool apply(Ctx *c, const Mut *m)
+// Applies one mutation of the grid's own fields.
+static bool grid_apply(World *w, const Mut *m)
 {
+    Ctx *c = (Ctx *)w;
     const int dim = c->fx->dim;
     const int32_t units = nb_grid_pair_units(c->grid);
     switch (m->f) {
-    case F_GRID: c->a_grid = NULL; return true;
+    case F_SELF: c->a_grid = NULL; return true;
     case F_B: c->a_b = NULL; return true;
     case F_B_OTHER_DIM: c->a_b = c->b_other; return true;
     case F_B_SELF: c->a_b = c->grid; return true;
-    case F_DESC: c->a_desc = NULL; return true;
-    case F_OUTGRID: c->a_outgrid = NULL; return true;
-    case F_ALLOC_FN: c->alloc.alloc = NULL; return true;
-    case F_FREE_FN: c->alloc.free = NULL; return true;
-    case F_ALLOCATOR: c->desc.allocator = NULL; return true;
-    case F_CELL: c->desc.cell_size = m->v; return true;
-    case F_GDIM: c->desc.dim = i32(m->v); return true;
-    case F_HINT: c->desc.capacity_hint = i32(m->v); return true;
     case F_POINTS: c->a_pts = NULL; return true;
     case F_DATA: c->pts.data = NULL; return true;
     case F_COUNT: c->pts.count = i32(m->v); return true;
@@ -803,352 +1172,130 @@ static bool apply(Ctx *c, const Mut *m)
         c->pts.stride = m->idx == IDX_REL ? (size_t)((double)dim * 8.0 + m->v) : (size_t)m->v;
         return true;
     case F_COORD: c->data[coord_index(m->idx, dim)] = m->v; return true;
-    case F_RADIUS: c->radius = m->v; return true;
-    case F_CENTER:
-    case F_LO:
-    case F_HI: {
-        double *arr = m->f == F_CENTER ? c->center : m->f == F_LO ? c->lo : c->hi;
-        if (m->idx < 0) { // the pointer itself
-            if (m->f == F_CENTER) c->a_center = NULL;
-            if (m->f == F_LO) c->a_lo = NULL;
-            if (m->f == F_HI) c->a_hi = NULL;
-            return true;
-        }
-        if (m->idx >= dim) return false;
-        arr[m->idx] = m->v;
-        return true;
-    }
-    case F_BOX_ALL:
-        for (int a = 0; a < 3; a++) {
-            c->lo[a] = -D_INF;
-            c->hi[a] = D_INF;
-        }
-        return true;
-    case F_OUT:
-        c->a_idx = NULL;
-        c->a_pairs = NULL;
-        c->a_nn = NULL;
-        return true;
-    case F_CAP:
-        c->cap32 = i32(m->v);
-        c->cap64 = (int64_t)m->v;
-        return true;
-    case F_FOUND:
-        c->a_found32 = NULL;
-        c->a_found64 = NULL;
-        return true;
-    case F_K: c->k = i32(m->v); return true;
-    case F_VISIT:
-        c->a_visit = NULL;
-        c->a_pvisit = NULL;
-        return true;
-    case F_USER: c->user = NULL; return true;
     case F_UB: c->ub = m->idx == IDX_REL ? units + i32(m->v) : i32(m->v); return true;
     case F_UE: c->ue = m->idx == IDX_REL ? units + i32(m->v) : i32(m->v); return true;
     case F_N: c->n_reserve = i32(m->v); return true;
     case F_INFO: c->a_info = NULL; return true;
-    case F_FILTER_CAT: c->filter.category = (uint32_t)m->v; return true;
-    case F_FILTER_MASK: c->filter.mask = (uint32_t)m->v; return true;
+    default: return false;
     }
-    return false;
 }
 
-static nbStatus invoke(Fn fn, Ctx *c)
+static nbStatus grid_create(const nbGridDesc *d, void **out)
 {
-    switch (fn) {
-    case FN_CREATE: return nb_grid_create(c->a_desc, c->a_outgrid);
+    nbGrid *g = BOGUS_GRID;
+    const nbStatus st = nb_grid_create(d, out != NULL ? &g : NULL);
+    if (out != NULL) *out = g;
+    return st;
+}
+
+static void grid_destroy(void *g)
+{
+    nb_grid_destroy((nbGrid *)g);
+}
+
+static nbStatus grid_invoke(int fn, World *w)
+{
+    Ctx *c = (Ctx *)w;
+    switch ((Fn)fn) {
+    case FN_CREATE:
+        return grid_create(w->no_desc ? NULL : &w->desc, w->no_outobj ? NULL : &w->created);
     case FN_RESERVE: return nb_grid_reserve(c->a_grid, c->n_reserve);
-    case FN_BUILD: return nb_grid_build(c->a_grid, c->a_pts, c->radius);
+    case FN_BUILD: return nb_grid_build(c->a_grid, c->a_pts, c->w.radius);
     case FN_INFO: return nb_grid_info(c->a_grid, c->a_info);
     case FN_VALIDATE: return nb_grid_validate(c->a_grid);
-    case FN_PAIRS: return nb_grid_pairs(c->a_grid, c->radius, c->a_pairs, c->cap64, c->a_found64);
-    case FN_COUNT_PAIRS: return nb_grid_count_pairs(c->a_grid, c->radius, c->a_found64);
-    case FN_VISIT_PAIRS: return nb_grid_visit_pairs(c->a_grid, c->radius, c->a_pvisit, c->user);
+    case FN_PAIRS:
+        return nb_grid_pairs(c->a_grid, c->w.radius, OUT(c, pairs), c->w.cap64, c->w.a_found64);
+    case FN_COUNT_PAIRS: return nb_grid_count_pairs(c->a_grid, c->w.radius, c->w.a_found64);
+    case FN_VISIT_PAIRS:
+        return nb_grid_visit_pairs(c->a_grid, c->w.radius, VISIT(c, on_pair), c->w.user);
     case FN_VISIT_PAIRS_RANGE:
-        return nb_grid_visit_pairs_range(c->a_grid, c->radius, c->ub, c->ue, c->a_pvisit, c->user);
+        return nb_grid_visit_pairs_range(c->a_grid, c->w.radius, c->ub, c->ue, VISIT(c, on_pair),
+                                         c->w.user);
     case FN_QUERY_RADIUS:
-        return nb_grid_query_radius(c->a_grid, c->a_center, c->radius, c->a_idx, c->cap32,
-                                    c->a_found32);
+        return nb_grid_query_radius(c->a_grid, c->w.a_center, c->w.radius, OUT(c, idx), c->w.cap32,
+                                    c->w.a_found32);
     case FN_VISIT_RADIUS:
-        return nb_grid_visit_radius(c->a_grid, c->a_center, c->radius, c->a_visit, c->user);
+        return nb_grid_visit_radius(c->a_grid, c->w.a_center, c->w.radius, VISIT(c, on_index),
+                                    c->w.user);
     case FN_QUERY_BOX:
-        return nb_grid_query_box(c->a_grid, c->a_lo, c->a_hi, c->a_idx, c->cap32, c->a_found32);
-    case FN_VISIT_BOX: return nb_grid_visit_box(c->a_grid, c->a_lo, c->a_hi, c->a_visit, c->user);
-    case FN_KNN: return nb_grid_knn(c->a_grid, c->a_center, c->k, c->a_nn, c->a_found32);
+        return nb_grid_query_box(c->a_grid, c->w.a_lo, c->w.a_hi, OUT(c, idx), c->w.cap32,
+                                 c->w.a_found32);
+    case FN_VISIT_BOX:
+        return nb_grid_visit_box(c->a_grid, c->w.a_lo, c->w.a_hi, VISIT(c, on_index), c->w.user);
+    case FN_KNN: return nb_grid_knn(c->a_grid, c->w.a_center, c->w.k, OUT(c, nn), c->w.a_found32);
     case FN_QUERY_RADIUS_F:
-        return nb_grid_query_radius_filtered(c->a_grid, c->a_center, c->radius, c->filter, c->a_idx,
-                                             c->cap32, c->a_found32);
+        return nb_grid_query_radius_filtered(c->a_grid, c->w.a_center, c->w.radius, c->w.filter,
+                                             OUT(c, idx), c->w.cap32, c->w.a_found32);
     case FN_VISIT_RADIUS_F:
-        return nb_grid_visit_radius_filtered(c->a_grid, c->a_center, c->radius, c->filter,
-                                             c->a_visit, c->user);
+        return nb_grid_visit_radius_filtered(c->a_grid, c->w.a_center, c->w.radius, c->w.filter,
+                                             VISIT(c, on_index), c->w.user);
     case FN_QUERY_BOX_F:
-        return nb_grid_query_box_filtered(c->a_grid, c->a_lo, c->a_hi, c->filter, c->a_idx,
-                                          c->cap32, c->a_found32);
+        return nb_grid_query_box_filtered(c->a_grid, c->w.a_lo, c->w.a_hi, c->w.filter, OUT(c, idx),
+                                          c->w.cap32, c->w.a_found32);
     case FN_VISIT_BOX_F:
-        return nb_grid_visit_box_filtered(c->a_grid, c->a_lo, c->a_hi, c->filter, c->a_visit,
-                                          c->user);
+        return nb_grid_visit_box_filtered(c->a_grid, c->w.a_lo, c->w.a_hi, c->w.filter,
+                                          VISIT(c, on_index), c->w.user);
     case FN_KNN_F:
-        return nb_grid_knn_filtered(c->a_grid, c->a_center, c->k, c->filter, c->a_nn, c->a_found32);
+        return nb_grid_knn_filtered(c->a_grid, c->w.a_center, c->w.k, c->w.filter, OUT(c, nn),
+                                    c->w.a_found32);
     case FN_CROSS_PAIRS:
-        return nb_grid_cross_pairs(c->a_grid, c->a_b, c->radius, c->a_pairs, c->cap64,
-                                   c->a_found64);
+        return nb_grid_cross_pairs(c->a_grid, c->a_b, c->w.radius, OUT(c, pairs), c->w.cap64,
+                                   c->w.a_found64);
     case FN_COUNT_CROSS_PAIRS:
-        return nb_grid_count_cross_pairs(c->a_grid, c->a_b, c->radius, c->a_found64);
+        return nb_grid_count_cross_pairs(c->a_grid, c->a_b, c->w.radius, c->w.a_found64);
     case FN_VISIT_CROSS_PAIRS:
-        return nb_grid_visit_cross_pairs(c->a_grid, c->a_b, c->radius, c->a_pvisit, c->user);
+        return nb_grid_visit_cross_pairs(c->a_grid, c->a_b, c->w.radius, VISIT(c, on_pair),
+                                         c->w.user);
     }
     return NB_ERR_INTERNAL;
 }
 
-// ---- running a row ----
-
-typedef struct Result {
-    bool applies;
-    nbStatus st;
-    int64_t found; // *found / *count, callbacks, the rebuilt grid's count, or created != NULL
-    int64_t cap;
-    uint64_t hash; // the results' contents
-    int64_t visits;
-    // contract checks done inside the call's world
-    bool outputs_safe, grid_intact, leak_free;
-    char what[160];
-} Result;
-
-static void note(Result *r, const char *msg)
+static uint64_t grid_out_key(const World *w, unsigned outs, int64_t t, uint64_t h)
 {
-    size_t n = strlen(r->what);
-    if (n + 1 < sizeof r->what)
-        snprintf(r->what + n, sizeof r->what - n, "%s%s", n ? "; " : "", msg);
+    const Ctx *c = (const Ctx *)w;
+    if (outs & O_IDX) return mix(h, (uint32_t)c->idx[t]);
+    if (outs & O_PAIRS)
+        return mix(h, ((uint64_t)(uint32_t)c->pairs[t].i << 32) | (uint32_t)c->pairs[t].j);
+    return mix(mix(h, (uint32_t)c->nn[t].index), bits_of(c->nn[t].dist2));
 }
 
-static uint64_t hash_outputs(const Spec *sp, const Ctx *c, int64_t found)
+static void grid_garbage(World *w)
 {
-    uint64_t h = 0;
-    if (sp->outs & O_IDX) {
-        int64_t n = found < c->cap32 ? found : c->cap32;
-        for (int64_t t = 0; t < n && c->a_idx != NULL; t++) h = mix(h, (uint32_t)c->idx[t]);
-    }
-    if (sp->outs & O_PAIRS) {
-        int64_t n = found < c->cap64 ? found : c->cap64;
-        for (int64_t t = 0; t < n && c->a_pairs != NULL; t++)
-            h = mix(h, ((uint64_t)(uint32_t)c->pairs[t].i << 32) | (uint32_t)c->pairs[t].j);
-    }
-    if (sp->outs & O_NN)
-        for (int64_t t = 0; t < found && t < c->k && c->a_nn != NULL; t++)
-            h = mix(mix(h, (uint32_t)c->nn[t].index), bits_of(c->nn[t].dist2));
-    if (sp->outs & O_VISIT) h = g_visit_hash;
-    return h;
+    (void)w; // the grid has no outputs but the shared ones
 }
 
-// Runs sp's function with the mutations of sets[0..n) applied, -0.0 turned into +0.0 when flip.
-static Result exec(const Fixture *fx, const Spec *sp, const MutSet *const *sets, int n, bool flip)
+static void grid_finish(Result *r, const Spec *sp, World *w, const void *fxv)
 {
-    Result r;
-    memset(&r, 0, sizeof r);
-    Ctx *c = (Ctx *)malloc(sizeof(Ctx));
-    if (c == NULL || !ctx_init(c, fx)) {
-        r.applies = true;
-        r.st = NB_ERR_INTERNAL;
-        note(&r, "test setup failed");
-        if (c != NULL) ctx_free(c);
-        free(c);
-        return r;
-    }
-    r.applies = true;
-    for (int s = 0; s < n; s++)
-        for (int t = 0; t < sets[s]->n; t++) {
-            Mut m = sets[s]->m[t];
-            if (flip && m.v == 0.0 && signbit(m.v)) m.v = 0.0;
-            r.applies &= apply(c, &m);
-        }
-    if (!r.applies) {
-        ctx_free(c);
-        free(c);
-        return r;
-    }
-    // garbage in every output
-    c->found32 = GARBAGE;
-    c->found64 = GARBAGE;
-    c->created = BOGUS_GRID;
-    g_visits = 0;
-    g_visit_hash = 0;
-
-    r.st = invoke(sp->fn, c);
-
-    r.visits = g_visits;
-    r.cap = (sp->outs & O_FOUND64) ? c->cap64 : c->cap32;
-    if (sp->outs & O_FOUND32) r.found = c->a_found32 != NULL ? c->found32 : 0;
-    if (sp->outs & O_FOUND64) r.found = c->a_found64 != NULL ? c->found64 : 0;
-    if (sp->outs & O_VISIT) r.found = g_visits;
-    if (sp->outs & O_BUILD) r.found = nb_grid_count(c->grid);
-    if (sp->outs & O_CREATE) r.found = c->created != NULL && c->created != BOGUS_GRID;
-    r.hash = hash_outputs(sp, c, r.found);
-    if (sp->outs & O_BUILD) {
-        Answers now = answers(c->grid, c->pairs);
-        r.hash = mix(mix((uint64_t)now.pairs, now.pairs_hash), (uint64_t)now.validate);
-    }
-
-    // safe outputs: checked by the caller for error statuses
-    r.outputs_safe = true;
-    if (c->a_found32 != NULL && (sp->outs & O_FOUND32) && c->found32 != 0) {
-        r.outputs_safe = false;
-        char msg[64];
-        snprintf(msg, sizeof msg, "*found = %d, want 0", (int)c->found32);
-        note(&r, msg);
-    }
-    if (c->a_found64 != NULL && (sp->outs & O_FOUND64) && c->found64 != 0) {
-        r.outputs_safe = false;
-        char msg[64];
-        snprintf(msg, sizeof msg, "*found/*count = %lld, want 0", (long long)c->found64);
-        note(&r, msg);
-    }
-    if (c->a_outgrid != NULL && (sp->outs & O_CREATE) && c->created != NULL) {
-        r.outputs_safe = false;
-        note(&r, c->created == BOGUS_GRID ? "*out left unset, want NULL" : "*out not NULL");
-    }
-    if ((sp->outs & O_VISIT) && g_visits != 0) {
-        r.outputs_safe = false;
-        note(&r, "the callback ran");
-    }
+    Ctx *c = (Ctx *)w;
+    const Fixture *fx = (const Fixture *)fxv;
     // the fixture grid: unchanged unless this was a build that succeeded
     Answers now = answers(c->grid, c->pairs);
-    r.grid_intact = ((sp->outs & O_BUILD) && r.st == NB_OK) || same_answers(&now, &fx->base);
-    if (!r.grid_intact) note(&r, "the grid's answers changed or it no longer validates");
-    if (c->created != NULL && c->created != BOGUS_GRID) {
-        nb_grid_destroy(c->created);
-        c->created = NULL;
+    if (sp->outs & O_MUTATE) {
+        r->found = now.count;
+        r->hash = mix(mix((uint64_t)now.pairs, now.pairs_hash), (uint64_t)now.validate);
     }
-    r.leak_free = c->stats.live_bytes == 0 && !c->stats.size_mismatch;
-    if (!r.leak_free) note(&r, "the desc's allocator holds bytes after destroy");
-    ctx_free(c);
-    free(c);
-    return r;
+    r->grid_intact = ((sp->outs & O_MUTATE) && r->st == NB_OK) || same_answers(&now, &fx->base);
+    if (!r->grid_intact) note(r, "the grid's answers changed or it no longer validates");
 }
 
-typedef struct Tally {
-    int rows, failed;
-} Tally;
-
-static bool success_like(const Result *r)
-{
-    return r->st == NB_OK || (r->st == NB_ERR_BUFFER_TOO_SMALL && r->found > r->cap);
-}
-
-enum { EXPECT_OK = -1 };
-
-// Runs one row; prints what is wrong. expect: a status, or EXPECT_OK with kind.
-static void row(Tally *t, const Fixture *fx, const Spec *sp, const MutSet *a, const MutSet *b,
-                int expect, OkKind kind)
-{
-    const MutSet *sets[2] = {a, b};
-    int n = b != NULL ? 2 : a != NULL ? 1 : 0;
-    for (int s = 0; s < n; s++)
-        if ((sets[s]->flags & EXPLICIT) && fx->cell <= 0.0) return;
-    Result r = exec(fx, sp, sets, n, false);
-    if (!r.applies) return;
-    t->rows++;
-    char label[160];
-    snprintf(label, sizeof label, "%s%s%s", n > 0 ? a->name : "valid arguments", n > 1 ? " + " : "",
-             n > 1 ? b->name : "");
-    char why[400] = "";
-    if (expect != EXPECT_OK) {
-        if (r.st != (nbStatus)expect)
-            snprintf(why, sizeof why, "returned %s, want %s", nb_status_str(r.st),
-                     nb_status_str((nbStatus)expect));
-        if (!r.outputs_safe || !r.grid_intact || !r.leak_free)
-            snprintf(why + strlen(why), sizeof why - strlen(why), "%s%s", why[0] ? "; " : "",
-                     r.what);
-    } else {
-        bool ok = success_like(&r) && r.grid_intact && r.leak_free;
-        if (!success_like(&r))
-            snprintf(why, sizeof why, "returned %s, want success", nb_status_str(r.st));
-        else if (!r.grid_intact || !r.leak_free)
-            snprintf(why, sizeof why, "%s", r.what);
-        if (ok && kind == OK_TWIN) {
-            Result z = exec(fx, sp, sets, n, true);
-            if (z.st != r.st || z.found != r.found || z.hash != r.hash)
-                snprintf(why, sizeof why, "differs from +0.0: %s found %lld vs %s found %lld",
-                         nb_status_str(r.st), (long long)r.found, nb_status_str(z.st),
-                         (long long)z.found);
-        }
-        if (ok && kind == OK_BASE) {
-            Result z = exec(fx, sp, NULL, 0, false);
-            if (z.found != r.found)
-                snprintf(why, sizeof why, "found %lld, the plain call finds %lld",
-                         (long long)r.found, (long long)z.found);
-        }
-        if (ok && kind == OK_ZERO && (r.st != NB_OK || r.found != 0 || r.visits != 0))
-            snprintf(why, sizeof why, "%s, found %lld, want NB_OK and nothing", nb_status_str(r.st),
-                     (long long)r.found);
-        if (ok && kind == OK_ALL && r.found != fx->base.count)
-            snprintf(why, sizeof why, "found %lld, want every point (%d)", (long long)r.found,
-                     (int)fx->base.count);
-    }
-    if (why[0] != '\0') {
-        t->failed++;
-        fprintf(stderr, "  FAIL [%s] %s(%s): %s\n", fx->name, sp->name, label, why);
-    }
-}
-
-static bool pairable(const MutSet *a, const MutSet *b)
-{
-    if ((a->flags & b->flags & G_GROUPS) != 0) return false;
-    if (((a->flags & COORD) && (b->flags & LAYOUT)) || ((a->flags & LAYOUT) && (b->flags & COORD)))
-        return false; // a layout that is out of range says nothing about where coordinates are
-    return true;
-}
+static const Family grid_family = {
+    sizeof(Ctx), "grid",       "point",     specs,        LEN(specs),  ctx_init,    ctx_free,
+    grid_apply,  grid_garbage, grid_invoke, grid_out_key, grid_finish, grid_create, grid_destroy,
+};
 
 static int run_table(Fixture *fx)
 {
     // the fixture's own answers, once
-    Ctx *c = (Ctx *)malloc(sizeof(Ctx));
+    Ctx *c = (Ctx *)fresh_world(&grid_family, fx);
     NB_CHECK(c != NULL);
-    NB_CHECK(ctx_init(c, fx));
     fx->base = answers(c->grid, c->pairs);
-    ctx_free(c);
-    free(c);
+    release(&grid_family, &c->w);
     NB_CHECK(fx->base.validate == NB_OK && fx->base.info_status == NB_OK);
     NB_CHECK(fx->base.count == (fx->kind == FIXK_EMPTY ? 0 : FIX_N));
     NB_CHECK(fx->base.info.hashed == (fx->kind == FIXK_CLUSTERS));
     NB_CHECK(fx->kind == FIXK_EMPTY || fx->base.pairs > 0);
-
-    int failed = 0;
-    for (int si = 0; si < LEN(specs); si++) {
-        const Spec *sp = &specs[si];
-        Tally t = {0, 0};
-        row(&t, fx, sp, NULL, NULL, EXPECT_OK, OK_ANY);
-        // 1. pointers first: alone, with another NULL, with every bad value
-        for (int i = 0; i < sp->n_nulls; i++) {
-            row(&t, fx, sp, &sp->nulls[i], NULL, NB_ERR_NULL_ARG, OK_ANY);
-            for (int j = i + 1; j < sp->n_nulls; j++)
-                if (pairable(&sp->nulls[i], &sp->nulls[j]))
-                    row(&t, fx, sp, &sp->nulls[i], &sp->nulls[j], NB_ERR_NULL_ARG, OK_ANY);
-            for (int j = 0; j < sp->n_nonfinite; j++)
-                if (pairable(&sp->nulls[i], &sp->nonfinite[j]))
-                    row(&t, fx, sp, &sp->nulls[i], &sp->nonfinite[j], NB_ERR_NULL_ARG, OK_ANY);
-            for (int j = 0; j < sp->n_range; j++)
-                if (pairable(&sp->nulls[i], &sp->range[j]))
-                    row(&t, fx, sp, &sp->nulls[i], &sp->range[j], NB_ERR_NULL_ARG, OK_ANY);
-        }
-        // 2. then finiteness: alone and with every out-of-range value
-        for (int i = 0; i < sp->n_nonfinite; i++) {
-            row(&t, fx, sp, &sp->nonfinite[i], NULL, NB_ERR_NOT_FINITE, OK_ANY);
-            for (int j = 0; j < sp->n_range; j++)
-                if (pairable(&sp->nonfinite[i], &sp->range[j])) {
-                    row(&t, fx, sp, &sp->nonfinite[i], &sp->range[j], NB_ERR_NOT_FINITE, OK_ANY);
-                    row(&t, fx, sp, &sp->range[j], &sp->nonfinite[i], NB_ERR_NOT_FINITE, OK_ANY);
-                }
-        }
-        // 3. then ranges
-        for (int i = 0; i < sp->n_range; i++)
-            row(&t, fx, sp, &sp->range[i], NULL, NB_ERR_OUT_OF_RANGE, OK_ANY);
-        // 4. accepted edge values
-        for (int i = 0; i < sp->n_ok; i++)
-            row(&t, fx, sp, &sp->ok[i].s, NULL, EXPECT_OK, sp->ok[i].kind);
-        printf("  [%s] %-30s %4d rows, %d failed\n", fx->name, sp->name, t.rows, t.failed);
-        failed += t.failed;
-    }
-    return failed == 0 ? 0 : 1;
+    const Table tb = {&grid_family, fx, fx->name, fx->base.count, fx->cell > 0.0, true};
+    return run_specs(&tb);
 }
 
 static Fixture fx_dense2 = {"2d dense", 2, 0.0, FIXK_UNIFORM, {0}};
@@ -1156,22 +1303,16 @@ static Fixture fx_cell3 = {"3d cell 0.25", 3, 0.25, FIXK_UNIFORM, {0}};
 static Fixture fx_hashed2 = {"2d hashed", 2, 0.0, FIXK_CLUSTERS, {0}};
 static Fixture fx_empty3 = {"3d empty", 3, 0.0, FIXK_EMPTY, {0}};
 
-static int test_table_2d_dense(void)
-{
-    return run_table(&fx_dense2);
-}
-static int test_table_3d_cell(void)
-{
-    return run_table(&fx_cell3);
-}
-static int test_table_2d_hashed(void)
-{
-    return run_table(&fx_hashed2);
-}
-static int test_table_3d_empty(void)
-{
-    return run_table(&fx_empty3);
-}
+// One test a fixture.
+#define TABLE_TEST(name, run, fx)                                                                  \
+    static int name(void)                                                                          \
+    {                                                                                              \
+        return run(&fx);                                                                           \
+    }
+TABLE_TEST(test_table_2d_dense, run_table, fx_dense2)
+TABLE_TEST(test_table_3d_cell, run_table, fx_cell3)
+TABLE_TEST(test_table_2d_hashed, run_table, fx_hashed2)
+TABLE_TEST(test_table_3d_empty, run_table, fx_empty3)
 
 // ---- the functions without statuses ----
 
@@ -1217,8 +1358,9 @@ static int test_null_tolerant(void)
     return 0;
 }
 
-// A half-set allocator must be refused: neither hook is called and malloc is not used instead.
-static int test_half_allocator(void)
+// A half-set allocator must be refused by create: neither hook is called and malloc is not used
+// instead.
+static int half_allocator(const Family *fam, double cell)
 {
     int bad = 0;
     for (int which = 0; which < 2; which++) {
@@ -1229,45 +1371,49 @@ static int test_half_allocator(void)
         else
             al.alloc = NULL;
         for (int hint = 0; hint <= 100; hint += 100) {
-            nbGridDesc d = {0.0, 2, hint, &al};
-            nbGrid *g = BOGUS_GRID;
-            nbStatus st = nb_grid_create(&d, &g);
-            if (st != NB_ERR_NULL_ARG || g != NULL || stats.allocs != 0) {
+            nbGridDesc d = {cell, 2, hint, &al};
+            void *obj = BOGUS;
+            nbStatus st = fam->create(&d, &obj);
+            if (st != NB_ERR_NULL_ARG || obj != NULL || stats.allocs != 0) {
                 fprintf(stderr,
-                        "  FAIL nb_grid_create(allocator with only %s, hint %d): %s, *out %s, "
+                        "  FAIL nb_%s_create(allocator with only %s, hint %d): %s, *out %s, "
                         "%lld hook allocations; want NB_ERR_NULL_ARG, NULL, 0\n",
-                        which == 0 ? "alloc" : "free", hint, nb_status_str(st),
-                        g == NULL ? "NULL" : "set", (long long)stats.allocs);
+                        fam->noun, which == 0 ? "alloc" : "free", hint, nb_status_str(st),
+                        obj == NULL ? "NULL" : "set", (long long)stats.allocs);
                 bad++;
             }
-            if (g != NULL && g != BOGUS_GRID) nb_grid_destroy(g);
+            if (obj != NULL && obj != BOGUS) fam->destroy(obj);
         }
     }
     return bad;
 }
 
+static int test_half_allocator(void)
+{
+    return half_allocator(&grid_family, 0.0);
+}
+
 // NB_FILTER_ALL gives exactly the unfiltered answers.
 static int test_filter_all_is_plain(void)
 {
-    Ctx *c = (Ctx *)malloc(sizeof(Ctx));
-    NB_CHECK(c != NULL && ctx_init(c, &fx_dense2));
+    Ctx *c = (Ctx *)fresh_world(&grid_family, &fx_dense2);
+    NB_CHECK(c != NULL);
     int32_t f1 = -1, f2 = -1;
     int32_t other[IDX_CAP];
-    NB_CHECK_OK(nb_grid_query_radius(c->grid, c->center, R0, c->idx, IDX_CAP, &f1));
-    NB_CHECK_OK(
-        nb_grid_query_radius_filtered(c->grid, c->center, R0, NB_FILTER_ALL, other, IDX_CAP, &f2));
+    NB_CHECK_OK(nb_grid_query_radius(c->grid, c->w.center, R0, c->idx, IDX_CAP, &f1));
+    NB_CHECK_OK(nb_grid_query_radius_filtered(c->grid, c->w.center, R0, NB_FILTER_ALL, other,
+                                              IDX_CAP, &f2));
     NB_CHECK(f1 == f2 && memcmp(c->idx, other, (size_t)f1 * sizeof(int32_t)) == 0);
-    NB_CHECK_OK(nb_grid_query_box(c->grid, c->lo, c->hi, c->idx, IDX_CAP, &f1));
+    NB_CHECK_OK(nb_grid_query_box(c->grid, c->w.lo, c->w.hi, c->idx, IDX_CAP, &f1));
     NB_CHECK_OK(
-        nb_grid_query_box_filtered(c->grid, c->lo, c->hi, NB_FILTER_ALL, other, IDX_CAP, &f2));
+        nb_grid_query_box_filtered(c->grid, c->w.lo, c->w.hi, NB_FILTER_ALL, other, IDX_CAP, &f2));
     NB_CHECK(f1 == f2 && memcmp(c->idx, other, (size_t)f1 * sizeof(int32_t)) == 0);
     nbNeighbor nn2[KNN_K];
-    NB_CHECK_OK(nb_grid_knn(c->grid, c->center, KNN_K, c->nn, &f1));
-    NB_CHECK_OK(nb_grid_knn_filtered(c->grid, c->center, KNN_K, NB_FILTER_ALL, nn2, &f2));
+    NB_CHECK_OK(nb_grid_knn(c->grid, c->w.center, KNN_K, c->nn, &f1));
+    NB_CHECK_OK(nb_grid_knn_filtered(c->grid, c->w.center, KNN_K, NB_FILTER_ALL, nn2, &f2));
     NB_CHECK(f1 == f2);
     for (int32_t t = 0; t < f1; t++) NB_CHECK(c->nn[t].index == nn2[t].index);
-    ctx_free(c);
-    free(c);
+    release(&grid_family, &c->w);
     return 0;
 }
 
@@ -1316,40 +1462,18 @@ typedef enum HFn {
     HF_VALIDATE,
 } HFn;
 
-typedef enum HField {
-    H_HASH,        // hash := NULL
-    H_DESC,        // desc := NULL
-    H_OUTHASH,     // create's out := NULL
-    H_ALLOC_FN,    // desc.allocator->alloc := NULL
-    H_FREE_FN,     // desc.allocator->free := NULL
-    H_ALLOCATOR,   // desc.allocator := NULL
-    H_CELL_SIZE,   // desc.cell_size := v
-    H_GDIM,        // desc.dim := v
-    H_HINT,        // desc.capacity_hint := v
-    H_ITEMS,       // reserve's items := v
-    H_POS,         // insert / move position [idx] := v; idx < 0: the pointer := NULL
-    H_HANDLE,      // item := the handle of kind idx (HK_*)
-    H_RADIUS,      // radius := v
-    H_CENTER,      // center / knn point [idx] := v; idx < 0: the pointer := NULL
-    H_LO,          // lo[idx] := v; idx < 0: the pointer := NULL
-    H_HI,          // hi[idx] := v; idx < 0: the pointer := NULL
-    H_BOX_ALL,     // every bound infinite
-    H_OUT,         // out buffer := NULL
-    H_CAP,         // capacity := v
-    H_FOUND,       // found / count := NULL
-    H_K,           // k := v
-    H_VISIT,       // visit := NULL
-    H_USER,        // user := NULL
-    H_FILTER_CAT,  // filter.category := v
-    H_FILTER_MASK, // filter.mask := v
-    H_MASK_A,      // cross pairs' mask_a := v
-    H_MASK_B,      // cross pairs' mask_b := v
-    H_UVAL,        // insert / set user value := v
-    H_OUTHANDLE,   // insert's out := NULL
-    H_GET_POS,     // get's pos := NULL
-    H_GET_USER,    // get's user := NULL
-    H_GET_FILTER,  // get's filter := NULL
-} HField;
+// The hash's own fields (the shared ones are Field's).
+enum {
+    H_ITEMS = F_SELF + 1, // reserve's items := v
+    H_HANDLE,             // item := the handle of kind idx (HK_*)
+    H_MASK_A,             // cross pairs' mask_a := v
+    H_MASK_B,             // cross pairs' mask_b := v
+    H_UVAL,               // insert / set user value := v
+    H_OUTHANDLE,          // insert's out := NULL
+    H_GET_POS,            // get's pos := NULL
+    H_GET_USER,           // get's user := NULL
+    H_GET_FILTER,         // get's filter := NULL
+};
 
 // Handle kinds for H_HANDLE.
 enum {
@@ -1367,85 +1491,9 @@ enum {
 
 enum { G_HANDLE = 1 << 4, G_MASKS = 1 << 5 }; // (the grid's G_B / G_UNITS bits: another table)
 
-typedef struct HMut {
-    HField f;
-    int idx;
-    double v;
-} HMut;
+static const MutSet hnulls_hash[] = {M1("hash NULL", 0, F_SELF, 0, 0)};
 
-typedef struct HMutSet {
-    const char *name;
-    HMut m[3];
-    int n;
-    unsigned flags;
-} HMutSet;
-
-typedef struct HOkSet {
-    HMutSet s;
-    OkKind kind;
-} HOkSet;
-
-enum {
-    HO_FOUND32 = 1 << 0,
-    HO_FOUND64 = 1 << 1,
-    HO_CREATE = 1 << 2,
-    HO_VISIT = 1 << 3,
-    HO_MUTATE = 1 << 4, // changes the hash when it succeeds
-    HO_HITS = 1 << 5,
-    HO_PAIRS = 1 << 6,
-    HO_NN = 1 << 7,
-    HO_HANDLE_OUT = 1 << 8, // insert's *out
-    HO_GET = 1 << 9,        // get's outputs: untouched on error
-    HO_TAKES_HANDLE = 1 << 10,
-};
-
-typedef struct HSpec {
-    HFn fn;
-    const char *name;
-    unsigned outs;
-    const HMutSet *nulls;
-    int n_nulls;
-    const HMutSet *handles;
-    int n_handles;
-    const HMutSet *nonfinite;
-    int n_nonfinite;
-    const HMutSet *range;
-    int n_range;
-    const HOkSet *ok;
-    int n_ok;
-} HSpec;
-
-#define HNF_RADIUS                                                                                 \
-    M1("radius NaN", G_RADIUS, H_RADIUS, 0, D_NAN),                                                \
-        M1("radius +inf", G_RADIUS, H_RADIUS, 0, D_INF),                                           \
-        M1("radius -inf", G_RADIUS, H_RADIUS, 0, -D_INF)
-#define HRG_RADIUS                                                                                 \
-    M1("radius -1", G_RADIUS, H_RADIUS, 0, -1.0), M1("radius -tiny", G_RADIUS, H_RADIUS, 0, -TINY)
-#define HRG_CAP                                                                                    \
-    M1("capacity -1", G_CAP, H_CAP, 0, -1.0), M1("capacity INT32_MIN", G_CAP, H_CAP, 0, INT32_MIN)
-#define HOK_RADIUS_ZERO                                                                            \
-    {                                                                                              \
-        M1("radius -0.0", G_RADIUS, H_RADIUS, 0, -0.0), OK_TWIN                                    \
-    }
-#define HNF_POINT(F, nm)                                                                           \
-    M1(nm "[0] NaN", 0, F, 0, D_NAN), M1(nm "[1] +inf", 0, F, 1, D_INF),                           \
-        M1(nm "[2] -inf", 0, F, 2, -D_INF), M1(nm "[0] -inf", 0, F, 0, -D_INF),                    \
-        M1(nm "[1] NaN", 0, F, 1, D_NAN), M1(nm "[2] NaN", 0, F, 2, D_NAN)
-#define HOK_CENTER_ZERO                                                                            \
-    {M1("center[0] -0.0", 0, H_CENTER, 0, -0.0), OK_TWIN},                                         \
-        {M1("center[1] -0.0", 0, H_CENTER, 1, -0.0), OK_TWIN},                                     \
-    {                                                                                              \
-        M1("center[2] -0.0", 0, H_CENTER, 2, -0.0), OK_TWIN                                        \
-    }
-#define HFILTER_ZERO                                                                               \
-    {M1("filter category 0", 0, H_FILTER_CAT, 0, 0.0), OK_ZERO},                                   \
-    {                                                                                              \
-        M1("filter mask 0", 0, H_FILTER_MASK, 0, 0.0), OK_ZERO                                     \
-    }
-
-static const HMutSet hnulls_hash[] = {M1("hash NULL", 0, H_HASH, 0, 0)};
-
-static const HMutSet hbad_handles[] = {
+static const MutSet hbad_handles[] = {
     M1("null handle", G_HANDLE, H_HANDLE, HK_NULL, 0),
     M1("stale handle (removed)", G_HANDLE, H_HANDLE, HK_STALE, 0),
     M1("stale handle (slot reused)", G_HANDLE, H_HANDLE, HK_REUSED, 0),
@@ -1456,257 +1504,138 @@ static const HMutSet hbad_handles[] = {
     M1("all bits set", G_HANDLE, H_HANDLE, HK_ONES, 0),
 };
 
-static const HMutSet hnulls_create[] = {
-    M1("desc NULL", 0, H_DESC, 0, 0),
-    M1("out NULL", 0, H_OUTHASH, 0, 0),
-    M1("allocator with free only (alloc NULL)", 0, H_ALLOC_FN, 0, 0),
-    M1("allocator with alloc only (free NULL)", 0, H_FREE_FN, 0, 0),
+static const MutSet hrange_create[] = {
+    M1("cell_size 0", G_CELL, F_CELL, 0, 0.0),
+    M1("cell_size -0.0", G_CELL, F_CELL, 0, -0.0),
+    RG_CREATE,
 };
-static const HMutSet hnonfinite_create[] = {
-    M1("cell_size NaN", G_CELL, H_CELL_SIZE, 0, D_NAN),
-    M1("cell_size +inf", G_CELL, H_CELL_SIZE, 0, D_INF),
-    M1("cell_size -inf", G_CELL, H_CELL_SIZE, 0, -D_INF),
-};
-static const HMutSet hrange_create[] = {
-    M1("cell_size 0", G_CELL, H_CELL_SIZE, 0, 0.0),
-    M1("cell_size -0.0", G_CELL, H_CELL_SIZE, 0, -0.0),
-    M1("cell_size -1", G_CELL, H_CELL_SIZE, 0, -1.0),
-    M1("cell_size -tiny", G_CELL, H_CELL_SIZE, 0, -TINY),
-    M1("capacity_hint -1", 0, H_HINT, 0, -1.0),
-    M1("capacity_hint INT32_MIN", 0, H_HINT, 0, INT32_MIN),
-    M1("dim 1", 0, H_GDIM, 0, 1.0),
-    M1("dim 4", 0, H_GDIM, 0, 4.0),
-    M1("dim -1", 0, H_GDIM, 0, -1.0),
-    M1("dim INT32_MAX", 0, H_GDIM, 0, INT32_MAX),
-};
-static const HOkSet hok_create[] = {
-    {M1("cell_size 0.5", G_CELL, H_CELL_SIZE, 0, 0.5), OK_ANY},
-    {M1("cell_size 1e300", G_CELL, H_CELL_SIZE, 0, 1e300), OK_ANY},
-    {M1("dim 0", 0, H_GDIM, 0, 0.0), OK_ANY},
-    {M1("capacity_hint 100", 0, H_HINT, 0, 100.0), OK_ANY},
-    {M1("allocator NULL (malloc)", 0, H_ALLOCATOR, 0, 0), OK_ANY},
+static const OkSet hok_create[] = {
+    {M1("cell_size 0.5", G_CELL, F_CELL, 0, 0.5), OK_ANY},
+    {M1("cell_size 1e300", G_CELL, F_CELL, 0, 1e300), OK_ANY},
+    {M1("dim 0", 0, F_GDIM, 0, 0.0), OK_ANY},
+    {M1("capacity_hint 100", 0, F_HINT, 0, 100.0), OK_ANY},
+    {M1("allocator NULL (malloc)", 0, F_ALLOCATOR, 0, 0), OK_ANY},
 };
 
-static const HMutSet hrange_reserve[] = {
+static const MutSet hrange_reserve[] = {
     M1("items -1", 0, H_ITEMS, 0, -1.0),
     M1("items INT32_MIN", 0, H_ITEMS, 0, INT32_MIN),
     M1("items 2^28 + 1", 0, H_ITEMS, 0, H_ITEM_LIMIT + 1.0),
     M1("items INT32_MAX", 0, H_ITEMS, 0, INT32_MAX),
 };
-static const HOkSet hok_reserve[] = {
+static const OkSet hok_reserve[] = {
     {M1("items 0", 0, H_ITEMS, 0, 0.0), OK_SAME},
     {M1("items 1000", 0, H_ITEMS, 0, 1000.0), OK_SAME},
 };
 
 #define HNF_POS                                                                                    \
-    M1("pos[0] NaN", 0, H_POS, 0, D_NAN), M1("pos[1] +inf", 0, H_POS, 1, D_INF),                   \
-        M1("pos[2] -inf", 0, H_POS, 2, -D_INF), M1("pos[0] -inf", 0, H_POS, 0, -D_INF),            \
-        M1("pos[1] NaN", 0, H_POS, 1, D_NAN), M1("pos[2] NaN", 0, H_POS, 2, D_NAN)
+    M1("pos[0] NaN", 0, F_POS, 0, D_NAN), M1("pos[1] +inf", 0, F_POS, 1, D_INF),                   \
+        M1("pos[2] -inf", 0, F_POS, 2, -D_INF), M1("pos[0] -inf", 0, F_POS, 0, -D_INF),            \
+        M1("pos[1] NaN", 0, F_POS, 1, D_NAN), M1("pos[2] NaN", 0, F_POS, 2, D_NAN)
 #define HRG_POS                                                                                    \
-    M1("pos[0] 1e300 (cell beyond 2^62)", 0, H_POS, 0, 1e300),                                     \
-        M1("pos[1] -1e300 (cell beyond -2^62)", 0, H_POS, 1, -1e300),                              \
-        M1("pos[2] 1e300 (cell beyond 2^62)", 0, H_POS, 2, 1e300),                                 \
-        M1("pos[0] 1.2e18 (cell 4.8e18, beyond 2^62)", 0, H_POS, 0, 1.2e18)
+    M1("pos[0] 1e300 (cell beyond 2^62)", 0, F_POS, 0, 1e300),                                     \
+        M1("pos[1] -1e300 (cell beyond -2^62)", 0, F_POS, 1, -1e300),                              \
+        M1("pos[2] 1e300 (cell beyond 2^62)", 0, F_POS, 2, 1e300),                                 \
+        M1("pos[0] 1.2e18 (cell 4.8e18, beyond 2^62)", 0, F_POS, 0, 1.2e18)
 #define HOK_POS                                                                                    \
-    {M1("pos[0] -0.0", 0, H_POS, 0, -0.0), OK_TWIN},                                               \
-        {M1("pos[1] -0.0", 0, H_POS, 1, -0.0), OK_TWIN},                                           \
-        {M1("pos[2] -0.0", 0, H_POS, 2, -0.0), OK_TWIN},                                           \
-        {M1("pos[0] 1e12 (far)", 0, H_POS, 0, 1e12), OK_ANY},                                      \
+    {M1("pos[0] -0.0", 0, F_POS, 0, -0.0), OK_TWIN},                                               \
+        {M1("pos[1] -0.0", 0, F_POS, 1, -0.0), OK_TWIN},                                           \
+        {M1("pos[2] -0.0", 0, F_POS, 2, -0.0), OK_TWIN},                                           \
+        {M1("pos[0] 1e12 (far)", 0, F_POS, 0, 1e12), OK_ANY},                                      \
     {                                                                                              \
-        M1("pos[1] -1e15 (far, negative)", 0, H_POS, 1, -1e15), OK_ANY                             \
+        M1("pos[1] -1e15 (far, negative)", 0, F_POS, 1, -1e15), OK_ANY                             \
     }
 
-static const HMutSet hnulls_insert[] = {
-    M1("hash NULL", 0, H_HASH, 0, 0),
-    M1("pos NULL", 0, H_POS, -1, 0),
+static const MutSet hnulls_insert[] = {
+    M1("hash NULL", 0, F_SELF, 0, 0),
+    M1("pos NULL", 0, F_POS, -1, 0),
     M1("out NULL", 0, H_OUTHANDLE, 0, 0),
 };
-static const HMutSet hnonfinite_pos[] = {HNF_POS};
-static const HMutSet hrange_pos[] = {HRG_POS};
-static const HOkSet hok_insert[] = {
+static const MutSet hnonfinite_pos[] = {HNF_POS};
+static const MutSet hrange_pos[] = {HRG_POS};
+static const OkSet hok_insert[] = {
     HOK_POS,
     {M1("user value 0", 0, H_UVAL, 0, 0.0), OK_ANY},
     {M1("user value 2^63", 0, H_UVAL, 0, 0x1p63), OK_ANY},
-    {M2("filter 0 / 0", 0, H_FILTER_CAT, 0, 0.0, H_FILTER_MASK, 0, 0.0), OK_ANY},
+    {M2("filter 0 / 0", 0, F_FILTER_CAT, 0, 0.0, F_FILTER_MASK, 0, 0.0), OK_ANY},
 };
 
-static const HMutSet hnulls_move[] = {
-    M1("hash NULL", 0, H_HASH, 0, 0),
-    M1("pos NULL", 0, H_POS, -1, 0),
+static const MutSet hnulls_move[] = {
+    M1("hash NULL", 0, F_SELF, 0, 0),
+    M1("pos NULL", 0, F_POS, -1, 0),
 };
-static const HOkSet hok_move[] = {
+static const OkSet hok_move[] = {
     HOK_POS,
     {M1("another live item", G_HANDLE, H_HANDLE, HK_LIVE2, 0), OK_ANY},
 };
 
-static const HOkSet hok_remove[] = {
+static const OkSet hok_remove[] = {
     {M1("another live item", G_HANDLE, H_HANDLE, HK_LIVE2, 0), OK_ANY},
 };
 
-static const HOkSet hok_get[] = {
+static const OkSet hok_get[] = {
     {M1("pos NULL", 0, H_GET_POS, 0, 0), OK_SAME},
     {M1("user NULL", 0, H_GET_USER, 0, 0), OK_SAME},
     {M1("filter NULL", 0, H_GET_FILTER, 0, 0), OK_SAME},
     {M1("another live item", G_HANDLE, H_HANDLE, HK_LIVE2, 0), OK_SAME},
 };
 
-static const HOkSet hok_set[] = {
+static const OkSet hok_set[] = {
     {M1("user value 0", 0, H_UVAL, 0, 0.0), OK_ANY},
-    {M2("filter 0 / 0", 0, H_FILTER_CAT, 0, 0.0, H_FILTER_MASK, 0, 0.0), OK_ANY},
+    {M2("filter 0 / 0", 0, F_FILTER_CAT, 0, 0.0, F_FILTER_MASK, 0, 0.0), OK_ANY},
     {M1("another live item", G_HANDLE, H_HANDLE, HK_LIVE2, 0), OK_ANY},
 };
 
-static const HMutSet hnulls_visit_all[] = {
-    M1("hash NULL", 0, H_HASH, 0, 0),
-    M1("visit NULL", 0, H_VISIT, 0, 0),
+static const MutSet hnulls_visit_all[] = {
+    M1("hash NULL", 0, F_SELF, 0, 0),
+    M1("visit NULL", 0, F_VISIT, 0, 0),
 };
-static const HOkSet hok_visit_all[] = {
-    {M1("user NULL", 0, H_USER, 0, 0), OK_ALL},
-};
-
-static const HMutSet hnulls_query_radius[] = {
-    M1("hash NULL", 0, H_HASH, 0, 0),
-    M1("center NULL", 0, H_CENTER, -1, 0),
-    M1("out NULL", G_CAP, H_OUT, 0, 0),
-    M1("found NULL", 0, H_FOUND, 0, 0),
-};
-static const HMutSet hnonfinite_center_radius[] = {HNF_POINT(H_CENTER, "center"), HNF_RADIUS};
-static const HMutSet hrange_radius_cap[] = {HRG_RADIUS, HRG_CAP};
-static const HOkSet hok_query_radius[] = {
-    HOK_RADIUS_ZERO,
-    HOK_CENTER_ZERO,
-    {M2("out NULL, capacity 0", G_CAP, H_OUT, 0, 0, H_CAP, 0, 0.0), OK_BASE},
-    {M1("capacity 1", G_CAP, H_CAP, 0, 1.0), OK_BASE},
-    {M1("radius 1e308", G_RADIUS, H_RADIUS, 0, 1e308), OK_ALL},
-    {M1("center[0] 1e300", 0, H_CENTER, 0, 1e300), OK_ZERO},
-    {M1("center[1] -1e300", 0, H_CENTER, 1, -1e300), OK_ZERO},
-    HFILTER_ZERO,
+static const OkSet hok_visit_all[] = {
+    {M1("user NULL", 0, F_USER, 0, 0), OK_ALL},
 };
 
-static const HMutSet hnulls_visit_radius[] = {
-    M1("hash NULL", 0, H_HASH, 0, 0),
-    M1("center NULL", 0, H_CENTER, -1, 0),
-    M1("visit NULL", 0, H_VISIT, 0, 0),
-};
-static const HMutSet hrange_radius[] = {HRG_RADIUS};
-static const HOkSet hok_visit_radius[] = {
-    HOK_RADIUS_ZERO,
-    HOK_CENTER_ZERO,
-    {M1("radius 1e308", G_RADIUS, H_RADIUS, 0, 1e308), OK_ALL},
-    {M1("user NULL", 0, H_USER, 0, 0), OK_BASE},
-    HFILTER_ZERO,
-};
+static const MutSet hnulls_query_radius[] = {NULLS_QUERY_RADIUS("hash")};
+static const OkSet hok_query_radius[] = {OK_QUERY_RADIUS, FILTER_ZERO};
 
-static const HMutSet hnulls_query_box[] = {
-    M1("hash NULL", 0, H_HASH, 0, 0),   M1("lo NULL", 0, H_LO, -1, 0),
-    M1("hi NULL", 0, H_HI, -1, 0),      M1("out NULL", G_CAP, H_OUT, 0, 0),
-    M1("found NULL", 0, H_FOUND, 0, 0),
-};
-static const HMutSet hnonfinite_box[] = {
-    M1("lo[0] NaN", 0, H_LO, 0, D_NAN), M1("lo[1] NaN", 0, H_LO, 1, D_NAN),
-    M1("lo[2] NaN", 0, H_LO, 2, D_NAN), M1("hi[0] NaN", 0, H_HI, 0, D_NAN),
-    M1("hi[1] NaN", 0, H_HI, 1, D_NAN), M1("hi[2] NaN", 0, H_HI, 2, D_NAN),
-};
-static const HMutSet hrange_cap[] = {HRG_CAP};
-#define HOK_BOX_COMMON                                                                             \
-    {M1("lo[0] -0.0", 0, H_LO, 0, -0.0), OK_TWIN}, {M1("hi[1] -0.0", 0, H_HI, 1, -0.0), OK_TWIN},  \
-        {M1("lo[2] -0.0", 0, H_LO, 2, -0.0), OK_TWIN},                                             \
-        {M1("lo[0] -inf (unbounded)", 0, H_LO, 0, -D_INF), OK_ANY},                                \
-        {M1("hi[1] +inf (unbounded)", 0, H_HI, 1, D_INF), OK_ANY},                                 \
-        {M1("every bound infinite", 0, H_BOX_ALL, 0, 0), OK_ALL},                                  \
-        {M1("lo[0] +inf (empty)", 0, H_LO, 0, D_INF), OK_ZERO},                                    \
-        {M1("hi[1] -inf (empty)", 0, H_HI, 1, -D_INF), OK_ZERO},                                   \
-        {M2("lo[0] 1 > hi[0] 0 (empty)", 0, H_LO, 0, 1.0, H_HI, 0, 0.0), OK_ZERO}, HFILTER_ZERO
-static const HOkSet hok_query_box[] = {
-    HOK_BOX_COMMON,
-    {M2("out NULL, capacity 0", G_CAP, H_OUT, 0, 0, H_CAP, 0, 0.0), OK_BASE},
-    {M1("capacity 1", G_CAP, H_CAP, 0, 1.0), OK_BASE},
-};
-static const HMutSet hnulls_visit_box[] = {
-    M1("hash NULL", 0, H_HASH, 0, 0),
-    M1("lo NULL", 0, H_LO, -1, 0),
-    M1("hi NULL", 0, H_HI, -1, 0),
-    M1("visit NULL", 0, H_VISIT, 0, 0),
-};
-static const HOkSet hok_visit_box[] = {
-    HOK_BOX_COMMON,
-    {M1("user NULL", 0, H_USER, 0, 0), OK_BASE},
-};
+static const MutSet hnulls_visit_radius[] = {NULLS_VISIT_RADIUS("hash")};
+static const OkSet hok_visit_radius[] = {OK_VISIT_RADIUS, FILTER_ZERO};
 
-static const HMutSet hnulls_knn[] = {
-    M1("hash NULL", 0, H_HASH, 0, 0),
-    M1("point NULL", 0, H_CENTER, -1, 0),
-    M1("out NULL", G_CAP, H_OUT, 0, 0),
-    M1("found NULL", 0, H_FOUND, 0, 0),
-};
-static const HMutSet hnonfinite_knn[] = {HNF_POINT(H_CENTER, "point")};
-static const HMutSet hrange_knn[] = {
-    M1("k -1", G_CAP, H_K, 0, -1.0),
-    M1("k INT32_MIN", G_CAP, H_K, 0, INT32_MIN),
-};
-static const HOkSet hok_knn[] = {
-    HOK_CENTER_ZERO,
-    {M2("k 0, out NULL", G_CAP, H_K, 0, 0.0, H_OUT, 0, 0), OK_ZERO},
-    {M1("k above the count", G_CAP, H_K, 0, KNN_K_ALL), OK_ALL},
-    {M1("point[0] 1e300", 0, H_CENTER, 0, 1e300), OK_BASE},
-    {M1("point[1] -1e300", 0, H_CENTER, 1, -1e300), OK_BASE},
-    HFILTER_ZERO,
-};
+static const MutSet hnulls_query_box[] = {NULLS_QUERY_BOX("hash")};
+static const OkSet hok_query_box[] = {OK_QUERY_BOX, FILTER_ZERO};
+static const MutSet hnulls_visit_box[] = {NULLS_VISIT_BOX("hash")};
+static const OkSet hok_visit_box[] = {OK_VISIT_BOX, FILTER_ZERO};
 
-static const HMutSet hnulls_query_neighbors[] = {
-    M1("hash NULL", 0, H_HASH, 0, 0),
-    M1("out NULL", G_CAP, H_OUT, 0, 0),
-    M1("found NULL", 0, H_FOUND, 0, 0),
+static const MutSet hnulls_knn[] = {NULLS_KNN("hash")};
+static const OkSet hok_knn[] = {OK_KNN, FILTER_ZERO};
+
+static const MutSet hnulls_query_neighbors[] = {
+    M1("hash NULL", 0, F_SELF, 0, 0),
+    M1("out NULL", G_CAP, F_OUT, 0, 0),
+    M1("found NULL", 0, F_FOUND, 0, 0),
 };
-static const HMutSet hnonfinite_radius[] = {HNF_RADIUS};
-static const HOkSet hok_query_neighbors[] = {
-    HOK_RADIUS_ZERO,
-    {M2("out NULL, capacity 0", G_CAP, H_OUT, 0, 0, H_CAP, 0, 0.0), OK_BASE},
-    {M1("capacity 1", G_CAP, H_CAP, 0, 1.0), OK_BASE},
-    {M1("radius 1e308", G_RADIUS, H_RADIUS, 0, 1e308), OK_ALL_BUT_ONE},
+static const OkSet hok_query_neighbors[] = {
+    OK_RADIUS_ZERO,
+    {M2("out NULL, capacity 0", G_CAP, F_OUT, 0, 0, F_CAP, 0, 0.0), OK_BASE},
+    {M1("capacity 1", G_CAP, F_CAP, 0, 1.0), OK_BASE},
+    {M1("radius 1e308", G_RADIUS, F_RADIUS, 0, 1e308), OK_ALL_BUT_ONE},
     {M1("another live item", G_HANDLE, H_HANDLE, HK_LIVE2, 0), OK_ANY},
-    HFILTER_ZERO,
+    FILTER_ZERO,
 };
-static const HMutSet hnulls_visit_neighbors[] = {
-    M1("hash NULL", 0, H_HASH, 0, 0),
-    M1("visit NULL", 0, H_VISIT, 0, 0),
+static const MutSet hnulls_visit_neighbors[] = {
+    M1("hash NULL", 0, F_SELF, 0, 0),
+    M1("visit NULL", 0, F_VISIT, 0, 0),
 };
-static const HOkSet hok_visit_neighbors[] = {
-    HOK_RADIUS_ZERO,
-    {M1("radius 1e308", G_RADIUS, H_RADIUS, 0, 1e308), OK_ALL_BUT_ONE},
-    {M1("user NULL", 0, H_USER, 0, 0), OK_BASE},
+static const OkSet hok_visit_neighbors[] = {
+    OK_RADIUS_ZERO,
+    {M1("radius 1e308", G_RADIUS, F_RADIUS, 0, 1e308), OK_ALL_BUT_ONE},
+    {M1("user NULL", 0, F_USER, 0, 0), OK_BASE},
     {M1("another live item", G_HANDLE, H_HANDLE, HK_LIVE2, 0), OK_ANY},
-    HFILTER_ZERO,
+    FILTER_ZERO,
 };
 
-static const HMutSet hnulls_pairs[] = {
-    M1("hash NULL", 0, H_HASH, 0, 0),
-    M1("out NULL", G_CAP, H_OUT, 0, 0),
-    M1("found NULL", 0, H_FOUND, 0, 0),
-};
-static const HMutSet hrange_pairs[] = {
-    HRG_RADIUS,
-    HRG_CAP,
-    M1("capacity INT64_MIN", G_CAP, H_CAP, 0, -0x1p63),
-};
-static const HOkSet hok_pairs[] = {
-    HOK_RADIUS_ZERO,
-    {M2("out NULL, capacity 0", G_CAP, H_OUT, 0, 0, H_CAP, 0, 0.0), OK_BASE},
-    {M1("capacity 1", G_CAP, H_CAP, 0, 1.0), OK_BASE},
-};
-static const HMutSet hnulls_count_pairs[] = {
-    M1("hash NULL", 0, H_HASH, 0, 0),
-    M1("count NULL", 0, H_FOUND, 0, 0),
-};
-static const HOkSet hok_radius_only[] = {HOK_RADIUS_ZERO};
-static const HMutSet hnulls_visit_pairs[] = {
-    M1("hash NULL", 0, H_HASH, 0, 0),
-    M1("visit NULL", 0, H_VISIT, 0, 0),
-};
-static const HOkSet hok_visit_pairs[] = {
-    HOK_RADIUS_ZERO,
-    {M1("user NULL", 0, H_USER, 0, 0), OK_BASE},
-};
+static const MutSet hnulls_pairs[] = {NULLS_PAIRS("hash")};
+static const MutSet hnulls_count_pairs[] = {NULLS_COUNT_PAIRS("hash")};
+static const MutSet hnulls_visit_pairs[] = {NULLS_VISIT_PAIRS("hash")};
 #define HOK_MASKS                                                                                  \
     {M1("mask_a 0", G_MASKS, H_MASK_A, 0, 0.0), OK_ZERO},                                          \
         {M1("mask_b 0", G_MASKS, H_MASK_B, 0, 0.0), OK_ZERO},                                      \
@@ -1715,64 +1644,64 @@ static const HOkSet hok_visit_pairs[] = {
            4294967295.0),                                                                          \
             OK_ANY                                                                                 \
     }
-static const HOkSet hok_cross[] = {
-    HOK_RADIUS_ZERO,
-    {M2("out NULL, capacity 0", G_CAP, H_OUT, 0, 0, H_CAP, 0, 0.0), OK_BASE},
-    {M1("capacity 1", G_CAP, H_CAP, 0, 1.0), OK_BASE},
+static const OkSet hok_cross[] = {
+    OK_RADIUS_ZERO,
+    {M2("out NULL, capacity 0", G_CAP, F_OUT, 0, 0, F_CAP, 0, 0.0), OK_BASE},
+    {M1("capacity 1", G_CAP, F_CAP, 0, 1.0), OK_BASE},
     HOK_MASKS,
 };
-static const HOkSet hok_count_cross[] = {HOK_RADIUS_ZERO, HOK_MASKS};
-static const HOkSet hok_visit_cross[] = {
-    HOK_RADIUS_ZERO,
-    {M1("user NULL", 0, H_USER, 0, 0), OK_BASE},
+static const OkSet hok_count_cross[] = {OK_RADIUS_ZERO, HOK_MASKS};
+static const OkSet hok_visit_cross[] = {
+    OK_RADIUS_ZERO,
+    {M1("user NULL", 0, F_USER, 0, 0), OK_BASE},
     HOK_MASKS,
 };
 
-static const HSpec hspecs[] = {
-    {HF_CREATE, "nb_hash_create", HO_CREATE, LIST(hnulls_create), NOLIST, LIST(hnonfinite_create),
+static const Spec hspecs[] = {
+    {HF_CREATE, "nb_hash_create", O_CREATE, LIST(nulls_create), NOLIST, LIST(nonfinite_create),
      LIST(hrange_create), LIST(hok_create)},
-    {HF_RESERVE, "nb_hash_reserve", HO_MUTATE, LIST(hnulls_hash), NOLIST, NOLIST,
+    {HF_RESERVE, "nb_hash_reserve", O_MUTATE, LIST(hnulls_hash), NOLIST, NOLIST,
      LIST(hrange_reserve), LIST(hok_reserve)},
-    {HF_INSERT, "nb_hash_insert", HO_MUTATE | HO_HANDLE_OUT, LIST(hnulls_insert), NOLIST,
+    {HF_INSERT, "nb_hash_insert", O_MUTATE | O_HANDLE_OUT, LIST(hnulls_insert), NOLIST,
      LIST(hnonfinite_pos), LIST(hrange_pos), LIST(hok_insert)},
-    {HF_MOVE, "nb_hash_move", HO_MUTATE | HO_TAKES_HANDLE, LIST(hnulls_move), LIST(hbad_handles),
+    {HF_MOVE, "nb_hash_move", O_MUTATE | O_TAKES_HANDLE, LIST(hnulls_move), LIST(hbad_handles),
      LIST(hnonfinite_pos), LIST(hrange_pos), LIST(hok_move)},
-    {HF_REMOVE, "nb_hash_remove", HO_MUTATE | HO_TAKES_HANDLE, LIST(hnulls_hash),
-     LIST(hbad_handles), NOLIST, NOLIST, LIST(hok_remove)},
-    {HF_GET, "nb_hash_get", HO_GET | HO_TAKES_HANDLE, LIST(hnulls_hash), LIST(hbad_handles), NOLIST,
+    {HF_REMOVE, "nb_hash_remove", O_MUTATE | O_TAKES_HANDLE, LIST(hnulls_hash), LIST(hbad_handles),
+     NOLIST, NOLIST, LIST(hok_remove)},
+    {HF_GET, "nb_hash_get", O_GET | O_TAKES_HANDLE, LIST(hnulls_hash), LIST(hbad_handles), NOLIST,
      NOLIST, LIST(hok_get)},
-    {HF_SET, "nb_hash_set", HO_MUTATE | HO_TAKES_HANDLE, LIST(hnulls_hash), LIST(hbad_handles),
+    {HF_SET, "nb_hash_set", O_MUTATE | O_TAKES_HANDLE, LIST(hnulls_hash), LIST(hbad_handles),
      NOLIST, NOLIST, LIST(hok_set)},
-    {HF_VISIT_ALL, "nb_hash_visit_all", HO_VISIT, LIST(hnulls_visit_all), NOLIST, NOLIST, NOLIST,
+    {HF_VISIT_ALL, "nb_hash_visit_all", O_VISIT, LIST(hnulls_visit_all), NOLIST, NOLIST, NOLIST,
      LIST(hok_visit_all)},
-    {HF_QUERY_RADIUS, "nb_hash_query_radius", HO_FOUND32 | HO_HITS, LIST(hnulls_query_radius),
-     NOLIST, LIST(hnonfinite_center_radius), LIST(hrange_radius_cap), LIST(hok_query_radius)},
-    {HF_VISIT_RADIUS, "nb_hash_visit_radius", HO_VISIT, LIST(hnulls_visit_radius), NOLIST,
-     LIST(hnonfinite_center_radius), LIST(hrange_radius), LIST(hok_visit_radius)},
-    {HF_QUERY_BOX, "nb_hash_query_box", HO_FOUND32 | HO_HITS, LIST(hnulls_query_box), NOLIST,
-     LIST(hnonfinite_box), LIST(hrange_cap), LIST(hok_query_box)},
-    {HF_VISIT_BOX, "nb_hash_visit_box", HO_VISIT, LIST(hnulls_visit_box), NOLIST,
-     LIST(hnonfinite_box), NOLIST, LIST(hok_visit_box)},
-    {HF_KNN, "nb_hash_knn", HO_FOUND32 | HO_NN, LIST(hnulls_knn), NOLIST, LIST(hnonfinite_knn),
-     LIST(hrange_knn), LIST(hok_knn)},
-    {HF_QUERY_NEIGHBORS, "nb_hash_query_neighbors", HO_FOUND32 | HO_HITS | HO_TAKES_HANDLE,
-     LIST(hnulls_query_neighbors), LIST(hbad_handles), LIST(hnonfinite_radius),
-     LIST(hrange_radius_cap), LIST(hok_query_neighbors)},
-    {HF_VISIT_NEIGHBORS, "nb_hash_visit_neighbors", HO_VISIT | HO_TAKES_HANDLE,
-     LIST(hnulls_visit_neighbors), LIST(hbad_handles), LIST(hnonfinite_radius), LIST(hrange_radius),
+    {HF_QUERY_RADIUS, "nb_hash_query_radius", O_FOUND32 | O_IDX, LIST(hnulls_query_radius), NOLIST,
+     LIST(nonfinite_center_radius), LIST(range_radius_cap), LIST(hok_query_radius)},
+    {HF_VISIT_RADIUS, "nb_hash_visit_radius", O_VISIT, LIST(hnulls_visit_radius), NOLIST,
+     LIST(nonfinite_center_radius), LIST(range_radius), LIST(hok_visit_radius)},
+    {HF_QUERY_BOX, "nb_hash_query_box", O_FOUND32 | O_IDX, LIST(hnulls_query_box), NOLIST,
+     LIST(nonfinite_box), LIST(range_cap), LIST(hok_query_box)},
+    {HF_VISIT_BOX, "nb_hash_visit_box", O_VISIT, LIST(hnulls_visit_box), NOLIST,
+     LIST(nonfinite_box), NOLIST, LIST(hok_visit_box)},
+    {HF_KNN, "nb_hash_knn", O_FOUND32 | O_NN, LIST(hnulls_knn), NOLIST, LIST(nonfinite_knn),
+     LIST(range_knn), LIST(hok_knn)},
+    {HF_QUERY_NEIGHBORS, "nb_hash_query_neighbors", O_FOUND32 | O_IDX | O_TAKES_HANDLE,
+     LIST(hnulls_query_neighbors), LIST(hbad_handles), LIST(nonfinite_radius),
+     LIST(range_radius_cap), LIST(hok_query_neighbors)},
+    {HF_VISIT_NEIGHBORS, "nb_hash_visit_neighbors", O_VISIT | O_TAKES_HANDLE,
+     LIST(hnulls_visit_neighbors), LIST(hbad_handles), LIST(nonfinite_radius), LIST(range_radius),
      LIST(hok_visit_neighbors)},
-    {HF_PAIRS, "nb_hash_pairs", HO_FOUND64 | HO_PAIRS, LIST(hnulls_pairs), NOLIST,
-     LIST(hnonfinite_radius), LIST(hrange_pairs), LIST(hok_pairs)},
-    {HF_COUNT_PAIRS, "nb_hash_count_pairs", HO_FOUND64, LIST(hnulls_count_pairs), NOLIST,
-     LIST(hnonfinite_radius), LIST(hrange_radius), LIST(hok_radius_only)},
-    {HF_VISIT_PAIRS, "nb_hash_visit_pairs", HO_VISIT, LIST(hnulls_visit_pairs), NOLIST,
-     LIST(hnonfinite_radius), LIST(hrange_radius), LIST(hok_visit_pairs)},
-    {HF_CROSS_PAIRS, "nb_hash_cross_pairs", HO_FOUND64 | HO_PAIRS, LIST(hnulls_pairs), NOLIST,
-     LIST(hnonfinite_radius), LIST(hrange_pairs), LIST(hok_cross)},
-    {HF_COUNT_CROSS_PAIRS, "nb_hash_count_cross_pairs", HO_FOUND64, LIST(hnulls_count_pairs),
-     NOLIST, LIST(hnonfinite_radius), LIST(hrange_radius), LIST(hok_count_cross)},
-    {HF_VISIT_CROSS_PAIRS, "nb_hash_visit_cross_pairs", HO_VISIT, LIST(hnulls_visit_pairs), NOLIST,
-     LIST(hnonfinite_radius), LIST(hrange_radius), LIST(hok_visit_cross)},
+    {HF_PAIRS, "nb_hash_pairs", O_FOUND64 | O_PAIRS, LIST(hnulls_pairs), NOLIST,
+     LIST(nonfinite_radius), LIST(range_pairs), LIST(ok_pairs)},
+    {HF_COUNT_PAIRS, "nb_hash_count_pairs", O_FOUND64, LIST(hnulls_count_pairs), NOLIST,
+     LIST(nonfinite_radius), LIST(range_radius), LIST(ok_radius_only)},
+    {HF_VISIT_PAIRS, "nb_hash_visit_pairs", O_VISIT, LIST(hnulls_visit_pairs), NOLIST,
+     LIST(nonfinite_radius), LIST(range_radius), LIST(ok_visit_pairs)},
+    {HF_CROSS_PAIRS, "nb_hash_cross_pairs", O_FOUND64 | O_PAIRS, LIST(hnulls_pairs), NOLIST,
+     LIST(nonfinite_radius), LIST(range_pairs), LIST(hok_cross)},
+    {HF_COUNT_CROSS_PAIRS, "nb_hash_count_cross_pairs", O_FOUND64, LIST(hnulls_count_pairs), NOLIST,
+     LIST(nonfinite_radius), LIST(range_radius), LIST(hok_count_cross)},
+    {HF_VISIT_CROSS_PAIRS, "nb_hash_visit_cross_pairs", O_VISIT, LIST(hnulls_visit_pairs), NOLIST,
+     LIST(nonfinite_radius), LIST(range_radius), LIST(hok_visit_cross)},
     {HF_VALIDATE, "nb_hash_validate", 0, LIST(hnulls_hash), NOLIST, NOLIST, NOLIST, NOLIST},
 };
 
@@ -1820,19 +1749,13 @@ static void hfix_item(const HFixture *fx, int i, double *pos, nbFilter *f)
 static const double H_Q[3] = {0.5, 0.5, 0.5}; // the fixed query's center
 
 typedef struct HCtx {
+    World w;
     const HFixture *fx;
-    nbHash *hash, *other, *created;
-    nbtAlloc stats;
-    nbAllocator alloc;
-    nbHashDesc desc;
+    nbHash *hash, *other;
     nbHandle live, live2, stale, reused, foreign, handle, outhandle;
-    double pos[3], center[3], lo[3], hi[3], radius;
-    int32_t cap32, k, items, found32;
-    int64_t cap64, found64;
-    nbFilter filter;
+    int32_t items;
     uint64_t uval;
     uint32_t mask_a, mask_b;
-    void *user;
     double gpos[3];
     uint64_t guser;
     nbFilter gfilter;
@@ -1840,20 +1763,11 @@ typedef struct HCtx {
     nbHashPair pairs[HPAIR_CAP];
     nbHashNeighbor nn[HIT_CAP];
     // the arguments as passed
-    nbHash *a_hash, **a_outhash;
-    const nbHashDesc *a_desc;
-    const double *a_pos, *a_center, *a_lo, *a_hi;
-    nbHashHit *a_hits;
-    nbHashPair *a_pairs;
-    nbHashNeighbor *a_nn;
-    int32_t *a_found32;
-    int64_t *a_found64;
+    nbHash *a_hash;
     nbHandle *a_outhandle;
     double *a_gpos;
     uint64_t *a_guser;
     nbFilter *a_gfilter;
-    nbHashVisitFn *a_visit;
-    nbHashPairFn *a_pvisit;
 } HCtx;
 
 static nbHash *const BOGUS_HASH = (nbHash *)(uintptr_t)0x777;
@@ -1920,15 +1834,17 @@ static nbHash *make_hash(const HFixture *fx, const nbAllocator *al, nbHandle *li
     return h;
 }
 
-static bool hctx_init(HCtx *c, const HFixture *fx)
+static bool hctx_init(World *w, const void *fxv)
 {
+    HCtx *c = (HCtx *)w;
+    const HFixture *fx = (const HFixture *)fxv;
     memset(c, 0, sizeof *c);
     c->fx = fx;
-    c->alloc = nbt_allocator(&c->stats);
-    c->hash = make_hash(fx, &c->alloc, &c->live, &c->live2);
+    world_init(&c->w, fx->dim, H_CELL, HIT_CAP, HPAIR_CAP);
+    c->hash = make_hash(fx, &c->w.alloc, &c->live, &c->live2);
     HFixture big = *fx;
     big.n = fx->n > 2 ? fx->n : 2;
-    c->other = make_hash(&big, &c->alloc, &c->foreign, NULL);
+    c->other = make_hash(&big, &c->w.alloc, &c->foreign, NULL);
     if (c->hash == NULL || c->other == NULL) return false;
     // a stale handle: inserted and removed (the empty fixture's hash empties again)
     const double p[3] = {0.125, 0.375, 0.625};
@@ -1945,52 +1861,24 @@ static bool hctx_init(HCtx *c, const HFixture *fx)
         c->live = c->live2 = c->stale; // no live item: pointer and handle rows only
     }
     c->handle = c->live;
-    c->desc.cell_size = H_CELL;
-    c->desc.dim = fx->dim;
-    c->desc.allocator = &c->alloc;
-    c->radius = R0;
-    for (int a = 0; a < 3; a++) {
-        c->pos[a] = 0.5;
-        c->center[a] = 0.5;
-        c->lo[a] = 0.2;
-        c->hi[a] = 0.7;
-    }
-    c->cap32 = HIT_CAP;
-    c->cap64 = HPAIR_CAP;
-    c->k = KNN_K;
     c->items = 100;
-    c->filter = NB_FILTER_ALL;
     c->uval = 12345;
     c->mask_a = 0x3u;
     c->mask_b = 0xFFFFFFFFu;
-    c->user = c;
     c->a_hash = c->hash;
-    c->a_outhash = &c->created;
-    c->a_desc = &c->desc;
-    c->a_pos = c->pos;
-    c->a_center = c->center;
-    c->a_lo = c->lo;
-    c->a_hi = c->hi;
-    c->a_hits = c->hits;
-    c->a_pairs = c->pairs;
-    c->a_nn = c->nn;
-    c->a_found32 = &c->found32;
-    c->a_found64 = &c->found64;
     c->a_outhandle = &c->outhandle;
     c->a_gpos = c->gpos;
     c->a_guser = &c->guser;
     c->a_gfilter = &c->gfilter;
-    c->a_visit = on_hit;
-    c->a_pvisit = on_hpair;
     return true;
 }
 
-static void hctx_free(HCtx *c)
+static void hctx_free(World *w)
 {
+    HCtx *c = (HCtx *)w;
     nb_hash_destroy(c->hash);
     nb_hash_destroy(c->other);
-    if (c->created != NULL && c->created != BOGUS_HASH) nb_hash_destroy(c->created);
-    c->hash = c->other = c->created = NULL;
+    c->hash = c->other = NULL;
 }
 
 static nbHandle handle_of_kind(const HCtx *c, int kind)
@@ -2014,68 +1902,14 @@ static nbHandle handle_of_kind(const HCtx *c, int kind)
     return h;
 }
 
-static bool happly(HCtx *c, const HMut *m)
+// Applies one mutation of the hash's own fields.
+static bool hash_apply(World *w, const Mut *m)
 {
-    const int dim = c->fx->dim;
+    HCtx *c = (HCtx *)w;
     switch (m->f) {
-    case H_HASH: c->a_hash = NULL; return true;
-    case H_DESC: c->a_desc = NULL; return true;
-    case H_OUTHASH: c->a_outhash = NULL; return true;
-    case H_ALLOC_FN: c->alloc.alloc = NULL; return true;
-    case H_FREE_FN: c->alloc.free = NULL; return true;
-    case H_ALLOCATOR: c->desc.allocator = NULL; return true;
-    case H_CELL_SIZE: c->desc.cell_size = m->v; return true;
-    case H_GDIM: c->desc.dim = i32(m->v); return true;
-    case H_HINT: c->desc.capacity_hint = i32(m->v); return true;
+    case F_SELF: c->a_hash = NULL; return true;
     case H_ITEMS: c->items = i32(m->v); return true;
     case H_HANDLE: c->handle = handle_of_kind(c, m->idx); return true;
-    case H_RADIUS: c->radius = m->v; return true;
-    case H_POS:
-    case H_CENTER:
-    case H_LO:
-    case H_HI: {
-        double *arr = m->f == H_POS      ? c->pos
-                      : m->f == H_CENTER ? c->center
-                      : m->f == H_LO     ? c->lo
-                                         : c->hi;
-        if (m->idx < 0) { // the pointer itself
-            if (m->f == H_POS) c->a_pos = NULL;
-            if (m->f == H_CENTER) c->a_center = NULL;
-            if (m->f == H_LO) c->a_lo = NULL;
-            if (m->f == H_HI) c->a_hi = NULL;
-            return true;
-        }
-        if (m->idx >= dim) return false;
-        arr[m->idx] = m->v;
-        return true;
-    }
-    case H_BOX_ALL:
-        for (int a = 0; a < 3; a++) {
-            c->lo[a] = -D_INF;
-            c->hi[a] = D_INF;
-        }
-        return true;
-    case H_OUT:
-        c->a_hits = NULL;
-        c->a_pairs = NULL;
-        c->a_nn = NULL;
-        return true;
-    case H_CAP:
-        c->cap32 = i32(m->v);
-        c->cap64 = (int64_t)m->v;
-        return true;
-    case H_FOUND:
-        c->a_found32 = NULL;
-        c->a_found64 = NULL;
-        return true;
-    case H_K: c->k = i32(m->v); return true;
-    case H_VISIT:
-        c->a_visit = NULL;
-        c->a_pvisit = NULL;
-        return true;
-    case H_USER: c->user = NULL; return true;
-    case H_FILTER_CAT: c->filter.category = (uint32_t)m->v; return true;
-    case H_FILTER_MASK: c->filter.mask = (uint32_t)m->v; return true;
     case H_MASK_A: c->mask_a = (uint32_t)m->v; return true;
     case H_MASK_B: c->mask_b = (uint32_t)m->v; return true;
     case H_UVAL: c->uval = (uint64_t)m->v; return true;
@@ -2083,340 +1917,165 @@ static bool happly(HCtx *c, const HMut *m)
     case H_GET_POS: c->a_gpos = NULL; return true;
     case H_GET_USER: c->a_guser = NULL; return true;
     case H_GET_FILTER: c->a_gfilter = NULL; return true;
+    default: return false;
     }
-    return false;
 }
 
-static nbStatus hinvoke(HFn fn, HCtx *c)
+static nbStatus hash_create(const nbGridDesc *d, void **out)
 {
-    switch (fn) {
-    case HF_CREATE: return nb_hash_create(c->a_desc, c->a_outhash);
+    nbHashDesc hd = {0.0, 0, 0, NULL};
+    if (d != NULL) {
+        hd.cell_size = d->cell_size;
+        hd.dim = d->dim;
+        hd.capacity_hint = d->capacity_hint;
+        hd.allocator = d->allocator;
+    }
+    nbHash *h = BOGUS_HASH;
+    const nbStatus st = nb_hash_create(d != NULL ? &hd : NULL, out != NULL ? &h : NULL);
+    if (out != NULL) *out = h;
+    return st;
+}
+
+static void hash_destroy(void *h)
+{
+    nb_hash_destroy((nbHash *)h);
+}
+
+static nbStatus hash_invoke(int fn, World *w)
+{
+    HCtx *c = (HCtx *)w;
+    switch ((HFn)fn) {
+    case HF_CREATE:
+        return hash_create(w->no_desc ? NULL : &w->desc, w->no_outobj ? NULL : &w->created);
     case HF_RESERVE: return nb_hash_reserve(c->a_hash, c->items);
-    case HF_INSERT: return nb_hash_insert(c->a_hash, c->a_pos, c->uval, c->filter, c->a_outhandle);
-    case HF_MOVE: return nb_hash_move(c->a_hash, c->handle, c->a_pos);
+    case HF_INSERT:
+        return nb_hash_insert(c->a_hash, c->w.a_pos, c->uval, c->w.filter, c->a_outhandle);
+    case HF_MOVE: return nb_hash_move(c->a_hash, c->handle, c->w.a_pos);
     case HF_REMOVE: return nb_hash_remove(c->a_hash, c->handle);
     case HF_GET: return nb_hash_get(c->a_hash, c->handle, c->a_gpos, c->a_guser, c->a_gfilter);
-    case HF_SET: return nb_hash_set(c->a_hash, c->handle, c->uval, c->filter);
-    case HF_VISIT_ALL: return nb_hash_visit_all(c->a_hash, c->a_visit, c->user);
+    case HF_SET: return nb_hash_set(c->a_hash, c->handle, c->uval, c->w.filter);
+    case HF_VISIT_ALL: return nb_hash_visit_all(c->a_hash, VISIT(c, on_hit), c->w.user);
     case HF_QUERY_RADIUS:
-        return nb_hash_query_radius(c->a_hash, c->a_center, c->radius, c->filter, c->a_hits,
-                                    c->cap32, c->a_found32);
+        return nb_hash_query_radius(c->a_hash, c->w.a_center, c->w.radius, c->w.filter,
+                                    OUT(c, hits), c->w.cap32, c->w.a_found32);
     case HF_VISIT_RADIUS:
-        return nb_hash_visit_radius(c->a_hash, c->a_center, c->radius, c->filter, c->a_visit,
-                                    c->user);
+        return nb_hash_visit_radius(c->a_hash, c->w.a_center, c->w.radius, c->w.filter,
+                                    VISIT(c, on_hit), c->w.user);
     case HF_QUERY_BOX:
-        return nb_hash_query_box(c->a_hash, c->a_lo, c->a_hi, c->filter, c->a_hits, c->cap32,
-                                 c->a_found32);
+        return nb_hash_query_box(c->a_hash, c->w.a_lo, c->w.a_hi, c->w.filter, OUT(c, hits),
+                                 c->w.cap32, c->w.a_found32);
     case HF_VISIT_BOX:
-        return nb_hash_visit_box(c->a_hash, c->a_lo, c->a_hi, c->filter, c->a_visit, c->user);
-    case HF_KNN: return nb_hash_knn(c->a_hash, c->a_center, c->k, c->filter, c->a_nn, c->a_found32);
+        return nb_hash_visit_box(c->a_hash, c->w.a_lo, c->w.a_hi, c->w.filter, VISIT(c, on_hit),
+                                 c->w.user);
+    case HF_KNN:
+        return nb_hash_knn(c->a_hash, c->w.a_center, c->w.k, c->w.filter, OUT(c, nn),
+                           c->w.a_found32);
     case HF_QUERY_NEIGHBORS:
-        return nb_hash_query_neighbors(c->a_hash, c->handle, c->radius, c->filter, c->a_hits,
-                                       c->cap32, c->a_found32);
+        return nb_hash_query_neighbors(c->a_hash, c->handle, c->w.radius, c->w.filter, OUT(c, hits),
+                                       c->w.cap32, c->w.a_found32);
     case HF_VISIT_NEIGHBORS:
-        return nb_hash_visit_neighbors(c->a_hash, c->handle, c->radius, c->filter, c->a_visit,
-                                       c->user);
-    case HF_PAIRS: return nb_hash_pairs(c->a_hash, c->radius, c->a_pairs, c->cap64, c->a_found64);
-    case HF_COUNT_PAIRS: return nb_hash_count_pairs(c->a_hash, c->radius, c->a_found64);
-    case HF_VISIT_PAIRS: return nb_hash_visit_pairs(c->a_hash, c->radius, c->a_pvisit, c->user);
+        return nb_hash_visit_neighbors(c->a_hash, c->handle, c->w.radius, c->w.filter,
+                                       VISIT(c, on_hit), c->w.user);
+    case HF_PAIRS:
+        return nb_hash_pairs(c->a_hash, c->w.radius, OUT(c, pairs), c->w.cap64, c->w.a_found64);
+    case HF_COUNT_PAIRS: return nb_hash_count_pairs(c->a_hash, c->w.radius, c->w.a_found64);
+    case HF_VISIT_PAIRS:
+        return nb_hash_visit_pairs(c->a_hash, c->w.radius, VISIT(c, on_hpair), c->w.user);
     case HF_CROSS_PAIRS:
-        return nb_hash_cross_pairs(c->a_hash, c->radius, c->mask_a, c->mask_b, c->a_pairs, c->cap64,
-                                   c->a_found64);
+        return nb_hash_cross_pairs(c->a_hash, c->w.radius, c->mask_a, c->mask_b, OUT(c, pairs),
+                                   c->w.cap64, c->w.a_found64);
     case HF_COUNT_CROSS_PAIRS:
-        return nb_hash_count_cross_pairs(c->a_hash, c->radius, c->mask_a, c->mask_b, c->a_found64);
+        return nb_hash_count_cross_pairs(c->a_hash, c->w.radius, c->mask_a, c->mask_b,
+                                         c->w.a_found64);
     case HF_VISIT_CROSS_PAIRS:
-        return nb_hash_visit_cross_pairs(c->a_hash, c->radius, c->mask_a, c->mask_b, c->a_pvisit,
-                                         c->user);
+        return nb_hash_visit_cross_pairs(c->a_hash, c->w.radius, c->mask_a, c->mask_b,
+                                         VISIT(c, on_hpair), c->w.user);
     case HF_VALIDATE: return nb_hash_validate(c->a_hash);
     }
     return NB_ERR_INTERNAL;
 }
 
-static uint64_t hhash_outputs(const HSpec *sp, const HCtx *c, int64_t found)
+static uint64_t hash_out_key(const World *w, unsigned outs, int64_t t, uint64_t h)
 {
-    uint64_t h = 0;
-    if (sp->outs & HO_HITS) {
-        int64_t n = found < c->cap32 ? found : c->cap32;
-        for (int64_t t = 0; t < n && c->a_hits != NULL; t++) h = mix(h, hit_key(c->hits[t]));
-    }
-    if (sp->outs & HO_PAIRS) {
-        int64_t n = found < c->cap64 ? found : c->cap64;
-        for (int64_t t = 0; t < n && c->a_pairs != NULL; t++)
-            h = mix(mix(h, hit_key(c->pairs[t].a)), hit_key(c->pairs[t].b));
-    }
-    if (sp->outs & HO_NN)
-        for (int64_t t = 0; t < found && t < c->k && c->a_nn != NULL; t++)
-            h = mix(mix(h, hit_key(c->nn[t].hit)), bits_of(c->nn[t].dist2));
-    if (sp->outs & HO_VISIT) h = g_visit_hash;
-    return h;
+    const HCtx *c = (const HCtx *)w;
+    if (outs & O_IDX) return mix(h, hit_key(c->hits[t]));
+    if (outs & O_PAIRS) return mix(mix(h, hit_key(c->pairs[t].a)), hit_key(c->pairs[t].b));
+    return mix(mix(h, hit_key(c->nn[t].hit)), bits_of(c->nn[t].dist2));
 }
 
 static const double G_POS = -777.25; // garbage in get's outputs before a call
 static const uint64_t G_USER = 0xDEADBEEFu;
 
 // Runs sp's function with the mutations of sets[0..n) applied, -0.0 turned into +0.0 when flip.
-static Result hexec(const HFixture *fx, const HSpec *sp, const HMutSet *const *sets, int n,
-                    bool flip)
+static void hash_garbage(World *w)
 {
-    Result r;
-    memset(&r, 0, sizeof r);
-    HCtx *c = (HCtx *)malloc(sizeof(HCtx));
-    if (c == NULL || !hctx_init(c, fx)) {
-        r.applies = true;
-        r.st = NB_ERR_INTERNAL;
-        note(&r, "test setup failed");
-        if (c != NULL) hctx_free(c);
-        free(c);
-        return r;
-    }
-    r.applies = true;
-    for (int s = 0; s < n; s++)
-        for (int t = 0; t < sets[s]->n; t++) {
-            HMut m = sets[s]->m[t];
-            if (flip && m.v == 0.0 && signbit(m.v)) m.v = 0.0;
-            r.applies &= happly(c, &m);
-        }
-    if (!r.applies) {
-        hctx_free(c);
-        free(c);
-        return r;
-    }
-    // garbage in every output
-    c->found32 = GARBAGE;
-    c->found64 = GARBAGE;
-    c->created = BOGUS_HASH;
+    HCtx *c = (HCtx *)w;
     c->outhandle.bits = 0x7777777777777777u;
     for (int a = 0; a < 3; a++) c->gpos[a] = G_POS;
     c->guser = G_USER;
     c->gfilter.category = c->gfilter.mask = 0x77u;
-    g_visits = 0;
-    g_visit_hash = 0;
+}
 
-    r.st = hinvoke(sp->fn, c);
-
-    r.visits = g_visits;
-    r.cap = (sp->outs & HO_FOUND64) ? c->cap64 : c->cap32;
-    if (sp->outs & HO_FOUND32) r.found = c->a_found32 != NULL ? c->found32 : 0;
-    if (sp->outs & HO_FOUND64) r.found = c->a_found64 != NULL ? c->found64 : 0;
-    if (sp->outs & HO_VISIT) r.found = g_visits;
-    if (sp->outs & HO_CREATE) r.found = c->created != NULL && c->created != BOGUS_HASH;
-    r.hash = hhash_outputs(sp, c, r.found);
+static void hash_finish(Result *r, const Spec *sp, World *w, const void *fxv)
+{
+    HCtx *c = (HCtx *)w;
+    const HFixture *fx = (const HFixture *)fxv;
     const HAnswers now = hanswers(c->hash, c->pairs, c->hits);
-    if (sp->outs & (HO_MUTATE | HO_GET)) { // what the hash answers afterwards
-        r.found = now.count;
-        r.hash = mix(mix(mix(mix((uint64_t)now.pairs, now.pairs_hash), (uint64_t)now.within),
-                         now.within_hash),
-                     (uint64_t)now.validate);
+    if (sp->outs & (O_MUTATE | O_GET)) { // what the hash answers afterwards
+        r->found = now.count;
+        r->hash = mix(mix(mix(mix((uint64_t)now.pairs, now.pairs_hash), (uint64_t)now.within),
+                          now.within_hash),
+                      (uint64_t)now.validate);
     }
-
-    // safe outputs: checked by the caller for error statuses
-    r.outputs_safe = true;
-    if (c->a_found32 != NULL && (sp->outs & HO_FOUND32) && c->found32 != 0) {
-        r.outputs_safe = false;
-        char msg[64];
-        snprintf(msg, sizeof msg, "*found = %d, want 0", (int)c->found32);
-        note(&r, msg);
+    if (c->a_outhandle != NULL && (sp->outs & O_HANDLE_OUT) && c->outhandle.bits != 0) {
+        r->outputs_safe = false;
+        note(r, "*out handle not null");
     }
-    if (c->a_found64 != NULL && (sp->outs & HO_FOUND64) && c->found64 != 0) {
-        r.outputs_safe = false;
-        char msg[64];
-        snprintf(msg, sizeof msg, "*found/*count = %lld, want 0", (long long)c->found64);
-        note(&r, msg);
-    }
-    if (c->a_outhash != NULL && (sp->outs & HO_CREATE) && c->created != NULL) {
-        r.outputs_safe = false;
-        note(&r, c->created == BOGUS_HASH ? "*out left unset, want NULL" : "*out not NULL");
-    }
-    if (c->a_outhandle != NULL && (sp->outs & HO_HANDLE_OUT) && c->outhandle.bits != 0) {
-        r.outputs_safe = false;
-        note(&r, "*out handle not null");
-    }
-    if (sp->outs & HO_GET) {
+    if (sp->outs & O_GET) {
         bool touched =
             c->guser != G_USER || c->gfilter.category != 0x77u || c->gfilter.mask != 0x77u;
         for (int a = 0; a < 3; a++) touched |= bits_of(c->gpos[a]) != bits_of(G_POS);
         if (touched) {
-            r.outputs_safe = false;
-            note(&r, "get's outputs were written, want untouched");
+            r->outputs_safe = false;
+            note(r, "get's outputs were written, want untouched");
         }
-    }
-    if ((sp->outs & HO_VISIT) && g_visits != 0) {
-        r.outputs_safe = false;
-        note(&r, "the callback ran");
     }
     // the fixture hash: unchanged unless a mutation succeeded; valid always
-    r.grid_intact = ((sp->outs & HO_MUTATE) && r.st == NB_OK) || same_hanswers(&now, &fx->base);
-    if (!r.grid_intact) note(&r, "the hash's answers changed");
+    r->grid_intact = ((sp->outs & O_MUTATE) && r->st == NB_OK) || same_hanswers(&now, &fx->base);
+    if (!r->grid_intact) note(r, "the hash's answers changed");
     if (now.validate != NB_OK) {
-        r.grid_intact = false;
-        note(&r, "nb_hash_validate failed");
-    }
-    hctx_free(c);
-    r.leak_free = c->stats.live_bytes == 0 && !c->stats.size_mismatch;
-    if (!r.leak_free) note(&r, "the allocator holds bytes after destroy");
-    free(c);
-    return r;
-}
-
-// Runs one row of the hash table; prints what is wrong. expect: a status, or EXPECT_OK.
-static void hrow(Tally *t, const HFixture *fx, const HSpec *sp, const HMutSet *a, const HMutSet *b,
-                 int expect, OkKind kind)
-{
-    const HMutSet *sets[2] = {a, b};
-    int n = b != NULL ? 2 : a != NULL ? 1 : 0;
-    Result r = hexec(fx, sp, sets, n, false);
-    if (!r.applies) return;
-    t->rows++;
-    char label[160];
-    snprintf(label, sizeof label, "%s%s%s", n > 0 ? a->name : "valid arguments", n > 1 ? " + " : "",
-             n > 1 ? b->name : "");
-    char why[400] = "";
-    if (expect != EXPECT_OK) {
-        if (r.st != (nbStatus)expect)
-            snprintf(why, sizeof why, "returned %s, want %s", nb_status_str(r.st),
-                     nb_status_str((nbStatus)expect));
-        if (!r.outputs_safe || !r.grid_intact || !r.leak_free)
-            snprintf(why + strlen(why), sizeof why - strlen(why), "%s%s", why[0] ? "; " : "",
-                     r.what);
-    } else {
-        bool ok = success_like(&r) && r.grid_intact && r.leak_free;
-        if (!success_like(&r))
-            snprintf(why, sizeof why, "returned %s, want success", nb_status_str(r.st));
-        else if (!r.grid_intact || !r.leak_free)
-            snprintf(why, sizeof why, "%s", r.what);
-        if (ok && kind == OK_TWIN) {
-            Result z = hexec(fx, sp, sets, n, true);
-            if (z.st != r.st || z.found != r.found || z.hash != r.hash)
-                snprintf(why, sizeof why, "differs from +0.0: %s found %lld vs %s found %lld",
-                         nb_status_str(r.st), (long long)r.found, nb_status_str(z.st),
-                         (long long)z.found);
-        }
-        if (ok && kind == OK_BASE) {
-            Result z = hexec(fx, sp, NULL, 0, false);
-            if (z.found != r.found)
-                snprintf(why, sizeof why, "found %lld, the plain call finds %lld",
-                         (long long)r.found, (long long)z.found);
-        }
-        if (ok && kind == OK_SAME && (r.st != NB_OK || r.found != fx->base.count))
-            snprintf(why, sizeof why, "%s, count %lld, want NB_OK and the hash as it was",
-                     nb_status_str(r.st), (long long)r.found);
-        if (ok && kind == OK_ZERO && (r.st != NB_OK || r.found != 0 || r.visits != 0))
-            snprintf(why, sizeof why, "%s, found %lld, want NB_OK and nothing", nb_status_str(r.st),
-                     (long long)r.found);
-        if (ok && kind == OK_ALL && r.found != fx->base.count)
-            snprintf(why, sizeof why, "found %lld, want every item (%d)", (long long)r.found,
-                     (int)fx->base.count);
-        if (ok && kind == OK_ALL_BUT_ONE && r.found != fx->base.count - 1)
-            snprintf(why, sizeof why, "found %lld, want every other item (%d)", (long long)r.found,
-                     (int)fx->base.count - 1);
-    }
-    if (why[0] != '\0') {
-        t->failed++;
-        fprintf(stderr, "  FAIL [%s] %s(%s): %s\n", fx->name, sp->name, label, why);
+        r->grid_intact = false;
+        note(r, "nb_hash_validate failed");
     }
 }
 
-static bool hpairable(const HMutSet *a, const HMutSet *b)
-{
-    if ((a->flags & b->flags & G_GROUPS) != 0) return false;
-    for (int i = 0; i < a->n; i++) // two values for one argument: only the last would count
-        for (int j = 0; j < b->n; j++)
-            if (a->m[i].f == b->m[j].f && a->m[i].idx == b->m[j].idx) return false;
-    return true;
-}
+static const Family hash_family = {
+    sizeof(HCtx), "hash",       "item",      hspecs,       LEN(hspecs), hctx_init,   hctx_free,
+    hash_apply,   hash_garbage, hash_invoke, hash_out_key, hash_finish, hash_create, hash_destroy,
+};
 
 static int run_htable(HFixture *fx)
 {
     // the fixture's own answers, once
-    HCtx *c = (HCtx *)malloc(sizeof(HCtx));
+    HCtx *c = (HCtx *)fresh_world(&hash_family, fx);
     NB_CHECK(c != NULL);
-    NB_CHECK(hctx_init(c, fx));
     fx->base = hanswers(c->hash, c->pairs, c->hits);
-    hctx_free(c);
-    const bool leak_free = c->stats.live_bytes == 0;
-    free(c);
-    NB_CHECK(leak_free);
+    NB_CHECK(release(&hash_family, &c->w));
     NB_CHECK(fx->base.validate == NB_OK);
     NB_CHECK(fx->base.count == (fx->n > 0 ? fx->n + 1 : 0)); // + the item in the reused slot
     NB_CHECK(fx->n == 0 || (fx->base.pairs > 0 && fx->base.within > 0 && fx->base.cross > 0));
 
-    int failed = 0;
-    for (int si = 0; si < LEN(hspecs); si++) {
-        const HSpec *sp = &hspecs[si];
-        // without a live item a handle-taking call can only fail: pointer and handle rows only
-        const bool full = fx->n > 0 || !(sp->outs & HO_TAKES_HANDLE);
-        Tally t = {0, 0};
-        if (full) hrow(&t, fx, sp, NULL, NULL, EXPECT_OK, OK_ANY);
-        // 1. pointers first: alone, with another NULL, with every bad handle and every bad value
-        for (int i = 0; i < sp->n_nulls; i++) {
-            const HMutSet *x = &sp->nulls[i];
-            hrow(&t, fx, sp, x, NULL, NB_ERR_NULL_ARG, OK_ANY);
-            for (int j = i + 1; j < sp->n_nulls; j++)
-                if (hpairable(x, &sp->nulls[j]))
-                    hrow(&t, fx, sp, x, &sp->nulls[j], NB_ERR_NULL_ARG, OK_ANY);
-            for (int j = 0; j < sp->n_handles; j++)
-                hrow(&t, fx, sp, x, &sp->handles[j], NB_ERR_NULL_ARG, OK_ANY);
-            for (int j = 0; j < sp->n_nonfinite; j++)
-                if (hpairable(x, &sp->nonfinite[j]))
-                    hrow(&t, fx, sp, x, &sp->nonfinite[j], NB_ERR_NULL_ARG, OK_ANY);
-            for (int j = 0; j < sp->n_range; j++)
-                if (hpairable(x, &sp->range[j]))
-                    hrow(&t, fx, sp, x, &sp->range[j], NB_ERR_NULL_ARG, OK_ANY);
-        }
-        // 2. then the handle: alone, and before every bad value, whichever is applied first
-        for (int i = 0; i < sp->n_handles; i++) {
-            const HMutSet *x = &sp->handles[i];
-            hrow(&t, fx, sp, x, NULL, NB_ERR_BAD_HANDLE, OK_ANY);
-            for (int j = 0; j < sp->n_nonfinite; j++) {
-                hrow(&t, fx, sp, x, &sp->nonfinite[j], NB_ERR_BAD_HANDLE, OK_ANY);
-                hrow(&t, fx, sp, &sp->nonfinite[j], x, NB_ERR_BAD_HANDLE, OK_ANY);
-            }
-            for (int j = 0; j < sp->n_range; j++) {
-                hrow(&t, fx, sp, x, &sp->range[j], NB_ERR_BAD_HANDLE, OK_ANY);
-                hrow(&t, fx, sp, &sp->range[j], x, NB_ERR_BAD_HANDLE, OK_ANY);
-            }
-        }
-        if (full) {
-            // 3. then finiteness: alone and with every out-of-range value, both orders
-            for (int i = 0; i < sp->n_nonfinite; i++) {
-                hrow(&t, fx, sp, &sp->nonfinite[i], NULL, NB_ERR_NOT_FINITE, OK_ANY);
-                for (int j = 0; j < sp->n_range; j++)
-                    if (hpairable(&sp->nonfinite[i], &sp->range[j])) {
-                        hrow(&t, fx, sp, &sp->nonfinite[i], &sp->range[j], NB_ERR_NOT_FINITE,
-                             OK_ANY);
-                        hrow(&t, fx, sp, &sp->range[j], &sp->nonfinite[i], NB_ERR_NOT_FINITE,
-                             OK_ANY);
-                    }
-            }
-            // 4. then ranges
-            for (int i = 0; i < sp->n_range; i++)
-                hrow(&t, fx, sp, &sp->range[i], NULL, NB_ERR_OUT_OF_RANGE, OK_ANY);
-            // 5. accepted edge values
-            for (int i = 0; i < sp->n_ok; i++)
-                hrow(&t, fx, sp, &sp->ok[i].s, NULL, EXPECT_OK, sp->ok[i].kind);
-        }
-        printf("  [%s] %-30s %4d rows, %d failed\n", fx->name, sp->name, t.rows, t.failed);
-        failed += t.failed;
-    }
-    return failed == 0 ? 0 : 1;
+    const Table tb = {&hash_family, fx, fx->name, fx->base.count, true, fx->n > 0};
+    return run_specs(&tb);
 }
 
 static HFixture hfx_empty = {"hash 2d empty", 2, 0, {0}};
 static HFixture hfx_2d = {"hash 2d", 2, HFIX_N2, {0}};
 static HFixture hfx_3d = {"hash 3d", 3, HFIX_N3, {0}};
 
-static int test_hash_table_empty(void)
-{
-    return run_htable(&hfx_empty);
-}
-static int test_hash_table_2d(void)
-{
-    return run_htable(&hfx_2d);
-}
-static int test_hash_table_3d(void)
-{
-    return run_htable(&hfx_3d);
-}
+TABLE_TEST(test_hash_table_empty, run_htable, hfx_empty)
+TABLE_TEST(test_hash_table_2d, run_htable, hfx_2d)
+TABLE_TEST(test_hash_table_3d, run_htable, hfx_3d)
 
 static int test_hash_null_tolerant(void)
 {
@@ -2472,34 +2131,9 @@ static int test_hash_clear(void)
     return 0;
 }
 
-// A half-set allocator must be refused by nb_hash_create: neither hook is called and malloc is
-// not used instead.
 static int test_hash_half_allocator(void)
 {
-    int bad = 0;
-    for (int which = 0; which < 2; which++) {
-        nbtAlloc stats = {0};
-        nbAllocator al = nbt_allocator(&stats);
-        if (which == 0)
-            al.free = NULL;
-        else
-            al.alloc = NULL;
-        for (int hint = 0; hint <= 100; hint += 100) {
-            nbHashDesc d = {H_CELL, 2, hint, &al};
-            nbHash *h = BOGUS_HASH;
-            nbStatus st = nb_hash_create(&d, &h);
-            if (st != NB_ERR_NULL_ARG || h != NULL || stats.allocs != 0) {
-                fprintf(stderr,
-                        "  FAIL nb_hash_create(allocator with only %s, hint %d): %s, *out %s, "
-                        "%lld hook allocations; want NB_ERR_NULL_ARG, NULL, 0\n",
-                        which == 0 ? "alloc" : "free", hint, nb_status_str(st),
-                        h == NULL ? "NULL" : "set", (long long)stats.allocs);
-                bad++;
-            }
-            if (h != NULL && h != BOGUS_HASH) nb_hash_destroy(h);
-        }
-    }
-    return bad;
+    return half_allocator(&hash_family, H_CELL);
 }
 
 int main(int argc, char **argv)
