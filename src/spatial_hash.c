@@ -791,7 +791,7 @@ static bool nbi_hash_on_pair(int32_t a, int32_t b, void *ctx)
         x->stop = !x->fn(ha, hb, x->user);
         return !x->stop;
     }
-    if (x->out != NULL && x->n < x->cap) {
+    if (x->out != NULL && x->n < x->cap) { // counting: no buffer, unbounded capacity
         x->out[x->n].a = ha;
         x->out[x->n].b = hb;
     }
@@ -814,7 +814,7 @@ static nbStatus nbi_hash_pairs_finish(nbStatus st, const nbiHashPairs *x, int64_
 {
     if (st != NB_OK) return st;
     *found = x->n;
-    return x->out != NULL && x->n > x->cap ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
+    return x->n > x->cap ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
 }
 
 nbStatus nb_hash_pairs(const nbHash *hash, double radius, nbHashPair *out, int64_t capacity,
@@ -914,7 +914,6 @@ nbStatus nb_hash_cross_pairs(const nbHash *hash, double radius, uint32_t mask_a,
     if (found != NULL) *found = 0;
     if (hash == NULL || found == NULL || (out == NULL && capacity > 0)) return NB_ERR_NULL_ARG;
     nbiHashPairs x = {hash, out, capacity, 0, NULL, NULL, false, false};
-    if (out == NULL) x.out = (nbHashPair *)(void *)&x; // a buffer of capacity 0: never written
     return nbi_hash_pairs_finish(nbi_hash_cross_run(hash, radius, mask_a, mask_b, capacity, &x), &x,
                                  found);
 }
@@ -924,7 +923,7 @@ nbStatus nb_hash_count_cross_pairs(const nbHash *hash, double radius, uint32_t m
 {
     if (count != NULL) *count = 0;
     if (hash == NULL || count == NULL) return NB_ERR_NULL_ARG;
-    nbiHashPairs x = {hash, NULL, 0, 0, NULL, NULL, false, false};
+    nbiHashPairs x = {hash, NULL, INT64_MAX, 0, NULL, NULL, false, false};
     return nbi_hash_pairs_finish(nbi_hash_cross_run(hash, radius, mask_a, mask_b, 0, &x), &x,
                                  count);
 }
