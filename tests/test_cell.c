@@ -85,6 +85,26 @@ static int test_default_cell_needs_one_ring(void)
     return 0;
 }
 
+// A chosen cell of exactly r / k is nudged up just enough to need k rings, not k + 1; a cell
+// that gains nothing keeps its exact value (and so a power of two its fast path).
+static int test_cell_snap_saves_a_ring(void)
+{
+    for (int k = 1; k <= 4; k++) {
+        for (int t = 0; t < 1000; t++) {
+            const double r = pow(10.0, nbt_range(-6.0, 6.0)), m = r * nbt_range(0.0, 1e5);
+            const double cell = r / k, snapped = nbi_cell_snap(cell, r, m);
+            NB_CHECK(nbi_rings(nbi_reach(r), cell, m) == (double)k + 1.0); // the trap
+            NB_CHECK(snapped == cell * (1.0 + 0x1p-30));
+            NB_CHECK(nbi_rings(nbi_reach(r), snapped, m) == (double)k);
+        }
+    }
+    NB_CHECK(nbi_cell_snap(4.0, 1.75, 100.0) == 4.0); // one ring either way: untouched
+    NB_CHECK(nbi_cell_snap(0.5, 1.75, 100.0) == 0.5); // 4 rings either way
+    NB_CHECK(nbi_cell_snap(1.0, 0.0, 100.0) == 1.0);  // no radius to tune for
+    NB_CHECK(nbi_cell_snap(DBL_MAX, 1.0, 1.0) == DBL_MAX);
+    return 0;
+}
+
 // Two points exactly r apart on either side of a cell edge are never more than `rings` cells
 // apart, including far from the origin where x / cell rounds.
 static int test_rings_cover_rounding(void)
@@ -148,6 +168,7 @@ int main(int argc, char **argv)
         {"pow2_path_is_exact_division", test_pow2_path_is_exact_division},
         {"reach_covers_accepted_pairs", test_reach_covers_accepted_pairs},
         {"default_cell_needs_one_ring", test_default_cell_needs_one_ring},
+        {"cell_snap_saves_a_ring", test_cell_snap_saves_a_ring},
         {"rings_cover_rounding", test_rings_cover_rounding},
         {"hash_spreads", test_hash_spreads},
         {"hash_resists_linear_collisions", test_hash_resists_linear_collisions},
