@@ -39,28 +39,18 @@ typedef struct nbHashDesc {
     const nbAllocator *allocator; ///< NULL = malloc/free; copied, must outlive the hash
 } nbHashDesc;
 
-/// An item in a result: its handle and your user value.
-typedef struct nbHashHit {
-    nbHandle handle;
-    uint64_t user;
-} nbHashHit;
-
+/// Results name items as nbHit (handle and user value, in nearby.h); these names are the same
+/// types under the hash's own names.
+typedef nbHit nbHashHit;
 /// A pair of items. From nb_hash_pairs: each unordered pair once, `a` the item inserted into the
 /// lower slot. From nb_hash_cross_pairs: `a` from set A, `b` from set B, roles kept.
-typedef struct nbHashPair {
-    nbHashHit a, b;
-} nbHashPair;
-
+typedef nbHitPair nbHashPair;
 /// A neighbour from nb_hash_knn: the item and its squared distance as the test computes it.
-typedef struct nbHashNeighbor {
-    nbHashHit hit;
-    double dist2;
-} nbHashNeighbor;
-
+typedef nbHitNeighbor nbHashNeighbor;
 /// Called once per item; return false to stop early (the call then returns NB_OK).
-typedef bool nbHashVisitFn(nbHashHit hit, void *user);
+typedef nbHitFn nbHashVisitFn;
 /// Called once per pair; return false to stop early (the call then returns NB_OK).
-typedef bool nbHashPairFn(nbHashHit a, nbHashHit b, void *user);
+typedef nbHitPairFn nbHashPairFn;
 
 /// Creates an empty hash. NB_ERR_NULL_ARG for an allocator with only one hook set;
 /// NB_ERR_NOT_FINITE for a NaN or infinite cell_size; NB_ERR_OUT_OF_RANGE for a cell_size <= 0,

@@ -111,6 +111,30 @@ typedef struct nbHandle {
 #define NB_HANDLE_NULL ((nbHandle){0u})
 #endif
 
+/// An item in a result from an incremental structure: its handle and your user value.
+typedef struct nbHit {
+    nbHandle handle;
+    uint64_t user;
+} nbHit;
+
+/// A pair of items. From all-pairs calls each unordered pair comes once; from cross-pair calls
+/// `a` is from set A and `b` from set B, roles kept.
+typedef struct nbHitPair {
+    nbHit a, b;
+} nbHitPair;
+
+/// A neighbour from an incremental structure's k-nearest query: the item and its squared
+/// distance as the test computes it.
+typedef struct nbHitNeighbor {
+    nbHit hit;
+    double dist2;
+} nbHitNeighbor;
+
+/// Called once per item; return false to stop early (the call then returns NB_OK).
+typedef bool nbHitFn(nbHit hit, void *user);
+/// Called once per pair of items; return false to stop early (the call then returns NB_OK).
+typedef bool nbHitPairFn(nbHit a, nbHit b, void *user);
+
 /// A pair of point indices. From all-pairs calls it is unordered and always has i < j; from
 /// cross-pair calls (set A against set B) i indexes A and j indexes B, roles kept.
 typedef struct nbPair {
