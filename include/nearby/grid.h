@@ -119,7 +119,8 @@ NB_API nbStatus nb_grid_visit_pairs_range(const nbGrid *grid, double radius, int
 /// Indices of points with distance <= radius from `center` (dim doubles, anywhere, inside or
 /// outside the data), in a deterministic order (by cell, then ascending index within a cell).
 /// Writes up to `capacity` indices to `out` and the total to *found; if *found > capacity,
-/// returns NB_ERR_BUFFER_TOO_SMALL and `out` holds the first `capacity`. Does not allocate.
+/// returns NB_ERR_BUFFER_TOO_SMALL and `out` holds the first `capacity`. Entries of `out` past
+/// the hits may be overwritten (the test writes without a branch). Does not allocate.
 /// NB_ERR_NOT_FINITE for a NaN/infinite center or radius; NB_ERR_OUT_OF_RANGE for a negative
 /// radius or capacity. Cost O(cells covered + candidates), never more than O(N + cells).
 NB_API nbStatus nb_grid_query_radius(const nbGrid *grid, const double *center, double radius,
