@@ -60,6 +60,25 @@ typedef struct nbAllocator {
     void *user;
 } nbAllocator;
 
+/// A task nearby hands to your scheduler: do items [begin, end) of it, as worker `worker`.
+typedef void nbTaskFn(int32_t begin, int32_t end, int32_t worker, void *task_ctx);
+
+/// Your scheduler, in the manner of Box2D v3's task callbacks, folded into one blocking call:
+/// run `task` over [0, count), split into ranges of at least `min_range` items, each range once,
+/// on your workers, and return when every range has finished. Each call of `task` gets a worker
+/// id in [0, workers) (see nbTasks) that no other running call has at that moment. Results never
+/// depend on how you split the items or which worker runs which range. The serial scheduler is
+/// `task(0, count, 0, task_ctx)`.
+typedef void nbParallelForFn(nbTaskFn *task, int32_t count, int32_t min_range, void *task_ctx,
+                             void *user);
+
+/// A scheduler and its worker count. Zero-initialised (or a NULL `nbTasks *`) means serial.
+typedef struct nbTasks {
+    nbParallelForFn *parallel_for; ///< NULL = serial
+    void *user;                    ///< passed to parallel_for
+    int32_t workers;               ///< worker ids are in [0, workers); 0 or 1 = serial
+} nbTasks;
+
 /// A read-only view of the caller's points: `count` points of `dim` doubles each. Point i's
 /// coordinates start at byte `i * stride` from `data`, so an array of structs works. The view
 /// is read during the call only; nearby never keeps the pointer.
