@@ -28,7 +28,8 @@
 # Environment: NB_BENCH_MACHINE (default c-<nproc>core) names the results directory;
 # NB_BENCH_CPU pins every runner to that CPU with taskset (default: unpinned, which does
 # better than pinning on a shared box where another job may hold that CPU);
-# NB_BENCH_PEERS limits the peers (default "nearby naive nanoflann ckdtree ckdtree_set");
+# NB_BENCH_PEERS limits the peers (default "nearby nearby_t2 naive nanoflann ckdtree
+# ckdtree_set"; nearby_t2 is the grid on a pool of 2 workers, examples/nb_pthreads.h);
 # NB_BENCH_AGENTS_PEERS the agents section's (default "nearby_hash nearby_grid b2tree
 # rtree_packed rtree_rstar naive_hash"; an empty value skips the section); NB_BENCH_SWEEP_N
 # (default 1000000) and NB_BENCH_SWEEP_RUNS (default 7) size the cell-size sweep.
@@ -48,7 +49,7 @@ root=$(dirname "$here")
 bin=$build/bench
 py=/usr/bin/python3 # Debian's python3-scipy lives here, not in a pyenv python earlier on PATH
 machine=${NB_BENCH_MACHINE:-c-$(nproc)core}
-peers=${NB_BENCH_PEERS:-nearby naive nanoflann ckdtree ckdtree_set}
+peers=${NB_BENCH_PEERS:-nearby nearby_t2 naive nanoflann ckdtree ckdtree_set}
 
 [ -x "$bin/gen_data" ] || {
     echo "run.sh: $bin/gen_data not found; configure with -DNB_BUILD_BENCH=ON and build" >&2
@@ -239,7 +240,7 @@ run_agents() {
             *) echo "run.sh: unknown agents peer $peer" >&2; return 2 ;;
         esac
         if [ ! -x "${exe[0]}" ]; then
-            echo "run.sh: ${exe[0]} not built; skipping $peer" >&2
+            echo "run.sh: ${exe[-1]} not built; skipping $peer" >&2
             continue
         fi
         for pct in $shares; do
@@ -319,6 +320,7 @@ for s in "${sets[@]}"; do
     for peer in $peers; do
         case "$peer" in
             nearby) exe=("$bin/bench_nearby") runs=$runs_nearby ;;
+            nearby_t2) exe=(env NBB_THREADS=2 "$bin/bench_nearby") runs=$runs_nearby ;;
             naive) exe=("$bin/bench_naive") runs=$runs_naive ;;
             nanoflann) exe=("$bin/bench_nanoflann") runs=$runs_nanoflann ;;
             ckdtree) exe=("$py" "$here/bench_ckdtree.py") runs=$runs_ckdtree ;;
@@ -328,8 +330,8 @@ for s in "${sets[@]}"; do
                 runs=$((runs_ckdtree < 3 ? runs_ckdtree : 3)) ;;
             *) echo "run.sh: unknown peer $peer" >&2; exit 2 ;;
         esac
-        if [ "${peer#ckdtree}" = "$peer" ] && [ ! -x "${exe[0]}" ]; then
-            echo "run.sh: ${exe[0]} not built; skipping $peer" >&2
+        if [ "${peer#ckdtree}" = "$peer" ] && [ ! -x "${exe[-1]}" ]; then
+            echo "run.sh: ${exe[-1]} not built; skipping $peer" >&2
             continue
         fi
         if [ "${peer#ckdtree}" != "$peer" ] && ! "$py" -c 'import scipy.spatial' 2> /dev/null; then

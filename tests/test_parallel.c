@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#define _POSIX_C_SOURCE 200809L // sysconf and pthreads under -std=c11
 // The grid on a scheduler (nbTasks): every worker count from 1 to 8, and schedulers that split
 // and order the work in unusual ways, give the serial grid's results bit for bit and in order:
 // the build's layout (seen through every pair in order), pair buffers (also truncated ones),

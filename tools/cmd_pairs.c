@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 // `nearby pairs INPUT --radius R [--count]`: every pair within R, sorted, or their number.
+#define _POSIX_C_SOURCE 200809L // sysconf and pthreads (the --threads pool) under -std=c11
 #include <stdbool.h>
 #include <stdlib.h>
 
 #include "cli.h"
+#include "nb_pthreads.h"
 #include "options.h"
 #include "structures.h"
 
@@ -15,7 +17,7 @@ const cliCommand cli_cmd_pairs = {
     .brief = "INPUT --radius R [--count]",
     .summary = "all pairs at distance <= R, \"i,j\" a line",
     .options = CLI_OPT_INPUT | CLI_OPT_RADIUS | CLI_OPT_COUNT | CLI_OPT_DIM | CLI_OPT_STRUCTURE |
-               CLI_OPT_FORMAT,
+               CLI_OPT_FORMAT | CLI_OPT_THREADS,
     .needs = CLI_QUERY_PAIRS,
     .run = run,
     .help = help,
@@ -30,7 +32,7 @@ static void help(void)
           stdout);
     cli_print_option_help(CLI_OPT_RADIUS);
     fputs("  --count           print only the number of pairs\n", stdout);
-    cli_print_option_help(CLI_OPT_DIM | CLI_OPT_STRUCTURE | CLI_OPT_FORMAT);
+    cli_print_option_help(CLI_OPT_DIM | CLI_OPT_STRUCTURE | CLI_OPT_FORMAT | CLI_OPT_THREADS);
     cli_print_structures(stdout, cli_cmd_pairs.needs);
 }
 
@@ -98,6 +100,8 @@ static bool sort_pairs(const nbPair *pairs, int64_t count, int32_t n, int32_t **
     return true;
 }
 
+static int find_pairs(const cliOptions *o, cliInput *in);
+
 static int run(int argc, char **argv)
 {
     const cliCommand *cmd = &cli_cmd_pairs;
@@ -105,6 +109,22 @@ static int run(int argc, char **argv)
     cliInput in;
     int r = cli_start(cmd, argc, argv, CLI_OPT_RADIUS, &o, &in);
     if (r >= 0) return r;
+    // The workers (examples/nb_pthreads.h); if threads cannot be had, one thread does it all.
+    nbxPool pool;
+    const bool pooled = nbx_pool_start(&pool, o.threads) == 0;
+    const nbTasks tasks = pooled ? nbx_pool_tasks(&pool) : (nbTasks){0};
+    cli_structure_set_tasks(&tasks);
+    r = find_pairs(&o, &in);
+    cli_structure_set_tasks(NULL);
+    if (pooled) nbx_pool_stop(&pool);
+    return r;
+}
+
+static int find_pairs(const cliOptions *opts, cliInput *inp)
+{
+    const cliOptions o = *opts;
+    cliInput in = *inp;
+    int r;
     const cliStructure *s = o.structure;
     const int32_t n = in.points.count;
     void *index;
