@@ -12,6 +12,11 @@
 #   bash bench/run.sh BUILD_DIR --agents     only the moving-agents section (100k agents, 100
 #                                            frames; ~7 minutes): writes
 #                                            bench/results/$NB_BENCH_MACHINE/agents_latest.csv
+#   bash bench/run.sh BUILD_DIR --reorder    only the reordering section: a 1M-point random walk,
+#                                            100 steps, arrays reordered into cell order every
+#                                            10 steps (row-major or Morton) against never
+#                                            (~1 minute): writes
+#                                            bench/results/$NB_BENCH_MACHINE/reorder_latest.csv
 #   bash bench/run.sh BUILD_DIR --cell-size  only the cell-size sweep (1M uniform 2D points,
 #                                            r = 1.75, cell / r from 0.25 to 4; ~1 minute),
 #                                            plus instruction counts at a few ratios when
@@ -36,13 +41,14 @@
 set -euo pipefail
 
 usage() {
-    echo "usage: bash bench/run.sh BUILD_DIR [--quick | --callgrind | --agents | --cell-size]" >&2
+    echo "usage: bash bench/run.sh BUILD_DIR [--quick | --callgrind | --agents | --cell-size |" \
+        "--reorder]" >&2
     exit 2
 }
 [ $# -ge 1 ] || usage
 build=$1
 mode=${2:-full}
-case "$mode" in full | --quick | --callgrind | --agents | --cell-size) ;; *) usage ;; esac
+case "$mode" in full | --quick | --callgrind | --agents | --cell-size | --reorder) ;; *) usage ;; esac
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(dirname "$here")
@@ -208,6 +214,31 @@ if [ "$mode" = --cell-size ]; then
     exit $?
 fi
 
+# ---- reordering: a random walk with the arrays reordered into cell order (bench_reorder) ----
+run_reorder() {
+    [ -x "$bin/bench_reorder" ] || { echo "run.sh: bench_reorder not built; skipping" >&2; return 0; }
+    local n=1000000 steps=100 out
+    if [ "$mode" = --quick ]; then
+        n=100000 steps=20
+        out=$bin/reorder_quick.csv
+    else
+        mkdir -p "$root/bench/results/$machine"
+        out=$root/bench/results/$machine/reorder_latest.csv
+    fi
+    echo "run.sh: reordering: $n points, $steps steps, reordered every 10" >&2
+    "${pin[@]}" "$bin/bench_reorder" "$n" "$steps" 10 > "$out" || return 1
+    column -s, -t < "$out" 2> /dev/null || cat "$out"
+    # Every order must see the same walk: the same pairs at the last step.
+    [ "$(cut -d, -f8 < "$out" | tail -n +2 | sort -u | wc -l)" -eq 1 ] || {
+        echo "run.sh: reordering: MISMATCH: the orders disagree on the pair count" >&2
+        return 1
+    }
+}
+if [ "$mode" = --reorder ]; then
+    run_reorder
+    exit $?
+fi
+
 # ---- moving agents: run_agents runs the section and prints its table; status 1 on a failure
 # or a MISMATCH ----
 agents_peers=${NB_BENCH_AGENTS_PEERS-nearby_hash nearby_grid b2tree rtree_packed rtree_rstar \
@@ -364,5 +395,6 @@ if [ -n "$failed" ]; then
     status=1
 fi
 [ "$mode" = full ] && { run_cell_size || status=1; }
+run_reorder || status=1
 run_agents || status=1
 exit $status

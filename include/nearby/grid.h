@@ -199,6 +199,15 @@ NB_API nbStatus nb_grid_count_cross_pairs(const nbGrid *a, const nbGrid *b, doub
 NB_API nbStatus nb_grid_visit_cross_pairs(const nbGrid *a, const nbGrid *b, double radius,
                                           nbPairFn *visit, void *user);
 
+/// The cell order of the last build: order[p] = the input index of the point at position p
+/// (cells row-major with x fastest in the dense layout, by first appearance in the hashed one;
+/// ascending input index within a cell). A simulation that reorders its arrays by it every few
+/// steps (nb_gather, for positions, velocities, ids, ...) keeps points that are near in space
+/// near in memory: the next builds scatter almost sequentially, and pairs come out in nearly
+/// ascending index order. Writes nb_grid_count(grid) entries. NB_ERR_BUFFER_TOO_SMALL (nothing
+/// written) if capacity is smaller; NB_ERR_OUT_OF_RANGE for a negative capacity.
+NB_API nbStatus nb_grid_cell_order(const nbGrid *grid, int32_t *order, int32_t capacity);
+
 /// Checks every invariant of the grid (cell order, prefix sums, cell membership, index
 /// permutation, hash table consistency). NB_OK or NB_ERR_INTERNAL. O(N + cells).
 NB_API nbStatus nb_grid_validate(const nbGrid *grid);

@@ -175,6 +175,17 @@ typedef bool nbVisitFn(int32_t index, void *user);
 /// early (the call then returns NB_OK).
 typedef bool nbPairFn(int32_t i, int32_t j, void *user);
 
+/// Applies an order to one of your arrays: dst element p = src element order[p], for p in
+/// [0, n). Elements are `size` bytes, `src_stride` and `dst_stride` bytes apart (0 = size), so
+/// one field of an array of structs can be gathered too. src and dst must not overlap (gather
+/// into a second buffer and swap, as simulations double-buffer anyway). Every order[p] is
+/// checked to be in [0, n) before anything is written: NB_ERR_OUT_OF_RANGE for one that is not,
+/// a negative n, a size of 0 or a stride smaller than size; NB_ERR_NULL_ARG for a NULL pointer
+/// with n > 0. `order` need not be a permutation (an index may repeat), but the usual one comes
+/// from nb_grid_cell_order.
+NB_API nbStatus nb_gather(const int32_t *order, int32_t n, const void *src, size_t src_stride,
+                          void *dst, size_t dst_stride, size_t size);
+
 #ifdef __cplusplus
 }
 #endif
