@@ -46,7 +46,7 @@ nbioResult nbio_decode_points(const unsigned char *src, int64_t count, int32_t d
         double bad = 0.0; // v * 0 is 0 for finite v and NaN otherwise: one test at the end
         for (size_t k = 0; k < n; k++) bad += v[k] * 0.0;
         if (bad == 0.0) {
-            out->coords = (double *)(void *)(uintptr_t)src; // the mapping is copy-on-write
+            out->coords = (double *)(void *)(uintptr_t)src; // read-only: never written
             out->count = (int32_t)count;
             return NBIO_OK;
         }

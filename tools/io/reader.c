@@ -13,7 +13,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
-// Maps a regular, non-empty file copy-on-write, its pages read in ahead (MAP_POPULATE where the
+// Maps a regular, non-empty file read-only, its pages read in ahead (MAP_POPULATE where the
 // system has it). NULL for anything else (a pipe, an empty file, no mmap): then it is read.
 static void *nbio_map(FILE *f, size_t *size)
 {
@@ -25,7 +25,7 @@ static void *nbio_map(FILE *f, size_t *size)
 #ifdef MAP_POPULATE
     flags |= MAP_POPULATE;
 #endif
-    void *p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, flags, fd, 0);
+    void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, flags, fd, 0);
     if (p == MAP_FAILED) return NULL;
     *size = (size_t)st.st_size;
     return p;
