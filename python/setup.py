@@ -57,8 +57,9 @@ extension = Extension(
     # NB_STATIC_DEFINE: the library's symbols stay inside the extension (hidden visibility).
     define_macros=[("NB_STATIC_DEFINE", "1"), ("NDEBUG", "1")],
     # The library's rules: C11, -ffp-contract=off so `d2 <= r*r` is the same as in the C
-    # builds, never -ffast-math; -O3 as its Release build.
-    extra_compile_args=["-std=c11", "-O3", "-ffp-contract=off", "-fvisibility=hidden"],
+    # builds, never -ffast-math; -O3 as its Release build; -g0 (Python's flags ask for -g):
+    # a 200 KB module instead of 1.5 MB, and a faster install.
+    extra_compile_args=["-std=c11", "-O3", "-g0", "-ffp-contract=off", "-fvisibility=hidden"],
     libraries=["m"],
 )
 
@@ -73,4 +74,6 @@ setup(
     install_requires=["numpy"],
     python_requires=">=3.8",
     zip_safe=False,
+    # Compile the dozen sources two at a time (pip install runs setup.py build_ext).
+    options={"build_ext": {"parallel": min(2, os.cpu_count() or 1)}},
 )

@@ -140,7 +140,7 @@ static int64_t grid_scan(const nbPoints *v, double *lo, double *hi, double *maxa
             }
         }
     }
-    for (int d = 0; d < dim; d++) {
+    for (int d = 0; d < dim && v->count > 0; d++) {
         lo[d] = l[d];
         hi[d] = h[d];
         if (fabs(l[d]) > *maxabs) *maxabs = fabs(l[d]);
@@ -213,7 +213,7 @@ static int grid_init(nbpyGrid *g, PyObject *args, PyObject *kwds)
     if (g->category != NULL) g->view.category = (const uint32_t *)PyArray_DATA(g->category);
     if (g->mask != NULL) g->view.mask = (const uint32_t *)PyArray_DATA(g->mask);
 
-    double lo[3], hi[3], maxabs;
+    double lo[3] = {0.0, 0.0, 0.0}, hi[3] = {0.0, 0.0, 0.0}, maxabs = 0.0;
     int64_t bad;
     PyThreadState *ts_ = PyEval_SaveThread();
     bad = grid_scan(&g->view, lo, hi, &maxabs);
@@ -232,6 +232,7 @@ static int grid_init(nbpyGrid *g, PyObject *args, PyObject *kwds)
     desc.dim = g->dim;
     desc.cell_size = cell;
     desc.capacity_hint = g->n;
+    desc.allocator = &nbpy_allocator;
     nbGrid *grid = NULL;
     nbStatus st;
     ts_ = PyEval_SaveThread();
@@ -292,6 +293,7 @@ static const nbGrid *grid_for(nbpyGrid *g, double want, double lo, double hi)
     if (i < 0) {
         nbGridDesc desc = {0};
         desc.dim = g->dim;
+        desc.allocator = &nbpy_allocator;
         nbGrid *grid = NULL;
         nbStatus st;
         ts_ = PyEval_SaveThread();

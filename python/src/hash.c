@@ -40,6 +40,7 @@ static int hash_init(nbpyHash *h, PyObject *args, PyObject *kwds)
     if (nbpy_double(cell_o, "cell_size", &desc.cell_size) < 0) return -1;
     desc.dim = dim;
     desc.capacity_hint = capacity;
+    desc.allocator = &nbpy_allocator;
     if (dim != 2 && dim != 3) {
         PyErr_SetString(PyExc_ValueError, "dim must be 2 or 3");
         return -1;

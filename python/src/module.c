@@ -6,6 +6,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -245,6 +246,41 @@ void nbpy_sort_i32(int32_t *v, int64_t n)
     qsort(v, (size_t)n, sizeof *v, nbpy_cmp_i32);
 }
 
+// ---- allocation: malloc, with a budget the tests set to fail the library's allocations ----
+
+static _Atomic long long nbpy_budget = -1; // allocations left before failing; -1 = unlimited
+
+static void *nbpy_alloc(size_t size, size_t align, void *user)
+{
+    (void)user;
+    long long b = atomic_load(&nbpy_budget);
+    while (b >= 0) {
+        if (b == 0) return NULL;
+        if (atomic_compare_exchange_weak(&nbpy_budget, &b, b - 1)) break;
+    }
+    void *p = NULL;
+    if (align < sizeof(void *)) align = sizeof(void *);
+    return posix_memalign(&p, align, size > 0 ? size : 1) == 0 ? p : NULL;
+}
+
+static void nbpy_free(void *ptr, size_t size, void *user)
+{
+    (void)size;
+    (void)user;
+    free(ptr);
+}
+
+const nbAllocator nbpy_allocator = {nbpy_alloc, nbpy_free, NULL};
+
+static PyObject *nbpy_set_alloc_budget(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    long long b = PyLong_AsLongLong(arg);
+    if (b == -1 && PyErr_Occurred()) return NULL;
+    atomic_store(&nbpy_budget, b < 0 ? -1 : b);
+    Py_RETURN_NONE;
+}
+
 // ---- module ----
 
 static PyObject *nbpy_version(PyObject *self, PyObject *unused)
@@ -257,6 +293,9 @@ static PyObject *nbpy_version(PyObject *self, PyObject *unused)
 }
 
 static PyMethodDef nbpy_methods[] = {
+    {"_set_alloc_budget", nbpy_set_alloc_budget, METH_O,
+     "_set_alloc_budget(n)\n--\n\nFor tests: the library's next n allocations succeed, then "
+     "every one fails until reset with -1."},
     {"library_version", nbpy_version, METH_NOARGS,
      "library_version()\n--\n\nThe C library's compiled version, e.g. '0.1.0'."},
     {NULL, NULL, 0, NULL},

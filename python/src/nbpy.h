@@ -18,6 +18,10 @@
 #include <nearby/hash.h>
 
 extern PyTypeObject nbpy_GridType;
+
+/// The allocator every structure the extension creates uses: posix_memalign/free, failing on
+/// purpose once the tests' budget (_set_alloc_budget) runs out.
+extern const nbAllocator nbpy_allocator;
 extern PyTypeObject nbpy_HashType;
 
 /// Sets the exception a status maps to (ValueError, MemoryError or RuntimeError) with the
