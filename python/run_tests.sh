@@ -41,7 +41,37 @@ rm -rf "$work/venv"
 }
 echo "== python: installed into $work/venv in $(($(date +%s) - start)) s"
 # From outside the source tree, so `import nearby` can only find the installed package.
-cd "$work"
-NB_PY_INSTALLED=1 "$work/venv/bin/python" -m pytest -q -p no:cacheprovider \
-  --rootdir "$root/python/tests" "$root/python/tests"
+(cd "$work" && NB_PY_INSTALLED=1 "$work/venv/bin/python" -m pytest -q -p no:cacheprovider \
+  --rootdir "$root/python/tests" "$root/python/tests")
+
+# The other install: CMake with NB_PYTHON=ON (the extension against nearby_static), then
+# `cmake --install --component python` into a prefix, imported from there.
+jobs=$(nproc 2> /dev/null || echo 2)
+[ "$jobs" -le 2 ] || jobs=2
+cmake -S "$root" -B "$work/cmake" -DCMAKE_BUILD_TYPE=Release -DNB_WERROR=ON -DNB_PYTHON=ON \
+  -DPython3_EXECUTABLE="$py" -DNB_BUILD_TESTS=OFF -DNB_BUILD_CLI=OFF > "$work/cmake.log"
+cmake --build "$work/cmake" -j "$jobs" --target nearby_python >> "$work/cmake.log" 2>&1 || {
+  cat "$work/cmake.log" >&2
+  echo "python: the CMake build of the extension failed" >&2
+  exit 1
+}
+rm -rf "$work/prefix"
+cmake --install "$work/cmake" --prefix "$work/prefix" --component python > /dev/null
+init=$(find "$work/prefix" -path '*/nearby/__init__.py' | head -n 1)
+[ -n "$init" ] || {
+  echo "python: cmake --install put no nearby/__init__.py under $work/prefix" >&2
+  exit 1
+}
+site=$(dirname "$(dirname "$init")")
+got=$(cd "$work" && PYTHONPATH="$site" "$py" -c 'import nearby, numpy as np
+g = nearby.Grid(np.array([[0.0, 0.0], [1.0, 0.0], [5.0, 5.0]]))
+print(nearby.__file__, sorted(g.query_pairs(1.0)))')
+case "$got" in
+  "$site/nearby/__init__.py [(0, 1)]") ;;
+  *)
+    echo "python: the CMake-installed package answered: $got" >&2
+    exit 1
+    ;;
+esac
+echo "== python: cmake --install --component python: imported from ${site#"$work"/}"
 echo "== python: passed in $(($(date +%s) - start)) s"

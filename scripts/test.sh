@@ -37,4 +37,7 @@ cmake -S . -B build/tsan -DNB_WERROR=ON -DCMAKE_BUILD_TYPE=Debug -DNB_SANITIZE=t
   -DNB_INSTALL_TEST=OFF -DNB_BUILD_CLI=OFF > /dev/null
 cmake --build build/tsan -j "$jobs" --target test_threads
 TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build/tsan -R '^threads$' --output-on-failure
+# The Python package: pip install into a fresh venv, pytest against scipy's cKDTree (skipped
+# with a message when Debian's python3-numpy/scipy/pytest are missing).
+bash python/run_tests.sh build/python
 echo "make test: all builds passed"
