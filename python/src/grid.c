@@ -1069,6 +1069,78 @@ fail:
     return NULL;
 }
 
+// ---- the common calls, parsed by hand ----
+
+// One point, k <= 64, no filter: the k nearest without arrays for k = 1 (Python scalars, as
+// scipy returns) and without any allocation but the results.
+static PyObject *knn_one(nbpyGrid *g, const double *x, int32_t k)
+{
+    const nbGrid *grid = grid_for_knn(g, k);
+    if (grid == NULL) return NULL;
+    nbNeighbor heap[64];
+    int32_t found = 0;
+    nbStatus st = nb_grid_knn(grid, x, k, heap, &found);
+    if (st != NB_OK) return nbpy_error(st, "query: x");
+    if (k == 1) {
+        PyObject *d = PyFloat_FromDouble(found > 0 ? sqrt(heap[0].dist2) : (double)INFINITY);
+        PyObject *i = PyLong_FromLong(found > 0 ? heap[0].index : g->n);
+        PyObject *res = d != NULL && i != NULL ? PyTuple_Pack(2, d, i) : NULL;
+        Py_XDECREF(d);
+        Py_XDECREF(i);
+        return res;
+    }
+    npy_intp dims[1] = {k};
+    PyObject *d = PyArray_SimpleNew(1, dims, NPY_DOUBLE);
+    PyObject *i = PyArray_SimpleNew(1, dims, NPY_INTP);
+    if (d == NULL || i == NULL) {
+        Py_XDECREF(d);
+        Py_XDECREF(i);
+        return NULL;
+    }
+    double *dd = PyArray_DATA((PyArrayObject *)d);
+    npy_intp *ii = PyArray_DATA((PyArrayObject *)i);
+    for (int32_t j = 0; j < k; j++) {
+        dd[j] = j < found ? sqrt(heap[j].dist2) : (double)INFINITY;
+        ii[j] = j < found ? heap[j].index : g->n;
+    }
+    return Py_BuildValue("(NN)", d, i);
+}
+
+// query(x) and query(x, k) with x a tuple or list of numbers and k <= 64; the rest goes through
+// the keyword parser.
+static PyObject *grid_query_fc(nbpyGrid *g, PyObject *const *args, Py_ssize_t nargs,
+                               PyObject *kwnames)
+{
+    if (kwnames == NULL && (nargs == 1 || (nargs == 2 && PyLong_CheckExact(args[1]))) &&
+        g->data != NULL) {
+        long k = nargs == 2 ? PyLong_AsLong(args[1]) : 1;
+        double x[3];
+        if (k >= 1 && k <= 64) {
+            int fast = nbpy_point_fast(args[0], g->dim, x);
+            if (fast < 0) return NULL;
+            if (fast == 1) return knn_one(g, x, (int32_t)k);
+        }
+        PyErr_Clear(); // an overflowing k: the slow path says so
+    }
+    return nbpy_call_kw((PyCFunctionWithKeywords)grid_query, (PyObject *)g, args, nargs, kwnames);
+}
+
+// query_ball_point(x, r) with x a tuple or list of numbers and r a Python number.
+static PyObject *grid_query_ball_point_fc(nbpyGrid *g, PyObject *const *args, Py_ssize_t nargs,
+                                          PyObject *kwnames)
+{
+    if (kwnames == NULL && nargs == 2 && g->data != NULL &&
+        (PyFloat_Check(args[1]) || PyLong_CheckExact(args[1]))) {
+        double x[3], r = PyFloat_AsDouble(args[1]);
+        if (r == -1.0 && PyErr_Occurred()) return NULL;
+        int fast = nbpy_point_fast(args[0], g->dim, x);
+        if (fast < 0) return NULL;
+        if (fast == 1) return ball_one(g, x, r, NB_FILTER_ALL, true, false);
+    }
+    return nbpy_call_kw((PyCFunctionWithKeywords)grid_query_ball_point, (PyObject *)g, args, nargs,
+                        kwnames);
+}
+
 // ---- box ----
 
 static int grid_corner(PyObject *obj, int dim, const char *name, double *out)
@@ -1193,12 +1265,12 @@ static PyMethodDef grid_methods[] = {
      METH_VARARGS | METH_KEYWORDS, "_query_pairs(r, workers=1): the pairs as an (K, 2) array."},
     {"count_pairs", (PyCFunction)(void (*)(void))grid_count_pairs, METH_VARARGS | METH_KEYWORDS,
      "count_pairs(r)\n--\n\nThe number of pairs (i, j), i < j, with distance <= r."},
-    {"query_ball_point", (PyCFunction)(void (*)(void))grid_query_ball_point,
-     METH_VARARGS | METH_KEYWORDS,
+    {"query_ball_point", (PyCFunction)(void (*)(void))grid_query_ball_point_fc,
+     METH_FASTCALL | METH_KEYWORDS,
      "query_ball_point(x, r, p=2.0, eps=0, workers=1, return_sorted=None, "
      "return_length=False, *, category=None, mask=None)\n--\n\n"
      "Indices of the points within distance r of x (one point, or an (..., m) array)."},
-    {"query", (PyCFunction)(void (*)(void))grid_query, METH_VARARGS | METH_KEYWORDS,
+    {"query", (PyCFunction)(void (*)(void))grid_query_fc, METH_FASTCALL | METH_KEYWORDS,
      "query(x, k=1, eps=0, p=2, distance_upper_bound=inf, workers=1, *, category=None, "
      "mask=None)\n--\n\nDistances and indices of the k nearest points, as cKDTree.query."},
     {"query_box", (PyCFunction)(void (*)(void))grid_query_box, METH_VARARGS | METH_KEYWORDS,

@@ -52,7 +52,7 @@ int nbpy_point_fast(PyObject *obj, int dim, double *out)
     PyObject **items = PySequence_Fast_ITEMS(obj);
     for (int d = 0; d < dim; d++) {
         PyObject *v = items[d];
-        if (PyFloat_CheckExact(v)) {
+        if (PyFloat_Check(v)) { // float and its subclasses, numpy.float64 among them
             out[d] = PyFloat_AS_DOUBLE(v);
         } else if (PyLong_CheckExact(v)) {
             out[d] = PyLong_AsDouble(v);
@@ -111,6 +111,30 @@ PyArrayObject *nbpy_query_points(PyObject *obj, int dim, const char *name, int *
     }
     *m = count;
     return a;
+}
+
+PyObject *nbpy_call_kw(PyCFunctionWithKeywords fn, PyObject *self, PyObject *const *args,
+                       Py_ssize_t nargs, PyObject *kwnames)
+{
+    PyObject *tuple = PyTuple_New(nargs), *dict = NULL, *res = NULL;
+    if (tuple == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        Py_INCREF(args[i]);
+        PyTuple_SET_ITEM(tuple, i, args[i]);
+    }
+    Py_ssize_t nkw = kwnames != NULL ? PyTuple_GET_SIZE(kwnames) : 0;
+    if (nkw > 0) {
+        dict = PyDict_New();
+        for (Py_ssize_t i = 0; dict != NULL && i < nkw; i++)
+            if (PyDict_SetItem(dict, PyTuple_GET_ITEM(kwnames, i), args[nargs + i]) < 0)
+                Py_CLEAR(dict);
+        if (dict == NULL) goto done;
+    }
+    res = fn(self, tuple, dict);
+done:
+    Py_DECREF(tuple);
+    Py_XDECREF(dict);
+    return res;
 }
 
 static int nbpy_u32(PyObject *obj, const char *name, uint32_t *out)

@@ -62,6 +62,11 @@ int nbpy_check_p_eps(PyObject *p, PyObject *eps);
 typedef void nbpyRangeFn(void *ctx, int64_t begin, int64_t end, int part);
 int nbpy_parallel(int workers, int64_t count, nbpyRangeFn *fn, void *ctx);
 
+/// Calls a METH_VARARGS | METH_KEYWORDS function with vectorcall arguments: the slow path of
+/// the methods whose common calls (positional only) are parsed by hand.
+PyObject *nbpy_call_kw(PyCFunctionWithKeywords fn, PyObject *self, PyObject *const *args,
+                       Py_ssize_t nargs, PyObject *kwnames);
+
 /// Sorts n int32 values ascending.
 void nbpy_sort_i32(int32_t *v, int64_t n);
 
