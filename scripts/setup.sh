@@ -70,6 +70,11 @@ check_bench() {
   have c++ || need "a C++ compiler (c++)" g++
   [ -f /usr/include/nanoflann.hpp ] || need "nanoflann (/usr/include/nanoflann.hpp)" libnanoflann-dev
   /usr/bin/python3 -c 'import scipy.spatial' > /dev/null 2>&1 || need "python3 with scipy" python3-scipy
+  # the Python package's section (bench/bench_python.py) builds the extension
+  /usr/bin/python3 -c 'import setuptools' > /dev/null 2>&1 ||
+    need "python3-setuptools (the Python section)" python3-setuptools
+  [ -f "$(/usr/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])' \
+    2> /dev/null)/Python.h" ] || need "Python's headers (the Python section)" python3-dev
   # the moving-agents section (bench/bench_agents_peers.cpp): b2DynamicTree and bgi::rtree
   if [ ! -f /usr/include/box2d/b2_dynamic_tree.h ] || ! have_lib libbox2d; then
     need "Box2D 2.4 (/usr/include/box2d/b2_dynamic_tree.h, libbox2d.so)" libbox2d-dev
