@@ -216,7 +216,7 @@ fi
 # ---- the Python package: run_python builds python/ (setup.py build, into BUILD_DIR) and runs
 # bench_python.py in one process against cKDTree; status 1 on a failure or a MISMATCH ----
 run_python() {
-    local n=1000000 runs=5 knn_runs=3 out f
+    local n=1000000 runs=5 knn_runs=3 out f lib
     if [ "$mode" = --quick ]; then
         n=100000 runs=3 knn_runs=1
         out=$bin/python_quick.csv
@@ -229,15 +229,16 @@ run_python() {
         return 0
     fi
     f=$(gen uniform2d "$n")
-    echo "run.sh: python: building the package into $bin/python-lib" >&2
-    (cd "$root/python" && "$py" setup.py -q build --build-lib "$bin/python-lib" \
-        --build-temp "$bin/python-tmp") > "$bin/python-build.log" 2>&1 || {
+    lib=$(cd "$bin" && pwd)/python-lib # absolute: setup.py runs in python/
+    echo "run.sh: python: building the package into $lib" >&2
+    (cd "$root/python" && "$py" setup.py -q build --build-lib "$lib" \
+        --build-temp "$(dirname "$lib")/python-tmp") > "$bin/python-build.log" 2>&1 || {
         cat "$bin/python-build.log" >&2
         echo "run.sh: python: the build FAILED" >&2
         return 1
     }
     echo "run.sh: python: uniform2d, $n points: pairs x $runs, kNN x $knn_runs" >&2
-    PYTHONPATH="$bin/python-lib" "${pin[@]}" "$py" "$here/bench_python.py" "$f" --runs "$runs" \
+    PYTHONPATH="$lib" "${pin[@]}" "$py" "$here/bench_python.py" "$f" --runs "$runs" \
         --knn-runs "$knn_runs" --out "$out" --machine "$machine"
 }
 if [ "$mode" = --python ]; then
