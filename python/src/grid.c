@@ -13,9 +13,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
 
 #define NBPY_MAX_GRIDS 8
 #define NBPY_MAX_PARTS 256
@@ -341,6 +338,7 @@ typedef struct PairBuf {
     npy_intp *v; // 2 * cap entries
     int64_t len, cap;
     bool oom;
+    bool big; // v is from nbpy_big_alloc (else malloc / realloc)
 } PairBuf;
 
 static bool pair_grow(PairBuf *b, int64_t cap)
@@ -367,22 +365,29 @@ static bool pair_push(int32_t i, int32_t j, void *user)
 
 static void pair_free(PyObject *capsule)
 {
-    free(PyCapsule_GetPointer(capsule, "nearby.pairs"));
+    nbpy_big_free(PyCapsule_GetPointer(capsule, "nearby.pairs"),
+                  (size_t)(uintptr_t)PyCapsule_GetContext(capsule));
 }
 
 // An (len, 2) intp array that owns b->v (freed with it).
+// An (len, 2) intp array that owns b->v (given back to the big-block cache with it).
 static PyObject *pair_array(PairBuf *b)
 {
     npy_intp dims[2] = {(npy_intp)b->len, 2};
+    size_t bytes = (size_t)b->cap * 2 * sizeof(npy_intp);
+    if (!b->big) { // a malloc'd block: shrink it to the pairs found, then hand it over
+        if (b->len > 0 && b->len < b->cap) pair_grow(b, b->len); // keeps the block on failure
+        bytes = 0; // below the cache's minimum: nbpy_big_free frees it
+    }
     if (b->len == 0) {
-        free(b->v);
+        nbpy_big_free(b->v, bytes);
         b->v = NULL;
         return PyArray_SimpleNew(2, dims, NPY_INTP);
     }
-    if (b->len < b->cap) pair_grow(b, b->len); // shrink; keeps the old block on failure
     PyObject *capsule = PyCapsule_New(b->v, "nearby.pairs", pair_free);
-    if (capsule == NULL) {
-        free(b->v);
+    if (capsule == NULL || PyCapsule_SetContext(capsule, (void *)(uintptr_t)bytes) < 0) {
+        if (capsule == NULL) nbpy_big_free(b->v, bytes);
+        Py_XDECREF(capsule);
         return NULL;
     }
     PyObject *arr = PyArray_SimpleNewFromData(2, dims, NPY_INTP, b->v);
@@ -413,23 +418,6 @@ static void pairs_part(void *vctx, int64_t begin, int64_t end, int part)
     c->st[part] = nb_grid_visit_pairs_range(c->grid, c->r, u0, u1, pair_push, &c->buf[part]);
 }
 
-// A block for a large result, backed by huge pages where the kernel offers them on request
-// (transparent huge pages in "madvise" mode): faulting in 2 MiB pages instead of 4 KiB ones
-// takes a third of the time of writing 5M pairs to fresh memory. free() releases it.
-static void *pairs_alloc(size_t bytes)
-{
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    const size_t huge = (size_t)2 << 20;
-    if (bytes >= 4 * huge) {
-        void *p = NULL;
-        if (posix_memalign(&p, huge, bytes) != 0) return NULL;
-        (void)madvise(p, bytes & ~(huge - 1), MADV_HUGEPAGE); // advice only: ignore failure
-        return p;
-    }
-#endif
-    return malloc(bytes);
-}
-
 // All pairs on one thread through the library's buffer form (faster than a callback a pair).
 // The int32 nbPairs land in the upper half of the block that becomes the (K, 2) intp array,
 // and are widened in place from the front: output pair k ends at byte 16k + 16, which never
@@ -438,17 +426,19 @@ static nbStatus pairs_buffer(const nbGrid *grid, double r, int64_t cap, PairBuf 
 {
     int64_t *found = &out->len;
     for (;;) {
-        npy_intp *v = pairs_alloc((size_t)cap * 2 * sizeof *v);
+        size_t got;
+        npy_intp *v = nbpy_big_alloc((size_t)cap * 2 * sizeof *v, &got);
         if (v == NULL) return NB_ERR_OUT_OF_MEMORY;
+        cap = (int64_t)(got / (2 * sizeof *v)); // a cached block may be larger: use it all
         nbPair *in = (nbPair *)((char *)v + (size_t)cap * sizeof(nbPair));
         nbStatus st = nb_grid_pairs(grid, r, in, cap, found);
         if (st == NB_ERR_BUFFER_TOO_SMALL) { // the guess was low: *found is exact now
-            free(v);
+            nbpy_big_free(v, got);
             cap = *found;
             continue;
         }
         if (st != NB_OK) {
-            free(v);
+            nbpy_big_free(v, got);
             return st;
         }
         for (int64_t k = 0; k < *found; k++) {
@@ -458,6 +448,7 @@ static nbStatus pairs_buffer(const nbGrid *grid, double r, int64_t cap, PairBuf 
         }
         out->v = v;
         out->cap = cap;
+        out->big = true;
         return NB_OK;
     }
 }
@@ -485,13 +476,13 @@ static PyObject *grid_query_pairs_array(nbpyGrid *g, PyObject *args, PyObject *k
     double cap_max = 64.0 * g->n / c->parts + 4096.0;
     int64_t cap = (int64_t)(guess < cap_max ? guess : cap_max);
     if (c->parts == 1) {
-        PairBuf b = {NULL, 0, 0, false};
+        PairBuf b = {NULL, 0, 0, false, false};
         free(c);
         PyThreadState *ts = PyEval_SaveThread();
         nbStatus st = pairs_buffer(grid, r, cap > 1 ? cap : 1, &b);
         PyEval_RestoreThread(ts);
         if (st != NB_OK) return nbpy_error(st, "query_pairs");
-        return pair_array(&b); // shrinks the block to the pairs found
+        return pair_array(&b);
     }
     bool oom = false;
     for (int p = 0; p < c->parts; p++) oom = oom || !pair_grow(&c->buf[p], cap);

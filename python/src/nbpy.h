@@ -24,6 +24,13 @@ extern PyTypeObject nbpy_GridType;
 extern const nbAllocator nbpy_allocator;
 extern PyTypeObject nbpy_HashType;
 
+/// A block of at least `bytes`, 64-byte aligned (*got: its real size, to pass to nbpy_big_free):
+/// blocks of 1 MiB or more come from a small cache of freed ones when one fits. NULL when out
+/// of memory. Thread-safe, no GIL needed.
+void *nbpy_big_alloc(size_t bytes, size_t *got);
+/// Frees a block from nbpy_big_alloc, keeping big ones for reuse. NULL is a no-op.
+void nbpy_big_free(void *ptr, size_t bytes);
+
 /// Sets the exception a status maps to (ValueError, MemoryError or RuntimeError) with the
 /// library's message, prefixed by `what`, and returns NULL.
 PyObject *nbpy_error(nbStatus st, const char *what);

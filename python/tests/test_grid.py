@@ -267,3 +267,19 @@ def test_lazy_grids_are_reused(rng):
     assert fixed.memory_bytes() > 0
     assert fixed.n == 2000 and fixed.m == 2
     assert "nearby.Grid" in repr(fixed)
+
+
+def test_rebuilt_every_frame(rng):
+    """Grids and pair arrays of 1 MiB and more reuse freed blocks (the extension's cache of
+    big blocks): frames of different sizes, results dropped or kept, stay exact."""
+    kept = []
+    for n in (150000, 60000, 150000, 120000, 150000):
+        pts = rng.random((n, 2)) * np.sqrt(n)
+        got = nearby.Grid(pts).query_pairs(1.3, output_type="ndarray")
+        tree = cKDTree(pts)
+        assert len(got) == (tree.count_neighbors(tree, 1.3) - n) // 2
+        np.testing.assert_array_equal(
+            sorted_pairs(got), sorted_pairs(tree.query_pairs(1.3, output_type="ndarray")))
+        if n == 120000:
+            kept.append((got.copy(), got))  # an array still alive keeps its block
+    np.testing.assert_array_equal(kept[0][0], kept[0][1])
