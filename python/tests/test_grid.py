@@ -238,6 +238,10 @@ def test_workers_same_answers(rng):
     b1 = grid.query_ball_point(xs, 1.5)
     b2 = grid.query_ball_point(xs, 1.5, workers=3)
     assert list(b1) == list(b2)
+    # a batch this large runs in cell order: each answer still lands in its own row
+    assert list(b1) == [sorted(b) for b in cKDTree(pts).query_ball_point(xs, 1.5)]
+    wd, _ = cKDTree(pts).query(xs, k=6)
+    np.testing.assert_allclose(d1, wd, rtol=1e-12)
 
 
 def test_deterministic_order(rng):
