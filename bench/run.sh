@@ -17,6 +17,10 @@
 #                                            10 steps (row-major or Morton) against never
 #                                            (~1 minute): writes
 #                                            bench/results/$NB_BENCH_MACHINE/reorder_latest.csv
+#   bash bench/run.sh BUILD_DIR --python     only the Python package against scipy's cKDTree
+#                                            (bench_python.py: 1M uniform 2D points, all
+#                                            pairs and kNN, k = 8; ~2 minutes): writes
+#                                            bench/results/$NB_BENCH_MACHINE/python_latest.csv
 #   bash bench/run.sh BUILD_DIR --cell-size  only the cell-size sweep (1M uniform 2D points,
 #                                            r = 1.75, cell / r from 0.25 to 4; ~1 minute),
 #                                            plus instruction counts at a few ratios when
@@ -24,7 +28,8 @@
 #                                            bench/results/$NB_BENCH_MACHINE/cell_size*.csv
 #                                            and docs/cell_size.svg
 #
-# The full run also runs the cell-size sweep (timing only) before the agents section.
+# The full run also runs the cell-size sweep (timing only) before the agents section, and the
+# full and --quick runs end with the Python section (--python).
 # The full and --quick runs end with the moving-agents section (bench_agents,
 # bench_agents_peers, report_agents.py): nearby's spatial hash and dense grid against Box2D's
 # b2DynamicTree, Boost.Geometry's R-trees and a naive unordered_map hash; --quick runs it on
@@ -42,13 +47,16 @@ set -euo pipefail
 
 usage() {
     echo "usage: bash bench/run.sh BUILD_DIR [--quick | --callgrind | --agents | --cell-size |" \
-        "--reorder]" >&2
+        "--reorder | --python]" >&2
     exit 2
 }
 [ $# -ge 1 ] || usage
 build=$1
 mode=${2:-full}
-case "$mode" in full | --quick | --callgrind | --agents | --cell-size | --reorder) ;; *) usage ;; esac
+case "$mode" in
+    full | --quick | --callgrind | --agents | --cell-size | --reorder | --python) ;;
+    *) usage ;;
+esac
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(dirname "$here")
@@ -239,6 +247,39 @@ if [ "$mode" = --reorder ]; then
     exit $?
 fi
 
+# ---- the Python package: run_python builds python/ (setup.py build, into BUILD_DIR) and runs
+# bench_python.py in one process against cKDTree; status 1 on a failure or a MISMATCH ----
+run_python() {
+    local n=1000000 runs=5 knn_runs=3 out f lib
+    if [ "$mode" = --quick ]; then
+        n=100000 runs=3 knn_runs=1
+        out=$bin/python_quick.csv
+    else
+        mkdir -p "$root/bench/results/$machine"
+        out=$root/bench/results/$machine/python_latest.csv
+    fi
+    if ! "$py" -c 'import numpy, scipy.spatial, setuptools' 2> /dev/null; then
+        echo "run.sh: $py lacks numpy, scipy or setuptools; skipping the Python section" >&2
+        return 0
+    fi
+    f=$(gen uniform2d "$n")
+    lib=$(cd "$bin" && pwd)/python-lib # absolute: setup.py runs in python/
+    echo "run.sh: python: building the package into $lib" >&2
+    (cd "$root/python" && "$py" setup.py -q build --build-lib "$lib" \
+        --build-temp "$(dirname "$lib")/python-tmp") > "$bin/python-build.log" 2>&1 || {
+        cat "$bin/python-build.log" >&2
+        echo "run.sh: python: the build FAILED" >&2
+        return 1
+    }
+    echo "run.sh: python: uniform2d, $n points: pairs x $runs, kNN x $knn_runs" >&2
+    PYTHONPATH="$lib" "${pin[@]}" "$py" "$here/bench_python.py" "$f" --runs "$runs" \
+        --knn-runs "$knn_runs" --out "$out" --machine "$machine"
+}
+if [ "$mode" = --python ]; then
+    run_python
+    exit $?
+fi
+
 # ---- moving agents: run_agents runs the section and prints its table; status 1 on a failure
 # or a MISMATCH ----
 agents_peers=${NB_BENCH_AGENTS_PEERS-nearby_hash nearby_grid b2tree rtree_packed rtree_rstar \
@@ -397,4 +438,5 @@ fi
 [ "$mode" = full ] && { run_cell_size || status=1; }
 run_reorder || status=1
 run_agents || status=1
+run_python || status=1
 exit $status

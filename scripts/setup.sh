@@ -5,8 +5,10 @@
 #           `make install` need, on any Linux, as any user
 #   test    build's, plus bash, clang, clang-format, pkg-config and gcc's sanitizer runtimes
 #           (ASan, UBSan, TSan) for `make test`; and, where possible, chromium, which only the
-#           SVG screenshot test uses (it is skipped without it): installed as root with apt-get,
-#           otherwise named, never a failure
+#           SVG screenshot test uses (it is skipped without it), and Debian's python3-dev,
+#           python3-numpy, python3-scipy, python3-pytest, python3-setuptools and python3-venv,
+#           which the Python package's tests use (skipped without them): installed as root with
+#           apt-get, otherwise named, never a failure
 #   bench   a C++ compiler, nanoflann, scipy, Box2D and Boost.Geometry for `make bench`
 # When something is missing: as root on Debian/Ubuntu it apt-get installs just that; otherwise
 # it names what is missing and exits 1. It never runs sudo, and never apt-get when nothing is
@@ -68,6 +70,11 @@ check_bench() {
   have c++ || need "a C++ compiler (c++)" g++
   [ -f /usr/include/nanoflann.hpp ] || need "nanoflann (/usr/include/nanoflann.hpp)" libnanoflann-dev
   /usr/bin/python3 -c 'import scipy.spatial' > /dev/null 2>&1 || need "python3 with scipy" python3-scipy
+  # the Python package's section (bench/bench_python.py) builds the extension
+  /usr/bin/python3 -c 'import setuptools' > /dev/null 2>&1 ||
+    need "python3-setuptools (the Python section)" python3-setuptools
+  [ -f "$(/usr/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])' \
+    2> /dev/null)/Python.h" ] || need "Python's headers (the Python section)" python3-dev
   # the moving-agents section (bench/bench_agents_peers.cpp): b2DynamicTree and bgi::rtree
   if [ ! -f /usr/include/box2d/b2_dynamic_tree.h ] || ! have_lib libbox2d; then
     need "Box2D 2.4 (/usr/include/box2d/b2_dynamic_tree.h, libbox2d.so)" libbox2d-dev
@@ -94,6 +101,31 @@ check_optional() {
   fi
 }
 
+# Debian's python3 with numpy, scipy, pytest, venv, setuptools and headers for the Python
+# package's tests (python/run_tests.sh, which skips with a message without them): optional like
+# chromium, installed as root with apt-get, otherwise named.
+check_python() {
+  [ "$what" = test ] || return 0
+  pkgs=""
+  for mod in numpy scipy pytest venv setuptools; do
+    /usr/bin/python3 -c "import $mod" > /dev/null 2>&1 || pkgs="$pkgs python3-$mod"
+  done
+  inc=$(/usr/bin/python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])' \
+    2> /dev/null || true)
+  [ -n "$inc" ] && [ -f "$inc/Python.h" ] || pkgs="$pkgs python3-dev"
+  [ -n "$pkgs" ] || return 0
+  if [ "$(id -u)" -ne 0 ] || ! have apt-get; then
+    echo "setup.sh: optional, not installed:$pkgs (the Python package's tests are skipped" \
+      "without them)" >&2
+    return 0
+  fi
+  echo "setup.sh: installing$pkgs (optional: the Python package's tests)" >&2
+  if ! DEBIAN_FRONTEND=noninteractive apt-get update -qq ||
+    ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $pkgs; then
+    echo "setup.sh: could not install$pkgs; the Python package's tests will be skipped" >&2
+  fi
+}
+
 check() {
   missing=""
   packages=""
@@ -111,6 +143,7 @@ check() {
 
 check
 check_optional
+check_python
 [ -z "$missing" ] && exit 0
 
 if [ "$(id -u)" -ne 0 ] || ! have apt-get || [ -n "$unfixable" ]; then

@@ -41,4 +41,7 @@ TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build/tsan -R '^threads$' --output
 # The uniform cases only: the others add data shapes, not thread interleavings (all cases run in
 # the other builds).
 TSAN_OPTIONS=halt_on_error=1 build/tsan/tests/test_parallel uniform
+# The Python package: pip install into a fresh venv, pytest against scipy's cKDTree (skipped
+# with a message when Debian's python3-numpy/scipy/pytest are missing).
+bash python/run_tests.sh build/python
 echo "make test: all builds passed"

@@ -1,0 +1,110 @@
+# SPDX-License-Identifier: MIT
+"""nearby: exact fixed-radius and k-nearest neighbour queries over numpy arrays.
+
+``nearby.Grid`` is shaped like ``scipy.spatial.cKDTree``: the same method names, argument
+names and return shapes where they overlap (``query_pairs``, ``query_ball_point``, ``query``),
+plus ``count_pairs``, ``query_box`` and category/mask filters. ``nearby.Hash`` is a thin class
+over the spatial hash: items stored by handle that move. See python/README.md.
+"""
+import numpy as _np
+
+from ._nearby import ALL, _Grid, _Hash, library_version
+
+__all__ = ["Grid", "Hash", "ALL", "library_version"]
+__version__ = library_version()
+
+
+def _bits(values, name, n):
+    """Per-point category or mask bits as a contiguous uint32 array of n entries, or None."""
+    if values is None:
+        return None
+    arr = _np.asarray(values)
+    if arr.ndim == 0:
+        arr = _np.full(n, arr)
+    if arr.dtype.kind not in "iub":
+        raise TypeError("%s must be integers, got dtype %s" % (name, arr.dtype))
+    if arr.ndim != 1 or len(arr) != n:
+        raise ValueError("%s must have one entry per point (%d), got shape %s"
+                         % (name, n, arr.shape))
+    if arr.size and (arr.min() < 0 or arr.max() > 0xFFFFFFFF):
+        raise ValueError("%s must be in [0, 2**32)" % name)
+    return _np.ascontiguousarray(arr, dtype=_np.uint32)
+
+
+def _rows(points):
+    """The number of rows of whatever the C side will be given (for the bit arrays)."""
+    shape = _np.shape(points)
+    return shape[0] if len(shape) >= 1 else 0
+
+
+class Grid(_Grid):
+    """A uniform grid over N points in 2D or 3D, for exact neighbour queries.
+
+    Grid(points, radius=None, cell_size=None, boxsize=None, *, category=None, mask=None)
+
+    points: (N, 2) or (N, 3) array-like. A float64 array is read where it lies, whatever its
+        row stride (x[:, :2] of a wider array, a column slice of a structured buffer); float32,
+        integer, Fortran-ordered or byte-swapped arrays are converted to float64 once. Do not
+        change the array afterwards: grids are built from it lazily (as cKDTree with
+        copy_data=False).
+    radius: the query radius to tune for. Given, one grid with cells of about this edge is built
+        now and answers every query (exactly, at any radius). Omitted, grids are built on
+        demand: a radius query at r builds (once) a grid with cells of about r, a kNN query one
+        with about k points a cell; up to 8 are kept.
+    cell_size: the cell edge, overriding the tuning (one grid, built now).
+    boxsize: periodic boxes are not supported yet: only None.
+    category, mask: uint32 filter bits per point (Box2D's rule): query_pairs and count_pairs
+        report (i, j) only when ``cat[i] & mask[j] and cat[j] & mask[i]``. Queries take the
+        asker's own ``category=`` and ``mask=`` keywords.
+    """
+
+    def __init__(self, points, radius=None, cell_size=None, boxsize=None, *, category=None,
+                 mask=None):
+        if boxsize is not None:
+            raise NotImplementedError(
+                "nearby.Grid: periodic boxes (boxsize) are not supported yet; pass "
+                "boxsize=None (the C library has no periodic grid so far)")
+        n = _rows(points)
+        super().__init__(points, radius, cell_size, _bits(category, "category", n),
+                         _bits(mask, "mask", n))
+
+    def query_pairs(self, r, p=2.0, eps=0, output_type="set", *, workers=1):
+        """All pairs (i, j), i < j, with distance <= r, as cKDTree.query_pairs.
+
+        output_type: 'set' (a set of tuples, the default as in scipy) or 'ndarray' (an (K, 2)
+        intp array in a deterministic order, by cell). workers: threads for the search
+        (-1 = every CPU); the order of the array does not depend on it.
+        """
+        _check_p_eps(p, eps)
+        if output_type not in ("set", "ndarray"):
+            raise ValueError("output_type must be 'set' or 'ndarray', got %r" % (output_type,))
+        pairs = self._query_pairs(r, workers)
+        if output_type == "ndarray":
+            return pairs
+        return set(zip(pairs[:, 0].tolist(), pairs[:, 1].tolist()))
+
+    def __repr__(self):
+        return "nearby.Grid(n=%d, m=%d, cells=%s)" % (self.n, self.m, self.cell_sizes)
+
+
+def _check_p_eps(p, eps):
+    if p != 2:
+        raise NotImplementedError("nearby measures Euclidean distance only: p must be 2")
+    if not eps >= 0:
+        raise ValueError("eps must be >= 0")
+
+
+class Hash(_Hash):
+    """The spatial hash: points that move, stored by handle, in an unbounded world.
+
+    Hash(cell_size, dim=2, capacity=0)
+
+    insert() returns a handle (an int); move(), remove(), get() take it; a removed or foreign
+    handle raises ValueError. Queries return handles, or with return_user=True the user values
+    given at insert. While query_pairs or count_pairs runs in one thread (they release the GIL),
+    a mutation from another raises RuntimeError.
+    """
+
+    def __repr__(self):
+        return "nearby.Hash(items=%d, dim=%d, cell_size=%g)" % (len(self), self.dim,
+                                                                self.cell_size)

@@ -1,0 +1,1314 @@
+// SPDX-License-Identifier: MIT
+// nearby._nearby._Grid: the dense grid over a numpy array, with cKDTree's query methods.
+//
+// The points are read where they lie (any row stride; float64, aligned, native byte order);
+// anything else is converted once, at construction. With neither radius nor cell_size given,
+// the grid is built lazily, tuned to the queries it gets: a radius query at r uses a grid
+// built for about r (cells within [r / 2, 1.25 r]), a kNN query one with about k points a cell.
+// Each built grid is kept (up to NBPY_MAX_GRIDS) and never changed again, so queries on it can
+// run without the GIL while another thread builds the next one under the grid's lock.
+#include "nbpy.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NBPY_MAX_GRIDS 8
+#define NBPY_MAX_PARTS 256
+
+// Invariants: data holds the points that view reads (kept alive as long as the object); grids
+// [0, count) are built from view and never modified until dealloc; tuned[i] is the radius
+// grid i was built for; fixed = 1 means one grid, built at construction, answers every query.
+typedef struct nbpyGrid {
+    PyObject_HEAD PyArrayObject *data;
+    PyArrayObject *category;
+    PyArrayObject *mask;
+    nbPoints view;
+    int32_t n;
+    int32_t dim;
+    double spacing; // mean distance between points, (bounding volume / n)^(1 / dim), > 0
+    int fixed;
+    int count;
+    nbGrid *grids[NBPY_MAX_GRIDS];
+    double tuned[NBPY_MAX_GRIDS];
+    PyThread_type_lock lock;
+} nbpyGrid;
+
+static PyObject *grid_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    (void)args;
+    (void)kwds;
+    nbpyGrid *g = (nbpyGrid *)type->tp_alloc(type, 0);
+    if (g == NULL) return NULL;
+    g->lock = PyThread_allocate_lock();
+    if (g->lock == NULL) {
+        Py_DECREF(g);
+        return PyErr_NoMemory();
+    }
+    return (PyObject *)g;
+}
+
+static void grid_dealloc(nbpyGrid *g)
+{
+    for (int i = 0; i < g->count; i++) nb_grid_destroy(g->grids[i]);
+    Py_XDECREF(g->data);
+    Py_XDECREF(g->category);
+    Py_XDECREF(g->mask);
+    if (g->lock != NULL) PyThread_free_lock(g->lock);
+    Py_TYPE(g)->tp_free((PyObject *)g);
+}
+
+// The points as an (N, 2) or (N, 3) float64 array nbPoints can read in place: column stride 8,
+// row stride a multiple of 8 and at least a row, aligned, native byte order. Anything else
+// (float32, ints, Fortran order, negative or zero strides, byte-swapped) is copied once.
+static PyArrayObject *grid_points(PyObject *obj)
+{
+    PyArrayObject *a = nbpy_as_double(obj, 0, "points");
+    if (a == NULL) return NULL;
+    if (PyArray_NDIM(a) != 2 || (PyArray_DIM(a, 1) != 2 && PyArray_DIM(a, 1) != 3)) {
+        PyErr_Format(PyExc_ValueError,
+                     "points must have shape (N, 2) or (N, 3), got an array of ndim %d%s",
+                     PyArray_NDIM(a), PyArray_NDIM(a) == 2 ? " with another second axis" : "");
+        Py_DECREF(a);
+        return NULL;
+    }
+    if (PyArray_DIM(a, 0) > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "points: at most 2**31 - 1 points");
+        Py_DECREF(a);
+        return NULL;
+    }
+    npy_intp dim = PyArray_DIM(a, 1), s0 = PyArray_STRIDE(a, 0), s1 = PyArray_STRIDE(a, 1);
+    bool readable = PyArray_ISALIGNED(a) && PyArray_ISNOTSWAPPED(a) && s1 == 8 &&
+                    (PyArray_DIM(a, 0) <= 1 || (s0 >= 8 * dim && s0 % 8 == 0));
+    if (readable) return a;
+    PyArrayObject *c = (PyArrayObject *)PyArray_FROM_OTF(
+        (PyObject *)a, NPY_DOUBLE, NPY_ARRAY_CARRAY_RO | NPY_ARRAY_ENSURECOPY);
+    Py_DECREF(a);
+    return c;
+}
+
+// A uint32 array of n entries from the Python side (which converts and range-checks), or None.
+static int grid_bits(PyObject *obj, const char *name, npy_intp n, PyArrayObject **out)
+{
+    *out = NULL;
+    if (obj == NULL || obj == Py_None) return 0;
+    if (!PyArray_Check(obj) || PyArray_TYPE((PyArrayObject *)obj) != NPY_UINT32 ||
+        PyArray_NDIM((PyArrayObject *)obj) != 1 || !PyArray_ISCARRAY_RO((PyArrayObject *)obj)) {
+        PyErr_Format(PyExc_TypeError, "%s must be a contiguous uint32 array", name);
+        return -1;
+    }
+    if (PyArray_DIM((PyArrayObject *)obj, 0) != n) {
+        PyErr_Format(PyExc_ValueError, "%s must have one entry per point (%zd), got %zd", name,
+                     (Py_ssize_t)n, (Py_ssize_t)PyArray_DIM((PyArrayObject *)obj, 0));
+        return -1;
+    }
+    Py_INCREF(obj);
+    *out = (PyArrayObject *)obj;
+    return 0;
+}
+
+// One pass over the points: the first non-finite one (or -1), the bounding box and max |x|.
+static int64_t grid_scan(const nbPoints *v, double *lo, double *hi, double *maxabs)
+{
+    double l[3] = {(double)INFINITY, (double)INFINITY, (double)INFINITY};
+    double h[3] = {-(double)INFINITY, -(double)INFINITY, -(double)INFINITY};
+    const int dim = v->dim;
+    *maxabs = 0.0;
+    // Branch-free min / max over blocks; x - x is 0 only for a finite x, so `bad` turns NaN at
+    // the first NaN or infinity, and the block is searched again for its index.
+    for (int32_t b = 0; b < v->count; b += 4096) {
+        int32_t e = v->count - b < 4096 ? v->count : b + 4096;
+        double bad = 0.0;
+        for (int32_t i = b; i < e; i++) {
+            const double *p = (const double *)((const char *)v->data + (size_t)i * v->stride);
+            for (int d = 0; d < dim; d++) {
+                double x = p[d];
+                bad += x - x;
+                l[d] = x < l[d] ? x : l[d];
+                h[d] = x > h[d] ? x : h[d];
+            }
+        }
+        if (bad != 0.0 || isnan(bad)) {
+            for (int32_t i = b; i < e; i++) {
+                const double *p = (const double *)((const char *)v->data + (size_t)i * v->stride);
+                for (int d = 0; d < dim; d++)
+                    if (!isfinite(p[d])) return i;
+            }
+        }
+    }
+    for (int d = 0; d < dim && v->count > 0; d++) {
+        lo[d] = l[d];
+        hi[d] = h[d];
+        if (fabs(l[d]) > *maxabs) *maxabs = fabs(l[d]);
+        if (fabs(h[d]) > *maxabs) *maxabs = fabs(h[d]);
+    }
+    return -1;
+}
+
+// The mean spacing of the points: (volume / n)^(1 / dim) of their bounding box, with fallbacks
+// for flat or degenerate boxes, and never so small against the coordinates that cell numbers
+// would approach the library's 2^62 limit.
+static double grid_spacing(int32_t n, int dim, const double *lo, const double *hi, double maxabs)
+{
+    double s = 1.0;
+    if (n > 0) {
+        double vol = 1.0, widest = 0.0;
+        for (int d = 0; d < dim; d++) {
+            double e = hi[d] - lo[d];
+            vol *= e;
+            if (e > widest) widest = e;
+        }
+        if (vol > 0.0 && isfinite(vol))
+            s = pow(vol / n, 1.0 / dim);
+        else if (widest > 0.0 && isfinite(widest))
+            s = widest / n; // points on a line (or a plane in 3D)
+    }
+    double floor_s = maxabs * 0x1p-40;
+    if (s < floor_s) s = floor_s;
+    if (!(s > DBL_MIN)) s = 1.0;
+    return s;
+}
+
+static int grid_init(nbpyGrid *g, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"points", "radius", "cell_size", "category", "mask", NULL};
+    PyObject *points = NULL, *radius_o = Py_None, *cell_o = Py_None, *cat_o = Py_None;
+    PyObject *mask_o = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|OOOO:Grid", kwlist, &points, &radius_o, &cell_o,
+                                     &cat_o, &mask_o))
+        return -1;
+    if (g->data != NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "Grid.__init__ may be called only once");
+        return -1;
+    }
+    double radius = 0.0, cell = 0.0;
+    if (radius_o != Py_None && nbpy_double(radius_o, "radius", &radius) < 0) return -1;
+    if (cell_o != Py_None) {
+        if (nbpy_double(cell_o, "cell_size", &cell) < 0) return -1;
+        if (cell == 0.0) {
+            PyErr_SetString(PyExc_ValueError, "cell_size must be > 0 (None chooses it)");
+            return -1;
+        }
+    }
+    PyArrayObject *data = grid_points(points);
+    if (data == NULL) return -1;
+    npy_intp n = PyArray_DIM(data, 0);
+    if (grid_bits(cat_o, "category", n, &g->category) < 0 ||
+        grid_bits(mask_o, "mask", n, &g->mask) < 0) {
+        Py_DECREF(data);
+        return -1;
+    }
+    g->data = data;
+    g->n = (int32_t)n;
+    g->dim = (int32_t)PyArray_DIM(data, 1);
+    g->view = (nbPoints){0};
+    g->view.data = (const double *)PyArray_DATA(data);
+    g->view.count = g->n;
+    g->view.dim = g->dim;
+    g->view.stride = n > 1 ? (size_t)PyArray_STRIDE(data, 0) : 0;
+    if (g->category != NULL) g->view.category = (const uint32_t *)PyArray_DATA(g->category);
+    if (g->mask != NULL) g->view.mask = (const uint32_t *)PyArray_DATA(g->mask);
+
+    double lo[3] = {0.0, 0.0, 0.0}, hi[3] = {0.0, 0.0, 0.0}, maxabs = 0.0;
+    int64_t bad;
+    PyThreadState *ts_ = PyEval_SaveThread();
+    bad = grid_scan(&g->view, lo, hi, &maxabs);
+    PyEval_RestoreThread(ts_);
+    if (bad >= 0) {
+        PyErr_Format(PyExc_ValueError, "points[%lld]: %s (%s)", (long long)bad,
+                     nb_status_message(NB_ERR_NOT_FINITE), nb_status_str(NB_ERR_NOT_FINITE));
+        return -1;
+    }
+    g->spacing = grid_spacing(g->n, g->dim, lo, hi, maxabs);
+    if (radius_o == Py_None && cell_o == Py_None) return 0; // lazy: built by the first query
+
+    // Fixed: one grid, built now, for every query.
+    g->fixed = 1;
+    nbGridDesc desc = {0};
+    desc.dim = g->dim;
+    desc.cell_size = cell;
+    desc.capacity_hint = g->n;
+    desc.allocator = &nbpy_allocator;
+    nbGrid *grid = NULL;
+    nbStatus st;
+    ts_ = PyEval_SaveThread();
+    st = nb_grid_create(&desc, &grid);
+    if (st == NB_OK) st = nb_grid_build(grid, &g->view, radius_o != Py_None ? radius : cell);
+    PyEval_RestoreThread(ts_);
+    if (st != NB_OK) {
+        nb_grid_destroy(grid);
+        nbpy_error(st,
+                   radius_o != Py_None && st != NB_ERR_OUT_OF_MEMORY ? "Grid(radius=...)" : "Grid");
+        return -1;
+    }
+    g->grids[0] = grid;
+    g->tuned[0] = radius_o != Py_None ? radius : cell;
+    g->count = 1;
+    return 0;
+}
+
+static int grid_ready(nbpyGrid *g)
+{
+    if (g->data != NULL) return 0;
+    PyErr_SetString(PyExc_RuntimeError, "Grid was not initialised");
+    return -1;
+}
+
+// The built grid whose tuned radius is nearest `want` within [want * lo, want * hi]; with
+// `any`, the nearest of all. -1 when none. Call with the GIL.
+static int grid_pick(const nbpyGrid *g, double want, double lo, double hi, bool any)
+{
+    int best = -1;
+    double best_d = (double)INFINITY;
+    for (int i = 0; i < g->count; i++) {
+        double t = g->tuned[i];
+        if (!any && (t < want * lo || t > want * hi)) continue;
+        double d = fabs(log(t / want));
+        if (d < best_d || best < 0) {
+            best = i;
+            best_d = d;
+        }
+    }
+    return best;
+}
+
+// A grid to answer a query that wants cells of about `want` (> 0, finite): a built one within
+// [want * lo, want * hi], or a new one built for `want` (GIL released while building).
+static const nbGrid *grid_for(nbpyGrid *g, double want, double lo, double hi)
+{
+    if (grid_ready(g) < 0) return NULL;
+    if (g->fixed) return g->grids[0];
+    int i = grid_pick(g, want, lo, hi, false);
+    if (i >= 0) return g->grids[i];
+    PyThreadState *ts_ = PyEval_SaveThread();
+    PyThread_acquire_lock(g->lock, WAIT_LOCK);
+    PyEval_RestoreThread(ts_);
+    // Another thread may have built it while this one waited.
+    i = grid_pick(g, want, lo, hi, false);
+    if (i < 0 && g->count == NBPY_MAX_GRIDS) i = grid_pick(g, want, lo, hi, true);
+    if (i < 0) {
+        nbGridDesc desc = {0};
+        desc.dim = g->dim;
+        desc.allocator = &nbpy_allocator;
+        nbGrid *grid = NULL;
+        nbStatus st;
+        ts_ = PyEval_SaveThread();
+        st = nb_grid_create(&desc, &grid);
+        if (st == NB_OK) st = nb_grid_build(grid, &g->view, want);
+        PyEval_RestoreThread(ts_);
+        if (st != NB_OK) {
+            nb_grid_destroy(grid);
+            PyThread_release_lock(g->lock);
+            nbpy_error(st, "building the grid");
+            return NULL;
+        }
+        i = g->count;
+        g->grids[i] = grid;
+        g->tuned[i] = want;
+        g->count = i + 1; // published under the GIL: readers look only below count
+    }
+    PyThread_release_lock(g->lock);
+    return g->grids[i];
+}
+
+// Checks a query radius in the library's order (finite, then >= 0), with its messages.
+static int grid_radius(double r)
+{
+    if (!isfinite(r)) return nbpy_error(NB_ERR_NOT_FINITE, "radius"), -1;
+    if (r < 0.0) return nbpy_error(NB_ERR_OUT_OF_RANGE, "radius"), -1;
+    return 0;
+}
+
+static const nbGrid *grid_for_radius(nbpyGrid *g, double r)
+{
+    double want = r > g->spacing * 0.5 ? r : g->spacing * 0.5;
+    return grid_for(g, want, 0.5, 1.25);
+}
+
+static const nbGrid *grid_for_knn(nbpyGrid *g, int64_t k)
+{
+    double want = g->spacing * pow((double)(k > 0 ? k : 1), 1.0 / g->dim);
+    return grid_for(g, want, 1.0 / 3.0, 3.0);
+}
+
+// ---- all pairs ----
+
+typedef struct PairBuf {
+    npy_intp *v; // 2 * cap entries
+    int64_t len, cap;
+    bool oom;
+    bool big; // v is from nbpy_big_alloc (else malloc / realloc)
+} PairBuf;
+
+static bool pair_grow(PairBuf *b, int64_t cap)
+{
+    npy_intp *v = realloc(b->v, (size_t)cap * 2 * sizeof *v);
+    if (v == NULL) return false;
+    b->v = v;
+    b->cap = cap;
+    return true;
+}
+
+static bool pair_push(int32_t i, int32_t j, void *user)
+{
+    PairBuf *b = user;
+    if (b->len == b->cap && !pair_grow(b, b->cap < 1024 ? 4096 : b->cap * 2)) {
+        b->oom = true;
+        return false;
+    }
+    b->v[2 * b->len] = i;
+    b->v[2 * b->len + 1] = j;
+    b->len++;
+    return true;
+}
+
+static void pair_free(PyObject *capsule)
+{
+    nbpy_big_free(PyCapsule_GetPointer(capsule, "nearby.pairs"),
+                  (size_t)(uintptr_t)PyCapsule_GetContext(capsule));
+}
+
+// An (len, 2) intp array that owns b->v (freed with it).
+// An (len, 2) intp array that owns b->v (given back to the big-block cache with it).
+static PyObject *pair_array(PairBuf *b)
+{
+    npy_intp dims[2] = {(npy_intp)b->len, 2};
+    size_t bytes = (size_t)b->cap * 2 * sizeof(npy_intp);
+    if (!b->big) { // a malloc'd block: shrink it to the pairs found, then hand it over
+        if (b->len > 0 && b->len < b->cap) pair_grow(b, b->len); // keeps the block on failure
+        bytes = 0; // below the cache's minimum: nbpy_big_free frees it
+    }
+    if (b->len == 0) {
+        nbpy_big_free(b->v, bytes);
+        b->v = NULL;
+        return PyArray_SimpleNew(2, dims, NPY_INTP);
+    }
+    PyObject *capsule = PyCapsule_New(b->v, "nearby.pairs", pair_free);
+    if (capsule == NULL || PyCapsule_SetContext(capsule, (void *)(uintptr_t)bytes) < 0) {
+        if (capsule == NULL) nbpy_big_free(b->v, bytes);
+        Py_XDECREF(capsule);
+        return NULL;
+    }
+    PyObject *arr = PyArray_SimpleNewFromData(2, dims, NPY_INTP, b->v);
+    if (arr == NULL || PyArray_SetBaseObject((PyArrayObject *)arr, capsule) < 0) {
+        Py_XDECREF(arr);
+        Py_DECREF(capsule);
+        return NULL;
+    }
+    return arr;
+}
+
+typedef struct PairsCtx {
+    const nbGrid *grid;
+    double r;
+    int32_t units;
+    int parts;
+    PairBuf buf[NBPY_MAX_PARTS];
+    nbStatus st[NBPY_MAX_PARTS];
+} PairsCtx;
+
+static void pairs_part(void *vctx, int64_t begin, int64_t end, int part)
+{
+    PairsCtx *c = vctx;
+    // parts split the units, not the [0, parts) range the parallel-for hands out
+    (void)end;
+    int32_t u0 = (int32_t)((int64_t)c->units * begin / c->parts);
+    int32_t u1 = (int32_t)((int64_t)c->units * (begin + 1) / c->parts);
+    c->st[part] = nb_grid_visit_pairs_range(c->grid, c->r, u0, u1, pair_push, &c->buf[part]);
+}
+
+// All pairs on one thread through the library's buffer form (faster than a callback a pair).
+// The int32 nbPairs land in the upper half of the block that becomes the (K, 2) intp array,
+// and are widened in place from the front: output pair k ends at byte 16k + 16, which never
+// reaches input pair k + 1 at byte 8 cap + 8 (k + 1) since k < cap. Runs without the GIL.
+static nbStatus pairs_buffer(const nbGrid *grid, double r, int64_t cap, PairBuf *out)
+{
+    int64_t *found = &out->len;
+    for (;;) {
+        size_t got;
+        npy_intp *v = nbpy_big_alloc((size_t)cap * 2 * sizeof *v, &got);
+        if (v == NULL) return NB_ERR_OUT_OF_MEMORY;
+        cap = (int64_t)(got / (2 * sizeof *v)); // a cached block may be larger: use it all
+        nbPair *in = (nbPair *)((char *)v + (size_t)cap * sizeof(nbPair));
+        nbStatus st = nb_grid_pairs(grid, r, in, cap, found);
+        if (st == NB_ERR_BUFFER_TOO_SMALL) { // the guess was low: *found is exact now
+            nbpy_big_free(v, got);
+            cap = *found;
+            continue;
+        }
+        if (st != NB_OK) {
+            nbpy_big_free(v, got);
+            return st;
+        }
+        for (int64_t k = 0; k < *found; k++) {
+            nbPair p = in[k];
+            v[2 * k] = p.i;
+            v[2 * k + 1] = p.j;
+        }
+        out->v = v;
+        out->cap = cap;
+        out->big = true;
+        return NB_OK;
+    }
+}
+
+static PyObject *grid_query_pairs_array(nbpyGrid *g, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"r", "workers", NULL};
+    double r;
+    PyObject *workers_o = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "d|O:_query_pairs", kwlist, &r, &workers_o))
+        return NULL;
+    int workers;
+    if (nbpy_workers(workers_o, &workers) < 0 || grid_radius(r) < 0) return NULL;
+    const nbGrid *grid = grid_for_radius(g, r);
+    if (grid == NULL) return NULL;
+    PairsCtx *c = calloc(1, sizeof *c);
+    if (c == NULL) return PyErr_NoMemory();
+    c->grid = grid;
+    c->r = r;
+    c->units = nb_grid_pair_units(grid);
+    c->parts = workers < c->units ? workers : (c->units > 0 ? c->units : 1);
+    // First guess at the pair count: n * (points in a ball of radius r) / 2 at the mean spacing.
+    double ball = g->dim == 2 ? 3.14159 * r * r : 4.18879 * r * r * r;
+    double guess = 0.5 * g->n * ball / pow(g->spacing, g->dim) * 1.1 / c->parts + 1024.0;
+    double cap_max = 64.0 * g->n / c->parts + 4096.0;
+    int64_t cap = (int64_t)(guess < cap_max ? guess : cap_max);
+    if (c->parts == 1) {
+        PairBuf b = {NULL, 0, 0, false, false};
+        free(c);
+        PyThreadState *ts = PyEval_SaveThread();
+        nbStatus st = pairs_buffer(grid, r, cap > 1 ? cap : 1, &b);
+        PyEval_RestoreThread(ts);
+        if (st != NB_OK) return nbpy_error(st, "query_pairs");
+        return pair_array(&b);
+    }
+    bool oom = false;
+    for (int p = 0; p < c->parts; p++) oom = oom || !pair_grow(&c->buf[p], cap);
+    if (!oom) {
+        PyThreadState *ts_ = PyEval_SaveThread();
+        nbpy_parallel(c->parts, c->parts, pairs_part, c);
+        PyEval_RestoreThread(ts_);
+    }
+    nbStatus st = NB_OK;
+    int64_t total = 0;
+    for (int p = 0; p < c->parts; p++) {
+        oom = oom || c->buf[p].oom;
+        if (st == NB_OK) st = c->st[p];
+        total += c->buf[p].len;
+    }
+    PyObject *res = NULL;
+    if (oom) {
+        PyErr_NoMemory();
+    } else if (st != NB_OK) {
+        nbpy_error(st, "query_pairs");
+    } else if (c->parts == 1) {
+        res = pair_array(&c->buf[0]);
+        c->buf[0].v = NULL;
+    } else {
+        npy_intp dims[2] = {(npy_intp)total, 2};
+        res = PyArray_SimpleNew(2, dims, NPY_INTP);
+        if (res != NULL) {
+            char *dst = PyArray_DATA((PyArrayObject *)res);
+            for (int p = 0; p < c->parts; p++) {
+                size_t bytes = (size_t)c->buf[p].len * 2 * sizeof(npy_intp);
+                if (bytes > 0) memcpy(dst, c->buf[p].v, bytes);
+                dst += bytes;
+            }
+        }
+    }
+    for (int p = 0; p < c->parts; p++) free(c->buf[p].v);
+    free(c);
+    return res;
+}
+
+static PyObject *grid_count_pairs(nbpyGrid *g, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"r", NULL};
+    PyObject *r_o;
+    double r;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O:count_pairs", kwlist, &r_o)) return NULL;
+    if (nbpy_double(r_o, "r", &r) < 0 || grid_radius(r) < 0) return NULL;
+    const nbGrid *grid = grid_for_radius(g, r);
+    if (grid == NULL) return NULL;
+    int64_t count = 0;
+    nbStatus st;
+    PyThreadState *ts_ = PyEval_SaveThread();
+    st = nb_grid_count_pairs(grid, r, &count);
+    PyEval_RestoreThread(ts_);
+    if (st != NB_OK) return nbpy_error(st, "count_pairs");
+    return PyLong_FromLongLong((long long)count);
+}
+
+// ---- query order ----
+
+// A processing order for a batch of m query points: by bucket of a grid over the queries'
+// bounding box (row-major, buckets about one cell wide, at most about 2m of them), by a
+// counting sort. Consecutive queries then read the same few rows of cells, which is what
+// makes a large batch of random queries fast (about twice, measured on 1M kNN queries); the
+// results still go to each query's own row. Non-finite queries go first (the query reports
+// them). Returns NULL when out of memory (the caller then keeps the given order). No GIL.
+static int64_t *query_order(const double *x, int64_t m, int dim, double cell)
+{
+    double lo[3] = {(double)INFINITY, (double)INFINITY, (double)INFINITY},
+           hi[3] = {-(double)INFINITY, -(double)INFINITY, -(double)INFINITY};
+    for (int64_t q = 0; q < m; q++)
+        for (int d = 0; d < dim; d++) {
+            double v = x[q * dim + d];
+            if (v < lo[d]) lo[d] = v; // NaN compares false: skipped
+            if (v > hi[d]) hi[d] = v;
+        }
+    double e = cell > 0.0 ? cell : 1.0, span[3] = {0.0, 0.0, 0.0};
+    for (int d = 0; d < dim; d++) span[d] = hi[d] > lo[d] ? hi[d] - lo[d] : 0.0;
+    for (int d = 0; d < dim; d++)
+        if (!isfinite(span[d])) return NULL; // infinite coordinates: keep the given order
+    double cells = 1.0;
+    for (int tries = 0; tries < 64; tries++) {
+        cells = 1.0;
+        for (int d = 0; d < dim; d++) cells *= floor(span[d] / e) + 1.0;
+        if (cells <= 2.0 * (double)m + 16.0) break;
+        e *= 1.5;
+    }
+    if (cells > 2.0 * (double)m + 16.0) return NULL;
+    int64_t nb[3] = {1, 1, 1};
+    for (int d = 0; d < dim; d++) nb[d] = (int64_t)(floor(span[d] / e) + 1.0);
+    int64_t buckets = nb[0] * nb[1] * nb[2] + 1; // + 1: bucket 0 for non-finite queries
+    int64_t *start = calloc((size_t)buckets + 1, sizeof *start);
+    int64_t *key = malloc((size_t)m * sizeof *key);
+    int64_t *order = malloc((size_t)m * sizeof *order);
+    if (start == NULL || key == NULL || order == NULL) {
+        free(start);
+        free(key);
+        free(order);
+        return NULL;
+    }
+    for (int64_t q = 0; q < m; q++) {
+        int64_t k = 0;
+        bool finite = true;
+        for (int d = dim - 1; d >= 0; d--) {
+            double v = x[q * dim + d];
+            finite = finite && isfinite(v);
+            int64_t b = finite ? (int64_t)((v - lo[d]) / e) : 0;
+            if (b >= nb[d]) b = nb[d] - 1;
+            k = k * nb[d] + b;
+        }
+        key[q] = finite ? k + 1 : 0;
+        start[key[q] + 1]++;
+    }
+    for (int64_t b = 0; b < buckets; b++) start[b + 1] += start[b];
+    for (int64_t q = 0; q < m; q++) order[start[key[q]]++] = q;
+    free(start);
+    free(key);
+    return order;
+}
+
+// ---- radius queries ----
+
+// Radii for m query points: one scalar or one per point (shape == the points' leading shape).
+static int grid_radii(PyObject *r_o, int lead_nd, const npy_intp *lead, PyArrayObject **arr,
+                      double *scalar)
+{
+    *arr = NULL;
+    if (PyFloat_Check(r_o) || PyLong_Check(r_o)) return nbpy_double(r_o, "r", scalar);
+    PyArrayObject *a = nbpy_as_double(r_o, NPY_ARRAY_CARRAY_RO, "r");
+    if (a == NULL) return -1;
+    if (PyArray_NDIM(a) == 0) {
+        *scalar = *(const double *)PyArray_DATA(a);
+        Py_DECREF(a);
+        return 0;
+    }
+    bool same = PyArray_NDIM(a) == lead_nd;
+    for (int d = 0; same && d < lead_nd; d++) same = PyArray_DIM(a, d) == lead[d];
+    if (!same) {
+        PyErr_SetString(PyExc_ValueError,
+                        "r must be a number or an array shaped like x without its last axis");
+        Py_DECREF(a);
+        return -1;
+    }
+    *arr = a;
+    return 0;
+}
+
+typedef struct BallPart {
+    int32_t *v;
+    int64_t len, cap;
+    nbStatus st;
+    int64_t bad; // the query that failed
+} BallPart;
+
+typedef struct BallCtx {
+    const nbGrid *grid;
+    const double *x;
+    const double *r; // NULL: every query at radius r0
+    double r0;
+    int dim;
+    nbFilter filter;
+    bool sort, length_only;
+    int64_t *counts;
+    int64_t *offs;        // where query q's indices start in its part's buffer
+    uint16_t *owner;      // the part that ran query q
+    const int64_t *order; // processing order (query_order), or NULL for 0 .. m-1
+    int parts;
+    BallPart part[NBPY_MAX_PARTS];
+} BallCtx;
+
+static void ball_part(void *vctx, int64_t begin, int64_t end, int part)
+{
+    BallCtx *c = vctx;
+    BallPart *p = &c->part[part];
+    for (int64_t at = begin; at < end; at++) {
+        int64_t q = c->order != NULL ? c->order[at] : at;
+        const double *center = c->x + q * c->dim;
+        double r = c->r != NULL ? c->r[q] : c->r0;
+        c->offs[q] = p->len;
+        c->owner[q] = (uint16_t)part;
+        int32_t found = 0;
+        nbStatus st;
+        if (c->length_only) {
+            st = nb_grid_query_radius_filtered(c->grid, center, r, c->filter, NULL, 0, &found);
+            if (st == NB_ERR_BUFFER_TOO_SMALL) st = NB_OK;
+        } else {
+            int64_t room = p->cap - p->len;
+            int32_t cap = room < INT32_MAX ? (int32_t)room : INT32_MAX;
+            st = nb_grid_query_radius_filtered(c->grid, center, r, c->filter, p->v + p->len, cap,
+                                               &found);
+            if (st == NB_ERR_BUFFER_TOO_SMALL) {
+                int64_t want = p->len + found;
+                int64_t grow = p->cap * 2 > want ? p->cap * 2 : want;
+                int32_t *v = realloc(p->v, (size_t)grow * sizeof *v);
+                if (v == NULL) {
+                    st = NB_ERR_OUT_OF_MEMORY;
+                } else {
+                    p->v = v;
+                    p->cap = grow;
+                    st = nb_grid_query_radius_filtered(c->grid, center, r, c->filter, p->v + p->len,
+                                                       found, &found);
+                }
+            }
+            if (st == NB_OK && c->sort) nbpy_sort_i32(p->v + p->len, found);
+            if (st == NB_OK) p->len += found;
+        }
+        if (st != NB_OK) {
+            p->st = st;
+            p->bad = q;
+            return;
+        }
+        c->counts[q] = found;
+    }
+}
+
+static PyObject *list_of(const int32_t *v, int64_t n)
+{
+    PyObject *list = PyList_New((Py_ssize_t)n);
+    if (list == NULL) return NULL;
+    for (int64_t i = 0; i < n; i++) {
+        PyObject *o = PyLong_FromLong(v[i]);
+        if (o == NULL) {
+            Py_DECREF(list);
+            return NULL;
+        }
+        PyList_SET_ITEM(list, (Py_ssize_t)i, o);
+    }
+    return list;
+}
+
+// One point, holding the GIL: small queries cost less than releasing it.
+static PyObject *ball_one(nbpyGrid *g, const double *x, double r, nbFilter filter, bool sort,
+                          bool length_only)
+{
+    if (grid_radius(r) < 0) return NULL;
+    const nbGrid *grid = grid_for_radius(g, r);
+    if (grid == NULL) return NULL;
+    int32_t stack[256];
+    int32_t *v = stack, found = 0;
+    nbStatus st = nb_grid_query_radius_filtered(grid, x, r, filter, length_only ? NULL : v,
+                                                length_only ? 0 : 256, &found);
+    if (st == NB_ERR_BUFFER_TOO_SMALL && length_only) return PyLong_FromLong(found);
+    if (st == NB_ERR_BUFFER_TOO_SMALL) {
+        v = malloc((size_t)found * sizeof *v);
+        if (v == NULL) return PyErr_NoMemory();
+        PyThreadState *ts_ = PyEval_SaveThread();
+        st = nb_grid_query_radius_filtered(grid, x, r, filter, v, found, &found);
+        PyEval_RestoreThread(ts_);
+    }
+    PyObject *res = NULL;
+    if (st != NB_OK) {
+        nbpy_error(st, "query_ball_point");
+    } else if (length_only) {
+        res = PyLong_FromLong(found);
+    } else {
+        if (sort) nbpy_sort_i32(v, found);
+        res = list_of(v, found);
+    }
+    if (v != stack) free(v);
+    return res;
+}
+
+static PyObject *grid_query_ball_point(nbpyGrid *g, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {
+        "x",        "r",    "p", "eps", "workers", "return_sorted", "return_length",
+        "category", "mask", NULL};
+    PyObject *x_o, *r_o, *p_o = Py_None, *eps_o = Py_None, *workers_o = Py_None;
+    PyObject *sorted_o = Py_None, *cat_o = Py_None, *mask_o = Py_None;
+    int length_only = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|OOOOp$OO:query_ball_point", kwlist, &x_o, &r_o,
+                                     &p_o, &eps_o, &workers_o, &sorted_o, &length_only, &cat_o,
+                                     &mask_o))
+        return NULL;
+    if (grid_ready(g) < 0) return NULL;
+    nbFilter filter;
+    int workers;
+    if (nbpy_check_p_eps(p_o, eps_o) < 0 || nbpy_filter(cat_o, mask_o, &filter) < 0 ||
+        nbpy_workers(workers_o, &workers) < 0)
+        return NULL;
+    bool sort = sorted_o == Py_None || PyObject_IsTrue(sorted_o);
+    double x1[3], r;
+    int fast = nbpy_point_fast(x_o, g->dim, x1);
+    if (fast < 0) return NULL;
+    if (fast == 1 && (PyFloat_Check(r_o) || PyLong_Check(r_o))) {
+        if (nbpy_double(r_o, "r", &r) < 0) return NULL;
+        return ball_one(g, x1, r, filter, sort, length_only);
+    }
+    int single, lead_nd;
+    npy_intp m, lead[NPY_MAXDIMS];
+    PyArrayObject *x = nbpy_query_points(x_o, g->dim, "x", &single, &m, lead, &lead_nd);
+    if (x == NULL) return NULL;
+    PyArrayObject *r_arr;
+    if (grid_radii(r_o, lead_nd, lead, &r_arr, &r) < 0) {
+        Py_DECREF(x);
+        return NULL;
+    }
+    if (single) {
+        PyObject *res = ball_one(g, PyArray_DATA(x), r, filter, sort, length_only);
+        Py_DECREF(x);
+        return res;
+    }
+    // A batch: every radius checked, one grid for the largest, one GIL release for all.
+    const double *radii = r_arr != NULL ? PyArray_DATA(r_arr) : NULL;
+    double r_max = r;
+    if (radii != NULL) {
+        r_max = 0.0;
+        for (npy_intp q = 0; q < m; q++) {
+            if (grid_radius(radii[q]) < 0) goto fail_early;
+            if (radii[q] > r_max) r_max = radii[q];
+        }
+    } else if (grid_radius(r) < 0) {
+        goto fail_early;
+    }
+    const nbGrid *grid = grid_for_radius(g, r_max);
+    if (grid == NULL) goto fail_early;
+    BallCtx *c = calloc(1, sizeof *c);
+    int64_t *counts = malloc((size_t)(m > 0 ? m : 1) * sizeof *counts);
+    if (c == NULL || counts == NULL) {
+        free(c);
+        free(counts);
+        PyErr_NoMemory();
+        goto fail_early;
+    }
+    c->grid = grid;
+    c->x = PyArray_DATA(x);
+    c->r = radii;
+    c->r0 = r;
+    c->dim = g->dim;
+    c->filter = filter;
+    c->sort = sort;
+    c->length_only = length_only;
+    c->counts = counts;
+    c->parts = workers < m ? workers : (m > 0 ? (int)m : 1);
+    c->offs = malloc((size_t)(m > 0 ? m : 1) * sizeof *c->offs);
+    c->owner = malloc((size_t)(m > 0 ? m : 1) * sizeof *c->owner);
+    if (c->offs == NULL || c->owner == NULL) {
+        free(c->offs);
+        free(c->owner);
+        free(c);
+        free(counts);
+        PyErr_NoMemory();
+        goto fail_early;
+    }
+    PyThreadState *ts_ = PyEval_SaveThread();
+    int64_t *order = NULL;
+    nbGridInfo info;
+    if (m >= 1024 && nb_grid_info(grid, &info) == NB_OK)
+        order = query_order(c->x, m, g->dim, info.cell_size);
+    c->order = order;
+    nbpy_parallel(c->parts, m, ball_part, c);
+    free(order);
+    PyEval_RestoreThread(ts_);
+    PyObject *res = NULL;
+    int64_t bad = -1;
+    nbStatus st = NB_OK;
+    for (int p = 0; p < c->parts && st == NB_OK; p++) {
+        st = c->part[p].st;
+        bad = c->part[p].bad;
+    }
+    if (st != NB_OK) {
+        char what[64];
+        snprintf(what, sizeof what, "query_ball_point: x[%lld]", (long long)bad);
+        nbpy_error(st, what);
+    } else if (length_only) {
+        res = PyArray_SimpleNew(lead_nd, lead, NPY_INTP);
+        if (res != NULL) {
+            npy_intp *out = PyArray_DATA((PyArrayObject *)res);
+            for (npy_intp q = 0; q < m; q++) out[q] = (npy_intp)counts[q];
+        }
+    } else {
+        res = PyArray_SimpleNew(lead_nd, lead, NPY_OBJECT);
+        if (res != NULL) {
+            PyObject **out = PyArray_DATA((PyArrayObject *)res);
+            for (npy_intp q = 0; q < m; q++) {
+                PyObject *list = list_of(c->part[c->owner[q]].v + c->offs[q], counts[q]);
+                if (list == NULL) {
+                    Py_CLEAR(res);
+                    break;
+                }
+                Py_XSETREF(out[q], list);
+            }
+        }
+    }
+    for (int p = 0; p < c->parts; p++) free(c->part[p].v);
+    free(c->offs);
+    free(c->owner);
+    free(c);
+    free(counts);
+    Py_DECREF(x);
+    Py_XDECREF(r_arr);
+    return res;
+fail_early:
+    Py_DECREF(x);
+    Py_XDECREF(r_arr);
+    return NULL;
+}
+
+// ---- k nearest ----
+
+typedef struct KnnCtx {
+    const nbGrid *grid;
+    const double *x;
+    int dim;
+    int32_t kmax;
+    int32_t kout;
+    const npy_intp *kth; // kout 0-based ranks, or NULL for 0 .. kout-1
+    double dub2;         // keep a neighbour when dist2 < dub2
+    nbFilter filter;
+    npy_intp n;
+    const int64_t *order; // processing order of the queries, or NULL for 0 .. m-1
+    double *dist;
+    npy_intp *index;
+    nbNeighbor *heap[NBPY_MAX_PARTS];
+    nbStatus st[NBPY_MAX_PARTS];
+    int64_t bad[NBPY_MAX_PARTS];
+} KnnCtx;
+
+static void knn_part(void *vctx, int64_t begin, int64_t end, int part)
+{
+    KnnCtx *c = vctx;
+    nbNeighbor *heap = c->heap[part];
+    for (int64_t at = begin; at < end; at++) {
+        int64_t q = c->order != NULL ? c->order[at] : at;
+        int32_t found = 0;
+        nbStatus st =
+            nb_grid_knn_filtered(c->grid, c->x + q * c->dim, c->kmax, c->filter, heap, &found);
+        if (st != NB_OK) {
+            c->st[part] = st;
+            c->bad[part] = q;
+            return;
+        }
+        double *dist = c->dist + q * c->kout;
+        npy_intp *index = c->index + q * c->kout;
+        for (int32_t j = 0; j < c->kout; j++) {
+            npy_intp rank = c->kth != NULL ? c->kth[j] : j;
+            if (rank < found && heap[rank].dist2 < c->dub2) {
+                dist[j] = sqrt(heap[rank].dist2);
+                index[j] = heap[rank].index;
+            } else {
+                dist[j] = (double)INFINITY;
+                index[j] = c->n;
+            }
+        }
+    }
+}
+
+static PyObject *grid_query(nbpyGrid *g, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"x",       "k",        "eps",  "p", "distance_upper_bound",
+                             "workers", "category", "mask", NULL};
+    PyObject *x_o, *k_o = NULL, *eps_o = Py_None, *p_o = Py_None, *dub_o = Py_None;
+    PyObject *workers_o = Py_None, *cat_o = Py_None, *mask_o = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|OOOOO$OO:query", kwlist, &x_o, &k_o, &eps_o,
+                                     &p_o, &dub_o, &workers_o, &cat_o, &mask_o))
+        return NULL;
+    if (grid_ready(g) < 0) return NULL;
+    nbFilter filter;
+    int workers;
+    double dub = (double)INFINITY;
+    if (nbpy_check_p_eps(p_o, eps_o) < 0 || nbpy_filter(cat_o, mask_o, &filter) < 0 ||
+        nbpy_workers(workers_o, &workers) < 0)
+        return NULL;
+    if (dub_o != Py_None) {
+        if (nbpy_double(dub_o, "distance_upper_bound", &dub) < 0) return NULL;
+        if (isnan(dub) || dub < 0.0) {
+            PyErr_SetString(PyExc_ValueError, "distance_upper_bound must be >= 0");
+            return NULL;
+        }
+    }
+    // k: an int (the k nearest) or a sequence of 1-based ranks (scipy's "k-th nearest").
+    long long kint = 1;
+    PyArrayObject *k_arr = NULL;
+    int32_t kmax, kout;
+    if (k_o == NULL || k_o == Py_None || PyLong_Check(k_o) || PyArray_IsScalar(k_o, Integer)) {
+        if (k_o != NULL && k_o != Py_None) {
+            kint = PyLong_AsLongLong(k_o);
+            if (kint == -1 && PyErr_Occurred()) return NULL;
+        }
+        if (kint < 1 || kint > INT32_MAX) {
+            PyErr_SetString(PyExc_ValueError, "k must be >= 1 (and below 2**31)");
+            return NULL;
+        }
+        kmax = kout = (int32_t)kint;
+    } else {
+        k_arr = (PyArrayObject *)PyArray_FROMANY(k_o, NPY_INTP, 1, 1, NPY_ARRAY_CARRAY);
+        if (k_arr == NULL) return NULL;
+        npy_intp *ks = PyArray_DATA(k_arr);
+        npy_intp nk = PyArray_DIM(k_arr, 0), big = 0;
+        for (npy_intp j = 0; j < nk; j++) {
+            if (ks[j] < 1 || ks[j] > INT32_MAX) {
+                Py_DECREF(k_arr);
+                PyErr_SetString(PyExc_ValueError, "every k must be >= 1 (and below 2**31)");
+                return NULL;
+            }
+            if (ks[j] > big) big = ks[j];
+            ks[j] -= 1; // our private copy (FROMANY with CARRAY copies ints given as a list)
+        }
+        if (nk == 0 || nk > INT32_MAX) {
+            Py_DECREF(k_arr);
+            PyErr_SetString(PyExc_ValueError, "k must not be empty");
+            return NULL;
+        }
+        kmax = (int32_t)big;
+        kout = (int32_t)nk;
+    }
+    int single = 1, lead_nd = 0;
+    npy_intp m = 1, lead[NPY_MAXDIMS + 1];
+    double x1[3];
+    PyArrayObject *x = NULL;
+    const double *xs = x1;
+    int fast = nbpy_point_fast(x_o, g->dim, x1);
+    if (fast < 0) goto fail;
+    if (fast == 0) {
+        x = nbpy_query_points(x_o, g->dim, "x", &single, &m, lead, &lead_nd);
+        if (x == NULL) goto fail;
+        xs = PyArray_DATA(x);
+    }
+    const nbGrid *grid = grid_for_knn(g, kmax);
+    if (grid == NULL) goto fail;
+    // Outputs: lead + (kout,), or lead alone for an int k of 1, as scipy shapes them.
+    bool squeeze = k_arr == NULL && kint == 1;
+    int out_nd = lead_nd + (squeeze ? 0 : 1);
+    lead[lead_nd] = kout;
+    PyObject *d_arr = PyArray_SimpleNew(out_nd, lead, NPY_DOUBLE);
+    PyObject *i_arr = PyArray_SimpleNew(out_nd, lead, NPY_INTP);
+    KnnCtx *c = calloc(1, sizeof *c);
+    int parts = workers < m ? workers : (m > 0 ? (int)m : 1);
+    if (d_arr == NULL || i_arr == NULL || c == NULL) goto fail_out;
+    c->grid = grid;
+    c->x = xs;
+    c->dim = g->dim;
+    c->kmax = kmax;
+    c->kout = kout;
+    c->kth = k_arr != NULL ? PyArray_DATA(k_arr) : NULL;
+    c->dub2 = dub * dub;
+    c->filter = filter;
+    c->n = g->n;
+    c->dist = PyArray_DATA((PyArrayObject *)d_arr);
+    c->index = PyArray_DATA((PyArrayObject *)i_arr);
+    for (int p = 0; p < parts; p++) {
+        c->heap[p] = malloc((size_t)kmax * sizeof(nbNeighbor));
+        if (c->heap[p] == NULL) {
+            PyErr_NoMemory();
+            goto fail_out;
+        }
+    }
+    if (single && m == 1 && kmax <= 64) {
+        knn_part(c, 0, 1, 0); // small: not worth releasing the GIL
+    } else {
+        PyThreadState *ts_ = PyEval_SaveThread();
+        int64_t *order = NULL;
+        nbGridInfo info;
+        if (m >= 1024 && nb_grid_info(grid, &info) == NB_OK)
+            order = query_order(xs, m, g->dim, info.cell_size);
+        c->order = order;
+        nbpy_parallel(parts, m, knn_part, c);
+        free(order);
+        PyEval_RestoreThread(ts_);
+    }
+    for (int p = 0; p < parts; p++) {
+        if (c->st[p] != NB_OK) {
+            char what[64];
+            if (single)
+                snprintf(what, sizeof what, "query: x");
+            else
+                snprintf(what, sizeof what, "query: x[%lld]", (long long)c->bad[p]);
+            nbpy_error(c->st[p], what);
+            goto fail_out;
+        }
+    }
+    for (int p = 0; p < parts; p++) free(c->heap[p]);
+    free(c);
+    Py_XDECREF(x);
+    Py_XDECREF(k_arr);
+    if (single && squeeze) { // one point, k = 1: Python scalars, as scipy returns
+        PyObject *res =
+            Py_BuildValue("(dn)", *(double *)PyArray_DATA((PyArrayObject *)d_arr),
+                          (Py_ssize_t) * (npy_intp *)PyArray_DATA((PyArrayObject *)i_arr));
+        Py_DECREF(d_arr);
+        Py_DECREF(i_arr);
+        return res;
+    }
+    return Py_BuildValue("(NN)", d_arr, i_arr);
+fail_out:
+    if (c != NULL)
+        for (int p = 0; p < parts; p++) free(c->heap[p]);
+    free(c);
+    Py_XDECREF(d_arr);
+    Py_XDECREF(i_arr);
+fail:
+    Py_XDECREF(x);
+    Py_XDECREF(k_arr);
+    return NULL;
+}
+
+// ---- the common calls, parsed by hand ----
+
+// One point, k <= 64, no filter: the k nearest without arrays for k = 1 (Python scalars, as
+// scipy returns) and without any allocation but the results.
+static PyObject *knn_one(nbpyGrid *g, const double *x, int32_t k)
+{
+    const nbGrid *grid = grid_for_knn(g, k);
+    if (grid == NULL) return NULL;
+    nbNeighbor heap[64];
+    int32_t found = 0;
+    nbStatus st = nb_grid_knn(grid, x, k, heap, &found);
+    if (st != NB_OK) return nbpy_error(st, "query: x");
+    if (k == 1) {
+        PyObject *d = PyFloat_FromDouble(found > 0 ? sqrt(heap[0].dist2) : (double)INFINITY);
+        PyObject *i = PyLong_FromLong(found > 0 ? heap[0].index : g->n);
+        PyObject *res = d != NULL && i != NULL ? PyTuple_Pack(2, d, i) : NULL;
+        Py_XDECREF(d);
+        Py_XDECREF(i);
+        return res;
+    }
+    npy_intp dims[1] = {k};
+    PyObject *d = PyArray_SimpleNew(1, dims, NPY_DOUBLE);
+    PyObject *i = PyArray_SimpleNew(1, dims, NPY_INTP);
+    if (d == NULL || i == NULL) {
+        Py_XDECREF(d);
+        Py_XDECREF(i);
+        return NULL;
+    }
+    double *dd = PyArray_DATA((PyArrayObject *)d);
+    npy_intp *ii = PyArray_DATA((PyArrayObject *)i);
+    for (int32_t j = 0; j < k; j++) {
+        dd[j] = j < found ? sqrt(heap[j].dist2) : (double)INFINITY;
+        ii[j] = j < found ? heap[j].index : g->n;
+    }
+    return Py_BuildValue("(NN)", d, i);
+}
+
+// query(x) and query(x, k) with x a tuple or list of numbers and k <= 64; the rest goes through
+// the keyword parser.
+static PyObject *grid_query_fc(nbpyGrid *g, PyObject *const *args, Py_ssize_t nargs,
+                               PyObject *kwnames)
+{
+    if (kwnames == NULL && (nargs == 1 || (nargs == 2 && PyLong_CheckExact(args[1]))) &&
+        g->data != NULL) {
+        long k = nargs == 2 ? PyLong_AsLong(args[1]) : 1;
+        double x[3];
+        if (k >= 1 && k <= 64) {
+            int fast = nbpy_point_fast(args[0], g->dim, x);
+            if (fast < 0) return NULL;
+            if (fast == 1) return knn_one(g, x, (int32_t)k);
+        }
+        PyErr_Clear(); // an overflowing k: the slow path says so
+    }
+    return nbpy_call_kw((PyCFunctionWithKeywords)grid_query, (PyObject *)g, args, nargs, kwnames);
+}
+
+// query_ball_point(x, r) with x a tuple or list of numbers and r a Python number.
+static PyObject *grid_query_ball_point_fc(nbpyGrid *g, PyObject *const *args, Py_ssize_t nargs,
+                                          PyObject *kwnames)
+{
+    if (kwnames == NULL && nargs == 2 && g->data != NULL &&
+        (PyFloat_Check(args[1]) || PyLong_CheckExact(args[1]))) {
+        double x[3], r = PyFloat_AsDouble(args[1]);
+        if (r == -1.0 && PyErr_Occurred()) return NULL;
+        int fast = nbpy_point_fast(args[0], g->dim, x);
+        if (fast < 0) return NULL;
+        if (fast == 1) return ball_one(g, x, r, NB_FILTER_ALL, true, false);
+    }
+    return nbpy_call_kw((PyCFunctionWithKeywords)grid_query_ball_point, (PyObject *)g, args, nargs,
+                        kwnames);
+}
+
+// ---- box ----
+
+static int grid_corner(PyObject *obj, int dim, const char *name, double *out)
+{
+    int fast = nbpy_point_fast(obj, dim, out);
+    if (fast != 0) return fast < 0 ? -1 : 0;
+    PyArrayObject *a = nbpy_as_double(obj, NPY_ARRAY_CARRAY_RO, name);
+    if (a == NULL) return -1;
+    if (PyArray_NDIM(a) != 1 || PyArray_DIM(a, 0) != dim) {
+        PyErr_Format(PyExc_ValueError, "%s must have shape (%d,)", name, dim);
+        Py_DECREF(a);
+        return -1;
+    }
+    memcpy(out, PyArray_DATA(a), (size_t)dim * sizeof(double));
+    Py_DECREF(a);
+    return 0;
+}
+
+static PyObject *grid_query_box(nbpyGrid *g, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"lo", "hi", "category", "mask", NULL};
+    PyObject *lo_o, *hi_o, *cat_o = Py_None, *mask_o = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|$OO:query_box", kwlist, &lo_o, &hi_o, &cat_o,
+                                     &mask_o))
+        return NULL;
+    if (grid_ready(g) < 0) return NULL;
+    double lo[3], hi[3];
+    nbFilter filter;
+    if (grid_corner(lo_o, g->dim, "lo", lo) < 0 || grid_corner(hi_o, g->dim, "hi", hi) < 0 ||
+        nbpy_filter(cat_o, mask_o, &filter) < 0)
+        return NULL;
+    // Any built grid answers a box; the first query builds one at the mean spacing.
+    const nbGrid *grid =
+        g->count > 0 ? g->grids[0] : grid_for(g, g->spacing, 0.0, (double)INFINITY);
+    if (grid == NULL) return NULL;
+    int32_t cap = 1024, found = 0;
+    int32_t *v = malloc((size_t)cap * sizeof *v);
+    if (v == NULL) return PyErr_NoMemory();
+    nbStatus st;
+    PyThreadState *ts_ = PyEval_SaveThread();
+    st = nb_grid_query_box_filtered(grid, lo, hi, filter, v, cap, &found);
+    if (st == NB_ERR_BUFFER_TOO_SMALL) {
+        int32_t *w = realloc(v, (size_t)found * sizeof *v);
+        if (w == NULL) {
+            st = NB_ERR_OUT_OF_MEMORY;
+        } else {
+            v = w;
+            st = nb_grid_query_box_filtered(grid, lo, hi, filter, v, found, &found);
+        }
+    }
+    if (st == NB_OK) nbpy_sort_i32(v, found);
+    PyEval_RestoreThread(ts_);
+    PyObject *res = NULL;
+    if (st != NB_OK) {
+        nbpy_error(st, "query_box");
+    } else {
+        npy_intp dims[1] = {found};
+        res = PyArray_SimpleNew(1, dims, NPY_INTP);
+        if (res != NULL) {
+            npy_intp *out = PyArray_DATA((PyArrayObject *)res);
+            for (int32_t i = 0; i < found; i++) out[i] = v[i];
+        }
+    }
+    free(v);
+    return res;
+}
+
+// ---- attributes ----
+
+static PyObject *grid_get_data(nbpyGrid *g, void *closure)
+{
+    (void)closure;
+    if (grid_ready(g) < 0) return NULL;
+    Py_INCREF(g->data);
+    return (PyObject *)g->data;
+}
+
+static PyObject *grid_get_bits(nbpyGrid *g, void *closure)
+{
+    PyObject *o = closure != NULL ? (PyObject *)g->mask : (PyObject *)g->category;
+    if (o == NULL) o = Py_None;
+    Py_INCREF(o);
+    return o;
+}
+
+static PyObject *grid_get_n(nbpyGrid *g, void *closure)
+{
+    (void)closure;
+    return PyLong_FromLong(g->n);
+}
+
+static PyObject *grid_get_m(nbpyGrid *g, void *closure)
+{
+    (void)closure;
+    return PyLong_FromLong(g->dim);
+}
+
+static PyObject *grid_get_cells(nbpyGrid *g, void *closure)
+{
+    (void)closure;
+    PyObject *list = PyList_New(g->count);
+    for (int i = 0; list != NULL && i < g->count; i++) {
+        nbGridInfo info;
+        nb_grid_info(g->grids[i], &info);
+        PyObject *o = PyFloat_FromDouble(info.cell_size);
+        if (o == NULL) Py_CLEAR(list);
+        if (list != NULL) PyList_SET_ITEM(list, i, o);
+    }
+    return list;
+}
+
+static PyObject *grid_memory_bytes(nbpyGrid *g, PyObject *unused)
+{
+    (void)unused;
+    size_t total = 0;
+    for (int i = 0; i < g->count; i++) total += nb_grid_memory_bytes(g->grids[i]);
+    return PyLong_FromSize_t(total);
+}
+
+static PyMethodDef grid_methods[] = {
+    {"_query_pairs", (PyCFunction)(void (*)(void))grid_query_pairs_array,
+     METH_VARARGS | METH_KEYWORDS, "_query_pairs(r, workers=1): the pairs as an (K, 2) array."},
+    {"count_pairs", (PyCFunction)(void (*)(void))grid_count_pairs, METH_VARARGS | METH_KEYWORDS,
+     "count_pairs(r)\n--\n\nThe number of pairs (i, j), i < j, with distance <= r."},
+    {"query_ball_point", (PyCFunction)(void (*)(void))grid_query_ball_point_fc,
+     METH_FASTCALL | METH_KEYWORDS,
+     "query_ball_point(x, r, p=2.0, eps=0, workers=1, return_sorted=None, "
+     "return_length=False, *, category=None, mask=None)\n--\n\n"
+     "Indices of the points within distance r of x (one point, or an (..., m) array)."},
+    {"query", (PyCFunction)(void (*)(void))grid_query_fc, METH_FASTCALL | METH_KEYWORDS,
+     "query(x, k=1, eps=0, p=2, distance_upper_bound=inf, workers=1, *, category=None, "
+     "mask=None)\n--\n\nDistances and indices of the k nearest points, as cKDTree.query."},
+    {"query_box", (PyCFunction)(void (*)(void))grid_query_box, METH_VARARGS | METH_KEYWORDS,
+     "query_box(lo, hi, *, category=None, mask=None)\n--\n\n"
+     "Indices (ascending) of the points with lo <= p <= hi on every axis."},
+    {"memory_bytes", (PyCFunction)grid_memory_bytes, METH_NOARGS,
+     "memory_bytes()\n--\n\nBytes held by the grids built so far."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef grid_getset[] = {
+    {"data", (getter)grid_get_data, NULL, "The points as the grid reads them (N, m).", NULL},
+    {"n", (getter)grid_get_n, NULL, "Number of points.", NULL},
+    {"m", (getter)grid_get_m, NULL, "Dimension: 2 or 3.", NULL},
+    {"category", (getter)grid_get_bits, NULL, "Category bits per point (uint32) or None.", NULL},
+    {"mask", (getter)grid_get_bits, NULL, "Mask bits per point (uint32) or None.", "mask"},
+    {"cell_sizes", (getter)grid_get_cells, NULL, "Cell edges of the grids built so far.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+PyTypeObject nbpy_GridType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "nearby._nearby._Grid",
+    .tp_basicsize = sizeof(nbpyGrid),
+    .tp_dealloc = (destructor)grid_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "The C core of nearby.Grid.",
+    .tp_methods = grid_methods,
+    .tp_getset = grid_getset,
+    .tp_init = (initproc)grid_init,
+    .tp_new = grid_new,
+};

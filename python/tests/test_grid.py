@@ -1,0 +1,289 @@
+# SPDX-License-Identifier: MIT
+"""nearby.Grid against scipy's cKDTree: every method, on random and adversarial data (lattices
+with pairs exactly r apart, duplicates, points near 1e12, negative, empty, a single point), in
+2D and 3D, lazily tuned and with a fixed radius or cell size."""
+import numpy as np
+import pytest
+from scipy.spatial import cKDTree
+
+import nearby
+from conftest import all_datasets, ids
+
+CASES = all_datasets()
+
+
+def sorted_pairs(pairs):
+    pairs = np.asarray(pairs, dtype=np.intp).reshape(-1, 2)
+    return pairs[np.lexsort((pairs[:, 1], pairs[:, 0]))]
+
+
+def queries(pts, dim, count=60):
+    """Query points: some data points (so pairs at exactly r occur), some between and outside."""
+    g = np.random.default_rng(len(pts) + dim)
+    if len(pts) == 0:
+        return g.random((count, dim)) * 10
+    lo, hi = pts.min(axis=0), pts.max(axis=0)
+    inside = pts[g.integers(0, len(pts), count // 2)]
+    spread = lo + (g.random((count - count // 2, dim)) * 1.4 - 0.2) * np.maximum(hi - lo, 1.0)
+    return np.concatenate([inside, spread])
+
+
+def grids(pts, r):
+    """The grid variants that must give the same answers: lazy, tuned to r, odd cell sizes."""
+    yield nearby.Grid(pts)
+    yield nearby.Grid(pts, radius=r)
+    scale = r if r > 0 else 1.0
+    yield nearby.Grid(pts, cell_size=scale * 0.37)
+    yield nearby.Grid(pts, cell_size=scale * 2.9)
+
+
+@pytest.mark.parametrize("dim,name,pts,radii", CASES, ids=ids(CASES))
+def test_pairs_and_counts(dim, name, pts, radii):
+    tree = cKDTree(pts)
+    for r in radii:
+        want = tree.query_pairs(r)
+        want_arr = sorted_pairs(sorted(want))
+        for grid in grids(pts, r):
+            got = grid.query_pairs(r, output_type="ndarray")
+            assert got.dtype == np.intp and got.shape == (len(want), 2), (name, r, grid)
+            assert (got[:, 0] < got[:, 1]).all()
+            np.testing.assert_array_equal(sorted_pairs(got), want_arr)
+            assert grid.query_pairs(r) == want
+            assert grid.count_pairs(r) == len(want)
+
+
+@pytest.mark.parametrize("dim,name,pts,radii", CASES, ids=ids(CASES))
+def test_query_ball_point(dim, name, pts, radii):
+    tree = cKDTree(pts)
+    xs = queries(pts, dim)
+    for r in radii:
+        want = tree.query_ball_point(xs, r)
+        for grid in grids(pts, r):
+            got = grid.query_ball_point(xs, r)
+            assert got.shape == want.shape and got.dtype == object
+            for a, b in zip(got, want):
+                assert a == sorted(b)
+            lengths = grid.query_ball_point(xs, r, return_length=True)
+            np.testing.assert_array_equal(lengths, [len(b) for b in want])
+            # one point: a tuple, a list, an array; each the same list
+            for q, b in zip(xs[:10], want[:10]):
+                assert grid.query_ball_point(tuple(q), r) == sorted(b)
+                assert grid.query_ball_point(list(q), r) == sorted(b)
+                assert grid.query_ball_point(q, r) == sorted(b)
+                assert grid.query_ball_point(q, r, return_length=True) == len(b)
+                unsorted = grid.query_ball_point(q, r, return_sorted=False)
+                assert sorted(unsorted) == sorted(b)
+    # a radius per point, and a leading shape kept as scipy keeps it
+    rs = np.linspace(0.0, max(radii), len(xs))
+    want = tree.query_ball_point(xs, rs)
+    got = nearby.Grid(pts).query_ball_point(xs, rs)
+    assert [sorted(b) for b in want] == list(got)
+    grid = nearby.Grid(pts)
+    shaped = grid.query_ball_point(xs[:12].reshape(3, 4, dim), radii[-1])
+    assert shaped.shape == (3, 4)
+    assert list(shaped.ravel()) == [sorted(b) for b in tree.query_ball_point(xs[:12], radii[-1])]
+
+
+def check_knn(pts, xs, d, i, want_d, k_ranks):
+    """Distances equal scipy's; every index is at its reported distance (ties may pick other
+    indices than scipy's, so indices are checked against the points, not against scipy)."""
+    np.testing.assert_allclose(d, want_d, rtol=1e-12, atol=0)
+    n = len(pts)
+    x2 = np.atleast_2d(xs)
+    d2 = np.asarray(d, dtype=float).reshape(len(x2), -1)
+    i2 = np.asarray(i).reshape(len(x2), -1)
+    for q in range(len(x2)):
+        found = i2[q][i2[q] < n]
+        assert len(set(found.tolist())) == len(found), "an index twice"
+        assert (i2[q][np.isinf(d2[q])] == n).all(), "a missing neighbour's index is n"
+        if len(found):
+            true = np.sqrt(((pts[found] - x2[q]) ** 2).sum(axis=1))
+            np.testing.assert_allclose(true, d2[q][i2[q] < n], rtol=1e-12, atol=1e-300)
+
+
+@pytest.mark.parametrize("dim,name,pts,radii", CASES, ids=ids(CASES))
+def test_query_knn(dim, name, pts, radii):
+    tree = cKDTree(pts)
+    xs = queries(pts, dim)
+    for k in (1, 2, 5, 17):
+        want_d, want_i = tree.query(xs, k=k)
+        for grid in (nearby.Grid(pts), nearby.Grid(pts, radius=radii[-1])):
+            d, i = grid.query(xs, k=k)
+            assert d.shape == want_d.shape and i.shape == want_i.shape
+            assert d.dtype == np.float64 and i.dtype == np.intp
+            check_knn(pts, xs, d, i, want_d, k)
+    grid = nearby.Grid(pts)
+    # one point: k = 1 gives Python scalars, k > 1 arrays of shape (k,)
+    for q in xs[:8]:
+        wd, wi = tree.query(q, k=1)
+        d, i = grid.query(tuple(q), k=1)
+        assert isinstance(d, float) and isinstance(i, int)
+        assert d == pytest.approx(wd, rel=1e-12, abs=0)
+        d, i = grid.query(q, k=3)
+        assert d.shape == (3,) and i.shape == (3,)
+        check_knn(pts, q, d, i, tree.query(q, k=3)[0], 3)
+    # k as a list of 1-based ranks
+    d, i = grid.query(xs, k=[1, 3])
+    wd, wi = tree.query(xs, k=[1, 3])
+    assert d.shape == wd.shape
+    check_knn(pts, xs, d, i, wd, None)
+    # distance_upper_bound is strict, as in scipy
+    for dub in radii:
+        wd, wi = tree.query(xs, k=4, distance_upper_bound=dub)
+        d, i = grid.query(xs, k=4, distance_upper_bound=dub)
+        check_knn(pts, xs, d, i, wd, 4)
+        np.testing.assert_array_equal(i == len(pts), wi == len(pts))
+    # leading shape
+    d, i = grid.query(xs[:12].reshape(2, 6, dim), k=2)
+    assert d.shape == (2, 6, 2)
+    d, i = grid.query(xs[:12].reshape(2, 6, dim))
+    assert d.shape == (2, 6)
+
+
+@pytest.mark.parametrize("dim,name,pts,radii", CASES, ids=ids(CASES))
+def test_query_box(dim, name, pts, radii):
+    xs = queries(pts, dim, 20)
+    grid = nearby.Grid(pts)
+    for q in xs:
+        for half in (0.0, 0.5, 2.0):
+            lo, hi = q - half, q + half
+            want = np.flatnonzero(((pts >= lo) & (pts <= hi)).all(axis=1))
+            np.testing.assert_array_equal(grid.query_box(lo, hi), want)
+    everything = grid.query_box([-np.inf] * dim, [np.inf] * dim)
+    np.testing.assert_array_equal(everything, np.arange(len(pts)))
+    assert len(grid.query_box([1.0] * dim, [0.0] * dim)) == 0  # an empty box
+
+
+def test_input_layouts(rng):
+    """Strided float64 is read in place; float32, ints, Fortran order, reversed rows and
+    byte-swapped data are converted once; every layout gives the same answers."""
+    base = rng.random((800, 2)) * 20
+    tree = cKDTree(base)
+    want = tree.query_pairs(1.0)
+    wide = np.zeros((800, 5))
+    wide[:, 1:3] = base
+    layouts = {
+        "contiguous": base,
+        "strided": wide[:, 1:3],
+        "fortran": np.asfortranarray(base),
+        "byteswapped": base.astype(">f8"),
+        "list": base.tolist(),
+    }
+    for name, pts in layouts.items():
+        grid = nearby.Grid(pts)
+        assert grid.query_pairs(1.0) == want, name
+    # no copy for strided float64: the grid's data is a view of the caller's array
+    grid = nearby.Grid(wide[:, 1:3])
+    assert np.shares_memory(grid.data, wide)
+    assert np.shares_memory(nearby.Grid(base).data, base)
+    # reversed rows: indices still refer to the array given
+    rev = base[::-1]
+    assert nearby.Grid(rev).query_pairs(1.0) == cKDTree(rev).query_pairs(1.0)
+    # float32 and integers: converted once, answers as for float64 of the same values
+    f32 = base.astype(np.float32)
+    assert nearby.Grid(f32).query_pairs(1.0) == cKDTree(f32.astype(np.float64)).query_pairs(1.0)
+    assert nearby.Grid(f32).data.dtype == np.float64
+    ints = (base * 3).astype(np.int32)
+    assert nearby.Grid(ints).query_pairs(2.0) == cKDTree(ints.astype(float)).query_pairs(2.0)
+
+
+def test_filters(rng):
+    pts = rng.random((1500, 2)) * 30
+    cat = rng.integers(0, 4, len(pts)).astype(np.uint32)
+    cat = np.uint32(1) << cat  # one of 4 teams a point
+    mask = np.where(rng.random(len(pts)) < 0.1, 0, ~cat)  # meet other teams; some meet nothing
+    mask = mask.astype(np.uint32)
+    grid = nearby.Grid(pts, category=cat, mask=mask)
+    r = 1.5
+    want = {(i, j) for i, j in cKDTree(pts).query_pairs(r)
+            if (cat[i] & mask[j]) and (cat[j] & mask[i])}
+    assert grid.query_pairs(r) == want
+    assert grid.count_pairs(r) == len(want)
+    np.testing.assert_array_equal(grid.category, cat)
+    tree = cKDTree(pts)
+    xs = rng.random((40, 2)) * 30
+    asker_cat, asker_mask = 0b0001, 0b0110  # team 0, looking for teams 1 and 2
+    passes = np.flatnonzero(((cat & asker_mask) != 0) & ((asker_cat & mask) != 0))
+    for q in xs:
+        got = grid.query_ball_point(q, 3.0, category=asker_cat, mask=asker_mask)
+        want_q = sorted(i for i in tree.query_ball_point(q, 3.0) if i in set(passes.tolist()))
+        assert got == want_q
+    batch = grid.query_ball_point(xs, 3.0, category=asker_cat, mask=asker_mask)
+    assert [len(b) for b in batch] == [
+        len(grid.query_ball_point(q, 3.0, category=asker_cat, mask=asker_mask)) for q in xs]
+    sub = cKDTree(pts[passes])
+    wd, wi = sub.query(xs, k=3)
+    d, i = grid.query(xs, k=3, category=asker_cat, mask=asker_mask)
+    np.testing.assert_allclose(d, wd, rtol=1e-12)
+    assert set(i.ravel().tolist()) <= set(passes.tolist())
+    box = grid.query_box([5, 5], [15, 15], category=asker_cat, mask=asker_mask)
+    inside = np.flatnonzero(((pts >= 5) & (pts <= 15)).all(axis=1))
+    np.testing.assert_array_equal(box, np.intersect1d(inside, passes))
+    # scalar bits apply to every point
+    assert nearby.Grid(pts, category=1, mask=1).query_pairs(r) == tree.query_pairs(r)
+    assert nearby.Grid(pts, category=1, mask=2).count_pairs(r) == 0
+
+
+def test_workers_same_answers(rng):
+    pts = rng.random((20000, 2)) * 140
+    grid = nearby.Grid(pts)
+    one = grid.query_pairs(1.2, output_type="ndarray")
+    two = grid.query_pairs(1.2, output_type="ndarray", workers=2)
+    np.testing.assert_array_equal(sorted_pairs(one), sorted_pairs(two))
+    xs = rng.random((5000, 2)) * 140
+    d1, i1 = grid.query(xs, k=6)
+    d2, i2 = grid.query(xs, k=6, workers=-1)
+    np.testing.assert_array_equal(d1, d2)
+    np.testing.assert_array_equal(i1, i2)
+    b1 = grid.query_ball_point(xs, 1.5)
+    b2 = grid.query_ball_point(xs, 1.5, workers=3)
+    assert list(b1) == list(b2)
+    # a batch this large runs in cell order: each answer still lands in its own row
+    assert list(b1) == [sorted(b) for b in cKDTree(pts).query_ball_point(xs, 1.5)]
+    wd, _ = cKDTree(pts).query(xs, k=6)
+    np.testing.assert_allclose(d1, wd, rtol=1e-12)
+
+
+def test_deterministic_order(rng):
+    pts = rng.random((3000, 2)) * 50
+    a = nearby.Grid(pts).query_pairs(1.0, output_type="ndarray")
+    b = nearby.Grid(pts).query_pairs(1.0, output_type="ndarray")
+    np.testing.assert_array_equal(a, b)
+
+
+def test_lazy_grids_are_reused(rng):
+    pts = rng.random((2000, 2)) * 40
+    grid = nearby.Grid(pts)
+    assert grid.cell_sizes == []
+    grid.query_pairs(1.0)
+    grid.count_pairs(1.1)  # close enough: the same grid
+    grid.query_ball_point([1.0, 1.0], 0.9)
+    assert len(grid.cell_sizes) == 1
+    grid.count_pairs(5.0)  # far: a second grid
+    assert len(grid.cell_sizes) == 2
+    tree = cKDTree(pts)
+    for r in np.geomspace(0.01, 300, 25):  # at most 8 grids, answers stay exact
+        assert grid.count_pairs(r) == (tree.count_neighbors(tree, r) - len(pts)) // 2
+    assert len(grid.cell_sizes) <= 8
+    fixed = nearby.Grid(pts, radius=1.0)
+    fixed.count_pairs(7.0)
+    assert len(fixed.cell_sizes) == 1
+    assert fixed.memory_bytes() > 0
+    assert fixed.n == 2000 and fixed.m == 2
+    assert "nearby.Grid" in repr(fixed)
+
+
+def test_rebuilt_every_frame(rng):
+    """Grids and pair arrays of 1 MiB and more reuse freed blocks (the extension's cache of
+    big blocks): frames of different sizes, results dropped or kept, stay exact."""
+    kept = []
+    for n in (150000, 60000, 150000, 120000, 150000):
+        pts = rng.random((n, 2)) * np.sqrt(n)
+        got = nearby.Grid(pts).query_pairs(1.3, output_type="ndarray")
+        tree = cKDTree(pts)
+        assert len(got) == (tree.count_neighbors(tree, 1.3) - n) // 2
+        np.testing.assert_array_equal(
+            sorted_pairs(got), sorted_pairs(tree.query_pairs(1.3, output_type="ndarray")))
+        if n == 120000:
+            kept.append((got.copy(), got))  # an array still alive keeps its block
+    np.testing.assert_array_equal(kept[0][0], kept[0][1])
