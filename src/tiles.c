@@ -286,6 +286,7 @@ nbStatus nb_tiles_create(const nbTilesDesc *desc, nbTiles **out)
     for (int i = 0; i < 2; i++) {
         if (!isfinite(desc->origin[i]) || !isfinite(desc->size[i])) return NB_ERR_NOT_FINITE;
         if (desc->tile_count[i] == 0 && !isfinite(desc->tile_size[i])) return NB_ERR_NOT_FINITE;
+        if (!isfinite(desc->origin[i] + desc->size[i])) return NB_ERR_NOT_FINITE;
     }
     const int32_t dim = desc->dim == 0 ? 2 : desc->dim;
     if (dim != 2 && dim != 3) return NB_ERR_OUT_OF_RANGE;
@@ -301,7 +302,6 @@ nbStatus nb_tiles_create(const nbTilesDesc *desc, nbTiles **out)
     double edge[2];
     for (int i = 0; i < 2; i++) {
         if (!(desc->size[i] > 0.0) || desc->tile_count[i] < 0) return NB_ERR_OUT_OF_RANGE;
-        if (!isfinite(desc->origin[i] + desc->size[i])) return NB_ERR_NOT_FINITE;
         double n;
         if (desc->tile_count[i] > 0) {
             n = (double)desc->tile_count[i];
