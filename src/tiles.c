@@ -479,10 +479,10 @@ nbStatus nb_tiles_insert(nbTiles *tiles, const double *pos, int32_t group, uint6
 // Moves the entity of `slot` into block b at `pos` (b differs from its block).
 static nbStatus nbi_tiles_rehome(nbTiles *t, int32_t slot, int32_t b, const double *pos)
 {
+    double keep[3]; // pos may point into the arena, which making room may move
+    memcpy(keep, pos, (size_t)t->dim * sizeof(double));
     const nbStatus st = nbi_tiles_room(t, 0, nbi_place_need(t, b));
     if (st != NB_OK) return st;
-    double keep[3];
-    memcpy(keep, pos, (size_t)t->dim * sizeof(double)); // pos may point into the arena
     nbi_block_take_out(t, NBI_ARR(t, key, int32_t)[slot], nbi_pool_slot_value(&t->pool, slot));
     nbi_block_append(t, b, slot, keep);
     return NB_OK;
