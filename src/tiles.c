@@ -72,6 +72,7 @@ struct nbTiles {
 
     nbiBuf start, end; // int32_t per block (ntiles * groups), made at create
     nbiBuf cls;        // int8_t per block
+    nbiBuf occ;        // uint32_t per tile: bit g set when block (tile, g) holds entities
 
     int32_t nwp;
     nbiBuf wstart; // int32_t, ntiles + 1, made at create
@@ -239,6 +240,7 @@ static void nbi_block_append(nbTiles *t, int32_t b, int32_t slot, const double *
     if (cls[b] < 0) {
         start[b] = end[b] = nbi_block_take(t, 0);
         cls[b] = 0;
+        NBI_ARR(t, occ, uint32_t)[b / t->groups] |= 1u << (b % t->groups);
     } else if (end[b] - start[b] == 1 << cls[b]) { // full: move to a block twice as large
         const int32_t n = end[b] - start[b], nb = nbi_block_take(t, cls[b] + 1);
         for (int32_t i = 0; i < n; i++) nbi_item_copy(t, start[b] + i, nb + i);
@@ -267,6 +269,7 @@ static void nbi_block_take_out(nbTiles *t, int32_t b, int32_t p)
     nbi_block_give(t, start[b], cls[b]);
     start[b] = end[b] = 0;
     cls[b] = -1;
+    NBI_ARR(t, occ, uint32_t)[b / t->groups] &= ~(1u << (b % t->groups));
 }
 
 // ---- lifetime ----
@@ -343,11 +346,14 @@ nbStatus nb_tiles_create(const nbTilesDesc *desc, nbTiles **out)
     t->end.ptr = nbi_alloc(&a, blocks, sizeof(int32_t));
     t->cls.ptr = nbi_alloc(&a, blocks, sizeof(int8_t));
     t->wstart.ptr = nbi_alloc(&a, (size_t)ntiles + 1, sizeof(int32_t));
+    t->occ.ptr = nbi_alloc(&a, (size_t)ntiles, sizeof(uint32_t));
+    t->occ.cap = t->occ.ptr != NULL ? (size_t)ntiles : 0;
     t->start.cap = t->start.ptr != NULL ? blocks : 0;
     t->end.cap = t->end.ptr != NULL ? blocks : 0;
     t->cls.cap = t->cls.ptr != NULL ? blocks : 0;
     t->wstart.cap = t->wstart.ptr != NULL ? (size_t)ntiles + 1 : 0;
-    if (t->start.ptr == NULL || t->end.ptr == NULL || t->cls.ptr == NULL || t->wstart.ptr == NULL) {
+    if (t->start.ptr == NULL || t->end.ptr == NULL || t->cls.ptr == NULL || t->wstart.ptr == NULL ||
+        t->occ.ptr == NULL) {
         nb_tiles_destroy(t);
         return NB_ERR_OUT_OF_MEMORY;
     }
@@ -355,6 +361,7 @@ nbStatus nb_tiles_create(const nbTilesDesc *desc, nbTiles **out)
     memset(t->end.ptr, 0, blocks * sizeof(int32_t));
     memset(t->cls.ptr, -1, blocks);
     memset(t->wstart.ptr, 0, ((size_t)ntiles + 1) * sizeof(int32_t));
+    memset(t->occ.ptr, 0, (size_t)ntiles * sizeof(uint32_t));
     if (desc->capacity_hint > 0) {
         const nbStatus st = nb_tiles_reserve(t, desc->capacity_hint);
         if (st != NB_OK) {
@@ -379,6 +386,7 @@ void nb_tiles_destroy(nbTiles *tiles)
     nbi_free(&t->alloc, t->end.ptr, t->end.cap, sizeof(int32_t));
     nbi_free(&t->alloc, t->cls.ptr, t->cls.cap, sizeof(int8_t));
     nbi_free(&t->alloc, t->wstart.ptr, t->wstart.cap, sizeof(int32_t));
+    nbi_free(&t->alloc, t->occ.ptr, t->occ.cap, sizeof(uint32_t));
     nbi_free(&t->alloc, t->wpts.ptr, t->wpts.cap, sizeof(double) * (size_t)t->dim);
     nbi_free(&t->alloc, t->wid.ptr, t->wid.cap, sizeof(uint64_t));
     nbi_free(&t->alloc, t->wnum.ptr, t->wnum.cap, sizeof(int32_t));
@@ -406,6 +414,7 @@ void nb_tiles_clear(nbTiles *tiles)
     memset(tiles->start.ptr, 0, blocks * sizeof(int32_t));
     memset(tiles->end.ptr, 0, blocks * sizeof(int32_t));
     memset(tiles->cls.ptr, -1, blocks);
+    memset(tiles->occ.ptr, 0, tiles->occ.cap * sizeof(uint32_t));
     for (int k = 0; k < NBI_TILES_CLASSES; k++) tiles->free_block[k] = -1;
     tiles->free_positions = 0;
     tiles->top = 0;
@@ -431,8 +440,8 @@ size_t nb_tiles_memory_bytes(const nbTiles *tiles)
            t->user.cap * sizeof(uint64_t) + t->pts.cap * d * sizeof(double) +
            t->idx.cap * sizeof(int32_t) + t->start.cap * sizeof(int32_t) +
            t->end.cap * sizeof(int32_t) + t->cls.cap + t->wstart.cap * sizeof(int32_t) +
-           t->wpts.cap * d * sizeof(double) + t->wid.cap * sizeof(uint64_t) +
-           t->wnum.cap * sizeof(int32_t);
+           t->occ.cap * sizeof(uint32_t) + t->wpts.cap * d * sizeof(double) +
+           t->wid.cap * sizeof(uint64_t) + t->wnum.cap * sizeof(int32_t);
 }
 
 nbStatus nb_tiles_shape(const nbTiles *tiles, int32_t count[2], double edge[2], int32_t axes[2],
@@ -667,14 +676,15 @@ static nbStatus nbi_entity_radius(const nbTiles *t, const double *center, double
     int32_t lo[2], hi[2];
     nbi_tile_range(t, center, nbi_reach(radius), lo, hi);
     const uint32_t mask = groups & t->all;
+    const uint32_t *occ = NBI_ARR(t, occ, const uint32_t);
     const int32_t *start = NBI_ARR(t, start, const int32_t), *end = NBI_ARR(t, end, const int32_t);
     const int32_t *idx = NBI_ARR(t, idx, const int32_t);
     const double *pts = NBI_ARR(t, pts, const double);
     const int dim = t->dim;
     for (int32_t ty = lo[1]; ty <= hi[1]; ty++) {
         for (int32_t tx = lo[0]; tx <= hi[0]; tx++) {
-            const int32_t base = (tx + t->nt[0] * ty) * t->groups;
-            for (uint32_t m = mask; m != 0; m &= m - 1) {
+            const int32_t tile = tx + t->nt[0] * ty, base = tile * t->groups;
+            for (uint32_t m = occ[tile] & mask; m != 0; m &= m - 1) {
                 const int32_t b = base + nbi_ctz32(m);
                 for (int32_t p = start[b]; p < end[b]; p++) {
                     if (nbi_dist2(pts + (size_t)p * (size_t)dim, center, dim) > r2) continue;
@@ -772,6 +782,7 @@ typedef struct nbiKnn {
     int32_t skip;    // a slot to pass over (the asker), or -1
     uint32_t groups; // entity groups; waypoints when `waypoints`
     bool waypoints;
+    double worst; // a candidate with a larger dist2 cannot enter the answer
 } nbiKnn;
 
 // Whether (d2, key) comes before entry e: nearer, or as near with a lower key.
@@ -811,79 +822,108 @@ static void nbi_knn_offer(nbiKnn *s, double d2, uint64_t key, uint64_t user)
     h[i].dist2 = d2;
 }
 
-// Offers every candidate of one tile.
-static void nbi_knn_tile(nbiKnn *s, int32_t tile)
+// Offers one candidate: most are turned away by the first test (farther than the k-th best).
+NBI_INLINE void nbi_knn_consider(nbiKnn *s, double d2, uint64_t key, uint64_t user)
+{
+    if (d2 > s->worst) return;
+    if (s->n == s->k && !nbi_before(d2, key, &s->heap[0])) return; // a tie with a higher key
+    nbi_knn_offer(s, d2, key, user);
+    if (s->n == s->k) s->worst = s->heap[0].dist2;
+}
+
+// Offers the candidates of tiles x0 .. x1 of row y. Waypoints: one run of the compact array.
+static void nbi_knn_row(nbiKnn *s, int32_t y, int32_t x0, int32_t x1)
 {
     const nbTiles *t = s->t;
     const int dim = t->dim;
+    const int32_t row = y * t->nt[0];
     if (s->waypoints) {
         const int32_t *ws = NBI_ARR(t, wstart, const int32_t);
         const double *pts = NBI_ARR(t, wpts, const double);
-        for (int32_t w = ws[tile]; w < ws[tile + 1]; w++) {
-            const double d2 = nbi_dist2(pts + (size_t)w * (size_t)dim, s->q, dim);
-            if (d2 > s->bound2) continue;
-            if (s->n == s->k && !(d2 <= s->heap[0].dist2)) continue;
-            nbi_knn_offer(s, d2, (uint64_t)NBI_ARR(t, wnum, const int32_t)[w],
-                          NBI_ARR(t, wid, const uint64_t)[w]);
-        }
+        const int32_t *num = NBI_ARR(t, wnum, const int32_t);
+        const uint64_t *id = NBI_ARR(t, wid, const uint64_t);
+        for (int32_t w = ws[row + x0], w1 = ws[row + x1 + 1]; w < w1; w++)
+            nbi_knn_consider(s, nbi_dist2(pts + (size_t)w * (size_t)dim, s->q, dim),
+                             (uint64_t)num[w], id[w]);
         return;
     }
     const int32_t *start = NBI_ARR(t, start, const int32_t), *end = NBI_ARR(t, end, const int32_t);
     const int32_t *idx = NBI_ARR(t, idx, const int32_t);
     const double *pts = NBI_ARR(t, pts, const double);
-    const int32_t base = tile * t->groups;
-    for (uint32_t m = s->groups; m != 0; m &= m - 1) {
-        const int32_t b = base + nbi_ctz32(m);
-        for (int32_t p = start[b]; p < end[b]; p++) {
-            const double d2 = nbi_dist2(pts + (size_t)p * (size_t)dim, s->q, dim);
-            if (d2 > s->bound2) continue;
-            if (s->n == s->k && !(d2 <= s->heap[0].dist2)) continue;
-            if (idx[p] == s->skip) continue;
-            nbi_knn_offer(s, d2, (uint64_t)idx[p], NBI_ARR(t, user, const uint64_t)[idx[p]]);
+    const uint64_t *user = NBI_ARR(t, user, const uint64_t);
+    const uint32_t *occ = NBI_ARR(t, occ, const uint32_t);
+    for (int32_t tile = row + x0; tile <= row + x1; tile++) {
+        const int32_t base = tile * t->groups;
+        for (uint32_t m = occ[tile] & s->groups; m != 0; m &= m - 1) {
+            const int32_t b = base + nbi_ctz32(m);
+            for (int32_t p = start[b], p1 = end[b]; p < p1; p++) {
+                const double d2 = nbi_dist2(pts + (size_t)p * (size_t)dim, s->q, dim);
+                if (d2 > s->worst || idx[p] == s->skip) continue;
+                nbi_knn_consider(s, d2, (uint64_t)idx[p], user[idx[p]]);
+            }
         }
     }
 }
 
-// Whether nothing outside the visited box [lo, hi] of tiles can still enter the answer.
-static bool nbi_knn_done(const nbiKnn *s, const int32_t lo[2], const int32_t hi[2])
+// The box of tiles [lo, hi] that can still hold a candidate: the tiles of q +- reach(r), with r
+// the max distance or, once the heap is full, rw with fl(rw * rw) >= the k-th best dist2
+// (whatever ties or beats it passes the test at radius rw, so it lies within reach(rw) on
+// each axis). False while the search is unbounded.
+static bool nbi_knn_range(const nbiKnn *s, int32_t lo[2], int32_t hi[2])
 {
     double r = s->maxd;
     if (s->n == s->k) {
-        // rw with fl(rw * rw) >= the k-th best dist2: whatever ties or beats it passes the test
-        // at radius rw, so it lies within reach(rw) on each axis.
-        const double rw = sqrt(s->heap[0].dist2) * (1.0 + 0x1p-50);
+        const double rw = sqrt(s->worst) * (1.0 + 0x1p-50);
         r = rw < r ? rw : r;
     }
     if (!(r < (double)INFINITY)) return false;
-    int32_t nlo[2], nhi[2];
-    nbi_tile_range(s->t, s->q, nbi_reach(r), nlo, nhi);
-    return nlo[0] >= lo[0] && nlo[1] >= lo[1] && nhi[0] <= hi[0] && nhi[1] <= hi[1];
+    nbi_tile_range(s->t, s->q, nbi_reach(r), lo, hi);
+    return true;
 }
 
-// Rings of tiles outward from the query's (clamped) tile until done or the world is covered;
-// then the heap is sorted, nearest first.
+// Two phases. First, rings of tiles outward from the query's (clamped) tile until the search
+// is bounded (k found, or a max distance) or the world is covered. Then the tiles of the
+// bounding range not yet visited, row by row outward from the query's row, the range shrinking
+// as better candidates come in. Afterwards the heap is sorted, nearest first.
 static void nbi_knn_run(nbiKnn *s)
 {
     const nbTiles *t = s->t;
-    if (s->k == 0) return;
+    s->worst = s->bound2;
+    const int32_t nx = t->nt[0], ny = t->nt[1];
     const int32_t c[2] = {nbi_tile_axis(t, 0, s->q[t->ax[0]]), nbi_tile_axis(t, 1, s->q[t->ax[1]])};
-    const int32_t rings = t->nt[0] > t->nt[1] ? t->nt[0] : t->nt[1];
-    for (int32_t r = 0; r <= rings; r++) {
-        const int32_t lo[2] = {c[0] - r < 0 ? 0 : c[0] - r, c[1] - r < 0 ? 0 : c[1] - r};
-        const int32_t hi[2] = {c[0] + r >= t->nt[0] ? t->nt[0] - 1 : c[0] + r,
-                               c[1] + r >= t->nt[1] ? t->nt[1] - 1 : c[1] + r};
-        for (int32_t y = lo[1]; y <= hi[1]; y++) {
-            const int32_t row = t->nt[0] * y;
-            if (y == c[1] - r || y == c[1] + r) { // the ring's top or bottom row: all of it
-                for (int32_t x = lo[0]; x <= hi[0]; x++) nbi_knn_tile(s, row + x);
-            } else { // its sides, where they are inside the world
-                if (c[0] - r >= 0) nbi_knn_tile(s, row + c[0] - r);
-                if (r > 0 && c[0] + r < t->nt[0]) nbi_knn_tile(s, row + c[0] + r);
-            }
+    int32_t lo[2], hi[2], rlo[2], rhi[2];
+    for (int32_t r = 0;; r++) {
+        lo[0] = c[0] - r < 0 ? 0 : c[0] - r;
+        lo[1] = c[1] - r < 0 ? 0 : c[1] - r;
+        hi[0] = c[0] + r >= nx ? nx - 1 : c[0] + r;
+        hi[1] = c[1] + r >= ny ? ny - 1 : c[1] + r;
+        if (c[1] - r >= 0) nbi_knn_row(s, c[1] - r, lo[0], hi[0]);          // the ring's bottom row
+        if (r > 0 && c[1] + r < ny) nbi_knn_row(s, c[1] + r, lo[0], hi[0]); // its top row
+        for (int32_t y = c[1] - r + 1 < 0 ? 0 : c[1] - r + 1; y <= c[1] + r - 1 && y < ny; y++) {
+            if (c[0] - r >= 0) nbi_knn_row(s, y, c[0] - r, c[0] - r); // its sides
+            if (r > 0 && c[0] + r < nx) nbi_knn_row(s, y, c[0] + r, c[0] + r);
         }
-        const bool all = lo[0] == 0 && lo[1] == 0 && hi[0] == t->nt[0] - 1 && hi[1] == t->nt[1] - 1;
-        if (all || nbi_knn_done(s, lo, hi)) break;
+        if (lo[0] == 0 && lo[1] == 0 && hi[0] == nx - 1 && hi[1] == ny - 1) goto sorted;
+        if (nbi_knn_range(s, rlo, rhi)) break;
     }
+    // The range's rows outward from the query's: inside the visited rows only the parts left
+    // and right of the visited box, outside them the whole row.
+    for (int32_t d = 0;; d++) {
+        const int32_t y0 = c[1] - d, y1 = c[1] + d;
+        if (y0 < rlo[1] && y1 > rhi[1]) break;
+        for (int side = 0; side < (d > 0 ? 2 : 1); side++) {
+            const int32_t y = side == 0 ? y0 : y1;
+            if (y < rlo[1] || y > rhi[1]) continue;
+            if (y >= lo[1] && y <= hi[1]) {
+                if (rlo[0] < lo[0]) nbi_knn_row(s, y, rlo[0], lo[0] - 1);
+                if (rhi[0] > hi[0]) nbi_knn_row(s, y, hi[0] + 1, rhi[0]);
+            } else if (rlo[0] <= rhi[0]) {
+                nbi_knn_row(s, y, rlo[0], rhi[0]);
+            }
+            nbi_knn_range(s, rlo, rhi); // narrows as candidates come in
+        }
+    }
+sorted:;
     // Heap sort: repeatedly move the worst to the end.
     nbHitNeighbor *h = s->heap;
     for (int32_t n = s->n; n > 1; n--) {
@@ -914,9 +954,25 @@ static nbStatus nbi_knn_check(const nbTiles *t, const double *point, double max_
     return NB_OK;
 }
 
-static double nbi_bound2(double max_distance)
+// The k nearest candidates (entities of `groups` other than slot `skip`, or waypoints) within
+// max_distance into out; returns how many.
+static int32_t nbi_knn_search(const nbTiles *t, const double *q, nbHitNeighbor *out, int32_t k,
+                              double maxd, int32_t skip, uint32_t groups, bool waypoints)
 {
-    return max_distance < (double)INFINITY ? max_distance * max_distance : (double)INFINITY;
+    nbiKnn s;
+    s.t = t;
+    s.q = q;
+    s.heap = out;
+    s.k = k;
+    s.n = 0;
+    s.maxd = maxd;
+    s.bound2 = maxd < (double)INFINITY ? maxd * maxd : (double)INFINITY;
+    s.skip = skip;
+    s.groups = groups & t->all;
+    s.waypoints = waypoints;
+    if (k == 0 || (waypoints ? t->nwp == 0 : s.groups == 0 || t->count == 0)) return 0;
+    nbi_knn_run(&s);
+    return s.n;
 }
 
 nbStatus nb_tiles_nearest(const nbTiles *tiles, const double *point, uint32_t groups,
@@ -929,11 +985,7 @@ nbStatus nb_tiles_nearest(const nbTiles *tiles, const double *point, uint32_t gr
     int32_t skip = -1;
     if (exclude.bits != 0 && (st = nbi_pool_lookup(&tiles->pool, exclude, &skip)) != NB_OK)
         return st;
-    nbiKnn s = {
-        tiles, point, out, 1, 0, max_distance, nbi_bound2(max_distance), skip, groups & tiles->all,
-        false};
-    if (s.groups != 0 && tiles->count > 0) nbi_knn_run(&s);
-    *found = s.n;
+    *found = nbi_knn_search(tiles, point, out, 1, max_distance, skip, groups, false);
     return NB_OK;
 }
 
@@ -945,11 +997,7 @@ nbStatus nb_tiles_knn(const nbTiles *tiles, const double *point, int32_t k, uint
         return NB_ERR_NULL_ARG;
     const nbStatus st = nbi_knn_check(tiles, point, (double)INFINITY, k);
     if (st != NB_OK) return st;
-    nbiKnn s = {
-        tiles, point, out, k, 0, (double)INFINITY, (double)INFINITY, -1, groups & tiles->all,
-        false};
-    if (s.groups != 0 && tiles->count > 0) nbi_knn_run(&s);
-    *found = s.n;
+    *found = nbi_knn_search(tiles, point, out, k, (double)INFINITY, -1, groups, false);
     return NB_OK;
 }
 
@@ -960,9 +1008,7 @@ nbStatus nb_tiles_nearest_waypoint(const nbTiles *tiles, const double *point, do
     if (tiles == NULL || point == NULL || out == NULL || found == NULL) return NB_ERR_NULL_ARG;
     const nbStatus st = nbi_knn_check(tiles, point, max_distance, 1);
     if (st != NB_OK) return st;
-    nbiKnn s = {tiles, point, out, 1, 0, max_distance, nbi_bound2(max_distance), -1, 0, true};
-    if (tiles->nwp > 0) nbi_knn_run(&s);
-    *found = s.n;
+    *found = nbi_knn_search(tiles, point, out, 1, max_distance, -1, 0, true);
     return NB_OK;
 }
 
@@ -974,9 +1020,7 @@ nbStatus nb_tiles_knn_waypoints(const nbTiles *tiles, const double *point, int32
         return NB_ERR_NULL_ARG;
     const nbStatus st = nbi_knn_check(tiles, point, (double)INFINITY, k);
     if (st != NB_OK) return st;
-    nbiKnn s = {tiles, point, out, k, 0, (double)INFINITY, (double)INFINITY, -1, 0, true};
-    if (tiles->nwp > 0) nbi_knn_run(&s);
-    *found = s.n;
+    *found = nbi_knn_search(tiles, point, out, k, (double)INFINITY, -1, 0, true);
     return NB_OK;
 }
 
@@ -1175,7 +1219,9 @@ nbStatus nb_tiles_validate(const nbTiles *tiles)
     const double *pts = NBI_ARR(t, pts, const double);
     const int32_t blocks = t->ntiles * t->groups;
     int64_t items = 0, block_positions = 0;
+    const uint32_t *occ = NBI_ARR(t, occ, const uint32_t);
     for (int32_t b = 0; b < blocks; b++) {
+        NBI_CHECK(((occ[b / t->groups] >> (b % t->groups)) & 1u) == (cls[b] >= 0));
         if (cls[b] < 0) {
             NBI_CHECK(start[b] == 0 && end[b] == 0);
             continue;
