@@ -20,9 +20,10 @@
 // (the squared distances, in agent order) and must agree exactly with the others'. Allocations
 // per frame count every malloc of the process over the timed frames (alloc_count.c).
 //
-//   bench_tiles [N [W [FRAMES [RUNS [TILE]]]]]   defaults 50000 5000 100 3 10; prints a table
-//                                                to stderr and CSV lines (header first) to
-//                                                stdout
+//   bench_tiles [N [W [FRAMES [RUNS [TILE [PEERS]]]]]]   defaults 50000 5000 100 3 10, all
+//                    peers; prints a table to stderr and CSV lines (header first) to stdout.
+//                    PEERS (e.g. "tiles,grid", for callgrind) leaves the others out: their
+//                    lines then repeat the tiles' figures
 #include "alloc_count.h"
 #include "bench_common.h"
 #include "naive_tiles.h"
@@ -31,6 +32,7 @@
 #include <nearby/tiles.h>
 
 #include <math.h>
+#include <string.h>
 
 #define WORLD 1000.0
 enum { GROUPS = 4 };
@@ -245,6 +247,15 @@ NBB_NOINLINE static Result run_naive(Sim *s, int frames, double tile, bool rings
     return r;
 }
 
+// Whether `name` is one of the comma-separated names in `list`.
+static bool listed(const char *list, const char *name)
+{
+    const size_t n = strlen(name);
+    for (const char *p = list; (p = strstr(p, name)) != NULL; p += n)
+        if ((p == list || p[-1] == ',') && (p[n] == ',' || p[n] == '\0')) return true;
+    return false;
+}
+
 static const char *bytes_str(size_t b)
 {
     static char buf[2][32];
@@ -268,6 +279,7 @@ int main(int argc, char **argv)
     const int frames = argc > 3 ? atoi(argv[3]) : 100;
     const int runs = argc > 4 ? atoi(argv[4]) : 3;
     const double tile = argc > 5 ? atof(argv[5]) : 10.0;
+    const char *only = argc > 6 ? argv[6] : NULL; // e.g. "tiles,grid": the peers to run
     if (s.n <= 0 || s.nwp <= 0 || frames <= 0 || runs <= 0 || runs > NBB_MAX_RUNS ||
         !(tile > 0.0)) {
         fprintf(stderr, "usage: bench_tiles [N [W [FRAMES [RUNS [TILE]]]]]\n");
@@ -285,10 +297,15 @@ int main(int argc, char **argv)
     double ms[PEERS][NBB_MAX_RUNS];
     Result last[PEERS];
     for (int r = 0; r < runs; r++) { // interleaved, so drifts of the machine hit every peer
-        last[0] = run_tiles(&s, frames, tile);
-        last[1] = run_grid(&s, frames, tile);
-        last[2] = run_naive(&s, frames, tile, false);
-        last[3] = run_naive(&s, frames, tile, true);
+        for (int p = 0; p < PEERS; p++) {
+            if (only != NULL && !listed(only, names[p])) {
+                last[p] = last[0]; // not run: reported as the tiles' figures
+                continue;
+            }
+            last[p] = p == 0   ? run_tiles(&s, frames, tile)
+                      : p == 1 ? run_grid(&s, frames, tile)
+                               : run_naive(&s, frames, tile, p == 3);
+        }
         for (int p = 0; p < PEERS; p++) ms[p][r] = last[p].ms_frame;
         fprintf(stderr,
                 "bench_tiles: run %d: tiles %.2f, grid %.2f, naive %.2f, naive_rings %.2f "

@@ -12,6 +12,12 @@
 #   bash bench/run.sh BUILD_DIR --agents     only the moving-agents section (100k agents, 100
 #                                            frames; ~7 minutes): writes
 #                                            bench/results/$NB_BENCH_MACHINE/agents_latest.csv
+#   bash bench/run.sh BUILD_DIR --tiles      only the tile-grid section (bench_tiles: 50k agents
+#                                            in 4 groups + 5k waypoints, 100 frames of move +
+#                                            nearest enemy + nearest waypoint; the tile grid vs
+#                                            the dense grid rebuilt per frame vs the field
+#                                            report's naive tiles; ~4 minutes): writes
+#                                            bench/results/$NB_BENCH_MACHINE/tiles_latest.csv
 #   bash bench/run.sh BUILD_DIR --cell-size  only the cell-size sweep (1M uniform 2D points,
 #                                            r = 1.75, cell / r from 0.25 to 4; ~1 minute),
 #                                            plus instruction counts at a few ratios when
@@ -19,7 +25,8 @@
 #                                            bench/results/$NB_BENCH_MACHINE/cell_size*.csv
 #                                            and docs/cell_size.svg
 #
-# The full run also runs the cell-size sweep (timing only) before the agents section.
+# The full run also runs the cell-size sweep (timing only) before the agents section, and the
+# full and --quick runs the tile-grid section (--quick: 20k agents, 2k waypoints, 5 frames).
 # The full and --quick runs end with the moving-agents section (bench_agents,
 # bench_agents_peers, report_agents.py): nearby's spatial hash and dense grid against Box2D's
 # b2DynamicTree, Boost.Geometry's R-trees and a naive unordered_map hash; --quick runs it on
@@ -35,13 +42,13 @@
 set -euo pipefail
 
 usage() {
-    echo "usage: bash bench/run.sh BUILD_DIR [--quick | --callgrind | --agents | --cell-size]" >&2
+    echo "usage: bash bench/run.sh BUILD_DIR [--quick | --callgrind | --agents | --cell-size | --tiles]" >&2
     exit 2
 }
 [ $# -ge 1 ] || usage
 build=$1
 mode=${2:-full}
-case "$mode" in full | --quick | --callgrind | --agents | --cell-size) ;; *) usage ;; esac
+case "$mode" in full | --quick | --callgrind | --agents | --cell-size | --tiles) ;; *) usage ;; esac
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(dirname "$here")
@@ -207,6 +214,36 @@ if [ "$mode" = --cell-size ]; then
     exit $?
 fi
 
+# ---- the tile grid (issue 7): run_tiles runs bench_tiles and keeps its CSV; status 1 on a
+# failure (bench_tiles itself fails when the peers' answers differ) ----
+run_tiles() {
+    local out args
+    if [ "$mode" = --quick ]; then
+        out=$bin/tiles_quick.csv
+        args=(20000 2000 5 1 10)
+    else
+        mkdir -p "$root/bench/results/$machine"
+        out=$root/bench/results/$machine/tiles_latest.csv
+        args=(50000 5000 100 3 10)
+    fi
+    [ -x "$bin/bench_tiles" ] || {
+        echo "run.sh: $bin/bench_tiles not found; skipping the tile-grid section" >&2
+        return 0
+    }
+    echo "run.sh: tile grid: bench_tiles ${args[*]}" >&2
+    "${pin[@]}" "$bin/bench_tiles" "${args[@]}" > "$out.tmp" || {
+        echo "run.sh: tile grid: bench_tiles FAILED" >&2
+        rm -f "$out.tmp"
+        return 1
+    }
+    mv "$out.tmp" "$out"
+    echo "run.sh: tile grid: wrote $out" >&2
+}
+if [ "$mode" = --tiles ]; then
+    run_tiles
+    exit $?
+fi
+
 # ---- moving agents: run_agents runs the section and prints its table; status 1 on a failure
 # or a MISMATCH ----
 agents_peers=${NB_BENCH_AGENTS_PEERS-nearby_hash nearby_grid b2tree rtree_packed rtree_rstar \
@@ -362,5 +399,6 @@ if [ -n "$failed" ]; then
     status=1
 fi
 [ "$mode" = full ] && { run_cell_size || status=1; }
+run_tiles || status=1
 run_agents || status=1
 exit $status

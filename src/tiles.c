@@ -85,12 +85,14 @@ struct nbTiles {
 
 // ---- tile math ----
 
-// The tile on tiled axis a of coordinate x (any double; +-inf clamp to the edges).
+// The tile on tiled axis a of coordinate x (any double; +-inf clamp to the edges):
+// floor(v) clamped to [0, n - 1] is 0 for v < 1 and n - 1 for v >= n - 1; in between it is the
+// truncation, so no floor() call is needed.
 NBI_INLINE int32_t nbi_tile_axis(const nbTiles *t, int a, double x)
 {
-    const double f = floor((x - t->origin[a]) * t->inv[a]);
-    if (!(f > 0.0)) return 0;
-    return f < (double)(t->nt[a] - 1) ? (int32_t)f : t->nt[a] - 1;
+    const double v = (x - t->origin[a]) * t->inv[a];
+    if (!(v > 0.0)) return 0; // also -inf
+    return v < (double)(t->nt[a] - 1) ? (int32_t)v : t->nt[a] - 1;
 }
 
 static int32_t nbi_tile_of(const nbTiles *t, const double *pos)
@@ -908,6 +910,7 @@ static void nbi_knn_run(nbiKnn *s)
     }
     // The range's rows outward from the query's: inside the visited rows only the parts left
     // and right of the visited box, outside them the whole row.
+    double seen = s->worst;
     for (int32_t d = 0;; d++) {
         const int32_t y0 = c[1] - d, y1 = c[1] + d;
         if (y0 < rlo[1] && y1 > rhi[1]) break;
@@ -920,7 +923,10 @@ static void nbi_knn_run(nbiKnn *s)
             } else if (rlo[0] <= rhi[0]) {
                 nbi_knn_row(s, y, rlo[0], rhi[0]);
             }
-            nbi_knn_range(s, rlo, rhi); // narrows as candidates come in
+            if (s->worst < seen) { // narrows as better candidates come in
+                seen = s->worst;
+                nbi_knn_range(s, rlo, rhi);
+            }
         }
     }
 sorted:;
