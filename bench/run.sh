@@ -16,7 +16,7 @@
 #                                            in 4 groups + 5k waypoints, 100 frames of move +
 #                                            nearest enemy + nearest waypoint; the tile grid vs
 #                                            the dense grid rebuilt per frame vs the field
-#                                            report's naive tiles; ~4 minutes): writes
+#                                            report's naive tiles; ~10 minutes): writes
 #                                            bench/results/$NB_BENCH_MACHINE/tiles_latest.csv
 #   bash bench/run.sh BUILD_DIR --cell-size  only the cell-size sweep (1M uniform 2D points,
 #                                            r = 1.75, cell / r from 0.25 to 4; ~1 minute),

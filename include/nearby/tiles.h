@@ -6,7 +6,7 @@
 /// World. A rectangle on two axes: origin and size per axis, cut into a number of tiles per axis
 /// (or tiles of a chosen edge; they need not be square). 2D worlds tile x and y; 3D worlds tile
 /// two chosen axes (x and z by default, as top-down games do) and test distances in full 3D.
-/// A position's tile is floor((p - origin) / edge) per tiled axis, clamped to the world: a
+/// A position's tile is floor((p - origin) * (1 / edge)) per tiled axis, clamped to the world: a
 /// position outside the world lives in the nearest edge (or corner) tile, so the edge tiles
 /// reach out to infinity. Every query stays exact for such positions (askers and entities
 /// alike); they only cost more, since an edge tile holds all of its outside.
