@@ -45,6 +45,10 @@ typedef struct cliStructure {
                     int32_t *found);
 } cliStructure;
 
+/// The scheduler that structures able to use one (the dense grid) are created with from now
+/// on; NULL (the default) = serial. The pointer must stay valid while they are in use.
+void cli_structure_set_tasks(const nbTasks *tasks);
+
 /// The structure named `name`, or NULL.
 const cliStructure *cli_structure_find(const char *name);
 
