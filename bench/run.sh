@@ -12,6 +12,12 @@
 #   bash bench/run.sh BUILD_DIR --agents     only the moving-agents section (100k agents, 100
 #                                            frames; ~7 minutes): writes
 #                                            bench/results/$NB_BENCH_MACHINE/agents_latest.csv
+#   bash bench/run.sh BUILD_DIR --tiles      only the tile-grid section (bench_tiles: 50k agents
+#                                            in 4 groups + 5k waypoints, 100 frames of move +
+#                                            nearest enemy + nearest waypoint; the tile grid vs
+#                                            the dense grid rebuilt per frame vs the field
+#                                            report's naive tiles; ~10 minutes): writes
+#                                            bench/results/$NB_BENCH_MACHINE/tiles_latest.csv
 #   bash bench/run.sh BUILD_DIR --reorder    only the reordering section: a 1M-point random walk,
 #                                            100 steps, arrays reordered into cell order every
 #                                            10 steps (row-major or Morton) against never
@@ -29,7 +35,8 @@
 #                                            and docs/cell_size.svg
 #
 # The full run also runs the cell-size sweep (timing only) before the agents section, and the
-# full and --quick runs end with the Python section (--python).
+# full and --quick runs run the tile-grid section (--quick: 20k agents, 2k waypoints, 5 frames)
+# and end with the Python section (--python).
 # The full and --quick runs end with the moving-agents section (bench_agents,
 # bench_agents_peers, report_agents.py): nearby's spatial hash and dense grid against Box2D's
 # b2DynamicTree, Boost.Geometry's R-trees and a naive unordered_map hash; --quick runs it on
@@ -47,14 +54,14 @@ set -euo pipefail
 
 usage() {
     echo "usage: bash bench/run.sh BUILD_DIR [--quick | --callgrind | --agents | --cell-size |" \
-        "--reorder | --python]" >&2
+        "--reorder | --tiles | --python]" >&2
     exit 2
 }
 [ $# -ge 1 ] || usage
 build=$1
 mode=${2:-full}
 case "$mode" in
-    full | --quick | --callgrind | --agents | --cell-size | --reorder | --python) ;;
+    full | --quick | --callgrind | --agents | --cell-size | --reorder | --tiles | --python) ;;
     *) usage ;;
 esac
 
@@ -219,6 +226,36 @@ run_cell_size() {
 }
 if [ "$mode" = --cell-size ]; then
     run_cell_size instructions
+    exit $?
+fi
+
+# ---- the tile grid (issue 7): run_tiles runs bench_tiles and keeps its CSV; status 1 on a
+# failure (bench_tiles itself fails when the peers' answers differ) ----
+run_tiles() {
+    local out args
+    if [ "$mode" = --quick ]; then
+        out=$bin/tiles_quick.csv
+        args=(20000 2000 5 1 10)
+    else
+        mkdir -p "$root/bench/results/$machine"
+        out=$root/bench/results/$machine/tiles_latest.csv
+        args=(50000 5000 100 3 10)
+    fi
+    [ -x "$bin/bench_tiles" ] || {
+        echo "run.sh: $bin/bench_tiles not found; skipping the tile-grid section" >&2
+        return 0
+    }
+    echo "run.sh: tile grid: bench_tiles ${args[*]}" >&2
+    "${pin[@]}" "$bin/bench_tiles" "${args[@]}" > "$out.tmp" || {
+        echo "run.sh: tile grid: bench_tiles FAILED" >&2
+        rm -f "$out.tmp"
+        return 1
+    }
+    mv "$out.tmp" "$out"
+    echo "run.sh: tile grid: wrote $out" >&2
+}
+if [ "$mode" = --tiles ]; then
+    run_tiles
     exit $?
 fi
 
@@ -437,6 +474,7 @@ if [ -n "$failed" ]; then
 fi
 [ "$mode" = full ] && { run_cell_size || status=1; }
 run_reorder || status=1
+run_tiles || status=1
 run_agents || status=1
 run_python || status=1
 exit $status

@@ -7,10 +7,12 @@
 #define _POSIX_C_SOURCE 200809L
 #include <nearby/grid.h>
 #include <nearby/hash.h>
+#include <nearby/tiles.h>
 
 #include "nb_oracle.h"
 #include "nb_test.h"
 
+#include <math.h>
 #include <pthread.h>
 
 // Density about 1: N points in a square of side SIDE. N is kept small enough for the O(N^2)
@@ -348,11 +350,161 @@ static int test_concurrent_hash_queries(void)
     return 0;
 }
 
+// ---- the tile grid (include/nearby/tiles.h) ----
+// Several threads run every tiles query (radius by group, nearest with exclude and limit, knn,
+// pairs between groups, waypoints within / nearest / k nearest, neighbour tiles, visit_tile) on
+// one grid with entities inside and outside its world; each thread's digest of the answers, in
+// order, must equal the single-threaded one.
+
+enum { TN = 4000, TW = 500, TQUERIES = 150, TMAX_HITS = 4096 };
+#define TSIDE 60.0
+
+typedef struct TilesShared {
+    const nbTiles *tiles;
+    double centers[TQUERIES][2];
+    nbHandle askers[TQUERIES];
+    uint64_t want;
+} TilesShared;
+
+static bool tdigest_hit(nbHit hit, void *user)
+{
+    uint64_t *d = (uint64_t *)user;
+    *d = hmix(*d, hit.handle.bits ^ (hit.user << 1));
+    return true;
+}
+
+static bool tdigest_pair(nbHit a, nbHit b, void *user)
+{
+    uint64_t *d = (uint64_t *)user;
+    *d = hmix(hmix(*d, a.handle.bits), b.handle.bits);
+    return true;
+}
+
+static uint64_t tiles_sweep(const TilesShared *sh, nbHit *hits, nbHitNeighbor *nn)
+{
+    uint64_t d = 1;
+    for (int q = 0; q < TQUERIES; q++) {
+        const double *c = sh->centers[q];
+        const uint32_t groups = 1u << (q % 4) | (q % 3 == 0 ? 0xFu : 0u);
+        int32_t found = 0;
+        nbStatus st = nb_tiles_query_radius(sh->tiles, c, 3.0, groups, hits, TMAX_HITS, &found);
+        d = hmix(hmix(d, (uint64_t)st), (uint64_t)found);
+        for (int32_t i = 0; i < found; i++) d = hmix(d, hits[i].handle.bits);
+        st = nb_tiles_nearest(sh->tiles, c, ~groups, q % 2 ? 5.0 : (double)INFINITY, sh->askers[q],
+                              nn, &found);
+        d = hmix(hmix(d, (uint64_t)st), found ? nn[0].hit.handle.bits : 0u);
+        st = nb_tiles_knn(sh->tiles, c, 8, groups, nn, &found);
+        d = hmix(d, (uint64_t)st);
+        for (int32_t i = 0; i < found; i++) d = hmix(d, nn[i].hit.handle.bits);
+        st = nb_tiles_query_waypoints(sh->tiles, c, 6.0, hits, TMAX_HITS, &found);
+        d = hmix(hmix(d, (uint64_t)st), (uint64_t)found);
+        for (int32_t i = 0; i < found; i++) d = hmix(d, hits[i].user);
+        st = nb_tiles_nearest_waypoint(sh->tiles, c, (double)INFINITY, nn, &found);
+        d = hmix(hmix(d, (uint64_t)st), found ? nn[0].hit.user : 0u);
+        st = nb_tiles_knn_waypoints(sh->tiles, c, 3, nn, &found);
+        for (int32_t i = 0; i < found; i++) d = hmix(d, nn[i].hit.user);
+        int32_t tile = -1, tl[64];
+        st = nb_tiles_tile_of(sh->tiles, c, &tile);
+        d = hmix(d, (uint64_t)tile);
+        st = nb_tiles_neighbors(sh->tiles, tile, 2, tl, 64, &found);
+        for (int32_t i = 0; i < found; i++) d = hmix(d, (uint64_t)tl[i]);
+        st = nb_tiles_visit_tile(sh->tiles, tile, groups, tdigest_hit, &d);
+        st = nb_tiles_visit_radius(sh->tiles, c, 2.0, ~0u, tdigest_hit, &d);
+        d = hmix(d, (uint64_t)st);
+    }
+    int64_t count = 0;
+    nbStatus st = nb_tiles_count_pairs(sh->tiles, 1.0, 1u, 6u, &count);
+    d = hmix(hmix(d, (uint64_t)st), (uint64_t)count);
+    st = nb_tiles_visit_pairs(sh->tiles, 0.8, ~0u, ~0u, tdigest_pair, &d);
+    return hmix(d, (uint64_t)st);
+}
+
+typedef struct TilesJob {
+    const TilesShared *sh;
+    int failures;
+} TilesJob;
+
+static void *tiles_worker(void *arg)
+{
+    TilesJob *job = (TilesJob *)arg;
+    nbHit *hits = (nbHit *)malloc(TMAX_HITS * sizeof(nbHit));
+    nbHitNeighbor *nn = (nbHitNeighbor *)malloc(16 * sizeof(nbHitNeighbor));
+    if (hits == NULL || nn == NULL) job->failures++;
+    for (int rep = 0; rep < 2 && hits != NULL && nn != NULL; rep++)
+        if (tiles_sweep(job->sh, hits, nn) != job->sh->want) job->failures++;
+    free(hits);
+    free(nn);
+    return NULL;
+}
+
+static int test_concurrent_tiles_queries(void)
+{
+    nbTilesDesc desc = {0};
+    desc.size[0] = desc.size[1] = TSIDE;
+    desc.tile_count[0] = 20;
+    desc.tile_count[1] = 15;
+    desc.groups = 4;
+    nbTiles *t = NULL;
+    NB_CHECK_OK(nb_tiles_create(&desc, &t));
+    static nbHandle handles[TN];
+    for (int i = 0; i < TN; i++) {
+        double p[2] = {nbt_range(0, TSIDE), nbt_range(0, TSIDE)};
+        if (i % 40 == 0) p[0] = -500.0 + nbt_range(0, 4.0); // outside the world
+        NB_CHECK_OK(nb_tiles_insert(t, p, i % 4, (uint64_t)i, &handles[i]));
+    }
+    for (int i = 0; i < TN; i += 7) { // churn: moved, removed and reinserted entities
+        const double p[2] = {nbt_range(-5, TSIDE + 5), nbt_range(0, TSIDE)};
+        NB_CHECK_OK(nb_tiles_move(t, handles[i], p));
+    }
+    for (int i = 5; i < TN; i += 11) {
+        NB_CHECK_OK(nb_tiles_remove(t, handles[i]));
+        const double p[2] = {nbt_range(0, TSIDE), nbt_range(0, TSIDE)};
+        NB_CHECK_OK(nb_tiles_insert(t, p, i % 4, (uint64_t)i, &handles[i]));
+    }
+    static double wp[TW][2];
+    for (int w = 0; w < TW; w++) {
+        wp[w][0] = nbt_range(-10, TSIDE + 10);
+        wp[w][1] = nbt_range(0, TSIDE);
+    }
+    NB_CHECK_OK(nb_tiles_add_waypoints(t, &wp[0][0], NULL, TW));
+    NB_CHECK_OK(nb_tiles_validate(t));
+    static TilesShared sh;
+    sh.tiles = t;
+    for (int q = 0; q < TQUERIES; q++) {
+        sh.centers[q][0] = nbt_range(-20, TSIDE + 20);
+        sh.centers[q][1] = nbt_range(-3, TSIDE + 3);
+        sh.askers[q] = q % 3 ? handles[nbt_int(TN)] : NB_HANDLE_NULL;
+    }
+    nbHit *hits = (nbHit *)malloc(TMAX_HITS * sizeof(nbHit));
+    nbHitNeighbor nn[16];
+    NB_CHECK(hits != NULL);
+    sh.want = tiles_sweep(&sh, hits, nn);
+    int64_t np = 0;
+    NB_CHECK_OK(nb_tiles_count_pairs(t, 1.0, 1u, 6u, &np));
+    NB_CHECK(np > 0); // the answers are not trivial
+    free(hits);
+    pthread_t tid[THREADS];
+    TilesJob jobs[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        jobs[i].sh = &sh;
+        jobs[i].failures = 0;
+        NB_CHECK(pthread_create(&tid[i], NULL, tiles_worker, &jobs[i]) == 0);
+    }
+    for (int i = 0; i < THREADS; i++) {
+        NB_CHECK(pthread_join(tid[i], NULL) == 0);
+        NB_CHECK(jobs[i].failures == 0);
+    }
+    NB_CHECK_OK(nb_tiles_validate(t));
+    nb_tiles_destroy(t);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const nbtCase cases[] = {
         {"concurrent_queries", test_concurrent_queries},
         {"concurrent_hash_queries", test_concurrent_hash_queries},
+        {"concurrent_tiles_queries", test_concurrent_tiles_queries},
     };
     return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
 }

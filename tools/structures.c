@@ -8,7 +8,9 @@
 
 #include <nearby/grid.h>
 #include <nearby/hash.h>
+#include <nearby/tiles.h>
 
+#include <float.h>
 #include <math.h>
 
 #include <stdlib.h>
@@ -210,6 +212,127 @@ static nbStatus hash_knn(const void *index, const double *point, int32_t k, nbNe
 }
 
 // ---------------------------------------------------------------------------------------------
+// tiles: the tile grid (nb_tiles_*). The world is the input's extent, in tiles of about the
+// scale (the radius), at most about 2 sqrt(N) + 1 per axis; one group; point i is the entity
+// whose user value is i, inserted in input order, so slot order (the tie order) is input order.
+
+typedef struct TilesIndex {
+    nbTiles *tiles;
+    nbHandle *items;
+    int32_t count;
+} TilesIndex;
+
+static void tiles_destroy(void *index)
+{
+    TilesIndex *x = index;
+    if (x == NULL) return;
+    nb_tiles_destroy(x->tiles);
+    free(x->items);
+    free(x);
+}
+
+// A world over the points' extent on the tiled axes (x, y in 2D; x, z in 3D).
+static nbStatus tiles_create(const nbPoints *points, double scale, nbTiles **out)
+{
+    nbTilesDesc desc = {0};
+    desc.dim = points->dim;
+    desc.capacity_hint = points->count;
+    const int axes[2] = {0, points->dim == 3 ? 2 : 1};
+    const double most = 2.0 * sqrt((double)points->count) + 1.0;
+    for (int t = 0; t < 2; t++) {
+        double lo = 0.0, hi = 0.0;
+        for (int32_t i = 0; i < points->count; i++) {
+            const double v = points->data[(size_t)i * (size_t)points->dim + (size_t)axes[t]];
+            lo = i == 0 || v < lo ? v : lo;
+            hi = i == 0 || v > hi ? v : hi;
+        }
+        double size = hi - lo;
+        size = size > 0.0 ? size : 1.0;
+        size = isfinite(size) ? size : DBL_MAX / 2; // outside points live in the edge tiles
+        const double n = scale > 0.0 ? ceil(size / scale) : most;
+        desc.origin[t] = lo;
+        desc.size[t] = size;
+        desc.tile_count[t] = (int32_t)(n < most ? (n > 1.0 ? n : 1.0) : most);
+    }
+    nbStatus st = nb_tiles_create(&desc, out);
+    if (st == NB_ERR_OUT_OF_RANGE) { // tiles too thin to number: one tile is always exact
+        desc.tile_count[0] = desc.tile_count[1] = 1;
+        desc.size[0] = desc.size[0] > 1.0 ? desc.size[0] : 1.0;
+        desc.size[1] = desc.size[1] > 1.0 ? desc.size[1] : 1.0;
+        st = nb_tiles_create(&desc, out);
+    }
+    return st;
+}
+
+static nbStatus tiles_build_points(void **index, const nbPoints *points, double scale)
+{
+    TilesIndex *x = *index;
+    if (x != NULL && x->count == points->count) { // a rebuild: move every entity
+        for (int32_t i = 0; i < points->count; i++) {
+            const nbStatus st = nb_tiles_move(x->tiles, x->items[i],
+                                              points->data + (size_t)i * (size_t)points->dim);
+            if (st != NB_OK) return st;
+        }
+        return NB_OK;
+    }
+    if (x != NULL) return NB_ERR_OUT_OF_RANGE; // the CLI rebuilds only with the same points
+    x = calloc(1, sizeof *x);
+    if (x == NULL) return NB_ERR_OUT_OF_MEMORY;
+    x->items = malloc(((size_t)points->count + 1) * sizeof(nbHandle));
+    nbStatus st = x->items == NULL ? NB_ERR_OUT_OF_MEMORY : tiles_create(points, scale, &x->tiles);
+    for (int32_t i = 0; i < points->count && st == NB_OK; i++, x->count++)
+        st = nb_tiles_insert(x->tiles, points->data + (size_t)i * (size_t)points->dim, 0,
+                             (uint64_t)i, &x->items[i]);
+    if (st != NB_OK) {
+        tiles_destroy(x);
+        return st;
+    }
+    *index = x;
+    return NB_OK;
+}
+
+static nbStatus tiles_pairs(const void *index, double radius, nbPair *out, int64_t capacity,
+                            int64_t *found)
+{
+    const TilesIndex *x = index;
+    if (out == NULL) return nb_tiles_count_pairs(x->tiles, radius, 1u, 1u, found);
+    HashPairsOut o = {out, capacity, 0};
+    const nbStatus st = nb_tiles_visit_pairs(x->tiles, radius, 1u, 1u, hash_on_pair, &o);
+    *found = st == NB_OK ? o.found : 0;
+    if (st != NB_OK) return st;
+    return o.found > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
+}
+
+static nbStatus tiles_within(const void *index, const double *center, double radius, int32_t *out,
+                             int32_t capacity, int32_t *found)
+{
+    const TilesIndex *x = index;
+    HashHitsOut o = {out, capacity, 0};
+    const nbStatus st = nb_tiles_visit_radius(x->tiles, center, radius, 1u, hash_on_hit, &o);
+    *found = st == NB_OK ? o.found : 0;
+    if (st != NB_OK) return st;
+    return o.found > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
+}
+
+static nbStatus tiles_knn(const void *index, const double *point, int32_t k, nbNeighbor *out,
+                          int32_t *found)
+{
+    const TilesIndex *x = index;
+    *found = 0;
+    nbHitNeighbor *wide = malloc(((size_t)(k > 0 ? k : 0) + 1) * sizeof(nbHitNeighbor));
+    if (wide == NULL) return NB_ERR_OUT_OF_MEMORY;
+    int32_t n = 0;
+    const nbStatus st = nb_tiles_knn(x->tiles, point, k, 1u, wide, &n);
+    for (int32_t t = 0; t < n && st == NB_OK; t++) {
+        out[t].index = (int32_t)wide[t].hit.user;
+        out[t].dist2 = wide[t].dist2;
+    }
+    free(wide);
+    if (st == NB_OK) *found = n;
+    return st;
+}
+
+// ---------------------------------------------------------------------------------------------
 // The table. The first row that answers a command's queries is that command's default.
 
 static const cliStructure structures[] = {
@@ -230,6 +353,15 @@ static const cliStructure structures[] = {
         .pairs = hash_pairs,
         .within = hash_within,
         .knn = hash_knn,
+    },
+    {
+        .name = "tiles",
+        .about = "tile grid over the input's extent, entities by handle (nb_tiles_*)",
+        .build_points = tiles_build_points,
+        .destroy = tiles_destroy,
+        .pairs = tiles_pairs,
+        .within = tiles_within,
+        .knn = tiles_knn,
     },
 };
 #define STRUCTURE_COUNT (sizeof structures / sizeof structures[0])

@@ -9,7 +9,7 @@ nearby=$1 brute=$2
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/nearby-consistency.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 radii=(0 0.25 1 1.25 2.5)
-structures=(dense hash) # every structure that answers pairs, within and knn
+structures=(dense hash tiles) # every structure that answers pairs, within and knn
 failures=0
 
 check() { # label expected-file command...

@@ -446,6 +446,7 @@ order, i < j, each pair once), sorted by i then j.
 structures:
   dense      uniform grid rebuilt with a counting sort (nb_grid_*) (default)
   hash       spatial hash of occupied cells, items moved by handle (nb_hash_*)
+  tiles      tile grid over the input's extent, entities by handle (nb_tiles_*)
 """
 
 

@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: MIT
+/// The tile grid: a bounded game world cut into tiles, each holding its moving entities by group
+/// and its static waypoints, so that "enemies near me" or "the nearest waypoint" looks only at
+/// the tiles around the asker.
+///
+/// World. A rectangle on two axes: origin and size per axis, cut into a number of tiles per axis
+/// (or tiles of a chosen edge; they need not be square). 2D worlds tile x and y; 3D worlds tile
+/// two chosen axes (x and z by default, as top-down games do) and test distances in full 3D.
+/// A position's tile is floor((p - origin) * (1 / edge)) per tiled axis, clamped to the world: a
+/// position outside the world lives in the nearest edge (or corner) tile, so the edge tiles
+/// reach out to infinity. Every query stays exact for such positions (askers and entities
+/// alike); they only cost more, since an edge tile holds all of its outside.
+///
+/// Entities. Up to 32 groups, fixed at create (teams, kinds). Each tile keeps its entities per
+/// group in a contiguous block (coordinates inline), so a query for groups g visits only those
+/// groups' entries of the nearby tiles. Insert returns a handle; move and remove take it, in
+/// O(1): a remove fills the hole with the block's last entity; a move inside its tile rewrites
+/// the coordinates and touches nothing else. Once capacity suffices (nb_tiles_reserve), and the
+/// entities have spread over the world, nothing allocates: blocks emptied by moves are reused.
+///
+/// Waypoints. Static points with your 64-bit id, added once (one at a time or in a batch) and
+/// stored per tile in one compact array (count, prefix sum, scatter): never rebuilt per frame.
+/// A waypoint result is an nbHit whose handle is null and whose user value is the id.
+///
+/// Exactness: a point is within r of another when dx*dx + dy*dy (+ dz*dz) <= r*r in double.
+/// Tiles only prune. Nearest queries search rings of tiles outward and stop once no unvisited
+/// tile can hold anything closer: exact, also from outside the world.
+///
+/// Order of results (deterministic: the same calls give the same results in the same order):
+/// radius queries and pairs by tile (row-major over the tiled axes, the first axis fastest),
+/// then group, then position in the tile's block; waypoints by tile, then in the order added.
+/// Nearest / knn: nearest first, equal distances by the lower slot (the entity inserted first on
+/// a fresh grid), or for waypoints by the order added.
+///
+/// Thread safety: queries take a const grid and keep no scratch in it, so any number of threads
+/// may query at once. Everything that changes the grid needs exclusive access.
+#ifndef NEARBY_TILES_H
+#define NEARBY_TILES_H
+
+#include "nearby.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// The tile grid. Opaque.
+typedef struct nbTiles nbTiles;
+
+/// The most groups a grid can have; group g's bit in a group mask is 1u << g.
+#define NB_TILES_MAX_GROUPS 32
+/// The most tiles a grid can have (tiles per axis multiplied), and the most tiles times groups.
+#define NB_TILES_MAX_TILES (1 << 22)
+#define NB_TILES_MAX_TILE_GROUPS (1 << 24)
+
+/// Zero-initialise, then set what you need. Per tiled axis t (0 and 1, in the order of `axes`):
+/// the world covers [origin[t], origin[t] + size[t]). Either give tile_count[t] (the edge is then
+/// size[t] / tile_count[t]) or tile_size[t] (the count is ceil(size[t] / tile_size[t]) and the
+/// world's far side grows to a whole tile); tile_count wins when both are set.
+typedef struct nbTilesDesc {
+    double origin[2];             ///< the world's low corner on the tiled axes: finite
+    double size[2];               ///< the world's extent on the tiled axes: finite and > 0
+    int32_t tile_count[2];        ///< tiles per axis, > 0; or 0 to use tile_size
+    double tile_size[2];          ///< tile edge per axis (when tile_count is 0): finite, > 0
+    int32_t dim;                  ///< 2 or 3; 0 means 2
+    int32_t axes[2];              ///< the tiled coordinate axes; {0, 0} means {0, 1} in 2D and
+                                  ///< {0, 2} in 3D
+    int32_t groups;               ///< entity groups, 1 .. 32; 0 means 1
+    int32_t capacity_hint;        ///< entities to reserve for; 0 = grow as needed
+    const nbAllocator *allocator; ///< NULL = malloc/free; copied, must outlive the grid
+} nbTilesDesc;
+
+/// Creates an empty grid. NB_ERR_NULL_ARG for a NULL desc or out, or an allocator with one hook
+/// set; NB_ERR_NOT_FINITE for a NaN or infinite origin, size or (used) tile_size, or an origin +
+/// size that overflows; NB_ERR_OUT_OF_RANGE for a size or tile_size <= 0, a negative tile count,
+/// dim not 0, 2 or 3, bad or equal axes, groups outside 0 .. 32, a negative capacity_hint or
+/// one beyond 2^28, more than NB_TILES_MAX_TILES tiles or NB_TILES_MAX_TILE_GROUPS tiles times
+/// groups; NB_ERR_OUT_OF_MEMORY. On error *out is NULL.
+NB_API nbStatus nb_tiles_create(const nbTilesDesc *desc, nbTiles **out);
+
+/// Frees the grid and everything it owns. NULL is a no-op. Every handle it issued is dead.
+NB_API void nb_tiles_destroy(nbTiles *tiles);
+
+/// Grows storage so that inserting entities until the grid holds `entities` allocates nothing
+/// (it sets aside 4 block positions an entity: a crowded tile's block grows by doubling).
+/// Moves reuse the blocks tiles give up, so entities wandering the world reach a steady state
+/// in which nothing allocates. NB_ERR_OUT_OF_RANGE for a negative count or one beyond 2^28;
+/// NB_ERR_OUT_OF_MEMORY leaves the grid unchanged.
+NB_API nbStatus nb_tiles_reserve(nbTiles *tiles, int32_t entities);
+
+/// Removes every entity (their handles go stale) and keeps the waypoints and the storage.
+NB_API void nb_tiles_clear(nbTiles *tiles);
+
+/// Entities in the grid (0 for NULL).
+NB_API int32_t nb_tiles_count(const nbTiles *tiles);
+/// Waypoints in the grid (0 for NULL).
+NB_API int32_t nb_tiles_waypoint_count(const nbTiles *tiles);
+/// Bytes the grid holds, including its struct (0 for NULL).
+NB_API size_t nb_tiles_memory_bytes(const nbTiles *tiles);
+
+/// The grid's shape: tiles per tiled axis, their edges, the tiled axes and the world's low
+/// corner (the far side is origin + count * edge). Any output may be NULL. NB_ERR_NULL_ARG.
+NB_API nbStatus nb_tiles_shape(const nbTiles *tiles, int32_t count[2], double edge[2],
+                               int32_t axes[2], double origin[2]);
+
+// ---- entities ----
+
+/// Inserts an entity of `group` (0 .. groups - 1) at `pos` (dim doubles) with your user value
+/// and writes its handle. NB_ERR_NOT_FINITE for a NaN or infinite coordinate;
+/// NB_ERR_OUT_OF_RANGE for a bad group or a grid already holding 2^28 entities;
+/// NB_ERR_OUT_OF_MEMORY. On error *out is null and the grid is unchanged.
+NB_API nbStatus nb_tiles_insert(nbTiles *tiles, const double *pos, int32_t group, uint64_t user,
+                                nbHandle *out);
+
+/// Moves an entity to `pos`. Inside its tile: rewrites its coordinates, nothing else. To
+/// another tile: O(1), may allocate when capacity does not suffice. Checks in this order:
+/// pointers (NB_ERR_NULL_ARG), the handle (NB_ERR_BAD_HANDLE), finiteness (NB_ERR_NOT_FINITE);
+/// then NB_ERR_OUT_OF_MEMORY. On error the grid is unchanged.
+NB_API nbStatus nb_tiles_move(nbTiles *tiles, nbHandle entity, const double *pos);
+
+/// Removes an entity; its handle goes stale. O(1), never allocates. NB_ERR_BAD_HANDLE.
+NB_API nbStatus nb_tiles_remove(nbTiles *tiles, nbHandle entity);
+
+/// An entity's position (dim doubles), group and user value; any output may be NULL.
+/// NB_ERR_BAD_HANDLE leaves the outputs untouched.
+NB_API nbStatus nb_tiles_get(const nbTiles *tiles, nbHandle entity, double *pos, int32_t *group,
+                             uint64_t *user);
+
+/// Changes an entity's group and user value (a unit that changes sides). May allocate when the
+/// entity changes group. NB_ERR_BAD_HANDLE, then NB_ERR_OUT_OF_RANGE for a bad group, then
+/// NB_ERR_OUT_OF_MEMORY; on error the grid is unchanged.
+NB_API nbStatus nb_tiles_set(nbTiles *tiles, nbHandle entity, int32_t group, uint64_t user);
+
+// ---- tiles ----
+
+/// The tile of a position (clamped to the world), numbered row-major: tx + count[0] * ty.
+/// NB_ERR_NOT_FINITE; *tile = -1 on error.
+NB_API nbStatus nb_tiles_tile_of(const nbTiles *tiles, const double *pos, int32_t *tile);
+
+/// The tiles within `rings` rings of `tile`, clipped at the world's edges, the tile itself
+/// included, in row-major order: rings 1 gives 9 tiles inside, 6 on an edge, 4 in a corner.
+/// Writes up to `capacity` tile numbers and the total to *found (NB_ERR_BUFFER_TOO_SMALL when
+/// it exceeds capacity). NB_ERR_OUT_OF_RANGE for a tile outside 0 .. tiles - 1 or a negative
+/// rings or capacity. Does not allocate.
+NB_API nbStatus nb_tiles_neighbors(const nbTiles *tiles, int32_t tile, int32_t rings, int32_t *out,
+                                   int32_t capacity, int32_t *found);
+
+/// The same, with rings per axis for a radius: k[t] = ceil(radius / edge[t]) (0 for radius 0),
+/// so that the result covers every point within `radius` of any point of the tile's box.
+/// NB_ERR_NOT_FINITE for a NaN or infinite radius, NB_ERR_OUT_OF_RANGE for a negative one.
+NB_API nbStatus nb_tiles_neighbors_radius(const nbTiles *tiles, int32_t tile, double radius,
+                                          int32_t *out, int32_t capacity, int32_t *found);
+
+/// Calls `visit` for every entity of the groups in `groups` (bit g = group g) stored in `tile`,
+/// group by group, until it returns false. NB_ERR_OUT_OF_RANGE for a bad tile.
+NB_API nbStatus nb_tiles_visit_tile(const nbTiles *tiles, int32_t tile, uint32_t groups,
+                                    nbHitFn *visit, void *user);
+
+// ---- entity queries ----
+
+/// Entities of the groups in `groups` within `radius` of `center`. Writes up to `capacity` hits
+/// to `out` and the total to *found; if the total exceeds capacity, returns
+/// NB_ERR_BUFFER_TOO_SMALL with `out` holding the first `capacity`. NB_ERR_NOT_FINITE for a NaN
+/// or infinite center or radius; NB_ERR_OUT_OF_RANGE for a negative radius or capacity. Does not
+/// allocate.
+NB_API nbStatus nb_tiles_query_radius(const nbTiles *tiles, const double *center, double radius,
+                                      uint32_t groups, nbHit *out, int32_t capacity,
+                                      int32_t *found);
+/// The callback form of nb_tiles_query_radius.
+NB_API nbStatus nb_tiles_visit_radius(const nbTiles *tiles, const double *center, double radius,
+                                      uint32_t groups, nbHitFn *visit, void *user);
+
+/// The entity of the groups in `groups` nearest to `point`, other than `exclude` (the asker;
+/// NB_HANDLE_NULL for none), and within `max_distance` (dist2 <= max_distance^2; +infinity for
+/// no limit). *found is 1 and *out the entity and its squared distance, or *found is 0 when
+/// there is none. Checks: pointers; finiteness of the point and NaN max_distance
+/// (NB_ERR_NOT_FINITE); a negative max_distance (NB_ERR_OUT_OF_RANGE); a non-null exclude that
+/// is stale or foreign (NB_ERR_BAD_HANDLE). Does not allocate.
+NB_API nbStatus nb_tiles_nearest(const nbTiles *tiles, const double *point, uint32_t groups,
+                                 double max_distance, nbHandle exclude, nbHitNeighbor *out,
+                                 int32_t *found);
+
+/// The k entities of the groups in `groups` nearest to `point`, nearest first (equal distances
+/// by lower slot). `out` holds k entries; *found = min(k, entities of those groups).
+/// NB_ERR_NOT_FINITE; NB_ERR_OUT_OF_RANGE for a negative k. Does not allocate.
+NB_API nbStatus nb_tiles_knn(const nbTiles *tiles, const double *point, int32_t k, uint32_t groups,
+                             nbHitNeighbor *out, int32_t *found);
+
+/// Every pair of distinct entities (a, b) within `radius` with a in groups_a and b in groups_b,
+/// each unordered pair once: when both orders qualify (a group in both masks), `a` is the
+/// entity in the lower slot. With groups_a == groups_b: all pairs among those groups. Same
+/// buffer contract as nb_tiles_query_radius with 64-bit counts; NB_ERR_NOT_FINITE;
+/// NB_ERR_OUT_OF_RANGE for a negative radius or capacity. Cost: a radius search per entity of
+/// the two masks. Does not allocate.
+NB_API nbStatus nb_tiles_pairs(const nbTiles *tiles, double radius, uint32_t groups_a,
+                               uint32_t groups_b, nbHitPair *out, int64_t capacity, int64_t *found);
+/// Counts the pairs nb_tiles_pairs would report. Same statuses.
+NB_API nbStatus nb_tiles_count_pairs(const nbTiles *tiles, double radius, uint32_t groups_a,
+                                     uint32_t groups_b, int64_t *count);
+/// Calls `visit` for each pair nb_tiles_pairs would report, in the same order.
+NB_API nbStatus nb_tiles_visit_pairs(const nbTiles *tiles, double radius, uint32_t groups_a,
+                                     uint32_t groups_b, nbHitPairFn *visit, void *user);
+
+// ---- waypoints ----
+
+/// Adds `count` waypoints (positions: count * dim doubles) with their ids (NULL: each gets its
+/// number, the count of waypoints added before it). All or nothing: NB_ERR_NOT_FINITE for a NaN
+/// or infinite coordinate anywhere, NB_ERR_OUT_OF_RANGE for a negative count or a total beyond
+/// 2^28, NB_ERR_OUT_OF_MEMORY leave the waypoints as they were. Rebuilds the compact per-tile
+/// array once per call: O(waypoints + tiles), so add many at once.
+NB_API nbStatus nb_tiles_add_waypoints(nbTiles *tiles, const double *pos, const uint64_t *ids,
+                                       int32_t count);
+/// Adds one waypoint: nb_tiles_add_waypoints with count 1.
+NB_API nbStatus nb_tiles_add_waypoint(nbTiles *tiles, const double *pos, uint64_t id);
+/// Removes every waypoint and keeps the storage.
+NB_API void nb_tiles_clear_waypoints(nbTiles *tiles);
+
+/// Waypoints within `radius` of `center`, as hits with a null handle and user = id. Same contract
+/// as nb_tiles_query_radius.
+NB_API nbStatus nb_tiles_query_waypoints(const nbTiles *tiles, const double *center, double radius,
+                                         nbHit *out, int32_t capacity, int32_t *found);
+/// The callback form of nb_tiles_query_waypoints.
+NB_API nbStatus nb_tiles_visit_waypoints(const nbTiles *tiles, const double *center, double radius,
+                                         nbHitFn *visit, void *user);
+/// The waypoint nearest to `point` within `max_distance` (+infinity for no limit): *found 1 and
+/// *out (null handle, user = id, dist2), or *found 0. Same checks as nb_tiles_nearest.
+NB_API nbStatus nb_tiles_nearest_waypoint(const nbTiles *tiles, const double *point,
+                                          double max_distance, nbHitNeighbor *out, int32_t *found);
+/// The k nearest waypoints, nearest first (equal distances in the order added).
+NB_API nbStatus nb_tiles_knn_waypoints(const nbTiles *tiles, const double *point, int32_t k,
+                                       nbHitNeighbor *out, int32_t *found);
+
+/// Checks every invariant (handles, blocks, tiles of every entity, the arena's accounting, the
+/// waypoint array). NB_OK or NB_ERR_INTERNAL; NB_ERR_NULL_ARG for NULL. O(entities + tiles).
+NB_API nbStatus nb_tiles_validate(const nbTiles *tiles);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,1275 @@
+// SPDX-License-Identifier: MIT
+// The tile grid (include/nearby/tiles.h): a bounded world of tiles, entities by group in
+// per-(tile, group) blocks, static waypoints in one compact per-tile array.
+//
+// Tiles. A coordinate's tile on tiled axis t is floor((x - origin[t]) * inv[t]) clamped to
+// [0, count[t] - 1]. Every step is monotone in x (rounding is monotone, and so are floor and
+// the clamp), and that is all exactness needs: a stored point p with |p - q| <= reach on an
+// axis has q - reach <= p <= q + reach there, hence (monotone) a tile between those of the
+// rounded ends. The clamp is what puts outside positions into the edge tiles; it is monotone
+// too, so one rule covers points inside and outside the world, askers and entities alike. The
+// queries never reason about a tile's nominal box: the range of tiles a query must see is
+// always the tiles of [q - reach, q + reach], reach = nbi_reach(r) (the largest true distance
+// the double test d2 <= r*r can accept).
+//
+// Nearest (and knn) search rings of tiles around the asker's (clamped) tile. After each ring
+// the tiles visited form a box; with the k-th best so far at dist2 w, anything that could still
+// enter the answer has dist2 <= w, so it is accepted by the test at a radius rw with
+// fl(rw * rw) >= w, so it lies in the tiles of [q - reach(rw), q + reach(rw)]. Once that range
+// is inside the visited box the search stops: exact, also for an asker far outside the world
+// (its first rings are edge tiles, the range shrinks as soon as something is found).
+//
+// Entities. Block b = tile * groups + group holds the entities of that group in that tile at
+// arena positions [start[b], end[b]), inside a power-of-two block of 2^cls[b] positions (cls
+// -1: no block, start == end == 0). Per position: the coordinates (dim doubles, inline, read by
+// the query loops) and the entity's slot. Per slot (the handle pool's value is the position):
+// its block and its user value. A full block moves to one twice as large; blocks given up go
+// onto a free list per size and are taken before the arena's end, so entities wandering the
+// world reach a steady state in which the arena stops growing (the spatial hash's scheme).
+// Remove: the block's last entity fills the hole (its slot learns its new position). Everything
+// that may allocate is made room for first (nbi_tiles_room), so failures change nothing.
+//
+// Waypoints: wstart[tile] .. wstart[tile + 1] are tile's waypoints in wpts / wid / wnum (their
+// number = the order added, which orders ties), rebuilt by count, prefix sum and scatter on
+// each add call.
+//
+// Invariants (nb_tiles_validate): the pool's own; count == live handles == entities in blocks;
+// a block with cls >= 0 lies inside [0, top) and 0 < end - start <= 2^cls; every position in it
+// holds a live slot whose pool value is that position, whose block is b and whose coordinates
+// are finite and map to b's tile; blocks of cls -1 are empty; live blocks plus free blocks
+// cover [0, top) exactly; wstart rises from 0 to nwp and every waypoint maps to its tile.
+#include <nearby/tiles.h>
+
+#include "handle_pool.h"
+#include "view.h"
+
+#include <string.h>
+
+enum { NBI_TILES_CLASSES = 31, NBI_TILES_MAX_ITEMS = 1 << 28 };
+
+struct nbTiles {
+    nbAllocator alloc;
+    int32_t dim;
+    int32_t ax[2];    // the tiled coordinate axes
+    int32_t nt[2];    // tiles per tiled axis
+    int32_t ntiles;   // nt[0] * nt[1]
+    int32_t groups;   // 1 .. 32
+    uint32_t all;     // the bits of the existing groups
+    double origin[2]; // the world's low corner on the tiled axes
+    double edge[2];   // tile edges
+    double inv[2];    // 1 / edge: the tile map multiplies (any monotone map would do)
+    int32_t count;
+
+    nbiPool pool; // handles; a slot's value is its entity's position
+    nbiBuf key;   // int32_t per slot: its block
+    nbiBuf user;  // uint64_t per slot
+
+    nbiBuf pts; // double, dim per position
+    nbiBuf idx; // int32_t per position: the slot there (a free block: the next free block)
+    int32_t top;
+    int32_t free_block[NBI_TILES_CLASSES];
+    int64_t free_positions;
+
+    nbiBuf start, end; // int32_t per block (ntiles * groups), made at create
+    nbiBuf cls;        // int8_t per block
+    nbiBuf occ;        // uint32_t per tile: bit g set when block (tile, g) holds entities
+
+    int32_t nwp;
+    nbiBuf wstart; // int32_t, ntiles + 1, made at create
+    nbiBuf wpts;   // double, dim per waypoint, tile by tile
+    nbiBuf wid;    // uint64_t per waypoint
+    nbiBuf wnum;   // int32_t per waypoint: its number
+};
+
+#define NBI_ARR(t, buf, type) ((type *)(t)->buf.ptr)
+
+// ---- tile math ----
+
+// The tile on tiled axis a of coordinate x (any double; +-inf clamp to the edges):
+// floor(v) clamped to [0, n - 1] is 0 for v < 1 and n - 1 for v >= n - 1; in between it is the
+// truncation, so no floor() call is needed.
+NBI_INLINE int32_t nbi_tile_axis(const nbTiles *t, int a, double x)
+{
+    const double v = (x - t->origin[a]) * t->inv[a];
+    if (!(v > 0.0)) return 0; // also -inf
+    return v < (double)(t->nt[a] - 1) ? (int32_t)v : t->nt[a] - 1;
+}
+
+static int32_t nbi_tile_of(const nbTiles *t, const double *pos)
+{
+    return nbi_tile_axis(t, 0, pos[t->ax[0]]) + t->nt[0] * nbi_tile_axis(t, 1, pos[t->ax[1]]);
+}
+
+// The box of tiles a query must see around q for true distances up to `reach` (>= 0, maybe
+// infinite): the tiles of [q - reach, q + reach] per tiled axis.
+static void nbi_tile_range(const nbTiles *t, const double *q, double reach, int32_t lo[2],
+                           int32_t hi[2])
+{
+    for (int a = 0; a < 2; a++) {
+        const double x = q[t->ax[a]];
+        lo[a] = nbi_tile_axis(t, a, x - reach);
+        hi[a] = nbi_tile_axis(t, a, x + reach);
+    }
+}
+
+static bool nbi_finite(const double *p, int dim)
+{
+    for (int a = 0; a < dim; a++)
+        if (!isfinite(p[a])) return false;
+    return true;
+}
+
+NBI_INLINE int nbi_ctz32(uint32_t m)
+{
+#if defined(__GNUC__)
+    return __builtin_ctz(m);
+#else
+    int n = 0;
+    while ((m & 1u) == 0) {
+        m >>= 1;
+        n++;
+    }
+    return n;
+#endif
+}
+
+// ---- storage ----
+
+enum { NBI_PER_SLOT, NBI_PER_POSITION };
+enum { NBI_TILES_BUFS = 4 };
+
+static void nbi_tiles_bufs(nbTiles *t, nbiBuf *buf[NBI_TILES_BUFS], size_t elem[NBI_TILES_BUFS],
+                           int kind[NBI_TILES_BUFS])
+{
+    buf[0] = &t->key;
+    elem[0] = sizeof(int32_t);
+    kind[0] = NBI_PER_SLOT;
+    buf[1] = &t->user;
+    elem[1] = sizeof(uint64_t);
+    kind[1] = NBI_PER_SLOT;
+    buf[2] = &t->pts;
+    elem[2] = sizeof(double) * (size_t)t->dim;
+    kind[2] = NBI_PER_POSITION;
+    buf[3] = &t->idx;
+    elem[3] = sizeof(int32_t);
+    kind[3] = NBI_PER_POSITION;
+}
+
+// Makes room for `items` more entities and `positions` more arena positions, all or nothing.
+static nbStatus nbi_tiles_room(nbTiles *t, int32_t items, int64_t positions)
+{
+    if ((int64_t)t->count + items > NBI_TILES_MAX_ITEMS) return NB_ERR_OUT_OF_RANGE;
+    const int64_t top = (int64_t)t->top + positions;
+    if (top > INT32_MAX) return NB_ERR_OUT_OF_RANGE;
+    nbiBuf *cur[NBI_TILES_BUFS];
+    size_t elem[NBI_TILES_BUFS];
+    int kind[NBI_TILES_BUFS];
+    nbi_tiles_bufs(t, cur, elem, kind);
+    bool room = nbi_pool_room(&t->pool) >= items;
+    const size_t now[2] = {t->pool.slots.cap, (size_t)top};
+    for (int b = 0; b < NBI_TILES_BUFS && room; b++) room = now[kind[b]] <= cur[b]->cap;
+    if (room) return NB_OK;
+    nbiPoolPrep prep;
+    const nbStatus st = nbi_pool_prepare(&t->pool, items, &prep);
+    if (st != NB_OK) return st;
+    const size_t size[2] = {prep.next.cap, (size_t)top};
+    nbiBuf next[NBI_TILES_BUFS];
+    for (int b = 0; b < NBI_TILES_BUFS; b++) {
+        if (!nbi_buf_prepare(&t->alloc, cur[b], &next[b], size[kind[b]], elem[b])) {
+            for (int f = 0; f < b; f++) nbi_buf_abandon(&t->alloc, cur[f], &next[f], elem[f]);
+            nbi_pool_abandon(&t->pool, &prep);
+            return NB_ERR_OUT_OF_MEMORY;
+        }
+    }
+    nbi_pool_commit(&t->pool, &prep);
+    for (int b = 0; b < NBI_TILES_BUFS; b++) {
+        if (next[b].ptr != cur[b]->ptr && cur[b]->ptr != NULL)
+            memcpy(next[b].ptr, cur[b]->ptr, cur[b]->cap * elem[b]);
+        nbi_buf_commit(&t->alloc, cur[b], &next[b], elem[b]);
+    }
+    return NB_OK;
+}
+
+static int64_t nbi_block_need(const nbTiles *t, int k)
+{
+    return t->free_block[k] >= 0 ? 0 : (int64_t)1 << k;
+}
+
+static int32_t nbi_block_take(nbTiles *t, int k)
+{
+    int32_t b = t->free_block[k];
+    if (b >= 0) {
+        t->free_block[k] = NBI_ARR(t, idx, int32_t)[b];
+        t->free_positions -= (int64_t)1 << k;
+        return b;
+    }
+    b = t->top;
+    t->top += 1 << k;
+    return b;
+}
+
+static void nbi_block_give(nbTiles *t, int32_t b, int k)
+{
+    NBI_ARR(t, idx, int32_t)[b] = t->free_block[k];
+    t->free_block[k] = b;
+    t->free_positions += (int64_t)1 << k;
+}
+
+// Arena positions appending one entity to block b needs (a first block, or a larger one).
+static int64_t nbi_place_need(const nbTiles *t, int32_t b)
+{
+    const int k = NBI_ARR(t, cls, const int8_t)[b];
+    if (k < 0) return nbi_block_need(t, 0);
+    const int32_t n = NBI_ARR(t, end, const int32_t)[b] - NBI_ARR(t, start, const int32_t)[b];
+    return n == 1 << k ? nbi_block_need(t, k + 1) : 0;
+}
+
+static void nbi_item_copy(nbTiles *t, int32_t from, int32_t to)
+{
+    const size_t d = (size_t)t->dim;
+    double *pts = NBI_ARR(t, pts, double);
+    int32_t *idx = NBI_ARR(t, idx, int32_t);
+    memcpy(pts + (size_t)to * d, pts + (size_t)from * d, d * sizeof(double));
+    idx[to] = idx[from];
+    nbi_pool_set_slot_value(&t->pool, idx[to], to);
+}
+
+// Appends the entity of `slot` at `pos` to block b (room already made).
+static void nbi_block_append(nbTiles *t, int32_t b, int32_t slot, const double *pos)
+{
+    int32_t *start = NBI_ARR(t, start, int32_t), *end = NBI_ARR(t, end, int32_t);
+    int8_t *cls = NBI_ARR(t, cls, int8_t);
+    if (cls[b] < 0) {
+        start[b] = end[b] = nbi_block_take(t, 0);
+        cls[b] = 0;
+        NBI_ARR(t, occ, uint32_t)[b / t->groups] |= 1u << (b % t->groups);
+    } else if (end[b] - start[b] == 1 << cls[b]) { // full: move to a block twice as large
+        const int32_t n = end[b] - start[b], nb = nbi_block_take(t, cls[b] + 1);
+        for (int32_t i = 0; i < n; i++) nbi_item_copy(t, start[b] + i, nb + i);
+        nbi_block_give(t, start[b], cls[b]);
+        start[b] = nb;
+        end[b] = nb + n;
+        cls[b]++;
+    }
+    const int32_t p = end[b]++;
+    memcpy(NBI_ARR(t, pts, double) + (size_t)p * (size_t)t->dim, pos,
+           (size_t)t->dim * sizeof(double));
+    NBI_ARR(t, idx, int32_t)[p] = slot;
+    NBI_ARR(t, key, int32_t)[slot] = b;
+    nbi_pool_set_slot_value(&t->pool, slot, p);
+}
+
+// Takes the entity at position p out of block b; the block's last entity fills the hole, and
+// an emptied block goes back to its free list.
+static void nbi_block_take_out(nbTiles *t, int32_t b, int32_t p)
+{
+    int32_t *start = NBI_ARR(t, start, int32_t), *end = NBI_ARR(t, end, int32_t);
+    const int32_t last = --end[b];
+    if (p != last) nbi_item_copy(t, last, p);
+    if (end[b] > start[b]) return;
+    int8_t *cls = NBI_ARR(t, cls, int8_t);
+    nbi_block_give(t, start[b], cls[b]);
+    start[b] = end[b] = 0;
+    cls[b] = -1;
+    NBI_ARR(t, occ, uint32_t)[b / t->groups] &= ~(1u << (b % t->groups));
+}
+
+// ---- lifetime ----
+
+static size_t nbi_blocks(const nbTiles *t)
+{
+    return (size_t)t->ntiles * (size_t)t->groups;
+}
+
+nbStatus nb_tiles_create(const nbTilesDesc *desc, nbTiles **out)
+{
+    if (out == NULL) return NB_ERR_NULL_ARG;
+    *out = NULL;
+    if (desc == NULL) return NB_ERR_NULL_ARG;
+    nbAllocator a;
+    if (!nbi_allocator(desc->allocator, &a)) return NB_ERR_NULL_ARG;
+    for (int i = 0; i < 2; i++) {
+        if (!isfinite(desc->origin[i]) || !isfinite(desc->size[i])) return NB_ERR_NOT_FINITE;
+        if (desc->tile_count[i] == 0 && !isfinite(desc->tile_size[i])) return NB_ERR_NOT_FINITE;
+        if (!isfinite(desc->origin[i] + desc->size[i])) return NB_ERR_NOT_FINITE;
+    }
+    const int32_t dim = desc->dim == 0 ? 2 : desc->dim;
+    if (dim != 2 && dim != 3) return NB_ERR_OUT_OF_RANGE;
+    int32_t ax[2] = {desc->axes[0], desc->axes[1]};
+    if (ax[0] == 0 && ax[1] == 0) ax[1] = dim == 3 ? 2 : 1;
+    if (ax[0] < 0 || ax[0] >= dim || ax[1] < 0 || ax[1] >= dim || ax[0] == ax[1])
+        return NB_ERR_OUT_OF_RANGE;
+    const int32_t groups = desc->groups == 0 ? 1 : desc->groups;
+    if (groups < 1 || groups > NB_TILES_MAX_GROUPS) return NB_ERR_OUT_OF_RANGE;
+    if (desc->capacity_hint < 0 || desc->capacity_hint > NBI_TILES_MAX_ITEMS)
+        return NB_ERR_OUT_OF_RANGE;
+    int32_t nt[2];
+    double edge[2];
+    for (int i = 0; i < 2; i++) {
+        if (!(desc->size[i] > 0.0) || desc->tile_count[i] < 0) return NB_ERR_OUT_OF_RANGE;
+        double n;
+        if (desc->tile_count[i] > 0) {
+            n = (double)desc->tile_count[i];
+            edge[i] = desc->size[i] / n;
+        } else {
+            if (!(desc->tile_size[i] > 0.0)) return NB_ERR_OUT_OF_RANGE;
+            edge[i] = desc->tile_size[i];
+            n = ceil(desc->size[i] / edge[i]);
+            n = n < 1.0 ? 1.0 : n;
+        }
+        // An edge whose reciprocal overflows (a subnormal edge) cannot be tiled.
+        if (!(n <= NB_TILES_MAX_TILES) || !(edge[i] > 0.0) || !isfinite(1.0 / edge[i]))
+            return NB_ERR_OUT_OF_RANGE;
+        nt[i] = (int32_t)n;
+    }
+    const int64_t ntiles = (int64_t)nt[0] * nt[1];
+    if (ntiles > NB_TILES_MAX_TILES || ntiles * groups > NB_TILES_MAX_TILE_GROUPS)
+        return NB_ERR_OUT_OF_RANGE;
+
+    nbTiles *t = (nbTiles *)nbi_alloc(&a, 1, sizeof(nbTiles));
+    if (t == NULL) return NB_ERR_OUT_OF_MEMORY;
+    memset(t, 0, sizeof *t);
+    t->alloc = a;
+    t->dim = dim;
+    t->groups = groups;
+    t->all = groups == 32 ? 0xFFFFFFFFu : (1u << groups) - 1u;
+    t->ntiles = (int32_t)ntiles;
+    for (int i = 0; i < 2; i++) {
+        t->ax[i] = ax[i];
+        t->nt[i] = nt[i];
+        t->origin[i] = desc->origin[i];
+        t->edge[i] = edge[i];
+        t->inv[i] = 1.0 / edge[i];
+    }
+    nbi_pool_init(&t->pool, &a, NBI_TILES_MAX_ITEMS);
+    for (int k = 0; k < NBI_TILES_CLASSES; k++) t->free_block[k] = -1;
+    const size_t blocks = nbi_blocks(t);
+    t->start.ptr = nbi_alloc(&a, blocks, sizeof(int32_t));
+    t->end.ptr = nbi_alloc(&a, blocks, sizeof(int32_t));
+    t->cls.ptr = nbi_alloc(&a, blocks, sizeof(int8_t));
+    t->wstart.ptr = nbi_alloc(&a, (size_t)ntiles + 1, sizeof(int32_t));
+    t->occ.ptr = nbi_alloc(&a, (size_t)ntiles, sizeof(uint32_t));
+    t->occ.cap = t->occ.ptr != NULL ? (size_t)ntiles : 0;
+    t->start.cap = t->start.ptr != NULL ? blocks : 0;
+    t->end.cap = t->end.ptr != NULL ? blocks : 0;
+    t->cls.cap = t->cls.ptr != NULL ? blocks : 0;
+    t->wstart.cap = t->wstart.ptr != NULL ? (size_t)ntiles + 1 : 0;
+    if (t->start.ptr == NULL || t->end.ptr == NULL || t->cls.ptr == NULL || t->wstart.ptr == NULL ||
+        t->occ.ptr == NULL) {
+        nb_tiles_destroy(t);
+        return NB_ERR_OUT_OF_MEMORY;
+    }
+    memset(t->start.ptr, 0, blocks * sizeof(int32_t));
+    memset(t->end.ptr, 0, blocks * sizeof(int32_t));
+    memset(t->cls.ptr, -1, blocks);
+    memset(t->wstart.ptr, 0, ((size_t)ntiles + 1) * sizeof(int32_t));
+    memset(t->occ.ptr, 0, (size_t)ntiles * sizeof(uint32_t));
+    if (desc->capacity_hint > 0) {
+        const nbStatus st = nb_tiles_reserve(t, desc->capacity_hint);
+        if (st != NB_OK) {
+            nb_tiles_destroy(t);
+            return st;
+        }
+    }
+    *out = t;
+    return NB_OK;
+}
+
+void nb_tiles_destroy(nbTiles *tiles)
+{
+    if (tiles == NULL) return;
+    nbTiles *t = tiles;
+    nbiBuf *buf[NBI_TILES_BUFS];
+    size_t elem[NBI_TILES_BUFS];
+    int kind[NBI_TILES_BUFS];
+    nbi_tiles_bufs(t, buf, elem, kind);
+    for (int i = 0; i < NBI_TILES_BUFS; i++) nbi_free(&t->alloc, buf[i]->ptr, buf[i]->cap, elem[i]);
+    nbi_free(&t->alloc, t->start.ptr, t->start.cap, sizeof(int32_t));
+    nbi_free(&t->alloc, t->end.ptr, t->end.cap, sizeof(int32_t));
+    nbi_free(&t->alloc, t->cls.ptr, t->cls.cap, sizeof(int8_t));
+    nbi_free(&t->alloc, t->wstart.ptr, t->wstart.cap, sizeof(int32_t));
+    nbi_free(&t->alloc, t->occ.ptr, t->occ.cap, sizeof(uint32_t));
+    nbi_free(&t->alloc, t->wpts.ptr, t->wpts.cap, sizeof(double) * (size_t)t->dim);
+    nbi_free(&t->alloc, t->wid.ptr, t->wid.cap, sizeof(uint64_t));
+    nbi_free(&t->alloc, t->wnum.ptr, t->wnum.cap, sizeof(int32_t));
+    nbi_pool_destroy(&t->pool);
+    nbAllocator a = t->alloc;
+    nbi_free(&a, t, 1, sizeof(nbTiles));
+}
+
+nbStatus nb_tiles_reserve(nbTiles *tiles, int32_t entities)
+{
+    if (tiles == NULL) return NB_ERR_NULL_ARG;
+    if (entities < 0 || entities > NBI_TILES_MAX_ITEMS) return NB_ERR_OUT_OF_RANGE;
+    // Inserting until the grid holds `entities` takes at most 4 new positions an entity: a block
+    // growing to hold c entities takes blocks 1, 2, 4, ... up to the first >= c, fewer than 4c
+    // positions in all (the blocks it leaves go to the free lists).
+    const int32_t more = entities > tiles->count ? entities - tiles->count : 0;
+    return nbi_tiles_room(tiles, more, 4 * (int64_t)more);
+}
+
+void nb_tiles_clear(nbTiles *tiles)
+{
+    if (tiles == NULL) return;
+    nbi_pool_clear(&tiles->pool);
+    const size_t blocks = nbi_blocks(tiles);
+    memset(tiles->start.ptr, 0, blocks * sizeof(int32_t));
+    memset(tiles->end.ptr, 0, blocks * sizeof(int32_t));
+    memset(tiles->cls.ptr, -1, blocks);
+    memset(tiles->occ.ptr, 0, tiles->occ.cap * sizeof(uint32_t));
+    for (int k = 0; k < NBI_TILES_CLASSES; k++) tiles->free_block[k] = -1;
+    tiles->free_positions = 0;
+    tiles->top = 0;
+    tiles->count = 0;
+}
+
+int32_t nb_tiles_count(const nbTiles *tiles)
+{
+    return tiles != NULL ? tiles->count : 0;
+}
+
+int32_t nb_tiles_waypoint_count(const nbTiles *tiles)
+{
+    return tiles != NULL ? tiles->nwp : 0;
+}
+
+size_t nb_tiles_memory_bytes(const nbTiles *tiles)
+{
+    if (tiles == NULL) return 0;
+    const nbTiles *t = tiles;
+    const size_t d = (size_t)t->dim;
+    return sizeof(nbTiles) + nbi_pool_memory_bytes(&t->pool) + t->key.cap * sizeof(int32_t) +
+           t->user.cap * sizeof(uint64_t) + t->pts.cap * d * sizeof(double) +
+           t->idx.cap * sizeof(int32_t) + t->start.cap * sizeof(int32_t) +
+           t->end.cap * sizeof(int32_t) + t->cls.cap + t->wstart.cap * sizeof(int32_t) +
+           t->occ.cap * sizeof(uint32_t) + t->wpts.cap * d * sizeof(double) +
+           t->wid.cap * sizeof(uint64_t) + t->wnum.cap * sizeof(int32_t);
+}
+
+nbStatus nb_tiles_shape(const nbTiles *tiles, int32_t count[2], double edge[2], int32_t axes[2],
+                        double origin[2])
+{
+    if (tiles == NULL) return NB_ERR_NULL_ARG;
+    for (int a = 0; a < 2; a++) {
+        if (count != NULL) count[a] = tiles->nt[a];
+        if (edge != NULL) edge[a] = tiles->edge[a];
+        if (axes != NULL) axes[a] = tiles->ax[a];
+        if (origin != NULL) origin[a] = tiles->origin[a];
+    }
+    return NB_OK;
+}
+
+// ---- entities ----
+
+nbStatus nb_tiles_insert(nbTiles *tiles, const double *pos, int32_t group, uint64_t user,
+                         nbHandle *out)
+{
+    if (out != NULL) *out = NB_HANDLE_NULL;
+    if (tiles == NULL || pos == NULL || out == NULL) return NB_ERR_NULL_ARG;
+    nbTiles *t = tiles;
+    if (!nbi_finite(pos, t->dim)) return NB_ERR_NOT_FINITE;
+    if (group < 0 || group >= t->groups) return NB_ERR_OUT_OF_RANGE;
+    const int32_t b = nbi_tile_of(t, pos) * t->groups + group;
+    const nbStatus st = nbi_tiles_room(t, 1, nbi_place_need(t, b));
+    if (st != NB_OK) return st;
+    nbHandle h;
+    const nbStatus ast = nbi_pool_alloc(&t->pool, 0, &h);
+    if (ast != NB_OK) { // cannot happen: room was made
+        NB_ASSERT(!"pool alloc after room");
+        return NB_ERR_INTERNAL;
+    }
+    int32_t slot;
+    nbi_pool_lookup(&t->pool, h, &slot);
+    NBI_ARR(t, user, uint64_t)[slot] = user;
+    nbi_block_append(t, b, slot, pos);
+    t->count++;
+    *out = h;
+    return NB_OK;
+}
+
+// Moves the entity of `slot` into block b at `pos` (b differs from its block).
+static nbStatus nbi_tiles_rehome(nbTiles *t, int32_t slot, int32_t b, const double *pos)
+{
+    double keep[3]; // pos may point into the arena, which making room may move
+    memcpy(keep, pos, (size_t)t->dim * sizeof(double));
+    const nbStatus st = nbi_tiles_room(t, 0, nbi_place_need(t, b));
+    if (st != NB_OK) return st;
+    nbi_block_take_out(t, NBI_ARR(t, key, int32_t)[slot], nbi_pool_slot_value(&t->pool, slot));
+    nbi_block_append(t, b, slot, keep);
+    return NB_OK;
+}
+
+nbStatus nb_tiles_move(nbTiles *tiles, nbHandle entity, const double *pos)
+{
+    if (tiles == NULL || pos == NULL) return NB_ERR_NULL_ARG;
+    nbTiles *t = tiles;
+    int32_t slot;
+    const nbStatus st = nbi_pool_lookup(&t->pool, entity, &slot);
+    if (st != NB_OK) return st;
+    if (!nbi_finite(pos, t->dim)) return NB_ERR_NOT_FINITE;
+    const int32_t cur = NBI_ARR(t, key, const int32_t)[slot];
+    const int32_t b = nbi_tile_of(t, pos) * t->groups + cur % t->groups;
+    if (b == cur) { // the common case: same tile, rewrite the coordinates only
+        const int32_t p = nbi_pool_slot_value(&t->pool, slot);
+        memcpy(NBI_ARR(t, pts, double) + (size_t)p * (size_t)t->dim, pos,
+               (size_t)t->dim * sizeof(double));
+        return NB_OK;
+    }
+    return nbi_tiles_rehome(t, slot, b, pos);
+}
+
+nbStatus nb_tiles_remove(nbTiles *tiles, nbHandle entity)
+{
+    if (tiles == NULL) return NB_ERR_NULL_ARG;
+    nbTiles *t = tiles;
+    int32_t slot;
+    const nbStatus st = nbi_pool_lookup(&t->pool, entity, &slot);
+    if (st != NB_OK) return st;
+    nbi_block_take_out(t, NBI_ARR(t, key, int32_t)[slot], nbi_pool_slot_value(&t->pool, slot));
+    nbi_pool_free(&t->pool, entity, NULL);
+    t->count--;
+    return NB_OK;
+}
+
+nbStatus nb_tiles_get(const nbTiles *tiles, nbHandle entity, double *pos, int32_t *group,
+                      uint64_t *user)
+{
+    if (tiles == NULL) return NB_ERR_NULL_ARG;
+    int32_t slot;
+    const nbStatus st = nbi_pool_lookup(&tiles->pool, entity, &slot);
+    if (st != NB_OK) return st;
+    const int32_t p = nbi_pool_slot_value(&tiles->pool, slot);
+    if (pos != NULL)
+        memcpy(pos, NBI_ARR(tiles, pts, const double) + (size_t)p * (size_t)tiles->dim,
+               (size_t)tiles->dim * sizeof(double));
+    if (group != NULL) *group = NBI_ARR(tiles, key, const int32_t)[slot] % tiles->groups;
+    if (user != NULL) *user = NBI_ARR(tiles, user, const uint64_t)[slot];
+    return NB_OK;
+}
+
+nbStatus nb_tiles_set(nbTiles *tiles, nbHandle entity, int32_t group, uint64_t user)
+{
+    if (tiles == NULL) return NB_ERR_NULL_ARG;
+    nbTiles *t = tiles;
+    int32_t slot;
+    const nbStatus st = nbi_pool_lookup(&t->pool, entity, &slot);
+    if (st != NB_OK) return st;
+    if (group < 0 || group >= t->groups) return NB_ERR_OUT_OF_RANGE;
+    const int32_t cur = NBI_ARR(t, key, const int32_t)[slot];
+    const int32_t b = cur - cur % t->groups + group;
+    if (b != cur) {
+        const int32_t p = nbi_pool_slot_value(&t->pool, slot);
+        const nbStatus rst = nbi_tiles_rehome(
+            t, slot, b, NBI_ARR(t, pts, const double) + (size_t)p * (size_t)t->dim);
+        if (rst != NB_OK) return rst;
+    }
+    NBI_ARR(t, user, uint64_t)[slot] = user;
+    return NB_OK;
+}
+
+// ---- tiles ----
+
+nbStatus nb_tiles_tile_of(const nbTiles *tiles, const double *pos, int32_t *tile)
+{
+    if (tile != NULL) *tile = -1;
+    if (tiles == NULL || pos == NULL || tile == NULL) return NB_ERR_NULL_ARG;
+    if (!nbi_finite(pos, tiles->dim)) return NB_ERR_NOT_FINITE;
+    *tile = nbi_tile_of(tiles, pos);
+    return NB_OK;
+}
+
+static nbStatus nbi_neighbors(const nbTiles *t, int32_t tile, const int64_t k[2], int32_t *out,
+                              int32_t capacity, int32_t *found)
+{
+    const int32_t c[2] = {tile % t->nt[0], tile / t->nt[0]};
+    int32_t lo[2], hi[2];
+    for (int a = 0; a < 2; a++) {
+        lo[a] = c[a] - k[a] < 0 ? 0 : (int32_t)(c[a] - k[a]);
+        hi[a] = c[a] + k[a] >= t->nt[a] ? t->nt[a] - 1 : (int32_t)(c[a] + k[a]);
+    }
+    int32_t n = 0;
+    for (int32_t y = lo[1]; y <= hi[1]; y++)
+        for (int32_t x = lo[0]; x <= hi[0]; x++, n++)
+            if (n < capacity) out[n] = x + t->nt[0] * y;
+    *found = n;
+    return n > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
+}
+
+nbStatus nb_tiles_neighbors(const nbTiles *tiles, int32_t tile, int32_t rings, int32_t *out,
+                            int32_t capacity, int32_t *found)
+{
+    if (found != NULL) *found = 0;
+    if (tiles == NULL || found == NULL || (out == NULL && capacity > 0)) return NB_ERR_NULL_ARG;
+    if (tile < 0 || tile >= tiles->ntiles || rings < 0 || capacity < 0) return NB_ERR_OUT_OF_RANGE;
+    const int64_t k[2] = {rings, rings};
+    return nbi_neighbors(tiles, tile, k, out, capacity, found);
+}
+
+nbStatus nb_tiles_neighbors_radius(const nbTiles *tiles, int32_t tile, double radius, int32_t *out,
+                                   int32_t capacity, int32_t *found)
+{
+    if (found != NULL) *found = 0;
+    if (tiles == NULL || found == NULL || (out == NULL && capacity > 0)) return NB_ERR_NULL_ARG;
+    if (!isfinite(radius)) return NB_ERR_NOT_FINITE;
+    if (radius < 0.0 || tile < 0 || tile >= tiles->ntiles || capacity < 0)
+        return NB_ERR_OUT_OF_RANGE;
+    int64_t k[2];
+    for (int a = 0; a < 2; a++) {
+        const double r = ceil(radius / tiles->edge[a]);
+        k[a] = r < (double)tiles->nt[a] ? (int64_t)r : tiles->nt[a];
+    }
+    return nbi_neighbors(tiles, tile, k, out, capacity, found);
+}
+
+// Hits into the caller's buffer (counting past its capacity) or visitor.
+typedef struct nbiTilesHits {
+    nbHit *out;
+    int32_t cap, n;
+    nbHitFn *fn;
+    void *user;
+    bool stop;
+} nbiTilesHits;
+
+static void nbi_emit(nbiTilesHits *x, nbHit hit)
+{
+    if (x->fn != NULL) {
+        x->stop = !x->fn(hit, x->user);
+        return;
+    }
+    if (x->n < x->cap) x->out[x->n] = hit;
+    x->n++;
+}
+
+static nbHit nbi_entity_hit(const nbTiles *t, int32_t slot)
+{
+    nbHit h;
+    h.handle = nbi_pool_handle_live(&t->pool, slot);
+    h.user = NBI_ARR(t, user, const uint64_t)[slot];
+    return h;
+}
+
+nbStatus nb_tiles_visit_tile(const nbTiles *tiles, int32_t tile, uint32_t groups, nbHitFn *visit,
+                             void *user)
+{
+    if (tiles == NULL || visit == NULL) return NB_ERR_NULL_ARG;
+    if (tile < 0 || tile >= tiles->ntiles) return NB_ERR_OUT_OF_RANGE;
+    const int32_t *start = NBI_ARR(tiles, start, const int32_t);
+    const int32_t *end = NBI_ARR(tiles, end, const int32_t);
+    const int32_t *idx = NBI_ARR(tiles, idx, const int32_t);
+    for (uint32_t m = groups & tiles->all; m != 0; m &= m - 1) {
+        const int32_t b = tile * tiles->groups + nbi_ctz32(m);
+        for (int32_t p = start[b]; p < end[b]; p++)
+            if (!visit(nbi_entity_hit(tiles, idx[p]), user)) return NB_OK;
+    }
+    return NB_OK;
+}
+
+// ---- radius queries ----
+
+// Entities of `groups` within radius of center (checked), into x.
+static nbStatus nbi_entity_radius(const nbTiles *t, const double *center, double radius,
+                                  uint32_t groups, nbiTilesHits *x)
+{
+    if (!nbi_finite(center, t->dim)) return NB_ERR_NOT_FINITE;
+    const nbStatus st = nbi_check_radius(radius);
+    if (st != NB_OK) return st;
+    if (x->fn == NULL && x->cap < 0) return NB_ERR_OUT_OF_RANGE;
+    const double r2 = radius * radius;
+    int32_t lo[2], hi[2];
+    nbi_tile_range(t, center, nbi_reach(radius), lo, hi);
+    const uint32_t mask = groups & t->all;
+    const uint32_t *occ = NBI_ARR(t, occ, const uint32_t);
+    const int32_t *start = NBI_ARR(t, start, const int32_t), *end = NBI_ARR(t, end, const int32_t);
+    const int32_t *idx = NBI_ARR(t, idx, const int32_t);
+    const double *pts = NBI_ARR(t, pts, const double);
+    const int dim = t->dim;
+    for (int32_t ty = lo[1]; ty <= hi[1]; ty++) {
+        for (int32_t tx = lo[0]; tx <= hi[0]; tx++) {
+            const int32_t tile = tx + t->nt[0] * ty, base = tile * t->groups;
+            for (uint32_t m = occ[tile] & mask; m != 0; m &= m - 1) {
+                const int32_t b = base + nbi_ctz32(m);
+                for (int32_t p = start[b]; p < end[b]; p++) {
+                    if (nbi_dist2(pts + (size_t)p * (size_t)dim, center, dim) > r2) continue;
+                    nbi_emit(x, nbi_entity_hit(t, idx[p]));
+                    if (x->stop) return NB_OK;
+                }
+            }
+        }
+    }
+    return NB_OK;
+}
+
+static nbStatus nbi_finish(nbStatus st, const nbiTilesHits *x, int32_t *found)
+{
+    if (st != NB_OK) return st;
+    *found = x->n;
+    return x->n > x->cap ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
+}
+
+nbStatus nb_tiles_query_radius(const nbTiles *tiles, const double *center, double radius,
+                               uint32_t groups, nbHit *out, int32_t capacity, int32_t *found)
+{
+    if (found != NULL) *found = 0;
+    if (tiles == NULL || center == NULL || found == NULL || (out == NULL && capacity > 0))
+        return NB_ERR_NULL_ARG;
+    nbiTilesHits x = {out, capacity, 0, NULL, NULL, false};
+    return nbi_finish(nbi_entity_radius(tiles, center, radius, groups, &x), &x, found);
+}
+
+nbStatus nb_tiles_visit_radius(const nbTiles *tiles, const double *center, double radius,
+                               uint32_t groups, nbHitFn *visit, void *user)
+{
+    if (tiles == NULL || center == NULL || visit == NULL) return NB_ERR_NULL_ARG;
+    nbiTilesHits x = {NULL, 0, 0, visit, user, false};
+    return nbi_entity_radius(tiles, center, radius, groups, &x);
+}
+
+static nbStatus nbi_waypoint_radius(const nbTiles *t, const double *center, double radius,
+                                    nbiTilesHits *x)
+{
+    if (!nbi_finite(center, t->dim)) return NB_ERR_NOT_FINITE;
+    const nbStatus st = nbi_check_radius(radius);
+    if (st != NB_OK) return st;
+    if (x->fn == NULL && x->cap < 0) return NB_ERR_OUT_OF_RANGE;
+    const double r2 = radius * radius;
+    int32_t lo[2], hi[2];
+    nbi_tile_range(t, center, nbi_reach(radius), lo, hi);
+    const int32_t *ws = NBI_ARR(t, wstart, const int32_t);
+    const double *pts = NBI_ARR(t, wpts, const double);
+    const uint64_t *id = NBI_ARR(t, wid, const uint64_t);
+    const int dim = t->dim;
+    for (int32_t ty = lo[1]; ty <= hi[1]; ty++) {
+        const int32_t row = t->nt[0] * ty;
+        // A row of tiles is one run of the compact array.
+        for (int32_t w = ws[row + lo[0]]; w < ws[row + hi[0] + 1]; w++) {
+            if (nbi_dist2(pts + (size_t)w * (size_t)dim, center, dim) > r2) continue;
+            const nbHit hit = {NB_HANDLE_NULL, id[w]};
+            nbi_emit(x, hit);
+            if (x->stop) return NB_OK;
+        }
+    }
+    return NB_OK;
+}
+
+nbStatus nb_tiles_query_waypoints(const nbTiles *tiles, const double *center, double radius,
+                                  nbHit *out, int32_t capacity, int32_t *found)
+{
+    if (found != NULL) *found = 0;
+    if (tiles == NULL || center == NULL || found == NULL || (out == NULL && capacity > 0))
+        return NB_ERR_NULL_ARG;
+    nbiTilesHits x = {out, capacity, 0, NULL, NULL, false};
+    return nbi_finish(nbi_waypoint_radius(tiles, center, radius, &x), &x, found);
+}
+
+nbStatus nb_tiles_visit_waypoints(const nbTiles *tiles, const double *center, double radius,
+                                  nbHitFn *visit, void *user)
+{
+    if (tiles == NULL || center == NULL || visit == NULL) return NB_ERR_NULL_ARG;
+    nbiTilesHits x = {NULL, 0, 0, visit, user, false};
+    return nbi_waypoint_radius(tiles, center, radius, &x);
+}
+
+// ---- nearest and knn ----
+
+// The search's state: a max-heap of the best k so far in the caller's buffer, ordered by
+// (dist2, key); key is the entity's slot or the waypoint's number, kept in handle.bits until
+// the end.
+typedef struct nbiKnn {
+    const nbTiles *t;
+    const double *q;
+    nbHitNeighbor *heap;
+    int32_t k, n;
+    double maxd;     // max_distance (+inf: none)
+    double bound2;   // candidates need dist2 <= bound2 = maxd * maxd, as in a radius query
+    int32_t skip;    // a slot to pass over (the asker), or -1
+    uint32_t groups; // entity groups; waypoints when `waypoints`
+    bool waypoints;
+    double worst; // a candidate with a larger dist2 cannot enter the answer
+} nbiKnn;
+
+// Whether (d2, key) comes before entry e: nearer, or as near with a lower key.
+NBI_INLINE bool nbi_before(double d2, uint64_t key, const nbHitNeighbor *e)
+{
+    return d2 < e->dist2 || (d2 == e->dist2 && key < e->hit.handle.bits);
+}
+
+static void nbi_knn_offer(nbiKnn *s, double d2, uint64_t key, uint64_t user)
+{
+    nbHitNeighbor *h = s->heap;
+    if (s->n < s->k) { // sift up
+        int32_t i = s->n++;
+        while (i > 0) {
+            const int32_t up = (i - 1) / 2;
+            if (nbi_before(d2, key, &h[up])) break; // the parent stays the larger
+            h[i] = h[up];
+            i = up;
+        }
+        h[i].hit.handle.bits = key;
+        h[i].hit.user = user;
+        h[i].dist2 = d2;
+        return;
+    }
+    if (!nbi_before(d2, key, &h[0])) return;
+    int32_t i = 0; // sift the new entry down from the root
+    for (;;) {
+        int32_t c = 2 * i + 1;
+        if (c >= s->n) break;
+        if (c + 1 < s->n && nbi_before(h[c].dist2, h[c].hit.handle.bits, &h[c + 1])) c++;
+        if (!nbi_before(d2, key, &h[c])) break;
+        h[i] = h[c];
+        i = c;
+    }
+    h[i].hit.handle.bits = key;
+    h[i].hit.user = user;
+    h[i].dist2 = d2;
+}
+
+// Offers one candidate: most are turned away by the first test (farther than the k-th best).
+NBI_INLINE void nbi_knn_consider(nbiKnn *s, double d2, uint64_t key, uint64_t user)
+{
+    if (d2 > s->worst) return;
+    if (s->n == s->k && !nbi_before(d2, key, &s->heap[0])) return; // a tie with a higher key
+    nbi_knn_offer(s, d2, key, user);
+    if (s->n == s->k) s->worst = s->heap[0].dist2;
+}
+
+// Offers the candidates of tiles x0 .. x1 of row y. Waypoints: one run of the compact array.
+static void nbi_knn_row(nbiKnn *s, int32_t y, int32_t x0, int32_t x1)
+{
+    const nbTiles *t = s->t;
+    const int dim = t->dim;
+    const int32_t row = y * t->nt[0];
+    if (s->waypoints) {
+        const int32_t *ws = NBI_ARR(t, wstart, const int32_t);
+        const double *pts = NBI_ARR(t, wpts, const double);
+        const int32_t *num = NBI_ARR(t, wnum, const int32_t);
+        const uint64_t *id = NBI_ARR(t, wid, const uint64_t);
+        for (int32_t w = ws[row + x0], w1 = ws[row + x1 + 1]; w < w1; w++)
+            nbi_knn_consider(s, nbi_dist2(pts + (size_t)w * (size_t)dim, s->q, dim),
+                             (uint64_t)num[w], id[w]);
+        return;
+    }
+    const int32_t *start = NBI_ARR(t, start, const int32_t), *end = NBI_ARR(t, end, const int32_t);
+    const int32_t *idx = NBI_ARR(t, idx, const int32_t);
+    const double *pts = NBI_ARR(t, pts, const double);
+    const uint64_t *user = NBI_ARR(t, user, const uint64_t);
+    const uint32_t *occ = NBI_ARR(t, occ, const uint32_t);
+    for (int32_t tile = row + x0; tile <= row + x1; tile++) {
+        const int32_t base = tile * t->groups;
+        for (uint32_t m = occ[tile] & s->groups; m != 0; m &= m - 1) {
+            const int32_t b = base + nbi_ctz32(m);
+            for (int32_t p = start[b], p1 = end[b]; p < p1; p++) {
+                const double d2 = nbi_dist2(pts + (size_t)p * (size_t)dim, s->q, dim);
+                if (d2 > s->worst || idx[p] == s->skip) continue;
+                nbi_knn_consider(s, d2, (uint64_t)idx[p], user[idx[p]]);
+            }
+        }
+    }
+}
+
+// The box of tiles [lo, hi] that can still hold a candidate: the tiles of q +- reach(r), with r
+// the max distance or, once the heap is full, rw with fl(rw * rw) >= the k-th best dist2
+// (whatever ties or beats it passes the test at radius rw, so it lies within reach(rw) on
+// each axis). False while the search is unbounded.
+static bool nbi_knn_range(const nbiKnn *s, int32_t lo[2], int32_t hi[2])
+{
+    double r = s->maxd;
+    if (s->n == s->k) {
+        const double rw = sqrt(s->worst) * (1.0 + 0x1p-50);
+        r = rw < r ? rw : r;
+    }
+    if (!(r < (double)INFINITY)) return false;
+    nbi_tile_range(s->t, s->q, nbi_reach(r), lo, hi);
+    return true;
+}
+
+// Two phases. First, rings of tiles outward from the query's (clamped) tile until the search
+// is bounded (k found, or a max distance) or the world is covered. Then the tiles of the
+// bounding range not yet visited, row by row outward from the query's row, the range shrinking
+// as better candidates come in. Afterwards the heap is sorted, nearest first.
+static void nbi_knn_run(nbiKnn *s)
+{
+    const nbTiles *t = s->t;
+    s->worst = s->bound2;
+    const int32_t nx = t->nt[0], ny = t->nt[1];
+    const int32_t c[2] = {nbi_tile_axis(t, 0, s->q[t->ax[0]]), nbi_tile_axis(t, 1, s->q[t->ax[1]])};
+    int32_t lo[2], hi[2], rlo[2], rhi[2];
+    for (int32_t r = 0;; r++) {
+        lo[0] = c[0] - r < 0 ? 0 : c[0] - r;
+        lo[1] = c[1] - r < 0 ? 0 : c[1] - r;
+        hi[0] = c[0] + r >= nx ? nx - 1 : c[0] + r;
+        hi[1] = c[1] + r >= ny ? ny - 1 : c[1] + r;
+        if (c[1] - r >= 0) nbi_knn_row(s, c[1] - r, lo[0], hi[0]);          // the ring's bottom row
+        if (r > 0 && c[1] + r < ny) nbi_knn_row(s, c[1] + r, lo[0], hi[0]); // its top row
+        for (int32_t y = c[1] - r + 1 < 0 ? 0 : c[1] - r + 1; y <= c[1] + r - 1 && y < ny; y++) {
+            if (c[0] - r >= 0) nbi_knn_row(s, y, c[0] - r, c[0] - r); // its sides
+            if (r > 0 && c[0] + r < nx) nbi_knn_row(s, y, c[0] + r, c[0] + r);
+        }
+        if (lo[0] == 0 && lo[1] == 0 && hi[0] == nx - 1 && hi[1] == ny - 1) goto sorted;
+        if (nbi_knn_range(s, rlo, rhi)) break;
+    }
+    // The range's rows outward from the query's: inside the visited rows only the parts left
+    // and right of the visited box, outside them the whole row.
+    double seen = s->worst;
+    for (int32_t d = 0;; d++) {
+        const int32_t y0 = c[1] - d, y1 = c[1] + d;
+        if (y0 < rlo[1] && y1 > rhi[1]) break;
+        for (int side = 0; side < (d > 0 ? 2 : 1); side++) {
+            const int32_t y = side == 0 ? y0 : y1;
+            if (y < rlo[1] || y > rhi[1]) continue;
+            if (y >= lo[1] && y <= hi[1]) {
+                if (rlo[0] < lo[0]) nbi_knn_row(s, y, rlo[0], lo[0] - 1);
+                if (rhi[0] > hi[0]) nbi_knn_row(s, y, hi[0] + 1, rhi[0]);
+            } else if (rlo[0] <= rhi[0]) {
+                nbi_knn_row(s, y, rlo[0], rhi[0]);
+            }
+            if (s->worst < seen) { // narrows as better candidates come in
+                seen = s->worst;
+                nbi_knn_range(s, rlo, rhi);
+            }
+        }
+    }
+sorted:;
+    // Heap sort: repeatedly move the worst to the end.
+    nbHitNeighbor *h = s->heap;
+    for (int32_t n = s->n; n > 1; n--) {
+        const nbHitNeighbor last = h[n - 1];
+        h[n - 1] = h[0];
+        int32_t i = 0;
+        for (;;) {
+            int32_t ch = 2 * i + 1;
+            if (ch >= n - 1) break;
+            if (ch + 1 < n - 1 && nbi_before(h[ch].dist2, h[ch].hit.handle.bits, &h[ch + 1])) ch++;
+            if (!nbi_before(last.dist2, last.hit.handle.bits, &h[ch])) break;
+            h[i] = h[ch];
+            i = ch;
+        }
+        h[i] = last;
+    }
+    for (int32_t i = 0; i < s->n; i++)
+        h[i].hit.handle = s->waypoints
+                              ? NB_HANDLE_NULL
+                              : nbi_pool_handle_live(&t->pool, (int32_t)h[i].hit.handle.bits);
+}
+
+// The checks every nearest / knn call makes after its pointers: the point, max_distance, k.
+static nbStatus nbi_knn_check(const nbTiles *t, const double *point, double max_distance, int32_t k)
+{
+    if (!nbi_finite(point, t->dim) || isnan(max_distance)) return NB_ERR_NOT_FINITE;
+    if (max_distance < 0.0 || k < 0) return NB_ERR_OUT_OF_RANGE;
+    return NB_OK;
+}
+
+// The k nearest candidates (entities of `groups` other than slot `skip`, or waypoints) within
+// max_distance into out; returns how many.
+static int32_t nbi_knn_search(const nbTiles *t, const double *q, nbHitNeighbor *out, int32_t k,
+                              double maxd, int32_t skip, uint32_t groups, bool waypoints)
+{
+    nbiKnn s;
+    s.t = t;
+    s.q = q;
+    s.heap = out;
+    s.k = k;
+    s.n = 0;
+    s.maxd = maxd;
+    s.bound2 = maxd < (double)INFINITY ? maxd * maxd : (double)INFINITY;
+    s.skip = skip;
+    s.groups = groups & t->all;
+    s.waypoints = waypoints;
+    if (k == 0 || (waypoints ? t->nwp == 0 : s.groups == 0 || t->count == 0)) return 0;
+    nbi_knn_run(&s);
+    return s.n;
+}
+
+nbStatus nb_tiles_nearest(const nbTiles *tiles, const double *point, uint32_t groups,
+                          double max_distance, nbHandle exclude, nbHitNeighbor *out, int32_t *found)
+{
+    if (found != NULL) *found = 0;
+    if (tiles == NULL || point == NULL || out == NULL || found == NULL) return NB_ERR_NULL_ARG;
+    nbStatus st = nbi_knn_check(tiles, point, max_distance, 1);
+    if (st != NB_OK) return st;
+    int32_t skip = -1;
+    if (exclude.bits != 0 && (st = nbi_pool_lookup(&tiles->pool, exclude, &skip)) != NB_OK)
+        return st;
+    *found = nbi_knn_search(tiles, point, out, 1, max_distance, skip, groups, false);
+    return NB_OK;
+}
+
+nbStatus nb_tiles_knn(const nbTiles *tiles, const double *point, int32_t k, uint32_t groups,
+                      nbHitNeighbor *out, int32_t *found)
+{
+    if (found != NULL) *found = 0;
+    if (tiles == NULL || point == NULL || found == NULL || (out == NULL && k > 0))
+        return NB_ERR_NULL_ARG;
+    const nbStatus st = nbi_knn_check(tiles, point, (double)INFINITY, k);
+    if (st != NB_OK) return st;
+    *found = nbi_knn_search(tiles, point, out, k, (double)INFINITY, -1, groups, false);
+    return NB_OK;
+}
+
+nbStatus nb_tiles_nearest_waypoint(const nbTiles *tiles, const double *point, double max_distance,
+                                   nbHitNeighbor *out, int32_t *found)
+{
+    if (found != NULL) *found = 0;
+    if (tiles == NULL || point == NULL || out == NULL || found == NULL) return NB_ERR_NULL_ARG;
+    const nbStatus st = nbi_knn_check(tiles, point, max_distance, 1);
+    if (st != NB_OK) return st;
+    *found = nbi_knn_search(tiles, point, out, 1, max_distance, -1, 0, true);
+    return NB_OK;
+}
+
+nbStatus nb_tiles_knn_waypoints(const nbTiles *tiles, const double *point, int32_t k,
+                                nbHitNeighbor *out, int32_t *found)
+{
+    if (found != NULL) *found = 0;
+    if (tiles == NULL || point == NULL || found == NULL || (out == NULL && k > 0))
+        return NB_ERR_NULL_ARG;
+    const nbStatus st = nbi_knn_check(tiles, point, (double)INFINITY, k);
+    if (st != NB_OK) return st;
+    *found = nbi_knn_search(tiles, point, out, k, (double)INFINITY, -1, 0, true);
+    return NB_OK;
+}
+
+// ---- pairs ----
+
+typedef struct nbiTilesPairs {
+    nbHitPair *out;
+    int64_t cap, n;
+    nbHitPairFn *fn;
+    void *user;
+} nbiTilesPairs;
+
+// Each unordered pair is found from its lower slot's side (x), among the candidates y of the
+// union of both masks in x's range of tiles: a radius search per entity.
+static nbStatus nbi_pairs_run(const nbTiles *t, double radius, uint32_t groups_a, uint32_t groups_b,
+                              nbiTilesPairs *x)
+{
+    nbStatus st = nbi_check_radius(radius);
+    if (st != NB_OK) return st;
+    if (x->fn == NULL && x->cap < 0) return NB_ERR_OUT_OF_RANGE;
+    const uint32_t ga = groups_a & t->all, gb = groups_b & t->all, both = ga | gb;
+    if (ga == 0 || gb == 0) return NB_OK;
+    const double r2 = radius * radius, reach = nbi_reach(radius);
+    const int32_t *start = NBI_ARR(t, start, const int32_t), *end = NBI_ARR(t, end, const int32_t);
+    const int32_t *idx = NBI_ARR(t, idx, const int32_t);
+    const double *pts = NBI_ARR(t, pts, const double);
+    const int dim = t->dim;
+    for (int32_t tile = 0; tile < t->ntiles; tile++) {
+        for (uint32_t m = both; m != 0; m &= m - 1) {
+            const int gx = nbi_ctz32(m);
+            const int32_t bx = tile * t->groups + gx;
+            for (int32_t p = start[bx]; p < end[bx]; p++) {
+                const double *px = pts + (size_t)p * (size_t)dim;
+                int32_t lo[2], hi[2];
+                nbi_tile_range(t, px, reach, lo, hi);
+                for (int32_t ty = lo[1]; ty <= hi[1]; ty++) {
+                    for (int32_t tx = lo[0]; tx <= hi[0]; tx++) {
+                        const int32_t base = (tx + t->nt[0] * ty) * t->groups;
+                        for (uint32_t mm = both; mm != 0; mm &= mm - 1) {
+                            const int gy = nbi_ctz32(mm);
+                            const bool xa = ((ga >> gx) & 1u) && ((gb >> gy) & 1u);
+                            const bool ya = ((ga >> gy) & 1u) && ((gb >> gx) & 1u);
+                            if (!xa && !ya) continue;
+                            const int32_t by = base + gy;
+                            for (int32_t q = start[by]; q < end[by]; q++) {
+                                if (idx[q] <= idx[p]) continue;
+                                if (nbi_dist2(pts + (size_t)q * (size_t)dim, px, dim) > r2)
+                                    continue;
+                                nbHit a = nbi_entity_hit(t, idx[p]), b = nbi_entity_hit(t, idx[q]);
+                                if (!xa) { // only y can play a
+                                    const nbHit s = a;
+                                    a = b;
+                                    b = s;
+                                }
+                                if (x->fn != NULL) {
+                                    if (!x->fn(a, b, x->user)) return NB_OK;
+                                    continue;
+                                }
+                                if (x->out != NULL && x->n < x->cap) {
+                                    x->out[x->n].a = a;
+                                    x->out[x->n].b = b;
+                                }
+                                x->n++;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    return NB_OK;
+}
+
+nbStatus nb_tiles_pairs(const nbTiles *tiles, double radius, uint32_t groups_a, uint32_t groups_b,
+                        nbHitPair *out, int64_t capacity, int64_t *found)
+{
+    if (found != NULL) *found = 0;
+    if (tiles == NULL || found == NULL || (out == NULL && capacity > 0)) return NB_ERR_NULL_ARG;
+    nbiTilesPairs x = {out, capacity, 0, NULL, NULL};
+    const nbStatus st = nbi_pairs_run(tiles, radius, groups_a, groups_b, &x);
+    if (st != NB_OK) return st;
+    *found = x.n;
+    return x.n > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
+}
+
+nbStatus nb_tiles_count_pairs(const nbTiles *tiles, double radius, uint32_t groups_a,
+                              uint32_t groups_b, int64_t *count)
+{
+    if (count != NULL) *count = 0;
+    if (tiles == NULL || count == NULL) return NB_ERR_NULL_ARG;
+    nbiTilesPairs x = {NULL, INT64_MAX, 0, NULL, NULL};
+    const nbStatus st = nbi_pairs_run(tiles, radius, groups_a, groups_b, &x);
+    if (st == NB_OK) *count = x.n;
+    return st;
+}
+
+nbStatus nb_tiles_visit_pairs(const nbTiles *tiles, double radius, uint32_t groups_a,
+                              uint32_t groups_b, nbHitPairFn *visit, void *user)
+{
+    if (tiles == NULL || visit == NULL) return NB_ERR_NULL_ARG;
+    nbiTilesPairs x = {NULL, 0, 0, visit, user};
+    return nbi_pairs_run(tiles, radius, groups_a, groups_b, &x);
+}
+
+// ---- waypoints ----
+
+nbStatus nb_tiles_add_waypoints(nbTiles *tiles, const double *pos, const uint64_t *ids,
+                                int32_t count)
+{
+    if (tiles == NULL || (pos == NULL && count > 0)) return NB_ERR_NULL_ARG;
+    nbTiles *t = tiles;
+    const size_t d = (size_t)t->dim;
+    for (int64_t i = 0; i < (int64_t)count * (int64_t)d; i++)
+        if (!isfinite(pos[i])) return NB_ERR_NOT_FINITE;
+    if (count < 0 || (int64_t)t->nwp + count > NBI_TILES_MAX_ITEMS) return NB_ERR_OUT_OF_RANGE;
+    if (count == 0) return NB_OK;
+    // Count, prefix sum, scatter into fresh arrays: the old waypoints of each tile first (they
+    // are already by tile), then the new ones in the order given.
+    const size_t n = (size_t)t->nwp + (size_t)count, nt = (size_t)t->ntiles;
+    double *wpts = (double *)nbi_alloc(&t->alloc, n, d * sizeof(double));
+    uint64_t *wid = (uint64_t *)nbi_alloc(&t->alloc, n, sizeof(uint64_t));
+    int32_t *wnum = (int32_t *)nbi_alloc(&t->alloc, n, sizeof(int32_t));
+    int32_t *at = (int32_t *)nbi_alloc(&t->alloc, nt + 1, sizeof(int32_t));
+    if (wpts == NULL || wid == NULL || wnum == NULL || at == NULL) {
+        nbi_free(&t->alloc, wpts, n, d * sizeof(double));
+        nbi_free(&t->alloc, wid, n, sizeof(uint64_t));
+        nbi_free(&t->alloc, wnum, n, sizeof(int32_t));
+        nbi_free(&t->alloc, at, nt + 1, sizeof(int32_t));
+        return NB_ERR_OUT_OF_MEMORY;
+    }
+    int32_t *ws = NBI_ARR(t, wstart, int32_t);
+    memset(at, 0, (nt + 1) * sizeof(int32_t));
+    for (int32_t i = 0; i < count; i++) at[nbi_tile_of(t, pos + (size_t)i * d) + 1]++;
+    for (size_t c = 0; c < nt; c++) at[c + 1] += at[c] + (ws[c + 1] - ws[c]); // new starts
+    const double *opts = NBI_ARR(t, wpts, const double);
+    const uint64_t *oid = NBI_ARR(t, wid, const uint64_t);
+    const int32_t *onum = NBI_ARR(t, wnum, const int32_t);
+    for (size_t c = 0; c < nt; c++) { // old ones; `at` becomes the cursor of each tile
+        const int32_t o = ws[c], m = ws[c + 1] - ws[c];
+        if (m > 0) {
+            memcpy(wpts + (size_t)at[c] * d, opts + (size_t)o * d, (size_t)m * d * sizeof(double));
+            memcpy(wid + at[c], oid + o, (size_t)m * sizeof(uint64_t));
+            memcpy(wnum + at[c], onum + o, (size_t)m * sizeof(int32_t));
+        }
+        ws[c] = at[c];
+        at[c] += m;
+    }
+    for (int32_t i = 0; i < count; i++) {
+        const int32_t c = nbi_tile_of(t, pos + (size_t)i * d), w = at[c]++;
+        memcpy(wpts + (size_t)w * d, pos + (size_t)i * d, d * sizeof(double));
+        wnum[w] = t->nwp + i;
+        wid[w] = ids != NULL ? ids[i] : (uint64_t)(t->nwp + i);
+    }
+    ws[nt] = (int32_t)n;
+    nbi_free(&t->alloc, at, nt + 1, sizeof(int32_t));
+    nbi_free(&t->alloc, t->wpts.ptr, t->wpts.cap, d * sizeof(double));
+    nbi_free(&t->alloc, t->wid.ptr, t->wid.cap, sizeof(uint64_t));
+    nbi_free(&t->alloc, t->wnum.ptr, t->wnum.cap, sizeof(int32_t));
+    t->wpts.ptr = wpts;
+    t->wid.ptr = wid;
+    t->wnum.ptr = wnum;
+    t->wpts.cap = t->wid.cap = t->wnum.cap = n;
+    t->nwp = (int32_t)n;
+    return NB_OK;
+}
+
+nbStatus nb_tiles_add_waypoint(nbTiles *tiles, const double *pos, uint64_t id)
+{
+    if (tiles == NULL || pos == NULL) return NB_ERR_NULL_ARG;
+    return nb_tiles_add_waypoints(tiles, pos, &id, 1);
+}
+
+void nb_tiles_clear_waypoints(nbTiles *tiles)
+{
+    if (tiles == NULL) return;
+    memset(tiles->wstart.ptr, 0, tiles->wstart.cap * sizeof(int32_t));
+    tiles->nwp = 0;
+}
+
+// ---- validate ----
+
+nbStatus nb_tiles_validate(const nbTiles *tiles)
+{
+    if (tiles == NULL) return NB_ERR_NULL_ARG;
+    const nbTiles *t = tiles;
+    NBI_CHECK(t->dim == 2 || t->dim == 3);
+    NBI_CHECK(t->groups >= 1 && t->groups <= NB_TILES_MAX_GROUPS);
+    NBI_CHECK(t->ntiles == t->nt[0] * t->nt[1] && t->ntiles > 0);
+    NBI_CHECK(nbi_pool_validate(&t->pool) == NB_OK);
+    NBI_CHECK(nbi_pool_count(&t->pool) == t->count && t->count >= 0);
+    NBI_CHECK(t->top >= 0 && (size_t)t->top <= t->idx.cap && (size_t)t->top <= t->pts.cap);
+    NBI_CHECK((size_t)t->pool.used <= t->key.cap && (size_t)t->pool.used <= t->user.cap);
+    const int32_t *start = NBI_ARR(t, start, const int32_t), *end = NBI_ARR(t, end, const int32_t);
+    const int8_t *cls = NBI_ARR(t, cls, const int8_t);
+    const int32_t *idx = NBI_ARR(t, idx, const int32_t), *key = NBI_ARR(t, key, const int32_t);
+    const double *pts = NBI_ARR(t, pts, const double);
+    const int32_t blocks = t->ntiles * t->groups;
+    int64_t items = 0, block_positions = 0;
+    const uint32_t *occ = NBI_ARR(t, occ, const uint32_t);
+    for (int32_t b = 0; b < blocks; b++) {
+        NBI_CHECK(((occ[b / t->groups] >> (b % t->groups)) & 1u) == (cls[b] >= 0));
+        if (cls[b] < 0) {
+            NBI_CHECK(start[b] == 0 && end[b] == 0);
+            continue;
+        }
+        NBI_CHECK(cls[b] < NBI_TILES_CLASSES);
+        const int64_t size = (int64_t)1 << cls[b];
+        NBI_CHECK(start[b] >= 0 && start[b] + size <= t->top);
+        NBI_CHECK(end[b] > start[b] && end[b] - start[b] <= size);
+        block_positions += size;
+        for (int32_t p = start[b]; p < end[b]; p++) {
+            const int32_t s = idx[p];
+            NBI_CHECK(s >= 0 && s < t->pool.used);
+            NBI_CHECK(nbi_pool_slot_value(&t->pool, s) == p && key[s] == b);
+            const double *x = pts + (size_t)p * (size_t)t->dim;
+            NBI_CHECK(nbi_finite(x, t->dim));
+            NBI_CHECK(nbi_tile_of(t, x) == b / t->groups);
+            items++;
+        }
+    }
+    NBI_CHECK(items == t->count);
+    int64_t free_positions = 0;
+    for (int k = 0; k < NBI_TILES_CLASSES; k++) {
+        int64_t steps = 0;
+        for (int32_t b = t->free_block[k]; b >= 0; b = idx[b]) {
+            NBI_CHECK(b + ((int64_t)1 << k) <= t->top && ++steps <= t->top);
+            free_positions += (int64_t)1 << k;
+        }
+    }
+    NBI_CHECK(free_positions == t->free_positions);
+    NBI_CHECK(block_positions + free_positions == t->top);
+    // waypoints
+    const int32_t *ws = NBI_ARR(t, wstart, const int32_t);
+    NBI_CHECK(ws[0] == 0 && ws[t->ntiles] == t->nwp && (size_t)t->nwp <= t->wid.cap);
+    const double *wpts = NBI_ARR(t, wpts, const double);
+    for (int32_t c = 0; c < t->ntiles; c++) {
+        NBI_CHECK(ws[c] <= ws[c + 1]);
+        for (int32_t w = ws[c]; w < ws[c + 1]; w++) {
+            const double *x = wpts + (size_t)w * (size_t)t->dim;
+            NBI_CHECK(nbi_finite(x, t->dim) && nbi_tile_of(t, x) == c);
+            const int32_t num = NBI_ARR(t, wnum, const int32_t)[w];
+            NBI_CHECK(num >= 0 && num < t->nwp);
+        }
+    }
+    return NB_OK;
+}

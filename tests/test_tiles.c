@@ -1,0 +1,821 @@
+// SPDX-License-Identifier: MIT
+// The tile grid against a brute-force model: random insert / move / remove / set / clear
+// sequences over several worlds (square and non-square tiles, a tile size that does not divide
+// the world, one tile, 3D on x-z and on y-z, 32 groups), with positions inside, on tile
+// boundaries, duplicated, just outside and far outside the world; every query (radius by group
+// mask, nearest with exclude and max distance, knn, pairs between masks, waypoints within,
+// nearest and k nearest) compared with brute force, asked from inside and outside the world.
+// Also: neighbour tiles (corners, edges, rings, non-square radius rings), bad handles, the
+// order of results is deterministic, no allocation in a steady state, and a failing allocator
+// at every allocation of every operation that can allocate leaves the grid as it was.
+#include <nearby/tiles.h>
+
+#include "nb_test.h"
+
+#include <math.h>
+
+enum { MAXN = 600, MAXW = 300 };
+
+typedef struct Model {
+    nbTilesDesc desc;
+    int dim, groups;
+    double lo[2], hi[2]; // the world on the tiled axes (for generating positions)
+    int32_t n;
+    bool alive[MAXN];
+    double pos[MAXN][3];
+    int32_t group[MAXN];
+    nbHandle handle[MAXN];
+    int32_t nw;
+    double wpos[MAXW][3];
+    uint64_t wid[MAXW];
+} Model;
+
+static int32_t slot_of(nbHandle h)
+{
+    return (int32_t)(uint32_t)h.bits - 1;
+}
+
+static double dist2(const double *a, const double *b, int dim)
+{
+    const double dx = a[0] - b[0], dy = a[1] - b[1];
+    double d = dx * dx + dy * dy;
+    if (dim == 3) {
+        const double dz = a[2] - b[2];
+        d = d + dz * dz;
+    }
+    return d;
+}
+
+// A coordinate on tiled axis t: inside, on a tile boundary, just outside, far outside.
+static double random_coord(const Model *m, int t)
+{
+    const double lo = m->lo[t], hi = m->hi[t], w = hi - lo;
+    switch (nbt_int(12)) {
+    case 0: return lo - nbt_range(0.0, 2.0 * w);
+    case 1: return hi + nbt_range(0.0, 2.0 * w);
+    case 2: return nbt_int(2) ? -1e6 : 1e6;
+    case 3: return lo + w * (double)nbt_int(9) / 8.0; // boundaries of 8 or 4 tiles
+    case 4: return nbt_int(2) ? lo : hi;
+    default: return nbt_range(lo, hi);
+    }
+}
+
+static void random_pos(const Model *m, double *p)
+{
+    int32_t ax[2];
+    nbTilesDesc d = m->desc;
+    ax[0] = d.axes[0];
+    ax[1] = d.axes[1];
+    if (ax[0] == 0 && ax[1] == 0) ax[1] = m->dim == 3 ? 2 : 1;
+    for (int a = 0; a < m->dim; a++) p[a] = nbt_range(-3.0, 3.0);
+    if (m->n > 0 && nbt_int(10) == 0) { // a duplicate
+        memcpy(p, m->pos[nbt_int(m->n)], sizeof(double) * 3);
+        return;
+    }
+    p[ax[0]] = random_coord(m, 0);
+    p[ax[1]] = random_coord(m, 1);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+// Sorted user values of hits against sorted expected ones.
+static int same_set(uint64_t *got, uint64_t *want, int32_t n)
+{
+    qsort(got, (size_t)n, sizeof(uint64_t), cmp_u64);
+    qsort(want, (size_t)n, sizeof(uint64_t), cmp_u64);
+    for (int32_t i = 0; i < n; i++) NB_CHECK(got[i] == want[i]);
+    return 0;
+}
+
+// The expected k nearest: (dist2, key, user) sorted by dist2 then key.
+typedef struct Cand {
+    double d2;
+    uint64_t key, user;
+} Cand;
+
+static int cmp_cand(const void *a, const void *b)
+{
+    const Cand *x = (const Cand *)a, *y = (const Cand *)b;
+    if (x->d2 != y->d2) return x->d2 < y->d2 ? -1 : 1;
+    return x->key < y->key ? -1 : x->key > y->key;
+}
+
+static bool in_mask(uint32_t mask, int32_t g)
+{
+    return (mask >> g) & 1u;
+}
+
+static uint32_t random_mask(const Model *m)
+{
+    switch (nbt_int(4)) {
+    case 0: return 0xFFFFFFFFu;
+    case 1: return 1u << nbt_int(m->groups);
+    case 2: return (uint32_t)nbt_u64();
+    default: return nbt_int(20) == 0 ? 0u : ~(1u << nbt_int(m->groups));
+    }
+}
+
+static nbHitNeighbor knn_buf[MAXN + MAXW];
+static Cand cands[MAXN + MAXW];
+static nbHit hit_buf[MAXN + MAXW];
+static uint64_t got_u[MAXN * MAXN / 2 + MAXN], want_u[MAXN * MAXN / 2 + MAXN];
+static nbHitPair pair_buf[MAXN * MAXN / 2];
+
+// Every query against the model, at a query point q.
+static int check_queries(const nbTiles *t, const Model *m, const double *q)
+{
+    const int dim = m->dim;
+    NB_CHECK_OK(nb_tiles_validate(t));
+    int32_t live = 0;
+    for (int32_t i = 0; i < m->n; i++) live += m->alive[i];
+    NB_CHECK(nb_tiles_count(t) == live);
+    const double radii[] = {0.0, nbt_range(0.0, 2.0), nbt_range(0.0, 20.0), 1e7};
+    const double r = radii[nbt_int(4)];
+    const uint32_t mask = random_mask(m);
+
+    // radius
+    int32_t found = -1, want = 0;
+    NB_CHECK_OK(nb_tiles_query_radius(t, q, r, mask, hit_buf, MAXN, &found));
+    for (int32_t i = 0; i < m->n; i++) {
+        if (!m->alive[i] || !in_mask(mask, m->group[i])) continue;
+        if (dist2(m->pos[i], q, dim) <= r * r) want_u[want++] = (uint64_t)i;
+    }
+    NB_CHECK(found == want);
+    for (int32_t i = 0; i < found; i++) {
+        got_u[i] = hit_buf[i].user;
+        NB_CHECK(m->handle[hit_buf[i].user].bits == hit_buf[i].handle.bits);
+    }
+    if (same_set(got_u, want_u, found)) return 1;
+
+    // nearest, with an exclude and a max distance
+    nbHandle ex = NB_HANDLE_NULL;
+    if (live > 0 && nbt_int(2)) {
+        int32_t i;
+        do i = nbt_int(m->n);
+        while (!m->alive[i]);
+        ex = m->handle[i];
+    }
+    const double maxd = nbt_int(3) == 0 ? (double)INFINITY : nbt_range(0.0, 30.0);
+    int32_t nc = 0;
+    for (int32_t i = 0; i < m->n; i++) {
+        if (!m->alive[i] || !in_mask(mask, m->group[i]) || m->handle[i].bits == ex.bits) continue;
+        const double d2 = dist2(m->pos[i], q, dim);
+        if (maxd < (double)INFINITY && d2 > maxd * maxd) continue;
+        cands[nc].d2 = d2;
+        cands[nc].key = (uint64_t)slot_of(m->handle[i]);
+        cands[nc++].user = (uint64_t)i;
+    }
+    qsort(cands, (size_t)nc, sizeof(Cand), cmp_cand);
+    nbHitNeighbor one;
+    NB_CHECK_OK(nb_tiles_nearest(t, q, mask, maxd, ex, &one, &found));
+    NB_CHECK(found == (nc > 0));
+    if (nc > 0) NB_CHECK(one.hit.user == cands[0].user && one.dist2 == cands[0].d2);
+
+    // knn (no exclude, no limit)
+    nc = 0;
+    for (int32_t i = 0; i < m->n; i++) {
+        if (!m->alive[i] || !in_mask(mask, m->group[i])) continue;
+        cands[nc].d2 = dist2(m->pos[i], q, dim);
+        cands[nc].key = (uint64_t)slot_of(m->handle[i]);
+        cands[nc++].user = (uint64_t)i;
+    }
+    qsort(cands, (size_t)nc, sizeof(Cand), cmp_cand);
+    const int32_t k = nbt_int(3) == 0 ? nbt_int(MAXN) : nbt_int(6);
+    NB_CHECK_OK(nb_tiles_knn(t, q, k, mask, knn_buf, &found));
+    NB_CHECK(found == (k < nc ? k : nc));
+    for (int32_t i = 0; i < found; i++) {
+        NB_CHECK(knn_buf[i].hit.user == cands[i].user && knn_buf[i].dist2 == cands[i].d2);
+        NB_CHECK(knn_buf[i].hit.handle.bits == m->handle[cands[i].user].bits);
+    }
+
+    // waypoints within, nearest, k nearest
+    NB_CHECK(nb_tiles_waypoint_count(t) == m->nw);
+    NB_CHECK_OK(nb_tiles_query_waypoints(t, q, r, hit_buf, MAXW, &found));
+    want = 0;
+    for (int32_t w = 0; w < m->nw; w++)
+        if (dist2(m->wpos[w], q, dim) <= r * r) want_u[want++] = m->wid[w];
+    NB_CHECK(found == want);
+    for (int32_t i = 0; i < found; i++) {
+        NB_CHECK(hit_buf[i].handle.bits == 0);
+        got_u[i] = hit_buf[i].user;
+    }
+    if (same_set(got_u, want_u, found)) return 1;
+    nc = 0;
+    for (int32_t w = 0; w < m->nw; w++) {
+        cands[nc].d2 = dist2(m->wpos[w], q, dim);
+        cands[nc].key = (uint64_t)w;
+        cands[nc++].user = m->wid[w];
+    }
+    qsort(cands, (size_t)nc, sizeof(Cand), cmp_cand);
+    NB_CHECK_OK(nb_tiles_knn_waypoints(t, q, k, knn_buf, &found));
+    NB_CHECK(found == (k < nc ? k : nc));
+    for (int32_t i = 0; i < found; i++)
+        NB_CHECK(knn_buf[i].hit.user == cands[i].user && knn_buf[i].dist2 == cands[i].d2 &&
+                 knn_buf[i].hit.handle.bits == 0);
+    int32_t within = 0;
+    while (within < nc && maxd < (double)INFINITY && cands[within].d2 <= maxd * maxd) within++;
+    if (maxd == (double)INFINITY) within = nc;
+    NB_CHECK_OK(nb_tiles_nearest_waypoint(t, q, maxd, &one, &found));
+    NB_CHECK(found == (within > 0));
+    if (within > 0) NB_CHECK(one.hit.user == cands[0].user && one.dist2 == cands[0].d2);
+    return 0;
+}
+
+// Pairs between two masks against brute force: (a, b) with a in A, b in B, each unordered pair
+// once, a the lower slot when both orders qualify.
+static int check_pairs(const nbTiles *t, const Model *m)
+{
+    const double r = nbt_int(5) == 0 ? 0.0 : nbt_range(0.0, 6.0);
+    const uint32_t ga = random_mask(m), gb = nbt_int(2) ? ga : random_mask(m);
+    int64_t found = -1, count = -1;
+    NB_CHECK_OK(nb_tiles_pairs(t, r, ga, gb, pair_buf, MAXN * MAXN / 2, &found));
+    NB_CHECK_OK(nb_tiles_count_pairs(t, r, ga, gb, &count));
+    NB_CHECK(count == found);
+    int64_t want = 0;
+    for (int32_t i = 0; i < m->n; i++) {
+        if (!m->alive[i]) continue;
+        for (int32_t j = 0; j < m->n; j++) {
+            if (!m->alive[j] || i == j || dist2(m->pos[i], m->pos[j], m->dim) > r * r) continue;
+            const bool ij = in_mask(ga, m->group[i]) && in_mask(gb, m->group[j]);
+            const bool ji = in_mask(ga, m->group[j]) && in_mask(gb, m->group[i]);
+            if (!ij) continue;
+            if (ji && slot_of(m->handle[j]) < slot_of(m->handle[i])) continue;
+            want_u[want++] = (uint64_t)i * MAXN + (uint64_t)j;
+        }
+    }
+    NB_CHECK(found == want);
+    for (int64_t p = 0; p < found; p++) {
+        NB_CHECK(pair_buf[p].a.handle.bits == m->handle[pair_buf[p].a.user].bits);
+        NB_CHECK(pair_buf[p].b.handle.bits == m->handle[pair_buf[p].b.user].bits);
+        got_u[p] = pair_buf[p].a.user * MAXN + pair_buf[p].b.user;
+    }
+    return same_set(got_u, want_u, (int32_t)found);
+}
+
+static nbTilesDesc world(int kind, Model *m)
+{
+    nbTilesDesc d = {0};
+    d.origin[0] = -10.0;
+    d.origin[1] = 5.0;
+    d.size[0] = 40.0;
+    d.size[1] = 24.0;
+    d.tile_count[0] = 8;
+    d.tile_count[1] = 4; // tiles of 5 x 6
+    d.groups = 4;
+    switch (kind) {
+    case 1: // a tile size that does not divide the world: the far side grows
+        d.tile_count[0] = d.tile_count[1] = 0;
+        d.tile_size[0] = 3.0;
+        d.tile_size[1] = 7.0;
+        break;
+    case 2: // one tile
+        d.tile_count[0] = d.tile_count[1] = 1;
+        d.groups = 1;
+        break;
+    case 3: // 3D, tiles on x and z
+        d.dim = 3;
+        break;
+    case 4: // 3D, tiles on y and z, 32 groups
+        d.dim = 3;
+        d.axes[0] = 1;
+        d.axes[1] = 2;
+        d.groups = 32;
+        break;
+    case 5: // thin tiles, many of them
+        d.tile_count[0] = 64;
+        d.tile_count[1] = 2;
+        d.groups = 2;
+        break;
+    default: break;
+    }
+    memset(m, 0, sizeof *m);
+    m->desc = d;
+    m->dim = d.dim == 0 ? 2 : d.dim;
+    m->groups = d.groups;
+    for (int a = 0; a < 2; a++) {
+        m->lo[a] = d.origin[a];
+        m->hi[a] = d.origin[a] + d.size[a];
+    }
+    return d;
+}
+
+static int random_step(nbTiles *t, Model *m)
+{
+    const int op = nbt_int(20);
+    double p[3];
+    random_pos(m, p);
+    if ((op < 7 || m->n == 0) && m->n < MAXN) {
+        const int32_t g = nbt_int(m->groups);
+        NB_CHECK_OK(nb_tiles_insert(t, p, g, (uint64_t)m->n, &m->handle[m->n]));
+        memcpy(m->pos[m->n], p, sizeof p);
+        m->group[m->n] = g;
+        m->alive[m->n++] = true;
+        return 0;
+    }
+    const int32_t i = nbt_int(m->n);
+    if (op < 15) {
+        if (!m->alive[i]) {
+            NB_CHECK_STATUS(nb_tiles_move(t, m->handle[i], p), NB_ERR_BAD_HANDLE);
+            return 0;
+        }
+        if (nbt_int(3) == 0) // a small step, mostly inside the tile
+            for (int a = 0; a < m->dim; a++) p[a] = m->pos[i][a] + nbt_range(-1.0, 1.0);
+        NB_CHECK_OK(nb_tiles_move(t, m->handle[i], p));
+        memcpy(m->pos[i], p, sizeof p);
+    } else if (op < 18) {
+        NB_CHECK_STATUS(nb_tiles_remove(t, m->handle[i]), m->alive[i] ? NB_OK : NB_ERR_BAD_HANDLE);
+        m->alive[i] = false;
+    } else if (op == 18 && m->alive[i]) {
+        const int32_t g = nbt_int(m->groups);
+        NB_CHECK_OK(nb_tiles_set(t, m->handle[i], g, (uint64_t)i));
+        m->group[i] = g;
+    } else if (m->nw < MAXW - 40) { // waypoints, one or a batch
+        const int32_t c = nbt_int(2) ? 1 : 1 + nbt_int(30);
+        double wp[40 * 3]; // packed: dim doubles a waypoint
+        uint64_t ids[40];
+        for (int32_t w = 0; w < c; w++) {
+            double p3[3];
+            random_pos(m, p3);
+            memcpy(wp + (size_t)w * (size_t)m->dim, p3, sizeof(double) * (size_t)m->dim);
+            ids[w] = nbt_u64();
+            memcpy(m->wpos[m->nw + w], p3, sizeof p3);
+            m->wid[m->nw + w] = ids[w];
+        }
+        if (c == 1)
+            NB_CHECK_OK(nb_tiles_add_waypoint(t, wp, ids[0]));
+        else
+            NB_CHECK_OK(nb_tiles_add_waypoints(t, wp, ids, c));
+        m->nw += c;
+    }
+    return 0;
+}
+
+static Model model;
+
+static int test_random_sequences(void)
+{
+    for (int kind = 0; kind < 6; kind++) {
+        for (int run = 0; run < 6; run++) {
+            Model *m = &model;
+            nbTilesDesc d = world(kind, m);
+            nbTiles *t = NULL;
+            NB_CHECK_OK(nb_tiles_create(&d, &t));
+            const int steps = 150 + nbt_int(400);
+            for (int s = 0; s < steps; s++) {
+                if (m->dim == 2 && nbt_int(20) == 0 && m->nw < MAXW - 40) {
+                    // a 2D batch: packed 2 doubles each
+                    const int32_t c = 1 + nbt_int(30);
+                    double wp[40 * 2];
+                    for (int32_t w = 0; w < c; w++) {
+                        double p[3];
+                        random_pos(m, p);
+                        wp[2 * w] = p[0];
+                        wp[2 * w + 1] = p[1];
+                        memcpy(m->wpos[m->nw + w], p, sizeof p);
+                        m->wid[m->nw + w] = (uint64_t)(m->nw + w); // ids NULL: the number
+                    }
+                    NB_CHECK_OK(nb_tiles_add_waypoints(t, wp, NULL, c));
+                    m->nw += c;
+                } else if (m->dim == 3 || nbt_int(20) != 0) {
+                    if (random_step(t, m)) return 1;
+                }
+                if (s % 25 == 0) {
+                    double q[3];
+                    random_pos(m, q);
+                    if (check_queries(t, m, q)) return 1;
+                    if (m->n > 0) { // from an entity's own position
+                        if (check_queries(t, m, m->pos[nbt_int(m->n)])) return 1;
+                    }
+                }
+                if (s % 100 == 0 && check_pairs(t, m)) return 1;
+                if (nbt_int(400) == 0) { // clear: handles go stale, waypoints stay
+                    nb_tiles_clear(t);
+                    for (int32_t i = 0; i < m->n; i++) m->alive[i] = false;
+                    if (m->n > 0) {
+                        double p[3] = {0, 0, 0};
+                        NB_CHECK_STATUS(nb_tiles_move(t, m->handle[0], p), NB_ERR_BAD_HANDLE);
+                    }
+                }
+            }
+            if (check_pairs(t, m)) return 1;
+            for (int i = 0; i < 20; i++) {
+                double q[3];
+                random_pos(m, q);
+                if (check_queries(t, m, q)) return 1;
+            }
+            nb_tiles_destroy(t);
+        }
+    }
+    return 0;
+}
+
+// Waypoints in 2D are read 2 doubles a point; max_distance limits the nearest.
+static int test_waypoints_2d_packing(void)
+{
+    nbTilesDesc d = {0};
+    d.size[0] = d.size[1] = 10.0;
+    d.tile_count[0] = d.tile_count[1] = 5;
+    nbTiles *t = NULL;
+    NB_CHECK_OK(nb_tiles_create(&d, &t));
+    const double wp[6] = {1, 1, 9, 9, 5, 5};
+    const uint64_t ids[3] = {10, 20, 30};
+    NB_CHECK_OK(nb_tiles_add_waypoints(t, wp, ids, 3));
+    nbHitNeighbor nb;
+    int32_t found = 0;
+    const double q[2] = {8.5, 8.0};
+    NB_CHECK_OK(nb_tiles_nearest_waypoint(t, q, (double)INFINITY, &nb, &found));
+    NB_CHECK(found == 1 && nb.hit.user == 20 && nb.dist2 == 0.25 + 1.0);
+    NB_CHECK_OK(nb_tiles_nearest_waypoint(t, q, 1.0, &nb, &found));
+    NB_CHECK(found == 0);
+    nb_tiles_destroy(t);
+    return 0;
+}
+
+// Entities and waypoints far outside the world, asked from far outside: the edge tiles reach to
+// infinity, and the rings must not stop at a tile's nominal box.
+static int test_outside(void)
+{
+    nbTilesDesc d = {0};
+    d.size[0] = d.size[1] = 100.0;
+    d.tile_count[0] = d.tile_count[1] = 10;
+    d.groups = 2;
+    nbTiles *t = NULL;
+    NB_CHECK_OK(nb_tiles_create(&d, &t));
+    nbHandle h[4];
+    const double p0[2] = {-1000.0, 50.0}, p1[2] = {5.0, 50.0}, p2[2] = {-1000.0, 95.0},
+                 p3[2] = {55.0, 55.0};
+    NB_CHECK_OK(nb_tiles_insert(t, p0, 0, 0, &h[0])); // far left, tile (0, 5)
+    NB_CHECK_OK(nb_tiles_insert(t, p1, 0, 1, &h[1])); // inside, tile (0, 5)
+    NB_CHECK_OK(nb_tiles_insert(t, p2, 1, 2, &h[2])); // far left, tile (0, 9)
+    NB_CHECK_OK(nb_tiles_insert(t, p3, 1, 3, &h[3]));
+    nbHitNeighbor nb;
+    int32_t found = 0;
+    // From far left next to entity 2 (tile (0, 9)), group 0: entity 0 is 45 away in a tile
+    // 4 rows down; entity 1 is nearer to the tile's box but 1005 away.
+    const double q[2] = {-1000.0, 96.0};
+    NB_CHECK_OK(nb_tiles_nearest(t, q, 1u, (double)INFINITY, NB_HANDLE_NULL, &nb, &found));
+    NB_CHECK(found == 1 && nb.hit.user == 0 && nb.dist2 == 46.0 * 46.0);
+    // From inside, tile (5, 5): entity 3 excluded, group 1 leaves entity 2, a far-outside one.
+    const double q2[2] = {55.0, 55.0};
+    NB_CHECK_OK(nb_tiles_nearest(t, q2, 2u, (double)INFINITY, h[3], &nb, &found));
+    NB_CHECK(found == 1 && nb.hit.user == 2);
+    NB_CHECK_OK(nb_tiles_nearest(t, q2, 2u, 1000.0, h[3], &nb, &found));
+    NB_CHECK(found == 0);
+    // From far right, the nearest of all is entity 3.
+    const double q3[2] = {1e9, 55.0};
+    NB_CHECK_OK(nb_tiles_nearest(t, q3, 3u, (double)INFINITY, NB_HANDLE_NULL, &nb, &found));
+    NB_CHECK(found == 1 && nb.hit.user == 3);
+    // A radius query from far outside reaches entities inside.
+    nbHit hits[4];
+    NB_CHECK_OK(nb_tiles_query_radius(t, q3, 1e9 - 50.0, 3u, hits, 4, &found));
+    NB_CHECK(found == 1 && hits[0].user == 3);
+    NB_CHECK_OK(nb_tiles_validate(t));
+    nb_tiles_destroy(t);
+    return 0;
+}
+
+// Exactly r apart across a tile boundary, and ties broken by slot.
+static int test_boundaries_and_ties(void)
+{
+    nbTilesDesc d = {0};
+    d.size[0] = d.size[1] = 8.0;
+    d.tile_count[0] = d.tile_count[1] = 8;
+    nbTiles *t = NULL;
+    NB_CHECK_OK(nb_tiles_create(&d, &t));
+    nbHandle h[4];
+    const double a[2] = {2.0, 2.0}, b[2] = {4.0, 2.0}, c[2] = {0.0, 2.0}, e[2] = {2.0, 4.0};
+    NB_CHECK_OK(nb_tiles_insert(t, b, 0, 1, &h[0]));
+    NB_CHECK_OK(nb_tiles_insert(t, c, 0, 2, &h[1]));
+    NB_CHECK_OK(nb_tiles_insert(t, e, 0, 3, &h[2]));
+    NB_CHECK_OK(nb_tiles_insert(t, a, 0, 0, &h[3]));
+    nbHitNeighbor out[4];
+    int32_t found = 0;
+    NB_CHECK_OK(nb_tiles_knn(t, a, 4, 1u, out, &found));
+    NB_CHECK(found == 4 && out[0].hit.user == 0);
+    NB_CHECK(out[1].hit.user == 1 && out[2].hit.user == 2 && out[3].hit.user == 3); // by slot
+    nbHit hits[4];
+    NB_CHECK_OK(nb_tiles_query_radius(t, a, 2.0, 1u, hits, 4, &found));
+    NB_CHECK(found == 4);
+    NB_CHECK_OK(nb_tiles_query_radius(t, a, nextafter(2.0, 0.0), 1u, hits, 4, &found));
+    NB_CHECK(found == 1);
+    int64_t pairs = 0;
+    NB_CHECK_OK(nb_tiles_count_pairs(t, 2.0, 1u, 1u, &pairs));
+    NB_CHECK(pairs == 3);
+    nb_tiles_destroy(t);
+    return 0;
+}
+
+static int test_neighbors(void)
+{
+    nbTilesDesc d = {0};
+    d.size[0] = 40.0;
+    d.size[1] = 20.0;
+    d.tile_count[0] = 8;
+    d.tile_count[1] = 2; // tiles 5 x 10
+    nbTiles *t = NULL;
+    NB_CHECK_OK(nb_tiles_create(&d, &t));
+    int32_t out[64], found = 0;
+    NB_CHECK_OK(nb_tiles_neighbors(t, 0, 1, out, 64, &found)); // corner
+    NB_CHECK(found == 4 && out[0] == 0 && out[1] == 1 && out[2] == 8 && out[3] == 9);
+    NB_CHECK_OK(nb_tiles_neighbors(t, 3, 1, out, 64, &found)); // bottom edge
+    NB_CHECK(found == 6 && out[0] == 2 && out[5] == 12);
+    NB_CHECK_OK(nb_tiles_neighbors(t, 15, 0, out, 64, &found));
+    NB_CHECK(found == 1 && out[0] == 15);
+    NB_CHECK_STATUS(nb_tiles_neighbors(t, 4, 2, out, 3, &found), NB_ERR_BUFFER_TOO_SMALL);
+    NB_CHECK(found == 10 && out[0] == 2 && out[2] == 4);
+    // radius 10: 2 rings across (edge 5), 1 ring down (edge 10)
+    NB_CHECK_OK(nb_tiles_neighbors_radius(t, 4, 10.0, out, 64, &found));
+    NB_CHECK(found == 10 && out[0] == 2 && out[4] == 6 && out[5] == 10);
+    NB_CHECK_OK(nb_tiles_neighbors_radius(t, 4, 0.0, out, 64, &found));
+    NB_CHECK(found == 1 && out[0] == 4);
+    NB_CHECK_OK(nb_tiles_neighbors_radius(t, 4, 1e300, out, 64, &found));
+    NB_CHECK(found == 16);
+    // a 3x3 grid: the centre has 8 neighbours
+    d.tile_count[0] = d.tile_count[1] = 3;
+    nbTiles *t3 = NULL;
+    NB_CHECK_OK(nb_tiles_create(&d, &t3));
+    NB_CHECK_OK(nb_tiles_neighbors(t3, 4, 1, out, 64, &found));
+    NB_CHECK(found == 9);
+    int32_t tile = -2;
+    const double p[2] = {-5.0, 100.0};
+    NB_CHECK_OK(nb_tiles_tile_of(t3, p, &tile));
+    NB_CHECK(tile == 6);
+    nb_tiles_destroy(t3);
+    nb_tiles_destroy(t);
+    return 0;
+}
+
+static bool count_hit(nbHit hit, void *user)
+{
+    (void)hit;
+    (*(int32_t *)user)++;
+    return true;
+}
+
+static int test_bad_handles(void)
+{
+    nbTilesDesc d = {0};
+    d.size[0] = d.size[1] = 10.0;
+    d.tile_count[0] = d.tile_count[1] = 2;
+    d.groups = 2;
+    nbTiles *t = NULL, *other = NULL;
+    NB_CHECK_OK(nb_tiles_create(&d, &t));
+    NB_CHECK_OK(nb_tiles_create(&d, &other));
+    const double p[2] = {1, 1};
+    nbHandle h, o;
+    NB_CHECK_OK(nb_tiles_insert(t, p, 1, 7, &h));
+    NB_CHECK_OK(nb_tiles_insert(other, p, 1, 7, &o));
+    NB_CHECK_STATUS(nb_tiles_move(t, o, p), NB_ERR_BAD_HANDLE);
+    NB_CHECK_STATUS(nb_tiles_remove(t, NB_HANDLE_NULL), NB_ERR_BAD_HANDLE);
+    nbHitNeighbor nb;
+    int32_t found = 5;
+    NB_CHECK_STATUS(nb_tiles_nearest(t, p, 3u, (double)INFINITY, o, &nb, &found),
+                    NB_ERR_BAD_HANDLE);
+    NB_CHECK(found == 0);
+    NB_CHECK_OK(nb_tiles_remove(t, h));
+    NB_CHECK_STATUS(nb_tiles_remove(t, h), NB_ERR_BAD_HANDLE);
+    NB_CHECK_STATUS(nb_tiles_set(t, h, 0, 1), NB_ERR_BAD_HANDLE);
+    NB_CHECK_STATUS(nb_tiles_get(t, h, NULL, NULL, NULL), NB_ERR_BAD_HANDLE);
+    nbHandle h2;
+    NB_CHECK_OK(nb_tiles_insert(t, p, 0, 8, &h2)); // reuses the slot, new generation
+    NB_CHECK(h2.bits != h.bits);
+    NB_CHECK_STATUS(nb_tiles_move(t, h, p), NB_ERR_BAD_HANDLE);
+    int32_t g = -1;
+    uint64_t u = 0;
+    double at[2];
+    NB_CHECK_OK(nb_tiles_get(t, h2, at, &g, &u));
+    NB_CHECK(g == 0 && u == 8 && at[0] == 1.0);
+    found = 0;
+    NB_CHECK_OK(nb_tiles_visit_tile(t, 0, 1u, count_hit, &found));
+    NB_CHECK(found == 1);
+    NB_CHECK_OK(nb_tiles_validate(t));
+    nb_tiles_destroy(t);
+    nb_tiles_destroy(other);
+    return 0;
+}
+
+// The same calls give the same results in the same order.
+static int test_deterministic(void)
+{
+    uint64_t digest[2] = {0, 0};
+    for (int run = 0; run < 2; run++) {
+        nbt_rng_state = 12345;
+        Model *m = &model;
+        nbTilesDesc d = world(0, m);
+        nbTiles *t = NULL;
+        NB_CHECK_OK(nb_tiles_create(&d, &t));
+        for (int s = 0; s < 400; s++)
+            if (random_step(t, m)) return 1;
+        const double q[2] = {5.0, 10.0};
+        int32_t found = 0;
+        NB_CHECK_OK(nb_tiles_query_radius(t, q, 15.0, 0xFFFFFFFFu, hit_buf, MAXN, &found));
+        for (int32_t i = 0; i < found; i++) digest[run] = digest[run] * 31 + hit_buf[i].user;
+        int64_t np = 0;
+        NB_CHECK_OK(nb_tiles_pairs(t, 3.0, 1u, 6u, pair_buf, MAXN * MAXN / 2, &np));
+        for (int64_t i = 0; i < np; i++)
+            digest[run] = digest[run] * 31 + pair_buf[i].a.user * 7 + pair_buf[i].b.user;
+        nb_tiles_destroy(t);
+    }
+    NB_CHECK(digest[0] == digest[1] && digest[0] != 0);
+    return 0;
+}
+
+static int test_steady_state_allocates_nothing(void)
+{
+    nbtAlloc counter = {0};
+    nbAllocator al = nbt_allocator(&counter);
+    nbTilesDesc d = {0};
+    d.size[0] = d.size[1] = 80.0;
+    d.tile_count[0] = d.tile_count[1] = 20;
+    d.groups = 4;
+    d.capacity_hint = 3000;
+    d.allocator = &al;
+    nbTiles *t = NULL;
+    NB_CHECK_OK(nb_tiles_create(&d, &t));
+    enum { N = 3000 };
+    static double pos[N][2];
+    static nbHandle hd[N];
+    double wp[200][2];
+    for (int w = 0; w < 200; w++) {
+        wp[w][0] = nbt_range(0, 80);
+        wp[w][1] = nbt_range(0, 80);
+    }
+    NB_CHECK_OK(nb_tiles_add_waypoints(t, &wp[0][0], NULL, 200));
+    for (int32_t i = 0; i < N; i++) {
+        pos[i][0] = nbt_range(0, 80);
+        pos[i][1] = nbt_range(0, 80);
+        NB_CHECK_OK(nb_tiles_insert(t, pos[i], i % 4, (uint64_t)i, &hd[i]));
+    }
+    int64_t before = 0;
+    for (int frame = 0; frame < 400; frame++) {
+        if (frame == 200) before = counter.allocs;
+        for (int32_t i = 0; i < N; i++) {
+            for (int a = 0; a < 2; a++) pos[i][a] += nbt_range(-1.0, 1.0); // and out of bounds
+            NB_CHECK_OK(nb_tiles_move(t, hd[i], pos[i]));
+        }
+        for (int32_t i = frame; i < N; i += 100) {
+            nbHitNeighbor nb;
+            int32_t found = 0;
+            NB_CHECK_OK(nb_tiles_nearest(t, pos[i], ~(1u << (i % 4)), (double)INFINITY, hd[i], &nb,
+                                         &found));
+            NB_CHECK(found == 1);
+            NB_CHECK_OK(nb_tiles_nearest_waypoint(t, pos[i], (double)INFINITY, &nb, &found));
+            NB_CHECK(found == 1);
+            found = 0;
+            NB_CHECK_OK(nb_tiles_visit_radius(t, pos[i], 3.0, 0xFFFFFFFFu, count_hit, &found));
+            NB_CHECK(found >= 1);
+        }
+    }
+    NB_CHECK(counter.allocs == before);
+    NB_CHECK_OK(nb_tiles_validate(t));
+    nb_tiles_destroy(t);
+    NB_CHECK(counter.live_bytes == 0 && counter.allocs == counter.frees && !counter.size_mismatch);
+    return 0;
+}
+
+// The answers to a fixed probe, to show a failed call left the grid unchanged.
+static uint64_t fingerprint(const nbTiles *t)
+{
+    uint64_t f =
+        (uint64_t)nb_tiles_count(t) * 0x9E3779B97F4A7C15u + (uint64_t)nb_tiles_waypoint_count(t);
+    int64_t pairs = 0;
+    if (nb_tiles_count_pairs(t, 1.5, ~0u, ~0u, &pairs) != NB_OK) return 0;
+    f ^= (uint64_t)pairs * 0xBF58476D1CE4E5B9u;
+    static nbHit hits[256];
+    int32_t found = 0;
+    const double c[2] = {3.0, 3.0};
+    if (nb_tiles_query_radius(t, c, 6.0, ~0u, hits, 256, &found) != NB_OK) return 0;
+    for (int32_t i = 0; i < found; i++) f = f * 31 + hits[i].user + hits[i].handle.bits;
+    if (nb_tiles_query_waypoints(t, c, 60.0, hits, 256, &found) != NB_OK) return 0;
+    for (int32_t i = 0; i < found; i++) f = f * 31 + hits[i].user;
+    return f;
+}
+
+// Fail allocation i of each operation that can allocate, for every i: NB_ERR_OUT_OF_MEMORY, the
+// grid as it was, no leaks; each sweep ends on a try that succeeds.
+static int test_allocation_failure(void)
+{
+    for (int op = 0; op < 6; op++) {
+        bool succeeded = false;
+        for (int64_t fail = 1; fail < 400 && !succeeded; fail++) {
+            nbtAlloc counter = {0};
+            nbAllocator al = nbt_allocator(&counter);
+            nbTilesDesc d = {0};
+            d.size[0] = d.size[1] = 20.0;
+            d.tile_count[0] = d.tile_count[1] = 10;
+            d.groups = 3;
+            d.allocator = &al;
+            d.capacity_hint = op == 0 ? 50 : 0;
+            nbTiles *t = NULL;
+            if (op == 0) counter.fail_at = fail;
+            const nbStatus cst = nb_tiles_create(&d, &t);
+            if (op == 0) {
+                if (cst == NB_OK) {
+                    succeeded = !nbt_alloc_failed(&counter);
+                    NB_CHECK_OK(nb_tiles_validate(t));
+                    nb_tiles_destroy(t);
+                } else {
+                    NB_CHECK(cst == NB_ERR_OUT_OF_MEMORY && t == NULL &&
+                             nbt_alloc_failed(&counter));
+                }
+                NB_CHECK(counter.live_bytes == 0);
+                continue;
+            }
+            NB_CHECK_OK(cst);
+            static nbHandle hd[40];
+            for (int32_t i = 0; i < 40; i++) {
+                const double p[2] = {(double)(i % 7) * 0.9, (double)(i / 7) * 0.8};
+                NB_CHECK_OK(nb_tiles_insert(t, p, i % 3, (uint64_t)i, &hd[i]));
+            }
+            counter.fail_at = counter.allocs + fail;
+            nbStatus st = NB_OK;
+            for (int32_t s = 0; s < 60 && st == NB_OK; s++) {
+                const double p[2] = {(double)(s % 10) * 2.0 + 0.5, 19.5 - (double)(s % 10) * 2.0};
+                const uint64_t before = fingerprint(t);
+                const size_t bytes = nb_tiles_memory_bytes(t);
+                nbHandle extra = {1};
+                if (op == 1) st = nb_tiles_insert(t, p, s % 3, 100 + (uint64_t)s, &extra);
+                if (op == 2) st = nb_tiles_move(t, hd[s % 40], p);
+                if (op == 3) st = nb_tiles_reserve(t, 1000 + 100 * s);
+                if (op == 4) st = nb_tiles_add_waypoints(t, p, NULL, 1);
+                if (op == 5) st = nb_tiles_set(t, hd[s % 40], (s + 1) % 3, 5);
+                if (st != NB_OK) {
+                    NB_CHECK(st == NB_ERR_OUT_OF_MEMORY && nbt_alloc_failed(&counter));
+                    NB_CHECK(op != 1 || extra.bits == 0);
+                    NB_CHECK(fingerprint(t) == before && nb_tiles_memory_bytes(t) == bytes);
+                }
+            }
+            succeeded = st == NB_OK && !nbt_alloc_failed(&counter);
+            NB_CHECK_OK(nb_tiles_validate(t));
+            nb_tiles_destroy(t);
+            NB_CHECK(counter.live_bytes == 0 && !counter.size_mismatch);
+        }
+        if (!succeeded) fprintf(stderr, "op %d never succeeded\n", op);
+        NB_CHECK(succeeded);
+    }
+    return 0;
+}
+
+static int test_create_checks(void)
+{
+    nbTiles *t = (nbTiles *)(uintptr_t)1;
+    nbTilesDesc d = {0};
+    d.size[0] = d.size[1] = 10.0;
+    NB_CHECK_STATUS(nb_tiles_create(&d, &t), NB_ERR_OUT_OF_RANGE); // no tile count or size
+    NB_CHECK(t == NULL);
+    d.tile_count[0] = d.tile_count[1] = 4;
+    d.origin[0] = (double)NAN;
+    NB_CHECK_STATUS(nb_tiles_create(&d, &t), NB_ERR_NOT_FINITE);
+    d.origin[0] = 0.0;
+    d.size[1] = -1.0;
+    NB_CHECK_STATUS(nb_tiles_create(&d, &t), NB_ERR_OUT_OF_RANGE);
+    d.size[1] = 10.0;
+    d.groups = 33;
+    NB_CHECK_STATUS(nb_tiles_create(&d, &t), NB_ERR_OUT_OF_RANGE);
+    d.groups = 0;
+    d.dim = 3;
+    d.axes[0] = 2;
+    d.axes[1] = 2;
+    NB_CHECK_STATUS(nb_tiles_create(&d, &t), NB_ERR_OUT_OF_RANGE);
+    d.axes[1] = 3;
+    NB_CHECK_STATUS(nb_tiles_create(&d, &t), NB_ERR_OUT_OF_RANGE);
+    d.axes[1] = 0; // z and x
+    NB_CHECK_OK(nb_tiles_create(&d, &t));
+    int32_t count[2], axes[2];
+    double edge[2];
+    NB_CHECK_OK(nb_tiles_shape(t, count, edge, axes, NULL));
+    NB_CHECK(count[0] == 4 && edge[1] == 2.5 && axes[0] == 2 && axes[1] == 0);
+    nb_tiles_destroy(t);
+    d.tile_count[0] = d.tile_count[1] = 4096;
+    NB_CHECK_STATUS(nb_tiles_create(&d, &t), NB_ERR_OUT_OF_RANGE); // 2^24 tiles
+    d.tile_count[0] = d.tile_count[1] = 0;
+    d.tile_size[0] = d.tile_size[1] = 3.0; // 10 / 3: 4 tiles, the world grows to 12
+    d.dim = 2;
+    d.axes[0] = d.axes[1] = 0;
+    NB_CHECK_OK(nb_tiles_create(&d, &t));
+    NB_CHECK_OK(nb_tiles_shape(t, count, edge, axes, NULL));
+    NB_CHECK(count[0] == 4 && count[1] == 4 && edge[0] == 3.0 && axes[1] == 1);
+    nb_tiles_destroy(t);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const nbtCase cases[] = {
+        {"random_sequences", test_random_sequences},
+        {"waypoints_2d_packing", test_waypoints_2d_packing},
+        {"outside", test_outside},
+        {"boundaries_and_ties", test_boundaries_and_ties},
+        {"neighbors", test_neighbors},
+        {"bad_handles", test_bad_handles},
+        {"deterministic", test_deterministic},
+        {"steady_state_allocates_nothing", test_steady_state_allocates_nothing},
+        {"allocation_failure", test_allocation_failure},
+        {"create_checks", test_create_checks},
+    };
+    return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
+}
