@@ -12,25 +12,24 @@
 // bounds hold all of it. Placement tests the stored bounds, the same doubles queries test, so
 // rounding can never put a rectangle outside the box that prunes it.
 //
-// Rectangles of a node sit in a chain of fixed-size pages (NBI_QT_PAGE positions each): the
-// first page of the chain is the only one that may be partly full, so an insert appends to it
-// and a removal moves the node's last rectangle (there) into the hole. Per position we keep the
-// box, handle bits, user value and filter bits, so a query reads each page front to back. A
-// page records its node, so a rectangle's node is found from its position; the handle pool maps
-// a handle to its position. Pages and node groups are recycled through free lists: a steady
-// moving workload stops allocating once they have grown to its needs.
+// Rectangles of a node are contiguous: the node owns a block of 2^cls positions in an arena and
+// its rectangles fill the block's front. Per position we keep the box, the handle bits, the user
+// value, the filter bits and the owning node. An insert appends (a full block moves to one twice
+// as large); a removal moves the node's last rectangle into the hole; a node that empties gives
+// its block back. Freed blocks wait on a free list per size and are reused before the arena
+// grows, so a steady moving workload stops allocating. nb_quadtree_build lays a whole tree out
+// at once, nodes and blocks in depth-first order, so that a query walks memory mostly forwards.
 //
 // Everything a change can allocate is prepared first (nbi_qt_room), so a failure leaves the tree
 // as it was. Traversals are iterative: the root grows at most NBI_QT_GROW_MAX times and levels
 // go at most to NB_QUADTREE_MAX_DEPTH, so a depth-first stack of NBI_QT_STACK entries suffices.
 //
 // Invariants (nb_quadtree_validate): the pool's own; count == live handles == rectangles in
-// nodes; node 0 and 1 are never free; a group's four nodes have the same parent, the next
-// level, bounds within the parent's bounds; a node's pages chain holds exactly `count`
-// positions, every page but the first full, each page naming the node; each position holds a
-// live slot whose pool value is that position and whose box lies within the node's bounds;
-// free pages and free groups are chained and counted, and pages in use plus free pages equal
-// page_top (likewise groups).
+// nodes; nodes 0 and 1 are never free; a group's four nodes have the same parent, the next
+// level, bounds within the parent's bounds; a node with rectangles owns a block that holds them
+// (count <= 2^cls), a node without owns none; each position in use holds a live slot whose pool
+// value is that position, names its node and has its box within the node's bounds; live blocks
+// plus free blocks cover [0, top) exactly; free groups are chained and counted.
 #include <nearby/quadtree.h>
 
 #include "handle_pool.h"
@@ -39,7 +38,6 @@
 #include <string.h>
 
 enum {
-    NBI_QT_PAGE = 8,      // positions a page
     NBI_QT_ROOT = 0,      // node index of the root
     NBI_QT_OUT = 1,       // node index of the outside list
     NBI_QT_GROUPS = 2,    // first node index of the groups
@@ -48,23 +46,20 @@ enum {
     NBI_QT_STACK = 4 * (NB_QUADTREE_MAX_DEPTH + NBI_QT_GROW_MAX + 4),
     NBI_QT_DEFAULT_THRESHOLD = 8,
     NBI_QT_DEFAULT_DEPTH = 24,
+    NBI_QT_CLASSES = 31, // block sizes 2^0 .. 2^30
+    NBI_QT_MIN_CLS = 2,  // a node's first block holds 4
 };
 
 typedef struct nbiQtNode {
     double lo[2], hi[2];   // bounds: every rectangle of the subtree lies within (closed)
-    double clo[2], chi[2]; // cell: the quadrant; children split it at its middle
     int32_t child;         // first node of the children's group, -1 for a leaf; free: next free
-    int32_t parent;        // -1 for the root and the outside list
-    int32_t head;          // first page of the chain, -1 when empty
+    int32_t start;         // first position of its block (when cls >= 0)
     int32_t count;         // rectangles held by this node
+    int32_t cls;           // log2 of its block's size, -1 when it has none
+    double clo[2], chi[2]; // cell: the quadrant; children split it at its middle
+    int32_t parent;        // -1 for the root and the outside list, -2 in a free group
     int32_t level;         // depth: the first root is 0, a grown root negative
 } nbiQtNode;
-
-typedef struct nbiQtPage {
-    int32_t next; // next page of the node's chain (free: next free page), -1 at the end
-    int32_t n;    // positions used, 1..NBI_QT_PAGE (0 when free)
-    int32_t node; // the node whose chain it is in, -1 when free
-} nbiQtPage;
 
 struct nbQuadtree {
     nbAllocator alloc;
@@ -76,20 +71,22 @@ struct nbQuadtree {
     nbiPool pool; // a slot's value is its rectangle's position
     nbiBuf nodes; // nbiQtNode
     int32_t node_top, free_group, free_groups;
-    nbiBuf pages; // nbiQtPage
-    int32_t page_top, free_page, free_pages;
     nbiBuf box;       // double[4] per position: min x, min y, max x, max y
     nbiBuf hnd, user; // uint64_t per position
     nbiBuf cat, mask; // uint32_t per position
+    nbiBuf own;       // int32_t per position: its node; a free block's first: the next free block
+    int32_t top;      // positions [0, top) belong to blocks, live or free
+    int32_t free_block[NBI_QT_CLASSES];
+    int32_t free_count[NBI_QT_CLASSES];
 };
 
 #define NBI_NODES(q) ((nbiQtNode *)(q)->nodes.ptr)
-#define NBI_PAGES(q) ((nbiQtPage *)(q)->pages.ptr)
 #define NBI_BOX(q) ((double *)(q)->box.ptr)
 #define NBI_HND(q) ((uint64_t *)(q)->hnd.ptr)
 #define NBI_USER(q) ((uint64_t *)(q)->user.ptr)
 #define NBI_CAT(q) ((uint32_t *)(q)->cat.ptr)
 #define NBI_MASK(q) ((uint32_t *)(q)->mask.ptr)
+#define NBI_OWN(q) ((int32_t *)(q)->own.ptr)
 
 // ---- geometry ----
 
@@ -133,7 +130,7 @@ NBI_INLINE double nbi_dist2(const double *p, double lx, double ly, double hx, do
     return dx * dx + dy * dy;
 }
 
-// A ray: origin, unit direction, its inverse per axis, and the largest t.
+// A ray: origin, unit direction and the largest t.
 typedef struct nbiRay {
     double o[2], d[2], tmax;
 } nbiRay;
@@ -168,16 +165,24 @@ NBI_INLINE bool nbi_pass(nbFilter f, uint32_t cat, uint32_t mask)
     return (f.category & mask) != 0 && (cat & f.mask) != 0;
 }
 
+// The block class that holds n rectangles.
+static int nbi_cls_for(int64_t n)
+{
+    int c = NBI_QT_MIN_CLS;
+    while (((int64_t)1 << c) < n) c++;
+    return c;
+}
+
 // ---- storage ----
 
-enum { NBI_QT_POS_BUFS = 5 };
+enum { NBI_QT_POS_BUFS = 6 };
 
 static void nbi_qt_pos_bufs(nbQuadtree *q, nbiBuf *buf[NBI_QT_POS_BUFS],
                             size_t elem[NBI_QT_POS_BUFS])
 {
-    nbiBuf *b[NBI_QT_POS_BUFS] = {&q->box, &q->hnd, &q->user, &q->cat, &q->mask};
+    nbiBuf *b[NBI_QT_POS_BUFS] = {&q->box, &q->hnd, &q->user, &q->cat, &q->mask, &q->own};
     const size_t e[NBI_QT_POS_BUFS] = {4 * sizeof(double), sizeof(uint64_t), sizeof(uint64_t),
-                                       sizeof(uint32_t), sizeof(uint32_t)};
+                                       sizeof(uint32_t),   sizeof(uint32_t), sizeof(int32_t)};
     for (int i = 0; i < NBI_QT_POS_BUFS; i++) {
         buf[i] = b[i];
         elem[i] = e[i];
@@ -191,95 +196,97 @@ static void nbi_qt_commit(const nbAllocator *a, nbiBuf *cur, const nbiBuf *next,
     nbi_buf_commit(a, cur, next, elem);
 }
 
-// Makes room for `items` more handles, `pages` more pages and `groups` more node groups, all
-// or nothing. Afterwards the change that asked cannot fail.
-static nbStatus nbi_qt_room(nbQuadtree *q, int32_t items, int64_t pages, int64_t groups)
+// What a change needs: handles, node groups, and blocks by class (served by the free lists
+// first, then from the arena's end).
+typedef struct nbiQtNeed {
+    int32_t items;
+    int64_t groups;
+    int64_t positions; // positions from the arena's end beyond the blocks below
+    int nblocks;
+    int8_t cls[8];
+} nbiQtNeed;
+
+static void nbi_need_block(nbiQtNeed *need, int cls)
 {
-    if ((int64_t)q->count + items > NBI_QT_MAX_ITEMS) return NB_ERR_OUT_OF_RANGE;
-    const int64_t page_need =
-        (int64_t)q->page_top + (pages > q->free_pages ? pages - q->free_pages : 0);
-    const int64_t node_need =
-        (int64_t)q->node_top + 4 * (groups > q->free_groups ? groups - q->free_groups : 0);
-    if (page_need * NBI_QT_PAGE > INT32_MAX || node_need > INT32_MAX) return NB_ERR_OUT_OF_RANGE;
+    NB_ASSERT(need->nblocks < 8);
+    need->cls[need->nblocks++] = (int8_t)cls;
+}
+
+// Makes room for `need`, all or nothing. Afterwards the change that asked cannot fail.
+static nbStatus nbi_qt_room(nbQuadtree *q, const nbiQtNeed *need)
+{
+    if ((int64_t)q->count + need->items > NBI_QT_MAX_ITEMS) return NB_ERR_OUT_OF_RANGE;
+    int64_t positions = (int64_t)q->top + need->positions;
+    for (int b = 0; b < need->nblocks; b++) {
+        int same = 0; // earlier requests of the same class use up its free list first
+        for (int e = 0; e < b; e++) same += need->cls[e] == need->cls[b];
+        if (q->free_count[need->cls[b]] <= same) positions += (int64_t)1 << need->cls[b];
+    }
+    const int64_t groups = need->groups > q->free_groups ? need->groups - q->free_groups : 0;
+    const int64_t node_need = (int64_t)q->node_top + 4 * groups;
+    if (positions > INT32_MAX || node_need > INT32_MAX) return NB_ERR_OUT_OF_RANGE;
     nbiBuf *pos[NBI_QT_POS_BUFS];
     size_t elem[NBI_QT_POS_BUFS];
     nbi_qt_pos_bufs(q, pos, elem);
-    bool room = nbi_pool_room(&q->pool) >= items && (size_t)page_need <= q->pages.cap &&
-                (size_t)node_need <= q->nodes.cap;
-    for (int b = 0; b < NBI_QT_POS_BUFS && room; b++)
-        room = (size_t)(page_need * NBI_QT_PAGE) <= pos[b]->cap;
+    bool room = nbi_pool_room(&q->pool) >= need->items && (size_t)node_need <= q->nodes.cap;
+    for (int b = 0; b < NBI_QT_POS_BUFS && room; b++) room = (size_t)positions <= pos[b]->cap;
     if (room) return NB_OK;
 
     nbiPoolPrep prep;
-    nbStatus st = nbi_pool_prepare(&q->pool, items, &prep);
+    nbStatus st = nbi_pool_prepare(&q->pool, need->items, &prep);
     if (st != NB_OK) return st;
     nbiBuf next_pos[NBI_QT_POS_BUFS];
-    nbiBuf next_pages, next_nodes;
-    int done = 0;
-    bool ok =
-        nbi_buf_prepare(&q->alloc, &q->pages, &next_pages, (size_t)page_need, sizeof(nbiQtPage));
-    if (ok) {
-        ok = nbi_buf_prepare(&q->alloc, &q->nodes, &next_nodes, (size_t)node_need,
-                             sizeof(nbiQtNode));
-        if (!ok) nbi_buf_abandon(&q->alloc, &q->pages, &next_pages, sizeof(nbiQtPage));
-    }
-    for (; ok && done < NBI_QT_POS_BUFS; done++) {
-        // Position buffers follow the page buffer's capacity, so they never lag behind it.
-        const size_t need = next_pages.cap * NBI_QT_PAGE;
-        if (!nbi_buf_prepare(&q->alloc, pos[done], &next_pos[done], need, elem[done])) {
-            for (int f = 0; f < done; f++)
-                nbi_buf_abandon(&q->alloc, pos[f], &next_pos[f], elem[f]);
-            nbi_buf_abandon(&q->alloc, &q->pages, &next_pages, sizeof(nbiQtPage));
-            nbi_buf_abandon(&q->alloc, &q->nodes, &next_nodes, sizeof(nbiQtNode));
-            ok = false;
-        }
-    }
-    if (!ok) {
+    nbiBuf next_nodes;
+    if (!nbi_buf_prepare(&q->alloc, &q->nodes, &next_nodes, (size_t)node_need, sizeof(nbiQtNode))) {
         nbi_pool_abandon(&q->pool, &prep);
         return NB_ERR_OUT_OF_MEMORY;
+    }
+    for (int b = 0; b < NBI_QT_POS_BUFS; b++) {
+        // Every position buffer gets the capacity the first one got, so they stay in step.
+        const size_t want = b == 0 ? (size_t)positions : next_pos[0].cap;
+        if (!nbi_buf_prepare(&q->alloc, pos[b], &next_pos[b], want, elem[b])) {
+            for (int f = 0; f < b; f++) nbi_buf_abandon(&q->alloc, pos[f], &next_pos[f], elem[f]);
+            nbi_buf_abandon(&q->alloc, &q->nodes, &next_nodes, sizeof(nbiQtNode));
+            nbi_pool_abandon(&q->pool, &prep);
+            return NB_ERR_OUT_OF_MEMORY;
+        }
     }
     nbi_pool_commit(&q->pool, &prep);
     for (int b = 0; b < NBI_QT_POS_BUFS; b++)
         nbi_qt_commit(&q->alloc, pos[b], &next_pos[b], elem[b]);
-    nbi_qt_commit(&q->alloc, &q->pages, &next_pages, sizeof(nbiQtPage));
     nbi_qt_commit(&q->alloc, &q->nodes, &next_nodes, sizeof(nbiQtNode));
     return NB_OK;
 }
 
-static int32_t nbi_page_take(nbQuadtree *q, int32_t node)
+// A block of class c (room prepared): from its free list, else from the arena's end.
+static int32_t nbi_block_take(nbQuadtree *q, int c)
 {
-    int32_t p;
-    if (q->free_page >= 0) {
-        p = q->free_page;
-        q->free_page = NBI_PAGES(q)[p].next;
-        q->free_pages--;
-    } else {
-        NB_ASSERT((size_t)q->page_top < q->pages.cap);
-        p = q->page_top++;
+    int32_t s = q->free_block[c];
+    if (s >= 0) {
+        q->free_block[c] = NBI_OWN(q)[s];
+        q->free_count[c]--;
+        return s;
     }
-    nbiQtPage *pg = &NBI_PAGES(q)[p];
-    pg->n = 0;
-    pg->node = node;
-    pg->next = -1;
-    return p;
+    NB_ASSERT((size_t)q->top + ((size_t)1 << c) <= q->own.cap);
+    s = q->top;
+    q->top += (int32_t)1 << c;
+    return s;
 }
 
-static void nbi_page_give(nbQuadtree *q, int32_t p)
+static void nbi_block_give(nbQuadtree *q, int32_t start, int c)
 {
-    nbiQtPage *pg = &NBI_PAGES(q)[p];
-    pg->n = 0;
-    pg->node = -1;
-    pg->next = q->free_page;
-    q->free_page = p;
-    q->free_pages++;
+    NBI_OWN(q)[start] = q->free_block[c];
+    q->free_block[c] = start;
+    q->free_count[c]++;
 }
 
 static void nbi_node_init(nbiQtNode *n, int32_t parent, int32_t level)
 {
     n->child = -1;
     n->parent = parent;
-    n->head = -1;
+    n->start = 0;
     n->count = 0;
+    n->cls = -1;
     n->level = level;
 }
 
@@ -302,64 +309,73 @@ static void nbi_group_give(nbQuadtree *q, int32_t g)
 {
     nbiQtNode *n = &NBI_NODES(q)[g];
     for (int k = 0; k < 4; k++) {
-        n[k].parent = -2; // marks a free group
-        n[k].head = -1;
-        n[k].count = 0;
-        n[k].child = -1;
+        NB_ASSERT(n[k].count == 0 && n[k].cls < 0 && n[k].child < 0);
+        n[k].parent = -2;
     }
     n[0].child = q->free_group;
     q->free_group = g;
     q->free_groups++;
 }
 
-// Copies a rectangle's data to position `to` (from the caller's values).
-static void nbi_put(nbQuadtree *q, int32_t to, const double *b, uint64_t hnd, uint64_t user,
-                    uint32_t cat, uint32_t mask)
+// Writes a rectangle's data at position `to` of node n and points its slot there.
+static void nbi_put(nbQuadtree *q, int32_t to, int32_t n, const double *b, uint64_t hnd,
+                    uint64_t user, uint32_t cat, uint32_t mask)
 {
     memcpy(NBI_BOX(q) + 4 * (size_t)to, b, 4 * sizeof(double));
     NBI_HND(q)[to] = hnd;
     NBI_USER(q)[to] = user;
     NBI_CAT(q)[to] = cat;
     NBI_MASK(q)[to] = mask;
+    NBI_OWN(q)[to] = n;
     nbi_pool_set_slot_value(&q->pool, (int32_t)((uint32_t)hnd - 1u), to);
 }
 
-// Appends a rectangle to node `n` (room prepared); returns its position.
+// Moves the rectangle at `from` to `to`, now of node n.
+static void nbi_move_pos(nbQuadtree *q, int32_t from, int32_t to, int32_t n)
+{
+    double b[4];
+    memcpy(b, NBI_BOX(q) + 4 * (size_t)from, sizeof b);
+    nbi_put(q, to, n, b, NBI_HND(q)[from], NBI_USER(q)[from], NBI_CAT(q)[from], NBI_MASK(q)[from]);
+}
+
+// The block an append to node n needs: -1 if it has room.
+static int nbi_append_cls(const nbiQtNode *n)
+{
+    if (n->cls < 0) return NBI_QT_MIN_CLS;
+    return n->count < ((int32_t)1 << n->cls) ? -1 : n->cls + 1;
+}
+
+// Appends a rectangle to node n (room prepared); returns its position.
 static int32_t nbi_append(nbQuadtree *q, int32_t n, const double *b, uint64_t hnd, uint64_t user,
                           uint32_t cat, uint32_t mask)
 {
-    nbiQtNode *node = &NBI_NODES(q)[n];
-    int32_t p = node->head;
-    if (p < 0 || NBI_PAGES(q)[p].n == NBI_QT_PAGE) {
-        int32_t fresh = nbi_page_take(q, n);
-        node = &NBI_NODES(q)[n];
-        NBI_PAGES(q)[fresh].next = p;
-        node->head = fresh;
-        p = fresh;
+    const int c = nbi_append_cls(&NBI_NODES(q)[n]);
+    if (c >= 0) {
+        const int32_t s = nbi_block_take(q, c);
+        nbiQtNode *node = &NBI_NODES(q)[n];
+        for (int32_t i = 0; i < node->count; i++) nbi_move_pos(q, node->start + i, s + i, n);
+        if (node->cls >= 0) nbi_block_give(q, node->start, node->cls);
+        node->start = s;
+        node->cls = c;
     }
-    const int32_t at = p * NBI_QT_PAGE + NBI_PAGES(q)[p].n++;
-    node->count++;
-    nbi_put(q, at, b, hnd, user, cat, mask);
+    nbiQtNode *node = &NBI_NODES(q)[n];
+    const int32_t at = node->start + node->count++;
+    nbi_put(q, at, n, b, hnd, user, cat, mask);
     return at;
 }
 
-// Takes the rectangle at position `at` out of its node: the node's last rectangle (the last of
-// its first page) moves into the hole.
+// Takes the rectangle at position `at` out of its node: the node's last rectangle moves into
+// the hole; a node left empty gives its block back.
 static void nbi_take_out(nbQuadtree *q, int32_t at)
 {
-    const int32_t n = NBI_PAGES(q)[at / NBI_QT_PAGE].node;
+    const int32_t n = NBI_OWN(q)[at];
     nbiQtNode *node = &NBI_NODES(q)[n];
-    const int32_t head = node->head;
-    nbiQtPage *hp = &NBI_PAGES(q)[head];
-    const int32_t last = head * NBI_QT_PAGE + hp->n - 1;
-    if (last != at)
-        nbi_put(q, at, NBI_BOX(q) + 4 * (size_t)last, NBI_HND(q)[last], NBI_USER(q)[last],
-                NBI_CAT(q)[last], NBI_MASK(q)[last]);
-    hp->n--;
-    node->count--;
-    if (hp->n == 0) {
-        node->head = hp->next;
-        nbi_page_give(q, head);
+    const int32_t last = node->start + node->count - 1;
+    if (last != at) nbi_move_pos(q, last, at, n);
+    if (--node->count == 0) {
+        nbi_block_give(q, node->start, node->cls);
+        node->cls = -1;
+        node->start = 0;
     }
 }
 
@@ -386,8 +402,9 @@ static void nbi_child_geometry(const nbQuadtree *q, const nbiQtNode *parent, int
     }
 }
 
-// The child of internal node `n` that takes box b, or -1 when b stays in n.
-NBI_INLINE int32_t nbi_pick(const nbQuadtree *q, const nbiQtNode *n, const double *b)
+// Which of the four children `kids` of node n takes box b: 0..3, or -1 when b stays in n.
+NBI_INLINE int nbi_pick(const nbQuadtree *q, const nbiQtNode *n, const nbiQtNode *kids,
+                        const double *b)
 {
     int k = 0;
     for (int a = 0; a < 2; a++) {
@@ -400,24 +417,24 @@ NBI_INLINE int32_t nbi_pick(const nbQuadtree *q, const nbiQtNode *n, const doubl
         }
         k |= 1 << a;
     }
-    const int32_t c = n->child + k;
-    return nbi_within(&NBI_NODES(q)[c], b) ? c : -1;
+    return nbi_within(&kids[k], b) ? k : -1;
 }
 
 // The node that takes box b, descending from `from` (whose bounds hold b).
 static int32_t nbi_descend(const nbQuadtree *q, int32_t from, const double *b)
 {
+    const nbiQtNode *nodes = NBI_NODES(q);
     int32_t n = from;
     for (;;) {
-        const nbiQtNode *node = &NBI_NODES(q)[n];
+        const nbiQtNode *node = &nodes[n];
         if (node->child < 0) return n;
-        const int32_t c = nbi_pick(q, node, b);
-        if (c < 0) return n;
-        n = c;
+        const int k = nbi_pick(q, node, &nodes[node->child], b);
+        if (k < 0) return n;
+        n = node->child + k;
     }
 }
 
-// The root's bounds for a cell (before any clamping: the root has no parent).
+// The root's bounds for its cell (the root has no parent to clamp to).
 static void nbi_root_bounds(const nbQuadtree *q, nbiQtNode *r)
 {
     for (int a = 0; a < 2; a++) {
@@ -454,7 +471,7 @@ static void nbi_grow(nbQuadtree *q, const double *b)
 {
     const int32_t g = nbi_group_take(q);
     nbiQtNode *nodes = NBI_NODES(q);
-    nbiQtNode old = nodes[NBI_QT_ROOT];
+    const nbiQtNode old = nodes[NBI_QT_ROOT];
     nbiQtNode *root = &nodes[NBI_QT_ROOT];
     int k = 0;
     for (int a = 0; a < 2; a++) {
@@ -468,8 +485,9 @@ static void nbi_grow(nbQuadtree *q, const double *b)
     }
     nbi_root_bounds(q, root);
     root->child = g;
-    root->head = -1;
+    root->start = 0;
     root->count = 0;
+    root->cls = -1;
     root->level = old.level - 1;
     for (int c = 0; c < 4; c++) {
         nbiQtNode *ch = &nodes[g + c];
@@ -478,8 +496,7 @@ static void nbi_grow(nbQuadtree *q, const double *b)
             ch->parent = NBI_QT_ROOT;
             if (ch->child >= 0)
                 for (int j = 0; j < 4; j++) nodes[ch->child + j].parent = g + c;
-            for (int32_t p = ch->head; p >= 0; p = NBI_PAGES(q)[p].next)
-                NBI_PAGES(q)[p].node = g + c;
+            for (int32_t i = 0; i < ch->count; i++) NBI_OWN(q)[ch->start + i] = g + c;
             continue;
         }
         nbi_node_init(ch, NBI_QT_ROOT, old.level);
@@ -488,8 +505,37 @@ static void nbi_grow(nbQuadtree *q, const double *b)
     q->grown++;
 }
 
-// Splits leaf n (a group and its pages prepared): its rectangles go down where they fit.
-static void nbi_split(nbQuadtree *q, int32_t n)
+// Whether leaf n splits when it receives one more rectangle.
+static bool nbi_splits(const nbQuadtree *q, int32_t n)
+{
+    const nbiQtNode *node = &NBI_NODES(q)[n];
+    return n != NBI_QT_OUT && node->child < 0 && node->count + 1 > q->threshold &&
+           node->level < q->max_depth;
+}
+
+// The blocks a split of leaf n needs, with b (the rectangle that triggers it) counted in.
+static void nbi_split_need(const nbQuadtree *q, int32_t n, const double *b, nbiQtNeed *need)
+{
+    const nbiQtNode *node = &NBI_NODES(q)[n];
+    nbiQtNode kids[4];
+    for (int k = 0; k < 4; k++) nbi_child_geometry(q, node, k, &kids[k]);
+    int64_t per[5] = {0, 0, 0, 0, 0}; // per child, then those that stay
+    for (int32_t i = 0; i < node->count; i++) {
+        const int k = nbi_pick(q, node, kids, NBI_BOX(q) + 4 * (size_t)(node->start + i));
+        per[k < 0 ? 4 : k]++;
+    }
+    const int kb = nbi_pick(q, node, kids, b);
+    per[kb < 0 ? 4 : kb]++;
+    need->groups += 1;
+    for (int k = 0; k < 4; k++)
+        if (per[k] > 0) nbi_need_block(need, nbi_cls_for(per[k]));
+    if (per[4] > ((int64_t)1 << node->cls)) nbi_need_block(need, node->cls + 1);
+}
+
+// Splits leaf n (a group and the children's blocks prepared): its rectangles go down where they
+// fit, each child getting a block that holds exactly what comes to it, `extra` (the rectangle
+// whose insert splits n) included; the rest stay in order.
+static void nbi_split(nbQuadtree *q, int32_t n, const double *extra)
 {
     const int32_t g = nbi_group_take(q);
     nbiQtNode *nodes = NBI_NODES(q);
@@ -498,61 +544,80 @@ static void nbi_split(nbQuadtree *q, int32_t n)
         nbi_child_geometry(q, &nodes[n], k, &nodes[g + k]);
     }
     nodes[n].child = g;
-    int32_t chain = nodes[n].head;
-    nodes[n].head = -1;
-    nodes[n].count = 0;
-    while (chain >= 0) {
-        const nbiQtPage pg = NBI_PAGES(q)[chain];
-        for (int32_t i = 0; i < pg.n; i++) {
-            const int32_t at = chain * NBI_QT_PAGE + i;
-            const double *b = NBI_BOX(q) + 4 * (size_t)at;
-            int32_t c = nbi_pick(q, &NBI_NODES(q)[n], b);
-            double copy[4];
-            memcpy(copy, b, sizeof copy);
-            nbi_append(q, c >= 0 ? c : n, copy, NBI_HND(q)[at], NBI_USER(q)[at], NBI_CAT(q)[at],
-                       NBI_MASK(q)[at]);
+    nbiQtNode *node = &nodes[n];
+    int64_t per[4] = {0, 0, 0, 0};
+    int8_t pick[64];
+    const bool small = node->count <= 64;
+    for (int32_t i = 0; i < node->count; i++) {
+        const int k = nbi_pick(q, node, &nodes[g], NBI_BOX(q) + 4 * (size_t)(node->start + i));
+        if (small) pick[i] = (int8_t)k;
+        if (k >= 0) per[k]++;
+    }
+    // The rectangle about to come in counts too, as nbi_split_need counted it.
+    const int ke = nbi_pick(q, node, &nodes[g], extra);
+    if (ke >= 0) per[ke]++;
+    for (int k = 0; k < 4; k++) {
+        if (per[k] == 0) continue;
+        const int c = nbi_cls_for(per[k]);
+        nodes[g + k].start = nbi_block_take(q, c);
+        nodes[g + k].cls = c;
+    }
+    int32_t w = 0;
+    const int32_t count = node->count;
+    for (int32_t i = 0; i < count; i++) {
+        const int32_t at = node->start + i;
+        const int k = small ? pick[i] : nbi_pick(q, node, &nodes[g], NBI_BOX(q) + 4 * (size_t)at);
+        if (k < 0) {
+            if (w != i) nbi_move_pos(q, at, node->start + w, n);
+            w++;
+            continue;
         }
-        nbi_page_give(q, chain);
-        chain = pg.next;
+        nbiQtNode *c = &nodes[g + k];
+        nbi_move_pos(q, at, c->start + c->count++, g + k);
+    }
+    node->count = w;
+    if (w == 0 && ke >= 0) { // emptied, and `extra` goes down too (else it comes here next)
+        nbi_block_give(q, node->start, node->cls);
+        node->cls = -1;
+        node->start = 0;
     }
 }
 
-// Pages a split of node n would need: its rectangles may all land anywhere.
-static int64_t nbi_split_pages(const nbQuadtree *q, int32_t n)
-{
-    const nbiQtNode *node = &NBI_NODES(q)[n];
-    if (n == NBI_QT_OUT || node->child >= 0 || node->count + 1 <= q->threshold ||
-        node->level >= q->max_depth)
-        return 0;
-    return (node->count + 1) / NBI_QT_PAGE + 5;
-}
-
-// A placement decided before anything changes: the root's growth, then the target node.
+// A placement decided before anything changes: the root's growth, or the target node (and
+// whether it splits first), and the room all of it needs.
 typedef struct nbiQtPlan {
     int grow;       // doublings of the root first
-    int32_t target; // the node (when grow == 0), NBI_QT_OUT for the outside list
-    int64_t pages;  // pages to prepare
-    int64_t groups; // groups to prepare
+    int32_t target; // the node when grow == 0
+    bool split;     // the target splits before the rectangle goes in
+    nbiQtNeed need;
 } nbiQtPlan;
 
-static void nbi_plan(const nbQuadtree *q, const double *b, nbiQtPlan *plan)
+static void nbi_plan(const nbQuadtree *q, const double *b, int32_t items, nbiQtPlan *plan)
 {
+    memset(plan, 0, sizeof *plan);
+    plan->need.items = items;
     plan->grow = nbi_growth(q, b);
     plan->target = -1;
     if (plan->grow < 0) {
         plan->grow = 0;
         plan->target = NBI_QT_OUT;
-        plan->pages = 1;
-        plan->groups = 0;
     } else if (plan->grow > 0) {
-        plan->pages = 1; // it lands in the new root or a new, empty child of it
-        plan->groups = plan->grow;
+        // It lands in the new root or a new, empty child of it.
+        plan->need.groups = plan->grow;
+        nbi_need_block(&plan->need, NBI_QT_MIN_CLS);
+        return;
     } else {
         plan->target = nbi_descend(q, NBI_QT_ROOT, b);
-        const int64_t split = nbi_split_pages(q, plan->target);
-        plan->pages = 1 + split;
-        plan->groups = split > 0 ? 1 : 0;
     }
+    if (nbi_splits(q, plan->target)) {
+        plan->split = true;
+        nbi_split_need(q, plan->target, b, &plan->need);
+        // After the split the rectangle lands in a child sized for it, or stays in the target,
+        // whose block the need above grew if it had to.
+        return;
+    }
+    const int c = nbi_append_cls(&NBI_NODES(q)[plan->target]);
+    if (c >= 0) nbi_need_block(&plan->need, c);
 }
 
 // Carries out a plan whose room is prepared: returns the new position.
@@ -563,16 +628,11 @@ static int32_t nbi_place(nbQuadtree *q, const nbiQtPlan *plan, const double *b, 
     if (target < 0) {
         for (int g = 0; g < plan->grow; g++) nbi_grow(q, b);
         target = nbi_descend(q, NBI_QT_ROOT, b);
-        NB_ASSERT(nbi_split_pages(q, target) == 0);
+    } else if (plan->split) {
+        nbi_split(q, target, b);
+        target = nbi_descend(q, target, b);
     }
-    int32_t at = nbi_append(q, target, b, hnd, user, cat, mask);
-    const nbiQtNode *t = &NBI_NODES(q)[target];
-    if (target != NBI_QT_OUT && t->child < 0 && t->count > q->threshold &&
-        t->level < q->max_depth) {
-        nbi_split(q, target);
-        at = nbi_pool_slot_value(&q->pool, (int32_t)((uint32_t)hnd - 1u));
-    }
-    return at;
+    return nbi_append(q, target, b, hnd, user, cat, mask);
 }
 
 // After node n lost a rectangle: frees groups of four empty leaves, upwards.
@@ -596,8 +656,17 @@ static void nbi_collapse(nbQuadtree *q, int32_t n)
 
 // ---- create, destroy, reserve ----
 
-static void nbi_reset_root(nbQuadtree *q)
+static void nbi_reset(nbQuadtree *q)
 {
+    q->count = 0;
+    q->top = 0;
+    for (int c = 0; c < NBI_QT_CLASSES; c++) {
+        q->free_block[c] = -1;
+        q->free_count[c] = 0;
+    }
+    q->node_top = NBI_QT_GROUPS;
+    q->free_group = -1;
+    q->free_groups = 0;
     nbiQtNode *nodes = NBI_NODES(q);
     nbiQtNode *r = &nodes[NBI_QT_ROOT];
     nbi_node_init(r, -1, 0);
@@ -613,6 +682,35 @@ static void nbi_reset_root(nbQuadtree *q)
         o->chi[a] = o->hi[a] = (double)INFINITY;
     }
     q->grown = 0;
+}
+
+// The part of create after the desc was checked: an empty tree with the same settings.
+static nbStatus nbi_create(const nbAllocator *alloc, const nbRect *root0, int32_t threshold,
+                           int32_t max_depth, int32_t placement, nbQuadtree **out)
+{
+    *out = NULL;
+    nbQuadtree *q = nbi_alloc(alloc, 1, sizeof *q);
+    if (q == NULL) return NB_ERR_OUT_OF_MEMORY;
+    memset(q, 0, sizeof *q);
+    q->alloc = *alloc;
+    q->threshold = threshold;
+    q->max_depth = max_depth;
+    q->placement = placement;
+    q->root0 = *root0;
+    nbStatus st = nbi_pool_init(&q->pool, alloc, 0);
+    if (st == NB_OK) {
+        q->node_top = NBI_QT_GROUPS;
+        q->free_group = -1;
+        const nbiQtNeed need = {0, 0, 0, 0, {0}};
+        st = nbi_qt_room(q, &need); // the root and the outside list
+    }
+    if (st != NB_OK) {
+        nb_quadtree_destroy(q);
+        return st;
+    }
+    nbi_reset(q);
+    *out = q;
+    return NB_OK;
 }
 
 nbStatus nb_quadtree_create(const nbQuadtreeDesc *desc, nbQuadtree **out)
@@ -634,32 +732,22 @@ nbStatus nb_quadtree_create(const nbQuadtreeDesc *desc, nbQuadtree **out)
         desc->capacity_hint > NBI_QT_MAX_ITEMS || desc->placement < 0 ||
         desc->placement > NB_QUADTREE_TIGHT)
         return NB_ERR_OUT_OF_RANGE;
-    nbQuadtree *q = nbi_alloc(&alloc, 1, sizeof *q);
-    if (q == NULL) return NB_ERR_OUT_OF_MEMORY;
-    memset(q, 0, sizeof *q);
-    q->alloc = alloc;
-    q->threshold = desc->split_threshold > 0 ? desc->split_threshold : NBI_QT_DEFAULT_THRESHOLD;
-    q->max_depth = desc->max_depth > 0 ? desc->max_depth : NBI_QT_DEFAULT_DEPTH;
-    q->placement = desc->placement == NB_QUADTREE_TIGHT ? NB_QUADTREE_TIGHT : NB_QUADTREE_LOOSE;
+    nbRect root0 = *b;
     if (zero) {
-        q->root0.min[0] = q->root0.min[1] = -1024.0;
-        q->root0.max[0] = q->root0.max[1] = 1024.0;
-    } else {
-        q->root0 = *b;
+        root0.min[0] = root0.min[1] = -1024.0;
+        root0.max[0] = root0.max[1] = 1024.0;
     }
-    q->free_group = q->free_page = -1;
-    nbStatus st = nbi_pool_init(&q->pool, &alloc, 0);
-    if (st == NB_OK) {
-        q->node_top = 0;
-        st = nbi_qt_room(q, 0, 1, 1); // room for the two fixed nodes (and a first page)
-        q->node_top = NBI_QT_GROUPS;
-    }
+    nbQuadtree *q = NULL;
+    nbStatus st = nbi_create(
+        &alloc, &root0,
+        desc->split_threshold > 0 ? desc->split_threshold : NBI_QT_DEFAULT_THRESHOLD,
+        desc->max_depth > 0 ? desc->max_depth : NBI_QT_DEFAULT_DEPTH,
+        desc->placement == NB_QUADTREE_TIGHT ? NB_QUADTREE_TIGHT : NB_QUADTREE_LOOSE, &q);
     if (st == NB_OK && desc->capacity_hint > 0) st = nb_quadtree_reserve(q, desc->capacity_hint);
     if (st != NB_OK) {
         nb_quadtree_destroy(q);
         return st;
     }
-    nbi_reset_root(q);
     *out = q;
     return NB_OK;
 }
@@ -672,7 +760,6 @@ void nb_quadtree_destroy(nbQuadtree *q)
     nbi_qt_pos_bufs(q, pos, elem);
     for (int b = 0; b < NBI_QT_POS_BUFS; b++)
         nbi_free(&q->alloc, pos[b]->ptr, pos[b]->cap, elem[b]);
-    nbi_free(&q->alloc, q->pages.ptr, q->pages.cap, sizeof(nbiQtPage));
     nbi_free(&q->alloc, q->nodes.ptr, q->nodes.cap, sizeof(nbiQtNode));
     nbi_pool_destroy(&q->pool);
     const nbAllocator a = q->alloc;
@@ -683,27 +770,22 @@ nbStatus nb_quadtree_reserve(nbQuadtree *q, int32_t count)
 {
     if (q == NULL) return NB_ERR_NULL_ARG;
     if (count < 0 || count > NBI_QT_MAX_ITEMS) return NB_ERR_OUT_OF_RANGE;
-    const int32_t items = count > q->count ? count - q->count : 0;
-    const int64_t pages = (int64_t)count / 2 + 64;
+    nbiQtNeed need = {0, 0, 0, 0, {0}};
+    need.items = count > q->count ? count - q->count : 0;
+    // Blocks are at most twice what they hold, plus what waits on the free lists.
+    const int64_t positions = 3 * (int64_t)count + 64;
+    need.positions = positions > q->top ? positions - q->top : 0;
     const int64_t groups = (int64_t)count / 8 + 16;
-    const int64_t used_pages = q->page_top - q->free_pages;
     const int64_t used_groups = (q->node_top - NBI_QT_GROUPS) / 4 - q->free_groups;
-    return nbi_qt_room(q, items, pages > used_pages ? pages - used_pages : 0,
-                       groups > used_groups ? groups - used_groups : 0);
+    need.groups = groups > used_groups ? groups - used_groups : 0;
+    return nbi_qt_room(q, &need);
 }
 
 void nb_quadtree_clear(nbQuadtree *q)
 {
     if (q == NULL) return;
     nbi_pool_clear(&q->pool);
-    q->count = 0;
-    q->page_top = 0;
-    q->free_page = -1;
-    q->free_pages = 0;
-    q->node_top = NBI_QT_GROUPS;
-    q->free_group = -1;
-    q->free_groups = 0;
-    nbi_reset_root(q);
+    nbi_reset(q);
 }
 
 int32_t nb_quadtree_count(const nbQuadtree *q)
@@ -714,9 +796,12 @@ int32_t nb_quadtree_count(const nbQuadtree *q)
 size_t nb_quadtree_memory_bytes(const nbQuadtree *q)
 {
     if (q == NULL) return 0;
-    return sizeof *q + nbi_pool_memory_bytes(&q->pool) + q->nodes.cap * sizeof(nbiQtNode) +
-           q->pages.cap * sizeof(nbiQtPage) +
-           q->box.cap * (4 * sizeof(double) + 2 * sizeof(uint64_t) + 2 * sizeof(uint32_t));
+    size_t bytes = sizeof *q + nbi_pool_memory_bytes(&q->pool) + q->nodes.cap * sizeof(nbiQtNode);
+    nbiBuf *pos[NBI_QT_POS_BUFS];
+    size_t elem[NBI_QT_POS_BUFS];
+    nbi_qt_pos_bufs((nbQuadtree *)q, pos, elem);
+    for (int b = 0; b < NBI_QT_POS_BUFS; b++) bytes += pos[b]->cap * elem[b];
+    return bytes;
 }
 
 nbStatus nb_quadtree_info(const nbQuadtree *q, nbQuadtreeInfo *out)
@@ -761,8 +846,8 @@ nbStatus nb_quadtree_insert(nbQuadtree *q, const nbRect *rect, uint64_t user, nb
     if (st != NB_OK) return st;
     const double b[4] = {rect->min[0], rect->min[1], rect->max[0], rect->max[1]};
     nbiQtPlan plan;
-    nbi_plan(q, b, &plan);
-    st = nbi_qt_room(q, 1, plan.pages, plan.groups);
+    nbi_plan(q, b, 1, &plan);
+    st = nbi_qt_room(q, &plan.need);
     if (st != NB_OK) return st;
     nbHandle h;
     st = nbi_pool_alloc(&q->pool, 0, &h);
@@ -782,34 +867,30 @@ nbStatus nb_quadtree_move(nbQuadtree *q, nbHandle item, const nbRect *rect)
     st = nbi_rect_check(rect);
     if (st != NB_OK) return st;
     const double b[4] = {rect->min[0], rect->min[1], rect->max[0], rect->max[1]};
-    int32_t at = nbi_pool_slot_value(&q->pool, slot);
-    const int32_t n = NBI_PAGES(q)[at / NBI_QT_PAGE].node;
+    const int32_t at = nbi_pool_slot_value(&q->pool, slot);
+    const int32_t n = NBI_OWN(q)[at];
     if (n != NBI_QT_OUT && nbi_within(&NBI_NODES(q)[n], b)) { // stays: nothing else changes
         memcpy(NBI_BOX(q) + 4 * (size_t)at, b, sizeof b);
         return NB_OK;
     }
     nbiQtPlan plan;
-    nbi_plan(q, b, &plan);
+    nbi_plan(q, b, 0, &plan);
     if (plan.target == NBI_QT_OUT && n == NBI_QT_OUT) {
         memcpy(NBI_BOX(q) + 4 * (size_t)at, b, sizeof b);
         return NB_OK;
     }
-    st = nbi_qt_room(q, 0, plan.pages, plan.groups);
+    st = nbi_qt_room(q, &plan.need);
     if (st != NB_OK) return st;
-    // Place the new copy first, then take the old one out: the new one is in another node
-    // (b is not within the old node's bounds, nor so within any node under it).
+    // Take the old copy out first (this never allocates nor moves other nodes' blocks), but keep
+    // its node from collapsing until the new copy is in: the plan was made with it in place.
     const uint64_t hnd = NBI_HND(q)[at], user = NBI_USER(q)[at];
     const uint32_t cat = NBI_CAT(q)[at], mask = NBI_MASK(q)[at];
-    const int32_t old_at = at;
+    nbi_take_out(q, at);
     nbi_place(q, &plan, b, hnd, user, cat, mask);
-    const int32_t old_node = NBI_PAGES(q)[old_at / NBI_QT_PAGE].node; // the root may have moved
-    const int32_t now = nbi_pool_slot_value(&q->pool, slot);
-    NB_ASSERT(NBI_PAGES(q)[now / NBI_QT_PAGE].node != old_node);
-    // nbi_take_out moves the old node's last rectangle into the hole and repoints its slot;
-    // the slot of the moved item must keep pointing at the new copy.
-    nbi_take_out(q, old_at);
-    nbi_pool_set_slot_value(&q->pool, slot, now);
-    nbi_collapse(q, old_node);
+    // The root may have grown: the old node's index is the same unless it was the root.
+    int32_t old = n;
+    if (n == NBI_QT_ROOT && plan.grow > 0) old = -1; // an old root never needs collapsing
+    if (old >= 0) nbi_collapse(q, old);
     return NB_OK;
 }
 
@@ -820,7 +901,7 @@ nbStatus nb_quadtree_remove(nbQuadtree *q, nbHandle item)
     nbStatus st = nbi_pool_lookup(&q->pool, item, &slot);
     if (st != NB_OK) return st;
     const int32_t at = nbi_pool_slot_value(&q->pool, slot);
-    const int32_t n = NBI_PAGES(q)[at / NBI_QT_PAGE].node;
+    const int32_t n = NBI_OWN(q)[at];
     nbi_take_out(q, at);
     nbi_pool_free(&q->pool, item, NULL);
     q->count--;
@@ -861,6 +942,165 @@ nbStatus nb_quadtree_set(nbQuadtree *q, nbHandle item, uint64_t user, nbFilter f
     NBI_USER(q)[at] = user;
     NBI_CAT(q)[at] = filter.category;
     NBI_MASK(q)[at] = filter.mask;
+    return NB_OK;
+}
+
+// ---- build ----
+
+typedef struct nbiQtRange {
+    int32_t node, lo, hi;
+} nbiQtRange;
+
+// A rectangle on its way into a build: its box travels with it, so that each level's partition
+// reads and writes memory in order rather than looking the box up by index.
+typedef struct nbiQtItem {
+    double b[4];
+    int32_t i;
+} nbiQtItem;
+
+// Lays the rectangles work[lo, hi) of `range` out under its node, depth first: the node splits
+// while it holds more than the threshold (a stable counting sort of its range by child, those
+// that stay first), and each node's own rectangles get a block at the arena's end as the walk
+// reaches it, so nodes and their rectangles sit in memory in the order queries visit them.
+static nbStatus nbi_build_into(nbQuadtree *s, nbiQtItem *work, nbiQtItem *scratch, uint8_t *pick,
+                               const uint64_t *users, const nbFilter *filters, nbHandle *handles,
+                               nbiQtRange first)
+{
+    nbiQtRange stack[NBI_QT_STACK];
+    int top = 0;
+    stack[top++] = first;
+    while (top > 0) {
+        const nbiQtRange r = stack[--top];
+        int32_t stay = r.hi - r.lo;
+        const nbiQtNode *node = &NBI_NODES(s)[r.node];
+        // A node with children already (the root and its line after growing) always passes its
+        // rectangles down.
+        if (r.node != NBI_QT_OUT &&
+            (node->child >= 0 || (stay > s->threshold && node->level < s->max_depth))) {
+            if (node->child < 0) {
+                nbiQtNeed need = {0, 1, 0, 0, {0}};
+                nbStatus st = nbi_qt_room(s, &need);
+                if (st != NB_OK) return st;
+                const int32_t g = nbi_group_take(s);
+                nbiQtNode *nodes = NBI_NODES(s);
+                for (int k = 0; k < 4; k++) {
+                    nbi_node_init(&nodes[g + k], r.node, nodes[r.node].level + 1);
+                    nbi_child_geometry(s, &nodes[r.node], k, &nodes[g + k]);
+                }
+                nodes[r.node].child = g;
+            }
+            const nbiQtNode *nodes = NBI_NODES(s);
+            const int32_t g = nodes[r.node].child;
+            int32_t per[5] = {0, 0, 0, 0, 0};
+            for (int32_t i = r.lo; i < r.hi; i++) {
+                const int k = nbi_pick(s, &nodes[r.node], &nodes[g], work[i].b) + 1;
+                pick[i] = (uint8_t)k;
+                per[k]++;
+            }
+            int32_t at[5];
+            at[0] = r.lo;
+            for (int k = 1; k < 5; k++) at[k] = at[k - 1] + per[k - 1];
+            int32_t fill[5];
+            memcpy(fill, at, sizeof fill);
+            for (int32_t i = r.lo; i < r.hi; i++) scratch[fill[pick[i]]++] = work[i];
+            memcpy(work + r.lo, scratch + r.lo, (size_t)(r.hi - r.lo) * sizeof *work);
+            stay = per[0];
+            for (int k = 3; k >= 0; k--)
+                if (per[k + 1] > 0)
+                    stack[top++] = (nbiQtRange){g + k, at[k + 1], at[k + 1] + per[k + 1]};
+        }
+        if (stay == 0) continue;
+        const int c = nbi_cls_for(stay);
+        nbiQtNeed need = {0, 0, 0, 1, {(int8_t)c}};
+        nbStatus st = nbi_qt_room(s, &need);
+        if (st != NB_OK) return st;
+        const int32_t start = nbi_block_take(s, c);
+        nbiQtNode *nd = &NBI_NODES(s)[r.node];
+        nd->start = start;
+        nd->cls = c;
+        nd->count = stay;
+        for (int32_t j = 0; j < stay; j++) {
+            const nbiQtItem *it = &work[r.lo + j];
+            nbHandle h;
+            st = nbi_pool_alloc(&s->pool, 0, &h);
+            if (st != NB_OK) return st; // cannot happen: room for every handle was prepared
+            const nbFilter f = filters != NULL ? filters[it->i] : NB_FILTER_ALL;
+            nbi_put(s, start + j, r.node, it->b, h.bits,
+                    users != NULL ? users[it->i] : (uint64_t)it->i, f.category, f.mask);
+            if (handles != NULL) handles[it->i] = h;
+        }
+    }
+    return NB_OK;
+}
+
+nbStatus nb_quadtree_build(nbQuadtree *q, const nbRect *rects, int32_t n, const uint64_t *users,
+                           const nbFilter *filters, nbHandle *handles)
+{
+    if (q == NULL || (rects == NULL && n > 0)) return NB_ERR_NULL_ARG;
+    if (n < 0 || n > NBI_QT_MAX_ITEMS) return NB_ERR_OUT_OF_RANGE;
+    for (int32_t i = 0; i < n; i++)
+        for (int a = 0; a < 2; a++)
+            if (!isfinite(rects[i].min[a]) || !isfinite(rects[i].max[a])) return NB_ERR_NOT_FINITE;
+    double u[4] = {0.0, 0.0, 0.0, 0.0}; // the union of every rectangle
+    for (int32_t i = 0; i < n; i++) {
+        const nbStatus st = nbi_rect_check(&rects[i]);
+        if (st != NB_OK) return st;
+        for (int a = 0; a < 2; a++) {
+            if (i == 0 || rects[i].min[a] < u[a]) u[a] = rects[i].min[a];
+            if (i == 0 || rects[i].max[a] > u[2 + a]) u[2 + a] = rects[i].max[a];
+        }
+    }
+    // A new tree with the same settings, swapped in only when it is complete: a failure leaves
+    // q as it was.
+    nbQuadtree *s = NULL;
+    nbStatus st = nbi_create(&q->alloc, &q->root0, q->threshold, q->max_depth, q->placement, &s);
+    if (st != NB_OK) return st;
+    const size_t un = (size_t)n;
+    nbiQtItem *work = n > 0 ? nbi_alloc(&q->alloc, 2 * un, sizeof(nbiQtItem)) : NULL;
+    uint8_t *pick = n > 0 ? nbi_alloc(&q->alloc, un, 1) : NULL;
+    if (n > 0 && (work == NULL || pick == NULL)) st = NB_ERR_OUT_OF_MEMORY;
+    if (st == NB_OK) {
+        nbiQtNeed need = {n, 0, 2 * (int64_t)n + 64, 0, {0}};
+        st = nbi_qt_room(s, &need);
+    }
+    const int g = n > 0 ? nbi_growth(s, u) : 0;
+    if (st == NB_OK && g > 0) {
+        nbiQtNeed need = {0, g, 0, 0, {0}};
+        st = nbi_qt_room(s, &need);
+        for (int k = 0; k < g && st == NB_OK; k++) nbi_grow(s, u);
+    }
+    if (st == NB_OK && n > 0) {
+        // Rectangles outside the root go to the outside list, after the others.
+        nbiQtItem *scratch = work + un;
+        int32_t inside = 0, outside = 0;
+        for (int32_t i = 0; i < n; i++) {
+            nbiQtItem it;
+            memcpy(it.b, &rects[i], sizeof it.b);
+            it.i = i;
+            if (nbi_within(&NBI_NODES(s)[NBI_QT_ROOT], it.b))
+                work[inside++] = it;
+            else
+                scratch[outside++] = it;
+        }
+        memcpy(work + inside, scratch, (size_t)outside * sizeof *work);
+        s->count = n;
+        if (outside > 0)
+            st = nbi_build_into(s, work, scratch, pick, users, filters, handles,
+                                (nbiQtRange){NBI_QT_OUT, inside, n});
+        if (st == NB_OK && inside > 0)
+            st = nbi_build_into(s, work, scratch, pick, users, filters, handles,
+                                (nbiQtRange){NBI_QT_ROOT, 0, inside});
+    }
+    if (work != NULL) nbi_free(&q->alloc, work, 2 * un, sizeof(nbiQtItem));
+    if (pick != NULL) nbi_free(&q->alloc, pick, un, 1);
+    if (st != NB_OK) {
+        nb_quadtree_destroy(s);
+        return st;
+    }
+    const nbQuadtree old = *q;
+    *q = *s;
+    *s = old;
+    nb_quadtree_destroy(s); // the old contents, in the struct s was allocated as
     return NB_OK;
 }
 
@@ -913,15 +1153,21 @@ NBI_INLINE void nbi_sink_pair(nbiQtSink *s, const nbQuadtree *q, int32_t pa, int
 
 // ---- window and radius searches ----
 
+#ifdef NBI_QT_STATS
+// Nodes the window and radius searches looked at (bench_rects_stats only; not thread-safe).
+int64_t nbi_qt_nodes_visited;
+int64_t nbi_qt_items_tested;
+#endif
+
 enum { NBI_Q_BOX, NBI_Q_CIRCLE };
 
 // Depth-first over the nodes whose bounds meet the search, root first, then the outside list.
-// Box: w is the window. A NULL filter visits every rectangle (visit_all). Circle: w is the circle's bounding box, c its centre, r2 its radius^2.
+// Box: w is the window. A NULL filter visits every rectangle (visit_all). Circle: w is the circle's
+// bounding box, c its centre, r2 its radius^2.
 static void nbi_search(const nbQuadtree *q, int kind, const double *w, const double *c, double r2,
                        const nbFilter *f, nbiQtSink *s)
 {
     const nbiQtNode *nodes = NBI_NODES(q);
-    const nbiQtPage *pages = NBI_PAGES(q);
     const double *box = NBI_BOX(q);
     int32_t stack[NBI_QT_STACK];
     int top = 0;
@@ -929,13 +1175,19 @@ static void nbi_search(const nbQuadtree *q, int kind, const double *w, const dou
     stack[top++] = NBI_QT_ROOT;
     while (top > 0 && !s->stop) {
         const nbiQtNode *n = &nodes[stack[--top]];
+#ifdef NBI_QT_STATS
+        nbi_qt_nodes_visited++;
+#endif
         if (!nbi_node_touch(n, w)) continue;
         if (kind == NBI_Q_CIRCLE && nbi_dist2(c, n->lo[0], n->lo[1], n->hi[0], n->hi[1]) > r2)
             continue;
-        for (int32_t pg = n->head; pg >= 0 && !s->stop; pg = pages[pg].next) {
-            const int32_t base = pg * NBI_QT_PAGE, end = base + pages[pg].n;
+        {
+            const int32_t base = n->start, end = base + n->count;
             for (int32_t p = base; p < end; p++) {
                 const double *b = box + 4 * (size_t)p;
+#ifdef NBI_QT_STATS
+                nbi_qt_items_tested++;
+#endif
                 if (!nbi_touch(b, w)) continue;
                 if (kind == NBI_Q_CIRCLE && nbi_dist2(c, b[0], b[1], b[2], b[3]) > r2) continue;
                 if (f != NULL && !nbi_pass(*f, NBI_CAT(q)[p], NBI_MASK(q)[p])) continue;
@@ -1179,7 +1431,6 @@ static void nbi_nearest(const nbQuadtree *q, int kind, const double *p, const nb
                         double limit, bool count_all, nbFilter f, nbiQtHeap *h)
 {
     const nbiQtNode *nodes = NBI_NODES(q);
-    const nbiQtPage *pages = NBI_PAGES(q);
     const double *box = NBI_BOX(q);
     int32_t stack[NBI_QT_STACK];
     double sd[NBI_QT_STACK];
@@ -1193,8 +1444,8 @@ static void nbi_nearest(const nbQuadtree *q, int kind, const double *p, const nb
         const nbiQtNode *n = &nodes[stack[top]];
         const double bound = count_all ? limit : nbi_heap_bound(h, limit);
         if (sd[top] > bound) continue;
-        for (int32_t pg = n->head; pg >= 0; pg = pages[pg].next) {
-            const int32_t base = pg * NBI_QT_PAGE, end = base + pages[pg].n;
+        {
+            const int32_t base = n->start, end = base + n->count;
             for (int32_t i = base; i < end; i++) {
                 const double *b = box + 4 * (size_t)i;
                 double d;
@@ -1341,7 +1592,6 @@ static void nbi_pairs(const nbQuadtree *q, bool cross, uint32_t mask_a, uint32_t
                       nbiQtSink *s)
 {
     const nbiQtNode *nodes = NBI_NODES(q);
-    const nbiQtPage *pages = NBI_PAGES(q);
     const double *box = NBI_BOX(q);
     const uint32_t *cat = NBI_CAT(q), *mask = NBI_MASK(q);
     int32_t outer[NBI_QT_STACK];
@@ -1354,8 +1604,8 @@ static void nbi_pairs(const nbQuadtree *q, bool cross, uint32_t mask_a, uint32_t
         const nbiQtNode *a_node = &nodes[na];
         if (a_node->child >= 0)
             for (int k = 3; k >= 0; k--) outer[otop++] = a_node->child + k;
-        for (int32_t pa = a_node->head; pa >= 0 && !s->stop; pa = pages[pa].next) {
-            const int32_t abase = pa * NBI_QT_PAGE, aend = abase + pages[pa].n;
+        {
+            const int32_t abase = a_node->start, aend = abase + a_node->count;
             for (int32_t a = abase; a < aend && !s->stop; a++) {
                 if (cross && ((cat[a] & mask_a) == 0 || mask[a] == 0)) continue;
                 const double *w = box + 4 * (size_t)a;
@@ -1372,8 +1622,8 @@ static void nbi_pairs(const nbQuadtree *q, bool cross, uint32_t mask_a, uint32_t
                     if (!cross &&
                         (n->level < a_node->level || (n->level == a_node->level && nb < na)))
                         continue;
-                    for (int32_t pb = n->head; pb >= 0 && !s->stop; pb = pages[pb].next) {
-                        const int32_t bbase = pb * NBI_QT_PAGE, bend = bbase + pages[pb].n;
+                    {
+                        const int32_t bbase = n->start, bend = bbase + n->count;
                         for (int32_t b = bbase; b < bend; b++) {
                             if (cross ? b == a : (nb == na && b <= a)) continue;
                             if (!nbi_touch(box + 4 * (size_t)b, w)) continue;
@@ -1469,35 +1719,32 @@ nbStatus nb_quadtree_visit_cross_pairs(const nbQuadtree *q, uint32_t mask_a, uin
 
 // ---- validate ----
 
-static nbStatus nbi_validate_node(const nbQuadtree *q, int32_t n, int64_t *items, int64_t *pages)
+static nbStatus nbi_validate_node(const nbQuadtree *q, int32_t n, int64_t *items, int64_t *blocks)
 {
     const nbiQtNode *nodes = NBI_NODES(q);
     const nbiQtNode *node = &nodes[n];
     NBI_CHECK(node->parent != -2);
-    int64_t seen = 0;
-    for (int32_t p = node->head; p >= 0; p = NBI_PAGES(q)[p].next) {
-        NBI_CHECK(p < q->page_top);
-        const nbiQtPage *pg = &NBI_PAGES(q)[p];
-        NBI_CHECK(pg->node == n);
-        NBI_CHECK(pg->n >= 1 && pg->n <= NBI_QT_PAGE);
-        NBI_CHECK(p == node->head || pg->n == NBI_QT_PAGE);
-        for (int32_t i = 0; i < pg->n; i++) {
-            const int32_t at = p * NBI_QT_PAGE + i;
-            const uint64_t h = NBI_HND(q)[at];
-            nbHandle handle = {h};
-            int32_t slot;
-            NBI_CHECK(nbi_pool_lookup(&q->pool, handle, &slot) == NB_OK);
-            NBI_CHECK(nbi_pool_slot_value(&q->pool, slot) == at);
-            const double *b = NBI_BOX(q) + 4 * (size_t)at;
-            NBI_CHECK(b[0] <= b[2] && b[1] <= b[3]);
-            NBI_CHECK(nbi_within(node, b));
-        }
-        seen += pg->n;
-        (*pages)++;
-        NBI_CHECK(*pages <= q->page_top);
+    NBI_CHECK(node->count >= 0);
+    if (node->count == 0) {
+        NBI_CHECK(node->cls == -1);
+    } else {
+        NBI_CHECK(node->cls >= NBI_QT_MIN_CLS && node->cls < NBI_QT_CLASSES);
+        NBI_CHECK(node->count <= ((int64_t)1 << node->cls));
+        NBI_CHECK(node->start >= 0 && (int64_t)node->start + ((int64_t)1 << node->cls) <= q->top);
+        *blocks += (int64_t)1 << node->cls;
     }
-    NBI_CHECK(seen == node->count);
-    *items += seen;
+    for (int32_t i = 0; i < node->count; i++) {
+        const int32_t at = node->start + i;
+        NBI_CHECK(NBI_OWN(q)[at] == n);
+        nbHandle handle = {NBI_HND(q)[at]};
+        int32_t slot;
+        NBI_CHECK(nbi_pool_lookup(&q->pool, handle, &slot) == NB_OK);
+        NBI_CHECK(nbi_pool_slot_value(&q->pool, slot) == at);
+        const double *b = NBI_BOX(q) + 4 * (size_t)at;
+        NBI_CHECK(b[0] <= b[2] && b[1] <= b[3]);
+        NBI_CHECK(nbi_within(node, b));
+    }
+    *items += node->count;
     if (node->child >= 0) {
         NBI_CHECK(n != NBI_QT_OUT);
         NBI_CHECK(node->child >= NBI_QT_GROUPS && node->child + 4 <= q->node_top);
@@ -1520,20 +1767,19 @@ nbStatus nb_quadtree_validate(const nbQuadtree *q)
     if (st != NB_OK) return st;
     NBI_CHECK(q->count == nbi_pool_count(&q->pool));
     NBI_CHECK(q->node_top >= NBI_QT_GROUPS && (size_t)q->node_top <= q->nodes.cap);
-    NBI_CHECK((size_t)q->page_top <= q->pages.cap);
-    NBI_CHECK(q->box.cap >= (size_t)q->page_top * NBI_QT_PAGE);
+    NBI_CHECK(q->top >= 0 && (size_t)q->top <= q->own.cap && (size_t)q->top <= q->box.cap);
     const nbiQtNode *nodes = NBI_NODES(q);
     NBI_CHECK(nodes[NBI_QT_ROOT].parent == -1 && nodes[NBI_QT_OUT].parent == -1);
     NBI_CHECK(nodes[NBI_QT_OUT].child == -1);
     NBI_CHECK(nodes[NBI_QT_ROOT].level == -q->grown);
-    int64_t items = 0, pages = 0, reached = 0;
+    int64_t items = 0, blocks = 0, reached = 0;
     int32_t stack[NBI_QT_STACK];
     int top = 0;
     stack[top++] = NBI_QT_OUT;
     stack[top++] = NBI_QT_ROOT;
     while (top > 0) {
         const int32_t n = stack[--top];
-        st = nbi_validate_node(q, n, &items, &pages);
+        st = nbi_validate_node(q, n, &items, &blocks);
         if (st != NB_OK) return st;
         reached++;
         if (nodes[n].child >= 0) {
@@ -1542,12 +1788,16 @@ nbStatus nb_quadtree_validate(const nbQuadtree *q)
         }
     }
     NBI_CHECK(items == q->count);
-    int64_t free_pages = 0;
-    for (int32_t p = q->free_page; p >= 0; p = NBI_PAGES(q)[p].next) {
-        NBI_CHECK(p < q->page_top && NBI_PAGES(q)[p].node == -1);
-        NBI_CHECK(++free_pages <= q->page_top);
+    for (int c = 0; c < NBI_QT_CLASSES; c++) {
+        int64_t len = 0;
+        for (int32_t s = q->free_block[c]; s >= 0; s = NBI_OWN(q)[s]) {
+            NBI_CHECK((int64_t)s + ((int64_t)1 << c) <= q->top);
+            NBI_CHECK(++len <= q->free_count[c]);
+        }
+        NBI_CHECK(len == q->free_count[c]);
+        blocks += len << c;
     }
-    NBI_CHECK(free_pages == q->free_pages && pages + free_pages == q->page_top);
+    NBI_CHECK(blocks == q->top); // live and free blocks tile the arena (sizes add up)
     int64_t free_groups = 0;
     for (int32_t g = q->free_group; g >= 0; g = nodes[g].child) {
         NBI_CHECK(g >= NBI_QT_GROUPS && g + 4 <= q->node_top && nodes[g].parent == -2);

@@ -352,6 +352,25 @@ static int run_sequence(int placement, int32_t threshold, int32_t steps)
             NB_CHECK_OK(nb_quadtree_set(qt, M.h[j], 7u, f));
             M.f[j] = f;
             M.user[j] = 7u;
+        } else if (op == 98) { // rebuild from the live rectangles at once
+            static nbRect rs[MAXN];
+            static uint64_t us[MAXN];
+            static nbFilter fs[MAXN];
+            static nbHandle hs[MAXN];
+            static int32_t which[MAXN];
+            int32_t m = 0;
+            for (int32_t i = 0; i < M.n; i++) {
+                if (!M.live[i]) continue;
+                rs[m] = M.r[i];
+                us[m] = M.user[i];
+                fs[m] = M.f[i];
+                which[m++] = i;
+            }
+            NB_CHECK_OK(nb_quadtree_build(qt, rs, m, us, fs, hs));
+            for (int32_t k = 0; k < m; k++) {
+                NB_CHECK_STATUS(nb_quadtree_remove(qt, M.h[which[k]]), NB_ERR_BAD_HANDLE);
+                M.h[which[k]] = hs[k];
+            }
         } else if (op == 99 && nbt_int(4) == 0) {
             nb_quadtree_clear(qt);
             for (int32_t i = 0; i < M.n; i++) {
@@ -535,7 +554,7 @@ static uint64_t fingerprint(const nbQuadtree *qt)
 // unchanged tree, until the call succeeds; nothing leaks.
 static int test_failing_allocator(void)
 {
-    for (int op = 0; op < 4; op++) {
+    for (int op = 0; op < 5; op++) {
         bool succeeded = false;
         for (int64_t fail = 1; fail < 200 && !succeeded; fail++) {
             nbtAlloc al = {0};
@@ -578,8 +597,16 @@ static int test_failing_allocator(void)
             } else if (op == 2) {
                 nbRect r = {{-9000.0, -9000.0}, {-8999.0, -8999.0}};
                 st = nb_quadtree_move(qt, h[fail % 40], &r);
-            } else {
+            } else if (op == 3) {
                 st = nb_quadtree_reserve(qt, 100000);
+            } else {
+                nbRect rs[300];
+                for (int i = 0; i < 300; i++)
+                    rs[i] = (nbRect){{i * 0.5, -i * 0.25}, {i * 0.5 + 1.0, 3.0 - i * 0.25}};
+                rs[7] = (nbRect){{1e30, 0.0}, {1e30, 0.0}};       // one in the outside list
+                rs[9] = (nbRect){{-5000.0, 0.0}, {-4000.0, 1.0}}; // the root grows
+                st = nb_quadtree_build(qt, rs, 300, NULL, NULL, NULL);
+                if (st == NB_OK) NB_CHECK(nb_quadtree_count(qt) == 300);
             }
             if (st == NB_OK && !nbt_alloc_failed(&al)) succeeded = true;
             if (st != NB_OK) {

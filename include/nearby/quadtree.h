@@ -127,6 +127,18 @@ NB_API nbStatus nb_quadtree_info(const nbQuadtree *tree, nbQuadtreeInfo *out);
 NB_API nbStatus nb_quadtree_insert(nbQuadtree *tree, const nbRect *rect, uint64_t user,
                                    nbFilter filter, nbHandle *out);
 
+/// Replaces the contents with `n` rectangles at once: every earlier handle goes stale, and
+/// rectangle i gets the user value users[i] (users NULL: i), the filter bits filters[i]
+/// (filters NULL: NB_FILTER_ALL) and its handle in handles[i] (handles may be NULL). Faster than
+/// n inserts, and it lays nodes and rectangles out in memory in the order queries walk them, so
+/// queries on a built tree run faster too. All or nothing: NB_ERR_NOT_FINITE or
+/// NB_ERR_OUT_OF_RANGE for the first bad rectangle (as nb_quadtree_insert), NB_ERR_OUT_OF_RANGE
+/// for n < 0 or beyond 2^28, NB_ERR_OUT_OF_MEMORY, each leaving the tree unchanged. Allocates
+/// the new tree before freeing the old one, and 81 bytes a rectangle while it works.
+NB_API nbStatus nb_quadtree_build(nbQuadtree *tree, const nbRect *rects, int32_t n,
+                                  const uint64_t *users, const nbFilter *filters,
+                                  nbHandle *handles);
+
 /// Moves (or resizes) a rectangle. If the new rectangle still lies within its node's bounds,
 /// only its coordinates change; otherwise it leaves its node and is placed anew, O(depth).
 /// NB_ERR_BAD_HANDLE; NB_ERR_NOT_FINITE; NB_ERR_OUT_OF_RANGE (min > max); NB_ERR_OUT_OF_MEMORY.
