@@ -34,6 +34,7 @@
 
 #include "handle_pool.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -61,6 +62,29 @@ typedef struct nbiQtNode {
     int32_t level;         // depth: the first root is 0, a grown root negative
 } nbiQtNode;
 
+// What queries read of a node, apart: its bounds, its children and its block (48 bytes). A
+// mirror of the node's fields, refreshed by nbi_sync after every change (validate checks it).
+// With NBI_QT_HOT_FLOAT the bounds are floats rounded outwards (a superset of the double bounds,
+// so pruning by them stays exact) and the mirror is 32 bytes; measured slower (more
+// instructions for the conversions), so off.
+#ifdef NBI_QT_HOT_FLOAT
+#define NBI_QT_HOT_T float
+#else
+#define NBI_QT_HOT_T double
+#endif
+typedef struct nbiQtHot {
+    NBI_QT_HOT_T lo[2], hi[2];
+    int32_t child, start, count, pad;
+} nbiQtHot;
+
+// What a query reads of a rectangle, together: its box (min x, min y, max x, max y), then what
+// it reports (handle bits, user value), 48 bytes.
+typedef struct nbiQtRec {
+    double b[4];
+    uint64_t hnd;
+    uint64_t user;
+} nbiQtRec;
+
 struct nbQuadtree {
     nbAllocator alloc;
     int32_t threshold, max_depth, placement;
@@ -70,20 +94,20 @@ struct nbQuadtree {
 
     nbiPool pool; // a slot's value is its rectangle's position
     nbiBuf nodes; // nbiQtNode
+    nbiBuf hot;   // nbiQtHot, one per node
     int32_t node_top, free_group, free_groups;
-    nbiBuf box;       // double[4] per position: min x, min y, max x, max y
-    nbiBuf hnd, user; // uint64_t per position
-    nbiBuf cat, mask; // uint32_t per position
-    nbiBuf own;       // int32_t per position: its node; a free block's first: the next free block
-    int32_t top;      // positions [0, top) belong to blocks, live or free
+    nbiBuf rec;        // nbiQtRec per position
+    nbiBuf cat, mask;  // uint32_t per position
+    int32_t nfiltered; // rectangles whose bits are not all ones: 0 lets queries skip the bits
+    nbiBuf own;        // int32_t per position: its node; a free block's first: the next free block
+    int32_t top;       // positions [0, top) belong to blocks, live or free
     int32_t free_block[NBI_QT_CLASSES];
     int32_t free_count[NBI_QT_CLASSES];
 };
 
 #define NBI_NODES(q) ((nbiQtNode *)(q)->nodes.ptr)
-#define NBI_BOX(q) ((double *)(q)->box.ptr)
-#define NBI_HND(q) ((uint64_t *)(q)->hnd.ptr)
-#define NBI_USER(q) ((uint64_t *)(q)->user.ptr)
+#define NBI_HOT(q) ((nbiQtHot *)(q)->hot.ptr)
+#define NBI_REC(q) ((nbiQtRec *)(q)->rec.ptr)
 #define NBI_CAT(q) ((uint32_t *)(q)->cat.ptr)
 #define NBI_MASK(q) ((uint32_t *)(q)->mask.ptr)
 #define NBI_OWN(q) ((int32_t *)(q)->own.ptr)
@@ -110,10 +134,30 @@ NBI_INLINE bool nbi_touch(const double *a, const double *b)
     return a[0] <= b[2] && b[0] <= a[2] && a[1] <= b[3] && b[1] <= a[3];
 }
 
-NBI_INLINE bool nbi_node_touch(const nbiQtNode *n, const double *w)
+NBI_INLINE bool nbi_node_touch(const nbiQtHot *n, const double *w)
 {
-    return n->lo[0] <= w[2] && w[0] <= n->hi[0] && n->lo[1] <= w[3] && w[1] <= n->hi[1];
+    return (double)n->lo[0] <= w[2] && w[0] <= (double)n->hi[0] && (double)n->lo[1] <= w[3] &&
+           w[1] <= (double)n->hi[1];
 }
+
+#ifdef NBI_QT_HOT_FLOAT
+// x rounded down (up) to a float: never above (below) x, and +-infinity beyond float's range.
+static float nbi_float_down(double x)
+{
+    if (x >= (double)FLT_MAX) return FLT_MAX;
+    if (x < -(double)FLT_MAX) return -(float)INFINITY;
+    float f = (float)x;
+    return (double)f > x ? nextafterf(f, -(float)INFINITY) : f;
+}
+
+static float nbi_float_up(double x)
+{
+    if (x <= -(double)FLT_MAX) return -FLT_MAX;
+    if (x > (double)FLT_MAX) return (float)INFINITY;
+    float f = (float)x;
+    return (double)f < x ? nextafterf(f, (float)INFINITY) : f;
+}
+#endif
 
 // Squared distance from p to the box lo..hi (0 inside): monotone in the box, so a node's value
 // never exceeds that of a rectangle within its bounds.
@@ -160,6 +204,11 @@ NBI_INLINE double nbi_ray_enter(const nbiRay *r, double lx, double ly, double hx
     return t0;
 }
 
+static bool nbi_bits_all(uint32_t cat, uint32_t mask)
+{
+    return cat == 0xFFFFFFFFu && mask == 0xFFFFFFFFu;
+}
+
 NBI_INLINE bool nbi_pass(nbFilter f, uint32_t cat, uint32_t mask)
 {
     return (f.category & mask) != 0 && (cat & f.mask) != 0;
@@ -175,14 +224,14 @@ static int nbi_cls_for(int64_t n)
 
 // ---- storage ----
 
-enum { NBI_QT_POS_BUFS = 6 };
+enum { NBI_QT_POS_BUFS = 4 };
 
 static void nbi_qt_pos_bufs(nbQuadtree *q, nbiBuf *buf[NBI_QT_POS_BUFS],
                             size_t elem[NBI_QT_POS_BUFS])
 {
-    nbiBuf *b[NBI_QT_POS_BUFS] = {&q->box, &q->hnd, &q->user, &q->cat, &q->mask, &q->own};
-    const size_t e[NBI_QT_POS_BUFS] = {4 * sizeof(double), sizeof(uint64_t), sizeof(uint64_t),
-                                       sizeof(uint32_t),   sizeof(uint32_t), sizeof(int32_t)};
+    nbiBuf *b[NBI_QT_POS_BUFS] = {&q->rec, &q->cat, &q->mask, &q->own};
+    const size_t e[NBI_QT_POS_BUFS] = {sizeof(nbiQtRec), sizeof(uint32_t), sizeof(uint32_t),
+                                       sizeof(int32_t)};
     for (int i = 0; i < NBI_QT_POS_BUFS; i++) {
         buf[i] = b[i];
         elem[i] = e[i];
@@ -228,7 +277,8 @@ static nbStatus nbi_qt_room(nbQuadtree *q, const nbiQtNeed *need)
     nbiBuf *pos[NBI_QT_POS_BUFS];
     size_t elem[NBI_QT_POS_BUFS];
     nbi_qt_pos_bufs(q, pos, elem);
-    bool room = nbi_pool_room(&q->pool) >= need->items && (size_t)node_need <= q->nodes.cap;
+    bool room = nbi_pool_room(&q->pool) >= need->items && (size_t)node_need <= q->nodes.cap &&
+                (size_t)node_need <= q->hot.cap;
     for (int b = 0; b < NBI_QT_POS_BUFS && room; b++) room = (size_t)positions <= pos[b]->cap;
     if (room) return NB_OK;
 
@@ -236,8 +286,13 @@ static nbStatus nbi_qt_room(nbQuadtree *q, const nbiQtNeed *need)
     nbStatus st = nbi_pool_prepare(&q->pool, need->items, &prep);
     if (st != NB_OK) return st;
     nbiBuf next_pos[NBI_QT_POS_BUFS];
-    nbiBuf next_nodes;
+    nbiBuf next_nodes, next_hot;
     if (!nbi_buf_prepare(&q->alloc, &q->nodes, &next_nodes, (size_t)node_need, sizeof(nbiQtNode))) {
+        nbi_pool_abandon(&q->pool, &prep);
+        return NB_ERR_OUT_OF_MEMORY;
+    }
+    if (!nbi_buf_prepare(&q->alloc, &q->hot, &next_hot, (size_t)node_need, sizeof(nbiQtHot))) {
+        nbi_buf_abandon(&q->alloc, &q->nodes, &next_nodes, sizeof(nbiQtNode));
         nbi_pool_abandon(&q->pool, &prep);
         return NB_ERR_OUT_OF_MEMORY;
     }
@@ -247,6 +302,7 @@ static nbStatus nbi_qt_room(nbQuadtree *q, const nbiQtNeed *need)
         if (!nbi_buf_prepare(&q->alloc, pos[b], &next_pos[b], want, elem[b])) {
             for (int f = 0; f < b; f++) nbi_buf_abandon(&q->alloc, pos[f], &next_pos[f], elem[f]);
             nbi_buf_abandon(&q->alloc, &q->nodes, &next_nodes, sizeof(nbiQtNode));
+            nbi_buf_abandon(&q->alloc, &q->hot, &next_hot, sizeof(nbiQtHot));
             nbi_pool_abandon(&q->pool, &prep);
             return NB_ERR_OUT_OF_MEMORY;
         }
@@ -255,6 +311,7 @@ static nbStatus nbi_qt_room(nbQuadtree *q, const nbiQtNeed *need)
     for (int b = 0; b < NBI_QT_POS_BUFS; b++)
         nbi_qt_commit(&q->alloc, pos[b], &next_pos[b], elem[b]);
     nbi_qt_commit(&q->alloc, &q->nodes, &next_nodes, sizeof(nbiQtNode));
+    nbi_qt_commit(&q->alloc, &q->hot, &next_hot, sizeof(nbiQtHot));
     return NB_OK;
 }
 
@@ -290,6 +347,26 @@ static void nbi_node_init(nbiQtNode *n, int32_t parent, int32_t level)
     n->level = level;
 }
 
+// Refreshes node n's mirror in the hot array.
+static void nbi_sync(nbQuadtree *q, int32_t n)
+{
+    const nbiQtNode *node = &NBI_NODES(q)[n];
+    nbiQtHot *h = &NBI_HOT(q)[n];
+    for (int a = 0; a < 2; a++) {
+#ifdef NBI_QT_HOT_FLOAT
+        h->lo[a] = nbi_float_down(node->lo[a]);
+        h->hi[a] = nbi_float_up(node->hi[a]);
+#else
+        h->lo[a] = node->lo[a];
+        h->hi[a] = node->hi[a];
+#endif
+    }
+    h->child = node->child;
+    h->start = node->start;
+    h->count = node->count;
+    h->pad = 0;
+}
+
 static int32_t nbi_group_take(nbQuadtree *q)
 {
     int32_t g;
@@ -321,9 +398,10 @@ static void nbi_group_give(nbQuadtree *q, int32_t g)
 static void nbi_put(nbQuadtree *q, int32_t to, int32_t n, const double *b, uint64_t hnd,
                     uint64_t user, uint32_t cat, uint32_t mask)
 {
-    memcpy(NBI_BOX(q) + 4 * (size_t)to, b, 4 * sizeof(double));
-    NBI_HND(q)[to] = hnd;
-    NBI_USER(q)[to] = user;
+    nbiQtRec *r = &NBI_REC(q)[to];
+    memcpy(r->b, b, sizeof r->b);
+    r->hnd = hnd;
+    r->user = user;
     NBI_CAT(q)[to] = cat;
     NBI_MASK(q)[to] = mask;
     NBI_OWN(q)[to] = n;
@@ -334,8 +412,9 @@ static void nbi_put(nbQuadtree *q, int32_t to, int32_t n, const double *b, uint6
 static void nbi_move_pos(nbQuadtree *q, int32_t from, int32_t to, int32_t n)
 {
     double b[4];
-    memcpy(b, NBI_BOX(q) + 4 * (size_t)from, sizeof b);
-    nbi_put(q, to, n, b, NBI_HND(q)[from], NBI_USER(q)[from], NBI_CAT(q)[from], NBI_MASK(q)[from]);
+    const nbiQtRec *r = &NBI_REC(q)[from];
+    memcpy(b, r->b, sizeof b);
+    nbi_put(q, to, n, b, r->hnd, r->user, NBI_CAT(q)[from], NBI_MASK(q)[from]);
 }
 
 // The block an append to node n needs: -1 if it has room.
@@ -361,6 +440,7 @@ static int32_t nbi_append(nbQuadtree *q, int32_t n, const double *b, uint64_t hn
     nbiQtNode *node = &NBI_NODES(q)[n];
     const int32_t at = node->start + node->count++;
     nbi_put(q, at, n, b, hnd, user, cat, mask);
+    nbi_sync(q, n);
     return at;
 }
 
@@ -377,6 +457,7 @@ static void nbi_take_out(nbQuadtree *q, int32_t at)
         node->cls = -1;
         node->start = 0;
     }
+    nbi_sync(q, n);
 }
 
 // ---- placement ----
@@ -502,6 +583,8 @@ static void nbi_grow(nbQuadtree *q, const double *b)
         nbi_node_init(ch, NBI_QT_ROOT, old.level);
         nbi_child_geometry(q, root, c, ch);
     }
+    for (int c = 0; c < 4; c++) nbi_sync(q, g + c);
+    nbi_sync(q, NBI_QT_ROOT);
     q->grown++;
 }
 
@@ -521,7 +604,7 @@ static void nbi_split_need(const nbQuadtree *q, int32_t n, const double *b, nbiQ
     for (int k = 0; k < 4; k++) nbi_child_geometry(q, node, k, &kids[k]);
     int64_t per[5] = {0, 0, 0, 0, 0}; // per child, then those that stay
     for (int32_t i = 0; i < node->count; i++) {
-        const int k = nbi_pick(q, node, kids, NBI_BOX(q) + 4 * (size_t)(node->start + i));
+        const int k = nbi_pick(q, node, kids, NBI_REC(q)[node->start + i].b);
         per[k < 0 ? 4 : k]++;
     }
     const int kb = nbi_pick(q, node, kids, b);
@@ -549,7 +632,7 @@ static void nbi_split(nbQuadtree *q, int32_t n, const double *extra)
     int8_t pick[64];
     const bool small = node->count <= 64;
     for (int32_t i = 0; i < node->count; i++) {
-        const int k = nbi_pick(q, node, &nodes[g], NBI_BOX(q) + 4 * (size_t)(node->start + i));
+        const int k = nbi_pick(q, node, &nodes[g], NBI_REC(q)[node->start + i].b);
         if (small) pick[i] = (int8_t)k;
         if (k >= 0) per[k]++;
     }
@@ -566,7 +649,7 @@ static void nbi_split(nbQuadtree *q, int32_t n, const double *extra)
     const int32_t count = node->count;
     for (int32_t i = 0; i < count; i++) {
         const int32_t at = node->start + i;
-        const int k = small ? pick[i] : nbi_pick(q, node, &nodes[g], NBI_BOX(q) + 4 * (size_t)at);
+        const int k = small ? pick[i] : nbi_pick(q, node, &nodes[g], NBI_REC(q)[at].b);
         if (k < 0) {
             if (w != i) nbi_move_pos(q, at, node->start + w, n);
             w++;
@@ -581,6 +664,8 @@ static void nbi_split(nbQuadtree *q, int32_t n, const double *extra)
         node->cls = -1;
         node->start = 0;
     }
+    nbi_sync(q, n);
+    for (int k = 0; k < 4; k++) nbi_sync(q, g + k);
 }
 
 // A placement decided before anything changes: the root's growth, or the target node (and
@@ -649,6 +734,7 @@ static void nbi_collapse(nbQuadtree *q, int32_t n)
             if (nodes[g + k].child >= 0 || nodes[g + k].count > 0) return;
         nbi_group_give(q, g);
         node->child = -1;
+        nbi_sync(q, n);
         if (node->count > 0) return;
         n = node->parent;
     }
@@ -659,6 +745,7 @@ static void nbi_collapse(nbQuadtree *q, int32_t n)
 static void nbi_reset(nbQuadtree *q)
 {
     q->count = 0;
+    q->nfiltered = 0;
     q->top = 0;
     for (int c = 0; c < NBI_QT_CLASSES; c++) {
         q->free_block[c] = -1;
@@ -681,6 +768,8 @@ static void nbi_reset(nbQuadtree *q)
         o->clo[a] = o->lo[a] = -(double)INFINITY;
         o->chi[a] = o->hi[a] = (double)INFINITY;
     }
+    nbi_sync(q, NBI_QT_ROOT);
+    nbi_sync(q, NBI_QT_OUT);
     q->grown = 0;
 }
 
@@ -761,6 +850,7 @@ void nb_quadtree_destroy(nbQuadtree *q)
     for (int b = 0; b < NBI_QT_POS_BUFS; b++)
         nbi_free(&q->alloc, pos[b]->ptr, pos[b]->cap, elem[b]);
     nbi_free(&q->alloc, q->nodes.ptr, q->nodes.cap, sizeof(nbiQtNode));
+    nbi_free(&q->alloc, q->hot.ptr, q->hot.cap, sizeof(nbiQtHot));
     nbi_pool_destroy(&q->pool);
     const nbAllocator a = q->alloc;
     nbi_free(&a, q, 1, sizeof *q);
@@ -796,7 +886,8 @@ int32_t nb_quadtree_count(const nbQuadtree *q)
 size_t nb_quadtree_memory_bytes(const nbQuadtree *q)
 {
     if (q == NULL) return 0;
-    size_t bytes = sizeof *q + nbi_pool_memory_bytes(&q->pool) + q->nodes.cap * sizeof(nbiQtNode);
+    size_t bytes = sizeof *q + nbi_pool_memory_bytes(&q->pool) + q->nodes.cap * sizeof(nbiQtNode) +
+                   q->hot.cap * sizeof(nbiQtHot);
     nbiBuf *pos[NBI_QT_POS_BUFS];
     size_t elem[NBI_QT_POS_BUFS];
     nbi_qt_pos_bufs((nbQuadtree *)q, pos, elem);
@@ -854,6 +945,7 @@ nbStatus nb_quadtree_insert(nbQuadtree *q, const nbRect *rect, uint64_t user, nb
     if (st != NB_OK) return st; // cannot happen: room was prepared
     nbi_place(q, &plan, b, h.bits, user, filter.category, filter.mask);
     q->count++;
+    q->nfiltered += !nbi_bits_all(filter.category, filter.mask);
     *out = h;
     return NB_OK;
 }
@@ -870,20 +962,20 @@ nbStatus nb_quadtree_move(nbQuadtree *q, nbHandle item, const nbRect *rect)
     const int32_t at = nbi_pool_slot_value(&q->pool, slot);
     const int32_t n = NBI_OWN(q)[at];
     if (n != NBI_QT_OUT && nbi_within(&NBI_NODES(q)[n], b)) { // stays: nothing else changes
-        memcpy(NBI_BOX(q) + 4 * (size_t)at, b, sizeof b);
+        memcpy(NBI_REC(q)[at].b, b, sizeof b);
         return NB_OK;
     }
     nbiQtPlan plan;
     nbi_plan(q, b, 0, &plan);
     if (plan.target == NBI_QT_OUT && n == NBI_QT_OUT) {
-        memcpy(NBI_BOX(q) + 4 * (size_t)at, b, sizeof b);
+        memcpy(NBI_REC(q)[at].b, b, sizeof b);
         return NB_OK;
     }
     st = nbi_qt_room(q, &plan.need);
     if (st != NB_OK) return st;
     // Take the old copy out first (this never allocates nor moves other nodes' blocks), but keep
     // its node from collapsing until the new copy is in: the plan was made with it in place.
-    const uint64_t hnd = NBI_HND(q)[at], user = NBI_USER(q)[at];
+    const uint64_t hnd = NBI_REC(q)[at].hnd, user = NBI_REC(q)[at].user;
     const uint32_t cat = NBI_CAT(q)[at], mask = NBI_MASK(q)[at];
     nbi_take_out(q, at);
     nbi_place(q, &plan, b, hnd, user, cat, mask);
@@ -902,6 +994,7 @@ nbStatus nb_quadtree_remove(nbQuadtree *q, nbHandle item)
     if (st != NB_OK) return st;
     const int32_t at = nbi_pool_slot_value(&q->pool, slot);
     const int32_t n = NBI_OWN(q)[at];
+    q->nfiltered -= !nbi_bits_all(NBI_CAT(q)[at], NBI_MASK(q)[at]);
     nbi_take_out(q, at);
     nbi_pool_free(&q->pool, item, NULL);
     q->count--;
@@ -917,14 +1010,14 @@ nbStatus nb_quadtree_get(const nbQuadtree *q, nbHandle item, nbRect *rect, uint6
     nbStatus st = nbi_pool_lookup(&q->pool, item, &slot);
     if (st != NB_OK) return st;
     const int32_t at = nbi_pool_slot_value(&q->pool, slot);
-    const double *b = NBI_BOX(q) + 4 * (size_t)at;
+    const double *b = NBI_REC(q)[at].b;
     if (rect != NULL) {
         rect->min[0] = b[0];
         rect->min[1] = b[1];
         rect->max[0] = b[2];
         rect->max[1] = b[3];
     }
-    if (user != NULL) *user = NBI_USER(q)[at];
+    if (user != NULL) *user = NBI_REC(q)[at].user;
     if (filter != NULL) {
         filter->category = NBI_CAT(q)[at];
         filter->mask = NBI_MASK(q)[at];
@@ -939,7 +1032,9 @@ nbStatus nb_quadtree_set(nbQuadtree *q, nbHandle item, uint64_t user, nbFilter f
     nbStatus st = nbi_pool_lookup(&q->pool, item, &slot);
     if (st != NB_OK) return st;
     const int32_t at = nbi_pool_slot_value(&q->pool, slot);
-    NBI_USER(q)[at] = user;
+    NBI_REC(q)[at].user = user;
+    q->nfiltered += !nbi_bits_all(filter.category, filter.mask) -
+                    !nbi_bits_all(NBI_CAT(q)[at], NBI_MASK(q)[at]);
     NBI_CAT(q)[at] = filter.category;
     NBI_MASK(q)[at] = filter.mask;
     return NB_OK;
@@ -986,8 +1081,10 @@ static nbStatus nbi_build_into(nbQuadtree *s, nbiQtItem *work, nbiQtItem *scratc
                 for (int k = 0; k < 4; k++) {
                     nbi_node_init(&nodes[g + k], r.node, nodes[r.node].level + 1);
                     nbi_child_geometry(s, &nodes[r.node], k, &nodes[g + k]);
+                    nbi_sync(s, g + k);
                 }
                 nodes[r.node].child = g;
+                nbi_sync(s, r.node);
             }
             const nbiQtNode *nodes = NBI_NODES(s);
             const int32_t g = nodes[r.node].child;
@@ -1029,6 +1126,7 @@ static nbStatus nbi_build_into(nbQuadtree *s, nbiQtItem *work, nbiQtItem *scratc
                     users != NULL ? users[it->i] : (uint64_t)it->i, f.category, f.mask);
             if (handles != NULL) handles[it->i] = h;
         }
+        nbi_sync(s, r.node);
     }
     return NB_OK;
 }
@@ -1084,6 +1182,8 @@ nbStatus nb_quadtree_build(nbQuadtree *q, const nbRect *rects, int32_t n, const 
         }
         memcpy(work + inside, scratch, (size_t)outside * sizeof *work);
         s->count = n;
+        for (int32_t i = 0; filters != NULL && i < n; i++)
+            s->nfiltered += !nbi_bits_all(filters[i].category, filters[i].mask);
         if (outside > 0)
             st = nbi_build_into(s, work, scratch, pick, users, filters, handles,
                                 (nbiQtRange){NBI_QT_OUT, inside, n});
@@ -1123,8 +1223,9 @@ typedef struct nbiQtSink {
 NBI_INLINE nbHit nbi_hit_at(const nbQuadtree *q, int32_t p)
 {
     nbHit h;
-    h.handle.bits = NBI_HND(q)[p];
-    h.user = NBI_USER(q)[p];
+    const nbiQtRec *r = &NBI_REC(q)[p];
+    h.handle.bits = r->hnd;
+    h.user = r->user;
     return h;
 }
 
@@ -1167,36 +1268,62 @@ enum { NBI_Q_BOX, NBI_Q_CIRCLE };
 static void nbi_search(const nbQuadtree *q, int kind, const double *w, const double *c, double r2,
                        const nbFilter *f, nbiQtSink *s)
 {
-    const nbiQtNode *nodes = NBI_NODES(q);
-    const double *box = NBI_BOX(q);
+    const nbiQtHot *nodes = NBI_HOT(q);
+    const nbiQtRec *rec = NBI_REC(q);
+    const uint32_t *cat = NBI_CAT(q), *mask = NBI_MASK(q);
+    if (f != NULL && q->nfiltered == 0) { // every rectangle has all bits: one test decides
+        if (f->category == 0 || f->mask == 0) return;
+        f = NULL;
+    }
+    // A node is pushed once its bounds are known to meet the search; a window that holds a
+    // node's bounds whole holds every rectangle of its subtree, so such a node is pushed as
+    // -2 - index and its subtree reported without a test.
     int32_t stack[NBI_QT_STACK];
     int top = 0;
     stack[top++] = NBI_QT_OUT;
-    stack[top++] = NBI_QT_ROOT;
+    if (nbi_node_touch(&nodes[NBI_QT_ROOT], w)) stack[top++] = NBI_QT_ROOT;
     while (top > 0 && !s->stop) {
-        const nbiQtNode *n = &nodes[stack[--top]];
+        int32_t ni = stack[--top];
+        const bool inside = ni < 0;
+        if (inside) ni = -2 - ni;
+        const nbiQtHot *n = &nodes[ni];
 #ifdef NBI_QT_STATS
         nbi_qt_nodes_visited++;
 #endif
-        if (!nbi_node_touch(n, w)) continue;
-        if (kind == NBI_Q_CIRCLE && nbi_dist2(c, n->lo[0], n->lo[1], n->hi[0], n->hi[1]) > r2)
-            continue;
-        {
-            const int32_t base = n->start, end = base + n->count;
-            for (int32_t p = base; p < end; p++) {
-                const double *b = box + 4 * (size_t)p;
+        const int32_t base = n->start, end = base + n->count;
+        for (int32_t p = base; p < end; p++) {
+            const double *b = rec[p].b;
 #ifdef NBI_QT_STATS
-                nbi_qt_items_tested++;
+            nbi_qt_items_tested++;
 #endif
+            if (!inside) {
                 if (!nbi_touch(b, w)) continue;
                 if (kind == NBI_Q_CIRCLE && nbi_dist2(c, b[0], b[1], b[2], b[3]) > r2) continue;
-                if (f != NULL && !nbi_pass(*f, NBI_CAT(q)[p], NBI_MASK(q)[p])) continue;
-                nbi_sink_hit(s, q, p);
-                if (s->stop) break;
             }
+            if (f != NULL && !nbi_pass(*f, cat[p], mask[p])) continue;
+            nbi_sink_hit(s, q, p);
+            if (s->stop) return;
         }
-        if (n->child >= 0)
-            for (int k = 3; k >= 0; k--) stack[top++] = n->child + k;
+        if (n->child < 0) continue;
+        for (int k = 3; k >= 0; k--) {
+            const int32_t ci = n->child + k;
+            if (inside) {
+                stack[top++] = -2 - ci;
+                continue;
+            }
+            const nbiQtHot *ch = &nodes[ci];
+            if (!nbi_node_touch(ch, w)) continue;
+            if (kind == NBI_Q_CIRCLE) {
+                if (nbi_dist2(c, (double)ch->lo[0], (double)ch->lo[1], (double)ch->hi[0],
+                              (double)ch->hi[1]) > r2)
+                    continue;
+                stack[top++] = ci;
+                continue;
+            }
+            const bool held = w[0] <= (double)ch->lo[0] && w[1] <= (double)ch->lo[1] &&
+                              (double)ch->hi[0] <= w[2] && (double)ch->hi[1] <= w[3];
+            stack[top++] = held ? -2 - ci : ci;
+        }
     }
 }
 
@@ -1430,8 +1557,10 @@ enum { NBI_N_KNN, NBI_N_RAY };
 static void nbi_nearest(const nbQuadtree *q, int kind, const double *p, const nbiRay *ray,
                         double limit, bool count_all, nbFilter f, nbiQtHeap *h)
 {
-    const nbiQtNode *nodes = NBI_NODES(q);
-    const double *box = NBI_BOX(q);
+    const nbiQtHot *nodes = NBI_HOT(q);
+    const nbiQtRec *rec = NBI_REC(q);
+    const bool check = q->nfiltered > 0;
+    if (!check && (f.category == 0 || f.mask == 0)) return;
     int32_t stack[NBI_QT_STACK];
     double sd[NBI_QT_STACK];
     int top = 0;
@@ -1441,13 +1570,13 @@ static void nbi_nearest(const nbQuadtree *q, int kind, const double *p, const nb
     sd[top++] = 0.0;
     while (top > 0) {
         top--;
-        const nbiQtNode *n = &nodes[stack[top]];
+        const nbiQtHot *n = &nodes[stack[top]];
         const double bound = count_all ? limit : nbi_heap_bound(h, limit);
         if (sd[top] > bound) continue;
         {
             const int32_t base = n->start, end = base + n->count;
             for (int32_t i = base; i < end; i++) {
-                const double *b = box + 4 * (size_t)i;
+                const double *b = rec[i].b;
                 double d;
                 if (kind == NBI_N_KNN) {
                     d = nbi_dist2(p, b[0], b[1], b[2], b[3]);
@@ -1456,7 +1585,7 @@ static void nbi_nearest(const nbQuadtree *q, int kind, const double *p, const nb
                     d = nbi_ray_enter(ray, b[0], b[1], b[2], b[3]);
                     if (d < 0.0) continue;
                 }
-                if (!nbi_pass(f, NBI_CAT(q)[i], NBI_MASK(q)[i])) continue;
+                if (check && !nbi_pass(f, NBI_CAT(q)[i], NBI_MASK(q)[i])) continue;
                 nbi_heap_offer(h, d, nbi_hit_at(q, i));
             }
         }
@@ -1465,13 +1594,15 @@ static void nbi_nearest(const nbQuadtree *q, int kind, const double *p, const nb
         int order[4];
         int m = 0;
         for (int k = 0; k < 4; k++) {
-            const nbiQtNode *c = &nodes[n->child + k];
+            const nbiQtHot *c = &nodes[n->child + k];
+            const double lx = (double)c->lo[0], ly = (double)c->lo[1];
+            const double hx = (double)c->hi[0], hy = (double)c->hi[1];
             double d;
             if (kind == NBI_N_KNN) {
-                d = nbi_dist2(p, c->lo[0], c->lo[1], c->hi[0], c->hi[1]);
+                d = nbi_dist2(p, lx, ly, hx, hy);
                 if (d > limit) continue;
             } else {
-                d = nbi_ray_enter(ray, c->lo[0], c->lo[1], c->hi[0], c->hi[1]);
+                d = nbi_ray_enter(ray, lx, ly, hx, hy);
                 if (d < 0.0) continue;
             }
             // Insertion by distance, farthest first on the stack so the nearest pops first.
@@ -1591,9 +1722,11 @@ nbStatus nb_quadtree_raycast_all(const nbQuadtree *q, const double *origin, cons
 static void nbi_pairs(const nbQuadtree *q, bool cross, uint32_t mask_a, uint32_t mask_b,
                       nbiQtSink *s)
 {
-    const nbiQtNode *nodes = NBI_NODES(q);
-    const double *box = NBI_BOX(q);
+    const nbiQtHot *nodes = NBI_HOT(q);
+    const nbiQtNode *full = NBI_NODES(q);
+    const nbiQtRec *rec = NBI_REC(q);
     const uint32_t *cat = NBI_CAT(q), *mask = NBI_MASK(q);
+    const bool rule = q->nfiltered > 0; // else every pair passes the pair rule
     int32_t outer[NBI_QT_STACK];
     int32_t stack[NBI_QT_STACK];
     int otop = 0;
@@ -1601,39 +1734,41 @@ static void nbi_pairs(const nbQuadtree *q, bool cross, uint32_t mask_a, uint32_t
     outer[otop++] = NBI_QT_OUT;
     while (otop > 0 && !s->stop) {
         const int32_t na = outer[--otop];
-        const nbiQtNode *a_node = &nodes[na];
+        const nbiQtHot *a_node = &nodes[na];
+        const int32_t a_level = full[na].level;
         if (a_node->child >= 0)
             for (int k = 3; k >= 0; k--) outer[otop++] = a_node->child + k;
         {
             const int32_t abase = a_node->start, aend = abase + a_node->count;
             for (int32_t a = abase; a < aend && !s->stop; a++) {
                 if (cross && ((cat[a] & mask_a) == 0 || mask[a] == 0)) continue;
-                const double *w = box + 4 * (size_t)a;
+                const double *w = rec[a].b;
                 int top = 0;
                 stack[top++] = NBI_QT_OUT;
                 stack[top++] = NBI_QT_ROOT;
                 while (top > 0 && !s->stop) {
                     const int32_t nb = stack[--top];
-                    const nbiQtNode *n = &nodes[nb];
+                    const nbiQtHot *n = &nodes[nb];
                     if (!nbi_node_touch(n, w)) continue;
                     if (n->child >= 0)
                         for (int k = 3; k >= 0; k--) stack[top++] = n->child + k;
                     // In pairs mode only rectangles after a in the order above.
-                    if (!cross &&
-                        (n->level < a_node->level || (n->level == a_node->level && nb < na)))
-                        continue;
+                    if (!cross && n->count > 0) {
+                        const int32_t level = full[nb].level;
+                        if (level < a_level || (level == a_level && nb < na)) continue;
+                    }
                     {
                         const int32_t bbase = n->start, bend = bbase + n->count;
                         for (int32_t b = bbase; b < bend; b++) {
                             if (cross ? b == a : (nb == na && b <= a)) continue;
-                            if (!nbi_touch(box + 4 * (size_t)b, w)) continue;
+                            if (!nbi_touch(rec[b].b, w)) continue;
                             if (cross) {
                                 if ((cat[b] & mask_b) == 0 || mask[b] == 0) continue;
                                 nbi_sink_pair(s, q, a, b);
                             } else {
-                                if ((cat[a] & mask[b]) == 0 || (cat[b] & mask[a]) == 0) continue;
-                                const bool a_first =
-                                    (uint32_t)NBI_HND(q)[a] < (uint32_t)NBI_HND(q)[b];
+                                if (rule && ((cat[a] & mask[b]) == 0 || (cat[b] & mask[a]) == 0))
+                                    continue;
+                                const bool a_first = (uint32_t)rec[a].hnd < (uint32_t)rec[b].hnd;
                                 nbi_sink_pair(s, q, a_first ? a : b, a_first ? b : a);
                             }
                             if (s->stop) break;
@@ -1725,6 +1860,11 @@ static nbStatus nbi_validate_node(const nbQuadtree *q, int32_t n, int64_t *items
     const nbiQtNode *node = &nodes[n];
     NBI_CHECK(node->parent != -2);
     NBI_CHECK(node->count >= 0);
+    const nbiQtHot *h = &NBI_HOT(q)[n];
+    NBI_CHECK(h->child == node->child && h->count == node->count);
+    NBI_CHECK(node->count == 0 || h->start == node->start);
+    for (int a = 0; a < 2; a++)
+        NBI_CHECK((double)h->lo[a] <= node->lo[a] && node->hi[a] <= (double)h->hi[a]);
     if (node->count == 0) {
         NBI_CHECK(node->cls == -1);
     } else {
@@ -1736,11 +1876,11 @@ static nbStatus nbi_validate_node(const nbQuadtree *q, int32_t n, int64_t *items
     for (int32_t i = 0; i < node->count; i++) {
         const int32_t at = node->start + i;
         NBI_CHECK(NBI_OWN(q)[at] == n);
-        nbHandle handle = {NBI_HND(q)[at]};
+        nbHandle handle = {NBI_REC(q)[at].hnd};
         int32_t slot;
         NBI_CHECK(nbi_pool_lookup(&q->pool, handle, &slot) == NB_OK);
         NBI_CHECK(nbi_pool_slot_value(&q->pool, slot) == at);
-        const double *b = NBI_BOX(q) + 4 * (size_t)at;
+        const double *b = NBI_REC(q)[at].b;
         NBI_CHECK(b[0] <= b[2] && b[1] <= b[3]);
         NBI_CHECK(nbi_within(node, b));
     }
@@ -1767,7 +1907,7 @@ nbStatus nb_quadtree_validate(const nbQuadtree *q)
     if (st != NB_OK) return st;
     NBI_CHECK(q->count == nbi_pool_count(&q->pool));
     NBI_CHECK(q->node_top >= NBI_QT_GROUPS && (size_t)q->node_top <= q->nodes.cap);
-    NBI_CHECK(q->top >= 0 && (size_t)q->top <= q->own.cap && (size_t)q->top <= q->box.cap);
+    NBI_CHECK(q->top >= 0 && (size_t)q->top <= q->own.cap && (size_t)q->top <= q->rec.cap);
     const nbiQtNode *nodes = NBI_NODES(q);
     NBI_CHECK(nodes[NBI_QT_ROOT].parent == -1 && nodes[NBI_QT_OUT].parent == -1);
     NBI_CHECK(nodes[NBI_QT_OUT].child == -1);
@@ -1788,6 +1928,17 @@ nbStatus nb_quadtree_validate(const nbQuadtree *q)
         }
     }
     NBI_CHECK(items == q->count);
+    int64_t filtered = 0;
+    for (int32_t p = 0; p < q->top; p++) {
+        const int32_t n = NBI_OWN(q)[p];
+        if (n < 0 || n >= q->node_top) continue; // a free block's link, or a stale position
+        const nbiQtNode *node = &nodes[n];
+        if (node->parent == -2 || node->count == 0 || p < node->start ||
+            p >= node->start + node->count)
+            continue;
+        filtered += !nbi_bits_all(NBI_CAT(q)[p], NBI_MASK(q)[p]);
+    }
+    NBI_CHECK(filtered == q->nfiltered);
     for (int c = 0; c < NBI_QT_CLASSES; c++) {
         int64_t len = 0;
         for (int32_t s = q->free_block[c]; s >= 0; s = NBI_OWN(q)[s]) {
