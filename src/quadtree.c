@@ -32,6 +32,7 @@
 // plus free blocks cover [0, top) exactly; free groups are chained and counted.
 #include <nearby/quadtree.h>
 
+#include "cell.h"
 #include "handle_pool.h"
 
 #include <float.h>
@@ -161,7 +162,7 @@ static float nbi_float_up(double x)
 
 // Squared distance from p to the box lo..hi (0 inside): monotone in the box, so a node's value
 // never exceeds that of a rectangle within its bounds.
-NBI_INLINE double nbi_dist2(const double *p, double lx, double ly, double hx, double hy)
+NBI_INLINE double nbi_box_dist2(const double *p, double lx, double ly, double hx, double hy)
 {
     double dx = lx - p[0];
     double t = p[0] - hx;
@@ -1298,7 +1299,7 @@ static void nbi_search(const nbQuadtree *q, int kind, const double *w, const dou
 #endif
             if (!inside) {
                 if (!nbi_touch(b, w)) continue;
-                if (kind == NBI_Q_CIRCLE && nbi_dist2(c, b[0], b[1], b[2], b[3]) > r2) continue;
+                if (kind == NBI_Q_CIRCLE && nbi_box_dist2(c, b[0], b[1], b[2], b[3]) > r2) continue;
             }
             if (f != NULL && !nbi_pass(*f, cat[p], mask[p])) continue;
             nbi_sink_hit(s, q, p);
@@ -1314,8 +1315,8 @@ static void nbi_search(const nbQuadtree *q, int kind, const double *w, const dou
             const nbiQtHot *ch = &nodes[ci];
             if (!nbi_node_touch(ch, w)) continue;
             if (kind == NBI_Q_CIRCLE) {
-                if (nbi_dist2(c, (double)ch->lo[0], (double)ch->lo[1], (double)ch->hi[0],
-                              (double)ch->hi[1]) > r2)
+                if (nbi_box_dist2(c, (double)ch->lo[0], (double)ch->lo[1], (double)ch->hi[0],
+                                  (double)ch->hi[1]) > r2)
                     continue;
                 stack[top++] = ci;
                 continue;
@@ -1406,13 +1407,14 @@ static nbStatus nbi_circle_check(const double *center, double radius, double w[4
 {
     if (!isfinite(center[0]) || !isfinite(center[1]) || !isfinite(radius)) return NB_ERR_NOT_FINITE;
     if (radius < 0.0) return NB_ERR_OUT_OF_RANGE;
-    // A window a hair wider than the circle (its reach is rounded outwards); the exact test
-    // decides.
-    const double reach = radius * (1.0 + 0x1p-40) + 0x1p-1000;
-    w[0] = center[0] - reach;
-    w[1] = center[1] - reach;
-    w[2] = center[0] + reach;
-    w[3] = center[1] + reach;
+    // The window that holds every point the test dx*dx + dy*dy <= r*r can accept: the reach
+    // of r (cell.h: rounding, and squares that underflow to 0), each edge one step outwards
+    // for the rounding of center +- reach. The exact test then decides.
+    const double reach = nbi_reach(radius);
+    w[0] = nextafter(center[0] - reach, -(double)INFINITY);
+    w[1] = nextafter(center[1] - reach, -(double)INFINITY);
+    w[2] = nextafter(center[0] + reach, (double)INFINITY);
+    w[3] = nextafter(center[1] + reach, (double)INFINITY);
     return NB_OK;
 }
 
@@ -1579,7 +1581,7 @@ static void nbi_nearest(const nbQuadtree *q, int kind, const double *p, const nb
                 const double *b = rec[i].b;
                 double d;
                 if (kind == NBI_N_KNN) {
-                    d = nbi_dist2(p, b[0], b[1], b[2], b[3]);
+                    d = nbi_box_dist2(p, b[0], b[1], b[2], b[3]);
                     if (d > limit) continue;
                 } else {
                     d = nbi_ray_enter(ray, b[0], b[1], b[2], b[3]);
@@ -1599,7 +1601,7 @@ static void nbi_nearest(const nbQuadtree *q, int kind, const double *p, const nb
             const double hx = (double)c->hi[0], hy = (double)c->hi[1];
             double d;
             if (kind == NBI_N_KNN) {
-                d = nbi_dist2(p, lx, ly, hx, hy);
+                d = nbi_box_dist2(p, lx, ly, hx, hy);
                 if (d > limit) continue;
             } else {
                 d = nbi_ray_enter(ray, lx, ly, hx, hy);

@@ -709,6 +709,35 @@ static int test_stop_and_buffers(void)
     return 0;
 }
 
+// Squares that underflow: a rectangle 1e-170 from the centre is within radius 0 by the test
+// dx*dx + dy*dy <= r*r (1e-340 rounds to 0), and must be found (a case the fuzzer found).
+static int test_radius_underflow(void)
+{
+    nbQuadtree *qt = NULL;
+    nbQuadtreeDesc desc = {0};
+    NB_CHECK_OK(nb_quadtree_create(&desc, &qt));
+    const double tiny[] = {1e-170, 2.2250738585072014e-308, 4.9406564584124654e-324, 1e-150};
+    nbHandle h;
+    for (int i = 0; i < 4; i++) {
+        nbRect r = {{tiny[i], 0.0}, {1.0, 1.0}};
+        NB_CHECK_OK(nb_quadtree_insert(qt, &r, (uint64_t)i, NB_FILTER_ALL, &h));
+    }
+    nbHit hits[4];
+    int32_t found = 0;
+    const double c[2] = {0.0, 0.5};
+    NB_CHECK_OK(nb_quadtree_query_radius(qt, c, 0.0, NB_FILTER_ALL, hits, 4, &found));
+    NB_CHECK(found == 3); // 1e-150 squared is 1e-300, not 0
+    NB_CHECK_OK(nb_quadtree_query_radius(qt, c, 1e-170, NB_FILTER_ALL, hits, 4, &found));
+    NB_CHECK(found == 3);
+    NB_CHECK_OK(nb_quadtree_query_radius(qt, c, 1e-150, NB_FILTER_ALL, hits, 4, &found));
+    NB_CHECK(found == 4);
+    nbHitNeighbor nn[4];
+    NB_CHECK_OK(nb_quadtree_knn(qt, c, 4, 0.0, NB_FILTER_ALL, nn, &found));
+    NB_CHECK(found == 3);
+    nb_quadtree_destroy(qt);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const nbtCase cases[] = {
@@ -720,6 +749,7 @@ int main(int argc, char **argv)
         {"failing_allocator", test_failing_allocator},
         {"zero_alloc_moving", test_zero_alloc_moving},
         {"stop_and_buffers", test_stop_and_buffers},
+        {"radius_underflow", test_radius_underflow},
     };
     return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
 }
