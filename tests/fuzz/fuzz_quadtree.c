@@ -252,9 +252,12 @@ static void qf_queries(nbfReader *rd, uint8_t op)
             return;
         }
         NBF_CHECK(st == NB_OK, "point/radius: %s", nb_status_str(st));
-        for (int32_t i = 0; i < qm.n; i++)
-            if (qf_dist2(p, &qm.r[i]) <= radius * radius && qf_pass(qf, qm.f[i]))
-                want[nw++] = qm.h[i].bits;
+        const nbRect pr = {{p[0], p[1]}, {p[0], p[1]}}; // a point query asks for containment
+        for (int32_t i = 0; i < qm.n; i++) {
+            const bool in =
+                op == 1 ? qf_touch(&qm.r[i], &pr) : qf_dist2(p, &qm.r[i]) <= radius * radius;
+            if (in && qf_pass(qf, qm.f[i])) want[nw++] = qm.h[i].bits;
+        }
         qf_check_hits("point/radius", hits, found, want, nw);
     } else if (op == 3 || op == 4) { // kNN, rays
         double p[2] = {qf_coord(rd), qf_coord(rd)};
