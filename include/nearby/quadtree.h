@@ -101,9 +101,11 @@ NB_API nbStatus nb_quadtree_create(const nbQuadtreeDesc *desc, nbQuadtree **out)
 NB_API void nb_quadtree_destroy(nbQuadtree *tree);
 
 /// Grows storage so that the tree can hold `count` rectangles, and move them about, without
-/// allocating in the usual case (it sets aside room for half as many pages as rectangles and
-/// nodes for one leaf per four rectangles). NB_ERR_OUT_OF_RANGE for a negative count or one
-/// beyond 2^28; NB_ERR_OUT_OF_MEMORY leaves the tree unchanged.
+/// allocating in the usual case: it sets aside 3 block positions a rectangle (a node's block is
+/// at most twice what it holds, and freed blocks wait for reuse) and a group of four nodes per
+/// 8 rectangles. A workload that needs more still works and allocates (geometrically) until its
+/// blocks settle. NB_ERR_OUT_OF_RANGE for a negative count or one beyond 2^28;
+/// NB_ERR_OUT_OF_MEMORY leaves the tree unchanged.
 NB_API nbStatus nb_quadtree_reserve(nbQuadtree *tree, int32_t count);
 
 /// Removes every rectangle (their handles go stale), resets the root to the desc's bounds and
