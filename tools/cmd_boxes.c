@@ -149,7 +149,7 @@ static int run_boxes(int argc, char **argv)
             if (hits[k] < 0 || hits[k] >= n) st = NB_ERR_INTERNAL;
         if (st != NB_OK) break;
         first[q] = total;
-        if (!(o.given & CLI_OPT_COUNT)) {
+        if (!(o.given & CLI_OPT_COUNT) && found > 0) {
             if (total + found > all_cap) {
                 int64_t cap = all_cap * 2 > total + found ? all_cap * 2 : total + found + 64;
                 int32_t *grown = realloc(all, (size_t)cap * sizeof(int32_t));
