@@ -20,6 +20,13 @@
 // ---------------------------------------------------------------------------------------------
 // dense: the uniform grid (nb_grid_*)
 
+static const nbTasks *cli_tasks; // cli_structure_set_tasks
+
+void cli_structure_set_tasks(const nbTasks *tasks)
+{
+    cli_tasks = tasks;
+}
+
 static nbStatus dense_build_points(void **index, const nbPoints *points, double scale)
 {
     if (*index != NULL) return nb_grid_build(*index, points, scale);
@@ -29,6 +36,7 @@ static nbStatus dense_build_points(void **index, const nbPoints *points, double 
     nbGridDesc desc = {0};
     desc.dim = points->dim;
     desc.capacity_hint = points->count;
+    desc.tasks = cli_tasks;
     nbGrid *grid = NULL;
     nbStatus st = nb_grid_create(&desc, &grid);
     if (st != NB_OK) return st;

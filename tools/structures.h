@@ -61,6 +61,10 @@ typedef struct cliStructure {
     bool only_2d;
 } cliStructure;
 
+/// The scheduler that structures able to use one (the dense grid) are created with from now
+/// on; NULL (the default) = serial. The pointer must stay valid while they are in use.
+void cli_structure_set_tasks(const nbTasks *tasks);
+
 /// The structure named `name`, or NULL.
 const cliStructure *cli_structure_find(const char *name);
 

@@ -28,6 +28,12 @@ typedef struct nbGridDesc {
     int32_t dim;                  ///< 2 or 3; 0 means 2
     int32_t capacity_hint;        ///< points to reserve for; 0 = grow on the first build
     const nbAllocator *allocator; ///< NULL = malloc/free; copied, must outlive the grid
+    /// NULL = serial. Your scheduler (copied; its `user` must outlive the grid): builds of the
+    /// dense layout and nb_grid_pairs / nb_grid_count_pairs then run on your workers, with
+    /// results identical, bit for bit and in order, to the serial ones. Small inputs run
+    /// serially. The hashed layout's build and the other calls stay serial (split
+    /// nb_grid_visit_pairs_range yourself to visit in parallel).
+    const nbTasks *tasks;
 } nbGridDesc;
 
 /// What a grid holds, for inspection and tuning. Filled by nb_grid_info().
@@ -119,7 +125,8 @@ NB_API nbStatus nb_grid_visit_pairs_range(const nbGrid *grid, double radius, int
 /// Indices of points with distance <= radius from `center` (dim doubles, anywhere, inside or
 /// outside the data), in a deterministic order (by cell, then ascending index within a cell).
 /// Writes up to `capacity` indices to `out` and the total to *found; if *found > capacity,
-/// returns NB_ERR_BUFFER_TOO_SMALL and `out` holds the first `capacity`. Does not allocate.
+/// returns NB_ERR_BUFFER_TOO_SMALL and `out` holds the first `capacity`. Entries of `out` past
+/// the hits may be overwritten (the test writes without a branch). Does not allocate.
 /// NB_ERR_NOT_FINITE for a NaN/infinite center or radius; NB_ERR_OUT_OF_RANGE for a negative
 /// radius or capacity. Cost O(cells covered + candidates), never more than O(N + cells).
 NB_API nbStatus nb_grid_query_radius(const nbGrid *grid, const double *center, double radius,
@@ -191,6 +198,15 @@ NB_API nbStatus nb_grid_count_cross_pairs(const nbGrid *a, const nbGrid *b, doub
 /// returns false. Same statuses; on an error `visit` is never called.
 NB_API nbStatus nb_grid_visit_cross_pairs(const nbGrid *a, const nbGrid *b, double radius,
                                           nbPairFn *visit, void *user);
+
+/// The cell order of the last build: order[p] = the input index of the point at position p
+/// (cells row-major with x fastest in the dense layout, by first appearance in the hashed one;
+/// ascending input index within a cell). A simulation that reorders its arrays by it every few
+/// steps (nb_gather, for positions, velocities, ids, ...) keeps points that are near in space
+/// near in memory: the next builds scatter almost sequentially, and pairs come out in nearly
+/// ascending index order. Writes nb_grid_count(grid) entries. NB_ERR_BUFFER_TOO_SMALL (nothing
+/// written) if capacity is smaller; NB_ERR_OUT_OF_RANGE for a negative capacity.
+NB_API nbStatus nb_grid_cell_order(const nbGrid *grid, int32_t *order, int32_t capacity);
 
 /// Checks every invariant of the grid (cell order, prefix sums, cell membership, index
 /// permutation, hash table consistency). NB_OK or NB_ERR_INTERNAL. O(N + cells).

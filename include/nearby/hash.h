@@ -119,8 +119,9 @@ NB_API nbStatus nb_hash_visit_all(const nbHash *hash, nbHashVisitFn *visit, void
 /// Items within `radius` of `center` that pass `filter` (Box2D's rule against each item's bits;
 /// NB_FILTER_ALL for all). Writes up to `capacity` hits to `out` and the total to *found; if the
 /// total exceeds capacity, returns NB_ERR_BUFFER_TOO_SMALL with `out` holding the first
-/// `capacity`. NB_ERR_NOT_FINITE for a NaN or infinite center or radius; NB_ERR_OUT_OF_RANGE for
-/// a negative radius or capacity. Does not allocate.
+/// `capacity`; entries of `out` past the hits may be overwritten. NB_ERR_NOT_FINITE for a NaN or
+/// infinite center or radius; NB_ERR_OUT_OF_RANGE for a negative radius or capacity. Does not
+/// allocate.
 NB_API nbStatus nb_hash_query_radius(const nbHash *hash, const double *center, double radius,
                                      nbFilter filter, nbHashHit *out, int32_t capacity,
                                      int32_t *found);
