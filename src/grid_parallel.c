@@ -67,7 +67,7 @@ static void nbi_scan_task(int32_t k0, int32_t k1, int32_t worker, void *vctx)
             x->ok[k] = nbi_grid_scan(in->data + (size_t)a * in->step, in->step, b - a, in->dim,
                                      x->mn[k], x->mx[k]);
         else
-            x->mn[k][0] = NAN; // empty chunk: skipped when combined
+            x->mn[k][0] = (double)NAN; // empty chunk: skipped when combined
     }
 }
 
