@@ -1,28 +1,15 @@
 // SPDX-License-Identifier: MIT
-// Rectangles of mixed sizes: every overlapping pair. The quadtree, which keeps each rectangle
-// in the deepest node that wholly contains it, is the structure for this and is not built yet.
-// Meanwhile the dense grid does it exactly: index the centres, and ask around each rectangle
-// with a box widened by half the largest width and height, since any rectangle that overlaps
-// it has its centre in there; the rectangle test then decides. The catch is in that widening:
-// one huge rectangle widens every query, which is what the quadtree avoids. Checks the pairs
-// against brute force.
+// Rectangles of mixed sizes in a quadtree: every overlapping pair (a broad phase), the
+// rectangles under a window, the nearest to a point, what a ray hits first, then every
+// rectangle moved a little and the pairs found again. Touching counts (closed rectangles).
+// Checks the pairs against brute force.
 //
 // Build and run: cc -std=c11 rectangles.c -lnearby -lm && ./a.out [rectangles]
-#include <nearby/grid.h>
+#include <nearby/quadtree.h>
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-typedef struct Rect {
-    double lo[2], hi[2];
-} Rect;
-
-typedef struct Search {
-    const Rect *rects;
-    int32_t self;
-    int64_t overlaps;
-} Search;
 
 static double rnd(unsigned *seed) // uniform in [0, 1)
 {
@@ -30,18 +17,10 @@ static double rnd(unsigned *seed) // uniform in [0, 1)
     return (double)(*seed >> 8) / 16777216.0;
 }
 
-static bool overlap(const Rect *a, const Rect *b) // closed rectangles: touching counts
+static bool overlap(const nbRect *a, const nbRect *b)
 {
-    return a->lo[0] <= b->hi[0] && b->lo[0] <= a->hi[0] && a->lo[1] <= b->hi[1] &&
-           b->lo[1] <= a->hi[1];
-}
-
-// A centre in the widened box: a candidate. Each pair is counted from its lower index.
-static bool on_candidate(int32_t j, void *user)
-{
-    Search *s = user;
-    if (j > s->self && overlap(&s->rects[s->self], &s->rects[j])) s->overlaps++;
-    return true;
+    return a->min[0] <= b->max[0] && b->min[0] <= a->max[0] && a->min[1] <= b->max[1] &&
+           b->min[1] <= a->max[1];
 }
 
 static int fail(const char *what, nbStatus st)
@@ -50,64 +29,95 @@ static int fail(const char *what, nbStatus st)
     return 1;
 }
 
+static int64_t brute_pairs(const nbRect *r, int n)
+{
+    int64_t count = 0;
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++) count += overlap(&r[i], &r[j]);
+    return count;
+}
+
 int main(int argc, char **argv)
 {
     const int n = argc > 1 ? atoi(argv[1]) : 20000;
     if (n < 1) return fail("rectangle count", NB_ERR_OUT_OF_RANGE);
     const double side = sqrt((double)n) * 3.0;
-    Rect *rects = malloc((size_t)n * sizeof *rects);
-    double *centres = malloc((size_t)n * 2 * sizeof *centres);
-    if (rects == NULL || centres == NULL) return fail("rectangles", NB_ERR_OUT_OF_MEMORY);
+    nbRect *rects = malloc((size_t)n * sizeof *rects);
+    nbHandle *handles = malloc((size_t)n * sizeof *handles);
+    if (rects == NULL || handles == NULL) return fail("rectangles", NB_ERR_OUT_OF_MEMORY);
     unsigned seed = 2024u;
-    double max_half[2] = {0.0, 0.0};
     for (int i = 0; i < n; i++) {
         // Mostly small (0.2 to 2 wide), one in a hundred up to 20 wide.
         double scale = i % 100 == 0 ? 20.0 : 2.0;
         for (int d = 0; d < 2; d++) {
             double half = (0.1 + 0.9 * rnd(&seed)) * scale * 0.5;
             double c = rnd(&seed) * side;
-            rects[i].lo[d] = c - half;
-            rects[i].hi[d] = c + half;
-            centres[2 * i + d] = 0.5 * (rects[i].lo[d] + rects[i].hi[d]);
-            double h = 0.5 * (rects[i].hi[d] - rects[i].lo[d]);
-            max_half[d] = h > max_half[d] ? h : max_half[d];
+            rects[i].min[d] = c - half;
+            rects[i].max[d] = c + half;
         }
     }
 
-    // Cells about the size of a typical rectangle.
-    nbGridDesc desc = {.dim = 2, .cell_size = 2.0};
-    nbGrid *grid = NULL;
-    nbPoints pts = {.data = centres, .count = n, .dim = 2};
-    nbStatus st = nb_grid_create(&desc, &grid);
-    if (st == NB_OK) st = nb_grid_build(grid, &pts, 0.0);
+    // The root is a hint: it grows to whatever the rectangles need.
+    nbQuadtreeDesc desc = {.bounds = {{0.0, 0.0}, {side, side}}};
+    nbQuadtree *tree = NULL;
+    nbStatus st = nb_quadtree_create(&desc, &tree);
+    // Rectangle i gets user value i (users NULL) and its handle in handles[i].
+    if (st == NB_OK) st = nb_quadtree_build(tree, rects, n, NULL, NULL, handles);
     if (st != NB_OK) return fail("build", st);
 
-    Search s = {.rects = rects};
-    for (int32_t i = 0; i < n && st == NB_OK; i++) {
-        // If b overlaps a, b's centre lies within a widened by b's half size <= max_half. The
-        // 1e-9 slack covers the rounding of the centres; it only adds candidates.
-        double lo[2];
-        double hi[2];
-        for (int d = 0; d < 2; d++) {
-            double pad = max_half[d] * (1.0 + 1e-9) + 1e-9;
-            lo[d] = rects[i].lo[d] - pad;
-            hi[d] = rects[i].hi[d] + pad;
-        }
-        s.self = i;
-        st = nb_grid_visit_box(grid, lo, hi, on_candidate, &s);
-    }
-    if (st != NB_OK) return fail("query", st);
+    int64_t pairs = 0;
+    st = nb_quadtree_count_pairs(tree, &pairs);
+    if (st != NB_OK) return fail("pairs", st);
 
-    int64_t brute = 0;
-    for (int i = 0; i < n; i++)
-        for (int j = i + 1; j < n; j++) brute += overlap(&rects[i], &rects[j]);
-    printf("rectangles: %d rectangles, %lld overlapping pairs\n", n, (long long)s.overlaps);
-    nb_grid_destroy(grid);
+    nbHit hits[256];
+    int32_t found = 0;
+    const nbRect window = {{0.0, 0.0}, {10.0, 10.0}};
+    st = nb_quadtree_query_box(tree, &window, NB_FILTER_ALL, hits, 256, &found);
+    if (st != NB_OK && st != NB_ERR_BUFFER_TOO_SMALL) return fail("window", st);
+
+    const double at[2] = {side / 2, side / 2};
+    nbHitNeighbor near[3];
+    int32_t nearest = 0;
+    st = nb_quadtree_knn(tree, at, 3, (double)INFINITY, NB_FILTER_ALL, near, &nearest);
+    if (st != NB_OK) return fail("knn", st);
+
+    const double dir[2] = {1.0, 0.5};
+    nbRayHit first;
+    int32_t hit = 0;
+    st = nb_quadtree_raycast(tree, at, dir, side, NB_FILTER_ALL, &first, &hit);
+    if (st != NB_OK) return fail("raycast", st);
+
+    printf("rectangles: %d rectangles, %lld overlapping pairs, %d under [0,10]^2", n,
+           (long long)pairs, (int)found);
+    if (nearest > 0) printf(", nearest to the centre #%llu", (unsigned long long)near[0].hit.user);
+    if (hit) printf(", the ray hits #%llu at %.3f", (unsigned long long)first.hit.user, first.t);
+    printf("\n");
+
+    // A frame of motion: every rectangle steps a little. A move within its node's bounds
+    // rewrites four doubles; the rest change nodes without searching.
+    for (int i = 0; i < n && st == NB_OK; i++) {
+        const double dx = rnd(&seed) - 0.5, dy = rnd(&seed) - 0.5;
+        rects[i].min[0] += dx;
+        rects[i].max[0] += dx;
+        rects[i].min[1] += dy;
+        rects[i].max[1] += dy;
+        st = nb_quadtree_move(tree, handles[i], &rects[i]);
+    }
+    if (st != NB_OK) return fail("move", st);
+    int64_t moved_pairs = 0;
+    st = nb_quadtree_count_pairs(tree, &moved_pairs);
+    if (st != NB_OK) return fail("pairs after the move", st);
+    printf("rectangles: after a step, %lld overlapping pairs\n", (long long)moved_pairs);
+    nb_quadtree_destroy(tree);
+
+    // The pairs of the moved rectangles against brute force (the first set's check is in
+    // tests/test_quadtree.c).
+    const int64_t brute = brute_pairs(rects, n);
     free(rects);
-    free(centres);
-    if (s.overlaps != brute) {
+    free(handles);
+    if (moved_pairs != brute) {
         fprintf(stderr, "rectangles: MISMATCH: %lld pairs, brute force %lld\n",
-                (long long)s.overlaps, (long long)brute);
+                (long long)moved_pairs, (long long)brute);
         return 1;
     }
     return 0;

@@ -7,6 +7,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <nearby/grid.h>
 #include <nearby/hash.h>
+#include <nearby/quadtree.h>
 #include <nearby/tiles.h>
 
 #include "nb_oracle.h"
@@ -499,11 +500,164 @@ static int test_concurrent_tiles_queries(void)
     return 0;
 }
 
+// ---- the quadtree of rectangles ----
+// One tree (mixed sizes, filter bits, churn, one rectangle in the outside list); each thread
+// runs every query (window, point, radius, kNN, rays, pairs, cross pairs, visit_all, filtered
+// and not) and reduces the answers, in order, to one digest that must equal the
+// single-threaded one.
+
+enum { QN = 3000, QQ = 60 };
+#define QSIDE 100.0
+
+typedef struct QtShared {
+    const nbQuadtree *t;
+    double at[QQ][2];
+    uint64_t want;
+} QtShared;
+
+static uint64_t qt_mix(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9E3779B97F4A7C15u + (h << 6) + (h >> 2);
+    return h;
+}
+
+static bool qt_digest_hit(nbHit hit, void *user)
+{
+    uint64_t *d = (uint64_t *)user;
+    *d = qt_mix(*d, hit.handle.bits ^ hit.user);
+    return true;
+}
+
+static bool qt_digest_pair(nbHit a, nbHit b, void *user)
+{
+    uint64_t *d = (uint64_t *)user;
+    *d = qt_mix(*d, a.handle.bits * 31u + b.handle.bits);
+    return true;
+}
+
+static uint64_t qt_sweep(const QtShared *sh, nbHit *hits, nbHitPair *pairs)
+{
+    const nbQuadtree *t = sh->t;
+    uint64_t d = 1;
+    const nbFilter f = {1u, 3u};
+    for (int q = 0; q < QQ; q++) {
+        const double *c = sh->at[q];
+        const nbRect w = {{c[0] - 4.0, c[1] - 3.0}, {c[0] + 4.0, c[1] + 3.0}};
+        int32_t n = 0;
+        d = qt_mix(d, (uint64_t)nb_quadtree_query_box(t, &w, NB_FILTER_ALL, hits, QN, &n));
+        for (int32_t i = 0; i < n; i++) qt_digest_hit(hits[i], &d);
+        d = qt_mix(d, (uint64_t)nb_quadtree_visit_box(t, &w, f, qt_digest_hit, &d));
+        d = qt_mix(d, (uint64_t)nb_quadtree_query_point(t, c, NB_FILTER_ALL, hits, QN, &n));
+        for (int32_t i = 0; i < n; i++) qt_digest_hit(hits[i], &d);
+        d = qt_mix(d, (uint64_t)nb_quadtree_visit_radius(t, c, 5.0, f, qt_digest_hit, &d));
+        nbHitNeighbor nn[8];
+        d = qt_mix(d, (uint64_t)nb_quadtree_knn(t, c, 8, (double)INFINITY, NB_FILTER_ALL, nn, &n));
+        for (int32_t i = 0; i < n; i++)
+            d = qt_mix(d, nn[i].hit.handle.bits ^ (uint64_t)nn[i].dist2);
+        const double dir[2] = {1.0, (double)(q % 5) - 2.0};
+        nbRayHit rays[16];
+        d = qt_mix(d, (uint64_t)nb_quadtree_raycast(t, c, dir, 50.0, f, rays, &n));
+        if (n > 0) d = qt_mix(d, rays[0].hit.handle.bits);
+        nb_quadtree_raycast_all(t, c, dir, 30.0, NB_FILTER_ALL, rays, 16, &n);
+        for (int32_t i = 0; i < (n < 16 ? n : 16); i++) d = qt_mix(d, rays[i].hit.handle.bits);
+    }
+    int64_t np = 0;
+    d = qt_mix(d, (uint64_t)nb_quadtree_pairs(t, pairs, 40 * (int64_t)QN, &np));
+    for (int64_t i = 0; i < np; i++) qt_digest_pair(pairs[i].a, pairs[i].b, &d);
+    d = qt_mix(d, (uint64_t)nb_quadtree_visit_cross_pairs(t, 1u, 2u, qt_digest_pair, &d));
+    nb_quadtree_count_pairs(t, &np);
+    d = qt_mix(d, (uint64_t)np);
+    d = qt_mix(d, (uint64_t)nb_quadtree_visit_all(t, qt_digest_hit, &d));
+    return d;
+}
+
+typedef struct QtJob {
+    const QtShared *sh;
+    int failures;
+} QtJob;
+
+static void *qt_worker(void *arg)
+{
+    QtJob *job = (QtJob *)arg;
+    nbHit *hits = (nbHit *)malloc(QN * sizeof(nbHit));
+    nbHitPair *pairs = (nbHitPair *)malloc(40 * (size_t)QN * sizeof(nbHitPair));
+    if (hits == NULL || pairs == NULL)
+        job->failures++;
+    else
+        for (int rep = 0; rep < 2; rep++)
+            if (qt_sweep(job->sh, hits, pairs) != job->sh->want) job->failures++;
+    free(hits);
+    free(pairs);
+    return NULL;
+}
+
+static int test_concurrent_quadtree_queries(void)
+{
+    nbQuadtreeDesc desc = {0};
+    desc.bounds = (nbRect){{0.0, 0.0}, {QSIDE, QSIDE}};
+    nbQuadtree *t = NULL;
+    NB_CHECK_OK(nb_quadtree_create(&desc, &t));
+    static nbHandle handles[QN];
+    for (int i = 0; i < QN; i++) {
+        const double x = nbt_range(0, QSIDE), y = nbt_range(0, QSIDE);
+        const double w = 0.1 * pow(100.0, nbt_unit()), h = 0.1 * pow(100.0, nbt_unit());
+        nbRect r = {{x, y}, {x + w, y + h}};
+        if (i == 17) r = (nbRect){{1e300, 0.0}, {1e300, 1.0}}; // the outside list
+        nbFilter f = NB_FILTER_ALL;
+        if (i % 3 != 0) {
+            f.category = 1u << nbt_int(2);
+            f.mask = 1u + (uint32_t)nbt_int(3);
+        }
+        NB_CHECK_OK(nb_quadtree_insert(t, &r, (uint64_t)i, f, &handles[i]));
+    }
+    for (int i = 0; i < QN; i += 7) { // churn: moves and reused slots
+        const double x = nbt_range(0, QSIDE), y = nbt_range(0, QSIDE);
+        const nbRect r = {{x, y}, {x + 1.0, y + 2.0}};
+        NB_CHECK_OK(nb_quadtree_move(t, handles[i], &r));
+    }
+    for (int i = 5; i < QN; i += 11) {
+        NB_CHECK_OK(nb_quadtree_remove(t, handles[i]));
+        const nbRect r = {{50.0, 50.0}, {50.0 + i * 0.001, 51.0}};
+        NB_CHECK_OK(nb_quadtree_insert(t, &r, (uint64_t)i, NB_FILTER_ALL, &handles[i]));
+    }
+    NB_CHECK_OK(nb_quadtree_validate(t));
+    static QtShared sh;
+    sh.t = t;
+    for (int q = 0; q < QQ; q++) {
+        sh.at[q][0] = nbt_range(-3, QSIDE + 3);
+        sh.at[q][1] = nbt_range(-3, QSIDE + 3);
+    }
+    nbHit *hits = (nbHit *)malloc(QN * sizeof(nbHit));
+    nbHitPair *pairs = (nbHitPair *)malloc(40 * (size_t)QN * sizeof(nbHitPair));
+    NB_CHECK(hits != NULL && pairs != NULL);
+    sh.want = qt_sweep(&sh, hits, pairs);
+    int64_t np = 0;
+    NB_CHECK_OK(nb_quadtree_count_pairs(t, &np));
+    NB_CHECK(np > 0);
+    free(hits);
+    free(pairs);
+    pthread_t tid[THREADS];
+    QtJob jobs[THREADS];
+    for (int k = 0; k < THREADS; k++) {
+        jobs[k].sh = &sh;
+        jobs[k].failures = 0;
+        NB_CHECK(pthread_create(&tid[k], NULL, qt_worker, &jobs[k]) == 0);
+    }
+    for (int k = 0; k < THREADS; k++) {
+        NB_CHECK(pthread_join(tid[k], NULL) == 0);
+        NB_CHECK(jobs[k].failures == 0);
+    }
+    NB_CHECK_OK(nb_quadtree_validate(t));
+    nb_quadtree_destroy(t);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const nbtCase cases[] = {
         {"concurrent_queries", test_concurrent_queries},
         {"concurrent_hash_queries", test_concurrent_hash_queries},
+        {"concurrent_quadtree_queries", test_concurrent_quadtree_queries},
         {"concurrent_tiles_queries", test_concurrent_tiles_queries},
     };
     return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);

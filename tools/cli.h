@@ -37,6 +37,8 @@ extern const cliCommand cli_cmd_within;
 extern const cliCommand cli_cmd_knn;
 extern const cliCommand cli_cmd_demo;
 extern const cliCommand cli_cmd_render;
+extern const cliCommand cli_cmd_boxes;
+extern const cliCommand cli_cmd_overlaps;
 
 /// Prints `nearby: ` and the message, one line, to standard error.
 #if defined(__GNUC__)

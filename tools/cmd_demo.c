@@ -497,7 +497,8 @@ static int run(int argc, char **argv)
         for (int k = 0; k < 16; k++) {
             const cliStructure *s = cli_structure_at(k);
             if (s == NULL) break;
-            if (cli_structure_supports(s, cmd->needs)) list[count++] = s;
+            if (cli_structure_supports(s, cmd->needs) && !(s->only_2d && sc.dim != 2))
+                list[count++] = s;
         }
     const bool show = isatty(fileno(stderr)) != 0;
     RunStats stats[16];

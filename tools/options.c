@@ -47,6 +47,7 @@ static const struct {
     {"--no-svg", CLI_OPT_NO_SVG, false, NULL, NULL, NULL},
     {"-o", CLI_OPT_OUTPUT, true, NULL, NULL, "-o PICTURE.svg"},
     {"--query", CLI_OPT_QUERY, true, NULL, NULL, NULL},
+    {"--query", CLI_OPT_QUERY_FILE, true, NULL, NULL, "--query QUERIES"},
 };
 #define OPTION_COUNT (sizeof option_table / sizeof option_table[0])
 
@@ -195,6 +196,13 @@ static int parse_value(const cliCommand *c, unsigned bit, const char *opt, const
             o->output = v;
         return CLI_EXIT_OK;
     case CLI_OPT_QUERY: return parse_query(cmd, opt, v, o);
+    case CLI_OPT_QUERY_FILE:
+        if (v[0] == 0) {
+            cli_fail("%s: %s: the path is empty", cmd, opt);
+            return CLI_EXIT_BAD_INPUT;
+        }
+        o->query_file = v;
+        return CLI_EXIT_OK;
     case CLI_OPT_K:
     case CLI_OPT_N:
         if (v[0] == '-' && parse_integer(v + 1, UINT64_MAX, &u) == 0) {

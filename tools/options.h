@@ -30,6 +30,7 @@ enum {
     CLI_OPT_OUTPUT = 1 << 14,
     CLI_OPT_QUERY = 1 << 15,
     CLI_OPT_THREADS = 1 << 16,
+    CLI_OPT_QUERY_FILE = 1 << 17, ///< --query QUERIES: a file of query rectangles (boxes)
 };
 
 /// What the command line said. Zero-initialise, set any defaults, then parse.
@@ -53,6 +54,7 @@ typedef struct cliOptions {
     double query[6];         ///< --query: a point (dim values) or a window (2 * dim values)
     int32_t query_count;     ///< values in --query; 0 = none
     int32_t threads;         ///< --threads; 0 = one per online CPU
+    const char *query_file;  ///< --query QUERIES (boxes)
 } cliOptions;
 
 /// Parses argv[0, argc) (the words after the command name) against the options `cmd` accepts,

@@ -8,6 +8,7 @@
 
 #include <nearby/grid.h>
 #include <nearby/hash.h>
+#include <nearby/quadtree.h>
 #include <nearby/tiles.h>
 
 #include <float.h>
@@ -333,6 +334,184 @@ static nbStatus tiles_knn(const void *index, const double *point, int32_t k, nbN
 }
 
 // ---------------------------------------------------------------------------------------------
+// quadtree: the quadtree of rectangles (nb_quadtree_*). Rectangles by nb_quadtree_build, user
+// value = index. Points (2D only) as zero-size rectangles inserted in input order, so slot
+// order, the kNN tie order, is input order; the distance to a zero-size rectangle is the
+// distance to the point, computed the same way, so results match the grid's exactly. The
+// index keeps the points too, for pairs: one radius search per point.
+
+typedef struct QuadtreeIndex {
+    nbQuadtree *qt;
+    double *pts; // the points (2 doubles each) when built from points, else NULL
+    int32_t n;
+} QuadtreeIndex;
+
+static void quadtree_destroy(void *index)
+{
+    QuadtreeIndex *x = index;
+    if (x == NULL) return;
+    nb_quadtree_destroy(x->qt);
+    free(x->pts);
+    free(x);
+}
+
+static nbStatus quadtree_build_rects(void **index, const double *rects, int32_t count)
+{
+    QuadtreeIndex *x = calloc(1, sizeof *x);
+    if (x == NULL) return NB_ERR_OUT_OF_MEMORY;
+    nbQuadtreeDesc desc = {0};
+    nbStatus st = nb_quadtree_create(&desc, &x->qt);
+    if (st == NB_OK) st = nb_quadtree_build(x->qt, (const nbRect *)rects, count, NULL, NULL, NULL);
+    if (st != NB_OK) {
+        quadtree_destroy(x);
+        return st;
+    }
+    x->n = count;
+    quadtree_destroy(*index);
+    *index = x;
+    return NB_OK;
+}
+
+static nbStatus quadtree_build_points(void **index, const nbPoints *points, double scale)
+{
+    (void)scale;
+    if (points->dim != 2) return NB_ERR_OUT_OF_RANGE; // a quadtree is 2D
+    QuadtreeIndex *x = calloc(1, sizeof *x);
+    if (x == NULL) return NB_ERR_OUT_OF_MEMORY;
+    x->pts = malloc(((size_t)points->count + 1) * 2 * sizeof(double));
+    nbQuadtreeDesc desc = {0};
+    desc.capacity_hint = points->count;
+    nbStatus st = x->pts == NULL ? NB_ERR_OUT_OF_MEMORY : nb_quadtree_create(&desc, &x->qt);
+    for (int32_t i = 0; i < points->count && st == NB_OK; i++) {
+        const double *p = points->data + 2 * (size_t)i;
+        x->pts[2 * i] = p[0];
+        x->pts[2 * i + 1] = p[1];
+        const nbRect r = {{p[0], p[1]}, {p[0], p[1]}};
+        nbHandle h;
+        st = nb_quadtree_insert(x->qt, &r, (uint64_t)i, NB_FILTER_ALL, &h);
+    }
+    if (st != NB_OK) {
+        quadtree_destroy(x);
+        return st;
+    }
+    x->n = points->count;
+    quadtree_destroy(*index); // a rebuild replaces the old index
+    *index = x;
+    return NB_OK;
+}
+
+// Hits as indices into a buffer, or (above >= 0) pairs (above, j) with j > above.
+typedef struct QuadtreeOut {
+    int32_t *out;
+    int32_t capacity, found;
+    int32_t above;
+    nbPair *pairs;
+    int64_t pair_capacity, pair_found;
+} QuadtreeOut;
+
+static bool quadtree_on_hit(nbHit hit, void *user)
+{
+    QuadtreeOut *o = user;
+    const int32_t j = (int32_t)hit.user;
+    if (o->above < 0) {
+        if (o->found < o->capacity) o->out[o->found] = j;
+        o->found++;
+    } else if (j > o->above) {
+        if (o->pair_found < o->pair_capacity) {
+            o->pairs[o->pair_found].i = o->above;
+            o->pairs[o->pair_found].j = j;
+        }
+        o->pair_found++;
+    }
+    return true;
+}
+
+static nbStatus quadtree_pairs(const void *index, double radius, nbPair *out, int64_t capacity,
+                               int64_t *found)
+{
+    const QuadtreeIndex *x = index;
+    QuadtreeOut o = {NULL, 0, 0, -1, out, out != NULL ? capacity : 0, 0};
+    nbStatus st = NB_OK;
+    for (int32_t i = 0; i < x->n && st == NB_OK; i++) {
+        o.above = i;
+        st = nb_quadtree_visit_radius(x->qt, x->pts + 2 * (size_t)i, radius, NB_FILTER_ALL,
+                                      quadtree_on_hit, &o);
+    }
+    *found = st == NB_OK ? o.pair_found : 0;
+    if (st != NB_OK) return st;
+    return out != NULL && o.pair_found > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
+}
+
+static nbStatus quadtree_within(const void *index, const double *center, double radius,
+                                int32_t *out, int32_t capacity, int32_t *found)
+{
+    const QuadtreeIndex *x = index;
+    QuadtreeOut o = {out, capacity, 0, -1, NULL, 0, 0};
+    const nbStatus st =
+        nb_quadtree_visit_radius(x->qt, center, radius, NB_FILTER_ALL, quadtree_on_hit, &o);
+    *found = st == NB_OK ? o.found : 0;
+    if (st != NB_OK) return st;
+    return o.found > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
+}
+
+static nbStatus quadtree_knn(const void *index, const double *point, int32_t k, nbNeighbor *out,
+                             int32_t *found)
+{
+    const QuadtreeIndex *x = index;
+    *found = 0;
+    nbHitNeighbor *wide = malloc(((size_t)(k > 0 ? k : 0) + 1) * sizeof(nbHitNeighbor));
+    if (wide == NULL) return NB_ERR_OUT_OF_MEMORY;
+    int32_t n = 0;
+    const nbStatus st = nb_quadtree_knn(x->qt, point, k, (double)INFINITY, NB_FILTER_ALL, wide, &n);
+    for (int32_t t = 0; t < n && st == NB_OK; t++) {
+        out[t].index = (int32_t)wide[t].hit.user;
+        out[t].dist2 = wide[t].dist2;
+    }
+    free(wide);
+    if (st == NB_OK) *found = n;
+    return st;
+}
+
+static nbStatus quadtree_boxes(const void *index, const double *window, int32_t *out,
+                               int32_t capacity, int32_t *found)
+{
+    const QuadtreeIndex *x = index;
+    QuadtreeOut o = {out, capacity, 0, -1, NULL, 0, 0};
+    const nbRect w = {{window[0], window[1]}, {window[2], window[3]}};
+    const nbStatus st = nb_quadtree_visit_box(x->qt, &w, NB_FILTER_ALL, quadtree_on_hit, &o);
+    *found = st == NB_OK ? o.found : 0;
+    if (st != NB_OK) return st;
+    return o.found > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
+}
+
+typedef struct QuadtreePairsOut {
+    nbPair *out;
+    int64_t capacity, found;
+} QuadtreePairsOut;
+
+static bool quadtree_on_pair(nbHit a, nbHit b, void *user)
+{
+    QuadtreePairsOut *o = user;
+    if (o->found < o->capacity) {
+        o->out[o->found].i = (int32_t)(a.user < b.user ? a.user : b.user);
+        o->out[o->found].j = (int32_t)(a.user < b.user ? b.user : a.user);
+    }
+    o->found++;
+    return true;
+}
+
+static nbStatus quadtree_overlaps(const void *index, nbPair *out, int64_t capacity, int64_t *found)
+{
+    const QuadtreeIndex *x = index;
+    if (out == NULL) return nb_quadtree_count_pairs(x->qt, found);
+    QuadtreePairsOut o = {out, capacity, 0};
+    const nbStatus st = nb_quadtree_visit_pairs(x->qt, quadtree_on_pair, &o);
+    *found = st == NB_OK ? o.found : 0;
+    if (st != NB_OK) return st;
+    return o.found > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
+}
+
+// ---------------------------------------------------------------------------------------------
 // The table. The first row that answers a command's queries is that command's default.
 
 static const cliStructure structures[] = {
@@ -363,6 +542,19 @@ static const cliStructure structures[] = {
         .within = tiles_within,
         .knn = tiles_knn,
     },
+    {
+        .name = "quadtree",
+        .about = "quadtree of rectangles; points as zero-size ones, 2D (nb_quadtree_*)",
+        .build_points = quadtree_build_points,
+        .destroy = quadtree_destroy,
+        .pairs = quadtree_pairs,
+        .within = quadtree_within,
+        .knn = quadtree_knn,
+        .build_rects = quadtree_build_rects,
+        .boxes = quadtree_boxes,
+        .overlaps = quadtree_overlaps,
+        .only_2d = true,
+    },
 };
 #define STRUCTURE_COUNT (sizeof structures / sizeof structures[0])
 
@@ -380,7 +572,10 @@ const cliStructure *cli_structure_at(int k)
 
 bool cli_structure_supports(const cliStructure *s, unsigned needs)
 {
-    if (s->build_points == NULL) return false; // every command today starts from points
+    const unsigned rects = CLI_QUERY_BOXES | CLI_QUERY_OVERLAPS; // commands on rectangles
+    if ((needs & rects) ? s->build_rects == NULL : s->build_points == NULL) return false;
+    if ((needs & CLI_QUERY_BOXES) && s->boxes == NULL) return false;
+    if ((needs & CLI_QUERY_OVERLAPS) && s->overlaps == NULL) return false;
     if ((needs & CLI_QUERY_PAIRS) && s->pairs == NULL) return false;
     if ((needs & CLI_QUERY_WITHIN) && s->within == NULL) return false;
     if ((needs & CLI_QUERY_KNN) && s->knn == NULL) return false;
@@ -399,6 +594,8 @@ const char *cli_query_name(unsigned needs)
     if (needs & CLI_QUERY_PAIRS) return "pair queries";
     if (needs & CLI_QUERY_WITHIN) return "radius queries";
     if (needs & CLI_QUERY_KNN) return "nearest-neighbour queries";
+    if (needs & CLI_QUERY_BOXES) return "window queries on rectangles";
+    if (needs & CLI_QUERY_OVERLAPS) return "overlapping rectangles";
     return "this command";
 }
 

@@ -13,9 +13,11 @@
 
 /// What a command asks of a structure. A command's `needs` is an OR of these.
 typedef enum cliQuery {
-    CLI_QUERY_PAIRS = 1 << 0,  ///< all pairs within a radius (pairs, demo)
-    CLI_QUERY_WITHIN = 1 << 1, ///< the points within a radius of a point (within)
-    CLI_QUERY_KNN = 1 << 2,    ///< the k nearest to a point (knn)
+    CLI_QUERY_PAIRS = 1 << 0,    ///< all pairs within a radius (pairs, demo)
+    CLI_QUERY_WITHIN = 1 << 1,   ///< the points within a radius of a point (within)
+    CLI_QUERY_KNN = 1 << 2,      ///< the k nearest to a point (knn)
+    CLI_QUERY_BOXES = 1 << 3,    ///< the rectangles touching a window (boxes)
+    CLI_QUERY_OVERLAPS = 1 << 4, ///< every pair of touching rectangles (overlaps)
 } cliQuery;
 
 /// One structure: its name for --structure, a line for the help, and its adapters. An index is
@@ -30,7 +32,8 @@ typedef struct cliStructure {
     /// typical spacing). With *index == NULL creates the index; otherwise rebuilds the same
     /// index in place, reusing its memory (a frame of `demo`). On error *index is unchanged
     /// (a rebuilt index keeps its previous contents; a failed create leaves NULL).
-    /// A structure built from rectangles (the quadtree) will have a build_rects here instead.
+    /// A structure of rectangles (the quadtree) also has build_rects below, for boxes and
+    /// overlaps.
     nbStatus (*build_points)(void **index, const nbPoints *points, double scale);
     void (*destroy)(void *index); ///< NULL is a no-op
     /// All pairs within `radius`, the nb_grid_pairs contract. With out == NULL (and capacity 0)
@@ -43,6 +46,19 @@ typedef struct cliStructure {
     /// The k nearest to `point`, the nb_grid_knn contract (`out` holds k).
     nbStatus (*knn)(const void *index, const double *point, int32_t k, nbNeighbor *out,
                     int32_t *found);
+    /// Indexes `count` rectangles (4 doubles each: minx, miny, maxx, maxy), rectangle i named
+    /// by its index i in the results. NULL: the structure holds points only.
+    nbStatus (*build_rects)(void **index, const double *rects, int32_t count);
+    /// The indices of the rectangles touching `window` (4 doubles, closed), the
+    /// nb_grid_query_radius buffer contract.
+    nbStatus (*boxes)(const void *index, const double *window, int32_t *out, int32_t capacity,
+                      int32_t *found);
+    /// Every pair of touching rectangles, i < j, the nb_grid_pairs buffer contract (out == NULL
+    /// with capacity 0: only counts them).
+    nbStatus (*overlaps)(const void *index, nbPair *out, int64_t capacity, int64_t *found);
+    /// Points in 2D only (the quadtree): a command on 3D points that runs every structure
+    /// (demo) leaves it out; asked for by name, its build refuses 3D points.
+    bool only_2d;
 } cliStructure;
 
 /// The scheduler that structures able to use one (the dense grid) are created with from now

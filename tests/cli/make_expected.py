@@ -138,6 +138,51 @@ def npy_bytes(points, descr="<f8", shape=None, fortran=False, version=(1, 0), ex
 # ------------------------------------------------------------------------------------------
 # Cases
 
+# Rectangles (minx, miny, maxx, maxy): edges and corners that touch exactly, zero-width,
+# zero-height and zero-size ones, duplicates, one inside another, negatives, a long thin one
+# across the others, and a pair far away.
+RECTS = [
+    (0.0, 0.0, 1.0, 1.0),
+    (1.0, 0.0, 2.0, 1.0),  # shares an edge with 0
+    (2.0, 1.0, 3.0, 2.0),  # shares a corner with 1
+    (0.25, 0.25, 0.5, 0.5),  # inside 0
+    (0.5, 0.5, 0.5, 0.5),  # a point, on 3's corner
+    (-3.0, 0.5, 5.0, 0.5),  # zero height, across 0, 1, 3, 4
+    (4.0, -2.0, 4.0, 3.0),  # zero width, crosses 5
+    (0.0, 0.0, 1.0, 1.0),  # duplicate of 0
+    (-2.5, -2.5, -1.5, -1.5),
+    (-1.5, -1.5, -0.5, -0.5),  # corner on 8
+    (1.0000000000000002, 2.0, 1.5, 2.5),
+    (1e6, 1e6, 1e6 + 1.0, 1e6 + 1.0),
+    (1e6 + 1.0, 1e6 + 1.0, 1e6 + 2.0, 1e6 + 2.0),  # corner on 11
+    (-1e3, 10.0, 1e3, 20.0),  # wide, alone
+]
+QUERIES = [
+    (0.0, 0.0, 0.0, 0.0),  # a point on corners
+    (0.5, 0.5, 0.5, 0.5),
+    (-10.0, -10.0, 10.0, 10.0),
+    (1.0, 1.0, 2.0, 2.0),
+    (100.0, 100.0, 101.0, 101.0),  # nothing
+    (1e6 + 1.0, 1e6 + 1.0, 1e6 + 1.0, 1e6 + 1.0),
+    (-5.0, 15.0, -4.0, 25.0),
+    (1.0, 2.0, 1.0, 3.0),  # one ulp left of 10
+]
+
+
+def touch(a, b):
+    return a[0] <= b[2] and b[0] <= a[2] and a[1] <= b[3] and b[1] <= a[3]
+
+
+def brute_boxes(rects, queries):
+    return [(q, i) for q in range(len(queries)) for i in range(len(rects))
+            if touch(queries[q], rects[i])]
+
+
+def brute_overlaps(rects):
+    return [(i, j) for i in range(len(rects)) for j in range(i + 1, len(rects))
+            if touch(rects[i], rects[j])]
+
+
 CASES = []
 
 
@@ -424,14 +469,98 @@ def main():
     bad_opt("demo_input", ["demo", "pts2d.csv"],
             'demo: unexpected argument "pts2d.csv" (see nearby demo --help)')
     bad_opt("help_unknown", ["help", "sort"],
-            'help: unknown command "sort" (commands: pairs, within, knn, demo, render)')
+            'help: unknown command "sort" (commands: pairs, within, knn, demo, render, boxes, '
+            'overlaps)')
 
+    rect_cases()
     write_all()
+
+
+def rect_cases():
+    # ---- rectangles: boxes and overlaps (the quadtree) ----
+    data_file("rects.csv", csv_text(["minx,miny,maxx,maxy"] + ["%r,%r,%r,%r" % r for r in RECTS]))
+    data_file("rects.f64", f64_bytes(RECTS))
+    data_file("rects.npy", npy_bytes(RECTS))
+    data_file("queries.csv", csv_text(["%r,%r,%r,%r" % r for r in QUERIES]))
+    data_file("queries.npy", npy_bytes(QUERIES))
+    boxes = pairs_text(brute_boxes(RECTS, QUERIES))
+    nboxes = "%d\n" % len(brute_boxes(RECTS, QUERIES))
+    over = pairs_text(brute_overlaps(RECTS))
+    case("boxes_csv", ["boxes", "rects.csv", "--query", "queries.csv"], boxes)
+    case("boxes_count", ["boxes", "rects.csv", "--query", "queries.csv", "--count"], nboxes)
+    case("boxes_f64_npy", ["boxes", "rects.f64", "--query=queries.npy"], boxes)
+    case("boxes_npy_structure", ["boxes", "--structure", "quadtree", "rects.npy", "--query",
+                                 "queries.csv"], boxes)
+    case("boxes_stdin", ["boxes", "-", "--query", "queries.csv"], boxes, stdin="rects.csv")
+    case("boxes_empty", ["boxes", "empty.csv", "--query", "queries.csv"], "")
+    case("boxes_no_queries", ["boxes", "rects.csv", "--query", "empty.csv"], "")
+    case("overlaps_csv", ["overlaps", "rects.csv"], over)
+    case("overlaps_count", ["overlaps", "rects.csv", "--count"],
+         "%d\n" % len(brute_overlaps(RECTS)))
+    case("overlaps_f64", ["overlaps", "rects.f64"], over)
+    case("overlaps_npy", ["overlaps", "rects.npy", "--structure=quadtree"], over)
+    case("overlaps_empty", ["overlaps", "empty.csv"], "")
+
+    def bad_rect(name, fname, content, err, cmd="overlaps"):
+        data_file(fname, content)
+        args = [cmd, fname] + (["--query", "queries.csv"] if cmd == "boxes" else [])
+        case("bad_rect_%s" % name, args, err="nearby: %s%s\n" % (fname, err), code=2)
+
+    bad_rect("inverted_x", "bad_rect_inverted_x.csv", csv_text(["0,0,1,1", "2,0,1,1"]),
+             ":2: NB_ERR_OUT_OF_RANGE: minx > maxx")
+    bad_rect("inverted_y", "bad_rect_inverted_y.csv", csv_text(["x0,y0,x1,y1", "0,3,1,2.5"]),
+             ":2: NB_ERR_OUT_OF_RANGE: miny > maxy", cmd="boxes")
+    bad_rect("columns", "bad_rect_columns.csv", csv_text(["0,0,1,1", "0,0,1"]),
+             ":2: expected 4 columns (minx,miny,maxx,maxy), found 3")
+    bad_rect("points", "bad_rect_points.csv", csv_text(["0,0", "1,1"]),
+             ":1: expected 4 columns (minx,miny,maxx,maxy), found 2")
+    bad_rect("nan", "bad_rect_nan.csv", csv_text(["0,0,1,1", "0,0,nan,1"]),
+             ":2: NB_ERR_NOT_FINITE: maxx is NaN")
+    bad_rect("inf", "bad_rect_inf.csv", csv_text(["0,-inf,1,1"]),
+             ":1: NB_ERR_NOT_FINITE: miny is infinite")
+    bad_rect("number", "bad_rect_number.csv", csv_text(["0,0,1,1x"]),
+             ':1: maxy is not a number: "1x"')
+    bad_rect("truncated_f64", "bad_rect_truncated.f64", f64_bytes(RECTS)[:40],
+             ": truncated: 40 bytes is not a whole number of rectangles (32 bytes each)")
+    bad_rect("inverted_f64", "bad_rect_inverted.f64",
+             f64_bytes([(0.0, 0.0, 1.0, 1.0), (0.0, 0.0, 1.0, 1.0), (5.0, 0.0, 4.0, 1.0)]),
+             ": rectangle 2: NB_ERR_OUT_OF_RANGE: minx > maxx")
+    bad_rect("nan_f64", "bad_rect_nan.f64", f64_bytes([(0.0, 0.0, 1.0, float("nan"))]),
+             ": rectangle 0: NB_ERR_NOT_FINITE: maxy is NaN")
+    bad_rect("shape_npy", "bad_rect_shape.npy", npy_bytes(P2),
+             ": shape (18, 2) is not (N, 4) (minx, miny, maxx, maxy)")
+    data_file("bad_rect_query.csv", csv_text(["0,0,1"]))
+    case("bad_rect_query", ["boxes", "rects.csv", "--query", "bad_rect_query.csv"],
+         err="nearby: bad_rect_query.csv:1: expected 4 columns (minx,miny,maxx,maxy), found 3\n",
+         code=2)
+    case("bad_rect_missing_query", ["boxes", "rects.csv"],
+         err="nearby: boxes: missing --query QUERIES (see nearby boxes --help)\n", code=2)
+    case("bad_rect_no_query_file", ["boxes", "rects.csv", "--query", "nothing.csv"],
+         err="nearby: nothing.csv: cannot open: No such file or directory\n", code=2)
+    case("bad_rect_structure", ["overlaps", "rects.csv", "--structure", "dense"],
+         err="nearby: overlaps: structure dense does not support overlapping rectangles\n",
+         code=2)
+
+    # ---- the quadtree on points gives the dense grid's output ----
+    r2 = 1.25
+    case("pairs_2d_quadtree", ["pairs", "pts2d.csv", "--radius", "1.25", "--structure",
+                               "quadtree"], pairs_text(brute_pairs(P2, r2)))
+    case("pairs_2d_quadtree_count", ["pairs", "pts2d.csv", "--radius", "3", "--count",
+                                     "--structure", "quadtree"],
+         "%d\n" % len(brute_pairs(P2, 3.0)))
+    case("within_2d_quadtree", ["within", "pts2d.csv", "--radius", "1.25", "--at", "0,0",
+                                "--structure", "quadtree"],
+         within_text(brute_within(P2, (0.0, 0.0), r2)))
+    case("knn_2d_ties_quadtree", ["knn", "pts2d.csv", "--k", "5", "--at", "0,0", "--structure",
+                                  "quadtree"], knn_text(brute_knn(P2, (0.0, 0.0), 5)))
+    case("knn_2d_all_quadtree", ["knn", "pts2d.f64", "--k", "1000", "--at", "-3,0.1",
+                                 "--structure", "quadtree"],
+         knn_text(brute_knn(P2, (-3.0, 0.1), 1000)))
 
 
 PAIRS_HELP = """\
 usage: nearby pairs INPUT --radius R [--count] [--dim 2|3] [--structure NAME]
-                    [--format csv|f64|npy]
+                    [--format csv|f64|npy] [--threads N]
 
 Prints every pair of points at distance <= R, one "i,j" a line (0-based input
 order, i < j, each pair once), sorted by i then j.
@@ -442,11 +571,14 @@ order, i < j, each pair once), sorted by i then j.
                     says how to read the file (default 2)
   --structure NAME  the index to use; the output is the same for every one
   --format FMT      csv, f64 or npy; default: from the extension (else CSV)
+  --threads N       workers for the index's build and the pairs, 1 to 256
+                    (default: one per core); the output is the same for every N
 
 structures:
   dense      uniform grid rebuilt with a counting sort (nb_grid_*) (default)
   hash       spatial hash of occupied cells, items moved by handle (nb_hash_*)
   tiles      tile grid over the input's extent, entities by handle (nb_tiles_*)
+  quadtree   quadtree of rectangles; points as zero-size ones, 2D (nb_quadtree_*)
 """
 
 

@@ -31,9 +31,11 @@ unset nearby_DIR nearby_ROOT NEARBY_ROOT CMAKE_PREFIX_PATH PKG_CONFIG_PATH LD_LI
 needed() { if have readelf; then readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'; fi; }
 
 # expect_shared APP yes|no: APP does (or does not) load libnearby.so at run time.
+# (No `| grep -q` here: grep -q stops reading at the first match, and under pipefail the
+# writer's SIGPIPE then fails the whole pipe, now and then.)
 expect_shared() {
     have readelf || return 0
-    if needed "$1" | grep -q '^libnearby\.so'; then
+    if needed "$1" | grep '^libnearby\.so' > /dev/null; then
         [ "$2" = yes ] || fail "$1 needs libnearby.so, but it should be linked statically"
     else
         [ "$2" = no ] || fail "$1 does not need libnearby.so, but it should be linked to it"
@@ -101,9 +103,9 @@ install)
         extra=$(nm -D --defined-only "$prefix/$NB_LIBDIR/libnearby.so" |
             awk 'NF == 3 && $2 ~ /[TDBR]/ && $3 !~ /^nb_/ { print $3 }')
         [ -z "$extra" ] || fail "libnearby.so exports names outside the API: $extra"
+        exported=$(nm -D --defined-only "$prefix/$NB_LIBDIR/libnearby.so")
         for fn in nb_version nb_status_str nb_grid_create nb_grid_build nb_grid_pairs; do
-            nm -D --defined-only "$prefix/$NB_LIBDIR/libnearby.so" | grep -qw "$fn" ||
-                fail "libnearby.so does not export $fn"
+            grep -qw "$fn" <<< "$exported" || fail "libnearby.so does not export $fn"
         done
         extra=$(nm -g --defined-only "$prefix/$NB_LIBDIR/libnearby.a" 2> /dev/null |
             awk 'NF == 3 && $3 !~ /^nbi?_/ { print $3 }')
@@ -195,7 +197,7 @@ pkgconfig | pkgconfig-static)
         expect_shared "$work/app" yes
         # The loader must find our libnearby.so, not some other copy.
         if have ldd; then
-            LD_LIBRARY_PATH=$libdir ldd "$work/app" | grep -q "libnearby.so.* => $libdir/" ||
+            LD_LIBRARY_PATH=$libdir ldd "$work/app" | grep "libnearby.so.* => $libdir/" > /dev/null ||
                 fail "libnearby.so does not resolve into $libdir: $(LD_LIBRARY_PATH=$libdir ldd "$work/app")"
         fi
         LD_LIBRARY_PATH=$libdir run_app "$work/app"

@@ -18,8 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const column_name[3] = {"x", "y", "z"};
-
 typedef struct CsvState {
     double *coords;
     size_t used;     // doubles stored
@@ -74,10 +72,11 @@ static int64_t count_fields(const char *s, size_t len)
 }
 
 // Sets err->text for a field that did not parse as a finite number.
-static void field_problem(nbioError *err, nbioNumber why, int32_t column, const char *s, size_t len)
+static void field_problem(nbioError *err, nbioNumber why, int32_t dim, int32_t column,
+                          const char *s, size_t len)
 {
     char quoted[200];
-    const char *name = column_name[column];
+    const char *name = nbio_column_name(dim, column);
     nbio_quote(quoted, sizeof quoted, s, len);
     switch (why) {
     case NBIO_NUMBER_EMPTY: snprintf(err->text, sizeof err->text, "%s is empty", name); break;
@@ -100,6 +99,9 @@ static void column_problem(nbioError *err, int32_t dim, bool dim_fixed, int64_t 
     if (dim == 0)
         snprintf(err->text, sizeof err->text, "expected 2 or 3 columns, found %lld",
                  (long long)found);
+    else if (dim == NBIO_RECTS)
+        snprintf(err->text, sizeof err->text,
+                 "expected 4 columns (minx,miny,maxx,maxy), found %lld", (long long)found);
     else if (dim_fixed)
         snprintf(err->text, sizeof err->text, "expected %d columns (--dim %d), found %lld",
                  (int)dim, (int)dim, (long long)found);
@@ -158,17 +160,23 @@ nbioResult nbio_parse_csv(const char *data, size_t size, int32_t dim, nbioPoints
         }
         if (header) continue;
 
-        double p[3];
+        double p[4];
         const char *f = line;
         for (int32_t k = 0; k < dim; k++) {
             const char *comma = memchr(f, ',', (size_t)(line + len - f));
             size_t flen = comma != NULL ? (size_t)(comma - f) : (size_t)(line + len - f);
             nbioNumber r = nbio_parse_number(f, flen, &p[k]);
             if (r != NBIO_NUMBER_OK) {
-                field_problem(err, r, k, f, flen);
+                field_problem(err, r, dim, k, f, flen);
                 goto bad_input;
             }
             f += flen + 1;
+        }
+        const int bad = dim == NBIO_RECTS ? nbio_rect_inverted(p) : -1;
+        if (bad >= 0) {
+            snprintf(err->text, sizeof err->text, "NB_ERR_OUT_OF_RANGE: %s > %s",
+                     nbio_column_name(dim, bad), nbio_column_name(dim, 2 + bad));
+            goto bad_input;
         }
         if (count == NBIO_MAX_POINTS) {
             snprintf(err->text, sizeof err->text, "too many points (at most %d)",

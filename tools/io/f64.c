@@ -30,7 +30,6 @@ static double load_f32(const unsigned char *b, bool big_endian)
 nbioResult nbio_decode_points(const unsigned char *src, int64_t count, int32_t dim, int item_size,
                               bool big_endian, nbioPoints *out, nbioError *err)
 {
-    static const char *const column_name[3] = {"x", "y", "z"};
     out->coords = NULL;
     out->count = 0;
     out->dim = dim;
@@ -45,6 +44,9 @@ nbioResult nbio_decode_points(const unsigned char *src, int64_t count, int32_t d
         const double *v = (const double *)(const void *)src;
         double bad = 0.0; // v * 0 is 0 for finite v and NaN otherwise: one test at the end
         for (size_t k = 0; k < n; k++) bad += v[k] * 0.0;
+        // Rectangles must also have min <= max; an inverted one takes the path that reports it.
+        for (int64_t r = 0; bad == 0.0 && dim == NBIO_RECTS && r < count; r++)
+            if (nbio_rect_inverted(v + 4 * r) >= 0) bad = 1.0;
         if (bad == 0.0) {
             out->coords = (double *)(void *)(uintptr_t)src; // read-only: never written
             out->count = (int32_t)count;
@@ -59,12 +61,24 @@ nbioResult nbio_decode_points(const unsigned char *src, int64_t count, int32_t d
         if (!isfinite(v)) {
             err->point = (int64_t)(k / (size_t)dim);
             snprintf(err->text, sizeof err->text, "NB_ERR_NOT_FINITE: %s is %s",
-                     column_name[k % (size_t)dim], isnan(v) ? "NaN" : "infinite");
+                     nbio_column_name(dim, (int32_t)(k % (size_t)dim)),
+                     isnan(v) ? "NaN" : "infinite");
             free(coords);
             out->dim = 0;
             return NBIO_BAD_INPUT;
         }
         coords[k] = v;
+    }
+    for (int64_t r = 0; dim == NBIO_RECTS && r < count; r++) {
+        const int bad = nbio_rect_inverted(coords + 4 * r);
+        if (bad >= 0) {
+            err->point = r;
+            snprintf(err->text, sizeof err->text, "NB_ERR_OUT_OF_RANGE: %s > %s",
+                     nbio_column_name(dim, bad), nbio_column_name(dim, 2 + bad));
+            free(coords);
+            out->dim = 0;
+            return NBIO_BAD_INPUT;
+        }
     }
     out->coords = coords;
     out->count = (int32_t)count;
@@ -80,9 +94,14 @@ nbioResult nbio_parse_f64(const char *data, size_t size, int32_t dim, nbioPoints
     if (dim == 0) dim = 2;
     size_t point_bytes = (size_t)dim * 8;
     if (size % point_bytes != 0) {
-        snprintf(err->text, sizeof err->text,
-                 "truncated: %zu bytes is not a whole number of %dD points (%zu bytes each)", size,
-                 (int)dim, point_bytes);
+        if (dim == NBIO_RECTS)
+            snprintf(err->text, sizeof err->text,
+                     "truncated: %zu bytes is not a whole number of rectangles (32 bytes each)",
+                     size);
+        else
+            snprintf(err->text, sizeof err->text,
+                     "truncated: %zu bytes is not a whole number of %dD points (%zu bytes each)",
+                     size, (int)dim, point_bytes);
         return NBIO_BAD_INPUT;
     }
     size_t count = size / point_bytes;

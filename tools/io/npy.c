@@ -193,7 +193,12 @@ nbioResult nbio_parse_npy(const char *data, size_t size, int32_t dim, nbioPoints
     }
     char shape[200];
     shape_text(shape, sizeof shape, axes, naxes);
-    if (naxes != 2 || (axes[1] != 2 && axes[1] != 3)) {
+    if (dim == NBIO_RECTS && (naxes != 2 || axes[1] != 4)) {
+        snprintf(err->text, sizeof err->text, "shape %s is not (N, 4) (minx, miny, maxx, maxy)",
+                 shape);
+        return NBIO_BAD_INPUT;
+    }
+    if (dim != NBIO_RECTS && (naxes != 2 || (axes[1] != 2 && axes[1] != 3))) {
         snprintf(err->text, sizeof err->text, "shape %s is not (N, 2) or (N, 3)", shape);
         return NBIO_BAD_INPUT;
     }

@@ -218,6 +218,20 @@ static nbioResult slurp(FILE *f, char **data, size_t *size, nbioError *err)
     return NBIO_OK;
 }
 
+const char *nbio_column_name(int32_t dim, int32_t k)
+{
+    static const char *const point[3] = {"x", "y", "z"};
+    static const char *const rect[4] = {"minx", "miny", "maxx", "maxy"};
+    return dim == NBIO_RECTS ? rect[k & 3] : point[k % 3];
+}
+
+int nbio_rect_inverted(const double *r)
+{
+    for (int a = 0; a < 2; a++)
+        if (r[a] > r[2 + a]) return a;
+    return -1;
+}
+
 nbioResult nbio_read(const char *path, nbioFormat format, int32_t dim, nbioPoints *out,
                      nbioError *err)
 {

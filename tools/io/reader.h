@@ -9,6 +9,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/// The `dim` that asks a reader for rectangles instead of points: 4 values a record, minx, miny,
+/// maxx, maxy (CSV lines of 4 fields, .f64 of 4 doubles a rectangle, .npy of shape (N, 4)).
+/// Each rectangle is also checked for min <= max (else "NB_ERR_OUT_OF_RANGE: minx > maxx").
+#define NBIO_RECTS 4
+
+/// The name of value k of a record of `dim` values: "x", "y", "z", or for rectangles "minx",
+/// "miny", "maxx", "maxy".
+const char *nbio_column_name(int32_t dim, int32_t k);
+
+/// For rectangles (dim == NBIO_RECTS): the first axis on which record r has min > max, or -1.
+int nbio_rect_inverted(const double *r);
+
 /// Input formats. NBIO_FORMAT_AUTO picks one from the file name's extension.
 typedef enum nbioFormat {
     NBIO_FORMAT_AUTO = 0,

@@ -1,0 +1,327 @@
+// SPDX-License-Identifier: MIT
+// The rectangles benchmark (rects_common.h), nearby's side: the quadtree (nb_quadtree_*), each
+// rectangle inserted with its index as user value, root bounds the data's square.
+//
+// Figures (CSV lines `peer,figure,ms_median,runs,count,sum` on stdout, count and sum the
+// nbrTally of the figure, the same as bench_rects_peers.cpp prints):
+//   build_1m      nb_quadtree_create and nb_quadtree_build of the N rectangles (--insert: with
+//                 capacity_hint = N, N nb_quadtree_insert), median of `runs` builds, each from a
+//                 fresh tree (destroying it is not timed); count = rectangles held.
+//   windows_10k   nb_quadtree_query_box per window into a reused buffer, all windows per run.
+//   pairs_100k    nb_quadtree_visit_pairs on a tree of the first 100k rectangles built
+//                 beforehand (not timed).
+//   moving_frame  100k rectangles built (not timed), then per frame nb_quadtree_move for every
+//                 rectangle (after nbr_move, not timed) and nb_quadtree_query_box with each
+//                 rectangle as the window (hits include itself); ms_median is the median frame,
+//                 runs the frames, count/sum over all frames. Allocations in the frames are
+//                 counted (the tree's allocator hook) and printed to stderr.
+// --quick: 100k rectangles (build), 1k windows, pairs on the first 10k, 10k moving x 5 frames.
+//
+//   bench_rects [--quick] [--runs K] [--only build,windows,pairs,moving]
+//               [--placement loose|tight] [--threshold T] [--depth D] [--insert] [--stats]
+// With a placement, threshold or depth other than the defaults the peer is named
+// nearby_quadtree_<placement>_t<T>. --stats adds, on stderr, the tree's shape after the build
+// (nodes, depth, rectangles held above the leaves) and, when built with NBI_QT_STATS
+// (bench_rects_stats), the nodes visited per window.
+#include "bench_common.h"
+#include "counting_allocator.h"
+#include "rects_common.h"
+
+#include <nearby/quadtree.h>
+
+#ifdef NBI_QT_STATS
+extern int64_t nbi_qt_nodes_visited; // src/quadtree.c, counted only in this build
+extern int64_t nbi_qt_items_tested;
+#endif
+
+enum { QCAP = 1 << 16 };
+
+// Wall-clock time, or with NBB_CPU_TIME=1 in the environment this thread's CPU time: on a
+// shared, loaded machine the latter leaves out the time other processes held the core (but
+// not what they did to the caches), for tuning only; reported figures are wall-clock.
+static bool cpu_time;
+
+static int64_t now_ns(void)
+{
+    if (!cpu_time) return nbb_now_ns();
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + (int64_t)ts.tv_nsec;
+}
+
+typedef struct Sizes {
+    int32_t n_static, n_windows, n_pairs, n_moving, frames;
+} Sizes;
+
+static const Sizes full_sizes = {NBR_N_STATIC, NBR_N_WINDOWS, NBR_N_PAIRS, NBR_N_MOVING,
+                                 NBR_FRAMES};
+static const Sizes quick_sizes = {100000, 1000, 10000, 10000, 5};
+
+static void check(nbStatus s, const char *what)
+{
+    if (s != NB_OK) {
+        fprintf(stderr, "bench_rects: %s: %s\n", what, nb_status_str(s));
+        exit(1);
+    }
+}
+
+typedef struct Options {
+    int placement, threshold, depth;
+    const nbAllocator *allocator;
+} Options;
+
+static nbQuadtree *make_tree(const Options *o, int32_t n, int32_t hint)
+{
+    const double h = nbr_half(n);
+    nbQuadtreeDesc desc = {0};
+    desc.bounds = (nbRect){{-h, -h}, {h, h}};
+    desc.placement = o->placement;
+    desc.split_threshold = o->threshold;
+    desc.max_depth = o->depth;
+    desc.capacity_hint = hint;
+    desc.allocator = o->allocator;
+    nbQuadtree *qt = NULL;
+    check(nb_quadtree_create(&desc, &qt), "nb_quadtree_create");
+    return qt;
+}
+
+// The rectangles into the tree: nb_quadtree_build (user value = index), or with --insert one
+// nb_quadtree_insert each. rects_common.h's minx, miny, maxx, maxy is nbRect's layout.
+static bool use_insert;
+
+static void fill(nbQuadtree *qt, const double *r, int32_t n, nbHandle *handles)
+{
+    if (!use_insert) {
+        check(nb_quadtree_build(qt, (const nbRect *)r, n, NULL, NULL, handles),
+              "nb_quadtree_build");
+        return;
+    }
+    for (int32_t i = 0; i < n; i++) {
+        const nbRect rect = {{r[4 * i], r[4 * i + 1]}, {r[4 * i + 2], r[4 * i + 3]}};
+        check(nb_quadtree_insert(qt, &rect, (uint64_t)i, NB_FILTER_ALL, &handles[i]),
+              "nb_quadtree_insert");
+    }
+}
+
+static nbrTally windows(const nbQuadtree *qt, const double *w, int32_t m, nbHit *buf)
+{
+    nbrTally t = {0, 0};
+    for (int32_t k = 0; k < m; k++) {
+        const nbRect win = {{w[4 * k], w[4 * k + 1]}, {w[4 * k + 2], w[4 * k + 3]}};
+        int32_t found = 0;
+        check(nb_quadtree_query_box(qt, &win, NB_FILTER_ALL, buf, QCAP, &found),
+              "nb_quadtree_query_box");
+        for (int32_t i = 0; i < found; i++) nbr_tally_hit(&t, buf[i].user);
+    }
+    return t;
+}
+
+typedef struct PairTally {
+    nbrTally t;
+    uint64_t n;
+} PairTally;
+
+static bool on_pair(nbHit a, nbHit b, void *user)
+{
+    PairTally *p = user;
+    nbr_tally_pair(&p->t, a.user, b.user, p->n);
+    return true;
+}
+
+static void emit(const char *peer, const char *figure, const int64_t *ns, int runs, nbrTally t)
+{
+    int64_t min_ns, median_ns;
+    nbb_stats(ns, runs, &min_ns, &median_ns);
+    printf("%s,%s,%.3f,%d,%llu,%llu\n", peer, figure, (double)median_ns / 1e6, runs,
+           (unsigned long long)t.count, (unsigned long long)t.sum);
+    fflush(stdout);
+}
+
+static void check_runs(const char *figure, nbrTally first, nbrTally t)
+{
+    if (first.count != t.count || first.sum != t.sum) {
+        fprintf(stderr, "bench_rects: %s: runs disagree\n", figure);
+        exit(1);
+    }
+}
+
+static bool wanted(const char *only, const char *fig)
+{
+    char pat[64], list[256];
+    snprintf(pat, sizeof pat, ",%s,", fig);
+    snprintf(list, sizeof list, ",%s,", only);
+    return strstr(list, pat) != NULL;
+}
+
+static void print_shape(const char *what, const nbQuadtree *qt)
+{
+    nbQuadtreeInfo info;
+    check(nb_quadtree_info(qt, &info), "nb_quadtree_info");
+    fprintf(stderr,
+            "bench_rects: %s: %d rectangles, %d nodes, %d leaves, depth %d, %d held above the "
+            "leaves (%.1f%%), %d outside, %.1f MB\n",
+            what, (int)info.count, (int)info.nodes, (int)info.leaves, (int)info.depth,
+            (int)info.held_above, 100.0 * info.held_above / (info.count > 0 ? info.count : 1),
+            (int)info.outside, (double)info.bytes / 1e6);
+}
+
+int main(int argc, char **argv)
+{
+    bool quick = false, stats = false;
+    int runs_arg = 0;
+    const char *only = "build,windows,pairs,moving";
+    Options o = {0, 0, 0, NULL};
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0) {
+            quick = true;
+        } else if (strcmp(argv[i], "--insert") == 0) {
+            use_insert = true;
+        } else if (strcmp(argv[i], "--stats") == 0) {
+            stats = true;
+        } else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) {
+            runs_arg = atoi(argv[++i]);
+            if (runs_arg < 1 || runs_arg > NBB_MAX_RUNS) runs_arg = 1;
+        } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
+            only = argv[++i];
+        } else if (strcmp(argv[i], "--placement") == 0 && i + 1 < argc) {
+            i++;
+            o.placement = strcmp(argv[i], "tight") == 0 ? NB_QUADTREE_TIGHT : NB_QUADTREE_LOOSE;
+        } else if (strcmp(argv[i], "--threshold") == 0 && i + 1 < argc) {
+            o.threshold = atoi(argv[++i]);
+        } else if (strcmp(argv[i], "--depth") == 0 && i + 1 < argc) {
+            o.depth = atoi(argv[++i]);
+        } else {
+            fprintf(stderr, "usage: bench_rects [--quick] [--runs K] [--only "
+                            "build,windows,pairs,moving] [--placement loose|tight] "
+                            "[--threshold T] [--depth D] [--insert] [--stats]\n");
+            return 2;
+        }
+    }
+    char peer[96] = "nearby_quadtree";
+    if (o.placement != 0 || o.threshold != 0 || o.depth != 0 || use_insert)
+        snprintf(peer, sizeof peer, "nearby_quadtree_%s_t%d%s%s",
+                 o.placement == NB_QUADTREE_TIGHT ? "tight" : "loose",
+                 o.threshold > 0 ? o.threshold : 8, o.depth > 0 ? "_d" : "",
+                 use_insert ? "_insert" : "");
+    const char *cpu_env = getenv("NBB_CPU_TIME");
+    cpu_time = cpu_env != NULL && strcmp(cpu_env, "1") == 0;
+    const Sizes sz = quick ? quick_sizes : full_sizes;
+    double *rects = malloc(sizeof(double) * 4 * (size_t)sz.n_static);
+    double *wins = malloc(sizeof(double) * 4 * (size_t)sz.n_windows);
+    double *moving = malloc(sizeof(double) * 4 * (size_t)sz.n_moving);
+    nbHandle *handles = malloc(sizeof(nbHandle) * (size_t)sz.n_static);
+    nbHit *buf = malloc(sizeof(nbHit) * QCAP);
+    if (rects == NULL || wins == NULL || moving == NULL || handles == NULL || buf == NULL) {
+        fprintf(stderr, "bench_rects: out of memory\n");
+        return 1;
+    }
+    nbr_make_rects(rects, sz.n_static);
+    nbr_make_windows(wins, sz.n_windows, sz.n_static);
+    nbr_make_rects(moving, sz.n_moving);
+    int64_t ns[NBB_MAX_RUNS];
+
+    nbQuadtree *qt = NULL;
+    if (wanted(only, "build")) {
+        int runs = runs_arg ? runs_arg : 7;
+        nbrTally t = {(uint64_t)sz.n_static, 0};
+        for (int k = 0; k < runs; k++) {
+            nb_quadtree_destroy(qt);
+            int64_t t0 = now_ns();
+            qt = make_tree(&o, sz.n_static, use_insert ? sz.n_static : 0);
+            fill(qt, rects, sz.n_static, handles);
+            ns[k] = now_ns() - t0;
+        }
+        emit(peer, "build_1m", ns, runs, t);
+    }
+    if (wanted(only, "windows")) {
+        if (qt == NULL) {
+            qt = make_tree(&o, sz.n_static, use_insert ? sz.n_static : 0);
+            fill(qt, rects, sz.n_static, handles);
+        }
+        if (stats) print_shape("static set", qt);
+        int runs = runs_arg ? runs_arg : 7;
+        nbrTally first = {0, 0};
+        for (int k = 0; k < runs; k++) {
+#ifdef NBI_QT_STATS
+            nbi_qt_nodes_visited = nbi_qt_items_tested = 0;
+#endif
+            int64_t t0 = now_ns();
+            nbrTally t = windows(qt, wins, sz.n_windows, buf);
+            ns[k] = now_ns() - t0;
+            if (k == 0)
+                first = t;
+            else
+                check_runs("windows_10k", first, t);
+#ifdef NBI_QT_STATS
+            if (k == 0)
+                fprintf(stderr,
+                        "bench_rects: %.1f nodes visited, %.1f rectangles tested per window\n",
+                        (double)nbi_qt_nodes_visited / sz.n_windows,
+                        (double)nbi_qt_items_tested / sz.n_windows);
+#endif
+        }
+        emit(peer, "windows_10k", ns, runs, first);
+    }
+    nb_quadtree_destroy(qt);
+    qt = NULL;
+    if (wanted(only, "pairs")) {
+        qt = make_tree(&o, sz.n_static, sz.n_pairs);
+        fill(qt, rects, sz.n_pairs, handles);
+        int runs = runs_arg ? runs_arg : 5;
+        nbrTally first = {0, 0};
+        for (int k = 0; k < runs; k++) {
+            PairTally p = {{0, 0}, (uint64_t)sz.n_pairs};
+            int64_t t0 = now_ns();
+            check(nb_quadtree_visit_pairs(qt, on_pair, &p), "nb_quadtree_visit_pairs");
+            ns[k] = now_ns() - t0;
+            if (k == 0)
+                first = p.t;
+            else
+                check_runs("pairs_100k", first, p.t);
+        }
+        emit(peer, "pairs_100k", ns, runs, first);
+        nb_quadtree_destroy(qt);
+        qt = NULL;
+    }
+    if (wanted(only, "moving")) {
+        CountingAllocator counter = {0, 0, 0, 0};
+        nbAllocator hooks = {counting_alloc, counting_free, &counter};
+        Options mo = o;
+        mo.allocator = &hooks;
+        qt = make_tree(&mo, sz.n_moving, sz.n_moving);
+        fill(qt, moving, sz.n_moving, handles);
+        int64_t *frame_ns = malloc(sizeof(int64_t) * (size_t)sz.frames);
+        if (frame_ns == NULL) return 1;
+        uint64_t s = NBR_SEED_MOVES;
+        nbrTally total = {0, 0};
+        const uint64_t allocs_before = counter.allocs;
+        for (int f = 0; f < sz.frames; f++) {
+            nbr_move(moving, sz.n_moving, &s);
+            int64_t t0 = now_ns();
+            for (int32_t i = 0; i < sz.n_moving; i++) {
+                const double *m = moving + 4 * (size_t)i;
+                const nbRect rect = {{m[0], m[1]}, {m[2], m[3]}};
+                check(nb_quadtree_move(qt, handles[i], &rect), "nb_quadtree_move");
+            }
+            nbrTally t = windows(qt, moving, sz.n_moving, buf);
+            frame_ns[f] = now_ns() - t0;
+            total.count += t.count;
+            total.sum += t.sum;
+        }
+        if (stats) print_shape("moving set after the frames", qt);
+        fprintf(stderr, "bench_rects: moving: %lld allocations in %d frames\n",
+                (long long)(counter.allocs - allocs_before), sz.frames);
+        qsort(frame_ns, (size_t)sz.frames, sizeof *frame_ns, nbb_cmp_i64);
+        printf("%s,moving_frame,%.3f,%d,%llu,%llu\n", peer,
+               (double)frame_ns[(sz.frames - 1) / 2] / 1e6, sz.frames,
+               (unsigned long long)total.count, (unsigned long long)total.sum);
+        free(frame_ns);
+        nb_quadtree_destroy(qt);
+    }
+    free(rects);
+    free(wins);
+    free(moving);
+    free(handles);
+    free(buf);
+    return 0;
+}

@@ -1,0 +1,1962 @@
+// SPDX-License-Identifier: MIT
+// The quadtree of rectangles (include/nearby/quadtree.h).
+//
+// Nodes live in one array and link by index. Node 0 is the root, node 1 the outside list (a
+// leaf with infinite bounds that every query visits and that never splits); children come in
+// groups of four contiguous nodes, child k covering the quadrant x-half (k & 1), y-half (k >> 1)
+// of its parent. Each node keeps two boxes: its cell (the quadrant, which only places
+// rectangles) and its bounds (what queries prune by, and what every rectangle of its subtree
+// lies in). Tight placement: bounds = cell, and a rectangle goes into the child whose cell holds
+// all of it. Loose placement: bounds = cell enlarged by half its side per edge, clamped to the
+// parent's bounds, and a rectangle goes into the child that holds its centre if that child's
+// bounds hold all of it. Placement tests the stored bounds, the same doubles queries test, so
+// rounding can never put a rectangle outside the box that prunes it.
+//
+// Rectangles of a node are contiguous: the node owns a block of 2^cls positions in an arena and
+// its rectangles fill the block's front. Per position we keep the box, the handle bits, the user
+// value, the filter bits and the owning node. An insert appends (a full block moves to one twice
+// as large); a removal moves the node's last rectangle into the hole; a node that empties gives
+// its block back. Freed blocks wait on a free list per size and are reused before the arena
+// grows, so a steady moving workload stops allocating. nb_quadtree_build lays a whole tree out
+// at once, nodes and blocks in depth-first order, so that a query walks memory mostly forwards.
+//
+// Everything a change can allocate is prepared first (nbi_qt_room), so a failure leaves the tree
+// as it was. Traversals are iterative: the root grows at most NBI_QT_GROW_MAX times and levels
+// go at most to NB_QUADTREE_MAX_DEPTH, so a depth-first stack of NBI_QT_STACK entries suffices.
+//
+// Invariants (nb_quadtree_validate): the pool's own; count == live handles == rectangles in
+// nodes; nodes 0 and 1 are never free; a group's four nodes have the same parent, the next
+// level, bounds within the parent's bounds; a node with rectangles owns a block that holds them
+// (count <= 2^cls), a node without owns none; each position in use holds a live slot whose pool
+// value is that position, names its node and has its box within the node's bounds; live blocks
+// plus free blocks cover [0, top) exactly; free groups are chained and counted.
+#include <nearby/quadtree.h>
+
+#include "cell.h"
+#include "handle_pool.h"
+
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+enum {
+    NBI_QT_ROOT = 0,      // node index of the root
+    NBI_QT_OUT = 1,       // node index of the outside list
+    NBI_QT_GROUPS = 2,    // first node index of the groups
+    NBI_QT_GROW_MAX = 48, // times the root may double
+    NBI_QT_MAX_ITEMS = 1 << 28,
+    NBI_QT_STACK = 4 * (NB_QUADTREE_MAX_DEPTH + NBI_QT_GROW_MAX + 4),
+    NBI_QT_DEFAULT_THRESHOLD = 32, // measured: docs/quadtree.md
+    NBI_QT_DEFAULT_DEPTH = 24,
+    NBI_QT_CLASSES = 31, // block sizes 2^0 .. 2^30
+    NBI_QT_MIN_CLS = 2,  // a node's first block holds 4
+};
+
+typedef struct nbiQtNode {
+    double lo[2], hi[2];   // bounds: every rectangle of the subtree lies within (closed)
+    int32_t child;         // first node of the children's group, -1 for a leaf; free: next free
+    int32_t start;         // first position of its block (when cls >= 0)
+    int32_t count;         // rectangles held by this node
+    int32_t cls;           // log2 of its block's size, -1 when it has none
+    double clo[2], chi[2]; // cell: the quadrant; children split it at its middle
+    int32_t parent;        // -1 for the root and the outside list, -2 in a free group
+    int32_t level;         // depth: the first root is 0, a grown root negative
+} nbiQtNode;
+
+// What queries read of a node, apart: its bounds, its children and its block (48 bytes). A
+// mirror of the node's fields, refreshed by nbi_sync after every change (validate checks it).
+// With NBI_QT_HOT_FLOAT the bounds are floats rounded outwards (a superset of the double bounds,
+// so pruning by them stays exact) and the mirror is 32 bytes; measured slower (more
+// instructions for the conversions), so off.
+#ifdef NBI_QT_HOT_FLOAT
+#define NBI_QT_HOT_T float
+#else
+#define NBI_QT_HOT_T double
+#endif
+typedef struct nbiQtHot {
+    NBI_QT_HOT_T lo[2], hi[2];
+    int32_t child, start, count, pad;
+} nbiQtHot;
+
+// What a query reads of a rectangle, together: its box (min x, min y, max x, max y), then what
+// it reports (handle bits, user value), 48 bytes.
+typedef struct nbiQtRec {
+    double b[4];
+    uint64_t hnd;
+    uint64_t user;
+} nbiQtRec;
+
+struct nbQuadtree {
+    nbAllocator alloc;
+    int32_t threshold, max_depth, placement;
+    int32_t count;
+    int32_t grown;
+    nbRect root0; // the root's first cell (clear restores it)
+
+    nbiPool pool; // a slot's value is its rectangle's position
+    nbiBuf nodes; // nbiQtNode
+    nbiBuf hot;   // nbiQtHot, one per node
+    int32_t node_top, free_group, free_groups;
+    nbiBuf rec;        // nbiQtRec per position
+    nbiBuf cat, mask;  // uint32_t per position
+    int32_t nfiltered; // rectangles whose bits are not all ones: 0 lets queries skip the bits
+    nbiBuf own;        // int32_t per position: its node; a free block's first: the next free block
+    int32_t top;       // positions [0, top) belong to blocks, live or free
+    int32_t free_block[NBI_QT_CLASSES];
+    int32_t free_count[NBI_QT_CLASSES];
+};
+
+#define NBI_NODES(q) ((nbiQtNode *)(q)->nodes.ptr)
+#define NBI_HOT(q) ((nbiQtHot *)(q)->hot.ptr)
+#define NBI_REC(q) ((nbiQtRec *)(q)->rec.ptr)
+#define NBI_CAT(q) ((uint32_t *)(q)->cat.ptr)
+#define NBI_MASK(q) ((uint32_t *)(q)->mask.ptr)
+#define NBI_OWN(q) ((int32_t *)(q)->own.ptr)
+
+// ---- geometry ----
+
+static nbStatus nbi_rect_check(const nbRect *r)
+{
+    for (int a = 0; a < 2; a++)
+        if (!isfinite(r->min[a]) || !isfinite(r->max[a])) return NB_ERR_NOT_FINITE;
+    for (int a = 0; a < 2; a++)
+        if (r->min[a] > r->max[a]) return NB_ERR_OUT_OF_RANGE;
+    return NB_OK;
+}
+
+// Whether box b (min x, min y, max x, max y) lies within the node's bounds.
+NBI_INLINE bool nbi_within(const nbiQtNode *n, const double *b)
+{
+    return b[0] >= n->lo[0] && b[1] >= n->lo[1] && b[2] <= n->hi[0] && b[3] <= n->hi[1];
+}
+
+NBI_INLINE bool nbi_touch(const double *a, const double *b)
+{
+    return a[0] <= b[2] && b[0] <= a[2] && a[1] <= b[3] && b[1] <= a[3];
+}
+
+NBI_INLINE bool nbi_node_touch(const nbiQtHot *n, const double *w)
+{
+    return (double)n->lo[0] <= w[2] && w[0] <= (double)n->hi[0] && (double)n->lo[1] <= w[3] &&
+           w[1] <= (double)n->hi[1];
+}
+
+#ifdef NBI_QT_HOT_FLOAT
+// x rounded down (up) to a float: never above (below) x, and +-infinity beyond float's range.
+static float nbi_float_down(double x)
+{
+    if (x >= (double)FLT_MAX) return FLT_MAX;
+    if (x < -(double)FLT_MAX) return -(float)INFINITY;
+    float f = (float)x;
+    return (double)f > x ? nextafterf(f, -(float)INFINITY) : f;
+}
+
+static float nbi_float_up(double x)
+{
+    if (x <= -(double)FLT_MAX) return -FLT_MAX;
+    if (x > (double)FLT_MAX) return (float)INFINITY;
+    float f = (float)x;
+    return (double)f < x ? nextafterf(f, (float)INFINITY) : f;
+}
+#endif
+
+// Squared distance from p to the box lo..hi (0 inside): monotone in the box, so a node's value
+// never exceeds that of a rectangle within its bounds.
+NBI_INLINE double nbi_box_dist2(const double *p, double lx, double ly, double hx, double hy)
+{
+    double dx = lx - p[0];
+    double t = p[0] - hx;
+    dx = dx > t ? dx : t;
+    dx = dx > 0.0 ? dx : 0.0;
+    double dy = ly - p[1];
+    t = p[1] - hy;
+    dy = dy > t ? dy : t;
+    dy = dy > 0.0 ? dy : 0.0;
+    return dx * dx + dy * dy;
+}
+
+// A ray: origin, unit direction and the largest t.
+typedef struct nbiRay {
+    double o[2], d[2], tmax;
+} nbiRay;
+
+// Where the ray enters the box (slab test), or -1 when it misses within [0, tmax]. Monotone in
+// the box (each bound enters through one subtraction and one division), so nodes prune safely.
+NBI_INLINE double nbi_ray_enter(const nbiRay *r, double lx, double ly, double hx, double hy)
+{
+    double t0 = 0.0, t1 = r->tmax;
+    const double lo[2] = {lx, ly}, hi[2] = {hx, hy};
+    for (int a = 0; a < 2; a++) {
+        if (r->d[a] == 0.0) {
+            if (r->o[a] < lo[a] || r->o[a] > hi[a]) return -1.0;
+            continue;
+        }
+        double ta = (lo[a] - r->o[a]) / r->d[a];
+        double tb = (hi[a] - r->o[a]) / r->d[a];
+        if (ta > tb) {
+            double s = ta;
+            ta = tb;
+            tb = s;
+        }
+        t0 = ta > t0 ? ta : t0;
+        t1 = tb < t1 ? tb : t1;
+        if (t0 > t1) return -1.0;
+    }
+    return t0;
+}
+
+static bool nbi_bits_all(uint32_t cat, uint32_t mask)
+{
+    return cat == 0xFFFFFFFFu && mask == 0xFFFFFFFFu;
+}
+
+NBI_INLINE bool nbi_pass(nbFilter f, uint32_t cat, uint32_t mask)
+{
+    return (f.category & mask) != 0 && (cat & f.mask) != 0;
+}
+
+// The block class that holds n rectangles.
+static int nbi_cls_for(int64_t n)
+{
+    int c = NBI_QT_MIN_CLS;
+    while (((int64_t)1 << c) < n) c++;
+    return c;
+}
+
+// ---- storage ----
+
+enum { NBI_QT_POS_BUFS = 4 };
+
+static void nbi_qt_pos_bufs(nbQuadtree *q, nbiBuf *buf[NBI_QT_POS_BUFS],
+                            size_t elem[NBI_QT_POS_BUFS])
+{
+    nbiBuf *b[NBI_QT_POS_BUFS] = {&q->rec, &q->cat, &q->mask, &q->own};
+    const size_t e[NBI_QT_POS_BUFS] = {sizeof(nbiQtRec), sizeof(uint32_t), sizeof(uint32_t),
+                                       sizeof(int32_t)};
+    for (int i = 0; i < NBI_QT_POS_BUFS; i++) {
+        buf[i] = b[i];
+        elem[i] = e[i];
+    }
+}
+
+// Installs a prepared buffer, carrying its contents over.
+static void nbi_qt_commit(const nbAllocator *a, nbiBuf *cur, const nbiBuf *next, size_t elem)
+{
+    if (next->ptr != cur->ptr && cur->ptr != NULL) memcpy(next->ptr, cur->ptr, cur->cap * elem);
+    nbi_buf_commit(a, cur, next, elem);
+}
+
+// What a change needs: handles, node groups, and blocks by class (served by the free lists
+// first, then from the arena's end).
+typedef struct nbiQtNeed {
+    int32_t items;
+    int64_t groups;
+    int64_t positions; // positions from the arena's end beyond the blocks below
+    int nblocks;
+    int8_t cls[8];
+} nbiQtNeed;
+
+static void nbi_need_block(nbiQtNeed *need, int cls)
+{
+    NB_ASSERT(need->nblocks < 8);
+    need->cls[need->nblocks++] = (int8_t)cls;
+}
+
+// Makes room for `need`, all or nothing. Afterwards the change that asked cannot fail.
+static nbStatus nbi_qt_room(nbQuadtree *q, const nbiQtNeed *need)
+{
+    if ((int64_t)q->count + need->items > NBI_QT_MAX_ITEMS) return NB_ERR_OUT_OF_RANGE;
+    int64_t positions = (int64_t)q->top + need->positions;
+    for (int b = 0; b < need->nblocks; b++) {
+        int same = 0; // earlier requests of the same class use up its free list first
+        for (int e = 0; e < b; e++) same += need->cls[e] == need->cls[b];
+        if (q->free_count[need->cls[b]] <= same) positions += (int64_t)1 << need->cls[b];
+    }
+    const int64_t groups = need->groups > q->free_groups ? need->groups - q->free_groups : 0;
+    const int64_t node_need = (int64_t)q->node_top + 4 * groups;
+    if (positions > INT32_MAX || node_need > INT32_MAX) return NB_ERR_OUT_OF_RANGE;
+    nbiBuf *pos[NBI_QT_POS_BUFS];
+    size_t elem[NBI_QT_POS_BUFS];
+    nbi_qt_pos_bufs(q, pos, elem);
+    bool room = nbi_pool_room(&q->pool) >= need->items && (size_t)node_need <= q->nodes.cap &&
+                (size_t)node_need <= q->hot.cap;
+    for (int b = 0; b < NBI_QT_POS_BUFS && room; b++) room = (size_t)positions <= pos[b]->cap;
+    if (room) return NB_OK;
+
+    nbiPoolPrep prep;
+    nbStatus st = nbi_pool_prepare(&q->pool, need->items, &prep);
+    if (st != NB_OK) return st;
+    nbiBuf next_pos[NBI_QT_POS_BUFS];
+    nbiBuf next_nodes, next_hot;
+    if (!nbi_buf_prepare(&q->alloc, &q->nodes, &next_nodes, (size_t)node_need, sizeof(nbiQtNode))) {
+        nbi_pool_abandon(&q->pool, &prep);
+        return NB_ERR_OUT_OF_MEMORY;
+    }
+    if (!nbi_buf_prepare(&q->alloc, &q->hot, &next_hot, (size_t)node_need, sizeof(nbiQtHot))) {
+        nbi_buf_abandon(&q->alloc, &q->nodes, &next_nodes, sizeof(nbiQtNode));
+        nbi_pool_abandon(&q->pool, &prep);
+        return NB_ERR_OUT_OF_MEMORY;
+    }
+    for (int b = 0; b < NBI_QT_POS_BUFS; b++) {
+        // Every position buffer gets the capacity the first one got, so they stay in step.
+        const size_t want = b == 0 ? (size_t)positions : next_pos[0].cap;
+        if (!nbi_buf_prepare(&q->alloc, pos[b], &next_pos[b], want, elem[b])) {
+            for (int f = 0; f < b; f++) nbi_buf_abandon(&q->alloc, pos[f], &next_pos[f], elem[f]);
+            nbi_buf_abandon(&q->alloc, &q->nodes, &next_nodes, sizeof(nbiQtNode));
+            nbi_buf_abandon(&q->alloc, &q->hot, &next_hot, sizeof(nbiQtHot));
+            nbi_pool_abandon(&q->pool, &prep);
+            return NB_ERR_OUT_OF_MEMORY;
+        }
+    }
+    nbi_pool_commit(&q->pool, &prep);
+    for (int b = 0; b < NBI_QT_POS_BUFS; b++)
+        nbi_qt_commit(&q->alloc, pos[b], &next_pos[b], elem[b]);
+    nbi_qt_commit(&q->alloc, &q->nodes, &next_nodes, sizeof(nbiQtNode));
+    nbi_qt_commit(&q->alloc, &q->hot, &next_hot, sizeof(nbiQtHot));
+    return NB_OK;
+}
+
+// A block of class c (room prepared): from its free list, else from the arena's end.
+static int32_t nbi_block_take(nbQuadtree *q, int c)
+{
+    int32_t s = q->free_block[c];
+    if (s >= 0) {
+        q->free_block[c] = NBI_OWN(q)[s];
+        q->free_count[c]--;
+        return s;
+    }
+    NB_ASSERT((size_t)q->top + ((size_t)1 << c) <= q->own.cap);
+    s = q->top;
+    q->top += (int32_t)1 << c;
+    return s;
+}
+
+static void nbi_block_give(nbQuadtree *q, int32_t start, int c)
+{
+    NBI_OWN(q)[start] = q->free_block[c];
+    q->free_block[c] = start;
+    q->free_count[c]++;
+}
+
+static void nbi_node_init(nbiQtNode *n, int32_t parent, int32_t level)
+{
+    n->child = -1;
+    n->parent = parent;
+    n->start = 0;
+    n->count = 0;
+    n->cls = -1;
+    n->level = level;
+}
+
+// Refreshes node n's mirror in the hot array.
+static void nbi_sync(nbQuadtree *q, int32_t n)
+{
+    const nbiQtNode *node = &NBI_NODES(q)[n];
+    nbiQtHot *h = &NBI_HOT(q)[n];
+    for (int a = 0; a < 2; a++) {
+#ifdef NBI_QT_HOT_FLOAT
+        h->lo[a] = nbi_float_down(node->lo[a]);
+        h->hi[a] = nbi_float_up(node->hi[a]);
+#else
+        h->lo[a] = node->lo[a];
+        h->hi[a] = node->hi[a];
+#endif
+    }
+    h->child = node->child;
+    h->start = node->start;
+    h->count = node->count;
+    h->pad = 0;
+}
+
+static int32_t nbi_group_take(nbQuadtree *q)
+{
+    int32_t g;
+    if (q->free_group >= 0) {
+        g = q->free_group;
+        q->free_group = NBI_NODES(q)[g].child;
+        q->free_groups--;
+    } else {
+        NB_ASSERT((size_t)q->node_top + 4 <= q->nodes.cap);
+        g = q->node_top;
+        q->node_top += 4;
+    }
+    return g;
+}
+
+static void nbi_group_give(nbQuadtree *q, int32_t g)
+{
+    nbiQtNode *n = &NBI_NODES(q)[g];
+    for (int k = 0; k < 4; k++) {
+        NB_ASSERT(n[k].count == 0 && n[k].cls < 0 && n[k].child < 0);
+        n[k].parent = -2;
+    }
+    n[0].child = q->free_group;
+    q->free_group = g;
+    q->free_groups++;
+}
+
+// Writes a rectangle's data at position `to` of node n and points its slot there.
+static void nbi_put(nbQuadtree *q, int32_t to, int32_t n, const double *b, uint64_t hnd,
+                    uint64_t user, uint32_t cat, uint32_t mask)
+{
+    nbiQtRec *r = &NBI_REC(q)[to];
+    memcpy(r->b, b, sizeof r->b);
+    r->hnd = hnd;
+    r->user = user;
+    NBI_CAT(q)[to] = cat;
+    NBI_MASK(q)[to] = mask;
+    NBI_OWN(q)[to] = n;
+    nbi_pool_set_slot_value(&q->pool, (int32_t)((uint32_t)hnd - 1u), to);
+}
+
+// Moves the rectangle at `from` to `to`, now of node n.
+static void nbi_move_pos(nbQuadtree *q, int32_t from, int32_t to, int32_t n)
+{
+    double b[4];
+    const nbiQtRec *r = &NBI_REC(q)[from];
+    memcpy(b, r->b, sizeof b);
+    nbi_put(q, to, n, b, r->hnd, r->user, NBI_CAT(q)[from], NBI_MASK(q)[from]);
+}
+
+// The block an append to node n needs: -1 if it has room.
+static int nbi_append_cls(const nbiQtNode *n)
+{
+    if (n->cls < 0) return NBI_QT_MIN_CLS;
+    return n->count < ((int32_t)1 << n->cls) ? -1 : n->cls + 1;
+}
+
+// Appends a rectangle to node n (room prepared); returns its position.
+static int32_t nbi_append(nbQuadtree *q, int32_t n, const double *b, uint64_t hnd, uint64_t user,
+                          uint32_t cat, uint32_t mask)
+{
+    const int c = nbi_append_cls(&NBI_NODES(q)[n]);
+    if (c >= 0) {
+        const int32_t s = nbi_block_take(q, c);
+        nbiQtNode *node = &NBI_NODES(q)[n];
+        for (int32_t i = 0; i < node->count; i++) nbi_move_pos(q, node->start + i, s + i, n);
+        if (node->cls >= 0) nbi_block_give(q, node->start, node->cls);
+        node->start = s;
+        node->cls = c;
+    }
+    nbiQtNode *node = &NBI_NODES(q)[n];
+    const int32_t at = node->start + node->count++;
+    nbi_put(q, at, n, b, hnd, user, cat, mask);
+    nbi_sync(q, n);
+    return at;
+}
+
+// Takes the rectangle at position `at` out of its node: the node's last rectangle moves into
+// the hole; a node left empty gives its block back.
+static void nbi_take_out(nbQuadtree *q, int32_t at)
+{
+    const int32_t n = NBI_OWN(q)[at];
+    nbiQtNode *node = &NBI_NODES(q)[n];
+    const int32_t last = node->start + node->count - 1;
+    if (last != at) nbi_move_pos(q, last, at, n);
+    if (--node->count == 0) {
+        nbi_block_give(q, node->start, node->cls);
+        node->cls = -1;
+        node->start = 0;
+    }
+    nbi_sync(q, n);
+}
+
+// ---- placement ----
+
+// Fills child k's cell and bounds from its parent.
+static void nbi_child_geometry(const nbQuadtree *q, const nbiQtNode *parent, int k, nbiQtNode *c)
+{
+    for (int a = 0; a < 2; a++) {
+        const double mid = 0.5 * (parent->clo[a] + parent->chi[a]);
+        const bool upper = a == 0 ? (k & 1) != 0 : (k & 2) != 0;
+        c->clo[a] = upper ? mid : parent->clo[a];
+        c->chi[a] = upper ? parent->chi[a] : mid;
+        if (q->placement == NB_QUADTREE_TIGHT) {
+            c->lo[a] = c->clo[a];
+            c->hi[a] = c->chi[a];
+        } else {
+            const double half = 0.5 * (c->chi[a] - c->clo[a]);
+            c->lo[a] = c->clo[a] - half;
+            c->hi[a] = c->chi[a] + half;
+        }
+        c->lo[a] = c->lo[a] > parent->lo[a] ? c->lo[a] : parent->lo[a];
+        c->hi[a] = c->hi[a] < parent->hi[a] ? c->hi[a] : parent->hi[a];
+    }
+}
+
+// Which of the four children `kids` of node n takes box b: 0..3, or -1 when b stays in n.
+NBI_INLINE int nbi_pick(const nbQuadtree *q, const nbiQtNode *n, const nbiQtNode *kids,
+                        const double *b)
+{
+    int k = 0;
+    for (int a = 0; a < 2; a++) {
+        const double mid = 0.5 * (n->clo[a] + n->chi[a]);
+        if (q->placement == NB_QUADTREE_TIGHT) {
+            if (b[2 + a] <= mid) continue;
+            if (b[a] < mid) return -1;
+        } else if (0.5 * (b[a] + b[2 + a]) < mid) {
+            continue;
+        }
+        k |= 1 << a;
+    }
+    return nbi_within(&kids[k], b) ? k : -1;
+}
+
+// The node that takes box b, descending from `from` (whose bounds hold b).
+static int32_t nbi_descend(const nbQuadtree *q, int32_t from, const double *b)
+{
+    const nbiQtNode *nodes = NBI_NODES(q);
+    int32_t n = from;
+    for (;;) {
+        const nbiQtNode *node = &nodes[n];
+        if (node->child < 0) return n;
+        const int k = nbi_pick(q, node, &nodes[node->child], b);
+        if (k < 0) return n;
+        n = node->child + k;
+    }
+}
+
+// The root's bounds for its cell (the root has no parent to clamp to).
+static void nbi_root_bounds(const nbQuadtree *q, nbiQtNode *r)
+{
+    for (int a = 0; a < 2; a++) {
+        const double half = q->placement == NB_QUADTREE_TIGHT ? 0.0 : 0.5 * (r->chi[a] - r->clo[a]);
+        r->lo[a] = r->clo[a] - half;
+        r->hi[a] = r->chi[a] + half;
+    }
+}
+
+// How many doublings the root needs before its bounds hold b: 0 if they do now, -1 if more
+// than the limit allows (b then goes to the outside list).
+static int nbi_growth(const nbQuadtree *q, const double *b)
+{
+    nbiQtNode r = NBI_NODES(q)[NBI_QT_ROOT];
+    if (nbi_within(&r, b)) return 0;
+    for (int g = 1; g <= NBI_QT_GROW_MAX - q->grown; g++) {
+        for (int a = 0; a < 2; a++) {
+            const double side = r.chi[a] - r.clo[a];
+            if (b[a] < r.lo[a])
+                r.clo[a] -= side;
+            else
+                r.chi[a] += side;
+        }
+        nbi_root_bounds(q, &r);
+        if (!isfinite(r.lo[0] + r.lo[1] + r.hi[0] + r.hi[1])) return -1;
+        if (nbi_within(&r, b)) return g;
+    }
+    return -1;
+}
+
+// Doubles the root once towards b (a group prepared): the old root becomes one of the new
+// root's four children.
+static void nbi_grow(nbQuadtree *q, const double *b)
+{
+    const int32_t g = nbi_group_take(q);
+    nbiQtNode *nodes = NBI_NODES(q);
+    const nbiQtNode old = nodes[NBI_QT_ROOT];
+    nbiQtNode *root = &nodes[NBI_QT_ROOT];
+    int k = 0;
+    for (int a = 0; a < 2; a++) {
+        const double side = old.chi[a] - old.clo[a];
+        if (b[a] < old.lo[a]) {
+            root->clo[a] = old.clo[a] - side;
+            k |= 1 << a; // the old root is the upper half
+        } else {
+            root->chi[a] = old.chi[a] + side;
+        }
+    }
+    nbi_root_bounds(q, root);
+    root->child = g;
+    root->start = 0;
+    root->count = 0;
+    root->cls = -1;
+    root->level = old.level - 1;
+    for (int c = 0; c < 4; c++) {
+        nbiQtNode *ch = &nodes[g + c];
+        if (c == k) {
+            *ch = old;
+            ch->parent = NBI_QT_ROOT;
+            if (ch->child >= 0)
+                for (int j = 0; j < 4; j++) nodes[ch->child + j].parent = g + c;
+            for (int32_t i = 0; i < ch->count; i++) NBI_OWN(q)[ch->start + i] = g + c;
+            continue;
+        }
+        nbi_node_init(ch, NBI_QT_ROOT, old.level);
+        nbi_child_geometry(q, root, c, ch);
+    }
+    for (int c = 0; c < 4; c++) nbi_sync(q, g + c);
+    nbi_sync(q, NBI_QT_ROOT);
+    q->grown++;
+}
+
+// Whether leaf n splits when it receives one more rectangle.
+static bool nbi_splits(const nbQuadtree *q, int32_t n)
+{
+    const nbiQtNode *node = &NBI_NODES(q)[n];
+    return n != NBI_QT_OUT && node->child < 0 && node->count + 1 > q->threshold &&
+           node->level < q->max_depth;
+}
+
+// The blocks a split of leaf n needs, with b (the rectangle that triggers it) counted in.
+static void nbi_split_need(const nbQuadtree *q, int32_t n, const double *b, nbiQtNeed *need)
+{
+    const nbiQtNode *node = &NBI_NODES(q)[n];
+    nbiQtNode kids[4];
+    for (int k = 0; k < 4; k++) nbi_child_geometry(q, node, k, &kids[k]);
+    int64_t per[5] = {0, 0, 0, 0, 0}; // per child, then those that stay
+    for (int32_t i = 0; i < node->count; i++) {
+        const int k = nbi_pick(q, node, kids, NBI_REC(q)[node->start + i].b);
+        per[k < 0 ? 4 : k]++;
+    }
+    const int kb = nbi_pick(q, node, kids, b);
+    per[kb < 0 ? 4 : kb]++;
+    need->groups += 1;
+    for (int k = 0; k < 4; k++)
+        if (per[k] > 0) nbi_need_block(need, nbi_cls_for(per[k]));
+    if (per[4] > ((int64_t)1 << node->cls)) nbi_need_block(need, node->cls + 1);
+}
+
+// Splits leaf n (a group and the children's blocks prepared): its rectangles go down where they
+// fit, each child getting a block that holds exactly what comes to it, `extra` (the rectangle
+// whose insert splits n) included; the rest stay in order.
+static void nbi_split(nbQuadtree *q, int32_t n, const double *extra)
+{
+    const int32_t g = nbi_group_take(q);
+    nbiQtNode *nodes = NBI_NODES(q);
+    for (int k = 0; k < 4; k++) {
+        nbi_node_init(&nodes[g + k], n, nodes[n].level + 1);
+        nbi_child_geometry(q, &nodes[n], k, &nodes[g + k]);
+    }
+    nodes[n].child = g;
+    nbiQtNode *node = &nodes[n];
+    int64_t per[4] = {0, 0, 0, 0};
+    int8_t pick[64];
+    const bool small = node->count <= 64;
+    for (int32_t i = 0; i < node->count; i++) {
+        const int k = nbi_pick(q, node, &nodes[g], NBI_REC(q)[node->start + i].b);
+        if (small) pick[i] = (int8_t)k;
+        if (k >= 0) per[k]++;
+    }
+    // The rectangle about to come in counts too, as nbi_split_need counted it.
+    const int ke = nbi_pick(q, node, &nodes[g], extra);
+    if (ke >= 0) per[ke]++;
+    for (int k = 0; k < 4; k++) {
+        if (per[k] == 0) continue;
+        const int c = nbi_cls_for(per[k]);
+        nodes[g + k].start = nbi_block_take(q, c);
+        nodes[g + k].cls = c;
+    }
+    int32_t w = 0;
+    const int32_t count = node->count;
+    for (int32_t i = 0; i < count; i++) {
+        const int32_t at = node->start + i;
+        const int k = small ? pick[i] : nbi_pick(q, node, &nodes[g], NBI_REC(q)[at].b);
+        if (k < 0) {
+            if (w != i) nbi_move_pos(q, at, node->start + w, n);
+            w++;
+            continue;
+        }
+        nbiQtNode *c = &nodes[g + k];
+        nbi_move_pos(q, at, c->start + c->count++, g + k);
+    }
+    node->count = w;
+    if (w == 0 && ke >= 0) { // emptied, and `extra` goes down too (else it comes here next)
+        nbi_block_give(q, node->start, node->cls);
+        node->cls = -1;
+        node->start = 0;
+    }
+    nbi_sync(q, n);
+    for (int k = 0; k < 4; k++) nbi_sync(q, g + k);
+}
+
+// A placement decided before anything changes: the root's growth, or the target node (and
+// whether it splits first), and the room all of it needs.
+typedef struct nbiQtPlan {
+    int grow;       // doublings of the root first
+    int32_t target; // the node when grow == 0
+    bool split;     // the target splits before the rectangle goes in
+    nbiQtNeed need;
+} nbiQtPlan;
+
+static void nbi_plan(const nbQuadtree *q, const double *b, int32_t items, nbiQtPlan *plan)
+{
+    memset(plan, 0, sizeof *plan);
+    plan->need.items = items;
+    plan->grow = nbi_growth(q, b);
+    plan->target = -1;
+    if (plan->grow < 0) {
+        plan->grow = 0;
+        plan->target = NBI_QT_OUT;
+    } else if (plan->grow > 0) {
+        // It lands in the new root or a new, empty child of it.
+        plan->need.groups = plan->grow;
+        nbi_need_block(&plan->need, NBI_QT_MIN_CLS);
+        return;
+    } else {
+        plan->target = nbi_descend(q, NBI_QT_ROOT, b);
+    }
+    if (nbi_splits(q, plan->target)) {
+        plan->split = true;
+        nbi_split_need(q, plan->target, b, &plan->need);
+        // After the split the rectangle lands in a child sized for it, or stays in the target,
+        // whose block the need above grew if it had to.
+        return;
+    }
+    const int c = nbi_append_cls(&NBI_NODES(q)[plan->target]);
+    if (c >= 0) nbi_need_block(&plan->need, c);
+}
+
+// Carries out a plan whose room is prepared: returns the new position.
+static int32_t nbi_place(nbQuadtree *q, const nbiQtPlan *plan, const double *b, uint64_t hnd,
+                         uint64_t user, uint32_t cat, uint32_t mask)
+{
+    int32_t target = plan->target;
+    if (target < 0) {
+        for (int g = 0; g < plan->grow; g++) nbi_grow(q, b);
+        target = nbi_descend(q, NBI_QT_ROOT, b);
+    } else if (plan->split) {
+        nbi_split(q, target, b);
+        target = nbi_descend(q, target, b);
+    }
+    return nbi_append(q, target, b, hnd, user, cat, mask);
+}
+
+// After node n lost a rectangle: frees groups of four empty leaves, upwards.
+static void nbi_collapse(nbQuadtree *q, int32_t n)
+{
+    nbiQtNode *nodes = NBI_NODES(q);
+    if (n == NBI_QT_OUT) return;
+    if (nodes[n].child < 0) n = nodes[n].parent;
+    while (n >= 0) {
+        nbiQtNode *node = &nodes[n];
+        const int32_t g = node->child;
+        if (g < 0) break;
+        for (int k = 0; k < 4; k++)
+            if (nodes[g + k].child >= 0 || nodes[g + k].count > 0) return;
+        nbi_group_give(q, g);
+        node->child = -1;
+        nbi_sync(q, n);
+        if (node->count > 0) return;
+        n = node->parent;
+    }
+}
+
+// ---- create, destroy, reserve ----
+
+static void nbi_reset(nbQuadtree *q)
+{
+    q->count = 0;
+    q->nfiltered = 0;
+    q->top = 0;
+    for (int c = 0; c < NBI_QT_CLASSES; c++) {
+        q->free_block[c] = -1;
+        q->free_count[c] = 0;
+    }
+    q->node_top = NBI_QT_GROUPS;
+    q->free_group = -1;
+    q->free_groups = 0;
+    nbiQtNode *nodes = NBI_NODES(q);
+    nbiQtNode *r = &nodes[NBI_QT_ROOT];
+    nbi_node_init(r, -1, 0);
+    for (int a = 0; a < 2; a++) {
+        r->clo[a] = q->root0.min[a];
+        r->chi[a] = q->root0.max[a];
+    }
+    nbi_root_bounds(q, r);
+    nbiQtNode *o = &nodes[NBI_QT_OUT];
+    nbi_node_init(o, -1, INT32_MIN);
+    for (int a = 0; a < 2; a++) {
+        o->clo[a] = o->lo[a] = -(double)INFINITY;
+        o->chi[a] = o->hi[a] = (double)INFINITY;
+    }
+    nbi_sync(q, NBI_QT_ROOT);
+    nbi_sync(q, NBI_QT_OUT);
+    q->grown = 0;
+}
+
+// The part of create after the desc was checked: an empty tree with the same settings.
+static nbStatus nbi_create(const nbAllocator *alloc, const nbRect *root0, int32_t threshold,
+                           int32_t max_depth, int32_t placement, nbQuadtree **out)
+{
+    *out = NULL;
+    nbQuadtree *q = nbi_alloc(alloc, 1, sizeof *q);
+    if (q == NULL) return NB_ERR_OUT_OF_MEMORY;
+    memset(q, 0, sizeof *q);
+    q->alloc = *alloc;
+    q->threshold = threshold;
+    q->max_depth = max_depth;
+    q->placement = placement;
+    q->root0 = *root0;
+    nbStatus st = nbi_pool_init(&q->pool, alloc, 0);
+    if (st == NB_OK) {
+        q->node_top = NBI_QT_GROUPS;
+        q->free_group = -1;
+        const nbiQtNeed need = {0, 0, 0, 0, {0}};
+        st = nbi_qt_room(q, &need); // the root and the outside list
+    }
+    if (st != NB_OK) {
+        nb_quadtree_destroy(q);
+        return st;
+    }
+    nbi_reset(q);
+    *out = q;
+    return NB_OK;
+}
+
+nbStatus nb_quadtree_create(const nbQuadtreeDesc *desc, nbQuadtree **out)
+{
+    if (out == NULL) return NB_ERR_NULL_ARG;
+    *out = NULL;
+    if (desc == NULL) return NB_ERR_NULL_ARG;
+    nbAllocator alloc;
+    if (!nbi_allocator(desc->allocator, &alloc)) return NB_ERR_NULL_ARG;
+    const nbRect *b = &desc->bounds;
+    for (int a = 0; a < 2; a++)
+        if (!isfinite(b->min[a]) || !isfinite(b->max[a])) return NB_ERR_NOT_FINITE;
+    const bool zero = b->min[0] == 0.0 && b->min[1] == 0.0 && b->max[0] == 0.0 && b->max[1] == 0.0;
+    if (!zero && !(b->min[0] < b->max[0] && b->min[1] < b->max[1])) return NB_ERR_OUT_OF_RANGE;
+    if (!zero && !(isfinite(b->max[0] - b->min[0]) && isfinite(b->max[1] - b->min[1])))
+        return NB_ERR_OUT_OF_RANGE;
+    if (desc->split_threshold < 0 || desc->split_threshold > (1 << 20) || desc->max_depth < 0 ||
+        desc->max_depth > NB_QUADTREE_MAX_DEPTH || desc->capacity_hint < 0 ||
+        desc->capacity_hint > NBI_QT_MAX_ITEMS || desc->placement < 0 ||
+        desc->placement > NB_QUADTREE_TIGHT)
+        return NB_ERR_OUT_OF_RANGE;
+    nbRect root0 = *b;
+    if (zero) {
+        root0.min[0] = root0.min[1] = -1024.0;
+        root0.max[0] = root0.max[1] = 1024.0;
+    }
+    nbQuadtree *q = NULL;
+    nbStatus st = nbi_create(
+        &alloc, &root0,
+        desc->split_threshold > 0 ? desc->split_threshold : NBI_QT_DEFAULT_THRESHOLD,
+        desc->max_depth > 0 ? desc->max_depth : NBI_QT_DEFAULT_DEPTH,
+        desc->placement == NB_QUADTREE_TIGHT ? NB_QUADTREE_TIGHT : NB_QUADTREE_LOOSE, &q);
+    if (st == NB_OK && desc->capacity_hint > 0) st = nb_quadtree_reserve(q, desc->capacity_hint);
+    if (st != NB_OK) {
+        nb_quadtree_destroy(q);
+        return st;
+    }
+    *out = q;
+    return NB_OK;
+}
+
+void nb_quadtree_destroy(nbQuadtree *q)
+{
+    if (q == NULL) return;
+    nbiBuf *pos[NBI_QT_POS_BUFS];
+    size_t elem[NBI_QT_POS_BUFS];
+    nbi_qt_pos_bufs(q, pos, elem);
+    for (int b = 0; b < NBI_QT_POS_BUFS; b++)
+        nbi_free(&q->alloc, pos[b]->ptr, pos[b]->cap, elem[b]);
+    nbi_free(&q->alloc, q->nodes.ptr, q->nodes.cap, sizeof(nbiQtNode));
+    nbi_free(&q->alloc, q->hot.ptr, q->hot.cap, sizeof(nbiQtHot));
+    nbi_pool_destroy(&q->pool);
+    const nbAllocator a = q->alloc;
+    nbi_free(&a, q, 1, sizeof *q);
+}
+
+nbStatus nb_quadtree_reserve(nbQuadtree *q, int32_t count)
+{
+    if (q == NULL) return NB_ERR_NULL_ARG;
+    if (count < 0 || count > NBI_QT_MAX_ITEMS) return NB_ERR_OUT_OF_RANGE;
+    nbiQtNeed need = {0, 0, 0, 0, {0}};
+    need.items = count > q->count ? count - q->count : 0;
+    // Blocks are at most twice what they hold, plus what waits on the free lists.
+    const int64_t positions = 3 * (int64_t)count + 64;
+    need.positions = positions > q->top ? positions - q->top : 0;
+    const int64_t groups = (int64_t)count / 8 + 16;
+    const int64_t used_groups = (q->node_top - NBI_QT_GROUPS) / 4 - q->free_groups;
+    need.groups = groups > used_groups ? groups - used_groups : 0;
+    return nbi_qt_room(q, &need);
+}
+
+void nb_quadtree_clear(nbQuadtree *q)
+{
+    if (q == NULL) return;
+    nbi_pool_clear(&q->pool);
+    nbi_reset(q);
+}
+
+int32_t nb_quadtree_count(const nbQuadtree *q)
+{
+    return q == NULL ? 0 : q->count;
+}
+
+size_t nb_quadtree_memory_bytes(const nbQuadtree *q)
+{
+    if (q == NULL) return 0;
+    size_t bytes = sizeof *q + nbi_pool_memory_bytes(&q->pool) + q->nodes.cap * sizeof(nbiQtNode) +
+                   q->hot.cap * sizeof(nbiQtHot);
+    nbiBuf *pos[NBI_QT_POS_BUFS];
+    size_t elem[NBI_QT_POS_BUFS];
+    nbi_qt_pos_bufs((nbQuadtree *)q, pos, elem);
+    for (int b = 0; b < NBI_QT_POS_BUFS; b++) bytes += pos[b]->cap * elem[b];
+    return bytes;
+}
+
+nbStatus nb_quadtree_info(const nbQuadtree *q, nbQuadtreeInfo *out)
+{
+    if (out != NULL) memset(out, 0, sizeof *out);
+    if (q == NULL || out == NULL) return NB_ERR_NULL_ARG;
+    const nbiQtNode *nodes = NBI_NODES(q);
+    out->count = q->count;
+    out->outside = nodes[NBI_QT_OUT].count;
+    out->root_grown = q->grown;
+    for (int a = 0; a < 2; a++) {
+        out->root.min[a] = nodes[NBI_QT_ROOT].clo[a];
+        out->root.max[a] = nodes[NBI_QT_ROOT].chi[a];
+    }
+    out->bytes = nb_quadtree_memory_bytes(q);
+    int32_t stack[NBI_QT_STACK];
+    int top = 0;
+    stack[top++] = NBI_QT_ROOT;
+    const int32_t root_level = nodes[NBI_QT_ROOT].level;
+    while (top > 0) {
+        const nbiQtNode *n = &nodes[stack[--top]];
+        out->nodes++;
+        if (n->level - root_level > out->depth) out->depth = n->level - root_level;
+        if (n->child < 0) {
+            out->leaves++;
+            continue;
+        }
+        out->held_above += n->count;
+        for (int k = 3; k >= 0; k--) stack[top++] = n->child + k;
+    }
+    return NB_OK;
+}
+
+// ---- insert, move, remove ----
+
+nbStatus nb_quadtree_insert(nbQuadtree *q, const nbRect *rect, uint64_t user, nbFilter filter,
+                            nbHandle *out)
+{
+    if (out != NULL) *out = NB_HANDLE_NULL;
+    if (q == NULL || rect == NULL || out == NULL) return NB_ERR_NULL_ARG;
+    nbStatus st = nbi_rect_check(rect);
+    if (st != NB_OK) return st;
+    const double b[4] = {rect->min[0], rect->min[1], rect->max[0], rect->max[1]};
+    nbiQtPlan plan;
+    nbi_plan(q, b, 1, &plan);
+    st = nbi_qt_room(q, &plan.need);
+    if (st != NB_OK) return st;
+    nbHandle h;
+    st = nbi_pool_alloc(&q->pool, 0, &h);
+    if (st != NB_OK) return st; // cannot happen: room was prepared
+    nbi_place(q, &plan, b, h.bits, user, filter.category, filter.mask);
+    q->count++;
+    q->nfiltered += !nbi_bits_all(filter.category, filter.mask);
+    *out = h;
+    return NB_OK;
+}
+
+nbStatus nb_quadtree_move(nbQuadtree *q, nbHandle item, const nbRect *rect)
+{
+    if (q == NULL || rect == NULL) return NB_ERR_NULL_ARG;
+    int32_t slot;
+    nbStatus st = nbi_pool_lookup(&q->pool, item, &slot);
+    if (st != NB_OK) return st;
+    st = nbi_rect_check(rect);
+    if (st != NB_OK) return st;
+    const double b[4] = {rect->min[0], rect->min[1], rect->max[0], rect->max[1]};
+    const int32_t at = nbi_pool_slot_value(&q->pool, slot);
+    const int32_t n = NBI_OWN(q)[at];
+    if (n != NBI_QT_OUT && nbi_within(&NBI_NODES(q)[n], b)) { // stays: nothing else changes
+        memcpy(NBI_REC(q)[at].b, b, sizeof b);
+        return NB_OK;
+    }
+    nbiQtPlan plan;
+    nbi_plan(q, b, 0, &plan);
+    if (plan.target == NBI_QT_OUT && n == NBI_QT_OUT) {
+        memcpy(NBI_REC(q)[at].b, b, sizeof b);
+        return NB_OK;
+    }
+    st = nbi_qt_room(q, &plan.need);
+    if (st != NB_OK) return st;
+    // Take the old copy out first (this never allocates nor moves other nodes' blocks), but keep
+    // its node from collapsing until the new copy is in: the plan was made with it in place.
+    const uint64_t hnd = NBI_REC(q)[at].hnd, user = NBI_REC(q)[at].user;
+    const uint32_t cat = NBI_CAT(q)[at], mask = NBI_MASK(q)[at];
+    nbi_take_out(q, at);
+    nbi_place(q, &plan, b, hnd, user, cat, mask);
+    // The root may have grown: the old node's index is the same unless it was the root.
+    int32_t old = n;
+    if (n == NBI_QT_ROOT && plan.grow > 0) old = -1; // an old root never needs collapsing
+    if (old >= 0) nbi_collapse(q, old);
+    return NB_OK;
+}
+
+nbStatus nb_quadtree_remove(nbQuadtree *q, nbHandle item)
+{
+    if (q == NULL) return NB_ERR_NULL_ARG;
+    int32_t slot;
+    nbStatus st = nbi_pool_lookup(&q->pool, item, &slot);
+    if (st != NB_OK) return st;
+    const int32_t at = nbi_pool_slot_value(&q->pool, slot);
+    const int32_t n = NBI_OWN(q)[at];
+    q->nfiltered -= !nbi_bits_all(NBI_CAT(q)[at], NBI_MASK(q)[at]);
+    nbi_take_out(q, at);
+    nbi_pool_free(&q->pool, item, NULL);
+    q->count--;
+    nbi_collapse(q, n);
+    return NB_OK;
+}
+
+nbStatus nb_quadtree_get(const nbQuadtree *q, nbHandle item, nbRect *rect, uint64_t *user,
+                         nbFilter *filter)
+{
+    if (q == NULL) return NB_ERR_NULL_ARG;
+    int32_t slot;
+    nbStatus st = nbi_pool_lookup(&q->pool, item, &slot);
+    if (st != NB_OK) return st;
+    const int32_t at = nbi_pool_slot_value(&q->pool, slot);
+    const double *b = NBI_REC(q)[at].b;
+    if (rect != NULL) {
+        rect->min[0] = b[0];
+        rect->min[1] = b[1];
+        rect->max[0] = b[2];
+        rect->max[1] = b[3];
+    }
+    if (user != NULL) *user = NBI_REC(q)[at].user;
+    if (filter != NULL) {
+        filter->category = NBI_CAT(q)[at];
+        filter->mask = NBI_MASK(q)[at];
+    }
+    return NB_OK;
+}
+
+nbStatus nb_quadtree_set(nbQuadtree *q, nbHandle item, uint64_t user, nbFilter filter)
+{
+    if (q == NULL) return NB_ERR_NULL_ARG;
+    int32_t slot;
+    nbStatus st = nbi_pool_lookup(&q->pool, item, &slot);
+    if (st != NB_OK) return st;
+    const int32_t at = nbi_pool_slot_value(&q->pool, slot);
+    NBI_REC(q)[at].user = user;
+    q->nfiltered += !nbi_bits_all(filter.category, filter.mask) -
+                    !nbi_bits_all(NBI_CAT(q)[at], NBI_MASK(q)[at]);
+    NBI_CAT(q)[at] = filter.category;
+    NBI_MASK(q)[at] = filter.mask;
+    return NB_OK;
+}
+
+// ---- build ----
+
+typedef struct nbiQtRange {
+    int32_t node, lo, hi;
+} nbiQtRange;
+
+// A rectangle on its way into a build: its box travels with it, so that each level's partition
+// reads and writes memory in order rather than looking the box up by index.
+typedef struct nbiQtItem {
+    double b[4];
+    int32_t i;
+} nbiQtItem;
+
+// Lays the rectangles work[lo, hi) of `range` out under its node, depth first: the node splits
+// while it holds more than the threshold (a stable counting sort of its range by child, those
+// that stay first), and each node's own rectangles get a block at the arena's end as the walk
+// reaches it, so nodes and their rectangles sit in memory in the order queries visit them.
+static nbStatus nbi_build_into(nbQuadtree *s, nbiQtItem *work, nbiQtItem *scratch, uint8_t *pick,
+                               const uint64_t *users, const nbFilter *filters, nbHandle *handles,
+                               nbiQtRange first)
+{
+    nbiQtRange stack[NBI_QT_STACK];
+    int top = 0;
+    stack[top++] = first;
+    while (top > 0) {
+        const nbiQtRange r = stack[--top];
+        int32_t stay = r.hi - r.lo;
+        const nbiQtNode *node = &NBI_NODES(s)[r.node];
+        // A node with children already (the root and its line after growing) always passes its
+        // rectangles down.
+        if (r.node != NBI_QT_OUT &&
+            (node->child >= 0 || (stay > s->threshold && node->level < s->max_depth))) {
+            if (node->child < 0) {
+                nbiQtNeed need = {0, 1, 0, 0, {0}};
+                nbStatus st = nbi_qt_room(s, &need);
+                if (st != NB_OK) return st;
+                const int32_t g = nbi_group_take(s);
+                nbiQtNode *nodes = NBI_NODES(s);
+                for (int k = 0; k < 4; k++) {
+                    nbi_node_init(&nodes[g + k], r.node, nodes[r.node].level + 1);
+                    nbi_child_geometry(s, &nodes[r.node], k, &nodes[g + k]);
+                    nbi_sync(s, g + k);
+                }
+                nodes[r.node].child = g;
+                nbi_sync(s, r.node);
+            }
+            const nbiQtNode *nodes = NBI_NODES(s);
+            const int32_t g = nodes[r.node].child;
+            int32_t per[5] = {0, 0, 0, 0, 0};
+            for (int32_t i = r.lo; i < r.hi; i++) {
+                const int k = nbi_pick(s, &nodes[r.node], &nodes[g], work[i].b) + 1;
+                pick[i] = (uint8_t)k;
+                per[k]++;
+            }
+            int32_t at[5];
+            at[0] = r.lo;
+            for (int k = 1; k < 5; k++) at[k] = at[k - 1] + per[k - 1];
+            int32_t fill[5];
+            memcpy(fill, at, sizeof fill);
+            for (int32_t i = r.lo; i < r.hi; i++) scratch[fill[pick[i]]++] = work[i];
+            memcpy(work + r.lo, scratch + r.lo, (size_t)(r.hi - r.lo) * sizeof *work);
+            stay = per[0];
+            for (int k = 3; k >= 0; k--)
+                if (per[k + 1] > 0)
+                    stack[top++] = (nbiQtRange){g + k, at[k + 1], at[k + 1] + per[k + 1]};
+        }
+        if (stay == 0) continue;
+        const int c = nbi_cls_for(stay);
+        nbiQtNeed need = {0, 0, 0, 1, {(int8_t)c}};
+        nbStatus st = nbi_qt_room(s, &need);
+        if (st != NB_OK) return st;
+        const int32_t start = nbi_block_take(s, c);
+        nbiQtNode *nd = &NBI_NODES(s)[r.node];
+        nd->start = start;
+        nd->cls = c;
+        nd->count = stay;
+        for (int32_t j = 0; j < stay; j++) {
+            const nbiQtItem *it = &work[r.lo + j];
+            nbHandle h;
+            st = nbi_pool_alloc(&s->pool, 0, &h);
+            if (st != NB_OK) return st; // cannot happen: room for every handle was prepared
+            const nbFilter f = filters != NULL ? filters[it->i] : NB_FILTER_ALL;
+            nbi_put(s, start + j, r.node, it->b, h.bits,
+                    users != NULL ? users[it->i] : (uint64_t)it->i, f.category, f.mask);
+            if (handles != NULL) handles[it->i] = h;
+        }
+        nbi_sync(s, r.node);
+    }
+    return NB_OK;
+}
+
+nbStatus nb_quadtree_build(nbQuadtree *q, const nbRect *rects, int32_t n, const uint64_t *users,
+                           const nbFilter *filters, nbHandle *handles)
+{
+    if (q == NULL || (rects == NULL && n > 0)) return NB_ERR_NULL_ARG;
+    if (n < 0 || n > NBI_QT_MAX_ITEMS) return NB_ERR_OUT_OF_RANGE;
+    for (int32_t i = 0; i < n; i++)
+        for (int a = 0; a < 2; a++)
+            if (!isfinite(rects[i].min[a]) || !isfinite(rects[i].max[a])) return NB_ERR_NOT_FINITE;
+    double u[4] = {0.0, 0.0, 0.0, 0.0}; // the union of every rectangle
+    for (int32_t i = 0; i < n; i++) {
+        const nbStatus st = nbi_rect_check(&rects[i]);
+        if (st != NB_OK) return st;
+        for (int a = 0; a < 2; a++) {
+            if (i == 0 || rects[i].min[a] < u[a]) u[a] = rects[i].min[a];
+            if (i == 0 || rects[i].max[a] > u[2 + a]) u[2 + a] = rects[i].max[a];
+        }
+    }
+    // A new tree with the same settings, swapped in only when it is complete: a failure leaves
+    // q as it was.
+    nbQuadtree *s = NULL;
+    nbStatus st = nbi_create(&q->alloc, &q->root0, q->threshold, q->max_depth, q->placement, &s);
+    if (st != NB_OK) return st;
+    const size_t un = (size_t)n;
+    nbiQtItem *work = n > 0 ? nbi_alloc(&q->alloc, 2 * un, sizeof(nbiQtItem)) : NULL;
+    uint8_t *pick = n > 0 ? nbi_alloc(&q->alloc, un, 1) : NULL;
+    if (n > 0 && (work == NULL || pick == NULL)) st = NB_ERR_OUT_OF_MEMORY;
+    if (st == NB_OK) {
+        nbiQtNeed need = {n, 0, 2 * (int64_t)n + 64, 0, {0}};
+        st = nbi_qt_room(s, &need);
+    }
+    const int g = n > 0 ? nbi_growth(s, u) : 0;
+    if (st == NB_OK && g > 0) {
+        nbiQtNeed need = {0, g, 0, 0, {0}};
+        st = nbi_qt_room(s, &need);
+        for (int k = 0; k < g && st == NB_OK; k++) nbi_grow(s, u);
+    }
+    if (st == NB_OK && n > 0) {
+        // Rectangles outside the root go to the outside list, after the others.
+        nbiQtItem *scratch = work + un;
+        int32_t inside = 0, outside = 0;
+        for (int32_t i = 0; i < n; i++) {
+            nbiQtItem it;
+            memcpy(it.b, &rects[i], sizeof it.b);
+            it.i = i;
+            if (nbi_within(&NBI_NODES(s)[NBI_QT_ROOT], it.b))
+                work[inside++] = it;
+            else
+                scratch[outside++] = it;
+        }
+        memcpy(work + inside, scratch, (size_t)outside * sizeof *work);
+        s->count = n;
+        for (int32_t i = 0; filters != NULL && i < n; i++)
+            s->nfiltered += !nbi_bits_all(filters[i].category, filters[i].mask);
+        if (outside > 0)
+            st = nbi_build_into(s, work, scratch, pick, users, filters, handles,
+                                (nbiQtRange){NBI_QT_OUT, inside, n});
+        if (st == NB_OK && inside > 0)
+            st = nbi_build_into(s, work, scratch, pick, users, filters, handles,
+                                (nbiQtRange){NBI_QT_ROOT, 0, inside});
+    }
+    if (work != NULL) nbi_free(&q->alloc, work, 2 * un, sizeof(nbiQtItem));
+    if (pick != NULL) nbi_free(&q->alloc, pick, un, 1);
+    if (st != NB_OK) {
+        nb_quadtree_destroy(s);
+        return st;
+    }
+    const nbQuadtree old = *q;
+    *q = *s;
+    *s = old;
+    nb_quadtree_destroy(s); // the old contents, in the struct s was allocated as
+    return NB_OK;
+}
+
+// ---- result sinks ----
+
+enum { NBI_QS_COUNT, NBI_QS_BUFFER, NBI_QS_VISIT };
+
+typedef struct nbiQtSink {
+    int mode;
+    bool stop;
+    nbHit *out;
+    int64_t cap;
+    int64_t found;
+    nbHitFn *fn;
+    nbHitPairFn *pfn;
+    nbHitPair *pout;
+    void *user;
+} nbiQtSink;
+
+NBI_INLINE nbHit nbi_hit_at(const nbQuadtree *q, int32_t p)
+{
+    nbHit h;
+    const nbiQtRec *r = &NBI_REC(q)[p];
+    h.handle.bits = r->hnd;
+    h.user = r->user;
+    return h;
+}
+
+NBI_INLINE void nbi_sink_hit(nbiQtSink *s, const nbQuadtree *q, int32_t p)
+{
+    if (s->mode == NBI_QS_VISIT) {
+        if (!s->fn(nbi_hit_at(q, p), s->user)) s->stop = true;
+        return;
+    }
+    if (s->mode == NBI_QS_BUFFER && s->found < s->cap) s->out[s->found] = nbi_hit_at(q, p);
+    s->found++;
+}
+
+NBI_INLINE void nbi_sink_pair(nbiQtSink *s, const nbQuadtree *q, int32_t pa, int32_t pb)
+{
+    if (s->mode == NBI_QS_VISIT) {
+        if (!s->pfn(nbi_hit_at(q, pa), nbi_hit_at(q, pb), s->user)) s->stop = true;
+        return;
+    }
+    if (s->mode == NBI_QS_BUFFER && s->found < s->cap) {
+        s->pout[s->found].a = nbi_hit_at(q, pa);
+        s->pout[s->found].b = nbi_hit_at(q, pb);
+    }
+    s->found++;
+}
+
+// ---- window and radius searches ----
+
+#ifdef NBI_QT_STATS
+// Nodes the window and radius searches looked at (bench_rects_stats only; not thread-safe).
+int64_t nbi_qt_nodes_visited;
+int64_t nbi_qt_items_tested;
+#endif
+
+enum { NBI_Q_BOX, NBI_Q_CIRCLE };
+
+// Depth-first over the nodes whose bounds meet the search, root first, then the outside list.
+// Box: w is the window. A NULL filter visits every rectangle (visit_all). Circle: w is the circle's
+// bounding box, c its centre, r2 its radius^2.
+static void nbi_search(const nbQuadtree *q, int kind, const double *w, const double *c, double r2,
+                       const nbFilter *f, nbiQtSink *s)
+{
+    const nbiQtHot *nodes = NBI_HOT(q);
+    const nbiQtRec *rec = NBI_REC(q);
+    const uint32_t *cat = NBI_CAT(q), *mask = NBI_MASK(q);
+    if (f != NULL && q->nfiltered == 0) { // every rectangle has all bits: one test decides
+        if (f->category == 0 || f->mask == 0) return;
+        f = NULL;
+    }
+    // A node is pushed once its bounds are known to meet the search; a window that holds a
+    // node's bounds whole holds every rectangle of its subtree, so such a node is pushed as
+    // -2 - index and its subtree reported without a test.
+    int32_t stack[NBI_QT_STACK];
+    int top = 0;
+    stack[top++] = NBI_QT_OUT;
+    if (nbi_node_touch(&nodes[NBI_QT_ROOT], w)) stack[top++] = NBI_QT_ROOT;
+    while (top > 0 && !s->stop) {
+        int32_t ni = stack[--top];
+        const bool inside = ni < 0;
+        if (inside) ni = -2 - ni;
+        const nbiQtHot *n = &nodes[ni];
+#ifdef NBI_QT_STATS
+        nbi_qt_nodes_visited++;
+#endif
+        const int32_t base = n->start, end = base + n->count;
+        for (int32_t p = base; p < end; p++) {
+            const double *b = rec[p].b;
+#ifdef NBI_QT_STATS
+            nbi_qt_items_tested++;
+#endif
+            if (!inside) {
+                if (!nbi_touch(b, w)) continue;
+                if (kind == NBI_Q_CIRCLE && nbi_box_dist2(c, b[0], b[1], b[2], b[3]) > r2) continue;
+            }
+            if (f != NULL && !nbi_pass(*f, cat[p], mask[p])) continue;
+            nbi_sink_hit(s, q, p);
+            if (s->stop) return;
+        }
+        if (n->child < 0) continue;
+        for (int k = 3; k >= 0; k--) {
+            const int32_t ci = n->child + k;
+            if (inside) {
+                stack[top++] = -2 - ci;
+                continue;
+            }
+            const nbiQtHot *ch = &nodes[ci];
+            if (!nbi_node_touch(ch, w)) continue;
+            if (kind == NBI_Q_CIRCLE) {
+                if (nbi_box_dist2(c, (double)ch->lo[0], (double)ch->lo[1], (double)ch->hi[0],
+                                  (double)ch->hi[1]) > r2)
+                    continue;
+                stack[top++] = ci;
+                continue;
+            }
+            const bool held = w[0] <= (double)ch->lo[0] && w[1] <= (double)ch->lo[1] &&
+                              (double)ch->hi[0] <= w[2] && (double)ch->hi[1] <= w[3];
+            stack[top++] = held ? -2 - ci : ci;
+        }
+    }
+}
+
+static nbStatus nbi_window_check(const nbRect *w)
+{
+    for (int a = 0; a < 2; a++)
+        if (isnan(w->min[a]) || isnan(w->max[a])) return NB_ERR_NOT_FINITE;
+    for (int a = 0; a < 2; a++)
+        if (w->min[a] > w->max[a]) return NB_ERR_OUT_OF_RANGE;
+    return NB_OK;
+}
+
+static nbStatus nbi_finish(const nbiQtSink *s, int32_t *found)
+{
+    if (s->found > INT32_MAX) { // cannot happen: at most 2^28 rectangles
+        *found = INT32_MAX;
+        return NB_ERR_INTERNAL;
+    }
+    *found = (int32_t)s->found;
+    return s->mode == NBI_QS_BUFFER && s->found > s->cap ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
+}
+
+static void nbi_sink_init(nbiQtSink *s, int mode)
+{
+    memset(s, 0, sizeof *s);
+    s->mode = mode;
+}
+
+nbStatus nb_quadtree_query_box(const nbQuadtree *q, const nbRect *window, nbFilter filter,
+                               nbHit *out, int32_t capacity, int32_t *found)
+{
+    if (found != NULL) *found = 0;
+    if (q == NULL || window == NULL || found == NULL || (out == NULL && capacity > 0))
+        return NB_ERR_NULL_ARG;
+    nbStatus st = nbi_window_check(window);
+    if (st != NB_OK) return st;
+    if (capacity < 0) return NB_ERR_OUT_OF_RANGE;
+    const double w[4] = {window->min[0], window->min[1], window->max[0], window->max[1]};
+    nbiQtSink s;
+    nbi_sink_init(&s, NBI_QS_BUFFER);
+    s.out = out;
+    s.cap = capacity;
+    nbi_search(q, NBI_Q_BOX, w, NULL, 0.0, &filter, &s);
+    return nbi_finish(&s, found);
+}
+
+nbStatus nb_quadtree_visit_box(const nbQuadtree *q, const nbRect *window, nbFilter filter,
+                               nbHitFn *visit, void *user)
+{
+    if (q == NULL || window == NULL || visit == NULL) return NB_ERR_NULL_ARG;
+    nbStatus st = nbi_window_check(window);
+    if (st != NB_OK) return st;
+    const double w[4] = {window->min[0], window->min[1], window->max[0], window->max[1]};
+    nbiQtSink s;
+    nbi_sink_init(&s, NBI_QS_VISIT);
+    s.fn = visit;
+    s.user = user;
+    nbi_search(q, NBI_Q_BOX, w, NULL, 0.0, &filter, &s);
+    return NB_OK;
+}
+
+nbStatus nb_quadtree_query_point(const nbQuadtree *q, const double *point, nbFilter filter,
+                                 nbHit *out, int32_t capacity, int32_t *found)
+{
+    if (found != NULL) *found = 0;
+    if (q == NULL || point == NULL || found == NULL || (out == NULL && capacity > 0))
+        return NB_ERR_NULL_ARG;
+    if (!isfinite(point[0]) || !isfinite(point[1])) return NB_ERR_NOT_FINITE;
+    if (capacity < 0) return NB_ERR_OUT_OF_RANGE;
+    const double w[4] = {point[0], point[1], point[0], point[1]};
+    nbiQtSink s;
+    nbi_sink_init(&s, NBI_QS_BUFFER);
+    s.out = out;
+    s.cap = capacity;
+    nbi_search(q, NBI_Q_BOX, w, NULL, 0.0, &filter, &s);
+    return nbi_finish(&s, found);
+}
+
+static nbStatus nbi_circle_check(const double *center, double radius, double w[4])
+{
+    if (!isfinite(center[0]) || !isfinite(center[1]) || !isfinite(radius)) return NB_ERR_NOT_FINITE;
+    if (radius < 0.0) return NB_ERR_OUT_OF_RANGE;
+    // The window that holds every point the test dx*dx + dy*dy <= r*r can accept: the reach
+    // of r (cell.h: rounding, and squares that underflow to 0), each edge one step outwards
+    // for the rounding of center +- reach. The exact test then decides.
+    const double reach = nbi_reach(radius);
+    w[0] = nextafter(center[0] - reach, -(double)INFINITY);
+    w[1] = nextafter(center[1] - reach, -(double)INFINITY);
+    w[2] = nextafter(center[0] + reach, (double)INFINITY);
+    w[3] = nextafter(center[1] + reach, (double)INFINITY);
+    return NB_OK;
+}
+
+nbStatus nb_quadtree_query_radius(const nbQuadtree *q, const double *center, double radius,
+                                  nbFilter filter, nbHit *out, int32_t capacity, int32_t *found)
+{
+    if (found != NULL) *found = 0;
+    if (q == NULL || center == NULL || found == NULL || (out == NULL && capacity > 0))
+        return NB_ERR_NULL_ARG;
+    double w[4];
+    nbStatus st = nbi_circle_check(center, radius, w);
+    if (st != NB_OK) return st;
+    if (capacity < 0) return NB_ERR_OUT_OF_RANGE;
+    nbiQtSink s;
+    nbi_sink_init(&s, NBI_QS_BUFFER);
+    s.out = out;
+    s.cap = capacity;
+    nbi_search(q, NBI_Q_CIRCLE, w, center, radius * radius, &filter, &s);
+    return nbi_finish(&s, found);
+}
+
+nbStatus nb_quadtree_visit_radius(const nbQuadtree *q, const double *center, double radius,
+                                  nbFilter filter, nbHitFn *visit, void *user)
+{
+    if (q == NULL || center == NULL || visit == NULL) return NB_ERR_NULL_ARG;
+    double w[4];
+    nbStatus st = nbi_circle_check(center, radius, w);
+    if (st != NB_OK) return st;
+    nbiQtSink s;
+    nbi_sink_init(&s, NBI_QS_VISIT);
+    s.fn = visit;
+    s.user = user;
+    nbi_search(q, NBI_Q_CIRCLE, w, center, radius * radius, &filter, &s);
+    return NB_OK;
+}
+
+nbStatus nb_quadtree_visit_all(const nbQuadtree *q, nbHitFn *visit, void *user)
+{
+    if (q == NULL || visit == NULL) return NB_ERR_NULL_ARG;
+    const double inf = (double)INFINITY;
+    const double w[4] = {-inf, -inf, inf, inf};
+    nbiQtSink s;
+    nbi_sink_init(&s, NBI_QS_VISIT);
+    s.fn = visit;
+    s.user = user;
+    nbi_search(q, NBI_Q_BOX, w, NULL, 0.0, NULL, &s);
+    return NB_OK;
+}
+
+// ---- nearest: kNN and rays share a bounded max-heap keyed by (distance, slot) ----
+
+typedef struct nbiQtHeap {
+    double *key;   // the distance of entry i, read through `at`
+    nbHit *hit;    // entry i's hit
+    size_t stride; // bytes from one entry to the next
+    int32_t cap, n;
+    int64_t total; // every match seen (ray casts report it)
+} nbiQtHeap;
+
+#define NBI_HKEY(h, i) (*(double *)((char *)(h)->key + (size_t)(i) * (h)->stride))
+#define NBI_HHIT(h, i) (*(nbHit *)((char *)(h)->hit + (size_t)(i) * (h)->stride))
+
+// a before b: nearer, or as near with the lower slot.
+NBI_INLINE bool nbi_before(double da, uint64_t ha, double db, uint64_t hb)
+{
+    return da < db || (da == db && (uint32_t)ha < (uint32_t)hb);
+}
+
+static void nbi_heap_sift_down(nbiQtHeap *h, int32_t i)
+{
+    for (;;) {
+        int32_t l = 2 * i + 1, m = i;
+        if (l < h->n && nbi_before(NBI_HKEY(h, m), NBI_HHIT(h, m).handle.bits, NBI_HKEY(h, l),
+                                   NBI_HHIT(h, l).handle.bits))
+            m = l;
+        if (l + 1 < h->n && nbi_before(NBI_HKEY(h, m), NBI_HHIT(h, m).handle.bits,
+                                       NBI_HKEY(h, l + 1), NBI_HHIT(h, l + 1).handle.bits))
+            m = l + 1;
+        if (m == i) return;
+        double k = NBI_HKEY(h, i);
+        nbHit t = NBI_HHIT(h, i);
+        NBI_HKEY(h, i) = NBI_HKEY(h, m);
+        NBI_HHIT(h, i) = NBI_HHIT(h, m);
+        NBI_HKEY(h, m) = k;
+        NBI_HHIT(h, m) = t;
+        i = m;
+    }
+}
+
+static void nbi_heap_offer(nbiQtHeap *h, double d, nbHit hit)
+{
+    h->total++;
+    if (h->cap == 0) return;
+    if (h->n < h->cap) {
+        int32_t i = h->n++;
+        while (i > 0) {
+            int32_t p = (i - 1) / 2;
+            if (!nbi_before(NBI_HKEY(h, p), NBI_HHIT(h, p).handle.bits, d, hit.handle.bits)) break;
+            NBI_HKEY(h, i) = NBI_HKEY(h, p);
+            NBI_HHIT(h, i) = NBI_HHIT(h, p);
+            i = p;
+        }
+        NBI_HKEY(h, i) = d;
+        NBI_HHIT(h, i) = hit;
+        return;
+    }
+    if (!nbi_before(d, hit.handle.bits, NBI_HKEY(h, 0), NBI_HHIT(h, 0).handle.bits)) return;
+    NBI_HKEY(h, 0) = d;
+    NBI_HHIT(h, 0) = hit;
+    nbi_heap_sift_down(h, 0);
+}
+
+// Sorts the heap ascending in place (heapsort: the max goes to the end).
+static void nbi_heap_sort(nbiQtHeap *h)
+{
+    const int32_t n = h->n;
+    for (int32_t end = n - 1; end > 0; end--) {
+        double k = NBI_HKEY(h, 0);
+        nbHit t = NBI_HHIT(h, 0);
+        NBI_HKEY(h, 0) = NBI_HKEY(h, end);
+        NBI_HHIT(h, 0) = NBI_HHIT(h, end);
+        NBI_HKEY(h, end) = k;
+        NBI_HHIT(h, end) = t;
+        h->n = end;
+        nbi_heap_sift_down(h, 0);
+    }
+    h->n = n;
+}
+
+// The farthest distance that can still enter the heap (ties included).
+NBI_INLINE double nbi_heap_bound(const nbiQtHeap *h, double limit)
+{
+    return h->cap > 0 && h->n == h->cap && NBI_HKEY(h, 0) < limit ? NBI_HKEY(h, 0) : limit;
+}
+
+enum { NBI_N_KNN, NBI_N_RAY };
+
+// Depth-first, children nearest first, pruning by the heap's bound. kNN: distances are squared
+// distances to p and `limit` is max_distance^2. Ray: distances are entry points t. When
+// `count_all` is set (all ray hits), nodes are pruned by the limit only, so total counts
+// every hit.
+static void nbi_nearest(const nbQuadtree *q, int kind, const double *p, const nbiRay *ray,
+                        double limit, bool count_all, nbFilter f, nbiQtHeap *h)
+{
+    const nbiQtHot *nodes = NBI_HOT(q);
+    const nbiQtRec *rec = NBI_REC(q);
+    const bool check = q->nfiltered > 0;
+    if (!check && (f.category == 0 || f.mask == 0)) return;
+    int32_t stack[NBI_QT_STACK];
+    double sd[NBI_QT_STACK];
+    int top = 0;
+    stack[top] = NBI_QT_OUT;
+    sd[top++] = 0.0;
+    stack[top] = NBI_QT_ROOT;
+    sd[top++] = 0.0;
+    while (top > 0) {
+        top--;
+        const nbiQtHot *n = &nodes[stack[top]];
+        const double bound = count_all ? limit : nbi_heap_bound(h, limit);
+        if (sd[top] > bound) continue;
+        {
+            const int32_t base = n->start, end = base + n->count;
+            for (int32_t i = base; i < end; i++) {
+                const double *b = rec[i].b;
+                double d;
+                if (kind == NBI_N_KNN) {
+                    d = nbi_box_dist2(p, b[0], b[1], b[2], b[3]);
+                    if (d > limit) continue;
+                } else {
+                    d = nbi_ray_enter(ray, b[0], b[1], b[2], b[3]);
+                    if (d < 0.0) continue;
+                }
+                if (check && !nbi_pass(f, NBI_CAT(q)[i], NBI_MASK(q)[i])) continue;
+                nbi_heap_offer(h, d, nbi_hit_at(q, i));
+            }
+        }
+        if (n->child < 0) continue;
+        double cd[4];
+        int order[4];
+        int m = 0;
+        for (int k = 0; k < 4; k++) {
+            const nbiQtHot *c = &nodes[n->child + k];
+            const double lx = (double)c->lo[0], ly = (double)c->lo[1];
+            const double hx = (double)c->hi[0], hy = (double)c->hi[1];
+            double d;
+            if (kind == NBI_N_KNN) {
+                d = nbi_box_dist2(p, lx, ly, hx, hy);
+                if (d > limit) continue;
+            } else {
+                d = nbi_ray_enter(ray, lx, ly, hx, hy);
+                if (d < 0.0) continue;
+            }
+            // Insertion by distance, farthest first on the stack so the nearest pops first.
+            int j = m++;
+            while (j > 0 && cd[j - 1] < d) {
+                cd[j] = cd[j - 1];
+                order[j] = order[j - 1];
+                j--;
+            }
+            cd[j] = d;
+            order[j] = k;
+        }
+        for (int j = 0; j < m; j++) {
+            stack[top] = n->child + order[j];
+            sd[top++] = cd[j];
+        }
+    }
+}
+
+nbStatus nb_quadtree_knn(const nbQuadtree *q, const double *point, int32_t k, double max_distance,
+                         nbFilter filter, nbHitNeighbor *out, int32_t *found)
+{
+    if (found != NULL) *found = 0;
+    if (q == NULL || point == NULL || found == NULL || (out == NULL && k > 0))
+        return NB_ERR_NULL_ARG;
+    if (!isfinite(point[0]) || !isfinite(point[1]) || isnan(max_distance)) return NB_ERR_NOT_FINITE;
+    if (k < 0 || max_distance < 0.0) return NB_ERR_OUT_OF_RANGE;
+    if (k == 0) return NB_OK;
+    nbiQtHeap h;
+    h.key = &out[0].dist2;
+    h.hit = &out[0].hit;
+    h.stride = sizeof *out;
+    h.cap = k;
+    h.n = 0;
+    h.total = 0;
+    const double limit = max_distance * max_distance;
+    nbi_nearest(q, NBI_N_KNN, point, NULL, limit, false, filter, &h);
+    nbi_heap_sort(&h);
+    *found = h.n;
+    return NB_OK;
+}
+
+static nbStatus nbi_ray_make(const double *origin, const double *direction, double max_distance,
+                             nbiRay *r)
+{
+    for (int a = 0; a < 2; a++)
+        if (!isfinite(origin[a]) || !isfinite(direction[a])) return NB_ERR_NOT_FINITE;
+    if (isnan(max_distance)) return NB_ERR_NOT_FINITE;
+    if (max_distance < 0.0) return NB_ERR_OUT_OF_RANGE;
+    // Scaled first so that squaring neither overflows nor underflows.
+    const double m = fmax(fabs(direction[0]), fabs(direction[1]));
+    if (m == 0.0) return NB_ERR_OUT_OF_RANGE;
+    const double x = direction[0] / m, y = direction[1] / m;
+    const double len = sqrt(x * x + y * y);
+    r->o[0] = origin[0];
+    r->o[1] = origin[1];
+    r->d[0] = x / len;
+    r->d[1] = y / len;
+    r->tmax = max_distance;
+    return NB_OK;
+}
+
+nbStatus nb_quadtree_raycast(const nbQuadtree *q, const double *origin, const double *direction,
+                             double max_distance, nbFilter filter, nbRayHit *out, int32_t *found)
+{
+    if (found != NULL) *found = 0;
+    if (q == NULL || origin == NULL || direction == NULL || out == NULL || found == NULL)
+        return NB_ERR_NULL_ARG;
+    nbiRay ray;
+    nbStatus st = nbi_ray_make(origin, direction, max_distance, &ray);
+    if (st != NB_OK) return st;
+    nbiQtHeap h;
+    h.key = &out[0].t;
+    h.hit = &out[0].hit;
+    h.stride = sizeof *out;
+    h.cap = 1;
+    h.n = 0;
+    h.total = 0;
+    nbi_nearest(q, NBI_N_RAY, NULL, &ray, max_distance, false, filter, &h);
+    *found = h.n;
+    return NB_OK;
+}
+
+nbStatus nb_quadtree_raycast_all(const nbQuadtree *q, const double *origin, const double *direction,
+                                 double max_distance, nbFilter filter, nbRayHit *out,
+                                 int32_t capacity, int32_t *found)
+{
+    if (found != NULL) *found = 0;
+    if (q == NULL || origin == NULL || direction == NULL || found == NULL ||
+        (out == NULL && capacity > 0))
+        return NB_ERR_NULL_ARG;
+    nbiRay ray;
+    nbStatus st = nbi_ray_make(origin, direction, max_distance, &ray);
+    if (st != NB_OK) return st;
+    if (capacity < 0) return NB_ERR_OUT_OF_RANGE;
+    nbRayHit dummy;
+    nbiQtHeap h;
+    h.key = capacity > 0 ? &out[0].t : &dummy.t;
+    h.hit = capacity > 0 ? &out[0].hit : &dummy.hit;
+    h.stride = sizeof *out;
+    h.cap = capacity;
+    h.n = 0;
+    h.total = 0;
+    nbi_nearest(q, NBI_N_RAY, NULL, &ray, max_distance, true, filter, &h);
+    nbi_heap_sort(&h);
+    if (h.total > INT32_MAX) return NB_ERR_INTERNAL; // cannot happen: at most 2^28 rectangles
+    *found = (int32_t)h.total;
+    return h.total > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
+}
+
+// ---- pairs ----
+
+// Each touching pair once, from one side: the rectangle whose node is shallower (by level; the
+// outside list is shallowest of all), or on the same level the lower node index, or in the same
+// node the lower position, searches for the other. For each rectangle a the search walks every
+// node meeting a's box and tests only rectangles that come after a in that order.
+static void nbi_pairs(const nbQuadtree *q, bool cross, uint32_t mask_a, uint32_t mask_b,
+                      nbiQtSink *s)
+{
+    const nbiQtHot *nodes = NBI_HOT(q);
+    const nbiQtNode *full = NBI_NODES(q);
+    const nbiQtRec *rec = NBI_REC(q);
+    const uint32_t *cat = NBI_CAT(q), *mask = NBI_MASK(q);
+    const bool rule = q->nfiltered > 0; // else every pair passes the pair rule
+    int32_t outer[NBI_QT_STACK];
+    int32_t stack[NBI_QT_STACK];
+    int otop = 0;
+    outer[otop++] = NBI_QT_ROOT;
+    outer[otop++] = NBI_QT_OUT;
+    while (otop > 0 && !s->stop) {
+        const int32_t na = outer[--otop];
+        const nbiQtHot *a_node = &nodes[na];
+        const int32_t a_level = full[na].level;
+        if (a_node->child >= 0)
+            for (int k = 3; k >= 0; k--) outer[otop++] = a_node->child + k;
+        {
+            const int32_t abase = a_node->start, aend = abase + a_node->count;
+            for (int32_t a = abase; a < aend && !s->stop; a++) {
+                if (cross && ((cat[a] & mask_a) == 0 || mask[a] == 0)) continue;
+                const double *w = rec[a].b;
+                int top = 0;
+                stack[top++] = NBI_QT_OUT;
+                stack[top++] = NBI_QT_ROOT;
+                while (top > 0 && !s->stop) {
+                    const int32_t nb = stack[--top];
+                    const nbiQtHot *n = &nodes[nb];
+                    if (!nbi_node_touch(n, w)) continue;
+                    if (n->child >= 0)
+                        for (int k = 3; k >= 0; k--) stack[top++] = n->child + k;
+                    // In pairs mode only rectangles after a in the order above.
+                    if (!cross && n->count > 0) {
+                        const int32_t level = full[nb].level;
+                        if (level < a_level || (level == a_level && nb < na)) continue;
+                    }
+                    {
+                        const int32_t bbase = n->start, bend = bbase + n->count;
+                        for (int32_t b = bbase; b < bend; b++) {
+                            if (cross ? b == a : (nb == na && b <= a)) continue;
+                            if (!nbi_touch(rec[b].b, w)) continue;
+                            if (cross) {
+                                if ((cat[b] & mask_b) == 0 || mask[b] == 0) continue;
+                                nbi_sink_pair(s, q, a, b);
+                            } else {
+                                if (rule && ((cat[a] & mask[b]) == 0 || (cat[b] & mask[a]) == 0))
+                                    continue;
+                                const bool a_first = (uint32_t)rec[a].hnd < (uint32_t)rec[b].hnd;
+                                nbi_sink_pair(s, q, a_first ? a : b, a_first ? b : a);
+                            }
+                            if (s->stop) break;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+static nbStatus nbi_pairs_call(const nbQuadtree *q, bool cross, uint32_t ma, uint32_t mb,
+                               nbHitPair *out, int64_t capacity, int64_t *found)
+{
+    if (found != NULL) *found = 0;
+    if (q == NULL || found == NULL || (out == NULL && capacity > 0)) return NB_ERR_NULL_ARG;
+    if (capacity < 0) return NB_ERR_OUT_OF_RANGE;
+    nbiQtSink s;
+    nbi_sink_init(&s, NBI_QS_BUFFER);
+    s.pout = out;
+    s.cap = capacity;
+    nbi_pairs(q, cross, ma, mb, &s);
+    *found = s.found;
+    return s.found > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
+}
+
+static nbStatus nbi_pairs_count(const nbQuadtree *q, bool cross, uint32_t ma, uint32_t mb,
+                                int64_t *count)
+{
+    if (count != NULL) *count = 0;
+    if (q == NULL || count == NULL) return NB_ERR_NULL_ARG;
+    nbiQtSink s;
+    nbi_sink_init(&s, NBI_QS_COUNT);
+    nbi_pairs(q, cross, ma, mb, &s);
+    *count = s.found;
+    return NB_OK;
+}
+
+static nbStatus nbi_pairs_visit(const nbQuadtree *q, bool cross, uint32_t ma, uint32_t mb,
+                                nbHitPairFn *visit, void *user)
+{
+    if (q == NULL || visit == NULL) return NB_ERR_NULL_ARG;
+    nbiQtSink s;
+    nbi_sink_init(&s, NBI_QS_VISIT);
+    s.pfn = visit;
+    s.user = user;
+    nbi_pairs(q, cross, ma, mb, &s);
+    return NB_OK;
+}
+
+nbStatus nb_quadtree_pairs(const nbQuadtree *q, nbHitPair *out, int64_t capacity, int64_t *found)
+{
+    return nbi_pairs_call(q, false, 0, 0, out, capacity, found);
+}
+
+nbStatus nb_quadtree_count_pairs(const nbQuadtree *q, int64_t *count)
+{
+    return nbi_pairs_count(q, false, 0, 0, count);
+}
+
+nbStatus nb_quadtree_visit_pairs(const nbQuadtree *q, nbHitPairFn *visit, void *user)
+{
+    return nbi_pairs_visit(q, false, 0, 0, visit, user);
+}
+
+nbStatus nb_quadtree_cross_pairs(const nbQuadtree *q, uint32_t mask_a, uint32_t mask_b,
+                                 nbHitPair *out, int64_t capacity, int64_t *found)
+{
+    return nbi_pairs_call(q, true, mask_a, mask_b, out, capacity, found);
+}
+
+nbStatus nb_quadtree_count_cross_pairs(const nbQuadtree *q, uint32_t mask_a, uint32_t mask_b,
+                                       int64_t *count)
+{
+    return nbi_pairs_count(q, true, mask_a, mask_b, count);
+}
+
+nbStatus nb_quadtree_visit_cross_pairs(const nbQuadtree *q, uint32_t mask_a, uint32_t mask_b,
+                                       nbHitPairFn *visit, void *user)
+{
+    return nbi_pairs_visit(q, true, mask_a, mask_b, visit, user);
+}
+
+// ---- validate ----
+
+static nbStatus nbi_validate_node(const nbQuadtree *q, int32_t n, int64_t *items, int64_t *blocks)
+{
+    const nbiQtNode *nodes = NBI_NODES(q);
+    const nbiQtNode *node = &nodes[n];
+    NBI_CHECK(node->parent != -2);
+    NBI_CHECK(node->count >= 0);
+    const nbiQtHot *h = &NBI_HOT(q)[n];
+    NBI_CHECK(h->child == node->child && h->count == node->count);
+    NBI_CHECK(node->count == 0 || h->start == node->start);
+    for (int a = 0; a < 2; a++)
+        NBI_CHECK((double)h->lo[a] <= node->lo[a] && node->hi[a] <= (double)h->hi[a]);
+    if (node->count == 0) {
+        NBI_CHECK(node->cls == -1);
+    } else {
+        NBI_CHECK(node->cls >= NBI_QT_MIN_CLS && node->cls < NBI_QT_CLASSES);
+        NBI_CHECK(node->count <= ((int64_t)1 << node->cls));
+        NBI_CHECK(node->start >= 0 && (int64_t)node->start + ((int64_t)1 << node->cls) <= q->top);
+        *blocks += (int64_t)1 << node->cls;
+    }
+    for (int32_t i = 0; i < node->count; i++) {
+        const int32_t at = node->start + i;
+        NBI_CHECK(NBI_OWN(q)[at] == n);
+        nbHandle handle = {NBI_REC(q)[at].hnd};
+        int32_t slot;
+        NBI_CHECK(nbi_pool_lookup(&q->pool, handle, &slot) == NB_OK);
+        NBI_CHECK(nbi_pool_slot_value(&q->pool, slot) == at);
+        const double *b = NBI_REC(q)[at].b;
+        NBI_CHECK(b[0] <= b[2] && b[1] <= b[3]);
+        NBI_CHECK(nbi_within(node, b));
+    }
+    *items += node->count;
+    if (node->child >= 0) {
+        NBI_CHECK(n != NBI_QT_OUT);
+        NBI_CHECK(node->child >= NBI_QT_GROUPS && node->child + 4 <= q->node_top);
+        NBI_CHECK((node->child - NBI_QT_GROUPS) % 4 == 0);
+        NBI_CHECK(node->level < q->max_depth);
+        for (int k = 0; k < 4; k++) {
+            const nbiQtNode *c = &nodes[node->child + k];
+            NBI_CHECK(c->parent == n && c->level == node->level + 1);
+            for (int a = 0; a < 2; a++)
+                NBI_CHECK(c->lo[a] >= node->lo[a] && c->hi[a] <= node->hi[a]);
+        }
+    }
+    return NB_OK;
+}
+
+nbStatus nb_quadtree_validate(const nbQuadtree *q)
+{
+    if (q == NULL) return NB_ERR_NULL_ARG;
+    nbStatus st = nbi_pool_validate(&q->pool);
+    if (st != NB_OK) return st;
+    NBI_CHECK(q->count == nbi_pool_count(&q->pool));
+    NBI_CHECK(q->node_top >= NBI_QT_GROUPS && (size_t)q->node_top <= q->nodes.cap);
+    NBI_CHECK(q->top >= 0 && (size_t)q->top <= q->own.cap && (size_t)q->top <= q->rec.cap);
+    const nbiQtNode *nodes = NBI_NODES(q);
+    NBI_CHECK(nodes[NBI_QT_ROOT].parent == -1 && nodes[NBI_QT_OUT].parent == -1);
+    NBI_CHECK(nodes[NBI_QT_OUT].child == -1);
+    NBI_CHECK(nodes[NBI_QT_ROOT].level == -q->grown);
+    int64_t items = 0, blocks = 0, reached = 0;
+    int32_t stack[NBI_QT_STACK];
+    int top = 0;
+    stack[top++] = NBI_QT_OUT;
+    stack[top++] = NBI_QT_ROOT;
+    while (top > 0) {
+        const int32_t n = stack[--top];
+        st = nbi_validate_node(q, n, &items, &blocks);
+        if (st != NB_OK) return st;
+        reached++;
+        if (nodes[n].child >= 0) {
+            NBI_CHECK(top + 4 <= NBI_QT_STACK);
+            for (int k = 3; k >= 0; k--) stack[top++] = nodes[n].child + k;
+        }
+    }
+    NBI_CHECK(items == q->count);
+    int64_t filtered = 0;
+    for (int32_t p = 0; p < q->top; p++) {
+        const int32_t n = NBI_OWN(q)[p];
+        if (n < 0 || n >= q->node_top) continue; // a free block's link, or a stale position
+        const nbiQtNode *node = &nodes[n];
+        if (node->parent == -2 || node->count == 0 || p < node->start ||
+            p >= node->start + node->count)
+            continue;
+        filtered += !nbi_bits_all(NBI_CAT(q)[p], NBI_MASK(q)[p]);
+    }
+    NBI_CHECK(filtered == q->nfiltered);
+    for (int c = 0; c < NBI_QT_CLASSES; c++) {
+        int64_t len = 0;
+        for (int32_t s = q->free_block[c]; s >= 0; s = NBI_OWN(q)[s]) {
+            NBI_CHECK((int64_t)s + ((int64_t)1 << c) <= q->top);
+            NBI_CHECK(++len <= q->free_count[c]);
+        }
+        NBI_CHECK(len == q->free_count[c]);
+        blocks += len << c;
+    }
+    NBI_CHECK(blocks == q->top); // live and free blocks tile the arena (sizes add up)
+    int64_t free_groups = 0;
+    for (int32_t g = q->free_group; g >= 0; g = nodes[g].child) {
+        NBI_CHECK(g >= NBI_QT_GROUPS && g + 4 <= q->node_top && nodes[g].parent == -2);
+        NBI_CHECK(++free_groups <= q->node_top / 4);
+    }
+    NBI_CHECK(free_groups == q->free_groups);
+    NBI_CHECK(reached - 2 + 4 * free_groups == q->node_top - NBI_QT_GROUPS);
+    return NB_OK;
+}

@@ -1,0 +1,755 @@
+// SPDX-License-Identifier: MIT
+// The quadtree of rectangles against brute force: random operation sequences (insert, move,
+// teleport, resize, remove, set, clear) over rectangles of mixed sizes (0.1 to 10, a few spanning
+// the world, zero-size ones, duplicates, and some far outside the root), with every query
+// compared to a brute-force model after each step: window, point, radius, kNN, ray (first and
+// all), pairs and cross pairs, with filters. Both placements (loose and tight) and several
+// split thresholds. Then a failing-allocator sweep over every call that can allocate, and zero
+// allocations for a steady moving workload once reserved.
+#include <nearby/quadtree.h>
+
+#include "nb_test.h"
+
+#include <math.h>
+
+enum { MAXN = 600, QCAP = 1024 };
+
+typedef struct Model {
+    nbRect r[MAXN];
+    nbHandle h[MAXN];
+    uint64_t user[MAXN];
+    nbFilter f[MAXN];
+    bool live[MAXN];
+    int32_t n; // entries used (live or not)
+} Model;
+
+static Model M;
+
+static uint32_t slot_of(nbHandle h)
+{
+    return (uint32_t)h.bits;
+}
+
+static bool pass(nbFilter q, nbFilter it)
+{
+    return (q.category & it.mask) != 0 && (it.category & q.mask) != 0;
+}
+
+static bool touch(const nbRect *a, const nbRect *b)
+{
+    return a->min[0] <= b->max[0] && b->min[0] <= a->max[0] && a->min[1] <= b->max[1] &&
+           b->min[1] <= a->max[1];
+}
+
+static double dist2(const double *p, const nbRect *r)
+{
+    double dx = fmax(fmax(r->min[0] - p[0], p[0] - r->max[0]), 0.0);
+    double dy = fmax(fmax(r->min[1] - p[1], p[1] - r->max[1]), 0.0);
+    return dx * dx + dy * dy;
+}
+
+// The documented ray: direction scaled by its largest component, then normalised; slab test.
+static double ray_enter(const double *o, const double *dir, double tmax, const nbRect *r)
+{
+    double m = fmax(fabs(dir[0]), fabs(dir[1]));
+    double x = dir[0] / m, y = dir[1] / m, len = sqrt(x * x + y * y);
+    double d[2] = {x / len, y / len};
+    double t0 = 0.0, t1 = tmax;
+    for (int a = 0; a < 2; a++) {
+        if (d[a] == 0.0) {
+            if (o[a] < r->min[a] || o[a] > r->max[a]) return -1.0;
+            continue;
+        }
+        double ta = (r->min[a] - o[a]) / d[a], tb = (r->max[a] - o[a]) / d[a];
+        if (ta > tb) {
+            double s = ta;
+            ta = tb;
+            tb = s;
+        }
+        t0 = fmax(t0, ta);
+        t1 = fmin(t1, tb);
+        if (t0 > t1) return -1.0;
+    }
+    return t0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+// Sorted handle bits of hits.
+static void sort_hits(const nbHit *hits, int32_t n, uint64_t *keys)
+{
+    for (int32_t i = 0; i < n; i++) keys[i] = hits[i].handle.bits;
+    qsort(keys, (size_t)n, sizeof *keys, cmp_u64);
+}
+
+// A random rectangle of the workload's mix, around a random centre in [-world, world].
+static nbRect random_rect(double world)
+{
+    nbRect r;
+    int kind = nbt_int(100);
+    double c[2] = {nbt_range(-world, world), nbt_range(-world, world)};
+    double w[2];
+    for (int a = 0; a < 2; a++) w[a] = 0.1 * pow(100.0, nbt_unit());
+    if (kind < 4) { // spans the world
+        w[0] = nbt_range(2.0, 3.0) * world;
+        w[1] = nbt_range(0.0, 3.0) * world;
+    } else if (kind < 10) { // zero-size: a point or a segment
+        w[0] = 0.0;
+        if (kind < 7) w[1] = 0.0;
+    } else if (kind < 14 && M.n > 0) { // a duplicate of an existing one
+        int32_t j = nbt_int(M.n);
+        if (M.live[j]) return M.r[j];
+    } else if (kind < 17) { // outside the root, sometimes absurdly far
+        double far = kind == 16 ? 1e30 : 1e5;
+        c[0] = far * (nbt_unit() < 0.5 ? -1.0 : 1.0);
+    } else if (kind < 20) { // on the root's middle lines
+        c[0] = 0.0;
+    }
+    for (int a = 0; a < 2; a++) {
+        r.min[a] = c[a] - 0.5 * w[a];
+        r.max[a] = c[a] + 0.5 * w[a];
+    }
+    return r;
+}
+
+static nbFilter random_filter(void)
+{
+    static const uint32_t bits[] = {0xFFFFFFFFu, 1u, 2u, 3u, 0u, 4u};
+    nbFilter f = {bits[nbt_int(5)], bits[nbt_int(6)]};
+    if (nbt_int(3) == 0) f = NB_FILTER_ALL;
+    return f;
+}
+
+typedef struct PairCheck {
+    uint64_t *keys;
+    int64_t n, cap;
+} PairCheck;
+
+static uint64_t pair_key(nbHit a, nbHit b)
+{
+    return ((uint64_t)(uint32_t)a.handle.bits << 32) | (uint32_t)b.handle.bits;
+}
+
+static int check_queries(const nbQuadtree *qt, double world)
+{
+    static nbHit hits[QCAP];
+    static uint64_t got[QCAP], want[QCAP];
+    int32_t found = 0;
+    for (int rep = 0; rep < 4; rep++) {
+        nbFilter qf = rep == 0 ? NB_FILTER_ALL : random_filter();
+        // Window (sometimes zero-size, sometimes infinite).
+        nbRect w = random_rect(world);
+        if (rep == 3) {
+            w.min[0] = -(double)INFINITY;
+            w.max[1] = (double)INFINITY;
+        }
+        NB_CHECK_OK(nb_quadtree_query_box(qt, &w, qf, hits, QCAP, &found));
+        int32_t nw = 0;
+        for (int32_t i = 0; i < M.n; i++)
+            if (M.live[i] && touch(&M.r[i], &w) && pass(qf, M.f[i])) want[nw++] = M.h[i].bits;
+        NB_CHECK(found == nw);
+        sort_hits(hits, found, got);
+        qsort(want, (size_t)nw, sizeof *want, cmp_u64);
+        NB_CHECK(memcmp(got, want, (size_t)nw * sizeof *got) == 0);
+        for (int32_t i = 0; i < found; i++) {
+            nbRect r;
+            uint64_t u;
+            NB_CHECK_OK(nb_quadtree_get(qt, hits[i].handle, &r, &u, NULL));
+            NB_CHECK(u == hits[i].user);
+        }
+        // Point: a live rectangle's corner sometimes, to hit edges exactly.
+        double p[2] = {nbt_range(-world, world), nbt_range(-world, world)};
+        if (M.n > 0 && nbt_int(2) == 0) {
+            int32_t j = nbt_int(M.n);
+            p[0] = M.r[j].max[0];
+            p[1] = M.r[j].min[1];
+        }
+        NB_CHECK_OK(nb_quadtree_query_point(qt, p, qf, hits, QCAP, &found));
+        nbRect pr = {{p[0], p[1]}, {p[0], p[1]}};
+        nw = 0;
+        for (int32_t i = 0; i < M.n; i++)
+            if (M.live[i] && touch(&M.r[i], &pr) && pass(qf, M.f[i])) want[nw++] = M.h[i].bits;
+        NB_CHECK(found == nw);
+        sort_hits(hits, found, got);
+        qsort(want, (size_t)nw, sizeof *want, cmp_u64);
+        NB_CHECK(memcmp(got, want, (size_t)nw * sizeof *got) == 0);
+        // Radius.
+        double rad = nbt_int(4) == 0 ? 0.0 : nbt_range(0.0, 0.2 * world);
+        NB_CHECK_OK(nb_quadtree_query_radius(qt, p, rad, qf, hits, QCAP, &found));
+        nw = 0;
+        for (int32_t i = 0; i < M.n; i++)
+            if (M.live[i] && dist2(p, &M.r[i]) <= rad * rad && pass(qf, M.f[i]))
+                want[nw++] = M.h[i].bits;
+        NB_CHECK(found == nw);
+        sort_hits(hits, found, got);
+        qsort(want, (size_t)nw, sizeof *want, cmp_u64);
+        NB_CHECK(memcmp(got, want, (size_t)nw * sizeof *got) == 0);
+        // kNN with a max distance: nearest first, ties by lower slot.
+        int32_t k = 1 + nbt_int(12);
+        double maxd = nbt_int(3) == 0 ? (double)INFINITY : nbt_range(0.0, world);
+        nbHitNeighbor nn[16];
+        NB_CHECK_OK(nb_quadtree_knn(qt, p, k, maxd, qf, nn, &found));
+        typedef struct {
+            double d;
+            uint32_t s;
+            uint64_t bits;
+        } Cand;
+        static Cand cand[MAXN];
+        int32_t nc = 0;
+        for (int32_t i = 0; i < M.n; i++) {
+            if (!M.live[i] || !pass(qf, M.f[i])) continue;
+            double d = dist2(p, &M.r[i]);
+            if (d <= maxd * maxd) cand[nc++] = (Cand){d, slot_of(M.h[i]), M.h[i].bits};
+        }
+        for (int32_t i = 1; i < nc; i++) // insertion sort by (d, slot)
+            for (int32_t j = i;
+                 j > 0 && (cand[j].d < cand[j - 1].d ||
+                           (cand[j].d == cand[j - 1].d && cand[j].s < cand[j - 1].s));
+                 j--) {
+                Cand t = cand[j];
+                cand[j] = cand[j - 1];
+                cand[j - 1] = t;
+            }
+        NB_CHECK(found == (nc < k ? nc : k));
+        for (int32_t i = 0; i < found; i++) {
+            NB_CHECK(nn[i].hit.handle.bits == cand[i].bits);
+            NB_CHECK(nn[i].dist2 == cand[i].d);
+        }
+        // Rays: the first hit and all hits sorted.
+        double dir[2] = {nbt_gauss(), nbt_gauss()};
+        if (rep == 1) dir[1] = 0.0;
+        if (dir[0] == 0.0 && dir[1] == 0.0) dir[0] = 1.0;
+        double tmax = nbt_int(3) == 0 ? (double)INFINITY : nbt_range(0.0, 2.0 * world);
+        nc = 0;
+        for (int32_t i = 0; i < M.n; i++) {
+            if (!M.live[i] || !pass(qf, M.f[i])) continue;
+            double t = ray_enter(p, dir, tmax, &M.r[i]);
+            if (t >= 0.0) cand[nc++] = (Cand){t, slot_of(M.h[i]), M.h[i].bits};
+        }
+        for (int32_t i = 1; i < nc; i++)
+            for (int32_t j = i;
+                 j > 0 && (cand[j].d < cand[j - 1].d ||
+                           (cand[j].d == cand[j - 1].d && cand[j].s < cand[j - 1].s));
+                 j--) {
+                Cand t = cand[j];
+                cand[j] = cand[j - 1];
+                cand[j - 1] = t;
+            }
+        nbRayHit first;
+        NB_CHECK_OK(nb_quadtree_raycast(qt, p, dir, tmax, qf, &first, &found));
+        NB_CHECK(found == (nc > 0 ? 1 : 0));
+        if (nc > 0) NB_CHECK(first.hit.handle.bits == cand[0].bits && first.t == cand[0].d);
+        static nbRayHit rays[QCAP];
+        NB_CHECK_OK(nb_quadtree_raycast_all(qt, p, dir, tmax, qf, rays, QCAP, &found));
+        NB_CHECK(found == nc);
+        for (int32_t i = 0; i < nc; i++)
+            NB_CHECK(rays[i].hit.handle.bits == cand[i].bits && rays[i].t == cand[i].d);
+        if (nc > 2) { // a short buffer keeps the nearest
+            NB_CHECK_STATUS(nb_quadtree_raycast_all(qt, p, dir, tmax, qf, rays, 2, &found),
+                            NB_ERR_BUFFER_TOO_SMALL);
+            NB_CHECK(found == nc && rays[0].hit.handle.bits == cand[0].bits &&
+                     rays[1].hit.handle.bits == cand[1].bits);
+        }
+    }
+    // Pairs, each once, lower slot first, with the pair rule.
+    static nbHitPair pairs[MAXN * 40];
+    static uint64_t pk[MAXN * 40], wk[MAXN * 40];
+    int64_t np = 0, nw = 0;
+    NB_CHECK_OK(nb_quadtree_pairs(qt, pairs, MAXN * 40, &np));
+    for (int32_t i = 0; i < M.n; i++)
+        for (int32_t j = 0; j < M.n; j++) {
+            if (i == j || !M.live[i] || !M.live[j] || slot_of(M.h[i]) > slot_of(M.h[j])) continue;
+            if (!touch(&M.r[i], &M.r[j])) continue;
+            if ((M.f[i].category & M.f[j].mask) == 0 || (M.f[j].category & M.f[i].mask) == 0)
+                continue;
+            wk[nw++] = ((uint64_t)slot_of(M.h[i]) << 32) | slot_of(M.h[j]);
+        }
+    NB_CHECK(np == nw);
+    for (int64_t i = 0; i < np; i++) {
+        NB_CHECK(slot_of(pairs[i].a.handle) < slot_of(pairs[i].b.handle));
+        pk[i] = pair_key(pairs[i].a, pairs[i].b);
+    }
+    qsort(pk, (size_t)np, sizeof *pk, cmp_u64);
+    qsort(wk, (size_t)nw, sizeof *wk, cmp_u64);
+    NB_CHECK(memcmp(pk, wk, (size_t)nw * sizeof *pk) == 0);
+    int64_t counted = -1;
+    NB_CHECK_OK(nb_quadtree_count_pairs(qt, &counted));
+    NB_CHECK(counted == np);
+    // Cross pairs between masks 1 and 2 (roles kept, an item in both sets meets both ways).
+    NB_CHECK_OK(nb_quadtree_cross_pairs(qt, 1u, 2u, pairs, MAXN * 40, &np));
+    nw = 0;
+    for (int32_t i = 0; i < M.n; i++)
+        for (int32_t j = 0; j < M.n; j++) {
+            if (i == j || !M.live[i] || !M.live[j] || !touch(&M.r[i], &M.r[j])) continue;
+            if ((M.f[i].category & 1u) == 0 || M.f[i].mask == 0) continue;
+            if ((M.f[j].category & 2u) == 0 || M.f[j].mask == 0) continue;
+            wk[nw++] = ((uint64_t)slot_of(M.h[i]) << 32) | slot_of(M.h[j]);
+        }
+    NB_CHECK(np == nw);
+    for (int64_t i = 0; i < np; i++) pk[i] = pair_key(pairs[i].a, pairs[i].b);
+    qsort(pk, (size_t)np, sizeof *pk, cmp_u64);
+    qsort(wk, (size_t)nw, sizeof *wk, cmp_u64);
+    NB_CHECK(memcmp(pk, wk, (size_t)nw * sizeof *pk) == 0);
+    NB_CHECK_OK(nb_quadtree_count_cross_pairs(qt, 1u, 2u, &counted));
+    NB_CHECK(counted == np);
+    return 0;
+}
+
+static bool count_one(nbHit hit, void *user)
+{
+    (void)hit;
+    ++*(int32_t *)user;
+    return true;
+}
+
+// One random operation sequence against the model.
+static int run_sequence(int placement, int32_t threshold, int32_t steps)
+{
+    memset(&M, 0, sizeof M);
+    const double world = 100.0;
+    nbQuadtreeDesc desc = {0};
+    desc.placement = placement;
+    desc.split_threshold = threshold;
+    desc.max_depth = 10;
+    desc.bounds = (nbRect){{-world, -world}, {world, world}};
+    nbQuadtree *qt = NULL;
+    NB_CHECK_OK(nb_quadtree_create(&desc, &qt));
+    for (int32_t step = 0; step < steps; step++) {
+        int op = nbt_int(100);
+        int32_t j = M.n > 0 ? nbt_int(M.n) : 0;
+        if (op < 45 && M.n < MAXN) {
+            nbRect r = random_rect(world);
+            nbFilter f = nbt_int(4) == 0 ? random_filter() : NB_FILTER_ALL;
+            uint64_t u = nbt_u64();
+            NB_CHECK_OK(nb_quadtree_insert(qt, &r, u, f, &M.h[M.n]));
+            M.r[M.n] = r;
+            M.user[M.n] = u;
+            M.f[M.n] = f;
+            M.live[M.n++] = true;
+        } else if (op < 75 && M.n > 0 && M.live[j]) { // small step, teleport or resize
+            nbRect r = M.r[j];
+            if (op < 65 && r.max[0] - r.min[0] < world) {
+                double dx = nbt_range(-1.0, 1.0), dy = nbt_range(-1.0, 1.0);
+                r.min[0] += dx;
+                r.max[0] += dx;
+                r.min[1] += dy;
+                r.max[1] += dy;
+            } else {
+                r = random_rect(world);
+            }
+            NB_CHECK_OK(nb_quadtree_move(qt, M.h[j], &r));
+            M.r[j] = r;
+        } else if (op < 92 && M.n > 0 && M.live[j]) {
+            NB_CHECK_OK(nb_quadtree_remove(qt, M.h[j]));
+            NB_CHECK_STATUS(nb_quadtree_remove(qt, M.h[j]), NB_ERR_BAD_HANDLE);
+            M.live[j] = false;
+        } else if (op < 98 && M.n > 0 && M.live[j]) {
+            nbFilter f = random_filter();
+            NB_CHECK_OK(nb_quadtree_set(qt, M.h[j], 7u, f));
+            M.f[j] = f;
+            M.user[j] = 7u;
+        } else if (op == 98) { // rebuild from the live rectangles at once
+            static nbRect rs[MAXN];
+            static uint64_t us[MAXN];
+            static nbFilter fs[MAXN];
+            static nbHandle hs[MAXN];
+            static int32_t which[MAXN];
+            int32_t m = 0;
+            for (int32_t i = 0; i < M.n; i++) {
+                if (!M.live[i]) continue;
+                rs[m] = M.r[i];
+                us[m] = M.user[i];
+                fs[m] = M.f[i];
+                which[m++] = i;
+            }
+            NB_CHECK_OK(nb_quadtree_build(qt, rs, m, us, fs, hs));
+            for (int32_t k = 0; k < m; k++) {
+                NB_CHECK_STATUS(nb_quadtree_remove(qt, M.h[which[k]]), NB_ERR_BAD_HANDLE);
+                M.h[which[k]] = hs[k];
+            }
+        } else if (op == 99 && nbt_int(4) == 0) {
+            nb_quadtree_clear(qt);
+            for (int32_t i = 0; i < M.n; i++) {
+                if (M.live[i])
+                    NB_CHECK_STATUS(nb_quadtree_move(qt, M.h[i], &M.r[i]), NB_ERR_BAD_HANDLE);
+                M.live[i] = false;
+            }
+        }
+        NB_CHECK_OK(nb_quadtree_validate(qt));
+        int32_t live = 0;
+        for (int32_t i = 0; i < M.n; i++) live += M.live[i];
+        NB_CHECK(nb_quadtree_count(qt) == live);
+        if (step % 7 == 0 || step == steps - 1) {
+            if (check_queries(qt, world) != 0) {
+                fprintf(stderr, "  at step %d (placement %d, threshold %d)\n", (int)step, placement,
+                        (int)threshold);
+                return 1;
+            }
+            int32_t all = 0;
+            NB_CHECK_OK(nb_quadtree_visit_all(qt, count_one, &all));
+            NB_CHECK(all == live);
+            for (int32_t i = 0; i < M.n; i++) {
+                if (!M.live[i]) continue;
+                nbRect r;
+                uint64_t u;
+                nbFilter f;
+                NB_CHECK_OK(nb_quadtree_get(qt, M.h[i], &r, &u, &f));
+                NB_CHECK(memcmp(&r, &M.r[i], sizeof r) == 0 && u == M.user[i]);
+                NB_CHECK(f.category == M.f[i].category && f.mask == M.f[i].mask);
+            }
+        }
+    }
+    nbQuadtreeInfo info;
+    NB_CHECK_OK(nb_quadtree_info(qt, &info));
+    NB_CHECK(info.count == nb_quadtree_count(qt));
+    nb_quadtree_destroy(qt);
+    return 0;
+}
+
+static int test_loose_sequences(void)
+{
+    static const int32_t thresholds[] = {1, 2, 8, 0};
+    for (int t = 0; t < 4; t++)
+        if (run_sequence(NB_QUADTREE_LOOSE, thresholds[t], 900) != 0) return 1;
+    return 0;
+}
+
+static int test_tight_sequences(void)
+{
+    static const int32_t thresholds[] = {1, 3, 0};
+    for (int t = 0; t < 3; t++)
+        if (run_sequence(NB_QUADTREE_TIGHT, thresholds[t], 900) != 0) return 1;
+    return 0;
+}
+
+// Many duplicates and zero-size rectangles at one point: the depth limit stops the splitting,
+// and removing them all collapses the tree back to its root.
+static int test_duplicates_depth(void)
+{
+    for (int placement = 1; placement <= 2; placement++) {
+        nbQuadtreeDesc desc = {0};
+        desc.placement = placement;
+        desc.split_threshold = 1;
+        nbQuadtree *qt = NULL;
+        NB_CHECK_OK(nb_quadtree_create(&desc, &qt));
+        nbHandle h[300];
+        nbRect r = {{3.25, 3.25}, {3.25, 3.25}};
+        for (int i = 0; i < 300; i++)
+            NB_CHECK_OK(nb_quadtree_insert(qt, &r, 0, NB_FILTER_ALL, &h[i]));
+        NB_CHECK_OK(nb_quadtree_validate(qt));
+        nbQuadtreeInfo info;
+        NB_CHECK_OK(nb_quadtree_info(qt, &info));
+        NB_CHECK(info.depth <= 24 && info.depth >= 20);
+        nbHit hits[300];
+        int32_t found = 0;
+        NB_CHECK_OK(nb_quadtree_query_point(qt, r.min, NB_FILTER_ALL, hits, 300, &found));
+        NB_CHECK(found == 300);
+        for (int i = 0; i < 300; i++) NB_CHECK_OK(nb_quadtree_remove(qt, h[i]));
+        NB_CHECK_OK(nb_quadtree_info(qt, &info));
+        NB_CHECK(info.nodes == 1 && info.count == 0);
+        NB_CHECK_OK(nb_quadtree_validate(qt));
+        nb_quadtree_destroy(qt);
+    }
+    return 0;
+}
+
+// Rectangles far outside the root grow it, or land in the outside list, and are still found.
+static int test_outside(void)
+{
+    nbQuadtree *qt = NULL;
+    nbQuadtreeDesc desc = {0};
+    NB_CHECK_OK(nb_quadtree_create(&desc, &qt));
+    nbRect far = {{1e9, 1e9}, {1e9 + 1.0, 1e9 + 1.0}};
+    nbRect huge = {{-1e300, 0.0}, {1e300, 1.0}};
+    nbRect near = {{0.0, 0.0}, {1.0, 1.0}};
+    nbHandle a, b, c;
+    NB_CHECK_OK(nb_quadtree_insert(qt, &far, 1, NB_FILTER_ALL, &a));
+    NB_CHECK_OK(nb_quadtree_insert(qt, &huge, 2, NB_FILTER_ALL, &b));
+    NB_CHECK_OK(nb_quadtree_insert(qt, &near, 3, NB_FILTER_ALL, &c));
+    NB_CHECK_OK(nb_quadtree_validate(qt));
+    nbQuadtreeInfo info;
+    NB_CHECK_OK(nb_quadtree_info(qt, &info));
+    NB_CHECK(info.root_grown > 0 && info.outside == 1);
+    nbHit hits[4];
+    int32_t found = 0;
+    NB_CHECK_OK(nb_quadtree_query_point(qt, far.max, NB_FILTER_ALL, hits, 4, &found));
+    NB_CHECK(found == 1 && hits[0].user == 1);
+    double p[2] = {0.5, 0.5};
+    NB_CHECK_OK(nb_quadtree_query_point(qt, p, NB_FILTER_ALL, hits, 4, &found));
+    NB_CHECK(found == 2);
+    int64_t np = 0;
+    NB_CHECK_OK(nb_quadtree_count_pairs(qt, &np));
+    NB_CHECK(np == 1);
+    // Moving the far one home, and the huge one back to a normal size.
+    NB_CHECK_OK(nb_quadtree_move(qt, a, &near));
+    nbRect small = {{0.5, 0.5}, {2.0, 2.0}};
+    NB_CHECK_OK(nb_quadtree_move(qt, b, &small));
+    NB_CHECK_OK(nb_quadtree_info(qt, &info));
+    NB_CHECK(info.outside == 0);
+    NB_CHECK_OK(nb_quadtree_count_pairs(qt, &np));
+    NB_CHECK(np == 3);
+    NB_CHECK_OK(nb_quadtree_validate(qt));
+    nb_quadtree_destroy(qt);
+    return 0;
+}
+
+// Inverted, NaN and infinite rectangles are refused and change nothing.
+static int test_refused(void)
+{
+    nbQuadtree *qt = NULL;
+    nbQuadtreeDesc desc = {0};
+    NB_CHECK_OK(nb_quadtree_create(&desc, &qt));
+    nbRect ok = {{0.0, 0.0}, {1.0, 1.0}};
+    nbHandle h;
+    NB_CHECK_OK(nb_quadtree_insert(qt, &ok, 1, NB_FILTER_ALL, &h));
+    nbRect bad[] = {{{1.0, 0.0}, {0.0, 1.0}},
+                    {{0.0, 2.0}, {1.0, 1.0}},
+                    {{(double)NAN, 0.0}, {1.0, 1.0}},
+                    {{0.0, 0.0}, {1.0, (double)INFINITY}},
+                    {{-(double)INFINITY, 0.0}, {1.0, 1.0}}};
+    const nbStatus want[] = {NB_ERR_OUT_OF_RANGE, NB_ERR_OUT_OF_RANGE, NB_ERR_NOT_FINITE,
+                             NB_ERR_NOT_FINITE, NB_ERR_NOT_FINITE};
+    for (int i = 0; i < 5; i++) {
+        nbHandle x = {123};
+        NB_CHECK_STATUS(nb_quadtree_insert(qt, &bad[i], 0, NB_FILTER_ALL, &x), want[i]);
+        NB_CHECK(x.bits == 0);
+        NB_CHECK_STATUS(nb_quadtree_move(qt, h, &bad[i]), want[i]);
+        nbRect got;
+        NB_CHECK_OK(nb_quadtree_get(qt, h, &got, NULL, NULL));
+        NB_CHECK(memcmp(&got, &ok, sizeof ok) == 0);
+        NB_CHECK(nb_quadtree_count(qt) == 1);
+        NB_CHECK_OK(nb_quadtree_validate(qt));
+    }
+    nb_quadtree_destroy(qt);
+    return 0;
+}
+
+// A fingerprint of the whole tree's contents, to check "unchanged".
+static uint64_t fingerprint(const nbQuadtree *qt)
+{
+    static nbHit hits[4096];
+    int32_t found = 0;
+    const double inf = (double)INFINITY;
+    nbRect all = {{-inf, -inf}, {inf, inf}};
+    if (nb_quadtree_query_box(qt, &all, NB_FILTER_ALL, hits, 4096, &found) != NB_OK) return 1;
+    uint64_t keys[4096];
+    sort_hits(hits, found, keys);
+    uint64_t h = 1469598103934665603u;
+    for (int32_t i = 0; i < found; i++) {
+        nbRect r;
+        nb_quadtree_get(qt, hits[i].handle, &r, NULL, NULL);
+        uint64_t v[5];
+        v[0] = keys[i];
+        memcpy(&v[1], &r, sizeof r);
+        for (int k = 0; k < 5; k++) h = (h ^ v[k]) * 1099511628211u;
+    }
+    return h;
+}
+
+// Every call that can allocate, failing each allocation in turn: NB_ERR_OUT_OF_MEMORY and an
+// unchanged tree, until the call succeeds; nothing leaks.
+static int test_failing_allocator(void)
+{
+    for (int op = 0; op < 5; op++) {
+        bool succeeded = false;
+        for (int64_t fail = 1; fail < 200 && !succeeded; fail++) {
+            nbtAlloc al = {0};
+            nbAllocator a = nbt_allocator(&al);
+            nbQuadtreeDesc desc = {0};
+            desc.allocator = &a;
+            desc.split_threshold = 2;
+            nbQuadtree *qt = NULL;
+            if (op == 0) {
+                al.fail_at = fail;
+                nbStatus st = nb_quadtree_create(&desc, &qt);
+                if (st == NB_OK) {
+                    succeeded = true;
+                    nb_quadtree_destroy(qt);
+                } else {
+                    NB_CHECK(st == NB_ERR_OUT_OF_MEMORY && qt == NULL);
+                }
+                NB_CHECK(al.live_bytes == 0 && !al.size_mismatch);
+                continue;
+            }
+            NB_CHECK_OK(nb_quadtree_create(&desc, &qt));
+            nbHandle h[40];
+            for (int i = 0; i < 40; i++) {
+                nbRect r = {{i * 3.0, 1.0}, {i * 3.0 + 2.0, 2.0 + i}};
+                NB_CHECK_OK(nb_quadtree_insert(qt, &r, (uint64_t)i, NB_FILTER_ALL, &h[i]));
+            }
+            uint64_t before = fingerprint(qt);
+            int32_t count = nb_quadtree_count(qt);
+            al.fail_at = al.allocs + fail;
+            nbStatus st;
+            if (op == 1) { // an insert far away (grows the root) or into a full leaf (splits)
+                nbRect r = {{fail % 2 ? 5000.0 : 7.0, 1.5}, {fail % 2 ? 5001.0 : 7.5, 1.6}};
+                nbHandle x;
+                for (int rep = 0; rep < 64; rep++) { // until an insert needs to allocate
+                    before = fingerprint(qt);
+                    count = nb_quadtree_count(qt);
+                    st = nb_quadtree_insert(qt, &r, 99, NB_FILTER_ALL, &x);
+                    if (st != NB_OK || al.allocs >= al.fail_at) break;
+                }
+            } else if (op == 2) {
+                nbRect r = {{-9000.0, -9000.0}, {-8999.0, -8999.0}};
+                st = nb_quadtree_move(qt, h[fail % 40], &r);
+            } else if (op == 3) {
+                st = nb_quadtree_reserve(qt, 100000);
+            } else {
+                nbRect rs[300];
+                for (int i = 0; i < 300; i++)
+                    rs[i] = (nbRect){{i * 0.5, -i * 0.25}, {i * 0.5 + 1.0, 3.0 - i * 0.25}};
+                rs[7] = (nbRect){{1e30, 0.0}, {1e30, 0.0}};       // one in the outside list
+                rs[9] = (nbRect){{-5000.0, 0.0}, {-4000.0, 1.0}}; // the root grows
+                st = nb_quadtree_build(qt, rs, 300, NULL, NULL, NULL);
+                if (st == NB_OK) NB_CHECK(nb_quadtree_count(qt) == 300);
+            }
+            if (st == NB_OK && !nbt_alloc_failed(&al)) succeeded = true;
+            if (st != NB_OK) {
+                NB_CHECK(st == NB_ERR_OUT_OF_MEMORY);
+                NB_CHECK(fingerprint(qt) == before);
+                NB_CHECK(nb_quadtree_count(qt) == count);
+            }
+            NB_CHECK_OK(nb_quadtree_validate(qt));
+            nb_quadtree_destroy(qt);
+            NB_CHECK(al.live_bytes == 0 && !al.size_mismatch);
+        }
+        NB_CHECK(succeeded);
+    }
+    return 0;
+}
+
+// A steady moving workload allocates nothing once the tree is reserved and warmed up.
+static int test_zero_alloc_moving(void)
+{
+    enum { N = 3000, FRAMES = 60 };
+    nbtAlloc al = {0};
+    nbAllocator a = nbt_allocator(&al);
+    nbQuadtreeDesc desc = {0};
+    desc.allocator = &a;
+    desc.bounds = (nbRect){{-100.0, -100.0}, {100.0, 100.0}};
+    nbQuadtree *qt = NULL;
+    NB_CHECK_OK(nb_quadtree_create(&desc, &qt));
+    NB_CHECK_OK(nb_quadtree_reserve(qt, N));
+    const int64_t after_reserve = al.allocs;
+    static nbRect r[N];
+    static nbHandle h[N];
+    for (int i = 0; i < N; i++) {
+        double cx = nbt_range(-100.0, 100.0), cy = nbt_range(-100.0, 100.0);
+        double w = 0.1 * pow(100.0, nbt_unit()), hh = 0.1 * pow(100.0, nbt_unit());
+        r[i] = (nbRect){{cx - w / 2, cy - hh / 2}, {cx + w / 2, cy + hh / 2}};
+        NB_CHECK_OK(nb_quadtree_insert(qt, &r[i], (uint64_t)i, NB_FILTER_ALL, &h[i]));
+    }
+    const int64_t after_insert = al.allocs;
+    static nbHit hits[N];
+    int64_t steady = 0;
+    for (int frame = 0; frame < FRAMES; frame++) {
+        if (frame == 10) steady = al.allocs;
+        for (int i = 0; i < N; i++) {
+            double dx = nbt_range(-0.5, 0.5), dy = nbt_range(-0.5, 0.5);
+            double cx = 0.5 * (r[i].min[0] + r[i].max[0]), cy = 0.5 * (r[i].min[1] + r[i].max[1]);
+            if (fabs(cx + dx) > 100.0) dx = -dx;
+            if (fabs(cy + dy) > 100.0) dy = -dy;
+            r[i].min[0] += dx;
+            r[i].max[0] += dx;
+            r[i].min[1] += dy;
+            r[i].max[1] += dy;
+            NB_CHECK_OK(nb_quadtree_move(qt, h[i], &r[i]));
+        }
+        int32_t found = 0;
+        for (int i = 0; i < N; i += 10)
+            NB_CHECK_OK(nb_quadtree_query_box(qt, &r[i], NB_FILTER_ALL, hits, N, &found));
+        int64_t np = 0;
+        NB_CHECK_OK(nb_quadtree_count_pairs(qt, &np));
+    }
+    printf("  allocations: %lld while inserting after reserve, %lld in frames 0-9, %lld in "
+           "frames 10-%d\n",
+           (long long)(after_insert - after_reserve), (long long)(steady - after_insert),
+           (long long)(al.allocs - steady), FRAMES - 1);
+    NB_CHECK(al.allocs == steady);
+    NB_CHECK(after_insert == al.allocs); // reserve was enough from the start
+    NB_CHECK_OK(nb_quadtree_validate(qt));
+    nb_quadtree_destroy(qt);
+    NB_CHECK(al.live_bytes == 0);
+    return 0;
+}
+
+// Visitors stop when told; buffers too small report the full count.
+static int test_stop_and_buffers(void)
+{
+    nbQuadtree *qt = NULL;
+    nbQuadtreeDesc desc = {0};
+    NB_CHECK_OK(nb_quadtree_create(&desc, &qt));
+    nbHandle h;
+    for (int i = 0; i < 50; i++) {
+        nbRect r = {{0.0, 0.0}, {1.0 + i, 1.0}};
+        NB_CHECK_OK(nb_quadtree_insert(qt, &r, (uint64_t)i, NB_FILTER_ALL, &h));
+    }
+    nbHit hits[10];
+    int32_t found = 0;
+    nbRect w = {{0.5, 0.5}, {0.5, 0.5}};
+    NB_CHECK_STATUS(nb_quadtree_query_box(qt, &w, NB_FILTER_ALL, hits, 10, &found),
+                    NB_ERR_BUFFER_TOO_SMALL);
+    NB_CHECK(found == 50);
+    NB_CHECK_STATUS(nb_quadtree_query_box(qt, &w, NB_FILTER_ALL, NULL, 0, &found),
+                    NB_ERR_BUFFER_TOO_SMALL);
+    NB_CHECK(found == 50);
+    nbHitPair pairs[5];
+    int64_t np = 0;
+    NB_CHECK_STATUS(nb_quadtree_pairs(qt, pairs, 5, &np), NB_ERR_BUFFER_TOO_SMALL);
+    NB_CHECK(np == 50 * 49 / 2);
+    int32_t seen = 0;
+    NB_CHECK_OK(nb_quadtree_visit_box(qt, &w, NB_FILTER_ALL, count_one, &seen));
+    NB_CHECK(seen == 50);
+    nb_quadtree_destroy(qt);
+    return 0;
+}
+
+// Squares that underflow: a rectangle 1e-170 from the centre is within radius 0 by the test
+// dx*dx + dy*dy <= r*r (1e-340 rounds to 0), and must be found (a case the fuzzer found).
+static int test_radius_underflow(void)
+{
+    nbQuadtree *qt = NULL;
+    nbQuadtreeDesc desc = {0};
+    NB_CHECK_OK(nb_quadtree_create(&desc, &qt));
+    const double tiny[] = {1e-170, 2.2250738585072014e-308, 4.9406564584124654e-324, 1e-150};
+    nbHandle h;
+    for (int i = 0; i < 4; i++) {
+        nbRect r = {{tiny[i], 0.0}, {1.0, 1.0}};
+        NB_CHECK_OK(nb_quadtree_insert(qt, &r, (uint64_t)i, NB_FILTER_ALL, &h));
+    }
+    nbHit hits[4];
+    int32_t found = 0;
+    const double c[2] = {0.0, 0.5};
+    NB_CHECK_OK(nb_quadtree_query_radius(qt, c, 0.0, NB_FILTER_ALL, hits, 4, &found));
+    NB_CHECK(found == 3); // 1e-150 squared is 1e-300, not 0
+    NB_CHECK_OK(nb_quadtree_query_radius(qt, c, 1e-170, NB_FILTER_ALL, hits, 4, &found));
+    NB_CHECK(found == 3);
+    NB_CHECK_OK(nb_quadtree_query_radius(qt, c, 1e-150, NB_FILTER_ALL, hits, 4, &found));
+    NB_CHECK(found == 4);
+    nbHitNeighbor nn[4];
+    NB_CHECK_OK(nb_quadtree_knn(qt, c, 4, 0.0, NB_FILTER_ALL, nn, &found));
+    NB_CHECK(found == 3);
+    nb_quadtree_destroy(qt);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const nbtCase cases[] = {
+        {"loose_sequences", test_loose_sequences},
+        {"tight_sequences", test_tight_sequences},
+        {"duplicates_depth", test_duplicates_depth},
+        {"outside", test_outside},
+        {"refused", test_refused},
+        {"failing_allocator", test_failing_allocator},
+        {"zero_alloc_moving", test_zero_alloc_moving},
+        {"stop_and_buffers", test_stop_and_buffers},
+        {"radius_underflow", test_radius_underflow},
+    };
+    return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
+}
