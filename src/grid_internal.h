@@ -50,6 +50,13 @@ struct nbGrid {
     nbiBuf cat;       // uint32_t, n (filtered)
     nbiBuf mask;      // uint32_t, n (filtered)
     nbiCellTable table;
+
+    // Periodic boxes (desc.period): `wrapped` when any axis has a period. wrap.period and
+    // wrap.kper are set at create; wrap.m and wrap.pcm by each build. A wrapped grid is always
+    // dense, with lo = 0 and ext = m on each periodic axis, and every stored coordinate in
+    // [0, P) there.
+    bool wrapped;
+    nbiWrap wrap;
 };
 
 // The grid as the walkers see it.

@@ -1070,7 +1070,7 @@ static void fixture_points(const Fixture *fx, uint64_t seed, int n, double *out)
 
 static nbGrid *make_grid(int dim, double cell, const double *xy, int n)
 {
-    nbGridDesc d = {cell, dim, 0, NULL};
+    nbGridDesc d = {cell, dim, 0, NULL, {0, 0, 0}};
     nbGrid *g = NULL;
     if (nb_grid_create(&d, &g) != NB_OK) return NULL;
     nbPoints p = {xy, n, dim, 0, NULL, 0, NULL, 0};
@@ -1371,7 +1371,7 @@ static int half_allocator(const Family *fam, double cell)
         else
             al.alloc = NULL;
         for (int hint = 0; hint <= 100; hint += 100) {
-            nbGridDesc d = {cell, 2, hint, &al};
+            nbGridDesc d = {cell, 2, hint, &al, {0, 0, 0}};
             void *obj = BOGUS;
             nbStatus st = fam->create(&d, &obj);
             if (st != NB_ERR_NULL_ARG || obj != NULL || stats.allocs != 0) {
