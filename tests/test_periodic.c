@@ -317,7 +317,7 @@ static int test_faces(void)
             }
         const double radii[] = {0.5, 1.0, 2.5, 5.0, nextafter(5.0, 0.0), 1e-300, 0.0};
         for (size_t t = 0; t < sizeof radii / sizeof radii[0]; t++)
-            if (check_cells(&s, period, radii[t], 20)) return 1;
+            if (check_cells(&s, period, radii[t], 8)) return 1;
         nbo_set_free(&s);
     }
     return 0;
