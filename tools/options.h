@@ -29,6 +29,7 @@ enum {
     CLI_OPT_NO_SVG = 1 << 13,
     CLI_OPT_OUTPUT = 1 << 14,
     CLI_OPT_QUERY = 1 << 15,
+    CLI_OPT_PERIOD = 1 << 16,
 };
 
 /// What the command line said. Zero-initialise, set any defaults, then parse.
@@ -51,6 +52,8 @@ typedef struct cliOptions {
     const char *output;      ///< -o PATH
     double query[6];         ///< --query: a point (dim values) or a window (2 * dim values)
     int32_t query_count;     ///< values in --query; 0 = none
+    double period[3];        ///< --period: per axis, 0 = not periodic
+    int32_t period_count;    ///< values in --period; 0 = none
 } cliOptions;
 
 /// Parses argv[0, argc) (the words after the command name) against the options `cmd` accepts,

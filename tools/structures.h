@@ -43,7 +43,14 @@ typedef struct cliStructure {
     /// The k nearest to `point`, the nb_grid_knn contract (`out` holds k).
     nbStatus (*knn)(const void *index, const double *point, int32_t k, nbNeighbor *out,
                     int32_t *found);
+    /// Builds in the periodic box set by cli_structure_set_period (--period).
+    bool periodic;
 } cliStructure;
+
+/// The periodic box (per axis, 0 = not periodic) every later build of a structure with
+/// `periodic` uses; the default is none. A build scale beyond half a period is clamped to it
+/// (kNN's scale is only a tuning hint; pairs and within check their radius first).
+void cli_structure_set_period(const double period[3]);
 
 /// The structure named `name`, or NULL.
 const cliStructure *cli_structure_find(const char *name);
