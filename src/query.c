@@ -430,14 +430,16 @@ nbStatus nbi_walk_knn(const nbiView *v, const double *point, int32_t k, nbFilter
 bool nbi_wrap_radius_ok(const nbiView *v, double r)
 {
     for (int a = 0; a < v->dim; a++)
-        if (v->wrap->m[a] > 0 && r > 0.5 * v->wrap->period[a]) return false;
+        if (v->wrap->period[a] > 0.0 && r > 0.5 * v->wrap->period[a]) return false;
     return true;
 }
 
 bool nbi_wrap_point_ok(const nbiView *v, const double *p)
 {
-    for (int a = 0; a < v->dim; a++)
-        if (v->wrap->m[a] > 0 && !(p[a] >= 0.0 && p[a] < v->wrap->period[a])) return false;
+    for (int a = 0; a < v->dim; a++) {
+        const double period = v->wrap->period[a];
+        if (period > 0.0 && !(p[a] >= 0.0 && p[a] < period)) return false;
+    }
     return true;
 }
 
@@ -616,12 +618,12 @@ static nbStatus nbi_wrap_box(const nbiView *v, const double *lo, const double *h
     for (int a = 0; a < v->dim; a++) {
         const double p = v->wrap->period[a];
         empty |= lo[a] > hi[a];
-        if (v->wrap->m[a] == 0 || lo[a] > hi[a]) continue;
+        if (!(p > 0.0) || lo[a] > hi[a]) continue; // (before any build, m is still 0)
         x.whole[a] = !(hi[a] - lo[a] < p) || isinf(lo[a]) || isinf(hi[a]);
         if (!x.whole[a] && !(lo[a] >= -p && hi[a] < 2.0 * p)) return NB_ERR_OUT_OF_RANGE;
     }
     if (empty || v->n == 0 || (!x.r.per_point && !nbi_filter_open(f))) return NB_OK;
-    nbiCellRange r[3];
+    nbiCellRange r[3]; // (built: m > 0 on every periodic axis from here on)
     for (int a = 0; a < 3; a++) {
         r[a] = a >= v->dim ? nbi_range1(0, 0)
                : x.whole[a] ? nbi_range1(0, v->wrap->m[a] - 1)
