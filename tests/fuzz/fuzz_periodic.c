@@ -36,6 +36,7 @@ typedef struct nbfP {
     int dim;
     double period[3];
     double min_half; // min over periodic axes of P / 2 (inf when none)
+    double cell;     // the desc's cell_size
     int32_t n;
     double pts[NBF_PMAX * 3];
     bool built;
@@ -171,14 +172,26 @@ static void nbf_op_build(nbfP *s, nbfReader *r)
         finite &= nbf_finite(pts + i * s->dim, s->dim);
         inside &= nbf_inside(s, pts + i * s->dim);
     }
+    // A grid without periodic axes refuses cells beyond +-2^62 (grid.h); a periodic one widens
+    // its cells instead.
+    double max_abs = 0.0;
+    for (int32_t i = 0; i < n * s->dim; i++) max_abs = fmax(max_abs, fabs(pts[i]));
+    const bool cell_limit = s->min_half > 1e300 && s->cell > 0.0 && max_abs / s->cell > 0x1p60;
     const unsigned want = !finite ? NBF_BIT(NB_ERR_NOT_FINITE)
                           : radius < 0.0 || radius > s->min_half || !inside
                               ? NBF_BIT(NB_ERR_OUT_OF_RANGE)
-                              : NBF_BIT(NB_OK) | NBF_BIT(NB_ERR_OUT_OF_MEMORY);
+                              : NBF_BIT(NB_OK) | NBF_BIT(NB_ERR_OUT_OF_MEMORY) |
+                                    (cell_limit ? NBF_BIT(NB_ERR_OUT_OF_RANGE) : 0);
     const nbPoints view = {.data = pts, .count = n, .dim = s->dim};
     const int32_t before = nb_grid_count(s->grid);
     const nbStatus st = nb_grid_build(s->grid, &view, radius);
-    if (nbf_trace) nbf_log("build n=%d r=%.17g -> %s\n", n, radius, nb_status_str(st));
+    if (nbf_trace) {
+        nbf_log("build n=%d r=%.17g P=(%.17g,%.17g,%.17g) -> %s\n", n, radius, s->period[0],
+                s->period[1], s->period[2], nb_status_str(st));
+        for (int32_t i = 0; i < n && i < 8; i++)
+            nbf_log("  (%.17g, %.17g, %.17g)\n", pts[i * s->dim], pts[i * s->dim + 1],
+                    s->dim == 3 ? pts[i * s->dim + 2] : 0.0);
+    }
     nbf_expect(st, want, "nb_grid_build");
     nbf_expect(nb_grid_validate(s->grid), NBF_BIT(NB_OK), "nb_grid_validate");
     if (st != NB_OK) {
@@ -329,6 +342,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const double p0 = s.period[0] > 0.0 ? s.period[0] : 1.0;
     d.cell_size = c % 6 == 0 ? 0.0 : c % 6 == 5 ? fabs(nbf_raw(&r)) : p0 / (double)(c % 6);
     if (!isfinite(d.cell_size)) d.cell_size = 0.0;
+    s.cell = d.cell_size;
     const nbAllocator al = nbf_allocator();
     d.allocator = &al;
     const uint8_t fail = nbf_u8(&r);
