@@ -67,7 +67,8 @@ int main(int argc, char **argv)
     }
     const double per_frame = (double)((int64_t)nbb_alloc_calls() - allocs) / a.runs;
     uint64_t sum = 0;
-    for (int64_t t = 0; t < found; t++) sum += nbb_pair_hash((uint32_t)out[t].i, (uint32_t)out[t].j);
+    for (int64_t t = 0; t < found; t++)
+        sum += nbb_pair_hash((uint32_t)out[t].i, (uint32_t)out[t].j);
     const size_t bytes = nb_grid_memory_bytes(g);
     nbb_emit("nearby", &a, "build_pairs", n, both, per_frame, bytes, "nb_grid_memory_bytes", found,
              sum);

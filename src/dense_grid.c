@@ -245,9 +245,9 @@ static bool nbi_bits_layout(const uint32_t *base, size_t given, size_t *stride)
 // more than `limit` cells both edges double: a periodic grid is always dense, and memory stays
 // O(points) for a sparse box.
 static nbStatus nbi_wrap_layout(const nbGrid *g, int32_t n, const double mn[3], const double mx[3],
-                                double radius, double cell, double pcell, double limit,
-                                nbiWrap *w, nbiCellMath *cm, int64_t lo[3], int64_t hi[3],
-                                int64_t ext[3], double *box_cells)
+                                double radius, double cell, double pcell, double limit, nbiWrap *w,
+                                nbiCellMath *cm, int64_t lo[3], int64_t hi[3], int64_t ext[3],
+                                double *box_cells)
 {
     *w = g->wrap;
     for (int a = 0; a < g->dim; a++) {

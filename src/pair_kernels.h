@@ -271,8 +271,8 @@ NBI_INLINE int nbi_gather_mask2(const nbiGather *gt, const nbiPoint2 *v, int32_t
 // Point pi (index ii, filter bits pc / pm) against the gathered lanes from q0 on: counts the
 // matches, or with w != NULL also writes them (room for n - q0 + 1 pairs).
 NBI_INLINE int64_t nbi_gather_scan(const nbiGather *gt, const nbiPairCtx *x, int dim, bool flt,
-                                   bool cross, bool wrap, const double *pi, int32_t ii,
-                                   uint32_t pc, uint32_t pm, int32_t q0, nbPair *w)
+                                   bool cross, bool wrap, const double *pi, int32_t ii, uint32_t pc,
+                                   uint32_t pm, int32_t q0, nbPair *w)
 {
     const int32_t n = gt->n;
     const double r2 = x->r2;
@@ -483,8 +483,8 @@ NBI_KERNEL(nbi_pairs_3fxw, 3, true, true, true)
 static inline void nbi_spans_flush(nbiSpanList *l)
 {
     static void (*const kernels[16])(const nbiSpanList *) = {
-        nbi_pairs_2,  nbi_pairs_2x,  nbi_pairs_2f,  nbi_pairs_2fx,  nbi_pairs_3,  nbi_pairs_3x,
-        nbi_pairs_3f, nbi_pairs_3fx, nbi_pairs_2w,  nbi_pairs_2xw,  nbi_pairs_2fw, nbi_pairs_2fxw,
+        nbi_pairs_2,  nbi_pairs_2x,  nbi_pairs_2f,  nbi_pairs_2fx, nbi_pairs_3,   nbi_pairs_3x,
+        nbi_pairs_3f, nbi_pairs_3fx, nbi_pairs_2w,  nbi_pairs_2xw, nbi_pairs_2fw, nbi_pairs_2fxw,
         nbi_pairs_3w, nbi_pairs_3xw, nbi_pairs_3fw, nbi_pairs_3fxw};
     const int k = l->wrap << 3 | (l->dim == 3) << 2 | l->filtered << 1 | l->cross;
     if (k == 0) // the hot case (2D, no filter, one set) as a direct call

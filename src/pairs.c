@@ -348,7 +348,8 @@ nbStatus nbi_walk_cross_wrap(const nbiView *a, const nbiView *b, double radius, 
         nbiCellRange r[3];
         bool empty = false;
         for (int d = 0; d < 3; d++) {
-            r[d] = nbi_wrap_cover(b, d, d < dim ? lo[d] - reach : 0.0, d < dim ? hi[d] + reach : 0.0);
+            r[d] =
+                nbi_wrap_cover(b, d, d < dim ? lo[d] - reach : 0.0, d < dim ? hi[d] + reach : 0.0);
             empty |= r[d].n == 0;
         }
         if (empty) continue;

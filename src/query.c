@@ -500,8 +500,7 @@ nbiCellRange nbi_wrap_cover(const nbiView *v, int a, double lo, double hi)
     const int64_t m = v->wrap->m[a];
     if (m == 0) { // the monotone cell map, clipped to the occupied box (nbi_view_cell_box)
         const double l = nbi_cell_f(&v->cm, lo), h = nbi_cell_f(&v->cm, hi);
-        if (!(l <= (double)v->hi[a]) || !(h >= (double)v->lo[a]) || l > h)
-            return nbi_range1(1, 0);
+        if (!(l <= (double)v->hi[a]) || !(h >= (double)v->lo[a]) || l > h) return nbi_range1(1, 0);
         return nbi_range1(l > (double)v->lo[a] ? (int64_t)l : v->lo[a],
                           h < (double)v->hi[a] ? (int64_t)h : v->hi[a]);
     }
@@ -511,8 +510,9 @@ nbiCellRange nbi_wrap_cover(const nbiView *v, int a, double lo, double hi)
     hi += p * 0x1p-50;
     if (!(hi - lo < p)) return nbi_range1(0, m - 1);
     if (lo < 0.0) // [lo + P, P) and [0, hi]
-        return hi < 0.0 ? nbi_range1(nbi_wrap_cell(v, a, lo + p), nbi_wrap_cell(v, a, hi + p))
-                        : nbi_range2(0, nbi_wrap_cell(v, a, hi), nbi_wrap_cell(v, a, lo + p), m - 1);
+        return hi < 0.0
+                   ? nbi_range1(nbi_wrap_cell(v, a, lo + p), nbi_wrap_cell(v, a, hi + p))
+                   : nbi_range2(0, nbi_wrap_cell(v, a, hi), nbi_wrap_cell(v, a, lo + p), m - 1);
     if (hi >= p) // [lo, P) and [0, hi - P]
         return lo >= p ? nbi_range1(nbi_wrap_cell(v, a, lo - p), nbi_wrap_cell(v, a, hi - p))
                        : nbi_range2(0, nbi_wrap_cell(v, a, hi - p), nbi_wrap_cell(v, a, lo), m - 1);
@@ -562,8 +562,7 @@ static bool nbi_wrap_radius_run(int32_t b0, int32_t b1, void *vctx)
 static nbStatus nbi_wrap_radius(const nbiView *v, const double *center, double radius, nbFilter f,
                                 nbiHitSink *s)
 {
-    if (!nbi_wrap_radius_ok(v, radius) || !nbi_wrap_point_ok(v, center))
-        return NB_ERR_OUT_OF_RANGE;
+    if (!nbi_wrap_radius_ok(v, radius) || !nbi_wrap_point_ok(v, center)) return NB_ERR_OUT_OF_RANGE;
     const bool per_point = v->cat != NULL;
     if (v->n == 0 || (!per_point && !nbi_filter_open(f))) return NB_OK;
     const double reach = nbi_reach(radius);
@@ -599,9 +598,9 @@ static bool nbi_wrap_box_run(int32_t b0, int32_t b1, void *vctx)
         const double *q = v->pts + (size_t)p * (size_t)dim;
         bool in = true;
         for (int a = 0; a < dim; a++)
-            in &= x->whole[a] || (v->wrap->m[a] > 0
-                                      ? nbi_wrap_in(q[a], x->r.lo[a], x->r.hi[a], v->wrap->period[a])
-                                      : q[a] >= x->r.lo[a] && q[a] <= x->r.hi[a]);
+            in &= x->whole[a] ||
+                  (v->wrap->m[a] > 0 ? nbi_wrap_in(q[a], x->r.lo[a], x->r.hi[a], v->wrap->period[a])
+                                     : q[a] >= x->r.lo[a] && q[a] <= x->r.hi[a]);
         if (in && (!x->r.per_point || nbi_view_passes(v, p, x->r.f))) {
             nbi_hit(x->r.sink, v->idx[p]);
             if (x->r.sink->stop) return false;
@@ -625,7 +624,7 @@ static nbStatus nbi_wrap_box(const nbiView *v, const double *lo, const double *h
     if (empty || v->n == 0 || (!x.r.per_point && !nbi_filter_open(f))) return NB_OK;
     nbiCellRange r[3]; // (built: m > 0 on every periodic axis from here on)
     for (int a = 0; a < 3; a++) {
-        r[a] = a >= v->dim ? nbi_range1(0, 0)
+        r[a] = a >= v->dim  ? nbi_range1(0, 0)
                : x.whole[a] ? nbi_range1(0, v->wrap->m[a] - 1)
                             : nbi_wrap_cover(v, a, lo[a], hi[a]);
         if (r[a].n == 0) return NB_OK;

@@ -392,8 +392,7 @@ static inline bool nbo_wrap_in_box(const double *x, const double *lo, const doub
         const double p = period[d];
         if (!(lo[d] <= hi[d])) return false;
         if (p > 0.0) {
-            if (hi[d] - lo[d] >= p || lo[d] < -DBL_MAX || hi[d] > DBL_MAX)
-                continue;
+            if (hi[d] - lo[d] >= p || lo[d] < -DBL_MAX || hi[d] > DBL_MAX) continue;
             bool in = false;
             for (int t = -1; t <= 1; t++) {
                 const double img = t == 0 ? x[d] : t < 0 ? x[d] - p : x[d] + p;

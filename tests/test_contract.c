@@ -282,12 +282,9 @@ static const MutSet nonfinite_create[] = {
         M1("dim INT32_MAX", 0, F_GDIM, 0, INT32_MAX)
 // The grid's create also takes periods (periodic boxes): finite and >= 0.
 static const MutSet nonfinite_grid_create[] = {
-    M1("cell_size NaN", G_CELL, F_CELL, 0, D_NAN),
-    M1("cell_size +inf", G_CELL, F_CELL, 0, D_INF),
-    M1("cell_size -inf", G_CELL, F_CELL, 0, -D_INF),
-    M1("period[0] NaN", 0, F_PERIOD, 0, D_NAN),
-    M1("period[1] +inf", 0, F_PERIOD, 1, D_INF),
-    M1("period[0] -inf", 0, F_PERIOD, 0, -D_INF),
+    M1("cell_size NaN", G_CELL, F_CELL, 0, D_NAN),   M1("cell_size +inf", G_CELL, F_CELL, 0, D_INF),
+    M1("cell_size -inf", G_CELL, F_CELL, 0, -D_INF), M1("period[0] NaN", 0, F_PERIOD, 0, D_NAN),
+    M1("period[1] +inf", 0, F_PERIOD, 1, D_INF),     M1("period[0] -inf", 0, F_PERIOD, 0, -D_INF),
 };
 static const MutSet range_grid_create[] = {
     RG_CREATE,
@@ -571,8 +568,8 @@ static const OkSet ok_visit_cross[] = {
 };
 
 static const Spec specs[] = {
-    {FN_CREATE, "nb_grid_create", O_CREATE, LIST(nulls_create), NOLIST,
-     LIST(nonfinite_grid_create), LIST(range_grid_create), LIST(ok_grid_create)},
+    {FN_CREATE, "nb_grid_create", O_CREATE, LIST(nulls_create), NOLIST, LIST(nonfinite_grid_create),
+     LIST(range_grid_create), LIST(ok_grid_create)},
     {FN_RESERVE, "nb_grid_reserve", 0, LIST(nulls_grid), NOLIST, NOLIST, LIST(range_reserve),
      LIST(ok_reserve)},
     {FN_BUILD, "nb_grid_build", O_MUTATE, LIST(nulls_build), NOLIST, LIST(nonfinite_build),
@@ -2251,8 +2248,8 @@ static int p_row(nbGrid *g, nbGrid *open, nbGrid *other, int dim, double *pts, i
         got[calls++] = nb_grid_count_pairs(g, row->r, &found64);
         outputs_safe &= found64 == 0;
         got[calls++] = nb_grid_visit_pairs(g, row->r, p_visit, &visits);
-        got[calls++] = nb_grid_visit_pairs_range(g, row->r, 0, nb_grid_pair_units(g), p_visit,
-                                                 &visits);
+        got[calls++] =
+            nb_grid_visit_pairs_range(g, row->r, 0, nb_grid_pair_units(g), p_visit, &visits);
         break;
     case PC_RADIUS:
         got[calls++] = nb_grid_query_radius(g, row->v, row->r, idx, 4, &found32);
@@ -2331,7 +2328,10 @@ static int test_periodic_table(void)
         {"radius: center x = P", PC_RADIUS, {1.0, 0.5, 0.5}, 0.1, NB_ERR_OUT_OF_RANGE},
         {"radius: center y = -tiny", PC_RADIUS, {0.5, -TINY, 0.5}, 0.1, NB_ERR_OUT_OF_RANGE},
         {"radius: center NaN, radius over", PC_RADIUS, {D_NAN, 0.5, 0.5}, 2.0, NB_ERR_NOT_FINITE},
-        {"radius: center outside, radius NaN", PC_RADIUS, {5.0, 0.5, 0.5}, D_NAN,
+        {"radius: center outside, radius NaN",
+         PC_RADIUS,
+         {5.0, 0.5, 0.5},
+         D_NAN,
          NB_ERR_NOT_FINITE},
         {"radius: center on the faces, r = P / 2", PC_RADIUS, {0.0, top, -0.0}, 0.5, NB_OK},
         {"box: lo below -P", PC_BOX, {-1.5, 0.0, 0.0}, 0.5, NB_ERR_OUT_OF_RANGE},

@@ -109,7 +109,7 @@ static int run_case(Sides *s, int dim, bool flt, bool cross, int32_t na, int32_t
     nbo_sort_pairs(w, want_n);
     nbiPairCtx x = {s->pa, s->ia, flt ? s->ca : NULL, flt ? s->ma : NULL,
                     s->pb, s->ib, flt ? s->cb : NULL, flt ? s->mb : NULL,
-                    r * r, NULL, {0, 0, 0}};
+                    r * r, NULL,  {0, 0, 0}};
     static nbiPairSink sink;
     for (int mode = 0; mode < 3; mode++) {
         nbPair *buf = (nbPair *)malloc((size_t)(want_n + 1) * sizeof(nbPair));

@@ -63,9 +63,10 @@ static int check_pairs(const nbGrid *g, const nboSet *s, const double *period, d
     NB_CHECK_OK(nb_grid_pairs(g, r, got, want_n + 1, &found));
     NB_CHECK_OK(nb_grid_count_pairs(g, r, &count));
     if (found != want_n || count != want_n)
-        fprintf(stderr, "  pairs: n=%d dim=%d r=%.17g P=(%g,%g,%g) want %lld found %lld count %lld\n",
-                s->n, s->dim, r, period[0], period[1], period[2], (long long)want_n,
-                (long long)found, (long long)count);
+        fprintf(stderr,
+                "  pairs: n=%d dim=%d r=%.17g P=(%g,%g,%g) want %lld found %lld count %lld\n", s->n,
+                s->dim, r, period[0], period[1], period[2], (long long)want_n, (long long)found,
+                (long long)count);
     NB_CHECK(found == want_n && count == want_n);
     PairLog log = {NULL, 0, 0, 0};
     NB_CHECK_OK(nb_grid_visit_pairs(g, r, log_pair, &log));
@@ -344,8 +345,8 @@ static int test_lattice_across_faces(void)
         for (int32_t i = n; i < s.n; i++) // duplicates of lattice points
             for (int a = 0; a < dim; a++)
                 s.p[(size_t)i * dim + a] = s.p[(size_t)nbt_int(n) * dim + a];
-        const double radii[] = {h, nextafter(h, 0.0), 2 * h, 0.5 * p, nextafter(0.5 * p, 0.0),
-                                h * sqrt(2.0)};
+        const double radii[] = {h,       nextafter(h, 0.0),       2 * h,
+                                0.5 * p, nextafter(0.5 * p, 0.0), h * sqrt(2.0)};
         for (size_t t = 0; t < sizeof radii / sizeof radii[0]; t++) {
             if (check_all(&s, period, 0.0, radii[t], 10)) return 1;
             for (int m = 1; m <= 3; m++)

@@ -14,9 +14,8 @@ const cliCommand cli_cmd_knn = {
     .name = "knn",
     .brief = "INPUT --k K --at X,Y[,Z]",
     .summary = "the K nearest, \"index,distance\"",
-    .options =
-        CLI_OPT_INPUT | CLI_OPT_K | CLI_OPT_AT | CLI_OPT_DIM | CLI_OPT_STRUCTURE | CLI_OPT_FORMAT |
-        CLI_OPT_PERIOD,
+    .options = CLI_OPT_INPUT | CLI_OPT_K | CLI_OPT_AT | CLI_OPT_DIM | CLI_OPT_STRUCTURE |
+               CLI_OPT_FORMAT | CLI_OPT_PERIOD,
     .needs = CLI_QUERY_KNN,
     .run = run,
     .help = help,

@@ -119,9 +119,9 @@ static void nbf_check_pairs(const nbfP *s, double r)
 {
     int64_t count = -1;
     const nbStatus st = nb_grid_count_pairs(s->grid, r, &count);
-    const unsigned want = !isfinite(r)                  ? NBF_BIT(NB_ERR_NOT_FINITE)
+    const unsigned want = !isfinite(r)                 ? NBF_BIT(NB_ERR_NOT_FINITE)
                           : r < 0.0 || r > s->min_half ? NBF_BIT(NB_ERR_OUT_OF_RANGE)
-                                                        : NBF_BIT(NB_OK);
+                                                       : NBF_BIT(NB_OK);
     nbf_expect(st, want, "nb_grid_count_pairs");
     if (st != NB_OK) {
         NBF_CHECK(count == 0, "count_pairs refused but wrote %lld", (long long)count);
@@ -139,9 +139,8 @@ static void nbf_check_pairs(const nbfP *s, double r)
     nboPairList vis = {NULL, 0, 0};
     const int32_t units = nb_grid_pair_units(s->grid);
     for (int32_t u = 0; u < units; u += 1 + units / 3)
-        nbf_expect(nb_grid_visit_pairs_range(s->grid, r, u, u + 1 + units / 3 < units
-                                                                ? u + 1 + units / 3
-                                                                : units,
+        nbf_expect(nb_grid_visit_pairs_range(s->grid, r, u,
+                                             u + 1 + units / 3 < units ? u + 1 + units / 3 : units,
                                              nbf_pair_visit, &vis),
                    NBF_BIT(NB_OK), "nb_grid_visit_pairs_range");
     NBF_CHECK(vis.n == wn, "unit ranges gave %lld pairs, oracle %lld", (long long)vis.n,
@@ -163,8 +162,7 @@ static void nbf_op_build(nbfP *s, nbfReader *r)
     for (int32_t i = 0; i < n; i++) {
         const bool dup = i > 0 && nbf_u8(r) < 32;
         for (int a = 0; a < s->dim; a++)
-            pts[i * s->dim + a] =
-                dup ? pts[(i - 1) * s->dim + a] : nbf_coord(r, s->period[a]);
+            pts[i * s->dim + a] = dup ? pts[(i - 1) * s->dim + a] : nbf_coord(r, s->period[a]);
     }
     const double radius = nbf_radius(r, s);
     bool finite = isfinite(radius), inside = true;
@@ -262,9 +260,9 @@ static void nbf_op_queries(nbfP *s, nbfReader *r, uint8_t op)
         const int32_t k = (int32_t)(nbf_u8(r) % (NBF_PMAX + 8)) - 2;
         nbNeighbor nn[NBF_PMAX + 8];
         const nbStatus st = nb_grid_knn(s->grid, q, k, k > 0 ? nn : NULL, &found);
-        const unsigned want = !finite                ? NBF_BIT(NB_ERR_NOT_FINITE)
-                              : k < 0 || !inside     ? NBF_BIT(NB_ERR_OUT_OF_RANGE)
-                                                     : NBF_BIT(NB_OK);
+        const unsigned want = !finite            ? NBF_BIT(NB_ERR_NOT_FINITE)
+                              : k < 0 || !inside ? NBF_BIT(NB_ERR_OUT_OF_RANGE)
+                                                 : NBF_BIT(NB_OK);
         nbf_expect(st, want, "nb_grid_knn");
         if (st == NB_OK) {
             nbNeighbor *w = nbo_wrap_knn(&set, q, k, s->period, &wn);
