@@ -103,7 +103,7 @@ nbStatus nb_grid_create(const nbGridDesc *desc, nbGrid **out)
     g->cm = nbi_cell_math(desc->cell_size > 0.0 ? desc->cell_size : 1.0);
     for (int d = 0; d < 3; d++) {
         g->wrapped |= desc->period[d] > 0.0;
-        g->wrap.period[d] = desc->period[d];
+        g->wrap.period[d] = desc->period[d] > 0.0 ? desc->period[d] : 0.0; // -0.0 is 0.0
         g->wrap.kper[d] = desc->period[d] > 0.0 ? desc->period[d] : (double)INFINITY;
     }
     if (desc->capacity_hint > 0 && nb_grid_reserve(g, desc->capacity_hint) != NB_OK) {

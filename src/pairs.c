@@ -22,8 +22,6 @@
 #include "pair_kernels.h"
 #include "view.h"
 
-#include <string.h>
-
 static int64_t nbi_min64(int64_t a, int64_t b)
 {
     return a < b ? a : b;
@@ -321,10 +319,10 @@ static nbStatus nbi_walk_pairs_wrap(const nbiView *v, double radius, int32_t u0,
 // reach, wrapped (nbi_wrap_cover: each cell of B once).
 nbStatus nbi_walk_cross_wrap(const nbiView *a, const nbiView *b, double radius, nbiPairSink *s)
 {
-    if (a->wrap == NULL || b->wrap == NULL ||
-        memcmp(a->wrap->period, b->wrap->period, sizeof a->wrap->period) != 0 ||
-        !nbi_wrap_radius_ok(a, radius))
+    if (a->wrap == NULL || b->wrap == NULL || !nbi_wrap_radius_ok(a, radius))
         return NB_ERR_OUT_OF_RANGE;
+    for (int d = 0; d < 3; d++)
+        if (a->wrap->period[d] != b->wrap->period[d]) return NB_ERR_OUT_OF_RANGE;
     if (a->n == 0 || b->n == 0) return NB_OK;
     const int dim = a->dim;
     const double reach = nbi_reach(radius);

@@ -461,6 +461,14 @@ static int test_cross_pairs(void)
         nb_grid_destroy(ga);
         nb_grid_destroy(go);
         nb_grid_destroy(gn);
+        // -0.0 is 0.0: an open axis either way, the same box (found by fuzz_periodic)
+        const double pz[3] = {8, 0.0, 0.0}, nz[3] = {8, -0.0, -0.0};
+        nbGrid *gz = make_grid(&a, pz, 0.0, 1.0), *gm = make_grid(&b, nz, 0.0, 1.0);
+        NB_CHECK(gz != NULL && gm != NULL);
+        NB_CHECK_OK(nb_grid_count_cross_pairs(gz, gm, 1.0, &count));
+        NB_CHECK_OK(nb_grid_count_cross_pairs(gm, gz, 1.0, &count));
+        nb_grid_destroy(gz);
+        nb_grid_destroy(gm);
         nbo_set_free(&a);
         nbo_set_free(&b);
     }
