@@ -39,7 +39,8 @@ typedef struct nbGridInfo {
     int32_t points;   ///< points in the last successful build (0 before any)
     int64_t cells;    ///< cells indexed: the box's cells (dense) or the occupied cells (hashed)
     bool hashed;      ///< true when occupied cells are hashed instead of stored densely
-    double cell_size; ///< the cell edge actually used (see nb_grid_build)
+    double cell_size; ///< the cell edge actually used (see nb_grid_build); on a periodic axis
+                      ///< the edge is P / m instead (see "periodic boxes")
     size_t bytes;     ///< bytes held, as nb_grid_memory_bytes() reports
 } nbGridInfo;
 
