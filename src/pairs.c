@@ -262,6 +262,39 @@ nbStatus nbi_walk_cross(const nbiView *a, const nbiView *b, double radius, nbiPa
 // unordered pair of cells is met once, from its lower-numbered cell: the unit of a pair is still
 // its first cell. Rows are visited in ascending (z, y); A's own row comes first, and the run of
 // cells right after A in it joins A's own run.
+//
+// Interior cells take the plain kernels: when on every periodic axis A's stencil does not wrap
+// (k <= c and c + k <= m - 1) and the axis has at least 2k + 3 cells, every candidate pair is
+// less than (k + 1) cell edges apart along it, and P - a is more than (k + 2) edges: the minimum
+// image is a itself, and a * a is what the plain test squares, bit for bit. Only the cells
+// within k of a face pay for the wrapped test.
+
+// Whether cell coordinate c on axis a needs the wrapped test (see above).
+static bool nbi_wrap_edge(const nbiView *v, int a, int64_t c, int64_t k)
+{
+    const int64_t m = v->wrap->m[a];
+    return m > 0 && (c < k || c + k > m - 1 || m < 2 * k + 3);
+}
+
+// Whether A's whole stencil lies inside the box on every axis (no wrap, no clipping): then its
+// higher-numbered neighbours are the positive offsets, walked as the dense walker does.
+static bool nbi_wrap_inside(const nbiView *v, const int64_t c[3], const int64_t k[3])
+{
+    for (int a = 0; a < v->dim; a++)
+        if (c[a] - k[a] < v->lo[a] || c[a] + k[a] > v->hi[a] || nbi_wrap_edge(v, a, c[a], k[a]))
+            return false;
+    return true;
+}
+
+// The next cell's offsets in a dense box, x fastest.
+static inline void nbi_box_step(int64_t *ox, int64_t *oy, int64_t *oz, int64_t e0, int64_t e1)
+{
+    if (++*ox < e0) return;
+    *ox = 0;
+    if (++*oy < e1) return;
+    *oy = 0;
+    ++*oz;
+}
 
 static void nbi_pairs_wrapped(const nbiView *v, const nbiPairCtx *x, const int64_t k[3], int32_t u0,
                               int32_t u1)
@@ -270,12 +303,28 @@ static void nbi_pairs_wrapped(const nbiView *v, const nbiPairCtx *x, const int64
     const int64_t e0 = v->ext[0], e1 = v->ext[1], e01 = e0 * e1;
     nbiSpanList l;
     nbi_span_list_init(&l, x, v->dim, false);
-    l.wrap = true;
-    for (int32_t c = u0; c < u1 && !x->sink->stop; c++) {
+    int64_t ox = u0 % e0, oy = (u0 / e0) % e1, oz = u0 / e01; // cell c's offsets in the box
+    for (int32_t c = u0; c < u1 && !x->sink->stop; c++, nbi_box_step(&ox, &oy, &oz, e0, e1)) {
         const int32_t a0 = start[c], a1 = start[c + 1];
         if (a0 == a1) continue;
-        const int64_t cx = v->lo[0] + c % e0, cy = v->lo[1] + (c / e0) % e1;
-        const int64_t cz = v->lo[2] + c / e01;
+        const int64_t cx = v->lo[0] + ox, cy = v->lo[1] + oy, cz = v->lo[2] + oz;
+        l.wrap = nbi_wrap_edge(v, 0, cx, k[0]) || nbi_wrap_edge(v, 1, cy, k[1]) ||
+                 (v->dim == 3 && nbi_wrap_edge(v, 2, cz, k[2]));
+        const int64_t cc[3] = {cx, cy, cz};
+        if (nbi_wrap_inside(v, cc, k)) { // the interior: the dense walker's rows
+            const int64_t row0 = c - (cx - v->lo[0]);
+            l.a0 = a0;
+            l.a1 = a1;
+            l.self_end = start[row0 + (cx - v->lo[0]) + k[0] + 1];
+            l.ns = 0;
+            for (int64_t dz = 0; dz <= k[2]; dz++)
+                for (int64_t dy = dz > 0 ? -k[1] : 1; dy <= k[1]; dy++) {
+                    const int64_t row = row0 + dy * e0 + dz * e01 + (cx - v->lo[0]);
+                    nbi_spans_add(&l, start[row - k[0]], start[row + k[0] + 1], NULL);
+                }
+            nbi_spans_flush(&l);
+            continue;
+        }
         const nbiCellRange rx = nbi_wrap_near(v, 0, cx, k[0]), ry = nbi_wrap_near(v, 1, cy, k[1]);
         const nbiCellRange rz = nbi_wrap_near(v, 2, cz, k[2]);
         l.a0 = a0;
