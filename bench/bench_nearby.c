@@ -15,6 +15,7 @@
 #include "bench_common.h"
 #include "counting_allocator.h"
 #include "naive_grid.h"
+#include "nb_pthreads.h"
 
 #include <nearby/grid.h>
 
@@ -120,6 +121,19 @@ int main(int argc, char **argv)
     memset(&desc, 0, sizeof desc);
     desc.dim = a.dim; // cell_size 0: the radius passed to nb_grid_build
     desc.allocator = &alloc;
+    // NBB_THREADS=N (N > 1): the grid runs on a pool of N workers (examples/nb_pthreads.h), and
+    // the lines name the peer nearby_tN.
+    const char *threads_env = getenv("NBB_THREADS");
+    const int threads = threads_env != NULL ? atoi(threads_env) : 1;
+    char peer[32] = "nearby";
+    nbxPool pool;
+    nbTasks tasks;
+    if (threads > 1) {
+        if (nbx_pool_start(&pool, threads) != 0) return 1;
+        tasks = nbx_pool_tasks(&pool);
+        desc.tasks = &tasks;
+        snprintf(peer, sizeof peer, "nearby_t%d", threads);
+    }
     nbGrid *grid;
     check(nb_grid_create(&desc, &grid), "nb_grid_create");
     nbPoints pts = {.data = p, .count = n, .dim = a.dim, .stride = 0};
@@ -192,12 +206,13 @@ int main(int argc, char **argv)
     const char *op = a.count_only ? "count" : "pairs";
     double per_run = (double)a.runs;
     double extra = (double)malloc_calls / per_run; // allocations that bypassed the hook
-    nbb_emit("nearby", &a, "build", n, t_build, (double)hook_build / per_run + extra, bytes, method,
-             -1, 0);
-    nbb_emit("nearby", &a, op, n, t_pairs, (double)hook_pairs / per_run, bytes, method, found, sum);
-    nbb_emit("nearby", &a, "frame", n, t_frame, (double)(hook_build + hook_pairs) / per_run + extra,
+    nbb_emit(peer, &a, "build", n, t_build, (double)hook_build / per_run + extra, bytes, method, -1,
+             0);
+    nbb_emit(peer, &a, op, n, t_pairs, (double)hook_pairs / per_run, bytes, method, found, sum);
+    nbb_emit(peer, &a, "frame", n, t_frame, (double)(hook_build + hook_pairs) / per_run + extra,
              bytes, method, found, sum);
     nb_grid_destroy(grid);
+    if (threads > 1) nbx_pool_stop(&pool);
     free(out);
     free(p);
     return 0;

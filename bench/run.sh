@@ -12,6 +12,11 @@
 #   bash bench/run.sh BUILD_DIR --agents     only the moving-agents section (100k agents, 100
 #                                            frames; ~7 minutes): writes
 #                                            bench/results/$NB_BENCH_MACHINE/agents_latest.csv
+#   bash bench/run.sh BUILD_DIR --reorder    only the reordering section: a 1M-point random walk,
+#                                            100 steps, arrays reordered into cell order every
+#                                            10 steps (row-major or Morton) against never
+#                                            (~1 minute): writes
+#                                            bench/results/$NB_BENCH_MACHINE/reorder_latest.csv
 #   bash bench/run.sh BUILD_DIR --cell-size  only the cell-size sweep (1M uniform 2D points,
 #                                            r = 1.75, cell / r from 0.25 to 4; ~1 minute),
 #                                            plus instruction counts at a few ratios when
@@ -35,7 +40,8 @@
 # Environment: NB_BENCH_MACHINE (default c-<nproc>core) names the results directory;
 # NB_BENCH_CPU pins every runner to that CPU with taskset (default: unpinned, which does
 # better than pinning on a shared box where another job may hold that CPU);
-# NB_BENCH_PEERS limits the peers (default "nearby naive nanoflann ckdtree ckdtree_set");
+# NB_BENCH_PEERS limits the peers (default "nearby nearby_t2 naive nanoflann ckdtree
+# ckdtree_set"; nearby_t2 is the grid on a pool of 2 workers, examples/nb_pthreads.h);
 # NB_BENCH_AGENTS_PEERS the agents section's (default "nearby_hash nearby_grid b2tree
 # rtree_packed rtree_rstar naive_hash"; an empty value skips the section); NB_BENCH_SWEEP_N
 # (default 1000000) and NB_BENCH_SWEEP_RUNS (default 7) size the cell-size sweep.
@@ -43,20 +49,20 @@ set -euo pipefail
 
 usage() {
     echo "usage: bash bench/run.sh BUILD_DIR [--quick | --callgrind | --agents | --cell-size |" \
-        "--periodic]" >&2
+        "--periodic | --reorder]" >&2
     exit 2
 }
 [ $# -ge 1 ] || usage
 build=$1
 mode=${2:-full}
-case "$mode" in full | --quick | --callgrind | --agents | --cell-size | --periodic) ;; *) usage ;; esac
+case "$mode" in full | --quick | --callgrind | --agents | --cell-size | --periodic | --reorder) ;; *) usage ;; esac
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(dirname "$here")
 bin=$build/bench
 py=/usr/bin/python3 # Debian's python3-scipy lives here, not in a pyenv python earlier on PATH
 machine=${NB_BENCH_MACHINE:-c-$(nproc)core}
-peers=${NB_BENCH_PEERS:-nearby naive nanoflann ckdtree ckdtree_set}
+peers=${NB_BENCH_PEERS:-nearby nearby_t2 naive nanoflann ckdtree ckdtree_set}
 
 [ -x "$bin/gen_data" ] || {
     echo "run.sh: $bin/gen_data not found; configure with -DNB_BUILD_BENCH=ON and build" >&2
@@ -215,6 +221,31 @@ if [ "$mode" = --cell-size ]; then
     exit $?
 fi
 
+# ---- reordering: a random walk with the arrays reordered into cell order (bench_reorder) ----
+run_reorder() {
+    [ -x "$bin/bench_reorder" ] || { echo "run.sh: bench_reorder not built; skipping" >&2; return 0; }
+    local n=1000000 steps=100 out
+    if [ "$mode" = --quick ]; then
+        n=100000 steps=20
+        out=$bin/reorder_quick.csv
+    else
+        mkdir -p "$root/bench/results/$machine"
+        out=$root/bench/results/$machine/reorder_latest.csv
+    fi
+    echo "run.sh: reordering: $n points, $steps steps, reordered every 10" >&2
+    "${pin[@]}" "$bin/bench_reorder" "$n" "$steps" 10 > "$out" || return 1
+    column -s, -t < "$out" 2> /dev/null || cat "$out"
+    # Every order must see the same walk: the same pairs at the last step.
+    [ "$(cut -d, -f8 < "$out" | tail -n +2 | sort -u | wc -l)" -eq 1 ] || {
+        echo "run.sh: reordering: MISMATCH: the orders disagree on the pair count" >&2
+        return 1
+    }
+}
+if [ "$mode" = --reorder ]; then
+    run_reorder
+    exit $?
+fi
+
 # ---- moving agents: run_agents runs the section and prints its table; status 1 on a failure
 # or a MISMATCH ----
 agents_peers=${NB_BENCH_AGENTS_PEERS-nearby_hash nearby_grid b2tree rtree_packed rtree_rstar \
@@ -247,7 +278,7 @@ run_agents() {
             *) echo "run.sh: unknown agents peer $peer" >&2; return 2 ;;
         esac
         if [ ! -x "${exe[0]}" ]; then
-            echo "run.sh: ${exe[0]} not built; skipping $peer" >&2
+            echo "run.sh: ${exe[-1]} not built; skipping $peer" >&2
             continue
         fi
         for pct in $shares; do
@@ -359,6 +390,7 @@ for s in "${sets[@]}"; do
     for peer in $peers; do
         case "$peer" in
             nearby) exe=("$bin/bench_nearby") runs=$runs_nearby ;;
+            nearby_t2) exe=(env NBB_THREADS=2 "$bin/bench_nearby") runs=$runs_nearby ;;
             naive) exe=("$bin/bench_naive") runs=$runs_naive ;;
             nanoflann) exe=("$bin/bench_nanoflann") runs=$runs_nanoflann ;;
             ckdtree) exe=("$py" "$here/bench_ckdtree.py") runs=$runs_ckdtree ;;
@@ -368,8 +400,8 @@ for s in "${sets[@]}"; do
                 runs=$((runs_ckdtree < 3 ? runs_ckdtree : 3)) ;;
             *) echo "run.sh: unknown peer $peer" >&2; exit 2 ;;
         esac
-        if [ "${peer#ckdtree}" = "$peer" ] && [ ! -x "${exe[0]}" ]; then
-            echo "run.sh: ${exe[0]} not built; skipping $peer" >&2
+        if [ "${peer#ckdtree}" = "$peer" ] && [ ! -x "${exe[-1]}" ]; then
+            echo "run.sh: ${exe[-1]} not built; skipping $peer" >&2
             continue
         fi
         if [ "${peer#ckdtree}" != "$peer" ] && ! "$py" -c 'import scipy.spatial' 2> /dev/null; then
@@ -403,5 +435,6 @@ if [ -n "$failed" ]; then
 fi
 [ "$mode" = full ] && { run_cell_size || status=1; }
 [ "$mode" = full ] && { run_periodic || status=1; }
+run_reorder || status=1
 run_agents || status=1
 exit $status

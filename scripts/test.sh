@@ -31,10 +31,14 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
   run build/asan -DCMAKE_BUILD_TYPE=Debug -DNB_SANITIZE=address,undefined -DNB_INSTALL_TEST=OFF
 CC=clang run build/clang -DCMAKE_BUILD_TYPE=Release -DNB_INSTALL_TEST=OFF \
   -DCMAKE_C_FLAGS=-U__SSE2__
-# ThreadSanitizer on the concurrency test only: read-only queries must not write shared state.
-echo "== build/tsan: the threads test under ThreadSanitizer"
+# ThreadSanitizer on the concurrency tests only: read-only queries must not write shared state,
+# and the grid on a scheduler must not race.
+echo "== build/tsan: the threads and parallel tests under ThreadSanitizer"
 cmake -S . -B build/tsan -DNB_WERROR=ON -DCMAKE_BUILD_TYPE=Debug -DNB_SANITIZE=thread \
   -DNB_INSTALL_TEST=OFF -DNB_BUILD_CLI=OFF > /dev/null
-cmake --build build/tsan -j "$jobs" --target test_threads
+cmake --build build/tsan -j "$jobs" --target test_threads test_parallel
 TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build/tsan -R '^threads$' --output-on-failure
+# The uniform cases only: the others add data shapes, not thread interleavings (all cases run in
+# the other builds).
+TSAN_OPTIONS=halt_on_error=1 build/tsan/tests/test_parallel uniform
 echo "make test: all builds passed"

@@ -17,17 +17,20 @@
 
 enum { NBI_DENSE_CELLS_PER_POINT = 4, NBI_DENSE_MIN_CELLS = 64 };
 
-enum { NBI_GRID_BUFS = 8 };
+enum { NBI_GRID_BUFS = 9 };
+// Below this many points a build runs serially even with a scheduler: the passes are too short
+// to pay for waking the workers.
+enum { NBI_PARALLEL_MIN_POINTS = 16384 };
 
 // Every buffer the grid owns, with its element size, in one table so that growing and freeing
 // them cannot miss one.
 static void nbi_grid_bufs(nbGrid *g, nbiBuf *buf[NBI_GRID_BUFS], size_t elem[NBI_GRID_BUFS])
 {
-    nbiBuf *b[NBI_GRID_BUFS] = {&g->pts,       &g->idx, &g->cell_of, &g->start,
-                                &g->cell_slot, &g->cat, &g->mask,    &g->table.buf};
-    const size_t e[NBI_GRID_BUFS] = {sizeof(double),   sizeof(int32_t),    sizeof(int32_t),
-                                     sizeof(int32_t),  sizeof(uint32_t),   sizeof(uint32_t),
-                                     sizeof(uint32_t), sizeof(nbiCellSlot)};
+    nbiBuf *b[NBI_GRID_BUFS] = {&g->pts, &g->idx,  &g->cell_of,   &g->start, &g->cell_slot,
+                                &g->cat, &g->mask, &g->table.buf, &g->hist};
+    const size_t e[NBI_GRID_BUFS] = {sizeof(double),   sizeof(int32_t),     sizeof(int32_t),
+                                     sizeof(int32_t),  sizeof(uint32_t),    sizeof(uint32_t),
+                                     sizeof(uint32_t), sizeof(nbiCellSlot), sizeof(int32_t)};
     for (int i = 0; i < NBI_GRID_BUFS; i++) {
         buf[i] = b[i];
         elem[i] = e[i];
@@ -40,12 +43,15 @@ static void nbi_grid_free_all(nbGrid *g)
     size_t elem[NBI_GRID_BUFS];
     nbi_grid_bufs(g, buf, elem);
     for (int i = 0; i < NBI_GRID_BUFS; i++) nbi_free(&g->alloc, buf[i]->ptr, buf[i]->cap, elem[i]);
+    for (int k = 0; k < NBI_MAX_CHUNKS; k++)
+        nbi_free(&g->alloc, g->scratch[k].ptr, g->scratch[k].cap, sizeof(nbPair));
 }
 
 // Room for a build of n points whose index needs `cells` cells; hashed: `slots` table slots and
-// `keyed` cell slots; filtered: `bits` categories and masks.
+// `keyed` cell slots; filtered: `bits` categories and masks; a parallel dense build: `hist`
+// per-chunk cell counts.
 typedef struct nbiGridNeed {
-    uint64_t n, cells, slots, keyed, bits;
+    uint64_t n, cells, slots, keyed, bits, hist;
 } nbiGridNeed;
 
 // Grows every buffer to `need`, all or nothing. With `keep`, the contents move along (reserve);
@@ -62,7 +68,8 @@ static bool nbi_grid_grow(nbGrid *g, nbiGridNeed need, bool keep)
                                          need.keyed,
                                          need.bits,
                                          need.bits,
-                                         need.slots};
+                                         need.slots,
+                                         need.hist};
     nbiBuf next[NBI_GRID_BUFS];
     for (int b = 0; b < NBI_GRID_BUFS; b++) {
         if (!nbi_buf_prepare(&g->alloc, cur[b], &next[b], count[b], elem[b])) {
@@ -89,6 +96,7 @@ nbStatus nb_grid_create(const nbGridDesc *desc, nbGrid **out)
     for (int d = 0; d < 3; d++)
         if (!isfinite(desc->period[d])) return NB_ERR_NOT_FINITE;
     if (desc->cell_size < 0.0 || desc->capacity_hint < 0) return NB_ERR_OUT_OF_RANGE;
+    if (desc->tasks != NULL && desc->tasks->workers < 0) return NB_ERR_OUT_OF_RANGE;
     if (desc->dim != 0 && desc->dim != 2 && desc->dim != 3) return NB_ERR_OUT_OF_RANGE;
     const int32_t dim = desc->dim == 0 ? 2 : desc->dim;
     for (int d = 0; d < 3; d++)
@@ -100,6 +108,7 @@ nbStatus nb_grid_create(const nbGridDesc *desc, nbGrid **out)
     g->alloc = a;
     g->dim = desc->dim == 0 ? 2 : desc->dim;
     g->desc_cell = desc->cell_size;
+    if (desc->tasks != NULL) g->tasks = *desc->tasks;
     g->cm = nbi_cell_math(desc->cell_size > 0.0 ? desc->cell_size : 1.0);
     for (int d = 0; d < 3; d++) {
         g->wrapped |= desc->period[d] > 0.0;
@@ -135,8 +144,8 @@ nbStatus nb_grid_reserve(nbGrid *grid, int32_t points)
     const int32_t bits = nbi_ctab_bits_for(room < INT32_MAX ? (size_t)room : INT32_MAX);
     // Hashed cells need up to `room` cell starts too: builds keep that true once hashed.
     const uint64_t cells = NBI_DENSE_CELLS_PER_POINT * n + NBI_DENSE_MIN_CELLS;
-    nbiGridNeed need = {n, cells > room ? cells : room, (uint64_t)1 << bits, room,
-                        grid->had_bits ? room : 0};
+    nbiGridNeed need = {n,    cells > room ? cells : room, (uint64_t)1 << bits,
+                        room, grid->had_bits ? room : 0,   0};
     return nbi_grid_grow(grid, need, true) ? NB_OK : NB_ERR_OUT_OF_MEMORY;
 }
 
@@ -149,7 +158,7 @@ int32_t nb_grid_count(const nbGrid *grid)
 // between points in doubles; `dim` and `step` are constants at each call site, so the loop is
 // specialised (and vectorised) per layout. Finiteness is checked without branches:
 // v * 0.0 is 0 for finite v and NaN for NaN or infinity, and NaN survives the sum.
-NBI_INLINE bool nbi_scan_points(const double *data, size_t step, int32_t n, int dim, double mn[3],
+NBI_INLINE bool nbi_scan_layout(const double *data, size_t step, int32_t n, int dim, double mn[3],
                                 double mx[3])
 {
     double lo[3] = {data[0], data[1], dim == 3 ? data[2] : 0.0};
@@ -185,15 +194,19 @@ NBI_INLINE void nbi_count_dense(const double *data, size_t step, int32_t n, int 
     }
 }
 
-// Pass 4: scatter the indices in input order, so they ascend within each cell; then copy each
-// position's coordinates from the caller's array. Scattering 4-byte indices and reading the
-// coordinates in position order moves less memory than scattering the coordinates themselves
-// (random writes cost a read and a write-back of a whole line each).
-NBI_INLINE void nbi_scatter(const double *data, size_t step, int32_t n, int dim,
-                            const int32_t *cell_of, int32_t *start, double *pts, int32_t *idx)
+// Pass 4: scatter the indices in input order, so they ascend within each cell; then (pass 4b,
+// nbi_grid_gather) copy each position's coordinates from the caller's array. Scattering 4-byte
+// indices and reading the coordinates in position order moves less memory than scattering the
+// coordinates themselves (random writes cost a read and a write-back of a whole line each).
+static void nbi_scatter(int32_t n, const int32_t *cell_of, int32_t *start, int32_t *idx)
 {
     for (int32_t i = 0; i < n; i++) idx[start[cell_of[i] + 1]++] = i;
-    for (int32_t p = 0; p < n; p++) {
+}
+
+NBI_INLINE void nbi_gather_layout(const double *data, size_t step, int32_t p0, int dim, int32_t p1,
+                                  const int32_t *idx, double *pts)
+{
+    for (int32_t p = p0; p < p1; p++) {
         const double *q = data + (size_t)idx[p] * step;
         for (int a = 0; a < dim; a++) pts[(size_t)p * (size_t)dim + (size_t)a] = q[a];
     }
@@ -212,11 +225,10 @@ NBI_INLINE void nbi_scatter(const double *data, size_t step, int32_t n, int dim,
             F(data, step, n, 3, __VA_ARGS__);                                                      \
     } while (0)
 
-static bool nbi_scan_any(const double *data, size_t step, int32_t n, int dim, double mn[3],
-                         double mx[3])
+bool nbi_grid_scan(const double *data, size_t step, int32_t n, int dim, double mn[3], double mx[3])
 {
     bool ok = true;
-#define NBI_SCAN(d, st, nn, dm, a, b) ok = nbi_scan_points(d, st, nn, dm, a, b)
+#define NBI_SCAN(d, st, nn, dm, a, b) ok = nbi_scan_layout(d, st, nn, dm, a, b)
     NBI_BY_LAYOUT(NBI_SCAN, data, step, n, dim, mn, mx);
 #undef NBI_SCAN
     return ok;
@@ -323,9 +335,19 @@ nbStatus nb_grid_build(nbGrid *grid, const nbPoints *points, double radius)
     const bool layout_ok = points->count >= 0 && (points->dim == 0 || points->dim == dim) &&
                            stride >= (size_t)dim * sizeof(double) && stride % sizeof(double) == 0;
     double mn[3] = {0, 0, 0}, mx[3] = {0, 0, 0}, max_abs = 0.0;
+    const nbiBuildIn in = {points->data,
+                           stride / sizeof(double),
+                           points->count,
+                           dim,
+                           points->category,
+                           points->mask,
+                           0,
+                           0};
+    const bool parallel = nbi_grid_parallel(grid) && points->count >= NBI_PARALLEL_MIN_POINTS;
     // The scan needs a sound layout to read the points; without one there is nothing to scan.
     if (layout_ok && points->count > 0 &&
-        !nbi_scan_any(points->data, stride / sizeof(double), points->count, dim, mn, mx))
+        !(parallel ? nbi_grid_scan_parallel(grid, &in, mn, mx)
+                   : nbi_grid_scan(in.data, in.step, in.n, dim, mn, mx)))
         return NB_ERR_NOT_FINITE;
     if (radius < 0.0 || !layout_ok) return NB_ERR_OUT_OF_RANGE;
     size_t cat_stride, mask_stride;
@@ -372,9 +394,13 @@ nbStatus nb_grid_build(nbGrid *grid, const nbPoints *points, double radius)
     const bool keep_hashed = hashed || grid->table.buf.cap > 0;
     const bool keep_bits = filtered || grid->had_bits;
     const uint64_t cells = hashed ? (uint64_t)n : (uint64_t)box_cells;
-    nbiGridNeed need = {(uint64_t)n, keep_hashed && room > cells ? room : cells,
-                        keep_hashed ? (uint64_t)1 << room_bits : 0, keep_hashed ? room : 0,
-                        keep_bits ? room : 0};
+    const bool parallel_dense = parallel && !hashed && !grid->wrapped; // periodic: serial
+    nbiGridNeed need = {(uint64_t)n,
+                        keep_hashed && room > cells ? room : cells,
+                        keep_hashed ? (uint64_t)1 << room_bits : 0,
+                        keep_hashed ? room : 0,
+                        keep_bits ? room : 0,
+                        parallel_dense ? (uint64_t)nbi_grid_build_chunks(grid) * cells : 0};
     if (!nbi_grid_grow(grid, need, false)) return NB_ERR_OUT_OF_MEMORY;
 
     // Nothing can fail from here on: replace the contents.
@@ -391,6 +417,14 @@ nbStatus nb_grid_build(nbGrid *grid, const nbPoints *points, double radius)
 
     int32_t *cell_of = (int32_t *)grid->cell_of.ptr;
     int32_t *start = (int32_t *)grid->start.ptr;
+    nbiBuildIn with_bits = in;
+    with_bits.cat_stride = cat_stride;
+    with_bits.mask_stride = mask_stride;
+    if (parallel_dense) {
+        grid->ncells = (int32_t)box_cells;
+        nbi_grid_build_parallel(grid, &with_bits);
+        return NB_OK;
+    }
 
     // Pass 2: the cell of each point, counted into start[cell + 2].
     int32_t ncells;
@@ -427,18 +461,23 @@ nbStatus nb_grid_build(nbGrid *grid, const nbPoints *points, double radius)
 
     // Pass 4: the scatter. Afterwards start[c + 1] has advanced to the end of cell c, i.e.
     // start[c] is cell c's first position.
-    double *pts = (double *)grid->pts.ptr;
-    int32_t *idx = (int32_t *)grid->idx.ptr;
-    NBI_BY_LAYOUT(nbi_scatter, points->data, step, n, dim, cell_of, start, pts, idx);
-    if (filtered) { // the bits follow the points into cell order; NULL means all bits
-        uint32_t *cat = (uint32_t *)grid->cat.ptr, *mask = (uint32_t *)grid->mask.ptr;
-        for (int32_t p = 0; p < n; p++) {
-            cat[p] =
-                points->category ? nbi_bits_at(points->category, cat_stride, idx[p]) : 0xFFFFFFFFu;
-            mask[p] = points->mask ? nbi_bits_at(points->mask, mask_stride, idx[p]) : 0xFFFFFFFFu;
+    nbi_scatter(n, cell_of, start, (int32_t *)grid->idx.ptr);
+    nbi_grid_gather(grid, &with_bits, 0, n);
+    return NB_OK;
+}
+
+void nbi_grid_gather(const nbGrid *g, const nbiBuildIn *in, int32_t p0, int32_t p1)
+{
+    const int32_t *idx = (const int32_t *)g->idx.ptr;
+    NBI_BY_LAYOUT(nbi_gather_layout, in->data, in->step, p0, in->dim, p1, idx,
+                  (double *)g->pts.ptr);
+    if (g->filtered) { // the bits follow the points into cell order; NULL means all bits
+        uint32_t *cat = (uint32_t *)g->cat.ptr, *mask = (uint32_t *)g->mask.ptr;
+        for (int32_t p = p0; p < p1; p++) {
+            cat[p] = in->category ? nbi_bits_at(in->category, in->cat_stride, idx[p]) : 0xFFFFFFFFu;
+            mask[p] = in->mask ? nbi_bits_at(in->mask, in->mask_stride, idx[p]) : 0xFFFFFFFFu;
         }
     }
-    return NB_OK;
 }
 
 nbiView nbi_grid_view(const nbGrid *g)
@@ -472,6 +511,7 @@ size_t nb_grid_memory_bytes(const nbGrid *grid)
     size_t elem[NBI_GRID_BUFS], bytes = sizeof(nbGrid);
     nbi_grid_bufs((nbGrid *)grid, buf, elem);
     for (int i = 0; i < NBI_GRID_BUFS; i++) bytes += buf[i]->cap * elem[i];
+    for (int k = 0; k < NBI_MAX_CHUNKS; k++) bytes += grid->scratch[k].cap * sizeof(nbPair);
     return bytes;
 }
 

@@ -8,6 +8,16 @@
 
 #include "view.h"
 
+#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__STDC_NO_ATOMICS__)
+#include <stdatomic.h>
+#define NBI_HAS_ATOMICS 1
+#else
+#define NBI_HAS_ATOMICS 0
+#endif
+
+// Most chunks a parallel call cuts its work into (grid_parallel.c).
+enum { NBI_MAX_CHUNKS = 64 };
+
 // A counting-sort grid. Points are copied, sorted by cell, into `pts` (interleaved, dim doubles
 // each) with their input indices in `idx`; cell c holds positions [start[c], start[c + 1]).
 //
@@ -57,7 +67,50 @@ struct nbGrid {
     // [0, P) there.
     bool wrapped;
     nbiWrap wrap;
+    // Parallel calls (grid_parallel.c): the caller's scheduler; a parallel build's per-chunk
+    // cell counts (int32_t, chunks x cells); the pair chunks' scratch (nbPair each, chunk 0
+    // unused), claimed by one call at a time through scratch_busy.
+    nbTasks tasks;
+    nbiBuf hist;
+    nbiBuf scratch[NBI_MAX_CHUNKS];
+#if NBI_HAS_ATOMICS
+    atomic_flag scratch_busy;
+#endif
 };
+
+// What a build reads: the caller's points as the build's passes take them.
+typedef struct nbiBuildIn {
+    const double *data;
+    size_t step; // doubles from one point to the next
+    int32_t n;
+    int dim;
+    const uint32_t *category, *mask; // NULL = all bits
+    size_t cat_stride, mask_stride;  // bytes
+} nbiBuildIn;
+
+// Whether the grid runs its builds and pair calls on a scheduler.
+static inline bool nbi_grid_parallel(const nbGrid *g)
+{
+    return g->tasks.parallel_for != NULL && g->tasks.workers > 1;
+}
+
+// Pass 1 over n points (dense_grid.c): finite, bounding box. False if any is not finite.
+bool nbi_grid_scan(const double *data, size_t step, int32_t n, int dim, double mn[3], double mx[3]);
+// Pass 4b over positions [p0, p1): each position's coordinates (and filter bits, when the
+// build has them) from the caller's point idx[p].
+void nbi_grid_gather(const nbGrid *g, const nbiBuildIn *in, int32_t p0, int32_t p1);
+
+// The parallel passes (grid_parallel.c). Chunks a build cuts its points into.
+int32_t nbi_grid_build_chunks(const nbGrid *g);
+// Pass 1 on the scheduler.
+bool nbi_grid_scan_parallel(const nbGrid *g, const nbiBuildIn *in, double mn[3], double mx[3]);
+// Passes 2 to 4 of a dense build on the scheduler; the grid's box, cells and storage are set.
+void nbi_grid_build_parallel(nbGrid *g, const nbiBuildIn *in);
+// All pairs counted (NBI_SINK_COUNT) or written into out (NBI_SINK_BUFFER) on the scheduler.
+// *done = false (and NB_OK) when the call must run serially instead: the scratch is held by
+// another call or cannot grow.
+nbStatus nbi_grid_pairs_parallel(const nbGrid *g, double radius, int mode, nbPair *out, int64_t cap,
+                                 int64_t *found, bool *done);
 
 // The grid as the walkers see it.
 nbiView nbi_grid_view(const nbGrid *g);

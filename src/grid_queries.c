@@ -4,6 +4,9 @@
 // shared walkers (pairs.c, query.c), which do the work.
 #include "grid_internal.h"
 
+// Below this many points all pairs run serially even with a scheduler.
+enum { NBI_PARALLEL_MIN_PAIRS = 4096 };
+
 // ---- all pairs ----
 
 // Finishes a buffer-mode pair call: the full count, and whether it fit.
@@ -28,6 +31,12 @@ nbStatus nb_grid_pairs(const nbGrid *grid, double radius, nbPair *out, int64_t c
     if (grid == NULL || found == NULL || (out == NULL && capacity > 0)) return NB_ERR_NULL_ARG;
     nbStatus st = nbi_check_pairs(radius, capacity);
     if (st != NB_OK) return st;
+    if (nbi_grid_parallel(grid) && grid->n >= NBI_PARALLEL_MIN_PAIRS) {
+        bool done;
+        st = nbi_grid_pairs_parallel(grid, radius, NBI_SINK_BUFFER, out, capacity, found, &done);
+        if (st != NB_OK || done)
+            return st == NB_OK && *found > capacity ? NB_ERR_BUFFER_TOO_SMALL : st;
+    }
     nbiPairSink s;
     nbi_pair_sink_init(&s, NBI_SINK_BUFFER, out, capacity, NULL, NULL);
     st = nbi_grid_pairs_range(grid, radius, 0, nb_grid_pair_units(grid), &s);
@@ -40,6 +49,11 @@ nbStatus nb_grid_count_pairs(const nbGrid *grid, double radius, int64_t *count)
     if (grid == NULL || count == NULL) return NB_ERR_NULL_ARG;
     nbStatus st = nbi_check_pairs(radius, 0);
     if (st != NB_OK) return st;
+    if (nbi_grid_parallel(grid) && grid->n >= NBI_PARALLEL_MIN_PAIRS) {
+        bool done;
+        st = nbi_grid_pairs_parallel(grid, radius, NBI_SINK_COUNT, NULL, 0, count, &done);
+        if (st != NB_OK || done) return st;
+    }
     nbiPairSink s;
     nbi_pair_sink_init(&s, NBI_SINK_COUNT, NULL, 0, NULL, NULL);
     st = nbi_grid_pairs_range(grid, radius, 0, nb_grid_pair_units(grid), &s);

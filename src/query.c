@@ -98,12 +98,13 @@ typedef struct nbiFastCtx {
     int32_t *out; // NULL: count only
     int32_t cap;
     int32_t found;
+    const int32_t *idx; // what a hit reports: idx[p], or p itself when NULL (sink positions)
 } nbiFastCtx;
 
 NBI_INLINE bool nbi_fast_run_dim(nbiFastCtx *x, int dim, bool flt, int32_t b0, int32_t b1)
 {
     const double *pts = x->v->pts;
-    const int32_t *idx = x->v->idx;
+    const int32_t *idx = x->idx;
     const uint32_t *cat = x->v->cat, *mask = x->v->mask;
     const double cx = x->c[0], cy = x->c[1], cz = x->c[2], r2 = x->r2;
     int32_t *out = x->out;
@@ -119,7 +120,7 @@ NBI_INLINE bool nbi_fast_run_dim(nbiFastCtx *x, int dim, bool flt, int32_t b0, i
         }
         int32_t hit = d2 <= r2;
         if (flt) hit &= ((cat[p] & x->f.mask) != 0) & ((x->f.category & mask[p]) != 0);
-        if (out != NULL && (room || found < x->cap)) out[found] = idx[p];
+        if (out != NULL && (room || found < x->cap)) out[found] = idx != NULL ? idx[p] : p;
         found += hit;
     }
     x->found = found;
@@ -196,7 +197,8 @@ nbStatus nbi_walk_radius(const nbiView *v, const double *center, double radius, 
                         f,
                         s->mode == NBI_SINK_BUFFER ? s->out : NULL,
                         s->cap,
-                        s->found};
+                        s->found,
+                        s->positions ? NULL : v->idx};
         const bool flt = per_point;
         nbiRunFn *fn = v->dim == 2 ? (flt ? nbi_fast_run2f : nbi_fast_run2)
                                    : (flt ? nbi_fast_run3f : nbi_fast_run3);

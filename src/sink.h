@@ -73,6 +73,7 @@ static inline void nbi_commit(nbiPairSink *s, const nbPair *w, int64_t m)
 typedef struct nbiHitSink {
     int mode;
     bool stop;
+    bool positions; // buffer and count modes: report view positions p instead of idx[p]
     int32_t *out;
     int32_t cap;
     int32_t found;
@@ -85,6 +86,7 @@ static inline void nbi_hit_sink_init(nbiHitSink *s, int mode, int32_t *out, int3
 {
     s->mode = mode;
     s->stop = false;
+    s->positions = false;
     s->out = out;
     s->cap = cap;
     s->found = 0;

@@ -56,8 +56,7 @@ struct nbHash {
     nbiBuf pts;                           // double, dim per position
     nbiBuf idx;                           // int32_t per position: the slot of the item there
     nbiBuf cat, mask;                     // uint32_t per position
-    nbiBuf hnd;                           // uint64_t per position: the item's handle bits
-    nbiBuf puser;                         // uint64_t per position: the item's user value
+    nbiBuf hit;                           // nbHit per position: the item's handle and user value
     nbiBuf posid;                         // int32_t: p at every position p (results are positions)
     int32_t top;                          // positions [0, top) belong to blocks, live or free
     int32_t free_block[NBI_HASH_CLASSES]; // free blocks per size class, chained through idx
@@ -108,8 +107,7 @@ static nbiView nbi_hash_view(const nbHash *h)
 static nbHashHit nbi_hash_hit(const nbHash *h, int32_t p)
 {
     nbHashHit hit;
-    hit.handle.bits = NBI_ARR(h, hnd, const uint64_t)[p];
-    hit.user = NBI_ARR(h, puser, const uint64_t)[p];
+    hit = NBI_ARR(h, hit, const nbHit)[p];
     return hit;
 }
 
@@ -137,23 +135,23 @@ static bool nbi_bits_all(nbFilter f)
 // Every buffer the hash owns, with its element size and what it is sized by, in one table so
 // that growing, checking and freeing them cannot miss one. The cell table's storage grows apart.
 enum { NBI_PER_SLOT, NBI_PER_POSITION, NBI_PER_CELL_ID };
-enum { NBI_HASH_BUFS = 12 };
+enum { NBI_HASH_BUFS = 11 };
 
 static void nbi_hash_bufs(nbHash *h, nbiBuf *buf[NBI_HASH_BUFS], size_t elem[NBI_HASH_BUFS],
                           int kind[NBI_HASH_BUFS])
 {
-    nbiBuf *b[NBI_HASH_BUFS] = {&h->cell,  &h->pts,   &h->idx,   &h->cat, &h->mask, &h->hnd,
-                                &h->puser, &h->posid, &h->start, &h->end, &h->cls,  &h->keys};
-    const size_t e[NBI_HASH_BUFS] = {sizeof(int32_t),  sizeof(double) * (size_t)h->dim,
-                                     sizeof(int32_t),  sizeof(uint32_t),
-                                     sizeof(uint32_t), sizeof(uint64_t),
-                                     sizeof(uint64_t), sizeof(int32_t),
-                                     sizeof(int32_t),  sizeof(int32_t),
-                                     sizeof(int8_t),   sizeof(int64_t) * 3};
+    nbiBuf *b[NBI_HASH_BUFS] = {&h->cell,  &h->pts,   &h->idx, &h->cat, &h->mask, &h->hit,
+                                &h->posid, &h->start, &h->end, &h->cls, &h->keys};
+    const size_t e[NBI_HASH_BUFS] = {sizeof(int32_t),    sizeof(double) * (size_t)h->dim,
+                                     sizeof(int32_t),    sizeof(uint32_t),
+                                     sizeof(uint32_t),   sizeof(nbHit),
+                                     sizeof(int32_t),    sizeof(int32_t),
+                                     sizeof(int32_t),    sizeof(int8_t),
+                                     sizeof(int64_t) * 3};
     const int k[NBI_HASH_BUFS] = {NBI_PER_SLOT,     NBI_PER_POSITION, NBI_PER_POSITION,
                                   NBI_PER_POSITION, NBI_PER_POSITION, NBI_PER_POSITION,
-                                  NBI_PER_POSITION, NBI_PER_POSITION, NBI_PER_CELL_ID,
-                                  NBI_PER_CELL_ID,  NBI_PER_CELL_ID,  NBI_PER_CELL_ID};
+                                  NBI_PER_POSITION, NBI_PER_CELL_ID,  NBI_PER_CELL_ID,
+                                  NBI_PER_CELL_ID,  NBI_PER_CELL_ID};
     for (int i = 0; i < NBI_HASH_BUFS; i++) {
         buf[i] = b[i];
         elem[i] = e[i];
@@ -256,8 +254,7 @@ static void nbi_item_copy(nbHash *h, int32_t from, int32_t to)
     idx[to] = idx[from];
     NBI_ARR(h, cat, uint32_t)[to] = NBI_ARR(h, cat, uint32_t)[from];
     NBI_ARR(h, mask, uint32_t)[to] = NBI_ARR(h, mask, uint32_t)[from];
-    NBI_ARR(h, hnd, uint64_t)[to] = NBI_ARR(h, hnd, uint64_t)[from];
-    NBI_ARR(h, puser, uint64_t)[to] = NBI_ARR(h, puser, uint64_t)[from];
+    NBI_ARR(h, hit, nbHit)[to] = NBI_ARR(h, hit, nbHit)[from];
     nbi_pool_set_slot_value(&h->pool, idx[to], to);
 }
 
@@ -479,8 +476,8 @@ static void nbi_item_write(nbHash *h, int32_t p, const double *pos, nbFilter f, 
            (size_t)h->dim * sizeof(double));
     NBI_ARR(h, cat, uint32_t)[p] = f.category;
     NBI_ARR(h, mask, uint32_t)[p] = f.mask;
-    NBI_ARR(h, hnd, uint64_t)[p] = handle;
-    NBI_ARR(h, puser, uint64_t)[p] = user;
+    NBI_ARR(h, hit, nbHit)[p].handle.bits = handle;
+    NBI_ARR(h, hit, nbHit)[p].user = user;
 }
 
 nbStatus nb_hash_insert(nbHash *hash, const double *pos, uint64_t user, nbFilter filter,
@@ -529,7 +526,7 @@ nbStatus nb_hash_move(nbHash *hash, nbHandle item, const double *pos)
     st = nbi_hash_room(hash, nbi_place_need(hash, key, 0));
     if (st != NB_OK) return st;
     const nbFilter f = {NBI_ARR(hash, cat, uint32_t)[p], NBI_ARR(hash, mask, uint32_t)[p]};
-    const uint64_t user = NBI_ARR(hash, puser, uint64_t)[p];
+    const uint64_t user = NBI_ARR(hash, hit, nbHit)[p].user;
     // Into the new cell first (the old one may be emptied and its id reused afterwards).
     const int32_t to = nbi_cell_get(hash, key);
     const int32_t q = nbi_cell_append(hash, to, slot);
@@ -565,7 +562,7 @@ nbStatus nb_hash_get(const nbHash *hash, nbHandle item, double *pos, uint64_t *u
     if (pos != NULL)
         memcpy(pos, NBI_ARR(hash, pts, const double) + (size_t)p * (size_t)hash->dim,
                (size_t)hash->dim * sizeof(double));
-    if (user != NULL) *user = NBI_ARR(hash, puser, const uint64_t)[p];
+    if (user != NULL) *user = NBI_ARR(hash, hit, const nbHit)[p].user;
     if (filter != NULL) {
         filter->category = NBI_ARR(hash, cat, const uint32_t)[p];
         filter->mask = NBI_ARR(hash, mask, const uint32_t)[p];
@@ -582,7 +579,7 @@ nbStatus nb_hash_set(nbHash *hash, nbHandle item, uint64_t user, nbFilter filter
     const int32_t p = nbi_pool_slot_value(&hash->pool, slot);
     uint32_t *cat = NBI_ARR(hash, cat, uint32_t), *mask = NBI_ARR(hash, mask, uint32_t);
     hash->nfiltered += !nbi_bits_all(filter) - !(cat[p] == 0xFFFFFFFFu && mask[p] == 0xFFFFFFFFu);
-    NBI_ARR(hash, puser, uint64_t)[p] = user;
+    NBI_ARR(hash, hit, nbHit)[p].user = user;
     cat[p] = filter.category;
     mask[p] = filter.mask;
     return NB_OK;
@@ -652,6 +649,7 @@ static nbStatus nbi_hash_range_buffer(const nbHash *h, const double *center, dou
     const nbiView v = nbi_hash_view(h);
     nbiHitSink s;
     nbi_hit_sink_init(&s, NBI_SINK_BUFFER, (int32_t *)(void *)out, capacity, NULL, NULL);
+    s.positions = true; // positions, not the view's idx (posid, the same numbers): one array less
     const nbStatus st = center != NULL ? nbi_walk_radius(&v, center, radius, f, &s)
                                        : nbi_walk_box(&v, lo, hi, f, &s);
     if (st != NB_OK) return st;
@@ -950,7 +948,7 @@ nbStatus nb_hash_validate(const nbHash *hash)
     NBI_CHECK(h->ncells >= h->live_cells && (size_t)h->ncells <= h->start.cap);
     NBI_CHECK(h->top >= 0 && (size_t)h->top <= h->idx.cap);
     NBI_CHECK((size_t)h->pool.used <= h->cell.cap && (size_t)h->top <= h->posid.cap);
-    NBI_CHECK((size_t)h->top <= h->hnd.cap && (size_t)h->top <= h->puser.cap);
+    NBI_CHECK((size_t)h->top <= h->hit.cap);
     const int32_t *start = NBI_ARR(h, start, const int32_t), *end = NBI_ARR(h, end, const int32_t);
     const int8_t *cls = NBI_ARR(h, cls, const int8_t);
     const int64_t *keys = NBI_ARR(h, keys, const int64_t);
@@ -976,7 +974,8 @@ nbStatus nb_hash_validate(const nbHash *hash)
         for (int32_t p = start[c]; p < end[c]; p++) {
             const int32_t s = idx[p];
             NBI_CHECK(s >= 0 && s < h->pool.used);
-            NBI_CHECK(nbi_pool_handle_of(&h->pool, s).bits == NBI_ARR(h, hnd, const uint64_t)[p]);
+            NBI_CHECK(nbi_pool_handle_of(&h->pool, s).bits ==
+                      NBI_ARR(h, hit, const nbHit)[p].handle.bits);
             NBI_CHECK(NBI_ARR(h, posid, const int32_t)[p] == p);
             NBI_CHECK(nbi_pool_slot_value(&h->pool, s) == p && cell[s] == c);
             for (int a = 0; a < h->dim; a++) {

@@ -1,6 +1,13 @@
 // SPDX-License-Identifier: MIT
 // Status names, version, and allocation through the per-structure hooks.
+#if defined(__linux__) && !defined(_DEFAULT_SOURCE)
+#define _DEFAULT_SOURCE // posix_memalign and madvise under -std=c11
+#endif
 #include "nb_internal.h"
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include <stdalign.h>
 #include <stdint.h>
@@ -42,10 +49,24 @@ uint32_t nb_version(void)
     return (uint32_t)NB_VERSION;
 }
 
+// Big buffers (a million points' coordinates, indices, cells) on Linux are aligned to 2 MiB and
+// marked for transparent huge pages where the system grants them on request (the common
+// "madvise" setting): a cold build then takes one page fault per 2 MiB instead of 512, which
+// is most of a first frame's kernel time. Elsewhere, and for small buffers, plain malloc.
+enum { NBI_HUGE = 2 << 20, NBI_HUGE_MIN = 4 << 20 };
+
 static void *nbi_default_alloc(size_t size, size_t align, void *user)
 {
     (void)user;
     (void)align; // malloc's alignment covers max_align_t, all nearby asks for
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (size >= NBI_HUGE_MIN) {
+        void *p = NULL;
+        if (posix_memalign(&p, NBI_HUGE, size) != 0) return NULL;
+        (void)madvise(p, size - size % NBI_HUGE, MADV_HUGEPAGE); // advice: failure is harmless
+        return p;
+    }
+#endif
     return malloc(size);
 }
 

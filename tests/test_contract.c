@@ -1084,7 +1084,7 @@ static void fixture_points(const Fixture *fx, uint64_t seed, int n, double *out)
 
 static nbGrid *make_grid(int dim, double cell, const double *xy, int n)
 {
-    nbGridDesc d = {cell, dim, 0, NULL, {0, 0, 0}};
+    nbGridDesc d = {.cell_size = cell, .dim = dim};
     nbGrid *g = NULL;
     if (nb_grid_create(&d, &g) != NB_OK) return NULL;
     nbPoints p = {xy, n, dim, 0, NULL, 0, NULL, 0};
@@ -1386,7 +1386,7 @@ static int half_allocator(const Family *fam, double cell)
         else
             al.alloc = NULL;
         for (int hint = 0; hint <= 100; hint += 100) {
-            nbGridDesc d = {cell, 2, hint, &al, {0, 0, 0}};
+            nbGridDesc d = {.cell_size = cell, .dim = 2, .capacity_hint = hint, .allocator = &al};
             void *obj = BOGUS;
             nbStatus st = fam->create(&d, &obj);
             if (st != NB_ERR_NULL_ARG || obj != NULL || stats.allocs != 0) {
@@ -2368,6 +2368,44 @@ static int test_periodic_table(void)
     return 0;
 }
 
+// nb_grid_cell_order and nb_gather: pointers, then ranges; on any error nothing is written.
+static int test_order_contract(void)
+{
+    const double xy[8] = {0.5, 0.5, 3.5, 0.5, 0.25, 0.75, 3.25, 0.25};
+    nbGridDesc desc = {.dim = 2};
+    nbGrid *g;
+    NB_CHECK_OK(nb_grid_create(&desc, &g));
+    int32_t order[4] = {-7, -7, -7, -7};
+    NB_CHECK_OK(nb_grid_cell_order(g, NULL, 0)); // empty grid: nothing to write
+    nbPoints pts = {.data = xy, .count = 4, .dim = 2};
+    NB_CHECK_OK(nb_grid_build(g, &pts, 1.0));
+    NB_CHECK_STATUS(nb_grid_cell_order(NULL, order, 4), NB_ERR_NULL_ARG);
+    NB_CHECK_STATUS(nb_grid_cell_order(g, NULL, 4), NB_ERR_NULL_ARG);
+    NB_CHECK_STATUS(nb_grid_cell_order(g, order, -1), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK_STATUS(nb_grid_cell_order(g, order, 3), NB_ERR_BUFFER_TOO_SMALL);
+    NB_CHECK(order[0] == -7 && order[3] == -7);
+    NB_CHECK_OK(nb_grid_cell_order(g, order, 4));
+    NB_CHECK(order[0] == 0 && order[1] == 2 && order[2] == 1 && order[3] == 3);
+    nb_grid_destroy(g);
+
+    double dst[8] = {9, 9, 9, 9, 9, 9, 9, 9};
+    const int32_t bad[4] = {0, 1, 4, 2}, neg[4] = {0, -1, 1, 2};
+    NB_CHECK_STATUS(nb_gather(NULL, 4, xy, 0, dst, 0, 16), NB_ERR_NULL_ARG);
+    NB_CHECK_STATUS(nb_gather(order, 4, NULL, 0, dst, 0, 16), NB_ERR_NULL_ARG);
+    NB_CHECK_STATUS(nb_gather(order, 4, xy, 0, NULL, 0, 16), NB_ERR_NULL_ARG);
+    NB_CHECK_OK(nb_gather(NULL, 0, NULL, 0, NULL, 0, 16)); // nothing to do
+    NB_CHECK_STATUS(nb_gather(order, -1, xy, 0, dst, 0, 16), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK_STATUS(nb_gather(order, 4, xy, 0, dst, 0, 0), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK_STATUS(nb_gather(order, 4, xy, 8, dst, 0, 16), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK_STATUS(nb_gather(order, 4, xy, 0, dst, 8, 16), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK_STATUS(nb_gather(bad, 4, xy, 0, dst, 0, 16), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK_STATUS(nb_gather(neg, 4, xy, 0, dst, 0, 16), NB_ERR_OUT_OF_RANGE);
+    for (int i = 0; i < 8; i++) NB_CHECK(dst[i] == 9.0); // no error wrote anything
+    NB_CHECK_OK(nb_gather(order, 4, xy, 0, dst, 0, 16));
+    NB_CHECK(dst[2] == 0.25 && dst[3] == 0.75 && dst[6] == 3.25);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const nbtCase cases[] = {
@@ -2387,6 +2425,7 @@ int main(int argc, char **argv)
         {"hash_table_2d", test_hash_table_2d},
         {"hash_table_3d", test_hash_table_3d},
         {"periodic_table", test_periodic_table},
+        {"order_contract", test_order_contract},
     };
     return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
 }

@@ -35,6 +35,10 @@ static const struct {
      "  --structure NAME  the index to use; the output is the same for every one\n", NULL},
     {"--format", CLI_OPT_FORMAT, true, "[--format csv|f64|npy]",
      "  --format FMT      csv, f64 or npy; default: from the extension (else CSV)\n", NULL},
+    {"--threads", CLI_OPT_THREADS, true, "[--threads N]",
+     "  --threads N       workers for the index's build and the pairs, 1 to 256\n"
+     "                    (default: one per core); the output is the same for every N\n",
+     NULL},
     {"--n", CLI_OPT_N, true, NULL, NULL, NULL},
     {"--seed", CLI_OPT_SEED, true, NULL, NULL, NULL},
     {"--save-points", CLI_OPT_SAVE_POINTS, true, NULL, NULL, NULL},
@@ -254,6 +258,14 @@ static int parse_value(const cliCommand *c, unsigned bit, const char *opt, const
         o->seed = u;
         return CLI_EXIT_OK;
     case CLI_OPT_SAVE_POINTS: o->save_points = v; return CLI_EXIT_OK;
+    case CLI_OPT_THREADS:
+        r = parse_integer(v, 256, &u);
+        if (r != 0 || u == 0) {
+            cli_fail("%s: %s: not a whole number from 1 to 256: %s", cmd, opt, q);
+            return CLI_EXIT_BAD_INPUT;
+        }
+        o->threads = (int32_t)u;
+        return CLI_EXIT_OK;
     default: return CLI_EXIT_OK;
     }
 }

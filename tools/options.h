@@ -29,7 +29,8 @@ enum {
     CLI_OPT_NO_SVG = 1 << 13,
     CLI_OPT_OUTPUT = 1 << 14,
     CLI_OPT_QUERY = 1 << 15,
-    CLI_OPT_PERIOD = 1 << 16,
+    CLI_OPT_THREADS = 1 << 16,
+    CLI_OPT_PERIOD = 1 << 17,
 };
 
 /// What the command line said. Zero-initialise, set any defaults, then parse.
@@ -54,6 +55,7 @@ typedef struct cliOptions {
     int32_t query_count;     ///< values in --query; 0 = none
     double period[3];        ///< --period: per axis, 0 = not periodic
     int32_t period_count;    ///< values in --period; 0 = none
+    int32_t threads;         ///< --threads; 0 = one per online CPU
 } cliOptions;
 
 /// Parses argv[0, argc) (the words after the command name) against the options `cmd` accepts,

@@ -26,6 +26,13 @@ void cli_structure_set_period(const double period[3])
     for (int a = 0; a < 3; a++) cli_period[a] = period[a];
 }
 
+static const nbTasks *cli_tasks; // cli_structure_set_tasks
+
+void cli_structure_set_tasks(const nbTasks *tasks)
+{
+    cli_tasks = tasks;
+}
+
 static nbStatus dense_build_points(void **index, const nbPoints *points, double scale)
 {
     for (int a = 0; a < 3; a++) // the grid refuses a build radius beyond P / 2
@@ -38,6 +45,7 @@ static nbStatus dense_build_points(void **index, const nbPoints *points, double 
     desc.dim = points->dim;
     desc.capacity_hint = points->count;
     for (int a = 0; a < points->dim; a++) desc.period[a] = cli_period[a];
+    desc.tasks = cli_tasks;
     nbGrid *grid = NULL;
     nbStatus st = nb_grid_create(&desc, &grid);
     if (st != NB_OK) return st;

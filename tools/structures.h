@@ -51,6 +51,9 @@ typedef struct cliStructure {
 /// `periodic` uses; the default is none. A build scale beyond half a period is clamped to it
 /// (kNN's scale is only a tuning hint; pairs and within check their radius first).
 void cli_structure_set_period(const double period[3]);
+/// The scheduler that structures able to use one (the dense grid) are created with from now
+/// on; NULL (the default) = serial. The pointer must stay valid while they are in use.
+void cli_structure_set_tasks(const nbTasks *tasks);
 
 /// The structure named `name`, or NULL.
 const cliStructure *cli_structure_find(const char *name);

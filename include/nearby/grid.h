@@ -28,9 +28,15 @@ typedef struct nbGridDesc {
     int32_t dim;                  ///< 2 or 3; 0 means 2
     int32_t capacity_hint;        ///< points to reserve for; 0 = grow on the first build
     const nbAllocator *allocator; ///< NULL = malloc/free; copied, must outlive the grid
-    double period[3];             ///< per axis, the period P of a periodic box [0, P) (as
-                                  ///< cKDTree's boxsize); 0 = not periodic. See "periodic
-                                  ///< boxes" below. Unused axes (z in 2D) must be 0.
+    /// NULL = serial. Your scheduler (copied; its `user` must outlive the grid): builds of the
+    /// dense layout and nb_grid_pairs / nb_grid_count_pairs then run on your workers, with
+    /// results identical, bit for bit and in order, to the serial ones. Small inputs run
+    /// serially. The hashed layout's build and the other calls stay serial (split
+    /// nb_grid_visit_pairs_range yourself to visit in parallel).
+    const nbTasks *tasks;
+    double period[3]; ///< per axis, the period P of a periodic box [0, P) (as
+                      ///< cKDTree's boxsize); 0 = not periodic. See "periodic
+                      ///< boxes" below. Unused axes (z in 2D) must be 0.
 } nbGridDesc;
 
 /// What a grid holds, for inspection and tuning. Filled by nb_grid_info().
@@ -223,6 +229,14 @@ NB_API nbStatus nb_grid_visit_cross_pairs(const nbGrid *a, const nbGrid *b, doub
 /// always uses the dense layout: when the box's cells would outnumber 4 N + 64, the cell edge
 /// doubles until they do not, so memory stays O(N) (clustered data in a large, sparse box then
 /// costs more candidates per point, never more memory).
+/// The cell order of the last build: order[p] = the input index of the point at position p
+/// (cells row-major with x fastest in the dense layout, by first appearance in the hashed one;
+/// ascending input index within a cell). A simulation that reorders its arrays by it every few
+/// steps (nb_gather, for positions, velocities, ids, ...) keeps points that are near in space
+/// near in memory: the next builds scatter almost sequentially, and pairs come out in nearly
+/// ascending index order. Writes nb_grid_count(grid) entries. NB_ERR_BUFFER_TOO_SMALL (nothing
+/// written) if capacity is smaller; NB_ERR_OUT_OF_RANGE for a negative capacity.
+NB_API nbStatus nb_grid_cell_order(const nbGrid *grid, int32_t *order, int32_t capacity);
 
 /// Checks every invariant of the grid (cell order, prefix sums, cell membership, index
 /// permutation, hash table consistency). NB_OK or NB_ERR_INTERNAL. O(N + cells).

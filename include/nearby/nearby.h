@@ -60,6 +60,25 @@ typedef struct nbAllocator {
     void *user;
 } nbAllocator;
 
+/// A task nearby hands to your scheduler: do items [begin, end) of it, as worker `worker`.
+typedef void nbTaskFn(int32_t begin, int32_t end, int32_t worker, void *task_ctx);
+
+/// Your scheduler, in the manner of Box2D v3's task callbacks, folded into one blocking call:
+/// run `task` over [0, count), split into ranges of at least `min_range` items, each range once,
+/// on your workers, and return when every range has finished. Each call of `task` gets a worker
+/// id in [0, workers) (see nbTasks) that no other running call has at that moment. Results never
+/// depend on how you split the items or which worker runs which range. The serial scheduler is
+/// `task(0, count, 0, task_ctx)`.
+typedef void nbParallelForFn(nbTaskFn *task, int32_t count, int32_t min_range, void *task_ctx,
+                             void *user);
+
+/// A scheduler and its worker count. Zero-initialised (or a NULL `nbTasks *`) means serial.
+typedef struct nbTasks {
+    nbParallelForFn *parallel_for; ///< NULL = serial
+    void *user;                    ///< passed to parallel_for
+    int32_t workers;               ///< worker ids are in [0, workers); 0 or 1 = serial
+} nbTasks;
+
 /// A read-only view of the caller's points: `count` points of `dim` doubles each. Point i's
 /// coordinates start at byte `i * stride` from `data`, so an array of structs works. The view
 /// is read during the call only; nearby never keeps the pointer.
@@ -155,6 +174,17 @@ typedef bool nbVisitFn(int32_t index, void *user);
 /// Called once per pair, with i < j (cross pairs: i in set A, j in set B). Return false to stop
 /// early (the call then returns NB_OK).
 typedef bool nbPairFn(int32_t i, int32_t j, void *user);
+
+/// Applies an order to one of your arrays: dst element p = src element order[p], for p in
+/// [0, n). Elements are `size` bytes, `src_stride` and `dst_stride` bytes apart (0 = size), so
+/// one field of an array of structs can be gathered too. src and dst must not overlap (gather
+/// into a second buffer and swap, as simulations double-buffer anyway). Every order[p] is
+/// checked to be in [0, n) before anything is written: NB_ERR_OUT_OF_RANGE for one that is not,
+/// a negative n, a size of 0 or a stride smaller than size; NB_ERR_NULL_ARG for a NULL pointer
+/// with n > 0. `order` need not be a permutation (an index may repeat), but the usual one comes
+/// from nb_grid_cell_order.
+NB_API nbStatus nb_gather(const int32_t *order, int32_t n, const void *src, size_t src_stride,
+                          void *dst, size_t dst_stride, size_t size);
 
 #ifdef __cplusplus
 }

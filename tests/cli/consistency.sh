@@ -39,6 +39,9 @@ for seed in 1 2; do
       for k in "${!radii[@]}"; do
         r=${radii[$k]} rk="$p.r$((k + 1))"
         check "$set_name, $s: pairs r=$r" "$rk.pairs" "$nearby" pairs "$p.csv" --radius "$r" "${st[@]}"
+        # the same pairs streamed (a radius query per point) instead of collected and sorted
+        check "$set_name, $s: pairs streamed r=$r" "$rk.pairs" \
+          env NEARBY_PAIRS_IN_MEMORY=0 "$nearby" pairs "$p.csv" --radius "$r" "${st[@]}"
         check "$set_name, $s: within r=$r" "$rk.within" \
           "$nearby" within "$p.csv" --radius "$r" --at "$at" "${st[@]}"
       done

@@ -542,7 +542,7 @@ def main():
 
 PAIRS_HELP = """\
 usage: nearby pairs INPUT --radius R [--count] [--dim 2|3] [--structure NAME]
-                    [--format csv|f64|npy] [--period PX,PY[,PZ]]
+                    [--format csv|f64|npy] [--threads N] [--period PX,PY[,PZ]]
 
 Prints every pair of points at distance <= R, one "i,j" a line (0-based input
 order, i < j, each pair once), sorted by i then j.
@@ -553,6 +553,8 @@ order, i < j, each pair once), sorted by i then j.
                     says how to read the file (default 2)
   --structure NAME  the index to use; the output is the same for every one
   --format FMT      csv, f64 or npy; default: from the extension (else CSV)
+  --threads N       workers for the index's build and the pairs, 1 to 256
+                    (default: one per core); the output is the same for every N
   --period PX,PY[,PZ]
                     a periodic box [0, P) per axis (0: that axis does not wrap):
                     distances by the minimum image; every point must lie in the

@@ -37,6 +37,20 @@ nbioResult nbio_decode_points(const unsigned char *src, int64_t count, int32_t d
     if (count == 0) return NBIO_OK;
     size_t n = (size_t)count * (size_t)dim; // count <= INT32_MAX, checked by the callers
     if (n > SIZE_MAX / sizeof(double)) return NBIO_NO_MEMORY;
+    // Native doubles in a mapped file are used where they lie, once checked: no copy.
+    const uint16_t one = 1;
+    const bool little = *(const unsigned char *)&one == 1;
+    if (out->mapping != NULL && item_size == 8 && big_endian == !little &&
+        (uintptr_t)src % sizeof(double) == 0) {
+        const double *v = (const double *)(const void *)src;
+        double bad = 0.0; // v * 0 is 0 for finite v and NaN otherwise: one test at the end
+        for (size_t k = 0; k < n; k++) bad += v[k] * 0.0;
+        if (bad == 0.0) {
+            out->coords = (double *)(void *)(uintptr_t)src; // read-only: never written
+            out->count = (int32_t)count;
+            return NBIO_OK;
+        }
+    }
     double *coords = malloc(n * sizeof(double));
     if (coords == NULL) return NBIO_NO_MEMORY;
     for (size_t k = 0; k < n; k++) {

@@ -2,6 +2,7 @@
 // The reader front end: picks a format, slurps the file (or standard input) into memory with a
 // terminating 0, and hands the bytes to csv.c, f64.c or npy.c. Also the strict number parser
 // that CSV fields and the tool's option values share, so both accept exactly the same numbers.
+#define _DEFAULT_SOURCE // fileno, fstat, mmap (MAP_POPULATE) under -std=c11
 #include "io/reader.h"
 
 #include <errno.h>
@@ -9,6 +10,31 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+// Maps a regular, non-empty file read-only, its pages read in ahead (MAP_POPULATE where the
+// system has it). NULL for anything else (a pipe, an empty file, no mmap): then it is read.
+static void *nbio_map(FILE *f, size_t *size)
+{
+    struct stat st;
+    const int fd = fileno(f);
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) return NULL;
+    if ((uint64_t)st.st_size > (uint64_t)SIZE_MAX) return NULL;
+    int flags = MAP_PRIVATE;
+#ifdef MAP_POPULATE
+    flags |= MAP_POPULATE;
+#endif
+    void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, flags, fd, 0);
+    if (p == MAP_FAILED) return NULL;
+    *size = (size_t)st.st_size;
+    return p;
+}
+
+static void nbio_unmap(void *p, size_t size)
+{
+    munmap(p, size);
+}
 
 static char lower_ascii(char c)
 {
@@ -46,7 +72,12 @@ nbioFormat nbio_format_for_path(const char *path)
 void nbio_points_free(nbioPoints *points)
 {
     if (points == NULL) return;
-    free(points->coords);
+    if (points->mapping != NULL)
+        nbio_unmap(points->mapping, points->mapping_size);
+    else
+        free(points->coords);
+    points->mapping = NULL;
+    points->mapping_size = 0;
     points->coords = NULL;
     points->count = 0;
     points->dim = 0;
@@ -193,6 +224,8 @@ nbioResult nbio_read(const char *path, nbioFormat format, int32_t dim, nbioPoint
     out->coords = NULL;
     out->count = 0;
     out->dim = 0;
+    out->mapping = NULL;
+    out->mapping_size = 0;
     err->line = 0;
     err->point = -1;
     err->text[0] = 0;
@@ -215,7 +248,17 @@ nbioResult nbio_read(const char *path, nbioFormat format, int32_t dim, nbioPoint
     char *data = NULL;
     size_t size = 0;
     errno = 0;
-    nbioResult r = slurp(f, &data, &size, err);
+    // A binary file is mapped rather than read: its coordinates can then be used where they lie.
+    const bool binary = format == NBIO_FORMAT_F64 || format == NBIO_FORMAT_NPY;
+    void *mapping = !is_stdin && binary ? nbio_map(f, &size) : NULL;
+    nbioResult r = NBIO_OK;
+    if (mapping != NULL) {
+        data = (char *)mapping;
+        out->mapping = mapping; // the parsers may borrow from it
+        out->mapping_size = size;
+    } else {
+        r = slurp(f, &data, &size, err);
+    }
     if (!is_stdin) fclose(f);
     if (r != NBIO_OK) return r;
 
@@ -224,6 +267,13 @@ nbioResult nbio_read(const char *path, nbioFormat format, int32_t dim, nbioPoint
     case NBIO_FORMAT_NPY: r = nbio_parse_npy(data, size, dim, out, err); break;
     default: r = nbio_parse_csv(data, size, dim, out, err); break;
     }
-    free(data);
+    if (mapping == NULL) {
+        free(data);
+    } else if (r != NBIO_OK || out->count == 0 || (const char *)out->coords < data ||
+               (const char *)out->coords >= data + size) {
+        nbio_unmap(mapping, size); // the points were copied (or there are none): let it go
+        out->mapping = NULL;
+        out->mapping_size = 0;
+    }
     return r;
 }

@@ -26,6 +26,12 @@ typedef struct nbioPoints {
     double *coords;
     int32_t count;
     int32_t dim; ///< 2 or 3; 0 when the input is an empty CSV that does not say (no header)
+    /// Non-NULL when `coords` points into the input file itself, mapped read-only (a .f64
+    /// or little-endian float64 .npy file on a little-endian host): no copy, no decoding, and
+    /// nbio_points_free unmaps it; `coords` must then not be written. Readers over memory see
+    /// it set when `data` is such a mapping.
+    void *mapping;
+    size_t mapping_size;
 } nbioPoints;
 
 /// Where and what the problem is. The tool prints `nearby: FILE:LINE: text` for CSV and

@@ -1,0 +1,360 @@
+// SPDX-License-Identifier: MIT
+// The dense grid on the caller's workers (nbTasks): the parallel passes of a build, and all
+// pairs counted or written into the caller's buffer. Everything here gives the serial result,
+// bit for bit and in the same order, whatever the worker count and however the scheduler splits
+// the work: the work is cut into chunks fixed by the data and the chunk count alone, and each
+// chunk's output has a place computed from the chunks before it.
+//
+// Build (dense layout). The points are cut into K contiguous chunks (K = workers). Each chunk
+// counts its points per cell into its own row of `hist` (K x cells); per cell, the rows become
+// each chunk's first position in that cell (chunk 0's points first, then chunk 1's, ...), which
+// is where the serial counting sort would put them, since it scatters in input order. Each chunk
+// then scatters its indices through its own row; the coordinates are gathered in position
+// order. Cost: the serial passes' work spread over K workers, plus O(K x cells) for the rows.
+//
+// Pairs. The cells are cut into chunks of about equal point counts. The first chunk writes its
+// pairs straight into the caller's buffer; the others write into scratch buffers kept by the
+// grid, which are then copied in behind it, in chunk order. The scratch is claimed with an
+// atomic flag, so concurrent queries stay safe: a call that finds it taken, or cannot grow it,
+// runs serially instead. A chunk whose scratch was too small runs again once it has grown, so
+// only the first calls (or a jump in the pair count) pay twice for those chunks.
+#include "grid_internal.h"
+
+#include <string.h>
+
+// ---- the scheduler ----
+
+typedef struct nbiChunks {
+    nbTaskFn *fn;
+    void *ctx;
+} nbiChunks;
+
+// Runs fn over chunks [0, count) through the grid's scheduler (serially without one).
+static void nbi_run_chunks(const nbGrid *g, nbTaskFn *fn, int32_t count, void *ctx)
+{
+    if (count <= 0) return;
+    if (!nbi_grid_parallel(g))
+        fn(0, count, 0, ctx);
+    else
+        g->tasks.parallel_for(fn, count, 1, ctx, g->tasks.user);
+}
+
+// Item k * n / parts, the start of chunk k of n items cut into `parts`.
+static int32_t nbi_cut(int32_t n, int32_t parts, int32_t k)
+{
+    return (int32_t)((int64_t)n * k / parts);
+}
+
+// ---- build ----
+
+typedef struct nbiBuildCtx {
+    const nbiBuildIn *in;
+    nbGrid *g;
+    int32_t chunks;
+    double mn[NBI_MAX_CHUNKS][3], mx[NBI_MAX_CHUNKS][3];
+    bool ok[NBI_MAX_CHUNKS];
+} nbiBuildCtx;
+
+static void nbi_scan_task(int32_t k0, int32_t k1, int32_t worker, void *vctx)
+{
+    (void)worker;
+    nbiBuildCtx *x = (nbiBuildCtx *)vctx;
+    const nbiBuildIn *in = x->in;
+    for (int32_t k = k0; k < k1; k++) {
+        const int32_t a = nbi_cut(in->n, x->chunks, k), b = nbi_cut(in->n, x->chunks, k + 1);
+        x->ok[k] = true;
+        if (b > a)
+            x->ok[k] = nbi_grid_scan(in->data + (size_t)a * in->step, in->step, b - a, in->dim,
+                                     x->mn[k], x->mx[k]);
+        else
+            x->mn[k][0] = NAN; // empty chunk: skipped when combined
+    }
+}
+
+bool nbi_grid_scan_parallel(const nbGrid *g, const nbiBuildIn *in, double mn[3], double mx[3])
+{
+    nbiBuildCtx x;
+    x.in = in;
+    x.g = NULL;
+    x.chunks = g->tasks.workers < NBI_MAX_CHUNKS ? g->tasks.workers : NBI_MAX_CHUNKS;
+    nbi_run_chunks(g, nbi_scan_task, x.chunks, &x);
+    bool ok = true, first = true;
+    for (int32_t k = 0; k < x.chunks; k++) {
+        ok &= x.ok[k];
+        if (isnan(x.mn[k][0])) continue;
+        for (int a = 0; a < 3; a++) {
+            mn[a] = first || x.mn[k][a] < mn[a] ? x.mn[k][a] : mn[a];
+            mx[a] = first || x.mx[k][a] > mx[a] ? x.mx[k][a] : mx[a];
+        }
+        first = false;
+    }
+    return ok;
+}
+
+int32_t nbi_grid_build_chunks(const nbGrid *g)
+{
+    return g->tasks.workers < NBI_MAX_CHUNKS ? g->tasks.workers : NBI_MAX_CHUNKS;
+}
+
+// Pass 2 per chunk: cells and the chunk's counts.
+static void nbi_count_task(int32_t k0, int32_t k1, int32_t worker, void *vctx)
+{
+    (void)worker;
+    const nbiBuildCtx *x = (const nbiBuildCtx *)vctx;
+    const nbiBuildIn *in = x->in;
+    nbGrid *g = x->g;
+    const int32_t ncells = g->ncells;
+    int32_t *cell_of = (int32_t *)g->cell_of.ptr;
+    const int64_t e0 = g->ext[0], e01 = g->ext[0] * g->ext[1];
+    for (int32_t k = k0; k < k1; k++) {
+        int32_t *h = (int32_t *)g->hist.ptr + (size_t)k * (size_t)ncells;
+        memset(h, 0, (size_t)ncells * sizeof(int32_t));
+        const int32_t a = nbi_cut(in->n, x->chunks, k), b = nbi_cut(in->n, x->chunks, k + 1);
+        for (int32_t i = a; i < b; i++) {
+            const double *q = in->data + (size_t)i * in->step;
+            int64_t c =
+                (nbi_cell_i(&g->cm, q[0]) - g->lo[0]) + e0 * (nbi_cell_i(&g->cm, q[1]) - g->lo[1]);
+            if (in->dim == 3) c += e01 * (nbi_cell_i(&g->cm, q[2]) - g->lo[2]);
+            cell_of[i] = (int32_t)c;
+            h[c]++;
+        }
+    }
+}
+
+// Pass 3a per range of cells: each chunk's offset within the cell, and the cell's total in
+// start[c + 1].
+static void nbi_offsets_task(int32_t r0, int32_t r1, int32_t worker, void *vctx)
+{
+    (void)worker;
+    const nbiBuildCtx *x = (const nbiBuildCtx *)vctx;
+    nbGrid *g = x->g;
+    const int32_t ncells = g->ncells;
+    int32_t *start = (int32_t *)g->start.ptr, *hist = (int32_t *)g->hist.ptr;
+    for (int32_t r = r0; r < r1; r++) {
+        const int32_t c0 = nbi_cut(ncells, x->chunks, r), c1 = nbi_cut(ncells, x->chunks, r + 1);
+        for (int32_t c = c0; c < c1; c++) {
+            int32_t sum = 0;
+            for (int32_t k = 0; k < x->chunks; k++) {
+                int32_t *h = hist + (size_t)k * (size_t)ncells + (size_t)c;
+                const int32_t t = *h;
+                *h = sum;
+                sum += t;
+            }
+            start[c + 1] = sum;
+        }
+    }
+}
+
+// Pass 3b per range of cells: the offsets become positions (start[c] is cell c's first).
+static void nbi_positions_task(int32_t r0, int32_t r1, int32_t worker, void *vctx)
+{
+    (void)worker;
+    const nbiBuildCtx *x = (const nbiBuildCtx *)vctx;
+    nbGrid *g = x->g;
+    const int32_t ncells = g->ncells;
+    const int32_t *start = (const int32_t *)g->start.ptr;
+    int32_t *hist = (int32_t *)g->hist.ptr;
+    for (int32_t r = r0; r < r1; r++) {
+        const int32_t c0 = nbi_cut(ncells, x->chunks, r), c1 = nbi_cut(ncells, x->chunks, r + 1);
+        for (int32_t k = 0; k < x->chunks; k++) {
+            int32_t *h = hist + (size_t)k * (size_t)ncells;
+            for (int32_t c = c0; c < c1; c++) h[c] += start[c];
+        }
+    }
+}
+
+// Pass 4a per chunk: the scatter of indices, in input order within the chunk.
+static void nbi_scatter_task(int32_t k0, int32_t k1, int32_t worker, void *vctx)
+{
+    (void)worker;
+    const nbiBuildCtx *x = (const nbiBuildCtx *)vctx;
+    const nbiBuildIn *in = x->in;
+    nbGrid *g = x->g;
+    const int32_t *cell_of = (const int32_t *)g->cell_of.ptr;
+    int32_t *idx = (int32_t *)g->idx.ptr;
+    for (int32_t k = k0; k < k1; k++) {
+        int32_t *h = (int32_t *)g->hist.ptr + (size_t)k * (size_t)g->ncells;
+        const int32_t a = nbi_cut(in->n, x->chunks, k), b = nbi_cut(in->n, x->chunks, k + 1);
+        for (int32_t i = a; i < b; i++) idx[h[cell_of[i]]++] = i;
+    }
+}
+
+// Pass 4b per range of positions: coordinates (and filter bits) gathered in position order.
+static void nbi_gather_task(int32_t r0, int32_t r1, int32_t worker, void *vctx)
+{
+    (void)worker;
+    const nbiBuildCtx *x = (const nbiBuildCtx *)vctx;
+    const nbiBuildIn *in = x->in;
+    const nbGrid *g = x->g;
+    const int32_t a = nbi_cut(in->n, x->chunks, r0), b = nbi_cut(in->n, x->chunks, r1);
+    nbi_grid_gather(g, in, a, b);
+}
+
+void nbi_grid_build_parallel(nbGrid *g, const nbiBuildIn *in)
+{
+    nbiBuildCtx x;
+    x.in = in;
+    x.g = g;
+    x.chunks = nbi_grid_build_chunks(g);
+    int32_t *start = (int32_t *)g->start.ptr;
+    nbi_run_chunks(g, nbi_count_task, x.chunks, &x);
+    nbi_run_chunks(g, nbi_offsets_task, x.chunks, &x);
+    start[0] = 0;
+    for (int32_t c = 1; c <= g->ncells; c++) start[c] += start[c - 1];
+    start[g->ncells + 1] = start[g->ncells];
+    // start[c + 1] is now cell c's end, so start[c] is cell c's first position.
+    nbi_run_chunks(g, nbi_positions_task, x.chunks, &x);
+    nbi_run_chunks(g, nbi_scatter_task, x.chunks, &x);
+    nbi_run_chunks(g, nbi_gather_task, x.chunks, &x);
+}
+
+// ---- all pairs ----
+
+typedef struct nbiPairsCtx {
+    const nbGrid *g;
+    nbiView v;
+    double radius;
+    int32_t chunks;
+    int32_t unit[NBI_MAX_CHUNKS + 1]; // chunk k covers cells [unit[k], unit[k + 1])
+    int mode;                         // NBI_SINK_COUNT or NBI_SINK_BUFFER
+    nbPair *out;                      // chunk 0's destination (buffer mode)
+    int64_t cap;
+    bool rerun[NBI_MAX_CHUNKS]; // only these chunks run (buffer mode, second round)
+    int64_t found[NBI_MAX_CHUNKS];
+    nbStatus status[NBI_MAX_CHUNKS];
+    int64_t offset[NBI_MAX_CHUNKS];
+} nbiPairsCtx;
+
+static void nbi_pairs_task(int32_t k0, int32_t k1, int32_t worker, void *vctx)
+{
+    (void)worker;
+    nbiPairsCtx *x = (nbiPairsCtx *)vctx;
+    nbGrid *g = (nbGrid *)x->g; // only its scratch, claimed by this call
+    for (int32_t k = k0; k < k1; k++) {
+        if (!x->rerun[k]) continue;
+        nbiPairSink s;
+        if (x->mode == NBI_SINK_COUNT)
+            nbi_pair_sink_init(&s, NBI_SINK_COUNT, NULL, 0, NULL, NULL);
+        else if (k == 0)
+            nbi_pair_sink_init(&s, NBI_SINK_BUFFER, x->out, x->cap, NULL, NULL);
+        else
+            nbi_pair_sink_init(&s, NBI_SINK_BUFFER, (nbPair *)g->scratch[k].ptr,
+                               (int64_t)g->scratch[k].cap, NULL, NULL);
+        x->status[k] = nbi_walk_pairs(&x->v, x->radius, x->unit[k], x->unit[k + 1], &s);
+        x->found[k] = s.found;
+    }
+}
+
+// Copies each chunk's scratch into the caller's buffer behind the chunks before it.
+static void nbi_copy_task(int32_t k0, int32_t k1, int32_t worker, void *vctx)
+{
+    (void)worker;
+    const nbiPairsCtx *x = (const nbiPairsCtx *)vctx;
+    for (int32_t k = k0 > 1 ? k0 : 1; k < k1; k++) {
+        const int64_t at = x->offset[k];
+        int64_t m = x->found[k];
+        if (at >= x->cap) continue;
+        if (m > x->cap - at) m = x->cap - at;
+        if (m > 0) memcpy(x->out + at, x->g->scratch[k].ptr, (size_t)m * sizeof(nbPair));
+    }
+}
+
+// Cuts the cells into chunks of about equal point counts: chunk k starts at the first cell whose
+// first position is at least k * n / chunks.
+static void nbi_pair_chunks(const nbGrid *g, nbiPairsCtx *x)
+{
+    const int32_t *start = (const int32_t *)g->start.ptr;
+    const int32_t ncells = nb_grid_pair_units(g);
+    x->unit[0] = 0;
+    for (int32_t k = 1; k < x->chunks; k++) {
+        const int32_t want = nbi_cut(g->n, x->chunks, k);
+        int32_t lo = x->unit[k - 1], hi = ncells; // first c in [lo, hi] with start[c] >= want
+        while (lo < hi) {
+            const int32_t mid = lo + (hi - lo) / 2;
+            if (start[mid] >= want)
+                hi = mid;
+            else
+                lo = mid + 1;
+        }
+        x->unit[k] = lo;
+    }
+    x->unit[x->chunks] = ncells;
+}
+
+static bool nbi_grid_claim_scratch(const nbGrid *g)
+{
+#if NBI_HAS_ATOMICS
+    nbGrid *m = (nbGrid *)g;
+    return !atomic_flag_test_and_set_explicit(&m->scratch_busy, memory_order_acquire);
+#else
+    (void)g;
+    return false;
+#endif
+}
+
+static void nbi_grid_release_scratch(const nbGrid *g)
+{
+#if NBI_HAS_ATOMICS
+    nbGrid *m = (nbGrid *)g;
+    atomic_flag_clear_explicit(&m->scratch_busy, memory_order_release);
+#else
+    (void)g;
+#endif
+}
+
+nbStatus nbi_grid_pairs_parallel(const nbGrid *g, double radius, int mode, nbPair *out, int64_t cap,
+                                 int64_t *found, bool *done)
+{
+    *done = false;
+    nbiPairsCtx ctx, *x = &ctx;
+    memset(x, 0, sizeof *x);
+    x->g = g;
+    x->v = nbi_grid_view(g);
+    x->radius = radius;
+    x->chunks = 4 * g->tasks.workers < NBI_MAX_CHUNKS ? 4 * g->tasks.workers : NBI_MAX_CHUNKS;
+    x->mode = mode;
+    x->out = out;
+    x->cap = cap;
+    nbi_pair_chunks(g, x);
+    for (int32_t k = 0; k < x->chunks; k++) x->rerun[k] = true;
+    const bool buffered = mode == NBI_SINK_BUFFER;
+    if (buffered && !nbi_grid_claim_scratch(g)) return NB_OK; // taken: run serially
+    nbi_run_chunks(g, nbi_pairs_task, x->chunks, x);
+    nbStatus st = NB_OK;
+    for (int32_t k = 0; k < x->chunks && st == NB_OK; k++) st = x->status[k];
+    if (st == NB_OK && buffered) {
+        // Grow the scratch of every chunk that overflowed it, then run those chunks again.
+        nbGrid *m = (nbGrid *)g;
+        bool again = false, grown = true;
+        x->rerun[0] = false;
+        for (int32_t k = 1; k < x->chunks; k++) {
+            x->rerun[k] = x->found[k] > (int64_t)m->scratch[k].cap;
+            if (!x->rerun[k]) continue;
+            again = true;
+            nbiBuf next;
+            if (!nbi_buf_prepare(&m->alloc, &m->scratch[k], &next, (size_t)x->found[k],
+                                 sizeof(nbPair))) {
+                grown = false;
+                break;
+            }
+            nbi_buf_commit(&m->alloc, &m->scratch[k], &next, sizeof(nbPair));
+        }
+        if (!grown) { // no memory for the scratch: the serial path needs none
+            nbi_grid_release_scratch(g);
+            return NB_OK;
+        }
+        if (again) nbi_run_chunks(g, nbi_pairs_task, x->chunks, x);
+        for (int32_t k = 0; k < x->chunks && st == NB_OK; k++) st = x->status[k];
+    }
+    int64_t total = 0;
+    for (int32_t k = 0; k < x->chunks; k++) {
+        x->offset[k] = total;
+        total += x->found[k];
+    }
+    if (st == NB_OK && buffered) nbi_run_chunks(g, nbi_copy_task, x->chunks, x);
+    if (buffered) nbi_grid_release_scratch(g);
+    if (st != NB_OK) return st;
+    *found = total;
+    *done = true;
+    return NB_OK;
+}

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# `nearby pairs --threads N`: the output is byte for byte the same for every N (the grid on the
+# pthreads pool gives the serial results), on inputs large enough to run in parallel, in 2D
+# and 3D; bad values of --threads exit 2 with a message.
+#   threads.sh NEARBY
+set -u
+nearby=$1
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/nearby-threads.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+awk 'BEGIN { srand(11); for (i = 0; i < 40000; i++) printf "%.17g,%.17g\n", rand() * 200, rand() * 200 }' > "$tmp/p2.csv"
+awk 'BEGIN { srand(12); for (i = 0; i < 30000; i++) printf "%.17g,%.17g,%.17g\n", int(rand() * 30), int(rand() * 30), int(rand() * 30) }' > "$tmp/p3.csv"
+for input in p2:1.5 p3:1; do
+  f=$tmp/${input%%:*}.csv r=${input#*:}
+  "$nearby" pairs "$f" --radius "$r" --threads 1 > "$tmp/one" || { echo "FAIL $input: --threads 1"; exit 1; }
+  [ -s "$tmp/one" ] || { echo "FAIL $input: no pairs at all"; exit 1; }
+  for t in 2 3 8; do
+    "$nearby" pairs "$f" --radius "$r" --threads "$t" > "$tmp/got" || { echo "FAIL $input: --threads $t exit"; failures=$((failures + 1)); continue; }
+    cmp -s "$tmp/one" "$tmp/got" || { echo "FAIL $input: --threads $t differs from --threads 1"; failures=$((failures + 1)); }
+    "$nearby" pairs "$f" --radius "$r" --threads "$t" --count > "$tmp/count"
+    [ "$(cat "$tmp/count")" = "$(wc -l < "$tmp/one" | tr -d ' ')" ] || { echo "FAIL $input: --threads $t --count"; failures=$((failures + 1)); }
+  done
+  "$nearby" pairs "$f" --radius "$r" > "$tmp/got" && cmp -s "$tmp/one" "$tmp/got" || { echo "FAIL $input: default threads differ"; failures=$((failures + 1)); }
+done
+for bad in 0 -1 257 x 1.5 ""; do
+  "$nearby" pairs "$tmp/p2.csv" --radius 1 --threads "$bad" > /dev/null 2> "$tmp/err"
+  status=$?
+  if [ $status -ne 2 ] || ! grep -q -- "--threads" "$tmp/err"; then
+    echo "FAIL --threads '$bad': exit $status, message: $(cat "$tmp/err")"
+    failures=$((failures + 1))
+  fi
+done
+[ $failures -eq 0 ] && echo "threads: every --threads gives the same output" || exit 1

@@ -1,0 +1,238 @@
+// SPDX-License-Identifier: MIT
+#define _POSIX_C_SOURCE 200809L // sysconf and pthreads under -std=c11
+// The grid on a scheduler (nbTasks): every worker count from 1 to 8, and schedulers that split
+// and order the work in unusual ways, give the serial grid's results bit for bit and in order:
+// the build's layout (seen through every pair in order), pair buffers (also truncated ones),
+// counts, radius queries and kNN. Also run under ThreadSanitizer by `make test`.
+#include "nb_pthreads.h"
+#include "nb_test.h"
+
+#include <nearby/grid.h>
+
+#include <math.h>
+
+enum { N_BIG = 20000 }; // above the sizes below which the grid stays serial
+
+// Schedulers that are not pthreads: each calls the task on every item exactly once, with
+// worker ids in [0, workers), in an order that no real pool would use.
+static void sched_backwards(nbTaskFn *task, int32_t count, int32_t min_range, void *ctx, void *user)
+{
+    (void)min_range;
+    (void)user;
+    for (int32_t i = count - 1; i >= 0; i--) task(i, i + 1, (count - 1 - i) % 3, ctx);
+}
+
+static void sched_halves(nbTaskFn *task, int32_t count, int32_t min_range, void *ctx, void *user)
+{
+    (void)min_range;
+    (void)user;
+    const int32_t mid = count / 2;
+    task(mid, count, 1, ctx);
+    task(0, mid, 0, ctx);
+}
+
+typedef struct data {
+    int32_t n;
+    int dim;
+    double *xyz;
+    uint32_t *cat, *mask;
+} data;
+
+static data make_data(int32_t n, int dim, int kind)
+{
+    data d = {n, dim, (double *)malloc(sizeof(double) * (size_t)(n * dim + 1)),
+              (uint32_t *)malloc(sizeof(uint32_t) * (size_t)n + 4),
+              (uint32_t *)malloc(sizeof(uint32_t) * (size_t)n + 4)};
+    const double side = dim == 2 ? sqrt((double)n) : cbrt((double)n);
+    for (int32_t i = 0; i < n; i++) {
+        for (int a = 0; a < dim; a++) {
+            double v = nbt_range(-side / 2, side / 2);
+            if (kind == 1) v = floor(v); // a lattice: many pairs exactly 1 apart, duplicates
+            if (kind == 2 && i % 7 == 0) v = 0.25 * (double)(i % 5); // a dense cluster
+            d.xyz[(size_t)i * (size_t)dim + (size_t)a] = v;
+        }
+        d.cat[i] = 1u << (nbt_u64() % 3);
+        d.mask[i] = (uint32_t)(nbt_u64() % 8);
+    }
+    return d;
+}
+
+static void free_data(data *d)
+{
+    free(d->xyz);
+    free(d->cat);
+    free(d->mask);
+}
+
+typedef struct answers {
+    int64_t count, found, found_small;
+    nbPair *pairs, *small;
+    int32_t within[N_BIG], within_n;
+    nbNeighbor knn[16];
+    int32_t knn_n;
+    size_t bytes;
+} answers;
+
+enum { SMALL = 1000 };
+
+// Everything one grid answers on d, with `tasks` (NULL = serial).
+static int run(const data *d, bool filtered, const nbTasks *tasks, double r, answers *a)
+{
+    nbGridDesc desc = {.dim = d->dim, .tasks = tasks};
+    nbGrid *g;
+    NB_CHECK_OK(nb_grid_create(&desc, &g));
+    nbPoints pts = {.data = d->xyz, .count = d->n, .dim = d->dim};
+    if (filtered) {
+        pts.category = d->cat;
+        pts.mask = d->mask;
+    }
+    // Twice: the second build reuses the storage, and the second pairs call the scratch.
+    for (int round = 0; round < 2; round++) {
+        NB_CHECK_OK(nb_grid_build(g, &pts, r));
+        NB_CHECK_OK(nb_grid_validate(g));
+        NB_CHECK_OK(nb_grid_count_pairs(g, r, &a->count));
+        free(a->pairs);
+        a->pairs = (nbPair *)malloc(sizeof(nbPair) * (size_t)(a->count + 1));
+        NB_CHECK_OK(nb_grid_pairs(g, r, a->pairs, a->count, &a->found));
+        NB_CHECK(a->found == a->count);
+        const nbStatus want = a->count > SMALL ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
+        NB_CHECK_STATUS(nb_grid_pairs(g, r, a->small, SMALL, &a->found_small), want);
+    }
+    const double at[3] = {0.5, -0.25, 0.125};
+    NB_CHECK_OK(nb_grid_query_radius(g, at, 3.0 * r, a->within, N_BIG, &a->within_n));
+    NB_CHECK_OK(nb_grid_knn(g, at, 16, a->knn, &a->knn_n));
+    nb_grid_destroy(g);
+    return 0;
+}
+
+static int same(const answers *x, const answers *y)
+{
+    NB_CHECK(x->count == y->count && x->found == y->found && x->found_small == y->found_small);
+    NB_CHECK(memcmp(x->pairs, y->pairs, sizeof(nbPair) * (size_t)x->count) == 0);
+    const int64_t m = x->found_small < SMALL ? x->found_small : SMALL;
+    NB_CHECK(memcmp(x->small, y->small, sizeof(nbPair) * (size_t)m) == 0);
+    NB_CHECK(x->within_n == y->within_n);
+    NB_CHECK(memcmp(x->within, y->within, sizeof(int32_t) * (size_t)x->within_n) == 0);
+    NB_CHECK(x->knn_n == y->knn_n);
+    for (int32_t t = 0; t < x->knn_n; t++) // field by field: the struct has padding
+        NB_CHECK(x->knn[t].index == y->knn[t].index && x->knn[t].dist2 == y->knn[t].dist2);
+    return 0;
+}
+
+static answers *fresh(void)
+{
+    answers *a = (answers *)calloc(1, sizeof(answers));
+    a->small = (nbPair *)calloc(SMALL, sizeof(nbPair));
+    return a;
+}
+
+static void done(answers *a)
+{
+    free(a->pairs);
+    free(a->small);
+    free(a);
+}
+
+// Every worker count and every odd scheduler against the serial grid, for one data set.
+static int against_serial(int32_t n, int dim, int kind, bool filtered, double r)
+{
+    data d = make_data(n, dim, kind);
+    answers *serial = fresh();
+    int bad = run(&d, filtered, NULL, r, serial);
+    for (int32_t w = 1; w <= 8 && !bad; w++) {
+        nbxPool pool;
+        NB_CHECK(nbx_pool_start(&pool, w) == 0);
+        const nbTasks tasks = nbx_pool_tasks(&pool);
+        answers *par = fresh();
+        bad = run(&d, filtered, &tasks, r, par) || same(serial, par);
+        if (bad) fprintf(stderr, "  with %d workers\n", (int)w);
+        done(par);
+        nbx_pool_stop(&pool);
+    }
+    nbParallelForFn *odd[2] = {sched_backwards, sched_halves};
+    for (int s = 0; s < 2 && !bad; s++) {
+        const nbTasks tasks = {odd[s], NULL, 3};
+        answers *par = fresh();
+        bad = run(&d, filtered, &tasks, r, par) || same(serial, par);
+        if (bad) fprintf(stderr, "  with odd scheduler %d\n", s);
+        done(par);
+    }
+    done(serial);
+    free_data(&d);
+    return bad;
+}
+
+static int t_uniform_2d(void)
+{
+    return against_serial(N_BIG, 2, 0, false, 1.5);
+}
+static int t_uniform_3d(void)
+{
+    return against_serial(N_BIG, 3, 0, false, 1.2);
+}
+static int t_lattice_2d(void)
+{
+    return against_serial(N_BIG, 2, 1, false, 1.0);
+}
+static int t_cluster_filtered_2d(void)
+{
+    return against_serial(N_BIG, 2, 2, true, 1.0);
+}
+static int t_small_stays_serial(void)
+{
+    return against_serial(500, 2, 0, false, 2.0);
+}
+static int t_sparse_hashed(void) // a tiny radius: the hashed layout, built serially
+{
+    return against_serial(N_BIG, 2, 0, false, 0.01);
+}
+
+// A scheduler that counts its calls, to show the grid used it.
+static int calls;
+static void sched_count(nbTaskFn *task, int32_t count, int32_t min_range, void *ctx, void *user)
+{
+    (void)min_range;
+    (void)user;
+    calls++;
+    task(0, count, 0, ctx);
+}
+
+static int t_scheduler_used_and_negative_workers_refused(void)
+{
+    data d = make_data(N_BIG, 2, 0);
+    const nbTasks tasks = {sched_count, NULL, 2};
+    nbGridDesc desc = {.dim = 2, .tasks = &tasks};
+    nbGrid *g;
+    NB_CHECK_OK(nb_grid_create(&desc, &g));
+    nbPoints pts = {.data = d.xyz, .count = d.n, .dim = 2};
+    calls = 0;
+    NB_CHECK_OK(nb_grid_build(g, &pts, 1.0));
+    NB_CHECK(calls >= 5); // scan, count, offsets, positions, scatter, gather
+    int64_t c;
+    calls = 0;
+    NB_CHECK_OK(nb_grid_count_pairs(g, 1.0, &c));
+    NB_CHECK(calls == 1);
+    nb_grid_destroy(g);
+    const nbTasks neg = {sched_count, NULL, -1};
+    desc.tasks = &neg;
+    g = (nbGrid *)&desc;
+    NB_CHECK_STATUS(nb_grid_create(&desc, &g), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK(g == NULL);
+    free_data(&d);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const nbtCase cases[] = {
+        {"uniform_2d", t_uniform_2d},
+        {"uniform_3d", t_uniform_3d},
+        {"lattice_2d", t_lattice_2d},
+        {"cluster_filtered_2d", t_cluster_filtered_2d},
+        {"small_stays_serial", t_small_stays_serial},
+        {"sparse_hashed", t_sparse_hashed},
+        {"scheduler_used_and_negative_workers_refused",
+         t_scheduler_used_and_negative_workers_refused},
+    };
+    return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
+}
