@@ -489,9 +489,11 @@ nbiCellRange nbi_wrap_near(const nbiView *v, int a, int64_t c, int64_t k)
     return nbi_range1(c - k, c + k);
 }
 
-// The cell of x in [0, P] on periodic axis a (P itself: the last cell).
+// The cell of x on periodic axis a, clamped to the box: below 0 (a range widened by its
+// margin), the first cell; P and above, the last.
 static int64_t nbi_wrap_cell(const nbiView *v, int a, double x)
 {
+    if (!(x > 0.0)) return 0;
     const double q = nbi_cell_f(&v->wrap->pcm[a], x);
     return q < (double)v->wrap->m[a] ? (int64_t)q : v->wrap->m[a] - 1;
 }

@@ -394,6 +394,37 @@ static int test_sparse_box(void)
     return 0;
 }
 
+// Boxes at the limits of the accepted bounds: lo = -P, hi just below 2P, and ranges that the
+// candidate margin pushes past a face (once read a cell before the first: caught by ASan).
+static int test_box_limits(void)
+{
+    for (int dim = 2; dim <= 3; dim++) {
+        const double period[3] = {4, 3, dim == 3 ? 5 : 0};
+        nboSet s = nbo_set_new(300, dim);
+        fill_uniform(&s, period);
+        nbGrid *g = make_grid(&s, period, 0.0, 0.5);
+        NB_CHECK(g != NULL);
+        for (int t = 0; t < 40; t++) {
+            double lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
+            for (int a = 0; a < dim; a++) {
+                const double p = period[a];
+                switch ((t + a) % 4) {
+                case 0: lo[a] = -p, hi[a] = -p + nbt_range(0.0, 0.9) * p; break;
+                case 1:
+                    hi[a] = nextafter(2.0 * p, 0.0), lo[a] = hi[a] - nbt_range(0.0, 0.9) * p;
+                    break;
+                case 2: lo[a] = -p, hi[a] = nextafter(0.0, -1.0); break;
+                default: lo[a] = p, hi[a] = nextafter(2.0 * p, 0.0); break;
+                }
+            }
+            if (check_box(g, &s, period, lo, hi)) return 1;
+        }
+        nb_grid_destroy(g);
+        nbo_set_free(&s);
+    }
+    return 0;
+}
+
 // Categories and masks: the periodic kernels with the filter.
 static int test_filters(void)
 {
@@ -676,6 +707,7 @@ int main(int argc, char **argv)
         {"faces", test_faces},
         {"lattice_across_faces", test_lattice_across_faces},
         {"sparse_box", test_sparse_box},
+        {"box_limits", test_box_limits},
         {"filters", test_filters},
         {"cross_pairs", test_cross_pairs},
         {"create_statuses", test_create_statuses},
