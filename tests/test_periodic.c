@@ -678,6 +678,54 @@ static int test_zero_allocation_frames(void)
     return 0;
 }
 
+// A scheduler that runs the ranges in reverse order on "workers" 0..3, serially: enough to
+// take the parallel paths (a periodic build stays serial; pairs split by units).
+static void reverse_for(nbTaskFn *task, int32_t count, int32_t min_range, void *task_ctx,
+                        void *user)
+{
+    (void)user;
+    const int32_t step = min_range > 0 ? min_range : 1;
+    int32_t worker = 0;
+    for (int32_t end = count; end > 0; end -= step, worker = (worker + 1) % 4)
+        task(end - step > 0 ? end - step : 0, end, worker, task_ctx);
+}
+
+// With the caller's scheduler (nbGridDesc.tasks), a periodic grid gives the serial pairs, in
+// the same order.
+static int test_tasks(void)
+{
+    const double period[3] = {150, 150, 0};
+    nboSet s = nbo_set_new(20000, 2);
+    fill_uniform(&s, period);
+    const nbTasks tasks = {reverse_for, NULL, 4};
+    nbGridDesc d = {0};
+    d.period[0] = d.period[1] = 150.0;
+    nbGrid *serial = NULL, *par = NULL;
+    NB_CHECK_OK(nb_grid_create(&d, &serial));
+    d.tasks = &tasks;
+    NB_CHECK_OK(nb_grid_create(&d, &par));
+    const nbPoints pts = nbo_points(&s);
+    NB_CHECK_OK(nb_grid_build(serial, &pts, 1.5));
+    NB_CHECK_OK(nb_grid_build(par, &pts, 1.5));
+    NB_CHECK_OK(nb_grid_validate(par));
+    int64_t n1 = -1, n2 = -1;
+    NB_CHECK_OK(nb_grid_count_pairs(serial, 1.5, &n1));
+    NB_CHECK_OK(nb_grid_count_pairs(par, 1.5, &n2));
+    NB_CHECK(n1 == n2 && n1 > 0);
+    nbPair *a = (nbPair *)malloc((size_t)n1 * sizeof(nbPair));
+    nbPair *b = (nbPair *)malloc((size_t)n1 * sizeof(nbPair));
+    NB_CHECK(a != NULL && b != NULL);
+    NB_CHECK_OK(nb_grid_pairs(serial, 1.5, a, n1, &n1));
+    NB_CHECK_OK(nb_grid_pairs(par, 1.5, b, n2, &n2));
+    NB_CHECK(nbo_same_pairs(a, n1, b, n2));
+    free(a);
+    free(b);
+    nb_grid_destroy(serial);
+    nb_grid_destroy(par);
+    nbo_set_free(&s);
+    return 0;
+}
+
 // Same input, same results in the same order.
 static int test_deterministic(void)
 {
@@ -714,6 +762,7 @@ int main(int argc, char **argv)
         {"build_and_query_statuses", test_build_and_query_statuses},
         {"zero_allocation_frames", test_zero_allocation_frames},
         {"deterministic", test_deterministic},
+        {"tasks", test_tasks},
     };
     return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
 }
