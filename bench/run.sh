@@ -33,10 +33,16 @@
 #                                            valgrind is there (~2 minutes): writes
 #                                            bench/results/$NB_BENCH_MACHINE/cell_size*.csv
 #                                            and docs/cell_size.svg
+#   bash bench/run.sh BUILD_DIR --periodic   only the periodic box: 1M uniform 2D points in a
+#                                            periodic box, build + all pairs within 1.75 by
+#                                            the minimum image, nearby vs cKDTree(boxsize=...),
+#                                            pair-for-pair agreement (bench_periodic.py; ~1
+#                                            minute): writes
+#                                            bench/results/$NB_BENCH_MACHINE/periodic_latest.csv
 #
-# The full run also runs the cell-size sweep (timing only) before the agents section, and the
-# full and --quick runs run the tile-grid section (--quick: 20k agents, 2k waypoints, 5 frames)
-# and end with the Python section (--python).
+# The full run also runs the cell-size sweep (timing only) and the periodic box before the
+# agents section; the full and --quick runs run the tile-grid section (--quick: 20k agents, 2k
+# waypoints, 5 frames) and end with the Python section (--python).
 # The full and --quick runs end with the moving-agents section (bench_agents,
 # bench_agents_peers, report_agents.py): nearby's spatial hash and dense grid against Box2D's
 # b2DynamicTree, Boost.Geometry's R-trees and a naive unordered_map hash; --quick runs it on
@@ -54,14 +60,15 @@ set -euo pipefail
 
 usage() {
     echo "usage: bash bench/run.sh BUILD_DIR [--quick | --callgrind | --agents | --cell-size |" \
-        "--reorder | --tiles | --python]" >&2
+        "--periodic | --reorder | --tiles | --python]" >&2
     exit 2
 }
 [ $# -ge 1 ] || usage
 build=$1
 mode=${2:-full}
 case "$mode" in
-    full | --quick | --callgrind | --agents | --cell-size | --reorder | --tiles | --python) ;;
+    full | --quick | --callgrind | --agents | --cell-size | --periodic | --reorder | --tiles | \
+        --python) ;;
     *) usage ;;
 esac
 
@@ -393,6 +400,38 @@ if [ "$mode" = --agents ]; then
     exit $?
 fi
 
+# ---- periodic box: run_periodic runs bench_periodic.py (nearby's dense grid with
+# nbGridDesc.period against cKDTree(boxsize=...), pair for pair) and writes its CSV lines;
+# status 1 on a failure or a MISMATCH ----
+run_periodic() {
+    local n=${NB_BENCH_PERIODIC_N:-1000000} runs=${NB_BENCH_PERIODIC_RUNS:-5} out
+    [ -x "$bin/bench_periodic" ] || {
+        echo "run.sh: $bin/bench_periodic not built; skipping the periodic box" >&2
+        return 0
+    }
+    if ! "$py" -c 'import scipy.spatial' 2> /dev/null; then
+        echo "run.sh: $py has no scipy (apt-get install python3-scipy); skipping the periodic box" >&2
+        return 0
+    fi
+    out=$root/bench/results/$machine/periodic_latest.csv
+    mkdir -p "$(dirname "$out")"
+    echo "$NBB_RAW_HEADER_LINE" > "$out.tmp"
+    echo "run.sh: periodic box: uniform 2D, $n points, r = 1.75, $runs frames each" >&2
+    "${pin[@]}" "$py" "$here/bench_periodic.py" "$build" --n "$n" --runs "$runs" \
+        --radius 1.75 --out "$out.tmp" || {
+        echo "run.sh: periodic box FAILED" >&2
+        rm -f "$out.tmp"
+        return 1
+    }
+    mv "$out.tmp" "$out"
+}
+NBB_RAW_HEADER_LINE="peer,dataset,operation,n_points,runs,min_ns,median_ns,allocs_per_frame,\
+bytes_held,bytes_method,pairs,checksum,compiler,flags"
+if [ "$mode" = --periodic ]; then
+    run_periodic
+    exit $?
+fi
+
 # ---- timing ----
 # name  N  dim  r  mode(pairs|count)  runs(nearby naive nanoflann ckdtree). lattice2d is a
 # correctness check (every pair exactly r apart), not a target.
@@ -473,6 +512,7 @@ if [ -n "$failed" ]; then
     status=1
 fi
 [ "$mode" = full ] && { run_cell_size || status=1; }
+[ "$mode" = full ] && { run_periodic || status=1; }
 run_reorder || status=1
 run_tiles || status=1
 run_agents || status=1

@@ -55,3 +55,8 @@ double nbi_cell_snap(double cell, double r, double max_abs)
     const double reach = nbi_reach(r);
     return nbi_rings(reach, nudged, max_abs) < nbi_rings(reach, cell, max_abs) ? nudged : cell;
 }
+
+double nbi_wrap_rings1(double reach, double p, double e, int64_t m)
+{
+    return ceil(((reach + p * 0x1p-50) / e) * (1.0 + 0x1p-50) + (double)(m + 2) * 0x1p-50);
+}

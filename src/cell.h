@@ -58,6 +58,26 @@ NBI_INLINE double nbi_dist2(const double *a, const double *b, int dim)
     return d2;
 }
 
+// The minimum image on one axis: a = |x - y|, min(a, p - a) (p = +inf: a). NaN stays NaN.
+NBI_INLINE double nbi_wrap_d(double x, double y, double p)
+{
+    const double a = fabs(x - y), b = p - a;
+    return b < a ? b : a;
+}
+
+// The periodic distance test (grid.h): the minimum image per axis, squared, summed in axis
+// order. `per` holds P or +inf per axis (view.h: nbiWrap.kper).
+NBI_INLINE double nbi_dist2_wrap(const double *a, const double *b, int dim, const double *per)
+{
+    const double dx = nbi_wrap_d(a[0], b[0], per[0]), dy = nbi_wrap_d(a[1], b[1], per[1]);
+    double d2 = dx * dx + dy * dy;
+    if (dim == 3) {
+        const double dz = nbi_wrap_d(a[2], b[2], per[2]);
+        d2 = d2 + dz * dz;
+    }
+    return d2;
+}
+
 // The largest true (real-number) distance d at which the double-precision test
 // fl(dx*dx + dy*dy (+ dz*dz)) <= fl(r*r) can still accept a pair, over-estimated: rounding of
 // the subtraction, the squares and the sums, and underflow of tiny squares to zero. +inf when
@@ -78,6 +98,12 @@ double nbi_cell_for_radius(double r, double max_abs);
 // the reach of a query at r is a hair above r. Unchanged when it saves nothing (a power-of-two
 // edge keeps its fast path then).
 double nbi_cell_snap(double cell, double r, double max_abs);
+
+// Rings of cells on a periodic axis (period p, m cells of edge e) that cover every pair the
+// minimum-image test can accept at `reach` (nbi_reach of the radius): an accepted pair is within
+// true distance reach + 2u p (the rounding of |x - y| and p - a), and each cell number is off by
+// at most (m + 1) u of the true x / e (the last cell's clamp included). As a double; may be huge.
+double nbi_wrap_rings1(double reach, double p, double e, int64_t m);
 
 // A strong 64-bit mix (the splitmix64 finaliser): every input bit affects every output bit.
 NBI_INLINE uint64_t nbi_mix64(uint64_t z)

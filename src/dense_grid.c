@@ -93,9 +93,15 @@ nbStatus nb_grid_create(const nbGridDesc *desc, nbGrid **out)
     nbAllocator a;
     if (!nbi_allocator(desc->allocator, &a)) return NB_ERR_NULL_ARG; // a pointer check: first
     if (!isfinite(desc->cell_size)) return NB_ERR_NOT_FINITE;
+    for (int d = 0; d < 3; d++)
+        if (!isfinite(desc->period[d])) return NB_ERR_NOT_FINITE;
     if (desc->cell_size < 0.0 || desc->capacity_hint < 0) return NB_ERR_OUT_OF_RANGE;
     if (desc->tasks != NULL && desc->tasks->workers < 0) return NB_ERR_OUT_OF_RANGE;
     if (desc->dim != 0 && desc->dim != 2 && desc->dim != 3) return NB_ERR_OUT_OF_RANGE;
+    const int32_t dim = desc->dim == 0 ? 2 : desc->dim;
+    for (int d = 0; d < 3; d++)
+        if (desc->period[d] < 0.0 || (d >= dim && desc->period[d] != 0.0))
+            return NB_ERR_OUT_OF_RANGE;
     nbGrid *g = (nbGrid *)nbi_alloc(&a, 1, sizeof(nbGrid));
     if (g == NULL) return NB_ERR_OUT_OF_MEMORY;
     memset(g, 0, sizeof *g);
@@ -104,6 +110,11 @@ nbStatus nb_grid_create(const nbGridDesc *desc, nbGrid **out)
     g->desc_cell = desc->cell_size;
     if (desc->tasks != NULL) g->tasks = *desc->tasks;
     g->cm = nbi_cell_math(desc->cell_size > 0.0 ? desc->cell_size : 1.0);
+    for (int d = 0; d < 3; d++) {
+        g->wrapped |= desc->period[d] > 0.0;
+        g->wrap.period[d] = desc->period[d] > 0.0 ? desc->period[d] : 0.0; // -0.0 is 0.0
+        g->wrap.kper[d] = desc->period[d] > 0.0 ? desc->period[d] : (double)INFINITY;
+    }
     if (desc->capacity_hint > 0 && nb_grid_reserve(g, desc->capacity_hint) != NB_OK) {
         nbi_grid_free_all(g);
         nbi_free(&a, g, 1, sizeof(nbGrid));
@@ -237,6 +248,82 @@ static bool nbi_bits_layout(const uint32_t *base, size_t given, size_t *stride)
            (*stride % sizeof(uint32_t) == 0 && (uintptr_t)base % sizeof(uint32_t) == 0);
 }
 
+// ---- periodic boxes (grid.h) ----
+
+// The layout of a periodic build. Checks every point is in [0, P) and the build radius at most
+// P / 2 on each periodic axis (NB_ERR_OUT_OF_RANGE), then picks the cells: on a periodic axis
+// m = max(1, floor(P / pcell)) cells of edge P / m, one fewer when that saves a ring of cells
+// at the build radius; the usual cells of edge `cell` on the others. While the box would have
+// more than `limit` cells both edges double: a periodic grid is always dense, and memory stays
+// O(points) for a sparse box.
+static nbStatus nbi_wrap_layout(const nbGrid *g, int32_t n, const double mn[3], const double mx[3],
+                                double radius, double cell, double pcell, double limit, nbiWrap *w,
+                                nbiCellMath *cm, int64_t lo[3], int64_t hi[3], int64_t ext[3],
+                                double *box_cells)
+{
+    *w = g->wrap;
+    for (int a = 0; a < g->dim; a++) {
+        const double p = w->period[a];
+        if (p > 0.0 && (radius > 0.5 * p || (n > 0 && !(mn[a] >= 0.0 && mx[a] < p))))
+            return NB_ERR_OUT_OF_RANGE;
+    }
+    const double reach = nbi_reach(radius);
+    for (;;) {
+        *cm = nbi_cell_math(cell);
+        double box = 1.0;
+        bool fits = true;
+        for (int a = 0; a < 3; a++) {
+            lo[a] = hi[a] = 0;
+            w->m[a] = 0;
+            if (a < g->dim && w->period[a] > 0.0) {
+                const double p = w->period[a];
+                double m = floor(p / pcell);
+                m = m < 1.0 ? 1.0 : m > 0x1p40 ? 0x1p40 : m;
+                if (m > 1.0 && nbi_wrap_rings1(reach, p, p / (m - 1.0), (int64_t)m - 1) <
+                                   nbi_wrap_rings1(reach, p, p / m, (int64_t)m))
+                    m -= 1.0;
+                w->m[a] = (int64_t)m;
+                w->pcm[a] = nbi_cell_math(p / m);
+                hi[a] = w->m[a] - 1;
+            } else if (a < g->dim && n > 0) {
+                const double l = nbi_cell_f(cm, mn[a]), h = nbi_cell_f(cm, mx[a]);
+                fits &= fabs(l) < NBI_CELL_LIMIT && fabs(h) < NBI_CELL_LIMIT;
+                lo[a] = fits ? (int64_t)l : 0;
+                hi[a] = fits ? (int64_t)h : 0;
+            }
+            ext[a] = hi[a] - lo[a] + 1;
+            box *= (double)ext[a];
+        }
+        if (fits && box <= limit) {
+            *box_cells = box;
+            return NB_OK;
+        }
+        if (!(cell < DBL_MAX / 2 && pcell < DBL_MAX / 2)) return NB_ERR_OUT_OF_RANGE;
+        cell *= 2.0;
+        pcell *= 2.0;
+    }
+}
+
+// Pass 2 of a periodic build: each point's cell number, counted into start[cell + 2].
+static void nbi_count_wrapped(const nbGrid *g, const double *data, size_t step, int32_t n,
+                              int32_t *cell_of, int32_t *start)
+{
+    nbiView v;
+    memset(&v, 0, sizeof v);
+    v.dim = g->dim;
+    v.cm = g->cm;
+    v.wrap = &g->wrap;
+    const int64_t e0 = g->ext[0], e01 = g->ext[0] * g->ext[1];
+    for (int32_t i = 0; i < n; i++) {
+        const double *q = data + (size_t)i * step;
+        int64_t c = (nbi_view_axis_cell(&v, 0, q[0]) - g->lo[0]) +
+                    e0 * (nbi_view_axis_cell(&v, 1, q[1]) - g->lo[1]);
+        if (g->dim == 3) c += e01 * (nbi_view_axis_cell(&v, 2, q[2]) - g->lo[2]);
+        cell_of[i] = (int32_t)c;
+        start[c + 2]++;
+    }
+}
+
 nbStatus nb_grid_build(nbGrid *grid, const nbPoints *points, double radius)
 {
     if (grid == NULL || points == NULL || (points->data == NULL && points->count > 0))
@@ -275,11 +362,20 @@ nbStatus nb_grid_build(nbGrid *grid, const nbPoints *points, double radius)
 
     const double cell = grid->desc_cell > 0.0 ? nbi_cell_snap(grid->desc_cell, radius, max_abs)
                                               : nbi_cell_for_radius(radius, max_abs);
-    const nbiCellMath cm = nbi_cell_math(cell);
+    nbiCellMath cm = nbi_cell_math(cell);
     const int32_t n = points->count;
     int64_t lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0}, ext[3] = {1, 1, 1};
     double box_cells = 1.0;
-    for (int a = 0; a < dim && n > 0; a++) {
+    double dense_limit = (double)NBI_DENSE_CELLS_PER_POINT * n + NBI_DENSE_MIN_CELLS;
+    if (dense_limit > (double)(INT32_MAX - 2)) dense_limit = (double)(INT32_MAX - 2);
+    nbiWrap wrap = grid->wrap;
+    if (grid->wrapped) { // periodic: its own cells, always dense (see nbi_wrap_layout)
+        const double pcell = grid->desc_cell > 0.0 ? grid->desc_cell : cell;
+        const nbStatus wst = nbi_wrap_layout(grid, n, mn, mx, radius, cell, pcell, dense_limit,
+                                             &wrap, &cm, lo, hi, ext, &box_cells);
+        if (wst != NB_OK) return wst;
+    }
+    for (int a = 0; a < dim && n > 0 && !grid->wrapped; a++) {
         double l = nbi_cell_f(&cm, mn[a]), h = nbi_cell_f(&cm, mx[a]);
         if (!(fabs(l) < NBI_CELL_LIMIT && fabs(h) < NBI_CELL_LIMIT)) return NB_ERR_OUT_OF_RANGE;
         lo[a] = (int64_t)l;
@@ -287,9 +383,7 @@ nbStatus nb_grid_build(nbGrid *grid, const nbPoints *points, double radius)
         ext[a] = hi[a] - lo[a] + 1;
         box_cells *= (double)ext[a];
     }
-    double dense_limit = (double)NBI_DENSE_CELLS_PER_POINT * n + NBI_DENSE_MIN_CELLS;
-    if (dense_limit > (double)(INT32_MAX - 2)) dense_limit = (double)(INT32_MAX - 2);
-    const bool hashed = box_cells > dense_limit;
+    const bool hashed = box_cells > dense_limit && !grid->wrapped;
     const bool filtered = points->category != NULL || points->mask != NULL;
     // The hashed arrays, once first needed, are kept sized for every point the grid has room
     // for (growing along with it, even in a dense build), so only the first hashed layout
@@ -300,7 +394,7 @@ nbStatus nb_grid_build(nbGrid *grid, const nbPoints *points, double radius)
     const bool keep_hashed = hashed || grid->table.buf.cap > 0;
     const bool keep_bits = filtered || grid->had_bits;
     const uint64_t cells = hashed ? (uint64_t)n : (uint64_t)box_cells;
-    const bool parallel_dense = parallel && !hashed;
+    const bool parallel_dense = parallel && !hashed && !grid->wrapped; // periodic: serial
     nbiGridNeed need = {(uint64_t)n,
                         keep_hashed && room > cells ? room : cells,
                         keep_hashed ? (uint64_t)1 << room_bits : 0,
@@ -319,6 +413,7 @@ nbStatus nb_grid_build(nbGrid *grid, const nbPoints *points, double radius)
     memcpy(grid->lo, lo, sizeof lo);
     memcpy(grid->hi, hi, sizeof hi);
     memcpy(grid->ext, ext, sizeof ext);
+    if (grid->wrapped) grid->wrap = wrap;
 
     int32_t *cell_of = (int32_t *)grid->cell_of.ptr;
     int32_t *start = (int32_t *)grid->start.ptr;
@@ -333,7 +428,11 @@ nbStatus nb_grid_build(nbGrid *grid, const nbPoints *points, double radius)
 
     // Pass 2: the cell of each point, counted into start[cell + 2].
     int32_t ncells;
-    if (!hashed) {
+    if (grid->wrapped) {
+        ncells = (int32_t)box_cells;
+        memset(start, 0, ((size_t)ncells + 2) * sizeof(int32_t));
+        nbi_count_wrapped(grid, points->data, step, n, cell_of, start);
+    } else if (!hashed) {
         ncells = (int32_t)box_cells;
         memset(start, 0, ((size_t)ncells + 2) * sizeof(int32_t));
         NBI_BY_LAYOUT(nbi_count_dense, points->data, step, n, dim, &cm, lo, ext, cell_of, start);
@@ -401,6 +500,7 @@ nbiView nbi_grid_view(const nbGrid *g)
     v.cell_slot = (const uint32_t *)g->cell_slot.ptr;
     v.cell_keys = NULL;
     v.end = NULL;
+    v.wrap = g->wrapped ? &g->wrap : NULL;
     return v;
 }
 
@@ -450,6 +550,10 @@ nbStatus nb_grid_validate(const nbGrid *grid)
     } else {
         NBI_CHECK((int64_t)g->ncells == g->ext[0] * g->ext[1] * g->ext[2]);
     }
+    for (int a = 0; a < 3 && g->wrapped; a++) { // periodic axes: cells 0 .. m - 1, dense
+        NBI_CHECK(!g->hashed && g->wrap.m[a] >= 0 && (g->wrap.m[a] > 0) == (g->wrap.period[a] > 0));
+        if (g->wrap.m[a] > 0) NBI_CHECK(g->lo[a] == 0 && g->ext[a] == g->wrap.m[a]);
+    }
     if (g->filtered) NBI_CHECK((size_t)g->n <= g->cat.cap && (size_t)g->n <= g->mask.cap);
     for (int32_t c = 0; c < g->ncells; c++) {
         NBI_CHECK(start[c] <= start[c + 1]);
@@ -469,7 +573,11 @@ nbStatus nb_grid_validate(const nbGrid *grid)
             for (int a = 0; a < g->dim; a++) {
                 double x = pts[(size_t)p * g->dim + a];
                 NBI_CHECK(isfinite(x) && fabs(x) <= g->max_abs);
-                NBI_CHECK(nbi_cell_f(&g->cm, x) == (double)k[a]);
+                if (g->wrapped && g->wrap.m[a] > 0)
+                    NBI_CHECK(x >= 0.0 && x < g->wrap.period[a] &&
+                              nbi_view_axis_cell(&v, a, x) == k[a]);
+                else
+                    NBI_CHECK(nbi_cell_f(&g->cm, x) == (double)k[a]);
             }
         }
     }

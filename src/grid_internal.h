@@ -61,6 +61,12 @@ struct nbGrid {
     nbiBuf mask;      // uint32_t, n (filtered)
     nbiCellTable table;
 
+    // Periodic boxes (desc.period): `wrapped` when any axis has a period. wrap.period and
+    // wrap.kper are set at create; wrap.m and wrap.pcm by each build. A wrapped grid is always
+    // dense, with lo = 0 and ext = m on each periodic axis, and every stored coordinate in
+    // [0, P) there.
+    bool wrapped;
+    nbiWrap wrap;
     // Parallel calls (grid_parallel.c): the caller's scheduler; a parallel build's per-chunk
     // cell counts (int32_t, chunks x cells); the pair chunks' scratch (nbPair each, chunk 0
     // unused), claimed by one call at a time through scratch_busy.

@@ -25,6 +25,7 @@ typedef struct nbiPairCtx {
     const uint32_t *cb, *mb;
     double r2;
     nbiPairSink *sink;
+    double per[3]; // periodic walks: the minimum image against P (+inf: not periodic) per axis
 } nbiPairCtx;
 
 // Candidates: positions [b0, b1) of side B, or, with `list`, positions list[b0 .. b1).
@@ -41,7 +42,7 @@ enum { NBI_MAX_SPANS = 32 };
 typedef struct nbiSpanList {
     const nbiPairCtx *x;
     int dim;
-    bool filtered, cross;
+    bool filtered, cross, wrap;
     int32_t a0, a1, self_end;
     int ns;
     nbiSpan sp[NBI_MAX_SPANS];
@@ -79,9 +80,11 @@ NBI_INLINE int64_t nbi_take2(nbPair *w, int64_t m, int32_t ii, int32_t j0, int32
     return nbi_emit(w, m, ii, j1, mask >> 1, cross);
 }
 
-// Point i broadcast to both lanes, and r*r: set up once per run, not per candidate.
+// Point i broadcast to both lanes, and r*r (and, for periodic walks, the periods): set up once
+// per run, not per candidate.
 typedef struct nbiPoint2 {
     __m128d x, y, z, r2;
+    __m128d px, py, pz;
 } nbiPoint2;
 
 NBI_INLINE nbiPoint2 nbi_point2(const double *pi, int dim, double r2)
@@ -91,12 +94,33 @@ NBI_INLINE nbiPoint2 nbi_point2(const double *pi, int dim, double r2)
     v.y = _mm_set1_pd(pi[1]);
     v.z = _mm_set1_pd(dim == 3 ? pi[2] : 0.0);
     v.r2 = _mm_set1_pd(r2);
+    v.px = v.py = v.pz = _mm_setzero_pd();
     return v;
 }
 
+// nbi_point2 with the periods of a periodic walk (per: P or +inf per axis).
+NBI_INLINE nbiPoint2 nbi_point2_wrap(const double *pi, int dim, double r2, const double *per)
+{
+    nbiPoint2 v = nbi_point2(pi, dim, r2);
+    v.px = _mm_set1_pd(per[0]);
+    v.py = _mm_set1_pd(per[1]);
+    v.pz = _mm_set1_pd(dim == 3 ? per[2] : 0.0);
+    return v;
+}
+
+// The minimum image of two lanes of differences d against the period p: a = |d|, then
+// min(p - a, a) exactly as nbi_wrap_d takes it (minpd keeps the second operand unless the first
+// is smaller, NaN included).
+NBI_INLINE __m128d nbi_wrap_pd(__m128d d, __m128d p)
+{
+    const __m128d a = _mm_andnot_pd(_mm_set1_pd(-0.0), d);
+    return _mm_min_pd(_mm_sub_pd(p, a), a);
+}
+
 // The two-lane mask (bit 0: q, bit 1: q + 1) of candidates q, q+1 within r of point v. Each lane
-// computes d2 exactly as nbi_dist2 does (same operations, same order), so SIMD changes nothing.
-NBI_INLINE int nbi_d2_mask2(const nbiPoint2 *v, const double *pts, int32_t q, int dim)
+// computes d2 exactly as nbi_dist2 (wrap: nbi_dist2_wrap) does (same operations, same order), so
+// SIMD changes nothing.
+NBI_INLINE int nbi_d2_mask2(const nbiPoint2 *v, const double *pts, int32_t q, int dim, bool wrap)
 {
     const double *b = pts + (size_t)q * (size_t)dim;
     __m128d x, y, d2;
@@ -104,38 +128,55 @@ NBI_INLINE int nbi_d2_mask2(const nbiPoint2 *v, const double *pts, int32_t q, in
         const __m128d u = _mm_loadu_pd(b), w = _mm_loadu_pd(b + 2);
         x = _mm_unpacklo_pd(u, w);
         y = _mm_unpackhi_pd(u, w);
-        const __m128d dx = _mm_sub_pd(v->x, x), dy = _mm_sub_pd(v->y, y);
+        __m128d dx = _mm_sub_pd(v->x, x), dy = _mm_sub_pd(v->y, y);
+        if (wrap) {
+            dx = nbi_wrap_pd(dx, v->px);
+            dy = nbi_wrap_pd(dy, v->py);
+        }
         d2 = _mm_add_pd(_mm_mul_pd(dx, dx), _mm_mul_pd(dy, dy));
     } else {
         const __m128d u = _mm_loadu_pd(b), w = _mm_loadu_pd(b + 2), t = _mm_loadu_pd(b + 4);
         x = _mm_shuffle_pd(u, w, 2);
         y = _mm_shuffle_pd(u, t, 1);
         const __m128d z = _mm_shuffle_pd(w, t, 2);
-        const __m128d dx = _mm_sub_pd(v->x, x), dy = _mm_sub_pd(v->y, y);
-        const __m128d dz = _mm_sub_pd(v->z, z);
+        __m128d dx = _mm_sub_pd(v->x, x), dy = _mm_sub_pd(v->y, y);
+        __m128d dz = _mm_sub_pd(v->z, z);
+        if (wrap) {
+            dx = nbi_wrap_pd(dx, v->px);
+            dy = nbi_wrap_pd(dy, v->py);
+            dz = nbi_wrap_pd(dz, v->pz);
+        }
         d2 = _mm_add_pd(_mm_add_pd(_mm_mul_pd(dx, dx), _mm_mul_pd(dy, dy)), _mm_mul_pd(dz, dz));
     }
     return _mm_movemask_pd(_mm_cmple_pd(d2, v->r2));
 }
 #endif
 
+// The kernels' scalar distance: nbi_dist2, or with wrap the minimum image against x->per.
+NBI_INLINE double nbi_kdist2(const nbiPairCtx *x, const double *a, const double *b, int dim,
+                             bool wrap)
+{
+    return wrap ? nbi_dist2_wrap(a, b, dim, x->per) : nbi_dist2(a, b, dim);
+}
+
 // Point pi (index ii, filter bits pc / pm) against positions [q0, q1) of side B: counts those
 // within r that pass the filter, or with w != NULL also writes them (room for q1 - q0 pairs).
-NBI_INLINE int64_t nbi_scan(const nbiPairCtx *x, int dim, bool flt, bool cross, const double *pi,
-                            int32_t ii, uint32_t pc, uint32_t pm, int32_t q0, int32_t q1, nbPair *w)
+NBI_INLINE int64_t nbi_scan(const nbiPairCtx *x, int dim, bool flt, bool cross, bool wrap,
+                            const double *pi, int32_t ii, uint32_t pc, uint32_t pm, int32_t q0,
+                            int32_t q1, nbPair *w)
 {
     int64_t m = 0;
     int32_t q = q0;
 #if defined(__SSE2__)
-    const nbiPoint2 v = nbi_point2(pi, dim, x->r2);
+    const nbiPoint2 v = wrap ? nbi_point2_wrap(pi, dim, x->r2, x->per) : nbi_point2(pi, dim, x->r2);
     for (; q + 2 <= q1; q += 2) {
-        int mask = nbi_d2_mask2(&v, x->pb, q, dim);
+        int mask = nbi_d2_mask2(&v, x->pb, q, dim, wrap);
         if (flt) mask &= nbi_pass(x, pc, pm, q) | nbi_pass(x, pc, pm, q + 1) << 1;
         m = nbi_take2(w, m, ii, x->ib[q], x->ib[q + 1], mask, cross);
     }
 #endif
     for (; q < q1; q++) {
-        int hit = nbi_dist2(pi, x->pb + (size_t)q * (size_t)dim, dim) <= x->r2;
+        int hit = nbi_kdist2(x, pi, x->pb + (size_t)q * (size_t)dim, dim, wrap) <= x->r2;
         if (flt) hit &= nbi_pass(x, pc, pm, q);
         m = w == NULL ? m + hit : nbi_emit(w, m, ii, x->ib[q], hit, cross);
     }
@@ -143,14 +184,14 @@ NBI_INLINE int64_t nbi_scan(const nbiPairCtx *x, int dim, bool flt, bool cross, 
 }
 
 // The same against positions list[t0 .. t1) (candidates from an index list).
-NBI_INLINE int64_t nbi_scan_list(const nbiPairCtx *x, int dim, bool flt, bool cross,
+NBI_INLINE int64_t nbi_scan_list(const nbiPairCtx *x, int dim, bool flt, bool cross, bool wrap,
                                  const double *pi, int32_t ii, uint32_t pc, uint32_t pm,
                                  const int32_t *list, int32_t t0, int32_t t1, nbPair *w)
 {
     int64_t m = 0;
     for (int32_t t = t0; t < t1; t++) {
         const int32_t q = list[t];
-        int hit = nbi_dist2(pi, x->pb + (size_t)q * (size_t)dim, dim) <= x->r2;
+        int hit = nbi_kdist2(x, pi, x->pb + (size_t)q * (size_t)dim, dim, wrap) <= x->r2;
         if (flt) hit &= nbi_pass(x, pc, pm, q);
         m = w == NULL ? m + hit : nbi_emit(w, m, ii, x->ib[q], hit, cross);
     }
@@ -208,13 +249,19 @@ NBI_INLINE int nbi_gather_pass(const nbiGather *gt, uint32_t pc, uint32_t pm, in
 
 #if defined(__SSE2__)
 // The two-lane mask of gathered candidates q, q+1 within r of point v.
-NBI_INLINE int nbi_gather_mask2(const nbiGather *gt, const nbiPoint2 *v, int32_t q, int dim)
+NBI_INLINE int nbi_gather_mask2(const nbiGather *gt, const nbiPoint2 *v, int32_t q, int dim,
+                                bool wrap)
 {
-    const __m128d dx = _mm_sub_pd(v->x, _mm_loadu_pd(gt->x + q));
-    const __m128d dy = _mm_sub_pd(v->y, _mm_loadu_pd(gt->y + q));
+    __m128d dx = _mm_sub_pd(v->x, _mm_loadu_pd(gt->x + q));
+    __m128d dy = _mm_sub_pd(v->y, _mm_loadu_pd(gt->y + q));
+    if (wrap) {
+        dx = nbi_wrap_pd(dx, v->px);
+        dy = nbi_wrap_pd(dy, v->py);
+    }
     __m128d d2 = _mm_add_pd(_mm_mul_pd(dx, dx), _mm_mul_pd(dy, dy));
     if (dim == 3) {
-        const __m128d dz = _mm_sub_pd(v->z, _mm_loadu_pd(gt->z + q));
+        __m128d dz = _mm_sub_pd(v->z, _mm_loadu_pd(gt->z + q));
+        if (wrap) dz = nbi_wrap_pd(dz, v->pz);
         d2 = _mm_add_pd(d2, _mm_mul_pd(dz, dz));
     }
     return _mm_movemask_pd(_mm_cmple_pd(d2, v->r2));
@@ -223,23 +270,24 @@ NBI_INLINE int nbi_gather_mask2(const nbiGather *gt, const nbiPoint2 *v, int32_t
 
 // Point pi (index ii, filter bits pc / pm) against the gathered lanes from q0 on: counts the
 // matches, or with w != NULL also writes them (room for n - q0 + 1 pairs).
-NBI_INLINE int64_t nbi_gather_scan(const nbiGather *gt, int dim, bool flt, bool cross,
-                                   const double *pi, int32_t ii, uint32_t pc, uint32_t pm,
-                                   int32_t q0, double r2, nbPair *w)
+NBI_INLINE int64_t nbi_gather_scan(const nbiGather *gt, const nbiPairCtx *x, int dim, bool flt,
+                                   bool cross, bool wrap, const double *pi, int32_t ii, uint32_t pc,
+                                   uint32_t pm, int32_t q0, nbPair *w)
 {
     const int32_t n = gt->n;
+    const double r2 = x->r2;
     int64_t m = 0;
 #if defined(__SSE2__)
-    const nbiPoint2 v = nbi_point2(pi, dim, r2);
+    const nbiPoint2 v = wrap ? nbi_point2_wrap(pi, dim, r2, x->per) : nbi_point2(pi, dim, r2);
     for (int32_t q = q0; q < n; q += 2) {
-        int mask = nbi_gather_mask2(gt, &v, q, dim);
+        int mask = nbi_gather_mask2(gt, &v, q, dim, wrap);
         if (flt) mask &= nbi_gather_pass(gt, pc, pm, q) | nbi_gather_pass(gt, pc, pm, q + 1) << 1;
         m = nbi_take2(w, m, ii, gt->idx[q], gt->idx[q + 1], mask, cross);
     }
 #else
     for (int32_t q = q0; q < n; q++) {
         const double pq[3] = {gt->x[q], gt->y[q], gt->z[q]};
-        int hit = nbi_dist2(pi, pq, dim) <= r2;
+        int hit = nbi_kdist2(x, pi, pq, dim, wrap) <= r2;
         if (flt) hit &= nbi_gather_pass(gt, pc, pm, q);
         m = w == NULL ? m + hit : nbi_emit(w, m, ii, gt->idx[q], hit, cross);
     }
@@ -267,7 +315,8 @@ NBI_INLINE bool nbi_a_dead(const nbiPairCtx *x, bool flt, bool cross, int32_t p)
 }
 
 // The gathered path for the cell [a0, a1) of side A (self mode: own run [a0, self_end) first).
-NBI_INLINE void nbi_cell_pairs_gathered(const nbiSpanList *l, int dim, bool flt, bool cross)
+NBI_INLINE void nbi_cell_pairs_gathered(const nbiSpanList *l, int dim, bool flt, bool cross,
+                                        bool wrap)
 {
     const nbiPairCtx *x = l->x;
     nbiPairSink *s = x->sink;
@@ -285,9 +334,9 @@ NBI_INLINE void nbi_cell_pairs_gathered(const nbiSpanList *l, int dim, bool flt,
     }
     const int32_t a0 = l->a0, na = l->a1 - l->a0;
 #define NBI_GSCAN(i, w)                                                                            \
-    nbi_gather_scan(&gt, dim, flt, cross, x->pa + (size_t)(a0 + (i)) * (size_t)dim,                \
+    nbi_gather_scan(&gt, x, dim, flt, cross, wrap, x->pa + (size_t)(a0 + (i)) * (size_t)dim,       \
                     x->ia[a0 + (i)], nbi_cat_a(x, a0 + (i)), nbi_mask_a(x, a0 + (i)),              \
-                    cross ? 0 : (i) + 1, x->r2, w)
+                    cross ? 0 : (i) + 1, w)
     if (s->mode == NBI_SINK_COUNT) {
         int64_t m = 0;
         for (int32_t i = 0; i < na; i++)
@@ -314,18 +363,18 @@ NBI_INLINE void nbi_cell_pairs_gathered(const nbiSpanList *l, int dim, bool flt,
 }
 
 // Point p of side A against one span [b0, b1) (or list span), into w; room for b1 - b0.
-NBI_INLINE int64_t nbi_scan_span(const nbiPairCtx *x, int dim, bool flt, bool cross,
+NBI_INLINE int64_t nbi_scan_span(const nbiPairCtx *x, int dim, bool flt, bool cross, bool wrap,
                                  const double *pi, int32_t ii, uint32_t pc, uint32_t pm,
                                  const nbiSpan *sp, int32_t b0, int32_t b1, nbPair *w)
 {
     if (sp != NULL && sp->list != NULL)
-        return nbi_scan_list(x, dim, flt, cross, pi, ii, pc, pm, sp->list, b0, b1, w);
-    return nbi_scan(x, dim, flt, cross, pi, ii, pc, pm, b0, b1, w);
+        return nbi_scan_list(x, dim, flt, cross, wrap, pi, ii, pc, pm, sp->list, b0, b1, w);
+    return nbi_scan(x, dim, flt, cross, wrap, pi, ii, pc, pm, b0, b1, w);
 }
 
 // All candidate pairs of the list's cell: each point p with the positions after it in its own
 // run (self mode) and with every candidate of the spans.
-NBI_INLINE void nbi_cell_pairs_dim(const nbiSpanList *l, int dim, bool flt, bool cross)
+NBI_INLINE void nbi_cell_pairs_dim(const nbiSpanList *l, int dim, bool flt, bool cross, bool wrap)
 {
     const nbiPairCtx *x = l->x;
     nbiPairSink *s = x->sink;
@@ -340,7 +389,7 @@ NBI_INLINE void nbi_cell_pairs_dim(const nbiSpanList *l, int dim, bool flt, bool
     if (width == 0 || s->stop) return;
     const bool own_fits = cross || self_end >= a1;
     if (NBI_USE_GATHER && (dim == 3 || lists || cross) && own_fits && width + 2 <= NBI_GATHER) {
-        nbi_cell_pairs_gathered(l, dim, flt, cross);
+        nbi_cell_pairs_gathered(l, dim, flt, cross, wrap);
         return;
     }
     if (s->mode == NBI_SINK_COUNT && !lists) {
@@ -349,9 +398,10 @@ NBI_INLINE void nbi_cell_pairs_dim(const nbiSpanList *l, int dim, bool flt, bool
             const double *pi = x->pa + (size_t)p * (size_t)dim;
             const uint32_t pc = nbi_cat_a(x, p), pm = nbi_mask_a(x, p);
             if (nbi_a_dead(x, flt, cross, p)) continue;
-            m += nbi_scan(x, dim, flt, cross, pi, 0, pc, pm, p + 1, self_end, NULL);
+            m += nbi_scan(x, dim, flt, cross, wrap, pi, 0, pc, pm, p + 1, self_end, NULL);
             for (int t = 0; t < l->ns; t++)
-                m += nbi_scan(x, dim, flt, cross, pi, 0, pc, pm, l->sp[t].b0, l->sp[t].b1, NULL);
+                m += nbi_scan(x, dim, flt, cross, wrap, pi, 0, pc, pm, l->sp[t].b0, l->sp[t].b1,
+                              NULL);
         }
         s->found += m;
         return;
@@ -365,9 +415,10 @@ NBI_INLINE void nbi_cell_pairs_dim(const nbiSpanList *l, int dim, bool flt, bool
             const int32_t ii = x->ia[p];
             const uint32_t pc = nbi_cat_a(x, p), pm = nbi_mask_a(x, p);
             if (nbi_a_dead(x, flt, cross, p)) continue;
-            m += nbi_scan(x, dim, flt, cross, pi, ii, pc, pm, p + 1, self_end, w + m);
+            m += nbi_scan(x, dim, flt, cross, wrap, pi, ii, pc, pm, p + 1, self_end, w + m);
             for (int t = 0; t < l->ns; t++)
-                m += nbi_scan(x, dim, flt, cross, pi, ii, pc, pm, l->sp[t].b0, l->sp[t].b1, w + m);
+                m += nbi_scan(x, dim, flt, cross, wrap, pi, ii, pc, pm, l->sp[t].b0, l->sp[t].b1,
+                              w + m);
         }
         nbi_commit(s, w, m);
         return;
@@ -386,7 +437,8 @@ NBI_INLINE void nbi_cell_pairs_dim(const nbiSpanList *l, int dim, bool flt, bool
                 if (s->stop) return;
                 const int32_t q1 = b1 - q0 > NBI_SCRATCH ? q0 + NBI_SCRATCH : b1;
                 nbPair *w = s->mode == NBI_SINK_COUNT ? NULL : nbi_reserve(s, q1 - q0);
-                const int64_t m = nbi_scan_span(x, dim, flt, cross, pi, ii, pc, pm, sp, q0, q1, w);
+                const int64_t m =
+                    nbi_scan_span(x, dim, flt, cross, wrap, pi, ii, pc, pm, sp, q0, q1, w);
                 if (w == NULL)
                     s->found += m;
                 else
@@ -403,28 +455,38 @@ NBI_INLINE void nbi_cell_pairs_dim(const nbiSpanList *l, int dim, bool flt, bool
 #else
 #define NBI_NOINLINE
 #endif
-#define NBI_KERNEL(name, dim, flt, cross)                                                          \
+#define NBI_KERNEL(name, dim, flt, cross, wrap)                                                    \
     static NBI_NOINLINE void name(const nbiSpanList *l)                                            \
     {                                                                                              \
-        nbi_cell_pairs_dim(l, dim, flt, cross);                                                    \
+        nbi_cell_pairs_dim(l, dim, flt, cross, wrap);                                              \
     }
-NBI_KERNEL(nbi_pairs_2, 2, false, false)
-NBI_KERNEL(nbi_pairs_2x, 2, false, true)
-NBI_KERNEL(nbi_pairs_2f, 2, true, false)
-NBI_KERNEL(nbi_pairs_2fx, 2, true, true)
-NBI_KERNEL(nbi_pairs_3, 3, false, false)
-NBI_KERNEL(nbi_pairs_3x, 3, false, true)
-NBI_KERNEL(nbi_pairs_3f, 3, true, false)
-NBI_KERNEL(nbi_pairs_3fx, 3, true, true)
+NBI_KERNEL(nbi_pairs_2, 2, false, false, false)
+NBI_KERNEL(nbi_pairs_2x, 2, false, true, false)
+NBI_KERNEL(nbi_pairs_2f, 2, true, false, false)
+NBI_KERNEL(nbi_pairs_2fx, 2, true, true, false)
+NBI_KERNEL(nbi_pairs_3, 3, false, false, false)
+NBI_KERNEL(nbi_pairs_3x, 3, false, true, false)
+NBI_KERNEL(nbi_pairs_3f, 3, true, false, false)
+NBI_KERNEL(nbi_pairs_3fx, 3, true, true, false)
+// Periodic walks (the minimum image): their own instantiations, so the plain ones stay as fast.
+NBI_KERNEL(nbi_pairs_2w, 2, false, false, true)
+NBI_KERNEL(nbi_pairs_2xw, 2, false, true, true)
+NBI_KERNEL(nbi_pairs_2fw, 2, true, false, true)
+NBI_KERNEL(nbi_pairs_2fxw, 2, true, true, true)
+NBI_KERNEL(nbi_pairs_3w, 3, false, false, true)
+NBI_KERNEL(nbi_pairs_3xw, 3, false, true, true)
+NBI_KERNEL(nbi_pairs_3fw, 3, true, false, true)
+NBI_KERNEL(nbi_pairs_3fxw, 3, true, true, true)
 #undef NBI_KERNEL
 
 // Runs the collected spans (and, the first time, the own run) and empties the list.
 static inline void nbi_spans_flush(nbiSpanList *l)
 {
-    static void (*const kernels[8])(const nbiSpanList *) = {
-        nbi_pairs_2, nbi_pairs_2x, nbi_pairs_2f, nbi_pairs_2fx,
-        nbi_pairs_3, nbi_pairs_3x, nbi_pairs_3f, nbi_pairs_3fx};
-    const int k = (l->dim == 3) << 2 | l->filtered << 1 | l->cross;
+    static void (*const kernels[16])(const nbiSpanList *) = {
+        nbi_pairs_2,  nbi_pairs_2x,  nbi_pairs_2f,  nbi_pairs_2fx, nbi_pairs_3,   nbi_pairs_3x,
+        nbi_pairs_3f, nbi_pairs_3fx, nbi_pairs_2w,  nbi_pairs_2xw, nbi_pairs_2fw, nbi_pairs_2fxw,
+        nbi_pairs_3w, nbi_pairs_3xw, nbi_pairs_3fw, nbi_pairs_3fxw};
+    const int k = l->wrap << 3 | (l->dim == 3) << 2 | l->filtered << 1 | l->cross;
     if (k == 0) // the hot case (2D, no filter, one set) as a direct call
         nbi_pairs_2(l);
     else

@@ -38,6 +38,7 @@ static void nbi_span_list_init(nbiSpanList *l, const nbiPairCtx *x, int dim, boo
     l->dim = dim;
     l->filtered = x->cb != NULL;
     l->cross = cross;
+    l->wrap = false;
     l->ns = 0;
 }
 
@@ -170,10 +171,15 @@ static void nbi_pair_ctx(nbiPairCtx *x, const nbiView *a, const nbiView *b, doub
     x->mb = b->mask;
     x->r2 = radius * radius;
     x->sink = s;
+    for (int d = 0; d < 3; d++) x->per[d] = a->wrap != NULL ? a->wrap->kper[d] : 0.0;
 }
+
+static nbStatus nbi_walk_pairs_wrap(const nbiView *v, double radius, int32_t u0, int32_t u1,
+                                    nbiPairSink *s);
 
 nbStatus nbi_walk_pairs(const nbiView *v, double radius, int32_t u0, int32_t u1, nbiPairSink *s)
 {
+    if (v->wrap != NULL) return nbi_walk_pairs_wrap(v, radius, u0, u1, s);
     if (v->n == 0) return NB_OK;
     const double rings = nbi_rings(nbi_reach(radius), v->cm.cell, v->max_abs);
     const int64_t k = rings < 0x1p63 ? (int64_t)rings : INT64_MAX;
@@ -203,6 +209,7 @@ static bool nbi_cross_run(int32_t b0, int32_t b1, void *ctx)
 
 nbStatus nbi_walk_cross(const nbiView *a, const nbiView *b, double radius, nbiPairSink *s)
 {
+    if (a->wrap != NULL || b->wrap != NULL) return nbi_walk_cross_wrap(a, b, radius, s);
     if (a->n == 0 || b->n == 0) return NB_OK;
     const int dim = a->dim;
     const double reach = nbi_reach(radius);
@@ -243,6 +250,161 @@ nbStatus nbi_walk_cross(const nbiView *a, const nbiView *b, double radius, nbiPa
         l.self_end = a0;
         l.ns = 0;
         nbi_view_box_runs(b, cl, ch, nbi_cross_run, &l);
+        nbi_spans_flush(&l);
+    }
+    return NB_OK;
+}
+
+// ---- periodic views (view.h: nbiWrap) ----
+// All pairs: every cell A meets the distinct cells within k rings of it (cyclically on the
+// periodic axes: nbi_wrap_near gives each once, however small m is) whose cell number is greater
+// than A's, plus itself (positions after i only). The neighbour relation is symmetric, so each
+// unordered pair of cells is met once, from its lower-numbered cell: the unit of a pair is still
+// its first cell. Rows are visited in ascending (z, y); A's own row comes first, and the run of
+// cells right after A in it joins A's own run.
+//
+// Interior cells take the plain kernels: when on every periodic axis A's stencil does not wrap
+// (k <= c and c + k <= m - 1) and the axis has at least 2k + 3 cells, every candidate pair is
+// less than (k + 1) cell edges apart along it, and P - a is more than (k + 2) edges: the minimum
+// image is a itself, and a * a is what the plain test squares, bit for bit. Only the cells
+// within k of a face pay for the wrapped test.
+
+// Whether cell coordinate c on axis a needs the wrapped test (see above).
+static bool nbi_wrap_edge(const nbiView *v, int a, int64_t c, int64_t k)
+{
+    const int64_t m = v->wrap->m[a];
+    return m > 0 && (c < k || c + k > m - 1 || m < 2 * k + 3);
+}
+
+// Whether A's whole stencil lies inside the box on every axis (no wrap, no clipping): then its
+// higher-numbered neighbours are the positive offsets, walked as the dense walker does.
+static bool nbi_wrap_inside(const nbiView *v, const int64_t c[3], const int64_t k[3])
+{
+    for (int a = 0; a < v->dim; a++)
+        if (c[a] - k[a] < v->lo[a] || c[a] + k[a] > v->hi[a] || nbi_wrap_edge(v, a, c[a], k[a]))
+            return false;
+    return true;
+}
+
+// The next cell's offsets in a dense box, x fastest.
+static inline void nbi_box_step(int64_t *ox, int64_t *oy, int64_t *oz, int64_t e0, int64_t e1)
+{
+    if (++*ox < e0) return;
+    *ox = 0;
+    if (++*oy < e1) return;
+    *oy = 0;
+    ++*oz;
+}
+
+static void nbi_pairs_wrapped(const nbiView *v, const nbiPairCtx *x, const int64_t k[3], int32_t u0,
+                              int32_t u1)
+{
+    const int32_t *start = v->start;
+    const int64_t e0 = v->ext[0], e1 = v->ext[1], e01 = e0 * e1;
+    nbiSpanList l;
+    nbi_span_list_init(&l, x, v->dim, false);
+    int64_t ox = u0 % e0, oy = (u0 / e0) % e1, oz = u0 / e01; // cell c's offsets in the box
+    for (int32_t c = u0; c < u1 && !x->sink->stop; c++, nbi_box_step(&ox, &oy, &oz, e0, e1)) {
+        const int32_t a0 = start[c], a1 = start[c + 1];
+        if (a0 == a1) continue;
+        const int64_t cx = v->lo[0] + ox, cy = v->lo[1] + oy, cz = v->lo[2] + oz;
+        l.wrap = nbi_wrap_edge(v, 0, cx, k[0]) || nbi_wrap_edge(v, 1, cy, k[1]) ||
+                 (v->dim == 3 && nbi_wrap_edge(v, 2, cz, k[2]));
+        const int64_t cc[3] = {cx, cy, cz};
+        if (nbi_wrap_inside(v, cc, k)) { // the interior: the dense walker's rows
+            const int64_t row0 = c - (cx - v->lo[0]);
+            l.a0 = a0;
+            l.a1 = a1;
+            l.self_end = start[row0 + (cx - v->lo[0]) + k[0] + 1];
+            l.ns = 0;
+            for (int64_t dz = 0; dz <= k[2]; dz++)
+                for (int64_t dy = dz > 0 ? -k[1] : 1; dy <= k[1]; dy++) {
+                    const int64_t row = row0 + dy * e0 + dz * e01 + (cx - v->lo[0]);
+                    nbi_spans_add(&l, start[row - k[0]], start[row + k[0] + 1], NULL);
+                }
+            nbi_spans_flush(&l);
+            continue;
+        }
+        const nbiCellRange rx = nbi_wrap_near(v, 0, cx, k[0]), ry = nbi_wrap_near(v, 1, cy, k[1]);
+        const nbiCellRange rz = nbi_wrap_near(v, 2, cz, k[2]);
+        l.a0 = a0;
+        l.a1 = l.self_end = a1;
+        l.ns = 0;
+        for (int tz = 0; tz < rz.n; tz++)
+            for (int64_t z = rz.lo[tz]; z <= rz.hi[tz]; z++)
+                for (int ty = 0; ty < ry.n; ty++)
+                    for (int64_t y = ry.lo[ty]; y <= ry.hi[ty]; y++) {
+                        if (z < cz || (z == cz && y < cy)) continue; // a lower-numbered row
+                        const bool own = z == cz && y == cy;
+                        const int64_t row = (y - v->lo[1]) * e0 + (z - v->lo[2]) * e01 - v->lo[0];
+                        for (int tx = 0; tx < rx.n; tx++) {
+                            const int64_t xl = own && rx.lo[tx] <= cx ? cx + 1 : rx.lo[tx];
+                            const int64_t xh = rx.hi[tx];
+                            if (xl > xh) continue;
+                            if (own && xl == cx + 1) // contiguous with A: extend its own run
+                                l.self_end = start[row + xh + 1];
+                            else
+                                nbi_spans_add(&l, start[row + xl], start[row + xh + 1], NULL);
+                        }
+                    }
+        nbi_spans_flush(&l);
+    }
+}
+
+static nbStatus nbi_walk_pairs_wrap(const nbiView *v, double radius, int32_t u0, int32_t u1,
+                                    nbiPairSink *s)
+{
+    if (!nbi_wrap_radius_ok(v, radius)) return NB_ERR_OUT_OF_RANGE;
+    if (v->n == 0 || u0 >= u1) return NB_OK;
+    int64_t k[3];
+    nbi_wrap_rings(v, nbi_reach(radius), k);
+    nbiPairCtx x;
+    nbi_pair_ctx(&x, v, v, radius, s);
+    nbi_pairs_wrapped(v, &x, k, u0, u1);
+    return NB_OK;
+}
+
+// Cross pairs: each cell of A meets the cells of B covering its points' box widened by the
+// reach, wrapped (nbi_wrap_cover: each cell of B once).
+nbStatus nbi_walk_cross_wrap(const nbiView *a, const nbiView *b, double radius, nbiPairSink *s)
+{
+    if (a->wrap == NULL || b->wrap == NULL || !nbi_wrap_radius_ok(a, radius))
+        return NB_ERR_OUT_OF_RANGE;
+    for (int d = 0; d < 3; d++)
+        if (a->wrap->period[d] != b->wrap->period[d]) return NB_ERR_OUT_OF_RANGE;
+    if (a->n == 0 || b->n == 0) return NB_OK;
+    const int dim = a->dim;
+    const double reach = nbi_reach(radius);
+    nbiPairCtx x;
+    nbi_pair_ctx(&x, a, b, radius, s);
+    nbiSpanList l;
+    nbi_span_list_init(&l, &x, dim, true);
+    l.wrap = true;
+    for (int32_t c = 0; c < a->ncells && !s->stop; c++) {
+        const int32_t a0 = a->start[c], a1 = nbi_view_end(a, c);
+        if (a0 == a1) continue;
+        double lo[3], hi[3];
+        for (int d = 0; d < dim; d++) lo[d] = hi[d] = a->pts[(size_t)a0 * (size_t)dim + d];
+        for (int32_t p = a0 + 1; p < a1; p++) {
+            for (int d = 0; d < dim; d++) {
+                const double q = a->pts[(size_t)p * (size_t)dim + d];
+                lo[d] = q < lo[d] ? q : lo[d];
+                hi[d] = q > hi[d] ? q : hi[d];
+            }
+        }
+        nbiCellRange r[3];
+        bool empty = false;
+        for (int d = 0; d < 3; d++) {
+            r[d] =
+                nbi_wrap_cover(b, d, d < dim ? lo[d] - reach : 0.0, d < dim ? hi[d] + reach : 0.0);
+            empty |= r[d].n == 0;
+        }
+        if (empty) continue;
+        l.a0 = a0;
+        l.a1 = a1;
+        l.self_end = a0;
+        l.ns = 0;
+        nbi_wrap_box_runs(b, r, nbi_cross_run, &l);
         nbi_spans_flush(&l);
     }
     return NB_OK;

@@ -65,7 +65,7 @@ NBI_INLINE bool nbi_radius_run_dim(const nbiRangeCtx *x, int dim, int32_t b0, in
 #if defined(__SSE2__)
     const nbiPoint2 c = nbi_point2(x->c, dim, x->r2);
     for (; p + 2 <= b1; p += 2) {
-        const int m = nbi_d2_mask2(&c, pts, p, dim);
+        const int m = nbi_d2_mask2(&c, pts, p, dim, false);
         if (m != 0) {
             if ((m & 1) && !nbi_radius_take(x, p)) return false;
             if ((m & 2) && !nbi_radius_take(x, p + 1)) return false;
@@ -167,6 +167,11 @@ static bool nbi_filter_open(nbFilter f)
     return f.category != 0 && f.mask != 0;
 }
 
+static nbStatus nbi_wrap_radius(const nbiView *v, const double *center, double radius, nbFilter f,
+                                nbiHitSink *s);
+static nbStatus nbi_wrap_box(const nbiView *v, const double *lo, const double *hi, nbFilter f,
+                             nbiHitSink *s);
+
 nbStatus nbi_walk_radius(const nbiView *v, const double *center, double radius, nbFilter f,
                          nbiHitSink *s)
 {
@@ -174,6 +179,7 @@ nbStatus nbi_walk_radius(const nbiView *v, const double *center, double radius, 
         if (!isfinite(center[a])) return NB_ERR_NOT_FINITE;
     if (!isfinite(radius)) return NB_ERR_NOT_FINITE;
     if (radius < 0.0 || s->cap < 0) return NB_ERR_OUT_OF_RANGE;
+    if (v->wrap != NULL) return nbi_wrap_radius(v, center, radius, f, s);
     const bool per_point = v->cat != NULL;
     if (v->n == 0 || (!per_point && !nbi_filter_open(f))) return NB_OK;
     const double reach = nbi_reach(radius);
@@ -211,6 +217,7 @@ nbStatus nbi_walk_box(const nbiView *v, const double *lo, const double *hi, nbFi
     for (int a = 0; a < v->dim; a++)
         if (isnan(lo[a]) || isnan(hi[a])) return NB_ERR_NOT_FINITE;
     if (s->cap < 0) return NB_ERR_OUT_OF_RANGE;
+    if (v->wrap != NULL) return nbi_wrap_box(v, lo, hi, f, s);
     const bool per_point = v->cat != NULL;
     if (v->n == 0 || (!per_point && !nbi_filter_open(f))) return NB_OK;
     int64_t cl[3], ch[3];
@@ -251,6 +258,22 @@ typedef struct nbiKnnCtx {
     int32_t size, k;
 } nbiKnnCtx;
 
+// Keeps cand if it is among the k best so far.
+NBI_INLINE void nbi_knn_offer(nbiKnnCtx *x, nbNeighbor cand)
+{
+    if (x->size < x->k) { // sift up
+        int32_t i = x->size++;
+        while (i > 0 && nbi_worse(&cand, &x->heap[(i - 1) / 2])) {
+            x->heap[i] = x->heap[(i - 1) / 2];
+            i = (i - 1) / 2;
+        }
+        x->heap[i] = cand;
+    } else if (nbi_worse(&x->heap[0], &cand)) {
+        x->heap[0] = cand;
+        nbi_sift_down(x->heap, x->size, 0);
+    }
+}
+
 static bool nbi_knn_run(int32_t b0, int32_t b1, void *vctx)
 {
     nbiKnnCtx *x = (nbiKnnCtx *)vctx;
@@ -259,20 +282,23 @@ static bool nbi_knn_run(int32_t b0, int32_t b1, void *vctx)
     for (int32_t p = b0; p < b1; p++) {
         if (x->per_point && !nbi_view_passes(v, p, x->f)) continue;
         nbNeighbor cand = {v->idx[p], nbi_dist2(x->q, v->pts + (size_t)p * (size_t)dim, dim)};
-        if (x->size < x->k) { // sift up
-            int32_t i = x->size++;
-            while (i > 0 && nbi_worse(&cand, &x->heap[(i - 1) / 2])) {
-                x->heap[i] = x->heap[(i - 1) / 2];
-                i = (i - 1) / 2;
-            }
-            x->heap[i] = cand;
-        } else if (nbi_worse(&x->heap[0], &cand)) {
-            x->heap[0] = cand;
-            nbi_sift_down(x->heap, x->size, 0);
-        }
+        nbi_knn_offer(x, cand);
     }
     return true;
 }
+
+// Heap sort of the k best in place: ascending by (dist2, index).
+static void nbi_knn_sort(nbNeighbor *out, int32_t size)
+{
+    for (int32_t end = size - 1; end > 0; end--) {
+        nbNeighbor t = out[0];
+        out[0] = out[end];
+        out[end] = t;
+        nbi_sift_down(out, end, 0);
+    }
+}
+
+static nbStatus nbi_wrap_knn(const nbiView *v, const double *point, nbiKnnCtx *x);
 
 // Whether any of the view's cells lie outside the visited block [cl, ch]; if so, *bound is a
 // lower bound on the true distance from q to any point in them, less a rounding margin (it may
@@ -350,9 +376,15 @@ nbStatus nbi_walk_knn(const nbiView *v, const double *point, int32_t k, nbFilter
     for (int a = 0; a < v->dim; a++)
         if (!isfinite(point[a])) return NB_ERR_NOT_FINITE;
     if (k < 0) return NB_ERR_OUT_OF_RANGE;
+    if (v->wrap != NULL && !nbi_wrap_point_ok(v, point)) return NB_ERR_OUT_OF_RANGE;
     const bool per_point = v->cat != NULL;
     if (k == 0 || v->n == 0 || (!per_point && !nbi_filter_open(f))) return NB_OK;
     nbiKnnCtx x = {v, point, f, per_point, out, 0, k < v->n ? k : v->n};
+    if (v->wrap != NULL) {
+        const nbStatus st = nbi_wrap_knn(v, point, &x);
+        *found = x.size;
+        return st;
+    }
 
     // The query's cell, clipped to one cell outside the box so rings start near the data.
     int64_t qc[3] = {0, 0, 0};
@@ -384,13 +416,328 @@ nbStatus nbi_walk_knn(const nbiView *v, const double *point, int32_t k, nbFilter
             break;
         }
     }
-    // Heap sort in place: ascending by (dist2, index).
-    for (int32_t end = x.size - 1; end > 0; end--) {
-        nbNeighbor t = out[0];
-        out[0] = out[end];
-        out[end] = t;
-        nbi_sift_down(out, end, 0);
-    }
+    nbi_knn_sort(out, x.size);
     *found = x.size;
+    return NB_OK;
+}
+
+// ---- periodic views (view.h: nbiWrap) ----
+// A periodic axis has cells 0 .. m - 1 and wraps: the cells near a cell, or covering a range of
+// coordinates, are up to two intervals of cell numbers (the range split where it crosses a face
+// of the box), merged when they meet so that no cell is visited twice. The walkers then visit
+// the product of the per-axis intervals (at most 8 boxes of cells) and test every candidate by
+// the minimum image. Periodic views are dense, with at most about 4 cells per point, so no walk
+// needs a cost guard.
+
+bool nbi_wrap_radius_ok(const nbiView *v, double r)
+{
+    for (int a = 0; a < v->dim; a++)
+        if (v->wrap->period[a] > 0.0 && r > 0.5 * v->wrap->period[a]) return false;
+    return true;
+}
+
+bool nbi_wrap_point_ok(const nbiView *v, const double *p)
+{
+    for (int a = 0; a < v->dim; a++) {
+        const double period = v->wrap->period[a];
+        if (period > 0.0 && !(p[a] >= 0.0 && p[a] < period)) return false;
+    }
+    return true;
+}
+
+void nbi_wrap_rings(const nbiView *v, double reach, int64_t k[3])
+{
+    const nbiWrap *w = v->wrap;
+    for (int a = 0; a < 3; a++) {
+        double d = 0.0;
+        if (a < v->dim && w->m[a] == 0) {
+            d = nbi_rings(reach, v->cm.cell, v->max_abs);
+        } else if (a < v->dim) {
+            d = nbi_wrap_rings1(reach, w->period[a], w->pcm[a].cell, w->m[a]);
+        }
+        k[a] = d < 0x1p40 ? (int64_t)d : (int64_t)1 << 40; // beyond any axis: the whole axis
+    }
+}
+
+static nbiCellRange nbi_range1(int64_t lo, int64_t hi)
+{
+    nbiCellRange r = {{lo, 0}, {hi, 0}, lo <= hi};
+    return r;
+}
+
+static nbiCellRange nbi_range2(int64_t lo0, int64_t hi0, int64_t lo1, int64_t hi1)
+{
+    nbiCellRange r = {{lo0, lo1}, {hi0, hi1}, 2};
+    if (lo1 <= hi0 + 1) { // they meet: one interval
+        r.hi[0] = hi1 > hi0 ? hi1 : hi0;
+        r.n = 1;
+    }
+    return r;
+}
+
+nbiCellRange nbi_wrap_near(const nbiView *v, int a, int64_t c, int64_t k)
+{
+    if (a >= v->dim) return nbi_range1(0, 0);
+    const int64_t m = v->wrap->m[a];
+    if (m == 0) {
+        const int64_t l = c - k > v->lo[a] ? c - k : v->lo[a];
+        return nbi_range1(l, c + k < v->hi[a] ? c + k : v->hi[a]);
+    }
+    if (2 * k + 1 >= m) return nbi_range1(0, m - 1);
+    if (c - k < 0) return nbi_range2(0, c + k, c - k + m, m - 1);
+    if (c + k >= m) return nbi_range2(0, c + k - m, c - k, m - 1);
+    return nbi_range1(c - k, c + k);
+}
+
+// The cell of x on periodic axis a, clamped to the box: below 0 (a range widened by its
+// margin), the first cell; P and above, the last.
+static int64_t nbi_wrap_cell(const nbiView *v, int a, double x)
+{
+    if (!(x > 0.0)) return 0;
+    const double q = nbi_cell_f(&v->wrap->pcm[a], x);
+    return q < (double)v->wrap->m[a] ? (int64_t)q : v->wrap->m[a] - 1;
+}
+
+nbiCellRange nbi_wrap_cover(const nbiView *v, int a, double lo, double hi)
+{
+    if (a >= v->dim) return nbi_range1(0, 0);
+    const int64_t m = v->wrap->m[a];
+    if (m == 0) { // the monotone cell map, clipped to the occupied box (nbi_view_cell_box)
+        const double l = nbi_cell_f(&v->cm, lo), h = nbi_cell_f(&v->cm, hi);
+        if (!(l <= (double)v->hi[a]) || !(h >= (double)v->lo[a]) || l > h) return nbi_range1(1, 0);
+        return nbi_range1(l > (double)v->lo[a] ? (int64_t)l : v->lo[a],
+                          h < (double)v->hi[a] ? (int64_t)h : v->hi[a]);
+    }
+    // A margin far above the rounding of lo + P and hi - P: candidates are only a superset.
+    const double p = v->wrap->period[a];
+    lo -= p * 0x1p-50;
+    hi += p * 0x1p-50;
+    if (!(hi - lo < p)) return nbi_range1(0, m - 1);
+    if (lo < 0.0) // [lo + P, P) and [0, hi]
+        return hi < 0.0
+                   ? nbi_range1(nbi_wrap_cell(v, a, lo + p), nbi_wrap_cell(v, a, hi + p))
+                   : nbi_range2(0, nbi_wrap_cell(v, a, hi), nbi_wrap_cell(v, a, lo + p), m - 1);
+    if (hi >= p) // [lo, P) and [0, hi - P]
+        return lo >= p ? nbi_range1(nbi_wrap_cell(v, a, lo - p), nbi_wrap_cell(v, a, hi - p))
+                       : nbi_range2(0, nbi_wrap_cell(v, a, hi - p), nbi_wrap_cell(v, a, lo), m - 1);
+    return nbi_range1(nbi_wrap_cell(v, a, lo), nbi_wrap_cell(v, a, hi));
+}
+
+// Runs fn through nbi_wrap_box_runs, remembering whether it asked to stop.
+typedef struct nbiStopCtx {
+    nbiRunFn *fn;
+    void *ctx;
+    bool stopped;
+} nbiStopCtx;
+
+static bool nbi_stop_run(int32_t b0, int32_t b1, void *vctx)
+{
+    nbiStopCtx *x = (nbiStopCtx *)vctx;
+    x->stopped = !x->fn(b0, b1, x->ctx);
+    return !x->stopped;
+}
+
+double nbi_wrap_box_runs(const nbiView *v, const nbiCellRange r[3], nbiRunFn *fn, void *ctx)
+{
+    nbiStopCtx x = {fn, ctx, false};
+    double work = 0.0;
+    for (int tz = 0; tz < r[2].n; tz++)
+        for (int ty = 0; ty < r[1].n; ty++)
+            for (int tx = 0; tx < r[0].n && !x.stopped; tx++) {
+                const int64_t cl[3] = {r[0].lo[tx], r[1].lo[ty], r[2].lo[tz]};
+                const int64_t ch[3] = {r[0].hi[tx], r[1].hi[ty], r[2].hi[tz]};
+                work += nbi_view_box_runs(v, cl, ch, nbi_stop_run, &x);
+            }
+    return work;
+}
+
+static bool nbi_wrap_radius_run(int32_t b0, int32_t b1, void *vctx)
+{
+    const nbiRangeCtx *x = (const nbiRangeCtx *)vctx;
+    const nbiView *v = x->v;
+    for (int32_t p = b0; p < b1; p++)
+        if (nbi_dist2_wrap(x->c, v->pts + (size_t)p * (size_t)v->dim, v->dim, v->wrap->kper) <=
+                x->r2 &&
+            !nbi_radius_take(x, p))
+            return false;
+    return true;
+}
+
+static nbStatus nbi_wrap_radius(const nbiView *v, const double *center, double radius, nbFilter f,
+                                nbiHitSink *s)
+{
+    if (!nbi_wrap_radius_ok(v, radius) || !nbi_wrap_point_ok(v, center)) return NB_ERR_OUT_OF_RANGE;
+    const bool per_point = v->cat != NULL;
+    if (v->n == 0 || (!per_point && !nbi_filter_open(f))) return NB_OK;
+    const double reach = nbi_reach(radius);
+    nbiCellRange r[3];
+    for (int a = 0; a < 3; a++) {
+        r[a] = a < v->dim ? nbi_wrap_cover(v, a, center[a] - reach, center[a] + reach)
+                          : nbi_range1(0, 0);
+        if (r[a].n == 0) return NB_OK;
+    }
+    nbiRangeCtx x = {v, center, NULL, NULL, radius * radius, f, per_point, s};
+    nbi_wrap_box_runs(v, r, nbi_wrap_radius_run, &x);
+    return NB_OK;
+}
+
+// A box on a periodic view: per axis, the whole axis, or [lo, hi] and its images (grid.h).
+typedef struct nbiWrapBoxCtx {
+    nbiRangeCtx r;
+    bool whole[3];
+} nbiWrapBoxCtx;
+
+NBI_INLINE bool nbi_wrap_in(double x, double lo, double hi, double p)
+{
+    const double up = x + p, down = x - p;
+    return (lo <= x && x <= hi) || (lo <= up && up <= hi) || (lo <= down && down <= hi);
+}
+
+static bool nbi_wrap_box_run(int32_t b0, int32_t b1, void *vctx)
+{
+    const nbiWrapBoxCtx *x = (const nbiWrapBoxCtx *)vctx;
+    const nbiView *v = x->r.v;
+    const int dim = v->dim;
+    for (int32_t p = b0; p < b1; p++) {
+        const double *q = v->pts + (size_t)p * (size_t)dim;
+        bool in = true;
+        for (int a = 0; a < dim; a++)
+            in &= x->whole[a] ||
+                  (v->wrap->m[a] > 0 ? nbi_wrap_in(q[a], x->r.lo[a], x->r.hi[a], v->wrap->period[a])
+                                     : q[a] >= x->r.lo[a] && q[a] <= x->r.hi[a]);
+        if (in && (!x->r.per_point || nbi_view_passes(v, p, x->r.f))) {
+            nbi_hit(x->r.sink, v->idx[p]);
+            if (x->r.sink->stop) return false;
+        }
+    }
+    return true;
+}
+
+static nbStatus nbi_wrap_box(const nbiView *v, const double *lo, const double *hi, nbFilter f,
+                             nbiHitSink *s)
+{
+    nbiWrapBoxCtx x = {{v, NULL, lo, hi, 0.0, f, v->cat != NULL, s}, {false, false, false}};
+    bool empty = false;
+    for (int a = 0; a < v->dim; a++) {
+        const double p = v->wrap->period[a];
+        empty |= lo[a] > hi[a];
+        if (!(p > 0.0) || lo[a] > hi[a]) continue; // (before any build, m is still 0)
+        x.whole[a] = !(hi[a] - lo[a] < p) || isinf(lo[a]) || isinf(hi[a]);
+        if (!x.whole[a] && !(lo[a] >= -p && hi[a] < 2.0 * p)) return NB_ERR_OUT_OF_RANGE;
+    }
+    if (empty || v->n == 0 || (!x.r.per_point && !nbi_filter_open(f))) return NB_OK;
+    nbiCellRange r[3]; // (built: m > 0 on every periodic axis from here on)
+    for (int a = 0; a < 3; a++) {
+        r[a] = a >= v->dim  ? nbi_range1(0, 0)
+               : x.whole[a] ? nbi_range1(0, v->wrap->m[a] - 1)
+                            : nbi_wrap_cover(v, a, lo[a], hi[a]);
+        if (r[a].n == 0) return NB_OK;
+    }
+    nbi_wrap_box_runs(v, r, nbi_wrap_box_run, &x);
+    return NB_OK;
+}
+
+// kNN on a periodic view: rings outward by the cyclic cell distance ("level") from the query's
+// cell. Ring m is the cells whose largest level over the axes is m, visited as faces (the axis
+// at level m, the axes before it below m, the axes after it at most m), so each cell once.
+// Cells not yet visited are at level m + 1 or more on some axis not yet covered whole: m whole
+// cells lie between them and the query, so they are at least m cell edges away.
+
+// The cells at level exactly m from cell c on axis a.
+static nbiCellRange nbi_wrap_level(const nbiView *v, int a, int64_t c, int64_t m)
+{
+    if (a >= v->dim) return m == 0 ? nbi_range1(0, 0) : nbi_range1(1, 0);
+    const int64_t cells = v->wrap->m[a];
+    if (m == 0)
+        return cells > 0 || (c >= v->lo[a] && c <= v->hi[a]) ? nbi_range1(c, c) : nbi_range1(1, 0);
+    if (cells > 0) {
+        if (2 * m - 1 >= cells) return nbi_range1(1, 0); // all at a lower level
+        const int64_t up = (c + m) % cells, down = (c - m + cells) % cells;
+        if (up == down) return nbi_range1(up, up);
+        return up < down ? nbi_range2(up, up, down, down) : nbi_range2(down, down, up, up);
+    }
+    const bool has_down = c - m >= v->lo[a] && c - m <= v->hi[a];
+    const bool has_up = c + m >= v->lo[a] && c + m <= v->hi[a];
+    if (has_down && has_up) return nbi_range2(c - m, c - m, c + m, c + m);
+    if (has_down) return nbi_range1(c - m, c - m);
+    return has_up ? nbi_range1(c + m, c + m) : nbi_range1(1, 0);
+}
+
+// Whether the cells within level m of c cover axis a whole.
+static bool nbi_wrap_covered(const nbiView *v, int a, int64_t c, int64_t m)
+{
+    if (v->wrap->m[a] > 0) return 2 * m + 1 >= v->wrap->m[a];
+    return c - m <= v->lo[a] && c + m >= v->hi[a];
+}
+
+static bool nbi_knn_run_wrap(int32_t b0, int32_t b1, void *vctx)
+{
+    nbiKnnCtx *x = (nbiKnnCtx *)vctx;
+    const nbiView *v = x->v;
+    const int dim = v->dim;
+    for (int32_t p = b0; p < b1; p++) {
+        if (x->per_point && !nbi_view_passes(v, p, x->f)) continue;
+        const double *q = v->pts + (size_t)p * (size_t)dim;
+        nbNeighbor cand = {v->idx[p], nbi_dist2_wrap(x->q, q, dim, v->wrap->kper)};
+        nbi_knn_offer(x, cand);
+    }
+    return true;
+}
+
+static nbStatus nbi_wrap_knn(const nbiView *v, const double *point, nbiKnnCtx *x)
+{
+    const int dim = v->dim;
+    const nbiWrap *w = v->wrap;
+    int64_t qc[3] = {0, 0, 0};
+    for (int a = 0; a < dim; a++) {
+        if (w->m[a] > 0) {
+            qc[a] = nbi_view_axis_cell(v, a, point[a]);
+            continue;
+        }
+        const double c = nbi_cell_f(&v->cm, point[a]); // clipped to one cell outside the box
+        qc[a] = c < (double)v->lo[a]   ? v->lo[a] - 1
+                : c > (double)v->hi[a] ? v->hi[a] + 1
+                                       : (int64_t)c;
+    }
+    const double budget = 2.0 * (double)v->ncells + 64.0;
+    double work = 0.0;
+    for (int64_t m = 0;; m++) {
+        for (int a = 0; a < dim; a++) { // the faces of ring m
+            nbiCellRange r[3];
+            bool empty = false;
+            for (int b = 0; b < 3; b++) {
+                r[b] = b == a  ? nbi_wrap_level(v, b, qc[b], m)
+                       : b < a ? (m == 0 ? nbi_range1(1, 0) : nbi_wrap_near(v, b, qc[b], m - 1))
+                               : nbi_wrap_near(v, b, qc[b], m);
+                empty |= r[b].n == 0;
+            }
+            if (!empty) work += nbi_wrap_box_runs(v, r, nbi_knn_run_wrap, x);
+        }
+        // The unvisited cells: beyond level m on an axis not yet covered whole.
+        double bound = (double)INFINITY;
+        bool outside = false;
+        for (int a = 0; a < dim; a++) {
+            if (nbi_wrap_covered(v, a, qc[a], m)) continue;
+            outside = true;
+            const double e = w->m[a] > 0 ? w->pcm[a].cell : v->cm.cell;
+            const double slack = ((double)m + (double)w->m[a] + 2.0) * e * 0x1p-46 +
+                                 (fabs(point[a]) + v->max_abs + w->period[a]) * 0x1p-46 +
+                                 e * 0x1p-1070 + 0x1p-1000;
+            const double gap = (double)m * e - slack;
+            bound = gap < bound ? gap : bound;
+        }
+        if (!outside) break; // every cell visited
+        if (x->size == x->k && bound > 0.0) {
+            const double b2 = bound * bound * (1.0 - 0x1p-40);
+            if (b2 > 0x1p-1000 && x->heap[0].dist2 < b2) break;
+        }
+        if (work > budget) { // a scan of every point is cheaper
+            x->size = 0;
+            for (int32_t c = 0; c < v->ncells; c++)
+                nbi_knn_run_wrap(v->start[c], nbi_view_end(v, c), x);
+            break;
+        }
+    }
+    nbi_knn_sort(x->heap, x->size);
     return NB_OK;
 }

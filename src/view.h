@@ -24,6 +24,18 @@
 
 #include "cell_table.h"
 
+// Periodic axes (a grid with a period): axis a wraps when period[a] > 0. Its cells are
+// 0 .. m[a] - 1, of edge P / m (cell math pcm[a]); a coordinate x in [0, P) is in cell
+// min(m - 1, floor(x / edge)), a monotone map. kper[a] is what the kernels take the minimum
+// image against: P, or +inf on an axis that does not wrap (then min(a, inf - a) = a). A view
+// with wrap != NULL is always dense, with lo = 0 and ext = m on each periodic axis.
+typedef struct nbiWrap {
+    double period[3]; // 0 = not periodic (always 0 for z in 2D)
+    double kper[3];   // P, or +inf
+    nbiCellMath pcm[3];
+    int64_t m[3]; // cells on a periodic axis; 0 on the others
+} nbiWrap;
+
 typedef struct nbiView {
     int32_t dim; // 2 or 3
     int32_t n;   // points
@@ -39,7 +51,16 @@ typedef struct nbiView {
     const nbiCellTable *table; // NULL: dense numbering
     const uint32_t *cell_slot; // hashed, without cell_keys: cell -> its slot in table
     const int64_t *cell_keys;  // hashed: 3 coordinates per cell, or NULL
+    const nbiWrap *wrap;       // NULL: no periodic axis
 } nbiView;
+
+// The cell of coordinate x on axis a of a view (periodic or not; x in [0, P) when periodic).
+NBI_INLINE int64_t nbi_view_axis_cell(const nbiView *v, int a, double x)
+{
+    if (v->wrap == NULL || v->wrap->m[a] == 0) return nbi_cell_i(&v->cm, x);
+    const int64_t c = nbi_cell_i(&v->wrap->pcm[a], x);
+    return c < v->wrap->m[a] ? c : v->wrap->m[a] - 1;
+}
 
 // One past cell c's last position.
 NBI_INLINE int32_t nbi_view_end(const nbiView *v, int32_t c)
@@ -164,5 +185,37 @@ nbStatus nbi_walk_box(const nbiView *v, const double *lo, const double *hi, nbFi
 // heap). Checks the point and k; *found = how many were written.
 nbStatus nbi_walk_knn(const nbiView *v, const double *point, int32_t k, nbFilter f, nbNeighbor *out,
                       int32_t *found);
+
+// ---- periodic views (wrap != NULL): the walkers above hand them to these (pairs.c, query.c) ----
+
+// Up to two disjoint intervals of cell coordinates [lo[t], hi[t]], t < n, ascending.
+typedef struct nbiCellRange {
+    int64_t lo[2], hi[2];
+    int n;
+} nbiCellRange;
+
+// Whether the minimum image can answer radius r: r <= P / 2 on every periodic axis.
+bool nbi_wrap_radius_ok(const nbiView *v, double r);
+
+// Whether p lies in [0, P) on every periodic axis (a query point the periodic tests accept).
+bool nbi_wrap_point_ok(const nbiView *v, const double *p);
+
+// Rings of cells per axis that cover every pair the periodic test can accept at `reach`
+// (nbi_reach of the radius), rounding margins included.
+void nbi_wrap_rings(const nbiView *v, double reach, int64_t k[3]);
+
+// The cells within k of cell c on axis a (cyclically on a periodic axis), each once.
+nbiCellRange nbi_wrap_near(const nbiView *v, int a, int64_t c, int64_t k);
+
+// The cells holding any x with lo <= x <= hi on axis a, or an image x +- P of it on a periodic
+// axis (lo >= -P, hi < 2 P; hi - lo >= P gives the whole axis), each once, clipped to the view.
+nbiCellRange nbi_wrap_cover(const nbiView *v, int a, double lo, double hi);
+
+// Calls fn for the runs of every cell in the product of the per-axis ranges (axes >= dim: the
+// single cell 0), each cell once. Returns the cells examined.
+double nbi_wrap_box_runs(const nbiView *v, const nbiCellRange r[3], nbiRunFn *fn, void *ctx);
+
+// Every (i in a, j in b) within `radius` by the minimum image, both views periodic alike.
+nbStatus nbi_walk_cross_wrap(const nbiView *a, const nbiView *b, double radius, nbiPairSink *s);
 
 #endif

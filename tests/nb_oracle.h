@@ -13,6 +13,7 @@
 
 #include <nearby/nearby.h>
 
+#include <float.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -315,6 +316,125 @@ static inline nbNeighbor *nbo_knn_filtered(const nboSet *s, const double *q, int
 static inline nbNeighbor *nbo_knn(const nboSet *s, const double *q, int32_t k, int32_t *count)
 {
     return nbo_knn_filtered(s, q, k, NB_FILTER_ALL, count);
+}
+
+// ---- periodic boxes (grid.h: desc.period) ----
+// The minimum image, written from its definition: per axis a = |x - y|, d = min(a, P - a) when
+// the axis has a period P > 0, else d = a; d2 sums d * d in axis order. The queries below are
+// the ones above with this distance (and, for boxes, the wrapped box of grid.h).
+
+/// The minimum-image squared distance; period[a] = 0: axis a does not wrap.
+static inline double nbo_wrap_d2(const double *a, const double *b, int dim, const double *period)
+{
+    double d2 = 0.0;
+    for (int k = 0; k < dim; k++) {
+        const double t = a[k] > b[k] ? a[k] - b[k] : b[k] - a[k];
+        double d = t;
+        if (period[k] > 0.0 && period[k] - t < t) d = period[k] - t;
+        d2 = k == 0 ? d * d : d2 + d * d;
+    }
+    return d2;
+}
+
+static inline bool nbo_wrap_within(const double *a, const double *b, int dim, const double *period,
+                                   double r)
+{
+    return nbo_wrap_d2(a, b, dim, period) <= r * r;
+}
+
+/// All pairs (i < j) within r by the minimum image, with the pair rule. Sorted by (i, j).
+static inline nbPair *nbo_wrap_pairs(const nboSet *s, double r, const double *period,
+                                     int64_t *count)
+{
+    nboPairList l = {NULL, 0, 0};
+    for (int32_t i = 0; i < s->n; i++)
+        for (int32_t j = i + 1; j < s->n; j++)
+            if (nbo_wrap_within(nbo_pt(s, i), nbo_pt(s, j), s->dim, period, r) &&
+                nbo_pair_passes(s, i, s, j))
+                nbo_pair_push(&l, i, j);
+    return nbo_pair_finish(&l, count);
+}
+
+/// Cross pairs by the minimum image (nbo_cross_pairs with the periodic distance).
+static inline nbPair *nbo_wrap_cross_pairs(const nboSet *a, const nboSet *b, double r,
+                                           const double *period, int64_t *count)
+{
+    nboPairList l = {NULL, 0, 0};
+    for (int32_t i = 0; i < a->n; i++)
+        for (int32_t j = 0; j < b->n; j++)
+            if (nbo_wrap_within(nbo_pt(a, i), nbo_pt(b, j), a->dim, period, r) &&
+                nbo_pair_passes(a, i, b, j))
+                nbo_pair_push(&l, i, j);
+    return nbo_pair_finish(&l, count);
+}
+
+/// Indices within r of center by the minimum image, ascending.
+static inline int32_t *nbo_wrap_radius(const nboSet *s, const double *center, double r,
+                                       const double *period, int32_t *count)
+{
+    int32_t *out = (int32_t *)nbo_xalloc((size_t)s->n * sizeof(int32_t));
+    int32_t n = 0;
+    for (int32_t p = 0; p < s->n; p++)
+        if (nbo_wrap_within(center, nbo_pt(s, p), s->dim, period, r) &&
+            nbo_filter_passes(s, p, NB_FILTER_ALL))
+            out[n++] = p;
+    *count = n;
+    return out;
+}
+
+/// Whether x is in the wrapped box on every axis: on a periodic axis the whole axis when
+/// hi - lo >= P or a bound is infinite (and lo <= hi), else lo <= x' <= hi for an image
+/// x' in {x - P, x, x + P}; on the others lo <= x <= hi.
+static inline bool nbo_wrap_in_box(const double *x, const double *lo, const double *hi, int dim,
+                                   const double *period)
+{
+    for (int d = 0; d < dim; d++) {
+        const double p = period[d];
+        if (!(lo[d] <= hi[d])) return false;
+        if (p > 0.0) {
+            if (hi[d] - lo[d] >= p || lo[d] < -DBL_MAX || hi[d] > DBL_MAX) continue;
+            bool in = false;
+            for (int t = -1; t <= 1; t++) {
+                const double img = t == 0 ? x[d] : t < 0 ? x[d] - p : x[d] + p;
+                in |= lo[d] <= img && img <= hi[d];
+            }
+            if (!in) return false;
+        } else if (!(lo[d] <= x[d] && x[d] <= hi[d])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/// Indices in the wrapped box, ascending.
+static inline int32_t *nbo_wrap_box(const nboSet *s, const double *lo, const double *hi,
+                                    const double *period, int32_t *count)
+{
+    int32_t *out = (int32_t *)nbo_xalloc((size_t)s->n * sizeof(int32_t));
+    int32_t n = 0;
+    for (int32_t p = 0; p < s->n; p++)
+        if (nbo_wrap_in_box(nbo_pt(s, p), lo, hi, s->dim, period) &&
+            nbo_filter_passes(s, p, NB_FILTER_ALL))
+            out[n++] = p;
+    *count = n;
+    return out;
+}
+
+/// The min(k, N) nearest by the minimum image, by (dist2, index).
+static inline nbNeighbor *nbo_wrap_knn(const nboSet *s, const double *q, int32_t k,
+                                       const double *period, int32_t *count)
+{
+    nbNeighbor *all = (nbNeighbor *)nbo_xalloc((size_t)s->n * sizeof(nbNeighbor));
+    int32_t n = 0;
+    for (int32_t p = 0; p < s->n; p++)
+        if (nbo_filter_passes(s, p, NB_FILTER_ALL)) {
+            all[n].index = p;
+            all[n].dist2 = nbo_wrap_d2(q, nbo_pt(s, p), s->dim, period);
+            n++;
+        }
+    nbo_sort_neighbors(all, n);
+    *count = n < k ? n : k;
+    return all;
 }
 
 #endif

@@ -154,6 +154,7 @@ enum {
     F_UE,                  // unit_end := v (idx REL: units + v)
     F_N,                   // reserve's count := v
     F_INFO,                // info := NULL
+    F_PERIOD,              // desc.period[idx] := v
 };
 
 enum { IDX_REL = -1, IDX_LAST = -2, IDX_PAD = -3, IDX_P1 = -4 };
@@ -281,13 +282,26 @@ static const MutSet nonfinite_create[] = {
         M1("capacity_hint INT32_MIN", 0, F_HINT, 0, INT32_MIN), M1("dim 1", 0, F_GDIM, 0, 1.0),    \
         M1("dim 4", 0, F_GDIM, 0, 4.0), M1("dim -1", 0, F_GDIM, 0, -1.0),                          \
         M1("dim INT32_MAX", 0, F_GDIM, 0, INT32_MAX)
-static const MutSet range_create[] = {RG_CREATE};
-static const OkSet ok_create[] = {
+// The grid's create also takes periods (periodic boxes): finite and >= 0.
+static const MutSet nonfinite_grid_create[] = {
+    M1("cell_size NaN", G_CELL, F_CELL, 0, D_NAN),   M1("cell_size +inf", G_CELL, F_CELL, 0, D_INF),
+    M1("cell_size -inf", G_CELL, F_CELL, 0, -D_INF), M1("period[0] NaN", 0, F_PERIOD, 0, D_NAN),
+    M1("period[1] +inf", 0, F_PERIOD, 1, D_INF),     M1("period[0] -inf", 0, F_PERIOD, 0, -D_INF),
+};
+static const MutSet range_grid_create[] = {
+    RG_CREATE,
+    M1("period[0] -1", 0, F_PERIOD, 0, -1.0),
+    M1("period[1] -tiny", 0, F_PERIOD, 1, -TINY),
+};
+
+static const OkSet ok_grid_create[] = {
     {M1("cell_size -0.0", G_CELL, F_CELL, 0, -0.0), OK_TWIN},
     {M1("cell_size 0.5", G_CELL, F_CELL, 0, 0.5), OK_ANY},
     {M1("dim 0", 0, F_GDIM, 0, 0.0), OK_ANY},
     {M1("capacity_hint 100", 0, F_HINT, 0, 100.0), OK_ANY},
     {M1("allocator NULL (malloc)", 0, F_ALLOCATOR, 0, 0), OK_ANY},
+    {M1("period[0] -0.0 (not periodic)", 0, F_PERIOD, 0, -0.0), OK_ANY},
+    {M1("period[1] 10", 0, F_PERIOD, 1, 10.0), OK_ANY},
 };
 
 static const MutSet nulls_grid[] = {M1("grid NULL", 0, F_SELF, 0, 0)};
@@ -556,8 +570,8 @@ static const OkSet ok_visit_cross[] = {
 };
 
 static const Spec specs[] = {
-    {FN_CREATE, "nb_grid_create", O_CREATE, LIST(nulls_create), NOLIST, LIST(nonfinite_create),
-     LIST(range_create), LIST(ok_create)},
+    {FN_CREATE, "nb_grid_create", O_CREATE, LIST(nulls_create), NOLIST, LIST(nonfinite_grid_create),
+     LIST(range_grid_create), LIST(ok_grid_create)},
     {FN_RESERVE, "nb_grid_reserve", 0, LIST(nulls_grid), NOLIST, NOLIST, LIST(range_reserve),
      LIST(ok_reserve)},
     {FN_BUILD, "nb_grid_build", O_MUTATE, LIST(nulls_build), NOLIST, LIST(nonfinite_build),
@@ -1178,6 +1192,7 @@ static bool grid_apply(World *w, const Mut *m)
     case F_UE: c->ue = m->idx == IDX_REL ? units + i32(m->v) : i32(m->v); return true;
     case F_N: c->n_reserve = i32(m->v); return true;
     case F_INFO: c->a_info = NULL; return true;
+    case F_PERIOD: w->desc.period[m->idx] = m->v; return true;
     default: return false;
     }
 }
@@ -3139,6 +3154,223 @@ static int test_quadtree_table(void)
     return 0;
 }
 
+// ---- periodic boxes (nbGridDesc.period) ----
+// The statuses only a periodic grid has, on a 2D and a 3D fixture: points outside [0, P) and
+// build radii beyond P / 2 refused at build; pair and radius calls beyond P / 2; query points
+// outside the box; boxes of width < P outside [-P, 2P); cross pairs across different boxes.
+// Finiteness still comes first. After each refused call the outputs hold their safe values,
+// no callback ran, and the grid validates and answers as before.
+
+typedef struct PRow {
+    const char *name;
+    int call; // PC_*
+    double v[3];
+    double r;
+    nbStatus want;
+} PRow;
+
+enum {
+    PC_BUILD_POINT, // build with point 1 := v
+    PC_BUILD_R,     // build at radius r
+    PC_PAIRS,       // nb_grid_pairs / count / visit / visit_range at r
+    PC_RADIUS,      // query / visit radius (plain and filtered) at center v, radius r
+    PC_BOX,         // query / visit box: lo = v, hi = v + r on every axis
+    PC_KNN,         // knn (plain and filtered) at point v, k = (int)r
+    PC_CROSS_OPEN,  // cross pairs against an open grid
+    PC_CROSS_OTHER, // cross pairs against a grid of other periods
+};
+
+static bool p_visit(int32_t i, int32_t j, void *user)
+{
+    (void)i;
+    (void)j;
+    ++*(int64_t *)user;
+    return true;
+}
+
+static bool p_hit(int32_t i, void *user)
+{
+    (void)i;
+    ++*(int64_t *)user;
+    return true;
+}
+
+static int64_t p_answers(const nbGrid *g, double r)
+{
+    int64_t count = -1;
+    if (nb_grid_count_pairs(g, r, &count) != NB_OK) return -1;
+    return count * 1000003 + nb_grid_count(g) + (int64_t)nb_grid_memory_bytes(g) * 7;
+}
+
+static nbGrid *p_grid(int dim, const double *period, const double *pts, int32_t n, double r)
+{
+    nbGridDesc d = {0};
+    d.dim = dim;
+    for (int a = 0; a < dim; a++) d.period[a] = period[a];
+    nbGrid *g = NULL;
+    if (nb_grid_create(&d, &g) != NB_OK) return NULL;
+    const nbPoints p = {.data = pts, .count = n, .dim = dim};
+    if (nb_grid_build(g, &p, r) != NB_OK) {
+        nb_grid_destroy(g);
+        return NULL;
+    }
+    return g;
+}
+
+// Runs one row; 0 when every call gave `want` and left everything as the contract says.
+static int p_row(nbGrid *g, nbGrid *open, nbGrid *other, int dim, double *pts, int32_t n,
+                 const PRow *row)
+{
+    const int64_t before = p_answers(g, 0.25);
+    int64_t visits = 0, found64 = GARBAGE;
+    int32_t found32 = GARBAGE;
+    nbPair pairs[4];
+    int32_t idx[4];
+    nbNeighbor nn[8];
+    const nbFilter f = {1u, 1u};
+    nbStatus got[4] = {NB_OK, NB_OK, NB_OK, NB_OK};
+    int calls = 0;
+    bool outputs_safe = true;
+    double hi[3];
+    for (int a = 0; a < 3; a++) hi[a] = row->v[a] + row->r;
+    switch (row->call) {
+    case PC_BUILD_POINT:
+    case PC_BUILD_R: {
+        double saved[3];
+        memcpy(saved, pts + dim, sizeof saved);
+        if (row->call == PC_BUILD_POINT) memcpy(pts + dim, row->v, (size_t)dim * sizeof(double));
+        const nbPoints p = {.data = pts, .count = n, .dim = dim};
+        got[calls++] = nb_grid_build(g, &p, row->call == PC_BUILD_R ? row->r : 0.25);
+        memcpy(pts + dim, saved, sizeof saved);
+        break;
+    }
+    case PC_PAIRS:
+        got[calls++] = nb_grid_pairs(g, row->r, pairs, 4, &found64);
+        outputs_safe &= found64 == 0;
+        found64 = GARBAGE;
+        got[calls++] = nb_grid_count_pairs(g, row->r, &found64);
+        outputs_safe &= found64 == 0;
+        got[calls++] = nb_grid_visit_pairs(g, row->r, p_visit, &visits);
+        got[calls++] =
+            nb_grid_visit_pairs_range(g, row->r, 0, nb_grid_pair_units(g), p_visit, &visits);
+        break;
+    case PC_RADIUS:
+        got[calls++] = nb_grid_query_radius(g, row->v, row->r, idx, 4, &found32);
+        outputs_safe &= found32 == 0;
+        found32 = GARBAGE;
+        got[calls++] = nb_grid_query_radius_filtered(g, row->v, row->r, f, idx, 4, &found32);
+        outputs_safe &= found32 == 0;
+        got[calls++] = nb_grid_visit_radius(g, row->v, row->r, p_hit, &visits);
+        got[calls++] = nb_grid_visit_radius_filtered(g, row->v, row->r, f, p_hit, &visits);
+        break;
+    case PC_BOX:
+        got[calls++] = nb_grid_query_box(g, row->v, hi, idx, 4, &found32);
+        outputs_safe &= found32 == 0;
+        found32 = GARBAGE;
+        got[calls++] = nb_grid_query_box_filtered(g, row->v, hi, f, idx, 4, &found32);
+        outputs_safe &= found32 == 0;
+        got[calls++] = nb_grid_visit_box(g, row->v, hi, p_hit, &visits);
+        got[calls++] = nb_grid_visit_box_filtered(g, row->v, hi, f, p_hit, &visits);
+        break;
+    case PC_KNN:
+        got[calls++] = nb_grid_knn(g, row->v, (int32_t)row->r, nn, &found32);
+        outputs_safe &= found32 == 0;
+        found32 = GARBAGE;
+        got[calls++] = nb_grid_knn_filtered(g, row->v, (int32_t)row->r, f, nn, &found32);
+        outputs_safe &= found32 == 0;
+        break;
+    case PC_CROSS_OPEN:
+    case PC_CROSS_OTHER: {
+        nbGrid *b = row->call == PC_CROSS_OPEN ? open : other;
+        got[calls++] = nb_grid_cross_pairs(g, b, row->r, pairs, 4, &found64);
+        outputs_safe &= found64 == 0;
+        found64 = GARBAGE;
+        got[calls++] = nb_grid_count_cross_pairs(b, g, row->r, &found64);
+        outputs_safe &= found64 == 0;
+        got[calls++] = nb_grid_visit_cross_pairs(g, b, row->r, p_visit, &visits);
+        break;
+    }
+    default: return 1;
+    }
+    int bad = 0;
+    for (int c = 0; c < calls; c++)
+        bad |= got[c] != row->want && !(row->want == NB_OK && got[c] == NB_ERR_BUFFER_TOO_SMALL);
+    if (row->want != NB_OK) bad |= !outputs_safe || visits != 0;
+    const bool rebuilt = row->want == NB_OK && row->call <= PC_BUILD_R;
+    if (rebuilt) { // an accepted build: back to the fixture's points
+        const nbPoints p = {.data = pts, .count = n, .dim = dim};
+        bad |= nb_grid_build(g, &p, 0.25) != NB_OK;
+    }
+    bad |= p_answers(g, 0.25) != before || nb_grid_validate(g) != NB_OK;
+    if (bad)
+        fprintf(stderr, "  periodic %dD: %s: want %s, got %s %s %s %s; outputs %s, %lld visits\n",
+                dim, row->name, nb_status_str(row->want), nb_status_str(got[0]),
+                calls > 1 ? nb_status_str(got[1]) : "", calls > 2 ? nb_status_str(got[2]) : "",
+                calls > 3 ? nb_status_str(got[3]) : "", outputs_safe ? "safe" : "NOT safe",
+                (long long)visits);
+    return bad;
+}
+
+static int test_periodic_table(void)
+{
+    const double top = nextafter(1.0, 0.0), over = nextafter(0.5, 1.0);
+    const PRow rows[] = {
+        {"build: a point at x = P", PC_BUILD_POINT, {1.0, 0.5, 0.5}, 0, NB_ERR_OUT_OF_RANGE},
+        {"build: a point at x = -tiny", PC_BUILD_POINT, {-TINY, 0.5, 0.5}, 0, NB_ERR_OUT_OF_RANGE},
+        {"build: a point at y = 1e300", PC_BUILD_POINT, {0.5, 1e300, 0.5}, 0, NB_ERR_OUT_OF_RANGE},
+        {"build: NaN before outside", PC_BUILD_POINT, {2.0, D_NAN, 0.5}, 0, NB_ERR_NOT_FINITE},
+        {"build: -inf", PC_BUILD_POINT, {-D_INF, 0.5, 0.5}, 0, NB_ERR_NOT_FINITE},
+        {"build: x = -0.0 and nextafter(P, 0)", PC_BUILD_POINT, {-0.0, top, top}, 0, NB_OK},
+        {"build: radius just over P / 2", PC_BUILD_R, {0}, over, NB_ERR_OUT_OF_RANGE},
+        {"build: radius P / 2", PC_BUILD_R, {0}, 0.5, NB_OK},
+        {"pairs: radius just over P / 2", PC_PAIRS, {0}, over, NB_ERR_OUT_OF_RANGE},
+        {"pairs: radius 1e300", PC_PAIRS, {0}, 1e300, NB_ERR_OUT_OF_RANGE},
+        {"pairs: radius NaN", PC_PAIRS, {0}, D_NAN, NB_ERR_NOT_FINITE},
+        {"pairs: radius P / 2", PC_PAIRS, {0}, 0.5, NB_OK},
+        {"radius: just over P / 2", PC_RADIUS, {0.5, 0.5, 0.5}, over, NB_ERR_OUT_OF_RANGE},
+        {"radius: center x = P", PC_RADIUS, {1.0, 0.5, 0.5}, 0.1, NB_ERR_OUT_OF_RANGE},
+        {"radius: center y = -tiny", PC_RADIUS, {0.5, -TINY, 0.5}, 0.1, NB_ERR_OUT_OF_RANGE},
+        {"radius: center NaN, radius over", PC_RADIUS, {D_NAN, 0.5, 0.5}, 2.0, NB_ERR_NOT_FINITE},
+        {"radius: center outside, radius NaN",
+         PC_RADIUS,
+         {5.0, 0.5, 0.5},
+         D_NAN,
+         NB_ERR_NOT_FINITE},
+        {"radius: center on the faces, r = P / 2", PC_RADIUS, {0.0, top, -0.0}, 0.5, NB_OK},
+        {"box: lo below -P", PC_BOX, {-1.5, 0.0, 0.0}, 0.5, NB_ERR_OUT_OF_RANGE},
+        {"box: hi at 2P", PC_BOX, {1.5, 0.0, 0.0}, 0.5, NB_ERR_OUT_OF_RANGE},
+        {"box: NaN", PC_BOX, {D_NAN, 0.0, 0.0}, 0.5, NB_ERR_NOT_FINITE},
+        {"box: across the faces", PC_BOX, {-0.25, 0.75, -1.0}, 0.5, NB_OK},
+        {"box: wider than P anywhere", PC_BOX, {-40.0, 30.0, 7.0}, 1.0, NB_OK},
+        {"knn: point x = P", PC_KNN, {1.0, 0.5, 0.5}, 3, NB_ERR_OUT_OF_RANGE},
+        {"knn: point outside, k -1", PC_KNN, {1.0, 0.5, 0.5}, -1, NB_ERR_OUT_OF_RANGE},
+        {"knn: NaN before outside", PC_KNN, {D_NAN, 7.0, 0.5}, 3, NB_ERR_NOT_FINITE},
+        {"knn: on the faces", PC_KNN, {0.0, top, 0.0}, 3, NB_OK},
+        {"cross: against an open grid", PC_CROSS_OPEN, {0}, 0.1, NB_ERR_OUT_OF_RANGE},
+        {"cross: against other periods", PC_CROSS_OTHER, {0}, 0.1, NB_ERR_OUT_OF_RANGE},
+    };
+    int failed = 0;
+    for (int dim = 2; dim <= 3; dim++) {
+        const double period[3] = {1.0, 1.0, dim == 3 ? 1.0 : 0.0};
+        const double other_period[3] = {1.0, 2.0, dim == 3 ? 1.0 : 0.0}, no_period[3] = {0};
+        double pts[3 * FIX_N];
+        fix_rng = 99;
+        for (int i = 0; i < FIX_N * dim; i++) pts[i] = fix_unit() * top;
+        nbGrid *g = p_grid(dim, period, pts, FIX_N, 0.25);
+        nbGrid *open = p_grid(dim, no_period, pts, FIX_N, 0.25);
+        nbGrid *other = p_grid(dim, other_period, pts, FIX_N, 0.25);
+        NB_CHECK(g != NULL && open != NULL && other != NULL);
+        for (size_t t = 0; t < sizeof rows / sizeof rows[0]; t++)
+            failed += p_row(g, open, other, dim, pts, FIX_N, &rows[t]);
+        printf("  [periodic %dD] %d rows\n", dim, (int)(sizeof rows / sizeof rows[0]));
+        nb_grid_destroy(g);
+        nb_grid_destroy(open);
+        nb_grid_destroy(other);
+    }
+    NB_CHECK(failed == 0);
+    return 0;
+}
+
 // nb_grid_cell_order and nb_gather: pointers, then ranges; on any error nothing is written.
 static int test_order_contract(void)
 {
@@ -3195,6 +3427,7 @@ int main(int argc, char **argv)
         {"hash_table_empty", test_hash_table_empty},
         {"hash_table_2d", test_hash_table_2d},
         {"hash_table_3d", test_hash_table_3d},
+        {"periodic_table", test_periodic_table},
         {"quadtree_table", test_quadtree_table},
         {"tiles_table", test_tiles_table},
         {"tiles_null_tolerant", test_tiles_null_tolerant},

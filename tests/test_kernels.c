@@ -109,7 +109,7 @@ static int run_case(Sides *s, int dim, bool flt, bool cross, int32_t na, int32_t
     nbo_sort_pairs(w, want_n);
     nbiPairCtx x = {s->pa, s->ia, flt ? s->ca : NULL, flt ? s->ma : NULL,
                     s->pb, s->ib, flt ? s->cb : NULL, flt ? s->mb : NULL,
-                    r * r, NULL};
+                    r * r, NULL,  {0, 0, 0}};
     static nbiPairSink sink;
     for (int mode = 0; mode < 3; mode++) {
         nbPair *buf = (nbPair *)malloc((size_t)(want_n + 1) * sizeof(nbPair));
@@ -125,6 +125,7 @@ static int run_case(Sides *s, int dim, bool flt, bool cross, int32_t na, int32_t
         l.dim = dim;
         l.filtered = flt;
         l.cross = cross;
+        l.wrap = false;
         l.a0 = 0;
         l.a1 = cell;
         l.self_end = cross ? 0 : self_end;

@@ -652,11 +652,76 @@ static int test_concurrent_quadtree_queries(void)
     return 0;
 }
 
+// ---- a periodic box (nbGridDesc.period): the same threads on a grid that wraps ----
+
+static int test_concurrent_periodic(void)
+{
+    const double period[3] = {SIDE, SIDE, 0.0};
+    nboSet s = nbo_set_new(N, 2);
+    for (int i = 0; i < 2 * N; i++) {
+        const double x = nbt_range(0, SIDE);
+        s.p[i] = x < SIDE ? x : 0.0;
+    }
+    nbGridDesc desc = {0};
+    desc.period[0] = desc.period[1] = SIDE;
+    nbGrid *g = NULL;
+    NB_CHECK_OK(nb_grid_create(&desc, &g));
+    nbPoints view = nbo_points(&s);
+    NB_CHECK_OK(nb_grid_build(g, &view, PAIR_RADIUS));
+    static Shared sh;
+    sh.grid = g;
+    for (int q = 0; q < QUERIES; q++) {
+        sh.centers[q][0] = q % 4 == 0 ? 0.0 : nbt_range(0, SIDE) * (1.0 - 0x1p-52);
+        sh.centers[q][1] = q % 4 == 1 ? nextafter(SIDE, 0.0) : nbt_range(0, SIDE) * (1.0 - 0x1p-52);
+        int32_t found = -1, want_n = 0;
+        NB_CHECK_OK(
+            nb_grid_query_radius(g, sh.centers[q], RADIUS, sh.want_radius[q], MAX_WITHIN, &found));
+        int32_t *want = nbo_wrap_radius(&s, sh.centers[q], RADIUS, period, &want_n);
+        int32_t sorted[MAX_WITHIN];
+        NB_CHECK(found == want_n);
+        memcpy(sorted, sh.want_radius[q], (size_t)found * sizeof(int32_t));
+        nbo_sort_indices(sorted, found);
+        NB_CHECK(nbo_same_indices(sorted, found, want, want_n));
+        free(want);
+        sh.want_radius_n[q] = found;
+        NB_CHECK_OK(nb_grid_knn(g, sh.centers[q], K, sh.want_knn[q], &found));
+        nbNeighbor *want_nn = nbo_wrap_knn(&s, sh.centers[q], K, period, &want_n);
+        NB_CHECK(want_n == K && nbo_same_neighbors(sh.want_knn[q], found, want_nn, want_n));
+        free(want_nn);
+    }
+    int64_t want_pairs = 0;
+    nbPair *all = nbo_wrap_pairs(&s, PAIR_RADIUS, period, &want_pairs);
+    uint64_t want_sum = 0;
+    for (int64_t t = 0; t < want_pairs; t++) want_sum += pair_key(all[t].i, all[t].j);
+    free(all);
+    NB_CHECK(want_pairs > 0);
+    pthread_t tid[THREADS];
+    Job jobs[THREADS];
+    for (int t = 0; t < THREADS; t++) {
+        jobs[t] = (Job){&sh, t, 0, 0, 0};
+        NB_CHECK(pthread_create(&tid[t], NULL, worker, &jobs[t]) == 0);
+    }
+    int64_t pairs = 0;
+    uint64_t sum = 0;
+    for (int t = 0; t < THREADS; t++) {
+        NB_CHECK(pthread_join(tid[t], NULL) == 0);
+        NB_CHECK(jobs[t].failures == 0);
+        pairs += jobs[t].pairs;
+        sum += jobs[t].pair_sum;
+    }
+    NB_CHECK(pairs == want_pairs && sum == want_sum);
+    NB_CHECK_OK(nb_grid_validate(g));
+    nb_grid_destroy(g);
+    nbo_set_free(&s);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const nbtCase cases[] = {
         {"concurrent_queries", test_concurrent_queries},
         {"concurrent_hash_queries", test_concurrent_hash_queries},
+        {"concurrent_periodic", test_concurrent_periodic},
         {"concurrent_quadtree_queries", test_concurrent_quadtree_queries},
         {"concurrent_tiles_queries", test_concurrent_tiles_queries},
     };

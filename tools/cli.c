@@ -80,6 +80,48 @@ int cli_load_input(const char *cmd, const cliOptions *o, cliInput *in)
     return CLI_EXIT_OK;
 }
 
+// --period: its count against the input's dimension, the structure, every point inside the
+// box and the radius at most half of each period; then hands the box to the structures.
+static int cli_apply_period(const char *cmd, const cliOptions *o, cliInput *in)
+{
+    static const char axis[3] = {'x', 'y', 'z'};
+    if (!(o->given & CLI_OPT_PERIOD)) return CLI_EXIT_OK;
+    const int32_t dim = in->points.dim;
+    int r = CLI_EXIT_BAD_INPUT;
+    if (o->period_count != dim) {
+        cli_fail("%s: --period: expected %d values (the points in %s are %dD), found %d", cmd,
+                 (int)dim, in->name, (int)dim, (int)o->period_count);
+    } else if (!o->structure->periodic) {
+        cli_fail("%s: structure %s does not support --period", cmd, o->structure->name);
+    } else {
+        r = CLI_EXIT_OK;
+        for (int32_t a = 0; a < dim && r == CLI_EXIT_OK; a++) {
+            const double p = o->period[a];
+            if (p > 0.0 && (o->given & CLI_OPT_RADIUS) && o->radius > 0.5 * p) {
+                cli_fail("%s: --radius %s: NB_ERR_OUT_OF_RANGE: more than half the %c period "
+                         "%.17g: the minimum image answers radii up to P / 2",
+                         cmd, o->radius_text, axis[a], p);
+                r = CLI_EXIT_BAD_INPUT;
+            }
+            for (int32_t i = 0; i < in->points.count && p > 0.0 && r == CLI_EXIT_OK; i++) {
+                const double x = in->points.coords[(size_t)i * (size_t)dim + (size_t)a];
+                if (!(x >= 0.0 && x < p)) {
+                    cli_fail("%s: point %lld: NB_ERR_OUT_OF_RANGE: %c = %.17g is outside the "
+                             "periodic box [0, %.17g)",
+                             in->name, (long long)i, axis[a], x, p);
+                    r = CLI_EXIT_BAD_INPUT;
+                }
+            }
+        }
+    }
+    if (r != CLI_EXIT_OK) {
+        nbio_points_free(&in->points);
+        return r;
+    }
+    cli_structure_set_period(o->period);
+    return CLI_EXIT_OK;
+}
+
 int cli_start(const cliCommand *cmd, int argc, char **argv, unsigned required, cliOptions *o,
               cliInput *in)
 {
@@ -88,6 +130,7 @@ int cli_start(const cliCommand *cmd, int argc, char **argv, unsigned required, c
     if ((r = cli_require(cmd, o, required)) != CLI_EXIT_OK) return r;
     if (!(cmd->options & CLI_OPT_INPUT)) return -1;
     if ((r = cli_load_input(cmd->name, o, in)) != CLI_EXIT_OK) return r;
+    if ((r = cli_apply_period(cmd->name, o, in)) != CLI_EXIT_OK) return r;
     return -1;
 }
 

@@ -14,8 +14,8 @@ const cliCommand cli_cmd_knn = {
     .name = "knn",
     .brief = "INPUT --k K --at X,Y[,Z]",
     .summary = "the K nearest, \"index,distance\"",
-    .options =
-        CLI_OPT_INPUT | CLI_OPT_K | CLI_OPT_AT | CLI_OPT_DIM | CLI_OPT_STRUCTURE | CLI_OPT_FORMAT,
+    .options = CLI_OPT_INPUT | CLI_OPT_K | CLI_OPT_AT | CLI_OPT_DIM | CLI_OPT_STRUCTURE |
+               CLI_OPT_FORMAT | CLI_OPT_PERIOD,
     .needs = CLI_QUERY_KNN,
     .run = run,
     .help = help,
@@ -30,7 +30,8 @@ static void help(void)
           "\n"
           "  --k K             how many, 0 to 2147483647 (required)\n",
           stdout);
-    cli_print_option_help(CLI_OPT_AT | CLI_OPT_DIM | CLI_OPT_STRUCTURE | CLI_OPT_FORMAT);
+    cli_print_option_help(CLI_OPT_AT | CLI_OPT_DIM | CLI_OPT_STRUCTURE | CLI_OPT_FORMAT |
+                          CLI_OPT_PERIOD);
     cli_print_structures(stdout, cli_cmd_knn.needs);
 }
 

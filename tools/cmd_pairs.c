@@ -17,7 +17,7 @@ const cliCommand cli_cmd_pairs = {
     .brief = "INPUT --radius R [--count]",
     .summary = "all pairs at distance <= R, \"i,j\" a line",
     .options = CLI_OPT_INPUT | CLI_OPT_RADIUS | CLI_OPT_COUNT | CLI_OPT_DIM | CLI_OPT_STRUCTURE |
-               CLI_OPT_FORMAT | CLI_OPT_THREADS,
+               CLI_OPT_FORMAT | CLI_OPT_PERIOD | CLI_OPT_THREADS,
     .needs = CLI_QUERY_PAIRS,
     .run = run,
     .help = help,
@@ -32,7 +32,8 @@ static void help(void)
           stdout);
     cli_print_option_help(CLI_OPT_RADIUS);
     fputs("  --count           print only the number of pairs\n", stdout);
-    cli_print_option_help(CLI_OPT_DIM | CLI_OPT_STRUCTURE | CLI_OPT_FORMAT | CLI_OPT_THREADS);
+    cli_print_option_help(CLI_OPT_DIM | CLI_OPT_STRUCTURE | CLI_OPT_FORMAT | CLI_OPT_PERIOD |
+                          CLI_OPT_THREADS);
     cli_print_structures(stdout, cli_cmd_pairs.needs);
 }
 

@@ -14,7 +14,7 @@ const cliCommand cli_cmd_within = {
     .brief = "INPUT --radius R --at X,Y[,Z]",
     .summary = "the points within R of a point",
     .options = CLI_OPT_INPUT | CLI_OPT_RADIUS | CLI_OPT_AT | CLI_OPT_DIM | CLI_OPT_STRUCTURE |
-               CLI_OPT_FORMAT,
+               CLI_OPT_FORMAT | CLI_OPT_PERIOD,
     .needs = CLI_QUERY_WITHIN,
     .run = run,
     .help = help,
@@ -28,7 +28,7 @@ static void help(void)
           "\n",
           stdout);
     cli_print_option_help(CLI_OPT_RADIUS | CLI_OPT_AT | CLI_OPT_DIM | CLI_OPT_STRUCTURE |
-                          CLI_OPT_FORMAT);
+                          CLI_OPT_FORMAT | CLI_OPT_PERIOD);
     cli_print_structures(stdout, cli_cmd_within.needs);
 }
 

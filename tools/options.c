@@ -47,6 +47,12 @@ static const struct {
     {"--no-svg", CLI_OPT_NO_SVG, false, NULL, NULL, NULL},
     {"-o", CLI_OPT_OUTPUT, true, NULL, NULL, "-o PICTURE.svg"},
     {"--query", CLI_OPT_QUERY, true, NULL, NULL, NULL},
+    {"--period", CLI_OPT_PERIOD, true, "[--period PX,PY[,PZ]]",
+     "  --period PX,PY[,PZ]\n"
+     "                    a periodic box [0, P) per axis (0: that axis does not wrap):\n"
+     "                    distances by the minimum image; every point must lie in the\n"
+     "                    box, and a radius be at most P / 2 (structure dense only)\n",
+     NULL},
     {"--query", CLI_OPT_QUERY_FILE, true, NULL, NULL, "--query QUERIES"},
 };
 #define OPTION_COUNT (sizeof option_table / sizeof option_table[0])
@@ -130,6 +136,35 @@ static int parse_query(const char *cmd, const char *opt, const char *v, cliOptio
     return CLI_EXIT_OK;
 }
 
+// --period: 2 or 3 periods, each finite and >= 0; their count is checked against the input's
+// dimension once it is read.
+static int parse_period(const char *cmd, const char *opt, const char *v, cliOptions *o)
+{
+    static const char *const axis[3] = {"x period", "y period", "z period"};
+    size_t fields = 1;
+    for (const char *p = v; *p; p++) fields += *p == ',';
+    if (fields != 2 && fields != 3) {
+        cli_fail("%s: %s: expected PX,PY or PX,PY,PZ (2 or 3 values), found %zu", cmd, opt, fields);
+        return CLI_EXIT_BAD_INPUT;
+    }
+    const char *f = v;
+    for (size_t k = 0; k < fields; k++) {
+        const char *comma = strchr(f, ',');
+        size_t len = comma != NULL ? (size_t)(comma - f) : strlen(f);
+        nbioNumber why = nbio_parse_number(f, len, &o->period[k]);
+        if (why != NBIO_NUMBER_OK) return bad_number(cmd, opt, axis[k], why, f, len);
+        if (o->period[k] < 0.0) {
+            char q[200];
+            nbio_quote(q, sizeof q, f, len);
+            cli_fail("%s: %s: NB_ERR_OUT_OF_RANGE: the %s is negative: %s", cmd, opt, axis[k], q);
+            return CLI_EXIT_BAD_INPUT;
+        }
+        f += len + 1;
+    }
+    o->period_count = (int32_t)fields;
+    return CLI_EXIT_OK;
+}
+
 static int parse_value(const cliCommand *c, unsigned bit, const char *opt, const char *v,
                        cliOptions *o)
 {
@@ -196,6 +231,7 @@ static int parse_value(const cliCommand *c, unsigned bit, const char *opt, const
             o->output = v;
         return CLI_EXIT_OK;
     case CLI_OPT_QUERY: return parse_query(cmd, opt, v, o);
+    case CLI_OPT_PERIOD: return parse_period(cmd, opt, v, o);
     case CLI_OPT_QUERY_FILE:
         if (v[0] == 0) {
             cli_fail("%s: %s: the path is empty", cmd, opt);

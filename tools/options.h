@@ -30,6 +30,7 @@ enum {
     CLI_OPT_OUTPUT = 1 << 14,
     CLI_OPT_QUERY = 1 << 15,
     CLI_OPT_THREADS = 1 << 16,
+    CLI_OPT_PERIOD = 1 << 18,
     CLI_OPT_QUERY_FILE = 1 << 17, ///< --query QUERIES: a file of query rectangles (boxes)
 };
 
@@ -53,6 +54,8 @@ typedef struct cliOptions {
     const char *output;      ///< -o PATH
     double query[6];         ///< --query: a point (dim values) or a window (2 * dim values)
     int32_t query_count;     ///< values in --query; 0 = none
+    double period[3];        ///< --period: per axis, 0 = not periodic
+    int32_t period_count;    ///< values in --period; 0 = none
     int32_t threads;         ///< --threads; 0 = one per online CPU
     const char *query_file;  ///< --query QUERIES (boxes)
 } cliOptions;

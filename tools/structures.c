@@ -22,6 +22,13 @@
 // ---------------------------------------------------------------------------------------------
 // dense: the uniform grid (nb_grid_*)
 
+static double cli_period[3]; // --period; all 0 = none
+
+void cli_structure_set_period(const double period[3])
+{
+    for (int a = 0; a < 3; a++) cli_period[a] = period[a];
+}
+
 static const nbTasks *cli_tasks; // cli_structure_set_tasks
 
 void cli_structure_set_tasks(const nbTasks *tasks)
@@ -31,6 +38,8 @@ void cli_structure_set_tasks(const nbTasks *tasks)
 
 static nbStatus dense_build_points(void **index, const nbPoints *points, double scale)
 {
+    for (int a = 0; a < 3; a++) // the grid refuses a build radius beyond P / 2
+        if (cli_period[a] > 0.0 && scale > 0.5 * cli_period[a]) scale = 0.5 * cli_period[a];
     if (*index != NULL) return nb_grid_build(*index, points, scale);
     // The cell edge is the radius (cell_size 0); the grid itself copes with a radius of 0 or
     // one tiny next to the coordinates (it widens cells or hashes them), so any finite input
@@ -38,6 +47,7 @@ static nbStatus dense_build_points(void **index, const nbPoints *points, double 
     nbGridDesc desc = {0};
     desc.dim = points->dim;
     desc.capacity_hint = points->count;
+    for (int a = 0; a < points->dim; a++) desc.period[a] = cli_period[a];
     desc.tasks = cli_tasks;
     nbGrid *grid = NULL;
     nbStatus st = nb_grid_create(&desc, &grid);
@@ -523,6 +533,7 @@ static const cliStructure structures[] = {
         .pairs = dense_pairs,
         .within = dense_within,
         .knn = dense_knn,
+        .periodic = true,
     },
     {
         .name = "hash",

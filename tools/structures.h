@@ -59,8 +59,14 @@ typedef struct cliStructure {
     /// Points in 2D only (the quadtree): a command on 3D points that runs every structure
     /// (demo) leaves it out; asked for by name, its build refuses 3D points.
     bool only_2d;
+    /// Builds in the periodic box set by cli_structure_set_period (--period).
+    bool periodic;
 } cliStructure;
 
+/// The periodic box (per axis, 0 = not periodic) every later build of a structure with
+/// `periodic` uses; the default is none. A build scale beyond half a period is clamped to it
+/// (kNN's scale is only a tuning hint; pairs and within check their radius first).
+void cli_structure_set_period(const double period[3]);
 /// The scheduler that structures able to use one (the dense grid) are created with from now
 /// on; NULL (the default) = serial. The pointer must stay valid while they are in use.
 void cli_structure_set_tasks(const nbTasks *tasks);

@@ -34,6 +34,9 @@ typedef struct nbGridDesc {
     /// serially. The hashed layout's build and the other calls stay serial (split
     /// nb_grid_visit_pairs_range yourself to visit in parallel).
     const nbTasks *tasks;
+    double period[3]; ///< per axis, the period P of a periodic box [0, P) (as
+                      ///< cKDTree's boxsize); 0 = not periodic. See "periodic
+                      ///< boxes" below. Unused axes (z in 2D) must be 0.
 } nbGridDesc;
 
 /// What a grid holds, for inspection and tuning. Filled by nb_grid_info().
@@ -42,13 +45,15 @@ typedef struct nbGridInfo {
     int32_t points;   ///< points in the last successful build (0 before any)
     int64_t cells;    ///< cells indexed: the box's cells (dense) or the occupied cells (hashed)
     bool hashed;      ///< true when occupied cells are hashed instead of stored densely
-    double cell_size; ///< the cell edge actually used (see nb_grid_build)
+    double cell_size; ///< the cell edge actually used (see nb_grid_build); on a periodic axis
+                      ///< the edge is P / m instead (see "periodic boxes")
     size_t bytes;     ///< bytes held, as nb_grid_memory_bytes() reports
 } nbGridInfo;
 
-/// Creates an empty grid. Returns NB_ERR_NOT_FINITE for a NaN or infinite cell_size,
-/// NB_ERR_OUT_OF_RANGE for a negative cell_size, a dim other than 0, 2 or 3, or a negative
-/// capacity_hint, NB_ERR_OUT_OF_MEMORY if the allocator fails. On error *out is NULL.
+/// Creates an empty grid. Returns NB_ERR_NOT_FINITE for a NaN or infinite cell_size or period,
+/// NB_ERR_OUT_OF_RANGE for a negative cell_size or period, a period on an axis the dim does not
+/// have, a dim other than 0, 2 or 3, or a negative capacity_hint, NB_ERR_OUT_OF_MEMORY if the
+/// allocator fails. On error *out is NULL.
 NB_API nbStatus nb_grid_create(const nbGridDesc *desc, nbGrid **out);
 
 /// Frees the grid and everything it owns. NULL is a no-op.
@@ -199,6 +204,31 @@ NB_API nbStatus nb_grid_count_cross_pairs(const nbGrid *a, const nbGrid *b, doub
 NB_API nbStatus nb_grid_visit_cross_pairs(const nbGrid *a, const nbGrid *b, double radius,
                                           nbPairFn *visit, void *user);
 
+/// ---- periodic boxes ----
+/// With desc.period[a] = P > 0, axis a wraps: the box is [0, P) on that axis, and every query
+/// measures distances by the minimum image, defined exactly as
+///     a = |xi - xj|,  d = min(a, P - a)   (in double; d = a on an axis that does not wrap)
+///     d2 = d0*d0 + d1*d1 (+ d2*d2), summed in axis order; within r when d2 <= r*r.
+/// Builds refuse (NB_ERR_OUT_OF_RANGE, grid unchanged) a point outside [0, P) on a periodic
+/// axis (wrap your points first, e.g. x - P * floor(x / P), then check x < P) and a build
+/// radius r > P / 2, as cKDTree(boxsize=...) does.
+/// Pairs (all pairs, count, visit, ranges), radius queries: NB_ERR_OUT_OF_RANGE for r > P / 2
+/// on any periodic axis (the minimum image cannot answer it: a point would meet two images of
+/// another). r == P / 2 is answered. Radius, box and kNN queries: NB_ERR_OUT_OF_RANGE for a
+/// query point outside [0, P) on a periodic axis.
+/// Box queries: on a periodic axis, a box [lo, hi] with hi - lo >= P (or an infinite bound)
+/// spans the whole axis; otherwise it needs -P <= lo and hi < 2 P (else NB_ERR_OUT_OF_RANGE)
+/// and holds x when lo <= x' <= hi for one of the images x' = x - P, x, x + P (in double): a
+/// box that crosses a face of the periodic box wraps around to the other side. lo > hi finds
+/// nothing.
+/// kNN: nearest by the minimum-image d2, ties by the lower index.
+/// Cross pairs: both grids must have the same periods (else NB_ERR_OUT_OF_RANGE).
+/// Cells: a periodic axis has m = max(1, floor(P / cell)) cells of edge P / m (one fewer when
+/// that saves a ring of cells at the build radius), and the search stencil wraps modulo m; a
+/// cell met twice through the wrap (m < 2k + 1 for k rings) is visited once. A periodic grid
+/// always uses the dense layout: when the box's cells would outnumber 4 N + 64, the cell edge
+/// doubles until they do not, so memory stays O(N) (clustered data in a large, sparse box then
+/// costs more candidates per point, never more memory).
 /// The cell order of the last build: order[p] = the input index of the point at position p
 /// (cells row-major with x fastest in the dense layout, by first appearance in the hashed one;
 /// ascending input index within a cell). A simulation that reorders its arrays by it every few

@@ -94,6 +94,61 @@ def brute_knn(points, c, k):
     return [(i, math.sqrt(dist2(points[i], c))) for i in order[:k]]
 
 
+# Periodic boxes (--period): the minimum image per axis, a = |x - y|, d = min(a, P - a) (P = 0:
+# d = a), squared and summed left to right, exactly grid.h's definition.
+def wrap_dist2(p, q, period):
+    s = 0.0
+    for a, b, per in zip(p, q, period):
+        t = abs(a - b)
+        d = per - t if per > 0.0 and per - t < t else t
+        s = s + d * d
+    return s
+
+
+def wrap_pairs(points, r, period):
+    rr = r * r
+    return [(i, j) for i in range(len(points)) for j in range(i + 1, len(points))
+            if wrap_dist2(points[i], points[j], period) <= rr]
+
+
+def wrap_within(points, c, r, period):
+    return [i for i, p in enumerate(points) if wrap_dist2(p, c, period) <= r * r]
+
+
+def wrap_knn(points, c, k, period):
+    order = sorted(range(len(points)), key=lambda i: (wrap_dist2(points[i], c, period), i))
+    return [(i, math.sqrt(wrap_dist2(points[i], c, period))) for i in order[:k]]
+
+
+# A periodic box [0, 10) x [0, 8): points on the faces (0 and the largest double below P),
+# pairs exactly 1.25 apart across a face, duplicates.
+TOP10, TOP8 = math.nextafter(10.0, 0.0), math.nextafter(8.0, 0.0)
+PP2 = [
+    (0.0, 0.0),
+    (8.75, 0.0),  # exactly 1.25 from 0 across x = 0
+    (0.0, 6.75),  # exactly 1.25 from 0 across y = 0
+    (9.75, 7.25),  # across the corner
+    (5.0, 4.0),
+    (5.0, 4.0),  # duplicate
+    (1.25, 0.0),  # exactly 1.25 from 0
+    (TOP10, 3.0),
+    (0.0, 3.0),  # a hair from the one above, across x = 0
+    (2.5, TOP8),
+    (2.5, 1.0),
+    (9.0, 4.0),
+    (1.0, 4.0),  # 2 from the one above across x = 0
+]
+PP3 = [
+    (0.0, 0.0, 0.0),
+    (5.5, 0.0, 0.0),  # 2.5 from 0 across x = 0 (P = 8)
+    (0.0, 5.0, 3.5),
+    (3.0, 2.5, 0.0),
+    (3.0, 2.5, 3.5),  # exactly P/2 = 3.5 across z
+    (math.nextafter(8.0, 0.0), math.nextafter(8.0, 0.0), math.nextafter(7.0, 0.0)),
+    (1.0, 1.0, 1.0),
+]
+
+
 def pairs_text(pairs):
     return "".join("%d,%d\n" % p for p in pairs)
 
@@ -235,6 +290,8 @@ def main():
     data_file("header_only.csv", "x,y,z\n")
     data_file("empty.f64", "")
     data_file("empty3d.npy", npy_bytes([], shape=(0, 3)))
+    data_file("periodic2d.csv", csv_text(["%r,%r" % p for p in PP2]))
+    data_file("periodic3d.csv", csv_text(["%r,%r,%r" % p for p in PP3]))
 
     r2, r3 = 1.25, 1.5
     p2 = pairs_text(brute_pairs(P2, r2))
@@ -401,9 +458,63 @@ def main():
     bad_npy("nan_f4", npy_bytes([(1.0, 2.0, 3.0), (4.0, float("nan"), 6.0)], descr="<f4"),
             "point 1: NB_ERR_NOT_FINITE: y is NaN")
 
+    # ---- periodic boxes (--period) ----
+    box2, box3 = (10.0, 8.0), (8.0, 8.0, 7.0)
+    for r in (1.25, 2.0, 4.0):
+        case("pairs_periodic_2d_r%g" % r, ["pairs", "periodic2d.csv", "--radius", "%g" % r,
+                                            "--period", "10,8"],
+             pairs_text(wrap_pairs(PP2, r, box2)))
+    case("pairs_periodic_2d_count", ["pairs", "periodic2d.csv", "--radius", "1.25", "--count",
+                                     "--period", "10,8"],
+         "%d\n" % len(wrap_pairs(PP2, 1.25, box2)))
+    case("pairs_periodic_x_only", ["pairs", "periodic2d.csv", "--radius", "1.25",
+                                   "--period", "10,0"],
+         pairs_text(wrap_pairs(PP2, 1.25, (10.0, 0.0))))
+    case("pairs_periodic_3d", ["pairs", "periodic3d.csv", "--radius", "3.5", "--period",
+                               "8,8,7"],
+         pairs_text(wrap_pairs(PP3, 3.5, box3)))
+    case("within_periodic_2d", ["within", "periodic2d.csv", "--radius", "1.5", "--at",
+                                "9.5,7.5", "--period", "10,8"],
+         within_text(wrap_within(PP2, (9.5, 7.5), 1.5, box2)))
+    case("knn_periodic_2d", ["knn", "periodic2d.csv", "--k", "4", "--at", "9.9,0.1",
+                             "--period", "10,8"],
+         knn_text(wrap_knn(PP2, (9.9, 0.1), 4, box2)))
+    case("knn_periodic_3d", ["knn", "periodic3d.csv", "--k", "7", "--at", "0,0,6.5",
+                             "--period", "8,8,7"],
+         knn_text(wrap_knn(PP3, (0.0, 0.0, 6.5), 7, box3)))
+
     # ---- bad options ----
     def bad_opt(name, args, err, stdin=None):
         case("bad_opt_%s" % name, args, err="nearby: %s\n" % err, code=2, stdin=stdin)
+
+    bad_opt("period_count", ["pairs", "periodic2d.csv", "--radius", "1", "--period", "10,8,8"],
+            "pairs: --period: expected 2 values (the points in periodic2d.csv are 2D), found 3")
+    bad_opt("period_one_value", ["pairs", "periodic2d.csv", "--radius", "1", "--period", "10"],
+            "pairs: --period: expected PX,PY or PX,PY,PZ (2 or 3 values), found 1")
+    bad_opt("period_nan", ["pairs", "periodic2d.csv", "--radius", "1", "--period", "10,nan"],
+            "pairs: --period: NB_ERR_NOT_FINITE: y period is NaN")
+    bad_opt("period_inf", ["within", "periodic2d.csv", "--radius", "1", "--at", "1,1",
+                           "--period", "inf,8"],
+            'within: --period: NB_ERR_NOT_FINITE: x period is infinite: "inf"')
+    bad_opt("period_negative", ["knn", "periodic2d.csv", "--k", "1", "--at", "1,1",
+                                "--period", "10,-8"],
+            'knn: --period: NB_ERR_OUT_OF_RANGE: the y period is negative: "-8"')
+    bad_opt("period_text", ["pairs", "periodic2d.csv", "--radius", "1", "--period", "ten,8"],
+            'pairs: --period: x period is not a number: "ten"')
+    bad_opt("period_radius", ["pairs", "periodic2d.csv", "--radius", "4.5", "--period", "10,8"],
+            "pairs: --radius 4.5: NB_ERR_OUT_OF_RANGE: more than half the y period 8: the "
+            "minimum image answers radii up to P / 2")
+    bad_opt("period_point_outside", ["pairs", "periodic2d.csv", "--radius", "1", "--period",
+                                     "9,8"],
+            "periodic2d.csv: point 3: NB_ERR_OUT_OF_RANGE: x = 9.75 is outside the periodic "
+            "box [0, 9)")
+    bad_opt("period_point_negative", ["within", "pts2d.csv", "--radius", "1", "--at", "1,1",
+                                      "--period", "100,100"],
+            "pts2d.csv: point 3: NB_ERR_OUT_OF_RANGE: x = -1.5 is outside the periodic box "
+            "[0, 100)")
+    bad_opt("period_hash", ["pairs", "periodic2d.csv", "--radius", "1", "--period", "10,8",
+                            "--structure", "hash"],
+            "pairs: structure hash does not support --period")
 
     bad_opt("radius_negative", ["pairs", "pts2d.csv", "--radius", "-1"],
             'pairs: --radius: NB_ERR_OUT_OF_RANGE: radius is negative: "-1"')
@@ -560,7 +671,7 @@ def rect_cases():
 
 PAIRS_HELP = """\
 usage: nearby pairs INPUT --radius R [--count] [--dim 2|3] [--structure NAME]
-                    [--format csv|f64|npy] [--threads N]
+                    [--format csv|f64|npy] [--threads N] [--period PX,PY[,PZ]]
 
 Prints every pair of points at distance <= R, one "i,j" a line (0-based input
 order, i < j, each pair once), sorted by i then j.
@@ -573,6 +684,10 @@ order, i < j, each pair once), sorted by i then j.
   --format FMT      csv, f64 or npy; default: from the extension (else CSV)
   --threads N       workers for the index's build and the pairs, 1 to 256
                     (default: one per core); the output is the same for every N
+  --period PX,PY[,PZ]
+                    a periodic box [0, P) per axis (0: that axis does not wrap):
+                    distances by the minimum image; every point must lie in the
+                    box, and a radius be at most P / 2 (structure dense only)
 
 structures:
   dense      uniform grid rebuilt with a counting sort (nb_grid_*) (default)
