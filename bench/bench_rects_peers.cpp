@@ -507,10 +507,12 @@ int run(int argc, char **argv)
     };
     // Slow builds get fewer runs: one incremental 1M build takes seconds.
     const bool slow_build = peer_name != "rtree_packed";
+    // libspatialindex builds 1M in tens of seconds: one run unless --quick or --runs.
+    const bool slowest_build = peer_name.compare(0, 4, "sidx") == 0 && !quick;
     int64_t ns[NBB_MAX_RUNS];
 
     if (wanted("build")) {
-        int runs = runs_arg ? runs_arg : (slow_build ? 3 : 7);
+        int runs = runs_arg ? runs_arg : (slowest_build ? 1 : slow_build ? 3 : 7);
         nbrTally t{uint64_t(sz.n_static), 0};
         for (int k = 0; k < runs; k++) {
             peer->clear();
