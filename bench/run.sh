@@ -18,9 +18,11 @@
 #                                            valgrind is there (~2 minutes): writes
 #                                            bench/results/$NB_BENCH_MACHINE/cell_size*.csv
 #                                            and docs/cell_size.svg
-#   bash bench/run.sh BUILD_DIR --rects      only the rectangles section (issue 8; ~6 minutes):
-#                                            writes
-#                                            bench/results/$NB_BENCH_MACHINE/rects_latest.csv
+#   bash bench/run.sh BUILD_DIR --rects      only the rectangles section (issue 8; ~5 minutes
+#                                            on a quiet machine): writes
+#                                            bench/results/$NB_BENCH_MACHINE/rects_latest.csv;
+#                                            `--rects --quick` at the --quick sizes (~20 s),
+#                                            results only in BUILD_DIR/bench/rects_quick.csv
 #
 # The full run also runs the cell-size sweep (timing only) before the agents section.
 # The full and --quick runs end with the moving-agents section (bench_agents,
@@ -47,13 +49,15 @@ set -euo pipefail
 
 usage() {
     echo "usage: bash bench/run.sh BUILD_DIR [--quick | --callgrind | --agents | --cell-size |" \
-        "--rects]" >&2
+        "--rects [--quick]]" >&2
     exit 2
 }
 [ $# -ge 1 ] || usage
 build=$1
 mode=${2:-full}
 case "$mode" in full | --quick | --callgrind | --agents | --cell-size | --rects) ;; *) usage ;; esac
+rects_quick="" # `--rects --quick`: only the rectangles section, at the --quick sizes
+if [ "$mode" = --rects ] && [ "${3-}" = --quick ]; then rects_quick=1; fi
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(dirname "$here")
@@ -302,7 +306,7 @@ sidx_join flatbush rbush}
 run_rects() {
     local q=() out rraw rdata peer exe t0 rc st=0 rfailed="" js=$here/rects_js commit_r dumped=""
     [ -n "$rects_peers" ] || return 0
-    if [ "$mode" = --quick ]; then
+    if [ "$mode" = --quick ] || [ -n "$rects_quick" ]; then
         q=(--quick)
         out=$bin/rects_quick.csv
         rdata=$data/rects-quick
@@ -319,11 +323,11 @@ run_rects() {
     for peer in $rects_peers; do
         case "$peer" in
             nearby_quadtree) exe=("$bin/bench_rects" "${q[@]}") ;;
-            # Box2D's tree (~3 s a frame at 100k rectangles: its queries visit thousands of
-            # nodes) and libspatialindex's R*-tree (~10 s a frame: deleteData + insertData) run
-            # 5 frames of the moving workload, checked against the others on moving_first5
+            # Box2D's tree, libspatialindex's R*-tree and rbush take seconds a frame at 100k
+            # moving rectangles (measured under load: ~11, ~66 and ~13 s), so they run 5 frames
+            # of the moving workload, checked against the others on moving_first5
             b2tree | sidx_rstar) exe=("$bin/bench_rects_peers" "$peer" "${q[@]}")
-                [ "$mode" = --quick ] || exe+=(--frames 5) ;;
+                [ -n "${q[*]}" ] || exe+=(--frames 5) ;;
             rtree_packed | rtree_rstar | sidx_join)
                 exe=("$bin/bench_rects_peers" "$peer" "${q[@]}") ;;
             flatbush | rbush)
@@ -350,7 +354,8 @@ run_rects() {
                     }
                     dumped=1
                 fi
-                exe=(node "$js/bench.mjs" "$rdata" "$peer" "${q[@]}") ;;
+                exe=(node "$js/bench.mjs" "$rdata" "$peer" "${q[@]}")
+                [ -n "${q[*]}" ] || [ "$peer" = flatbush ] || exe+=(--frames 5) ;;
             *) echo "run.sh: unknown rects peer $peer" >&2; return 2 ;;
         esac
         if [ "${exe[0]}" != node ] && [ ! -x "${exe[0]}" ]; then
