@@ -20,8 +20,9 @@
 // Boost and libspatialindex are exact on doubles (closed intervals: touching counts), so their
 // results are counted as they come, unfiltered: the report's agreement check tests them.
 //
-// Figures (CSV lines `peer,figure,ms_median,runs,count,sum` on stdout, count and sum the
-// nbrTally of the figure):
+// Figures (CSV lines `peer,figure,ms_median,runs,count,sum,cpu_ms_median` on stdout, count and
+// sum the nbrTally of the figure; the last column, the process's CPU time, is optional for
+// report_rects.py: on a shared machine it leaves out the time spent waiting for a CPU):
 //   build_1m      build from the caller's 1M rectangles (converting them into the library's
 //                 values included), median of `runs` builds; count = rectangles held.
 //   windows_10k   the 10k windows against the 1M tree, all of them per run.
@@ -412,12 +413,40 @@ std::unique_ptr<Peer> make_peer(const std::string &name)
     return nullptr;
 }
 
-void emit(const char *peer, const char *figure, const int64_t *ns, int runs, nbrTally t)
+/// The process's CPU time in nanoseconds (one thread: what it ran, not the time it waited for
+/// a CPU on a shared machine).
+int64_t cpu_now_ns()
 {
-    int64_t min_ns, median_ns;
-    nbb_stats(ns, runs, &min_ns, &median_ns);
-    printf("%s,%s,%.3f,%d,%llu,%llu\n", peer, figure, double(median_ns) / 1e6, runs,
-           (unsigned long long)t.count, (unsigned long long)t.sum);
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return int64_t(ts.tv_sec) * 1000000000 + int64_t(ts.tv_nsec);
+}
+
+/// Wall-clock and CPU time of one timed section.
+struct Clock {
+    int64_t wall0 = nbb_now_ns(), cpu0 = cpu_now_ns();
+    void stop(int64_t *wall, int64_t *cpu) const
+    {
+        *wall = nbb_now_ns() - wall0;
+        *cpu = cpu_now_ns() - cpu0;
+    }
+};
+
+int64_t median_of(const int64_t *v, int n)
+{
+    std::vector<int64_t> s(v, v + n);
+    std::sort(s.begin(), s.end());
+    return s[size_t(n - 1) / 2];
+}
+
+/// One CSV line: peer,figure,ms_median,runs,count,sum,cpu_ms_median (wall and CPU medians over
+/// the runs, or the frames).
+void emit(const char *peer, const char *figure, const int64_t *ns, const int64_t *cpu, int runs,
+          nbrTally t)
+{
+    printf("%s,%s,%.3f,%d,%llu,%llu,%.3f\n", peer, figure, double(median_of(ns, runs)) / 1e6, runs,
+           (unsigned long long)t.count, (unsigned long long)t.sum,
+           double(median_of(cpu, runs)) / 1e6);
     fflush(stdout);
 }
 
@@ -509,33 +538,33 @@ int run(int argc, char **argv)
     const bool slow_build = peer_name != "rtree_packed";
     // libspatialindex builds 1M in tens of seconds: one run unless --quick or --runs.
     const bool slowest_build = peer_name.compare(0, 4, "sidx") == 0 && !quick;
-    int64_t ns[NBB_MAX_RUNS];
+    int64_t ns[NBB_MAX_RUNS], cpu[NBB_MAX_RUNS];
 
     if (wanted("build")) {
         int runs = runs_arg ? runs_arg : (slowest_build ? 1 : slow_build ? 3 : 7);
         nbrTally t{uint64_t(sz.n_static), 0};
         for (int k = 0; k < runs; k++) {
             peer->clear();
-            int64_t t0 = nbb_now_ns();
+            Clock c;
             peer->build(rects.data(), sz.n_static);
-            ns[k] = nbb_now_ns() - t0;
+            c.stop(&ns[k], &cpu[k]);
         }
-        emit(name, "build_1m", ns, runs, t);
+        emit(name, "build_1m", ns, cpu, runs, t);
     }
     if (wanted("windows")) {
         if (!wanted("build")) peer->build(rects.data(), sz.n_static);
         int runs = runs_arg ? runs_arg : 7;
         nbrTally t0t{0, 0};
         for (int k = 0; k < runs; k++) {
-            int64_t t0 = nbb_now_ns();
+            Clock c;
             nbrTally t = peer->windows(windows.data(), sz.n_windows);
-            ns[k] = nbb_now_ns() - t0;
+            c.stop(&ns[k], &cpu[k]);
             if (k == 0)
                 t0t = t;
             else
                 check_runs(name, "windows_10k", t0t, t);
         }
-        emit(name, "windows_10k", ns, runs, t0t);
+        emit(name, "windows_10k", ns, cpu, runs, t0t);
     }
     if (wanted("pairs")) {
         peer->clear();
@@ -543,41 +572,38 @@ int run(int argc, char **argv)
         int runs = runs_arg ? runs_arg : 5;
         nbrTally t0t{0, 0};
         for (int k = 0; k < runs; k++) {
-            int64_t t0 = nbb_now_ns();
+            Clock c;
             nbrTally t = peer->pairs();
-            ns[k] = nbb_now_ns() - t0;
+            c.stop(&ns[k], &cpu[k]);
             if (k == 0)
                 t0t = t;
             else
                 check_runs(name, "pairs_100k", t0t, t);
         }
-        emit(name, "pairs_100k", ns, runs, t0t);
+        emit(name, "pairs_100k", ns, cpu, runs, t0t);
     }
     peer->clear();
     if (wanted("moving")) {
         const int frames = frames_arg ? frames_arg : sz.frames;
         std::vector<double> r = moving, old(r.size());
         std::vector<int64_t> frame_ns(static_cast<size_t>(frames));
+        std::vector<int64_t> frame_cpu(static_cast<size_t>(frames));
         uint64_t s = NBR_SEED_MOVES;
         peer->fill(r.data(), sz.n_moving);
         nbrTally total{0, 0};
         for (int f = 0; f < frames; f++) {
             old = r;
             nbr_move(r.data(), sz.n_moving, &s);
-            int64_t t0 = nbb_now_ns();
+            Clock c;
             peer->move(old.data(), r.data(), sz.n_moving);
             nbrTally t = peer->self_windows(r.data(), sz.n_moving);
-            frame_ns[size_t(f)] = nbb_now_ns() - t0;
+            c.stop(&frame_ns[size_t(f)], &frame_cpu[size_t(f)]);
             total.count += t.count;
             total.sum += t.sum;
-            if (f + 1 == kPrefixFrames) emit(name, "moving_first5", frame_ns.data(), f + 1, total);
+            if (f + 1 == kPrefixFrames)
+                emit(name, "moving_first5", frame_ns.data(), frame_cpu.data(), f + 1, total);
         }
-        // Median over the frames (nbb_stats holds at most NBB_MAX_RUNS samples).
-        std::vector<int64_t> sorted = frame_ns;
-        std::sort(sorted.begin(), sorted.end());
-        int64_t med = sorted[(sorted.size() - 1) / 2];
-        printf("%s,moving_frame,%.3f,%d,%llu,%llu\n", name, double(med) / 1e6, frames,
-               (unsigned long long)total.count, (unsigned long long)total.sum);
+        emit(name, "moving_frame", frame_ns.data(), frame_cpu.data(), frames, total);
         peer->clear();
     }
     return 0;

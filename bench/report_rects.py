@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: MIT
 """The rectangles tables (issue 8's benchmark, bench/rects_common.h): reads the runners' CSV
-lines `peer,figure,ms_median,runs,count,sum` (bench_rects, bench_rects_peers, rects_js), checks
+lines `peer,figure,ms_median,runs,count,sum[,cpu_ms_median]` (bench_rects, bench_rects_peers,
+rects_js; the CPU-time median is optional: on a shared machine it leaves out the time a runner
+waited for a CPU, so it is printed next to the wall-clock time and its ratio too), checks
 that every peer found the same rectangles, prints one markdown table per figure (median ms,
 ratio to nearby_quadtree when it ran, agreement) and the issue's targets, and writes the rows
 with a header.
@@ -17,7 +19,7 @@ import collections
 import csv
 import sys
 
-FIELDS = ("peer", "figure", "ms_median", "runs", "count", "sum")
+FIELDS = ("peer", "figure", "ms_median", "runs", "count", "sum", "cpu_ms_median")
 NEARBY = "nearby_quadtree"
 PACKED = "rtree_packed"
 NAMES = {
@@ -95,11 +97,13 @@ def main():
         for line in csv.reader(f):
             if not line or line[0].startswith("#"):
                 continue
-            if len(line) != len(FIELDS):
+            if len(line) not in (len(FIELDS) - 1, len(FIELDS)):
                 print(f"report_rects: bad line: {','.join(line)}", file=sys.stderr)
                 return 1
             r = dict(zip(FIELDS, line))
+            r.setdefault("cpu_ms_median", "")
             r["ms"] = float(r["ms_median"])
+            r["cpu"] = float(r["cpu_ms_median"]) if r["cpu_ms_median"] else None
             r["runs"] = int(r["runs"])
             rows.append(r)
     if not rows:
@@ -147,8 +151,9 @@ def main():
                   f" sum {r['sum']:>22s} {verdict.get((r['peer'], r['figure']), '')}")
         print()
 
-    print(f"rectangles ({'--quick' if args.quick else 'full'} run, one thread, median ms; "
-          f"'x nearby' = the peer's time / nearby_quadtree's)")
+    print(f"rectangles ({'--quick' if args.quick else 'full'} run, one thread; ms: wall-clock "
+          f"median, cpu: CPU-time median; 'x nearby' = the peer's time / nearby_quadtree's, "
+          f"wall [cpu])")
     for fig in FIGURES:
         group = sorted((r for r in rows if r["figure"] == fig), key=lambda r: order_key(r["peer"]))
         if not group:
@@ -156,18 +161,19 @@ def main():
         nb = by.get((NEARBY, fig))
         print(f"\n### {TITLES[args.quick][fig]}\n")
         extra = " how |" if fig == "moving_frame" else ""
-        print(f"| peer | ms (median) | runs |{extra} x nearby | count | agrees |")
-        print("|---|---:|---:|" + ("---|" if extra else "") + "---:|---:|---|")
+        print(f"| peer | ms (median) | cpu ms | runs |{extra} x nearby | count | agrees |")
+        print("|---|---:|---:|---:|" + ("---|" if extra else "") + "---:|---:|---|")
         for r in group:
             ratio = f"{r['ms'] / nb['ms']:.2f}x" if nb and nb["ms"] > 0 else "-"
-            if r["peer"] == NEARBY:
-                ratio = "1.00x"
+            if nb and nb["cpu"] and r["cpu"] is not None:
+                ratio += f" [{r['cpu'] / nb['cpu']:.2f}x]"
+            cpu = f"{r['cpu']:.2f}" if r["cpu"] is not None else "-"
             how = f" {MOVES.get(r['peer'], '')} |" if extra else ""
             agrees = verdict.get((r["peer"], fig), "?")
             if agrees == "MISMATCH":
                 agrees = "**MISMATCH**"
-            print(f"| {NAMES.get(r['peer'], r['peer'])} | {r['ms']:.2f} | {r['runs']} |{how} "
-                  f"{ratio} | {int(r['count']):,} | {agrees} |")
+            print(f"| {NAMES.get(r['peer'], r['peer'])} | {r['ms']:.2f} | {cpu} | {r['runs']} |"
+                  f"{how} {ratio} | {int(r['count']):,} | {agrees} |")
 
     peers = {r["peer"] for r in rows}
     if NEARBY not in peers:
@@ -182,8 +188,12 @@ def main():
             x = pr["ms"] / nb["ms"] if nb["ms"] > 0 else float("inf")
             want = "no slower than" if factor == 1.0 else f">= {factor:g}x faster than"
             ok = "PASS" if x >= factor else "FAIL"
+            cpu = ""
+            if nb["cpu"] and pr["cpu"] is not None:
+                xc = pr["cpu"] / nb["cpu"]
+                cpu = f"; cpu {xc:.2f}x: {'PASS' if xc >= factor else 'FAIL'}"
             print(f"  {fig}: nearby {nb['ms']:.2f} ms vs {NAMES[peer]} {pr['ms']:.2f} ms: "
-                  f"{x:.2f}x (want {want}): {ok}")
+                  f"{x:.2f}x (want {want}): {ok}{cpu}")
     if status:
         print("\nMISMATCH: see above; the times of a peer that disagrees mean nothing")
 

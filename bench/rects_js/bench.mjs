@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The rectangles benchmark (bench/rects_common.h) on node: flatbush and rbush, the same figures
-// and CSV lines as bench_rects_peers.cpp (`peer,figure,ms_median,runs,count,sum`).
+// and CSV lines as bench_rects_peers.cpp (`peer,figure,ms_median,runs,count,sum,cpu_ms_median`).
 //
 //   node bench.mjs DATA_DIR flatbush|rbush [--quick] [--frames F]
 //
@@ -155,9 +155,23 @@ function median(samples) {
     return s[(s.length - 1) >> 1];
 }
 
-function emit(figure, times, tally) {
+// A timed section's wall-clock and CPU milliseconds (the process's user + system time, which
+// includes the garbage collector's threads), pushed onto the figure's samples.
+class Clock {
+    constructor() {
+        this.cpu0 = process.cpuUsage();
+        this.wall0 = performance.now();
+    }
+    stop(wall, cpu) {
+        wall.push(performance.now() - this.wall0);
+        const c = process.cpuUsage(this.cpu0);
+        cpu.push((c.user + c.system) / 1000);
+    }
+}
+
+function emit(figure, times, cpu, tally) {
     process.stdout.write(`${peer},${figure},${median(times).toFixed(3)},${times.length},` +
-                         `${tally.text()}\n`);
+                         `${tally.text()},${median(cpu).toFixed(3)}\n`);
 }
 
 // ---- the peers: build(r, n) -> index; windows(index, w, m); pairs(index, r, n); for the
@@ -290,40 +304,43 @@ function main() {
 
     // build_1m
     let times = [];
+    let cpu = [];
     for (let k = 0; k < 7; k++) {
         index = null;
-        const t0 = performance.now();
+        const c = new Clock();
         index = P.build(rects, sz.nStatic);
-        times.push(performance.now() - t0);
+        c.stop(times, cpu);
     }
     const built = new Tally();
     built.count = sz.nStatic;
-    emit('build_1m', times, built);
+    emit('build_1m', times, cpu, built);
 
     // windows_10k
     times = [];
+    cpu = [];
     let first = null;
     for (let k = 0; k < 7; k++) {
-        const t0 = performance.now();
+        const c = new Clock();
         const t = P.windows(index, windows, sz.nWindows);
-        times.push(performance.now() - t0);
+        c.stop(times, cpu);
         if (first === null) first = t;
         else checkRuns('windows_10k', first, t);
     }
-    emit('windows_10k', times, first);
+    emit('windows_10k', times, cpu, first);
 
     // pairs_100k, on a tree of the first nPairs rectangles built beforehand
     index = P.build(rects, sz.nPairs);
     times = [];
+    cpu = [];
     first = null;
     for (let k = 0; k < 5; k++) {
-        const t0 = performance.now();
+        const c = new Clock();
         const t = P.pairs(index, rects, sz.nPairs);
-        times.push(performance.now() - t0);
+        c.stop(times, cpu);
         if (first === null) first = t;
         else checkRuns('pairs_100k', first, t);
     }
-    emit('pairs_100k', times, first);
+    emit('pairs_100k', times, cpu, first);
     index = null;
 
     // moving_frame (and moving_first5)
@@ -333,16 +350,17 @@ function main() {
     const state = P.fill(r, sz.nMoving);
     const total = new Tally();
     times = [];
+    cpu = [];
     for (let f = 0; f < frames; f++) {
         move(r, sz.nMoving, rng);
-        const t0 = performance.now();
+        const c = new Clock();
         P.step(state, r, sz.nMoving);
         const t = P.self(state, r, sz.nMoving);
-        times.push(performance.now() - t0);
+        c.stop(times, cpu);
         total.add(t);
-        if (f + 1 === PREFIX_FRAMES) emit('moving_first5', times, total);
+        if (f + 1 === PREFIX_FRAMES) emit('moving_first5', times, cpu, total);
     }
-    emit('moving_frame', times, total);
+    emit('moving_frame', times, cpu, total);
 }
 
 main();
