@@ -52,6 +52,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -371,7 +372,8 @@ struct SidxPeer : Peer {
         SidxVisitor v;
         v.n = uint64_t(n);
         if (join) {
-            const double lo[2] = {-INFINITY, -INFINITY}, hi[2] = {INFINITY, INFINITY};
+            const double inf = std::numeric_limits<double>::infinity();
+            const double lo[2] = {-inf, -inf}, hi[2] = {inf, inf};
             tree->selfJoinQuery(si::Region(lo, hi, 2), v);
             return v.t;
         }
