@@ -39,6 +39,11 @@
 #                                            pair-for-pair agreement (bench_periodic.py; ~1
 #                                            minute): writes
 #                                            bench/results/$NB_BENCH_MACHINE/periodic_latest.csv
+#   bash bench/run.sh BUILD_DIR --rects      only the rectangles section (issue 8; ~5 minutes
+#                                            on a quiet machine): writes
+#                                            bench/results/$NB_BENCH_MACHINE/rects_latest.csv;
+#                                            `--rects --quick` at the --quick sizes (~20 s),
+#                                            results only in BUILD_DIR/bench/rects_quick.csv
 #
 # The full run also runs the cell-size sweep (timing only) and the periodic box before the
 # agents section; the full and --quick runs run the tile-grid section (--quick: 20k agents, 2k
@@ -47,6 +52,12 @@
 # bench_agents_peers, report_agents.py): nearby's spatial hash and dense grid against Box2D's
 # b2DynamicTree, Boost.Geometry's R-trees and a naive unordered_map hash; --quick runs it on
 # 20k agents for 10 frames.
+# Then the rectangles section (bench_rects, bench_rects_peers, rects_js/bench.mjs on node,
+# report_rects.py): nearby's quadtree against Box2D's b2DynamicTree, Boost.Geometry's packed
+# and R* rtrees, libspatialindex's R*-tree, flatbush and rbush, on rects_common.h's workload;
+# --quick runs it at 100k rectangles, 1k windows, 10k pairs, 10k moving x 5 frames. A runner
+# that is not built (nearby's bench_rects before the quadtree lands, a peer library missing, node
+# or the npm packages missing) is skipped with a message.
 #
 # Environment: NB_BENCH_MACHINE (default c-<nproc>core) names the results directory;
 # NB_BENCH_CPU pins every runner to that CPU with taskset (default: unpinned, which does
@@ -55,12 +66,14 @@
 # ckdtree_set"; nearby_t2 is the grid on a pool of 2 workers, examples/nb_pthreads.h);
 # NB_BENCH_AGENTS_PEERS the agents section's (default "nearby_hash nearby_grid b2tree
 # rtree_packed rtree_rstar naive_hash"; an empty value skips the section); NB_BENCH_SWEEP_N
-# (default 1000000) and NB_BENCH_SWEEP_RUNS (default 7) size the cell-size sweep.
+# (default 1000000) and NB_BENCH_SWEEP_RUNS (default 7) size the cell-size sweep;
+# NB_BENCH_RECTS_PEERS the rectangles section's (default "nearby_quadtree rtree_packed
+# rtree_rstar b2tree sidx_rstar sidx_join flatbush rbush"; an empty value skips it).
 set -euo pipefail
 
 usage() {
     echo "usage: bash bench/run.sh BUILD_DIR [--quick | --callgrind | --agents | --cell-size |" \
-        "--periodic | --reorder | --tiles | --python]" >&2
+        "--periodic | --reorder | --tiles | --python | --rects [--quick]]" >&2
     exit 2
 }
 [ $# -ge 1 ] || usage
@@ -68,9 +81,11 @@ build=$1
 mode=${2:-full}
 case "$mode" in
     full | --quick | --callgrind | --agents | --cell-size | --periodic | --reorder | --tiles | \
-        --python) ;;
+        --python | --rects) ;;
     *) usage ;;
 esac
+rects_quick="" # `--rects --quick`: only the rectangles section, at the --quick sizes
+if [ "$mode" = --rects ] && [ "${3-}" = --quick ]; then rects_quick=1; fi
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(dirname "$here")
@@ -432,6 +447,102 @@ if [ "$mode" = --periodic ]; then
     exit $?
 fi
 
+# ---- rectangles (issue 8): run_rects runs the section and prints its tables; status 1 on a
+# failure or a MISMATCH ----
+rects_peers=${NB_BENCH_RECTS_PEERS-nearby_quadtree rtree_packed rtree_rstar b2tree sidx_rstar \
+sidx_join flatbush rbush}
+run_rects() {
+    local q=() out rraw rdata peer exe t0 rc st=0 rfailed="" js=$here/rects_js commit_r dumped=""
+    [ -n "$rects_peers" ] || return 0
+    if [ "$mode" = --quick ] || [ -n "$rects_quick" ]; then
+        q=(--quick)
+        out=$bin/rects_quick.csv
+        rdata=$data/rects-quick
+    else
+        mkdir -p "$root/bench/results/$machine"
+        out=$root/bench/results/$machine/rects_latest.csv
+        rdata=$data/rects-full
+    fi
+    rraw=$bin/rects_raw.csv
+    : > "$rraw"
+    echo "run.sh: rectangles${q[*]:+ (--quick)}: peers $rects_peers" >&2
+    local start_r
+    start_r=$(date +%s)
+    for peer in $rects_peers; do
+        case "$peer" in
+            nearby_quadtree) exe=("$bin/bench_rects" "${q[@]}") ;;
+            # Box2D's tree, libspatialindex's R*-tree and rbush take seconds a frame at 100k
+            # moving rectangles (measured under load: ~11, ~66 and ~13 s), so they run 5 frames
+            # of the moving workload, checked against the others on moving_first5
+            b2tree | sidx_rstar) exe=("$bin/bench_rects_peers" "$peer" "${q[@]}")
+                [ -n "${q[*]}" ] || exe+=(--frames 5) ;;
+            rtree_packed | rtree_rstar | sidx_join)
+                exe=("$bin/bench_rects_peers" "$peer" "${q[@]}") ;;
+            flatbush | rbush)
+                if ! command -v node > /dev/null 2>&1; then
+                    echo "run.sh: rects: node not found; skipping $peer" >&2
+                    continue
+                fi
+                if [ ! -d "$js/node_modules/$peer" ]; then
+                    echo "run.sh: rects: $js/node_modules/$peer missing (make bench installs it:" \
+                        "cd bench/rects_js && npm ci); skipping $peer" >&2
+                    continue
+                fi
+                if [ ! -x "$bin/bench_rects_peers" ]; then
+                    echo "run.sh: rects: $bin/bench_rects_peers not built (it writes the JS" \
+                        "peers' data); skipping $peer" >&2
+                    continue
+                fi
+                if [ -z "$dumped" ]; then # once a run: 0.2 s, never stale
+                    mkdir -p "$rdata"
+                    "$bin/bench_rects_peers" --dump "$rdata" "${q[@]}" || {
+                        echo "run.sh: rects: bench_rects_peers --dump FAILED" >&2
+                        rfailed="$rfailed dump"
+                        continue
+                    }
+                    dumped=1
+                fi
+                exe=(node "$js/bench.mjs" "$rdata" "$peer" "${q[@]}")
+                [ -n "${q[*]}" ] || [ "$peer" = flatbush ] || exe+=(--frames 5) ;;
+            *) echo "run.sh: unknown rects peer $peer" >&2; return 2 ;;
+        esac
+        if [ "${exe[0]}" != node ] && [ ! -x "${exe[0]}" ]; then
+            echo "run.sh: ${exe[0]} not built; skipping $peer" >&2
+            continue
+        fi
+        t0=$(date +%s.%N)
+        rc=0
+        "${pin[@]}" "${exe[@]}" >> "$rraw" || rc=$?
+        if [ "$rc" -eq 3 ]; then # a peer library missing at configure time
+            echo "run.sh: rects: $peer not built in; skipping it" >&2
+            continue
+        elif [ "$rc" -ne 0 ]; then
+            echo "run.sh: rects: $peer FAILED" >&2
+            rfailed="$rfailed $peer"
+            continue
+        fi
+        printf 'run.sh: rects %-16s %s\n' "$peer" \
+            "$(echo "$t0 $(date +%s.%N)" | awk '{printf "%.1f s", $2 - $1}')" >&2
+    done
+    echo "run.sh: the rectangles section took $(($(date +%s) - start_r)) s" >&2
+    commit_r=$(git -C "$root" rev-parse --short HEAD 2> /dev/null || echo unknown)
+    if [ -s "$rraw" ]; then
+        "$py" "$here/report_rects.py" "$rraw" --machine "$machine" --out "$out" \
+            --commit "$commit_r" "${q[@]}" || st=1
+    else
+        echo "run.sh: rects: no runner produced a row" >&2
+    fi
+    if [ -n "$rfailed" ]; then
+        echo "run.sh: rects: FAILED runs:$rfailed" >&2
+        st=1
+    fi
+    return $st
+}
+if [ "$mode" = --rects ]; then
+    run_rects
+    exit $?
+fi
+
 # ---- timing ----
 # name  N  dim  r  mode(pairs|count)  runs(nearby naive nanoflann ckdtree). lattice2d is a
 # correctness check (every pair exactly r apart), not a target.
@@ -517,4 +628,5 @@ run_reorder || status=1
 run_tiles || status=1
 run_agents || status=1
 run_python || status=1
+run_rects || status=1
 exit $status

@@ -9,7 +9,10 @@
 #           python3-numpy, python3-scipy, python3-pytest, python3-setuptools and python3-venv,
 #           which the Python package's tests use (skipped without them): installed as root with
 #           apt-get, otherwise named, never a failure
-#   bench   a C++ compiler, nanoflann, scipy, Box2D and Boost.Geometry for `make bench`
+#   bench   a C++ compiler, nanoflann, scipy, Box2D, Boost.Geometry and libspatialindex for
+#           `make bench`; and, where node and npm are there, flatbush and rbush for the
+#           rectangles section (npm ci in bench/rects_js): skipped with a message when npm cannot
+#           install them, never a failure
 # When something is missing: as root on Debian/Ubuntu it apt-get installs just that; otherwise
 # it names what is missing and exits 1. It never runs sudo, and never apt-get when nothing is
 # missing. POSIX sh, so that `make demo` needs no bash.
@@ -81,6 +84,10 @@ check_bench() {
   fi
   [ -f /usr/include/boost/geometry/index/rtree.hpp ] ||
     need "Boost.Geometry (/usr/include/boost/geometry/index/rtree.hpp)" libboost-dev
+  # the rectangles section (bench/bench_rects_peers.cpp): libspatialindex's R*-tree
+  if [ ! -f /usr/include/spatialindex/SpatialIndex.h ] || ! have_lib libspatialindex; then
+    need "libspatialindex (/usr/include/spatialindex/SpatialIndex.h)" libspatialindex-dev
+  fi
 }
 
 # chromium for tests/svg_screenshot.sh: optional, so a failed or impossible install is only noted.
@@ -126,6 +133,25 @@ check_python() {
   fi
 }
 
+# flatbush and rbush for the rectangles section (bench/rects_js/bench.mjs): npm ci from the
+# committed lock file, only when they are not there. Optional: without node, npm or the network
+# it only says so, and run.sh skips those two peers.
+check_optional_bench() {
+  [ "$what" = bench ] || return 0
+  js=$(dirname "$0")/../bench/rects_js
+  [ -d "$js/node_modules/flatbush" ] && [ -d "$js/node_modules/rbush" ] && return 0
+  if ! have node || ! have npm; then
+    echo "setup.sh: optional, not installed: node and npm (the rectangles section skips" \
+      "flatbush and rbush without them)" >&2
+    return 0
+  fi
+  echo "setup.sh: installing flatbush and rbush (npm ci in bench/rects_js)" >&2
+  if ! (cd "$js" && npm ci --no-audit --no-fund --loglevel=error > /dev/null); then
+    echo "setup.sh: npm could not install flatbush and rbush; the rectangles section will" \
+      "skip them" >&2
+  fi
+}
+
 check() {
   missing=""
   packages=""
@@ -143,6 +169,7 @@ check() {
 
 check
 check_optional
+check_optional_bench
 check_python
 [ -z "$missing" ] && exit 0
 
