@@ -8,9 +8,9 @@ over the spatial hash: items stored by handle that move. See python/README.md.
 """
 import numpy as _np
 
-from ._nearby import ALL, _Grid, _Hash, library_version
+from ._nearby import ALL, _Grid, _Hash, _Quadtree, library_version
 
-__all__ = ["Grid", "Hash", "ALL", "library_version"]
+__all__ = ["Grid", "Hash", "Quadtree", "ALL", "library_version"]
 __version__ = library_version()
 
 
@@ -157,3 +157,37 @@ class Hash(_Hash):
     def __repr__(self):
         return "nearby.Hash(items=%d, dim=%d, cell_size=%g)" % (len(self), self.dim,
                                                                 self.cell_size)
+
+
+class Quadtree(_Quadtree):
+    """A thin class over the quadtree of rectangles (``<nearby/quadtree.h>``).
+
+    Quadtree(rects)
+
+    rects: an (N, 4) array of minx, miny, maxx, maxy; rectangle i is named i in every result.
+    Rectangles are closed (a shared edge or corner touches); zero width or height is fine;
+    NaN, infinity or min > max raise ValueError with the library's message.
+    """
+
+    def query_window(self, window):
+        """Indices (ascending intp array) of the rectangles touching the closed window
+        (minx, miny, maxx, maxy)."""
+        return _np.sort(self._query_window(tuple(float(v) for v in window)))
+
+    def overlaps(self):
+        """Every pair of touching rectangles: an (M, 2) intp array, i < j, rows sorted."""
+        pairs = self._overlaps()
+        return pairs[_np.lexsort((pairs[:, 1], pairs[:, 0]))]
+
+    def ray_cast(self, origin, direction, max_distance=_np.inf):
+        """(index, distance) of the first rectangle the ray hits, distance along the
+        normalised direction (0 when the origin is inside one), or (-1, inf). Ties go to
+        the library's lower handle slot (the lower index after a build)."""
+        return self._ray_cast(tuple(float(v) for v in origin),
+                              tuple(float(v) for v in direction), float(max_distance))
+
+    def __len__(self):
+        return self.n
+
+    def __repr__(self):
+        return "nearby.Quadtree(n=%d)" % self.n
