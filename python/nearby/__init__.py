@@ -8,9 +8,9 @@ over the spatial hash: items stored by handle that move. See python/README.md.
 """
 import numpy as _np
 
-from ._nearby import ALL, _Grid, _Hash, library_version
+from ._nearby import ALL, _Grid, _Hash, _Quadtree, library_version
 
-__all__ = ["Grid", "Hash", "ALL", "library_version"]
+__all__ = ["Grid", "Hash", "Quadtree", "ALL", "library_version"]
 __version__ = library_version()
 
 
@@ -52,7 +52,11 @@ class Grid(_Grid):
         demand: a radius query at r builds (once) a grid with cells of about r, a kNN query one
         with about k points a cell; up to 8 are kept.
     cell_size: the cell edge, overriding the tuning (one grid, built now).
-    boxsize: periodic boxes are not supported yet: only None.
+    boxsize: periodic boxes, as cKDTree's boxsize: a number L (every axis wraps with period L)
+        or one per axis, where 0 (or None for all) means the axis does not wrap. Distances are
+        then minimum-image distances, the points must lie in [0, L) on a periodic axis
+        (ValueError otherwise), query points are wrapped into the box first, and a radius
+        above L / 2 raises ValueError.
     category, mask: uint32 filter bits per point (Box2D's rule): query_pairs and count_pairs
         report (i, j) only when ``cat[i] & mask[j] and cat[j] & mask[i]``. Queries take the
         asker's own ``category=`` and ``mask=`` keywords.
@@ -60,13 +64,39 @@ class Grid(_Grid):
 
     def __init__(self, points, radius=None, cell_size=None, boxsize=None, *, category=None,
                  mask=None):
-        if boxsize is not None:
-            raise NotImplementedError(
-                "nearby.Grid: periodic boxes (boxsize) are not supported yet; pass "
-                "boxsize=None (the C library has no periodic grid so far)")
         n = _rows(points)
+        period = _period(boxsize, points)
         super().__init__(points, radius, cell_size, _bits(category, "category", n),
-                         _bits(mask, "mask", n))
+                         _bits(mask, "mask", n), period)
+        self.boxsize = None if period is None else _np.array(period)
+        if period is not None:
+            # Only a periodic grid pays for wrapping its query points (the plain one keeps the
+            # C methods' fast calls): instance attributes shadow the methods.
+            self._period = period
+            self.query = self._query_wrapped
+            self.query_ball_point = self._query_ball_point_wrapped
+
+    def _wrap(self, x):
+        """Query points moved into the periodic box, as cKDTree does: x mod L on each
+        periodic axis (anything not shaped (..., m) goes to the C side as is, to be refused)."""
+        try:
+            arr = _np.array(x, dtype=_np.float64)
+        except (TypeError, ValueError):
+            return x  # strings, objects: the C side raises its usual TypeError
+        if arr.ndim == 0 or arr.shape[-1] != self.m:
+            return x
+        for d, period in enumerate(self._period):
+            if period > 0:
+                col = _np.mod(arr[..., d], period)
+                # A tiny negative x rounds to L; NaN and infinity stay NaN, refused in C.
+                arr[..., d] = _np.where(col >= period, 0.0, col)
+        return arr
+
+    def _query_wrapped(self, x, *args, **kwargs):
+        return _Grid.query(self, self._wrap(x), *args, **kwargs)
+
+    def _query_ball_point_wrapped(self, x, *args, **kwargs):
+        return _Grid.query_ball_point(self, self._wrap(x), *args, **kwargs)
 
     def query_pairs(self, r, p=2.0, eps=0, output_type="set", *, workers=1):
         """All pairs (i, j), i < j, with distance <= r, as cKDTree.query_pairs.
@@ -84,7 +114,26 @@ class Grid(_Grid):
         return set(zip(pairs[:, 0].tolist(), pairs[:, 1].tolist()))
 
     def __repr__(self):
-        return "nearby.Grid(n=%d, m=%d, cells=%s)" % (self.n, self.m, self.cell_sizes)
+        box = "" if self.boxsize is None else ", boxsize=%s" % self.boxsize.tolist()
+        return "nearby.Grid(n=%d, m=%d%s, cells=%s)" % (self.n, self.m, box, self.cell_sizes)
+
+
+def _period(boxsize, points):
+    """boxsize as the C side takes it: None, or a tuple of one float per axis (0 = no wrap)."""
+    if boxsize is None:
+        return None
+    arr = _np.asarray(boxsize)
+    if arr.dtype.kind not in "iuf":
+        raise TypeError("boxsize must be a number or one number per axis, got dtype %s"
+                        % arr.dtype)
+    shape = _np.shape(points)
+    dim = shape[1] if len(shape) == 2 else 0
+    if arr.ndim == 0:
+        arr = _np.full(dim, arr)
+    if arr.ndim != 1 or len(arr) != dim:
+        raise ValueError("boxsize must be a number or one per axis (%d), got shape %s"
+                         % (dim, arr.shape))
+    return tuple(float(v) for v in arr)
 
 
 def _check_p_eps(p, eps):
@@ -108,3 +157,37 @@ class Hash(_Hash):
     def __repr__(self):
         return "nearby.Hash(items=%d, dim=%d, cell_size=%g)" % (len(self), self.dim,
                                                                 self.cell_size)
+
+
+class Quadtree(_Quadtree):
+    """A thin class over the quadtree of rectangles (``<nearby/quadtree.h>``).
+
+    Quadtree(rects)
+
+    rects: an (N, 4) array of minx, miny, maxx, maxy; rectangle i is named i in every result.
+    Rectangles are closed (a shared edge or corner touches); zero width or height is fine;
+    NaN, infinity or min > max raise ValueError with the library's message.
+    """
+
+    def query_window(self, window):
+        """Indices (ascending intp array) of the rectangles touching the closed window
+        (minx, miny, maxx, maxy)."""
+        return _np.sort(self._query_window(tuple(float(v) for v in window)))
+
+    def overlaps(self):
+        """Every pair of touching rectangles: an (M, 2) intp array, i < j, rows sorted."""
+        pairs = self._overlaps()
+        return pairs[_np.lexsort((pairs[:, 1], pairs[:, 0]))]
+
+    def ray_cast(self, origin, direction, max_distance=_np.inf):
+        """(index, distance) of the first rectangle the ray hits, distance along the
+        normalised direction (0 when the origin is inside one), or (-1, inf). Ties go to
+        the library's lower handle slot (the lower index after a build)."""
+        return self._ray_cast(tuple(float(v) for v in origin),
+                              tuple(float(v) for v in direction), float(max_distance))
+
+    def __len__(self):
+        return self.n
+
+    def __repr__(self):
+        return "nearby.Quadtree(n=%d)" % self.n

@@ -27,7 +27,9 @@ typedef struct nbpyGrid {
     nbPoints view;
     int32_t n;
     int32_t dim;
-    double spacing; // mean distance between points, (bounding volume / n)^(1 / dim), > 0
+    double spacing;   // mean distance between points, (bounding volume / n)^(1 / dim), > 0
+    double period[3]; // nbGridDesc.period: 0 = the axis does not wrap (boxsize=None: all 0)
+    double half;      // the smallest period / 2 over the periodic axes; infinity when none
     int fixed;
     int count;
     nbGrid *grids[NBPY_MAX_GRIDS];
@@ -170,13 +172,54 @@ static double grid_spacing(int32_t n, int dim, const double *lo, const double *h
     return s;
 }
 
+// Parses boxsize (None, or the Python side's tuple of one float per axis, 0 = not periodic)
+// into g->period, checks it the library's way (a grid created with it) and the points against
+// it, as cKDTree(boxsize=...) does: every coordinate on a periodic axis must lie in [0, L).
+static int grid_periods(nbpyGrid *g, PyObject *box_o, const double *lo, const double *hi)
+{
+    g->half = (double)INFINITY;
+    if (box_o == Py_None) return 0;
+    if (!PyTuple_Check(box_o) || PyTuple_GET_SIZE(box_o) != g->dim) {
+        PyErr_Format(PyExc_ValueError, "boxsize must have one value per axis (%d)", (int)g->dim);
+        return -1;
+    }
+    for (int d = 0; d < g->dim; d++)
+        if (nbpy_double(PyTuple_GET_ITEM(box_o, d), "boxsize", &g->period[d]) < 0) return -1;
+    nbGridDesc desc = {0};
+    desc.dim = g->dim;
+    desc.allocator = &nbpy_allocator;
+    memcpy(desc.period, g->period, sizeof desc.period);
+    nbGrid *probe = NULL;
+    nbStatus st = nb_grid_create(&desc, &probe);
+    nb_grid_destroy(probe);
+    if (st != NB_OK) {
+        nbpy_error(st, "boxsize");
+        return -1;
+    }
+    for (int d = 0; d < g->dim; d++) {
+        double p = g->period[d];
+        if (p == 0.0) continue;
+        if (p / 2.0 < g->half) g->half = p / 2.0;
+        if (g->n == 0) continue;
+        if (lo[d] < 0.0 || hi[d] >= p) {
+            PyErr_Format(PyExc_ValueError,
+                         "points: a coordinate on axis %d is %s the periodic box [0, %R) (%s); "
+                         "wrap the points first, e.g. x %% boxsize",
+                         d, lo[d] < 0.0 ? "negative, outside" : "at or beyond the end of",
+                         PyTuple_GET_ITEM(box_o, d), nb_status_str(NB_ERR_OUT_OF_RANGE));
+            return -1;
+        }
+    }
+    return 0;
+}
+
 static int grid_init(nbpyGrid *g, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"points", "radius", "cell_size", "category", "mask", NULL};
+    static char *kwlist[] = {"points", "radius", "cell_size", "category", "mask", "boxsize", NULL};
     PyObject *points = NULL, *radius_o = Py_None, *cell_o = Py_None, *cat_o = Py_None;
-    PyObject *mask_o = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|OOOO:Grid", kwlist, &points, &radius_o, &cell_o,
-                                     &cat_o, &mask_o))
+    PyObject *mask_o = Py_None, *box_o = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|OOOOO:Grid", kwlist, &points, &radius_o,
+                                     &cell_o, &cat_o, &mask_o, &box_o))
         return -1;
     if (g->data != NULL) {
         PyErr_SetString(PyExc_RuntimeError, "Grid.__init__ may be called only once");
@@ -221,6 +264,7 @@ static int grid_init(nbpyGrid *g, PyObject *args, PyObject *kwds)
         return -1;
     }
     g->spacing = grid_spacing(g->n, g->dim, lo, hi, maxabs);
+    if (grid_periods(g, box_o, lo, hi) < 0) return -1;
     if (radius_o == Py_None && cell_o == Py_None) return 0; // lazy: built by the first query
 
     // Fixed: one grid, built now, for every query.
@@ -230,11 +274,15 @@ static int grid_init(nbpyGrid *g, PyObject *args, PyObject *kwds)
     desc.cell_size = cell;
     desc.capacity_hint = g->n;
     desc.allocator = &nbpy_allocator;
+    memcpy(desc.period, g->period, sizeof desc.period);
+    // A cell_size alone builds for a radius of one cell, but never beyond half a period (the
+    // library refuses such a build; a radius given is passed as is and refused the same way).
+    double build_r = radius_o != Py_None ? radius : (cell < g->half ? cell : g->half);
     nbGrid *grid = NULL;
     nbStatus st;
     ts_ = PyEval_SaveThread();
     st = nb_grid_create(&desc, &grid);
-    if (st == NB_OK) st = nb_grid_build(grid, &g->view, radius_o != Py_None ? radius : cell);
+    if (st == NB_OK) st = nb_grid_build(grid, &g->view, build_r);
     PyEval_RestoreThread(ts_);
     if (st != NB_OK) {
         nb_grid_destroy(grid);
@@ -279,6 +327,7 @@ static const nbGrid *grid_for(nbpyGrid *g, double want, double lo, double hi)
 {
     if (grid_ready(g) < 0) return NULL;
     if (g->fixed) return g->grids[0];
+    if (want > g->half) want = g->half; // a periodic grid is built for at most half a period
     int i = grid_pick(g, want, lo, hi, false);
     if (i >= 0) return g->grids[i];
     PyThreadState *ts_ = PyEval_SaveThread();
@@ -291,6 +340,7 @@ static const nbGrid *grid_for(nbpyGrid *g, double want, double lo, double hi)
         nbGridDesc desc = {0};
         desc.dim = g->dim;
         desc.allocator = &nbpy_allocator;
+        memcpy(desc.period, g->period, sizeof desc.period);
         nbGrid *grid = NULL;
         nbStatus st;
         ts_ = PyEval_SaveThread();

@@ -23,6 +23,7 @@ extern PyTypeObject nbpy_GridType;
 /// purpose once the tests' budget (_set_alloc_budget) runs out.
 extern const nbAllocator nbpy_allocator;
 extern PyTypeObject nbpy_HashType;
+extern PyTypeObject nbpy_QuadtreeType;
 
 /// A block of at least `bytes`, 64-byte aligned (*got: its real size, to pass to nbpy_big_free):
 /// blocks of 1 MiB or more come from a small cache of freed ones when one fits. NULL when out

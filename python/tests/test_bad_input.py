@@ -33,10 +33,6 @@ def test_bad_points(points, exc, text):
 
 
 def test_bad_construction():
-    with pytest.raises(NotImplementedError, match="periodic"):
-        nearby.Grid(PTS, boxsize=10.0)
-    with pytest.raises(NotImplementedError, match="periodic"):
-        nearby.Grid(PTS, boxsize=[10.0, 10.0])
     with pytest.raises(ValueError, match="NB_ERR_OUT_OF_RANGE"):
         nearby.Grid(PTS, radius=-1.0)
     with pytest.raises(ValueError, match="NB_ERR_NOT_FINITE"):
