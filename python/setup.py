@@ -49,7 +49,8 @@ def version_header(version):
 
 
 version, lib_sources = library()
-ext_sources = [os.path.join(HERE, "src", f) for f in ("module.c", "grid.c", "hash.c", "quadtree.c")]
+ext_sources = [os.path.join(HERE, "src", f) for f in ("module.c", "grid.c", "hash.c", "quadtree.c",
+                                                      "tiles.c")]
 extension = Extension(
     "nearby._nearby",
     sources=ext_sources + lib_sources,

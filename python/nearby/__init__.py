@@ -8,9 +8,9 @@ over the spatial hash: items stored by handle that move. See python/README.md.
 """
 import numpy as _np
 
-from ._nearby import ALL, _Grid, _Hash, _Quadtree, library_version
+from ._nearby import ALL, _Grid, _Hash, _Quadtree, _Tiles, library_version
 
-__all__ = ["Grid", "Hash", "Quadtree", "ALL", "library_version"]
+__all__ = ["Grid", "Hash", "Quadtree", "Tiles", "ALL", "library_version"]
 __version__ = library_version()
 
 
@@ -191,3 +191,26 @@ class Quadtree(_Quadtree):
 
     def __repr__(self):
         return "nearby.Quadtree(n=%d)" % self.n
+
+
+class Tiles(_Tiles):
+    """A thin class over the tile grid (``<nearby/tiles.h>``): a bounded world cut into tiles,
+    entities by group that move, stored by handle, and static waypoints with ids.
+
+    Tiles(origin, size, tiles=None, tile_size=None, groups=1, dim=2)
+
+    origin, size: the world's low corner and extent on the two tiled axes (x, y in 2D; x, z in
+    3D); a number means the same on both. Give ``tiles`` (tiles per axis) or ``tile_size``
+    (tiles wins when both are given). Positions outside the world are fine: they live in the
+    edge tiles, and every query stays exact. Positions have ``dim`` coordinates; distances are
+    full 2D or 3D.
+
+    insert(pos, group, user=None) returns a handle (an int); move(), remove(), get() take it; a
+    removed or foreign handle raises ValueError. An entity's user value is any Python object:
+    query_radius() and nearest() return these. ``groups`` in a query is a bit mask (group g is
+    ``1 << g``; None = all groups).
+    """
+
+    def __repr__(self):
+        return "nearby.Tiles(entities=%d, waypoints=%d, dim=%d)" % (len(self),
+                                                                    self.waypoint_count, self.dim)

@@ -412,16 +412,18 @@ PyMODINIT_FUNC PyInit__nearby(void)
 {
     import_array();
     if (PyType_Ready(&nbpy_GridType) < 0 || PyType_Ready(&nbpy_HashType) < 0 ||
-        PyType_Ready(&nbpy_QuadtreeType) < 0)
+        PyType_Ready(&nbpy_QuadtreeType) < 0 || PyType_Ready(&nbpy_TilesType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&nbpy_module);
     if (m == NULL) return NULL;
     Py_INCREF(&nbpy_GridType);
     Py_INCREF(&nbpy_HashType);
     Py_INCREF(&nbpy_QuadtreeType);
+    Py_INCREF(&nbpy_TilesType);
     if (PyModule_AddObject(m, "_Grid", (PyObject *)&nbpy_GridType) < 0 ||
         PyModule_AddObject(m, "_Hash", (PyObject *)&nbpy_HashType) < 0 ||
         PyModule_AddObject(m, "_Quadtree", (PyObject *)&nbpy_QuadtreeType) < 0 ||
+        PyModule_AddObject(m, "_Tiles", (PyObject *)&nbpy_TilesType) < 0 ||
         PyModule_AddIntConstant(m, "ALL", 0xFFFFFFFF) < 0) {
         Py_DECREF(m);
         return NULL;

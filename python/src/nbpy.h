@@ -24,6 +24,7 @@ extern PyTypeObject nbpy_GridType;
 extern const nbAllocator nbpy_allocator;
 extern PyTypeObject nbpy_HashType;
 extern PyTypeObject nbpy_QuadtreeType;
+extern PyTypeObject nbpy_TilesType;
 
 /// A block of at least `bytes`, 64-byte aligned (*got: its real size, to pass to nbpy_big_free):
 /// blocks of 1 MiB or more come from a small cache of freed ones when one fits. NULL when out
