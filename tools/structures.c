@@ -86,6 +86,30 @@ static nbStatus dense_knn(const void *index, const double *point, int32_t k, nbN
 }
 
 // ---------------------------------------------------------------------------------------------
+// The incremental structures name point i by the user value i: their kNN answers (nbHitNeighbor)
+// narrow to the table's nbNeighbor. `knn` runs the structure's own call into `wide`.
+
+typedef nbStatus (*HitKnnFn)(const void *index, const double *point, int32_t k, nbHitNeighbor *wide,
+                             int32_t *n);
+
+static nbStatus knn_by_user(const void *index, const double *point, int32_t k, nbNeighbor *out,
+                            int32_t *found, HitKnnFn knn)
+{
+    *found = 0;
+    nbHitNeighbor *wide = malloc(((size_t)(k > 0 ? k : 0) + 1) * sizeof(nbHitNeighbor));
+    if (wide == NULL) return NB_ERR_OUT_OF_MEMORY;
+    int32_t n = 0;
+    const nbStatus st = knn(index, point, k, wide, &n);
+    for (int32_t t = 0; t < n && st == NB_OK; t++) {
+        out[t].index = (int32_t)wide[t].hit.user;
+        out[t].dist2 = wide[t].dist2;
+    }
+    free(wide);
+    if (st == NB_OK) *found = n;
+    return st;
+}
+
+// ---------------------------------------------------------------------------------------------
 // hash: the spatial hash (nb_hash_*). Point i is the item whose user value is i; items are
 // inserted in input order, so slot order (the hash's tie order) is input order too.
 
@@ -204,22 +228,16 @@ static nbStatus hash_within(const void *index, const double *center, double radi
     return o.found > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
 }
 
+static nbStatus hash_knn_hits(const void *index, const double *point, int32_t k,
+                              nbHitNeighbor *wide, int32_t *n)
+{
+    return nb_hash_knn(((const HashIndex *)index)->hash, point, k, NB_FILTER_ALL, wide, n);
+}
+
 static nbStatus hash_knn(const void *index, const double *point, int32_t k, nbNeighbor *out,
                          int32_t *found)
 {
-    const HashIndex *x = index;
-    *found = 0;
-    nbHashNeighbor *wide = malloc(((size_t)(k > 0 ? k : 0) + 1) * sizeof(nbHashNeighbor));
-    if (wide == NULL) return NB_ERR_OUT_OF_MEMORY;
-    int32_t n = 0;
-    const nbStatus st = nb_hash_knn(x->hash, point, k, NB_FILTER_ALL, wide, &n);
-    for (int32_t t = 0; t < n && st == NB_OK; t++) {
-        out[t].index = (int32_t)wide[t].hit.user;
-        out[t].dist2 = wide[t].dist2;
-    }
-    free(wide);
-    if (st == NB_OK) *found = n;
-    return st;
+    return knn_by_user(index, point, k, out, found, hash_knn_hits);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -325,22 +343,16 @@ static nbStatus tiles_within(const void *index, const double *center, double rad
     return o.found > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
 }
 
+static nbStatus tiles_knn_hits(const void *index, const double *point, int32_t k,
+                               nbHitNeighbor *wide, int32_t *n)
+{
+    return nb_tiles_knn(((const TilesIndex *)index)->tiles, point, k, 1u, wide, n);
+}
+
 static nbStatus tiles_knn(const void *index, const double *point, int32_t k, nbNeighbor *out,
                           int32_t *found)
 {
-    const TilesIndex *x = index;
-    *found = 0;
-    nbHitNeighbor *wide = malloc(((size_t)(k > 0 ? k : 0) + 1) * sizeof(nbHitNeighbor));
-    if (wide == NULL) return NB_ERR_OUT_OF_MEMORY;
-    int32_t n = 0;
-    const nbStatus st = nb_tiles_knn(x->tiles, point, k, 1u, wide, &n);
-    for (int32_t t = 0; t < n && st == NB_OK; t++) {
-        out[t].index = (int32_t)wide[t].hit.user;
-        out[t].dist2 = wide[t].dist2;
-    }
-    free(wide);
-    if (st == NB_OK) *found = n;
-    return st;
+    return knn_by_user(index, point, k, out, found, tiles_knn_hits);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -464,22 +476,17 @@ static nbStatus quadtree_within(const void *index, const double *center, double 
     return o.found > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
 }
 
+static nbStatus quadtree_knn_hits(const void *index, const double *point, int32_t k,
+                                  nbHitNeighbor *wide, int32_t *n)
+{
+    const QuadtreeIndex *x = index;
+    return nb_quadtree_knn(x->qt, point, k, (double)INFINITY, NB_FILTER_ALL, wide, n);
+}
+
 static nbStatus quadtree_knn(const void *index, const double *point, int32_t k, nbNeighbor *out,
                              int32_t *found)
 {
-    const QuadtreeIndex *x = index;
-    *found = 0;
-    nbHitNeighbor *wide = malloc(((size_t)(k > 0 ? k : 0) + 1) * sizeof(nbHitNeighbor));
-    if (wide == NULL) return NB_ERR_OUT_OF_MEMORY;
-    int32_t n = 0;
-    const nbStatus st = nb_quadtree_knn(x->qt, point, k, (double)INFINITY, NB_FILTER_ALL, wide, &n);
-    for (int32_t t = 0; t < n && st == NB_OK; t++) {
-        out[t].index = (int32_t)wide[t].hit.user;
-        out[t].dist2 = wide[t].dist2;
-    }
-    free(wide);
-    if (st == NB_OK) *found = n;
-    return st;
+    return knn_by_user(index, point, k, out, found, quadtree_knn_hits);
 }
 
 static nbStatus quadtree_boxes(const void *index, const double *window, int32_t *out,
