@@ -89,25 +89,47 @@ static int bad_number(const char *cmd, const char *opt, const char *what, nbioNu
     return CLI_EXIT_BAD_INPUT;
 }
 
-static int parse_at(const char *cmd, const char *opt, const char *v, cliOptions *o)
+// Comma-separated values in v.
+static size_t count_fields(const char *v)
 {
-    static const char *const axis[3] = {"x", "y", "z"};
     size_t fields = 1;
     for (const char *p = v; *p; p++) fields += *p == ',';
-    if (fields != 2 && fields != 3) {
-        cli_fail("%s: %s: expected X,Y or X,Y,Z (2 or 3 values), found %zu", cmd, opt, fields);
-        return CLI_EXIT_BAD_INPUT;
-    }
+    return fields;
+}
+
+// Parses the `fields` comma-separated numbers of v into out, naming a bad one by names[k];
+// with `nonnegative`, a negative one is NB_ERR_OUT_OF_RANGE.
+static int parse_numbers(const char *cmd, const char *opt, const char *v, size_t fields,
+                         const char *const *names, bool nonnegative, double *out)
+{
     const char *f = v;
     for (size_t k = 0; k < fields; k++) {
         const char *comma = strchr(f, ',');
         size_t len = comma != NULL ? (size_t)(comma - f) : strlen(f);
-        nbioNumber why = nbio_parse_number(f, len, &o->at[k]);
-        if (why != NBIO_NUMBER_OK) return bad_number(cmd, opt, axis[k], why, f, len);
+        nbioNumber why = nbio_parse_number(f, len, &out[k]);
+        if (why != NBIO_NUMBER_OK) return bad_number(cmd, opt, names[k], why, f, len);
+        if (nonnegative && out[k] < 0.0) {
+            char q[200];
+            nbio_quote(q, sizeof q, f, len);
+            cli_fail("%s: %s: NB_ERR_OUT_OF_RANGE: the %s is negative: %s", cmd, opt, names[k], q);
+            return CLI_EXIT_BAD_INPUT;
+        }
         f += len + 1;
     }
-    o->at_count = (int32_t)fields;
     return CLI_EXIT_OK;
+}
+
+static int parse_at(const char *cmd, const char *opt, const char *v, cliOptions *o)
+{
+    static const char *const axis[3] = {"x", "y", "z"};
+    const size_t fields = count_fields(v);
+    if (fields != 2 && fields != 3) {
+        cli_fail("%s: %s: expected X,Y or X,Y,Z (2 or 3 values), found %zu", cmd, opt, fields);
+        return CLI_EXIT_BAD_INPUT;
+    }
+    const int r = parse_numbers(cmd, opt, v, fields, axis, false, o->at);
+    if (r == CLI_EXIT_OK) o->at_count = (int32_t)fields;
+    return r;
 }
 
 // --query: 2 to 6 numbers (a point or a window); their count is checked against the input's
@@ -116,24 +138,16 @@ static int parse_query(const char *cmd, const char *opt, const char *v, cliOptio
 {
     static const char *const name[6] = {"1st value", "2nd value", "3rd value",
                                         "4th value", "5th value", "6th value"};
-    size_t fields = 1;
-    for (const char *p = v; *p; p++) fields += *p == ',';
+    const size_t fields = count_fields(v);
     if (fields < 2 || fields > 6 || fields == 5) {
         cli_fail("%s: %s: expected X,Y[,Z] (a point) or X0,Y0[,Z0],X1,Y1[,Z1] (a window), "
                  "found %zu values",
                  cmd, opt, fields);
         return CLI_EXIT_BAD_INPUT;
     }
-    const char *f = v;
-    for (size_t k = 0; k < fields; k++) {
-        const char *comma = strchr(f, ',');
-        size_t len = comma != NULL ? (size_t)(comma - f) : strlen(f);
-        nbioNumber why = nbio_parse_number(f, len, &o->query[k]);
-        if (why != NBIO_NUMBER_OK) return bad_number(cmd, opt, name[k], why, f, len);
-        f += len + 1;
-    }
-    o->query_count = (int32_t)fields;
-    return CLI_EXIT_OK;
+    const int r = parse_numbers(cmd, opt, v, fields, name, false, o->query);
+    if (r == CLI_EXIT_OK) o->query_count = (int32_t)fields;
+    return r;
 }
 
 // --period: 2 or 3 periods, each finite and >= 0; their count is checked against the input's
@@ -141,28 +155,14 @@ static int parse_query(const char *cmd, const char *opt, const char *v, cliOptio
 static int parse_period(const char *cmd, const char *opt, const char *v, cliOptions *o)
 {
     static const char *const axis[3] = {"x period", "y period", "z period"};
-    size_t fields = 1;
-    for (const char *p = v; *p; p++) fields += *p == ',';
+    const size_t fields = count_fields(v);
     if (fields != 2 && fields != 3) {
         cli_fail("%s: %s: expected PX,PY or PX,PY,PZ (2 or 3 values), found %zu", cmd, opt, fields);
         return CLI_EXIT_BAD_INPUT;
     }
-    const char *f = v;
-    for (size_t k = 0; k < fields; k++) {
-        const char *comma = strchr(f, ',');
-        size_t len = comma != NULL ? (size_t)(comma - f) : strlen(f);
-        nbioNumber why = nbio_parse_number(f, len, &o->period[k]);
-        if (why != NBIO_NUMBER_OK) return bad_number(cmd, opt, axis[k], why, f, len);
-        if (o->period[k] < 0.0) {
-            char q[200];
-            nbio_quote(q, sizeof q, f, len);
-            cli_fail("%s: %s: NB_ERR_OUT_OF_RANGE: the %s is negative: %s", cmd, opt, axis[k], q);
-            return CLI_EXIT_BAD_INPUT;
-        }
-        f += len + 1;
-    }
-    o->period_count = (int32_t)fields;
-    return CLI_EXIT_OK;
+    const int r = parse_numbers(cmd, opt, v, fields, axis, true, o->period);
+    if (r == CLI_EXIT_OK) o->period_count = (int32_t)fields;
+    return r;
 }
 
 static int parse_value(const cliCommand *c, unsigned bit, const char *opt, const char *v,
