@@ -437,4 +437,26 @@ static inline nbNeighbor *nbo_wrap_knn(const nboSet *s, const double *q, int32_t
     return all;
 }
 
+/// Records the pairs a visitor is given (nbo_log_pair is an nbPairFn), in order; with
+/// stop_after > 0 it asks to stop after that many. Zero-initialise; free(log.p) afterwards.
+typedef struct nboPairLog {
+    nbPair *p;
+    int64_t n, cap, stop_after;
+} nboPairLog;
+
+static inline bool nbo_log_pair(int32_t i, int32_t j, void *user)
+{
+    nboPairLog *l = (nboPairLog *)user;
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 1024;
+        nbPair *grown = (nbPair *)realloc(l->p, (size_t)l->cap * sizeof(nbPair));
+        if (grown == NULL) abort();
+        l->p = grown;
+    }
+    l->p[l->n].i = i;
+    l->p[l->n].j = j;
+    l->n++;
+    return l->stop_after <= 0 || l->n < l->stop_after;
+}
+
 #endif

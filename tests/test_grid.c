@@ -12,26 +12,6 @@
 
 // ---- checks against the oracle (nb_oracle.h) ----
 
-typedef struct PairLog {
-    nbPair *p;
-    int64_t n, cap, stop_after;
-} PairLog;
-
-static bool log_pair(int32_t i, int32_t j, void *user)
-{
-    PairLog *l = (PairLog *)user;
-    if (l->n == l->cap) {
-        l->cap = l->cap ? 2 * l->cap : 1024;
-        nbPair *grown = (nbPair *)realloc(l->p, (size_t)l->cap * sizeof(nbPair));
-        if (grown == NULL) abort();
-        l->p = grown;
-    }
-    l->p[l->n].i = i;
-    l->p[l->n].j = j;
-    l->n++;
-    return l->stop_after <= 0 || l->n < l->stop_after;
-}
-
 // All pair entry points agree with brute force and with each other.
 static int check_pairs(const nbGrid *g, const nboSet *s, double r)
 {
@@ -47,16 +27,16 @@ static int check_pairs(const nbGrid *g, const nboSet *s, double r)
                 s->dim, r, (long long)want_n, (long long)found, (long long)count);
     NB_CHECK(found == want_n && count == want_n);
     // visit gives the same pairs in the same order
-    PairLog log = {NULL, 0, 0, 0};
-    NB_CHECK_OK(nb_grid_visit_pairs(g, r, log_pair, &log));
+    nboPairLog log = {NULL, 0, 0, 0};
+    NB_CHECK_OK(nb_grid_visit_pairs(g, r, nbo_log_pair, &log));
     NB_CHECK(log.n == want_n);
     NB_CHECK(want_n == 0 || memcmp(log.p, got, (size_t)want_n * sizeof(nbPair)) == 0);
     // a partition of the units gives every pair once
     int32_t units = nb_grid_pair_units(g);
-    PairLog part = {NULL, 0, 0, 0};
+    nboPairLog part = {NULL, 0, 0, 0};
     for (int32_t u = 0; u < units;) {
         int32_t e = u + 1 + nbt_int(units - u);
-        NB_CHECK_OK(nb_grid_visit_pairs_range(g, r, u, e, log_pair, &part));
+        NB_CHECK_OK(nb_grid_visit_pairs_range(g, r, u, e, nbo_log_pair, &part));
         u = e;
     }
     NB_CHECK(part.n == want_n);
@@ -74,8 +54,8 @@ static int check_pairs(const nbGrid *g, const nboSet *s, double r)
         NB_CHECK(found == want_n);
         NB_CHECK(memcmp(part_buf, log.p, (size_t)cap * sizeof(nbPair)) == 0);
         free(part_buf);
-        PairLog stop = {NULL, 0, 0, cap};
-        NB_CHECK_OK(nb_grid_visit_pairs(g, r, log_pair, &stop));
+        nboPairLog stop = {NULL, 0, 0, cap};
+        NB_CHECK_OK(nb_grid_visit_pairs(g, r, nbo_log_pair, &stop));
         NB_CHECK(nbo_same_pairs(stop.p, stop.n, log.p, cap));
         free(stop.p);
     }
@@ -487,14 +467,15 @@ static int test_pairs_cost_guard(void)
     NB_CHECK(info.hashed);
     int64_t found = 7;
     nbPair buf[16];
-    PairLog log = {NULL, 0, 0, 0};
+    nboPairLog log = {NULL, 0, 0, 0};
     NB_CHECK_STATUS(nb_grid_count_pairs(g, 100.0, &found), NB_ERR_OUT_OF_RANGE);
     NB_CHECK(found == 0);
     found = 7;
     NB_CHECK_STATUS(nb_grid_pairs(g, 100.0, buf, 16, &found), NB_ERR_OUT_OF_RANGE);
     NB_CHECK(found == 0);
-    NB_CHECK_STATUS(nb_grid_visit_pairs(g, 100.0, log_pair, &log), NB_ERR_OUT_OF_RANGE);
-    NB_CHECK_STATUS(nb_grid_visit_pairs_range(g, 100.0, 0, 1, log_pair, &log), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK_STATUS(nb_grid_visit_pairs(g, 100.0, nbo_log_pair, &log), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK_STATUS(nb_grid_visit_pairs_range(g, 100.0, 0, 1, nbo_log_pair, &log),
+                    NB_ERR_OUT_OF_RANGE);
     NB_CHECK(log.n == 0);
     NB_CHECK_OK(nb_grid_count_pairs(g, 2.0, &found)); // a few rings: fine
     // ... and right: the same count as a grid whose cell is the radius (one ring)
@@ -736,12 +717,13 @@ static int test_bad_input_table(void)
     NB_CHECK_STATUS(nb_grid_visit_pairs(g, 1, NULL, NULL), NB_ERR_NULL_ARG);
     int32_t units = nb_grid_pair_units(g);
     NB_CHECK(units > 0 && nb_grid_pair_units(NULL) == 0);
-    PairLog log = {NULL, 0, 0, 0};
-    NB_CHECK_STATUS(nb_grid_visit_pairs_range(g, 1, -1, 1, log_pair, &log), NB_ERR_OUT_OF_RANGE);
-    NB_CHECK_STATUS(nb_grid_visit_pairs_range(g, 1, 1, 0, log_pair, &log), NB_ERR_OUT_OF_RANGE);
-    NB_CHECK_STATUS(nb_grid_visit_pairs_range(g, 1, 0, units + 1, log_pair, &log),
+    nboPairLog log = {NULL, 0, 0, 0};
+    NB_CHECK_STATUS(nb_grid_visit_pairs_range(g, 1, -1, 1, nbo_log_pair, &log),
                     NB_ERR_OUT_OF_RANGE);
-    NB_CHECK_STATUS(nb_grid_visit_pairs_range(g, nan, 0, 1, log_pair, &log), NB_ERR_NOT_FINITE);
+    NB_CHECK_STATUS(nb_grid_visit_pairs_range(g, 1, 1, 0, nbo_log_pair, &log), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK_STATUS(nb_grid_visit_pairs_range(g, 1, 0, units + 1, nbo_log_pair, &log),
+                    NB_ERR_OUT_OF_RANGE);
+    NB_CHECK_STATUS(nb_grid_visit_pairs_range(g, nan, 0, 1, nbo_log_pair, &log), NB_ERR_NOT_FINITE);
     NB_CHECK(log.n == 0);
     NB_CHECK_STATUS(nb_grid_reserve(g, -1), NB_ERR_OUT_OF_RANGE);
     NB_CHECK_STATUS(nb_grid_reserve(NULL, 1), NB_ERR_NULL_ARG);

@@ -83,24 +83,6 @@ static nbGrid *grid_of(const nboSet *s, double cell, double r)
     return g;
 }
 
-typedef struct Log {
-    nbPair *p;
-    int64_t n, cap, stop_after;
-} Log;
-
-static bool log_pair(int32_t i, int32_t j, void *user)
-{
-    Log *l = (Log *)user;
-    if (l->n == l->cap) {
-        l->cap = l->cap ? 2 * l->cap : 256;
-        l->p = (nbPair *)realloc(l->p, (size_t)l->cap * sizeof(nbPair));
-    }
-    l->p[l->n].i = i;
-    l->p[l->n].j = j;
-    l->n++;
-    return l->stop_after <= 0 || l->n < l->stop_after;
-}
-
 // The buffer, count and visit forms of one pair call agree with the oracle and with each other
 // (same order), and a short buffer or an early stop gives a prefix of that order. cross: a vs b.
 static int check_pair_forms(const nbGrid *ga, const nbGrid *gb, double r, const nbPair *want,
@@ -122,9 +104,9 @@ static int check_pair_forms(const nbGrid *ga, const nbGrid *gb, double r, const 
                 cross ? "cross" : "pairs", r, (long long)want_n, (long long)found,
                 (long long)count);
     NB_CHECK(found == want_n && count == want_n);
-    Log log = {NULL, 0, 0, 0};
-    NB_CHECK_OK(cross ? nb_grid_visit_cross_pairs(ga, gb, r, log_pair, &log)
-                      : nb_grid_visit_pairs(ga, r, log_pair, &log));
+    nboPairLog log = {NULL, 0, 0, 0};
+    NB_CHECK_OK(cross ? nb_grid_visit_cross_pairs(ga, gb, r, nbo_log_pair, &log)
+                      : nb_grid_visit_pairs(ga, r, nbo_log_pair, &log));
     NB_CHECK(nbo_same_pairs(log.p, log.n, got, found)); // same order as the buffer
     if (want_n > 2) { // a short buffer holds the prefix; an early stop visits the prefix
         nbPair *part = (nbPair *)malloc((size_t)(want_n / 2) * sizeof(nbPair));
@@ -133,9 +115,9 @@ static int check_pair_forms(const nbGrid *ga, const nbGrid *gb, double r, const 
                               : nb_grid_pairs(ga, r, part, want_n / 2, &part_found),
                         NB_ERR_BUFFER_TOO_SMALL);
         NB_CHECK(part_found == want_n && nbo_same_pairs(part, want_n / 2, got, want_n / 2));
-        Log early = {NULL, 0, 0, want_n / 3};
-        NB_CHECK_OK(cross ? nb_grid_visit_cross_pairs(ga, gb, r, log_pair, &early)
-                          : nb_grid_visit_pairs(ga, r, log_pair, &early));
+        nboPairLog early = {NULL, 0, 0, want_n / 3};
+        NB_CHECK_OK(cross ? nb_grid_visit_cross_pairs(ga, gb, r, nbo_log_pair, &early)
+                          : nb_grid_visit_pairs(ga, r, nbo_log_pair, &early));
         NB_CHECK(nbo_same_pairs(early.p, early.n, got, want_n / 3));
         free(early.p);
         free(part);

@@ -17,26 +17,6 @@
 
 // ---- checks against the oracle ----
 
-typedef struct PairLog {
-    nbPair *p;
-    int64_t n, cap, stop_after;
-} PairLog;
-
-static bool log_pair(int32_t i, int32_t j, void *user)
-{
-    PairLog *l = (PairLog *)user;
-    if (l->n == l->cap) {
-        l->cap = l->cap ? 2 * l->cap : 1024;
-        nbPair *grown = (nbPair *)realloc(l->p, (size_t)l->cap * sizeof(nbPair));
-        if (grown == NULL) abort();
-        l->p = grown;
-    }
-    l->p[l->n].i = i;
-    l->p[l->n].j = j;
-    l->n++;
-    return l->stop_after <= 0 || l->n < l->stop_after;
-}
-
 static nbGrid *make_grid(const nboSet *s, const double *period, double cell, double r)
 {
     nbGridDesc desc = {0};
@@ -68,15 +48,15 @@ static int check_pairs(const nbGrid *g, const nboSet *s, const double *period, d
                 s->dim, r, period[0], period[1], period[2], (long long)want_n, (long long)found,
                 (long long)count);
     NB_CHECK(found == want_n && count == want_n);
-    PairLog log = {NULL, 0, 0, 0};
-    NB_CHECK_OK(nb_grid_visit_pairs(g, r, log_pair, &log));
+    nboPairLog log = {NULL, 0, 0, 0};
+    NB_CHECK_OK(nb_grid_visit_pairs(g, r, nbo_log_pair, &log));
     NB_CHECK(log.n == want_n);
     NB_CHECK(want_n == 0 || memcmp(log.p, got, (size_t)want_n * sizeof(nbPair)) == 0);
     const int32_t units = nb_grid_pair_units(g);
-    PairLog part = {NULL, 0, 0, 0};
+    nboPairLog part = {NULL, 0, 0, 0};
     for (int32_t u = 0; u < units;) {
         const int32_t e = u + 1 + nbt_int(units - u);
-        NB_CHECK_OK(nb_grid_visit_pairs_range(g, r, u, e, log_pair, &part));
+        NB_CHECK_OK(nb_grid_visit_pairs_range(g, r, u, e, nbo_log_pair, &part));
         u = e;
     }
     NB_CHECK(part.n == want_n);
@@ -93,8 +73,8 @@ static int check_pairs(const nbGrid *g, const nboSet *s, const double *period, d
         NB_CHECK(found == want_n);
         NB_CHECK(memcmp(short_buf, log.p, (size_t)cap * sizeof(nbPair)) == 0);
         free(short_buf);
-        PairLog stop = {NULL, 0, 0, cap};
-        NB_CHECK_OK(nb_grid_visit_pairs(g, r, log_pair, &stop));
+        nboPairLog stop = {NULL, 0, 0, cap};
+        NB_CHECK_OK(nb_grid_visit_pairs(g, r, nbo_log_pair, &stop));
         NB_CHECK(nbo_same_pairs(stop.p, stop.n, log.p, cap));
         free(stop.p);
     }
@@ -588,8 +568,9 @@ static int test_build_and_query_statuses(void)
     NB_CHECK_STATUS(nb_grid_count_pairs(g, over, &count), NB_ERR_OUT_OF_RANGE);
     NB_CHECK_STATUS(nb_grid_pairs(g, over, &pair, 1, &found), NB_ERR_OUT_OF_RANGE);
     NB_CHECK(found == 0);
-    NB_CHECK_STATUS(nb_grid_visit_pairs(g, over, log_pair, NULL), NB_ERR_OUT_OF_RANGE);
-    NB_CHECK_STATUS(nb_grid_visit_pairs_range(g, over, 0, 1, log_pair, NULL), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK_STATUS(nb_grid_visit_pairs(g, over, nbo_log_pair, NULL), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK_STATUS(nb_grid_visit_pairs_range(g, over, 0, 1, nbo_log_pair, NULL),
+                    NB_ERR_OUT_OF_RANGE);
     NB_CHECK_STATUS(nb_grid_query_radius(g, c, over, hits, 4, &(int32_t){0}), NB_ERR_OUT_OF_RANGE);
     if (check_radius(g, &s, period, c, 2.0)) return 1;
     // query points outside [0, P) on a periodic axis
@@ -734,9 +715,9 @@ static int test_deterministic(void)
     fill_uniform(&s, period);
     nbGrid *a = make_grid(&s, period, 0.0, 1.0), *b = make_grid(&s, period, 0.0, 1.0);
     NB_CHECK(a != NULL && b != NULL);
-    PairLog la = {NULL, 0, 0, 0}, lb = {NULL, 0, 0, 0};
-    NB_CHECK_OK(nb_grid_visit_pairs(a, 1.0, log_pair, &la));
-    NB_CHECK_OK(nb_grid_visit_pairs(b, 1.0, log_pair, &lb));
+    nboPairLog la = {NULL, 0, 0, 0}, lb = {NULL, 0, 0, 0};
+    NB_CHECK_OK(nb_grid_visit_pairs(a, 1.0, nbo_log_pair, &la));
+    NB_CHECK_OK(nb_grid_visit_pairs(b, 1.0, nbo_log_pair, &lb));
     NB_CHECK(la.n > 0 && nbo_same_pairs(la.p, la.n, lb.p, lb.n));
     free(la.p);
     free(lb.p);
