@@ -15,6 +15,10 @@
 #include <float.h>
 #include <string.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 enum { NBI_DENSE_CELLS_PER_POINT = 4, NBI_DENSE_MIN_CELLS = 64 };
 
 enum { NBI_GRID_BUFS = 9 };
@@ -194,6 +198,44 @@ NBI_INLINE void nbi_count_dense(const double *data, size_t step, int32_t n, int 
     }
 }
 
+#if defined(__SSE2__)
+// Pass 2 for packed points whose cells all have 32-bit numbers on every axis (the caller checks
+// lo and hi): x and y go through one division (or multiplication, for a power-of-two cell) and
+// one truncation together, and floor is the truncation stepped down where it rounded up, the
+// same rule as nbi_floor_i64; z, in 3D, takes the scalar path. The quotients are the scalar
+// ones (IEEE division is exact-rounded in either width), so every cell number is identical.
+// Every cell number of the box [lo, hi] fits a 32-bit lane.
+static bool nbi_cells_fit_i32(const int64_t lo[3], const int64_t hi[3])
+{
+    for (int a = 0; a < 3; a++)
+        if (lo[a] < -INT32_MAX || hi[a] > INT32_MAX) return false;
+    return true;
+}
+
+static void nbi_count_packed(const double *data, int32_t n, int dim, const nbiCellMath *cm,
+                             const int64_t lo[3], const int64_t ext[3], int32_t *cell_of,
+                             int32_t *start)
+{
+    const __m128d by = _mm_set1_pd(cm->pow2 ? cm->inv : cm->cell);
+    const bool pow2 = cm->pow2;
+    const int32_t e0 = (int32_t)ext[0], e01 = (int32_t)(ext[0] * ext[1]);
+    const __m128i lo01 = _mm_set_epi32(0, 0, (int32_t)lo[1], (int32_t)lo[0]);
+    for (int32_t i = 0; i < n; i++) {
+        const double *q = data + (size_t)i * (size_t)dim;
+        const __m128d v = _mm_loadu_pd(q);
+        const __m128d f = pow2 ? _mm_mul_pd(v, by) : _mm_div_pd(v, by);
+        __m128i t = _mm_cvttpd_epi32(f);
+        const __m128d up = _mm_cmpgt_pd(_mm_cvtepi32_pd(t), f);
+        t = _mm_add_epi32(t, _mm_shuffle_epi32(_mm_castpd_si128(up), _MM_SHUFFLE(3, 3, 2, 0)));
+        t = _mm_sub_epi32(t, lo01);
+        int32_t c = _mm_cvtsi128_si32(t) + e0 * _mm_cvtsi128_si32(_mm_srli_si128(t, 4));
+        if (dim == 3) c += e01 * (int32_t)(nbi_cell_i(cm, q[2]) - lo[2]);
+        cell_of[i] = c;
+        start[c + 2]++;
+    }
+}
+#endif
+
 // Pass 4: scatter the indices in input order, so they ascend within each cell; then (pass 4b,
 // nbi_grid_gather) copy each position's coordinates from the caller's array. Scattering 4-byte
 // indices and reading the coordinates in position order moves less memory than scattering the
@@ -225,8 +267,64 @@ NBI_INLINE void nbi_gather_layout(const double *data, size_t step, int32_t p0, i
             F(data, step, n, 3, __VA_ARGS__);                                                      \
     } while (0)
 
+#if defined(__SSE2__)
+// Pass 1 for packed points (step == dim), two lanes at a time: the n * dim doubles are read as
+// blocks of four points, 2 * dim vectors, and vector k of a block always holds the axes
+// (2k) % dim and (2k + 1) % dim, so each vector keeps its own running min, max and NaN sum and
+// the lanes are folded into axes at the end. minpd(v, lo) is `v < lo ? v : lo`, the scalar
+// rule, so the box is the same (up to which of -0.0 and 0.0 an extreme of zero keeps, which no
+// cell number sees).
+static bool nbi_scan_packed(const double *data, int32_t n, int dim, double mn[3], double mx[3])
+{
+    const int nv = 2 * dim;
+    __m128d lo[6], hi[6], bad[6];
+    const __m128d zero = _mm_setzero_pd();
+    for (int k = 0; k < nv; k++) {
+        const double a = data[(2 * k) % dim], b = data[(2 * k + 1) % dim];
+        lo[k] = hi[k] = _mm_set_pd(b, a);
+        bad[k] = zero;
+    }
+    const int32_t blocks = n / 4;
+    for (int32_t i = 0; i < blocks; i++) {
+        const double *q = data + (size_t)i * 4 * (size_t)dim;
+        for (int k = 0; k < nv; k++) {
+            const __m128d v = _mm_loadu_pd(q + 2 * k);
+            lo[k] = _mm_min_pd(v, lo[k]);
+            hi[k] = _mm_max_pd(v, hi[k]);
+            bad[k] = _mm_add_pd(bad[k], _mm_mul_pd(v, zero));
+        }
+    }
+    double l[12], h[12], b[12];
+    for (int k = 0; k < nv; k++) {
+        _mm_storeu_pd(l + 2 * k, lo[k]);
+        _mm_storeu_pd(h + 2 * k, hi[k]);
+        _mm_storeu_pd(b + 2 * k, bad[k]);
+    }
+    // The last n % 4 points by the scalar pass; its box seeds the fold (else the first point).
+    const int32_t rest = n - blocks * 4;
+    double tl[3] = {data[0], data[1], dim == 3 ? data[2] : 0.0}, th[3] = {tl[0], tl[1], tl[2]};
+    const bool tail_ok = rest == 0 || nbi_scan_layout(data + (size_t)blocks * 4 * (size_t)dim,
+                                                      (size_t)dim, rest, dim, tl, th);
+    for (int a = 0; a < 3; a++) {
+        mn[a] = a < dim ? tl[a] : 0.0;
+        mx[a] = a < dim ? th[a] : 0.0;
+    }
+    double nan_if_bad = 0.0;
+    for (int e = 0; e < 2 * nv; e++) {
+        const int a = e % dim;
+        mn[a] = l[e] < mn[a] ? l[e] : mn[a];
+        mx[a] = h[e] > mx[a] ? h[e] : mx[a];
+        nan_if_bad += b[e];
+    }
+    return tail_ok && nan_if_bad == 0.0;
+}
+#endif
+
 bool nbi_grid_scan(const double *data, size_t step, int32_t n, int dim, double mn[3], double mx[3])
 {
+#if defined(__SSE2__)
+    if (step == (size_t)dim && n >= 4) return nbi_scan_packed(data, n, dim, mn, mx);
+#endif
     bool ok = true;
 #define NBI_SCAN(d, st, nn, dm, a, b) ok = nbi_scan_layout(d, st, nn, dm, a, b)
     NBI_BY_LAYOUT(NBI_SCAN, data, step, n, dim, mn, mx);
@@ -435,7 +533,16 @@ nbStatus nb_grid_build(nbGrid *grid, const nbPoints *points, double radius)
     } else if (!hashed) {
         ncells = (int32_t)box_cells;
         memset(start, 0, ((size_t)ncells + 2) * sizeof(int32_t));
-        NBI_BY_LAYOUT(nbi_count_dense, points->data, step, n, dim, &cm, lo, ext, cell_of, start);
+#if defined(__SSE2__)
+        if (step == (size_t)dim && nbi_cells_fit_i32(lo, hi)) {
+            if (dim == 2)
+                nbi_count_packed(points->data, n, 2, &cm, lo, ext, cell_of, start);
+            else
+                nbi_count_packed(points->data, n, 3, &cm, lo, ext, cell_of, start);
+        } else
+#endif
+            NBI_BY_LAYOUT(nbi_count_dense, points->data, step, n, dim, &cm, lo, ext, cell_of,
+                          start);
     } else {
         nbiCellTable *table = &grid->table;
         uint32_t *cell_slot = (uint32_t *)grid->cell_slot.ptr;
