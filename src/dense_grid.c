@@ -204,11 +204,12 @@ NBI_INLINE void nbi_count_dense(const double *data, size_t step, int32_t n, int 
 // one truncation together, and floor is the truncation stepped down where it rounded up, the
 // same rule as nbi_floor_i64; z, in 3D, takes the scalar path. The quotients are the scalar
 // ones (IEEE division is exact-rounded in either width), so every cell number is identical.
-// Every cell number of the box [lo, hi] fits a 32-bit lane.
+// Every cell number of the box [lo, hi] fits a 32-bit lane, with room: a quotient beyond the
+// lanes' range truncates to INT32_MIN, which then can never pass for a cell of the box.
 static bool nbi_cells_fit_i32(const int64_t lo[3], const int64_t hi[3])
 {
     for (int a = 0; a < 3; a++)
-        if (lo[a] < -INT32_MAX || hi[a] > INT32_MAX) return false;
+        if (lo[a] <= -0x40000000 || hi[a] >= 0x40000000) return false;
     return true;
 }
 
@@ -236,6 +237,58 @@ static void nbi_count_packed(const double *data, int32_t n, int dim, const nbiCe
 }
 #endif
 
+#if defined(__SSE2__)
+// Passes 1 and 2 in one read, for a rebuild that keeps the last build's cells (see
+// nbi_grid_rebuild): each point's coordinates go into the box and the finiteness sum as in
+// nbi_scan_packed, and its cell, under the last build's cell math and box, is counted into
+// counts[cell + 2]. The pass does not check that each point lies in that box: the caller
+// checks the box of all of them afterwards. A point outside it only needs to stay inside the
+// arrays, so a cell number outside [0, ncells) is counted at counts[1], which the caller then
+// never reads. Returns false if any coordinate is not finite.
+NBI_INLINE bool nbi_scan_count_packed(const double *data, int32_t n, int dim, const nbiCellMath *cm,
+                                      const int64_t lo[3], const int64_t ext[3], int32_t ncells,
+                                      int32_t *cell_of, int32_t *counts, double mn[3], double mx[3])
+{
+    const __m128d by = _mm_set1_pd(cm->pow2 ? cm->inv : cm->cell), zero = _mm_setzero_pd();
+    const bool pow2 = cm->pow2;
+    const int64_t e0 = ext[0], e01 = ext[0] * ext[1];
+    const int64_t base = -(lo[0] + e0 * lo[1] + (dim == 3 ? e01 * lo[2] : 0));
+    __m128d vlo = _mm_loadu_pd(data), vhi = vlo, bad = zero;
+    double zlo = dim == 3 ? data[2] : 0.0, zhi = zlo, zbad = 0.0;
+    for (int32_t i = 0; i < n; i++) {
+        const double *q = data + (size_t)i * (size_t)dim;
+        const __m128d v = _mm_loadu_pd(q);
+        vlo = _mm_min_pd(v, vlo);
+        vhi = _mm_max_pd(v, vhi);
+        bad = _mm_add_pd(bad, _mm_mul_pd(v, zero));
+        const __m128d f = pow2 ? _mm_mul_pd(v, by) : _mm_div_pd(v, by);
+        __m128i t = _mm_cvttpd_epi32(f);
+        const __m128d up = _mm_cmpgt_pd(_mm_cvtepi32_pd(t), f);
+        t = _mm_add_epi32(t, _mm_shuffle_epi32(_mm_castpd_si128(up), _MM_SHUFFLE(3, 3, 2, 0)));
+        int64_t c = base + _mm_cvtsi128_si32(t) + e0 * _mm_cvtsi128_si32(_mm_srli_si128(t, 4));
+        if (dim == 3) {
+            const double z = q[2];
+            zlo = z < zlo ? z : zlo;
+            zhi = z > zhi ? z : zhi;
+            zbad = zbad + z * 0.0;
+            const double fz = pow2 ? z * cm->inv : z / cm->cell;
+            // kept within the 64-bit floor's range; a cell that far is outside the box anyway
+            c += e01 * nbi_floor_i64(fz > -0x1p40 && fz < 0x1p40 ? fz : 0x1p40);
+        }
+        c = (uint64_t)c < (uint64_t)ncells ? c : -1;
+        cell_of[i] = (int32_t)c;
+        counts[c + 2]++;
+    }
+    double b[2];
+    _mm_storeu_pd(mn, vlo);
+    _mm_storeu_pd(mx, vhi);
+    _mm_storeu_pd(b, bad);
+    mn[2] = zlo;
+    mx[2] = zhi;
+    return b[0] == 0.0 && b[1] == 0.0 && zbad == 0.0;
+}
+#endif
+
 // Pass 4: scatter the indices in input order, so they ascend within each cell; then (pass 4b,
 // nbi_grid_gather) copy each position's coordinates from the caller's array. Scattering 4-byte
 // indices and reading the coordinates in position order moves less memory than scattering the
@@ -248,6 +301,16 @@ static void nbi_scatter(int32_t n, const int32_t *cell_of, int32_t *start, int32
 NBI_INLINE void nbi_gather_layout(const double *data, size_t step, int32_t p0, int dim, int32_t p1,
                                   const int32_t *idx, double *pts)
 {
+#if defined(__SSE2__)
+    if (step == (size_t)dim) { // x and y move as one two-lane load and store
+        for (int32_t p = p0; p < p1; p++) {
+            const double *q = data + (size_t)idx[p] * step;
+            _mm_storeu_pd(pts + (size_t)p * (size_t)dim, _mm_loadu_pd(q));
+            if (dim == 3) pts[(size_t)p * 3 + 2] = q[2];
+        }
+        return;
+    }
+#endif
     for (int32_t p = p0; p < p1; p++) {
         const double *q = data + (size_t)idx[p] * step;
         for (int a = 0; a < dim; a++) pts[(size_t)p * (size_t)dim + (size_t)a] = q[a];
@@ -422,7 +485,7 @@ static void nbi_count_wrapped(const nbGrid *g, const double *data, size_t step, 
     }
 }
 
-nbStatus nb_grid_build(nbGrid *grid, const nbPoints *points, double radius)
+static nbStatus nbi_grid_build_fresh(nbGrid *grid, const nbPoints *points, double radius)
 {
     if (grid == NULL || points == NULL || (points->data == NULL && points->count > 0))
         return NB_ERR_NULL_ARG;
@@ -571,6 +634,129 @@ nbStatus nb_grid_build(nbGrid *grid, const nbPoints *points, double radius)
     nbi_scatter(n, cell_of, start, (int32_t *)grid->idx.ptr);
     nbi_grid_gather(grid, &with_bits, 0, n);
     return NB_OK;
+}
+
+#if defined(__SSE2__)
+// ---- rebuilding on the last build's cells ----
+//
+// A simulation rebuilds every step from points that have barely moved: the box, and so the
+// cells, are those of the last build. A rebuild then reads the points once instead of twice:
+// nbi_scan_count_packed checks and bounds them while counting them into the last build's cells
+// and the result
+// is kept when the cell edge the points call for is the same and their box lies within the last
+// one, at most a cell wider on each side. The cell order is the same as a fresh build's (cells are
+// numbered row-major in either box), so every answer is too. Otherwise the build starts afresh, and
+// a miss pauses the attempts for a few builds, so that a box on the move pays the extra read only
+// now and then.
+enum { NBI_REBUILD_PAUSE = 8 };
+
+// Whether a build of `points` may try the last build's cells: packed points without filter
+// bits, the last build dense and not periodic, serial, and every buffer already large enough.
+static bool nbi_grid_may_rebuild(nbGrid *g, const nbPoints *points, double radius)
+{
+    if (g == NULL || points == NULL || points->data == NULL || !(radius >= 0.0) ||
+        !isfinite(radius))
+        return false;
+    const int32_t n = points->count, dim = g->dim;
+    if (n <= 0 || g->n <= 0 || g->hashed || g->wrapped ||
+        (points->dim != 0 && points->dim != dim) ||
+        (points->stride != 0 && points->stride != (size_t)dim * sizeof(double)) ||
+        points->category != NULL || points->mask != NULL ||
+        (nbi_grid_parallel(g) && n >= NBI_PARALLEL_MIN_POINTS))
+        return false;
+    if ((size_t)n > g->idx.cap || (size_t)n > g->cell_of.cap || (size_t)n * dim > g->pts.cap ||
+        (g->had_bits && ((size_t)n > g->cat.cap || (size_t)n > g->mask.cap)) ||
+        !nbi_cells_fit_i32(g->lo, g->hi) ||
+        (double)g->ncells > (double)NBI_DENSE_CELLS_PER_POINT * n + NBI_DENSE_MIN_CELLS)
+        return false;
+    if (g->rebuild_pause > 0) {
+        g->rebuild_pause--;
+        return false;
+    }
+    return true;
+}
+
+// Puts back start and cell_of, which a rebuild's pass overwrote, for the grid's contents: its
+// points are still in pts, in cell order, so one pass over them recounts every cell.
+static void nbi_grid_restore(nbGrid *g)
+{
+    int32_t *start = (int32_t *)g->start.ptr, *cell_of = (int32_t *)g->cell_of.ptr;
+    const int32_t *idx = (const int32_t *)g->idx.ptr;
+    const double *pts = (const double *)g->pts.ptr;
+    const int64_t e0 = g->ext[0], e01 = g->ext[0] * g->ext[1];
+    memset(start, 0, ((size_t)g->ncells + 2) * sizeof(int32_t));
+    for (int32_t p = 0; p < g->n; p++) {
+        const double *q = pts + (size_t)p * (size_t)g->dim;
+        int64_t c =
+            (nbi_cell_i(&g->cm, q[0]) - g->lo[0]) + e0 * (nbi_cell_i(&g->cm, q[1]) - g->lo[1]);
+        if (g->dim == 3) c += e01 * (nbi_cell_i(&g->cm, q[2]) - g->lo[2]);
+        cell_of[idx[p]] = (int32_t)c;
+        start[c + 1]++;
+    }
+    for (int32_t c = 1; c <= g->ncells; c++) start[c] += start[c - 1];
+}
+
+// Tries the rebuild. Returns true when it has answered the call (*st: NB_OK, or
+// NB_ERR_NOT_FINITE with the grid as it was); false when the build must start afresh, with
+// start and cell_of overwritten (the caller restores them if that build fails).
+static bool nbi_grid_rebuild(nbGrid *g, const nbPoints *points, double radius, nbStatus *st)
+{
+    const int32_t n = points->count, dim = g->dim, ncells = g->ncells;
+    int32_t *start = (int32_t *)g->start.ptr;
+    memset(start, 0, ((size_t)ncells + 2) * sizeof(int32_t));
+    double mn[3], mx[3];
+    int32_t *cell_of = (int32_t *)g->cell_of.ptr;
+    const bool finite = dim == 2 ? nbi_scan_count_packed(points->data, n, 2, &g->cm, g->lo, g->ext,
+                                                         ncells, cell_of, start, mn, mx)
+                                 : nbi_scan_count_packed(points->data, n, 3, &g->cm, g->lo, g->ext,
+                                                         ncells, cell_of, start, mn, mx);
+    if (!finite) {
+        nbi_grid_restore(g);
+        *st = NB_ERR_NOT_FINITE;
+        return true;
+    }
+    double max_abs = 0.0;
+    for (int a = 0; a < dim; a++) {
+        max_abs = fabs(mn[a]) > max_abs ? fabs(mn[a]) : max_abs;
+        max_abs = fabs(mx[a]) > max_abs ? fabs(mx[a]) : max_abs;
+    }
+    const double cell = g->desc_cell > 0.0 ? nbi_cell_snap(g->desc_cell, radius, max_abs)
+                                           : nbi_cell_for_radius(radius, max_abs);
+    bool keep = cell == g->cm.cell; // and every point in the box:
+    for (int a = 0; a < dim && keep; a++) {
+        const double l = nbi_cell_f(&g->cm, mn[a]), h = nbi_cell_f(&g->cm, mx[a]);
+        keep = l >= (double)g->lo[a] && h <= (double)g->hi[a] &&
+               (double)g->ext[a] <= h - l + 3.0; // at most a cell of slack on each side
+    }
+    if (!keep) {
+        g->rebuild_pause = NBI_REBUILD_PAUSE;
+        return false;
+    }
+    // Nothing can fail from here on: passes 3 and 4 as in a fresh build.
+    g->n = n;
+    g->max_abs = max_abs;
+    g->filtered = false;
+    for (int64_t c = 2; c < (int64_t)ncells + 2; c++) start[c] += start[c - 1];
+    nbi_scatter(n, cell_of, start, (int32_t *)g->idx.ptr);
+    const nbiBuildIn in = {points->data, (size_t)dim, n, dim, NULL, NULL, 0, 0};
+    nbi_grid_gather(g, &in, 0, n);
+    *st = NB_OK;
+    return true;
+}
+#endif
+
+nbStatus nb_grid_build(nbGrid *grid, const nbPoints *points, double radius)
+{
+#if defined(__SSE2__)
+    if (nbi_grid_may_rebuild(grid, points, radius)) {
+        nbStatus st;
+        if (nbi_grid_rebuild(grid, points, radius, &st)) return st;
+        st = nbi_grid_build_fresh(grid, points, radius);
+        if (st != NB_OK) nbi_grid_restore(grid);
+        return st;
+    }
+#endif
+    return nbi_grid_build_fresh(grid, points, radius);
 }
 
 void nbi_grid_gather(const nbGrid *g, const nbiBuildIn *in, int32_t p0, int32_t p1)

@@ -48,9 +48,11 @@ struct nbGrid {
     bool had_bits; // some build passed categories or masks: their arrays follow the capacity
     nbiCellMath cm;
     double max_abs;
-    int64_t lo[3], hi[3]; // the box of occupied cells (z = 0 in 2D)
+    int64_t lo[3], hi[3]; // the box of the cells (z = 0 in 2D): the occupied cells' box, or
+                          // after a rebuild on the last build's cells, a cell wider at most
     int64_t ext[3];       // hi - lo + 1 per axis (dense mode's dimensions)
     int32_t ncells;
+    int32_t rebuild_pause; // builds left before the next try of the last build's cells
 
     nbiBuf pts;       // double, n * dim
     nbiBuf idx;       // int32_t, n

@@ -955,7 +955,7 @@ static int test_allocation_failure(void)
 // every block of four (and the tail) refused.
 static int test_packed_matches_strided(void)
 {
-    const double offsets[] = {0.0, -3.0, 2147483000.0, -2147483000.0, 2147483646.0 * 0.75};
+    const double offsets[] = {0.0, -3.0, 1073741000.0, -1073741000.0, 2147483000.0, -2147483000.0};
     const double cells[] = {0.75, 1.0, 0.1};
     for (int dim = 2; dim <= 3; dim++)
         for (size_t o = 0; o < sizeof offsets / sizeof offsets[0]; o++)
@@ -1010,6 +1010,159 @@ static int test_packed_matches_strided(void)
     return 0;
 }
 
+// What a grid holds, seen from outside: its cell order, every pair within r, its info.
+typedef struct gridShot {
+    int32_t *order;
+    nboPairLog pairs;
+    nbGridInfo info;
+} gridShot;
+
+static gridShot grid_shot(const nbGrid *g, double r)
+{
+    gridShot t = {NULL, {NULL, 0, 0, 0}, {0}};
+    const int32_t n = nb_grid_count(g);
+    t.order = (int32_t *)malloc(sizeof(int32_t) * (size_t)(n + 1));
+    if (t.order == NULL || nb_grid_cell_order(g, t.order, n) != NB_OK ||
+        nb_grid_visit_pairs(g, r, nbo_log_pair, &t.pairs) != NB_OK ||
+        nb_grid_info(g, &t.info) != NB_OK)
+        t.info.points = -1;
+    return t;
+}
+
+static bool same_shot(const gridShot *a, const gridShot *b)
+{
+    return a->info.points >= 0 && a->info.points == b->info.points &&
+           a->info.cells == b->info.cells && a->info.cell_size == b->info.cell_size &&
+           memcmp(a->order, b->order, sizeof(int32_t) * (size_t)a->info.points) == 0 &&
+           nbo_same_pairs(a->pairs.p, a->pairs.n, b->pairs.p, b->pairs.n);
+}
+
+static void free_shot(gridShot *t)
+{
+    free(t->order);
+    free(t->pairs.p);
+}
+
+// A simulation's rebuilds: the same grid rebuilt every step from points that drift (in a box
+// that stays put, one that slowly grows and one that shrinks, with and without an explicit cell
+// size, and now and then a new radius) reuses the last build's cells whenever it can
+// (dense_grid.c, "rebuilding"). Every step
+// must equal a fresh grid's build of the same points: the same cell order and pairs, and the
+// oracle's pairs.
+static int test_rebuild_follows_fresh(void)
+{
+    for (int dim = 2; dim <= 3; dim++)
+        for (int drift = 0; drift < 3; drift++)
+            for (int explicit_cell = 0; explicit_cell < 2; explicit_cell++) {
+                const int32_t n = 1200; // several points a cell: runs of a cell once reordered
+                nboSet s = nbo_set_new(n, dim);
+                const double side = dim == 2 ? 8.0 : 3.5;
+                for (int32_t i = 0; i < n * dim; i++) s.p[i] = nbt_range(-side, side);
+                nbGridDesc d = {.dim = dim, .cell_size = explicit_cell ? 0.75 : 0.0};
+                nbGrid *g = NULL;
+                NB_CHECK_OK(nb_grid_create(&d, &g));
+                const nbPoints pts = {.data = s.p, .count = n, .dim = dim};
+                for (int step = 0; step < 24; step++) {
+                    const double r = step % 10 == 9 ? 1.5 : 1.0; // a new radius: new cells
+                    const double grow = drift == 1 ? 1.01 : drift == 2 ? 0.99 : 1.0;
+                    for (int32_t i = 0; i < n * dim; i++)
+                        s.p[i] = s.p[i] * grow + nbt_range(-0.05, 0.05);
+                    if (step % 13 == 12) s.p[nbt_int(n * dim)] = (double)(nbt_int(5) - 2) * 0.75;
+                    if (step % 8 == 1) { // the points into the grid's cell order, as simulations do
+                        int32_t *order = (int32_t *)malloc(sizeof(int32_t) * (size_t)n);
+                        double *q = (double *)malloc(sizeof(double) * (size_t)(n * dim));
+                        NB_CHECK(order != NULL && q != NULL);
+                        NB_CHECK_OK(nb_grid_cell_order(g, order, n));
+                        NB_CHECK_OK(
+                            nb_gather(order, n, s.p, 0, q, 0, sizeof(double) * (size_t)dim));
+                        memcpy(s.p, q, sizeof(double) * (size_t)(n * dim));
+                        free(order);
+                        free(q);
+                    }
+                    NB_CHECK_OK(nb_grid_build(g, &pts, r));
+                    NB_CHECK_OK(nb_grid_validate(g));
+                    nbGrid *f = NULL;
+                    NB_CHECK_OK(nb_grid_create(&d, &f));
+                    NB_CHECK_OK(nb_grid_build(f, &pts, r));
+                    gridShot a = grid_shot(g, r), b = grid_shot(f, r);
+                    NB_CHECK(a.info.points == n && a.info.cell_size == b.info.cell_size);
+                    NB_CHECK(memcmp(a.order, b.order, sizeof(int32_t) * (size_t)n) == 0);
+                    NB_CHECK(nbo_same_pairs(a.pairs.p, a.pairs.n, b.pairs.p, b.pairs.n));
+                    int64_t want_n = 0;
+                    nbPair *want = nbo_pairs(&s, r, &want_n);
+                    nbo_sort_pairs(a.pairs.p, a.pairs.n);
+                    NB_CHECK(nbo_same_pairs(a.pairs.p, a.pairs.n, want, want_n));
+                    free(want);
+                    free_shot(&a);
+                    free_shot(&b);
+                    nb_grid_destroy(f);
+                }
+                nb_grid_destroy(g);
+                nbo_set_free(&s);
+            }
+    return 0;
+}
+
+// A rebuild that fails leaves the grid as it was: a NaN or infinity at any position (found by
+// the rebuild's own pass), coordinates whose cells the cell math cannot number (the rebuild
+// misses, then the fresh build refuses them), and a fresh build that cannot grow.
+static int test_rebuild_failures_change_nothing(void)
+{
+    for (int dim = 2; dim <= 3; dim++) {
+        const int32_t n = 64;
+        nboSet s = nbo_set_new(n, dim);
+        for (int32_t i = 0; i < n * dim; i++) s.p[i] = nbt_range(0, 8) * 1e-300;
+        nbtAlloc counter = {0};
+        nbAllocator al = nbt_allocator(&counter);
+        nbGridDesc d = {.dim = dim, .allocator = &al, .cell_size = dim == 2 ? 1e-300 : 2e-300};
+        nbGrid *g = NULL;
+        NB_CHECK_OK(nb_grid_create(&d, &g));
+        const nbPoints pts = {.data = s.p, .count = n, .dim = dim};
+        NB_CHECK_OK(nb_grid_build(g, &pts, 0.0)); // a dense box of cells of 1e-300
+        NB_CHECK_OK(nb_grid_build(g, &pts, 0.0)); // now on the last build's cells
+        gridShot before = grid_shot(g, 3e-300);
+        NB_CHECK(before.info.points == n);
+        const double bad[] = {NAN, INFINITY, -INFINITY};
+        for (int32_t at = 0; at < n * dim; at++) {
+            const double keep = s.p[at];
+            s.p[at] = bad[at % 3];
+            NB_CHECK_STATUS(nb_grid_build(g, &pts, 0.0), NB_ERR_NOT_FINITE);
+            s.p[at] = keep;
+            NB_CHECK_OK(nb_grid_validate(g));
+            gridShot now = grid_shot(g, 3e-300);
+            NB_CHECK(same_shot(&before, &now));
+            free_shot(&now);
+        }
+        // Far out, cells of 1e-300 cannot be numbered: the rebuild misses, the build refuses.
+        s.p[0] = 1e300;
+        NB_CHECK_STATUS(nb_grid_build(g, &pts, 0.0), NB_ERR_OUT_OF_RANGE);
+        s.p[0] = 4e-300;
+        NB_CHECK_OK(nb_grid_validate(g));
+        gridShot now = grid_shot(g, 3e-300);
+        NB_CHECK(same_shot(&before, &now));
+        free_shot(&now);
+        // A wider box needs more cells than the grid has: the rebuild misses, growth fails.
+        free_shot(&before);
+        nb_grid_destroy(g);
+        d.cell_size = dim == 2 ? 0.5 : 2.0; // a dense box of cells to begin with
+        NB_CHECK_OK(nb_grid_create(&d, &g));
+        for (int32_t i = 0; i < n * dim; i++) s.p[i] = nbt_range(0, 8);
+        for (int rebuilds = 0; rebuilds < 3; rebuilds++) NB_CHECK_OK(nb_grid_build(g, &pts, 0.5));
+        before = grid_shot(g, 1.0);
+        for (int32_t i = 0; i < n * dim; i++) s.p[i] *= 50.0;
+        counter.fail_at = counter.allocs + 1;
+        NB_CHECK_STATUS(nb_grid_build(g, &pts, 0.5), NB_ERR_OUT_OF_MEMORY);
+        NB_CHECK_OK(nb_grid_validate(g));
+        now = grid_shot(g, 1.0);
+        NB_CHECK(same_shot(&before, &now));
+        free_shot(&now);
+        free_shot(&before);
+        nb_grid_destroy(g);
+        nbo_set_free(&s);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const nbtCase cases[] = {
@@ -1033,6 +1186,8 @@ int main(int argc, char **argv)
         {"hashed_layout_reuses_room", test_hashed_layout_reuses_room},
         {"allocation_failure", test_allocation_failure},
         {"packed_matches_strided", test_packed_matches_strided},
+        {"rebuild_follows_fresh", test_rebuild_follows_fresh},
+        {"rebuild_failures_change_nothing", test_rebuild_failures_change_nothing},
     };
     return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
 }
