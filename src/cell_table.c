@@ -36,7 +36,7 @@ int64_t nbi_ctab_insert(nbiCellTable *t, int64_t x, int64_t y, int64_t z, int32_
             s[h].key[1] = y;
             s[h].key[2] = z;
             s[h].value = value;
-            s[h].unused = 0;
+            s[h].aux = 0;
             t->count++;
             *inserted = true;
             return (int64_t)h;

@@ -25,10 +25,12 @@
 #include "cell.h"
 
 // One slot: a cell's coordinates (z = 0 in 2D) and its value; value < 0 marks an empty slot.
+// `aux` is the owner's (zero when the cell is inserted): the grid's hashed build counts the
+// cell's points in it while the slot is in cache.
 typedef struct nbiCellSlot {
     int64_t key[3];
     int32_t value;
-    int32_t unused;
+    int32_t aux;
 } nbiCellSlot;
 
 typedef struct nbiCellTable {

@@ -20,6 +20,17 @@
 #endif
 
 enum { NBI_DENSE_CELLS_PER_POINT = 4, NBI_DENSE_MIN_CELLS = 64 };
+// How many points ahead a hashed build computes keys and prefetches their table slots.
+enum { NBI_HASH_AHEAD = 16 };
+
+NBI_INLINE void nbi_prefetch(const void *p)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    __builtin_prefetch(p);
+#else
+    (void)p;
+#endif
+}
 
 enum { NBI_GRID_BUFS = 9 };
 // Below this many points a build runs serially even with a scheduler: the passes are too short
@@ -610,19 +621,35 @@ static nbStatus nbi_grid_build_fresh(nbGrid *grid, const nbPoints *points, doubl
         nbiCellTable *table = &grid->table;
         uint32_t *cell_slot = (uint32_t *)grid->cell_slot.ptr;
         nbi_ctab_reset(table, nbi_ctab_bits_for((size_t)n));
-        memset(start, 0, ((size_t)n + 2) * sizeof(int32_t));
+        start[0] = start[1] = 0;
         ncells = 0;
-        for (int32_t i = 0; i < n; i++) {
-            const double *q = points->data + (size_t)i * step;
-            const int64_t x = nbi_cell_i(&cm, q[0]), y = nbi_cell_i(&cm, q[1]);
-            const int64_t z = dim == 3 ? nbi_cell_i(&cm, q[2]) : 0;
-            bool inserted;
-            const int64_t slot = nbi_ctab_insert(table, x, y, z, ncells, &inserted);
-            if (inserted) cell_slot[ncells++] = (uint32_t)slot;
-            const int32_t c = nbi_ctab_slots(table)[slot].value;
-            cell_of[i] = c;
-            start[c + 2]++;
+        // The table has twice as many slots as points, so each point's slot is a cache miss
+        // once N outgrows the caches: keys are computed NBI_HASH_AHEAD points ahead and their
+        // home slots prefetched, so that the misses overlap instead of queueing.
+        int64_t ahead[NBI_HASH_AHEAD][3];
+        for (int32_t i = 0; i < n + NBI_HASH_AHEAD; i++) {
+            const int32_t j = i - NBI_HASH_AHEAD; // the point inserted now, whose key is ready
+            if (j >= 0) {
+                const int64_t *k = ahead[j % NBI_HASH_AHEAD];
+                bool inserted;
+                const int64_t slot = nbi_ctab_insert(table, k[0], k[1], k[2], ncells, &inserted);
+                if (inserted) cell_slot[ncells++] = (uint32_t)slot;
+                nbiCellSlot *at = (nbiCellSlot *)table->buf.ptr + slot;
+                cell_of[j] = at->value;
+                at->aux++;
+            }
+            if (i < n) { // its ring entry is free now: point i's key
+                const double *q = points->data + (size_t)i * step;
+                int64_t *k = ahead[i % NBI_HASH_AHEAD];
+                k[0] = nbi_cell_i(&cm, q[0]);
+                k[1] = nbi_cell_i(&cm, q[1]);
+                k[2] = dim == 3 ? nbi_cell_i(&cm, q[2]) : 0;
+                nbi_prefetch(nbi_ctab_slots(table) + nbi_ctab_home(table, k[0], k[1], k[2]));
+            }
         }
+        // the counts, from the slots into start[c + 2]
+        const nbiCellSlot *slots = nbi_ctab_slots(table);
+        for (int32_t c = 0; c < ncells; c++) start[c + 2] = slots[cell_slot[c]].aux;
     }
     grid->ncells = ncells;
 

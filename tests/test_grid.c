@@ -1010,6 +1010,54 @@ static int test_packed_matches_strided(void)
     return 0;
 }
 
+// The hashed layout's build looks keys up a fixed distance ahead of the inserts (dense_grid.c,
+// NBI_HASH_AHEAD): every count around that distance, with points sharing cells, must give the
+// oracle's pairs, each cell's points in ascending input order, and cells by first appearance.
+static int test_hashed_counts_around_lookahead(void)
+{
+    for (int dim = 2; dim <= 3; dim++)
+        for (int32_t n = 1; n <= 40; n++) {
+            nboSet s = nbo_set_new(n, dim);
+            for (int32_t i = 0; i < n; i++) {
+                // a few cells, far apart, each point well inside its cell (the cell edge is a
+                // hair over the radius, see nbi_cell_for_radius)
+                const int32_t home = nbt_int(1 + n / 3);
+                for (int a = 0; a < dim; a++) s.p[i * dim + a] = home * 1e6 + nbt_range(0.25, 0.75);
+            }
+            nbGridDesc d = {.dim = dim};
+            nbGrid *g = NULL;
+            NB_CHECK_OK(nb_grid_create(&d, &g));
+            const nbPoints pts = {.data = s.p, .count = n, .dim = dim};
+            NB_CHECK_OK(nb_grid_build(g, &pts, 1.0));
+            nbGridInfo info;
+            NB_CHECK_OK(nb_grid_info(g, &info));
+            NB_CHECK(info.hashed || n < 4);
+            NB_CHECK_OK(nb_grid_validate(g));
+            NB_CHECK(check_pairs(g, &s, 1.0) == 0);
+            int32_t order[40];
+            NB_CHECK_OK(nb_grid_cell_order(g, order, n));
+            // cells by first appearance: the cells' first points ascend, each the lowest input
+            // index of its cell, and within a cell the indices ascend
+            int32_t prev_first = -1;
+            for (int32_t p = 0; p < n; p++) {
+                const int32_t cell = (int32_t)floor(s.p[order[p] * dim] / 1e6 + 0.5);
+                const bool begins =
+                    p == 0 || cell != (int32_t)floor(s.p[order[p - 1] * dim] / 1e6 + 0.5);
+                if (begins) {
+                    NB_CHECK(order[p] > prev_first);
+                    for (int32_t q = 0; q < order[p]; q++)
+                        NB_CHECK((int32_t)floor(s.p[q * dim] / 1e6 + 0.5) != cell);
+                    prev_first = order[p];
+                } else {
+                    NB_CHECK(order[p] > order[p - 1]);
+                }
+            }
+            nb_grid_destroy(g);
+            nbo_set_free(&s);
+        }
+    return 0;
+}
+
 // What a grid holds, seen from outside: its cell order, every pair within r, its info.
 typedef struct gridShot {
     int32_t *order;
@@ -1187,6 +1235,7 @@ int main(int argc, char **argv)
         {"allocation_failure", test_allocation_failure},
         {"packed_matches_strided", test_packed_matches_strided},
         {"rebuild_follows_fresh", test_rebuild_follows_fresh},
+        {"hashed_counts_around_lookahead", test_hashed_counts_around_lookahead},
         {"rebuild_failures_change_nothing", test_rebuild_failures_change_nothing},
     };
     return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
