@@ -480,17 +480,9 @@ static nbStatus nbi_wrap_layout(const nbGrid *g, int32_t n, const double mn[3], 
 static void nbi_count_wrapped(const nbGrid *g, const double *data, size_t step, int32_t n,
                               int32_t *cell_of, int32_t *start)
 {
-    nbiView v;
-    memset(&v, 0, sizeof v);
-    v.dim = g->dim;
-    v.cm = g->cm;
-    v.wrap = &g->wrap;
-    const int64_t e0 = g->ext[0], e01 = g->ext[0] * g->ext[1];
+    const nbiView v = nbi_grid_wrap_view(g);
     for (int32_t i = 0; i < n; i++) {
-        const double *q = data + (size_t)i * step;
-        int64_t c = (nbi_view_axis_cell(&v, 0, q[0]) - g->lo[0]) +
-                    e0 * (nbi_view_axis_cell(&v, 1, q[1]) - g->lo[1]);
-        if (g->dim == 3) c += e01 * (nbi_view_axis_cell(&v, 2, q[2]) - g->lo[2]);
+        const int64_t c = nbi_grid_wrapped_cell(g, &v, data + (size_t)i * step);
         cell_of[i] = (int32_t)c;
         start[c + 2]++;
     }
@@ -566,7 +558,7 @@ static nbStatus nbi_grid_build_fresh(nbGrid *grid, const nbPoints *points, doubl
     const bool keep_hashed = hashed || grid->table.buf.cap > 0;
     const bool keep_bits = filtered || grid->had_bits;
     const uint64_t cells = hashed ? (uint64_t)n : (uint64_t)box_cells;
-    const bool parallel_dense = parallel && !hashed && !grid->wrapped; // periodic: serial
+    const bool parallel_dense = parallel && !hashed; // periodic grids are always dense
     nbiGridNeed need = {(uint64_t)n,
                         keep_hashed && room > cells ? room : cells,
                         keep_hashed ? (uint64_t)1 << room_bits : 0,

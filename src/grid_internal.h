@@ -8,6 +8,8 @@
 
 #include "view.h"
 
+#include <string.h>
+
 #if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__STDC_NO_ATOMICS__)
 #include <stdatomic.h>
 #define NBI_HAS_ATOMICS 1
@@ -116,5 +118,27 @@ nbStatus nbi_grid_pairs_parallel(const nbGrid *g, double radius, int mode, nbPai
 
 // The grid as the walkers see it.
 nbiView nbi_grid_view(const nbGrid *g);
+
+// The cell math of a periodic grid's last layout, as a view of no points, for
+// nbi_grid_wrapped_cell.
+static inline nbiView nbi_grid_wrap_view(const nbGrid *g)
+{
+    nbiView v;
+    memset(&v, 0, sizeof v);
+    v.dim = g->dim;
+    v.cm = g->cm;
+    v.wrap = &g->wrap;
+    return v;
+}
+
+// The dense cell number of point q in a periodic grid's layout (v from nbi_grid_wrap_view).
+static inline int64_t nbi_grid_wrapped_cell(const nbGrid *g, const nbiView *v, const double *q)
+{
+    const int64_t e0 = g->ext[0], e01 = g->ext[0] * g->ext[1];
+    int64_t c = (nbi_view_axis_cell(v, 0, q[0]) - g->lo[0]) +
+                e0 * (nbi_view_axis_cell(v, 1, q[1]) - g->lo[1]);
+    if (g->dim == 3) c += e01 * (nbi_view_axis_cell(v, 2, q[2]) - g->lo[2]);
+    return c;
+}
 
 #endif

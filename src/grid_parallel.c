@@ -106,15 +106,21 @@ static void nbi_count_task(int32_t k0, int32_t k1, int32_t worker, void *vctx)
     const int32_t ncells = g->ncells;
     int32_t *cell_of = (int32_t *)g->cell_of.ptr;
     const int64_t e0 = g->ext[0], e01 = g->ext[0] * g->ext[1];
+    const nbiView wv = nbi_grid_wrap_view(g);
     for (int32_t k = k0; k < k1; k++) {
         int32_t *h = (int32_t *)g->hist.ptr + (size_t)k * (size_t)ncells;
         memset(h, 0, (size_t)ncells * sizeof(int32_t));
         const int32_t a = nbi_cut(in->n, x->chunks, k), b = nbi_cut(in->n, x->chunks, k + 1);
         for (int32_t i = a; i < b; i++) {
             const double *q = in->data + (size_t)i * in->step;
-            int64_t c =
-                (nbi_cell_i(&g->cm, q[0]) - g->lo[0]) + e0 * (nbi_cell_i(&g->cm, q[1]) - g->lo[1]);
-            if (in->dim == 3) c += e01 * (nbi_cell_i(&g->cm, q[2]) - g->lo[2]);
+            int64_t c;
+            if (g->wrapped) {
+                c = nbi_grid_wrapped_cell(g, &wv, q);
+            } else {
+                c = (nbi_cell_i(&g->cm, q[0]) - g->lo[0]) +
+                    e0 * (nbi_cell_i(&g->cm, q[1]) - g->lo[1]);
+                if (in->dim == 3) c += e01 * (nbi_cell_i(&g->cm, q[2]) - g->lo[2]);
+            }
             cell_of[i] = (int32_t)c;
             h[c]++;
         }

@@ -36,19 +36,26 @@ typedef struct data {
     int dim;
     double *xyz;
     uint32_t *cat, *mask;
+    double period; // kind 3: the box [0, period) on every axis, else 0
 } data;
 
 static data make_data(int32_t n, int dim, int kind)
 {
-    data d = {n, dim, (double *)malloc(sizeof(double) * (size_t)(n * dim + 1)),
+    data d = {n,
+              dim,
+              (double *)malloc(sizeof(double) * (size_t)(n * dim + 1)),
               (uint32_t *)malloc(sizeof(uint32_t) * (size_t)n + 4),
-              (uint32_t *)malloc(sizeof(uint32_t) * (size_t)n + 4)};
+              (uint32_t *)malloc(sizeof(uint32_t) * (size_t)n + 4),
+              0.0};
     const double side = dim == 2 ? sqrt((double)n) : cbrt((double)n);
+    if (kind == 3) d.period = side;
     for (int32_t i = 0; i < n; i++) {
         for (int a = 0; a < dim; a++) {
             double v = nbt_range(-side / 2, side / 2);
             if (kind == 1) v = floor(v); // a lattice: many pairs exactly 1 apart, duplicates
             if (kind == 2 && i % 7 == 0) v = 0.25 * (double)(i % 5); // a dense cluster
+            if (kind == 3) v = i % 11 == 0 ? 0.0 : v + side / 2;     // periodic, some on a face
+            if (kind == 3 && !(v < side)) v = 0.0;
             d.xyz[(size_t)i * (size_t)dim + (size_t)a] = v;
         }
         d.cat[i] = 1u << (nbt_u64() % 3);
@@ -79,6 +86,7 @@ enum { SMALL = 1000 };
 static int run(const data *d, bool filtered, const nbTasks *tasks, double r, answers *a)
 {
     nbGridDesc desc = {.dim = d->dim, .tasks = tasks};
+    for (int ax = 0; ax < d->dim; ax++) desc.period[ax] = d->period;
     nbGrid *g;
     NB_CHECK_OK(nb_grid_create(&desc, &g));
     nbPoints pts = {.data = d->xyz, .count = d->n, .dim = d->dim};
@@ -98,7 +106,7 @@ static int run(const data *d, bool filtered, const nbTasks *tasks, double r, ans
         const nbStatus want = a->count > SMALL ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
         NB_CHECK_STATUS(nb_grid_pairs(g, r, a->small, SMALL, &a->found_small), want);
     }
-    const double at[3] = {0.5, -0.25, 0.125};
+    const double at[3] = {0.5, d->period > 0.0 ? 0.25 : -0.25, 0.125}; // in a periodic box
     NB_CHECK_OK(nb_grid_query_radius(g, at, 3.0 * r, a->within, N_BIG, &a->within_n));
     NB_CHECK_OK(nb_grid_knn(g, at, 16, a->knn, &a->knn_n));
     nb_grid_destroy(g);
@@ -178,6 +186,14 @@ static int t_cluster_filtered_2d(void)
 {
     return against_serial(N_BIG, 2, 2, true, 1.0);
 }
+static int t_periodic_2d(void)
+{
+    return against_serial(N_BIG, 2, 3, false, 1.5);
+}
+static int t_periodic_3d_filtered(void)
+{
+    return against_serial(N_BIG, 3, 3, true, 1.25);
+}
 static int t_small_stays_serial(void)
 {
     return against_serial(500, 2, 0, false, 2.0);
@@ -231,6 +247,8 @@ int main(int argc, char **argv)
         {"cluster_filtered_2d", t_cluster_filtered_2d},
         {"small_stays_serial", t_small_stays_serial},
         {"sparse_hashed", t_sparse_hashed},
+        {"periodic_2d", t_periodic_2d},
+        {"periodic_3d_filtered", t_periodic_3d_filtered},
         {"scheduler_used_and_negative_workers_refused",
          t_scheduler_used_and_negative_workers_refused},
     };
