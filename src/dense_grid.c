@@ -32,6 +32,16 @@ NBI_INLINE void nbi_prefetch(const void *p)
 #endif
 }
 
+// The same, for a line about to be written.
+NBI_INLINE void nbi_prefetch_w(const void *p)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    __builtin_prefetch(p, 1);
+#else
+    (void)p;
+#endif
+}
+
 enum { NBI_GRID_BUFS = 9 };
 // Below this many points a build runs serially even with a scheduler: the passes are too short
 // to pay for waking the workers.
@@ -304,9 +314,21 @@ NBI_INLINE bool nbi_scan_count_packed(const double *data, int32_t n, int dim, co
 // nbi_grid_gather) copy each position's coordinates from the caller's array. Scattering 4-byte
 // indices and reading the coordinates in position order moves less memory than scattering the
 // coordinates themselves (random writes cost a read and a write-back of a whole line each).
+//
+// In random input order each point's counter and destination are cache misses once the cells
+// outgrow the caches, so the loop prefetches ahead: the counter NBI_HASH_AHEAD * 2 points
+// ahead, and the destination (by the counter's value now, usually still right) NBI_HASH_AHEAD
+// ahead, so that the misses overlap.
 static void nbi_scatter(int32_t n, const int32_t *cell_of, int32_t *start, int32_t *idx)
 {
-    for (int32_t i = 0; i < n; i++) idx[start[cell_of[i] + 1]++] = i;
+    const int32_t far = 2 * NBI_HASH_AHEAD, near = NBI_HASH_AHEAD;
+    int32_t i = 0;
+    for (; i + far < n; i++) {
+        nbi_prefetch_w(start + cell_of[i + far] + 1);
+        nbi_prefetch_w(idx + start[cell_of[i + near] + 1]);
+        idx[start[cell_of[i] + 1]++] = i;
+    }
+    for (; i < n; i++) idx[start[cell_of[i] + 1]++] = i;
 }
 
 NBI_INLINE void nbi_gather_layout(const double *data, size_t step, int32_t p0, int dim, int32_t p1,
@@ -315,6 +337,9 @@ NBI_INLINE void nbi_gather_layout(const double *data, size_t step, int32_t p0, i
 #if defined(__SSE2__)
     if (step == (size_t)dim) { // x and y move as one two-lane load and store
         for (int32_t p = p0; p < p1; p++) {
+            // the point NBI_HASH_AHEAD positions on: a cache miss in random input order
+            if (p + NBI_HASH_AHEAD < p1)
+                nbi_prefetch(data + (size_t)idx[p + NBI_HASH_AHEAD] * step);
             const double *q = data + (size_t)idx[p] * step;
             _mm_storeu_pd(pts + (size_t)p * (size_t)dim, _mm_loadu_pd(q));
             if (dim == 3) pts[(size_t)p * 3 + 2] = q[2];
