@@ -219,6 +219,22 @@ NBI_INLINE void nbi_count_dense(const double *data, size_t step, int32_t n, int 
     }
 }
 
+// Counting a cell is a cache miss in random input order once the cells outgrow the caches.
+// The packed count passes count each point NBI_HASH_AHEAD points late: point i's counter is
+// prefetched as soon as its cell is known, and point i - NBI_HASH_AHEAD's is incremented.
+NBI_INLINE void nbi_count_lagged(const int32_t *cell_of, int32_t *counts, int64_t c, int32_t i)
+{
+    nbi_prefetch_w(counts + c + 2);
+    if (i >= NBI_HASH_AHEAD) counts[cell_of[i - NBI_HASH_AHEAD] + 2]++;
+}
+
+// The last NBI_HASH_AHEAD points' counts.
+NBI_INLINE void nbi_count_lagged_end(const int32_t *cell_of, int32_t *counts, int32_t n)
+{
+    for (int32_t i = n > NBI_HASH_AHEAD ? n - NBI_HASH_AHEAD : 0; i < n; i++)
+        counts[cell_of[i] + 2]++;
+}
+
 #if defined(__SSE2__)
 // Pass 2 for packed points whose cells all have 32-bit numbers on every axis (the caller checks
 // lo and hi): x and y go through one division (or multiplication, for a power-of-two cell) and
@@ -253,8 +269,9 @@ static void nbi_count_packed(const double *data, int32_t n, int dim, const nbiCe
         int32_t c = _mm_cvtsi128_si32(t) + e0 * _mm_cvtsi128_si32(_mm_srli_si128(t, 4));
         if (dim == 3) c += e01 * (int32_t)(nbi_cell_i(cm, q[2]) - lo[2]);
         cell_of[i] = c;
-        start[c + 2]++;
+        nbi_count_lagged(cell_of, start, c, i);
     }
+    nbi_count_lagged_end(cell_of, start, n);
 }
 #endif
 
@@ -298,8 +315,9 @@ NBI_INLINE bool nbi_scan_count_packed(const double *data, int32_t n, int dim, co
         }
         c = (uint64_t)c < (uint64_t)ncells ? c : -1;
         cell_of[i] = (int32_t)c;
-        counts[c + 2]++;
+        nbi_count_lagged(cell_of, counts, c, i);
     }
+    nbi_count_lagged_end(cell_of, counts, n);
     double b[2];
     _mm_storeu_pd(mn, vlo);
     _mm_storeu_pd(mx, vhi);
