@@ -136,8 +136,9 @@ typedef struct nbMpiStats {
 /// axis the dim does not have, a coordinate outside [0, P) on a periodic axis (wrap first), a
 /// radius > P / 2, more points than a rank or a message can hold, or a local grid refusing its
 /// cells (nb_grid_build's limits). NB_ERR_OUT_OF_MEMORY: an allocation failed on some rank.
-/// Communication: O(log size) collectives of a few bytes, one Allgatherv of the sample (about
-/// 32768 + 256 size points in all), two Alltoall/Alltoallv pairs (migration, halo).
+/// Communication: about ten MPI_Allreduce of a few bytes (the status agreements, the total and
+/// the bounding box), one MPI_Allgatherv of the sample (32768 + 256 size points in all, or
+/// every point when there are fewer), and two MPI_Alltoall + MPI_Alltoallv (migration, halo).
 NB_MPI_API nbStatus nb_mpi_create(const nbMpiDesc *desc, const double *xyz, const int64_t *ids,
                                   size_t n, nbMpi **out);
 

@@ -454,6 +454,13 @@ static int few_points(void)
     fill_uniform(&u, 0, 1);
     check_set(&u, DEAL_LAST_ONLY, 1.02);
     set_free(&u);
+    // r = 0: only coincident points pair (a third of the points are copies)
+    Set z = set_new(900, 3, 0.0);
+    fill_uniform(&z, 0, 1);
+    for (int32_t i = 2; i < z.s.n; i += 3)
+        memcpy(z.s.p + 3 * (size_t)i, z.s.p + 3 * (size_t)(i - 2), 3 * sizeof(double));
+    check_set(&z, DEAL_BLOCKS, 1.05);
+    set_free(&z);
     return 0;
 }
 
