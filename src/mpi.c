@@ -314,7 +314,7 @@ static nbStatus nbi_decompose(nbMpi *m, const double *xyz, size_t n)
     const int32_t dim = m->dim, size = m->size;
     // Bounding box (mins, and maxes negated, in one MIN reduction) and the total count.
     double box[6], gbox[6];
-    for (int32_t k = 0; k < 6; k++) box[k] = INFINITY;
+    for (int32_t k = 0; k < 6; k++) box[k] = (double)INFINITY;
     for (size_t i = 0; i < n; i++)
         for (int32_t k = 0; k < dim; k++) {
             const double v = xyz[i * (size_t)dim + (size_t)k];

@@ -481,7 +481,7 @@ static int faces(nbMpi *m, int dim, Face *out)
     double *hi = (double *)nbo_xalloc((size_t)g_size * 3 * sizeof(double));
     MPI_Allgather(st.lo, 3, MPI_DOUBLE, lo, 3, MPI_DOUBLE, MPI_COMM_WORLD);
     MPI_Allgather(st.hi, 3, MPI_DOUBLE, hi, 3, MPI_DOUBLE, MPI_COMM_WORLD);
-    double root[3] = {INFINITY, INFINITY, INFINITY};
+    double root[3] = {(double)INFINITY, (double)INFINITY, (double)INFINITY};
     for (int k = 0; k < g_size; k++)
         for (int a = 0; a < dim; a++) root[a] = fmin(root[a], lo[3 * k + a]);
     int n = 0;
