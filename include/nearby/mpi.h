@@ -31,14 +31,14 @@
 /// all ranks' pairs is the single-process nb_grid_pairs answer on the same points (ids for
 /// indices), each pair on exactly one rank.
 ///
-/// Collective calls: nb_mpi_create, nb_mpi_destroy, nb_mpi_count_pairs and nb_mpi_query_radius
-/// must be called by every rank of the communicator, in the same order. Each returns the SAME
-/// status on every rank (the ranks agree with an MPI_Allreduce before anything that could leave
-/// a rank waiting): bad input on one rank is an error on all of them, never a hang. The one
-/// exception is a NULL desc or nbMpi, which leaves no communicator to agree on: that returns
-/// NB_ERR_NULL_ARG on the ranks that passed it (a programming error; the others would wait).
-/// nb_mpi_pairs, nb_mpi_visit_pairs, nb_mpi_stats and nb_mpi_free are local: no communication,
-/// and their status is this rank's.
+/// Collective calls: nb_mpi_create, nb_mpi_update, nb_mpi_destroy, nb_mpi_count_pairs and
+/// nb_mpi_query_radius must be called by every rank of the communicator, in the same order. Each
+/// returns the SAME status on every rank (the ranks agree with an MPI_Allreduce before anything
+/// that could leave a rank waiting): bad input on one rank is an error on all of them, never a
+/// hang. The one exception is a NULL desc or nbMpi, which leaves no communicator to agree on: that
+/// returns NB_ERR_NULL_ARG on the ranks that passed it (a programming error; the others would
+/// wait). nb_mpi_pairs, nb_mpi_visit_pairs, nb_mpi_stats and nb_mpi_free are local: no
+/// communication, and their status is this rank's.
 ///
 /// Determinism: for the same rank count and the same input on each rank, the decomposition,
 /// which rank reports each pair and the order of its pairs are the same on every run.
@@ -141,6 +141,17 @@ typedef struct nbMpiStats {
 /// every point when there are fewer), and two MPI_Alltoall + MPI_Alltoallv (migration, halo).
 NB_MPI_API nbStatus nb_mpi_create(const nbMpiDesc *desc, const double *xyz, const int64_t *ids,
                                   size_t n, nbMpi **out);
+
+/// Collective. Replaces the points and keeps the bricks: migration, halo and local grids again,
+/// without the sample and the bisection (a time step of a simulation whose points moved a
+/// little). Points go to the brick the existing cuts give them, so the balance is the old
+/// one's as long as the points have not moved far: create again when it degrades (compare
+/// nbMpiStats.owned over ranks). On an open axis the bricks on the outer faces grow to hold
+/// points beyond them. Same input rules and statuses as nb_mpi_create (NB_ERR_NULL_ARG for a
+/// NULL m on the ranks that pass it); on any error, on every rank, the index is unchanged.
+/// Allocates the new arrays before it frees the old ones. The stats then describe this update
+/// (no sample bytes).
+NB_MPI_API nbStatus nb_mpi_update(nbMpi *m, const double *xyz, const int64_t *ids, size_t n);
 
 /// Collective (it frees the duplicated communicator). Frees everything. NULL is a no-op (then
 /// call it with NULL on every rank).
