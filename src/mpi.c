@@ -1229,6 +1229,18 @@ nbStatus nb_mpi_query_radius(nbMpi *m, const double *centres, size_t nq, double 
     return NB_OK;
 }
 
+nbStatus nb_mpi_owned(const nbMpi *m, const double **xyz, const int64_t **ids, size_t *n)
+{
+    if (xyz != NULL) *xyz = NULL;
+    if (ids != NULL) *ids = NULL;
+    if (n != NULL) *n = 0;
+    if (m == NULL || xyz == NULL || ids == NULL || n == NULL) return NB_ERR_NULL_ARG;
+    *xyz = m->own_xyz;
+    *ids = m->own_id;
+    *n = m->n_own;
+    return NB_OK;
+}
+
 nbStatus nb_mpi_stats(const nbMpi *m, nbMpiStats *out)
 {
     if (m == NULL || out == NULL) return NB_ERR_NULL_ARG;

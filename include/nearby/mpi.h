@@ -190,6 +190,16 @@ NB_MPI_API nbStatus nb_mpi_query_radius(nbMpi *m, const double *centres, size_t 
 /// Local. Frees an array nb_mpi_query_radius returned. NULL is a no-op.
 NB_MPI_API void nb_mpi_free(const nbMpi *m, void *p);
 
+/// Local. This rank's owned points after the last create or update: *n points, their
+/// coordinates at *xyz (dim doubles each, packed) and their ids at *ids, in the order they
+/// arrived (by source rank, then in each source's order). Pointers into the index: read-only,
+/// valid until the next nb_mpi_update or nb_mpi_destroy. A time-stepping simulation copies them,
+/// moves its points and passes them to nb_mpi_update, so that only the points that left the
+/// brick migrate (the pointers themselves may be passed back: update reads its input before it
+/// frees anything). NB_ERR_NULL_ARG for a NULL pointer (the outputs are then zeroed).
+NB_MPI_API nbStatus nb_mpi_owned(const nbMpi *m, const double **xyz, const int64_t **ids,
+                                 size_t *n);
+
 /// Local. Fills *out with this rank's figures (see nbMpiStats). NB_ERR_NULL_ARG for NULL.
 NB_MPI_API nbStatus nb_mpi_stats(const nbMpi *m, nbMpiStats *out);
 

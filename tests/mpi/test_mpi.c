@@ -662,6 +662,37 @@ static int update(void)
         check_union(&b, p, np);
         check_owned(m, &b, 0);
         check_queries(m, &b, 30);
+        // the owned points: inside this rank's brick, every id once over all ranks; passed back
+        // to update, nothing migrates and the pairs stay
+        const double *oxyz;
+        const int64_t *oid;
+        size_t on = 0;
+        MPI_CHECK_STATUS(nb_mpi_owned(m, &oxyz, &oid, &on), NB_OK);
+        MPI_CHECK_STATUS(nb_mpi_owned(m, NULL, &oid, &on), NB_ERR_NULL_ARG);
+        MPI_CHECK(on == 0 && oid == NULL);
+        MPI_CHECK_STATUS(nb_mpi_owned(m, &oxyz, &oid, &on), NB_OK);
+        nbMpiStats st;
+        MPI_CHECK_STATUS(nb_mpi_stats(m, &st), NB_OK);
+        MPI_CHECK(on == st.owned);
+        uint64_t idsum = 0, allsum = 0, want = 0;
+        for (size_t i = 0; i < on; i++) {
+            for (int ax = 0; ax < 2; ax++)
+                MPI_CHECK(oxyz[2 * i + (size_t)ax] >= st.lo[ax] &&
+                          oxyz[2 * i + (size_t)ax] <= st.hi[ax]);
+            idsum += (uint64_t)(oid[i] + 1000) * (uint64_t)(oid[i] + 1000);
+        }
+        for (int32_t i = 0; i < b.s.n; i++)
+            want += (uint64_t)(b.id[i] + 1000) * (uint64_t)(b.id[i] + 1000);
+        MPI_Allreduce(&idsum, &allsum, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+        MPI_CHECK(allsum == want);
+        MPI_CHECK_STATUS(nb_mpi_update(m, oxyz, oid, on), NB_OK);
+        MPI_CHECK_STATUS(nb_mpi_stats(m, &st), NB_OK);
+        MPI_CHECK(st.migrate_bytes_sent == (uint64_t)(g_size - 1) * sizeof(int)); // counts only
+        MPI_CHECK(st.owned == on);
+        size_t np2 = 0;
+        nbMpiPair *p2 = rank_pairs(m, &np2);
+        check_union(&b, p2, np2);
+        free(p2);
         // a second update back to the first set: its pairs again
         free(xyz);
         free(ids);
