@@ -37,8 +37,8 @@
 /// that could leave a rank waiting): bad input on one rank is an error on all of them, never a
 /// hang. The one exception is a NULL desc or nbMpi, which leaves no communicator to agree on: that
 /// returns NB_ERR_NULL_ARG on the ranks that passed it (a programming error; the others would
-/// wait). nb_mpi_pairs, nb_mpi_visit_pairs, nb_mpi_stats and nb_mpi_free are local: no
-/// communication, and their status is this rank's.
+/// wait). nb_mpi_pairs, nb_mpi_visit_pairs, nb_mpi_owned, nb_mpi_stats and nb_mpi_free are
+/// local: no communication, and their status is this rank's.
 ///
 /// Determinism: for the same rank count and the same input on each rank, the decomposition,
 /// which rank reports each pair and the order of its pairs are the same on every run.
@@ -48,14 +48,21 @@
 /// Counts sent in one message must fit MPI's int; past that, create and query_radius return
 /// NB_ERR_OUT_OF_RANGE on every rank (about 2^31 points a rank).
 ///
-/// Thread safety: the calls use MPI from the calling thread only (MPI_THREAD_SINGLE suffices);
-/// desc.tasks lets the local grid use your threads for its build and pair count.
+/// Thread safety: the collective calls use MPI from the calling thread only (MPI_THREAD_SINGLE
+/// suffices); desc.tasks lets the local grid use your threads for its build and pair count. The
+/// local calls read the index only, so any number of threads may call them at once, between
+/// collective calls.
+///
+/// Time steps: nb_mpi_update keeps the bricks and redoes steps 3 to 5 only; with the points from
+/// nb_mpi_owned (moved), only the points that left their brick migrate.
 ///
 /// Notes for docs/distributed.md: the rule of step 4 and the half-open cut rule; nb_mpi_stats
 /// for bytes and balance; the pairs on a rank come in the grid's order (not sorted: sort them
 /// yourself when you write files); ids are the caller's int64 values, each point's id should be
-/// unique (duplicates are the caller's business: pairs are still found, but i < j then compares
-/// equal ids); r > P / 2 on a periodic axis is refused as nb_grid refuses it.
+/// unique (duplicates are the caller's business: pairs are still found, a pair of two points
+/// with the same id comes out as (id, id)); r > P / 2 on a periodic axis is refused as nb_grid
+/// refuses it; the sample holds 32768 + 256 size points (all points when fewer), so the balance
+/// is exact up to ties for small sets and within about 1-3 % for large ones.
 #ifndef NEARBY_MPI_H
 #define NEARBY_MPI_H
 
