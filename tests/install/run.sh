@@ -97,17 +97,17 @@ install)
         inc="#include <nearby/$(basename "$h")>"
         # mpi.h needs MPI's own include path (nearby-mpi.pc's Cflags give it), as a system
         # path: only our header is held to -Werror, not Open MPI's C++ bindings.
-        extra=()
+        mpi_flags=()
         if [ "$(basename "$h")" = mpi.h ]; then
             # shellcheck disable=SC2207 # the flags are meant to split
-            extra=($(PKG_CONFIG_PATH=$libdir/pkgconfig PKG_CONFIG_ALLOW_SYSTEM_CFLAGS=1 \
+            mpi_flags=($(PKG_CONFIG_PATH=$libdir/pkgconfig PKG_CONFIG_ALLOW_SYSTEM_CFLAGS=1 \
                 pkg-config --cflags nearby-mpi 2> /dev/null | sed 's/-I/-isystem /g')) || true
         fi
         printf '%s\ntypedef int nb_header_check;\n' "$inc" | "$NB_CC" -std=c11 -Wall -Wextra -Wpedantic -Werror -fsyntax-only \
-            -I "$prefix/$NB_INCLUDEDIR" "${extra[@]}" -x c - || fail "$inc does not compile on its own (C)"
+            -I "$prefix/$NB_INCLUDEDIR" "${mpi_flags[@]}" -x c - || fail "$inc does not compile on its own (C)"
         if have c++; then
             printf '%s\ntypedef int nb_header_check;\n' "$inc" | c++ -std=c++11 -Wall -Wextra -Werror -fsyntax-only \
-                -I "$prefix/$NB_INCLUDEDIR" "${extra[@]}" -x c++ - || fail "$inc does not compile in C++"
+                -I "$prefix/$NB_INCLUDEDIR" "${mpi_flags[@]}" -x c++ - || fail "$inc does not compile in C++"
         fi
     done
 
