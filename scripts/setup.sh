@@ -7,8 +7,9 @@
 #           (ASan, UBSan, TSan) for `make test`; and, where possible, chromium, which only the
 #           SVG screenshot test uses (it is skipped without it), and Debian's python3-dev,
 #           python3-numpy, python3-scipy, python3-pytest, python3-setuptools and python3-venv,
-#           which the Python package's tests use (skipped without them): installed as root with
-#           apt-get, otherwise named, never a failure
+#           which the Python package's tests use (skipped without them), and Debian's
+#           libopenmpi-dev and openmpi-bin, for nearby_mpi and its tests (skipped without them):
+#           installed as root with apt-get, otherwise named, never a failure
 #   bench   a C++ compiler, nanoflann, scipy, Box2D, Boost.Geometry and libspatialindex for
 #           `make bench`; and, where node and npm are there, flatbush and rbush for the
 #           rectangles section (npm ci in bench/rects_js): skipped with a message when npm cannot
@@ -133,6 +134,25 @@ check_python() {
   fi
 }
 
+# Open MPI (Debian's libopenmpi-dev and openmpi-bin) for nearby_mpi and its tests (tests/mpi/;
+# without it CMake's NB_WITH_MPI=AUTO builds no nearby_mpi and the MPI tests are not there):
+# optional like chromium, installed as root with apt-get, otherwise named.
+check_mpi() {
+  [ "$what" = test ] || return 0
+  have mpicc && have mpirun && return 0
+  if [ "$(id -u)" -ne 0 ] || ! have apt-get; then
+    echo "setup.sh: optional, not installed: libopenmpi-dev openmpi-bin (nearby_mpi and its" \
+      "tests are skipped without them)" >&2
+    return 0
+  fi
+  echo "setup.sh: installing libopenmpi-dev openmpi-bin (optional: nearby_mpi and its tests)" >&2
+  if ! DEBIAN_FRONTEND=noninteractive apt-get update -qq ||
+    ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+      libopenmpi-dev openmpi-bin; then
+    echo "setup.sh: could not install Open MPI; nearby_mpi and its tests will be skipped" >&2
+  fi
+}
+
 # flatbush and rbush for the rectangles section (bench/rects_js/bench.mjs): npm ci from the
 # committed lock file, only when they are not there. Optional: without node, npm or the network
 # it only says so, and run.sh skips those two peers.
@@ -171,6 +191,7 @@ check
 check_optional
 check_optional_bench
 check_python
+check_mpi
 [ -z "$missing" ] && exit 0
 
 if [ "$(id -u)" -ne 0 ] || ! have apt-get || [ -n "$unfixable" ]; then

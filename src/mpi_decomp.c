@@ -1,0 +1,3 @@
+// SPDX-License-Identifier: MIT
+// The decomposition of nearby_mpi (filled in next).
+#include "mpi_internal.h"
