@@ -308,13 +308,15 @@ static void nbi_mpi_release(nbMpi *m)
 }
 
 // Global count and bounding box, the sample, the tree. Collective; agreed.
-static nbStatus nbi_decompose(nbMpi *m, const double *xyz, size_t n)
+// The root box over every rank's points (the bounding box on an open axis, [0, P] on a periodic
+// one; zero-sized without points) and the total count. Collective.
+static uint64_t nbi_root_box(const nbMpi *m, const double *xyz, size_t n, double *root_lo,
+                             double *root_hi)
 {
-    const nbAllocator *a = nbi_al(m);
-    const int32_t dim = m->dim, size = m->size;
-    // Bounding box (mins, and maxes negated, in one MIN reduction) and the total count.
+    const int32_t dim = m->dim;
+    // mins, and maxes negated, in one MIN reduction
     double box[6], gbox[6];
-    for (int32_t k = 0; k < 6; k++) box[k] = INFINITY;
+    for (int32_t k = 0; k < 6; k++) box[k] = (double)INFINITY;
     for (size_t i = 0; i < n; i++)
         for (int32_t k = 0; k < dim; k++) {
             const double v = xyz[i * (size_t)dim + (size_t)k];
@@ -324,8 +326,7 @@ static nbStatus nbi_decompose(nbMpi *m, const double *xyz, size_t n)
     MPI_Allreduce(box, gbox, 6, MPI_DOUBLE, MPI_MIN, m->comm);
     uint64_t mine = (uint64_t)n, total = 0;
     MPI_Allreduce(&mine, &total, 1, MPI_UINT64_T, MPI_SUM, m->comm);
-    m->stats.total = total;
-    double root_lo[3] = {0, 0, 0}, root_hi[3] = {0, 0, 0};
+    for (int32_t k = 0; k < 3; k++) root_lo[k] = root_hi[k] = 0.0;
     for (int32_t k = 0; k < dim; k++) {
         if (m->period[k] > 0.0) {
             root_hi[k] = m->period[k];
@@ -334,6 +335,16 @@ static nbStatus nbi_decompose(nbMpi *m, const double *xyz, size_t n)
             root_hi[k] = -gbox[3 + k];
         }
     }
+    return total;
+}
+
+static nbStatus nbi_decompose(nbMpi *m, const double *xyz, size_t n)
+{
+    const nbAllocator *a = nbi_al(m);
+    const int32_t dim = m->dim, size = m->size;
+    double root_lo[3], root_hi[3];
+    const uint64_t total = nbi_root_box(m, xyz, n, root_lo, root_hi);
+    m->stats.total = total;
     // This rank's share of the sample: evenly strided over its points.
     const uint64_t want =
         (uint64_t)NBI_SAMPLE_BASE + (uint64_t)NBI_SAMPLE_PER_RANK * (uint64_t)size;
@@ -635,6 +646,18 @@ static nbStatus nbi_grids(nbMpi *m)
     return nbi_agree(m->comm, st);
 }
 
+// The stats that describe the index as built: counts and this rank's brick.
+static void nbi_finish_stats(nbMpi *m)
+{
+    m->stats.owned = m->n_own;
+    m->stats.halo = m->n_halo;
+    m->stats.images = m->n_img;
+    for (int32_t a = 0; a < m->dim; a++) {
+        m->stats.lo[a] = m->dec.lo[3 * m->rank + a];
+        m->stats.hi[a] = m->dec.hi[3 * m->rank + a];
+    }
+}
+
 nbStatus nb_mpi_create(const nbMpiDesc *desc, const double *xyz, const int64_t *ids, size_t n,
                        nbMpi **out)
 {
@@ -686,14 +709,85 @@ nbStatus nb_mpi_create(const nbMpiDesc *desc, const double *xyz, const int64_t *
         nb_mpi_destroy(m);
         return st;
     }
-    m->stats.owned = m->n_own;
-    m->stats.halo = m->n_halo;
-    m->stats.images = m->n_img;
-    for (int32_t a = 0; a < dim; a++) {
-        m->stats.lo[a] = m->dec.lo[3 * rank + a];
-        m->stats.hi[a] = m->dec.hi[3 * rank + a];
-    }
+    nbi_finish_stats(m);
     *out = m;
+    return NB_OK;
+}
+
+nbStatus nb_mpi_update(nbMpi *m, const double *xyz, const int64_t *ids, size_t n)
+{
+    if (m == NULL) return NB_ERR_NULL_ARG;
+    // The same checks as create, on this index's desc.
+    nbMpiDesc d;
+    memset(&d, 0, sizeof(d));
+    d.dim = m->dim;
+    d.radius = m->radius;
+    for (int32_t a = 0; a < 3; a++) d.period[a] = m->period[a];
+    nbMpi *t = NULL, **dummy = &t;
+    int32_t dim;
+    nbStatus st = nbi_check_create(&d, xyz, ids, n, dummy, &dim);
+    st = nbi_agree(m->comm, st);
+    if (st != NB_OK) return st;
+    // A new index with a copy of the bricks, whose outer faces grow to the new root box.
+    const nbAllocator *a = nbi_al(m);
+    double root_lo[3], root_hi[3];
+    const uint64_t total = nbi_root_box(m, xyz, n, root_lo, root_hi);
+    const size_t size = (size_t)m->size;
+    t = nbi_mpi_alloc(a, 1, sizeof(nbMpi));
+    if (t != NULL) {
+        *t = *m;
+        t->n_own = t->n_halo = t->n_img = 0;
+        t->own_xyz = t->halo_xyz = t->img_xyz = NULL;
+        t->own_id = t->halo_id = NULL;
+        t->img_src = NULL;
+        t->img_shift = NULL;
+        t->own_grid = t->img_grid = NULL;
+        memset(&t->stats, 0, sizeof(t->stats));
+        t->stats.rank = m->rank;
+        t->stats.size = m->size;
+        t->stats.total = total;
+        t->dec.cuts = nbi_mpi_alloc(a, size, sizeof(nbiCut));
+        t->dec.lo = nbi_mpi_alloc(a, 3 * size, sizeof(double));
+        t->dec.hi = nbi_mpi_alloc(a, 3 * size, sizeof(double));
+    }
+    if (t == NULL || t->dec.cuts == NULL || t->dec.lo == NULL || t->dec.hi == NULL) {
+        st = NB_ERR_OUT_OF_MEMORY;
+    } else {
+        memcpy(t->dec.cuts, m->dec.cuts, size * sizeof(nbiCut));
+        memcpy(t->dec.lo, m->dec.lo, 3 * size * sizeof(double));
+        memcpy(t->dec.hi, m->dec.hi, 3 * size * sizeof(double));
+        for (int32_t ax = 0; ax < dim; ax++) {
+            if (m->period[ax] > 0.0 || total == 0) continue;
+            const double lo = fmin(root_lo[ax], m->dec.root_lo[ax]);
+            const double hi = fmax(root_hi[ax], m->dec.root_hi[ax]);
+            // A brick on an outer face owns every point beyond it (the cuts decide ownership):
+            // its box grows with the data, so that the halo tests still contain its points.
+            for (size_t k = 0; k < size; k++) {
+                if (t->dec.lo[3 * k + (size_t)ax] == m->dec.root_lo[ax])
+                    t->dec.lo[3 * k + (size_t)ax] = lo;
+                if (t->dec.hi[3 * k + (size_t)ax] == m->dec.root_hi[ax])
+                    t->dec.hi[3 * k + (size_t)ax] = hi;
+            }
+            t->dec.root_lo[ax] = lo;
+            t->dec.root_hi[ax] = hi;
+        }
+        t->reach = nbi_reach(t->radius, nbi_max_abs(&t->dec, t->period));
+    }
+    st = nbi_agree(m->comm, st);
+    if (st == NB_OK) st = nbi_migrate(t, xyz, ids, n);
+    if (st == NB_OK) st = nbi_halo(t);
+    if (st == NB_OK) st = nbi_grids(t);
+    if (st != NB_OK) {
+        if (t != NULL) {
+            nbi_mpi_release(t);
+            nbi_mpi_free(a, t, 1, sizeof(nbMpi));
+        }
+        return st;
+    }
+    nbi_mpi_release(m);
+    *m = *t;
+    nbi_mpi_free(a, t, 1, sizeof(nbMpi));
+    nbi_finish_stats(m);
     return NB_OK;
 }
 
@@ -1132,6 +1226,18 @@ nbStatus nb_mpi_query_radius(nbMpi *m, const double *centres, size_t nq, double 
     }
     *offsets = off;
     *ids = hits;
+    return NB_OK;
+}
+
+nbStatus nb_mpi_owned(const nbMpi *m, const double **xyz, const int64_t **ids, size_t *n)
+{
+    if (xyz != NULL) *xyz = NULL;
+    if (ids != NULL) *ids = NULL;
+    if (n != NULL) *n = 0;
+    if (m == NULL || xyz == NULL || ids == NULL || n == NULL) return NB_ERR_NULL_ARG;
+    *xyz = m->own_xyz;
+    *ids = m->own_id;
+    *n = m->n_own;
     return NB_OK;
 }
 

@@ -54,22 +54,63 @@ static int nbi_cmp_double(const void *pa, const void *pb)
     return (a > b) - (a < b);
 }
 
+// Rearranges v[0, n) so that v[k] is the k-th smallest (0-based), with v[i] <= v[k] for i < k
+// and v[i] >= v[k] for i > k: quickselect with Hoare partitions around a median of three,
+// O(n) expected. After 64 rounds (an input built against the pivot rule) it sorts what is left,
+// so the worst case stays O(n log n). Deterministic: the result depends only on v.
+static void nbi_select(double *v, size_t n, size_t k)
+{
+    int64_t lo = 0, hi = (int64_t)n - 1;
+    const int64_t kk = (int64_t)k;
+    for (int round = 0; hi > lo; round++) {
+        if (round == 64) {
+            qsort(v + lo, (size_t)(hi - lo + 1), sizeof(double), nbi_cmp_double);
+            return;
+        }
+        const double a = v[lo], b = v[lo + (hi - lo) / 2], c = v[hi];
+        const double pivot = a < b ? (b < c ? b : (a < c ? c : a)) : (a < c ? a : (b < c ? c : b));
+        int64_t i = lo, j = hi;
+        while (i <= j) {
+            while (v[i] < pivot) i++;
+            while (v[j] > pivot) j--;
+            if (i <= j) {
+                const double t = v[i];
+                v[i] = v[j];
+                v[j] = t;
+                i++;
+                j--;
+            }
+        }
+        // Now v[lo, j] <= pivot <= v[i, hi], and v(j, i) == pivot.
+        if (kk <= j)
+            hi = j;
+        else if (kk >= i)
+            lo = i;
+        else
+            return;
+    }
+}
+
 typedef struct nbiRcb {
     nbiDecomp *d;
     double *vals; // scratch: one coordinate of the node's sample, sorted
     int32_t next; // next free cut
 } nbiRcb;
 
-// The cut between the sorted sample's lower k values and the rest (see the top of the file).
-static double nbi_cut_value(const double *v, size_t ns, size_t k, double lo, double hi)
+// The cut between the sample's lower k values and the rest (see the top of the file). Reorders v.
+static double nbi_cut_value(double *v, size_t ns, size_t k, double lo, double hi)
 {
     double c;
     if (ns == 0) {
         c = 0.5 * lo + 0.5 * hi;
-    } else if (k == 0) {
-        c = v[0];
     } else {
-        const double a = v[k - 1], b = v[k];
+        nbi_select(v, ns, k);
+        const double b = v[k];
+        double a = b;
+        if (k > 0) {
+            a = v[0];
+            for (size_t i = 1; i < k; i++) a = v[i] > a ? v[i] : a;
+        }
         c = 0.5 * a + 0.5 * b;
         if (!(c > a) || c > b) c = b;
     }
@@ -96,7 +137,6 @@ static int32_t nbi_rcb(nbiRcb *t, int32_t rank0, int32_t nr, const double *lo, c
     for (int32_t a = 1; a < dim; a++)
         if (hi[a] - lo[a] > hi[axis] - lo[axis]) axis = a;
     for (size_t i = 0; i < ns; i++) t->vals[i] = s[i * (size_t)dim + (size_t)axis];
-    qsort(t->vals, ns, sizeof(double), nbi_cmp_double);
     const int32_t nl = nr / 2;
     const size_t k = (size_t)(((uint64_t)ns * (uint64_t)nl) / (uint64_t)nr);
     const double cut = nbi_cut_value(t->vals, ns, k, lo[axis], hi[axis]);

@@ -67,6 +67,16 @@ install)
         "$NB_LIBDIR/cmake/nearby/nearbyTargets.cmake" "$NB_LIBDIR/pkgconfig/nearby.pc"; do
         [ -e "$prefix/$f" ] || fail "not installed: $f"
     done
+    # nearby_mpi (when built): its header, library and pkg-config file; without it, no mpi.h.
+    if [ "${NB_MPI:-0}" = 1 ]; then
+        for f in "$NB_INCLUDEDIR/nearby/mpi.h" "$NB_LIBDIR/pkgconfig/nearby-mpi.pc" \
+            "$NB_LIBDIR/cmake/nearby/nearbyMpiTargets.cmake"; do
+            [ -e "$prefix/$f" ] || fail "not installed: $f"
+        done
+        ls "$prefix/$NB_LIBDIR"/libnearby_mpi.* > /dev/null 2>&1 || fail "not installed: libnearby_mpi"
+    else
+        [ ! -e "$prefix/$NB_INCLUDEDIR/nearby/mpi.h" ] || fail "mpi.h installed without nearby_mpi"
+    fi
     private=$(cd "$prefix" && find . -name '*.in' -o -name 'nb_internal.h' -o -name 'cell.h' -o -name '*.c')
     [ -z "$private" ] || fail "installed files that are not API: $private"
 
@@ -85,11 +95,19 @@ install)
     # Each public header compiles on its own, warning-free, in C11 (and C++ when there is one).
     for h in "$prefix/$NB_INCLUDEDIR"/nearby/*.h; do
         inc="#include <nearby/$(basename "$h")>"
+        # mpi.h needs MPI's own include path (nearby-mpi.pc's Cflags give it), as a system
+        # path: only our header is held to -Werror, not Open MPI's C++ bindings.
+        extra=()
+        if [ "$(basename "$h")" = mpi.h ]; then
+            # shellcheck disable=SC2207 # the flags are meant to split
+            extra=($(PKG_CONFIG_PATH=$libdir/pkgconfig PKG_CONFIG_ALLOW_SYSTEM_CFLAGS=1 \
+                pkg-config --cflags nearby-mpi 2> /dev/null | sed 's/-I/-isystem /g')) || true
+        fi
         printf '%s\ntypedef int nb_header_check;\n' "$inc" | "$NB_CC" -std=c11 -Wall -Wextra -Wpedantic -Werror -fsyntax-only \
-            -I "$prefix/$NB_INCLUDEDIR" -x c - || fail "$inc does not compile on its own (C)"
+            -I "$prefix/$NB_INCLUDEDIR" "${extra[@]}" -x c - || fail "$inc does not compile on its own (C)"
         if have c++; then
             printf '%s\ntypedef int nb_header_check;\n' "$inc" | c++ -std=c++11 -Wall -Wextra -Werror -fsyntax-only \
-                -I "$prefix/$NB_INCLUDEDIR" -x c++ - || fail "$inc does not compile in C++"
+                -I "$prefix/$NB_INCLUDEDIR" "${extra[@]}" -x c++ - || fail "$inc does not compile in C++"
         fi
     done
 
@@ -150,6 +168,21 @@ cmake | cmake-static)
         "$NB_CMAKE" -S "$probe/src" -B "$probe/build" -DCMAKE_PREFIX_PATH="$prefix" \
             > "$probe.log" 2>&1 || { cat "$probe.log" >&2; fail "find_package(nearby 1.0) succeeded"; }
     fi
+    if [ "$step" = cmake ] && [ "${NB_MPI:-0}" = 1 ]; then
+        # find_package(nearby COMPONENTS mpi) gives nearby::nearby_mpi (with MPI::MPI_C).
+        probe=$NB_WORK/cmake-mpi-probe
+        rm -rf "$probe"
+        mkdir -p "$probe/src"
+        printf '%s\n' 'cmake_minimum_required(VERSION 3.21)' 'project(probe LANGUAGES C)' \
+            'find_package(nearby 0.1 REQUIRED COMPONENTS mpi)' 'add_executable(p p.c)' \
+            'target_link_libraries(p PRIVATE nearby::nearby_mpi)' > "$probe/src/CMakeLists.txt"
+        printf '%s\n' '#include <nearby/mpi.h>' \
+            'int main(void) { nbMpiStats s; return nb_mpi_stats(NULL, &s) != NB_ERR_NULL_ARG; }' \
+            > "$probe/src/p.c"
+        { "$NB_CMAKE" -S "$probe/src" -B "$probe/build" "${gen[@]}" -DCMAKE_C_COMPILER="$NB_CC" \
+            -DCMAKE_PREFIX_PATH="$prefix" && "$NB_CMAKE" --build "$probe/build"; } > "$probe.log" 2>&1 ||
+            { cat "$probe.log" >&2; fail "find_package(nearby COMPONENTS mpi) and nearby::nearby_mpi failed"; }
+    fi
     ;;
 
 pkgconfig | pkgconfig-static)
@@ -201,6 +234,18 @@ pkgconfig | pkgconfig-static)
                 fail "libnearby.so does not resolve into $libdir: $(LD_LIBRARY_PATH=$libdir ldd "$work/app")"
         fi
         LD_LIBRARY_PATH=$libdir run_app "$work/app"
+    fi
+    # nearby_mpi through nearby-mpi.pc: a program using mpi.h compiles and links (not run: that
+    # needs mpirun, which tests/mpi covers).
+    if [ "${NB_MPI:-0}" = 1 ] && [ "$step" = pkgconfig ]; then
+        printf '%s\n' '#include <nearby/mpi.h>' \
+            'int main(int argc, char **argv) { MPI_Init(&argc, &argv); nbMpiStats s;' \
+            '  int ok = nb_mpi_stats(NULL, &s) == NB_ERR_NULL_ARG; MPI_Finalize(); return !ok; }' \
+            > "$work/mpi_app.c"
+        # shellcheck disable=SC2046 # the flags are meant to split
+        "$NB_CC" -std=c11 -Wall -Wextra -Wpedantic -Werror "$work/mpi_app.c" -o "$work/mpi_app" \
+            $(PKG_CONFIG_ALLOW_SYSTEM_CFLAGS=1 "$pc" --cflags --libs nearby-mpi) ||
+            fail "compiling a nearby_mpi program with pkg-config's nearby-mpi flags failed"
     fi
     ;;
 *) fail "unknown step (install, cmake, cmake-static, pkgconfig or pkgconfig-static)" ;;
