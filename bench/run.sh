@@ -44,6 +44,13 @@
 #                                            bench/results/$NB_BENCH_MACHINE/rects_latest.csv;
 #                                            `--rects --quick` at the --quick sizes (~20 s),
 #                                            results only in BUILD_DIR/bench/rects_quick.csv
+#   bash bench/run.sh BUILD_DIR --mpi        only the MPI section (issue 12; bench_mpi through
+#                                            tests/mpi/mpirun.sh): 1M uniform 2D points on 1
+#                                            and 2 ranks against the single-process grid
+#                                            (r = 1.75), then 4 and 8 oversubscribed ranks on
+#                                            uniform and clustered (r = 1): bytes sent, halo
+#                                            share, balance (~3 minutes): writes
+#                                            bench/results/$NB_BENCH_MACHINE/mpi_latest.csv
 #
 # The full run also runs the cell-size sweep (timing only) and the periodic box before the
 # agents section; the full and --quick runs run the tile-grid section (--quick: 20k agents, 2k
@@ -73,7 +80,7 @@ set -euo pipefail
 
 usage() {
     echo "usage: bash bench/run.sh BUILD_DIR [--quick | --callgrind | --agents | --cell-size |" \
-        "--periodic | --reorder | --tiles | --python | --rects [--quick]]" >&2
+        "--periodic | --reorder | --tiles | --python | --rects [--quick] | --mpi]" >&2
     exit 2
 }
 [ $# -ge 1 ] || usage
@@ -81,7 +88,7 @@ build=$1
 mode=${2:-full}
 case "$mode" in
     full | --quick | --callgrind | --agents | --cell-size | --periodic | --reorder | --tiles | \
-        --python | --rects) ;;
+        --python | --rects | --mpi) ;;
     *) usage ;;
 esac
 rects_quick="" # `--rects --quick`: only the rectangles section, at the --quick sizes
@@ -540,6 +547,54 @@ run_rects() {
 }
 if [ "$mode" = --rects ]; then
     run_rects
+    exit $?
+fi
+
+# ---- MPI (issue 12): run_mpi runs bench_mpi (one CSV header and a row a peer per run) through
+# tests/mpi/mpirun.sh and prints the table; status 1 on a failure or a MISMATCH ----
+run_mpi() {
+    local n=${NB_BENCH_MPI_N:-1000000} out raw spec set r np runs f st=0
+    [ -x "$bin/bench_mpi" ] || {
+        echo "run.sh: $bin/bench_mpi not built (configure found no MPI?); skipping MPI" >&2
+        return 0
+    }
+    out=$root/bench/results/$machine/mpi_latest.csv
+    mkdir -p "$(dirname "$out")"
+    raw=$bin/mpi_raw.csv
+    : > "$raw"
+    # set radius ranks runs: time on 1 and 2 ranks (this machine has 2 cores); 4 and 8 ranks
+    # share them, so their times mean little: they are there for bytes, halo and balance.
+    for spec in "uniform2d 1.75 1 7" "uniform2d 1.75 2 7" "uniform2d 1.75 4 2" \
+        "uniform2d 1.75 8 2" "clusters2d 1 1 2" "clusters2d 1 4 2" "clusters2d 1 8 2"; do
+        read -r set r np runs <<< "$spec"
+        f=$(gen "$set" "$n")
+        echo "run.sh: mpi: $set, $n points, r = $r, $np ranks, $runs runs" >&2
+        OMPI_MCA_orte_execute_quiet=1 sh "$root/tests/mpi/mpirun.sh" "$np" "$bin/bench_mpi" \
+            "$f" 2 "$r" "$runs" "$set" >> "$raw" || {
+            echo "run.sh: mpi: $set on $np ranks FAILED" >&2
+            st=1
+        }
+    done
+    { head -n 1 "$raw"; grep -v '^peer,' "$raw"; } > "$out"
+    # ms a frame (median), speed-up against the grid on the same set, and the balance figures
+    awk -F, 'NR == 1 { next }
+        $1 == "grid" { grid[$2] = $8 }
+        { row[NR] = $0 }
+        END {
+            printf "%-5s %-10s %5s %10s %8s %8s %10s %12s %9s\n", "peer", "dataset", "ranks",
+                "median_ms", "speedup", "balance", "halo/own", "sent/rank", "B/point"
+            for (k = 2; k <= NR; k++) {
+                split(row[k], f, ",")
+                sp = (f[2] in grid && f[8] > 0) ? sprintf("%.2f", grid[f[2]] / f[8]) : "-"
+                printf "%-5s %-10s %5d %10.1f %8s %8.3f %10.4f %12.0f %9.1f\n", f[1], f[2], f[3],
+                    f[8], sp, f[12], f[14], f[16], f[18]
+            }
+        }' "$out"
+    echo "run.sh: mpi: wrote $out" >&2
+    return $st
+}
+if [ "$mode" = --mpi ]; then
+    run_mpi
     exit $?
 fi
 

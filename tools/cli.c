@@ -13,10 +13,12 @@
 #include "options.h"
 #include "structures.h"
 
+const char *cli_program = "nearby";
+
 void cli_fail(const char *fmt, ...)
 {
     va_list ap;
-    fputs("nearby: ", stderr);
+    fprintf(stderr, "%s: ", cli_program);
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);

@@ -40,7 +40,11 @@ extern const cliCommand cli_cmd_render;
 extern const cliCommand cli_cmd_boxes;
 extern const cliCommand cli_cmd_overlaps;
 
-/// Prints `nearby: ` and the message, one line, to standard error.
+/// The program's name in messages, usage lines and "see NAME COMMAND --help": "nearby"
+/// (nearby-mpi sets its own).
+extern const char *cli_program;
+
+/// Prints `nearby: ` (cli_program) and the message, one line, to standard error.
 #if defined(__GNUC__)
 __attribute__((format(printf, 1, 2)))
 #endif

@@ -194,7 +194,7 @@ static int parse_value(const cliCommand *c, unsigned bit, const char *opt, const
     case CLI_OPT_STRUCTURE:
         o->structure = cli_structure_find(v);
         if (o->structure == NULL) {
-            cli_fail("%s: unknown structure %s (see nearby %s --help)", cmd, q, cmd);
+            cli_fail("%s: unknown structure %s (see %s %s --help)", cmd, q, cli_program, cmd);
             return CLI_EXIT_BAD_INPUT;
         }
         if (!cli_structure_supports(o->structure, c->needs)) {
@@ -303,7 +303,7 @@ int cli_parse_options(const cliCommand *c, int argc, char **argv, cliOptions *o)
         }
         if (options_done || arg[0] != '-' || strcmp(arg, "-") == 0) {
             if (!(c->options & CLI_OPT_INPUT) || o->input != NULL) {
-                cli_fail("%s: unexpected argument %s (see nearby %s --help)", cmd, q, cmd);
+                cli_fail("%s: unexpected argument %s (see %s %s --help)", cmd, q, cli_program, cmd);
                 return CLI_EXIT_BAD_INPUT;
             }
             o->input = arg;
@@ -319,7 +319,7 @@ int cli_parse_options(const cliCommand *c, int argc, char **argv, cliOptions *o)
         if (t == OPTION_COUNT) {
             char nq[200];
             nbio_quote(nq, sizeof nq, arg, name_len);
-            cli_fail("%s: unknown option %s (see nearby %s --help)", cmd, nq, cmd);
+            cli_fail("%s: unknown option %s (see %s %s --help)", cmd, nq, cli_program, cmd);
             return CLI_EXIT_BAD_INPUT;
         }
         const char *name = option_table[t].name;
@@ -348,7 +348,7 @@ int cli_parse_options(const cliCommand *c, int argc, char **argv, cliOptions *o)
         if (r != CLI_EXIT_OK) return r;
     }
     if ((c->options & CLI_OPT_INPUT) && o->input == NULL) {
-        cli_fail("%s: missing INPUT (see nearby %s --help)", cmd, cmd);
+        cli_fail("%s: missing INPUT (see %s %s --help)", cmd, cli_program, cmd);
         return CLI_EXIT_BAD_INPUT;
     }
     return -1;
@@ -360,7 +360,7 @@ int cli_require(const cliCommand *cmd, const cliOptions *o, unsigned bits)
         if (!(option_table[t].bit & bits) || (o->given & option_table[t].bit)) continue;
         const char *name =
             option_table[t].missing != NULL ? option_table[t].missing : option_table[t].name;
-        cli_fail("%s: missing %s (see nearby %s --help)", cmd->name, name, cmd->name);
+        cli_fail("%s: missing %s (see %s %s --help)", cmd->name, name, cli_program, cmd->name);
         return CLI_EXIT_BAD_INPUT;
     }
     return CLI_EXIT_OK;
@@ -369,7 +369,7 @@ int cli_require(const cliCommand *cmd, const cliOptions *o, unsigned bits)
 void cli_print_usage(const cliCommand *cmd, const char *args)
 {
     enum { WIDTH = 80 };
-    int indent = printf("usage: nearby %s ", cmd->name);
+    int indent = printf("usage: %s %s ", cli_program, cmd->name);
     int column = indent + printf("%s", args);
     for (size_t t = 0; t < OPTION_COUNT; t++) {
         const char *part = option_table[t].usage;

@@ -85,33 +85,45 @@ nbioResult nbio_decode_points(const unsigned char *src, int64_t count, int32_t d
     return NBIO_OK;
 }
 
+nbioResult nbio_layout_f64(uint64_t size, int32_t dim, nbioLayout *out, nbioError *err)
+{
+    if (dim == 0) dim = 2;
+    const uint64_t point_bytes = (uint64_t)dim * 8;
+    if (size % point_bytes != 0) {
+        if (dim == NBIO_RECTS)
+            snprintf(err->text, sizeof err->text,
+                     "truncated: %llu bytes is not a whole number of rectangles (32 bytes each)",
+                     (unsigned long long)size);
+        else
+            snprintf(err->text, sizeof err->text,
+                     "truncated: %llu bytes is not a whole number of %dD points (%llu bytes each)",
+                     (unsigned long long)size, (int)dim, (unsigned long long)point_bytes);
+        return NBIO_BAD_INPUT;
+    }
+    const uint64_t count = size / point_bytes;
+    if (count > (uint64_t)NBIO_MAX_POINTS) {
+        snprintf(err->text, sizeof err->text, "too many points: %llu (at most %d)",
+                 (unsigned long long)count, (int)NBIO_MAX_POINTS);
+        return NBIO_BAD_INPUT;
+    }
+    out->data_at = 0;
+    out->count = (int64_t)count;
+    out->dim = dim;
+    out->item_size = 8;
+    out->big_endian = false;
+    return NBIO_OK;
+}
+
 nbioResult nbio_parse_f64(const char *data, size_t size, int32_t dim, nbioPoints *out,
                           nbioError *err)
 {
     out->coords = NULL;
     out->count = 0;
     out->dim = 0;
-    if (dim == 0) dim = 2;
-    size_t point_bytes = (size_t)dim * 8;
-    if (size % point_bytes != 0) {
-        if (dim == NBIO_RECTS)
-            snprintf(err->text, sizeof err->text,
-                     "truncated: %zu bytes is not a whole number of rectangles (32 bytes each)",
-                     size);
-        else
-            snprintf(err->text, sizeof err->text,
-                     "truncated: %zu bytes is not a whole number of %dD points (%zu bytes each)",
-                     size, (int)dim, point_bytes);
-        return NBIO_BAD_INPUT;
-    }
-    size_t count = size / point_bytes;
-    if (count > (size_t)NBIO_MAX_POINTS) {
-        snprintf(err->text, sizeof err->text, "too many points: %zu (at most %d)", count,
-                 (int)NBIO_MAX_POINTS);
-        return NBIO_BAD_INPUT;
-    }
+    nbioLayout at;
+    if (nbio_layout_f64((uint64_t)size, dim, &at, err) != NBIO_OK) return NBIO_BAD_INPUT;
     nbioResult r =
-        nbio_decode_points((const unsigned char *)data, (int64_t)count, dim, 8, false, out, err);
-    if (r == NBIO_OK) out->dim = dim;
+        nbio_decode_points((const unsigned char *)data, at.count, at.dim, 8, false, out, err);
+    if (r == NBIO_OK) out->dim = at.dim;
     return r;
 }

@@ -100,13 +100,10 @@ static nbioResult malformed(nbioError *err, const char *what)
     return NBIO_BAD_INPUT;
 }
 
-nbioResult nbio_parse_npy(const char *data, size_t size, int32_t dim, nbioPoints *out,
-                          nbioError *err)
+nbioResult nbio_layout_npy(const char *data, size_t size, uint64_t file_size, int32_t dim,
+                           nbioLayout *out, nbioError *err)
 {
     const unsigned char *u = (const unsigned char *)data;
-    out->coords = NULL;
-    out->count = 0;
-    out->dim = 0;
     if (size < 10 || memcmp(data, "\x93NUMPY", 6) != 0) {
         snprintf(err->text, sizeof err->text, "not a NumPy .npy file (no \\x93NUMPY magic)");
         return NBIO_BAD_INPUT;
@@ -213,9 +210,9 @@ nbioResult nbio_parse_npy(const char *data, size_t size, int32_t dim, nbioPoints
     }
 
     // At most 2^31 * 3 * 8 bytes: fits uint64_t, and compared before any size_t arithmetic.
-    size_t data_at = header_at + header_len;
-    uint64_t have = (uint64_t)(size - data_at);
-    uint64_t need = (uint64_t)axes[0] * (uint64_t)axes[1] * (uint64_t)item_size;
+    const uint64_t data_at = (uint64_t)(header_at + header_len);
+    const uint64_t have = file_size - data_at;
+    const uint64_t need = (uint64_t)axes[0] * (uint64_t)axes[1] * (uint64_t)item_size;
     if (have < need) {
         snprintf(err->text, sizeof err->text, "truncated: expected %llu data bytes, found %llu",
                  (unsigned long long)need, (unsigned long long)have);
@@ -226,6 +223,23 @@ nbioResult nbio_parse_npy(const char *data, size_t size, int32_t dim, nbioPoints
                  (unsigned long long)(have - need));
         return NBIO_BAD_INPUT;
     }
-    return nbio_decode_points(u + data_at, axes[0], (int32_t)axes[1], item_size, big_endian, out,
-                              err);
+    out->data_at = data_at;
+    out->count = axes[0];
+    out->dim = (int32_t)axes[1];
+    out->item_size = item_size;
+    out->big_endian = big_endian;
+    return NBIO_OK;
+}
+
+nbioResult nbio_parse_npy(const char *data, size_t size, int32_t dim, nbioPoints *out,
+                          nbioError *err)
+{
+    out->coords = NULL;
+    out->count = 0;
+    out->dim = 0;
+    nbioLayout at;
+    if (nbio_layout_npy(data, size, (uint64_t)size, dim, &at, err) != NBIO_OK)
+        return NBIO_BAD_INPUT;
+    return nbio_decode_points((const unsigned char *)data + at.data_at, at.count, at.dim,
+                              at.item_size, at.big_endian, out, err);
 }

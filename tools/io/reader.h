@@ -79,6 +79,27 @@ nbioResult nbio_parse_f64(const char *data, size_t size, int32_t dim, nbioPoints
 nbioResult nbio_parse_npy(const char *data, size_t size, int32_t dim, nbioPoints *out,
                           nbioError *err);
 
+/// Where the points of a binary file lie, found without reading them: for a reader of one
+/// slice of the rows (nearby-mpi: each rank reads and decodes only its own byte range, with
+/// nbio_decode_points).
+typedef struct nbioLayout {
+    uint64_t data_at; ///< byte offset of point 0 in the file
+    int64_t count;    ///< points in the file, at most NBIO_MAX_POINTS
+    int32_t dim;      ///< values a point: 2 or 3 (NBIO_RECTS for rectangles)
+    int item_size;    ///< 8 or 4 bytes a value
+    bool big_endian;
+} nbioLayout;
+
+/// The layout of a .f64 file of `size` bytes read with `dim` (0 = 2), with nbio_parse_f64's
+/// checks and messages.
+nbioResult nbio_layout_f64(uint64_t size, int32_t dim, nbioLayout *out, nbioError *err);
+
+/// The layout of a .npy file of `file_size` bytes from its first `size` bytes `data`, which
+/// must hold the whole header (else "malformed .npy header: truncated"), with nbio_parse_npy's
+/// checks and messages, decoding nothing.
+nbioResult nbio_layout_npy(const char *data, size_t size, uint64_t file_size, int32_t dim,
+                           nbioLayout *out, nbioError *err);
+
 /// Shared by the binary readers: decodes `count` points of `dim` IEEE floats (`item_size` 8 or
 /// 4 bytes, little- or big-endian) from `src` into a fresh array, rejecting NaN and infinity
 /// with the point's index in err->point.
