@@ -953,10 +953,11 @@ static nbStatus nbi_hash_range_buffer(const nbHash *h, const double *center, dou
                                        : nbi_walk_box(&v, lo, hi, f, &s);
     if (st != NB_OK) return st;
     unsigned char *bytes = (unsigned char *)out;
+    const nbHit *hits = NBI_ARR(h, hit, const nbHit); // (read once: `out` may alias anything)
     for (int32_t t = (s.found < capacity ? s.found : capacity) - 1; t >= 0; t--) {
-        int32_t slot;
-        memcpy(&slot, bytes + (size_t)t * sizeof(int32_t), sizeof slot);
-        const nbHashHit hit = nbi_hash_hit(h, slot);
+        int32_t p;
+        memcpy(&p, bytes + (size_t)t * sizeof(int32_t), sizeof p);
+        const nbHashHit hit = hits[p];
         memcpy(bytes + (size_t)t * sizeof(nbHashHit), &hit, sizeof hit);
     }
     *found = s.found;
