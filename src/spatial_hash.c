@@ -84,8 +84,7 @@ struct nbHash {
 
 #define NBI_ARR(h, buf, type) ((type *)(h)->buf.ptr)
 
-// Cells a layout may have for n items: a dense box up to this size, or as many hashed cell
-// numbers (live and emptied) before a relayout drops the empty ones.
+// Cells a dense box may have for n items.
 static int64_t nbi_max_cells(int64_t n)
 {
     return n + n / 2 + 1024;
@@ -95,6 +94,13 @@ static int64_t nbi_max_cells(int64_t n)
 static int64_t nbi_slack_want(int64_t n)
 {
     return n / 4 + 16;
+}
+
+// Hashed cell numbers (live and emptied) for n items before a relayout drops the empty ones:
+// after one, at least n / 4 + 64 new cells can come before the next.
+static int64_t nbi_hashed_max(int64_t n)
+{
+    return n + n / 4 + 64;
 }
 
 static int64_t nbi_slack_min(int64_t n)
@@ -599,7 +605,7 @@ static nbStatus nbi_make_place(nbHash *h, const int64_t key[3], int32_t items, i
     bool relayout = false;
     if (c >= 0) {
         relayout = nbi_donor(h, c, NBI_HASH_REACH) < 0;
-    } else if (h->dense || h->ncells >= nbi_max_cells(n)) {
+    } else if (h->dense || h->ncells >= nbi_hashed_max(n)) {
         relayout = true; // outside the box, or too many emptied hashed cells
     } else {             // a new hashed cell at the end: the tail, or slack before it
         relayout = h->cap <= NBI_ARR(h, start, const int32_t)[h->ncells] &&
@@ -699,12 +705,13 @@ nbStatus nb_hash_reserve(nbHash *hash, int32_t items)
     if (hash == NULL) return NB_ERR_NULL_ARG;
     if (items < 0 || items > NBI_HASH_MAX_ITEMS) return NB_ERR_OUT_OF_RANGE;
     // Inserting until the hash holds `items` items: handles for them, positions for them and
-    // the slack of a relayout, cell numbers for a dense box (or hashed cells) of their size,
-    // and, when the hash is hashed, keys and table entries for as many cells.
+    // the slack of a relayout, cell numbers for the largest dense box of their size, and keys
+    // and table entries for the most hashed cells (a far insert may turn a dense hash hashed).
     const int64_t n = items > hash->count ? items : hash->count;
     const int32_t more = items > hash->count ? items - hash->count : 0;
-    const int64_t cells = nbi_max_cells(n) + 1;
-    const nbiHashNeed need = {more, n + nbi_slack_want(n), cells, hash->dense ? 0 : cells};
+    const int64_t hashed = nbi_hashed_max(n) + 1;
+    const int64_t cells = nbi_max_cells(n) > hashed ? nbi_max_cells(n) : hashed;
+    const nbiHashNeed need = {more, n + nbi_slack_want(n), cells, hashed};
     return nbi_hash_room(hash, need);
 }
 
