@@ -282,6 +282,7 @@ static bool nbi_knn_run(int32_t b0, int32_t b1, void *vctx)
     for (int32_t p = b0; p < b1; p++) {
         if (x->per_point && !nbi_view_passes(v, p, x->f)) continue;
         nbNeighbor cand = {v->idx[p], nbi_dist2(x->q, v->pts + (size_t)p * (size_t)dim, dim)};
+        if (isnan(cand.dist2)) continue; // slack between a hash's cells: NaN, not a point
         nbi_knn_offer(x, cand);
     }
     return true;

@@ -2,35 +2,46 @@
 // The spatial hash (include/nearby/hash.h): items by handle in an unbounded world, kept by cell
 // so that the shared walkers answer every query from a cell-sorted view.
 //
-// Layout. Items live in an arena of positions (coordinates, the item's slot, its filter bits),
-// grouped by cell: cell c owns the block [start[c], start[c] + 2^cls[c]) and its items fill
-// [start[c], end[c]). That is exactly the view's "cells with slack" (view.h), so pairs, cross
-// pairs, radius, box and kNN need no code of their own here. Handles come from the handle pool;
-// a slot's pool value is the item's position, and per slot we keep its cell and user value.
-// Occupied cells are found through the cell table (coordinates -> cell id). Cell ids are reused
-// through a free list; a free id is an empty cell (start == end) the walkers step over.
+// Layout: one cell-sorted snapshot with slack. Items live in arrays of positions (coordinates,
+// the item's slot, its filter bits, its handle and user value). Cell c owns the positions
+// [start[c], start[c + 1]); its items fill [start[c], end[c]) and the rest is slack, whose
+// coordinates are NaN: NaN fails every distance and box test without a branch, so the walkers
+// may read a row of cells as one run, slack included, exactly as they read the dense grid's.
+// Positions from start[ncells] to `cap` are the tail, free for the last cell.
 //
-// Blocks are powers of two. A full cell moves to a block twice as large (its items are copied,
-// their pool values updated: amortised O(1) per insert); the old block, and the block of a cell
-// that empties, go onto a free list per size, and new blocks come from those lists before the
-// arena's end. So in a steady state (agents wandering, cells emptying and filling) the arena
-// stops growing and nothing allocates; positions never move except when a cell's block does.
+// Cells are numbered in one of two ways (view.h):
+// - dense: every cell of the box lo..hi, row-major, x fastest, when that box has at most
+//   nbi_max_cells(count) cells (about 1.5 cells an item): a query reads 3 rows, no lookups;
+// - hashed: occupied cells only, found through the cell table (coordinates -> cell number),
+//   their coordinates in `keys`, for worlds too sparse or far-flung for a box. A cell that
+//   empties stays (empty) until the next relayout drops it.
 //
-// Moves. Within its cell an item's coordinates are rewritten in place: nothing shared changes.
-// To another cell: the item leaves its block (the cell's last item takes its position) and is
-// appended to the new cell's block. Everything that can allocate is prepared first
-// (nbi_hash_room), so a failure leaves the hash exactly as it was.
+// Moves. Within its cell an item's coordinates are rewritten in place: nothing else changes.
+// To another cell: the item is appended at its new cell's end and the old cell's last item
+// fills its place (the position left behind becomes slack, NaN). A full cell borrows a position
+// from the nearest cell with slack (within NBI_HASH_REACH cells, or the tail): every cell in
+// between hands its first item to its own end (or its last to the position before it), one
+// copy per cell, so a borrow costs a few copies. When no cell nearby has slack, or an item
+// leaves the dense box, the hash is relaid out: every item placed by cell again, with fresh
+// slack spread over the cells in proportion to their items, by an in-place permutation
+// (nbi_relayout, O(items + cells)). Slack is about a quarter of the items, so relayouts are
+// rare: the steady state of wandering agents allocates nothing and relays out seldom.
 //
-// Bounds. The view needs a box of cells covering every occupied cell and a bound on |coordinate|.
-// Both only grow (a superset keeps every walker exact, just prunes a little less) and are reset
-// when the hash empties.
+// All or nothing: everything a call can allocate is prepared before anything changes
+// (nbi_hash_room); a relayout allocates nothing itself. A failure leaves the hash as it was.
 //
-// Invariants (nb_hash_validate): the pool's own; count == live handles == items in cells; for a
-// live cell: 0 < end - start <= 2^cls, its block inside [0, top), the table maps its key to it,
-// every position in it holds a live slot whose pool value is that position, whose cell is c and
-// whose coordinates map to the cell's key; the table holds exactly the live cells; free cell ids
-// are empty and chained; live blocks plus free blocks cover [0, top) exactly (by size);
-// nfiltered counts the items with bits other than NB_FILTER_ALL; the bounds cover every item.
+// Bounds. The view needs a box of cells covering every occupied cell (dense: the box itself;
+// hashed: the union of its cells') and a bound on |coordinate|; both only grow until a
+// relayout or clear recomputes or resets them (a superset keeps every walker exact).
+//
+// Invariants (nb_hash_validate): the pool's own; count == live handles == items in cells;
+// 0 = start[0] <= start[c] <= end[c] <= start[c + 1], start[ncells] <= cap; every item
+// position holds a live slot whose pool value is that position, whose handle is the one stored
+// there and whose coordinates map to the cell's key; every slack position has NaN coordinates
+// and slot -1; posid[p] == p; dense: ncells is the box's size and the table is empty; hashed:
+// the table maps exactly the keys of cells 0 .. ncells - 1 to their numbers, all within
+// lo..hi; live_cells counts the non-empty cells; nfiltered counts the items with bits other
+// than NB_FILTER_ALL; max_abs bounds every item's coordinates.
 #include <nearby/hash.h>
 
 #include "handle_pool.h"
@@ -38,8 +49,8 @@
 
 #include <string.h>
 
-// At most 2^28 items, so that 4 positions an item (what reserve sets aside) fit int32 positions.
-enum { NBI_HASH_CLASSES = 31, NBI_HASH_MAX_ITEMS = 1 << 28 };
+// At most 2^28 items, so that positions (items plus slack) and cells fit int32.
+enum { NBI_HASH_MAX_ITEMS = 1 << 28, NBI_HASH_REACH = 64 };
 
 struct nbHash {
     nbAllocator alloc;
@@ -49,34 +60,53 @@ struct nbHash {
     int32_t nfiltered; // items whose bits are not all ones: 0 lets queries skip the filter
 
     nbiPool pool; // handles; a slot's value is its item's position
-    nbiBuf cell;  // int32_t per slot: the item's cell
 
     // Per position, so that what a query reports (handle, user value) sits next to what it
-    // tests (coordinates, filter bits), block by block, rather than behind the item's slot.
-    nbiBuf pts;                           // double, dim per position
-    nbiBuf idx;                           // int32_t per position: the slot of the item there
-    nbiBuf cat, mask;                     // uint32_t per position
-    nbiBuf hit;                           // nbHit per position: the item's handle and user value
-    nbiBuf posid;                         // int32_t: p at every position p (results are positions)
-    int32_t top;                          // positions [0, top) belong to blocks, live or free
-    int32_t free_block[NBI_HASH_CLASSES]; // free blocks per size class, chained through idx
-    int64_t free_positions;               // positions in free blocks
+    // tests (coordinates, filter bits), cell by cell.
+    nbiBuf pts;       // double, dim per position; NaN in slack
+    nbiBuf idx;       // int32_t: the slot of the item there, -1 in slack
+    nbiBuf cat, mask; // uint32_t
+    nbiBuf hit;       // nbHit: the item's handle and user value
+    nbiBuf posid;     // int32_t: p at every position p (results are positions); relayout scratch
+    int32_t cap;      // positions every one of them holds
 
-    nbiBuf start, end; // int32_t per cell id
-    nbiBuf cls;        // int8_t per cell id: log2 of its block; -1 for a free id
-    nbiBuf keys;       // int64_t, 3 per cell id (a free id keeps its successor in keys[3c])
-    int32_t ncells;    // ids ever used
-    int32_t live_cells;
-    int32_t free_cell; // first free id, -1 when none
-    nbiCellTable table;
+    bool dense;
+    int32_t ncells;      // dense: cells in the box; hashed: cell numbers in use
+    int32_t live_cells;  // cells holding an item
+    nbiBuf start, end;   // int32_t: ncells + 1 and ncells entries
+    nbiBuf nstart, nend; // relayout scratch, the same capacity as start and end
+    nbiBuf keys;         // hashed: int64_t, 3 per cell
+    nbiCellTable table;  // hashed: the cells' keys -> their numbers
+    int64_t lo[3], hi[3], ext[3];
 
     double max_abs;
-    int64_t lo[3], hi[3];
 };
 
-// ---- typed access ----
-
 #define NBI_ARR(h, buf, type) ((type *)(h)->buf.ptr)
+
+// Cells a dense box may have for n items.
+static int64_t nbi_max_cells(int64_t n)
+{
+    return n + n / 2 + 1024;
+}
+
+// Slack a relayout spreads for n items (at least nbi_slack_min; more capacity is left as tail).
+static int64_t nbi_slack_want(int64_t n)
+{
+    return n / 4 + 16;
+}
+
+// Hashed cell numbers (live and emptied) for n items before a relayout drops the empty ones:
+// after one, at least n / 4 + 64 new cells can come before the next.
+static int64_t nbi_hashed_max(int64_t n)
+{
+    return n + n / 4 + 64;
+}
+
+static int64_t nbi_slack_min(int64_t n)
+{
+    return n / 8 + 16;
+}
 
 static nbiView nbi_hash_view(const nbHash *h)
 {
@@ -89,26 +119,26 @@ static nbiView nbi_hash_view(const nbHash *h)
     v.cat = h->nfiltered > 0 ? (const uint32_t *)h->cat.ptr : NULL;
     v.mask = h->nfiltered > 0 ? (const uint32_t *)h->mask.ptr : NULL;
     v.start = (const int32_t *)h->start.ptr;
-    v.end = (const int32_t *)h->end.ptr;
+    v.end = NULL; // rows are runs: slack is NaN and never matches
     v.ncells = h->count > 0 ? h->ncells : 0;
     v.cm = h->cm;
     v.max_abs = h->max_abs;
-    for (int a = 0; a < 3; a++) { // an empty hash has no box (its bounds are reset)
+    for (int a = 0; a < 3; a++) {
         v.lo[a] = h->count > 0 ? h->lo[a] : 0;
         v.hi[a] = h->count > 0 ? h->hi[a] : 0;
         v.ext[a] = v.hi[a] - v.lo[a] + 1;
     }
-    v.table = &h->table;
-    v.cell_keys = (const int64_t *)h->keys.ptr;
+    if (!h->dense) {
+        v.table = &h->table;
+        v.cell_keys = (const int64_t *)h->keys.ptr;
+    }
     return v;
 }
 
 // The item at position p as a result (the walkers report positions: the view's idx is posid).
 static nbHashHit nbi_hash_hit(const nbHash *h, int32_t p)
 {
-    nbHashHit hit;
-    hit = NBI_ARR(h, hit, const nbHit)[p];
-    return hit;
+    return NBI_ARR(h, hit, const nbHit)[p];
 }
 
 // The cell of a point: NB_ERR_NOT_FINITE or NB_ERR_OUT_OF_RANGE (beyond +-2^62) when it has none.
@@ -125,127 +155,145 @@ static nbStatus nbi_hash_key(const nbHash *h, const double *pos, int64_t key[3])
     return NB_OK;
 }
 
+// The key of a stored item's coordinates (known to have one).
+static void nbi_item_key(const nbHash *h, int32_t p, int64_t key[3])
+{
+    const double *x = NBI_ARR(h, pts, const double) + (size_t)p * (size_t)h->dim;
+    key[2] = 0;
+    for (int a = 0; a < h->dim; a++) key[a] = nbi_cell_i(&h->cm, x[a]);
+}
+
 static bool nbi_bits_all(nbFilter f)
 {
     return f.category == 0xFFFFFFFFu && f.mask == 0xFFFFFFFFu;
 }
 
+// ---- cells ----
+
+// The number of the cell at `key`: -1 when it is outside the dense box or not a hashed cell.
+static int32_t nbi_cell_find(const nbHash *h, const int64_t key[3])
+{
+    if (!h->dense) return nbi_ctab_find(&h->table, key[0], key[1], key[2]);
+    if (h->ncells == 0) return -1;
+    for (int a = 0; a < 3; a++)
+        if (key[a] < h->lo[a] || key[a] > h->hi[a]) return -1;
+    return (int32_t)((key[0] - h->lo[0]) +
+                     h->ext[0] * ((key[1] - h->lo[1]) + h->ext[1] * (key[2] - h->lo[2])));
+}
+
+static void nbi_cell_key(const nbHash *h, int32_t c, int64_t key[3])
+{
+    if (!h->dense) {
+        memcpy(key, NBI_ARR(h, keys, const int64_t) + (size_t)c * 3, 3 * sizeof(int64_t));
+        return;
+    }
+    int64_t r = c;
+    key[0] = h->lo[0] + r % h->ext[0];
+    r /= h->ext[0];
+    key[1] = h->lo[1] + r % h->ext[1];
+    key[2] = h->lo[2] + r / h->ext[1];
+}
+
 // ---- storage ----
 
-// Every buffer the hash owns, with its element size and what it is sized by, in one table so
-// that growing, checking and freeing them cannot miss one. The cell table's storage grows apart.
-enum { NBI_PER_SLOT, NBI_PER_POSITION, NBI_PER_CELL_ID };
-enum { NBI_HASH_BUFS = 11 };
+// The buffers of one position each, in one table so that growing, copying and freeing them
+// cannot miss one.
+enum { NBI_POS_BUFS = 6, NBI_CELL_BUFS = 4 };
 
-static void nbi_hash_bufs(nbHash *h, nbiBuf *buf[NBI_HASH_BUFS], size_t elem[NBI_HASH_BUFS],
-                          int kind[NBI_HASH_BUFS])
+static void nbi_pos_bufs(nbHash *h, nbiBuf *buf[NBI_POS_BUFS], size_t elem[NBI_POS_BUFS])
 {
-    nbiBuf *b[NBI_HASH_BUFS] = {&h->cell,  &h->pts,   &h->idx, &h->cat, &h->mask, &h->hit,
-                                &h->posid, &h->start, &h->end, &h->cls, &h->keys};
-    const size_t e[NBI_HASH_BUFS] = {sizeof(int32_t),    sizeof(double) * (size_t)h->dim,
-                                     sizeof(int32_t),    sizeof(uint32_t),
-                                     sizeof(uint32_t),   sizeof(nbHit),
-                                     sizeof(int32_t),    sizeof(int32_t),
-                                     sizeof(int32_t),    sizeof(int8_t),
-                                     sizeof(int64_t) * 3};
-    const int k[NBI_HASH_BUFS] = {NBI_PER_SLOT,     NBI_PER_POSITION, NBI_PER_POSITION,
-                                  NBI_PER_POSITION, NBI_PER_POSITION, NBI_PER_POSITION,
-                                  NBI_PER_POSITION, NBI_PER_CELL_ID,  NBI_PER_CELL_ID,
-                                  NBI_PER_CELL_ID,  NBI_PER_CELL_ID};
-    for (int i = 0; i < NBI_HASH_BUFS; i++) {
+    nbiBuf *b[NBI_POS_BUFS] = {&h->pts, &h->idx, &h->cat, &h->mask, &h->hit, &h->posid};
+    const size_t e[NBI_POS_BUFS] = {sizeof(double) * (size_t)h->dim,
+                                    sizeof(int32_t),
+                                    sizeof(uint32_t),
+                                    sizeof(uint32_t),
+                                    sizeof(nbHit),
+                                    sizeof(int32_t)};
+    for (int i = 0; i < NBI_POS_BUFS; i++) {
         buf[i] = b[i];
         elem[i] = e[i];
-        kind[i] = k[i];
     }
 }
 
-// What a change needs room for: items (slots), cells (ids and table entries), arena positions.
+static void nbi_cell_bufs(nbHash *h, nbiBuf *buf[NBI_CELL_BUFS])
+{
+    buf[0] = &h->start;
+    buf[1] = &h->end;
+    buf[2] = &h->nstart;
+    buf[3] = &h->nend;
+}
+
+// What a change needs room for: more items (handles), positions, cell numbers (start / end
+// and their scratch), and hashed cells (keys and table entries).
 typedef struct nbiHashNeed {
-    int32_t items, cells;
-    int64_t positions;
+    int32_t items;
+    int64_t positions, cells, hashed;
 } nbiHashNeed;
 
-// Makes room for `need` more, all or nothing: every buffer is prepared before any is replaced,
-// and the table, which rehashes as it grows, grows only once the others are ready. Afterwards
-// the change cannot fail. Contents move along with grown buffers (positions never change).
+// Makes room for `need`, all or nothing: every buffer is prepared before any is replaced, and
+// the table, which rehashes as it grows, grows only once the others are ready. Contents move
+// along with grown buffers (positions keep their numbers; new positions are tail).
 static nbStatus nbi_hash_room(nbHash *h, nbiHashNeed need)
 {
-    const int64_t items = (int64_t)h->count + need.items;
-    if (items > NBI_HASH_MAX_ITEMS) return NB_ERR_OUT_OF_RANGE;
-    const int64_t ids = h->free_cell >= 0 && need.cells <= 1 ? h->ncells : h->ncells + need.cells;
-    const int64_t top = (int64_t)h->top + need.positions;
-    if (top > INT32_MAX || ids > INT32_MAX) return NB_ERR_OUT_OF_RANGE;
-    nbiBuf *cur[NBI_HASH_BUFS];
-    size_t elem[NBI_HASH_BUFS];
-    int kind[NBI_HASH_BUFS];
-    nbi_hash_bufs(h, cur, elem, kind);
-    // The common case, every frame: there is room already. (Each buffer is checked on its own:
-    // a growth retried at the exact size can leave siblings with different capacities.)
-    const int64_t cells = (int64_t)h->live_cells + need.cells;
-    bool room = nbi_pool_room(&h->pool) >= need.items && h->table.bits > 0 &&
-                cells <= ((int64_t)1 << (h->table.bits - 1));
-    const size_t size_now[3] = {h->pool.slots.cap, (size_t)top, (size_t)ids};
-    for (int b = 0; b < NBI_HASH_BUFS && room; b++) room = size_now[kind[b]] <= cur[b]->cap;
+    if (need.positions > INT32_MAX || need.cells + 1 > INT32_MAX || need.hashed > INT32_MAX)
+        return NB_ERR_OUT_OF_RANGE;
+    enum { NB = NBI_POS_BUFS + NBI_CELL_BUFS + 1 };
+    nbiBuf *cur[NB];
+    size_t elem[NB], size[NB];
+    nbi_pos_bufs(h, cur, elem);
+    nbi_cell_bufs(h, cur + NBI_POS_BUFS);
+    cur[NB - 1] = &h->keys;
+    for (int b = 0; b < NB; b++) {
+        if (b < NBI_POS_BUFS) {
+            size[b] = (size_t)(need.positions > h->cap ? need.positions : h->cap);
+        } else if (b < NB - 1) {
+            elem[b] = sizeof(int32_t);
+            size[b] = (size_t)need.cells + 1;
+        } else {
+            elem[b] = 3 * sizeof(int64_t);
+            size[b] = (size_t)need.hashed;
+        }
+    }
+    // The common case, every frame: there is room already.
+    bool room = nbi_pool_room(&h->pool) >= need.items &&
+                (need.hashed == 0 ||
+                 (h->table.bits > 0 && need.hashed <= ((int64_t)1 << (h->table.bits - 1))));
+    for (int b = 0; b < NB && room; b++) room = size[b] <= cur[b]->cap;
     if (room) return NB_OK;
     nbiPoolPrep prep;
     nbStatus st = nbi_pool_prepare(&h->pool, need.items, &prep);
     if (st != NB_OK) return st;
-    const size_t size[3] = {prep.next.cap, (size_t)top, (size_t)ids};
-    nbiBuf next[NBI_HASH_BUFS];
-    for (int b = 0; b < NBI_HASH_BUFS; b++) {
-        if (!nbi_buf_prepare(&h->alloc, cur[b], &next[b], size[kind[b]], elem[b])) {
+    nbiBuf next[NB];
+    for (int b = 0; b < NB; b++) {
+        if (!nbi_buf_prepare(&h->alloc, cur[b], &next[b], size[b], elem[b])) {
             for (int f = 0; f < b; f++) nbi_buf_abandon(&h->alloc, cur[f], &next[f], elem[f]);
             nbi_pool_abandon(&h->pool, &prep);
             return NB_ERR_OUT_OF_MEMORY;
         }
     }
-    if (!nbi_ctab_grow(&h->table, &h->alloc, (size_t)h->live_cells + (size_t)need.cells)) {
-        for (int f = 0; f < NBI_HASH_BUFS; f++)
-            nbi_buf_abandon(&h->alloc, cur[f], &next[f], elem[f]);
+    if (need.hashed > 0 && !nbi_ctab_grow(&h->table, &h->alloc, (size_t)need.hashed)) {
+        for (int f = 0; f < NB; f++) nbi_buf_abandon(&h->alloc, cur[f], &next[f], elem[f]);
         nbi_pool_abandon(&h->pool, &prep);
         return NB_ERR_OUT_OF_MEMORY;
     }
     nbi_pool_commit(&h->pool, &prep);
-    const size_t had = h->posid.cap;
-    for (int b = 0; b < NBI_HASH_BUFS; b++) {
+    for (int b = 0; b < NB; b++) {
         if (next[b].ptr != cur[b]->ptr && cur[b]->ptr != NULL)
             memcpy(next[b].ptr, cur[b]->ptr, cur[b]->cap * elem[b]);
         nbi_buf_commit(&h->alloc, cur[b], &next[b], elem[b]);
     }
+    size_t cap = h->pts.cap; // every position buffer holds at least `size`; use the least
+    for (int b = 1; b < NBI_POS_BUFS; b++) cap = cur[b]->cap < cap ? cur[b]->cap : cap;
+    cap = cap > INT32_MAX ? INT32_MAX : cap;
     int32_t *posid = NBI_ARR(h, posid, int32_t);
-    for (size_t p = had; p < h->posid.cap; p++) posid[p] = (int32_t)p;
+    for (size_t p = (size_t)h->cap; p < cap; p++) posid[p] = (int32_t)p;
+    h->cap = (int32_t)cap;
+    if (h->start.ptr != NULL && h->ncells == 0) NBI_ARR(h, start, int32_t)[0] = 0;
     return NB_OK;
 }
 
-// Positions a new block of class k needs from the arena's end (0 when its free list has one).
-static int64_t nbi_block_need(const nbHash *h, int k)
-{
-    return h->free_block[k] >= 0 ? 0 : (int64_t)1 << k;
-}
-
-// Takes a block of class k (room already made).
-static int32_t nbi_block_take(nbHash *h, int k)
-{
-    int32_t b = h->free_block[k];
-    if (b >= 0) {
-        h->free_block[k] = NBI_ARR(h, idx, int32_t)[b];
-        h->free_positions -= (int64_t)1 << k;
-        return b;
-    }
-    b = h->top;
-    h->top += 1 << k;
-    return b;
-}
-
-static void nbi_block_give(nbHash *h, int32_t b, int k)
-{
-    NBI_ARR(h, idx, int32_t)[b] = h->free_block[k];
-    h->free_block[k] = b;
-    h->free_positions += (int64_t)1 << k;
-}
-
 // Copies the item at position `from` to position `to` and tells its slot.
-static void nbi_item_copy(nbHash *h, int32_t from, int32_t to)
+static void nbi_item_move(nbHash *h, int32_t from, int32_t to)
 {
     const size_t d = (size_t)h->dim;
     double *pts = NBI_ARR(h, pts, double);
@@ -258,43 +306,79 @@ static void nbi_item_copy(nbHash *h, int32_t from, int32_t to)
     nbi_pool_set_slot_value(&h->pool, idx[to], to);
 }
 
-// The room placing one item into the cell at `key` needs: a new cell and its first block, or a
-// larger block when the cell is full.
-static nbiHashNeed nbi_place_need(const nbHash *h, const int64_t key[3], int32_t items)
+// Makes position p slack: NaN coordinates (no test accepts them), no slot.
+static void nbi_slack_fill(nbHash *h, int32_t p)
 {
-    nbiHashNeed need = {items, 0, 0};
-    const int32_t c = nbi_ctab_find(&h->table, key[0], key[1], key[2]);
-    if (c < 0) {
-        need.cells = 1;
-        need.positions = nbi_block_need(h, 0);
-    } else {
-        const int k = NBI_ARR(h, cls, const int8_t)[c];
-        const int32_t n = NBI_ARR(h, end, const int32_t)[c] - NBI_ARR(h, start, const int32_t)[c];
-        if (n == 1 << k) need.positions = nbi_block_need(h, k + 1);
-    }
-    return need;
+    double *x = NBI_ARR(h, pts, double) + (size_t)p * (size_t)h->dim;
+    for (int a = 0; a < h->dim; a++) x[a] = (double)NAN;
+    NBI_ARR(h, idx, int32_t)[p] = -1;
+    NBI_ARR(h, cat, uint32_t)[p] = 0;
+    NBI_ARR(h, mask, uint32_t)[p] = 0;
+    const nbHit none = {{0}, 0};
+    NBI_ARR(h, hit, nbHit)[p] = none;
 }
 
-// The cell at `key`, created (with an empty block of one) when absent. Room already made.
-static int32_t nbi_cell_get(nbHash *h, const int64_t key[3])
+// The nearest cell to c that has slack, within `reach` cells (any distance when reach < 0),
+// or ncells for the tail; -1 when there is none. c itself first.
+static int32_t nbi_donor(const nbHash *h, int32_t c, int32_t reach)
 {
-    int32_t c = nbi_ctab_find(&h->table, key[0], key[1], key[2]);
-    if (c >= 0) return c;
-    int64_t *keys = NBI_ARR(h, keys, int64_t);
-    if (h->free_cell >= 0) {
-        c = h->free_cell;
-        h->free_cell = (int32_t)keys[(size_t)c * 3];
-    } else {
-        c = h->ncells++;
+    const int32_t *start = NBI_ARR(h, start, const int32_t);
+    const int32_t *end = NBI_ARR(h, end, const int32_t);
+    const int32_t n = h->ncells;
+    if (end[c] < start[c + 1]) return c;
+    for (int32_t d = 1; reach < 0 || d <= reach; d++) {
+        const int64_t r = (int64_t)c + d, l = (int64_t)c - d;
+        if (r > n && l < 0) return -1;
+        if (r < n && end[r] < start[r + 1]) return (int32_t)r;
+        if (r == n && h->cap > start[n]) return n;
+        if (l >= 0 && end[l] < start[l + 1]) return (int32_t)l;
     }
+    return -1;
+}
+
+// Gives cell c one free position at end[c], taken from donor d (nbi_donor): each cell in
+// between passes one position along by moving one of its items across itself.
+static void nbi_borrow(nbHash *h, int32_t c, int32_t d)
+{
+    int32_t *start = NBI_ARR(h, start, int32_t), *end = NBI_ARR(h, end, int32_t);
+    if (d > c) {
+        int32_t e = d;
+        if (d == h->ncells) start[e--]++; // the tail's first position goes to the last cell
+        for (; e > c; e--) {              // e has slack at end[e]: its first item goes there
+            if (end[e] > start[e]) nbi_item_move(h, start[e], end[e]);
+            start[e]++;
+            end[e]++;
+        }
+    } else {
+        for (int32_t e = d + 1; e <= c; e++) { // the position before e is free: e's last goes there
+            if (end[e] > start[e]) nbi_item_move(h, end[e] - 1, start[e] - 1);
+            start[e]--;
+            end[e]--;
+        }
+    }
+}
+
+// Takes the item at position p out of cell c: the cell's last item fills its place.
+static void nbi_cell_take_out(nbHash *h, int32_t c, int32_t p)
+{
+    int32_t *end = NBI_ARR(h, end, int32_t);
+    const int32_t last = --end[c];
+    if (p != last) nbi_item_move(h, last, p);
+    nbi_slack_fill(h, last);
+    if (end[c] == NBI_ARR(h, start, const int32_t)[c]) h->live_cells--;
+}
+
+// A new, empty hashed cell at the end of the numbering (room made).
+static int32_t nbi_cell_new(nbHash *h, const int64_t key[3])
+{
+    const int32_t c = h->ncells++;
+    int32_t *start = NBI_ARR(h, start, int32_t);
+    start[c + 1] = start[c];
+    NBI_ARR(h, end, int32_t)[c] = start[c];
+    memcpy(NBI_ARR(h, keys, int64_t) + (size_t)c * 3, key, 3 * sizeof(int64_t));
     bool inserted;
     nbi_ctab_insert(&h->table, key[0], key[1], key[2], c, &inserted);
     NB_ASSERT(inserted);
-    memcpy(keys + (size_t)c * 3, key, 3 * sizeof(int64_t));
-    const int32_t b = nbi_block_take(h, 0);
-    NBI_ARR(h, start, int32_t)[c] = NBI_ARR(h, end, int32_t)[c] = b;
-    NBI_ARR(h, cls, int8_t)[c] = 0;
-    h->live_cells++;
     for (int a = 0; a < 3; a++) {
         h->lo[a] = key[a] < h->lo[a] ? key[a] : h->lo[a];
         h->hi[a] = key[a] > h->hi[a] ? key[a] : h->hi[a];
@@ -302,57 +386,255 @@ static int32_t nbi_cell_get(nbHash *h, const int64_t key[3])
     return c;
 }
 
-// Appends the item of `slot` to cell c (growing its block when full; room already made) and
-// returns its position.
-static int32_t nbi_cell_append(nbHash *h, int32_t c, int32_t slot)
+// ---- relayout ----
+
+// Where a relayout puts the cells: a dense box or hashed cells, and the positions it needs.
+typedef struct nbiLayout {
+    bool dense;
+    int64_t lo[3], hi[3];
+    int64_t ncells;
+    int64_t cap; // position capacity afterwards
+} nbiLayout;
+
+// Plans a relayout for n items that also covers the cell at `key` (if not NULL): a dense box
+// over the occupied cells (with a margin, so that a crowd drifting outward does not relay out at
+// every step) when it is small enough, else hashed cells. A hashed hash turns dense only when
+// its box is well inside the limit, so that a world at the edge does not flip back and forth.
+static nbStatus nbi_layout_plan(const nbHash *h, int64_t n, const int64_t *key, nbiLayout *L)
 {
-    int32_t *start = NBI_ARR(h, start, int32_t), *end = NBI_ARR(h, end, int32_t);
-    int8_t *cls = NBI_ARR(h, cls, int8_t);
-    const int32_t n = end[c] - start[c];
-    if (n == 1 << cls[c]) { // full: move to a block twice as large
-        const int32_t b = nbi_block_take(h, cls[c] + 1);
-        for (int32_t t = 0; t < n; t++) nbi_item_copy(h, start[c] + t, b + t);
-        nbi_block_give(h, start[c], cls[c]);
-        start[c] = b;
-        end[c] = b + n;
-        cls[c]++;
+    memset(L, 0, sizeof *L);
+    int64_t lo[3] = {INT64_MAX, INT64_MAX, 0}, hi[3] = {INT64_MIN, INT64_MIN, 0};
+    if (h->dim == 3) {
+        lo[2] = INT64_MAX;
+        hi[2] = INT64_MIN;
     }
-    const int32_t p = end[c]++;
-    NBI_ARR(h, idx, int32_t)[p] = slot;
-    NBI_ARR(h, cell, int32_t)[slot] = c;
-    nbi_pool_set_slot_value(&h->pool, slot, p);
-    return p;
+    int64_t live = 0;
+    const int32_t *start = NBI_ARR(h, start, const int32_t);
+    const int32_t *end = NBI_ARR(h, end, const int32_t);
+    for (int32_t c = 0; c <= h->ncells; c++) {
+        int64_t k[3];
+        if (c < h->ncells) {
+            if (end[c] == start[c]) continue;
+            nbi_cell_key(h, c, k);
+            live++;
+        } else if (key != NULL) {
+            memcpy(k, key, sizeof k);
+        } else {
+            break;
+        }
+        for (int a = 0; a < h->dim; a++) {
+            lo[a] = k[a] < lo[a] ? k[a] : lo[a];
+            hi[a] = k[a] > hi[a] ? k[a] : hi[a];
+        }
+    }
+    const int64_t limit = nbi_max_cells(n);
+    if (live == 0 && key == NULL) { // nothing to place: an empty dense box
+        L->dense = true;
+        for (int a = 0; a < 3; a++) L->hi[a] = -1;
+    } else {
+        double cells = 1.0;
+        for (int a = 0; a < h->dim; a++) cells *= (double)hi[a] - (double)lo[a] + 1.0;
+        L->dense = cells <= (double)(h->dense ? limit : limit / 2);
+        if (L->dense) {
+            int64_t m[3] = {0, 0, 0};
+            double with = 1.0;
+            for (int a = 0; a < h->dim; a++) {
+                m[a] = (hi[a] - lo[a] + 1) / 4 + 1;
+                with *= (double)(hi[a] - lo[a] + 1 + 2 * m[a]);
+            }
+            const bool margin = with <= (double)limit;
+            cells = 1.0;
+            for (int a = 0; a < 3; a++) {
+                const int64_t g = margin ? m[a] : 0;
+                // The cell math keeps |key| < 2^62, so the margin cannot overflow.
+                L->lo[a] = lo[a] - g;
+                L->hi[a] = hi[a] + g;
+                cells *= (double)(L->hi[a] - L->lo[a] + 1);
+            }
+            L->ncells = (int64_t)cells;
+        } else {
+            L->ncells = live;
+        }
+    }
+    const int64_t lo_cap = n + nbi_slack_min(n), want = n + nbi_slack_want(n);
+    L->cap = h->cap >= lo_cap ? h->cap : (want > h->cap + h->cap / 2 ? want : h->cap + h->cap / 2);
+    if (L->cap > INT32_MAX || L->ncells + 2 > INT32_MAX) return NB_ERR_OUT_OF_RANGE;
+    return NB_OK;
 }
 
-// Takes the item at position p out of cell c: the cell's last item fills its place. An emptied
-// cell gives back its block, its table entry and its id.
-static void nbi_cell_take_out(nbHash *h, int32_t c, int32_t p)
+// Places every item by layout L (room made: positions L->cap, cell arrays L->ncells + 2, and
+// keys and table entries for a hashed L). Cells keep their relative order in a hashed layout
+// (row-major in a dense one); each gets its items then slack in proportion to its items + 1.
+// The items are permuted in place: posid, normally p at p, holds each position's destination
+// (-1 for slack) while cycles of swaps put every item where it belongs; then it is restored.
+static void nbi_relayout(nbHash *h, const nbiLayout *L)
 {
-    int32_t *start = NBI_ARR(h, start, int32_t), *end = NBI_ARR(h, end, int32_t);
-    const int32_t last = --end[c];
-    if (p != last) nbi_item_copy(h, last, p);
-    if (end[c] > start[c]) return;
-    int8_t *cls = NBI_ARR(h, cls, int8_t);
+    const int32_t *start = NBI_ARR(h, start, const int32_t);
+    const int32_t *end = NBI_ARR(h, end, const int32_t);
+    int32_t *nstart = NBI_ARR(h, nstart, int32_t), *nend = NBI_ARR(h, nend, int32_t);
     int64_t *keys = NBI_ARR(h, keys, int64_t);
-    nbi_block_give(h, start[c], cls[c]);
-    const bool removed = nbi_ctab_remove(&h->table, keys[(size_t)c * 3], keys[(size_t)c * 3 + 1],
-                                         keys[(size_t)c * 3 + 2]);
-    NB_ASSERT(removed);
-    (void)removed;
-    start[c] = end[c] = 0;
-    cls[c] = -1;
-    keys[(size_t)c * 3] = h->free_cell;
-    h->free_cell = c;
-    h->live_cells--;
+    const int32_t T = (int32_t)L->ncells;
+    // 1. Each new cell's source cell (in nend for now), and the hashed keys in their new order
+    //    (in place: a hashed layout keeps the old order, so cell t comes from a cell >= t).
+    int64_t weight = 0;
+    if (L->dense) {
+        const int64_t e0 = L->hi[0] - L->lo[0] + 1, e1 = L->hi[1] - L->lo[1] + 1;
+        for (int32_t t = 0; t < T; t++) {
+            const int64_t k[3] = {L->lo[0] + t % e0, L->lo[1] + (t / e0) % e1,
+                                  L->lo[2] + t / (e0 * e1)};
+            const int32_t src = nbi_cell_find(h, k);
+            nend[t] = src >= 0 && end[src] > start[src] ? src : -1;
+        }
+    } else {
+        int32_t t = 0;
+        for (int32_t c = 0; c < h->ncells; c++) {
+            if (end[c] == start[c]) continue;
+            int64_t k[3];
+            nbi_cell_key(h, c, k);
+            memcpy(keys + (size_t)t * 3, k, sizeof k);
+            nend[t++] = c;
+        }
+        NB_ASSERT(t == T);
+    }
+    for (int32_t t = 0; t < T; t++)
+        if (nend[t] >= 0) weight += end[nend[t]] - start[nend[t]] + 1;
+    // 2. New starts: items, then slack spread by weight (the running share, rounded down).
+    const int64_t n = h->count;
+    int64_t slack = (int64_t)h->cap - n, want = nbi_slack_want(n);
+    slack = slack < want ? slack : want;
+    int64_t pos = 0, acc = 0, given = 0;
+    for (int32_t t = 0; t < T; t++) {
+        nstart[t] = (int32_t)pos;
+        if (nend[t] < 0) continue;
+        const int64_t cnt = end[nend[t]] - start[nend[t]];
+        acc += cnt + 1;
+        const int64_t share = weight > 0 ? slack * acc / weight : 0;
+        pos += cnt + (share - given);
+        given = share;
+    }
+    nstart[T] = (int32_t)pos;
+    // 3. Destinations, then the permutation.
+    int32_t *dest = NBI_ARR(h, posid, int32_t);
+    for (int32_t p = 0; p < h->cap; p++) dest[p] = -1;
+    for (int32_t t = 0; t < T; t++) {
+        const int32_t src = nend[t];
+        if (src < 0) continue;
+        for (int32_t i = 0; i < end[src] - start[src]; i++) dest[start[src] + i] = nstart[t] + i;
+    }
+    const size_t d = (size_t)h->dim;
+    double *pts = NBI_ARR(h, pts, double);
+    int32_t *idx = NBI_ARR(h, idx, int32_t);
+    uint32_t *cat = NBI_ARR(h, cat, uint32_t), *mask = NBI_ARR(h, mask, uint32_t);
+    nbHit *hit = NBI_ARR(h, hit, nbHit);
+    for (int32_t p = 0; p < h->cap; p++) {
+        while (dest[p] >= 0 && dest[p] != p) { // swap the item here with whatever is at its place
+            const int32_t q = dest[p];
+            double x[3];
+            memcpy(x, pts + (size_t)p * d, d * sizeof(double));
+            memcpy(pts + (size_t)p * d, pts + (size_t)q * d, d * sizeof(double));
+            memcpy(pts + (size_t)q * d, x, d * sizeof(double));
+            const int32_t i = idx[p];
+            idx[p] = idx[q];
+            idx[q] = i;
+            const uint32_t c0 = cat[p], m0 = mask[p];
+            cat[p] = cat[q];
+            mask[p] = mask[q];
+            cat[q] = c0;
+            mask[q] = m0;
+            const nbHit h0 = hit[p];
+            hit[p] = hit[q];
+            hit[q] = h0;
+            dest[p] = dest[q];
+            dest[q] = q;
+        }
+    }
+    // 4. Ends, slack, the slots' positions; posid back to p at p.
+    for (int32_t t = 0; t < T; t++) {
+        const int32_t src = nend[t];
+        const int32_t cnt = src >= 0 ? end[src] - start[src] : 0;
+        nend[t] = nstart[t] + cnt;
+        for (int32_t p = nstart[t]; p < nend[t]; p++) nbi_pool_set_slot_value(&h->pool, idx[p], p);
+        for (int32_t p = nend[t]; p < nstart[t + 1]; p++) nbi_slack_fill(h, p);
+    }
+    for (int32_t p = 0; p < h->cap; p++) dest[p] = p;
+    nbiBuf tmp = h->start;
+    h->start = h->nstart;
+    h->nstart = tmp;
+    tmp = h->end;
+    h->end = h->nend;
+    h->nend = tmp;
+    // 5. The numbering.
+    h->ncells = T;
+    h->live_cells = 0;
+    const int32_t *ns = NBI_ARR(h, start, const int32_t), *ne = NBI_ARR(h, end, const int32_t);
+    for (int32_t t = 0; t < T; t++) h->live_cells += ne[t] > ns[t];
+    h->dense = L->dense;
+    if (h->table.bits > 0) nbi_ctab_reset(&h->table, h->table.bits);
+    if (L->dense) {
+        for (int a = 0; a < 3; a++) {
+            h->lo[a] = L->lo[a];
+            h->hi[a] = L->hi[a];
+        }
+    } else {
+        for (int a = 0; a < 3; a++) {
+            h->lo[a] = a < h->dim ? INT64_MAX : 0;
+            h->hi[a] = a < h->dim ? INT64_MIN : 0;
+        }
+        for (int32_t t = 0; t < T; t++) {
+            const int64_t *k = keys + (size_t)t * 3;
+            bool inserted;
+            nbi_ctab_insert(&h->table, k[0], k[1], k[2], t, &inserted);
+            NB_ASSERT(inserted);
+            for (int a = 0; a < 3; a++) {
+                h->lo[a] = k[a] < h->lo[a] ? k[a] : h->lo[a];
+                h->hi[a] = k[a] > h->hi[a] ? k[a] : h->hi[a];
+            }
+        }
+    }
+    for (int a = 0; a < 3; a++) h->ext[a] = h->hi[a] - h->lo[a] + 1;
 }
 
-static void nbi_bounds_reset(nbHash *h)
+// Makes sure the cell at `key` exists and has a free position at its end, for a call that adds
+// `items` (0 or 1) items: borrows from a nearby cell, or creates the cell, or relays out. Only
+// the room it makes first can fail (then nothing has changed). *cell is the cell's number.
+static nbStatus nbi_make_place(nbHash *h, const int64_t key[3], int32_t items, int32_t *cell)
 {
-    h->max_abs = 0.0;
-    for (int a = 0; a < 3; a++) {
-        h->lo[a] = a < h->dim ? INT64_MAX : 0;
-        h->hi[a] = a < h->dim ? INT64_MIN : 0;
+    const int64_t n = (int64_t)h->count + items;
+    if (n > NBI_HASH_MAX_ITEMS) return NB_ERR_OUT_OF_RANGE;
+    int32_t c = nbi_cell_find(h, key);
+    bool relayout = false;
+    if (c >= 0) {
+        relayout = nbi_donor(h, c, NBI_HASH_REACH) < 0;
+    } else if (h->dense || h->ncells >= nbi_hashed_max(n)) {
+        relayout = true; // outside the box, or too many emptied hashed cells
+    } else {             // a new hashed cell at the end: the tail, or slack before it
+        relayout = h->cap <= NBI_ARR(h, start, const int32_t)[h->ncells] &&
+                   (h->ncells == 0 || nbi_donor(h, h->ncells - 1, NBI_HASH_REACH - 1) < 0);
     }
+    nbiLayout L;
+    nbiHashNeed need = {items, h->cap, h->ncells + 1, 0};
+    if (relayout) {
+        const nbStatus st = nbi_layout_plan(h, n, key, &L);
+        if (st != NB_OK) return st;
+        need.positions = L.cap;
+        need.cells = (L.ncells > h->ncells ? L.ncells : h->ncells) + 1;
+        if (!L.dense) need.hashed = L.ncells + 1;
+    } else if (!h->dense) {
+        need.hashed = h->ncells + 1;
+    }
+    const nbStatus st = nbi_hash_room(h, need);
+    if (st != NB_OK) return st;
+    // Nothing can fail from here on.
+    if (relayout) {
+        nbi_relayout(h, &L);
+        c = nbi_cell_find(h, key);
+    }
+    if (c < 0) c = nbi_cell_new(h, key);
+    const int32_t d = nbi_donor(h, c, -1); // the nearest: within reach, as checked above
+    NB_ASSERT(d >= 0);
+    nbi_borrow(h, c, d);
+    *cell = c;
+    return NB_OK;
 }
 
 static void nbi_bounds_add(nbHash *h, const double *pos)
@@ -388,9 +670,7 @@ nbStatus nb_hash_create(const nbHashDesc *desc, nbHash **out)
     h->cm =
         nbi_cell_math(nbi_cell_snap(desc->cell_size, desc->cell_size, desc->cell_size * 0x1p20));
     nbi_pool_init(&h->pool, &a, NBI_HASH_MAX_ITEMS);
-    h->free_cell = -1;
-    for (int k = 0; k < NBI_HASH_CLASSES; k++) h->free_block[k] = -1;
-    nbi_bounds_reset(h);
+    nb_hash_clear(h);
     if (desc->capacity_hint > 0) {
         const nbStatus st = nb_hash_reserve(h, desc->capacity_hint);
         if (st != NB_OK) {
@@ -405,12 +685,15 @@ nbStatus nb_hash_create(const nbHashDesc *desc, nbHash **out)
 void nb_hash_destroy(nbHash *hash)
 {
     if (hash == NULL) return;
-    nbiBuf *buf[NBI_HASH_BUFS];
-    size_t elem[NBI_HASH_BUFS];
-    int kind[NBI_HASH_BUFS];
-    nbi_hash_bufs(hash, buf, elem, kind);
-    for (int i = 0; i < NBI_HASH_BUFS; i++)
+    nbiBuf *buf[NBI_POS_BUFS];
+    size_t elem[NBI_POS_BUFS];
+    nbi_pos_bufs(hash, buf, elem);
+    for (int i = 0; i < NBI_POS_BUFS; i++)
         nbi_free(&hash->alloc, buf[i]->ptr, buf[i]->cap, elem[i]);
+    nbi_cell_bufs(hash, buf);
+    for (int i = 0; i < NBI_CELL_BUFS; i++)
+        nbi_free(&hash->alloc, buf[i]->ptr, buf[i]->cap, sizeof(int32_t));
+    nbi_free(&hash->alloc, hash->keys.ptr, hash->keys.cap, 3 * sizeof(int64_t));
     nbi_ctab_free(&hash->table, &hash->alloc);
     nbi_pool_destroy(&hash->pool);
     nbAllocator a = hash->alloc;
@@ -421,13 +704,14 @@ nbStatus nb_hash_reserve(nbHash *hash, int32_t items)
 {
     if (hash == NULL) return NB_ERR_NULL_ARG;
     if (items < 0 || items > NBI_HASH_MAX_ITEMS) return NB_ERR_OUT_OF_RANGE;
-    // Inserting until the hash holds `items` items takes at most 4 new positions an item: a cell
-    // growing from B to hold c items takes blocks 2B, 4B, ... up to the first >= c, less than
-    // 4c positions in all (the blocks it leaves go to the free lists, not back to the arena's
-    // end), and a new cell takes a block of one. Up to `items` cells, ids and table entries.
+    // Inserting until the hash holds `items` items: handles for them, positions for them and
+    // the slack of a relayout, cell numbers for the largest dense box of their size, and keys
+    // and table entries for the most hashed cells (a far insert may turn a dense hash hashed).
+    const int64_t n = items > hash->count ? items : hash->count;
     const int32_t more = items > hash->count ? items - hash->count : 0;
-    const nbiHashNeed need = {more, items > hash->live_cells ? items - hash->live_cells : 0,
-                              4 * (int64_t)items};
+    const int64_t hashed = nbi_hashed_max(n) + 1;
+    const int64_t cells = nbi_max_cells(n) > hashed ? nbi_max_cells(n) : hashed;
+    const nbiHashNeed need = {more, n + nbi_slack_want(n), cells, hashed};
     return nbi_hash_room(hash, need);
 }
 
@@ -437,12 +721,15 @@ void nb_hash_clear(nbHash *hash)
     nbi_pool_clear(&hash->pool);
     if (hash->table.bits > 0) nbi_ctab_reset(&hash->table, hash->table.bits);
     hash->count = hash->nfiltered = 0;
-    hash->top = 0;
-    hash->free_positions = 0;
-    for (int k = 0; k < NBI_HASH_CLASSES; k++) hash->free_block[k] = -1;
+    hash->dense = true;
     hash->ncells = hash->live_cells = 0;
-    hash->free_cell = -1;
-    nbi_bounds_reset(hash);
+    if (hash->start.ptr != NULL) NBI_ARR(hash, start, int32_t)[0] = 0;
+    hash->max_abs = 0.0;
+    for (int a = 0; a < 3; a++) {
+        hash->lo[a] = 0;
+        hash->hi[a] = -1;
+        hash->ext[a] = 0;
+    }
 }
 
 int32_t nb_hash_count(const nbHash *hash)
@@ -453,12 +740,15 @@ int32_t nb_hash_count(const nbHash *hash)
 size_t nb_hash_memory_bytes(const nbHash *hash)
 {
     if (hash == NULL) return 0;
-    nbiBuf *buf[NBI_HASH_BUFS];
-    size_t elem[NBI_HASH_BUFS], bytes = sizeof(nbHash) + nbi_pool_memory_bytes(&hash->pool) +
-                                        hash->table.buf.cap * sizeof(nbiCellSlot);
-    int kind[NBI_HASH_BUFS];
-    nbi_hash_bufs((nbHash *)hash, buf, elem, kind);
-    for (int i = 0; i < NBI_HASH_BUFS; i++) bytes += buf[i]->cap * elem[i];
+    nbHash *h = (nbHash *)hash;
+    nbiBuf *buf[NBI_POS_BUFS];
+    size_t elem[NBI_POS_BUFS];
+    size_t bytes = sizeof(nbHash) + nbi_pool_memory_bytes(&h->pool) +
+                   h->table.buf.cap * sizeof(nbiCellSlot) + h->keys.cap * 3 * sizeof(int64_t);
+    nbi_pos_bufs(h, buf, elem);
+    for (int i = 0; i < NBI_POS_BUFS; i++) bytes += buf[i]->cap * elem[i];
+    nbi_cell_bufs(h, buf);
+    for (int i = 0; i < NBI_CELL_BUFS; i++) bytes += buf[i]->cap * sizeof(int32_t);
     return bytes;
 }
 
@@ -469,15 +759,25 @@ double nb_hash_cell_size(const nbHash *hash)
 
 // ---- items ----
 
-static void nbi_item_write(nbHash *h, int32_t p, const double *pos, nbFilter f, uint64_t handle,
-                           uint64_t user)
+static void nbi_item_write(nbHash *h, int32_t p, int32_t slot, const double *pos, nbFilter f,
+                           uint64_t handle, uint64_t user)
 {
     memcpy(NBI_ARR(h, pts, double) + (size_t)p * (size_t)h->dim, pos,
            (size_t)h->dim * sizeof(double));
+    NBI_ARR(h, idx, int32_t)[p] = slot;
     NBI_ARR(h, cat, uint32_t)[p] = f.category;
     NBI_ARR(h, mask, uint32_t)[p] = f.mask;
     NBI_ARR(h, hit, nbHit)[p].handle.bits = handle;
     NBI_ARR(h, hit, nbHit)[p].user = user;
+    nbi_pool_set_slot_value(&h->pool, slot, p);
+}
+
+// The next position of cell c, which has one free (nbi_make_place).
+static int32_t nbi_cell_append(nbHash *h, int32_t c)
+{
+    int32_t *end = NBI_ARR(h, end, int32_t);
+    if (end[c] == NBI_ARR(h, start, const int32_t)[c]) h->live_cells++;
+    return end[c]++;
 }
 
 nbStatus nb_hash_insert(nbHash *hash, const double *pos, uint64_t user, nbFilter filter,
@@ -488,7 +788,8 @@ nbStatus nb_hash_insert(nbHash *hash, const double *pos, uint64_t user, nbFilter
     int64_t key[3];
     nbStatus st = nbi_hash_key(hash, pos, key);
     if (st != NB_OK) return st;
-    st = nbi_hash_room(hash, nbi_place_need(hash, key, 1));
+    int32_t c;
+    st = nbi_make_place(hash, key, 1, &c);
     if (st != NB_OK) return st;
     // Nothing can fail from here on.
     nbHandle h;
@@ -496,8 +797,7 @@ nbStatus nb_hash_insert(nbHash *hash, const double *pos, uint64_t user, nbFilter
     NB_ASSERT(st == NB_OK);
     int32_t slot;
     nbi_pool_lookup(&hash->pool, h, &slot);
-    const int32_t p = nbi_cell_append(hash, nbi_cell_get(hash, key), slot);
-    nbi_item_write(hash, p, pos, filter, h.bits, user);
+    nbi_item_write(hash, nbi_cell_append(hash, c), slot, pos, filter, h.bits, user);
     nbi_bounds_add(hash, pos);
     hash->count++;
     hash->nfiltered += !nbi_bits_all(filter);
@@ -514,24 +814,27 @@ nbStatus nb_hash_move(nbHash *hash, nbHandle item, const double *pos)
     int64_t key[3];
     st = nbi_hash_key(hash, pos, key);
     if (st != NB_OK) return st;
-    const int32_t c = NBI_ARR(hash, cell, int32_t)[slot];
-    const int32_t p = nbi_pool_slot_value(&hash->pool, slot);
-    const int64_t *k = NBI_ARR(hash, keys, const int64_t) + (size_t)c * 3;
-    double *at = NBI_ARR(hash, pts, double) + (size_t)p * (size_t)hash->dim;
-    if (k[0] == key[0] && k[1] == key[1] && k[2] == key[2]) { // same cell: in place
-        memcpy(at, pos, (size_t)hash->dim * sizeof(double));
+    int32_t p = nbi_pool_slot_value(&hash->pool, slot);
+    int64_t old[3];
+    nbi_item_key(hash, p, old);
+    if (old[0] == key[0] && old[1] == key[1] && old[2] == key[2]) { // same cell: in place
+        memcpy(NBI_ARR(hash, pts, double) + (size_t)p * (size_t)hash->dim, pos,
+               (size_t)hash->dim * sizeof(double));
         nbi_bounds_add(hash, pos);
         return NB_OK;
     }
-    st = nbi_hash_room(hash, nbi_place_need(hash, key, 0));
+    int32_t c;
+    st = nbi_make_place(hash, key, 0, &c);
     if (st != NB_OK) return st;
-    const nbFilter f = {NBI_ARR(hash, cat, uint32_t)[p], NBI_ARR(hash, mask, uint32_t)[p]};
-    const uint64_t user = NBI_ARR(hash, hit, nbHit)[p].user;
-    // Into the new cell first (the old one may be emptied and its id reused afterwards).
-    const int32_t to = nbi_cell_get(hash, key);
-    const int32_t q = nbi_cell_append(hash, to, slot);
-    nbi_item_write(hash, q, pos, f, item.bits, user);
-    nbi_cell_take_out(hash, c, p);
+    // Making room may have moved the item and renumbered the cells.
+    p = nbi_pool_slot_value(&hash->pool, slot);
+    const int32_t from = nbi_cell_find(hash, old);
+    NB_ASSERT(from >= 0 && from != c);
+    const int32_t q = nbi_cell_append(hash, c);
+    nbi_item_move(hash, p, q);
+    memcpy(NBI_ARR(hash, pts, double) + (size_t)q * (size_t)hash->dim, pos,
+           (size_t)hash->dim * sizeof(double));
+    nbi_cell_take_out(hash, from, p);
     nbi_bounds_add(hash, pos);
     return NB_OK;
 }
@@ -545,9 +848,11 @@ nbStatus nb_hash_remove(nbHash *hash, nbHandle item)
     const int32_t p = nbi_pool_slot_value(&hash->pool, slot);
     hash->nfiltered -= !(NBI_ARR(hash, cat, uint32_t)[p] == 0xFFFFFFFFu &&
                          NBI_ARR(hash, mask, uint32_t)[p] == 0xFFFFFFFFu);
-    nbi_cell_take_out(hash, NBI_ARR(hash, cell, int32_t)[slot], p);
+    int64_t key[3];
+    nbi_item_key(hash, p, key);
+    nbi_cell_take_out(hash, nbi_cell_find(hash, key), p);
     nbi_pool_free(&hash->pool, item, NULL);
-    if (--hash->count == 0) nb_hash_clear(hash); // a fresh start: bounds, blocks, ids
+    if (--hash->count == 0) nb_hash_clear(hash); // a fresh start: bounds, cells
     return NB_OK;
 }
 
@@ -588,6 +893,7 @@ nbStatus nb_hash_set(nbHash *hash, nbHandle item, uint64_t user, nbFilter filter
 nbStatus nb_hash_visit_all(const nbHash *hash, nbHashVisitFn *visit, void *user)
 {
     if (hash == NULL || visit == NULL) return NB_ERR_NULL_ARG;
+    if (hash->count == 0) return NB_OK;
     const int32_t *start = NBI_ARR(hash, start, const int32_t);
     const int32_t *end = NBI_ARR(hash, end, const int32_t);
     for (int32_t c = 0; c < hash->ncells; c++)
@@ -654,10 +960,11 @@ static nbStatus nbi_hash_range_buffer(const nbHash *h, const double *center, dou
                                        : nbi_walk_box(&v, lo, hi, f, &s);
     if (st != NB_OK) return st;
     unsigned char *bytes = (unsigned char *)out;
+    const nbHit *hits = NBI_ARR(h, hit, const nbHit); // (read once: `out` may alias anything)
     for (int32_t t = (s.found < capacity ? s.found : capacity) - 1; t >= 0; t--) {
-        int32_t slot;
-        memcpy(&slot, bytes + (size_t)t * sizeof(int32_t), sizeof slot);
-        const nbHashHit hit = nbi_hash_hit(h, slot);
+        int32_t p;
+        memcpy(&p, bytes + (size_t)t * sizeof(int32_t), sizeof p);
+        const nbHashHit hit = hits[p];
         memcpy(bytes + (size_t)t * sizeof(nbHashHit), &hit, sizeof hit);
     }
     *found = s.found;
@@ -893,8 +1200,9 @@ static nbStatus nbi_hash_cross_run(const nbHash *h, double radius, uint32_t mask
     const nbFilter to_b = {0xFFFFFFFFu, mask_b}; // B: cat & mask_b, own mask not 0
     const uint32_t *cat = NBI_ARR(h, cat, const uint32_t), *mask = NBI_ARR(h, mask, const uint32_t);
     const double *pts = NBI_ARR(h, pts, const double);
+    const int32_t *end = NBI_ARR(h, end, const int32_t);
     for (int32_t c = 0; c < h->ncells && !x->stop; c++) {
-        for (int32_t p = v.start[c]; p < v.end[c] && !x->stop; p++) {
+        for (int32_t p = v.start[c]; p < end[c] && !x->stop; p++) {
             if ((cat[p] & mask_a) == 0 || mask[p] == 0) continue;
             nbiCrossAsk ask = {x, p};
             nbiHitSink s;
@@ -944,40 +1252,52 @@ nbStatus nb_hash_validate(const nbHash *hash)
     NBI_CHECK(isfinite(h->cm.cell) && h->cm.cell > 0.0);
     NBI_CHECK(nbi_pool_validate(&h->pool) == NB_OK);
     NBI_CHECK(nbi_pool_count(&h->pool) == h->count && h->count >= 0);
-    NBI_CHECK(nbi_ctab_validate(&h->table) && h->table.count == h->live_cells);
-    NBI_CHECK(h->ncells >= h->live_cells && (size_t)h->ncells <= h->start.cap);
-    NBI_CHECK(h->top >= 0 && (size_t)h->top <= h->idx.cap);
-    NBI_CHECK((size_t)h->pool.used <= h->cell.cap && (size_t)h->top <= h->posid.cap);
-    NBI_CHECK((size_t)h->top <= h->hit.cap);
+    NBI_CHECK(h->cap >= 0);
+    nbiBuf *buf[NBI_POS_BUFS];
+    size_t elem[NBI_POS_BUFS];
+    nbi_pos_bufs((nbHash *)h, buf, elem);
+    for (int b = 0; b < NBI_POS_BUFS; b++) NBI_CHECK((size_t)h->cap <= buf[b]->cap);
+    const int32_t *posid = NBI_ARR(h, posid, const int32_t);
+    for (int32_t p = 0; p < h->cap; p++) NBI_CHECK(posid[p] == p);
+    if (h->count == 0) {
+        NBI_CHECK(h->ncells == 0 && h->live_cells == 0 && h->dense && h->nfiltered == 0);
+        return NB_OK;
+    }
+    NBI_CHECK(h->ncells > 0 && (size_t)h->ncells + 1 <= h->start.cap);
+    NBI_CHECK((size_t)h->ncells <= h->end.cap && (size_t)h->ncells + 1 <= h->nstart.cap &&
+              (size_t)h->ncells <= h->nend.cap);
+    if (h->dense) {
+        int64_t cells = 1;
+        for (int a = 0; a < 3; a++) {
+            NBI_CHECK(h->lo[a] <= h->hi[a] && h->ext[a] == h->hi[a] - h->lo[a] + 1);
+            NBI_CHECK(a < h->dim || h->lo[a] == 0);
+            cells *= h->ext[a];
+        }
+        NBI_CHECK(cells == h->ncells && h->table.count == 0);
+    } else {
+        NBI_CHECK(nbi_ctab_validate(&h->table) && h->table.count == h->ncells);
+        NBI_CHECK((size_t)h->ncells <= h->keys.cap);
+    }
     const int32_t *start = NBI_ARR(h, start, const int32_t), *end = NBI_ARR(h, end, const int32_t);
-    const int8_t *cls = NBI_ARR(h, cls, const int8_t);
-    const int64_t *keys = NBI_ARR(h, keys, const int64_t);
-    const int32_t *idx = NBI_ARR(h, idx, const int32_t), *cell = NBI_ARR(h, cell, const int32_t);
+    const int32_t *idx = NBI_ARR(h, idx, const int32_t);
     const double *pts = NBI_ARR(h, pts, const double);
     const uint32_t *cat = NBI_ARR(h, cat, const uint32_t), *mask = NBI_ARR(h, mask, const uint32_t);
-    int64_t items = 0, block_positions = 0, nfiltered = 0;
+    NBI_CHECK(start[0] == 0 && start[h->ncells] <= h->cap);
+    int64_t items = 0, nfiltered = 0;
     int32_t live = 0;
     for (int32_t c = 0; c < h->ncells; c++) {
-        if (cls[c] < 0) {
-            NBI_CHECK(start[c] == 0 && end[c] == 0);
-            continue;
-        }
-        live++;
-        NBI_CHECK(cls[c] < NBI_HASH_CLASSES);
-        const int64_t size = (int64_t)1 << cls[c];
-        NBI_CHECK(start[c] >= 0 && start[c] + size <= h->top);
-        NBI_CHECK(end[c] > start[c] && end[c] - start[c] <= size);
-        const int64_t *k = keys + (size_t)c * 3;
-        NBI_CHECK(nbi_ctab_find(&h->table, k[0], k[1], k[2]) == c);
+        NBI_CHECK(start[c] <= end[c] && end[c] <= start[c + 1]);
+        int64_t k[3];
+        nbi_cell_key(h, c, k);
         for (int a = 0; a < 3; a++) NBI_CHECK(k[a] >= h->lo[a] && k[a] <= h->hi[a]);
-        block_positions += size;
+        NBI_CHECK(nbi_cell_find(h, k) == c);
+        live += end[c] > start[c];
         for (int32_t p = start[c]; p < end[c]; p++) {
             const int32_t s = idx[p];
             NBI_CHECK(s >= 0 && s < h->pool.used);
             NBI_CHECK(nbi_pool_handle_of(&h->pool, s).bits ==
                       NBI_ARR(h, hit, const nbHit)[p].handle.bits);
-            NBI_CHECK(NBI_ARR(h, posid, const int32_t)[p] == p);
-            NBI_CHECK(nbi_pool_slot_value(&h->pool, s) == p && cell[s] == c);
+            NBI_CHECK(nbi_pool_slot_value(&h->pool, s) == p);
             for (int a = 0; a < h->dim; a++) {
                 const double x = pts[(size_t)p * (size_t)h->dim + (size_t)a];
                 NBI_CHECK(isfinite(x) && fabs(x) <= h->max_abs);
@@ -986,24 +1306,11 @@ nbStatus nb_hash_validate(const nbHash *hash)
             nfiltered += !(cat[p] == 0xFFFFFFFFu && mask[p] == 0xFFFFFFFFu);
             items++;
         }
-    }
-    NBI_CHECK(live == h->live_cells && items == h->count && nfiltered == h->nfiltered);
-    // free ids: a chain of exactly the ids not live
-    int32_t free_ids = 0;
-    for (int32_t c = h->free_cell; c >= 0; c = (int32_t)keys[(size_t)c * 3]) {
-        NBI_CHECK(c < h->ncells && cls[c] < 0 && ++free_ids <= h->ncells);
-    }
-    NBI_CHECK(free_ids == h->ncells - h->live_cells);
-    // free blocks: inside the arena, and with the live blocks they account for all of it
-    int64_t free_positions = 0;
-    for (int k = 0; k < NBI_HASH_CLASSES; k++) {
-        int64_t steps = 0;
-        for (int32_t b = h->free_block[k]; b >= 0; b = idx[b]) {
-            NBI_CHECK(b + ((int64_t)1 << k) <= h->top && ++steps <= h->top);
-            free_positions += (int64_t)1 << k;
+        for (int32_t p = end[c]; p < start[c + 1]; p++) {
+            NBI_CHECK(idx[p] == -1);
+            for (int a = 0; a < h->dim; a++) NBI_CHECK(isnan(pts[(size_t)p * (size_t)h->dim + a]));
         }
     }
-    NBI_CHECK(free_positions == h->free_positions);
-    NBI_CHECK(block_positions + free_positions == h->top);
+    NBI_CHECK(live == h->live_cells && items == h->count && nfiltered == h->nfiltered);
     return NB_OK;
 }

@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: MIT
-/// The spatial hash: points that move, stored by handle, in an unbounded world. Only occupied
-/// cells exist, found through a hash of their integer coordinates, so memory follows the item
-/// count, never the area: items may be anywhere whose cell fits the cell math (|x / cell| below
-/// 2^62), far from the origin, negative, and may teleport across the world.
+/// The spatial hash: points that move, stored by handle, in an unbounded world. Cells are
+/// indexed densely while the items' box of cells is small (at most about 1.5 cells an item),
+/// else only occupied cells exist, found through a hash of their integer coordinates; either
+/// way memory follows the item count, never the area: items may be anywhere whose cell fits the
+/// cell math (|x / cell| below 2^62), far from the origin, negative, and may teleport across
+/// the world.
 ///
 /// Each item is a 2D or 3D point with your 64-bit user value and filter bits (category and
 /// mask, nbFilter). Insert returns a handle; move and remove take it. A move that stays in its
 /// cell rewrites the item's coordinates and touches nothing else; a move to another cell, an
-/// insert and a remove are O(1) (amortised: a cell's block grows by doubling, and the storage
-/// is compacted now and then). Once capacity suffices (nb_hash_reserve), nothing allocates.
+/// insert and a remove are O(1) (amortised: a full cell borrows a position from a nearby cell,
+/// and the storage is laid out again now and then). Once capacity suffices (nb_hash_reserve),
+/// nothing allocates.
 ///
 /// Exactness: an item is within r of a point when dx*dx + dy*dy (+ dz*dz) <= r*r in double.
 /// Cells only prune; hash collisions cost probes, never an answer. Every query runs on the same
@@ -62,11 +65,12 @@ NB_API nbStatus nb_hash_create(const nbHashDesc *desc, nbHash **out);
 NB_API void nb_hash_destroy(nbHash *hash);
 
 /// Grows storage so that inserting items until the hash holds `items` allocates nothing, however
-/// they crowd into cells (it sets aside up to 4 arena positions an item: a crowded cell grows its
-/// block by doubling). Moves reuse the blocks cells give up, so items wandering over a region
-/// reach a steady state in which nothing allocates; a move that finds no room allocates (or
-/// returns NB_ERR_OUT_OF_MEMORY with the item where it was). NB_ERR_OUT_OF_RANGE for a negative
-/// count or one beyond 2^28; NB_ERR_OUT_OF_MEMORY leaves the hash unchanged.
+/// they crowd into cells and wherever they are (it sets aside 1.25 positions an item, a dense
+/// index of up to 1.5 cells an item, and a cell table for as many hashed cells). Moves never
+/// need more, so items wandering over a region reach a steady state in which nothing
+/// allocates; a move that finds no room allocates (or returns NB_ERR_OUT_OF_MEMORY with the
+/// item where it was). NB_ERR_OUT_OF_RANGE for a negative count or one beyond 2^28;
+/// NB_ERR_OUT_OF_MEMORY leaves the hash unchanged.
 NB_API nbStatus nb_hash_reserve(nbHash *hash, int32_t items);
 
 /// Removes every item (their handles go stale) and keeps the storage. Never fails.
