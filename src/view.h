@@ -7,9 +7,11 @@
 // The points sit in cell order: cell c holds positions [start[c], start[c + 1]), with their
 // coordinates in pts (dim doubles each, interleaved), the caller's index of each in idx, and
 // optionally their filter bits in cat / mask (both NULL: no filter, every point all bits).
-// A structure that keeps slack between its cells (an incremental one, which grows a cell in
-// place) passes `end` too: cell c is then [start[c], end[c]), and positions between one cell's
-// end and the next one's start are never read. Cells may be empty.
+// A structure that keeps slack between its cells may pass `end` too: cell c is then
+// [start[c], end[c]), and positions between one cell's end and the next one's start are never
+// read (tests/test_view.c holds the walkers to it). The spatial hash does not need it: its slack
+// has NaN coordinates, which fail every test, so its rows of cells are read as runs. Cells may
+// be empty.
 //
 // Cells are numbered in one of two ways:
 // - dense (table == NULL): the whole box lo..hi of cells, row-major with x fastest:
@@ -43,7 +45,7 @@ typedef struct nbiView {
     const int32_t *idx;
     const uint32_t *cat, *mask; // both NULL or both n entries
     const int32_t *start;       // ncells + 1 entries (ncells with end)
-    const int32_t *end;         // NULL: cell c ends at start[c + 1]; hashed views only
+    const int32_t *end;         // NULL: cell c ends at start[c + 1]
     int32_t ncells;
     nbiCellMath cm;
     double max_abs;
