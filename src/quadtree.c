@@ -39,6 +39,10 @@
 #include <math.h>
 #include <string.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 enum {
     NBI_QT_ROOT = 0,      // node index of the root
     NBI_QT_OUT = 1,       // node index of the outside list
@@ -63,20 +67,22 @@ typedef struct nbiQtNode {
     int32_t level;         // depth: the first root is 0, a grown root negative
 } nbiQtNode;
 
-// What queries read of a node, apart: its bounds, its children and its block (48 bytes). A
-// mirror of the node's fields, refreshed by nbi_sync after every change (validate checks it).
-// With NBI_QT_HOT_FLOAT the bounds are floats rounded outwards (a superset of the double bounds,
-// so pruning by them stays exact) and the mirror is 32 bytes; measured slower (more
-// instructions for the conversions), so off.
-#ifdef NBI_QT_HOT_FLOAT
-#define NBI_QT_HOT_T float
-#else
-#define NBI_QT_HOT_T double
-#endif
+// What a traversal reads of a node besides its bounds, apart (16 bytes): its children, its block
+// and its level. A mirror of the node's fields, refreshed by nbi_sync after every change
+// (validate checks it).
 typedef struct nbiQtHot {
-    NBI_QT_HOT_T lo[2], hi[2];
-    int32_t child, start, count, pad;
+    int32_t child, start, count, level;
 } nbiQtHot;
+
+// The bounds of a group's four nodes as floats rounded outwards, field by field (structure of
+// arrays: lo x of the four, lo y, -hi x, -hi y), so that one group's 16 floats test all four
+// children against a window at once. Node n >= NBI_QT_GROUPS has 4 floats of the buffer, its
+// group's 16 start at 4 * (first node of the group - NBI_QT_GROUPS). Outward rounding makes
+// the float box a superset of the double bounds: a window that misses it misses the node, and
+// one that holds it holds the node (nbi_group_test). Refreshed by nbi_sync.
+typedef struct nbiQtGb {
+    float v[4];
+} nbiQtGb;
 
 // What a query reads of a rectangle, together: its box (min x, min y, max x, max y), then what
 // it reports (handle bits, user value), 48 bytes.
@@ -96,11 +102,13 @@ struct nbQuadtree {
     nbiPool pool; // a slot's value is its rectangle's position
     nbiBuf nodes; // nbiQtNode
     nbiBuf hot;   // nbiQtHot, one per node
+    nbiBuf gb;    // nbiQtGb, one per node: the groups' float bounds
     int32_t node_top, free_group, free_groups;
     nbiBuf rec;        // nbiQtRec per position
     nbiBuf cat, mask;  // uint32_t per position
     int32_t nfiltered; // rectangles whose bits are not all ones: 0 lets queries skip the bits
     nbiBuf own;        // int32_t per position: its node; a free block's first: the next free block
+    nbiBuf fb;         // 4 floats per position, by runs of 4 (nbi_fb_put)
     int32_t top;       // positions [0, top) belong to blocks, live or free
     int32_t free_block[NBI_QT_CLASSES];
     int32_t free_count[NBI_QT_CLASSES];
@@ -108,6 +116,8 @@ struct nbQuadtree {
 
 #define NBI_NODES(q) ((nbiQtNode *)(q)->nodes.ptr)
 #define NBI_HOT(q) ((nbiQtHot *)(q)->hot.ptr)
+#define NBI_GB(q) ((float *)(q)->gb.ptr)
+#define NBI_FB(q) ((float *)(q)->fb.ptr)
 #define NBI_REC(q) ((nbiQtRec *)(q)->rec.ptr)
 #define NBI_CAT(q) ((uint32_t *)(q)->cat.ptr)
 #define NBI_MASK(q) ((uint32_t *)(q)->mask.ptr)
@@ -135,30 +145,156 @@ NBI_INLINE bool nbi_touch(const double *a, const double *b)
     return a[0] <= b[2] && b[0] <= a[2] && a[1] <= b[3] && b[1] <= a[3];
 }
 
-NBI_INLINE bool nbi_node_touch(const nbiQtHot *n, const double *w)
+NBI_INLINE bool nbi_node_touch(const nbiQtNode *n, const double *w)
 {
-    return (double)n->lo[0] <= w[2] && w[0] <= (double)n->hi[0] && (double)n->lo[1] <= w[3] &&
-           w[1] <= (double)n->hi[1];
+    return n->lo[0] <= w[2] && w[0] <= n->hi[0] && n->lo[1] <= w[3] && w[1] <= n->hi[1];
 }
 
-#ifdef NBI_QT_HOT_FLOAT
-// x rounded down (up) to a float: never above (below) x, and +-infinity beyond float's range.
-static float nbi_float_down(double x)
+// Whether window w holds the node's bounds whole.
+NBI_INLINE bool nbi_node_held(const nbiQtNode *n, const double *w)
 {
-    if (x >= (double)FLT_MAX) return FLT_MAX;
+    return w[0] <= n->lo[0] && w[1] <= n->lo[1] && n->hi[0] <= w[2] && n->hi[1] <= w[3];
+}
+
+// f one float step up or down (f finite; FLT_MAX steps up to infinity).
+static float nbi_f_step(float f, bool up)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if ((u & 0x7FFFFFFFu) == 0)
+        u = up ? 1u : 0x80000001u; // from zero to the smallest subnormal
+    else if (((u >> 31) == 0) == up)
+        u++; // away from zero
+    else
+        u--;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+// x rounded down (up) to a float: never above (below) x; beyond float's range, the largest
+// float or infinity. x may be infinite, not NaN.
+static float nbi_f_down(double x)
+{
     if (x < -(double)FLT_MAX) return -(float)INFINITY;
-    float f = (float)x;
-    return (double)f > x ? nextafterf(f, -(float)INFINITY) : f;
+    if (x >= (double)FLT_MAX) return FLT_MAX;
+    const float f = (float)x;
+    return (double)f > x ? nbi_f_step(f, false) : f;
 }
 
-static float nbi_float_up(double x)
+static float nbi_f_up(double x)
 {
-    if (x <= -(double)FLT_MAX) return -FLT_MAX;
     if (x > (double)FLT_MAX) return (float)INFINITY;
-    float f = (float)x;
-    return (double)f < x ? nextafterf(f, (float)INFINITY) : f;
+    if (x <= -(double)FLT_MAX) return -FLT_MAX;
+    const float f = (float)x;
+    return (double)f < x ? nbi_f_step(f, true) : f;
 }
+
+// A window as the group test reads it: `touch` = (up(max x), up(max y), -down(min x),
+// -down(min y)), which a node's float fields (lo x, lo y, -hi x, -hi y) must not exceed for
+// the node to meet the window; `held` = (up(min x), up(min y), -down(max x), -down(max y)),
+// which they must not be below for the window to hold the node. Rounding both ways keeps each
+// float test a superset (touch) or a subset (held) of the exact one.
+typedef struct nbiQtWin {
+    double w[4];
+#if defined(__SSE2__)
+    __m128 touch[4], held[4]; // each float broadcast to four lanes
+#else
+    float touch[4], held[4];
 #endif
+} nbiQtWin;
+
+static void nbi_win_make(nbiQtWin *x, const double *w)
+{
+    memcpy(x->w, w, sizeof x->w);
+    float t[4], h[4];
+    for (int a = 0; a < 2; a++) {
+        t[a] = nbi_f_up(w[2 + a]);
+        t[2 + a] = -nbi_f_down(w[a]);
+        h[a] = nbi_f_up(w[a]);
+        h[2 + a] = -nbi_f_down(w[2 + a]);
+    }
+    for (int i = 0; i < 4; i++) {
+#if defined(__SSE2__)
+        x->touch[i] = _mm_set1_ps(t[i]);
+        x->held[i] = _mm_set1_ps(h[i]);
+#else
+        x->touch[i] = t[i];
+        x->held[i] = h[i];
+#endif
+    }
+}
+
+// The float bounds of group g (its first node).
+NBI_INLINE const float *nbi_group_gb(const nbQuadtree *q, int32_t g)
+{
+    return NBI_GB(q) + 4 * (size_t)(g - NBI_QT_GROUPS);
+}
+
+// The four nodes of a group against a window: bit k set when node k's bounds meet it, and with
+// `held`, bit 4 + k when the window holds them whole.
+NBI_INLINE int nbi_group_test(const float *gb, const nbiQtWin *x, bool held)
+{
+#if defined(__SSE2__)
+    const __m128 lx = _mm_loadu_ps(gb), ly = _mm_loadu_ps(gb + 4);
+    const __m128 nx = _mm_loadu_ps(gb + 8), ny = _mm_loadu_ps(gb + 12);
+    const __m128 t =
+        _mm_and_ps(_mm_and_ps(_mm_cmple_ps(lx, x->touch[0]), _mm_cmple_ps(ly, x->touch[1])),
+                   _mm_and_ps(_mm_cmple_ps(nx, x->touch[2]), _mm_cmple_ps(ny, x->touch[3])));
+    const int m = _mm_movemask_ps(t);
+    if (!held || m == 0) return m;
+    const __m128 h =
+        _mm_and_ps(_mm_and_ps(_mm_cmple_ps(x->held[0], lx), _mm_cmple_ps(x->held[1], ly)),
+                   _mm_and_ps(_mm_cmple_ps(x->held[2], nx), _mm_cmple_ps(x->held[3], ny)));
+    return m | _mm_movemask_ps(_mm_and_ps(t, h)) << 4;
+#else
+    int m = 0;
+    for (int k = 0; k < 4; k++) {
+        const int t = (gb[k] <= x->touch[0]) & (gb[4 + k] <= x->touch[1]) &
+                      (gb[8 + k] <= x->touch[2]) & (gb[12 + k] <= x->touch[3]);
+        const int h = held & (x->held[0] <= gb[k]) & (x->held[1] <= gb[4 + k]) &
+                      (x->held[2] <= gb[8 + k]) & (x->held[3] <= gb[12 + k]);
+        m |= t << k | (t & h) << (4 + k);
+    }
+    return m;
+#endif
+}
+
+// The positions in [p0, p1) whose float box meets the window (nbi_fb_put), in order, into cand
+// (room for p1 - p0 + 4, as p0 rounds down to its run); returns how many. A run of four is
+// tested at once, and each position is written with the write position advanced by its lane's
+// 0 or 1, so there is no branch per rectangle. A superset of the exact test (the caller's).
+NBI_INLINE int32_t nbi_scan(const float *fb, int32_t p0, int32_t p1, const nbiQtWin *x,
+                            int32_t *cand)
+{
+    int32_t m = 0;
+    for (int32_t r = p0 & ~3; r < p1; r += 4) {
+        const float *f = fb + 4 * (size_t)r;
+#if defined(__SSE2__)
+        const __m128 t = _mm_and_ps(_mm_and_ps(_mm_cmple_ps(_mm_loadu_ps(f), x->touch[0]),
+                                               _mm_cmple_ps(_mm_loadu_ps(f + 4), x->touch[1])),
+                                    _mm_and_ps(_mm_cmple_ps(_mm_loadu_ps(f + 8), x->touch[2]),
+                                               _mm_cmple_ps(_mm_loadu_ps(f + 12), x->touch[3])));
+        int bits = _mm_movemask_ps(t);
+#else
+        int bits = 0;
+        for (int k = 0; k < 4; k++)
+            bits |= ((f[k] <= x->touch[0]) & (f[4 + k] <= x->touch[1]) & (f[8 + k] <= x->touch[2]) &
+                     (f[12 + k] <= x->touch[3]))
+                    << k;
+#endif
+        if (r < p0) bits &= 0xF << (p0 - r);
+        if (r + 4 > p1) bits &= 0xF >> (r + 4 - p1);
+        cand[m] = r;
+        m += bits & 1;
+        cand[m] = r + 1;
+        m += (bits >> 1) & 1;
+        cand[m] = r + 2;
+        m += (bits >> 2) & 1;
+        cand[m] = r + 3;
+        m += bits >> 3;
+    }
+    return m;
+}
 
 // Squared distance from p to the box lo..hi (0 inside): monotone in the box, so a node's value
 // never exceeds that of a rectangle within its bounds.
@@ -225,14 +361,14 @@ static int nbi_cls_for(int64_t n)
 
 // ---- storage ----
 
-enum { NBI_QT_POS_BUFS = 4 };
+enum { NBI_QT_POS_BUFS = 5 };
 
 static void nbi_qt_pos_bufs(nbQuadtree *q, nbiBuf *buf[NBI_QT_POS_BUFS],
                             size_t elem[NBI_QT_POS_BUFS])
 {
-    nbiBuf *b[NBI_QT_POS_BUFS] = {&q->rec, &q->cat, &q->mask, &q->own};
+    nbiBuf *b[NBI_QT_POS_BUFS] = {&q->rec, &q->cat, &q->mask, &q->own, &q->fb};
     const size_t e[NBI_QT_POS_BUFS] = {sizeof(nbiQtRec), sizeof(uint32_t), sizeof(uint32_t),
-                                       sizeof(int32_t)};
+                                       sizeof(int32_t), sizeof(nbiQtGb)};
     for (int i = 0; i < NBI_QT_POS_BUFS; i++) {
         buf[i] = b[i];
         elem[i] = e[i];
@@ -279,7 +415,7 @@ static nbStatus nbi_qt_room(nbQuadtree *q, const nbiQtNeed *need)
     size_t elem[NBI_QT_POS_BUFS];
     nbi_qt_pos_bufs(q, pos, elem);
     bool room = nbi_pool_room(&q->pool) >= need->items && (size_t)node_need <= q->nodes.cap &&
-                (size_t)node_need <= q->hot.cap;
+                (size_t)node_need <= q->hot.cap && (size_t)node_need <= q->gb.cap;
     for (int b = 0; b < NBI_QT_POS_BUFS && room; b++) room = (size_t)positions <= pos[b]->cap;
     if (room) return NB_OK;
 
@@ -287,12 +423,18 @@ static nbStatus nbi_qt_room(nbQuadtree *q, const nbiQtNeed *need)
     nbStatus st = nbi_pool_prepare(&q->pool, need->items, &prep);
     if (st != NB_OK) return st;
     nbiBuf next_pos[NBI_QT_POS_BUFS];
-    nbiBuf next_nodes, next_hot;
+    nbiBuf next_nodes, next_hot, next_gb;
     if (!nbi_buf_prepare(&q->alloc, &q->nodes, &next_nodes, (size_t)node_need, sizeof(nbiQtNode))) {
         nbi_pool_abandon(&q->pool, &prep);
         return NB_ERR_OUT_OF_MEMORY;
     }
     if (!nbi_buf_prepare(&q->alloc, &q->hot, &next_hot, (size_t)node_need, sizeof(nbiQtHot))) {
+        nbi_buf_abandon(&q->alloc, &q->nodes, &next_nodes, sizeof(nbiQtNode));
+        nbi_pool_abandon(&q->pool, &prep);
+        return NB_ERR_OUT_OF_MEMORY;
+    }
+    if (!nbi_buf_prepare(&q->alloc, &q->gb, &next_gb, (size_t)node_need, sizeof(nbiQtGb))) {
+        nbi_buf_abandon(&q->alloc, &q->hot, &next_hot, sizeof(nbiQtHot));
         nbi_buf_abandon(&q->alloc, &q->nodes, &next_nodes, sizeof(nbiQtNode));
         nbi_pool_abandon(&q->pool, &prep);
         return NB_ERR_OUT_OF_MEMORY;
@@ -304,6 +446,7 @@ static nbStatus nbi_qt_room(nbQuadtree *q, const nbiQtNeed *need)
             for (int f = 0; f < b; f++) nbi_buf_abandon(&q->alloc, pos[f], &next_pos[f], elem[f]);
             nbi_buf_abandon(&q->alloc, &q->nodes, &next_nodes, sizeof(nbiQtNode));
             nbi_buf_abandon(&q->alloc, &q->hot, &next_hot, sizeof(nbiQtHot));
+            nbi_buf_abandon(&q->alloc, &q->gb, &next_gb, sizeof(nbiQtGb));
             nbi_pool_abandon(&q->pool, &prep);
             return NB_ERR_OUT_OF_MEMORY;
         }
@@ -313,6 +456,7 @@ static nbStatus nbi_qt_room(nbQuadtree *q, const nbiQtNeed *need)
         nbi_qt_commit(&q->alloc, pos[b], &next_pos[b], elem[b]);
     nbi_qt_commit(&q->alloc, &q->nodes, &next_nodes, sizeof(nbiQtNode));
     nbi_qt_commit(&q->alloc, &q->hot, &next_hot, sizeof(nbiQtHot));
+    nbi_qt_commit(&q->alloc, &q->gb, &next_gb, sizeof(nbiQtGb));
     return NB_OK;
 }
 
@@ -348,24 +492,21 @@ static void nbi_node_init(nbiQtNode *n, int32_t parent, int32_t level)
     n->level = level;
 }
 
-// Refreshes node n's mirror in the hot array.
+// Refreshes node n's mirrors: its hot record and, below the root, its group's float bounds.
 static void nbi_sync(nbQuadtree *q, int32_t n)
 {
     const nbiQtNode *node = &NBI_NODES(q)[n];
     nbiQtHot *h = &NBI_HOT(q)[n];
-    for (int a = 0; a < 2; a++) {
-#ifdef NBI_QT_HOT_FLOAT
-        h->lo[a] = nbi_float_down(node->lo[a]);
-        h->hi[a] = nbi_float_up(node->hi[a]);
-#else
-        h->lo[a] = node->lo[a];
-        h->hi[a] = node->hi[a];
-#endif
-    }
     h->child = node->child;
     h->start = node->start;
     h->count = node->count;
-    h->pad = 0;
+    h->level = node->level;
+    if (n < NBI_QT_GROUPS) return;
+    float *gb = NBI_GB(q) + 16 * (size_t)((n - NBI_QT_GROUPS) / 4) + (n - NBI_QT_GROUPS) % 4;
+    gb[0] = nbi_f_down(node->lo[0]);
+    gb[4] = nbi_f_down(node->lo[1]);
+    gb[8] = -nbi_f_up(node->hi[0]);
+    gb[12] = -nbi_f_up(node->hi[1]);
 }
 
 static int32_t nbi_group_take(nbQuadtree *q)
@@ -395,12 +536,33 @@ static void nbi_group_give(nbQuadtree *q, int32_t g)
     q->free_groups++;
 }
 
+// Writes box b's float copy for position p: positions come in runs of 4 (p >> 2; blocks start
+// at multiples of 4, so a run never straddles two blocks), and a run's 16 floats hold min x of
+// the four, min y, -max x, -max y, rounded outwards, so that one run is tested against a
+// window at once (nbi_scan). The float box holds the double one, so the float test passes
+// every rectangle the exact test passes; the exact test then decides.
+NBI_INLINE void nbi_fb_put(nbQuadtree *q, int32_t p, const double *b)
+{
+    float *f = NBI_FB(q) + 4 * (size_t)(p & ~3) + (p & 3);
+    f[0] = nbi_f_down(b[0]);
+    f[4] = nbi_f_down(b[1]);
+    f[8] = -nbi_f_up(b[2]);
+    f[12] = -nbi_f_up(b[3]);
+}
+
+// Writes a rectangle's box at position p (both copies).
+NBI_INLINE void nbi_box_put(nbQuadtree *q, int32_t p, const double *b)
+{
+    memcpy(NBI_REC(q)[p].b, b, 4 * sizeof(double));
+    nbi_fb_put(q, p, b);
+}
+
 // Writes a rectangle's data at position `to` of node n and points its slot there.
 static void nbi_put(nbQuadtree *q, int32_t to, int32_t n, const double *b, uint64_t hnd,
                     uint64_t user, uint32_t cat, uint32_t mask)
 {
     nbiQtRec *r = &NBI_REC(q)[to];
-    memcpy(r->b, b, sizeof r->b);
+    nbi_box_put(q, to, b);
     r->hnd = hnd;
     r->user = user;
     NBI_CAT(q)[to] = cat;
@@ -852,6 +1014,7 @@ void nb_quadtree_destroy(nbQuadtree *q)
         nbi_free(&q->alloc, pos[b]->ptr, pos[b]->cap, elem[b]);
     nbi_free(&q->alloc, q->nodes.ptr, q->nodes.cap, sizeof(nbiQtNode));
     nbi_free(&q->alloc, q->hot.ptr, q->hot.cap, sizeof(nbiQtHot));
+    nbi_free(&q->alloc, q->gb.ptr, q->gb.cap, sizeof(nbiQtGb));
     nbi_pool_destroy(&q->pool);
     const nbAllocator a = q->alloc;
     nbi_free(&a, q, 1, sizeof *q);
@@ -888,7 +1051,7 @@ size_t nb_quadtree_memory_bytes(const nbQuadtree *q)
 {
     if (q == NULL) return 0;
     size_t bytes = sizeof *q + nbi_pool_memory_bytes(&q->pool) + q->nodes.cap * sizeof(nbiQtNode) +
-                   q->hot.cap * sizeof(nbiQtHot);
+                   q->hot.cap * sizeof(nbiQtHot) + q->gb.cap * sizeof(nbiQtGb);
     nbiBuf *pos[NBI_QT_POS_BUFS];
     size_t elem[NBI_QT_POS_BUFS];
     nbi_qt_pos_bufs((nbQuadtree *)q, pos, elem);
@@ -963,13 +1126,13 @@ nbStatus nb_quadtree_move(nbQuadtree *q, nbHandle item, const nbRect *rect)
     const int32_t at = nbi_pool_slot_value(&q->pool, slot);
     const int32_t n = NBI_OWN(q)[at];
     if (n != NBI_QT_OUT && nbi_within(&NBI_NODES(q)[n], b)) { // stays: nothing else changes
-        memcpy(NBI_REC(q)[at].b, b, sizeof b);
+        nbi_box_put(q, at, b);
         return NB_OK;
     }
     nbiQtPlan plan;
     nbi_plan(q, b, 0, &plan);
     if (plan.target == NBI_QT_OUT && n == NBI_QT_OUT) {
-        memcpy(NBI_REC(q)[at].b, b, sizeof b);
+        nbi_box_put(q, at, b);
         return NB_OK;
     }
     st = nbi_qt_room(q, &plan.need);
@@ -1263,9 +1426,13 @@ int64_t nbi_qt_items_tested;
 
 enum { NBI_Q_BOX, NBI_Q_CIRCLE };
 
+enum { NBI_QT_CHUNK = 64 }; // positions scanned into one candidate list (a multiple of 4)
+
 // Depth-first over the nodes whose bounds meet the search, root first, then the outside list.
 // Box: w is the window. A NULL filter visits every rectangle (visit_all). Circle: w is the circle's
-// bounding box, c its centre, r2 its radius^2.
+// bounding box, c its centre, r2 its radius^2. A node's rectangles are scanned in chunks (the
+// exact box test, branch-free, into a candidate list); the candidates then take the circle test
+// and the filter. A group's four children are tested at once (nbi_group_test).
 static void nbi_search(const nbQuadtree *q, int kind, const double *w, const double *c, double r2,
                        const nbFilter *f, nbiQtSink *s)
 {
@@ -1276,54 +1443,65 @@ static void nbi_search(const nbQuadtree *q, int kind, const double *w, const dou
         if (f->category == 0 || f->mask == 0) return;
         f = NULL;
     }
+    nbiQtWin x;
+    nbi_win_make(&x, w);
     // A node is pushed once its bounds are known to meet the search; a window that holds a
     // node's bounds whole holds every rectangle of its subtree, so such a node is pushed as
-    // -2 - index and its subtree reported without a test.
+    // -2 - index and its subtree reported without a test (box searches only: a circle's window
+    // holding a node says nothing of the circle).
+    const bool held_ok = kind == NBI_Q_BOX;
     int32_t stack[NBI_QT_STACK];
+    int32_t cand[NBI_QT_CHUNK + 4];
+    const float *fb = NBI_FB(q);
     int top = 0;
     stack[top++] = NBI_QT_OUT;
-    if (nbi_node_touch(&nodes[NBI_QT_ROOT], w)) stack[top++] = NBI_QT_ROOT;
-    while (top > 0 && !s->stop) {
+    const nbiQtNode *root = &NBI_NODES(q)[NBI_QT_ROOT];
+    if (nbi_node_touch(root, w))
+        stack[top++] = held_ok && nbi_node_held(root, w) ? -2 - NBI_QT_ROOT : NBI_QT_ROOT;
+    while (top > 0) {
         int32_t ni = stack[--top];
         const bool inside = ni < 0;
         if (inside) ni = -2 - ni;
         const nbiQtHot *n = &nodes[ni];
 #ifdef NBI_QT_STATS
         nbi_qt_nodes_visited++;
+        nbi_qt_items_tested += n->count;
 #endif
-        const int32_t base = n->start, end = base + n->count;
-        for (int32_t p = base; p < end; p++) {
-            const double *b = rec[p].b;
-#ifdef NBI_QT_STATS
-            nbi_qt_items_tested++;
-#endif
-            if (!inside) {
-                if (!nbi_touch(b, w)) continue;
-                if (kind == NBI_Q_CIRCLE && nbi_box_dist2(c, b[0], b[1], b[2], b[3]) > r2) continue;
-            }
-            if (f != NULL && !nbi_pass(*f, cat[p], mask[p])) continue;
-            nbi_sink_hit(s, q, p);
-            if (s->stop) return;
-        }
-        if (n->child < 0) continue;
-        for (int k = 3; k >= 0; k--) {
-            const int32_t ci = n->child + k;
+        for (int32_t p0 = n->start, end = p0 + n->count; p0 < end; p0 += NBI_QT_CHUNK) {
+            const int32_t p1 = end - p0 > NBI_QT_CHUNK ? p0 + NBI_QT_CHUNK : end;
+            int32_t m;
             if (inside) {
-                stack[top++] = -2 - ci;
-                continue;
+                for (m = 0; m < p1 - p0; m++) cand[m] = p0 + m;
+            } else {
+                m = nbi_scan(fb, p0, p1, &x, cand);
             }
-            const nbiQtHot *ch = &nodes[ci];
-            if (!nbi_node_touch(ch, w)) continue;
-            if (kind == NBI_Q_CIRCLE) {
-                if (nbi_box_dist2(c, (double)ch->lo[0], (double)ch->lo[1], (double)ch->hi[0],
-                                  (double)ch->hi[1]) > r2)
-                    continue;
-                stack[top++] = ci;
-                continue;
+            for (int32_t j = 0; j < m; j++) {
+                const int32_t p = cand[j];
+                const double *b = rec[p].b;
+                if (!inside && !nbi_touch(b, w)) continue;
+                if (kind == NBI_Q_CIRCLE && nbi_box_dist2(c, b[0], b[1], b[2], b[3]) > r2) continue;
+                if (f != NULL && !nbi_pass(*f, cat[p], mask[p])) continue;
+                nbi_sink_hit(s, q, p);
+                if (s->stop) return;
             }
-            const bool held = w[0] <= (double)ch->lo[0] && w[1] <= (double)ch->lo[1] &&
-                              (double)ch->hi[0] <= w[2] && (double)ch->hi[1] <= w[3];
-            stack[top++] = held ? -2 - ci : ci;
+        }
+        const int32_t g = n->child;
+        if (g < 0) continue;
+        if (inside) {
+            for (int k = 3; k >= 0; k--) stack[top++] = -2 - (g + k);
+            continue;
+        }
+        const int t = nbi_group_test(nbi_group_gb(q, g), &x, held_ok);
+        if (t > 0xF) { // the window holds some of them
+            for (int k = 3; k >= 0; k--) {
+                stack[top] = (t >> (4 + k)) & 1 ? -2 - (g + k) : g + k;
+                top += (t >> k) & 1;
+            }
+            continue;
+        }
+        for (int k = 3; k >= 0; k--) {
+            stack[top] = g + k;
+            top += (t >> k) & 1;
         }
     }
 }
@@ -1559,7 +1737,7 @@ enum { NBI_N_KNN, NBI_N_RAY };
 static void nbi_nearest(const nbQuadtree *q, int kind, const double *p, const nbiRay *ray,
                         double limit, bool count_all, nbFilter f, nbiQtHeap *h)
 {
-    const nbiQtHot *nodes = NBI_HOT(q);
+    const nbiQtNode *nodes = NBI_NODES(q);
     const nbiQtRec *rec = NBI_REC(q);
     const bool check = q->nfiltered > 0;
     if (!check && (f.category == 0 || f.mask == 0)) return;
@@ -1572,7 +1750,7 @@ static void nbi_nearest(const nbQuadtree *q, int kind, const double *p, const nb
     sd[top++] = 0.0;
     while (top > 0) {
         top--;
-        const nbiQtHot *n = &nodes[stack[top]];
+        const nbiQtNode *n = &nodes[stack[top]];
         const double bound = count_all ? limit : nbi_heap_bound(h, limit);
         if (sd[top] > bound) continue;
         {
@@ -1596,7 +1774,7 @@ static void nbi_nearest(const nbQuadtree *q, int kind, const double *p, const nb
         int order[4];
         int m = 0;
         for (int k = 0; k < 4; k++) {
-            const nbiQtHot *c = &nodes[n->child + k];
+            const nbiQtNode *c = &nodes[n->child + k];
             const double lx = (double)c->lo[0], ly = (double)c->lo[1];
             const double hx = (double)c->hi[0], hy = (double)c->hi[1];
             double d;
@@ -1725,56 +1903,67 @@ static void nbi_pairs(const nbQuadtree *q, bool cross, uint32_t mask_a, uint32_t
                       nbiQtSink *s)
 {
     const nbiQtHot *nodes = NBI_HOT(q);
-    const nbiQtNode *full = NBI_NODES(q);
+    const nbiQtNode *root = &NBI_NODES(q)[NBI_QT_ROOT];
     const nbiQtRec *rec = NBI_REC(q);
     const uint32_t *cat = NBI_CAT(q), *mask = NBI_MASK(q);
     const bool rule = q->nfiltered > 0; // else every pair passes the pair rule
     int32_t outer[NBI_QT_STACK];
     int32_t stack[NBI_QT_STACK];
+    int32_t cand[NBI_QT_CHUNK + 4];
+    const float *fb = NBI_FB(q);
     int otop = 0;
     outer[otop++] = NBI_QT_ROOT;
     outer[otop++] = NBI_QT_OUT;
-    while (otop > 0 && !s->stop) {
+    while (otop > 0) {
         const int32_t na = outer[--otop];
         const nbiQtHot *a_node = &nodes[na];
-        const int32_t a_level = full[na].level;
+        const int32_t a_level = a_node->level;
         if (a_node->child >= 0)
             for (int k = 3; k >= 0; k--) outer[otop++] = a_node->child + k;
-        {
-            const int32_t abase = a_node->start, aend = abase + a_node->count;
-            for (int32_t a = abase; a < aend && !s->stop; a++) {
-                if (cross && ((cat[a] & mask_a) == 0 || mask[a] == 0)) continue;
-                const double *w = rec[a].b;
-                int top = 0;
-                stack[top++] = NBI_QT_OUT;
-                stack[top++] = NBI_QT_ROOT;
-                while (top > 0 && !s->stop) {
-                    const int32_t nb = stack[--top];
-                    const nbiQtHot *n = &nodes[nb];
-                    if (!nbi_node_touch(n, w)) continue;
-                    if (n->child >= 0)
-                        for (int k = 3; k >= 0; k--) stack[top++] = n->child + k;
-                    // In pairs mode only rectangles after a in the order above.
-                    if (!cross && n->count > 0) {
-                        const int32_t level = full[nb].level;
-                        if (level < a_level || (level == a_level && nb < na)) continue;
+        const int32_t abase = a_node->start, aend = abase + a_node->count;
+        for (int32_t a = abase; a < aend; a++) {
+            if (cross && ((cat[a] & mask_a) == 0 || mask[a] == 0)) continue;
+            const double *w = rec[a].b;
+            nbiQtWin x;
+            nbi_win_make(&x, w);
+            int top = 0;
+            stack[top++] = NBI_QT_OUT;
+            if (nbi_node_touch(root, w)) stack[top++] = NBI_QT_ROOT;
+            while (top > 0) {
+                const int32_t nb = stack[--top];
+                const nbiQtHot *n = &nodes[nb];
+                const int32_t g = n->child;
+                if (g >= 0) {
+                    const int t = nbi_group_test(nbi_group_gb(q, g), &x, false);
+                    for (int k = 3; k >= 0; k--) {
+                        stack[top] = g + k;
+                        top += (t >> k) & 1;
                     }
-                    {
-                        const int32_t bbase = n->start, bend = bbase + n->count;
-                        for (int32_t b = bbase; b < bend; b++) {
-                            if (cross ? b == a : (nb == na && b <= a)) continue;
-                            if (!nbi_touch(rec[b].b, w)) continue;
-                            if (cross) {
-                                if ((cat[b] & mask_b) == 0 || mask[b] == 0) continue;
-                                nbi_sink_pair(s, q, a, b);
-                            } else {
-                                if (rule && ((cat[a] & mask[b]) == 0 || (cat[b] & mask[a]) == 0))
-                                    continue;
-                                const bool a_first = (uint32_t)rec[a].hnd < (uint32_t)rec[b].hnd;
-                                nbi_sink_pair(s, q, a_first ? a : b, a_first ? b : a);
-                            }
-                            if (s->stop) break;
+                }
+                if (n->count == 0) continue;
+                int32_t p0 = n->start;
+                const int32_t end = p0 + n->count;
+                // In pairs mode only rectangles after a in the order above.
+                if (!cross) {
+                    if (n->level < a_level || (n->level == a_level && nb < na)) continue;
+                    if (nb == na) p0 = a + 1;
+                }
+                for (; p0 < end; p0 += NBI_QT_CHUNK) {
+                    const int32_t p1 = end - p0 > NBI_QT_CHUNK ? p0 + NBI_QT_CHUNK : end;
+                    const int32_t m = nbi_scan(fb, p0, p1, &x, cand);
+                    for (int32_t j = 0; j < m; j++) {
+                        const int32_t b = cand[j];
+                        if (!nbi_touch(rec[b].b, w)) continue;
+                        if (cross) {
+                            if (b == a || (cat[b] & mask_b) == 0 || mask[b] == 0) continue;
+                            nbi_sink_pair(s, q, a, b);
+                        } else {
+                            if (rule && ((cat[a] & mask[b]) == 0 || (cat[b] & mask[a]) == 0))
+                                continue;
+                            const bool a_first = (uint32_t)rec[a].hnd < (uint32_t)rec[b].hnd;
+                            nbi_sink_pair(s, q, a_first ? a : b, a_first ? b : a);
                         }
+                        if (s->stop) return;
                     }
                 }
             }
@@ -1863,10 +2052,13 @@ static nbStatus nbi_validate_node(const nbQuadtree *q, int32_t n, int64_t *items
     NBI_CHECK(node->parent != -2);
     NBI_CHECK(node->count >= 0);
     const nbiQtHot *h = &NBI_HOT(q)[n];
-    NBI_CHECK(h->child == node->child && h->count == node->count);
+    NBI_CHECK(h->child == node->child && h->count == node->count && h->level == node->level);
     NBI_CHECK(node->count == 0 || h->start == node->start);
-    for (int a = 0; a < 2; a++)
-        NBI_CHECK((double)h->lo[a] <= node->lo[a] && node->hi[a] <= (double)h->hi[a]);
+    if (n >= NBI_QT_GROUPS) { // the float bounds hold the node's
+        const float *gb = nbi_group_gb(q, n - (n - NBI_QT_GROUPS) % 4) + (n - NBI_QT_GROUPS) % 4;
+        NBI_CHECK((double)gb[0] <= node->lo[0] && (double)gb[4] <= node->lo[1]);
+        NBI_CHECK(node->hi[0] <= -(double)gb[8] && node->hi[1] <= -(double)gb[12]);
+    }
     if (node->count == 0) {
         NBI_CHECK(node->cls == -1);
     } else {
@@ -1885,6 +2077,9 @@ static nbStatus nbi_validate_node(const nbQuadtree *q, int32_t n, int64_t *items
         const double *b = NBI_REC(q)[at].b;
         NBI_CHECK(b[0] <= b[2] && b[1] <= b[3]);
         NBI_CHECK(nbi_within(node, b));
+        const float *f = NBI_FB(q) + 4 * (size_t)(at & ~3) + (at & 3); // nbi_fb_put
+        NBI_CHECK((double)f[0] <= b[0] && (double)f[4] <= b[1]);
+        NBI_CHECK(b[2] <= -(double)f[8] && b[3] <= -(double)f[12]);
     }
     *items += node->count;
     if (node->child >= 0) {
