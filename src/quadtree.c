@@ -74,12 +74,16 @@ typedef struct nbiQtHot {
     int32_t child, start, count, level;
 } nbiQtHot;
 
-// The bounds of a group's four nodes as floats rounded outwards, field by field (structure of
-// arrays: lo x of the four, lo y, -hi x, -hi y), so that one group's 16 floats test all four
-// children against a window at once. Node n >= NBI_QT_GROUPS has 4 floats of the buffer, its
-// group's 16 start at 4 * (first node of the group - NBI_QT_GROUPS). Outward rounding makes
-// the float box a superset of the double bounds: a window that misses it misses the node, and
-// one that holds it holds the node (nbi_group_test). Refreshed by nbi_sync.
+// What searches prune a group's four nodes by: the box of everything in each node's subtree, as
+// floats rounded outwards, field by field (structure of arrays: lo x of the four, lo y, -hi x,
+// -hi y), so that one group's 16 floats test all four children against a window at once
+// (nbi_group_test). Node n >= NBI_QT_GROUPS has 4 floats of the buffer, its group's 16 start
+// at 4 * (first node of the group - NBI_QT_GROUPS). The box only grows (nbi_bbox_grow, as a
+// rectangle is put into the subtree) and starts empty (+infinity in every field) when a group
+// is taken, so it always holds every rectangle of the subtree (and lies within its parent's):
+// a window that misses it misses them all, and one that holds it holds them all. It is much
+// tighter than the loose bounds near the top of the tree, where a node's bounds reach half a
+// side past its quadrant but its rectangles only their own half size.
 typedef struct nbiQtGb {
     float v[4];
 } nbiQtGb;
@@ -259,41 +263,41 @@ NBI_INLINE int nbi_group_test(const float *gb, const nbiQtWin *x, bool held)
 #endif
 }
 
-// The positions in [p0, p1) whose float box meets the window (nbi_fb_put), in order, into cand
-// (room for p1 - p0 + 4, as p0 rounds down to its run); returns how many. A run of four is
-// tested at once, and each position is written with the write position advanced by its lane's
-// 0 or 1, so there is no branch per rectangle. A superset of the exact test (the caller's).
-NBI_INLINE int32_t nbi_scan(const float *fb, int32_t p0, int32_t p1, const nbiQtWin *x,
-                            int32_t *cand)
+// A run of four positions, r .. r + 3 (r a multiple of 4), against the window by their float
+// boxes (nbi_fb_put): bit k set when position r + k's box meets it. A superset of the exact
+// test, which the caller then applies to each set bit.
+NBI_INLINE int nbi_run_test(const float *fb, int32_t r, const nbiQtWin *x)
 {
-    int32_t m = 0;
-    for (int32_t r = p0 & ~3; r < p1; r += 4) {
-        const float *f = fb + 4 * (size_t)r;
+    const float *f = fb + 4 * (size_t)r;
 #if defined(__SSE2__)
-        const __m128 t = _mm_and_ps(_mm_and_ps(_mm_cmple_ps(_mm_loadu_ps(f), x->touch[0]),
-                                               _mm_cmple_ps(_mm_loadu_ps(f + 4), x->touch[1])),
-                                    _mm_and_ps(_mm_cmple_ps(_mm_loadu_ps(f + 8), x->touch[2]),
-                                               _mm_cmple_ps(_mm_loadu_ps(f + 12), x->touch[3])));
-        int bits = _mm_movemask_ps(t);
+    const __m128 t = _mm_and_ps(_mm_and_ps(_mm_cmple_ps(_mm_loadu_ps(f), x->touch[0]),
+                                           _mm_cmple_ps(_mm_loadu_ps(f + 4), x->touch[1])),
+                                _mm_and_ps(_mm_cmple_ps(_mm_loadu_ps(f + 8), x->touch[2]),
+                                           _mm_cmple_ps(_mm_loadu_ps(f + 12), x->touch[3])));
+    return _mm_movemask_ps(t);
 #else
-        int bits = 0;
-        for (int k = 0; k < 4; k++)
-            bits |= ((f[k] <= x->touch[0]) & (f[4 + k] <= x->touch[1]) & (f[8 + k] <= x->touch[2]) &
-                     (f[12 + k] <= x->touch[3]))
-                    << k;
+    int bits = 0;
+    for (int k = 0; k < 4; k++)
+        bits |= ((f[k] <= x->touch[0]) & (f[4 + k] <= x->touch[1]) & (f[8 + k] <= x->touch[2]) &
+                 (f[12 + k] <= x->touch[3]))
+                << k;
+    return bits;
 #endif
-        if (r < p0) bits &= 0xF << (p0 - r);
-        if (r + 4 > p1) bits &= 0xF >> (r + 4 - p1);
-        cand[m] = r;
-        m += bits & 1;
-        cand[m] = r + 1;
-        m += (bits >> 1) & 1;
-        cand[m] = r + 2;
-        m += (bits >> 2) & 1;
-        cand[m] = r + 3;
-        m += bits >> 3;
+}
+
+// The lowest set bit's index (m != 0).
+NBI_INLINE int nbi_ctz(unsigned m)
+{
+#if defined(__GNUC__)
+    return __builtin_ctz(m);
+#else
+    int n = 0;
+    while ((m & 1u) == 0) {
+        m >>= 1;
+        n++;
     }
-    return m;
+    return n;
+#endif
 }
 
 // Squared distance from p to the box lo..hi (0 inside): monotone in the box, so a node's value
@@ -492,7 +496,7 @@ static void nbi_node_init(nbiQtNode *n, int32_t parent, int32_t level)
     n->level = level;
 }
 
-// Refreshes node n's mirrors: its hot record and, below the root, its group's float bounds.
+// Refreshes node n's hot record.
 static void nbi_sync(nbQuadtree *q, int32_t n)
 {
     const nbiQtNode *node = &NBI_NODES(q)[n];
@@ -501,12 +505,32 @@ static void nbi_sync(nbQuadtree *q, int32_t n)
     h->start = node->start;
     h->count = node->count;
     h->level = node->level;
-    if (n < NBI_QT_GROUPS) return;
-    float *gb = NBI_GB(q) + 16 * (size_t)((n - NBI_QT_GROUPS) / 4) + (n - NBI_QT_GROUPS) % 4;
-    gb[0] = nbi_f_down(node->lo[0]);
-    gb[4] = nbi_f_down(node->lo[1]);
-    gb[8] = -nbi_f_up(node->hi[0]);
-    gb[12] = -nbi_f_up(node->hi[1]);
+}
+
+// Node n's float box (n >= NBI_QT_GROUPS): its four fields at a stride of 4 floats.
+NBI_INLINE float *nbi_gb_of(const nbQuadtree *q, int32_t n)
+{
+    return NBI_GB(q) + 16 * (size_t)((n - NBI_QT_GROUPS) / 4) + (n - NBI_QT_GROUPS) % 4;
+}
+
+// Grows the float boxes of node n and its ancestors to hold the rectangle at position p, up to
+// the first that holds it already (its own ancestors then hold it too).
+static void nbi_bbox_grow(nbQuadtree *q, int32_t n, int32_t p)
+{
+    const float *f = NBI_FB(q) + 4 * (size_t)(p & ~3) + (p & 3);
+    const nbiQtNode *nodes = NBI_NODES(q);
+    while (n >= NBI_QT_GROUPS) {
+        float *g = nbi_gb_of(q, n);
+        bool grew = false;
+        for (int i = 0; i < 4; i++) {
+            if (f[4 * i] < g[4 * i]) {
+                g[4 * i] = f[4 * i];
+                grew = true;
+            }
+        }
+        if (!grew) return;
+        n = nodes[n].parent;
+    }
 }
 
 static int32_t nbi_group_take(nbQuadtree *q)
@@ -521,6 +545,8 @@ static int32_t nbi_group_take(nbQuadtree *q)
         g = q->node_top;
         q->node_top += 4;
     }
+    float *gb = nbi_gb_of(q, g);
+    for (int i = 0; i < 16; i++) gb[i] = (float)INFINITY; // four empty boxes
     return g;
 }
 
@@ -568,6 +594,7 @@ static void nbi_put(nbQuadtree *q, int32_t to, int32_t n, const double *b, uint6
     NBI_CAT(q)[to] = cat;
     NBI_MASK(q)[to] = mask;
     NBI_OWN(q)[to] = n;
+    nbi_bbox_grow(q, n, to);
     nbi_pool_set_slot_value(&q->pool, (int32_t)((uint32_t)hnd - 1u), to);
 }
 
@@ -738,6 +765,11 @@ static void nbi_grow(nbQuadtree *q, const double *b)
         if (c == k) {
             *ch = old;
             ch->parent = NBI_QT_ROOT;
+            float *gb = nbi_gb_of(q, g + c); // the old root's bounds hold its subtree
+            gb[0] = nbi_f_down(old.lo[0]);
+            gb[4] = nbi_f_down(old.lo[1]);
+            gb[8] = -nbi_f_up(old.hi[0]);
+            gb[12] = -nbi_f_up(old.hi[1]);
             if (ch->child >= 0)
                 for (int j = 0; j < 4; j++) nodes[ch->child + j].parent = g + c;
             for (int32_t i = 0; i < ch->count; i++) NBI_OWN(q)[ch->start + i] = g + c;
@@ -1127,6 +1159,7 @@ nbStatus nb_quadtree_move(nbQuadtree *q, nbHandle item, const nbRect *rect)
     const int32_t n = NBI_OWN(q)[at];
     if (n != NBI_QT_OUT && nbi_within(&NBI_NODES(q)[n], b)) { // stays: nothing else changes
         nbi_box_put(q, at, b);
+        nbi_bbox_grow(q, n, at);
         return NB_OK;
     }
     nbiQtPlan plan;
@@ -1426,18 +1459,44 @@ int64_t nbi_qt_items_tested;
 
 enum { NBI_Q_BOX, NBI_Q_CIRCLE };
 
-enum { NBI_QT_CHUNK = 64 }; // positions scanned into one candidate list (a multiple of 4)
+// Reports every rectangle of node `from`'s subtree that passes the filter (NULL: all), without
+// a geometric test: the search's window holds the subtree's bounds. False when a visitor
+// stopped.
+static bool nbi_report_all(const nbQuadtree *q, int32_t from, const nbFilter *f, nbiQtSink *s)
+{
+    const nbiQtHot *nodes = NBI_HOT(q);
+    const uint32_t *cat = NBI_CAT(q), *mask = NBI_MASK(q);
+    int32_t stack[NBI_QT_STACK];
+    int top = 0;
+    stack[top++] = from;
+    while (top > 0) {
+        const nbiQtHot *n = &nodes[stack[--top]];
+#ifdef NBI_QT_STATS
+        nbi_qt_nodes_visited++;
+        nbi_qt_items_tested += n->count;
+#endif
+        for (int32_t p = n->start, end = p + n->count; p < end; p++) {
+            if (f != NULL && !nbi_pass(*f, cat[p], mask[p])) continue;
+            nbi_sink_hit(s, q, p);
+            if (s->stop) return false;
+        }
+        if (n->child >= 0)
+            for (int k = 3; k >= 0; k--) stack[top++] = n->child + k;
+    }
+    return true;
+}
 
 // Depth-first over the nodes whose bounds meet the search, root first, then the outside list.
 // Box: w is the window. A NULL filter visits every rectangle (visit_all). Circle: w is the circle's
-// bounding box, c its centre, r2 its radius^2. A node's rectangles are scanned in chunks (the
-// exact box test, branch-free, into a candidate list); the candidates then take the circle test
-// and the filter. A group's four children are tested at once (nbi_group_test).
+// bounding box, c its centre, r2 its radius^2. A group's four children are tested at once
+// (nbi_group_test), a node's rectangles four at a time by their float boxes (nbi_run_test); only
+// those that pass take the exact tests (the window in double, the circle) and the filter.
 static void nbi_search(const nbQuadtree *q, int kind, const double *w, const double *c, double r2,
                        const nbFilter *f, nbiQtSink *s)
 {
     const nbiQtHot *nodes = NBI_HOT(q);
     const nbiQtRec *rec = NBI_REC(q);
+    const float *fb = NBI_FB(q);
     const uint32_t *cat = NBI_CAT(q), *mask = NBI_MASK(q);
     if (f != NULL && q->nfiltered == 0) { // every rectangle has all bits: one test decides
         if (f->category == 0 || f->mask == 0) return;
@@ -1450,60 +1509,59 @@ static void nbi_search(const nbQuadtree *q, int kind, const double *w, const dou
     // -2 - index and its subtree reported without a test (box searches only: a circle's window
     // holding a node says nothing of the circle).
     const bool held_ok = kind == NBI_Q_BOX;
+    nbiQtSink sk = *s; // a local copy the compiler can keep in registers
     int32_t stack[NBI_QT_STACK];
-    int32_t cand[NBI_QT_CHUNK + 4];
-    const float *fb = NBI_FB(q);
     int top = 0;
     stack[top++] = NBI_QT_OUT;
     const nbiQtNode *root = &NBI_NODES(q)[NBI_QT_ROOT];
     if (nbi_node_touch(root, w))
         stack[top++] = held_ok && nbi_node_held(root, w) ? -2 - NBI_QT_ROOT : NBI_QT_ROOT;
     while (top > 0) {
-        int32_t ni = stack[--top];
-        const bool inside = ni < 0;
-        if (inside) ni = -2 - ni;
-        const nbiQtHot *n = &nodes[ni];
+        const int32_t ni = stack[--top];
+        if (ni < 0) {
+            if (!nbi_report_all(q, -2 - ni, f, &sk)) break;
+            continue;
+        }
+        const nbiQtHot n = nodes[ni];
 #ifdef NBI_QT_STATS
         nbi_qt_nodes_visited++;
-        nbi_qt_items_tested += n->count;
+        nbi_qt_items_tested += n.count;
 #endif
-        for (int32_t p0 = n->start, end = p0 + n->count; p0 < end; p0 += NBI_QT_CHUNK) {
-            const int32_t p1 = end - p0 > NBI_QT_CHUNK ? p0 + NBI_QT_CHUNK : end;
-            int32_t m;
-            if (inside) {
-                for (m = 0; m < p1 - p0; m++) cand[m] = p0 + m;
+        if (n.child >= 0) {
+            const int32_t g = n.child;
+            const int t = nbi_group_test(nbi_group_gb(q, g), &x, held_ok);
+            if (t > 0xF) { // the window holds some of them
+                for (int k = 3; k >= 0; k--) {
+                    stack[top] = (t >> (4 + k)) & 1 ? -2 - (g + k) : g + k;
+                    top += (t >> k) & 1;
+                }
             } else {
-                m = nbi_scan(fb, p0, p1, &x, cand);
+                for (int k = 3; k >= 0; k--) {
+                    stack[top] = g + k;
+                    top += (t >> k) & 1;
+                }
             }
-            for (int32_t j = 0; j < m; j++) {
-                const int32_t p = cand[j];
+        }
+        const int32_t end = n.start + n.count;
+        for (int32_t r = n.start; r < end; r += 4) { // blocks start at multiples of 4
+            unsigned bits = (unsigned)nbi_run_test(fb, r, &x);
+            if (end - r < 4) bits &= (1u << (end - r)) - 1u;
+            while (bits != 0) {
+                const int32_t p = r + nbi_ctz(bits);
+                bits &= bits - 1u;
                 const double *b = rec[p].b;
-                if (!inside && !nbi_touch(b, w)) continue;
+                if (!nbi_touch(b, w)) continue;
                 if (kind == NBI_Q_CIRCLE && nbi_box_dist2(c, b[0], b[1], b[2], b[3]) > r2) continue;
                 if (f != NULL && !nbi_pass(*f, cat[p], mask[p])) continue;
-                nbi_sink_hit(s, q, p);
-                if (s->stop) return;
+                nbi_sink_hit(&sk, q, p);
+                if (sk.stop) {
+                    *s = sk;
+                    return;
+                }
             }
-        }
-        const int32_t g = n->child;
-        if (g < 0) continue;
-        if (inside) {
-            for (int k = 3; k >= 0; k--) stack[top++] = -2 - (g + k);
-            continue;
-        }
-        const int t = nbi_group_test(nbi_group_gb(q, g), &x, held_ok);
-        if (t > 0xF) { // the window holds some of them
-            for (int k = 3; k >= 0; k--) {
-                stack[top] = (t >> (4 + k)) & 1 ? -2 - (g + k) : g + k;
-                top += (t >> k) & 1;
-            }
-            continue;
-        }
-        for (int k = 3; k >= 0; k--) {
-            stack[top] = g + k;
-            top += (t >> k) & 1;
         }
     }
+    *s = sk;
 }
 
 static nbStatus nbi_window_check(const nbRect *w)
@@ -1909,7 +1967,6 @@ static void nbi_pairs(const nbQuadtree *q, bool cross, uint32_t mask_a, uint32_t
     const bool rule = q->nfiltered > 0; // else every pair passes the pair rule
     int32_t outer[NBI_QT_STACK];
     int32_t stack[NBI_QT_STACK];
-    int32_t cand[NBI_QT_CHUNK + 4];
     const float *fb = NBI_FB(q);
     int otop = 0;
     outer[otop++] = NBI_QT_ROOT;
@@ -1948,11 +2005,13 @@ static void nbi_pairs(const nbQuadtree *q, bool cross, uint32_t mask_a, uint32_t
                     if (n->level < a_level || (n->level == a_level && nb < na)) continue;
                     if (nb == na) p0 = a + 1;
                 }
-                for (; p0 < end; p0 += NBI_QT_CHUNK) {
-                    const int32_t p1 = end - p0 > NBI_QT_CHUNK ? p0 + NBI_QT_CHUNK : end;
-                    const int32_t m = nbi_scan(fb, p0, p1, &x, cand);
-                    for (int32_t j = 0; j < m; j++) {
-                        const int32_t b = cand[j];
+                for (int32_t r = p0 & ~3; r < end; r += 4) {
+                    unsigned bits = (unsigned)nbi_run_test(fb, r, &x);
+                    if (r < p0) bits &= 0xFu << (p0 - r);
+                    if (end - r < 4) bits &= (1u << (end - r)) - 1u;
+                    while (bits != 0) {
+                        const int32_t b = r + nbi_ctz(bits);
+                        bits &= bits - 1u;
                         if (!nbi_touch(rec[b].b, w)) continue;
                         if (cross) {
                             if (b == a || (cat[b] & mask_b) == 0 || mask[b] == 0) continue;
@@ -2054,11 +2113,10 @@ static nbStatus nbi_validate_node(const nbQuadtree *q, int32_t n, int64_t *items
     const nbiQtHot *h = &NBI_HOT(q)[n];
     NBI_CHECK(h->child == node->child && h->count == node->count && h->level == node->level);
     NBI_CHECK(node->count == 0 || h->start == node->start);
-    if (n >= NBI_QT_GROUPS) { // the float bounds hold the node's
-        const float *gb = nbi_group_gb(q, n - (n - NBI_QT_GROUPS) % 4) + (n - NBI_QT_GROUPS) % 4;
-        NBI_CHECK((double)gb[0] <= node->lo[0] && (double)gb[4] <= node->lo[1]);
-        NBI_CHECK(node->hi[0] <= -(double)gb[8] && node->hi[1] <= -(double)gb[12]);
-    }
+    const float *gb = n >= NBI_QT_GROUPS ? nbi_gb_of(q, n) : NULL;
+    const float *pgb = node->parent >= NBI_QT_GROUPS ? nbi_gb_of(q, node->parent) : NULL;
+    if (gb != NULL && pgb != NULL && gb[0] != (float)INFINITY) // a box within its parent's
+        for (int i = 0; i < 4; i++) NBI_CHECK(pgb[4 * i] <= gb[4 * i]);
     if (node->count == 0) {
         NBI_CHECK(node->cls == -1);
     } else {
@@ -2080,6 +2138,8 @@ static nbStatus nbi_validate_node(const nbQuadtree *q, int32_t n, int64_t *items
         const float *f = NBI_FB(q) + 4 * (size_t)(at & ~3) + (at & 3); // nbi_fb_put
         NBI_CHECK((double)f[0] <= b[0] && (double)f[4] <= b[1]);
         NBI_CHECK(b[2] <= -(double)f[8] && b[3] <= -(double)f[12]);
+        if (gb != NULL) // the node's box holds it
+            for (int k = 0; k < 4; k++) NBI_CHECK(gb[4 * k] <= f[4 * k]);
     }
     *items += node->count;
     if (node->child >= 0) {
