@@ -160,37 +160,46 @@ NBI_INLINE bool nbi_node_held(const nbiQtNode *n, const double *w)
     return w[0] <= n->lo[0] && w[1] <= n->lo[1] && n->hi[0] <= w[2] && n->hi[1] <= w[3];
 }
 
-// f one float step up or down (f finite; FLT_MAX steps up to infinity).
-static float nbi_f_step(float f, bool up)
+// v[0..3] rounded to floats, out[i] <= v[i] (dir -1) or out[i] >= v[i] (dir +1): the nearest
+// float (under any rounding mode, within one step of v[i]) and then one step further that way,
+// so a float box built from them holds the double box. Beyond float's range the largest float
+// is the start (one step past it is infinity). v may be infinite, not NaN. Steps are taken on
+// the floats' bits mapped to integers in the order of the floats (negatives' magnitude bits
+// flipped), so zero and the signs need no case.
+static void nbi_f_round4(const double *v, float *out, int dir)
 {
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    if ((u & 0x7FFFFFFFu) == 0)
-        u = up ? 1u : 0x80000001u; // from zero to the smallest subnormal
-    else if (((u >> 31) == 0) == up)
-        u++; // away from zero
-    else
-        u--;
-    memcpy(&f, &u, sizeof f);
-    return f;
+#if defined(__SSE2__)
+    const __m128d big = _mm_set1_pd((double)FLT_MAX), nbig = _mm_set1_pd(-(double)FLT_MAX);
+    const __m128d a = _mm_min_pd(_mm_max_pd(_mm_loadu_pd(v), nbig), big);
+    const __m128d b = _mm_min_pd(_mm_max_pd(_mm_loadu_pd(v + 2), nbig), big);
+    __m128i i = _mm_castps_si128(_mm_movelh_ps(_mm_cvtpd_ps(a), _mm_cvtpd_ps(b)));
+    __m128i key = _mm_xor_si128(i, _mm_srli_epi32(_mm_srai_epi32(i, 31), 1));
+    key = _mm_add_epi32(key, _mm_set1_epi32(dir));
+    i = _mm_xor_si128(key, _mm_srli_epi32(_mm_srai_epi32(key, 31), 1));
+    _mm_storeu_ps(out, _mm_castsi128_ps(i));
+#else
+    for (int k = 0; k < 4; k++) {
+        const double x = v[k] < -(double)FLT_MAX  ? -(double)FLT_MAX
+                         : v[k] > (double)FLT_MAX ? (double)FLT_MAX
+                                                  : v[k];
+        float f = (float)x;
+        int32_t i;
+        memcpy(&i, &f, sizeof i);
+        int32_t key = i < 0 ? i ^ 0x7FFFFFFF : i;
+        key += dir;
+        i = key < 0 ? key ^ 0x7FFFFFFF : key;
+        memcpy(&f, &i, sizeof f);
+        out[k] = f;
+    }
+#endif
 }
 
-// x rounded down (up) to a float: never above (below) x; beyond float's range, the largest
-// float or infinity. x may be infinite, not NaN.
-static float nbi_f_down(double x)
+// A box (min x, min y, max x, max y) as the float fields searches test: min x and min y rounded
+// down, -max x and -max y rounded down (that is, the maxima rounded up).
+NBI_INLINE void nbi_f_fields(const double *b, float *out)
 {
-    if (x < -(double)FLT_MAX) return -(float)INFINITY;
-    if (x >= (double)FLT_MAX) return FLT_MAX;
-    const float f = (float)x;
-    return (double)f > x ? nbi_f_step(f, false) : f;
-}
-
-static float nbi_f_up(double x)
-{
-    if (x > (double)FLT_MAX) return (float)INFINITY;
-    if (x <= -(double)FLT_MAX) return -FLT_MAX;
-    const float f = (float)x;
-    return (double)f < x ? nbi_f_step(f, true) : f;
+    const double v[4] = {b[0], b[1], -b[2], -b[3]};
+    nbi_f_round4(v, out, -1);
 }
 
 // A window as the group test reads it: `touch` = (up(max x), up(max y), -down(min x),
@@ -211,12 +220,9 @@ static void nbi_win_make(nbiQtWin *x, const double *w)
 {
     memcpy(x->w, w, sizeof x->w);
     float t[4], h[4];
-    for (int a = 0; a < 2; a++) {
-        t[a] = nbi_f_up(w[2 + a]);
-        t[2 + a] = -nbi_f_down(w[a]);
-        h[a] = nbi_f_up(w[a]);
-        h[2 + a] = -nbi_f_down(w[2 + a]);
-    }
+    const double tv[4] = {w[2], w[3], -w[0], -w[1]}, hv[4] = {w[0], w[1], -w[2], -w[3]};
+    nbi_f_round4(tv, t, 1);
+    nbi_f_round4(hv, h, 1);
     for (int i = 0; i < 4; i++) {
 #if defined(__SSE2__)
         x->touch[i] = _mm_set1_ps(t[i]);
@@ -570,10 +576,12 @@ static void nbi_group_give(nbQuadtree *q, int32_t g)
 NBI_INLINE void nbi_fb_put(nbQuadtree *q, int32_t p, const double *b)
 {
     float *f = NBI_FB(q) + 4 * (size_t)(p & ~3) + (p & 3);
-    f[0] = nbi_f_down(b[0]);
-    f[4] = nbi_f_down(b[1]);
-    f[8] = -nbi_f_up(b[2]);
-    f[12] = -nbi_f_up(b[3]);
+    float v[4];
+    nbi_f_fields(b, v);
+    f[0] = v[0];
+    f[4] = v[1];
+    f[8] = v[2];
+    f[12] = v[3];
 }
 
 // Writes a rectangle's box at position p (both copies).
@@ -766,10 +774,10 @@ static void nbi_grow(nbQuadtree *q, const double *b)
             *ch = old;
             ch->parent = NBI_QT_ROOT;
             float *gb = nbi_gb_of(q, g + c); // the old root's bounds hold its subtree
-            gb[0] = nbi_f_down(old.lo[0]);
-            gb[4] = nbi_f_down(old.lo[1]);
-            gb[8] = -nbi_f_up(old.hi[0]);
-            gb[12] = -nbi_f_up(old.hi[1]);
+            const double ob[4] = {old.lo[0], old.lo[1], old.hi[0], old.hi[1]};
+            float v[4];
+            nbi_f_fields(ob, v);
+            for (int i = 0; i < 4; i++) gb[4 * i] = v[i];
             if (ch->child >= 0)
                 for (int j = 0; j < 4; j++) nodes[ch->child + j].parent = g + c;
             for (int32_t i = 0; i < ch->count; i++) NBI_OWN(q)[ch->start + i] = g + c;
@@ -1426,14 +1434,20 @@ NBI_INLINE nbHit nbi_hit_at(const nbQuadtree *q, int32_t p)
     return h;
 }
 
-NBI_INLINE void nbi_sink_hit(nbiQtSink *s, const nbQuadtree *q, int32_t p)
+// `mode` is the sink's mode, passed apart so that a caller can make it a constant.
+NBI_INLINE void nbi_sink_hit_as(nbiQtSink *s, const nbQuadtree *q, int32_t p, int mode)
 {
-    if (s->mode == NBI_QS_VISIT) {
+    if (mode == NBI_QS_VISIT) {
         if (!s->fn(nbi_hit_at(q, p), s->user)) s->stop = true;
         return;
     }
-    if (s->mode == NBI_QS_BUFFER && s->found < s->cap) s->out[s->found] = nbi_hit_at(q, p);
+    if (mode == NBI_QS_BUFFER && s->found < s->cap) s->out[s->found] = nbi_hit_at(q, p);
     s->found++;
+}
+
+NBI_INLINE void nbi_sink_hit(nbiQtSink *s, const nbQuadtree *q, int32_t p)
+{
+    nbi_sink_hit_as(s, q, p, s->mode);
 }
 
 NBI_INLINE void nbi_sink_pair(nbiQtSink *s, const nbQuadtree *q, int32_t pa, int32_t pb)
@@ -1491,17 +1505,15 @@ static bool nbi_report_all(const nbQuadtree *q, int32_t from, const nbFilter *f,
 // bounding box, c its centre, r2 its radius^2. A group's four children are tested at once
 // (nbi_group_test), a node's rectangles four at a time by their float boxes (nbi_run_test); only
 // those that pass take the exact tests (the window in double, the circle) and the filter.
-static void nbi_search(const nbQuadtree *q, int kind, const double *w, const double *c, double r2,
-                       const nbFilter *f, nbiQtSink *s)
+// nbi_search's body, inlined once for the common case (a window into a buffer, no filter to
+// test) with those as constants, and once for everything else.
+NBI_INLINE void nbi_search_as(const nbQuadtree *q, int kind, const double *w, const double *c,
+                              double r2, const nbFilter *f, int mode, nbiQtSink *s)
 {
     const nbiQtHot *nodes = NBI_HOT(q);
     const nbiQtRec *rec = NBI_REC(q);
     const float *fb = NBI_FB(q);
     const uint32_t *cat = NBI_CAT(q), *mask = NBI_MASK(q);
-    if (f != NULL && q->nfiltered == 0) { // every rectangle has all bits: one test decides
-        if (f->category == 0 || f->mask == 0) return;
-        f = NULL;
-    }
     nbiQtWin x;
     nbi_win_make(&x, w);
     // A node is pushed once its bounds are known to meet the search; a window that holds a
@@ -1553,7 +1565,7 @@ static void nbi_search(const nbQuadtree *q, int kind, const double *w, const dou
                 if (!nbi_touch(b, w)) continue;
                 if (kind == NBI_Q_CIRCLE && nbi_box_dist2(c, b[0], b[1], b[2], b[3]) > r2) continue;
                 if (f != NULL && !nbi_pass(*f, cat[p], mask[p])) continue;
-                nbi_sink_hit(&sk, q, p);
+                nbi_sink_hit_as(&sk, q, p, mode);
                 if (sk.stop) {
                     *s = sk;
                     return;
@@ -1562,6 +1574,19 @@ static void nbi_search(const nbQuadtree *q, int kind, const double *w, const dou
         }
     }
     *s = sk;
+}
+
+static void nbi_search(const nbQuadtree *q, int kind, const double *w, const double *c, double r2,
+                       const nbFilter *f, nbiQtSink *s)
+{
+    if (f != NULL && q->nfiltered == 0) { // every rectangle has all bits: one test decides
+        if (f->category == 0 || f->mask == 0) return;
+        f = NULL;
+    }
+    if (kind == NBI_Q_BOX && f == NULL && s->mode == NBI_QS_BUFFER)
+        nbi_search_as(q, NBI_Q_BOX, w, NULL, 0.0, NULL, NBI_QS_BUFFER, s);
+    else
+        nbi_search_as(q, kind, w, c, r2, f, s->mode, s);
 }
 
 static nbStatus nbi_window_check(const nbRect *w)
