@@ -521,7 +521,7 @@ NBI_INLINE float *nbi_gb_of(const nbQuadtree *q, int32_t n)
 
 // Grows the float boxes of node n and its ancestors to hold the rectangle at position p, up to
 // the first that holds it already (its own ancestors then hold it too).
-static void nbi_bbox_grow(nbQuadtree *q, int32_t n, int32_t p)
+NBI_INLINE void nbi_bbox_grow(nbQuadtree *q, int32_t n, int32_t p)
 {
     const float *f = NBI_FB(q) + 4 * (size_t)(p & ~3) + (p & 3);
     const nbiQtNode *nodes = NBI_NODES(q);
@@ -1249,6 +1249,7 @@ nbStatus nb_quadtree_set(nbQuadtree *q, nbHandle item, uint64_t user, nbFilter f
 
 typedef struct nbiQtRange {
     int32_t node, lo, hi;
+    int32_t in; // which of the two item arrays holds the range: 0 work, 1 scratch
 } nbiQtRange;
 
 // A rectangle on its way into a build: its box travels with it, so that each level's partition
@@ -1272,6 +1273,7 @@ static nbStatus nbi_build_into(nbQuadtree *s, nbiQtItem *work, nbiQtItem *scratc
     while (top > 0) {
         const nbiQtRange r = stack[--top];
         int32_t stay = r.hi - r.lo;
+        const nbiQtItem *items = r.in ? scratch : work; // where the rectangles that stay are
         const nbiQtNode *node = &NBI_NODES(s)[r.node];
         // A node with children already (the root and its line after growing) always passes its
         // rectangles down.
@@ -1294,8 +1296,10 @@ static nbStatus nbi_build_into(nbQuadtree *s, nbiQtItem *work, nbiQtItem *scratc
             const nbiQtNode *nodes = NBI_NODES(s);
             const int32_t g = nodes[r.node].child;
             int32_t per[5] = {0, 0, 0, 0, 0};
+            // Partitioned from one array into the other, so nothing is copied back.
+            nbiQtItem *to = r.in ? work : scratch;
             for (int32_t i = r.lo; i < r.hi; i++) {
-                const int k = nbi_pick(s, &nodes[r.node], &nodes[g], work[i].b) + 1;
+                const int k = nbi_pick(s, &nodes[r.node], &nodes[g], items[i].b) + 1;
                 pick[i] = (uint8_t)k;
                 per[k]++;
             }
@@ -1304,12 +1308,12 @@ static nbStatus nbi_build_into(nbQuadtree *s, nbiQtItem *work, nbiQtItem *scratc
             for (int k = 1; k < 5; k++) at[k] = at[k - 1] + per[k - 1];
             int32_t fill[5];
             memcpy(fill, at, sizeof fill);
-            for (int32_t i = r.lo; i < r.hi; i++) scratch[fill[pick[i]]++] = work[i];
-            memcpy(work + r.lo, scratch + r.lo, (size_t)(r.hi - r.lo) * sizeof *work);
+            for (int32_t i = r.lo; i < r.hi; i++) to[fill[pick[i]]++] = items[i];
+            items = to;
             stay = per[0];
             for (int k = 3; k >= 0; k--)
                 if (per[k + 1] > 0)
-                    stack[top++] = (nbiQtRange){g + k, at[k + 1], at[k + 1] + per[k + 1]};
+                    stack[top++] = (nbiQtRange){g + k, at[k + 1], at[k + 1] + per[k + 1], 1 - r.in};
         }
         if (stay == 0) continue;
         const int c = nbi_cls_for(stay);
@@ -1322,7 +1326,7 @@ static nbStatus nbi_build_into(nbQuadtree *s, nbiQtItem *work, nbiQtItem *scratc
         nd->cls = c;
         nd->count = stay;
         for (int32_t j = 0; j < stay; j++) {
-            const nbiQtItem *it = &work[r.lo + j];
+            const nbiQtItem *it = &items[r.lo + j];
             nbHandle h;
             st = nbi_pool_alloc(&s->pool, 0, &h);
             if (st != NB_OK) return st; // cannot happen: room for every handle was prepared
@@ -1391,10 +1395,10 @@ nbStatus nb_quadtree_build(nbQuadtree *q, const nbRect *rects, int32_t n, const 
             s->nfiltered += !nbi_bits_all(filters[i].category, filters[i].mask);
         if (outside > 0)
             st = nbi_build_into(s, work, scratch, pick, users, filters, handles,
-                                (nbiQtRange){NBI_QT_OUT, inside, n});
+                                (nbiQtRange){NBI_QT_OUT, inside, n, 0});
         if (st == NB_OK && inside > 0)
             st = nbi_build_into(s, work, scratch, pick, users, filters, handles,
-                                (nbiQtRange){NBI_QT_ROOT, 0, inside});
+                                (nbiQtRange){NBI_QT_ROOT, 0, inside, 0});
     }
     if (work != NULL) nbi_free(&q->alloc, work, 2 * un, sizeof(nbiQtItem));
     if (pick != NULL) nbi_free(&q->alloc, pick, un, 1);
@@ -1553,6 +1557,14 @@ NBI_INLINE void nbi_search_as(const nbQuadtree *q, int kind, const double *w, co
                     top += (t >> k) & 1;
                 }
             }
+#if defined(__GNUC__)
+            // The children's records are read next: start loading them while this node's
+            // rectangles are scanned.
+            if (t != 0) {
+                __builtin_prefetch(&nodes[g]);
+                __builtin_prefetch(&nodes[g + 3]);
+            }
+#endif
         }
         const int32_t end = n.start + n.count;
         for (int32_t r = n.start; r < end; r += 4) { // blocks start at multiples of 4
