@@ -201,7 +201,7 @@ int main(int argc, char **argv)
     if (o.placement != 0 || o.threshold != 0 || o.depth != 0 || use_insert)
         snprintf(peer, sizeof peer, "nearby_quadtree_%s_t%d%s%s",
                  o.placement == NB_QUADTREE_TIGHT ? "tight" : "loose",
-                 o.threshold > 0 ? o.threshold : 8, o.depth > 0 ? "_d" : "",
+                 o.threshold > 0 ? o.threshold : 128, o.depth > 0 ? "_d" : "",
                  use_insert ? "_insert" : "");
     const char *cpu_env = getenv("NBB_CPU_TIME");
     cpu_time = cpu_env != NULL && strcmp(cpu_env, "1") == 0;
