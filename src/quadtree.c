@@ -5,12 +5,17 @@
 // leaf with infinite bounds that every query visits and that never splits); children come in
 // groups of four contiguous nodes, child k covering the quadrant x-half (k & 1), y-half (k >> 1)
 // of its parent. Each node keeps two boxes: its cell (the quadrant, which only places
-// rectangles) and its bounds (what queries prune by, and what every rectangle of its subtree
-// lies in). Tight placement: bounds = cell, and a rectangle goes into the child whose cell holds
+// rectangles) and its bounds (what every rectangle of its subtree lies in; kNN and rays prune
+// by them). Tight placement: bounds = cell, and a rectangle goes into the child whose cell holds
 // all of it. Loose placement: bounds = cell enlarged by half its side per edge, clamped to the
 // parent's bounds, and a rectangle goes into the child that holds its centre if that child's
-// bounds hold all of it. Placement tests the stored bounds, the same doubles queries test, so
-// rounding can never put a rectangle outside the box that prunes it.
+// bounds hold all of it. Placement tests the stored bounds in double.
+//
+// Window, point, radius and pair searches prune by a third box per node below the root: the box
+// of what its subtree holds, as floats rounded outwards, grown as rectangles come in (nbiQtGb,
+// nbi_bbox_grow), four children's side by side so that one test covers a group. Each position
+// also has its box as floats rounded outwards, by runs of four (nbi_fb_put), so one test covers
+// four rectangles; only those that pass read the doubles and take the exact test.
 //
 // Rectangles of a node are contiguous: the node owns a block of 2^cls positions in an arena and
 // its rectangles fill the block's front. Per position we keep the box, the handle bits, the user
@@ -28,8 +33,9 @@
 // nodes; nodes 0 and 1 are never free; a group's four nodes have the same parent, the next
 // level, bounds within the parent's bounds; a node with rectangles owns a block that holds them
 // (count <= 2^cls), a node without owns none; each position in use holds a live slot whose pool
-// value is that position, names its node and has its box within the node's bounds; live blocks
-// plus free blocks cover [0, top) exactly; free groups are chained and counted.
+// value is that position, names its node and has its box within the node's bounds, its float
+// box holding it and within the node's float box; a node's float box lies within its parent's;
+// live blocks plus free blocks cover [0, top) exactly; free groups are chained and counted.
 #include <nearby/quadtree.h>
 
 #include "cell.h"
