@@ -751,6 +751,7 @@ static int test_float_edges(void)
     enum { NV = sizeof vals / sizeof vals[0], NR = 5 * NV };
     static nbRect rects[NR];
     static nbHit hits[NR];
+    const double inf = (double)INFINITY;
     for (int i = 0; i < NV; i++) {
         const double v = vals[i], d = fabs(v) * 1e-3 + 1.0;
         rects[5 * i + 0] = (nbRect){{v - d, 0.0}, {v, 1.0}}; // max x on v
@@ -777,7 +778,7 @@ static int test_float_edges(void)
         }
         NB_CHECK_OK(nb_quadtree_validate(qt));
         for (int i = 0; i < NV; i++) {
-            const double v = vals[i], up = nextafter(v, INFINITY), down = nextafter(v, -INFINITY);
+            const double v = vals[i], up = nextafter(v, inf), down = nextafter(v, -inf);
             const nbRect wins[] = {
                 {{v, -1.0}, {v, 4.0}},
                 {{up, -1.0}, {up, 4.0}},
@@ -788,9 +789,9 @@ static int test_float_edges(void)
                 {{v, v}, {v, v}},
                 {{down, down}, {v, v}},
                 {{v, v}, {up, up}},
-                {{-INFINITY, v}, {v, INFINITY}},
-                {{up, up}, {INFINITY, INFINITY}},       // would hold the point's leaf, were the
-                {{-INFINITY, -INFINITY}, {down, down}}, // floats rounded to nearest
+                {{-inf, v}, {v, inf}},
+                {{up, up}, {inf, inf}},       // would hold the point's leaf, were the
+                {{-inf, -inf}, {down, down}}, // floats rounded to nearest
             };
             for (size_t w = 0; w < sizeof wins / sizeof wins[0]; w++) {
                 int32_t want = 0, found = -1;
