@@ -201,7 +201,7 @@ int main(int argc, char **argv)
     if (o.placement != 0 || o.threshold != 0 || o.depth != 0 || use_insert)
         snprintf(peer, sizeof peer, "nearby_quadtree_%s_t%d%s%s",
                  o.placement == NB_QUADTREE_TIGHT ? "tight" : "loose",
-                 o.threshold > 0 ? o.threshold : 8, o.depth > 0 ? "_d" : "",
+                 o.threshold > 0 ? o.threshold : 128, o.depth > 0 ? "_d" : "",
                  use_insert ? "_insert" : "");
     const char *cpu_env = getenv("NBB_CPU_TIME");
     cpu_time = cpu_env != NULL && strcmp(cpu_env, "1") == 0;
@@ -295,6 +295,9 @@ int main(int argc, char **argv)
         uint64_t s = NBR_SEED_MOVES;
         nbrTally total = {0, 0};
         const uint64_t allocs_before = counter.allocs;
+#ifdef NBI_QT_STATS
+        nbi_qt_nodes_visited = nbi_qt_items_tested = 0;
+#endif
         for (int f = 0; f < sz.frames; f++) {
             nbr_move(moving, sz.n_moving, &s);
             int64_t t0 = now_ns();
@@ -309,6 +312,12 @@ int main(int argc, char **argv)
             total.sum += t.sum;
         }
         if (stats) print_shape("moving set after the frames", qt);
+#ifdef NBI_QT_STATS
+        fprintf(stderr,
+                "bench_rects: moving: %.1f nodes visited, %.1f rectangles tested per window\n",
+                (double)nbi_qt_nodes_visited / ((double)sz.n_moving * sz.frames),
+                (double)nbi_qt_items_tested / ((double)sz.n_moving * sz.frames));
+#endif
         fprintf(stderr, "bench_rects: moving: %lld allocations in %d frames\n",
                 (long long)(counter.allocs - allocs_before), sz.frames);
         qsort(frame_ns, (size_t)sz.frames, sizeof *frame_ns, nbb_cmp_i64);

@@ -5,12 +5,17 @@
 // leaf with infinite bounds that every query visits and that never splits); children come in
 // groups of four contiguous nodes, child k covering the quadrant x-half (k & 1), y-half (k >> 1)
 // of its parent. Each node keeps two boxes: its cell (the quadrant, which only places
-// rectangles) and its bounds (what queries prune by, and what every rectangle of its subtree
-// lies in). Tight placement: bounds = cell, and a rectangle goes into the child whose cell holds
+// rectangles) and its bounds (what every rectangle of its subtree lies in; kNN and rays prune
+// by them). Tight placement: bounds = cell, and a rectangle goes into the child whose cell holds
 // all of it. Loose placement: bounds = cell enlarged by half its side per edge, clamped to the
 // parent's bounds, and a rectangle goes into the child that holds its centre if that child's
-// bounds hold all of it. Placement tests the stored bounds, the same doubles queries test, so
-// rounding can never put a rectangle outside the box that prunes it.
+// bounds hold all of it. Placement tests the stored bounds in double.
+//
+// Window, point, radius and pair searches prune by a third box per node below the root: the box
+// of what its subtree holds, as floats rounded outwards, grown as rectangles come in (nbiQtGb,
+// nbi_bbox_grow), four children's side by side so that one test covers a group. Each position
+// also has its box as floats rounded outwards, by runs of four (nbi_fb_put), so one test covers
+// four rectangles; only those that pass read the doubles and take the exact test.
 //
 // Rectangles of a node are contiguous: the node owns a block of 2^cls positions in an arena and
 // its rectangles fill the block's front. Per position we keep the box, the handle bits, the user
@@ -28,8 +33,9 @@
 // nodes; nodes 0 and 1 are never free; a group's four nodes have the same parent, the next
 // level, bounds within the parent's bounds; a node with rectangles owns a block that holds them
 // (count <= 2^cls), a node without owns none; each position in use holds a live slot whose pool
-// value is that position, names its node and has its box within the node's bounds; live blocks
-// plus free blocks cover [0, top) exactly; free groups are chained and counted.
+// value is that position, names its node and has its box within the node's bounds, its float
+// box holding it and within the node's float box; a node's float box lies within its parent's;
+// live blocks plus free blocks cover [0, top) exactly; free groups are chained and counted.
 #include <nearby/quadtree.h>
 
 #include "cell.h"
@@ -39,6 +45,10 @@
 #include <math.h>
 #include <string.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 enum {
     NBI_QT_ROOT = 0,      // node index of the root
     NBI_QT_OUT = 1,       // node index of the outside list
@@ -46,7 +56,7 @@ enum {
     NBI_QT_GROW_MAX = 48, // times the root may double
     NBI_QT_MAX_ITEMS = 1 << 28,
     NBI_QT_STACK = 4 * (NB_QUADTREE_MAX_DEPTH + NBI_QT_GROW_MAX + 4),
-    NBI_QT_DEFAULT_THRESHOLD = 32, // measured: docs/quadtree.md
+    NBI_QT_DEFAULT_THRESHOLD = 128, // measured: docs/quadtree.md
     NBI_QT_DEFAULT_DEPTH = 24,
     NBI_QT_CLASSES = 31, // block sizes 2^0 .. 2^30
     NBI_QT_MIN_CLS = 2,  // a node's first block holds 4
@@ -63,20 +73,26 @@ typedef struct nbiQtNode {
     int32_t level;         // depth: the first root is 0, a grown root negative
 } nbiQtNode;
 
-// What queries read of a node, apart: its bounds, its children and its block (48 bytes). A
-// mirror of the node's fields, refreshed by nbi_sync after every change (validate checks it).
-// With NBI_QT_HOT_FLOAT the bounds are floats rounded outwards (a superset of the double bounds,
-// so pruning by them stays exact) and the mirror is 32 bytes; measured slower (more
-// instructions for the conversions), so off.
-#ifdef NBI_QT_HOT_FLOAT
-#define NBI_QT_HOT_T float
-#else
-#define NBI_QT_HOT_T double
-#endif
+// What a traversal reads of a node besides its bounds, apart (16 bytes): its children, its block
+// and its level. A mirror of the node's fields, refreshed by nbi_sync after every change
+// (validate checks it).
 typedef struct nbiQtHot {
-    NBI_QT_HOT_T lo[2], hi[2];
-    int32_t child, start, count, pad;
+    int32_t child, start, count, level;
 } nbiQtHot;
+
+// What searches prune a group's four nodes by: the box of everything in each node's subtree, as
+// floats rounded outwards, field by field (structure of arrays: lo x of the four, lo y, -hi x,
+// -hi y), so that one group's 16 floats test all four children against a window at once
+// (nbi_group_test). Node n >= NBI_QT_GROUPS has 4 floats of the buffer, its group's 16 start
+// at 4 * (first node of the group - NBI_QT_GROUPS). The box only grows (nbi_bbox_grow, as a
+// rectangle is put into the subtree) and starts empty (+infinity in every field) when a group
+// is taken, so it always holds every rectangle of the subtree (and lies within its parent's):
+// a window that misses it misses them all, and one that holds it holds them all. It is much
+// tighter than the loose bounds near the top of the tree, where a node's bounds reach half a
+// side past its quadrant but its rectangles only their own half size.
+typedef struct nbiQtGb {
+    float v[4];
+} nbiQtGb;
 
 // What a query reads of a rectangle, together: its box (min x, min y, max x, max y), then what
 // it reports (handle bits, user value), 48 bytes.
@@ -96,11 +112,13 @@ struct nbQuadtree {
     nbiPool pool; // a slot's value is its rectangle's position
     nbiBuf nodes; // nbiQtNode
     nbiBuf hot;   // nbiQtHot, one per node
+    nbiBuf gb;    // nbiQtGb, one per node: the groups' float bounds
     int32_t node_top, free_group, free_groups;
     nbiBuf rec;        // nbiQtRec per position
     nbiBuf cat, mask;  // uint32_t per position
     int32_t nfiltered; // rectangles whose bits are not all ones: 0 lets queries skip the bits
     nbiBuf own;        // int32_t per position: its node; a free block's first: the next free block
+    nbiBuf fb;         // 4 floats per position, by runs of 4 (nbi_fb_put)
     int32_t top;       // positions [0, top) belong to blocks, live or free
     int32_t free_block[NBI_QT_CLASSES];
     int32_t free_count[NBI_QT_CLASSES];
@@ -108,6 +126,8 @@ struct nbQuadtree {
 
 #define NBI_NODES(q) ((nbiQtNode *)(q)->nodes.ptr)
 #define NBI_HOT(q) ((nbiQtHot *)(q)->hot.ptr)
+#define NBI_GB(q) ((float *)(q)->gb.ptr)
+#define NBI_FB(q) ((float *)(q)->fb.ptr)
 #define NBI_REC(q) ((nbiQtRec *)(q)->rec.ptr)
 #define NBI_CAT(q) ((uint32_t *)(q)->cat.ptr)
 #define NBI_MASK(q) ((uint32_t *)(q)->mask.ptr)
@@ -135,30 +155,162 @@ NBI_INLINE bool nbi_touch(const double *a, const double *b)
     return a[0] <= b[2] && b[0] <= a[2] && a[1] <= b[3] && b[1] <= a[3];
 }
 
-NBI_INLINE bool nbi_node_touch(const nbiQtHot *n, const double *w)
+NBI_INLINE bool nbi_node_touch(const nbiQtNode *n, const double *w)
 {
-    return (double)n->lo[0] <= w[2] && w[0] <= (double)n->hi[0] && (double)n->lo[1] <= w[3] &&
-           w[1] <= (double)n->hi[1];
+    return n->lo[0] <= w[2] && w[0] <= n->hi[0] && n->lo[1] <= w[3] && w[1] <= n->hi[1];
 }
 
-#ifdef NBI_QT_HOT_FLOAT
-// x rounded down (up) to a float: never above (below) x, and +-infinity beyond float's range.
-static float nbi_float_down(double x)
+// Whether window w holds the node's bounds whole.
+NBI_INLINE bool nbi_node_held(const nbiQtNode *n, const double *w)
 {
-    if (x >= (double)FLT_MAX) return FLT_MAX;
-    if (x < -(double)FLT_MAX) return -(float)INFINITY;
-    float f = (float)x;
-    return (double)f > x ? nextafterf(f, -(float)INFINITY) : f;
+    return w[0] <= n->lo[0] && w[1] <= n->lo[1] && n->hi[0] <= w[2] && n->hi[1] <= w[3];
 }
 
-static float nbi_float_up(double x)
+// v[0..3] rounded to floats, out[i] <= v[i] (dir -1) or out[i] >= v[i] (dir +1): the nearest
+// float (under any rounding mode, within one step of v[i]) and then one step further that way,
+// so a float box built from them holds the double box. Beyond float's range the largest float
+// is the start (one step past it is infinity). v may be infinite, not NaN. Steps are taken on
+// the floats' bits mapped to integers in the order of the floats (negatives' magnitude bits
+// flipped), so zero and the signs need no case.
+static void nbi_f_round4(const double *v, float *out, int dir)
 {
-    if (x <= -(double)FLT_MAX) return -FLT_MAX;
-    if (x > (double)FLT_MAX) return (float)INFINITY;
-    float f = (float)x;
-    return (double)f < x ? nextafterf(f, (float)INFINITY) : f;
-}
+#if defined(__SSE2__)
+    const __m128d big = _mm_set1_pd((double)FLT_MAX), nbig = _mm_set1_pd(-(double)FLT_MAX);
+    const __m128d a = _mm_min_pd(_mm_max_pd(_mm_loadu_pd(v), nbig), big);
+    const __m128d b = _mm_min_pd(_mm_max_pd(_mm_loadu_pd(v + 2), nbig), big);
+    __m128i i = _mm_castps_si128(_mm_movelh_ps(_mm_cvtpd_ps(a), _mm_cvtpd_ps(b)));
+    __m128i key = _mm_xor_si128(i, _mm_srli_epi32(_mm_srai_epi32(i, 31), 1));
+    key = _mm_add_epi32(key, _mm_set1_epi32(dir));
+    i = _mm_xor_si128(key, _mm_srli_epi32(_mm_srai_epi32(key, 31), 1));
+    _mm_storeu_ps(out, _mm_castsi128_ps(i));
+#else
+    for (int k = 0; k < 4; k++) {
+        const double x = v[k] < -(double)FLT_MAX  ? -(double)FLT_MAX
+                         : v[k] > (double)FLT_MAX ? (double)FLT_MAX
+                                                  : v[k];
+        float f = (float)x;
+        int32_t i;
+        memcpy(&i, &f, sizeof i);
+        int32_t key = i < 0 ? i ^ 0x7FFFFFFF : i;
+        key += dir;
+        i = key < 0 ? key ^ 0x7FFFFFFF : key;
+        memcpy(&f, &i, sizeof f);
+        out[k] = f;
+    }
 #endif
+}
+
+// A box (min x, min y, max x, max y) as the float fields searches test: min x and min y rounded
+// down, -max x and -max y rounded down (that is, the maxima rounded up).
+NBI_INLINE void nbi_f_fields(const double *b, float *out)
+{
+    const double v[4] = {b[0], b[1], -b[2], -b[3]};
+    nbi_f_round4(v, out, -1);
+}
+
+// A window as the group test reads it: `touch` = (up(max x), up(max y), -down(min x),
+// -down(min y)), which a node's float fields (lo x, lo y, -hi x, -hi y) must not exceed for
+// the node to meet the window; `held` = (up(min x), up(min y), -down(max x), -down(max y)),
+// which they must not be below for the window to hold the node. Rounding both ways keeps each
+// float test a superset (touch) or a subset (held) of the exact one.
+typedef struct nbiQtWin {
+    double w[4];
+#if defined(__SSE2__)
+    __m128 touch[4], held[4]; // each float broadcast to four lanes
+#else
+    float touch[4], held[4];
+#endif
+} nbiQtWin;
+
+static void nbi_win_make(nbiQtWin *x, const double *w)
+{
+    memcpy(x->w, w, sizeof x->w);
+    float t[4], h[4];
+    const double tv[4] = {w[2], w[3], -w[0], -w[1]}, hv[4] = {w[0], w[1], -w[2], -w[3]};
+    nbi_f_round4(tv, t, 1);
+    nbi_f_round4(hv, h, 1);
+    for (int i = 0; i < 4; i++) {
+#if defined(__SSE2__)
+        x->touch[i] = _mm_set1_ps(t[i]);
+        x->held[i] = _mm_set1_ps(h[i]);
+#else
+        x->touch[i] = t[i];
+        x->held[i] = h[i];
+#endif
+    }
+}
+
+// The float bounds of group g (its first node).
+NBI_INLINE const float *nbi_group_gb(const nbQuadtree *q, int32_t g)
+{
+    return NBI_GB(q) + 4 * (size_t)(g - NBI_QT_GROUPS);
+}
+
+// The four nodes of a group against a window: bit k set when node k's bounds meet it, and with
+// `held`, bit 4 + k when the window holds them whole.
+NBI_INLINE int nbi_group_test(const float *gb, const nbiQtWin *x, bool held)
+{
+#if defined(__SSE2__)
+    const __m128 lx = _mm_loadu_ps(gb), ly = _mm_loadu_ps(gb + 4);
+    const __m128 nx = _mm_loadu_ps(gb + 8), ny = _mm_loadu_ps(gb + 12);
+    const __m128 t =
+        _mm_and_ps(_mm_and_ps(_mm_cmple_ps(lx, x->touch[0]), _mm_cmple_ps(ly, x->touch[1])),
+                   _mm_and_ps(_mm_cmple_ps(nx, x->touch[2]), _mm_cmple_ps(ny, x->touch[3])));
+    const int m = _mm_movemask_ps(t);
+    if (!held || m == 0) return m;
+    const __m128 h =
+        _mm_and_ps(_mm_and_ps(_mm_cmple_ps(x->held[0], lx), _mm_cmple_ps(x->held[1], ly)),
+                   _mm_and_ps(_mm_cmple_ps(x->held[2], nx), _mm_cmple_ps(x->held[3], ny)));
+    return m | _mm_movemask_ps(_mm_and_ps(t, h)) << 4;
+#else
+    int m = 0;
+    for (int k = 0; k < 4; k++) {
+        const int t = (gb[k] <= x->touch[0]) & (gb[4 + k] <= x->touch[1]) &
+                      (gb[8 + k] <= x->touch[2]) & (gb[12 + k] <= x->touch[3]);
+        const int h = held & (x->held[0] <= gb[k]) & (x->held[1] <= gb[4 + k]) &
+                      (x->held[2] <= gb[8 + k]) & (x->held[3] <= gb[12 + k]);
+        m |= t << k | (t & h) << (4 + k);
+    }
+    return m;
+#endif
+}
+
+// A run of four positions, r .. r + 3 (r a multiple of 4), against the window by their float
+// boxes (nbi_fb_put): bit k set when position r + k's box meets it. A superset of the exact
+// test, which the caller then applies to each set bit.
+NBI_INLINE int nbi_run_test(const float *fb, int32_t r, const nbiQtWin *x)
+{
+    const float *f = fb + 4 * (size_t)r;
+#if defined(__SSE2__)
+    const __m128 t = _mm_and_ps(_mm_and_ps(_mm_cmple_ps(_mm_loadu_ps(f), x->touch[0]),
+                                           _mm_cmple_ps(_mm_loadu_ps(f + 4), x->touch[1])),
+                                _mm_and_ps(_mm_cmple_ps(_mm_loadu_ps(f + 8), x->touch[2]),
+                                           _mm_cmple_ps(_mm_loadu_ps(f + 12), x->touch[3])));
+    return _mm_movemask_ps(t);
+#else
+    int bits = 0;
+    for (int k = 0; k < 4; k++)
+        bits |= ((f[k] <= x->touch[0]) & (f[4 + k] <= x->touch[1]) & (f[8 + k] <= x->touch[2]) &
+                 (f[12 + k] <= x->touch[3]))
+                << k;
+    return bits;
+#endif
+}
+
+// The lowest set bit's index (m != 0).
+NBI_INLINE int nbi_ctz(unsigned m)
+{
+#if defined(__GNUC__)
+    return __builtin_ctz(m);
+#else
+    int n = 0;
+    while ((m & 1u) == 0) {
+        m >>= 1;
+        n++;
+    }
+    return n;
+#endif
+}
 
 // Squared distance from p to the box lo..hi (0 inside): monotone in the box, so a node's value
 // never exceeds that of a rectangle within its bounds.
@@ -225,14 +377,14 @@ static int nbi_cls_for(int64_t n)
 
 // ---- storage ----
 
-enum { NBI_QT_POS_BUFS = 4 };
+enum { NBI_QT_POS_BUFS = 5 };
 
 static void nbi_qt_pos_bufs(nbQuadtree *q, nbiBuf *buf[NBI_QT_POS_BUFS],
                             size_t elem[NBI_QT_POS_BUFS])
 {
-    nbiBuf *b[NBI_QT_POS_BUFS] = {&q->rec, &q->cat, &q->mask, &q->own};
+    nbiBuf *b[NBI_QT_POS_BUFS] = {&q->rec, &q->cat, &q->mask, &q->own, &q->fb};
     const size_t e[NBI_QT_POS_BUFS] = {sizeof(nbiQtRec), sizeof(uint32_t), sizeof(uint32_t),
-                                       sizeof(int32_t)};
+                                       sizeof(int32_t), sizeof(nbiQtGb)};
     for (int i = 0; i < NBI_QT_POS_BUFS; i++) {
         buf[i] = b[i];
         elem[i] = e[i];
@@ -279,7 +431,7 @@ static nbStatus nbi_qt_room(nbQuadtree *q, const nbiQtNeed *need)
     size_t elem[NBI_QT_POS_BUFS];
     nbi_qt_pos_bufs(q, pos, elem);
     bool room = nbi_pool_room(&q->pool) >= need->items && (size_t)node_need <= q->nodes.cap &&
-                (size_t)node_need <= q->hot.cap;
+                (size_t)node_need <= q->hot.cap && (size_t)node_need <= q->gb.cap;
     for (int b = 0; b < NBI_QT_POS_BUFS && room; b++) room = (size_t)positions <= pos[b]->cap;
     if (room) return NB_OK;
 
@@ -287,12 +439,18 @@ static nbStatus nbi_qt_room(nbQuadtree *q, const nbiQtNeed *need)
     nbStatus st = nbi_pool_prepare(&q->pool, need->items, &prep);
     if (st != NB_OK) return st;
     nbiBuf next_pos[NBI_QT_POS_BUFS];
-    nbiBuf next_nodes, next_hot;
+    nbiBuf next_nodes, next_hot, next_gb;
     if (!nbi_buf_prepare(&q->alloc, &q->nodes, &next_nodes, (size_t)node_need, sizeof(nbiQtNode))) {
         nbi_pool_abandon(&q->pool, &prep);
         return NB_ERR_OUT_OF_MEMORY;
     }
     if (!nbi_buf_prepare(&q->alloc, &q->hot, &next_hot, (size_t)node_need, sizeof(nbiQtHot))) {
+        nbi_buf_abandon(&q->alloc, &q->nodes, &next_nodes, sizeof(nbiQtNode));
+        nbi_pool_abandon(&q->pool, &prep);
+        return NB_ERR_OUT_OF_MEMORY;
+    }
+    if (!nbi_buf_prepare(&q->alloc, &q->gb, &next_gb, (size_t)node_need, sizeof(nbiQtGb))) {
+        nbi_buf_abandon(&q->alloc, &q->hot, &next_hot, sizeof(nbiQtHot));
         nbi_buf_abandon(&q->alloc, &q->nodes, &next_nodes, sizeof(nbiQtNode));
         nbi_pool_abandon(&q->pool, &prep);
         return NB_ERR_OUT_OF_MEMORY;
@@ -304,6 +462,7 @@ static nbStatus nbi_qt_room(nbQuadtree *q, const nbiQtNeed *need)
             for (int f = 0; f < b; f++) nbi_buf_abandon(&q->alloc, pos[f], &next_pos[f], elem[f]);
             nbi_buf_abandon(&q->alloc, &q->nodes, &next_nodes, sizeof(nbiQtNode));
             nbi_buf_abandon(&q->alloc, &q->hot, &next_hot, sizeof(nbiQtHot));
+            nbi_buf_abandon(&q->alloc, &q->gb, &next_gb, sizeof(nbiQtGb));
             nbi_pool_abandon(&q->pool, &prep);
             return NB_ERR_OUT_OF_MEMORY;
         }
@@ -313,6 +472,7 @@ static nbStatus nbi_qt_room(nbQuadtree *q, const nbiQtNeed *need)
         nbi_qt_commit(&q->alloc, pos[b], &next_pos[b], elem[b]);
     nbi_qt_commit(&q->alloc, &q->nodes, &next_nodes, sizeof(nbiQtNode));
     nbi_qt_commit(&q->alloc, &q->hot, &next_hot, sizeof(nbiQtHot));
+    nbi_qt_commit(&q->alloc, &q->gb, &next_gb, sizeof(nbiQtGb));
     return NB_OK;
 }
 
@@ -348,24 +508,41 @@ static void nbi_node_init(nbiQtNode *n, int32_t parent, int32_t level)
     n->level = level;
 }
 
-// Refreshes node n's mirror in the hot array.
+// Refreshes node n's hot record.
 static void nbi_sync(nbQuadtree *q, int32_t n)
 {
     const nbiQtNode *node = &NBI_NODES(q)[n];
     nbiQtHot *h = &NBI_HOT(q)[n];
-    for (int a = 0; a < 2; a++) {
-#ifdef NBI_QT_HOT_FLOAT
-        h->lo[a] = nbi_float_down(node->lo[a]);
-        h->hi[a] = nbi_float_up(node->hi[a]);
-#else
-        h->lo[a] = node->lo[a];
-        h->hi[a] = node->hi[a];
-#endif
-    }
     h->child = node->child;
     h->start = node->start;
     h->count = node->count;
-    h->pad = 0;
+    h->level = node->level;
+}
+
+// Node n's float box (n >= NBI_QT_GROUPS): its four fields at a stride of 4 floats.
+NBI_INLINE float *nbi_gb_of(const nbQuadtree *q, int32_t n)
+{
+    return NBI_GB(q) + 16 * (size_t)((n - NBI_QT_GROUPS) / 4) + (n - NBI_QT_GROUPS) % 4;
+}
+
+// Grows the float boxes of node n and its ancestors to hold the rectangle at position p, up to
+// the first that holds it already (its own ancestors then hold it too).
+NBI_INLINE void nbi_bbox_grow(nbQuadtree *q, int32_t n, int32_t p)
+{
+    const float *f = NBI_FB(q) + 4 * (size_t)(p & ~3) + (p & 3);
+    const nbiQtNode *nodes = NBI_NODES(q);
+    while (n >= NBI_QT_GROUPS) {
+        float *g = nbi_gb_of(q, n);
+        bool grew = false;
+        for (int i = 0; i < 4; i++) {
+            if (f[4 * i] < g[4 * i]) {
+                g[4 * i] = f[4 * i];
+                grew = true;
+            }
+        }
+        if (!grew) return;
+        n = nodes[n].parent;
+    }
 }
 
 static int32_t nbi_group_take(nbQuadtree *q)
@@ -380,6 +557,8 @@ static int32_t nbi_group_take(nbQuadtree *q)
         g = q->node_top;
         q->node_top += 4;
     }
+    float *gb = nbi_gb_of(q, g);
+    for (int i = 0; i < 16; i++) gb[i] = (float)INFINITY; // four empty boxes
     return g;
 }
 
@@ -395,17 +574,41 @@ static void nbi_group_give(nbQuadtree *q, int32_t g)
     q->free_groups++;
 }
 
+// Writes box b's float copy for position p: positions come in runs of 4 (p >> 2; blocks start
+// at multiples of 4, so a run never straddles two blocks), and a run's 16 floats hold min x of
+// the four, min y, -max x, -max y, rounded outwards, so that one run is tested against a
+// window at once (nbi_scan). The float box holds the double one, so the float test passes
+// every rectangle the exact test passes; the exact test then decides.
+NBI_INLINE void nbi_fb_put(nbQuadtree *q, int32_t p, const double *b)
+{
+    float *f = NBI_FB(q) + 4 * (size_t)(p & ~3) + (p & 3);
+    float v[4];
+    nbi_f_fields(b, v);
+    f[0] = v[0];
+    f[4] = v[1];
+    f[8] = v[2];
+    f[12] = v[3];
+}
+
+// Writes a rectangle's box at position p (both copies).
+NBI_INLINE void nbi_box_put(nbQuadtree *q, int32_t p, const double *b)
+{
+    memcpy(NBI_REC(q)[p].b, b, 4 * sizeof(double));
+    nbi_fb_put(q, p, b);
+}
+
 // Writes a rectangle's data at position `to` of node n and points its slot there.
 static void nbi_put(nbQuadtree *q, int32_t to, int32_t n, const double *b, uint64_t hnd,
                     uint64_t user, uint32_t cat, uint32_t mask)
 {
     nbiQtRec *r = &NBI_REC(q)[to];
-    memcpy(r->b, b, sizeof r->b);
+    nbi_box_put(q, to, b);
     r->hnd = hnd;
     r->user = user;
     NBI_CAT(q)[to] = cat;
     NBI_MASK(q)[to] = mask;
     NBI_OWN(q)[to] = n;
+    nbi_bbox_grow(q, n, to);
     nbi_pool_set_slot_value(&q->pool, (int32_t)((uint32_t)hnd - 1u), to);
 }
 
@@ -576,6 +779,11 @@ static void nbi_grow(nbQuadtree *q, const double *b)
         if (c == k) {
             *ch = old;
             ch->parent = NBI_QT_ROOT;
+            float *gb = nbi_gb_of(q, g + c); // the old root's bounds hold its subtree
+            const double ob[4] = {old.lo[0], old.lo[1], old.hi[0], old.hi[1]};
+            float v[4];
+            nbi_f_fields(ob, v);
+            for (int i = 0; i < 4; i++) gb[4 * i] = v[i];
             if (ch->child >= 0)
                 for (int j = 0; j < 4; j++) nodes[ch->child + j].parent = g + c;
             for (int32_t i = 0; i < ch->count; i++) NBI_OWN(q)[ch->start + i] = g + c;
@@ -852,6 +1060,7 @@ void nb_quadtree_destroy(nbQuadtree *q)
         nbi_free(&q->alloc, pos[b]->ptr, pos[b]->cap, elem[b]);
     nbi_free(&q->alloc, q->nodes.ptr, q->nodes.cap, sizeof(nbiQtNode));
     nbi_free(&q->alloc, q->hot.ptr, q->hot.cap, sizeof(nbiQtHot));
+    nbi_free(&q->alloc, q->gb.ptr, q->gb.cap, sizeof(nbiQtGb));
     nbi_pool_destroy(&q->pool);
     const nbAllocator a = q->alloc;
     nbi_free(&a, q, 1, sizeof *q);
@@ -888,7 +1097,7 @@ size_t nb_quadtree_memory_bytes(const nbQuadtree *q)
 {
     if (q == NULL) return 0;
     size_t bytes = sizeof *q + nbi_pool_memory_bytes(&q->pool) + q->nodes.cap * sizeof(nbiQtNode) +
-                   q->hot.cap * sizeof(nbiQtHot);
+                   q->hot.cap * sizeof(nbiQtHot) + q->gb.cap * sizeof(nbiQtGb);
     nbiBuf *pos[NBI_QT_POS_BUFS];
     size_t elem[NBI_QT_POS_BUFS];
     nbi_qt_pos_bufs((nbQuadtree *)q, pos, elem);
@@ -963,13 +1172,14 @@ nbStatus nb_quadtree_move(nbQuadtree *q, nbHandle item, const nbRect *rect)
     const int32_t at = nbi_pool_slot_value(&q->pool, slot);
     const int32_t n = NBI_OWN(q)[at];
     if (n != NBI_QT_OUT && nbi_within(&NBI_NODES(q)[n], b)) { // stays: nothing else changes
-        memcpy(NBI_REC(q)[at].b, b, sizeof b);
+        nbi_box_put(q, at, b);
+        nbi_bbox_grow(q, n, at);
         return NB_OK;
     }
     nbiQtPlan plan;
     nbi_plan(q, b, 0, &plan);
     if (plan.target == NBI_QT_OUT && n == NBI_QT_OUT) {
-        memcpy(NBI_REC(q)[at].b, b, sizeof b);
+        nbi_box_put(q, at, b);
         return NB_OK;
     }
     st = nbi_qt_room(q, &plan.need);
@@ -1045,6 +1255,7 @@ nbStatus nb_quadtree_set(nbQuadtree *q, nbHandle item, uint64_t user, nbFilter f
 
 typedef struct nbiQtRange {
     int32_t node, lo, hi;
+    int32_t in; // which of the two item arrays holds the range: 0 work, 1 scratch
 } nbiQtRange;
 
 // A rectangle on its way into a build: its box travels with it, so that each level's partition
@@ -1068,6 +1279,7 @@ static nbStatus nbi_build_into(nbQuadtree *s, nbiQtItem *work, nbiQtItem *scratc
     while (top > 0) {
         const nbiQtRange r = stack[--top];
         int32_t stay = r.hi - r.lo;
+        const nbiQtItem *items = r.in ? scratch : work; // where the rectangles that stay are
         const nbiQtNode *node = &NBI_NODES(s)[r.node];
         // A node with children already (the root and its line after growing) always passes its
         // rectangles down.
@@ -1090,8 +1302,10 @@ static nbStatus nbi_build_into(nbQuadtree *s, nbiQtItem *work, nbiQtItem *scratc
             const nbiQtNode *nodes = NBI_NODES(s);
             const int32_t g = nodes[r.node].child;
             int32_t per[5] = {0, 0, 0, 0, 0};
+            // Partitioned from one array into the other, so nothing is copied back.
+            nbiQtItem *to = r.in ? work : scratch;
             for (int32_t i = r.lo; i < r.hi; i++) {
-                const int k = nbi_pick(s, &nodes[r.node], &nodes[g], work[i].b) + 1;
+                const int k = nbi_pick(s, &nodes[r.node], &nodes[g], items[i].b) + 1;
                 pick[i] = (uint8_t)k;
                 per[k]++;
             }
@@ -1100,12 +1314,12 @@ static nbStatus nbi_build_into(nbQuadtree *s, nbiQtItem *work, nbiQtItem *scratc
             for (int k = 1; k < 5; k++) at[k] = at[k - 1] + per[k - 1];
             int32_t fill[5];
             memcpy(fill, at, sizeof fill);
-            for (int32_t i = r.lo; i < r.hi; i++) scratch[fill[pick[i]]++] = work[i];
-            memcpy(work + r.lo, scratch + r.lo, (size_t)(r.hi - r.lo) * sizeof *work);
+            for (int32_t i = r.lo; i < r.hi; i++) to[fill[pick[i]]++] = items[i];
+            items = to;
             stay = per[0];
             for (int k = 3; k >= 0; k--)
                 if (per[k + 1] > 0)
-                    stack[top++] = (nbiQtRange){g + k, at[k + 1], at[k + 1] + per[k + 1]};
+                    stack[top++] = (nbiQtRange){g + k, at[k + 1], at[k + 1] + per[k + 1], 1 - r.in};
         }
         if (stay == 0) continue;
         const int c = nbi_cls_for(stay);
@@ -1118,7 +1332,7 @@ static nbStatus nbi_build_into(nbQuadtree *s, nbiQtItem *work, nbiQtItem *scratc
         nd->cls = c;
         nd->count = stay;
         for (int32_t j = 0; j < stay; j++) {
-            const nbiQtItem *it = &work[r.lo + j];
+            const nbiQtItem *it = &items[r.lo + j];
             nbHandle h;
             st = nbi_pool_alloc(&s->pool, 0, &h);
             if (st != NB_OK) return st; // cannot happen: room for every handle was prepared
@@ -1187,10 +1401,10 @@ nbStatus nb_quadtree_build(nbQuadtree *q, const nbRect *rects, int32_t n, const 
             s->nfiltered += !nbi_bits_all(filters[i].category, filters[i].mask);
         if (outside > 0)
             st = nbi_build_into(s, work, scratch, pick, users, filters, handles,
-                                (nbiQtRange){NBI_QT_OUT, inside, n});
+                                (nbiQtRange){NBI_QT_OUT, inside, n, 0});
         if (st == NB_OK && inside > 0)
             st = nbi_build_into(s, work, scratch, pick, users, filters, handles,
-                                (nbiQtRange){NBI_QT_ROOT, 0, inside});
+                                (nbiQtRange){NBI_QT_ROOT, 0, inside, 0});
     }
     if (work != NULL) nbi_free(&q->alloc, work, 2 * un, sizeof(nbiQtItem));
     if (pick != NULL) nbi_free(&q->alloc, pick, un, 1);
@@ -1230,14 +1444,20 @@ NBI_INLINE nbHit nbi_hit_at(const nbQuadtree *q, int32_t p)
     return h;
 }
 
-NBI_INLINE void nbi_sink_hit(nbiQtSink *s, const nbQuadtree *q, int32_t p)
+// `mode` is the sink's mode, passed apart so that a caller can make it a constant.
+NBI_INLINE void nbi_sink_hit_as(nbiQtSink *s, const nbQuadtree *q, int32_t p, int mode)
 {
-    if (s->mode == NBI_QS_VISIT) {
+    if (mode == NBI_QS_VISIT) {
         if (!s->fn(nbi_hit_at(q, p), s->user)) s->stop = true;
         return;
     }
-    if (s->mode == NBI_QS_BUFFER && s->found < s->cap) s->out[s->found] = nbi_hit_at(q, p);
+    if (mode == NBI_QS_BUFFER && s->found < s->cap) s->out[s->found] = nbi_hit_at(q, p);
     s->found++;
+}
+
+NBI_INLINE void nbi_sink_hit(nbiQtSink *s, const nbQuadtree *q, int32_t p)
+{
+    nbi_sink_hit_as(s, q, p, s->mode);
 }
 
 NBI_INLINE void nbi_sink_pair(nbiQtSink *s, const nbQuadtree *q, int32_t pa, int32_t pb)
@@ -1263,69 +1483,128 @@ int64_t nbi_qt_items_tested;
 
 enum { NBI_Q_BOX, NBI_Q_CIRCLE };
 
+// Reports every rectangle of node `from`'s subtree that passes the filter (NULL: all), without
+// a geometric test: the search's window holds the subtree's bounds. False when a visitor
+// stopped.
+static bool nbi_report_all(const nbQuadtree *q, int32_t from, const nbFilter *f, nbiQtSink *s)
+{
+    const nbiQtHot *nodes = NBI_HOT(q);
+    const uint32_t *cat = NBI_CAT(q), *mask = NBI_MASK(q);
+    int32_t stack[NBI_QT_STACK];
+    int top = 0;
+    stack[top++] = from;
+    while (top > 0) {
+        const nbiQtHot *n = &nodes[stack[--top]];
+#ifdef NBI_QT_STATS
+        nbi_qt_nodes_visited++;
+        nbi_qt_items_tested += n->count;
+#endif
+        for (int32_t p = n->start, end = p + n->count; p < end; p++) {
+            if (f != NULL && !nbi_pass(*f, cat[p], mask[p])) continue;
+            nbi_sink_hit(s, q, p);
+            if (s->stop) return false;
+        }
+        if (n->child >= 0)
+            for (int k = 3; k >= 0; k--) stack[top++] = n->child + k;
+    }
+    return true;
+}
+
 // Depth-first over the nodes whose bounds meet the search, root first, then the outside list.
 // Box: w is the window. A NULL filter visits every rectangle (visit_all). Circle: w is the circle's
-// bounding box, c its centre, r2 its radius^2.
-static void nbi_search(const nbQuadtree *q, int kind, const double *w, const double *c, double r2,
-                       const nbFilter *f, nbiQtSink *s)
+// bounding box, c its centre, r2 its radius^2. A group's four children are tested at once
+// (nbi_group_test), a node's rectangles four at a time by their float boxes (nbi_run_test); only
+// those that pass take the exact tests (the window in double, the circle) and the filter.
+// nbi_search's body, inlined once for the common case (a window into a buffer, no filter to
+// test) with those as constants, and once for everything else.
+NBI_INLINE void nbi_search_as(const nbQuadtree *q, int kind, const double *w, const double *c,
+                              double r2, const nbFilter *f, int mode, nbiQtSink *s)
 {
     const nbiQtHot *nodes = NBI_HOT(q);
     const nbiQtRec *rec = NBI_REC(q);
+    const float *fb = NBI_FB(q);
     const uint32_t *cat = NBI_CAT(q), *mask = NBI_MASK(q);
+    nbiQtWin x;
+    nbi_win_make(&x, w);
+    // A node is pushed once its bounds are known to meet the search; a window that holds a
+    // node's bounds whole holds every rectangle of its subtree, so such a node is pushed as
+    // -2 - index and its subtree reported without a test (box searches only: a circle's window
+    // holding a node says nothing of the circle).
+    const bool held_ok = kind == NBI_Q_BOX;
+    nbiQtSink sk = *s; // a local copy the compiler can keep in registers
+    int32_t stack[NBI_QT_STACK];
+    int top = 0;
+    stack[top++] = NBI_QT_OUT;
+    const nbiQtNode *root = &NBI_NODES(q)[NBI_QT_ROOT];
+    if (nbi_node_touch(root, w))
+        stack[top++] = held_ok && nbi_node_held(root, w) ? -2 - NBI_QT_ROOT : NBI_QT_ROOT;
+    while (top > 0) {
+        const int32_t ni = stack[--top];
+        if (ni < 0) {
+            if (!nbi_report_all(q, -2 - ni, f, &sk)) break;
+            continue;
+        }
+        const nbiQtHot n = nodes[ni];
+#ifdef NBI_QT_STATS
+        nbi_qt_nodes_visited++;
+        nbi_qt_items_tested += n.count;
+#endif
+        if (n.child >= 0) {
+            const int32_t g = n.child;
+            const int t = nbi_group_test(nbi_group_gb(q, g), &x, held_ok);
+            if (t > 0xF) { // the window holds some of them
+                for (int k = 3; k >= 0; k--) {
+                    stack[top] = (t >> (4 + k)) & 1 ? -2 - (g + k) : g + k;
+                    top += (t >> k) & 1;
+                }
+            } else {
+                for (int k = 3; k >= 0; k--) {
+                    stack[top] = g + k;
+                    top += (t >> k) & 1;
+                }
+            }
+#if defined(__GNUC__)
+            // The children's records are read next: start loading them while this node's
+            // rectangles are scanned.
+            if (t != 0) {
+                __builtin_prefetch(&nodes[g]);
+                __builtin_prefetch(&nodes[g + 3]);
+            }
+#endif
+        }
+        const int32_t end = n.start + n.count;
+        for (int32_t r = n.start; r < end; r += 4) { // blocks start at multiples of 4
+            unsigned bits = (unsigned)nbi_run_test(fb, r, &x);
+            if (end - r < 4) bits &= (1u << (end - r)) - 1u;
+            while (bits != 0) {
+                const int32_t p = r + nbi_ctz(bits);
+                bits &= bits - 1u;
+                const double *b = rec[p].b;
+                if (!nbi_touch(b, w)) continue;
+                if (kind == NBI_Q_CIRCLE && nbi_box_dist2(c, b[0], b[1], b[2], b[3]) > r2) continue;
+                if (f != NULL && !nbi_pass(*f, cat[p], mask[p])) continue;
+                nbi_sink_hit_as(&sk, q, p, mode);
+                if (sk.stop) {
+                    *s = sk;
+                    return;
+                }
+            }
+        }
+    }
+    *s = sk;
+}
+
+static void nbi_search(const nbQuadtree *q, int kind, const double *w, const double *c, double r2,
+                       const nbFilter *f, nbiQtSink *s)
+{
     if (f != NULL && q->nfiltered == 0) { // every rectangle has all bits: one test decides
         if (f->category == 0 || f->mask == 0) return;
         f = NULL;
     }
-    // A node is pushed once its bounds are known to meet the search; a window that holds a
-    // node's bounds whole holds every rectangle of its subtree, so such a node is pushed as
-    // -2 - index and its subtree reported without a test.
-    int32_t stack[NBI_QT_STACK];
-    int top = 0;
-    stack[top++] = NBI_QT_OUT;
-    if (nbi_node_touch(&nodes[NBI_QT_ROOT], w)) stack[top++] = NBI_QT_ROOT;
-    while (top > 0 && !s->stop) {
-        int32_t ni = stack[--top];
-        const bool inside = ni < 0;
-        if (inside) ni = -2 - ni;
-        const nbiQtHot *n = &nodes[ni];
-#ifdef NBI_QT_STATS
-        nbi_qt_nodes_visited++;
-#endif
-        const int32_t base = n->start, end = base + n->count;
-        for (int32_t p = base; p < end; p++) {
-            const double *b = rec[p].b;
-#ifdef NBI_QT_STATS
-            nbi_qt_items_tested++;
-#endif
-            if (!inside) {
-                if (!nbi_touch(b, w)) continue;
-                if (kind == NBI_Q_CIRCLE && nbi_box_dist2(c, b[0], b[1], b[2], b[3]) > r2) continue;
-            }
-            if (f != NULL && !nbi_pass(*f, cat[p], mask[p])) continue;
-            nbi_sink_hit(s, q, p);
-            if (s->stop) return;
-        }
-        if (n->child < 0) continue;
-        for (int k = 3; k >= 0; k--) {
-            const int32_t ci = n->child + k;
-            if (inside) {
-                stack[top++] = -2 - ci;
-                continue;
-            }
-            const nbiQtHot *ch = &nodes[ci];
-            if (!nbi_node_touch(ch, w)) continue;
-            if (kind == NBI_Q_CIRCLE) {
-                if (nbi_box_dist2(c, (double)ch->lo[0], (double)ch->lo[1], (double)ch->hi[0],
-                                  (double)ch->hi[1]) > r2)
-                    continue;
-                stack[top++] = ci;
-                continue;
-            }
-            const bool held = w[0] <= (double)ch->lo[0] && w[1] <= (double)ch->lo[1] &&
-                              (double)ch->hi[0] <= w[2] && (double)ch->hi[1] <= w[3];
-            stack[top++] = held ? -2 - ci : ci;
-        }
-    }
+    if (kind == NBI_Q_BOX && f == NULL && s->mode == NBI_QS_BUFFER)
+        nbi_search_as(q, NBI_Q_BOX, w, NULL, 0.0, NULL, NBI_QS_BUFFER, s);
+    else
+        nbi_search_as(q, kind, w, c, r2, f, s->mode, s);
 }
 
 static nbStatus nbi_window_check(const nbRect *w)
@@ -1559,7 +1838,7 @@ enum { NBI_N_KNN, NBI_N_RAY };
 static void nbi_nearest(const nbQuadtree *q, int kind, const double *p, const nbiRay *ray,
                         double limit, bool count_all, nbFilter f, nbiQtHeap *h)
 {
-    const nbiQtHot *nodes = NBI_HOT(q);
+    const nbiQtNode *nodes = NBI_NODES(q);
     const nbiQtRec *rec = NBI_REC(q);
     const bool check = q->nfiltered > 0;
     if (!check && (f.category == 0 || f.mask == 0)) return;
@@ -1572,7 +1851,7 @@ static void nbi_nearest(const nbQuadtree *q, int kind, const double *p, const nb
     sd[top++] = 0.0;
     while (top > 0) {
         top--;
-        const nbiQtHot *n = &nodes[stack[top]];
+        const nbiQtNode *n = &nodes[stack[top]];
         const double bound = count_all ? limit : nbi_heap_bound(h, limit);
         if (sd[top] > bound) continue;
         {
@@ -1596,7 +1875,7 @@ static void nbi_nearest(const nbQuadtree *q, int kind, const double *p, const nb
         int order[4];
         int m = 0;
         for (int k = 0; k < 4; k++) {
-            const nbiQtHot *c = &nodes[n->child + k];
+            const nbiQtNode *c = &nodes[n->child + k];
             const double lx = (double)c->lo[0], ly = (double)c->lo[1];
             const double hx = (double)c->hi[0], hy = (double)c->hi[1];
             double d;
@@ -1725,56 +2004,68 @@ static void nbi_pairs(const nbQuadtree *q, bool cross, uint32_t mask_a, uint32_t
                       nbiQtSink *s)
 {
     const nbiQtHot *nodes = NBI_HOT(q);
-    const nbiQtNode *full = NBI_NODES(q);
+    const nbiQtNode *root = &NBI_NODES(q)[NBI_QT_ROOT];
     const nbiQtRec *rec = NBI_REC(q);
     const uint32_t *cat = NBI_CAT(q), *mask = NBI_MASK(q);
     const bool rule = q->nfiltered > 0; // else every pair passes the pair rule
     int32_t outer[NBI_QT_STACK];
     int32_t stack[NBI_QT_STACK];
+    const float *fb = NBI_FB(q);
     int otop = 0;
     outer[otop++] = NBI_QT_ROOT;
     outer[otop++] = NBI_QT_OUT;
-    while (otop > 0 && !s->stop) {
+    while (otop > 0) {
         const int32_t na = outer[--otop];
         const nbiQtHot *a_node = &nodes[na];
-        const int32_t a_level = full[na].level;
+        const int32_t a_level = a_node->level;
         if (a_node->child >= 0)
             for (int k = 3; k >= 0; k--) outer[otop++] = a_node->child + k;
-        {
-            const int32_t abase = a_node->start, aend = abase + a_node->count;
-            for (int32_t a = abase; a < aend && !s->stop; a++) {
-                if (cross && ((cat[a] & mask_a) == 0 || mask[a] == 0)) continue;
-                const double *w = rec[a].b;
-                int top = 0;
-                stack[top++] = NBI_QT_OUT;
-                stack[top++] = NBI_QT_ROOT;
-                while (top > 0 && !s->stop) {
-                    const int32_t nb = stack[--top];
-                    const nbiQtHot *n = &nodes[nb];
-                    if (!nbi_node_touch(n, w)) continue;
-                    if (n->child >= 0)
-                        for (int k = 3; k >= 0; k--) stack[top++] = n->child + k;
-                    // In pairs mode only rectangles after a in the order above.
-                    if (!cross && n->count > 0) {
-                        const int32_t level = full[nb].level;
-                        if (level < a_level || (level == a_level && nb < na)) continue;
+        const int32_t abase = a_node->start, aend = abase + a_node->count;
+        for (int32_t a = abase; a < aend; a++) {
+            if (cross && ((cat[a] & mask_a) == 0 || mask[a] == 0)) continue;
+            const double *w = rec[a].b;
+            nbiQtWin x;
+            nbi_win_make(&x, w);
+            int top = 0;
+            stack[top++] = NBI_QT_OUT;
+            if (nbi_node_touch(root, w)) stack[top++] = NBI_QT_ROOT;
+            while (top > 0) {
+                const int32_t nb = stack[--top];
+                const nbiQtHot *n = &nodes[nb];
+                const int32_t g = n->child;
+                if (g >= 0) {
+                    const int t = nbi_group_test(nbi_group_gb(q, g), &x, false);
+                    for (int k = 3; k >= 0; k--) {
+                        stack[top] = g + k;
+                        top += (t >> k) & 1;
                     }
-                    {
-                        const int32_t bbase = n->start, bend = bbase + n->count;
-                        for (int32_t b = bbase; b < bend; b++) {
-                            if (cross ? b == a : (nb == na && b <= a)) continue;
-                            if (!nbi_touch(rec[b].b, w)) continue;
-                            if (cross) {
-                                if ((cat[b] & mask_b) == 0 || mask[b] == 0) continue;
-                                nbi_sink_pair(s, q, a, b);
-                            } else {
-                                if (rule && ((cat[a] & mask[b]) == 0 || (cat[b] & mask[a]) == 0))
-                                    continue;
-                                const bool a_first = (uint32_t)rec[a].hnd < (uint32_t)rec[b].hnd;
-                                nbi_sink_pair(s, q, a_first ? a : b, a_first ? b : a);
-                            }
-                            if (s->stop) break;
+                }
+                if (n->count == 0) continue;
+                int32_t p0 = n->start;
+                const int32_t end = p0 + n->count;
+                // In pairs mode only rectangles after a in the order above.
+                if (!cross) {
+                    if (n->level < a_level || (n->level == a_level && nb < na)) continue;
+                    if (nb == na) p0 = a + 1;
+                }
+                for (int32_t r = p0 & ~3; r < end; r += 4) {
+                    unsigned bits = (unsigned)nbi_run_test(fb, r, &x);
+                    if (r < p0) bits &= 0xFu << (p0 - r);
+                    if (end - r < 4) bits &= (1u << (end - r)) - 1u;
+                    while (bits != 0) {
+                        const int32_t b = r + nbi_ctz(bits);
+                        bits &= bits - 1u;
+                        if (!nbi_touch(rec[b].b, w)) continue;
+                        if (cross) {
+                            if (b == a || (cat[b] & mask_b) == 0 || mask[b] == 0) continue;
+                            nbi_sink_pair(s, q, a, b);
+                        } else {
+                            if (rule && ((cat[a] & mask[b]) == 0 || (cat[b] & mask[a]) == 0))
+                                continue;
+                            const bool a_first = (uint32_t)rec[a].hnd < (uint32_t)rec[b].hnd;
+                            nbi_sink_pair(s, q, a_first ? a : b, a_first ? b : a);
                         }
+                        if (s->stop) return;
                     }
                 }
             }
@@ -1863,10 +2154,12 @@ static nbStatus nbi_validate_node(const nbQuadtree *q, int32_t n, int64_t *items
     NBI_CHECK(node->parent != -2);
     NBI_CHECK(node->count >= 0);
     const nbiQtHot *h = &NBI_HOT(q)[n];
-    NBI_CHECK(h->child == node->child && h->count == node->count);
+    NBI_CHECK(h->child == node->child && h->count == node->count && h->level == node->level);
     NBI_CHECK(node->count == 0 || h->start == node->start);
-    for (int a = 0; a < 2; a++)
-        NBI_CHECK((double)h->lo[a] <= node->lo[a] && node->hi[a] <= (double)h->hi[a]);
+    const float *gb = n >= NBI_QT_GROUPS ? nbi_gb_of(q, n) : NULL;
+    const float *pgb = node->parent >= NBI_QT_GROUPS ? nbi_gb_of(q, node->parent) : NULL;
+    if (gb != NULL && pgb != NULL && gb[0] != (float)INFINITY) // a box within its parent's
+        for (int i = 0; i < 4; i++) NBI_CHECK(pgb[4 * i] <= gb[4 * i]);
     if (node->count == 0) {
         NBI_CHECK(node->cls == -1);
     } else {
@@ -1885,6 +2178,11 @@ static nbStatus nbi_validate_node(const nbQuadtree *q, int32_t n, int64_t *items
         const double *b = NBI_REC(q)[at].b;
         NBI_CHECK(b[0] <= b[2] && b[1] <= b[3]);
         NBI_CHECK(nbi_within(node, b));
+        const float *f = NBI_FB(q) + 4 * (size_t)(at & ~3) + (at & 3); // nbi_fb_put
+        NBI_CHECK((double)f[0] <= b[0] && (double)f[4] <= b[1]);
+        NBI_CHECK(b[2] <= -(double)f[8] && b[3] <= -(double)f[12]);
+        if (gb != NULL) // the node's box holds it
+            for (int k = 0; k < 4; k++) NBI_CHECK(gb[4 * k] <= f[4 * k]);
     }
     *items += node->count;
     if (node->child >= 0) {

@@ -738,6 +738,88 @@ static int test_radius_underflow(void)
     return 0;
 }
 
+// Edges on values that floats cannot hold (the tree prefilters by boxes rounded outwards to
+// floats, then tests exactly in double): a window that touches a rectangle only at such a value
+// finds it, one that misses it by one double step does not, whether the tree was built or
+// filled by inserts and moves, and whether the value lies inside float's range or beyond it.
+static int test_float_edges(void)
+{
+    const double vals[] = {
+        0.1,    -0.1,   1.0 / 3.0, 16777217.0, -16777217.0,           1e-40,
+        -1e-45, 1e-300, -1e-300,   0.0,        3.4028235677973366e38, -3.4028235677973366e38,
+        1e39,   -1e300, 1e300};
+    enum { NV = sizeof vals / sizeof vals[0], NR = 5 * NV };
+    static nbRect rects[NR];
+    static nbHit hits[NR];
+    const double inf = (double)INFINITY;
+    for (int i = 0; i < NV; i++) {
+        const double v = vals[i], d = fabs(v) * 1e-3 + 1.0;
+        rects[5 * i + 0] = (nbRect){{v - d, 0.0}, {v, 1.0}}; // max x on v
+        rects[5 * i + 1] = (nbRect){{v, 2.0}, {v + d, 3.0}}; // min x on v
+        rects[5 * i + 2] = (nbRect){{0.0, v - d}, {1.0, v}}; // max y on v
+        rects[5 * i + 3] = (nbRect){{2.0, v}, {3.0, v + d}}; // min y on v
+        rects[5 * i + 4] = (nbRect){{v, v}, {v, v}};         // a point, often alone in its leaf
+    }
+    for (int way = 0; way < 3; way++) { // build; inserts; inserts then moves onto the edges
+        nbQuadtreeDesc desc = {0};
+        desc.split_threshold = 1; // deep trees: every level's boxes get tested
+        nbQuadtree *qt = NULL;
+        NB_CHECK_OK(nb_quadtree_create(&desc, &qt));
+        nbHandle h[NR];
+        if (way == 0) NB_CHECK_OK(nb_quadtree_build(qt, rects, NR, NULL, NULL, h));
+        for (int32_t i = 0; way > 0 && i < NR; i++) {
+            nbRect r = rects[i];
+            if (way == 2) { // somewhere else first
+                r.min[0] += 0.5;
+                r.max[0] += 0.5;
+            }
+            NB_CHECK_OK(nb_quadtree_insert(qt, &r, (uint64_t)i, NB_FILTER_ALL, &h[i]));
+            if (way == 2) NB_CHECK_OK(nb_quadtree_move(qt, h[i], &rects[i]));
+        }
+        NB_CHECK_OK(nb_quadtree_validate(qt));
+        for (int i = 0; i < NV; i++) {
+            const double v = vals[i], up = nextafter(v, inf), down = nextafter(v, -inf);
+            const nbRect wins[] = {
+                {{v, -1.0}, {v, 4.0}},
+                {{up, -1.0}, {up, 4.0}},
+                {{down, -1.0}, {down, 4.0}},
+                {{-1.0, v}, {4.0, v}},
+                {{-1.0, up}, {4.0, up}},
+                {{-1.0, down}, {4.0, down}},
+                {{v, v}, {v, v}},
+                {{down, down}, {v, v}},
+                {{v, v}, {up, up}},
+                {{-inf, v}, {v, inf}},
+                {{up, up}, {inf, inf}},       // would hold the point's leaf, were the
+                {{-inf, -inf}, {down, down}}, // floats rounded to nearest
+            };
+            for (size_t w = 0; w < sizeof wins / sizeof wins[0]; w++) {
+                int32_t want = 0, found = -1;
+                for (int32_t j = 0; j < NR; j++) want += touch(&rects[j], &wins[w]);
+                NB_CHECK_OK(nb_quadtree_query_box(qt, &wins[w], NB_FILTER_ALL, hits, NR, &found));
+                if (found != want)
+                    fprintf(stderr, "value %.17g, window %d: %d found, %d touch\n", v, (int)w,
+                            (int)found, (int)want);
+                NB_CHECK(found == want);
+                const double p[2] = {wins[w].min[0], wins[w].min[1]};
+                if (!isfinite(p[0]) || !isfinite(p[1])) continue;
+                const nbRect pw = {{p[0], p[1]}, {p[0], p[1]}};
+                want = 0;
+                for (int32_t j = 0; j < NR; j++) want += touch(&rects[j], &pw);
+                NB_CHECK_OK(nb_quadtree_query_point(qt, p, NB_FILTER_ALL, hits, NR, &found));
+                NB_CHECK(found == want);
+            }
+        }
+        int64_t pairs = 0, want_pairs = 0;
+        for (int32_t i = 0; i < NR; i++)
+            for (int32_t j = i + 1; j < NR; j++) want_pairs += touch(&rects[i], &rects[j]);
+        NB_CHECK_OK(nb_quadtree_count_pairs(qt, &pairs));
+        NB_CHECK(pairs == want_pairs);
+        nb_quadtree_destroy(qt);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const nbtCase cases[] = {
@@ -750,6 +832,7 @@ int main(int argc, char **argv)
         {"zero_alloc_moving", test_zero_alloc_moving},
         {"stop_and_buffers", test_stop_and_buffers},
         {"radius_underflow", test_radius_underflow},
+        {"float_edges", test_float_edges},
     };
     return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
 }
