@@ -337,16 +337,16 @@ NBI_INLINE bool nbi_scan_count_packed(const double *data, int32_t n, int dim, co
 // outgrow the caches, so the loop prefetches ahead: the counter NBI_HASH_AHEAD * 2 points
 // ahead, and the destination (by the counter's value now, usually still right) NBI_HASH_AHEAD
 // ahead, so that the misses overlap.
-static void nbi_scatter(int32_t n, const int32_t *cell_of, int32_t *start, int32_t *idx)
+void nbi_grid_scatter(const int32_t *cell_of, int32_t *next, int32_t a, int32_t b, int32_t *idx)
 {
     const int32_t far = 2 * NBI_HASH_AHEAD, near = NBI_HASH_AHEAD;
-    int32_t i = 0;
-    for (; i + far < n; i++) {
-        nbi_prefetch_w(start + cell_of[i + far] + 1);
-        nbi_prefetch_w(idx + start[cell_of[i + near] + 1]);
-        idx[start[cell_of[i] + 1]++] = i;
+    int32_t i = a;
+    for (; i + far < b; i++) {
+        nbi_prefetch_w(next + cell_of[i + far]);
+        nbi_prefetch_w(idx + next[cell_of[i + near]]);
+        idx[next[cell_of[i]]++] = i;
     }
-    for (; i < n; i++) idx[start[cell_of[i] + 1]++] = i;
+    for (; i < b; i++) idx[next[cell_of[i]]++] = i;
 }
 
 NBI_INLINE void nbi_gather_layout(const double *data, size_t step, int32_t p0, int dim, int32_t p1,
@@ -693,7 +693,7 @@ static nbStatus nbi_grid_build_fresh(nbGrid *grid, const nbPoints *points, doubl
 
     // Pass 4: the scatter. Afterwards start[c + 1] has advanced to the end of cell c, i.e.
     // start[c] is cell c's first position.
-    nbi_scatter(n, cell_of, start, (int32_t *)grid->idx.ptr);
+    nbi_grid_scatter(cell_of, start + 1, 0, n, (int32_t *)grid->idx.ptr);
     nbi_grid_gather(grid, &with_bits, 0, n);
     return NB_OK;
 }
@@ -799,7 +799,7 @@ static bool nbi_grid_rebuild(nbGrid *g, const nbPoints *points, double radius, n
     g->max_abs = max_abs;
     g->filtered = false;
     for (int64_t c = 2; c < (int64_t)ncells + 2; c++) start[c] += start[c - 1];
-    nbi_scatter(n, cell_of, start, (int32_t *)g->idx.ptr);
+    nbi_grid_scatter(cell_of, start + 1, 0, n, (int32_t *)g->idx.ptr);
     const nbiBuildIn in = {points->data, (size_t)dim, n, dim, NULL, NULL, 0, 0};
     nbi_grid_gather(g, &in, 0, n);
     *st = NB_OK;

@@ -100,6 +100,9 @@ static inline bool nbi_grid_parallel(const nbGrid *g)
 
 // Pass 1 over n points (dense_grid.c): finite, bounding box. False if any is not finite.
 bool nbi_grid_scan(const double *data, size_t step, int32_t n, int dim, double mn[3], double mx[3]);
+// Pass 4 over points [a, b): idx[next[cell_of[i]]++] = i, in input order (next[c] is cell c's
+// next free position).
+void nbi_grid_scatter(const int32_t *cell_of, int32_t *next, int32_t a, int32_t b, int32_t *idx);
 // Pass 4b over positions [p0, p1): each position's coordinates (and filter bits, when the
 // build has them) from the caller's point idx[p].
 void nbi_grid_gather(const nbGrid *g, const nbiBuildIn *in, int32_t p0, int32_t p1);

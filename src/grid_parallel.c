@@ -181,7 +181,7 @@ static void nbi_scatter_task(int32_t k0, int32_t k1, int32_t worker, void *vctx)
     for (int32_t k = k0; k < k1; k++) {
         int32_t *h = (int32_t *)g->hist.ptr + (size_t)k * (size_t)g->ncells;
         const int32_t a = nbi_cut(in->n, x->chunks, k), b = nbi_cut(in->n, x->chunks, k + 1);
-        for (int32_t i = a; i < b; i++) idx[h[cell_of[i]]++] = i;
+        nbi_grid_scatter(cell_of, h, a, b, idx);
     }
 }
 
