@@ -491,6 +491,15 @@ static void nbi_add_target(int32_t k, void *user)
 static void nbi_targets(nbiTargets *t, const double *q)
 {
     const nbMpi *m = t->m;
+    t->n = 0;
+    // Most points are farther than reach from every face of their own brick: then no other
+    // brick (they all lie outside it) and no periodic image (the box's faces are farther still)
+    // is within reach, and the tree need not be asked.
+    const double *lo = m->dec.lo + 3 * (size_t)m->rank, *hi = m->dec.hi + 3 * (size_t)m->rank;
+    bool inside = true;
+    for (int32_t a = 0; a < m->dim; a++)
+        inside &= q[a] - lo[a] > m->reach && hi[a] - q[a] > m->reach;
+    if (inside) return;
     int32_t codes[27];
     const int32_t ns = nbi_shifts(q, m->dim, m->period, m->reach, codes);
     t->n = 0;
