@@ -219,6 +219,7 @@ NBI_INLINE void nbi_count_dense(const double *data, size_t step, int32_t n, int 
     }
 }
 
+#if defined(__SSE2__)
 // Counting a cell is a cache miss in random input order once the cells outgrow the caches.
 // The packed count passes count each point NBI_HASH_AHEAD points late: point i's counter is
 // prefetched as soon as its cell is known, and point i - NBI_HASH_AHEAD's is incremented.
@@ -235,12 +236,6 @@ NBI_INLINE void nbi_count_lagged_end(const int32_t *cell_of, int32_t *counts, in
         counts[cell_of[i] + 2]++;
 }
 
-#if defined(__SSE2__)
-// Pass 2 for packed points whose cells all have 32-bit numbers on every axis (the caller checks
-// lo and hi): x and y go through one division (or multiplication, for a power-of-two cell) and
-// one truncation together, and floor is the truncation stepped down where it rounded up, the
-// same rule as nbi_floor_i64; z, in 3D, takes the scalar path. The quotients are the scalar
-// ones (IEEE division is exact-rounded in either width), so every cell number is identical.
 // Every cell number of the box [lo, hi] fits a 32-bit lane, with room: a quotient beyond the
 // lanes' range truncates to INT32_MIN, which then can never pass for a cell of the box.
 static bool nbi_cells_fit_i32(const int64_t lo[3], const int64_t hi[3])
@@ -250,6 +245,11 @@ static bool nbi_cells_fit_i32(const int64_t lo[3], const int64_t hi[3])
     return true;
 }
 
+// Pass 2 for packed points whose cells all have 32-bit numbers on every axis (the caller checks
+// lo and hi): x and y go through one division (or multiplication, for a power-of-two cell) and
+// one truncation together, and floor is the truncation stepped down where it rounded up, the
+// same rule as nbi_floor_i64; z, in 3D, takes the scalar path. The quotients are the scalar
+// ones (IEEE division is exact-rounded in either width), so every cell number is identical.
 static void nbi_count_packed(const double *data, int32_t n, int dim, const nbiCellMath *cm,
                              const int64_t lo[3], const int64_t ext[3], int32_t *cell_of,
                              int32_t *start)

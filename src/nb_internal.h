@@ -38,6 +38,21 @@
 #define NBI_INLINE static inline
 #endif
 
+// The index of the lowest set bit of m (m != 0).
+NBI_INLINE int nbi_ctz32(uint32_t m)
+{
+#if defined(__GNUC__)
+    return __builtin_ctz(m);
+#else
+    int n = 0;
+    while ((m & 1u) == 0) {
+        m >>= 1;
+        n++;
+    }
+    return n;
+#endif
+}
+
 // The allocator a structure uses: the caller's hooks (NULL = malloc/free) into *out. False when
 // only one of alloc / free is set: the caller returns NB_ERR_NULL_ARG.
 bool nbi_allocator(const nbAllocator *user, nbAllocator *out);

@@ -297,21 +297,6 @@ NBI_INLINE int nbi_run_test(const float *fb, int32_t r, const nbiQtWin *x)
 #endif
 }
 
-// The lowest set bit's index (m != 0).
-NBI_INLINE int nbi_ctz(unsigned m)
-{
-#if defined(__GNUC__)
-    return __builtin_ctz(m);
-#else
-    int n = 0;
-    while ((m & 1u) == 0) {
-        m >>= 1;
-        n++;
-    }
-    return n;
-#endif
-}
-
 // Squared distance from p to the box lo..hi (0 inside): monotone in the box, so a node's value
 // never exceeds that of a rectangle within its bounds.
 NBI_INLINE double nbi_box_dist2(const double *p, double lx, double ly, double hx, double hy)
@@ -1577,7 +1562,7 @@ NBI_INLINE void nbi_search_as(const nbQuadtree *q, int kind, const double *w, co
             unsigned bits = (unsigned)nbi_run_test(fb, r, &x);
             if (end - r < 4) bits &= (1u << (end - r)) - 1u;
             while (bits != 0) {
-                const int32_t p = r + nbi_ctz(bits);
+                const int32_t p = r + nbi_ctz32(bits);
                 bits &= bits - 1u;
                 const double *b = rec[p].b;
                 if (!nbi_touch(b, w)) continue;
@@ -2053,7 +2038,7 @@ static void nbi_pairs(const nbQuadtree *q, bool cross, uint32_t mask_a, uint32_t
                     if (r < p0) bits &= 0xFu << (p0 - r);
                     if (end - r < 4) bits &= (1u << (end - r)) - 1u;
                     while (bits != 0) {
-                        const int32_t b = r + nbi_ctz(bits);
+                        const int32_t b = r + nbi_ctz32(bits);
                         bits &= bits - 1u;
                         if (!nbi_touch(rec[b].b, w)) continue;
                         if (cross) {

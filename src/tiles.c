@@ -119,20 +119,6 @@ static bool nbi_finite(const double *p, int dim)
     return true;
 }
 
-NBI_INLINE int nbi_ctz32(uint32_t m)
-{
-#if defined(__GNUC__)
-    return __builtin_ctz(m);
-#else
-    int n = 0;
-    while ((m & 1u) == 0) {
-        m >>= 1;
-        n++;
-    }
-    return n;
-#endif
-}
-
 // ---- storage ----
 
 enum { NBI_PER_SLOT, NBI_PER_POSITION };

@@ -968,8 +968,8 @@ static int test_packed_matches_strided(void)
                             const double k = (double)(nbt_int(9) - 4);
                             double v;
                             switch (nbt_int(4)) {
-                            case 0: v = k * cell; break;                       // a cell edge
-                            case 1: v = nextafter(k * cell, -INFINITY); break; // just below
+                            case 0: v = k * cell; break; // a cell edge
+                            case 1: v = nextafter(k * cell, -(double)INFINITY); break; // just below
                             case 2: v = -0.0; break;
                             default: v = k * cell * (1.0 + 0.37 * nbt_unit()); break;
                             }
@@ -997,7 +997,7 @@ static int test_packed_matches_strided(void)
                     NB_CHECK_OK(nb_grid_count_pairs(gp, cell, &np));
                     NB_CHECK_OK(nb_grid_count_pairs(gs, cell, &ns));
                     NB_CHECK(np == ns);
-                    const double bad[] = {NAN, INFINITY, -INFINITY};
+                    const double bad[] = {(double)NAN, (double)INFINITY, -(double)INFINITY};
                     for (int i = 0; i < n * dim; i++) {
                         double keep = packed[i];
                         packed[i] = bad[nbt_int(3)];
@@ -1170,7 +1170,7 @@ static int test_rebuild_failures_change_nothing(void)
         NB_CHECK_OK(nb_grid_build(g, &pts, 0.0)); // now on the last build's cells
         gridShot before = grid_shot(g, 3e-300);
         NB_CHECK(before.info.points == n);
-        const double bad[] = {NAN, INFINITY, -INFINITY};
+        const double bad[] = {(double)NAN, (double)INFINITY, -(double)INFINITY};
         for (int32_t at = 0; at < n * dim; at++) {
             const double keep = s.p[at];
             s.p[at] = bad[at % 3];
