@@ -1095,8 +1095,8 @@ static void free_shot(gridShot *t)
 // that stays put, one that slowly grows and one that shrinks, with and without an explicit cell
 // size, and now and then a new radius) reuses the last build's cells whenever it can
 // (dense_grid.c, "rebuilding"). Every step
-// must equal a fresh grid's build of the same points: the same cell order and pairs, and the
-// oracle's pairs.
+// must equal a fresh grid's build of the same points: the same cell order and pairs (and, every
+// sixth step, the oracle's pairs).
 static int test_rebuild_follows_fresh(void)
 {
     for (int dim = 2; dim <= 3; dim++)
@@ -1136,11 +1136,13 @@ static int test_rebuild_follows_fresh(void)
                     NB_CHECK(a.info.points == n && a.info.cell_size == b.info.cell_size);
                     NB_CHECK(memcmp(a.order, b.order, sizeof(int32_t) * (size_t)n) == 0);
                     NB_CHECK(nbo_same_pairs(a.pairs.p, a.pairs.n, b.pairs.p, b.pairs.n));
-                    int64_t want_n = 0;
-                    nbPair *want = nbo_pairs(&s, r, &want_n);
-                    nbo_sort_pairs(a.pairs.p, a.pairs.n);
-                    NB_CHECK(nbo_same_pairs(a.pairs.p, a.pairs.n, want, want_n));
-                    free(want);
+                    if (step % 6 == 5) { // and now and then the oracle itself
+                        int64_t want_n = 0;
+                        nbPair *want = nbo_pairs(&s, r, &want_n);
+                        nbo_sort_pairs(a.pairs.p, a.pairs.n);
+                        NB_CHECK(nbo_same_pairs(a.pairs.p, a.pairs.n, want, want_n));
+                        free(want);
+                    }
                     free_shot(&a);
                     free_shot(&b);
                     nb_grid_destroy(f);

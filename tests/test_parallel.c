@@ -186,10 +186,6 @@ static int t_cluster_filtered_2d(void)
 {
     return against_serial(N_BIG, 2, 2, true, 1.0);
 }
-static int t_periodic_2d(void)
-{
-    return against_serial(N_BIG, 2, 3, false, 1.5);
-}
 static int t_periodic_3d_filtered(void)
 {
     return against_serial(N_BIG, 3, 3, true, 1.25);
@@ -247,7 +243,6 @@ int main(int argc, char **argv)
         {"cluster_filtered_2d", t_cluster_filtered_2d},
         {"small_stays_serial", t_small_stays_serial},
         {"sparse_hashed", t_sparse_hashed},
-        {"periodic_2d", t_periodic_2d},
         {"periodic_3d_filtered", t_periodic_3d_filtered},
         {"scheduler_used_and_negative_workers_refused",
          t_scheduler_used_and_negative_workers_refused},
