@@ -220,6 +220,19 @@ NBI_INLINE void nbi_count_dense(const double *data, size_t step, int32_t n, int 
 }
 
 #if defined(__SSE2__)
+// The cells of x and y (lanes 0 and 1) as 32-bit integers: one division by the cell (`by`; a
+// multiplication by its inverse when pow2) and one truncation for both, and floor as the
+// truncation stepped down where it rounded up, the rule of nbi_floor_i64. The quotients are
+// the scalar ones (IEEE division is exact-rounded in either width). A quotient beyond the
+// 32-bit range, or NaN, gives INT32_MIN (or INT32_MAX once stepped down).
+NBI_INLINE __m128i nbi_floor_xy(__m128d v, __m128d by, bool pow2)
+{
+    const __m128d f = pow2 ? _mm_mul_pd(v, by) : _mm_div_pd(v, by);
+    const __m128i t = _mm_cvttpd_epi32(f);
+    const __m128d up = _mm_cmpgt_pd(_mm_cvtepi32_pd(t), f);
+    return _mm_add_epi32(t, _mm_shuffle_epi32(_mm_castpd_si128(up), _MM_SHUFFLE(3, 3, 2, 0)));
+}
+
 // Counting a cell is a cache miss in random input order once the cells outgrow the caches.
 // The packed count passes count each point NBI_HASH_AHEAD points late: point i's counter is
 // prefetched as soon as its cell is known, and point i - NBI_HASH_AHEAD's is incremented.
@@ -246,10 +259,8 @@ static bool nbi_cells_fit_i32(const int64_t lo[3], const int64_t hi[3])
 }
 
 // Pass 2 for packed points whose cells all have 32-bit numbers on every axis (the caller checks
-// lo and hi): x and y go through one division (or multiplication, for a power-of-two cell) and
-// one truncation together, and floor is the truncation stepped down where it rounded up, the
-// same rule as nbi_floor_i64; z, in 3D, takes the scalar path. The quotients are the scalar
-// ones (IEEE division is exact-rounded in either width), so every cell number is identical.
+// lo and hi): x and y through nbi_floor_xy, z in 3D by the scalar path; every cell number is
+// the scalar pass's.
 static void nbi_count_packed(const double *data, int32_t n, int dim, const nbiCellMath *cm,
                              const int64_t lo[3], const int64_t ext[3], int32_t *cell_of,
                              int32_t *start)
@@ -261,11 +272,7 @@ static void nbi_count_packed(const double *data, int32_t n, int dim, const nbiCe
     for (int32_t i = 0; i < n; i++) {
         const double *q = data + (size_t)i * (size_t)dim;
         const __m128d v = _mm_loadu_pd(q);
-        const __m128d f = pow2 ? _mm_mul_pd(v, by) : _mm_div_pd(v, by);
-        __m128i t = _mm_cvttpd_epi32(f);
-        const __m128d up = _mm_cmpgt_pd(_mm_cvtepi32_pd(t), f);
-        t = _mm_add_epi32(t, _mm_shuffle_epi32(_mm_castpd_si128(up), _MM_SHUFFLE(3, 3, 2, 0)));
-        t = _mm_sub_epi32(t, lo01);
+        const __m128i t = _mm_sub_epi32(nbi_floor_xy(v, by, pow2), lo01);
         int32_t c = _mm_cvtsi128_si32(t) + e0 * _mm_cvtsi128_si32(_mm_srli_si128(t, 4));
         if (dim == 3) c += e01 * (int32_t)(nbi_cell_i(cm, q[2]) - lo[2]);
         cell_of[i] = c;
@@ -299,10 +306,7 @@ NBI_INLINE bool nbi_scan_count_packed(const double *data, int32_t n, int dim, co
         vlo = _mm_min_pd(v, vlo);
         vhi = _mm_max_pd(v, vhi);
         bad = _mm_add_pd(bad, _mm_mul_pd(v, zero));
-        const __m128d f = pow2 ? _mm_mul_pd(v, by) : _mm_div_pd(v, by);
-        __m128i t = _mm_cvttpd_epi32(f);
-        const __m128d up = _mm_cmpgt_pd(_mm_cvtepi32_pd(t), f);
-        t = _mm_add_epi32(t, _mm_shuffle_epi32(_mm_castpd_si128(up), _MM_SHUFFLE(3, 3, 2, 0)));
+        const __m128i t = nbi_floor_xy(v, by, pow2);
         int64_t c = base + _mm_cvtsi128_si32(t) + e0 * _mm_cvtsi128_si32(_mm_srli_si128(t, 4));
         if (dim == 3) {
             const double z = q[2];
