@@ -202,12 +202,13 @@ NBI_INLINE int64_t nbi_scan_list(const nbiPairCtx *x, int dim, bool flt, bool cr
 // A cell's candidates are copied once into small contiguous x / y / z / index (/ filter) lanes:
 // in self mode its own run first, then the spans. Point p at offset i of the cell then pairs
 // with exactly the lanes after i (self mode) or with every lane (cross mode), one tight loop
-// instead of one per span, aligned for two-at-a-time SIMD. Two NaN sentinels pad the end: a
-// two-lane step may read one past the last candidate, and NaN never passes d2 <= r2.
-enum { NBI_GATHER = 512 };
+// instead of one per span, aligned for SIMD. NaN sentinels pad the end: a two- or four-lane step
+// may read up to three past the last candidate, and NaN never passes d2 <= r2.
+enum { NBI_GATHER = 512, NBI_GATHER_PAD = 4 };
 // Measured (1M uniform points, best of 9 runs): in 3D, with five runs per cell, gathering saves
 // about a quarter of the time; in 2D, with two runs per cell, the copy costs what it saves, so
-// 2D scans contiguous runs in place. Index lists are always gathered (when they fit).
+// 2D scans contiguous runs in place, unless the four-lane AVX2 scan runs. Index lists are always
+// gathered (when they fit).
 #ifndef NBI_USE_GATHER
 #define NBI_USE_GATHER 1
 #endif
@@ -295,6 +296,76 @@ NBI_INLINE int64_t nbi_gather_scan(const nbiGather *gt, const nbiPairCtx *x, int
     return m;
 }
 
+// ---- four lanes with AVX2 ----
+// On x86-64 the unfiltered, non-periodic kernels have a second copy compiled for AVX2 and
+// chosen at run time (the CPU's own report; `nbi_avx2_off` lets the tests run the SSE2 copy on
+// an AVX2 machine). It scans gathered lanes four at a time: each lane computes d2 exactly as
+// nbi_dist2 does (subtract, square, add in the same order; -ffp-contract=off forbids fusing),
+// so the answers are the same bit for bit, and in the same order. The four candidate pairs are
+// built in one register ((min, max) of the indices in self mode) and the matching ones packed
+// to the front by one permutation, then stored as a block: no branch and no store per lane.
+#if defined(__SSE2__) && defined(__x86_64__) && defined(__GNUC__) && !defined(NBI_NO_AVX2)
+#define NBI_AVX2 1
+#include <immintrin.h>
+#define NBI_TARGET_AVX2 __attribute__((target("avx2")))
+
+extern int nbi_avx2_off; // nonzero: the SSE2 kernels even where AVX2 runs (tests only)
+
+static inline bool nbi_use_avx2(void)
+{
+    return !nbi_avx2_off && __builtin_cpu_supports("avx2");
+}
+
+// Lane permutations that pack the pairs of a 4-bit match mask to the front, in lane order (each
+// pair is two 32-bit lanes), and the number of matches.
+#define NBI_P(a, b, c, d)                                                                          \
+    {                                                                                              \
+        2 * (a), 2 * (a) + 1, 2 * (b), 2 * (b) + 1, 2 * (c), 2 * (c) + 1, 2 * (d), 2 * (d) + 1     \
+    }
+static const int32_t nbi_pack4[16][8] __attribute__((aligned(32))) = {
+    NBI_P(0, 0, 0, 0), NBI_P(0, 0, 0, 0), NBI_P(1, 0, 0, 0), NBI_P(0, 1, 0, 0),
+    NBI_P(2, 0, 0, 0), NBI_P(0, 2, 0, 0), NBI_P(1, 2, 0, 0), NBI_P(0, 1, 2, 0),
+    NBI_P(3, 0, 0, 0), NBI_P(0, 3, 0, 0), NBI_P(1, 3, 0, 0), NBI_P(0, 1, 3, 0),
+    NBI_P(2, 3, 0, 0), NBI_P(0, 2, 3, 0), NBI_P(1, 2, 3, 0), NBI_P(0, 1, 2, 3)};
+#undef NBI_P
+static const int8_t nbi_count4[16] = {0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4};
+
+// nbi_gather_scan without a filter or periods, four lanes at a time. The lanes past gt->n hold
+// NaN sentinels (NBI_GATHER_PAD of them), so no tail loop; w needs room for n - q0 + 3 pairs
+// (the last block is stored whole).
+NBI_TARGET_AVX2 static inline int64_t nbi_gather_scan4(const nbiGather *gt, double r2, int dim,
+                                                       bool cross, const double *pi, int32_t ii,
+                                                       int32_t q0, nbPair *w)
+{
+    const int32_t n = gt->n;
+    const __m256d cx = _mm256_set1_pd(pi[0]), cy = _mm256_set1_pd(pi[1]);
+    const __m256d cz = _mm256_set1_pd(dim == 3 ? pi[2] : 0.0), vr2 = _mm256_set1_pd(r2);
+    const __m128i vi = _mm_set1_epi32(ii);
+    int64_t m = 0;
+    for (int32_t q = q0; q < n; q += 4) {
+        const __m256d dx = _mm256_sub_pd(cx, _mm256_loadu_pd(gt->x + q));
+        const __m256d dy = _mm256_sub_pd(cy, _mm256_loadu_pd(gt->y + q));
+        __m256d d2 = _mm256_add_pd(_mm256_mul_pd(dx, dx), _mm256_mul_pd(dy, dy));
+        if (dim == 3) {
+            const __m256d dz = _mm256_sub_pd(cz, _mm256_loadu_pd(gt->z + q));
+            d2 = _mm256_add_pd(d2, _mm256_mul_pd(dz, dz));
+        }
+        const int mask = _mm256_movemask_pd(_mm256_cmp_pd(d2, vr2, _CMP_LE_OQ));
+        if (w != NULL) {
+            const __m128i j = _mm_loadu_si128((const __m128i *)(gt->idx + q));
+            const __m128i a = cross ? vi : _mm_min_epi32(vi, j);
+            const __m128i b = cross ? j : _mm_max_epi32(vi, j);
+            const __m256i pairs =
+                _mm256_set_m128i(_mm_unpackhi_epi32(a, b), _mm_unpacklo_epi32(a, b));
+            const __m256i perm = _mm256_load_si256((const __m256i *)nbi_pack4[mask]);
+            _mm256_storeu_si256((__m256i *)(w + m), _mm256_permutevar8x32_epi32(pairs, perm));
+        }
+        m += nbi_count4[mask];
+    }
+    return m;
+}
+#endif
+
 // The filter bits of side A's position p (all bits when side A carries none).
 NBI_INLINE uint32_t nbi_cat_a(const nbiPairCtx *x, int32_t p)
 {
@@ -315,8 +386,9 @@ NBI_INLINE bool nbi_a_dead(const nbiPairCtx *x, bool flt, bool cross, int32_t p)
 }
 
 // The gathered path for the cell [a0, a1) of side A (self mode: own run [a0, self_end) first).
+// `wide`: the four-lane scan (an AVX2 kernel, no filter, no periods).
 NBI_INLINE void nbi_cell_pairs_gathered(const nbiSpanList *l, int dim, bool flt, bool cross,
-                                        bool wrap)
+                                        bool wrap, bool wide)
 {
     const nbiPairCtx *x = l->x;
     nbiPairSink *s = x->sink;
@@ -327,16 +399,27 @@ NBI_INLINE void nbi_cell_pairs_gathered(const nbiSpanList *l, int dim, bool flt,
         nbi_gather_span(&gt, x, dim, flt, &own);
     }
     for (int t = 0; t < l->ns; t++) nbi_gather_span(&gt, x, dim, flt, &l->sp[t]);
-    for (int32_t t = gt.n; t < gt.n + 2; t++) { // sentinels
+    for (int32_t t = gt.n; t < gt.n + NBI_GATHER_PAD; t++) { // sentinels
         gt.x[t] = gt.y[t] = gt.z[t] = (double)NAN;
         gt.idx[t] = 0;
         gt.cat[t] = gt.mask[t] = 0;
     }
     const int32_t a0 = l->a0, na = l->a1 - l->a0;
+#if defined(NBI_AVX2)
+#define NBI_GSCAN(i, w)                                                                            \
+    (wide ? nbi_gather_scan4(&gt, x->r2, dim, cross, x->pa + (size_t)(a0 + (i)) * (size_t)dim,     \
+                             x->ia[a0 + (i)], cross ? 0 : (i) + 1, w)                              \
+          : nbi_gather_scan(&gt, x, dim, flt, cross, wrap,                                         \
+                            x->pa + (size_t)(a0 + (i)) * (size_t)dim, x->ia[a0 + (i)],             \
+                            nbi_cat_a(x, a0 + (i)), nbi_mask_a(x, a0 + (i)), cross ? 0 : (i) + 1,  \
+                            w))
+#else
+    (void)wide;
 #define NBI_GSCAN(i, w)                                                                            \
     nbi_gather_scan(&gt, x, dim, flt, cross, wrap, x->pa + (size_t)(a0 + (i)) * (size_t)dim,       \
                     x->ia[a0 + (i)], nbi_cat_a(x, a0 + (i)), nbi_mask_a(x, a0 + (i)),              \
                     cross ? 0 : (i) + 1, w)
+#endif
     if (s->mode == NBI_SINK_COUNT) {
         int64_t m = 0;
         for (int32_t i = 0; i < na; i++)
@@ -344,8 +427,8 @@ NBI_INLINE void nbi_cell_pairs_gathered(const nbiSpanList *l, int dim, bool flt,
         s->found += m;
         return;
     }
-    // at most n - q0 candidates (+1 for the sentinel step) for each point
-    const int64_t bound = (int64_t)na * (gt.n + 1);
+    // at most n - q0 candidates, and the last step's block past them, for each point
+    const int64_t bound = (int64_t)na * (gt.n + NBI_GATHER_PAD);
     if (bound <= NBI_SCRATCH) {
         nbPair *w = nbi_reserve(s, bound);
         int64_t m = 0;
@@ -356,7 +439,7 @@ NBI_INLINE void nbi_cell_pairs_gathered(const nbiSpanList *l, int dim, bool flt,
     }
     for (int32_t i = 0; i < na && !s->stop; i++) {
         if (nbi_a_dead(x, flt, cross, a0 + i)) continue;
-        nbPair *w = nbi_reserve(s, gt.n + 1);
+        nbPair *w = nbi_reserve(s, gt.n + NBI_GATHER_PAD);
         nbi_commit(s, w, NBI_GSCAN(i, w));
     }
 #undef NBI_GSCAN
@@ -374,7 +457,8 @@ NBI_INLINE int64_t nbi_scan_span(const nbiPairCtx *x, int dim, bool flt, bool cr
 
 // All candidate pairs of the list's cell: each point p with the positions after it in its own
 // run (self mode) and with every candidate of the spans.
-NBI_INLINE void nbi_cell_pairs_dim(const nbiSpanList *l, int dim, bool flt, bool cross, bool wrap)
+NBI_INLINE void nbi_cell_pairs_dim(const nbiSpanList *l, int dim, bool flt, bool cross, bool wrap,
+                                   bool wide)
 {
     const nbiPairCtx *x = l->x;
     nbiPairSink *s = x->sink;
@@ -388,8 +472,9 @@ NBI_INLINE void nbi_cell_pairs_dim(const nbiSpanList *l, int dim, bool flt, bool
     }
     if (width == 0 || s->stop) return;
     const bool own_fits = cross || self_end >= a1;
-    if (NBI_USE_GATHER && (dim == 3 || lists || cross) && own_fits && width + 2 <= NBI_GATHER) {
-        nbi_cell_pairs_gathered(l, dim, flt, cross, wrap);
+    if (NBI_USE_GATHER && (wide || dim == 3 || lists || cross) && own_fits &&
+        width + NBI_GATHER_PAD <= NBI_GATHER) {
+        nbi_cell_pairs_gathered(l, dim, flt, cross, wrap, wide);
         return;
     }
     if (s->mode == NBI_SINK_COUNT && !lists) {
@@ -458,7 +543,7 @@ NBI_INLINE void nbi_cell_pairs_dim(const nbiSpanList *l, int dim, bool flt, bool
 #define NBI_KERNEL(name, dim, flt, cross, wrap)                                                    \
     static NBI_NOINLINE void name(const nbiSpanList *l)                                            \
     {                                                                                              \
-        nbi_cell_pairs_dim(l, dim, flt, cross, wrap);                                              \
+        nbi_cell_pairs_dim(l, dim, flt, cross, wrap, false);                                       \
     }
 NBI_KERNEL(nbi_pairs_2, 2, false, false, false)
 NBI_KERNEL(nbi_pairs_2x, 2, false, true, false)
@@ -477,6 +562,19 @@ NBI_KERNEL(nbi_pairs_3w, 3, false, false, true)
 NBI_KERNEL(nbi_pairs_3xw, 3, false, true, true)
 NBI_KERNEL(nbi_pairs_3fw, 3, true, false, true)
 NBI_KERNEL(nbi_pairs_3fxw, 3, true, true, true)
+#if defined(NBI_AVX2)
+// The AVX2 copies of the unfiltered, non-periodic kernels (see nbi_gather_scan4).
+#define NBI_KERNEL_WIDE(name, dim, cross)                                                          \
+    NBI_TARGET_AVX2 static NBI_NOINLINE void name(const nbiSpanList *l)                            \
+    {                                                                                              \
+        nbi_cell_pairs_dim(l, dim, false, cross, false, true);                                     \
+    }
+NBI_KERNEL_WIDE(nbi_pairs_2_avx2, 2, false)
+NBI_KERNEL_WIDE(nbi_pairs_2x_avx2, 2, true)
+NBI_KERNEL_WIDE(nbi_pairs_3_avx2, 3, false)
+NBI_KERNEL_WIDE(nbi_pairs_3x_avx2, 3, true)
+#undef NBI_KERNEL_WIDE
+#endif
 #undef NBI_KERNEL
 
 // Runs the collected spans (and, the first time, the own run) and empties the list.
@@ -487,6 +585,16 @@ static inline void nbi_spans_flush(nbiSpanList *l)
         nbi_pairs_3f, nbi_pairs_3fx, nbi_pairs_2w,  nbi_pairs_2xw, nbi_pairs_2fw, nbi_pairs_2fxw,
         nbi_pairs_3w, nbi_pairs_3xw, nbi_pairs_3fw, nbi_pairs_3fxw};
     const int k = l->wrap << 3 | (l->dim == 3) << 2 | l->filtered << 1 | l->cross;
+#if defined(NBI_AVX2)
+    static void (*const wide[4])(const nbiSpanList *) = {nbi_pairs_2_avx2, nbi_pairs_2x_avx2,
+                                                         nbi_pairs_3_avx2, nbi_pairs_3x_avx2};
+    if ((k & 10) == 0 && nbi_use_avx2()) { // no filter, no periods
+        wide[k >> 1 | (k & 1)](l);
+        l->ns = 0;
+        l->self_end = l->a0;
+        return;
+    }
+#endif
     if (k == 0) // the hot case (2D, no filter, one set) as a direct call
         nbi_pairs_2(l);
     else

@@ -22,6 +22,10 @@
 #include "pair_kernels.h"
 #include "view.h"
 
+#if defined(NBI_AVX2)
+int nbi_avx2_off = 0;
+#endif
+
 static int64_t nbi_min64(int64_t a, int64_t b)
 {
     return a < b ? a : b;
