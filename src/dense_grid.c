@@ -238,20 +238,19 @@ NBI_INLINE __m128i nbi_floor_xy(__m128d v, __m128d by, bool pow2)
 // prefetched as soon as its cell is known, and point i - NBI_HASH_AHEAD's is incremented.
 NBI_INLINE void nbi_count_lagged(const int32_t *cell_of, int32_t *counts, int64_t c, int32_t i)
 {
-    nbi_prefetch_w(counts + c + 2);
-    if (i >= NBI_HASH_AHEAD) counts[cell_of[i - NBI_HASH_AHEAD] + 2]++;
+    nbi_prefetch_w(counts + c);
+    if (i >= NBI_HASH_AHEAD) counts[cell_of[i - NBI_HASH_AHEAD]]++;
 }
 
 // The last NBI_HASH_AHEAD points' counts.
 NBI_INLINE void nbi_count_lagged_end(const int32_t *cell_of, int32_t *counts, int32_t n)
 {
-    for (int32_t i = n > NBI_HASH_AHEAD ? n - NBI_HASH_AHEAD : 0; i < n; i++)
-        counts[cell_of[i] + 2]++;
+    for (int32_t i = n > NBI_HASH_AHEAD ? n - NBI_HASH_AHEAD : 0; i < n; i++) counts[cell_of[i]]++;
 }
 
 // Every cell number of the box [lo, hi] fits a 32-bit lane, with room: a quotient beyond the
 // lanes' range truncates to INT32_MIN, which then can never pass for a cell of the box.
-static bool nbi_cells_fit_i32(const int64_t lo[3], const int64_t hi[3])
+bool nbi_cells_fit_i32(const int64_t lo[3], const int64_t hi[3])
 {
     for (int a = 0; a < 3; a++)
         if (lo[a] <= -0x40000000 || hi[a] >= 0x40000000) return false;
@@ -259,11 +258,12 @@ static bool nbi_cells_fit_i32(const int64_t lo[3], const int64_t hi[3])
 }
 
 // Pass 2 for packed points whose cells all have 32-bit numbers on every axis (the caller checks
-// lo and hi): x and y through nbi_floor_xy, z in 3D by the scalar path; every cell number is
-// the scalar pass's.
-static void nbi_count_packed(const double *data, int32_t n, int dim, const nbiCellMath *cm,
-                             const int64_t lo[3], const int64_t ext[3], int32_t *cell_of,
-                             int32_t *start)
+// lo and hi, nbi_cells_fit_i32): x and y through nbi_floor_xy, z in 3D by the scalar path;
+// every cell number is the scalar pass's. Cell c is counted in counts[c]. The serial build and
+// each chunk of the parallel one run it.
+NBI_INLINE void nbi_count_packed_dim(const double *data, int32_t n, int dim, const nbiCellMath *cm,
+                                     const int64_t lo[3], const int64_t ext[3], int32_t *cell_of,
+                                     int32_t *counts)
 {
     const __m128d by = _mm_set1_pd(cm->pow2 ? cm->inv : cm->cell);
     const bool pow2 = cm->pow2;
@@ -276,9 +276,18 @@ static void nbi_count_packed(const double *data, int32_t n, int dim, const nbiCe
         int32_t c = _mm_cvtsi128_si32(t) + e0 * _mm_cvtsi128_si32(_mm_srli_si128(t, 4));
         if (dim == 3) c += e01 * (int32_t)(nbi_cell_i(cm, q[2]) - lo[2]);
         cell_of[i] = c;
-        nbi_count_lagged(cell_of, start, c, i);
+        nbi_count_lagged(cell_of, counts, c, i);
     }
-    nbi_count_lagged_end(cell_of, start, n);
+    nbi_count_lagged_end(cell_of, counts, n);
+}
+
+void nbi_count_packed(const double *data, int32_t n, int dim, const nbiCellMath *cm,
+                      const int64_t lo[3], const int64_t ext[3], int32_t *cell_of, int32_t *counts)
+{
+    if (dim == 2)
+        nbi_count_packed_dim(data, n, 2, cm, lo, ext, cell_of, counts);
+    else
+        nbi_count_packed_dim(data, n, 3, cm, lo, ext, cell_of, counts);
 }
 #endif
 
@@ -290,6 +299,8 @@ static void nbi_count_packed(const double *data, int32_t n, int dim, const nbiCe
 // checks the box of all of them afterwards. A point outside it only needs to stay inside the
 // arrays, so a cell number outside [0, ncells) is counted at counts[1], which the caller then
 // never reads. Returns false if any coordinate is not finite.
+// (nbi_count_lagged counts cell c at counts[c]: hence counts + 2 below, where c = -1 is
+// counts[1].)
 NBI_INLINE bool nbi_scan_count_packed(const double *data, int32_t n, int dim, const nbiCellMath *cm,
                                       const int64_t lo[3], const int64_t ext[3], int32_t ncells,
                                       int32_t *cell_of, int32_t *counts, double mn[3], double mx[3])
@@ -319,9 +330,9 @@ NBI_INLINE bool nbi_scan_count_packed(const double *data, int32_t n, int dim, co
         }
         c = (uint64_t)c < (uint64_t)ncells ? c : -1;
         cell_of[i] = (int32_t)c;
-        nbi_count_lagged(cell_of, counts, c, i);
+        nbi_count_lagged(cell_of, counts + 2, c, i);
     }
-    nbi_count_lagged_end(cell_of, counts, n);
+    nbi_count_lagged_end(cell_of, counts + 2, n);
     double b[2];
     _mm_storeu_pd(mn, vlo);
     _mm_storeu_pd(mx, vhi);
@@ -648,10 +659,7 @@ static nbStatus nbi_grid_build_fresh(nbGrid *grid, const nbPoints *points, doubl
         memset(start, 0, ((size_t)ncells + 2) * sizeof(int32_t));
 #if defined(__SSE2__)
         if (step == (size_t)dim && nbi_cells_fit_i32(lo, hi)) {
-            if (dim == 2)
-                nbi_count_packed(points->data, n, 2, &cm, lo, ext, cell_of, start);
-            else
-                nbi_count_packed(points->data, n, 3, &cm, lo, ext, cell_of, start);
+            nbi_count_packed(points->data, n, dim, &cm, lo, ext, cell_of, start + 2);
         } else
 #endif
             NBI_BY_LAYOUT(nbi_count_dense, points->data, step, n, dim, &cm, lo, ext, cell_of,

@@ -100,6 +100,14 @@ static inline bool nbi_grid_parallel(const nbGrid *g)
 
 // Pass 1 over n points (dense_grid.c): finite, bounding box. False if any is not finite.
 bool nbi_grid_scan(const double *data, size_t step, int32_t n, int dim, double mn[3], double mx[3]);
+// Every cell number of the box [lo, hi] fits a 32-bit lane (nbi_count_packed's condition).
+bool nbi_cells_fit_i32(const int64_t lo[3], const int64_t hi[3]);
+#if defined(__SSE2__)
+// Pass 2 over n packed points (step = dim, not periodic, nbi_cells_fit_i32): cell_of[i], and
+// counts[c] incremented for each point's cell c.
+void nbi_count_packed(const double *data, int32_t n, int dim, const nbiCellMath *cm,
+                      const int64_t lo[3], const int64_t ext[3], int32_t *cell_of, int32_t *counts);
+#endif
 // Pass 4 over points [a, b): idx[next[cell_of[i]]++] = i, in input order (next[c] is cell c's
 // next free position).
 void nbi_grid_scatter(const int32_t *cell_of, int32_t *next, int32_t a, int32_t b, int32_t *idx);

@@ -111,6 +111,13 @@ static void nbi_count_task(int32_t k0, int32_t k1, int32_t worker, void *vctx)
         int32_t *h = (int32_t *)g->hist.ptr + (size_t)k * (size_t)ncells;
         memset(h, 0, (size_t)ncells * sizeof(int32_t));
         const int32_t a = nbi_cut(in->n, x->chunks, k), b = nbi_cut(in->n, x->chunks, k + 1);
+#if defined(__SSE2__)
+        if (!g->wrapped && in->step == (size_t)in->dim && nbi_cells_fit_i32(g->lo, g->hi)) {
+            nbi_count_packed(in->data + (size_t)a * in->step, b - a, in->dim, &g->cm, g->lo, g->ext,
+                             cell_of + a, h);
+            continue;
+        }
+#endif
         for (int32_t i = a; i < b; i++) {
             const double *q = in->data + (size_t)i * in->step;
             int64_t c;
