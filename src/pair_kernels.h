@@ -220,26 +220,28 @@ typedef struct nbiGather {
     int32_t n;
 } nbiGather;
 
-NBI_INLINE void nbi_gather_one(nbiGather *gt, const nbiPairCtx *x, int dim, bool flt, int32_t q)
+// `ids`: the caller's indices too (a count needs only the coordinates and filter bits).
+NBI_INLINE void nbi_gather_one(nbiGather *gt, const nbiPairCtx *x, int dim, bool flt, bool ids,
+                               int32_t q)
 {
     const int32_t n = gt->n++;
     gt->x[n] = x->pb[(size_t)q * (size_t)dim];
     gt->y[n] = x->pb[(size_t)q * (size_t)dim + 1];
     if (dim == 3) gt->z[n] = x->pb[(size_t)q * (size_t)dim + 2];
-    gt->idx[n] = x->ib[q];
+    if (ids) gt->idx[n] = x->ib[q];
     if (flt) {
         gt->cat[n] = x->cb[q];
         gt->mask[n] = x->mb[q];
     }
 }
 
-NBI_INLINE void nbi_gather_span(nbiGather *gt, const nbiPairCtx *x, int dim, bool flt,
+NBI_INLINE void nbi_gather_span(nbiGather *gt, const nbiPairCtx *x, int dim, bool flt, bool ids,
                                 const nbiSpan *sp)
 {
     if (sp->list != NULL)
-        for (int32_t t = sp->b0; t < sp->b1; t++) nbi_gather_one(gt, x, dim, flt, sp->list[t]);
+        for (int32_t t = sp->b0; t < sp->b1; t++) nbi_gather_one(gt, x, dim, flt, ids, sp->list[t]);
     else
-        for (int32_t q = sp->b0; q < sp->b1; q++) nbi_gather_one(gt, x, dim, flt, q);
+        for (int32_t q = sp->b0; q < sp->b1; q++) nbi_gather_one(gt, x, dim, flt, ids, q);
 }
 
 // Whether gathered lane q passes the filter against (pc, pm).
@@ -392,13 +394,14 @@ NBI_INLINE void nbi_cell_pairs_gathered(const nbiSpanList *l, int dim, bool flt,
 {
     const nbiPairCtx *x = l->x;
     nbiPairSink *s = x->sink;
+    const bool ids = s->mode != NBI_SINK_COUNT;
     nbiGather gt;
     gt.n = 0;
     if (!cross) {
         const nbiSpan own = {l->a0, l->self_end, NULL};
-        nbi_gather_span(&gt, x, dim, flt, &own);
+        nbi_gather_span(&gt, x, dim, flt, ids, &own);
     }
-    for (int t = 0; t < l->ns; t++) nbi_gather_span(&gt, x, dim, flt, &l->sp[t]);
+    for (int t = 0; t < l->ns; t++) nbi_gather_span(&gt, x, dim, flt, ids, &l->sp[t]);
     for (int32_t t = gt.n; t < gt.n + NBI_GATHER_PAD; t++) { // sentinels
         gt.x[t] = gt.y[t] = gt.z[t] = (double)NAN;
         gt.idx[t] = 0;
