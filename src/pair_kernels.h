@@ -332,6 +332,20 @@ static const int32_t nbi_pack4[16][8] __attribute__((aligned(32))) = {
 #undef NBI_P
 static const int8_t nbi_count4[16] = {0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4};
 
+// Gathered lanes q .. q+3 within r of centre c: all ones where d2 <= r2 (NaN: never).
+NBI_TARGET_AVX2 static inline __m256d nbi_within4(const nbiGather *gt, int32_t q,
+                                                  const __m256d c[3], int dim, __m256d vr2)
+{
+    const __m256d dx = _mm256_sub_pd(c[0], _mm256_loadu_pd(gt->x + q));
+    const __m256d dy = _mm256_sub_pd(c[1], _mm256_loadu_pd(gt->y + q));
+    __m256d d2 = _mm256_add_pd(_mm256_mul_pd(dx, dx), _mm256_mul_pd(dy, dy));
+    if (dim == 3) {
+        const __m256d dz = _mm256_sub_pd(c[2], _mm256_loadu_pd(gt->z + q));
+        d2 = _mm256_add_pd(d2, _mm256_mul_pd(dz, dz));
+    }
+    return _mm256_cmp_pd(d2, vr2, _CMP_LE_OQ);
+}
+
 // nbi_gather_scan without a filter or periods, four lanes at a time. The lanes past gt->n hold
 // NaN sentinels (NBI_GATHER_PAD of them), so no tail loop; w needs room for n - q0 + 3 pairs
 // (the last block is stored whole).
@@ -340,28 +354,27 @@ NBI_TARGET_AVX2 static inline int64_t nbi_gather_scan4(const nbiGather *gt, doub
                                                        int32_t q0, nbPair *w)
 {
     const int32_t n = gt->n;
-    const __m256d cx = _mm256_set1_pd(pi[0]), cy = _mm256_set1_pd(pi[1]);
-    const __m256d cz = _mm256_set1_pd(dim == 3 ? pi[2] : 0.0), vr2 = _mm256_set1_pd(r2);
+    const __m256d c[3] = {_mm256_set1_pd(pi[0]), _mm256_set1_pd(pi[1]),
+                          _mm256_set1_pd(dim == 3 ? pi[2] : 0.0)};
+    const __m256d vr2 = _mm256_set1_pd(r2);
     const __m128i vi = _mm_set1_epi32(ii);
+    if (w == NULL) { // a count: the lanes' compare results (-1 for a match) summed per lane
+        __m256i sum = _mm256_setzero_si256();
+        for (int32_t q = q0; q < n; q += 4)
+            sum = _mm256_sub_epi64(sum, _mm256_castpd_si256(nbi_within4(gt, q, c, dim, vr2)));
+        const __m128i s2 =
+            _mm_add_epi64(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
+        return _mm_cvtsi128_si64(_mm_add_epi64(s2, _mm_unpackhi_epi64(s2, s2)));
+    }
     int64_t m = 0;
     for (int32_t q = q0; q < n; q += 4) {
-        const __m256d dx = _mm256_sub_pd(cx, _mm256_loadu_pd(gt->x + q));
-        const __m256d dy = _mm256_sub_pd(cy, _mm256_loadu_pd(gt->y + q));
-        __m256d d2 = _mm256_add_pd(_mm256_mul_pd(dx, dx), _mm256_mul_pd(dy, dy));
-        if (dim == 3) {
-            const __m256d dz = _mm256_sub_pd(cz, _mm256_loadu_pd(gt->z + q));
-            d2 = _mm256_add_pd(d2, _mm256_mul_pd(dz, dz));
-        }
-        const int mask = _mm256_movemask_pd(_mm256_cmp_pd(d2, vr2, _CMP_LE_OQ));
-        if (w != NULL) {
-            const __m128i j = _mm_loadu_si128((const __m128i *)(gt->idx + q));
-            const __m128i a = cross ? vi : _mm_min_epi32(vi, j);
-            const __m128i b = cross ? j : _mm_max_epi32(vi, j);
-            const __m256i pairs =
-                _mm256_set_m128i(_mm_unpackhi_epi32(a, b), _mm_unpacklo_epi32(a, b));
-            const __m256i perm = _mm256_load_si256((const __m256i *)nbi_pack4[mask]);
-            _mm256_storeu_si256((__m256i *)(w + m), _mm256_permutevar8x32_epi32(pairs, perm));
-        }
+        const int mask = _mm256_movemask_pd(nbi_within4(gt, q, c, dim, vr2));
+        const __m128i j = _mm_loadu_si128((const __m128i *)(gt->idx + q));
+        const __m128i a = cross ? vi : _mm_min_epi32(vi, j);
+        const __m128i b = cross ? j : _mm_max_epi32(vi, j);
+        const __m256i pairs = _mm256_set_m128i(_mm_unpackhi_epi32(a, b), _mm_unpacklo_epi32(a, b));
+        const __m256i perm = _mm256_load_si256((const __m256i *)nbi_pack4[mask]);
+        _mm256_storeu_si256((__m256i *)(w + m), _mm256_permutevar8x32_epi32(pairs, perm));
         m += nbi_count4[mask];
     }
     return m;
