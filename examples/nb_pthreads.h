@@ -9,8 +9,12 @@
 //     ...
 //     nbx_pool_stop(&pool);                            // after the last grid call
 //
-// The calling thread is worker 0; workers 1.. are threads that sleep between calls. A call
+// The calling thread is worker 0; workers 1.. are threads that wait between calls. A call
 // hands out ranges of items through an atomic counter, so a slow worker takes fewer ranges.
+// A grid build is several calls in a row (scan, count, offsets, scatter, gather), so a waiting
+// thread, and the caller waiting for the others to finish, first spin for a short while
+// (NBX_SPIN checks, a few tens of microseconds) before they sleep on a condition variable:
+// waking a sleeping thread costs far more than that on a virtual machine.
 // One call at a time per pool (nearby's grid calls it that way); the pool is not reentrant.
 #ifndef NB_PTHREADS_H
 #define NB_PTHREADS_H
@@ -37,9 +41,9 @@ struct nbxPool {
     nbxWorker *threads;
     pthread_mutex_t mu;
     pthread_cond_t wake, idle;
-    uint64_t generation; // bumped per call, under mu
-    int32_t busy;        // helper threads still in the current call, under mu
-    bool quit;
+    atomic_uint_fast64_t generation; // bumped per call, under mu
+    atomic_int busy;                 // helper threads still in the current call
+    atomic_bool quit;
     // The current call.
     nbTaskFn *task;
     void *ctx;
@@ -48,6 +52,17 @@ struct nbxPool {
 };
 
 // Hands out [next, next + range) until the items run out.
+#ifndef NBX_SPIN
+#define NBX_SPIN 1000
+#endif
+
+static inline void nbx_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
 static inline void nbx_pool_drain(nbxPool *p, int32_t id)
 {
     for (;;) {
@@ -62,18 +77,25 @@ static inline void *nbx_pool_main(void *arg)
 {
     nbxWorker *w = (nbxWorker *)arg;
     nbxPool *p = w->pool;
-    uint64_t seen = 0;
-    pthread_mutex_lock(&p->mu);
+    uint_fast64_t seen = 0;
     for (;;) {
-        while (!p->quit && p->generation == seen) pthread_cond_wait(&p->wake, &p->mu);
-        if (p->quit) break;
-        seen = p->generation;
-        pthread_mutex_unlock(&p->mu);
+        for (int spin = 0; spin < NBX_SPIN && atomic_load(&p->generation) == seen; spin++)
+            nbx_pause();
+        if (atomic_load(&p->generation) == seen) {
+            pthread_mutex_lock(&p->mu);
+            while (!atomic_load(&p->quit) && atomic_load(&p->generation) == seen)
+                pthread_cond_wait(&p->wake, &p->mu);
+            pthread_mutex_unlock(&p->mu);
+        }
+        if (atomic_load(&p->quit)) break;
+        seen = atomic_load(&p->generation);
         nbx_pool_drain(p, w->id);
-        pthread_mutex_lock(&p->mu);
-        if (--p->busy == 0) pthread_cond_signal(&p->idle);
+        if (atomic_fetch_sub(&p->busy, 1) == 1) { // the last one out wakes a sleeping caller
+            pthread_mutex_lock(&p->mu);
+            pthread_cond_signal(&p->idle);
+            pthread_mutex_unlock(&p->mu);
+        }
     }
-    pthread_mutex_unlock(&p->mu);
     return NULL;
 }
 
@@ -90,20 +112,25 @@ static inline void nbx_parallel_for(nbTaskFn *task, int32_t count, int32_t min_r
         task(0, count, 0, task_ctx);
         return;
     }
+    // The call's fields are written before the generation moves on (a sequentially consistent
+    // store): a worker that sees the new generation sees them too.
     pthread_mutex_lock(&p->mu);
     p->task = task;
     p->ctx = task_ctx;
     p->count = count;
     p->range = range;
     atomic_store_explicit(&p->next, 0, memory_order_relaxed);
-    p->busy = p->workers - 1;
-    p->generation++;
+    atomic_store(&p->busy, p->workers - 1);
+    atomic_fetch_add(&p->generation, 1);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
     nbx_pool_drain(p, 0);
-    pthread_mutex_lock(&p->mu);
-    while (p->busy > 0) pthread_cond_wait(&p->idle, &p->mu);
-    pthread_mutex_unlock(&p->mu);
+    for (int spin = 0; spin < NBX_SPIN && atomic_load(&p->busy) > 0; spin++) nbx_pause();
+    if (atomic_load(&p->busy) > 0) {
+        pthread_mutex_lock(&p->mu);
+        while (atomic_load(&p->busy) > 0) pthread_cond_wait(&p->idle, &p->mu);
+        pthread_mutex_unlock(&p->mu);
+    }
 }
 
 /// Starts `workers` - 1 threads (0 = one worker per online CPU; 1 = no threads, serial).
@@ -115,9 +142,9 @@ static inline int nbx_pool_start(nbxPool *p, int32_t workers)
         workers = cpus > 0 ? (int32_t)(cpus < 256 ? cpus : 256) : 1;
     }
     p->workers = workers;
-    p->generation = 0;
-    p->busy = 0;
-    p->quit = false;
+    atomic_init(&p->generation, 0);
+    atomic_init(&p->busy, 0);
+    atomic_init(&p->quit, false);
     p->threads = NULL;
     atomic_init(&p->next, 0);
     if (pthread_mutex_init(&p->mu, NULL) != 0) return -1;
@@ -140,7 +167,7 @@ static inline int nbx_pool_start(nbxPool *p, int32_t workers)
     if (started == workers) return 0;
     p->workers = started; // stop what did start
     pthread_mutex_lock(&p->mu);
-    p->quit = true;
+    atomic_store(&p->quit, true);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
     for (int32_t t = 1; t < started; t++) pthread_join(p->threads[t].thread, NULL);
@@ -155,7 +182,7 @@ static inline int nbx_pool_start(nbxPool *p, int32_t workers)
 static inline void nbx_pool_stop(nbxPool *p)
 {
     pthread_mutex_lock(&p->mu);
-    p->quit = true;
+    atomic_store(&p->quit, true);
     pthread_cond_broadcast(&p->wake);
     pthread_mutex_unlock(&p->mu);
     for (int32_t t = 1; t < p->workers && p->threads != NULL; t++)
