@@ -3,8 +3,10 @@
 # Runs the benchmarks built in BUILD_DIR (cmake -DNB_BUILD_BENCH=ON, Release) and prints the
 # comparison table; `make bench` calls it as `bash bench/run.sh build/bench`.
 #
-#   bash bench/run.sh BUILD_DIR              full run (~2 minutes): writes
-#                                            bench/results/$NB_BENCH_MACHINE/latest.csv
+#   bash bench/run.sh BUILD_DIR              full run: the core sets (~2 minutes, written to
+#                                            bench/results/$NB_BENCH_MACHINE/latest.csv), then
+#                                            the sections below that the full run includes
+#                                            (30 minutes or more in all on a 2-core machine)
 #   bash bench/run.sh BUILD_DIR --quick      100k points, 3 runs: a smoke test, results only
 #                                            in BUILD_DIR/bench/quick.csv
 #   bash bench/run.sh BUILD_DIR --callgrind  instruction counts (valgrind): nearby vs the
