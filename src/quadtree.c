@@ -94,13 +94,13 @@ typedef struct nbiQtGb {
     float v[4];
 } nbiQtGb;
 
-// What a query reads of a rectangle, together: its box (min x, min y, max x, max y), then what
-// it reports (handle bits, user value), 48 bytes.
-typedef struct nbiQtRec {
+// A rectangle's box in double (min x, min y, max x, max y). What a query reports of it (handle
+// and user value) is kept apart, as the nbHit it copies out: most hits are decided by the float
+// copy alone (nbi_run_test), so a window reads these 32 bytes only for the rare candidate whose
+// float box leaves the answer open.
+typedef struct nbiQtBox {
     double b[4];
-    uint64_t hnd;
-    uint64_t user;
-} nbiQtRec;
+} nbiQtBox;
 
 struct nbQuadtree {
     nbAllocator alloc;
@@ -114,7 +114,8 @@ struct nbQuadtree {
     nbiBuf hot;   // nbiQtHot, one per node
     nbiBuf gb;    // nbiQtGb, one per node: the groups' float bounds
     int32_t node_top, free_group, free_groups;
-    nbiBuf rec;        // nbiQtRec per position
+    nbiBuf box;        // nbiQtBox per position
+    nbiBuf hit;        // nbHit per position: its handle and user value
     nbiBuf cat, mask;  // uint32_t per position
     int32_t nfiltered; // rectangles whose bits are not all ones: 0 lets queries skip the bits
     nbiBuf own;        // int32_t per position: its node; a free block's first: the next free block
@@ -128,7 +129,8 @@ struct nbQuadtree {
 #define NBI_HOT(q) ((nbiQtHot *)(q)->hot.ptr)
 #define NBI_GB(q) ((float *)(q)->gb.ptr)
 #define NBI_FB(q) ((float *)(q)->fb.ptr)
-#define NBI_REC(q) ((nbiQtRec *)(q)->rec.ptr)
+#define NBI_BOX(q) ((nbiQtBox *)(q)->box.ptr)
+#define NBI_HIT(q) ((nbHit *)(q)->hit.ptr)
 #define NBI_CAT(q) ((uint32_t *)(q)->cat.ptr)
 #define NBI_MASK(q) ((uint32_t *)(q)->mask.ptr)
 #define NBI_OWN(q) ((int32_t *)(q)->own.ptr)
@@ -166,12 +168,13 @@ NBI_INLINE bool nbi_node_held(const nbiQtNode *n, const double *w)
     return w[0] <= n->lo[0] && w[1] <= n->lo[1] && n->hi[0] <= w[2] && n->hi[1] <= w[3];
 }
 
-// v[0..3] rounded to floats, out[i] <= v[i] (dir -1) or out[i] >= v[i] (dir +1): the nearest
-// float (under any rounding mode, within one step of v[i]) and then one step further that way,
-// so a float box built from them holds the double box. Beyond float's range the largest float
-// is the start (one step past it is infinity). v may be infinite, not NaN. Steps are taken on
-// the floats' bits mapped to integers in the order of the floats (negatives' magnitude bits
-// flipped), so zero and the signs need no case.
+// v[0..3] rounded to floats, out[i] <= v[i] (dir < 0) or out[i] >= v[i] (dir > 0): the nearest
+// float (under any rounding mode, within one step of v[i]) and then |dir| steps further that
+// way, so a float box built with dir = +-1 holds the double box. Beyond float's range the
+// largest float is the start (one step past it is infinity, two or more a NaN, which every
+// comparison fails). v may be infinite, not NaN. Steps are taken on the floats' bits mapped to
+// integers in the order of the floats (negatives' magnitude bits flipped), so zero and the
+// signs need no case.
 static void nbi_f_round4(const double *v, float *out, int dir)
 {
 #if defined(__SSE2__)
@@ -213,29 +216,40 @@ NBI_INLINE void nbi_f_fields(const double *b, float *out)
 // the node to meet the window; `held` = (up(min x), up(min y), -down(max x), -down(max y)),
 // which they must not be below for the window to hold the node. Rounding both ways keeps each
 // float test a superset (touch) or a subset (held) of the exact one.
+//
+// `sure` decides most rectangles from their float fields alone: each is the window's touch
+// value rounded to the nearest float and then three steps down. A rectangle's field f (its
+// double rounded to the nearest float, then one step outwards) lies less than two steps below
+// the double it stands for, and the window's value lies less than one step above its nearest
+// float, so f <= sure proves the double inequality the exact test asks: a rectangle whose four
+// fields pass `sure` touches the window. Those that pass `touch` but not `sure` (within a few
+// float steps of an edge) take the exact test in double.
 typedef struct nbiQtWin {
     double w[4];
 #if defined(__SSE2__)
-    __m128 touch[4], held[4]; // each float broadcast to four lanes
+    __m128 touch[4], held[4], sure[4]; // each float broadcast to four lanes
 #else
-    float touch[4], held[4];
+    float touch[4], held[4], sure[4];
 #endif
 } nbiQtWin;
 
 static void nbi_win_make(nbiQtWin *x, const double *w)
 {
     memcpy(x->w, w, sizeof x->w);
-    float t[4], h[4];
+    float t[4], h[4], u[4];
     const double tv[4] = {w[2], w[3], -w[0], -w[1]}, hv[4] = {w[0], w[1], -w[2], -w[3]};
     nbi_f_round4(tv, t, 1);
     nbi_f_round4(hv, h, 1);
+    nbi_f_round4(tv, u, -3);
     for (int i = 0; i < 4; i++) {
 #if defined(__SSE2__)
         x->touch[i] = _mm_set1_ps(t[i]);
         x->held[i] = _mm_set1_ps(h[i]);
+        x->sure[i] = _mm_set1_ps(u[i]);
 #else
         x->touch[i] = t[i];
         x->held[i] = h[i];
+        x->sure[i] = u[i];
 #endif
     }
 }
@@ -276,23 +290,32 @@ NBI_INLINE int nbi_group_test(const float *gb, const nbiQtWin *x, bool held)
 }
 
 // A run of four positions, r .. r + 3 (r a multiple of 4), against the window by their float
-// boxes (nbi_fb_put): bit k set when position r + k's box meets it. A superset of the exact
-// test, which the caller then applies to each set bit.
+// boxes (nbi_fb_put): bit k set when position r + k's box meets it (a superset of the exact
+// test), and bit 4 + k when it surely touches (a subset: nbiQtWin's `sure`). The caller applies
+// the exact test to the bits set in the first nibble only.
 NBI_INLINE int nbi_run_test(const float *fb, int32_t r, const nbiQtWin *x)
 {
     const float *f = fb + 4 * (size_t)r;
 #if defined(__SSE2__)
-    const __m128 t = _mm_and_ps(_mm_and_ps(_mm_cmple_ps(_mm_loadu_ps(f), x->touch[0]),
-                                           _mm_cmple_ps(_mm_loadu_ps(f + 4), x->touch[1])),
-                                _mm_and_ps(_mm_cmple_ps(_mm_loadu_ps(f + 8), x->touch[2]),
-                                           _mm_cmple_ps(_mm_loadu_ps(f + 12), x->touch[3])));
-    return _mm_movemask_ps(t);
+    const __m128 a = _mm_loadu_ps(f), b = _mm_loadu_ps(f + 4);
+    const __m128 c = _mm_loadu_ps(f + 8), d = _mm_loadu_ps(f + 12);
+    const __m128 t =
+        _mm_and_ps(_mm_and_ps(_mm_cmple_ps(a, x->touch[0]), _mm_cmple_ps(b, x->touch[1])),
+                   _mm_and_ps(_mm_cmple_ps(c, x->touch[2]), _mm_cmple_ps(d, x->touch[3])));
+    const __m128 u =
+        _mm_and_ps(_mm_and_ps(_mm_cmple_ps(a, x->sure[0]), _mm_cmple_ps(b, x->sure[1])),
+                   _mm_and_ps(_mm_cmple_ps(c, x->sure[2]), _mm_cmple_ps(d, x->sure[3])));
+    return _mm_movemask_ps(t) | _mm_movemask_ps(u) << 4;
 #else
     int bits = 0;
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < 4; k++) {
         bits |= ((f[k] <= x->touch[0]) & (f[4 + k] <= x->touch[1]) & (f[8 + k] <= x->touch[2]) &
                  (f[12 + k] <= x->touch[3]))
                 << k;
+        bits |= ((f[k] <= x->sure[0]) & (f[4 + k] <= x->sure[1]) & (f[8 + k] <= x->sure[2]) &
+                 (f[12 + k] <= x->sure[3]))
+                << (4 + k);
+    }
     return bits;
 #endif
 }
@@ -362,14 +385,14 @@ static int nbi_cls_for(int64_t n)
 
 // ---- storage ----
 
-enum { NBI_QT_POS_BUFS = 5 };
+enum { NBI_QT_POS_BUFS = 6 };
 
 static void nbi_qt_pos_bufs(nbQuadtree *q, nbiBuf *buf[NBI_QT_POS_BUFS],
                             size_t elem[NBI_QT_POS_BUFS])
 {
-    nbiBuf *b[NBI_QT_POS_BUFS] = {&q->rec, &q->cat, &q->mask, &q->own, &q->fb};
-    const size_t e[NBI_QT_POS_BUFS] = {sizeof(nbiQtRec), sizeof(uint32_t), sizeof(uint32_t),
-                                       sizeof(int32_t), sizeof(nbiQtGb)};
+    nbiBuf *b[NBI_QT_POS_BUFS] = {&q->box, &q->hit, &q->cat, &q->mask, &q->own, &q->fb};
+    const size_t e[NBI_QT_POS_BUFS] = {sizeof(nbiQtBox), sizeof(nbHit),   sizeof(uint32_t),
+                                       sizeof(uint32_t), sizeof(int32_t), sizeof(nbiQtGb)};
     for (int i = 0; i < NBI_QT_POS_BUFS; i++) {
         buf[i] = b[i];
         elem[i] = e[i];
@@ -578,7 +601,7 @@ NBI_INLINE void nbi_fb_put(nbQuadtree *q, int32_t p, const double *b)
 // Writes a rectangle's box at position p (both copies).
 NBI_INLINE void nbi_box_put(nbQuadtree *q, int32_t p, const double *b)
 {
-    memcpy(NBI_REC(q)[p].b, b, 4 * sizeof(double));
+    memcpy(NBI_BOX(q)[p].b, b, 4 * sizeof(double));
     nbi_fb_put(q, p, b);
 }
 
@@ -586,9 +609,9 @@ NBI_INLINE void nbi_box_put(nbQuadtree *q, int32_t p, const double *b)
 static void nbi_put(nbQuadtree *q, int32_t to, int32_t n, const double *b, uint64_t hnd,
                     uint64_t user, uint32_t cat, uint32_t mask)
 {
-    nbiQtRec *r = &NBI_REC(q)[to];
+    nbHit *r = &NBI_HIT(q)[to];
     nbi_box_put(q, to, b);
-    r->hnd = hnd;
+    r->handle.bits = hnd;
     r->user = user;
     NBI_CAT(q)[to] = cat;
     NBI_MASK(q)[to] = mask;
@@ -601,9 +624,9 @@ static void nbi_put(nbQuadtree *q, int32_t to, int32_t n, const double *b, uint6
 static void nbi_move_pos(nbQuadtree *q, int32_t from, int32_t to, int32_t n)
 {
     double b[4];
-    const nbiQtRec *r = &NBI_REC(q)[from];
-    memcpy(b, r->b, sizeof b);
-    nbi_put(q, to, n, b, r->hnd, r->user, NBI_CAT(q)[from], NBI_MASK(q)[from]);
+    memcpy(b, NBI_BOX(q)[from].b, sizeof b);
+    const nbHit h = NBI_HIT(q)[from];
+    nbi_put(q, to, n, b, h.handle.bits, h.user, NBI_CAT(q)[from], NBI_MASK(q)[from]);
 }
 
 // The block an append to node n needs: -1 if it has room.
@@ -798,7 +821,7 @@ static void nbi_split_need(const nbQuadtree *q, int32_t n, const double *b, nbiQ
     for (int k = 0; k < 4; k++) nbi_child_geometry(q, node, k, &kids[k]);
     int64_t per[5] = {0, 0, 0, 0, 0}; // per child, then those that stay
     for (int32_t i = 0; i < node->count; i++) {
-        const int k = nbi_pick(q, node, kids, NBI_REC(q)[node->start + i].b);
+        const int k = nbi_pick(q, node, kids, NBI_BOX(q)[node->start + i].b);
         per[k < 0 ? 4 : k]++;
     }
     const int kb = nbi_pick(q, node, kids, b);
@@ -826,7 +849,7 @@ static void nbi_split(nbQuadtree *q, int32_t n, const double *extra)
     int8_t pick[64];
     const bool small = node->count <= 64;
     for (int32_t i = 0; i < node->count; i++) {
-        const int k = nbi_pick(q, node, &nodes[g], NBI_REC(q)[node->start + i].b);
+        const int k = nbi_pick(q, node, &nodes[g], NBI_BOX(q)[node->start + i].b);
         if (small) pick[i] = (int8_t)k;
         if (k >= 0) per[k]++;
     }
@@ -843,7 +866,7 @@ static void nbi_split(nbQuadtree *q, int32_t n, const double *extra)
     const int32_t count = node->count;
     for (int32_t i = 0; i < count; i++) {
         const int32_t at = node->start + i;
-        const int k = small ? pick[i] : nbi_pick(q, node, &nodes[g], NBI_REC(q)[at].b);
+        const int k = small ? pick[i] : nbi_pick(q, node, &nodes[g], NBI_BOX(q)[at].b);
         if (k < 0) {
             if (w != i) nbi_move_pos(q, at, node->start + w, n);
             w++;
@@ -1171,7 +1194,7 @@ nbStatus nb_quadtree_move(nbQuadtree *q, nbHandle item, const nbRect *rect)
     if (st != NB_OK) return st;
     // Take the old copy out first (this never allocates nor moves other nodes' blocks), but keep
     // its node from collapsing until the new copy is in: the plan was made with it in place.
-    const uint64_t hnd = NBI_REC(q)[at].hnd, user = NBI_REC(q)[at].user;
+    const uint64_t hnd = NBI_HIT(q)[at].handle.bits, user = NBI_HIT(q)[at].user;
     const uint32_t cat = NBI_CAT(q)[at], mask = NBI_MASK(q)[at];
     nbi_take_out(q, at);
     nbi_place(q, &plan, b, hnd, user, cat, mask);
@@ -1206,14 +1229,14 @@ nbStatus nb_quadtree_get(const nbQuadtree *q, nbHandle item, nbRect *rect, uint6
     nbStatus st = nbi_pool_lookup(&q->pool, item, &slot);
     if (st != NB_OK) return st;
     const int32_t at = nbi_pool_slot_value(&q->pool, slot);
-    const double *b = NBI_REC(q)[at].b;
+    const double *b = NBI_BOX(q)[at].b;
     if (rect != NULL) {
         rect->min[0] = b[0];
         rect->min[1] = b[1];
         rect->max[0] = b[2];
         rect->max[1] = b[3];
     }
-    if (user != NULL) *user = NBI_REC(q)[at].user;
+    if (user != NULL) *user = NBI_HIT(q)[at].user;
     if (filter != NULL) {
         filter->category = NBI_CAT(q)[at];
         filter->mask = NBI_MASK(q)[at];
@@ -1228,7 +1251,7 @@ nbStatus nb_quadtree_set(nbQuadtree *q, nbHandle item, uint64_t user, nbFilter f
     nbStatus st = nbi_pool_lookup(&q->pool, item, &slot);
     if (st != NB_OK) return st;
     const int32_t at = nbi_pool_slot_value(&q->pool, slot);
-    NBI_REC(q)[at].user = user;
+    NBI_HIT(q)[at].user = user;
     q->nfiltered += !nbi_bits_all(filter.category, filter.mask) -
                     !nbi_bits_all(NBI_CAT(q)[at], NBI_MASK(q)[at]);
     NBI_CAT(q)[at] = filter.category;
@@ -1422,11 +1445,7 @@ typedef struct nbiQtSink {
 
 NBI_INLINE nbHit nbi_hit_at(const nbQuadtree *q, int32_t p)
 {
-    nbHit h;
-    const nbiQtRec *r = &NBI_REC(q)[p];
-    h.handle.bits = r->hnd;
-    h.user = r->user;
-    return h;
+    return NBI_HIT(q)[p];
 }
 
 // `mode` is the sink's mode, passed apart so that a caller can make it a constant.
@@ -1506,7 +1525,7 @@ NBI_INLINE void nbi_search_as(const nbQuadtree *q, int kind, const double *w, co
                               double r2, const nbFilter *f, int mode, nbiQtSink *s)
 {
     const nbiQtHot *nodes = NBI_HOT(q);
-    const nbiQtRec *rec = NBI_REC(q);
+    const nbiQtBox *rec = NBI_BOX(q);
     const float *fb = NBI_FB(q);
     const uint32_t *cat = NBI_CAT(q), *mask = NBI_MASK(q);
     nbiQtWin x;
@@ -1559,14 +1578,24 @@ NBI_INLINE void nbi_search_as(const nbQuadtree *q, int kind, const double *w, co
         }
         const int32_t end = n.start + n.count;
         for (int32_t r = n.start; r < end; r += 4) { // blocks start at multiples of 4
-            unsigned bits = (unsigned)nbi_run_test(fb, r, &x);
+            const unsigned m = (unsigned)nbi_run_test(fb, r, &x);
+            unsigned bits = m & 0xFu;
             if (end - r < 4) bits &= (1u << (end - r)) - 1u;
+            if (bits == 0) continue;
+            // A circle tests every candidate in double; a window only those its float test left
+            // open.
+            unsigned open = kind == NBI_Q_CIRCLE ? bits : bits & ~(m >> 4);
+            while (open != 0) {
+                const int k = nbi_ctz32(open);
+                open &= open - 1u;
+                const double *b = rec[r + k].b;
+                if (!nbi_touch(b, w) ||
+                    (kind == NBI_Q_CIRCLE && nbi_box_dist2(c, b[0], b[1], b[2], b[3]) > r2))
+                    bits &= ~(1u << k);
+            }
             while (bits != 0) {
                 const int32_t p = r + nbi_ctz32(bits);
                 bits &= bits - 1u;
-                const double *b = rec[p].b;
-                if (!nbi_touch(b, w)) continue;
-                if (kind == NBI_Q_CIRCLE && nbi_box_dist2(c, b[0], b[1], b[2], b[3]) > r2) continue;
                 if (f != NULL && !nbi_pass(*f, cat[p], mask[p])) continue;
                 nbi_sink_hit_as(&sk, q, p, mode);
                 if (sk.stop) {
@@ -1824,7 +1853,7 @@ static void nbi_nearest(const nbQuadtree *q, int kind, const double *p, const nb
                         double limit, bool count_all, nbFilter f, nbiQtHeap *h)
 {
     const nbiQtNode *nodes = NBI_NODES(q);
-    const nbiQtRec *rec = NBI_REC(q);
+    const nbiQtBox *rec = NBI_BOX(q);
     const bool check = q->nfiltered > 0;
     if (!check && (f.category == 0 || f.mask == 0)) return;
     int32_t stack[NBI_QT_STACK];
@@ -1990,7 +2019,7 @@ static void nbi_pairs(const nbQuadtree *q, bool cross, uint32_t mask_a, uint32_t
 {
     const nbiQtHot *nodes = NBI_HOT(q);
     const nbiQtNode *root = &NBI_NODES(q)[NBI_QT_ROOT];
-    const nbiQtRec *rec = NBI_REC(q);
+    const nbiQtBox *rec = NBI_BOX(q);
     const uint32_t *cat = NBI_CAT(q), *mask = NBI_MASK(q);
     const bool rule = q->nfiltered > 0; // else every pair passes the pair rule
     int32_t outer[NBI_QT_STACK];
@@ -2034,20 +2063,25 @@ static void nbi_pairs(const nbQuadtree *q, bool cross, uint32_t mask_a, uint32_t
                     if (nb == na) p0 = a + 1;
                 }
                 for (int32_t r = p0 & ~3; r < end; r += 4) {
-                    unsigned bits = (unsigned)nbi_run_test(fb, r, &x);
+                    const unsigned m = (unsigned)nbi_run_test(fb, r, &x);
+                    unsigned bits = m & 0xFu;
                     if (r < p0) bits &= 0xFu << (p0 - r);
                     if (end - r < 4) bits &= (1u << (end - r)) - 1u;
+                    const unsigned sure = m >> 4;
                     while (bits != 0) {
-                        const int32_t b = r + nbi_ctz32(bits);
+                        const int k = nbi_ctz32(bits);
+                        const int32_t b = r + k;
                         bits &= bits - 1u;
-                        if (!nbi_touch(rec[b].b, w)) continue;
+                        if (!((sure >> k) & 1u) && !nbi_touch(rec[b].b, w)) continue;
                         if (cross) {
                             if (b == a || (cat[b] & mask_b) == 0 || mask[b] == 0) continue;
                             nbi_sink_pair(s, q, a, b);
                         } else {
                             if (rule && ((cat[a] & mask[b]) == 0 || (cat[b] & mask[a]) == 0))
                                 continue;
-                            const bool a_first = (uint32_t)rec[a].hnd < (uint32_t)rec[b].hnd;
+                            const nbHit *hit = NBI_HIT(q);
+                            const bool a_first =
+                                (uint32_t)hit[a].handle.bits < (uint32_t)hit[b].handle.bits;
                             nbi_sink_pair(s, q, a_first ? a : b, a_first ? b : a);
                         }
                         if (s->stop) return;
@@ -2156,11 +2190,11 @@ static nbStatus nbi_validate_node(const nbQuadtree *q, int32_t n, int64_t *items
     for (int32_t i = 0; i < node->count; i++) {
         const int32_t at = node->start + i;
         NBI_CHECK(NBI_OWN(q)[at] == n);
-        nbHandle handle = {NBI_REC(q)[at].hnd};
+        nbHandle handle = NBI_HIT(q)[at].handle;
         int32_t slot;
         NBI_CHECK(nbi_pool_lookup(&q->pool, handle, &slot) == NB_OK);
         NBI_CHECK(nbi_pool_slot_value(&q->pool, slot) == at);
-        const double *b = NBI_REC(q)[at].b;
+        const double *b = NBI_BOX(q)[at].b;
         NBI_CHECK(b[0] <= b[2] && b[1] <= b[3]);
         NBI_CHECK(nbi_within(node, b));
         const float *f = NBI_FB(q) + 4 * (size_t)(at & ~3) + (at & 3); // nbi_fb_put
@@ -2192,7 +2226,7 @@ nbStatus nb_quadtree_validate(const nbQuadtree *q)
     if (st != NB_OK) return st;
     NBI_CHECK(q->count == nbi_pool_count(&q->pool));
     NBI_CHECK(q->node_top >= NBI_QT_GROUPS && (size_t)q->node_top <= q->nodes.cap);
-    NBI_CHECK(q->top >= 0 && (size_t)q->top <= q->own.cap && (size_t)q->top <= q->rec.cap);
+    NBI_CHECK(q->top >= 0 && (size_t)q->top <= q->own.cap && (size_t)q->top <= q->box.cap);
     const nbiQtNode *nodes = NBI_NODES(q);
     NBI_CHECK(nodes[NBI_QT_ROOT].parent == -1 && nodes[NBI_QT_OUT].parent == -1);
     NBI_CHECK(nodes[NBI_QT_OUT].child == -1);
