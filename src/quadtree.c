@@ -120,6 +120,7 @@ struct nbQuadtree {
     int32_t nfiltered; // rectangles whose bits are not all ones: 0 lets queries skip the bits
     nbiBuf own;        // int32_t per position: its node; a free block's first: the next free block
     nbiBuf fb;         // 4 floats per position, by runs of 4 (nbi_fb_put)
+    nbiBuf sb;         // 1 float per position: segment boxes (nbi_seg_of)
     int32_t top;       // positions [0, top) belong to blocks, live or free
     int32_t free_block[NBI_QT_CLASSES];
     int32_t free_count[NBI_QT_CLASSES];
@@ -129,6 +130,7 @@ struct nbQuadtree {
 #define NBI_HOT(q) ((nbiQtHot *)(q)->hot.ptr)
 #define NBI_GB(q) ((float *)(q)->gb.ptr)
 #define NBI_FB(q) ((float *)(q)->fb.ptr)
+#define NBI_SB(q) ((float *)(q)->sb.ptr)
 #define NBI_BOX(q) ((nbiQtBox *)(q)->box.ptr)
 #define NBI_HIT(q) ((nbHit *)(q)->hit.ptr)
 #define NBI_CAT(q) ((uint32_t *)(q)->cat.ptr)
@@ -228,6 +230,7 @@ typedef struct nbiQtWin {
     double w[4];
 #if defined(__SSE2__)
     __m128 touch[4], held[4], sure[4]; // each float broadcast to four lanes
+    __m128 touch1, held1;              // the four touch and held values, one per lane
 #else
     float touch[4], held[4], sure[4];
 #endif
@@ -241,6 +244,10 @@ static void nbi_win_make(nbiQtWin *x, const double *w)
     nbi_f_round4(tv, t, 1);
     nbi_f_round4(hv, h, 1);
     nbi_f_round4(tv, u, -3);
+#if defined(__SSE2__)
+    x->touch1 = _mm_loadu_ps(t);
+    x->held1 = _mm_loadu_ps(h);
+#endif
     for (int i = 0; i < 4; i++) {
 #if defined(__SSE2__)
         x->touch[i] = _mm_set1_ps(t[i]);
@@ -320,6 +327,23 @@ NBI_INLINE int nbi_run_test(const float *fb, int32_t r, const nbiQtWin *x)
 #endif
 }
 
+// A segment's box (nbi_seg_of) against the window: 1 when it meets it, 3 when with `held` the
+// window holds it whole, else 0.
+NBI_INLINE int nbi_seg_test(const float *g, const nbiQtWin *x, bool held)
+{
+#if defined(__SSE2__)
+    const __m128 v = _mm_loadu_ps(g);
+    if (_mm_movemask_ps(_mm_cmple_ps(v, x->touch1)) != 0xF) return 0;
+    return held && _mm_movemask_ps(_mm_cmple_ps(x->held1, v)) == 0xF ? 3 : 1;
+#else
+    for (int i = 0; i < 4; i++)
+        if (!(g[i] <= x->touch[i])) return 0;
+    for (int i = 0; i < 4 && held; i++)
+        if (!(x->held[i] <= g[i])) return 1;
+    return held ? 3 : 1;
+#endif
+}
+
 // Squared distance from p to the box lo..hi (0 inside): monotone in the box, so a node's value
 // never exceeds that of a rectangle within its bounds.
 NBI_INLINE double nbi_box_dist2(const double *p, double lx, double ly, double hx, double hy)
@@ -385,14 +409,15 @@ static int nbi_cls_for(int64_t n)
 
 // ---- storage ----
 
-enum { NBI_QT_POS_BUFS = 6 };
+enum { NBI_QT_POS_BUFS = 7 };
 
 static void nbi_qt_pos_bufs(nbQuadtree *q, nbiBuf *buf[NBI_QT_POS_BUFS],
                             size_t elem[NBI_QT_POS_BUFS])
 {
-    nbiBuf *b[NBI_QT_POS_BUFS] = {&q->box, &q->hit, &q->cat, &q->mask, &q->own, &q->fb};
+    nbiBuf *b[NBI_QT_POS_BUFS] = {&q->box, &q->hit, &q->cat, &q->mask, &q->own, &q->fb, &q->sb};
     const size_t e[NBI_QT_POS_BUFS] = {sizeof(nbiQtBox), sizeof(nbHit),   sizeof(uint32_t),
-                                       sizeof(uint32_t), sizeof(int32_t), sizeof(nbiQtGb)};
+                                       sizeof(uint32_t), sizeof(int32_t), sizeof(nbiQtGb),
+                                       sizeof(float)};
     for (int i = 0; i < NBI_QT_POS_BUFS; i++) {
         buf[i] = b[i];
         elem[i] = e[i];
@@ -506,6 +531,45 @@ static void nbi_block_give(nbQuadtree *q, int32_t start, int c)
     q->free_count[c]++;
 }
 
+// Segments: a block's positions by sixteens from its start (a block of 4 or 8 is one segment).
+// Each segment has a float box of what it holds (the fields of nbi_fb_put: lo x, lo y, -hi x,
+// -hi y, the least of its positions'); a search tests it before the segment's runs. Like the
+// subtree boxes it only grows (a put into the segment widens it) until the block is taken anew.
+// The boxes of a block's segments are side by side in sb, from the block's start (nbi_seg_box):
+// a block of 2^c >= 4 positions owns 2^c floats of sb and needs 4 per 16 positions.
+enum { NBI_QT_SEG = 16 };
+
+// The first position of the segment that holds position p of a block starting at `start`.
+NBI_INLINE int32_t nbi_seg_of(int32_t start, int32_t p)
+{
+    return start + ((p - start) & ~(NBI_QT_SEG - 1));
+}
+
+// Where in sb the box of the segment starting at position g of a block at `start` is.
+NBI_INLINE int32_t nbi_seg_box(int32_t start, int32_t g)
+{
+    return start + ((g - start) >> 2);
+}
+
+// Readies a block of class c at `start` for puts: its positions from `from` on (by whole runs)
+// hold no box (NaN floats, which fail every test, so a search scans a partly filled run without
+// masking), and its segment boxes are empty (+infinity).
+static void nbi_block_init(nbQuadtree *q, int32_t start, int c, int32_t from)
+{
+    const int32_t end = start + ((int32_t)1 << c);
+    float *fb = NBI_FB(q), *sb = NBI_SB(q);
+    for (int32_t i = 4 * (from & ~3); i < 4 * end; i++) fb[i] = NAN;
+    for (int32_t g = start; g < end; g += NBI_QT_SEG)
+        for (int i = 0; i < 4; i++) sb[nbi_seg_box(start, g) + i] = (float)INFINITY;
+}
+
+// Position p no longer holds a box (the last of its node's, taken out).
+NBI_INLINE void nbi_fb_clear(nbQuadtree *q, int32_t p)
+{
+    float *f = NBI_FB(q) + 4 * (size_t)(p & ~3) + (p & 3);
+    for (int i = 0; i < 4; i++) f[4 * i] = NAN;
+}
+
 static void nbi_node_init(nbiQtNode *n, int32_t parent, int32_t level)
 {
     n->child = -1;
@@ -598,19 +662,24 @@ NBI_INLINE void nbi_fb_put(nbQuadtree *q, int32_t p, const double *b)
     f[12] = v[3];
 }
 
-// Writes a rectangle's box at position p (both copies).
-NBI_INLINE void nbi_box_put(nbQuadtree *q, int32_t p, const double *b)
+// Writes a rectangle's box at position p of the block starting at `start` (both copies), and
+// widens p's segment box to hold it.
+NBI_INLINE void nbi_box_put(nbQuadtree *q, int32_t start, int32_t p, const double *b)
 {
     memcpy(NBI_BOX(q)[p].b, b, 4 * sizeof(double));
     nbi_fb_put(q, p, b);
+    const float *f = NBI_FB(q) + 4 * (size_t)(p & ~3) + (p & 3);
+    float *g = NBI_SB(q) + nbi_seg_box(start, nbi_seg_of(start, p));
+    for (int i = 0; i < 4; i++) g[i] = f[4 * i] < g[i] ? f[4 * i] : g[i];
 }
 
-// Writes a rectangle's data at position `to` of node n and points its slot there.
-static void nbi_put(nbQuadtree *q, int32_t to, int32_t n, const double *b, uint64_t hnd,
-                    uint64_t user, uint32_t cat, uint32_t mask)
+// Writes a rectangle's data at position `to` of node n, whose block starts at `start`, and points
+// its slot there.
+static void nbi_put(nbQuadtree *q, int32_t start, int32_t to, int32_t n, const double *b,
+                    uint64_t hnd, uint64_t user, uint32_t cat, uint32_t mask)
 {
     nbHit *r = &NBI_HIT(q)[to];
-    nbi_box_put(q, to, b);
+    nbi_box_put(q, start, to, b);
     r->handle.bits = hnd;
     r->user = user;
     NBI_CAT(q)[to] = cat;
@@ -620,13 +689,13 @@ static void nbi_put(nbQuadtree *q, int32_t to, int32_t n, const double *b, uint6
     nbi_pool_set_slot_value(&q->pool, (int32_t)((uint32_t)hnd - 1u), to);
 }
 
-// Moves the rectangle at `from` to `to`, now of node n.
-static void nbi_move_pos(nbQuadtree *q, int32_t from, int32_t to, int32_t n)
+// Moves the rectangle at `from` to `to`, now of node n, whose block starts at `start`.
+static void nbi_move_pos(nbQuadtree *q, int32_t from, int32_t start, int32_t to, int32_t n)
 {
     double b[4];
     memcpy(b, NBI_BOX(q)[from].b, sizeof b);
     const nbHit h = NBI_HIT(q)[from];
-    nbi_put(q, to, n, b, h.handle.bits, h.user, NBI_CAT(q)[from], NBI_MASK(q)[from]);
+    nbi_put(q, start, to, n, b, h.handle.bits, h.user, NBI_CAT(q)[from], NBI_MASK(q)[from]);
 }
 
 // The block an append to node n needs: -1 if it has room.
@@ -643,15 +712,16 @@ static int32_t nbi_append(nbQuadtree *q, int32_t n, const double *b, uint64_t hn
     const int c = nbi_append_cls(&NBI_NODES(q)[n]);
     if (c >= 0) {
         const int32_t s = nbi_block_take(q, c);
+        nbi_block_init(q, s, c, s);
         nbiQtNode *node = &NBI_NODES(q)[n];
-        for (int32_t i = 0; i < node->count; i++) nbi_move_pos(q, node->start + i, s + i, n);
+        for (int32_t i = 0; i < node->count; i++) nbi_move_pos(q, node->start + i, s, s + i, n);
         if (node->cls >= 0) nbi_block_give(q, node->start, node->cls);
         node->start = s;
         node->cls = c;
     }
     nbiQtNode *node = &NBI_NODES(q)[n];
     const int32_t at = node->start + node->count++;
-    nbi_put(q, at, n, b, hnd, user, cat, mask);
+    nbi_put(q, node->start, at, n, b, hnd, user, cat, mask);
     nbi_sync(q, n);
     return at;
 }
@@ -663,7 +733,8 @@ static void nbi_take_out(nbQuadtree *q, int32_t at)
     const int32_t n = NBI_OWN(q)[at];
     nbiQtNode *node = &NBI_NODES(q)[n];
     const int32_t last = node->start + node->count - 1;
-    if (last != at) nbi_move_pos(q, last, at, n);
+    if (last != at) nbi_move_pos(q, last, node->start, at, n);
+    nbi_fb_clear(q, last);
     if (--node->count == 0) {
         nbi_block_give(q, node->start, node->cls);
         node->cls = -1;
@@ -861,6 +932,7 @@ static void nbi_split(nbQuadtree *q, int32_t n, const double *extra)
         const int c = nbi_cls_for(per[k]);
         nodes[g + k].start = nbi_block_take(q, c);
         nodes[g + k].cls = c;
+        nbi_block_init(q, nodes[g + k].start, c, nodes[g + k].start);
     }
     int32_t w = 0;
     const int32_t count = node->count;
@@ -868,13 +940,14 @@ static void nbi_split(nbQuadtree *q, int32_t n, const double *extra)
         const int32_t at = node->start + i;
         const int k = small ? pick[i] : nbi_pick(q, node, &nodes[g], NBI_BOX(q)[at].b);
         if (k < 0) {
-            if (w != i) nbi_move_pos(q, at, node->start + w, n);
+            if (w != i) nbi_move_pos(q, at, node->start, node->start + w, n);
             w++;
             continue;
         }
         nbiQtNode *c = &nodes[g + k];
-        nbi_move_pos(q, at, c->start + c->count++, g + k);
+        nbi_move_pos(q, at, c->start, c->start + c->count++, g + k);
     }
+    for (int32_t i = w; i < count; i++) nbi_fb_clear(q, node->start + i);
     node->count = w;
     if (w == 0 && ke >= 0) { // emptied, and `extra` goes down too (else it comes here next)
         nbi_block_give(q, node->start, node->cls);
@@ -1180,14 +1253,14 @@ nbStatus nb_quadtree_move(nbQuadtree *q, nbHandle item, const nbRect *rect)
     const int32_t at = nbi_pool_slot_value(&q->pool, slot);
     const int32_t n = NBI_OWN(q)[at];
     if (n != NBI_QT_OUT && nbi_within(&NBI_NODES(q)[n], b)) { // stays: nothing else changes
-        nbi_box_put(q, at, b);
+        nbi_box_put(q, NBI_NODES(q)[n].start, at, b);
         nbi_bbox_grow(q, n, at);
         return NB_OK;
     }
     nbiQtPlan plan;
     nbi_plan(q, b, 0, &plan);
     if (plan.target == NBI_QT_OUT && n == NBI_QT_OUT) {
-        nbi_box_put(q, at, b);
+        nbi_box_put(q, NBI_NODES(q)[n].start, at, b);
         return NB_OK;
     }
     st = nbi_qt_room(q, &plan.need);
@@ -1273,6 +1346,33 @@ typedef struct nbiQtItem {
     int32_t i;
 } nbiQtItem;
 
+// in[0, n) into out[0, n) in the order of their centres along a Morton curve over the node's
+// cell (16 x 16 steps; centres outside it clamped), by one counting sort; key is scratch.
+static void nbi_build_sort(const nbiQtNode *nd, const nbiQtItem *in, nbiQtItem *out, uint8_t *key,
+                           int32_t n)
+{
+    const double sx = 16.0 / (nd->chi[0] - nd->clo[0]), sy = 16.0 / (nd->chi[1] - nd->clo[1]);
+    if (n <= NBI_QT_SEG || !(isfinite(sx) && isfinite(sy))) { // one segment, or the outside list
+        memcpy(out, in, (size_t)n * sizeof *in);
+        return;
+    }
+    int32_t at[257];
+    memset(at, 0, sizeof at);
+    for (int32_t i = 0; i < n; i++) {
+        const double cx = (0.5 * (in[i].b[0] + in[i].b[2]) - nd->clo[0]) * sx;
+        const double cy = (0.5 * (in[i].b[1] + in[i].b[3]) - nd->clo[1]) * sy;
+        const unsigned x = cx < 0.0 ? 0u : cx >= 15.0 ? 15u : (unsigned)cx;
+        const unsigned y = cy < 0.0 ? 0u : cy >= 15.0 ? 15u : (unsigned)cy;
+        unsigned k = 0;
+        for (int b = 0; b < 4; b++)
+            k |= ((x >> b) & 1u) << (2 * b) | ((y >> b) & 1u) << (2 * b + 1);
+        key[i] = (uint8_t)k;
+        at[k + 1]++;
+    }
+    for (int k = 0; k < 256; k++) at[k + 1] += at[k];
+    for (int32_t i = 0; i < n; i++) out[at[key[i]]++] = in[i];
+}
+
 // Lays the rectangles work[lo, hi) of `range` out under its node, depth first: the node splits
 // while it holds more than the threshold (a stable counting sort of its range by child, those
 // that stay first), and each node's own rectangles get a block at the arena's end as the walk
@@ -1335,17 +1435,21 @@ static nbStatus nbi_build_into(nbQuadtree *s, nbiQtItem *work, nbiQtItem *scratc
         nbStatus st = nbi_qt_room(s, &need);
         if (st != NB_OK) return st;
         const int32_t start = nbi_block_take(s, c);
+        nbi_block_init(s, start, c, start + stay);
         nbiQtNode *nd = &NBI_NODES(s)[r.node];
         nd->start = start;
         nd->cls = c;
         nd->count = stay;
+        // Along a curve, so that each segment of the block holds rectangles near each other.
+        nbiQtItem *sorted = items == work ? scratch : work; // free over this range
+        nbi_build_sort(nd, items + r.lo, sorted + r.lo, pick + r.lo, stay);
         for (int32_t j = 0; j < stay; j++) {
-            const nbiQtItem *it = &items[r.lo + j];
+            const nbiQtItem *it = &sorted[r.lo + j];
             nbHandle h;
             st = nbi_pool_alloc(&s->pool, 0, &h);
             if (st != NB_OK) return st; // cannot happen: room for every handle was prepared
             const nbFilter f = filters != NULL ? filters[it->i] : NB_FILTER_ALL;
-            nbi_put(s, start + j, r.node, it->b, h.bits,
+            nbi_put(s, start, start + j, r.node, it->b, h.bits,
                     users != NULL ? users[it->i] : (uint64_t)it->i, f.category, f.mask);
             if (handles != NULL) handles[it->i] = h;
         }
@@ -1526,7 +1630,7 @@ NBI_INLINE void nbi_search_as(const nbQuadtree *q, int kind, const double *w, co
 {
     const nbiQtHot *nodes = NBI_HOT(q);
     const nbiQtBox *rec = NBI_BOX(q);
-    const float *fb = NBI_FB(q);
+    const float *fb = NBI_FB(q), *sb = NBI_SB(q);
     const uint32_t *cat = NBI_CAT(q), *mask = NBI_MASK(q);
     nbiQtWin x;
     nbi_win_make(&x, w);
@@ -1551,7 +1655,6 @@ NBI_INLINE void nbi_search_as(const nbQuadtree *q, int kind, const double *w, co
         const nbiQtHot n = nodes[ni];
 #ifdef NBI_QT_STATS
         nbi_qt_nodes_visited++;
-        nbi_qt_items_tested += n.count;
 #endif
         if (n.child >= 0) {
             const int32_t g = n.child;
@@ -1577,30 +1680,50 @@ NBI_INLINE void nbi_search_as(const nbQuadtree *q, int kind, const double *w, co
 #endif
         }
         const int32_t end = n.start + n.count;
-        for (int32_t r = n.start; r < end; r += 4) { // blocks start at multiples of 4
-            const unsigned m = (unsigned)nbi_run_test(fb, r, &x);
-            unsigned bits = m & 0xFu;
-            if (end - r < 4) bits &= (1u << (end - r)) - 1u;
-            if (bits == 0) continue;
-            // A circle tests every candidate in double; a window only those its float test left
-            // open.
-            unsigned open = kind == NBI_Q_CIRCLE ? bits : bits & ~(m >> 4);
-            while (open != 0) {
-                const int k = nbi_ctz32(open);
-                open &= open - 1u;
-                const double *b = rec[r + k].b;
-                if (!nbi_touch(b, w) ||
-                    (kind == NBI_Q_CIRCLE && nbi_box_dist2(c, b[0], b[1], b[2], b[3]) > r2))
-                    bits &= ~(1u << k);
+        for (int32_t g = n.start; g < end; g += NBI_QT_SEG) {
+            const int st = nbi_seg_test(sb + nbi_seg_box(n.start, g), &x, held_ok);
+            if (st == 0) continue;
+            const int32_t gend = end - g < NBI_QT_SEG ? end : g + NBI_QT_SEG;
+            if (st == 3) { // the window holds the segment's box
+                for (int32_t p = g; p < gend; p++) {
+                    if (f != NULL && !nbi_pass(*f, cat[p], mask[p])) continue;
+                    nbi_sink_hit_as(&sk, q, p, mode);
+                    if (sk.stop) {
+                        *s = sk;
+                        return;
+                    }
+                }
+                continue;
             }
-            while (bits != 0) {
-                const int32_t p = r + nbi_ctz32(bits);
-                bits &= bits - 1u;
-                if (f != NULL && !nbi_pass(*f, cat[p], mask[p])) continue;
-                nbi_sink_hit_as(&sk, q, p, mode);
-                if (sk.stop) {
-                    *s = sk;
-                    return;
+            // Blocks start at multiples of 4; a partly filled run's empty positions fail every
+            // test.
+            for (int32_t r = g; r < gend; r += 4) {
+#ifdef NBI_QT_STATS
+                nbi_qt_items_tested += gend - r < 4 ? gend - r : 4;
+#endif
+                const unsigned m = (unsigned)nbi_run_test(fb, r, &x);
+                unsigned bits = m & 0xFu;
+                if (bits == 0) continue;
+                // A circle tests every candidate in double; a window only those its float test left
+                // open.
+                unsigned open = kind == NBI_Q_CIRCLE ? bits : bits & ~(m >> 4);
+                while (open != 0) {
+                    const int k = nbi_ctz32(open);
+                    open &= open - 1u;
+                    const double *b = rec[r + k].b;
+                    if (!nbi_touch(b, w) ||
+                        (kind == NBI_Q_CIRCLE && nbi_box_dist2(c, b[0], b[1], b[2], b[3]) > r2))
+                        bits &= ~(1u << k);
+                }
+                while (bits != 0) {
+                    const int32_t p = r + nbi_ctz32(bits);
+                    bits &= bits - 1u;
+                    if (f != NULL && !nbi_pass(*f, cat[p], mask[p])) continue;
+                    nbi_sink_hit_as(&sk, q, p, mode);
+                    if (sk.stop) {
+                        *s = sk;
+                        return;
+                    }
                 }
             }
         }
@@ -2024,7 +2147,7 @@ static void nbi_pairs(const nbQuadtree *q, bool cross, uint32_t mask_a, uint32_t
     const bool rule = q->nfiltered > 0; // else every pair passes the pair rule
     int32_t outer[NBI_QT_STACK];
     int32_t stack[NBI_QT_STACK];
-    const float *fb = NBI_FB(q);
+    const float *fb = NBI_FB(q), *sb = NBI_SB(q);
     int otop = 0;
     outer[otop++] = NBI_QT_ROOT;
     outer[otop++] = NBI_QT_OUT;
@@ -2062,29 +2185,32 @@ static void nbi_pairs(const nbQuadtree *q, bool cross, uint32_t mask_a, uint32_t
                     if (n->level < a_level || (n->level == a_level && nb < na)) continue;
                     if (nb == na) p0 = a + 1;
                 }
-                for (int32_t r = p0 & ~3; r < end; r += 4) {
-                    const unsigned m = (unsigned)nbi_run_test(fb, r, &x);
-                    unsigned bits = m & 0xFu;
-                    if (r < p0) bits &= 0xFu << (p0 - r);
-                    if (end - r < 4) bits &= (1u << (end - r)) - 1u;
-                    const unsigned sure = m >> 4;
-                    while (bits != 0) {
-                        const int k = nbi_ctz32(bits);
-                        const int32_t b = r + k;
-                        bits &= bits - 1u;
-                        if (!((sure >> k) & 1u) && !nbi_touch(rec[b].b, w)) continue;
-                        if (cross) {
-                            if (b == a || (cat[b] & mask_b) == 0 || mask[b] == 0) continue;
-                            nbi_sink_pair(s, q, a, b);
-                        } else {
-                            if (rule && ((cat[a] & mask[b]) == 0 || (cat[b] & mask[a]) == 0))
-                                continue;
-                            const nbHit *hit = NBI_HIT(q);
-                            const bool a_first =
-                                (uint32_t)hit[a].handle.bits < (uint32_t)hit[b].handle.bits;
-                            nbi_sink_pair(s, q, a_first ? a : b, a_first ? b : a);
+                for (int32_t sg = nbi_seg_of(n->start, p0); sg < end; sg += NBI_QT_SEG) {
+                    if (nbi_seg_test(sb + nbi_seg_box(n->start, sg), &x, false) == 0) continue;
+                    const int32_t gend = end - sg < NBI_QT_SEG ? end : sg + NBI_QT_SEG;
+                    for (int32_t r = sg > (p0 & ~3) ? sg : p0 & ~3; r < gend; r += 4) {
+                        const unsigned m = (unsigned)nbi_run_test(fb, r, &x);
+                        unsigned bits = m & 0xFu;
+                        if (r < p0) bits &= 0xFu << (p0 - r);
+                        const unsigned sure = m >> 4;
+                        while (bits != 0) {
+                            const int k = nbi_ctz32(bits);
+                            const int32_t b = r + k;
+                            bits &= bits - 1u;
+                            if (!((sure >> k) & 1u) && !nbi_touch(rec[b].b, w)) continue;
+                            if (cross) {
+                                if (b == a || (cat[b] & mask_b) == 0 || mask[b] == 0) continue;
+                                nbi_sink_pair(s, q, a, b);
+                            } else {
+                                if (rule && ((cat[a] & mask[b]) == 0 || (cat[b] & mask[a]) == 0))
+                                    continue;
+                                const nbHit *hit = NBI_HIT(q);
+                                const bool a_first =
+                                    (uint32_t)hit[a].handle.bits < (uint32_t)hit[b].handle.bits;
+                                nbi_sink_pair(s, q, a_first ? a : b, a_first ? b : a);
+                            }
+                            if (s->stop) return;
                         }
-                        if (s->stop) return;
                     }
                 }
             }
@@ -2202,6 +2328,14 @@ static nbStatus nbi_validate_node(const nbQuadtree *q, int32_t n, int64_t *items
         NBI_CHECK(b[2] <= -(double)f[8] && b[3] <= -(double)f[12]);
         if (gb != NULL) // the node's box holds it
             for (int k = 0; k < 4; k++) NBI_CHECK(gb[4 * k] <= f[4 * k]);
+        const float *sg = NBI_SB(q) + nbi_seg_box(node->start, nbi_seg_of(node->start, at));
+        for (int k = 0; k < 4; k++) NBI_CHECK(sg[k] <= f[4 * k]);
+    }
+    // The rest of its block holds no box (searches scan whole runs).
+    for (int64_t i = node->count; node->count > 0 && i < ((int64_t)1 << node->cls); i++) {
+        const int32_t at = node->start + (int32_t)i;
+        const float *f = NBI_FB(q) + 4 * (size_t)(at & ~3) + (at & 3);
+        for (int k = 0; k < 4; k++) NBI_CHECK(isnan(f[4 * k]));
     }
     *items += node->count;
     if (node->child >= 0) {
