@@ -115,11 +115,10 @@ struct nbQuadtree {
     nbiBuf gb;    // nbiQtGb, one per node: the groups' float bounds
     int32_t node_top, free_group, free_groups;
     nbiBuf box;        // nbiQtBox per position
-    nbiBuf hit;        // nbHit per position: its handle and user value
     nbiBuf cat, mask;  // uint32_t per position
     int32_t nfiltered; // rectangles whose bits are not all ones: 0 lets queries skip the bits
     nbiBuf own;        // int32_t per position: its node; a free block's first: the next free block
-    nbiBuf fb;         // 4 floats per position, by runs of 4 (nbi_fb_put)
+    nbiBuf fb;         // by runs of 4 positions: their float boxes, then their nbHits (nbi_fb_at)
     nbiBuf sb;         // 1 float per position: segment boxes (nbi_seg_of)
     int32_t top;       // positions [0, top) belong to blocks, live or free
     int32_t free_block[NBI_QT_CLASSES];
@@ -132,7 +131,23 @@ struct nbQuadtree {
 #define NBI_FB(q) ((float *)(q)->fb.ptr)
 #define NBI_SB(q) ((float *)(q)->sb.ptr)
 #define NBI_BOX(q) ((nbiQtBox *)(q)->box.ptr)
-#define NBI_HIT(q) ((nbHit *)(q)->hit.ptr)
+// A run of 4 positions (r = p >> 2) is 128 bytes of fb: the 16 floats of their boxes (nbi_fb_put)
+// and then the 4 nbHits a query reports (handle and user value), so that the hits of a run that
+// passed its float test are in the next cache line (which the hardware fetches with it).
+enum { NBI_QT_RUN_FLOATS = 32 };
+
+// Position p's first float field; the others follow at a stride of 4.
+NBI_INLINE float *nbi_fb_at(const nbQuadtree *q, int32_t p)
+{
+    return NBI_FB(q) + (size_t)NBI_QT_RUN_FLOATS * (size_t)(p >> 2) + (p & 3);
+}
+
+// What position p reports.
+NBI_INLINE nbHit *nbi_hit_of(const nbQuadtree *q, int32_t p)
+{
+    return (nbHit *)(void *)(NBI_FB(q) + (size_t)NBI_QT_RUN_FLOATS * (size_t)(p >> 2) + 16) +
+           (p & 3);
+}
 #define NBI_CAT(q) ((uint32_t *)(q)->cat.ptr)
 #define NBI_MASK(q) ((uint32_t *)(q)->mask.ptr)
 #define NBI_OWN(q) ((int32_t *)(q)->own.ptr)
@@ -302,7 +317,7 @@ NBI_INLINE int nbi_group_test(const float *gb, const nbiQtWin *x, bool held)
 // the exact test to the bits set in the first nibble only.
 NBI_INLINE int nbi_run_test(const float *fb, int32_t r, const nbiQtWin *x)
 {
-    const float *f = fb + 4 * (size_t)r;
+    const float *f = fb + (size_t)NBI_QT_RUN_FLOATS * (size_t)(r >> 2);
 #if defined(__SSE2__)
     const __m128 a = _mm_loadu_ps(f), b = _mm_loadu_ps(f + 4);
     const __m128 c = _mm_loadu_ps(f + 8), d = _mm_loadu_ps(f + 12);
@@ -409,14 +424,17 @@ static int nbi_cls_for(int64_t n)
 
 // ---- storage ----
 
-enum { NBI_QT_POS_BUFS = 7 };
+enum { NBI_QT_POS_BUFS = 6 };
 
 static void nbi_qt_pos_bufs(nbQuadtree *q, nbiBuf *buf[NBI_QT_POS_BUFS],
                             size_t elem[NBI_QT_POS_BUFS])
 {
-    nbiBuf *b[NBI_QT_POS_BUFS] = {&q->box, &q->hit, &q->cat, &q->mask, &q->own, &q->fb, &q->sb};
-    const size_t e[NBI_QT_POS_BUFS] = {sizeof(nbiQtBox), sizeof(nbHit),   sizeof(uint32_t),
-                                       sizeof(uint32_t), sizeof(int32_t), sizeof(nbiQtGb),
+    nbiBuf *b[NBI_QT_POS_BUFS] = {&q->box, &q->cat, &q->mask, &q->own, &q->fb, &q->sb};
+    const size_t e[NBI_QT_POS_BUFS] = {sizeof(nbiQtBox),
+                                       sizeof(uint32_t),
+                                       sizeof(uint32_t),
+                                       sizeof(int32_t),
+                                       NBI_QT_RUN_FLOATS / 4 * sizeof(float),
                                        sizeof(float)};
     for (int i = 0; i < NBI_QT_POS_BUFS; i++) {
         buf[i] = b[i];
@@ -558,7 +576,8 @@ static void nbi_block_init(nbQuadtree *q, int32_t start, int c, int32_t from)
 {
     const int32_t end = start + ((int32_t)1 << c);
     float *fb = NBI_FB(q), *sb = NBI_SB(q);
-    for (int32_t i = 4 * (from & ~3); i < 4 * end; i++) fb[i] = NAN;
+    for (int32_t r = from >> 2; r < end >> 2; r++)
+        for (int i = 0; i < 16; i++) fb[(size_t)NBI_QT_RUN_FLOATS * (size_t)r + (size_t)i] = NAN;
     for (int32_t g = start; g < end; g += NBI_QT_SEG)
         for (int i = 0; i < 4; i++) sb[nbi_seg_box(start, g) + i] = (float)INFINITY;
 }
@@ -566,7 +585,7 @@ static void nbi_block_init(nbQuadtree *q, int32_t start, int c, int32_t from)
 // Position p no longer holds a box (the last of its node's, taken out).
 NBI_INLINE void nbi_fb_clear(nbQuadtree *q, int32_t p)
 {
-    float *f = NBI_FB(q) + 4 * (size_t)(p & ~3) + (p & 3);
+    float *f = nbi_fb_at(q, p);
     for (int i = 0; i < 4; i++) f[4 * i] = NAN;
 }
 
@@ -601,7 +620,7 @@ NBI_INLINE float *nbi_gb_of(const nbQuadtree *q, int32_t n)
 // the first that holds it already (its own ancestors then hold it too).
 NBI_INLINE void nbi_bbox_grow(nbQuadtree *q, int32_t n, int32_t p)
 {
-    const float *f = NBI_FB(q) + 4 * (size_t)(p & ~3) + (p & 3);
+    const float *f = nbi_fb_at(q, p);
     const nbiQtNode *nodes = NBI_NODES(q);
     while (n >= NBI_QT_GROUPS) {
         float *g = nbi_gb_of(q, n);
@@ -653,7 +672,7 @@ static void nbi_group_give(nbQuadtree *q, int32_t g)
 // every rectangle the exact test passes; the exact test then decides.
 NBI_INLINE void nbi_fb_put(nbQuadtree *q, int32_t p, const double *b)
 {
-    float *f = NBI_FB(q) + 4 * (size_t)(p & ~3) + (p & 3);
+    float *f = nbi_fb_at(q, p);
     float v[4];
     nbi_f_fields(b, v);
     f[0] = v[0];
@@ -668,7 +687,7 @@ NBI_INLINE void nbi_box_put(nbQuadtree *q, int32_t start, int32_t p, const doubl
 {
     memcpy(NBI_BOX(q)[p].b, b, 4 * sizeof(double));
     nbi_fb_put(q, p, b);
-    const float *f = NBI_FB(q) + 4 * (size_t)(p & ~3) + (p & 3);
+    const float *f = nbi_fb_at(q, p);
     float *g = NBI_SB(q) + nbi_seg_box(start, nbi_seg_of(start, p));
     for (int i = 0; i < 4; i++) g[i] = f[4 * i] < g[i] ? f[4 * i] : g[i];
 }
@@ -678,7 +697,7 @@ NBI_INLINE void nbi_box_put(nbQuadtree *q, int32_t start, int32_t p, const doubl
 static void nbi_put(nbQuadtree *q, int32_t start, int32_t to, int32_t n, const double *b,
                     uint64_t hnd, uint64_t user, uint32_t cat, uint32_t mask)
 {
-    nbHit *r = &NBI_HIT(q)[to];
+    nbHit *r = nbi_hit_of(q, to);
     nbi_box_put(q, start, to, b);
     r->handle.bits = hnd;
     r->user = user;
@@ -694,7 +713,7 @@ static void nbi_move_pos(nbQuadtree *q, int32_t from, int32_t start, int32_t to,
 {
     double b[4];
     memcpy(b, NBI_BOX(q)[from].b, sizeof b);
-    const nbHit h = NBI_HIT(q)[from];
+    const nbHit h = *nbi_hit_of(q, from);
     nbi_put(q, start, to, n, b, h.handle.bits, h.user, NBI_CAT(q)[from], NBI_MASK(q)[from]);
 }
 
@@ -1267,7 +1286,7 @@ nbStatus nb_quadtree_move(nbQuadtree *q, nbHandle item, const nbRect *rect)
     if (st != NB_OK) return st;
     // Take the old copy out first (this never allocates nor moves other nodes' blocks), but keep
     // its node from collapsing until the new copy is in: the plan was made with it in place.
-    const uint64_t hnd = NBI_HIT(q)[at].handle.bits, user = NBI_HIT(q)[at].user;
+    const uint64_t hnd = nbi_hit_of(q, at)->handle.bits, user = nbi_hit_of(q, at)->user;
     const uint32_t cat = NBI_CAT(q)[at], mask = NBI_MASK(q)[at];
     nbi_take_out(q, at);
     nbi_place(q, &plan, b, hnd, user, cat, mask);
@@ -1309,7 +1328,7 @@ nbStatus nb_quadtree_get(const nbQuadtree *q, nbHandle item, nbRect *rect, uint6
         rect->max[0] = b[2];
         rect->max[1] = b[3];
     }
-    if (user != NULL) *user = NBI_HIT(q)[at].user;
+    if (user != NULL) *user = nbi_hit_of(q, at)->user;
     if (filter != NULL) {
         filter->category = NBI_CAT(q)[at];
         filter->mask = NBI_MASK(q)[at];
@@ -1324,7 +1343,7 @@ nbStatus nb_quadtree_set(nbQuadtree *q, nbHandle item, uint64_t user, nbFilter f
     nbStatus st = nbi_pool_lookup(&q->pool, item, &slot);
     if (st != NB_OK) return st;
     const int32_t at = nbi_pool_slot_value(&q->pool, slot);
-    NBI_HIT(q)[at].user = user;
+    nbi_hit_of(q, at)->user = user;
     q->nfiltered += !nbi_bits_all(filter.category, filter.mask) -
                     !nbi_bits_all(NBI_CAT(q)[at], NBI_MASK(q)[at]);
     NBI_CAT(q)[at] = filter.category;
@@ -1549,7 +1568,7 @@ typedef struct nbiQtSink {
 
 NBI_INLINE nbHit nbi_hit_at(const nbQuadtree *q, int32_t p)
 {
-    return NBI_HIT(q)[p];
+    return *nbi_hit_of(q, p);
 }
 
 // `mode` is the sink's mode, passed apart so that a caller can make it a constant.
@@ -1655,6 +1674,18 @@ NBI_INLINE void nbi_search_as(const nbQuadtree *q, int kind, const double *w, co
         const nbiQtHot n = nodes[ni];
 #ifdef NBI_QT_STATS
         nbi_qt_nodes_visited++;
+#endif
+#if defined(__GNUC__)
+        // The next node's record was prefetched with its group: start loading its first segment
+        // box and runs now, so that their cache misses overlap this node's work.
+        if (top > 0 && stack[top - 1] >= 0) {
+            const nbiQtHot *nx = &nodes[stack[top - 1]];
+            if (nx->count > 0) {
+                __builtin_prefetch(sb + nx->start);
+                __builtin_prefetch(nbi_fb_at(q, nx->start));
+                __builtin_prefetch(nbi_fb_at(q, nx->start) + 2 * NBI_QT_RUN_FLOATS);
+            }
+        }
 #endif
         if (n.child >= 0) {
             const int32_t g = n.child;
@@ -2204,9 +2235,8 @@ static void nbi_pairs(const nbQuadtree *q, bool cross, uint32_t mask_a, uint32_t
                             } else {
                                 if (rule && ((cat[a] & mask[b]) == 0 || (cat[b] & mask[a]) == 0))
                                     continue;
-                                const nbHit *hit = NBI_HIT(q);
-                                const bool a_first =
-                                    (uint32_t)hit[a].handle.bits < (uint32_t)hit[b].handle.bits;
+                                const bool a_first = (uint32_t)nbi_hit_of(q, a)->handle.bits <
+                                                     (uint32_t)nbi_hit_of(q, b)->handle.bits;
                                 nbi_sink_pair(s, q, a_first ? a : b, a_first ? b : a);
                             }
                             if (s->stop) return;
@@ -2316,14 +2346,14 @@ static nbStatus nbi_validate_node(const nbQuadtree *q, int32_t n, int64_t *items
     for (int32_t i = 0; i < node->count; i++) {
         const int32_t at = node->start + i;
         NBI_CHECK(NBI_OWN(q)[at] == n);
-        nbHandle handle = NBI_HIT(q)[at].handle;
+        nbHandle handle = nbi_hit_of(q, at)->handle;
         int32_t slot;
         NBI_CHECK(nbi_pool_lookup(&q->pool, handle, &slot) == NB_OK);
         NBI_CHECK(nbi_pool_slot_value(&q->pool, slot) == at);
         const double *b = NBI_BOX(q)[at].b;
         NBI_CHECK(b[0] <= b[2] && b[1] <= b[3]);
         NBI_CHECK(nbi_within(node, b));
-        const float *f = NBI_FB(q) + 4 * (size_t)(at & ~3) + (at & 3); // nbi_fb_put
+        const float *f = nbi_fb_at(q, at); // nbi_fb_put
         NBI_CHECK((double)f[0] <= b[0] && (double)f[4] <= b[1]);
         NBI_CHECK(b[2] <= -(double)f[8] && b[3] <= -(double)f[12]);
         if (gb != NULL) // the node's box holds it
@@ -2334,7 +2364,7 @@ static nbStatus nbi_validate_node(const nbQuadtree *q, int32_t n, int64_t *items
     // The rest of its block holds no box (searches scan whole runs).
     for (int64_t i = node->count; node->count > 0 && i < ((int64_t)1 << node->cls); i++) {
         const int32_t at = node->start + (int32_t)i;
-        const float *f = NBI_FB(q) + 4 * (size_t)(at & ~3) + (at & 3);
+        const float *f = nbi_fb_at(q, at);
         for (int k = 0; k < 4; k++) NBI_CHECK(isnan(f[4 * k]));
     }
     *items += node->count;
