@@ -1378,10 +1378,12 @@ static void nbi_build_sort(const nbiQtNode *nd, const nbiQtItem *in, nbiQtItem *
     int32_t at[257];
     memset(at, 0, sizeof at);
     for (int32_t i = 0; i < n; i++) {
-        const double cx = (0.5 * (in[i].b[0] + in[i].b[2]) - nd->clo[0]) * sx;
-        const double cy = (0.5 * (in[i].b[1] + in[i].b[3]) - nd->clo[1]) * sy;
-        const unsigned x = cx < 0.0 ? 0u : cx >= 15.0 ? 15u : (unsigned)cx;
-        const unsigned y = cy < 0.0 ? 0u : cy >= 15.0 ? 15u : (unsigned)cy;
+        // Huge coordinates may overflow to infinity or NaN here: those take a corner (the order
+        // only groups rectangles, it decides no answer).
+        const double cx = (0.5 * in[i].b[0] + 0.5 * in[i].b[2] - nd->clo[0]) * sx;
+        const double cy = (0.5 * in[i].b[1] + 0.5 * in[i].b[3] - nd->clo[1]) * sy;
+        const unsigned x = cx >= 15.0 ? 15u : cx >= 0.0 ? (unsigned)cx : 0u;
+        const unsigned y = cy >= 15.0 ? 15u : cy >= 0.0 ? (unsigned)cy : 0u;
         unsigned k = 0;
         for (int b = 0; b < 4; b++)
             k |= ((x >> b) & 1u) << (2 * b) | ((y >> b) & 1u) << (2 * b + 1);
