@@ -94,13 +94,13 @@ typedef struct nbiQtGb {
     float v[4];
 } nbiQtGb;
 
-// What a query reads of a rectangle, together: its box (min x, min y, max x, max y), then what
-// it reports (handle bits, user value), 48 bytes.
-typedef struct nbiQtRec {
+// A rectangle's box in double (min x, min y, max x, max y). What a query reports of it (handle
+// and user value) is kept apart, as the nbHit it copies out: most hits are decided by the float
+// copy alone (nbi_run_test), so a window reads these 32 bytes only for the rare candidate whose
+// float box leaves the answer open.
+typedef struct nbiQtBox {
     double b[4];
-    uint64_t hnd;
-    uint64_t user;
-} nbiQtRec;
+} nbiQtBox;
 
 struct nbQuadtree {
     nbAllocator alloc;
@@ -114,11 +114,12 @@ struct nbQuadtree {
     nbiBuf hot;   // nbiQtHot, one per node
     nbiBuf gb;    // nbiQtGb, one per node: the groups' float bounds
     int32_t node_top, free_group, free_groups;
-    nbiBuf rec;        // nbiQtRec per position
+    nbiBuf box;        // nbiQtBox per position
     nbiBuf cat, mask;  // uint32_t per position
     int32_t nfiltered; // rectangles whose bits are not all ones: 0 lets queries skip the bits
     nbiBuf own;        // int32_t per position: its node; a free block's first: the next free block
-    nbiBuf fb;         // 4 floats per position, by runs of 4 (nbi_fb_put)
+    nbiBuf fb;         // by runs of 4 positions: their float boxes, then their nbHits (nbi_fb_at)
+    nbiBuf sb;         // 1 float per position: segment boxes (nbi_seg_of)
     int32_t top;       // positions [0, top) belong to blocks, live or free
     int32_t free_block[NBI_QT_CLASSES];
     int32_t free_count[NBI_QT_CLASSES];
@@ -128,7 +129,25 @@ struct nbQuadtree {
 #define NBI_HOT(q) ((nbiQtHot *)(q)->hot.ptr)
 #define NBI_GB(q) ((float *)(q)->gb.ptr)
 #define NBI_FB(q) ((float *)(q)->fb.ptr)
-#define NBI_REC(q) ((nbiQtRec *)(q)->rec.ptr)
+#define NBI_SB(q) ((float *)(q)->sb.ptr)
+#define NBI_BOX(q) ((nbiQtBox *)(q)->box.ptr)
+// A run of 4 positions (r = p >> 2) is 128 bytes of fb: the 16 floats of their boxes (nbi_fb_put)
+// and then the 4 nbHits a query reports (handle and user value), so that the hits of a run that
+// passed its float test are in the next cache line (which the hardware fetches with it).
+enum { NBI_QT_RUN_FLOATS = 32 };
+
+// Position p's first float field; the others follow at a stride of 4.
+NBI_INLINE float *nbi_fb_at(const nbQuadtree *q, int32_t p)
+{
+    return NBI_FB(q) + (size_t)NBI_QT_RUN_FLOATS * (size_t)(p >> 2) + (p & 3);
+}
+
+// What position p reports.
+NBI_INLINE nbHit *nbi_hit_of(const nbQuadtree *q, int32_t p)
+{
+    return (nbHit *)(void *)(NBI_FB(q) + (size_t)NBI_QT_RUN_FLOATS * (size_t)(p >> 2) + 16) +
+           (p & 3);
+}
 #define NBI_CAT(q) ((uint32_t *)(q)->cat.ptr)
 #define NBI_MASK(q) ((uint32_t *)(q)->mask.ptr)
 #define NBI_OWN(q) ((int32_t *)(q)->own.ptr)
@@ -166,12 +185,13 @@ NBI_INLINE bool nbi_node_held(const nbiQtNode *n, const double *w)
     return w[0] <= n->lo[0] && w[1] <= n->lo[1] && n->hi[0] <= w[2] && n->hi[1] <= w[3];
 }
 
-// v[0..3] rounded to floats, out[i] <= v[i] (dir -1) or out[i] >= v[i] (dir +1): the nearest
-// float (under any rounding mode, within one step of v[i]) and then one step further that way,
-// so a float box built from them holds the double box. Beyond float's range the largest float
-// is the start (one step past it is infinity). v may be infinite, not NaN. Steps are taken on
-// the floats' bits mapped to integers in the order of the floats (negatives' magnitude bits
-// flipped), so zero and the signs need no case.
+// v[0..3] rounded to floats, out[i] <= v[i] (dir < 0) or out[i] >= v[i] (dir > 0): the nearest
+// float (under any rounding mode, within one step of v[i]) and then |dir| steps further that
+// way, so a float box built with dir = +-1 holds the double box. Beyond float's range the
+// largest float is the start (one step past it is infinity, two or more a NaN, which every
+// comparison fails). v may be infinite, not NaN. Steps are taken on the floats' bits mapped to
+// integers in the order of the floats (negatives' magnitude bits flipped), so zero and the
+// signs need no case.
 static void nbi_f_round4(const double *v, float *out, int dir)
 {
 #if defined(__SSE2__)
@@ -213,29 +233,45 @@ NBI_INLINE void nbi_f_fields(const double *b, float *out)
 // the node to meet the window; `held` = (up(min x), up(min y), -down(max x), -down(max y)),
 // which they must not be below for the window to hold the node. Rounding both ways keeps each
 // float test a superset (touch) or a subset (held) of the exact one.
+//
+// `sure` decides most rectangles from their float fields alone: each is the window's touch
+// value rounded to the nearest float and then three steps down. A rectangle's field f (its
+// double rounded to the nearest float, then one step outwards) lies less than two steps below
+// the double it stands for, and the window's value lies less than one step above its nearest
+// float, so f <= sure proves the double inequality the exact test asks: a rectangle whose four
+// fields pass `sure` touches the window. Those that pass `touch` but not `sure` (within a few
+// float steps of an edge) take the exact test in double.
 typedef struct nbiQtWin {
     double w[4];
 #if defined(__SSE2__)
-    __m128 touch[4], held[4]; // each float broadcast to four lanes
+    __m128 touch[4], held[4], sure[4]; // each float broadcast to four lanes
+    __m128 touch1, held1;              // the four touch and held values, one per lane
 #else
-    float touch[4], held[4];
+    float touch[4], held[4], sure[4];
 #endif
 } nbiQtWin;
 
 static void nbi_win_make(nbiQtWin *x, const double *w)
 {
     memcpy(x->w, w, sizeof x->w);
-    float t[4], h[4];
+    float t[4], h[4], u[4];
     const double tv[4] = {w[2], w[3], -w[0], -w[1]}, hv[4] = {w[0], w[1], -w[2], -w[3]};
     nbi_f_round4(tv, t, 1);
     nbi_f_round4(hv, h, 1);
+    nbi_f_round4(tv, u, -3);
+#if defined(__SSE2__)
+    x->touch1 = _mm_loadu_ps(t);
+    x->held1 = _mm_loadu_ps(h);
+#endif
     for (int i = 0; i < 4; i++) {
 #if defined(__SSE2__)
         x->touch[i] = _mm_set1_ps(t[i]);
         x->held[i] = _mm_set1_ps(h[i]);
+        x->sure[i] = _mm_set1_ps(u[i]);
 #else
         x->touch[i] = t[i];
         x->held[i] = h[i];
+        x->sure[i] = u[i];
 #endif
     }
 }
@@ -276,24 +312,50 @@ NBI_INLINE int nbi_group_test(const float *gb, const nbiQtWin *x, bool held)
 }
 
 // A run of four positions, r .. r + 3 (r a multiple of 4), against the window by their float
-// boxes (nbi_fb_put): bit k set when position r + k's box meets it. A superset of the exact
-// test, which the caller then applies to each set bit.
+// boxes (nbi_fb_put): bit k set when position r + k's box meets it (a superset of the exact
+// test), and bit 4 + k when it surely touches (a subset: nbiQtWin's `sure`). The caller applies
+// the exact test to the bits set in the first nibble only.
 NBI_INLINE int nbi_run_test(const float *fb, int32_t r, const nbiQtWin *x)
 {
-    const float *f = fb + 4 * (size_t)r;
+    const float *f = fb + (size_t)NBI_QT_RUN_FLOATS * (size_t)(r >> 2);
 #if defined(__SSE2__)
-    const __m128 t = _mm_and_ps(_mm_and_ps(_mm_cmple_ps(_mm_loadu_ps(f), x->touch[0]),
-                                           _mm_cmple_ps(_mm_loadu_ps(f + 4), x->touch[1])),
-                                _mm_and_ps(_mm_cmple_ps(_mm_loadu_ps(f + 8), x->touch[2]),
-                                           _mm_cmple_ps(_mm_loadu_ps(f + 12), x->touch[3])));
-    return _mm_movemask_ps(t);
+    const __m128 a = _mm_loadu_ps(f), b = _mm_loadu_ps(f + 4);
+    const __m128 c = _mm_loadu_ps(f + 8), d = _mm_loadu_ps(f + 12);
+    const __m128 t =
+        _mm_and_ps(_mm_and_ps(_mm_cmple_ps(a, x->touch[0]), _mm_cmple_ps(b, x->touch[1])),
+                   _mm_and_ps(_mm_cmple_ps(c, x->touch[2]), _mm_cmple_ps(d, x->touch[3])));
+    const __m128 u =
+        _mm_and_ps(_mm_and_ps(_mm_cmple_ps(a, x->sure[0]), _mm_cmple_ps(b, x->sure[1])),
+                   _mm_and_ps(_mm_cmple_ps(c, x->sure[2]), _mm_cmple_ps(d, x->sure[3])));
+    return _mm_movemask_ps(t) | _mm_movemask_ps(u) << 4;
 #else
     int bits = 0;
-    for (int k = 0; k < 4; k++)
+    for (int k = 0; k < 4; k++) {
         bits |= ((f[k] <= x->touch[0]) & (f[4 + k] <= x->touch[1]) & (f[8 + k] <= x->touch[2]) &
                  (f[12 + k] <= x->touch[3]))
                 << k;
+        bits |= ((f[k] <= x->sure[0]) & (f[4 + k] <= x->sure[1]) & (f[8 + k] <= x->sure[2]) &
+                 (f[12 + k] <= x->sure[3]))
+                << (4 + k);
+    }
     return bits;
+#endif
+}
+
+// A segment's box (nbi_seg_of) against the window: 1 when it meets it, 3 when with `held` the
+// window holds it whole, else 0.
+NBI_INLINE int nbi_seg_test(const float *g, const nbiQtWin *x, bool held)
+{
+#if defined(__SSE2__)
+    const __m128 v = _mm_loadu_ps(g);
+    if (_mm_movemask_ps(_mm_cmple_ps(v, x->touch1)) != 0xF) return 0;
+    return held && _mm_movemask_ps(_mm_cmple_ps(x->held1, v)) == 0xF ? 3 : 1;
+#else
+    for (int i = 0; i < 4; i++)
+        if (!(g[i] <= x->touch[i])) return 0;
+    for (int i = 0; i < 4 && held; i++)
+        if (!(x->held[i] <= g[i])) return 1;
+    return held ? 3 : 1;
 #endif
 }
 
@@ -362,14 +424,18 @@ static int nbi_cls_for(int64_t n)
 
 // ---- storage ----
 
-enum { NBI_QT_POS_BUFS = 5 };
+enum { NBI_QT_POS_BUFS = 6 };
 
 static void nbi_qt_pos_bufs(nbQuadtree *q, nbiBuf *buf[NBI_QT_POS_BUFS],
                             size_t elem[NBI_QT_POS_BUFS])
 {
-    nbiBuf *b[NBI_QT_POS_BUFS] = {&q->rec, &q->cat, &q->mask, &q->own, &q->fb};
-    const size_t e[NBI_QT_POS_BUFS] = {sizeof(nbiQtRec), sizeof(uint32_t), sizeof(uint32_t),
-                                       sizeof(int32_t), sizeof(nbiQtGb)};
+    nbiBuf *b[NBI_QT_POS_BUFS] = {&q->box, &q->cat, &q->mask, &q->own, &q->fb, &q->sb};
+    const size_t e[NBI_QT_POS_BUFS] = {sizeof(nbiQtBox),
+                                       sizeof(uint32_t),
+                                       sizeof(uint32_t),
+                                       sizeof(int32_t),
+                                       NBI_QT_RUN_FLOATS / 4 * sizeof(float),
+                                       sizeof(float)};
     for (int i = 0; i < NBI_QT_POS_BUFS; i++) {
         buf[i] = b[i];
         elem[i] = e[i];
@@ -483,6 +549,46 @@ static void nbi_block_give(nbQuadtree *q, int32_t start, int c)
     q->free_count[c]++;
 }
 
+// Segments: a block's positions by sixteens from its start (a block of 4 or 8 is one segment).
+// Each segment has a float box of what it holds (the fields of nbi_fb_put: lo x, lo y, -hi x,
+// -hi y, the least of its positions'); a search tests it before the segment's runs. Like the
+// subtree boxes it only grows (a put into the segment widens it) until the block is taken anew.
+// The boxes of a block's segments are side by side in sb, from the block's start (nbi_seg_box):
+// a block of 2^c >= 4 positions owns 2^c floats of sb and needs 4 per 16 positions.
+enum { NBI_QT_SEG = 16 };
+
+// The first position of the segment that holds position p of a block starting at `start`.
+NBI_INLINE int32_t nbi_seg_of(int32_t start, int32_t p)
+{
+    return start + ((p - start) & ~(NBI_QT_SEG - 1));
+}
+
+// Where in sb the box of the segment starting at position g of a block at `start` is.
+NBI_INLINE int32_t nbi_seg_box(int32_t start, int32_t g)
+{
+    return start + ((g - start) >> 2);
+}
+
+// Readies a block of class c at `start` for puts: its positions from `from` on (by whole runs)
+// hold no box (NaN floats, which fail every test, so a search scans a partly filled run without
+// masking), and its segment boxes are empty (+infinity).
+static void nbi_block_init(nbQuadtree *q, int32_t start, int c, int32_t from)
+{
+    const int32_t end = start + ((int32_t)1 << c);
+    float *fb = NBI_FB(q), *sb = NBI_SB(q);
+    for (int32_t r = from >> 2; r < end >> 2; r++)
+        for (int i = 0; i < 16; i++) fb[(size_t)NBI_QT_RUN_FLOATS * (size_t)r + (size_t)i] = NAN;
+    for (int32_t g = start; g < end; g += NBI_QT_SEG)
+        for (int i = 0; i < 4; i++) sb[nbi_seg_box(start, g) + i] = (float)INFINITY;
+}
+
+// Position p no longer holds a box (the last of its node's, taken out).
+NBI_INLINE void nbi_fb_clear(nbQuadtree *q, int32_t p)
+{
+    float *f = nbi_fb_at(q, p);
+    for (int i = 0; i < 4; i++) f[4 * i] = NAN;
+}
+
 static void nbi_node_init(nbiQtNode *n, int32_t parent, int32_t level)
 {
     n->child = -1;
@@ -514,7 +620,7 @@ NBI_INLINE float *nbi_gb_of(const nbQuadtree *q, int32_t n)
 // the first that holds it already (its own ancestors then hold it too).
 NBI_INLINE void nbi_bbox_grow(nbQuadtree *q, int32_t n, int32_t p)
 {
-    const float *f = NBI_FB(q) + 4 * (size_t)(p & ~3) + (p & 3);
+    const float *f = nbi_fb_at(q, p);
     const nbiQtNode *nodes = NBI_NODES(q);
     while (n >= NBI_QT_GROUPS) {
         float *g = nbi_gb_of(q, n);
@@ -566,7 +672,7 @@ static void nbi_group_give(nbQuadtree *q, int32_t g)
 // every rectangle the exact test passes; the exact test then decides.
 NBI_INLINE void nbi_fb_put(nbQuadtree *q, int32_t p, const double *b)
 {
-    float *f = NBI_FB(q) + 4 * (size_t)(p & ~3) + (p & 3);
+    float *f = nbi_fb_at(q, p);
     float v[4];
     nbi_f_fields(b, v);
     f[0] = v[0];
@@ -575,20 +681,25 @@ NBI_INLINE void nbi_fb_put(nbQuadtree *q, int32_t p, const double *b)
     f[12] = v[3];
 }
 
-// Writes a rectangle's box at position p (both copies).
-NBI_INLINE void nbi_box_put(nbQuadtree *q, int32_t p, const double *b)
+// Writes a rectangle's box at position p of the block starting at `start` (both copies), and
+// widens p's segment box to hold it.
+NBI_INLINE void nbi_box_put(nbQuadtree *q, int32_t start, int32_t p, const double *b)
 {
-    memcpy(NBI_REC(q)[p].b, b, 4 * sizeof(double));
+    memcpy(NBI_BOX(q)[p].b, b, 4 * sizeof(double));
     nbi_fb_put(q, p, b);
+    const float *f = nbi_fb_at(q, p);
+    float *g = NBI_SB(q) + nbi_seg_box(start, nbi_seg_of(start, p));
+    for (int i = 0; i < 4; i++) g[i] = f[4 * i] < g[i] ? f[4 * i] : g[i];
 }
 
-// Writes a rectangle's data at position `to` of node n and points its slot there.
-static void nbi_put(nbQuadtree *q, int32_t to, int32_t n, const double *b, uint64_t hnd,
-                    uint64_t user, uint32_t cat, uint32_t mask)
+// Writes a rectangle's data at position `to` of node n, whose block starts at `start`, and points
+// its slot there.
+static void nbi_put(nbQuadtree *q, int32_t start, int32_t to, int32_t n, const double *b,
+                    uint64_t hnd, uint64_t user, uint32_t cat, uint32_t mask)
 {
-    nbiQtRec *r = &NBI_REC(q)[to];
-    nbi_box_put(q, to, b);
-    r->hnd = hnd;
+    nbHit *r = nbi_hit_of(q, to);
+    nbi_box_put(q, start, to, b);
+    r->handle.bits = hnd;
     r->user = user;
     NBI_CAT(q)[to] = cat;
     NBI_MASK(q)[to] = mask;
@@ -597,13 +708,13 @@ static void nbi_put(nbQuadtree *q, int32_t to, int32_t n, const double *b, uint6
     nbi_pool_set_slot_value(&q->pool, (int32_t)((uint32_t)hnd - 1u), to);
 }
 
-// Moves the rectangle at `from` to `to`, now of node n.
-static void nbi_move_pos(nbQuadtree *q, int32_t from, int32_t to, int32_t n)
+// Moves the rectangle at `from` to `to`, now of node n, whose block starts at `start`.
+static void nbi_move_pos(nbQuadtree *q, int32_t from, int32_t start, int32_t to, int32_t n)
 {
     double b[4];
-    const nbiQtRec *r = &NBI_REC(q)[from];
-    memcpy(b, r->b, sizeof b);
-    nbi_put(q, to, n, b, r->hnd, r->user, NBI_CAT(q)[from], NBI_MASK(q)[from]);
+    memcpy(b, NBI_BOX(q)[from].b, sizeof b);
+    const nbHit h = *nbi_hit_of(q, from);
+    nbi_put(q, start, to, n, b, h.handle.bits, h.user, NBI_CAT(q)[from], NBI_MASK(q)[from]);
 }
 
 // The block an append to node n needs: -1 if it has room.
@@ -620,15 +731,16 @@ static int32_t nbi_append(nbQuadtree *q, int32_t n, const double *b, uint64_t hn
     const int c = nbi_append_cls(&NBI_NODES(q)[n]);
     if (c >= 0) {
         const int32_t s = nbi_block_take(q, c);
+        nbi_block_init(q, s, c, s);
         nbiQtNode *node = &NBI_NODES(q)[n];
-        for (int32_t i = 0; i < node->count; i++) nbi_move_pos(q, node->start + i, s + i, n);
+        for (int32_t i = 0; i < node->count; i++) nbi_move_pos(q, node->start + i, s, s + i, n);
         if (node->cls >= 0) nbi_block_give(q, node->start, node->cls);
         node->start = s;
         node->cls = c;
     }
     nbiQtNode *node = &NBI_NODES(q)[n];
     const int32_t at = node->start + node->count++;
-    nbi_put(q, at, n, b, hnd, user, cat, mask);
+    nbi_put(q, node->start, at, n, b, hnd, user, cat, mask);
     nbi_sync(q, n);
     return at;
 }
@@ -640,7 +752,8 @@ static void nbi_take_out(nbQuadtree *q, int32_t at)
     const int32_t n = NBI_OWN(q)[at];
     nbiQtNode *node = &NBI_NODES(q)[n];
     const int32_t last = node->start + node->count - 1;
-    if (last != at) nbi_move_pos(q, last, at, n);
+    if (last != at) nbi_move_pos(q, last, node->start, at, n);
+    nbi_fb_clear(q, last);
     if (--node->count == 0) {
         nbi_block_give(q, node->start, node->cls);
         node->cls = -1;
@@ -798,7 +911,7 @@ static void nbi_split_need(const nbQuadtree *q, int32_t n, const double *b, nbiQ
     for (int k = 0; k < 4; k++) nbi_child_geometry(q, node, k, &kids[k]);
     int64_t per[5] = {0, 0, 0, 0, 0}; // per child, then those that stay
     for (int32_t i = 0; i < node->count; i++) {
-        const int k = nbi_pick(q, node, kids, NBI_REC(q)[node->start + i].b);
+        const int k = nbi_pick(q, node, kids, NBI_BOX(q)[node->start + i].b);
         per[k < 0 ? 4 : k]++;
     }
     const int kb = nbi_pick(q, node, kids, b);
@@ -826,7 +939,7 @@ static void nbi_split(nbQuadtree *q, int32_t n, const double *extra)
     int8_t pick[64];
     const bool small = node->count <= 64;
     for (int32_t i = 0; i < node->count; i++) {
-        const int k = nbi_pick(q, node, &nodes[g], NBI_REC(q)[node->start + i].b);
+        const int k = nbi_pick(q, node, &nodes[g], NBI_BOX(q)[node->start + i].b);
         if (small) pick[i] = (int8_t)k;
         if (k >= 0) per[k]++;
     }
@@ -838,20 +951,22 @@ static void nbi_split(nbQuadtree *q, int32_t n, const double *extra)
         const int c = nbi_cls_for(per[k]);
         nodes[g + k].start = nbi_block_take(q, c);
         nodes[g + k].cls = c;
+        nbi_block_init(q, nodes[g + k].start, c, nodes[g + k].start);
     }
     int32_t w = 0;
     const int32_t count = node->count;
     for (int32_t i = 0; i < count; i++) {
         const int32_t at = node->start + i;
-        const int k = small ? pick[i] : nbi_pick(q, node, &nodes[g], NBI_REC(q)[at].b);
+        const int k = small ? pick[i] : nbi_pick(q, node, &nodes[g], NBI_BOX(q)[at].b);
         if (k < 0) {
-            if (w != i) nbi_move_pos(q, at, node->start + w, n);
+            if (w != i) nbi_move_pos(q, at, node->start, node->start + w, n);
             w++;
             continue;
         }
         nbiQtNode *c = &nodes[g + k];
-        nbi_move_pos(q, at, c->start + c->count++, g + k);
+        nbi_move_pos(q, at, c->start, c->start + c->count++, g + k);
     }
+    for (int32_t i = w; i < count; i++) nbi_fb_clear(q, node->start + i);
     node->count = w;
     if (w == 0 && ke >= 0) { // emptied, and `extra` goes down too (else it comes here next)
         nbi_block_give(q, node->start, node->cls);
@@ -1157,21 +1272,21 @@ nbStatus nb_quadtree_move(nbQuadtree *q, nbHandle item, const nbRect *rect)
     const int32_t at = nbi_pool_slot_value(&q->pool, slot);
     const int32_t n = NBI_OWN(q)[at];
     if (n != NBI_QT_OUT && nbi_within(&NBI_NODES(q)[n], b)) { // stays: nothing else changes
-        nbi_box_put(q, at, b);
+        nbi_box_put(q, NBI_NODES(q)[n].start, at, b);
         nbi_bbox_grow(q, n, at);
         return NB_OK;
     }
     nbiQtPlan plan;
     nbi_plan(q, b, 0, &plan);
     if (plan.target == NBI_QT_OUT && n == NBI_QT_OUT) {
-        nbi_box_put(q, at, b);
+        nbi_box_put(q, NBI_NODES(q)[n].start, at, b);
         return NB_OK;
     }
     st = nbi_qt_room(q, &plan.need);
     if (st != NB_OK) return st;
     // Take the old copy out first (this never allocates nor moves other nodes' blocks), but keep
     // its node from collapsing until the new copy is in: the plan was made with it in place.
-    const uint64_t hnd = NBI_REC(q)[at].hnd, user = NBI_REC(q)[at].user;
+    const uint64_t hnd = nbi_hit_of(q, at)->handle.bits, user = nbi_hit_of(q, at)->user;
     const uint32_t cat = NBI_CAT(q)[at], mask = NBI_MASK(q)[at];
     nbi_take_out(q, at);
     nbi_place(q, &plan, b, hnd, user, cat, mask);
@@ -1206,14 +1321,14 @@ nbStatus nb_quadtree_get(const nbQuadtree *q, nbHandle item, nbRect *rect, uint6
     nbStatus st = nbi_pool_lookup(&q->pool, item, &slot);
     if (st != NB_OK) return st;
     const int32_t at = nbi_pool_slot_value(&q->pool, slot);
-    const double *b = NBI_REC(q)[at].b;
+    const double *b = NBI_BOX(q)[at].b;
     if (rect != NULL) {
         rect->min[0] = b[0];
         rect->min[1] = b[1];
         rect->max[0] = b[2];
         rect->max[1] = b[3];
     }
-    if (user != NULL) *user = NBI_REC(q)[at].user;
+    if (user != NULL) *user = nbi_hit_of(q, at)->user;
     if (filter != NULL) {
         filter->category = NBI_CAT(q)[at];
         filter->mask = NBI_MASK(q)[at];
@@ -1228,7 +1343,7 @@ nbStatus nb_quadtree_set(nbQuadtree *q, nbHandle item, uint64_t user, nbFilter f
     nbStatus st = nbi_pool_lookup(&q->pool, item, &slot);
     if (st != NB_OK) return st;
     const int32_t at = nbi_pool_slot_value(&q->pool, slot);
-    NBI_REC(q)[at].user = user;
+    nbi_hit_of(q, at)->user = user;
     q->nfiltered += !nbi_bits_all(filter.category, filter.mask) -
                     !nbi_bits_all(NBI_CAT(q)[at], NBI_MASK(q)[at]);
     NBI_CAT(q)[at] = filter.category;
@@ -1249,6 +1364,35 @@ typedef struct nbiQtItem {
     double b[4];
     int32_t i;
 } nbiQtItem;
+
+// in[0, n) into out[0, n) in the order of their centres along a Morton curve over the node's
+// cell (16 x 16 steps; centres outside it clamped), by one counting sort; key is scratch.
+static void nbi_build_sort(const nbiQtNode *nd, const nbiQtItem *in, nbiQtItem *out, uint8_t *key,
+                           int32_t n)
+{
+    const double sx = 16.0 / (nd->chi[0] - nd->clo[0]), sy = 16.0 / (nd->chi[1] - nd->clo[1]);
+    if (n <= NBI_QT_SEG || !(isfinite(sx) && isfinite(sy))) { // one segment, or the outside list
+        memcpy(out, in, (size_t)n * sizeof *in);
+        return;
+    }
+    int32_t at[257];
+    memset(at, 0, sizeof at);
+    for (int32_t i = 0; i < n; i++) {
+        // Huge coordinates may overflow to infinity or NaN here: those take a corner (the order
+        // only groups rectangles, it decides no answer).
+        const double cx = (0.5 * in[i].b[0] + 0.5 * in[i].b[2] - nd->clo[0]) * sx;
+        const double cy = (0.5 * in[i].b[1] + 0.5 * in[i].b[3] - nd->clo[1]) * sy;
+        const unsigned x = cx >= 15.0 ? 15u : cx >= 0.0 ? (unsigned)cx : 0u;
+        const unsigned y = cy >= 15.0 ? 15u : cy >= 0.0 ? (unsigned)cy : 0u;
+        unsigned k = 0;
+        for (int b = 0; b < 4; b++)
+            k |= ((x >> b) & 1u) << (2 * b) | ((y >> b) & 1u) << (2 * b + 1);
+        key[i] = (uint8_t)k;
+        at[k + 1]++;
+    }
+    for (int k = 0; k < 256; k++) at[k + 1] += at[k];
+    for (int32_t i = 0; i < n; i++) out[at[key[i]]++] = in[i];
+}
 
 // Lays the rectangles work[lo, hi) of `range` out under its node, depth first: the node splits
 // while it holds more than the threshold (a stable counting sort of its range by child, those
@@ -1312,17 +1456,21 @@ static nbStatus nbi_build_into(nbQuadtree *s, nbiQtItem *work, nbiQtItem *scratc
         nbStatus st = nbi_qt_room(s, &need);
         if (st != NB_OK) return st;
         const int32_t start = nbi_block_take(s, c);
+        nbi_block_init(s, start, c, start + stay);
         nbiQtNode *nd = &NBI_NODES(s)[r.node];
         nd->start = start;
         nd->cls = c;
         nd->count = stay;
+        // Along a curve, so that each segment of the block holds rectangles near each other.
+        nbiQtItem *sorted = items == work ? scratch : work; // free over this range
+        nbi_build_sort(nd, items + r.lo, sorted + r.lo, pick + r.lo, stay);
         for (int32_t j = 0; j < stay; j++) {
-            const nbiQtItem *it = &items[r.lo + j];
+            const nbiQtItem *it = &sorted[r.lo + j];
             nbHandle h;
             st = nbi_pool_alloc(&s->pool, 0, &h);
             if (st != NB_OK) return st; // cannot happen: room for every handle was prepared
             const nbFilter f = filters != NULL ? filters[it->i] : NB_FILTER_ALL;
-            nbi_put(s, start + j, r.node, it->b, h.bits,
+            nbi_put(s, start, start + j, r.node, it->b, h.bits,
                     users != NULL ? users[it->i] : (uint64_t)it->i, f.category, f.mask);
             if (handles != NULL) handles[it->i] = h;
         }
@@ -1422,11 +1570,7 @@ typedef struct nbiQtSink {
 
 NBI_INLINE nbHit nbi_hit_at(const nbQuadtree *q, int32_t p)
 {
-    nbHit h;
-    const nbiQtRec *r = &NBI_REC(q)[p];
-    h.handle.bits = r->hnd;
-    h.user = r->user;
-    return h;
+    return *nbi_hit_of(q, p);
 }
 
 // `mode` is the sink's mode, passed apart so that a caller can make it a constant.
@@ -1506,8 +1650,8 @@ NBI_INLINE void nbi_search_as(const nbQuadtree *q, int kind, const double *w, co
                               double r2, const nbFilter *f, int mode, nbiQtSink *s)
 {
     const nbiQtHot *nodes = NBI_HOT(q);
-    const nbiQtRec *rec = NBI_REC(q);
-    const float *fb = NBI_FB(q);
+    const nbiQtBox *rec = NBI_BOX(q);
+    const float *fb = NBI_FB(q), *sb = NBI_SB(q);
     const uint32_t *cat = NBI_CAT(q), *mask = NBI_MASK(q);
     nbiQtWin x;
     nbi_win_make(&x, w);
@@ -1532,7 +1676,18 @@ NBI_INLINE void nbi_search_as(const nbQuadtree *q, int kind, const double *w, co
         const nbiQtHot n = nodes[ni];
 #ifdef NBI_QT_STATS
         nbi_qt_nodes_visited++;
-        nbi_qt_items_tested += n.count;
+#endif
+#if defined(__GNUC__)
+        // The next node's record was prefetched with its group: start loading its first segment
+        // box and runs now, so that their cache misses overlap this node's work.
+        if (top > 0 && stack[top - 1] >= 0) {
+            const nbiQtHot *nx = &nodes[stack[top - 1]];
+            if (nx->count > 0) {
+                __builtin_prefetch(sb + nx->start);
+                __builtin_prefetch(nbi_fb_at(q, nx->start));
+                __builtin_prefetch(nbi_fb_at(q, nx->start) + 2 * NBI_QT_RUN_FLOATS);
+            }
+        }
 #endif
         if (n.child >= 0) {
             const int32_t g = n.child;
@@ -1558,20 +1713,50 @@ NBI_INLINE void nbi_search_as(const nbQuadtree *q, int kind, const double *w, co
 #endif
         }
         const int32_t end = n.start + n.count;
-        for (int32_t r = n.start; r < end; r += 4) { // blocks start at multiples of 4
-            unsigned bits = (unsigned)nbi_run_test(fb, r, &x);
-            if (end - r < 4) bits &= (1u << (end - r)) - 1u;
-            while (bits != 0) {
-                const int32_t p = r + nbi_ctz32(bits);
-                bits &= bits - 1u;
-                const double *b = rec[p].b;
-                if (!nbi_touch(b, w)) continue;
-                if (kind == NBI_Q_CIRCLE && nbi_box_dist2(c, b[0], b[1], b[2], b[3]) > r2) continue;
-                if (f != NULL && !nbi_pass(*f, cat[p], mask[p])) continue;
-                nbi_sink_hit_as(&sk, q, p, mode);
-                if (sk.stop) {
-                    *s = sk;
-                    return;
+        for (int32_t g = n.start; g < end; g += NBI_QT_SEG) {
+            const int st = nbi_seg_test(sb + nbi_seg_box(n.start, g), &x, held_ok);
+            if (st == 0) continue;
+            const int32_t gend = end - g < NBI_QT_SEG ? end : g + NBI_QT_SEG;
+            if (st == 3) { // the window holds the segment's box
+                for (int32_t p = g; p < gend; p++) {
+                    if (f != NULL && !nbi_pass(*f, cat[p], mask[p])) continue;
+                    nbi_sink_hit_as(&sk, q, p, mode);
+                    if (sk.stop) {
+                        *s = sk;
+                        return;
+                    }
+                }
+                continue;
+            }
+            // Blocks start at multiples of 4; a partly filled run's empty positions fail every
+            // test.
+            for (int32_t r = g; r < gend; r += 4) {
+#ifdef NBI_QT_STATS
+                nbi_qt_items_tested += gend - r < 4 ? gend - r : 4;
+#endif
+                const unsigned m = (unsigned)nbi_run_test(fb, r, &x);
+                unsigned bits = m & 0xFu;
+                if (bits == 0) continue;
+                // A circle tests every candidate in double; a window only those its float test left
+                // open.
+                unsigned open = kind == NBI_Q_CIRCLE ? bits : bits & ~(m >> 4);
+                while (open != 0) {
+                    const int k = nbi_ctz32(open);
+                    open &= open - 1u;
+                    const double *b = rec[r + k].b;
+                    if (!nbi_touch(b, w) ||
+                        (kind == NBI_Q_CIRCLE && nbi_box_dist2(c, b[0], b[1], b[2], b[3]) > r2))
+                        bits &= ~(1u << k);
+                }
+                while (bits != 0) {
+                    const int32_t p = r + nbi_ctz32(bits);
+                    bits &= bits - 1u;
+                    if (f != NULL && !nbi_pass(*f, cat[p], mask[p])) continue;
+                    nbi_sink_hit_as(&sk, q, p, mode);
+                    if (sk.stop) {
+                        *s = sk;
+                        return;
+                    }
                 }
             }
         }
@@ -1824,7 +2009,7 @@ static void nbi_nearest(const nbQuadtree *q, int kind, const double *p, const nb
                         double limit, bool count_all, nbFilter f, nbiQtHeap *h)
 {
     const nbiQtNode *nodes = NBI_NODES(q);
-    const nbiQtRec *rec = NBI_REC(q);
+    const nbiQtBox *rec = NBI_BOX(q);
     const bool check = q->nfiltered > 0;
     if (!check && (f.category == 0 || f.mask == 0)) return;
     int32_t stack[NBI_QT_STACK];
@@ -1990,12 +2175,12 @@ static void nbi_pairs(const nbQuadtree *q, bool cross, uint32_t mask_a, uint32_t
 {
     const nbiQtHot *nodes = NBI_HOT(q);
     const nbiQtNode *root = &NBI_NODES(q)[NBI_QT_ROOT];
-    const nbiQtRec *rec = NBI_REC(q);
+    const nbiQtBox *rec = NBI_BOX(q);
     const uint32_t *cat = NBI_CAT(q), *mask = NBI_MASK(q);
     const bool rule = q->nfiltered > 0; // else every pair passes the pair rule
     int32_t outer[NBI_QT_STACK];
     int32_t stack[NBI_QT_STACK];
-    const float *fb = NBI_FB(q);
+    const float *fb = NBI_FB(q), *sb = NBI_SB(q);
     int otop = 0;
     outer[otop++] = NBI_QT_ROOT;
     outer[otop++] = NBI_QT_OUT;
@@ -2033,24 +2218,31 @@ static void nbi_pairs(const nbQuadtree *q, bool cross, uint32_t mask_a, uint32_t
                     if (n->level < a_level || (n->level == a_level && nb < na)) continue;
                     if (nb == na) p0 = a + 1;
                 }
-                for (int32_t r = p0 & ~3; r < end; r += 4) {
-                    unsigned bits = (unsigned)nbi_run_test(fb, r, &x);
-                    if (r < p0) bits &= 0xFu << (p0 - r);
-                    if (end - r < 4) bits &= (1u << (end - r)) - 1u;
-                    while (bits != 0) {
-                        const int32_t b = r + nbi_ctz32(bits);
-                        bits &= bits - 1u;
-                        if (!nbi_touch(rec[b].b, w)) continue;
-                        if (cross) {
-                            if (b == a || (cat[b] & mask_b) == 0 || mask[b] == 0) continue;
-                            nbi_sink_pair(s, q, a, b);
-                        } else {
-                            if (rule && ((cat[a] & mask[b]) == 0 || (cat[b] & mask[a]) == 0))
-                                continue;
-                            const bool a_first = (uint32_t)rec[a].hnd < (uint32_t)rec[b].hnd;
-                            nbi_sink_pair(s, q, a_first ? a : b, a_first ? b : a);
+                for (int32_t sg = nbi_seg_of(n->start, p0); sg < end; sg += NBI_QT_SEG) {
+                    if (nbi_seg_test(sb + nbi_seg_box(n->start, sg), &x, false) == 0) continue;
+                    const int32_t gend = end - sg < NBI_QT_SEG ? end : sg + NBI_QT_SEG;
+                    for (int32_t r = sg > (p0 & ~3) ? sg : p0 & ~3; r < gend; r += 4) {
+                        const unsigned m = (unsigned)nbi_run_test(fb, r, &x);
+                        unsigned bits = m & 0xFu;
+                        if (r < p0) bits &= 0xFu << (p0 - r);
+                        const unsigned sure = m >> 4;
+                        while (bits != 0) {
+                            const int k = nbi_ctz32(bits);
+                            const int32_t b = r + k;
+                            bits &= bits - 1u;
+                            if (!((sure >> k) & 1u) && !nbi_touch(rec[b].b, w)) continue;
+                            if (cross) {
+                                if (b == a || (cat[b] & mask_b) == 0 || mask[b] == 0) continue;
+                                nbi_sink_pair(s, q, a, b);
+                            } else {
+                                if (rule && ((cat[a] & mask[b]) == 0 || (cat[b] & mask[a]) == 0))
+                                    continue;
+                                const bool a_first = (uint32_t)nbi_hit_of(q, a)->handle.bits <
+                                                     (uint32_t)nbi_hit_of(q, b)->handle.bits;
+                                nbi_sink_pair(s, q, a_first ? a : b, a_first ? b : a);
+                            }
+                            if (s->stop) return;
                         }
-                        if (s->stop) return;
                     }
                 }
             }
@@ -2156,18 +2348,26 @@ static nbStatus nbi_validate_node(const nbQuadtree *q, int32_t n, int64_t *items
     for (int32_t i = 0; i < node->count; i++) {
         const int32_t at = node->start + i;
         NBI_CHECK(NBI_OWN(q)[at] == n);
-        nbHandle handle = {NBI_REC(q)[at].hnd};
+        nbHandle handle = nbi_hit_of(q, at)->handle;
         int32_t slot;
         NBI_CHECK(nbi_pool_lookup(&q->pool, handle, &slot) == NB_OK);
         NBI_CHECK(nbi_pool_slot_value(&q->pool, slot) == at);
-        const double *b = NBI_REC(q)[at].b;
+        const double *b = NBI_BOX(q)[at].b;
         NBI_CHECK(b[0] <= b[2] && b[1] <= b[3]);
         NBI_CHECK(nbi_within(node, b));
-        const float *f = NBI_FB(q) + 4 * (size_t)(at & ~3) + (at & 3); // nbi_fb_put
+        const float *f = nbi_fb_at(q, at); // nbi_fb_put
         NBI_CHECK((double)f[0] <= b[0] && (double)f[4] <= b[1]);
         NBI_CHECK(b[2] <= -(double)f[8] && b[3] <= -(double)f[12]);
         if (gb != NULL) // the node's box holds it
             for (int k = 0; k < 4; k++) NBI_CHECK(gb[4 * k] <= f[4 * k]);
+        const float *sg = NBI_SB(q) + nbi_seg_box(node->start, nbi_seg_of(node->start, at));
+        for (int k = 0; k < 4; k++) NBI_CHECK(sg[k] <= f[4 * k]);
+    }
+    // The rest of its block holds no box (searches scan whole runs).
+    for (int64_t i = node->count; node->count > 0 && i < ((int64_t)1 << node->cls); i++) {
+        const int32_t at = node->start + (int32_t)i;
+        const float *f = nbi_fb_at(q, at);
+        for (int k = 0; k < 4; k++) NBI_CHECK(isnan(f[4 * k]));
     }
     *items += node->count;
     if (node->child >= 0) {
@@ -2192,7 +2392,7 @@ nbStatus nb_quadtree_validate(const nbQuadtree *q)
     if (st != NB_OK) return st;
     NBI_CHECK(q->count == nbi_pool_count(&q->pool));
     NBI_CHECK(q->node_top >= NBI_QT_GROUPS && (size_t)q->node_top <= q->nodes.cap);
-    NBI_CHECK(q->top >= 0 && (size_t)q->top <= q->own.cap && (size_t)q->top <= q->rec.cap);
+    NBI_CHECK(q->top >= 0 && (size_t)q->top <= q->own.cap && (size_t)q->top <= q->box.cap);
     const nbiQtNode *nodes = NBI_NODES(q);
     NBI_CHECK(nodes[NBI_QT_ROOT].parent == -1 && nodes[NBI_QT_OUT].parent == -1);
     NBI_CHECK(nodes[NBI_QT_OUT].child == -1);

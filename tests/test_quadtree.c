@@ -820,6 +820,95 @@ static int test_float_edges(void)
     return 0;
 }
 
+// Big leaves (the default threshold): a node's rectangles are scanned by segments of 16, each
+// with a float box that grows as rectangles move in place, arrive (a removal's swap, an insert)
+// or spill into a larger block, and that a window may hold whole. A built tree (segments sorted
+// along a curve), then rounds of small steps, jumps within the world, resizes, removes and
+// inserts, each round checked by validate (every position within its segment's box, the
+// unused rest of each block empty) and by windows of every size, with and without filters,
+// and pairs, against brute force.
+static int test_segments(void)
+{
+    enum { N = 1500, ROUNDS = 25 };
+    static nbRect r[N];
+    static nbHandle h[N];
+    static nbFilter f[N];
+    static bool live[N];
+    static nbHit hits[N];
+    const double world = 40.0;
+    for (int32_t i = 0; i < N; i++) {
+        const double c[2] = {nbt_range(-world, world), nbt_range(-world, world)};
+        for (int a = 0; a < 2; a++) {
+            const double side = 0.1 * pow(50.0, nbt_unit());
+            r[i].min[a] = c[a] - 0.5 * side;
+            r[i].max[a] = c[a] + 0.5 * side;
+        }
+        f[i] = nbt_int(4) == 0 ? (nbFilter){1u, 0xFFFFFFFFu} : NB_FILTER_ALL;
+        live[i] = true;
+    }
+    nbQuadtreeDesc desc = {0};
+    desc.bounds = (nbRect){{-world, -world}, {world, world}};
+    nbQuadtree *qt = NULL;
+    NB_CHECK_OK(nb_quadtree_create(&desc, &qt));
+    NB_CHECK_OK(nb_quadtree_build(qt, r, N, NULL, f, h));
+    for (int round = 0; round <= ROUNDS; round++) {
+        for (int op = 0; round > 0 && op < 150; op++) {
+            const int32_t i = nbt_int(N);
+            if (!live[i]) { // back in
+                NB_CHECK_OK(nb_quadtree_insert(qt, &r[i], (uint64_t)i, f[i], &h[i]));
+                live[i] = true;
+                continue;
+            }
+            const int kind = nbt_int(10);
+            if (kind == 0) {
+                NB_CHECK_OK(nb_quadtree_remove(qt, h[i]));
+                live[i] = false;
+                continue;
+            }
+            nbRect m = r[i];
+            for (int a = 0; a < 2; a++) {
+                const double step = kind < 6 ? nbt_range(-1.0, 1.0) // small
+                                    : kind < 8
+                                        ? nbt_range(-world, world) - 0.5 * (m.min[a] + m.max[a])
+                                        : 0.0; // a jump, or a resize
+                m.min[a] += step;
+                m.max[a] += step;
+                if (kind >= 8) m.max[a] = m.min[a] + 0.1 * pow(100.0, nbt_unit());
+            }
+            NB_CHECK_OK(nb_quadtree_move(qt, h[i], &m));
+            r[i] = m;
+        }
+        NB_CHECK_OK(nb_quadtree_validate(qt));
+        for (int w = 0; w < 60; w++) {
+            const double c[2] = {nbt_range(-world, world), nbt_range(-world, world)};
+            const double side = w % 10 == 0 ? 4.0 * world : 0.2 * pow(150.0, nbt_unit());
+            const nbRect win = {{c[0] - 0.5 * side, c[1] - 0.5 * side},
+                                {c[0] + 0.5 * side, c[1] + 0.5 * side}};
+            const nbFilter qf = w % 3 == 0 ? (nbFilter){1u, 2u} : NB_FILTER_ALL;
+            int32_t found = -1;
+            NB_CHECK_OK(nb_quadtree_query_box(qt, &win, qf, hits, N, &found));
+            int32_t want = 0;
+            for (int32_t i = 0; i < N; i++) want += live[i] && touch(&r[i], &win) && pass(qf, f[i]);
+            NB_CHECK(found == want);
+            for (int32_t k = 0; k < found; k++) { // each hit touches, and once
+                const int32_t i = (int32_t)hits[k].user;
+                NB_CHECK(i >= 0 && i < N && live[i] && hits[k].handle.bits == h[i].bits);
+                NB_CHECK(touch(&r[i], &win) && pass(qf, f[i]));
+                for (int32_t j = 0; j < k; j++) NB_CHECK(hits[j].user != hits[k].user);
+            }
+        }
+        int64_t pairs = -1, want_pairs = 0;
+        for (int32_t i = 0; i < N; i++)
+            for (int32_t j = i + 1; j < N; j++)
+                want_pairs += live[i] && live[j] && touch(&r[i], &r[j]) &&
+                              (f[i].category & f[j].mask) && (f[j].category & f[i].mask);
+        NB_CHECK_OK(nb_quadtree_count_pairs(qt, &pairs));
+        NB_CHECK(pairs == want_pairs);
+    }
+    nb_quadtree_destroy(qt);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const nbtCase cases[] = {
@@ -833,6 +922,7 @@ int main(int argc, char **argv)
         {"stop_and_buffers", test_stop_and_buffers},
         {"radius_underflow", test_radius_underflow},
         {"float_edges", test_float_edges},
+        {"segments", test_segments},
     };
     return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
 }
