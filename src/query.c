@@ -76,20 +76,20 @@ static bool nbi_radius_run(int32_t b0, int32_t b1, void *vctx)
 // past the write position; a run that might not fit stores only below the capacity and counts
 // on. The filter, when the view has bits, joins the test as a 0/1 factor.
 //
-// What a hit writes (`emit`): idx[p] (the caller's index), p itself (a structure that maps
-// positions to its own results), or recs[p], a whole nbHit (the spatial hash: its handle and
-// user value, read next to the coordinates, so a hit costs no second pass).
-enum { NBI_EMIT_IDX, NBI_EMIT_POS, NBI_EMIT_REC };
+// What a hit writes (`emit`): idx[p], the caller's index, or p itself (sink positions: the
+// spatial hash, which turns positions into its own results afterwards). Writing the hash's
+// 16-byte results here instead, for every candidate, was measured: it reads them for the misses
+// and the slack too, and took 40% more cache misses (docs/hash.md).
+enum { NBI_EMIT_IDX, NBI_EMIT_POS };
 
 typedef struct nbiFastCtx {
     const double *pts;
     const int32_t *idx;
-    const nbHit *recs;
     const uint32_t *cat, *mask;
     nbFilter f;
     double c[3];
     double r2;
-    void *out; // int32_t or nbHit by emit; NULL: count only
+    int32_t *out; // NULL: count only
     int32_t cap;
     int32_t found;
 #if defined(__SSE2__)
@@ -99,10 +99,7 @@ typedef struct nbiFastCtx {
 
 NBI_INLINE void nbi_fast_put(const nbiFastCtx *x, int emit, ptrdiff_t w, int32_t p)
 {
-    if (emit == NBI_EMIT_REC)
-        ((nbHit *)x->out)[w] = x->recs[p];
-    else
-        ((int32_t *)x->out)[w] = emit == NBI_EMIT_IDX ? x->idx[p] : p;
+    x->out[w] = emit == NBI_EMIT_IDX ? x->idx[p] : p;
 }
 
 // Whether candidate p passes the query's filter, as 0 or 1.
@@ -170,10 +167,6 @@ NBI_FAST_RUN(nbi_fast_run2p, 2, false, NBI_EMIT_POS)
 NBI_FAST_RUN(nbi_fast_run3p, 3, false, NBI_EMIT_POS)
 NBI_FAST_RUN(nbi_fast_run2pf, 2, true, NBI_EMIT_POS)
 NBI_FAST_RUN(nbi_fast_run3pf, 3, true, NBI_EMIT_POS)
-NBI_FAST_RUN(nbi_fast_run2r, 2, false, NBI_EMIT_REC)
-NBI_FAST_RUN(nbi_fast_run3r, 3, false, NBI_EMIT_REC)
-NBI_FAST_RUN(nbi_fast_run2rf, 2, true, NBI_EMIT_REC)
-NBI_FAST_RUN(nbi_fast_run3rf, 3, true, NBI_EMIT_REC)
 #undef NBI_FAST_RUN
 
 // A dense view without `end`: the cells of a row of the box are contiguous in cell order, so
@@ -204,25 +197,19 @@ NBI_FAST_ROWS(nbi_fast_rows2p, 2, false, NBI_EMIT_POS)
 NBI_FAST_ROWS(nbi_fast_rows3p, 3, false, NBI_EMIT_POS)
 NBI_FAST_ROWS(nbi_fast_rows2pf, 2, true, NBI_EMIT_POS)
 NBI_FAST_ROWS(nbi_fast_rows3pf, 3, true, NBI_EMIT_POS)
-NBI_FAST_ROWS(nbi_fast_rows2r, 2, false, NBI_EMIT_REC)
-NBI_FAST_ROWS(nbi_fast_rows3r, 3, false, NBI_EMIT_REC)
-NBI_FAST_ROWS(nbi_fast_rows2rf, 2, true, NBI_EMIT_REC)
-NBI_FAST_ROWS(nbi_fast_rows3rf, 3, true, NBI_EMIT_REC)
 #undef NBI_FAST_ROWS
 
 typedef void nbiFastRowsFn(const nbiView *v, nbiFastCtx *x, const int64_t cl[3],
                            const int64_t ch[3]);
 
 // [emit][filtered][dim == 3]
-static nbiFastRowsFn *const nbi_fast_rows[3][2][2] = {
+static nbiFastRowsFn *const nbi_fast_rows[2][2][2] = {
     {{nbi_fast_rows2, nbi_fast_rows3}, {nbi_fast_rows2f, nbi_fast_rows3f}},
     {{nbi_fast_rows2p, nbi_fast_rows3p}, {nbi_fast_rows2pf, nbi_fast_rows3pf}},
-    {{nbi_fast_rows2r, nbi_fast_rows3r}, {nbi_fast_rows2rf, nbi_fast_rows3rf}},
 };
-static nbiRunFn *const nbi_fast_runs[3][2][2] = {
+static nbiRunFn *const nbi_fast_runs[2][2][2] = {
     {{nbi_fast_run2, nbi_fast_run3}, {nbi_fast_run2f, nbi_fast_run3f}},
     {{nbi_fast_run2p, nbi_fast_run3p}, {nbi_fast_run2pf, nbi_fast_run3pf}},
-    {{nbi_fast_run2r, nbi_fast_run3r}, {nbi_fast_run2rf, nbi_fast_run3rf}},
 };
 
 static bool nbi_box_run(int32_t b0, int32_t b1, void *vctx)
@@ -253,10 +240,8 @@ static nbStatus nbi_wrap_radius(const nbiView *v, const double *center, double r
 static nbStatus nbi_wrap_box(const nbiView *v, const double *lo, const double *hi, nbFilter f,
                              nbiHitSink *s);
 
-// A radius query: the checks, then the fast path (buffer or count: emit as above, recs for
-// NBI_EMIT_REC) or, for a visitor, the walk with a call per hit.
-static nbStatus nbi_radius(const nbiView *v, const double *center, double radius, nbFilter f,
-                           nbiHitSink *s, const nbHit *recs, nbHit *rec_out)
+nbStatus nbi_walk_radius(const nbiView *v, const double *center, double radius, nbFilter f,
+                         nbiHitSink *s)
 {
     for (int a = 0; a < v->dim; a++)
         if (!isfinite(center[a])) return NB_ERR_NOT_FINITE;
@@ -274,11 +259,10 @@ static nbStatus nbi_radius(const nbiView *v, const double *center, double radius
     int64_t cl[3], ch[3];
     if (!nbi_view_cell_box(v, lo, hi, cl, ch)) return NB_OK;
     if (s->mode != NBI_SINK_VISIT) {
-        const int emit = recs != NULL ? NBI_EMIT_REC : s->positions ? NBI_EMIT_POS : NBI_EMIT_IDX;
+        const int emit = s->positions ? NBI_EMIT_POS : NBI_EMIT_IDX;
         nbiFastCtx x;
         x.pts = v->pts;
         x.idx = v->idx;
-        x.recs = recs;
         x.cat = v->cat;
         x.mask = v->mask;
         x.f = f;
@@ -286,7 +270,7 @@ static nbStatus nbi_radius(const nbiView *v, const double *center, double radius
         x.c[1] = center[1];
         x.c[2] = v->dim == 3 ? center[2] : 0.0;
         x.r2 = radius * radius;
-        x.out = s->mode != NBI_SINK_BUFFER ? NULL : recs != NULL ? (void *)rec_out : (void *)s->out;
+        x.out = s->mode == NBI_SINK_BUFFER ? s->out : NULL;
         x.cap = s->cap;
         x.found = s->found;
 #if defined(__SSE2__)
@@ -303,22 +287,6 @@ static nbStatus nbi_radius(const nbiView *v, const double *center, double radius
     nbiRangeCtx x = {v, center, NULL, NULL, radius * radius, f, per_point, s};
     nbi_view_box_runs(v, cl, ch, nbi_radius_run, &x);
     return NB_OK;
-}
-
-nbStatus nbi_walk_radius(const nbiView *v, const double *center, double radius, nbFilter f,
-                         nbiHitSink *s)
-{
-    return nbi_radius(v, center, radius, f, s, NULL, NULL);
-}
-
-nbStatus nbi_walk_radius_recs(const nbiView *v, const double *center, double radius, nbFilter f,
-                              const nbHit *recs, nbHit *out, int32_t capacity, int32_t *found)
-{
-    nbiHitSink s;
-    nbi_hit_sink_init(&s, NBI_SINK_BUFFER, NULL, capacity, NULL, NULL);
-    const nbStatus st = nbi_radius(v, center, radius, f, &s, recs, out);
-    *found = st == NB_OK ? s.found : 0;
-    return st;
 }
 
 nbStatus nbi_walk_box(const nbiView *v, const double *lo, const double *hi, nbFilter f,

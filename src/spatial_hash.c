@@ -978,10 +978,7 @@ nbStatus nb_hash_query_radius(const nbHash *hash, const double *center, double r
     if (found != NULL) *found = 0;
     if (hash == NULL || center == NULL || found == NULL || (out == NULL && capacity > 0))
         return NB_ERR_NULL_ARG;
-    const nbiView v = nbi_hash_view(hash);
-    const nbStatus st = nbi_walk_radius_recs(&v, center, radius, filter,
-                                             NBI_ARR(hash, hit, const nbHit), out, capacity, found);
-    return st == NB_OK && *found > capacity ? NB_ERR_BUFFER_TOO_SMALL : st;
+    return nbi_hash_range_buffer(hash, center, radius, NULL, NULL, filter, out, capacity, found);
 }
 
 nbStatus nb_hash_visit_radius(const nbHash *hash, const double *center, double radius,

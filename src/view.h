@@ -197,12 +197,6 @@ nbStatus nbi_walk_radius(const nbiView *v, const double *center, double radius, 
 nbStatus nbi_walk_box(const nbiView *v, const double *lo, const double *hi, nbFilter f,
                       nbiHitSink *s);
 
-// nbi_walk_radius into a buffer of records: hit p writes recs[p] (one per position, beside the
-// coordinates: the spatial hash's handles and user values). Up to `capacity` to out, the full
-// count to *found (0 on an error status).
-nbStatus nbi_walk_radius_recs(const nbiView *v, const double *center, double radius, nbFilter f,
-                              const nbHit *recs, nbHit *out, int32_t capacity, int32_t *found);
-
 // The k nearest points passing f, nearest first, ties by lower index, in out (k entries, the
 // heap). Checks the point and k; *found = how many were written.
 nbStatus nbi_walk_knn(const nbiView *v, const double *point, int32_t k, nbFilter f, nbNeighbor *out,
