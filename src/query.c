@@ -258,7 +258,7 @@ nbStatus nbi_walk_radius(const nbiView *v, const double *center, double radius, 
     }
     int64_t cl[3], ch[3];
     if (!nbi_view_cell_box(v, lo, hi, cl, ch)) return NB_OK;
-    if (s->mode != NBI_SINK_VISIT) {
+    if (s->mode != NBI_SINK_VISIT && (!per_point || v->mask != NULL)) {
         const int emit = s->positions ? NBI_EMIT_POS : NBI_EMIT_IDX;
         nbiFastCtx x;
         x.pts = v->pts;
