@@ -7,7 +7,9 @@
 //         its rounding margin), then one nb_grid_query_radius per agent.
 // Queries go into a buffer rather than through the visit callbacks: both are offered, and the
 // buffer is the one without an indirect call per hit (NBB_AGENTS_VISIT=1 switches to
-// nb_*_visit_radius, for comparison).
+// nb_*_visit_radius, for comparison). NBB_AGENTS_CELL=c sets both structures' cell edge to c
+// instead of r (the grid's desc.cell_size, the hash's), for the cell-size experiment in
+// docs/hash.md.
 //
 // Only the index's work is timed (the moves + the queries); picking and moving the agents is
 // the simulation's and is not. Each run starts from the same initial world: the hash is cleared
@@ -121,6 +123,8 @@ int main(int argc, char **argv)
     nbaArgs a = nba_parse_args(argc, argv, "bench_agents", peers);
     const char *visit_env = getenv("NBB_AGENTS_VISIT");
     int visit = visit_env != NULL && visit_env[0] == '1';
+    const char *cell_env = getenv("NBB_AGENTS_CELL");
+    const double cell = cell_env != NULL ? atof(cell_env) : 0.0;
     int is_hash = strcmp(a.peer, "hash") == 0;
     if (!is_hash && strcmp(a.peer, "grid") != 0) {
         fprintf(stderr, "bench_agents: unknown peer %s (%s)\n", a.peer, peers);
@@ -143,7 +147,7 @@ int main(int argc, char **argv)
     if (is_hash) {
         nbHashDesc desc;
         memset(&desc, 0, sizeof desc);
-        desc.cell_size = NBA_RADIUS;
+        desc.cell_size = cell > 0.0 ? cell : NBA_RADIUS;
         desc.dim = 2;
         desc.capacity_hint = w.n;
         desc.allocator = &alloc;
@@ -152,6 +156,7 @@ int main(int argc, char **argv)
     } else {
         nbGridDesc desc;
         memset(&desc, 0, sizeof desc);
+        desc.cell_size = cell > 0.0 ? cell : 0.0; // 0: the radius
         desc.dim = 2;
         desc.capacity_hint = w.n;
         desc.allocator = &alloc;

@@ -20,23 +20,6 @@
 #include "pair_kernels.h" // the two-lane distance test
 #include "view.h"
 
-bool nbi_view_cell_box(const nbiView *v, const double *lo, const double *hi, int64_t cl[3],
-                       int64_t ch[3])
-{
-    for (int a = 0; a < 3; a++) {
-        cl[a] = v->lo[a];
-        ch[a] = v->hi[a];
-    }
-    for (int a = 0; a < v->dim; a++) {
-        const double l = nbi_cell_f(&v->cm, lo[a]), h = nbi_cell_f(&v->cm, hi[a]);
-        // Compare as doubles: l and h may be infinite or beyond int64.
-        if (!(l <= (double)v->hi[a]) || !(h >= (double)v->lo[a]) || l > h) return false;
-        if (l > (double)v->lo[a]) cl[a] = (int64_t)l;
-        if (h < (double)v->hi[a]) ch[a] = (int64_t)h;
-    }
-    return true;
-}
-
 // What a range query tests each candidate with. `per_point`: the view has filter bits, so each
 // point is tested against the query's filter; otherwise the filter was settled once up front.
 typedef struct nbiRangeCtx {
@@ -85,64 +68,149 @@ static bool nbi_radius_run(int32_t b0, int32_t b1, void *vctx)
 }
 
 // The fast path of a radius query into a buffer or a count (no visitor): no call per hit, and
-// no branch on the distance test. Every candidate's index is stored at the write position,
-// which advances only for a hit, so a query costs its candidates, not its mispredicted
-// branches (about a third of the candidates hit, at random). Past the room left in the buffer
-// the write is skipped; the count goes on. The filter, when the view has bits, joins the test as
-// a 0/1 factor. d2 is computed exactly as nbi_dist2 does (same operations, same order).
+// no branch on the distance test. Every candidate's result is stored at the write position,
+// which advances only for a hit, so a query costs its candidates, not its mispredicted branches
+// (about a third of the candidates hit, at random). Candidates go two at a time through the
+// SSE2 lane test (nbi_d2_mask2: each lane computes d2 exactly as nbi_dist2 does, same operations
+// in the same order), the odd one through nbi_dist2. Storing always needs room for a whole run
+// past the write position; a run that might not fit stores only below the capacity and counts
+// on. The filter, when the view has bits, joins the test as a 0/1 factor.
+//
+// What a hit writes (`emit`): idx[p], the caller's index, or p itself (sink positions: the
+// spatial hash, which turns positions into its own results afterwards). Writing the hash's
+// 16-byte results here instead, for every candidate, was measured: it reads them for the misses
+// and the slack too, and took 40% more cache misses (docs/hash.md).
+enum { NBI_EMIT_IDX, NBI_EMIT_POS };
+
 typedef struct nbiFastCtx {
-    const nbiView *v;
+    const double *pts;
+    const int32_t *idx;
+    const uint32_t *cat, *mask;
+    nbFilter f;
     double c[3];
     double r2;
-    nbFilter f;
     int32_t *out; // NULL: count only
     int32_t cap;
     int32_t found;
-    const int32_t *idx; // what a hit reports: idx[p], or p itself when NULL (sink positions)
+#if defined(__SSE2__)
+    nbiPoint2 c2; // the centre in both lanes, set up once per query
+#endif
 } nbiFastCtx;
 
-NBI_INLINE bool nbi_fast_run_dim(nbiFastCtx *x, int dim, bool flt, int32_t b0, int32_t b1)
+NBI_INLINE void nbi_fast_put(const nbiFastCtx *x, int emit, ptrdiff_t w, int32_t p)
 {
-    const double *pts = x->v->pts;
-    const int32_t *idx = x->idx;
-    const uint32_t *cat = x->v->cat, *mask = x->v->mask;
-    const double cx = x->c[0], cy = x->c[1], cz = x->c[2], r2 = x->r2;
-    int32_t *out = x->out;
-    int32_t found = x->found;
-    const bool room = out != NULL && x->cap - found >= b1 - b0;
-    for (int32_t p = b0; p < b1; p++) {
-        const double *q = pts + (size_t)p * (size_t)dim;
-        const double dx = cx - q[0], dy = cy - q[1];
-        double d2 = dx * dx + dy * dy;
-        if (dim == 3) {
-            const double dz = cz - q[2];
-            d2 += dz * dz;
-        }
-        int32_t hit = d2 <= r2;
-        if (flt) hit &= ((cat[p] & x->f.mask) != 0) & ((x->f.category & mask[p]) != 0);
-        if (out != NULL && (room || found < x->cap)) out[found] = idx != NULL ? idx[p] : p;
-        found += hit;
-    }
-    x->found = found;
-    return true;
+    x->out[w] = emit == NBI_EMIT_IDX ? x->idx[p] : p;
 }
 
-static bool nbi_fast_run2(int32_t b0, int32_t b1, void *x)
+// Whether candidate p passes the query's filter, as 0 or 1.
+NBI_INLINE int nbi_fast_pass(const nbiFastCtx *x, int32_t p)
 {
-    return nbi_fast_run_dim((nbiFastCtx *)x, 2, false, b0, b1);
+    return ((x->cat[p] & x->f.mask) != 0) & ((x->f.category & x->mask[p]) != 0);
 }
-static bool nbi_fast_run3(int32_t b0, int32_t b1, void *x)
+
+NBI_INLINE int nbi_fast_hit(const nbiFastCtx *x, int dim, bool flt, int32_t p)
 {
-    return nbi_fast_run_dim((nbiFastCtx *)x, 3, false, b0, b1);
+    int hit = nbi_dist2(x->c, x->pts + (size_t)p * (size_t)dim, dim) <= x->r2;
+    if (flt) hit &= nbi_fast_pass(x, p);
+    return hit;
 }
-static bool nbi_fast_run2f(int32_t b0, int32_t b1, void *x)
+
+// The candidates [b0, b1).
+NBI_INLINE void nbi_fast_run_dim(nbiFastCtx *x, int dim, bool flt, int emit, int32_t b0, int32_t b1)
 {
-    return nbi_fast_run_dim((nbiFastCtx *)x, 2, true, b0, b1);
+    ptrdiff_t found = x->found; // (pointer-sized: no widening per store)
+    int32_t p = b0;
+    const bool store = x->out != NULL;
+    if (store && x->cap - found < b1 - b0) { // may not fit: store below the capacity only
+        for (; p < b1; p++) {
+            const int hit = nbi_fast_hit(x, dim, flt, p);
+            if (hit && found < x->cap) nbi_fast_put(x, emit, found, p);
+            found += hit;
+        }
+        x->found = (int32_t)found;
+        return;
+    }
+#if defined(__SSE2__)
+    for (; p + 2 <= b1; p += 2) {
+        int m = nbi_d2_mask2(&x->c2, x->pts, p, dim, false);
+        if (flt) m &= nbi_fast_pass(x, p) | nbi_fast_pass(x, p + 1) << 1;
+        if (store) {
+            nbi_fast_put(x, emit, found, p);
+            found += m & 1;
+            nbi_fast_put(x, emit, found, p + 1);
+            found += m >> 1;
+        } else {
+            found += (m & 1) + (m >> 1);
+        }
+    }
+#endif
+    for (; p < b1; p++) {
+        const int hit = nbi_fast_hit(x, dim, flt, p);
+        if (store) nbi_fast_put(x, emit, found, p);
+        found += hit;
+    }
+    x->found = (int32_t)found;
 }
-static bool nbi_fast_run3f(int32_t b0, int32_t b1, void *x)
+
+// One run, through nbi_view_box_runs (views whose cells are looked up: hashed, or with `end`).
+#define NBI_FAST_RUN(name, dim, flt, emit)                                                         \
+    static bool name(int32_t b0, int32_t b1, void *x)                                              \
+    {                                                                                              \
+        nbi_fast_run_dim((nbiFastCtx *)x, dim, flt, emit, b0, b1);                                 \
+        return true;                                                                               \
+    }
+NBI_FAST_RUN(nbi_fast_run2, 2, false, NBI_EMIT_IDX)
+NBI_FAST_RUN(nbi_fast_run3, 3, false, NBI_EMIT_IDX)
+NBI_FAST_RUN(nbi_fast_run2f, 2, true, NBI_EMIT_IDX)
+NBI_FAST_RUN(nbi_fast_run3f, 3, true, NBI_EMIT_IDX)
+NBI_FAST_RUN(nbi_fast_run2p, 2, false, NBI_EMIT_POS)
+NBI_FAST_RUN(nbi_fast_run3p, 3, false, NBI_EMIT_POS)
+NBI_FAST_RUN(nbi_fast_run2pf, 2, true, NBI_EMIT_POS)
+NBI_FAST_RUN(nbi_fast_run3pf, 3, true, NBI_EMIT_POS)
+#undef NBI_FAST_RUN
+
+// A dense view without `end`: the cells of a row of the box are contiguous in cell order, so
+// each row is one run, read straight from `start` with no call per run.
+NBI_INLINE void nbi_fast_rows_dim(const nbiView *v, nbiFastCtx *x, const int64_t cl[3],
+                                  const int64_t ch[3], int dim, bool flt, int emit)
 {
-    return nbi_fast_run_dim((nbiFastCtx *)x, 3, true, b0, b1);
+    const int32_t *start = v->start;
+    const int64_t e0 = v->ext[0], e01 = v->ext[0] * v->ext[1];
+    const int64_t x0 = cl[0] - v->lo[0], x1 = ch[0] - v->lo[0] + 1;
+    for (int64_t z = cl[2]; z <= ch[2]; z++)
+        for (int64_t y = cl[1]; y <= ch[1]; y++) {
+            const int32_t *row = start + ((y - v->lo[1]) * e0 + (z - v->lo[2]) * e01);
+            nbi_fast_run_dim(x, dim, flt, emit, row[x0], row[x1]);
+        }
 }
+
+#define NBI_FAST_ROWS(name, dim, flt, emit)                                                        \
+    static void name(const nbiView *v, nbiFastCtx *x, const int64_t cl[3], const int64_t ch[3])    \
+    {                                                                                              \
+        nbi_fast_rows_dim(v, x, cl, ch, dim, flt, emit);                                           \
+    }
+NBI_FAST_ROWS(nbi_fast_rows2, 2, false, NBI_EMIT_IDX)
+NBI_FAST_ROWS(nbi_fast_rows3, 3, false, NBI_EMIT_IDX)
+NBI_FAST_ROWS(nbi_fast_rows2f, 2, true, NBI_EMIT_IDX)
+NBI_FAST_ROWS(nbi_fast_rows3f, 3, true, NBI_EMIT_IDX)
+NBI_FAST_ROWS(nbi_fast_rows2p, 2, false, NBI_EMIT_POS)
+NBI_FAST_ROWS(nbi_fast_rows3p, 3, false, NBI_EMIT_POS)
+NBI_FAST_ROWS(nbi_fast_rows2pf, 2, true, NBI_EMIT_POS)
+NBI_FAST_ROWS(nbi_fast_rows3pf, 3, true, NBI_EMIT_POS)
+#undef NBI_FAST_ROWS
+
+typedef void nbiFastRowsFn(const nbiView *v, nbiFastCtx *x, const int64_t cl[3],
+                           const int64_t ch[3]);
+
+// [emit][filtered][dim == 3]
+static nbiFastRowsFn *const nbi_fast_rows[2][2][2] = {
+    {{nbi_fast_rows2, nbi_fast_rows3}, {nbi_fast_rows2f, nbi_fast_rows3f}},
+    {{nbi_fast_rows2p, nbi_fast_rows3p}, {nbi_fast_rows2pf, nbi_fast_rows3pf}},
+};
+static nbiRunFn *const nbi_fast_runs[2][2][2] = {
+    {{nbi_fast_run2, nbi_fast_run3}, {nbi_fast_run2f, nbi_fast_run3f}},
+    {{nbi_fast_run2p, nbi_fast_run3p}, {nbi_fast_run2pf, nbi_fast_run3pf}},
+};
 
 static bool nbi_box_run(int32_t b0, int32_t b1, void *vctx)
 {
@@ -191,18 +259,28 @@ nbStatus nbi_walk_radius(const nbiView *v, const double *center, double radius, 
     int64_t cl[3], ch[3];
     if (!nbi_view_cell_box(v, lo, hi, cl, ch)) return NB_OK;
     if (s->mode != NBI_SINK_VISIT && (!per_point || v->mask != NULL)) {
-        nbiFastCtx x = {v,
-                        {center[0], center[1], v->dim == 3 ? center[2] : 0.0},
-                        radius * radius,
-                        f,
-                        s->mode == NBI_SINK_BUFFER ? s->out : NULL,
-                        s->cap,
-                        s->found,
-                        s->positions ? NULL : v->idx};
-        const bool flt = per_point;
-        nbiRunFn *fn = v->dim == 2 ? (flt ? nbi_fast_run2f : nbi_fast_run2)
-                                   : (flt ? nbi_fast_run3f : nbi_fast_run3);
-        nbi_view_box_runs(v, cl, ch, fn, &x);
+        const int emit = s->positions ? NBI_EMIT_POS : NBI_EMIT_IDX;
+        nbiFastCtx x;
+        x.pts = v->pts;
+        x.idx = v->idx;
+        x.cat = v->cat;
+        x.mask = v->mask;
+        x.f = f;
+        x.c[0] = center[0];
+        x.c[1] = center[1];
+        x.c[2] = v->dim == 3 ? center[2] : 0.0;
+        x.r2 = radius * radius;
+        x.out = s->mode == NBI_SINK_BUFFER ? s->out : NULL;
+        x.cap = s->cap;
+        x.found = s->found;
+#if defined(__SSE2__)
+        x.c2 = nbi_point2(x.c, v->dim, x.r2);
+#endif
+        const int flt = per_point, d3 = v->dim == 3;
+        if (v->table == NULL && v->end == NULL)
+            nbi_fast_rows[emit][flt][d3](v, &x, cl, ch);
+        else
+            nbi_view_box_runs(v, cl, ch, nbi_fast_runs[emit][flt][d3], &x);
         s->found = x.found;
         return NB_OK;
     }

@@ -110,27 +110,28 @@ static int64_t nbi_slack_min(int64_t n)
 
 static nbiView nbi_hash_view(const nbHash *h)
 {
-    nbiView v;
-    memset(&v, 0, sizeof v);
-    v.dim = h->dim;
-    v.n = h->count;
-    v.pts = (const double *)h->pts.ptr;
-    v.idx = (const int32_t *)h->posid.ptr; // results name positions (see nbi_hash_hit)
-    v.cat = h->nfiltered > 0 ? (const uint32_t *)h->cat.ptr : NULL;
-    v.mask = h->nfiltered > 0 ? (const uint32_t *)h->mask.ptr : NULL;
-    v.start = (const int32_t *)h->start.ptr;
-    v.end = NULL; // rows are runs: slack is NaN and never matches
-    v.ncells = h->count > 0 ? h->ncells : 0;
-    v.cm = h->cm;
-    v.max_abs = h->max_abs;
+    const bool any = h->count > 0, flt = h->nfiltered > 0;
+    nbiView v = {
+        .dim = h->dim,
+        .n = h->count,
+        .pts = (const double *)h->pts.ptr,
+        .idx = (const int32_t *)h->posid.ptr, // results name positions (see nbi_hash_hit)
+        .cat = flt ? (const uint32_t *)h->cat.ptr : NULL,
+        .mask = flt ? (const uint32_t *)h->mask.ptr : NULL,
+        .start = (const int32_t *)h->start.ptr,
+        .end = NULL, // rows are runs: slack is NaN and never matches
+        .ncells = any ? h->ncells : 0,
+        .cm = h->cm,
+        .max_abs = h->max_abs,
+        .table = h->dense ? NULL : &h->table,
+        .cell_slot = NULL,
+        .cell_keys = h->dense ? NULL : (const int64_t *)h->keys.ptr,
+        .wrap = NULL,
+    };
     for (int a = 0; a < 3; a++) {
-        v.lo[a] = h->count > 0 ? h->lo[a] : 0;
-        v.hi[a] = h->count > 0 ? h->hi[a] : 0;
+        v.lo[a] = any ? h->lo[a] : 0;
+        v.hi[a] = any ? h->hi[a] : 0;
         v.ext[a] = v.hi[a] - v.lo[a] + 1;
-    }
-    if (!h->dense) {
-        v.table = &h->table;
-        v.cell_keys = (const int64_t *)h->keys.ptr;
     }
     return v;
 }

@@ -113,9 +113,23 @@ typedef bool nbiRunFn(int32_t b0, int32_t b1, void *ctx);
 
 // The box of cells covering [lo, hi] per axis (doubles, possibly infinite), clipped to the
 // view's occupied box. False when it is empty. A point p with lo <= p <= hi (exactly) lies in
-// a cell of the box: the cell map is monotone.
-bool nbi_view_cell_box(const nbiView *v, const double *lo, const double *hi, int64_t cl[3],
-                       int64_t ch[3]);
+// a cell of the box: the cell map is monotone. Inline: every radius and box query starts here.
+NBI_INLINE bool nbi_view_cell_box(const nbiView *v, const double *lo, const double *hi,
+                                  int64_t cl[3], int64_t ch[3])
+{
+    for (int a = 0; a < 3; a++) {
+        cl[a] = v->lo[a];
+        ch[a] = v->hi[a];
+    }
+    for (int a = 0; a < v->dim; a++) {
+        const double l = nbi_cell_f(&v->cm, lo[a]), h = nbi_cell_f(&v->cm, hi[a]);
+        // Compare as doubles: l and h may be infinite or beyond int64.
+        if (!(l <= (double)v->hi[a]) || !(h >= (double)v->lo[a]) || l > h) return false;
+        if (l > (double)v->lo[a]) cl[a] = (int64_t)l;
+        if (h < (double)v->hi[a]) ch[a] = (int64_t)h;
+    }
+    return true;
+}
 
 // Calls fn for the runs of every occupied cell in the box [cl, ch], in a deterministic order
 // (dense: one run per row). A hashed view looks each cell up, or, when the box has more cells

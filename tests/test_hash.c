@@ -145,6 +145,18 @@ static int check_queries(nbHash *h, const Model *m, double scale)
                             NB_ERR_BUFFER_TOO_SMALL);
             NB_CHECK(found == wn);
         }
+        if (wn > 0) { // a short buffer holds the first `cap` hits in order, and nothing past them
+            static nbHashHit part[MAXN + 1];
+            const int32_t cap = nbt_int(wn);
+            for (int32_t t = 0; t <= cap && t <= MAXN; t++) part[t].user = UINT64_MAX; // canary
+            NB_CHECK_STATUS(nb_hash_query_radius(h, c, r, f, part, cap, &found),
+                            NB_ERR_BUFFER_TOO_SMALL);
+            NB_CHECK(found == wn);
+            for (int32_t t = 0; t < cap; t++)
+                NB_CHECK(part[t].handle.bits == hits[t].handle.bits &&
+                         part[t].user == hits[t].user);
+            NB_CHECK(part[cap].user == UINT64_MAX);
+        }
         free(w);
         w = nbo_box_filtered(&s, lo, hi, f, &wn);
         NB_CHECK_OK(nb_hash_query_box(h, lo, hi, f, hits, MAXN + 1, &found));
