@@ -152,23 +152,6 @@ NBI_INLINE void nbi_fast_run_dim(nbiFastCtx *x, int dim, bool flt, int emit, int
     x->found = (int32_t)found;
 }
 
-// One run, through nbi_view_box_runs (views whose cells are looked up: hashed, or with `end`).
-#define NBI_FAST_RUN(name, dim, flt, emit)                                                         \
-    static bool name(int32_t b0, int32_t b1, void *x)                                              \
-    {                                                                                              \
-        nbi_fast_run_dim((nbiFastCtx *)x, dim, flt, emit, b0, b1);                                 \
-        return true;                                                                               \
-    }
-NBI_FAST_RUN(nbi_fast_run2, 2, false, NBI_EMIT_IDX)
-NBI_FAST_RUN(nbi_fast_run3, 3, false, NBI_EMIT_IDX)
-NBI_FAST_RUN(nbi_fast_run2f, 2, true, NBI_EMIT_IDX)
-NBI_FAST_RUN(nbi_fast_run3f, 3, true, NBI_EMIT_IDX)
-NBI_FAST_RUN(nbi_fast_run2p, 2, false, NBI_EMIT_POS)
-NBI_FAST_RUN(nbi_fast_run3p, 3, false, NBI_EMIT_POS)
-NBI_FAST_RUN(nbi_fast_run2pf, 2, true, NBI_EMIT_POS)
-NBI_FAST_RUN(nbi_fast_run3pf, 3, true, NBI_EMIT_POS)
-#undef NBI_FAST_RUN
-
 // A dense view without `end`: the cells of a row of the box are contiguous in cell order, so
 // each row is one run, read straight from `start` with no call per run.
 NBI_INLINE void nbi_fast_rows_dim(const nbiView *v, nbiFastCtx *x, const int64_t cl[3],
@@ -184,20 +167,28 @@ NBI_INLINE void nbi_fast_rows_dim(const nbiView *v, nbiFastCtx *x, const int64_t
         }
 }
 
-#define NBI_FAST_ROWS(name, dim, flt, emit)                                                        \
-    static void name(const nbiView *v, nbiFastCtx *x, const int64_t cl[3], const int64_t ch[3])    \
+// Each (dim, filter, emit) variant twice: one run through nbi_view_box_runs (views whose cells
+// are looked up: hashed, or with `end`), and the rows of a dense view.
+#define NBI_FAST_FNS(suffix, dim, flt, emit)                                                       \
+    static bool nbi_fast_run##suffix(int32_t b0, int32_t b1, void *x)                              \
+    {                                                                                              \
+        nbi_fast_run_dim((nbiFastCtx *)x, dim, flt, emit, b0, b1);                                 \
+        return true;                                                                               \
+    }                                                                                              \
+    static void nbi_fast_rows##suffix(const nbiView *v, nbiFastCtx *x, const int64_t cl[3],        \
+                                      const int64_t ch[3])                                         \
     {                                                                                              \
         nbi_fast_rows_dim(v, x, cl, ch, dim, flt, emit);                                           \
     }
-NBI_FAST_ROWS(nbi_fast_rows2, 2, false, NBI_EMIT_IDX)
-NBI_FAST_ROWS(nbi_fast_rows3, 3, false, NBI_EMIT_IDX)
-NBI_FAST_ROWS(nbi_fast_rows2f, 2, true, NBI_EMIT_IDX)
-NBI_FAST_ROWS(nbi_fast_rows3f, 3, true, NBI_EMIT_IDX)
-NBI_FAST_ROWS(nbi_fast_rows2p, 2, false, NBI_EMIT_POS)
-NBI_FAST_ROWS(nbi_fast_rows3p, 3, false, NBI_EMIT_POS)
-NBI_FAST_ROWS(nbi_fast_rows2pf, 2, true, NBI_EMIT_POS)
-NBI_FAST_ROWS(nbi_fast_rows3pf, 3, true, NBI_EMIT_POS)
-#undef NBI_FAST_ROWS
+NBI_FAST_FNS(2, 2, false, NBI_EMIT_IDX)
+NBI_FAST_FNS(3, 3, false, NBI_EMIT_IDX)
+NBI_FAST_FNS(2f, 2, true, NBI_EMIT_IDX)
+NBI_FAST_FNS(3f, 3, true, NBI_EMIT_IDX)
+NBI_FAST_FNS(2p, 2, false, NBI_EMIT_POS)
+NBI_FAST_FNS(3p, 3, false, NBI_EMIT_POS)
+NBI_FAST_FNS(2pf, 2, true, NBI_EMIT_POS)
+NBI_FAST_FNS(3pf, 3, true, NBI_EMIT_POS)
+#undef NBI_FAST_FNS
 
 typedef void nbiFastRowsFn(const nbiView *v, nbiFastCtx *x, const int64_t cl[3],
                            const int64_t ch[3]);
