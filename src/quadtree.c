@@ -282,22 +282,26 @@ NBI_INLINE const float *nbi_group_gb(const nbQuadtree *q, int32_t g)
     return NBI_GB(q) + 4 * (size_t)(g - NBI_QT_GROUPS);
 }
 
+#if defined(__SSE2__)
+// Four lanes: all ones where a[k] <= b[k] for each of the four fields k.
+NBI_INLINE __m128 nbi_all_le4(const __m128 a[4], const __m128 b[4])
+{
+    return _mm_and_ps(_mm_and_ps(_mm_cmple_ps(a[0], b[0]), _mm_cmple_ps(a[1], b[1])),
+                      _mm_and_ps(_mm_cmple_ps(a[2], b[2]), _mm_cmple_ps(a[3], b[3])));
+}
+#endif
+
 // The four nodes of a group against a window: bit k set when node k's bounds meet it, and with
 // `held`, bit 4 + k when the window holds them whole.
 NBI_INLINE int nbi_group_test(const float *gb, const nbiQtWin *x, bool held)
 {
 #if defined(__SSE2__)
-    const __m128 lx = _mm_loadu_ps(gb), ly = _mm_loadu_ps(gb + 4);
-    const __m128 nx = _mm_loadu_ps(gb + 8), ny = _mm_loadu_ps(gb + 12);
-    const __m128 t =
-        _mm_and_ps(_mm_and_ps(_mm_cmple_ps(lx, x->touch[0]), _mm_cmple_ps(ly, x->touch[1])),
-                   _mm_and_ps(_mm_cmple_ps(nx, x->touch[2]), _mm_cmple_ps(ny, x->touch[3])));
+    const __m128 g[4] = {_mm_loadu_ps(gb), _mm_loadu_ps(gb + 4), _mm_loadu_ps(gb + 8),
+                         _mm_loadu_ps(gb + 12)};
+    const __m128 t = nbi_all_le4(g, x->touch);
     const int m = _mm_movemask_ps(t);
     if (!held || m == 0) return m;
-    const __m128 h =
-        _mm_and_ps(_mm_and_ps(_mm_cmple_ps(x->held[0], lx), _mm_cmple_ps(x->held[1], ly)),
-                   _mm_and_ps(_mm_cmple_ps(x->held[2], nx), _mm_cmple_ps(x->held[3], ny)));
-    return m | _mm_movemask_ps(_mm_and_ps(t, h)) << 4;
+    return m | _mm_movemask_ps(_mm_and_ps(t, nbi_all_le4(x->held, g))) << 4;
 #else
     int m = 0;
     for (int k = 0; k < 4; k++) {
@@ -319,15 +323,10 @@ NBI_INLINE int nbi_run_test(const float *fb, int32_t r, const nbiQtWin *x)
 {
     const float *f = fb + (size_t)NBI_QT_RUN_FLOATS * (size_t)(r >> 2);
 #if defined(__SSE2__)
-    const __m128 a = _mm_loadu_ps(f), b = _mm_loadu_ps(f + 4);
-    const __m128 c = _mm_loadu_ps(f + 8), d = _mm_loadu_ps(f + 12);
-    const __m128 t =
-        _mm_and_ps(_mm_and_ps(_mm_cmple_ps(a, x->touch[0]), _mm_cmple_ps(b, x->touch[1])),
-                   _mm_and_ps(_mm_cmple_ps(c, x->touch[2]), _mm_cmple_ps(d, x->touch[3])));
-    const __m128 u =
-        _mm_and_ps(_mm_and_ps(_mm_cmple_ps(a, x->sure[0]), _mm_cmple_ps(b, x->sure[1])),
-                   _mm_and_ps(_mm_cmple_ps(c, x->sure[2]), _mm_cmple_ps(d, x->sure[3])));
-    return _mm_movemask_ps(t) | _mm_movemask_ps(u) << 4;
+    const __m128 v[4] = {_mm_loadu_ps(f), _mm_loadu_ps(f + 4), _mm_loadu_ps(f + 8),
+                         _mm_loadu_ps(f + 12)};
+    const int touch = _mm_movemask_ps(nbi_all_le4(v, x->touch));
+    return touch | _mm_movemask_ps(nbi_all_le4(v, x->sure)) << 4;
 #else
     int bits = 0;
     for (int k = 0; k < 4; k++) {
