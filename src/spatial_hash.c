@@ -369,6 +369,18 @@ static void nbi_cell_take_out(nbHash *h, int32_t c, int32_t p)
     if (end[c] == NBI_ARR(h, start, const int32_t)[c]) h->live_cells--;
 }
 
+// Cell c (key) into the table (new there), and the box of occupied cells widened to hold it.
+static void nbi_hash_index_cell(nbHash *h, const int64_t key[3], int32_t c)
+{
+    bool inserted;
+    nbi_ctab_insert(&h->table, key[0], key[1], key[2], c, &inserted);
+    NB_ASSERT(inserted);
+    for (int a = 0; a < 3; a++) {
+        h->lo[a] = key[a] < h->lo[a] ? key[a] : h->lo[a];
+        h->hi[a] = key[a] > h->hi[a] ? key[a] : h->hi[a];
+    }
+}
+
 // A new, empty hashed cell at the end of the numbering (room made).
 static int32_t nbi_cell_new(nbHash *h, const int64_t key[3])
 {
@@ -377,13 +389,7 @@ static int32_t nbi_cell_new(nbHash *h, const int64_t key[3])
     start[c + 1] = start[c];
     NBI_ARR(h, end, int32_t)[c] = start[c];
     memcpy(NBI_ARR(h, keys, int64_t) + (size_t)c * 3, key, 3 * sizeof(int64_t));
-    bool inserted;
-    nbi_ctab_insert(&h->table, key[0], key[1], key[2], c, &inserted);
-    NB_ASSERT(inserted);
-    for (int a = 0; a < 3; a++) {
-        h->lo[a] = key[a] < h->lo[a] ? key[a] : h->lo[a];
-        h->hi[a] = key[a] > h->hi[a] ? key[a] : h->hi[a];
-    }
+    nbi_hash_index_cell(h, key, c);
     return c;
 }
 
@@ -581,16 +587,7 @@ static void nbi_relayout(nbHash *h, const nbiLayout *L)
             h->lo[a] = a < h->dim ? INT64_MAX : 0;
             h->hi[a] = a < h->dim ? INT64_MIN : 0;
         }
-        for (int32_t t = 0; t < T; t++) {
-            const int64_t *k = keys + (size_t)t * 3;
-            bool inserted;
-            nbi_ctab_insert(&h->table, k[0], k[1], k[2], t, &inserted);
-            NB_ASSERT(inserted);
-            for (int a = 0; a < 3; a++) {
-                h->lo[a] = k[a] < h->lo[a] ? k[a] : h->lo[a];
-                h->hi[a] = k[a] > h->hi[a] ? k[a] : h->hi[a];
-            }
-        }
+        for (int32_t t = 0; t < T; t++) nbi_hash_index_cell(h, keys + (size_t)t * 3, t);
     }
     for (int a = 0; a < 3; a++) h->ext[a] = h->hi[a] - h->lo[a] + 1;
 }
