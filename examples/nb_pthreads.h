@@ -11,8 +11,8 @@
 //
 // The calling thread is worker 0; workers 1.. are threads that wait between calls. A call
 // hands out ranges of items through an atomic counter, so a slow worker takes fewer ranges.
-// A grid build is several calls in a row (scan, count, offsets, scatter, gather), so a waiting
-// thread, and the caller waiting for the others to finish, first spin for a short while
+// A grid build is several calls in a row (scan, count, offsets, positions, scatter, gather), so a
+// waiting thread, and the caller waiting for the others to finish, first spin for a short while
 // (NBX_SPIN checks, a few tens of microseconds) before they sleep on a condition variable:
 // waking a sleeping thread costs far more than that on a virtual machine.
 // One call at a time per pool (nearby's grid calls it that way); the pool is not reentrant.
