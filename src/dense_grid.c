@@ -19,6 +19,8 @@
 #include <emmintrin.h>
 #endif
 
+static void nbi_grid_gather_bits(const nbGrid *g, const nbiBuildIn *in, int32_t p0, int32_t p1);
+
 enum { NBI_DENSE_CELLS_PER_POINT = 4, NBI_DENSE_MIN_CELLS = 64 };
 // How many points ahead a hashed build computes keys and prefetches their table slots.
 enum { NBI_HASH_AHEAD = 16 };
@@ -257,24 +259,48 @@ bool nbi_cells_fit_i32(const int64_t lo[3], const int64_t hi[3])
     return true;
 }
 
-// Pass 2 for packed points whose cells all have 32-bit numbers on every axis (the caller checks
-// lo and hi, nbi_cells_fit_i32): x and y through nbi_floor_xy, z in 3D by the scalar path;
-// every cell number is the scalar pass's. Cell c is counted in counts[c]. The serial build and
-// each chunk of the parallel one run it.
+// The cell numbers of packed points whose cells all have 32-bit numbers on every axis (the
+// caller checks lo and hi, nbi_cells_fit_i32): x and y through nbi_floor_xy, z in 3D by the
+// scalar path; every cell number is the scalar pass's.
+typedef struct nbiPackedCells {
+    __m128d by;
+    bool pow2;
+    int32_t e0, e01;
+    __m128i lo01;
+    int64_t lo2;
+    const nbiCellMath *cm;
+} nbiPackedCells;
+
+NBI_INLINE nbiPackedCells nbi_packed_cells(const nbiCellMath *cm, const int64_t lo[3],
+                                           const int64_t ext[3])
+{
+    const nbiPackedCells pc = {_mm_set1_pd(cm->pow2 ? cm->inv : cm->cell),
+                               cm->pow2,
+                               (int32_t)ext[0],
+                               (int32_t)(ext[0] * ext[1]),
+                               _mm_set_epi32(0, 0, (int32_t)lo[1], (int32_t)lo[0]),
+                               lo[2],
+                               cm};
+    return pc;
+}
+
+NBI_INLINE int32_t nbi_packed_cell(const nbiPackedCells *pc, const double *q, int dim)
+{
+    const __m128i t = _mm_sub_epi32(nbi_floor_xy(_mm_loadu_pd(q), pc->by, pc->pow2), pc->lo01);
+    int32_t c = _mm_cvtsi128_si32(t) + pc->e0 * _mm_cvtsi128_si32(_mm_srli_si128(t, 4));
+    if (dim == 3) c += pc->e01 * (int32_t)(nbi_cell_i(pc->cm, q[2]) - pc->lo2);
+    return c;
+}
+
+// Pass 2 for packed points whose cells have 32-bit numbers: cell c is counted in counts[c].
+// The serial build and each chunk of the parallel one run it.
 NBI_INLINE void nbi_count_packed_dim(const double *data, int32_t n, int dim, const nbiCellMath *cm,
                                      const int64_t lo[3], const int64_t ext[3], int32_t *cell_of,
                                      int32_t *counts)
 {
-    const __m128d by = _mm_set1_pd(cm->pow2 ? cm->inv : cm->cell);
-    const bool pow2 = cm->pow2;
-    const int32_t e0 = (int32_t)ext[0], e01 = (int32_t)(ext[0] * ext[1]);
-    const __m128i lo01 = _mm_set_epi32(0, 0, (int32_t)lo[1], (int32_t)lo[0]);
+    const nbiPackedCells pc = nbi_packed_cells(cm, lo, ext);
     for (int32_t i = 0; i < n; i++) {
-        const double *q = data + (size_t)i * (size_t)dim;
-        const __m128d v = _mm_loadu_pd(q);
-        const __m128i t = _mm_sub_epi32(nbi_floor_xy(v, by, pow2), lo01);
-        int32_t c = _mm_cvtsi128_si32(t) + e0 * _mm_cvtsi128_si32(_mm_srli_si128(t, 4));
-        if (dim == 3) c += e01 * (int32_t)(nbi_cell_i(cm, q[2]) - lo[2]);
+        const int32_t c = nbi_packed_cell(&pc, data + (size_t)i * (size_t)dim, dim);
         cell_of[i] = c;
         nbi_count_lagged(cell_of, counts, c, i);
     }
@@ -288,6 +314,124 @@ void nbi_count_packed(const double *data, int32_t n, int dim, const nbiCellMath 
         nbi_count_packed_dim(data, n, 2, cm, lo, ext, cell_of, counts);
     else
         nbi_count_packed_dim(data, n, 3, cm, lo, ext, cell_of, counts);
+}
+
+// ---- large builds: the counting sort in two cache-sized passes ----
+//
+// Past the caches, every point of a one-pass build costs a DRAM miss in the count, two in the
+// scatter (counter and destination) and one in the gather (the source), however far ahead they
+// are prefetched. A large dense build of packed points sorts as a two-pass radix sort does.
+// Blocks are runs of 2^shift consecutive cell numbers, about NBI_BLOCK_POINTS points each:
+//   A. each point's cell into cell_of, and the points of each block counted (a table the
+//      caches hold);
+//   B. each point's coordinates and index dealt, in input order, to its block's positions: one
+//      write stream per block, each a cached line at a time;
+//   C. block by block, the block's positions copied into scratch and dealt from there to their
+//      cells: counters, scratch and destination all fit the caches.
+// Both passes keep the input order, so every cell's points come in input order, and the layout
+// is exactly a one-pass build's. The block table and the scratch (room for NBI_BLOCK_MOST points
+// and a counter per cell of a block) live in the hist buffer. A block of more than
+// NBI_BLOCK_MOST points (clustered data) sends the build back to one pass.
+enum { NBI_BLOCK_POINTS = 8192, NBI_BLOCK_MOST = 2 * NBI_BLOCK_POINTS };
+int32_t nbi_blocked_min_points = 3 << 20; // measured: below, the one-pass build is as fast
+
+// The shift that makes a block of 2^shift cells hold about NBI_BLOCK_POINTS points on average.
+static int nbi_block_shift(int32_t ncells, int32_t n)
+{
+    int shift = 0;
+    while (shift < 30 && ((int64_t)n << (shift + 1)) <= (int64_t)NBI_BLOCK_POINTS * ncells) shift++;
+    return shift;
+}
+
+// The hist entries (int32_t) a blocked build of n points in ncells cells uses: the block table,
+// one entry more than the blocks, then the scratch.
+static uint64_t nbi_block_hist(int32_t ncells, int32_t n, int dim)
+{
+    const int shift = nbi_block_shift(ncells, n);
+    return (uint64_t)((ncells - 1) >> shift) + 2 +
+           (uint64_t)NBI_BLOCK_MOST * (2 * (uint64_t)dim + 2) + ((uint64_t)1 << shift);
+}
+
+NBI_INLINE void nbi_copy_point(double *to, const double *from, int dim)
+{
+    _mm_storeu_pd(to, _mm_loadu_pd(from));
+    if (dim == 3) to[2] = from[2];
+}
+
+// Passes 2 to 4 of a dense build of packed points, blocked. Returns false when a block holds
+// more than NBI_BLOCK_MOST points; then only cell_of and hist have changed.
+NBI_INLINE bool nbi_build_blocked_dim(nbGrid *g, const double *data, int32_t n, int dim,
+                                      const nbiPackedCells *pc, int32_t ncells)
+{
+    int32_t *start = (int32_t *)g->start.ptr, *idx = (int32_t *)g->idx.ptr;
+    int32_t *cell_of = (int32_t *)g->cell_of.ptr, *block = (int32_t *)g->hist.ptr;
+    double *pts = (double *)g->pts.ptr;
+    const int shift = nbi_block_shift(ncells, n);
+    const int32_t nblocks = ((ncells - 1) >> shift) + 1, span = (int32_t)1 << shift;
+
+    // A: the cells, and the points per block.
+    memset(block, 0, ((size_t)nblocks + 1) * sizeof(int32_t));
+    for (int32_t i = 0; i < n; i++) {
+        const int32_t c = nbi_packed_cell(pc, data + (size_t)i * dim, dim);
+        cell_of[i] = c;
+        block[c >> shift]++;
+    }
+    int32_t at = 0;
+    for (int32_t b = 0; b < nblocks; b++) {
+        const int32_t m = block[b];
+        if (m > NBI_BLOCK_MOST) return false;
+        block[b] = at; // block b's first position, its cursor in pass B
+        at += m;
+    }
+    // the scratch, after the block table: points (dim doubles), their indices and cells, and a
+    // counter per cell of a block
+    int32_t *s_idx = block + nblocks + 1, *s_cell = s_idx + NBI_BLOCK_MOST;
+    int32_t *next = s_cell + NBI_BLOCK_MOST;
+    const size_t used = (size_t)(next + span - block); // int32_t entries; hist is aligned for
+    double *s_pts = (double *)(void *)(block + used + (used & 1)); // doubles: an even offset
+
+    // B: deal into blocks; block[b] ends at block b + 1's first position.
+    for (int32_t i = 0; i < n; i++) {
+        const int32_t p = block[cell_of[i] >> shift]++;
+        nbi_copy_point(pts + (size_t)p * dim, data + (size_t)i * dim, dim);
+        idx[p] = i;
+    }
+
+    // C: each block by cell. Its cells c0 .. c0 + cells - 1 get their first positions in start.
+    for (int32_t b = 0; b < nblocks; b++) {
+        const int32_t p0 = b > 0 ? block[b - 1] : 0, m = block[b] - p0;
+        const int32_t c0 = b << shift, cells = ncells - c0 < span ? ncells - c0 : span;
+        memcpy(s_pts, pts + (size_t)p0 * dim, (size_t)m * dim * sizeof(double));
+        memcpy(s_idx, idx + p0, (size_t)m * sizeof(int32_t));
+        memset(next, 0, (size_t)cells * sizeof(int32_t));
+        for (int32_t k = 0; k < m; k++) {
+            const int32_t c = nbi_packed_cell(pc, s_pts + (size_t)k * dim, dim) - c0;
+            s_cell[k] = c;
+            next[c]++;
+        }
+        int32_t p = p0;
+        for (int32_t c = 0; c < cells; c++) {
+            const int32_t count = next[c];
+            start[c0 + c] = next[c] = p;
+            p += count;
+        }
+        for (int32_t k = 0; k < m; k++) {
+            const int32_t to = next[s_cell[k]]++;
+            nbi_copy_point(pts + (size_t)to * dim, s_pts + (size_t)k * dim, dim);
+            idx[to] = s_idx[k];
+        }
+    }
+    start[ncells] = start[ncells + 1] = n;
+    return true;
+}
+
+static bool nbi_build_blocked(nbGrid *g, const double *data, int32_t n, int dim,
+                              const nbiCellMath *cm, const int64_t lo[3], const int64_t ext[3],
+                              int32_t ncells)
+{
+    const nbiPackedCells pc = nbi_packed_cells(cm, lo, ext);
+    return dim == 2 ? nbi_build_blocked_dim(g, data, n, 2, &pc, ncells)
+                    : nbi_build_blocked_dim(g, data, n, 3, &pc, ncells);
 }
 #endif
 
@@ -617,12 +761,22 @@ static nbStatus nbi_grid_build_fresh(nbGrid *grid, const nbPoints *points, doubl
     const bool keep_bits = filtered || grid->had_bits;
     const uint64_t cells = hashed ? (uint64_t)n : (uint64_t)box_cells;
     const bool parallel_dense = parallel && !hashed; // periodic grids are always dense
+    // A large serial dense build of packed points sorts in two cache-sized passes.
+    bool blocked = false;
+#if defined(__SSE2__)
+    blocked = !parallel && !hashed && !grid->wrapped && n >= nbi_blocked_min_points &&
+              step == (size_t)dim && nbi_cells_fit_i32(lo, hi);
+#endif
+    uint64_t hist = parallel_dense ? (uint64_t)nbi_grid_build_chunks(grid) * cells : 0;
+#if defined(__SSE2__)
+    if (blocked) hist = nbi_block_hist((int32_t)box_cells, n, dim);
+#endif
     nbiGridNeed need = {(uint64_t)n,
                         keep_hashed && room > cells ? room : cells,
                         keep_hashed ? (uint64_t)1 << room_bits : 0,
                         keep_hashed ? room : 0,
                         keep_bits ? room : 0,
-                        parallel_dense ? (uint64_t)nbi_grid_build_chunks(grid) * cells : 0};
+                        hist};
     if (!nbi_grid_grow(grid, need, false)) return NB_ERR_OUT_OF_MEMORY;
 
     // Nothing can fail from here on: replace the contents.
@@ -656,6 +810,13 @@ static nbStatus nbi_grid_build_fresh(nbGrid *grid, const nbPoints *points, doubl
         nbi_count_wrapped(grid, points->data, step, n, cell_of, start);
     } else if (!hashed) {
         ncells = (int32_t)box_cells;
+#if defined(__SSE2__)
+        if (blocked && nbi_build_blocked(grid, points->data, n, dim, &cm, lo, ext, ncells)) {
+            grid->ncells = ncells;
+            nbi_grid_gather_bits(grid, &with_bits, 0, n);
+            return NB_OK;
+        }
+#endif
         memset(start, 0, ((size_t)ncells + 2) * sizeof(int32_t));
 #if defined(__SSE2__)
         if (step == (size_t)dim && nbi_cells_fit_i32(lo, hi)) {
@@ -875,12 +1036,18 @@ void nbi_grid_gather(const nbGrid *g, const nbiBuildIn *in, int32_t p0, int32_t 
     const int32_t *idx = (const int32_t *)g->idx.ptr;
     NBI_BY_LAYOUT(nbi_gather_layout, in->data, in->step, p0, in->dim, p1, idx,
                   (double *)g->pts.ptr);
-    if (g->filtered) { // the bits follow the points into cell order; NULL means all bits
-        uint32_t *cat = (uint32_t *)g->cat.ptr, *mask = (uint32_t *)g->mask.ptr;
-        for (int32_t p = p0; p < p1; p++) {
-            cat[p] = in->category ? nbi_bits_at(in->category, in->cat_stride, idx[p]) : 0xFFFFFFFFu;
-            mask[p] = in->mask ? nbi_bits_at(in->mask, in->mask_stride, idx[p]) : 0xFFFFFFFFu;
-        }
+    nbi_grid_gather_bits(g, in, p0, p1);
+}
+
+// The filter bits follow the points into cell order (NULL means all bits).
+static void nbi_grid_gather_bits(const nbGrid *g, const nbiBuildIn *in, int32_t p0, int32_t p1)
+{
+    if (!g->filtered) return;
+    const int32_t *idx = (const int32_t *)g->idx.ptr;
+    uint32_t *cat = (uint32_t *)g->cat.ptr, *mask = (uint32_t *)g->mask.ptr;
+    for (int32_t p = p0; p < p1; p++) {
+        cat[p] = in->category ? nbi_bits_at(in->category, in->cat_stride, idx[p]) : 0xFFFFFFFFu;
+        mask[p] = in->mask ? nbi_bits_at(in->mask, in->mask_stride, idx[p]) : 0xFFFFFFFFu;
     }
 }
 

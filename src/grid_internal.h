@@ -114,6 +114,9 @@ void nbi_grid_scatter(const int32_t *cell_of, int32_t *next, int32_t a, int32_t 
 // Pass 4b over positions [p0, p1): each position's coordinates (and filter bits, when the
 // build has them) from the caller's point idx[p].
 void nbi_grid_gather(const nbGrid *g, const nbiBuildIn *in, int32_t p0, int32_t p1);
+// Serial dense builds of at least this many packed points sort in two cache-sized passes
+// (dense_grid.c); tests lower it to run that path on small inputs.
+extern int32_t nbi_blocked_min_points;
 
 // The parallel passes (grid_parallel.c). Chunks a build cuts its points into.
 int32_t nbi_grid_build_chunks(const nbGrid *g);

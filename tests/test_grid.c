@@ -4,6 +4,8 @@
 // table, buffer and visitor contracts, zero-allocation rebuilds and allocation failure.
 #include <nearby/grid.h>
 
+#include "grid_internal.h"
+
 #include "nb_oracle.h"
 #include "nb_test.h"
 
@@ -1153,6 +1155,60 @@ static int test_rebuild_follows_fresh(void)
     return 0;
 }
 
+// A large serial build sorts in two cache-sized passes (dense_grid.c, "large builds"); it must
+// lay the points out exactly as the one-pass build: the same cell order, the same pairs in the
+// same order. Lowering nbi_blocked_min_points runs it on small sets: uniform (many blocks), 2D
+// and 3D, a power-of-two cell and another, far from the origin, with filter bits, and a crowd
+// in one block that sends the build back to one pass. (The one-pass build is the one the
+// oracle tests check.)
+static int test_blocked_build_matches_one_pass(void)
+{
+    const int32_t saved = nbi_blocked_min_points;
+    for (int dim = 2; dim <= 3; dim++)
+        for (int kind = 0; kind < 4; kind++) {
+            const int32_t n = 60000;
+            nboSet s = nbo_set_new(n, dim);
+            const double side = dim == 2 ? 120.0 : 20.0, at = kind == 2 ? -3e6 : 0.0;
+            for (int32_t i = 0; i < n * dim; i++) s.p[i] = at + nbt_range(-side, side);
+            if (kind == 3) // a third of the points in the first rows (2D) or layers (3D)
+                for (int32_t i = 0; i < n / 3; i++)
+                    s.p[(size_t)i * dim + dim - 1] = nbt_range(-side, -side + 3.0);
+            uint32_t *cat = (uint32_t *)malloc(sizeof(uint32_t) * (size_t)n);
+            uint32_t *mask = (uint32_t *)malloc(sizeof(uint32_t) * (size_t)n);
+            NB_CHECK(cat != NULL && mask != NULL);
+            for (int32_t i = 0; i < n; i++) {
+                cat[i] = 1u << nbt_int(3);
+                mask[i] = (uint32_t)nbt_int(8);
+            }
+            nbPoints pts = {.data = s.p, .count = n, .dim = dim};
+            if (kind == 1) {
+                pts.category = cat;
+                pts.mask = mask;
+            }
+            const double r = kind == 0 ? 1.0 : 1.3; // 1.0: a power-of-two cell
+            const nbGridDesc d = {.dim = dim};
+            nbGrid *g = NULL, *f = NULL;
+            NB_CHECK_OK(nb_grid_create(&d, &g));
+            NB_CHECK_OK(nb_grid_create(&d, &f));
+            nbi_blocked_min_points = 1;
+            NB_CHECK_OK(nb_grid_build(g, &pts, r));
+            nbi_blocked_min_points = INT32_MAX;
+            NB_CHECK_OK(nb_grid_build(f, &pts, r));
+            nbi_blocked_min_points = saved;
+            NB_CHECK_OK(nb_grid_validate(g));
+            gridShot a = grid_shot(g, r), b = grid_shot(f, r);
+            NB_CHECK(same_shot(&a, &b) && a.pairs.n > n / 2);
+            free_shot(&a);
+            free_shot(&b);
+            nb_grid_destroy(g);
+            nb_grid_destroy(f);
+            free(cat);
+            free(mask);
+            nbo_set_free(&s);
+        }
+    return 0;
+}
+
 // A rebuild that fails leaves the grid as it was: a NaN or infinity at any position (found by
 // the rebuild's own pass), coordinates whose cells the cell math cannot number (the rebuild
 // misses, then the fresh build refuses them), and a fresh build that cannot grow.
@@ -1239,6 +1295,7 @@ int main(int argc, char **argv)
         {"rebuild_follows_fresh", test_rebuild_follows_fresh},
         {"hashed_counts_around_lookahead", test_hashed_counts_around_lookahead},
         {"rebuild_failures_change_nothing", test_rebuild_failures_change_nothing},
+        {"blocked_build_matches_one_pass", test_blocked_build_matches_one_pass},
     };
     return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
 }
