@@ -358,24 +358,17 @@ NBI_INLINE void nbi_copy_point(double *to, const double *from, int dim)
     if (dim == 3) to[2] = from[2];
 }
 
-// Passes 2 to 4 of a dense build of packed points, blocked. Returns false when a block holds
-// more than NBI_BLOCK_MOST points; then only cell_of and hist have changed.
-NBI_INLINE bool nbi_build_blocked_dim(nbGrid *g, const double *data, int32_t n, int dim,
-                                      const nbiPackedCells *pc, int32_t ncells)
+// Passes B and C, given each point's cell in cell_of and each block's points in the block table.
+// Returns false when a block holds more than NBI_BLOCK_MOST points; then only hist has changed.
+NBI_INLINE bool nbi_blocked_sort_dim(nbGrid *g, const double *data, int32_t n, int dim,
+                                     const nbiPackedCells *pc, int32_t ncells)
 {
     int32_t *start = (int32_t *)g->start.ptr, *idx = (int32_t *)g->idx.ptr;
-    int32_t *cell_of = (int32_t *)g->cell_of.ptr, *block = (int32_t *)g->hist.ptr;
+    const int32_t *cell_of = (const int32_t *)g->cell_of.ptr;
+    int32_t *block = (int32_t *)g->hist.ptr;
     double *pts = (double *)g->pts.ptr;
     const int shift = nbi_block_shift(ncells, n);
     const int32_t nblocks = ((ncells - 1) >> shift) + 1, span = (int32_t)1 << shift;
-
-    // A: the cells, and the points per block.
-    memset(block, 0, ((size_t)nblocks + 1) * sizeof(int32_t));
-    for (int32_t i = 0; i < n; i++) {
-        const int32_t c = nbi_packed_cell(pc, data + (size_t)i * dim, dim);
-        cell_of[i] = c;
-        block[c >> shift]++;
-    }
     int32_t at = 0;
     for (int32_t b = 0; b < nblocks; b++) {
         const int32_t m = block[b];
@@ -423,6 +416,21 @@ NBI_INLINE bool nbi_build_blocked_dim(nbGrid *g, const double *data, int32_t n, 
     }
     start[ncells] = start[ncells + 1] = n;
     return true;
+}
+
+// Passes 2 to 4 of a fresh dense build of packed points, blocked: pass A, then B and C.
+NBI_INLINE bool nbi_build_blocked_dim(nbGrid *g, const double *data, int32_t n, int dim,
+                                      const nbiPackedCells *pc, int32_t ncells)
+{
+    int32_t *cell_of = (int32_t *)g->cell_of.ptr, *block = (int32_t *)g->hist.ptr;
+    const int shift = nbi_block_shift(ncells, n);
+    memset(block, 0, ((size_t)(((ncells - 1) >> shift) + 1)) * sizeof(int32_t));
+    for (int32_t i = 0; i < n; i++) {
+        const int32_t c = nbi_packed_cell(pc, data + (size_t)i * dim, dim);
+        cell_of[i] = c;
+        block[c >> shift]++;
+    }
+    return nbi_blocked_sort_dim(g, data, n, dim, pc, ncells);
 }
 
 static bool nbi_build_blocked(nbGrid *g, const double *data, int32_t n, int dim,
@@ -885,6 +893,29 @@ static nbStatus nbi_grid_build_fresh(nbGrid *grid, const nbPoints *points, doubl
 // now and then.
 enum { NBI_REBUILD_PAUSE = 8 };
 
+// Whether packed points' cells, under the last build's cell math and box, mostly ascend in
+// input order, as in a simulation that keeps its arrays in cell order (nb_grid_cell_order):
+// fewer than one in eight of (up to) 1024 sampled neighbours steps back. The cell numbers are
+// taken in double, exact for every cell of the box and harmless for any other coordinate.
+static bool nbi_mostly_ordered(const nbGrid *g, const double *data, int32_t n)
+{
+    const int32_t samples = n - 1 < 1024 ? n - 1 : 1024, dim = g->dim;
+    int32_t back = 0;
+    double cell[2];
+    for (int32_t k = 0; k < samples; k++) {
+        const int32_t i = (int32_t)((int64_t)k * (n - 1) / samples);
+        for (int32_t j = 0; j < 2; j++) {
+            const double *q = data + (size_t)(i + j) * (size_t)dim;
+            double c = 0.0;
+            for (int a = dim - 1; a >= 0; a--)
+                c = c * (double)g->ext[a] + (nbi_cell_f(&g->cm, q[a]) - (double)g->lo[a]);
+            cell[j] = c;
+        }
+        back += cell[1] < cell[0];
+    }
+    return samples > 0 && back < samples / 8;
+}
+
 // Whether a build of `points` may try the last build's cells: packed points without filter
 // bits, the last build dense and not periodic, serial, and every buffer already large enough.
 static bool nbi_grid_may_rebuild(nbGrid *g, const nbPoints *points, double radius)
@@ -908,7 +939,9 @@ static bool nbi_grid_may_rebuild(nbGrid *g, const nbPoints *points, double radiu
         g->rebuild_pause--;
         return false;
     }
-    return true;
+    // A large build out of cell order is cheaper afresh: the rebuild's count would miss the
+    // caches on every point, where a fresh build sorts in blocks (see "large builds").
+    return n < nbi_blocked_min_points || nbi_mostly_ordered(g, points->data, n);
 }
 
 // Puts back start and cell_of, which a rebuild's pass overwrote, for the grid's contents: its
@@ -934,20 +967,6 @@ static void nbi_grid_restore(nbGrid *g)
 // Tries the rebuild. Returns true when it has answered the call (*st: NB_OK, or
 // NB_ERR_NOT_FINITE with the grid as it was); false when the build must start afresh, with
 // start and cell_of overwritten (the caller restores them if that build fails).
-// Whether the points' cells mostly ascend in input order, as in a simulation that keeps its
-// arrays in cell order (nb_grid_cell_order): fewer than one in eight of (up to) 1024 sampled
-// neighbours steps back.
-static bool nbi_mostly_ordered(const int32_t *cell_of, int32_t n)
-{
-    const int32_t samples = n - 1 < 1024 ? n - 1 : 1024;
-    int32_t back = 0;
-    for (int32_t k = 0; k < samples; k++) {
-        const int32_t i = (int32_t)((int64_t)k * (n - 1) / samples);
-        back += cell_of[i + 1] < cell_of[i];
-    }
-    return samples > 0 && back < samples / 8;
-}
-
 // Passes 4 and 4b in one, for packed points mostly in cell order already: each point's index
 // and coordinates go straight to its position, which lies near its own index, so the writes
 // stream (in random order the two passes move less memory: see nbi_grid_scatter).
@@ -1002,7 +1021,7 @@ static bool nbi_grid_rebuild(nbGrid *g, const nbPoints *points, double radius, n
     g->filtered = false;
     for (int64_t c = 2; c < (int64_t)ncells + 2; c++) start[c] += start[c - 1];
     int32_t *idx = (int32_t *)g->idx.ptr;
-    if (nbi_mostly_ordered(cell_of, n)) {
+    if (nbi_mostly_ordered(g, points->data, n)) {
         if (dim == 2)
             nbi_scatter_points(cell_of, start + 1, n, points->data, 2, idx, (double *)g->pts.ptr);
         else

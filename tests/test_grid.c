@@ -1159,8 +1159,8 @@ static int test_rebuild_follows_fresh(void)
 // lay the points out exactly as the one-pass build: the same cell order, the same pairs in the
 // same order. Lowering nbi_blocked_min_points runs it on small sets: uniform (many blocks), 2D
 // and 3D, a power-of-two cell and another, far from the origin, with filter bits, and a crowd
-// in one block that sends the build back to one pass. (The one-pass build is the one the
-// oracle tests check.)
+// in one block that sends the build back to one pass; then a rebuild of the moved points on the
+// same cells. (The one-pass build is the one the oracle tests check.)
 static int test_blocked_build_matches_one_pass(void)
 {
     const int32_t saved = nbi_blocked_min_points;
@@ -1197,6 +1197,21 @@ static int test_blocked_build_matches_one_pass(void)
             nbi_blocked_min_points = saved;
             NB_CHECK_OK(nb_grid_validate(g));
             gridShot a = grid_shot(g, r), b = grid_shot(f, r);
+            NB_CHECK(same_shot(&a, &b) && a.pairs.n > n / 2);
+            free_shot(&a);
+            free_shot(&b);
+            // a step later, rebuilt on the same cells (without filter bits): the rebuild's passes
+            // B and C are the blocked ones
+            for (int32_t i = 0; i < n * dim; i++) // all but the outermost: the same box and cells
+                if (fabs(s.p[i] - at) < side - 0.1) s.p[i] += nbt_range(-0.05, 0.05);
+            nbi_blocked_min_points = 1;
+            NB_CHECK_OK(nb_grid_build(g, &pts, r));
+            nbi_blocked_min_points = INT32_MAX;
+            NB_CHECK_OK(nb_grid_build(f, &pts, r));
+            nbi_blocked_min_points = saved;
+            NB_CHECK_OK(nb_grid_validate(g));
+            a = grid_shot(g, r);
+            b = grid_shot(f, r);
             NB_CHECK(same_shot(&a, &b) && a.pairs.n > n / 2);
             free_shot(&a);
             free_shot(&b);
