@@ -19,8 +19,6 @@
 #include <emmintrin.h>
 #endif
 
-static void nbi_grid_gather_bits(const nbGrid *g, const nbiBuildIn *in, int32_t p0, int32_t p1);
-
 enum { NBI_DENSE_CELLS_PER_POINT = 4, NBI_DENSE_MIN_CELLS = 64 };
 // How many points ahead a hashed build computes keys and prefetches their table slots.
 enum { NBI_HASH_AHEAD = 16 };
@@ -329,9 +327,11 @@ void nbi_count_packed(const double *data, int32_t n, int dim, const nbiCellMath 
 //   C. block by block, the block's positions copied into scratch and dealt from there to their
 //      cells: counters, scratch and destination all fit the caches.
 // Both passes keep the input order, so every cell's points come in input order, and the layout
-// is exactly a one-pass build's. The block table and the scratch (room for NBI_BLOCK_MOST points
-// and a counter per cell of a block) live in the hist buffer. A block of more than
-// NBI_BLOCK_MOST points (clustered data) sends the build back to one pass.
+// is exactly a one-pass build's. A parallel build (grid_parallel.c) runs A and B per chunk of
+// points, each chunk with its own row of block counts (chunk 0's points first in every block,
+// then chunk 1's, as in one pass), and C per run of blocks, each run with its own scratch.
+// Everything lives in the hist buffer (nbiBlocks). A block of more than NBI_BLOCK_MOST points
+// (clustered data) sends the build back to one pass.
 enum { NBI_BLOCK_POINTS = 8192, NBI_BLOCK_MOST = 2 * NBI_BLOCK_POINTS };
 int32_t nbi_blocked_min_points = 3 << 20; // measured: below, the one-pass build is as fast
 
@@ -343,13 +343,40 @@ static int nbi_block_shift(int32_t ncells, int32_t n)
     return shift;
 }
 
-// The hist entries (int32_t) a blocked build of n points in ncells cells uses: the block table,
-// one entry more than the blocks, then the scratch.
-static uint64_t nbi_block_hist(int32_t ncells, int32_t n, int dim)
+// One scratch area, in int32_t entries: NBI_BLOCK_MOST points (dim doubles), their indices and
+// cells, a counter per cell of a block; even, so that every area's doubles are aligned.
+static size_t nbi_block_area(int shift, int dim)
+{
+    const size_t area = (size_t)NBI_BLOCK_MOST * (2 * (size_t)dim + 2) + ((size_t)1 << shift);
+    return area + (area & 1);
+}
+
+// hist holds: chunks rows of block counts, the blocks' first positions (one more entry), padding
+// to an even offset, then chunks scratch areas.
+static size_t nbi_block_table(int32_t nblocks, int32_t chunks)
+{
+    const size_t t = (size_t)chunks * (size_t)nblocks + (size_t)nblocks + 1;
+    return t + (t & 1);
+}
+
+uint64_t nbi_blocks_hist(int32_t ncells, int32_t n, int dim, int32_t chunks)
 {
     const int shift = nbi_block_shift(ncells, n);
-    return (uint64_t)((ncells - 1) >> shift) + 2 +
-           (uint64_t)NBI_BLOCK_MOST * (2 * (uint64_t)dim + 2) + ((uint64_t)1 << shift);
+    const int32_t nblocks = ((ncells - 1) >> shift) + 1;
+    return nbi_block_table(nblocks, chunks) + (size_t)chunks * nbi_block_area(shift, dim);
+}
+
+nbiBlocks nbi_blocks_plan(nbGrid *g, int32_t n, int32_t chunks)
+{
+    nbiBlocks b;
+    b.shift = nbi_block_shift(g->ncells, n);
+    b.nblocks = ((g->ncells - 1) >> b.shift) + 1;
+    b.chunks = chunks;
+    b.counts = (int32_t *)g->hist.ptr;
+    b.first = b.counts + (size_t)chunks * (size_t)b.nblocks;
+    b.scratch = b.counts + nbi_block_table(b.nblocks, chunks);
+    b.area = nbi_block_area(b.shift, g->dim);
+    return b;
 }
 
 NBI_INLINE void nbi_copy_point(double *to, const double *from, int dim)
@@ -358,47 +385,89 @@ NBI_INLINE void nbi_copy_point(double *to, const double *from, int dim)
     if (dim == 3) to[2] = from[2];
 }
 
-// Passes B and C, given each point's cell in cell_of and each block's points in the block table.
-// Returns false when a block holds more than NBI_BLOCK_MOST points; then only hist has changed.
-NBI_INLINE bool nbi_blocked_sort_dim(nbGrid *g, const double *data, int32_t n, int dim,
-                                     const nbiPackedCells *pc, int32_t ncells)
+NBI_INLINE void nbi_blocks_count_dim(const nbGrid *g, const double *data, int dim,
+                                     const nbiBlocks *b, int32_t *counts, int32_t i0, int32_t i1)
 {
-    int32_t *start = (int32_t *)g->start.ptr, *idx = (int32_t *)g->idx.ptr;
-    const int32_t *cell_of = (const int32_t *)g->cell_of.ptr;
-    int32_t *block = (int32_t *)g->hist.ptr;
-    double *pts = (double *)g->pts.ptr;
-    const int shift = nbi_block_shift(ncells, n);
-    const int32_t nblocks = ((ncells - 1) >> shift) + 1, span = (int32_t)1 << shift;
-    int32_t at = 0;
-    for (int32_t b = 0; b < nblocks; b++) {
-        const int32_t m = block[b];
-        if (m > NBI_BLOCK_MOST) return false;
-        block[b] = at; // block b's first position, its cursor in pass B
-        at += m;
+    const nbiPackedCells pc = nbi_packed_cells(&g->cm, g->lo, g->ext);
+    int32_t *cell_of = (int32_t *)g->cell_of.ptr;
+    memset(counts, 0, (size_t)b->nblocks * sizeof(int32_t));
+    for (int32_t i = i0; i < i1; i++) {
+        const int32_t c = nbi_packed_cell(&pc, data + (size_t)i * dim, dim);
+        cell_of[i] = c;
+        counts[c >> b->shift]++;
     }
-    // the scratch, after the block table: points (dim doubles), their indices and cells, and a
-    // counter per cell of a block
-    int32_t *s_idx = block + nblocks + 1, *s_cell = s_idx + NBI_BLOCK_MOST;
-    int32_t *next = s_cell + NBI_BLOCK_MOST;
-    const size_t used = (size_t)(next + span - block); // int32_t entries; hist is aligned for
-    double *s_pts = (double *)(void *)(block + used + (used & 1)); // doubles: an even offset
+}
 
-    // B: deal into blocks; block[b] ends at block b + 1's first position.
-    for (int32_t i = 0; i < n; i++) {
-        const int32_t p = block[cell_of[i] >> shift]++;
+void nbi_blocks_count(const nbGrid *g, const double *data, const nbiBlocks *b, int32_t k,
+                      int32_t i0, int32_t i1)
+{
+    int32_t *counts = b->counts + (size_t)k * (size_t)b->nblocks;
+    if (g->dim == 2)
+        nbi_blocks_count_dim(g, data, 2, b, counts, i0, i1);
+    else
+        nbi_blocks_count_dim(g, data, 3, b, counts, i0, i1);
+}
+
+bool nbi_blocks_offsets(const nbiBlocks *b)
+{
+    int32_t at = 0;
+    for (int32_t j = 0; j < b->nblocks; j++) {
+        b->first[j] = at;
+        for (int32_t k = 0; k < b->chunks; k++) {
+            int32_t *count = b->counts + (size_t)k * (size_t)b->nblocks + j;
+            const int32_t m = *count;
+            *count = at; // chunk k's cursor in block j
+            at += m;
+        }
+        if (at - b->first[j] > NBI_BLOCK_MOST) return false;
+    }
+    b->first[b->nblocks] = at;
+    return true;
+}
+
+NBI_INLINE void nbi_blocks_deal_dim(const nbGrid *g, const double *data, int dim, int shift,
+                                    int32_t *cursor, int32_t i0, int32_t i1)
+{
+    const int32_t *cell_of = (const int32_t *)g->cell_of.ptr;
+    int32_t *idx = (int32_t *)g->idx.ptr;
+    double *pts = (double *)g->pts.ptr;
+    for (int32_t i = i0; i < i1; i++) {
+        const int32_t p = cursor[cell_of[i] >> shift]++;
         nbi_copy_point(pts + (size_t)p * dim, data + (size_t)i * dim, dim);
         idx[p] = i;
     }
+}
 
-    // C: each block by cell. Its cells c0 .. c0 + cells - 1 get their first positions in start.
-    for (int32_t b = 0; b < nblocks; b++) {
-        const int32_t p0 = b > 0 ? block[b - 1] : 0, m = block[b] - p0;
-        const int32_t c0 = b << shift, cells = ncells - c0 < span ? ncells - c0 : span;
+void nbi_blocks_deal(const nbGrid *g, const double *data, const nbiBlocks *b, int32_t k, int32_t i0,
+                     int32_t i1)
+{
+    int32_t *cursor = b->counts + (size_t)k * (size_t)b->nblocks;
+    if (g->dim == 2)
+        nbi_blocks_deal_dim(g, data, 2, b->shift, cursor, i0, i1);
+    else
+        nbi_blocks_deal_dim(g, data, 3, b->shift, cursor, i0, i1);
+}
+
+// Pass C for blocks [j0, j1) through scratch area `area`. Each block's cells get their first
+// positions in start.
+NBI_INLINE void nbi_blocks_sort_dim(const nbGrid *g, int dim, const nbiBlocks *b, int32_t j0,
+                                    int32_t j1, int32_t area)
+{
+    const nbiPackedCells pc = nbi_packed_cells(&g->cm, g->lo, g->ext);
+    int32_t *start = (int32_t *)g->start.ptr, *idx = (int32_t *)g->idx.ptr;
+    double *pts = (double *)g->pts.ptr;
+    const int32_t ncells = g->ncells, span = (int32_t)1 << b->shift;
+    int32_t *s_idx = b->scratch + (size_t)area * b->area, *s_cell = s_idx + NBI_BLOCK_MOST;
+    int32_t *next = s_cell + NBI_BLOCK_MOST;
+    double *s_pts = (double *)(void *)(next + span + (span & 1)); // areas start even
+    for (int32_t j = j0; j < j1; j++) {
+        const int32_t p0 = b->first[j], m = b->first[j + 1] - p0;
+        const int32_t c0 = j << b->shift, cells = ncells - c0 < span ? ncells - c0 : span;
         memcpy(s_pts, pts + (size_t)p0 * dim, (size_t)m * dim * sizeof(double));
         memcpy(s_idx, idx + p0, (size_t)m * sizeof(int32_t));
         memset(next, 0, (size_t)cells * sizeof(int32_t));
         for (int32_t k = 0; k < m; k++) {
-            const int32_t c = nbi_packed_cell(pc, s_pts + (size_t)k * dim, dim) - c0;
+            const int32_t c = nbi_packed_cell(&pc, s_pts + (size_t)k * dim, dim) - c0;
             s_cell[k] = c;
             next[c]++;
         }
@@ -414,32 +483,30 @@ NBI_INLINE bool nbi_blocked_sort_dim(nbGrid *g, const double *data, int32_t n, i
             idx[to] = s_idx[k];
         }
     }
-    start[ncells] = start[ncells + 1] = n;
-    return true;
 }
 
-// Passes 2 to 4 of a fresh dense build of packed points, blocked: pass A, then B and C.
-NBI_INLINE bool nbi_build_blocked_dim(nbGrid *g, const double *data, int32_t n, int dim,
-                                      const nbiPackedCells *pc, int32_t ncells)
+void nbi_blocks_sort(nbGrid *g, const nbiBlocks *b, int32_t j0, int32_t j1, int32_t area)
 {
-    int32_t *cell_of = (int32_t *)g->cell_of.ptr, *block = (int32_t *)g->hist.ptr;
-    const int shift = nbi_block_shift(ncells, n);
-    memset(block, 0, ((size_t)(((ncells - 1) >> shift) + 1)) * sizeof(int32_t));
-    for (int32_t i = 0; i < n; i++) {
-        const int32_t c = nbi_packed_cell(pc, data + (size_t)i * dim, dim);
-        cell_of[i] = c;
-        block[c >> shift]++;
+    if (g->dim == 2)
+        nbi_blocks_sort_dim(g, 2, b, j0, j1, area);
+    else
+        nbi_blocks_sort_dim(g, 3, b, j0, j1, area);
+    if (j1 == b->nblocks) {
+        int32_t *start = (int32_t *)g->start.ptr;
+        start[g->ncells] = start[g->ncells + 1] = b->first[b->nblocks];
     }
-    return nbi_blocked_sort_dim(g, data, n, dim, pc, ncells);
 }
 
-static bool nbi_build_blocked(nbGrid *g, const double *data, int32_t n, int dim,
-                              const nbiCellMath *cm, const int64_t lo[3], const int64_t ext[3],
-                              int32_t ncells)
+// Passes 2 to 4 of a serial dense build of packed points, blocked. Returns false when a block
+// holds more than NBI_BLOCK_MOST points; then only cell_of and hist have changed.
+static bool nbi_build_blocked(nbGrid *g, const double *data, int32_t n)
 {
-    const nbiPackedCells pc = nbi_packed_cells(cm, lo, ext);
-    return dim == 2 ? nbi_build_blocked_dim(g, data, n, 2, &pc, ncells)
-                    : nbi_build_blocked_dim(g, data, n, 3, &pc, ncells);
+    const nbiBlocks b = nbi_blocks_plan(g, n, 1);
+    nbi_blocks_count(g, data, &b, 0, 0, n);
+    if (!nbi_blocks_offsets(&b)) return false;
+    nbi_blocks_deal(g, data, &b, 0, 0, n);
+    nbi_blocks_sort(g, &b, 0, b.nblocks, 0);
+    return true;
 }
 #endif
 
@@ -769,15 +836,17 @@ static nbStatus nbi_grid_build_fresh(nbGrid *grid, const nbPoints *points, doubl
     const bool keep_bits = filtered || grid->had_bits;
     const uint64_t cells = hashed ? (uint64_t)n : (uint64_t)box_cells;
     const bool parallel_dense = parallel && !hashed; // periodic grids are always dense
-    // A large serial dense build of packed points sorts in two cache-sized passes.
+    // A large dense build of packed points sorts in two cache-sized passes.
     bool blocked = false;
+    const int32_t chunks = parallel_dense ? nbi_grid_build_chunks(grid) : 1;
+    uint64_t hist = parallel_dense ? (uint64_t)chunks * cells : 0;
 #if defined(__SSE2__)
-    blocked = !parallel && !hashed && !grid->wrapped && n >= nbi_blocked_min_points &&
-              step == (size_t)dim && nbi_cells_fit_i32(lo, hi);
-#endif
-    uint64_t hist = parallel_dense ? (uint64_t)nbi_grid_build_chunks(grid) * cells : 0;
-#if defined(__SSE2__)
-    if (blocked) hist = nbi_block_hist((int32_t)box_cells, n, dim);
+    blocked = !hashed && !grid->wrapped && n >= nbi_blocked_min_points && step == (size_t)dim &&
+              nbi_cells_fit_i32(lo, hi);
+    if (blocked) {
+        const uint64_t want = nbi_blocks_hist((int32_t)box_cells, n, dim, chunks);
+        hist = want > hist ? want : hist;
+    }
 #endif
     nbiGridNeed need = {(uint64_t)n,
                         keep_hashed && room > cells ? room : cells,
@@ -806,7 +875,7 @@ static nbStatus nbi_grid_build_fresh(nbGrid *grid, const nbPoints *points, doubl
     with_bits.mask_stride = mask_stride;
     if (parallel_dense) {
         grid->ncells = (int32_t)box_cells;
-        nbi_grid_build_parallel(grid, &with_bits);
+        nbi_grid_build_parallel(grid, &with_bits, blocked);
         return NB_OK;
     }
 
@@ -819,8 +888,8 @@ static nbStatus nbi_grid_build_fresh(nbGrid *grid, const nbPoints *points, doubl
     } else if (!hashed) {
         ncells = (int32_t)box_cells;
 #if defined(__SSE2__)
-        if (blocked && nbi_build_blocked(grid, points->data, n, dim, &cm, lo, ext, ncells)) {
-            grid->ncells = ncells;
+        grid->ncells = ncells;
+        if (blocked && nbi_build_blocked(grid, points->data, n)) {
             nbi_grid_gather_bits(grid, &with_bits, 0, n);
             return NB_OK;
         }
@@ -1059,7 +1128,7 @@ void nbi_grid_gather(const nbGrid *g, const nbiBuildIn *in, int32_t p0, int32_t 
 }
 
 // The filter bits follow the points into cell order (NULL means all bits).
-static void nbi_grid_gather_bits(const nbGrid *g, const nbiBuildIn *in, int32_t p0, int32_t p1)
+void nbi_grid_gather_bits(const nbGrid *g, const nbiBuildIn *in, int32_t p0, int32_t p1)
 {
     if (!g->filtered) return;
     const int32_t *idx = (const int32_t *)g->idx.ptr;

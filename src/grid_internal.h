@@ -114,16 +114,47 @@ void nbi_grid_scatter(const int32_t *cell_of, int32_t *next, int32_t a, int32_t 
 // Pass 4b over positions [p0, p1): each position's coordinates (and filter bits, when the
 // build has them) from the caller's point idx[p].
 void nbi_grid_gather(const nbGrid *g, const nbiBuildIn *in, int32_t p0, int32_t p1);
-// Serial dense builds of at least this many packed points sort in two cache-sized passes
-// (dense_grid.c); tests lower it to run that path on small inputs.
+// Dense builds of at least this many packed points sort in two cache-sized passes
+// (dense_grid.c, "large builds"); tests lower it to run that path on small inputs.
 extern int32_t nbi_blocked_min_points;
+#if defined(__SSE2__)
+// A blocked build's tables, all in the hist buffer: per chunk of points a row of block counts
+// (then that chunk's cursors), the blocks' first positions, and per run of blocks a scratch area.
+typedef struct nbiBlocks {
+    int shift;       // a block is 2^shift consecutive cells
+    int32_t nblocks; // blocks of the grid's ncells
+    int32_t chunks;  // rows and scratch areas
+    int32_t *counts; // chunks x nblocks
+    int32_t *first;  // nblocks + 1: block j holds positions [first[j], first[j + 1])
+    int32_t *scratch;
+    size_t area; // int32_t entries of one scratch area
+} nbiBlocks;
+// The hist entries a blocked build of n points into ncells cells needs, in `chunks` chunks.
+uint64_t nbi_blocks_hist(int32_t ncells, int32_t n, int dim, int32_t chunks);
+// The tables for a build of n points into the grid's ncells cells (hist already that large).
+nbiBlocks nbi_blocks_plan(nbGrid *g, int32_t n, int32_t chunks);
+// Pass A over points [i0, i1) of packed data: cells into cell_of, block counts into row k.
+void nbi_blocks_count(const nbGrid *g, const double *data, const nbiBlocks *b, int32_t k,
+                      int32_t i0, int32_t i1);
+// The rows become cursors and the blocks' first positions; false when a block holds too many
+// points for a scratch area (the build must then run in one pass).
+bool nbi_blocks_offsets(const nbiBlocks *b);
+// Pass B over points [i0, i1) through row k's cursors.
+void nbi_blocks_deal(const nbGrid *g, const double *data, const nbiBlocks *b, int32_t k, int32_t i0,
+                     int32_t i1);
+// Pass C over blocks [j0, j1) with scratch area `area`; sets start for their cells.
+void nbi_blocks_sort(nbGrid *g, const nbiBlocks *b, int32_t j0, int32_t j1, int32_t area);
+#endif
+// The filter bits of positions [p0, p1), from the caller's point idx[p] (no-op unfiltered).
+void nbi_grid_gather_bits(const nbGrid *g, const nbiBuildIn *in, int32_t p0, int32_t p1);
 
 // The parallel passes (grid_parallel.c). Chunks a build cuts its points into.
 int32_t nbi_grid_build_chunks(const nbGrid *g);
 // Pass 1 on the scheduler.
 bool nbi_grid_scan_parallel(const nbGrid *g, const nbiBuildIn *in, double mn[3], double mx[3]);
-// Passes 2 to 4 of a dense build on the scheduler; the grid's box, cells and storage are set.
-void nbi_grid_build_parallel(nbGrid *g, const nbiBuildIn *in);
+// Passes 2 to 4 of a dense build on the scheduler; the grid's box, cells and storage are set
+// (with `blocked`, hist also for a blocked build: tried first).
+void nbi_grid_build_parallel(nbGrid *g, const nbiBuildIn *in, bool blocked);
 // All pairs counted (NBI_SINK_COUNT) or written into out (NBI_SINK_BUFFER) on the scheduler.
 // *done = false (and NB_OK) when the call must run serially instead: the scratch is held by
 // another call or cannot grow.

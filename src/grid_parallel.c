@@ -203,8 +203,64 @@ static void nbi_gather_task(int32_t r0, int32_t r1, int32_t worker, void *vctx)
     nbi_grid_gather(g, in, a, b);
 }
 
-void nbi_grid_build_parallel(nbGrid *g, const nbiBuildIn *in)
+#if defined(__SSE2__)
+// The blocked build (dense_grid.c, "large builds"): passes A and B per chunk of points, C per
+// run of blocks, chunk k's run using scratch area k.
+typedef struct nbiBlocksCtx {
+    const nbiBuildIn *in;
+    nbGrid *g;
+    nbiBlocks b;
+} nbiBlocksCtx;
+
+static void nbi_blocks_count_task(int32_t k0, int32_t k1, int32_t worker, void *vctx)
 {
+    (void)worker;
+    const nbiBlocksCtx *x = (const nbiBlocksCtx *)vctx;
+    for (int32_t k = k0; k < k1; k++)
+        nbi_blocks_count(x->g, x->in->data, &x->b, k, nbi_cut(x->in->n, x->b.chunks, k),
+                         nbi_cut(x->in->n, x->b.chunks, k + 1));
+}
+
+static void nbi_blocks_deal_task(int32_t k0, int32_t k1, int32_t worker, void *vctx)
+{
+    (void)worker;
+    const nbiBlocksCtx *x = (const nbiBlocksCtx *)vctx;
+    for (int32_t k = k0; k < k1; k++)
+        nbi_blocks_deal(x->g, x->in->data, &x->b, k, nbi_cut(x->in->n, x->b.chunks, k),
+                        nbi_cut(x->in->n, x->b.chunks, k + 1));
+}
+
+static void nbi_blocks_sort_task(int32_t k0, int32_t k1, int32_t worker, void *vctx)
+{
+    (void)worker;
+    const nbiBlocksCtx *x = (const nbiBlocksCtx *)vctx;
+    for (int32_t k = k0; k < k1; k++) {
+        const int32_t j0 = nbi_cut(x->b.nblocks, x->b.chunks, k);
+        const int32_t j1 = nbi_cut(x->b.nblocks, x->b.chunks, k + 1);
+        nbi_blocks_sort(x->g, &x->b, j0, j1, k);
+        nbi_grid_gather_bits(x->g, x->in, x->b.first[j0], x->b.first[j1]);
+    }
+}
+
+// False when a block is too crowded (then only cell_of and hist have changed).
+static bool nbi_grid_build_blocked_parallel(nbGrid *g, const nbiBuildIn *in)
+{
+    nbiBlocksCtx x = {in, g, nbi_blocks_plan(g, in->n, nbi_grid_build_chunks(g))};
+    nbi_run_chunks(g, nbi_blocks_count_task, x.b.chunks, &x);
+    if (!nbi_blocks_offsets(&x.b)) return false;
+    nbi_run_chunks(g, nbi_blocks_deal_task, x.b.chunks, &x);
+    nbi_run_chunks(g, nbi_blocks_sort_task, x.b.chunks, &x);
+    return true;
+}
+#endif
+
+void nbi_grid_build_parallel(nbGrid *g, const nbiBuildIn *in, bool blocked)
+{
+#if defined(__SSE2__)
+    if (blocked && nbi_grid_build_blocked_parallel(g, in)) return;
+#else
+    (void)blocked;
+#endif
     nbiBuildCtx x;
     x.in = in;
     x.g = g;

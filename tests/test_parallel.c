@@ -9,6 +9,8 @@
 
 #include <nearby/grid.h>
 
+#include "grid_internal.h"
+
 #include <math.h>
 
 enum { N_BIG = 20000 }; // above the sizes below which the grid stays serial
@@ -56,6 +58,8 @@ static data make_data(int32_t n, int dim, int kind)
             if (kind == 2 && i % 7 == 0) v = 0.25 * (double)(i % 5); // a dense cluster
             if (kind == 3) v = i % 11 == 0 ? 0.0 : v + side / 2;     // periodic, some on a face
             if (kind == 3 && !(v < side)) v = 0.0;
+            if (kind == 4 && a == dim - 1 && i % 5 < 3) // a crowd in the first rows or layers
+                v = nbt_range(-side / 2, -side / 2 + 1.0);
             d.xyz[(size_t)i * (size_t)dim + (size_t)a] = v;
         }
         d.cat[i] = 1u << (nbt_u64() % 3);
@@ -93,6 +97,12 @@ static int run(const data *d, bool filtered, const nbTasks *tasks, double r, ans
     if (filtered) {
         pts.category = d->cat;
         pts.mask = d->mask;
+    }
+    if (filtered) { // first other bits, so that a position whose bits a build missed shows
+        nbPoints other = pts;
+        other.category = d->mask;
+        other.mask = d->cat;
+        NB_CHECK_OK(nb_grid_build(g, &other, r));
     }
     // Twice: the second build reuses the storage, and the second pairs call the scratch.
     for (int round = 0; round < 2; round++) {
@@ -141,12 +151,17 @@ static void done(answers *a)
     free(a);
 }
 
-// Every worker count and every odd scheduler against the serial grid, for one data set.
-static int against_serial(int32_t n, int dim, int kind, bool filtered, double r)
+// Every worker count and every odd scheduler against the serial grid, for one data set. With
+// `blocked`, the grids on a scheduler build in blocks (dense_grid.c, "large builds") and the
+// serial one in one pass.
+static int against_serial_as(int32_t n, int dim, int kind, bool filtered, double r, bool blocked)
 {
+    const int32_t saved = nbi_blocked_min_points;
     data d = make_data(n, dim, kind);
     answers *serial = fresh();
+    nbi_blocked_min_points = blocked ? INT32_MAX : saved;
     int bad = run(&d, filtered, NULL, r, serial);
+    nbi_blocked_min_points = blocked ? 1 : saved;
     for (int32_t w = 1; w <= 8 && !bad; w++) {
         nbxPool pool;
         NB_CHECK(nbx_pool_start(&pool, w) == 0);
@@ -165,9 +180,15 @@ static int against_serial(int32_t n, int dim, int kind, bool filtered, double r)
         if (bad) fprintf(stderr, "  with odd scheduler %d\n", s);
         done(par);
     }
+    nbi_blocked_min_points = saved;
     done(serial);
     free_data(&d);
     return bad;
+}
+
+static int against_serial(int32_t n, int dim, int kind, bool filtered, double r)
+{
+    return against_serial_as(n, dim, kind, filtered, r, false);
 }
 
 static int t_uniform_2d(void)
@@ -197,6 +218,23 @@ static int t_small_stays_serial(void)
 static int t_sparse_hashed(void) // a tiny radius: the hashed layout, built serially
 {
     return against_serial(N_BIG, 2, 0, false, 0.01);
+}
+
+static int t_blocked_uniform_2d(void)
+{
+    return against_serial_as(N_BIG, 2, 0, false, 1.5, true);
+}
+static int t_blocked_uniform_3d(void)
+{
+    return against_serial_as(N_BIG, 3, 0, false, 1.2, true);
+}
+static int t_blocked_cluster_filtered_2d(void)
+{
+    return against_serial_as(N_BIG, 2, 2, true, 1.0, true);
+}
+static int t_blocked_crowd_falls_back_3d(void) // a block too crowded: the one-pass build
+{
+    return against_serial_as(30000, 3, 4, false, 1.2, true);
 }
 
 // A scheduler that counts its calls, to show the grid used it.
@@ -243,6 +281,10 @@ int main(int argc, char **argv)
         {"cluster_filtered_2d", t_cluster_filtered_2d},
         {"small_stays_serial", t_small_stays_serial},
         {"sparse_hashed", t_sparse_hashed},
+        {"blocked_uniform_2d", t_blocked_uniform_2d},
+        {"blocked_uniform_3d", t_blocked_uniform_3d},
+        {"blocked_cluster_filtered_2d", t_blocked_cluster_filtered_2d},
+        {"blocked_crowd_falls_back_3d", t_blocked_crowd_falls_back_3d},
         {"periodic_3d_filtered", t_periodic_3d_filtered},
         {"scheduler_used_and_negative_workers_refused",
          t_scheduler_used_and_negative_workers_refused},
