@@ -6,6 +6,8 @@
 //   2. map each point to its cell and count points per cell;
 //   3. exclusive prefix sum of the counts -> each cell's first position;
 //   4. scatter: copy each point (and its index) to its cell's next free position.
+// Large builds of packed points do 2 to 4 in two cache-sized passes instead (blocks of cells,
+// then cells within each block: "large builds" below), with the same result.
 // Storage is a handful of flat arrays reused across builds: nothing is allocated once the
 // capacity suffices, memory is contiguous, and cost is O(points + cells). Cells stay O(points):
 // when the bounding box would need more than about 4 cells per point, only occupied cells are
