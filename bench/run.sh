@@ -46,6 +46,12 @@
 #                                            bench/results/$NB_BENCH_MACHINE/rects_latest.csv;
 #                                            `--rects --quick` at the --quick sizes (~20 s),
 #                                            results only in BUILD_DIR/bench/rects_quick.csv
+#   bash bench/run.sh BUILD_DIR --cli        only whole CLI processes (bench_cli.py; ~1 minute):
+#                                            `nearby pairs --count` on 1M uniform 2D points
+#                                            (default threads and --threads 1) against a numpy +
+#                                            cKDTree script, and the cost a point at 16M
+#                                            against 1M (--threads 1): writes
+#                                            bench/results/$NB_BENCH_MACHINE/cli_latest.csv
 #   bash bench/run.sh BUILD_DIR --mpi        only the MPI section (issue 12; bench_mpi through
 #                                            tests/mpi/mpirun.sh): 1M uniform 2D points on 1
 #                                            and 2 ranks against the single-process grid
@@ -90,7 +96,7 @@ build=$1
 mode=${2:-full}
 case "$mode" in
     full | --quick | --callgrind | --agents | --cell-size | --periodic | --reorder | --tiles | \
-        --python | --rects | --mpi) ;;
+        --python | --rects | --mpi | --cli) ;;
     *) usage ;;
 esac
 rects_quick="" # `--rects --quick`: only the rectangles section, at the --quick sizes
@@ -312,6 +318,29 @@ run_reorder() {
 }
 if [ "$mode" = --reorder ]; then
     run_reorder
+    exit $?
+fi
+
+# ---- whole CLI processes: run_cli (bench_cli.py); status 1 on a failure or a MISMATCH ----
+run_cli() {
+    local rounds=7 small big
+    [ -x "$build/nearby" ] || {
+        echo "run.sh: $build/nearby not built (NB_BUILD_CLI=OFF?); skipping the CLI section" >&2
+        return 0
+    }
+    if ! "$py" -c 'import numpy, scipy.spatial' 2> /dev/null; then
+        echo "run.sh: $py lacks numpy or scipy; skipping the CLI section" >&2
+        return 0
+    fi
+    small=$(gen uniform2d 1000000)
+    big=$(gen uniform2d 16000000)
+    mkdir -p "$root/bench/results/$machine"
+    echo "run.sh: CLI: whole processes, $rounds rounds" >&2
+    "${pin[@]}" "$py" "$here/bench_cli.py" "$build/nearby" "$small" "$big" --rounds "$rounds" \
+        --out "$root/bench/results/$machine/cli_latest.csv"
+}
+if [ "$mode" = --cli ]; then
+    run_cli
     exit $?
 fi
 
@@ -682,6 +711,7 @@ fi
 [ "$mode" = full ] && { run_cell_size || status=1; }
 [ "$mode" = full ] && { run_periodic || status=1; }
 run_reorder || status=1
+[ "$mode" = full ] && { run_cli || status=1; }
 run_tiles || status=1
 run_agents || status=1
 run_python || status=1
