@@ -322,10 +322,10 @@ void nbi_count_packed(const double *data, int32_t n, int dim, const nbiCellMath 
 // scatter (counter and destination) and one in the gather (the source), however far ahead they
 // are prefetched. A large dense build of packed points sorts as a two-pass radix sort does.
 // Blocks are runs of 2^shift consecutive cell numbers, about NBI_BLOCK_POINTS points each:
-//   A. each point's cell into cell_of, and the points of each block counted (a table the
-//      caches hold);
+//   A. the points of each block counted (a table the caches hold);
 //   B. each point's coordinates and index dealt, in input order, to its block's positions: one
-//      write stream per block, each a cached line at a time;
+//      write stream per block, each a cached line at a time (the cells are computed again
+//      rather than kept from A: cell_of would add 8 bytes of traffic a point, and its pages);
 //   C. block by block, the block's positions copied into scratch and dealt from there to their
 //      cells: counters, scratch and destination all fit the caches.
 // Both passes keep the input order, so every cell's points come in input order, and the layout
@@ -391,13 +391,9 @@ NBI_INLINE void nbi_blocks_count_dim(const nbGrid *g, const double *data, int di
                                      const nbiBlocks *b, int32_t *counts, int32_t i0, int32_t i1)
 {
     const nbiPackedCells pc = nbi_packed_cells(&g->cm, g->lo, g->ext);
-    int32_t *cell_of = (int32_t *)g->cell_of.ptr;
     memset(counts, 0, (size_t)b->nblocks * sizeof(int32_t));
-    for (int32_t i = i0; i < i1; i++) {
-        const int32_t c = nbi_packed_cell(&pc, data + (size_t)i * dim, dim);
-        cell_of[i] = c;
-        counts[c >> b->shift]++;
-    }
+    for (int32_t i = i0; i < i1; i++)
+        counts[nbi_packed_cell(&pc, data + (size_t)i * dim, dim) >> b->shift]++;
 }
 
 void nbi_blocks_count(const nbGrid *g, const double *data, const nbiBlocks *b, int32_t k,
@@ -430,12 +426,13 @@ bool nbi_blocks_offsets(const nbiBlocks *b)
 NBI_INLINE void nbi_blocks_deal_dim(const nbGrid *g, const double *data, int dim, int shift,
                                     int32_t *cursor, int32_t i0, int32_t i1)
 {
-    const int32_t *cell_of = (const int32_t *)g->cell_of.ptr;
+    const nbiPackedCells pc = nbi_packed_cells(&g->cm, g->lo, g->ext);
     int32_t *idx = (int32_t *)g->idx.ptr;
     double *pts = (double *)g->pts.ptr;
     for (int32_t i = i0; i < i1; i++) {
-        const int32_t p = cursor[cell_of[i] >> shift]++;
-        nbi_copy_point(pts + (size_t)p * dim, data + (size_t)i * dim, dim);
+        const double *q = data + (size_t)i * dim;
+        const int32_t p = cursor[nbi_packed_cell(&pc, q, dim) >> shift]++;
+        nbi_copy_point(pts + (size_t)p * dim, q, dim);
         idx[p] = i;
     }
 }
@@ -500,7 +497,7 @@ void nbi_blocks_sort(nbGrid *g, const nbiBlocks *b, int32_t j0, int32_t j1, int3
 }
 
 // Passes 2 to 4 of a serial dense build of packed points, blocked. Returns false when a block
-// holds more than NBI_BLOCK_MOST points; then only cell_of and hist have changed.
+// holds more than NBI_BLOCK_MOST points; then only hist has changed.
 static bool nbi_build_blocked(nbGrid *g, const double *data, int32_t n)
 {
     const nbiBlocks b = nbi_blocks_plan(g, n, 1);
@@ -508,6 +505,7 @@ static bool nbi_build_blocked(nbGrid *g, const double *data, int32_t n)
     if (!nbi_blocks_offsets(&b)) return false;
     nbi_blocks_deal(g, data, &b, 0, 0, n);
     nbi_blocks_sort(g, &b, 0, b.nblocks, 0);
+    g->cells_kept = false;
     return true;
 }
 #endif
@@ -863,6 +861,7 @@ static nbStatus nbi_grid_build_fresh(nbGrid *grid, const nbPoints *points, doubl
     grid->cm = cm;
     grid->max_abs = max_abs;
     grid->hashed = hashed;
+    grid->cells_kept = true; // until a blocked build says otherwise
     grid->filtered = filtered;
     grid->had_bits |= filtered;
     memcpy(grid->lo, lo, sizeof lo);
@@ -1033,6 +1032,7 @@ static void nbi_grid_restore(nbGrid *g)
         start[c + 1]++;
     }
     for (int32_t c = 1; c <= g->ncells; c++) start[c] += start[c - 1];
+    g->cells_kept = true;
 }
 
 // Tries the rebuild. Returns true when it has answered the call (*st: NB_OK, or
@@ -1090,6 +1090,7 @@ static bool nbi_grid_rebuild(nbGrid *g, const nbPoints *points, double radius, n
     g->n = n;
     g->max_abs = max_abs;
     g->filtered = false;
+    g->cells_kept = true;
     for (int64_t c = 2; c < (int64_t)ncells + 2; c++) start[c] += start[c - 1];
     int32_t *idx = (int32_t *)g->idx.ptr;
     if (nbi_mostly_ordered(g, points->data, n)) {
@@ -1230,7 +1231,7 @@ nbStatus nb_grid_validate(const nbGrid *grid)
         for (int32_t p = start[c]; p < start[c + 1]; p++) {
             NBI_CHECK(idx[p] >= 0 && idx[p] < g->n);
             NBI_CHECK(p == start[c] || idx[p - 1] < idx[p]);
-            NBI_CHECK(cell_of[idx[p]] == c);
+            NBI_CHECK(!g->cells_kept || cell_of[idx[p]] == c);
             for (int a = 0; a < g->dim; a++) {
                 double x = pts[(size_t)p * g->dim + a];
                 NBI_CHECK(isfinite(x) && fabs(x) <= g->max_abs);

@@ -33,8 +33,8 @@ enum { NBI_MAX_CHUNKS = 64 };
 // Invariants (nb_grid_validate checks them all):
 // - 0 <= n, dim in {2, 3}, cell finite and > 0, cm matches cell.
 // - start[0] == 0, start is non-decreasing, start[ncells] == n.
-// - within a cell, idx is strictly ascending; cell_of[idx[p]] is the cell holding position p,
-//   which makes idx a permutation of 0..n-1.
+// - within a cell, idx is strictly ascending; when cells_kept, cell_of[idx[p]] is the cell
+//   holding position p, which makes idx a permutation of 0..n-1.
 // - pts[p] maps to its cell's coordinates under the cell math, within lo..hi.
 // - hashed: every cell is non-empty, the table holds exactly the ncells cells and finds each at
 //   its own coordinates, and cell_slot points back at it.
@@ -55,10 +55,11 @@ struct nbGrid {
     int64_t ext[3];       // hi - lo + 1 per axis (dense mode's dimensions)
     int32_t ncells;
     int32_t rebuild_pause; // builds left before the next try of the last build's cells
+    bool cells_kept;       // cell_of is filled (a blocked build does without it)
 
     nbiBuf pts;       // double, n * dim
     nbiBuf idx;       // int32_t, n
-    nbiBuf cell_of;   // int32_t, n: cell of input point i (kept for validate)
+    nbiBuf cell_of;   // int32_t, n: cell of input point i, when cells_kept (for validate)
     nbiBuf start;     // int32_t, ncells + 2 (the extra slot serves the counting pass)
     nbiBuf cell_slot; // uint32_t, ncells (hashed mode)
     nbiBuf cat;       // uint32_t, n (filtered)
@@ -133,7 +134,7 @@ typedef struct nbiBlocks {
 uint64_t nbi_blocks_hist(int32_t ncells, int32_t n, int dim, int32_t chunks);
 // The tables for a build of n points into the grid's ncells cells (hist already that large).
 nbiBlocks nbi_blocks_plan(nbGrid *g, int32_t n, int32_t chunks);
-// Pass A over points [i0, i1) of packed data: cells into cell_of, block counts into row k.
+// Pass A over points [i0, i1) of packed data: block counts into row k.
 void nbi_blocks_count(const nbGrid *g, const double *data, const nbiBlocks *b, int32_t k,
                       int32_t i0, int32_t i1);
 // The rows become cursors and the blocks' first positions; false when a block holds too many

@@ -250,6 +250,7 @@ static bool nbi_grid_build_blocked_parallel(nbGrid *g, const nbiBuildIn *in)
     if (!nbi_blocks_offsets(&x.b)) return false;
     nbi_run_chunks(g, nbi_blocks_deal_task, x.b.chunks, &x);
     nbi_run_chunks(g, nbi_blocks_sort_task, x.b.chunks, &x);
+    g->cells_kept = false;
     return true;
 }
 #endif
