@@ -171,8 +171,18 @@ nbStatus nb_grid_reserve(nbGrid *grid, int32_t points)
     const int32_t bits = nbi_ctab_bits_for(room < INT32_MAX ? (size_t)room : INT32_MAX);
     // Hashed cells need up to `room` cell starts too: builds keep that true once hashed.
     const uint64_t cells = NBI_DENSE_CELLS_PER_POINT * n + NBI_DENSE_MIN_CELLS;
+    // The hist tables: a parallel build's counts per chunk and cell, and a blocked build's.
+    const bool parallel = nbi_grid_parallel(grid) && points >= NBI_PARALLEL_MIN_POINTS;
+    const int32_t chunks = parallel ? nbi_grid_build_chunks(grid) : 1;
+    uint64_t hist = parallel ? (uint64_t)chunks * cells : 0;
+#if defined(__SSE2__)
+    if (points >= nbi_blocked_min_points) {
+        const uint64_t want = nbi_blocks_hist_most(points, grid->dim, chunks);
+        hist = want > hist ? want : hist;
+    }
+#endif
     nbiGridNeed need = {n,    cells > room ? cells : room, (uint64_t)1 << bits,
-                        room, grid->had_bits ? room : 0,   0};
+                        room, grid->had_bits ? room : 0,   hist};
     return nbi_grid_grow(grid, need, true) ? NB_OK : NB_ERR_OUT_OF_MEMORY;
 }
 
@@ -366,6 +376,18 @@ uint64_t nbi_blocks_hist(int32_t ncells, int32_t n, int dim, int32_t chunks)
     const int shift = nbi_block_shift(ncells, n);
     const int32_t nblocks = ((ncells - 1) >> shift) + 1;
     return nbi_block_table(nblocks, chunks) + (size_t)chunks * nbi_block_area(shift, dim);
+}
+
+uint64_t nbi_blocks_hist_most(int32_t n, int dim, int32_t chunks)
+{
+    // nbi_block_shift picks the largest shift with n 2^shift <= NBI_BLOCK_POINTS ncells, so
+    // ncells / 2^shift < 2 n / NBI_BLOCK_POINTS: at most 2 n / NBI_BLOCK_POINTS + 1 blocks. A dense
+    // build has at most NBI_DENSE_CELLS_PER_POINT n + NBI_DENSE_MIN_CELLS cells, so a block spans
+    // at most NBI_BLOCK_POINTS (NBI_DENSE_CELLS_PER_POINT + 1) cells once n >= 64.
+    const int32_t nblocks = (int32_t)(2 * (int64_t)n / NBI_BLOCK_POINTS + 1);
+    const size_t area = (size_t)NBI_BLOCK_MOST * (2 * (size_t)dim + 2) +
+                        (size_t)NBI_BLOCK_POINTS * (NBI_DENSE_CELLS_PER_POINT + 1) + 1;
+    return nbi_block_table(nblocks, chunks) + (size_t)chunks * area;
 }
 
 nbiBlocks nbi_blocks_plan(nbGrid *g, int32_t n, int32_t chunks)

@@ -830,7 +830,10 @@ static int test_zero_allocation_frames(void)
         NB_CHECK(info.hashed == (spread > 100.0));
         if (frame >= 2) NB_CHECK(counter.allocs == before);
     }
-    // reserve up front: a bigger build then allocates nothing
+    // reserve up front: a bigger build then allocates nothing, also a blocked one (the tables
+    // of dense_grid.c's "large builds", which reserve sizes for any cells)
+    const int32_t saved = nbi_blocked_min_points;
+    nbi_blocked_min_points = 1;
     NB_CHECK_OK(nb_grid_reserve(g, 20000));
     int64_t before = counter.allocs;
     nboSet big = nbo_set_new(20000, 2);
@@ -839,6 +842,9 @@ static int test_zero_allocation_frames(void)
     NB_CHECK_OK(nb_grid_build(g, &pb, 1.0));
     for (int32_t i = 0; i < 40000; i++) big.p[i] = nbt_range(0, 100); // dense
     NB_CHECK_OK(nb_grid_build(g, &pb, 1.0));
+    for (int32_t i = 0; i < 40000; i++) big.p[i] = nbt_range(0, 560); // dense, ~4 cells a point
+    NB_CHECK_OK(nb_grid_build(g, &pb, 2.0));
+    nbi_blocked_min_points = saved;
     NB_CHECK(counter.allocs == before);
     NB_CHECK(nb_grid_memory_bytes(g) > 20000 * 20);
     nb_grid_destroy(g);
