@@ -177,7 +177,7 @@ nbStatus nb_grid_reserve(nbGrid *grid, int32_t points)
     uint64_t hist = parallel ? (uint64_t)chunks * cells : 0;
 #if defined(__SSE2__)
     if (points >= nbi_blocked_min_points) {
-        const uint64_t want = nbi_blocks_hist_most(points, grid->dim, chunks);
+        const uint64_t want = nbi_blocks_hist(points, grid->dim, chunks);
         hist = want > hist ? want : hist;
     }
 #endif
@@ -347,11 +347,14 @@ void nbi_count_packed(const double *data, int32_t n, int dim, const nbiCellMath 
 enum { NBI_BLOCK_POINTS = 8192, NBI_BLOCK_MOST = 2 * NBI_BLOCK_POINTS };
 int32_t nbi_blocked_min_points = 3 << 20; // measured: below, the one-pass build is as fast
 
-// The shift that makes a block of 2^shift cells hold about NBI_BLOCK_POINTS points on average.
+// The shift that makes a block of 2^shift cells hold about NBI_BLOCK_POINTS points on average
+// (and no more cells than there are).
 static int nbi_block_shift(int32_t ncells, int32_t n)
 {
     int shift = 0;
-    while (shift < 30 && ((int64_t)n << (shift + 1)) <= (int64_t)NBI_BLOCK_POINTS * ncells) shift++;
+    while (shift < 30 && ((int64_t)1 << (shift + 1)) <= ncells &&
+           ((int64_t)n << (shift + 1)) <= (int64_t)NBI_BLOCK_POINTS * ncells)
+        shift++;
     return shift;
 }
 
@@ -371,23 +374,18 @@ static size_t nbi_block_table(int32_t nblocks, int32_t chunks)
     return t + (t & 1);
 }
 
-uint64_t nbi_blocks_hist(int32_t ncells, int32_t n, int dim, int32_t chunks)
+uint64_t nbi_blocks_hist(int32_t n, int dim, int32_t chunks)
 {
-    const int shift = nbi_block_shift(ncells, n);
-    const int32_t nblocks = ((ncells - 1) >> shift) + 1;
-    return nbi_block_table(nblocks, chunks) + (size_t)chunks * nbi_block_area(shift, dim);
-}
-
-uint64_t nbi_blocks_hist_most(int32_t n, int dim, int32_t chunks)
-{
-    // nbi_block_shift picks the largest shift with n 2^shift <= NBI_BLOCK_POINTS ncells, so
-    // ncells / 2^shift < 2 n / NBI_BLOCK_POINTS: at most 2 n / NBI_BLOCK_POINTS + 1 blocks. A dense
-    // build has at most NBI_DENSE_CELLS_PER_POINT n + NBI_DENSE_MIN_CELLS cells, so a block spans
-    // at most NBI_BLOCK_POINTS (NBI_DENSE_CELLS_PER_POINT + 1) cells once n >= 64.
-    const int32_t nblocks = (int32_t)(2 * (int64_t)n / NBI_BLOCK_POINTS + 1);
-    const size_t area = (size_t)NBI_BLOCK_MOST * (2 * (size_t)dim + 2) +
-                        (size_t)NBI_BLOCK_POINTS * (NBI_DENSE_CELLS_PER_POINT + 1) + 1;
-    return nbi_block_table(nblocks, chunks) + (size_t)chunks * area;
+    // Blocks: either ncells / 2^shift < 2 n / NBI_BLOCK_POINTS (shift as large as the points
+    // allow) or 2^(shift + 1) > ncells (at most 2 blocks). A block's cells, 2^shift: at most
+    // ncells <= NBI_DENSE_CELLS_PER_POINT n + NBI_DENSE_MIN_CELLS, and at most NBI_BLOCK_POINTS
+    // ncells / n; whichever n is, one of the two is at most NBI_BLOCK_POINTS
+    // NBI_DENSE_CELLS_PER_POINT + NBI_DENSE_MIN_CELLS. So the need grows with n alone.
+    const int32_t nblocks = (int32_t)(2 * (int64_t)n / NBI_BLOCK_POINTS + 2);
+    const uint64_t span =
+        (uint64_t)NBI_BLOCK_POINTS * NBI_DENSE_CELLS_PER_POINT + NBI_DENSE_MIN_CELLS;
+    const uint64_t area = (uint64_t)NBI_BLOCK_MOST * (2 * (uint64_t)dim + 2) + span + 1;
+    return nbi_block_table(nblocks, chunks) + (uint64_t)chunks * area;
 }
 
 nbiBlocks nbi_blocks_plan(nbGrid *g, int32_t n, int32_t chunks)
@@ -866,7 +864,7 @@ static nbStatus nbi_grid_build_fresh(nbGrid *grid, const nbPoints *points, doubl
     blocked = !hashed && !grid->wrapped && n >= nbi_blocked_min_points && step == (size_t)dim &&
               nbi_cells_fit_i32(lo, hi);
     if (blocked) {
-        const uint64_t want = nbi_blocks_hist((int32_t)box_cells, n, dim, chunks);
+        const uint64_t want = nbi_blocks_hist(n, dim, chunks);
         hist = want > hist ? want : hist;
     }
 #endif

@@ -130,10 +130,8 @@ typedef struct nbiBlocks {
     int32_t *scratch;
     size_t area; // int32_t entries of one scratch area
 } nbiBlocks;
-// The hist entries a blocked build of n points into ncells cells needs, in `chunks` chunks.
-uint64_t nbi_blocks_hist(int32_t ncells, int32_t n, int dim, int32_t chunks);
-// The most hist entries a blocked dense build of n points can need, whatever its cells.
-uint64_t nbi_blocks_hist_most(int32_t n, int dim, int32_t chunks);
+// The hist entries a blocked build of n points in `chunks` chunks may need, whatever its cells.
+uint64_t nbi_blocks_hist(int32_t n, int dim, int32_t chunks);
 // The tables for a build of n points into the grid's ncells cells (hist already that large).
 nbiBlocks nbi_blocks_plan(nbGrid *g, int32_t n, int32_t chunks);
 // Pass A over points [i0, i1) of packed data: block counts into row k.

@@ -24,13 +24,16 @@
 // A violation prints one line to stderr and calls abort(). Set NB_FUZZ_TRACE=1 to print the
 // decoded call sequence while replaying an input. NB_FUZZ_SKIP tags (see nbf_skip): build-alloc
 // (no allocation checks on builds at all), knn-huge (no kNN oracle when a coordinate exceeds
-// 2^1000). The reader, the checking allocator and the failure helpers are in nb_fuzz.h; the
+// 2^1000). NB_FUZZ_BLOCKED=1 makes every dense build of packed points take the two-pass
+// "large builds" path of dense_grid.c, whatever its size (make test replays the corpus both
+// ways). The reader, the checking allocator and the failure helpers are in nb_fuzz.h; the
 // oracle is tests/nb_oracle.h.
 
 #define _POSIX_C_SOURCE 200809L
 
 #include <nearby/grid.h>
 
+#include "grid_internal.h"
 #include "nb_fuzz.h"
 #include "nb_oracle.h"
 
@@ -1854,6 +1857,12 @@ static bool nbf_op_second(nbfReader *r, nbfState *s, nbfState *s2, uint8_t sub)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     nbf_begin_input();
+    static int blocked = -1;
+    if (blocked < 0) {
+        const char *e = getenv("NB_FUZZ_BLOCKED");
+        blocked = e != NULL && e[0] == '1';
+    }
+    if (blocked) nbi_blocked_min_points = 1;
     static nbfState state;
     static nbfState state_b; // grid B, for cross pairs; created on first use
     nbfState *s = &state;
