@@ -856,16 +856,17 @@ static nbStatus nbi_grid_build_fresh(nbGrid *grid, const nbPoints *points, doubl
     const bool keep_bits = filtered || grid->had_bits;
     const uint64_t cells = hashed ? (uint64_t)n : (uint64_t)box_cells;
     const bool parallel_dense = parallel && !hashed; // periodic grids are always dense
-    // A large dense build of packed points sorts in two cache-sized passes.
+    // A large dense build of packed points sorts in two cache-sized passes. Every build of that
+    // many points makes room for its tables, so that the room depends on the point count alone
+    // (a later dense packed build with fewer points allocates nothing).
     bool blocked = false;
-    const int32_t chunks = parallel_dense ? nbi_grid_build_chunks(grid) : 1;
+    const int32_t chunks = parallel ? nbi_grid_build_chunks(grid) : 1;
     uint64_t hist = parallel_dense ? (uint64_t)chunks * cells : 0;
 #if defined(__SSE2__)
-    blocked = !hashed && !grid->wrapped && n >= nbi_blocked_min_points && step == (size_t)dim &&
-              nbi_cells_fit_i32(lo, hi);
-    if (blocked) {
+    if (n >= nbi_blocked_min_points) {
         const uint64_t want = nbi_blocks_hist(n, dim, chunks);
         hist = want > hist ? want : hist;
+        blocked = !hashed && !grid->wrapped && step == (size_t)dim && nbi_cells_fit_i32(lo, hi);
     }
 #endif
     nbiGridNeed need = {(uint64_t)n,
