@@ -210,24 +210,22 @@ typedef struct nbiBlocksCtx {
     const nbiBuildIn *in;
     nbGrid *g;
     nbiBlocks b;
+    bool deal; // pass B (else A) in nbi_blocks_points_task
 } nbiBlocksCtx;
 
-static void nbi_blocks_count_task(int32_t k0, int32_t k1, int32_t worker, void *vctx)
+// Pass A or B per chunk of points.
+static void nbi_blocks_points_task(int32_t k0, int32_t k1, int32_t worker, void *vctx)
 {
     (void)worker;
     const nbiBlocksCtx *x = (const nbiBlocksCtx *)vctx;
-    for (int32_t k = k0; k < k1; k++)
-        nbi_blocks_count(x->g, x->in->data, &x->b, k, nbi_cut(x->in->n, x->b.chunks, k),
-                         nbi_cut(x->in->n, x->b.chunks, k + 1));
-}
-
-static void nbi_blocks_deal_task(int32_t k0, int32_t k1, int32_t worker, void *vctx)
-{
-    (void)worker;
-    const nbiBlocksCtx *x = (const nbiBlocksCtx *)vctx;
-    for (int32_t k = k0; k < k1; k++)
-        nbi_blocks_deal(x->g, x->in->data, &x->b, k, nbi_cut(x->in->n, x->b.chunks, k),
-                        nbi_cut(x->in->n, x->b.chunks, k + 1));
+    for (int32_t k = k0; k < k1; k++) {
+        const int32_t i0 = nbi_cut(x->in->n, x->b.chunks, k);
+        const int32_t i1 = nbi_cut(x->in->n, x->b.chunks, k + 1);
+        if (x->deal)
+            nbi_blocks_deal(x->g, x->in->data, &x->b, k, i0, i1);
+        else
+            nbi_blocks_count(x->g, x->in->data, &x->b, k, i0, i1);
+    }
 }
 
 static void nbi_blocks_sort_task(int32_t k0, int32_t k1, int32_t worker, void *vctx)
@@ -245,10 +243,11 @@ static void nbi_blocks_sort_task(int32_t k0, int32_t k1, int32_t worker, void *v
 // False when a block is too crowded (then only cell_of and hist have changed).
 static bool nbi_grid_build_blocked_parallel(nbGrid *g, const nbiBuildIn *in)
 {
-    nbiBlocksCtx x = {in, g, nbi_blocks_plan(g, in->n, nbi_grid_build_chunks(g))};
-    nbi_run_chunks(g, nbi_blocks_count_task, x.b.chunks, &x);
+    nbiBlocksCtx x = {in, g, nbi_blocks_plan(g, in->n, nbi_grid_build_chunks(g)), false};
+    nbi_run_chunks(g, nbi_blocks_points_task, x.b.chunks, &x);
     if (!nbi_blocks_offsets(&x.b)) return false;
-    nbi_run_chunks(g, nbi_blocks_deal_task, x.b.chunks, &x);
+    x.deal = true;
+    nbi_run_chunks(g, nbi_blocks_points_task, x.b.chunks, &x);
     nbi_run_chunks(g, nbi_blocks_sort_task, x.b.chunks, &x);
     g->cells_kept = false;
     return true;

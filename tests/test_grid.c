@@ -1167,9 +1167,27 @@ static int test_rebuild_follows_fresh(void)
 // and 3D, a power-of-two cell and another, far from the origin, with filter bits, and a crowd
 // in one block that sends the build back to one pass; then a rebuild of the moved points on the
 // same cells. (The one-pass build is the one the oracle tests check.)
-static int test_blocked_build_matches_one_pass(void)
+// Builds g blocked and f in one pass from the same points: the same layout and pairs.
+static int builds_agree(nbGrid *g, nbGrid *f, const nbPoints *pts, double r)
 {
     const int32_t saved = nbi_blocked_min_points;
+    nbi_blocked_min_points = 1;
+    const nbStatus sg = nb_grid_build(g, pts, r);
+    nbi_blocked_min_points = INT32_MAX;
+    const nbStatus sf = nb_grid_build(f, pts, r);
+    nbi_blocked_min_points = saved;
+    NB_CHECK(sg == NB_OK && sf == NB_OK);
+    NB_CHECK_OK(nb_grid_validate(g));
+    gridShot a = grid_shot(g, r), b = grid_shot(f, r);
+    const bool same = same_shot(&a, &b) && a.pairs.n > pts->count / 2;
+    free_shot(&a);
+    free_shot(&b);
+    NB_CHECK(same);
+    return 0;
+}
+
+static int test_blocked_build_matches_one_pass(void)
+{
     for (int dim = 2; dim <= 3; dim++)
         for (int kind = 0; kind < 4; kind++) {
             const int32_t n = 60000;
@@ -1196,31 +1214,11 @@ static int test_blocked_build_matches_one_pass(void)
             nbGrid *g = NULL, *f = NULL;
             NB_CHECK_OK(nb_grid_create(&d, &g));
             NB_CHECK_OK(nb_grid_create(&d, &f));
-            nbi_blocked_min_points = 1;
-            NB_CHECK_OK(nb_grid_build(g, &pts, r));
-            nbi_blocked_min_points = INT32_MAX;
-            NB_CHECK_OK(nb_grid_build(f, &pts, r));
-            nbi_blocked_min_points = saved;
-            NB_CHECK_OK(nb_grid_validate(g));
-            gridShot a = grid_shot(g, r), b = grid_shot(f, r);
-            NB_CHECK(same_shot(&a, &b) && a.pairs.n > n / 2);
-            free_shot(&a);
-            free_shot(&b);
-            // a step later, rebuilt on the same cells (without filter bits): the rebuild's passes
-            // B and C are the blocked ones
+            NB_CHECK(builds_agree(g, f, &pts, r) == 0);
+            // a step later, on the same cells (a large rebuild out of order builds afresh)
             for (int32_t i = 0; i < n * dim; i++) // all but the outermost: the same box and cells
                 if (fabs(s.p[i] - at) < side - 0.1) s.p[i] += nbt_range(-0.05, 0.05);
-            nbi_blocked_min_points = 1;
-            NB_CHECK_OK(nb_grid_build(g, &pts, r));
-            nbi_blocked_min_points = INT32_MAX;
-            NB_CHECK_OK(nb_grid_build(f, &pts, r));
-            nbi_blocked_min_points = saved;
-            NB_CHECK_OK(nb_grid_validate(g));
-            a = grid_shot(g, r);
-            b = grid_shot(f, r);
-            NB_CHECK(same_shot(&a, &b) && a.pairs.n > n / 2);
-            free_shot(&a);
-            free_shot(&b);
+            NB_CHECK(builds_agree(g, f, &pts, r) == 0);
             nb_grid_destroy(g);
             nb_grid_destroy(f);
             free(cat);
