@@ -1056,9 +1056,6 @@ static void nbi_grid_restore(nbGrid *g)
     g->cells_kept = true;
 }
 
-// Tries the rebuild. Returns true when it has answered the call (*st: NB_OK, or
-// NB_ERR_NOT_FINITE with the grid as it was); false when the build must start afresh, with
-// start and cell_of overwritten (the caller restores them if that build fails).
 // Passes 4 and 4b in one, for packed points mostly in cell order already: each point's index
 // and coordinates go straight to its position, which lies near its own index, so the writes
 // stream (in random order the two passes move less memory: see nbi_grid_scatter).
@@ -1074,6 +1071,9 @@ NBI_INLINE void nbi_scatter_points(const int32_t *cell_of, int32_t *next, int32_
     }
 }
 
+// Tries the rebuild. Returns true when it has answered the call (*st: NB_OK, or
+// NB_ERR_NOT_FINITE with the grid as it was); false when the build must start afresh, with
+// start and cell_of overwritten (the caller restores them if that build fails).
 static bool nbi_grid_rebuild(nbGrid *g, const nbPoints *points, double radius, nbStatus *st)
 {
     const int32_t n = points->count, dim = g->dim, ncells = g->ncells;
