@@ -622,7 +622,7 @@ static void nbi_relayout(nbHash *h, const nbiLayout *L)
     const int32_t *ns = NBI_ARR(h, start, const int32_t), *ne = NBI_ARR(h, end, const int32_t);
     for (int32_t t = 0; t < T; t++) h->live_cells += ne[t] > ns[t];
     h->dense = L->dense;
-    if (h->table.bits > 0) nbi_ctab_reset(&h->table, h->table.bits);
+    if (h->table.count > 0) nbi_ctab_reset(&h->table, h->table.bits); // (O(table): skip it empty)
     if (L->dense) {
         for (int a = 0; a < 3; a++) {
             h->lo[a] = L->lo[a];
@@ -646,6 +646,14 @@ static nbStatus nbi_make_place(nbHash *h, const int64_t key[3], int32_t items, i
     const int64_t n = (int64_t)h->count + items;
     if (n > NBI_HASH_MAX_ITEMS) return NB_ERR_OUT_OF_RANGE;
     int32_t c = nbi_cell_find(h, key);
+    if (c >= 0 && items == 0) { // a move to an existing cell with slack near: nothing to allocate
+        const int32_t d = nbi_donor(h, c, NBI_HASH_REACH);
+        if (d >= 0) {
+            nbi_borrow(h, c, d);
+            *cell = c;
+            return NB_OK;
+        }
+    }
     bool relayout = false;
     if (c >= 0) {
         relayout = nbi_donor(h, c, NBI_HASH_REACH) < 0;
@@ -767,7 +775,7 @@ void nb_hash_clear(nbHash *hash)
 {
     if (hash == NULL) return;
     nbi_pool_clear(&hash->pool);
-    if (hash->table.bits > 0) nbi_ctab_reset(&hash->table, hash->table.bits);
+    if (hash->table.count > 0) nbi_ctab_reset(&hash->table, hash->table.bits);
     hash->count = hash->nfiltered = 0;
     hash->dense = true;
     hash->ncells = hash->live_cells = 0;
