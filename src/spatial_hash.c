@@ -17,6 +17,9 @@
 //   empties stays (empty) until the next relayout drops it.
 //
 // Moves. Within its cell an item's coordinates are rewritten in place: nothing else changes.
+// Whether it stays is read from its slot's cell_of and the new coordinates alone, so such a
+// move reads the handle's slot and cell_of (side by side in time: both need only the handle)
+// and writes the coordinates; it never waits for the old ones.
 // To another cell: the item is appended at its new cell's end and the old cell's last item
 // fills its place (the position left behind becomes slack, NaN). A full cell borrows a position
 // from the nearest cell with slack (within NBI_HASH_REACH cells, or the tail): every cell in
@@ -36,12 +39,13 @@
 //
 // Invariants (nb_hash_validate): the pool's own; count == live handles == items in cells;
 // 0 = start[0] <= start[c] <= end[c] <= start[c + 1], start[ncells] <= cap; every item
-// position holds a live slot whose pool value is that position, whose handle is the one stored
-// there and whose coordinates map to the cell's key; every slack position has NaN coordinates
-// and slot -1; posid[p] == p; dense: ncells is the box's size and the table is empty; hashed:
-// the table maps exactly the keys of cells 0 .. ncells - 1 to their numbers, all within
-// lo..hi; live_cells counts the non-empty cells; nfiltered counts the items with bits other
-// than NB_FILTER_ALL; max_abs bounds every item's coordinates.
+// position holds a live slot whose pool value is that position, whose cell_of is that cell,
+// whose handle is the one stored there and whose coordinates map to the cell's key; every slack
+// position has NaN coordinates and slot -1; posid[p] == p; dense: ncells is the box's size and the
+// table is empty; hashed: the table maps exactly the keys of cells 0 .. ncells - 1 to their
+// numbers, all within lo..hi; live_cells counts the non-empty cells; nfiltered counts the items
+// with bits other than NB_FILTER_ALL; max_abs bounds every item's coordinates; cell_of holds a slot
+// for every pool slot; the cached view is the one nbi_hash_view_fill builds now.
 #include <nearby/hash.h>
 
 #include "handle_pool.h"
@@ -59,7 +63,8 @@ struct nbHash {
     int32_t count;
     int32_t nfiltered; // items whose bits are not all ones: 0 lets queries skip the filter
 
-    nbiPool pool; // handles; a slot's value is its item's position
+    nbiPool pool;   // handles; a slot's value is its item's position
+    nbiBuf cell_of; // int32_t per pool slot: the number of the cell a live slot's item is in
 
     // Per position, so that what a query reports (handle, user value) sits next to what it
     // tests (coordinates, filter bits), cell by cell.
@@ -80,6 +85,10 @@ struct nbHash {
     int64_t lo[3], hi[3], ext[3];
 
     double max_abs;
+
+    // The walkers' view of all of the above, kept current by every call that changes the hash
+    // (nbi_hash_view_refresh), so that a query starts from it instead of building one.
+    nbiView view;
 };
 
 #define NBI_ARR(h, buf, type) ((type *)(h)->buf.ptr)
@@ -108,32 +117,58 @@ static int64_t nbi_slack_min(int64_t n)
     return n / 8 + 16;
 }
 
-static nbiView nbi_hash_view(const nbHash *h)
+// Writes the walkers' view of h into *v, field by field (a compound literal was measured to
+// cost ~40 ns a query: the zeroing and then stores read back at another width).
+static void nbi_hash_view_fill(const nbHash *h, nbiView *v)
 {
     const bool any = h->count > 0, flt = h->nfiltered > 0;
-    nbiView v = {
-        .dim = h->dim,
-        .n = h->count,
-        .pts = (const double *)h->pts.ptr,
-        .idx = (const int32_t *)h->posid.ptr, // results name positions (see nbi_hash_hit)
-        .cat = flt ? (const uint32_t *)h->cat.ptr : NULL,
-        .mask = flt ? (const uint32_t *)h->mask.ptr : NULL,
-        .start = (const int32_t *)h->start.ptr,
-        .end = NULL, // rows are runs: slack is NaN and never matches
-        .ncells = any ? h->ncells : 0,
-        .cm = h->cm,
-        .max_abs = h->max_abs,
-        .table = h->dense ? NULL : &h->table,
-        .cell_slot = NULL,
-        .cell_keys = h->dense ? NULL : (const int64_t *)h->keys.ptr,
-        .wrap = NULL,
-    };
+    v->dim = h->dim;
+    v->n = h->count;
+    v->pts = (const double *)h->pts.ptr;
+    v->idx = (const int32_t *)h->posid.ptr; // results name positions (see nbi_hash_hit)
+    v->cat = flt ? (const uint32_t *)h->cat.ptr : NULL;
+    v->mask = flt ? (const uint32_t *)h->mask.ptr : NULL;
+    v->start = (const int32_t *)h->start.ptr;
+    v->end = NULL; // rows are runs: slack is NaN and never matches
+    v->ncells = any ? h->ncells : 0;
+    v->cm = h->cm;
+    v->max_abs = h->max_abs;
     for (int a = 0; a < 3; a++) {
-        v.lo[a] = any ? h->lo[a] : 0;
-        v.hi[a] = any ? h->hi[a] : 0;
-        v.ext[a] = v.hi[a] - v.lo[a] + 1;
+        v->lo[a] = any ? h->lo[a] : 0;
+        v->hi[a] = any ? h->hi[a] : 0;
+        v->ext[a] = v->hi[a] - v->lo[a] + 1;
     }
-    return v;
+    v->table = h->dense ? NULL : &h->table;
+    v->cell_slot = NULL;
+    v->cell_keys = h->dense ? NULL : (const int64_t *)h->keys.ptr;
+    v->wrap = NULL;
+}
+
+// Brings the cached view up to date: every public call that changes the hash ends here (a move
+// within its cell changes only max_abs, which nbi_bounds_add keeps in step).
+static void nbi_hash_view_refresh(nbHash *h)
+{
+    nbi_hash_view_fill(h, &h->view);
+}
+
+// A copy of the cached view, for a call that adjusts it (kNN) or runs long anyway (pairs).
+static nbiView nbi_hash_view(const nbHash *h)
+{
+    return h->view;
+}
+
+// Whether two views describe the same thing (validate: the cached view against a fresh one).
+static bool nbi_view_same(const nbiView *a, const nbiView *b)
+{
+    bool same = a->dim == b->dim && a->n == b->n && a->pts == b->pts && a->idx == b->idx &&
+                a->cat == b->cat && a->mask == b->mask && a->start == b->start &&
+                a->end == b->end && a->ncells == b->ncells && a->cm.cell == b->cm.cell &&
+                a->cm.inv == b->cm.inv && a->cm.pow2 == b->cm.pow2 && a->max_abs == b->max_abs &&
+                a->table == b->table && a->cell_slot == b->cell_slot &&
+                a->cell_keys == b->cell_keys && a->wrap == b->wrap;
+    for (int i = 0; i < 3; i++)
+        same &= a->lo[i] == b->lo[i] && a->hi[i] == b->hi[i] && a->ext[i] == b->ext[i];
+    return same;
 }
 
 // The item at position p as a result (the walkers report positions: the view's idx is posid).
@@ -156,14 +191,6 @@ static nbStatus nbi_hash_key(const nbHash *h, const double *pos, int64_t key[3])
     return NB_OK;
 }
 
-// The key of a stored item's coordinates (known to have one).
-static void nbi_item_key(const nbHash *h, int32_t p, int64_t key[3])
-{
-    const double *x = NBI_ARR(h, pts, const double) + (size_t)p * (size_t)h->dim;
-    key[2] = 0;
-    for (int a = 0; a < h->dim; a++) key[a] = nbi_cell_i(&h->cm, x[a]);
-}
-
 static bool nbi_bits_all(nbFilter f)
 {
     return f.category == 0xFFFFFFFFu && f.mask == 0xFFFFFFFFu;
@@ -180,6 +207,16 @@ static int32_t nbi_cell_find(const nbHash *h, const int64_t key[3])
         if (key[a] < h->lo[a] || key[a] > h->hi[a]) return -1;
     return (int32_t)((key[0] - h->lo[0]) +
                      h->ext[0] * ((key[1] - h->lo[1]) + h->ext[1] * (key[2] - h->lo[2])));
+}
+
+// Whether cell c is the cell at `key`. A move asks it of the item's cell (cell_of, which needs
+// only the handle's slot), not of the item's old coordinates: one memory access fewer in turn
+// before a move within its cell knows that it is one.
+static bool nbi_in_cell(const nbHash *h, int32_t c, const int64_t key[3])
+{
+    if (h->dense) return nbi_cell_find(h, key) == c;
+    const int64_t *k = NBI_ARR(h, keys, const int64_t) + (size_t)c * 3;
+    return k[0] == key[0] && k[1] == key[1] && k[2] == key[2];
 }
 
 static void nbi_cell_key(const nbHash *h, int32_t c, int64_t key[3])
@@ -238,21 +275,25 @@ static nbStatus nbi_hash_room(nbHash *h, nbiHashNeed need)
 {
     if (need.positions > INT32_MAX || need.cells + 1 > INT32_MAX || need.hashed > INT32_MAX)
         return NB_ERR_OUT_OF_RANGE;
-    enum { NB = NBI_POS_BUFS + NBI_CELL_BUFS + 1 };
+    enum { NB = NBI_POS_BUFS + NBI_CELL_BUFS + 2, KEYS = NB - 2, CELL_OF = NB - 1 };
     nbiBuf *cur[NB];
     size_t elem[NB], size[NB];
     nbi_pos_bufs(h, cur, elem);
     nbi_cell_bufs(h, cur + NBI_POS_BUFS);
-    cur[NB - 1] = &h->keys;
+    cur[KEYS] = &h->keys;
+    cur[CELL_OF] = &h->cell_of;
     for (int b = 0; b < NB; b++) {
         if (b < NBI_POS_BUFS) {
             size[b] = (size_t)(need.positions > h->cap ? need.positions : h->cap);
-        } else if (b < NB - 1) {
+        } else if (b < KEYS) {
             elem[b] = sizeof(int32_t);
             size[b] = (size_t)need.cells + 1;
-        } else {
+        } else if (b == KEYS) {
             elem[b] = 3 * sizeof(int64_t);
             size[b] = (size_t)need.hashed;
+        } else { // one per pool slot: follows the pool's capacity
+            elem[b] = sizeof(int32_t);
+            size[b] = h->pool.slots.cap;
         }
     }
     // The common case, every frame: there is room already.
@@ -264,6 +305,7 @@ static nbStatus nbi_hash_room(nbHash *h, nbiHashNeed need)
     nbiPoolPrep prep;
     nbStatus st = nbi_pool_prepare(&h->pool, need.items, &prep);
     if (st != NB_OK) return st;
+    size[CELL_OF] = prep.next.cap;
     nbiBuf next[NB];
     for (int b = 0; b < NB; b++) {
         if (!nbi_buf_prepare(&h->alloc, cur[b], &next[b], size[b], elem[b])) {
@@ -556,11 +598,15 @@ static void nbi_relayout(nbHash *h, const nbiLayout *L)
         }
     }
     // 4. Ends, slack, the slots' positions; posid back to p at p.
+    int32_t *cell_of = NBI_ARR(h, cell_of, int32_t);
     for (int32_t t = 0; t < T; t++) {
         const int32_t src = nend[t];
         const int32_t cnt = src >= 0 ? end[src] - start[src] : 0;
         nend[t] = nstart[t] + cnt;
-        for (int32_t p = nstart[t]; p < nend[t]; p++) nbi_pool_set_slot_value(&h->pool, idx[p], p);
+        for (int32_t p = nstart[t]; p < nend[t]; p++) {
+            nbi_pool_set_slot_value(&h->pool, idx[p], p);
+            cell_of[idx[p]] = t;
+        }
         for (int32_t p = nend[t]; p < nstart[t + 1]; p++) nbi_slack_fill(h, p);
     }
     for (int32_t p = 0; p < h->cap; p++) dest[p] = p;
@@ -576,7 +622,7 @@ static void nbi_relayout(nbHash *h, const nbiLayout *L)
     const int32_t *ns = NBI_ARR(h, start, const int32_t), *ne = NBI_ARR(h, end, const int32_t);
     for (int32_t t = 0; t < T; t++) h->live_cells += ne[t] > ns[t];
     h->dense = L->dense;
-    if (h->table.bits > 0) nbi_ctab_reset(&h->table, h->table.bits);
+    if (h->table.count > 0) nbi_ctab_reset(&h->table, h->table.bits); // (O(table): skip it empty)
     if (L->dense) {
         for (int a = 0; a < 3; a++) {
             h->lo[a] = L->lo[a];
@@ -600,6 +646,14 @@ static nbStatus nbi_make_place(nbHash *h, const int64_t key[3], int32_t items, i
     const int64_t n = (int64_t)h->count + items;
     if (n > NBI_HASH_MAX_ITEMS) return NB_ERR_OUT_OF_RANGE;
     int32_t c = nbi_cell_find(h, key);
+    if (c >= 0 && items == 0) { // a move to an existing cell with slack near: nothing to allocate
+        const int32_t d = nbi_donor(h, c, NBI_HASH_REACH);
+        if (d >= 0) {
+            nbi_borrow(h, c, d);
+            *cell = c;
+            return NB_OK;
+        }
+    }
     bool relayout = false;
     if (c >= 0) {
         relayout = nbi_donor(h, c, NBI_HASH_REACH) < 0;
@@ -641,6 +695,7 @@ static void nbi_bounds_add(nbHash *h, const double *pos)
         const double x = fabs(pos[a]);
         h->max_abs = x > h->max_abs ? x : h->max_abs;
     }
+    h->view.max_abs = h->max_abs; // the one field a move within its cell changes
 }
 
 // ---- lifetime ----
@@ -692,6 +747,7 @@ void nb_hash_destroy(nbHash *hash)
     for (int i = 0; i < NBI_CELL_BUFS; i++)
         nbi_free(&hash->alloc, buf[i]->ptr, buf[i]->cap, sizeof(int32_t));
     nbi_free(&hash->alloc, hash->keys.ptr, hash->keys.cap, 3 * sizeof(int64_t));
+    nbi_free(&hash->alloc, hash->cell_of.ptr, hash->cell_of.cap, sizeof(int32_t));
     nbi_ctab_free(&hash->table, &hash->alloc);
     nbi_pool_destroy(&hash->pool);
     nbAllocator a = hash->alloc;
@@ -710,14 +766,16 @@ nbStatus nb_hash_reserve(nbHash *hash, int32_t items)
     const int64_t hashed = nbi_hashed_max(n) + 1;
     const int64_t cells = nbi_max_cells(n) > hashed ? nbi_max_cells(n) : hashed;
     const nbiHashNeed need = {more, n + nbi_slack_want(n), cells, hashed};
-    return nbi_hash_room(hash, need);
+    const nbStatus st = nbi_hash_room(hash, need);
+    nbi_hash_view_refresh(hash);
+    return st;
 }
 
 void nb_hash_clear(nbHash *hash)
 {
     if (hash == NULL) return;
     nbi_pool_clear(&hash->pool);
-    if (hash->table.bits > 0) nbi_ctab_reset(&hash->table, hash->table.bits);
+    if (hash->table.count > 0) nbi_ctab_reset(&hash->table, hash->table.bits);
     hash->count = hash->nfiltered = 0;
     hash->dense = true;
     hash->ncells = hash->live_cells = 0;
@@ -728,6 +786,7 @@ void nb_hash_clear(nbHash *hash)
         hash->hi[a] = -1;
         hash->ext[a] = 0;
     }
+    nbi_hash_view_refresh(hash);
 }
 
 int32_t nb_hash_count(const nbHash *hash)
@@ -742,7 +801,8 @@ size_t nb_hash_memory_bytes(const nbHash *hash)
     nbiBuf *buf[NBI_POS_BUFS];
     size_t elem[NBI_POS_BUFS];
     size_t bytes = sizeof(nbHash) + nbi_pool_memory_bytes(&h->pool) +
-                   h->table.buf.cap * sizeof(nbiCellSlot) + h->keys.cap * 3 * sizeof(int64_t);
+                   h->table.buf.cap * sizeof(nbiCellSlot) + h->keys.cap * 3 * sizeof(int64_t) +
+                   h->cell_of.cap * sizeof(int32_t);
     nbi_pos_bufs(h, buf, elem);
     for (int i = 0; i < NBI_POS_BUFS; i++) bytes += buf[i]->cap * elem[i];
     nbi_cell_bufs(h, buf);
@@ -796,9 +856,11 @@ nbStatus nb_hash_insert(nbHash *hash, const double *pos, uint64_t user, nbFilter
     int32_t slot;
     nbi_pool_lookup(&hash->pool, h, &slot);
     nbi_item_write(hash, nbi_cell_append(hash, c), slot, pos, filter, h.bits, user);
+    NBI_ARR(hash, cell_of, int32_t)[slot] = c;
     nbi_bounds_add(hash, pos);
     hash->count++;
     hash->nfiltered += !nbi_bits_all(filter);
+    nbi_hash_view_refresh(hash);
     *out = h;
     return NB_OK;
 }
@@ -813,9 +875,7 @@ nbStatus nb_hash_move(nbHash *hash, nbHandle item, const double *pos)
     st = nbi_hash_key(hash, pos, key);
     if (st != NB_OK) return st;
     int32_t p = nbi_pool_slot_value(&hash->pool, slot);
-    int64_t old[3];
-    nbi_item_key(hash, p, old);
-    if (old[0] == key[0] && old[1] == key[1] && old[2] == key[2]) { // same cell: in place
+    if (nbi_in_cell(hash, NBI_ARR(hash, cell_of, const int32_t)[slot], key)) { // in place
         memcpy(NBI_ARR(hash, pts, double) + (size_t)p * (size_t)hash->dim, pos,
                (size_t)hash->dim * sizeof(double));
         nbi_bounds_add(hash, pos);
@@ -826,14 +886,17 @@ nbStatus nb_hash_move(nbHash *hash, nbHandle item, const double *pos)
     if (st != NB_OK) return st;
     // Making room may have moved the item and renumbered the cells.
     p = nbi_pool_slot_value(&hash->pool, slot);
-    const int32_t from = nbi_cell_find(hash, old);
+    int32_t *cell_of = NBI_ARR(hash, cell_of, int32_t);
+    const int32_t from = cell_of[slot];
     NB_ASSERT(from >= 0 && from != c);
     const int32_t q = nbi_cell_append(hash, c);
     nbi_item_move(hash, p, q);
+    cell_of[slot] = c;
     memcpy(NBI_ARR(hash, pts, double) + (size_t)q * (size_t)hash->dim, pos,
            (size_t)hash->dim * sizeof(double));
     nbi_cell_take_out(hash, from, p);
     nbi_bounds_add(hash, pos);
+    nbi_hash_view_refresh(hash);
     return NB_OK;
 }
 
@@ -846,11 +909,10 @@ nbStatus nb_hash_remove(nbHash *hash, nbHandle item)
     const int32_t p = nbi_pool_slot_value(&hash->pool, slot);
     hash->nfiltered -= !(NBI_ARR(hash, cat, uint32_t)[p] == 0xFFFFFFFFu &&
                          NBI_ARR(hash, mask, uint32_t)[p] == 0xFFFFFFFFu);
-    int64_t key[3];
-    nbi_item_key(hash, p, key);
-    nbi_cell_take_out(hash, nbi_cell_find(hash, key), p);
+    nbi_cell_take_out(hash, NBI_ARR(hash, cell_of, const int32_t)[slot], p);
     nbi_pool_free(&hash->pool, item, NULL);
     if (--hash->count == 0) nb_hash_clear(hash); // a fresh start: bounds, cells
+    nbi_hash_view_refresh(hash);
     return NB_OK;
 }
 
@@ -885,6 +947,7 @@ nbStatus nb_hash_set(nbHash *hash, nbHandle item, uint64_t user, nbFilter filter
     NBI_ARR(hash, hit, nbHit)[p].user = user;
     cat[p] = filter.category;
     mask[p] = filter.mask;
+    nbi_hash_view_refresh(hash);
     return NB_OK;
 }
 
@@ -928,11 +991,11 @@ static bool nbi_hash_on_hit(int32_t slot, void *ctx)
 static nbStatus nbi_hash_range(const nbHash *h, const double *center, double radius,
                                const double *lo, const double *hi, nbFilter f, nbiHashHits *x)
 {
-    const nbiView v = nbi_hash_view(h);
+    const nbiView *v = &h->view;
     nbiHitSink s;
     nbi_hit_sink_init(&s, NBI_SINK_VISIT, NULL, x->fn != NULL ? 0 : x->cap, nbi_hash_on_hit, x);
-    return center != NULL ? nbi_walk_radius(&v, center, radius, f, &s)
-                          : nbi_walk_box(&v, lo, hi, f, &s);
+    return center != NULL ? nbi_walk_radius(v, center, radius, f, &s)
+                          : nbi_walk_box(v, lo, hi, f, &s);
 }
 
 static nbStatus nbi_hash_finish(nbStatus st, const nbiHashHits *x, int32_t *found)
@@ -950,12 +1013,12 @@ static nbStatus nbi_hash_range_buffer(const nbHash *h, const double *center, dou
                                       const double *lo, const double *hi, nbFilter f,
                                       nbHashHit *out, int32_t capacity, int32_t *found)
 {
-    const nbiView v = nbi_hash_view(h);
+    const nbiView *v = &h->view;
     nbiHitSink s;
     nbi_hit_sink_init(&s, NBI_SINK_BUFFER, (int32_t *)(void *)out, capacity, NULL, NULL);
     s.positions = true; // positions, not the view's idx (posid, the same numbers): one array less
-    const nbStatus st = center != NULL ? nbi_walk_radius(&v, center, radius, f, &s)
-                                       : nbi_walk_box(&v, lo, hi, f, &s);
+    const nbStatus st =
+        center != NULL ? nbi_walk_radius(v, center, radius, f, &s) : nbi_walk_box(v, lo, hi, f, &s);
     if (st != NB_OK) return st;
     unsigned char *bytes = (unsigned char *)out;
     const nbHit *hits = NBI_ARR(h, hit, const nbHit); // (read once: `out` may alias anything)
@@ -1250,7 +1313,10 @@ nbStatus nb_hash_validate(const nbHash *hash)
     NBI_CHECK(isfinite(h->cm.cell) && h->cm.cell > 0.0);
     NBI_CHECK(nbi_pool_validate(&h->pool) == NB_OK);
     NBI_CHECK(nbi_pool_count(&h->pool) == h->count && h->count >= 0);
-    NBI_CHECK(h->cap >= 0);
+    NBI_CHECK(h->cap >= 0 && h->cell_of.cap >= h->pool.slots.cap);
+    nbiView fresh;
+    nbi_hash_view_fill(h, &fresh);
+    NBI_CHECK(nbi_view_same(&h->view, &fresh));
     nbiBuf *buf[NBI_POS_BUFS];
     size_t elem[NBI_POS_BUFS];
     nbi_pos_bufs((nbHash *)h, buf, elem);
@@ -1296,6 +1362,7 @@ nbStatus nb_hash_validate(const nbHash *hash)
             NBI_CHECK(nbi_pool_handle_of(&h->pool, s).bits ==
                       NBI_ARR(h, hit, const nbHit)[p].handle.bits);
             NBI_CHECK(nbi_pool_slot_value(&h->pool, s) == p);
+            NBI_CHECK(NBI_ARR(h, cell_of, const int32_t)[s] == c);
             for (int a = 0; a < h->dim; a++) {
                 const double x = pts[(size_t)p * (size_t)h->dim + (size_t)a];
                 NBI_CHECK(isfinite(x) && fabs(x) <= h->max_abs);

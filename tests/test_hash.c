@@ -509,6 +509,61 @@ static int test_allocation_failure(void)
     return 0;
 }
 
+// Queries start from a view of the hash that it keeps cached: every kind of change must reach
+// the next query at once (and validate compares the cached view with a fresh one).
+static int count_near(const nbHash *h, double x, double y, nbFilter f, int32_t *found)
+{
+    nbHashHit hits[8];
+    const double c[2] = {x, y};
+    NB_CHECK_OK(nb_hash_query_radius(h, c, 1.0, f, hits, 8, found));
+    NB_CHECK_OK(nb_hash_validate(h));
+    return 0;
+}
+
+static int test_view_follows_changes(void)
+{
+    nbHashDesc desc = {0};
+    desc.cell_size = 1.0;
+    nbHash *h = NULL;
+    NB_CHECK_OK(nb_hash_create(&desc, &h));
+    const nbFilter bit0 = {0xFFFFFFFFu, 1u}; // finds items whose category has bit 0
+    int32_t found = -1;
+    if (count_near(h, 0.0, 0.0, NB_FILTER_ALL, &found)) return 1;
+    NB_CHECK(found == 0);
+    nbHandle a, b;
+    NB_CHECK_OK(nb_hash_insert(h, (const double[]){0.0, 0.0}, 1, NB_FILTER_ALL, &a));
+    NB_CHECK_OK(nb_hash_insert(h, (const double[]){0.5, 0.0}, 2, NB_FILTER_ALL, &b));
+    if (count_near(h, 0.0, 0.0, bit0, &found)) return 1;
+    NB_CHECK(found == 2);
+    const nbFilter bit1 = {2u, 0xFFFFFFFFu};
+    NB_CHECK_OK(nb_hash_set(h, b, 2, bit1)); // the first filtered item: queries test bits now
+    if (count_near(h, 0.0, 0.0, bit0, &found)) return 1;
+    NB_CHECK(found == 1);
+    NB_CHECK_OK(nb_hash_set(h, b, 2, NB_FILTER_ALL)); // and stop again
+    if (count_near(h, 0.0, 0.0, bit0, &found)) return 1;
+    NB_CHECK(found == 2);
+    NB_CHECK_OK(nb_hash_move(h, b, (const double[]){0.75, 0.25})); // within its cell
+    if (count_near(h, 1.5, 0.25, NB_FILTER_ALL, &found)) return 1;
+    NB_CHECK(found == 1);
+    NB_CHECK_OK(nb_hash_move(h, b, (const double[]){-3e9, 7e9})); // far: a new layout
+    if (count_near(h, -3e9, 7e9, NB_FILTER_ALL, &found)) return 1;
+    NB_CHECK(found == 1);
+    NB_CHECK_OK(nb_hash_reserve(h, 5000)); // new storage
+    if (count_near(h, -3e9, 7e9 + 0.5, NB_FILTER_ALL, &found)) return 1;
+    NB_CHECK(found == 1);
+    NB_CHECK_OK(nb_hash_remove(h, a));
+    if (count_near(h, 0.0, 0.0, NB_FILTER_ALL, &found)) return 1;
+    NB_CHECK(found == 0);
+    nb_hash_clear(h);
+    if (count_near(h, -3e9, 7e9, NB_FILTER_ALL, &found)) return 1;
+    NB_CHECK(found == 0);
+    NB_CHECK_OK(nb_hash_insert(h, (const double[]){4.0, 4.0}, 3, NB_FILTER_ALL, &a));
+    if (count_near(h, 4.0, 4.5, NB_FILTER_ALL, &found)) return 1;
+    NB_CHECK(found == 1);
+    nb_hash_destroy(h);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const nbtCase cases[] = {
@@ -516,6 +571,7 @@ int main(int argc, char **argv)
         {"bad_handles", test_bad_handles},
         {"steady_state_allocates_nothing", test_steady_state_allocates_nothing},
         {"allocation_failure", test_allocation_failure},
+        {"view_follows_changes", test_view_follows_changes},
     };
     return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
 }
