@@ -147,6 +147,7 @@ nbStatus nb_grid_create(const nbGridDesc *desc, nbGrid **out)
         nbi_free(&a, g, 1, sizeof(nbGrid));
         return NB_ERR_OUT_OF_MEMORY;
     }
+    nbi_grid_view_refresh(g);
     *out = g;
     return NB_OK;
 }
@@ -183,7 +184,9 @@ nbStatus nb_grid_reserve(nbGrid *grid, int32_t points)
 #endif
     nbiGridNeed need = {n,    cells > room ? cells : room, (uint64_t)1 << bits,
                         room, grid->had_bits ? room : 0,   hist};
-    return nbi_grid_grow(grid, need, true) ? NB_OK : NB_ERR_OUT_OF_MEMORY;
+    const bool grown = nbi_grid_grow(grid, need, true);
+    nbi_grid_view_refresh(grid); // the buffers may have moved
+    return grown ? NB_OK : NB_ERR_OUT_OF_MEMORY;
 }
 
 int32_t nb_grid_count(const nbGrid *grid)
@@ -1129,7 +1132,7 @@ static bool nbi_grid_rebuild(nbGrid *g, const nbPoints *points, double radius, n
 }
 #endif
 
-nbStatus nb_grid_build(nbGrid *grid, const nbPoints *points, double radius)
+static nbStatus nbi_grid_build_any(nbGrid *grid, const nbPoints *points, double radius)
 {
 #if defined(__SSE2__)
     if (nbi_grid_may_rebuild(grid, points, radius)) {
@@ -1141,6 +1144,13 @@ nbStatus nb_grid_build(nbGrid *grid, const nbPoints *points, double radius)
     }
 #endif
     return nbi_grid_build_fresh(grid, points, radius);
+}
+
+nbStatus nb_grid_build(nbGrid *grid, const nbPoints *points, double radius)
+{
+    const nbStatus st = nbi_grid_build_any(grid, points, radius);
+    if (grid != NULL) nbi_grid_view_refresh(grid);
+    return st;
 }
 
 void nbi_grid_gather(const nbGrid *g, const nbiBuildIn *in, int32_t p0, int32_t p1)
@@ -1161,6 +1171,11 @@ void nbi_grid_gather_bits(const nbGrid *g, const nbiBuildIn *in, int32_t p0, int
         cat[p] = in->category ? nbi_bits_at(in->category, in->cat_stride, idx[p]) : 0xFFFFFFFFu;
         mask[p] = in->mask ? nbi_bits_at(in->mask, in->mask_stride, idx[p]) : 0xFFFFFFFFu;
     }
+}
+
+void nbi_grid_view_refresh(nbGrid *g)
+{
+    g->view = nbi_grid_view(g);
 }
 
 nbiView nbi_grid_view(const nbGrid *g)
@@ -1227,6 +1242,7 @@ nbStatus nb_grid_validate(const nbGrid *grid)
     for (int a = 0; a < 3; a++)
         NBI_CHECK(g->lo[a] <= g->hi[a] && g->ext[a] == g->hi[a] - g->lo[a] + 1);
     const nbiView v = nbi_grid_view(g);
+    NBI_CHECK(nbi_view_same(&v, &g->view));
     if (g->hashed) {
         NBI_CHECK(g->ncells <= g->n && (size_t)g->ncells <= g->cell_slot.cap);
         NBI_CHECK(nbi_ctab_validate(&g->table) && g->table.count == g->ncells);

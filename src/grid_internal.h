@@ -77,6 +77,9 @@ struct nbGrid {
     // unused), claimed by one call at a time through scratch_busy.
     nbTasks tasks;
     nbiBuf hist;
+    // The walkers' view of the grid, kept current by every call that changes it (create,
+    // reserve, build): a query starts from it instead of building one.
+    nbiView view;
     nbiBuf scratch[NBI_MAX_CHUNKS];
 #if NBI_HAS_ATOMICS
     atomic_flag scratch_busy;
@@ -164,6 +167,8 @@ nbStatus nbi_grid_pairs_parallel(const nbGrid *g, double radius, int mode, nbPai
 
 // The grid as the walkers see it.
 nbiView nbi_grid_view(const nbGrid *g);
+// Brings grid->view up to date.
+void nbi_grid_view_refresh(nbGrid *g);
 
 // The cell math of a periodic grid's last layout, as a view of no points, for
 // nbi_grid_wrapped_cell.

@@ -20,8 +20,7 @@ static nbStatus nbi_pair_result(nbStatus st, const nbiPairSink *s, int64_t *foun
 static nbStatus nbi_grid_pairs_range(const nbGrid *g, double radius, int32_t u0, int32_t u1,
                                      nbiPairSink *s)
 {
-    const nbiView v = nbi_grid_view(g);
-    return nbi_walk_pairs(&v, radius, u0, u1, s);
+    return nbi_walk_pairs(&g->view, radius, u0, u1, s);
 }
 
 nbStatus nb_grid_pairs(const nbGrid *grid, double radius, nbPair *out, int64_t capacity,
@@ -92,8 +91,8 @@ static nbStatus nbi_grid_cross(const nbGrid *a, const nbGrid *b, double radius, 
     nbStatus st = nbi_check_pairs(radius, capacity);
     if (st != NB_OK) return st;
     if (a->dim != b->dim) return NB_ERR_OUT_OF_RANGE;
-    const nbiView va = nbi_grid_view(a), vb = nbi_grid_view(b);
-    return nbi_walk_cross(&va, &vb, radius, s);
+    const nbiView *va = &a->view, *vb = &b->view;
+    return nbi_walk_cross(va, vb, radius, s);
 }
 
 nbStatus nb_grid_cross_pairs(const nbGrid *a, const nbGrid *b, double radius, nbPair *out,
@@ -134,10 +133,10 @@ nbStatus nb_grid_query_radius_filtered(const nbGrid *grid, const double *center,
     if (found != NULL) *found = 0;
     if (grid == NULL || center == NULL || found == NULL || (out == NULL && capacity > 0))
         return NB_ERR_NULL_ARG;
-    const nbiView v = nbi_grid_view(grid);
+    const nbiView *v = &grid->view;
     nbiHitSink s;
     nbi_hit_sink_init(&s, NBI_SINK_BUFFER, out, capacity, NULL, NULL);
-    const nbStatus st = nbi_walk_radius(&v, center, radius, filter, &s);
+    const nbStatus st = nbi_walk_radius(v, center, radius, filter, &s);
     if (st != NB_OK) return st;
     *found = s.found;
     return s.found > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
@@ -153,10 +152,10 @@ nbStatus nb_grid_visit_radius_filtered(const nbGrid *grid, const double *center,
                                        nbFilter filter, nbVisitFn *visit, void *user)
 {
     if (grid == NULL || center == NULL || visit == NULL) return NB_ERR_NULL_ARG;
-    const nbiView v = nbi_grid_view(grid);
+    const nbiView *v = &grid->view;
     nbiHitSink s;
     nbi_hit_sink_init(&s, NBI_SINK_VISIT, NULL, 0, visit, user);
-    return nbi_walk_radius(&v, center, radius, filter, &s);
+    return nbi_walk_radius(v, center, radius, filter, &s);
 }
 
 nbStatus nb_grid_visit_radius(const nbGrid *grid, const double *center, double radius,
@@ -171,10 +170,10 @@ nbStatus nb_grid_query_box_filtered(const nbGrid *grid, const double *lo, const 
     if (found != NULL) *found = 0;
     if (grid == NULL || lo == NULL || hi == NULL || found == NULL || (out == NULL && capacity > 0))
         return NB_ERR_NULL_ARG;
-    const nbiView v = nbi_grid_view(grid);
+    const nbiView *v = &grid->view;
     nbiHitSink s;
     nbi_hit_sink_init(&s, NBI_SINK_BUFFER, out, capacity, NULL, NULL);
-    const nbStatus st = nbi_walk_box(&v, lo, hi, filter, &s);
+    const nbStatus st = nbi_walk_box(v, lo, hi, filter, &s);
     if (st != NB_OK) return st;
     *found = s.found;
     return s.found > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
@@ -190,10 +189,10 @@ nbStatus nb_grid_visit_box_filtered(const nbGrid *grid, const double *lo, const 
                                     nbFilter filter, nbVisitFn *visit, void *user)
 {
     if (grid == NULL || lo == NULL || hi == NULL || visit == NULL) return NB_ERR_NULL_ARG;
-    const nbiView v = nbi_grid_view(grid);
+    const nbiView *v = &grid->view;
     nbiHitSink s;
     nbi_hit_sink_init(&s, NBI_SINK_VISIT, NULL, 0, visit, user);
-    return nbi_walk_box(&v, lo, hi, filter, &s);
+    return nbi_walk_box(v, lo, hi, filter, &s);
 }
 
 nbStatus nb_grid_visit_box(const nbGrid *grid, const double *lo, const double *hi, nbVisitFn *visit,
@@ -210,8 +209,8 @@ nbStatus nb_grid_knn_filtered(const nbGrid *grid, const double *point, int32_t k
     if (found != NULL) *found = 0;
     if (grid == NULL || point == NULL || found == NULL || (out == NULL && k > 0))
         return NB_ERR_NULL_ARG;
-    const nbiView v = nbi_grid_view(grid);
-    return nbi_walk_knn(&v, point, k, filter, out, found);
+    const nbiView *v = &grid->view;
+    return nbi_walk_knn(v, point, k, filter, out, found);
 }
 
 nbStatus nb_grid_knn(const nbGrid *grid, const double *point, int32_t k, nbNeighbor *out,

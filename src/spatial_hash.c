@@ -157,20 +157,6 @@ static nbiView nbi_hash_view(const nbHash *h)
     return h->view;
 }
 
-// Whether two views describe the same thing (validate: the cached view against a fresh one).
-static bool nbi_view_same(const nbiView *a, const nbiView *b)
-{
-    bool same = a->dim == b->dim && a->n == b->n && a->pts == b->pts && a->idx == b->idx &&
-                a->cat == b->cat && a->mask == b->mask && a->start == b->start &&
-                a->end == b->end && a->ncells == b->ncells && a->cm.cell == b->cm.cell &&
-                a->cm.inv == b->cm.inv && a->cm.pow2 == b->cm.pow2 && a->max_abs == b->max_abs &&
-                a->table == b->table && a->cell_slot == b->cell_slot &&
-                a->cell_keys == b->cell_keys && a->wrap == b->wrap;
-    for (int i = 0; i < 3; i++)
-        same &= a->lo[i] == b->lo[i] && a->hi[i] == b->hi[i] && a->ext[i] == b->ext[i];
-    return same;
-}
-
 // The item at position p as a result (the walkers report positions: the view's idx is posid).
 static nbHashHit nbi_hash_hit(const nbHash *h, int32_t p)
 {

@@ -56,6 +56,21 @@ typedef struct nbiView {
     const nbiWrap *wrap;       // NULL: no periodic axis
 } nbiView;
 
+// Whether two views describe the same thing (validate: a structure's cached view against a
+// fresh one).
+NBI_INLINE bool nbi_view_same(const nbiView *a, const nbiView *b)
+{
+    bool same = a->dim == b->dim && a->n == b->n && a->pts == b->pts && a->idx == b->idx &&
+                a->cat == b->cat && a->mask == b->mask && a->start == b->start &&
+                a->end == b->end && a->ncells == b->ncells && a->cm.cell == b->cm.cell &&
+                a->cm.inv == b->cm.inv && a->cm.pow2 == b->cm.pow2 && a->max_abs == b->max_abs &&
+                a->table == b->table && a->cell_slot == b->cell_slot &&
+                a->cell_keys == b->cell_keys && a->wrap == b->wrap;
+    for (int i = 0; i < 3; i++)
+        same &= a->lo[i] == b->lo[i] && a->hi[i] == b->hi[i] && a->ext[i] == b->ext[i];
+    return same;
+}
+
 // The cell of coordinate x on axis a of a view (periodic or not; x in [0, P) when periodic).
 NBI_INLINE int64_t nbi_view_axis_cell(const nbiView *v, int a, double x)
 {
