@@ -22,6 +22,9 @@
 #endif
 
 enum { NBI_DENSE_CELLS_PER_POINT = 4, NBI_DENSE_MIN_CELLS = 64 };
+// Dense builds of at least this many packed points sort in two passes ("large builds" below;
+// SSE2 builds only). Measured: below it the one-pass build is as fast.
+int32_t nbi_blocked_min_points = 3 << 20;
 // How many points ahead a hashed build computes keys and prefetches their table slots.
 enum { NBI_HASH_AHEAD = 16 };
 
@@ -348,7 +351,6 @@ void nbi_count_packed(const double *data, int32_t n, int dim, const nbiCellMath 
 // Everything lives in the hist buffer (nbiBlocks). A block of more than NBI_BLOCK_MOST points
 // (clustered data) sends the build back to one pass.
 enum { NBI_BLOCK_POINTS = 8192, NBI_BLOCK_MOST = 2 * NBI_BLOCK_POINTS };
-int32_t nbi_blocked_min_points = 3 << 20; // measured: below, the one-pass build is as fast
 
 // The shift that makes a block of 2^shift cells hold about NBI_BLOCK_POINTS points on average
 // (and no more cells than there are).
