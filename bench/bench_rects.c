@@ -16,9 +16,11 @@
 //                 runs the frames, count/sum over all frames. Allocations in the frames are
 //                 counted (the tree's allocator hook) and printed to stderr.
 // --quick: 100k rectangles (build), 1k windows, pairs on the first 10k, 10k moving x 5 frames.
+// --frames F: only the first F frames of the moving workload (for profilers).
 //
 //   bench_rects [--quick] [--runs K] [--only build,windows,pairs,moving]
 //               [--placement loose|tight] [--threshold T] [--depth D] [--insert] [--stats]
+//               [--frames F]
 // With a placement, threshold or depth other than the defaults the peer is named
 // nearby_quadtree_<placement>_t<T>. --stats adds, on stderr, the tree's shape after the build
 // (nodes, depth, rectangles held above the leaves) and, when built with NBI_QT_STATS
@@ -168,7 +170,7 @@ static void print_shape(const char *what, const nbQuadtree *qt)
 int main(int argc, char **argv)
 {
     bool quick = false, stats = false;
-    int runs_arg = 0;
+    int runs_arg = 0, frames_arg = 0;
     const char *only = "build,windows,pairs,moving";
     Options o = {0, 0, 0, NULL};
     for (int i = 1; i < argc; i++) {
@@ -190,10 +192,12 @@ int main(int argc, char **argv)
             o.threshold = atoi(argv[++i]);
         } else if (strcmp(argv[i], "--depth") == 0 && i + 1 < argc) {
             o.depth = atoi(argv[++i]);
+        } else if (strcmp(argv[i], "--frames") == 0 && i + 1 < argc) {
+            frames_arg = atoi(argv[++i]);
         } else {
             fprintf(stderr, "usage: bench_rects [--quick] [--runs K] [--only "
                             "build,windows,pairs,moving] [--placement loose|tight] "
-                            "[--threshold T] [--depth D] [--insert] [--stats]\n");
+                            "[--threshold T] [--depth D] [--insert] [--stats] [--frames F]\n");
             return 2;
         }
     }
@@ -205,7 +209,8 @@ int main(int argc, char **argv)
                  use_insert ? "_insert" : "");
     const char *cpu_env = getenv("NBB_CPU_TIME");
     cpu_time = cpu_env != NULL && strcmp(cpu_env, "1") == 0;
-    const Sizes sz = quick ? quick_sizes : full_sizes;
+    Sizes sz = quick ? quick_sizes : full_sizes;
+    if (frames_arg > 0 && frames_arg <= sz.frames) sz.frames = frames_arg;
     double *rects = malloc(sizeof(double) * 4 * (size_t)sz.n_static);
     double *wins = malloc(sizeof(double) * 4 * (size_t)sz.n_windows);
     double *moving = malloc(sizeof(double) * 4 * (size_t)sz.n_moving);
