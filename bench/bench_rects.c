@@ -16,11 +16,12 @@
 //                 runs the frames, count/sum over all frames. Allocations in the frames are
 //                 counted (the tree's allocator hook) and printed to stderr.
 // --quick: 100k rectangles (build), 1k windows, pairs on the first 10k, 10k moving x 5 frames.
-// --frames F: only the first F frames of the moving workload (for profilers).
+// --frames F: only the first F frames of the moving workload (for profilers). --each: every
+// run's time on stderr (build, windows, pairs), to tell a process's runs apart from the next's.
 //
 //   bench_rects [--quick] [--runs K] [--only build,windows,pairs,moving]
 //               [--placement loose|tight] [--threshold T] [--depth D] [--insert] [--stats]
-//               [--frames F]
+//               [--frames F] [--each]
 // With a placement, threshold or depth other than the defaults the peer is named
 // nearby_quadtree_<placement>_t<T>. --stats adds, on stderr, the tree's shape after the build
 // (nodes, depth, rectangles held above the leaves) and, when built with NBI_QT_STATS
@@ -130,8 +131,15 @@ static bool on_pair(nbHit a, nbHit b, void *user)
     return true;
 }
 
+static bool each_run; // --each: every run's time on stderr
+
 static void emit(const char *peer, const char *figure, const int64_t *ns, int runs, nbrTally t)
 {
+    if (each_run) {
+        fprintf(stderr, "bench_rects: %s runs (ms):", figure);
+        for (int k = 0; k < runs; k++) fprintf(stderr, " %.2f", (double)ns[k] / 1e6);
+        fprintf(stderr, "\n");
+    }
     int64_t min_ns, median_ns;
     nbb_stats(ns, runs, &min_ns, &median_ns);
     printf("%s,%s,%.3f,%d,%llu,%llu\n", peer, figure, (double)median_ns / 1e6, runs,
@@ -180,6 +188,8 @@ int main(int argc, char **argv)
             use_insert = true;
         } else if (strcmp(argv[i], "--stats") == 0) {
             stats = true;
+        } else if (strcmp(argv[i], "--each") == 0) {
+            each_run = true;
         } else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) {
             runs_arg = atoi(argv[++i]);
             if (runs_arg < 1 || runs_arg > NBB_MAX_RUNS) runs_arg = 1;
@@ -197,7 +207,8 @@ int main(int argc, char **argv)
         } else {
             fprintf(stderr, "usage: bench_rects [--quick] [--runs K] [--only "
                             "build,windows,pairs,moving] [--placement loose|tight] "
-                            "[--threshold T] [--depth D] [--insert] [--stats] [--frames F]\n");
+                            "[--threshold T] [--depth D] [--insert] [--stats] [--frames F] "
+                            "[--each]\n");
             return 2;
         }
     }

@@ -1724,7 +1724,8 @@ NBI_INLINE void nbi_search_as(const nbQuadtree *q, int kind, const double *w, co
     nbiQtSink sk = *s; // a local copy the compiler can keep in registers
     int32_t stack[NBI_QT_STACK];
     int top = 0;
-    stack[top++] = NBI_QT_OUT;
+    stack[top] = NBI_QT_OUT; // the outside list, when it holds any
+    top += nodes[NBI_QT_OUT].count > 0;
     const nbiQtNode *root = &NBI_NODES(q)[NBI_QT_ROOT];
     if (nbi_node_touch(root, w))
         stack[top++] = held_ok && nbi_node_held(root, w) ? -2 - NBI_QT_ROOT : NBI_QT_ROOT;
@@ -2258,7 +2259,8 @@ static void nbi_pairs(const nbQuadtree *q, bool cross, uint32_t mask_a, uint32_t
             nbiQtWin x;
             nbi_win_make(&x, w);
             int top = 0;
-            stack[top++] = NBI_QT_OUT;
+            stack[top] = NBI_QT_OUT; // the outside list, when it holds any
+            top += nodes[NBI_QT_OUT].count > 0;
             if (nbi_node_touch(root, w)) stack[top++] = NBI_QT_ROOT;
             while (top > 0) {
                 const int32_t nb = stack[--top];
