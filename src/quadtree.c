@@ -13,7 +13,8 @@
 //
 // Window, point, radius and pair searches prune by a third box per node below the root: the box
 // of what its subtree holds, as floats rounded outwards, grown as rectangles come in (nbiQtGb,
-// nbi_bbox_grow), four children's side by side so that one test covers a group. Each position
+// nbi_bbox_grow; a move within its node computes it anew instead, nbi_box_move), four
+// children's side by side so that one test covers a group. Each position
 // also has its box as floats rounded outwards, by runs of four (nbi_fb_put), so one test covers
 // four rectangles; only those that pass read the doubles and take the exact test.
 //
@@ -84,9 +85,10 @@ typedef struct nbiQtHot {
 // floats rounded outwards, field by field (structure of arrays: lo x of the four, lo y, -hi x,
 // -hi y), so that one group's 16 floats test all four children against a window at once
 // (nbi_group_test). Node n >= NBI_QT_GROUPS has 4 floats of the buffer, its group's 16 start
-// at 4 * (first node of the group - NBI_QT_GROUPS). The box only grows (nbi_bbox_grow, as a
-// rectangle is put into the subtree) and starts empty (+infinity in every field) when a group
-// is taken, so it always holds every rectangle of the subtree (and lies within its parent's):
+// at 4 * (first node of the group - NBI_QT_GROUPS). The box grows as a rectangle is put into
+// the subtree (nbi_bbox_grow), is computed anew from what it holds when a move within the node
+// leaves it (nbi_node_refit), and starts empty (+infinity in every field) when a group is
+// taken, so it always holds every rectangle of the subtree (and lies within its parent's):
 // a window that misses it misses them all, and one that holds it holds them all. It is much
 // tighter than the loose bounds near the top of the tree, where a node's bounds reach half a
 // side past its quadrant but its rectangles only their own half size.
@@ -550,8 +552,8 @@ static void nbi_block_give(nbQuadtree *q, int32_t start, int c)
 
 // Segments: a block's positions by sixteens from its start (a block of 4 or 8 is one segment).
 // Each segment has a float box of what it holds (the fields of nbi_fb_put: lo x, lo y, -hi x,
-// -hi y, the least of its positions'); a search tests it before the segment's runs. Like the
-// subtree boxes it only grows (a put into the segment widens it) until the block is taken anew.
+// -hi y, the least of its positions'); a search tests it before the segment's runs. A put into
+// the segment widens it; a move in place that leaves it computes it anew (nbi_seg_refit).
 // The boxes of a block's segments are side by side in sb, from the block's start (nbi_seg_box):
 // a block of 2^c >= 4 positions owns 2^c floats of sb and needs 4 per 16 positions.
 enum { NBI_QT_SEG = 16 };
