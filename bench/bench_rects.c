@@ -16,9 +16,12 @@
 //                 runs the frames, count/sum over all frames. Allocations in the frames are
 //                 counted (the tree's allocator hook) and printed to stderr.
 // --quick: 100k rectangles (build), 1k windows, pairs on the first 10k, 10k moving x 5 frames.
+// --frames F: only the first F frames of the moving workload (for profilers). --each: every
+// run's time on stderr (build, windows, pairs), to tell a process's runs apart from the next's.
 //
 //   bench_rects [--quick] [--runs K] [--only build,windows,pairs,moving]
 //               [--placement loose|tight] [--threshold T] [--depth D] [--insert] [--stats]
+//               [--frames F] [--each]
 // With a placement, threshold or depth other than the defaults the peer is named
 // nearby_quadtree_<placement>_t<T>. --stats adds, on stderr, the tree's shape after the build
 // (nodes, depth, rectangles held above the leaves) and, when built with NBI_QT_STATS
@@ -128,8 +131,15 @@ static bool on_pair(nbHit a, nbHit b, void *user)
     return true;
 }
 
+static bool each_run; // --each: every run's time on stderr
+
 static void emit(const char *peer, const char *figure, const int64_t *ns, int runs, nbrTally t)
 {
+    if (each_run) {
+        fprintf(stderr, "bench_rects: %s runs (ms):", figure);
+        for (int k = 0; k < runs; k++) fprintf(stderr, " %.2f", (double)ns[k] / 1e6);
+        fprintf(stderr, "\n");
+    }
     int64_t min_ns, median_ns;
     nbb_stats(ns, runs, &min_ns, &median_ns);
     printf("%s,%s,%.3f,%d,%llu,%llu\n", peer, figure, (double)median_ns / 1e6, runs,
@@ -168,7 +178,7 @@ static void print_shape(const char *what, const nbQuadtree *qt)
 int main(int argc, char **argv)
 {
     bool quick = false, stats = false;
-    int runs_arg = 0;
+    int runs_arg = 0, frames_arg = 0;
     const char *only = "build,windows,pairs,moving";
     Options o = {0, 0, 0, NULL};
     for (int i = 1; i < argc; i++) {
@@ -178,6 +188,8 @@ int main(int argc, char **argv)
             use_insert = true;
         } else if (strcmp(argv[i], "--stats") == 0) {
             stats = true;
+        } else if (strcmp(argv[i], "--each") == 0) {
+            each_run = true;
         } else if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) {
             runs_arg = atoi(argv[++i]);
             if (runs_arg < 1 || runs_arg > NBB_MAX_RUNS) runs_arg = 1;
@@ -190,10 +202,13 @@ int main(int argc, char **argv)
             o.threshold = atoi(argv[++i]);
         } else if (strcmp(argv[i], "--depth") == 0 && i + 1 < argc) {
             o.depth = atoi(argv[++i]);
+        } else if (strcmp(argv[i], "--frames") == 0 && i + 1 < argc) {
+            frames_arg = atoi(argv[++i]);
         } else {
             fprintf(stderr, "usage: bench_rects [--quick] [--runs K] [--only "
                             "build,windows,pairs,moving] [--placement loose|tight] "
-                            "[--threshold T] [--depth D] [--insert] [--stats]\n");
+                            "[--threshold T] [--depth D] [--insert] [--stats] [--frames F] "
+                            "[--each]\n");
             return 2;
         }
     }
@@ -205,7 +220,8 @@ int main(int argc, char **argv)
                  use_insert ? "_insert" : "");
     const char *cpu_env = getenv("NBB_CPU_TIME");
     cpu_time = cpu_env != NULL && strcmp(cpu_env, "1") == 0;
-    const Sizes sz = quick ? quick_sizes : full_sizes;
+    Sizes sz = quick ? quick_sizes : full_sizes;
+    if (frames_arg > 0 && frames_arg <= sz.frames) sz.frames = frames_arg;
     double *rects = malloc(sizeof(double) * 4 * (size_t)sz.n_static);
     double *wins = malloc(sizeof(double) * 4 * (size_t)sz.n_windows);
     double *moving = malloc(sizeof(double) * 4 * (size_t)sz.n_moving);

@@ -13,7 +13,8 @@
 //
 // Window, point, radius and pair searches prune by a third box per node below the root: the box
 // of what its subtree holds, as floats rounded outwards, grown as rectangles come in (nbiQtGb,
-// nbi_bbox_grow), four children's side by side so that one test covers a group. Each position
+// nbi_bbox_grow; a move within its node computes it anew instead, nbi_box_move), four
+// children's side by side so that one test covers a group. Each position
 // also has its box as floats rounded outwards, by runs of four (nbi_fb_put), so one test covers
 // four rectangles; only those that pass read the doubles and take the exact test.
 //
@@ -84,9 +85,10 @@ typedef struct nbiQtHot {
 // floats rounded outwards, field by field (structure of arrays: lo x of the four, lo y, -hi x,
 // -hi y), so that one group's 16 floats test all four children against a window at once
 // (nbi_group_test). Node n >= NBI_QT_GROUPS has 4 floats of the buffer, its group's 16 start
-// at 4 * (first node of the group - NBI_QT_GROUPS). The box only grows (nbi_bbox_grow, as a
-// rectangle is put into the subtree) and starts empty (+infinity in every field) when a group
-// is taken, so it always holds every rectangle of the subtree (and lies within its parent's):
+// at 4 * (first node of the group - NBI_QT_GROUPS). The box grows as a rectangle is put into
+// the subtree (nbi_bbox_grow), is computed anew from what it holds when a move within the node
+// leaves it (nbi_node_refit), and starts empty (+infinity in every field) when a group is
+// taken, so it always holds every rectangle of the subtree (and lies within its parent's):
 // a window that misses it misses them all, and one that holds it holds them all. It is much
 // tighter than the loose bounds near the top of the tree, where a node's bounds reach half a
 // side past its quadrant but its rectangles only their own half size.
@@ -550,8 +552,8 @@ static void nbi_block_give(nbQuadtree *q, int32_t start, int c)
 
 // Segments: a block's positions by sixteens from its start (a block of 4 or 8 is one segment).
 // Each segment has a float box of what it holds (the fields of nbi_fb_put: lo x, lo y, -hi x,
-// -hi y, the least of its positions'); a search tests it before the segment's runs. Like the
-// subtree boxes it only grows (a put into the segment widens it) until the block is taken anew.
+// -hi y, the least of its positions'); a search tests it before the segment's runs. A put into
+// the segment widens it; a move in place that leaves it computes it anew (nbi_seg_refit).
 // The boxes of a block's segments are side by side in sb, from the block's start (nbi_seg_box):
 // a block of 2^c >= 4 positions owns 2^c floats of sb and needs 4 per 16 positions.
 enum { NBI_QT_SEG = 16 };
@@ -689,6 +691,69 @@ NBI_INLINE void nbi_box_put(nbQuadtree *q, int32_t start, int32_t p, const doubl
     const float *f = nbi_fb_at(q, p);
     float *g = NBI_SB(q) + nbi_seg_box(start, nbi_seg_of(start, p));
     for (int i = 0; i < 4; i++) g[i] = f[4 * i] < g[i] ? f[4 * i] : g[i];
+}
+
+// Whether the float box g (fields at a stride of 1) holds the float box at f (a stride of 4).
+NBI_INLINE bool nbi_f_holds(const float *g, const float *f)
+{
+    return g[0] <= f[0] && g[1] <= f[4] && g[2] <= f[8] && g[3] <= f[12];
+}
+
+// Computes anew the box of the segment starting at position g of node n's block from its
+// positions' float boxes (those past the node's count hold NaN, which the minimum skips).
+static void nbi_seg_refit(nbQuadtree *q, const nbiQtNode *n, int32_t g)
+{
+    const int32_t end = n->start + n->count;
+    const int32_t gend = end - g < NBI_QT_SEG ? end : g + NBI_QT_SEG;
+    float m[4] = {(float)INFINITY, (float)INFINITY, (float)INFINITY, (float)INFINITY};
+    for (int32_t r = g; r < gend; r += 4) {
+        const float *f = NBI_FB(q) + (size_t)NBI_QT_RUN_FLOATS * (size_t)(r >> 2);
+        for (int i = 0; i < 4; i++)
+            for (int k = 0; k < 4; k++) m[i] = f[4 * i + k] < m[i] ? f[4 * i + k] : m[i];
+    }
+    memcpy(NBI_SB(q) + nbi_seg_box(n->start, g), m, sizeof m);
+}
+
+// Computes anew node n's float box (n >= NBI_QT_GROUPS) from its segments' boxes and its
+// children's float boxes.
+static void nbi_node_refit(nbQuadtree *q, int32_t n)
+{
+    const nbiQtNode *node = &NBI_NODES(q)[n];
+    float m[4] = {(float)INFINITY, (float)INFINITY, (float)INFINITY, (float)INFINITY};
+    const float *sb = NBI_SB(q);
+    for (int32_t g = node->start, end = g + node->count; g < end; g += NBI_QT_SEG) {
+        const float *sg = sb + nbi_seg_box(node->start, g);
+        for (int i = 0; i < 4; i++) m[i] = sg[i] < m[i] ? sg[i] : m[i];
+    }
+    if (node->child >= 0) {
+        const float *gb = nbi_group_gb(q, node->child);
+        for (int i = 0; i < 4; i++)
+            for (int k = 0; k < 4; k++) m[i] = gb[4 * i + k] < m[i] ? gb[4 * i + k] : m[i];
+    }
+    float *g = nbi_gb_of(q, n);
+    for (int i = 0; i < 4; i++) g[4 * i] = m[i];
+}
+
+// Moves the rectangle at position `at` of node n to box b within n's bounds: rewrites its boxes
+// and nothing else of the node. Where its segment's box or the float box of n or of an ancestor
+// no longer holds it, that box is computed anew from what it holds rather than grown, so boxes
+// follow rectangles that wander about inside their node instead of widening step by step (a
+// window would meet more segments and nodes every frame).
+static void nbi_box_move(nbQuadtree *q, int32_t n, int32_t at, const double *b)
+{
+    const nbiQtNode *node = &NBI_NODES(q)[n];
+    memcpy(NBI_BOX(q)[at].b, b, 4 * sizeof(double));
+    nbi_fb_put(q, at, b);
+    const float *f = nbi_fb_at(q, at);
+    const int32_t g = nbi_seg_of(node->start, at);
+    if (!nbi_f_holds(NBI_SB(q) + nbi_seg_box(node->start, g), f)) nbi_seg_refit(q, node, g);
+    // An ancestor whose box holds the rectangle holds every refitted box below it: each holds
+    // only what the subtree held before and the rectangle.
+    for (int32_t c = n; c >= NBI_QT_GROUPS; c = NBI_NODES(q)[c].parent) {
+        const float *gc = nbi_gb_of(q, c);
+        if (gc[0] <= f[0] && gc[4] <= f[4] && gc[8] <= f[8] && gc[12] <= f[12]) return;
+        nbi_node_refit(q, c);
+    }
 }
 
 // Writes a rectangle's data at position `to` of node n, whose block starts at `start`, and points
@@ -1271,8 +1336,7 @@ nbStatus nb_quadtree_move(nbQuadtree *q, nbHandle item, const nbRect *rect)
     const int32_t at = nbi_pool_slot_value(&q->pool, slot);
     const int32_t n = NBI_OWN(q)[at];
     if (n != NBI_QT_OUT && nbi_within(&NBI_NODES(q)[n], b)) { // stays: nothing else changes
-        nbi_box_put(q, NBI_NODES(q)[n].start, at, b);
-        nbi_bbox_grow(q, n, at);
+        nbi_box_move(q, n, at, b);
         return NB_OK;
     }
     nbiQtPlan plan;
@@ -1662,7 +1726,8 @@ NBI_INLINE void nbi_search_as(const nbQuadtree *q, int kind, const double *w, co
     nbiQtSink sk = *s; // a local copy the compiler can keep in registers
     int32_t stack[NBI_QT_STACK];
     int top = 0;
-    stack[top++] = NBI_QT_OUT;
+    stack[top] = NBI_QT_OUT; // the outside list, when it holds any
+    top += nodes[NBI_QT_OUT].count > 0;
     const nbiQtNode *root = &NBI_NODES(q)[NBI_QT_ROOT];
     if (nbi_node_touch(root, w))
         stack[top++] = held_ok && nbi_node_held(root, w) ? -2 - NBI_QT_ROOT : NBI_QT_ROOT;
@@ -2196,7 +2261,8 @@ static void nbi_pairs(const nbQuadtree *q, bool cross, uint32_t mask_a, uint32_t
             nbiQtWin x;
             nbi_win_make(&x, w);
             int top = 0;
-            stack[top++] = NBI_QT_OUT;
+            stack[top] = NBI_QT_OUT; // the outside list, when it holds any
+            top += nodes[NBI_QT_OUT].count > 0;
             if (nbi_node_touch(root, w)) stack[top++] = NBI_QT_ROOT;
             while (top > 0) {
                 const int32_t nb = stack[--top];

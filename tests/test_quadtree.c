@@ -909,6 +909,63 @@ static int test_segments(void)
     return 0;
 }
 
+// Rectangles wandering about (the moving workload's small steps, every rectangle every round)
+// in big leaves: the moves stay in their nodes, so segment boxes and the float boxes of nodes
+// and their ancestors are computed anew as rectangles leave them (nbi_box_move). Each round is
+// checked by validate and by windows (each rectangle's own box, as the benchmark asks) and
+// pairs against brute force.
+static int test_wander(void)
+{
+    enum { N = 2500, ROUNDS = 40 };
+    static nbRect r[N];
+    static nbHandle h[N];
+    static nbHit hits[N];
+    const double world = 30.0;
+    for (int32_t i = 0; i < N; i++) {
+        const double c[2] = {nbt_range(-world, world), nbt_range(-world, world)};
+        for (int a = 0; a < 2; a++) {
+            const double side = 0.1 * pow(30.0, nbt_unit());
+            r[i].min[a] = c[a] - 0.5 * side;
+            r[i].max[a] = c[a] + 0.5 * side;
+        }
+    }
+    nbQuadtreeDesc desc = {0};
+    desc.bounds = (nbRect){{-world, -world}, {world, world}};
+    nbQuadtree *qt = NULL;
+    NB_CHECK_OK(nb_quadtree_create(&desc, &qt));
+    NB_CHECK_OK(nb_quadtree_build(qt, r, N, NULL, NULL, h));
+    for (int round = 0; round <= ROUNDS; round++) {
+        for (int32_t i = 0; round > 0 && i < N; i++) {
+            const double step[2] = {nbt_range(-0.5, 0.5), nbt_range(-0.5, 0.5)};
+            for (int a = 0; a < 2; a++) {
+                r[i].min[a] += step[a];
+                r[i].max[a] += step[a];
+            }
+            NB_CHECK_OK(nb_quadtree_move(qt, h[i], &r[i]));
+        }
+        NB_CHECK_OK(nb_quadtree_validate(qt));
+        for (int32_t w = 0; w < N; w += 7) {
+            int32_t found = -1;
+            NB_CHECK_OK(nb_quadtree_query_box(qt, &r[w], NB_FILTER_ALL, hits, N, &found));
+            int32_t want = 0;
+            for (int32_t i = 0; i < N; i++) want += touch(&r[i], &r[w]);
+            NB_CHECK(found == want);
+            for (int32_t k = 0; k < found; k++) {
+                const int32_t i = (int32_t)hits[k].user;
+                NB_CHECK(i >= 0 && i < N && hits[k].handle.bits == h[i].bits);
+                NB_CHECK(touch(&r[i], &r[w]));
+            }
+        }
+        int64_t pairs = -1, want_pairs = 0;
+        for (int32_t i = 0; i < N; i++)
+            for (int32_t j = i + 1; j < N; j++) want_pairs += touch(&r[i], &r[j]);
+        NB_CHECK_OK(nb_quadtree_count_pairs(qt, &pairs));
+        NB_CHECK(pairs == want_pairs);
+    }
+    nb_quadtree_destroy(qt);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const nbtCase cases[] = {
@@ -923,6 +980,7 @@ int main(int argc, char **argv)
         {"radius_underflow", test_radius_underflow},
         {"float_edges", test_float_edges},
         {"segments", test_segments},
+        {"wander", test_wander},
     };
     return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
 }
