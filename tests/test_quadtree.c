@@ -86,6 +86,19 @@ static void sort_hits(const nbHit *hits, int32_t n, uint64_t *keys)
     qsort(keys, (size_t)n, sizeof *keys, cmp_u64);
 }
 
+// A rectangle centred uniformly in [-world, world]^2, each side log-uniform in [0.1, 0.1 spread].
+static nbRect sized_rect(double world, double spread)
+{
+    nbRect r;
+    const double c[2] = {nbt_range(-world, world), nbt_range(-world, world)};
+    for (int a = 0; a < 2; a++) {
+        const double side = 0.1 * pow(spread, nbt_unit());
+        r.min[a] = c[a] - 0.5 * side;
+        r.max[a] = c[a] + 0.5 * side;
+    }
+    return r;
+}
+
 // A random rectangle of the workload's mix, around a random centre in [-world, world].
 static nbRect random_rect(double world)
 {
@@ -837,12 +850,7 @@ static int test_segments(void)
     static nbHit hits[N];
     const double world = 40.0;
     for (int32_t i = 0; i < N; i++) {
-        const double c[2] = {nbt_range(-world, world), nbt_range(-world, world)};
-        for (int a = 0; a < 2; a++) {
-            const double side = 0.1 * pow(50.0, nbt_unit());
-            r[i].min[a] = c[a] - 0.5 * side;
-            r[i].max[a] = c[a] + 0.5 * side;
-        }
+        r[i] = sized_rect(world, 50.0);
         f[i] = nbt_int(4) == 0 ? (nbFilter){1u, 0xFFFFFFFFu} : NB_FILTER_ALL;
         live[i] = true;
     }
@@ -921,14 +929,7 @@ static int test_wander(void)
     static nbHandle h[N];
     static nbHit hits[N];
     const double world = 30.0;
-    for (int32_t i = 0; i < N; i++) {
-        const double c[2] = {nbt_range(-world, world), nbt_range(-world, world)};
-        for (int a = 0; a < 2; a++) {
-            const double side = 0.1 * pow(30.0, nbt_unit());
-            r[i].min[a] = c[a] - 0.5 * side;
-            r[i].max[a] = c[a] + 0.5 * side;
-        }
-    }
+    for (int32_t i = 0; i < N; i++) r[i] = sized_rect(world, 30.0);
     nbQuadtreeDesc desc = {0};
     desc.bounds = (nbRect){{-world, -world}, {world, world}};
     nbQuadtree *qt = NULL;
