@@ -11,6 +11,8 @@
 // is where the serial counting sort would put them, since it scatters in input order. Each chunk
 // then scatters its indices through its own row; the coordinates are gathered in position
 // order. Cost: the serial passes' work spread over K workers, plus O(K x cells) for the rows.
+// A large build of packed points runs dense_grid.c's two cache-sized passes instead (blocks of
+// cells per chunk of points, then cells per run of blocks), with the same result.
 //
 // Pairs. The cells are cut into chunks of about equal point counts. The first chunk writes its
 // pairs straight into the caller's buffer; the others write into scratch buffers kept by the
@@ -240,7 +242,7 @@ static void nbi_blocks_sort_task(int32_t k0, int32_t k1, int32_t worker, void *v
     }
 }
 
-// False when a block is too crowded (then only cell_of and hist have changed).
+// False when a block is too crowded (then only hist has changed).
 static bool nbi_grid_build_blocked_parallel(nbGrid *g, const nbiBuildIn *in)
 {
     nbiBlocksCtx x = {in, g, nbi_blocks_plan(g, in->n, nbi_grid_build_chunks(g)), false};
