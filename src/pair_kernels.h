@@ -220,11 +220,11 @@ typedef struct nbiGather {
     int32_t n;
 } nbiGather;
 
-// `ids`: the caller's indices too (a count needs only the coordinates and filter bits).
+// `ids`: the caller's indices too (a count needs only the coordinates and filter bits). Lane n
+// gets candidate q.
 NBI_INLINE void nbi_gather_one(nbiGather *gt, const nbiPairCtx *x, int dim, bool flt, bool ids,
-                               int32_t q)
+                               int32_t n, int32_t q)
 {
-    const int32_t n = gt->n++;
     gt->x[n] = x->pb[(size_t)q * (size_t)dim];
     gt->y[n] = x->pb[(size_t)q * (size_t)dim + 1];
     if (dim == 3) gt->z[n] = x->pb[(size_t)q * (size_t)dim + 2];
@@ -235,13 +235,41 @@ NBI_INLINE void nbi_gather_one(nbiGather *gt, const nbiPairCtx *x, int dim, bool
     }
 }
 
+// The lane count is kept in a local while copying: gt->n is an int32_t like the index lanes, so
+// every index store would otherwise make the compiler reload it.
 NBI_INLINE void nbi_gather_span(nbiGather *gt, const nbiPairCtx *x, int dim, bool flt, bool ids,
                                 const nbiSpan *sp)
 {
-    if (sp->list != NULL)
-        for (int32_t t = sp->b0; t < sp->b1; t++) nbi_gather_one(gt, x, dim, flt, ids, sp->list[t]);
-    else
-        for (int32_t q = sp->b0; q < sp->b1; q++) nbi_gather_one(gt, x, dim, flt, ids, q);
+    int32_t n = gt->n;
+    if (sp->list != NULL) {
+        for (int32_t t = sp->b0; t < sp->b1; t++)
+            nbi_gather_one(gt, x, dim, flt, ids, n++, sp->list[t]);
+        gt->n = n;
+        return;
+    }
+    int32_t q = sp->b0;
+#if defined(__SSE2__)
+    if (dim == 2) { // two points' x and y apart in one unpack each
+        for (; q + 2 <= sp->b1; q += 2, n += 2) {
+            const __m128d u = _mm_loadu_pd(x->pb + (size_t)q * 2);
+            const __m128d w = _mm_loadu_pd(x->pb + (size_t)q * 2 + 2);
+            _mm_storeu_pd(gt->x + n, _mm_unpacklo_pd(u, w));
+            _mm_storeu_pd(gt->y + n, _mm_unpackhi_pd(u, w));
+            if (ids) {
+                gt->idx[n] = x->ib[q];
+                gt->idx[n + 1] = x->ib[q + 1];
+            }
+            if (flt) {
+                gt->cat[n] = x->cb[q];
+                gt->cat[n + 1] = x->cb[q + 1];
+                gt->mask[n] = x->mb[q];
+                gt->mask[n + 1] = x->mb[q + 1];
+            }
+        }
+    }
+#endif
+    for (; q < sp->b1; q++) nbi_gather_one(gt, x, dim, flt, ids, n++, q);
+    gt->n = n;
 }
 
 // Whether gathered lane q passes the filter against (pc, pm).
