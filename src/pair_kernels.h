@@ -202,9 +202,9 @@ NBI_INLINE int64_t nbi_scan_list(const nbiPairCtx *x, int dim, bool flt, bool cr
 // A cell's candidates are copied once into small contiguous x / y / z / index (/ filter) lanes:
 // in self mode its own run first, then the spans. Point p at offset i of the cell then pairs
 // with exactly the lanes after i (self mode) or with every lane (cross mode), one tight loop
-// instead of one per span, aligned for SIMD. NaN sentinels pad the end: a two- or four-lane step
-// may read up to three past the last candidate, and NaN never passes d2 <= r2.
-enum { NBI_GATHER = 512, NBI_GATHER_PAD = 4 };
+// instead of one per span, aligned for SIMD. NaN sentinels pad the end: a two-, four- or
+// eight-lane step may read up to seven past the last candidate, and NaN never passes d2 <= r2.
+enum { NBI_GATHER = 512, NBI_GATHER_PAD = 8 };
 // Measured (1M uniform points, best of 9 runs): in 3D, with five runs per cell, gathering saves
 // about a quarter of the time; in 2D, with two runs per cell, the copy costs what it saves, so
 // 2D scans contiguous runs in place, unless the four-lane AVX2 scan runs. Index lists are always
@@ -407,6 +407,69 @@ NBI_TARGET_AVX2 static inline int64_t nbi_gather_scan4(const nbiGather *gt, doub
     }
     return m;
 }
+
+// ---- eight lanes with AVX-512 ----
+// Where the CPU has AVX-512 (F and VL), the same kernels have a third copy that scans eight
+// gathered lanes a step: the compare gives a mask register, the eight candidate pairs are
+// interleaved by one permutation and the matching ones compressed to the front. Each lane still
+// computes d2 as nbi_dist2 does, so the answers and their order are the AVX2 copy's. Most points
+// meet 9 to 16 lanes: two steps here against four there.
+#if !defined(NBI_NO_AVX512)
+#define NBI_AVX512 1
+#define NBI_TARGET_AVX512 __attribute__((target("avx2,avx512f,avx512vl,popcnt")))
+
+extern int nbi_avx512_off; // nonzero: at most the AVX2 kernels (tests only)
+
+static inline bool nbi_use_avx512(void)
+{
+    return !nbi_avx512_off && !nbi_avx2_off && __builtin_cpu_supports("avx512f") &&
+           __builtin_cpu_supports("avx512vl");
+}
+
+// The mask of gathered lanes q .. q+7 within r of centre c (NaN: never).
+NBI_TARGET_AVX512 static inline __mmask8 nbi_within8(const nbiGather *gt, int32_t q,
+                                                     const __m512d c[3], int dim, __m512d vr2)
+{
+    const __m512d dx = _mm512_sub_pd(c[0], _mm512_loadu_pd(gt->x + q));
+    const __m512d dy = _mm512_sub_pd(c[1], _mm512_loadu_pd(gt->y + q));
+    __m512d d2 = _mm512_add_pd(_mm512_mul_pd(dx, dx), _mm512_mul_pd(dy, dy));
+    if (dim == 3) {
+        const __m512d dz = _mm512_sub_pd(c[2], _mm512_loadu_pd(gt->z + q));
+        d2 = _mm512_add_pd(d2, _mm512_mul_pd(dz, dz));
+    }
+    return _mm512_cmp_pd_mask(d2, vr2, _CMP_LE_OQ);
+}
+
+// nbi_gather_scan4 eight lanes at a time: w needs room for n - q0 + 7 pairs.
+NBI_TARGET_AVX512 static inline int64_t nbi_gather_scan8(const nbiGather *gt, double r2, int dim,
+                                                         bool cross, const double *pi, int32_t ii,
+                                                         int32_t q0, nbPair *w)
+{
+    const int32_t n = gt->n;
+    const __m512d c[3] = {_mm512_set1_pd(pi[0]), _mm512_set1_pd(pi[1]),
+                          _mm512_set1_pd(dim == 3 ? pi[2] : 0.0)};
+    const __m512d vr2 = _mm512_set1_pd(r2);
+    int64_t m = 0;
+    if (w == NULL) {
+        for (int32_t q = q0; q < n; q += 8) m += _mm_popcnt_u32(nbi_within8(gt, q, c, dim, vr2));
+        return m;
+    }
+    const __m256i vi = _mm256_set1_epi32(ii);
+    // pair k = (a[k], b[k]): a's lanes to the even places, b's (16 on) to the odd ones
+    const __m512i zip = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    for (int32_t q = q0; q < n; q += 8) {
+        const __mmask8 mask = nbi_within8(gt, q, c, dim, vr2);
+        const __m256i j = _mm256_loadu_si256((const __m256i *)(gt->idx + q));
+        const __m256i a = cross ? vi : _mm256_min_epi32(vi, j);
+        const __m256i b = cross ? j : _mm256_max_epi32(vi, j);
+        const __m512i pairs =
+            _mm512_permutex2var_epi32(_mm512_castsi256_si512(a), zip, _mm512_castsi256_si512(b));
+        _mm512_storeu_si512((void *)(w + m), _mm512_maskz_compress_epi64(mask, pairs));
+        m += _mm_popcnt_u32(mask);
+    }
+    return m;
+}
+#endif
 #endif
 
 // The filter bits of side A's position p (all bits when side A carries none).
@@ -429,9 +492,10 @@ NBI_INLINE bool nbi_a_dead(const nbiPairCtx *x, bool flt, bool cross, int32_t p)
 }
 
 // The gathered path for the cell [a0, a1) of side A (self mode: own run [a0, self_end) first).
-// `wide`: the four-lane scan (an AVX2 kernel, no filter, no periods).
+// `wide`: 4 or 8 for the four-lane (AVX2) or eight-lane (AVX-512) scan (no filter, no periods),
+// else 0.
 NBI_INLINE void nbi_cell_pairs_gathered(const nbiSpanList *l, int dim, bool flt, bool cross,
-                                        bool wrap, bool wide)
+                                        bool wrap, int wide)
 {
     const nbiPairCtx *x = l->x;
     nbiPairSink *s = x->sink;
@@ -449,14 +513,23 @@ NBI_INLINE void nbi_cell_pairs_gathered(const nbiSpanList *l, int dim, bool flt,
         gt.cat[t] = gt.mask[t] = 0;
     }
     const int32_t a0 = l->a0, na = l->a1 - l->a0;
+#if defined(NBI_AVX512)
+#define NBI_GSCAN8(i, w)                                                                           \
+    wide == 8 ? nbi_gather_scan8(&gt, x->r2, dim, cross, x->pa + (size_t)(a0 + (i)) * (size_t)dim, \
+                                 x->ia[a0 + (i)], cross ? 0 : (i) + 1, w)                          \
+              :
+#else
+#define NBI_GSCAN8(i, w)
+#endif
 #if defined(NBI_AVX2)
 #define NBI_GSCAN(i, w)                                                                            \
-    (wide ? nbi_gather_scan4(&gt, x->r2, dim, cross, x->pa + (size_t)(a0 + (i)) * (size_t)dim,     \
-                             x->ia[a0 + (i)], cross ? 0 : (i) + 1, w)                              \
-          : nbi_gather_scan(&gt, x, dim, flt, cross, wrap,                                         \
-                            x->pa + (size_t)(a0 + (i)) * (size_t)dim, x->ia[a0 + (i)],             \
-                            nbi_cat_a(x, a0 + (i)), nbi_mask_a(x, a0 + (i)), cross ? 0 : (i) + 1,  \
-                            w))
+    (NBI_GSCAN8(i, w) wide == 4                                                                    \
+         ? nbi_gather_scan4(&gt, x->r2, dim, cross, x->pa + (size_t)(a0 + (i)) * (size_t)dim,      \
+                            x->ia[a0 + (i)], cross ? 0 : (i) + 1, w)                               \
+         : nbi_gather_scan(&gt, x, dim, flt, cross, wrap,                                          \
+                           x->pa + (size_t)(a0 + (i)) * (size_t)dim, x->ia[a0 + (i)],              \
+                           nbi_cat_a(x, a0 + (i)), nbi_mask_a(x, a0 + (i)), cross ? 0 : (i) + 1,   \
+                           w))
 #else
     (void)wide;
 #define NBI_GSCAN(i, w)                                                                            \
@@ -487,6 +560,7 @@ NBI_INLINE void nbi_cell_pairs_gathered(const nbiSpanList *l, int dim, bool flt,
         nbi_commit(s, w, NBI_GSCAN(i, w));
     }
 #undef NBI_GSCAN
+#undef NBI_GSCAN8
 }
 
 // Point p of side A against one span [b0, b1) (or list span), into w; room for b1 - b0.
@@ -502,7 +576,7 @@ NBI_INLINE int64_t nbi_scan_span(const nbiPairCtx *x, int dim, bool flt, bool cr
 // All candidate pairs of the list's cell: each point p with the positions after it in its own
 // run (self mode) and with every candidate of the spans.
 NBI_INLINE void nbi_cell_pairs_dim(const nbiSpanList *l, int dim, bool flt, bool cross, bool wrap,
-                                   bool wide)
+                                   int wide)
 {
     const nbiPairCtx *x = l->x;
     nbiPairSink *s = x->sink;
@@ -516,7 +590,7 @@ NBI_INLINE void nbi_cell_pairs_dim(const nbiSpanList *l, int dim, bool flt, bool
     }
     if (width == 0 || s->stop) return;
     const bool own_fits = cross || self_end >= a1;
-    if (NBI_USE_GATHER && (wide || dim == 3 || lists || cross) && own_fits &&
+    if (NBI_USE_GATHER && (wide != 0 || dim == 3 || lists || cross) && own_fits &&
         width + NBI_GATHER_PAD <= NBI_GATHER) {
         nbi_cell_pairs_gathered(l, dim, flt, cross, wrap, wide);
         return;
@@ -587,7 +661,7 @@ NBI_INLINE void nbi_cell_pairs_dim(const nbiSpanList *l, int dim, bool flt, bool
 #define NBI_KERNEL(name, dim, flt, cross, wrap)                                                    \
     static NBI_NOINLINE void name(const nbiSpanList *l)                                            \
     {                                                                                              \
-        nbi_cell_pairs_dim(l, dim, flt, cross, wrap, false);                                       \
+        nbi_cell_pairs_dim(l, dim, flt, cross, wrap, 0);                                           \
     }
 NBI_KERNEL(nbi_pairs_2, 2, false, false, false)
 NBI_KERNEL(nbi_pairs_2x, 2, false, true, false)
@@ -608,15 +682,21 @@ NBI_KERNEL(nbi_pairs_3fw, 3, true, false, true)
 NBI_KERNEL(nbi_pairs_3fxw, 3, true, true, true)
 #if defined(NBI_AVX2)
 // The AVX2 copies of the unfiltered, non-periodic kernels (see nbi_gather_scan4).
-#define NBI_KERNEL_WIDE(name, dim, cross)                                                          \
-    NBI_TARGET_AVX2 static NBI_NOINLINE void name(const nbiSpanList *l)                            \
+#define NBI_KERNEL_WIDE(name, dim, cross, target, lanes)                                           \
+    target static NBI_NOINLINE void name(const nbiSpanList *l)                                     \
     {                                                                                              \
-        nbi_cell_pairs_dim(l, dim, false, cross, false, true);                                     \
+        nbi_cell_pairs_dim(l, dim, false, cross, false, lanes);                                    \
     }
-NBI_KERNEL_WIDE(nbi_pairs_2_avx2, 2, false)
-NBI_KERNEL_WIDE(nbi_pairs_2x_avx2, 2, true)
-NBI_KERNEL_WIDE(nbi_pairs_3_avx2, 3, false)
-NBI_KERNEL_WIDE(nbi_pairs_3x_avx2, 3, true)
+NBI_KERNEL_WIDE(nbi_pairs_2_avx2, 2, false, NBI_TARGET_AVX2, 4)
+NBI_KERNEL_WIDE(nbi_pairs_2x_avx2, 2, true, NBI_TARGET_AVX2, 4)
+NBI_KERNEL_WIDE(nbi_pairs_3_avx2, 3, false, NBI_TARGET_AVX2, 4)
+NBI_KERNEL_WIDE(nbi_pairs_3x_avx2, 3, true, NBI_TARGET_AVX2, 4)
+#if defined(NBI_AVX512)
+NBI_KERNEL_WIDE(nbi_pairs_2_avx512, 2, false, NBI_TARGET_AVX512, 8)
+NBI_KERNEL_WIDE(nbi_pairs_2x_avx512, 2, true, NBI_TARGET_AVX512, 8)
+NBI_KERNEL_WIDE(nbi_pairs_3_avx512, 3, false, NBI_TARGET_AVX512, 8)
+NBI_KERNEL_WIDE(nbi_pairs_3x_avx512, 3, true, NBI_TARGET_AVX512, 8)
+#endif
 #undef NBI_KERNEL_WIDE
 #endif
 #undef NBI_KERNEL
@@ -630,10 +710,21 @@ static inline void nbi_spans_flush(nbiSpanList *l)
         nbi_pairs_3w, nbi_pairs_3xw, nbi_pairs_3fw, nbi_pairs_3fxw};
     const int k = l->wrap << 3 | (l->dim == 3) << 2 | l->filtered << 1 | l->cross;
 #if defined(NBI_AVX2)
-    static void (*const wide[4])(const nbiSpanList *) = {nbi_pairs_2_avx2, nbi_pairs_2x_avx2,
-                                                         nbi_pairs_3_avx2, nbi_pairs_3x_avx2};
+    static void (*const wide[2][4])(const nbiSpanList *) = {
+        {nbi_pairs_2_avx2, nbi_pairs_2x_avx2, nbi_pairs_3_avx2, nbi_pairs_3x_avx2},
+#if defined(NBI_AVX512)
+        {nbi_pairs_2_avx512, nbi_pairs_2x_avx512, nbi_pairs_3_avx512, nbi_pairs_3x_avx512},
+#else
+        {nbi_pairs_2_avx2, nbi_pairs_2x_avx2, nbi_pairs_3_avx2, nbi_pairs_3x_avx2},
+#endif
+    };
     if ((k & 10) == 0 && nbi_use_avx2()) { // no filter, no periods
-        wide[k >> 1 | (k & 1)](l);
+#if defined(NBI_AVX512)
+        const int w8 = nbi_use_avx512();
+#else
+        const int w8 = 0;
+#endif
+        wide[w8][k >> 1 | (k & 1)](l);
         l->ns = 0;
         l->self_end = l->a0;
         return;

@@ -24,6 +24,9 @@
 
 #if defined(NBI_AVX2)
 int nbi_avx2_off = 0;
+#if defined(NBI_AVX512)
+int nbi_avx512_off = 0;
+#endif
 #endif
 
 static int64_t nbi_min64(int64_t a, int64_t b)

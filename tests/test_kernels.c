@@ -114,15 +114,21 @@ static int run_case(Sides *s, int dim, bool flt, bool cross, int32_t na, int32_t
     static nbiPairSink sink;
     nbPair *first = NULL; // the buffer mode's output of the first pass, in order
 #if defined(NBI_AVX2)
+    // every kernel copy: the widest the CPU runs, then at most AVX2, then SSE2 (half the big
+    // cases only the widest)
     const bool big_case = na > 60 || nb > 60;
-    const int passes = big_case ? 1 + (na + nb) % 2 : 2; // half the big cases twice
+    const int passes = big_case ? 1 + (na + nb) % 2 * 2 : 3;
 #else
     const int passes = 1;
 #endif
     for (int pass = 0; pass < passes * 3; pass++) {
         const int mode = pass % 3;
 #if defined(NBI_AVX2)
-        nbi_avx2_off = pass >= 3;
+        const int copy = pass / 3;
+        nbi_avx2_off = copy == 2;
+#if defined(NBI_AVX512)
+        nbi_avx512_off = copy >= 1;
+#endif
 #endif
         nbPair *buf = (nbPair *)malloc((size_t)(want_n + 1) * sizeof(nbPair));
         nboPairList got = {NULL, 0, 0};
@@ -166,6 +172,9 @@ static int run_case(Sides *s, int dim, bool flt, bool cross, int32_t na, int32_t
     }
 #if defined(NBI_AVX2)
     nbi_avx2_off = 0;
+#if defined(NBI_AVX512)
+    nbi_avx512_off = 0;
+#endif
 #endif
     free(first);
     free(w);
@@ -191,14 +200,18 @@ static int test_kernels_against_brute_force(void)
 #if defined(NBI_AVX2)
 #include <nearby/grid.h>
 
-// Whole grids, four lanes against two: the pairs of a set, into a full buffer, a short one and a
-// count, and the cross pairs of two sets, must be the same pair for pair and in order. The sets:
-// uniform, clustered (cells far past the gather lanes), duplicates, and a lattice at exactly r.
-static int grid_pairs_both(const nbGrid *a, const nbGrid *b, double r, nbPair *buf[2], int64_t cap)
+// Whole grids, the widest lanes the CPU runs against four (AVX2) and two: the pairs of a set, into
+// a full buffer, a short one and a count, and the cross pairs of two sets, must be the same pair
+// for pair and in order. The sets: uniform, clustered (cells far past the gather lanes),
+// duplicates, and a lattice at exactly r.
+static int grid_pairs_both(const nbGrid *a, const nbGrid *b, double r, nbPair *buf[3], int64_t cap)
 {
-    int64_t found[2], count[2];
-    for (int off = 0; off < 2; off++) {
-        nbi_avx2_off = off;
+    int64_t found[3], count[3];
+    for (int off = 0; off < 3; off++) {
+        nbi_avx2_off = off == 2;
+#if defined(NBI_AVX512)
+        nbi_avx512_off = off >= 1;
+#endif
         if (b == NULL) {
             NB_CHECK(nb_grid_pairs(a, r, buf[off], cap, &found[off]) == NB_OK || found[off] > cap);
             NB_CHECK_OK(nb_grid_count_pairs(a, r, &count[off]));
@@ -209,9 +222,14 @@ static int grid_pairs_both(const nbGrid *a, const nbGrid *b, double r, nbPair *b
         }
     }
     nbi_avx2_off = 0;
-    NB_CHECK(found[0] == found[1] && count[0] == count[1] && found[0] == count[0]);
+#if defined(NBI_AVX512)
+    nbi_avx512_off = 0;
+#endif
+    for (int off = 1; off < 3; off++)
+        NB_CHECK(found[0] == found[off] && count[0] == count[off] && found[0] == count[0]);
     const int64_t kept = found[0] < cap ? found[0] : cap;
-    NB_CHECK(memcmp(buf[0], buf[1], (size_t)kept * sizeof(nbPair)) == 0);
+    for (int off = 1; off < 3; off++)
+        NB_CHECK(memcmp(buf[0], buf[off], (size_t)kept * sizeof(nbPair)) == 0);
     return 0;
 }
 
@@ -219,7 +237,8 @@ static int test_wide_matches_narrow_on_grids(void)
 {
     enum { N = 3000 };
     static double pa[N * 3], pb[N * 3];
-    nbPair *buf[2] = {malloc(sizeof(nbPair) * 400000), malloc(sizeof(nbPair) * 400000)};
+    nbPair *buf[3] = {malloc(sizeof(nbPair) * 400000), malloc(sizeof(nbPair) * 400000),
+                      malloc(sizeof(nbPair) * 400000)};
     for (int round = 0; round < 8; round++) {
         const int dim = 2 + round % 2, kind = (round / 2) % 4;
         const int32_t n = 200 + nbt_int(N - 200);
@@ -248,8 +267,7 @@ static int test_wide_matches_narrow_on_grids(void)
         nb_grid_destroy(ga);
         nb_grid_destroy(gb);
     }
-    free(buf[0]);
-    free(buf[1]);
+    for (int k = 0; k < 3; k++) free(buf[k]);
     return 0;
 }
 #endif
