@@ -115,12 +115,83 @@ NBI_INLINE int nbi_fast_hit(const nbiFastCtx *x, int dim, bool flt, int32_t p)
     return hit;
 }
 
-// The candidates [b0, b1).
-NBI_INLINE void nbi_fast_run_dim(nbiFastCtx *x, int dim, bool flt, int emit, int32_t b0, int32_t b1)
+#if defined(NBI_AVX512)
+// The candidates [b0, b1) without a filter, eight at a time with AVX-512 (where the CPU has
+// it): the eight points' coordinates are pulled apart by permutations, each lane computes d2
+// exactly as nbi_dist2 does (subtract, square, add in the same order), and the hits are
+// compressed straight to the write position, so only hits are stored. The last step masks the
+// lanes past b1 (their loads and their compare).
+NBI_TARGET_AVX512 static inline void nbi_fast_run8(nbiFastCtx *x, int dim, int emit, int32_t b0,
+                                                   int32_t b1)
+{
+    const __m512d cx = _mm512_set1_pd(x->c[0]), cy = _mm512_set1_pd(x->c[1]);
+    const __m512d cz = _mm512_set1_pd(x->c[2]), r2 = _mm512_set1_pd(x->r2);
+    // lane k of x, y, z: double dim * k + axis of the run's next dim * 8 doubles
+    const __m512i ix2 = _mm512_set_epi64(14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i iy2 = _mm512_set_epi64(15, 13, 11, 9, 7, 5, 3, 1);
+    // 3D: lanes 0-5 from the first two vectors, 6-7 from the third (8 + its index)
+    const __m512i ix3 = _mm512_set_epi64(0, 0, 15, 12, 9, 6, 3, 0),
+                  jx3 = _mm512_set_epi64(13, 10, 5, 4, 3, 2, 1, 0);
+    const __m512i iy3 = _mm512_set_epi64(0, 0, 0, 13, 10, 7, 4, 1),
+                  jy3 = _mm512_set_epi64(14, 11, 8, 4, 3, 2, 1, 0);
+    const __m512i iz3 = _mm512_set_epi64(0, 0, 0, 14, 11, 8, 5, 2),
+                  jz3 = _mm512_set_epi64(15, 12, 9, 4, 3, 2, 1, 0);
+    const __m256i step = _mm256_set_epi32(7, 6, 5, 4, 3, 2, 1, 0);
+    ptrdiff_t found = x->found;
+    for (int32_t p = b0; p < b1; p += 8) {
+        const int32_t left = b1 - p < 8 ? b1 - p : 8;
+        const __mmask8 live = (__mmask8)((1u << left) - 1u);
+        const double *q = x->pts + (size_t)p * (size_t)dim;
+        __m512d d2;
+        if (dim == 2) {
+            const __mmask8 la = (__mmask8)(left >= 4 ? 0xFF : (1u << (2 * left)) - 1u);
+            const __mmask8 lb = (__mmask8)(left <= 4 ? 0 : (1u << (2 * (left - 4))) - 1u);
+            const __m512d a = _mm512_maskz_loadu_pd(la, q), b = _mm512_maskz_loadu_pd(lb, q + 8);
+            const __m512d dx = _mm512_sub_pd(cx, _mm512_permutex2var_pd(a, ix2, b));
+            const __m512d dy = _mm512_sub_pd(cy, _mm512_permutex2var_pd(a, iy2, b));
+            d2 = _mm512_add_pd(_mm512_mul_pd(dx, dx), _mm512_mul_pd(dy, dy));
+        } else {
+            const int n3 = 3 * left; // doubles in this step
+            const __mmask8 la = (__mmask8)(n3 >= 8 ? 0xFF : (1u << n3) - 1u);
+            const __mmask8 lb = (__mmask8)(n3 >= 16 ? 0xFF : n3 <= 8 ? 0 : (1u << (n3 - 8)) - 1u);
+            const __mmask8 lc = (__mmask8)(n3 <= 16 ? 0 : (1u << (n3 - 16)) - 1u);
+            const __m512d a = _mm512_maskz_loadu_pd(la, q), b = _mm512_maskz_loadu_pd(lb, q + 8),
+                          c = _mm512_maskz_loadu_pd(lc, q + 16);
+            const __m512d vx = _mm512_permutex2var_pd(_mm512_permutex2var_pd(a, ix3, b), jx3, c);
+            const __m512d vy = _mm512_permutex2var_pd(_mm512_permutex2var_pd(a, iy3, b), jy3, c);
+            const __m512d vz = _mm512_permutex2var_pd(_mm512_permutex2var_pd(a, iz3, b), jz3, c);
+            const __m512d dx = _mm512_sub_pd(cx, vx), dy = _mm512_sub_pd(cy, vy);
+            const __m512d dz = _mm512_sub_pd(cz, vz);
+            d2 = _mm512_add_pd(_mm512_add_pd(_mm512_mul_pd(dx, dx), _mm512_mul_pd(dy, dy)),
+                               _mm512_mul_pd(dz, dz));
+        }
+        const __mmask8 hit = _mm512_mask_cmp_pd_mask(live, d2, r2, _CMP_LE_OQ);
+        if (x->out != NULL) {
+            const __m256i id = emit == NBI_EMIT_IDX ? _mm256_maskz_loadu_epi32(live, x->idx + p)
+                                                    : _mm256_add_epi32(_mm256_set1_epi32(p), step);
+            _mm256_mask_compressstoreu_epi32(x->out + found, hit, id);
+        }
+        found += _mm_popcnt_u32(hit);
+    }
+    x->found = (int32_t)found;
+}
+#endif
+
+// The candidates [b0, b1). `wide`: the eight-lane run (an AVX-512 copy, no filter).
+NBI_INLINE void nbi_fast_run_dim(nbiFastCtx *x, int dim, bool flt, int emit, int wide, int32_t b0,
+                                 int32_t b1)
 {
     ptrdiff_t found = x->found; // (pointer-sized: no widening per store)
     int32_t p = b0;
     const bool store = x->out != NULL;
+#if defined(NBI_AVX512)
+    if (wide == 8 && !flt && (!store || x->cap - found >= b1 - b0)) {
+        nbi_fast_run8(x, dim, emit, b0, b1);
+        return;
+    }
+#else
+    (void)wide;
+#endif
     if (store && x->cap - found < b1 - b0) { // may not fit: store below the capacity only
         for (; p < b1; p++) {
             const int hit = nbi_fast_hit(x, dim, flt, p);
@@ -155,7 +226,7 @@ NBI_INLINE void nbi_fast_run_dim(nbiFastCtx *x, int dim, bool flt, int emit, int
 // A dense view without `end`: the cells of a row of the box are contiguous in cell order, so
 // each row is one run, read straight from `start` with no call per run.
 NBI_INLINE void nbi_fast_rows_dim(const nbiView *v, nbiFastCtx *x, const int64_t cl[3],
-                                  const int64_t ch[3], int dim, bool flt, int emit)
+                                  const int64_t ch[3], int dim, bool flt, int emit, int wide)
 {
     const int32_t *start = v->start;
     const int64_t e0 = v->ext[0], e01 = v->ext[0] * v->ext[1];
@@ -163,31 +234,38 @@ NBI_INLINE void nbi_fast_rows_dim(const nbiView *v, nbiFastCtx *x, const int64_t
     for (int64_t z = cl[2]; z <= ch[2]; z++)
         for (int64_t y = cl[1]; y <= ch[1]; y++) {
             const int32_t *row = start + ((y - v->lo[1]) * e0 + (z - v->lo[2]) * e01);
-            nbi_fast_run_dim(x, dim, flt, emit, row[x0], row[x1]);
+            nbi_fast_run_dim(x, dim, flt, emit, wide, row[x0], row[x1]);
         }
 }
 
 // Each (dim, filter, emit) variant twice: one run through nbi_view_box_runs (views whose cells
 // are looked up: hashed, or with `end`), and the rows of a dense view.
-#define NBI_FAST_FNS(suffix, dim, flt, emit)                                                       \
-    static bool nbi_fast_run##suffix(int32_t b0, int32_t b1, void *x)                              \
+#define NBI_FAST_FNS(suffix, dim, flt, emit, target, wide)                                         \
+    target static bool nbi_fast_run##suffix(int32_t b0, int32_t b1, void *x)                       \
     {                                                                                              \
-        nbi_fast_run_dim((nbiFastCtx *)x, dim, flt, emit, b0, b1);                                 \
+        nbi_fast_run_dim((nbiFastCtx *)x, dim, flt, emit, wide, b0, b1);                           \
         return true;                                                                               \
     }                                                                                              \
-    static void nbi_fast_rows##suffix(const nbiView *v, nbiFastCtx *x, const int64_t cl[3],        \
-                                      const int64_t ch[3])                                         \
+    target static void nbi_fast_rows##suffix(const nbiView *v, nbiFastCtx *x, const int64_t cl[3], \
+                                             const int64_t ch[3])                                  \
     {                                                                                              \
-        nbi_fast_rows_dim(v, x, cl, ch, dim, flt, emit);                                           \
+        nbi_fast_rows_dim(v, x, cl, ch, dim, flt, emit, wide);                                     \
     }
-NBI_FAST_FNS(2, 2, false, NBI_EMIT_IDX)
-NBI_FAST_FNS(3, 3, false, NBI_EMIT_IDX)
-NBI_FAST_FNS(2f, 2, true, NBI_EMIT_IDX)
-NBI_FAST_FNS(3f, 3, true, NBI_EMIT_IDX)
-NBI_FAST_FNS(2p, 2, false, NBI_EMIT_POS)
-NBI_FAST_FNS(3p, 3, false, NBI_EMIT_POS)
-NBI_FAST_FNS(2pf, 2, true, NBI_EMIT_POS)
-NBI_FAST_FNS(3pf, 3, true, NBI_EMIT_POS)
+NBI_FAST_FNS(2, 2, false, NBI_EMIT_IDX, , 0)
+NBI_FAST_FNS(3, 3, false, NBI_EMIT_IDX, , 0)
+NBI_FAST_FNS(2f, 2, true, NBI_EMIT_IDX, , 0)
+NBI_FAST_FNS(3f, 3, true, NBI_EMIT_IDX, , 0)
+NBI_FAST_FNS(2p, 2, false, NBI_EMIT_POS, , 0)
+NBI_FAST_FNS(3p, 3, false, NBI_EMIT_POS, , 0)
+NBI_FAST_FNS(2pf, 2, true, NBI_EMIT_POS, , 0)
+NBI_FAST_FNS(3pf, 3, true, NBI_EMIT_POS, , 0)
+#if defined(NBI_AVX512)
+// The AVX-512 copies of the unfiltered ones (nbi_fast_run8), chosen at run time.
+NBI_FAST_FNS(2_512, 2, false, NBI_EMIT_IDX, NBI_TARGET_AVX512, 8)
+NBI_FAST_FNS(3_512, 3, false, NBI_EMIT_IDX, NBI_TARGET_AVX512, 8)
+NBI_FAST_FNS(2p_512, 2, false, NBI_EMIT_POS, NBI_TARGET_AVX512, 8)
+NBI_FAST_FNS(3p_512, 3, false, NBI_EMIT_POS, NBI_TARGET_AVX512, 8)
+#endif
 #undef NBI_FAST_FNS
 
 typedef void nbiFastRowsFn(const nbiView *v, nbiFastCtx *x, const int64_t cl[3],
@@ -202,6 +280,14 @@ static nbiRunFn *const nbi_fast_runs[2][2][2] = {
     {{nbi_fast_run2, nbi_fast_run3}, {nbi_fast_run2f, nbi_fast_run3f}},
     {{nbi_fast_run2p, nbi_fast_run3p}, {nbi_fast_run2pf, nbi_fast_run3pf}},
 };
+
+#if defined(NBI_AVX512)
+// [emit][dim == 3], unfiltered
+static nbiFastRowsFn *const nbi_fast_rows_512[2][2] = {{nbi_fast_rows2_512, nbi_fast_rows3_512},
+                                                       {nbi_fast_rows2p_512, nbi_fast_rows3p_512}};
+static nbiRunFn *const nbi_fast_runs_512[2][2] = {{nbi_fast_run2_512, nbi_fast_run3_512},
+                                                  {nbi_fast_run2p_512, nbi_fast_run3p_512}};
+#endif
 
 static bool nbi_box_run(int32_t b0, int32_t b1, void *vctx)
 {
@@ -268,10 +354,18 @@ nbStatus nbi_walk_radius(const nbiView *v, const double *center, double radius, 
         x.c2 = nbi_point2(x.c, v->dim, x.r2);
 #endif
         const int flt = per_point, d3 = v->dim == 3;
+        nbiFastRowsFn *rows = nbi_fast_rows[emit][flt][d3];
+        nbiRunFn *runs = nbi_fast_runs[emit][flt][d3];
+#if defined(NBI_AVX512)
+        if (!flt && nbi_use_avx512()) {
+            rows = nbi_fast_rows_512[emit][d3];
+            runs = nbi_fast_runs_512[emit][d3];
+        }
+#endif
         if (v->table == NULL && v->end == NULL)
-            nbi_fast_rows[emit][flt][d3](v, &x, cl, ch);
+            rows(v, &x, cl, ch);
         else
-            nbi_view_box_runs(v, cl, ch, nbi_fast_runs[emit][flt][d3], &x);
+            nbi_view_box_runs(v, cl, ch, runs, &x);
         s->found = x.found;
         return NB_OK;
     }

@@ -272,12 +272,65 @@ static int test_wide_matches_narrow_on_grids(void)
 }
 #endif
 
+#if defined(NBI_AVX512)
+// Radius queries (the grid's fast path) with the eight-lane copy against the two-lane one: the
+// same indices in the same order, into a roomy buffer, a short one (the capacity path) and a
+// count; on dense and hashed grids, 2D and 3D, points on the circle included.
+static int test_wide_radius_matches_narrow(void)
+{
+    enum { N = 2000, CAP = 4096 };
+    static double pts[N * 3];
+    static int32_t got[2][CAP];
+    for (int round = 0; round < 12; round++) {
+        const int dim = 2 + round % 2, kind = (round / 2) % 3;
+        const int32_t n = 1 + nbt_int(N);
+        for (int32_t i = 0; i < n; i++)
+            for (int d = 0; d < dim; d++) {
+                double v = nbt_range(-20.0, 20.0);
+                if (kind == 1) v = (double)nbt_int(9);   // lattice: distances exactly r
+                if (kind == 2) v = nbt_range(-1e6, 1e6); // sparse: a hashed layout
+                pts[i * dim + d] = v;
+            }
+        nbGridDesc desc = {.dim = dim};
+        nbGrid *g = NULL;
+        NB_CHECK_OK(nb_grid_create(&desc, &g));
+        const nbPoints p = {.data = pts, .count = n, .dim = dim};
+        NB_CHECK_OK(nb_grid_build(g, &p, kind == 2 ? 5e4 : 1.0));
+        for (int q = 0; q < 200; q++) {
+            double c[3];
+            for (int d = 0; d < dim; d++)
+                c[d] = kind == 1 ? (double)nbt_int(9) : pts[nbt_int(n) * dim + d] + nbt_gauss();
+            const double r =
+                kind == 1 ? (double)(1 + nbt_int(3)) : nbt_range(0.0, kind == 2 ? 2e5 : 6.0);
+            const int32_t cap = q % 3 == 0 ? nbt_int(8) : CAP;
+            int32_t found[2], count[2];
+            nbStatus st[2];
+            for (int off = 0; off < 2; off++) {
+                nbi_avx512_off = off;
+                st[off] = nb_grid_query_radius(g, c, r, got[off], cap, &found[off]);
+                const nbStatus sc = nb_grid_query_radius(g, c, r, NULL, 0, &count[off]);
+                NB_CHECK(sc == (count[off] > 0 ? NB_ERR_BUFFER_TOO_SMALL : NB_OK));
+            }
+            nbi_avx512_off = 0;
+            NB_CHECK(st[0] == st[1] && found[0] == found[1]);
+            NB_CHECK(count[0] == found[0] && count[1] == found[0]);
+            NB_CHECK(memcmp(got[0], got[1], (size_t)(found[0] < cap ? found[0] : cap) * 4) == 0);
+        }
+        nb_grid_destroy(g);
+    }
+    return 0;
+}
+#endif
+
 int main(int argc, char **argv)
 {
     static const nbtCase cases[] = {
         {"kernels_against_brute_force", test_kernels_against_brute_force},
 #if defined(NBI_AVX2)
         {"wide_matches_narrow_on_grids", test_wide_matches_narrow_on_grids},
+#endif
+#if defined(NBI_AVX512)
+        {"wide_radius_matches_narrow", test_wide_radius_matches_narrow},
 #endif
     };
     return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
