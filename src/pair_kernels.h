@@ -11,6 +11,7 @@
 #define NEARBY_PAIR_KERNELS_H
 
 #include "cell.h"
+#include "simd.h"
 #include "sink.h"
 
 // What the kernels read. Side A holds the cell being paired, side B the candidates; in self
@@ -328,24 +329,12 @@ NBI_INLINE int64_t nbi_gather_scan(const nbiGather *gt, const nbiPairCtx *x, int
 
 // ---- four lanes with AVX2 ----
 // On x86-64 the unfiltered, non-periodic kernels have a second copy compiled for AVX2 and
-// chosen at run time (the CPU's own report; `nbi_avx2_off` lets the tests run the SSE2 copy on
-// an AVX2 machine). It scans gathered lanes four at a time: each lane computes d2 exactly as
+// chosen at run time (simd.h). It scans gathered lanes four at a time: each lane computes d2 exactly as
 // nbi_dist2 does (subtract, square, add in the same order; -ffp-contract=off forbids fusing),
 // so the answers are the same bit for bit, and in the same order. The four candidate pairs are
 // built in one register ((min, max) of the indices in self mode) and the matching ones packed
 // to the front by one permutation, then stored as a block: no branch and no store per lane.
-#if defined(__SSE2__) && defined(__x86_64__) && defined(__GNUC__) && !defined(NBI_NO_AVX2)
-#define NBI_AVX2 1
-#include <immintrin.h>
-#define NBI_TARGET_AVX2 __attribute__((target("avx2")))
-
-extern int nbi_avx2_off; // nonzero: the SSE2 kernels even where AVX2 runs (tests only)
-
-static inline bool nbi_use_avx2(void)
-{
-    return !nbi_avx2_off && __builtin_cpu_supports("avx2");
-}
-
+#if defined(NBI_AVX2)
 // Lane permutations that pack the pairs of a 4-bit match mask to the front, in lane order (each
 // pair is two 32-bit lanes), and the number of matches.
 #define NBI_P(a, b, c, d)                                                                          \
@@ -414,18 +403,7 @@ NBI_TARGET_AVX2 static inline int64_t nbi_gather_scan4(const nbiGather *gt, doub
 // interleaved by one permutation and the matching ones compressed to the front. Each lane still
 // computes d2 as nbi_dist2 does, so the answers and their order are the AVX2 copy's. Most points
 // meet 9 to 16 lanes: two steps here against four there.
-#if !defined(NBI_NO_AVX512)
-#define NBI_AVX512 1
-#define NBI_TARGET_AVX512 __attribute__((target("avx2,avx512f,avx512vl,popcnt")))
-
-extern int nbi_avx512_off; // nonzero: at most the AVX2 kernels (tests only)
-
-static inline bool nbi_use_avx512(void)
-{
-    return !nbi_avx512_off && !nbi_avx2_off && __builtin_cpu_supports("avx512f") &&
-           __builtin_cpu_supports("avx512vl");
-}
-
+#if defined(NBI_AVX512)
 // The mask of gathered lanes q .. q+7 within r of centre c (NaN: never).
 NBI_TARGET_AVX512 static inline __mmask8 nbi_within8(const nbiGather *gt, int32_t q,
                                                      const __m512d c[3], int dim, __m512d vr2)
