@@ -929,8 +929,7 @@ nbStatus nb_hash_move_many(nbHash *hash, const nbHandle *items, const double *po
                            int32_t count, int32_t *moved)
 {
     if (moved != NULL) *moved = 0;
-    if (hash == NULL || ((items == NULL || positions == NULL) && count > 0))
-        return NB_ERR_NULL_ARG;
+    if (hash == NULL || ((items == NULL || positions == NULL) && count > 0)) return NB_ERR_NULL_ARG;
     if (count < 0) return NB_ERR_OUT_OF_RANGE;
     const size_t d = (size_t)hash->dim;
     // 1. Every entry is checked before anything moves (the first bad one's status).
@@ -951,11 +950,11 @@ nbStatus nb_hash_move_many(nbHash *hash, const nbHandle *items, const double *po
     nbStatus st = NB_OK;
     int32_t i = 0;
     for (; i < count; i++) {
-        if (i + 2 * NBI_MOVE_AHEAD < count)
-            nbi_prefetch_slot(hash, items[i + 2 * NBI_MOVE_AHEAD]);
+        if (i + 2 * NBI_MOVE_AHEAD < count) nbi_prefetch_slot(hash, items[i + 2 * NBI_MOVE_AHEAD]);
         if (i + NBI_MOVE_AHEAD < count) {
             const int32_t p = slots[(uint32_t)items[i + NBI_MOVE_AHEAD].bits - 1u].value;
-            if (p >= 0 && p < hash->cap) nbi_prefetch(NBI_ARR(hash, pts, double) + (size_t)p * d, 1);
+            if (p >= 0 && p < hash->cap)
+                nbi_prefetch(NBI_ARR(hash, pts, double) + (size_t)p * d, 1);
         }
         const int32_t slot = (int32_t)((uint32_t)items[i].bits - 1u); // checked above
         int64_t key[3];

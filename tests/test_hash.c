@@ -2,8 +2,9 @@
 // The spatial hash against a brute-force model: thousands of random insert / move / remove /
 // set / clear sequences (teleports, moves to the same spot, coordinates near +-1e12, -0.0,
 // duplicates, filters), every query compared with the model after the steps; bad handles
-// (null, stale, removed, foreign) change nothing, alone or in a batched move; no allocation in a steady state; a failing
-// allocator at every allocation of every operation that can allocate leaves the hash as it was.
+// (null, stale, removed, foreign) change nothing, alone or in a batched move; no allocation in a
+// steady state; a failing allocator at every allocation of every operation that can allocate leaves
+// the hash as it was.
 #include <nearby/hash.h>
 
 #include "nb_oracle.h"
