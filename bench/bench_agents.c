@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 // The moving-agents benchmark (agents_common.h), nearby's side:
 //   hash  the spatial hash (nb_hash_*): every agent inserted once with its index as user value,
-//         cell size r; each frame nb_hash_move for the agents that moved, then one
-//         nb_hash_query_radius per agent (NB_FILTER_ALL) into a reused buffer;
+//         cell size r; each frame one nb_hash_move_many for the agents that moved (their
+//         handles and positions gathered into two arrays, timed; NBB_AGENTS_SINGLE=1: one
+//         nb_hash_move per agent instead), then one nb_hash_query_radius per agent
+//         (NB_FILTER_ALL) into a reused buffer;
 //   grid  the dense grid rebuilt every frame: nb_grid_build over all positions (cell = r plus
 //         its rounding margin), then one nb_grid_query_radius per agent.
 // Queries go into a buffer rather than through the visit callbacks: both are offered, and the
@@ -125,6 +127,8 @@ int main(int argc, char **argv)
     int visit = visit_env != NULL && visit_env[0] == '1';
     const char *cell_env = getenv("NBB_AGENTS_CELL");
     const double cell = cell_env != NULL ? atof(cell_env) : 0.0;
+    const char *single_env = getenv("NBB_AGENTS_SINGLE");
+    int single = single_env != NULL && single_env[0] == '1';
     int is_hash = strcmp(a.peer, "hash") == 0;
     if (!is_hash && strcmp(a.peer, "grid") != 0) {
         fprintf(stderr, "bench_agents: unknown peer %s (%s)\n", a.peer, peers);
@@ -141,7 +145,9 @@ int main(int argc, char **argv)
     nbHash *hash = NULL;
     nbHandle *handles = malloc((size_t)w.n * sizeof *handles);
     nbHashHit *hbuf = malloc(QCAP * sizeof *hbuf);
-    if (handles == NULL || hbuf == NULL) return 2;
+    nbHandle *mhandles = malloc((size_t)w.n * sizeof *mhandles);
+    double *mpos = malloc((size_t)w.n * 2 * sizeof *mpos);
+    if (handles == NULL || hbuf == NULL || mhandles == NULL || mpos == NULL) return 2;
     if (gbuf == NULL) return 2;
 
     if (is_hash) {
@@ -188,11 +194,29 @@ int main(int argc, char **argv)
             int64_t t0 = nbb_now_ns();
             nbaFrameResult res;
             int64_t t1;
-            if (is_hash) {
+            if (is_hash && single) {
                 for (int32_t k = 0; k < w.moved_n; k++) {
                     int32_t i = w.moved[k];
                     check(nb_hash_move(hash, handles[i], &w.pos[2 * i]), "nb_hash_move");
                 }
+                t1 = nbb_now_ns();
+                res = hash_queries(hash, &w, hbuf, visit);
+            } else if (is_hash) {
+                // The batch: every agent in order (all moving), else the movers gathered
+                // (timed: it is the caller's share of a batched move).
+                const nbHandle *mh = handles;
+                const double *mp = w.pos;
+                if (w.moved_n < w.n) {
+                    for (int32_t k = 0; k < w.moved_n; k++) {
+                        int32_t i = w.moved[k];
+                        mhandles[k] = handles[i];
+                        mpos[2 * k] = w.pos[2 * i];
+                        mpos[2 * k + 1] = w.pos[2 * i + 1];
+                    }
+                    mh = mhandles;
+                    mp = mpos;
+                }
+                check(nb_hash_move_many(hash, mh, mp, w.moved_n, NULL), "nb_hash_move_many");
                 t1 = nbb_now_ns();
                 res = hash_queries(hash, &w, hbuf, visit);
             } else {
@@ -221,12 +245,15 @@ int main(int argc, char **argv)
     }
     if (!is_hash) bytes = nb_grid_memory_bytes(grid);
     char name[64];
-    snprintf(name, sizeof name, "nearby_%s%s", a.peer, visit ? "_visit" : "");
+    snprintf(name, sizeof name, "nearby_%s%s%s", a.peer, is_hash && single ? "_single" : "",
+             visit ? "_visit" : "");
     nba_emit(&a, name, frame_ns, move_ns, cpu_ns, (double)allocs / ((double)a.runs * a.frames),
              bytes, "memory_bytes", &first, NBB_COMPILER, NBB_FLAGS);
     nb_hash_destroy(hash);
     free(handles);
     free(hbuf);
+    free(mhandles);
+    free(mpos);
     nb_grid_destroy(grid);
     free(gbuf);
     nba_free(&w);

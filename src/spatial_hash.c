@@ -851,6 +851,38 @@ nbStatus nb_hash_insert(nbHash *hash, const double *pos, uint64_t user, nbFilter
     return NB_OK;
 }
 
+// Moves the live item in `slot` to pos, whose cell `key` has been checked. Returns whether it
+// changed cell (then the cached view needs a refresh); on error the hash is unchanged.
+static nbStatus nbi_hash_move_slot(nbHash *h, int32_t slot, const int64_t key[3], const double *pos,
+                                   bool *crossed)
+{
+    *crossed = false;
+    int32_t p = nbi_pool_slot_value(&h->pool, slot);
+    if (nbi_in_cell(h, NBI_ARR(h, cell_of, const int32_t)[slot], key)) { // in place
+        memcpy(NBI_ARR(h, pts, double) + (size_t)p * (size_t)h->dim, pos,
+               (size_t)h->dim * sizeof(double));
+        nbi_bounds_add(h, pos);
+        return NB_OK;
+    }
+    int32_t c;
+    const nbStatus st = nbi_make_place(h, key, 0, &c);
+    if (st != NB_OK) return st;
+    // Making room may have moved the item and renumbered the cells.
+    p = nbi_pool_slot_value(&h->pool, slot);
+    int32_t *cell_of = NBI_ARR(h, cell_of, int32_t);
+    const int32_t from = cell_of[slot];
+    NB_ASSERT(from >= 0 && from != c);
+    const int32_t q = nbi_cell_append(h, c);
+    nbi_item_move(h, p, q);
+    cell_of[slot] = c;
+    memcpy(NBI_ARR(h, pts, double) + (size_t)q * (size_t)h->dim, pos,
+           (size_t)h->dim * sizeof(double));
+    nbi_cell_take_out(h, from, p);
+    nbi_bounds_add(h, pos);
+    *crossed = true;
+    return NB_OK;
+}
+
 nbStatus nb_hash_move(nbHash *hash, nbHandle item, const double *pos)
 {
     if (hash == NULL || pos == NULL) return NB_ERR_NULL_ARG;
@@ -860,30 +892,82 @@ nbStatus nb_hash_move(nbHash *hash, nbHandle item, const double *pos)
     int64_t key[3];
     st = nbi_hash_key(hash, pos, key);
     if (st != NB_OK) return st;
-    int32_t p = nbi_pool_slot_value(&hash->pool, slot);
-    if (nbi_in_cell(hash, NBI_ARR(hash, cell_of, const int32_t)[slot], key)) { // in place
-        memcpy(NBI_ARR(hash, pts, double) + (size_t)p * (size_t)hash->dim, pos,
-               (size_t)hash->dim * sizeof(double));
-        nbi_bounds_add(hash, pos);
-        return NB_OK;
+    bool crossed;
+    st = nbi_hash_move_slot(hash, slot, key, pos, &crossed);
+    if (crossed) nbi_hash_view_refresh(hash);
+    return st;
+}
+
+NBI_INLINE void nbi_prefetch(const void *p, int write)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    if (write)
+        __builtin_prefetch(p, 1);
+    else
+        __builtin_prefetch(p);
+#else
+    (void)p;
+    (void)write;
+#endif
+}
+
+// How far ahead a batched move asks for the lines of the moves to come: the handle's pool slot
+// and cell_of at 2 * AHEAD, the item's coordinates (whose position the pool slot holds) at AHEAD.
+enum { NBI_MOVE_AHEAD = 8 };
+
+// Asks for the pool slot and cell_of of the slot a handle names (a hint: nothing is read when
+// the handle is out of range).
+static void nbi_prefetch_slot(const nbHash *h, nbHandle e)
+{
+    const uint32_t s = (uint32_t)e.bits - 1u;
+    if (s >= (uint32_t)h->pool.used) return;
+    nbi_prefetch((const nbiPoolSlot *)h->pool.slots.ptr + s, 0);
+    nbi_prefetch(NBI_ARR(h, cell_of, const int32_t) + s, 0);
+}
+
+nbStatus nb_hash_move_many(nbHash *hash, const nbHandle *items, const double *positions,
+                           int32_t count, int32_t *moved)
+{
+    if (moved != NULL) *moved = 0;
+    if (hash == NULL || ((items == NULL || positions == NULL) && count > 0)) return NB_ERR_NULL_ARG;
+    if (count < 0) return NB_ERR_OUT_OF_RANGE;
+    const size_t d = (size_t)hash->dim;
+    // 1. Every entry is checked before anything moves (the first bad one's status).
+    for (int32_t i = 0; i < count; i++) {
+        if (i + NBI_MOVE_AHEAD < count) nbi_prefetch_slot(hash, items[i + NBI_MOVE_AHEAD]);
+        int32_t slot;
+        nbStatus st = nbi_pool_lookup(&hash->pool, items[i], &slot);
+        if (st != NB_OK) return st;
+        int64_t key[3];
+        st = nbi_hash_key(hash, positions + (size_t)i * d, key);
+        if (st != NB_OK) return st;
     }
-    int32_t c;
-    st = nbi_make_place(hash, key, 0, &c);
-    if (st != NB_OK) return st;
-    // Making room may have moved the item and renumbered the cells.
-    p = nbi_pool_slot_value(&hash->pool, slot);
-    int32_t *cell_of = NBI_ARR(hash, cell_of, int32_t);
-    const int32_t from = cell_of[slot];
-    NB_ASSERT(from >= 0 && from != c);
-    const int32_t q = nbi_cell_append(hash, c);
-    nbi_item_move(hash, p, q);
-    cell_of[slot] = c;
-    memcpy(NBI_ARR(hash, pts, double) + (size_t)q * (size_t)hash->dim, pos,
-           (size_t)hash->dim * sizeof(double));
-    nbi_cell_take_out(hash, from, p);
-    nbi_bounds_add(hash, pos);
-    nbi_hash_view_refresh(hash);
-    return NB_OK;
+    // 2. The moves, in order, each with the lines of the ones to come already asked for: the
+    //    chain handle -> pool slot -> coordinates is a miss after a miss for movers in random
+    //    order, and here several of them are in flight at once.
+    const nbiPoolSlot *slots = (const nbiPoolSlot *)hash->pool.slots.ptr;
+    bool any = false;
+    nbStatus st = NB_OK;
+    int32_t i = 0;
+    for (; i < count; i++) {
+        if (i + 2 * NBI_MOVE_AHEAD < count) nbi_prefetch_slot(hash, items[i + 2 * NBI_MOVE_AHEAD]);
+        if (i + NBI_MOVE_AHEAD < count) {
+            const int32_t p = slots[(uint32_t)items[i + NBI_MOVE_AHEAD].bits - 1u].value;
+            if (p >= 0 && p < hash->cap)
+                nbi_prefetch(NBI_ARR(hash, pts, double) + (size_t)p * d, 1);
+        }
+        const int32_t slot = (int32_t)((uint32_t)items[i].bits - 1u); // checked above
+        int64_t key[3];
+        nbi_hash_key(hash, positions + (size_t)i * d, key);
+        bool crossed;
+        st = nbi_hash_move_slot(hash, slot, key, positions + (size_t)i * d, &crossed);
+        if (st != NB_OK) break;
+        any |= crossed;
+        slots = (const nbiPoolSlot *)hash->pool.slots.ptr; // (the pool's storage may have grown)
+    }
+    if (any) nbi_hash_view_refresh(hash);
+    if (moved != NULL) *moved = i;
+    return st;
 }
 
 nbStatus nb_hash_remove(nbHash *hash, nbHandle item)

@@ -1477,6 +1477,7 @@ typedef enum HFn {
     HF_COUNT_CROSS_PAIRS,
     HF_VISIT_CROSS_PAIRS,
     HF_VALIDATE,
+    HF_MOVE_MANY,
 } HFn;
 
 // The hash's own fields (the shared ones are Field's).
@@ -1685,6 +1686,10 @@ static const Spec hspecs[] = {
      LIST(hnonfinite_pos), LIST(hrange_pos), LIST(hok_move)},
     {HF_REMOVE, "nb_hash_remove", O_MUTATE | O_TAKES_HANDLE, LIST(hnulls_hash), LIST(hbad_handles),
      NOLIST, NOLIST, LIST(hok_remove)},
+    // A batch of two: a good move of another item (three cells over), then the move under test;
+    // a bad second entry must leave the first unmoved too.
+    {HF_MOVE_MANY, "nb_hash_move_many", O_MUTATE | O_TAKES_HANDLE, LIST(hnulls_move),
+     LIST(hbad_handles), LIST(hnonfinite_pos), LIST(hrange_pos), LIST(hok_move)},
     {HF_GET, "nb_hash_get", O_GET | O_TAKES_HANDLE, LIST(hnulls_hash), LIST(hbad_handles), NOLIST,
      NOLIST, LIST(hok_get)},
     {HF_SET, "nb_hash_set", O_MUTATE | O_TAKES_HANDLE, LIST(hnulls_hash), LIST(hbad_handles),
@@ -2008,6 +2013,19 @@ static nbStatus hash_invoke(int fn, World *w)
         return nb_hash_visit_cross_pairs(c->a_hash, c->w.radius, c->mask_a, c->mask_b,
                                          VISIT(c, on_hpair), c->w.user);
     case HF_VALIDATE: return nb_hash_validate(c->a_hash);
+    case HF_MOVE_MANY: {
+        const nbHandle items[2] = {c->live2, c->handle};
+        double pos[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+        const int d = c->fx->dim;
+        if (c->hash != NULL) (void)nb_hash_get(c->hash, c->live2, pos, NULL, NULL); // (none: empty)
+        pos[0] += 3.0 * H_CELL;
+        if (c->w.a_pos != NULL) memcpy(pos + d, c->w.a_pos, (size_t)d * sizeof(double));
+        int32_t moved = -1;
+        const nbStatus st =
+            nb_hash_move_many(c->a_hash, items, c->w.a_pos != NULL ? pos : NULL, 2, &moved);
+        if (moved != (st == NB_OK ? 2 : 0)) return NB_ERR_INTERNAL;
+        return st;
+    }
     }
     return NB_ERR_INTERNAL;
 }

@@ -2,8 +2,9 @@
 // The spatial hash against a brute-force model: thousands of random insert / move / remove /
 // set / clear sequences (teleports, moves to the same spot, coordinates near +-1e12, -0.0,
 // duplicates, filters), every query compared with the model after the steps; bad handles
-// (null, stale, removed, foreign) change nothing; no allocation in a steady state; a failing
-// allocator at every allocation of every operation that can allocate leaves the hash as it was.
+// (null, stale, removed, foreign) change nothing, alone or in a batched move; no allocation in a
+// steady state; a failing allocator at every allocation of every operation that can allocate leaves
+// the hash as it was.
 #include <nearby/hash.h>
 
 #include "nb_oracle.h"
@@ -252,11 +253,49 @@ static int check_queries(nbHash *h, const Model *m, double scale)
 }
 
 // One random step of the sequence.
+// A move: a small step, a teleport, or the same spot.
+static void random_move_pos(const Model *m, int32_t i, double scale, double *p)
+{
+    memcpy(p, m->pos[i], 3 * sizeof(double));
+    const int how = nbt_int(3);
+    for (int d = 0; d < m->dim; d++) p[d] += how == 0 ? nbt_range(-0.7, 0.7) : 0.0;
+    if (how == 1) random_pos(m, scale, p);
+}
+
+// nb_hash_move_many over 1 to 40 random items (repeats allowed): all of them move, in order, or,
+// when one is removed, none does (the model checks every query afterwards).
+static int random_batch(nbHash *h, Model *m, double scale)
+{
+    enum { MAXB = 40 };
+    nbHandle items[MAXB];
+    int32_t who[MAXB];
+    double pos[MAXB * 3];
+    const int32_t k = 1 + nbt_int(nbt_int(4) == 0 ? MAXB : 4);
+    bool dead = false;
+    for (int32_t t = 0; t < k; t++) {
+        who[t] = nbt_int(m->n);
+        items[t] = m->handle[who[t]];
+        dead |= !m->alive[who[t]];
+        random_move_pos(m, who[t], scale, pos + (size_t)t * (size_t)m->dim);
+    }
+    int32_t moved = -1;
+    const nbStatus st = nb_hash_move_many(h, items, pos, k, &moved);
+    if (dead) {
+        NB_CHECK(st == NB_ERR_BAD_HANDLE && moved == 0);
+        return 0;
+    }
+    NB_CHECK_OK(st);
+    NB_CHECK(moved == k);
+    for (int32_t t = 0; t < k; t++)
+        memcpy(m->pos[who[t]], pos + (size_t)t * (size_t)m->dim, (size_t)m->dim * sizeof(double));
+    return 0;
+}
+
 static int random_step(nbHash *h, Model *m, double scale)
 {
     const int op = nbt_int(20);
     double p[3];
-    if (op < 6 || m->n == 0) { // insert
+    if (op < 5 || m->n == 0) { // insert
         if (m->n == MAXN) return 0;
         random_pos(m, scale, p);
         const nbFilter f = random_bits();
@@ -272,11 +311,9 @@ static int random_step(nbHash *h, Model *m, double scale)
         return 0;
     }
     const int32_t i = nbt_int(m->n);
+    if (op < 8) return random_batch(h, m, scale);
     if (op < 15) { // move: a small step, a teleport, or the same spot
-        memcpy(p, m->pos[i], sizeof p);
-        const int how = nbt_int(3);
-        for (int d = 0; d < m->dim; d++) p[d] += how == 0 ? nbt_range(-0.7, 0.7) : 0.0;
-        if (how == 1) random_pos(m, scale, p);
+        random_move_pos(m, i, scale, p);
         const nbStatus st = nb_hash_move(h, m->handle[i], p);
         if (!m->alive[i]) {
             NB_CHECK(st == NB_ERR_BAD_HANDLE);
@@ -363,8 +400,40 @@ static int test_bad_handles(void)
         NB_CHECK_STATUS(nb_hash_query_neighbors(h, bad[t], 10.0, NB_FILTER_ALL, out, 4, &found),
                         NB_ERR_BAD_HANDLE);
         NB_CHECK(found == 0);
+        // in a batch, after a good entry: nothing moves
+        const nbHandle batch[2] = {ha, bad[t]};
+        const double to[4] = {7.5, 7.5, 1.0, 1.0};
+        int32_t moved = -1;
+        NB_CHECK_STATUS(nb_hash_move_many(h, batch, to, 2, &moved), NB_ERR_BAD_HANDLE);
+        NB_CHECK(moved == 0);
         NB_CHECK_OK(nb_hash_validate(h));
         NB_CHECK(nb_hash_count(h) == 2);
+    }
+    { // batches: the first bad entry's status, nothing moved; the count and the pointers
+        const nbHandle batch[3] = {ha, hb, gone};
+        const double to[6] = {9.5, 9.5, (double)NAN, 0.0, 1.0, 1.0};
+        int32_t moved = -1;
+        NB_CHECK_STATUS(nb_hash_move_many(h, batch, to, 3, &moved), NB_ERR_NOT_FINITE);
+        NB_CHECK(moved == 0);
+        const double to2[6] = {9.5, 9.5, 0x1p70, 0.0, (double)NAN, 1.0};
+        NB_CHECK_STATUS(nb_hash_move_many(h, batch, to2, 3, &moved), NB_ERR_OUT_OF_RANGE);
+        NB_CHECK_STATUS(nb_hash_move_many(h, batch, to2, -1, &moved), NB_ERR_OUT_OF_RANGE);
+        NB_CHECK_STATUS(nb_hash_move_many(h, NULL, to2, 1, &moved), NB_ERR_NULL_ARG);
+        NB_CHECK_STATUS(nb_hash_move_many(h, batch, NULL, 1, &moved), NB_ERR_NULL_ARG);
+        NB_CHECK_STATUS(nb_hash_move_many(NULL, batch, to2, 1, &moved), NB_ERR_NULL_ARG);
+        NB_CHECK_OK(nb_hash_move_many(h, NULL, NULL, 0, &moved));
+        NB_CHECK(moved == 0);
+        double q[2];
+        NB_CHECK_OK(nb_hash_get(h, ha, q, NULL, NULL));
+        NB_CHECK(q[0] == 0.5 && q[1] == 0.5);
+        NB_CHECK_OK(nb_hash_validate(h));
+        // a handle twice ends at its last position; NULL `moved` is allowed
+        const nbHandle twice[2] = {hb, hb};
+        const double to3[4] = {-20.0, 4.0, 3.0, -2.0};
+        NB_CHECK_OK(nb_hash_move_many(h, twice, to3, 2, NULL));
+        NB_CHECK_OK(nb_hash_get(h, hb, q, NULL, NULL));
+        NB_CHECK(q[0] == 3.0 && q[1] == -2.0);
+        NB_CHECK_OK(nb_hash_validate(h));
     }
     double pos[2];
     uint64_t user = 0;
@@ -392,7 +461,8 @@ static int test_bad_handles(void)
     return 0;
 }
 
-// Agents on a random walk: after a warm-up nothing allocates, whether all move or a few.
+// Agents on a random walk: after a warm-up nothing allocates, whether all move or a few, one by
+// one or in batches.
 static int test_steady_state_allocates_nothing(void)
 {
     nbtAlloc counter = {0};
@@ -410,17 +480,30 @@ static int test_steady_state_allocates_nothing(void)
         pos[i][1] = nbt_range(-40, 40);
         NB_CHECK_OK(nb_hash_insert(h, pos[i], (uint64_t)i, NB_FILTER_ALL, &hd[i]));
     }
+    static nbHandle bh[N];
+    static double bp[N][2];
     int64_t before = 0;
     for (int frame = 0; frame < 400; frame++) {
         if (frame == 200) before = counter.allocs;
+        const bool batch = frame % 4 >= 2; // two frames of single moves, two of batches
+        int32_t nb = 0;
         for (int32_t i = 0; i < N; i++) {
             if (frame % 2 && nbt_int(10) != 0) continue; // every other frame only 10% move
             for (int d = 0; d < 2; d++) {
                 pos[i][d] += nbt_range(-0.5, 0.5);
                 pos[i][d] = pos[i][d] > 40 ? 40 : pos[i][d] < -40 ? -40 : pos[i][d];
             }
-            NB_CHECK_OK(nb_hash_move(h, hd[i], pos[i]));
+            if (!batch) {
+                NB_CHECK_OK(nb_hash_move(h, hd[i], pos[i]));
+                continue;
+            }
+            bh[nb] = hd[i];
+            bp[nb][0] = pos[i][0];
+            bp[nb++][1] = pos[i][1];
         }
+        int32_t moved = -1;
+        if (batch) NB_CHECK_OK(nb_hash_move_many(h, bh, &bp[0][0], nb, &moved));
+        NB_CHECK(!batch || moved == nb);
         int32_t found = 0;
         NB_CHECK_OK(nb_hash_visit_radius(h, pos[frame], 2.0, NB_FILTER_ALL, count_hit, &found));
         NB_CHECK(found >= 1);
@@ -449,10 +532,11 @@ static uint64_t fingerprint(nbHash *h)
 
 // Fail allocation i of each operation that can allocate, for every i: NB_ERR_OUT_OF_MEMORY, the
 // hash as it was (validate, the same answers in the same order), no leaks; the sweep ends on a
-// try that succeeds, so no allocation falls outside it.
+// try that succeeds, so no allocation falls outside it. A batched move (op 4) stops at the move
+// that fails: the ones before it are made, that one and the rest are not.
 static int test_allocation_failure(void)
 {
-    for (int op = 0; op < 4; op++) {
+    for (int op = 0; op < 5; op++) {
         bool succeeded = false;
         for (int64_t fail = 1; fail < 200 && !succeeded; fail++) {
             nbtAlloc counter = {0};
@@ -493,6 +577,31 @@ static int test_allocation_failure(void)
                 if (op == 1) st = nb_hash_insert(h, p, 100 + (uint64_t)t, NB_FILTER_ALL, &extra);
                 if (op == 2) st = nb_hash_move(h, hd[t % 40], p);
                 if (op == 3) st = nb_hash_reserve(h, 1000 + 100 * t);
+                int32_t moved = -1;
+                double was[5][2];
+                nbHandle batch[5];
+                double to[10];
+                if (op == 4) { // a batch of 5 far moves: the ones before a failure are made
+                    for (int j = 0; j < 5; j++) {
+                        batch[j] = hd[(t * 5 + j) % 40];
+                        NB_CHECK_OK(nb_hash_get(h, batch[j], was[j], NULL, NULL));
+                        to[2 * j] = p[0] + j * 2.5;
+                        to[2 * j + 1] = p[1] - j * 40.0;
+                    }
+                    st = nb_hash_move_many(h, batch, to, 5, &moved);
+                    NB_CHECK(moved == (st == NB_OK ? 5 : moved) && moved >= 0 && moved <= 5);
+                    for (int j = 0; j < 5; j++) {
+                        double q[2];
+                        NB_CHECK_OK(nb_hash_get(h, batch[j], q, NULL, NULL));
+                        const double *want = j < moved ? to + 2 * j : was[j];
+                        NB_CHECK(q[0] == want[0] && q[1] == want[1]);
+                    }
+                    NB_CHECK_OK(nb_hash_validate(h));
+                    if (st != NB_OK) {
+                        NB_CHECK(st == NB_ERR_OUT_OF_MEMORY && nbt_alloc_failed(&counter));
+                        break;
+                    }
+                }
                 if (st != NB_OK) {
                     NB_CHECK(st == NB_ERR_OUT_OF_MEMORY && nbt_alloc_failed(&counter));
                     NB_CHECK(op != 1 || extra.bits == 0);

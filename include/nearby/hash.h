@@ -103,6 +103,20 @@ NB_API nbStatus nb_hash_insert(nbHash *hash, const double *pos, uint64_t user, n
 /// pointers (NB_ERR_NULL_ARG), the handle, then finiteness, then range.
 NB_API nbStatus nb_hash_move(nbHash *hash, nbHandle item, const double *pos);
 
+/// Moves `count` items at once: items[i] to positions[i * dim .. i * dim + dim - 1], in order
+/// (a handle given twice ends at its last position). The same as calling nb_hash_move for each,
+/// but faster for many movers in random order: it asks for the memory of the moves to come
+/// while it makes the current one. Every entry is checked first (its handle, then finiteness,
+/// then range, as nb_hash_move does): if one is bad, nothing moves and the first bad entry's
+/// status is returned (NB_ERR_BAD_HANDLE, NB_ERR_NOT_FINITE, NB_ERR_OUT_OF_RANGE). Making room
+/// is done move by move: if it fails (NB_ERR_OUT_OF_MEMORY, or NB_ERR_OUT_OF_RANGE for storage
+/// beyond 2^31 positions), the moves before it have been made and the rest have not; the hash is
+/// valid either way. `*moved` (may be NULL) is the number of entries moved: 0 on a check
+/// failure, `count` on NB_OK. NB_ERR_OUT_OF_RANGE for count < 0; NB_ERR_NULL_ARG for a NULL
+/// hash, or NULL arrays with count > 0. Allocates only as the single moves would.
+NB_API nbStatus nb_hash_move_many(nbHash *hash, const nbHandle *items, const double *positions,
+                                  int32_t count, int32_t *moved);
+
 /// Removes an item; its handle goes stale. O(1). NB_ERR_BAD_HANDLE. Never allocates. Checks the
 /// pointer (NB_ERR_NULL_ARG), then the handle.
 NB_API nbStatus nb_hash_remove(nbHash *hash, nbHandle item);

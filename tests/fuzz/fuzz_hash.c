@@ -497,22 +497,17 @@ static void op_burst(nbfReader *r, int w)
     }
 }
 
-static void op_move(nbfReader *r, int w)
+// Where a move of an item at `from` goes, by `mode`.
+static void hf_move_target(nbfReader *r, const hfModel *m, uint8_t mode, const double *from,
+                           double *p)
 {
-    hfModel *m = &hf[w];
-    nbf_op = "move";
-    const nbHandle h = hf_handle(r, w);
-    const int32_t i = hf_find_live(m, h.bits);
-    const uint8_t mode = nbf_u8(r);
-    double p[3] = {0, 0, 0}, from[3] = {0, 0, 0};
-    if (i >= 0) memcpy(from, m->pos + 3 * i, 3 * sizeof(double));
     switch (mode % 7) {
     case 0: // a small step
         for (int d = 0; d < m->dim; d++)
             p[d] = from[d] + (double)(int8_t)nbf_u8(r) / 16.0 * m->cell;
         break;
-    case 1: memcpy(p, from, sizeof p); break; // the same spot
-    case 2:                                   // a nudge by one ulp
+    case 1: memcpy(p, from, 3 * sizeof(double)); break; // the same spot
+    case 2:                                             // a nudge by one ulp
         for (int d = 0; d < m->dim; d++)
             p[d] = nextafter(from[d], (mode >> 3) & 1 ? (double)INFINITY : -(double)INFINITY);
         break;
@@ -523,10 +518,22 @@ static void op_move(nbfReader *r, int w)
         break;
     }
     case 4: // onto another item
-        if (m->n > 0) memcpy(p, m->pos + 3 * (nbf_u8(r) % m->n), sizeof p);
+        if (m->n > 0) memcpy(p, m->pos + 3 * (nbf_u8(r) % m->n), 3 * sizeof(double));
         break;
     default: hf_pos(r, m, p); break; // a teleport anywhere, bad coordinates included
     }
+}
+
+static void op_move(nbfReader *r, int w)
+{
+    hfModel *m = &hf[w];
+    nbf_op = "move";
+    const nbHandle h = hf_handle(r, w);
+    const int32_t i = hf_find_live(m, h.bits);
+    const uint8_t mode = nbf_u8(r);
+    double p[3] = {0, 0, 0}, from[3] = {0, 0, 0};
+    if (i >= 0) memcpy(from, m->pos + 3 * i, 3 * sizeof(double));
+    hf_move_target(r, m, mode, from, p);
     const bool nullpos = mode >= 250;
     double *pv = hf_vec(m->dim);
     memcpy(pv, p, (size_t)m->dim * sizeof(double));
@@ -557,6 +564,52 @@ static void op_move(nbfReader *r, int w)
     // (hash.h: reserve covers inserts; moves reach a steady state, tested in test_hash.c).
     if (hf_same_cell(m, from, p)) nbf_check_no_alloc(mk, "a move within its cell");
     memcpy(m->pos + 3 * i, p, (size_t)m->dim * sizeof(double));
+}
+
+// nb_hash_move_many over 1 to 8 entries (handles of any kind, repeats, targets as op_move's):
+// the first bad entry's status and nothing moved, or every move made, or, when making room
+// fails, the moves before the failing one made and the rest not.
+static void op_move_many(nbfReader *r, int w)
+{
+    hfModel *m = &hf[w];
+    nbf_op = "move_many";
+    enum { K = 8 };
+    const int32_t k = 1 + nbf_u8(r) % K;
+    nbHandle hs[K];
+    int32_t at[K];
+    double p[K][3];
+    double *pv = hf_vec(k * m->dim);
+    nbStatus first = NB_OK;
+    for (int32_t t = 0; t < k; t++) {
+        hs[t] = hf_handle(r, w);
+        at[t] = hf_find_live(m, hs[t].bits);
+        double from[3] = {0, 0, 0};
+        if (at[t] >= 0) memcpy(from, m->pos + 3 * at[t], 3 * sizeof(double));
+        memset(p[t], 0, sizeof p[t]);
+        hf_move_target(r, m, nbf_u8(r), from, p[t]);
+        memcpy(pv + (size_t)t * (size_t)m->dim, p[t], (size_t)m->dim * sizeof(double));
+        const nbStatus es = at[t] < 0 ? NB_ERR_BAD_HANDLE : hf_pos_status(m, p[t]);
+        if (first == NB_OK) first = es;
+    }
+    const hfBefore b = hf_before(m);
+    const nbfMark mk = nbf_mark();
+    int32_t moved = -1;
+    const nbStatus st = nb_hash_move_many(m->h, hs, pv, k, &moved);
+    nbf_log("#%d hash%d move_many %d -> %s (%d moved)\n", nbf_step, w, (int)k, nb_status_str(st),
+            (int)moved);
+    free(pv);
+    const unsigned allowed =
+        first != NB_OK ? NBF_BIT(first)
+                       : NBF_BIT(NB_OK) | (nbf_heap.failed ? NBF_BIT(NB_ERR_OUT_OF_MEMORY) : 0u);
+    nbf_expect(st, allowed, "nb_hash_move_many");
+    if (st != NB_OK && st != NB_ERR_OUT_OF_MEMORY) {
+        NBF_CHECK(moved == 0, "a refused batch reports moves");
+        nbf_check_no_alloc(mk, "a refused batch");
+        hf_unchanged(m, b, "move_many");
+        return;
+    }
+    NBF_CHECK(moved >= 0 && moved <= k && (st != NB_OK || moved == k), "moved out of range");
+    for (int32_t t = 0; t < moved; t++) memcpy(m->pos + 3 * at[t], p[t], 3 * sizeof(double));
 }
 
 static void hf_forget(hfModel *m, int32_t i)
@@ -1503,7 +1556,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         case 0:
         case 1: op_insert(r, w); break;
         case 2: op_burst(r, w); break;
-        case 3: op_move(r, w); break;
+        case 3:
+            if (op & 0x20)
+                op_move_many(r, w);
+            else
+                op_move(r, w);
+            break;
         case 4: op_remove(r, w); break;
         case 5: op_set(r, w); break;
         case 6: op_get(r, w); break;
