@@ -329,10 +329,10 @@ NBI_INLINE int64_t nbi_gather_scan(const nbiGather *gt, const nbiPairCtx *x, int
 
 // ---- four lanes with AVX2 ----
 // On x86-64 the unfiltered, non-periodic kernels have a second copy compiled for AVX2 and
-// chosen at run time (simd.h). It scans gathered lanes four at a time: each lane computes d2 exactly as
-// nbi_dist2 does (subtract, square, add in the same order; -ffp-contract=off forbids fusing),
-// so the answers are the same bit for bit, and in the same order. The four candidate pairs are
-// built in one register ((min, max) of the indices in self mode) and the matching ones packed
+// chosen at run time (simd.h). It scans gathered lanes four at a time: each lane computes d2
+// exactly as nbi_dist2 does (subtract, square, add in the same order; -ffp-contract=off forbids
+// fusing), so the answers are the same bit for bit, and in the same order. The four candidate pairs
+// are built in one register ((min, max) of the indices in self mode) and the matching ones packed
 // to the front by one permutation, then stored as a block: no branch and no store per lane.
 #if defined(NBI_AVX2)
 // Lane permutations that pack the pairs of a 4-bit match mask to the front, in lane order (each
