@@ -59,9 +59,9 @@ enum {
     NBI_QT_STACK = 4 * (NB_QUADTREE_MAX_DEPTH + NBI_QT_GROW_MAX + 4),
     NBI_QT_DEFAULT_THRESHOLD = 128, // measured: docs/quadtree.md
     NBI_QT_DEFAULT_DEPTH = 24,
-    NBI_QT_CLASSES = 31, // block sizes 2^0 .. 2^30
-    NBI_QT_MIN_CLS = 3,  // a node's first block holds 8 (a run of 16-bit boxes)
-    NBI_QT_QMAX = 32766, // 16-bit box fields lie in [-NBI_QT_QMAX, NBI_QT_QMAX]
+    NBI_QT_CLASSES = 31,   // block sizes 2^0 .. 2^30
+    NBI_QT_MIN_CLS = 3,    // a node's first block holds 8 (a run of 16-bit boxes)
+    NBI_QT_QMAX = 32766,   // 16-bit box fields lie in [-NBI_QT_QMAX, NBI_QT_QMAX]
     NBI_QT_QEMPTY = 32767, // every field of a position without a box: fails every test
 };
 
@@ -126,8 +126,7 @@ struct nbQuadtree {
     int32_t nfiltered; // rectangles whose bits are not all ones: 0 lets queries skip the bits
     nbiBuf own;        // int32_t per position: its node; a free block's first: the next free block
     nbiBuf fb;         // by runs of 4 positions: their float boxes (nbi_fb_at)
-    nbiBuf qb;         // by runs of 8 positions: their 16-bit boxes (nbi_qb_at)
-    nbiBuf hit;        // nbHit per position: what a query reports
+    nbiBuf qb;         // by runs of 8 positions: their 16-bit boxes, then their nbHits (nbi_qb_at)
     nbiBuf sb;         // 1 float per position: segment boxes (nbi_seg_of)
     int32_t top;       // positions [0, top) belong to blocks, live or free
     int32_t free_block[NBI_QT_CLASSES];
@@ -142,8 +141,10 @@ struct nbQuadtree {
 #define NBI_BOX(q) ((nbiQtBox *)(q)->box.ptr)
 #define NBI_QB(q) ((int16_t *)(q)->qb.ptr)
 // A run of 4 positions (r = p >> 2) is 64 bytes of fb: the 16 floats of their boxes (nbi_fb_put).
-// A run of 8 positions (p >> 3) is 64 bytes of qb: the 32 int16 of their 16-bit boxes.
-enum { NBI_QT_RUN_FLOATS = 16, NBI_QT_QRUN = 32 };
+// A run of 8 positions (p >> 3) is 192 bytes of qb: the 32 int16 of their 16-bit boxes (one cache
+// line), then the 8 nbHits a query reports (handle and user value), so that a search that starts
+// loading a run gets its hits in the lines that follow.
+enum { NBI_QT_RUN_FLOATS = 16, NBI_QT_QRUN = 96 };
 
 // Position p's first float field; the others follow at a stride of 4.
 NBI_INLINE float *nbi_fb_at(const nbQuadtree *q, int32_t p)
@@ -154,7 +155,7 @@ NBI_INLINE float *nbi_fb_at(const nbQuadtree *q, int32_t p)
 // What position p reports.
 NBI_INLINE nbHit *nbi_hit_of(const nbQuadtree *q, int32_t p)
 {
-    return (nbHit *)q->hit.ptr + p;
+    return (nbHit *)(void *)(NBI_QB(q) + (size_t)NBI_QT_QRUN * (size_t)(p >> 3) + 32) + (p & 7);
 }
 
 // Position p's first 16-bit field; the others follow at a stride of 8.
@@ -418,14 +419,53 @@ NBI_INLINE int nbi_q_ceil(double v)
     return t < -NBI_QT_QMAX ? -NBI_QT_QMAX : t > NBI_QT_QMAX ? NBI_QT_QMAX : t;
 }
 
+// nbi_q4 one value at a time (validate checks the vector version against it).
+static void nbi_q4_ref(const nbiQtHot *h, const double *lo, const double *hi, int out[4])
+{
+    const double cx = h->fc[0], cy = h->fc[1], ix = h->finv[0], iy = h->finv[1];
+    out[0] = nbi_q_floor((lo[0] - cx) * ix);
+    out[1] = nbi_q_floor((lo[1] - cy) * iy);
+    out[2] = -nbi_q_ceil((hi[0] - cx) * ix);
+    out[3] = -nbi_q_ceil((hi[1] - cy) * iy);
+}
+
+// floor(t(lo[0])), floor(t(lo[1])), -ceil(t(hi[0])), -ceil(t(hi[1])) in node h's frame, each
+// clamped to [-NBI_QT_QMAX, NBI_QT_QMAX] (not NaN; infinities allowed).
+NBI_INLINE void nbi_q4(const nbiQtHot *h, const double *lo, const double *hi, int out[4])
+{
+#if defined(__SSE2__)
+    const __m128d c = _mm_set_pd(h->fc[1], h->fc[0]), inv = _mm_set_pd(h->finv[1], h->finv[0]);
+    const __m128d lim = _mm_set1_pd(NBI_QT_QMAX + 1.0), nlim = _mm_set1_pd(-NBI_QT_QMAX - 1.0);
+    __m128d a = _mm_mul_pd(_mm_sub_pd(_mm_loadu_pd(lo), c), inv);
+    __m128d b = _mm_mul_pd(_mm_sub_pd(_mm_loadu_pd(hi), c), inv);
+    a = _mm_min_pd(_mm_max_pd(a, nlim), lim);
+    b = _mm_min_pd(_mm_max_pd(b, nlim), lim);
+    __m128i ia = _mm_cvttpd_epi32(a), ib = _mm_cvttpd_epi32(b); // towards zero, lanes 0 and 1
+    // Minus one where truncation went up (floor), plus one where it went down (ceil): the
+    // comparisons' 64-bit masks moved to the 32-bit lanes 0 and 1.
+    const __m128i down = _mm_shuffle_epi32(_mm_castpd_si128(_mm_cmpgt_pd(_mm_cvtepi32_pd(ia), a)),
+                                           _MM_SHUFFLE(3, 3, 2, 0));
+    const __m128i up = _mm_shuffle_epi32(_mm_castpd_si128(_mm_cmplt_pd(_mm_cvtepi32_pd(ib), b)),
+                                         _MM_SHUFFLE(3, 3, 2, 0));
+    ia = _mm_add_epi32(ia, down);
+    ib = _mm_sub_epi32(_mm_setzero_si128(), _mm_sub_epi32(ib, up));
+    const __m128i qmax = _mm_set1_epi32(NBI_QT_QMAX), qmin = _mm_set1_epi32(-NBI_QT_QMAX);
+    __m128i v = _mm_unpacklo_epi64(ia, ib);
+    const __m128i over = _mm_cmpgt_epi32(v, qmax), under = _mm_cmplt_epi32(v, qmin);
+    v = _mm_or_si128(_mm_andnot_si128(_mm_or_si128(over, under), v),
+                     _mm_or_si128(_mm_and_si128(over, qmax), _mm_and_si128(under, qmin)));
+    _mm_storeu_si128((__m128i *)(void *)out, v);
+#else
+    nbi_q4_ref(h, lo, hi, out);
+#endif
+}
+
 // The 16-bit fields of box b (min x, min y, max x, max y) in a node's frame. b is finite.
 NBI_INLINE void nbi_q_fields(const nbiQtHot *h, const double *b, int16_t out[4])
 {
-    const double cx = h->fc[0], cy = h->fc[1], ix = h->finv[0], iy = h->finv[1];
-    out[0] = (int16_t)nbi_q_floor((b[0] - cx) * ix);
-    out[1] = (int16_t)nbi_q_floor((b[1] - cy) * iy);
-    out[2] = (int16_t)-nbi_q_ceil((b[2] - cx) * ix);
-    out[3] = (int16_t)-nbi_q_ceil((b[3] - cy) * iy);
+    int v[4];
+    nbi_q4(h, b, b + 2, v);
+    for (int i = 0; i < 4; i++) out[i] = (int16_t)v[i];
 }
 
 // A window in a node's frame, as nbi_q_run_test reads it.
@@ -440,9 +480,8 @@ typedef struct nbiQtQWin {
 // Window w (min x, min y, max x, max y; not NaN, maybe infinite) in node h's frame.
 NBI_INLINE void nbi_q_window(const nbiQtHot *h, const double *w, nbiQtQWin *x)
 {
-    const double cx = h->fc[0], cy = h->fc[1], ix = h->finv[0], iy = h->finv[1];
-    const int v[4] = {nbi_q_floor((w[2] - cx) * ix), nbi_q_floor((w[3] - cy) * iy),
-                      -nbi_q_ceil((w[0] - cx) * ix), -nbi_q_ceil((w[1] - cy) * iy)};
+    int v[4];
+    nbi_q4(h, w + 2, w, v);
     for (int i = 0; i < 4; i++) {
 #if defined(__SSE2__)
         x->v[i] = _mm_set1_epi16((short)v[i]);
@@ -550,21 +589,19 @@ static int nbi_cls_for(int64_t n)
 
 // ---- storage ----
 
-enum { NBI_QT_POS_BUFS = 8 };
+enum { NBI_QT_POS_BUFS = 7 };
 
 static void nbi_qt_pos_bufs(nbQuadtree *q, nbiBuf *buf[NBI_QT_POS_BUFS],
                             size_t elem[NBI_QT_POS_BUFS])
 {
-    nbiBuf *b[NBI_QT_POS_BUFS] = {&q->box, &q->cat, &q->mask, &q->own,
-                                  &q->fb,  &q->sb,  &q->qb,   &q->hit};
+    nbiBuf *b[NBI_QT_POS_BUFS] = {&q->box, &q->cat, &q->mask, &q->own, &q->fb, &q->sb, &q->qb};
     const size_t e[NBI_QT_POS_BUFS] = {sizeof(nbiQtBox),
                                        sizeof(uint32_t),
                                        sizeof(uint32_t),
                                        sizeof(int32_t),
                                        NBI_QT_RUN_FLOATS / 4 * sizeof(float),
                                        sizeof(float),
-                                       NBI_QT_QRUN / 8 * sizeof(int16_t),
-                                       sizeof(nbHit)};
+                                       NBI_QT_QRUN / 8 * sizeof(int16_t)};
     for (int i = 0; i < NBI_QT_POS_BUFS; i++) {
         buf[i] = b[i];
         elem[i] = e[i];
@@ -1922,61 +1959,69 @@ NBI_INLINE void nbi_search_as(const nbQuadtree *q, int kind, const double *w, co
         }
         const int32_t end = n.start + n.count;
         if (n.count == 0) continue;
-#if defined(__GNUC__)
-        // Start loading the 16-bit boxes and the hits of every segment the window meets (of the
-        // first 16), so that their cache misses overlap rather than follow one another.
-        for (int32_t g = n.start, k = 0; g < end && k < 16; g += NBI_QT_SEG, k++) {
-            if (nbi_seg_test(sb + nbi_seg_box(n.start, g), &x, false) == 0) continue;
-            __builtin_prefetch(nbi_qb_at(q, g));
-            __builtin_prefetch(nbi_qb_at(q, g) + NBI_QT_QRUN);
-            for (int i = 0; i < NBI_QT_SEG; i += 4) __builtin_prefetch(nbi_hit_of(q, g + i));
-        }
-#endif
         nbiQtQWin qx; // the window in this node's frame
         nbi_q_window(&n, w, &qx);
-        for (int32_t g = n.start; g < end; g += NBI_QT_SEG) {
-            const int st = nbi_seg_test(sb + nbi_seg_box(n.start, g), &x, held_ok);
-            if (st == 0) continue;
-            const int32_t gend = end - g < NBI_QT_SEG ? end : g + NBI_QT_SEG;
-            if (st == 3) { // the window holds the segment's box
-                for (int32_t p = g; p < gend; p++) {
-                    if (f != NULL && !nbi_pass(*f, cat[p], mask[p])) continue;
-                    nbi_sink_hit_as(&sk, q, p, mode);
-                    if (sk.stop) {
-                        *s = sk;
-                        return;
-                    }
-                }
-                continue;
-            }
-            // Blocks start at multiples of 8; a partly filled run's empty positions fail every
-            // test.
-            for (int32_t r = g; r < gend; r += 8) {
-#ifdef NBI_QT_STATS
-                nbi_qt_items_tested += gend - r < 8 ? gend - r : 8;
+        // By up to 32 segments: first test their boxes (one or two cache lines of sb) and start
+        // loading the runs (16-bit boxes and hits) of every segment the window meets, so that
+        // their cache misses overlap rather than follow one another; then scan those segments.
+        for (int32_t c0 = n.start; c0 < end; c0 += 32 * NBI_QT_SEG) {
+            const int32_t cend = end - c0 < 32 * NBI_QT_SEG ? end : c0 + 32 * NBI_QT_SEG;
+            uint32_t meet = 0, held = 0;
+            for (int32_t g = c0, j = 0; g < cend; g += NBI_QT_SEG, j++) {
+                const int st = nbi_seg_test(sb + nbi_seg_box(n.start, g), &x, held_ok);
+                if (st == 0) continue;
+                meet |= 1u << j;
+                held |= (uint32_t)(st >> 1) << j;
+#if defined(__GNUC__)
+                const int16_t *run = nbi_qb_at(q, g);
+                for (int i = 0; i < 2 * NBI_QT_QRUN; i += 32) __builtin_prefetch(run + i);
 #endif
-                const unsigned m = nbi_q_run_test(qb, r, &qx);
-                unsigned bits = m & 0xFFu;
-                if (bits == 0) continue;
-                // A circle tests every candidate in double; a window only those its 16-bit test
-                // left open.
-                unsigned open = kind == NBI_Q_CIRCLE ? bits : bits & ~(m >> 8);
-                while (open != 0) {
-                    const int k = nbi_ctz32(open);
-                    open &= open - 1u;
-                    const double *b = rec[r + k].b;
-                    if (!nbi_touch(b, w) ||
-                        (kind == NBI_Q_CIRCLE && nbi_box_dist2(c, b[0], b[1], b[2], b[3]) > r2))
-                        bits &= ~(1u << k);
+            }
+            while (meet != 0) {
+                const int j = nbi_ctz32(meet);
+                meet &= meet - 1u;
+                const int32_t g = c0 + j * NBI_QT_SEG;
+                const int32_t gend = end - g < NBI_QT_SEG ? end : g + NBI_QT_SEG;
+                if ((held >> j) & 1u) { // the window holds the segment's box
+                    for (int32_t p = g; p < gend; p++) {
+                        if (f != NULL && !nbi_pass(*f, cat[p], mask[p])) continue;
+                        nbi_sink_hit_as(&sk, q, p, mode);
+                        if (sk.stop) {
+                            *s = sk;
+                            return;
+                        }
+                    }
+                    continue;
                 }
-                while (bits != 0) {
-                    const int32_t p = r + nbi_ctz32(bits);
-                    bits &= bits - 1u;
-                    if (f != NULL && !nbi_pass(*f, cat[p], mask[p])) continue;
-                    nbi_sink_hit_as(&sk, q, p, mode);
-                    if (sk.stop) {
-                        *s = sk;
-                        return;
+                // Blocks start at multiples of 8; a partly filled run's empty positions fail every
+                // test.
+                for (int32_t r = g; r < gend; r += 8) {
+#ifdef NBI_QT_STATS
+                    nbi_qt_items_tested += gend - r < 8 ? gend - r : 8;
+#endif
+                    const unsigned m = nbi_q_run_test(qb, r, &qx);
+                    unsigned bits = m & 0xFFu;
+                    if (bits == 0) continue;
+                    // A circle tests every candidate in double; a window only those its 16-bit test
+                    // left open.
+                    unsigned open = kind == NBI_Q_CIRCLE ? bits : bits & ~(m >> 8);
+                    while (open != 0) {
+                        const int k = nbi_ctz32(open);
+                        open &= open - 1u;
+                        const double *b = rec[r + k].b;
+                        if (!nbi_touch(b, w) ||
+                            (kind == NBI_Q_CIRCLE && nbi_box_dist2(c, b[0], b[1], b[2], b[3]) > r2))
+                            bits &= ~(1u << k);
+                    }
+                    while (bits != 0) {
+                        const int32_t p = r + nbi_ctz32(bits);
+                        bits &= bits - 1u;
+                        if (f != NULL && !nbi_pass(*f, cat[p], mask[p])) continue;
+                        nbi_sink_hit_as(&sk, q, p, mode);
+                        if (sk.stop) {
+                            *s = sk;
+                            return;
+                        }
                     }
                 }
             }
@@ -2580,8 +2625,8 @@ static nbStatus nbi_validate_node(const nbQuadtree *q, int32_t n, int64_t *items
         const double *b = NBI_BOX(q)[at].b;
         NBI_CHECK(b[0] <= b[2] && b[1] <= b[3]);
         NBI_CHECK(nbi_within(node, b));
-        int16_t u[4]; // its 16-bit box, in its node's frame
-        nbi_q_fields(h, b, u);
+        int u[4]; // its 16-bit box, in its node's frame
+        nbi_q4_ref(h, b, b + 2, u);
         for (int k = 0; k < 4; k++) NBI_CHECK(nbi_qb_at(q, at)[8 * k] == u[k]);
         const float *f = nbi_fb_at(q, at); // nbi_fb_put
         NBI_CHECK((double)f[0] <= b[0] && (double)f[4] <= b[1]);
