@@ -57,7 +57,7 @@ enum {
     NBI_QT_GROW_MAX = 48, // times the root may double
     NBI_QT_MAX_ITEMS = 1 << 28,
     NBI_QT_STACK = 4 * (NB_QUADTREE_MAX_DEPTH + NBI_QT_GROW_MAX + 4),
-    NBI_QT_DEFAULT_THRESHOLD = 128, // measured: docs/quadtree.md
+    NBI_QT_DEFAULT_THRESHOLD = 512, // measured: docs/quadtree.md
     NBI_QT_DEFAULT_DEPTH = 24,
     NBI_QT_CLASSES = 31,   // block sizes 2^0 .. 2^30
     NBI_QT_MIN_CLS = 3,    // a node's first block holds 8 (a run of 16-bit boxes)

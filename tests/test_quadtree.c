@@ -837,7 +837,7 @@ static int test_float_edges(void)
 // from them alone unless a field equals the window's, when the exact test in double decides.
 // With bounds [-16000, 16000] the root's bounds are [-32000, 32000] and its frame maps x to x
 // exactly (centre 0, one step per unit), a child's to 2 * (x - its centre): edges on whole
-// numbers, a float step either side of them and halfway between sit on and next to the steps'
+// numbers and a float step either side of them sit on and next to the steps'
 // boundaries, at the clamp (beyond +-32766 steps) and past the root (which then grows). Windows
 // with the same edges, points, and pairs, in a single leaf, a deep tree, and after moves; each
 // against brute force. Trusting the 16-bit test where a field equals the window's (no exact
@@ -846,7 +846,8 @@ static int test_q16_edges(void)
 {
     const double vals[] = {0.0,    1.0,     -1.0,    2.5,     -2.5,    7.0,      1000.0,
                            -999.0, 16000.0, 32765.0, 32766.0, 32767.0, -32767.0, 40000.0};
-    enum { NV = sizeof vals / sizeof vals[0], NE = 3 * NV, NR = 5 * NE };
+    // Four copies of each rectangle: the single leaf holds more than 32 segments of 16.
+    enum { NV = sizeof vals / sizeof vals[0], NE = 3 * NV, NR = 4 * 5 * NE };
     static nbRect rects[NR];
     static nbHit hits[NR];
     double edges[NE];
@@ -864,6 +865,7 @@ static int test_q16_edges(void)
         rects[5 * i + 3] = (nbRect){{2.0, v}, {3.0, v + 1.0}}; // min y on v
         rects[5 * i + 4] = (nbRect){{v, v}, {v, v}};           // a point
     }
+    for (int32_t i = 5 * NE; i < NR; i++) rects[i] = rects[i % (5 * NE)];
     for (int way = 0; way < 4; way++) { // one leaf built; deep built; inserted; moved onto
         nbQuadtreeDesc desc = {0};
         desc.bounds = (nbRect){{-16000.0, -16000.0}, {16000.0, 16000.0}};
