@@ -60,7 +60,7 @@ enum {
     NBI_QT_DEFAULT_THRESHOLD = 512, // measured: docs/quadtree.md
     NBI_QT_DEFAULT_DEPTH = 24,
     NBI_QT_CLASSES = 31,   // block sizes 2^0 .. 2^30
-    NBI_QT_MIN_CLS = 4,    // a node's first block holds 16 (a segment)
+    NBI_QT_MIN_CLS = 3,    // a node's first block holds 8 (a run of 16-bit boxes)
     NBI_QT_QMAX = 32766,   // 16-bit box fields lie in [-NBI_QT_QMAX, NBI_QT_QMAX]
     NBI_QT_QEMPTY = 32767, // every field of a position without a box: fails every test
 };
@@ -356,17 +356,20 @@ NBI_INLINE int nbi_run_test(const float *fb, int32_t r, const nbiQtWin *x)
 #endif
 }
 
-// A segment's box (nbi_seg_box: fields at a stride of 4) against the window: 1 when it meets
-// it, else 0. Searches test four segments at once (nbi_group_test).
-NBI_INLINE int nbi_seg_test(const float *g, const nbiQtWin *x)
+// A segment's box (nbi_seg_of) against the window: 1 when it meets it, 3 when with `held` the
+// window holds it whole, else 0.
+NBI_INLINE int nbi_seg_test(const float *g, const nbiQtWin *x, bool held)
 {
 #if defined(__SSE2__)
-    const __m128 v = _mm_set_ps(g[12], g[8], g[4], g[0]);
-    return _mm_movemask_ps(_mm_cmple_ps(v, x->touch1)) == 0xF;
+    const __m128 v = _mm_loadu_ps(g);
+    if (_mm_movemask_ps(_mm_cmple_ps(v, x->touch1)) != 0xF) return 0;
+    return held && _mm_movemask_ps(_mm_cmple_ps(x->held1, v)) == 0xF ? 3 : 1;
 #else
     for (int i = 0; i < 4; i++)
-        if (!(g[4 * i] <= x->touch[i])) return 0;
-    return 1;
+        if (!(g[i] <= x->touch[i])) return 0;
+    for (int i = 0; i < 4 && held; i++)
+        if (!(x->held[i] <= g[i])) return 1;
+    return held ? 3 : 1;
 #endif
 }
 
@@ -712,14 +715,12 @@ static void nbi_block_give(nbQuadtree *q, int32_t start, int c)
     q->free_count[c]++;
 }
 
-// Segments: a block's positions by sixteens from its start (a block of 16 is one segment).
+// Segments: a block's positions by sixteens from its start (a block of 4 or 8 is one segment).
 // Each segment has a float box of what it holds (the fields of nbi_fb_put: lo x, lo y, -hi x,
 // -hi y, the least of its positions'); a search tests it before the segment's runs. A put into
 // the segment widens it; a move in place that leaves it computes it anew (nbi_seg_refit).
-// The boxes of a block's segments are in sb from the block's start by groups of four segments,
-// as the groups of nodes are (lo x of the four, lo y, -hi x, -hi y: nbi_seg_box), so that one
-// test covers four segments (nbi_group_test): a block of 2^c >= 16 positions owns 2^c floats of
-// sb and needs 16 per 64 positions, at least 16.
+// The boxes of a block's segments are side by side in sb, from the block's start (nbi_seg_box):
+// a block of 2^c >= 4 positions owns 2^c floats of sb and needs 4 per 16 positions.
 enum { NBI_QT_SEG = 16 };
 
 // The first position of the segment that holds position p of a block starting at `start`.
@@ -728,18 +729,10 @@ NBI_INLINE int32_t nbi_seg_of(int32_t start, int32_t p)
     return start + ((p - start) & ~(NBI_QT_SEG - 1));
 }
 
-// Where in sb the box of the segment starting at position g of a block at `start` is: its
-// first field; the others follow at a stride of 4.
+// Where in sb the box of the segment starting at position g of a block at `start` is.
 NBI_INLINE int32_t nbi_seg_box(int32_t start, int32_t g)
 {
-    const int32_t k = (g - start) >> 4;
-    return start + 16 * (k >> 2) + (k & 3);
-}
-
-// The number of floats of sb a block of class c uses.
-NBI_INLINE int32_t nbi_seg_floats(int c)
-{
-    return c >= 6 ? (int32_t)1 << (c - 2) : 16;
+    return start + ((g - start) >> 2);
 }
 
 // Readies a block of class c at `start` for puts: its positions from `from` on (by whole runs)
@@ -755,7 +748,8 @@ static void nbi_block_init(nbQuadtree *q, int32_t start, int c, int32_t from)
         int16_t *f = nbi_qb_at(q, p);
         for (int i = 0; i < 4; i++) f[8 * i] = NBI_QT_QEMPTY;
     }
-    for (int32_t i = 0; i < nbi_seg_floats(c); i++) sb[start + i] = (float)INFINITY;
+    for (int32_t g = start; g < end; g += NBI_QT_SEG)
+        for (int i = 0; i < 4; i++) sb[nbi_seg_box(start, g) + i] = (float)INFINITY;
 }
 
 // Position p no longer holds a box (the last of its node's, taken out).
@@ -875,13 +869,13 @@ NBI_INLINE void nbi_box_put(nbQuadtree *q, int32_t n, int32_t start, int32_t p, 
     nbi_fb_put(q, n, p, b);
     const float *f = nbi_fb_at(q, p);
     float *g = NBI_SB(q) + nbi_seg_box(start, nbi_seg_of(start, p));
-    for (int i = 0; i < 4; i++) g[4 * i] = f[4 * i] < g[4 * i] ? f[4 * i] : g[4 * i];
+    for (int i = 0; i < 4; i++) g[i] = f[4 * i] < g[i] ? f[4 * i] : g[i];
 }
 
-// Whether the float box g holds the float box at f (both with fields at a stride of 4).
+// Whether the float box g (fields at a stride of 1) holds the float box at f (a stride of 4).
 NBI_INLINE bool nbi_f_holds(const float *g, const float *f)
 {
-    return g[0] <= f[0] && g[4] <= f[4] && g[8] <= f[8] && g[12] <= f[12];
+    return g[0] <= f[0] && g[1] <= f[4] && g[2] <= f[8] && g[3] <= f[12];
 }
 
 // Computes anew the box of the segment starting at position g of node n's block from its
@@ -896,8 +890,7 @@ static void nbi_seg_refit(nbQuadtree *q, const nbiQtNode *n, int32_t g)
         for (int i = 0; i < 4; i++)
             for (int k = 0; k < 4; k++) m[i] = f[4 * i + k] < m[i] ? f[4 * i + k] : m[i];
     }
-    float *sg = NBI_SB(q) + nbi_seg_box(n->start, g);
-    for (int i = 0; i < 4; i++) sg[4 * i] = m[i];
+    memcpy(NBI_SB(q) + nbi_seg_box(n->start, g), m, sizeof m);
 }
 
 // Computes anew node n's float box (n >= NBI_QT_GROUPS) from its segments' boxes and its
@@ -909,7 +902,7 @@ static void nbi_node_refit(nbQuadtree *q, int32_t n)
     const float *sb = NBI_SB(q);
     for (int32_t g = node->start, end = g + node->count; g < end; g += NBI_QT_SEG) {
         const float *sg = sb + nbi_seg_box(node->start, g);
-        for (int i = 0; i < 4; i++) m[i] = sg[4 * i] < m[i] ? sg[4 * i] : m[i];
+        for (int i = 0; i < 4; i++) m[i] = sg[i] < m[i] ? sg[i] : m[i];
     }
     if (node->child >= 0) {
         const float *gb = nbi_group_gb(q, node->child);
@@ -1968,54 +1961,21 @@ NBI_INLINE void nbi_search_as(const nbQuadtree *q, int kind, const double *w, co
         if (n.count == 0) continue;
         nbiQtQWin qx; // the window in this node's frame
         nbi_q_window(&n, w, &qx);
-        // By up to 32 segments, in three passes, so that cache misses overlap rather than follow
-        // one another: test the segments' boxes (sb) and start loading the 16-bit boxes of those
-        // the window meets (and the hits of those it holds); test their runs and start loading
-        // the hits of the runs with candidates; then decide and report, in position order.
+        // By up to 32 segments: first test their boxes (one or two cache lines of sb) and start
+        // loading the runs (16-bit boxes and hits) of every segment the window meets, so that
+        // their cache misses overlap rather than follow one another; then scan those segments.
         for (int32_t c0 = n.start; c0 < end; c0 += 32 * NBI_QT_SEG) {
             const int32_t cend = end - c0 < 32 * NBI_QT_SEG ? end : c0 + 32 * NBI_QT_SEG;
             uint32_t meet = 0, held = 0;
-            for (int32_t g = c0, j = 0; g < cend; g += 4 * NBI_QT_SEG, j += 4) {
-                const unsigned t =
-                    (unsigned)nbi_group_test(sb + nbi_seg_box(n.start, g), &x, held_ok);
-                meet |= (t & 0xFu) << j;
-                held |= (t >> 4) << j;
-            }
-            const int32_t nseg = (cend - c0 + NBI_QT_SEG - 1) / NBI_QT_SEG; // 1 .. 32
-            meet &= 0xFFFFFFFFu >> (32 - nseg); // a group's segments past the node's count
-            held &= meet;
-            for (uint32_t mm = meet; mm != 0; mm &= mm - 1u) {
-                const int j = nbi_ctz32(mm);
-                const int st = (held >> j) & 1u ? 3 : 1;
+            for (int32_t g = c0, j = 0; g < cend; g += NBI_QT_SEG, j++) {
+                const int st = nbi_seg_test(sb + nbi_seg_box(n.start, g), &x, held_ok);
+                if (st == 0) continue;
+                meet |= 1u << j;
+                held |= (uint32_t)(st >> 1) << j;
 #if defined(__GNUC__)
-                const int16_t *run = nbi_qb_at(q, c0 + j * NBI_QT_SEG);
-                if (st == 3) {
-                    for (int i = 32; i < 2 * NBI_QT_QRUN; i += 32)
-                        if (i != NBI_QT_QRUN) __builtin_prefetch(run + i);
-                } else {
-                    __builtin_prefetch(run);
-                    __builtin_prefetch(run + NBI_QT_QRUN);
-                }
+                const int16_t *run = nbi_qb_at(q, g);
+                for (int i = 0; i < 2 * NBI_QT_QRUN; i += 32) __builtin_prefetch(run + i);
 #endif
-            }
-            uint16_t runs[64]; // per run of the segments met and not held: nbi_q_run_test's bits
-            for (uint32_t mm = meet & ~held; mm != 0; mm &= mm - 1u) {
-                const int j = nbi_ctz32(mm);
-                const int32_t g = c0 + j * NBI_QT_SEG;
-                for (int i = 0; i < 2; i++) {
-                    const int32_t r = g + 8 * i;
-                    // Blocks start at multiples of 8, segments at multiples of 16 from there; a
-                    // partly filled run's empty positions fail every test.
-                    const unsigned m = r < end ? nbi_q_run_test(qb, r, &qx) : 0u;
-                    runs[2 * j + i] = (uint16_t)m;
-#ifdef NBI_QT_STATS
-                    nbi_qt_items_tested += r >= end ? 0 : end - r < 8 ? end - r : 8;
-#endif
-#if defined(__GNUC__)
-                    if (m & 0x0Fu) __builtin_prefetch(nbi_hit_of(q, r));
-                    if (m & 0xF0u) __builtin_prefetch(nbi_hit_of(q, r + 4));
-#endif
-                }
             }
             while (meet != 0) {
                 const int j = nbi_ctz32(meet);
@@ -2033,13 +1993,17 @@ NBI_INLINE void nbi_search_as(const nbQuadtree *q, int kind, const double *w, co
                     }
                     continue;
                 }
-                for (int i = 0; i < 2; i++) {
-                    const int32_t r = g + 8 * i;
-                    const unsigned m = runs[2 * j + i];
+                // Blocks start at multiples of 8; a partly filled run's empty positions fail every
+                // test.
+                for (int32_t r = g; r < gend; r += 8) {
+#ifdef NBI_QT_STATS
+                    nbi_qt_items_tested += gend - r < 8 ? gend - r : 8;
+#endif
+                    const unsigned m = nbi_q_run_test(qb, r, &qx);
                     unsigned bits = m & 0xFFu;
                     if (bits == 0) continue;
-                    // A circle tests every candidate in double; a window only those its 16-bit
-                    // test left open.
+                    // A circle tests every candidate in double; a window only those its 16-bit test
+                    // left open.
                     unsigned open = kind == NBI_Q_CIRCLE ? bits : bits & ~(m >> 8);
                     while (open != 0) {
                         const int k = nbi_ctz32(open);
@@ -2522,7 +2486,7 @@ static void nbi_pairs(const nbQuadtree *q, bool cross, uint32_t mask_a, uint32_t
                     if (nb == na) p0 = a + 1;
                 }
                 for (int32_t sg = nbi_seg_of(n->start, p0); sg < end; sg += NBI_QT_SEG) {
-                    if (nbi_seg_test(sb + nbi_seg_box(n->start, sg), &x) == 0) continue;
+                    if (nbi_seg_test(sb + nbi_seg_box(n->start, sg), &x, false) == 0) continue;
                     const int32_t gend = end - sg < NBI_QT_SEG ? end : sg + NBI_QT_SEG;
                     for (int32_t r = sg > (p0 & ~3) ? sg : p0 & ~3; r < gend; r += 4) {
                         const unsigned m = (unsigned)nbi_run_test(fb, r, &x);
@@ -2670,7 +2634,7 @@ static nbStatus nbi_validate_node(const nbQuadtree *q, int32_t n, int64_t *items
         if (gb != NULL) // the node's box holds it
             for (int k = 0; k < 4; k++) NBI_CHECK(gb[4 * k] <= f[4 * k]);
         const float *sg = NBI_SB(q) + nbi_seg_box(node->start, nbi_seg_of(node->start, at));
-        for (int k = 0; k < 4; k++) NBI_CHECK(sg[4 * k] <= f[4 * k]);
+        for (int k = 0; k < 4; k++) NBI_CHECK(sg[k] <= f[4 * k]);
     }
     // The rest of its block holds no box (searches scan whole runs).
     for (int64_t i = node->count; node->count > 0 && i < ((int64_t)1 << node->cls); i++) {
