@@ -422,7 +422,8 @@ NBI_INLINE int nbi_q_ceil(double v)
 // nbi_q4 one value at a time (validate checks the vector version against it).
 static void nbi_q4_ref(const nbiQtHot *h, const double *lo, const double *hi, int out[4])
 {
-    const double cx = h->fc[0], cy = h->fc[1], ix = h->finv[0], iy = h->finv[1];
+    const double cx = (double)h->fc[0], cy = (double)h->fc[1];
+    const double ix = (double)h->finv[0], iy = (double)h->finv[1];
     out[0] = nbi_q_floor((lo[0] - cx) * ix);
     out[1] = nbi_q_floor((lo[1] - cy) * iy);
     out[2] = -nbi_q_ceil((hi[0] - cx) * ix);
@@ -434,7 +435,8 @@ static void nbi_q4_ref(const nbiQtHot *h, const double *lo, const double *hi, in
 NBI_INLINE void nbi_q4(const nbiQtHot *h, const double *lo, const double *hi, int out[4])
 {
 #if defined(__SSE2__)
-    const __m128d c = _mm_set_pd(h->fc[1], h->fc[0]), inv = _mm_set_pd(h->finv[1], h->finv[0]);
+    const __m128d c = _mm_set_pd((double)h->fc[1], (double)h->fc[0]);
+    const __m128d inv = _mm_set_pd((double)h->finv[1], (double)h->finv[0]);
     const __m128d lim = _mm_set1_pd(NBI_QT_QMAX + 1.0), nlim = _mm_set1_pd(-NBI_QT_QMAX - 1.0);
     __m128d a = _mm_mul_pd(_mm_sub_pd(_mm_loadu_pd(lo), c), inv);
     __m128d b = _mm_mul_pd(_mm_sub_pd(_mm_loadu_pd(hi), c), inv);
