@@ -14,9 +14,11 @@
 // Window, point, radius and pair searches prune by a third box per node below the root: the box
 // of what its subtree holds, as floats rounded outwards, grown as rectangles come in (nbiQtGb,
 // nbi_bbox_grow; a move within its node computes it anew instead, nbi_box_move), four
-// children's side by side so that one test covers a group. Each position
-// also has its box as floats rounded outwards, by runs of four (nbi_fb_put), so one test covers
-// four rectangles; only those that pass read the doubles and take the exact test.
+// children's side by side so that one test covers a group. Each position also has its box in
+// 16 bits in its node's frame, by runs of eight (nbi_fb_put, nbi_q4), so one test covers eight
+// rectangles and tells most of them apart; only those it leaves open read the doubles and take
+// the exact test. A float copy of each box, by runs of four, serves the segment and node boxes
+// and the pairs.
 //
 // Rectangles of a node are contiguous: the node owns a block of 2^cls positions in an arena and
 // its rectangles fill the block's front. Per position we keep the box, the handle bits, the user
