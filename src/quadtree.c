@@ -14,9 +14,11 @@
 // Window, point, radius and pair searches prune by a third box per node below the root: the box
 // of what its subtree holds, as floats rounded outwards, grown as rectangles come in (nbiQtGb,
 // nbi_bbox_grow; a move within its node computes it anew instead, nbi_box_move), four
-// children's side by side so that one test covers a group. Each position
-// also has its box as floats rounded outwards, by runs of four (nbi_fb_put), so one test covers
-// four rectangles; only those that pass read the doubles and take the exact test.
+// children's side by side so that one test covers a group. Each position also has its box in
+// 16 bits in its node's frame, by runs of eight (nbi_fb_put, nbi_q4), so one test covers eight
+// rectangles and tells most of them apart; only those it leaves open read the doubles and take
+// the exact test. A float copy of each box, by runs of four, serves the segment and node boxes
+// and the pairs.
 //
 // Rectangles of a node are contiguous: the node owns a block of 2^cls positions in an arena and
 // its rectangles fill the block's front. Per position we keep the box, the handle bits, the user
@@ -57,10 +59,12 @@ enum {
     NBI_QT_GROW_MAX = 48, // times the root may double
     NBI_QT_MAX_ITEMS = 1 << 28,
     NBI_QT_STACK = 4 * (NB_QUADTREE_MAX_DEPTH + NBI_QT_GROW_MAX + 4),
-    NBI_QT_DEFAULT_THRESHOLD = 128, // measured: docs/quadtree.md
+    NBI_QT_DEFAULT_THRESHOLD = 512, // measured: docs/quadtree.md
     NBI_QT_DEFAULT_DEPTH = 24,
-    NBI_QT_CLASSES = 31, // block sizes 2^0 .. 2^30
-    NBI_QT_MIN_CLS = 2,  // a node's first block holds 4
+    NBI_QT_CLASSES = 31,   // block sizes 2^0 .. 2^30
+    NBI_QT_MIN_CLS = 3,    // a node's first block holds 8 (a run of 16-bit boxes)
+    NBI_QT_QMAX = 32766,   // 16-bit box fields lie in [-NBI_QT_QMAX, NBI_QT_QMAX]
+    NBI_QT_QEMPTY = 32767, // every field of a position without a box: fails every test
 };
 
 typedef struct nbiQtNode {
@@ -77,8 +81,11 @@ typedef struct nbiQtNode {
 // What a traversal reads of a node besides its bounds, apart (16 bytes): its children, its block
 // and its level. A mirror of the node's fields, refreshed by nbi_sync after every change
 // (validate checks it).
+// It also holds the frame the node's 16-bit boxes are measured in (nbi_frame): the centre of its
+// bounds and the steps per unit, per axis (32 bytes: a group's four in two cache lines).
 typedef struct nbiQtHot {
     int32_t child, start, count, level;
+    float fc[2], finv[2];
 } nbiQtHot;
 
 // What searches prune a group's four nodes by: the box of everything in each node's subtree, as
@@ -120,7 +127,8 @@ struct nbQuadtree {
     nbiBuf cat, mask;  // uint32_t per position
     int32_t nfiltered; // rectangles whose bits are not all ones: 0 lets queries skip the bits
     nbiBuf own;        // int32_t per position: its node; a free block's first: the next free block
-    nbiBuf fb;         // by runs of 4 positions: their float boxes, then their nbHits (nbi_fb_at)
+    nbiBuf fb;         // by runs of 4 positions: their float boxes (nbi_fb_at)
+    nbiBuf qb;         // by runs of 8 positions: their 16-bit boxes, then their nbHits (nbi_qb_at)
     nbiBuf sb;         // 1 float per position: segment boxes (nbi_seg_of)
     int32_t top;       // positions [0, top) belong to blocks, live or free
     int32_t free_block[NBI_QT_CLASSES];
@@ -133,10 +141,12 @@ struct nbQuadtree {
 #define NBI_FB(q) ((float *)(q)->fb.ptr)
 #define NBI_SB(q) ((float *)(q)->sb.ptr)
 #define NBI_BOX(q) ((nbiQtBox *)(q)->box.ptr)
-// A run of 4 positions (r = p >> 2) is 128 bytes of fb: the 16 floats of their boxes (nbi_fb_put)
-// and then the 4 nbHits a query reports (handle and user value), so that the hits of a run that
-// passed its float test are in the next cache line (which the hardware fetches with it).
-enum { NBI_QT_RUN_FLOATS = 32 };
+#define NBI_QB(q) ((int16_t *)(q)->qb.ptr)
+// A run of 4 positions (r = p >> 2) is 64 bytes of fb: the 16 floats of their boxes (nbi_fb_put).
+// A run of 8 positions (p >> 3) is 192 bytes of qb: the 32 int16 of their 16-bit boxes (one cache
+// line), then the 8 nbHits a query reports (handle and user value), so that a search that starts
+// loading a run gets its hits in the lines that follow.
+enum { NBI_QT_RUN_FLOATS = 16, NBI_QT_QRUN = 96 };
 
 // Position p's first float field; the others follow at a stride of 4.
 NBI_INLINE float *nbi_fb_at(const nbQuadtree *q, int32_t p)
@@ -147,8 +157,13 @@ NBI_INLINE float *nbi_fb_at(const nbQuadtree *q, int32_t p)
 // What position p reports.
 NBI_INLINE nbHit *nbi_hit_of(const nbQuadtree *q, int32_t p)
 {
-    return (nbHit *)(void *)(NBI_FB(q) + (size_t)NBI_QT_RUN_FLOATS * (size_t)(p >> 2) + 16) +
-           (p & 3);
+    return (nbHit *)(void *)(NBI_QB(q) + (size_t)NBI_QT_QRUN * (size_t)(p >> 3) + 32) + (p & 7);
+}
+
+// Position p's first 16-bit field; the others follow at a stride of 8.
+NBI_INLINE int16_t *nbi_qb_at(const nbQuadtree *q, int32_t p)
+{
+    return NBI_QB(q) + (size_t)NBI_QT_QRUN * (size_t)(p >> 3) + (p & 7);
 }
 #define NBI_CAT(q) ((uint32_t *)(q)->cat.ptr)
 #define NBI_MASK(q) ((uint32_t *)(q)->mask.ptr)
@@ -360,6 +375,159 @@ NBI_INLINE int nbi_seg_test(const float *g, const nbiQtWin *x, bool held)
 #endif
 }
 
+// ---- 16-bit boxes ----
+//
+// Each position also keeps its box in 16 bits, measured in its node's frame (nbi_frame):
+// t(x) = (x - c) * inv in double, c the centre of the node's bounds and inv about 64000 steps
+// over their side, both floats. The fields are floor(t(min x)), floor(t(min y)), -ceil(t(max x)),
+// -ceil(t(max y)), clamped to [-NBI_QT_QMAX, NBI_QT_QMAX]; a window gets the same treatment
+// with its edges swapped (nbi_q_window): floor(t(its max x)), ..., -ceil(t(its min y)). Each
+// step of t (a subtraction, a product by a positive number, both rounded) never reverses the
+// order of two values, nor do floor, ceil, negation (reversing both sides) and clamping. So
+// for a field f and the window's value v: the exact test passing implies f <= v (the 16-bit
+// test keeps every rectangle that touches), and f < v implies the exact test passes (from
+// floor(t(a)) < floor(t(b)) follows t(a) < t(b), hence a <= b). A rectangle whose four fields
+// are below the window's touches it; one with a field above does not; the few with a field
+// equal take the exact test in double. No margins, no error bounds: only monotonicity.
+// A frame need not contain the node's rectangles (clamped fields only decide less), so the
+// outside list and frames that do not fit in floats use c = 0, inv = 1.
+
+// Node n's frame: fc (centre) and finv (steps per unit) per axis.
+static void nbi_frame(const nbiQtNode *n, float fc[2], float finv[2])
+{
+    for (int a = 0; a < 2; a++) {
+        const float c = (float)(0.5 * n->lo[a] + 0.5 * n->hi[a]);
+        const float inv = (float)(64000.0 / (n->hi[a] - n->lo[a]));
+        const bool ok = isfinite(c) && isfinite(inv) && inv > 0.0f;
+        fc[a] = ok ? c : 0.0f;
+        finv[a] = ok ? inv : 1.0f;
+    }
+}
+
+// floor(v) and ceil(v) clamped to [-NBI_QT_QMAX, NBI_QT_QMAX] (v is not NaN; it may be infinite).
+NBI_INLINE int nbi_q_floor(double v)
+{
+    v = v < -NBI_QT_QMAX - 1.0 ? -NBI_QT_QMAX - 1.0 : v > NBI_QT_QMAX + 1.0 ? NBI_QT_QMAX + 1.0 : v;
+    int t = (int)v; // towards zero
+    t -= (double)t > v;
+    return t < -NBI_QT_QMAX ? -NBI_QT_QMAX : t > NBI_QT_QMAX ? NBI_QT_QMAX : t;
+}
+
+NBI_INLINE int nbi_q_ceil(double v)
+{
+    v = v < -NBI_QT_QMAX - 1.0 ? -NBI_QT_QMAX - 1.0 : v > NBI_QT_QMAX + 1.0 ? NBI_QT_QMAX + 1.0 : v;
+    int t = (int)v;
+    t += (double)t < v;
+    return t < -NBI_QT_QMAX ? -NBI_QT_QMAX : t > NBI_QT_QMAX ? NBI_QT_QMAX : t;
+}
+
+// nbi_q4 one value at a time (validate checks the vector version against it).
+static void nbi_q4_ref(const nbiQtHot *h, const double *lo, const double *hi, int out[4])
+{
+    const double cx = (double)h->fc[0], cy = (double)h->fc[1];
+    const double ix = (double)h->finv[0], iy = (double)h->finv[1];
+    out[0] = nbi_q_floor((lo[0] - cx) * ix);
+    out[1] = nbi_q_floor((lo[1] - cy) * iy);
+    out[2] = -nbi_q_ceil((hi[0] - cx) * ix);
+    out[3] = -nbi_q_ceil((hi[1] - cy) * iy);
+}
+
+// floor(t(lo[0])), floor(t(lo[1])), -ceil(t(hi[0])), -ceil(t(hi[1])) in node h's frame, each
+// clamped to [-NBI_QT_QMAX, NBI_QT_QMAX] (not NaN; infinities allowed).
+NBI_INLINE void nbi_q4(const nbiQtHot *h, const double *lo, const double *hi, int out[4])
+{
+#if defined(__SSE2__)
+    const __m128d c = _mm_set_pd((double)h->fc[1], (double)h->fc[0]);
+    const __m128d inv = _mm_set_pd((double)h->finv[1], (double)h->finv[0]);
+    const __m128d lim = _mm_set1_pd(NBI_QT_QMAX + 1.0), nlim = _mm_set1_pd(-NBI_QT_QMAX - 1.0);
+    __m128d a = _mm_mul_pd(_mm_sub_pd(_mm_loadu_pd(lo), c), inv);
+    __m128d b = _mm_mul_pd(_mm_sub_pd(_mm_loadu_pd(hi), c), inv);
+    a = _mm_min_pd(_mm_max_pd(a, nlim), lim);
+    b = _mm_min_pd(_mm_max_pd(b, nlim), lim);
+    __m128i ia = _mm_cvttpd_epi32(a), ib = _mm_cvttpd_epi32(b); // towards zero, lanes 0 and 1
+    // Minus one where truncation went up (floor), plus one where it went down (ceil): the
+    // comparisons' 64-bit masks moved to the 32-bit lanes 0 and 1.
+    const __m128i down = _mm_shuffle_epi32(_mm_castpd_si128(_mm_cmpgt_pd(_mm_cvtepi32_pd(ia), a)),
+                                           _MM_SHUFFLE(3, 3, 2, 0));
+    const __m128i up = _mm_shuffle_epi32(_mm_castpd_si128(_mm_cmplt_pd(_mm_cvtepi32_pd(ib), b)),
+                                         _MM_SHUFFLE(3, 3, 2, 0));
+    ia = _mm_add_epi32(ia, down);
+    ib = _mm_sub_epi32(_mm_setzero_si128(), _mm_sub_epi32(ib, up));
+    const __m128i qmax = _mm_set1_epi32(NBI_QT_QMAX), qmin = _mm_set1_epi32(-NBI_QT_QMAX);
+    __m128i v = _mm_unpacklo_epi64(ia, ib);
+    const __m128i over = _mm_cmpgt_epi32(v, qmax), under = _mm_cmplt_epi32(v, qmin);
+    v = _mm_or_si128(_mm_andnot_si128(_mm_or_si128(over, under), v),
+                     _mm_or_si128(_mm_and_si128(over, qmax), _mm_and_si128(under, qmin)));
+    _mm_storeu_si128((__m128i *)(void *)out, v);
+#else
+    nbi_q4_ref(h, lo, hi, out);
+#endif
+}
+
+// The 16-bit fields of box b (min x, min y, max x, max y) in a node's frame. b is finite.
+NBI_INLINE void nbi_q_fields(const nbiQtHot *h, const double *b, int16_t out[4])
+{
+    int v[4];
+    nbi_q4(h, b, b + 2, v);
+    for (int i = 0; i < 4; i++) out[i] = (int16_t)v[i];
+}
+
+// A window in a node's frame, as nbi_q_run_test reads it.
+typedef struct nbiQtQWin {
+#if defined(__SSE2__)
+    __m128i v[4]; // each value in eight lanes
+#else
+    int16_t v[4];
+#endif
+} nbiQtQWin;
+
+// Window w (min x, min y, max x, max y; not NaN, maybe infinite) in node h's frame.
+NBI_INLINE void nbi_q_window(const nbiQtHot *h, const double *w, nbiQtQWin *x)
+{
+    int v[4];
+    nbi_q4(h, w + 2, w, v);
+    for (int i = 0; i < 4; i++) {
+#if defined(__SSE2__)
+        x->v[i] = _mm_set1_epi16((short)v[i]);
+#else
+        x->v[i] = (int16_t)v[i];
+#endif
+    }
+}
+
+// A run of eight positions, r .. r + 7 (r a multiple of 8), against a window by their 16-bit
+// boxes: bit k set when position r + k may touch it (every field <= the window's), bit 8 + k
+// when it surely does (every field <) . Positions without a box (NBI_QT_QEMPTY) fail both.
+NBI_INLINE unsigned nbi_q_run_test(const int16_t *qb, int32_t r, const nbiQtQWin *x)
+{
+    const int16_t *f = qb + (size_t)NBI_QT_QRUN * (size_t)(r >> 3);
+#if defined(__SSE2__)
+    const __m128i a0 = _mm_loadu_si128((const __m128i *)(const void *)f);
+    const __m128i a1 = _mm_loadu_si128((const __m128i *)(const void *)(f + 8));
+    const __m128i a2 = _mm_loadu_si128((const __m128i *)(const void *)(f + 16));
+    const __m128i a3 = _mm_loadu_si128((const __m128i *)(const void *)(f + 24));
+    const __m128i fail =
+        _mm_or_si128(_mm_or_si128(_mm_cmpgt_epi16(a0, x->v[0]), _mm_cmpgt_epi16(a1, x->v[1])),
+                     _mm_or_si128(_mm_cmpgt_epi16(a2, x->v[2]), _mm_cmpgt_epi16(a3, x->v[3])));
+    const __m128i sure =
+        _mm_and_si128(_mm_and_si128(_mm_cmpgt_epi16(x->v[0], a0), _mm_cmpgt_epi16(x->v[1], a1)),
+                      _mm_and_si128(_mm_cmpgt_epi16(x->v[2], a2), _mm_cmpgt_epi16(x->v[3], a3)));
+    const unsigned m = (unsigned)_mm_movemask_epi8(_mm_packs_epi16(fail, sure));
+    return (~m & 0xFFu) | (m & 0xFF00u);
+#else
+    unsigned bits = 0;
+    for (int k = 0; k < 8; k++) {
+        bits |= (unsigned)((f[k] <= x->v[0]) & (f[8 + k] <= x->v[1]) & (f[16 + k] <= x->v[2]) &
+                           (f[24 + k] <= x->v[3]))
+                << k;
+        bits |= (unsigned)((f[k] < x->v[0]) & (f[8 + k] < x->v[1]) & (f[16 + k] < x->v[2]) &
+                           (f[24 + k] < x->v[3]))
+                << (8 + k);
+    }
+    return bits;
+#endif
+}
+
 // Squared distance from p to the box lo..hi (0 inside): monotone in the box, so a node's value
 // never exceeds that of a rectangle within its bounds.
 NBI_INLINE double nbi_box_dist2(const double *p, double lx, double ly, double hx, double hy)
@@ -425,18 +593,19 @@ static int nbi_cls_for(int64_t n)
 
 // ---- storage ----
 
-enum { NBI_QT_POS_BUFS = 6 };
+enum { NBI_QT_POS_BUFS = 7 };
 
 static void nbi_qt_pos_bufs(nbQuadtree *q, nbiBuf *buf[NBI_QT_POS_BUFS],
                             size_t elem[NBI_QT_POS_BUFS])
 {
-    nbiBuf *b[NBI_QT_POS_BUFS] = {&q->box, &q->cat, &q->mask, &q->own, &q->fb, &q->sb};
+    nbiBuf *b[NBI_QT_POS_BUFS] = {&q->box, &q->cat, &q->mask, &q->own, &q->fb, &q->sb, &q->qb};
     const size_t e[NBI_QT_POS_BUFS] = {sizeof(nbiQtBox),
                                        sizeof(uint32_t),
                                        sizeof(uint32_t),
                                        sizeof(int32_t),
                                        NBI_QT_RUN_FLOATS / 4 * sizeof(float),
-                                       sizeof(float)};
+                                       sizeof(float),
+                                       NBI_QT_QRUN / 8 * sizeof(int16_t)};
     for (int i = 0; i < NBI_QT_POS_BUFS; i++) {
         buf[i] = b[i];
         elem[i] = e[i];
@@ -579,6 +748,10 @@ static void nbi_block_init(nbQuadtree *q, int32_t start, int c, int32_t from)
     float *fb = NBI_FB(q), *sb = NBI_SB(q);
     for (int32_t r = from >> 2; r < end >> 2; r++)
         for (int i = 0; i < 16; i++) fb[(size_t)NBI_QT_RUN_FLOATS * (size_t)r + (size_t)i] = NAN;
+    for (int32_t p = from; p < end; p++) {
+        int16_t *f = nbi_qb_at(q, p);
+        for (int i = 0; i < 4; i++) f[8 * i] = NBI_QT_QEMPTY;
+    }
     for (int32_t g = start; g < end; g += NBI_QT_SEG)
         for (int i = 0; i < 4; i++) sb[nbi_seg_box(start, g) + i] = (float)INFINITY;
 }
@@ -587,7 +760,11 @@ static void nbi_block_init(nbQuadtree *q, int32_t start, int c, int32_t from)
 NBI_INLINE void nbi_fb_clear(nbQuadtree *q, int32_t p)
 {
     float *f = nbi_fb_at(q, p);
-    for (int i = 0; i < 4; i++) f[4 * i] = NAN;
+    int16_t *e = nbi_qb_at(q, p);
+    for (int i = 0; i < 4; i++) {
+        f[4 * i] = NAN;
+        e[8 * i] = NBI_QT_QEMPTY;
+    }
 }
 
 static void nbi_node_init(nbiQtNode *n, int32_t parent, int32_t level)
@@ -609,6 +786,7 @@ static void nbi_sync(nbQuadtree *q, int32_t n)
     h->start = node->start;
     h->count = node->count;
     h->level = node->level;
+    nbi_frame(node, h->fc, h->finv);
 }
 
 // Node n's float box (n >= NBI_QT_GROUPS): its four fields at a stride of 4 floats.
@@ -671,7 +849,8 @@ static void nbi_group_give(nbQuadtree *q, int32_t g)
 // the four, min y, -max x, -max y, rounded outwards, so that one run is tested against a
 // window at once (nbi_scan). The float box holds the double one, so the float test passes
 // every rectangle the exact test passes; the exact test then decides.
-NBI_INLINE void nbi_fb_put(nbQuadtree *q, int32_t p, const double *b)
+// Also writes its 16-bit box in the frame of node n (whose hot record is in sync).
+NBI_INLINE void nbi_fb_put(nbQuadtree *q, int32_t n, int32_t p, const double *b)
 {
     float *f = nbi_fb_at(q, p);
     float v[4];
@@ -680,14 +859,18 @@ NBI_INLINE void nbi_fb_put(nbQuadtree *q, int32_t p, const double *b)
     f[4] = v[1];
     f[8] = v[2];
     f[12] = v[3];
+    int16_t *e = nbi_qb_at(q, p);
+    int16_t u[4];
+    nbi_q_fields(&NBI_HOT(q)[n], b, u);
+    for (int i = 0; i < 4; i++) e[8 * i] = u[i];
 }
 
-// Writes a rectangle's box at position p of the block starting at `start` (both copies), and
-// widens p's segment box to hold it.
-NBI_INLINE void nbi_box_put(nbQuadtree *q, int32_t start, int32_t p, const double *b)
+// Writes a rectangle's box at position p of node n's block starting at `start` (every copy),
+// and widens p's segment box to hold it.
+NBI_INLINE void nbi_box_put(nbQuadtree *q, int32_t n, int32_t start, int32_t p, const double *b)
 {
     memcpy(NBI_BOX(q)[p].b, b, 4 * sizeof(double));
-    nbi_fb_put(q, p, b);
+    nbi_fb_put(q, n, p, b);
     const float *f = nbi_fb_at(q, p);
     float *g = NBI_SB(q) + nbi_seg_box(start, nbi_seg_of(start, p));
     for (int i = 0; i < 4; i++) g[i] = f[4 * i] < g[i] ? f[4 * i] : g[i];
@@ -743,7 +926,7 @@ static void nbi_box_move(nbQuadtree *q, int32_t n, int32_t at, const double *b)
 {
     const nbiQtNode *node = &NBI_NODES(q)[n];
     memcpy(NBI_BOX(q)[at].b, b, 4 * sizeof(double));
-    nbi_fb_put(q, at, b);
+    nbi_fb_put(q, n, at, b);
     const float *f = nbi_fb_at(q, at);
     const int32_t g = nbi_seg_of(node->start, at);
     if (!nbi_f_holds(NBI_SB(q) + nbi_seg_box(node->start, g), f)) nbi_seg_refit(q, node, g);
@@ -762,7 +945,7 @@ static void nbi_put(nbQuadtree *q, int32_t start, int32_t to, int32_t n, const d
                     uint64_t hnd, uint64_t user, uint32_t cat, uint32_t mask)
 {
     nbHit *r = nbi_hit_of(q, to);
-    nbi_box_put(q, start, to, b);
+    nbi_box_put(q, n, start, to, b);
     r->handle.bits = hnd;
     r->user = user;
     NBI_CAT(q)[to] = cat;
@@ -996,6 +1179,7 @@ static void nbi_split(nbQuadtree *q, int32_t n, const double *extra)
     for (int k = 0; k < 4; k++) {
         nbi_node_init(&nodes[g + k], n, nodes[n].level + 1);
         nbi_child_geometry(q, &nodes[n], k, &nodes[g + k]);
+        nbi_sync(q, g + k); // the frame its rectangles' 16-bit boxes are put in
     }
     nodes[n].child = g;
     nbiQtNode *node = &nodes[n];
@@ -1342,7 +1526,7 @@ nbStatus nb_quadtree_move(nbQuadtree *q, nbHandle item, const nbRect *rect)
     nbiQtPlan plan;
     nbi_plan(q, b, 0, &plan);
     if (plan.target == NBI_QT_OUT && n == NBI_QT_OUT) {
-        nbi_box_put(q, NBI_NODES(q)[n].start, at, b);
+        nbi_box_put(q, n, NBI_NODES(q)[n].start, at, b);
         return NB_OK;
     }
     st = nbi_qt_room(q, &plan.need);
@@ -1714,7 +1898,8 @@ NBI_INLINE void nbi_search_as(const nbQuadtree *q, int kind, const double *w, co
 {
     const nbiQtHot *nodes = NBI_HOT(q);
     const nbiQtBox *rec = NBI_BOX(q);
-    const float *fb = NBI_FB(q), *sb = NBI_SB(q);
+    const float *sb = NBI_SB(q);
+    const int16_t *qb = NBI_QB(q);
     const uint32_t *cat = NBI_CAT(q), *mask = NBI_MASK(q);
     nbiQtWin x;
     nbi_win_make(&x, w);
@@ -1748,8 +1933,8 @@ NBI_INLINE void nbi_search_as(const nbQuadtree *q, int kind, const double *w, co
             const nbiQtHot *nx = &nodes[stack[top - 1]];
             if (nx->count > 0) {
                 __builtin_prefetch(sb + nx->start);
-                __builtin_prefetch(nbi_fb_at(q, nx->start));
-                __builtin_prefetch(nbi_fb_at(q, nx->start) + 2 * NBI_QT_RUN_FLOATS);
+                __builtin_prefetch(nbi_qb_at(q, nx->start));
+                __builtin_prefetch(nbi_qb_at(q, nx->start) + NBI_QT_QRUN);
             }
         }
 #endif
@@ -1777,49 +1962,70 @@ NBI_INLINE void nbi_search_as(const nbQuadtree *q, int kind, const double *w, co
 #endif
         }
         const int32_t end = n.start + n.count;
-        for (int32_t g = n.start; g < end; g += NBI_QT_SEG) {
-            const int st = nbi_seg_test(sb + nbi_seg_box(n.start, g), &x, held_ok);
-            if (st == 0) continue;
-            const int32_t gend = end - g < NBI_QT_SEG ? end : g + NBI_QT_SEG;
-            if (st == 3) { // the window holds the segment's box
-                for (int32_t p = g; p < gend; p++) {
-                    if (f != NULL && !nbi_pass(*f, cat[p], mask[p])) continue;
-                    nbi_sink_hit_as(&sk, q, p, mode);
-                    if (sk.stop) {
-                        *s = sk;
-                        return;
-                    }
-                }
-                continue;
-            }
-            // Blocks start at multiples of 4; a partly filled run's empty positions fail every
-            // test.
-            for (int32_t r = g; r < gend; r += 4) {
-#ifdef NBI_QT_STATS
-                nbi_qt_items_tested += gend - r < 4 ? gend - r : 4;
+        if (n.count == 0) continue;
+        nbiQtQWin qx; // the window in this node's frame
+        nbi_q_window(&n, w, &qx);
+        // By up to 32 segments: first test their boxes (one or two cache lines of sb) and start
+        // loading the runs (16-bit boxes and hits) of every segment the window meets, so that
+        // their cache misses overlap rather than follow one another; then scan those segments.
+        for (int32_t c0 = n.start; c0 < end; c0 += 32 * NBI_QT_SEG) {
+            const int32_t cend = end - c0 < 32 * NBI_QT_SEG ? end : c0 + 32 * NBI_QT_SEG;
+            uint32_t meet = 0, held = 0;
+            for (int32_t g = c0, j = 0; g < cend; g += NBI_QT_SEG, j++) {
+                const int st = nbi_seg_test(sb + nbi_seg_box(n.start, g), &x, held_ok);
+                if (st == 0) continue;
+                meet |= 1u << j;
+                held |= (uint32_t)(st >> 1) << j;
+#if defined(__GNUC__)
+                const int16_t *run = nbi_qb_at(q, g);
+                for (int i = 0; i < 2 * NBI_QT_QRUN; i += 32) __builtin_prefetch(run + i);
 #endif
-                const unsigned m = (unsigned)nbi_run_test(fb, r, &x);
-                unsigned bits = m & 0xFu;
-                if (bits == 0) continue;
-                // A circle tests every candidate in double; a window only those its float test left
-                // open.
-                unsigned open = kind == NBI_Q_CIRCLE ? bits : bits & ~(m >> 4);
-                while (open != 0) {
-                    const int k = nbi_ctz32(open);
-                    open &= open - 1u;
-                    const double *b = rec[r + k].b;
-                    if (!nbi_touch(b, w) ||
-                        (kind == NBI_Q_CIRCLE && nbi_box_dist2(c, b[0], b[1], b[2], b[3]) > r2))
-                        bits &= ~(1u << k);
+            }
+            while (meet != 0) {
+                const int j = nbi_ctz32(meet);
+                meet &= meet - 1u;
+                const int32_t g = c0 + j * NBI_QT_SEG;
+                const int32_t gend = end - g < NBI_QT_SEG ? end : g + NBI_QT_SEG;
+                if ((held >> j) & 1u) { // the window holds the segment's box
+                    for (int32_t p = g; p < gend; p++) {
+                        if (f != NULL && !nbi_pass(*f, cat[p], mask[p])) continue;
+                        nbi_sink_hit_as(&sk, q, p, mode);
+                        if (sk.stop) {
+                            *s = sk;
+                            return;
+                        }
+                    }
+                    continue;
                 }
-                while (bits != 0) {
-                    const int32_t p = r + nbi_ctz32(bits);
-                    bits &= bits - 1u;
-                    if (f != NULL && !nbi_pass(*f, cat[p], mask[p])) continue;
-                    nbi_sink_hit_as(&sk, q, p, mode);
-                    if (sk.stop) {
-                        *s = sk;
-                        return;
+                // Blocks start at multiples of 8; a partly filled run's empty positions fail every
+                // test.
+                for (int32_t r = g; r < gend; r += 8) {
+#ifdef NBI_QT_STATS
+                    nbi_qt_items_tested += gend - r < 8 ? gend - r : 8;
+#endif
+                    const unsigned m = nbi_q_run_test(qb, r, &qx);
+                    unsigned bits = m & 0xFFu;
+                    if (bits == 0) continue;
+                    // A circle tests every candidate in double; a window only those its 16-bit test
+                    // left open.
+                    unsigned open = kind == NBI_Q_CIRCLE ? bits : bits & ~(m >> 8);
+                    while (open != 0) {
+                        const int k = nbi_ctz32(open);
+                        open &= open - 1u;
+                        const double *b = rec[r + k].b;
+                        if (!nbi_touch(b, w) ||
+                            (kind == NBI_Q_CIRCLE && nbi_box_dist2(c, b[0], b[1], b[2], b[3]) > r2))
+                            bits &= ~(1u << k);
+                    }
+                    while (bits != 0) {
+                        const int32_t p = r + nbi_ctz32(bits);
+                        bits &= bits - 1u;
+                        if (f != NULL && !nbi_pass(*f, cat[p], mask[p])) continue;
+                        nbi_sink_hit_as(&sk, q, p, mode);
+                        if (sk.stop) {
+                            *s = sk;
+                            return;
+                        }
                     }
                 }
             }
@@ -2398,6 +2604,9 @@ static nbStatus nbi_validate_node(const nbQuadtree *q, int32_t n, int64_t *items
     const nbiQtHot *h = &NBI_HOT(q)[n];
     NBI_CHECK(h->child == node->child && h->count == node->count && h->level == node->level);
     NBI_CHECK(node->count == 0 || h->start == node->start);
+    float fc[2], finv[2];
+    nbi_frame(node, fc, finv);
+    NBI_CHECK(memcmp(fc, h->fc, sizeof fc) == 0 && memcmp(finv, h->finv, sizeof finv) == 0);
     const float *gb = n >= NBI_QT_GROUPS ? nbi_gb_of(q, n) : NULL;
     const float *pgb = node->parent >= NBI_QT_GROUPS ? nbi_gb_of(q, node->parent) : NULL;
     if (gb != NULL && pgb != NULL && gb[0] != (float)INFINITY) // a box within its parent's
@@ -2420,6 +2629,9 @@ static nbStatus nbi_validate_node(const nbQuadtree *q, int32_t n, int64_t *items
         const double *b = NBI_BOX(q)[at].b;
         NBI_CHECK(b[0] <= b[2] && b[1] <= b[3]);
         NBI_CHECK(nbi_within(node, b));
+        int u[4]; // its 16-bit box, in its node's frame
+        nbi_q4_ref(h, b, b + 2, u);
+        for (int k = 0; k < 4; k++) NBI_CHECK(nbi_qb_at(q, at)[8 * k] == u[k]);
         const float *f = nbi_fb_at(q, at); // nbi_fb_put
         NBI_CHECK((double)f[0] <= b[0] && (double)f[4] <= b[1]);
         NBI_CHECK(b[2] <= -(double)f[8] && b[3] <= -(double)f[12]);
@@ -2433,6 +2645,7 @@ static nbStatus nbi_validate_node(const nbQuadtree *q, int32_t n, int64_t *items
         const int32_t at = node->start + (int32_t)i;
         const float *f = nbi_fb_at(q, at);
         for (int k = 0; k < 4; k++) NBI_CHECK(isnan(f[4 * k]));
+        for (int k = 0; k < 4; k++) NBI_CHECK(nbi_qb_at(q, at)[8 * k] == NBI_QT_QEMPTY);
     }
     *items += node->count;
     if (node->child >= 0) {

@@ -833,6 +833,94 @@ static int test_float_edges(void)
     return 0;
 }
 
+// The 16-bit boxes (runs of 8 in a node's frame, src/quadtree.c): a window decides a rectangle
+// from them alone unless a field equals the window's, when the exact test in double decides.
+// With bounds [-16000, 16000] the root's bounds are [-32000, 32000] and its frame maps x to x
+// exactly (centre 0, one step per unit), a child's to 2 * (x - its centre): edges on whole
+// numbers and a float step either side of them sit on and next to the steps'
+// boundaries, at the clamp (beyond +-32766 steps) and past the root (which then grows). Windows
+// with the same edges, points, and pairs, in a single leaf, a deep tree, and after moves; each
+// against brute force. Trusting the 16-bit test where a field equals the window's (no exact
+// test), or rounding a field inwards, fails here.
+static int test_q16_edges(void)
+{
+    const double vals[] = {0.0,    1.0,     -1.0,    2.5,     -2.5,    7.0,      1000.0,
+                           -999.0, 16000.0, 32765.0, 32766.0, 32767.0, -32767.0, 40000.0};
+    // Four copies of each rectangle: the single leaf holds more than 32 segments of 16.
+    enum { NV = sizeof vals / sizeof vals[0], NE = 3 * NV, NR = 4 * 5 * NE };
+    static nbRect rects[NR];
+    static nbHit hits[NR];
+    double edges[NE];
+    const double inf = (double)INFINITY;
+    for (int i = 0; i < NV; i++) {
+        edges[3 * i] = vals[i];
+        edges[3 * i + 1] = nextafter(vals[i], inf);
+        edges[3 * i + 2] = nextafter(vals[i], -inf);
+    }
+    for (int i = 0; i < NE; i++) {
+        const double v = edges[i];
+        rects[5 * i + 0] = (nbRect){{v - 1.0, 0.0}, {v, 1.0}}; // max x on v
+        rects[5 * i + 1] = (nbRect){{v, 2.0}, {v + 1.0, 3.0}}; // min x on v
+        rects[5 * i + 2] = (nbRect){{0.0, v - 1.0}, {1.0, v}}; // max y on v
+        rects[5 * i + 3] = (nbRect){{2.0, v}, {3.0, v + 1.0}}; // min y on v
+        rects[5 * i + 4] = (nbRect){{v, v}, {v, v}};           // a point
+    }
+    for (int32_t i = 5 * NE; i < NR; i++) rects[i] = rects[i % (5 * NE)];
+    for (int way = 0; way < 4; way++) { // one leaf built; deep built; inserted; moved onto
+        nbQuadtreeDesc desc = {0};
+        desc.bounds = (nbRect){{-16000.0, -16000.0}, {16000.0, 16000.0}};
+        desc.split_threshold = way == 0 ? 1 << 20 : 4;
+        nbQuadtree *qt = NULL;
+        NB_CHECK_OK(nb_quadtree_create(&desc, &qt));
+        nbHandle h[NR];
+        if (way < 2) NB_CHECK_OK(nb_quadtree_build(qt, rects, NR, NULL, NULL, h));
+        for (int32_t i = 0; way >= 2 && i < NR; i++) {
+            nbRect r = rects[i];
+            if (way == 3) { // a step off first
+                r.min[1] += 0.25;
+                r.max[1] += 0.25;
+            }
+            NB_CHECK_OK(nb_quadtree_insert(qt, &r, (uint64_t)i, NB_FILTER_ALL, &h[i]));
+            if (way == 3) NB_CHECK_OK(nb_quadtree_move(qt, h[i], &rects[i]));
+        }
+        NB_CHECK_OK(nb_quadtree_validate(qt));
+        for (int i = 0; i < NE; i++) {
+            for (int j = 0; j < 3; j++) {
+                const double v = edges[i], e = edges[3 * (i / 3) + j];
+                const nbRect wins[] = {
+                    {{e, -1.0}, {e, 4.0}},   {{-1.0, e}, {4.0, e}},    {{e, e}, {e, e}},
+                    {{e, -1.0}, {inf, 4.0}}, {{-inf, -1.0}, {e, 4.0}}, {{v - 0.5, v - 0.5}, {e, e}},
+                };
+                for (size_t w = 0; w < sizeof wins / sizeof wins[0]; w++) {
+                    int32_t want = 0, found = -1;
+                    for (int32_t k = 0; k < NR; k++) want += touch(&rects[k], &wins[w]);
+                    NB_CHECK_OK(
+                        nb_quadtree_query_box(qt, &wins[w], NB_FILTER_ALL, hits, NR, &found));
+                    if (found != want)
+                        fprintf(stderr, "way %d, edge %.17g, window %d: %d found, %d touch\n", way,
+                                e, (int)w, (int)found, (int)want);
+                    NB_CHECK(found == want);
+                    for (int32_t k = 0; k < found; k++)
+                        NB_CHECK(touch(&rects[hits[k].user], &wins[w]));
+                }
+                const double p[2] = {e, v};
+                const nbRect pw = {{e, v}, {e, v}};
+                int32_t want = 0, found = -1;
+                for (int32_t k = 0; k < NR; k++) want += touch(&rects[k], &pw);
+                NB_CHECK_OK(nb_quadtree_query_point(qt, p, NB_FILTER_ALL, hits, NR, &found));
+                NB_CHECK(found == want);
+            }
+        }
+        int64_t pairs = 0, want_pairs = 0;
+        for (int32_t i = 0; i < NR; i++)
+            for (int32_t j = i + 1; j < NR; j++) want_pairs += touch(&rects[i], &rects[j]);
+        NB_CHECK_OK(nb_quadtree_count_pairs(qt, &pairs));
+        NB_CHECK(pairs == want_pairs);
+        nb_quadtree_destroy(qt);
+    }
+    return 0;
+}
+
 // Big leaves (the default threshold): a node's rectangles are scanned by segments of 16, each
 // with a float box that grows as rectangles move in place, arrive (a removal's swap, an insert)
 // or spill into a larger block, and that a window may hold whole. A built tree (segments sorted
@@ -980,6 +1068,7 @@ int main(int argc, char **argv)
         {"stop_and_buffers", test_stop_and_buffers},
         {"radius_underflow", test_radius_underflow},
         {"float_edges", test_float_edges},
+        {"q16_edges", test_q16_edges},
         {"segments", test_segments},
         {"wander", test_wander},
     };

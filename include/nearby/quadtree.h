@@ -63,7 +63,7 @@ typedef enum nbQuadtreePlacement {
 typedef struct nbQuadtreeDesc {
     nbRect bounds;                ///< the root's quadrant; all zero = [-1024, 1024]^2. It grows
                                   ///< as needed, so this is a hint for where the data lies.
-    int32_t split_threshold;      ///< a leaf splits above this many rectangles; 0 = 128
+    int32_t split_threshold;      ///< a leaf splits above this many rectangles; 0 = 512
     int32_t max_depth;            ///< the deepest level below the first root; 0 = 24
     int32_t placement;            ///< nbQuadtreePlacement; 0 = NB_QUADTREE_DEFAULT
     int32_t capacity_hint;        ///< rectangles to reserve for (nb_quadtree_reserve); 0 = grow
