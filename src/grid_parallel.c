@@ -14,12 +14,17 @@
 // A large build of packed points runs dense_grid.c's two cache-sized passes instead (blocks of
 // cells per chunk of points, then cells per run of blocks), with the same result.
 //
-// Pairs. The cells are cut into chunks of about equal point counts. The first chunk writes its
-// pairs straight into the caller's buffer; the others write into scratch buffers kept by the
-// grid, which are then copied in behind it, in chunk order. The scratch is claimed with an
-// atomic flag, so concurrent queries stay safe: a call that finds it taken, or cannot grow it,
-// runs serially instead. A chunk whose scratch was too small runs again once it has grown, so
-// only the first calls (or a jump in the pair count) pay twice for those chunks.
+// Pairs. The cells are cut into chunks of about equal point counts. Writing them, one lane (the
+// front) takes chunks 0, 1, 2, ... in order and writes each straight into the caller's buffer
+// behind the one before; the other lanes take chunks from the back, K-1, K-2, ..., into scratch
+// buffers kept by the grid, until the two ends meet (each chunk is claimed once, by an atomic
+// flag). The scratch chunks are then copied in behind the front's, in chunk order. Whoever is
+// faster takes more chunks, and only the back's pairs are copied: about half of them on two
+// workers, against all but the first chunk's when every lane wrote to scratch. The scratch is
+// claimed with an atomic flag, so concurrent queries stay safe: a call that finds it taken, or
+// cannot grow it, runs serially instead. A scratch chunk whose scratch was too small runs again
+// once it has grown, so only the first calls (or a jump in the pair count) pay twice for those
+// chunks.
 #include "grid_internal.h"
 
 #include <string.h>
@@ -290,7 +295,8 @@ typedef struct nbiPairsCtx {
     int mode;                         // NBI_SINK_COUNT or NBI_SINK_BUFFER
     nbPair *out;                      // chunk 0's destination (buffer mode)
     int64_t cap;
-    bool rerun[NBI_MAX_CHUNKS]; // only these chunks run (buffer mode, second round)
+    bool rerun[NBI_MAX_CHUNKS];  // only these chunks run (buffer mode, second round)
+    bool direct[NBI_MAX_CHUNKS]; // written straight into the caller's buffer (buffer mode)
     int64_t found[NBI_MAX_CHUNKS];
     nbStatus status[NBI_MAX_CHUNKS];
     int64_t offset[NBI_MAX_CHUNKS];
@@ -306,9 +312,7 @@ static void nbi_pairs_task(int32_t k0, int32_t k1, int32_t worker, void *vctx)
         nbiPairSink s;
         if (x->mode == NBI_SINK_COUNT)
             nbi_pair_sink_init(&s, NBI_SINK_COUNT, NULL, 0, NULL, NULL);
-        else if (k == 0)
-            nbi_pair_sink_init(&s, NBI_SINK_BUFFER, x->out, x->cap, NULL, NULL);
-        else
+        else // (a buffered call's second round: the scratch chunks that overflowed)
             nbi_pair_sink_init(&s, NBI_SINK_BUFFER, (nbPair *)g->scratch[k].ptr,
                                (int64_t)g->scratch[k].cap, NULL, NULL);
         x->status[k] = nbi_walk_pairs(&x->v, x->radius, x->unit[k], x->unit[k + 1], &s);
@@ -316,12 +320,59 @@ static void nbi_pairs_task(int32_t k0, int32_t k1, int32_t worker, void *vctx)
     }
 }
 
-// Copies each chunk's scratch into the caller's buffer behind the chunks before it.
+#if NBI_HAS_ATOMICS
+// The first round of a buffered call: lane 0 is the front, the others the back (see the top).
+typedef struct nbiLanes {
+    nbiPairsCtx *x;
+    atomic_flag claimed[NBI_MAX_CHUNKS];
+    atomic_int back; // the next chunk from the back is back - 1
+} nbiLanes;
+
+// Chunk k into the sink (the front's place in the caller's buffer, or scratch k).
+static void nbi_pairs_chunk(nbiPairsCtx *x, int32_t k, nbPair *to, int64_t cap)
+{
+    nbiPairSink s;
+    nbi_pair_sink_init(&s, NBI_SINK_BUFFER, to, cap, NULL, NULL);
+    x->status[k] = nbi_walk_pairs(&x->v, x->radius, x->unit[k], x->unit[k + 1], &s);
+    x->found[k] = s.found;
+}
+
+static void nbi_lanes_task(int32_t l0, int32_t l1, int32_t worker, void *vctx)
+{
+    (void)worker;
+    nbiLanes *ln = (nbiLanes *)vctx;
+    nbiPairsCtx *x = ln->x;
+    nbGrid *g = (nbGrid *)x->g; // only its scratch, claimed by this call
+    for (int32_t lane = l0; lane < l1; lane++) {
+        if (lane == 0) { // the front: in order, each chunk behind the last
+            int64_t at = 0;
+            for (int32_t k = 0; k < x->chunks; k++) {
+                if (atomic_flag_test_and_set_explicit(&ln->claimed[k], memory_order_relaxed)) break;
+                x->direct[k] = true;
+                const int64_t room = x->cap > at ? x->cap - at : 0;
+                nbi_pairs_chunk(x, k, room > 0 ? x->out + at : NULL, room);
+                at += x->found[k];
+            }
+            continue;
+        }
+        for (;;) { // a back lane
+            const int32_t k = atomic_fetch_sub_explicit(&ln->back, 1, memory_order_relaxed) - 1;
+            if (k < 0 || atomic_flag_test_and_set_explicit(&ln->claimed[k], memory_order_relaxed))
+                break;
+            x->direct[k] = false;
+            nbi_pairs_chunk(x, k, (nbPair *)g->scratch[k].ptr, (int64_t)g->scratch[k].cap);
+        }
+    }
+}
+#endif
+
+// Copies each scratch chunk into the caller's buffer behind the chunks before it.
 static void nbi_copy_task(int32_t k0, int32_t k1, int32_t worker, void *vctx)
 {
     (void)worker;
     const nbiPairsCtx *x = (const nbiPairsCtx *)vctx;
-    for (int32_t k = k0 > 1 ? k0 : 1; k < k1; k++) {
+    for (int32_t k = k0; k < k1; k++) {
+        if (x->direct[k]) continue;
         const int64_t at = x->offset[k];
         int64_t m = x->found[k];
         if (at >= x->cap) continue;
@@ -390,16 +441,25 @@ nbStatus nbi_grid_pairs_parallel(const nbGrid *g, double radius, int mode, nbPai
     for (int32_t k = 0; k < x->chunks; k++) x->rerun[k] = true;
     const bool buffered = mode == NBI_SINK_BUFFER;
     if (buffered && !nbi_grid_claim_scratch(g)) return NB_OK; // taken: run serially
-    nbi_run_chunks(g, nbi_pairs_task, x->chunks, x);
+#if NBI_HAS_ATOMICS
+    if (buffered) {
+        nbiLanes ln;
+        ln.x = x;
+        for (int32_t k = 0; k < x->chunks; k++) atomic_flag_clear(&ln.claimed[k]);
+        atomic_init(&ln.back, x->chunks);
+        const int32_t lanes = g->tasks.workers < x->chunks ? g->tasks.workers : x->chunks;
+        nbi_run_chunks(g, nbi_lanes_task, lanes, &ln);
+    } else
+#endif
+        nbi_run_chunks(g, nbi_pairs_task, x->chunks, x);
     nbStatus st = NB_OK;
     for (int32_t k = 0; k < x->chunks && st == NB_OK; k++) st = x->status[k];
     if (st == NB_OK && buffered) {
-        // Grow the scratch of every chunk that overflowed it, then run those chunks again.
+        // Grow the scratch of every scratch chunk that overflowed it, then run those again.
         nbGrid *m = (nbGrid *)g;
         bool again = false, grown = true;
-        x->rerun[0] = false;
-        for (int32_t k = 1; k < x->chunks; k++) {
-            x->rerun[k] = x->found[k] > (int64_t)m->scratch[k].cap;
+        for (int32_t k = 0; k < x->chunks; k++) {
+            x->rerun[k] = !x->direct[k] && x->found[k] > (int64_t)m->scratch[k].cap;
             if (!x->rerun[k]) continue;
             again = true;
             nbiBuf next;
