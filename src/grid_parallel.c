@@ -293,7 +293,7 @@ typedef struct nbiPairsCtx {
     int32_t chunks;
     int32_t unit[NBI_MAX_CHUNKS + 1]; // chunk k covers cells [unit[k], unit[k + 1])
     int mode;                         // NBI_SINK_COUNT or NBI_SINK_BUFFER
-    nbPair *out;                      // chunk 0's destination (buffer mode)
+    nbPair *out;                      // the caller's buffer (buffer mode)
     int64_t cap;
     bool rerun[NBI_MAX_CHUNKS];  // only these chunks run (buffer mode, second round)
     bool direct[NBI_MAX_CHUNKS]; // written straight into the caller's buffer (buffer mode)
