@@ -41,6 +41,29 @@ static bool touch(const nbRect *a, const nbRect *b)
            b->min[1] <= a->max[1];
 }
 
+// The tree's pair count against brute force over rectangles [0, n), all in it, no filter.
+static int check_pairs(const nbQuadtree *qt, const nbRect *r, int32_t n)
+{
+    int64_t pairs = -1, want = 0;
+    for (int32_t i = 0; i < n; i++)
+        for (int32_t j = i + 1; j < n; j++) want += touch(&r[i], &r[j]);
+    NB_CHECK_OK(nb_quadtree_count_pairs(qt, &pairs));
+    NB_CHECK(pairs == want);
+    return 0;
+}
+
+// A point query at p against brute force over rectangles [0, n) (hits: room for n).
+static int check_point(const nbQuadtree *qt, const nbRect *r, int32_t n, const double p[2],
+                       nbHit *hits)
+{
+    const nbRect pw = {{p[0], p[1]}, {p[0], p[1]}};
+    int32_t want = 0, found = -1;
+    for (int32_t k = 0; k < n; k++) want += touch(&r[k], &pw);
+    NB_CHECK_OK(nb_quadtree_query_point(qt, p, NB_FILTER_ALL, hits, n, &found));
+    NB_CHECK(found == want);
+    return 0;
+}
+
 static double dist2(const double *p, const nbRect *r)
 {
     double dx = fmax(fmax(r->min[0] - p[0], p[0] - r->max[0]), 0.0);
@@ -816,18 +839,10 @@ static int test_float_edges(void)
                 NB_CHECK(found == want);
                 const double p[2] = {wins[w].min[0], wins[w].min[1]};
                 if (!isfinite(p[0]) || !isfinite(p[1])) continue;
-                const nbRect pw = {{p[0], p[1]}, {p[0], p[1]}};
-                want = 0;
-                for (int32_t j = 0; j < NR; j++) want += touch(&rects[j], &pw);
-                NB_CHECK_OK(nb_quadtree_query_point(qt, p, NB_FILTER_ALL, hits, NR, &found));
-                NB_CHECK(found == want);
+                if (check_point(qt, rects, NR, p, hits)) return 1;
             }
         }
-        int64_t pairs = 0, want_pairs = 0;
-        for (int32_t i = 0; i < NR; i++)
-            for (int32_t j = i + 1; j < NR; j++) want_pairs += touch(&rects[i], &rects[j]);
-        NB_CHECK_OK(nb_quadtree_count_pairs(qt, &pairs));
-        NB_CHECK(pairs == want_pairs);
+        if (check_pairs(qt, rects, NR)) return 1;
         nb_quadtree_destroy(qt);
     }
     return 0;
@@ -904,18 +919,10 @@ static int test_q16_edges(void)
                         NB_CHECK(touch(&rects[hits[k].user], &wins[w]));
                 }
                 const double p[2] = {e, v};
-                const nbRect pw = {{e, v}, {e, v}};
-                int32_t want = 0, found = -1;
-                for (int32_t k = 0; k < NR; k++) want += touch(&rects[k], &pw);
-                NB_CHECK_OK(nb_quadtree_query_point(qt, p, NB_FILTER_ALL, hits, NR, &found));
-                NB_CHECK(found == want);
+                if (check_point(qt, rects, NR, p, hits)) return 1;
             }
         }
-        int64_t pairs = 0, want_pairs = 0;
-        for (int32_t i = 0; i < NR; i++)
-            for (int32_t j = i + 1; j < NR; j++) want_pairs += touch(&rects[i], &rects[j]);
-        NB_CHECK_OK(nb_quadtree_count_pairs(qt, &pairs));
-        NB_CHECK(pairs == want_pairs);
+        if (check_pairs(qt, rects, NR)) return 1;
         nb_quadtree_destroy(qt);
     }
     return 0;
@@ -1045,11 +1052,7 @@ static int test_wander(void)
                 NB_CHECK(touch(&r[i], &r[w]));
             }
         }
-        int64_t pairs = -1, want_pairs = 0;
-        for (int32_t i = 0; i < N; i++)
-            for (int32_t j = i + 1; j < N; j++) want_pairs += touch(&r[i], &r[j]);
-        NB_CHECK_OK(nb_quadtree_count_pairs(qt, &pairs));
-        NB_CHECK(pairs == want_pairs);
+        if (check_pairs(qt, r, N)) return 1;
     }
     nb_quadtree_destroy(qt);
     return 0;
