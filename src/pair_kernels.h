@@ -208,8 +208,8 @@ NBI_INLINE int64_t nbi_scan_list(const nbiPairCtx *x, int dim, bool flt, bool cr
 enum { NBI_GATHER = 512, NBI_GATHER_PAD = 8 };
 // Measured (1M uniform points, best of 9 runs): in 3D, with five runs per cell, gathering saves
 // about a quarter of the time; in 2D, with two runs per cell, the copy costs what it saves, so
-// 2D scans contiguous runs in place, unless the four-lane AVX2 scan runs. Index lists are always
-// gathered (when they fit).
+// 2D scans contiguous runs in place, unless a wide (AVX2 or AVX-512) scan runs. Index lists are
+// always gathered (when they fit).
 #ifndef NBI_USE_GATHER
 #define NBI_USE_GATHER 1
 #endif

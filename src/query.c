@@ -126,7 +126,7 @@ NBI_TARGET_AVX512 static inline void nbi_fast_run8(nbiFastCtx *x, int dim, int e
 {
     const __m512d cx = _mm512_set1_pd(x->c[0]), cy = _mm512_set1_pd(x->c[1]);
     const __m512d cz = _mm512_set1_pd(x->c[2]), r2 = _mm512_set1_pd(x->r2);
-    // lane k of x, y, z: double dim * k + axis of the run's next dim * 8 doubles
+    // 2D: lane k's x is double 2k of the step's 16 (a's 0-7, b's 8-15), y double 2k + 1
     const __m512i ix2 = _mm512_set_epi64(14, 12, 10, 8, 6, 4, 2, 0);
     const __m512i iy2 = _mm512_set_epi64(15, 13, 11, 9, 7, 5, 3, 1);
     // 3D: lanes 0-5 from the first two vectors, 6-7 from the third (8 + its index)
