@@ -309,6 +309,123 @@ NBI_INLINE int32_t nbi_packed_cell(const nbiPackedCells *pc, const double *q, in
     return c;
 }
 
+#if defined(NBI_AVX512)
+// ---- cells eight points at a time (AVX-512, where the CPU has it: simd.h) ----
+//
+// A division per coordinate bounds the two-lane cell pass (a vector divider is no faster per
+// lane), so this one multiplies by the cell's reciprocal, and keeps floor(y) only where it must
+// equal floor(x / cell) in IEEE double: with y = x * fl(1 / cell), both y and fl(x / cell) lie
+// within 3.02 u |x / cell| of x / cell (u = 2^-53: two roundings against one), so within 4 u |y|
+// of each other, and their floors differ only if an integer lies within that of y. A lane whose
+// y is farther than (|y| + 1) 2^-50 from both neighbouring integers (the `+ 1` covers the
+// rounding of y - floor(y) and of 1 - tol) keeps floor(y); any other lane (an integer quotient,
+// a coordinate on a cell's edge or an ulp off it, zero, NaN, infinity) divides. On random data
+// no lane does. So every cell is nbi_cell_f's.
+NBI_TARGET_AVX512 static inline __m512d nbi_floor8(__m512d v, __m512d inv, __m512d by)
+{
+    enum { floor_mode = _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC };
+    const __m512d one = _mm512_set1_pd(1.0);
+    const __m512d q = _mm512_mul_pd(v, inv), f = _mm512_roundscale_pd(q, floor_mode);
+    const __m512d tol =
+        _mm512_mul_pd(_mm512_add_pd(_mm512_abs_pd(q), one), _mm512_set1_pd(0x1p-50));
+    const __m512d r = _mm512_sub_pd(q, f);
+    const __mmask8 ok = _mm512_cmp_pd_mask(r, tol, _CMP_GT_OQ) &
+                        _mm512_cmp_pd_mask(r, _mm512_sub_pd(one, tol), _CMP_LT_OQ);
+    if (ok == 0xFF) return f;
+    return _mm512_mask_roundscale_pd(f, (__mmask8)~ok, _mm512_div_pd(v, by), floor_mode);
+}
+
+// The first of nbi_count_packed_dim's and nbi_scan_count_packed's points, eight at a time:
+// points [0, n - n % 8) of packed 2D or 3D points. Returns how many it took; the caller goes on
+// from there, counting lagged as before, so every cell and count is the two-lane pass's. Each
+// cell goes to cell_of and is counted (nbi_count_lagged) in counts; a cell outside the box
+// [lo, lo + ext) on any axis (any quotient beyond 32 bits converts to INT32_MIN) is -1, counted
+// at counts[-1]. `scan` (nbi_scan_count_packed): also the points' box into mn and mx and the
+// sum of every coordinate times zero into *bad (NaN when any is not finite).
+NBI_TARGET_AVX512 static inline int32_t nbi_cells8_dim(const double *data, int32_t n, int dim,
+                                                       bool scan, const nbiCellMath *cm,
+                                                       const int64_t lo[3], const int64_t ext[3],
+                                                       int32_t *cell_of, int32_t *counts,
+                                                       double mn[3], double mx[3], double *bad)
+{
+    const __m512d inv = _mm512_set1_pd(cm->pow2 ? cm->inv : 1.0 / cm->cell);
+    const __m512d by = _mm512_set1_pd(cm->cell), zero = _mm512_setzero_pd();
+    // 2D: lane k's x is double 2k of the step's 16 (a's 0-7, b's 8-15), y double 2k + 1;
+    // 3D: lanes 0-5 from the first two vectors, 6-7 from the third (8 + its index)
+    const __m512i ix2 = _mm512_set_epi64(14, 12, 10, 8, 6, 4, 2, 0);
+    const __m512i iy2 = _mm512_set_epi64(15, 13, 11, 9, 7, 5, 3, 1);
+    const __m512i ix3 = _mm512_set_epi64(0, 0, 15, 12, 9, 6, 3, 0),
+                  jx3 = _mm512_set_epi64(13, 10, 5, 4, 3, 2, 1, 0);
+    const __m512i iy3 = _mm512_set_epi64(0, 0, 0, 13, 10, 7, 4, 1),
+                  jy3 = _mm512_set_epi64(14, 11, 8, 4, 3, 2, 1, 0);
+    const __m512i iz3 = _mm512_set_epi64(0, 0, 0, 14, 11, 8, 5, 2),
+                  jz3 = _mm512_set_epi64(15, 12, 9, 4, 3, 2, 1, 0);
+    __m256i lo8[3], ext8[3];
+    for (int a = 0; a < 3; a++) {
+        lo8[a] = _mm256_set1_epi32((int32_t)lo[a]);
+        ext8[a] = _mm256_set1_epi32((int32_t)ext[a]);
+    }
+    const __m256i e01 = _mm256_set1_epi32((int32_t)(ext[0] * ext[1])), none = _mm256_set1_epi32(-1);
+    __m512d vlo[3], vhi[3], sum = zero;
+    for (int a = 0; a < 3; a++) {
+        vlo[a] = _mm512_set1_pd(INFINITY);
+        vhi[a] = _mm512_set1_pd(-INFINITY);
+    }
+    int32_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const double *q = data + (size_t)i * (size_t)dim;
+        __m512d v[3];
+        const __m512d a = _mm512_loadu_pd(q), b = _mm512_loadu_pd(q + 8);
+        if (dim == 2) {
+            v[0] = _mm512_permutex2var_pd(a, ix2, b);
+            v[1] = _mm512_permutex2var_pd(a, iy2, b);
+        } else {
+            const __m512d c = _mm512_loadu_pd(q + 16);
+            v[0] = _mm512_permutex2var_pd(_mm512_permutex2var_pd(a, ix3, b), jx3, c);
+            v[1] = _mm512_permutex2var_pd(_mm512_permutex2var_pd(a, iy3, b), jy3, c);
+            v[2] = _mm512_permutex2var_pd(_mm512_permutex2var_pd(a, iz3, b), jz3, c);
+        }
+        __mmask8 in = 0xFF;
+        __m256i cell = _mm256_setzero_si256();
+        for (int d = dim - 1; d >= 0; d--) {
+            if (scan) {
+                vlo[d] = _mm512_min_pd(v[d], vlo[d]);
+                vhi[d] = _mm512_max_pd(v[d], vhi[d]);
+                sum = _mm512_add_pd(sum, _mm512_mul_pd(v[d], zero));
+            }
+            const __m256i k =
+                _mm256_sub_epi32(_mm512_cvtpd_epi32(nbi_floor8(v[d], inv, by)), lo8[d]);
+            in &= _mm256_cmplt_epu32_mask(k, ext8[d]);
+            cell = d == 2   ? _mm256_mullo_epi32(k, e01)
+                   : d == 1 ? _mm256_add_epi32(cell, _mm256_mullo_epi32(k, ext8[0]))
+                            : _mm256_add_epi32(cell, k);
+        }
+        _mm256_storeu_si256((__m256i *)(cell_of + i), _mm256_mask_mov_epi32(none, in, cell));
+        for (int32_t k = i; k < i + 8; k++) nbi_count_lagged(cell_of, counts, cell_of[k], k);
+    }
+    if (scan) {
+        for (int a = 0; a < dim; a++) {
+            mn[a] = _mm512_reduce_min_pd(vlo[a]);
+            mx[a] = _mm512_reduce_max_pd(vhi[a]);
+        }
+        *bad = _mm512_reduce_add_pd(sum);
+    }
+    return i;
+}
+
+NBI_TARGET_AVX512 static int32_t nbi_cells8(const double *data, int32_t n, int dim, bool scan,
+                                            const nbiCellMath *cm, const int64_t lo[3],
+                                            const int64_t ext[3], int32_t *cell_of, int32_t *counts,
+                                            double mn[3], double mx[3], double *bad)
+{
+    if (dim == 2)
+        return scan ? nbi_cells8_dim(data, n, 2, true, cm, lo, ext, cell_of, counts, mn, mx, bad)
+                    : nbi_cells8_dim(data, n, 2, false, cm, lo, ext, cell_of, counts, mn, mx, bad);
+    return scan ? nbi_cells8_dim(data, n, 3, true, cm, lo, ext, cell_of, counts, mn, mx, bad)
+                : nbi_cells8_dim(data, n, 3, false, cm, lo, ext, cell_of, counts, mn, mx, bad);
+}
+#endif
+
 // Pass 2 for packed points whose cells have 32-bit numbers: cell c is counted in counts[c].
 // The serial build and each chunk of the parallel one run it.
 NBI_INLINE void nbi_count_packed_dim(const double *data, int32_t n, int dim, const nbiCellMath *cm,
@@ -316,7 +433,12 @@ NBI_INLINE void nbi_count_packed_dim(const double *data, int32_t n, int dim, con
                                      int32_t *counts)
 {
     const nbiPackedCells pc = nbi_packed_cells(cm, lo, ext);
-    for (int32_t i = 0; i < n; i++) {
+    int32_t i = 0;
+#if defined(NBI_AVX512)
+    if (n >= 8 && nbi_use_avx512())
+        i = nbi_cells8(data, n, dim, false, cm, lo, ext, cell_of, counts, NULL, NULL, NULL);
+#endif
+    for (; i < n; i++) {
         const int32_t c = nbi_packed_cell(&pc, data + (size_t)i * (size_t)dim, dim);
         cell_of[i] = c;
         nbi_count_lagged(cell_of, counts, c, i);
@@ -536,81 +658,6 @@ static bool nbi_build_blocked(nbGrid *g, const double *data, int32_t n)
 }
 #endif
 
-#if defined(NBI_AVX512)
-// The first part of nbi_scan_count_packed's pass for 2D points, eight at a time with AVX-512:
-// points [0, n - n % 8). Returns how many it took; the caller goes on from there with its own
-// box and sum, folding in these (mn, mx, bad) and counting lagged as before, so every cell and
-// count is the SSE2 pass's.
-//
-// A division per coordinate bounds the SSE2 pass (its divider takes as long for eight lanes as
-// for two, lane for lane), so this one multiplies by the reciprocal instead and keeps floor(y)
-// only where it must equal floor(x / cell) in IEEE double: with y = x * fl(1 / cell), both y and
-// fl(x / cell) lie within 3.02 u |x / cell| of x / cell (u = 2^-53: two roundings against one),
-// so within 4 u |y| of each other. Their floors differ only if an integer lies within that of y.
-// A lane whose y is farther than (|y| + 1) 2^-50 from both neighbouring integers (the `+ 1`
-// covers the rounding of y - floor(y) and of 1 - tol) keeps floor(y); any other lane (an
-// integer quotient, a coordinate on a cell's edge or an ulp off it, NaN, infinity, zero) takes
-// floor(x / cell), the division itself. On random data the divisions never run.
-// The cells go to cell_of in one store of eight; a cell outside the box on either axis
-// (including any quotient beyond 32 bits, which converts to INT32_MIN) is -1, which the caller
-// never keeps: it refuses a rebuild whose box is not inside the grid's.
-NBI_TARGET_AVX512 static int32_t nbi_scan_count8(const double *data, int32_t n,
-                                                 const nbiCellMath *cm, const int64_t lo[3],
-                                                 const int64_t ext[3], int32_t *cell_of,
-                                                 int32_t *counts, double mn[2], double mx[2],
-                                                 double bad[1])
-{
-    const __m512d inv = _mm512_set1_pd(cm->pow2 ? cm->inv : 1.0 / cm->cell);
-    const __m512d by = _mm512_set1_pd(cm->cell), tol = _mm512_set1_pd(0x1p-50);
-    const __m512d one = _mm512_set1_pd(1.0), zero = _mm512_setzero_pd();
-    const __m512i ixs = _mm512_set_epi64(14, 12, 10, 8, 6, 4, 2, 0);
-    const __m512i iys = _mm512_set_epi64(15, 13, 11, 9, 7, 5, 3, 1);
-    const __m256i lo0 = _mm256_set1_epi32((int32_t)lo[0]), lo1 = _mm256_set1_epi32((int32_t)lo[1]);
-    const __m256i e0 = _mm256_set1_epi32((int32_t)ext[0]), e1 = _mm256_set1_epi32((int32_t)ext[1]);
-    const __m256i none = _mm256_set1_epi32(-1);
-    enum { floor_mode = _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC };
-    __m512d lox = _mm512_set1_pd(INFINITY), loy = lox, hix = _mm512_set1_pd(-INFINITY), hiy = hix;
-    __m512d sum = zero;
-    int32_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        const __m512d a = _mm512_loadu_pd(data + 2 * (size_t)i);
-        const __m512d b = _mm512_loadu_pd(data + 2 * (size_t)i + 8);
-        const __m512d x = _mm512_permutex2var_pd(a, ixs, b), y = _mm512_permutex2var_pd(a, iys, b);
-        lox = _mm512_min_pd(x, lox);
-        hix = _mm512_max_pd(x, hix);
-        loy = _mm512_min_pd(y, loy);
-        hiy = _mm512_max_pd(y, hiy);
-        sum = _mm512_add_pd(sum, _mm512_add_pd(_mm512_mul_pd(x, zero), _mm512_mul_pd(y, zero)));
-        __m512d qx = _mm512_mul_pd(x, inv), qy = _mm512_mul_pd(y, inv);
-        __m512d fx = _mm512_roundscale_pd(qx, floor_mode),
-                fy = _mm512_roundscale_pd(qy, floor_mode);
-        const __m512d tx = _mm512_mul_pd(_mm512_add_pd(_mm512_abs_pd(qx), one), tol);
-        const __m512d ty = _mm512_mul_pd(_mm512_add_pd(_mm512_abs_pd(qy), one), tol);
-        const __m512d rx = _mm512_sub_pd(qx, fx), ry = _mm512_sub_pd(qy, fy);
-        const __mmask8 okx = _mm512_cmp_pd_mask(rx, tx, _CMP_GT_OQ) &
-                             _mm512_cmp_pd_mask(rx, _mm512_sub_pd(one, tx), _CMP_LT_OQ);
-        const __mmask8 oky = _mm512_cmp_pd_mask(ry, ty, _CMP_GT_OQ) &
-                             _mm512_cmp_pd_mask(ry, _mm512_sub_pd(one, ty), _CMP_LT_OQ);
-        if ((okx & oky) != 0xFF) {
-            fx = _mm512_mask_roundscale_pd(fx, (__mmask8)~okx, _mm512_div_pd(x, by), floor_mode);
-            fy = _mm512_mask_roundscale_pd(fy, (__mmask8)~oky, _mm512_div_pd(y, by), floor_mode);
-        }
-        const __m256i cx = _mm256_sub_epi32(_mm512_cvtpd_epi32(fx), lo0);
-        const __m256i cy = _mm256_sub_epi32(_mm512_cvtpd_epi32(fy), lo1);
-        const __mmask8 in = _mm256_cmplt_epu32_mask(cx, e0) & _mm256_cmplt_epu32_mask(cy, e1);
-        const __m256i c = _mm256_mask_add_epi32(none, in, cx, _mm256_mullo_epi32(cy, e0));
-        _mm256_storeu_si256((__m256i *)(cell_of + i), c);
-        for (int32_t k = i; k < i + 8; k++) nbi_count_lagged(cell_of, counts, cell_of[k], k);
-    }
-    mn[0] = _mm512_reduce_min_pd(lox);
-    mn[1] = _mm512_reduce_min_pd(loy);
-    mx[0] = _mm512_reduce_max_pd(hix);
-    mx[1] = _mm512_reduce_max_pd(hiy);
-    bad[0] = _mm512_reduce_add_pd(sum);
-    return i;
-}
-#endif
-
 #if defined(__SSE2__)
 // Passes 1 and 2 in one read, for a rebuild that keeps the last build's cells (see
 // nbi_grid_rebuild): each point's coordinates go into the box and the finiteness sum as in
@@ -633,12 +680,15 @@ NBI_INLINE bool nbi_scan_count_packed(const double *data, int32_t n, int dim, co
     double zlo = dim == 3 ? data[2] : 0.0, zhi = zlo, zbad = 0.0;
     int32_t i = 0;
 #if defined(NBI_AVX512)
-    if (dim == 2 && n >= 8 && nbi_use_avx512()) {
-        double m8[2], x8[2], b8;
-        i = nbi_scan_count8(data, n, cm, lo, ext, cell_of, counts + 2, m8, x8, &b8);
+    if (n >= 8 && nbi_use_avx512()) {
+        double m8[3], x8[3];
+        i = nbi_cells8(data, n, dim, true, cm, lo, ext, cell_of, counts + 2, m8, x8, &zbad);
         vlo = _mm_loadu_pd(m8);
         vhi = _mm_loadu_pd(x8);
-        zbad = b8;
+        if (dim == 3) {
+            zlo = m8[2];
+            zhi = x8[2];
+        }
     }
 #endif
     for (; i < n; i++) {

@@ -1250,62 +1250,69 @@ static int test_blocked_build_matches_one_pass(void)
     return 0;
 }
 
-// The rebuild's eight-lane cell pass (dense_grid.c, nbi_scan_count8) multiplies by the cell's
-// reciprocal where that gives floor(x / cell), and divides elsewhere. This puts coordinates
-// where the two differ: with cell 0.7, fl(m * 0.7) and the few doubles either side of it for
-// m in [-170, 170], where for many m floor(x * fl(1 / 0.7)) != floor(x / 0.7), often with
-// x * fl(1 / 0.7) an ulp or two below an integer rather than on it, so that only the pass's
-// margin sends them to the division (found at run time; the test checks there are such traps).
-// A rebuild of those points, at every SIMD width, must number every cell as the scalar cell
-// math does (nb_grid_validate) and lay the points out as a fresh build does.
-static int test_rebuild_cells_at_edges(void)
+// The eight-lane cell pass (dense_grid.c, nbi_cells8: fresh dense builds and rebuilds)
+// multiplies by the cell's reciprocal where that gives floor(x / cell), and divides elsewhere.
+// This puts coordinates where the two differ: with cell 0.7, fl(m * 0.7) and the few doubles
+// either side of it, on every axis, where for some m floor(x * fl(1 / 0.7)) != floor(x / 0.7),
+// often with x * fl(1 / 0.7) an ulp or two below an integer rather than on it, so that only
+// the pass's margin sends them to the division (found at run time; the test checks there are
+// such traps). A fresh build and a rebuild of those points, at every SIMD width, in 2D and 3D,
+// must number every cell as the scalar cell math does (nb_grid_validate) and lay the points out
+// as the two-lane pass does.
+static int test_cells_at_edges(void)
 {
     const double cell = 0.7, inv = 1.0 / cell;
-    const int32_t n = 40000; // 367 x 367 cells: a dense grid
-    nboSet s = nbo_set_new(n, 2);
-    int32_t traps = 0, k = 0;
-    for (int m = -170; m <= 170; m++) {
-        double lo = (double)m * cell, hi = lo;
-        for (int u = 0; u < 4; u++, lo = nextafter(lo, -INFINITY), hi = nextafter(hi, INFINITY))
-            for (int side = 0; side < 2; side++) {
-                const double x = side ? hi : lo;
-                traps += floor(x * inv) != floor(x / cell) && x * inv != floor(x * inv);
-                s.p[2 * k] = x; // on both axes, the other coordinate anywhere
-                s.p[2 * k + 1] = nbt_range(-128.0, 128.0);
-                s.p[2 * k + 2] = nbt_range(-128.0, 128.0);
-                s.p[2 * k + 3] = x;
-                k += 2;
+    for (int dim = 2; dim <= 3; dim++) {
+        const int m_max = dim == 2 ? 170 : 40; // a dense grid: at most 4 cells a point
+        const int32_t n = dim == 2 ? 40000 : 160000;
+        const double side = m_max * cell + 1.0;
+        nboSet s = nbo_set_new(n, dim);
+        int32_t traps = 0, k = 0;
+        for (int m = -m_max; m <= m_max; m++) {
+            double lo = (double)m * cell, hi = lo;
+            for (int u = 0; u < 4; u++, lo = nextafter(lo, -INFINITY), hi = nextafter(hi, INFINITY))
+                for (int up = 0; up < 2; up++) {
+                    const double x = up ? hi : lo;
+                    traps += floor(x * inv) != floor(x / cell) && x * inv != floor(x * inv);
+                    for (int a = 0; a < dim; a++, k++) // on each axis, the others anywhere
+                        for (int b = 0; b < dim; b++)
+                            s.p[k * dim + b] = a == b ? x : nbt_range(-side, side);
+                }
+        }
+        NB_CHECK(traps > (dim == 2 ? 50 : 5));
+        for (int32_t i = k * dim; i < n * dim; i++) s.p[i] = nbt_range(-side, side);
+        const nbPoints pts = {.data = s.p, .count = n, .dim = dim};
+        const nbGridDesc d = {.dim = dim, .cell_size = cell};
+        gridShot want = {0};
+        for (int wide = 0; wide < 2; wide++) {
+            nbGrid *g = NULL;
+            NB_CHECK_OK(nb_grid_create(&d, &g));
+#if defined(NBI_AVX512)
+            nbi_avx512_off = !wide;
+#endif
+            for (int build = 0; build < 2; build++) { // fresh, then a rebuild on the same cells
+                NB_CHECK_OK(nb_grid_build(g, &pts, 0.5));
+                NB_CHECK_OK(nb_grid_validate(g));
+                nbGridInfo info;
+                NB_CHECK_OK(nb_grid_info(g, &info));
+                NB_CHECK(!info.hashed);
+                gridShot got = grid_shot(g, 0.5);
+                if (wide == 0 && build == 0) {
+                    want = got;
+                    continue;
+                }
+                NB_CHECK(memcmp(got.order, want.order, sizeof(int32_t) * (size_t)n) == 0);
+                NB_CHECK(nbo_same_pairs(got.pairs.p, got.pairs.n, want.pairs.p, want.pairs.n));
+                free_shot(&got);
             }
-    }
-    NB_CHECK(traps > 50);
-    for (int32_t i = 2 * k; i < 2 * n; i++) s.p[i] = nbt_range(-128.0, 128.0);
-    const nbPoints pts = {.data = s.p, .count = n, .dim = 2};
-    nbGridDesc d = {.dim = 2, .cell_size = cell};
-    nbGrid *f = NULL;
-    NB_CHECK_OK(nb_grid_create(&d, &f));
-    NB_CHECK_OK(nb_grid_build(f, &pts, 0.5));
-    gridShot want = grid_shot(f, 0.5);
-    for (int wide = 0; wide < 2; wide++) {
-        nbGrid *g = NULL;
-        NB_CHECK_OK(nb_grid_create(&d, &g));
-        NB_CHECK_OK(nb_grid_build(g, &pts, 0.5));
 #if defined(NBI_AVX512)
-        nbi_avx512_off = !wide;
+            nbi_avx512_off = 0;
 #endif
-        NB_CHECK_OK(nb_grid_build(g, &pts, 0.5)); // the rebuild: same cells, same box
-#if defined(NBI_AVX512)
-        nbi_avx512_off = 0;
-#endif
-        NB_CHECK_OK(nb_grid_validate(g));
-        gridShot got = grid_shot(g, 0.5);
-        NB_CHECK(memcmp(got.order, want.order, sizeof(int32_t) * (size_t)n) == 0);
-        NB_CHECK(nbo_same_pairs(got.pairs.p, got.pairs.n, want.pairs.p, want.pairs.n));
-        free_shot(&got);
-        nb_grid_destroy(g);
+            nb_grid_destroy(g);
+        }
+        free_shot(&want);
+        nbo_set_free(&s);
     }
-    free_shot(&want);
-    nb_grid_destroy(f);
-    nbo_set_free(&s);
     return 0;
 }
 
@@ -1395,7 +1402,7 @@ int main(int argc, char **argv)
         {"rebuild_follows_fresh", test_rebuild_follows_fresh},
         {"hashed_counts_around_lookahead", test_hashed_counts_around_lookahead},
         {"rebuild_failures_change_nothing", test_rebuild_failures_change_nothing},
-        {"rebuild_cells_at_edges", test_rebuild_cells_at_edges},
+        {"cells_at_edges", test_cells_at_edges},
         {"blocked_build_matches_one_pass", test_blocked_build_matches_one_pass},
     };
     return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
