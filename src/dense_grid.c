@@ -350,16 +350,6 @@ NBI_TARGET_AVX512 static inline int32_t nbi_cells8_dim(const double *data, int32
 {
     const __m512d inv = _mm512_set1_pd(cm->pow2 ? cm->inv : 1.0 / cm->cell);
     const __m512d by = _mm512_set1_pd(cm->cell), zero = _mm512_setzero_pd();
-    // 2D: lane k's x is double 2k of the step's 16 (a's 0-7, b's 8-15), y double 2k + 1;
-    // 3D: lanes 0-5 from the first two vectors, 6-7 from the third (8 + its index)
-    const __m512i ix2 = _mm512_set_epi64(14, 12, 10, 8, 6, 4, 2, 0);
-    const __m512i iy2 = _mm512_set_epi64(15, 13, 11, 9, 7, 5, 3, 1);
-    const __m512i ix3 = _mm512_set_epi64(0, 0, 15, 12, 9, 6, 3, 0),
-                  jx3 = _mm512_set_epi64(13, 10, 5, 4, 3, 2, 1, 0);
-    const __m512i iy3 = _mm512_set_epi64(0, 0, 0, 13, 10, 7, 4, 1),
-                  jy3 = _mm512_set_epi64(14, 11, 8, 4, 3, 2, 1, 0);
-    const __m512i iz3 = _mm512_set_epi64(0, 0, 0, 14, 11, 8, 5, 2),
-                  jz3 = _mm512_set_epi64(15, 12, 9, 4, 3, 2, 1, 0);
     __m256i lo8[3], ext8[3];
     for (int a = 0; a < 3; a++) {
         lo8[a] = _mm256_set1_epi32((int32_t)lo[a]);
@@ -376,15 +366,7 @@ NBI_TARGET_AVX512 static inline int32_t nbi_cells8_dim(const double *data, int32
         const double *q = data + (size_t)i * (size_t)dim;
         __m512d v[3];
         const __m512d a = _mm512_loadu_pd(q), b = _mm512_loadu_pd(q + 8);
-        if (dim == 2) {
-            v[0] = _mm512_permutex2var_pd(a, ix2, b);
-            v[1] = _mm512_permutex2var_pd(a, iy2, b);
-        } else {
-            const __m512d c = _mm512_loadu_pd(q + 16);
-            v[0] = _mm512_permutex2var_pd(_mm512_permutex2var_pd(a, ix3, b), jx3, c);
-            v[1] = _mm512_permutex2var_pd(_mm512_permutex2var_pd(a, iy3, b), jy3, c);
-            v[2] = _mm512_permutex2var_pd(_mm512_permutex2var_pd(a, iz3, b), jz3, c);
-        }
+        nbi_split8(dim, a, b, dim == 3 ? _mm512_loadu_pd(q + 16) : a, v);
         __mmask8 in = 0xFF;
         __m256i cell = _mm256_setzero_si256();
         for (int d = dim - 1; d >= 0; d--) {

@@ -117,25 +117,15 @@ NBI_INLINE int nbi_fast_hit(const nbiFastCtx *x, int dim, bool flt, int32_t p)
 
 #if defined(NBI_AVX512)
 // The candidates [b0, b1) without a filter, eight at a time with AVX-512 (where the CPU has
-// it): the eight points' coordinates are pulled apart by permutations, each lane computes d2
-// exactly as nbi_dist2 does (subtract, square, add in the same order), and the hits are
-// compressed straight to the write position, so only hits are stored. The last step masks the
-// lanes past b1 (their loads and their compare).
+// it): the eight points' coordinates are pulled apart by permutations (nbi_split8), each
+// lane computes d2 exactly as nbi_dist2 does (subtract, square, add in the same order), and the
+// hits are compressed straight to the write position, so only hits are stored. The last step
+// masks the lanes past b1 (their loads and their compare).
 NBI_TARGET_AVX512 static inline void nbi_fast_run8(nbiFastCtx *x, int dim, int emit, int32_t b0,
                                                    int32_t b1)
 {
     const __m512d cx = _mm512_set1_pd(x->c[0]), cy = _mm512_set1_pd(x->c[1]);
     const __m512d cz = _mm512_set1_pd(x->c[2]), r2 = _mm512_set1_pd(x->r2);
-    // 2D: lane k's x is double 2k of the step's 16 (a's 0-7, b's 8-15), y double 2k + 1
-    const __m512i ix2 = _mm512_set_epi64(14, 12, 10, 8, 6, 4, 2, 0);
-    const __m512i iy2 = _mm512_set_epi64(15, 13, 11, 9, 7, 5, 3, 1);
-    // 3D: lanes 0-5 from the first two vectors, 6-7 from the third (8 + its index)
-    const __m512i ix3 = _mm512_set_epi64(0, 0, 15, 12, 9, 6, 3, 0),
-                  jx3 = _mm512_set_epi64(13, 10, 5, 4, 3, 2, 1, 0);
-    const __m512i iy3 = _mm512_set_epi64(0, 0, 0, 13, 10, 7, 4, 1),
-                  jy3 = _mm512_set_epi64(14, 11, 8, 4, 3, 2, 1, 0);
-    const __m512i iz3 = _mm512_set_epi64(0, 0, 0, 14, 11, 8, 5, 2),
-                  jz3 = _mm512_set_epi64(15, 12, 9, 4, 3, 2, 1, 0);
     const __m256i step = _mm256_set_epi32(7, 6, 5, 4, 3, 2, 1, 0);
     ptrdiff_t found = x->found;
     for (int32_t p = b0; p < b1; p += 8) {
@@ -147,8 +137,9 @@ NBI_TARGET_AVX512 static inline void nbi_fast_run8(nbiFastCtx *x, int dim, int e
             const __mmask8 la = (__mmask8)(left >= 4 ? 0xFF : (1u << (2 * left)) - 1u);
             const __mmask8 lb = (__mmask8)(left <= 4 ? 0 : (1u << (2 * (left - 4))) - 1u);
             const __m512d a = _mm512_maskz_loadu_pd(la, q), b = _mm512_maskz_loadu_pd(lb, q + 8);
-            const __m512d dx = _mm512_sub_pd(cx, _mm512_permutex2var_pd(a, ix2, b));
-            const __m512d dy = _mm512_sub_pd(cy, _mm512_permutex2var_pd(a, iy2, b));
+            __m512d v[3];
+            nbi_split8(2, a, b, a, v);
+            const __m512d dx = _mm512_sub_pd(cx, v[0]), dy = _mm512_sub_pd(cy, v[1]);
             d2 = _mm512_add_pd(_mm512_mul_pd(dx, dx), _mm512_mul_pd(dy, dy));
         } else {
             const int n3 = 3 * left; // doubles in this step
@@ -157,11 +148,10 @@ NBI_TARGET_AVX512 static inline void nbi_fast_run8(nbiFastCtx *x, int dim, int e
             const __mmask8 lc = (__mmask8)(n3 <= 16 ? 0 : (1u << (n3 - 16)) - 1u);
             const __m512d a = _mm512_maskz_loadu_pd(la, q), b = _mm512_maskz_loadu_pd(lb, q + 8),
                           c = _mm512_maskz_loadu_pd(lc, q + 16);
-            const __m512d vx = _mm512_permutex2var_pd(_mm512_permutex2var_pd(a, ix3, b), jx3, c);
-            const __m512d vy = _mm512_permutex2var_pd(_mm512_permutex2var_pd(a, iy3, b), jy3, c);
-            const __m512d vz = _mm512_permutex2var_pd(_mm512_permutex2var_pd(a, iz3, b), jz3, c);
-            const __m512d dx = _mm512_sub_pd(cx, vx), dy = _mm512_sub_pd(cy, vy);
-            const __m512d dz = _mm512_sub_pd(cz, vz);
+            __m512d v[3];
+            nbi_split8(3, a, b, c, v);
+            const __m512d dx = _mm512_sub_pd(cx, v[0]), dy = _mm512_sub_pd(cy, v[1]);
+            const __m512d dz = _mm512_sub_pd(cz, v[2]);
             d2 = _mm512_add_pd(_mm512_add_pd(_mm512_mul_pd(dx, dx), _mm512_mul_pd(dy, dy)),
                                _mm512_mul_pd(dz, dz));
         }
