@@ -98,6 +98,31 @@ NBI_INLINE int32_t nbi_ctab_find_in_row(const nbiCellTable *t, int64_t x, int64_
 int64_t nbi_ctab_insert(nbiCellTable *t, int64_t x, int64_t y, int64_t z, int32_t value,
                         bool *inserted);
 
+// nbi_ctab_insert from the cell's home slot (nbi_ctab_home), inline, for a loop that computed
+// it ahead (to prefetch it) and has checked the room for every insert it makes.
+NBI_INLINE nbiCellSlot *nbi_ctab_insert_home(nbiCellTable *t, size_t home, const int64_t k[3],
+                                             int32_t value, bool *inserted)
+{
+    nbiCellSlot *s = (nbiCellSlot *)t->buf.ptr;
+    const size_t mask = ((size_t)1 << t->bits) - 1;
+    for (size_t h = home;; h = (h + 1) & mask) {
+        if (s[h].value < 0) {
+            s[h].key[0] = k[0];
+            s[h].key[1] = k[1];
+            s[h].key[2] = k[2];
+            s[h].value = value;
+            s[h].aux = 0;
+            t->count++;
+            *inserted = true;
+            return &s[h];
+        }
+        if (s[h].key[0] == k[0] && s[h].key[1] == k[1] && s[h].key[2] == k[2]) {
+            *inserted = false;
+            return &s[h];
+        }
+    }
+}
+
 // Sets the value of an occupied slot (from find_slot or insert).
 NBI_INLINE void nbi_ctab_set(nbiCellTable *t, int64_t slot, int32_t value)
 {

@@ -908,6 +908,47 @@ static void nbi_count_wrapped(const nbGrid *g, const double *data, size_t step, 
     }
 }
 
+// Pass 2 of a hashed build: each point's cell numbered in order of first appearance, through
+// the cell table reset to 2^bits slots, its number in cell_of and its count in its slot's aux,
+// each cell's slot in cell_slot. Returns the number of cells, or -1 (and the table, cell_of and
+// cell_slot half written) as soon as the table holds as many cells as it may (half full) with
+// points left. The table is far larger than the caches once N is, so each point's slot is a
+// miss: keys and home slots are computed NBI_HASH_AHEAD points ahead and prefetched, so that
+// the misses overlap instead of queueing.
+static int32_t nbi_hashed_count(nbiCellTable *table, const double *data, size_t step, int32_t n,
+                                int dim, const nbiCellMath *cm, int32_t bits, int32_t *cell_of,
+                                uint32_t *cell_slot)
+{
+    nbi_ctab_reset(table, bits);
+    const int32_t most =
+        (int32_t)(((size_t)1 << (bits - 1)) < INT32_MAX ? (size_t)1 << (bits - 1) : INT32_MAX);
+    int32_t ncells = 0;
+    int64_t ahead[NBI_HASH_AHEAD][3];
+    size_t home[NBI_HASH_AHEAD];
+    for (int32_t i = 0; i < n + NBI_HASH_AHEAD; i++) {
+        const int32_t j = i - NBI_HASH_AHEAD; // the point inserted now, whose key is ready
+        if (j >= 0) {
+            if (ncells == most) return -1; // full: this point might need one more
+            bool inserted;
+            nbiCellSlot *at = nbi_ctab_insert_home(table, home[j % NBI_HASH_AHEAD],
+                                                   ahead[j % NBI_HASH_AHEAD], ncells, &inserted);
+            if (inserted) cell_slot[ncells++] = (uint32_t)(at - nbi_ctab_slots(table));
+            cell_of[j] = at->value;
+            at->aux++;
+        }
+        if (i < n) { // its ring entry is free now: point i's key
+            const double *q = data + (size_t)i * step;
+            int64_t *k = ahead[i % NBI_HASH_AHEAD];
+            k[0] = nbi_cell_i(cm, q[0]);
+            k[1] = nbi_cell_i(cm, q[1]);
+            k[2] = dim == 3 ? nbi_cell_i(cm, q[2]) : 0;
+            home[i % NBI_HASH_AHEAD] = nbi_ctab_home(table, k[0], k[1], k[2]);
+            nbi_prefetch(nbi_ctab_slots(table) + home[i % NBI_HASH_AHEAD]);
+        }
+    }
+    return ncells;
+}
+
 static nbStatus nbi_grid_build_fresh(nbGrid *grid, const nbPoints *points, double radius)
 {
     if (grid == NULL || points == NULL || (points->data == NULL && points->count > 0))
@@ -1050,33 +1091,19 @@ static nbStatus nbi_grid_build_fresh(nbGrid *grid, const nbPoints *points, doubl
     } else {
         nbiCellTable *table = &grid->table;
         uint32_t *cell_slot = (uint32_t *)grid->cell_slot.ptr;
-        nbi_ctab_reset(table, nbi_ctab_bits_for((size_t)n));
+        // A table twice the last hashed build's cells and a quarter (if smaller than one for
+        // n cells) is cleared in a fraction of the time; a build that finds more cells than it
+        // holds counts again in the full one.
+        const int32_t full = nbi_ctab_bits_for((size_t)n);
+        const int32_t last = grid->hashed_cells;
+        int32_t bits = last > 0 ? nbi_ctab_bits_for((size_t)last + (size_t)last / 4 + 16) : full;
+        bits = bits < full ? bits : full;
+        ncells = nbi_hashed_count(table, points->data, step, n, dim, &cm, bits, cell_of, cell_slot);
+        if (ncells < 0)
+            ncells =
+                nbi_hashed_count(table, points->data, step, n, dim, &cm, full, cell_of, cell_slot);
+        grid->hashed_cells = ncells;
         start[0] = start[1] = 0;
-        ncells = 0;
-        // The table has twice as many slots as points, so each point's slot is a cache miss
-        // once N outgrows the caches: keys are computed NBI_HASH_AHEAD points ahead and their
-        // home slots prefetched, so that the misses overlap instead of queueing.
-        int64_t ahead[NBI_HASH_AHEAD][3];
-        for (int32_t i = 0; i < n + NBI_HASH_AHEAD; i++) {
-            const int32_t j = i - NBI_HASH_AHEAD; // the point inserted now, whose key is ready
-            if (j >= 0) {
-                const int64_t *k = ahead[j % NBI_HASH_AHEAD];
-                bool inserted;
-                const int64_t slot = nbi_ctab_insert(table, k[0], k[1], k[2], ncells, &inserted);
-                if (inserted) cell_slot[ncells++] = (uint32_t)slot;
-                nbiCellSlot *at = (nbiCellSlot *)table->buf.ptr + slot;
-                cell_of[j] = at->value;
-                at->aux++;
-            }
-            if (i < n) { // its ring entry is free now: point i's key
-                const double *q = points->data + (size_t)i * step;
-                int64_t *k = ahead[i % NBI_HASH_AHEAD];
-                k[0] = nbi_cell_i(&cm, q[0]);
-                k[1] = nbi_cell_i(&cm, q[1]);
-                k[2] = dim == 3 ? nbi_cell_i(&cm, q[2]) : 0;
-                nbi_prefetch(nbi_ctab_slots(table) + nbi_ctab_home(table, k[0], k[1], k[2]));
-            }
-        }
         // the counts, from the slots into start[c + 2]
         const nbiCellSlot *slots = nbi_ctab_slots(table);
         for (int32_t c = 0; c < ncells; c++) start[c + 2] = slots[cell_slot[c]].aux;

@@ -55,6 +55,7 @@ struct nbGrid {
     int64_t ext[3];       // hi - lo + 1 per axis (dense mode's dimensions)
     int32_t ncells;
     int32_t rebuild_pause; // builds left before the next try of the last build's cells
+    int32_t hashed_cells;  // cells of the last hashed build (0: none yet): sizes the next table
     bool cells_kept;       // cell_of is filled (a blocked build does without it)
 
     nbiBuf pts;       // double, n * dim
