@@ -1316,6 +1316,48 @@ static int test_cells_at_edges(void)
     return 0;
 }
 
+// A hashed build sizes its cell table by the last hashed build's cells (dense_grid.c,
+// nbi_hashed_count) and counts again in a table for every point when more cells come. One grid
+// goes from few cells to many and back, in 2D and 3D, each build checked against a fresh grid
+// (the same cell order and pairs), the oracle and validate.
+static int test_hashed_table_follows_cells(void)
+{
+    for (int dim = 2; dim <= 3; dim++) {
+        const int32_t n = 1500;
+        nbGridDesc d = {.dim = dim};
+        nbGrid *g = NULL;
+        NB_CHECK_OK(nb_grid_create(&d, &g));
+        nboSet s = nbo_set_new(n, dim);
+        const int32_t homes[] = {3, 700, n, 40, 1, n, 7, n - 1};
+        for (size_t b = 0; b < sizeof homes / sizeof homes[0]; b++) {
+            for (int32_t i = 0; i < n; i++) { // homes[b] cells far apart: a hashed layout
+                const int32_t home = i % homes[b];
+                for (int a = 0; a < dim; a++)
+                    s.p[i * dim + a] = (home + a) * 1e5 + nbt_range(0.0, 3.0);
+            }
+            const nbPoints pts = {.data = s.p, .count = n, .dim = dim};
+            NB_CHECK_OK(nb_grid_build(g, &pts, 1.0));
+            NB_CHECK_OK(nb_grid_validate(g));
+            nbGridInfo info;
+            NB_CHECK_OK(nb_grid_info(g, &info));
+            NB_CHECK(info.hashed || homes[b] == 1);
+            nbGrid *f = NULL;
+            NB_CHECK_OK(nb_grid_create(&d, &f));
+            NB_CHECK_OK(nb_grid_build(f, &pts, 1.0));
+            gridShot a = grid_shot(g, 1.0), want = grid_shot(f, 1.0);
+            NB_CHECK(memcmp(a.order, want.order, sizeof(int32_t) * (size_t)n) == 0);
+            NB_CHECK(nbo_same_pairs(a.pairs.p, a.pairs.n, want.pairs.p, want.pairs.n));
+            NB_CHECK(check_pairs(g, &s, 1.0) == 0);
+            free_shot(&a);
+            free_shot(&want);
+            nb_grid_destroy(f);
+        }
+        nb_grid_destroy(g);
+        nbo_set_free(&s);
+    }
+    return 0;
+}
+
 // A rebuild that fails leaves the grid as it was: a NaN or infinity at any position (found by
 // the rebuild's own pass), coordinates whose cells the cell math cannot number (the rebuild
 // misses, then the fresh build refuses them), and a fresh build that cannot grow.
@@ -1403,6 +1445,7 @@ int main(int argc, char **argv)
         {"hashed_counts_around_lookahead", test_hashed_counts_around_lookahead},
         {"rebuild_failures_change_nothing", test_rebuild_failures_change_nothing},
         {"cells_at_edges", test_cells_at_edges},
+        {"hashed_table_follows_cells", test_hashed_table_follows_cells},
         {"blocked_build_matches_one_pass", test_blocked_build_matches_one_pass},
     };
     return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
