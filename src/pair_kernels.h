@@ -328,10 +328,11 @@ NBI_INLINE int64_t nbi_gather_scan(const nbiGather *gt, const nbiPairCtx *x, int
 }
 
 // ---- four lanes with AVX2 ----
-// On x86-64 the unfiltered, non-periodic kernels have a second copy compiled for AVX2 and
+// On x86-64 the unfiltered kernels (plain and periodic) have a second copy compiled for AVX2 and
 // chosen at run time (simd.h). It scans gathered lanes four at a time: each lane computes d2
-// exactly as nbi_dist2 does (subtract, square, add in the same order; -ffp-contract=off forbids
-// fusing), so the answers are the same bit for bit, and in the same order. The four candidate pairs
+// exactly as nbi_dist2 (periodic: nbi_dist2_wrap, the minimum image as nbi_wrap_pd takes it)
+// does (subtract, square, add in the same order; -ffp-contract=off forbids fusing), so the
+// answers are the same bit for bit, and in the same order. The four candidate pairs
 // are built in one register ((min, max) of the indices in self mode) and the matching ones packed
 // to the front by one permutation, then stored as a block: no branch and no store per lane.
 #if defined(NBI_AVX2)
@@ -349,43 +350,60 @@ static const int32_t nbi_pack4[16][8] __attribute__((aligned(32))) = {
 #undef NBI_P
 static const int8_t nbi_count4[16] = {0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4};
 
-// Gathered lanes q .. q+3 within r of centre c: all ones where d2 <= r2 (NaN: never).
-NBI_TARGET_AVX2 static inline __m256d nbi_within4(const nbiGather *gt, int32_t q,
-                                                  const __m256d c[3], int dim, __m256d vr2)
+// nbi_wrap_pd four lanes wide: min(p - |d|, |d|), minpd's rule.
+NBI_TARGET_AVX2 static inline __m256d nbi_wrap4(__m256d d, __m256d p)
 {
-    const __m256d dx = _mm256_sub_pd(c[0], _mm256_loadu_pd(gt->x + q));
-    const __m256d dy = _mm256_sub_pd(c[1], _mm256_loadu_pd(gt->y + q));
+    const __m256d a = _mm256_andnot_pd(_mm256_set1_pd(-0.0), d);
+    return _mm256_min_pd(_mm256_sub_pd(p, a), a);
+}
+
+// Gathered lanes q .. q+3 within r of centre c: all ones where d2 <= r2 (NaN: never). `wrap`:
+// by the minimum image against the periods per.
+NBI_TARGET_AVX2 static inline __m256d nbi_within4(const nbiGather *gt, int32_t q,
+                                                  const __m256d c[3], int dim, __m256d vr2,
+                                                  bool wrap, const __m256d per[3])
+{
+    __m256d dx = _mm256_sub_pd(c[0], _mm256_loadu_pd(gt->x + q));
+    __m256d dy = _mm256_sub_pd(c[1], _mm256_loadu_pd(gt->y + q));
+    if (wrap) {
+        dx = nbi_wrap4(dx, per[0]);
+        dy = nbi_wrap4(dy, per[1]);
+    }
     __m256d d2 = _mm256_add_pd(_mm256_mul_pd(dx, dx), _mm256_mul_pd(dy, dy));
     if (dim == 3) {
-        const __m256d dz = _mm256_sub_pd(c[2], _mm256_loadu_pd(gt->z + q));
+        __m256d dz = _mm256_sub_pd(c[2], _mm256_loadu_pd(gt->z + q));
+        if (wrap) dz = nbi_wrap4(dz, per[2]);
         d2 = _mm256_add_pd(d2, _mm256_mul_pd(dz, dz));
     }
     return _mm256_cmp_pd(d2, vr2, _CMP_LE_OQ);
 }
 
-// nbi_gather_scan without a filter or periods, four lanes at a time. The lanes past gt->n hold
-// NaN sentinels (NBI_GATHER_PAD of them), so no tail loop; w needs room for n - q0 + 3 pairs
-// (the last block is stored whole).
+// nbi_gather_scan without a filter, four lanes at a time (`wrap`: by the minimum image against
+// the periods per). The lanes past gt->n hold NaN sentinels (NBI_GATHER_PAD of them), so no
+// tail loop; w needs room for n - q0 + 3 pairs (the last block is stored whole).
 NBI_TARGET_AVX2 static inline int64_t nbi_gather_scan4(const nbiGather *gt, double r2, int dim,
-                                                       bool cross, const double *pi, int32_t ii,
-                                                       int32_t q0, nbPair *w)
+                                                       bool cross, bool wrap, const double *per,
+                                                       const double *pi, int32_t ii, int32_t q0,
+                                                       nbPair *w)
 {
     const int32_t n = gt->n;
     const __m256d c[3] = {_mm256_set1_pd(pi[0]), _mm256_set1_pd(pi[1]),
                           _mm256_set1_pd(dim == 3 ? pi[2] : 0.0)};
+    const __m256d pv[3] = {_mm256_set1_pd(per[0]), _mm256_set1_pd(per[1]), _mm256_set1_pd(per[2])};
     const __m256d vr2 = _mm256_set1_pd(r2);
     const __m128i vi = _mm_set1_epi32(ii);
     if (w == NULL) { // a count: the lanes' compare results (-1 for a match) summed per lane
         __m256i sum = _mm256_setzero_si256();
         for (int32_t q = q0; q < n; q += 4)
-            sum = _mm256_sub_epi64(sum, _mm256_castpd_si256(nbi_within4(gt, q, c, dim, vr2)));
+            sum = _mm256_sub_epi64(sum,
+                                   _mm256_castpd_si256(nbi_within4(gt, q, c, dim, vr2, wrap, pv)));
         const __m128i s2 =
             _mm_add_epi64(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
         return _mm_cvtsi128_si64(_mm_add_epi64(s2, _mm_unpackhi_epi64(s2, s2)));
     }
     int64_t m = 0;
     for (int32_t q = q0; q < n; q += 4) {
-        const int mask = _mm256_movemask_pd(nbi_within4(gt, q, c, dim, vr2));
+        const int mask = _mm256_movemask_pd(nbi_within4(gt, q, c, dim, vr2, wrap, pv));
         const __m128i j = _mm_loadu_si128((const __m128i *)(gt->idx + q));
         const __m128i a = cross ? vi : _mm_min_epi32(vi, j);
         const __m128i b = cross ? j : _mm_max_epi32(vi, j);
@@ -404,15 +422,29 @@ NBI_TARGET_AVX2 static inline int64_t nbi_gather_scan4(const nbiGather *gt, doub
 // computes d2 as nbi_dist2 does, so the answers and their order are the AVX2 copy's. Most points
 // meet 9 to 16 lanes: two steps here against four there.
 #if defined(NBI_AVX512)
-// The mask of gathered lanes q .. q+7 within r of centre c (NaN: never).
-NBI_TARGET_AVX512 static inline __mmask8 nbi_within8(const nbiGather *gt, int32_t q,
-                                                     const __m512d c[3], int dim, __m512d vr2)
+// nbi_wrap_pd eight lanes wide: min(p - |d|, |d|), minpd's rule.
+NBI_TARGET_AVX512 static inline __m512d nbi_wrap8(__m512d d, __m512d p)
 {
-    const __m512d dx = _mm512_sub_pd(c[0], _mm512_loadu_pd(gt->x + q));
-    const __m512d dy = _mm512_sub_pd(c[1], _mm512_loadu_pd(gt->y + q));
+    const __m512d a = _mm512_abs_pd(d);
+    return _mm512_min_pd(_mm512_sub_pd(p, a), a);
+}
+
+// The mask of gathered lanes q .. q+7 within r of centre c (NaN: never). `wrap`: by the minimum
+// image against the periods per.
+NBI_TARGET_AVX512 static inline __mmask8 nbi_within8(const nbiGather *gt, int32_t q,
+                                                     const __m512d c[3], int dim, __m512d vr2,
+                                                     bool wrap, const __m512d per[3])
+{
+    __m512d dx = _mm512_sub_pd(c[0], _mm512_loadu_pd(gt->x + q));
+    __m512d dy = _mm512_sub_pd(c[1], _mm512_loadu_pd(gt->y + q));
+    if (wrap) {
+        dx = nbi_wrap8(dx, per[0]);
+        dy = nbi_wrap8(dy, per[1]);
+    }
     __m512d d2 = _mm512_add_pd(_mm512_mul_pd(dx, dx), _mm512_mul_pd(dy, dy));
     if (dim == 3) {
-        const __m512d dz = _mm512_sub_pd(c[2], _mm512_loadu_pd(gt->z + q));
+        __m512d dz = _mm512_sub_pd(c[2], _mm512_loadu_pd(gt->z + q));
+        if (wrap) dz = nbi_wrap8(dz, per[2]);
         d2 = _mm512_add_pd(d2, _mm512_mul_pd(dz, dz));
     }
     return _mm512_cmp_pd_mask(d2, vr2, _CMP_LE_OQ);
@@ -420,23 +452,26 @@ NBI_TARGET_AVX512 static inline __mmask8 nbi_within8(const nbiGather *gt, int32_
 
 // nbi_gather_scan4 eight lanes at a time: w needs room for n - q0 + 7 pairs.
 NBI_TARGET_AVX512 static inline int64_t nbi_gather_scan8(const nbiGather *gt, double r2, int dim,
-                                                         bool cross, const double *pi, int32_t ii,
-                                                         int32_t q0, nbPair *w)
+                                                         bool cross, bool wrap, const double *per,
+                                                         const double *pi, int32_t ii, int32_t q0,
+                                                         nbPair *w)
 {
     const int32_t n = gt->n;
     const __m512d c[3] = {_mm512_set1_pd(pi[0]), _mm512_set1_pd(pi[1]),
                           _mm512_set1_pd(dim == 3 ? pi[2] : 0.0)};
+    const __m512d pv[3] = {_mm512_set1_pd(per[0]), _mm512_set1_pd(per[1]), _mm512_set1_pd(per[2])};
     const __m512d vr2 = _mm512_set1_pd(r2);
     int64_t m = 0;
     if (w == NULL) {
-        for (int32_t q = q0; q < n; q += 8) m += _mm_popcnt_u32(nbi_within8(gt, q, c, dim, vr2));
+        for (int32_t q = q0; q < n; q += 8)
+            m += _mm_popcnt_u32(nbi_within8(gt, q, c, dim, vr2, wrap, pv));
         return m;
     }
     const __m256i vi = _mm256_set1_epi32(ii);
     // pair k = (a[k], b[k]): a's lanes to the even places, b's (16 on) to the odd ones
     const __m512i zip = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
     for (int32_t q = q0; q < n; q += 8) {
-        const __mmask8 mask = nbi_within8(gt, q, c, dim, vr2);
+        const __mmask8 mask = nbi_within8(gt, q, c, dim, vr2, wrap, pv);
         const __m256i j = _mm256_loadu_si256((const __m256i *)(gt->idx + q));
         const __m256i a = cross ? vi : _mm256_min_epi32(vi, j);
         const __m256i b = cross ? j : _mm256_max_epi32(vi, j);
@@ -493,8 +528,9 @@ NBI_INLINE void nbi_cell_pairs_gathered(const nbiSpanList *l, int dim, bool flt,
     const int32_t a0 = l->a0, na = l->a1 - l->a0;
 #if defined(NBI_AVX512)
 #define NBI_GSCAN8(i, w)                                                                           \
-    wide == 8 ? nbi_gather_scan8(&gt, x->r2, dim, cross, x->pa + (size_t)(a0 + (i)) * (size_t)dim, \
-                                 x->ia[a0 + (i)], cross ? 0 : (i) + 1, w)                          \
+    wide == 8 ? nbi_gather_scan8(&gt, x->r2, dim, cross, wrap, x->per,                             \
+                                 x->pa + (size_t)(a0 + (i)) * (size_t)dim, x->ia[a0 + (i)],        \
+                                 cross ? 0 : (i) + 1, w)                                           \
               :
 #else
 #define NBI_GSCAN8(i, w)
@@ -502,8 +538,9 @@ NBI_INLINE void nbi_cell_pairs_gathered(const nbiSpanList *l, int dim, bool flt,
 #if defined(NBI_AVX2)
 #define NBI_GSCAN(i, w)                                                                            \
     (NBI_GSCAN8(i, w) wide == 4                                                                    \
-         ? nbi_gather_scan4(&gt, x->r2, dim, cross, x->pa + (size_t)(a0 + (i)) * (size_t)dim,      \
-                            x->ia[a0 + (i)], cross ? 0 : (i) + 1, w)                               \
+         ? nbi_gather_scan4(&gt, x->r2, dim, cross, wrap, x->per,                                  \
+                            x->pa + (size_t)(a0 + (i)) * (size_t)dim, x->ia[a0 + (i)],             \
+                            cross ? 0 : (i) + 1, w)                                                \
          : nbi_gather_scan(&gt, x, dim, flt, cross, wrap,                                          \
                            x->pa + (size_t)(a0 + (i)) * (size_t)dim, x->ia[a0 + (i)],              \
                            nbi_cat_a(x, a0 + (i)), nbi_mask_a(x, a0 + (i)), cross ? 0 : (i) + 1,   \
@@ -659,21 +696,30 @@ NBI_KERNEL(nbi_pairs_3xw, 3, false, true, true)
 NBI_KERNEL(nbi_pairs_3fw, 3, true, false, true)
 NBI_KERNEL(nbi_pairs_3fxw, 3, true, true, true)
 #if defined(NBI_AVX2)
-// The AVX2 copies of the unfiltered, non-periodic kernels (see nbi_gather_scan4).
-#define NBI_KERNEL_WIDE(name, dim, cross, target, lanes)                                           \
+// The AVX2 and AVX-512 copies of the unfiltered kernels, plain and periodic (see
+// nbi_gather_scan4).
+#define NBI_KERNEL_WIDE(name, dim, cross, wrap, target, lanes)                                     \
     target static NBI_NOINLINE void name(const nbiSpanList *l)                                     \
     {                                                                                              \
-        nbi_cell_pairs_dim(l, dim, false, cross, false, lanes);                                    \
+        nbi_cell_pairs_dim(l, dim, false, cross, wrap, lanes);                                     \
     }
-NBI_KERNEL_WIDE(nbi_pairs_2_avx2, 2, false, NBI_TARGET_AVX2, 4)
-NBI_KERNEL_WIDE(nbi_pairs_2x_avx2, 2, true, NBI_TARGET_AVX2, 4)
-NBI_KERNEL_WIDE(nbi_pairs_3_avx2, 3, false, NBI_TARGET_AVX2, 4)
-NBI_KERNEL_WIDE(nbi_pairs_3x_avx2, 3, true, NBI_TARGET_AVX2, 4)
+NBI_KERNEL_WIDE(nbi_pairs_2_avx2, 2, false, false, NBI_TARGET_AVX2, 4)
+NBI_KERNEL_WIDE(nbi_pairs_2x_avx2, 2, true, false, NBI_TARGET_AVX2, 4)
+NBI_KERNEL_WIDE(nbi_pairs_3_avx2, 3, false, false, NBI_TARGET_AVX2, 4)
+NBI_KERNEL_WIDE(nbi_pairs_3x_avx2, 3, true, false, NBI_TARGET_AVX2, 4)
+NBI_KERNEL_WIDE(nbi_pairs_2w_avx2, 2, false, true, NBI_TARGET_AVX2, 4)
+NBI_KERNEL_WIDE(nbi_pairs_2xw_avx2, 2, true, true, NBI_TARGET_AVX2, 4)
+NBI_KERNEL_WIDE(nbi_pairs_3w_avx2, 3, false, true, NBI_TARGET_AVX2, 4)
+NBI_KERNEL_WIDE(nbi_pairs_3xw_avx2, 3, true, true, NBI_TARGET_AVX2, 4)
 #if defined(NBI_AVX512)
-NBI_KERNEL_WIDE(nbi_pairs_2_avx512, 2, false, NBI_TARGET_AVX512, 8)
-NBI_KERNEL_WIDE(nbi_pairs_2x_avx512, 2, true, NBI_TARGET_AVX512, 8)
-NBI_KERNEL_WIDE(nbi_pairs_3_avx512, 3, false, NBI_TARGET_AVX512, 8)
-NBI_KERNEL_WIDE(nbi_pairs_3x_avx512, 3, true, NBI_TARGET_AVX512, 8)
+NBI_KERNEL_WIDE(nbi_pairs_2_avx512, 2, false, false, NBI_TARGET_AVX512, 8)
+NBI_KERNEL_WIDE(nbi_pairs_2x_avx512, 2, true, false, NBI_TARGET_AVX512, 8)
+NBI_KERNEL_WIDE(nbi_pairs_3_avx512, 3, false, false, NBI_TARGET_AVX512, 8)
+NBI_KERNEL_WIDE(nbi_pairs_3x_avx512, 3, true, false, NBI_TARGET_AVX512, 8)
+NBI_KERNEL_WIDE(nbi_pairs_2w_avx512, 2, false, true, NBI_TARGET_AVX512, 8)
+NBI_KERNEL_WIDE(nbi_pairs_2xw_avx512, 2, true, true, NBI_TARGET_AVX512, 8)
+NBI_KERNEL_WIDE(nbi_pairs_3w_avx512, 3, false, true, NBI_TARGET_AVX512, 8)
+NBI_KERNEL_WIDE(nbi_pairs_3xw_avx512, 3, true, true, NBI_TARGET_AVX512, 8)
 #endif
 #undef NBI_KERNEL_WIDE
 #endif
@@ -688,21 +734,25 @@ static inline void nbi_spans_flush(nbiSpanList *l)
         nbi_pairs_3w, nbi_pairs_3xw, nbi_pairs_3fw, nbi_pairs_3fxw};
     const int k = l->wrap << 3 | (l->dim == 3) << 2 | l->filtered << 1 | l->cross;
 #if defined(NBI_AVX2)
-    static void (*const wide[2][4])(const nbiSpanList *) = {
-        {nbi_pairs_2_avx2, nbi_pairs_2x_avx2, nbi_pairs_3_avx2, nbi_pairs_3x_avx2},
+    // [eight lanes][periodic][dim == 3, cross]
+    static void (*const wide[2][2][4])(const nbiSpanList *) = {
+        {{nbi_pairs_2_avx2, nbi_pairs_2x_avx2, nbi_pairs_3_avx2, nbi_pairs_3x_avx2},
+         {nbi_pairs_2w_avx2, nbi_pairs_2xw_avx2, nbi_pairs_3w_avx2, nbi_pairs_3xw_avx2}},
 #if defined(NBI_AVX512)
-        {nbi_pairs_2_avx512, nbi_pairs_2x_avx512, nbi_pairs_3_avx512, nbi_pairs_3x_avx512},
+        {{nbi_pairs_2_avx512, nbi_pairs_2x_avx512, nbi_pairs_3_avx512, nbi_pairs_3x_avx512},
+         {nbi_pairs_2w_avx512, nbi_pairs_2xw_avx512, nbi_pairs_3w_avx512, nbi_pairs_3xw_avx512}},
 #else
-        {nbi_pairs_2_avx2, nbi_pairs_2x_avx2, nbi_pairs_3_avx2, nbi_pairs_3x_avx2},
+        {{nbi_pairs_2_avx2, nbi_pairs_2x_avx2, nbi_pairs_3_avx2, nbi_pairs_3x_avx2},
+         {nbi_pairs_2w_avx2, nbi_pairs_2xw_avx2, nbi_pairs_3w_avx2, nbi_pairs_3xw_avx2}},
 #endif
     };
-    if ((k & 10) == 0 && nbi_use_avx2()) { // no filter, no periods
+    if ((k & 2) == 0 && nbi_use_avx2()) { // no filter
 #if defined(NBI_AVX512)
         const int w8 = nbi_use_avx512();
 #else
         const int w8 = 0;
 #endif
-        wide[w8][k >> 1 | (k & 1)](l);
+        wide[w8][k >> 3][(k >> 1 & 2) | (k & 1)](l);
         l->ns = 0;
         l->self_end = l->a0;
         return;

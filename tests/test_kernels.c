@@ -33,9 +33,16 @@ static bool match(const Sides *s, bool flt, int32_t p, int32_t q)
 }
 
 // One case: cell [a0, a1) of side A; candidates: the own run (self mode) and spans, a random mix
-// of runs and lists over side B.
-static int run_case(Sides *s, int dim, bool flt, bool cross, int32_t na, int32_t nb, double r)
+// of runs and lists over side B. `wrap`: distances by the minimum image, with a period of 2.0
+// (the points' range) on each axis, or on a random subset of them (+inf in the kernels' per, 0
+// in the oracle's period: no wrap).
+static int run_case(Sides *s, int dim, bool flt, bool cross, bool wrap, int32_t na, int32_t nb,
+                    double r)
 {
+    double per[3] = {INFINITY, INFINITY, INFINITY}, period[3] = {0.0, 0.0, 0.0};
+    const int wrapped = wrap ? 1 + nbt_int((1 << dim) - 1) : 0; // which axes wrap
+    for (int d = 0; d < dim; d++)
+        if (wrapped >> d & 1) per[d] = period[d] = 2.0;
     for (int32_t p = 0; p < na; p++) {
         for (int d = 0; d < dim; d++) s->pa[p * dim + d] = nbt_range(0.0, 2.0);
         s->ia[p] = 1000 + 7 * p; // caller indices unlike positions
@@ -97,7 +104,7 @@ static int run_case(Sides *s, int dim, bool flt, bool cross, int32_t na, int32_t
             const bool in_own = !cross && q > p && q < self_end;
             const bool in_span = q >= self_end;
             if (!(in_own || in_span) || !match(s, flt, p, q)) continue;
-            if (nbo_d2(s->pa + p * dim, s->pb + q * dim, dim) > r * r) continue;
+            if (nbo_wrap_d2(s->pa + p * dim, s->pb + q * dim, dim, period) > r * r) continue;
             const int32_t a = s->ia[p], b = s->ib[q];
             if (cross)
                 nbo_pair_push(&want, a, b);
@@ -108,9 +115,9 @@ static int run_case(Sides *s, int dim, bool flt, bool cross, int32_t na, int32_t
     int64_t want_n = 0;
     nbPair *w = nbo_pair_finish(&want, &want_n);
     nbo_sort_pairs(w, want_n);
-    nbiPairCtx x = {s->pa, s->ia, flt ? s->ca : NULL, flt ? s->ma : NULL,
-                    s->pb, s->ib, flt ? s->cb : NULL, flt ? s->mb : NULL,
-                    r * r, NULL,  {0, 0, 0}};
+    nbiPairCtx x = {s->pa, s->ia, flt ? s->ca : NULL,      flt ? s->ma : NULL,
+                    s->pb, s->ib, flt ? s->cb : NULL,      flt ? s->mb : NULL,
+                    r * r, NULL,  {per[0], per[1], per[2]}};
     static nbiPairSink sink;
     nbPair *first = NULL; // the buffer mode's output of the first pass, in order
 #if defined(NBI_AVX2)
@@ -143,7 +150,7 @@ static int run_case(Sides *s, int dim, bool flt, bool cross, int32_t na, int32_t
         l.dim = dim;
         l.filtered = flt;
         l.cross = cross;
-        l.wrap = false;
+        l.wrap = wrap;
         l.a0 = 0;
         l.a1 = cell;
         l.self_end = cross ? 0 : self_end;
@@ -151,8 +158,10 @@ static int run_case(Sides *s, int dim, bool flt, bool cross, int32_t na, int32_t
         for (int t = 0; t < ns; t++) nbi_spans_add(&l, spans[t].b0, spans[t].b1, spans[t].list);
         nbi_spans_flush(&l);
         if (sink.found != want_n)
-            fprintf(stderr, "  dim %d flt %d cross %d mode %d cell %d nb %d: want %lld got %lld\n",
-                    dim, flt, cross, mode, cell, nb, (long long)want_n, (long long)sink.found);
+            fprintf(stderr,
+                    "  dim %d flt %d cross %d wrap %d mode %d cell %d nb %d: want %lld got %lld\n",
+                    dim, flt, cross, wrapped, mode, cell, nb, (long long)want_n,
+                    (long long)sink.found);
         NB_CHECK(sink.found == want_n);
         if (mode == 1 && pass < 3) {
             first = (nbPair *)malloc((size_t)(want_n + 1) * sizeof(nbPair));
@@ -186,13 +195,13 @@ static int test_kernels_against_brute_force(void)
     static Sides s;
     for (int round = 0; round < 400; round++) {
         const int dim = 2 + round % 2;
-        const bool flt = (round / 2) % 2, cross = (round / 4) % 2;
+        const bool flt = (round / 2) % 2, cross = (round / 4) % 2, wrap = (round / 8) % 2;
         // small sets use the gather lanes; large ones (past NBI_GATHER and NBI_SCRATCH) the
         // chunked path
         const int32_t big = round % 10 == 9 ? MAXP : 60;
         const int32_t na = 1 + nbt_int(big), nb = 1 + nbt_int(big);
         const double r = nbt_range(0.05, 0.8);
-        if (run_case(&s, dim, flt, cross, na, nb, r)) return 1;
+        if (run_case(&s, dim, flt, cross, wrap, na, nb, r)) return 1;
     }
     return 0;
 }

@@ -6,11 +6,13 @@
 // 1, 2 and 3 cells per axis (the stencil meets a cell twice through the wrap), duplicates,
 // mixed periodic and open axes, clustered points in a sparse box, filters. Plus the statuses
 // (bad periods, points outside the box, radii the minimum image cannot answer), the unchanged
-// grid after a refused build, memory of a sparse box, zero-allocation frames.
+// grid after a refused build, memory of a sparse box, zero-allocation frames. All pairs are also
+// compared, pair for pair and in order, across the SIMD copies of the kernels (simd.h).
 #include <nearby/grid.h>
 
 #include "nb_oracle.h"
 #include "nb_test.h"
+#include "simd.h"
 
 #include <float.h>
 #include <math.h>
@@ -60,6 +62,25 @@ static int check_pairs(const nbGrid *g, const nboSet *s, const double *period, d
         u = e;
     }
     NB_CHECK(part.n == want_n);
+#if defined(NBI_AVX2)
+    for (int off = 1; off <= 2; off++) { // the narrower kernel copies: the same pairs, in order
+        nbi_avx2_off = off == 2;
+#if defined(NBI_AVX512)
+        nbi_avx512_off = 1;
+#endif
+        nbPair *narrow = (nbPair *)malloc((size_t)(want_n + 1) * sizeof(nbPair));
+        int64_t narrow_n = -1;
+        NB_CHECK(narrow != NULL);
+        NB_CHECK_OK(nb_grid_pairs(g, r, narrow, want_n + 1, &narrow_n));
+        NB_CHECK(narrow_n == want_n);
+        NB_CHECK(want_n == 0 || memcmp(narrow, got, (size_t)want_n * sizeof(nbPair)) == 0);
+        free(narrow);
+    }
+    nbi_avx2_off = 0;
+#if defined(NBI_AVX512)
+    nbi_avx512_off = 0;
+#endif
+#endif
     for (int64_t t = 0; t < want_n; t++) NB_CHECK(got[t].i < got[t].j);
     nbo_sort_pairs(got, want_n);
     NB_CHECK(nbo_same_pairs(got, want_n, want, want_n));
