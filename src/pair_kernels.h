@@ -505,8 +505,7 @@ NBI_INLINE bool nbi_a_dead(const nbiPairCtx *x, bool flt, bool cross, int32_t p)
 }
 
 // The gathered path for the cell [a0, a1) of side A (self mode: own run [a0, self_end) first).
-// `wide`: 4 or 8 for the four-lane (AVX2) or eight-lane (AVX-512) scan (no filter, no periods),
-// else 0.
+// `wide`: 4 or 8 for the four-lane (AVX2) or eight-lane (AVX-512) scan (no filter), else 0.
 NBI_INLINE void nbi_cell_pairs_gathered(const nbiSpanList *l, int dim, bool flt, bool cross,
                                         bool wrap, int wide)
 {
