@@ -335,23 +335,29 @@ NBI_TARGET_AVX512 static inline __m512d nbi_floor8(__m512d v, __m512d inv, __m51
     return _mm512_mask_roundscale_pd(f, (__mmask8)~ok, _mm512_div_pd(v, by), floor_mode);
 }
 
-// The first of nbi_count_packed_dim's and nbi_scan_count_packed's points, eight at a time:
-// points [0, n - n % 8) of packed 2D or 3D points. Returns how many it took; the caller goes on
-// from there, counting lagged as before, so every cell and count is the two-lane pass's. Each
-// cell goes to cell_of and is counted (nbi_count_lagged) in counts; a cell outside the box
-// [lo, lo + ext) on any axis (any quotient beyond 32 bits converts to INT32_MIN) is -1, counted
-// at counts[-1]. `scan` (nbi_scan_count_packed): also the points' box into mn and mx and the
-// sum of every coordinate times zero into *bad (NaN when any is not finite).
-NBI_TARGET_AVX512 static inline int32_t nbi_cells8_dim(const double *data, int32_t n, int dim,
-                                                       bool scan, const nbiCellMath *cm,
-                                                       const int64_t lo[3], const int64_t ext[3],
-                                                       int32_t *cell_of, int32_t *counts,
-                                                       double mn[3], double mx[3], double *bad)
+// The first of nbi_count_packed_dim's, nbi_scan_count_packed's and nbi_count_wrapped's points,
+// eight at a time: points [0, n - n % 8) of packed 2D or 3D points. Returns how many it took;
+// the caller goes on from there, counting lagged as before, so every cell and count is the
+// two-lane (or scalar) pass's. Each cell goes to cell_of and is counted (nbi_count_lagged) in
+// counts; a cell outside the box [lo, lo + ext) on any axis (any quotient beyond 32 bits
+// converts to INT32_MIN) is -1, counted at counts[-1]. `wrap` (periodic grids, else NULL): a
+// periodic axis takes its own cell math, and its last cell holds what rounds up to the period,
+// as nbi_view_axis_cell has it. `scan` (nbi_scan_count_packed): also the points' box into mn
+// and mx and the sum of every coordinate times zero into *bad (NaN when any is not finite).
+NBI_TARGET_AVX512 static inline int32_t
+nbi_cells8_dim(const double *data, int32_t n, int dim, bool scan, const nbiCellMath *cm,
+               const nbiWrap *wrap, const int64_t lo[3], const int64_t ext[3], int32_t *cell_of,
+               int32_t *counts, double mn[3], double mx[3], double *bad)
 {
-    const __m512d inv = _mm512_set1_pd(cm->pow2 ? cm->inv : 1.0 / cm->cell);
-    const __m512d by = _mm512_set1_pd(cm->cell), zero = _mm512_setzero_pd();
-    __m256i lo8[3], ext8[3];
+    const __m512d zero = _mm512_setzero_pd();
+    __m512d inv[3], by[3];
+    __m256i lo8[3], ext8[3], top[3];
     for (int a = 0; a < 3; a++) {
+        const bool p = wrap != NULL && wrap->m[a] > 0;
+        const nbiCellMath *m = p ? &wrap->pcm[a] : cm;
+        inv[a] = _mm512_set1_pd(m->pow2 ? m->inv : 1.0 / m->cell);
+        by[a] = _mm512_set1_pd(m->cell);
+        top[a] = _mm256_set1_epi32(p ? (int32_t)(wrap->m[a] - 1) : INT32_MAX);
         lo8[a] = _mm256_set1_epi32((int32_t)lo[a]);
         ext8[a] = _mm256_set1_epi32((int32_t)ext[a]);
     }
@@ -375,8 +381,8 @@ NBI_TARGET_AVX512 static inline int32_t nbi_cells8_dim(const double *data, int32
                 vhi[d] = _mm512_max_pd(v[d], vhi[d]);
                 sum = _mm512_add_pd(sum, _mm512_mul_pd(v[d], zero));
             }
-            const __m256i k =
-                _mm256_sub_epi32(_mm512_cvtpd_epi32(nbi_floor8(v[d], inv, by)), lo8[d]);
+            const __m256i f = _mm512_cvtpd_epi32(nbi_floor8(v[d], inv[d], by[d]));
+            const __m256i k = _mm256_sub_epi32(_mm256_min_epi32(f, top[d]), lo8[d]);
             in &= _mm256_cmplt_epu32_mask(k, ext8[d]);
             cell = d == 2   ? _mm256_mullo_epi32(k, e01)
                    : d == 1 ? _mm256_add_epi32(cell, _mm256_mullo_epi32(k, ext8[0]))
@@ -396,15 +402,19 @@ NBI_TARGET_AVX512 static inline int32_t nbi_cells8_dim(const double *data, int32
 }
 
 NBI_TARGET_AVX512 static int32_t nbi_cells8(const double *data, int32_t n, int dim, bool scan,
-                                            const nbiCellMath *cm, const int64_t lo[3],
-                                            const int64_t ext[3], int32_t *cell_of, int32_t *counts,
-                                            double mn[3], double mx[3], double *bad)
+                                            const nbiCellMath *cm, const nbiWrap *wrap,
+                                            const int64_t lo[3], const int64_t ext[3],
+                                            int32_t *cell_of, int32_t *counts, double mn[3],
+                                            double mx[3], double *bad)
 {
     if (dim == 2)
-        return scan ? nbi_cells8_dim(data, n, 2, true, cm, lo, ext, cell_of, counts, mn, mx, bad)
-                    : nbi_cells8_dim(data, n, 2, false, cm, lo, ext, cell_of, counts, mn, mx, bad);
-    return scan ? nbi_cells8_dim(data, n, 3, true, cm, lo, ext, cell_of, counts, mn, mx, bad)
-                : nbi_cells8_dim(data, n, 3, false, cm, lo, ext, cell_of, counts, mn, mx, bad);
+        return scan ? nbi_cells8_dim(data, n, 2, true, cm, wrap, lo, ext, cell_of, counts, mn, mx,
+                                     bad)
+                    : nbi_cells8_dim(data, n, 2, false, cm, wrap, lo, ext, cell_of, counts, mn, mx,
+                                     bad);
+    return scan
+               ? nbi_cells8_dim(data, n, 3, true, cm, wrap, lo, ext, cell_of, counts, mn, mx, bad)
+               : nbi_cells8_dim(data, n, 3, false, cm, wrap, lo, ext, cell_of, counts, mn, mx, bad);
 }
 #endif
 
@@ -418,7 +428,7 @@ NBI_INLINE void nbi_count_packed_dim(const double *data, int32_t n, int dim, con
     int32_t i = 0;
 #if defined(NBI_AVX512)
     if (n >= 8 && nbi_use_avx512())
-        i = nbi_cells8(data, n, dim, false, cm, lo, ext, cell_of, counts, NULL, NULL, NULL);
+        i = nbi_cells8(data, n, dim, false, cm, NULL, lo, ext, cell_of, counts, NULL, NULL, NULL);
 #endif
     for (; i < n; i++) {
         const int32_t c = nbi_packed_cell(&pc, data + (size_t)i * (size_t)dim, dim);
@@ -664,7 +674,7 @@ NBI_INLINE bool nbi_scan_count_packed(const double *data, int32_t n, int dim, co
 #if defined(NBI_AVX512)
     if (n >= 8 && nbi_use_avx512()) {
         double m8[3], x8[3];
-        i = nbi_cells8(data, n, dim, true, cm, lo, ext, cell_of, counts + 2, m8, x8, &zbad);
+        i = nbi_cells8(data, n, dim, true, cm, NULL, lo, ext, cell_of, counts + 2, m8, x8, &zbad);
         vlo = _mm_loadu_pd(m8);
         vhi = _mm_loadu_pd(x8);
         if (dim == 3) {
@@ -901,7 +911,15 @@ static void nbi_count_wrapped(const nbGrid *g, const double *data, size_t step, 
                               int32_t *cell_of, int32_t *start)
 {
     const nbiView v = nbi_grid_wrap_view(g);
-    for (int32_t i = 0; i < n; i++) {
+    int32_t i = 0;
+#if defined(NBI_AVX512)
+    if (step == (size_t)g->dim && n >= 8 && nbi_cells_fit_i32(g->lo, g->hi) && nbi_use_avx512()) {
+        i = nbi_cells8(data, n, g->dim, false, &g->cm, &g->wrap, g->lo, g->ext, cell_of, start + 2,
+                       NULL, NULL, NULL);
+        nbi_count_lagged_end(cell_of, start + 2, i);
+    }
+#endif
+    for (; i < n; i++) {
         const int64_t c = nbi_grid_wrapped_cell(g, &v, data + (size_t)i * step);
         cell_of[i] = (int32_t)c;
         start[c + 2]++;
