@@ -375,6 +375,34 @@ NBI_INLINE int nbi_seg_test(const float *g, const nbiQtWin *x, bool held)
 #endif
 }
 
+// Four segments' boxes side by side (g: 16 floats, segment k's at g + 4k) against the window:
+// bit k set when segment k's box meets it. One test in place of four: a node's segments are
+// mostly missed, so this pass over all of them is most of what a search spends on a leaf.
+NBI_INLINE unsigned nbi_seg_test4(const float *g, const nbiQtWin *x)
+{
+#if defined(__SSE2__)
+    const __m128 t = x->touch1;
+    const __m128i c01 = _mm_packs_epi32(_mm_castps_si128(_mm_cmple_ps(_mm_loadu_ps(g), t)),
+                                        _mm_castps_si128(_mm_cmple_ps(_mm_loadu_ps(g + 4), t)));
+    const __m128i c23 = _mm_packs_epi32(_mm_castps_si128(_mm_cmple_ps(_mm_loadu_ps(g + 8), t)),
+                                        _mm_castps_si128(_mm_cmple_ps(_mm_loadu_ps(g + 12), t)));
+    // Bit 4k + i: field i of segment k passes. A nibble of ones is a segment that meets: its
+    // low bit kept, then bits 0, 4, 8, 12 gathered into bits 12 .. 15 by one product (the
+    // partial products land on distinct bits, so nothing carries into them).
+    unsigned m = (unsigned)_mm_movemask_epi8(_mm_packs_epi16(c01, c23));
+    m &= m >> 1;
+    m &= m >> 2;
+    return ((m & 0x1111u) * 0x1248u) >> 12 & 0xFu;
+#else
+    unsigned m = 0;
+    for (int k = 0; k < 4; k++)
+        m |= (unsigned)((g[4 * k] <= x->touch[0]) & (g[4 * k + 1] <= x->touch[1]) &
+                        (g[4 * k + 2] <= x->touch[2]) & (g[4 * k + 3] <= x->touch[3]))
+             << k;
+    return m;
+#endif
+}
+
 // ---- 16-bit boxes ----
 //
 // Each position also keeps its box in 16 bits, measured in its node's frame (nbi_frame):
@@ -1965,19 +1993,30 @@ NBI_INLINE void nbi_search_as(const nbQuadtree *q, int kind, const double *w, co
         if (n.count == 0) continue;
         nbiQtQWin qx; // the window in this node's frame
         nbi_q_window(&n, w, &qx);
-        // By up to 32 segments: first test their boxes (one or two cache lines of sb) and start
-        // loading the runs (16-bit boxes and hits) of every segment the window meets, so that
-        // their cache misses overlap rather than follow one another; then scan those segments.
-        for (int32_t c0 = n.start; c0 < end; c0 += 32 * NBI_QT_SEG) {
-            const int32_t cend = end - c0 < 32 * NBI_QT_SEG ? end : c0 + 32 * NBI_QT_SEG;
+        // By up to 32 segments: first test their boxes (one or two cache lines of sb, four
+        // segments a test) and start loading the runs (16-bit boxes and hits) of every segment
+        // the window meets, so that their cache misses overlap rather than follow one another;
+        // then scan those segments. A block of 2^c >= 16 positions owns 2^c floats of sb and its
+        // segments' boxes take the first quarter, so reading four boxes past the last segment
+        // stays within the block (their bits are masked off); a block of 8 has one segment.
+        const int32_t nseg = (n.count + NBI_QT_SEG - 1) / NBI_QT_SEG;
+        const float *sbn = sb + n.start;
+        for (int32_t s0 = 0; s0 < nseg; s0 += 32) {
+            const int32_t c0 = n.start + s0 * NBI_QT_SEG;
+            const int32_t ns = nseg - s0 < 32 ? nseg - s0 : 32;
             uint32_t meet = 0, held = 0;
-            for (int32_t g = c0, j = 0; g < cend; g += NBI_QT_SEG, j++) {
-                const int st = nbi_seg_test(sb + nbi_seg_box(n.start, g), &x, held_ok);
-                if (st == 0) continue;
-                meet |= 1u << j;
-                held |= (uint32_t)(st >> 1) << j;
+            if (nseg == 1)
+                meet = nbi_seg_test(sbn, &x, false) != 0;
+            else
+                for (int32_t j = 0; j < ns; j += 4)
+                    meet |= (uint32_t)nbi_seg_test4(sbn + 4 * (s0 + j), &x) << j;
+            meet &= ns == 32 ? ~0u : (1u << ns) - 1u;
+            for (uint32_t mt = meet; mt != 0; mt &= mt - 1u) {
+                const int j = nbi_ctz32(mt);
+                if (held_ok)
+                    held |= (uint32_t)(nbi_seg_test(sbn + 4 * (s0 + j), &x, true) >> 1) << j;
 #if defined(__GNUC__)
-                const int16_t *run = nbi_qb_at(q, g);
+                const int16_t *run = nbi_qb_at(q, c0 + j * NBI_QT_SEG);
                 for (int i = 0; i < 2 * NBI_QT_QRUN; i += 32) __builtin_prefetch(run + i);
 #endif
             }
