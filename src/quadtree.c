@@ -173,17 +173,31 @@ NBI_INLINE int16_t *nbi_qb_at(const nbQuadtree *q, int32_t p)
 
 static nbStatus nbi_rect_check(const nbRect *r)
 {
+#if defined(__SSE2__)
+    // x - x is 0 for a finite x and NaN for an infinite or NaN one (under any rounding mode).
+    const __m128d lo = _mm_loadu_pd(r->min), hi = _mm_loadu_pd(r->max), z = _mm_setzero_pd();
+    if (_mm_movemask_pd(_mm_and_pd(_mm_cmpeq_pd(_mm_sub_pd(lo, lo), z),
+                                   _mm_cmpeq_pd(_mm_sub_pd(hi, hi), z))) != 3)
+        return NB_ERR_NOT_FINITE;
+    return _mm_movemask_pd(_mm_cmple_pd(lo, hi)) == 3 ? NB_OK : NB_ERR_OUT_OF_RANGE;
+#else
     for (int a = 0; a < 2; a++)
         if (!isfinite(r->min[a]) || !isfinite(r->max[a])) return NB_ERR_NOT_FINITE;
     for (int a = 0; a < 2; a++)
         if (r->min[a] > r->max[a]) return NB_ERR_OUT_OF_RANGE;
     return NB_OK;
+#endif
 }
 
 // Whether box b (min x, min y, max x, max y) lies within the node's bounds.
 NBI_INLINE bool nbi_within(const nbiQtNode *n, const double *b)
 {
+#if defined(__SSE2__)
+    return _mm_movemask_pd(_mm_and_pd(_mm_cmpge_pd(_mm_loadu_pd(b), _mm_loadu_pd(n->lo)),
+                                      _mm_cmple_pd(_mm_loadu_pd(b + 2), _mm_loadu_pd(n->hi)))) == 3;
+#else
     return b[0] >= n->lo[0] && b[1] >= n->lo[1] && b[2] <= n->hi[0] && b[3] <= n->hi[1];
+#endif
 }
 
 NBI_INLINE bool nbi_touch(const double *a, const double *b)
@@ -537,11 +551,12 @@ NBI_INLINE unsigned nbi_q_run_test(const int16_t *qb, int32_t r, const nbiQtQWin
     const __m128i fail =
         _mm_or_si128(_mm_or_si128(_mm_cmpgt_epi16(a0, x->v[0]), _mm_cmpgt_epi16(a1, x->v[1])),
                      _mm_or_si128(_mm_cmpgt_epi16(a2, x->v[2]), _mm_cmpgt_epi16(a3, x->v[3])));
+    const unsigned may = ~(unsigned)_mm_movemask_epi8(_mm_packs_epi16(fail, fail)) & 0xFFu;
+    if (may == 0) return 0; // most runs of a met segment: the sure test is not needed
     const __m128i sure =
         _mm_and_si128(_mm_and_si128(_mm_cmpgt_epi16(x->v[0], a0), _mm_cmpgt_epi16(x->v[1], a1)),
                       _mm_and_si128(_mm_cmpgt_epi16(x->v[2], a2), _mm_cmpgt_epi16(x->v[3], a3)));
-    const unsigned m = (unsigned)_mm_movemask_epi8(_mm_packs_epi16(fail, sure));
-    return (~m & 0xFFu) | (m & 0xFF00u);
+    return may | ((unsigned)_mm_movemask_epi8(_mm_packs_epi16(sure, sure)) & 0xFFu) << 8;
 #else
     unsigned bits = 0;
     for (int k = 0; k < 8; k++) {
