@@ -1946,23 +1946,36 @@ NBI_INLINE void nbi_search_as(const nbQuadtree *q, int kind, const double *w, co
     const uint32_t *cat = NBI_CAT(q), *mask = NBI_MASK(q);
     nbiQtWin x;
     nbi_win_make(&x, w);
-    // A node is pushed once its bounds are known to meet the search; a window that holds a
-    // node's bounds whole holds every rectangle of its subtree, so such a node is pushed as
-    // -2 - index and its subtree reported without a test (box searches only: a circle's window
-    // holding a node says nothing of the circle).
+    // The stack holds groups of nodes known to meet the search: a group's first node, and a
+    // mask of which of its four to visit (bits 0 to 3, lowest first) and which of those the
+    // window holds whole (bits 4 to 7), whose subtree is then reported without a test (box
+    // searches only: a circle's window holding a node says nothing of the circle). One entry a
+    // group, not one a child: a group's test pushes once. The root and the outside list go in
+    // as groups of one.
     const bool held_ok = kind == NBI_Q_BOX;
     nbiQtSink sk = *s; // a local copy the compiler can keep in registers
-    int32_t stack[NBI_QT_STACK];
+    int32_t sg[NBI_QT_STACK];
+    uint32_t sm[NBI_QT_STACK];
     int top = 0;
-    stack[top] = NBI_QT_OUT; // the outside list, when it holds any
+    sg[top] = NBI_QT_OUT; // the outside list, when it holds any
+    sm[top] = 1;
     top += nodes[NBI_QT_OUT].count > 0;
     const nbiQtNode *root = &NBI_NODES(q)[NBI_QT_ROOT];
-    if (nbi_node_touch(root, w))
-        stack[top++] = held_ok && nbi_node_held(root, w) ? -2 - NBI_QT_ROOT : NBI_QT_ROOT;
+    if (nbi_node_touch(root, w)) {
+        sg[top] = NBI_QT_ROOT;
+        sm[top++] = held_ok && nbi_node_held(root, w) ? 0x11u : 1u;
+    }
     while (top > 0) {
-        const int32_t ni = stack[--top];
-        if (ni < 0) {
-            if (!nbi_report_all(q, -2 - ni, f, &sk)) break;
+        const uint32_t gm = sm[top - 1];
+        const int gk = nbi_ctz32(gm & 0xFu);
+        const int32_t ni = sg[top - 1] + gk;
+        const uint32_t rest = gm & ~(0x11u << gk);
+        if ((rest & 0xFu) != 0)
+            sm[top - 1] = rest;
+        else
+            top--;
+        if ((gm >> (4 + gk)) & 1u) {
+            if (!nbi_report_all(q, ni, f, &sk)) break;
             continue;
         }
         const nbiQtHot n = nodes[ni];
@@ -1972,9 +1985,11 @@ NBI_INLINE void nbi_search_as(const nbQuadtree *q, int kind, const double *w, co
 #if defined(__GNUC__)
         // The next node's record was prefetched with its group: start loading its first segment
         // box and runs now, so that their cache misses overlap this node's work.
-        if (top > 0 && stack[top - 1] >= 0) {
-            const nbiQtHot *nx = &nodes[stack[top - 1]];
-            if (nx->count > 0) {
+        if (top > 0) {
+            const uint32_t nm = sm[top - 1];
+            const int nk = nbi_ctz32(nm & 0xFu);
+            const nbiQtHot *nx = &nodes[sg[top - 1] + nk];
+            if (!((nm >> (4 + nk)) & 1u) && nx->count > 0) {
                 __builtin_prefetch(sb + nx->start);
                 __builtin_prefetch(nbi_qb_at(q, nx->start));
                 __builtin_prefetch(nbi_qb_at(q, nx->start) + NBI_QT_QRUN);
@@ -1984,17 +1999,9 @@ NBI_INLINE void nbi_search_as(const nbQuadtree *q, int kind, const double *w, co
         if (n.child >= 0) {
             const int32_t g = n.child;
             const int t = nbi_group_test(nbi_group_gb(q, g), &x, held_ok);
-            if (t > 0xF) { // the window holds some of them
-                for (int k = 3; k >= 0; k--) {
-                    stack[top] = (t >> (4 + k)) & 1 ? -2 - (g + k) : g + k;
-                    top += (t >> k) & 1;
-                }
-            } else {
-                for (int k = 3; k >= 0; k--) {
-                    stack[top] = g + k;
-                    top += (t >> k) & 1;
-                }
-            }
+            sg[top] = g;
+            sm[top] = (uint32_t)t;
+            top += t != 0;
 #if defined(__GNUC__)
             // The children's records are read next: start loading them while this node's
             // rectangles are scanned.
