@@ -173,17 +173,31 @@ NBI_INLINE int16_t *nbi_qb_at(const nbQuadtree *q, int32_t p)
 
 static nbStatus nbi_rect_check(const nbRect *r)
 {
+#if defined(__SSE2__)
+    // x - x is 0 for a finite x and NaN for an infinite or NaN one (under any rounding mode).
+    const __m128d lo = _mm_loadu_pd(r->min), hi = _mm_loadu_pd(r->max), z = _mm_setzero_pd();
+    if (_mm_movemask_pd(_mm_and_pd(_mm_cmpeq_pd(_mm_sub_pd(lo, lo), z),
+                                   _mm_cmpeq_pd(_mm_sub_pd(hi, hi), z))) != 3)
+        return NB_ERR_NOT_FINITE;
+    return _mm_movemask_pd(_mm_cmple_pd(lo, hi)) == 3 ? NB_OK : NB_ERR_OUT_OF_RANGE;
+#else
     for (int a = 0; a < 2; a++)
         if (!isfinite(r->min[a]) || !isfinite(r->max[a])) return NB_ERR_NOT_FINITE;
     for (int a = 0; a < 2; a++)
         if (r->min[a] > r->max[a]) return NB_ERR_OUT_OF_RANGE;
     return NB_OK;
+#endif
 }
 
 // Whether box b (min x, min y, max x, max y) lies within the node's bounds.
 NBI_INLINE bool nbi_within(const nbiQtNode *n, const double *b)
 {
+#if defined(__SSE2__)
+    return _mm_movemask_pd(_mm_and_pd(_mm_cmpge_pd(_mm_loadu_pd(b), _mm_loadu_pd(n->lo)),
+                                      _mm_cmple_pd(_mm_loadu_pd(b + 2), _mm_loadu_pd(n->hi)))) == 3;
+#else
     return b[0] >= n->lo[0] && b[1] >= n->lo[1] && b[2] <= n->hi[0] && b[3] <= n->hi[1];
+#endif
 }
 
 NBI_INLINE bool nbi_touch(const double *a, const double *b)
@@ -375,6 +389,34 @@ NBI_INLINE int nbi_seg_test(const float *g, const nbiQtWin *x, bool held)
 #endif
 }
 
+// Four segments' boxes side by side (g: 16 floats, segment k's at g + 4k) against the window:
+// bit k set when segment k's box meets it. One test in place of four: a node's segments are
+// mostly missed, so this pass over all of them is most of what a search spends on a leaf.
+NBI_INLINE unsigned nbi_seg_test4(const float *g, const nbiQtWin *x)
+{
+#if defined(__SSE2__)
+    const __m128 t = x->touch1;
+    const __m128i c01 = _mm_packs_epi32(_mm_castps_si128(_mm_cmple_ps(_mm_loadu_ps(g), t)),
+                                        _mm_castps_si128(_mm_cmple_ps(_mm_loadu_ps(g + 4), t)));
+    const __m128i c23 = _mm_packs_epi32(_mm_castps_si128(_mm_cmple_ps(_mm_loadu_ps(g + 8), t)),
+                                        _mm_castps_si128(_mm_cmple_ps(_mm_loadu_ps(g + 12), t)));
+    // Bit 4k + i: field i of segment k passes. A nibble of ones is a segment that meets: its
+    // low bit kept, then bits 0, 4, 8, 12 gathered into bits 12 .. 15 by one product (the
+    // partial products land on distinct bits, so nothing carries into them).
+    unsigned m = (unsigned)_mm_movemask_epi8(_mm_packs_epi16(c01, c23));
+    m &= m >> 1;
+    m &= m >> 2;
+    return ((m & 0x1111u) * 0x1248u) >> 12 & 0xFu;
+#else
+    unsigned m = 0;
+    for (int k = 0; k < 4; k++)
+        m |= (unsigned)((g[4 * k] <= x->touch[0]) & (g[4 * k + 1] <= x->touch[1]) &
+                        (g[4 * k + 2] <= x->touch[2]) & (g[4 * k + 3] <= x->touch[3]))
+             << k;
+    return m;
+#endif
+}
+
 // ---- 16-bit boxes ----
 //
 // Each position also keeps its box in 16 bits, measured in its node's frame (nbi_frame):
@@ -509,11 +551,12 @@ NBI_INLINE unsigned nbi_q_run_test(const int16_t *qb, int32_t r, const nbiQtQWin
     const __m128i fail =
         _mm_or_si128(_mm_or_si128(_mm_cmpgt_epi16(a0, x->v[0]), _mm_cmpgt_epi16(a1, x->v[1])),
                      _mm_or_si128(_mm_cmpgt_epi16(a2, x->v[2]), _mm_cmpgt_epi16(a3, x->v[3])));
+    const unsigned may = ~(unsigned)_mm_movemask_epi8(_mm_packs_epi16(fail, fail)) & 0xFFu;
+    if (may == 0) return 0; // most runs of a met segment: the sure test is not needed
     const __m128i sure =
         _mm_and_si128(_mm_and_si128(_mm_cmpgt_epi16(x->v[0], a0), _mm_cmpgt_epi16(x->v[1], a1)),
                       _mm_and_si128(_mm_cmpgt_epi16(x->v[2], a2), _mm_cmpgt_epi16(x->v[3], a3)));
-    const unsigned m = (unsigned)_mm_movemask_epi8(_mm_packs_epi16(fail, sure));
-    return (~m & 0xFFu) | (m & 0xFF00u);
+    return may | ((unsigned)_mm_movemask_epi8(_mm_packs_epi16(sure, sure)) & 0xFFu) << 8;
 #else
     unsigned bits = 0;
     for (int k = 0; k < 8; k++) {
@@ -1903,23 +1946,36 @@ NBI_INLINE void nbi_search_as(const nbQuadtree *q, int kind, const double *w, co
     const uint32_t *cat = NBI_CAT(q), *mask = NBI_MASK(q);
     nbiQtWin x;
     nbi_win_make(&x, w);
-    // A node is pushed once its bounds are known to meet the search; a window that holds a
-    // node's bounds whole holds every rectangle of its subtree, so such a node is pushed as
-    // -2 - index and its subtree reported without a test (box searches only: a circle's window
-    // holding a node says nothing of the circle).
+    // The stack holds groups of nodes known to meet the search: a group's first node, and a
+    // mask of which of its four to visit (bits 0 to 3, lowest first) and which of those the
+    // window holds whole (bits 4 to 7), whose subtree is then reported without a test (box
+    // searches only: a circle's window holding a node says nothing of the circle). One entry a
+    // group, not one a child: a group's test pushes once. The root and the outside list go in
+    // as groups of one.
     const bool held_ok = kind == NBI_Q_BOX;
     nbiQtSink sk = *s; // a local copy the compiler can keep in registers
-    int32_t stack[NBI_QT_STACK];
+    int32_t sg[NBI_QT_STACK];
+    uint32_t sm[NBI_QT_STACK];
     int top = 0;
-    stack[top] = NBI_QT_OUT; // the outside list, when it holds any
+    sg[top] = NBI_QT_OUT; // the outside list, when it holds any
+    sm[top] = 1;
     top += nodes[NBI_QT_OUT].count > 0;
     const nbiQtNode *root = &NBI_NODES(q)[NBI_QT_ROOT];
-    if (nbi_node_touch(root, w))
-        stack[top++] = held_ok && nbi_node_held(root, w) ? -2 - NBI_QT_ROOT : NBI_QT_ROOT;
+    if (nbi_node_touch(root, w)) {
+        sg[top] = NBI_QT_ROOT;
+        sm[top++] = held_ok && nbi_node_held(root, w) ? 0x11u : 1u;
+    }
     while (top > 0) {
-        const int32_t ni = stack[--top];
-        if (ni < 0) {
-            if (!nbi_report_all(q, -2 - ni, f, &sk)) break;
+        const uint32_t gm = sm[top - 1];
+        const int gk = nbi_ctz32(gm & 0xFu);
+        const int32_t ni = sg[top - 1] + gk;
+        const uint32_t rest = gm & ~(0x11u << gk);
+        if ((rest & 0xFu) != 0)
+            sm[top - 1] = rest;
+        else
+            top--;
+        if ((gm >> (4 + gk)) & 1u) {
+            if (!nbi_report_all(q, ni, f, &sk)) break;
             continue;
         }
         const nbiQtHot n = nodes[ni];
@@ -1929,9 +1985,11 @@ NBI_INLINE void nbi_search_as(const nbQuadtree *q, int kind, const double *w, co
 #if defined(__GNUC__)
         // The next node's record was prefetched with its group: start loading its first segment
         // box and runs now, so that their cache misses overlap this node's work.
-        if (top > 0 && stack[top - 1] >= 0) {
-            const nbiQtHot *nx = &nodes[stack[top - 1]];
-            if (nx->count > 0) {
+        if (top > 0) {
+            const uint32_t nm = sm[top - 1];
+            const int nk = nbi_ctz32(nm & 0xFu);
+            const nbiQtHot *nx = &nodes[sg[top - 1] + nk];
+            if (!((nm >> (4 + nk)) & 1u) && nx->count > 0) {
                 __builtin_prefetch(sb + nx->start);
                 __builtin_prefetch(nbi_qb_at(q, nx->start));
                 __builtin_prefetch(nbi_qb_at(q, nx->start) + NBI_QT_QRUN);
@@ -1941,17 +1999,9 @@ NBI_INLINE void nbi_search_as(const nbQuadtree *q, int kind, const double *w, co
         if (n.child >= 0) {
             const int32_t g = n.child;
             const int t = nbi_group_test(nbi_group_gb(q, g), &x, held_ok);
-            if (t > 0xF) { // the window holds some of them
-                for (int k = 3; k >= 0; k--) {
-                    stack[top] = (t >> (4 + k)) & 1 ? -2 - (g + k) : g + k;
-                    top += (t >> k) & 1;
-                }
-            } else {
-                for (int k = 3; k >= 0; k--) {
-                    stack[top] = g + k;
-                    top += (t >> k) & 1;
-                }
-            }
+            sg[top] = g;
+            sm[top] = (uint32_t)t;
+            top += t != 0;
 #if defined(__GNUC__)
             // The children's records are read next: start loading them while this node's
             // rectangles are scanned.
@@ -1965,19 +2015,30 @@ NBI_INLINE void nbi_search_as(const nbQuadtree *q, int kind, const double *w, co
         if (n.count == 0) continue;
         nbiQtQWin qx; // the window in this node's frame
         nbi_q_window(&n, w, &qx);
-        // By up to 32 segments: first test their boxes (one or two cache lines of sb) and start
-        // loading the runs (16-bit boxes and hits) of every segment the window meets, so that
-        // their cache misses overlap rather than follow one another; then scan those segments.
-        for (int32_t c0 = n.start; c0 < end; c0 += 32 * NBI_QT_SEG) {
-            const int32_t cend = end - c0 < 32 * NBI_QT_SEG ? end : c0 + 32 * NBI_QT_SEG;
+        // By up to 32 segments: first test their boxes (one or two cache lines of sb, four
+        // segments a test) and start loading the runs (16-bit boxes and hits) of every segment
+        // the window meets, so that their cache misses overlap rather than follow one another;
+        // then scan those segments. A block of 2^c >= 16 positions owns 2^c floats of sb and its
+        // segments' boxes take the first quarter, so reading four boxes past the last segment
+        // stays within the block (their bits are masked off); a block of 8 has one segment.
+        const int32_t nseg = (n.count + NBI_QT_SEG - 1) / NBI_QT_SEG;
+        const float *sbn = sb + n.start;
+        for (int32_t s0 = 0; s0 < nseg; s0 += 32) {
+            const int32_t c0 = n.start + s0 * NBI_QT_SEG;
+            const int32_t ns = nseg - s0 < 32 ? nseg - s0 : 32;
             uint32_t meet = 0, held = 0;
-            for (int32_t g = c0, j = 0; g < cend; g += NBI_QT_SEG, j++) {
-                const int st = nbi_seg_test(sb + nbi_seg_box(n.start, g), &x, held_ok);
-                if (st == 0) continue;
-                meet |= 1u << j;
-                held |= (uint32_t)(st >> 1) << j;
+            if (nseg == 1)
+                meet = nbi_seg_test(sbn, &x, false) != 0;
+            else
+                for (int32_t j = 0; j < ns; j += 4)
+                    meet |= (uint32_t)nbi_seg_test4(sbn + 4 * (s0 + j), &x) << j;
+            meet &= ns == 32 ? ~0u : (1u << ns) - 1u;
+            for (uint32_t mt = meet; mt != 0; mt &= mt - 1u) {
+                const int j = nbi_ctz32(mt);
+                if (held_ok)
+                    held |= (uint32_t)(nbi_seg_test(sbn + 4 * (s0 + j), &x, true) >> 1) << j;
 #if defined(__GNUC__)
-                const int16_t *run = nbi_qb_at(q, g);
+                const int16_t *run = nbi_qb_at(q, c0 + j * NBI_QT_SEG);
                 for (int i = 0; i < 2 * NBI_QT_QRUN; i += 32) __builtin_prefetch(run + i);
 #endif
             }
