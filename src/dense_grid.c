@@ -364,8 +364,8 @@ nbi_cells8_dim(const double *data, int32_t n, int dim, bool scan, const nbiCellM
     const __m256i e01 = _mm256_set1_epi32((int32_t)(ext[0] * ext[1])), none = _mm256_set1_epi32(-1);
     __m512d vlo[3], vhi[3], sum = zero;
     for (int a = 0; a < 3; a++) {
-        vlo[a] = _mm512_set1_pd(INFINITY);
-        vhi[a] = _mm512_set1_pd(-INFINITY);
+        vlo[a] = _mm512_set1_pd((double)INFINITY);
+        vhi[a] = _mm512_set1_pd(-(double)INFINITY);
     }
     int32_t i = 0;
     for (; i + 8 <= n; i += 8) {

@@ -1134,9 +1134,10 @@ static int test_rebuild_follows_fresh(void)
                             NB_CHECK_OK(nb_grid_info(g, &info));
                             for (int k = 0; k < 9; k++) {
                                 const double e = (double)(nbt_int(5) - 2) * info.cell_size;
-                                s.p[nbt_int(n * dim)] = k % 3 == 0   ? e
-                                                        : k % 3 == 1 ? nextafter(e, INFINITY)
-                                                                     : nextafter(e, -INFINITY);
+                                s.p[nbt_int(n * dim)] = k % 3 == 0 ? e
+                                                        : k % 3 == 1
+                                                            ? nextafter(e, (double)INFINITY)
+                                                            : nextafter(e, -(double)INFINITY);
                             }
                         }
                         if (step % 8 ==
@@ -1270,7 +1271,8 @@ static int test_cells_at_edges(void)
         int32_t traps = 0, k = 0;
         for (int m = -m_max; m <= m_max; m++) {
             double lo = (double)m * cell, hi = lo;
-            for (int u = 0; u < 4; u++, lo = nextafter(lo, -INFINITY), hi = nextafter(hi, INFINITY))
+            for (int u = 0; u < 4;
+                 u++, lo = nextafter(lo, -(double)INFINITY), hi = nextafter(hi, (double)INFINITY))
                 for (int up = 0; up < 2; up++) {
                     const double x = up ? hi : lo;
                     traps += floor(x * inv) != floor(x / cell) && x * inv != floor(x * inv);

@@ -39,7 +39,8 @@ static bool match(const Sides *s, bool flt, int32_t p, int32_t q)
 static int run_case(Sides *s, int dim, bool flt, bool cross, bool wrap, int32_t na, int32_t nb,
                     double r)
 {
-    double per[3] = {INFINITY, INFINITY, INFINITY}, period[3] = {0.0, 0.0, 0.0};
+    double per[3] = {(double)INFINITY, (double)INFINITY, (double)INFINITY};
+    double period[3] = {0.0, 0.0, 0.0};
     const int wrapped = wrap ? 1 + nbt_int((1 << dim) - 1) : 0; // which axes wrap
     for (int d = 0; d < dim; d++)
         if (wrapped >> d & 1) per[d] = period[d] = 2.0;
