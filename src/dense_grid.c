@@ -320,7 +320,8 @@ NBI_INLINE int32_t nbi_packed_cell(const nbiPackedCells *pc, const double *q, in
 // y is farther than (|y| + 1) 2^-50 from both neighbouring integers (the `+ 1` covers the
 // rounding of y - floor(y) and of 1 - tol) keeps floor(y); any other lane (an integer quotient,
 // a coordinate on a cell's edge or an ulp off it, zero, NaN, infinity) divides. On random data
-// no lane does. So every cell is nbi_cell_f's.
+// no lane does. So every cell is nbi_cell_f's. (The bound needs fl(1 / cell) to be a normal
+// double; the callers pass NaN for inv otherwise, and every lane divides.)
 NBI_TARGET_AVX512 static inline __m512d nbi_floor8(__m512d v, __m512d inv, __m512d by)
 {
     enum { floor_mode = _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC };
@@ -355,7 +356,10 @@ nbi_cells8_dim(const double *data, int32_t n, int dim, bool scan, const nbiCellM
     for (int a = 0; a < 3; a++) {
         const bool p = wrap != NULL && wrap->m[a] > 0;
         const nbiCellMath *m = p ? &wrap->pcm[a] : cm;
-        inv[a] = _mm512_set1_pd(m->pow2 ? m->inv : 1.0 / m->cell);
+        // a reciprocal below DBL_MIN (a cell past 2^1022) has lost bits: NaN sends every lane
+        // to the division
+        const double iv = m->pow2 ? m->inv : 1.0 / m->cell;
+        inv[a] = _mm512_set1_pd(iv >= DBL_MIN ? iv : (double)NAN);
         by[a] = _mm512_set1_pd(m->cell);
         top[a] = _mm256_set1_epi32(p ? (int32_t)(wrap->m[a] - 1) : INT32_MAX);
         lo8[a] = _mm256_set1_epi32((int32_t)lo[a]);

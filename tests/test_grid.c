@@ -1318,6 +1318,45 @@ static int test_cells_at_edges(void)
     return 0;
 }
 
+// The eight-lane cell pass at the top of the double range: a cell of 1.5e308, whose reciprocal
+// is below DBL_MIN (nbi_cells8_dim then divides every lane), and one of 2^1000 (a power of two:
+// the reciprocal is exact), with points on their multiples and the doubles next to them.
+// Every build, at every width, must number every cell as the scalar cell math does.
+static int test_cells_at_huge_edges(void)
+{
+    const double cells[2] = {1.5e308, 0x1p1000};
+    for (int t = 0; t < 2; t++)
+        for (int dim = 2; dim <= 3; dim++) {
+            const int32_t n = 64;
+            nboSet s = nbo_set_new(n, dim);
+            for (int32_t i = 0; i < n * dim; i++) {
+                double x = (double)(nbt_int(3) - 1) * cells[t];
+                for (int u = nbt_int(4); u > 0; u--)
+                    x = nextafter(x, nbt_int(2) ? (double)INFINITY : -(double)INFINITY);
+                s.p[i] = nbt_int(4) == 0 ? nbt_range(-1.0, 1.0) * cells[t] : x;
+            }
+            const nbPoints pts = {.data = s.p, .count = n, .dim = dim};
+            const nbGridDesc d = {.dim = dim, .cell_size = cells[t]};
+            for (int wide = 0; wide < 2; wide++) {
+#if defined(NBI_AVX512)
+                nbi_avx512_off = !wide;
+#endif
+                nbGrid *g = NULL;
+                NB_CHECK_OK(nb_grid_create(&d, &g));
+                NB_CHECK_OK(nb_grid_build(g, &pts, 1.0));
+                NB_CHECK_OK(nb_grid_validate(g));
+                NB_CHECK_OK(nb_grid_build(g, &pts, 1.0)); // a rebuild on the same cells
+                NB_CHECK_OK(nb_grid_validate(g));
+#if defined(NBI_AVX512)
+                nbi_avx512_off = 0;
+#endif
+                nb_grid_destroy(g);
+            }
+            nbo_set_free(&s);
+        }
+    return 0;
+}
+
 // A hashed build sizes its cell table by the last hashed build's cells (dense_grid.c,
 // nbi_hashed_count) and counts again in a table for every point when more cells come. One grid
 // goes from few cells to many and back, in 2D and 3D, each build checked against a fresh grid
@@ -1447,6 +1486,7 @@ int main(int argc, char **argv)
         {"hashed_counts_around_lookahead", test_hashed_counts_around_lookahead},
         {"rebuild_failures_change_nothing", test_rebuild_failures_change_nothing},
         {"cells_at_edges", test_cells_at_edges},
+        {"cells_at_huge_edges", test_cells_at_huge_edges},
         {"hashed_table_follows_cells", test_hashed_table_follows_cells},
         {"blocked_build_matches_one_pass", test_blocked_build_matches_one_pass},
     };
