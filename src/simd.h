@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 // The wider SIMD copies, chosen at run time. The library is built for plain x86-64 (SSE2); on
-// x86-64 with GCC or clang, the hottest loops (pair kernels, radius queries, a rebuild's cell
-// pass) have extra copies compiled for AVX2 or AVX-512 (F and VL) with target attributes, and
-// each call picks the widest the CPU reports. Every copy computes the same values in the same
-// order as the SSE2 one (-ffp-contract=off forbids fusing), so answers never depend on the
+// x86-64 with GCC or clang, the hottest loops (pair kernels, radius queries, the dense builds'
+// cell passes) have extra copies compiled for AVX2 or AVX-512 (F and VL) with target
+// attributes, and each call picks the widest the CPU reports. Every copy computes the same
+// values as the SSE2 one, in the same order (-ffp-contract=off forbids fusing; the cell pass
+// proves its reciprocal exact or divides, see dense_grid.c), so answers never depend on the
 // CPU. The `_off` switches let the tests run the narrower copies on a machine that has the
 // wider ones and compare them. Never installed.
 #ifndef NEARBY_SIMD_H
