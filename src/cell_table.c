@@ -28,21 +28,9 @@ int64_t nbi_ctab_insert(nbiCellTable *t, int64_t x, int64_t y, int64_t z, int32_
         NB_ASSERT(!"cell table over half full");
         return -1;
     }
-    nbiCellSlot *s = (nbiCellSlot *)t->buf.ptr;
-    const size_t mask = ((size_t)1 << t->bits) - 1;
-    for (size_t h = nbi_ctab_home(t, x, y, z);; h = (h + 1) & mask) {
-        if (s[h].value < 0) {
-            s[h].key[0] = x;
-            s[h].key[1] = y;
-            s[h].key[2] = z;
-            s[h].value = value;
-            s[h].aux = 0;
-            t->count++;
-            *inserted = true;
-            return (int64_t)h;
-        }
-        if (s[h].key[0] == x && s[h].key[1] == y && s[h].key[2] == z) return (int64_t)h;
-    }
+    const int64_t k[3] = {x, y, z};
+    const nbiCellSlot *at = nbi_ctab_insert_home(t, nbi_ctab_home(t, x, y, z), k, value, inserted);
+    return (int64_t)(at - nbi_ctab_slots(t));
 }
 
 bool nbi_ctab_remove(nbiCellTable *t, int64_t x, int64_t y, int64_t z)

@@ -98,8 +98,9 @@ NBI_INLINE int32_t nbi_ctab_find_in_row(const nbiCellTable *t, int64_t x, int64_
 int64_t nbi_ctab_insert(nbiCellTable *t, int64_t x, int64_t y, int64_t z, int32_t value,
                         bool *inserted);
 
-// nbi_ctab_insert from the cell's home slot (nbi_ctab_home), inline, for a loop that computed
-// it ahead (to prefetch it) and has checked the room for every insert it makes.
+// nbi_ctab_insert's probe from the cell's home slot (nbi_ctab_home), inline, without the room
+// check: for a loop that computed the home slot ahead (to prefetch it) and keeps the room for
+// every insert it makes itself. Returns the cell's slot.
 NBI_INLINE nbiCellSlot *nbi_ctab_insert_home(nbiCellTable *t, size_t home, const int64_t k[3],
                                              int32_t value, bool *inserted)
 {
