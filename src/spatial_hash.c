@@ -24,11 +24,15 @@
 // fills its place (the position left behind becomes slack, NaN). A full cell borrows a position
 // from the nearest cell with slack (within NBI_HASH_REACH cells, or the tail): every cell in
 // between hands its first item to its own end (or its last to the position before it), one
-// copy per cell, so a borrow costs a few copies. When no cell nearby has slack, or an item
-// leaves the dense box, the hash is relaid out: every item placed by cell again, with fresh
-// slack spread over the cells in proportion to their items, by an in-place permutation
-// (nbi_relayout, O(items + cells)). Slack is about a quarter of the items, so relayouts are
-// rare: the steady state of wandering agents allocates nothing and relays out seldom.
+// copy per cell, so a borrow costs a few copies. A hashed cell's number says nothing about
+// where it is, so a hashed cell with no slack within reach moves to the end of the numbering
+// instead, its items into the tail (nbi_cell_renumber), where new cells take their positions
+// too: a relayout keeps a tail for them. When no cell nearby has slack in a dense hash, an
+// item leaves the dense box, or the tail or the hashed cell numbers run out, the hash is
+// relaid out: every item placed by cell again, with fresh slack spread over the cells in
+// proportion to their items, by an in-place permutation (nbi_relayout, O(items + cells)).
+// Slack is about a quarter of the items, so relayouts are rare: the steady state of wandering
+// agents allocates nothing and relays out seldom (nbi_hash_stats counts both).
 //
 // All or nothing: everything a call can allocate is prepared before anything changes
 // (nbi_hash_room); a relayout allocates nothing itself. A failure leaves the hash as it was.
@@ -42,13 +46,15 @@
 // position holds a live slot whose pool value is that position, whose cell_of is that cell,
 // whose handle is the one stored there and whose coordinates map to the cell's key; every slack
 // position has NaN coordinates and slot -1; posid[p] == p; dense: ncells is the box's size and the
-// table is empty; hashed: the table maps exactly the keys of cells 0 .. ncells - 1 to their
-// numbers, all within lo..hi; live_cells counts the non-empty cells; nfiltered counts the items
-// with bits other than NB_FILTER_ALL; max_abs bounds every item's coordinates; cell_of holds a slot
-// for every pool slot; the cached view is the one nbi_hash_view_fill builds now.
+// table is empty; hashed: the table maps the keys of cells 0 .. ncells - 1 to their numbers,
+// all within lo..hi, except the empty numbers a renumbering left, whose key maps to a later one;
+// live_cells counts the non-empty cells; nfiltered counts the items with bits other than
+// NB_FILTER_ALL; max_abs bounds every item's coordinates; cell_of holds a slot for every pool slot;
+// the cached view is the one nbi_hash_view_fill builds now.
 #include <nearby/hash.h>
 
 #include "handle_pool.h"
+#include "hash_stats.h"
 #include "view.h"
 
 #include <string.h>
@@ -89,6 +95,8 @@ struct nbHash {
     // The walkers' view of all of the above, kept current by every call that changes the hash
     // (nbi_hash_view_refresh), so that a query starts from it instead of building one.
     nbiView view;
+
+    int64_t relayouts, renumbers; // nbi_hash_stats
 };
 
 #define NBI_ARR(h, buf, type) ((type *)(h)->buf.ptr)
@@ -99,7 +107,8 @@ static int64_t nbi_max_cells(int64_t n)
     return n + n / 2 + 1024;
 }
 
-// Slack a relayout spreads for n items (at least nbi_slack_min; more capacity is left as tail).
+// Slack a dense relayout spreads for n items (at least nbi_slack_min; more capacity is left as
+// tail).
 static int64_t nbi_slack_want(int64_t n)
 {
     return n / 4 + 16;
@@ -112,9 +121,31 @@ static int64_t nbi_hashed_max(int64_t n)
     return n + n / 4 + 64;
 }
 
+// A hashed hash turns dense again once its box has at most this many cells for n items: well
+// inside nbi_max_cells, so that a world at the edge does not flip back and forth.
+static int64_t nbi_dense_again(int64_t n)
+{
+    return nbi_max_cells(n) - nbi_max_cells(n) / 4;
+}
+
 static int64_t nbi_slack_min(int64_t n)
 {
     return n / 8 + 16;
+}
+
+// Positions a relayout needs for n items. A hashed layout keeps a tail of at least
+// nbi_slack_min(n) besides the slack it spreads: its new cells are numbered after the last one,
+// so they take their positions from the tail (or from the few cells numbered just before them),
+// never from the cells near them in space. Without a tail, the slack of the last cells lasted a
+// few dozen new cells, and a wandering crowd with small cells relaid out every few moves.
+static int64_t nbi_cap_min(int64_t n, bool dense)
+{
+    return n + nbi_slack_min(n) + (dense ? 0 : nbi_slack_min(n));
+}
+
+static int64_t nbi_cap_want(int64_t n, bool dense)
+{
+    return n + nbi_slack_want(n) + (dense ? 0 : nbi_slack_min(n));
 }
 
 // Writes the walkers' view of h into *v, field by field (a compound literal was measured to
@@ -421,6 +452,34 @@ static int32_t nbi_cell_new(nbHash *h, const int64_t key[3])
     return c;
 }
 
+// Hashed cell c, which has no slack within reach, takes a new number at the end of the
+// numbering (room made: a cell number, and tail positions for its items and one more). A hashed
+// cell's number says nothing about where it is, so moving it costs only its items' copies: its
+// items go to the tail, its old number stays behind empty until the next relayout drops it, and
+// the table and its items' slots learn the new number. Returns the new number.
+static int32_t nbi_cell_renumber(nbHash *h, int32_t c)
+{
+    int32_t *start = NBI_ARR(h, start, int32_t), *end = NBI_ARR(h, end, int32_t);
+    int32_t *cell_of = NBI_ARR(h, cell_of, int32_t);
+    const int32_t *idx = NBI_ARR(h, idx, const int32_t);
+    int64_t *keys = NBI_ARR(h, keys, int64_t);
+    const int32_t t = h->ncells++, cnt = end[c] - start[c];
+    h->renumbers++;
+    NB_ASSERT(h->cap - start[t] > cnt);
+    for (int32_t i = 0; i < cnt; i++) {
+        nbi_item_move(h, start[c] + i, start[t] + i);
+        cell_of[idx[start[t] + i]] = t;
+        nbi_slack_fill(h, start[c] + i);
+    }
+    end[c] = start[c];
+    end[t] = start[t] + cnt;
+    start[t + 1] = end[t];
+    memcpy(keys + (size_t)t * 3, keys + (size_t)c * 3, 3 * sizeof(int64_t));
+    const int64_t *k = keys + (size_t)t * 3;
+    nbi_ctab_set(&h->table, nbi_ctab_find_slot(&h->table, k[0], k[1], k[2]), t);
+    return t;
+}
+
 // ---- relayout ----
 
 // Where a relayout puts the cells: a dense box or hashed cells, and the positions it needs.
@@ -469,7 +528,7 @@ static nbStatus nbi_layout_plan(const nbHash *h, int64_t n, const int64_t *key, 
     } else {
         double cells = 1.0;
         for (int a = 0; a < h->dim; a++) cells *= (double)hi[a] - (double)lo[a] + 1.0;
-        L->dense = cells <= (double)(h->dense ? limit : limit / 2);
+        L->dense = cells <= (double)(h->dense ? limit : nbi_dense_again(n));
         if (L->dense) {
             int64_t m[3] = {0, 0, 0};
             double with = 1.0;
@@ -491,7 +550,7 @@ static nbStatus nbi_layout_plan(const nbHash *h, int64_t n, const int64_t *key, 
             L->ncells = live;
         }
     }
-    const int64_t lo_cap = n + nbi_slack_min(n), want = n + nbi_slack_want(n);
+    const int64_t lo_cap = nbi_cap_min(n, L->dense), want = nbi_cap_want(n, L->dense);
     L->cap = h->cap >= lo_cap ? h->cap : (want > h->cap + h->cap / 2 ? want : h->cap + h->cap / 2);
     if (L->cap > INT32_MAX || L->ncells + 2 > INT32_MAX) return NB_ERR_OUT_OF_RANGE;
     return NB_OK;
@@ -504,6 +563,7 @@ static nbStatus nbi_layout_plan(const nbHash *h, int64_t n, const int64_t *key, 
 // (-1 for slack) while cycles of swaps put every item where it belongs; then it is restored.
 static void nbi_relayout(nbHash *h, const nbiLayout *L)
 {
+    h->relayouts++;
     const int32_t *start = NBI_ARR(h, start, const int32_t);
     const int32_t *end = NBI_ARR(h, end, const int32_t);
     int32_t *nstart = NBI_ARR(h, nstart, int32_t), *nend = NBI_ARR(h, nend, int32_t);
@@ -535,8 +595,12 @@ static void nbi_relayout(nbHash *h, const nbiLayout *L)
         if (nend[t] >= 0) weight += end[nend[t]] - start[nend[t]] + 1;
     // 2. New starts: items, then slack spread by weight (the running share, rounded down).
     const int64_t n = h->count;
-    int64_t slack = (int64_t)h->cap - n, want = nbi_slack_want(n);
+    // Dense: up to nbi_slack_want spread, the rest is tail. Hashed: the tail keeps at least
+    // nbi_slack_min for new cells (nbi_cap_min), and the cells get what is left up to the same.
+    int64_t slack = (int64_t)h->cap - n - (L->dense ? 0 : nbi_slack_min(n));
+    const int64_t want = nbi_slack_want(n);
     slack = slack < want ? slack : want;
+    slack = slack > 0 ? slack : 0;
     int64_t pos = 0, acc = 0, given = 0;
     for (int32_t t = 0; t < T; t++) {
         nstart[t] = (int32_t)pos;
@@ -640,9 +704,18 @@ static nbStatus nbi_make_place(nbHash *h, const int64_t key[3], int32_t items, i
             return NB_OK;
         }
     }
-    bool relayout = false;
-    if (c >= 0) {
+    bool relayout = false, renumber = false;
+    double box = 1.0; // hashed: the box of its cells (a superset), which may have become small
+    for (int a = 0; a < h->dim; a++) box *= (double)h->hi[a] - (double)h->lo[a] + 1.0;
+    if (!h->dense && h->ncells > 0 && box <= (double)nbi_dense_again(n)) {
+        relayout = true; // a relayout turns it dense
+    } else if (c >= 0) {
         relayout = nbi_donor(h, c, NBI_HASH_REACH) < 0;
+        // hashed: the cell moves to the end, its items and one more into the tail
+        const int32_t *start = NBI_ARR(h, start, const int32_t);
+        renumber = relayout && !h->dense && h->ncells < nbi_hashed_max(n) &&
+                   h->cap - start[h->ncells] > NBI_ARR(h, end, const int32_t)[c] - start[c];
+        relayout = relayout && !renumber;
     } else if (h->dense || h->ncells >= nbi_hashed_max(n)) {
         relayout = true; // outside the box, or too many emptied hashed cells
     } else {             // a new hashed cell at the end: the tail, or slack before it
@@ -667,6 +740,7 @@ static nbStatus nbi_make_place(nbHash *h, const int64_t key[3], int32_t items, i
         nbi_relayout(h, &L);
         c = nbi_cell_find(h, key);
     }
+    if (renumber) c = nbi_cell_renumber(h, c);
     if (c < 0) c = nbi_cell_new(h, key);
     const int32_t d = nbi_donor(h, c, -1); // the nearest: within reach, as checked above
     NB_ASSERT(d >= 0);
@@ -751,7 +825,8 @@ nbStatus nb_hash_reserve(nbHash *hash, int32_t items)
     const int32_t more = items > hash->count ? items - hash->count : 0;
     const int64_t hashed = nbi_hashed_max(n) + 1;
     const int64_t cells = nbi_max_cells(n) > hashed ? nbi_max_cells(n) : hashed;
-    const nbiHashNeed need = {more, n + nbi_slack_want(n), cells, hashed};
+    const int64_t hashed_cap = nbi_cap_min(n, false), dense_cap = nbi_cap_want(n, true);
+    const nbiHashNeed need = {more, hashed_cap > dense_cap ? hashed_cap : dense_cap, cells, hashed};
     const nbStatus st = nbi_hash_room(hash, need);
     nbi_hash_view_refresh(hash);
     return st;
@@ -1375,6 +1450,14 @@ nbStatus nb_hash_visit_cross_pairs(const nbHash *hash, double radius, uint32_t m
 
 // ---- validate ----
 
+void nbi_hash_stats(const nbHash *hash, nbiHashStats *out)
+{
+    out->relayouts = hash->relayouts;
+    out->renumbers = hash->renumbers;
+    out->dense = hash->dense;
+    out->cells = hash->ncells;
+}
+
 nbStatus nb_hash_validate(const nbHash *hash)
 {
     if (hash == NULL) return NB_ERR_NULL_ARG;
@@ -1409,7 +1492,7 @@ nbStatus nb_hash_validate(const nbHash *hash)
         }
         NBI_CHECK(cells == h->ncells && h->table.count == 0);
     } else {
-        NBI_CHECK(nbi_ctab_validate(&h->table) && h->table.count == h->ncells);
+        NBI_CHECK(nbi_ctab_validate(&h->table) && h->table.count <= h->ncells);
         NBI_CHECK((size_t)h->ncells <= h->keys.cap);
     }
     const int32_t *start = NBI_ARR(h, start, const int32_t), *end = NBI_ARR(h, end, const int32_t);
@@ -1418,13 +1501,22 @@ nbStatus nb_hash_validate(const nbHash *hash)
     const uint32_t *cat = NBI_ARR(h, cat, const uint32_t), *mask = NBI_ARR(h, mask, const uint32_t);
     NBI_CHECK(start[0] == 0 && start[h->ncells] <= h->cap);
     int64_t items = 0, nfiltered = 0;
-    int32_t live = 0;
+    int32_t live = 0, indexed = 0;
     for (int32_t c = 0; c < h->ncells; c++) {
         NBI_CHECK(start[c] <= end[c] && end[c] <= start[c + 1]);
         int64_t k[3];
         nbi_cell_key(h, c, k);
         for (int a = 0; a < 3; a++) NBI_CHECK(k[a] >= h->lo[a] && k[a] <= h->hi[a]);
-        NBI_CHECK(nbi_cell_find(h, k) == c);
+        // A hashed cell is found at its key, or is an empty number left by nbi_cell_renumber,
+        // whose key leads to a later number with the same key.
+        const int32_t at = nbi_cell_find(h, k);
+        indexed += at == c;
+        if (at != c) {
+            NBI_CHECK(!h->dense && end[c] == start[c] && at > c);
+            int64_t ka[3];
+            nbi_cell_key(h, at, ka);
+            NBI_CHECK(ka[0] == k[0] && ka[1] == k[1] && ka[2] == k[2]);
+        }
         live += end[c] > start[c];
         for (int32_t p = start[c]; p < end[c]; p++) {
             const int32_t s = idx[p];
@@ -1447,5 +1539,6 @@ nbStatus nb_hash_validate(const nbHash *hash)
         }
     }
     NBI_CHECK(live == h->live_cells && items == h->count && nfiltered == h->nfiltered);
+    NBI_CHECK(h->dense || h->table.count == indexed);
     return NB_OK;
 }

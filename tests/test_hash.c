@@ -7,6 +7,7 @@
 // the hash as it was.
 #include <nearby/hash.h>
 
+#include "hash_stats.h"
 #include "nb_oracle.h"
 #include "nb_test.h"
 
@@ -673,6 +674,122 @@ static int test_view_follows_changes(void)
     return 0;
 }
 
+// A crowd wandering in a box of side `side`: n items, a step of up to 0.5 per axis each,
+// reflected at the walls, moved through the hash; then the radius queries at `queries` random
+// points against brute force (user values, sorted).
+typedef struct Crowd {
+    int32_t n;
+    double side;
+    double (*pos)[2];
+    nbHandle *handle;
+} Crowd;
+
+static int crowd_insert(nbHash *h, Crowd *c)
+{
+    for (int32_t i = 0; i < c->n; i++) {
+        c->pos[i][0] = nbt_range(0.0, c->side);
+        c->pos[i][1] = nbt_range(0.0, c->side);
+        NB_CHECK_OK(nb_hash_insert(h, c->pos[i], (uint64_t)i, NB_FILTER_ALL, &c->handle[i]));
+    }
+    return 0;
+}
+
+static int crowd_step(nbHash *h, Crowd *c)
+{
+    for (int32_t i = 0; i < c->n; i++) {
+        for (int a = 0; a < 2; a++) {
+            double x = c->pos[i][a] + nbt_range(-0.5, 0.5);
+            x = x < 0.0 ? -x : x;
+            c->pos[i][a] = x >= c->side ? 2.0 * c->side - x - 1e-9 : x;
+        }
+        NB_CHECK_OK(nb_hash_move(h, c->handle[i], c->pos[i]));
+    }
+    return nb_hash_validate(h) != NB_OK;
+}
+
+static int crowd_queries(const nbHash *h, const Crowd *c, int queries)
+{
+    const double r = 1.5;
+    nbHashHit *hits = (nbHashHit *)malloc((size_t)c->n * sizeof *hits);
+    uint64_t *got = (uint64_t *)malloc((size_t)c->n * sizeof *got);
+    uint64_t *want = (uint64_t *)malloc((size_t)c->n * sizeof *want);
+    NB_CHECK(hits != NULL && got != NULL && want != NULL);
+    for (int q = 0; q < queries; q++) {
+        const double at[2] = {nbt_range(-1.0, c->side + 1.0), nbt_range(-1.0, c->side + 1.0)};
+        int32_t found = 0, expect = 0;
+        NB_CHECK_OK(nb_hash_query_radius(h, at, r, NB_FILTER_ALL, hits, c->n, &found));
+        for (int32_t i = 0; i < c->n; i++) {
+            const double dx = c->pos[i][0] - at[0], dy = c->pos[i][1] - at[1];
+            if (dx * dx + dy * dy <= r * r) want[expect++] = (uint64_t)i;
+        }
+        NB_CHECK(found == expect);
+        for (int32_t t = 0; t < found; t++) got[t] = hits[t].user;
+        qsort(got, (size_t)found, sizeof *got, cmp_u64);
+        NB_CHECK(memcmp(got, want, (size_t)found * sizeof *got) == 0);
+    }
+    free(hits);
+    free(got);
+    free(want);
+    return 0;
+}
+
+// Small cells (about one item each) wandering in a hashed hash, kept hashed by one far item:
+// a move into a cell with no slack within reach moves that cell to the end of the numbering
+// (its items into the tail) instead of relaying out everything. Before, the crowd relaid out
+// every few dozen moves that crossed a cell (about 90 times a frame at 100k items).
+static int test_hashed_crowd_relays_out_seldom(void)
+{
+    enum { N = 3000, FRAMES = 30 };
+    static double pos[N + 1][2];
+    static nbHandle handle[N + 1];
+    Crowd c = {N, 70.0, pos, handle};
+    nbHashDesc desc = {0};
+    desc.dim = 2;
+    desc.cell_size = 1.0;
+    nbHash *h = NULL;
+    NB_CHECK_OK(nb_hash_create(&desc, &h));
+    if (crowd_insert(h, &c)) return 1;
+    const double far[2] = {1e7, -1e7};
+    NB_CHECK_OK(nb_hash_insert(h, far, N, NB_FILTER_ALL, &handle[N]));
+    nbiHashStats before, after;
+    nbi_hash_stats(h, &before);
+    NB_CHECK(!before.dense);
+    for (int f = 0; f < FRAMES; f++) {
+        if (crowd_step(h, &c)) return 1;
+        if (f % 10 == 9 && crowd_queries(h, &c, 40)) return 1;
+    }
+    nbi_hash_stats(h, &after);
+    NB_CHECK(!after.dense && after.renumbers > before.renumbers);
+    NB_CHECK(after.relayouts - before.relayouts <= FRAMES / 2); // 9 here; 113 without renumbering
+    nb_hash_destroy(h);
+    return 0;
+}
+
+// A crowd filling its box, inserted while the hash is hashed (a few items far apart make a box
+// too large for dense cells), ends dense: once the box has at most nbi_dense_again cells, the
+// next room-making relays out into dense cells, whose queries need no table lookups.
+static int test_crowd_turns_dense(void)
+{
+    enum { N = 4500 };
+    static double pos[N][2];
+    static nbHandle handle[N];
+    Crowd c = {N, 70.0, pos, handle};
+    nbHashDesc desc = {0};
+    desc.dim = 2;
+    desc.cell_size = 1.0;
+    nbHash *h = NULL;
+    NB_CHECK_OK(nb_hash_create(&desc, &h));
+    if (crowd_insert(h, &c)) return 1;
+    for (int f = 0; f < 3; f++)
+        if (crowd_step(h, &c)) return 1;
+    nbiHashStats st;
+    nbi_hash_stats(h, &st);
+    NB_CHECK(st.dense);
+    if (crowd_queries(h, &c, 40)) return 1;
+    nb_hash_destroy(h);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const nbtCase cases[] = {
@@ -681,6 +798,8 @@ int main(int argc, char **argv)
         {"steady_state_allocates_nothing", test_steady_state_allocates_nothing},
         {"allocation_failure", test_allocation_failure},
         {"view_follows_changes", test_view_follows_changes},
+        {"hashed_crowd_relays_out_seldom", test_hashed_crowd_relays_out_seldom},
+        {"crowd_turns_dense", test_crowd_turns_dense},
     };
     return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
 }
