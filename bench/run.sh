@@ -25,6 +25,11 @@
 #                                            10 steps (row-major or Morton) against never
 #                                            (~1 minute): writes
 #                                            bench/results/$NB_BENCH_MACHINE/reorder_latest.csv
+#   bash bench/run.sh BUILD_DIR --open-world only the spatial hash's moves in an open (hashed)
+#                                            world (bench_open_world: 100k items over squares
+#                                            of side 1e6 and 2000, 10% and all moving, steps
+#                                            and teleports; ~1 minute): writes
+#                                            bench/results/$NB_BENCH_MACHINE/open_world_latest.csv
 #   bash bench/run.sh BUILD_DIR --python     only the Python package against scipy's cKDTree
 #                                            (bench_python.py: 1M uniform 2D points, all
 #                                            pairs and kNN, k = 8; ~2 minutes): writes
@@ -88,7 +93,8 @@ set -euo pipefail
 
 usage() {
     echo "usage: bash bench/run.sh BUILD_DIR [--quick | --callgrind | --agents | --cell-size |" \
-        "--periodic | --reorder | --tiles | --python | --rects [--quick] | --mpi]" >&2
+        "--periodic | --reorder | --open-world | --tiles | --python | --rects [--quick] |" \
+        "--mpi]" >&2
     exit 2
 }
 [ $# -ge 1 ] || usage
@@ -96,7 +102,7 @@ build=$1
 mode=${2:-full}
 case "$mode" in
     full | --quick | --callgrind | --agents | --cell-size | --periodic | --reorder | --tiles | \
-        --python | --rects | --mpi | --cli) ;;
+        --python | --rects | --mpi | --cli | --open-world) ;;
     *) usage ;;
 esac
 rects_quick="" # `--rects --quick`: only the rectangles section, at the --quick sizes
@@ -318,6 +324,34 @@ run_reorder() {
 }
 if [ "$mode" = --reorder ]; then
     run_reorder
+    exit $?
+fi
+
+# ---- the spatial hash in an open world: moves only (bench_open_world) ----
+run_open_world() {
+    [ -x "$bin/bench_open_world" ] || {
+        echo "run.sh: bench_open_world not built; skipping" >&2
+        return 0
+    }
+    local n=100000 frames=20 out
+    if [ "$mode" = --quick ]; then
+        n=20000 frames=5
+        out=$bin/open_world_quick.csv
+    else
+        mkdir -p "$root/bench/results/$machine"
+        out=$root/bench/results/$machine/open_world_latest.csv
+    fi
+    echo "run.sh: open world: $n items, $frames frames of moves" >&2
+    echo "world,n,percent,step,frames,move_ms_median,move_ms_max" > "$out"
+    local args
+    for args in "1e6 10 0" "1e6 10 1" "2000 10 1" "2000 100 1"; do
+        # shellcheck disable=SC2086 # the words of $args are the arguments
+        "${pin[@]}" "$bin/bench_open_world" "$n" $args "$frames" >> "$out" || return 1
+    done
+    column -s, -t < "$out" 2> /dev/null || cat "$out"
+}
+if [ "$mode" = --open-world ]; then
+    run_open_world
     exit $?
 fi
 
@@ -711,6 +745,7 @@ fi
 [ "$mode" = full ] && { run_cell_size || status=1; }
 [ "$mode" = full ] && { run_periodic || status=1; }
 run_reorder || status=1
+run_open_world || status=1
 [ "$mode" = full ] && { run_cli || status=1; }
 run_tiles || status=1
 run_agents || status=1
