@@ -302,17 +302,23 @@ if [ "$mode" = --tiles ]; then
     exit $?
 fi
 
+# The CSV a section writes: BUILD_DIR/bench/NAME_quick.csv in a --quick run, else NAME_latest.csv
+# in this machine's results directory.
+section_csv() {
+    if [ "$mode" = --quick ]; then
+        echo "$bin/$1_quick.csv"
+    else
+        mkdir -p "$root/bench/results/$machine"
+        echo "$root/bench/results/$machine/$1_latest.csv"
+    fi
+}
+
 # ---- reordering: a random walk with the arrays reordered into cell order (bench_reorder) ----
 run_reorder() {
     [ -x "$bin/bench_reorder" ] || { echo "run.sh: bench_reorder not built; skipping" >&2; return 0; }
     local n=1000000 steps=100 out
-    if [ "$mode" = --quick ]; then
-        n=100000 steps=20
-        out=$bin/reorder_quick.csv
-    else
-        mkdir -p "$root/bench/results/$machine"
-        out=$root/bench/results/$machine/reorder_latest.csv
-    fi
+    [ "$mode" = --quick ] && n=100000 steps=20
+    out=$(section_csv reorder)
     echo "run.sh: reordering: $n points, $steps steps, reordered every 10" >&2
     "${pin[@]}" "$bin/bench_reorder" "$n" "$steps" 10 > "$out" || return 1
     column -s, -t < "$out" 2> /dev/null || cat "$out"
@@ -334,13 +340,8 @@ run_open_world() {
         return 0
     }
     local n=100000 frames=20 out
-    if [ "$mode" = --quick ]; then
-        n=20000 frames=5
-        out=$bin/open_world_quick.csv
-    else
-        mkdir -p "$root/bench/results/$machine"
-        out=$root/bench/results/$machine/open_world_latest.csv
-    fi
+    [ "$mode" = --quick ] && n=20000 frames=5
+    out=$(section_csv open_world)
     echo "run.sh: open world: $n items, $frames frames of moves" >&2
     echo "world,n,percent,step,frames,move_ms_median,move_ms_max" > "$out"
     local args

@@ -684,8 +684,14 @@ typedef struct Crowd {
     nbHandle *handle;
 } Crowd;
 
-static int crowd_insert(nbHash *h, Crowd *c)
+// A 2D hash with cells of 1 (about one item each), the crowd inserted in random places.
+static int crowd_insert(nbHash **out, Crowd *c)
 {
+    nbHashDesc desc = {0};
+    desc.dim = 2;
+    desc.cell_size = 1.0;
+    NB_CHECK_OK(nb_hash_create(&desc, out));
+    nbHash *h = *out;
     for (int32_t i = 0; i < c->n; i++) {
         c->pos[i][0] = nbt_range(0.0, c->side);
         c->pos[i][1] = nbt_range(0.0, c->side);
@@ -743,12 +749,8 @@ static int test_hashed_crowd_relays_out_seldom(void)
     static double pos[N + 1][2];
     static nbHandle handle[N + 1];
     Crowd c = {N, 70.0, pos, handle};
-    nbHashDesc desc = {0};
-    desc.dim = 2;
-    desc.cell_size = 1.0;
     nbHash *h = NULL;
-    NB_CHECK_OK(nb_hash_create(&desc, &h));
-    if (crowd_insert(h, &c)) return 1;
+    if (crowd_insert(&h, &c)) return 1;
     const double far[2] = {1e7, -1e7};
     NB_CHECK_OK(nb_hash_insert(h, far, N, NB_FILTER_ALL, &handle[N]));
     nbiHashStats before, after;
@@ -774,12 +776,8 @@ static int test_crowd_turns_dense(void)
     static double pos[N][2];
     static nbHandle handle[N];
     Crowd c = {N, 70.0, pos, handle};
-    nbHashDesc desc = {0};
-    desc.dim = 2;
-    desc.cell_size = 1.0;
     nbHash *h = NULL;
-    NB_CHECK_OK(nb_hash_create(&desc, &h));
-    if (crowd_insert(h, &c)) return 1;
+    if (crowd_insert(&h, &c)) return 1;
     for (int f = 0; f < 3; f++)
         if (crowd_step(h, &c)) return 1;
     nbiHashStats st;
