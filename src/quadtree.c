@@ -282,29 +282,66 @@ typedef struct nbiQtWin {
 #endif
 } nbiQtWin;
 
-static void nbi_win_make(nbiQtWin *x, const double *w)
+#if defined(__SSE2__)
+// nbi_f_round4's steps on four doubles (a's two, then b's): the nearest floats' bits mapped to
+// integers in the order of the floats, to which a step count is added (nbi_f_unkey).
+NBI_INLINE __m128i nbi_f_key4(__m128d a, __m128d b)
+{
+    const __m128d big = _mm_set1_pd((double)FLT_MAX), nbig = _mm_set1_pd(-(double)FLT_MAX);
+    a = _mm_min_pd(_mm_max_pd(a, nbig), big);
+    b = _mm_min_pd(_mm_max_pd(b, nbig), big);
+    const __m128i i = _mm_castps_si128(_mm_movelh_ps(_mm_cvtpd_ps(a), _mm_cvtpd_ps(b)));
+    return _mm_xor_si128(i, _mm_srli_epi32(_mm_srai_epi32(i, 31), 1));
+}
+
+NBI_INLINE __m128 nbi_f_unkey(__m128i key)
+{
+    return _mm_castsi128_ps(_mm_xor_si128(key, _mm_srli_epi32(_mm_srai_epi32(key, 31), 1)));
+}
+#endif
+
+// The window's float values; `sure` only when `want_sure` (pairs: window and circle searches
+// test 16-bit boxes instead).
+static void nbi_win_make(nbiQtWin *x, const double *w, bool want_sure)
 {
     memcpy(x->w, w, sizeof x->w);
+#if defined(__SSE2__)
+    // The same values as nbi_f_round4 gives (test_quadtree's float_edges), two conversions
+    // instead of three: touch and sure round the same doubles.
+    const __m128d lo = _mm_loadu_pd(w), hi = _mm_loadu_pd(w + 2), neg = _mm_set1_pd(-0.0);
+    const __m128i kt = nbi_f_key4(hi, _mm_xor_pd(lo, neg)); // max x, max y, -min x, -min y
+    const __m128i kh = nbi_f_key4(lo, _mm_xor_pd(hi, neg)); // min x, min y, -max x, -max y
+    const __m128 t = nbi_f_unkey(_mm_add_epi32(kt, _mm_set1_epi32(1)));
+    const __m128 h = nbi_f_unkey(_mm_add_epi32(kh, _mm_set1_epi32(1)));
+    x->touch1 = t;
+    x->held1 = h;
+    x->touch[0] = _mm_shuffle_ps(t, t, _MM_SHUFFLE(0, 0, 0, 0));
+    x->touch[1] = _mm_shuffle_ps(t, t, _MM_SHUFFLE(1, 1, 1, 1));
+    x->touch[2] = _mm_shuffle_ps(t, t, _MM_SHUFFLE(2, 2, 2, 2));
+    x->touch[3] = _mm_shuffle_ps(t, t, _MM_SHUFFLE(3, 3, 3, 3));
+    x->held[0] = _mm_shuffle_ps(h, h, _MM_SHUFFLE(0, 0, 0, 0));
+    x->held[1] = _mm_shuffle_ps(h, h, _MM_SHUFFLE(1, 1, 1, 1));
+    x->held[2] = _mm_shuffle_ps(h, h, _MM_SHUFFLE(2, 2, 2, 2));
+    x->held[3] = _mm_shuffle_ps(h, h, _MM_SHUFFLE(3, 3, 3, 3));
+    if (want_sure) {
+        const __m128 u = nbi_f_unkey(_mm_sub_epi32(kt, _mm_set1_epi32(3)));
+        x->sure[0] = _mm_shuffle_ps(u, u, _MM_SHUFFLE(0, 0, 0, 0));
+        x->sure[1] = _mm_shuffle_ps(u, u, _MM_SHUFFLE(1, 1, 1, 1));
+        x->sure[2] = _mm_shuffle_ps(u, u, _MM_SHUFFLE(2, 2, 2, 2));
+        x->sure[3] = _mm_shuffle_ps(u, u, _MM_SHUFFLE(3, 3, 3, 3));
+    }
+#else
     float t[4], h[4], u[4];
     const double tv[4] = {w[2], w[3], -w[0], -w[1]}, hv[4] = {w[0], w[1], -w[2], -w[3]};
     nbi_f_round4(tv, t, 1);
     nbi_f_round4(hv, h, 1);
-    nbi_f_round4(tv, u, -3);
-#if defined(__SSE2__)
-    x->touch1 = _mm_loadu_ps(t);
-    x->held1 = _mm_loadu_ps(h);
-#endif
+    if (want_sure) nbi_f_round4(tv, u, -3);
     for (int i = 0; i < 4; i++) {
-#if defined(__SSE2__)
-        x->touch[i] = _mm_set1_ps(t[i]);
-        x->held[i] = _mm_set1_ps(h[i]);
-        x->sure[i] = _mm_set1_ps(u[i]);
-#else
         x->touch[i] = t[i];
         x->held[i] = h[i];
-        x->sure[i] = u[i];
-#endif
+        x->sure[i] = want_sure ? u[i] : 0.0f;
     }
+#endif
 }
 
 // The float bounds of group g (its first node).
@@ -2044,7 +2081,7 @@ NBI_INLINE void nbi_search_as(const nbQuadtree *q, int kind, const double *w, co
 {
     const nbiQtHot *nodes = NBI_HOT(q);
     nbiQtWin x;
-    nbi_win_make(&x, w);
+    nbi_win_make(&x, w, false);
     // The stack holds groups of nodes known to meet the search: a group's first node, and a
     // mask of which of its four to visit (bits 0 to 3, lowest first) and which of those the
     // window holds whole (bits 4 to 7), whose subtree is then reported without a test (box
@@ -2574,7 +2611,7 @@ static void nbi_pairs(const nbQuadtree *q, bool cross, uint32_t mask_a, uint32_t
             if (cross && ((cat[a] & mask_a) == 0 || mask[a] == 0)) continue;
             const double *w = rec[a].b;
             nbiQtWin x;
-            nbi_win_make(&x, w);
+            nbi_win_make(&x, w, true);
             int top = 0;
             stack[top] = NBI_QT_OUT; // the outside list, when it holds any
             top += nodes[NBI_QT_OUT].count > 0;
