@@ -282,29 +282,66 @@ typedef struct nbiQtWin {
 #endif
 } nbiQtWin;
 
-static void nbi_win_make(nbiQtWin *x, const double *w)
+#if defined(__SSE2__)
+// nbi_f_round4's steps on four doubles (a's two, then b's): the nearest floats' bits mapped to
+// integers in the order of the floats, to which a step count is added (nbi_f_unkey).
+NBI_INLINE __m128i nbi_f_key4(__m128d a, __m128d b)
+{
+    const __m128d big = _mm_set1_pd((double)FLT_MAX), nbig = _mm_set1_pd(-(double)FLT_MAX);
+    a = _mm_min_pd(_mm_max_pd(a, nbig), big);
+    b = _mm_min_pd(_mm_max_pd(b, nbig), big);
+    const __m128i i = _mm_castps_si128(_mm_movelh_ps(_mm_cvtpd_ps(a), _mm_cvtpd_ps(b)));
+    return _mm_xor_si128(i, _mm_srli_epi32(_mm_srai_epi32(i, 31), 1));
+}
+
+NBI_INLINE __m128 nbi_f_unkey(__m128i key)
+{
+    return _mm_castsi128_ps(_mm_xor_si128(key, _mm_srli_epi32(_mm_srai_epi32(key, 31), 1)));
+}
+#endif
+
+// The window's float values; `sure` only when `want_sure` (pairs: window and circle searches
+// test 16-bit boxes instead).
+static void nbi_win_make(nbiQtWin *x, const double *w, bool want_sure)
 {
     memcpy(x->w, w, sizeof x->w);
+#if defined(__SSE2__)
+    // The same values as nbi_f_round4 gives (test_quadtree's float_edges), two conversions
+    // instead of three: touch and sure round the same doubles.
+    const __m128d lo = _mm_loadu_pd(w), hi = _mm_loadu_pd(w + 2), neg = _mm_set1_pd(-0.0);
+    const __m128i kt = nbi_f_key4(hi, _mm_xor_pd(lo, neg)); // max x, max y, -min x, -min y
+    const __m128i kh = nbi_f_key4(lo, _mm_xor_pd(hi, neg)); // min x, min y, -max x, -max y
+    const __m128 t = nbi_f_unkey(_mm_add_epi32(kt, _mm_set1_epi32(1)));
+    const __m128 h = nbi_f_unkey(_mm_add_epi32(kh, _mm_set1_epi32(1)));
+    x->touch1 = t;
+    x->held1 = h;
+    x->touch[0] = _mm_shuffle_ps(t, t, _MM_SHUFFLE(0, 0, 0, 0));
+    x->touch[1] = _mm_shuffle_ps(t, t, _MM_SHUFFLE(1, 1, 1, 1));
+    x->touch[2] = _mm_shuffle_ps(t, t, _MM_SHUFFLE(2, 2, 2, 2));
+    x->touch[3] = _mm_shuffle_ps(t, t, _MM_SHUFFLE(3, 3, 3, 3));
+    x->held[0] = _mm_shuffle_ps(h, h, _MM_SHUFFLE(0, 0, 0, 0));
+    x->held[1] = _mm_shuffle_ps(h, h, _MM_SHUFFLE(1, 1, 1, 1));
+    x->held[2] = _mm_shuffle_ps(h, h, _MM_SHUFFLE(2, 2, 2, 2));
+    x->held[3] = _mm_shuffle_ps(h, h, _MM_SHUFFLE(3, 3, 3, 3));
+    if (want_sure) {
+        const __m128 u = nbi_f_unkey(_mm_sub_epi32(kt, _mm_set1_epi32(3)));
+        x->sure[0] = _mm_shuffle_ps(u, u, _MM_SHUFFLE(0, 0, 0, 0));
+        x->sure[1] = _mm_shuffle_ps(u, u, _MM_SHUFFLE(1, 1, 1, 1));
+        x->sure[2] = _mm_shuffle_ps(u, u, _MM_SHUFFLE(2, 2, 2, 2));
+        x->sure[3] = _mm_shuffle_ps(u, u, _MM_SHUFFLE(3, 3, 3, 3));
+    }
+#else
     float t[4], h[4], u[4];
     const double tv[4] = {w[2], w[3], -w[0], -w[1]}, hv[4] = {w[0], w[1], -w[2], -w[3]};
     nbi_f_round4(tv, t, 1);
     nbi_f_round4(hv, h, 1);
-    nbi_f_round4(tv, u, -3);
-#if defined(__SSE2__)
-    x->touch1 = _mm_loadu_ps(t);
-    x->held1 = _mm_loadu_ps(h);
-#endif
+    if (want_sure) nbi_f_round4(tv, u, -3);
     for (int i = 0; i < 4; i++) {
-#if defined(__SSE2__)
-        x->touch[i] = _mm_set1_ps(t[i]);
-        x->held[i] = _mm_set1_ps(h[i]);
-        x->sure[i] = _mm_set1_ps(u[i]);
-#else
         x->touch[i] = t[i];
         x->held[i] = h[i];
-        x->sure[i] = u[i];
-#endif
+        x->sure[i] = want_sure ? u[i] : 0.0f;
     }
+#endif
 }
 
 // The float bounds of group g (its first node).
@@ -1929,23 +1966,122 @@ static bool nbi_report_all(const nbQuadtree *q, int32_t from, const nbFilter *f,
     return true;
 }
 
+// How many nodes a window or circle search gathers before scanning them (nbi_search_as).
+enum { NBI_QT_BATCH = 16 };
+
+// Node n's segments s0 .. s0 + 31 against the search: bit j of *meet set when segment s0 + j's
+// box meets it, of *held when the window holds that box whole (held_ok only); and starts loading
+// every line of the runs (16-bit boxes and hits) of the segments met. A block of 2^c >= 16
+// positions owns 2^c floats of sb and its segments' boxes take the first quarter, so reading four
+// boxes past its last segment stays within the block (their bits are masked off); a block of 8
+// has one segment.
+NBI_INLINE void nbi_seg_pass(const nbQuadtree *q, const nbiQtHot *n, int32_t s0, const nbiQtWin *x,
+                             bool held_ok, uint32_t *meet_out, uint32_t *held_out)
+{
+    const float *sbn = NBI_SB(q) + n->start;
+    const int32_t nseg = (n->count + NBI_QT_SEG - 1) / NBI_QT_SEG;
+    const int32_t ns = nseg - s0 < 32 ? nseg - s0 : 32;
+    uint32_t meet = 0, held = 0;
+    if (nseg == 1)
+        meet = nbi_seg_test(sbn, x, false) != 0;
+    else
+        for (int32_t j = 0; j < ns; j += 4)
+            meet |= (uint32_t)nbi_seg_test4(sbn + 4 * (s0 + j), x) << j;
+    meet &= ns == 32 ? ~0u : (1u << ns) - 1u;
+    for (uint32_t mt = meet; mt != 0; mt &= mt - 1u) {
+        const int j = nbi_ctz32(mt);
+        if (held_ok) held |= (uint32_t)(nbi_seg_test(sbn + 4 * (s0 + j), x, true) >> 1) << j;
+#if defined(__GNUC__)
+        const int16_t *run = nbi_qb_at(q, n->start + (s0 + j) * NBI_QT_SEG);
+        // Each run's line of 16-bit boxes is read first, its hits' two lines later and only
+        // where a rectangle touches: those are asked of the L2 cache alone (locality 1), which
+        // leaves more of the L1's few miss buffers to the boxes (measured: docs/quadtree.md).
+        for (int i = 0; i < 2 * NBI_QT_QRUN; i += NBI_QT_QRUN) {
+            __builtin_prefetch(run + i);
+            __builtin_prefetch(run + i + 32, 0, 1);
+            __builtin_prefetch(run + i + 64, 0, 1);
+        }
+#endif
+    }
+    *meet_out = meet;
+    *held_out = held;
+}
+
+// Reports what node n's segments s0 .. s0 + 31 marked in `meet` hold that touches the search
+// (nbi_seg_pass gave meet and held; qx is the window in n's frame). False when a visitor stopped.
+NBI_INLINE bool nbi_seg_scan(const nbQuadtree *q, const nbiQtHot *n, int32_t s0, uint32_t meet,
+                             uint32_t held, const nbiQtQWin *qx, int kind, const double *w,
+                             const double *c, double r2, const nbFilter *f, int mode, nbiQtSink *sk)
+{
+    const nbiQtBox *rec = NBI_BOX(q);
+    const int16_t *qb = NBI_QB(q);
+    const uint32_t *cat = NBI_CAT(q), *mask = NBI_MASK(q);
+    const int32_t c0 = n->start + s0 * NBI_QT_SEG, end = n->start + n->count;
+    while (meet != 0) {
+        const int j = nbi_ctz32(meet);
+        meet &= meet - 1u;
+        const int32_t g = c0 + j * NBI_QT_SEG;
+        const int32_t gend = end - g < NBI_QT_SEG ? end : g + NBI_QT_SEG;
+        if ((held >> j) & 1u) { // the window holds the segment's box
+            for (int32_t p = g; p < gend; p++) {
+                if (f != NULL && !nbi_pass(*f, cat[p], mask[p])) continue;
+                nbi_sink_hit_as(sk, q, p, mode);
+                if (sk->stop) return false;
+            }
+            continue;
+        }
+        // Blocks start at multiples of 8; a partly filled run's empty positions fail every test.
+        for (int32_t r = g; r < gend; r += 8) {
+#ifdef NBI_QT_STATS
+            nbi_qt_items_tested += gend - r < 8 ? gend - r : 8;
+#endif
+            const unsigned m = nbi_q_run_test(qb, r, qx);
+            unsigned bits = m & 0xFFu;
+            if (bits == 0) continue;
+            // A circle tests every candidate in double; a window only those its 16-bit test left
+            // open.
+            unsigned open = kind == NBI_Q_CIRCLE ? bits : bits & ~(m >> 8);
+            while (open != 0) {
+                const int k = nbi_ctz32(open);
+                open &= open - 1u;
+                const double *b = rec[r + k].b;
+                if (!nbi_touch(b, w) ||
+                    (kind == NBI_Q_CIRCLE && nbi_box_dist2(c, b[0], b[1], b[2], b[3]) > r2))
+                    bits &= ~(1u << k);
+            }
+            while (bits != 0) {
+                const int32_t p = r + nbi_ctz32(bits);
+                bits &= bits - 1u;
+                if (f != NULL && !nbi_pass(*f, cat[p], mask[p])) continue;
+                nbi_sink_hit_as(sk, q, p, mode);
+                if (sk->stop) return false;
+            }
+        }
+    }
+    return true;
+}
+
 // Depth-first over the nodes whose bounds meet the search, root first, then the outside list.
 // Box: w is the window. A NULL filter visits every rectangle (visit_all). Circle: w is the circle's
 // bounding box, c its centre, r2 its radius^2. A group's four children are tested at once
-// (nbi_group_test), a node's rectangles four at a time by their float boxes (nbi_run_test); only
-// those that pass take the exact tests (the window in double, the circle) and the filter.
+// (nbi_group_test), a node's segments four at a time (nbi_seg_test4), a segment's rectangles
+// eight at a time by their 16-bit boxes (nbi_q_run_test); only those it leaves open take the
+// exact tests (the window in double, the circle), and the filter.
+// The walk down is cheap (the nodes' records and boxes are few and stay in cache); what costs is
+// the leaves' segment boxes and runs, far apart in a big tree. So the walk gathers up to
+// NBI_QT_BATCH nodes with rectangles, starting to load each one's segment boxes; then tests the
+// segments of all of them, starting to load the runs of every segment met; then scans them, in
+// the walk's order: the cache misses of all these nodes overlap instead of following one another
+// node by node. A subtree the window holds whole takes its place in the batch and is reported
+// without tests.
 // nbi_search's body, inlined once for the common case (a window into a buffer, no filter to
 // test) with those as constants, and once for everything else.
 NBI_INLINE void nbi_search_as(const nbQuadtree *q, int kind, const double *w, const double *c,
                               double r2, const nbFilter *f, int mode, nbiQtSink *s)
 {
     const nbiQtHot *nodes = NBI_HOT(q);
-    const nbiQtBox *rec = NBI_BOX(q);
-    const float *sb = NBI_SB(q);
-    const int16_t *qb = NBI_QB(q);
-    const uint32_t *cat = NBI_CAT(q), *mask = NBI_MASK(q);
     nbiQtWin x;
-    nbi_win_make(&x, w);
+    nbi_win_make(&x, w, false);
     // The stack holds groups of nodes known to meet the search: a group's first node, and a
     // mask of which of its four to visit (bits 0 to 3, lowest first) and which of those the
     // window holds whole (bits 4 to 7), whose subtree is then reported without a test (box
@@ -1965,132 +2101,81 @@ NBI_INLINE void nbi_search_as(const nbQuadtree *q, int kind, const double *w, co
         sg[top] = NBI_QT_ROOT;
         sm[top++] = held_ok && nbi_node_held(root, w) ? 0x11u : 1u;
     }
-    while (top > 0) {
-        const uint32_t gm = sm[top - 1];
-        const int gk = nbi_ctz32(gm & 0xFu);
-        const int32_t ni = sg[top - 1] + gk;
-        const uint32_t rest = gm & ~(0x11u << gk);
-        if ((rest & 0xFu) != 0)
-            sm[top - 1] = rest;
-        else
-            top--;
-        if ((gm >> (4 + gk)) & 1u) {
-            if (!nbi_report_all(q, ni, f, &sk)) break;
-            continue;
-        }
-        const nbiQtHot n = nodes[ni];
-#ifdef NBI_QT_STATS
-        nbi_qt_nodes_visited++;
-#endif
-#if defined(__GNUC__)
-        // The next node's record was prefetched with its group: start loading its first segment
-        // box and runs now, so that their cache misses overlap this node's work.
+    // The batch: node i, or -1 - i for a subtree held whole, and its first 32 segments' masks.
+    int32_t bn[NBI_QT_BATCH];
+    uint32_t bmeet[NBI_QT_BATCH], bheld[NBI_QT_BATCH];
+    int nb = 0;
+    while (top > 0 || nb > 0) {
         if (top > 0) {
-            const uint32_t nm = sm[top - 1];
-            const int nk = nbi_ctz32(nm & 0xFu);
-            const nbiQtHot *nx = &nodes[sg[top - 1] + nk];
-            if (!((nm >> (4 + nk)) & 1u) && nx->count > 0) {
-                __builtin_prefetch(sb + nx->start);
-                __builtin_prefetch(nbi_qb_at(q, nx->start));
-                __builtin_prefetch(nbi_qb_at(q, nx->start) + NBI_QT_QRUN);
-            }
-        }
-#endif
-        if (n.child >= 0) {
-            const int32_t g = n.child;
-            const int t = nbi_group_test(nbi_group_gb(q, g), &x, held_ok);
-            sg[top] = g;
-            sm[top] = (uint32_t)t;
-            top += t != 0;
-#if defined(__GNUC__)
-            // The children's records are read next: start loading them while this node's
-            // rectangles are scanned.
-            if (t != 0) {
-                __builtin_prefetch(&nodes[g]);
-                __builtin_prefetch(&nodes[g + 3]);
-            }
-#endif
-        }
-        const int32_t end = n.start + n.count;
-        if (n.count == 0) continue;
-        nbiQtQWin qx; // the window in this node's frame
-        nbi_q_window(&n, w, &qx);
-        // By up to 32 segments: first test their boxes (one or two cache lines of sb, four
-        // segments a test) and start loading the runs (16-bit boxes and hits) of every segment
-        // the window meets, so that their cache misses overlap rather than follow one another;
-        // then scan those segments. A block of 2^c >= 16 positions owns 2^c floats of sb and its
-        // segments' boxes take the first quarter, so reading four boxes past the last segment
-        // stays within the block (their bits are masked off); a block of 8 has one segment.
-        const int32_t nseg = (n.count + NBI_QT_SEG - 1) / NBI_QT_SEG;
-        const float *sbn = sb + n.start;
-        for (int32_t s0 = 0; s0 < nseg; s0 += 32) {
-            const int32_t c0 = n.start + s0 * NBI_QT_SEG;
-            const int32_t ns = nseg - s0 < 32 ? nseg - s0 : 32;
-            uint32_t meet = 0, held = 0;
-            if (nseg == 1)
-                meet = nbi_seg_test(sbn, &x, false) != 0;
+            const uint32_t gm = sm[top - 1];
+            const int gk = nbi_ctz32(gm & 0xFu);
+            const int32_t ni = sg[top - 1] + gk;
+            const uint32_t rest = gm & ~(0x11u << gk);
+            if ((rest & 0xFu) != 0)
+                sm[top - 1] = rest;
             else
-                for (int32_t j = 0; j < ns; j += 4)
-                    meet |= (uint32_t)nbi_seg_test4(sbn + 4 * (s0 + j), &x) << j;
-            meet &= ns == 32 ? ~0u : (1u << ns) - 1u;
-            for (uint32_t mt = meet; mt != 0; mt &= mt - 1u) {
-                const int j = nbi_ctz32(mt);
-                if (held_ok)
-                    held |= (uint32_t)(nbi_seg_test(sbn + 4 * (s0 + j), &x, true) >> 1) << j;
-#if defined(__GNUC__)
-                const int16_t *run = nbi_qb_at(q, c0 + j * NBI_QT_SEG);
-                for (int i = 0; i < 2 * NBI_QT_QRUN; i += 32) __builtin_prefetch(run + i);
-#endif
-            }
-            while (meet != 0) {
-                const int j = nbi_ctz32(meet);
-                meet &= meet - 1u;
-                const int32_t g = c0 + j * NBI_QT_SEG;
-                const int32_t gend = end - g < NBI_QT_SEG ? end : g + NBI_QT_SEG;
-                if ((held >> j) & 1u) { // the window holds the segment's box
-                    for (int32_t p = g; p < gend; p++) {
-                        if (f != NULL && !nbi_pass(*f, cat[p], mask[p])) continue;
-                        nbi_sink_hit_as(&sk, q, p, mode);
-                        if (sk.stop) {
-                            *s = sk;
-                            return;
-                        }
-                    }
-                    continue;
-                }
-                // Blocks start at multiples of 8; a partly filled run's empty positions fail every
-                // test.
-                for (int32_t r = g; r < gend; r += 8) {
+                top--;
+            if ((gm >> (4 + gk)) & 1u) {
+                bn[nb++] = -1 - ni;
+            } else {
+                const nbiQtHot *n = &nodes[ni];
 #ifdef NBI_QT_STATS
-                    nbi_qt_items_tested += gend - r < 8 ? gend - r : 8;
+                nbi_qt_nodes_visited++;
 #endif
-                    const unsigned m = nbi_q_run_test(qb, r, &qx);
-                    unsigned bits = m & 0xFFu;
-                    if (bits == 0) continue;
-                    // A circle tests every candidate in double; a window only those its 16-bit test
-                    // left open.
-                    unsigned open = kind == NBI_Q_CIRCLE ? bits : bits & ~(m >> 8);
-                    while (open != 0) {
-                        const int k = nbi_ctz32(open);
-                        open &= open - 1u;
-                        const double *b = rec[r + k].b;
-                        if (!nbi_touch(b, w) ||
-                            (kind == NBI_Q_CIRCLE && nbi_box_dist2(c, b[0], b[1], b[2], b[3]) > r2))
-                            bits &= ~(1u << k);
+                if (n->child >= 0) {
+                    const int32_t g = n->child;
+                    const int t = nbi_group_test(nbi_group_gb(q, g), &x, held_ok);
+                    sg[top] = g;
+                    sm[top] = (uint32_t)t;
+                    top += t != 0;
+#if defined(__GNUC__)
+                    // The children's records are read next.
+                    if (t != 0) {
+                        __builtin_prefetch(&nodes[g]);
+                        __builtin_prefetch(&nodes[g + 3]);
                     }
-                    while (bits != 0) {
-                        const int32_t p = r + nbi_ctz32(bits);
-                        bits &= bits - 1u;
-                        if (f != NULL && !nbi_pass(*f, cat[p], mask[p])) continue;
-                        nbi_sink_hit_as(&sk, q, p, mode);
-                        if (sk.stop) {
-                            *s = sk;
-                            return;
-                        }
-                    }
+#endif
                 }
+                if (n->count > 0) {
+                    bn[nb++] = ni;
+#if defined(__GNUC__)
+                    // Its first 32 segments' boxes: 16 bytes each.
+                    const int32_t nseg = (n->count + NBI_QT_SEG - 1) / NBI_QT_SEG;
+                    const float *sbn = NBI_SB(q) + n->start;
+                    for (int32_t i = 0; i < 4 * (nseg < 32 ? nseg : 32); i += 16)
+                        __builtin_prefetch(sbn + i);
+#endif
+                }
+            }
+            if (top > 0 && nb < NBI_QT_BATCH) continue;
+        }
+        // The batch is full, or the walk is over: test its nodes' segments, then scan them.
+        for (int i = 0; i < nb; i++)
+            if (bn[i] >= 0) nbi_seg_pass(q, &nodes[bn[i]], 0, &x, held_ok, &bmeet[i], &bheld[i]);
+        for (int i = 0; i < nb; i++) {
+            if (bn[i] < 0) {
+                if (!nbi_report_all(q, -1 - bn[i], f, &sk)) {
+                    *s = sk;
+                    return;
+                }
+                continue;
+            }
+            const nbiQtHot *n = &nodes[bn[i]];
+            nbiQtQWin qx; // the window in this node's frame
+            nbi_q_window(n, w, &qx);
+            uint32_t meet = bmeet[i], held = bheld[i];
+            const int32_t nseg = (n->count + NBI_QT_SEG - 1) / NBI_QT_SEG;
+            for (int32_t s0 = 0;;) {
+                if (!nbi_seg_scan(q, n, s0, meet, held, &qx, kind, w, c, r2, f, mode, &sk)) {
+                    *s = sk;
+                    return;
+                }
+                s0 += 32;
+                if (s0 >= nseg) break;
+                nbi_seg_pass(q, n, s0, &x, held_ok, &meet, &held);
             }
         }
+        nb = 0;
     }
     *s = sk;
 }
@@ -2526,7 +2611,7 @@ static void nbi_pairs(const nbQuadtree *q, bool cross, uint32_t mask_a, uint32_t
             if (cross && ((cat[a] & mask_a) == 0 || mask[a] == 0)) continue;
             const double *w = rec[a].b;
             nbiQtWin x;
-            nbi_win_make(&x, w);
+            nbi_win_make(&x, w, true);
             int top = 0;
             stack[top] = NBI_QT_OUT; // the outside list, when it holds any
             top += nodes[NBI_QT_OUT].count > 0;

@@ -1058,6 +1058,69 @@ static int test_wander(void)
     return 0;
 }
 
+// A visitor that keeps what it sees and stops after `left` hits.
+typedef struct StopAfter {
+    nbHit seen[64];
+    int32_t n, left;
+} StopAfter;
+
+static bool stop_after(nbHit hit, void *user)
+{
+    StopAfter *s = user;
+    if (s->n < 64) s->seen[s->n] = hit;
+    s->n++;
+    return --s->left > 0;
+}
+
+// A search gathers up to 16 nodes before scanning them (nbi_search_as). With many small nodes,
+// windows that meet dozens of them (and hold some whole), and a node of more than 32 segments at
+// the depth limit: every window against brute force; a visitor told to stop after k hits gets
+// exactly k calls, and they are the first k hits of query_box, in its order (the stop lands in
+// the middle of a batch, in a held subtree or a scan).
+static int test_batches(void)
+{
+    enum { N = 3000, DUPS = 700 };
+    static nbRect r[N];
+    static nbHit hits[N];
+    static uint64_t got[N], want[N];
+    nbQuadtree *qt = NULL;
+    nbQuadtreeDesc desc = {
+        .bounds = {{-100.0, -100.0}, {100.0, 100.0}}, .split_threshold = 4, .max_depth = 6};
+    NB_CHECK_OK(nb_quadtree_create(&desc, &qt));
+    nbHandle h;
+    for (int32_t i = 0; i < N; i++) {
+        const double x = i < DUPS ? 3.0 : nbt_range(-100.0, 100.0);
+        const double y = i < DUPS ? -7.0 : nbt_range(-100.0, 100.0);
+        const double s = i < DUPS ? 0.0 : nbt_range(0.0, 2.0);
+        r[i] = (nbRect){{x, y}, {x + s, y + s}};
+        NB_CHECK_OK(nb_quadtree_insert(qt, &r[i], (uint64_t)i, NB_FILTER_ALL, &h));
+    }
+    for (int rep = 0; rep < 60; rep++) {
+        const double cx = rep == 0 ? 3.0 : nbt_range(-100.0, 100.0);
+        const double cy = rep == 0 ? -7.0 : nbt_range(-100.0, 100.0);
+        const double half = nbt_range(1.0, 60.0);
+        const nbRect w = {{cx - half, cy - half}, {cx + half, cy + half}};
+        int32_t found = 0;
+        NB_CHECK_OK(nb_quadtree_query_box(qt, &w, NB_FILTER_ALL, hits, N, &found));
+        int32_t nw = 0;
+        for (int32_t i = 0; i < N; i++)
+            if (touch(&r[i], &w)) want[nw++] = (uint64_t)i;
+        NB_CHECK(found == nw);
+        for (int32_t i = 0; i < found; i++) got[i] = hits[i].user;
+        qsort(got, (size_t)found, sizeof *got, cmp_u64);
+        NB_CHECK(memcmp(got, want, (size_t)nw * sizeof *got) == 0);
+        if (found == 0) continue;
+        const int32_t k = 1 + nbt_int(found < 64 ? found : 64);
+        StopAfter st = {.n = 0, .left = k};
+        NB_CHECK_OK(nb_quadtree_visit_box(qt, &w, NB_FILTER_ALL, stop_after, &st));
+        NB_CHECK(st.n == k);
+        for (int32_t i = 0; i < k; i++) NB_CHECK(st.seen[i].handle.bits == hits[i].handle.bits);
+    }
+    NB_CHECK_OK(nb_quadtree_validate(qt));
+    nb_quadtree_destroy(qt);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const nbtCase cases[] = {
@@ -1074,6 +1137,7 @@ int main(int argc, char **argv)
         {"q16_edges", test_q16_edges},
         {"segments", test_segments},
         {"wander", test_wander},
+        {"batches", test_batches},
     };
     return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
 }
