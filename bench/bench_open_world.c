@@ -3,9 +3,10 @@
 // radius of bench_agents), far too sparse for dense cells when WORLD is large, so the hash
 // numbers its occupied cells through the cell table. Each frame PERCENT of the items (a fresh
 // pseudo-random choice) move one at a time with nb_hash_move: a step uniform in [-STEP/2,
-// STEP/2] per axis, or, with STEP 0, a teleport anywhere in the world. Only the moves are
-// timed; the hash is validated at the end. Prints one CSV line:
-//   world,n,percent,step,frames,move_ms_median,move_ms_max (a frame's moves)
+// STEP/2] per axis, or, with STEP 0, a teleport anywhere in the world; then a tenth of the items
+// (a fresh choice) ask for their neighbours within 2 (nb_hash_query_radius). The moves and the
+// queries are timed apart; the hash is validated at the end. Prints one CSV line:
+//   world,n,percent,step,frames,move_ms_median,move_ms_max,query_ms_median,hits (of all frames)
 //   bench_open_world [N] [WORLD] [PERCENT] [STEP] [FRAMES]   (defaults 100000 1e6 10 0 20)
 // docs/hash.md ("Hashed worlds") has the figures before and after the hashed cells' renumbering.
 #include "bench_common.h"
@@ -60,7 +61,11 @@ int main(int argc, char **argv)
         check(nb_hash_insert(hash, &pos[2 * i], (uint64_t)i, NB_FILTER_ALL, &handle[i]),
               "nb_hash_insert");
     }
-    const int32_t movers = (int32_t)((double)n * percent / 100.0);
+    const int32_t movers = (int32_t)((double)n * percent / 100.0), askers = n / 10;
+    int64_t *qns = malloc((size_t)frames * sizeof *qns);
+    nbHashHit *hits = malloc((size_t)n * sizeof *hits);
+    if (qns == NULL || hits == NULL) return 2;
+    int64_t total = 0;
     for (int f = 0; f < frames; f++) {
         const int64_t t0 = nbb_now_ns();
         for (int32_t k = 0; k < movers; k++) {
@@ -73,16 +78,29 @@ int main(int argc, char **argv)
             check(nb_hash_move(hash, handle[i], &pos[2 * i]), "nb_hash_move");
         }
         ns[f] = nbb_now_ns() - t0;
+        const int64_t q0 = nbb_now_ns();
+        for (int32_t k = 0; k < askers; k++) {
+            const int32_t i = (int32_t)(nbw_unit() * n);
+            int32_t found = 0;
+            check(nb_hash_query_radius(hash, &pos[2 * i], 2.0, NB_FILTER_ALL, hits, n, &found),
+                  "nb_hash_query_radius");
+            total += found;
+        }
+        qns[f] = nbb_now_ns() - q0;
     }
     check(nb_hash_validate(hash), "nb_hash_validate");
     int64_t worst = 0;
     for (int f = 0; f < frames; f++) worst = ns[f] > worst ? ns[f] : worst;
     qsort(ns, (size_t)frames, sizeof *ns, nbb_cmp_i64);
-    printf("%g,%d,%g,%g,%d,%.3f,%.3f\n", world, n, percent, step, frames,
-           (double)ns[(frames - 1) / 2] * 1e-6, (double)worst * 1e-6);
+    qsort(qns, (size_t)frames, sizeof *qns, nbb_cmp_i64);
+    printf("%g,%d,%g,%g,%d,%.3f,%.3f,%.3f,%lld\n", world, n, percent, step, frames,
+           (double)ns[(frames - 1) / 2] * 1e-6, (double)worst * 1e-6,
+           (double)qns[(frames - 1) / 2] * 1e-6, (long long)total);
     nb_hash_destroy(hash);
     free(pos);
     free(handle);
     free(ns);
+    free(qns);
+    free(hits);
     return 0;
 }

@@ -343,7 +343,7 @@ run_open_world() {
     [ "$mode" = --quick ] && n=20000 frames=5
     out=$(section_csv open_world)
     echo "run.sh: open world: $n items, $frames frames of moves" >&2
-    echo "world,n,percent,step,frames,move_ms_median,move_ms_max" > "$out"
+    echo "world,n,percent,step,frames,move_ms_median,move_ms_max,query_ms_median,hits" > "$out"
     local args
     for args in "1e6 10 0" "1e6 10 1" "2000 10 1" "2000 100 1"; do
         # shellcheck disable=SC2086 # the words of $args are the arguments

@@ -151,6 +151,8 @@ NBI_INLINE bool nbi_view_cell_box(const nbiView *v, const double *lo, const doub
 // than the view has occupied, tests every occupied cell instead. Returns the work done, in
 // cells examined. Inline, so that a walker passing its own static fn gets it inlined into the
 // loop (a query's per-cell cost is mostly this loop).
+enum { NBI_LOOKUPS = 32 }; // a hashed box of at most this many cells looks them up in two passes
+
 NBI_INLINE double nbi_view_box_runs(const nbiView *v, const int64_t cl[3], const int64_t ch[3],
                                     nbiRunFn *fn, void *ctx)
 {
@@ -166,6 +168,36 @@ NBI_INLINE double nbi_view_box_runs(const nbiView *v, const int64_t cl[3], const
                 if (b0 < b1 && !fn(b0, b1, ctx)) return cells;
             }
         }
+        return cells;
+    }
+    if (cells <= NBI_LOOKUPS && v->table->bits > 0) {
+        // A small box (a query's few cells) in two passes: every cell's home slot, each asked
+        // of the memory at once, then the probes, so that the table's misses overlap instead of
+        // coming one after the other.
+        const nbiCellSlot *slots = nbi_ctab_slots(v->table);
+        const int shift = 64 - v->table->bits;
+        uint64_t hash[NBI_LOOKUPS];
+        int n = 0;
+        for (int64_t z = cl[2]; z <= ch[2]; z++)
+            for (int64_t y = cl[1]; y <= ch[1]; y++) {
+                const uint64_t row = nbi_cell_hash_row(y, z);
+                for (int64_t x = cl[0]; x <= ch[0]; x++, n++) {
+                    hash[n] = nbi_cell_hash_x(row, x);
+#if defined(__GNUC__)
+                    __builtin_prefetch(slots + (hash[n] >> shift));
+                    __builtin_prefetch(slots + (hash[n] >> shift) + 1); // the probe's next
+#endif
+                }
+            }
+        n = 0;
+        for (int64_t z = cl[2]; z <= ch[2]; z++)
+            for (int64_t y = cl[1]; y <= ch[1]; y++)
+                for (int64_t x = cl[0]; x <= ch[0]; x++) {
+                    const int64_t at = nbi_ctab_find_slot_hashed(v->table, x, y, z, hash[n++]);
+                    if (at < 0) continue;
+                    const int32_t c = slots[at].value;
+                    if (!fn(start[c], nbi_view_end(v, c), ctx)) return cells;
+                }
         return cells;
     }
     if (cells <= (double)v->ncells) {
