@@ -767,20 +767,29 @@ static int test_hashed_crowd_relays_out_seldom(void)
     return 0;
 }
 
-// A crowd filling its box, inserted while the hash is hashed (a few items far apart make a box
-// too large for dense cells), ends dense: once the box has at most nbi_dense_again cells, the
-// next room-making relays out into dense cells, whose queries need no table lookups.
+// A crowd that grows in place turns dense. 2000 items in a box of 4900 cells of 1 are hashed
+// (the box is too large for dense cells at that count); 2500 more on the same spots, with room
+// reserved, need no relayout, so only the check that any room-making call makes (the box has
+// at most nbi_dense_again cells now) can turn the hash dense, and the next moves do.
 static int test_crowd_turns_dense(void)
 {
-    enum { N = 4500 };
+    enum { N = 4500, FIRST = 2000 };
     static double pos[N][2];
     static nbHandle handle[N];
-    Crowd c = {N, 70.0, pos, handle};
+    Crowd c = {FIRST, 70.0, pos, handle};
     nbHash *h = NULL;
     if (crowd_insert(&h, &c)) return 1;
+    nbiHashStats st;
+    nbi_hash_stats(h, &st);
+    NB_CHECK(!st.dense);
+    NB_CHECK_OK(nb_hash_reserve(h, 2 * N));
+    for (int32_t i = FIRST; i < N; i++) {
+        memcpy(pos[i], pos[i - FIRST], sizeof pos[i]);
+        NB_CHECK_OK(nb_hash_insert(h, pos[i], (uint64_t)i, NB_FILTER_ALL, &handle[i]));
+    }
+    c.n = N;
     for (int f = 0; f < 3; f++)
         if (crowd_step(h, &c)) return 1;
-    nbiHashStats st;
     nbi_hash_stats(h, &st);
     NB_CHECK(st.dense);
     if (crowd_queries(h, &c, 40)) return 1;
