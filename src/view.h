@@ -146,13 +146,13 @@ NBI_INLINE bool nbi_view_cell_box(const nbiView *v, const double *lo, const doub
     return true;
 }
 
+enum { NBI_LOOKUPS = 32 }; // a hashed box of at most this many cells looks them up in two passes
+
 // Calls fn for the runs of every occupied cell in the box [cl, ch], in a deterministic order
 // (dense: one run per row). A hashed view looks each cell up, or, when the box has more cells
 // than the view has occupied, tests every occupied cell instead. Returns the work done, in
 // cells examined. Inline, so that a walker passing its own static fn gets it inlined into the
 // loop (a query's per-cell cost is mostly this loop).
-enum { NBI_LOOKUPS = 32 }; // a hashed box of at most this many cells looks them up in two passes
-
 NBI_INLINE double nbi_view_box_runs(const nbiView *v, const int64_t cl[3], const int64_t ch[3],
                                     nbiRunFn *fn, void *ctx)
 {
@@ -170,7 +170,7 @@ NBI_INLINE double nbi_view_box_runs(const nbiView *v, const int64_t cl[3], const
         }
         return cells;
     }
-    if (cells <= NBI_LOOKUPS && v->table->bits > 0) {
+    if (cells <= NBI_LOOKUPS && cells <= (double)v->ncells && v->table->bits > 0) {
         // A small box (a query's few cells) in two passes: every cell's home slot, each asked
         // of the memory at once, then the probes, so that the table's misses overlap instead of
         // coming one after the other.
