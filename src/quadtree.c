@@ -872,7 +872,8 @@ static void nbi_sync(nbQuadtree *q, int32_t n)
 // Node n's float box (n >= NBI_QT_GROUPS): its four fields at a stride of 4 floats.
 NBI_INLINE float *nbi_gb_of(const nbQuadtree *q, int32_t n)
 {
-    return NBI_GB(q) + 16 * (size_t)((n - NBI_QT_GROUPS) / 4) + (n - NBI_QT_GROUPS) % 4;
+    const uint32_t k = (uint32_t)(n - NBI_QT_GROUPS); // n >= NBI_QT_GROUPS
+    return NBI_GB(q) + 16 * (size_t)(k >> 2) + (k & 3u);
 }
 
 // Grows the float boxes of node n and its ancestors to hold the rectangle at position p, up to
@@ -969,11 +970,26 @@ static void nbi_seg_refit(nbQuadtree *q, const nbiQtNode *n, int32_t g)
     const int32_t end = n->start + n->count;
     const int32_t gend = end - g < NBI_QT_SEG ? end : g + NBI_QT_SEG;
     float m[4] = {(float)INFINITY, (float)INFINITY, (float)INFINITY, (float)INFINITY};
+#if defined(__SSE2__)
+    // Field i of the run's four positions in one vector; min(f, m) is m where f is NaN.
+    __m128 v[4];
+    for (int i = 0; i < 4; i++) v[i] = _mm_set1_ps((float)INFINITY);
+    for (int32_t r = g; r < gend; r += 4) {
+        const float *f = NBI_FB(q) + (size_t)NBI_QT_RUN_FLOATS * (size_t)(r >> 2);
+        for (int i = 0; i < 4; i++) v[i] = _mm_min_ps(_mm_loadu_ps(f + 4 * i), v[i]);
+    }
+    for (int i = 0; i < 4; i++) {
+        __m128 x = _mm_min_ps(v[i], _mm_movehl_ps(v[i], v[i]));
+        x = _mm_min_ss(x, _mm_shuffle_ps(x, x, 1));
+        m[i] = _mm_cvtss_f32(x);
+    }
+#else
     for (int32_t r = g; r < gend; r += 4) {
         const float *f = NBI_FB(q) + (size_t)NBI_QT_RUN_FLOATS * (size_t)(r >> 2);
         for (int i = 0; i < 4; i++)
             for (int k = 0; k < 4; k++) m[i] = f[4 * i + k] < m[i] ? f[4 * i + k] : m[i];
     }
+#endif
     memcpy(NBI_SB(q) + nbi_seg_box(n->start, g), m, sizeof m);
 }
 
@@ -1591,7 +1607,7 @@ nbStatus nb_quadtree_insert(nbQuadtree *q, const nbRect *rect, uint64_t user, nb
 // Moves the rectangle of a live slot to box b (checked): the body of nb_quadtree_move.
 static nbStatus nbi_move_slot(nbQuadtree *q, int32_t slot, const double *b)
 {
-    const int32_t at = nbi_pool_slot_value(&q->pool, slot);
+    const int32_t at = ((const nbiPoolSlot *)q->pool.slots.ptr)[slot].value; // live, checked
     const int32_t n = NBI_OWN(q)[at];
     if (n != NBI_QT_OUT && nbi_within(&NBI_NODES(q)[n], b)) { // stays: nothing else changes
         nbi_box_move(q, n, at, b);
@@ -1649,6 +1665,7 @@ NBI_INLINE void nbi_prefetch(const void *p, int write)
 // slot has arrived by then); the node's bounds, hot record and float box NBI_QT_AHEAD_NODE
 // ahead (its owner has arrived). Measured: docs/quadtree.md.
 enum { NBI_QT_AHEAD_SLOT = 16, NBI_QT_AHEAD_POS = 8, NBI_QT_AHEAD_NODE = 4 };
+_Static_assert(NBI_QT_AHEAD_POS <= 8 && NBI_QT_AHEAD_NODE < NBI_QT_AHEAD_POS, "the ring of 8");
 
 // The position of the slot a handle names, or -1: a hint, read without the generation check
 // (the handle was checked, but an earlier move of the batch may have moved its rectangle).
@@ -1683,6 +1700,10 @@ nbStatus nb_quadtree_move_many(nbQuadtree *q, const nbHandle *items, const nbRec
     //    after the one before; asking for the links of later moves while this one is made puts
     //    several misses in flight at once. Storage may move (a move that leaves its node can
     //    grow it), so every pointer is taken from the tree anew.
+    // pos[e % 8]: the position of entry e, as the slot said when the lines of its position were
+    // asked for (a hint: an earlier move of the batch may move it), read again for its node.
+    int32_t pos[8];
+    for (int32_t e = 0; e < count && e < NBI_QT_AHEAD_POS; e++) pos[e] = nbi_pos_hint(q, items[e]);
     nbStatus st = NB_OK;
     int32_t i = 0;
     for (; i < count; i++) {
@@ -1692,6 +1713,7 @@ nbStatus nb_quadtree_move_many(nbQuadtree *q, const nbHandle *items, const nbRec
         }
         if (i + NBI_QT_AHEAD_POS < count) {
             const int32_t p = nbi_pos_hint(q, items[i + NBI_QT_AHEAD_POS]);
+            pos[(i + NBI_QT_AHEAD_POS) & 7] = p;
             if (p >= 0) {
                 nbi_prefetch(NBI_OWN(q) + p, 0);
                 nbi_prefetch(NBI_BOX(q) + p, 1);
@@ -1700,8 +1722,8 @@ nbStatus nb_quadtree_move_many(nbQuadtree *q, const nbHandle *items, const nbRec
             }
         }
         if (i + NBI_QT_AHEAD_NODE < count) {
-            const int32_t p = nbi_pos_hint(q, items[i + NBI_QT_AHEAD_NODE]);
-            const int32_t n = p >= 0 ? NBI_OWN(q)[p] : -1;
+            const int32_t p = pos[(i + NBI_QT_AHEAD_NODE) & 7];
+            const int32_t n = p >= 0 && p < q->top ? NBI_OWN(q)[p] : -1;
             if (n >= 0 && n < q->node_top) {
                 nbi_prefetch(NBI_NODES(q) + n, 0);
                 nbi_prefetch(NBI_HOT(q) + n, 0);
