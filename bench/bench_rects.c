@@ -16,7 +16,9 @@
 //                 each) and nb_quadtree_query_box with each rectangle as the window (hits include
 //                 itself); ms_median is the median frame, runs the frames, count/sum over all
 //                 frames. The median time of the moves alone and the allocations in the frames
-//                 (the tree's allocator hook) are printed to stderr.
+//                 (the tree's allocator hook) are printed to stderr. NBB_RECTS_SINGLE=ab: one
+//                 call a move in odd frames, the batch in even ones, each half's medians on
+//                 stderr (an A/B in one process, where processes differ by more than 5%).
 // --quick: 100k rectangles (build), 1k windows, pairs on the first 10k, 10k moving x 5 frames.
 // --frames F: only the first F frames of the moving workload (for profilers). --each: every
 // run's time on stderr (build, windows, pairs), to tell a process's runs apart from the next's.
@@ -312,8 +314,11 @@ int main(int argc, char **argv)
         int64_t *move_ns = malloc(sizeof(int64_t) * (size_t)sz.frames);
         nbRect *to = malloc(sizeof(nbRect) * (size_t)sz.n_moving);
         if (frame_ns == NULL || move_ns == NULL || to == NULL) return 1;
+        // NBB_RECTS_SINGLE=1: nb_quadtree_move for each; =ab: that in odd frames, the batch in
+        // even ones, and the medians of each half on stderr (an A/B within one process).
         const char *single_env = getenv("NBB_RECTS_SINGLE");
         const bool single = single_env != NULL && strcmp(single_env, "1") == 0;
+        const bool ab = single_env != NULL && strcmp(single_env, "ab") == 0;
         uint64_t s = NBR_SEED_MOVES;
         nbrTally total = {0, 0};
         const uint64_t allocs_before = counter.allocs;
@@ -327,7 +332,7 @@ int main(int argc, char **argv)
                 to[i] = (nbRect){{m[0], m[1]}, {m[2], m[3]}};
             }
             int64_t t0 = now_ns();
-            if (single) {
+            if (single || (ab && f % 2 == 1)) {
                 for (int32_t i = 0; i < sz.n_moving; i++)
                     check(nb_quadtree_move(qt, handles[i], &to[i]), "nb_quadtree_move");
             } else {
@@ -350,6 +355,25 @@ int main(int argc, char **argv)
 #endif
         fprintf(stderr, "bench_rects: moving: %lld allocations in %d frames\n",
                 (long long)(counter.allocs - allocs_before), sz.frames);
+        if (ab && sz.frames >= 4) {
+            const int half = sz.frames / 2;
+            int64_t *h[4];
+            for (int k = 0; k < 4; k++) h[k] = malloc(sizeof(int64_t) * (size_t)half);
+            if (h[0] == NULL || h[1] == NULL || h[2] == NULL || h[3] == NULL) return 1;
+            for (int k = 0; k < half; k++) {
+                h[0][k] = frame_ns[2 * k];
+                h[1][k] = frame_ns[2 * k + 1];
+                h[2][k] = move_ns[2 * k];
+                h[3][k] = move_ns[2 * k + 1];
+            }
+            for (int k = 0; k < 4; k++) qsort(h[k], (size_t)half, sizeof(int64_t), nbb_cmp_i64);
+            fprintf(stderr,
+                    "bench_rects: moving ab: frame %.3f batch / %.3f single, moves %.3f / %.3f "
+                    "ms (medians of %d frames each)\n",
+                    (double)h[0][(half - 1) / 2] / 1e6, (double)h[1][(half - 1) / 2] / 1e6,
+                    (double)h[2][(half - 1) / 2] / 1e6, (double)h[3][(half - 1) / 2] / 1e6, half);
+            for (int k = 0; k < 4; k++) free(h[k]);
+        }
         qsort(frame_ns, (size_t)sz.frames, sizeof *frame_ns, nbb_cmp_i64);
         qsort(move_ns, (size_t)sz.frames, sizeof *move_ns, nbb_cmp_i64);
         fprintf(stderr, "bench_rects: moving: moves %.3f ms (median frame, %s)\n",
