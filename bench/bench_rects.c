@@ -10,11 +10,15 @@
 //   windows_10k   nb_quadtree_query_box per window into a reused buffer, all windows per run.
 //   pairs_100k    nb_quadtree_visit_pairs on a tree of the first 100k rectangles built
 //                 beforehand (not timed).
-//   moving_frame  100k rectangles built (not timed), then per frame nb_quadtree_move for every
-//                 rectangle (after nbr_move, not timed) and nb_quadtree_query_box with each
-//                 rectangle as the window (hits include itself); ms_median is the median frame,
-//                 runs the frames, count/sum over all frames. Allocations in the frames are
-//                 counted (the tree's allocator hook) and printed to stderr.
+//   moving_frame  100k rectangles built (not timed), then per frame one nb_quadtree_move_many
+//                 for every rectangle (after nbr_move and copying the rectangles into an nbRect
+//                 array, not timed; NBB_RECTS_SINGLE=1 in the environment: nb_quadtree_move for
+//                 each) and nb_quadtree_query_box with each rectangle as the window (hits include
+//                 itself); ms_median is the median frame, runs the frames, count/sum over all
+//                 frames. The median time of the moves alone and the allocations in the frames
+//                 (the tree's allocator hook) are printed to stderr. NBB_RECTS_SINGLE=ab: one
+//                 call a move in odd frames, the batch in even ones, each half's medians on
+//                 stderr (an A/B in one process, where processes differ by more than 5%).
 // --quick: 100k rectangles (build), 1k windows, pairs on the first 10k, 10k moving x 5 frames.
 // --frames F: only the first F frames of the moving workload (for profilers). --each: every
 // run's time on stderr (build, windows, pairs), to tell a process's runs apart from the next's.
@@ -307,7 +311,14 @@ int main(int argc, char **argv)
         qt = make_tree(&mo, sz.n_moving, sz.n_moving);
         fill(qt, moving, sz.n_moving, handles);
         int64_t *frame_ns = malloc(sizeof(int64_t) * (size_t)sz.frames);
-        if (frame_ns == NULL) return 1;
+        int64_t *move_ns = malloc(sizeof(int64_t) * (size_t)sz.frames);
+        nbRect *to = malloc(sizeof(nbRect) * (size_t)sz.n_moving);
+        if (frame_ns == NULL || move_ns == NULL || to == NULL) return 1;
+        // NBB_RECTS_SINGLE=1: nb_quadtree_move for each; =ab: that in odd frames, the batch in
+        // even ones, and the medians of each half on stderr (an A/B within one process).
+        const char *single_env = getenv("NBB_RECTS_SINGLE");
+        const bool single = single_env != NULL && strcmp(single_env, "1") == 0;
+        const bool ab = single_env != NULL && strcmp(single_env, "ab") == 0;
         uint64_t s = NBR_SEED_MOVES;
         nbrTally total = {0, 0};
         const uint64_t allocs_before = counter.allocs;
@@ -316,14 +327,22 @@ int main(int argc, char **argv)
 #endif
         for (int f = 0; f < sz.frames; f++) {
             nbr_move(moving, sz.n_moving, &s);
-            int64_t t0 = now_ns();
             for (int32_t i = 0; i < sz.n_moving; i++) {
                 const double *m = moving + 4 * (size_t)i;
-                const nbRect rect = {{m[0], m[1]}, {m[2], m[3]}};
-                check(nb_quadtree_move(qt, handles[i], &rect), "nb_quadtree_move");
+                to[i] = (nbRect){{m[0], m[1]}, {m[2], m[3]}};
             }
+            int64_t t0 = now_ns();
+            if (single || (ab && f % 2 == 1)) {
+                for (int32_t i = 0; i < sz.n_moving; i++)
+                    check(nb_quadtree_move(qt, handles[i], &to[i]), "nb_quadtree_move");
+            } else {
+                check(nb_quadtree_move_many(qt, handles, to, sz.n_moving, NULL),
+                      "nb_quadtree_move_many");
+            }
+            const int64_t t1 = now_ns();
             nbrTally t = windows(qt, moving, sz.n_moving, buf);
             frame_ns[f] = now_ns() - t0;
+            move_ns[f] = t1 - t0;
             total.count += t.count;
             total.sum += t.sum;
         }
@@ -336,11 +355,36 @@ int main(int argc, char **argv)
 #endif
         fprintf(stderr, "bench_rects: moving: %lld allocations in %d frames\n",
                 (long long)(counter.allocs - allocs_before), sz.frames);
+        if (ab && sz.frames >= 4) {
+            const int half = sz.frames / 2;
+            int64_t *h[4];
+            for (int k = 0; k < 4; k++) h[k] = malloc(sizeof(int64_t) * (size_t)half);
+            if (h[0] == NULL || h[1] == NULL || h[2] == NULL || h[3] == NULL) return 1;
+            for (int k = 0; k < half; k++) {
+                h[0][k] = frame_ns[2 * k];
+                h[1][k] = frame_ns[2 * k + 1];
+                h[2][k] = move_ns[2 * k];
+                h[3][k] = move_ns[2 * k + 1];
+            }
+            for (int k = 0; k < 4; k++) qsort(h[k], (size_t)half, sizeof(int64_t), nbb_cmp_i64);
+            fprintf(stderr,
+                    "bench_rects: moving ab: frame %.3f batch / %.3f single, moves %.3f / %.3f "
+                    "ms (medians of %d frames each)\n",
+                    (double)h[0][(half - 1) / 2] / 1e6, (double)h[1][(half - 1) / 2] / 1e6,
+                    (double)h[2][(half - 1) / 2] / 1e6, (double)h[3][(half - 1) / 2] / 1e6, half);
+            for (int k = 0; k < 4; k++) free(h[k]);
+        }
         qsort(frame_ns, (size_t)sz.frames, sizeof *frame_ns, nbb_cmp_i64);
+        qsort(move_ns, (size_t)sz.frames, sizeof *move_ns, nbb_cmp_i64);
+        fprintf(stderr, "bench_rects: moving: moves %.3f ms (median frame, %s)\n",
+                (double)move_ns[(sz.frames - 1) / 2] / 1e6,
+                single ? "nb_quadtree_move each" : "nb_quadtree_move_many");
         printf("%s,moving_frame,%.3f,%d,%llu,%llu\n", peer,
                (double)frame_ns[(sz.frames - 1) / 2] / 1e6, sz.frames,
                (unsigned long long)total.count, (unsigned long long)total.sum);
         free(frame_ns);
+        free(move_ns);
+        free(to);
         nb_quadtree_destroy(qt);
     }
     free(rects);

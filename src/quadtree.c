@@ -872,7 +872,8 @@ static void nbi_sync(nbQuadtree *q, int32_t n)
 // Node n's float box (n >= NBI_QT_GROUPS): its four fields at a stride of 4 floats.
 NBI_INLINE float *nbi_gb_of(const nbQuadtree *q, int32_t n)
 {
-    return NBI_GB(q) + 16 * (size_t)((n - NBI_QT_GROUPS) / 4) + (n - NBI_QT_GROUPS) % 4;
+    const uint32_t k = (uint32_t)(n - NBI_QT_GROUPS); // n >= NBI_QT_GROUPS
+    return NBI_GB(q) + 16 * (size_t)(k >> 2) + (k & 3u);
 }
 
 // Grows the float boxes of node n and its ancestors to hold the rectangle at position p, up to
@@ -969,11 +970,26 @@ static void nbi_seg_refit(nbQuadtree *q, const nbiQtNode *n, int32_t g)
     const int32_t end = n->start + n->count;
     const int32_t gend = end - g < NBI_QT_SEG ? end : g + NBI_QT_SEG;
     float m[4] = {(float)INFINITY, (float)INFINITY, (float)INFINITY, (float)INFINITY};
+#if defined(__SSE2__)
+    // Field i of the run's four positions in one vector; min(f, m) is m where f is NaN.
+    __m128 v[4];
+    for (int i = 0; i < 4; i++) v[i] = _mm_set1_ps((float)INFINITY);
+    for (int32_t r = g; r < gend; r += 4) {
+        const float *f = NBI_FB(q) + (size_t)NBI_QT_RUN_FLOATS * (size_t)(r >> 2);
+        for (int i = 0; i < 4; i++) v[i] = _mm_min_ps(_mm_loadu_ps(f + 4 * i), v[i]);
+    }
+    for (int i = 0; i < 4; i++) {
+        __m128 x = _mm_min_ps(v[i], _mm_movehl_ps(v[i], v[i]));
+        x = _mm_min_ss(x, _mm_shuffle_ps(x, x, 1));
+        m[i] = _mm_cvtss_f32(x);
+    }
+#else
     for (int32_t r = g; r < gend; r += 4) {
         const float *f = NBI_FB(q) + (size_t)NBI_QT_RUN_FLOATS * (size_t)(r >> 2);
         for (int i = 0; i < 4; i++)
             for (int k = 0; k < 4; k++) m[i] = f[4 * i + k] < m[i] ? f[4 * i + k] : m[i];
     }
+#endif
     memcpy(NBI_SB(q) + nbi_seg_box(n->start, g), m, sizeof m);
 }
 
@@ -1588,16 +1604,10 @@ nbStatus nb_quadtree_insert(nbQuadtree *q, const nbRect *rect, uint64_t user, nb
     return NB_OK;
 }
 
-nbStatus nb_quadtree_move(nbQuadtree *q, nbHandle item, const nbRect *rect)
+// Moves the rectangle of a live slot to box b (checked): the body of nb_quadtree_move.
+static nbStatus nbi_move_slot(nbQuadtree *q, int32_t slot, const double *b)
 {
-    if (q == NULL || rect == NULL) return NB_ERR_NULL_ARG;
-    int32_t slot;
-    nbStatus st = nbi_pool_lookup(&q->pool, item, &slot);
-    if (st != NB_OK) return st;
-    st = nbi_rect_check(rect);
-    if (st != NB_OK) return st;
-    const double b[4] = {rect->min[0], rect->min[1], rect->max[0], rect->max[1]};
-    const int32_t at = nbi_pool_slot_value(&q->pool, slot);
+    const int32_t at = ((const nbiPoolSlot *)q->pool.slots.ptr)[slot].value; // live, checked
     const int32_t n = NBI_OWN(q)[at];
     if (n != NBI_QT_OUT && nbi_within(&NBI_NODES(q)[n], b)) { // stays: nothing else changes
         nbi_box_move(q, n, at, b);
@@ -1609,7 +1619,7 @@ nbStatus nb_quadtree_move(nbQuadtree *q, nbHandle item, const nbRect *rect)
         nbi_box_put(q, n, NBI_NODES(q)[n].start, at, b);
         return NB_OK;
     }
-    st = nbi_qt_room(q, &plan.need);
+    const nbStatus st = nbi_qt_room(q, &plan.need);
     if (st != NB_OK) return st;
     // Take the old copy out first (this never allocates nor moves other nodes' blocks), but keep
     // its node from collapsing until the new copy is in: the plan was made with it in place.
@@ -1622,6 +1632,111 @@ nbStatus nb_quadtree_move(nbQuadtree *q, nbHandle item, const nbRect *rect)
     if (n == NBI_QT_ROOT && plan.grow > 0) old = -1; // an old root never needs collapsing
     if (old >= 0) nbi_collapse(q, old);
     return NB_OK;
+}
+
+nbStatus nb_quadtree_move(nbQuadtree *q, nbHandle item, const nbRect *rect)
+{
+    if (q == NULL || rect == NULL) return NB_ERR_NULL_ARG;
+    int32_t slot;
+    nbStatus st = nbi_pool_lookup(&q->pool, item, &slot);
+    if (st != NB_OK) return st;
+    st = nbi_rect_check(rect);
+    if (st != NB_OK) return st;
+    const double b[4] = {rect->min[0], rect->min[1], rect->max[0], rect->max[1]};
+    return nbi_move_slot(q, slot, b);
+}
+
+NBI_INLINE void nbi_prefetch(const void *p, int write)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    if (write)
+        __builtin_prefetch(p, 1);
+    else
+        __builtin_prefetch(p);
+#else
+    (void)p;
+    (void)write;
+#endif
+}
+
+// How far ahead a batched move asks for the memory of the moves to come, one link of the chain
+// handle -> pool slot -> position -> node a stage: the pool slot NBI_QT_AHEAD_SLOT moves
+// ahead; the position's owner, boxes and 16-bit and float copies NBI_QT_AHEAD_POS ahead (its
+// slot has arrived by then); the node's bounds, hot record and float box NBI_QT_AHEAD_NODE
+// ahead (its owner has arrived). Measured: docs/quadtree.md.
+enum { NBI_QT_AHEAD_SLOT = 16, NBI_QT_AHEAD_POS = 8, NBI_QT_AHEAD_NODE = 4 };
+_Static_assert(NBI_QT_AHEAD_POS <= 8 && NBI_QT_AHEAD_NODE < NBI_QT_AHEAD_POS, "the ring of 8");
+
+// The position of the slot a handle names, or -1: a hint, read without the generation check
+// (the handle was checked, but an earlier move of the batch may have moved its rectangle).
+NBI_INLINE int32_t nbi_pos_hint(const nbQuadtree *q, nbHandle e)
+{
+    const uint32_t s = (uint32_t)e.bits - 1u;
+    if (s >= (uint32_t)q->pool.used) return -1;
+    const int32_t p = ((const nbiPoolSlot *)q->pool.slots.ptr)[s].value;
+    return p >= 0 && p < q->top ? p : -1;
+}
+
+nbStatus nb_quadtree_move_many(nbQuadtree *q, const nbHandle *items, const nbRect *rects,
+                               int32_t count, int32_t *moved)
+{
+    if (moved != NULL) *moved = 0;
+    if (q == NULL || ((items == NULL || rects == NULL) && count > 0)) return NB_ERR_NULL_ARG;
+    if (count < 0) return NB_ERR_OUT_OF_RANGE;
+    // 1. Every entry is checked before anything moves (the first bad one's status).
+    for (int32_t i = 0; i < count; i++) {
+        if (i + NBI_QT_AHEAD_SLOT < count) {
+            const uint32_t s = (uint32_t)items[i + NBI_QT_AHEAD_SLOT].bits - 1u;
+            if (s < (uint32_t)q->pool.used)
+                nbi_prefetch((const nbiPoolSlot *)q->pool.slots.ptr + s, 0);
+        }
+        int32_t slot;
+        nbStatus st = nbi_pool_lookup(&q->pool, items[i], &slot);
+        if (st != NB_OK) return st;
+        st = nbi_rect_check(&rects[i]);
+        if (st != NB_OK) return st;
+    }
+    // 2. The moves, in order. For movers in random order each link of the chain is a cache miss
+    //    after the one before; asking for the links of later moves while this one is made puts
+    //    several misses in flight at once. Storage may move (a move that leaves its node can
+    //    grow it), so every pointer is taken from the tree anew.
+    // pos[e % 8]: the position of entry e, as the slot said when the lines of its position were
+    // asked for (a hint: an earlier move of the batch may move it), read again for its node.
+    int32_t pos[8];
+    for (int32_t e = 0; e < count && e < NBI_QT_AHEAD_POS; e++) pos[e] = nbi_pos_hint(q, items[e]);
+    nbStatus st = NB_OK;
+    int32_t i = 0;
+    for (; i < count; i++) {
+        if (i + NBI_QT_AHEAD_SLOT < count) {
+            const uint32_t s = (uint32_t)items[i + NBI_QT_AHEAD_SLOT].bits - 1u; // checked
+            nbi_prefetch((const nbiPoolSlot *)q->pool.slots.ptr + s, 0);
+        }
+        if (i + NBI_QT_AHEAD_POS < count) {
+            const int32_t p = nbi_pos_hint(q, items[i + NBI_QT_AHEAD_POS]);
+            pos[(i + NBI_QT_AHEAD_POS) & 7] = p;
+            if (p >= 0) {
+                nbi_prefetch(NBI_OWN(q) + p, 0);
+                nbi_prefetch(NBI_BOX(q) + p, 1);
+                nbi_prefetch(nbi_fb_at(q, p), 1);
+                nbi_prefetch(nbi_qb_at(q, p), 1);
+            }
+        }
+        if (i + NBI_QT_AHEAD_NODE < count) {
+            const int32_t p = pos[(i + NBI_QT_AHEAD_NODE) & 7];
+            const int32_t n = p >= 0 && p < q->top ? NBI_OWN(q)[p] : -1;
+            if (n >= 0 && n < q->node_top) {
+                nbi_prefetch(NBI_NODES(q) + n, 0);
+                nbi_prefetch(NBI_HOT(q) + n, 0);
+                if (n >= NBI_QT_GROUPS) nbi_prefetch(nbi_gb_of(q, n), 0);
+            }
+        }
+        const nbRect *r = &rects[i];
+        const double b[4] = {r->min[0], r->min[1], r->max[0], r->max[1]};
+        st = nbi_move_slot(q, (int32_t)((uint32_t)items[i].bits - 1u), b); // checked above
+        if (st != NB_OK) break;
+    }
+    if (moved != NULL) *moved = i;
+    return st;
 }
 
 nbStatus nb_quadtree_remove(nbQuadtree *q, nbHandle item)

@@ -2972,6 +2972,38 @@ static nbStatus qt_call(int id, QtFix *fx, QtOut *o)
     case 154: return nb_quadtree_count_pairs(t, &o->found64);
     case 155: return nb_quadtree_count_cross_pairs(t, 0u, 0u, &o->found64);
     case 156: return nb_quadtree_reserve(t, 0);
+    // move_many: every entry is checked before anything moves (*moved in o->found)
+    case 160: return nb_quadtree_move_many(NULL, &fx->live, &ok, 1, &o->found);
+    case 161: return nb_quadtree_move_many(t, NULL, &ok, 1, &o->found);
+    case 162: return nb_quadtree_move_many(t, &fx->live, NULL, 1, &o->found);
+    case 163: return nb_quadtree_move_many(t, &fx->live, &ok, -1, &o->found);
+    case 164:
+        return nb_quadtree_move_many(t, (nbHandle[]){fx->live, fx->stale}, (nbRect[]){ok, ok}, 2,
+                                     &o->found);
+    case 165:
+        return nb_quadtree_move_many(t, (nbHandle[]){fx->live, fx->foreign}, (nbRect[]){ok, ok}, 2,
+                                     &o->found);
+    case 166:
+        return nb_quadtree_move_many(t, (nbHandle[]){fx->live, NB_HANDLE_NULL}, (nbRect[]){ok, ok},
+                                     2, &o->found);
+    case 167:
+        return nb_quadtree_move_many(t, (nbHandle[]){fx->live, fx->live}, (nbRect[]){ok, nanr}, 2,
+                                     &o->found);
+    case 168:
+        return nb_quadtree_move_many(t, (nbHandle[]){fx->live, fx->live}, (nbRect[]){ok, inv}, 2,
+                                     &o->found);
+    case 169:
+        return nb_quadtree_move_many(t, (nbHandle[]){fx->stale, fx->live}, (nbRect[]){ok, nanr}, 2,
+                                     &o->found);
+    case 170: return nb_quadtree_move_many(t, &fx->live, &inv_nan, 1, &o->found);
+    case 171:
+        return nb_quadtree_move_many(t, (nbHandle[]){fx->live, fx->live}, (nbRect[]){infr, ok}, 2,
+                                     &o->found);
+    case 172:
+        return nb_quadtree_move_many(t, (nbHandle[]){fx->live, (nbHandle){0xFFFFFFFFu}},
+                                     (nbRect[]){ok, ok}, 2, NULL);
+    case 173: return nb_quadtree_move_many(t, NULL, NULL, 0, &o->found);
+    case 174: return nb_quadtree_move_many(t, NULL, NULL, 0, NULL);
     default: return NB_STATUS_COUNT;
     }
 }
@@ -3101,6 +3133,21 @@ static const QtCase qt_cases[] = {
     {154, NB_OK},
     {155, NB_OK},
     {156, NB_OK},
+    {160, NB_ERR_NULL_ARG},
+    {161, NB_ERR_NULL_ARG},
+    {162, NB_ERR_NULL_ARG},
+    {163, NB_ERR_OUT_OF_RANGE},
+    {164, NB_ERR_BAD_HANDLE},
+    {165, NB_ERR_BAD_HANDLE},
+    {166, NB_ERR_BAD_HANDLE},
+    {167, NB_ERR_NOT_FINITE},
+    {168, NB_ERR_OUT_OF_RANGE},
+    {169, NB_ERR_BAD_HANDLE},
+    {170, NB_ERR_NOT_FINITE},
+    {171, NB_ERR_NOT_FINITE},
+    {172, NB_ERR_BAD_HANDLE},
+    {173, NB_OK},
+    {174, NB_OK},
 };
 
 static int test_quadtree_table(void)
@@ -3164,6 +3211,15 @@ static int test_quadtree_table(void)
     const nbRect bad = {{D_NAN, 0.0}, {1.0, 1.0}};
     NB_CHECK_STATUS(nb_quadtree_insert(fx.t, &bad, 0, NB_FILTER_ALL, &hh), NB_ERR_NOT_FINITE);
     NB_CHECK(hh.bits == 0);
+    int32_t moved = GARBAGE; // a batch refused at any check says it moved nothing
+    NB_CHECK_STATUS(nb_quadtree_move_many(NULL, NULL, NULL, 1, &moved), NB_ERR_NULL_ARG);
+    NB_CHECK(moved == 0);
+    moved = GARBAGE;
+    NB_CHECK_STATUS(nb_quadtree_move_many(fx.t, &fx.live, &bad, 1, &moved), NB_ERR_NOT_FINITE);
+    NB_CHECK(moved == 0);
+    moved = GARBAGE;
+    NB_CHECK_OK(nb_quadtree_move_many(fx.t, NULL, NULL, 0, &moved));
+    NB_CHECK(moved == 0);
     NB_CHECK(nb_quadtree_count(NULL) == 0 && nb_quadtree_memory_bytes(NULL) == 0);
     nb_quadtree_clear(NULL);
     nb_quadtree_destroy(NULL);

@@ -659,7 +659,193 @@ static int test_failing_allocator(void)
     return 0;
 }
 
-// A steady moving workload allocates nothing once the tree is reserved and warmed up.
+// The whole tree in the order a search reports it: user values and boxes, so that two trees
+// built by the same calls (whose handles differ by their owner tag) can be compared.
+static int tree_walk(const nbQuadtree *qt, uint64_t *users, nbRect *rects, int32_t *n)
+{
+    static nbHit hits[MAXN];
+    const double inf = (double)INFINITY;
+    const nbRect all = {{-inf, -inf}, {inf, inf}};
+    NB_CHECK_OK(nb_quadtree_query_box(qt, &all, NB_FILTER_ALL, hits, MAXN, n));
+    for (int32_t i = 0; i < *n; i++) {
+        users[i] = hits[i].user;
+        NB_CHECK_OK(nb_quadtree_get(qt, hits[i].handle, &rects[i], NULL, NULL));
+    }
+    return 0;
+}
+
+// nb_quadtree_move_many over batches of 1 to 12 live rectangles (repeats allowed; small steps,
+// teleports far outside the root, resizes) against the model and against a second tree given
+// the same moves one nb_quadtree_move at a time: the same contents in the same layout. A batch
+// with one bad entry (stale, removed, foreign or null handle; NaN, infinite or inverted
+// rectangle) anywhere in it returns that entry's status, moves nothing and says so.
+static int test_move_many(void)
+{
+    static const int32_t thresholds[] = {1, 4, 0};
+    for (int t = 0; t < 3; t++) {
+        memset(&M, 0, sizeof M);
+        const double world = 100.0;
+        nbQuadtreeDesc desc = {0};
+        desc.split_threshold = thresholds[t];
+        desc.max_depth = 10;
+        desc.bounds = (nbRect){{-world, -world}, {world, world}};
+        nbQuadtree *qt = NULL, *one = NULL;
+        NB_CHECK_OK(nb_quadtree_create(&desc, &qt));
+        NB_CHECK_OK(nb_quadtree_create(&desc, &one));
+        static nbHandle h1[MAXN];
+        for (int32_t i = 0; i < 160; i++) {
+            const nbRect r = random_rect(world);
+            NB_CHECK_OK(nb_quadtree_insert(qt, &r, (uint64_t)i, NB_FILTER_ALL, &M.h[i]));
+            NB_CHECK_OK(nb_quadtree_insert(one, &r, (uint64_t)i, NB_FILTER_ALL, &h1[i]));
+            M.r[i] = r;
+            M.user[i] = (uint64_t)i;
+            M.f[i] = NB_FILTER_ALL;
+            M.live[i] = true;
+        }
+        M.n = 160;
+        for (int32_t i = 0; i < 160; i += 9) { // some handles go stale
+            NB_CHECK_OK(nb_quadtree_remove(qt, M.h[i]));
+            NB_CHECK_OK(nb_quadtree_remove(one, h1[i]));
+            M.live[i] = false;
+        }
+        for (int32_t b = 0; b < 120; b++) {
+            nbHandle items[13], items1[13];
+            nbRect to[13];
+            int32_t idx[13];
+            const int32_t k = 1 + nbt_int(12);
+            for (int32_t e = 0; e < k; e++) {
+                int32_t j = nbt_int(M.n);
+                while (!M.live[j]) j = nbt_int(M.n);
+                if (e > 0 && nbt_int(6) == 0) j = idx[nbt_int(e)]; // a repeat
+                nbRect r = M.r[j];
+                const int kind = nbt_int(10);
+                if (kind < 7 && r.max[0] - r.min[0] < world) { // a small step
+                    const double dx = nbt_range(-1.0, 1.0), dy = nbt_range(-1.0, 1.0);
+                    r = (nbRect){{r.min[0] + dx, r.min[1] + dy}, {r.max[0] + dx, r.max[1] + dy}};
+                } else {
+                    r = random_rect(world); // a teleport, a resize, far outside
+                }
+                idx[e] = j;
+                items[e] = M.h[j];
+                items1[e] = h1[j];
+                to[e] = r;
+            }
+            int32_t moved = -1;
+            if (nbt_int(4) == 0) { // one bad entry: nothing moves
+                const uint64_t before = fingerprint(qt);
+                const int32_t at = nbt_int(k);
+                nbStatus want = NB_ERR_BAD_HANDLE;
+                switch (nbt_int(6)) {
+                case 0: items[at] = M.h[nbt_int(18) * 9]; break; // removed
+                case 1: items[at] = h1[idx[at]]; break;          // foreign
+                case 2: items[at] = NB_HANDLE_NULL; break;
+                case 3:
+                    to[at].max[nbt_int(2)] = (double)NAN;
+                    want = NB_ERR_NOT_FINITE;
+                    break;
+                case 4:
+                    to[at].min[1] = -(double)INFINITY;
+                    want = NB_ERR_NOT_FINITE;
+                    break;
+                default:
+                    to[at].min[0] = to[at].max[0] + 1.0 + fabs(to[at].max[0]);
+                    want = NB_ERR_OUT_OF_RANGE;
+                    break;
+                }
+                NB_CHECK_STATUS(nb_quadtree_move_many(qt, items, to, k, &moved), want);
+                NB_CHECK(moved == 0);
+                NB_CHECK(fingerprint(qt) == before);
+                NB_CHECK_OK(nb_quadtree_validate(qt));
+                continue;
+            }
+            NB_CHECK_OK(nb_quadtree_move_many(qt, items, to, k, &moved));
+            NB_CHECK(moved == k);
+            for (int32_t e = 0; e < k; e++) {
+                NB_CHECK_OK(nb_quadtree_move(one, items1[e], &to[e]));
+                M.r[idx[e]] = to[e]; // a repeat ends at its last rectangle
+            }
+            NB_CHECK_OK(nb_quadtree_validate(qt));
+            static uint64_t ua[MAXN], ub[MAXN];
+            static nbRect ra[MAXN], rb[MAXN];
+            int32_t na = 0, nb = 0;
+            if (tree_walk(qt, ua, ra, &na) != 0 || tree_walk(one, ub, rb, &nb) != 0) return 1;
+            NB_CHECK(na == nb);
+            NB_CHECK(memcmp(ua, ub, (size_t)na * sizeof *ua) == 0);
+            NB_CHECK(memcmp(ra, rb, (size_t)na * sizeof *ra) == 0);
+            for (int32_t i = 0; i < na; i++) NB_CHECK(memcmp(&ra[i], &M.r[ua[i]], sizeof *ra) == 0);
+            if (b % 10 == 0 && check_queries(qt, world) != 0) {
+                fprintf(stderr, "  after batch %d (threshold %d)\n", (int)b, (int)thresholds[t]);
+                return 1;
+            }
+        }
+        nb_quadtree_destroy(qt);
+        nb_quadtree_destroy(one);
+    }
+    return 0;
+}
+
+// A batch whose moves allocate (far moves grow the root, moves into a leaf split it), failing
+// each allocation in turn: NB_ERR_OUT_OF_MEMORY with *moved the moves made, those at their new
+// rectangles and the rest at their old ones, the tree valid, nothing leaked; until it succeeds.
+static int test_move_many_oom(void)
+{
+    enum { N = 40, K = 12 };
+    bool succeeded = false;
+    for (int64_t fail = 1; fail < 200 && !succeeded; fail++) {
+        nbtAlloc al = {0};
+        nbAllocator a = nbt_allocator(&al);
+        nbQuadtreeDesc desc = {0};
+        desc.allocator = &a;
+        desc.split_threshold = 2;
+        nbQuadtree *qt = NULL;
+        NB_CHECK_OK(nb_quadtree_create(&desc, &qt));
+        nbHandle h[N];
+        nbRect r[N];
+        for (int i = 0; i < N; i++) {
+            r[i] = (nbRect){{i * 3.0, 1.0}, {i * 3.0 + 2.0, 2.0 + i}};
+            NB_CHECK_OK(nb_quadtree_insert(qt, &r[i], (uint64_t)i, NB_FILTER_ALL, &h[i]));
+        }
+        nbHandle items[K];
+        nbRect to[K];
+        for (int e = 0; e < K; e++) { // distinct rectangles: in place, far away, into a cluster
+            const int i = (e * 7) % N;
+            items[e] = h[i];
+            to[e] = r[i];
+            if (e % 3 == 0) {
+                to[e].min[1] += 0.25;
+                to[e].max[1] += 0.25;
+            } else if (e % 3 == 1) {
+                to[e] = (nbRect){{-9000.0 * e, 5.0}, {-8999.0 * e, 6.0}};
+            } else {
+                to[e] = (nbRect){{50.0 + 0.01 * e, 50.0}, {50.5, 50.5}};
+            }
+        }
+        al.fail_at = al.allocs + fail;
+        int32_t moved = -1;
+        const nbStatus st = nb_quadtree_move_many(qt, items, to, K, &moved);
+        if (st == NB_OK && !nbt_alloc_failed(&al)) succeeded = true;
+        if (st == NB_OK) {
+            NB_CHECK(moved == K);
+        } else {
+            NB_CHECK(st == NB_ERR_OUT_OF_MEMORY);
+            NB_CHECK(moved >= 0 && moved < K);
+        }
+        for (int e = 0; e < K; e++) {
+            nbRect got;
+            NB_CHECK_OK(nb_quadtree_get(qt, items[e], &got, NULL, NULL));
+            NB_CHECK(memcmp(&got, e < moved ? &to[e] : &r[(e * 7) % N], sizeof got) == 0);
+        }
+        NB_CHECK(nb_quadtree_count(qt) == N);
+        NB_CHECK_OK(nb_quadtree_validate(qt));
+        nb_quadtree_destroy(qt);
+        NB_CHECK(al.live_bytes == 0 && !al.size_mismatch);
+    }
+    NB_CHECK(succeeded);
+    return 0;
+}
+
+// A steady moving workload allocates nothing once the tree is reserved and warmed up, whether
+// it moves one rectangle a call (even frames) or a frame's moves in one batch (odd frames).
 static int test_zero_alloc_moving(void)
 {
     enum { N = 3000, FRAMES = 60 };
@@ -694,8 +880,11 @@ static int test_zero_alloc_moving(void)
             r[i].max[0] += dx;
             r[i].min[1] += dy;
             r[i].max[1] += dy;
-            NB_CHECK_OK(nb_quadtree_move(qt, h[i], &r[i]));
+            if (frame % 2 == 0) NB_CHECK_OK(nb_quadtree_move(qt, h[i], &r[i]));
         }
+        int32_t moved = 0;
+        if (frame % 2 == 1) NB_CHECK_OK(nb_quadtree_move_many(qt, h, r, N, &moved));
+        NB_CHECK(moved == (frame % 2 == 1 ? N : 0));
         int32_t found = 0;
         for (int i = 0; i < N; i += 10)
             NB_CHECK_OK(nb_quadtree_query_box(qt, &r[i], NB_FILTER_ALL, hits, N, &found));
@@ -1138,6 +1327,8 @@ int main(int argc, char **argv)
         {"segments", test_segments},
         {"wander", test_wander},
         {"batches", test_batches},
+        {"move_many", test_move_many},
+        {"move_many_oom", test_move_many_oom},
     };
     return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
 }

@@ -147,6 +147,20 @@ NB_API nbStatus nb_quadtree_build(nbQuadtree *tree, const nbRect *rects, int32_t
 /// On error the tree is unchanged. Checks: pointers, the handle, finiteness, range.
 NB_API nbStatus nb_quadtree_move(nbQuadtree *tree, nbHandle item, const nbRect *rect);
 
+/// Moves `count` rectangles at once: items[i] to rects[i], in order (a handle given twice ends at
+/// its last rectangle). The same as calling nb_quadtree_move for each, but faster for many movers
+/// in random order: it asks for the memory of the moves to come while it makes the current one.
+/// Every entry is checked first (its handle, then finiteness, then range, as nb_quadtree_move
+/// does): if one is bad, nothing moves and the first bad entry's status is returned
+/// (NB_ERR_BAD_HANDLE, NB_ERR_NOT_FINITE, NB_ERR_OUT_OF_RANGE). Making room is done move by
+/// move: if it fails (NB_ERR_OUT_OF_MEMORY), the moves before it have been made and the rest
+/// have not; the tree is valid either way. `*moved` (may be NULL) is the number of entries
+/// moved: 0 on a check failure, `count` on NB_OK. NB_ERR_OUT_OF_RANGE for count < 0;
+/// NB_ERR_NULL_ARG for a NULL tree, or NULL arrays with count > 0. Allocates only as the single
+/// moves would.
+NB_API nbStatus nb_quadtree_move_many(nbQuadtree *tree, const nbHandle *items, const nbRect *rects,
+                                      int32_t count, int32_t *moved);
+
 /// Removes a rectangle; its handle goes stale. O(1) plus the collapse of emptied leaves.
 /// NB_ERR_BAD_HANDLE. Never allocates.
 NB_API nbStatus nb_quadtree_remove(nbQuadtree *tree, nbHandle item);

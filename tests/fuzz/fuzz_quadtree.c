@@ -3,12 +3,13 @@
 //
 // The input is a little program over one tree. A header decodes the desc (placement, split
 // threshold, max depth, root bounds, capacity hint) and an allocation-failure schedule; each
-// following byte picks an operation and decodes its arguments: insert, move, remove, set (live
-// or stale handles), build (the live rectangles plus new ones, replacing everything), clear,
-// reserve, an allocation-failure schedule, window / point / radius / kNN / ray (first and all)
-// queries, pairs and cross pairs. Coordinates come mostly from a quarter-unit lattice (so edges
-// and corners touch exactly, and duplicates and zero-size rectangles are common), sometimes
-// from the edge values of nb_fuzz.h (NaN, infinities, huge, subnormal) or raw bits.
+// following byte picks an operation and decodes its arguments: insert, move, a batch of moves
+// (nb_quadtree_move_many), remove, set (live or stale handles), build (the live rectangles plus
+// new ones, replacing everything), clear, reserve, an allocation-failure schedule, window / point /
+// radius / kNN / ray (first and all) queries, pairs and cross pairs. Coordinates come mostly from a
+// quarter-unit lattice (so edges and corners touch exactly, and duplicates and zero-size rectangles
+// are common), sometimes from the edge values of nb_fuzz.h (NaN, infinities, huge, subnormal) or
+// raw bits.
 //
 // A reference model keeps every live rectangle (bounds, user value, filter bits, handle) and a
 // ring of stale handles. Every status must be one quadtree.h allows for the arguments; a failed
@@ -202,6 +203,43 @@ static void qf_check_hits(const char *what, const nbHit *hits, int32_t found, ui
     NBF_CHECK(memcmp(got, want, (size_t)nw * sizeof *got) == 0, "%s: hits differ", what);
 }
 
+// nb_quadtree_move_many over 1 to 8 entries (handles of any kind, repeats, targets as the move
+// op's): a bad entry (the first bad one's status) moves nothing and says *moved = 0; otherwise
+// every entry moves, in order, or an allocation fails midway and the moves before it are made.
+static void qf_move_many(nbfReader *rd)
+{
+    nbf_op = "move_many";
+    nbHandle hs[8];
+    nbRect to[8];
+    int32_t idx[8];
+    const int32_t k = 1 + nbf_u8(rd) % 8;
+    nbStatus want = NB_OK;
+    for (int32_t e = 0; e < k; e++) {
+        hs[e] = qf_handle(rd, &idx[e]);
+        to[e] = qf_rect(rd);
+        if (idx[e] >= 0 && nbf_u8(rd) < 128) { // a small step from where it is now
+            const double dx = (double)(int8_t)nbf_u8(rd) * 0.0625;
+            to[e] = qm.r[idx[e]];
+            to[e].min[0] += dx;
+            to[e].max[0] += dx;
+        }
+        if (want == NB_OK) want = idx[e] < 0 ? NB_ERR_BAD_HANDLE : qf_rect_status(&to[e]);
+    }
+    if (nbf_u8(rd) < 30) nbf_fail_alloc_after(1 + nbf_u8(rd) % 4, false);
+    int32_t moved = -1;
+    const nbStatus st = nb_quadtree_move_many(qm.t, hs, to, k, &moved);
+    nbf_log("  move_many %d -> %s (%d moved)\n", (int)k, nb_status_str(st), (int)moved);
+    if (want != NB_OK) {
+        nbf_expect(st, NBF_BIT(want), "move_many");
+        NBF_CHECK(moved == 0, "move_many: refused but %d moved", (int)moved);
+        return;
+    }
+    nbf_expect(st, QF_ALLOWED(NB_OK), "move_many");
+    NBF_CHECK(st == NB_OK ? moved == k : moved >= 0 && moved < k, "move_many: %d of %d moved",
+              (int)moved, (int)k);
+    for (int32_t e = 0; e < moved; e++) qm.r[idx[e]] = to[e]; // a repeat ends at its last
+}
+
 static void qf_queries(nbfReader *rd, uint8_t op)
 {
     static nbHit hits[QF_CAP];
@@ -388,7 +426,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     for (nbf_step = 1; nbf_step <= QF_OPS && rd.n > 0; nbf_step++) {
-        const uint8_t op = nbf_u8(&rd) % 12;
+        const uint8_t raw = nbf_u8(&rd), op = raw % 12;
         nbf_fail_alloc_after(0, false);
         if (op <= 1) { // insert
             nbf_op = "insert";
@@ -410,6 +448,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             } else {
                 NBF_CHECK(h.bits == 0, "failed insert wrote a handle");
             }
+        } else if (op == 3 && raw >= 128) { // move_many
+            qf_move_many(&rd);
         } else if (op <= 3) { // move
             nbf_op = "move";
             int32_t i;
