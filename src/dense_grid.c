@@ -29,25 +29,6 @@ int32_t nbi_blocked_min_points = 3 << 20;
 // How many points ahead a hashed build computes keys and prefetches their table slots.
 enum { NBI_HASH_AHEAD = 16 };
 
-NBI_INLINE void nbi_prefetch(const void *p)
-{
-#if defined(__GNUC__) || defined(__clang__)
-    __builtin_prefetch(p);
-#else
-    (void)p;
-#endif
-}
-
-// The same, for a line about to be written.
-NBI_INLINE void nbi_prefetch_w(const void *p)
-{
-#if defined(__GNUC__) || defined(__clang__)
-    __builtin_prefetch(p, 1);
-#else
-    (void)p;
-#endif
-}
-
 enum { NBI_GRID_BUFS = 9 };
 // Below this many points a build runs serially even with a scheduler: the passes are too short
 // to pay for waking the workers.

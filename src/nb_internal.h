@@ -39,6 +39,26 @@
 #endif
 
 // The index of the lowest set bit of m (m != 0).
+// Asks for the line holding p before it is read (nbi_prefetch) or written (nbi_prefetch_w): a
+// hint, never a fault, so p may be any address near the data.
+NBI_INLINE void nbi_prefetch(const void *p)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    __builtin_prefetch(p);
+#else
+    (void)p;
+#endif
+}
+
+NBI_INLINE void nbi_prefetch_w(const void *p)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    __builtin_prefetch(p, 1);
+#else
+    (void)p;
+#endif
+}
+
 NBI_INLINE int nbi_ctz32(uint32_t m)
 {
 #if defined(__GNUC__)

@@ -1646,19 +1646,6 @@ nbStatus nb_quadtree_move(nbQuadtree *q, nbHandle item, const nbRect *rect)
     return nbi_move_slot(q, slot, b);
 }
 
-NBI_INLINE void nbi_prefetch(const void *p, int write)
-{
-#if defined(__GNUC__) || defined(__clang__)
-    if (write)
-        __builtin_prefetch(p, 1);
-    else
-        __builtin_prefetch(p);
-#else
-    (void)p;
-    (void)write;
-#endif
-}
-
 // How far ahead a batched move asks for the memory of the moves to come, one link of the chain
 // handle -> pool slot -> position -> node a stage: the pool slot NBI_QT_AHEAD_SLOT moves
 // ahead; the position's owner, boxes and 16-bit and float copies NBI_QT_AHEAD_POS ahead (its
@@ -1688,7 +1675,7 @@ nbStatus nb_quadtree_move_many(nbQuadtree *q, const nbHandle *items, const nbRec
         if (i + NBI_QT_AHEAD_SLOT < count) {
             const uint32_t s = (uint32_t)items[i + NBI_QT_AHEAD_SLOT].bits - 1u;
             if (s < (uint32_t)q->pool.used)
-                nbi_prefetch((const nbiPoolSlot *)q->pool.slots.ptr + s, 0);
+                nbi_prefetch((const nbiPoolSlot *)q->pool.slots.ptr + s);
         }
         int32_t slot;
         nbStatus st = nbi_pool_lookup(&q->pool, items[i], &slot);
@@ -1709,25 +1696,25 @@ nbStatus nb_quadtree_move_many(nbQuadtree *q, const nbHandle *items, const nbRec
     for (; i < count; i++) {
         if (i + NBI_QT_AHEAD_SLOT < count) {
             const uint32_t s = (uint32_t)items[i + NBI_QT_AHEAD_SLOT].bits - 1u; // checked
-            nbi_prefetch((const nbiPoolSlot *)q->pool.slots.ptr + s, 0);
+            nbi_prefetch((const nbiPoolSlot *)q->pool.slots.ptr + s);
         }
         if (i + NBI_QT_AHEAD_POS < count) {
             const int32_t p = nbi_pos_hint(q, items[i + NBI_QT_AHEAD_POS]);
             pos[(i + NBI_QT_AHEAD_POS) & 7] = p;
             if (p >= 0) {
-                nbi_prefetch(NBI_OWN(q) + p, 0);
-                nbi_prefetch(NBI_BOX(q) + p, 1);
-                nbi_prefetch(nbi_fb_at(q, p), 1);
-                nbi_prefetch(nbi_qb_at(q, p), 1);
+                nbi_prefetch(NBI_OWN(q) + p);
+                nbi_prefetch_w(NBI_BOX(q) + p);
+                nbi_prefetch_w(nbi_fb_at(q, p));
+                nbi_prefetch_w(nbi_qb_at(q, p));
             }
         }
         if (i + NBI_QT_AHEAD_NODE < count) {
             const int32_t p = pos[(i + NBI_QT_AHEAD_NODE) & 7];
             const int32_t n = p >= 0 && p < q->top ? NBI_OWN(q)[p] : -1;
             if (n >= 0 && n < q->node_top) {
-                nbi_prefetch(NBI_NODES(q) + n, 0);
-                nbi_prefetch(NBI_HOT(q) + n, 0);
-                if (n >= NBI_QT_GROUPS) nbi_prefetch(nbi_gb_of(q, n), 0);
+                nbi_prefetch(NBI_NODES(q) + n);
+                nbi_prefetch(NBI_HOT(q) + n);
+                if (n >= NBI_QT_GROUPS) nbi_prefetch(nbi_gb_of(q, n));
             }
         }
         const nbRect *r = &rects[i];

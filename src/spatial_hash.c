@@ -973,19 +973,6 @@ nbStatus nb_hash_move(nbHash *hash, nbHandle item, const double *pos)
     return st;
 }
 
-NBI_INLINE void nbi_prefetch(const void *p, int write)
-{
-#if defined(__GNUC__) || defined(__clang__)
-    if (write)
-        __builtin_prefetch(p, 1);
-    else
-        __builtin_prefetch(p);
-#else
-    (void)p;
-    (void)write;
-#endif
-}
-
 // How far ahead a batched move asks for the lines of the moves to come: the handle's pool slot
 // and cell_of at 2 * AHEAD, the item's coordinates (whose position the pool slot holds) at AHEAD.
 enum { NBI_MOVE_AHEAD = 8 };
@@ -996,8 +983,8 @@ static void nbi_prefetch_slot(const nbHash *h, nbHandle e)
 {
     const uint32_t s = (uint32_t)e.bits - 1u;
     if (s >= (uint32_t)h->pool.used) return;
-    nbi_prefetch((const nbiPoolSlot *)h->pool.slots.ptr + s, 0);
-    nbi_prefetch(NBI_ARR(h, cell_of, const int32_t) + s, 0);
+    nbi_prefetch((const nbiPoolSlot *)h->pool.slots.ptr + s);
+    nbi_prefetch(NBI_ARR(h, cell_of, const int32_t) + s);
 }
 
 nbStatus nb_hash_move_many(nbHash *hash, const nbHandle *items, const double *positions,
@@ -1028,8 +1015,7 @@ nbStatus nb_hash_move_many(nbHash *hash, const nbHandle *items, const double *po
         if (i + 2 * NBI_MOVE_AHEAD < count) nbi_prefetch_slot(hash, items[i + 2 * NBI_MOVE_AHEAD]);
         if (i + NBI_MOVE_AHEAD < count) {
             const int32_t p = slots[(uint32_t)items[i + NBI_MOVE_AHEAD].bits - 1u].value;
-            if (p >= 0 && p < hash->cap)
-                nbi_prefetch(NBI_ARR(hash, pts, double) + (size_t)p * d, 1);
+            if (p >= 0 && p < hash->cap) nbi_prefetch_w(NBI_ARR(hash, pts, double) + (size_t)p * d);
         }
         const int32_t slot = (int32_t)((uint32_t)items[i].bits - 1u); // checked above
         int64_t key[3];

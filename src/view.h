@@ -183,10 +183,8 @@ NBI_INLINE double nbi_view_box_runs(const nbiView *v, const int64_t cl[3], const
                 const uint64_t row = nbi_cell_hash_row(y, z);
                 for (int64_t x = cl[0]; x <= ch[0]; x++, n++) {
                     hash[n] = nbi_cell_hash_x(row, x);
-#if defined(__GNUC__)
-                    __builtin_prefetch(slots + (hash[n] >> shift));
-                    __builtin_prefetch(slots + (hash[n] >> shift) + 1); // the probe's next
-#endif
+                    nbi_prefetch(slots + (hash[n] >> shift));
+                    nbi_prefetch(slots + (hash[n] >> shift) + 1); // the probe's next
                 }
             }
         n = 0;
