@@ -197,16 +197,27 @@ static PyObject *hash_move_many(nbpyHash *h, PyObject *args)
                      (Py_ssize_t)n, h->dim);
         goto done;
     }
+    if (n > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "move_many: at most 2^31 - 1 rows a call");
+        goto done;
+    }
+    // One nb_hash_move_many: every row checked before any moves, the moves' memory asked for
+    // ahead of them.
+    nbHandle *items = PyMem_Malloc((size_t)(n > 0 ? n : 1) * sizeof *items);
+    if (items == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
     const uint64_t *hs = PyArray_DATA(handles);
-    const double *p = PyArray_DATA(pts);
-    for (npy_intp i = 0; i < n; i++) {
-        nbStatus st = nb_hash_move(h->hash, (nbHandle){hs[i]}, p + i * h->dim);
-        if (st != NB_OK) { // the rows before i have moved; say which one stopped it
-            char what[96];
-            snprintf(what, sizeof what, "move_many: row %lld (rows before it moved)", (long long)i);
-            nbpy_error(st, what);
-            goto done;
-        }
+    for (npy_intp i = 0; i < n; i++) items[i].bits = hs[i];
+    int32_t moved = 0;
+    const nbStatus st = nb_hash_move_many(h->hash, items, PyArray_DATA(pts), (int32_t)n, &moved);
+    PyMem_Free(items);
+    if (st != NB_OK) { // a bad row moves none; out of memory, the first `moved`
+        char what[96];
+        snprintf(what, sizeof what, "move_many (%ld rows moved)", (long)moved);
+        nbpy_error(st, what);
+        goto done;
     }
     res = Py_None;
     Py_INCREF(res);
@@ -511,7 +522,8 @@ static PyMethodDef hash_methods[] = {
      "uint64 array. All or nothing."},
     {"move", (PyCFunction)hash_move, METH_VARARGS, "move(handle, pos)\n--\n\nMoves an item."},
     {"move_many", (PyCFunction)hash_move_many, METH_VARARGS,
-     "move_many(handles, points)\n--\n\nMoves items, row by row."},
+     "move_many(handles, points)\n--\n\nMoves items, in row order. A bad handle or point "
+     "in any row raises and moves none of them."},
     {"remove", (PyCFunction)hash_remove, METH_O,
      "remove(handle)\n--\n\nRemoves an item; its handle goes stale."},
     {"get", (PyCFunction)hash_get, METH_O,

@@ -99,6 +99,16 @@ def test_hash_bulk(rng):
     moved = pts + 0.3
     h.move_many(handles, moved)
     assert h.get(int(handles[7]))[0] == pytest.approx(tuple(moved[7]))
+    # A bad row anywhere (a stale handle, a NaN) moves none of the rows.
+    gone = h.insert((1.0, 1.0))
+    h.remove(gone)
+    for bad_handles, bad_points in (
+        (np.append(handles[:5], np.uint64(gone)), np.vstack([pts[:5], [[2.0, 2.0]]])),
+        (handles[:6], np.vstack([pts[:5], [[np.nan, 2.0]]])),
+    ):
+        with pytest.raises(ValueError):
+            h.move_many(bad_handles, bad_points)
+        assert h.get(int(handles[0]))[0] == pytest.approx(tuple(moved[0]))
     users = np.arange(2000, dtype=np.uint64) * 3
     h2 = nearby.Hash(1.0)
     h2.insert_many(pts, users)
