@@ -142,6 +142,15 @@ NBI_INLINE nbHandle nbi_pool_handle_live(const nbiPool *pool, int32_t slot)
     return h;
 }
 
+/// The value of a slot the owner knows to be live, in a hot path (a move, right after
+/// nbi_pool_lookup): no check beyond an assertion. Use nbi_pool_slot_value anywhere else.
+NBI_INLINE int32_t nbi_pool_value_live(const nbiPool *pool, int32_t slot)
+{
+    const nbiPoolSlot *sl = (const nbiPoolSlot *)pool->slots.ptr + slot;
+    NB_ASSERT(slot >= 0 && slot < pool->used && sl->state == NBI_SLOT_LIVE);
+    return sl->value;
+}
+
 /// Resolves `h` to its live slot index in `*slot` (-1 on failure). NB_ERR_BAD_HANDLE when `h`
 /// is null, was issued by another pool (tag), names a slot never used, or is stale. O(1).
 NBI_INLINE nbStatus nbi_pool_lookup(const nbiPool *pool, nbHandle h, int32_t *slot)

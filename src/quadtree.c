@@ -1607,7 +1607,7 @@ nbStatus nb_quadtree_insert(nbQuadtree *q, const nbRect *rect, uint64_t user, nb
 // Moves the rectangle of a live slot to box b (checked): the body of nb_quadtree_move.
 static nbStatus nbi_move_slot(nbQuadtree *q, int32_t slot, const double *b)
 {
-    const int32_t at = ((const nbiPoolSlot *)q->pool.slots.ptr)[slot].value; // live, checked
+    const int32_t at = nbi_pool_value_live(&q->pool, slot);
     const int32_t n = NBI_OWN(q)[at];
     if (n != NBI_QT_OUT && nbi_within(&NBI_NODES(q)[n], b)) { // stays: nothing else changes
         nbi_box_move(q, n, at, b);

@@ -932,7 +932,7 @@ static nbStatus nbi_hash_move_slot(nbHash *h, int32_t slot, const int64_t key[3]
                                    bool *crossed)
 {
     *crossed = false;
-    int32_t p = nbi_pool_slot_value(&h->pool, slot);
+    int32_t p = nbi_pool_value_live(&h->pool, slot);
     if (nbi_in_cell(h, NBI_ARR(h, cell_of, const int32_t)[slot], key)) { // in place
         memcpy(NBI_ARR(h, pts, double) + (size_t)p * (size_t)h->dim, pos,
                (size_t)h->dim * sizeof(double));
@@ -943,7 +943,7 @@ static nbStatus nbi_hash_move_slot(nbHash *h, int32_t slot, const int64_t key[3]
     const nbStatus st = nbi_make_place(h, key, 0, &c);
     if (st != NB_OK) return st;
     // Making room may have moved the item and renumbered the cells.
-    p = nbi_pool_slot_value(&h->pool, slot);
+    p = nbi_pool_value_live(&h->pool, slot);
     int32_t *cell_of = NBI_ARR(h, cell_of, int32_t);
     const int32_t from = cell_of[slot];
     NB_ASSERT(from >= 0 && from != c);
