@@ -11,11 +11,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
 run() {
-  local dir=$1; shift
+  local dir=$1 t0=$SECONDS t1; shift
   echo "== $dir: $*"
   cmake -S . -B "$dir" -DNB_WERROR=ON "$@" > /dev/null
   cmake --build "$dir" -j "$jobs"
+  t1=$SECONDS
   ctest --test-dir "$dir" --output-on-failure -j "$jobs" ${NB_CTEST_EXCLUDE:+-E "$NB_CTEST_EXCLUDE"}
+  echo "== $dir: built in $((t1 - t0)) s, tested in $((SECONDS - t1)) s"
 }
 # Layout is decided by .clang-format (STYLE.md section 7); a drift fails the suite.
 if command -v clang-format > /dev/null 2>&1; then
@@ -39,6 +41,7 @@ NB_CTEST_EXCLUDE='^cli_mpi_pairs$' CC=clang run build/clang -DCMAKE_BUILD_TYPE=R
 # ThreadSanitizer on the concurrency tests only: read-only queries must not write shared state,
 # and the grid on a scheduler must not race.
 echo "== build/tsan: the threads and parallel tests under ThreadSanitizer"
+tsan_start=$SECONDS
 cmake -S . -B build/tsan -DNB_WERROR=ON -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_C_FLAGS_DEBUG=-O1 -g" \
   -DNB_SANITIZE=thread \
   -DNB_INSTALL_TEST=OFF -DNB_BUILD_CLI=OFF > /dev/null
@@ -47,7 +50,8 @@ TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build/tsan -R '^threads$' --output
 # The uniform cases only: the others add data shapes, not thread interleavings (all cases run in
 # the other builds).
 TSAN_OPTIONS=halt_on_error=1 build/tsan/tests/test_parallel uniform
+echo "== build/tsan: $((SECONDS - tsan_start)) s"
 # The Python package: pip install into a fresh venv, pytest against scipy's cKDTree (skipped
 # with a message when Debian's python3-numpy/scipy/pytest are missing).
 bash python/run_tests.sh build/python
-echo "make test: all builds passed"
+echo "make test: all builds passed in $SECONDS s"
