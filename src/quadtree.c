@@ -2151,6 +2151,18 @@ NBI_INLINE bool nbi_seg_scan(const nbQuadtree *q, const nbiQtHot *n, int32_t s0,
                     (kind == NBI_Q_CIRCLE && nbi_box_dist2(c, b[0], b[1], b[2], b[3]) > r2))
                     bits &= ~(1u << k);
             }
+            // Into a buffer with room for eight more, without a filter: all eight hits copied,
+            // the output advancing past those that touch, so no branch depends on which do.
+            if (mode == NBI_QS_BUFFER && f == NULL && sk->cap - sk->found >= 8) {
+                const nbHit *hr = nbi_hit_of(q, r);
+                nbHit *o = sk->out + sk->found;
+                for (int k = 0; k < 8; k++) {
+                    *o = hr[k];
+                    o += (bits >> k) & 1u;
+                }
+                sk->found += o - (sk->out + sk->found);
+                continue;
+            }
             while (bits != 0) {
                 const int32_t p = r + nbi_ctz32(bits);
                 bits &= bits - 1u;
