@@ -83,10 +83,18 @@ typedef struct nbiQtNode {
 // (validate checks it).
 // It also holds the frame the node's 16-bit boxes are measured in (nbi_frame): the centre of its
 // bounds and the steps per unit, per axis (32 bytes: a group's four in two cache lines).
+// And its block's class, for where its run boxes are (nbi_rb_at); the level is clamped to 16 bits
+// (the outside list's, INT32_MIN, stays below every other).
 typedef struct nbiQtHot {
-    int32_t child, start, count, level;
+    int32_t child, start, count;
+    int16_t level, cls;
     float fc[2], finv[2];
 } nbiQtHot;
+
+NBI_INLINE int16_t nbi_level16(int32_t level)
+{
+    return (int16_t)(level < INT16_MIN ? INT16_MIN : level > INT16_MAX ? INT16_MAX : level);
+}
 
 // What searches prune a group's four nodes by: the box of everything in each node's subtree, as
 // floats rounded outwards, field by field (structure of arrays: lo x of the four, lo y, -hi x,
@@ -608,6 +616,29 @@ NBI_INLINE unsigned nbi_q_run_test(const int16_t *qb, int32_t r, const nbiQtQWin
 #endif
 }
 
+// Eight 16-bit boxes laid out as a run's (f: 32 fields, field i of box k at f[8 * i + k]) against
+// a window: bit k set when box k may touch it (every field <= the window's).
+NBI_INLINE unsigned nbi_q8_may(const int16_t *f, const nbiQtQWin *x)
+{
+#if defined(__SSE2__)
+    const __m128i a0 = _mm_loadu_si128((const __m128i *)(const void *)f);
+    const __m128i a1 = _mm_loadu_si128((const __m128i *)(const void *)(f + 8));
+    const __m128i a2 = _mm_loadu_si128((const __m128i *)(const void *)(f + 16));
+    const __m128i a3 = _mm_loadu_si128((const __m128i *)(const void *)(f + 24));
+    const __m128i fail =
+        _mm_or_si128(_mm_or_si128(_mm_cmpgt_epi16(a0, x->v[0]), _mm_cmpgt_epi16(a1, x->v[1])),
+                     _mm_or_si128(_mm_cmpgt_epi16(a2, x->v[2]), _mm_cmpgt_epi16(a3, x->v[3])));
+    return ~(unsigned)_mm_movemask_epi8(_mm_packs_epi16(fail, fail)) & 0xFFu;
+#else
+    unsigned bits = 0;
+    for (int k = 0; k < 8; k++)
+        bits |= (unsigned)((f[k] <= x->v[0]) & (f[8 + k] <= x->v[1]) & (f[16 + k] <= x->v[2]) &
+                           (f[24 + k] <= x->v[3]))
+                << k;
+    return bits;
+#endif
+}
+
 // Squared distance from p to the box lo..hi (0 inside): monotone in the box, so a node's value
 // never exceeds that of a rectangle within its bounds.
 NBI_INLINE double nbi_box_dist2(const double *p, double lx, double ly, double hx, double hy)
@@ -819,6 +850,27 @@ NBI_INLINE int32_t nbi_seg_box(int32_t start, int32_t g)
     return start + ((g - start) >> 2);
 }
 
+// Run boxes: a block of 2^c >= 32 positions also keeps, for each run of eight positions, the
+// 16-bit box of what the run holds (each field the least of its positions', in the node's frame),
+// by groups of eight runs laid out as a run's positions are (min x of the eight, min y, -max x,
+// -max y: 64 bytes), so that one test (nbi_q8_may) tells which of eight runs may hold a hit, and
+// a search loads only those runs. They lie in the part of the block's sb that its segment boxes
+// leave free: from float max(16, 2^c / 4) of it (a block owns 2^c floats of sb, its segment
+// boxes take the first 2^c / 4, and a test of four segment boxes reads up to 16 floats). A put
+// widens its run's box (nbi_rb_grow); a move in place that leaves it computes it anew from the
+// run's eight positions (nbi_rb_refit); runs past the node's count keep stale boxes, which
+// searches mask off.
+enum { NBI_QT_RB_MIN_CLS = 5 };
+
+// The first field of the run box of run `run` of the block at `start` of class c (>= 5); the
+// other fields follow at a stride of 8.
+NBI_INLINE int16_t *nbi_rb_at(const nbQuadtree *q, int32_t start, int c, int32_t run)
+{
+    const size_t off = c > 6 ? (size_t)1 << (c - 2) : 16;
+    int16_t *base = (int16_t *)(void *)(NBI_SB(q) + (size_t)start + off);
+    return base + 32 * (size_t)(run >> 3) + (run & 7);
+}
+
 // Readies a block of class c at `start` for puts: its positions from `from` on (by whole runs)
 // hold no box (NaN floats, which fail every test, so a search scans a partly filled run without
 // masking), and its segment boxes are empty (+infinity).
@@ -834,6 +886,40 @@ static void nbi_block_init(nbQuadtree *q, int32_t start, int c, int32_t from)
     }
     for (int32_t g = start; g < end; g += NBI_QT_SEG)
         for (int i = 0; i < 4; i++) sb[nbi_seg_box(start, g) + i] = (float)INFINITY;
+    for (int32_t r = 0; c >= NBI_QT_RB_MIN_CLS && r < (end - start) >> 3; r += 8)
+        for (int i = 0; i < 32; i++) nbi_rb_at(q, start, c, r)[i] = NBI_QT_QEMPTY;
+}
+
+// Widens the run box of position p (of a block at `start` of class c) to hold p's 16-bit box.
+NBI_INLINE void nbi_rb_grow(nbQuadtree *q, int32_t start, int c, int32_t p)
+{
+    if (c < NBI_QT_RB_MIN_CLS) return;
+    int16_t *r = nbi_rb_at(q, start, c, (p - start) >> 3);
+    const int16_t *e = nbi_qb_at(q, p);
+    for (int i = 0; i < 4; i++) r[8 * i] = e[8 * i] < r[8 * i] ? e[8 * i] : r[8 * i];
+}
+
+// Computes anew the run box of the run that holds position p from its eight positions' fields
+// (a position without a box holds NBI_QT_QEMPTY, which the minimum skips).
+static void nbi_rb_refit(nbQuadtree *q, int32_t start, int c, int32_t p)
+{
+    int16_t *r = nbi_rb_at(q, start, c, (p - start) >> 3);
+    const int16_t *e = nbi_qb_at(q, p & ~7);
+#if defined(__SSE2__)
+    for (int i = 0; i < 4; i++) { // field i of the eight in one vector, its least in lane 0
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(e + 8 * i));
+        v = _mm_min_epi16(v, _mm_shuffle_epi32(v, _MM_SHUFFLE(1, 0, 3, 2)));
+        v = _mm_min_epi16(v, _mm_shuffle_epi32(v, _MM_SHUFFLE(2, 3, 0, 1)));
+        v = _mm_min_epi16(v, _mm_srli_epi32(v, 16));
+        r[8 * i] = (int16_t)_mm_cvtsi128_si32(v);
+    }
+#else
+    for (int i = 0; i < 4; i++) {
+        int16_t m = NBI_QT_QEMPTY;
+        for (int k = 0; k < 8; k++) m = e[8 * i + k] < m ? e[8 * i + k] : m;
+        r[8 * i] = m;
+    }
+#endif
 }
 
 // Position p no longer holds a box (the last of its node's, taken out).
@@ -865,7 +951,8 @@ static void nbi_sync(nbQuadtree *q, int32_t n)
     h->child = node->child;
     h->start = node->start;
     h->count = node->count;
-    h->level = node->level;
+    h->level = nbi_level16(node->level);
+    h->cls = (int16_t)node->cls;
     nbi_frame(node, h->fc, h->finv);
 }
 
@@ -955,6 +1042,7 @@ NBI_INLINE void nbi_box_put(nbQuadtree *q, int32_t n, int32_t start, int32_t p, 
     const float *f = nbi_fb_at(q, p);
     float *g = NBI_SB(q) + nbi_seg_box(start, nbi_seg_of(start, p));
     for (int i = 0; i < 4; i++) g[i] = f[4 * i] < g[i] ? f[4 * i] : g[i];
+    nbi_rb_grow(q, start, NBI_NODES(q)[n].cls, p); // the node's block is the one at `start`
 }
 
 // Whether the float box g (fields at a stride of 1) holds the float box at f (a stride of 4).
@@ -1024,6 +1112,12 @@ static void nbi_box_move(nbQuadtree *q, int32_t n, int32_t at, const double *b)
     memcpy(NBI_BOX(q)[at].b, b, 4 * sizeof(double));
     nbi_fb_put(q, n, at, b);
     const float *f = nbi_fb_at(q, at);
+    if (node->cls >= NBI_QT_RB_MIN_CLS) { // its run's box, computed anew if the box left it
+        const int16_t *r = nbi_rb_at(q, node->start, node->cls, (at - node->start) >> 3);
+        const int16_t *e = nbi_qb_at(q, at);
+        if ((e[0] < r[0]) | (e[8] < r[8]) | (e[16] < r[16]) | (e[24] < r[24]))
+            nbi_rb_refit(q, node->start, node->cls, at);
+    }
     const int32_t g = nbi_seg_of(node->start, at);
     if (!nbi_f_holds(NBI_SB(q) + nbi_seg_box(node->start, g), f)) nbi_seg_refit(q, node, g);
     // An ancestor whose box holds the rectangle holds every refitted box below it: each holds
@@ -1076,10 +1170,11 @@ static int32_t nbi_append(nbQuadtree *q, int32_t n, const double *b, uint64_t hn
         const int32_t s = nbi_block_take(q, c);
         nbi_block_init(q, s, c, s);
         nbiQtNode *node = &NBI_NODES(q)[n];
-        for (int32_t i = 0; i < node->count; i++) nbi_move_pos(q, node->start + i, s, s + i, n);
-        if (node->cls >= 0) nbi_block_give(q, node->start, node->cls);
-        node->start = s;
+        const int32_t old = node->start, old_cls = node->cls;
+        node->start = s; // first: a put reads the class of the node's block
         node->cls = c;
+        for (int32_t i = 0; i < node->count; i++) nbi_move_pos(q, old + i, s, s + i, n);
+        if (old_cls >= 0) nbi_block_give(q, old, old_cls);
     }
     nbiQtNode *node = &NBI_NODES(q)[n];
     const int32_t at = node->start + node->count++;
@@ -1651,8 +1746,10 @@ nbStatus nb_quadtree_move(nbQuadtree *q, nbHandle item, const nbRect *rect)
 // ahead; the position's owner, boxes and 16-bit and float copies NBI_QT_AHEAD_POS ahead (its
 // slot has arrived by then); the node's bounds, hot record and float box NBI_QT_AHEAD_NODE
 // ahead (its owner has arrived). Measured: docs/quadtree.md.
-enum { NBI_QT_AHEAD_SLOT = 16, NBI_QT_AHEAD_POS = 8, NBI_QT_AHEAD_NODE = 4 };
-_Static_assert(NBI_QT_AHEAD_POS <= 8 && NBI_QT_AHEAD_NODE < NBI_QT_AHEAD_POS, "the ring of 8");
+enum { NBI_QT_AHEAD_SLOT = 16, NBI_QT_AHEAD_POS = 8, NBI_QT_AHEAD_NODE = 4, NBI_QT_AHEAD_RUN = 2 };
+_Static_assert(NBI_QT_AHEAD_POS <= 8 && NBI_QT_AHEAD_NODE < NBI_QT_AHEAD_POS &&
+                   NBI_QT_AHEAD_RUN < NBI_QT_AHEAD_NODE,
+               "the ring of 8");
 
 // The position of the slot a handle names, or -1: a hint, read without the generation check
 // (the handle was checked, but an earlier move of the batch may have moved its rectangle).
@@ -1715,6 +1812,16 @@ nbStatus nb_quadtree_move_many(nbQuadtree *q, const nbHandle *items, const nbRec
                 nbi_prefetch(NBI_NODES(q) + n);
                 nbi_prefetch(NBI_HOT(q) + n);
                 if (n >= NBI_QT_GROUPS) nbi_prefetch(nbi_gb_of(q, n));
+            }
+        }
+        if (i + NBI_QT_AHEAD_RUN < count) { // the node's hot record has arrived: its run box
+            const int32_t p = pos[(i + NBI_QT_AHEAD_RUN) & 7];
+            const int32_t n = p >= 0 && p < q->top ? NBI_OWN(q)[p] : -1;
+            if (n >= 0 && n < q->node_top) {
+                const nbiQtHot *h = NBI_HOT(q) + n;
+                const int32_t run = (p - h->start) >> 3;
+                if (h->cls >= NBI_QT_RB_MIN_CLS && run >= 0 && run < ((int32_t)1 << h->cls) >> 3)
+                    nbi_prefetch_w(nbi_rb_at(q, h->start, h->cls, run));
             }
         }
         const nbRect *r = &rects[i];
@@ -2071,105 +2178,96 @@ static bool nbi_report_all(const nbQuadtree *q, int32_t from, const nbFilter *f,
 // How many nodes a window or circle search gathers before scanning them (nbi_search_as).
 enum { NBI_QT_BATCH = 16 };
 
-// Node n's segments s0 .. s0 + 31 against the search: bit j of *meet set when segment s0 + j's
-// box meets it, of *held when the window holds that box whole (held_ok only); and starts loading
-// every line of the runs (16-bit boxes and hits) of the segments met. A block of 2^c >= 16
-// positions owns 2^c floats of sb and its segments' boxes take the first quarter, so reading four
-// boxes past its last segment stays within the block (their bits are masked off); a block of 8
-// has one segment.
-NBI_INLINE void nbi_seg_pass(const nbQuadtree *q, const nbiQtHot *n, int32_t s0, const nbiQtWin *x,
-                             bool held_ok, uint32_t *meet_out, uint32_t *held_out)
+// Starts loading run r of node n's block: its line of 16-bit boxes (to the L1) and its hits' two
+// lines (to the L2 only: they are read later and only where a rectangle touches, and the L1's few
+// miss buffers go to the boxes; measured: docs/quadtree.md).
+NBI_INLINE void nbi_run_prefetch(const nbQuadtree *q, int32_t p)
 {
-    const float *sbn = NBI_SB(q) + n->start;
-    const int32_t nseg = (n->count + NBI_QT_SEG - 1) / NBI_QT_SEG;
-    const int32_t ns = nseg - s0 < 32 ? nseg - s0 : 32;
-    uint32_t meet = 0, held = 0;
-    if (nseg == 1)
-        meet = nbi_seg_test(sbn, x, false) != 0;
-    else
-        for (int32_t j = 0; j < ns; j += 4)
-            meet |= (uint32_t)nbi_seg_test4(sbn + 4 * (s0 + j), x) << j;
-    meet &= ns == 32 ? ~0u : (1u << ns) - 1u;
-    for (uint32_t mt = meet; mt != 0; mt &= mt - 1u) {
-        const int j = nbi_ctz32(mt);
-        if (held_ok) held |= (uint32_t)(nbi_seg_test(sbn + 4 * (s0 + j), x, true) >> 1) << j;
 #if defined(__GNUC__)
-        const int16_t *run = nbi_qb_at(q, n->start + (s0 + j) * NBI_QT_SEG);
-        // Each run's line of 16-bit boxes is read first, its hits' two lines later and only
-        // where a rectangle touches: those are asked of the L2 cache alone (locality 1), which
-        // leaves more of the L1's few miss buffers to the boxes (measured: docs/quadtree.md).
-        for (int i = 0; i < 2 * NBI_QT_QRUN; i += NBI_QT_QRUN) {
-            __builtin_prefetch(run + i);
-            __builtin_prefetch(run + i + 32, 0, 1);
-            __builtin_prefetch(run + i + 64, 0, 1);
-        }
+    const int16_t *run = nbi_qb_at(q, p);
+    __builtin_prefetch(run);
+    __builtin_prefetch(run + 32, 0, 1);
+    __builtin_prefetch(run + 64, 0, 1);
+#else
+    (void)q;
+    (void)p;
 #endif
-    }
-    *meet_out = meet;
-    *held_out = held;
 }
 
-// Reports what node n's segments s0 .. s0 + 31 marked in `meet` hold that touches the search
-// (nbi_seg_pass gave meet and held; qx is the window in n's frame). False when a visitor stopped.
-NBI_INLINE bool nbi_seg_scan(const nbQuadtree *q, const nbiQtHot *n, int32_t s0, uint32_t meet,
-                             uint32_t held, const nbiQtQWin *qx, int kind, const double *w,
+// Node n's runs r0 .. r0 + 31 (r0 a multiple of 32; n holds more than 16 rectangles, so it has
+// run boxes) against the search, by their run boxes (qx: the window in n's frame): bit j set when
+// run r0 + j may hold a rectangle that touches it. Starts loading those runs.
+NBI_INLINE uint32_t nbi_run_pass(const nbQuadtree *q, const nbiQtHot *n, int32_t r0,
+                                 const nbiQtQWin *qx)
+{
+    const int32_t nrun = (n->count + 7) >> 3;
+    const int32_t nr = nrun - r0 < 32 ? nrun - r0 : 32;
+    uint32_t meet = 0;
+    for (int32_t j = 0; j < nr; j += 8)
+        meet |= (uint32_t)nbi_q8_may(nbi_rb_at(q, n->start, n->cls, r0 + j), qx) << j;
+    meet &= nr == 32 ? ~0u : (1u << nr) - 1u; // runs past the count keep stale boxes
+    for (uint32_t mt = meet; mt != 0; mt &= mt - 1u)
+        nbi_run_prefetch(q, n->start + 8 * (r0 + nbi_ctz32(mt)));
+    return meet;
+}
+
+// Reports what node n's runs r0 .. r0 + 31 marked in `meet` hold that touches the search (qx is
+// the window in n's frame); with `held` (a node of at most 16 rectangles whose segment box the
+// window holds), everything it holds. False when a visitor stopped.
+NBI_INLINE bool nbi_run_scan(const nbQuadtree *q, const nbiQtHot *n, int32_t r0, uint32_t meet,
+                             bool held, const nbiQtQWin *qx, int kind, const double *w,
                              const double *c, double r2, const nbFilter *f, int mode, nbiQtSink *sk)
 {
     const nbiQtBox *rec = NBI_BOX(q);
     const int16_t *qb = NBI_QB(q);
     const uint32_t *cat = NBI_CAT(q), *mask = NBI_MASK(q);
-    const int32_t c0 = n->start + s0 * NBI_QT_SEG, end = n->start + n->count;
+    if (held) {
+        for (int32_t p = n->start, end = p + n->count; p < end; p++) {
+            if (f != NULL && !nbi_pass(*f, cat[p], mask[p])) continue;
+            nbi_sink_hit_as(sk, q, p, mode);
+            if (sk->stop) return false;
+        }
+        return true;
+    }
     while (meet != 0) {
-        const int j = nbi_ctz32(meet);
+        // Blocks start at multiples of 8; a partly filled run's empty positions fail every test.
+        const int32_t r = n->start + 8 * (r0 + nbi_ctz32(meet));
         meet &= meet - 1u;
-        const int32_t g = c0 + j * NBI_QT_SEG;
-        const int32_t gend = end - g < NBI_QT_SEG ? end : g + NBI_QT_SEG;
-        if ((held >> j) & 1u) { // the window holds the segment's box
-            for (int32_t p = g; p < gend; p++) {
-                if (f != NULL && !nbi_pass(*f, cat[p], mask[p])) continue;
-                nbi_sink_hit_as(sk, q, p, mode);
-                if (sk->stop) return false;
+#ifdef NBI_QT_STATS
+        nbi_qt_items_tested += n->start + n->count - r < 8 ? n->start + n->count - r : 8;
+#endif
+        const unsigned m = nbi_q_run_test(qb, r, qx);
+        unsigned bits = m & 0xFFu;
+        if (bits == 0) continue;
+        // A circle tests every candidate in double; a window only those its 16-bit test left
+        // open.
+        unsigned open = kind == NBI_Q_CIRCLE ? bits : bits & ~(m >> 8);
+        while (open != 0) {
+            const int k = nbi_ctz32(open);
+            open &= open - 1u;
+            const double *b = rec[r + k].b;
+            if (!nbi_touch(b, w) ||
+                (kind == NBI_Q_CIRCLE && nbi_box_dist2(c, b[0], b[1], b[2], b[3]) > r2))
+                bits &= ~(1u << k);
+        }
+        // Into a buffer with room for eight more, without a filter: all eight hits copied, the
+        // output advancing past those that touch, so no branch depends on which do.
+        if (mode == NBI_QS_BUFFER && f == NULL && sk->cap - sk->found >= 8) {
+            const nbHit *hr = nbi_hit_of(q, r);
+            nbHit *o = sk->out + sk->found;
+            for (int k = 0; k < 8; k++) {
+                *o = hr[k];
+                o += (bits >> k) & 1u;
             }
+            sk->found += o - (sk->out + sk->found);
             continue;
         }
-        // Blocks start at multiples of 8; a partly filled run's empty positions fail every test.
-        for (int32_t r = g; r < gend; r += 8) {
-#ifdef NBI_QT_STATS
-            nbi_qt_items_tested += gend - r < 8 ? gend - r : 8;
-#endif
-            const unsigned m = nbi_q_run_test(qb, r, qx);
-            unsigned bits = m & 0xFFu;
-            if (bits == 0) continue;
-            // A circle tests every candidate in double; a window only those its 16-bit test left
-            // open.
-            unsigned open = kind == NBI_Q_CIRCLE ? bits : bits & ~(m >> 8);
-            while (open != 0) {
-                const int k = nbi_ctz32(open);
-                open &= open - 1u;
-                const double *b = rec[r + k].b;
-                if (!nbi_touch(b, w) ||
-                    (kind == NBI_Q_CIRCLE && nbi_box_dist2(c, b[0], b[1], b[2], b[3]) > r2))
-                    bits &= ~(1u << k);
-            }
-            // Into a buffer with room for eight more, without a filter: all eight hits copied,
-            // the output advancing past those that touch, so no branch depends on which do.
-            if (mode == NBI_QS_BUFFER && f == NULL && sk->cap - sk->found >= 8) {
-                const nbHit *hr = nbi_hit_of(q, r);
-                nbHit *o = sk->out + sk->found;
-                for (int k = 0; k < 8; k++) {
-                    *o = hr[k];
-                    o += (bits >> k) & 1u;
-                }
-                sk->found += o - (sk->out + sk->found);
-                continue;
-            }
-            while (bits != 0) {
-                const int32_t p = r + nbi_ctz32(bits);
-                bits &= bits - 1u;
-                if (f != NULL && !nbi_pass(*f, cat[p], mask[p])) continue;
-                nbi_sink_hit_as(sk, q, p, mode);
-                if (sk->stop) return false;
-            }
+        while (bits != 0) {
+            const int32_t p = r + nbi_ctz32(bits);
+            bits &= bits - 1u;
+            if (f != NULL && !nbi_pass(*f, cat[p], mask[p])) continue;
+            nbi_sink_hit_as(sk, q, p, mode);
+            if (sk->stop) return false;
         }
     }
     return true;
@@ -2217,7 +2315,9 @@ NBI_INLINE void nbi_search_as(const nbQuadtree *q, int kind, const double *w, co
     }
     // The batch: node i, or -1 - i for a subtree held whole, and its first 32 segments' masks.
     int32_t bn[NBI_QT_BATCH];
-    uint32_t bmeet[NBI_QT_BATCH], bheld[NBI_QT_BATCH];
+    uint32_t bmeet[NBI_QT_BATCH];
+    bool bheld[NBI_QT_BATCH];
+    nbiQtQWin bqx[NBI_QT_BATCH]; // the window in each node's frame
     int nb = 0;
     while (top > 0 || nb > 0) {
         if (top > 0) {
@@ -2253,19 +2353,37 @@ NBI_INLINE void nbi_search_as(const nbQuadtree *q, int kind, const double *w, co
                 if (n->count > 0) {
                     bn[nb++] = ni;
 #if defined(__GNUC__)
-                    // Its first 32 segments' boxes: 16 bytes each.
-                    const int32_t nseg = (n->count + NBI_QT_SEG - 1) / NBI_QT_SEG;
-                    const float *sbn = NBI_SB(q) + n->start;
-                    for (int32_t i = 0; i < 4 * (nseg < 32 ? nseg : 32); i += 16)
-                        __builtin_prefetch(sbn + i);
+                    // The boxes of its first 32 runs (64 bytes a group of eight), or for a node
+                    // of at most 16 its segment box.
+                    if (n->count > NBI_QT_SEG) {
+                        const int32_t nrun = (n->count + 7) >> 3;
+                        for (int32_t r = 0; r < (nrun < 32 ? nrun : 32); r += 8)
+                            __builtin_prefetch(nbi_rb_at(q, n->start, n->cls, r));
+                    } else {
+                        __builtin_prefetch(NBI_SB(q) + n->start);
+                    }
 #endif
                 }
             }
             if (top > 0 && nb < NBI_QT_BATCH) continue;
         }
-        // The batch is full, or the walk is over: test its nodes' segments, then scan them.
-        for (int i = 0; i < nb; i++)
-            if (bn[i] >= 0) nbi_seg_pass(q, &nodes[bn[i]], 0, &x, held_ok, &bmeet[i], &bheld[i]);
+        // The batch is full, or the walk is over: test its nodes' runs, then scan them.
+        for (int i = 0; i < nb; i++) {
+            if (bn[i] < 0) continue;
+            const nbiQtHot *n = &nodes[bn[i]];
+            nbi_q_window(n, w, &bqx[i]);
+            bheld[i] = false;
+            if (n->count > NBI_QT_SEG) {
+                bmeet[i] = nbi_run_pass(q, n, 0, &bqx[i]);
+                continue;
+            }
+            // One segment: its float box, which a window may hold whole.
+            const int t = nbi_seg_test(NBI_SB(q) + n->start, &x, held_ok);
+            bmeet[i] = t == 0 ? 0u : n->count > 8 ? 3u : 1u;
+            bheld[i] = t == 3;
+            for (uint32_t mt = bmeet[i]; mt != 0; mt &= mt - 1u)
+                nbi_run_prefetch(q, n->start + 8 * nbi_ctz32(mt));
+        }
         for (int i = 0; i < nb; i++) {
             if (bn[i] < 0) {
                 if (!nbi_report_all(q, -1 - bn[i], f, &sk)) {
@@ -2275,18 +2393,17 @@ NBI_INLINE void nbi_search_as(const nbQuadtree *q, int kind, const double *w, co
                 continue;
             }
             const nbiQtHot *n = &nodes[bn[i]];
-            nbiQtQWin qx; // the window in this node's frame
-            nbi_q_window(n, w, &qx);
-            uint32_t meet = bmeet[i], held = bheld[i];
-            const int32_t nseg = (n->count + NBI_QT_SEG - 1) / NBI_QT_SEG;
-            for (int32_t s0 = 0;;) {
-                if (!nbi_seg_scan(q, n, s0, meet, held, &qx, kind, w, c, r2, f, mode, &sk)) {
+            const int32_t nrun = (n->count + 7) >> 3;
+            uint32_t meet = bmeet[i];
+            for (int32_t r0 = 0;;) {
+                if (!nbi_run_scan(q, n, r0, meet, bheld[i], &bqx[i], kind, w, c, r2, f, mode,
+                                  &sk)) {
                     *s = sk;
                     return;
                 }
-                s0 += 32;
-                if (s0 >= nseg) break;
-                nbi_seg_pass(q, n, s0, &x, held_ok, &meet, &held);
+                r0 += 32;
+                if (r0 >= nrun) break;
+                meet = nbi_run_pass(q, n, r0, &bqx[i]);
             }
         }
         nb = 0;
@@ -2862,8 +2979,9 @@ static nbStatus nbi_validate_node(const nbQuadtree *q, int32_t n, int64_t *items
     NBI_CHECK(node->parent != -2);
     NBI_CHECK(node->count >= 0);
     const nbiQtHot *h = &NBI_HOT(q)[n];
-    NBI_CHECK(h->child == node->child && h->count == node->count && h->level == node->level);
-    NBI_CHECK(node->count == 0 || h->start == node->start);
+    NBI_CHECK(h->child == node->child && h->count == node->count &&
+              h->level == nbi_level16(node->level));
+    NBI_CHECK(node->count == 0 || (h->start == node->start && h->cls == node->cls));
     float fc[2], finv[2];
     nbi_frame(node, fc, finv);
     NBI_CHECK(memcmp(fc, h->fc, sizeof fc) == 0 && memcmp(finv, h->finv, sizeof finv) == 0);
@@ -2899,6 +3017,10 @@ static nbStatus nbi_validate_node(const nbQuadtree *q, int32_t n, int64_t *items
             for (int k = 0; k < 4; k++) NBI_CHECK(gb[4 * k] <= f[4 * k]);
         const float *sg = NBI_SB(q) + nbi_seg_box(node->start, nbi_seg_of(node->start, at));
         for (int k = 0; k < 4; k++) NBI_CHECK(sg[k] <= f[4 * k]);
+        if (node->cls >= NBI_QT_RB_MIN_CLS) { // its run's box holds its 16-bit box
+            const int16_t *r = nbi_rb_at(q, node->start, node->cls, i >> 3);
+            for (int k = 0; k < 4; k++) NBI_CHECK(r[8 * k] <= nbi_qb_at(q, at)[8 * k]);
+        }
     }
     // The rest of its block holds no box (searches scan whole runs).
     for (int64_t i = node->count; node->count > 0 && i < ((int64_t)1 << node->cls); i++) {
