@@ -17,8 +17,9 @@
 // children's side by side so that one test covers a group. Each position also has its box in
 // 16 bits in its node's frame, by runs of eight (nbi_fb_put, nbi_q4), so one test covers eight
 // rectangles and tells most of them apart; only those it leaves open read the doubles and take
-// the exact test. A float copy of each box, by runs of four, serves the segment and node boxes
-// and the pairs.
+// the exact test. Each run of eight has a 16-bit box too (nbi_rb_at, blocks of 32 and more), so
+// one test tells which of eight runs a search must load. A float copy of each box, by runs of
+// four, serves the node boxes, the segment boxes of small blocks and the pairs.
 //
 // Rectangles of a node are contiguous: the node owns a block of 2^cls positions in an arena and
 // its rectangles fill the block's front. Per position we keep the box, the handle bits, the user
@@ -431,34 +432,6 @@ NBI_INLINE int nbi_seg_test(const float *g, const nbiQtWin *x, bool held)
     for (int i = 0; i < 4 && held; i++)
         if (!(x->held[i] <= g[i])) return 1;
     return held ? 3 : 1;
-#endif
-}
-
-// Four segments' boxes side by side (g: 16 floats, segment k's at g + 4k) against the window:
-// bit k set when segment k's box meets it. One test in place of four: a node's segments are
-// mostly missed, so this pass over all of them is most of what a search spends on a leaf.
-NBI_INLINE unsigned nbi_seg_test4(const float *g, const nbiQtWin *x)
-{
-#if defined(__SSE2__)
-    const __m128 t = x->touch1;
-    const __m128i c01 = _mm_packs_epi32(_mm_castps_si128(_mm_cmple_ps(_mm_loadu_ps(g), t)),
-                                        _mm_castps_si128(_mm_cmple_ps(_mm_loadu_ps(g + 4), t)));
-    const __m128i c23 = _mm_packs_epi32(_mm_castps_si128(_mm_cmple_ps(_mm_loadu_ps(g + 8), t)),
-                                        _mm_castps_si128(_mm_cmple_ps(_mm_loadu_ps(g + 12), t)));
-    // Bit 4k + i: field i of segment k passes. A nibble of ones is a segment that meets: its
-    // low bit kept, then bits 0, 4, 8, 12 gathered into bits 12 .. 15 by one product (the
-    // partial products land on distinct bits, so nothing carries into them).
-    unsigned m = (unsigned)_mm_movemask_epi8(_mm_packs_epi16(c01, c23));
-    m &= m >> 1;
-    m &= m >> 2;
-    return ((m & 0x1111u) * 0x1248u) >> 12 & 0xFu;
-#else
-    unsigned m = 0;
-    for (int k = 0; k < 4; k++)
-        m |= (unsigned)((g[4 * k] <= x->touch[0]) & (g[4 * k + 1] <= x->touch[1]) &
-                        (g[4 * k + 2] <= x->touch[2]) & (g[4 * k + 3] <= x->touch[3]))
-             << k;
-    return m;
 #endif
 }
 
@@ -893,34 +866,26 @@ static void nbi_block_init(nbQuadtree *q, int32_t start, int c, int32_t from)
 // Widens the run box of position p (of a block at `start` of class c) to hold p's 16-bit box.
 NBI_INLINE void nbi_rb_grow(nbQuadtree *q, int32_t start, int c, int32_t p)
 {
-    if (c < NBI_QT_RB_MIN_CLS) return;
     int16_t *r = nbi_rb_at(q, start, c, (p - start) >> 3);
     const int16_t *e = nbi_qb_at(q, p);
     for (int i = 0; i < 4; i++) r[8 * i] = e[8 * i] < r[8 * i] ? e[8 * i] : r[8 * i];
 }
 
+#if !defined(__SSE2__)
 // Computes anew the run box of the run that holds position p from its eight positions' fields
-// (a position without a box holds NBI_QT_QEMPTY, which the minimum skips).
+// (a position without a box holds NBI_QT_QEMPTY, which the minimum skips). With SSE2,
+// nbi_box_move does this itself.
 static void nbi_rb_refit(nbQuadtree *q, int32_t start, int c, int32_t p)
 {
     int16_t *r = nbi_rb_at(q, start, c, (p - start) >> 3);
     const int16_t *e = nbi_qb_at(q, p & ~7);
-#if defined(__SSE2__)
-    for (int i = 0; i < 4; i++) { // field i of the eight in one vector, its least in lane 0
-        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(e + 8 * i));
-        v = _mm_min_epi16(v, _mm_shuffle_epi32(v, _MM_SHUFFLE(1, 0, 3, 2)));
-        v = _mm_min_epi16(v, _mm_shuffle_epi32(v, _MM_SHUFFLE(2, 3, 0, 1)));
-        v = _mm_min_epi16(v, _mm_srli_epi32(v, 16));
-        r[8 * i] = (int16_t)_mm_cvtsi128_si32(v);
-    }
-#else
     for (int i = 0; i < 4; i++) {
         int16_t m = NBI_QT_QEMPTY;
         for (int k = 0; k < 8; k++) m = e[8 * i + k] < m ? e[8 * i + k] : m;
         r[8 * i] = m;
     }
-#endif
 }
+#endif
 
 // Position p no longer holds a box (the last of its node's, taken out).
 NBI_INLINE void nbi_fb_clear(nbQuadtree *q, int32_t p)
@@ -1039,10 +1004,14 @@ NBI_INLINE void nbi_box_put(nbQuadtree *q, int32_t n, int32_t start, int32_t p, 
 {
     memcpy(NBI_BOX(q)[p].b, b, 4 * sizeof(double));
     nbi_fb_put(q, n, p, b);
+    const int c = NBI_NODES(q)[n].cls; // the class of the block at `start`
+    if (c >= NBI_QT_RB_MIN_CLS) {
+        nbi_rb_grow(q, start, c, p);
+        return;
+    }
     const float *f = nbi_fb_at(q, p);
     float *g = NBI_SB(q) + nbi_seg_box(start, nbi_seg_of(start, p));
     for (int i = 0; i < 4; i++) g[i] = f[4 * i] < g[i] ? f[4 * i] : g[i];
-    nbi_rb_grow(q, start, NBI_NODES(q)[n].cls, p); // the node's block is the one at `start`
 }
 
 // Whether the float box g (fields at a stride of 1) holds the float box at f (a stride of 4).
@@ -1051,18 +1020,16 @@ NBI_INLINE bool nbi_f_holds(const float *g, const float *f)
     return g[0] <= f[0] && g[1] <= f[4] && g[2] <= f[8] && g[3] <= f[12];
 }
 
-// Computes anew the box of the segment starting at position g of node n's block from its
-// positions' float boxes (those past the node's count hold NaN, which the minimum skips).
-static void nbi_seg_refit(nbQuadtree *q, const nbiQtNode *n, int32_t g)
+// The least of each float field of positions from .. to - 1 (from a multiple of 4; positions
+// without a box hold NaN, which the minimum skips): the box of what they hold.
+static void nbi_fb_min(const nbQuadtree *q, int32_t from, int32_t to, float m[4])
 {
-    const int32_t end = n->start + n->count;
-    const int32_t gend = end - g < NBI_QT_SEG ? end : g + NBI_QT_SEG;
-    float m[4] = {(float)INFINITY, (float)INFINITY, (float)INFINITY, (float)INFINITY};
+    for (int i = 0; i < 4; i++) m[i] = (float)INFINITY;
 #if defined(__SSE2__)
     // Field i of the run's four positions in one vector; min(f, m) is m where f is NaN.
     __m128 v[4];
     for (int i = 0; i < 4; i++) v[i] = _mm_set1_ps((float)INFINITY);
-    for (int32_t r = g; r < gend; r += 4) {
+    for (int32_t r = from; r < to; r += 4) {
         const float *f = NBI_FB(q) + (size_t)NBI_QT_RUN_FLOATS * (size_t)(r >> 2);
         for (int i = 0; i < 4; i++) v[i] = _mm_min_ps(_mm_loadu_ps(f + 4 * i), v[i]);
     }
@@ -1072,12 +1039,21 @@ static void nbi_seg_refit(nbQuadtree *q, const nbiQtNode *n, int32_t g)
         m[i] = _mm_cvtss_f32(x);
     }
 #else
-    for (int32_t r = g; r < gend; r += 4) {
+    for (int32_t r = from; r < to; r += 4) {
         const float *f = NBI_FB(q) + (size_t)NBI_QT_RUN_FLOATS * (size_t)(r >> 2);
         for (int i = 0; i < 4; i++)
             for (int k = 0; k < 4; k++) m[i] = f[4 * i + k] < m[i] ? f[4 * i + k] : m[i];
     }
 #endif
+}
+
+// Computes anew the box of the segment starting at position g of node n's block from its
+// positions' float boxes.
+static void nbi_seg_refit(nbQuadtree *q, const nbiQtNode *n, int32_t g)
+{
+    const int32_t end = n->start + n->count;
+    float m[4];
+    nbi_fb_min(q, g, end - g < NBI_QT_SEG ? end : g + NBI_QT_SEG, m);
     memcpy(NBI_SB(q) + nbi_seg_box(n->start, g), m, sizeof m);
 }
 
@@ -1088,7 +1064,10 @@ static void nbi_node_refit(nbQuadtree *q, int32_t n)
     const nbiQtNode *node = &NBI_NODES(q)[n];
     float m[4] = {(float)INFINITY, (float)INFINITY, (float)INFINITY, (float)INFINITY};
     const float *sb = NBI_SB(q);
-    for (int32_t g = node->start, end = g + node->count; g < end; g += NBI_QT_SEG) {
+    if (node->cls >= NBI_QT_RB_MIN_CLS) // no segment boxes: its positions' float boxes
+        nbi_fb_min(q, node->start, node->start + node->count, m);
+    for (int32_t g = node->start, end = g + node->count; node->cls < NBI_QT_RB_MIN_CLS && g < end;
+         g += NBI_QT_SEG) {
         const float *sg = sb + nbi_seg_box(node->start, g);
         for (int i = 0; i < 4; i++) m[i] = sg[i] < m[i] ? sg[i] : m[i];
     }
@@ -1110,16 +1089,41 @@ static void nbi_box_move(nbQuadtree *q, int32_t n, int32_t at, const double *b)
 {
     const nbiQtNode *node = &NBI_NODES(q)[n];
     memcpy(NBI_BOX(q)[at].b, b, 4 * sizeof(double));
+#if defined(__SSE2__)
+    // The run's fields, read before this position's are written: a load of a line's 16 bytes
+    // that stores of 2 bytes just wrote waits for the stores to complete (it was most of what a
+    // move spent, measured: docs/quadtree.md).
+    __m128i run[4];
+    const int16_t *e0 = nbi_qb_at(q, at & ~7);
+    for (int i = 0; i < 4 && node->cls >= NBI_QT_RB_MIN_CLS; i++)
+        run[i] = _mm_loadu_si128((const __m128i *)(const void *)(e0 + 8 * i));
+#endif
     nbi_fb_put(q, n, at, b);
     const float *f = nbi_fb_at(q, at);
     if (node->cls >= NBI_QT_RB_MIN_CLS) { // its run's box, computed anew if the box left it
-        const int16_t *r = nbi_rb_at(q, node->start, node->cls, (at - node->start) >> 3);
+        int16_t *r = nbi_rb_at(q, node->start, node->cls, (at - node->start) >> 3);
         const int16_t *e = nbi_qb_at(q, at);
-        if ((e[0] < r[0]) | (e[8] < r[8]) | (e[16] < r[16]) | (e[24] < r[24]))
+        if ((e[0] < r[0]) | (e[8] < r[8]) | (e[16] < r[16]) | (e[24] < r[24])) {
+#if defined(__SSE2__)
+            // Lane at % 8 of each field takes the new value, then the least of the eight.
+            const __m128i lane = _mm_cmpeq_epi16(_mm_set_epi16(7, 6, 5, 4, 3, 2, 1, 0),
+                                                 _mm_set1_epi16((short)(at & 7)));
+            for (int i = 0; i < 4; i++) {
+                __m128i v = _mm_or_si128(_mm_andnot_si128(lane, run[i]),
+                                         _mm_and_si128(lane, _mm_set1_epi16(e[8 * i])));
+                v = _mm_min_epi16(v, _mm_shuffle_epi32(v, _MM_SHUFFLE(1, 0, 3, 2)));
+                v = _mm_min_epi16(v, _mm_shuffle_epi32(v, _MM_SHUFFLE(2, 3, 0, 1)));
+                v = _mm_min_epi16(v, _mm_srli_epi32(v, 16));
+                r[8 * i] = (int16_t)_mm_cvtsi128_si32(v);
+            }
+#else
             nbi_rb_refit(q, node->start, node->cls, at);
+#endif
+        }
+    } else { // its segment's box, likewise
+        const int32_t g = nbi_seg_of(node->start, at);
+        if (!nbi_f_holds(NBI_SB(q) + nbi_seg_box(node->start, g), f)) nbi_seg_refit(q, node, g);
     }
-    const int32_t g = nbi_seg_of(node->start, at);
-    if (!nbi_f_holds(NBI_SB(q) + nbi_seg_box(node->start, g), f)) nbi_seg_refit(q, node, g);
     // An ancestor whose box holds the rectangle holds every refitted box below it: each holds
     // only what the subtree held before and the rectangle.
     for (int32_t c = n; c >= NBI_QT_GROUPS; c = NBI_NODES(q)[c].parent) {
@@ -1802,7 +1806,8 @@ nbStatus nb_quadtree_move_many(nbQuadtree *q, const nbHandle *items, const nbRec
                 nbi_prefetch(NBI_OWN(q) + p);
                 nbi_prefetch_w(NBI_BOX(q) + p);
                 nbi_prefetch_w(nbi_fb_at(q, p));
-                nbi_prefetch_w(nbi_qb_at(q, p));
+                nbi_prefetch_w(nbi_qb_at(q, p & ~7));
+                nbi_prefetch_w(nbi_qb_at(q, p & ~7) + 31); // in case the run straddles lines
             }
         }
         if (i + NBI_QT_AHEAD_NODE < count) {
@@ -2276,16 +2281,17 @@ NBI_INLINE bool nbi_run_scan(const nbQuadtree *q, const nbiQtHot *n, int32_t r0,
 // Depth-first over the nodes whose bounds meet the search, root first, then the outside list.
 // Box: w is the window. A NULL filter visits every rectangle (visit_all). Circle: w is the circle's
 // bounding box, c its centre, r2 its radius^2. A group's four children are tested at once
-// (nbi_group_test), a node's segments four at a time (nbi_seg_test4), a segment's rectangles
-// eight at a time by their 16-bit boxes (nbi_q_run_test); only those it leaves open take the
-// exact tests (the window in double, the circle), and the filter.
+// (nbi_group_test), a node's runs eight at a time by their run boxes (nbi_run_pass; a node of at
+// most 16, by its one segment box), a run's rectangles eight at a time by their 16-bit boxes
+// (nbi_q_run_test); only those it leaves open take the exact tests (the window in double, the
+// circle), and the filter.
 // The walk down is cheap (the nodes' records and boxes are few and stay in cache); what costs is
-// the leaves' segment boxes and runs, far apart in a big tree. So the walk gathers up to
-// NBI_QT_BATCH nodes with rectangles, starting to load each one's segment boxes; then tests the
-// segments of all of them, starting to load the runs of every segment met; then scans them, in
-// the walk's order: the cache misses of all these nodes overlap instead of following one another
-// node by node. A subtree the window holds whole takes its place in the batch and is reported
-// without tests.
+// the leaves' run boxes and runs, far apart in a big tree. So the walk gathers up to
+// NBI_QT_BATCH nodes with rectangles, starting to load each one's run boxes; then tests the runs
+// of all of them, starting to load every run that may meet; then scans those, in the walk's
+// order: the cache misses of all these nodes overlap instead of following one another node by
+// node. A subtree the window holds whole takes its place in the batch and is reported without
+// tests.
 // nbi_search's body, inlined once for the common case (a window into a buffer, no filter to
 // test) with those as constants, and once for everything else.
 NBI_INLINE void nbi_search_as(const nbQuadtree *q, int kind, const double *w, const double *c,
@@ -2355,7 +2361,7 @@ NBI_INLINE void nbi_search_as(const nbQuadtree *q, int kind, const double *w, co
 #if defined(__GNUC__)
                     // The boxes of its first 32 runs (64 bytes a group of eight), or for a node
                     // of at most 16 its segment box.
-                    if (n->count > NBI_QT_SEG) {
+                    if (n->cls >= NBI_QT_RB_MIN_CLS) {
                         const int32_t nrun = (n->count + 7) >> 3;
                         for (int32_t r = 0; r < (nrun < 32 ? nrun : 32); r += 8)
                             __builtin_prefetch(nbi_rb_at(q, n->start, n->cls, r));
@@ -2373,7 +2379,7 @@ NBI_INLINE void nbi_search_as(const nbQuadtree *q, int kind, const double *w, co
             const nbiQtHot *n = &nodes[bn[i]];
             nbi_q_window(n, w, &bqx[i]);
             bheld[i] = false;
-            if (n->count > NBI_QT_SEG) {
+            if (n->cls >= NBI_QT_RB_MIN_CLS) {
                 bmeet[i] = nbi_run_pass(q, n, 0, &bqx[i]);
                 continue;
             }
@@ -2813,6 +2819,41 @@ nbStatus nb_quadtree_raycast_all(const nbQuadtree *q, const double *origin, cons
 
 // ---- pairs ----
 
+// The pairs of rectangle a (box w, window x) with positions from .. to - 1 (from a multiple of 4)
+// that are p0 or later, by their float boxes four at a time, then the exact test where those
+// leave it open. False when a visitor stopped.
+NBI_INLINE bool nbi_pairs_span(const nbQuadtree *q, int32_t from, int32_t to, int32_t p0, int32_t a,
+                               const double *w, const nbiQtWin *x, bool cross, bool rule,
+                               uint32_t mask_b, nbiQtSink *s)
+{
+    const float *fb = NBI_FB(q);
+    const nbiQtBox *rec = NBI_BOX(q);
+    const uint32_t *cat = NBI_CAT(q), *mask = NBI_MASK(q);
+    for (int32_t r = from; r < to; r += 4) {
+        const unsigned m = (unsigned)nbi_run_test(fb, r, x);
+        unsigned bits = m & 0xFu;
+        if (r < p0) bits &= 0xFu << (p0 - r);
+        const unsigned sure = m >> 4;
+        while (bits != 0) {
+            const int k = nbi_ctz32(bits);
+            const int32_t b = r + k;
+            bits &= bits - 1u;
+            if (!((sure >> k) & 1u) && !nbi_touch(rec[b].b, w)) continue;
+            if (cross) {
+                if (b == a || (cat[b] & mask_b) == 0 || mask[b] == 0) continue;
+                nbi_sink_pair(s, q, a, b);
+            } else {
+                if (rule && ((cat[a] & mask[b]) == 0 || (cat[b] & mask[a]) == 0)) continue;
+                const bool a_first = (uint32_t)nbi_hit_of(q, a)->handle.bits <
+                                     (uint32_t)nbi_hit_of(q, b)->handle.bits;
+                nbi_sink_pair(s, q, a_first ? a : b, a_first ? b : a);
+            }
+            if (s->stop) return false;
+        }
+    }
+    return true;
+}
+
 // Each touching pair once, from one side: the rectangle whose node is shallower (by level; the
 // outside list is shallowest of all), or on the same level the lower node index, or in the same
 // node the lower position, searches for the other. For each rectangle a the search walks every
@@ -2827,7 +2868,7 @@ static void nbi_pairs(const nbQuadtree *q, bool cross, uint32_t mask_a, uint32_t
     const bool rule = q->nfiltered > 0; // else every pair passes the pair rule
     int32_t outer[NBI_QT_STACK];
     int32_t stack[NBI_QT_STACK];
-    const float *fb = NBI_FB(q), *sb = NBI_SB(q);
+    const float *sb = NBI_SB(q);
     int otop = 0;
     outer[otop++] = NBI_QT_ROOT;
     outer[otop++] = NBI_QT_OUT;
@@ -2866,32 +2907,31 @@ static void nbi_pairs(const nbQuadtree *q, bool cross, uint32_t mask_a, uint32_t
                     if (n->level < a_level || (n->level == a_level && nb < na)) continue;
                     if (nb == na) p0 = a + 1;
                 }
+                if (n->cls >= NBI_QT_RB_MIN_CLS) { // by its run boxes, a's box in n's frame
+                    nbiQtQWin qx;
+                    nbi_q_window(n, w, &qx);
+                    const int32_t r0 = (p0 - n->start) >> 3, nrun = (n->count + 7) >> 3;
+                    for (int32_t g8 = r0 & ~7; g8 < nrun; g8 += 8) {
+                        unsigned may = nbi_q8_may(nbi_rb_at(q, n->start, n->cls, g8), &qx);
+                        if (g8 < r0) may &= 0xFFu << (r0 - g8);
+                        if (nrun - g8 < 8) may &= (1u << (nrun - g8)) - 1u;
+                        while (may != 0) {
+                            const int32_t sg = n->start + 8 * (g8 + nbi_ctz32(may));
+                            may &= may - 1u;
+                            const int32_t gend = end - sg < 8 ? end : sg + 8;
+                            if (!nbi_pairs_span(q, sg > (p0 & ~3) ? sg : p0 & ~3, gend, p0, a, w,
+                                                &x, cross, rule, mask_b, s))
+                                return;
+                        }
+                    }
+                    continue;
+                }
                 for (int32_t sg = nbi_seg_of(n->start, p0); sg < end; sg += NBI_QT_SEG) {
                     if (nbi_seg_test(sb + nbi_seg_box(n->start, sg), &x, false) == 0) continue;
                     const int32_t gend = end - sg < NBI_QT_SEG ? end : sg + NBI_QT_SEG;
-                    for (int32_t r = sg > (p0 & ~3) ? sg : p0 & ~3; r < gend; r += 4) {
-                        const unsigned m = (unsigned)nbi_run_test(fb, r, &x);
-                        unsigned bits = m & 0xFu;
-                        if (r < p0) bits &= 0xFu << (p0 - r);
-                        const unsigned sure = m >> 4;
-                        while (bits != 0) {
-                            const int k = nbi_ctz32(bits);
-                            const int32_t b = r + k;
-                            bits &= bits - 1u;
-                            if (!((sure >> k) & 1u) && !nbi_touch(rec[b].b, w)) continue;
-                            if (cross) {
-                                if (b == a || (cat[b] & mask_b) == 0 || mask[b] == 0) continue;
-                                nbi_sink_pair(s, q, a, b);
-                            } else {
-                                if (rule && ((cat[a] & mask[b]) == 0 || (cat[b] & mask[a]) == 0))
-                                    continue;
-                                const bool a_first = (uint32_t)nbi_hit_of(q, a)->handle.bits <
-                                                     (uint32_t)nbi_hit_of(q, b)->handle.bits;
-                                nbi_sink_pair(s, q, a_first ? a : b, a_first ? b : a);
-                            }
-                            if (s->stop) return;
-                        }
-                    }
+                    if (!nbi_pairs_span(q, sg > (p0 & ~3) ? sg : p0 & ~3, gend, p0, a, w, &x, cross,
+                                        rule, mask_b, s))
+                        return;
                 }
             }
         }
@@ -3015,11 +3055,12 @@ static nbStatus nbi_validate_node(const nbQuadtree *q, int32_t n, int64_t *items
         NBI_CHECK(b[2] <= -(double)f[8] && b[3] <= -(double)f[12]);
         if (gb != NULL) // the node's box holds it
             for (int k = 0; k < 4; k++) NBI_CHECK(gb[4 * k] <= f[4 * k]);
-        const float *sg = NBI_SB(q) + nbi_seg_box(node->start, nbi_seg_of(node->start, at));
-        for (int k = 0; k < 4; k++) NBI_CHECK(sg[k] <= f[4 * k]);
         if (node->cls >= NBI_QT_RB_MIN_CLS) { // its run's box holds its 16-bit box
             const int16_t *r = nbi_rb_at(q, node->start, node->cls, i >> 3);
             for (int k = 0; k < 4; k++) NBI_CHECK(r[8 * k] <= nbi_qb_at(q, at)[8 * k]);
+        } else { // its segment's box holds its float box
+            const float *sg = NBI_SB(q) + nbi_seg_box(node->start, nbi_seg_of(node->start, at));
+            for (int k = 0; k < 4; k++) NBI_CHECK(sg[k] <= f[4 * k]);
         }
     }
     // The rest of its block holds no box (searches scan whole runs).
