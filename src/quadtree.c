@@ -17,8 +17,9 @@
 // children's side by side so that one test covers a group. Each position also has its box in
 // 16 bits in its node's frame, by runs of eight (nbi_fb_put, nbi_q4), so one test covers eight
 // rectangles and tells most of them apart; only those it leaves open read the doubles and take
-// the exact test. A float copy of each box, by runs of four, serves the segment and node boxes
-// and the pairs.
+// the exact test. Each run of eight has a 16-bit box too (nbi_rb_at, blocks of 32 and more), so
+// one test tells which of eight runs a search must load. A float copy of each box, by runs of
+// four, serves the node boxes, the segment boxes of small blocks and the pairs.
 //
 // Rectangles of a node are contiguous: the node owns a block of 2^cls positions in an arena and
 // its rectangles fill the block's front. Per position we keep the box, the handle bits, the user
@@ -83,10 +84,18 @@ typedef struct nbiQtNode {
 // (validate checks it).
 // It also holds the frame the node's 16-bit boxes are measured in (nbi_frame): the centre of its
 // bounds and the steps per unit, per axis (32 bytes: a group's four in two cache lines).
+// And its block's class, for where its run boxes are (nbi_rb_at); the level is clamped to 16 bits
+// (the outside list's, INT32_MIN, stays below every other).
 typedef struct nbiQtHot {
-    int32_t child, start, count, level;
+    int32_t child, start, count;
+    int16_t level, cls;
     float fc[2], finv[2];
 } nbiQtHot;
+
+NBI_INLINE int16_t nbi_level16(int32_t level)
+{
+    return (int16_t)(level < INT16_MIN ? INT16_MIN : level > INT16_MAX ? INT16_MAX : level);
+}
 
 // What searches prune a group's four nodes by: the box of everything in each node's subtree, as
 // floats rounded outwards, field by field (structure of arrays: lo x of the four, lo y, -hi x,
@@ -426,34 +435,6 @@ NBI_INLINE int nbi_seg_test(const float *g, const nbiQtWin *x, bool held)
 #endif
 }
 
-// Four segments' boxes side by side (g: 16 floats, segment k's at g + 4k) against the window:
-// bit k set when segment k's box meets it. One test in place of four: a node's segments are
-// mostly missed, so this pass over all of them is most of what a search spends on a leaf.
-NBI_INLINE unsigned nbi_seg_test4(const float *g, const nbiQtWin *x)
-{
-#if defined(__SSE2__)
-    const __m128 t = x->touch1;
-    const __m128i c01 = _mm_packs_epi32(_mm_castps_si128(_mm_cmple_ps(_mm_loadu_ps(g), t)),
-                                        _mm_castps_si128(_mm_cmple_ps(_mm_loadu_ps(g + 4), t)));
-    const __m128i c23 = _mm_packs_epi32(_mm_castps_si128(_mm_cmple_ps(_mm_loadu_ps(g + 8), t)),
-                                        _mm_castps_si128(_mm_cmple_ps(_mm_loadu_ps(g + 12), t)));
-    // Bit 4k + i: field i of segment k passes. A nibble of ones is a segment that meets: its
-    // low bit kept, then bits 0, 4, 8, 12 gathered into bits 12 .. 15 by one product (the
-    // partial products land on distinct bits, so nothing carries into them).
-    unsigned m = (unsigned)_mm_movemask_epi8(_mm_packs_epi16(c01, c23));
-    m &= m >> 1;
-    m &= m >> 2;
-    return ((m & 0x1111u) * 0x1248u) >> 12 & 0xFu;
-#else
-    unsigned m = 0;
-    for (int k = 0; k < 4; k++)
-        m |= (unsigned)((g[4 * k] <= x->touch[0]) & (g[4 * k + 1] <= x->touch[1]) &
-                        (g[4 * k + 2] <= x->touch[2]) & (g[4 * k + 3] <= x->touch[3]))
-             << k;
-    return m;
-#endif
-}
-
 // ---- 16-bit boxes ----
 //
 // Each position also keeps its box in 16 bits, measured in its node's frame (nbi_frame):
@@ -604,6 +585,29 @@ NBI_INLINE unsigned nbi_q_run_test(const int16_t *qb, int32_t r, const nbiQtQWin
                            (f[24 + k] < x->v[3]))
                 << (8 + k);
     }
+    return bits;
+#endif
+}
+
+// Eight 16-bit boxes laid out as a run's (f: 32 fields, field i of box k at f[8 * i + k]) against
+// a window: bit k set when box k may touch it (every field <= the window's).
+NBI_INLINE unsigned nbi_q8_may(const int16_t *f, const nbiQtQWin *x)
+{
+#if defined(__SSE2__)
+    const __m128i a0 = _mm_loadu_si128((const __m128i *)(const void *)f);
+    const __m128i a1 = _mm_loadu_si128((const __m128i *)(const void *)(f + 8));
+    const __m128i a2 = _mm_loadu_si128((const __m128i *)(const void *)(f + 16));
+    const __m128i a3 = _mm_loadu_si128((const __m128i *)(const void *)(f + 24));
+    const __m128i fail =
+        _mm_or_si128(_mm_or_si128(_mm_cmpgt_epi16(a0, x->v[0]), _mm_cmpgt_epi16(a1, x->v[1])),
+                     _mm_or_si128(_mm_cmpgt_epi16(a2, x->v[2]), _mm_cmpgt_epi16(a3, x->v[3])));
+    return ~(unsigned)_mm_movemask_epi8(_mm_packs_epi16(fail, fail)) & 0xFFu;
+#else
+    unsigned bits = 0;
+    for (int k = 0; k < 8; k++)
+        bits |= (unsigned)((f[k] <= x->v[0]) & (f[8 + k] <= x->v[1]) & (f[16 + k] <= x->v[2]) &
+                           (f[24 + k] <= x->v[3]))
+                << k;
     return bits;
 #endif
 }
@@ -819,6 +823,27 @@ NBI_INLINE int32_t nbi_seg_box(int32_t start, int32_t g)
     return start + ((g - start) >> 2);
 }
 
+// Run boxes: a block of 2^c >= 32 positions also keeps, for each run of eight positions, the
+// 16-bit box of what the run holds (each field the least of its positions', in the node's frame),
+// by groups of eight runs laid out as a run's positions are (min x of the eight, min y, -max x,
+// -max y: 64 bytes), so that one test (nbi_q8_may) tells which of eight runs may hold a hit, and
+// a search loads only those runs. They lie in the part of the block's sb that its segment boxes
+// leave free: from float max(16, 2^c / 4) of it (a block owns 2^c floats of sb, its segment
+// boxes take the first 2^c / 4, and a test of four segment boxes reads up to 16 floats). A put
+// widens its run's box (nbi_rb_grow); a move in place that leaves it computes it anew from the
+// run's eight positions (nbi_rb_refit); runs past the node's count keep stale boxes, which
+// searches mask off.
+enum { NBI_QT_RB_MIN_CLS = 5 };
+
+// The first field of the run box of run `run` of the block at `start` of class c (>= 5); the
+// other fields follow at a stride of 8.
+NBI_INLINE int16_t *nbi_rb_at(const nbQuadtree *q, int32_t start, int c, int32_t run)
+{
+    const size_t off = c > 6 ? (size_t)1 << (c - 2) : 16;
+    int16_t *base = (int16_t *)(void *)(NBI_SB(q) + (size_t)start + off);
+    return base + 32 * (size_t)(run >> 3) + (run & 7);
+}
+
 // Readies a block of class c at `start` for puts: its positions from `from` on (by whole runs)
 // hold no box (NaN floats, which fail every test, so a search scans a partly filled run without
 // masking), and its segment boxes are empty (+infinity).
@@ -834,7 +859,33 @@ static void nbi_block_init(nbQuadtree *q, int32_t start, int c, int32_t from)
     }
     for (int32_t g = start; g < end; g += NBI_QT_SEG)
         for (int i = 0; i < 4; i++) sb[nbi_seg_box(start, g) + i] = (float)INFINITY;
+    for (int32_t r = 0; c >= NBI_QT_RB_MIN_CLS && r < (end - start) >> 3; r += 8)
+        for (int i = 0; i < 32; i++) nbi_rb_at(q, start, c, r)[i] = NBI_QT_QEMPTY;
 }
+
+// Widens the run box of position p (of a block at `start` of class c) to hold p's 16-bit box.
+NBI_INLINE void nbi_rb_grow(nbQuadtree *q, int32_t start, int c, int32_t p)
+{
+    int16_t *r = nbi_rb_at(q, start, c, (p - start) >> 3);
+    const int16_t *e = nbi_qb_at(q, p);
+    for (int i = 0; i < 4; i++) r[8 * i] = e[8 * i] < r[8 * i] ? e[8 * i] : r[8 * i];
+}
+
+#if !defined(__SSE2__)
+// Computes anew the run box of the run that holds position p from its eight positions' fields
+// (a position without a box holds NBI_QT_QEMPTY, which the minimum skips). With SSE2,
+// nbi_box_move does this itself.
+static void nbi_rb_refit(nbQuadtree *q, int32_t start, int c, int32_t p)
+{
+    int16_t *r = nbi_rb_at(q, start, c, (p - start) >> 3);
+    const int16_t *e = nbi_qb_at(q, p & ~7);
+    for (int i = 0; i < 4; i++) {
+        int16_t m = NBI_QT_QEMPTY;
+        for (int k = 0; k < 8; k++) m = e[8 * i + k] < m ? e[8 * i + k] : m;
+        r[8 * i] = m;
+    }
+}
+#endif
 
 // Position p no longer holds a box (the last of its node's, taken out).
 NBI_INLINE void nbi_fb_clear(nbQuadtree *q, int32_t p)
@@ -865,7 +916,8 @@ static void nbi_sync(nbQuadtree *q, int32_t n)
     h->child = node->child;
     h->start = node->start;
     h->count = node->count;
-    h->level = node->level;
+    h->level = nbi_level16(node->level);
+    h->cls = (int16_t)node->cls;
     nbi_frame(node, h->fc, h->finv);
 }
 
@@ -952,6 +1004,11 @@ NBI_INLINE void nbi_box_put(nbQuadtree *q, int32_t n, int32_t start, int32_t p, 
 {
     memcpy(NBI_BOX(q)[p].b, b, 4 * sizeof(double));
     nbi_fb_put(q, n, p, b);
+    const int c = NBI_NODES(q)[n].cls; // the class of the block at `start`
+    if (c >= NBI_QT_RB_MIN_CLS) {
+        nbi_rb_grow(q, start, c, p);
+        return;
+    }
     const float *f = nbi_fb_at(q, p);
     float *g = NBI_SB(q) + nbi_seg_box(start, nbi_seg_of(start, p));
     for (int i = 0; i < 4; i++) g[i] = f[4 * i] < g[i] ? f[4 * i] : g[i];
@@ -963,18 +1020,16 @@ NBI_INLINE bool nbi_f_holds(const float *g, const float *f)
     return g[0] <= f[0] && g[1] <= f[4] && g[2] <= f[8] && g[3] <= f[12];
 }
 
-// Computes anew the box of the segment starting at position g of node n's block from its
-// positions' float boxes (those past the node's count hold NaN, which the minimum skips).
-static void nbi_seg_refit(nbQuadtree *q, const nbiQtNode *n, int32_t g)
+// The least of each float field of positions from .. to - 1 (from a multiple of 4; positions
+// without a box hold NaN, which the minimum skips): the box of what they hold.
+static void nbi_fb_min(const nbQuadtree *q, int32_t from, int32_t to, float m[4])
 {
-    const int32_t end = n->start + n->count;
-    const int32_t gend = end - g < NBI_QT_SEG ? end : g + NBI_QT_SEG;
-    float m[4] = {(float)INFINITY, (float)INFINITY, (float)INFINITY, (float)INFINITY};
+    for (int i = 0; i < 4; i++) m[i] = (float)INFINITY;
 #if defined(__SSE2__)
     // Field i of the run's four positions in one vector; min(f, m) is m where f is NaN.
     __m128 v[4];
     for (int i = 0; i < 4; i++) v[i] = _mm_set1_ps((float)INFINITY);
-    for (int32_t r = g; r < gend; r += 4) {
+    for (int32_t r = from; r < to; r += 4) {
         const float *f = NBI_FB(q) + (size_t)NBI_QT_RUN_FLOATS * (size_t)(r >> 2);
         for (int i = 0; i < 4; i++) v[i] = _mm_min_ps(_mm_loadu_ps(f + 4 * i), v[i]);
     }
@@ -984,12 +1039,21 @@ static void nbi_seg_refit(nbQuadtree *q, const nbiQtNode *n, int32_t g)
         m[i] = _mm_cvtss_f32(x);
     }
 #else
-    for (int32_t r = g; r < gend; r += 4) {
+    for (int32_t r = from; r < to; r += 4) {
         const float *f = NBI_FB(q) + (size_t)NBI_QT_RUN_FLOATS * (size_t)(r >> 2);
         for (int i = 0; i < 4; i++)
             for (int k = 0; k < 4; k++) m[i] = f[4 * i + k] < m[i] ? f[4 * i + k] : m[i];
     }
 #endif
+}
+
+// Computes anew the box of the segment starting at position g of node n's block from its
+// positions' float boxes.
+static void nbi_seg_refit(nbQuadtree *q, const nbiQtNode *n, int32_t g)
+{
+    const int32_t end = n->start + n->count;
+    float m[4];
+    nbi_fb_min(q, g, end - g < NBI_QT_SEG ? end : g + NBI_QT_SEG, m);
     memcpy(NBI_SB(q) + nbi_seg_box(n->start, g), m, sizeof m);
 }
 
@@ -1000,7 +1064,10 @@ static void nbi_node_refit(nbQuadtree *q, int32_t n)
     const nbiQtNode *node = &NBI_NODES(q)[n];
     float m[4] = {(float)INFINITY, (float)INFINITY, (float)INFINITY, (float)INFINITY};
     const float *sb = NBI_SB(q);
-    for (int32_t g = node->start, end = g + node->count; g < end; g += NBI_QT_SEG) {
+    if (node->cls >= NBI_QT_RB_MIN_CLS) // no segment boxes: its positions' float boxes
+        nbi_fb_min(q, node->start, node->start + node->count, m);
+    for (int32_t g = node->start, end = g + node->count; node->cls < NBI_QT_RB_MIN_CLS && g < end;
+         g += NBI_QT_SEG) {
         const float *sg = sb + nbi_seg_box(node->start, g);
         for (int i = 0; i < 4; i++) m[i] = sg[i] < m[i] ? sg[i] : m[i];
     }
@@ -1022,10 +1089,41 @@ static void nbi_box_move(nbQuadtree *q, int32_t n, int32_t at, const double *b)
 {
     const nbiQtNode *node = &NBI_NODES(q)[n];
     memcpy(NBI_BOX(q)[at].b, b, 4 * sizeof(double));
+#if defined(__SSE2__)
+    // The run's fields, read before this position's are written: a load of a line's 16 bytes
+    // that stores of 2 bytes just wrote waits for the stores to complete (it was most of what a
+    // move spent, measured: docs/quadtree.md).
+    __m128i run[4];
+    const int16_t *e0 = nbi_qb_at(q, at & ~7);
+    for (int i = 0; i < 4 && node->cls >= NBI_QT_RB_MIN_CLS; i++)
+        run[i] = _mm_loadu_si128((const __m128i *)(const void *)(e0 + 8 * i));
+#endif
     nbi_fb_put(q, n, at, b);
     const float *f = nbi_fb_at(q, at);
-    const int32_t g = nbi_seg_of(node->start, at);
-    if (!nbi_f_holds(NBI_SB(q) + nbi_seg_box(node->start, g), f)) nbi_seg_refit(q, node, g);
+    if (node->cls >= NBI_QT_RB_MIN_CLS) { // its run's box, computed anew if the box left it
+        int16_t *r = nbi_rb_at(q, node->start, node->cls, (at - node->start) >> 3);
+        const int16_t *e = nbi_qb_at(q, at);
+        if ((e[0] < r[0]) | (e[8] < r[8]) | (e[16] < r[16]) | (e[24] < r[24])) {
+#if defined(__SSE2__)
+            // Lane at % 8 of each field takes the new value, then the least of the eight.
+            const __m128i lane = _mm_cmpeq_epi16(_mm_set_epi16(7, 6, 5, 4, 3, 2, 1, 0),
+                                                 _mm_set1_epi16((short)(at & 7)));
+            for (int i = 0; i < 4; i++) {
+                __m128i v = _mm_or_si128(_mm_andnot_si128(lane, run[i]),
+                                         _mm_and_si128(lane, _mm_set1_epi16(e[8 * i])));
+                v = _mm_min_epi16(v, _mm_shuffle_epi32(v, _MM_SHUFFLE(1, 0, 3, 2)));
+                v = _mm_min_epi16(v, _mm_shuffle_epi32(v, _MM_SHUFFLE(2, 3, 0, 1)));
+                v = _mm_min_epi16(v, _mm_srli_epi32(v, 16));
+                r[8 * i] = (int16_t)_mm_cvtsi128_si32(v);
+            }
+#else
+            nbi_rb_refit(q, node->start, node->cls, at);
+#endif
+        }
+    } else { // its segment's box, likewise
+        const int32_t g = nbi_seg_of(node->start, at);
+        if (!nbi_f_holds(NBI_SB(q) + nbi_seg_box(node->start, g), f)) nbi_seg_refit(q, node, g);
+    }
     // An ancestor whose box holds the rectangle holds every refitted box below it: each holds
     // only what the subtree held before and the rectangle.
     for (int32_t c = n; c >= NBI_QT_GROUPS; c = NBI_NODES(q)[c].parent) {
@@ -1076,10 +1174,11 @@ static int32_t nbi_append(nbQuadtree *q, int32_t n, const double *b, uint64_t hn
         const int32_t s = nbi_block_take(q, c);
         nbi_block_init(q, s, c, s);
         nbiQtNode *node = &NBI_NODES(q)[n];
-        for (int32_t i = 0; i < node->count; i++) nbi_move_pos(q, node->start + i, s, s + i, n);
-        if (node->cls >= 0) nbi_block_give(q, node->start, node->cls);
-        node->start = s;
+        const int32_t old = node->start, old_cls = node->cls;
+        node->start = s; // first: a put reads the class of the node's block
         node->cls = c;
+        for (int32_t i = 0; i < node->count; i++) nbi_move_pos(q, old + i, s, s + i, n);
+        if (old_cls >= 0) nbi_block_give(q, old, old_cls);
     }
     nbiQtNode *node = &NBI_NODES(q)[n];
     const int32_t at = node->start + node->count++;
@@ -1651,8 +1750,10 @@ nbStatus nb_quadtree_move(nbQuadtree *q, nbHandle item, const nbRect *rect)
 // ahead; the position's owner, boxes and 16-bit and float copies NBI_QT_AHEAD_POS ahead (its
 // slot has arrived by then); the node's bounds, hot record and float box NBI_QT_AHEAD_NODE
 // ahead (its owner has arrived). Measured: docs/quadtree.md.
-enum { NBI_QT_AHEAD_SLOT = 16, NBI_QT_AHEAD_POS = 8, NBI_QT_AHEAD_NODE = 4 };
-_Static_assert(NBI_QT_AHEAD_POS <= 8 && NBI_QT_AHEAD_NODE < NBI_QT_AHEAD_POS, "the ring of 8");
+enum { NBI_QT_AHEAD_SLOT = 16, NBI_QT_AHEAD_POS = 8, NBI_QT_AHEAD_NODE = 4, NBI_QT_AHEAD_RUN = 2 };
+_Static_assert(NBI_QT_AHEAD_POS <= 8 && NBI_QT_AHEAD_NODE < NBI_QT_AHEAD_POS &&
+                   NBI_QT_AHEAD_RUN < NBI_QT_AHEAD_NODE,
+               "the ring of 8");
 
 // The position of the slot a handle names, or -1: a hint, read without the generation check
 // (the handle was checked, but an earlier move of the batch may have moved its rectangle).
@@ -1705,7 +1806,8 @@ nbStatus nb_quadtree_move_many(nbQuadtree *q, const nbHandle *items, const nbRec
                 nbi_prefetch(NBI_OWN(q) + p);
                 nbi_prefetch_w(NBI_BOX(q) + p);
                 nbi_prefetch_w(nbi_fb_at(q, p));
-                nbi_prefetch_w(nbi_qb_at(q, p));
+                nbi_prefetch_w(nbi_qb_at(q, p & ~7));
+                nbi_prefetch_w(nbi_qb_at(q, p & ~7) + 31); // in case the run straddles lines
             }
         }
         if (i + NBI_QT_AHEAD_NODE < count) {
@@ -1715,6 +1817,16 @@ nbStatus nb_quadtree_move_many(nbQuadtree *q, const nbHandle *items, const nbRec
                 nbi_prefetch(NBI_NODES(q) + n);
                 nbi_prefetch(NBI_HOT(q) + n);
                 if (n >= NBI_QT_GROUPS) nbi_prefetch(nbi_gb_of(q, n));
+            }
+        }
+        if (i + NBI_QT_AHEAD_RUN < count) { // the node's hot record has arrived: its run box
+            const int32_t p = pos[(i + NBI_QT_AHEAD_RUN) & 7];
+            const int32_t n = p >= 0 && p < q->top ? NBI_OWN(q)[p] : -1;
+            if (n >= 0 && n < q->node_top) {
+                const nbiQtHot *h = NBI_HOT(q) + n;
+                const int32_t run = (p - h->start) >> 3;
+                if (h->cls >= NBI_QT_RB_MIN_CLS && run >= 0 && run < ((int32_t)1 << h->cls) >> 3)
+                    nbi_prefetch_w(nbi_rb_at(q, h->start, h->cls, run));
             }
         }
         const nbRect *r = &rects[i];
@@ -2071,93 +2183,96 @@ static bool nbi_report_all(const nbQuadtree *q, int32_t from, const nbFilter *f,
 // How many nodes a window or circle search gathers before scanning them (nbi_search_as).
 enum { NBI_QT_BATCH = 16 };
 
-// Node n's segments s0 .. s0 + 31 against the search: bit j of *meet set when segment s0 + j's
-// box meets it, of *held when the window holds that box whole (held_ok only); and starts loading
-// every line of the runs (16-bit boxes and hits) of the segments met. A block of 2^c >= 16
-// positions owns 2^c floats of sb and its segments' boxes take the first quarter, so reading four
-// boxes past its last segment stays within the block (their bits are masked off); a block of 8
-// has one segment.
-NBI_INLINE void nbi_seg_pass(const nbQuadtree *q, const nbiQtHot *n, int32_t s0, const nbiQtWin *x,
-                             bool held_ok, uint32_t *meet_out, uint32_t *held_out)
+// Starts loading run r of node n's block: its line of 16-bit boxes (to the L1) and its hits' two
+// lines (to the L2 only: they are read later and only where a rectangle touches, and the L1's few
+// miss buffers go to the boxes; measured: docs/quadtree.md).
+NBI_INLINE void nbi_run_prefetch(const nbQuadtree *q, int32_t p)
 {
-    const float *sbn = NBI_SB(q) + n->start;
-    const int32_t nseg = (n->count + NBI_QT_SEG - 1) / NBI_QT_SEG;
-    const int32_t ns = nseg - s0 < 32 ? nseg - s0 : 32;
-    uint32_t meet = 0, held = 0;
-    if (nseg == 1)
-        meet = nbi_seg_test(sbn, x, false) != 0;
-    else
-        for (int32_t j = 0; j < ns; j += 4)
-            meet |= (uint32_t)nbi_seg_test4(sbn + 4 * (s0 + j), x) << j;
-    meet &= ns == 32 ? ~0u : (1u << ns) - 1u;
-    for (uint32_t mt = meet; mt != 0; mt &= mt - 1u) {
-        const int j = nbi_ctz32(mt);
-        if (held_ok) held |= (uint32_t)(nbi_seg_test(sbn + 4 * (s0 + j), x, true) >> 1) << j;
 #if defined(__GNUC__)
-        const int16_t *run = nbi_qb_at(q, n->start + (s0 + j) * NBI_QT_SEG);
-        // Each run's line of 16-bit boxes is read first, its hits' two lines later and only
-        // where a rectangle touches: those are asked of the L2 cache alone (locality 1), which
-        // leaves more of the L1's few miss buffers to the boxes (measured: docs/quadtree.md).
-        for (int i = 0; i < 2 * NBI_QT_QRUN; i += NBI_QT_QRUN) {
-            __builtin_prefetch(run + i);
-            __builtin_prefetch(run + i + 32, 0, 1);
-            __builtin_prefetch(run + i + 64, 0, 1);
-        }
+    const int16_t *run = nbi_qb_at(q, p);
+    __builtin_prefetch(run);
+    __builtin_prefetch(run + 32, 0, 1);
+    __builtin_prefetch(run + 64, 0, 1);
+#else
+    (void)q;
+    (void)p;
 #endif
-    }
-    *meet_out = meet;
-    *held_out = held;
 }
 
-// Reports what node n's segments s0 .. s0 + 31 marked in `meet` hold that touches the search
-// (nbi_seg_pass gave meet and held; qx is the window in n's frame). False when a visitor stopped.
-NBI_INLINE bool nbi_seg_scan(const nbQuadtree *q, const nbiQtHot *n, int32_t s0, uint32_t meet,
-                             uint32_t held, const nbiQtQWin *qx, int kind, const double *w,
+// Node n's runs r0 .. r0 + 31 (r0 a multiple of 32; n holds more than 16 rectangles, so it has
+// run boxes) against the search, by their run boxes (qx: the window in n's frame): bit j set when
+// run r0 + j may hold a rectangle that touches it. Starts loading those runs.
+NBI_INLINE uint32_t nbi_run_pass(const nbQuadtree *q, const nbiQtHot *n, int32_t r0,
+                                 const nbiQtQWin *qx)
+{
+    const int32_t nrun = (n->count + 7) >> 3;
+    const int32_t nr = nrun - r0 < 32 ? nrun - r0 : 32;
+    uint32_t meet = 0;
+    for (int32_t j = 0; j < nr; j += 8)
+        meet |= (uint32_t)nbi_q8_may(nbi_rb_at(q, n->start, n->cls, r0 + j), qx) << j;
+    meet &= nr == 32 ? ~0u : (1u << nr) - 1u; // runs past the count keep stale boxes
+    for (uint32_t mt = meet; mt != 0; mt &= mt - 1u)
+        nbi_run_prefetch(q, n->start + 8 * (r0 + nbi_ctz32(mt)));
+    return meet;
+}
+
+// Reports what node n's runs r0 .. r0 + 31 marked in `meet` hold that touches the search (qx is
+// the window in n's frame); with `held` (a node of at most 16 rectangles whose segment box the
+// window holds), everything it holds. False when a visitor stopped.
+NBI_INLINE bool nbi_run_scan(const nbQuadtree *q, const nbiQtHot *n, int32_t r0, uint32_t meet,
+                             bool held, const nbiQtQWin *qx, int kind, const double *w,
                              const double *c, double r2, const nbFilter *f, int mode, nbiQtSink *sk)
 {
     const nbiQtBox *rec = NBI_BOX(q);
     const int16_t *qb = NBI_QB(q);
     const uint32_t *cat = NBI_CAT(q), *mask = NBI_MASK(q);
-    const int32_t c0 = n->start + s0 * NBI_QT_SEG, end = n->start + n->count;
+    if (held) {
+        for (int32_t p = n->start, end = p + n->count; p < end; p++) {
+            if (f != NULL && !nbi_pass(*f, cat[p], mask[p])) continue;
+            nbi_sink_hit_as(sk, q, p, mode);
+            if (sk->stop) return false;
+        }
+        return true;
+    }
     while (meet != 0) {
-        const int j = nbi_ctz32(meet);
+        // Blocks start at multiples of 8; a partly filled run's empty positions fail every test.
+        const int32_t r = n->start + 8 * (r0 + nbi_ctz32(meet));
         meet &= meet - 1u;
-        const int32_t g = c0 + j * NBI_QT_SEG;
-        const int32_t gend = end - g < NBI_QT_SEG ? end : g + NBI_QT_SEG;
-        if ((held >> j) & 1u) { // the window holds the segment's box
-            for (int32_t p = g; p < gend; p++) {
-                if (f != NULL && !nbi_pass(*f, cat[p], mask[p])) continue;
-                nbi_sink_hit_as(sk, q, p, mode);
-                if (sk->stop) return false;
+#ifdef NBI_QT_STATS
+        nbi_qt_items_tested += n->start + n->count - r < 8 ? n->start + n->count - r : 8;
+#endif
+        const unsigned m = nbi_q_run_test(qb, r, qx);
+        unsigned bits = m & 0xFFu;
+        if (bits == 0) continue;
+        // A circle tests every candidate in double; a window only those its 16-bit test left
+        // open.
+        unsigned open = kind == NBI_Q_CIRCLE ? bits : bits & ~(m >> 8);
+        while (open != 0) {
+            const int k = nbi_ctz32(open);
+            open &= open - 1u;
+            const double *b = rec[r + k].b;
+            if (!nbi_touch(b, w) ||
+                (kind == NBI_Q_CIRCLE && nbi_box_dist2(c, b[0], b[1], b[2], b[3]) > r2))
+                bits &= ~(1u << k);
+        }
+        // Into a buffer with room for eight more, without a filter: all eight hits copied, the
+        // output advancing past those that touch, so no branch depends on which do.
+        if (mode == NBI_QS_BUFFER && f == NULL && sk->cap - sk->found >= 8) {
+            const nbHit *hr = nbi_hit_of(q, r);
+            nbHit *o = sk->out + sk->found;
+            for (int k = 0; k < 8; k++) {
+                *o = hr[k];
+                o += (bits >> k) & 1u;
             }
+            sk->found += o - (sk->out + sk->found);
             continue;
         }
-        // Blocks start at multiples of 8; a partly filled run's empty positions fail every test.
-        for (int32_t r = g; r < gend; r += 8) {
-#ifdef NBI_QT_STATS
-            nbi_qt_items_tested += gend - r < 8 ? gend - r : 8;
-#endif
-            const unsigned m = nbi_q_run_test(qb, r, qx);
-            unsigned bits = m & 0xFFu;
-            if (bits == 0) continue;
-            // A circle tests every candidate in double; a window only those its 16-bit test left
-            // open.
-            unsigned open = kind == NBI_Q_CIRCLE ? bits : bits & ~(m >> 8);
-            while (open != 0) {
-                const int k = nbi_ctz32(open);
-                open &= open - 1u;
-                const double *b = rec[r + k].b;
-                if (!nbi_touch(b, w) ||
-                    (kind == NBI_Q_CIRCLE && nbi_box_dist2(c, b[0], b[1], b[2], b[3]) > r2))
-                    bits &= ~(1u << k);
-            }
-            while (bits != 0) {
-                const int32_t p = r + nbi_ctz32(bits);
-                bits &= bits - 1u;
-                if (f != NULL && !nbi_pass(*f, cat[p], mask[p])) continue;
-                nbi_sink_hit_as(sk, q, p, mode);
-                if (sk->stop) return false;
-            }
+        while (bits != 0) {
+            const int32_t p = r + nbi_ctz32(bits);
+            bits &= bits - 1u;
+            if (f != NULL && !nbi_pass(*f, cat[p], mask[p])) continue;
+            nbi_sink_hit_as(sk, q, p, mode);
+            if (sk->stop) return false;
         }
     }
     return true;
@@ -2166,16 +2281,17 @@ NBI_INLINE bool nbi_seg_scan(const nbQuadtree *q, const nbiQtHot *n, int32_t s0,
 // Depth-first over the nodes whose bounds meet the search, root first, then the outside list.
 // Box: w is the window. A NULL filter visits every rectangle (visit_all). Circle: w is the circle's
 // bounding box, c its centre, r2 its radius^2. A group's four children are tested at once
-// (nbi_group_test), a node's segments four at a time (nbi_seg_test4), a segment's rectangles
-// eight at a time by their 16-bit boxes (nbi_q_run_test); only those it leaves open take the
-// exact tests (the window in double, the circle), and the filter.
+// (nbi_group_test), a node's runs eight at a time by their run boxes (nbi_run_pass; a node of at
+// most 16, by its one segment box), a run's rectangles eight at a time by their 16-bit boxes
+// (nbi_q_run_test); only those it leaves open take the exact tests (the window in double, the
+// circle), and the filter.
 // The walk down is cheap (the nodes' records and boxes are few and stay in cache); what costs is
-// the leaves' segment boxes and runs, far apart in a big tree. So the walk gathers up to
-// NBI_QT_BATCH nodes with rectangles, starting to load each one's segment boxes; then tests the
-// segments of all of them, starting to load the runs of every segment met; then scans them, in
-// the walk's order: the cache misses of all these nodes overlap instead of following one another
-// node by node. A subtree the window holds whole takes its place in the batch and is reported
-// without tests.
+// the leaves' run boxes and runs, far apart in a big tree. So the walk gathers up to
+// NBI_QT_BATCH nodes with rectangles, starting to load each one's run boxes; then tests the runs
+// of all of them, starting to load every run that may meet; then scans those, in the walk's
+// order: the cache misses of all these nodes overlap instead of following one another node by
+// node. A subtree the window holds whole takes its place in the batch and is reported without
+// tests.
 // nbi_search's body, inlined once for the common case (a window into a buffer, no filter to
 // test) with those as constants, and once for everything else.
 NBI_INLINE void nbi_search_as(const nbQuadtree *q, int kind, const double *w, const double *c,
@@ -2205,7 +2321,9 @@ NBI_INLINE void nbi_search_as(const nbQuadtree *q, int kind, const double *w, co
     }
     // The batch: node i, or -1 - i for a subtree held whole, and its first 32 segments' masks.
     int32_t bn[NBI_QT_BATCH];
-    uint32_t bmeet[NBI_QT_BATCH], bheld[NBI_QT_BATCH];
+    uint32_t bmeet[NBI_QT_BATCH];
+    bool bheld[NBI_QT_BATCH];
+    nbiQtQWin bqx[NBI_QT_BATCH]; // the window in each node's frame
     int nb = 0;
     while (top > 0 || nb > 0) {
         if (top > 0) {
@@ -2241,19 +2359,37 @@ NBI_INLINE void nbi_search_as(const nbQuadtree *q, int kind, const double *w, co
                 if (n->count > 0) {
                     bn[nb++] = ni;
 #if defined(__GNUC__)
-                    // Its first 32 segments' boxes: 16 bytes each.
-                    const int32_t nseg = (n->count + NBI_QT_SEG - 1) / NBI_QT_SEG;
-                    const float *sbn = NBI_SB(q) + n->start;
-                    for (int32_t i = 0; i < 4 * (nseg < 32 ? nseg : 32); i += 16)
-                        __builtin_prefetch(sbn + i);
+                    // The boxes of its first 32 runs (64 bytes a group of eight), or for a node
+                    // of at most 16 its segment box.
+                    if (n->cls >= NBI_QT_RB_MIN_CLS) {
+                        const int32_t nrun = (n->count + 7) >> 3;
+                        for (int32_t r = 0; r < (nrun < 32 ? nrun : 32); r += 8)
+                            __builtin_prefetch(nbi_rb_at(q, n->start, n->cls, r));
+                    } else {
+                        __builtin_prefetch(NBI_SB(q) + n->start);
+                    }
 #endif
                 }
             }
             if (top > 0 && nb < NBI_QT_BATCH) continue;
         }
-        // The batch is full, or the walk is over: test its nodes' segments, then scan them.
-        for (int i = 0; i < nb; i++)
-            if (bn[i] >= 0) nbi_seg_pass(q, &nodes[bn[i]], 0, &x, held_ok, &bmeet[i], &bheld[i]);
+        // The batch is full, or the walk is over: test its nodes' runs, then scan them.
+        for (int i = 0; i < nb; i++) {
+            if (bn[i] < 0) continue;
+            const nbiQtHot *n = &nodes[bn[i]];
+            nbi_q_window(n, w, &bqx[i]);
+            bheld[i] = false;
+            if (n->cls >= NBI_QT_RB_MIN_CLS) {
+                bmeet[i] = nbi_run_pass(q, n, 0, &bqx[i]);
+                continue;
+            }
+            // One segment: its float box, which a window may hold whole.
+            const int t = nbi_seg_test(NBI_SB(q) + n->start, &x, held_ok);
+            bmeet[i] = t == 0 ? 0u : n->count > 8 ? 3u : 1u;
+            bheld[i] = t == 3;
+            for (uint32_t mt = bmeet[i]; mt != 0; mt &= mt - 1u)
+                nbi_run_prefetch(q, n->start + 8 * nbi_ctz32(mt));
+        }
         for (int i = 0; i < nb; i++) {
             if (bn[i] < 0) {
                 if (!nbi_report_all(q, -1 - bn[i], f, &sk)) {
@@ -2263,18 +2399,17 @@ NBI_INLINE void nbi_search_as(const nbQuadtree *q, int kind, const double *w, co
                 continue;
             }
             const nbiQtHot *n = &nodes[bn[i]];
-            nbiQtQWin qx; // the window in this node's frame
-            nbi_q_window(n, w, &qx);
-            uint32_t meet = bmeet[i], held = bheld[i];
-            const int32_t nseg = (n->count + NBI_QT_SEG - 1) / NBI_QT_SEG;
-            for (int32_t s0 = 0;;) {
-                if (!nbi_seg_scan(q, n, s0, meet, held, &qx, kind, w, c, r2, f, mode, &sk)) {
+            const int32_t nrun = (n->count + 7) >> 3;
+            uint32_t meet = bmeet[i];
+            for (int32_t r0 = 0;;) {
+                if (!nbi_run_scan(q, n, r0, meet, bheld[i], &bqx[i], kind, w, c, r2, f, mode,
+                                  &sk)) {
                     *s = sk;
                     return;
                 }
-                s0 += 32;
-                if (s0 >= nseg) break;
-                nbi_seg_pass(q, n, s0, &x, held_ok, &meet, &held);
+                r0 += 32;
+                if (r0 >= nrun) break;
+                meet = nbi_run_pass(q, n, r0, &bqx[i]);
             }
         }
         nb = 0;
@@ -2684,6 +2819,41 @@ nbStatus nb_quadtree_raycast_all(const nbQuadtree *q, const double *origin, cons
 
 // ---- pairs ----
 
+// The pairs of rectangle a (box w, window x) with positions from .. to - 1 (from a multiple of 4)
+// that are p0 or later, by their float boxes four at a time, then the exact test where those
+// leave it open. False when a visitor stopped.
+NBI_INLINE bool nbi_pairs_span(const nbQuadtree *q, int32_t from, int32_t to, int32_t p0, int32_t a,
+                               const double *w, const nbiQtWin *x, bool cross, bool rule,
+                               uint32_t mask_b, nbiQtSink *s)
+{
+    const float *fb = NBI_FB(q);
+    const nbiQtBox *rec = NBI_BOX(q);
+    const uint32_t *cat = NBI_CAT(q), *mask = NBI_MASK(q);
+    for (int32_t r = from; r < to; r += 4) {
+        const unsigned m = (unsigned)nbi_run_test(fb, r, x);
+        unsigned bits = m & 0xFu;
+        if (r < p0) bits &= 0xFu << (p0 - r);
+        const unsigned sure = m >> 4;
+        while (bits != 0) {
+            const int k = nbi_ctz32(bits);
+            const int32_t b = r + k;
+            bits &= bits - 1u;
+            if (!((sure >> k) & 1u) && !nbi_touch(rec[b].b, w)) continue;
+            if (cross) {
+                if (b == a || (cat[b] & mask_b) == 0 || mask[b] == 0) continue;
+                nbi_sink_pair(s, q, a, b);
+            } else {
+                if (rule && ((cat[a] & mask[b]) == 0 || (cat[b] & mask[a]) == 0)) continue;
+                const bool a_first = (uint32_t)nbi_hit_of(q, a)->handle.bits <
+                                     (uint32_t)nbi_hit_of(q, b)->handle.bits;
+                nbi_sink_pair(s, q, a_first ? a : b, a_first ? b : a);
+            }
+            if (s->stop) return false;
+        }
+    }
+    return true;
+}
+
 // Each touching pair once, from one side: the rectangle whose node is shallower (by level; the
 // outside list is shallowest of all), or on the same level the lower node index, or in the same
 // node the lower position, searches for the other. For each rectangle a the search walks every
@@ -2698,7 +2868,7 @@ static void nbi_pairs(const nbQuadtree *q, bool cross, uint32_t mask_a, uint32_t
     const bool rule = q->nfiltered > 0; // else every pair passes the pair rule
     int32_t outer[NBI_QT_STACK];
     int32_t stack[NBI_QT_STACK];
-    const float *fb = NBI_FB(q), *sb = NBI_SB(q);
+    const float *sb = NBI_SB(q);
     int otop = 0;
     outer[otop++] = NBI_QT_ROOT;
     outer[otop++] = NBI_QT_OUT;
@@ -2737,32 +2907,31 @@ static void nbi_pairs(const nbQuadtree *q, bool cross, uint32_t mask_a, uint32_t
                     if (n->level < a_level || (n->level == a_level && nb < na)) continue;
                     if (nb == na) p0 = a + 1;
                 }
+                if (n->cls >= NBI_QT_RB_MIN_CLS) { // by its run boxes, a's box in n's frame
+                    nbiQtQWin qx;
+                    nbi_q_window(n, w, &qx);
+                    const int32_t r0 = (p0 - n->start) >> 3, nrun = (n->count + 7) >> 3;
+                    for (int32_t g8 = r0 & ~7; g8 < nrun; g8 += 8) {
+                        unsigned may = nbi_q8_may(nbi_rb_at(q, n->start, n->cls, g8), &qx);
+                        if (g8 < r0) may &= 0xFFu << (r0 - g8);
+                        if (nrun - g8 < 8) may &= (1u << (nrun - g8)) - 1u;
+                        while (may != 0) {
+                            const int32_t sg = n->start + 8 * (g8 + nbi_ctz32(may));
+                            may &= may - 1u;
+                            const int32_t gend = end - sg < 8 ? end : sg + 8;
+                            if (!nbi_pairs_span(q, sg > (p0 & ~3) ? sg : p0 & ~3, gend, p0, a, w,
+                                                &x, cross, rule, mask_b, s))
+                                return;
+                        }
+                    }
+                    continue;
+                }
                 for (int32_t sg = nbi_seg_of(n->start, p0); sg < end; sg += NBI_QT_SEG) {
                     if (nbi_seg_test(sb + nbi_seg_box(n->start, sg), &x, false) == 0) continue;
                     const int32_t gend = end - sg < NBI_QT_SEG ? end : sg + NBI_QT_SEG;
-                    for (int32_t r = sg > (p0 & ~3) ? sg : p0 & ~3; r < gend; r += 4) {
-                        const unsigned m = (unsigned)nbi_run_test(fb, r, &x);
-                        unsigned bits = m & 0xFu;
-                        if (r < p0) bits &= 0xFu << (p0 - r);
-                        const unsigned sure = m >> 4;
-                        while (bits != 0) {
-                            const int k = nbi_ctz32(bits);
-                            const int32_t b = r + k;
-                            bits &= bits - 1u;
-                            if (!((sure >> k) & 1u) && !nbi_touch(rec[b].b, w)) continue;
-                            if (cross) {
-                                if (b == a || (cat[b] & mask_b) == 0 || mask[b] == 0) continue;
-                                nbi_sink_pair(s, q, a, b);
-                            } else {
-                                if (rule && ((cat[a] & mask[b]) == 0 || (cat[b] & mask[a]) == 0))
-                                    continue;
-                                const bool a_first = (uint32_t)nbi_hit_of(q, a)->handle.bits <
-                                                     (uint32_t)nbi_hit_of(q, b)->handle.bits;
-                                nbi_sink_pair(s, q, a_first ? a : b, a_first ? b : a);
-                            }
-                            if (s->stop) return;
-                        }
-                    }
+                    if (!nbi_pairs_span(q, sg > (p0 & ~3) ? sg : p0 & ~3, gend, p0, a, w, &x, cross,
+                                        rule, mask_b, s))
+                        return;
                 }
             }
         }
@@ -2850,8 +3019,9 @@ static nbStatus nbi_validate_node(const nbQuadtree *q, int32_t n, int64_t *items
     NBI_CHECK(node->parent != -2);
     NBI_CHECK(node->count >= 0);
     const nbiQtHot *h = &NBI_HOT(q)[n];
-    NBI_CHECK(h->child == node->child && h->count == node->count && h->level == node->level);
-    NBI_CHECK(node->count == 0 || h->start == node->start);
+    NBI_CHECK(h->child == node->child && h->count == node->count &&
+              h->level == nbi_level16(node->level));
+    NBI_CHECK(node->count == 0 || (h->start == node->start && h->cls == node->cls));
     float fc[2], finv[2];
     nbi_frame(node, fc, finv);
     NBI_CHECK(memcmp(fc, h->fc, sizeof fc) == 0 && memcmp(finv, h->finv, sizeof finv) == 0);
@@ -2885,8 +3055,13 @@ static nbStatus nbi_validate_node(const nbQuadtree *q, int32_t n, int64_t *items
         NBI_CHECK(b[2] <= -(double)f[8] && b[3] <= -(double)f[12]);
         if (gb != NULL) // the node's box holds it
             for (int k = 0; k < 4; k++) NBI_CHECK(gb[4 * k] <= f[4 * k]);
-        const float *sg = NBI_SB(q) + nbi_seg_box(node->start, nbi_seg_of(node->start, at));
-        for (int k = 0; k < 4; k++) NBI_CHECK(sg[k] <= f[4 * k]);
+        if (node->cls >= NBI_QT_RB_MIN_CLS) { // its run's box holds its 16-bit box
+            const int16_t *r = nbi_rb_at(q, node->start, node->cls, i >> 3);
+            for (int k = 0; k < 4; k++) NBI_CHECK(r[8 * k] <= nbi_qb_at(q, at)[8 * k]);
+        } else { // its segment's box holds its float box
+            const float *sg = NBI_SB(q) + nbi_seg_box(node->start, nbi_seg_of(node->start, at));
+            for (int k = 0; k < 4; k++) NBI_CHECK(sg[k] <= f[4 * k]);
+        }
     }
     // The rest of its block holds no box (searches scan whole runs).
     for (int64_t i = node->count; node->count > 0 && i < ((int64_t)1 << node->cls); i++) {

@@ -1310,6 +1310,66 @@ static int test_batches(void)
     return 0;
 }
 
+// Buffers of every capacity around a window's count: the status, the full count, the first
+// `capacity` hits in query order, and nothing written past the capacity (a search copies a run's
+// hits eight at a time while the buffer has room for eight; it fails when that room is misjudged).
+static int test_buffer_edges(void)
+{
+    enum { N = 1200, CAP = 480 };
+    static nbHit full[N], buf[CAP + 8];
+    nbQuadtree *qt = NULL;
+    nbQuadtreeDesc desc = {.bounds = {{0.0, 0.0}, {64.0, 64.0}}};
+    NB_CHECK_OK(nb_quadtree_create(&desc, &qt));
+    nbHandle h;
+    for (int32_t i = 0; i < N; i++) {
+        const double x = nbt_range(0.0, 64.0), y = nbt_range(0.0, 64.0), s = nbt_range(0.0, 3.0);
+        const nbRect r = {{x, y}, {x + s, y + s}};
+        NB_CHECK_OK(nb_quadtree_insert(qt, &r, (uint64_t)i, NB_FILTER_ALL, &h));
+    }
+    for (int rep = 0; rep < 6; rep++) {
+        const double cx = nbt_range(0.0, 64.0), cy = nbt_range(0.0, 64.0);
+        const double half = nbt_range(2.0, 12.0);
+        const nbRect w = {{cx - half, cy - half}, {cx + half, cy + half}};
+        int32_t total = 0, found = 0;
+        NB_CHECK_OK(nb_quadtree_query_box(qt, &w, NB_FILTER_ALL, full, N, &total));
+        for (int32_t cap = 0; cap <= (total + 9 < CAP ? total + 9 : CAP); cap++) {
+            memset(buf, 0xA5, sizeof buf);
+            const nbStatus st = nb_quadtree_query_box(qt, &w, NB_FILTER_ALL, buf, cap, &found);
+            NB_CHECK(st == (total <= cap ? NB_OK : NB_ERR_BUFFER_TOO_SMALL));
+            NB_CHECK(found == total);
+            const int32_t kept = total < cap ? total : cap;
+            NB_CHECK(memcmp(buf, full, (size_t)kept * sizeof *buf) == 0);
+            const unsigned char *past = (const unsigned char *)(buf + cap);
+            for (size_t b = 0; b < 8 * sizeof *buf; b++) NB_CHECK(past[b] == 0xA5);
+        }
+    }
+    // Dense runs: one leaf whose segments hold 15 copies of a box and one far rectangle each, so
+    // a window on the copies meets every segment without holding it and most runs are all hits.
+    nb_quadtree_clear(qt);
+    for (int32_t i = 0; i < 480; i++) {
+        const nbRect r = i % 16 == 15 ? (nbRect){{60.0, 60.0}, {61.0, 61.0}}
+                                      : (nbRect){{10.0, 10.0}, {11.0, 11.0}};
+        NB_CHECK_OK(nb_quadtree_insert(qt, &r, (uint64_t)i, NB_FILTER_ALL, &h));
+    }
+    const nbRect w = {{10.5, 10.5}, {10.5, 10.5}};
+    int32_t total = 0, found = 0;
+    NB_CHECK_OK(nb_quadtree_query_box(qt, &w, NB_FILTER_ALL, full, N, &total));
+    NB_CHECK(total == 450);
+    for (int32_t cap = 0; cap <= total + 9; cap++) {
+        memset(buf, 0xA5, sizeof buf);
+        const nbStatus st = nb_quadtree_query_box(qt, &w, NB_FILTER_ALL, buf, cap, &found);
+        NB_CHECK(st == (total <= cap ? NB_OK : NB_ERR_BUFFER_TOO_SMALL));
+        NB_CHECK(found == total);
+        const int32_t kept = total < cap ? total : cap;
+        NB_CHECK(memcmp(buf, full, (size_t)kept * sizeof *buf) == 0);
+        const unsigned char *past = (const unsigned char *)(buf + cap);
+        for (size_t b = 0; b < 8 * sizeof *buf; b++) NB_CHECK(past[b] == 0xA5);
+    }
+    NB_CHECK_OK(nb_quadtree_validate(qt));
+    nb_quadtree_destroy(qt);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const nbtCase cases[] = {
@@ -1327,6 +1387,7 @@ int main(int argc, char **argv)
         {"segments", test_segments},
         {"wander", test_wander},
         {"batches", test_batches},
+        {"buffer_edges", test_buffer_edges},
         {"move_many", test_move_many},
         {"move_many_oom", test_move_many_oom},
     };

@@ -178,7 +178,8 @@ NB_API nbStatus nb_quadtree_visit_all(const nbQuadtree *tree, nbHitFn *visit, vo
 
 /// Rectangles that touch `window` (closed on both sides: a shared edge or corner counts) and pass
 /// `filter`. Writes up to `capacity` hits to `out` and the total to *found; if the total exceeds
-/// capacity, returns NB_ERR_BUFFER_TOO_SMALL with `out` holding the first `capacity`.
+/// capacity, returns NB_ERR_BUFFER_TOO_SMALL with `out` holding the first `capacity`. Entries
+/// of `out` past *found (within `capacity`) are scratch: the search may have written them.
 /// NB_ERR_NOT_FINITE for a NaN bound (infinite bounds are allowed: a half-plane, everything);
 /// NB_ERR_OUT_OF_RANGE for min > max or a negative capacity. Does not allocate.
 NB_API nbStatus nb_quadtree_query_box(const nbQuadtree *tree, const nbRect *window, nbFilter filter,
