@@ -1310,9 +1310,28 @@ static int test_batches(void)
     return 0;
 }
 
-// Buffers of every capacity around a window's count: the status, the full count, the first
-// `capacity` hits in query order, and nothing written past the capacity (a search copies a run's
-// hits eight at a time while the buffer has room for eight; it fails when that room is misjudged).
+// Every capacity from 0 to `most` for window w (total hits): the status, the full count, the
+// first `capacity` hits in query order (as `full` has them), and nothing written past the
+// capacity.
+static int check_capacities(const nbQuadtree *qt, const nbRect *w, const nbHit *full, int32_t total,
+                            int32_t most, nbHit *buf, size_t buf_bytes)
+{
+    for (int32_t cap = 0; cap <= most; cap++) {
+        int32_t found = 0;
+        memset(buf, 0xA5, buf_bytes);
+        const nbStatus st = nb_quadtree_query_box(qt, w, NB_FILTER_ALL, buf, cap, &found);
+        NB_CHECK(st == (total <= cap ? NB_OK : NB_ERR_BUFFER_TOO_SMALL));
+        NB_CHECK(found == total);
+        const int32_t kept = total < cap ? total : cap;
+        NB_CHECK(memcmp(buf, full, (size_t)kept * sizeof *buf) == 0);
+        const unsigned char *past = (const unsigned char *)(buf + cap);
+        for (size_t b = 0; b < 8 * sizeof *buf; b++) NB_CHECK(past[b] == 0xA5);
+    }
+    return 0;
+}
+
+// Buffers of every capacity around a window's count (a search copies a run's hits eight at a
+// time while the buffer has room for eight; this fails when that room is misjudged).
 static int test_buffer_edges(void)
 {
     enum { N = 1200, CAP = 480 };
@@ -1330,18 +1349,10 @@ static int test_buffer_edges(void)
         const double cx = nbt_range(0.0, 64.0), cy = nbt_range(0.0, 64.0);
         const double half = nbt_range(2.0, 12.0);
         const nbRect w = {{cx - half, cy - half}, {cx + half, cy + half}};
-        int32_t total = 0, found = 0;
+        int32_t total = 0;
         NB_CHECK_OK(nb_quadtree_query_box(qt, &w, NB_FILTER_ALL, full, N, &total));
-        for (int32_t cap = 0; cap <= (total + 9 < CAP ? total + 9 : CAP); cap++) {
-            memset(buf, 0xA5, sizeof buf);
-            const nbStatus st = nb_quadtree_query_box(qt, &w, NB_FILTER_ALL, buf, cap, &found);
-            NB_CHECK(st == (total <= cap ? NB_OK : NB_ERR_BUFFER_TOO_SMALL));
-            NB_CHECK(found == total);
-            const int32_t kept = total < cap ? total : cap;
-            NB_CHECK(memcmp(buf, full, (size_t)kept * sizeof *buf) == 0);
-            const unsigned char *past = (const unsigned char *)(buf + cap);
-            for (size_t b = 0; b < 8 * sizeof *buf; b++) NB_CHECK(past[b] == 0xA5);
-        }
+        const int32_t most = total + 9 < CAP ? total + 9 : CAP;
+        NB_CHECK(check_capacities(qt, &w, full, total, most, buf, sizeof buf) == 0);
     }
     // Dense runs: one leaf whose segments hold 15 copies of a box and one far rectangle each, so
     // a window on the copies meets every segment without holding it and most runs are all hits.
@@ -1352,19 +1363,10 @@ static int test_buffer_edges(void)
         NB_CHECK_OK(nb_quadtree_insert(qt, &r, (uint64_t)i, NB_FILTER_ALL, &h));
     }
     const nbRect w = {{10.5, 10.5}, {10.5, 10.5}};
-    int32_t total = 0, found = 0;
+    int32_t total = 0;
     NB_CHECK_OK(nb_quadtree_query_box(qt, &w, NB_FILTER_ALL, full, N, &total));
     NB_CHECK(total == 450);
-    for (int32_t cap = 0; cap <= total + 9; cap++) {
-        memset(buf, 0xA5, sizeof buf);
-        const nbStatus st = nb_quadtree_query_box(qt, &w, NB_FILTER_ALL, buf, cap, &found);
-        NB_CHECK(st == (total <= cap ? NB_OK : NB_ERR_BUFFER_TOO_SMALL));
-        NB_CHECK(found == total);
-        const int32_t kept = total < cap ? total : cap;
-        NB_CHECK(memcmp(buf, full, (size_t)kept * sizeof *buf) == 0);
-        const unsigned char *past = (const unsigned char *)(buf + cap);
-        for (size_t b = 0; b < 8 * sizeof *buf; b++) NB_CHECK(past[b] == 0xA5);
-    }
+    NB_CHECK(check_capacities(qt, &w, full, total, total + 9, buf, sizeof buf) == 0);
     NB_CHECK_OK(nb_quadtree_validate(qt));
     nb_quadtree_destroy(qt);
     return 0;
