@@ -60,6 +60,7 @@ typedef struct nbiBuildCtx {
     int32_t chunks;
     double mn[NBI_MAX_CHUNKS][3], mx[NBI_MAX_CHUNKS][3];
     bool ok[NBI_MAX_CHUNKS];
+    int32_t base[NBI_MAX_CHUNKS + 1]; // range r of cells: the points in the ranges before it
 } nbiBuildCtx;
 
 static void nbi_scan_task(int32_t k0, int32_t k1, int32_t worker, void *vctx)
@@ -141,44 +142,48 @@ static void nbi_count_task(int32_t k0, int32_t k1, int32_t worker, void *vctx)
     }
 }
 
-// Pass 3a per range of cells: each chunk's offset within the cell, and the cell's total in
-// start[c + 1].
+// Pass 3a per range of cells: each chunk's offset within the cell, and in start[c + 1] the
+// points of the range's cells up to c (a prefix sum within the range; the range's total in
+// base[r + 1] until the caller sums those up).
 static void nbi_offsets_task(int32_t r0, int32_t r1, int32_t worker, void *vctx)
 {
     (void)worker;
-    const nbiBuildCtx *x = (const nbiBuildCtx *)vctx;
+    nbiBuildCtx *x = (nbiBuildCtx *)vctx;
     nbGrid *g = x->g;
     const int32_t ncells = g->ncells;
     int32_t *start = (int32_t *)g->start.ptr, *hist = (int32_t *)g->hist.ptr;
     for (int32_t r = r0; r < r1; r++) {
         const int32_t c0 = nbi_cut(ncells, x->chunks, r), c1 = nbi_cut(ncells, x->chunks, r + 1);
+        int32_t run = 0;
         for (int32_t c = c0; c < c1; c++) {
-            int32_t sum = 0;
             for (int32_t k = 0; k < x->chunks; k++) {
                 int32_t *h = hist + (size_t)k * (size_t)ncells + (size_t)c;
                 const int32_t t = *h;
-                *h = sum;
-                sum += t;
+                *h = run;
+                run += t;
             }
-            start[c + 1] = sum;
+            start[c + 1] = run;
         }
+        x->base[r + 1] = run;
     }
 }
 
-// Pass 3b per range of cells: the offsets become positions (start[c] is cell c's first).
+// Pass 3b per range of cells: start[c + 1] becomes cell c's end, and the offsets positions.
 static void nbi_positions_task(int32_t r0, int32_t r1, int32_t worker, void *vctx)
 {
     (void)worker;
     const nbiBuildCtx *x = (const nbiBuildCtx *)vctx;
     nbGrid *g = x->g;
     const int32_t ncells = g->ncells;
-    const int32_t *start = (const int32_t *)g->start.ptr;
+    int32_t *start = (int32_t *)g->start.ptr;
     int32_t *hist = (int32_t *)g->hist.ptr;
     for (int32_t r = r0; r < r1; r++) {
         const int32_t c0 = nbi_cut(ncells, x->chunks, r), c1 = nbi_cut(ncells, x->chunks, r + 1);
+        const int32_t base = x->base[r];
+        for (int32_t c = c0; c < c1; c++) start[c + 1] += base;
         for (int32_t k = 0; k < x->chunks; k++) {
             int32_t *h = hist + (size_t)k * (size_t)ncells;
-            for (int32_t c = c0; c < c1; c++) h[c] += start[c];
+            for (int32_t c = c0; c < c1; c++) h[c] += base;
         }
     }
 }
@@ -275,11 +280,12 @@ void nbi_grid_build_parallel(nbGrid *g, const nbiBuildIn *in, bool blocked)
     int32_t *start = (int32_t *)g->start.ptr;
     nbi_run_chunks(g, nbi_count_task, x.chunks, &x);
     nbi_run_chunks(g, nbi_offsets_task, x.chunks, &x);
+    x.base[0] = 0;
+    for (int32_t r = 0; r < x.chunks; r++) x.base[r + 1] += x.base[r];
+    nbi_run_chunks(g, nbi_positions_task, x.chunks, &x);
     start[0] = 0;
-    for (int32_t c = 1; c <= g->ncells; c++) start[c] += start[c - 1];
     start[g->ncells + 1] = start[g->ncells];
     // start[c + 1] is now cell c's end, so start[c] is cell c's first position.
-    nbi_run_chunks(g, nbi_positions_task, x.chunks, &x);
     nbi_run_chunks(g, nbi_scatter_task, x.chunks, &x);
     nbi_run_chunks(g, nbi_gather_task, x.chunks, &x);
 }
