@@ -160,7 +160,7 @@ nbStatus nb_grid_reserve(nbGrid *grid, int32_t points)
     // The hist tables: a parallel build's counts per chunk and cell, and a blocked build's.
     const bool parallel = nbi_grid_parallel(grid) && points >= NBI_PARALLEL_MIN_POINTS;
     const int32_t chunks = parallel ? nbi_grid_build_chunks(grid) : 1;
-    uint64_t hist = parallel ? (uint64_t)chunks * cells : 0;
+    uint64_t hist = parallel ? (uint64_t)chunks * (cells + 2) : 0; // (a rebuild's rows: + 2)
 #if defined(__SSE2__)
     if (points >= nbi_blocked_min_points) {
         const uint64_t want = nbi_blocks_hist(points, grid->dim, chunks);
@@ -1028,7 +1028,7 @@ static nbStatus nbi_grid_build_fresh(nbGrid *grid, const nbPoints *points, doubl
     // (a later dense packed build with fewer points allocates nothing).
     bool blocked = false;
     const int32_t chunks = parallel ? nbi_grid_build_chunks(grid) : 1;
-    uint64_t hist = parallel_dense ? (uint64_t)chunks * cells : 0;
+    uint64_t hist = parallel_dense ? (uint64_t)chunks * (cells + 2) : 0; // (rebuilds: + 2)
 #if defined(__SSE2__)
     if (n >= nbi_blocked_min_points) {
         const uint64_t want = nbi_blocks_hist(n, dim, chunks);
@@ -1171,8 +1171,13 @@ static bool nbi_grid_may_rebuild(nbGrid *g, const nbPoints *points, double radiu
     if (n <= 0 || g->n <= 0 || g->hashed || g->wrapped ||
         (points->dim != 0 && points->dim != dim) ||
         (points->stride != 0 && points->stride != (size_t)dim * sizeof(double)) ||
-        points->category != NULL || points->mask != NULL ||
-        (nbi_grid_parallel(g) && n >= NBI_PARALLEL_MIN_POINTS))
+        points->category != NULL || points->mask != NULL)
+        return false;
+    // On the scheduler: below the large builds' size (their blocked passes, already parallel,
+    // beat a rebuild's count in random order), with rows for every chunk.
+    const bool parallel = nbi_grid_parallel(g) && n >= NBI_PARALLEL_MIN_POINTS;
+    if (parallel && (n >= nbi_blocked_min_points ||
+                     g->hist.cap < (size_t)nbi_grid_build_chunks(g) * ((size_t)g->ncells + 2)))
         return false;
     if ((size_t)n > g->idx.cap || (size_t)n > g->cell_of.cap || (size_t)n * dim > g->pts.cap ||
         (g->had_bits && ((size_t)n > g->cat.cap || (size_t)n > g->mask.cap)) ||
@@ -1186,6 +1191,16 @@ static bool nbi_grid_may_rebuild(nbGrid *g, const nbPoints *points, double radiu
     // A large build out of cell order is cheaper afresh: the rebuild's count would miss the
     // caches on every point, where a fresh build sorts in blocks (see "large builds").
     return n < nbi_blocked_min_points || nbi_mostly_ordered(g, points->data, n);
+}
+
+bool nbi_scan_count(const nbGrid *g, const double *data, int32_t n, int32_t *cell_of,
+                    int32_t *counts, double mn[3], double mx[3])
+{
+    if (g->dim == 2)
+        return nbi_scan_count_packed(data, n, 2, &g->cm, g->lo, g->ext, g->ncells, cell_of, counts,
+                                     mn, mx);
+    return nbi_scan_count_packed(data, n, 3, &g->cm, g->lo, g->ext, g->ncells, cell_of, counts, mn,
+                                 mx);
 }
 
 // Puts back start and cell_of, which a rebuild's pass overwrote, for the grid's contents: its
@@ -1240,13 +1255,18 @@ static bool nbi_grid_rebuild(nbGrid *g, const nbPoints *points, double radius, n
 {
     const int32_t n = points->count, dim = g->dim, ncells = g->ncells;
     int32_t *start = (int32_t *)g->start.ptr;
-    memset(start, 0, ((size_t)ncells + 2) * sizeof(int32_t));
     double mn[3], mx[3];
     int32_t *cell_of = (int32_t *)g->cell_of.ptr;
-    const bool finite = dim == 2 ? nbi_scan_count_packed(points->data, n, 2, &g->cm, g->lo, g->ext,
-                                                         ncells, cell_of, start, mn, mx)
-                                 : nbi_scan_count_packed(points->data, n, 3, &g->cm, g->lo, g->ext,
-                                                         ncells, cell_of, start, mn, mx);
+    // On the scheduler, each chunk counts into its own row of hist (nbi_grid_may_rebuild).
+    const bool parallel = nbi_grid_parallel(g) && n >= NBI_PARALLEL_MIN_POINTS;
+    const nbiBuildIn in = {points->data, (size_t)dim, n, dim, NULL, NULL, 0, 0};
+    bool finite;
+    if (parallel) {
+        finite = nbi_grid_rescan_parallel(g, &in, mn, mx);
+    } else {
+        memset(start, 0, ((size_t)ncells + 2) * sizeof(int32_t));
+        finite = nbi_scan_count(g, points->data, n, cell_of, start, mn, mx);
+    }
     if (!finite) {
         nbi_grid_restore(g);
         *st = NB_ERR_NOT_FINITE;
@@ -1274,6 +1294,11 @@ static bool nbi_grid_rebuild(nbGrid *g, const nbPoints *points, double radius, n
     g->max_abs = max_abs;
     g->filtered = false;
     g->cells_kept = true;
+    if (parallel) {
+        nbi_grid_rebuild_parallel(g, &in);
+        *st = NB_OK;
+        return true;
+    }
     for (int64_t c = 2; c < (int64_t)ncells + 2; c++) start[c] += start[c - 1];
     int32_t *idx = (int32_t *)g->idx.ptr;
     if (nbi_mostly_ordered(g, points->data, n)) {
@@ -1283,7 +1308,6 @@ static bool nbi_grid_rebuild(nbGrid *g, const nbPoints *points, double radius, n
             nbi_scatter_points(cell_of, start + 1, n, points->data, 3, idx, (double *)g->pts.ptr);
     } else {
         nbi_grid_scatter(cell_of, start + 1, 0, n, idx);
-        const nbiBuildIn in = {points->data, (size_t)dim, n, dim, NULL, NULL, 0, 0};
         nbi_grid_gather(g, &in, 0, n);
     }
     *st = NB_OK;

@@ -112,6 +112,11 @@ bool nbi_cells_fit_i32(const int64_t lo[3], const int64_t hi[3]);
 // counts[c] incremented for each point's cell c.
 void nbi_count_packed(const double *data, int32_t n, int dim, const nbiCellMath *cm,
                       const int64_t lo[3], const int64_t ext[3], int32_t *cell_of, int32_t *counts);
+// A rebuild's passes 1 and 2 in one over n packed points, under the grid's cell math and box:
+// the points' box and finiteness (false if any coordinate is not finite), cell_of[i], and each
+// cell c counted in counts[c + 2] (a cell outside the box as -1, in counts[1]).
+bool nbi_scan_count(const nbGrid *g, const double *data, int32_t n, int32_t *cell_of,
+                    int32_t *counts, double mn[3], double mx[3]);
 #endif
 // Pass 4 over points [a, b): idx[next[cell_of[i]]++] = i, in input order (next[c] is cell c's
 // next free position).
@@ -160,6 +165,14 @@ bool nbi_grid_scan_parallel(const nbGrid *g, const nbiBuildIn *in, double mn[3],
 // Passes 2 to 4 of a dense build on the scheduler; the grid's box, cells and storage are set
 // (with `blocked`, hist also for a blocked build: tried first).
 void nbi_grid_build_parallel(nbGrid *g, const nbiBuildIn *in, bool blocked);
+#if defined(__SSE2__)
+// A rebuild (dense_grid.c, nbi_grid_rebuild) on the scheduler, for packed points under the last
+// build's cell math and box: first the points' box and finiteness with each chunk's cells
+// counted (nbi_scan_count) into its row of hist, rows of ncells + 2 (hist must hold that); then,
+// once the caller has checked the box, the rest of the build.
+bool nbi_grid_rescan_parallel(nbGrid *g, const nbiBuildIn *in, double mn[3], double mx[3]);
+void nbi_grid_rebuild_parallel(nbGrid *g, const nbiBuildIn *in);
+#endif
 // All pairs counted (NBI_SINK_COUNT) or written into out (NBI_SINK_BUFFER) on the scheduler.
 // *done = false (and NB_OK) when the call must run serially instead: the scratch is held by
 // another call or cannot grow.

@@ -61,7 +61,14 @@ typedef struct nbiBuildCtx {
     double mn[NBI_MAX_CHUNKS][3], mx[NBI_MAX_CHUNKS][3];
     bool ok[NBI_MAX_CHUNKS];
     int32_t base[NBI_MAX_CHUNKS + 1]; // range r of cells: the points in the ranges before it
+    int32_t stride, skip;             // chunk k's row: hist + k * stride + skip (nbi_row)
 } nbiBuildCtx;
+
+// Chunk k's row of cell counts (then offsets, then positions) in hist.
+static int32_t *nbi_row(const nbiBuildCtx *x, int32_t k)
+{
+    return (int32_t *)x->g->hist.ptr + (size_t)k * (size_t)x->stride + (size_t)x->skip;
+}
 
 static void nbi_scan_task(int32_t k0, int32_t k1, int32_t worker, void *vctx)
 {
@@ -79,6 +86,22 @@ static void nbi_scan_task(int32_t k0, int32_t k1, int32_t worker, void *vctx)
     }
 }
 
+// The chunks' boxes as one, and whether every chunk was finite.
+static bool nbi_combine_boxes(const nbiBuildCtx *x, double mn[3], double mx[3])
+{
+    bool ok = true, first = true;
+    for (int32_t k = 0; k < x->chunks; k++) {
+        ok &= x->ok[k];
+        if (isnan(x->mn[k][0])) continue;
+        for (int a = 0; a < 3; a++) {
+            mn[a] = first || x->mn[k][a] < mn[a] ? x->mn[k][a] : mn[a];
+            mx[a] = first || x->mx[k][a] > mx[a] ? x->mx[k][a] : mx[a];
+        }
+        first = false;
+    }
+    return ok;
+}
+
 bool nbi_grid_scan_parallel(const nbGrid *g, const nbiBuildIn *in, double mn[3], double mx[3])
 {
     nbiBuildCtx x;
@@ -86,17 +109,7 @@ bool nbi_grid_scan_parallel(const nbGrid *g, const nbiBuildIn *in, double mn[3],
     x.g = NULL;
     x.chunks = g->tasks.workers < NBI_MAX_CHUNKS ? g->tasks.workers : NBI_MAX_CHUNKS;
     nbi_run_chunks(g, nbi_scan_task, x.chunks, &x);
-    bool ok = true, first = true;
-    for (int32_t k = 0; k < x.chunks; k++) {
-        ok &= x.ok[k];
-        if (isnan(x.mn[k][0])) continue;
-        for (int a = 0; a < 3; a++) {
-            mn[a] = first || x.mn[k][a] < mn[a] ? x.mn[k][a] : mn[a];
-            mx[a] = first || x.mx[k][a] > mx[a] ? x.mx[k][a] : mx[a];
-        }
-        first = false;
-    }
-    return ok;
+    return nbi_combine_boxes(&x, mn, mx);
 }
 
 int32_t nbi_grid_build_chunks(const nbGrid *g)
@@ -116,7 +129,7 @@ static void nbi_count_task(int32_t k0, int32_t k1, int32_t worker, void *vctx)
     const int64_t e0 = g->ext[0], e01 = g->ext[0] * g->ext[1];
     const nbiView wv = nbi_grid_wrap_view(g);
     for (int32_t k = k0; k < k1; k++) {
-        int32_t *h = (int32_t *)g->hist.ptr + (size_t)k * (size_t)ncells;
+        int32_t *h = nbi_row(x, k);
         memset(h, 0, (size_t)ncells * sizeof(int32_t));
         const int32_t a = nbi_cut(in->n, x->chunks, k), b = nbi_cut(in->n, x->chunks, k + 1);
 #if defined(__SSE2__)
@@ -151,13 +164,13 @@ static void nbi_offsets_task(int32_t r0, int32_t r1, int32_t worker, void *vctx)
     nbiBuildCtx *x = (nbiBuildCtx *)vctx;
     nbGrid *g = x->g;
     const int32_t ncells = g->ncells;
-    int32_t *start = (int32_t *)g->start.ptr, *hist = (int32_t *)g->hist.ptr;
+    int32_t *start = (int32_t *)g->start.ptr;
     for (int32_t r = r0; r < r1; r++) {
         const int32_t c0 = nbi_cut(ncells, x->chunks, r), c1 = nbi_cut(ncells, x->chunks, r + 1);
         int32_t run = 0;
         for (int32_t c = c0; c < c1; c++) {
             for (int32_t k = 0; k < x->chunks; k++) {
-                int32_t *h = hist + (size_t)k * (size_t)ncells + (size_t)c;
+                int32_t *h = nbi_row(x, k) + c;
                 const int32_t t = *h;
                 *h = run;
                 run += t;
@@ -176,13 +189,12 @@ static void nbi_positions_task(int32_t r0, int32_t r1, int32_t worker, void *vct
     nbGrid *g = x->g;
     const int32_t ncells = g->ncells;
     int32_t *start = (int32_t *)g->start.ptr;
-    int32_t *hist = (int32_t *)g->hist.ptr;
     for (int32_t r = r0; r < r1; r++) {
         const int32_t c0 = nbi_cut(ncells, x->chunks, r), c1 = nbi_cut(ncells, x->chunks, r + 1);
         const int32_t base = x->base[r];
         for (int32_t c = c0; c < c1; c++) start[c + 1] += base;
         for (int32_t k = 0; k < x->chunks; k++) {
-            int32_t *h = hist + (size_t)k * (size_t)ncells;
+            int32_t *h = nbi_row(x, k);
             for (int32_t c = c0; c < c1; c++) h[c] += base;
         }
     }
@@ -198,9 +210,8 @@ static void nbi_scatter_task(int32_t k0, int32_t k1, int32_t worker, void *vctx)
     const int32_t *cell_of = (const int32_t *)g->cell_of.ptr;
     int32_t *idx = (int32_t *)g->idx.ptr;
     for (int32_t k = k0; k < k1; k++) {
-        int32_t *h = (int32_t *)g->hist.ptr + (size_t)k * (size_t)g->ncells;
         const int32_t a = nbi_cut(in->n, x->chunks, k), b = nbi_cut(in->n, x->chunks, k + 1);
-        nbi_grid_scatter(cell_of, h, a, b, idx);
+        nbi_grid_scatter(cell_of, nbi_row(x, k), a, b, idx);
     }
 }
 
@@ -266,6 +277,8 @@ static bool nbi_grid_build_blocked_parallel(nbGrid *g, const nbiBuildIn *in)
 }
 #endif
 
+static void nbi_build_positions(nbiBuildCtx *x);
+
 void nbi_grid_build_parallel(nbGrid *g, const nbiBuildIn *in, bool blocked)
 {
 #if defined(__SSE2__)
@@ -277,18 +290,74 @@ void nbi_grid_build_parallel(nbGrid *g, const nbiBuildIn *in, bool blocked)
     x.in = in;
     x.g = g;
     x.chunks = nbi_grid_build_chunks(g);
-    int32_t *start = (int32_t *)g->start.ptr;
+    x.stride = g->ncells;
+    x.skip = 0;
     nbi_run_chunks(g, nbi_count_task, x.chunks, &x);
-    nbi_run_chunks(g, nbi_offsets_task, x.chunks, &x);
-    x.base[0] = 0;
-    for (int32_t r = 0; r < x.chunks; r++) x.base[r + 1] += x.base[r];
-    nbi_run_chunks(g, nbi_positions_task, x.chunks, &x);
+    nbi_build_positions(&x);
+}
+
+// Passes 3 and 4 once every chunk's row holds its counts.
+static void nbi_build_positions(nbiBuildCtx *x)
+{
+    nbGrid *g = x->g;
+    int32_t *start = (int32_t *)g->start.ptr;
+    nbi_run_chunks(g, nbi_offsets_task, x->chunks, x);
+    x->base[0] = 0;
+    for (int32_t r = 0; r < x->chunks; r++) x->base[r + 1] += x->base[r];
+    nbi_run_chunks(g, nbi_positions_task, x->chunks, x);
     start[0] = 0;
     start[g->ncells + 1] = start[g->ncells];
     // start[c + 1] is now cell c's end, so start[c] is cell c's first position.
-    nbi_run_chunks(g, nbi_scatter_task, x.chunks, &x);
-    nbi_run_chunks(g, nbi_gather_task, x.chunks, &x);
+    nbi_run_chunks(g, nbi_scatter_task, x->chunks, x);
+    nbi_run_chunks(g, nbi_gather_task, x->chunks, x);
 }
+
+#if defined(__SSE2__)
+// A rebuild's rows: ncells + 2 counts each, cell c's at c + 2 (nbi_scan_count's).
+static void nbi_rebuild_ctx(nbiBuildCtx *x, nbGrid *g, const nbiBuildIn *in)
+{
+    x->in = in;
+    x->g = g;
+    x->chunks = nbi_grid_build_chunks(g);
+    x->stride = g->ncells + 2;
+    x->skip = 2;
+}
+
+static void nbi_rescan_task(int32_t k0, int32_t k1, int32_t worker, void *vctx)
+{
+    (void)worker;
+    nbiBuildCtx *x = (nbiBuildCtx *)vctx;
+    const nbiBuildIn *in = x->in;
+    nbGrid *g = x->g;
+    int32_t *cell_of = (int32_t *)g->cell_of.ptr;
+    for (int32_t k = k0; k < k1; k++) {
+        int32_t *h = nbi_row(x, k) - x->skip;
+        memset(h, 0, (size_t)x->stride * sizeof(int32_t));
+        const int32_t a = nbi_cut(in->n, x->chunks, k), b = nbi_cut(in->n, x->chunks, k + 1);
+        x->ok[k] = true;
+        if (b > a)
+            x->ok[k] = nbi_scan_count(g, in->data + (size_t)a * in->step, b - a, cell_of + a, h,
+                                      x->mn[k], x->mx[k]);
+        else
+            x->mn[k][0] = (double)NAN; // empty chunk: skipped when combined
+    }
+}
+
+bool nbi_grid_rescan_parallel(nbGrid *g, const nbiBuildIn *in, double mn[3], double mx[3])
+{
+    nbiBuildCtx x;
+    nbi_rebuild_ctx(&x, g, in);
+    nbi_run_chunks(g, nbi_rescan_task, x.chunks, &x);
+    return nbi_combine_boxes(&x, mn, mx);
+}
+
+void nbi_grid_rebuild_parallel(nbGrid *g, const nbiBuildIn *in)
+{
+    nbiBuildCtx x;
+    nbi_rebuild_ctx(&x, g, in);
+    nbi_build_positions(&x);
+}
+#endif
 
 // ---- all pairs ----
 

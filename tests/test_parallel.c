@@ -237,6 +237,72 @@ static int t_blocked_crowd_falls_back_3d(void) // a block too crowded: the one-p
     return against_serial_as(30000, 3, 4, false, 1.2, true);
 }
 
+// Every pair of g, in order, into *out (reallocated); the count into *n.
+static int all_pairs(const nbGrid *g, double r, nbPair **out, int64_t *n)
+{
+    NB_CHECK_OK(nb_grid_count_pairs(g, r, n));
+    free(*out);
+    *out = (nbPair *)malloc(sizeof(nbPair) * (size_t)(*n + 1));
+    int64_t found = 0;
+    NB_CHECK_OK(nb_grid_pairs(g, r, *out, *n, &found));
+    NB_CHECK(found == *n);
+    return 0;
+}
+
+// Rebuilds of moving points on a scheduler (dense_grid.c's rebuild, each chunk counting under the
+// last build's box) against a serial grid: small steps inside the box (two anchors at its corners
+// keep it), a NaN (NB_ERR_NOT_FINITE, the grid as it was), then a point thrown far out (a fresh
+// build) and back.
+static int t_rebuild_steps_2d(void)
+{
+    data d = make_data(N_BIG, 2, 0);
+    const double r = 1.5, half = sqrt((double)N_BIG) / 2;
+    for (int a = 0; a < 2; a++) {
+        d.xyz[a] = -half;
+        d.xyz[2 + a] = half;
+    }
+    nbxPool pool;
+    NB_CHECK(nbx_pool_start(&pool, 3) == 0);
+    const nbTasks tasks = nbx_pool_tasks(&pool);
+    nbGridDesc sd = {.dim = 2}, pd = {.dim = 2, .tasks = &tasks};
+    nbGrid *serial, *par;
+    NB_CHECK_OK(nb_grid_create(&sd, &serial));
+    NB_CHECK_OK(nb_grid_create(&pd, &par));
+    const nbPoints pts = {.data = d.xyz, .count = d.n, .dim = 2};
+    nbPair *a = NULL, *b = NULL;
+    int64_t na = 0, nb = 0;
+    for (int step = 0; step < 8; step++) {
+        for (int32_t i = 4; i < 2 * d.n; i++) {
+            const double v = d.xyz[i] + nbt_range(-0.1, 0.1);
+            d.xyz[i] = v < -half ? -half : v > half ? half : v;
+        }
+        if (step == 4) { // a NaN in the last chunk: refused, the grid as it was
+            const double kept = d.xyz[2 * d.n - 1];
+            d.xyz[2 * d.n - 1] = (double)NAN;
+            NB_CHECK_STATUS(nb_grid_build(par, &pts, r), NB_ERR_NOT_FINITE);
+            NB_CHECK_OK(nb_grid_validate(par));
+            NB_CHECK(all_pairs(par, r, &b, &nb) == 0);
+            NB_CHECK(na == nb && memcmp(a, b, sizeof(nbPair) * (size_t)na) == 0);
+            d.xyz[2 * d.n - 1] = kept;
+        }
+        const double kept = d.xyz[4];
+        if (step == 6) d.xyz[4] = 1e3; // far out: a fresh build, then back at step 7
+        NB_CHECK_OK(nb_grid_build(serial, &pts, r));
+        NB_CHECK_OK(nb_grid_build(par, &pts, r));
+        NB_CHECK_OK(nb_grid_validate(par));
+        NB_CHECK(all_pairs(serial, r, &a, &na) == 0 && all_pairs(par, r, &b, &nb) == 0);
+        NB_CHECK(na == nb && memcmp(a, b, sizeof(nbPair) * (size_t)na) == 0);
+        d.xyz[4] = kept;
+    }
+    free(a);
+    free(b);
+    nb_grid_destroy(serial);
+    nb_grid_destroy(par);
+    nbx_pool_stop(&pool);
+    free_data(&d);
+    return 0;
+}
+
 // A scheduler that counts its calls, to show the grid used it.
 static int calls;
 static void sched_count(nbTaskFn *task, int32_t count, int32_t min_range, void *ctx, void *user)
@@ -286,6 +352,7 @@ int main(int argc, char **argv)
         {"blocked_cluster_filtered_2d", t_blocked_cluster_filtered_2d},
         {"blocked_crowd_falls_back_3d", t_blocked_crowd_falls_back_3d},
         {"periodic_3d_filtered", t_periodic_3d_filtered},
+        {"rebuild_steps_2d", t_rebuild_steps_2d},
         {"scheduler_used_and_negative_workers_refused",
          t_scheduler_used_and_negative_workers_refused},
     };
