@@ -555,40 +555,6 @@ NBI_INLINE void nbi_q_window(const nbiQtHot *h, const double *w, nbiQtQWin *x)
     }
 }
 
-// A run of eight positions, r .. r + 7 (r a multiple of 8), against a window by their 16-bit
-// boxes: bit k set when position r + k may touch it (every field <= the window's), bit 8 + k
-// when it surely does (every field <) . Positions without a box (NBI_QT_QEMPTY) fail both.
-NBI_INLINE unsigned nbi_q_run_test(const int16_t *qb, int32_t r, const nbiQtQWin *x)
-{
-    const int16_t *f = qb + (size_t)NBI_QT_QRUN * (size_t)(r >> 3);
-#if defined(__SSE2__)
-    const __m128i a0 = _mm_loadu_si128((const __m128i *)(const void *)f);
-    const __m128i a1 = _mm_loadu_si128((const __m128i *)(const void *)(f + 8));
-    const __m128i a2 = _mm_loadu_si128((const __m128i *)(const void *)(f + 16));
-    const __m128i a3 = _mm_loadu_si128((const __m128i *)(const void *)(f + 24));
-    const __m128i fail =
-        _mm_or_si128(_mm_or_si128(_mm_cmpgt_epi16(a0, x->v[0]), _mm_cmpgt_epi16(a1, x->v[1])),
-                     _mm_or_si128(_mm_cmpgt_epi16(a2, x->v[2]), _mm_cmpgt_epi16(a3, x->v[3])));
-    const unsigned may = ~(unsigned)_mm_movemask_epi8(_mm_packs_epi16(fail, fail)) & 0xFFu;
-    if (may == 0) return 0; // most runs of a met segment: the sure test is not needed
-    const __m128i sure =
-        _mm_and_si128(_mm_and_si128(_mm_cmpgt_epi16(x->v[0], a0), _mm_cmpgt_epi16(x->v[1], a1)),
-                      _mm_and_si128(_mm_cmpgt_epi16(x->v[2], a2), _mm_cmpgt_epi16(x->v[3], a3)));
-    return may | ((unsigned)_mm_movemask_epi8(_mm_packs_epi16(sure, sure)) & 0xFFu) << 8;
-#else
-    unsigned bits = 0;
-    for (int k = 0; k < 8; k++) {
-        bits |= (unsigned)((f[k] <= x->v[0]) & (f[8 + k] <= x->v[1]) & (f[16 + k] <= x->v[2]) &
-                           (f[24 + k] <= x->v[3]))
-                << k;
-        bits |= (unsigned)((f[k] < x->v[0]) & (f[8 + k] < x->v[1]) & (f[16 + k] < x->v[2]) &
-                           (f[24 + k] < x->v[3]))
-                << (8 + k);
-    }
-    return bits;
-#endif
-}
-
 // Eight 16-bit boxes laid out as a run's (f: 32 fields, field i of box k at f[8 * i + k]) against
 // a window: bit k set when box k may touch it (every field <= the window's).
 NBI_INLINE unsigned nbi_q8_may(const int16_t *f, const nbiQtQWin *x)
@@ -609,6 +575,33 @@ NBI_INLINE unsigned nbi_q8_may(const int16_t *f, const nbiQtQWin *x)
                            (f[24 + k] <= x->v[3]))
                 << k;
     return bits;
+#endif
+}
+
+// A run of eight positions, r .. r + 7 (r a multiple of 8), against a window by their 16-bit
+// boxes: bit k set when position r + k may touch it (every field <= the window's), bit 8 + k
+// when it surely does (every field <) . Positions without a box (NBI_QT_QEMPTY) fail both.
+NBI_INLINE unsigned nbi_q_run_test(const int16_t *qb, int32_t r, const nbiQtQWin *x)
+{
+    const int16_t *f = qb + (size_t)NBI_QT_QRUN * (size_t)(r >> 3);
+    const unsigned may = nbi_q8_may(f, x);
+    if (may == 0) return 0; // most runs of a met segment: the sure test is not needed
+#if defined(__SSE2__)
+    const __m128i a0 = _mm_loadu_si128((const __m128i *)(const void *)f);
+    const __m128i a1 = _mm_loadu_si128((const __m128i *)(const void *)(f + 8));
+    const __m128i a2 = _mm_loadu_si128((const __m128i *)(const void *)(f + 16));
+    const __m128i a3 = _mm_loadu_si128((const __m128i *)(const void *)(f + 24));
+    const __m128i sure =
+        _mm_and_si128(_mm_and_si128(_mm_cmpgt_epi16(x->v[0], a0), _mm_cmpgt_epi16(x->v[1], a1)),
+                      _mm_and_si128(_mm_cmpgt_epi16(x->v[2], a2), _mm_cmpgt_epi16(x->v[3], a3)));
+    return may | ((unsigned)_mm_movemask_epi8(_mm_packs_epi16(sure, sure)) & 0xFFu) << 8;
+#else
+    unsigned sure = 0;
+    for (int k = 0; k < 8; k++)
+        sure |= (unsigned)((f[k] < x->v[0]) & (f[8 + k] < x->v[1]) & (f[16 + k] < x->v[2]) &
+                           (f[24 + k] < x->v[3]))
+                << k;
+    return may | sure << 8;
 #endif
 }
 
