@@ -555,18 +555,25 @@ NBI_INLINE void nbi_q_window(const nbiQtHot *h, const double *w, nbiQtQWin *x)
     }
 }
 
-// Eight 16-bit boxes laid out as a run's (f: 32 fields, field i of box k at f[8 * i + k]) against
-// a window: bit k set when box k may touch it (every field <= the window's).
+#if defined(__SSE2__)
+// Eight 16-bit boxes laid out as a run's (f: 32 fields, field i of box k at f[8 * i + k]) as four
+// vectors: a[i] holds field i of the eight.
+NBI_INLINE void nbi_q8_load(const int16_t *f, __m128i a[4])
+{
+    for (int i = 0; i < 4; i++) a[i] = _mm_loadu_si128((const __m128i *)(const void *)(f + 8 * i));
+}
+#endif
+
+// Eight 16-bit boxes laid out as a run's against a window: bit k set when box k may touch it
+// (every field <= the window's).
 NBI_INLINE unsigned nbi_q8_may(const int16_t *f, const nbiQtQWin *x)
 {
 #if defined(__SSE2__)
-    const __m128i a0 = _mm_loadu_si128((const __m128i *)(const void *)f);
-    const __m128i a1 = _mm_loadu_si128((const __m128i *)(const void *)(f + 8));
-    const __m128i a2 = _mm_loadu_si128((const __m128i *)(const void *)(f + 16));
-    const __m128i a3 = _mm_loadu_si128((const __m128i *)(const void *)(f + 24));
+    __m128i a[4];
+    nbi_q8_load(f, a);
     const __m128i fail =
-        _mm_or_si128(_mm_or_si128(_mm_cmpgt_epi16(a0, x->v[0]), _mm_cmpgt_epi16(a1, x->v[1])),
-                     _mm_or_si128(_mm_cmpgt_epi16(a2, x->v[2]), _mm_cmpgt_epi16(a3, x->v[3])));
+        _mm_or_si128(_mm_or_si128(_mm_cmpgt_epi16(a[0], x->v[0]), _mm_cmpgt_epi16(a[1], x->v[1])),
+                     _mm_or_si128(_mm_cmpgt_epi16(a[2], x->v[2]), _mm_cmpgt_epi16(a[3], x->v[3])));
     return ~(unsigned)_mm_movemask_epi8(_mm_packs_epi16(fail, fail)) & 0xFFu;
 #else
     unsigned bits = 0;
@@ -587,13 +594,11 @@ NBI_INLINE unsigned nbi_q_run_test(const int16_t *qb, int32_t r, const nbiQtQWin
     const unsigned may = nbi_q8_may(f, x);
     if (may == 0) return 0; // most runs of a met segment: the sure test is not needed
 #if defined(__SSE2__)
-    const __m128i a0 = _mm_loadu_si128((const __m128i *)(const void *)f);
-    const __m128i a1 = _mm_loadu_si128((const __m128i *)(const void *)(f + 8));
-    const __m128i a2 = _mm_loadu_si128((const __m128i *)(const void *)(f + 16));
-    const __m128i a3 = _mm_loadu_si128((const __m128i *)(const void *)(f + 24));
-    const __m128i sure =
-        _mm_and_si128(_mm_and_si128(_mm_cmpgt_epi16(x->v[0], a0), _mm_cmpgt_epi16(x->v[1], a1)),
-                      _mm_and_si128(_mm_cmpgt_epi16(x->v[2], a2), _mm_cmpgt_epi16(x->v[3], a3)));
+    __m128i a[4];
+    nbi_q8_load(f, a);
+    const __m128i sure = _mm_and_si128(
+        _mm_and_si128(_mm_cmpgt_epi16(x->v[0], a[0]), _mm_cmpgt_epi16(x->v[1], a[1])),
+        _mm_and_si128(_mm_cmpgt_epi16(x->v[2], a[2]), _mm_cmpgt_epi16(x->v[3], a[3])));
     return may | ((unsigned)_mm_movemask_epi8(_mm_packs_epi16(sure, sure)) & 0xFFu) << 8;
 #else
     unsigned sure = 0;
