@@ -3,7 +3,7 @@
 # make, as any user; `make test` also needs clang, clang-format, pkg-config and the sanitizer
 # runtimes; `make bench` its own. scripts/setup.sh checks for them first, installs what is missing
 # as root on Debian/Ubuntu, and otherwise names it.
-.PHONY: all setup setup-test build demo test bench install clean format
+.PHONY: all setup setup-test build demo test bench fuzz install clean format
 
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
@@ -37,6 +37,13 @@ bench: setup
 	cmake -S . -B build/bench -DCMAKE_BUILD_TYPE=Release -DNB_BUILD_BENCH=ON -DNB_BUILD_TESTS=OFF > /dev/null
 	cmake --build build/bench -j $(JOBS)
 	bash bench/run.sh build/bench
+
+# Long fuzzing (clang, libFuzzer): every target FUZZ_TIME seconds, or only FUZZ_TARGETS.
+# `make test` replays the checked-in corpora; this looks for new inputs. scripts/fuzz.sh says more.
+FUZZ_TIME ?= 60
+FUZZ_TARGETS ?=
+fuzz: setup-test
+	bash scripts/fuzz.sh $(FUZZ_TIME) $(FUZZ_TARGETS)
 
 install: build
 	cmake --install build $(if $(PREFIX),--prefix "$(PREFIX)")
