@@ -686,7 +686,10 @@ NBI_INLINE bool nbi_scan_count_packed(const double *data, int32_t n, int dim, co
         vhi = _mm_max_pd(v, vhi);
         bad = _mm_add_pd(bad, _mm_mul_pd(v, zero));
         const __m128i t = nbi_floor_xy(v, by, pow2);
-        int64_t c = base + _mm_cvtsi128_si32(t) + e0 * _mm_cvtsi128_si32(_mm_srli_si128(t, 4));
+        // In unsigned arithmetic: a point outside the box may wrap around (harmless: its cell is
+        // out of range or, if not, the box check discards the count); one inside gets its cell.
+        uint64_t c = (uint64_t)base + (uint64_t)(int64_t)_mm_cvtsi128_si32(t) +
+                     (uint64_t)e0 * (uint64_t)(int64_t)_mm_cvtsi128_si32(_mm_srli_si128(t, 4));
         if (dim == 3) {
             const double z = q[2];
             zlo = z < zlo ? z : zlo;
@@ -694,11 +697,11 @@ NBI_INLINE bool nbi_scan_count_packed(const double *data, int32_t n, int dim, co
             zbad = zbad + z * 0.0;
             const double fz = pow2 ? z * cm->inv : z / cm->cell;
             // kept within the 64-bit floor's range; a cell that far is outside the box anyway
-            c += e01 * nbi_floor_i64(fz > -0x1p40 && fz < 0x1p40 ? fz : 0x1p40);
+            c += (uint64_t)e01 * (uint64_t)nbi_floor_i64(fz > -0x1p40 && fz < 0x1p40 ? fz : 0x1p40);
         }
-        c = (uint64_t)c < (uint64_t)ncells ? c : -1;
-        cell_of[i] = (int32_t)c;
-        nbi_count_lagged(cell_of, counts + 2, c, i);
+        const int64_t cell = c < (uint64_t)ncells ? (int64_t)c : -1;
+        cell_of[i] = (int32_t)cell;
+        nbi_count_lagged(cell_of, counts + 2, cell, i);
     }
     nbi_count_lagged_end(cell_of, counts + 2, n);
     double b[2];
@@ -1172,7 +1175,8 @@ static bool nbi_mostly_ordered(const nbGrid *g, const double *data, int32_t n)
 }
 
 // Whether a build of `points` may try the last build's cells: packed points without filter
-// bits, the last build dense and not periodic, serial, and every buffer already large enough.
+// bits, the last build dense and not periodic, every buffer already large enough, and on a
+// scheduler fewer points than a large (blocked) build and rows of ncells + 2 per chunk in hist.
 static bool nbi_grid_may_rebuild(nbGrid *g, const nbPoints *points, double radius)
 {
     if (g == NULL || points == NULL || points->data == NULL || !(radius >= 0.0) ||

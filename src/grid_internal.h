@@ -74,7 +74,7 @@ struct nbGrid {
     bool wrapped;
     nbiWrap wrap;
     // Parallel calls (grid_parallel.c): the caller's scheduler; a parallel build's per-chunk
-    // cell counts (int32_t, chunks x cells); the pair chunks' scratch (nbPair each, chunk 0
+    // cell counts (int32_t, chunks x (cells + 2)); the pair chunks' scratch (nbPair each, chunk 0
     // unused), claimed by one call at a time through scratch_busy.
     nbTasks tasks;
     nbiBuf hist;

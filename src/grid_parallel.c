@@ -6,11 +6,11 @@
 // chunk's output has a place computed from the chunks before it.
 //
 // Build (dense layout). The points are cut into K contiguous chunks (K = workers). Each chunk
-// counts its points per cell into its own row of `hist` (K x cells); per cell, the rows become
-// each chunk's first position in that cell (chunk 0's points first, then chunk 1's, ...), which
-// is where the serial counting sort would put them, since it scatters in input order. Each chunk
-// then scatters its indices through its own row; the coordinates are gathered in position
-// order. Cost: the serial passes' work spread over K workers, plus O(K x cells) for the rows.
+// counts its points per cell into its own row of `hist` (K x (cells + 2)); per cell, the rows
+// become each chunk's first position in that cell (chunk 0's points first, then chunk 1's, ...),
+// which is where the serial counting sort would put them, since it scatters in input order. Each
+// chunk then scatters its indices through its own row; the coordinates are gathered in position
+// order. Cost: the serial passes' work spread over K workers, plus O(K x (cells + 2)) for the rows.
 // A large build of packed points runs dense_grid.c's two cache-sized passes instead (blocks of
 // cells per chunk of points, then cells per run of blocks), with the same result.
 //
