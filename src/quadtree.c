@@ -802,11 +802,12 @@ static void nbi_block_give(nbQuadtree *q, int32_t start, int c)
 }
 
 // Segments: a block's positions by sixteens from its start (a block of 4 or 8 is one segment).
-// Each segment has a float box of what it holds (the fields of nbi_fb_put: lo x, lo y, -hi x,
-// -hi y, the least of its positions'); a search tests it before the segment's runs. A put into
-// the segment widens it; a move in place that leaves it computes it anew (nbi_seg_refit).
-// The boxes of a block's segments are side by side in sb, from the block's start (nbi_seg_box):
-// a block of 2^c >= 4 positions owns 2^c floats of sb and needs 4 per 16 positions.
+// A block of at most 16 positions (one segment) keeps a float box of what it holds (the fields
+// of nbi_fb_put: lo x, lo y, -hi x, -hi y, the least of its positions'); a search tests it
+// before the block's runs. A put widens it; a move in place that leaves it computes it anew
+// (nbi_seg_refit). Larger blocks are searched by their run boxes instead (below) and keep no
+// segment boxes. The box lies in sb at the block's start (nbi_seg_box): a block of 2^c >= 4
+// positions owns 2^c floats of sb.
 enum { NBI_QT_SEG = 16 };
 
 // The first position of the segment that holds position p of a block starting at `start`.
@@ -825,11 +826,10 @@ NBI_INLINE int32_t nbi_seg_box(int32_t start, int32_t g)
 // 16-bit box of what the run holds (each field the least of its positions', in the node's frame),
 // by groups of eight runs laid out as a run's positions are (min x of the eight, min y, -max x,
 // -max y: 64 bytes), so that one test (nbi_q8_may) tells which of eight runs may hold a hit, and
-// a search loads only those runs. They lie in the part of the block's sb that its segment boxes
-// leave free: from float max(16, 2^c / 4) of it (a block owns 2^c floats of sb, its segment
-// boxes take the first 2^c / 4, and a test of four segment boxes reads up to 16 floats). A put
-// widens its run's box (nbi_rb_grow); a move in place that leaves it computes it anew from the
-// run's eight positions (nbi_rb_refit); runs past the node's count keep stale boxes, which
+// a search loads only those runs. They take 2^c / 4 of the block's 2^c floats of sb, from float
+// max(16, 2^c / 4) of it: the place the segment boxes of such blocks, since dropped, left free.
+// A put widens its run's box (nbi_rb_grow); a move in place that leaves it computes it anew from
+// the run's eight positions (nbi_rb_refit); runs past the node's count keep stale boxes, which
 // searches mask off.
 enum { NBI_QT_RB_MIN_CLS = 5 };
 
@@ -844,7 +844,7 @@ NBI_INLINE int16_t *nbi_rb_at(const nbQuadtree *q, int32_t start, int c, int32_t
 
 // Readies a block of class c at `start` for puts: its positions from `from` on (by whole runs)
 // hold no box (NaN floats, which fail every test, so a search scans a partly filled run without
-// masking), and its segment boxes are empty (+infinity).
+// masking), and its segment box (c < NBI_QT_RB_MIN_CLS) or its run boxes are empty.
 static void nbi_block_init(nbQuadtree *q, int32_t start, int c, int32_t from)
 {
     const int32_t end = start + ((int32_t)1 << c);
@@ -855,10 +855,12 @@ static void nbi_block_init(nbQuadtree *q, int32_t start, int c, int32_t from)
         int16_t *f = nbi_qb_at(q, p);
         for (int i = 0; i < 4; i++) f[8 * i] = NBI_QT_QEMPTY;
     }
-    for (int32_t g = start; g < end; g += NBI_QT_SEG)
-        for (int i = 0; i < 4; i++) sb[nbi_seg_box(start, g) + i] = (float)INFINITY;
-    for (int32_t r = 0; c >= NBI_QT_RB_MIN_CLS && r < (end - start) >> 3; r += 8)
-        for (int i = 0; i < 32; i++) nbi_rb_at(q, start, c, r)[i] = NBI_QT_QEMPTY;
+    if (c < NBI_QT_RB_MIN_CLS) {
+        for (int i = 0; i < 4; i++) sb[nbi_seg_box(start, start) + i] = (float)INFINITY;
+    } else {
+        for (int32_t r = 0; r < (end - start) >> 3; r += 8)
+            for (int i = 0; i < 32; i++) nbi_rb_at(q, start, c, r)[i] = NBI_QT_QEMPTY;
+    }
 }
 
 // Widens the run box of position p (of a block at `start` of class c) to hold p's 16-bit box.
@@ -997,7 +999,7 @@ NBI_INLINE void nbi_fb_put(nbQuadtree *q, int32_t n, int32_t p, const double *b)
 }
 
 // Writes a rectangle's box at position p of node n's block starting at `start` (every copy),
-// and widens p's segment box to hold it.
+// and widens p's run box (blocks of 32 or more) or its block's segment box to hold it.
 NBI_INLINE void nbi_box_put(nbQuadtree *q, int32_t n, int32_t start, int32_t p, const double *b)
 {
     memcpy(NBI_BOX(q)[p].b, b, 4 * sizeof(double));
@@ -1055,18 +1057,17 @@ static void nbi_seg_refit(nbQuadtree *q, const nbiQtNode *n, int32_t g)
     memcpy(NBI_SB(q) + nbi_seg_box(n->start, g), m, sizeof m);
 }
 
-// Computes anew node n's float box (n >= NBI_QT_GROUPS) from its segments' boxes and its
-// children's float boxes.
+// Computes anew node n's float box (n >= NBI_QT_GROUPS) from its segment box (or, in a block with
+// run boxes, its positions' float boxes) and its children's float boxes.
 static void nbi_node_refit(nbQuadtree *q, int32_t n)
 {
     const nbiQtNode *node = &NBI_NODES(q)[n];
     float m[4] = {(float)INFINITY, (float)INFINITY, (float)INFINITY, (float)INFINITY};
     const float *sb = NBI_SB(q);
-    if (node->cls >= NBI_QT_RB_MIN_CLS) // no segment boxes: its positions' float boxes
+    if (node->cls >= NBI_QT_RB_MIN_CLS) { // no segment box: its positions' float boxes
         nbi_fb_min(q, node->start, node->start + node->count, m);
-    for (int32_t g = node->start, end = g + node->count; node->cls < NBI_QT_RB_MIN_CLS && g < end;
-         g += NBI_QT_SEG) {
-        const float *sg = sb + nbi_seg_box(node->start, g);
+    } else if (node->count > 0) {
+        const float *sg = sb + nbi_seg_box(node->start, node->start);
         for (int i = 0; i < 4; i++) m[i] = sg[i] < m[i] ? sg[i] : m[i];
     }
     if (node->child >= 0) {
@@ -1079,10 +1080,10 @@ static void nbi_node_refit(nbQuadtree *q, int32_t n)
 }
 
 // Moves the rectangle at position `at` of node n to box b within n's bounds: rewrites its boxes
-// and nothing else of the node. Where its segment's box or the float box of n or of an ancestor
-// no longer holds it, that box is computed anew from what it holds rather than grown, so boxes
-// follow rectangles that wander about inside their node instead of widening step by step (a
-// window would meet more segments and nodes every frame).
+// and nothing else of the node. Where its run's box, its block's segment box, or the float box
+// of n or of an ancestor no longer holds it, that box is computed anew from what it holds rather
+// than grown, so boxes follow rectangles that wander about inside their node instead of widening
+// step by step (a window would meet more runs and nodes every frame).
 static void nbi_box_move(nbQuadtree *q, int32_t n, int32_t at, const double *b)
 {
     const nbiQtNode *node = &NBI_NODES(q)[n];
@@ -1093,8 +1094,7 @@ static void nbi_box_move(nbQuadtree *q, int32_t n, int32_t at, const double *b)
     // move spent, measured: docs/quadtree.md).
     __m128i run[4];
     const int16_t *e0 = nbi_qb_at(q, at & ~7);
-    for (int i = 0; i < 4 && node->cls >= NBI_QT_RB_MIN_CLS; i++)
-        run[i] = _mm_loadu_si128((const __m128i *)(const void *)(e0 + 8 * i));
+    if (node->cls >= NBI_QT_RB_MIN_CLS) nbi_q8_load(e0, run);
 #endif
     nbi_fb_put(q, n, at, b);
     const float *f = nbi_fb_at(q, at);
@@ -2197,9 +2197,9 @@ NBI_INLINE void nbi_run_prefetch(const nbQuadtree *q, int32_t p)
 #endif
 }
 
-// Node n's runs r0 .. r0 + 31 (r0 a multiple of 32; n holds more than 16 rectangles, so it has
-// run boxes) against the search, by their run boxes (qx: the window in n's frame): bit j set when
-// run r0 + j may hold a rectangle that touches it. Starts loading those runs.
+// Node n's runs r0 .. r0 + 31 (r0 a multiple of 32; n's block has 32 positions or more, so it
+// has run boxes) against the search, by their run boxes (qx: the window in n's frame): bit j set
+// when run r0 + j may hold a rectangle that touches it. Starts loading those runs.
 NBI_INLINE uint32_t nbi_run_pass(const nbQuadtree *q, const nbiQtHot *n, int32_t r0,
                                  const nbiQtQWin *qx)
 {
@@ -2317,7 +2317,8 @@ NBI_INLINE void nbi_search_as(const nbQuadtree *q, int kind, const double *w, co
         sg[top] = NBI_QT_ROOT;
         sm[top++] = held_ok && nbi_node_held(root, w) ? 0x11u : 1u;
     }
-    // The batch: node i, or -1 - i for a subtree held whole, and its first 32 segments' masks.
+    // The batch: node i, or -1 - i for a subtree held whole, and the mask of its first 32 runs
+    // that may meet the window.
     int32_t bn[NBI_QT_BATCH];
     uint32_t bmeet[NBI_QT_BATCH];
     bool bheld[NBI_QT_BATCH];

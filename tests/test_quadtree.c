@@ -1354,8 +1354,9 @@ static int test_buffer_edges(void)
         const int32_t most = total + 9 < CAP ? total + 9 : CAP;
         NB_CHECK(check_capacities(qt, &w, full, total, most, buf, sizeof buf) == 0);
     }
-    // Dense runs: one leaf whose segments hold 15 copies of a box and one far rectangle each, so
-    // a window on the copies meets every segment without holding it and most runs are all hits.
+    // Dense runs: one leaf (a block of 512 positions, searched by its run boxes) where every 16
+    // rectangles are 15 copies of a box and one far rectangle, so a window on the copies meets
+    // every run without holding it: half the runs are all hits, the other half 7 of 8.
     nb_quadtree_clear(qt);
     for (int32_t i = 0; i < 480; i++) {
         const nbRect r = i % 16 == 15 ? (nbRect){{60.0, 60.0}, {61.0, 61.0}}
