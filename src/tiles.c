@@ -887,9 +887,13 @@ static void nbi_knn_run(nbiKnn *s)
         hi[1] = c[1] + r >= ny ? ny - 1 : c[1] + r;
         if (c[1] - r >= 0) nbi_knn_row(s, c[1] - r, lo[0], hi[0]);          // the ring's bottom row
         if (r > 0 && c[1] + r < ny) nbi_knn_row(s, c[1] + r, lo[0], hi[0]); // its top row
-        for (int32_t y = c[1] - r + 1 < 0 ? 0 : c[1] - r + 1; y <= c[1] + r - 1 && y < ny; y++) {
-            if (c[0] - r >= 0) nbi_knn_row(s, y, c[0] - r, c[0] - r); // its sides
-            if (r > 0 && c[0] + r < nx) nbi_knn_row(s, y, c[0] + r, c[0] + r);
+        // its sides, where they lie in the world (a narrow world would otherwise walk r rows of
+        // nothing per ring: quadratic in its length)
+        const bool left = c[0] - r >= 0, right = r > 0 && c[0] + r < nx;
+        for (int32_t y = c[1] - r + 1 < 0 ? 0 : c[1] - r + 1;
+             (left || right) && y <= c[1] + r - 1 && y < ny; y++) {
+            if (left) nbi_knn_row(s, y, c[0] - r, c[0] - r);
+            if (right) nbi_knn_row(s, y, c[0] + r, c[0] + r);
         }
         if (lo[0] == 0 && lo[1] == 0 && hi[0] == nx - 1 && hi[1] == ny - 1) goto sorted;
         if (nbi_knn_range(s, rlo, rhi)) break;
@@ -1039,9 +1043,11 @@ static nbStatus nbi_pairs_run(const nbTiles *t, double radius, uint32_t groups_a
     const int32_t *start = NBI_ARR(t, start, const int32_t), *end = NBI_ARR(t, end, const int32_t);
     const int32_t *idx = NBI_ARR(t, idx, const int32_t);
     const double *pts = NBI_ARR(t, pts, const double);
+    const uint32_t *occ = NBI_ARR(t, occ, const uint32_t);
     const int dim = t->dim;
+    // Only the groups a tile holds (occ): a world of many small tiles is mostly empty ones.
     for (int32_t tile = 0; tile < t->ntiles; tile++) {
-        for (uint32_t m = both; m != 0; m &= m - 1) {
+        for (uint32_t m = occ[tile] & both; m != 0; m &= m - 1) {
             const int gx = nbi_ctz32(m);
             const int32_t bx = tile * t->groups + gx;
             for (int32_t p = start[bx]; p < end[bx]; p++) {
@@ -1050,8 +1056,8 @@ static nbStatus nbi_pairs_run(const nbTiles *t, double radius, uint32_t groups_a
                 nbi_tile_range(t, px, reach, lo, hi);
                 for (int32_t ty = lo[1]; ty <= hi[1]; ty++) {
                     for (int32_t tx = lo[0]; tx <= hi[0]; tx++) {
-                        const int32_t base = (tx + t->nt[0] * ty) * t->groups;
-                        for (uint32_t mm = both; mm != 0; mm &= mm - 1) {
+                        const int32_t there = tx + t->nt[0] * ty, base = there * t->groups;
+                        for (uint32_t mm = occ[there] & both; mm != 0; mm &= mm - 1) {
                             const int gy = nbi_ctz32(mm);
                             const bool xa = ((ga >> gx) & 1u) && ((gb >> gy) & 1u);
                             const bool ya = ((ga >> gy) & 1u) && ((gb >> gx) & 1u);
@@ -1209,28 +1215,30 @@ nbStatus nb_tiles_validate(const nbTiles *tiles)
     const int8_t *cls = NBI_ARR(t, cls, const int8_t);
     const int32_t *idx = NBI_ARR(t, idx, const int32_t), *key = NBI_ARR(t, key, const int32_t);
     const double *pts = NBI_ARR(t, pts, const double);
-    const int32_t blocks = t->ntiles * t->groups;
     int64_t items = 0, block_positions = 0;
     const uint32_t *occ = NBI_ARR(t, occ, const uint32_t);
-    for (int32_t b = 0; b < blocks; b++) {
-        NBI_CHECK(((occ[b / t->groups] >> (b % t->groups)) & 1u) == (cls[b] >= 0));
-        if (cls[b] < 0) {
-            NBI_CHECK(start[b] == 0 && end[b] == 0);
-            continue;
-        }
-        NBI_CHECK(cls[b] < NBI_TILES_CLASSES);
-        const int64_t size = (int64_t)1 << cls[b];
-        NBI_CHECK(start[b] >= 0 && start[b] + size <= t->top);
-        NBI_CHECK(end[b] > start[b] && end[b] - start[b] <= size);
-        block_positions += size;
-        for (int32_t p = start[b]; p < end[b]; p++) {
-            const int32_t s = idx[p];
-            NBI_CHECK(s >= 0 && s < t->pool.used);
-            NBI_CHECK(nbi_pool_slot_value(&t->pool, s) == p && key[s] == b);
-            const double *x = pts + (size_t)p * (size_t)t->dim;
-            NBI_CHECK(nbi_finite(x, t->dim));
-            NBI_CHECK(nbi_tile_of(t, x) == b / t->groups);
-            items++;
+    for (int32_t tile = 0; tile < t->ntiles; tile++) {
+        for (int32_t g = 0; g < t->groups; g++) {
+            const int32_t b = tile * t->groups + g; // block (tile, g)
+            NBI_CHECK(((occ[tile] >> g) & 1u) == (cls[b] >= 0));
+            if (cls[b] < 0) {
+                NBI_CHECK(start[b] == 0 && end[b] == 0);
+                continue;
+            }
+            NBI_CHECK(cls[b] < NBI_TILES_CLASSES);
+            const int64_t size = (int64_t)1 << cls[b];
+            NBI_CHECK(start[b] >= 0 && start[b] + size <= t->top);
+            NBI_CHECK(end[b] > start[b] && end[b] - start[b] <= size);
+            block_positions += size;
+            for (int32_t p = start[b]; p < end[b]; p++) {
+                const int32_t s = idx[p];
+                NBI_CHECK(s >= 0 && s < t->pool.used);
+                NBI_CHECK(nbi_pool_slot_value(&t->pool, s) == p && key[s] == b);
+                const double *x = pts + (size_t)p * (size_t)t->dim;
+                NBI_CHECK(nbi_finite(x, t->dim));
+                NBI_CHECK(nbi_tile_of(t, x) == tile);
+                items++;
+            }
         }
     }
     NBI_CHECK(items == t->count);

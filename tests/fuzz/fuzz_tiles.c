@@ -133,12 +133,12 @@ static uint64_t tf_fingerprint(void)
 }
 
 // A validate walks every (tile, group) block. In a world of millions of them (tiny tiles) it takes
-// a second under the sanitizers, so there it runs every 16th step and after the last one.
-enum { TF_BIG_WORLD = 1 << 16 };
-
+// a second under the sanitizers, so there it runs every k-th step, k = blocks / 2^16 (at most
+// 64), and after the last one.
 static void tf_check_state(bool last)
 {
-    if (last || tf.blocks <= TF_BIG_WORLD || nbf_step % 16 == 0)
+    const int64_t every = tf.blocks >> 16 < 64 ? tf.blocks >> 16 : 64;
+    if (last || every <= 1 || nbf_step % every == 0)
         nbf_expect(nb_tiles_validate(tf.t), NBF_BIT(NB_OK), "validate");
     NBF_CHECK(nb_tiles_count(tf.t) == tf.n, "count %d, model %d", nb_tiles_count(tf.t), tf.n);
     NBF_CHECK(nb_tiles_waypoint_count(tf.t) == tf.nw, "waypoints %d, model %d",
