@@ -4,9 +4,9 @@
 # UBSan) in build/fuzz and runs each for FUZZ_TIME seconds, starting from its checked-in corpus.
 # New inputs go to build/fuzz/corpus/NAME (kept between runs, never committed: copy a few small,
 # interesting ones into tests/fuzz/corpus/NAME by hand), crashes to build/fuzz/crashes/NAME-*.
-# Exits non-zero on the first target that fails. A unit may take up to 60 s: under libFuzzer's
-# instrumentation a query over a world of 745,835 tiles takes seconds (under a second in Release). tests/fuzz/README.md says how to shrink and
-# read a crash.
+# Exits non-zero on the first target that fails; tests/fuzz/README.md says how to shrink and read
+# a crash. A unit may take up to 60 s: under libFuzzer's instrumentation a query over a world of
+# 745,835 tiles takes seconds (under a second in Release).
 #
 #   bash scripts/fuzz.sh [SECONDS] [TARGET...]      (default: 60 s each, every target)
 set -euo pipefail
