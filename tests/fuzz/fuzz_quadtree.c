@@ -359,13 +359,13 @@ static void qf_queries(nbfReader *rd, uint8_t op)
                           "raycast_all: hit %d differs", (int)i);
         }
     } else { // pairs and cross pairs
-        static nbHitPair pairs[QF_MAX * QF_MAX / 2 + 1];
-        static uint64_t got[QF_MAX * QF_MAX / 2 + 1], wantp[QF_MAX * QF_MAX / 2 + 1];
+        static nbHitPair pairs[QF_MAX * QF_MAX + 1];
+        static uint64_t got[QF_MAX * QF_MAX + 1], wantp[QF_MAX * QF_MAX + 1];
         const bool cross = nbf_u8(rd) & 1;
         const uint32_t ma = nbf_u8(rd) % 4, mb = nbf_u8(rd) % 4;
         int64_t np = -1, npw = 0;
-        st = cross ? nb_quadtree_cross_pairs(qm.t, ma, mb, pairs, QF_MAX * QF_MAX / 2, &np)
-                   : nb_quadtree_pairs(qm.t, pairs, QF_MAX * QF_MAX / 2, &np);
+        st = cross ? nb_quadtree_cross_pairs(qm.t, ma, mb, pairs, QF_MAX * QF_MAX, &np)
+                   : nb_quadtree_pairs(qm.t, pairs, QF_MAX * QF_MAX, &np);
         nbf_log("  %s -> %s, %lld\n", cross ? "cross_pairs" : "pairs", nb_status_str(st),
                 (long long)np);
         for (int32_t i = 0; i < qm.n; i++)
