@@ -641,8 +641,15 @@ static int test_failing_allocator(void)
                     rs[i] = (nbRect){{i * 0.5, -i * 0.25}, {i * 0.5 + 1.0, 3.0 - i * 0.25}};
                 rs[7] = (nbRect){{1e30, 0.0}, {1e30, 0.0}};       // one in the outside list
                 rs[9] = (nbRect){{-5000.0, 0.0}, {-4000.0, 1.0}}; // the root grows
-                st = nb_quadtree_build(qt, rs, 300, NULL, NULL, NULL);
+                nbHandle bh[300]; // with handles: the build then allocates their order too
+                st = nb_quadtree_build(qt, rs, 300, NULL, NULL, bh);
                 if (st == NB_OK) NB_CHECK(nb_quadtree_count(qt) == 300);
+                for (int i = 0; st == NB_OK && i < 300; i++) {
+                    nbRect got;
+                    uint64_t user;
+                    NB_CHECK_OK(nb_quadtree_get(qt, bh[i], &got, &user, NULL));
+                    NB_CHECK(user == (uint64_t)i && memcmp(&got, &rs[i], sizeof got) == 0);
+                }
             }
             if (st == NB_OK && !nbt_alloc_failed(&al)) succeeded = true;
             if (st != NB_OK) {
