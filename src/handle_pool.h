@@ -142,6 +142,17 @@ NBI_INLINE nbHandle nbi_pool_handle_live(const nbiPool *pool, int32_t slot)
     return h;
 }
 
+/// The handle of a slot handed out for the first time (generation 0): no read of the slot, for
+/// a build that gives out a fresh pool's slots and writes their handles far apart in memory.
+NBI_INLINE nbHandle nbi_pool_handle_first(const nbiPool *pool, int32_t slot)
+{
+    NB_ASSERT(slot >= 0 && slot < pool->used &&
+              ((const nbiPoolSlot *)pool->slots.ptr)[slot].gen == 0);
+    nbHandle h;
+    h.bits = (uint64_t)((uint32_t)slot + 1u) | ((uint64_t)pool->tag << 48);
+    return h;
+}
+
 /// The value of a slot the owner knows to be live, in a hot path (a move, right after
 /// nbi_pool_lookup): no check beyond an assertion. Use nbi_pool_slot_value anywhere else.
 NBI_INLINE int32_t nbi_pool_value_live(const nbiPool *pool, int32_t slot)

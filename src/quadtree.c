@@ -1131,10 +1131,10 @@ static void nbi_box_move(nbQuadtree *q, int32_t n, int32_t at, const double *b)
     }
 }
 
-// Writes a rectangle's data at position `to` of node n, whose block starts at `start`, and points
-// its slot there.
-static void nbi_put(nbQuadtree *q, int32_t start, int32_t to, int32_t n, const double *b,
-                    uint64_t hnd, uint64_t user, uint32_t cat, uint32_t mask)
+// Writes a rectangle's data at position `to` of node n, whose block starts at `start`; its slot
+// is left to the caller (nbi_put).
+static void nbi_put_data(nbQuadtree *q, int32_t start, int32_t to, int32_t n, const double *b,
+                         uint64_t hnd, uint64_t user, uint32_t cat, uint32_t mask)
 {
     nbHit *r = nbi_hit_of(q, to);
     nbi_box_put(q, n, start, to, b);
@@ -1144,6 +1144,13 @@ static void nbi_put(nbQuadtree *q, int32_t start, int32_t to, int32_t n, const d
     NBI_MASK(q)[to] = mask;
     NBI_OWN(q)[to] = n;
     nbi_bbox_grow(q, n, to);
+}
+
+// nbi_put_data, and points the rectangle's slot there.
+static void nbi_put(nbQuadtree *q, int32_t start, int32_t to, int32_t n, const double *b,
+                    uint64_t hnd, uint64_t user, uint32_t cat, uint32_t mask)
+{
+    nbi_put_data(q, start, to, n, b, hnd, user, cat, mask);
     nbi_pool_set_slot_value(&q->pool, (int32_t)((uint32_t)hnd - 1u), to);
 }
 
@@ -1938,8 +1945,7 @@ static void nbi_build_sort(const nbiQtNode *nd, const nbiQtItem *in, nbiQtItem *
 // that stay first), and each node's own rectangles get a block at the arena's end as the walk
 // reaches it, so nodes and their rectangles sit in memory in the order queries visit them.
 static nbStatus nbi_build_into(nbQuadtree *s, nbiQtItem *work, nbiQtItem *scratch, uint8_t *pick,
-                               const uint64_t *users, const nbFilter *filters, int32_t *order,
-                               nbiQtRange first)
+                               const uint64_t *users, const nbFilter *filters, nbiQtRange first)
 {
     nbiQtRange stack[NBI_QT_STACK];
     int top = 0;
@@ -2005,20 +2011,38 @@ static nbStatus nbi_build_into(nbQuadtree *s, nbiQtItem *work, nbiQtItem *scratc
         nbi_build_sort(nd, items + r.lo, sorted + r.lo, pick + r.lo, stay);
         for (int32_t j = 0; j < stay; j++) {
             const nbiQtItem *it = &sorted[r.lo + j];
-            nbHandle h;
-            st = nbi_pool_alloc(&s->pool, 0, &h);
-            if (st != NB_OK) return st; // cannot happen: room for every handle was prepared
+            const nbHandle h = nbi_pool_handle_first(&s->pool, it->i); // slot i: rectangle i's
             const nbFilter f = filters != NULL ? filters[it->i] : NB_FILTER_ALL;
-            nbi_put(s, start, start + j, r.node, it->b, h.bits,
-                    users != NULL ? users[it->i] : (uint64_t)it->i, f.category, f.mask);
-            if (order != NULL) order[(uint32_t)h.bits - 1u] = it->i; // the handle's slot
+            nbi_put_data(s, start, start + j, r.node, it->b, h.bits,
+                         users != NULL ? users[it->i] : (uint64_t)it->i, f.category, f.mask);
         }
         nbi_sync(s, r.node);
     }
     return NB_OK;
 }
 
-enum { NBI_QT_AHEAD_HANDLE = 16 };
+// Points every slot of a built tree at its rectangle's position, node by node: the slots in the
+// order of the positions, a random order, in one loop of their own. Done in the layout, one by
+// one amid its stores, such random stores (then into the caller's handles) cost a build of 1M
+// about 30% (docs/quadtree.md).
+enum { NBI_QT_AHEAD_SLOTS = 16 };
+
+static void nbi_build_slots(nbQuadtree *s)
+{
+    const nbiQtNode *nodes = NBI_NODES(s);
+    nbiPoolSlot *slots = (nbiPoolSlot *)s->pool.slots.ptr;
+    for (int32_t n = 0; n < s->node_top; n++) {
+        const int32_t p0 = nodes[n].start, p1 = p0 + nodes[n].count;
+        for (int32_t p = p0; p < p1; p++) {
+#if defined(__GNUC__)
+            if (p + NBI_QT_AHEAD_SLOTS < p1)
+                __builtin_prefetch(
+                    slots + ((uint32_t)nbi_hit_of(s, p + NBI_QT_AHEAD_SLOTS)->handle.bits - 1u), 1);
+#endif
+            slots[(uint32_t)nbi_hit_of(s, p)->handle.bits - 1u].value = p;
+        }
+    }
+}
 
 nbStatus nb_quadtree_build(nbQuadtree *q, const nbRect *rects, int32_t n, const uint64_t *users,
                            const nbFilter *filters, nbHandle *handles)
@@ -2045,12 +2069,7 @@ nbStatus nb_quadtree_build(nbQuadtree *q, const nbRect *rects, int32_t n, const 
     const size_t un = (size_t)n;
     nbiQtItem *work = n > 0 ? nbi_alloc(&q->alloc, 2 * un, sizeof(nbiQtItem)) : NULL;
     uint8_t *pick = n > 0 ? nbi_alloc(&q->alloc, un, 1) : NULL;
-    // The rectangle each slot went to: the handles are written after the layout, in one loop
-    // of their own, rather than one by one amid the layout's writes (where the random stores
-    // into the caller's array cost a build of a million about 30%; measured: docs/quadtree.md).
-    int32_t *order = n > 0 && handles != NULL ? nbi_alloc(&q->alloc, un, sizeof(int32_t)) : NULL;
-    if (n > 0 && (work == NULL || pick == NULL || (handles != NULL && order == NULL)))
-        st = NB_ERR_OUT_OF_MEMORY;
+    if (n > 0 && (work == NULL || pick == NULL)) st = NB_ERR_OUT_OF_MEMORY;
     if (st == NB_OK) {
         nbiQtNeed need = {n, 0, 2 * (int64_t)n + 64, 0, {0}};
         st = nbi_qt_room(s, &need);
@@ -2076,26 +2095,28 @@ nbStatus nb_quadtree_build(nbQuadtree *q, const nbRect *rects, int32_t n, const 
         }
         memcpy(work + inside, scratch, (size_t)outside * sizeof *work);
         s->count = n;
+        // Rectangle i takes slot i (a fresh pool gives out 0, 1, ... in order): moves and
+        // removes in the caller's order then read the slots in order. Their positions are set
+        // after the layout (nbi_build_slots).
+        for (int32_t i = 0; i < n && st == NB_OK; i++) {
+            nbHandle h;
+            st = nbi_pool_alloc(&s->pool, 0, &h); // cannot fail: room was made
+            NB_ASSERT(st != NB_OK || (uint32_t)h.bits - 1u == (uint32_t)i);
+        }
         for (int32_t i = 0; filters != NULL && i < n; i++)
             s->nfiltered += !nbi_bits_all(filters[i].category, filters[i].mask);
-        if (outside > 0)
-            st = nbi_build_into(s, work, scratch, pick, users, filters, order,
+        if (st == NB_OK && outside > 0)
+            st = nbi_build_into(s, work, scratch, pick, users, filters,
                                 (nbiQtRange){NBI_QT_OUT, inside, n, 0});
         if (st == NB_OK && inside > 0)
-            st = nbi_build_into(s, work, scratch, pick, users, filters, order,
+            st = nbi_build_into(s, work, scratch, pick, users, filters,
                                 (nbiQtRange){NBI_QT_ROOT, 0, inside, 0});
     }
-    if (st == NB_OK && order != NULL) {
-        // A fresh pool gave out slots 0, 1, ... in order.
-        for (int32_t k = 0; k < n; k++) {
-#if defined(__GNUC__)
-            if (k + NBI_QT_AHEAD_HANDLE < n)
-                __builtin_prefetch(&handles[order[k + NBI_QT_AHEAD_HANDLE]], 1);
-#endif
-            handles[order[k]] = nbi_pool_handle_live(&s->pool, k);
-        }
+    if (st == NB_OK && n > 0) {
+        nbi_build_slots(s);
+        for (int32_t i = 0; handles != NULL && i < n; i++)
+            handles[i] = nbi_pool_handle_first(&s->pool, i);
     }
-    if (order != NULL) nbi_free(&q->alloc, order, un, sizeof(int32_t));
     if (work != NULL) nbi_free(&q->alloc, work, 2 * un, sizeof(nbiQtItem));
     if (pick != NULL) nbi_free(&q->alloc, pick, un, 1);
     if (st != NB_OK) {
