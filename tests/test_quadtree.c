@@ -1380,6 +1380,44 @@ static int test_buffer_edges(void)
     return 0;
 }
 
+// A build gives rectangle i slot i (nb_quadtree_build), so the ties that go by lower slot go by
+// lower index. Every even rectangle holds the query point (distance 0: all tie), and they grow
+// with the index, so the layout, which places the larger ones in higher nodes and lays a node
+// out before its children, puts them in about the reverse order; the odd ones lie apart, so
+// that the tree splits.
+static int test_build_slot_order(void)
+{
+    enum { N = 2000, K = 40 };
+    static nbRect rs[N];
+    static uint64_t users[N];
+    static nbHandle hs[N];
+    for (int32_t i = 0; i < N; i++) {
+        if (i % 2 == 0) {
+            const double half = 0.05 + 0.005 * i;
+            rs[i] = (nbRect){{32.0 - half, 32.0 - half}, {32.0 + half, 32.0 + half}};
+        } else {
+            const double x = nbt_range(45.0, 62.0), y = nbt_range(45.0, 62.0);
+            rs[i] = (nbRect){{x, y}, {x + 1.0, y + 1.0}};
+        }
+        users[i] = (uint64_t)(N - i); // not the index: the slot decides, not the user value
+    }
+    nbQuadtree *qt = NULL;
+    nbQuadtreeDesc desc = {.bounds = {{0.0, 0.0}, {64.0, 64.0}}};
+    NB_CHECK_OK(nb_quadtree_create(&desc, &qt));
+    NB_CHECK_OK(nb_quadtree_build(qt, rs, N, users, NULL, hs));
+    for (int32_t i = 0; i < N; i++) NB_CHECK((uint32_t)hs[i].bits - 1u == (uint32_t)i);
+    nbHitNeighbor out[K];
+    int32_t found = 0;
+    const double p[2] = {32.0, 32.0};
+    NB_CHECK_OK(nb_quadtree_knn(qt, p, K, INFINITY, NB_FILTER_ALL, out, &found));
+    NB_CHECK(found == K);
+    for (int32_t k = 0; k < K; k++)
+        NB_CHECK(out[k].dist2 == 0.0 && out[k].hit.user == (uint64_t)(N - 2 * k));
+    NB_CHECK_OK(nb_quadtree_validate(qt));
+    nb_quadtree_destroy(qt);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const nbtCase cases[] = {
@@ -1400,6 +1438,7 @@ int main(int argc, char **argv)
         {"buffer_edges", test_buffer_edges},
         {"move_many", test_move_many},
         {"move_many_oom", test_move_many_oom},
+        {"build_slot_order", test_build_slot_order},
     };
     return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
 }

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 // `nearby demo` (what `make demo` runs): a flocking scene. N agents in two groups move for a
-// few hundred frames; every frame each structure is brought up to date (the dense grid rebuilt,
-// the hash's items moved by handle: the table's build_points adapter) and asked for every
-// agent's neighbours within R. The scene runs once per structure from the same start, and the
-// neighbour counts must agree frame by frame (and a sample of queries with brute force), or the
-// demo fails. It ends with a table of times and an SVG picture of the last frame.
+// few hundred frames; every frame each structure is brought up to date (the dense grid rebuilt;
+// the hash's, the tiles' and the quadtree's items moved by handle: the table's build_points
+// adapters) and asked for every agent's neighbours within R. The scene runs once per structure
+// from the same start, and the neighbour counts must agree frame by frame (and a sample of
+// queries with brute force), or the demo fails. It ends with a table of times and an SVG
+// picture of the last frame.
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
@@ -51,10 +52,10 @@ static void help(void)
           "structure for its neighbours within R and steers: away from every neighbour,\n"
           "along with and towards those of its own group; the second group also circles the\n"
           "origin. The scene runs on every structure that can serve it (dense: rebuilt each\n"
-          "frame; hash: items moved by handle), from the same start; their neighbour counts\n"
-          "must agree in every frame, and a sample of queries must agree with brute force, or\n"
-          "the demo fails (exit 1). Prints a table (ms a frame, neighbours a frame, queries a\n"
-          "second) and draws the last frame to an SVG picture.\n"
+          "frame; hash, tiles and quadtree: items moved by handle), from the same start; their\n"
+          "neighbour counts must agree in every frame, and a sample of queries must agree with\n"
+          "brute force, or the demo fails (exit 1). Prints a table (ms a frame, neighbours a\n"
+          "frame, queries a second) and draws the last frame to an SVG picture.\n"
           "\n"
           "  --n N             agents, default 20000\n"
           "  --frames F        frames, default 200\n"

@@ -146,14 +146,8 @@ static void hash_destroy(void *index)
 static nbStatus hash_build_points(void **index, const nbPoints *points, double scale)
 {
     HashIndex *x = *index;
-    if (x != NULL && x->count == points->count) { // a rebuild: move every item
-        for (int32_t i = 0; i < points->count; i++) {
-            const nbStatus st =
-                nb_hash_move(x->hash, x->items[i], points->data + (size_t)i * (size_t)points->dim);
-            if (st != NB_OK) return st;
-        }
-        return NB_OK;
-    }
+    if (x != NULL && x->count == points->count) // a rebuild: move every item, in one call
+        return nb_hash_move_many(x->hash, x->items, points->data, points->count, NULL);
     if (x != NULL) return NB_ERR_OUT_OF_RANGE; // the CLI rebuilds only with the same points
     x = calloc(1, sizeof *x);
     if (x == NULL) return NB_ERR_OUT_OF_MEMORY;
@@ -357,14 +351,18 @@ static nbStatus tiles_knn(const void *index, const double *point, int32_t k, nbN
 
 // ---------------------------------------------------------------------------------------------
 // quadtree: the quadtree of rectangles (nb_quadtree_*). Rectangles by nb_quadtree_build, user
-// value = index. Points (2D only) as zero-size rectangles inserted in input order, so slot
-// order, the kNN tie order, is input order; the distance to a zero-size rectangle is the
-// distance to the point, computed the same way, so results match the grid's exactly. The
-// index keeps the points too, for pairs: one radius search per point.
+// value = index. Points (2D only) as zero-size rectangles, by nb_quadtree_build too, which gives
+// rectangle i slot i, so slot order, the kNN tie order, is input order; the distance to a
+// zero-size rectangle is the distance to the point, computed the same way, so results match the
+// grid's exactly. A rebuild with as many points (the demo's frames) moves every rectangle by
+// handle in one nb_quadtree_move_many, as the hash's adapter moves its items. The index keeps
+// the points too, for pairs: one radius search per point.
 
 typedef struct QuadtreeIndex {
     nbQuadtree *qt;
-    double *pts; // the points (2 doubles each) when built from points, else NULL
+    double *pts;     // the points (2 doubles each) when built from points, else NULL
+    nbRect *rects;   // built from points: the points as zero-size rectangles (moves' input)
+    nbHandle *items; // built from points: rectangle i's handle
     int32_t n;
 } QuadtreeIndex;
 
@@ -374,6 +372,8 @@ static void quadtree_destroy(void *index)
     if (x == NULL) return;
     nb_quadtree_destroy(x->qt);
     free(x->pts);
+    free(x->rects);
+    free(x->items);
     free(x);
 }
 
@@ -394,30 +394,46 @@ static nbStatus quadtree_build_rects(void **index, const double *rects, int32_t 
     return NB_OK;
 }
 
+// The points into x->pts and, as zero-size rectangles, x->rects.
+static void quadtree_take_points(QuadtreeIndex *x, const nbPoints *points)
+{
+    for (int32_t i = 0; i < points->count; i++) {
+        const double *p = points->data + 2 * (size_t)i;
+        x->pts[2 * i] = p[0];
+        x->pts[2 * i + 1] = p[1];
+        x->rects[i] = (nbRect){{p[0], p[1]}, {p[0], p[1]}};
+    }
+}
+
 static nbStatus quadtree_build_points(void **index, const nbPoints *points, double scale)
 {
     (void)scale;
     if (points->dim != 2) return NB_ERR_OUT_OF_RANGE; // a quadtree is 2D
+    QuadtreeIndex *old = *index;
+    if (old != NULL && old->items != NULL && old->n == points->count) { // a rebuild: move all
+        quadtree_take_points(old, points);
+        return nb_quadtree_move_many(old->qt, old->items, old->rects, old->n, NULL);
+    }
     QuadtreeIndex *x = calloc(1, sizeof *x);
     if (x == NULL) return NB_ERR_OUT_OF_MEMORY;
-    x->pts = malloc(((size_t)points->count + 1) * 2 * sizeof(double));
+    const size_t n1 = (size_t)points->count + 1;
+    x->pts = malloc(n1 * 2 * sizeof(double));
+    x->rects = malloc(n1 * sizeof(nbRect));
+    x->items = malloc(n1 * sizeof(nbHandle));
     nbQuadtreeDesc desc = {0};
-    desc.capacity_hint = points->count;
-    nbStatus st = x->pts == NULL ? NB_ERR_OUT_OF_MEMORY : nb_quadtree_create(&desc, &x->qt);
-    for (int32_t i = 0; i < points->count && st == NB_OK; i++) {
-        const double *p = points->data + 2 * (size_t)i;
-        x->pts[2 * i] = p[0];
-        x->pts[2 * i + 1] = p[1];
-        const nbRect r = {{p[0], p[1]}, {p[0], p[1]}};
-        nbHandle h;
-        st = nb_quadtree_insert(x->qt, &r, (uint64_t)i, NB_FILTER_ALL, &h);
+    nbStatus st = x->pts == NULL || x->rects == NULL || x->items == NULL
+                      ? NB_ERR_OUT_OF_MEMORY
+                      : nb_quadtree_create(&desc, &x->qt);
+    if (st == NB_OK) {
+        quadtree_take_points(x, points);
+        st = nb_quadtree_build(x->qt, x->rects, points->count, NULL, NULL, x->items);
     }
     if (st != NB_OK) {
         quadtree_destroy(x);
         return st;
     }
     x->n = points->count;
-    quadtree_destroy(*index); // a rebuild replaces the old index
+    quadtree_destroy(old); // a rebuild replaces the old index
     *index = x;
     return NB_OK;
 }

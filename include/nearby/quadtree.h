@@ -131,7 +131,8 @@ NB_API nbStatus nb_quadtree_insert(nbQuadtree *tree, const nbRect *rect, uint64_
 
 /// Replaces the contents with `n` rectangles at once: every earlier handle goes stale, and
 /// rectangle i gets the user value users[i] (users NULL: i), the filter bits filters[i]
-/// (filters NULL: NB_FILTER_ALL) and its handle in handles[i] (handles may be NULL). Faster than
+/// (filters NULL: NB_FILTER_ALL) and its handle in handles[i] (handles may be NULL), whose slot is
+/// i: ties that go by lower handle slot (kNN, raycasts) go by lower index. Faster than
 /// n inserts, and it lays nodes and rectangles out in memory in the order queries walk them, so
 /// queries on a built tree run faster too. All or nothing: NB_ERR_NOT_FINITE or
 /// NB_ERR_OUT_OF_RANGE for the first bad rectangle (as nb_quadtree_insert), NB_ERR_OUT_OF_RANGE
