@@ -1380,6 +1380,69 @@ static int test_buffer_edges(void)
     return 0;
 }
 
+// Moves tidy the tree as they add up (nodes of 32 to 1024 rectangles sorted along the curve
+// again, their run boxes computed anew): frames of small steps (and now and then a teleport) of
+// every rectangle of a few hundred in leaves of about 150, by one nb_quadtree_move_many a frame
+// in one tree and one nb_quadtree_move a rectangle in another. Both stay valid, hold the same
+// rectangles in the same order (a batch leaves the tree the single moves leave) and answer
+// every query as brute force does.
+static int test_tidy(void)
+{
+    memset(&M, 0, sizeof M);
+    const double world = 60.0;
+    nbQuadtreeDesc desc = {0};
+    desc.bounds = (nbRect){{-world, -world}, {world, world}};
+    nbQuadtree *qt = NULL, *one = NULL;
+    NB_CHECK_OK(nb_quadtree_create(&desc, &qt));
+    NB_CHECK_OK(nb_quadtree_create(&desc, &one));
+    static nbHandle h1[MAXN], items[MAXN], items1[MAXN];
+    static nbRect to[MAXN];
+    for (int32_t i = 0; i < MAXN; i++) {
+        const double x = nbt_range(-world, world), y = nbt_range(-world, world);
+        const double s = nbt_range(0.0, 2.0);
+        const nbRect r = {{x, y}, {x + s, y + s}};
+        NB_CHECK_OK(nb_quadtree_insert(qt, &r, (uint64_t)i, NB_FILTER_ALL, &M.h[i]));
+        NB_CHECK_OK(nb_quadtree_insert(one, &r, (uint64_t)i, NB_FILTER_ALL, &h1[i]));
+        M.r[i] = r;
+        M.user[i] = (uint64_t)i;
+        M.f[i] = NB_FILTER_ALL;
+        M.live[i] = true;
+    }
+    M.n = MAXN;
+    for (int frame = 0; frame < 40; frame++) {
+        for (int32_t i = 0; i < MAXN; i++) {
+            nbRect r = M.r[i];
+            if (nbt_int(50) == 0) {
+                const double x = nbt_range(-world, world), y = nbt_range(-world, world);
+                r = (nbRect){{x, y}, {x + 1.0, y + 1.0}};
+            } else {
+                const double dx = nbt_range(-1.0, 1.0), dy = nbt_range(-1.0, 1.0);
+                r = (nbRect){{r.min[0] + dx, r.min[1] + dy}, {r.max[0] + dx, r.max[1] + dy}};
+            }
+            M.r[i] = to[i] = r;
+            items[i] = M.h[i];
+            items1[i] = h1[i];
+        }
+        NB_CHECK_OK(nb_quadtree_move_many(qt, items, to, MAXN, NULL));
+        for (int32_t i = 0; i < MAXN; i++) NB_CHECK_OK(nb_quadtree_move(one, items1[i], &to[i]));
+        NB_CHECK_OK(nb_quadtree_validate(qt));
+        NB_CHECK_OK(nb_quadtree_validate(one));
+        static uint64_t ua[MAXN], ub[MAXN];
+        static nbRect ra[MAXN], rb[MAXN];
+        int32_t na = 0, nb = 0;
+        if (tree_walk(qt, ua, ra, &na) != 0 || tree_walk(one, ub, rb, &nb) != 0) return 1;
+        NB_CHECK(na == MAXN && nb == MAXN);
+        NB_CHECK(memcmp(ua, ub, sizeof ua) == 0 && memcmp(ra, rb, sizeof ra) == 0);
+        if (frame % 4 == 3 && check_queries(qt, world) != 0) {
+            fprintf(stderr, "  after frame %d\n", frame);
+            return 1;
+        }
+    }
+    nb_quadtree_destroy(qt);
+    nb_quadtree_destroy(one);
+    return 0;
+}
+
 // A build gives rectangle i slot i (nb_quadtree_build), so the ties that go by lower slot go by
 // lower index. Every even rectangle holds the query point (distance 0: all tie), and they grow
 // with the index, so the layout, which places the larger ones in higher nodes and lays a node
@@ -1439,6 +1502,7 @@ int main(int argc, char **argv)
         {"move_many", test_move_many},
         {"move_many_oom", test_move_many_oom},
         {"build_slot_order", test_build_slot_order},
+        {"tidy", test_tidy},
     };
     return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
 }
