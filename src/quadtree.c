@@ -1324,15 +1324,17 @@ static void nbi_tidy(nbQuadtree *q, int32_t n)
 }
 
 // Tidies the nodes the moves so far pay for, round the nodes from where the last call stopped,
-// and sets what the next call is due at: the credit the node at the cursor costs. A round that
-// finds nothing to tidy drops the credit, so that a tree without such nodes looks for them once
-// every NBI_QT_TIDY_RATIO * NBI_QT_TIDY_MIN moves at most.
+// looking at NBI_QT_TIDY_LOOK nodes at most, and sets the credit the next call is due at: what
+// the node at the cursor costs, or, when none in reach could be tidied, NBI_QT_TIDY_RATIO *
+// NBI_QT_TIDY_MIN more moves. So a tree with few or no such nodes (small leaves) costs a move a
+// quarter of a node record's look at most, and the credit, capped, never pays for more than a
+// few nodes at once (no long pause in one move).
+enum { NBI_QT_TIDY_LOOK = 64, NBI_QT_TIDY_CAP = 4 * NBI_QT_TIDY_RATIO * NBI_QT_TIDY_MAX };
+
 static void nbi_tidy_run(nbQuadtree *q)
 {
-    const int64_t most = (int64_t)NBI_QT_TIDY_RATIO * q->count + 1;
-    if (q->tidy_credit > most) q->tidy_credit = most;
-    bool tidied = false;
-    for (int32_t looked = 0; looked < q->node_top; looked++) {
+    if (q->tidy_credit > NBI_QT_TIDY_CAP) q->tidy_credit = NBI_QT_TIDY_CAP;
+    for (int32_t looked = 0; looked < NBI_QT_TIDY_LOOK; looked++) {
         if (q->tidy_next >= q->node_top) q->tidy_next = 0;
         const int32_t n = q->tidy_next;
         if (nbi_tidy_fits(q, n)) {
@@ -1343,12 +1345,10 @@ static void nbi_tidy_run(nbQuadtree *q)
             }
             q->tidy_credit -= cost;
             nbi_tidy(q, n);
-            tidied = true;
         }
         q->tidy_next++;
     }
-    if (!tidied) q->tidy_credit = 0;
-    q->tidy_due = (int64_t)NBI_QT_TIDY_RATIO * NBI_QT_TIDY_MIN;
+    q->tidy_due = q->tidy_credit + (int64_t)NBI_QT_TIDY_RATIO * NBI_QT_TIDY_MIN;
 }
 
 // One move made: its share of the tidying. nb_quadtree_move and nb_quadtree_move_many both pay
