@@ -681,6 +681,41 @@ static int tree_walk(const nbQuadtree *qt, uint64_t *users, nbRect *rects, int32
     return 0;
 }
 
+// Whether two trees that took the same moves (one batched, one single) hold the same rectangles
+// with the same user values in the same order, each at its model rectangle.
+static int same_trees(const nbQuadtree *a, const nbQuadtree *b)
+{
+    static uint64_t ua[MAXN], ub[MAXN];
+    static nbRect ra[MAXN], rb[MAXN];
+    int32_t na = 0, nb = 0;
+    if (tree_walk(a, ua, ra, &na) != 0 || tree_walk(b, ub, rb, &nb) != 0) return 1;
+    NB_CHECK(na == nb);
+    NB_CHECK(memcmp(ua, ub, (size_t)na * sizeof *ua) == 0);
+    NB_CHECK(memcmp(ra, rb, (size_t)na * sizeof *ra) == 0);
+    for (int32_t i = 0; i < na; i++) NB_CHECK(memcmp(&ra[i], &M.r[ua[i]], sizeof *ra) == 0);
+    return 0;
+}
+
+// Two trees of desc with the same n rectangles of the workload's mix (random_rect), user value
+// = index, inserted in the same order, and the model of them (M: handles of *a). h1: *b's.
+static int twins(const nbQuadtreeDesc *desc, int32_t n, double world, nbQuadtree **a,
+                 nbQuadtree **b, nbHandle *h1)
+{
+    NB_CHECK_OK(nb_quadtree_create(desc, a));
+    NB_CHECK_OK(nb_quadtree_create(desc, b));
+    for (int32_t i = 0; i < n; i++) {
+        const nbRect r = random_rect(world);
+        NB_CHECK_OK(nb_quadtree_insert(*a, &r, (uint64_t)i, NB_FILTER_ALL, &M.h[i]));
+        NB_CHECK_OK(nb_quadtree_insert(*b, &r, (uint64_t)i, NB_FILTER_ALL, &h1[i]));
+        M.r[i] = r;
+        M.user[i] = (uint64_t)i;
+        M.f[i] = NB_FILTER_ALL;
+        M.live[i] = true;
+        M.n = i + 1;
+    }
+    return 0;
+}
+
 // nb_quadtree_move_many over batches of 1 to 12 live rectangles (repeats allowed; small steps,
 // teleports far outside the root, resizes) against the model and against a second tree given
 // the same moves one nb_quadtree_move at a time: the same contents in the same layout. A batch
@@ -697,19 +732,8 @@ static int test_move_many(void)
         desc.max_depth = 10;
         desc.bounds = (nbRect){{-world, -world}, {world, world}};
         nbQuadtree *qt = NULL, *one = NULL;
-        NB_CHECK_OK(nb_quadtree_create(&desc, &qt));
-        NB_CHECK_OK(nb_quadtree_create(&desc, &one));
         static nbHandle h1[MAXN];
-        for (int32_t i = 0; i < 160; i++) {
-            const nbRect r = random_rect(world);
-            NB_CHECK_OK(nb_quadtree_insert(qt, &r, (uint64_t)i, NB_FILTER_ALL, &M.h[i]));
-            NB_CHECK_OK(nb_quadtree_insert(one, &r, (uint64_t)i, NB_FILTER_ALL, &h1[i]));
-            M.r[i] = r;
-            M.user[i] = (uint64_t)i;
-            M.f[i] = NB_FILTER_ALL;
-            M.live[i] = true;
-        }
-        M.n = 160;
+        if (twins(&desc, 160, world, &qt, &one, h1) != 0) return 1;
         for (int32_t i = 0; i < 160; i += 9) { // some handles go stale
             NB_CHECK_OK(nb_quadtree_remove(qt, M.h[i]));
             NB_CHECK_OK(nb_quadtree_remove(one, h1[i]));
@@ -772,14 +796,7 @@ static int test_move_many(void)
                 M.r[idx[e]] = to[e]; // a repeat ends at its last rectangle
             }
             NB_CHECK_OK(nb_quadtree_validate(qt));
-            static uint64_t ua[MAXN], ub[MAXN];
-            static nbRect ra[MAXN], rb[MAXN];
-            int32_t na = 0, nb = 0;
-            if (tree_walk(qt, ua, ra, &na) != 0 || tree_walk(one, ub, rb, &nb) != 0) return 1;
-            NB_CHECK(na == nb);
-            NB_CHECK(memcmp(ua, ub, (size_t)na * sizeof *ua) == 0);
-            NB_CHECK(memcmp(ra, rb, (size_t)na * sizeof *ra) == 0);
-            for (int32_t i = 0; i < na; i++) NB_CHECK(memcmp(&ra[i], &M.r[ua[i]], sizeof *ra) == 0);
+            if (same_trees(qt, one) != 0) return 1;
             if (b % 10 == 0 && check_queries(qt, world) != 0) {
                 fprintf(stderr, "  after batch %d (threshold %d)\n", (int)b, (int)thresholds[t]);
                 return 1;
@@ -1393,28 +1410,14 @@ static int test_tidy(void)
     nbQuadtreeDesc desc = {0};
     desc.bounds = (nbRect){{-world, -world}, {world, world}};
     nbQuadtree *qt = NULL, *one = NULL;
-    NB_CHECK_OK(nb_quadtree_create(&desc, &qt));
-    NB_CHECK_OK(nb_quadtree_create(&desc, &one));
     static nbHandle h1[MAXN], items[MAXN], items1[MAXN];
     static nbRect to[MAXN];
-    for (int32_t i = 0; i < MAXN; i++) {
-        const double x = nbt_range(-world, world), y = nbt_range(-world, world);
-        const double s = nbt_range(0.0, 2.0);
-        const nbRect r = {{x, y}, {x + s, y + s}};
-        NB_CHECK_OK(nb_quadtree_insert(qt, &r, (uint64_t)i, NB_FILTER_ALL, &M.h[i]));
-        NB_CHECK_OK(nb_quadtree_insert(one, &r, (uint64_t)i, NB_FILTER_ALL, &h1[i]));
-        M.r[i] = r;
-        M.user[i] = (uint64_t)i;
-        M.f[i] = NB_FILTER_ALL;
-        M.live[i] = true;
-    }
-    M.n = MAXN;
+    if (twins(&desc, MAXN, world, &qt, &one, h1) != 0) return 1;
     for (int frame = 0; frame < 40; frame++) {
         for (int32_t i = 0; i < MAXN; i++) {
             nbRect r = M.r[i];
             if (nbt_int(50) == 0) {
-                const double x = nbt_range(-world, world), y = nbt_range(-world, world);
-                r = (nbRect){{x, y}, {x + 1.0, y + 1.0}};
+                r = random_rect(world);
             } else {
                 const double dx = nbt_range(-1.0, 1.0), dy = nbt_range(-1.0, 1.0);
                 r = (nbRect){{r.min[0] + dx, r.min[1] + dy}, {r.max[0] + dx, r.max[1] + dy}};
@@ -1427,16 +1430,8 @@ static int test_tidy(void)
         for (int32_t i = 0; i < MAXN; i++) NB_CHECK_OK(nb_quadtree_move(one, items1[i], &to[i]));
         NB_CHECK_OK(nb_quadtree_validate(qt));
         NB_CHECK_OK(nb_quadtree_validate(one));
-        static uint64_t ua[MAXN], ub[MAXN];
-        static nbRect ra[MAXN], rb[MAXN];
-        int32_t na = 0, nb = 0;
-        if (tree_walk(qt, ua, ra, &na) != 0 || tree_walk(one, ub, rb, &nb) != 0) return 1;
-        NB_CHECK(na == MAXN && nb == MAXN);
-        NB_CHECK(memcmp(ua, ub, sizeof ua) == 0 && memcmp(ra, rb, sizeof ra) == 0);
-        if (frame % 4 == 3 && check_queries(qt, world) != 0) {
-            fprintf(stderr, "  after frame %d\n", frame);
-            return 1;
-        }
+        NB_CHECK(nb_quadtree_count(qt) == MAXN && same_trees(qt, one) == 0);
+        if (frame % 4 == 3) NB_CHECK(check_queries(qt, world) == 0);
     }
     nb_quadtree_destroy(qt);
     nb_quadtree_destroy(one);
