@@ -1351,8 +1351,10 @@ static void nbi_tidy_run(nbQuadtree *q)
     q->tidy_due = q->tidy_credit + (int64_t)NBI_QT_TIDY_RATIO * NBI_QT_TIDY_MIN;
 }
 
-// One move made: its share of the tidying. nb_quadtree_move and nb_quadtree_move_many both pay
-// after each move, so that a batch leaves the same tree as the single moves.
+// One change made (an insert, a remove, a move): its share of the tidying. Inserts append to a
+// node's block and removals fill the hole with its last rectangle, so they undo the order too.
+// nb_quadtree_move and nb_quadtree_move_many both pay after each move, so that a batch leaves
+// the same tree as the single moves.
 NBI_INLINE void nbi_tidy_pay(nbQuadtree *q)
 {
     if (++q->tidy_credit >= q->tidy_due) nbi_tidy_run(q);
@@ -1857,6 +1859,7 @@ nbStatus nb_quadtree_insert(nbQuadtree *q, const nbRect *rect, uint64_t user, nb
     q->count++;
     q->nfiltered += !nbi_bits_all(filter.category, filter.mask);
     *out = h;
+    nbi_tidy_pay(q);
     return NB_OK;
 }
 
@@ -2011,6 +2014,7 @@ nbStatus nb_quadtree_remove(nbQuadtree *q, nbHandle item)
     nbi_pool_free(&q->pool, item, NULL);
     q->count--;
     nbi_collapse(q, n);
+    nbi_tidy_pay(q);
     return NB_OK;
 }
 

@@ -144,10 +144,10 @@ NB_API nbStatus nb_quadtree_build(nbQuadtree *tree, const nbRect *rects, int32_t
 
 /// Moves (or resizes) a rectangle. If the new rectangle still lies within its node's bounds,
 /// only its coordinates change; otherwise it leaves its node and is placed anew, O(depth). As
-/// moves add up, they also pay for keeping the tree as quick to search as a fresh build: about
-/// every 8 moves per rectangle of a node, that node's rectangles are sorted in memory along a
-/// curve again (no rectangle changes node; handles stay valid; the order results come in may
-/// change, deterministically).
+/// moves (and inserts and removes) add up, they also pay for keeping the tree as quick to search
+/// as a fresh build: about every 8 changes per rectangle of a node, that node's rectangles are
+/// sorted in memory along a curve again (no rectangle changes node; handles stay valid; the
+/// order results come in may change, deterministically).
 /// NB_ERR_BAD_HANDLE; NB_ERR_NOT_FINITE; NB_ERR_OUT_OF_RANGE (min > max); NB_ERR_OUT_OF_MEMORY.
 /// On error the tree is unchanged. Checks: pointers, the handle, finiteness, range.
 NB_API nbStatus nb_quadtree_move(nbQuadtree *tree, nbHandle item, const nbRect *rect);
