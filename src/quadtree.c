@@ -27,7 +27,9 @@
 // as large); a removal moves the node's last rectangle into the hole; a node that empties gives
 // its block back. Freed blocks wait on a free list per size and are reused before the arena
 // grows, so a steady moving workload stops allocating. nb_quadtree_build lays a whole tree out
-// at once, nodes and blocks in depth-first order, so that a query walks memory mostly forwards.
+// at once, nodes and blocks in depth-first order, so that a query walks memory mostly forwards,
+// each node's rectangles along a curve; changes pay for sorting nodes along it again as they
+// undo that order (tidying, nbi_tidy_pay).
 //
 // Everything a change can allocate is prepared first (nbi_qt_room), so a failure leaves the tree
 // as it was. Traversals are iterative: the root grows at most NBI_QT_GROW_MAX times and levels
@@ -143,6 +145,7 @@ struct nbQuadtree {
     int32_t tidy_next; // the node moves' tidying looks at next (nbi_tidy_pay)
     int64_t tidy_credit; // moves not yet paid for by tidying
     int64_t tidy_due;    // the credit at which the next tidying is looked for
+    int64_t tidied;      // nodes tidied since the tree was made, cleared or built (info)
     int32_t free_block[NBI_QT_CLASSES];
     int32_t free_count[NBI_QT_CLASSES];
 };
@@ -1243,7 +1246,10 @@ NBI_INLINE uint8_t nbi_curve_key(const nbiQtNode *nd, double sx, double sy, cons
 // How often: moves pay for it, NBI_QT_TIDY_RATIO moves for each rectangle a tidying moves
 // (nbi_tidy_pay), so that in a tree whose rectangles all move, each node is tidied about every
 // NBI_QT_TIDY_RATIO frames, at about 1/8 of a move's cost. Measured: docs/quadtree.md.
-enum { NBI_QT_TIDY_MIN = 32, NBI_QT_TIDY_MAX = 1024, NBI_QT_TIDY_RATIO = 8 };
+#ifndef NBI_QT_TIDY_RATIO_SET // the fuzz build tidies after every change (tests/fuzz)
+#define NBI_QT_TIDY_RATIO_SET 8
+#endif
+enum { NBI_QT_TIDY_MIN = 32, NBI_QT_TIDY_MAX = 1024, NBI_QT_TIDY_RATIO = NBI_QT_TIDY_RATIO_SET };
 
 // Swaps the rectangles at positions a and b of one block: every per-position copy moves with
 // its rectangle (no box is computed again), and their slots follow.
@@ -1334,7 +1340,8 @@ enum { NBI_QT_TIDY_LOOK = 64, NBI_QT_TIDY_CAP = 4 * NBI_QT_TIDY_RATIO * NBI_QT_T
 static void nbi_tidy_run(nbQuadtree *q)
 {
     if (q->tidy_credit > NBI_QT_TIDY_CAP) q->tidy_credit = NBI_QT_TIDY_CAP;
-    for (int32_t looked = 0; looked < NBI_QT_TIDY_LOOK; looked++) {
+    const int32_t look = q->node_top < NBI_QT_TIDY_LOOK ? q->node_top : NBI_QT_TIDY_LOOK;
+    for (int32_t looked = 0; looked < look; looked++) { // one round at most: a node once a call
         if (q->tidy_next >= q->node_top) q->tidy_next = 0;
         const int32_t n = q->tidy_next;
         if (nbi_tidy_fits(q, n)) {
@@ -1345,6 +1352,7 @@ static void nbi_tidy_run(nbQuadtree *q)
             }
             q->tidy_credit -= cost;
             nbi_tidy(q, n);
+            q->tidied++;
         }
         q->tidy_next++;
     }
@@ -1663,6 +1671,7 @@ static void nbi_reset(nbQuadtree *q)
     q->tidy_next = 0;
     q->tidy_credit = 0;
     q->tidy_due = (int64_t)NBI_QT_TIDY_RATIO * NBI_QT_TIDY_MIN;
+    q->tidied = 0;
     q->free_group = -1;
     q->free_groups = 0;
     nbiQtNode *nodes = NBI_NODES(q);
@@ -1820,6 +1829,7 @@ nbStatus nb_quadtree_info(const nbQuadtree *q, nbQuadtreeInfo *out)
         out->root.max[a] = nodes[NBI_QT_ROOT].chi[a];
     }
     out->bytes = nb_quadtree_memory_bytes(q);
+    out->tidied = q->tidied;
     int32_t stack[NBI_QT_STACK];
     int top = 0;
     stack[top++] = NBI_QT_ROOT;

@@ -96,6 +96,7 @@ static int test_basic(void)
         NB_CHECK_OK(nbi_pool_lookup(&p, h[i], &slot));
         NB_CHECK(slot == i);
         NB_CHECK(nbi_pool_handle_of(&p, slot).bits == h[i].bits);
+        NB_CHECK(nbi_pool_handle_first(&p, slot).bits == h[i].bits); // generation 0: the same
         NB_CHECK(nbi_pool_slot_value(&p, slot) == 100 + i);
     }
     NB_CHECK_OK(nbi_pool_set(&p, h[1], -7));

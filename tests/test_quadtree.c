@@ -641,9 +641,11 @@ static int test_failing_allocator(void)
                     rs[i] = (nbRect){{i * 0.5, -i * 0.25}, {i * 0.5 + 1.0, 3.0 - i * 0.25}};
                 rs[7] = (nbRect){{1e30, 0.0}, {1e30, 0.0}};       // one in the outside list
                 rs[9] = (nbRect){{-5000.0, 0.0}, {-4000.0, 1.0}}; // the root grows
-                nbHandle bh[300]; // with handles: the build then allocates their order too
+                nbHandle bh[300];                                 // written on success only
+                for (int i = 0; i < 300; i++) bh[i].bits = 0x5EEDu;
                 st = nb_quadtree_build(qt, rs, 300, NULL, NULL, bh);
                 if (st == NB_OK) NB_CHECK(nb_quadtree_count(qt) == 300);
+                for (int i = 0; st != NB_OK && i < 300; i++) NB_CHECK(bh[i].bits == 0x5EEDu);
                 for (int i = 0; st == NB_OK && i < 300; i++) {
                     nbRect got;
                     uint64_t user;
@@ -697,7 +699,8 @@ static int same_trees(const nbQuadtree *a, const nbQuadtree *b)
 }
 
 // Two trees of desc with the same n rectangles of the workload's mix (random_rect), user value
-// = index, inserted in the same order, and the model of them (M: handles of *a). h1: *b's.
+// = index, half of them with random filter bits, inserted in the same order, and the model of
+// them (M: handles of *a). h1: *b's.
 static int twins(const nbQuadtreeDesc *desc, int32_t n, double world, nbQuadtree **a,
                  nbQuadtree **b, nbHandle *h1)
 {
@@ -705,11 +708,12 @@ static int twins(const nbQuadtreeDesc *desc, int32_t n, double world, nbQuadtree
     NB_CHECK_OK(nb_quadtree_create(desc, b));
     for (int32_t i = 0; i < n; i++) {
         const nbRect r = random_rect(world);
-        NB_CHECK_OK(nb_quadtree_insert(*a, &r, (uint64_t)i, NB_FILTER_ALL, &M.h[i]));
-        NB_CHECK_OK(nb_quadtree_insert(*b, &r, (uint64_t)i, NB_FILTER_ALL, &h1[i]));
+        const nbFilter f = nbt_int(2) == 0 ? NB_FILTER_ALL : random_filter();
+        NB_CHECK_OK(nb_quadtree_insert(*a, &r, (uint64_t)i, f, &M.h[i]));
+        NB_CHECK_OK(nb_quadtree_insert(*b, &r, (uint64_t)i, f, &h1[i]));
         M.r[i] = r;
         M.user[i] = (uint64_t)i;
-        M.f[i] = NB_FILTER_ALL;
+        M.f[i] = f;
         M.live[i] = true;
         M.n = i + 1;
     }
@@ -1433,6 +1437,11 @@ static int test_tidy(void)
         NB_CHECK(nb_quadtree_count(qt) == MAXN && same_trees(qt, one) == 0);
         if (frame % 4 == 3) NB_CHECK(check_queries(qt, world) == 0);
     }
+    // 24,000 moves at 8 for each of about 150 rectangles a node: some 20 tidyings, more than
+    // one round of the nodes.
+    nbQuadtreeInfo info;
+    NB_CHECK_OK(nb_quadtree_info(qt, &info));
+    NB_CHECK(info.tidied >= 10);
     nb_quadtree_destroy(qt);
     nb_quadtree_destroy(one);
     return 0;

@@ -394,13 +394,11 @@ static nbStatus quadtree_build_rects(void **index, const double *rects, int32_t 
     return NB_OK;
 }
 
-// The points into x->pts and, as zero-size rectangles, x->rects.
-static void quadtree_take_points(QuadtreeIndex *x, const nbPoints *points)
+// The points as zero-size rectangles into x->rects.
+static void quadtree_take_rects(QuadtreeIndex *x, const nbPoints *points)
 {
     for (int32_t i = 0; i < points->count; i++) {
         const double *p = points->data + 2 * (size_t)i;
-        x->pts[2 * i] = p[0];
-        x->pts[2 * i + 1] = p[1];
         x->rects[i] = (nbRect){{p[0], p[1]}, {p[0], p[1]}};
     }
 }
@@ -411,8 +409,12 @@ static nbStatus quadtree_build_points(void **index, const nbPoints *points, doub
     if (points->dim != 2) return NB_ERR_OUT_OF_RANGE; // a quadtree is 2D
     QuadtreeIndex *old = *index;
     if (old != NULL && old->items != NULL && old->n == points->count) { // a rebuild: move all
-        quadtree_take_points(old, points);
-        return nb_quadtree_move_many(old->qt, old->items, old->rects, old->n, NULL);
+        quadtree_take_rects(old, points);
+        int32_t moved = 0;
+        const nbStatus st = nb_quadtree_move_many(old->qt, old->items, old->rects, old->n, &moved);
+        // The points that moved (all of them, or those before a failure), for pairs' centres.
+        memcpy(old->pts, points->data, (size_t)moved * 2 * sizeof(double));
+        return st;
     }
     QuadtreeIndex *x = calloc(1, sizeof *x);
     if (x == NULL) return NB_ERR_OUT_OF_MEMORY;
@@ -425,7 +427,8 @@ static nbStatus quadtree_build_points(void **index, const nbPoints *points, doub
                       ? NB_ERR_OUT_OF_MEMORY
                       : nb_quadtree_create(&desc, &x->qt);
     if (st == NB_OK) {
-        quadtree_take_points(x, points);
+        memcpy(x->pts, points->data, (size_t)points->count * 2 * sizeof(double));
+        quadtree_take_rects(x, points);
         st = nb_quadtree_build(x->qt, x->rects, points->count, NULL, NULL, x->items);
     }
     if (st != NB_OK) {

@@ -29,8 +29,8 @@
 /// stack bounded by the depth limits; queries never allocate.
 ///
 /// Thread safety: queries take a const tree and keep no scratch in it, so any number of threads
-/// may query at once. insert / move / remove / set / clear / reserve / destroy need exclusive
-/// access.
+/// may query at once. insert / build / move / move_many / remove / set / clear / reserve /
+/// destroy need exclusive access.
 #ifndef NEARBY_QUADTREE_H
 #define NEARBY_QUADTREE_H
 
@@ -88,6 +88,8 @@ typedef struct nbQuadtreeInfo {
     int32_t root_grown; ///< times the root has doubled
     nbRect root;        ///< the root's quadrant
     size_t bytes;       ///< nb_quadtree_memory_bytes
+    int64_t tidied;     ///< nodes the changes' tidying re-sorted (nb_quadtree_move) since the
+                        ///< tree was created, cleared or built
 } nbQuadtreeInfo;
 
 /// Creates an empty tree. NB_ERR_NULL_ARG for an allocator with only one hook set;
@@ -125,29 +127,33 @@ NB_API nbStatus nb_quadtree_info(const nbQuadtree *tree, nbQuadtreeInfo *out);
 /// may match; NB_FILTER_ALL for no filtering) and writes its handle. NB_ERR_NOT_FINITE for a NaN
 /// or infinite coordinate; NB_ERR_OUT_OF_RANGE for min > max on an axis or a tree already holding
 /// 2^28 rectangles; NB_ERR_OUT_OF_MEMORY. On error *out is null and the tree is unchanged.
-/// O(depth), plus a leaf split now and then.
+/// O(depth), plus a leaf split now and then, and its share of the tidying (nb_quadtree_move).
 NB_API nbStatus nb_quadtree_insert(nbQuadtree *tree, const nbRect *rect, uint64_t user,
                                    nbFilter filter, nbHandle *out);
 
 /// Replaces the contents with `n` rectangles at once: every earlier handle goes stale, and
 /// rectangle i gets the user value users[i] (users NULL: i), the filter bits filters[i]
 /// (filters NULL: NB_FILTER_ALL) and its handle in handles[i] (handles may be NULL), whose slot is
-/// i: ties that go by lower handle slot (kNN, raycasts) go by lower index. Faster than
+/// i: what goes by lower handle slot (kNN and raycast ties, which of a pair comes first) goes by
+/// lower index. Faster than
 /// n inserts, and it lays nodes and rectangles out in memory in the order queries walk them, so
 /// queries on a built tree run faster too. All or nothing: NB_ERR_NOT_FINITE or
 /// NB_ERR_OUT_OF_RANGE for the first bad rectangle (as nb_quadtree_insert), NB_ERR_OUT_OF_RANGE
-/// for n < 0 or beyond 2^28, NB_ERR_OUT_OF_MEMORY, each leaving the tree unchanged. Allocates
+/// for n < 0 or beyond 2^28, NB_ERR_OUT_OF_MEMORY, each leaving the tree (and handles)
+/// unchanged. Allocates
 /// the new tree before freeing the old one, and 81 bytes a rectangle while it works.
 NB_API nbStatus nb_quadtree_build(nbQuadtree *tree, const nbRect *rects, int32_t n,
                                   const uint64_t *users, const nbFilter *filters,
                                   nbHandle *handles);
 
 /// Moves (or resizes) a rectangle. If the new rectangle still lies within its node's bounds,
-/// only its coordinates change; otherwise it leaves its node and is placed anew, O(depth). As
-/// moves (and inserts and removes) add up, they also pay for keeping the tree as quick to search
-/// as a fresh build: about every 8 changes per rectangle of a node, that node's rectangles are
-/// sorted in memory along a curve again (no rectangle changes node; handles stay valid; the
-/// order results come in may change, deterministically).
+/// only its coordinates change; otherwise it leaves its node and is placed anew, O(depth).
+/// Tidying: moves, inserts and removes each add one to a credit that keeps the tree as quick to
+/// search as a fresh build; round the nodes, each time the credit reaches 8 per rectangle of the
+/// next node (of 32 to 1024 rectangles), that node's rectangles are sorted in memory along a
+/// curve again. With every rectangle moving each frame, a node is tidied about every 8 frames.
+/// No rectangle changes node, handles stay valid, and the order results come in may change
+/// (deterministically). Amortised O(1) a change; one call sorts at most about 4000 rectangles.
 /// NB_ERR_BAD_HANDLE; NB_ERR_NOT_FINITE; NB_ERR_OUT_OF_RANGE (min > max); NB_ERR_OUT_OF_MEMORY.
 /// On error the tree is unchanged. Checks: pointers, the handle, finiteness, range.
 NB_API nbStatus nb_quadtree_move(nbQuadtree *tree, nbHandle item, const nbRect *rect);
@@ -166,7 +172,8 @@ NB_API nbStatus nb_quadtree_move(nbQuadtree *tree, nbHandle item, const nbRect *
 NB_API nbStatus nb_quadtree_move_many(nbQuadtree *tree, const nbHandle *items, const nbRect *rects,
                                       int32_t count, int32_t *moved);
 
-/// Removes a rectangle; its handle goes stale. O(1) plus the collapse of emptied leaves.
+/// Removes a rectangle; its handle goes stale. O(1) plus the collapse of emptied leaves, and its
+/// share of the tidying (nb_quadtree_move).
 /// NB_ERR_BAD_HANDLE. Never allocates.
 NB_API nbStatus nb_quadtree_remove(nbQuadtree *tree, nbHandle item);
 
