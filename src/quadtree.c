@@ -1246,7 +1246,7 @@ NBI_INLINE uint8_t nbi_curve_key(const nbiQtNode *nd, double sx, double sy, cons
 // How often: moves pay for it, NBI_QT_TIDY_RATIO moves for each rectangle a tidying moves
 // (nbi_tidy_pay), so that in a tree whose rectangles all move, each node is tidied about every
 // NBI_QT_TIDY_RATIO frames, at about 1/8 of a move's cost. Measured: docs/quadtree.md.
-#ifndef NBI_QT_TIDY_RATIO_SET // the fuzz build tidies after every change (tests/fuzz)
+#ifndef NBI_QT_TIDY_RATIO_SET // the fuzz build sets 1, to reach the tidying often (tests/fuzz)
 #define NBI_QT_TIDY_RATIO_SET 8
 #endif
 enum { NBI_QT_TIDY_MIN = 32, NBI_QT_TIDY_MAX = 1024, NBI_QT_TIDY_RATIO = NBI_QT_TIDY_RATIO_SET };
