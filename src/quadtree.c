@@ -236,14 +236,24 @@ NBI_INLINE bool nbi_node_held(const nbiQtNode *n, const double *w)
 // way, so a float box built with dir = +-1 holds the double box. Beyond float's range the
 // largest float is the start (one step past it is infinity, two or more a NaN, which every
 // comparison fails). v may be infinite, not NaN. Steps are taken on the floats' bits mapped to
-// integers in the order of the floats (negatives' magnitude bits flipped), so zero and the
-// signs need no case.
+// integers in the order of the floats (negatives' magnitude bits flipped), so the signs need no
+// case. A zero of either sign is taken as +0 (-0 maps one step below it), so that a box at -0
+// and a box at +0, equal as doubles, get the same fields: a node's box made from its bounds at
+// +0 must hold a rectangle at -0 (found by fuzz_quadtree).
+#if defined(__SSE2__)
+// Each lane, with a zero of either sign made +0 (its bits cleared: no rounding mode involved).
+NBI_INLINE __m128d nbi_plus_zero(__m128d v)
+{
+    return _mm_andnot_pd(_mm_cmpeq_pd(v, _mm_setzero_pd()), v);
+}
+#endif
+
 static void nbi_f_round4(const double *v, float *out, int dir)
 {
 #if defined(__SSE2__)
     const __m128d big = _mm_set1_pd((double)FLT_MAX), nbig = _mm_set1_pd(-(double)FLT_MAX);
-    const __m128d a = _mm_min_pd(_mm_max_pd(_mm_loadu_pd(v), nbig), big);
-    const __m128d b = _mm_min_pd(_mm_max_pd(_mm_loadu_pd(v + 2), nbig), big);
+    const __m128d a = _mm_min_pd(_mm_max_pd(nbi_plus_zero(_mm_loadu_pd(v)), nbig), big);
+    const __m128d b = _mm_min_pd(_mm_max_pd(nbi_plus_zero(_mm_loadu_pd(v + 2)), nbig), big);
     __m128i i = _mm_castps_si128(_mm_movelh_ps(_mm_cvtpd_ps(a), _mm_cvtpd_ps(b)));
     __m128i key = _mm_xor_si128(i, _mm_srli_epi32(_mm_srai_epi32(i, 31), 1));
     key = _mm_add_epi32(key, _mm_set1_epi32(dir));
@@ -253,6 +263,7 @@ static void nbi_f_round4(const double *v, float *out, int dir)
     for (int k = 0; k < 4; k++) {
         const double x = v[k] < -(double)FLT_MAX  ? -(double)FLT_MAX
                          : v[k] > (double)FLT_MAX ? (double)FLT_MAX
+                         : v[k] == 0.0            ? 0.0 // -0 as +0
                                                   : v[k];
         float f = (float)x;
         int32_t i;
@@ -303,8 +314,8 @@ typedef struct nbiQtWin {
 NBI_INLINE __m128i nbi_f_key4(__m128d a, __m128d b)
 {
     const __m128d big = _mm_set1_pd((double)FLT_MAX), nbig = _mm_set1_pd(-(double)FLT_MAX);
-    a = _mm_min_pd(_mm_max_pd(a, nbig), big);
-    b = _mm_min_pd(_mm_max_pd(b, nbig), big);
+    a = _mm_min_pd(_mm_max_pd(nbi_plus_zero(a), nbig), big);
+    b = _mm_min_pd(_mm_max_pd(nbi_plus_zero(b), nbig), big);
     const __m128i i = _mm_castps_si128(_mm_movelh_ps(_mm_cvtpd_ps(a), _mm_cvtpd_ps(b)));
     return _mm_xor_si128(i, _mm_srli_epi32(_mm_srai_epi32(i, 31), 1));
 }
