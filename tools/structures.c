@@ -413,7 +413,7 @@ static nbStatus quadtree_build_points(void **index, const nbPoints *points, doub
         int32_t moved = 0;
         const nbStatus st = nb_quadtree_move_many(old->qt, old->items, old->rects, old->n, &moved);
         // The points that moved (all of them, or those before a failure), for pairs' centres.
-        memcpy(old->pts, points->data, (size_t)moved * 2 * sizeof(double));
+        if (moved > 0) memcpy(old->pts, points->data, (size_t)moved * 2 * sizeof(double));
         return st;
     }
     QuadtreeIndex *x = calloc(1, sizeof *x);
@@ -427,7 +427,8 @@ static nbStatus quadtree_build_points(void **index, const nbPoints *points, doub
                       ? NB_ERR_OUT_OF_MEMORY
                       : nb_quadtree_create(&desc, &x->qt);
     if (st == NB_OK) {
-        memcpy(x->pts, points->data, (size_t)points->count * 2 * sizeof(double));
+        if (points->count > 0)
+            memcpy(x->pts, points->data, (size_t)points->count * 2 * sizeof(double));
         quadtree_take_rects(x, points);
         st = nb_quadtree_build(x->qt, x->rects, points->count, NULL, NULL, x->items);
     }
