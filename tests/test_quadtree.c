@@ -1505,7 +1505,7 @@ static int test_build_slot_order(void)
     nbHitNeighbor out[K];
     int32_t found = 0;
     const double p[2] = {32.0, 32.0};
-    NB_CHECK_OK(nb_quadtree_knn(qt, p, K, INFINITY, NB_FILTER_ALL, out, &found));
+    NB_CHECK_OK(nb_quadtree_knn(qt, p, K, (double)INFINITY, NB_FILTER_ALL, out, &found));
     NB_CHECK(found == K);
     for (int32_t k = 0; k < K; k++)
         NB_CHECK(out[k].dist2 == 0.0 && out[k].hit.user == (uint64_t)(N - 2 * k));
