@@ -888,10 +888,9 @@ NBI_INLINE void nbi_rb_grow(nbQuadtree *q, int32_t start, int c, int32_t p)
     for (int i = 0; i < 4; i++) r[8 * i] = e[8 * i] < r[8 * i] ? e[8 * i] : r[8 * i];
 }
 
-#if !defined(__SSE2__)
 // Computes anew the run box of the run that holds position p from its eight positions' fields
-// (a position without a box holds NBI_QT_QEMPTY, which the minimum skips). With SSE2,
-// nbi_box_move does this itself.
+// (a position without a box holds NBI_QT_QEMPTY, which the minimum skips). A tidying calls it
+// for every run of its node; with SSE2, nbi_box_move computes a moved position's run box itself.
 static void nbi_rb_refit(nbQuadtree *q, int32_t start, int c, int32_t p)
 {
     int16_t *r = nbi_rb_at(q, start, c, (p - start) >> 3);
@@ -902,7 +901,6 @@ static void nbi_rb_refit(nbQuadtree *q, int32_t start, int c, int32_t p)
         r[8 * i] = m;
     }
 }
-#endif
 
 // Position p no longer holds a box (the last of its node's, taken out).
 NBI_INLINE void nbi_fb_clear(nbQuadtree *q, int32_t p)
@@ -1329,15 +1327,7 @@ static void nbi_tidy(nbQuadtree *q, int32_t n)
             to[i] = to[j];
             to[j] = (int16_t)j;
         }
-    for (int32_t r = 0; r < (count + 7) >> 3; r++) {
-        int16_t *rb = nbi_rb_at(q, start, nd->cls, r);
-        const int16_t *e = nbi_qb_at(q, start + 8 * r);
-        for (int i = 0; i < 4; i++) {
-            int16_t m = NBI_QT_QEMPTY;
-            for (int k = 0; k < 8; k++) m = e[8 * i + k] < m ? e[8 * i + k] : m;
-            rb[8 * i] = m;
-        }
-    }
+    for (int32_t r = 0; r < (count + 7) >> 3; r++) nbi_rb_refit(q, start, nd->cls, start + 8 * r);
 }
 
 // Tidies the nodes the moves so far pay for, round the nodes from where the last call stopped,
