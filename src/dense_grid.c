@@ -23,6 +23,9 @@
 #include "simd.h"
 
 enum { NBI_DENSE_CELLS_PER_POINT = 4, NBI_DENSE_MIN_CELLS = 64 };
+// A box with more cells than the dense layout may have, but at most this many a point (and
+// fewer than 2^31 in all), takes the ranked layout: a bit a cell (see "ranked cells" below).
+enum { NBI_RANKED_CELLS_PER_POINT = 64 };
 // Dense builds of at least this many packed points sort in two passes ("large builds" below;
 // SSE2 builds only). Measured: below it the one-pass build is as fast.
 int32_t nbi_blocked_min_points = 3 << 20;
@@ -34,7 +37,7 @@ enum { NBI_HASH_AHEAD = 16 };
 // 9.4-9.6 with it (2026-12-02, three alternating runs).
 enum { NBI_STREAM_AHEAD = 128 };
 
-enum { NBI_GRID_BUFS = 9 };
+enum { NBI_GRID_BUFS = 11 };
 // Below this many points a build runs serially even with a scheduler: the passes are too short
 // to pay for waking the workers.
 enum { NBI_PARALLEL_MIN_POINTS = 16384 };
@@ -43,11 +46,13 @@ enum { NBI_PARALLEL_MIN_POINTS = 16384 };
 // them cannot miss one.
 static void nbi_grid_bufs(nbGrid *g, nbiBuf *buf[NBI_GRID_BUFS], size_t elem[NBI_GRID_BUFS])
 {
-    nbiBuf *b[NBI_GRID_BUFS] = {&g->pts, &g->idx,  &g->cell_of,   &g->start, &g->cell_slot,
-                                &g->cat, &g->mask, &g->table.buf, &g->hist};
-    const size_t e[NBI_GRID_BUFS] = {sizeof(double),   sizeof(int32_t),     sizeof(int32_t),
-                                     sizeof(int32_t),  sizeof(uint32_t),    sizeof(uint32_t),
-                                     sizeof(uint32_t), sizeof(nbiCellSlot), sizeof(int32_t)};
+    nbiBuf *b[NBI_GRID_BUFS] = {&g->pts,       &g->idx,       &g->cell_of, &g->start,
+                                &g->cell_slot, &g->cat,       &g->mask,    &g->occ,
+                                &g->occ_rank,  &g->table.buf, &g->hist};
+    const size_t e[NBI_GRID_BUFS] = {sizeof(double),      sizeof(int32_t),  sizeof(int32_t),
+                                     sizeof(int32_t),     sizeof(uint32_t), sizeof(uint32_t),
+                                     sizeof(uint32_t),    sizeof(uint64_t), sizeof(int32_t),
+                                     sizeof(nbiCellSlot), sizeof(int32_t)};
     for (int i = 0; i < NBI_GRID_BUFS; i++) {
         buf[i] = b[i];
         elem[i] = e[i];
@@ -65,10 +70,10 @@ static void nbi_grid_free_all(nbGrid *g)
 }
 
 // Room for a build of n points whose index needs `cells` cells; hashed: `slots` table slots and
-// `keyed` cell slots; filtered: `bits` categories and masks; a parallel dense build: `hist`
-// per-chunk cell counts.
+// `keyed` cell slots; ranked: `words` occupancy words and their counts, and `keyed` cells;
+// filtered: `bits` categories and masks; a parallel dense build: `hist` per-chunk cell counts.
 typedef struct nbiGridNeed {
-    uint64_t n, cells, slots, keyed, bits, hist;
+    uint64_t n, cells, slots, keyed, bits, words, hist;
 } nbiGridNeed;
 
 // Grows every buffer to `need`, all or nothing. With `keep`, the contents move along (reserve);
@@ -85,6 +90,8 @@ static bool nbi_grid_grow(nbGrid *g, nbiGridNeed need, bool keep)
                                          need.keyed,
                                          need.bits,
                                          need.bits,
+                                         need.words,
+                                         need.words,
                                          need.slots,
                                          need.hist};
     nbiBuf next[NBI_GRID_BUFS];
@@ -154,9 +161,10 @@ nbStatus nb_grid_reserve(nbGrid *grid, int32_t points)
 {
     if (grid == NULL) return NB_ERR_NULL_ARG;
     if (points < 0) return NB_ERR_OUT_OF_RANGE;
-    // Enough for either mode: dense needs up to 4N + 64 cells; hashed needs N cells and a table
-    // for them, sized (as builds size them) for the capacity the index array will have. Filter
-    // bits are covered once the grid has been built with them.
+    // Enough for every mode: dense needs up to 4N + 64 cells; ranked needs N cells and N + 3
+    // words; hashed needs N cells and a table for them, sized (as builds size them) for the
+    // capacity the index array will have. Filter bits are covered once the grid has been built
+    // with them.
     const uint64_t n = (uint64_t)points;
     const uint64_t room = nbi_buf_grown_cap(&grid->idx, (size_t)points);
     const int32_t bits = nbi_ctab_bits_for(room < INT32_MAX ? (size_t)room : INT32_MAX);
@@ -173,7 +181,8 @@ nbStatus nb_grid_reserve(nbGrid *grid, int32_t points)
     }
 #endif
     nbiGridNeed need = {n,    cells > room ? cells : room, (uint64_t)1 << bits,
-                        room, grid->had_bits ? room : 0,   hist};
+                        room, grid->had_bits ? room : 0,   room + 3,
+                        hist};
     const bool grown = nbi_grid_grow(grid, need, true);
     nbi_grid_view_refresh(grid); // the buffers may have moved
     return grown ? NB_OK : NB_ERR_OUT_OF_MEMORY;
@@ -209,10 +218,11 @@ NBI_INLINE bool nbi_scan_layout(const double *data, size_t step, int32_t n, int 
     return nan_if_bad[0] == 0.0 && nan_if_bad[1] == 0.0 && nan_if_bad[2] == 0.0;
 }
 
-// Pass 2 (dense): each point's cell number, counted into start[cell + 2].
+// Pass 2 (dense): each point's cell number, counted into start[(cell >> shift) + 2] (shift 0
+// but in a ranked build, which counts 64-cell words).
 NBI_INLINE void nbi_count_dense(const double *data, size_t step, int32_t n, int dim,
                                 const nbiCellMath *cm, const int64_t lo[3], const int64_t ext[3],
-                                int32_t *cell_of, int32_t *start)
+                                int32_t *cell_of, int32_t *start, int shift)
 {
     const int64_t e0 = ext[0], e01 = ext[0] * ext[1];
     for (int32_t i = 0; i < n; i++) {
@@ -220,7 +230,7 @@ NBI_INLINE void nbi_count_dense(const double *data, size_t step, int32_t n, int 
         int64_t c = (nbi_cell_i(cm, q[0]) - lo[0]) + e0 * (nbi_cell_i(cm, q[1]) - lo[1]);
         if (dim == 3) c += e01 * (nbi_cell_i(cm, q[2]) - lo[2]);
         cell_of[i] = (int32_t)c;
-        start[c + 2]++;
+        start[(c >> shift) + 2]++;
     }
 }
 
@@ -241,16 +251,19 @@ NBI_INLINE __m128i nbi_floor_xy(__m128d v, __m128d by, bool pow2)
 // Counting a cell is a cache miss in random input order once the cells outgrow the caches.
 // The packed count passes count each point NBI_HASH_AHEAD points late: point i's counter is
 // prefetched as soon as its cell is known, and point i - NBI_HASH_AHEAD's is incremented.
-NBI_INLINE void nbi_count_lagged(const int32_t *cell_of, int32_t *counts, int64_t c, int32_t i)
+// Cell c is counted in counts[c >> shift]: 0 but in a ranked build, which counts 64-cell words.
+NBI_INLINE void nbi_count_lagged(const int32_t *cell_of, int32_t *counts, int shift, int64_t c,
+                                 int32_t i)
 {
-    nbi_prefetch_w(counts + c);
-    if (i >= NBI_HASH_AHEAD) counts[cell_of[i - NBI_HASH_AHEAD]]++;
+    nbi_prefetch_w(counts + (c >> shift));
+    if (i >= NBI_HASH_AHEAD) counts[cell_of[i - NBI_HASH_AHEAD] >> shift]++;
 }
 
 // The last NBI_HASH_AHEAD points' counts.
-NBI_INLINE void nbi_count_lagged_end(const int32_t *cell_of, int32_t *counts, int32_t n)
+NBI_INLINE void nbi_count_lagged_end(const int32_t *cell_of, int32_t *counts, int shift, int32_t n)
 {
-    for (int32_t i = n > NBI_HASH_AHEAD ? n - NBI_HASH_AHEAD : 0; i < n; i++) counts[cell_of[i]]++;
+    for (int32_t i = n > NBI_HASH_AHEAD ? n - NBI_HASH_AHEAD : 0; i < n; i++)
+        counts[cell_of[i] >> shift]++;
 }
 
 // Every cell number of the box [lo, hi] fits a 32-bit lane, with room: a quotient beyond the
@@ -334,7 +347,7 @@ NBI_TARGET_AVX512 static inline __m512d nbi_floor8(__m512d v, __m512d inv, __m51
 NBI_TARGET_AVX512 static inline int32_t
 nbi_cells8_dim(const double *data, int32_t n, int dim, bool scan, const nbiCellMath *cm,
                const nbiWrap *wrap, const int64_t lo[3], const int64_t ext[3], int32_t *cell_of,
-               int32_t *counts, double mn[3], double mx[3], double *bad)
+               int32_t *counts, int shift, double mn[3], double mx[3], double *bad)
 {
     const __m512d zero = _mm512_setzero_pd();
     __m512d inv[3], by[3];
@@ -385,7 +398,7 @@ nbi_cells8_dim(const double *data, int32_t n, int dim, bool scan, const nbiCellM
                             : _mm256_add_epi32(cell, k);
         }
         _mm256_storeu_si256((__m256i *)(cell_of + i), _mm256_mask_mov_epi32(none, in, cell));
-        for (int32_t k = i; k < i + 8; k++) nbi_count_lagged(cell_of, counts, cell_of[k], k);
+        for (int32_t k = i; k < i + 8; k++) nbi_count_lagged(cell_of, counts, shift, cell_of[k], k);
     }
     if (scan) {
         for (int a = 0; a < dim; a++) {
@@ -400,47 +413,50 @@ nbi_cells8_dim(const double *data, int32_t n, int dim, bool scan, const nbiCellM
 NBI_TARGET_AVX512 static int32_t nbi_cells8(const double *data, int32_t n, int dim, bool scan,
                                             const nbiCellMath *cm, const nbiWrap *wrap,
                                             const int64_t lo[3], const int64_t ext[3],
-                                            int32_t *cell_of, int32_t *counts, double mn[3],
-                                            double mx[3], double *bad)
+                                            int32_t *cell_of, int32_t *counts, int shift,
+                                            double mn[3], double mx[3], double *bad)
 {
     if (dim == 2)
-        return scan ? nbi_cells8_dim(data, n, 2, true, cm, wrap, lo, ext, cell_of, counts, mn, mx,
-                                     bad)
-                    : nbi_cells8_dim(data, n, 2, false, cm, wrap, lo, ext, cell_of, counts, mn, mx,
-                                     bad);
-    return scan
-               ? nbi_cells8_dim(data, n, 3, true, cm, wrap, lo, ext, cell_of, counts, mn, mx, bad)
-               : nbi_cells8_dim(data, n, 3, false, cm, wrap, lo, ext, cell_of, counts, mn, mx, bad);
+        return scan ? nbi_cells8_dim(data, n, 2, true, cm, wrap, lo, ext, cell_of, counts, shift,
+                                     mn, mx, bad)
+                    : nbi_cells8_dim(data, n, 2, false, cm, wrap, lo, ext, cell_of, counts, shift,
+                                     mn, mx, bad);
+    return scan ? nbi_cells8_dim(data, n, 3, true, cm, wrap, lo, ext, cell_of, counts, shift, mn,
+                                 mx, bad)
+                : nbi_cells8_dim(data, n, 3, false, cm, wrap, lo, ext, cell_of, counts, shift, mn,
+                                 mx, bad);
 }
 #endif
 
-// Pass 2 for packed points whose cells have 32-bit numbers: cell c is counted in counts[c].
-// The serial build and each chunk of the parallel one run it.
+// Pass 2 for packed points whose cells have 32-bit numbers: cell c is counted in
+// counts[c >> shift]. The serial build, each chunk of the parallel one and a ranked build run it.
 NBI_INLINE void nbi_count_packed_dim(const double *data, int32_t n, int dim, const nbiCellMath *cm,
                                      const int64_t lo[3], const int64_t ext[3], int32_t *cell_of,
-                                     int32_t *counts)
+                                     int32_t *counts, int shift)
 {
     const nbiPackedCells pc = nbi_packed_cells(cm, lo, ext);
     int32_t i = 0;
 #if defined(NBI_AVX512)
     if (n >= 8 && nbi_use_avx512())
-        i = nbi_cells8(data, n, dim, false, cm, NULL, lo, ext, cell_of, counts, NULL, NULL, NULL);
+        i = nbi_cells8(data, n, dim, false, cm, NULL, lo, ext, cell_of, counts, shift, NULL, NULL,
+                       NULL);
 #endif
     for (; i < n; i++) {
         const int32_t c = nbi_packed_cell(&pc, data + (size_t)i * (size_t)dim, dim);
         cell_of[i] = c;
-        nbi_count_lagged(cell_of, counts, c, i);
+        nbi_count_lagged(cell_of, counts, shift, c, i);
     }
-    nbi_count_lagged_end(cell_of, counts, n);
+    nbi_count_lagged_end(cell_of, counts, shift, n);
 }
 
 void nbi_count_packed(const double *data, int32_t n, int dim, const nbiCellMath *cm,
-                      const int64_t lo[3], const int64_t ext[3], int32_t *cell_of, int32_t *counts)
+                      const int64_t lo[3], const int64_t ext[3], int32_t *cell_of, int32_t *counts,
+                      int shift)
 {
     if (dim == 2)
-        nbi_count_packed_dim(data, n, 2, cm, lo, ext, cell_of, counts);
+        nbi_count_packed_dim(data, n, 2, cm, lo, ext, cell_of, counts, shift);
     else
-        nbi_count_packed_dim(data, n, 3, cm, lo, ext, cell_of, counts);
+        nbi_count_packed_dim(data, n, 3, cm, lo, ext, cell_of, counts, shift);
 }
 
 // ---- large builds: the counting sort in two cache-sized passes ----
@@ -670,7 +686,8 @@ NBI_INLINE bool nbi_scan_count_packed(const double *data, int32_t n, int dim, co
 #if defined(NBI_AVX512)
     if (n >= 8 && nbi_use_avx512()) {
         double m8[3], x8[3];
-        i = nbi_cells8(data, n, dim, true, cm, NULL, lo, ext, cell_of, counts + 2, m8, x8, &zbad);
+        i = nbi_cells8(data, n, dim, true, cm, NULL, lo, ext, cell_of, counts + 2, 0, m8, x8,
+                       &zbad);
         vlo = _mm_loadu_pd(m8);
         vhi = _mm_loadu_pd(x8);
         if (dim == 3) {
@@ -701,9 +718,9 @@ NBI_INLINE bool nbi_scan_count_packed(const double *data, int32_t n, int dim, co
         }
         const int64_t cell = c < (uint64_t)ncells ? (int64_t)c : -1;
         cell_of[i] = (int32_t)cell;
-        nbi_count_lagged(cell_of, counts + 2, cell, i);
+        nbi_count_lagged(cell_of, counts + 2, 0, cell, i);
     }
-    nbi_count_lagged_end(cell_of, counts + 2, n);
+    nbi_count_lagged_end(cell_of, counts + 2, 0, n);
     double b[2];
     _mm_storeu_pd(mn, vlo);
     _mm_storeu_pd(mx, vhi);
@@ -914,8 +931,8 @@ static void nbi_count_wrapped(const nbGrid *g, const double *data, size_t step, 
 #if defined(NBI_AVX512)
     if (step == (size_t)g->dim && n >= 8 && nbi_cells_fit_i32(g->lo, g->hi) && nbi_use_avx512()) {
         i = nbi_cells8(data, n, g->dim, false, &g->cm, &g->wrap, g->lo, g->ext, cell_of, start + 2,
-                       NULL, NULL, NULL);
-        nbi_count_lagged_end(cell_of, start + 2, i);
+                       0, NULL, NULL, NULL);
+        nbi_count_lagged_end(cell_of, start + 2, 0, i);
     }
 #endif
     for (; i < n; i++) {
@@ -964,6 +981,103 @@ static int32_t nbi_hashed_count(nbiCellTable *table, const double *data, size_t 
         }
     }
     return ncells;
+}
+
+// ---- ranked cells ----
+//
+// A box with more cells than the dense layout may have, but at most NBI_RANKED_CELLS_PER_POINT a
+// point, numbers only its occupied cells, in the box's row-major order, and finds them by rank
+// in a bitmap of the box (view.h): a row of cells is still one run of positions, and no table
+// is probed. The build is a counting sort on words (a word: 64 consecutive box cells): pass 2
+// counts each point in its cell's word (the dense count pass, with a 64th of the counters),
+// pass 3 gives each word its first position, pass 4 scatters the points by word, each with its
+// bit in the word, and pass 5 takes the words in order, sorts each word's points by cell into
+// idx, numbers the cells, and writes each word's bits and rank. A hashed build
+// probed a table far larger than the caches for every point instead (docs/grid.md).
+
+// Pass 4 (ranked): each point i of cell k to the next free position p of word k >> 6, in input
+// order, as at[p] = i << 6 | (k & 63): its index and its bit in the word in one 8-byte store
+// (one random write a point, as the dense scatter's).
+static void nbi_ranked_scatter(const int32_t *cell_of, int32_t *next, int32_t n, uint64_t *at)
+{
+    const int32_t far = 2 * NBI_HASH_AHEAD, near = NBI_HASH_AHEAD;
+    int32_t i = 0;
+    for (; i + far < n; i++) {
+        nbi_prefetch_w(next + (cell_of[i + far] >> 6));
+        nbi_prefetch_w(at + next[cell_of[i + near] >> 6]);
+        const int32_t k = cell_of[i];
+        at[next[k >> 6]++] = (uint64_t)i << 6 | (uint64_t)(k & 63);
+    }
+    for (; i < n; i++) {
+        const int32_t k = cell_of[i];
+        at[next[k >> 6]++] = (uint64_t)i << 6 | (uint64_t)(k & 63);
+    }
+}
+
+// Pass 5 (ranked), words [0, nwords): on entry first[w] is word w's first position (first[nwords]
+// = n), and at[] holds each word's points in input order (nbi_ranked_scatter). Sorts each word's
+// points by cell, stably (a counting sort on the 64 bits), into idx, numbers the occupied cells
+// in order (start, cell_box), and writes occ[w] and, over first[w], the cells before word w.
+// Returns the cells.
+static int32_t nbi_ranked_cells(int32_t *first, int64_t nwords, const uint64_t *at, int32_t *idx,
+                                uint64_t *occ, int32_t *start, uint32_t *cell_box)
+{
+    int32_t count[64] = {0}; // zero again after each word
+    int32_t id = 0, p0 = first[0];
+    for (int64_t w = 0; w < nwords; w++) {
+        const int32_t p1 = first[w + 1];
+        const uint32_t base = (uint32_t)w << 6;
+        first[w] = id;
+        uint64_t bits = 0;
+        if (p1 - p0 == 1) { // the common case in sparse data
+            bits = UINT64_C(1) << (at[p0] & 63);
+            idx[p0] = (int32_t)(at[p0] >> 6);
+            start[id] = p0;
+            cell_box[id++] = base + (uint32_t)(at[p0] & 63);
+        } else if (p1 > p0) {
+            for (int32_t p = p0; p < p1; p++) {
+                bits |= UINT64_C(1) << (at[p] & 63);
+                count[at[p] & 63]++;
+            }
+            int32_t run = p0;
+            for (uint64_t m = bits; m != 0; m &= m - 1) { // each cell's first position
+                const int b = nbi_ctz64(m), c = count[b];
+                count[b] = run;
+                start[id] = run;
+                cell_box[id++] = base + (uint32_t)b;
+                run += c;
+            }
+            for (int32_t p = p0; p < p1; p++) idx[count[at[p] & 63]++] = (int32_t)(at[p] >> 6);
+            for (uint64_t m = bits; m != 0; m &= m - 1) count[nbi_ctz64(m)] = 0;
+        }
+        occ[w] = bits;
+        p0 = p1;
+    }
+    start[id] = p0;
+    first[nwords] = id;
+    return id;
+}
+
+// Passes 2 to 5 of a ranked build of the grid's box (box_cells of them) over the caller's
+// points. Returns the cells.
+static int32_t nbi_ranked_build(nbGrid *g, const double *data, size_t step, int32_t n,
+                                int64_t box_cells)
+{
+    const int64_t nwords = (box_cells >> 6) + 1; // box cell box_cells too: a row's end
+    int32_t *first = (int32_t *)g->occ_rank.ptr, *cell_of = (int32_t *)g->cell_of.ptr;
+    uint64_t *at = (uint64_t *)g->pts.ptr; // n entries of scratch until the gather
+    memset(first, 0, ((size_t)nwords + 2) * sizeof(int32_t));
+#if defined(__SSE2__)
+    if (step == (size_t)g->dim && nbi_cells_fit_i32(g->lo, g->hi)) {
+        nbi_count_packed(data, n, g->dim, &g->cm, g->lo, g->ext, cell_of, first + 2, 6);
+    } else
+#endif
+        NBI_BY_LAYOUT(nbi_count_dense, data, step, n, g->dim, &g->cm, g->lo, g->ext, cell_of, first,
+                      6);
+    for (int64_t w = 2; w < nwords + 2; w++) first[w] += first[w - 1];
+    nbi_ranked_scatter(cell_of, first + 1, n, at);
+    return nbi_ranked_cells(first, nwords, at, (int32_t *)g->idx.ptr, (uint64_t *)g->occ.ptr,
+                            (int32_t *)g->start.ptr, (uint32_t *)g->cell_slot.ptr);
 }
 
 static nbStatus nbi_grid_build_fresh(nbGrid *grid, const nbPoints *points, double radius)
@@ -1025,18 +1139,24 @@ static nbStatus nbi_grid_build_fresh(nbGrid *grid, const nbPoints *points, doubl
         ext[a] = hi[a] - lo[a] + 1;
         box_cells *= (double)ext[a];
     }
-    const bool hashed = box_cells > dense_limit && !grid->wrapped;
+    double ranked_limit = (double)NBI_RANKED_CELLS_PER_POINT * n;
+    if (ranked_limit > (double)(INT32_MAX - 256)) ranked_limit = (double)(INT32_MAX - 256);
+    const bool sparse = box_cells > dense_limit && !grid->wrapped;
+    const bool ranked = sparse && box_cells <= ranked_limit;
+    const bool hashed = sparse && !ranked;
     const bool filtered = points->category != NULL || points->mask != NULL;
-    // The hashed arrays, once first needed, are kept sized for every point the grid has room
-    // for (growing along with it, even in a dense build), so only the first hashed layout
-    // allocates; the table in use is still sized for this build, so clearing it costs O(N), not
-    // O(capacity). Filter bits likewise, once a build has had them.
+    // The arrays of a sparse layout, once first needed, are kept sized for every point the grid
+    // has room for (growing along with it, even in a dense build), so only the first hashed or
+    // ranked layout allocates; the table in use is still sized for this build, so clearing it
+    // costs O(N), not O(capacity). Filter bits likewise, once a build has had them.
     const uint64_t room = nbi_buf_grown_cap(&grid->idx, (size_t)n);
     const int32_t room_bits = nbi_ctab_bits_for(room < INT32_MAX ? (size_t)room : INT32_MAX);
     const bool keep_hashed = hashed || grid->table.buf.cap > 0;
+    const bool keep_ranked = ranked || grid->occ.cap > 0;
+    const bool keep_sparse = keep_hashed || keep_ranked;
     const bool keep_bits = filtered || grid->had_bits;
-    const uint64_t cells = hashed ? (uint64_t)n : (uint64_t)box_cells;
-    const bool parallel_dense = parallel && !hashed; // periodic grids are always dense
+    const uint64_t cells = sparse ? (uint64_t)n : (uint64_t)box_cells;
+    const bool parallel_dense = parallel && !sparse; // periodic grids are always dense
     // A large dense build of packed points sorts in two cache-sized passes. Every build of that
     // many points makes room for its tables, so that the room depends on the point count alone
     // (a later dense packed build with fewer points allocates nothing).
@@ -1047,14 +1167,15 @@ static nbStatus nbi_grid_build_fresh(nbGrid *grid, const nbPoints *points, doubl
     if (n >= nbi_blocked_min_points) {
         const uint64_t want = nbi_blocks_hist(n, dim, chunks);
         hist = want > hist ? want : hist;
-        blocked = !hashed && !grid->wrapped && step == (size_t)dim && nbi_cells_fit_i32(lo, hi);
+        blocked = !sparse && !grid->wrapped && step == (size_t)dim && nbi_cells_fit_i32(lo, hi);
     }
 #endif
     nbiGridNeed need = {(uint64_t)n,
-                        keep_hashed && room > cells ? room : cells,
+                        keep_sparse && room > cells ? room : cells,
                         keep_hashed ? (uint64_t)1 << room_bits : 0,
-                        keep_hashed ? room : 0,
+                        keep_sparse ? room : 0,
                         keep_bits ? room : 0,
+                        keep_ranked ? room + 3 : 0,
                         hist};
     if (!nbi_grid_grow(grid, need, false)) return NB_ERR_OUT_OF_MEMORY;
 
@@ -1063,7 +1184,8 @@ static nbStatus nbi_grid_build_fresh(nbGrid *grid, const nbPoints *points, doubl
     grid->cm = cm;
     grid->max_abs = max_abs;
     grid->hashed = hashed;
-    grid->cells_kept = true; // until a blocked build says otherwise
+    grid->ranked = ranked;
+    grid->cells_kept = true; // until a blocked or ranked build says otherwise
     grid->filtered = filtered;
     grid->had_bits |= filtered;
     memcpy(grid->lo, lo, sizeof lo);
@@ -1079,6 +1201,13 @@ static nbStatus nbi_grid_build_fresh(nbGrid *grid, const nbPoints *points, doubl
     if (parallel_dense) {
         grid->ncells = (int32_t)box_cells;
         nbi_grid_build_parallel(grid, &with_bits, blocked);
+        return NB_OK;
+    }
+
+    if (ranked) {
+        grid->ncells = nbi_ranked_build(grid, points->data, step, n, (int64_t)box_cells);
+        grid->cells_kept = false;
+        nbi_grid_gather(grid, &with_bits, 0, n);
         return NB_OK;
     }
 
@@ -1100,11 +1229,11 @@ static nbStatus nbi_grid_build_fresh(nbGrid *grid, const nbPoints *points, doubl
         memset(start, 0, ((size_t)ncells + 2) * sizeof(int32_t));
 #if defined(__SSE2__)
         if (step == (size_t)dim && nbi_cells_fit_i32(lo, hi)) {
-            nbi_count_packed(points->data, n, dim, &cm, lo, ext, cell_of, start + 2);
+            nbi_count_packed(points->data, n, dim, &cm, lo, ext, cell_of, start + 2, 0);
         } else
 #endif
-            NBI_BY_LAYOUT(nbi_count_dense, points->data, step, n, dim, &cm, lo, ext, cell_of,
-                          start);
+            NBI_BY_LAYOUT(nbi_count_dense, points->data, step, n, dim, &cm, lo, ext, cell_of, start,
+                          0);
     } else {
         nbiCellTable *table = &grid->table;
         uint32_t *cell_slot = (uint32_t *)grid->cell_slot.ptr;
@@ -1183,7 +1312,7 @@ static bool nbi_grid_may_rebuild(nbGrid *g, const nbPoints *points, double radiu
         !isfinite(radius))
         return false;
     const int32_t n = points->count, dim = g->dim;
-    if (n <= 0 || g->n <= 0 || g->hashed || g->wrapped ||
+    if (n <= 0 || g->n <= 0 || g->hashed || g->ranked || g->wrapped ||
         (points->dim != 0 && points->dim != dim) ||
         (points->stride != 0 && points->stride != (size_t)dim * sizeof(double)) ||
         points->category != NULL || points->mask != NULL)
@@ -1394,6 +1523,9 @@ nbiView nbi_grid_view(const nbGrid *g)
     memcpy(v.ext, g->ext, sizeof v.ext);
     v.table = g->hashed ? &g->table : NULL;
     v.cell_slot = (const uint32_t *)g->cell_slot.ptr;
+    v.occ = g->ranked ? (const uint64_t *)g->occ.ptr : NULL;
+    v.occ_rank = g->ranked ? (const int32_t *)g->occ_rank.ptr : NULL;
+    v.cell_box = g->ranked ? (const uint32_t *)g->cell_slot.ptr : NULL;
     v.cell_keys = NULL;
     v.end = NULL;
     v.wrap = g->wrapped ? &g->wrap : NULL;
@@ -1417,7 +1549,8 @@ nbStatus nb_grid_info(const nbGrid *grid, nbGridInfo *info)
     info->dim = grid->dim;
     info->points = grid->n;
     info->cells = grid->n > 0 ? grid->ncells : 0;
-    info->hashed = grid->hashed;
+    info->hashed = grid->hashed || grid->ranked;
+    info->ranked = grid->ranked;
     info->cell_size = grid->cm.cell;
     info->bytes = nb_grid_memory_bytes(grid);
     return NB_OK;
@@ -1444,11 +1577,25 @@ nbStatus nb_grid_validate(const nbGrid *grid)
     if (g->hashed) {
         NBI_CHECK(g->ncells <= g->n && (size_t)g->ncells <= g->cell_slot.cap);
         NBI_CHECK(nbi_ctab_validate(&g->table) && g->table.count == g->ncells);
+    } else if (g->ranked) {
+        const int64_t box = g->ext[0] * g->ext[1] * g->ext[2], nwords = (box >> 6) + 1;
+        NBI_CHECK(!g->hashed && box < INT32_MAX && g->ncells <= g->n);
+        NBI_CHECK((size_t)g->ncells <= g->cell_slot.cap && (size_t)nwords <= g->occ.cap &&
+                  (size_t)nwords <= g->occ_rank.cap);
+        const uint64_t *occ = (const uint64_t *)g->occ.ptr;
+        const int32_t *rank = (const int32_t *)g->occ_rank.ptr;
+        int32_t before = 0;
+        for (int64_t w = 0; w < nwords; w++) {
+            NBI_CHECK(rank[w] == before);
+            before += nbi_popcount64(occ[w]);
+        }
+        NBI_CHECK(before == g->ncells && (occ[nwords - 1] >> (box & 63)) == 0);
     } else {
         NBI_CHECK((int64_t)g->ncells == g->ext[0] * g->ext[1] * g->ext[2]);
     }
     for (int a = 0; a < 3 && g->wrapped; a++) { // periodic axes: cells 0 .. m - 1, dense
-        NBI_CHECK(!g->hashed && g->wrap.m[a] >= 0 && (g->wrap.m[a] > 0) == (g->wrap.period[a] > 0));
+        NBI_CHECK(!g->hashed && !g->ranked && g->wrap.m[a] >= 0 &&
+                  (g->wrap.m[a] > 0) == (g->wrap.period[a] > 0));
         if (g->wrap.m[a] > 0) NBI_CHECK(g->lo[a] == 0 && g->ext[a] == g->wrap.m[a]);
     }
     if (g->filtered) NBI_CHECK((size_t)g->n <= g->cat.cap && (size_t)g->n <= g->mask.cap);
@@ -1462,7 +1609,11 @@ nbStatus nb_grid_validate(const nbGrid *grid)
         nbi_view_cell_key(&v, c, k);
         for (int a = 0; a < 3; a++) NBI_CHECK(k[a] >= g->lo[a] && k[a] <= g->hi[a]);
         NBI_CHECK(nbi_view_cell(&v, k[0], k[1], k[2]) == c);
-        if (g->hashed) NBI_CHECK(start[c] < start[c + 1]);
+        if (g->hashed || g->ranked) NBI_CHECK(start[c] < start[c + 1]);
+        if (g->ranked && c > 0) {
+            const uint32_t *box = (const uint32_t *)g->cell_slot.ptr;
+            NBI_CHECK(box[c - 1] < box[c]);
+        }
         for (int32_t p = start[c]; p < start[c + 1]; p++) {
             NBI_CHECK(idx[p] >= 0 && idx[p] < g->n);
             NBI_CHECK(p == start[c] || idx[p - 1] < idx[p]);

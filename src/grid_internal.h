@@ -25,9 +25,12 @@ enum { NBI_MAX_CHUNKS = 64 };
 //
 // Dense mode: the cells are the whole box lo..hi of the points' cells, numbered row-major with x
 // fastest (view.h). Used while the box has at most about 4 cells per point.
-// Hashed mode: only occupied cells are numbered, in order of first appearance in the input;
-// the cell table maps a cell's coordinates to its number, and cell_slot[c] names the table slot
-// holding cell c's coordinates.
+// Ranked mode (a box of up to 64 cells a point): only occupied cells are numbered, in the box's
+// row-major order; occ holds a bit per box cell and occ_rank the cells before each 64-bit word
+// (view.h), and cell_slot[c] holds cell c's box number.
+// Hashed mode (larger boxes): only occupied cells are numbered, in order of first appearance in
+// the input; the cell table maps a cell's coordinates to its number, and cell_slot[c] names the
+// table slot holding cell c's coordinates.
 // Filtered (the last build passed categories or masks): cat / mask hold each position's bits.
 //
 // Invariants (nb_grid_validate checks them all):
@@ -38,6 +41,8 @@ enum { NBI_MAX_CHUNKS = 64 };
 // - pts[p] maps to its cell's coordinates under the cell math, within lo..hi.
 // - hashed: every cell is non-empty, the table holds exactly the ncells cells and finds each at
 //   its own coordinates, and cell_slot points back at it.
+// - ranked: every cell is non-empty, box numbers ascend, and occ / occ_rank hold exactly those
+//   cells' bits and ranks.
 // - max_abs >= |every stored coordinate|.
 struct nbGrid {
     nbAllocator alloc;
@@ -46,6 +51,7 @@ struct nbGrid {
 
     int32_t n;
     bool hashed;
+    bool ranked;
     bool filtered;
     bool had_bits; // some build passed categories or masks: their arrays follow the capacity
     nbiCellMath cm;
@@ -62,7 +68,9 @@ struct nbGrid {
     nbiBuf idx;       // int32_t, n
     nbiBuf cell_of;   // int32_t, n: cell of input point i, when cells_kept (for validate)
     nbiBuf start;     // int32_t, ncells + 2 (the extra slot serves the counting pass)
-    nbiBuf cell_slot; // uint32_t, ncells (hashed mode)
+    nbiBuf cell_slot; // uint32_t, ncells (hashed mode: table slots; ranked: box numbers)
+    nbiBuf occ;       // uint64_t, box cells / 64 + 1 (ranked mode; + 2 more for its build)
+    nbiBuf occ_rank;  // int32_t, as many
     nbiBuf cat;       // uint32_t, n (filtered)
     nbiBuf mask;      // uint32_t, n (filtered)
     nbiCellTable table;
@@ -109,9 +117,10 @@ bool nbi_grid_scan(const double *data, size_t step, int32_t n, int dim, double m
 bool nbi_cells_fit_i32(const int64_t lo[3], const int64_t hi[3]);
 #if defined(__SSE2__)
 // Pass 2 over n packed points (step = dim, not periodic, nbi_cells_fit_i32): cell_of[i], and
-// counts[c] incremented for each point's cell c.
+// counts[c >> shift] incremented for each point's cell c (shift 0 but in a ranked build).
 void nbi_count_packed(const double *data, int32_t n, int dim, const nbiCellMath *cm,
-                      const int64_t lo[3], const int64_t ext[3], int32_t *cell_of, int32_t *counts);
+                      const int64_t lo[3], const int64_t ext[3], int32_t *cell_of, int32_t *counts,
+                      int shift);
 // A rebuild's passes 1 and 2 in one over n packed points, under the grid's cell math and box:
 // the points' box and finiteness (false if any coordinate is not finite), cell_of[i], and each
 // cell c counted in counts[c + 2] (a cell outside the box as -1, in counts[1]).

@@ -135,7 +135,7 @@ static void nbi_count_task(int32_t k0, int32_t k1, int32_t worker, void *vctx)
 #if defined(__SSE2__)
         if (!g->wrapped && in->step == (size_t)in->dim && nbi_cells_fit_i32(g->lo, g->hi)) {
             nbi_count_packed(in->data + (size_t)a * in->step, b - a, in->dim, &g->cm, g->lo, g->ext,
-                             cell_of + a, h);
+                             cell_of + a, h, 0);
             continue;
         }
 #endif

@@ -41,7 +41,6 @@
 #define NBI_INLINE static inline
 #endif
 
-// The index of the lowest set bit of m (m != 0).
 // Asks for the line holding p before it is read (nbi_prefetch) or written (nbi_prefetch_w): a
 // hint, never a fault, so p may be any address near the data.
 NBI_INLINE void nbi_prefetch(const void *p)
@@ -62,6 +61,7 @@ NBI_INLINE void nbi_prefetch_w(const void *p)
 #endif
 }
 
+// The index of the lowest set bit of m (m != 0).
 NBI_INLINE int nbi_ctz32(uint32_t m)
 {
 #if defined(__GNUC__)
@@ -73,6 +73,35 @@ NBI_INLINE int nbi_ctz32(uint32_t m)
         n++;
     }
     return n;
+#endif
+}
+
+// The index of the lowest set bit of m (m != 0).
+NBI_INLINE int nbi_ctz64(uint64_t m)
+{
+#if defined(__GNUC__)
+    return __builtin_ctzll(m);
+#else
+    int n = 0;
+    while ((m & 1u) == 0) {
+        m >>= 1;
+        n++;
+    }
+    return n;
+#endif
+}
+
+// The number of set bits of m. Builds for a CPU without a popcount instruction (the x86-64
+// baseline) get the bit-parallel sum inline rather than a call into the compiler's runtime.
+NBI_INLINE int nbi_popcount64(uint64_t m)
+{
+#if defined(__GNUC__) && (defined(__POPCNT__) || !defined(__x86_64__))
+    return __builtin_popcountll(m);
+#else
+    m = m - ((m >> 1) & 0x5555555555555555u);
+    m = (m & 0x3333333333333333u) + ((m >> 2) & 0x3333333333333333u);
+    m = (m + (m >> 4)) & 0x0F0F0F0F0F0F0F0Fu;
+    return (int)((m * 0x0101010101010101u) >> 56);
 #endif
 }
 

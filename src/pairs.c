@@ -11,7 +11,8 @@
 //
 // Dense views walk rows: cells adjacent in x are adjacent in memory, so "own cell after i plus
 // the k cells to its right" is one contiguous run, and each neighbour row x-k..x+k is another.
-// In 2D with k = 1 that is two runs per point. Hashed views look each neighbour cell up; when the
+// In 2D with k = 1 that is two runs per point. Ranked views walk the same rows, their ends found
+// by rank, and visit only the occupied cells. Hashed views look each neighbour cell up; when the
 // stencil has more cells than the view has occupied cells, a cell is instead paired with every
 // later cell within k rings (each unordered cell pair still once).
 //
@@ -49,38 +50,63 @@ static void nbi_span_list_init(nbiSpanList *l, const nbiPairCtx *x, int dim, boo
     l->ns = 0;
 }
 
-// Dense view, cells [u0, u1): each non-empty cell against its own row to the right and the
-// k rows above it (2D), or the positive half of the (2k+1)^3 block in 3D.
+// The first position of box cell b in a dense (ranked false) or ranked view: nbi_view_box_start
+// with the mode known where the walker is compiled.
+NBI_INLINE int32_t nbi_row_start(const nbiView *v, bool ranked, int64_t b)
+{
+    return v->start[ranked ? (int64_t)nbi_view_rank(v, b) : b];
+}
+
+// One non-empty cell of a dense or ranked view, box cell b at (cx, cy, cz) holding positions
+// [a0, a1): against its own row to the right and the k rows above it (2D), or the positive half
+// of the (2k+1)^3 block in 3D.
+NBI_INLINE void nbi_pairs_rows_cell(const nbiView *v, bool ranked, nbiSpanList *l,
+                                    const int64_t kk[3], int64_t b, int64_t cx, int64_t cy,
+                                    int64_t cz, int32_t a0, int32_t a1)
+{
+    const int64_t e0 = v->ext[0], e1 = v->ext[1], e2 = v->ext[2], e01 = e0 * e1;
+    const int64_t kx = kk[0], ky = kk[1], kz = kk[2];
+    const int64_t xl = nbi_max64(cx - kx, 0), xr = nbi_min64(cx + kx, e0 - 1);
+    const int64_t row0 = b - cx; // this row's first cell
+    l->a0 = a0;
+    l->a1 = a1;
+    l->self_end = nbi_row_start(v, ranked, row0 + xr + 1); // own cell after p, then its right
+    l->ns = 0;
+    for (int64_t dy = 1; dy <= ky && cy + dy < e1; dy++) {
+        const int64_t row = row0 + dy * e0;
+        nbi_spans_add(l, nbi_row_start(v, ranked, row + xl), nbi_row_start(v, ranked, row + xr + 1),
+                      NULL);
+    }
+    for (int64_t dz = 1; dz <= kz && cz + dz < e2; dz++) {
+        for (int64_t dy = nbi_max64(-ky, -cy); dy <= ky && cy + dy < e1; dy++) {
+            const int64_t row = row0 + dy * e0 + dz * e01;
+            nbi_spans_add(l, nbi_row_start(v, ranked, row + xl),
+                          nbi_row_start(v, ranked, row + xr + 1), NULL);
+        }
+    }
+    nbi_spans_flush(l);
+}
+
+// Rings per axis, clipped to the box.
+static void nbi_rows_rings(const nbiView *v, int64_t k, int64_t kk[3])
+{
+    for (int a = 0; a < 3; a++) kk[a] = nbi_min64(k, v->ext[a] - 1);
+}
+
+// Dense view, cells [u0, u1): each non-empty cell by nbi_pairs_rows_cell.
 static void nbi_pairs_dense(const nbiView *v, const nbiPairCtx *x, int64_t k, int32_t u0,
                             int32_t u1)
 {
     const int32_t *start = v->start;
-    const int64_t e0 = v->ext[0], e1 = v->ext[1], e2 = v->ext[2], e01 = e0 * e1;
-    const int64_t kx = nbi_min64(k, e0 - 1), ky = nbi_min64(k, e1 - 1), kz = nbi_min64(k, e2 - 1);
+    const int64_t e0 = v->ext[0], e1 = v->ext[1], e01 = e0 * e1;
+    int64_t kk[3];
+    nbi_rows_rings(v, k, kk);
     int64_t cx = u0 % e0, cy = (u0 / e0) % e1, cz = u0 / e01;
     nbiSpanList l;
     nbi_span_list_init(&l, x, v->dim, false);
     for (int32_t c = u0; c < u1 && !x->sink->stop; c++) {
         const int32_t a0 = start[c], a1 = start[c + 1];
-        if (a0 < a1) {
-            const int64_t xl = nbi_max64(cx - kx, 0), xr = nbi_min64(cx + kx, e0 - 1);
-            const int64_t row0 = c - cx; // this row's first cell
-            l.a0 = a0;
-            l.a1 = a1;
-            l.self_end = start[row0 + xr + 1]; // own cell after p, then the cells to its right
-            l.ns = 0;
-            for (int64_t dy = 1; dy <= ky && cy + dy < e1; dy++) {
-                const int64_t row = row0 + dy * e0;
-                nbi_spans_add(&l, start[row + xl], start[row + xr + 1], NULL);
-            }
-            for (int64_t dz = 1; dz <= kz && cz + dz < e2; dz++) {
-                for (int64_t dy = nbi_max64(-ky, -cy); dy <= ky && cy + dy < e1; dy++) {
-                    const int64_t row = row0 + dy * e0 + dz * e01;
-                    nbi_spans_add(&l, start[row + xl], start[row + xr + 1], NULL);
-                }
-            }
-            nbi_spans_flush(&l);
-        }
+        if (a0 < a1) nbi_pairs_rows_cell(v, false, &l, kk, c, cx, cy, cz, a0, a1);
         if (++cx == e0) {
             cx = 0;
             if (++cy == e1) {
@@ -88,6 +114,24 @@ static void nbi_pairs_dense(const nbiView *v, const nbiPairCtx *x, int64_t k, in
                 cz++;
             }
         }
+    }
+}
+
+// Ranked view, cells [u0, u1) (every one occupied): as dense, each cell found in the box by its
+// box number, and each row's ends by rank.
+static void nbi_pairs_ranked(const nbiView *v, const nbiPairCtx *x, int64_t k, int32_t u0,
+                             int32_t u1)
+{
+    const int32_t *start = v->start;
+    const int64_t e0 = v->ext[0], e1 = v->ext[1];
+    int64_t kk[3];
+    nbi_rows_rings(v, k, kk);
+    nbiSpanList l;
+    nbi_span_list_init(&l, x, v->dim, false);
+    for (int32_t c = u0; c < u1 && !x->sink->stop; c++) {
+        const int64_t b = v->cell_box[c], row = b / e0;
+        nbi_pairs_rows_cell(v, true, &l, kk, b, b - row * e0, row % e1, row / e1, start[c],
+                            start[c + 1]);
     }
 }
 
@@ -202,6 +246,8 @@ nbStatus nbi_walk_pairs(const nbiView *v, double radius, int32_t u0, int32_t u1,
     nbi_pair_ctx(&x, v, v, radius, s);
     if (v->table != NULL)
         nbi_pairs_hashed(v, &x, k, u0, u1);
+    else if (v->occ != NULL)
+        nbi_pairs_ranked(v, &x, k, u0, u1);
     else
         nbi_pairs_dense(v, &x, k, u0, u1);
     return NB_OK;

@@ -229,7 +229,7 @@ NBI_INLINE void nbi_fast_rows_dim(const nbiView *v, nbiFastCtx *x, const int64_t
 }
 
 // Each (dim, filter, emit) variant twice: one run through nbi_view_box_runs (views whose cells
-// are looked up: hashed, or with `end`), and the rows of a dense view.
+// are looked up: hashed, ranked, or with `end`), and the rows of a dense view.
 #define NBI_FAST_FNS(suffix, dim, flt, emit, target, wide)                                         \
     target static bool nbi_fast_run##suffix(int32_t b0, int32_t b1, void *x)                       \
     {                                                                                              \
@@ -352,7 +352,7 @@ nbStatus nbi_walk_radius(const nbiView *v, const double *center, double radius, 
             runs = nbi_fast_runs_512[emit][d3];
         }
 #endif
-        if (v->table == NULL && v->end == NULL)
+        if (v->table == NULL && v->occ == NULL && v->end == NULL)
             rows(v, &x, cl, ch);
         else
             nbi_view_box_runs(v, cl, ch, runs, &x);

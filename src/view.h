@@ -13,12 +13,18 @@
 // has NaN coordinates, which fail every test, so its rows of cells are read as runs. Cells may
 // be empty.
 //
-// Cells are numbered in one of two ways:
-// - dense (table == NULL): the whole box lo..hi of cells, row-major with x fastest:
-//   c = (x - lo[0]) + ext[0] * ((y - lo[1]) + ext[1] * (z - lo[2]));
-// - hashed: only occupied cells, in any order; the cell table maps coordinates to the cell
-//   number, and cell c's coordinates are cell_keys[3c .. 3c+2], or, without cell_keys, the
-//   coordinates kept in table slot cell_slot[c] (the grid, whose table never moves a slot).
+// Cells are numbered in one of three ways:
+// - dense (table == NULL, occ == NULL): the whole box lo..hi of cells, row-major with x
+//   fastest; box cell k = (x - lo[0]) + ext[0] * ((y - lo[1]) + ext[1] * (z - lo[2])) is cell k;
+// - ranked (occ != NULL): only the occupied cells of the box, in the same row-major order, so
+//   that a row of box cells is still one run of positions. Bit k % 64 of occ[k / 64] says
+//   whether box cell k is occupied, occ_rank[k / 64] counts the occupied cells before that word
+//   (both hold the words of box cells 0 .. ncells-of-the-box inclusive), and cell_box[c] is cell
+//   c's box number (the grid's sparse layout while the box has at most 64 cells a point);
+// - hashed (table != NULL): only occupied cells, in any order; the cell table maps coordinates
+//   to the cell number, and cell c's coordinates are cell_keys[3c .. 3c+2], or, without
+//   cell_keys, the coordinates kept in table slot cell_slot[c] (the grid, whose table never
+//   moves a slot).
 // Either way lo..hi bounds every occupied cell (z = 0 in 2D), and max_abs bounds |coordinate|
 // (the rounding margins in cell.c need it).
 #ifndef NEARBY_VIEW_H
@@ -50,8 +56,11 @@ typedef struct nbiView {
     nbiCellMath cm;
     double max_abs;
     int64_t lo[3], hi[3], ext[3];
-    const nbiCellTable *table; // NULL: dense numbering
+    const nbiCellTable *table; // NULL: dense or ranked numbering
     const uint32_t *cell_slot; // hashed, without cell_keys: cell -> its slot in table
+    const uint64_t *occ;       // ranked: the box's occupancy bits, or NULL
+    const int32_t *occ_rank;   // ranked: occupied cells before each word of occ
+    const uint32_t *cell_box;  // ranked: cell -> its box number
     const int64_t *cell_keys;  // hashed: 3 coordinates per cell, or NULL
     const nbiWrap *wrap;       // NULL: no periodic axis
 } nbiView;
@@ -65,7 +74,8 @@ NBI_INLINE bool nbi_view_same(const nbiView *a, const nbiView *b)
                 a->end == b->end && a->ncells == b->ncells && a->cm.cell == b->cm.cell &&
                 a->cm.inv == b->cm.inv && a->cm.pow2 == b->cm.pow2 && a->max_abs == b->max_abs &&
                 a->table == b->table && a->cell_slot == b->cell_slot &&
-                a->cell_keys == b->cell_keys && a->wrap == b->wrap;
+                a->cell_keys == b->cell_keys && a->occ == b->occ && a->occ_rank == b->occ_rank &&
+                a->cell_box == b->cell_box && a->wrap == b->wrap;
     for (int i = 0; i < 3; i++)
         same &= a->lo[i] == b->lo[i] && a->hi[i] == b->hi[i] && a->ext[i] == b->ext[i];
     return same;
@@ -85,15 +95,33 @@ NBI_INLINE int32_t nbi_view_end(const nbiView *v, int32_t c)
     return v->end != NULL ? v->end[c] : v->start[c + 1];
 }
 
+// Ranked view: the occupied cells before box cell k, 0 <= k <= the box's cells. Two loads (the
+// word and its count) where a dense view reads start[k] directly.
+NBI_INLINE int32_t nbi_view_rank(const nbiView *v, int64_t k)
+{
+    const uint64_t below = v->occ[k >> 6] & ((UINT64_C(1) << (k & 63)) - 1);
+    return v->occ_rank[k >> 6] + nbi_popcount64(below);
+}
+
+// Dense or ranked view: the first position of box cell k, 0 <= k <= the box's cells (for an
+// empty cell, the next occupied cell's first position): so [box_start(k0), box_start(k1)) is the
+// run of box cells k0 .. k1 - 1.
+NBI_INLINE int32_t nbi_view_box_start(const nbiView *v, int64_t k)
+{
+    return v->start[v->occ != NULL ? (int64_t)nbi_view_rank(v, k) : k];
+}
+
 // The cell at integer coordinates (x, y, z), or -1 when it is not in the view (outside the box,
-// or not occupied in a hashed view).
+// or not occupied in a hashed or ranked view).
 NBI_INLINE int32_t nbi_view_cell(const nbiView *v, int64_t x, int64_t y, int64_t z)
 {
     if (v->table != NULL) return nbi_ctab_find(v->table, x, y, z);
     if (x < v->lo[0] || x > v->hi[0] || y < v->lo[1] || y > v->hi[1] || z < v->lo[2] ||
         z > v->hi[2])
         return -1;
-    return (int32_t)((x - v->lo[0]) + v->ext[0] * ((y - v->lo[1]) + v->ext[1] * (z - v->lo[2])));
+    const int64_t k = (x - v->lo[0]) + v->ext[0] * ((y - v->lo[1]) + v->ext[1] * (z - v->lo[2]));
+    if (v->occ == NULL) return (int32_t)k;
+    return (v->occ[k >> 6] >> (k & 63)) & 1 ? nbi_view_rank(v, k) : -1;
 }
 
 // Cell c's integer coordinates.
@@ -107,7 +135,7 @@ NBI_INLINE void nbi_view_cell_key(const nbiView *v, int32_t c, int64_t out[3])
         out[2] = k[2];
         return;
     }
-    int64_t r = c;
+    int64_t r = v->occ != NULL ? (int64_t)v->cell_box[c] : c;
     out[0] = v->lo[0] + r % v->ext[0];
     r /= v->ext[0];
     out[1] = v->lo[1] + r % v->ext[1];
@@ -149,8 +177,8 @@ NBI_INLINE bool nbi_view_cell_box(const nbiView *v, const double *lo, const doub
 enum { NBI_LOOKUPS = 32 }; // a hashed box of at most this many cells looks them up in two passes
 
 // Calls fn for the runs of every occupied cell in the box [cl, ch], in a deterministic order
-// (dense: one run per row). A hashed view looks each cell up, or, when the box has more cells
-// than the view has occupied, tests every occupied cell instead. Returns the work done, in
+// (dense or ranked: one run per row). A hashed view looks each cell up, or, when the box has more
+// cells than the view has occupied, tests every occupied cell instead. Returns the work done, in
 // cells examined. Inline, so that a walker passing its own static fn gets it inlined into the
 // loop (a query's per-cell cost is mostly this loop).
 NBI_INLINE double nbi_view_box_runs(const nbiView *v, const int64_t cl[3], const int64_t ch[3],
@@ -164,7 +192,8 @@ NBI_INLINE double nbi_view_box_runs(const nbiView *v, const int64_t cl[3], const
         for (int64_t z = cl[2]; z <= ch[2]; z++) {
             for (int64_t y = cl[1]; y <= ch[1]; y++) {
                 const int64_t row = (y - v->lo[1]) * e0 + (z - v->lo[2]) * e01 - v->lo[0];
-                const int32_t b0 = start[row + cl[0]], b1 = start[row + ch[0] + 1];
+                const int32_t b0 = nbi_view_box_start(v, row + cl[0]);
+                const int32_t b1 = nbi_view_box_start(v, row + ch[0] + 1);
                 if (b0 < b1 && !fn(b0, b1, ctx)) return cells;
             }
         }

@@ -431,6 +431,119 @@ static int test_dense_and_hashed_paths(void)
     return 0;
 }
 
+// Clusters of points (spread 0.05 to 2) in the box [offset, offset + side)^dim.
+static nboSet ranked_set(int32_t n, int dim, double side, double offset)
+{
+    nboSet s = nbo_set_new(n, dim);
+    for (int32_t i = 0; i < n;) {
+        double c[3], sd = pow(10.0, nbt_range(-1.3, 0.3));
+        for (int a = 0; a < 3; a++) c[a] = offset + nbt_range(0.0, side);
+        for (int32_t m = 0, size = 1 + nbt_int(60); m < size && i < n; m++, i++)
+            for (int a = 0; a < dim; a++) {
+                const double x = c[a] + sd * nbt_gauss();
+                s.p[(size_t)i * dim + a] = x < offset ? offset : x >= offset + side ? c[a] : x;
+            }
+    }
+    return s;
+}
+
+// The set's layout at radius r with the default cell is `want` (0 dense, 1 ranked, 2 hashed);
+// a strided copy builds the same grid (same pairs in the same order, same cell order).
+static int check_layout(const nboSet *s, double r, double cell, int want)
+{
+    nbGridDesc desc = {0};
+    desc.dim = s->dim;
+    desc.cell_size = cell;
+    nbGrid *g = NULL, *h = NULL;
+    NB_CHECK_OK(nb_grid_create(&desc, &g));
+    NB_CHECK_OK(nb_grid_create(&desc, &h));
+    nbPoints pts = {.data = s->p, .count = s->n, .dim = s->dim, .stride = 0};
+    NB_CHECK_OK(nb_grid_build(g, &pts, r));
+    nbGridInfo info;
+    NB_CHECK_OK(nb_grid_info(g, &info));
+    if (info.hashed != (want > 0) || info.ranked != (want == 1))
+        fprintf(stderr, "  layout: n=%d dim=%d cells=%lld hashed=%d ranked=%d, want %d\n", s->n,
+                s->dim, (long long)info.cells, info.hashed, info.ranked, want);
+    NB_CHECK(info.hashed == (want > 0) && info.ranked == (want == 1));
+    NB_CHECK_OK(nb_grid_validate(g));
+    const int dim = s->dim, step = dim + 2;
+    double *wide = (double *)calloc((size_t)s->n * (size_t)step + 1, sizeof(double));
+    NB_CHECK(wide != NULL);
+    for (int32_t i = 0; i < s->n; i++)
+        memcpy(wide + (size_t)i * step, nbo_pt(s, i), dim * sizeof(double));
+    nbPoints spts = {.data = wide, .count = s->n, .dim = dim, .stride = step * sizeof(double)};
+    NB_CHECK_OK(nb_grid_build(h, &spts, r));
+    NB_CHECK_OK(nb_grid_validate(h));
+    int64_t ng = 0, nh = 0;
+    NB_CHECK_OK(nb_grid_count_pairs(g, r, &ng));
+    nbPair *pg = (nbPair *)malloc(((size_t)ng + 1) * 2 * sizeof(nbPair)), *ph = pg + ng + 1;
+    int32_t *og = (int32_t *)malloc(((size_t)s->n + 1) * 2 * sizeof(int32_t)), *oh = og + s->n + 1;
+    NB_CHECK(pg != NULL && og != NULL);
+    NB_CHECK_OK(nb_grid_pairs(g, r, pg, ng + 1, &ng));
+    NB_CHECK_OK(nb_grid_pairs(h, r, ph, ng + 1, &nh));
+    NB_CHECK(ng == nh && memcmp(pg, ph, (size_t)ng * sizeof(nbPair)) == 0);
+    NB_CHECK_OK(nb_grid_cell_order(g, og, s->n));
+    NB_CHECK_OK(nb_grid_cell_order(h, oh, s->n));
+    NB_CHECK(memcmp(og, oh, (size_t)s->n * sizeof(int32_t)) == 0);
+    free(pg);
+    free(og);
+    free(wide);
+    nb_grid_destroy(g);
+    nb_grid_destroy(h);
+    return 0;
+}
+
+// A box of 4 to 64 cells a point takes the ranked layout (only occupied cells numbered, found
+// by rank in a bitmap of the box): every query against the oracle, 2D and 3D, around the origin,
+// with negative coordinates, and far from it (cells beyond 32 bits: the scalar cell pass);
+// packed and strided.
+static int test_ranked_cells(void)
+{
+    const double offsets[3] = {0.0, -60.0, 3e9};
+    for (int dim = 2; dim <= 3; dim++) {
+        for (int t = 0; t < 3; t++) {
+            const int32_t n = 1500 + nbt_int(1000);
+            // about 16 cells of 1 a point
+            const double side = dim == 2 ? sqrt(16.0 * n) : cbrt(16.0 * n);
+            nboSet s = ranked_set(n, dim, side, offsets[t]);
+            if (check_layout(&s, 1.0, 0.0, 1)) return 1;
+            if (check_all(&s, 1.0, 0.0, 30)) return 1;
+            if (check_all(&s, 1.0, 1.0 / 1.5, 10)) return 1; // about 54 cells a point: ranked
+            nbo_set_free(&s);
+        }
+    }
+    return 0;
+}
+
+// The ranked layout's edges: a box of exactly 64 cells a point is ranked, one more row of
+// cells hashed; rows of cells that fill whole 64-cell words, and a row of 65 cells; cells whose
+// bits are the first and the last of their word.
+static int test_ranked_edges(void)
+{
+    const int32_t n = 100;
+    const int64_t shapes[4][2] = {{64, 100}, {100, 64}, {65, 98}, {64, 101}}; // cells per axis
+    for (int t = 0; t < 4; t++) {
+        nboSet s = nbo_set_new(n, 2);
+        const int64_t ex = shapes[t][0], ey = shapes[t][1];
+        for (int32_t i = 0; i < n; i++) { // cell (x, y) at its centre, the corners first
+            int64_t x = nbt_int((int32_t)ex), y = nbt_int((int32_t)ey);
+            if (i < 4) {
+                x = i % 2 ? ex - 1 : 0;
+                y = i / 2 ? ey - 1 : 0;
+            }
+            if (i >= 4 && i < 8) x = 63 * (i % 2); // the first and last bits of a word
+            s.p[2 * i] = (double)x + 0.5;
+            s.p[2 * i + 1] = (double)y + 0.5;
+        }
+        const bool ranked = ex * ey <= 64 * n;
+        if (check_layout(&s, 0.75, 1.0, ranked ? 1 : 2)) return 1;
+        if (check_all(&s, 0.75, 1.0, 20)) return 1;
+        if (check_all(&s, 2.5, 1.0, 20)) return 1; // 3 rings
+        nbo_set_free(&s);
+    }
+    return 0;
+}
+
 // Cells more than 2^62 apart (a user cell far smaller than the data's spread) still pair up.
 static int test_cells_far_apart(void)
 {
@@ -795,10 +908,11 @@ static int test_zero_allocation_frames(void)
     nboSet s = nbo_set_new(5000, 2);
     static nbPair pairs[200000];
     for (int frame = 0; frame < 30; frame++) {
-        // Frames 0 and 1 reach the maximum point count in each cell layout (dense, then hashed
-        // for far-flung points); later frames vary the count and switch layouts freely.
-        int32_t n = frame < 2 ? 5000 : 2000 + nbt_int(3001);
-        double spread = frame == 1 || frame % 7 == 6 ? 1e6 : 60.0;
+        // Frames 0 to 2 reach the maximum point count in each cell layout (dense, then hashed
+        // for far-flung points, then ranked for about 16 cells a point); later frames vary the
+        // count and switch layouts freely.
+        int32_t n = frame < 3 ? 5000 : 2000 + nbt_int(3001);
+        double spread = frame == 1 || frame % 7 == 6 ? 1e6 : frame % 5 == 2 ? 280.0 : 60.0;
         for (int32_t i = 0; i < n * 2; i++) s.p[i] = nbt_range(0, spread);
         nbPoints pts = {.data = s.p, .count = n, .dim = 2, .stride = 0};
         int64_t before = counter.allocs;
@@ -828,8 +942,8 @@ static int test_zero_allocation_frames(void)
         free(want_nn);
         nbGridInfo info;
         NB_CHECK_OK(nb_grid_info(g, &info));
-        NB_CHECK(info.hashed == (spread > 100.0));
-        if (frame >= 2) NB_CHECK(counter.allocs == before);
+        NB_CHECK(info.hashed == (spread > 100.0) && info.ranked == (spread == 280.0));
+        if (frame >= 3) NB_CHECK(counter.allocs == before);
     }
     // reserve up front: a bigger build then allocates nothing, also a blocked one (the tables
     // of dense_grid.c's "large builds", which reserve sizes for any cells)
@@ -845,6 +959,10 @@ static int test_zero_allocation_frames(void)
     NB_CHECK_OK(nb_grid_build(g, &pb, 1.0));
     for (int32_t i = 0; i < 40000; i++) big.p[i] = nbt_range(0, 560); // dense, ~4 cells a point
     NB_CHECK_OK(nb_grid_build(g, &pb, 2.0));
+    NB_CHECK_OK(nb_grid_build(g, &pb, 1.0)); // ranked, ~16 cells a point
+    nbGridInfo info;
+    NB_CHECK_OK(nb_grid_info(g, &info));
+    NB_CHECK(info.ranked);
     nbi_blocked_min_points = saved;
     NB_CHECK(counter.allocs == before);
     NB_CHECK(nb_grid_memory_bytes(g) > 20000 * 20);
@@ -903,9 +1021,10 @@ static int test_hashed_layout_reuses_room(void)
 static int test_allocation_failure(void)
 {
     enum { MAX_TRIES = 1000 };
-    nboSet a = nbo_set_new(300, 2), b = nbo_set_new(3000, 2);
+    nboSet a = nbo_set_new(300, 2), b = nbo_set_new(3000, 2), c = nbo_set_new(3000, 2);
     for (int32_t i = 0; i < 600; i++) a.p[i] = nbt_range(0, 10);
     for (int32_t i = 0; i < 6000; i++) b.p[i] = nbt_range(0, i % 3 ? 30 : 1e7);
+    for (int32_t i = 0; i < 6000; i++) c.p[i] = nbt_range(0, 200); // ~13 cells a point: ranked
     bool clean_run = false;
     int64_t fail = 1;
     for (; fail <= MAX_TRIES && !clean_run; fail++) {
@@ -925,13 +1044,20 @@ static int test_allocation_failure(void)
         }
         NB_CHECK_OK(st);
         nbPoints pa = {.data = a.p, .count = 300, .dim = 2, .stride = 0},
-                 pb = {.data = b.p, .count = 3000, .dim = 2};
+                 pb = {.data = b.p, .count = 3000, .dim = 2},
+                 pc = {.data = c.p, .count = 3000, .dim = 2};
         st = nb_grid_build(g, &pa, 1.0);
         NB_CHECK(st == NB_OK || (st == NB_ERR_OUT_OF_MEMORY && nbt_alloc_failed(&counter)));
         int64_t fp = fingerprint(g);
         NB_CHECK(fp >= 0);
         NB_CHECK_OK(nb_grid_validate(g));
         st = nb_grid_build(g, &pb, 0.5); // needs more room, and hashed cells
+        NB_CHECK(st == NB_OK || (st == NB_ERR_OUT_OF_MEMORY && nbt_alloc_failed(&counter)));
+        NB_CHECK_OK(nb_grid_validate(g));
+        if (st == NB_ERR_OUT_OF_MEMORY) NB_CHECK(fingerprint(g) == fp);
+        fp = fingerprint(g);
+        NB_CHECK(fp >= 0);
+        st = nb_grid_build(g, &pc, 1.0); // the first ranked cells
         NB_CHECK(st == NB_OK || (st == NB_ERR_OUT_OF_MEMORY && nbt_alloc_failed(&counter)));
         NB_CHECK_OK(nb_grid_validate(g));
         if (st == NB_ERR_OUT_OF_MEMORY) NB_CHECK(fingerprint(g) == fp);
@@ -953,6 +1079,7 @@ static int test_allocation_failure(void)
     NB_CHECK(fail > 2); // the sweep did inject failures before the clean run
     nbo_set_free(&a);
     nbo_set_free(&b);
+    nbo_set_free(&c);
     return 0;
 }
 
@@ -1472,6 +1599,8 @@ int main(int argc, char **argv)
         {"knn_infinite_distances", test_knn_infinite_distances},
         {"larger", test_larger},
         {"dense_and_hashed_paths", test_dense_and_hashed_paths},
+        {"ranked_cells", test_ranked_cells},
+        {"ranked_edges", test_ranked_edges},
         {"deterministic", test_deterministic},
         {"cells_far_apart", test_cells_far_apart},
         {"pairs_cost_guard", test_pairs_cost_guard},

@@ -26,7 +26,8 @@ static void random_bits(nboSet *s)
     }
 }
 
-// n points: uniform in [0, side)^dim, or in a few tight clusters, or spread far apart (hashed).
+// n points: uniform in [0, side)^dim, or in a few tight clusters, or spread far apart (hashed),
+// or uniform in a box of about 16 cells of `side` a point (ranked).
 static nboSet random_set(int32_t n, int dim, int kind, double side)
 {
     nboSet s = nbo_set_new(n, dim);
@@ -39,6 +40,8 @@ static nboSet random_set(int32_t n, int dim, int kind, double side)
             if (kind == 0) *x = nbt_range(0.0, side);
             if (kind == 1) *x = centre[i % 4][d] + 0.3 * nbt_gauss();
             if (kind == 2) *x = nbt_range(-1e6, 1e6) + (i % 3 == 0 ? 0.0 : 1e9);
+            if (kind == 3)
+                *x = side * nbt_range(-0.5, 0.5) * (dim == 2 ? sqrt(16.0 * n) : cbrt(16.0 * n));
         }
     return s;
 }
@@ -174,10 +177,13 @@ static int check_queries(const nbGrid *g, const nboSet *s, double r, double side
 
 static int test_filtered_pairs_and_queries(void)
 {
-    for (int round = 0; round < 36; round++) {
-        const int dim = 2 + round % 2, kind = (round / 2) % 3;
+    for (int round = 0; round < 48; round++) {
+        const int dim = 2 + round % 2, kind = (round / 2) % 4;
         const int32_t n = 50 + nbt_int(500);
-        const double side = 10.0, r = kind == 2 ? 3e5 : nbt_range(0.2, 1.5);
+        const double r = kind == 2 ? 3e5 : nbt_range(0.2, 1.5);
+        const double cells[3] = {0.0, r / 3.0, 4.0 * r};
+        const double cell = cells[(round / 8) % 3];
+        const double side = kind == 3 ? (cell > 0.0 ? cell : r) : 10.0;
         nboSet s = random_set(n, dim, kind, side);
         random_bits(&s);
         if (round % 6 == 5) { // masks only, or categories only: the other is all bits
@@ -185,10 +191,11 @@ static int test_filtered_pairs_and_queries(void)
             free(*drop);
             *drop = NULL;
         }
-        const double cells[3] = {0.0, r / 3.0, 4.0 * r};
-        const double cell = cells[(round / 6) % 3];
         nbGrid *g = grid_of(&s, cell, r);
         NB_CHECK(g != NULL);
+        nbGridInfo info;
+        NB_CHECK_OK(nb_grid_info(g, &info));
+        NB_CHECK(kind != 3 || info.ranked); // (tight clusters may be ranked too)
         int64_t want_n = 0;
         nbPair *want = nbo_pairs(&s, r, &want_n);
         if (check_pair_forms(g, NULL, r, want, want_n)) return 1;
@@ -202,11 +209,11 @@ static int test_filtered_pairs_and_queries(void)
 
 static int test_cross_pairs(void)
 {
-    for (int round = 0; round < 36; round++) {
-        const int dim = 2 + round % 2, kind = (round / 2) % 3;
-        const double r = kind == 2 ? 3e5 : nbt_range(0.2, 1.5);
-        nboSet a = random_set(20 + nbt_int(300), dim, kind, 10.0);
-        nboSet b = random_set(20 + nbt_int(300), dim, round % 3 == 0 ? 2 : kind, 10.0);
+    for (int round = 0; round < 48; round++) {
+        const int dim = 2 + round % 2, kind = (round / 2) % 4;
+        const double r = kind == 2 ? 3e5 : nbt_range(0.2, 1.5), side = kind == 3 ? r : 10.0;
+        nboSet a = random_set(20 + nbt_int(300), dim, kind, side);
+        nboSet b = random_set(20 + nbt_int(300), dim, round % 3 == 0 ? 2 : kind, side);
         if (round % 4 == 1 || round % 4 == 3) random_bits(&a); // A filtered, B not; both; ...
         if (round % 4 == 2 || round % 4 == 3) random_bits(&b);
         const double ca[3] = {0.0, r / 2.5, 3.0 * r}, cb[3] = {0.0, 2.0 * r, r / 3.5};

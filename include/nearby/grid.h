@@ -44,7 +44,9 @@ typedef struct nbGridInfo {
     int32_t dim;      ///< 2 or 3
     int32_t points;   ///< points in the last successful build (0 before any)
     int64_t cells;    ///< cells indexed: the box's cells (dense) or the occupied cells (hashed)
-    bool hashed;      ///< true when occupied cells are hashed instead of stored densely
+    bool hashed;      ///< true when only the occupied cells are indexed, not the whole box
+    bool ranked;      ///< hashed through a bitmap of the box's cells (a box of up to 64 cells a
+                      ///< point) rather than a hash table (larger boxes: far-flung data)
     double cell_size; ///< the cell edge actually used (see nb_grid_build); on a periodic axis
                       ///< the edge is P / m instead (see "periodic boxes")
     size_t bytes;     ///< bytes held, as nb_grid_memory_bytes() reports
