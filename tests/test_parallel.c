@@ -219,6 +219,14 @@ static int t_sparse_hashed(void) // a tiny radius: the hashed layout, built seri
 {
     return against_serial(N_BIG, 2, 0, false, 0.01);
 }
+static int t_sparse_ranked(void) // 16 cells a point: the ranked layout, built serially
+{
+    return against_serial(N_BIG, 2, 0, false, 0.25);
+}
+static int t_sparse_ranked_3d_filtered(void) // about 16 cells a point
+{
+    return against_serial(N_BIG, 3, 2, true, 0.4);
+}
 
 static int t_blocked_uniform_2d(void)
 {
@@ -347,6 +355,8 @@ int main(int argc, char **argv)
         {"cluster_filtered_2d", t_cluster_filtered_2d},
         {"small_stays_serial", t_small_stays_serial},
         {"sparse_hashed", t_sparse_hashed},
+        {"sparse_ranked", t_sparse_ranked},
+        {"sparse_ranked_3d_filtered", t_sparse_ranked_3d_filtered},
         {"blocked_uniform_2d", t_blocked_uniform_2d},
         {"blocked_uniform_3d", t_blocked_uniform_3d},
         {"blocked_cluster_filtered_2d", t_blocked_cluster_filtered_2d},

@@ -79,15 +79,20 @@ static void *worker(void *arg)
     return NULL;
 }
 
-static int test_concurrent_queries(void)
+// The grid built with cells of `cell` (0: the pair radius), in layout `ranked` or dense.
+static int concurrent_queries_on(double cell, bool ranked)
 {
     nboSet s = nbo_set_new(N, 2);
     for (int i = 0; i < 2 * N; i++) s.p[i] = nbt_range(0, SIDE);
     nbGridDesc desc = {0};
+    desc.cell_size = cell;
     nbGrid *g = NULL;
     NB_CHECK_OK(nb_grid_create(&desc, &g));
     nbPoints view = nbo_points(&s);
     NB_CHECK_OK(nb_grid_build(g, &view, PAIR_RADIUS));
+    nbGridInfo info;
+    NB_CHECK_OK(nb_grid_info(g, &info));
+    NB_CHECK(info.ranked == ranked && info.hashed == ranked);
     static Shared sh;
     sh.grid = g;
     for (int q = 0; q < QUERIES; q++) {
@@ -138,6 +143,17 @@ static int test_concurrent_queries(void)
     nb_grid_destroy(g);
     nbo_set_free(&s);
     return 0;
+}
+
+static int test_concurrent_queries(void)
+{
+    return concurrent_queries_on(0.0, false);
+}
+
+// Cells of a sixth of the pair radius: a box of 16 cells a point, the ranked layout.
+static int test_concurrent_ranked_queries(void)
+{
+    return concurrent_queries_on(PAIR_RADIUS / 6.0, true);
 }
 
 // ---- the spatial hash ----
@@ -720,6 +736,7 @@ int main(int argc, char **argv)
 {
     static const nbtCase cases[] = {
         {"concurrent_queries", test_concurrent_queries},
+        {"concurrent_ranked_queries", test_concurrent_ranked_queries},
         {"concurrent_hash_queries", test_concurrent_hash_queries},
         {"concurrent_periodic", test_concurrent_periodic},
         {"concurrent_quadtree_queries", test_concurrent_quadtree_queries},

@@ -31,7 +31,7 @@ typedef struct nbGridDesc {
     /// NULL = serial. Your scheduler (copied; its `user` must outlive the grid): builds of the
     /// dense layout and nb_grid_pairs / nb_grid_count_pairs then run on your workers, with
     /// results identical, bit for bit and in order, to the serial ones. Small inputs run
-    /// serially. The hashed layout's build and the other calls stay serial (split
+    /// serially. The hashed and ranked layouts' builds and the other calls stay serial (split
     /// nb_grid_visit_pairs_range yourself to visit in parallel).
     const nbTasks *tasks;
     double period[3]; ///< per axis, the period P of a periodic box [0, P) (as
@@ -73,8 +73,10 @@ NB_API nbStatus nb_grid_reserve(nbGrid *grid, int32_t points);
 /// Queries at any other radius stay exact. radius may be 0.
 ///
 /// When the points' bounding box would need more than about 4 cells per point (sparse or
-/// far-flung data, or a tiny radius), occupied cells are hashed into a power-of-two table of
-/// about 2N slots instead, so memory stays O(points), never O(area).
+/// clustered data, or a tiny radius), only the occupied cells are indexed, so memory stays
+/// O(points), never O(area): found by rank in a bitmap of the box while it has at most 64 cells
+/// a point (12 bytes a point at most), or hashed into a power-of-two table of about 2N slots
+/// beyond that (far-flung data).
 ///
 /// Categories and masks passed in `points` (see nbPoints) are copied too; all-pairs calls then
 /// apply the filter rule (see the filters section below).
@@ -86,7 +88,8 @@ NB_API nbStatus nb_grid_reserve(nbGrid *grid, int32_t points);
 /// misaligned category or mask array, or a cell number beyond +-2^62;
 /// NB_ERR_OUT_OF_MEMORY. On any error the grid keeps its previous contents.
 /// Allocates only when this build needs more room than every earlier build and reserve: more
-/// points, more dense cells, the first hashed layout or the first build with categories/masks.
+/// points, more dense cells, the first hashed or ranked layout or the first build with
+/// categories/masks.
 /// nb_grid_reserve(max_points) covers every layout (and the filter bits once the grid has had
 /// them), after which no build of up to max_points points allocates. A growth that is refused
 /// at the geometric size is retried at the exact size. O(N + cells).
@@ -232,7 +235,8 @@ NB_API nbStatus nb_grid_visit_cross_pairs(const nbGrid *a, const nbGrid *b, doub
 /// doubles until they do not, so memory stays O(N) (clustered data in a large, sparse box then
 /// costs more candidates per point, never more memory).
 /// The cell order of the last build: order[p] = the input index of the point at position p
-/// (cells row-major with x fastest in the dense layout, by first appearance in the hashed one;
+/// (cells row-major with x fastest in the dense and ranked layouts, by first appearance in the
+/// hashed one;
 /// ascending input index within a cell). A simulation that reorders its arrays by it every few
 /// steps (nb_gather, for positions, velocities, ids, ...) keeps points that are near in space
 /// near in memory: the next builds scatter almost sequentially, and pairs come out in nearly

@@ -105,7 +105,8 @@ typedef struct nbfState {
     int64_t reserved;         ///< the largest successful reserve or capacity hint
     int32_t max_built;        ///< the most points of any successful build
     int64_t max_dense;        ///< the most cells of any successful dense build
-    bool had_hashed;          ///< a successful build had the hashed layout
+    bool had_hashed;          ///< a successful build had the hashed layout's table
+    bool had_ranked;          ///< a successful build had the ranked layout
     int32_t n;                ///< points of the last successful build
     double pts[NBF_MAX_POINTS][3];
     double build_radius; ///< radius of the last successful build
@@ -428,7 +429,8 @@ static void nbf_check_unchanged(nbfState *s, const char *what)
     nbGridInfo now;
     nbf_info(s, &now);
     NBF_CHECK(now.points == s->info.points && now.cells == s->info.cells &&
-                  now.hashed == s->info.hashed && now.cell_size == s->info.cell_size,
+                  now.hashed == s->info.hashed && now.ranked == s->info.ranked &&
+                  now.cell_size == s->info.cell_size,
               "%s failed but changed the grid: points %d->%d cells %lld->%lld hashed %d->%d "
               "cell %a->%a",
               what, s->info.points, now.points, (long long)s->info.cells, (long long)now.cells,
@@ -753,7 +755,7 @@ static void nbf_op_build(nbfReader *r, nbfState *s)
     if (failed_alloc) allowed |= NBF_BIT(NB_ERR_OUT_OF_MEMORY);
     nbf_expect(st, allowed, "nb_grid_build");
     // grid.h: a build allocates only when it needs more room than every earlier build and
-    // reserve (more points, more dense cells, or the first hashed layout); after
+    // reserve (more points, more dense cells, or the first hashed or ranked layout); after
     // nb_grid_reserve(n) (or a capacity hint n) no build of up to n points allocates. A build
     // that fails before it needs room allocates nothing.
     if (!nbf_skip("build-alloc")) {
@@ -777,8 +779,9 @@ static void nbf_op_build(nbfReader *r, nbfState *s)
             s->mask[i] = s->has_mask ? bits.mv[i] : 0xFFFFFFFFu;
         }
         nbf_info(s, &s->info);
+        const bool table = s->info.hashed && !s->info.ranked;
         bool more = count > s->max_built || (!s->info.hashed && s->info.cells > s->max_dense) ||
-                    (s->info.hashed && !s->had_hashed) || first_bits;
+                    (table && !s->had_hashed) || (s->info.ranked && !s->had_ranked) || first_bits;
         // grid.h/grid.md: the first build with categories/masks may allocate their copies, and
         // later reserves cover them, even after a 0-point build with bits
         // (found-empty-filtered-build-then-reserve.bin: the grid once forgot those).
@@ -788,7 +791,8 @@ static void nbf_op_build(nbfReader *r, nbfState *s)
             nbf_no_alloc(s, m, "nb_grid_build needing no more room than an earlier build");
         if (count > s->max_built) s->max_built = count;
         if (!s->info.hashed && s->info.cells > s->max_dense) s->max_dense = s->info.cells;
-        if (s->info.hashed) s->had_hashed = true;
+        if (table) s->had_hashed = true;
+        if (s->info.ranked) s->had_ranked = true;
         for (int32_t i = 0; i < count; i++)
             for (int32_t d = 0; d < gdim; d++)
                 NBF_CHECK(fabs(floor(s->pts[i][d] / s->info.cell_size)) <= 0x1p62 * (1.0 + 1e-6),
@@ -1802,6 +1806,7 @@ static void nbf_create(nbfReader *r, nbfState *s, bool second)
     s->max_built = 0;
     s->max_dense = 0;
     s->had_hashed = false;
+    s->had_ranked = false;
     s->n = 0;
     s->built = false;
     s->build_radius = 0.0;
