@@ -548,7 +548,11 @@ nbStatus nbi_walk_knn(const nbiView *v, const double *point, int32_t k, nbFilter
                 : c > (double)v->hi[a] ? v->hi[a] + 1
                                        : (int64_t)c;
     }
-    const double budget = 2.0 * (double)v->ncells + 64.0;
+    // Work counts the cells of the rings visited. A ranked view walks them by rows, as a dense
+    // one does, so its budget is the box's cells too, not the occupied ones.
+    const double cells = v->occ != NULL ? (double)v->ext[0] * (double)v->ext[1] * (double)v->ext[2]
+                                        : (double)v->ncells;
+    const double budget = 2.0 * cells + 64.0;
     double work = 0.0;
     for (int64_t m = 0;; m++) {
         work += nbi_ring_visit(v, qc, m, &x);

@@ -779,6 +779,9 @@ static void nbf_op_build(nbfReader *r, nbfState *s)
             s->mask[i] = s->has_mask ? bits.mv[i] : 0xFFFFFFFFu;
         }
         nbf_info(s, &s->info);
+        nbf_log("    layout: %s, %lld cells\n",
+                s->info.ranked ? "ranked" : s->info.hashed ? "hashed" : "dense",
+                (long long)s->info.cells);
         const bool table = s->info.hashed && !s->info.ranked;
         bool more = count > s->max_built || (!s->info.hashed && s->info.cells > s->max_dense) ||
                     (table && !s->had_hashed) || (s->info.ranked && !s->had_ranked) || first_bits;
