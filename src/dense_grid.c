@@ -26,6 +26,14 @@ enum { NBI_DENSE_CELLS_PER_POINT = 4, NBI_DENSE_MIN_CELLS = 64 };
 // A box with more cells than the dense layout may have, but at most this many a point (and
 // fewer than 2^31 in all), takes the ranked layout: a bit a cell (see "ranked cells" below).
 enum { NBI_RANKED_CELLS_PER_POINT = 64 };
+
+// Words of occupancy bits (and their counts) a ranked build of up to `room` points may need: a
+// box of at most NBI_RANKED_CELLS_PER_POINT cells a point, a word per 64 cells, one more for the
+// box's end, and two the build's count pass uses.
+static uint64_t nbi_ranked_words(uint64_t room)
+{
+    return room * (NBI_RANKED_CELLS_PER_POINT / 64) + 3;
+}
 // Dense builds of at least this many packed points sort in two passes ("large builds" below;
 // SSE2 builds only). Measured: below it the one-pass build is as fast.
 int32_t nbi_blocked_min_points = 3 << 20;
@@ -181,7 +189,7 @@ nbStatus nb_grid_reserve(nbGrid *grid, int32_t points)
     }
 #endif
     nbiGridNeed need = {n,    cells > room ? cells : room, (uint64_t)1 << bits,
-                        room, grid->had_bits ? room : 0,   room + 3,
+                        room, grid->had_bits ? room : 0,   nbi_ranked_words(room),
                         hist};
     const bool grown = nbi_grid_grow(grid, need, true);
     nbi_grid_view_refresh(grid); // the buffers may have moved
@@ -1066,6 +1074,7 @@ static int32_t nbi_ranked_build(nbGrid *g, const double *data, size_t step, int3
     const int64_t nwords = (box_cells >> 6) + 1; // box cell box_cells too: a row's end
     int32_t *first = (int32_t *)g->occ_rank.ptr, *cell_of = (int32_t *)g->cell_of.ptr;
     uint64_t *at = (uint64_t *)g->pts.ptr; // n entries of scratch until the gather
+    NB_ASSERT((size_t)nwords + 2 <= g->occ_rank.cap && (size_t)nwords <= g->occ.cap);
     memset(first, 0, ((size_t)nwords + 2) * sizeof(int32_t));
 #if defined(__SSE2__)
     if (step == (size_t)g->dim && nbi_cells_fit_i32(g->lo, g->hi)) {
@@ -1175,7 +1184,7 @@ static nbStatus nbi_grid_build_fresh(nbGrid *grid, const nbPoints *points, doubl
                         keep_hashed ? (uint64_t)1 << room_bits : 0,
                         keep_sparse ? room : 0,
                         keep_bits ? room : 0,
-                        keep_ranked ? room + 3 : 0,
+                        keep_ranked ? nbi_ranked_words(room) : 0,
                         hist};
     if (!nbi_grid_grow(grid, need, false)) return NB_ERR_OUT_OF_MEMORY;
 
