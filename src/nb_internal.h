@@ -62,21 +62,6 @@ NBI_INLINE void nbi_prefetch_w(const void *p)
 }
 
 // The index of the lowest set bit of m (m != 0).
-NBI_INLINE int nbi_ctz32(uint32_t m)
-{
-#if defined(__GNUC__)
-    return __builtin_ctz(m);
-#else
-    int n = 0;
-    while ((m & 1u) == 0) {
-        m >>= 1;
-        n++;
-    }
-    return n;
-#endif
-}
-
-// The index of the lowest set bit of m (m != 0).
 NBI_INLINE int nbi_ctz64(uint64_t m)
 {
 #if defined(__GNUC__)
@@ -89,6 +74,11 @@ NBI_INLINE int nbi_ctz64(uint64_t m)
     }
     return n;
 #endif
+}
+
+NBI_INLINE int nbi_ctz32(uint32_t m)
+{
+    return nbi_ctz64(m);
 }
 
 // The number of set bits of m. Builds for a CPU without a popcount instruction (the x86-64
