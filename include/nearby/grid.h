@@ -109,9 +109,10 @@ NB_API size_t nb_grid_memory_bytes(const nbGrid *grid);
 /// *found receives the total number of pairs. If it exceeds `capacity`, returns
 /// NB_ERR_BUFFER_TOO_SMALL and `out` holds the first `capacity` pairs: grow and call again.
 /// NB_ERR_NOT_FINITE / NB_ERR_OUT_OF_RANGE for a NaN, infinite or negative radius or a
-/// negative capacity. Cost O(N + cells + candidates). On a hashed grid (sparse data) a radius
-/// spanning so many cells that the search would take more than 64 N + 2^26 cell steps returns
-/// NB_ERR_OUT_OF_RANGE at once; rebuild with a cell size near the radius.
+/// negative capacity. Cost O(N + cells + candidates). On a hashed grid with a cell table (sparse
+/// data, `ranked` false) a radius spanning so many cells that the search would take more than
+/// 64 N + 2^26 cell steps returns NB_ERR_OUT_OF_RANGE at once; rebuild with a cell size near
+/// the radius.
 NB_API nbStatus nb_grid_pairs(const nbGrid *grid, double radius, nbPair *out, int64_t capacity,
                               int64_t *found);
 
