@@ -196,10 +196,10 @@ int main(int argc, char **argv)
     nbGridInfo info;
     if (nb_grid_info(grid, &info) == NB_OK)
         fprintf(stderr,
-                "bench_nearby: %s: cells=%lld hashed=%d cell_size=%.17g bytes=%zu first-frame "
-                "allocs=%llu\n",
-                a.dataset, (long long)info.cells, (int)info.hashed, info.cell_size, info.bytes,
-                (unsigned long long)first_frame_allocs);
+                "bench_nearby: %s: cells=%lld hashed=%d ranked=%d cell_size=%.17g bytes=%zu "
+                "first-frame allocs=%llu\n",
+                a.dataset, (long long)info.cells, (int)info.hashed, (int)info.ranked,
+                info.cell_size, info.bytes, (unsigned long long)first_frame_allocs);
     uint64_t sum = 0;
     for (int64_t k = 0; k < (found < cap ? found : cap); k++)
         sum += nbb_pair_hash((uint32_t)out[k].i, (uint32_t)out[k].j);

@@ -30,8 +30,9 @@
 
 // 0 stands for "default": nbGridDesc.cell_size = 0, the edge nb_grid_build derives from r (r
 // widened by its rounding margin, so that one ring of cells covers r).
-// 0.3 is there to tell the two costs of 0.25 apart: 0.25 walks 5 rings, and its cells are
-// hashed (the box would need more than 4 cells a point); 0.3 walks 4 rings of dense cells.
+// 0.3 is there to tell the two costs of 0.25 apart: 0.25 walks 5 rings, and only its occupied
+// cells are numbered (the box would need more than 4 cells a point: ranked cells, the CSV's
+// `hashed` column); 0.3 walks 4 rings of dense cells.
 static const double nbs_default_ratios[] = {0.25, 0.3, 0.35, 0.5, 0.7, 0.85, 1.0,
                                             0.0,  1.2, 1.5,  2.0, 3.0, 4.0};
 

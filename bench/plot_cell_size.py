@@ -217,7 +217,7 @@ def main():
         if p["hashed"]:
             o.append(
                 f'<text x="{sx(p["x"]) + 6:.1f}" y="{sy(p["frame"]) + 20:.1f}" font-size="11">'
-                "hashed cells</text>"
+                "only occupied cells</text>"
             )
     one = [p for p in pts if p["label"] == "" and abs(p["x"] - 1.0) < 1e-9]
     if one:
@@ -283,7 +283,7 @@ def main():
     print("|---|---|---|---|---|---|---|")
     for p, r in zip(pts, sorted(rows, key=lambda r: float(r["ratio"]))):
         name = "default (r + margin)" if p["label"] == "default" else f"{p['x']:g}"
-        cells = "hashed" if p["hashed"] else "dense"
+        cells = "occupied only" if p["hashed"] else "dense"
         print(
             f"| {name} | {p['rings']} | {cells} | {p['build']:.1f} | {p['pairs']:.1f} | "
             f"{p['frame']:.1f} | {p['frame_min']:.1f} |"

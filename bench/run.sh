@@ -239,8 +239,8 @@ run_cell_size() {
     if [ "${1-}" = instructions ]; then
         if command -v valgrind > /dev/null; then
             # One steady-state frame per ratio; instruction counts do not depend on the
-            # neighbours on a shared machine. 0.25 is left out: its hashed cells take minutes
-            # under valgrind.
+            # neighbours on a shared machine. 0.25 is left out: its hashed cells took minutes
+            # under valgrind (ranked cells since 2026-12-02 would not).
             cf=$(gen uniform2d $cg_n)
             echo "ratio,label,n_points,radius,instructions,commit" > "$icsv.tmp"
             for ratio in 0.5 0.7 1 default 1.2 2 4; do

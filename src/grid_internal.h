@@ -58,19 +58,19 @@ struct nbGrid {
     double max_abs;
     int64_t lo[3], hi[3]; // the box of the cells (z = 0 in 2D): the occupied cells' box, or
                           // after a rebuild on the last build's cells, a cell wider at most
-    int64_t ext[3];       // hi - lo + 1 per axis (dense mode's dimensions)
+    int64_t ext[3];       // hi - lo + 1 per axis (the dense and ranked modes' dimensions)
     int32_t ncells;
     int32_t rebuild_pause; // builds left before the next try of the last build's cells
     int32_t hashed_cells;  // cells of the last hashed build (0: none yet): sizes the next table
-    bool cells_kept;       // cell_of is filled (a blocked build does without it)
+    bool cells_kept;       // cell_of is filled (blocked and ranked builds do without it)
 
     nbiBuf pts;       // double, n * dim
     nbiBuf idx;       // int32_t, n
     nbiBuf cell_of;   // int32_t, n: cell of input point i, when cells_kept (for validate)
     nbiBuf start;     // int32_t, ncells + 2 (the extra slot serves the counting pass)
     nbiBuf cell_slot; // uint32_t, ncells (hashed mode: table slots; ranked: box numbers)
-    nbiBuf occ;       // uint64_t, box cells / 64 + 1 (ranked mode; + 2 more for its build)
-    nbiBuf occ_rank;  // int32_t, as many
+    nbiBuf occ;       // uint64_t, box cells / 64 + 1 (ranked mode)
+    nbiBuf occ_rank;  // int32_t, as many + 2 (the build counts words in it first)
     nbiBuf cat;       // uint32_t, n (filtered)
     nbiBuf mask;      // uint32_t, n (filtered)
     nbiCellTable table;

@@ -203,7 +203,8 @@ nbStatus nbi_check_pairs(double radius, int64_t capacity)
 // so a cell much smaller than the radius could run for minutes however few pairs it finds; past
 // the budget the walk returns NB_ERR_OUT_OF_RANGE at once (STYLE.md: a radius covering an absurd
 // number of cells). Dense views need no guard: their cells are at least a quarter occupied, so
-// the candidates, which any method must test, dominate.
+// the candidates, which any method must test, dominate. Nor do ranked views: they walk rows as
+// dense ones do, their box has at most 64 cells a point, and the stencil is clipped to it.
 static bool nbi_over_budget(double work, double points)
 {
     return work > 64.0 * points + 0x1p26;

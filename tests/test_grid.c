@@ -502,6 +502,9 @@ static int test_ranked_cells(void)
     const double offsets[3] = {0.0, -60.0, 3e9};
     for (int dim = 2; dim <= 3; dim++) {
         for (int t = 0; t < 3; t++) {
+#if defined(NBI_AVX512)
+            nbi_avx512_off = t == 0; // the two-lane count pass over every point too
+#endif
             const int32_t n = 1500 + nbt_int(1000);
             // about 16 cells of 1 a point
             const double side = dim == 2 ? sqrt(16.0 * n) : cbrt(16.0 * n);
@@ -512,6 +515,9 @@ static int test_ranked_cells(void)
             nbo_set_free(&s);
         }
     }
+#if defined(NBI_AVX512)
+    nbi_avx512_off = 0;
+#endif
     return 0;
 }
 
@@ -540,6 +546,27 @@ static int test_ranked_edges(void)
         if (check_all(&s, 0.75, 1.0, 20)) return 1;
         if (check_all(&s, 2.5, 1.0, 20)) return 1; // 3 rings
         nbo_set_free(&s);
+    }
+    // A few points (a ranked box needs 2 at least) in rows of exactly one word, 2D and 3D (planes
+    // of whole words): each point at the first or the last cell of its row.
+    for (int32_t m = 2; m <= 12; m++) {
+        for (int dim = 2; dim <= 3; dim++) {
+            nboSet s = nbo_set_new(m, dim);
+            int64_t top[3] = {0, 0, 0}; // the highest cell per axis
+            for (int32_t i = 0; i < m; i++) {
+                const int64_t c[3] = {i % 2 ? 63 : 0, (i / 2) % 3, i / 6};
+                for (int a = 0; a < dim; a++) {
+                    s.p[(size_t)i * dim + a] = (double)c[a] + 0.5;
+                    top[a] = c[a] > top[a] ? c[a] : top[a];
+                }
+            }
+            const int64_t box = (top[0] + 1) * (top[1] + 1) * (dim == 3 ? top[2] + 1 : 1);
+            const int want = box <= 4 * m + 64 ? 0 : box <= 64 * m ? 1 : 2;
+            if (check_layout(&s, 0.75, 1.0, want)) return 1;
+            if (check_all(&s, 0.75, 1.0, 10)) return 1;
+            if (check_all(&s, 70.0, 1.0, 10)) return 1; // rings past the box
+            nbo_set_free(&s);
+        }
     }
     return 0;
 }

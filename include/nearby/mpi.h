@@ -166,8 +166,9 @@ NB_MPI_API void nb_mpi_destroy(nbMpi *m);
 
 /// Collective. *local = the pairs this rank reports, *global = the sum over all ranks (one
 /// MPI_Allreduce). Either pointer may be NULL. Does not allocate.
-/// NB_ERR_OUT_OF_RANGE if a local grid refuses the walk (a hashed grid whose radius spans too
-/// many cells: see nb_grid_pairs), agreed over all ranks; then both outputs are 0.
+/// NB_ERR_OUT_OF_RANGE if a local grid refuses the walk (a hashed grid with a table, `ranked`
+/// false, whose radius spans too many cells: see nb_grid_pairs), agreed over all ranks; then
+/// both outputs are 0.
 NB_MPI_API nbStatus nb_mpi_count_pairs(nbMpi *m, uint64_t *local, uint64_t *global);
 
 /// Local. This rank's pairs (global ids, i < j), each pair of the union exactly once over all
