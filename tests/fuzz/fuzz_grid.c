@@ -780,7 +780,9 @@ static void nbf_op_build(nbfReader *r, nbfState *s)
         }
         nbf_info(s, &s->info);
         nbf_log("    layout: %s, %lld cells\n",
-                s->info.ranked ? "ranked" : s->info.hashed ? "hashed" : "dense",
+                s->info.ranked   ? "ranked"
+                : s->info.hashed ? "hashed"
+                                 : "dense",
                 (long long)s->info.cells);
         const bool table = s->info.hashed && !s->info.ranked;
         bool more = count > s->max_built || (!s->info.hashed && s->info.cells > s->max_dense) ||
