@@ -6,6 +6,10 @@
 // hook and any allocation that bypasses it. Both must be 0 after the first frame.
 //
 //   bench_nearby DATA.f64 DIM RADIUS pairs|count RUNS DATASET_NAME
+//       NBB_BUILDS_ONLY=1: RUNS builds back to back instead, one "build" line (the build's own
+//       cost: in a frame it follows the pairs, whose length decides how much of the shared
+//       cache the machine's other jobs take meanwhile); NBB_PAUSE_MS=T: a sleep of T ms before
+//       each of those builds (the same wait for every data set).
 //   bench_nearby --callgrind DATA.f64 DIM RADIUS    a first frame, then one steady-state
 //                                                   frame of nearby and one of the naive
 //                                                   grid (naive_grid.c), each phase in its
@@ -150,6 +154,27 @@ int main(int argc, char **argv)
     const uint64_t first_frame_allocs = counter.allocs;
 
     int64_t t_build[NBB_MAX_RUNS];
+    if (getenv("NBB_BUILDS_ONLY") != NULL && atoi(getenv("NBB_BUILDS_ONLY")) != 0) {
+        const char *pause_env = getenv("NBB_PAUSE_MS");
+        const long pause_ms = pause_env != NULL ? atol(pause_env) : 0;
+        const uint64_t c0 = counter.allocs;
+        for (int run = 0; run < a.runs; run++) {
+            if (pause_ms > 0) {
+                struct timespec ts = {pause_ms / 1000, (pause_ms % 1000) * 1000000L};
+                nanosleep(&ts, NULL);
+            }
+            const int64_t t0 = nbb_now_ns();
+            check(nb_grid_build(grid, &pts, a.radius), "nb_grid_build");
+            t_build[run] = nbb_now_ns() - t0;
+        }
+        nbb_emit(peer, &a, "build", n, t_build, (double)(counter.allocs - c0) / (double)a.runs,
+                 nb_grid_memory_bytes(grid), "nb_grid_memory_bytes", -1, 0);
+        nb_grid_destroy(grid);
+        if (threads > 1) nbx_pool_stop(&pool);
+        free(out);
+        free(p);
+        return 0;
+    }
     int64_t t_pairs[NBB_MAX_RUNS];
     int64_t t_frame[NBB_MAX_RUNS];
     uint64_t hook_build = 0;
