@@ -47,9 +47,10 @@ cmake -S . -B build/tsan -DNB_WERROR=ON -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_C_FLAG
   -DNB_INSTALL_TEST=OFF -DNB_BUILD_CLI=OFF > /dev/null
 cmake --build build/tsan -j "$jobs" --target test_threads test_parallel
 TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build/tsan -R '^threads$' --output-on-failure
-# The uniform cases only: the others add data shapes, not thread interleavings (all cases run in
-# the other builds).
+# The uniform cases, and the ranked build's (its own parallel passes): the others add data
+# shapes, not thread interleavings (all cases run in the other builds).
 TSAN_OPTIONS=halt_on_error=1 build/tsan/tests/test_parallel uniform
+TSAN_OPTIONS=halt_on_error=1 build/tsan/tests/test_parallel sparse_ranked
 echo "== build/tsan: $((SECONDS - tsan_start)) s"
 # The Python package: pip install into a fresh venv, pytest against scipy's cKDTree (skipped
 # with a message when Debian's python3-numpy/scipy/pytest are missing).

@@ -1003,37 +1003,44 @@ static int32_t nbi_hashed_count(nbiCellTable *table, const double *data, size_t 
 // idx, numbers the cells, and writes each word's bits and rank. A hashed build
 // probed a table far larger than the caches for every point instead (docs/grid.md).
 
-// Pass 4 (ranked): each point i of cell k to the next free position p of word k >> 6, in input
-// order, as at[p] = i << 6 | (k & 63): its index and its bit in the word in one 8-byte store
-// (one random write a point, as the dense scatter's).
-static void nbi_ranked_scatter(const int32_t *cell_of, int32_t *next, int32_t n, uint64_t *at)
+void nbi_ranked_scatter(const int32_t *cell_of, int32_t *next, int32_t i0, int32_t i1, uint64_t *at)
 {
     const int32_t far = 2 * NBI_HASH_AHEAD, near = NBI_HASH_AHEAD;
-    int32_t i = 0;
-    for (; i + far < n; i++) {
+    int32_t i = i0;
+    for (; i + far < i1; i++) {
         nbi_prefetch_w(next + (cell_of[i + far] >> 6));
         nbi_prefetch_w(at + next[cell_of[i + near] >> 6]);
         const int32_t k = cell_of[i];
         at[next[k >> 6]++] = (uint64_t)i << 6 | (uint64_t)(k & 63);
     }
-    for (; i < n; i++) {
+    for (; i < i1; i++) {
         const int32_t k = cell_of[i];
         at[next[k >> 6]++] = (uint64_t)i << 6 | (uint64_t)(k & 63);
     }
 }
 
-// Pass 5 (ranked), words [0, nwords): on entry first[w] is word w's first position (first[nwords]
-// = n), and at[] holds each word's points in input order (nbi_ranked_scatter). Sorts each word's
-// points by cell, stably (a counting sort on the 64 bits), into idx, numbers the occupied cells
-// in order (start, cell_box), and writes occ[w] and, over first[w], the cells before word w.
-// Returns the cells.
-static int32_t nbi_ranked_cells(int32_t *first, int64_t nwords, const uint64_t *at, int32_t *idx,
-                                uint64_t *occ, int32_t *start, uint32_t *cell_box)
+int32_t nbi_ranked_count_cells(const int32_t *first, int64_t w0, int64_t w1, const uint64_t *at)
 {
+    int32_t cells = 0;
+    for (int64_t w = w0; w < w1; w++) {
+        uint64_t bits = 0;
+        for (int32_t p = first[w]; p < first[w + 1]; p++) bits |= UINT64_C(1) << (at[p] & 63);
+        cells += nbi_popcount64(bits);
+    }
+    return cells;
+}
+
+int32_t nbi_ranked_cells(nbGrid *g, int32_t *first, int64_t w0, int64_t w1, int32_t p_end,
+                         int32_t id, const uint64_t *at)
+{
+    int32_t *idx = (int32_t *)g->idx.ptr, *start = (int32_t *)g->start.ptr;
+    uint64_t *occ = (uint64_t *)g->occ.ptr;
+    uint32_t *cell_box = (uint32_t *)g->cell_slot.ptr;
+    if (w0 >= w1) return id; // (first[w0] may be another range's to write)
     int32_t count[64] = {0}; // zero again after each word
-    int32_t id = 0, p0 = first[0];
-    for (int64_t w = 0; w < nwords; w++) {
-        const int32_t p1 = first[w + 1];
+    int32_t p0 = first[w0];
+    for (int64_t w = w0; w < w1; w++) {
+        const int32_t p1 = w + 1 < w1 ? first[w + 1] : p_end;
         const uint32_t base = (uint32_t)w << 6;
         first[w] = id;
         uint64_t bits = 0;
@@ -1061,32 +1068,40 @@ static int32_t nbi_ranked_cells(int32_t *first, int64_t nwords, const uint64_t *
         occ[w] = bits;
         p0 = p1;
     }
-    start[id] = p0;
-    first[nwords] = id;
     return id;
 }
 
-// Passes 2 to 5 of a ranked build of the grid's box (box_cells of them) over the caller's
-// points. Returns the cells.
-static int32_t nbi_ranked_build(nbGrid *g, const double *data, size_t step, int32_t n,
-                                int64_t box_cells)
+void nbi_ranked_count(const nbGrid *g, const nbiBuildIn *in, int32_t i0, int32_t i1,
+                      int32_t *counts)
 {
-    const int64_t nwords = (box_cells >> 6) + 1; // box cell box_cells too: a row's end
-    int32_t *first = (int32_t *)g->occ_rank.ptr, *cell_of = (int32_t *)g->cell_of.ptr;
+    const double *data = in->data + (size_t)i0 * in->step;
+    int32_t *cell_of = (int32_t *)g->cell_of.ptr + i0;
+#if defined(__SSE2__)
+    if (in->step == (size_t)g->dim && nbi_cells_fit_i32(g->lo, g->hi)) {
+        nbi_count_packed(data, i1 - i0, g->dim, &g->cm, g->lo, g->ext, cell_of, counts + 2, 6);
+        return;
+    }
+#endif
+    NBI_BY_LAYOUT(nbi_count_dense, data, in->step, i1 - i0, g->dim, &g->cm, g->lo, g->ext, cell_of,
+                  counts, 6);
+}
+
+// Passes 2 to 5 of a ranked build of the grid's box, serially. Returns the cells.
+static int32_t nbi_ranked_build(nbGrid *g, const nbiBuildIn *in)
+{
+    const int32_t n = in->n;
+    const int64_t nwords = nbi_ranked_nwords(g);
+    int32_t *first = (int32_t *)g->occ_rank.ptr;
     uint64_t *at = (uint64_t *)g->pts.ptr; // n entries of scratch until the gather
     NB_ASSERT((size_t)nwords + 2 <= g->occ_rank.cap && (size_t)nwords <= g->occ.cap);
     memset(first, 0, ((size_t)nwords + 2) * sizeof(int32_t));
-#if defined(__SSE2__)
-    if (step == (size_t)g->dim && nbi_cells_fit_i32(g->lo, g->hi)) {
-        nbi_count_packed(data, n, g->dim, &g->cm, g->lo, g->ext, cell_of, first + 2, 6);
-    } else
-#endif
-        NBI_BY_LAYOUT(nbi_count_dense, data, step, n, g->dim, &g->cm, g->lo, g->ext, cell_of, first,
-                      6);
+    nbi_ranked_count(g, in, 0, n, first);
     for (int64_t w = 2; w < nwords + 2; w++) first[w] += first[w - 1];
-    nbi_ranked_scatter(cell_of, first + 1, n, at);
-    return nbi_ranked_cells(first, nwords, at, (int32_t *)g->idx.ptr, (uint64_t *)g->occ.ptr,
-                            (int32_t *)g->start.ptr, (uint32_t *)g->cell_slot.ptr);
+    nbi_ranked_scatter((const int32_t *)g->cell_of.ptr, first + 1, 0, n, at);
+    const int32_t cells = nbi_ranked_cells(g, first, 0, nwords, n, 0, at);
+    ((int32_t *)g->start.ptr)[cells] = n;
+    first[nwords] = cells;
+    return cells;
 }
 
 static nbStatus nbi_grid_build_fresh(nbGrid *grid, const nbPoints *points, double radius)
@@ -1172,6 +1187,7 @@ static nbStatus nbi_grid_build_fresh(nbGrid *grid, const nbPoints *points, doubl
     bool blocked = false;
     const int32_t chunks = parallel ? nbi_grid_build_chunks(grid) : 1;
     uint64_t hist = parallel_dense ? (uint64_t)chunks * (cells + 2) : 0; // (rebuilds: + 2)
+    if (parallel && ranked) hist = (uint64_t)chunks * ((uint64_t)box_cells / 64 + 3); // words + 2
 #if defined(__SSE2__)
     if (n >= nbi_blocked_min_points) {
         const uint64_t want = nbi_blocks_hist(n, dim, chunks);
@@ -1214,8 +1230,12 @@ static nbStatus nbi_grid_build_fresh(nbGrid *grid, const nbPoints *points, doubl
     }
 
     if (ranked) {
-        grid->ncells = nbi_ranked_build(grid, points->data, step, n, (int64_t)box_cells);
         grid->cells_kept = false;
+        if (parallel) {
+            nbi_grid_build_ranked_parallel(grid, &with_bits);
+            return NB_OK;
+        }
+        grid->ncells = nbi_ranked_build(grid, &with_bits);
         nbi_grid_gather(grid, &with_bits, 0, n);
         return NB_OK;
     }

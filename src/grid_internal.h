@@ -164,6 +164,35 @@ void nbi_blocks_deal(const nbGrid *g, const double *data, const nbiBlocks *b, in
 // Pass C over blocks [j0, j1) with scratch area `area`; sets start for their cells.
 void nbi_blocks_sort(nbGrid *g, const nbiBlocks *b, int32_t j0, int32_t j1, int32_t area);
 #endif
+// ---- the ranked build's passes (dense_grid.c, "ranked cells"; run serially or per chunk) ----
+
+// Words of the grid's box of cells: 64 cells each, one more for the box's end.
+static inline int64_t nbi_ranked_nwords(const nbGrid *g)
+{
+    return ((g->ext[0] * g->ext[1] * g->ext[2]) >> 6) + 1;
+}
+// Pass 2 over points [i0, i1): cell_of[i] (the box number) and each point's word w counted in
+// counts[w + 2].
+void nbi_ranked_count(const nbGrid *g, const nbiBuildIn *in, int32_t i0, int32_t i1,
+                      int32_t *counts);
+// Pass 4 over points [i0, i1): each point i of cell k to the next free position p of word
+// k >> 6 (next[k >> 6]++), in input order, as at[p] = i << 6 | (k & 63): its index and its bit in
+// the word in one 8-byte store (one random write a point, as the dense scatter's).
+void nbi_ranked_scatter(const int32_t *cell_of, int32_t *next, int32_t i0, int32_t i1,
+                        uint64_t *at);
+// The occupied cells of words [w0, w1), whose points are at positions [first[w], first[w + 1]).
+int32_t nbi_ranked_count_cells(const int32_t *first, int64_t w0, int64_t w1, const uint64_t *at);
+// Pass 5 over words [w0, w1): on entry first[w] is word w's first position, the last word ends
+// at p_end, and at[] holds each word's points in input order. Sorts each word's points by cell,
+// stably (a counting sort on the 64 bits), into idx; numbers the occupied cells from `id` on
+// (start, cell_slot as box numbers); writes occ[w] and, over first[w], the cells before word w.
+// Returns the next cell number.
+int32_t nbi_ranked_cells(nbGrid *g, int32_t *first, int64_t w0, int64_t w1, int32_t p_end,
+                         int32_t id, const uint64_t *at);
+// Passes 2 to 5 and the gather of a ranked build on the scheduler (hist holding chunks x
+// (words + 2)); sets ncells.
+void nbi_grid_build_ranked_parallel(nbGrid *g, const nbiBuildIn *in);
+
 // The filter bits of positions [p0, p1), from the caller's point idx[p] (no-op unfiltered).
 void nbi_grid_gather_bits(const nbGrid *g, const nbiBuildIn *in, int32_t p0, int32_t p1);
 

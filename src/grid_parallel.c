@@ -60,8 +60,10 @@ typedef struct nbiBuildCtx {
     int32_t chunks;
     double mn[NBI_MAX_CHUNKS][3], mx[NBI_MAX_CHUNKS][3];
     bool ok[NBI_MAX_CHUNKS];
-    int32_t base[NBI_MAX_CHUNKS + 1]; // range r of cells: the points in the ranges before it
+    int32_t base[NBI_MAX_CHUNKS + 1]; // range r of units: the points in the ranges before it
     int32_t stride, skip;             // chunk k's row: hist + k * stride + skip (nbi_row)
+    int32_t units;                    // what the rows count: cells, or a ranked build's words
+    int32_t *ends;                    // ends[u + 1]: unit u's end (start, or the ranked words')
 } nbiBuildCtx;
 
 // Chunk k's row of cell counts (then offsets, then positions) in hist.
@@ -162,9 +164,8 @@ static void nbi_offsets_task(int32_t r0, int32_t r1, int32_t worker, void *vctx)
 {
     (void)worker;
     nbiBuildCtx *x = (nbiBuildCtx *)vctx;
-    nbGrid *g = x->g;
-    const int32_t ncells = g->ncells;
-    int32_t *start = (int32_t *)g->start.ptr;
+    const int32_t ncells = x->units;
+    int32_t *start = x->ends;
     for (int32_t r = r0; r < r1; r++) {
         const int32_t c0 = nbi_cut(ncells, x->chunks, r), c1 = nbi_cut(ncells, x->chunks, r + 1);
         int32_t run = 0;
@@ -186,9 +187,8 @@ static void nbi_positions_task(int32_t r0, int32_t r1, int32_t worker, void *vct
 {
     (void)worker;
     const nbiBuildCtx *x = (const nbiBuildCtx *)vctx;
-    nbGrid *g = x->g;
-    const int32_t ncells = g->ncells;
-    int32_t *start = (int32_t *)g->start.ptr;
+    const int32_t ncells = x->units;
+    int32_t *start = x->ends;
     for (int32_t r = r0; r < r1; r++) {
         const int32_t c0 = nbi_cut(ncells, x->chunks, r), c1 = nbi_cut(ncells, x->chunks, r + 1);
         const int32_t base = x->base[r];
@@ -292,8 +292,21 @@ void nbi_grid_build_parallel(nbGrid *g, const nbiBuildIn *in, bool blocked)
     x.chunks = nbi_grid_build_chunks(g);
     x.stride = g->ncells;
     x.skip = 0;
+    x.units = g->ncells;
+    x.ends = (int32_t *)g->start.ptr;
     nbi_run_chunks(g, nbi_count_task, x.chunks, &x);
     nbi_build_positions(&x);
+}
+
+// The rows' counts become each chunk's first position in each unit (ranges of units, then the
+// ranges' bases), and x->ends[u + 1] unit u's end.
+static void nbi_unit_positions(nbiBuildCtx *x)
+{
+    nbi_run_chunks(x->g, nbi_offsets_task, x->chunks, x);
+    x->base[0] = 0;
+    for (int32_t r = 0; r < x->chunks; r++) x->base[r + 1] += x->base[r];
+    nbi_run_chunks(x->g, nbi_positions_task, x->chunks, x);
+    x->ends[0] = 0;
 }
 
 // Passes 3 and 4 once every chunk's row holds its counts.
@@ -301,11 +314,7 @@ static void nbi_build_positions(nbiBuildCtx *x)
 {
     nbGrid *g = x->g;
     int32_t *start = (int32_t *)g->start.ptr;
-    nbi_run_chunks(g, nbi_offsets_task, x->chunks, x);
-    x->base[0] = 0;
-    for (int32_t r = 0; r < x->chunks; r++) x->base[r + 1] += x->base[r];
-    nbi_run_chunks(g, nbi_positions_task, x->chunks, x);
-    start[0] = 0;
+    nbi_unit_positions(x);
     start[g->ncells + 1] = start[g->ncells];
     // start[c + 1] is now cell c's end, so start[c] is cell c's first position.
     nbi_run_chunks(g, nbi_scatter_task, x->chunks, x);
@@ -321,6 +330,8 @@ static void nbi_rebuild_ctx(nbiBuildCtx *x, nbGrid *g, const nbiBuildIn *in)
     x->chunks = nbi_grid_build_chunks(g);
     x->stride = g->ncells + 2;
     x->skip = 2;
+    x->units = g->ncells;
+    x->ends = (int32_t *)g->start.ptr;
 }
 
 static void nbi_rescan_task(int32_t k0, int32_t k1, int32_t worker, void *vctx)
@@ -358,6 +369,112 @@ void nbi_grid_rebuild_parallel(nbGrid *g, const nbiBuildIn *in)
     nbi_build_positions(&x);
 }
 #endif
+
+// ---- the ranked build (dense_grid.c, "ranked cells") ----
+//
+// As the dense build, over words (64 box cells) instead of cells: each chunk of points counts
+// its points per word into its row of hist (chunks x (words + 2), word w at w + 2), the rows
+// become each chunk's first position in each word, and each chunk scatters through its row.
+// Then the words are cut into ranges of about equal point counts: each range counts its
+// occupied cells, the ranges' first cell numbers are summed from those, and each range sorts
+// and numbers its words from its own (the ranges' ends are read before any range writes ranks
+// over the words' first positions). The gather runs per range of positions.
+
+typedef struct nbiRankedCtx {
+    nbiBuildCtx b;
+    const uint64_t *at;
+    int64_t w[NBI_MAX_CHUNKS + 1];     // range r: words [w[r], w[r + 1])
+    int32_t end[NBI_MAX_CHUNKS];       // range r's last position + 1
+    int32_t cells[NBI_MAX_CHUNKS + 1]; // cells in range r, then the cells before it
+} nbiRankedCtx;
+
+static void nbi_ranked_count_task(int32_t k0, int32_t k1, int32_t worker, void *vctx)
+{
+    (void)worker;
+    const nbiBuildCtx *x = (const nbiBuildCtx *)vctx;
+    for (int32_t k = k0; k < k1; k++) {
+        int32_t *h = nbi_row(x, k) - x->skip;
+        memset(h, 0, (size_t)x->stride * sizeof(int32_t));
+        const int32_t a = nbi_cut(x->in->n, x->chunks, k), b = nbi_cut(x->in->n, x->chunks, k + 1);
+        nbi_ranked_count(x->g, x->in, a, b, h);
+    }
+}
+
+static void nbi_ranked_scatter_task(int32_t k0, int32_t k1, int32_t worker, void *vctx)
+{
+    (void)worker;
+    const nbiRankedCtx *x = (const nbiRankedCtx *)vctx;
+    const nbiBuildCtx *b = &x->b;
+    for (int32_t k = k0; k < k1; k++) {
+        const int32_t i0 = nbi_cut(b->in->n, b->chunks, k),
+                      i1 = nbi_cut(b->in->n, b->chunks, k + 1);
+        nbi_ranked_scatter((const int32_t *)b->g->cell_of.ptr, nbi_row(b, k), i0, i1,
+                           (uint64_t *)x->at);
+    }
+}
+
+static void nbi_ranked_cells_count_task(int32_t r0, int32_t r1, int32_t worker, void *vctx)
+{
+    (void)worker;
+    nbiRankedCtx *x = (nbiRankedCtx *)vctx;
+    for (int32_t r = r0; r < r1; r++)
+        x->cells[r + 1] = nbi_ranked_count_cells(x->b.ends, x->w[r], x->w[r + 1], x->at);
+}
+
+static void nbi_ranked_cells_task(int32_t r0, int32_t r1, int32_t worker, void *vctx)
+{
+    (void)worker;
+    nbiRankedCtx *x = (nbiRankedCtx *)vctx;
+    for (int32_t r = r0; r < r1; r++)
+        nbi_ranked_cells(x->b.g, x->b.ends, x->w[r], x->w[r + 1], x->end[r], x->cells[r], x->at);
+}
+
+void nbi_grid_build_ranked_parallel(nbGrid *g, const nbiBuildIn *in)
+{
+    nbiRankedCtx x;
+    const int64_t nwords = nbi_ranked_nwords(g);
+    const int32_t n = in->n;
+    int32_t *first = (int32_t *)g->occ_rank.ptr;
+    x.b.in = in;
+    x.b.g = g;
+    x.b.chunks = nbi_grid_build_chunks(g);
+    x.b.stride = (int32_t)nwords + 2;
+    x.b.skip = 2;
+    x.b.units = (int32_t)nwords;
+    x.b.ends = first;
+    x.at = (const uint64_t *)g->pts.ptr; // n entries of scratch until the gather
+    NB_ASSERT((size_t)nwords + 2 <= g->occ_rank.cap &&
+              g->hist.cap >= (size_t)x.b.chunks * (size_t)x.b.stride);
+    nbi_run_chunks(g, nbi_ranked_count_task, x.b.chunks, &x.b);
+    nbi_unit_positions(&x.b); // first[w] = word w's first position, first[nwords] = n
+    nbi_run_chunks(g, nbi_ranked_scatter_task, x.b.chunks, &x);
+    // Ranges of words cut at about equal point counts: range r starts at the first word whose
+    // first position reaches r n / chunks.
+    const int32_t ranges = x.b.chunks;
+    x.w[0] = 0;
+    x.w[ranges] = nwords;
+    for (int32_t r = 1; r < ranges; r++) {
+        const int32_t want = nbi_cut(n, ranges, r);
+        int64_t lo = x.w[r - 1], hi = nwords;
+        while (lo < hi) {
+            const int64_t mid = lo + (hi - lo) / 2;
+            if (first[mid] >= want)
+                hi = mid;
+            else
+                lo = mid + 1;
+        }
+        x.w[r] = lo;
+    }
+    for (int32_t r = 0; r < ranges; r++) x.end[r] = first[x.w[r + 1]];
+    nbi_run_chunks(g, nbi_ranked_cells_count_task, ranges, &x);
+    x.cells[0] = 0;
+    for (int32_t r = 0; r < ranges; r++) x.cells[r + 1] += x.cells[r];
+    nbi_run_chunks(g, nbi_ranked_cells_task, ranges, &x);
+    g->ncells = x.cells[ranges];
+    ((int32_t *)g->start.ptr)[g->ncells] = n;
+    first[nwords] = g->ncells;
+    nbi_run_chunks(g, nbi_gather_task, x.b.chunks, &x.b);
+}
 
 // ---- all pairs ----
 

@@ -219,7 +219,7 @@ static int t_sparse_hashed(void) // a tiny radius: the hashed layout, built seri
 {
     return against_serial(N_BIG, 2, 0, false, 0.01);
 }
-static int t_sparse_ranked(void) // 16 cells a point: the ranked layout, built serially
+static int t_sparse_ranked(void) // 16 cells a point: the ranked layout, built on the workers
 {
     return against_serial(N_BIG, 2, 0, false, 0.25);
 }

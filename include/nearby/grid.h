@@ -29,9 +29,9 @@ typedef struct nbGridDesc {
     int32_t capacity_hint;        ///< points to reserve for; 0 = grow on the first build
     const nbAllocator *allocator; ///< NULL = malloc/free; copied, must outlive the grid
     /// NULL = serial. Your scheduler (copied; its `user` must outlive the grid): builds of the
-    /// dense layout and nb_grid_pairs / nb_grid_count_pairs then run on your workers, with
-    /// results identical, bit for bit and in order, to the serial ones. Small inputs run
-    /// serially. The hashed and ranked layouts' builds and the other calls stay serial (split
+    /// dense and ranked layouts and nb_grid_pairs / nb_grid_count_pairs then run on your workers,
+    /// with results identical, bit for bit and in order, to the serial ones. Small inputs run
+    /// serially. The hashed layout's build and the other calls stay serial (split
     /// nb_grid_visit_pairs_range yourself to visit in parallel).
     const nbTasks *tasks;
     double period[3]; ///< per axis, the period P of a periodic box [0, P) (as
