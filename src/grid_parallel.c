@@ -443,7 +443,7 @@ void nbi_grid_build_ranked_parallel(nbGrid *g, const nbiBuildIn *in)
     x.b.units = (int32_t)nwords;
     x.b.ends = first;
     x.at = (const uint64_t *)g->pts.ptr; // n entries of scratch until the gather
-    NB_ASSERT((size_t)nwords + 2 <= g->occ_rank.cap &&
+    NB_ASSERT((size_t)nwords + 2 <= g->occ_rank.cap && (size_t)nwords <= g->occ.cap &&
               g->hist.cap >= (size_t)x.b.chunks * (size_t)x.b.stride);
     nbi_run_chunks(g, nbi_ranked_count_task, x.b.chunks, &x.b);
     nbi_unit_positions(&x.b); // first[w] = word w's first position, first[nwords] = n
@@ -473,6 +473,7 @@ void nbi_grid_build_ranked_parallel(nbGrid *g, const nbiBuildIn *in)
     g->ncells = x.cells[ranges];
     ((int32_t *)g->start.ptr)[g->ncells] = n;
     first[nwords] = g->ncells;
+    first[nwords + 1] = n; // as the serial build leaves it
     nbi_run_chunks(g, nbi_gather_task, x.b.chunks, &x.b);
 }
 

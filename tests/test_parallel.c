@@ -60,6 +60,8 @@ static data make_data(int32_t n, int dim, int kind)
             if (kind == 3 && !(v < side)) v = 0.0;
             if (kind == 4 && a == dim - 1 && i % 5 < 3) // a crowd in the first rows or layers
                 v = nbt_range(-side / 2, -side / 2 + 1.0);
+            if (kind == 5 && i % 20 == 0) v = -side / 2; // crowds in the two corner cells
+            if (kind == 5 && i % 20 == 1) v = side / 2;
             d.xyz[(size_t)i * (size_t)dim + (size_t)a] = v;
         }
         d.cat[i] = 1u << (nbt_u64() % 3);
@@ -219,13 +221,54 @@ static int t_sparse_hashed(void) // a tiny radius: the hashed layout, built seri
 {
     return against_serial(N_BIG, 2, 0, false, 0.01);
 }
+// Whether the serial grid on make_data(n, dim, kind) at radius r is ranked.
+static int check_ranked(int32_t n, int dim, int kind, double r)
+{
+    data d = make_data(n, dim, kind);
+    nbGridDesc desc = {.dim = dim};
+    nbGrid *g;
+    NB_CHECK_OK(nb_grid_create(&desc, &g));
+    nbPoints pts = {.data = d.xyz, .count = n, .dim = dim};
+    NB_CHECK_OK(nb_grid_build(g, &pts, r));
+    nbGridInfo info;
+    NB_CHECK_OK(nb_grid_info(g, &info));
+    NB_CHECK(info.ranked);
+    nb_grid_destroy(g);
+    free_data(&d);
+    return 0;
+}
 static int t_sparse_ranked(void) // 16 cells a point: the ranked layout, built on the workers
 {
-    return against_serial(N_BIG, 2, 0, false, 0.25);
+    return check_ranked(N_BIG, 2, 0, 0.25) || against_serial(N_BIG, 2, 0, false, 0.25);
 }
 static int t_sparse_ranked_3d_filtered(void) // about 16 cells a point
 {
-    return against_serial(N_BIG, 3, 2, true, 0.4);
+    return check_ranked(N_BIG, 3, 2, 0.4) || against_serial(N_BIG, 3, 2, true, 0.4);
+}
+// A ranked build whose words are cut into ranges around two crowded corner cells, with an odd
+// point count and odd schedulers of 3, 13 and 64 workers: empty ranges, and ranges that start
+// at the last word.
+static int t_sparse_ranked_crowded(void)
+{
+    const int32_t n = N_BIG - 3;
+    if (check_ranked(n, 2, 5, 0.25)) return 1;
+    data d = make_data(n, 2, 5);
+    answers *serial = fresh();
+    int bad = run(&d, false, NULL, 0.25, serial);
+    nbParallelForFn *odd[2] = {sched_backwards, sched_halves};
+    const int32_t workers[3] = {3, 13, 64};
+    for (int s = 0; s < 2 && !bad; s++) {
+        for (int w = 0; w < 3 && !bad; w++) {
+            const nbTasks tasks = {odd[s], NULL, workers[w]};
+            answers *par = fresh();
+            bad = run(&d, false, &tasks, 0.25, par) || same(serial, par);
+            if (bad) fprintf(stderr, "  with odd scheduler %d, %d workers\n", s, (int)workers[w]);
+            done(par);
+        }
+    }
+    done(serial);
+    free_data(&d);
+    return bad;
 }
 
 static int t_blocked_uniform_2d(void)
@@ -357,6 +400,7 @@ int main(int argc, char **argv)
         {"sparse_hashed", t_sparse_hashed},
         {"sparse_ranked", t_sparse_ranked},
         {"sparse_ranked_3d_filtered", t_sparse_ranked_3d_filtered},
+        {"sparse_ranked_crowded", t_sparse_ranked_crowded},
         {"blocked_uniform_2d", t_blocked_uniform_2d},
         {"blocked_uniform_3d", t_blocked_uniform_3d},
         {"blocked_cluster_filtered_2d", t_blocked_cluster_filtered_2d},
