@@ -52,6 +52,19 @@ static int32_t nbi_cut(int32_t n, int32_t parts, int32_t k)
     return (int32_t)((int64_t)n * k / parts);
 }
 
+// The first i in [lo, hi] with a[i] >= want, a non-decreasing over [lo, hi] (hi if none before).
+static int64_t nbi_first_at_least(const int32_t *a, int64_t lo, int64_t hi, int32_t want)
+{
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (a[mid] >= want)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
 // ---- build ----
 
 typedef struct nbiBuildCtx {
@@ -453,18 +466,8 @@ void nbi_grid_build_ranked_parallel(nbGrid *g, const nbiBuildIn *in)
     const int32_t ranges = x.b.chunks;
     x.w[0] = 0;
     x.w[ranges] = nwords;
-    for (int32_t r = 1; r < ranges; r++) {
-        const int32_t want = nbi_cut(n, ranges, r);
-        int64_t lo = x.w[r - 1], hi = nwords;
-        while (lo < hi) {
-            const int64_t mid = lo + (hi - lo) / 2;
-            if (first[mid] >= want)
-                hi = mid;
-            else
-                lo = mid + 1;
-        }
-        x.w[r] = lo;
-    }
+    for (int32_t r = 1; r < ranges; r++)
+        x.w[r] = nbi_first_at_least(first, x.w[r - 1], nwords, nbi_cut(n, ranges, r));
     for (int32_t r = 0; r < ranges; r++) x.end[r] = first[x.w[r + 1]];
     nbi_run_chunks(g, nbi_ranked_cells_count_task, ranges, &x);
     x.cells[0] = 0;
@@ -581,18 +584,9 @@ static void nbi_pair_chunks(const nbGrid *g, nbiPairsCtx *x)
     const int32_t *start = (const int32_t *)g->start.ptr;
     const int32_t ncells = nb_grid_pair_units(g);
     x->unit[0] = 0;
-    for (int32_t k = 1; k < x->chunks; k++) {
-        const int32_t want = nbi_cut(g->n, x->chunks, k);
-        int32_t lo = x->unit[k - 1], hi = ncells; // first c in [lo, hi] with start[c] >= want
-        while (lo < hi) {
-            const int32_t mid = lo + (hi - lo) / 2;
-            if (start[mid] >= want)
-                hi = mid;
-            else
-                lo = mid + 1;
-        }
-        x->unit[k] = lo;
-    }
+    for (int32_t k = 1; k < x->chunks; k++)
+        x->unit[k] =
+            (int32_t)nbi_first_at_least(start, x->unit[k - 1], ncells, nbi_cut(g->n, x->chunks, k));
     x->unit[x->chunks] = ncells;
 }
 
