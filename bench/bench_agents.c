@@ -80,7 +80,7 @@ static nbaFrameResult grid_queries(const nbGrid *grid, const nbaWorld *w, int32_
     return res;
 }
 
-static bool hash_visit(nbHashHit hit, void *user)
+static bool hash_visit(nbHit hit, void *user)
 {
     VisitSum *v = user;
     if (hit.user != (uint64_t)v->self) {
@@ -90,7 +90,7 @@ static bool hash_visit(nbHashHit hit, void *user)
     return true;
 }
 
-static nbaFrameResult hash_queries(const nbHash *hash, const nbaWorld *w, nbHashHit *buf, int visit)
+static nbaFrameResult hash_queries(const nbHash *hash, const nbaWorld *w, nbHit *buf, int visit)
 {
     nbaFrameResult res = {0, 0};
     if (visit) {
@@ -144,7 +144,7 @@ int main(int argc, char **argv)
     nbPoints pts = {.data = w.pos, .count = w.n, .dim = 2};
     nbHash *hash = NULL;
     nbHandle *handles = malloc((size_t)w.n * sizeof *handles);
-    nbHashHit *hbuf = malloc(QCAP * sizeof *hbuf);
+    nbHit *hbuf = malloc(QCAP * sizeof *hbuf);
     nbHandle *mhandles = malloc((size_t)w.n * sizeof *mhandles);
     double *mpos = malloc((size_t)w.n * 2 * sizeof *mpos);
     if (handles == NULL || hbuf == NULL || mhandles == NULL || mpos == NULL) return 2;

@@ -63,7 +63,7 @@ int main(int argc, char **argv)
     }
     const int32_t movers = (int32_t)((double)n * percent / 100.0), askers = n / 10;
     int64_t *qns = malloc((size_t)frames * sizeof *qns);
-    nbHashHit *hits = malloc((size_t)n * sizeof *hits);
+    nbHit *hits = malloc((size_t)n * sizeof *hits);
     if (qns == NULL || hits == NULL) return 2;
     int64_t total = 0;
     for (int f = 0; f < frames; f++) {

@@ -38,7 +38,7 @@ typedef struct Hits {
 } Hits;
 
 // A bullet met an enemy: the bullet is spent (removed after the query, never during it).
-static bool on_hit(nbHashHit bullet, nbHashHit enemy, void *user)
+static bool on_hit(nbHit bullet, nbHit enemy, void *user)
 {
     Hits *h = user;
     (void)enemy;
@@ -83,7 +83,7 @@ int main(int argc, char **argv)
             if (st != NB_OK) return fail("move", st);
         }
         for (int i = ships; i < ships + enemies; i++) { // each enemy looks for ships nearby
-            nbHashHit near[64];
+            nbHit near[64];
             int32_t found = 0;
             st = nb_hash_query_neighbors(hash, t[i].handle, sight, ships_only, near, 64, &found);
             if (st != NB_OK && st != NB_ERR_BUFFER_TOO_SMALL) return fail("neighbours", st);

@@ -210,7 +210,7 @@ nbStatus nb_grid_knn_filtered(const nbGrid *grid, const double *point, int32_t k
     if (grid == NULL || point == NULL || found == NULL || (out == NULL && k > 0))
         return NB_ERR_NULL_ARG;
     const nbiView *v = &grid->view;
-    return nbi_walk_knn(v, point, k, filter, out, found);
+    return nbi_walk_knn(v, point, filter, (double)INFINITY, out, k, found);
 }
 
 nbStatus nb_grid_knn(const nbGrid *grid, const double *point, int32_t k, nbNeighbor *out,

@@ -407,6 +407,7 @@ typedef struct nbiKnnCtx {
     const double *q;
     nbFilter f;
     bool per_point;
+    double lim2;      // max_distance squared: a candidate farther than this is never kept
     nbNeighbor *heap; // max-heap by nbi_worse
     int32_t size, k;
 } nbiKnnCtx;
@@ -435,7 +436,8 @@ static bool nbi_knn_run(int32_t b0, int32_t b1, void *vctx)
     for (int32_t p = b0; p < b1; p++) {
         if (x->per_point && !nbi_view_passes(v, p, x->f)) continue;
         nbNeighbor cand = {v->idx[p], nbi_dist2(x->q, v->pts + (size_t)p * (size_t)dim, dim)};
-        if (isnan(cand.dist2)) continue; // slack between a hash's cells: NaN, not a point
+        // Beyond max_distance, or slack between a hash's cells (NaN, not a point): not kept.
+        if (!(cand.dist2 <= x->lim2)) continue;
         nbi_knn_offer(x, cand);
     }
     return true;
@@ -523,17 +525,27 @@ static double nbi_ring_visit(const nbiView *v, const int64_t qc[3], int64_t m, n
     return work;
 }
 
-nbStatus nbi_walk_knn(const nbiView *v, const double *point, int32_t k, nbFilter f, nbNeighbor *out,
-                      int32_t *found)
+// A kNN query's arguments, checked in the documented order.
+static nbStatus nbi_knn_check(const nbiView *v, const double *point, double max_distance, int32_t k)
 {
-    *found = 0;
     for (int a = 0; a < v->dim; a++)
         if (!isfinite(point[a])) return NB_ERR_NOT_FINITE;
-    if (k < 0) return NB_ERR_OUT_OF_RANGE;
+    if (isnan(max_distance)) return NB_ERR_NOT_FINITE;
+    if (k < 0 || max_distance < 0.0) return NB_ERR_OUT_OF_RANGE;
     if (v->wrap != NULL && !nbi_wrap_point_ok(v, point)) return NB_ERR_OUT_OF_RANGE;
+    return NB_OK;
+}
+
+nbStatus nbi_walk_knn(const nbiView *v, const double *point, nbFilter f, double max_distance,
+                      nbNeighbor *out, int32_t k, int32_t *found)
+{
+    *found = 0;
+    const nbStatus bad = nbi_knn_check(v, point, max_distance, k);
+    if (bad != NB_OK) return bad;
     const bool per_point = v->cat != NULL;
     if (k == 0 || v->n == 0 || (!per_point && !nbi_filter_open(f))) return NB_OK;
-    nbiKnnCtx x = {v, point, f, per_point, out, 0, k < v->n ? k : v->n};
+    nbiKnnCtx x = {
+        v, point, f, per_point, max_distance * max_distance, out, 0, k < v->n ? k : v->n};
     if (v->wrap != NULL) {
         const nbStatus st = nbi_wrap_knn(v, point, &x);
         *found = x.size;
@@ -563,9 +575,9 @@ nbStatus nbi_walk_knn(const nbiView *v, const double *point, int32_t k, nbFilter
         }
         double bound;
         if (!nbi_unvisited_bound(v, point, cl, ch, &bound)) break; // every cell visited
-        if (x.size == x.k && bound > 0.0) {
+        if (bound > 0.0) {
             const double b2 = bound * bound * (1.0 - 0x1p-40);
-            if (b2 > 0x1p-1000 && x.heap[0].dist2 < b2) break;
+            if (b2 > 0x1p-1000 && (b2 > x.lim2 || (x.size == x.k && x.heap[0].dist2 < b2))) break;
         }
         if (work > budget) { // far-flung data: a scan of every point is cheaper
             x.size = 0;
@@ -577,6 +589,26 @@ nbStatus nbi_walk_knn(const nbiView *v, const double *point, int32_t k, nbFilter
     nbi_knn_sort(out, x.size);
     *found = x.size;
     return NB_OK;
+}
+
+nbStatus nbi_visit_knn(const nbiView *v, const double *point, nbFilter f, double max_distance,
+                       int32_t k, const nbAllocator *alloc, nbNeighborFn *visit, void *user)
+{
+    const nbStatus bad = nbi_knn_check(v, point, max_distance, k);
+    if (bad != NB_OK) return bad;
+    nbNeighbor stack[NB_KNN_STACK];
+    nbNeighbor *heap = stack;
+    const int32_t want = k < v->n ? k : v->n;
+    if (want > NB_KNN_STACK) {
+        heap = (nbNeighbor *)nbi_alloc(alloc, (size_t)want, sizeof *heap);
+        if (heap == NULL) return NB_ERR_OUT_OF_MEMORY;
+    }
+    int32_t found = 0;
+    const nbStatus st = nbi_walk_knn(v, point, f, max_distance, heap, want, &found);
+    for (int32_t i = 0; st == NB_OK && i < found; i++)
+        if (!visit(heap[i].index, heap[i].dist2, user)) break;
+    if (heap != stack) nbi_free(alloc, heap, (size_t)want, sizeof *heap);
+    return st;
 }
 
 // ---- periodic views (view.h: nbiWrap) ----
@@ -837,7 +869,7 @@ static bool nbi_knn_run_wrap(int32_t b0, int32_t b1, void *vctx)
         if (x->per_point && !nbi_view_passes(v, p, x->f)) continue;
         const double *q = v->pts + (size_t)p * (size_t)dim;
         nbNeighbor cand = {v->idx[p], nbi_dist2_wrap(x->q, q, dim, v->wrap->kper)};
-        nbi_knn_offer(x, cand);
+        if (cand.dist2 <= x->lim2) nbi_knn_offer(x, cand);
     }
     return true;
 }
@@ -885,9 +917,10 @@ static nbStatus nbi_wrap_knn(const nbiView *v, const double *point, nbiKnnCtx *x
             bound = gap < bound ? gap : bound;
         }
         if (!outside) break; // every cell visited
-        if (x->size == x->k && bound > 0.0) {
+        if (bound > 0.0) {
             const double b2 = bound * bound * (1.0 - 0x1p-40);
-            if (b2 > 0x1p-1000 && x->heap[0].dist2 < b2) break;
+            if (b2 > 0x1p-1000 && (b2 > x->lim2 || (x->size == x->k && x->heap[0].dist2 < b2)))
+                break;
         }
         if (work > budget) { // a scan of every point is cheaper
             x->size = 0;

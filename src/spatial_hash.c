@@ -192,7 +192,7 @@ static nbiView nbi_hash_view(const nbHash *h)
 }
 
 // The item at position p as a result (the walkers report positions: the view's idx is posid).
-static nbHashHit nbi_hash_hit(const nbHash *h, int32_t p)
+static nbHit nbi_hash_hit(const nbHash *h, int32_t p)
 {
     return NBI_ARR(h, hit, const nbHit)[p];
 }
@@ -874,9 +874,17 @@ size_t nb_hash_memory_bytes(const nbHash *hash)
     return bytes;
 }
 
-double nb_hash_cell_size(const nbHash *hash)
+nbStatus nb_hash_info(const nbHash *hash, nbHashInfo *info)
 {
-    return hash == NULL ? 0.0 : hash->cm.cell;
+    if (info != NULL) memset(info, 0, sizeof *info);
+    if (hash == NULL || info == NULL) return NB_ERR_NULL_ARG;
+    info->dim = hash->dim;
+    info->count = hash->count;
+    info->cells = hash->live_cells;
+    info->hashed = !hash->dense;
+    info->cell_size = hash->cm.cell;
+    info->bytes = nb_hash_memory_bytes(hash);
+    return NB_OK;
 }
 
 // ---- items ----
@@ -1085,7 +1093,7 @@ nbStatus nb_hash_set(nbHash *hash, nbHandle item, uint64_t user, nbFilter filter
     return NB_OK;
 }
 
-nbStatus nb_hash_visit_all(const nbHash *hash, nbHashVisitFn *visit, void *user)
+nbStatus nb_hash_visit_all(const nbHash *hash, nbHitFn *visit, void *user)
 {
     if (hash == NULL || visit == NULL) return NB_ERR_NULL_ARG;
     if (hash->count == 0) return NB_OK;
@@ -1103,9 +1111,9 @@ nbStatus nb_hash_visit_all(const nbHash *hash, nbHashVisitFn *visit, void *user)
 // visitor; skips one position (the asker of a neighbours query) when `skip` >= 0.
 typedef struct nbiHashHits {
     const nbHash *h;
-    nbHashHit *out;
+    nbHit *out;
     int32_t cap, n, skip;
-    nbHashVisitFn *fn;
+    nbHitFn *fn;
     void *user;
 } nbiHashHits;
 
@@ -1113,7 +1121,7 @@ static bool nbi_hash_on_hit(int32_t slot, void *ctx)
 {
     nbiHashHits *x = (nbiHashHits *)ctx;
     if (slot == x->skip) return true;
-    const nbHashHit hit = nbi_hash_hit(x->h, slot);
+    const nbHit hit = nbi_hash_hit(x->h, slot);
     if (x->fn != NULL) return x->fn(hit, x->user);
     if (x->n < x->cap) x->out[x->n] = hit;
     x->n++;
@@ -1144,8 +1152,8 @@ static nbStatus nbi_hash_finish(nbStatus st, const nbiHashHits *x, int32_t *foun
 // from the last to the first (a hit is wider than a slot, so each slot is read before anything
 // overwrites it).
 static nbStatus nbi_hash_range_buffer(const nbHash *h, const double *center, double radius,
-                                      const double *lo, const double *hi, nbFilter f,
-                                      nbHashHit *out, int32_t capacity, int32_t *found)
+                                      const double *lo, const double *hi, nbFilter f, nbHit *out,
+                                      int32_t capacity, int32_t *found)
 {
     const nbiView *v = &h->view;
     nbiHitSink s;
@@ -1159,15 +1167,15 @@ static nbStatus nbi_hash_range_buffer(const nbHash *h, const double *center, dou
     for (int32_t t = (s.found < capacity ? s.found : capacity) - 1; t >= 0; t--) {
         int32_t p;
         memcpy(&p, bytes + (size_t)t * sizeof(int32_t), sizeof p);
-        const nbHashHit hit = hits[p];
-        memcpy(bytes + (size_t)t * sizeof(nbHashHit), &hit, sizeof hit);
+        const nbHit hit = hits[p];
+        memcpy(bytes + (size_t)t * sizeof(nbHit), &hit, sizeof hit);
     }
     *found = s.found;
     return s.found > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
 }
 
 nbStatus nb_hash_query_radius(const nbHash *hash, const double *center, double radius,
-                              nbFilter filter, nbHashHit *out, int32_t capacity, int32_t *found)
+                              nbFilter filter, nbHit *out, int32_t capacity, int32_t *found)
 {
     if (found != NULL) *found = 0;
     if (hash == NULL || center == NULL || found == NULL || (out == NULL && capacity > 0))
@@ -1176,28 +1184,28 @@ nbStatus nb_hash_query_radius(const nbHash *hash, const double *center, double r
 }
 
 nbStatus nb_hash_visit_radius(const nbHash *hash, const double *center, double radius,
-                              nbFilter filter, nbHashVisitFn *visit, void *user)
+                              nbFilter filter, nbHitFn *visit, void *user)
 {
     if (hash == NULL || center == NULL || visit == NULL) return NB_ERR_NULL_ARG;
     nbiHashHits x = {hash, NULL, 0, 0, -1, visit, user};
     return nbi_hash_range(hash, center, radius, NULL, NULL, filter, &x);
 }
 
-nbStatus nb_hash_query_box(const nbHash *hash, const double *lo, const double *hi, nbFilter filter,
-                           nbHashHit *out, int32_t capacity, int32_t *found)
+nbStatus nb_hash_query_box(const nbHash *hash, const nbBox *box, nbFilter filter, nbHit *out,
+                           int32_t capacity, int32_t *found)
 {
     if (found != NULL) *found = 0;
-    if (hash == NULL || lo == NULL || hi == NULL || found == NULL || (out == NULL && capacity > 0))
+    if (hash == NULL || box == NULL || found == NULL || (out == NULL && capacity > 0))
         return NB_ERR_NULL_ARG;
-    return nbi_hash_range_buffer(hash, NULL, 0.0, lo, hi, filter, out, capacity, found);
+    return nbi_hash_range_buffer(hash, NULL, 0.0, box->min, box->max, filter, out, capacity, found);
 }
 
-nbStatus nb_hash_visit_box(const nbHash *hash, const double *lo, const double *hi, nbFilter filter,
-                           nbHashVisitFn *visit, void *user)
+nbStatus nb_hash_visit_box(const nbHash *hash, const nbBox *box, nbFilter filter, nbHitFn *visit,
+                           void *user)
 {
-    if (hash == NULL || lo == NULL || hi == NULL || visit == NULL) return NB_ERR_NULL_ARG;
+    if (hash == NULL || box == NULL || visit == NULL) return NB_ERR_NULL_ARG;
     nbiHashHits x = {hash, NULL, 0, 0, -1, visit, user};
-    return nbi_hash_range(hash, NULL, 0.0, lo, hi, filter, &x);
+    return nbi_hash_range(hash, NULL, 0.0, box->min, box->max, filter, &x);
 }
 
 // Neighbours of a stored item: a radius query at its position that skips the item itself.
@@ -1214,7 +1222,7 @@ static nbStatus nbi_hash_neighbors(const nbHash *h, nbHandle item, double radius
 }
 
 nbStatus nb_hash_query_neighbors(const nbHash *hash, nbHandle item, double radius, nbFilter filter,
-                                 nbHashHit *out, int32_t capacity, int32_t *found)
+                                 nbHit *out, int32_t capacity, int32_t *found)
 {
     if (found != NULL) *found = 0;
     if (hash == NULL || found == NULL || (out == NULL && capacity > 0)) return NB_ERR_NULL_ARG;
@@ -1223,39 +1231,69 @@ nbStatus nb_hash_query_neighbors(const nbHash *hash, nbHandle item, double radiu
 }
 
 nbStatus nb_hash_visit_neighbors(const nbHash *hash, nbHandle item, double radius, nbFilter filter,
-                                 nbHashVisitFn *visit, void *user)
+                                 nbHitFn *visit, void *user)
 {
     if (hash == NULL || visit == NULL) return NB_ERR_NULL_ARG;
     nbiHashHits x = {hash, NULL, 0, 0, -1, visit, user};
     return nbi_hash_neighbors(hash, item, radius, filter, &x);
 }
 
-nbStatus nb_hash_knn(const nbHash *hash, const double *point, int32_t k, nbFilter filter,
-                     nbHashNeighbor *out, int32_t *found)
+// The view kNN walks: items named by slot, so that equal distances are ordered by the lower
+// slot (insertion order on a fresh hash), not by where the items happen to be stored.
+static nbiView nbi_hash_knn_view(const nbHash *h)
+{
+    nbiView v = nbi_hash_view(h);
+    v.idx = NBI_ARR(h, idx, const int32_t);
+    return v;
+}
+
+nbStatus nb_hash_knn(const nbHash *hash, const double *point, nbFilter filter, double max_distance,
+                     nbHitNeighbor *out, int32_t k, int32_t *found)
 {
     if (found != NULL) *found = 0;
     if (hash == NULL || point == NULL || found == NULL || (out == NULL && k > 0))
         return NB_ERR_NULL_ARG;
     // The walker keeps its heap of (slot, dist2) in the caller's buffer, which is larger per
-    // entry (sizeof(nbHashNeighbor) >= sizeof(nbNeighbor), both 8-aligned); the answers are
+    // entry (sizeof(nbHitNeighbor) >= sizeof(nbNeighbor), both 8-aligned); the answers are
     // then widened in place from the last to the first, each read before it is overwritten.
-    // Here the view names items by slot, so that equal distances are ordered by the lower slot
-    // (insertion order on a fresh hash), not by where the items happen to be stored.
-    nbiView v = nbi_hash_view(hash);
-    v.idx = NBI_ARR(hash, idx, const int32_t);
+    const nbiView v = nbi_hash_knn_view(hash);
     int32_t n = 0;
-    const nbStatus st = nbi_walk_knn(&v, point, k, filter, (nbNeighbor *)(void *)out, &n);
+    const nbStatus st =
+        nbi_walk_knn(&v, point, filter, max_distance, (nbNeighbor *)(void *)out, k, &n);
     if (st != NB_OK) return st;
     unsigned char *bytes = (unsigned char *)out;
     for (int32_t i = n - 1; i >= 0; i--) {
         nbNeighbor nb;
         memcpy(&nb, bytes + (size_t)i * sizeof(nbNeighbor), sizeof nb);
-        const nbHashNeighbor wide = {nbi_hash_hit(hash, nbi_pool_slot_value(&hash->pool, nb.index)),
-                                     nb.dist2};
-        memcpy(bytes + (size_t)i * sizeof(nbHashNeighbor), &wide, sizeof wide);
+        const nbHitNeighbor wide = {nbi_hash_hit(hash, nbi_pool_slot_value(&hash->pool, nb.index)),
+                                    nb.dist2};
+        memcpy(bytes + (size_t)i * sizeof(nbHitNeighbor), &wide, sizeof wide);
     }
     *found = n;
     return NB_OK;
+}
+
+// nb_hash_visit_knn's callback: a slot's neighbour handed on as the item's hit.
+typedef struct nbiHashKnnVisit {
+    const nbHash *h;
+    nbHitNeighborFn *fn;
+    void *user;
+} nbiHashKnnVisit;
+
+static bool nbi_hash_on_neighbor(int32_t slot, double dist2, void *ctx)
+{
+    const nbiHashKnnVisit *x = (const nbiHashKnnVisit *)ctx;
+    return x->fn(nbi_hash_hit(x->h, nbi_pool_slot_value(&x->h->pool, slot)), dist2, x->user);
+}
+
+nbStatus nb_hash_visit_knn(const nbHash *hash, const double *point, nbFilter filter,
+                           double max_distance, int32_t k, nbHitNeighborFn *visit, void *user)
+{
+    if (hash == NULL || point == NULL || visit == NULL) return NB_ERR_NULL_ARG;
+    const nbiView v = nbi_hash_knn_view(hash);
+    nbiHashKnnVisit x = {hash, visit, user};
+    return nbi_visit_knn(&v, point, filter, max_distance, k, &hash->alloc, nbi_hash_on_neighbor,
+                         &x);
 }
 
 // ---- pairs ----
@@ -1263,9 +1301,9 @@ nbStatus nb_hash_knn(const nbHash *hash, const double *point, int32_t k, nbFilte
 // Pairs of slots turned into pairs of hits, into the caller's buffer or visitor.
 typedef struct nbiHashPairs {
     const nbHash *h;
-    nbHashPair *out;
+    nbHitPair *out;
     int64_t cap, n;
-    nbHashPairFn *fn;
+    nbHitPairFn *fn;
     void *user;
     bool stop;
     bool by_slot; // all pairs: `a` is the item in the lower slot (cross pairs keep their roles)
@@ -1286,7 +1324,7 @@ static bool nbi_hash_on_pair(int32_t a, int32_t b, void *ctx)
 {
     nbiHashPairs *x = (nbiHashPairs *)ctx;
     if (x->by_slot) nbi_pair_by_slot(x->h, &a, &b);
-    const nbHashHit ha = nbi_hash_hit(x->h, a), hb = nbi_hash_hit(x->h, b);
+    const nbHit ha = nbi_hash_hit(x->h, a), hb = nbi_hash_hit(x->h, b);
     if (x->fn != NULL) {
         x->stop = !x->fn(ha, hb, x->user);
         return !x->stop;
@@ -1317,7 +1355,7 @@ static nbStatus nbi_hash_pairs_finish(nbStatus st, const nbiHashPairs *x, int64_
     return x->n > x->cap ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
 }
 
-nbStatus nb_hash_pairs(const nbHash *hash, double radius, nbHashPair *out, int64_t capacity,
+nbStatus nb_hash_pairs(const nbHash *hash, double radius, nbHitPair *out, int64_t capacity,
                        int64_t *found)
 {
     if (found != NULL) *found = 0;
@@ -1325,9 +1363,9 @@ nbStatus nb_hash_pairs(const nbHash *hash, double radius, nbHashPair *out, int64
     const nbStatus st = nbi_check_pairs(radius, capacity);
     if (st != NB_OK) return st;
     // The kernels write (slot, slot) pairs straight into the front of the caller's buffer, as
-    // for the grid (no callback per pair); each is then widened in place into an nbHashPair,
+    // for the grid (no callback per pair); each is then widened in place into an nbHitPair,
     // from the last to the first: pair t is read before anything overwrites it, since
-    // sizeof(nbHashPair) > sizeof(nbPair) puts every later write at or after its own bytes.
+    // sizeof(nbHitPair) > sizeof(nbPair) puts every later write at or after its own bytes.
     const nbiView v = nbi_hash_view(hash);
     nbiPairSink s;
     nbi_pair_sink_init(&s, NBI_SINK_BUFFER, (nbPair *)(void *)out, capacity, NULL, NULL);
@@ -1338,8 +1376,8 @@ nbStatus nb_hash_pairs(const nbHash *hash, double radius, nbHashPair *out, int64
         nbPair p;
         memcpy(&p, bytes + (size_t)t * sizeof(nbPair), sizeof p);
         nbi_pair_by_slot(hash, &p.i, &p.j);
-        const nbHashPair wide = {nbi_hash_hit(hash, p.i), nbi_hash_hit(hash, p.j)};
-        memcpy(bytes + (size_t)t * sizeof(nbHashPair), &wide, sizeof wide);
+        const nbHitPair wide = {nbi_hash_hit(hash, p.i), nbi_hash_hit(hash, p.j)};
+        memcpy(bytes + (size_t)t * sizeof(nbHitPair), &wide, sizeof wide);
     }
     *found = s.found;
     return s.found > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
@@ -1359,7 +1397,7 @@ nbStatus nb_hash_count_pairs(const nbHash *hash, double radius, int64_t *count)
     return wst;
 }
 
-nbStatus nb_hash_visit_pairs(const nbHash *hash, double radius, nbHashPairFn *visit, void *user)
+nbStatus nb_hash_visit_pairs(const nbHash *hash, double radius, nbHitPairFn *visit, void *user)
 {
     if (hash == NULL || visit == NULL) return NB_ERR_NULL_ARG;
     nbiHashPairs x = {hash, NULL, 0, 0, visit, user, false, true};
@@ -1410,7 +1448,7 @@ static nbStatus nbi_hash_cross_run(const nbHash *h, double radius, uint32_t mask
 }
 
 nbStatus nb_hash_cross_pairs(const nbHash *hash, double radius, uint32_t mask_a, uint32_t mask_b,
-                             nbHashPair *out, int64_t capacity, int64_t *found)
+                             nbHitPair *out, int64_t capacity, int64_t *found)
 {
     if (found != NULL) *found = 0;
     if (hash == NULL || found == NULL || (out == NULL && capacity > 0)) return NB_ERR_NULL_ARG;
@@ -1430,7 +1468,7 @@ nbStatus nb_hash_count_cross_pairs(const nbHash *hash, double radius, uint32_t m
 }
 
 nbStatus nb_hash_visit_cross_pairs(const nbHash *hash, double radius, uint32_t mask_a,
-                                   uint32_t mask_b, nbHashPairFn *visit, void *user)
+                                   uint32_t mask_b, nbHitPairFn *visit, void *user)
 {
     if (hash == NULL || visit == NULL) return NB_ERR_NULL_ARG;
     nbiHashPairs x = {hash, NULL, 0, 0, visit, user, false, false};

@@ -271,10 +271,16 @@ nbStatus nbi_walk_radius(const nbiView *v, const double *center, double radius, 
 nbStatus nbi_walk_box(const nbiView *v, const double *lo, const double *hi, nbFilter f,
                       nbiHitSink *s);
 
-// The k nearest points passing f, nearest first, ties by lower index, in out (k entries, the
-// heap). Checks the point and k; *found = how many were written.
-nbStatus nbi_walk_knn(const nbiView *v, const double *point, int32_t k, nbFilter f, nbNeighbor *out,
-                      int32_t *found);
+// The k nearest points passing f and within max_distance (d2 <= max_distance^2; INFINITY for
+// no limit), nearest first, ties by lower index, in out (k entries, the heap). Checks the point,
+// max_distance and k; *found = how many were written.
+nbStatus nbi_walk_knn(const nbiView *v, const double *point, nbFilter f, double max_distance,
+                      nbNeighbor *out, int32_t k, int32_t *found);
+// The callback form: nbi_walk_knn with its heap on the stack (k <= NB_KNN_STACK) or from
+// `alloc`, then each neighbour, nearest first, handed to visit(index, dist2, user) until it says
+// stop. NB_ERR_OUT_OF_MEMORY when the heap cannot be had.
+nbStatus nbi_visit_knn(const nbiView *v, const double *point, nbFilter f, double max_distance,
+                       int32_t k, const nbAllocator *alloc, nbNeighborFn *visit, void *user);
 
 // ---- periodic views (wrap != NULL): the walkers above hand them to these (pairs.c, query.c) ----
 

@@ -139,6 +139,7 @@ enum {
     F_FILTER_CAT,  // filter.category := v
     F_FILTER_MASK, // filter.mask := v
     F_POS,         // insert / move position [idx] := v; idx < 0: the pointer := NULL
+    F_MAXD,        // kNN max_distance := v
     F_SHARED_END,
     F_SELF = F_SHARED_END, // the grid or hash (cross pairs: a) := NULL
     F_B,                   // b := NULL
@@ -623,7 +624,7 @@ typedef struct World {
     nbtAlloc stats;
     nbAllocator alloc;
     nbGridDesc desc; // the hash's create copies it into an nbHashDesc
-    double pos[3], center[3], lo[3], hi[3], radius;
+    double pos[3], center[3], lo[3], hi[3], radius, max_distance;
     const double *a_pos, *a_center, *a_lo, *a_hi; // the arguments as passed
     int32_t cap32, k, found32;
     int64_t cap64, found64;
@@ -650,6 +651,7 @@ static void world_init(World *w, int dim, double cell, int32_t cap32, int64_t ca
     w->desc.dim = dim;
     w->desc.allocator = &w->alloc;
     w->radius = R0;
+    w->max_distance = D_INF;
     for (int a = 0; a < 3; a++) {
         w->pos[a] = 0.5;
         w->center[a] = 0.5;
@@ -727,6 +729,7 @@ static int apply_common(World *w, const Mut *m)
         w->a_found64 = NULL;
         return 1;
     case F_K: w->k = i32(m->v); return 1;
+    case F_MAXD: w->max_distance = m->v; return 1;
     case F_VISIT: w->no_visit = true; return 1;
     case F_USER: w->user = NULL; return 1;
     case F_FILTER_CAT: w->filter.category = (uint32_t)m->v; return 1;
@@ -1468,6 +1471,7 @@ typedef enum HFn {
     HF_QUERY_BOX,
     HF_VISIT_BOX,
     HF_KNN,
+    HF_VISIT_KNN,
     HF_QUERY_NEIGHBORS,
     HF_VISIT_NEIGHBORS,
     HF_PAIRS,
@@ -1618,13 +1622,43 @@ static const OkSet hok_query_radius[] = {OK_QUERY_RADIUS, FILTER_ZERO};
 static const MutSet hnulls_visit_radius[] = {NULLS_VISIT_RADIUS("hash")};
 static const OkSet hok_visit_radius[] = {OK_VISIT_RADIUS, FILTER_ZERO};
 
-static const MutSet hnulls_query_box[] = {NULLS_QUERY_BOX("hash")};
+// The hash takes one nbBox: "box NULL" is the lo pointer's mutation (see hcall's box).
+static const MutSet hnulls_query_box[] = {
+    M1("hash NULL", 0, F_SELF, 0, 0), M1("box NULL", 0, F_LO, -1, 0),
+    M1("out NULL", G_CAP, F_OUT, 0, 0), M1("found NULL", 0, F_FOUND, 0, 0)};
 static const OkSet hok_query_box[] = {OK_QUERY_BOX, FILTER_ZERO};
-static const MutSet hnulls_visit_box[] = {NULLS_VISIT_BOX("hash")};
+static const MutSet hnulls_visit_box[] = {M1("hash NULL", 0, F_SELF, 0, 0),
+                                          M1("box NULL", 0, F_LO, -1, 0),
+                                          M1("visit NULL", 0, F_VISIT, 0, 0)};
 static const OkSet hok_visit_box[] = {OK_VISIT_BOX, FILTER_ZERO};
 
 static const MutSet hnulls_knn[] = {NULLS_KNN("hash")};
-static const OkSet hok_knn[] = {OK_KNN, FILTER_ZERO};
+static const MutSet hnonfinite_knn[] = {NF_POINT(F_CENTER, "point"),
+                                        M1("max_distance NaN", 0, F_MAXD, 0, D_NAN)};
+static const MutSet hrange_knn[] = {
+    M1("k -1", G_CAP, F_K, 0, -1.0),
+    M1("k INT32_MIN", G_CAP, F_K, 0, INT32_MIN),
+    M1("max_distance -1", 0, F_MAXD, 0, -1.0),
+    M1("max_distance -inf", 0, F_MAXD, 0, -D_INF),
+};
+#define HOK_KNN_LIMIT                                                                              \
+    {M1("max_distance 1e300", 0, F_MAXD, 0, 1e300), OK_BASE},                                      \
+        {M1("max_distance 0", 0, F_MAXD, 0, 0.0), OK_ANY},                                         \
+    {                                                                                              \
+        M1("max_distance -0.0", 0, F_MAXD, 0, -0.0), OK_TWIN                                       \
+    }
+static const OkSet hok_knn[] = {OK_KNN, FILTER_ZERO, HOK_KNN_LIMIT};
+static const MutSet hnulls_visit_knn[] = {M1("hash NULL", 0, F_SELF, 0, 0),
+                                          M1("point NULL", 0, F_CENTER, -1, 0),
+                                          M1("visit NULL", 0, F_VISIT, 0, 0)};
+static const OkSet hok_visit_knn[] = {
+    OK_CENTER_ZERO,
+    FILTER_ZERO,
+    HOK_KNN_LIMIT,
+    {M1("k 0", 0, F_K, 0, 0.0), OK_ZERO},
+    {M1("k above the count", 0, F_K, 0, KNN_K_ALL), OK_ALL},
+    {M1("user NULL", 0, F_USER, 0, 0), OK_BASE},
+};
 
 static const MutSet hnulls_query_neighbors[] = {
     M1("hash NULL", 0, F_SELF, 0, 0),
@@ -1704,8 +1738,10 @@ static const Spec hspecs[] = {
      LIST(nonfinite_box), LIST(range_cap), LIST(hok_query_box)},
     {HF_VISIT_BOX, "nb_hash_visit_box", O_VISIT, LIST(hnulls_visit_box), NOLIST,
      LIST(nonfinite_box), NOLIST, LIST(hok_visit_box)},
-    {HF_KNN, "nb_hash_knn", O_FOUND32 | O_NN, LIST(hnulls_knn), NOLIST, LIST(nonfinite_knn),
-     LIST(range_knn), LIST(hok_knn)},
+    {HF_KNN, "nb_hash_knn", O_FOUND32 | O_NN, LIST(hnulls_knn), NOLIST, LIST(hnonfinite_knn),
+     LIST(hrange_knn), LIST(hok_knn)},
+    {HF_VISIT_KNN, "nb_hash_visit_knn", O_VISIT, LIST(hnulls_visit_knn), NOLIST,
+     LIST(hnonfinite_knn), LIST(hrange_knn), LIST(hok_visit_knn)},
     {HF_QUERY_NEIGHBORS, "nb_hash_query_neighbors", O_FOUND32 | O_IDX | O_TAKES_HANDLE,
      LIST(hnulls_query_neighbors), LIST(hbad_handles), LIST(nonfinite_radius),
      LIST(range_radius_cap), LIST(hok_query_neighbors)},
@@ -1746,7 +1782,7 @@ typedef struct HFixture {
 } HFixture;
 
 // A hit without the handle's owner tag, which differs from one hash to the next.
-static uint64_t hit_key(nbHashHit h)
+static uint64_t hit_key(nbHit h)
 {
     return mix(h.user, h.handle.bits & 0xFFFFFFFFFFFFu);
 }
@@ -1781,9 +1817,9 @@ typedef struct HCtx {
     double gpos[3];
     uint64_t guser;
     nbFilter gfilter;
-    nbHashHit hits[HIT_CAP];
-    nbHashPair pairs[HPAIR_CAP];
-    nbHashNeighbor nn[HIT_CAP];
+    nbHit hits[HIT_CAP];
+    nbHitPair pairs[HPAIR_CAP];
+    nbHitNeighbor nn[HIT_CAP];
     // the arguments as passed
     nbHash *a_hash;
     nbHandle *a_outhandle;
@@ -1794,7 +1830,7 @@ typedef struct HCtx {
 
 static nbHash *const BOGUS_HASH = (nbHash *)(uintptr_t)0x777;
 
-static bool on_hit(nbHashHit hit, void *user)
+static bool on_hit(nbHit hit, void *user)
 {
     (void)user;
     g_visits++;
@@ -1802,7 +1838,27 @@ static bool on_hit(nbHashHit hit, void *user)
     return true;
 }
 
-static bool on_hpair(nbHashHit a, nbHashHit b, void *user)
+static bool on_hit_nn(nbHit hit, double dist2, void *user)
+{
+    (void)user;
+    g_visits++;
+    g_visit_hash = mix(mix(g_visit_hash, hit_key(hit)), (uint64_t)(dist2 * 0x1p40));
+    return true;
+}
+
+// The box the hash's calls take: lo and hi as the world has them, NULL when lo is mutated to
+// NULL.
+static const nbBox *hbox(const World *w, nbBox *box)
+{
+    if (w->a_lo == NULL) return NULL;
+    for (int a = 0; a < 3; a++) {
+        box->min[a] = w->lo[a];
+        box->max[a] = w->hi[a];
+    }
+    return box;
+}
+
+static bool on_hpair(nbHit a, nbHit b, void *user)
 {
     (void)user;
     g_visits++;
@@ -1810,7 +1866,7 @@ static bool on_hpair(nbHashHit a, nbHashHit b, void *user)
     return true;
 }
 
-static HAnswers hanswers(const nbHash *h, nbHashPair *pairs, nbHashHit *hits)
+static HAnswers hanswers(const nbHash *h, nbHitPair *pairs, nbHit *hits)
 {
     HAnswers a;
     memset(&a, 0, sizeof a);
@@ -1966,6 +2022,7 @@ static void hash_destroy(void *h)
 static nbStatus hash_invoke(int fn, World *w)
 {
     HCtx *c = (HCtx *)w;
+    nbBox box;
     switch ((HFn)fn) {
     case HF_CREATE:
         return hash_create(w->no_desc ? NULL : &w->desc, w->no_outobj ? NULL : &w->created);
@@ -1984,14 +2041,17 @@ static nbStatus hash_invoke(int fn, World *w)
         return nb_hash_visit_radius(c->a_hash, c->w.a_center, c->w.radius, c->w.filter,
                                     VISIT(c, on_hit), c->w.user);
     case HF_QUERY_BOX:
-        return nb_hash_query_box(c->a_hash, c->w.a_lo, c->w.a_hi, c->w.filter, OUT(c, hits),
+        return nb_hash_query_box(c->a_hash, hbox(&c->w, &box), c->w.filter, OUT(c, hits),
                                  c->w.cap32, c->w.a_found32);
     case HF_VISIT_BOX:
-        return nb_hash_visit_box(c->a_hash, c->w.a_lo, c->w.a_hi, c->w.filter, VISIT(c, on_hit),
+        return nb_hash_visit_box(c->a_hash, hbox(&c->w, &box), c->w.filter, VISIT(c, on_hit),
                                  c->w.user);
     case HF_KNN:
-        return nb_hash_knn(c->a_hash, c->w.a_center, c->w.k, c->w.filter, OUT(c, nn),
-                           c->w.a_found32);
+        return nb_hash_knn(c->a_hash, c->w.a_center, c->w.filter, c->w.max_distance, OUT(c, nn),
+                           c->w.k, c->w.a_found32);
+    case HF_VISIT_KNN:
+        return nb_hash_visit_knn(c->a_hash, c->w.a_center, c->w.filter, c->w.max_distance, c->w.k,
+                                 VISIT(c, on_hit_nn), c->w.user);
     case HF_QUERY_NEIGHBORS:
         return nb_hash_query_neighbors(c->a_hash, c->handle, c->w.radius, c->w.filter, OUT(c, hits),
                                        c->w.cap32, c->w.a_found32);
@@ -2118,14 +2178,18 @@ static int test_hash_null_tolerant(void)
     nb_hash_clear(NULL);
     NB_CHECK(nb_hash_count(NULL) == 0);
     NB_CHECK(nb_hash_memory_bytes(NULL) == 0);
-    NB_CHECK(nb_hash_cell_size(NULL) == 0.0);
+    nbHashInfo info;
+    NB_CHECK_STATUS(nb_hash_info(NULL, &info), NB_ERR_NULL_ARG);
     NB_CHECK_STATUS(nb_hash_validate(NULL), NB_ERR_NULL_ARG);
     // the edge used: the desc's, widened by at most a rounding margin
     nbHashDesc desc = {.cell_size = 1.5};
     nbHash *h = NULL;
     NB_CHECK_OK(nb_hash_create(&desc, &h));
-    const double edge = nb_hash_cell_size(h);
-    NB_CHECK(edge >= 1.5 && edge < 1.5 * (1.0 + 0x1p-20));
+    NB_CHECK_STATUS(nb_hash_info(h, NULL), NB_ERR_NULL_ARG);
+    NB_CHECK_OK(nb_hash_info(h, &info));
+    NB_CHECK(info.cell_size >= 1.5 && info.cell_size < 1.5 * (1.0 + 0x1p-20));
+    NB_CHECK(info.dim == 2 && info.count == 0 && info.cells == 0 && !info.hashed);
+    NB_CHECK(info.bytes == nb_hash_memory_bytes(h));
     nb_hash_destroy(h);
     return 0;
 }

@@ -51,7 +51,7 @@ static int cmp_u64(const void *a, const void *b)
 
 // The hits' user values, sorted, against the oracle's indices mapped to model indices; every
 // hit's handle must be the model's handle for that item.
-static int same_hits(const Model *m, const nbHashHit *hits, int32_t n, const int32_t *want,
+static int same_hits(const Model *m, const nbHit *hits, int32_t n, const int32_t *want,
                      int32_t want_n, const int32_t *map)
 {
     NB_CHECK(n == want_n);
@@ -104,13 +104,29 @@ typedef struct PairLog {
     nboPairList l;
 } PairLog;
 
-static bool log_pair(nbHashHit a, nbHashHit b, void *user)
+static bool log_pair(nbHit a, nbHit b, void *user)
 {
     nbo_pair_push(&((PairLog *)user)->l, (int32_t)a.user, (int32_t)b.user);
     return true;
 }
 
-static bool count_hit(nbHashHit hit, void *user)
+// visit_knn's neighbours against the buffer form's, one by one.
+typedef struct KnnSeen {
+    const nbHitNeighbor *want;
+    int32_t n, cap, wrong;
+} KnnSeen;
+
+static bool same_neighbor(nbHit hit, double dist2, void *user)
+{
+    KnnSeen *s = (KnnSeen *)user;
+    if (s->n >= s->cap || s->want[s->n].hit.handle.bits != hit.handle.bits ||
+        s->want[s->n].dist2 != dist2)
+        s->wrong++;
+    s->n++;
+    return true;
+}
+
+static bool count_hit(nbHit hit, void *user)
 {
     (void)hit;
     (*(int32_t *)user)++;
@@ -124,8 +140,8 @@ static int check_queries(nbHash *h, const Model *m, double scale)
     static int32_t map[MAXN];
     nboSet s = live_set(m, map);
     NB_CHECK(nb_hash_count(h) == s.n);
-    static nbHashHit hits[MAXN + 1];
-    static nbHashNeighbor nbs[MAXN + 1];
+    static nbHit hits[MAXN + 1];
+    static nbHitNeighbor nbs[MAXN + 1];
     const double r = nbt_int(4) == 0 ? nbt_range(0.0, 4.0 * scale) : nbt_range(0.0, 2.0);
     for (int q = 0; q < 4; q++) {
         const nbFilter f = q == 0 ? NB_FILTER_ALL : random_bits();
@@ -148,7 +164,7 @@ static int check_queries(nbHash *h, const Model *m, double scale)
             NB_CHECK(found == wn);
         }
         if (wn > 0) { // a short buffer holds the first `cap` hits in order, and nothing past them
-            static nbHashHit part[MAXN + 1];
+            static nbHit part[MAXN + 1];
             const int32_t cap = nbt_int(wn);
             for (int32_t t = 0; t <= cap && t <= MAXN; t++) part[t].user = UINT64_MAX; // canary
             NB_CHECK_STATUS(nb_hash_query_radius(h, c, r, f, part, cap, &found),
@@ -161,18 +177,29 @@ static int check_queries(nbHash *h, const Model *m, double scale)
         }
         free(w);
         w = nbo_box_filtered(&s, lo, hi, f, &wn);
-        NB_CHECK_OK(nb_hash_query_box(h, lo, hi, f, hits, MAXN + 1, &found));
+        const nbBox box = {{lo[0], lo[1], lo[2]}, {hi[0], hi[1], hi[2]}};
+        NB_CHECK_OK(nb_hash_query_box(h, &box, f, hits, MAXN + 1, &found));
         if (same_hits(m, hits, found, w, wn, map)) return 1;
         free(w);
         const int32_t k = nbt_int(8);
         nbNeighbor *wk = nbo_knn_filtered(&s, c, k, f, &wn);
-        NB_CHECK_OK(nb_hash_knn(h, c, k, f, nbs, &found));
+        NB_CHECK_OK(nb_hash_knn(h, c, f, (double)INFINITY, nbs, k, &found));
         NB_CHECK(found == wn);
         for (int32_t t = 0; t < found; t++) { // distances exactly the oracle's, in order
             NB_CHECK(nbs[t].dist2 == wk[t].dist2);
             NB_CHECK(m->handle[nbs[t].hit.user].bits == nbs[t].hit.handle.bits);
             NB_CHECK(nbo_d2(m->pos[nbs[t].hit.user], c, m->dim) == wk[t].dist2);
         }
+        // Within max_distance r: the oracle's list cut where it passes r; the callback form
+        // hands over the same neighbours in the same order.
+        int32_t within = 0;
+        while (within < wn && wk[within].dist2 <= r * r) within++;
+        NB_CHECK_OK(nb_hash_knn(h, c, f, r, nbs, k, &found));
+        NB_CHECK(found == within);
+        for (int32_t t = 0; t < found; t++) NB_CHECK(nbs[t].dist2 == wk[t].dist2);
+        KnnSeen seen = {nbs, 0, within, 0};
+        NB_CHECK_OK(nb_hash_visit_knn(h, c, f, r, k, same_neighbor, &seen));
+        NB_CHECK(seen.n == within && seen.wrong == 0);
         free(wk);
         if (s.n > 0) { // neighbours of a stored item, itself excluded
             const int32_t self = nbt_int(s.n);
@@ -204,7 +231,7 @@ static int check_queries(nbHash *h, const Model *m, double scale)
     }
     NB_CHECK_OK(st);
     NB_CHECK(count == want_n);
-    nbHashPair *pairs = (nbHashPair *)malloc((size_t)(want_n + 1) * sizeof(nbHashPair));
+    nbHitPair *pairs = (nbHitPair *)malloc((size_t)(want_n + 1) * sizeof(nbHitPair));
     NB_CHECK_OK(nb_hash_pairs(h, r, pairs, want_n + 1, &found));
     NB_CHECK(found == want_n);
     PairLog log = {{NULL, 0, 0}};
@@ -243,7 +270,7 @@ static int check_queries(nbHash *h, const Model *m, double scale)
     got = nbo_pair_finish(&log.l, &logged);
     nbo_sort_pairs(got, logged);
     NB_CHECK(nbo_same_pairs(got, logged, want, want_n));
-    pairs = (nbHashPair *)malloc((size_t)(want_n + 1) * sizeof(nbHashPair));
+    pairs = (nbHitPair *)malloc((size_t)(want_n + 1) * sizeof(nbHitPair));
     NB_CHECK_OK(nb_hash_cross_pairs(h, r, ma, mb, pairs, want_n + 1, &found));
     NB_CHECK(found == want_n);
     free(pairs);
@@ -396,7 +423,7 @@ static int test_bad_handles(void)
         NB_CHECK_STATUS(nb_hash_set(h, bad[t], 5, NB_FILTER_ALL), NB_ERR_BAD_HANDLE);
         NB_CHECK_STATUS(nb_hash_get(h, bad[t], pos, &user, NULL), NB_ERR_BAD_HANDLE);
         NB_CHECK(pos[0] == -1 && user == 77);
-        nbHashHit out[4];
+        nbHit out[4];
         int32_t found = -1;
         NB_CHECK_STATUS(nb_hash_query_neighbors(h, bad[t], 10.0, NB_FILTER_ALL, out, 4, &found),
                         NB_ERR_BAD_HANDLE);
@@ -523,7 +550,7 @@ static uint64_t fingerprint(nbHash *h)
     int64_t pairs = 0;
     if (nb_hash_count_pairs(h, 1.5, &pairs) != NB_OK) return 0;
     f ^= (uint64_t)pairs * 0xBF58476D1CE4E5B9u;
-    static nbHashHit hits[256];
+    static nbHit hits[256];
     int32_t found = 0;
     const double c[2] = {0.0, 0.0};
     if (nb_hash_query_radius(h, c, 6.0, NB_FILTER_ALL, hits, 256, &found) != NB_OK) return 0;
@@ -623,7 +650,7 @@ static int test_allocation_failure(void)
 // the next query at once (and validate compares the cached view with a fresh one).
 static int count_near(const nbHash *h, double x, double y, nbFilter f, int32_t *found)
 {
-    nbHashHit hits[8];
+    nbHit hits[8];
     const double c[2] = {x, y};
     NB_CHECK_OK(nb_hash_query_radius(h, c, 1.0, f, hits, 8, found));
     NB_CHECK_OK(nb_hash_validate(h));
@@ -716,7 +743,7 @@ static int crowd_step(nbHash *h, Crowd *c)
 static int crowd_queries(const nbHash *h, const Crowd *c, int queries)
 {
     const double r = 1.5;
-    nbHashHit *hits = (nbHashHit *)malloc((size_t)c->n * sizeof *hits);
+    nbHit *hits = (nbHit *)malloc((size_t)c->n * sizeof *hits);
     uint64_t *got = (uint64_t *)malloc((size_t)c->n * sizeof *got);
     uint64_t *want = (uint64_t *)malloc((size_t)c->n * sizeof *want);
     NB_CHECK(hits != NULL && got != NULL && want != NULL);

@@ -169,7 +169,7 @@ static uint64_t hmix(uint64_t h, uint64_t v)
     return h * 0x100000001B3u;
 }
 
-static uint64_t hhit(nbHashHit hit)
+static uint64_t hhit(nbHit hit)
 {
     return hmix(hit.handle.bits, hit.user);
 }
@@ -192,14 +192,14 @@ typedef struct HashShared {
     HashDigest want;
 } HashShared;
 
-static bool digest_hit(nbHashHit hit, void *user)
+static bool digest_hit(nbHit hit, void *user)
 {
     uint64_t *h = (uint64_t *)user;
     *h = hmix(*h, hhit(hit));
     return true;
 }
 
-static bool digest_pair(nbHashHit a, nbHashHit b, void *user)
+static bool digest_pair(nbHit a, nbHit b, void *user)
 {
     uint64_t *h = (uint64_t *)user;
     *h = hmix(hmix(*h, hhit(a)), hhit(b));
@@ -211,14 +211,14 @@ static void note_status(HashDigest *d, nbStatus st)
     if (st != NB_OK && d->bad == NB_OK) d->bad = st;
 }
 
-static uint64_t hits_digest(const nbHashHit *hits, int32_t n)
+static uint64_t hits_digest(const nbHit *hits, int32_t n)
 {
     uint64_t h = (uint64_t)n;
     for (int32_t t = 0; t < n; t++) h = hmix(h, hhit(hits[t]));
     return h;
 }
 
-static uint64_t nn_digest(const nbHashNeighbor *nn, int32_t n)
+static uint64_t nn_digest(const nbHitNeighbor *nn, int32_t n)
 {
     uint64_t h = (uint64_t)n;
     for (int32_t t = 0; t < n; t++) {
@@ -229,20 +229,20 @@ static uint64_t nn_digest(const nbHashNeighbor *nn, int32_t n)
     return h;
 }
 
-static uint64_t pairs_digest(const nbHashPair *p, int64_t n)
+static uint64_t pairs_digest(const nbHitPair *p, int64_t n)
 {
     uint64_t h = (uint64_t)n;
     for (int64_t t = 0; t < n; t++) h = hmix(hmix(h, hhit(p[t].a)), hhit(p[t].b));
     return h;
 }
 
-static void hash_sweep(const HashShared *sh, HashDigest *d, nbHashHit *hits, nbHashPair *pairs,
+static void hash_sweep(const HashShared *sh, HashDigest *d, nbHit *hits, nbHitPair *pairs,
                        int64_t pair_cap)
 {
     memset(d, 0, sizeof *d);
     const nbHash *h = sh->hash;
     const nbFilter f = {0x1u, 0x3u};
-    nbHashNeighbor nn[K];
+    nbHitNeighbor nn[K];
     for (int q = 0; q < HQUERIES; q++) {
         const double *c = sh->centers[q];
         const double lo[2] = {c[0] - 2.5, c[1] - 1.5}, hi[2] = {c[0] + 1.5, c[1] + 2.5};
@@ -251,11 +251,12 @@ static void hash_sweep(const HashShared *sh, HashDigest *d, nbHashHit *hits, nbH
         d->radius[q] = hits_digest(hits, n);
         note_status(d, nb_hash_query_radius(h, c, HRADIUS, f, hits, HMAX_HITS, &n));
         d->radius_f[q] = hits_digest(hits, n);
-        note_status(d, nb_hash_query_box(h, lo, hi, NB_FILTER_ALL, hits, HMAX_HITS, &n));
+        const nbBox box = {{lo[0], lo[1], 0.0}, {hi[0], hi[1], 0.0}};
+        note_status(d, nb_hash_query_box(h, &box, NB_FILTER_ALL, hits, HMAX_HITS, &n));
         d->box[q] = hits_digest(hits, n);
-        note_status(d, nb_hash_knn(h, c, K, NB_FILTER_ALL, nn, &n));
+        note_status(d, nb_hash_knn(h, c, NB_FILTER_ALL, (double)INFINITY, nn, K, &n));
         d->knn[q] = nn_digest(nn, n);
-        note_status(d, nb_hash_knn(h, c, K, f, nn, &n));
+        note_status(d, nb_hash_knn(h, c, f, (double)INFINITY, nn, K, &n));
         d->knn_f[q] = nn_digest(nn, n);
         note_status(d, nb_hash_query_neighbors(h, sh->items[q], HRADIUS, NB_FILTER_ALL, hits,
                                                HMAX_HITS, &n));
@@ -263,7 +264,7 @@ static void hash_sweep(const HashShared *sh, HashDigest *d, nbHashHit *hits, nbH
         note_status(d, nb_hash_visit_neighbors(h, sh->items[q], HRADIUS, f, digest_hit,
                                                &d->visit_neighbors[q]));
         note_status(d, nb_hash_visit_radius(h, c, HRADIUS, f, digest_hit, &d->visit_radius[q]));
-        note_status(d, nb_hash_visit_box(h, lo, hi, f, digest_hit, &d->visit_box[q]));
+        note_status(d, nb_hash_visit_box(h, &box, f, digest_hit, &d->visit_box[q]));
     }
     int64_t np = -1;
     note_status(d, nb_hash_pairs(h, HPAIR_RADIUS, pairs, pair_cap, &np));
@@ -285,9 +286,9 @@ typedef struct HashJob {
 static void *hash_worker(void *arg)
 {
     HashJob *job = (HashJob *)arg;
-    nbHashHit *hits = (nbHashHit *)malloc(HMAX_HITS * sizeof(nbHashHit));
+    nbHit *hits = (nbHit *)malloc(HMAX_HITS * sizeof(nbHit));
     const int64_t cap = 32 * (int64_t)HN;
-    nbHashPair *pairs = (nbHashPair *)malloc((size_t)cap * sizeof(nbHashPair));
+    nbHitPair *pairs = (nbHitPair *)malloc((size_t)cap * sizeof(nbHitPair));
     HashDigest *d = (HashDigest *)malloc(sizeof(HashDigest));
     if (hits == NULL || pairs == NULL || d == NULL) {
         job->failures++;
@@ -338,8 +339,8 @@ static int test_concurrent_hash_queries(void)
         sh.items[q] = handles[nbt_int(HN)];
     }
     const int64_t cap = 32 * (int64_t)HN;
-    nbHashHit *hits = (nbHashHit *)malloc(HMAX_HITS * sizeof(nbHashHit));
-    nbHashPair *pairs = (nbHashPair *)malloc((size_t)cap * sizeof(nbHashPair));
+    nbHit *hits = (nbHit *)malloc(HMAX_HITS * sizeof(nbHit));
+    nbHitPair *pairs = (nbHitPair *)malloc((size_t)cap * sizeof(nbHitPair));
     NB_CHECK(hits != NULL && pairs != NULL);
     hash_sweep(&sh, &sh.want, hits, pairs, cap);
     NB_CHECK_OK(sh.want.bad);

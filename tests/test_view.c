@@ -220,7 +220,7 @@ static int test_walkers_on_a_slack_view(void)
             nbNeighbor nb[12];
             int32_t found = -1;
             nbNeighbor *wk = nbo_knn_filtered(&s, c, k, f, &wn);
-            NB_CHECK_OK(nbi_walk_knn(&b.v, c, k, f, nb, &found));
+            NB_CHECK_OK(nbi_walk_knn(&b.v, c, f, (double)INFINITY, nb, k, &found));
             NB_CHECK(nbo_same_neighbors(nb, found, wk, wn));
             free(wk);
             free(out);

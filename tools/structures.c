@@ -174,7 +174,7 @@ typedef struct HashPairsOut {
     int64_t capacity, found;
 } HashPairsOut;
 
-static bool hash_on_pair(nbHashHit a, nbHashHit b, void *user)
+static bool hash_on_pair(nbHit a, nbHit b, void *user)
 {
     HashPairsOut *o = user;
     if (o->found < o->capacity) {
@@ -202,7 +202,7 @@ typedef struct HashHitsOut {
     int32_t capacity, found;
 } HashHitsOut;
 
-static bool hash_on_hit(nbHashHit hit, void *user)
+static bool hash_on_hit(nbHit hit, void *user)
 {
     HashHitsOut *o = user;
     if (o->found < o->capacity) o->out[o->found] = (int32_t)hit.user;
@@ -225,7 +225,8 @@ static nbStatus hash_within(const void *index, const double *center, double radi
 static nbStatus hash_knn_hits(const void *index, const double *point, int32_t k,
                               nbHitNeighbor *wide, int32_t *n)
 {
-    return nb_hash_knn(((const HashIndex *)index)->hash, point, k, NB_FILTER_ALL, wide, n);
+    return nb_hash_knn(((const HashIndex *)index)->hash, point, NB_FILTER_ALL, (double)INFINITY,
+                       wide, k, n);
 }
 
 static nbStatus hash_knn(const void *index, const double *point, int32_t k, nbNeighbor *out,

@@ -17,7 +17,7 @@
 /// Cells only prune; hash collisions cost probes, never an answer. Every query runs on the same
 /// walkers as the dense grid's.
 ///
-/// Results name items by handle and user value (nbHashHit), in a deterministic order: the same
+/// Results name items by handle and user value (nbHit), in a deterministic order: the same
 /// sequence of calls gives the same results in the same order.
 ///
 /// Thread safety: queries take a const hash and keep no scratch in it, so any number of threads
@@ -42,18 +42,10 @@ typedef struct nbHashDesc {
     const nbAllocator *allocator; ///< NULL = malloc/free; copied, must outlive the hash
 } nbHashDesc;
 
-/// Results name items as nbHit (handle and user value, in nearby.h); these names are the same
-/// types under the hash's own names.
-typedef nbHit nbHashHit;
-/// A pair of items. From nb_hash_pairs: each unordered pair once, `a` the item inserted into the
-/// lower slot. From nb_hash_cross_pairs: `a` from set A, `b` from set B, roles kept.
-typedef nbHitPair nbHashPair;
-/// A neighbour from nb_hash_knn: the item and its squared distance as the test computes it.
-typedef nbHitNeighbor nbHashNeighbor;
-/// Called once per item; return false to stop early (the call then returns NB_OK).
-typedef nbHitFn nbHashVisitFn;
-/// Called once per pair; return false to stop early (the call then returns NB_OK).
-typedef nbHitPairFn nbHashPairFn;
+/// Results name items as nbHit (handle and user value), pairs as nbHitPair, kNN results as
+/// nbHitNeighbor, all from nearby.h. From nb_hash_pairs each unordered pair comes once, `a` the
+/// item inserted into the lower slot; from nb_hash_cross_pairs `a` is from set A, `b` from set
+/// B, roles kept.
 
 /// Creates an empty hash. NB_ERR_NULL_ARG for an allocator with only one hook set;
 /// NB_ERR_NOT_FINITE for a NaN or infinite cell_size; NB_ERR_OUT_OF_RANGE for a cell_size <= 0,
@@ -82,10 +74,21 @@ NB_API int32_t nb_hash_count(const nbHash *hash);
 /// Bytes the hash holds, including its struct (0 for NULL).
 NB_API size_t nb_hash_memory_bytes(const nbHash *hash);
 
-/// The cell edge the hash uses: the desc's cell_size, nudged up by 2^-30 of itself so that a
-/// query at radius cell_size needs only the 3^d neighbouring cells (its reach is a hair above).
-/// A point's cell is floor(x / edge) per axis. 0 for NULL.
-NB_API double nb_hash_cell_size(const nbHash *hash);
+/// A summary of a hash, from nb_hash_info.
+typedef struct nbHashInfo {
+    int32_t dim;      ///< 2 or 3
+    int32_t count;    ///< items
+    int32_t cells;    ///< cells holding at least one item
+    bool hashed;      ///< true when cells are found through a table (a far-flung world), false
+                      ///< while they are numbered densely over the items' box
+    double cell_size; ///< the cell edge in use: the desc's cell_size, nudged up by 2^-30 of
+                      ///< itself so that a query at radius cell_size needs only the 3^d
+                      ///< neighbouring cells. A point's cell is floor(x / cell_size) per axis.
+    size_t bytes;     ///< nb_hash_memory_bytes
+} nbHashInfo;
+
+/// Fills *info. NB_ERR_NULL_ARG for a NULL hash or info.
+NB_API nbStatus nb_hash_info(const nbHash *hash, nbHashInfo *info);
 
 /// Inserts a point (dim doubles) with your user value and filter bits (category: what it is;
 /// mask: what it may match; NB_FILTER_ALL for no filtering) and writes its handle.
@@ -132,7 +135,7 @@ NB_API nbStatus nb_hash_get(const nbHash *hash, nbHandle item, double *pos, uint
 NB_API nbStatus nb_hash_set(nbHash *hash, nbHandle item, uint64_t user, nbFilter filter);
 
 /// Calls `visit` for every item, by cell, until it returns false.
-NB_API nbStatus nb_hash_visit_all(const nbHash *hash, nbHashVisitFn *visit, void *user);
+NB_API nbStatus nb_hash_visit_all(const nbHash *hash, nbHitFn *visit, void *user);
 
 /// Items within `radius` of `center` that pass `filter` (Box2D's rule against each item's bits;
 /// NB_FILTER_ALL for all). Writes up to `capacity` hits to `out` and the total to *found; if the
@@ -141,48 +144,54 @@ NB_API nbStatus nb_hash_visit_all(const nbHash *hash, nbHashVisitFn *visit, void
 /// infinite center or radius; NB_ERR_OUT_OF_RANGE for a negative radius or capacity. Does not
 /// allocate.
 NB_API nbStatus nb_hash_query_radius(const nbHash *hash, const double *center, double radius,
-                                     nbFilter filter, nbHashHit *out, int32_t capacity,
-                                     int32_t *found);
+                                     nbFilter filter, nbHit *out, int32_t capacity, int32_t *found);
 /// The callback form of nb_hash_query_radius.
 NB_API nbStatus nb_hash_visit_radius(const nbHash *hash, const double *center, double radius,
-                                     nbFilter filter, nbHashVisitFn *visit, void *user);
+                                     nbFilter filter, nbHitFn *visit, void *user);
 
-/// Items with lo[d] <= p[d] <= hi[d] on every axis that pass `filter`; same contract as
+/// Items inside `box` (bounds inclusive, the first dim axes) that pass `filter`; same contract as
 /// nb_hash_query_radius (NB_ERR_NOT_FINITE for a NaN bound; infinite bounds are allowed).
-NB_API nbStatus nb_hash_query_box(const nbHash *hash, const double *lo, const double *hi,
-                                  nbFilter filter, nbHashHit *out, int32_t capacity,
-                                  int32_t *found);
+NB_API nbStatus nb_hash_query_box(const nbHash *hash, const nbBox *box, nbFilter filter, nbHit *out,
+                                  int32_t capacity, int32_t *found);
 /// The callback form of nb_hash_query_box.
-NB_API nbStatus nb_hash_visit_box(const nbHash *hash, const double *lo, const double *hi,
-                                  nbFilter filter, nbHashVisitFn *visit, void *user);
+NB_API nbStatus nb_hash_visit_box(const nbHash *hash, const nbBox *box, nbFilter filter,
+                                  nbHitFn *visit, void *user);
 
-/// The k items nearest to `point` that pass `filter`, nearest first, ties by lower slot. `out`
-/// holds k entries. *found = min(k, items that pass). NB_ERR_NOT_FINITE; NB_ERR_OUT_OF_RANGE for
-/// a negative k. Does not allocate.
-NB_API nbStatus nb_hash_knn(const nbHash *hash, const double *point, int32_t k, nbFilter filter,
-                            nbHashNeighbor *out, int32_t *found);
+/// The k items nearest to `point` that pass `filter` and lie within max_distance of it (d2 <=
+/// max_distance^2; INFINITY for no limit), nearest first, ties by lower slot. `out` holds k
+/// entries. *found = min(k, items that qualify). NB_ERR_NOT_FINITE for a NaN or infinite point
+/// or a NaN max_distance; NB_ERR_OUT_OF_RANGE for a negative k or max_distance. Does not
+/// allocate.
+NB_API nbStatus nb_hash_knn(const nbHash *hash, const double *point, nbFilter filter,
+                            double max_distance, nbHitNeighbor *out, int32_t k, int32_t *found);
+/// The callback form of nb_hash_knn: the same neighbours in the same order, each handed to
+/// `visit`. The search keeps its k best on the stack up to NB_KNN_STACK and in memory from the
+/// hash's allocator above that (NB_ERR_OUT_OF_MEMORY if it fails).
+NB_API nbStatus nb_hash_visit_knn(const nbHash *hash, const double *point, nbFilter filter,
+                                  double max_distance, int32_t k, nbHitNeighborFn *visit,
+                                  void *user);
 
 /// The items within `radius` of a stored item, excluding the item itself, that pass `filter`.
 /// Same contract as nb_hash_query_radius, plus NB_ERR_BAD_HANDLE. Checks in this order: pointers
 /// (NB_ERR_NULL_ARG), the handle, then finiteness, then range.
 NB_API nbStatus nb_hash_query_neighbors(const nbHash *hash, nbHandle item, double radius,
-                                        nbFilter filter, nbHashHit *out, int32_t capacity,
+                                        nbFilter filter, nbHit *out, int32_t capacity,
                                         int32_t *found);
 /// The callback form of nb_hash_query_neighbors, with the same order of checks.
 NB_API nbStatus nb_hash_visit_neighbors(const nbHash *hash, nbHandle item, double radius,
-                                        nbFilter filter, nbHashVisitFn *visit, void *user);
+                                        nbFilter filter, nbHitFn *visit, void *user);
 
 /// Every unordered pair of items within `radius` that pass the pair rule
 /// `(cat[a] & mask[b]) && (cat[b] & mask[a])`, each once. Same buffer contract as the grid's
 /// nb_grid_pairs (NB_ERR_BUFFER_TOO_SMALL with the full count); NB_ERR_NOT_FINITE;
 /// NB_ERR_OUT_OF_RANGE for a negative radius or capacity, or a radius spanning so many cells
 /// that the search would cost more than 64 N + 2^26 cell steps. Does not allocate.
-NB_API nbStatus nb_hash_pairs(const nbHash *hash, double radius, nbHashPair *out, int64_t capacity,
+NB_API nbStatus nb_hash_pairs(const nbHash *hash, double radius, nbHitPair *out, int64_t capacity,
                               int64_t *found);
 /// Counts the pairs nb_hash_pairs would report. Same statuses.
 NB_API nbStatus nb_hash_count_pairs(const nbHash *hash, double radius, int64_t *count);
 /// Calls `visit` for each pair nb_hash_pairs would report, in the same order.
-NB_API nbStatus nb_hash_visit_pairs(const nbHash *hash, double radius, nbHashPairFn *visit,
+NB_API nbStatus nb_hash_visit_pairs(const nbHash *hash, double radius, nbHitPairFn *visit,
                                     void *user);
 
 /// Cross pairs between two sets chosen by mask (bullets against enemies): every (a, b) with
@@ -192,14 +201,14 @@ NB_API nbStatus nb_hash_visit_pairs(const nbHash *hash, double radius, nbHashPai
 /// meets whom. Same buffer contract and statuses as nb_hash_pairs. Cost: a radius search per
 /// item of set A.
 NB_API nbStatus nb_hash_cross_pairs(const nbHash *hash, double radius, uint32_t mask_a,
-                                    uint32_t mask_b, nbHashPair *out, int64_t capacity,
+                                    uint32_t mask_b, nbHitPair *out, int64_t capacity,
                                     int64_t *found);
 /// Counts the pairs nb_hash_cross_pairs would report. Same statuses.
 NB_API nbStatus nb_hash_count_cross_pairs(const nbHash *hash, double radius, uint32_t mask_a,
                                           uint32_t mask_b, int64_t *count);
 /// Calls `visit` for each pair nb_hash_cross_pairs would report, in the same order.
 NB_API nbStatus nb_hash_visit_cross_pairs(const nbHash *hash, double radius, uint32_t mask_a,
-                                          uint32_t mask_b, nbHashPairFn *visit, void *user);
+                                          uint32_t mask_b, nbHitPairFn *visit, void *user);
 
 /// Checks every invariant (handles, cells, the cell table, item positions, the storage's
 /// accounting). NB_OK or NB_ERR_INTERNAL; NB_ERR_NULL_ARG for NULL. O(items + cells + slots).

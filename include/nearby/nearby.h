@@ -115,6 +115,14 @@ typedef struct nbFilter {
 #define NB_FILTER_ALL ((nbFilter){0xFFFFFFFFu, 0xFFFFFFFFu})
 #endif
 
+/// An axis-aligned box, bounds inclusive: a point p is in it when min[d] <= p[d] <= max[d] on
+/// every axis the structure has (a 2D structure reads min[0..1] and max[0..1] only). Every box a
+/// query takes is one of these.
+typedef struct nbBox {
+    double min[3];
+    double max[3];
+} nbBox;
+
 /// Names an item stored in an incremental structure (hash, tiles, quadtree). Opaque; pass it by
 /// value. Bits 0-31: slot + 1. Bits 32-47: generation, bumped when the slot is freed. Bits 48-63:
 /// owner tag, stamped at create, so a handle from another structure is rejected. All-zero is the
@@ -151,6 +159,9 @@ typedef struct nbHitNeighbor {
 
 /// Called once per item; return false to stop early (the call then returns NB_OK).
 typedef bool nbHitFn(nbHit hit, void *user);
+/// Called once per neighbour of a k-nearest query, nearest first, with its squared distance;
+/// return false to stop early (the call then returns NB_OK).
+typedef bool nbHitNeighborFn(nbHit hit, double dist2, void *user);
 /// Called once per pair of items; return false to stop early (the call then returns NB_OK).
 typedef bool nbHitPairFn(nbHit a, nbHit b, void *user);
 
@@ -170,6 +181,14 @@ typedef struct nbNeighbor {
 
 /// Called once per matching point. Return false to stop early (the query then returns NB_OK).
 typedef bool nbVisitFn(int32_t index, void *user);
+
+/// Called once per neighbour of a k-nearest query, nearest first, with its squared distance.
+/// Return false to stop early (the query then returns NB_OK).
+typedef bool nbNeighborFn(int32_t index, double dist2, void *user);
+
+/// The callback forms of k-nearest queries (`visit_knn`) keep their k best on the stack up to
+/// this k, and in memory from the structure's allocator above it.
+#define NB_KNN_STACK 128
 
 /// Called once per pair, with i < j (cross pairs: i in set A, j in set B). Return false to stop
 /// early (the call then returns NB_OK).

@@ -291,9 +291,13 @@ enum { HASH_RADIUS, HASH_BOX, HASH_NEIGHBORS };
 static nbStatus hash_run(nbpyHash *h, int kind, const double *a, const double *b, double r,
                          nbHandle item, nbFilter f, nbHit *out, int32_t cap, int32_t *found)
 {
+    nbBox box = {{0.0, 0.0, 0.0}, {0.0, 0.0, 0.0}};
     switch (kind) {
     case HASH_RADIUS: return nb_hash_query_radius(h->hash, a, r, f, out, cap, found);
-    case HASH_BOX: return nb_hash_query_box(h->hash, a, b, f, out, cap, found);
+    case HASH_BOX:
+        memcpy(box.min, a, (size_t)h->dim * sizeof(double));
+        memcpy(box.max, b, (size_t)h->dim * sizeof(double));
+        return nb_hash_query_box(h->hash, &box, f, out, cap, found);
     default: return nb_hash_query_neighbors(h->hash, item, r, f, out, cap, found);
     }
 }
@@ -385,7 +389,7 @@ static PyObject *hash_query(nbpyHash *h, PyObject *args, PyObject *kwds)
     nbHitNeighbor *v = malloc((size_t)k * sizeof *v);
     if (v == NULL) return PyErr_NoMemory();
     int32_t found = 0;
-    nbStatus st = nb_hash_knn(h->hash, x, k, f, v, &found);
+    nbStatus st = nb_hash_knn(h->hash, x, f, (double)INFINITY, v, k, &found);
     PyObject *res = NULL;
     if (st != NB_OK) {
         nbpy_error(st, "query");
@@ -501,7 +505,9 @@ static PyObject *hash_validate(nbpyHash *h, PyObject *unused)
 static PyObject *hash_get_cell(nbpyHash *h, void *closure)
 {
     (void)closure;
-    return PyFloat_FromDouble(nb_hash_cell_size(h->hash));
+    nbHashInfo info;
+    if (nb_hash_info(h->hash, &info) != NB_OK) info.cell_size = 0.0;
+    return PyFloat_FromDouble(info.cell_size);
 }
 
 static PyObject *hash_get_dim(nbpyHash *h, void *closure)

@@ -68,6 +68,12 @@ static void *hf_buf(size_t n, size_t size)
     return p;
 }
 
+static double hf_cell_size(const nbHash *h)
+{
+    nbHashInfo info;
+    return nb_hash_info(h, &info) == NB_OK ? info.cell_size : 0.0;
+}
+
 static bool hf_finite(const double *p, int dim)
 {
     for (int d = 0; d < dim; d++)
@@ -144,7 +150,7 @@ static void hf_index(const hfModel *m)
 }
 
 /// The model index of a hit; fails unless it names a live item with its user value.
-static int32_t hf_hit_idx(const hfModel *m, nbHashHit hit)
+static int32_t hf_hit_idx(const hfModel *m, nbHit hit)
 {
     hfKey k = {hit.handle.bits, 0};
     const hfKey *f =
@@ -178,7 +184,7 @@ typedef struct hfFp {
     int32_t n;
 } hfFp;
 
-static bool hf_fp_visit(nbHashHit hit, void *user)
+static bool hf_fp_visit(nbHit hit, void *user)
 {
     hfFp *x = (hfFp *)user;
     double pos[3] = {0, 0, 0};
@@ -704,11 +710,11 @@ static void op_get(nbfReader *r, int w)
 }
 
 typedef struct hfHits {
-    nbHashHit *seq;
+    nbHit *seq;
     int32_t n, cap, stop_after; ///< stop_after 0: never stop
 } hfHits;
 
-static bool hf_on_hit(nbHashHit hit, void *user)
+static bool hf_on_hit(nbHit hit, void *user)
 {
     hfHits *v = (hfHits *)user;
     NBF_CHECK(v->n < v->cap, "visitor called more than %d times", (int)v->cap);
@@ -733,7 +739,7 @@ static void op_clear_or_visit_all(nbfReader *r, int w)
     }
     nbf_op = "visit_all";
     hf_index(m);
-    hfHits v = {(nbHashHit *)hf_buf((size_t)m->n + 1, sizeof(nbHashHit)), 0, m->n + 1,
+    hfHits v = {(nbHit *)hf_buf((size_t)m->n + 1, sizeof(nbHit)), 0, m->n + 1,
                 k % 4 == 1 ? nbf_u8(r) : 0};
     const nbfMark mk = nbf_mark();
     const nbStatus st = nb_hash_visit_all(m->h, hf_on_hit, &v);
@@ -811,26 +817,37 @@ typedef struct hfQ {
     nbHandle item;
 } hfQ;
 
-static nbStatus hf_q_call(const hfModel *m, const hfQ *q, nbHashHit *out, int32_t cap,
-                          int32_t *found)
+// The query's box as the hash reads it: its first dim axes.
+static nbBox hf_box(const hfModel *m, const hfQ *q)
 {
+    nbBox b;
+    memset(&b, 0, sizeof b);
+    if (q->lo != NULL) memcpy(b.min, q->lo, (size_t)m->dim * sizeof(double));
+    if (q->hi != NULL) memcpy(b.max, q->hi, (size_t)m->dim * sizeof(double));
+    return b;
+}
+
+static nbStatus hf_q_call(const hfModel *m, const hfQ *q, nbHit *out, int32_t cap, int32_t *found)
+{
+    const nbBox box = hf_box(m, q);
     switch (q->kind) {
     case HF_RADIUS: return nb_hash_query_radius(m->h, q->c, q->r, q->f, out, cap, found);
-    case HF_BOX: return nb_hash_query_box(m->h, q->lo, q->hi, q->f, out, cap, found);
+    case HF_BOX: return nb_hash_query_box(m->h, &box, q->f, out, cap, found);
     default: return nb_hash_query_neighbors(m->h, q->item, q->r, q->f, out, cap, found);
     }
 }
 
 static nbStatus hf_q_visit(const hfModel *m, const hfQ *q, hfHits *v)
 {
+    const nbBox box = hf_box(m, q);
     switch (q->kind) {
     case HF_RADIUS: return nb_hash_visit_radius(m->h, q->c, q->r, q->f, hf_on_hit, v);
-    case HF_BOX: return nb_hash_visit_box(m->h, q->lo, q->hi, q->f, hf_on_hit, v);
+    case HF_BOX: return nb_hash_visit_box(m->h, &box, q->f, hf_on_hit, v);
     default: return nb_hash_visit_neighbors(m->h, q->item, q->r, q->f, hf_on_hit, v);
     }
 }
 
-static bool hf_same_hit(nbHashHit a, nbHashHit b)
+static bool hf_same_hit(nbHit a, nbHit b)
 {
     return a.handle.bits == b.handle.bits && a.user == b.user;
 }
@@ -841,11 +858,11 @@ static void hf_hit_query(nbfReader *r, const hfModel *m, const hfQ *q, unsigned 
                          int32_t wn)
 {
     const uint8_t capmode = nbf_u8(r), cb = nbf_u8(r), stop = nbf_u8(r);
-    nbHashHit *full = NULL;
+    nbHit *full = NULL;
     nbfMark mk = nbf_mark();
     int32_t found = -1;
     if (bad == 0) {
-        full = (nbHashHit *)hf_buf((size_t)wn + 1, sizeof(nbHashHit));
+        full = (nbHit *)hf_buf((size_t)wn + 1, sizeof(nbHit));
         nbf_expect(hf_q_call(m, q, full, wn + 1, &found), NBF_BIT(NB_OK), "query (roomy)");
         NBF_CHECK(found == wn, "query found %d, oracle %d", (int)found, (int)wn);
         int32_t *got = (int32_t *)hf_buf((size_t)wn + 1, sizeof(int32_t));
@@ -856,7 +873,7 @@ static void hf_hit_query(nbfReader *r, const hfModel *m, const hfQ *q, unsigned 
             NBF_CHECK(got[t] == want[t], "query hit #%d is item %d, oracle says %d", (int)t,
                       (int)got[t], (int)want[t]);
         free(got);
-        nbHashHit *again = (nbHashHit *)hf_buf((size_t)wn + 1, sizeof(nbHashHit));
+        nbHit *again = (nbHit *)hf_buf((size_t)wn + 1, sizeof(nbHit));
         nbf_expect(hf_q_call(m, q, again, wn + 1, &found), NBF_BIT(NB_OK), "query (repeat)");
         for (int32_t t = 0; t < wn; t++)
             NBF_CHECK(hf_same_hit(full[t], again[t]), "a repeated query changed the order");
@@ -893,8 +910,7 @@ static void hf_hit_query(nbfReader *r, const hfModel *m, const hfQ *q, unsigned 
         allowed = NBF_BIT(NB_ERR_OUT_OF_RANGE);
     else
         allowed = NBF_BIT(cap >= wn ? NB_OK : NB_ERR_BUFFER_TOO_SMALL);
-    nbHashHit *out =
-        nullout || cap <= 0 ? NULL : (nbHashHit *)hf_buf((size_t)cap, sizeof(nbHashHit));
+    nbHit *out = nullout || cap <= 0 ? NULL : (nbHit *)hf_buf((size_t)cap, sizeof(nbHit));
     found = -1;
     const nbStatus st = hf_q_call(m, q, nullout ? NULL : out, cap, nullfound ? NULL : &found);
     nbf_log("    capacity %d%s%s -> %s found %d (oracle %d)\n", (int)cap,
@@ -914,7 +930,7 @@ static void hf_hit_query(nbfReader *r, const hfModel *m, const hfQ *q, unsigned 
     }
     free(out);
     // the visitor: the same order, stopping when told
-    hfHits v = {(nbHashHit *)hf_buf((size_t)m->n + 1, sizeof(nbHashHit)), 0, m->n + 1, stop % 8};
+    hfHits v = {(nbHit *)hf_buf((size_t)m->n + 1, sizeof(nbHit)), 0, m->n + 1, stop % 8};
     const nbStatus vs = hf_q_visit(m, q, &v);
     nbf_expect(vs, bad ? bad : NBF_BIT(NB_OK), "visit query");
     if (bad) {
@@ -1111,11 +1127,12 @@ static void op_knn(nbfReader *r, int w)
         allowed = NBF_BIT(NB_OK);
     double *cv = hf_vec(m->dim);
     memcpy(cv, c, (size_t)m->dim * sizeof(double));
-    nbHashNeighbor *out =
-        nullout || k <= 0 ? NULL : (nbHashNeighbor *)hf_buf((size_t)k, sizeof(nbHashNeighbor));
+    nbHitNeighbor *out =
+        nullout || k <= 0 ? NULL : (nbHitNeighbor *)hf_buf((size_t)k, sizeof(nbHitNeighbor));
     int32_t found = -1;
     const nbfMark mk = nbf_mark();
-    const nbStatus st = nb_hash_knn(m->h, cv, k, f, out, nullfound ? NULL : &found);
+    const nbStatus st =
+        nb_hash_knn(m->h, cv, f, (double)INFINITY, out, k, nullfound ? NULL : &found);
     nbf_check_no_alloc(mk, "knn");
     nbf_log("#%d hash%d knn", nbf_step, w);
     hf_log_vec("point", c, m->dim);
@@ -1154,11 +1171,11 @@ static void op_knn(nbfReader *r, int w)
 // ---- pairs and cross pairs ----
 
 typedef struct hfPairs {
-    nbHashPair *seq;
+    nbHitPair *seq;
     int64_t n, cap, stop_after;
 } hfPairs;
 
-static bool hf_on_pair(nbHashHit a, nbHashHit b, void *user)
+static bool hf_on_pair(nbHit a, nbHit b, void *user)
 {
     hfPairs *v = (hfPairs *)user;
     NBF_CHECK(v->n < v->cap, "pair visitor called more than %lld times", (long long)v->cap);
@@ -1168,7 +1185,7 @@ static bool hf_on_pair(nbHashHit a, nbHashHit b, void *user)
     return v->stop_after == 0 || v->n < v->stop_after;
 }
 
-static bool hf_same_pair(const nbHashPair *x, const nbHashPair *y)
+static bool hf_same_pair(const nbHitPair *x, const nbHitPair *y)
 {
     return hf_same_hit(x->a, y->a) && hf_same_hit(x->b, y->b);
 }
@@ -1214,10 +1231,10 @@ static void op_pairs(nbfReader *r, int w, bool cross)
     }
     hf_index(m);
     const nbfMark mk = nbf_mark();
-    nbHashPair *full = NULL;
+    nbHitPair *full = NULL;
     int64_t found = -1, count = -1;
     if (bad == 0) {
-        full = (nbHashPair *)hf_buf((size_t)wn + 1, sizeof(nbHashPair));
+        full = (nbHitPair *)hf_buf((size_t)wn + 1, sizeof(nbHitPair));
         const nbStatus st = cross ? nb_hash_cross_pairs(m->h, rad, ma, mb, full, wn + 1, &found)
                                   : nb_hash_pairs(m->h, rad, full, wn + 1, &found);
         nbf_log("    roomy -> %s found %lld (oracle %lld)\n", nb_status_str(st), (long long)found,
@@ -1278,8 +1295,8 @@ static void op_pairs(nbfReader *r, int w, bool cross)
         allowed = NBF_BIT(NB_ERR_OUT_OF_RANGE);
     else
         allowed = NBF_BIT(cap >= wn ? NB_OK : NB_ERR_BUFFER_TOO_SMALL);
-    nbHashPair *out =
-        nullout || cap <= 0 ? NULL : (nbHashPair *)hf_buf((size_t)cap, sizeof(nbHashPair));
+    nbHitPair *out =
+        nullout || cap <= 0 ? NULL : (nbHitPair *)hf_buf((size_t)cap, sizeof(nbHitPair));
     found = -1;
     const nbStatus st = cross ? nb_hash_cross_pairs(m->h, rad, ma, mb, out, cap, &found)
                               : nb_hash_pairs(m->h, rad, out, cap, &found);
@@ -1298,7 +1315,7 @@ static void op_pairs(nbfReader *r, int w, bool cross)
     }
     free(out);
     // the visitor
-    hfPairs v = {(nbHashPair *)hf_buf((size_t)wn + 1, sizeof(nbHashPair)), 0, wn + 1, stop % 8};
+    hfPairs v = {(nbHitPair *)hf_buf((size_t)wn + 1, sizeof(nbHitPair)), 0, wn + 1, stop % 8};
     const nbStatus vs = cross ? nb_hash_visit_cross_pairs(m->h, rad, ma, mb, hf_on_pair, &v)
                               : nb_hash_visit_pairs(m->h, rad, hf_on_pair, &v);
     nbf_expect(vs, bad ? bad : NBF_BIT(NB_OK), "visit pairs");
@@ -1397,7 +1414,7 @@ static bool hf_create(nbfReader *r, int w)
     m->h = h;
     m->checking = checking;
     m->dim = dim;
-    m->cell = nb_hash_cell_size(h); // the edge in use: the desc's, widened by the margin
+    m->cell = hf_cell_size(h); // the edge in use: the desc's, widened by the margin
     NBF_CHECK(m->cell >= desc.cell_size && m->cell <= desc.cell_size * (1.0 + 0x1p-20),
               "cell edge %a for cell_size %a", m->cell, desc.cell_size);
     m->reserved = desc.capacity_hint > 0 ? desc.capacity_hint : -1;
@@ -1417,7 +1434,7 @@ static void hf_create_default(int w)
     nbf_expect(nb_hash_create(&desc, &m->h), NBF_BIT(NB_OK), "nb_hash_create (default)");
     m->checking = true;
     m->dim = 2;
-    m->cell = nb_hash_cell_size(m->h);
+    m->cell = hf_cell_size(m->h);
     m->reserved = -1;
     m->n = 0;
 }
@@ -1455,7 +1472,7 @@ static void op_null_args(int w)
     hfHits v = {NULL, 0, 0, 0};
     nbf_expect(nb_hash_visit_all(NULL, hf_on_hit, &v), nul, "visit_all(NULL)");
     nbf_expect(nb_hash_visit_all(m->h, NULL, NULL), nul, "visit_all(NULL visit)");
-    nbHashHit out[2];
+    nbHit out[2];
     int32_t found = 9;
     nbf_expect(nb_hash_query_radius(NULL, p, 1.0, NB_FILTER_ALL, out, 2, &found), nul,
                "query_radius(NULL)");
@@ -1467,21 +1484,22 @@ static void op_null_args(int w)
     nbf_expect(nb_hash_visit_radius(NULL, p, 1.0, NB_FILTER_ALL, hf_on_hit, &v), nul,
                "visit_radius(NULL)");
     found = 9;
-    nbf_expect(nb_hash_query_box(m->h, p, NULL, NB_FILTER_ALL, out, 2, &found), nul,
-               "query_box(NULL hi)");
-    NBF_CHECK(found == 0, "query_box(NULL hi) left *found = %d", (int)found);
-    nbf_expect(nb_hash_query_box(NULL, p, p, NB_FILTER_ALL, out, 2, &found), nul,
-               "query_box(NULL)");
-    nbf_expect(nb_hash_visit_box(m->h, NULL, p, NB_FILTER_ALL, hf_on_hit, &v), nul,
-               "visit_box(NULL lo)");
-    nbf_expect(nb_hash_visit_box(m->h, p, p, NB_FILTER_ALL, NULL, NULL), nul,
+    const nbBox pb = {{p[0], p[1], p[m->dim - 1]}, {p[0], p[1], p[m->dim - 1]}};
+    nbf_expect(nb_hash_query_box(m->h, NULL, NB_FILTER_ALL, out, 2, &found), nul,
+               "query_box(NULL box)");
+    NBF_CHECK(found == 0, "query_box(NULL box) left *found = %d", (int)found);
+    nbf_expect(nb_hash_query_box(NULL, &pb, NB_FILTER_ALL, out, 2, &found), nul, "query_box(NULL)");
+    nbf_expect(nb_hash_visit_box(m->h, NULL, NB_FILTER_ALL, hf_on_hit, &v), nul,
+               "visit_box(NULL box)");
+    nbf_expect(nb_hash_visit_box(m->h, &pb, NB_FILTER_ALL, NULL, NULL), nul,
                "visit_box(NULL visit)");
-    nbHashNeighbor nn[2];
+    nbHitNeighbor nn[2];
     found = 9;
-    nbf_expect(nb_hash_knn(NULL, p, 2, NB_FILTER_ALL, nn, &found), nul, "knn(NULL)");
+    const double inf = (double)INFINITY;
+    nbf_expect(nb_hash_knn(NULL, p, NB_FILTER_ALL, inf, nn, 2, &found), nul, "knn(NULL)");
     NBF_CHECK(found == 0, "knn(NULL) left *found = %d", (int)found);
-    nbf_expect(nb_hash_knn(m->h, NULL, 2, NB_FILTER_ALL, nn, &found), nul, "knn(NULL point)");
-    nbf_expect(nb_hash_knn(m->h, p, 2, NB_FILTER_ALL, nn, NULL), nul, "knn(NULL found)");
+    nbf_expect(nb_hash_knn(m->h, NULL, NB_FILTER_ALL, inf, nn, 2, &found), nul, "knn(NULL point)");
+    nbf_expect(nb_hash_knn(m->h, p, NB_FILTER_ALL, inf, nn, 2, NULL), nul, "knn(NULL found)");
     found = 9;
     nbf_expect(nb_hash_query_neighbors(NULL, live, 1.0, NB_FILTER_ALL, out, 2, &found), nul,
                "query_neighbors(NULL)");
@@ -1490,7 +1508,7 @@ static void op_null_args(int w)
                "visit_neighbors(NULL visit)");
     nbf_expect(nb_hash_visit_neighbors(NULL, live, 1.0, NB_FILTER_ALL, hf_on_hit, &v), nul,
                "visit_neighbors(NULL)");
-    nbHashPair pp[2];
+    nbHitPair pp[2];
     int64_t f64 = 9;
     nbf_expect(nb_hash_pairs(NULL, 1.0, pp, 2, &f64), nul, "pairs(NULL)");
     NBF_CHECK(f64 == 0, "pairs(NULL) left *found set");
