@@ -60,14 +60,16 @@ static nbaFrameResult grid_queries(const nbGrid *grid, const nbaWorld *w, int32_
         VisitSum v = {0, {0, 0}};
         for (int32_t i = 0; i < w->n; i++) {
             v.self = i;
-            check(nb_grid_visit_radius(grid, &w->pos[2 * i], NBA_RADIUS, grid_visit, &v),
+            check(nb_grid_visit_radius(grid, &w->pos[2 * i], NBA_RADIUS, NB_FILTER_ALL, grid_visit,
+                                       &v),
                   "nb_grid_visit_radius");
         }
         return v.res;
     }
     for (int32_t i = 0; i < w->n; i++) {
         int32_t found = 0;
-        check(nb_grid_query_radius(grid, &w->pos[2 * i], NBA_RADIUS, buf, QCAP, &found),
+        check(nb_grid_query_radius(grid, &w->pos[2 * i], NBA_RADIUS, NB_FILTER_ALL, buf, QCAP,
+                                   &found),
               "nb_grid_query_radius");
         for (int32_t k = 0; k < found; k++) {
             int32_t j = buf[k];

@@ -117,7 +117,7 @@ int main(int argc, char **argv)
             if (run > 0 && t % every == every - 1) {
                 const int64_t t2 = nbb_now_ns();
                 if (run == 1) {
-                    if (nb_grid_cell_order(g, order, n) != NB_OK) return 1;
+                    if (nb_grid_cell_order(g, order, n, &(int32_t){0}) != NB_OK) return 1;
                 } else {
                     nbGridInfo info;
                     nb_grid_info(g, &info);

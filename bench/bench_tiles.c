@@ -181,8 +181,8 @@ NBB_NOINLINE static Result run_grid(Sim *s, int frames, double tile)
             nbNeighbor e, w;
             int32_t fe = 0, fw = 0;
             const nbFilter flt = {0xFFFFFFFFu, enemies(s->group[i])};
-            nb_grid_knn_filtered(g, s->pos + 2 * i, 1, flt, &e, &fe);
-            nb_grid_knn(wg, s->pos + 2 * i, 1, &w, &fw);
+            nb_grid_knn(g, s->pos + 2 * i, flt, (double)INFINITY, &e, 1, &fe);
+            nb_grid_knn(wg, s->pos + 2 * i, NB_FILTER_ALL, (double)INFINITY, &w, 1, &fw);
             sum += e.dist2 + w.dist2;
         }
         ns += nbb_now_ns() - t0;

@@ -174,7 +174,7 @@ int main(int argc, char **argv)
         for (int32_t i = 0; i < f.n; i++) {
             Steer s = {.flock = &f, .self = i};
             check("nb_grid_visit_radius",
-                  nb_grid_visit_radius(grid, f.pos + 2 * i, VIEW, on_neighbour, &s));
+                  nb_grid_visit_radius(grid, f.pos + 2 * i, VIEW, NB_FILTER_ALL, on_neighbour, &s));
             neighbours += s.seen;
             double vx = f.vel[2 * i];
             double vy = f.vel[2 * i + 1];

@@ -84,7 +84,8 @@ int main(int argc, char **argv)
     for (int32_t q = 0; q < nq; q++) {
         nbNeighbor nearest[K]; // the answer, and nearby's scratch heap while it searches
         int32_t found = 0;
-        check("nb_grid_knn", nb_grid_knn(grid, queries[q], K, nearest, &found));
+        check("nb_grid_knn",
+              nb_grid_knn(grid, queries[q], NB_FILTER_ALL, (double)INFINITY, nearest, K, &found));
 
         printf("nearest %" PRId32 " to (%g, %g, %g):", found, queries[q][0], queries[q][1],
                queries[q][2]);

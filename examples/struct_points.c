@@ -86,13 +86,15 @@ int main(int argc, char **argv)
     int32_t most_enemies = -1;
     for (int32_t i = 0; i < count; i++) {
         int32_t found = 0;
-        nbStatus status = nb_grid_query_radius(grid, units[i].pos, SIGHT, seen, capacity, &found);
+        nbStatus status =
+            nb_grid_query_radius(grid, units[i].pos, SIGHT, NB_FILTER_ALL, seen, capacity, &found);
         if (status == NB_ERR_BUFFER_TOO_SMALL) {
             int32_t *bigger = realloc(seen, (size_t)found * sizeof *seen);
             if (bigger == NULL) return 1;
             seen = bigger;
             capacity = found;
-            status = nb_grid_query_radius(grid, units[i].pos, SIGHT, seen, capacity, &found);
+            status = nb_grid_query_radius(grid, units[i].pos, SIGHT, NB_FILTER_ALL, seen, capacity,
+                                          &found);
         }
         check("nb_grid_query_radius", status);
 

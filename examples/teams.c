@@ -76,7 +76,7 @@ int main(int argc, char **argv)
     int64_t sightings = 0;
     for (int i = 0; i < n && st == NB_OK; i++) {
         nbFilter f = {.category = u[i].team_bit, .mask = u[i].enemies};
-        st = nb_grid_visit_radius_filtered(grid, u[i].pos, RANGE, f, count_one, &sightings);
+        st = nb_grid_visit_radius(grid, u[i].pos, RANGE, f, count_one, &sightings);
     }
     // Every unordered (unit, enemy) pair once: the all-pairs calls apply the stored bits.
     int64_t pairs = 0;

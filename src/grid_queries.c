@@ -126,95 +126,66 @@ nbStatus nb_grid_visit_cross_pairs(const nbGrid *a, const nbGrid *b, double radi
 
 // ---- radius and box ----
 
-nbStatus nb_grid_query_radius_filtered(const nbGrid *grid, const double *center, double radius,
-                                       nbFilter filter, int32_t *out, int32_t capacity,
-                                       int32_t *found)
+nbStatus nb_grid_query_radius(const nbGrid *grid, const double *center, double radius,
+                              nbFilter filter, int32_t *out, int32_t capacity, int32_t *found)
 {
     if (found != NULL) *found = 0;
     if (grid == NULL || center == NULL || found == NULL || (out == NULL && capacity > 0))
         return NB_ERR_NULL_ARG;
-    const nbiView *v = &grid->view;
     nbiHitSink s;
     nbi_hit_sink_init(&s, NBI_SINK_BUFFER, out, capacity, NULL, NULL);
-    const nbStatus st = nbi_walk_radius(v, center, radius, filter, &s);
+    const nbStatus st = nbi_walk_radius(&grid->view, center, radius, filter, &s);
     if (st != NB_OK) return st;
     *found = s.found;
     return s.found > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
-}
-
-nbStatus nb_grid_query_radius(const nbGrid *grid, const double *center, double radius, int32_t *out,
-                              int32_t capacity, int32_t *found)
-{
-    return nb_grid_query_radius_filtered(grid, center, radius, NB_FILTER_ALL, out, capacity, found);
-}
-
-nbStatus nb_grid_visit_radius_filtered(const nbGrid *grid, const double *center, double radius,
-                                       nbFilter filter, nbVisitFn *visit, void *user)
-{
-    if (grid == NULL || center == NULL || visit == NULL) return NB_ERR_NULL_ARG;
-    const nbiView *v = &grid->view;
-    nbiHitSink s;
-    nbi_hit_sink_init(&s, NBI_SINK_VISIT, NULL, 0, visit, user);
-    return nbi_walk_radius(v, center, radius, filter, &s);
 }
 
 nbStatus nb_grid_visit_radius(const nbGrid *grid, const double *center, double radius,
-                              nbVisitFn *visit, void *user)
+                              nbFilter filter, nbVisitFn *visit, void *user)
 {
-    return nb_grid_visit_radius_filtered(grid, center, radius, NB_FILTER_ALL, visit, user);
+    if (grid == NULL || center == NULL || visit == NULL) return NB_ERR_NULL_ARG;
+    nbiHitSink s;
+    nbi_hit_sink_init(&s, NBI_SINK_VISIT, NULL, 0, visit, user);
+    return nbi_walk_radius(&grid->view, center, radius, filter, &s);
 }
 
-nbStatus nb_grid_query_box_filtered(const nbGrid *grid, const double *lo, const double *hi,
-                                    nbFilter filter, int32_t *out, int32_t capacity, int32_t *found)
+nbStatus nb_grid_query_box(const nbGrid *grid, const nbBox *box, nbFilter filter, int32_t *out,
+                           int32_t capacity, int32_t *found)
 {
     if (found != NULL) *found = 0;
-    if (grid == NULL || lo == NULL || hi == NULL || found == NULL || (out == NULL && capacity > 0))
+    if (grid == NULL || box == NULL || found == NULL || (out == NULL && capacity > 0))
         return NB_ERR_NULL_ARG;
-    const nbiView *v = &grid->view;
     nbiHitSink s;
     nbi_hit_sink_init(&s, NBI_SINK_BUFFER, out, capacity, NULL, NULL);
-    const nbStatus st = nbi_walk_box(v, lo, hi, filter, &s);
+    const nbStatus st = nbi_walk_box(&grid->view, box->min, box->max, filter, &s);
     if (st != NB_OK) return st;
     *found = s.found;
     return s.found > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
 }
 
-nbStatus nb_grid_query_box(const nbGrid *grid, const double *lo, const double *hi, int32_t *out,
-                           int32_t capacity, int32_t *found)
-{
-    return nb_grid_query_box_filtered(grid, lo, hi, NB_FILTER_ALL, out, capacity, found);
-}
-
-nbStatus nb_grid_visit_box_filtered(const nbGrid *grid, const double *lo, const double *hi,
-                                    nbFilter filter, nbVisitFn *visit, void *user)
-{
-    if (grid == NULL || lo == NULL || hi == NULL || visit == NULL) return NB_ERR_NULL_ARG;
-    const nbiView *v = &grid->view;
-    nbiHitSink s;
-    nbi_hit_sink_init(&s, NBI_SINK_VISIT, NULL, 0, visit, user);
-    return nbi_walk_box(v, lo, hi, filter, &s);
-}
-
-nbStatus nb_grid_visit_box(const nbGrid *grid, const double *lo, const double *hi, nbVisitFn *visit,
+nbStatus nb_grid_visit_box(const nbGrid *grid, const nbBox *box, nbFilter filter, nbVisitFn *visit,
                            void *user)
 {
-    return nb_grid_visit_box_filtered(grid, lo, hi, NB_FILTER_ALL, visit, user);
+    if (grid == NULL || box == NULL || visit == NULL) return NB_ERR_NULL_ARG;
+    nbiHitSink s;
+    nbi_hit_sink_init(&s, NBI_SINK_VISIT, NULL, 0, visit, user);
+    return nbi_walk_box(&grid->view, box->min, box->max, filter, &s);
 }
 
 // ---- k nearest ----
 
-nbStatus nb_grid_knn_filtered(const nbGrid *grid, const double *point, int32_t k, nbFilter filter,
-                              nbNeighbor *out, int32_t *found)
+nbStatus nb_grid_knn(const nbGrid *grid, const double *point, nbFilter filter, double max_distance,
+                     nbNeighbor *out, int32_t k, int32_t *found)
 {
     if (found != NULL) *found = 0;
     if (grid == NULL || point == NULL || found == NULL || (out == NULL && k > 0))
         return NB_ERR_NULL_ARG;
-    const nbiView *v = &grid->view;
-    return nbi_walk_knn(v, point, filter, (double)INFINITY, out, k, found);
+    return nbi_walk_knn(&grid->view, point, filter, max_distance, out, k, found);
 }
 
-nbStatus nb_grid_knn(const nbGrid *grid, const double *point, int32_t k, nbNeighbor *out,
-                     int32_t *found)
+nbStatus nb_grid_visit_knn(const nbGrid *grid, const double *point, nbFilter filter,
+                           double max_distance, int32_t k, nbNeighborFn *visit, void *user)
 {
-    return nb_grid_knn_filtered(grid, point, k, NB_FILTER_ALL, out, found);
+    if (grid == NULL || point == NULL || visit == NULL) return NB_ERR_NULL_ARG;
+    return nbi_visit_knn(&grid->view, point, filter, max_distance, k, &grid->alloc, visit, user);
 }

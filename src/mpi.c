@@ -1012,7 +1012,7 @@ static nbStatus nbi_answer(const nbMpi *m, const double *c, double r, nbiStream 
     nbStatus st = NB_OK;
     if (!m->periodic) {
         nbiAnswer q = {m, out, c, r, 0};
-        st = nb_grid_visit_radius(m->own_grid, c, r, nbi_answer_hit, &q);
+        st = nb_grid_visit_radius(m->own_grid, c, r, NB_FILTER_ALL, nbi_answer_hit, &q);
     } else {
         const double reach = nbi_reach(r, nbi_max_abs(&m->dec, m->period));
         int32_t codes[27];
@@ -1022,7 +1022,7 @@ static nbStatus nbi_answer(const nbMpi *m, const double *c, double r, nbiStream 
             nbi_apply_shift(c, m->dim, m->period, codes[s], y);
             if (nbi_decomp_dist2(&m->dec, m->rank, y) > reach * reach) continue;
             nbiAnswer q = {m, out, c, r, codes[s]};
-            st = nb_grid_visit_radius(m->own_grid, y, reach, nbi_answer_hit, &q);
+            st = nb_grid_visit_radius(m->own_grid, y, reach, NB_FILTER_ALL, nbi_answer_hit, &q);
         }
     }
     if (out->failed) return NB_ERR_OUT_OF_MEMORY;

@@ -4,13 +4,15 @@
 
 #include <string.h>
 
-nbStatus nb_grid_cell_order(const nbGrid *grid, int32_t *order, int32_t capacity)
+nbStatus nb_grid_cell_order(const nbGrid *grid, int32_t *order, int32_t capacity, int32_t *found)
 {
-    if (grid == NULL || (order == NULL && capacity > 0)) return NB_ERR_NULL_ARG;
+    if (found != NULL) *found = 0;
+    if (grid == NULL || found == NULL || (order == NULL && capacity > 0)) return NB_ERR_NULL_ARG;
     if (capacity < 0) return NB_ERR_OUT_OF_RANGE;
-    if (capacity < grid->n) return NB_ERR_BUFFER_TOO_SMALL;
-    if (grid->n > 0) memcpy(order, grid->idx.ptr, (size_t)grid->n * sizeof(int32_t));
-    return NB_OK;
+    const int32_t n = capacity < grid->n ? capacity : grid->n;
+    if (n > 0) memcpy(order, grid->idx.ptr, (size_t)n * sizeof(int32_t));
+    *found = grid->n;
+    return capacity < grid->n ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
 }
 
 // dst[p] = src[order[p]] with the element size and strides as constants where they are the

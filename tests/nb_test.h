@@ -6,6 +6,8 @@
 
 #include <nearby/nearby.h>
 
+#include "nb_box.h"
+
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>

@@ -104,11 +104,7 @@ typedef enum Fn {
     FN_QUERY_BOX,
     FN_VISIT_BOX,
     FN_KNN,
-    FN_QUERY_RADIUS_F,
-    FN_VISIT_RADIUS_F,
-    FN_QUERY_BOX_F,
-    FN_VISIT_BOX_F,
-    FN_KNN_F,
+    FN_VISIT_KNN,
     FN_CROSS_PAIRS,
     FN_COUNT_CROSS_PAIRS,
     FN_VISIT_CROSS_PAIRS,
@@ -415,6 +411,11 @@ static const MutSet range_radius_cap[] = {RG_RADIUS, RG_CAP};
     {                                                                                              \
         M1("center[2] -0.0", 0, F_CENTER, 2, -0.0), OK_TWIN                                        \
     }
+#define FILTER_ZERO                                                                                \
+    {M1("filter category 0", 0, F_FILTER_CAT, 0, 0.0), OK_ZERO},                                   \
+    {                                                                                              \
+        M1("filter mask 0", 0, F_FILTER_MASK, 0, 0.0), OK_ZERO                                     \
+    }
 #define OK_QUERY_RADIUS                                                                            \
     OK_RADIUS_ZERO, OK_CENTER_ZERO,                                                                \
         {M2("out NULL, capacity 0", G_CAP, F_OUT, 0, 0, F_CAP, 0, 0.0), OK_BASE},                  \
@@ -424,7 +425,7 @@ static const MutSet range_radius_cap[] = {RG_RADIUS, RG_CAP};
     {                                                                                              \
         M1("center[1] -1e300", 0, F_CENTER, 1, -1e300), OK_ZERO                                    \
     }
-static const OkSet ok_query_radius[] = {OK_QUERY_RADIUS};
+static const OkSet ok_query_radius[] = {OK_QUERY_RADIUS, FILTER_ZERO};
 
 #define NULLS_VISIT_RADIUS(self)                                                                   \
     M1(self " NULL", 0, F_SELF, 0, 0), M1("center NULL", 0, F_CENTER, -1, 0),                      \
@@ -435,7 +436,7 @@ static const MutSet nulls_visit_radius[] = {NULLS_VISIT_RADIUS("grid")};
     {                                                                                              \
         M1("user NULL", 0, F_USER, 0, 0), OK_BASE                                                  \
     }
-static const OkSet ok_visit_radius[] = {OK_VISIT_RADIUS};
+static const OkSet ok_visit_radius[] = {OK_VISIT_RADIUS, FILTER_ZERO};
 
 #define NULLS_QUERY_BOX(self)                                                                      \
     M1(self " NULL", 0, F_SELF, 0, 0), M1("lo NULL", 0, F_LO, -1, 0),                              \
@@ -459,17 +460,12 @@ static const MutSet range_cap[] = {RG_CAP};
     {                                                                                              \
         M2("lo[0] 1 > hi[0] 0 (empty)", 0, F_LO, 0, 1.0, F_HI, 0, 0.0), OK_ZERO                    \
     }
-#define FILTER_ZERO                                                                                \
-    {M1("filter category 0", 0, F_FILTER_CAT, 0, 0.0), OK_ZERO},                                   \
-    {                                                                                              \
-        M1("filter mask 0", 0, F_FILTER_MASK, 0, 0.0), OK_ZERO                                     \
-    }
 #define OK_QUERY_BOX                                                                               \
     OK_BOX_COMMON, {M2("out NULL, capacity 0", G_CAP, F_OUT, 0, 0, F_CAP, 0, 0.0), OK_BASE},       \
     {                                                                                              \
         M1("capacity 1", G_CAP, F_CAP, 0, 1.0), OK_BASE                                            \
     }
-static const OkSet ok_query_box[] = {OK_QUERY_BOX};
+static const OkSet ok_query_box[] = {OK_QUERY_BOX, FILTER_ZERO};
 #define NULLS_VISIT_BOX(self)                                                                      \
     M1(self " NULL", 0, F_SELF, 0, 0), M1("lo NULL", 0, F_LO, -1, 0),                              \
         M1("hi NULL", 0, F_HI, -1, 0), M1("visit NULL", 0, F_VISIT, 0, 0)
@@ -479,17 +475,38 @@ static const MutSet nulls_visit_box[] = {NULLS_VISIT_BOX("grid")};
     {                                                                                              \
         M1("user NULL", 0, F_USER, 0, 0), OK_BASE                                                  \
     }
-static const OkSet ok_visit_box[] = {OK_VISIT_BOX};
+static const OkSet ok_visit_box[] = {OK_VISIT_BOX, FILTER_ZERO};
 
 #define NULLS_KNN(self)                                                                            \
     M1(self " NULL", 0, F_SELF, 0, 0), M1("point NULL", 0, F_CENTER, -1, 0),                       \
         M1("out NULL", G_CAP, F_OUT, 0, 0), M1("found NULL", 0, F_FOUND, 0, 0)
 static const MutSet nulls_knn[] = {NULLS_KNN("grid")};
-static const MutSet nonfinite_knn[] = {NF_POINT(F_CENTER, "point")};
+static const MutSet nonfinite_knn[] = {NF_POINT(F_CENTER, "point"),
+                                       M1("max_distance NaN", 0, F_MAXD, 0, D_NAN)};
 static const MutSet range_knn[] = {
     M1("k -1", G_CAP, F_K, 0, -1.0),
     M1("k INT32_MIN", G_CAP, F_K, 0, INT32_MIN),
+    M1("max_distance -1", 0, F_MAXD, 0, -1.0),
+    M1("max_distance -inf", 0, F_MAXD, 0, -D_INF),
 };
+// max_distance's accepted values, for every kNN and its callback form.
+#define OK_KNN_LIMIT                                                                               \
+    {M1("max_distance 1e300", 0, F_MAXD, 0, 1e300), OK_BASE},                                      \
+        {M1("max_distance 0", 0, F_MAXD, 0, 0.0), OK_ANY},                                         \
+    {                                                                                              \
+        M1("max_distance -0.0", 0, F_MAXD, 0, -0.0), OK_TWIN                                       \
+    }
+#define NULLS_VISIT_KNN(self)                                                                      \
+    M1(self " NULL", 0, F_SELF, 0, 0), M1("point NULL", 0, F_CENTER, -1, 0),                       \
+        M1("visit NULL", 0, F_VISIT, 0, 0)
+static const MutSet nulls_visit_knn[] = {NULLS_VISIT_KNN("grid")};
+#define OK_VISIT_KNN                                                                               \
+    OK_CENTER_ZERO, FILTER_ZERO, OK_KNN_LIMIT, {M1("k 0", 0, F_K, 0, 0.0), OK_ZERO},               \
+        {M1("k above the count", 0, F_K, 0, KNN_K_ALL), OK_ALL},                                   \
+    {                                                                                              \
+        M1("user NULL", 0, F_USER, 0, 0), OK_BASE                                                  \
+    }
+static const OkSet ok_visit_knn[] = {OK_VISIT_KNN};
 #define OK_KNN                                                                                     \
     OK_CENTER_ZERO, {M2("k 0, out NULL", G_CAP, F_K, 0, 0.0, F_OUT, 0, 0), OK_ZERO},               \
         {M1("k above the count", G_CAP, F_K, 0, KNN_K_ALL), OK_ALL},                               \
@@ -497,37 +514,7 @@ static const MutSet range_knn[] = {
     {                                                                                              \
         M1("point[1] -1e300", 0, F_CENTER, 1, -1e300), OK_BASE                                     \
     }
-static const OkSet ok_knn[] = {OK_KNN};
-
-static const OkSet ok_query_radius_f[] = {
-    OK_RADIUS_ZERO,
-    OK_CENTER_ZERO,
-    {M2("out NULL, capacity 0", G_CAP, F_OUT, 0, 0, F_CAP, 0, 0.0), OK_BASE},
-    {M1("radius 1e308", G_RADIUS, F_RADIUS, 0, 1e308), OK_ALL},
-    FILTER_ZERO,
-};
-static const OkSet ok_visit_radius_f[] = {
-    OK_RADIUS_ZERO,
-    OK_CENTER_ZERO,
-    {M1("radius 1e308", G_RADIUS, F_RADIUS, 0, 1e308), OK_ALL},
-    {M1("user NULL", 0, F_USER, 0, 0), OK_BASE},
-    FILTER_ZERO,
-};
-static const OkSet ok_query_box_f[] = {
-    OK_BOX_COMMON,
-    {M2("out NULL, capacity 0", G_CAP, F_OUT, 0, 0, F_CAP, 0, 0.0), OK_BASE},
-    FILTER_ZERO,
-};
-static const OkSet ok_visit_box_f[] = {
-    OK_BOX_COMMON,
-    FILTER_ZERO,
-};
-static const OkSet ok_knn_f[] = {
-    OK_CENTER_ZERO,
-    {M2("k 0, out NULL", G_CAP, F_K, 0, 0.0, F_OUT, 0, 0), OK_ZERO},
-    {M1("k above the count", G_CAP, F_K, 0, KNN_K_ALL), OK_ALL},
-    FILTER_ZERO,
-};
+static const OkSet ok_knn[] = {OK_KNN, FILTER_ZERO, OK_KNN_LIMIT};
 
 static const MutSet nulls_cross[] = {
     M1("a NULL", G_B, F_SELF, 0, 0),
@@ -597,17 +584,8 @@ static const Spec specs[] = {
      NOLIST, LIST(ok_visit_box)},
     {FN_KNN, "nb_grid_knn", O_FOUND32 | O_NN, LIST(nulls_knn), NOLIST, LIST(nonfinite_knn),
      LIST(range_knn), LIST(ok_knn)},
-    {FN_QUERY_RADIUS_F, "nb_grid_query_radius_filtered", O_FOUND32 | O_IDX,
-     LIST(nulls_query_radius), NOLIST, LIST(nonfinite_center_radius), LIST(range_radius_cap),
-     LIST(ok_query_radius_f)},
-    {FN_VISIT_RADIUS_F, "nb_grid_visit_radius_filtered", O_VISIT, LIST(nulls_visit_radius), NOLIST,
-     LIST(nonfinite_center_radius), LIST(range_radius), LIST(ok_visit_radius_f)},
-    {FN_QUERY_BOX_F, "nb_grid_query_box_filtered", O_FOUND32 | O_IDX, LIST(nulls_query_box), NOLIST,
-     LIST(nonfinite_box), LIST(range_cap), LIST(ok_query_box_f)},
-    {FN_VISIT_BOX_F, "nb_grid_visit_box_filtered", O_VISIT, LIST(nulls_visit_box), NOLIST,
-     LIST(nonfinite_box), NOLIST, LIST(ok_visit_box_f)},
-    {FN_KNN_F, "nb_grid_knn_filtered", O_FOUND32 | O_NN, LIST(nulls_knn), NOLIST,
-     LIST(nonfinite_knn), LIST(range_knn), LIST(ok_knn_f)},
+    {FN_VISIT_KNN, "nb_grid_visit_knn", O_VISIT, LIST(nulls_visit_knn), NOLIST, LIST(nonfinite_knn),
+     LIST(range_knn), LIST(ok_visit_knn)},
     {FN_CROSS_PAIRS, "nb_grid_cross_pairs", O_FOUND64 | O_PAIRS, LIST(nulls_cross), NOLIST,
      LIST(nonfinite_radius), LIST(range_cross), LIST(ok_cross)},
     {FN_COUNT_CROSS_PAIRS, "nb_grid_count_cross_pairs", O_FOUND64, LIST(nulls_count_cross), NOLIST,
@@ -1068,6 +1046,12 @@ static bool on_index(int32_t index, void *user)
     return true;
 }
 
+static bool on_index_nn(int32_t index, double dist2, void *user)
+{
+    (void)dist2;
+    return on_index(index, user);
+}
+
 static bool on_pair(int32_t i, int32_t j, void *user)
 {
     (void)user;
@@ -1232,32 +1216,23 @@ static nbStatus grid_invoke(int fn, World *w)
         return nb_grid_visit_pairs_range(c->a_grid, c->w.radius, c->ub, c->ue, VISIT(c, on_pair),
                                          c->w.user);
     case FN_QUERY_RADIUS:
-        return nb_grid_query_radius(c->a_grid, c->w.a_center, c->w.radius, OUT(c, idx), c->w.cap32,
-                                    c->w.a_found32);
+        return nb_grid_query_radius(c->a_grid, c->w.a_center, c->w.radius, c->w.filter, OUT(c, idx),
+                                    c->w.cap32, c->w.a_found32);
     case FN_VISIT_RADIUS:
-        return nb_grid_visit_radius(c->a_grid, c->w.a_center, c->w.radius, VISIT(c, on_index),
-                                    c->w.user);
+        return nb_grid_visit_radius(c->a_grid, c->w.a_center, c->w.radius, c->w.filter,
+                                    VISIT(c, on_index), c->w.user);
     case FN_QUERY_BOX:
-        return nb_grid_query_box(c->a_grid, c->w.a_lo, c->w.a_hi, OUT(c, idx), c->w.cap32,
-                                 c->w.a_found32);
+        return nb_grid_query_box(c->a_grid, NBT_BOX(c->w.a_lo, c->w.a_hi, 3), c->w.filter,
+                                 OUT(c, idx), c->w.cap32, c->w.a_found32);
     case FN_VISIT_BOX:
-        return nb_grid_visit_box(c->a_grid, c->w.a_lo, c->w.a_hi, VISIT(c, on_index), c->w.user);
-    case FN_KNN: return nb_grid_knn(c->a_grid, c->w.a_center, c->w.k, OUT(c, nn), c->w.a_found32);
-    case FN_QUERY_RADIUS_F:
-        return nb_grid_query_radius_filtered(c->a_grid, c->w.a_center, c->w.radius, c->w.filter,
-                                             OUT(c, idx), c->w.cap32, c->w.a_found32);
-    case FN_VISIT_RADIUS_F:
-        return nb_grid_visit_radius_filtered(c->a_grid, c->w.a_center, c->w.radius, c->w.filter,
-                                             VISIT(c, on_index), c->w.user);
-    case FN_QUERY_BOX_F:
-        return nb_grid_query_box_filtered(c->a_grid, c->w.a_lo, c->w.a_hi, c->w.filter, OUT(c, idx),
-                                          c->w.cap32, c->w.a_found32);
-    case FN_VISIT_BOX_F:
-        return nb_grid_visit_box_filtered(c->a_grid, c->w.a_lo, c->w.a_hi, c->w.filter,
-                                          VISIT(c, on_index), c->w.user);
-    case FN_KNN_F:
-        return nb_grid_knn_filtered(c->a_grid, c->w.a_center, c->w.k, c->w.filter, OUT(c, nn),
-                                    c->w.a_found32);
+        return nb_grid_visit_box(c->a_grid, NBT_BOX(c->w.a_lo, c->w.a_hi, 3), c->w.filter,
+                                 VISIT(c, on_index), c->w.user);
+    case FN_KNN:
+        return nb_grid_knn(c->a_grid, c->w.a_center, c->w.filter, c->w.max_distance, OUT(c, nn),
+                           c->w.k, c->w.a_found32);
+    case FN_VISIT_KNN:
+        return nb_grid_visit_knn(c->a_grid, c->w.a_center, c->w.filter, c->w.max_distance, c->w.k,
+                                 VISIT(c, on_index_nn), c->w.user);
     case FN_CROSS_PAIRS:
         return nb_grid_cross_pairs(c->a_grid, c->a_b, c->w.radius, OUT(c, pairs), c->w.cap64,
                                    c->w.a_found64);
@@ -1420,17 +1395,20 @@ static int test_filter_all_is_plain(void)
     NB_CHECK(c != NULL);
     int32_t f1 = -1, f2 = -1;
     int32_t other[IDX_CAP];
-    NB_CHECK_OK(nb_grid_query_radius(c->grid, c->w.center, R0, c->idx, IDX_CAP, &f1));
-    NB_CHECK_OK(nb_grid_query_radius_filtered(c->grid, c->w.center, R0, NB_FILTER_ALL, other,
-                                              IDX_CAP, &f2));
-    NB_CHECK(f1 == f2 && memcmp(c->idx, other, (size_t)f1 * sizeof(int32_t)) == 0);
-    NB_CHECK_OK(nb_grid_query_box(c->grid, c->w.lo, c->w.hi, c->idx, IDX_CAP, &f1));
     NB_CHECK_OK(
-        nb_grid_query_box_filtered(c->grid, c->w.lo, c->w.hi, NB_FILTER_ALL, other, IDX_CAP, &f2));
+        nb_grid_query_radius(c->grid, c->w.center, R0, NB_FILTER_ALL, c->idx, IDX_CAP, &f1));
+    NB_CHECK_OK(nb_grid_query_radius(c->grid, c->w.center, R0, NB_FILTER_ALL, other, IDX_CAP, &f2));
+    NB_CHECK(f1 == f2 && memcmp(c->idx, other, (size_t)f1 * sizeof(int32_t)) == 0);
+    NB_CHECK_OK(nb_grid_query_box(c->grid, NBT_BOX(c->w.lo, c->w.hi, 3), NB_FILTER_ALL, c->idx,
+                                  IDX_CAP, &f1));
+    NB_CHECK_OK(nb_grid_query_box(c->grid, NBT_BOX(c->w.lo, c->w.hi, 3), NB_FILTER_ALL, other,
+                                  IDX_CAP, &f2));
     NB_CHECK(f1 == f2 && memcmp(c->idx, other, (size_t)f1 * sizeof(int32_t)) == 0);
     nbNeighbor nn2[KNN_K];
-    NB_CHECK_OK(nb_grid_knn(c->grid, c->w.center, KNN_K, c->nn, &f1));
-    NB_CHECK_OK(nb_grid_knn_filtered(c->grid, c->w.center, KNN_K, NB_FILTER_ALL, nn2, &f2));
+    NB_CHECK_OK(
+        nb_grid_knn(c->grid, c->w.center, NB_FILTER_ALL, (double)INFINITY, c->nn, KNN_K, &f1));
+    NB_CHECK_OK(
+        nb_grid_knn(c->grid, c->w.center, NB_FILTER_ALL, (double)INFINITY, nn2, KNN_K, &f2));
     NB_CHECK(f1 == f2);
     for (int32_t t = 0; t < f1; t++) NB_CHECK(c->nn[t].index == nn2[t].index);
     release(&grid_family, &c->w);
@@ -1633,32 +1611,8 @@ static const MutSet hnulls_visit_box[] = {M1("hash NULL", 0, F_SELF, 0, 0),
 static const OkSet hok_visit_box[] = {OK_VISIT_BOX, FILTER_ZERO};
 
 static const MutSet hnulls_knn[] = {NULLS_KNN("hash")};
-static const MutSet hnonfinite_knn[] = {NF_POINT(F_CENTER, "point"),
-                                        M1("max_distance NaN", 0, F_MAXD, 0, D_NAN)};
-static const MutSet hrange_knn[] = {
-    M1("k -1", G_CAP, F_K, 0, -1.0),
-    M1("k INT32_MIN", G_CAP, F_K, 0, INT32_MIN),
-    M1("max_distance -1", 0, F_MAXD, 0, -1.0),
-    M1("max_distance -inf", 0, F_MAXD, 0, -D_INF),
-};
-#define HOK_KNN_LIMIT                                                                              \
-    {M1("max_distance 1e300", 0, F_MAXD, 0, 1e300), OK_BASE},                                      \
-        {M1("max_distance 0", 0, F_MAXD, 0, 0.0), OK_ANY},                                         \
-    {                                                                                              \
-        M1("max_distance -0.0", 0, F_MAXD, 0, -0.0), OK_TWIN                                       \
-    }
-static const OkSet hok_knn[] = {OK_KNN, FILTER_ZERO, HOK_KNN_LIMIT};
-static const MutSet hnulls_visit_knn[] = {M1("hash NULL", 0, F_SELF, 0, 0),
-                                          M1("point NULL", 0, F_CENTER, -1, 0),
-                                          M1("visit NULL", 0, F_VISIT, 0, 0)};
-static const OkSet hok_visit_knn[] = {
-    OK_CENTER_ZERO,
-    FILTER_ZERO,
-    HOK_KNN_LIMIT,
-    {M1("k 0", 0, F_K, 0, 0.0), OK_ZERO},
-    {M1("k above the count", 0, F_K, 0, KNN_K_ALL), OK_ALL},
-    {M1("user NULL", 0, F_USER, 0, 0), OK_BASE},
-};
+static const OkSet hok_knn[] = {OK_KNN, FILTER_ZERO, OK_KNN_LIMIT};
+static const MutSet hnulls_visit_knn[] = {NULLS_VISIT_KNN("hash")};
 
 static const MutSet hnulls_query_neighbors[] = {
     M1("hash NULL", 0, F_SELF, 0, 0),
@@ -1738,10 +1692,10 @@ static const Spec hspecs[] = {
      LIST(nonfinite_box), LIST(range_cap), LIST(hok_query_box)},
     {HF_VISIT_BOX, "nb_hash_visit_box", O_VISIT, LIST(hnulls_visit_box), NOLIST,
      LIST(nonfinite_box), NOLIST, LIST(hok_visit_box)},
-    {HF_KNN, "nb_hash_knn", O_FOUND32 | O_NN, LIST(hnulls_knn), NOLIST, LIST(hnonfinite_knn),
-     LIST(hrange_knn), LIST(hok_knn)},
+    {HF_KNN, "nb_hash_knn", O_FOUND32 | O_NN, LIST(hnulls_knn), NOLIST, LIST(nonfinite_knn),
+     LIST(range_knn), LIST(hok_knn)},
     {HF_VISIT_KNN, "nb_hash_visit_knn", O_VISIT, LIST(hnulls_visit_knn), NOLIST,
-     LIST(hnonfinite_knn), LIST(hrange_knn), LIST(hok_visit_knn)},
+     LIST(nonfinite_knn), LIST(range_knn), LIST(ok_visit_knn)},
     {HF_QUERY_NEIGHBORS, "nb_hash_query_neighbors", O_FOUND32 | O_IDX | O_TAKES_HANDLE,
      LIST(hnulls_query_neighbors), LIST(hbad_handles), LIST(nonfinite_radius),
      LIST(range_radius_cap), LIST(hok_query_neighbors)},
@@ -3393,28 +3347,31 @@ static int p_row(nbGrid *g, nbGrid *open, nbGrid *other, int dim, double *pts, i
             nb_grid_visit_pairs_range(g, row->r, 0, nb_grid_pair_units(g), p_visit, &visits);
         break;
     case PC_RADIUS:
-        got[calls++] = nb_grid_query_radius(g, row->v, row->r, idx, 4, &found32);
+        got[calls++] = nb_grid_query_radius(g, row->v, row->r, NB_FILTER_ALL, idx, 4, &found32);
         outputs_safe &= found32 == 0;
         found32 = GARBAGE;
-        got[calls++] = nb_grid_query_radius_filtered(g, row->v, row->r, f, idx, 4, &found32);
+        got[calls++] = nb_grid_query_radius(g, row->v, row->r, f, idx, 4, &found32);
         outputs_safe &= found32 == 0;
-        got[calls++] = nb_grid_visit_radius(g, row->v, row->r, p_hit, &visits);
-        got[calls++] = nb_grid_visit_radius_filtered(g, row->v, row->r, f, p_hit, &visits);
+        got[calls++] = nb_grid_visit_radius(g, row->v, row->r, NB_FILTER_ALL, p_hit, &visits);
+        got[calls++] = nb_grid_visit_radius(g, row->v, row->r, f, p_hit, &visits);
         break;
     case PC_BOX:
-        got[calls++] = nb_grid_query_box(g, row->v, hi, idx, 4, &found32);
+        got[calls++] =
+            nb_grid_query_box(g, NBT_BOX(row->v, hi, dim), NB_FILTER_ALL, idx, 4, &found32);
         outputs_safe &= found32 == 0;
         found32 = GARBAGE;
-        got[calls++] = nb_grid_query_box_filtered(g, row->v, hi, f, idx, 4, &found32);
+        got[calls++] = nb_grid_query_box(g, NBT_BOX(row->v, hi, dim), f, idx, 4, &found32);
         outputs_safe &= found32 == 0;
-        got[calls++] = nb_grid_visit_box(g, row->v, hi, p_hit, &visits);
-        got[calls++] = nb_grid_visit_box_filtered(g, row->v, hi, f, p_hit, &visits);
+        got[calls++] =
+            nb_grid_visit_box(g, NBT_BOX(row->v, hi, dim), NB_FILTER_ALL, p_hit, &visits);
+        got[calls++] = nb_grid_visit_box(g, NBT_BOX(row->v, hi, dim), f, p_hit, &visits);
         break;
     case PC_KNN:
-        got[calls++] = nb_grid_knn(g, row->v, (int32_t)row->r, nn, &found32);
+        got[calls++] =
+            nb_grid_knn(g, row->v, NB_FILTER_ALL, (double)INFINITY, nn, (int32_t)row->r, &found32);
         outputs_safe &= found32 == 0;
         found32 = GARBAGE;
-        got[calls++] = nb_grid_knn_filtered(g, row->v, (int32_t)row->r, f, nn, &found32);
+        got[calls++] = nb_grid_knn(g, row->v, f, (double)INFINITY, nn, (int32_t)row->r, &found32);
         outputs_safe &= found32 == 0;
         break;
     case PC_CROSS_OPEN:
@@ -3516,16 +3473,25 @@ static int test_order_contract(void)
     nbGridDesc desc = {.dim = 2};
     nbGrid *g;
     NB_CHECK_OK(nb_grid_create(&desc, &g));
-    int32_t order[4] = {-7, -7, -7, -7};
-    NB_CHECK_OK(nb_grid_cell_order(g, NULL, 0)); // empty grid: nothing to write
+    int32_t order[4] = {-7, -7, -7, -7}, found = -1;
+    NB_CHECK_OK(nb_grid_cell_order(g, NULL, 0, &found)); // empty grid: nothing to write
+    NB_CHECK(found == 0);
     nbPoints pts = {.data = xy, .count = 4, .dim = 2};
     NB_CHECK_OK(nb_grid_build(g, &pts, 1.0));
-    NB_CHECK_STATUS(nb_grid_cell_order(NULL, order, 4), NB_ERR_NULL_ARG);
-    NB_CHECK_STATUS(nb_grid_cell_order(g, NULL, 4), NB_ERR_NULL_ARG);
-    NB_CHECK_STATUS(nb_grid_cell_order(g, order, -1), NB_ERR_OUT_OF_RANGE);
-    NB_CHECK_STATUS(nb_grid_cell_order(g, order, 3), NB_ERR_BUFFER_TOO_SMALL);
-    NB_CHECK(order[0] == -7 && order[3] == -7);
-    NB_CHECK_OK(nb_grid_cell_order(g, order, 4));
+    found = -1;
+    NB_CHECK_STATUS(nb_grid_cell_order(NULL, order, 4, &found), NB_ERR_NULL_ARG);
+    NB_CHECK(found == 0); // outputs set to their safe value first
+    NB_CHECK_STATUS(nb_grid_cell_order(g, NULL, 4, &found), NB_ERR_NULL_ARG);
+    NB_CHECK_STATUS(nb_grid_cell_order(g, order, 4, NULL), NB_ERR_NULL_ARG);
+    NB_CHECK_STATUS(nb_grid_cell_order(g, order, -1, &found), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK(order[0] == -7);
+    // The buffer contract: the first `capacity` entries, the full count, BUFFER_TOO_SMALL.
+    NB_CHECK_STATUS(nb_grid_cell_order(g, order, 3, &found), NB_ERR_BUFFER_TOO_SMALL);
+    NB_CHECK(found == 4 && order[0] == 0 && order[1] == 2 && order[2] == 1 && order[3] == -7);
+    NB_CHECK_STATUS(nb_grid_cell_order(g, NULL, 0, &found), NB_ERR_BUFFER_TOO_SMALL);
+    NB_CHECK(found == 4);
+    NB_CHECK_OK(nb_grid_cell_order(g, order, 4, &found));
+    NB_CHECK(found == 4);
     NB_CHECK(order[0] == 0 && order[1] == 2 && order[2] == 1 && order[3] == 3);
     nb_grid_destroy(g);
 

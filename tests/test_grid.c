@@ -78,7 +78,7 @@ static int check_radius(const nbGrid *g, const nboSet *s, const double *c, doubl
     int32_t *got = (int32_t *)malloc(((size_t)s->n + 1) * sizeof(int32_t));
     int32_t *order = (int32_t *)malloc(((size_t)s->n + 1) * sizeof(int32_t));
     NB_CHECK(got != NULL && order != NULL);
-    NB_CHECK_OK(nb_grid_query_radius(g, c, r, got, s->n + 1, &found));
+    NB_CHECK_OK(nb_grid_query_radius(g, c, r, NB_FILTER_ALL, got, s->n + 1, &found));
     if (found != wn)
         fprintf(stderr, "  radius: c=(%.17g,%.17g) r=%.17g want %d found %d\n", c[0], c[1], r, wn,
                 found);
@@ -87,7 +87,7 @@ static int check_radius(const nbGrid *g, const nboSet *s, const double *c, doubl
     nbo_sort_indices(got, found);
     NB_CHECK(nbo_same_indices(got, found, want, wn));
     if (wn > 1) {
-        NB_CHECK_STATUS(nb_grid_query_radius(g, c, r, got, wn - 1, &found),
+        NB_CHECK_STATUS(nb_grid_query_radius(g, c, r, NB_FILTER_ALL, got, wn - 1, &found),
                         NB_ERR_BUFFER_TOO_SMALL);
         NB_CHECK(found == wn);
         NB_CHECK(nbo_same_indices(got, wn - 1, order, wn - 1));
@@ -104,7 +104,8 @@ static int check_box(const nbGrid *g, const nboSet *s, const double *lo, const d
     int32_t *want = nbo_box(s, lo, hi, &wn);
     int32_t *got = (int32_t *)malloc(((size_t)s->n + 1) * sizeof(int32_t));
     NB_CHECK(got != NULL);
-    NB_CHECK_OK(nb_grid_query_box(g, lo, hi, got, s->n + 1, &found));
+    NB_CHECK_OK(
+        nb_grid_query_box(g, NBT_BOX(lo, hi, s->dim), NB_FILTER_ALL, got, s->n + 1, &found));
     NB_CHECK(found == wn);
     nbo_sort_indices(got, found);
     NB_CHECK(nbo_same_indices(got, found, want, wn));
@@ -114,19 +115,52 @@ static int check_box(const nbGrid *g, const nboSet *s, const double *lo, const d
 }
 
 // kNN gives the oracle's first min(k, N) neighbours in (dist2, index) order, dist2 bit for bit.
+// nb_grid_visit_knn's neighbours against the oracle's, one by one.
+typedef struct KnnSeen {
+    const nbNeighbor *want;
+    int32_t n, cap, wrong;
+} KnnSeen;
+
+static bool same_neighbor(int32_t index, double dist2, void *user)
+{
+    KnnSeen *s = (KnnSeen *)user;
+    if (s->n >= s->cap || s->want[s->n].index != index || s->want[s->n].dist2 != dist2) s->wrong++;
+    s->n++;
+    return true;
+}
+
 static int check_knn(const nbGrid *g, const nboSet *s, const double *q, int32_t k)
 {
     int32_t want = 0, found = -1;
     nbNeighbor *all = nbo_knn(s, q, k, &want);
     nbNeighbor *got = (nbNeighbor *)malloc(((size_t)k + 1) * sizeof(nbNeighbor));
     NB_CHECK(got != NULL);
-    NB_CHECK_OK(nb_grid_knn(g, q, k, got, &found));
+    NB_CHECK_OK(nb_grid_knn(g, q, NB_FILTER_ALL, (double)INFINITY, got, k, &found));
     NB_CHECK(found == want);
     for (int32_t t = 0; t < want; t++) {
         if (got[t].index != all[t].index || got[t].dist2 != all[t].dist2)
             fprintf(stderr, "  knn k=%d rank %d: want %d (%.17g) got %d (%.17g)\n", k, t,
                     all[t].index, all[t].dist2, got[t].index, got[t].dist2);
         NB_CHECK(got[t].index == all[t].index && got[t].dist2 == all[t].dist2);
+    }
+    // The callback form: the same neighbours in the same order (its heap is on the stack up to
+    // NB_KNN_STACK and allocated above it: k = N + 3 takes that path on the larger sets).
+    KnnSeen seen = {all, 0, want, 0};
+    NB_CHECK_OK(nb_grid_visit_knn(g, q, NB_FILTER_ALL, (double)INFINITY, k, same_neighbor, &seen));
+    NB_CHECK(seen.n == want && seen.wrong == 0);
+    // Within max_distance: the oracle's list cut where it passes the limit. The limit is the
+    // distance of one of the answers, so points right at it decide `<=`.
+    if (want > 0) {
+        const double md = sqrt(all[want / 2].dist2);
+        int32_t within = 0;
+        while (within < want && all[within].dist2 <= md * md) within++;
+        NB_CHECK_OK(nb_grid_knn(g, q, NB_FILTER_ALL, md, got, k, &found));
+        NB_CHECK(found == within);
+        for (int32_t t = 0; t < within; t++)
+            NB_CHECK(got[t].index == all[t].index && got[t].dist2 == all[t].dist2);
+        KnnSeen cut = {all, 0, within, 0};
+        NB_CHECK_OK(nb_grid_visit_knn(g, q, NB_FILTER_ALL, md, k, same_neighbor, &cut));
+        NB_CHECK(cut.n == within && cut.wrong == 0);
     }
     free(all);
     free(got);
@@ -482,8 +516,8 @@ static int check_layout(const nboSet *s, double r, double cell, int want)
     NB_CHECK_OK(nb_grid_pairs(g, r, pg, ng + 1, &ng));
     NB_CHECK_OK(nb_grid_pairs(h, r, ph, ng + 1, &nh));
     NB_CHECK(ng == nh && memcmp(pg, ph, (size_t)ng * sizeof(nbPair)) == 0);
-    NB_CHECK_OK(nb_grid_cell_order(g, og, s->n));
-    NB_CHECK_OK(nb_grid_cell_order(h, oh, s->n));
+    NB_CHECK_OK(nb_grid_cell_order(g, og, s->n, &(int32_t){0}));
+    NB_CHECK_OK(nb_grid_cell_order(h, oh, s->n, &(int32_t){0}));
     NB_CHECK(memcmp(og, oh, (size_t)s->n * sizeof(int32_t)) == 0);
     free(pg);
     free(og);
@@ -660,8 +694,8 @@ static int test_deterministic(void)
     NB_CHECK(fa == fb && fa > 0 && memcmp(pa, pb, (size_t)fa * sizeof(nbPair)) == 0);
     int32_t qa[3000], qb[3000], na = 0, nb = 0;
     double c[2] = {1.0, -2.0};
-    NB_CHECK_OK(nb_grid_query_radius(a, c, 7.0, qa, 3000, &na));
-    NB_CHECK_OK(nb_grid_query_radius(b, c, 7.0, qb, 3000, &nb));
+    NB_CHECK_OK(nb_grid_query_radius(a, c, 7.0, NB_FILTER_ALL, qa, 3000, &na));
+    NB_CHECK_OK(nb_grid_query_radius(b, c, 7.0, NB_FILTER_ALL, qb, 3000, &nb));
     NB_CHECK(na == nb && na > 0 && memcmp(qa, qb, (size_t)na * sizeof(int32_t)) == 0);
     nb_grid_destroy(a);
     nb_grid_destroy(b);
@@ -717,7 +751,7 @@ static int64_t fingerprint(const nbGrid *g)
     if (nb_grid_count_pairs(g, 1.0, &pairs) != NB_OK) return -2;
     int32_t found = -1;
     double c[3] = {0.5, 0.5, 0.5};
-    nbStatus st = nb_grid_query_radius(g, c, 3.0, NULL, 0, &found);
+    nbStatus st = nb_grid_query_radius(g, c, 3.0, NB_FILTER_ALL, NULL, 0, &found);
     if (found < 0 || st != (found == 0 ? NB_OK : NB_ERR_BUFFER_TOO_SMALL)) return -3;
     return pairs * 100003 + found * 7 + nb_grid_count(g);
 }
@@ -809,11 +843,14 @@ static int test_bad_input_table(void)
     nbNeighbor nn[8];
     int64_t f64 = 99;
     nbPair pp[8];
-    NB_CHECK_STATUS(nb_grid_query_radius(NULL, c, 1, out, 8, &found), NB_ERR_NULL_ARG);
-    NB_CHECK_STATUS(nb_grid_query_radius(g, NULL, 1, out, 8, &found), NB_ERR_NULL_ARG);
-    NB_CHECK_STATUS(nb_grid_query_radius(g, c, 1, out, 8, NULL), NB_ERR_NULL_ARG);
-    NB_CHECK_STATUS(nb_grid_query_radius(g, c, 1, NULL, 8, &found), NB_ERR_NULL_ARG);
-    NB_CHECK_STATUS(nb_grid_query_radius(g, cn, 1, out, 8, &found), NB_ERR_NOT_FINITE);
+    NB_CHECK_STATUS(nb_grid_query_radius(NULL, c, 1, NB_FILTER_ALL, out, 8, &found),
+                    NB_ERR_NULL_ARG);
+    NB_CHECK_STATUS(nb_grid_query_radius(g, NULL, 1, NB_FILTER_ALL, out, 8, &found),
+                    NB_ERR_NULL_ARG);
+    NB_CHECK_STATUS(nb_grid_query_radius(g, c, 1, NB_FILTER_ALL, out, 8, NULL), NB_ERR_NULL_ARG);
+    NB_CHECK_STATUS(nb_grid_query_radius(g, c, 1, NB_FILTER_ALL, NULL, 8, &found), NB_ERR_NULL_ARG);
+    NB_CHECK_STATUS(nb_grid_query_radius(g, cn, 1, NB_FILTER_ALL, out, 8, &found),
+                    NB_ERR_NOT_FINITE);
     NB_CHECK(found == 0);
     // each rejected call sets *found to 0
     const double bad_c[][2] = {{0, -inf}, {0, 0}, {0, 0}, {0, 0}, {0, 0}};
@@ -823,31 +860,43 @@ static int test_bad_input_table(void)
                                NB_ERR_OUT_OF_RANGE, NB_ERR_OUT_OF_RANGE};
     for (int t = 0; t < 5; t++) {
         found = 99;
-        NB_CHECK_STATUS(nb_grid_query_radius(g, bad_c[t], bad_qr[t], out, bad_cap[t], &found),
-                        bad_st[t]);
+        NB_CHECK_STATUS(
+            nb_grid_query_radius(g, bad_c[t], bad_qr[t], NB_FILTER_ALL, out, bad_cap[t], &found),
+            bad_st[t]);
         NB_CHECK(found == 0);
     }
-    NB_CHECK_OK(nb_grid_query_radius(g, c, -0.0, out, 8, &found));
+    NB_CHECK_OK(nb_grid_query_radius(g, c, -0.0, NB_FILTER_ALL, out, 8, &found));
     NB_CHECK(found == 1 && out[0] == 0);
-    NB_CHECK_STATUS(nb_grid_query_radius(g, c, 5, NULL, 0, &found), NB_ERR_BUFFER_TOO_SMALL);
+    NB_CHECK_STATUS(nb_grid_query_radius(g, c, 5, NB_FILTER_ALL, NULL, 0, &found),
+                    NB_ERR_BUFFER_TOO_SMALL);
     NB_CHECK(found == 4);
-    NB_CHECK_STATUS(nb_grid_visit_radius(g, c, 1, NULL, NULL), NB_ERR_NULL_ARG);
+    NB_CHECK_STATUS(nb_grid_visit_radius(g, c, 1, NB_FILTER_ALL, NULL, NULL), NB_ERR_NULL_ARG);
     double lo[2] = {-1, -1}, hi[2] = {1, 1}, lon[2] = {nan, 0};
-    NB_CHECK_STATUS(nb_grid_query_box(g, lon, hi, out, 8, &found), NB_ERR_NOT_FINITE);
-    NB_CHECK_STATUS(nb_grid_query_box(g, lo, lon, out, 8, &found), NB_ERR_NOT_FINITE);
-    NB_CHECK_STATUS(nb_grid_query_box(g, lo, hi, out, -3, &found), NB_ERR_OUT_OF_RANGE);
-    NB_CHECK_STATUS(nb_grid_query_box(g, NULL, hi, out, 8, &found), NB_ERR_NULL_ARG);
+    NB_CHECK_STATUS(nb_grid_query_box(g, NBT_BOX(lon, hi, 2), NB_FILTER_ALL, out, 8, &found),
+                    NB_ERR_NOT_FINITE);
+    NB_CHECK_STATUS(nb_grid_query_box(g, NBT_BOX(lo, lon, 2), NB_FILTER_ALL, out, 8, &found),
+                    NB_ERR_NOT_FINITE);
+    NB_CHECK_STATUS(nb_grid_query_box(g, NBT_BOX(lo, hi, 2), NB_FILTER_ALL, out, -3, &found),
+                    NB_ERR_OUT_OF_RANGE);
+    NB_CHECK_STATUS(nb_grid_query_box(g, NBT_BOX(NULL, hi, 2), NB_FILTER_ALL, out, 8, &found),
+                    NB_ERR_NULL_ARG);
     double all_lo[2] = {-inf, -inf}, all_hi[2] = {inf, inf};
-    NB_CHECK_OK(nb_grid_query_box(g, all_lo, all_hi, out, 8, &found)); // infinite = unbounded
+    NB_CHECK_OK(nb_grid_query_box(g, NBT_BOX(all_lo, all_hi, 2), NB_FILTER_ALL, out, 8,
+                                  &found)); // infinite = unbounded
     NB_CHECK(found == 4);
-    NB_CHECK_OK(nb_grid_query_box(g, hi, lo, out, 8, &found)); // lo > hi: empty
+    NB_CHECK_OK(
+        nb_grid_query_box(g, NBT_BOX(hi, lo, 2), NB_FILTER_ALL, out, 8, &found)); // lo > hi: empty
     NB_CHECK(found == 0);
-    NB_CHECK_STATUS(nb_grid_knn(g, cn, 2, nn, &found), NB_ERR_NOT_FINITE);
-    NB_CHECK_STATUS(nb_grid_knn(g, c, -1, nn, &found), NB_ERR_OUT_OF_RANGE);
-    NB_CHECK_STATUS(nb_grid_knn(g, c, 2, NULL, &found), NB_ERR_NULL_ARG);
-    NB_CHECK_STATUS(nb_grid_knn(NULL, c, 2, nn, &found), NB_ERR_NULL_ARG);
+    NB_CHECK_STATUS(nb_grid_knn(g, cn, NB_FILTER_ALL, (double)INFINITY, nn, 2, &found),
+                    NB_ERR_NOT_FINITE);
+    NB_CHECK_STATUS(nb_grid_knn(g, c, NB_FILTER_ALL, (double)INFINITY, nn, -1, &found),
+                    NB_ERR_OUT_OF_RANGE);
+    NB_CHECK_STATUS(nb_grid_knn(g, c, NB_FILTER_ALL, (double)INFINITY, NULL, 2, &found),
+                    NB_ERR_NULL_ARG);
+    NB_CHECK_STATUS(nb_grid_knn(NULL, c, NB_FILTER_ALL, (double)INFINITY, nn, 2, &found),
+                    NB_ERR_NULL_ARG);
     found = 99;
-    NB_CHECK_OK(nb_grid_knn(g, c, 0, NULL, &found));
+    NB_CHECK_OK(nb_grid_knn(g, c, NB_FILTER_ALL, (double)INFINITY, NULL, 0, &found));
     NB_CHECK(found == 0);
     NB_CHECK_STATUS(nb_grid_pairs(g, nan, pp, 8, &f64), NB_ERR_NOT_FINITE);
     NB_CHECK(f64 == 0);
@@ -899,13 +948,13 @@ static int test_empty_grid(void)
         int32_t found = 7;
         int64_t f = 7;
         nbNeighbor nn[2];
-        NB_CHECK_OK(nb_grid_query_radius(g, c, 1.0, NULL, 0, &found));
+        NB_CHECK_OK(nb_grid_query_radius(g, c, 1.0, NB_FILTER_ALL, NULL, 0, &found));
         NB_CHECK(found == 0);
         found = 7;
-        NB_CHECK_OK(nb_grid_query_box(g, c, c, NULL, 0, &found));
+        NB_CHECK_OK(nb_grid_query_box(g, NBT_BOX(c, c, 3), NB_FILTER_ALL, NULL, 0, &found));
         NB_CHECK(found == 0);
         found = 7;
-        NB_CHECK_OK(nb_grid_knn(g, c, 2, nn, &found));
+        NB_CHECK_OK(nb_grid_knn(g, c, NB_FILTER_ALL, (double)INFINITY, nn, 2, &found));
         NB_CHECK(found == 0);
         NB_CHECK_OK(nb_grid_pairs(g, 1.0, NULL, 0, &f));
         NB_CHECK(f == 0 && nb_grid_pair_units(g) == 0);
@@ -952,7 +1001,7 @@ static int test_zero_allocation_frames(void)
         double c[3] = {30, 30, 0}; // 3: the oracle reads c[2] when dim is 3
         nboSet cur = s;
         cur.n = n;
-        nbStatus st = nb_grid_query_radius(g, c, 2.0, near, 64, &nf);
+        nbStatus st = nb_grid_query_radius(g, c, 2.0, NB_FILTER_ALL, near, 64, &nf);
         NB_CHECK(st == (nf > 64 ? NB_ERR_BUFFER_TOO_SMALL : NB_OK));
         int32_t want_nf = 0;
         int32_t *want_near = nbo_radius(&cur, c, 2.0, &want_nf);
@@ -963,7 +1012,7 @@ static int test_zero_allocation_frames(void)
         }
         free(want_near);
         nbNeighbor nn[16];
-        NB_CHECK_OK(nb_grid_knn(g, c, 16, nn, &nf));
+        NB_CHECK_OK(nb_grid_knn(g, c, NB_FILTER_ALL, (double)INFINITY, nn, 16, &nf));
         nbNeighbor *want_nn = nbo_knn(&cur, c, 16, &want_nf);
         NB_CHECK(nbo_same_neighbors(nn, nf, want_nn, want_nf));
         free(want_nn);
@@ -1148,8 +1197,8 @@ static int test_packed_matches_strided(void)
                     NB_CHECK_OK(nb_grid_build(gp, &pp, cell));
                     NB_CHECK_OK(nb_grid_build(gs, &ps, cell));
                     int32_t op[23], os[23];
-                    NB_CHECK_OK(nb_grid_cell_order(gp, op, n));
-                    NB_CHECK_OK(nb_grid_cell_order(gs, os, n));
+                    NB_CHECK_OK(nb_grid_cell_order(gp, op, n, &(int32_t){0}));
+                    NB_CHECK_OK(nb_grid_cell_order(gs, os, n, &(int32_t){0}));
                     NB_CHECK(memcmp(op, os, (size_t)n * sizeof op[0]) == 0);
                     nbGridInfo ip, is;
                     NB_CHECK_OK(nb_grid_info(gp, &ip));
@@ -1198,7 +1247,7 @@ static int test_hashed_counts_around_lookahead(void)
             NB_CHECK_OK(nb_grid_validate(g));
             NB_CHECK(check_pairs(g, &s, 1.0) == 0);
             int32_t order[40];
-            NB_CHECK_OK(nb_grid_cell_order(g, order, n));
+            NB_CHECK_OK(nb_grid_cell_order(g, order, n, &(int32_t){0}));
             // cells by first appearance: the cells' first points ascend, each the lowest input
             // index of its cell, and within a cell the indices ascend
             int32_t prev_first = -1;
@@ -1233,7 +1282,7 @@ static gridShot grid_shot(const nbGrid *g, double r)
     gridShot t = {NULL, {NULL, 0, 0, 0}, {0}};
     const int32_t n = nb_grid_count(g);
     t.order = (int32_t *)malloc(sizeof(int32_t) * (size_t)(n + 1));
-    if (t.order == NULL || nb_grid_cell_order(g, t.order, n) != NB_OK ||
+    if (t.order == NULL || nb_grid_cell_order(g, t.order, n, &(int32_t){0}) != NB_OK ||
         nb_grid_visit_pairs(g, r, nbo_log_pair, &t.pairs) != NB_OK ||
         nb_grid_info(g, &t.info) != NB_OK)
         t.info.points = -1;
@@ -1299,7 +1348,7 @@ static int test_rebuild_follows_fresh(void)
                             int32_t *order = (int32_t *)malloc(sizeof(int32_t) * (size_t)n);
                             double *q = (double *)malloc(sizeof(double) * (size_t)(n * dim));
                             NB_CHECK(order != NULL && q != NULL);
-                            NB_CHECK_OK(nb_grid_cell_order(g, order, n));
+                            NB_CHECK_OK(nb_grid_cell_order(g, order, n, &(int32_t){0}));
                             NB_CHECK_OK(
                                 nb_gather(order, n, s.p, 0, q, 0, sizeof(double) * (size_t)dim));
                             memcpy(s.p, q, sizeof(double) * (size_t)(n * dim));

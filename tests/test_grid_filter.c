@@ -155,18 +155,18 @@ static int check_queries(const nbGrid *g, const nboSet *s, double r, double side
         }
         int32_t want_n = 0, found = -1;
         int32_t *want = nbo_radius_filtered(s, c, r, f, &want_n);
-        NB_CHECK_OK(nb_grid_query_radius_filtered(g, c, r, f, got, s->n + 1, &found));
+        NB_CHECK_OK(nb_grid_query_radius(g, c, r, f, got, s->n + 1, &found));
         nbo_sort_indices(got, found);
         NB_CHECK(nbo_same_indices(got, found, want, want_n));
         free(want);
         want = nbo_box_filtered(s, lo, hi, f, &want_n);
-        NB_CHECK_OK(nb_grid_query_box_filtered(g, lo, hi, f, got, s->n + 1, &found));
+        NB_CHECK_OK(nb_grid_query_box(g, NBT_BOX(lo, hi, s->dim), f, got, s->n + 1, &found));
         nbo_sort_indices(got, found);
         NB_CHECK(nbo_same_indices(got, found, want, want_n));
         free(want);
         const int32_t k = 1 + nbt_int(12);
         nbNeighbor *wk = nbo_knn_filtered(s, c, k, f, &want_n);
-        NB_CHECK_OK(nb_grid_knn_filtered(g, c, k, f, nb, &found));
+        NB_CHECK_OK(nb_grid_knn(g, c, f, (double)INFINITY, nb, k, &found));
         NB_CHECK(nbo_same_neighbors(nb, found, wk, want_n)); // kNN order is the oracle's
         free(wk);
     }
@@ -335,9 +335,9 @@ static int test_filter_fields(void)
     const double c[2] = {2.0, 2.0};
     int32_t found = -1, out[64];
     nbFilter closed = {0u, 0xFFFFFFFFu};
-    NB_CHECK_OK(nb_grid_query_radius_filtered(g, c, 10.0, closed, out, 64, &found));
+    NB_CHECK_OK(nb_grid_query_radius(g, c, 10.0, closed, out, 64, &found));
     NB_CHECK(found == 0);
-    NB_CHECK_OK(nb_grid_query_radius_filtered(g, c, 10.0, NB_FILTER_ALL, out, 64, &found));
+    NB_CHECK_OK(nb_grid_query_radius(g, c, 10.0, NB_FILTER_ALL, out, 64, &found));
     NB_CHECK(found == 64);
     nb_grid_destroy(g);
     nbo_set_free(&s);

@@ -317,8 +317,9 @@ static int test_wide_radius_matches_narrow(void)
             nbStatus st[2];
             for (int off = 0; off < 2; off++) {
                 nbi_avx512_off = off;
-                st[off] = nb_grid_query_radius(g, c, r, got[off], cap, &found[off]);
-                const nbStatus sc = nb_grid_query_radius(g, c, r, NULL, 0, &count[off]);
+                st[off] = nb_grid_query_radius(g, c, r, NB_FILTER_ALL, got[off], cap, &found[off]);
+                const nbStatus sc =
+                    nb_grid_query_radius(g, c, r, NB_FILTER_ALL, NULL, 0, &count[off]);
                 NB_CHECK(sc == (count[off] > 0 ? NB_ERR_BUFFER_TOO_SMALL : NB_OK));
             }
             nbi_avx512_off = 0;

@@ -48,7 +48,7 @@ static int reorder_keeps_answers(int dim, int32_t n, double r, bool lattice)
     int64_t m0, m1;
     nbPair *before = sorted_pairs(g, p, n, dim, r, &m0);
     NB_CHECK(before != NULL);
-    NB_CHECK_OK(nb_grid_cell_order(g, order, n));
+    NB_CHECK_OK(nb_grid_cell_order(g, order, n, &(int32_t){0}));
     for (int32_t k = 0; k < n; k++) {
         NB_CHECK(order[k] >= 0 && order[k] < n && !seen[order[k]]);
         seen[order[k]] = 1;
@@ -59,7 +59,7 @@ static int reorder_keeps_answers(int dim, int32_t n, double r, bool lattice)
     // Reordered points are already in cell order: the next order is the identity.
     nbPair *after = sorted_pairs(g, q, n, dim, r, &m1);
     NB_CHECK(after != NULL && m1 == m0);
-    NB_CHECK_OK(nb_grid_cell_order(g, again, n));
+    NB_CHECK_OK(nb_grid_cell_order(g, again, n, &(int32_t){0}));
     for (int32_t k = 0; k < n; k++) NB_CHECK(again[k] == k);
     // Pairs of the reordered points, mapped back, are the original pairs.
     for (int64_t t = 0; t < m1; t++) {

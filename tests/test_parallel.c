@@ -119,8 +119,9 @@ static int run(const data *d, bool filtered, const nbTasks *tasks, double r, ans
         NB_CHECK_STATUS(nb_grid_pairs(g, r, a->small, SMALL, &a->found_small), want);
     }
     const double at[3] = {0.5, d->period > 0.0 ? 0.25 : -0.25, 0.125}; // in a periodic box
-    NB_CHECK_OK(nb_grid_query_radius(g, at, 3.0 * r, a->within, N_BIG, &a->within_n));
-    NB_CHECK_OK(nb_grid_knn(g, at, 16, a->knn, &a->knn_n));
+    NB_CHECK_OK(
+        nb_grid_query_radius(g, at, 3.0 * r, NB_FILTER_ALL, a->within, N_BIG, &a->within_n));
+    NB_CHECK_OK(nb_grid_knn(g, at, NB_FILTER_ALL, (double)INFINITY, a->knn, 16, &a->knn_n));
     nb_grid_destroy(g);
     return 0;
 }

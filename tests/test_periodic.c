@@ -113,7 +113,7 @@ static int check_radius(const nbGrid *g, const nboSet *s, const double *period, 
     int32_t *want = nbo_wrap_radius(s, c, r, period, &wn);
     int32_t *got = (int32_t *)malloc(((size_t)s->n + 1) * sizeof(int32_t));
     NB_CHECK(got != NULL);
-    NB_CHECK_OK(nb_grid_query_radius(g, c, r, got, s->n + 1, &found));
+    NB_CHECK_OK(nb_grid_query_radius(g, c, r, NB_FILTER_ALL, got, s->n + 1, &found));
     if (found != wn)
         fprintf(stderr, "  radius: c=(%.17g,%.17g) r=%.17g want %d found %d\n", c[0], c[1], r, wn,
                 found);
@@ -121,7 +121,7 @@ static int check_radius(const nbGrid *g, const nboSet *s, const double *period, 
     nbo_sort_indices(got, found);
     NB_CHECK(nbo_same_indices(got, found, want, wn));
     if (wn > 1) {
-        NB_CHECK_STATUS(nb_grid_query_radius(g, c, r, got, wn - 1, &found),
+        NB_CHECK_STATUS(nb_grid_query_radius(g, c, r, NB_FILTER_ALL, got, wn - 1, &found),
                         NB_ERR_BUFFER_TOO_SMALL);
         NB_CHECK(found == wn);
     }
@@ -137,7 +137,8 @@ static int check_box(const nbGrid *g, const nboSet *s, const double *period, con
     int32_t *want = nbo_wrap_box(s, lo, hi, period, &wn);
     int32_t *got = (int32_t *)malloc(((size_t)s->n + 1) * sizeof(int32_t));
     NB_CHECK(got != NULL);
-    NB_CHECK_OK(nb_grid_query_box(g, lo, hi, got, s->n + 1, &found));
+    NB_CHECK_OK(
+        nb_grid_query_box(g, NBT_BOX(lo, hi, s->dim), NB_FILTER_ALL, got, s->n + 1, &found));
     if (found != wn)
         fprintf(stderr, "  box: [%.17g,%.17g]x[%.17g,%.17g] want %d found %d\n", lo[0], hi[0],
                 lo[1], hi[1], wn, found);
@@ -156,7 +157,7 @@ static int check_knn(const nbGrid *g, const nboSet *s, const double *period, con
     nbNeighbor *all = nbo_wrap_knn(s, q, k, period, &want);
     nbNeighbor *got = (nbNeighbor *)malloc(((size_t)k + 1) * sizeof(nbNeighbor));
     NB_CHECK(got != NULL);
-    NB_CHECK_OK(nb_grid_knn(g, q, k, got, &found));
+    NB_CHECK_OK(nb_grid_knn(g, q, NB_FILTER_ALL, (double)INFINITY, got, k, &found));
     NB_CHECK(found == want);
     for (int32_t t = 0; t < want; t++) {
         if (got[t].index != all[t].index || got[t].dist2 != all[t].dist2)
@@ -592,25 +593,35 @@ static int test_build_and_query_statuses(void)
     NB_CHECK_STATUS(nb_grid_visit_pairs(g, over, nbo_log_pair, NULL), NB_ERR_OUT_OF_RANGE);
     NB_CHECK_STATUS(nb_grid_visit_pairs_range(g, over, 0, 1, nbo_log_pair, NULL),
                     NB_ERR_OUT_OF_RANGE);
-    NB_CHECK_STATUS(nb_grid_query_radius(g, c, over, hits, 4, &(int32_t){0}), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK_STATUS(nb_grid_query_radius(g, c, over, NB_FILTER_ALL, hits, 4, &(int32_t){0}),
+                    NB_ERR_OUT_OF_RANGE);
     if (check_radius(g, &s, period, c, 2.0)) return 1;
     // query points outside [0, P) on a periodic axis
     const double outside[][2] = {{10.0, 1.0}, {-1e-9, 1.0}, {1.0, 4.0}, {1.0, -3.0}};
     for (int b = 0; b < 4; b++) {
-        NB_CHECK_STATUS(nb_grid_query_radius(g, outside[b], 1.0, hits, 4, &(int32_t){0}),
-                        NB_ERR_OUT_OF_RANGE);
-        NB_CHECK_STATUS(nb_grid_knn(g, outside[b], 4, nb, &(int32_t){0}), NB_ERR_OUT_OF_RANGE);
+        NB_CHECK_STATUS(
+            nb_grid_query_radius(g, outside[b], 1.0, NB_FILTER_ALL, hits, 4, &(int32_t){0}),
+            NB_ERR_OUT_OF_RANGE);
+        NB_CHECK_STATUS(
+            nb_grid_knn(g, outside[b], NB_FILTER_ALL, (double)INFINITY, nb, 4, &(int32_t){0}),
+            NB_ERR_OUT_OF_RANGE);
     }
     // boxes: a box of width < P must lie within [-P, 2P); NaN first; lo > hi finds nothing
     const double blo[2] = {-10.5, 0.0}, bhi[2] = {-10.0, 1.0};
-    NB_CHECK_STATUS(nb_grid_query_box(g, blo, bhi, hits, 4, &(int32_t){0}), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK_STATUS(
+        nb_grid_query_box(g, NBT_BOX(blo, bhi, 2), NB_FILTER_ALL, hits, 4, &(int32_t){0}),
+        NB_ERR_OUT_OF_RANGE);
     const double blo2[2] = {19.0, 0.0}, bhi2[2] = {20.0, 1.0};
-    NB_CHECK_STATUS(nb_grid_query_box(g, blo2, bhi2, hits, 4, &(int32_t){0}), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK_STATUS(
+        nb_grid_query_box(g, NBT_BOX(blo2, bhi2, 2), NB_FILTER_ALL, hits, 4, &(int32_t){0}),
+        NB_ERR_OUT_OF_RANGE);
     const double blo3[2] = {(double)NAN, 0.0};
-    NB_CHECK_STATUS(nb_grid_query_box(g, blo3, bhi2, hits, 4, &(int32_t){0}), NB_ERR_NOT_FINITE);
+    NB_CHECK_STATUS(
+        nb_grid_query_box(g, NBT_BOX(blo3, bhi2, 2), NB_FILTER_ALL, hits, 4, &(int32_t){0}),
+        NB_ERR_NOT_FINITE);
     const double blo4[2] = {3.0, 0.0}, bhi4[2] = {2.0, 100.0};
     int32_t none = -1;
-    NB_CHECK_OK(nb_grid_query_box(g, blo4, bhi4, hits, 4, &none));
+    NB_CHECK_OK(nb_grid_query_box(g, NBT_BOX(blo4, bhi4, 2), NB_FILTER_ALL, hits, 4, &none));
     NB_CHECK(none == 0);
     NB_CHECK(fingerprint(g) == before);
     NB_CHECK_OK(nb_grid_validate(g));
@@ -647,10 +658,10 @@ static int test_zero_allocation_frames(void)
         int64_t count = 0;
         NB_CHECK_OK(nb_grid_count_pairs(g, 1.0, &count));
         int32_t hits[16], found = 0;
-        NB_CHECK_STATUS(nb_grid_query_radius(g, s.p, 3.0, hits, 16, &found),
+        NB_CHECK_STATUS(nb_grid_query_radius(g, s.p, 3.0, NB_FILTER_ALL, hits, 16, &found),
                         found > 16 ? NB_ERR_BUFFER_TOO_SMALL : NB_OK);
         nbNeighbor nb[8];
-        NB_CHECK_OK(nb_grid_knn(g, s.p, 8, nb, &found));
+        NB_CHECK_OK(nb_grid_knn(g, s.p, NB_FILTER_ALL, (double)INFINITY, nb, 8, &found));
     }
     NB_CHECK(counter.allocs == allocs);
     // allocation failure: every allocation of a fresh grid's first build, the grid unchanged

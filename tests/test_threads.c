@@ -62,11 +62,12 @@ static void *worker(void *arg)
     for (int rep = 0; rep < 3; rep++)
         for (int q = 0; q < QUERIES; q++) {
             int32_t found = -1;
-            if (nb_grid_query_radius(sh->grid, sh->centers[q], RADIUS, out, MAX_WITHIN, &found) !=
-                    NB_OK ||
+            if (nb_grid_query_radius(sh->grid, sh->centers[q], RADIUS, NB_FILTER_ALL, out,
+                                     MAX_WITHIN, &found) != NB_OK ||
                 !nbo_same_indices(out, found, sh->want_radius[q], sh->want_radius_n[q]))
                 job->failures++;
-            if (nb_grid_knn(sh->grid, sh->centers[q], K, nn, &found) != NB_OK ||
+            if (nb_grid_knn(sh->grid, sh->centers[q], NB_FILTER_ALL, (double)INFINITY, nn, K,
+                            &found) != NB_OK ||
                 !nbo_same_neighbors(nn, found, sh->want_knn[q], K))
                 job->failures++;
         }
@@ -99,8 +100,8 @@ static int concurrent_queries_on(double cell, bool ranked)
         sh.centers[q][0] = nbt_range(-5, SIDE + 5);
         sh.centers[q][1] = nbt_range(-5, SIDE + 5);
         int32_t found = -1, want_n = 0;
-        NB_CHECK_OK(
-            nb_grid_query_radius(g, sh.centers[q], RADIUS, sh.want_radius[q], MAX_WITHIN, &found));
+        NB_CHECK_OK(nb_grid_query_radius(g, sh.centers[q], RADIUS, NB_FILTER_ALL, sh.want_radius[q],
+                                         MAX_WITHIN, &found));
         int32_t *want = nbo_radius(&s, sh.centers[q], RADIUS, &want_n);
         int32_t sorted[MAX_WITHIN];
         NB_CHECK(found == want_n);
@@ -109,7 +110,8 @@ static int concurrent_queries_on(double cell, bool ranked)
         NB_CHECK(nbo_same_indices(sorted, found, want, want_n));
         free(want);
         sh.want_radius_n[q] = found;
-        NB_CHECK_OK(nb_grid_knn(g, sh.centers[q], K, sh.want_knn[q], &found));
+        NB_CHECK_OK(nb_grid_knn(g, sh.centers[q], NB_FILTER_ALL, (double)INFINITY, sh.want_knn[q],
+                                K, &found));
         nbNeighbor *want_nn = nbo_knn(&s, sh.centers[q], K, &want_n);
         NB_CHECK(want_n == K && nbo_same_neighbors(sh.want_knn[q], found, want_nn, want_n));
         free(want_nn);
@@ -691,8 +693,8 @@ static int test_concurrent_periodic(void)
         sh.centers[q][0] = q % 4 == 0 ? 0.0 : nbt_range(0, SIDE) * (1.0 - 0x1p-52);
         sh.centers[q][1] = q % 4 == 1 ? nextafter(SIDE, 0.0) : nbt_range(0, SIDE) * (1.0 - 0x1p-52);
         int32_t found = -1, want_n = 0;
-        NB_CHECK_OK(
-            nb_grid_query_radius(g, sh.centers[q], RADIUS, sh.want_radius[q], MAX_WITHIN, &found));
+        NB_CHECK_OK(nb_grid_query_radius(g, sh.centers[q], RADIUS, NB_FILTER_ALL, sh.want_radius[q],
+                                         MAX_WITHIN, &found));
         int32_t *want = nbo_wrap_radius(&s, sh.centers[q], RADIUS, period, &want_n);
         int32_t sorted[MAX_WITHIN];
         NB_CHECK(found == want_n);
@@ -701,7 +703,8 @@ static int test_concurrent_periodic(void)
         NB_CHECK(nbo_same_indices(sorted, found, want, want_n));
         free(want);
         sh.want_radius_n[q] = found;
-        NB_CHECK_OK(nb_grid_knn(g, sh.centers[q], K, sh.want_knn[q], &found));
+        NB_CHECK_OK(nb_grid_knn(g, sh.centers[q], NB_FILTER_ALL, (double)INFINITY, sh.want_knn[q],
+                                K, &found));
         nbNeighbor *want_nn = nbo_wrap_knn(&s, sh.centers[q], K, period, &want_n);
         NB_CHECK(want_n == K && nbo_same_neighbors(sh.want_knn[q], found, want_nn, want_n));
         free(want_nn);

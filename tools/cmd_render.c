@@ -80,14 +80,19 @@ static nbStatus query_hits(const nbGrid *grid, const cliOptions *o, int32_t dim,
     int32_t cap = 256;
     *out = NULL;
     *count = 0;
+    nbBox box = {{0.0, 0.0, 0.0}, {0.0, 0.0, 0.0}};
+    if (o->query_count == 2 * dim) {
+        memcpy(box.min, o->query, (size_t)dim * sizeof(double));
+        memcpy(box.max, o->query + dim, (size_t)dim * sizeof(double));
+    }
     for (int attempt = 0; attempt < 3; attempt++) {
         int32_t *buf = malloc((size_t)cap * sizeof *buf);
         if (buf == NULL) return NB_ERR_OUT_OF_MEMORY;
         int32_t found = 0;
         const nbStatus st =
             o->query_count == dim
-                ? nb_grid_query_radius(grid, o->query, radius, buf, cap, &found)
-                : nb_grid_query_box(grid, o->query, o->query + dim, buf, cap, &found);
+                ? nb_grid_query_radius(grid, o->query, radius, NB_FILTER_ALL, buf, cap, &found)
+                : nb_grid_query_box(grid, &box, NB_FILTER_ALL, buf, cap, &found);
         if (st == NB_OK) {
             *out = buf;
             *count = found;

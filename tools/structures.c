@@ -76,13 +76,13 @@ static nbStatus dense_pairs(const void *index, double radius, nbPair *out, int64
 static nbStatus dense_within(const void *index, const double *center, double radius, int32_t *out,
                              int32_t capacity, int32_t *found)
 {
-    return nb_grid_query_radius(index, center, radius, out, capacity, found);
+    return nb_grid_query_radius(index, center, radius, NB_FILTER_ALL, out, capacity, found);
 }
 
 static nbStatus dense_knn(const void *index, const double *point, int32_t k, nbNeighbor *out,
                           int32_t *found)
 {
-    return nb_grid_knn(index, point, k, out, found);
+    return nb_grid_knn(index, point, NB_FILTER_ALL, (double)INFINITY, out, k, found);
 }
 
 // ---------------------------------------------------------------------------------------------

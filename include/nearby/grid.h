@@ -133,63 +133,61 @@ NB_API int32_t nb_grid_pair_units(const nbGrid *grid);
 NB_API nbStatus nb_grid_visit_pairs_range(const nbGrid *grid, double radius, int32_t unit_begin,
                                           int32_t unit_end, nbPairFn *visit, void *user);
 
+/// ---- queries ----
+/// Every query takes a filter after its geometry. Categories and masks come with the points
+/// (nbPoints.category / .mask); the grid keeps a copy in cell order. A stored point p is a
+/// candidate only when `(cat[p] & filter.mask) && (filter.category & mask[p])`; NB_FILTER_ALL
+/// accepts every point whose mask is not 0 (every point of a build without filter bits).
+/// All-pairs calls (nb_grid_pairs, count_pairs, visit_pairs, visit_pairs_range) report a pair
+/// (i, j) only when `(cat[i] & mask[j]) && (cat[j] & mask[i])`. A build without them filters
+/// nothing and stores nothing extra.
+
 /// Indices of points with distance <= radius from `center` (dim doubles, anywhere, inside or
-/// outside the data), in a deterministic order (by cell, then ascending index within a cell).
-/// Writes up to `capacity` indices to `out` and the total to *found; if *found > capacity,
-/// returns NB_ERR_BUFFER_TOO_SMALL and `out` holds the first `capacity`. Entries of `out` past
-/// the hits may be overwritten (the test writes without a branch). Does not allocate.
-/// NB_ERR_NOT_FINITE for a NaN/infinite center or radius; NB_ERR_OUT_OF_RANGE for a negative
-/// radius or capacity. Cost O(cells covered + candidates), never more than O(N + cells).
+/// outside the data) that pass `filter`, in a deterministic order (by cell, then ascending index
+/// within a cell). Writes up to `capacity` indices to `out` and the total to *found; if *found >
+/// capacity, returns NB_ERR_BUFFER_TOO_SMALL and `out` holds the first `capacity`. Entries of
+/// `out` past the hits may be overwritten (the test writes without a branch). Does not
+/// allocate. NB_ERR_NOT_FINITE for a NaN/infinite center or radius; NB_ERR_OUT_OF_RANGE for a
+/// negative radius or capacity. Cost O(cells covered + candidates), never more than O(N +
+/// cells).
 NB_API nbStatus nb_grid_query_radius(const nbGrid *grid, const double *center, double radius,
-                                     int32_t *out, int32_t capacity, int32_t *found);
+                                     nbFilter filter, int32_t *out, int32_t capacity,
+                                     int32_t *found);
 
 /// Calls `visit` for each point nb_grid_query_radius would report, in the same order, until it
 /// returns false.
 NB_API nbStatus nb_grid_visit_radius(const nbGrid *grid, const double *center, double radius,
-                                     nbVisitFn *visit, void *user);
+                                     nbFilter filter, nbVisitFn *visit, void *user);
 
-/// Indices of points p with lo[d] <= p[d] <= hi[d] on every axis (bounds inclusive), in the
-/// same order and with the same buffer contract as nb_grid_query_radius. An empty box (some
-/// lo[d] > hi[d]) finds nothing. NB_ERR_NOT_FINITE for a NaN bound (infinite bounds are allowed
-/// and mean "unbounded"); NB_ERR_OUT_OF_RANGE for a negative capacity.
-NB_API nbStatus nb_grid_query_box(const nbGrid *grid, const double *lo, const double *hi,
+/// Indices of points p inside `box` (box->min[d] <= p[d] <= box->max[d] on every axis, bounds
+/// inclusive) that pass `filter`, in the same order and with the same buffer contract as
+/// nb_grid_query_radius. An empty box (some min[d] > max[d]) finds nothing. NB_ERR_NOT_FINITE
+/// for a NaN bound (infinite bounds are allowed and mean "unbounded"); NB_ERR_OUT_OF_RANGE for
+/// a negative capacity.
+NB_API nbStatus nb_grid_query_box(const nbGrid *grid, const nbBox *box, nbFilter filter,
                                   int32_t *out, int32_t capacity, int32_t *found);
 
 /// Calls `visit` for each point nb_grid_query_box would report, until it returns false.
-NB_API nbStatus nb_grid_visit_box(const nbGrid *grid, const double *lo, const double *hi,
+NB_API nbStatus nb_grid_visit_box(const nbGrid *grid, const nbBox *box, nbFilter filter,
                                   nbVisitFn *visit, void *user);
 
-/// The k points nearest to `point`, nearest first; equal distances are ordered by the lower
-/// index. `out` must hold k entries and doubles as the search heap, so the call does not
-/// allocate. *found = min(k, N). k = 0 finds nothing. NB_ERR_NOT_FINITE for a NaN/infinite
-/// point; NB_ERR_OUT_OF_RANGE for a negative k. Searches outward ring by ring; when the rings
-/// would cost more than a scan (far-flung data), it scans all points instead.
-NB_API nbStatus nb_grid_knn(const nbGrid *grid, const double *point, int32_t k, nbNeighbor *out,
-                            int32_t *found);
+/// The k points nearest to `point` that pass `filter` and lie within max_distance of it (d2 <=
+/// max_distance^2; INFINITY for no limit), nearest first; equal distances are ordered by the
+/// lower index. `out` must hold k entries and doubles as the search heap, so the call does not
+/// allocate. *found = min(k, points that qualify). k = 0 finds nothing. NB_ERR_NOT_FINITE for a
+/// NaN/infinite point or a NaN max_distance; NB_ERR_OUT_OF_RANGE for a negative k or
+/// max_distance. Searches outward ring by ring, stopping once the unvisited rings lie beyond
+/// the k-th best or max_distance; when the rings would cost more than a scan (far-flung data),
+/// it scans all points instead.
+NB_API nbStatus nb_grid_knn(const nbGrid *grid, const double *point, nbFilter filter,
+                            double max_distance, nbNeighbor *out, int32_t k, int32_t *found);
 
-/// ---- filters ----
-/// Categories and masks come with the points (nbPoints.category / .mask); the grid keeps a copy
-/// in cell order. All-pairs calls (nb_grid_pairs, count_pairs, visit_pairs, visit_pairs_range)
-/// then report a pair (i, j) only when `(cat[i] & mask[j]) && (cat[j] & mask[i])`. A build
-/// without them filters nothing and stores nothing extra.
-///
-/// The _filtered queries below are the queries above with a query filter: a stored point p is
-/// a candidate only when `(cat[p] & filter.mask) && (filter.category & mask[p])`. The plain
-/// queries are these with NB_FILTER_ALL. Same statuses, order and buffer contracts.
-NB_API nbStatus nb_grid_query_radius_filtered(const nbGrid *grid, const double *center,
-                                              double radius, nbFilter filter, int32_t *out,
-                                              int32_t capacity, int32_t *found);
-NB_API nbStatus nb_grid_visit_radius_filtered(const nbGrid *grid, const double *center,
-                                              double radius, nbFilter filter, nbVisitFn *visit,
-                                              void *user);
-NB_API nbStatus nb_grid_query_box_filtered(const nbGrid *grid, const double *lo, const double *hi,
-                                           nbFilter filter, int32_t *out, int32_t capacity,
-                                           int32_t *found);
-NB_API nbStatus nb_grid_visit_box_filtered(const nbGrid *grid, const double *lo, const double *hi,
-                                           nbFilter filter, nbVisitFn *visit, void *user);
-/// The k nearest points that pass `filter`; *found = min(k, points that pass).
-NB_API nbStatus nb_grid_knn_filtered(const nbGrid *grid, const double *point, int32_t k,
-                                     nbFilter filter, nbNeighbor *out, int32_t *found);
+/// The callback form of nb_grid_knn: the same neighbours in the same order, each handed to
+/// `visit` with its squared distance. The search keeps its k best on the stack up to
+/// NB_KNN_STACK and in memory from the grid's allocator above that (NB_ERR_OUT_OF_MEMORY if
+/// that fails, after the other checks).
+NB_API nbStatus nb_grid_visit_knn(const nbGrid *grid, const double *point, nbFilter filter,
+                                  double max_distance, int32_t k, nbNeighborFn *visit, void *user);
 
 /// ---- cross pairs: set A against set B ----
 /// Every pair (i, j) with point i of grid `a`, point j of grid `b` and distance <= radius, each
@@ -241,9 +239,11 @@ NB_API nbStatus nb_grid_visit_cross_pairs(const nbGrid *a, const nbGrid *b, doub
 /// ascending input index within a cell). A simulation that reorders its arrays by it every few
 /// steps (nb_gather, for positions, velocities, ids, ...) keeps points that are near in space
 /// near in memory: the next builds scatter almost sequentially, and pairs come out in nearly
-/// ascending index order. Writes nb_grid_count(grid) entries. NB_ERR_BUFFER_TOO_SMALL (nothing
-/// written) if capacity is smaller; NB_ERR_OUT_OF_RANGE for a negative capacity.
-NB_API nbStatus nb_grid_cell_order(const nbGrid *grid, int32_t *order, int32_t capacity);
+/// ascending index order. The buffer contract: *found = nb_grid_count(grid), the first
+/// min(capacity, *found) entries are written, NB_ERR_BUFFER_TOO_SMALL when they are not all;
+/// NB_ERR_OUT_OF_RANGE for a negative capacity.
+NB_API nbStatus nb_grid_cell_order(const nbGrid *grid, int32_t *order, int32_t capacity,
+                                   int32_t *found);
 
 /// Checks every invariant of the grid (cell order, prefix sums, cell membership, index
 /// permutation, hash table consistency). NB_OK or NB_ERR_INTERNAL. O(N + cells).

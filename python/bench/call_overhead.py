@@ -36,13 +36,14 @@ typedef struct { const double *data; int32_t count; int32_t dim; size_t stride;
     const uint32_t *category; size_t category_stride; const uint32_t *mask; size_t mask_stride; }
     nbPoints;
 typedef struct { int32_t index; double dist2; } nbNeighbor;
+typedef struct { uint32_t category; uint32_t mask; } nbFilter;
 typedef struct nbGrid nbGrid;
 int nb_grid_create(const nbGridDesc *desc, nbGrid **out);
 int nb_grid_build(nbGrid *grid, const nbPoints *points, double radius);
 int nb_grid_query_radius(const nbGrid *grid, const double *center, double radius,
-                         int32_t *out, int32_t capacity, int32_t *found);
-int nb_grid_knn(const nbGrid *grid, const double *point, int32_t k, nbNeighbor *out,
-                int32_t *found);
+                         nbFilter filter, int32_t *out, int32_t capacity, int32_t *found);
+int nb_grid_knn(const nbGrid *grid, const double *point, nbFilter filter, double max_distance,
+                nbNeighbor *out, int32_t k, int32_t *found);
 """
 
 
@@ -85,17 +86,19 @@ def binding(ffi, lib, pts, r):
     nb = ffi.new("nbNeighbor[1]")
     query_radius = lib.nb_grid_query_radius
     knn = lib.nb_grid_knn
+    every = ffi.new("nbFilter *", {"category": 0xFFFFFFFF, "mask": 0xFFFFFFFF})[0]
+    inf = float("inf")
 
     def ball(x, radius):
         center[0], center[1] = x
-        st = query_radius(grid, center, radius, out, cap, found)
+        st = query_radius(grid, center, radius, every, out, cap, found)
         if st != 0:
             raise ValueError(st)
         return sorted(ffi.unpack(out, found[0]))
 
     def nearest(x):
         center[0], center[1] = x
-        if knn(grid, center, 1, nb, found) != 0:
+        if knn(grid, center, every, inf, nb, 1, found) != 0:
             raise ValueError
         return (nb[0].dist2 ** 0.5, nb[0].index)
 

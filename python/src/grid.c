@@ -716,13 +716,12 @@ static void ball_part(void *vctx, int64_t begin, int64_t end, int part)
         int32_t found = 0;
         nbStatus st;
         if (c->length_only) {
-            st = nb_grid_query_radius_filtered(c->grid, center, r, c->filter, NULL, 0, &found);
+            st = nb_grid_query_radius(c->grid, center, r, c->filter, NULL, 0, &found);
             if (st == NB_ERR_BUFFER_TOO_SMALL) st = NB_OK;
         } else {
             int64_t room = p->cap - p->len;
             int32_t cap = room < INT32_MAX ? (int32_t)room : INT32_MAX;
-            st = nb_grid_query_radius_filtered(c->grid, center, r, c->filter, p->v + p->len, cap,
-                                               &found);
+            st = nb_grid_query_radius(c->grid, center, r, c->filter, p->v + p->len, cap, &found);
             if (st == NB_ERR_BUFFER_TOO_SMALL) {
                 int64_t want = p->len + found;
                 int64_t grow = p->cap * 2 > want ? p->cap * 2 : want;
@@ -732,8 +731,8 @@ static void ball_part(void *vctx, int64_t begin, int64_t end, int part)
                 } else {
                     p->v = v;
                     p->cap = grow;
-                    st = nb_grid_query_radius_filtered(c->grid, center, r, c->filter, p->v + p->len,
-                                                       found, &found);
+                    st = nb_grid_query_radius(c->grid, center, r, c->filter, p->v + p->len, found,
+                                              &found);
                 }
             }
             if (st == NB_OK && c->sort) nbpy_sort_i32(p->v + p->len, found);
@@ -772,14 +771,14 @@ static PyObject *ball_one(nbpyGrid *g, const double *x, double r, nbFilter filte
     if (grid == NULL) return NULL;
     int32_t stack[256];
     int32_t *v = stack, found = 0;
-    nbStatus st = nb_grid_query_radius_filtered(grid, x, r, filter, length_only ? NULL : v,
-                                                length_only ? 0 : 256, &found);
+    nbStatus st = nb_grid_query_radius(grid, x, r, filter, length_only ? NULL : v,
+                                       length_only ? 0 : 256, &found);
     if (st == NB_ERR_BUFFER_TOO_SMALL && length_only) return PyLong_FromLong(found);
     if (st == NB_ERR_BUFFER_TOO_SMALL) {
         v = malloc((size_t)found * sizeof *v);
         if (v == NULL) return PyErr_NoMemory();
         PyThreadState *ts_ = PyEval_SaveThread();
-        st = nb_grid_query_radius_filtered(grid, x, r, filter, v, found, &found);
+        st = nb_grid_query_radius(grid, x, r, filter, v, found, &found);
         PyEval_RestoreThread(ts_);
     }
     PyObject *res = NULL;
@@ -958,8 +957,8 @@ static void knn_part(void *vctx, int64_t begin, int64_t end, int part)
     for (int64_t at = begin; at < end; at++) {
         int64_t q = c->order != NULL ? c->order[at] : at;
         int32_t found = 0;
-        nbStatus st =
-            nb_grid_knn_filtered(c->grid, c->x + q * c->dim, c->kmax, c->filter, heap, &found);
+        nbStatus st = nb_grid_knn(c->grid, c->x + q * c->dim, c->filter, (double)INFINITY, heap,
+                                  c->kmax, &found);
         if (st != NB_OK) {
             c->st[part] = st;
             c->bad[part] = q;
@@ -1139,7 +1138,7 @@ static PyObject *knn_one(nbpyGrid *g, const double *x, int32_t k)
     if (grid == NULL) return NULL;
     nbNeighbor heap[64];
     int32_t found = 0;
-    nbStatus st = nb_grid_knn(grid, x, k, heap, &found);
+    nbStatus st = nb_grid_knn(grid, x, NB_FILTER_ALL, (double)INFINITY, heap, k, &found);
     if (st != NB_OK) return nbpy_error(st, "query: x");
     if (k == 1) {
         PyObject *d = PyFloat_FromDouble(found > 0 ? sqrt(heap[0].dist2) : (double)INFINITY);
@@ -1227,10 +1226,10 @@ static PyObject *grid_query_box(nbpyGrid *g, PyObject *args, PyObject *kwds)
                                      &mask_o))
         return NULL;
     if (grid_ready(g) < 0) return NULL;
-    double lo[3], hi[3];
+    nbBox box = {{0.0, 0.0, 0.0}, {0.0, 0.0, 0.0}};
     nbFilter filter;
-    if (grid_corner(lo_o, g->dim, "lo", lo) < 0 || grid_corner(hi_o, g->dim, "hi", hi) < 0 ||
-        nbpy_filter(cat_o, mask_o, &filter) < 0)
+    if (grid_corner(lo_o, g->dim, "lo", box.min) < 0 ||
+        grid_corner(hi_o, g->dim, "hi", box.max) < 0 || nbpy_filter(cat_o, mask_o, &filter) < 0)
         return NULL;
     // Any built grid answers a box; the first query builds one at the mean spacing.
     const nbGrid *grid =
@@ -1241,14 +1240,14 @@ static PyObject *grid_query_box(nbpyGrid *g, PyObject *args, PyObject *kwds)
     if (v == NULL) return PyErr_NoMemory();
     nbStatus st;
     PyThreadState *ts_ = PyEval_SaveThread();
-    st = nb_grid_query_box_filtered(grid, lo, hi, filter, v, cap, &found);
+    st = nb_grid_query_box(grid, &box, filter, v, cap, &found);
     if (st == NB_ERR_BUFFER_TOO_SMALL) {
         int32_t *w = realloc(v, (size_t)found * sizeof *v);
         if (w == NULL) {
             st = NB_ERR_OUT_OF_MEMORY;
         } else {
             v = w;
-            st = nb_grid_query_box_filtered(grid, lo, hi, filter, v, found, &found);
+            st = nb_grid_query_box(grid, &box, filter, v, found, &found);
         }
     }
     if (st == NB_OK) nbpy_sort_i32(v, found);

@@ -1092,11 +1092,12 @@ static nbStatus nbf_run_query(const nbfState *s, const nbfQuery *q, int32_t *out
     memcpy(b, q->hi, bytes);
     nbStatus st;
     if (q->filtered)
-        st = q->box ? nb_grid_query_box_filtered(s->grid, a, b, q->f, out, cap, found)
-                    : nb_grid_query_radius_filtered(s->grid, a, q->radius, q->f, out, cap, found);
+        st = q->box ? nb_grid_query_box(s->grid, NBT_BOX(a, b, s->dim), q->f, out, cap, found)
+                    : nb_grid_query_radius(s->grid, a, q->radius, q->f, out, cap, found);
     else
-        st = q->box ? nb_grid_query_box(s->grid, a, b, out, cap, found)
-                    : nb_grid_query_radius(s->grid, a, q->radius, out, cap, found);
+        st = q->box
+                 ? nb_grid_query_box(s->grid, NBT_BOX(a, b, s->dim), NB_FILTER_ALL, out, cap, found)
+                 : nb_grid_query_radius(s->grid, a, q->radius, NB_FILTER_ALL, out, cap, found);
     free(a);
     free(b);
     return st;
@@ -1112,11 +1113,11 @@ static nbStatus nbf_run_visit(const nbfState *s, const nbfQuery *q, nbVisitFn *f
     memcpy(b, q->hi, bytes);
     nbStatus st;
     if (q->filtered)
-        st = q->box ? nb_grid_visit_box_filtered(s->grid, a, b, q->f, fn, user)
-                    : nb_grid_visit_radius_filtered(s->grid, a, q->radius, q->f, fn, user);
+        st = q->box ? nb_grid_visit_box(s->grid, NBT_BOX(a, b, s->dim), q->f, fn, user)
+                    : nb_grid_visit_radius(s->grid, a, q->radius, q->f, fn, user);
     else
-        st = q->box ? nb_grid_visit_box(s->grid, a, b, fn, user)
-                    : nb_grid_visit_radius(s->grid, a, q->radius, fn, user);
+        st = q->box ? nb_grid_visit_box(s->grid, NBT_BOX(a, b, s->dim), NB_FILTER_ALL, fn, user)
+                    : nb_grid_visit_radius(s->grid, a, q->radius, NB_FILTER_ALL, fn, user);
     free(a);
     free(b);
     return st;
@@ -1125,11 +1126,11 @@ static nbStatus nbf_run_visit(const nbfState *s, const nbfQuery *q, nbVisitFn *f
 static void nbf_query_checks(nbfReader *r, nbfState *s, const nbfQuery *q)
 {
     const char *qname =
-        q->box ? (q->filtered ? "nb_grid_query_box_filtered" : "nb_grid_query_box")
-               : (q->filtered ? "nb_grid_query_radius_filtered" : "nb_grid_query_radius");
+        q->box ? (q->filtered ? "nb_grid_query_box filtered" : "nb_grid_query_box")
+               : (q->filtered ? "nb_grid_query_radius filtered" : "nb_grid_query_radius");
     const char *vname =
-        q->box ? (q->filtered ? "nb_grid_visit_box_filtered" : "nb_grid_visit_box")
-               : (q->filtered ? "nb_grid_visit_radius_filtered" : "nb_grid_visit_radius");
+        q->box ? (q->filtered ? "nb_grid_visit_box filtered" : "nb_grid_visit_box")
+               : (q->filtered ? "nb_grid_visit_radius filtered" : "nb_grid_visit_radius");
     if (q->filtered) nbf_log("  filter category %#x mask %#x\n", q->f.category, q->f.mask);
     uint8_t capm = nbf_u8(r);
     uint8_t stop = nbf_u8(r);
@@ -1303,8 +1304,9 @@ static void nbf_op_knn(nbfReader *r, nbfState *s, bool filtered)
     memcpy(point, c, (size_t)s->dim * sizeof(double));
     int32_t found = -7;
     nbfMark m = nbf_mark();
-    nbStatus st = filtered ? nb_grid_knn_filtered(s->grid, point, k, f, out, &found)
-                           : nb_grid_knn(s->grid, point, k, out, &found);
+    nbStatus st =
+        filtered ? nb_grid_knn(s->grid, point, f, (double)INFINITY, out, k, &found)
+                 : nb_grid_knn(s->grid, point, NB_FILTER_ALL, (double)INFINITY, out, k, &found);
     nbf_no_alloc(s, m, "nb_grid_knn");
     if (filtered) nbf_log("  filter category %#x mask %#x\n", f.category, f.mask);
     free(point);
@@ -1596,81 +1598,92 @@ static void nbf_op_nulls(nbfReader *r, nbfState *s)
     nbf_expect(nb_grid_visit_pairs_range(g, radius, 0, nb_grid_pair_units(g), NULL, NULL), na,
                "nb_grid_visit_pairs_range(NULL fn)");
 
-    nbf_expect(nb_grid_query_radius(NULL, c, radius, ib, 2, &f32), na,
+    nbf_expect(nb_grid_query_radius(NULL, c, radius, NB_FILTER_ALL, ib, 2, &f32), na,
                "nb_grid_query_radius(NULL grid)");
-    nbf_expect(nb_grid_query_radius(g, NULL, radius, ib, 2, &f32), na,
+    nbf_expect(nb_grid_query_radius(g, NULL, radius, NB_FILTER_ALL, ib, 2, &f32), na,
                "nb_grid_query_radius(NULL center)");
-    nbf_expect(nb_grid_query_radius(g, c, radius, NULL, 2, &f32), na,
+    nbf_expect(nb_grid_query_radius(g, c, radius, NB_FILTER_ALL, NULL, 2, &f32), na,
                "nb_grid_query_radius(NULL out, cap 2)");
-    nbf_expect(nb_grid_query_radius(g, c, radius, ib, 2, NULL), na,
+    nbf_expect(nb_grid_query_radius(g, c, radius, NB_FILTER_ALL, ib, 2, NULL), na,
                "nb_grid_query_radius(NULL found)");
-    nbf_expect(nb_grid_visit_radius(NULL, c, radius, nbf_never_visit, NULL), na,
+    nbf_expect(nb_grid_visit_radius(NULL, c, radius, NB_FILTER_ALL, nbf_never_visit, NULL), na,
                "nb_grid_visit_radius(NULL grid)");
-    nbf_expect(nb_grid_visit_radius(g, NULL, radius, nbf_never_visit, NULL), na,
+    nbf_expect(nb_grid_visit_radius(g, NULL, radius, NB_FILTER_ALL, nbf_never_visit, NULL), na,
                "nb_grid_visit_radius(NULL center)");
-    nbf_expect(nb_grid_visit_radius(g, c, radius, NULL, NULL), na, "nb_grid_visit_radius(NULL fn)");
+    nbf_expect(nb_grid_visit_radius(g, c, radius, NB_FILTER_ALL, NULL, NULL), na,
+               "nb_grid_visit_radius(NULL fn)");
 
     double lo[3] = {radius, radius, radius};
     double hi[3] = {radius, radius, radius};
-    nbf_expect(nb_grid_query_box(NULL, lo, hi, ib, 2, &f32), na, "nb_grid_query_box(NULL grid)");
-    nbf_expect(nb_grid_query_box(g, NULL, hi, ib, 2, &f32), na, "nb_grid_query_box(NULL lo)");
-    nbf_expect(nb_grid_query_box(g, lo, NULL, ib, 2, &f32), na, "nb_grid_query_box(NULL hi)");
-    nbf_expect(nb_grid_query_box(g, lo, hi, NULL, 2, &f32), na,
+    nbf_expect(nb_grid_query_box(NULL, NBT_BOX(lo, hi, 3), NB_FILTER_ALL, ib, 2, &f32), na,
+               "nb_grid_query_box(NULL grid)");
+    nbf_expect(nb_grid_query_box(g, NBT_BOX(NULL, hi, 3), NB_FILTER_ALL, ib, 2, &f32), na,
+               "nb_grid_query_box(NULL lo)");
+    nbf_expect(nb_grid_query_box(g, NBT_BOX(lo, NULL, 3), NB_FILTER_ALL, ib, 2, &f32), na,
+               "nb_grid_query_box(NULL hi)");
+    nbf_expect(nb_grid_query_box(g, NBT_BOX(lo, hi, 3), NB_FILTER_ALL, NULL, 2, &f32), na,
                "nb_grid_query_box(NULL out, cap 2)");
-    nbf_expect(nb_grid_query_box(g, lo, hi, ib, 2, NULL), na, "nb_grid_query_box(NULL found)");
-    nbf_expect(nb_grid_visit_box(NULL, lo, hi, nbf_never_visit, NULL), na,
-               "nb_grid_visit_box(NULL grid)");
-    nbf_expect(nb_grid_visit_box(g, NULL, hi, nbf_never_visit, NULL), na,
+    nbf_expect(nb_grid_query_box(g, NBT_BOX(lo, hi, 3), NB_FILTER_ALL, ib, 2, NULL), na,
+               "nb_grid_query_box(NULL found)");
+    nbf_expect(nb_grid_visit_box(NULL, NBT_BOX(lo, hi, 3), NB_FILTER_ALL, nbf_never_visit, NULL),
+               na, "nb_grid_visit_box(NULL grid)");
+    nbf_expect(nb_grid_visit_box(g, NBT_BOX(NULL, hi, 3), NB_FILTER_ALL, nbf_never_visit, NULL), na,
                "nb_grid_visit_box(NULL lo)");
-    nbf_expect(nb_grid_visit_box(g, lo, NULL, nbf_never_visit, NULL), na,
+    nbf_expect(nb_grid_visit_box(g, NBT_BOX(lo, NULL, 3), NB_FILTER_ALL, nbf_never_visit, NULL), na,
                "nb_grid_visit_box(NULL hi)");
-    nbf_expect(nb_grid_visit_box(g, lo, hi, NULL, NULL), na, "nb_grid_visit_box(NULL fn)");
+    nbf_expect(nb_grid_visit_box(g, NBT_BOX(lo, hi, 3), NB_FILTER_ALL, NULL, NULL), na,
+               "nb_grid_visit_box(NULL fn)");
 
-    nbf_expect(nb_grid_knn(NULL, c, 2, kb, &f32), na, "nb_grid_knn(NULL grid)");
-    nbf_expect(nb_grid_knn(g, NULL, 2, kb, &f32), na, "nb_grid_knn(NULL point)");
-    nbf_expect(nb_grid_knn(g, c, 2, NULL, &f32), na, "nb_grid_knn(NULL out, k 2)");
-    nbf_expect(nb_grid_knn(g, c, 2, kb, NULL), na, "nb_grid_knn(NULL found)");
+    nbf_expect(nb_grid_knn(NULL, c, NB_FILTER_ALL, (double)INFINITY, kb, 2, &f32), na,
+               "nb_grid_knn(NULL grid)");
+    nbf_expect(nb_grid_knn(g, NULL, NB_FILTER_ALL, (double)INFINITY, kb, 2, &f32), na,
+               "nb_grid_knn(NULL point)");
+    nbf_expect(nb_grid_knn(g, c, NB_FILTER_ALL, (double)INFINITY, NULL, 2, &f32), na,
+               "nb_grid_knn(NULL out, k 2)");
+    nbf_expect(nb_grid_knn(g, c, NB_FILTER_ALL, (double)INFINITY, kb, 2, NULL), na,
+               "nb_grid_knn(NULL found)");
 
     const nbFilter fa = NB_FILTER_ALL;
-    nbf_expect(nb_grid_query_radius_filtered(NULL, c, radius, fa, ib, 2, &f32), na,
-               "nb_grid_query_radius_filtered(NULL grid)");
-    nbf_expect(nb_grid_query_radius_filtered(g, NULL, radius, fa, ib, 2, &f32), na,
-               "nb_grid_query_radius_filtered(NULL center)");
-    nbf_expect(nb_grid_query_radius_filtered(g, c, radius, fa, NULL, 2, &f32), na,
-               "nb_grid_query_radius_filtered(NULL out, cap 2)");
-    nbf_expect(nb_grid_query_radius_filtered(g, c, radius, fa, ib, 2, NULL), na,
-               "nb_grid_query_radius_filtered(NULL found)");
-    nbf_expect(nb_grid_visit_radius_filtered(NULL, c, radius, fa, nbf_never_visit, NULL), na,
-               "nb_grid_visit_radius_filtered(NULL grid)");
-    nbf_expect(nb_grid_visit_radius_filtered(g, NULL, radius, fa, nbf_never_visit, NULL), na,
-               "nb_grid_visit_radius_filtered(NULL center)");
-    nbf_expect(nb_grid_visit_radius_filtered(g, c, radius, fa, NULL, NULL), na,
-               "nb_grid_visit_radius_filtered(NULL fn)");
-    nbf_expect(nb_grid_query_box_filtered(NULL, lo, hi, fa, ib, 2, &f32), na,
-               "nb_grid_query_box_filtered(NULL grid)");
-    nbf_expect(nb_grid_query_box_filtered(g, NULL, hi, fa, ib, 2, &f32), na,
-               "nb_grid_query_box_filtered(NULL lo)");
-    nbf_expect(nb_grid_query_box_filtered(g, lo, NULL, fa, ib, 2, &f32), na,
-               "nb_grid_query_box_filtered(NULL hi)");
-    nbf_expect(nb_grid_query_box_filtered(g, lo, hi, fa, NULL, 2, &f32), na,
-               "nb_grid_query_box_filtered(NULL out, cap 2)");
-    nbf_expect(nb_grid_query_box_filtered(g, lo, hi, fa, ib, 2, NULL), na,
-               "nb_grid_query_box_filtered(NULL found)");
-    nbf_expect(nb_grid_visit_box_filtered(NULL, lo, hi, fa, nbf_never_visit, NULL), na,
-               "nb_grid_visit_box_filtered(NULL grid)");
-    nbf_expect(nb_grid_visit_box_filtered(g, NULL, hi, fa, nbf_never_visit, NULL), na,
-               "nb_grid_visit_box_filtered(NULL lo)");
-    nbf_expect(nb_grid_visit_box_filtered(g, lo, NULL, fa, nbf_never_visit, NULL), na,
-               "nb_grid_visit_box_filtered(NULL hi)");
-    nbf_expect(nb_grid_visit_box_filtered(g, lo, hi, fa, NULL, NULL), na,
-               "nb_grid_visit_box_filtered(NULL fn)");
-    nbf_expect(nb_grid_knn_filtered(NULL, c, 2, fa, kb, &f32), na,
+    nbf_expect(nb_grid_query_radius(NULL, c, radius, fa, ib, 2, &f32), na,
+               "nb_grid_query_radius filtered(NULL grid)");
+    nbf_expect(nb_grid_query_radius(g, NULL, radius, fa, ib, 2, &f32), na,
+               "nb_grid_query_radius filtered(NULL center)");
+    nbf_expect(nb_grid_query_radius(g, c, radius, fa, NULL, 2, &f32), na,
+               "nb_grid_query_radius filtered(NULL out, cap 2)");
+    nbf_expect(nb_grid_query_radius(g, c, radius, fa, ib, 2, NULL), na,
+               "nb_grid_query_radius filtered(NULL found)");
+    nbf_expect(nb_grid_visit_radius(NULL, c, radius, fa, nbf_never_visit, NULL), na,
+               "nb_grid_visit_radius filtered(NULL grid)");
+    nbf_expect(nb_grid_visit_radius(g, NULL, radius, fa, nbf_never_visit, NULL), na,
+               "nb_grid_visit_radius filtered(NULL center)");
+    nbf_expect(nb_grid_visit_radius(g, c, radius, fa, NULL, NULL), na,
+               "nb_grid_visit_radius filtered(NULL fn)");
+    nbf_expect(nb_grid_query_box(NULL, NBT_BOX(lo, hi, 3), fa, ib, 2, &f32), na,
+               "nb_grid_query_box filtered(NULL grid)");
+    nbf_expect(nb_grid_query_box(g, NBT_BOX(NULL, hi, 3), fa, ib, 2, &f32), na,
+               "nb_grid_query_box filtered(NULL lo)");
+    nbf_expect(nb_grid_query_box(g, NBT_BOX(lo, NULL, 3), fa, ib, 2, &f32), na,
+               "nb_grid_query_box filtered(NULL hi)");
+    nbf_expect(nb_grid_query_box(g, NBT_BOX(lo, hi, 3), fa, NULL, 2, &f32), na,
+               "nb_grid_query_box filtered(NULL out, cap 2)");
+    nbf_expect(nb_grid_query_box(g, NBT_BOX(lo, hi, 3), fa, ib, 2, NULL), na,
+               "nb_grid_query_box filtered(NULL found)");
+    nbf_expect(nb_grid_visit_box(NULL, NBT_BOX(lo, hi, 3), fa, nbf_never_visit, NULL), na,
+               "nb_grid_visit_box filtered(NULL grid)");
+    nbf_expect(nb_grid_visit_box(g, NBT_BOX(NULL, hi, 3), fa, nbf_never_visit, NULL), na,
+               "nb_grid_visit_box filtered(NULL lo)");
+    nbf_expect(nb_grid_visit_box(g, NBT_BOX(lo, NULL, 3), fa, nbf_never_visit, NULL), na,
+               "nb_grid_visit_box filtered(NULL hi)");
+    nbf_expect(nb_grid_visit_box(g, NBT_BOX(lo, hi, 3), fa, NULL, NULL), na,
+               "nb_grid_visit_box filtered(NULL fn)");
+    nbf_expect(nb_grid_knn(NULL, c, fa, (double)INFINITY, kb, 2, &f32), na,
                "nb_grid_knn_filtered(NULL grid)");
-    nbf_expect(nb_grid_knn_filtered(g, NULL, 2, fa, kb, &f32), na,
+    nbf_expect(nb_grid_knn(g, NULL, fa, (double)INFINITY, kb, 2, &f32), na,
                "nb_grid_knn_filtered(NULL point)");
-    nbf_expect(nb_grid_knn_filtered(g, c, 2, fa, NULL, &f32), na,
+    nbf_expect(nb_grid_knn(g, c, fa, (double)INFINITY, NULL, 2, &f32), na,
                "nb_grid_knn_filtered(NULL out, k 2)");
-    nbf_expect(nb_grid_knn_filtered(g, c, 2, fa, kb, NULL), na, "nb_grid_knn_filtered(NULL found)");
+    nbf_expect(nb_grid_knn(g, c, fa, (double)INFINITY, kb, 2, NULL), na,
+               "nb_grid_knn_filtered(NULL found)");
 
     nbf_expect(nb_grid_cross_pairs(NULL, g, radius, pb, 2, &f64), na,
                "nb_grid_cross_pairs(NULL a)");

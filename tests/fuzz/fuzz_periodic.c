@@ -219,7 +219,8 @@ static void nbf_op_queries(nbfP *s, nbfReader *r, uint8_t op)
     int32_t found = -1, wn = 0;
     if (op == 0) { // radius
         const double radius = nbf_radius(r, s);
-        const nbStatus st = nb_grid_query_radius(s->grid, q, radius, out, NBF_PMAX + 1, &found);
+        const nbStatus st =
+            nb_grid_query_radius(s->grid, q, radius, NB_FILTER_ALL, out, NBF_PMAX + 1, &found);
         const unsigned want = !finite || !isfinite(radius) ? NBF_BIT(NB_ERR_NOT_FINITE)
                               : radius < 0.0 || radius > s->min_half || !inside
                                   ? NBF_BIT(NB_ERR_OUT_OF_RANGE)
@@ -238,7 +239,8 @@ static void nbf_op_queries(nbfP *s, nbfReader *r, uint8_t op)
             NBF_CHECK(found == 0, "a refused radius query wrote found = %d", found);
         }
     } else if (op == 1) { // box
-        const nbStatus st = nb_grid_query_box(s->grid, lo, hi, out, NBF_PMAX + 1, &found);
+        const nbStatus st = nb_grid_query_box(s->grid, NBT_BOX(lo, hi, s->dim), NB_FILTER_ALL, out,
+                                              NBF_PMAX + 1, &found);
         bool nan = false, range = false;
         for (int a = 0; a < s->dim; a++) {
             nan |= isnan(lo[a]) || isnan(hi[a]);
@@ -259,7 +261,8 @@ static void nbf_op_queries(nbfP *s, nbfReader *r, uint8_t op)
     } else { // kNN
         const int32_t k = (int32_t)(nbf_u8(r) % (NBF_PMAX + 8)) - 2;
         nbNeighbor nn[NBF_PMAX + 8];
-        const nbStatus st = nb_grid_knn(s->grid, q, k, k > 0 ? nn : NULL, &found);
+        const nbStatus st =
+            nb_grid_knn(s->grid, q, NB_FILTER_ALL, (double)INFINITY, k > 0 ? nn : NULL, k, &found);
         const unsigned want = !finite            ? NBF_BIT(NB_ERR_NOT_FINITE)
                               : k < 0 || !inside ? NBF_BIT(NB_ERR_OUT_OF_RANGE)
                                                  : NBF_BIT(NB_OK);

@@ -12,6 +12,8 @@
 
 #include <nearby/nearby.h>
 
+#include "../nb_box.h"
+
 #include <float.h>
 #include <math.h>
 #include <stdarg.h>

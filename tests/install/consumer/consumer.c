@@ -4,6 +4,7 @@
 // and that a few queries on known points give the known answers. Exit status 0 when they do.
 #include <nearby/grid.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,7 +79,7 @@ int main(void)
     const double c[2] = {0.5, 0.5};
     int32_t idx[8];
     int32_t nidx = -1;
-    EXPECT(nb_grid_query_radius(grid, c, 1.0, idx, 8, &nidx) == NB_OK);
+    EXPECT(nb_grid_query_radius(grid, c, 1.0, NB_FILTER_ALL, idx, 8, &nidx) == NB_OK);
     EXPECT(nidx == 3);
     int seen = 0;
     for (int32_t k = 0; k < nidx && k < 8; k++)
@@ -89,7 +90,7 @@ int main(void)
     const double q[2] = {3.0, 3.4};
     nbNeighbor nn[2];
     int32_t nfound = -1;
-    EXPECT(nb_grid_knn(grid, q, 2, nn, &nfound) == NB_OK);
+    EXPECT(nb_grid_knn(grid, q, NB_FILTER_ALL, (double)INFINITY, nn, 2, &nfound) == NB_OK);
     EXPECT(nfound == 2);
     if (nfound == 2) EXPECT(nn[0].index == 4 && nn[1].index == 3 && nn[0].dist2 <= nn[1].dist2);
 
