@@ -19,7 +19,7 @@ run() {
   ctest --test-dir "$dir" --output-on-failure -j "$jobs" ${NB_CTEST_EXCLUDE:+-E "$NB_CTEST_EXCLUDE"}
   echo "== $dir: built in $((t1 - t0)) s, tested in $((SECONDS - t1)) s"
 }
-# Layout is decided by .clang-format (STYLE.md section 7); a drift fails the suite.
+# Layout is decided by .clang-format; a drift fails the suite.
 if command -v clang-format > /dev/null 2>&1; then
   files=$(git ls-files '*.c' '*.h' '*.cpp' 2>/dev/null || true)
   if [ -n "$files" ] && ! clang-format --dry-run --Werror $files > /dev/null 2>&1; then

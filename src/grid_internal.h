@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The dense grid's layout, shared by its build (dense_grid.c) and its public queries
+// The dense grid's layout, shared by its build (grid.c) and its public queries
 // (grid_queries.c), which hand the walkers a view (view.h). Never installed.
 #ifndef NEARBY_GRID_INTERNAL_H
 #define NEARBY_GRID_INTERNAL_H
@@ -111,7 +111,7 @@ static inline bool nbi_grid_parallel(const nbGrid *g)
     return g->tasks.parallel_for != NULL && g->tasks.workers > 1;
 }
 
-// Pass 1 over n points (dense_grid.c): finite, bounding box. False if any is not finite.
+// Pass 1 over n points (grid.c): finite, bounding box. False if any is not finite.
 bool nbi_grid_scan(const double *data, size_t step, int32_t n, int dim, double mn[3], double mx[3]);
 // Every cell number of the box [lo, hi] fits a 32-bit lane (nbi_count_packed's condition).
 bool nbi_cells_fit_i32(const int64_t lo[3], const int64_t hi[3]);
@@ -134,7 +134,7 @@ void nbi_grid_scatter(const int32_t *cell_of, int32_t *next, int32_t a, int32_t 
 // build has them) from the caller's point idx[p].
 void nbi_grid_gather(const nbGrid *g, const nbiBuildIn *in, int32_t p0, int32_t p1);
 // Dense builds of at least this many packed points sort in two cache-sized passes
-// (dense_grid.c, "large builds"); tests lower it to run that path on small inputs.
+// (grid.c, "large builds"); tests lower it to run that path on small inputs.
 extern int32_t nbi_blocked_min_points;
 #if defined(__SSE2__)
 // A blocked build's tables, all in the hist buffer: per chunk of points a row of block counts
@@ -164,7 +164,7 @@ void nbi_blocks_deal(const nbGrid *g, const double *data, const nbiBlocks *b, in
 // Pass C over blocks [j0, j1) with scratch area `area`; sets start for their cells.
 void nbi_blocks_sort(nbGrid *g, const nbiBlocks *b, int32_t j0, int32_t j1, int32_t area);
 #endif
-// ---- the ranked build's passes (dense_grid.c, "ranked cells"; run serially or per chunk) ----
+// ---- the ranked build's passes (grid.c, "ranked cells"; run serially or per chunk) ----
 
 // Words of the grid's box of cells: 64 cells each, one more for the box's end.
 static inline int64_t nbi_ranked_nwords(const nbGrid *g)
@@ -204,7 +204,7 @@ bool nbi_grid_scan_parallel(const nbGrid *g, const nbiBuildIn *in, double mn[3],
 // (with `blocked`, hist also for a blocked build: tried first).
 void nbi_grid_build_parallel(nbGrid *g, const nbiBuildIn *in, bool blocked);
 #if defined(__SSE2__)
-// A rebuild (dense_grid.c, nbi_grid_rebuild) on the scheduler, for packed points under the last
+// A rebuild (grid.c, nbi_grid_rebuild) on the scheduler, for packed points under the last
 // build's cell math and box: first the points' box and finiteness with each chunk's cells
 // counted (nbi_scan_count) into its row of hist, rows of ncells + 2 (hist must hold that); then,
 // once the caller has checked the box, the rest of the build.

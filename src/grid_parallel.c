@@ -11,7 +11,7 @@
 // which is where the serial counting sort would put them, since it scatters in input order. Each
 // chunk then scatters its indices through its own row; the coordinates are gathered in position
 // order. Cost: the serial passes' work spread over K workers, plus O(K x (cells + 2)) for the rows.
-// A large build of packed points runs dense_grid.c's two cache-sized passes instead (blocks of
+// A large build of packed points runs grid.c's two cache-sized passes instead (blocks of
 // cells per chunk of points, then cells per run of blocks), with the same result.
 //
 // Pairs. The cells are cut into chunks of about equal point counts. Writing them, one lane (the
@@ -240,7 +240,7 @@ static void nbi_gather_task(int32_t r0, int32_t r1, int32_t worker, void *vctx)
 }
 
 #if defined(__SSE2__)
-// The blocked build (dense_grid.c, "large builds"): passes A and B per chunk of points, C per
+// The blocked build (grid.c, "large builds"): passes A and B per chunk of points, C per
 // run of blocks, chunk k's run using scratch area k.
 typedef struct nbiBlocksCtx {
     const nbiBuildIn *in;
@@ -383,7 +383,7 @@ void nbi_grid_rebuild_parallel(nbGrid *g, const nbiBuildIn *in)
 }
 #endif
 
-// ---- the ranked build (dense_grid.c, "ranked cells") ----
+// ---- the ranked build (grid.c, "ranked cells") ----
 //
 // As the dense build, over words (64 box cells) instead of cells: each chunk of points counts
 // its points per word into its row of hist (chunks x (words + 2), word w at w + 2), the rows

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The grid's public queries: each checks its pointers and sets its outputs to safe values first
-// (STYLE.md's order: pointers, then finiteness, then ranges), then hands the grid's view to the
+// (the library's check order: pointers, then finiteness, then ranges), then hands the grid's view to the
 // shared walkers (pairs.c, query.c), which do the work.
 #include "grid_internal.h"
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// How the spatial hash (spatial_hash.c) has been making room: counters for the tests and the
+// How the spatial hash (hash.c) has been making room: counters for the tests and the
 // benchmark, which check that a wandering crowd relays out seldom. Internal, never installed.
 #ifndef NB_HASH_STATS_H
 #define NB_HASH_STATS_H

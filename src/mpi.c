@@ -102,7 +102,9 @@ static double nbi_max_abs(const nbiDecomp *d, const double *period)
     return m;
 }
 
-static double nbi_reach(double r, double max_abs)
+// How far beyond a rank's region a neighbour within r may lie, with a relative margin for the
+// rounding of coordinates of size max_abs (the halo's width; not the cell math's reach).
+static double nbi_halo_reach(double r, double max_abs)
 {
     return r + NBI_MPI_MARGIN * (r + max_abs);
 }
@@ -171,7 +173,7 @@ static bool nbi_receives(int32_t k, int32_t j)
 
 // ---- checks ----
 
-// create's checks in STYLE.md's order over all its input: pointers, then finiteness (radius,
+// create's checks in the library's order over all its input: pointers, then finiteness (radius,
 // periods, every coordinate), then ranges (dim, radius, periods, coordinates in [0, P)). A dim
 // that is not 2 or 3 leaves the coordinates unread.
 static nbStatus nbi_check_create(const nbMpiDesc *d, const double *xyz, const int64_t *ids,
@@ -389,7 +391,7 @@ static nbStatus nbi_decompose(nbMpi *m, const double *xyz, size_t n)
     nbi_mpi_free(a, all, all_n * (size_t)dim, sizeof(double));
     nbi_mpi_free(a, counts, 2 * (size_t)size, sizeof(int));
     nbi_mpi_free(a, mine_s, ns * (size_t)dim, sizeof(double));
-    if (st == NB_OK) m->reach = nbi_reach(m->radius, nbi_max_abs(&m->dec, m->period));
+    if (st == NB_OK) m->reach = nbi_halo_reach(m->radius, nbi_max_abs(&m->dec, m->period));
     return st;
 }
 
@@ -780,7 +782,7 @@ nbStatus nb_mpi_update(nbMpi *m, const double *xyz, const int64_t *ids, size_t n
             t->dec.root_lo[ax] = lo;
             t->dec.root_hi[ax] = hi;
         }
-        t->reach = nbi_reach(t->radius, nbi_max_abs(&t->dec, t->period));
+        t->reach = nbi_halo_reach(t->radius, nbi_max_abs(&t->dec, t->period));
     }
     st = nbi_agree(m->comm, st);
     if (st == NB_OK) st = nbi_migrate(t, xyz, ids, n);
@@ -1014,7 +1016,7 @@ static nbStatus nbi_answer(const nbMpi *m, const double *c, double r, nbiStream 
         nbiAnswer q = {m, out, c, r, 0};
         st = nb_grid_visit_radius(m->own_grid, c, r, NB_FILTER_ALL, nbi_answer_hit, &q);
     } else {
-        const double reach = nbi_reach(r, nbi_max_abs(&m->dec, m->period));
+        const double reach = nbi_halo_reach(r, nbi_max_abs(&m->dec, m->period));
         int32_t codes[27];
         const int32_t ns = nbi_shifts(c, m->dim, m->period, reach, codes);
         for (int32_t s = 0; s < ns && st == NB_OK; s++) {
@@ -1049,7 +1051,7 @@ static void nbi_route(const nbMpi *m, nbiRoute *t, const double *c, double r)
 {
     double maxabs = nbi_max_abs(&m->dec, m->period);
     for (int32_t a = 0; a < m->dim; a++) maxabs = fmax(maxabs, fabs(c[a]));
-    const double reach = nbi_reach(r, maxabs);
+    const double reach = nbi_halo_reach(r, maxabs);
     int32_t codes[27];
     const int32_t ns = nbi_shifts(c, m->dim, m->period, reach, codes);
     t->n = 0;

@@ -201,7 +201,7 @@ nbStatus nbi_check_pairs(double radius, int64_t capacity)
 // The work budget of a walk, in cell steps: 64 per point + 2^26. A radius spanning very many
 // cells of a sparse (hashed) view costs a lookup per stencil cell whether or not it is occupied,
 // so a cell much smaller than the radius could run for minutes however few pairs it finds; past
-// the budget the walk returns NB_ERR_OUT_OF_RANGE at once (STYLE.md: a radius covering an absurd
+// the budget the walk returns NB_ERR_OUT_OF_RANGE at once (a radius covering an absurd
 // number of cells). Dense views need no guard: their cells are at least a quarter occupied, so
 // the candidates, which any method must test, dominate. Nor do ranked views: they walk rows as
 // dense ones do, their box has at most 64 cells a point, and the stencil is clipped to it.

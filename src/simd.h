@@ -4,7 +4,7 @@
 // cell passes) have extra copies compiled for AVX2 or AVX-512 (F and VL) with target
 // attributes, and each call picks the widest the CPU reports. Every copy computes the same
 // values as the SSE2 one, in the same order (-ffp-contract=off forbids fusing; the cell pass
-// proves its reciprocal exact or divides, see dense_grid.c), so answers never depend on the
+// proves its reciprocal exact or divides, see grid.c), so answers never depend on the
 // CPU. The `_off` switches let the tests run the narrower copies on a machine that has the
 // wider ones and compare them. Never installed.
 #ifndef NEARBY_SIMD_H

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The error contract of every public function (STYLE.md section 6, docs/errors.md), table-driven.
+// The error contract of every public function (docs/errors.md), table-driven.
 //
 // For each function a Spec lists its required pointers, its non-finite inputs, its out-of-range
 // inputs and some accepted edge values. From those lists the table runner generates, on four

@@ -1022,7 +1022,7 @@ static int test_zero_allocation_frames(void)
         if (frame >= 3) NB_CHECK(counter.allocs == before);
     }
     // reserve up front: a bigger build then allocates nothing, also a blocked one (the tables
-    // of dense_grid.c's "large builds", which reserve sizes for any cells)
+    // of grid.c's "large builds", which reserve sizes for any cells)
     const int32_t saved = nbi_blocked_min_points;
     nbi_blocked_min_points = 1;
     NB_CHECK_OK(nb_grid_reserve(g, 20000));
@@ -1222,7 +1222,7 @@ static int test_packed_matches_strided(void)
     return 0;
 }
 
-// The hashed layout's build looks keys up a fixed distance ahead of the inserts (dense_grid.c,
+// The hashed layout's build looks keys up a fixed distance ahead of the inserts (grid.c,
 // NBI_HASH_AHEAD): every count around that distance, with points sharing cells, must give the
 // oracle's pairs, each cell's points in ascending input order, and cells by first appearance.
 static int test_hashed_counts_around_lookahead(void)
@@ -1306,7 +1306,7 @@ static void free_shot(gridShot *t)
 // A simulation's rebuilds: the same grid rebuilt every step from points that drift (in a box
 // that stays put, one that slowly grows and one that shrinks, with and without an explicit cell
 // size, and now and then a new radius) reuses the last build's cells whenever it can
-// (dense_grid.c, "rebuilding"). Every step
+// (grid.c, "rebuilding"). Every step
 // must equal a fresh grid's build of the same points: the same cell order and pairs (and, every
 // sixth step, the oracle's pairs). Every step also puts a few coordinates on a cell's edge or an
 // ulp either side of it, where the rebuild's eight-lane cell pass must divide (simd.h). It
@@ -1387,7 +1387,7 @@ static int test_rebuild_follows_fresh(void)
     return 0;
 }
 
-// A large serial build sorts in two cache-sized passes (dense_grid.c, "large builds"); it must
+// A large serial build sorts in two cache-sized passes (grid.c, "large builds"); it must
 // lay the points out exactly as the one-pass build: the same cell order, the same pairs in the
 // same order. Lowering nbi_blocked_min_points runs it on small sets: uniform (many blocks), 2D
 // and 3D, a power-of-two cell and another, far from the origin, with filter bits, and a crowd
@@ -1454,7 +1454,7 @@ static int test_blocked_build_matches_one_pass(void)
     return 0;
 }
 
-// The eight-lane cell pass (dense_grid.c, nbi_cells8: fresh dense builds and rebuilds)
+// The eight-lane cell pass (grid.c, nbi_cells8: fresh dense builds and rebuilds)
 // multiplies by the cell's reciprocal where that gives floor(x / cell), and divides elsewhere.
 // This puts coordinates where the two differ: with cell 0.7, fl(m * 0.7) and the few doubles
 // either side of it, on every axis, where for some m floor(x * fl(1 / 0.7)) != floor(x / 0.7),
@@ -1560,7 +1560,7 @@ static int test_cells_at_huge_edges(void)
     return 0;
 }
 
-// A hashed build sizes its cell table by the last hashed build's cells (dense_grid.c,
+// A hashed build sizes its cell table by the last hashed build's cells (grid.c,
 // nbi_hashed_count) and counts again in a table for every point when more cells come. One grid
 // goes from few cells to many and back, in 2D and 3D, each build checked against a fresh grid
 // (the same cell order and pairs), the oracle and validate.

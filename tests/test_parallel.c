@@ -155,7 +155,7 @@ static void done(answers *a)
 }
 
 // Every worker count and every odd scheduler against the serial grid, for one data set. With
-// `blocked`, the grids on a scheduler build in blocks (dense_grid.c, "large builds") and the
+// `blocked`, the grids on a scheduler build in blocks (grid.c, "large builds") and the
 // serial one in one pass.
 static int against_serial_as(int32_t n, int dim, int kind, bool filtered, double r, bool blocked)
 {
@@ -301,7 +301,7 @@ static int all_pairs(const nbGrid *g, double r, nbPair **out, int64_t *n)
     return 0;
 }
 
-// Rebuilds of moving points on a scheduler (dense_grid.c's rebuild, each chunk counting under the
+// Rebuilds of moving points on a scheduler (grid.c's rebuild, each chunk counting under the
 // last build's box) against a serial grid: small steps inside the box (two anchors at its corners
 // keep it), a NaN (NB_ERR_NOT_FINITE, the grid as it was), then a point thrown far out (a fresh
 // build) and back.

@@ -10,7 +10,7 @@
 // op's high nibble runs operations on a second grid B (nbf_op_second): cross pairs between
 // the two grids (or one grid twice), B's own builds and queries.
 //
-// Every call is checked against the contract in grid.h and STYLE.md section 6:
+// Every call is checked against the contract in grid.h and docs/errors.md:
 //   - the status is one the contract allows for these arguments (pointers, then finiteness,
 //     then range); outputs are zeroed on argument errors;
 //   - nb_grid_validate() returns NB_OK after every operation;
@@ -25,7 +25,7 @@
 // decoded call sequence while replaying an input. NB_FUZZ_SKIP tags (see nbf_skip): build-alloc
 // (no allocation checks on builds at all), knn-huge (no kNN oracle when a coordinate exceeds
 // 2^1000). NB_FUZZ_BLOCKED=1 makes every dense build of packed points take the two-pass
-// "large builds" path of dense_grid.c, whatever its size (make test replays the corpus both
+// "large builds" path of grid.c, whatever its size (make test replays the corpus both
 // ways). The reader, the checking allocator and the failure helpers are in nb_fuzz.h; the
 // oracle is tests/nb_oracle.h.
 

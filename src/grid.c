@@ -1104,7 +1104,25 @@ static int32_t nbi_ranked_build(nbGrid *g, const nbiBuildIn *in)
     return cells;
 }
 
-static nbStatus nbi_grid_build_fresh(nbGrid *grid, const nbPoints *points, double radius)
+// What a fresh build will do, decided before anything changes: the checked input, the cell
+// math, the occupied box and its layout, the room it needs, and which of the build paths runs.
+typedef struct nbiGridPlan {
+    nbiBuildIn in; // the points, with their filter bits' strides
+    nbiCellMath cm;
+    double max_abs;
+    int64_t lo[3], hi[3], ext[3];
+    double box_cells;
+    nbiWrap wrap; // periodic grids: their cells
+    bool sparse, ranked, hashed, filtered;
+    bool parallel; // on the caller's scheduler
+    bool blocked;  // a large dense build of packed points: two cache-sized passes
+    nbiGridNeed need;
+} nbiGridPlan;
+
+// Checks the build's input in the documented order (pointers, finiteness, ranges) and plans it.
+// Changes nothing in the grid.
+static nbStatus nbi_grid_plan(const nbGrid *grid, const nbPoints *points, double radius,
+                              nbiGridPlan *plan)
 {
     if (grid == NULL || points == NULL || (points->data == NULL && points->count > 0))
         return NB_ERR_NULL_ARG;
@@ -1115,14 +1133,14 @@ static nbStatus nbi_grid_build_fresh(nbGrid *grid, const nbPoints *points, doubl
     const bool layout_ok = points->count >= 0 && (points->dim == 0 || points->dim == dim) &&
                            stride >= (size_t)dim * sizeof(double) && stride % sizeof(double) == 0;
     double mn[3] = {0, 0, 0}, mx[3] = {0, 0, 0}, max_abs = 0.0;
-    const nbiBuildIn in = {points->data,
-                           stride / sizeof(double),
-                           points->count,
-                           dim,
-                           points->category,
-                           points->mask,
-                           0,
-                           0};
+    nbiBuildIn in = {points->data,
+                     stride / sizeof(double),
+                     points->count,
+                     dim,
+                     points->category,
+                     points->mask,
+                     0,
+                     0};
     const bool parallel = nbi_grid_parallel(grid) && points->count >= NBI_PARALLEL_MIN_POINTS;
     // The scan needs a sound layout to read the points; without one there is nothing to scan.
     if (layout_ok && points->count > 0 &&
@@ -1130,168 +1148,200 @@ static nbStatus nbi_grid_build_fresh(nbGrid *grid, const nbPoints *points, doubl
                    : nbi_grid_scan(in.data, in.step, in.n, dim, mn, mx)))
         return NB_ERR_NOT_FINITE;
     if (radius < 0.0 || !layout_ok) return NB_ERR_OUT_OF_RANGE;
-    size_t cat_stride, mask_stride;
-    if (!nbi_bits_layout(points->category, points->category_stride, &cat_stride) ||
-        !nbi_bits_layout(points->mask, points->mask_stride, &mask_stride))
+    if (!nbi_bits_layout(points->category, points->category_stride, &in.cat_stride) ||
+        !nbi_bits_layout(points->mask, points->mask_stride, &in.mask_stride))
         return NB_ERR_OUT_OF_RANGE;
-    const size_t step = stride / sizeof(double);
     for (int a = 0; a < dim; a++) {
         max_abs = fabs(mn[a]) > max_abs ? fabs(mn[a]) : max_abs;
         max_abs = fabs(mx[a]) > max_abs ? fabs(mx[a]) : max_abs;
     }
 
+    memset(plan, 0, sizeof *plan);
+    plan->in = in;
+    plan->max_abs = max_abs;
+    plan->parallel = parallel;
     const double cell = grid->desc_cell > 0.0 ? nbi_cell_snap(grid->desc_cell, radius, max_abs)
                                               : nbi_cell_for_radius(radius, max_abs);
-    nbiCellMath cm = nbi_cell_math(cell);
+    plan->cm = nbi_cell_math(cell);
     const int32_t n = points->count;
-    int64_t lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0}, ext[3] = {1, 1, 1};
-    double box_cells = 1.0;
+    for (int a = 0; a < 3; a++) plan->ext[a] = 1;
+    plan->box_cells = 1.0;
     double dense_limit = (double)NBI_DENSE_CELLS_PER_POINT * n + NBI_DENSE_MIN_CELLS;
     if (dense_limit > (double)(INT32_MAX - 2)) dense_limit = (double)(INT32_MAX - 2);
-    nbiWrap wrap = grid->wrap;
+    plan->wrap = grid->wrap;
     if (grid->wrapped) { // periodic: its own cells, always dense (see nbi_wrap_layout)
         const double pcell = grid->desc_cell > 0.0 ? grid->desc_cell : cell;
-        const nbStatus wst = nbi_wrap_layout(grid, n, mn, mx, radius, cell, pcell, dense_limit,
-                                             &wrap, &cm, lo, hi, ext, &box_cells);
+        const nbStatus wst =
+            nbi_wrap_layout(grid, n, mn, mx, radius, cell, pcell, dense_limit, &plan->wrap,
+                            &plan->cm, plan->lo, plan->hi, plan->ext, &plan->box_cells);
         if (wst != NB_OK) return wst;
     }
     for (int a = 0; a < dim && n > 0 && !grid->wrapped; a++) {
-        double l = nbi_cell_f(&cm, mn[a]), h = nbi_cell_f(&cm, mx[a]);
+        double l = nbi_cell_f(&plan->cm, mn[a]), h = nbi_cell_f(&plan->cm, mx[a]);
         if (!(fabs(l) < NBI_CELL_LIMIT && fabs(h) < NBI_CELL_LIMIT)) return NB_ERR_OUT_OF_RANGE;
-        lo[a] = (int64_t)l;
-        hi[a] = (int64_t)h;
-        ext[a] = hi[a] - lo[a] + 1;
-        box_cells *= (double)ext[a];
+        plan->lo[a] = (int64_t)l;
+        plan->hi[a] = (int64_t)h;
+        plan->ext[a] = plan->hi[a] - plan->lo[a] + 1;
+        plan->box_cells *= (double)plan->ext[a];
     }
     double ranked_limit = (double)NBI_RANKED_CELLS_PER_POINT * n;
     if (ranked_limit > (double)(INT32_MAX - 256)) ranked_limit = (double)(INT32_MAX - 256);
-    const bool sparse = box_cells > dense_limit && !grid->wrapped;
-    const bool ranked = sparse && box_cells <= ranked_limit;
-    const bool hashed = sparse && !ranked;
-    const bool filtered = points->category != NULL || points->mask != NULL;
+    plan->sparse = plan->box_cells > dense_limit && !grid->wrapped;
+    plan->ranked = plan->sparse && plan->box_cells <= ranked_limit;
+    plan->hashed = plan->sparse && !plan->ranked;
+    plan->filtered = points->category != NULL || points->mask != NULL;
+
     // The arrays of a sparse layout, once first needed, are kept sized for every point the grid
     // has room for (growing along with it, even in a dense build), so only the first hashed or
     // ranked layout allocates; the table in use is still sized for this build, so clearing it
     // costs O(N), not O(capacity). Filter bits likewise, once a build has had them.
     const uint64_t room = nbi_buf_grown_cap(&grid->idx, (size_t)n);
     const int32_t room_bits = nbi_ctab_bits_for(room < INT32_MAX ? (size_t)room : INT32_MAX);
-    const bool keep_hashed = hashed || grid->table.buf.cap > 0;
-    const bool keep_ranked = ranked || grid->occ.cap > 0;
+    const bool keep_hashed = plan->hashed || grid->table.buf.cap > 0;
+    const bool keep_ranked = plan->ranked || grid->occ.cap > 0;
     const bool keep_sparse = keep_hashed || keep_ranked;
-    const bool keep_bits = filtered || grid->had_bits;
-    const uint64_t cells = sparse ? (uint64_t)n : (uint64_t)box_cells;
-    const bool parallel_dense = parallel && !sparse; // periodic grids are always dense
+    const bool keep_bits = plan->filtered || grid->had_bits;
+    const uint64_t cells = plan->sparse ? (uint64_t)n : (uint64_t)plan->box_cells;
     // A large dense build of packed points sorts in two cache-sized passes. Every build of that
     // many points makes room for its tables, so that the room depends on the point count alone
     // (a later dense packed build with fewer points allocates nothing).
-    bool blocked = false;
     const int32_t chunks = parallel ? nbi_grid_build_chunks(grid) : 1;
-    uint64_t hist = parallel_dense ? (uint64_t)chunks * (cells + 2) : 0; // (rebuilds: + 2)
-    if (parallel && ranked) hist = (uint64_t)chunks * ((uint64_t)box_cells / 64 + 3); // words + 2
+    uint64_t hist = parallel && !plan->sparse ? (uint64_t)chunks * (cells + 2) : 0; // rebuilds: +2
+    if (parallel && plan->ranked)
+        hist = (uint64_t)chunks * ((uint64_t)plan->box_cells / 64 + 3); // words + 2
 #if defined(__SSE2__)
     if (n >= nbi_blocked_min_points) {
         const uint64_t want = nbi_blocks_hist(n, dim, chunks);
         hist = want > hist ? want : hist;
-        blocked = !sparse && !grid->wrapped && step == (size_t)dim && nbi_cells_fit_i32(lo, hi);
+        plan->blocked = !plan->sparse && !grid->wrapped && in.step == (size_t)dim &&
+                        nbi_cells_fit_i32(plan->lo, plan->hi);
     }
 #endif
-    nbiGridNeed need = {(uint64_t)n,
-                        keep_sparse && room > cells ? room : cells,
-                        keep_hashed ? (uint64_t)1 << room_bits : 0,
-                        keep_sparse ? room : 0,
-                        keep_bits ? room : 0,
-                        keep_ranked ? nbi_ranked_words(room) : 0,
-                        hist};
-    if (!nbi_grid_grow(grid, need, false)) return NB_ERR_OUT_OF_MEMORY;
+    const nbiGridNeed need = {(uint64_t)n,
+                              keep_sparse && room > cells ? room : cells,
+                              keep_hashed ? (uint64_t)1 << room_bits : 0,
+                              keep_sparse ? room : 0,
+                              keep_bits ? room : 0,
+                              keep_ranked ? nbi_ranked_words(room) : 0,
+                              hist};
+    plan->need = need;
+    return NB_OK;
+}
 
-    // Nothing can fail from here on: replace the contents.
-    grid->n = n;
-    grid->cm = cm;
-    grid->max_abs = max_abs;
-    grid->hashed = hashed;
-    grid->ranked = ranked;
-    grid->cells_kept = true; // until a blocked or ranked build says otherwise
-    grid->filtered = filtered;
-    grid->had_bits |= filtered;
-    memcpy(grid->lo, lo, sizeof lo);
-    memcpy(grid->hi, hi, sizeof hi);
-    memcpy(grid->ext, ext, sizeof ext);
-    if (grid->wrapped) grid->wrap = wrap;
-
+// Pass 2 of a serial dense, periodic or hashed build: the cell of each point, counted into
+// start[cell + 2]. Returns the cells, or -1 when a large dense build sorted in blocks instead
+// (the build is then complete but for the filter bits).
+static int32_t nbi_grid_count_serial(nbGrid *grid, const nbiGridPlan *plan)
+{
+    const nbiBuildIn *in = &plan->in;
+    const int32_t n = in->n, dim = grid->dim;
     int32_t *cell_of = (int32_t *)grid->cell_of.ptr;
     int32_t *start = (int32_t *)grid->start.ptr;
-    nbiBuildIn with_bits = in;
-    with_bits.cat_stride = cat_stride;
-    with_bits.mask_stride = mask_stride;
-    if (parallel_dense) {
-        grid->ncells = (int32_t)box_cells;
-        nbi_grid_build_parallel(grid, &with_bits, blocked);
-        return NB_OK;
-    }
-
-    if (ranked) {
-        grid->cells_kept = false;
-        if (parallel) {
-            nbi_grid_build_ranked_parallel(grid, &with_bits);
-            return NB_OK;
-        }
-        grid->ncells = nbi_ranked_build(grid, &with_bits);
-        nbi_grid_gather(grid, &with_bits, 0, n);
-        return NB_OK;
-    }
-
-    // Pass 2: the cell of each point, counted into start[cell + 2].
-    int32_t ncells;
     if (grid->wrapped) {
-        ncells = (int32_t)box_cells;
+        const int32_t ncells = (int32_t)plan->box_cells;
         memset(start, 0, ((size_t)ncells + 2) * sizeof(int32_t));
-        nbi_count_wrapped(grid, points->data, step, n, cell_of, start);
-    } else if (!hashed) {
-        ncells = (int32_t)box_cells;
+        nbi_count_wrapped(grid, in->data, in->step, n, cell_of, start);
+        return ncells;
+    }
+    if (!plan->hashed) {
+        const int32_t ncells = (int32_t)plan->box_cells;
 #if defined(__SSE2__)
         grid->ncells = ncells;
-        if (blocked && nbi_build_blocked(grid, points->data, n)) {
-            nbi_grid_gather_bits(grid, &with_bits, 0, n);
-            return NB_OK;
-        }
+        if (plan->blocked && nbi_build_blocked(grid, in->data, n)) return -1;
 #endif
         memset(start, 0, ((size_t)ncells + 2) * sizeof(int32_t));
 #if defined(__SSE2__)
-        if (step == (size_t)dim && nbi_cells_fit_i32(lo, hi)) {
-            nbi_count_packed(points->data, n, dim, &cm, lo, ext, cell_of, start + 2, 0);
-        } else
+        if (in->step == (size_t)dim && nbi_cells_fit_i32(grid->lo, grid->hi)) {
+            nbi_count_packed(in->data, n, dim, &grid->cm, grid->lo, grid->ext, cell_of, start + 2,
+                             0);
+            return ncells;
+        }
 #endif
-            NBI_BY_LAYOUT(nbi_count_dense, points->data, step, n, dim, &cm, lo, ext, cell_of, start,
-                          0);
-    } else {
-        nbiCellTable *table = &grid->table;
-        uint32_t *cell_slot = (uint32_t *)grid->cell_slot.ptr;
-        // A table twice the last hashed build's cells and a quarter (if smaller than one for
-        // n cells) is cleared in a fraction of the time; a build that finds more cells than it
-        // holds counts again in the full one.
-        const int32_t full = nbi_ctab_bits_for((size_t)n);
-        const int32_t last = grid->hashed_cells;
-        int32_t bits = last > 0 ? nbi_ctab_bits_for((size_t)last + (size_t)last / 4 + 16) : full;
-        bits = bits < full ? bits : full;
-        ncells = nbi_hashed_count(table, points->data, step, n, dim, &cm, bits, cell_of, cell_slot);
-        if (ncells < 0)
-            ncells =
-                nbi_hashed_count(table, points->data, step, n, dim, &cm, full, cell_of, cell_slot);
-        grid->hashed_cells = ncells;
-        start[0] = start[1] = 0;
-        // the counts, from the slots into start[c + 2]
-        const nbiCellSlot *slots = nbi_ctab_slots(table);
-        for (int32_t c = 0; c < ncells; c++) start[c + 2] = slots[cell_slot[c]].aux;
+        NBI_BY_LAYOUT(nbi_count_dense, in->data, in->step, n, dim, &grid->cm, grid->lo, grid->ext,
+                      cell_of, start, 0);
+        return ncells;
+    }
+    nbiCellTable *table = &grid->table;
+    uint32_t *cell_slot = (uint32_t *)grid->cell_slot.ptr;
+    // A table twice the last hashed build's cells and a quarter (if smaller than one for n
+    // cells) is cleared in a fraction of the time; a build that finds more cells than it holds
+    // counts again in the full one.
+    const int32_t full = nbi_ctab_bits_for((size_t)n);
+    const int32_t last = grid->hashed_cells;
+    int32_t bits = last > 0 ? nbi_ctab_bits_for((size_t)last + (size_t)last / 4 + 16) : full;
+    bits = bits < full ? bits : full;
+    int32_t ncells =
+        nbi_hashed_count(table, in->data, in->step, n, dim, &grid->cm, bits, cell_of, cell_slot);
+    if (ncells < 0)
+        ncells = nbi_hashed_count(table, in->data, in->step, n, dim, &grid->cm, full, cell_of,
+                                  cell_slot);
+    grid->hashed_cells = ncells;
+    start[0] = start[1] = 0;
+    // the counts, from the slots into start[c + 2]
+    const nbiCellSlot *slots = nbi_ctab_slots(table);
+    for (int32_t c = 0; c < ncells; c++) start[c + 2] = slots[cell_slot[c]].aux;
+    return ncells;
+}
+
+// Sorts the planned points into the grid (room made, fields set): on the caller's scheduler,
+// ranked, or serially by count, prefix sum and scatter. Cannot fail.
+static void nbi_grid_fill(nbGrid *grid, const nbiGridPlan *plan)
+{
+    const nbiBuildIn *in = &plan->in;
+    const int32_t n = in->n;
+    if (plan->parallel && !plan->sparse) { // periodic grids are always dense
+        grid->ncells = (int32_t)plan->box_cells;
+        nbi_grid_build_parallel(grid, in, plan->blocked);
+        return;
+    }
+    if (plan->ranked) {
+        grid->cells_kept = false;
+        if (plan->parallel) {
+            nbi_grid_build_ranked_parallel(grid, in);
+            return;
+        }
+        grid->ncells = nbi_ranked_build(grid, in);
+        nbi_grid_gather(grid, in, 0, n);
+        return;
+    }
+    const int32_t ncells = nbi_grid_count_serial(grid, plan);
+    if (ncells < 0) { // sorted in blocks
+        nbi_grid_gather_bits(grid, in, 0, n);
+        return;
     }
     grid->ncells = ncells;
-
+    int32_t *start = (int32_t *)grid->start.ptr;
     // Pass 3: exclusive prefix sum, shifted by one: start[c + 1] = first position of cell c.
     for (int64_t c = 2; c < (int64_t)ncells + 2; c++) start[c] += start[c - 1];
-
     // Pass 4: the scatter. Afterwards start[c + 1] has advanced to the end of cell c, i.e.
     // start[c] is cell c's first position.
-    nbi_grid_scatter(cell_of, start + 1, 0, n, (int32_t *)grid->idx.ptr);
-    nbi_grid_gather(grid, &with_bits, 0, n);
+    nbi_grid_scatter((const int32_t *)grid->cell_of.ptr, start + 1, 0, n, (int32_t *)grid->idx.ptr);
+    nbi_grid_gather(grid, in, 0, n);
+}
+
+// A build from scratch: plan (all checks), make room (all or nothing), then replace the
+// contents.
+static nbStatus nbi_grid_build_fresh(nbGrid *grid, const nbPoints *points, double radius)
+{
+    nbiGridPlan plan;
+    const nbStatus st = nbi_grid_plan(grid, points, radius, &plan);
+    if (st != NB_OK) return st;
+    if (!nbi_grid_grow(grid, plan.need, false)) return NB_ERR_OUT_OF_MEMORY;
+
+    // Nothing can fail from here on: replace the contents.
+    grid->n = plan.in.n;
+    grid->cm = plan.cm;
+    grid->max_abs = plan.max_abs;
+    grid->hashed = plan.hashed;
+    grid->ranked = plan.ranked;
+    grid->cells_kept = true; // until a blocked or ranked build says otherwise
+    grid->filtered = plan.filtered;
+    grid->had_bits |= plan.filtered;
+    memcpy(grid->lo, plan.lo, sizeof plan.lo);
+    memcpy(grid->hi, plan.hi, sizeof plan.hi);
+    memcpy(grid->ext, plan.ext, sizeof plan.ext);
+    if (grid->wrapped) grid->wrap = plan.wrap;
+    nbi_grid_fill(grid, &plan);
     return NB_OK;
 }
 
