@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The pair kernels: one cell's points against runs (or index lists) of candidate positions,
+// The pair kernels: one cell's points against runs of candidate positions,
 // each pair within r that passes the filter emitted once through the pair sink (sink.h). Every
 // walker uses them: the half stencil of all pairs (self mode: one view, pairs reported as
 // (min, max) of the caller's indices) and set A against set B (cross mode: the cell's points
@@ -29,10 +29,9 @@ typedef struct nbiPairCtx {
     double per[3]; // periodic walks: the minimum image against P (+inf: not periodic) per axis
 } nbiPairCtx;
 
-// Candidates: positions [b0, b1) of side B, or, with `list`, positions list[b0 .. b1).
+// Candidates: positions [b0, b1) of side B.
 typedef struct nbiSpan {
     int32_t b0, b1;
-    const int32_t *list;
 } nbiSpan;
 
 enum { NBI_MAX_SPANS = 32 };
@@ -184,21 +183,6 @@ NBI_INLINE int64_t nbi_scan(const nbiPairCtx *x, int dim, bool flt, bool cross, 
     return m;
 }
 
-// The same against positions list[t0 .. t1) (candidates from an index list).
-NBI_INLINE int64_t nbi_scan_list(const nbiPairCtx *x, int dim, bool flt, bool cross, bool wrap,
-                                 const double *pi, int32_t ii, uint32_t pc, uint32_t pm,
-                                 const int32_t *list, int32_t t0, int32_t t1, nbPair *w)
-{
-    int64_t m = 0;
-    for (int32_t t = t0; t < t1; t++) {
-        const int32_t q = list[t];
-        int hit = nbi_kdist2(x, pi, x->pb + (size_t)q * (size_t)dim, dim, wrap) <= x->r2;
-        if (flt) hit &= nbi_pass(x, pc, pm, q);
-        m = w == NULL ? m + hit : nbi_emit(w, m, ii, x->ib[q], hit, cross);
-    }
-    return m;
-}
-
 // ---- the gathered path ----
 // A cell's candidates are copied once into small contiguous x / y / z / index (/ filter) lanes:
 // in self mode its own run first, then the spans. Point p at offset i of the cell then pairs
@@ -208,8 +192,7 @@ NBI_INLINE int64_t nbi_scan_list(const nbiPairCtx *x, int dim, bool flt, bool cr
 enum { NBI_GATHER = 512, NBI_GATHER_PAD = 8 };
 // Measured (1M uniform points, best of 9 runs): in 3D, with five runs per cell, gathering saves
 // about a quarter of the time; in 2D, with two runs per cell, the copy costs what it saves, so
-// 2D scans contiguous runs in place, unless a wide (AVX2 or AVX-512) scan runs. Index lists are
-// always gathered (when they fit).
+// 2D scans contiguous runs in place, unless a wide (AVX2 or AVX-512) scan runs.
 #ifndef NBI_USE_GATHER
 #define NBI_USE_GATHER 1
 #endif
@@ -242,12 +225,6 @@ NBI_INLINE void nbi_gather_span(nbiGather *gt, const nbiPairCtx *x, int dim, boo
                                 const nbiSpan *sp)
 {
     int32_t n = gt->n;
-    if (sp->list != NULL) {
-        for (int32_t t = sp->b0; t < sp->b1; t++)
-            nbi_gather_one(gt, x, dim, flt, ids, n++, sp->list[t]);
-        gt->n = n;
-        return;
-    }
     int32_t q = sp->b0;
 #if defined(__SSE2__)
     if (dim == 2) { // two points' x and y apart in one unpack each
@@ -515,7 +492,7 @@ NBI_INLINE void nbi_cell_pairs_gathered(const nbiSpanList *l, int dim, bool flt,
     nbiGather gt;
     gt.n = 0;
     if (!cross) {
-        const nbiSpan own = {l->a0, l->self_end, NULL};
+        const nbiSpan own = {l->a0, l->self_end};
         nbi_gather_span(&gt, x, dim, flt, ids, &own);
     }
     for (int t = 0; t < l->ns; t++) nbi_gather_span(&gt, x, dim, flt, ids, &l->sp[t]);
@@ -577,16 +554,6 @@ NBI_INLINE void nbi_cell_pairs_gathered(const nbiSpanList *l, int dim, bool flt,
 #undef NBI_GSCAN8
 }
 
-// Point p of side A against one span [b0, b1) (or list span), into w; room for b1 - b0.
-NBI_INLINE int64_t nbi_scan_span(const nbiPairCtx *x, int dim, bool flt, bool cross, bool wrap,
-                                 const double *pi, int32_t ii, uint32_t pc, uint32_t pm,
-                                 const nbiSpan *sp, int32_t b0, int32_t b1, nbPair *w)
-{
-    if (sp != NULL && sp->list != NULL)
-        return nbi_scan_list(x, dim, flt, cross, wrap, pi, ii, pc, pm, sp->list, b0, b1, w);
-    return nbi_scan(x, dim, flt, cross, wrap, pi, ii, pc, pm, b0, b1, w);
-}
-
 // All candidate pairs of the list's cell: each point p with the positions after it in its own
 // run (self mode) and with every candidate of the spans.
 NBI_INLINE void nbi_cell_pairs_dim(const nbiSpanList *l, int dim, bool flt, bool cross, bool wrap,
@@ -597,19 +564,15 @@ NBI_INLINE void nbi_cell_pairs_dim(const nbiSpanList *l, int dim, bool flt, bool
     const int32_t a0 = l->a0, a1 = l->a1;
     const int32_t self_end = cross ? a0 : l->self_end;
     int64_t width = self_end > a0 ? self_end - a0 : 0;
-    bool lists = false;
-    for (int t = 0; t < l->ns; t++) {
-        width += l->sp[t].b1 - l->sp[t].b0;
-        lists |= l->sp[t].list != NULL;
-    }
+    for (int t = 0; t < l->ns; t++) width += l->sp[t].b1 - l->sp[t].b0;
     if (width == 0 || s->stop) return;
     const bool own_fits = cross || self_end >= a1;
-    if (NBI_USE_GATHER && (wide != 0 || dim == 3 || lists || cross) && own_fits &&
+    if (NBI_USE_GATHER && (wide != 0 || dim == 3 || cross) && own_fits &&
         width + NBI_GATHER_PAD <= NBI_GATHER) {
         nbi_cell_pairs_gathered(l, dim, flt, cross, wrap, wide);
         return;
     }
-    if (s->mode == NBI_SINK_COUNT && !lists) {
+    if (s->mode == NBI_SINK_COUNT) {
         int64_t m = 0;
         for (int32_t p = a0; p < a1; p++) {
             const double *pi = x->pa + (size_t)p * (size_t)dim;
@@ -624,7 +587,7 @@ NBI_INLINE void nbi_cell_pairs_dim(const nbiSpanList *l, int dim, bool flt, bool
         return;
     }
     const int64_t bound = (int64_t)(a1 - a0) * width;
-    if (bound <= NBI_SCRATCH && !lists) { // the common case: the whole cell in one reservation
+    if (bound <= NBI_SCRATCH) { // the common case: the whole cell in one reservation
         nbPair *w = nbi_reserve(s, bound);
         int64_t m = 0;
         for (int32_t p = a0; p < a1; p++) {
@@ -640,8 +603,7 @@ NBI_INLINE void nbi_cell_pairs_dim(const nbiSpanList *l, int dim, bool flt, bool
         nbi_commit(s, w, m);
         return;
     }
-    // A crowded cell, or index lists that did not fit the gather: run by run, in scratch-sized
-    // pieces (count mode too, through the scratch).
+    // A crowded cell: run by run, in scratch-sized pieces (count mode counts only).
     for (int32_t p = a0; p < a1; p++) {
         const double *pi = x->pa + (size_t)p * (size_t)dim;
         const int32_t ii = x->ia[p];
@@ -654,8 +616,7 @@ NBI_INLINE void nbi_cell_pairs_dim(const nbiSpanList *l, int dim, bool flt, bool
                 if (s->stop) return;
                 const int32_t q1 = b1 - q0 > NBI_SCRATCH ? q0 + NBI_SCRATCH : b1;
                 nbPair *w = s->mode == NBI_SINK_COUNT ? NULL : nbi_reserve(s, q1 - q0);
-                const int64_t m =
-                    nbi_scan_span(x, dim, flt, cross, wrap, pi, ii, pc, pm, sp, q0, q1, w);
+                const int64_t m = nbi_scan(x, dim, flt, cross, wrap, pi, ii, pc, pm, q0, q1, w);
                 if (w == NULL)
                     s->found += m;
                 else
@@ -765,13 +726,12 @@ static inline void nbi_spans_flush(nbiSpanList *l)
     l->self_end = l->a0; // the own-cell part is done
 }
 
-NBI_INLINE void nbi_spans_add(nbiSpanList *l, int32_t b0, int32_t b1, const int32_t *list)
+NBI_INLINE void nbi_spans_add(nbiSpanList *l, int32_t b0, int32_t b1)
 {
     if (b0 >= b1) return;
     if (l->ns == NBI_MAX_SPANS) nbi_spans_flush(l);
     l->sp[l->ns].b0 = b0;
     l->sp[l->ns].b1 = b1;
-    l->sp[l->ns].list = list;
     l->ns++;
 }
 

@@ -74,14 +74,14 @@ NBI_INLINE void nbi_pairs_rows_cell(const nbiView *v, bool ranked, nbiSpanList *
     l->ns = 0;
     for (int64_t dy = 1; dy <= ky && cy + dy < e1; dy++) {
         const int64_t row = row0 + dy * e0;
-        nbi_spans_add(l, nbi_row_start(v, ranked, row + xl), nbi_row_start(v, ranked, row + xr + 1),
-                      NULL);
+        nbi_spans_add(l, nbi_row_start(v, ranked, row + xl),
+                      nbi_row_start(v, ranked, row + xr + 1));
     }
     for (int64_t dz = 1; dz <= kz && cz + dz < e2; dz++) {
         for (int64_t dy = nbi_max64(-ky, -cy); dy <= ky && cy + dy < e1; dy++) {
             const int64_t row = row0 + dy * e0 + dz * e01;
             nbi_spans_add(l, nbi_row_start(v, ranked, row + xl),
-                          nbi_row_start(v, ranked, row + xr + 1), NULL);
+                          nbi_row_start(v, ranked, row + xr + 1));
         }
     }
     nbi_spans_flush(l);
@@ -161,7 +161,7 @@ static void nbi_pairs_hashed(const nbiView *v, const nbiPairCtx *x, int64_t k, i
                     const int64_t d = kb[a] - key[a];
                     near &= d <= k && -d <= k;
                 }
-                if (near) nbi_spans_add(&l, start[b], nbi_view_end(v, b), NULL);
+                if (near) nbi_spans_add(&l, start[b], nbi_view_end(v, b));
             }
             nbi_spans_flush(&l);
             continue;
@@ -176,7 +176,7 @@ static void nbi_pairs_hashed(const nbiView *v, const nbiPairCtx *x, int64_t k, i
                 for (int64_t dx = xlo; dx <= k && key[0] + dx <= v->hi[0]; dx++) {
                     const int32_t b =
                         nbi_ctab_find_in_row(v->table, key[0] + dx, key[1] + dy, key[2] + dz, row);
-                    if (b >= 0) nbi_spans_add(&l, start[b], nbi_view_end(v, b), NULL);
+                    if (b >= 0) nbi_spans_add(&l, start[b], nbi_view_end(v, b));
                 }
             }
         }
@@ -257,7 +257,7 @@ nbStatus nbi_walk_pairs(const nbiView *v, double radius, int32_t u0, int32_t u1,
 static bool nbi_cross_run(int32_t b0, int32_t b1, void *ctx)
 {
     nbiSpanList *l = (nbiSpanList *)ctx;
-    nbi_spans_add(l, b0, b1, NULL);
+    nbi_spans_add(l, b0, b1);
     return !l->x->sink->stop;
 }
 
@@ -374,7 +374,7 @@ static void nbi_pairs_wrapped(const nbiView *v, const nbiPairCtx *x, const int64
             for (int64_t dz = 0; dz <= k[2]; dz++)
                 for (int64_t dy = dz > 0 ? -k[1] : 1; dy <= k[1]; dy++) {
                     const int64_t row = row0 + dy * e0 + dz * e01 + (cx - v->lo[0]);
-                    nbi_spans_add(&l, start[row - k[0]], start[row + k[0] + 1], NULL);
+                    nbi_spans_add(&l, start[row - k[0]], start[row + k[0] + 1]);
                 }
             nbi_spans_flush(&l);
             continue;
@@ -398,7 +398,7 @@ static void nbi_pairs_wrapped(const nbiView *v, const nbiPairCtx *x, const int64
                             if (own && xl == cx + 1) // contiguous with A: extend its own run
                                 l.self_end = start[row + xh + 1];
                             else
-                                nbi_spans_add(&l, start[row + xl], start[row + xh + 1], NULL);
+                                nbi_spans_add(&l, start[row + xl], start[row + xh + 1]);
                         }
                     }
         nbi_spans_flush(&l);

@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: MIT
 // The pair kernels (src/pair_kernels.h) on their own, against brute force: one cell's points
-// against runs and index lists of candidates, in self mode (pairs as (min, max), own run after p)
-// and cross mode (roles kept), with and without filter bits, into each sink mode (count, buffer,
-// visit), for candidate sets that fit the gather lanes and sets far beyond them (the chunked
-// path). No structure hands the kernels index lists yet (the tile grid will), so this is where
-// that path is held to the contract. Where the four-lane AVX2 kernels run, every case runs twice,
-// with and without them, and the buffers must match pair for pair, in order.
+// against runs of candidates, in self mode (pairs as (min, max), own run after p) and cross mode
+// (roles kept), with and without filter bits, into each sink mode (count, buffer, visit), for
+// candidate sets that fit the gather lanes and sets far beyond them (the chunked path). Where
+// the four-lane AVX2 kernels run, every case runs twice, with and without them, and the buffers
+// must match pair for pair, in order.
 #include "pair_kernels.h"
 
 #include "nb_oracle.h"
@@ -33,7 +32,7 @@ static bool match(const Sides *s, bool flt, int32_t p, int32_t q)
 }
 
 // One case: cell [a0, a1) of side A; candidates: the own run (self mode) and spans, a random mix
-// of runs and lists over side B. `wrap`: distances by the minimum image, with a period of 2.0
+// of runs over side B. `wrap`: distances by the minimum image, with a period of 2.0
 // (the points' range) on each axis, or on a random subset of them (+inf in the kernels' per, 0
 // in the oracle's period: no wrap).
 static int run_case(Sides *s, int dim, bool flt, bool cross, bool wrap, int32_t na, int32_t nb,
@@ -67,35 +66,19 @@ static int run_case(Sides *s, int dim, bool flt, bool cross, bool wrap, int32_t 
     // cover the rest of B (so each unordered pair is met once). Cross: the cell is all of A.
     const int32_t cell = cross ? na : 1 + nbt_int(na);
     const int32_t self_end = cross ? 0 : cell + nbt_int(na - cell + 1);
-    static int32_t list[MAXP];
     nbiSpan spans[NBI_MAX_SPANS];
     int ns = 0;
-    int32_t next = self_end, used = 0;
-    while (next < nb && ns < NBI_MAX_SPANS - 1) { // a run, or a shuffled index list
+    int32_t next = self_end;
+    while (next < nb && ns < NBI_MAX_SPANS - 1) { // runs of random lengths
         const int32_t len = 1 + nbt_int(nb - next);
-        if (nbt_int(2)) {
-            spans[ns].b0 = next;
-            spans[ns].b1 = next + len;
-            spans[ns].list = NULL;
-        } else {
-            for (int32_t t = 0; t < len; t++) list[used + t] = next + t;
-            for (int32_t t = len - 1; t > 0; t--) {
-                const int32_t u = nbt_int(t + 1), tmp = list[used + t];
-                list[used + t] = list[used + u];
-                list[used + u] = tmp;
-            }
-            spans[ns].b0 = used;
-            spans[ns].b1 = used + len;
-            spans[ns].list = list;
-            used += len;
-        }
+        spans[ns].b0 = next;
+        spans[ns].b1 = next + len;
         next += len;
         ns++;
     }
     if (next < nb) { // the rest in one run
         spans[ns].b0 = next;
         spans[ns].b1 = nb;
-        spans[ns].list = NULL;
         ns++;
     }
     // Expected: brute force over the same candidates.
@@ -156,7 +139,7 @@ static int run_case(Sides *s, int dim, bool flt, bool cross, bool wrap, int32_t 
         l.a1 = cell;
         l.self_end = cross ? 0 : self_end;
         l.ns = 0;
-        for (int t = 0; t < ns; t++) nbi_spans_add(&l, spans[t].b0, spans[t].b1, spans[t].list);
+        for (int t = 0; t < ns; t++) nbi_spans_add(&l, spans[t].b0, spans[t].b1);
         nbi_spans_flush(&l);
         if (sink.found != want_n)
             fprintf(stderr,
