@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The grid's public queries: each checks its pointers and sets its outputs to safe values first
-// (the library's check order: pointers, then finiteness, then ranges), then hands the grid's view to the
-// shared walkers (pairs.c, query.c), which do the work.
+// (the library's check order: pointers, then finiteness, then ranges), then hands the grid's view
+// to the shared walkers (pairs.c, query.c), which do the work.
 #include "grid_internal.h"
 
 // Below this many points all pairs run serially even with a scheduler.

@@ -211,11 +211,6 @@ static nbStatus nbi_hash_key(const nbHash *h, const double *pos, int64_t key[3])
     return NB_OK;
 }
 
-static bool nbi_bits_all(nbFilter f)
-{
-    return f.category == 0xFFFFFFFFu && f.mask == 0xFFFFFFFFu;
-}
-
 // ---- cells ----
 
 // The number of the cell at `key`: -1 when it is outside the dense box or not a hashed cell.
@@ -931,7 +926,7 @@ nbStatus nb_hash_insert(nbHash *hash, const double *pos, uint64_t user, nbFilter
     NBI_ARR(hash, cell_of, int32_t)[slot] = c;
     nbi_bounds_add(hash, pos);
     hash->count++;
-    hash->nfiltered += !nbi_bits_all(filter);
+    hash->nfiltered += !nbi_filter_all_bits(filter.category, filter.mask);
     nbi_hash_view_refresh(hash);
     *out = h;
     return NB_OK;
@@ -1049,8 +1044,8 @@ nbStatus nb_hash_remove(nbHash *hash, nbHandle item)
     const nbStatus st = nbi_pool_lookup(&hash->pool, item, &slot);
     if (st != NB_OK) return st;
     const int32_t p = nbi_pool_slot_value(&hash->pool, slot);
-    hash->nfiltered -= !(NBI_ARR(hash, cat, uint32_t)[p] == 0xFFFFFFFFu &&
-                         NBI_ARR(hash, mask, uint32_t)[p] == 0xFFFFFFFFu);
+    hash->nfiltered -=
+        !nbi_filter_all_bits(NBI_ARR(hash, cat, uint32_t)[p], NBI_ARR(hash, mask, uint32_t)[p]);
     nbi_cell_take_out(hash, NBI_ARR(hash, cell_of, const int32_t)[slot], p);
     nbi_pool_free(&hash->pool, item, NULL);
     if (--hash->count == 0) nb_hash_clear(hash); // a fresh start: bounds, cells
@@ -1085,7 +1080,8 @@ nbStatus nb_hash_set(nbHash *hash, nbHandle item, uint64_t user, nbFilter filter
     if (st != NB_OK) return st;
     const int32_t p = nbi_pool_slot_value(&hash->pool, slot);
     uint32_t *cat = NBI_ARR(hash, cat, uint32_t), *mask = NBI_ARR(hash, mask, uint32_t);
-    hash->nfiltered += !nbi_bits_all(filter) - !(cat[p] == 0xFFFFFFFFu && mask[p] == 0xFFFFFFFFu);
+    hash->nfiltered +=
+        !nbi_filter_all_bits(filter.category, filter.mask) - !nbi_filter_all_bits(cat[p], mask[p]);
     NBI_ARR(hash, hit, nbHit)[p].user = user;
     cat[p] = filter.category;
     mask[p] = filter.mask;
@@ -1557,7 +1553,7 @@ nbStatus nb_hash_validate(const nbHash *hash)
                 NBI_CHECK(isfinite(x) && fabs(x) <= h->max_abs);
                 NBI_CHECK(nbi_cell_f(&h->cm, x) == (double)k[a]);
             }
-            nfiltered += !(cat[p] == 0xFFFFFFFFu && mask[p] == 0xFFFFFFFFu);
+            nfiltered += !nbi_filter_all_bits(cat[p], mask[p]);
             items++;
         }
         for (int32_t p = end[c]; p < start[c + 1]; p++) {

@@ -122,4 +122,32 @@ void nbi_buf_commit(const nbAllocator *a, nbiBuf *cur, const nbiBuf *next, size_
 // After a failure: frees `next` if it is a fresh buffer.
 void nbi_buf_abandon(const nbAllocator *a, const nbiBuf *cur, const nbiBuf *next, size_t elem);
 
+// ---- the filter rule (nbFilter in nearby.h), in one place for every structure and kernel ----
+
+// Whether a thing with bits (cat_a, mask_a) and one with (cat_b, mask_b) may match: each one's
+// category meets the other's mask. 0 or 1, without a branch.
+NBI_INLINE int nbi_filter_match(uint32_t cat_a, uint32_t mask_a, uint32_t cat_b, uint32_t mask_b)
+{
+    return ((cat_a & mask_b) != 0) & ((cat_b & mask_a) != 0);
+}
+
+// Whether a query filter accepts a stored thing with bits (cat, mask).
+NBI_INLINE bool nbi_filter_accepts(nbFilter f, uint32_t cat, uint32_t mask)
+{
+    return nbi_filter_match(f.category, f.mask, cat, mask) != 0;
+}
+
+// Whether bits are all ones: a thing that filters nothing (a structure counts the others, so
+// that queries skip the per-point test while there are none).
+NBI_INLINE bool nbi_filter_all_bits(uint32_t cat, uint32_t mask)
+{
+    return cat == 0xFFFFFFFFu && mask == 0xFFFFFFFFu;
+}
+
+// Whether a query filter can accept anything stored without filter bits (all ones).
+NBI_INLINE bool nbi_filter_open(nbFilter f)
+{
+    return f.category != 0 && f.mask != 0;
+}
+
 #endif

@@ -66,7 +66,7 @@ NBI_INLINE int64_t nbi_emit(nbPair *w, int64_t m, int32_t a, int32_t b, int hit,
 // The filter rule between the asking point (category pc, mask pm) and candidate q of side B.
 NBI_INLINE int nbi_pass(const nbiPairCtx *x, uint32_t pc, uint32_t pm, int32_t q)
 {
-    return ((pc & x->mb[q]) != 0) & ((x->cb[q] & pm) != 0);
+    return nbi_filter_match(pc, pm, x->cb[q], x->mb[q]);
 }
 
 #if defined(__SSE2__)

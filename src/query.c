@@ -105,7 +105,7 @@ NBI_INLINE void nbi_fast_put(const nbiFastCtx *x, int emit, ptrdiff_t w, int32_t
 // Whether candidate p passes the query's filter, as 0 or 1.
 NBI_INLINE int nbi_fast_pass(const nbiFastCtx *x, int32_t p)
 {
-    return ((x->cat[p] & x->f.mask) != 0) & ((x->f.category & x->mask[p]) != 0);
+    return nbi_filter_match(x->f.category, x->f.mask, x->cat[p], x->mask[p]);
 }
 
 NBI_INLINE int nbi_fast_hit(const nbiFastCtx *x, int dim, bool flt, int32_t p)
@@ -294,12 +294,6 @@ static bool nbi_box_run(int32_t b0, int32_t b1, void *vctx)
         }
     }
     return true;
-}
-
-// Whether any point of a view without filter bits can pass f (all bits against f).
-static bool nbi_filter_open(nbFilter f)
-{
-    return f.category != 0 && f.mask != 0;
 }
 
 static nbStatus nbi_wrap_radius(const nbiView *v, const double *center, double radius, nbFilter f,

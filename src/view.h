@@ -148,7 +148,7 @@ NBI_INLINE bool nbi_view_passes(const nbiView *v, int32_t p, nbFilter f)
 {
     const uint32_t cat = v->cat != NULL ? v->cat[p] : 0xFFFFFFFFu;
     const uint32_t mask = v->mask != NULL ? v->mask[p] : 0xFFFFFFFFu;
-    return (cat & f.mask) != 0 && (f.category & mask) != 0;
+    return nbi_filter_accepts(f, cat, mask);
 }
 
 // Called for each run of positions [b0, b1) whose cells lie in a box; false stops.
