@@ -103,17 +103,8 @@ static bool nbi_grid_grow(nbGrid *g, nbiGridNeed need, bool keep)
                                          need.slots,
                                          need.hist};
     nbiBuf next[NBI_GRID_BUFS];
-    for (int b = 0; b < NBI_GRID_BUFS; b++) {
-        if (!nbi_buf_prepare(&g->alloc, cur[b], &next[b], count[b], elem[b])) {
-            for (int f = 0; f < b; f++) nbi_buf_abandon(&g->alloc, cur[f], &next[f], elem[f]);
-            return false;
-        }
-    }
-    for (int b = 0; b < NBI_GRID_BUFS; b++) {
-        if (keep && next[b].ptr != cur[b]->ptr && cur[b]->ptr != NULL)
-            memcpy(next[b].ptr, cur[b]->ptr, cur[b]->cap * elem[b]);
-        nbi_buf_commit(&g->alloc, cur[b], &next[b], elem[b]);
-    }
+    if (!nbi_bufs_prepare(&g->alloc, cur, next, count, elem, NBI_GRID_BUFS)) return false;
+    nbi_bufs_commit(&g->alloc, cur, next, elem, NBI_GRID_BUFS, keep);
     return true;
 }
 

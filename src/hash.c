@@ -322,24 +322,17 @@ static nbStatus nbi_hash_room(nbHash *h, nbiHashNeed need)
     if (st != NB_OK) return st;
     size[CELL_OF] = prep.next.cap;
     nbiBuf next[NB];
-    for (int b = 0; b < NB; b++) {
-        if (!nbi_buf_prepare(&h->alloc, cur[b], &next[b], size[b], elem[b])) {
-            for (int f = 0; f < b; f++) nbi_buf_abandon(&h->alloc, cur[f], &next[f], elem[f]);
-            nbi_pool_abandon(&h->pool, &prep);
-            return NB_ERR_OUT_OF_MEMORY;
-        }
+    if (!nbi_bufs_prepare(&h->alloc, cur, next, size, elem, NB)) {
+        nbi_pool_abandon(&h->pool, &prep);
+        return NB_ERR_OUT_OF_MEMORY;
     }
     if (need.hashed > 0 && !nbi_ctab_grow(&h->table, &h->alloc, (size_t)need.hashed)) {
-        for (int f = 0; f < NB; f++) nbi_buf_abandon(&h->alloc, cur[f], &next[f], elem[f]);
+        nbi_bufs_abandon(&h->alloc, cur, next, elem, NB);
         nbi_pool_abandon(&h->pool, &prep);
         return NB_ERR_OUT_OF_MEMORY;
     }
     nbi_pool_commit(&h->pool, &prep);
-    for (int b = 0; b < NB; b++) {
-        if (next[b].ptr != cur[b]->ptr && cur[b]->ptr != NULL)
-            memcpy(next[b].ptr, cur[b]->ptr, cur[b]->cap * elem[b]);
-        nbi_buf_commit(&h->alloc, cur[b], &next[b], elem[b]);
-    }
+    nbi_bufs_commit(&h->alloc, cur, next, elem, NB, true);
     size_t cap = h->pts.cap; // every position buffer holds at least `size`; use the least
     for (int b = 1; b < NBI_POS_BUFS; b++) cap = cur[b]->cap < cap ? cur[b]->cap : cap;
     cap = cap > INT32_MAX ? INT32_MAX : cap;

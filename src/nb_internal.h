@@ -122,6 +122,17 @@ void nbi_buf_commit(const nbAllocator *a, nbiBuf *cur, const nbiBuf *next, size_
 // After a failure: frees `next` if it is a fresh buffer.
 void nbi_buf_abandon(const nbAllocator *a, const nbiBuf *cur, const nbiBuf *next, size_t elem);
 
+// A structure's set of buffers grown all or nothing: prepares cur[b] to hold need[b] elements
+// of elem[b] bytes into next[b] for every b < count; on a failure frees what it prepared and
+// returns false, every cur unchanged. The caller may then prepare more (a pool, a table) and
+// either commit the set (with `keep`, each buffer's contents move along) or abandon it.
+bool nbi_bufs_prepare(const nbAllocator *a, nbiBuf *const *cur, nbiBuf *next, const size_t *need,
+                      const size_t *elem, int count);
+void nbi_bufs_commit(const nbAllocator *a, nbiBuf *const *cur, const nbiBuf *next,
+                     const size_t *elem, int count, bool keep);
+void nbi_bufs_abandon(const nbAllocator *a, nbiBuf *const *cur, const nbiBuf *next,
+                      const size_t *elem, int count);
+
 // ---- the filter rule (nbFilter in nearby.h), in one place for every structure and kernel ----
 
 // Whether a thing with bits (cat_a, mask_a) and one with (cat_b, mask_b) may match: each one's

@@ -11,6 +11,7 @@
 
 #include <stdalign.h>
 #include <stdint.h>
+#include <string.h>
 
 const char *nb_status_str(nbStatus status)
 {
@@ -137,4 +138,32 @@ void nbi_buf_commit(const nbAllocator *a, nbiBuf *cur, const nbiBuf *next, size_
 void nbi_buf_abandon(const nbAllocator *a, const nbiBuf *cur, const nbiBuf *next, size_t elem)
 {
     if (next->ptr != cur->ptr) nbi_free(a, next->ptr, next->cap, elem);
+}
+
+bool nbi_bufs_prepare(const nbAllocator *a, nbiBuf *const *cur, nbiBuf *next, const size_t *need,
+                      const size_t *elem, int count)
+{
+    for (int b = 0; b < count; b++) {
+        if (!nbi_buf_prepare(a, cur[b], &next[b], need[b], elem[b])) {
+            nbi_bufs_abandon(a, cur, next, elem, b);
+            return false;
+        }
+    }
+    return true;
+}
+
+void nbi_bufs_commit(const nbAllocator *a, nbiBuf *const *cur, const nbiBuf *next,
+                     const size_t *elem, int count, bool keep)
+{
+    for (int b = 0; b < count; b++) {
+        if (keep && next[b].ptr != cur[b]->ptr && cur[b]->ptr != NULL)
+            memcpy(next[b].ptr, cur[b]->ptr, cur[b]->cap * elem[b]);
+        nbi_buf_commit(a, cur[b], &next[b], elem[b]);
+    }
+}
+
+void nbi_bufs_abandon(const nbAllocator *a, nbiBuf *const *cur, const nbiBuf *next,
+                      const size_t *elem, int count)
+{
+    for (int b = 0; b < count; b++) nbi_buf_abandon(a, cur[b], &next[b], elem[b]);
 }
