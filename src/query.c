@@ -17,6 +17,7 @@
 //
 // The filter is tested per candidate, before the distance is reported. A view without filter
 // bits has every point at all bits, so the filter reduces to one test per query.
+#include "knn_heap.h"
 #include "pair_kernels.h" // the two-lane distance test
 #include "view.h"
 
@@ -376,51 +377,14 @@ nbStatus nbi_walk_box(const nbiView *v, const double *lo, const double *hi, nbFi
 
 // ---- k nearest ----
 
-// a is worse than b: farther, or as far with a higher index.
-NBI_INLINE bool nbi_worse(const nbNeighbor *a, const nbNeighbor *b)
-{
-    return a->dist2 > b->dist2 || (a->dist2 == b->dist2 && a->index > b->index);
-}
-
-static void nbi_sift_down(nbNeighbor *h, int32_t size, int32_t i)
-{
-    for (;;) {
-        int32_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < size && nbi_worse(&h[l], &h[m])) m = l;
-        if (r < size && nbi_worse(&h[r], &h[m])) m = r;
-        if (m == i) return;
-        nbNeighbor t = h[i];
-        h[i] = h[m];
-        h[m] = t;
-        i = m;
-    }
-}
-
 typedef struct nbiKnnCtx {
     const nbiView *v;
     const double *q;
     nbFilter f;
     bool per_point;
-    double lim2;      // max_distance squared: a candidate farther than this is never kept
-    nbNeighbor *heap; // max-heap by nbi_worse
-    int32_t size, k;
+    double lim2;     // max_distance squared: a candidate farther than this is never kept
+    nbiKnnHeap heap; // the k best so far
 } nbiKnnCtx;
-
-// Keeps cand if it is among the k best so far.
-NBI_INLINE void nbi_knn_offer(nbiKnnCtx *x, nbNeighbor cand)
-{
-    if (x->size < x->k) { // sift up
-        int32_t i = x->size++;
-        while (i > 0 && nbi_worse(&cand, &x->heap[(i - 1) / 2])) {
-            x->heap[i] = x->heap[(i - 1) / 2];
-            i = (i - 1) / 2;
-        }
-        x->heap[i] = cand;
-    } else if (nbi_worse(&x->heap[0], &cand)) {
-        x->heap[0] = cand;
-        nbi_sift_down(x->heap, x->size, 0);
-    }
-}
 
 static bool nbi_knn_run(int32_t b0, int32_t b1, void *vctx)
 {
@@ -432,20 +396,9 @@ static bool nbi_knn_run(int32_t b0, int32_t b1, void *vctx)
         nbNeighbor cand = {v->idx[p], nbi_dist2(x->q, v->pts + (size_t)p * (size_t)dim, dim)};
         // Beyond max_distance, or slack between a hash's cells (NaN, not a point): not kept.
         if (!(cand.dist2 <= x->lim2)) continue;
-        nbi_knn_offer(x, cand);
+        nbi_heap_offer(&x->heap, cand);
     }
     return true;
-}
-
-// Heap sort of the k best in place: ascending by (dist2, index).
-static void nbi_knn_sort(nbNeighbor *out, int32_t size)
-{
-    for (int32_t end = size - 1; end > 0; end--) {
-        nbNeighbor t = out[0];
-        out[0] = out[end];
-        out[end] = t;
-        nbi_sift_down(out, end, 0);
-    }
 }
 
 static nbStatus nbi_wrap_knn(const nbiView *v, const double *point, nbiKnnCtx *x);
@@ -539,10 +492,10 @@ nbStatus nbi_walk_knn(const nbiView *v, const double *point, nbFilter f, double 
     const bool per_point = v->cat != NULL;
     if (k == 0 || v->n == 0 || (!per_point && !nbi_filter_open(f))) return NB_OK;
     nbiKnnCtx x = {
-        v, point, f, per_point, max_distance * max_distance, out, 0, k < v->n ? k : v->n};
+        v, point, f, per_point, max_distance * max_distance, {out, 0, k < v->n ? k : v->n}};
     if (v->wrap != NULL) {
         const nbStatus st = nbi_wrap_knn(v, point, &x);
-        *found = x.size;
+        *found = x.heap.size;
         return st;
     }
 
@@ -571,17 +524,17 @@ nbStatus nbi_walk_knn(const nbiView *v, const double *point, nbFilter f, double 
         if (!nbi_unvisited_bound(v, point, cl, ch, &bound)) break; // every cell visited
         if (bound > 0.0) {
             const double b2 = bound * bound * (1.0 - 0x1p-40);
-            if (b2 > 0x1p-1000 && (b2 > x.lim2 || (x.size == x.k && x.heap[0].dist2 < b2))) break;
+            if (b2 > 0x1p-1000 && (b2 > x.lim2 || nbi_heap_bound(&x.heap, b2) < b2)) break;
         }
         if (work > budget) { // far-flung data: a scan of every point is cheaper
-            x.size = 0;
+            x.heap.size = 0;
             for (int32_t c = 0; c < v->ncells; c++)
                 nbi_knn_run(v->start[c], nbi_view_end(v, c), &x);
             break;
         }
     }
-    nbi_knn_sort(out, x.size);
-    *found = x.size;
+    nbi_heap_sort(&x.heap);
+    *found = x.heap.size;
     return NB_OK;
 }
 
@@ -863,7 +816,7 @@ static bool nbi_knn_run_wrap(int32_t b0, int32_t b1, void *vctx)
         if (x->per_point && !nbi_view_passes(v, p, x->f)) continue;
         const double *q = v->pts + (size_t)p * (size_t)dim;
         nbNeighbor cand = {v->idx[p], nbi_dist2_wrap(x->q, q, dim, v->wrap->kper)};
-        if (cand.dist2 <= x->lim2) nbi_knn_offer(x, cand);
+        if (cand.dist2 <= x->lim2) nbi_heap_offer(&x->heap, cand);
     }
     return true;
 }
@@ -913,16 +866,15 @@ static nbStatus nbi_wrap_knn(const nbiView *v, const double *point, nbiKnnCtx *x
         if (!outside) break; // every cell visited
         if (bound > 0.0) {
             const double b2 = bound * bound * (1.0 - 0x1p-40);
-            if (b2 > 0x1p-1000 && (b2 > x->lim2 || (x->size == x->k && x->heap[0].dist2 < b2)))
-                break;
+            if (b2 > 0x1p-1000 && (b2 > x->lim2 || nbi_heap_bound(&x->heap, b2) < b2)) break;
         }
         if (work > budget) { // a scan of every point is cheaper
-            x->size = 0;
+            x->heap.size = 0;
             for (int32_t c = 0; c < v->ncells; c++)
                 nbi_knn_run_wrap(v->start[c], nbi_view_end(v, c), x);
             break;
         }
     }
-    nbi_knn_sort(x->heap, x->size);
+    nbi_heap_sort(&x->heap);
     return NB_OK;
 }

@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: MIT
+// The one kNN heap: the k best candidates so far as a max-heap of nbNeighbor in the caller's
+// buffer, worst on top, and one tie rule: nearer first, and at equal squared distance the lower
+// id (the grid's point index; a stored-item structure's handle slot). Every kNN search keeps its
+// answers here and sorts them at the end. Never installed.
+#ifndef NEARBY_KNN_HEAP_H
+#define NEARBY_KNN_HEAP_H
+
+#include "nb_internal.h"
+
+typedef struct nbiKnnHeap {
+    nbNeighbor *e; // k entries (the caller's output buffer)
+    int32_t size, k;
+} nbiKnnHeap;
+
+// a is worse than b: farther, or as far with a higher id.
+NBI_INLINE bool nbi_worse(const nbNeighbor *a, const nbNeighbor *b)
+{
+    return a->dist2 > b->dist2 || (a->dist2 == b->dist2 && a->index > b->index);
+}
+
+static inline void nbi_sift_down(nbNeighbor *h, int32_t size, int32_t i)
+{
+    for (;;) {
+        int32_t l = 2 * i + 1, r = l + 1, m = i;
+        if (l < size && nbi_worse(&h[l], &h[m])) m = l;
+        if (r < size && nbi_worse(&h[r], &h[m])) m = r;
+        if (m == i) return;
+        nbNeighbor t = h[i];
+        h[i] = h[m];
+        h[m] = t;
+        i = m;
+    }
+}
+
+// Keeps cand if it is among the k best so far.
+NBI_INLINE void nbi_heap_offer(nbiKnnHeap *h, nbNeighbor cand)
+{
+    if (h->size < h->k) { // sift up
+        int32_t i = h->size++;
+        while (i > 0 && nbi_worse(&cand, &h->e[(i - 1) / 2])) {
+            h->e[i] = h->e[(i - 1) / 2];
+            i = (i - 1) / 2;
+        }
+        h->e[i] = cand;
+    } else if (nbi_worse(&h->e[0], &cand)) {
+        h->e[0] = cand;
+        nbi_sift_down(h->e, h->size, 0);
+    }
+}
+
+// The squared distance a candidate must not exceed to enter: the worst kept once full (ties are
+// then decided by id), else `limit2`.
+NBI_INLINE double nbi_heap_bound(const nbiKnnHeap *h, double limit2)
+{
+    return h->size == h->k && h->k > 0 ? h->e[0].dist2 : limit2;
+}
+
+// Sorts the kept entries ascending by (dist2, id), in place (heap sort: the worst to the end).
+static inline void nbi_heap_sort(nbiKnnHeap *h)
+{
+    for (int32_t end = h->size - 1; end > 0; end--) {
+        nbNeighbor t = h->e[0];
+        h->e[0] = h->e[end];
+        h->e[end] = t;
+        nbi_sift_down(h->e, end, 0);
+    }
+}
+
+#endif
