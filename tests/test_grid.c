@@ -971,6 +971,23 @@ static int test_empty_grid(void)
 
 // ---- memory ----
 
+// Builds of `big` (20000 points) hashed, dense, and ranked, each checked.
+static int reserved_builds(nbGrid *g, nboSet *big)
+{
+    for (int32_t i = 0; i < 40000; i++) big->p[i] = nbt_range(0, 1e7); // hashed
+    nbPoints pb = {.data = big->p, .count = 20000, .dim = 2, .stride = 0};
+    NB_CHECK_OK(nb_grid_build(g, &pb, 1.0));
+    for (int32_t i = 0; i < 40000; i++) big->p[i] = nbt_range(0, 100); // dense
+    NB_CHECK_OK(nb_grid_build(g, &pb, 1.0));
+    for (int32_t i = 0; i < 40000; i++) big->p[i] = nbt_range(0, 560); // dense, ~4 cells a point
+    NB_CHECK_OK(nb_grid_build(g, &pb, 2.0));
+    NB_CHECK_OK(nb_grid_build(g, &pb, 1.0)); // ranked, ~16 cells a point
+    nbGridInfo info;
+    NB_CHECK_OK(nb_grid_info(g, &info));
+    NB_CHECK(info.ranked);
+    return 0;
+}
+
 // After the first frame, rebuilding and querying allocate nothing; capacity grows only at a
 // new maximum; everything is freed with matching sizes.
 static int test_zero_allocation_frames(void)
@@ -1025,21 +1042,12 @@ static int test_zero_allocation_frames(void)
     // of grid.c's "large builds", which reserve sizes for any cells)
     const int32_t saved = nbi_blocked_min_points;
     nbi_blocked_min_points = 1;
-    NB_CHECK_OK(nb_grid_reserve(g, 20000));
-    int64_t before = counter.allocs;
     nboSet big = nbo_set_new(20000, 2);
-    for (int32_t i = 0; i < 40000; i++) big.p[i] = nbt_range(0, 1e7); // hashed
-    nbPoints pb = {.data = big.p, .count = 20000, .dim = 2, .stride = 0};
-    NB_CHECK_OK(nb_grid_build(g, &pb, 1.0));
-    for (int32_t i = 0; i < 40000; i++) big.p[i] = nbt_range(0, 100); // dense
-    NB_CHECK_OK(nb_grid_build(g, &pb, 1.0));
-    for (int32_t i = 0; i < 40000; i++) big.p[i] = nbt_range(0, 560); // dense, ~4 cells a point
-    NB_CHECK_OK(nb_grid_build(g, &pb, 2.0));
-    NB_CHECK_OK(nb_grid_build(g, &pb, 1.0)); // ranked, ~16 cells a point
-    nbGridInfo info;
-    NB_CHECK_OK(nb_grid_info(g, &info));
-    NB_CHECK(info.ranked);
+    const nbStatus reserved = nb_grid_reserve(g, 20000);
+    const int64_t before = counter.allocs;
+    const int bad = reserved != NB_OK || reserved_builds(g, &big); // restored on every path
     nbi_blocked_min_points = saved;
+    if (bad) return 1;
     NB_CHECK(counter.allocs == before);
     NB_CHECK(nb_grid_memory_bytes(g) > 20000 * 20);
     nb_grid_destroy(g);

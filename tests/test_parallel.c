@@ -154,23 +154,36 @@ static void done(answers *a)
     free(a);
 }
 
+// A scheduler that counts its calls, to show the grid used it.
+static int calls;
+static void sched_count(nbTaskFn *task, int32_t count, int32_t min_range, void *ctx, void *user)
+{
+    (void)min_range;
+    (void)user;
+    calls++;
+    task(0, count, 0, ctx);
+}
+
 // Every worker count and every odd scheduler against the serial grid, for one data set. With
 // `blocked`, the grids on a scheduler build in blocks (grid.c, "large builds") and the
 // serial one in one pass.
-static int against_serial_as(int32_t n, int dim, int kind, bool filtered, double r, bool blocked)
+static int against_serial_runs(const data *d, bool filtered, double r, bool blocked)
 {
     const int32_t saved = nbi_blocked_min_points;
-    data d = make_data(n, dim, kind);
     answers *serial = fresh();
     nbi_blocked_min_points = blocked ? INT32_MAX : saved;
-    int bad = run(&d, filtered, NULL, r, serial);
+    int bad = run(d, filtered, NULL, r, serial);
     nbi_blocked_min_points = blocked ? 1 : saved;
     for (int32_t w = 1; w <= 8 && !bad; w++) {
         nbxPool pool;
-        NB_CHECK(nbx_pool_start(&pool, w) == 0);
+        if (nbx_pool_start(&pool, w) != 0) {
+            fprintf(stderr, "  could not start %d workers\n", (int)w);
+            bad = 1;
+            break;
+        }
         const nbTasks tasks = nbx_pool_tasks(&pool);
         answers *par = fresh();
-        bad = run(&d, filtered, &tasks, r, par) || same(serial, par);
+        bad = run(d, filtered, &tasks, r, par) || same(serial, par);
         if (bad) fprintf(stderr, "  with %d workers\n", (int)w);
         done(par);
         nbx_pool_stop(&pool);
@@ -179,12 +192,19 @@ static int against_serial_as(int32_t n, int dim, int kind, bool filtered, double
     for (int s = 0; s < 2 && !bad; s++) {
         const nbTasks tasks = {odd[s], NULL, 3};
         answers *par = fresh();
-        bad = run(&d, filtered, &tasks, r, par) || same(serial, par);
+        bad = run(d, filtered, &tasks, r, par) || same(serial, par);
         if (bad) fprintf(stderr, "  with odd scheduler %d\n", s);
         done(par);
     }
-    nbi_blocked_min_points = saved;
+    nbi_blocked_min_points = saved; // on every path: the checks above never return early
     done(serial);
+    return bad;
+}
+
+static int against_serial_as(int32_t n, int dim, int kind, bool filtered, double r, bool blocked)
+{
+    data d = make_data(n, dim, kind);
+    const int bad = against_serial_runs(&d, filtered, r, blocked);
     free_data(&d);
     return bad;
 }
@@ -214,8 +234,22 @@ static int t_periodic_3d_filtered(void)
 {
     return against_serial(N_BIG, 3, 3, true, 1.25);
 }
+// Fewer points than the parallel threshold: the build never calls the scheduler, and the
+// answers are the serial ones.
 static int t_small_stays_serial(void)
 {
+    data d = make_data(500, 2, 0);
+    const nbTasks tasks = {sched_count, NULL, 4};
+    nbGridDesc desc = {.dim = 2, .tasks = &tasks};
+    nbGrid *g;
+    NB_CHECK_OK(nb_grid_create(&desc, &g));
+    nbPoints pts = {.data = d.xyz, .count = d.n, .dim = 2};
+    calls = 0;
+    NB_CHECK_OK(nb_grid_build(g, &pts, 2.0));
+    NB_CHECK_OK(nb_grid_build(g, &pts, 2.0)); // a rebuild of the same points, too
+    NB_CHECK(calls == 0);
+    nb_grid_destroy(g);
+    free_data(&d);
     return against_serial(500, 2, 0, false, 2.0);
 }
 static int t_sparse_hashed(void) // a tiny radius: the hashed layout, built serially
@@ -353,16 +387,6 @@ static int t_rebuild_steps_2d(void)
     nbx_pool_stop(&pool);
     free_data(&d);
     return 0;
-}
-
-// A scheduler that counts its calls, to show the grid used it.
-static int calls;
-static void sched_count(nbTaskFn *task, int32_t count, int32_t min_range, void *ctx, void *user)
-{
-    (void)min_range;
-    (void)user;
-    calls++;
-    task(0, count, 0, ctx);
 }
 
 static int t_scheduler_used_and_negative_workers_refused(void)
