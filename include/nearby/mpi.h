@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/// Distributed all pairs and batched radius queries over MPI (issue 12). Built as the separate
+/// Distributed all pairs and batched radius queries over MPI. Built as the separate
 /// library `nearby_mpi` (CMake target nearby::nearby_mpi, pkg-config nearby-mpi) when CMake finds
 /// MPI (`-DNB_WITH_MPI=AUTO|ON|OFF`); it links nearby and MPI. The core library never includes
 /// <mpi.h>. Compile with your MPI's flags (mpicc, or MPI::MPI_C in CMake).
