@@ -27,8 +27,8 @@
 // arena positions [start[b], end[b]), inside a power-of-two block of 2^cls[b] positions (cls
 // -1: no block, start == end == 0). Per position: the coordinates (dim doubles, inline, read by
 // the query loops) and the entity's slot. Per slot (the handle pool's value is the position):
-// its block, its user value and its mask. A full block moves to one twice as large; blocks given up go
-// onto a free list per size and are taken before the arena's end, so entities wandering the
+// its block, its user value and its mask. A full block moves to one twice as large; blocks given up
+// go onto a free list per size and are taken before the arena's end, so entities wandering the
 // world reach a steady state in which the arena stops growing (the spatial hash's scheme).
 // Remove: the block's last entity fills the hole (its slot learns its new position). Everything
 // that may allocate is made room for first (nbi_tiles_room), so failures change nothing.
@@ -435,11 +435,12 @@ size_t nb_tiles_memory_bytes(const nbTiles *tiles)
     const nbTiles *t = tiles;
     const size_t d = (size_t)t->dim;
     return sizeof(nbTiles) + nbi_pool_memory_bytes(&t->pool) + t->key.cap * sizeof(int32_t) +
-           t->user.cap * sizeof(uint64_t) + t->mask.cap * sizeof(uint32_t) + t->pts.cap * d * sizeof(double) +
-           t->idx.cap * sizeof(int32_t) + t->start.cap * sizeof(int32_t) +
-           t->end.cap * sizeof(int32_t) + t->cls.cap + t->wstart.cap * sizeof(int32_t) +
-           t->occ.cap * sizeof(uint32_t) + t->wpts.cap * d * sizeof(double) +
-           t->wid.cap * sizeof(uint64_t) + t->wnum.cap * sizeof(int32_t);
+           t->user.cap * sizeof(uint64_t) + t->mask.cap * sizeof(uint32_t) +
+           t->pts.cap * d * sizeof(double) + t->idx.cap * sizeof(int32_t) +
+           t->start.cap * sizeof(int32_t) + t->end.cap * sizeof(int32_t) + t->cls.cap +
+           t->wstart.cap * sizeof(int32_t) + t->occ.cap * sizeof(uint32_t) +
+           t->wpts.cap * d * sizeof(double) + t->wid.cap * sizeof(uint64_t) +
+           t->wnum.cap * sizeof(int32_t);
 }
 
 nbStatus nb_tiles_info(const nbTiles *tiles, nbTilesInfo *info)
@@ -708,8 +709,7 @@ nbStatus nb_tiles_visit_tile(const nbTiles *tiles, int32_t tile, nbFilter filter
     for (uint32_t m = f.groups; m != 0; m &= m - 1) {
         const int32_t b = tile * tiles->groups + nbi_ctz32(m);
         for (int32_t p = start[b]; p < end[b]; p++)
-            if (nbi_passes(&f, idx[p]) && !visit(nbi_entity_hit(tiles, idx[p]), user))
-                return NB_OK;
+            if (nbi_passes(&f, idx[p]) && !visit(nbi_entity_hit(tiles, idx[p]), user)) return NB_OK;
     }
     return NB_OK;
 }
@@ -861,7 +861,7 @@ typedef struct nbiKnn {
     const double *q;
     nbHitNeighbor *heap;
     int32_t k, n;
-    double maxd;     // max_distance (+inf: none)
+    double maxd;      // max_distance (+inf: none)
     double bound2;    // candidates need dist2 <= bound2 = maxd * maxd, as in a radius query
     nbiTilesFilter f; // the entities searched; waypoints when `waypoints`
     bool waypoints;
@@ -1065,9 +1065,8 @@ static int32_t nbi_knn_search(const nbTiles *t, const double *q, nbFilter filter
     return s.n;
 }
 
-static nbStatus nbi_knn_buffer(const nbTiles *t, const double *point, nbFilter filter,
-                               double maxd, bool waypoints, nbHitNeighbor *out, int32_t k,
-                               int32_t *found)
+static nbStatus nbi_knn_buffer(const nbTiles *t, const double *point, nbFilter filter, double maxd,
+                               bool waypoints, nbHitNeighbor *out, int32_t k, int32_t *found)
 {
     if (found != NULL) *found = 0;
     if (t == NULL || point == NULL || found == NULL || (out == NULL && k > 0))
@@ -1247,8 +1246,8 @@ nbStatus nb_tiles_visit_pairs(const nbTiles *tiles, double radius, nbHitPairFn *
     return nbi_pairs_visit(tiles, radius, false, 0, 0, visit, user);
 }
 
-nbStatus nb_tiles_cross_pairs(const nbTiles *tiles, double radius, uint32_t mask_a,
-                              uint32_t mask_b, nbHitPair *out, int64_t capacity, int64_t *found)
+nbStatus nb_tiles_cross_pairs(const nbTiles *tiles, double radius, uint32_t mask_a, uint32_t mask_b,
+                              nbHitPair *out, int64_t capacity, int64_t *found)
 {
     return nbi_pairs_buffer(tiles, radius, true, mask_a, mask_b, out, capacity, found);
 }

@@ -2568,10 +2568,10 @@ static const TMut tmuts_visit_radius[] = {
     TM(tm_radius_tiny_neg, TK_RANGE),
 };
 static const TMut tmuts_query_neighbors[] = {
-    TM(tm_t_null, TK_NULL),       TM(tm_found_null, TK_NULL),   TM(tm_hits_null, TK_NULL),
-    TM(tm_h_null, TK_HANDLE),     TM(tm_h_stale, TK_HANDLE),    TM(tm_h_foreign, TK_HANDLE),
-    TM(tm_h_forged, TK_HANDLE),   TM(tm_radius_nan, TK_FINITE), TM(tm_radius_inf, TK_FINITE),
-    TM(tm_radius_neg, TK_RANGE),  TM(tm_cap_neg, TK_RANGE),
+    TM(tm_t_null, TK_NULL),      TM(tm_found_null, TK_NULL),   TM(tm_hits_null, TK_NULL),
+    TM(tm_h_null, TK_HANDLE),    TM(tm_h_stale, TK_HANDLE),    TM(tm_h_foreign, TK_HANDLE),
+    TM(tm_h_forged, TK_HANDLE),  TM(tm_radius_nan, TK_FINITE), TM(tm_radius_inf, TK_FINITE),
+    TM(tm_radius_neg, TK_RANGE), TM(tm_cap_neg, TK_RANGE),
 };
 static const TMut tmuts_visit_neighbors[] = {
     TM(tm_t_null, TK_NULL),       TM(tm_fn_null, TK_NULL),      TM(tm_h_null, TK_HANDLE),
@@ -2579,15 +2579,15 @@ static const TMut tmuts_visit_neighbors[] = {
     TM(tm_radius_nan, TK_FINITE), TM(tm_radius_inf, TK_FINITE), TM(tm_radius_neg, TK_RANGE),
 };
 static const TMut tmuts_knn[] = {
-    TM(tm_t_null, TK_NULL),      TM(tm_pos_null, TK_NULL),     TM(tm_found_null, TK_NULL),
-    TM(tm_nn_null, TK_NULL),     TM(tm_pos_xnan, TK_FINITE),   TM(tm_pos_yinf, TK_FINITE),
-    TM(tm_pos_zninf, TK_FINITE), TM(tm_maxd_nan, TK_FINITE),   TM(tm_k_neg, TK_RANGE),
+    TM(tm_t_null, TK_NULL),      TM(tm_pos_null, TK_NULL),   TM(tm_found_null, TK_NULL),
+    TM(tm_nn_null, TK_NULL),     TM(tm_pos_xnan, TK_FINITE), TM(tm_pos_yinf, TK_FINITE),
+    TM(tm_pos_zninf, TK_FINITE), TM(tm_maxd_nan, TK_FINITE), TM(tm_k_neg, TK_RANGE),
     TM(tm_maxd_neg, TK_RANGE),
 };
 static const TMut tmuts_visit_knn[] = {
-    TM(tm_t_null, TK_NULL),      TM(tm_pos_null, TK_NULL),     TM(tm_kfn_null, TK_NULL),
-    TM(tm_pos_xnan, TK_FINITE),  TM(tm_pos_yinf, TK_FINITE),   TM(tm_pos_zninf, TK_FINITE),
-    TM(tm_maxd_nan, TK_FINITE),  TM(tm_k_neg, TK_RANGE),       TM(tm_maxd_neg, TK_RANGE),
+    TM(tm_t_null, TK_NULL),     TM(tm_pos_null, TK_NULL),   TM(tm_kfn_null, TK_NULL),
+    TM(tm_pos_xnan, TK_FINITE), TM(tm_pos_yinf, TK_FINITE), TM(tm_pos_zninf, TK_FINITE),
+    TM(tm_maxd_nan, TK_FINITE), TM(tm_k_neg, TK_RANGE),     TM(tm_maxd_neg, TK_RANGE),
 };
 static const TMut tmuts_pairs[] = {
     TM(tm_t_null, TK_NULL),       TM(tm_found64_null, TK_NULL), TM(tm_pairs_null, TK_NULL),
@@ -2652,8 +2652,7 @@ TCALL(tc_visit_knn, nb_tiles_visit_knn(a->t, a->pos, a->qf, a->maxd, a->k, a->kf
 TCALL(tc_pairs, nb_tiles_pairs(a->t, a->radius, a->pairs, a->cap64, a->found64))
 TCALL(tc_count_pairs, nb_tiles_count_pairs(a->t, a->radius, a->found64))
 TCALL(tc_visit_pairs, nb_tiles_visit_pairs(a->t, a->radius, a->pfn, NULL))
-TCALL(tc_cross_pairs,
-      nb_tiles_cross_pairs(a->t, a->radius, 1u, 6u, a->pairs, a->cap64, a->found64))
+TCALL(tc_cross_pairs, nb_tiles_cross_pairs(a->t, a->radius, 1u, 6u, a->pairs, a->cap64, a->found64))
 TCALL(tc_count_cross_pairs, nb_tiles_count_cross_pairs(a->t, a->radius, 3u, 3u, a->found64))
 TCALL(tc_visit_cross_pairs, nb_tiles_visit_cross_pairs(a->t, a->radius, ~0u, 2u, a->pfn, NULL))
 TCALL(tc_add_waypoints,
@@ -2692,8 +2691,7 @@ static const TRow t_rows[] = {
     {"nb_tiles_visit_tile", tc_visit_tile, TLIST(tmuts_visit_tile), 0, false},
     {"nb_tiles_query_radius", tc_query_radius, TLIST(tmuts_query_radius), TO_FOUND, false},
     {"nb_tiles_visit_radius", tc_visit_radius, TLIST(tmuts_visit_radius), 0, false},
-    {"nb_tiles_query_neighbors", tc_query_neighbors, TLIST(tmuts_query_neighbors), TO_FOUND,
-     true},
+    {"nb_tiles_query_neighbors", tc_query_neighbors, TLIST(tmuts_query_neighbors), TO_FOUND, true},
     {"nb_tiles_visit_neighbors", tc_visit_neighbors, TLIST(tmuts_visit_neighbors), 0, true},
     {"nb_tiles_knn", tc_knn, TLIST(tmuts_knn), TO_FOUND, false},
     {"nb_tiles_visit_knn", tc_visit_knn, TLIST(tmuts_visit_knn), 0, false},

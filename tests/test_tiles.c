@@ -325,13 +325,13 @@ static int check_pairs(const nbTiles *t, const Model *m)
     want = nbo_cross_pairs(&a, &b, r, &nwant);
     int64_t w = 0;
     for (int64_t p = 0; p < nwant; p++)
-        if (want[p].i != want[p].j) want_u[w++] = slot_user[want[p].i] * MAXN + slot_user[want[p].j];
+        if (want[p].i != want[p].j)
+            want_u[w++] = slot_user[want[p].i] * MAXN + slot_user[want[p].j];
     free(want);
     nbo_set_free(&a);
     nbo_set_free(&b);
     NB_CHECK(found == w);
-    for (int64_t p = 0; p < found; p++)
-        got_u[p] = pair_buf[p].a.user * MAXN + pair_buf[p].b.user;
+    for (int64_t p = 0; p < found; p++) got_u[p] = pair_buf[p].a.user * MAXN + pair_buf[p].b.user;
     return same_set(got_u, want_u, (int32_t)found);
 }
 
@@ -802,8 +802,7 @@ static int test_steady_state_allocates_nothing(void)
                                            count_neighbor, &found));
             NB_CHECK(found == NB_KNN_STACK);
             found = 0;
-            NB_CHECK_OK(
-                nb_tiles_visit_neighbors(t, hd[i], 3.0, NB_FILTER_ALL, count_hit, &found));
+            NB_CHECK_OK(nb_tiles_visit_neighbors(t, hd[i], 3.0, NB_FILTER_ALL, count_hit, &found));
         }
     }
     NB_CHECK(counter.allocs == before);

@@ -275,8 +275,8 @@ NB_API nbStatus nb_tiles_knn_waypoints(const nbTiles *tiles, const double *point
                                        int32_t *found);
 /// The callback form of nb_tiles_knn_waypoints, as nb_tiles_visit_knn.
 NB_API nbStatus nb_tiles_visit_knn_waypoints(const nbTiles *tiles, const double *point,
-                                             double max_distance, int32_t k,
-                                             nbHitNeighborFn *visit, void *user);
+                                             double max_distance, int32_t k, nbHitNeighborFn *visit,
+                                             void *user);
 
 /// Checks every invariant (handles, blocks, tiles of every entity, the arena's accounting, the
 /// waypoint array). NB_OK or NB_ERR_INTERNAL; NB_ERR_NULL_ARG for NULL. O(entities + tiles).

@@ -8,9 +8,9 @@
 // of the entity's own), move, remove, clear, add waypoints (one or a batch), reserve, an
 // allocation-failure schedule, radius queries and neighbours of an entity by filter, knn and
 // visit_knn with max distance, waypoint queries (within, k nearest, visit), pairs by the stored
-// rule and cross pairs between two masks, neighbour tiles. Coordinates come from the world's own scale (inside, on tile
-// boundaries, outside, far outside) or are edge values and raw bits (NaN, inf). Reading past
-// the end yields zeros, so every input is valid.
+// rule and cross pairs between two masks, neighbour tiles. Coordinates come from the world's own
+// scale (inside, on tile boundaries, outside, far outside) or are edge values and raw bits (NaN,
+// inf). Reading past the end yields zeros, so every input is valid.
 //
 // A model keeps every live entity and waypoint. Each status must be one tiles.h allows for the
 // arguments; a failed call changes nothing (count, validate, a fingerprint of every entity);
@@ -253,7 +253,7 @@ static void tf_queries(nbfReader *r)
     // neighbours of an entity: its handle is checked right after the pointers
     int32_t ex;
     const nbHandle e = tf_handle(r, &ex);
-    const nbStatus nst = ex < 0                ? NB_ERR_BAD_HANDLE
+    const nbStatus nst = ex < 0              ? NB_ERR_BAD_HANDLE
                          : !isfinite(radius) ? NB_ERR_NOT_FINITE
                          : radius < 0.0      ? NB_ERR_OUT_OF_RANGE
                                              : NB_OK;
@@ -271,7 +271,7 @@ static void tf_queries(nbfReader *r)
     // knn of entities and of waypoints, with a max distance (the radius read above)
     const double maxd = nbf_u8(r) & 1 ? (double)INFINITY : radius;
     const int32_t k = (int32_t)(nbf_u8(r) % 12) - 1;
-    const nbStatus kst = !qok || isnan(maxd)    ? NB_ERR_NOT_FINITE
+    const nbStatus kst = !qok || isnan(maxd)   ? NB_ERR_NOT_FINITE
                          : k < 0 || maxd < 0.0 ? NB_ERR_OUT_OF_RANGE
                                                : NB_OK;
     st = nb_tiles_knn(tf.t, q, f, maxd, tf_nn, k, &found);
