@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The tile-grid benchmark (issue 7): N agents in 4 groups and W static waypoints in a square
+// The tile-grid benchmark: N agents in 4 groups and W static waypoints in a square
 // world; each frame every agent moves (a straight walk that bounces off the walls), then asks
 // for its nearest enemy (the nearest agent of the 3 other groups) and its nearest waypoint.
 // Three peers in one run, on the same trajectories:
@@ -9,12 +9,12 @@
 //   grid   the dense grid rebuilt every frame: nb_grid_build over all positions with each
 //          agent's group as its category, then nb_grid_knn_filtered (k = 1, mask = the other
 //          groups); the waypoints in a second grid built once
-//   naive  the field report's tile system as it writes it (naive_tiles.c): a list per
+//   naive  the tile system games commonly write, as it is usually written (naive_tiles.c): a list per
 //          (tile, group) of pointers to separately allocated entities, linear List.Remove, a
 //          fresh neighbour list (GetNearbyTiles: the tile and its 8 neighbours) for every
 //          query, and every tile searched when those 9 cannot prove the nearest
 //   naive_rings  the same lists, searched in rings of tiles outward (a fresh list a ring)
-//          with an exact stop: the report's design with a better search than it has
+//          with an exact stop: the same design with a better search than it has
 // Every peer uses the same tile / cell edge. Only the structure's work is timed (update +
 // queries); moving the agents is the simulation's and is not. Each peer's answers are summed
 // (the squared distances, in agent order) and must agree exactly with the others'. Allocations
