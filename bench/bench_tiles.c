@@ -9,8 +9,9 @@
 //   grid   the dense grid rebuilt every frame: nb_grid_build over all positions with each
 //          agent's group as its category, then nb_grid_knn_filtered (k = 1, mask = the other
 //          groups); the waypoints in a second grid built once
-//   naive  the tile system games commonly write, as it is usually written (naive_tiles.c): a list per
-//          (tile, group) of pointers to separately allocated entities, linear List.Remove, a
+//   naive  the tile system games commonly write, as it is usually written (naive_tiles.c): a
+//          list per (tile, group) of pointers to separately allocated entities, linear
+//          List.Remove, a
 //          fresh neighbour list (GetNearbyTiles: the tile and its 8 neighbours) for every
 //          query, and every tile searched when those 9 cannot prove the nearest
 //   naive_rings  the same lists, searched in rings of tiles outward (a fresh list a ring)
