@@ -11,9 +11,9 @@
 //          groups); the waypoints in a second grid built once
 //   naive  the tile system games commonly write, as it is usually written (naive_tiles.c): a
 //          list per (tile, group) of pointers to separately allocated entities, linear
-//          List.Remove, a
-//          fresh neighbour list (GetNearbyTiles: the tile and its 8 neighbours) for every
-//          query, and every tile searched when those 9 cannot prove the nearest
+//          List.Remove, a fresh neighbour list (GetNearbyTiles: the tile and its 8
+//          neighbours) for every query, and every tile searched when those 9 cannot prove the
+//          nearest
 //   naive_rings  the same lists, searched in rings of tiles outward (a fresh list a ring)
 //          with an exact stop: the same design with a better search than it has
 // Every peer uses the same tile / cell edge. Only the structure's work is timed (update +
