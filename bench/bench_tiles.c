@@ -1,20 +1,21 @@
 // SPDX-License-Identifier: MIT
-// The tile-grid benchmark (issue 7): N agents in 4 groups and W static waypoints in a square
+// The tile-grid benchmark: N agents in 4 groups and W static waypoints in a square
 // world; each frame every agent moves (a straight walk that bounces off the walls), then asks
 // for its nearest enemy (the nearest agent of the 3 other groups) and its nearest waypoint.
 // Three peers in one run, on the same trajectories:
 //   tiles  nb_tiles_*: agents inserted once by handle, nb_tiles_move every frame, then
-//          nb_tiles_nearest (groups = the other three, excluding nothing) and
-//          nb_tiles_nearest_waypoint; waypoints added once in a batch
+//          nb_tiles_knn (k = 1, the filter's mask = the other three groups) and
+//          nb_tiles_knn_waypoints (k = 1); waypoints added once in a batch
 //   grid   the dense grid rebuilt every frame: nb_grid_build over all positions with each
 //          agent's group as its category, then nb_grid_knn_filtered (k = 1, mask = the other
 //          groups); the waypoints in a second grid built once
-//   naive  the field report's tile system as it writes it (naive_tiles.c): a list per
-//          (tile, group) of pointers to separately allocated entities, linear List.Remove, a
-//          fresh neighbour list (GetNearbyTiles: the tile and its 8 neighbours) for every
-//          query, and every tile searched when those 9 cannot prove the nearest
+//   naive  the tile system games commonly write, as it is usually written (naive_tiles.c): a
+//          list per (tile, group) of pointers to separately allocated entities, linear
+//          List.Remove, a fresh neighbour list (GetNearbyTiles: the tile and its 8
+//          neighbours) for every query, and every tile searched when those 9 cannot prove the
+//          nearest
 //   naive_rings  the same lists, searched in rings of tiles outward (a fresh list a ring)
-//          with an exact stop: the report's design with a better search than it has
+//          with an exact stop: the same design with a better search than it has
 // Every peer uses the same tile / cell edge. Only the structure's work is timed (update +
 // queries); moving the agents is the simulation's and is not. Each peer's answers are summed
 // (the squared distances, in agent order) and must agree exactly with the others'. Allocations
@@ -118,7 +119,9 @@ NBB_NOINLINE static Result run_tiles(Sim *s, int frames, double tile)
     nbHandle *h = malloc((size_t)s->n * sizeof(nbHandle));
     sim_reset(s);
     for (int i = 0; i < s->n; i++)
-        check(nb_tiles_insert(t, s->pos + 2 * i, s->group[i], (uint64_t)i, &h[i]), "insert");
+        check(nb_tiles_insert(t, s->pos + 2 * i, (uint64_t)i,
+                              (nbFilter){1u << s->group[i], 0xFFFFFFFFu}, &h[i]),
+              "insert");
     int64_t ns = 0;
     uint64_t allocs = 0;
     for (int f = 0; f < frames; f++) {
@@ -130,9 +133,9 @@ NBB_NOINLINE static Result run_tiles(Sim *s, int frames, double tile)
         for (int i = 0; i < s->n; i++) {
             nbHitNeighbor e, w;
             int32_t fe = 0, fw = 0;
-            nb_tiles_nearest(t, s->pos + 2 * i, enemies(s->group[i]), (double)INFINITY,
-                             NB_HANDLE_NULL, &e, &fe);
-            nb_tiles_nearest_waypoint(t, s->pos + 2 * i, (double)INFINITY, &w, &fw);
+            const nbFilter flt = {0xFFFFFFFFu, enemies(s->group[i])}; // the other groups
+            nb_tiles_knn(t, s->pos + 2 * i, flt, (double)INFINITY, &e, 1, &fe);
+            nb_tiles_knn_waypoints(t, s->pos + 2 * i, (double)INFINITY, &w, 1, &fw);
             sum += e.dist2 + w.dist2;
         }
         ns += nbb_now_ns() - t0;

@@ -94,7 +94,8 @@ int main(int argc, char **argv)
         a->pos[1] = rnd(&seed) * MAP;
         if (i % 500 == 0) a->pos[0] = a->team == 0 ? -50.0 : MAP + 50.0;
         a->goal = (uint64_t)(rnd(&seed) * nwp);
-        st = nb_tiles_insert(tiles, a->pos, a->team, (uint64_t)i, &a->handle);
+        const nbFilter team = {1u << a->team, 0xFFFFFFFFu}; // a team is a group: its bit
+        st = nb_tiles_insert(tiles, a->pos, (uint64_t)i, team, &a->handle);
         if (st != NB_OK) return fail("insert", st);
     }
 
@@ -105,13 +106,13 @@ int main(int argc, char **argv)
         charges = 0;
         for (int i = 0; i < n; i++) {
             Agent *a = &agents[i];
-            const uint32_t enemies = 1u << (1 - a->team);
+            const nbFilter enemies = {0xFFFFFFFFu, 1u << (1 - a->team)}; // search their group
             nbHitNeighbor enemy, way;
             int32_t found_enemy = 0, found_way = 0;
-            st = nb_tiles_nearest(tiles, a->pos, enemies, SIGHT, a->handle, &enemy, &found_enemy);
-            if (st != NB_OK) return fail("nearest", st);
-            st = nb_tiles_nearest_waypoint(tiles, a->pos, (double)INFINITY, &way, &found_way);
-            if (st != NB_OK) return fail("nearest_waypoint", st);
+            st = nb_tiles_knn(tiles, a->pos, enemies, SIGHT, &enemy, 1, &found_enemy);
+            if (st != NB_OK) return fail("knn", st);
+            st = nb_tiles_knn_waypoints(tiles, a->pos, (double)INFINITY, &way, 1, &found_way);
+            if (st != NB_OK) return fail("knn_waypoints", st);
             if (found_enemy) { // charge
                 const Agent *e = &agents[enemy.hit.user];
                 step_towards(a->pos, e->pos, SPEED);
@@ -152,8 +153,9 @@ int main(int argc, char **argv)
         }
         nbHitNeighbor e, w;
         int32_t fe = 0, fw = 0;
-        nb_tiles_nearest(tiles, a->pos, 1u << (1 - a->team), (double)INFINITY, a->handle, &e, &fe);
-        nb_tiles_nearest_waypoint(tiles, a->pos, (double)INFINITY, &w, &fw);
+        const nbFilter enemies = {0xFFFFFFFFu, 1u << (1 - a->team)};
+        nb_tiles_knn(tiles, a->pos, enemies, (double)INFINITY, &e, 1, &fe);
+        nb_tiles_knn_waypoints(tiles, a->pos, (double)INFINITY, &w, 1, &fw);
         if (fe != (best < (double)INFINITY) || (fe && e.dist2 != best) || !fw || w.dist2 != best_w)
             bad++;
     }

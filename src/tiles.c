@@ -2,6 +2,10 @@
 // The tile grid (include/nearby/tiles.h): a bounded world of tiles, entities by group in
 // per-(tile, group) blocks, static waypoints in one compact per-tile array.
 //
+// Filters. An entity's category is its group's bit, so a query's filter.mask picks the blocks
+// to visit; the other half of the rule, filter.category & the entity's mask, is read per entity
+// only while some entity has a mask other than all ones (nfiltered > 0).
+//
 // Tiles. A coordinate's tile on tiled axis t is floor((x - origin[t]) * inv[t]) clamped to
 // [0, count[t] - 1]. Every step is monotone in x (rounding is monotone, and so are floor and
 // the clamp), and that is all exactness needs: a stored point p with |p - q| <= reach on an
@@ -23,8 +27,8 @@
 // arena positions [start[b], end[b]), inside a power-of-two block of 2^cls[b] positions (cls
 // -1: no block, start == end == 0). Per position: the coordinates (dim doubles, inline, read by
 // the query loops) and the entity's slot. Per slot (the handle pool's value is the position):
-// its block and its user value. A full block moves to one twice as large; blocks given up go
-// onto a free list per size and are taken before the arena's end, so entities wandering the
+// its block, its user value and its mask. A full block moves to one twice as large; blocks given up
+// go onto a free list per size and are taken before the arena's end, so entities wandering the
 // world reach a steady state in which the arena stops growing (the spatial hash's scheme).
 // Remove: the block's last entity fills the hole (its slot learns its new position). Everything
 // that may allocate is made room for first (nbi_tiles_room), so failures change nothing.
@@ -34,6 +38,7 @@
 // each add call.
 //
 // Invariants (nb_tiles_validate): the pool's own; count == live handles == entities in blocks;
+// nfiltered == live entities whose mask is not all ones;
 // a block with cls >= 0 lies inside [0, top) and 0 < end - start <= 2^cls; every position in it
 // holds a live slot whose pool value is that position, whose block is b and whose coordinates
 // are finite and map to b's tile; blocks of cls -1 are empty; live blocks plus free blocks
@@ -59,10 +64,12 @@ struct nbTiles {
     double edge[2];   // tile edges
     double inv[2];    // 1 / edge: the tile map multiplies (any monotone map would do)
     int32_t count;
+    int32_t nfiltered; // entities whose mask is not all ones: 0 lets queries skip the masks
 
     nbiPool pool; // handles; a slot's value is its entity's position
     nbiBuf key;   // int32_t per slot: its block
     nbiBuf user;  // uint64_t per slot
+    nbiBuf mask;  // uint32_t per slot: what the entity wants to find
 
     nbiBuf pts; // double, dim per position
     nbiBuf idx; // int32_t per position: the slot there (a free block: the next free block)
@@ -122,7 +129,7 @@ static bool nbi_finite(const double *p, int dim)
 // ---- storage ----
 
 enum { NBI_PER_SLOT, NBI_PER_POSITION };
-enum { NBI_TILES_BUFS = 4 };
+enum { NBI_TILES_BUFS = 5 };
 
 static void nbi_tiles_bufs(nbTiles *t, nbiBuf *buf[NBI_TILES_BUFS], size_t elem[NBI_TILES_BUFS],
                            int kind[NBI_TILES_BUFS])
@@ -139,6 +146,9 @@ static void nbi_tiles_bufs(nbTiles *t, nbiBuf *buf[NBI_TILES_BUFS], size_t elem[
     buf[3] = &t->idx;
     elem[3] = sizeof(int32_t);
     kind[3] = NBI_PER_POSITION;
+    buf[4] = &t->mask;
+    elem[4] = sizeof(uint32_t);
+    kind[4] = NBI_PER_SLOT;
 }
 
 // Makes room for `items` more entities and `positions` more arena positions, all or nothing.
@@ -406,7 +416,7 @@ void nb_tiles_clear(nbTiles *tiles)
     for (int k = 0; k < NBI_TILES_CLASSES; k++) tiles->free_block[k] = -1;
     tiles->free_positions = 0;
     tiles->top = 0;
-    tiles->count = 0;
+    tiles->count = tiles->nfiltered = 0;
 }
 
 int32_t nb_tiles_count(const nbTiles *tiles)
@@ -425,36 +435,56 @@ size_t nb_tiles_memory_bytes(const nbTiles *tiles)
     const nbTiles *t = tiles;
     const size_t d = (size_t)t->dim;
     return sizeof(nbTiles) + nbi_pool_memory_bytes(&t->pool) + t->key.cap * sizeof(int32_t) +
-           t->user.cap * sizeof(uint64_t) + t->pts.cap * d * sizeof(double) +
-           t->idx.cap * sizeof(int32_t) + t->start.cap * sizeof(int32_t) +
-           t->end.cap * sizeof(int32_t) + t->cls.cap + t->wstart.cap * sizeof(int32_t) +
-           t->occ.cap * sizeof(uint32_t) + t->wpts.cap * d * sizeof(double) +
-           t->wid.cap * sizeof(uint64_t) + t->wnum.cap * sizeof(int32_t);
+           t->user.cap * sizeof(uint64_t) + t->mask.cap * sizeof(uint32_t) +
+           t->pts.cap * d * sizeof(double) + t->idx.cap * sizeof(int32_t) +
+           t->start.cap * sizeof(int32_t) + t->end.cap * sizeof(int32_t) + t->cls.cap +
+           t->wstart.cap * sizeof(int32_t) + t->occ.cap * sizeof(uint32_t) +
+           t->wpts.cap * d * sizeof(double) + t->wid.cap * sizeof(uint64_t) +
+           t->wnum.cap * sizeof(int32_t);
 }
 
-nbStatus nb_tiles_shape(const nbTiles *tiles, int32_t count[2], double edge[2], int32_t axes[2],
-                        double origin[2])
+nbStatus nb_tiles_info(const nbTiles *tiles, nbTilesInfo *info)
 {
-    if (tiles == NULL) return NB_ERR_NULL_ARG;
+    if (tiles == NULL || info == NULL) return NB_ERR_NULL_ARG;
+    memset(info, 0, sizeof *info);
+    info->dim = tiles->dim;
+    info->count = tiles->count;
+    info->waypoints = tiles->nwp;
+    info->groups = tiles->groups;
+    info->tiles = tiles->ntiles;
     for (int a = 0; a < 2; a++) {
-        if (count != NULL) count[a] = tiles->nt[a];
-        if (edge != NULL) edge[a] = tiles->edge[a];
-        if (axes != NULL) axes[a] = tiles->ax[a];
-        if (origin != NULL) origin[a] = tiles->origin[a];
+        info->tile_count[a] = tiles->nt[a];
+        info->edge[a] = tiles->edge[a];
+        info->axes[a] = tiles->ax[a];
+        info->origin[a] = tiles->origin[a];
     }
+    info->bytes = nb_tiles_memory_bytes(tiles);
     return NB_OK;
 }
 
 // ---- entities ----
 
-nbStatus nb_tiles_insert(nbTiles *tiles, const double *pos, int32_t group, uint64_t user,
+// The group a category names (one bit of an existing group), or -1.
+static int32_t nbi_group_of(const nbTiles *t, uint32_t category)
+{
+    if (category == 0 || (category & (category - 1)) != 0 || (category & t->all) == 0) return -1;
+    return nbi_ctz32(category);
+}
+
+static bool nbi_mask_all(uint32_t mask)
+{
+    return mask == 0xFFFFFFFFu;
+}
+
+nbStatus nb_tiles_insert(nbTiles *tiles, const double *pos, uint64_t user, nbFilter filter,
                          nbHandle *out)
 {
     if (out != NULL) *out = NB_HANDLE_NULL;
     if (tiles == NULL || pos == NULL || out == NULL) return NB_ERR_NULL_ARG;
     nbTiles *t = tiles;
     if (!nbi_finite(pos, t->dim)) return NB_ERR_NOT_FINITE;
-    if (group < 0 || group >= t->groups) return NB_ERR_OUT_OF_RANGE;
+    const int32_t group = nbi_group_of(t, filter.category);
+    if (group < 0) return NB_ERR_OUT_OF_RANGE;
     const int32_t b = nbi_tile_of(t, pos) * t->groups + group;
     const nbStatus st = nbi_tiles_room(t, 1, nbi_place_need(t, b));
     if (st != NB_OK) return st;
@@ -467,6 +497,8 @@ nbStatus nb_tiles_insert(nbTiles *tiles, const double *pos, int32_t group, uint6
     int32_t slot;
     nbi_pool_lookup(&t->pool, h, &slot);
     NBI_ARR(t, user, uint64_t)[slot] = user;
+    NBI_ARR(t, mask, uint32_t)[slot] = filter.mask;
+    t->nfiltered += !nbi_mask_all(filter.mask);
     nbi_block_append(t, b, slot, pos);
     t->count++;
     *out = h;
@@ -513,12 +545,13 @@ nbStatus nb_tiles_remove(nbTiles *tiles, nbHandle entity)
     if (st != NB_OK) return st;
     nbi_block_take_out(t, NBI_ARR(t, key, int32_t)[slot], nbi_pool_slot_value(&t->pool, slot));
     nbi_pool_free(&t->pool, entity, NULL);
+    t->nfiltered -= !nbi_mask_all(NBI_ARR(t, mask, const uint32_t)[slot]);
     t->count--;
     return NB_OK;
 }
 
-nbStatus nb_tiles_get(const nbTiles *tiles, nbHandle entity, double *pos, int32_t *group,
-                      uint64_t *user)
+nbStatus nb_tiles_get(const nbTiles *tiles, nbHandle entity, double *pos, uint64_t *user,
+                      nbFilter *filter)
 {
     if (tiles == NULL) return NB_ERR_NULL_ARG;
     int32_t slot;
@@ -528,19 +561,23 @@ nbStatus nb_tiles_get(const nbTiles *tiles, nbHandle entity, double *pos, int32_
     if (pos != NULL)
         memcpy(pos, NBI_ARR(tiles, pts, const double) + (size_t)p * (size_t)tiles->dim,
                (size_t)tiles->dim * sizeof(double));
-    if (group != NULL) *group = NBI_ARR(tiles, key, const int32_t)[slot] % tiles->groups;
     if (user != NULL) *user = NBI_ARR(tiles, user, const uint64_t)[slot];
+    if (filter != NULL) {
+        filter->category = 1u << (NBI_ARR(tiles, key, const int32_t)[slot] % tiles->groups);
+        filter->mask = NBI_ARR(tiles, mask, const uint32_t)[slot];
+    }
     return NB_OK;
 }
 
-nbStatus nb_tiles_set(nbTiles *tiles, nbHandle entity, int32_t group, uint64_t user)
+nbStatus nb_tiles_set(nbTiles *tiles, nbHandle entity, uint64_t user, nbFilter filter)
 {
     if (tiles == NULL) return NB_ERR_NULL_ARG;
     nbTiles *t = tiles;
     int32_t slot;
     const nbStatus st = nbi_pool_lookup(&t->pool, entity, &slot);
     if (st != NB_OK) return st;
-    if (group < 0 || group >= t->groups) return NB_ERR_OUT_OF_RANGE;
+    const int32_t group = nbi_group_of(t, filter.category);
+    if (group < 0) return NB_ERR_OUT_OF_RANGE;
     const int32_t cur = NBI_ARR(t, key, const int32_t)[slot];
     const int32_t b = cur - cur % t->groups + group;
     if (b != cur) {
@@ -550,6 +587,9 @@ nbStatus nb_tiles_set(nbTiles *tiles, nbHandle entity, int32_t group, uint64_t u
         if (rst != NB_OK) return rst;
     }
     NBI_ARR(t, user, uint64_t)[slot] = user;
+    uint32_t *mask = NBI_ARR(t, mask, uint32_t);
+    t->nfiltered += !nbi_mask_all(filter.mask) - !nbi_mask_all(mask[slot]);
+    mask[slot] = filter.mask;
     return NB_OK;
 }
 
@@ -634,7 +674,30 @@ static nbHit nbi_entity_hit(const nbTiles *t, int32_t slot)
     return h;
 }
 
-nbStatus nb_tiles_visit_tile(const nbTiles *tiles, int32_t tile, uint32_t groups, nbHitFn *visit,
+// A query's filter as the loops apply it: the blocks of `groups` (the entities whose category
+// meets filter.mask), and each entity's mask against `category`, read only while some entity
+// has a mask other than all ones (`masks` NULL otherwise: then a non-zero category passes all).
+typedef struct nbiTilesFilter {
+    uint32_t groups;
+    uint32_t category;
+    const uint32_t *masks;
+} nbiTilesFilter;
+
+static nbiTilesFilter nbi_filter(const nbTiles *t, nbFilter f)
+{
+    nbiTilesFilter r;
+    r.groups = f.category != 0 ? f.mask & t->all : 0;
+    r.category = f.category;
+    r.masks = t->nfiltered > 0 ? NBI_ARR(t, mask, const uint32_t) : NULL;
+    return r;
+}
+
+NBI_INLINE bool nbi_passes(const nbiTilesFilter *f, int32_t slot)
+{
+    return f->masks == NULL || (f->masks[slot] & f->category) != 0;
+}
+
+nbStatus nb_tiles_visit_tile(const nbTiles *tiles, int32_t tile, nbFilter filter, nbHitFn *visit,
                              void *user)
 {
     if (tiles == NULL || visit == NULL) return NB_ERR_NULL_ARG;
@@ -642,19 +705,21 @@ nbStatus nb_tiles_visit_tile(const nbTiles *tiles, int32_t tile, uint32_t groups
     const int32_t *start = NBI_ARR(tiles, start, const int32_t);
     const int32_t *end = NBI_ARR(tiles, end, const int32_t);
     const int32_t *idx = NBI_ARR(tiles, idx, const int32_t);
-    for (uint32_t m = groups & tiles->all; m != 0; m &= m - 1) {
+    const nbiTilesFilter f = nbi_filter(tiles, filter);
+    for (uint32_t m = f.groups; m != 0; m &= m - 1) {
         const int32_t b = tile * tiles->groups + nbi_ctz32(m);
         for (int32_t p = start[b]; p < end[b]; p++)
-            if (!visit(nbi_entity_hit(tiles, idx[p]), user)) return NB_OK;
+            if (nbi_passes(&f, idx[p]) && !visit(nbi_entity_hit(tiles, idx[p]), user)) return NB_OK;
     }
     return NB_OK;
 }
 
 // ---- radius queries ----
 
-// Entities of `groups` within radius of center (checked), into x.
+// Entities that pass `filter` within radius of center (checked), other than slot `skip` (or
+// -1), into x.
 static nbStatus nbi_entity_radius(const nbTiles *t, const double *center, double radius,
-                                  uint32_t groups, nbiTilesHits *x)
+                                  nbFilter filter, int32_t skip, nbiTilesHits *x)
 {
     if (!nbi_finite(center, t->dim)) return NB_ERR_NOT_FINITE;
     const nbStatus st = nbi_check_radius(radius);
@@ -663,7 +728,7 @@ static nbStatus nbi_entity_radius(const nbTiles *t, const double *center, double
     const double r2 = radius * radius;
     int32_t lo[2], hi[2];
     nbi_tile_range(t, center, nbi_reach(radius), lo, hi);
-    const uint32_t mask = groups & t->all;
+    const nbiTilesFilter f = nbi_filter(t, filter);
     const uint32_t *occ = NBI_ARR(t, occ, const uint32_t);
     const int32_t *start = NBI_ARR(t, start, const int32_t), *end = NBI_ARR(t, end, const int32_t);
     const int32_t *idx = NBI_ARR(t, idx, const int32_t);
@@ -672,10 +737,11 @@ static nbStatus nbi_entity_radius(const nbTiles *t, const double *center, double
     for (int32_t ty = lo[1]; ty <= hi[1]; ty++) {
         for (int32_t tx = lo[0]; tx <= hi[0]; tx++) {
             const int32_t tile = tx + t->nt[0] * ty, base = tile * t->groups;
-            for (uint32_t m = occ[tile] & mask; m != 0; m &= m - 1) {
+            for (uint32_t m = occ[tile] & f.groups; m != 0; m &= m - 1) {
                 const int32_t b = base + nbi_ctz32(m);
                 for (int32_t p = start[b]; p < end[b]; p++) {
                     if (nbi_dist2(pts + (size_t)p * (size_t)dim, center, dim) > r2) continue;
+                    if (idx[p] == skip || !nbi_passes(&f, idx[p])) continue;
                     nbi_emit(x, nbi_entity_hit(t, idx[p]));
                     if (x->stop) return NB_OK;
                 }
@@ -693,21 +759,51 @@ static nbStatus nbi_finish(nbStatus st, const nbiTilesHits *x, int32_t *found)
 }
 
 nbStatus nb_tiles_query_radius(const nbTiles *tiles, const double *center, double radius,
-                               uint32_t groups, nbHit *out, int32_t capacity, int32_t *found)
+                               nbFilter filter, nbHit *out, int32_t capacity, int32_t *found)
 {
     if (found != NULL) *found = 0;
     if (tiles == NULL || center == NULL || found == NULL || (out == NULL && capacity > 0))
         return NB_ERR_NULL_ARG;
     nbiTilesHits x = {out, capacity, 0, NULL, NULL, false};
-    return nbi_finish(nbi_entity_radius(tiles, center, radius, groups, &x), &x, found);
+    return nbi_finish(nbi_entity_radius(tiles, center, radius, filter, -1, &x), &x, found);
 }
 
 nbStatus nb_tiles_visit_radius(const nbTiles *tiles, const double *center, double radius,
-                               uint32_t groups, nbHitFn *visit, void *user)
+                               nbFilter filter, nbHitFn *visit, void *user)
 {
     if (tiles == NULL || center == NULL || visit == NULL) return NB_ERR_NULL_ARG;
     nbiTilesHits x = {NULL, 0, 0, visit, user, false};
-    return nbi_entity_radius(tiles, center, radius, groups, &x);
+    return nbi_entity_radius(tiles, center, radius, filter, -1, &x);
+}
+
+// Neighbours of a stored entity: a radius query at its position that skips it. The handle is
+// checked right after the pointers, as for every call that names an item to act on.
+static nbStatus nbi_entity_neighbors(const nbTiles *t, nbHandle entity, double radius,
+                                     nbFilter filter, nbiTilesHits *x)
+{
+    int32_t slot;
+    const nbStatus st = nbi_pool_lookup(&t->pool, entity, &slot);
+    if (st != NB_OK) return st;
+    const int32_t p = nbi_pool_slot_value(&t->pool, slot);
+    return nbi_entity_radius(t, NBI_ARR(t, pts, const double) + (size_t)p * (size_t)t->dim, radius,
+                             filter, slot, x);
+}
+
+nbStatus nb_tiles_query_neighbors(const nbTiles *tiles, nbHandle entity, double radius,
+                                  nbFilter filter, nbHit *out, int32_t capacity, int32_t *found)
+{
+    if (found != NULL) *found = 0;
+    if (tiles == NULL || found == NULL || (out == NULL && capacity > 0)) return NB_ERR_NULL_ARG;
+    nbiTilesHits x = {out, capacity, 0, NULL, NULL, false};
+    return nbi_finish(nbi_entity_neighbors(tiles, entity, radius, filter, &x), &x, found);
+}
+
+nbStatus nb_tiles_visit_neighbors(const nbTiles *tiles, nbHandle entity, double radius,
+                                  nbFilter filter, nbHitFn *visit, void *user)
+{
+    if (tiles == NULL || visit == NULL) return NB_ERR_NULL_ARG;
+    nbiTilesHits x = {NULL, 0, 0, visit, user, false};
+    return nbi_entity_neighbors(tiles, entity, radius, filter, &x);
 }
 
 static nbStatus nbi_waypoint_radius(const nbTiles *t, const double *center, double radius,
@@ -765,10 +861,9 @@ typedef struct nbiKnn {
     const double *q;
     nbHitNeighbor *heap;
     int32_t k, n;
-    double maxd;     // max_distance (+inf: none)
-    double bound2;   // candidates need dist2 <= bound2 = maxd * maxd, as in a radius query
-    int32_t skip;    // a slot to pass over (the asker), or -1
-    uint32_t groups; // entity groups; waypoints when `waypoints`
+    double maxd;      // max_distance (+inf: none)
+    double bound2;    // candidates need dist2 <= bound2 = maxd * maxd, as in a radius query
+    nbiTilesFilter f; // the entities searched; waypoints when `waypoints`
     bool waypoints;
     double worst; // a candidate with a larger dist2 cannot enter the answer
 } nbiKnn;
@@ -842,11 +937,11 @@ static void nbi_knn_row(nbiKnn *s, int32_t y, int32_t x0, int32_t x1)
     const uint32_t *occ = NBI_ARR(t, occ, const uint32_t);
     for (int32_t tile = row + x0; tile <= row + x1; tile++) {
         const int32_t base = tile * t->groups;
-        for (uint32_t m = occ[tile] & s->groups; m != 0; m &= m - 1) {
+        for (uint32_t m = occ[tile] & s->f.groups; m != 0; m &= m - 1) {
             const int32_t b = base + nbi_ctz32(m);
             for (int32_t p = start[b], p1 = end[b]; p < p1; p++) {
                 const double d2 = nbi_dist2(pts + (size_t)p * (size_t)dim, s->q, dim);
-                if (d2 > s->worst || idx[p] == s->skip) continue;
+                if (d2 > s->worst || !nbi_passes(&s->f, idx[p])) continue;
                 nbi_knn_consider(s, d2, (uint64_t)idx[p], user[idx[p]]);
             }
         }
@@ -950,10 +1045,10 @@ static nbStatus nbi_knn_check(const nbTiles *t, const double *point, double max_
     return NB_OK;
 }
 
-// The k nearest candidates (entities of `groups` other than slot `skip`, or waypoints) within
-// max_distance into out; returns how many.
-static int32_t nbi_knn_search(const nbTiles *t, const double *q, nbHitNeighbor *out, int32_t k,
-                              double maxd, int32_t skip, uint32_t groups, bool waypoints)
+// The k nearest candidates (entities that pass `filter`, or waypoints) within max_distance
+// into out; returns how many.
+static int32_t nbi_knn_search(const nbTiles *t, const double *q, nbFilter filter, double maxd,
+                              bool waypoints, nbHitNeighbor *out, int32_t k)
 {
     nbiKnn s;
     s.t = t;
@@ -963,61 +1058,69 @@ static int32_t nbi_knn_search(const nbTiles *t, const double *q, nbHitNeighbor *
     s.n = 0;
     s.maxd = maxd;
     s.bound2 = maxd < (double)INFINITY ? maxd * maxd : (double)INFINITY;
-    s.skip = skip;
-    s.groups = groups & t->all;
+    s.f = nbi_filter(t, filter);
     s.waypoints = waypoints;
-    if (k == 0 || (waypoints ? t->nwp == 0 : s.groups == 0 || t->count == 0)) return 0;
+    if (k == 0 || (waypoints ? t->nwp == 0 : s.f.groups == 0 || t->count == 0)) return 0;
     nbi_knn_run(&s);
     return s.n;
 }
 
-nbStatus nb_tiles_nearest(const nbTiles *tiles, const double *point, uint32_t groups,
-                          double max_distance, nbHandle exclude, nbHitNeighbor *out, int32_t *found)
+static nbStatus nbi_knn_buffer(const nbTiles *t, const double *point, nbFilter filter, double maxd,
+                               bool waypoints, nbHitNeighbor *out, int32_t k, int32_t *found)
 {
     if (found != NULL) *found = 0;
-    if (tiles == NULL || point == NULL || out == NULL || found == NULL) return NB_ERR_NULL_ARG;
-    nbStatus st = nbi_knn_check(tiles, point, max_distance, 1);
-    if (st != NB_OK) return st;
-    int32_t skip = -1;
-    if (exclude.bits != 0 && (st = nbi_pool_lookup(&tiles->pool, exclude, &skip)) != NB_OK)
-        return st;
-    *found = nbi_knn_search(tiles, point, out, 1, max_distance, skip, groups, false);
-    return NB_OK;
-}
-
-nbStatus nb_tiles_knn(const nbTiles *tiles, const double *point, int32_t k, uint32_t groups,
-                      nbHitNeighbor *out, int32_t *found)
-{
-    if (found != NULL) *found = 0;
-    if (tiles == NULL || point == NULL || found == NULL || (out == NULL && k > 0))
+    if (t == NULL || point == NULL || found == NULL || (out == NULL && k > 0))
         return NB_ERR_NULL_ARG;
-    const nbStatus st = nbi_knn_check(tiles, point, (double)INFINITY, k);
+    const nbStatus st = nbi_knn_check(t, point, maxd, k);
     if (st != NB_OK) return st;
-    *found = nbi_knn_search(tiles, point, out, k, (double)INFINITY, -1, groups, false);
+    *found = nbi_knn_search(t, point, filter, maxd, waypoints, out, k);
     return NB_OK;
 }
 
-nbStatus nb_tiles_nearest_waypoint(const nbTiles *tiles, const double *point, double max_distance,
-                                   nbHitNeighbor *out, int32_t *found)
+// The callback form: the heap on the stack up to NB_KNN_STACK, from the grid's allocator above.
+static nbStatus nbi_knn_visit(const nbTiles *t, const double *point, nbFilter filter, double maxd,
+                              bool waypoints, int32_t k, nbHitNeighborFn *visit, void *user)
 {
-    if (found != NULL) *found = 0;
-    if (tiles == NULL || point == NULL || out == NULL || found == NULL) return NB_ERR_NULL_ARG;
-    const nbStatus st = nbi_knn_check(tiles, point, max_distance, 1);
+    if (t == NULL || point == NULL || visit == NULL) return NB_ERR_NULL_ARG;
+    const nbStatus st = nbi_knn_check(t, point, maxd, k);
     if (st != NB_OK) return st;
-    *found = nbi_knn_search(tiles, point, out, 1, max_distance, -1, 0, true);
+    const int32_t have = waypoints ? t->nwp : t->count, want = k < have ? k : have;
+    nbHitNeighbor stack[NB_KNN_STACK];
+    nbHitNeighbor *heap = stack;
+    if (want > NB_KNN_STACK) {
+        heap = (nbHitNeighbor *)nbi_alloc(&t->alloc, (size_t)want, sizeof *heap);
+        if (heap == NULL) return NB_ERR_OUT_OF_MEMORY;
+    }
+    const int32_t n = nbi_knn_search(t, point, filter, maxd, waypoints, heap, want);
+    for (int32_t i = 0; i < n; i++)
+        if (!visit(heap[i].hit, heap[i].dist2, user)) break;
+    if (heap != stack) nbi_free(&t->alloc, heap, (size_t)want, sizeof *heap);
     return NB_OK;
 }
 
-nbStatus nb_tiles_knn_waypoints(const nbTiles *tiles, const double *point, int32_t k,
-                                nbHitNeighbor *out, int32_t *found)
+nbStatus nb_tiles_knn(const nbTiles *tiles, const double *point, nbFilter filter,
+                      double max_distance, nbHitNeighbor *out, int32_t k, int32_t *found)
 {
-    if (found != NULL) *found = 0;
-    if (tiles == NULL || point == NULL || found == NULL || (out == NULL && k > 0))
-        return NB_ERR_NULL_ARG;
-    const nbStatus st = nbi_knn_check(tiles, point, (double)INFINITY, k);
-    if (st != NB_OK) return st;
-    *found = nbi_knn_search(tiles, point, out, k, (double)INFINITY, -1, 0, true);
-    return NB_OK;
+    return nbi_knn_buffer(tiles, point, filter, max_distance, false, out, k, found);
+}
+
+nbStatus nb_tiles_visit_knn(const nbTiles *tiles, const double *point, nbFilter filter,
+                            double max_distance, int32_t k, nbHitNeighborFn *visit, void *user)
+{
+    return nbi_knn_visit(tiles, point, filter, max_distance, false, k, visit, user);
+}
+
+nbStatus nb_tiles_knn_waypoints(const nbTiles *tiles, const double *point, double max_distance,
+                                nbHitNeighbor *out, int32_t k, int32_t *found)
+{
+    return nbi_knn_buffer(tiles, point, NB_FILTER_ALL, max_distance, true, out, k, found);
+}
+
+nbStatus nb_tiles_visit_knn_waypoints(const nbTiles *tiles, const double *point,
+                                      double max_distance, int32_t k, nbHitNeighborFn *visit,
+                                      void *user)
+{
+    return nbi_knn_visit(tiles, point, NB_FILTER_ALL, max_distance, true, k, visit, user);
 }
 
 // ---- pairs ----
@@ -1029,16 +1132,20 @@ typedef struct nbiTilesPairs {
     void *user;
 } nbiTilesPairs;
 
-// Each unordered pair is found from its lower slot's side (x), among the candidates y of the
-// union of both masks in x's range of tiles: a radius search per entity.
-static nbStatus nbi_pairs_run(const nbTiles *t, double radius, uint32_t groups_a, uint32_t groups_b,
-                              nbiTilesPairs *x)
+// A radius search per entity x of set A for its partners y in x's range of tiles. All pairs
+// (cross false): A is every entity, y any later slot whose group x's mask names and whose mask
+// names x's group, so each unordered pair comes once from its lower slot. Cross pairs: A the
+// groups of mask_a, y any other entity of mask_b's groups; an entity whose mask is 0 plays no
+// role. The masks are read only while some entity has one other than all ones.
+static nbStatus nbi_pairs_run(const nbTiles *t, double radius, bool cross, uint32_t mask_a,
+                              uint32_t mask_b, nbiTilesPairs *x)
 {
     nbStatus st = nbi_check_radius(radius);
     if (st != NB_OK) return st;
     if (x->fn == NULL && x->cap < 0) return NB_ERR_OUT_OF_RANGE;
-    const uint32_t ga = groups_a & t->all, gb = groups_b & t->all, both = ga | gb;
+    const uint32_t ga = cross ? mask_a & t->all : t->all, gb = cross ? mask_b & t->all : t->all;
     if (ga == 0 || gb == 0) return NB_OK;
+    const uint32_t *masks = t->nfiltered > 0 ? NBI_ARR(t, mask, const uint32_t) : NULL;
     const double r2 = radius * radius, reach = nbi_reach(radius);
     const int32_t *start = NBI_ARR(t, start, const int32_t), *end = NBI_ARR(t, end, const int32_t);
     const int32_t *idx = NBI_ARR(t, idx, const int32_t);
@@ -1047,32 +1154,32 @@ static nbStatus nbi_pairs_run(const nbTiles *t, double radius, uint32_t groups_a
     const int dim = t->dim;
     // Only the groups a tile holds (occ): a world of many small tiles is mostly empty ones.
     for (int32_t tile = 0; tile < t->ntiles; tile++) {
-        for (uint32_t m = occ[tile] & both; m != 0; m &= m - 1) {
+        for (uint32_t m = occ[tile] & ga; m != 0; m &= m - 1) {
             const int gx = nbi_ctz32(m);
             const int32_t bx = tile * t->groups + gx;
             for (int32_t p = start[bx]; p < end[bx]; p++) {
+                const int32_t sx = idx[p];
+                uint32_t gy = gb; // the groups x may meet
+                if (masks != NULL) gy = cross ? (masks[sx] != 0 ? gb : 0) : gb & masks[sx];
+                if (gy == 0) continue;
                 const double *px = pts + (size_t)p * (size_t)dim;
+                const nbHit a = nbi_entity_hit(t, sx);
                 int32_t lo[2], hi[2];
                 nbi_tile_range(t, px, reach, lo, hi);
                 for (int32_t ty = lo[1]; ty <= hi[1]; ty++) {
                     for (int32_t tx = lo[0]; tx <= hi[0]; tx++) {
                         const int32_t there = tx + t->nt[0] * ty, base = there * t->groups;
-                        for (uint32_t mm = occ[there] & both; mm != 0; mm &= mm - 1) {
-                            const int gy = nbi_ctz32(mm);
-                            const bool xa = ((ga >> gx) & 1u) && ((gb >> gy) & 1u);
-                            const bool ya = ((ga >> gy) & 1u) && ((gb >> gx) & 1u);
-                            if (!xa && !ya) continue;
-                            const int32_t by = base + gy;
+                        for (uint32_t mm = occ[there] & gy; mm != 0; mm &= mm - 1) {
+                            const int32_t by = base + nbi_ctz32(mm);
                             for (int32_t q = start[by]; q < end[by]; q++) {
-                                if (idx[q] <= idx[p]) continue;
+                                const int32_t sy = idx[q];
+                                if (cross ? sy == sx : sy <= sx) continue;
                                 if (nbi_dist2(pts + (size_t)q * (size_t)dim, px, dim) > r2)
                                     continue;
-                                nbHit a = nbi_entity_hit(t, idx[p]), b = nbi_entity_hit(t, idx[q]);
-                                if (!xa) { // only y can play a
-                                    const nbHit s = a;
-                                    a = b;
-                                    b = s;
-                                }
+                                if (masks != NULL &&
+                                    (cross ? masks[sy] == 0 : ((masks[sy] >> gx) & 1u) == 0))
+                                    continue;
+                                const nbHit b = nbi_entity_hit(t, sy);
                                 if (x->fn != NULL) {
                                     if (!x->fn(a, b, x->user)) return NB_OK;
                                     continue;
@@ -1092,35 +1199,69 @@ static nbStatus nbi_pairs_run(const nbTiles *t, double radius, uint32_t groups_a
     return NB_OK;
 }
 
-nbStatus nb_tiles_pairs(const nbTiles *tiles, double radius, uint32_t groups_a, uint32_t groups_b,
-                        nbHitPair *out, int64_t capacity, int64_t *found)
+static nbStatus nbi_pairs_buffer(const nbTiles *t, double radius, bool cross, uint32_t mask_a,
+                                 uint32_t mask_b, nbHitPair *out, int64_t capacity, int64_t *found)
 {
     if (found != NULL) *found = 0;
-    if (tiles == NULL || found == NULL || (out == NULL && capacity > 0)) return NB_ERR_NULL_ARG;
+    if (t == NULL || found == NULL || (out == NULL && capacity > 0)) return NB_ERR_NULL_ARG;
     nbiTilesPairs x = {out, capacity, 0, NULL, NULL};
-    const nbStatus st = nbi_pairs_run(tiles, radius, groups_a, groups_b, &x);
+    const nbStatus st = nbi_pairs_run(t, radius, cross, mask_a, mask_b, &x);
     if (st != NB_OK) return st;
     *found = x.n;
     return x.n > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
 }
 
-nbStatus nb_tiles_count_pairs(const nbTiles *tiles, double radius, uint32_t groups_a,
-                              uint32_t groups_b, int64_t *count)
+static nbStatus nbi_pairs_count(const nbTiles *t, double radius, bool cross, uint32_t mask_a,
+                                uint32_t mask_b, int64_t *count)
 {
     if (count != NULL) *count = 0;
-    if (tiles == NULL || count == NULL) return NB_ERR_NULL_ARG;
+    if (t == NULL || count == NULL) return NB_ERR_NULL_ARG;
     nbiTilesPairs x = {NULL, INT64_MAX, 0, NULL, NULL};
-    const nbStatus st = nbi_pairs_run(tiles, radius, groups_a, groups_b, &x);
+    const nbStatus st = nbi_pairs_run(t, radius, cross, mask_a, mask_b, &x);
     if (st == NB_OK) *count = x.n;
     return st;
 }
 
-nbStatus nb_tiles_visit_pairs(const nbTiles *tiles, double radius, uint32_t groups_a,
-                              uint32_t groups_b, nbHitPairFn *visit, void *user)
+static nbStatus nbi_pairs_visit(const nbTiles *t, double radius, bool cross, uint32_t mask_a,
+                                uint32_t mask_b, nbHitPairFn *visit, void *user)
 {
-    if (tiles == NULL || visit == NULL) return NB_ERR_NULL_ARG;
+    if (t == NULL || visit == NULL) return NB_ERR_NULL_ARG;
     nbiTilesPairs x = {NULL, 0, 0, visit, user};
-    return nbi_pairs_run(tiles, radius, groups_a, groups_b, &x);
+    return nbi_pairs_run(t, radius, cross, mask_a, mask_b, &x);
+}
+
+nbStatus nb_tiles_pairs(const nbTiles *tiles, double radius, nbHitPair *out, int64_t capacity,
+                        int64_t *found)
+{
+    return nbi_pairs_buffer(tiles, radius, false, 0, 0, out, capacity, found);
+}
+
+nbStatus nb_tiles_count_pairs(const nbTiles *tiles, double radius, int64_t *count)
+{
+    return nbi_pairs_count(tiles, radius, false, 0, 0, count);
+}
+
+nbStatus nb_tiles_visit_pairs(const nbTiles *tiles, double radius, nbHitPairFn *visit, void *user)
+{
+    return nbi_pairs_visit(tiles, radius, false, 0, 0, visit, user);
+}
+
+nbStatus nb_tiles_cross_pairs(const nbTiles *tiles, double radius, uint32_t mask_a, uint32_t mask_b,
+                              nbHitPair *out, int64_t capacity, int64_t *found)
+{
+    return nbi_pairs_buffer(tiles, radius, true, mask_a, mask_b, out, capacity, found);
+}
+
+nbStatus nb_tiles_count_cross_pairs(const nbTiles *tiles, double radius, uint32_t mask_a,
+                                    uint32_t mask_b, int64_t *count)
+{
+    return nbi_pairs_count(tiles, radius, true, mask_a, mask_b, count);
+}
+
+nbStatus nb_tiles_visit_cross_pairs(const nbTiles *tiles, double radius, uint32_t mask_a,
+                                    uint32_t mask_b, nbHitPairFn *visit, void *user)
+{
+    return nbi_pairs_visit(tiles, radius, true, mask_a, mask_b, visit, user);
 }
 
 // ---- waypoints ----
@@ -1215,7 +1356,7 @@ nbStatus nb_tiles_validate(const nbTiles *tiles)
     const int8_t *cls = NBI_ARR(t, cls, const int8_t);
     const int32_t *idx = NBI_ARR(t, idx, const int32_t), *key = NBI_ARR(t, key, const int32_t);
     const double *pts = NBI_ARR(t, pts, const double);
-    int64_t items = 0, block_positions = 0;
+    int64_t items = 0, block_positions = 0, nfiltered = 0;
     const uint32_t *occ = NBI_ARR(t, occ, const uint32_t);
     for (int32_t tile = 0; tile < t->ntiles; tile++) {
         for (int32_t g = 0; g < t->groups; g++) {
@@ -1237,11 +1378,12 @@ nbStatus nb_tiles_validate(const nbTiles *tiles)
                 const double *x = pts + (size_t)p * (size_t)t->dim;
                 NBI_CHECK(nbi_finite(x, t->dim));
                 NBI_CHECK(nbi_tile_of(t, x) == tile);
+                nfiltered += !nbi_mask_all(NBI_ARR(t, mask, const uint32_t)[s]);
                 items++;
             }
         }
     }
-    NBI_CHECK(items == t->count);
+    NBI_CHECK(items == t->count && nfiltered == t->nfiltered);
     int64_t free_positions = 0;
     for (int k = 0; k < NBI_TILES_CLASSES; k++) {
         int64_t steps = 0;

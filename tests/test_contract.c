@@ -2207,10 +2207,10 @@ typedef struct TArgs {
     nbTiles *t;
     const double *pos;
     double radius, maxd;
-    int32_t k, cap, tile, rings, group, count;
+    int32_t k, cap, tile, rings, count;
     int64_t cap64;
-    uint32_t groups;
-    nbHandle h, exclude;
+    nbFilter filter, qf; // an entity's (insert, set); a query's
+    nbHandle h;
     nbHit *hits;
     nbHitNeighbor *nn;
     nbHitPair *pairs;
@@ -2219,10 +2219,12 @@ typedef struct TArgs {
     nbHandle *hout;
     nbHitFn *fn;
     nbHitPairFn *pfn;
+    nbHitNeighborFn *kfn;
     const uint64_t *ids;
     const nbTilesDesc *desc;
     nbTiles **create_out;
     double *get_pos;
+    nbTilesInfo *info;
 } TArgs;
 
 typedef struct TFix {
@@ -2247,6 +2249,11 @@ static bool t_on_pair(nbHit a, nbHit b, void *user)
     t_visits++;
     return true;
 }
+static bool t_on_neighbor(nbHit hit, double dist2, void *user)
+{
+    (void)dist2;
+    return t_on_hit(hit, user);
+}
 
 static nbTilesDesc t_desc(int dim)
 {
@@ -2262,6 +2269,8 @@ static nbTilesDesc t_desc(int dim)
     return d;
 }
 
+static const nbFilter T_GROUP0 = {1u, 0xFFFFFFFFu};
+
 static int t_fixture(TFix *f, int dim)
 {
     memset(f, 0, sizeof *f);
@@ -2273,13 +2282,15 @@ static int t_fixture(TFix *f, int dim)
     for (int i = 0; i < T_FIXN; i++) {
         double p[3] = {fix_unit() * 12.0 - 4.0, fix_unit() * 10.0 - 1.0, fix_unit() * 10.0 - 1.0};
         nbHandle h;
-        NB_CHECK_OK(nb_tiles_insert(f->t, p, i % 3, (uint64_t)i, &h));
+        // every fourth entity with a mask of its own, so that the masks are read
+        const nbFilter ef = {1u << (i % 3), i % 4 == 3 ? 5u : 0xFFFFFFFFu};
+        NB_CHECK_OK(nb_tiles_insert(f->t, p, (uint64_t)i, ef, &h));
         if (i == 0) f->live = h;
         if (i == 1) f->stale = h;
     }
     NB_CHECK_OK(nb_tiles_remove(f->t, f->stale));
     const double q[3] = {0.5, 0.5, 0.5};
-    NB_CHECK_OK(nb_tiles_insert(f->other, q, 0, 0, &f->foreign));
+    NB_CHECK_OK(nb_tiles_insert(f->other, q, 0, T_GROUP0, &f->foreign));
     f->forged.bits = (f->live.bits & ~(uint64_t)0xFFFFFFFFu) | 5000u;
     const double w[6] = {0, 2, 1, 3, 5, 4};
     NB_CHECK_OK(nb_tiles_add_waypoints(f->t, w, NULL, 2));
@@ -2299,7 +2310,7 @@ static uint64_t t_answers(const nbTiles *t)
     const double c[3] = {1.0, 3.0, 2.0};
     uint64_t h = mix((uint64_t)nb_tiles_validate(t), (uint64_t)nb_tiles_count(t));
     h = mix(h, (uint64_t)nb_tiles_waypoint_count(t));
-    h = mix(h, (uint64_t)nb_tiles_query_radius(t, c, 1e3, ~0u, hits, T_FIXN, &found));
+    h = mix(h, (uint64_t)nb_tiles_query_radius(t, c, 1e3, NB_FILTER_ALL, hits, T_FIXN, &found));
     for (int32_t i = 0; i < found; i++) h = mix(mix(h, hits[i].handle.bits), hits[i].user);
     h = mix(h, (uint64_t)nb_tiles_query_waypoints(t, c, 1e3, hits, T_FIXN, &found));
     for (int32_t i = 0; i < found; i++) h = mix(h, hits[i].user);
@@ -2317,6 +2328,7 @@ typedef struct TStore {
     nbTilesDesc desc;
     nbTiles *created;
     double get_pos[3];
+    nbTilesInfo info;
 } TStore;
 
 static const double T_POS[3] = {1.0, 2.0, 3.0};
@@ -2335,11 +2347,12 @@ static void t_defaults(TArgs *a, const TFix *f, TStore *s)
     a->cap64 = T_CAP * T_CAP;
     a->tile = 5;
     a->rings = 1;
-    a->group = 2;
     a->count = 2;
-    a->groups = ~0u;
+    a->filter.category = 1u << 2;
+    a->filter.mask = 0xFFFFFFFFu;
+    a->qf.category = 4u;
+    a->qf.mask = 3u;
     a->h = f->live;
-    a->exclude = NB_HANDLE_NULL;
     a->hits = s->hits;
     a->nn = s->nn;
     a->pairs = s->pairs;
@@ -2350,7 +2363,9 @@ static void t_defaults(TArgs *a, const TFix *f, TStore *s)
     a->hout = &s->hout;
     a->fn = t_on_hit;
     a->pfn = t_on_pair;
+    a->kfn = t_on_neighbor;
     a->ids = T_IDS;
+    a->info = &s->info;
     s->desc = t_desc(f->dim);
     a->desc = &s->desc;
     a->create_out = &s->created;
@@ -2386,6 +2401,8 @@ TMUT(tm_tile_out_null, a->tile_out = NULL)
 TMUT(tm_hout_null, a->hout = NULL)
 TMUT(tm_fn_null, a->fn = NULL)
 TMUT(tm_pfn_null, a->pfn = NULL)
+TMUT(tm_kfn_null, a->kfn = NULL)
+TMUT(tm_info_null, a->info = NULL)
 TMUT(tm_desc_null, a->desc = NULL)
 TMUT(tm_create_out_null, a->create_out = NULL)
 TMUT(tm_pos_xnan, a->pos = T_XNAN)
@@ -2404,16 +2421,15 @@ TMUT(tm_k_neg, a->k = -1)
 TMUT(tm_tile_neg, a->tile = -1)
 TMUT(tm_tile_past, a->tile = 12)
 TMUT(tm_rings_neg, a->rings = -1)
-TMUT(tm_group_neg, a->group = -1)
-TMUT(tm_group_past, a->group = 3)
+TMUT(tm_cat_zero, a->filter.category = 0u)
+TMUT(tm_cat_two, a->filter.category = 3u)
+TMUT(tm_cat_past, a->filter.category = 1u << 3)
 TMUT(tm_count_neg, a->count = -1)
 TMUT(tm_reserve_huge, a->count = INT32_MAX)
 TMUT(tm_h_null, a->h = NB_HANDLE_NULL)
 TMUT(tm_h_stale, a->h = f->stale)
 TMUT(tm_h_foreign, a->h = f->foreign)
 TMUT(tm_h_forged, a->h = f->forged)
-TMUT(tm_ex_stale, a->exclude = f->stale)
-TMUT(tm_ex_foreign, a->exclude = f->foreign)
 TMUT(tm_d_origin_nan, s->desc.origin[1] = D_NAN)
 TMUT(tm_d_size_inf, s->desc.size[0] = D_INF)
 TMUT(tm_d_tile_size_nan, (s->desc.tile_count[0] = 0, s->desc.tile_size[0] = D_NAN))
@@ -2457,11 +2473,11 @@ static const TMut tmuts_create[] = {
 };
 static const TMut tmuts_reserve[] = {TM(tm_t_null, TK_NULL), TM(tm_count_neg, TK_RANGE),
                                      TM(tm_reserve_huge, TK_RANGE)};
-static const TMut tmuts_shape[] = {TM(tm_t_null, TK_NULL)};
+static const TMut tmuts_info[] = {TM(tm_t_null, TK_NULL), TM(tm_info_null, TK_NULL)};
 static const TMut tmuts_insert[] = {
-    TM(tm_t_null, TK_NULL),     TM(tm_pos_null, TK_NULL),    TM(tm_hout_null, TK_NULL),
-    TM(tm_pos_xnan, TK_FINITE), TM(tm_pos_yinf, TK_FINITE),  TM(tm_pos_zninf, TK_FINITE),
-    TM(tm_group_neg, TK_RANGE), TM(tm_group_past, TK_RANGE),
+    TM(tm_t_null, TK_NULL),     TM(tm_pos_null, TK_NULL),   TM(tm_hout_null, TK_NULL),
+    TM(tm_pos_xnan, TK_FINITE), TM(tm_pos_yinf, TK_FINITE), TM(tm_pos_zninf, TK_FINITE),
+    TM(tm_cat_zero, TK_RANGE),  TM(tm_cat_two, TK_RANGE),   TM(tm_cat_past, TK_RANGE),
 };
 static const TMut tmuts_move[] = {
     TM(tm_t_null, TK_NULL),     TM(tm_pos_null, TK_NULL),    TM(tm_pos_xnan, TK_FINITE),
@@ -2474,8 +2490,8 @@ static const TMut tmuts_handle[] = {
 };
 static const TMut tmuts_set[] = {
     TM(tm_t_null, TK_NULL),      TM(tm_h_null, TK_HANDLE),   TM(tm_h_stale, TK_HANDLE),
-    TM(tm_h_foreign, TK_HANDLE), TM(tm_h_forged, TK_HANDLE), TM(tm_group_neg, TK_RANGE),
-    TM(tm_group_past, TK_RANGE),
+    TM(tm_h_foreign, TK_HANDLE), TM(tm_h_forged, TK_HANDLE), TM(tm_cat_zero, TK_RANGE),
+    TM(tm_cat_two, TK_RANGE),    TM(tm_cat_past, TK_RANGE),
 };
 static const TMut tmuts_tile_of[] = {
     TM(tm_t_null, TK_NULL),     TM(tm_pos_null, TK_NULL),   TM(tm_tile_out_null, TK_NULL),
@@ -2505,21 +2521,27 @@ static const TMut tmuts_visit_radius[] = {
     TM(tm_radius_nan, TK_FINITE),     TM(tm_radius_inf, TK_FINITE), TM(tm_radius_neg, TK_RANGE),
     TM(tm_radius_tiny_neg, TK_RANGE),
 };
-static const TMut tmuts_nearest[] = {
-    TM(tm_t_null, TK_NULL),      TM(tm_pos_null, TK_NULL),     TM(tm_found_null, TK_NULL),
-    TM(tm_nn_null, TK_NULL),     TM(tm_pos_xnan, TK_FINITE),   TM(tm_pos_yinf, TK_FINITE),
-    TM(tm_pos_zninf, TK_FINITE), TM(tm_maxd_nan, TK_FINITE),   TM(tm_maxd_neg, TK_RANGE),
-    TM(tm_ex_stale, TK_HANDLE),  TM(tm_ex_foreign, TK_HANDLE),
+static const TMut tmuts_query_neighbors[] = {
+    TM(tm_t_null, TK_NULL),      TM(tm_found_null, TK_NULL),   TM(tm_hits_null, TK_NULL),
+    TM(tm_h_null, TK_HANDLE),    TM(tm_h_stale, TK_HANDLE),    TM(tm_h_foreign, TK_HANDLE),
+    TM(tm_h_forged, TK_HANDLE),  TM(tm_radius_nan, TK_FINITE), TM(tm_radius_inf, TK_FINITE),
+    TM(tm_radius_neg, TK_RANGE), TM(tm_cap_neg, TK_RANGE),
+};
+static const TMut tmuts_visit_neighbors[] = {
+    TM(tm_t_null, TK_NULL),       TM(tm_fn_null, TK_NULL),      TM(tm_h_null, TK_HANDLE),
+    TM(tm_h_stale, TK_HANDLE),    TM(tm_h_foreign, TK_HANDLE),  TM(tm_h_forged, TK_HANDLE),
+    TM(tm_radius_nan, TK_FINITE), TM(tm_radius_inf, TK_FINITE), TM(tm_radius_neg, TK_RANGE),
 };
 static const TMut tmuts_knn[] = {
     TM(tm_t_null, TK_NULL),      TM(tm_pos_null, TK_NULL),   TM(tm_found_null, TK_NULL),
     TM(tm_nn_null, TK_NULL),     TM(tm_pos_xnan, TK_FINITE), TM(tm_pos_yinf, TK_FINITE),
-    TM(tm_pos_zninf, TK_FINITE), TM(tm_k_neg, TK_RANGE),
+    TM(tm_pos_zninf, TK_FINITE), TM(tm_maxd_nan, TK_FINITE), TM(tm_k_neg, TK_RANGE),
+    TM(tm_maxd_neg, TK_RANGE),
 };
-static const TMut tmuts_nearest_waypoint[] = {
-    TM(tm_t_null, TK_NULL),      TM(tm_pos_null, TK_NULL),   TM(tm_found_null, TK_NULL),
-    TM(tm_nn_null, TK_NULL),     TM(tm_pos_xnan, TK_FINITE), TM(tm_pos_yinf, TK_FINITE),
-    TM(tm_pos_zninf, TK_FINITE), TM(tm_maxd_nan, TK_FINITE), TM(tm_maxd_neg, TK_RANGE),
+static const TMut tmuts_visit_knn[] = {
+    TM(tm_t_null, TK_NULL),     TM(tm_pos_null, TK_NULL),   TM(tm_kfn_null, TK_NULL),
+    TM(tm_pos_xnan, TK_FINITE), TM(tm_pos_yinf, TK_FINITE), TM(tm_pos_zninf, TK_FINITE),
+    TM(tm_maxd_nan, TK_FINITE), TM(tm_k_neg, TK_RANGE),     TM(tm_maxd_neg, TK_RANGE),
 };
 static const TMut tmuts_pairs[] = {
     TM(tm_t_null, TK_NULL),       TM(tm_found64_null, TK_NULL), TM(tm_pairs_null, TK_NULL),
@@ -2562,33 +2584,40 @@ enum {
     }
 TCALL(tc_create, nb_tiles_create(a->desc, a->create_out))
 TCALL(tc_reserve, nb_tiles_reserve(a->t, a->count))
-TCALL(tc_shape, nb_tiles_shape(a->t, a->tiles_out, NULL, NULL, NULL))
-TCALL(tc_insert, nb_tiles_insert(a->t, a->pos, a->group, 9, a->hout))
+TCALL(tc_info, nb_tiles_info(a->t, a->info))
+TCALL(tc_insert, nb_tiles_insert(a->t, a->pos, 9, a->filter, a->hout))
 TCALL(tc_move, nb_tiles_move(a->t, a->h, a->pos))
 TCALL(tc_remove, nb_tiles_remove(a->t, a->h))
 TCALL(tc_get, nb_tiles_get(a->t, a->h, a->get_pos, NULL, NULL))
-TCALL(tc_set, nb_tiles_set(a->t, a->h, a->group, 4))
+TCALL(tc_set, nb_tiles_set(a->t, a->h, 4, a->filter))
 TCALL(tc_tile_of, nb_tiles_tile_of(a->t, a->pos, a->tile_out))
 TCALL(tc_neighbors, nb_tiles_neighbors(a->t, a->tile, a->rings, a->tiles_out, a->cap, a->found))
 TCALL(tc_neighbors_radius,
       nb_tiles_neighbors_radius(a->t, a->tile, a->radius, a->tiles_out, a->cap, a->found))
-TCALL(tc_visit_tile, nb_tiles_visit_tile(a->t, a->tile, a->groups, a->fn, NULL))
+TCALL(tc_visit_tile, nb_tiles_visit_tile(a->t, a->tile, a->qf, a->fn, NULL))
 TCALL(tc_query_radius,
-      nb_tiles_query_radius(a->t, a->pos, a->radius, a->groups, a->hits, a->cap, a->found))
-TCALL(tc_visit_radius, nb_tiles_visit_radius(a->t, a->pos, a->radius, a->groups, a->fn, NULL))
-TCALL(tc_nearest, nb_tiles_nearest(a->t, a->pos, a->groups, a->maxd, a->exclude, a->nn, a->found))
-TCALL(tc_knn, nb_tiles_knn(a->t, a->pos, a->k, a->groups, a->nn, a->found))
-TCALL(tc_pairs, nb_tiles_pairs(a->t, a->radius, 1u, 6u, a->pairs, a->cap64, a->found64))
-TCALL(tc_count_pairs, nb_tiles_count_pairs(a->t, a->radius, 3u, 3u, a->found64))
-TCALL(tc_visit_pairs, nb_tiles_visit_pairs(a->t, a->radius, ~0u, 2u, a->pfn, NULL))
+      nb_tiles_query_radius(a->t, a->pos, a->radius, a->qf, a->hits, a->cap, a->found))
+TCALL(tc_visit_radius, nb_tiles_visit_radius(a->t, a->pos, a->radius, a->qf, a->fn, NULL))
+TCALL(tc_query_neighbors,
+      nb_tiles_query_neighbors(a->t, a->h, a->radius, a->qf, a->hits, a->cap, a->found))
+TCALL(tc_visit_neighbors, nb_tiles_visit_neighbors(a->t, a->h, a->radius, a->qf, a->fn, NULL))
+TCALL(tc_knn, nb_tiles_knn(a->t, a->pos, a->qf, a->maxd, a->nn, a->k, a->found))
+TCALL(tc_visit_knn, nb_tiles_visit_knn(a->t, a->pos, a->qf, a->maxd, a->k, a->kfn, NULL))
+TCALL(tc_pairs, nb_tiles_pairs(a->t, a->radius, a->pairs, a->cap64, a->found64))
+TCALL(tc_count_pairs, nb_tiles_count_pairs(a->t, a->radius, a->found64))
+TCALL(tc_visit_pairs, nb_tiles_visit_pairs(a->t, a->radius, a->pfn, NULL))
+TCALL(tc_cross_pairs, nb_tiles_cross_pairs(a->t, a->radius, 1u, 6u, a->pairs, a->cap64, a->found64))
+TCALL(tc_count_cross_pairs, nb_tiles_count_cross_pairs(a->t, a->radius, 3u, 3u, a->found64))
+TCALL(tc_visit_cross_pairs, nb_tiles_visit_cross_pairs(a->t, a->radius, ~0u, 2u, a->pfn, NULL))
 TCALL(tc_add_waypoints,
       nb_tiles_add_waypoints(a->t, a->pos == T_POS ? T_WPTS : a->pos, a->ids, a->count))
 TCALL(tc_add_waypoint, nb_tiles_add_waypoint(a->t, a->pos, 77))
 TCALL(tc_query_waypoints,
       nb_tiles_query_waypoints(a->t, a->pos, a->radius, a->hits, a->cap, a->found))
 TCALL(tc_visit_waypoints, nb_tiles_visit_waypoints(a->t, a->pos, a->radius, a->fn, NULL))
-TCALL(tc_nearest_waypoint, nb_tiles_nearest_waypoint(a->t, a->pos, a->maxd, a->nn, a->found))
-TCALL(tc_knn_waypoints, nb_tiles_knn_waypoints(a->t, a->pos, a->k, a->nn, a->found))
+TCALL(tc_knn_waypoints, nb_tiles_knn_waypoints(a->t, a->pos, a->maxd, a->nn, a->k, a->found))
+TCALL(tc_visit_knn_waypoints,
+      nb_tiles_visit_knn_waypoints(a->t, a->pos, a->maxd, a->k, a->kfn, NULL))
 
 typedef struct TRow {
     const char *name;
@@ -2603,7 +2632,7 @@ typedef struct TRow {
 static const TRow t_rows[] = {
     {"nb_tiles_create", tc_create, TLIST(tmuts_create), TO_CREATE, false},
     {"nb_tiles_reserve", tc_reserve, TLIST(tmuts_reserve), TO_MUTATES, false},
-    {"nb_tiles_shape", tc_shape, TLIST(tmuts_shape), 0, false},
+    {"nb_tiles_info", tc_info, TLIST(tmuts_info), 0, false},
     {"nb_tiles_insert", tc_insert, TLIST(tmuts_insert), TO_HOUT | TO_MUTATES, false},
     {"nb_tiles_move", tc_move, TLIST(tmuts_move), TO_MUTATES, true},
     {"nb_tiles_remove", tc_remove, TLIST(tmuts_handle), TO_MUTATES, true},
@@ -2616,18 +2645,23 @@ static const TRow t_rows[] = {
     {"nb_tiles_visit_tile", tc_visit_tile, TLIST(tmuts_visit_tile), 0, false},
     {"nb_tiles_query_radius", tc_query_radius, TLIST(tmuts_query_radius), TO_FOUND, false},
     {"nb_tiles_visit_radius", tc_visit_radius, TLIST(tmuts_visit_radius), 0, false},
-    {"nb_tiles_nearest", tc_nearest, TLIST(tmuts_nearest), TO_FOUND, false},
+    {"nb_tiles_query_neighbors", tc_query_neighbors, TLIST(tmuts_query_neighbors), TO_FOUND, true},
+    {"nb_tiles_visit_neighbors", tc_visit_neighbors, TLIST(tmuts_visit_neighbors), 0, true},
     {"nb_tiles_knn", tc_knn, TLIST(tmuts_knn), TO_FOUND, false},
+    {"nb_tiles_visit_knn", tc_visit_knn, TLIST(tmuts_visit_knn), 0, false},
     {"nb_tiles_pairs", tc_pairs, TLIST(tmuts_pairs), TO_FOUND64, false},
     {"nb_tiles_count_pairs", tc_count_pairs, TLIST(tmuts_count_pairs), TO_FOUND64, false},
     {"nb_tiles_visit_pairs", tc_visit_pairs, TLIST(tmuts_visit_pairs), 0, false},
+    {"nb_tiles_cross_pairs", tc_cross_pairs, TLIST(tmuts_pairs), TO_FOUND64, false},
+    {"nb_tiles_count_cross_pairs", tc_count_cross_pairs, TLIST(tmuts_count_pairs), TO_FOUND64,
+     false},
+    {"nb_tiles_visit_cross_pairs", tc_visit_cross_pairs, TLIST(tmuts_visit_pairs), 0, false},
     {"nb_tiles_add_waypoints", tc_add_waypoints, TLIST(tmuts_add_waypoints), TO_MUTATES, false},
     {"nb_tiles_add_waypoint", tc_add_waypoint, TLIST(tmuts_add_waypoint), TO_MUTATES, false},
     {"nb_tiles_query_waypoints", tc_query_waypoints, TLIST(tmuts_query_radius), TO_FOUND, false},
     {"nb_tiles_visit_waypoints", tc_visit_waypoints, TLIST(tmuts_visit_radius), 0, false},
-    {"nb_tiles_nearest_waypoint", tc_nearest_waypoint, TLIST(tmuts_nearest_waypoint), TO_FOUND,
-     false},
     {"nb_tiles_knn_waypoints", tc_knn_waypoints, TLIST(tmuts_knn), TO_FOUND, false},
+    {"nb_tiles_visit_knn_waypoints", tc_visit_knn_waypoints, TLIST(tmuts_visit_knn), 0, false},
 };
 
 // The rank of a kind in a row's order of checks (lower is checked first).
@@ -2751,10 +2785,10 @@ static int test_tiles_null_tolerant(void)
     nbHit h0[T_FIXN], h1[T_FIXN];
     int32_t n0 = 0, n1 = 0;
     const double p[2] = {-0.0, 2.0}, q[2] = {0.0, 2.0};
-    NB_CHECK_OK(nb_tiles_query_radius(f.t, p, -0.0, ~0u, h0, T_FIXN, &n0));
-    NB_CHECK_OK(nb_tiles_query_radius(f.t, q, 0.0, ~0u, h1, T_FIXN, &n1));
+    NB_CHECK_OK(nb_tiles_query_radius(f.t, p, -0.0, NB_FILTER_ALL, h0, T_FIXN, &n0));
+    NB_CHECK_OK(nb_tiles_query_radius(f.t, q, 0.0, NB_FILTER_ALL, h1, T_FIXN, &n1));
     NB_CHECK(n0 == n1 && memcmp(h0, h1, (size_t)n0 * sizeof(nbHit)) == 0);
-    NB_CHECK_STATUS(nb_tiles_query_radius(f.t, q, 50.0, ~0u, NULL, 0, &n0),
+    NB_CHECK_STATUS(nb_tiles_query_radius(f.t, q, 50.0, NB_FILTER_ALL, NULL, 0, &n0),
                     NB_ERR_BUFFER_TOO_SMALL); // NULL out with capacity 0 counts
     NB_CHECK(n0 == T_FIXN - 1);
     nb_tiles_clear_waypoints(f.t);

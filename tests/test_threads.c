@@ -400,42 +400,59 @@ static bool tdigest_pair(nbHit a, nbHit b, void *user)
     return true;
 }
 
+static bool tdigest_neighbor(nbHit hit, double dist2, void *user)
+{
+    uint64_t *d = (uint64_t *)user;
+    *d = hmix(*d, hit.handle.bits ^ (uint64_t)(dist2 * 16.0));
+    return true;
+}
+
 static uint64_t tiles_sweep(const TilesShared *sh, nbHit *hits, nbHitNeighbor *nn)
 {
     uint64_t d = 1;
     for (int q = 0; q < TQUERIES; q++) {
         const double *c = sh->centers[q];
-        const uint32_t groups = 1u << (q % 4) | (q % 3 == 0 ? 0xFu : 0u);
+        const nbFilter f = {q % 5 == 0 ? 2u : 0xFFFFFFFFu,
+                            1u << (q % 4) | (q % 3 == 0 ? 0xFu : 0u)};
+        const nbFilter others = {f.category, ~f.mask};
         int32_t found = 0;
-        nbStatus st = nb_tiles_query_radius(sh->tiles, c, 3.0, groups, hits, TMAX_HITS, &found);
+        nbStatus st = nb_tiles_query_radius(sh->tiles, c, 3.0, f, hits, TMAX_HITS, &found);
         d = hmix(hmix(d, (uint64_t)st), (uint64_t)found);
         for (int32_t i = 0; i < found; i++) d = hmix(d, hits[i].handle.bits);
-        st = nb_tiles_nearest(sh->tiles, c, ~groups, q % 2 ? 5.0 : (double)INFINITY, sh->askers[q],
-                              nn, &found);
+        if (sh->askers[q].bits != 0) {
+            st = nb_tiles_query_neighbors(sh->tiles, sh->askers[q], 2.0, others, hits, TMAX_HITS,
+                                          &found);
+            d = hmix(hmix(d, (uint64_t)st), (uint64_t)found);
+            for (int32_t i = 0; i < found; i++) d = hmix(d, hits[i].handle.bits);
+        }
+        st = nb_tiles_knn(sh->tiles, c, others, q % 2 ? 5.0 : (double)INFINITY, nn, 1, &found);
         d = hmix(hmix(d, (uint64_t)st), found ? nn[0].hit.handle.bits : 0u);
-        st = nb_tiles_knn(sh->tiles, c, 8, groups, nn, &found);
+        st = nb_tiles_knn(sh->tiles, c, f, (double)INFINITY, nn, 8, &found);
         d = hmix(d, (uint64_t)st);
         for (int32_t i = 0; i < found; i++) d = hmix(d, nn[i].hit.handle.bits);
+        if (q % 10 == 0) // a heap above NB_KNN_STACK: from the allocator, one per call
+            st = nb_tiles_visit_knn(sh->tiles, c, f, 20.0, NB_KNN_STACK + 40, tdigest_neighbor, &d);
+        d = hmix(d, (uint64_t)st);
         st = nb_tiles_query_waypoints(sh->tiles, c, 6.0, hits, TMAX_HITS, &found);
         d = hmix(hmix(d, (uint64_t)st), (uint64_t)found);
         for (int32_t i = 0; i < found; i++) d = hmix(d, hits[i].user);
-        st = nb_tiles_nearest_waypoint(sh->tiles, c, (double)INFINITY, nn, &found);
-        d = hmix(hmix(d, (uint64_t)st), found ? nn[0].hit.user : 0u);
-        st = nb_tiles_knn_waypoints(sh->tiles, c, 3, nn, &found);
+        st = nb_tiles_visit_knn_waypoints(sh->tiles, c, (double)INFINITY, 1, tdigest_neighbor, &d);
+        d = hmix(d, (uint64_t)st);
+        st = nb_tiles_knn_waypoints(sh->tiles, c, (double)INFINITY, nn, 3, &found);
         for (int32_t i = 0; i < found; i++) d = hmix(d, nn[i].hit.user);
         int32_t tile = -1, tl[64];
         st = nb_tiles_tile_of(sh->tiles, c, &tile);
         d = hmix(d, (uint64_t)tile);
         st = nb_tiles_neighbors(sh->tiles, tile, 2, tl, 64, &found);
         for (int32_t i = 0; i < found; i++) d = hmix(d, (uint64_t)tl[i]);
-        st = nb_tiles_visit_tile(sh->tiles, tile, groups, tdigest_hit, &d);
-        st = nb_tiles_visit_radius(sh->tiles, c, 2.0, ~0u, tdigest_hit, &d);
+        st = nb_tiles_visit_tile(sh->tiles, tile, f, tdigest_hit, &d);
+        st = nb_tiles_visit_radius(sh->tiles, c, 2.0, NB_FILTER_ALL, tdigest_hit, &d);
         d = hmix(d, (uint64_t)st);
     }
     int64_t count = 0;
-    nbStatus st = nb_tiles_count_pairs(sh->tiles, 1.0, 1u, 6u, &count);
+    nbStatus st = nb_tiles_count_cross_pairs(sh->tiles, 1.0, 1u, 6u, &count);
     d = hmix(hmix(d, (uint64_t)st), (uint64_t)count);
-    st = nb_tiles_visit_pairs(sh->tiles, 0.8, ~0u, ~0u, tdigest_pair, &d);
+    st = nb_tiles_visit_pairs(sh->tiles, 0.8, tdigest_pair, &d);
     return hmix(d, (uint64_t)st);
 }
 
@@ -470,7 +487,9 @@ static int test_concurrent_tiles_queries(void)
     for (int i = 0; i < TN; i++) {
         double p[2] = {nbt_range(0, TSIDE), nbt_range(0, TSIDE)};
         if (i % 40 == 0) p[0] = -500.0 + nbt_range(0, 4.0); // outside the world
-        NB_CHECK_OK(nb_tiles_insert(t, p, i % 4, (uint64_t)i, &handles[i]));
+        // every fifth entity finds only groups 1 and 3: the per-entity masks are read
+        const nbFilter f = {1u << (i % 4), i % 5 == 0 ? 0xAu : 0xFFFFFFFFu};
+        NB_CHECK_OK(nb_tiles_insert(t, p, (uint64_t)i, f, &handles[i]));
     }
     for (int i = 0; i < TN; i += 7) { // churn: moved, removed and reinserted entities
         const double p[2] = {nbt_range(-5, TSIDE + 5), nbt_range(0, TSIDE)};
@@ -479,7 +498,8 @@ static int test_concurrent_tiles_queries(void)
     for (int i = 5; i < TN; i += 11) {
         NB_CHECK_OK(nb_tiles_remove(t, handles[i]));
         const double p[2] = {nbt_range(0, TSIDE), nbt_range(0, TSIDE)};
-        NB_CHECK_OK(nb_tiles_insert(t, p, i % 4, (uint64_t)i, &handles[i]));
+        const nbFilter f = {1u << (i % 4), 0xFFFFFFFFu};
+        NB_CHECK_OK(nb_tiles_insert(t, p, (uint64_t)i, f, &handles[i]));
     }
     static double wp[TW][2];
     for (int w = 0; w < TW; w++) {
@@ -500,7 +520,7 @@ static int test_concurrent_tiles_queries(void)
     NB_CHECK(hits != NULL);
     sh.want = tiles_sweep(&sh, hits, nn);
     int64_t np = 0;
-    NB_CHECK_OK(nb_tiles_count_pairs(t, 1.0, 1u, 6u, &np));
+    NB_CHECK_OK(nb_tiles_count_cross_pairs(t, 1.0, 1u, 6u, &np));
     NB_CHECK(np > 0); // the answers are not trivial
     free(hits);
     pthread_t tid[THREADS];

@@ -2,14 +2,17 @@
 // The tile grid against a brute-force model: random insert / move / remove / set / clear
 // sequences over several worlds (square and non-square tiles, a tile size that does not divide
 // the world, one tile, 3D on x-z and on y-z, 32 groups), with positions inside, on tile
-// boundaries, duplicated, just outside and far outside the world; every query (radius by group
-// mask, nearest with exclude and max distance, knn, pairs between masks, waypoints within,
-// nearest and k nearest) compared with brute force, asked from inside and outside the world.
+// boundaries, duplicated, just outside and far outside the world, and entities with and without
+// masks of their own; every query (radius and neighbours of an entity by filter, knn and
+// visit_knn with max distance, pairs by the stored rule, cross pairs between masks, waypoints
+// within and k nearest) compared with the oracle (nb_oracle.h), asked from inside and outside
+// the world.
 // Also: neighbour tiles (corners, edges, rings, non-square radius rings), bad handles, the
 // order of results is deterministic, no allocation in a steady state, and a failing allocator
 // at every allocation of every operation that can allocate leaves the grid as it was.
 #include <nearby/tiles.h>
 
+#include "nb_oracle.h"
 #include "nb_test.h"
 
 #include <math.h>
@@ -19,31 +22,35 @@ enum { MAXN = 600, MAXW = 300 };
 typedef struct Model {
     nbTilesDesc desc;
     int dim, groups;
+    bool masked;         // entities get masks of their own (else all ones)
     double lo[2], hi[2]; // the world on the tiled axes (for generating positions)
     int32_t n;
     bool alive[MAXN];
     double pos[MAXN][3];
     int32_t group[MAXN];
+    uint32_t mask[MAXN];
     nbHandle handle[MAXN];
     int32_t nw;
     double wpos[MAXW][3];
     uint64_t wid[MAXW];
 } Model;
 
+// An entity of group g that finds everything; a query for the groups in `groups`.
+static nbFilter grp(int32_t g)
+{
+    const nbFilter f = {1u << g, 0xFFFFFFFFu};
+    return f;
+}
+
+static nbFilter find(uint32_t groups)
+{
+    const nbFilter f = {0xFFFFFFFFu, groups};
+    return f;
+}
+
 static int32_t slot_of(nbHandle h)
 {
     return (int32_t)(uint32_t)h.bits - 1;
-}
-
-static double dist2(const double *a, const double *b, int dim)
-{
-    const double dx = a[0] - b[0], dy = a[1] - b[1];
-    double d = dx * dx + dy * dy;
-    if (dim == 3) {
-        const double dz = a[2] - b[2];
-        d = d + dz * dz;
-    }
-    return d;
 }
 
 // A coordinate on tiled axis t: inside, on a tile boundary, just outside, far outside.
@@ -91,24 +98,6 @@ static int same_set(uint64_t *got, uint64_t *want, int32_t n)
     return 0;
 }
 
-// The expected k nearest: (dist2, key, user) sorted by dist2 then key.
-typedef struct Cand {
-    double d2;
-    uint64_t key, user;
-} Cand;
-
-static int cmp_cand(const void *a, const void *b)
-{
-    const Cand *x = (const Cand *)a, *y = (const Cand *)b;
-    if (x->d2 != y->d2) return x->d2 < y->d2 ? -1 : 1;
-    return x->key < y->key ? -1 : x->key > y->key;
-}
-
-static bool in_mask(uint32_t mask, int32_t g)
-{
-    return (mask >> g) & 1u;
-}
-
 static uint32_t random_mask(const Model *m)
 {
     switch (nbt_int(4)) {
@@ -119,140 +108,230 @@ static uint32_t random_mask(const Model *m)
     }
 }
 
-static nbHitNeighbor knn_buf[MAXN + MAXW];
-static Cand cands[MAXN + MAXW];
-static nbHit hit_buf[MAXN + MAXW];
-static uint64_t got_u[MAXN * MAXN / 2 + MAXN], want_u[MAXN * MAXN / 2 + MAXN];
-static nbHitPair pair_buf[MAXN * MAXN / 2];
+static nbFilter random_filter(const Model *m)
+{
+    nbFilter f = NB_FILTER_ALL;
+    if (nbt_int(3) != 0) f.mask = random_mask(m);
+    if (nbt_int(4) == 0) f.category = random_mask(m);
+    return f;
+}
 
-// Every query against the model, at a query point q.
+// The model as the oracle sees it: entity slots as point indices (the order ties are broken
+// in), a dead slot with category 0 (it matches nothing); slot_user maps a slot to the model's
+// entity. Waypoints in the order added.
+static nboSet ents, wps;
+static uint64_t slot_user[MAXN];
+
+static void oracle_sets(const Model *m)
+{
+    nbo_set_free(&ents);
+    nbo_set_free(&wps);
+    int32_t n = 0;
+    for (int32_t i = 0; i < m->n; i++)
+        if (m->alive[i] && slot_of(m->handle[i]) + 1 > n) n = slot_of(m->handle[i]) + 1;
+    ents = nbo_set_new(n, m->dim);
+    nbo_set_add_filters(&ents);
+    for (int32_t s = 0; s < n; s++) ents.cat[s] = 0;
+    for (int32_t i = 0; i < m->n; i++) {
+        if (!m->alive[i]) continue;
+        const int32_t s = slot_of(m->handle[i]);
+        memcpy(ents.p + (size_t)s * (size_t)m->dim, m->pos[i], sizeof(double) * (size_t)m->dim);
+        ents.cat[s] = 1u << m->group[i];
+        ents.mask[s] = m->mask[i];
+        slot_user[s] = (uint64_t)i;
+    }
+    wps = nbo_set_new(m->nw, m->dim);
+    for (int32_t w = 0; w < m->nw; w++)
+        memcpy(wps.p + (size_t)w * (size_t)m->dim, m->wpos[w], sizeof(double) * (size_t)m->dim);
+}
+
+static nbHitNeighbor knn_buf[MAXN + MAXW], visit_buf[MAXN + MAXW];
+static nbHit hit_buf[MAXN + MAXW];
+static uint64_t got_u[MAXN * MAXN + MAXN], want_u[MAXN * MAXN + MAXN];
+static nbHitPair pair_buf[MAXN * MAXN];
+
+typedef struct Collect {
+    nbHitNeighbor *out;
+    int32_t n, stop_after;
+} Collect;
+
+static bool collect(nbHit hit, double dist2, void *user)
+{
+    Collect *c = (Collect *)user;
+    c->out[c->n].hit = hit;
+    c->out[c->n++].dist2 = dist2;
+    return c->n != c->stop_after;
+}
+
+// Hits (entities: user = the model's index, handle its handle) against the oracle's slots.
+static int same_hits(const Model *m, const nbHit *hits, int32_t found, const int32_t *want,
+                     int32_t nwant)
+{
+    NB_CHECK(found == nwant);
+    for (int32_t i = 0; i < found; i++) {
+        got_u[i] = hits[i].user;
+        NB_CHECK(m->handle[hits[i].user].bits == hits[i].handle.bits);
+        want_u[i] = slot_user[want[i]];
+    }
+    return same_set(got_u, want_u, found);
+}
+
+// The oracle's k nearest with max_distance: its sorted list cut at maxd.
+static int32_t within_maxd(const nbNeighbor *all, int32_t n, double maxd)
+{
+    int32_t w = 0;
+    while (w < n && (maxd == (double)INFINITY || all[w].dist2 <= maxd * maxd)) w++;
+    return w;
+}
+
+// kNN answers (buffer and callback) against the oracle's (dist2, index) list; `user_of`
+// maps an oracle index to the expected user value, `entity` whether handles are live.
+static int same_knn(const Model *m, const nbHitNeighbor *got, int32_t found, const nbNeighbor *want,
+                    int32_t nwant, bool entity)
+{
+    NB_CHECK(found == nwant);
+    for (int32_t i = 0; i < found; i++) {
+        NB_CHECK(got[i].dist2 == want[i].dist2);
+        if (entity) {
+            NB_CHECK(got[i].hit.user == slot_user[want[i].index]);
+            NB_CHECK(got[i].hit.handle.bits == m->handle[got[i].hit.user].bits);
+        } else {
+            NB_CHECK(got[i].hit.user == m->wid[want[i].index] && got[i].hit.handle.bits == 0);
+        }
+    }
+    return 0;
+}
+
+// Every query against the oracle, at a query point q.
 static int check_queries(const nbTiles *t, const Model *m, const double *q)
 {
-    const int dim = m->dim;
     NB_CHECK_OK(nb_tiles_validate(t));
     int32_t live = 0;
     for (int32_t i = 0; i < m->n; i++) live += m->alive[i];
     NB_CHECK(nb_tiles_count(t) == live);
+    oracle_sets(m);
     const double radii[] = {0.0, nbt_range(0.0, 2.0), nbt_range(0.0, 20.0), 1e7};
     const double r = radii[nbt_int(4)];
-    const uint32_t mask = random_mask(m);
+    const nbFilter f = random_filter(m);
 
     // radius
-    int32_t found = -1, want = 0;
-    NB_CHECK_OK(nb_tiles_query_radius(t, q, r, mask, hit_buf, MAXN, &found));
-    for (int32_t i = 0; i < m->n; i++) {
-        if (!m->alive[i] || !in_mask(mask, m->group[i])) continue;
-        if (dist2(m->pos[i], q, dim) <= r * r) want_u[want++] = (uint64_t)i;
-    }
-    NB_CHECK(found == want);
-    for (int32_t i = 0; i < found; i++) {
-        got_u[i] = hit_buf[i].user;
-        NB_CHECK(m->handle[hit_buf[i].user].bits == hit_buf[i].handle.bits);
-    }
-    if (same_set(got_u, want_u, found)) return 1;
+    int32_t found = -1, nwant = 0;
+    NB_CHECK_OK(nb_tiles_query_radius(t, q, r, f, hit_buf, MAXN, &found));
+    int32_t *want = nbo_radius_filtered(&ents, q, r, f, &nwant);
+    const int bad = same_hits(m, hit_buf, found, want, nwant);
+    free(want);
+    if (bad) return 1;
 
-    // nearest, with an exclude and a max distance
-    nbHandle ex = NB_HANDLE_NULL;
-    if (live > 0 && nbt_int(2)) {
+    // neighbours of a live entity: the radius query at its position, itself left out
+    if (live > 0) {
         int32_t i;
         do i = nbt_int(m->n);
         while (!m->alive[i]);
-        ex = m->handle[i];
+        NB_CHECK_OK(nb_tiles_query_neighbors(t, m->handle[i], r, f, hit_buf, MAXN, &found));
+        want = nbo_radius_filtered(&ents, m->pos[i], r, f, &nwant);
+        int32_t w = 0;
+        for (int32_t j = 0; j < nwant; j++)
+            if (want[j] != slot_of(m->handle[i])) want[w++] = want[j];
+        const int nbad = same_hits(m, hit_buf, found, want, w);
+        free(want);
+        if (nbad) return 1;
     }
+
+    // knn with a max distance, and its callback form (whole, and stopped early)
     const double maxd = nbt_int(3) == 0 ? (double)INFINITY : nbt_range(0.0, 30.0);
-    int32_t nc = 0;
-    for (int32_t i = 0; i < m->n; i++) {
-        if (!m->alive[i] || !in_mask(mask, m->group[i]) || m->handle[i].bits == ex.bits) continue;
-        const double d2 = dist2(m->pos[i], q, dim);
-        if (maxd < (double)INFINITY && d2 > maxd * maxd) continue;
-        cands[nc].d2 = d2;
-        cands[nc].key = (uint64_t)slot_of(m->handle[i]);
-        cands[nc++].user = (uint64_t)i;
-    }
-    qsort(cands, (size_t)nc, sizeof(Cand), cmp_cand);
-    nbHitNeighbor one;
-    NB_CHECK_OK(nb_tiles_nearest(t, q, mask, maxd, ex, &one, &found));
-    NB_CHECK(found == (nc > 0));
-    if (nc > 0) NB_CHECK(one.hit.user == cands[0].user && one.dist2 == cands[0].d2);
-
-    // knn (no exclude, no limit)
-    nc = 0;
-    for (int32_t i = 0; i < m->n; i++) {
-        if (!m->alive[i] || !in_mask(mask, m->group[i])) continue;
-        cands[nc].d2 = dist2(m->pos[i], q, dim);
-        cands[nc].key = (uint64_t)slot_of(m->handle[i]);
-        cands[nc++].user = (uint64_t)i;
-    }
-    qsort(cands, (size_t)nc, sizeof(Cand), cmp_cand);
     const int32_t k = nbt_int(3) == 0 ? nbt_int(MAXN) : nbt_int(6);
-    NB_CHECK_OK(nb_tiles_knn(t, q, k, mask, knn_buf, &found));
-    NB_CHECK(found == (k < nc ? k : nc));
-    for (int32_t i = 0; i < found; i++) {
-        NB_CHECK(knn_buf[i].hit.user == cands[i].user && knn_buf[i].dist2 == cands[i].d2);
-        NB_CHECK(knn_buf[i].hit.handle.bits == m->handle[cands[i].user].bits);
+    nbNeighbor *all = nbo_knn_filtered(&ents, q, ents.n, f, &nwant);
+    nwant = within_maxd(all, nwant, maxd);
+    nwant = nwant < k ? nwant : k;
+    NB_CHECK_OK(nb_tiles_knn(t, q, f, maxd, knn_buf, k, &found));
+    int kbad = same_knn(m, knn_buf, found, all, nwant, true);
+    Collect c = {visit_buf, 0, -1};
+    if (!kbad) {
+        NB_CHECK_OK(nb_tiles_visit_knn(t, q, f, maxd, k, collect, &c));
+        kbad = same_knn(m, visit_buf, c.n, all, nwant, true);
     }
+    if (!kbad && nwant > 1) {
+        c.n = 0;
+        c.stop_after = 1;
+        NB_CHECK_OK(nb_tiles_visit_knn(t, q, f, maxd, k, collect, &c));
+        kbad = same_knn(m, visit_buf, c.n, all, 1, true);
+    }
+    free(all);
+    if (kbad) return 1;
 
-    // waypoints within, nearest, k nearest
+    // waypoints within and k nearest
     NB_CHECK(nb_tiles_waypoint_count(t) == m->nw);
     NB_CHECK_OK(nb_tiles_query_waypoints(t, q, r, hit_buf, MAXW, &found));
-    want = 0;
-    for (int32_t w = 0; w < m->nw; w++)
-        if (dist2(m->wpos[w], q, dim) <= r * r) want_u[want++] = m->wid[w];
-    NB_CHECK(found == want);
+    want = nbo_radius(&wps, q, r, &nwant);
+    NB_CHECK(found == nwant);
     for (int32_t i = 0; i < found; i++) {
         NB_CHECK(hit_buf[i].handle.bits == 0);
         got_u[i] = hit_buf[i].user;
+        want_u[i] = m->wid[want[i]];
     }
+    free(want);
     if (same_set(got_u, want_u, found)) return 1;
-    nc = 0;
-    for (int32_t w = 0; w < m->nw; w++) {
-        cands[nc].d2 = dist2(m->wpos[w], q, dim);
-        cands[nc].key = (uint64_t)w;
-        cands[nc++].user = m->wid[w];
+    all = nbo_knn(&wps, q, wps.n, &nwant);
+    nwant = within_maxd(all, nwant, maxd);
+    nwant = nwant < k ? nwant : k;
+    NB_CHECK_OK(nb_tiles_knn_waypoints(t, q, maxd, knn_buf, k, &found));
+    kbad = same_knn(m, knn_buf, found, all, nwant, false);
+    c.n = 0;
+    c.stop_after = -1;
+    if (!kbad) {
+        NB_CHECK_OK(nb_tiles_visit_knn_waypoints(t, q, maxd, k, collect, &c));
+        kbad = same_knn(m, visit_buf, c.n, all, nwant, false);
     }
-    qsort(cands, (size_t)nc, sizeof(Cand), cmp_cand);
-    NB_CHECK_OK(nb_tiles_knn_waypoints(t, q, k, knn_buf, &found));
-    NB_CHECK(found == (k < nc ? k : nc));
-    for (int32_t i = 0; i < found; i++)
-        NB_CHECK(knn_buf[i].hit.user == cands[i].user && knn_buf[i].dist2 == cands[i].d2 &&
-                 knn_buf[i].hit.handle.bits == 0);
-    int32_t within = 0;
-    while (within < nc && maxd < (double)INFINITY && cands[within].d2 <= maxd * maxd) within++;
-    if (maxd == (double)INFINITY) within = nc;
-    NB_CHECK_OK(nb_tiles_nearest_waypoint(t, q, maxd, &one, &found));
-    NB_CHECK(found == (within > 0));
-    if (within > 0) NB_CHECK(one.hit.user == cands[0].user && one.dist2 == cands[0].d2);
-    return 0;
+    free(all);
+    return kbad;
 }
 
-// Pairs between two masks against brute force: (a, b) with a in A, b in B, each unordered pair
-// once, a the lower slot when both orders qualify.
+// Pairs by the stored rule (a the lower slot) and cross pairs between two masks (every (a, b)
+// of the sets, roles kept) against the oracle.
 static int check_pairs(const nbTiles *t, const Model *m)
 {
+    oracle_sets(m);
     const double r = nbt_int(5) == 0 ? 0.0 : nbt_range(0.0, 6.0);
-    const uint32_t ga = random_mask(m), gb = nbt_int(2) ? ga : random_mask(m);
-    int64_t found = -1, count = -1;
-    NB_CHECK_OK(nb_tiles_pairs(t, r, ga, gb, pair_buf, MAXN * MAXN / 2, &found));
-    NB_CHECK_OK(nb_tiles_count_pairs(t, r, ga, gb, &count));
+    int64_t found = -1, count = -1, nwant = 0;
+    NB_CHECK_OK(nb_tiles_pairs(t, r, pair_buf, MAXN * MAXN, &found));
+    NB_CHECK_OK(nb_tiles_count_pairs(t, r, &count));
     NB_CHECK(count == found);
-    int64_t want = 0;
-    for (int32_t i = 0; i < m->n; i++) {
-        if (!m->alive[i]) continue;
-        for (int32_t j = 0; j < m->n; j++) {
-            if (!m->alive[j] || i == j || dist2(m->pos[i], m->pos[j], m->dim) > r * r) continue;
-            const bool ij = in_mask(ga, m->group[i]) && in_mask(gb, m->group[j]);
-            const bool ji = in_mask(ga, m->group[j]) && in_mask(gb, m->group[i]);
-            if (!ij) continue;
-            if (ji && slot_of(m->handle[j]) < slot_of(m->handle[i])) continue;
-            want_u[want++] = (uint64_t)i * MAXN + (uint64_t)j;
-        }
-    }
-    NB_CHECK(found == want);
+    nbPair *want = nbo_pairs(&ents, r, &nwant);
+    NB_CHECK(found == nwant);
     for (int64_t p = 0; p < found; p++) {
         NB_CHECK(pair_buf[p].a.handle.bits == m->handle[pair_buf[p].a.user].bits);
         NB_CHECK(pair_buf[p].b.handle.bits == m->handle[pair_buf[p].b.user].bits);
+        NB_CHECK(slot_of(pair_buf[p].a.handle) < slot_of(pair_buf[p].b.handle));
         got_u[p] = pair_buf[p].a.user * MAXN + pair_buf[p].b.user;
+        want_u[p] = slot_user[want[p].i] * MAXN + slot_user[want[p].j];
     }
+    free(want);
+    if (same_set(got_u, want_u, (int32_t)found)) return 1;
+
+    // cross pairs: set A and set B as category-1 copies of the entities each mask picks
+    const uint32_t ma = random_mask(m), mb = nbt_int(2) ? ma : random_mask(m);
+    nboSet a = nbo_set_new(ents.n, m->dim), b = nbo_set_new(ents.n, m->dim);
+    nbo_set_add_filters(&a);
+    nbo_set_add_filters(&b);
+    for (int32_t s = 0; s < ents.n; s++) {
+        memcpy(a.p + (size_t)s * (size_t)m->dim, nbo_pt(&ents, s), sizeof(double) * (size_t)m->dim);
+        memcpy(b.p + (size_t)s * (size_t)m->dim, nbo_pt(&ents, s), sizeof(double) * (size_t)m->dim);
+        a.cat[s] = (ents.cat[s] & ma) != 0 && ents.mask[s] != 0;
+        b.cat[s] = (ents.cat[s] & mb) != 0 && ents.mask[s] != 0;
+    }
+    NB_CHECK_OK(nb_tiles_cross_pairs(t, r, ma, mb, pair_buf, MAXN * MAXN, &found));
+    NB_CHECK_OK(nb_tiles_count_cross_pairs(t, r, ma, mb, &count));
+    NB_CHECK(count == found);
+    want = nbo_cross_pairs(&a, &b, r, &nwant);
+    int64_t w = 0;
+    for (int64_t p = 0; p < nwant; p++)
+        if (want[p].i != want[p].j)
+            want_u[w++] = slot_user[want[p].i] * MAXN + slot_user[want[p].j];
+    free(want);
+    nbo_set_free(&a);
+    nbo_set_free(&b);
+    NB_CHECK(found == w);
+    for (int64_t p = 0; p < found; p++) got_u[p] = pair_buf[p].a.user * MAXN + pair_buf[p].b.user;
     return same_set(got_u, want_u, (int32_t)found);
 }
 
@@ -294,6 +373,7 @@ static nbTilesDesc world(int kind, Model *m)
     }
     memset(m, 0, sizeof *m);
     m->desc = d;
+    m->masked = nbt_int(2) != 0;
     m->dim = d.dim == 0 ? 2 : d.dim;
     m->groups = d.groups;
     for (int a = 0; a < 2; a++) {
@@ -310,9 +390,11 @@ static int random_step(nbTiles *t, Model *m)
     random_pos(m, p);
     if ((op < 7 || m->n == 0) && m->n < MAXN) {
         const int32_t g = nbt_int(m->groups);
-        NB_CHECK_OK(nb_tiles_insert(t, p, g, (uint64_t)m->n, &m->handle[m->n]));
+        const nbFilter f = {1u << g, m->masked ? random_mask(m) : 0xFFFFFFFFu};
+        NB_CHECK_OK(nb_tiles_insert(t, p, (uint64_t)m->n, f, &m->handle[m->n]));
         memcpy(m->pos[m->n], p, sizeof p);
         m->group[m->n] = g;
+        m->mask[m->n] = f.mask;
         m->alive[m->n++] = true;
         return 0;
     }
@@ -331,8 +413,13 @@ static int random_step(nbTiles *t, Model *m)
         m->alive[i] = false;
     } else if (op == 18 && m->alive[i]) {
         const int32_t g = nbt_int(m->groups);
-        NB_CHECK_OK(nb_tiles_set(t, m->handle[i], g, (uint64_t)i));
+        const nbFilter f = {1u << g, m->masked && nbt_int(2) ? random_mask(m) : 0xFFFFFFFFu};
+        NB_CHECK_OK(nb_tiles_set(t, m->handle[i], (uint64_t)i, f));
+        nbFilter back;
+        NB_CHECK_OK(nb_tiles_get(t, m->handle[i], NULL, NULL, &back));
+        NB_CHECK(back.category == f.category && back.mask == f.mask);
         m->group[i] = g;
+        m->mask[i] = f.mask;
     } else if (m->nw < MAXW - 40) { // waypoints, one or a batch
         const int32_t c = nbt_int(2) ? 1 : 1 + nbt_int(30);
         double wp[40 * 3]; // packed: dim doubles a waypoint
@@ -427,9 +514,9 @@ static int test_waypoints_2d_packing(void)
     nbHitNeighbor nb;
     int32_t found = 0;
     const double q[2] = {8.5, 8.0};
-    NB_CHECK_OK(nb_tiles_nearest_waypoint(t, q, (double)INFINITY, &nb, &found));
+    NB_CHECK_OK(nb_tiles_knn_waypoints(t, q, (double)INFINITY, &nb, 1, &found));
     NB_CHECK(found == 1 && nb.hit.user == 20 && nb.dist2 == 0.25 + 1.0);
-    NB_CHECK_OK(nb_tiles_nearest_waypoint(t, q, 1.0, &nb, &found));
+    NB_CHECK_OK(nb_tiles_knn_waypoints(t, q, 1.0, &nb, 1, &found));
     NB_CHECK(found == 0);
     nb_tiles_destroy(t);
     return 0;
@@ -448,30 +535,31 @@ static int test_outside(void)
     nbHandle h[4];
     const double p0[2] = {-1000.0, 50.0}, p1[2] = {5.0, 50.0}, p2[2] = {-1000.0, 95.0},
                  p3[2] = {55.0, 55.0};
-    NB_CHECK_OK(nb_tiles_insert(t, p0, 0, 0, &h[0])); // far left, tile (0, 5)
-    NB_CHECK_OK(nb_tiles_insert(t, p1, 0, 1, &h[1])); // inside, tile (0, 5)
-    NB_CHECK_OK(nb_tiles_insert(t, p2, 1, 2, &h[2])); // far left, tile (0, 9)
-    NB_CHECK_OK(nb_tiles_insert(t, p3, 1, 3, &h[3]));
-    nbHitNeighbor nb;
+    NB_CHECK_OK(nb_tiles_insert(t, p0, 0, grp(0), &h[0])); // far left, tile (0, 5)
+    NB_CHECK_OK(nb_tiles_insert(t, p1, 1, grp(0), &h[1])); // inside, tile (0, 5)
+    NB_CHECK_OK(nb_tiles_insert(t, p2, 2, grp(1), &h[2])); // far left, tile (0, 9)
+    NB_CHECK_OK(nb_tiles_insert(t, p3, 3, grp(1), &h[3]));
+    nbHitNeighbor nb, two[2];
     int32_t found = 0;
     // From far left next to entity 2 (tile (0, 9)), group 0: entity 0 is 45 away in a tile
     // 4 rows down; entity 1 is nearer to the tile's box but 1005 away.
     const double q[2] = {-1000.0, 96.0};
-    NB_CHECK_OK(nb_tiles_nearest(t, q, 1u, (double)INFINITY, NB_HANDLE_NULL, &nb, &found));
+    NB_CHECK_OK(nb_tiles_knn(t, q, find(1u), (double)INFINITY, &nb, 1, &found));
     NB_CHECK(found == 1 && nb.hit.user == 0 && nb.dist2 == 46.0 * 46.0);
-    // From inside, tile (5, 5): entity 3 excluded, group 1 leaves entity 2, a far-outside one.
+    // From entity 3's place, tile (5, 5), the nearest other of group 1 (the recipe: k = 2 and
+    // skip the asker) is entity 2, a far-outside one; within 1000 only the asker.
     const double q2[2] = {55.0, 55.0};
-    NB_CHECK_OK(nb_tiles_nearest(t, q2, 2u, (double)INFINITY, h[3], &nb, &found));
-    NB_CHECK(found == 1 && nb.hit.user == 2);
-    NB_CHECK_OK(nb_tiles_nearest(t, q2, 2u, 1000.0, h[3], &nb, &found));
-    NB_CHECK(found == 0);
+    NB_CHECK_OK(nb_tiles_knn(t, q2, find(2u), (double)INFINITY, two, 2, &found));
+    NB_CHECK(found == 2 && two[0].hit.handle.bits == h[3].bits && two[1].hit.user == 2);
+    NB_CHECK_OK(nb_tiles_knn(t, q2, find(2u), 1000.0, two, 2, &found));
+    NB_CHECK(found == 1 && two[0].hit.user == 3);
     // From far right, the nearest of all is entity 3.
     const double q3[2] = {1e9, 55.0};
-    NB_CHECK_OK(nb_tiles_nearest(t, q3, 3u, (double)INFINITY, NB_HANDLE_NULL, &nb, &found));
+    NB_CHECK_OK(nb_tiles_knn(t, q3, NB_FILTER_ALL, (double)INFINITY, &nb, 1, &found));
     NB_CHECK(found == 1 && nb.hit.user == 3);
     // A radius query from far outside reaches entities inside.
     nbHit hits[4];
-    NB_CHECK_OK(nb_tiles_query_radius(t, q3, 1e9 - 50.0, 3u, hits, 4, &found));
+    NB_CHECK_OK(nb_tiles_query_radius(t, q3, 1e9 - 50.0, find(3u), hits, 4, &found));
     NB_CHECK(found == 1 && hits[0].user == 3);
     NB_CHECK_OK(nb_tiles_validate(t));
     nb_tiles_destroy(t);
@@ -488,23 +576,43 @@ static int test_boundaries_and_ties(void)
     NB_CHECK_OK(nb_tiles_create(&d, &t));
     nbHandle h[4];
     const double a[2] = {2.0, 2.0}, b[2] = {4.0, 2.0}, c[2] = {0.0, 2.0}, e[2] = {2.0, 4.0};
-    NB_CHECK_OK(nb_tiles_insert(t, b, 0, 1, &h[0]));
-    NB_CHECK_OK(nb_tiles_insert(t, c, 0, 2, &h[1]));
-    NB_CHECK_OK(nb_tiles_insert(t, e, 0, 3, &h[2]));
-    NB_CHECK_OK(nb_tiles_insert(t, a, 0, 0, &h[3]));
+    NB_CHECK_OK(nb_tiles_insert(t, b, 1, grp(0), &h[0]));
+    NB_CHECK_OK(nb_tiles_insert(t, c, 2, grp(0), &h[1]));
+    NB_CHECK_OK(nb_tiles_insert(t, e, 3, grp(0), &h[2]));
+    NB_CHECK_OK(nb_tiles_insert(t, a, 0, grp(0), &h[3]));
     nbHitNeighbor out[4];
     int32_t found = 0;
-    NB_CHECK_OK(nb_tiles_knn(t, a, 4, 1u, out, &found));
+    NB_CHECK_OK(nb_tiles_knn(t, a, find(1u), (double)INFINITY, out, 4, &found));
     NB_CHECK(found == 4 && out[0].hit.user == 0);
     NB_CHECK(out[1].hit.user == 1 && out[2].hit.user == 2 && out[3].hit.user == 3); // by slot
     nbHit hits[4];
-    NB_CHECK_OK(nb_tiles_query_radius(t, a, 2.0, 1u, hits, 4, &found));
+    NB_CHECK_OK(nb_tiles_query_radius(t, a, 2.0, find(1u), hits, 4, &found));
     NB_CHECK(found == 4);
-    NB_CHECK_OK(nb_tiles_query_radius(t, a, nextafter(2.0, 0.0), 1u, hits, 4, &found));
+    NB_CHECK_OK(nb_tiles_query_radius(t, a, nextafter(2.0, 0.0), find(1u), hits, 4, &found));
     NB_CHECK(found == 1);
+    NB_CHECK_OK(nb_tiles_query_neighbors(t, h[3], 2.0, NB_FILTER_ALL, hits, 4, &found));
+    NB_CHECK(found == 3 && hits[0].user != 0 && hits[1].user != 0 && hits[2].user != 0);
+    // max_distance exactly 2 keeps the three at 2 (the test d2 <= 2 * 2), a hair less drops them
+    NB_CHECK_OK(nb_tiles_knn(t, a, NB_FILTER_ALL, 2.0, out, 4, &found));
+    NB_CHECK(found == 4);
+    NB_CHECK_OK(nb_tiles_knn(t, a, NB_FILTER_ALL, nextafter(2.0, 0.0), out, 4, &found));
+    NB_CHECK(found == 1 && out[0].hit.user == 0);
     int64_t pairs = 0;
-    NB_CHECK_OK(nb_tiles_count_pairs(t, 2.0, 1u, 1u, &pairs));
+    NB_CHECK_OK(nb_tiles_count_pairs(t, 2.0, &pairs));
     NB_CHECK(pairs == 3);
+    // a mask that refuses group 0: entity 0 finds no one, and no pair holds it
+    nbFilter f = {1u, 0u};
+    NB_CHECK_OK(nb_tiles_set(t, h[3], 0, f));
+    NB_CHECK_OK(nb_tiles_count_pairs(t, 2.0, &pairs));
+    NB_CHECK(pairs == 0);
+    NB_CHECK_OK(nb_tiles_query_radius(t, a, 2.0, find(1u), hits, 4, &found));
+    NB_CHECK(found == 3); // a query whose category entity 0's mask 0 refuses
+    NB_CHECK_OK(nb_tiles_count_cross_pairs(t, 2.0, 1u, 1u, &pairs));
+    NB_CHECK(pairs == 0); // an entity whose mask is 0 plays no role
+    f.mask = 0xFFFFFFFFu;
+    NB_CHECK_OK(nb_tiles_set(t, h[3], 0, f));
+    NB_CHECK_OK(nb_tiles_count_cross_pairs(t, 2.0, 1u, 1u, &pairs));
+    NB_CHECK(pairs == 6); // both roles
     nb_tiles_destroy(t);
     return 0;
 }
@@ -556,6 +664,12 @@ static bool count_hit(nbHit hit, void *user)
     return true;
 }
 
+static bool count_neighbor(nbHit hit, double dist2, void *user)
+{
+    (void)dist2;
+    return count_hit(hit, user);
+}
+
 static int test_bad_handles(void)
 {
     nbTilesDesc d = {0};
@@ -567,31 +681,43 @@ static int test_bad_handles(void)
     NB_CHECK_OK(nb_tiles_create(&d, &other));
     const double p[2] = {1, 1};
     nbHandle h, o;
-    NB_CHECK_OK(nb_tiles_insert(t, p, 1, 7, &h));
-    NB_CHECK_OK(nb_tiles_insert(other, p, 1, 7, &o));
+    NB_CHECK_OK(nb_tiles_insert(t, p, 7, grp(1), &h));
+    NB_CHECK_OK(nb_tiles_insert(other, p, 7, grp(1), &o));
     NB_CHECK_STATUS(nb_tiles_move(t, o, p), NB_ERR_BAD_HANDLE);
     NB_CHECK_STATUS(nb_tiles_remove(t, NB_HANDLE_NULL), NB_ERR_BAD_HANDLE);
-    nbHitNeighbor nb;
     int32_t found = 5;
-    NB_CHECK_STATUS(nb_tiles_nearest(t, p, 3u, (double)INFINITY, o, &nb, &found),
+    NB_CHECK_STATUS(nb_tiles_query_neighbors(t, o, 1.0, NB_FILTER_ALL, NULL, 0, &found),
                     NB_ERR_BAD_HANDLE);
     NB_CHECK(found == 0);
+    // a category must be one bit of an existing group (2 groups here)
+    const nbFilter bad[4] = {{0u, ~0u}, {3u, ~0u}, {4u, ~0u}, {0x80000000u, ~0u}};
+    nbHandle none = {77};
+    for (int i = 0; i < 4; i++) {
+        NB_CHECK_STATUS(nb_tiles_insert(t, p, 1, bad[i], &none), NB_ERR_OUT_OF_RANGE);
+        NB_CHECK(none.bits == 0);
+        NB_CHECK_STATUS(nb_tiles_set(t, h, 1, bad[i]), NB_ERR_OUT_OF_RANGE);
+    }
     NB_CHECK_OK(nb_tiles_remove(t, h));
     NB_CHECK_STATUS(nb_tiles_remove(t, h), NB_ERR_BAD_HANDLE);
-    NB_CHECK_STATUS(nb_tiles_set(t, h, 0, 1), NB_ERR_BAD_HANDLE);
+    NB_CHECK_STATUS(nb_tiles_set(t, h, 1, grp(0)), NB_ERR_BAD_HANDLE);
     NB_CHECK_STATUS(nb_tiles_get(t, h, NULL, NULL, NULL), NB_ERR_BAD_HANDLE);
     nbHandle h2;
-    NB_CHECK_OK(nb_tiles_insert(t, p, 0, 8, &h2)); // reuses the slot, new generation
+    const nbFilter f0 = {1u, 2u};
+    NB_CHECK_OK(nb_tiles_insert(t, p, 8, f0, &h2)); // reuses the slot, new generation
     NB_CHECK(h2.bits != h.bits);
     NB_CHECK_STATUS(nb_tiles_move(t, h, p), NB_ERR_BAD_HANDLE);
-    int32_t g = -1;
+    nbFilter g = {0, 0};
     uint64_t u = 0;
     double at[2];
-    NB_CHECK_OK(nb_tiles_get(t, h2, at, &g, &u));
-    NB_CHECK(g == 0 && u == 8 && at[0] == 1.0);
+    NB_CHECK_OK(nb_tiles_get(t, h2, at, &u, &g));
+    NB_CHECK(g.category == 1u && g.mask == 2u && u == 8 && at[0] == 1.0);
     found = 0;
-    NB_CHECK_OK(nb_tiles_visit_tile(t, 0, 1u, count_hit, &found));
+    NB_CHECK_OK(nb_tiles_visit_tile(t, 0, find(1u), count_hit, &found));
     NB_CHECK(found == 1);
+    found = 0; // its mask 2 refuses a query of category 1
+    const nbFilter cat1 = {1u, ~0u};
+    NB_CHECK_OK(nb_tiles_visit_tile(t, 0, cat1, count_hit, &found));
+    NB_CHECK(found == 0);
     NB_CHECK_OK(nb_tiles_validate(t));
     nb_tiles_destroy(t);
     nb_tiles_destroy(other);
@@ -612,10 +738,13 @@ static int test_deterministic(void)
             if (random_step(t, m)) return 1;
         const double q[2] = {5.0, 10.0};
         int32_t found = 0;
-        NB_CHECK_OK(nb_tiles_query_radius(t, q, 15.0, 0xFFFFFFFFu, hit_buf, MAXN, &found));
+        NB_CHECK_OK(nb_tiles_query_radius(t, q, 15.0, NB_FILTER_ALL, hit_buf, MAXN, &found));
         for (int32_t i = 0; i < found; i++) digest[run] = digest[run] * 31 + hit_buf[i].user;
         int64_t np = 0;
-        NB_CHECK_OK(nb_tiles_pairs(t, 3.0, 1u, 6u, pair_buf, MAXN * MAXN / 2, &np));
+        NB_CHECK_OK(nb_tiles_cross_pairs(t, 3.0, 1u, 6u, pair_buf, MAXN * MAXN, &np));
+        for (int64_t i = 0; i < np; i++)
+            digest[run] = digest[run] * 31 + pair_buf[i].a.user * 7 + pair_buf[i].b.user;
+        NB_CHECK_OK(nb_tiles_pairs(t, 3.0, pair_buf, MAXN * MAXN, &np));
         for (int64_t i = 0; i < np; i++)
             digest[run] = digest[run] * 31 + pair_buf[i].a.user * 7 + pair_buf[i].b.user;
         nb_tiles_destroy(t);
@@ -648,7 +777,7 @@ static int test_steady_state_allocates_nothing(void)
     for (int32_t i = 0; i < N; i++) {
         pos[i][0] = nbt_range(0, 80);
         pos[i][1] = nbt_range(0, 80);
-        NB_CHECK_OK(nb_tiles_insert(t, pos[i], i % 4, (uint64_t)i, &hd[i]));
+        NB_CHECK_OK(nb_tiles_insert(t, pos[i], (uint64_t)i, grp(i % 4), &hd[i]));
     }
     int64_t before = 0;
     for (int frame = 0; frame < 400; frame++) {
@@ -660,14 +789,20 @@ static int test_steady_state_allocates_nothing(void)
         for (int32_t i = frame; i < N; i += 100) {
             nbHitNeighbor nb;
             int32_t found = 0;
-            NB_CHECK_OK(nb_tiles_nearest(t, pos[i], ~(1u << (i % 4)), (double)INFINITY, hd[i], &nb,
-                                         &found));
+            NB_CHECK_OK(
+                nb_tiles_knn(t, pos[i], find(~(1u << (i % 4))), (double)INFINITY, &nb, 1, &found));
             NB_CHECK(found == 1);
-            NB_CHECK_OK(nb_tiles_nearest_waypoint(t, pos[i], (double)INFINITY, &nb, &found));
+            NB_CHECK_OK(nb_tiles_knn_waypoints(t, pos[i], (double)INFINITY, &nb, 1, &found));
             NB_CHECK(found == 1);
             found = 0;
-            NB_CHECK_OK(nb_tiles_visit_radius(t, pos[i], 3.0, 0xFFFFFFFFu, count_hit, &found));
+            NB_CHECK_OK(nb_tiles_visit_radius(t, pos[i], 3.0, NB_FILTER_ALL, count_hit, &found));
             NB_CHECK(found >= 1);
+            found = 0; // a heap of NB_KNN_STACK stays on the stack
+            NB_CHECK_OK(nb_tiles_visit_knn(t, pos[i], NB_FILTER_ALL, (double)INFINITY, NB_KNN_STACK,
+                                           count_neighbor, &found));
+            NB_CHECK(found == NB_KNN_STACK);
+            found = 0;
+            NB_CHECK_OK(nb_tiles_visit_neighbors(t, hd[i], 3.0, NB_FILTER_ALL, count_hit, &found));
         }
     }
     NB_CHECK(counter.allocs == before);
@@ -683,12 +818,12 @@ static uint64_t fingerprint(const nbTiles *t)
     uint64_t f =
         (uint64_t)nb_tiles_count(t) * 0x9E3779B97F4A7C15u + (uint64_t)nb_tiles_waypoint_count(t);
     int64_t pairs = 0;
-    if (nb_tiles_count_pairs(t, 1.5, ~0u, ~0u, &pairs) != NB_OK) return 0;
+    if (nb_tiles_count_pairs(t, 1.5, &pairs) != NB_OK) return 0;
     f ^= (uint64_t)pairs * 0xBF58476D1CE4E5B9u;
     static nbHit hits[256];
     int32_t found = 0;
     const double c[2] = {3.0, 3.0};
-    if (nb_tiles_query_radius(t, c, 6.0, ~0u, hits, 256, &found) != NB_OK) return 0;
+    if (nb_tiles_query_radius(t, c, 6.0, NB_FILTER_ALL, hits, 256, &found) != NB_OK) return 0;
     for (int32_t i = 0; i < found; i++) f = f * 31 + hits[i].user + hits[i].handle.bits;
     if (nb_tiles_query_waypoints(t, c, 60.0, hits, 256, &found) != NB_OK) return 0;
     for (int32_t i = 0; i < found; i++) f = f * 31 + hits[i].user;
@@ -729,7 +864,7 @@ static int test_allocation_failure(void)
             static nbHandle hd[40];
             for (int32_t i = 0; i < 40; i++) {
                 const double p[2] = {(double)(i % 7) * 0.9, (double)(i / 7) * 0.8};
-                NB_CHECK_OK(nb_tiles_insert(t, p, i % 3, (uint64_t)i, &hd[i]));
+                NB_CHECK_OK(nb_tiles_insert(t, p, (uint64_t)i, grp(i % 3), &hd[i]));
             }
             counter.fail_at = counter.allocs + fail;
             nbStatus st = NB_OK;
@@ -738,11 +873,11 @@ static int test_allocation_failure(void)
                 const uint64_t before = fingerprint(t);
                 const size_t bytes = nb_tiles_memory_bytes(t);
                 nbHandle extra = {1};
-                if (op == 1) st = nb_tiles_insert(t, p, s % 3, 100 + (uint64_t)s, &extra);
+                if (op == 1) st = nb_tiles_insert(t, p, 100 + (uint64_t)s, grp(s % 3), &extra);
                 if (op == 2) st = nb_tiles_move(t, hd[s % 40], p);
                 if (op == 3) st = nb_tiles_reserve(t, 1000 + 100 * s);
                 if (op == 4) st = nb_tiles_add_waypoints(t, p, NULL, 1);
-                if (op == 5) st = nb_tiles_set(t, hd[s % 40], (s + 1) % 3, 5);
+                if (op == 5) st = nb_tiles_set(t, hd[s % 40], 5, grp((s + 1) % 3));
                 if (st != NB_OK) {
                     NB_CHECK(st == NB_ERR_OUT_OF_MEMORY && nbt_alloc_failed(&counter));
                     NB_CHECK(op != 1 || extra.bits == 0);
@@ -757,6 +892,62 @@ static int test_allocation_failure(void)
         if (!succeeded) fprintf(stderr, "op %d never succeeded\n", op);
         NB_CHECK(succeeded);
     }
+    return 0;
+}
+
+// visit_knn above NB_KNN_STACK takes its heap from the grid's allocator: a failure is
+// NB_ERR_OUT_OF_MEMORY before any callback; otherwise one allocation, freed before returning.
+// At NB_KNN_STACK or fewer (or k beyond what is stored, capped) nothing allocates.
+static int test_visit_knn_heap(void)
+{
+    nbtAlloc counter = {0};
+    nbAllocator al = nbt_allocator(&counter);
+    nbTilesDesc d = {0};
+    d.size[0] = d.size[1] = 50.0;
+    d.tile_count[0] = d.tile_count[1] = 5;
+    d.allocator = &al;
+    nbTiles *t = NULL;
+    NB_CHECK_OK(nb_tiles_create(&d, &t));
+    enum { N = 2 * NB_KNN_STACK };
+    static double wp[N][2];
+    for (int32_t i = 0; i < N; i++) {
+        const double p[2] = {(double)(i % 16) * 3.0, (double)(i / 16) * 3.0};
+        nbHandle h;
+        NB_CHECK_OK(nb_tiles_insert(t, p, (uint64_t)i, grp(0), &h));
+        wp[i][0] = p[0];
+        wp[i][1] = p[1];
+    }
+    NB_CHECK_OK(nb_tiles_add_waypoints(t, &wp[0][0], NULL, N));
+    const double q[2] = {20.0, 20.0};
+    for (int way = 0; way < 2; way++) {
+        int32_t visits = 0;
+        const int64_t allocs = counter.allocs;
+        const int64_t live = counter.live_bytes;
+        counter.fail_at = counter.allocs + 1;
+        const nbStatus st =
+            way == 0 ? nb_tiles_visit_knn(t, q, NB_FILTER_ALL, (double)INFINITY, NB_KNN_STACK + 1,
+                                          count_neighbor, &visits)
+                     : nb_tiles_visit_knn_waypoints(t, q, (double)INFINITY, NB_KNN_STACK + 1,
+                                                    count_neighbor, &visits);
+        NB_CHECK_STATUS(st, NB_ERR_OUT_OF_MEMORY);
+        NB_CHECK(visits == 0 && nbt_alloc_failed(&counter));
+        counter.fail_at = 0;
+        NB_CHECK_OK(way == 0 ? nb_tiles_visit_knn(t, q, NB_FILTER_ALL, (double)INFINITY, N + 5,
+                                                  count_neighbor, &visits)
+                             : nb_tiles_visit_knn_waypoints(t, q, (double)INFINITY, N + 5,
+                                                            count_neighbor, &visits));
+        NB_CHECK(visits == N && counter.live_bytes == live);
+        visits = 0;
+        const int64_t mid = counter.allocs;
+        NB_CHECK(mid > allocs);
+        NB_CHECK_OK(way == 0 ? nb_tiles_visit_knn(t, q, NB_FILTER_ALL, (double)INFINITY,
+                                                  NB_KNN_STACK, count_neighbor, &visits)
+                             : nb_tiles_visit_knn_waypoints(t, q, (double)INFINITY, NB_KNN_STACK,
+                                                            count_neighbor, &visits));
+        NB_CHECK(visits == NB_KNN_STACK && counter.allocs == mid);
+    }
+    nb_tiles_destroy(t);
+    NB_CHECK(counter.live_bytes == 0 && !counter.size_mismatch);
     return 0;
 }
 
@@ -785,10 +976,12 @@ static int test_create_checks(void)
     NB_CHECK_STATUS(nb_tiles_create(&d, &t), NB_ERR_OUT_OF_RANGE);
     d.axes[1] = 0; // z and x
     NB_CHECK_OK(nb_tiles_create(&d, &t));
-    int32_t count[2], axes[2];
-    double edge[2];
-    NB_CHECK_OK(nb_tiles_shape(t, count, edge, axes, NULL));
-    NB_CHECK(count[0] == 4 && edge[1] == 2.5 && axes[0] == 2 && axes[1] == 0);
+    nbTilesInfo info;
+    NB_CHECK_OK(nb_tiles_info(t, &info));
+    NB_CHECK(info.tile_count[0] == 4 && info.edge[1] == 2.5 && info.axes[0] == 2 &&
+             info.axes[1] == 0);
+    NB_CHECK(info.dim == 3 && info.groups == 1 && info.tiles == 16 && info.count == 0);
+    NB_CHECK(info.bytes == nb_tiles_memory_bytes(t) && info.origin[0] == 0.0);
     nb_tiles_destroy(t);
     d.tile_count[0] = d.tile_count[1] = 4096;
     NB_CHECK_STATUS(nb_tiles_create(&d, &t), NB_ERR_OUT_OF_RANGE); // 2^24 tiles
@@ -797,8 +990,9 @@ static int test_create_checks(void)
     d.dim = 2;
     d.axes[0] = d.axes[1] = 0;
     NB_CHECK_OK(nb_tiles_create(&d, &t));
-    NB_CHECK_OK(nb_tiles_shape(t, count, edge, axes, NULL));
-    NB_CHECK(count[0] == 4 && count[1] == 4 && edge[0] == 3.0 && axes[1] == 1);
+    NB_CHECK_OK(nb_tiles_info(t, &info));
+    NB_CHECK(info.tile_count[0] == 4 && info.tile_count[1] == 4 && info.edge[0] == 3.0 &&
+             info.axes[1] == 1);
     nb_tiles_destroy(t);
     return 0;
 }
@@ -815,6 +1009,7 @@ int main(int argc, char **argv)
         {"deterministic", test_deterministic},
         {"steady_state_allocates_nothing", test_steady_state_allocates_nothing},
         {"allocation_failure", test_allocation_failure},
+        {"visit_knn_heap", test_visit_knn_heap},
         {"create_checks", test_create_checks},
     };
     return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);

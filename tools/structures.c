@@ -288,6 +288,9 @@ static nbStatus tiles_create(const nbPoints *points, double scale, nbTiles **out
     return st;
 }
 
+// The CLI's tile grid has one group: every point is of group 0 and finds everything.
+static const nbFilter TILES_GROUP0 = {1u, 0xFFFFFFFFu};
+
 static nbStatus tiles_build_points(void **index, const nbPoints *points, double scale)
 {
     TilesIndex *x = *index;
@@ -305,8 +308,8 @@ static nbStatus tiles_build_points(void **index, const nbPoints *points, double 
     x->items = malloc(((size_t)points->count + 1) * sizeof(nbHandle));
     nbStatus st = x->items == NULL ? NB_ERR_OUT_OF_MEMORY : tiles_create(points, scale, &x->tiles);
     for (int32_t i = 0; i < points->count && st == NB_OK; i++, x->count++)
-        st = nb_tiles_insert(x->tiles, points->data + (size_t)i * (size_t)points->dim, 0,
-                             (uint64_t)i, &x->items[i]);
+        st = nb_tiles_insert(x->tiles, points->data + (size_t)i * (size_t)points->dim, (uint64_t)i,
+                             TILES_GROUP0, &x->items[i]);
     if (st != NB_OK) {
         tiles_destroy(x);
         return st;
@@ -319,9 +322,9 @@ static nbStatus tiles_pairs(const void *index, double radius, nbPair *out, int64
                             int64_t *found)
 {
     const TilesIndex *x = index;
-    if (out == NULL) return nb_tiles_count_pairs(x->tiles, radius, 1u, 1u, found);
+    if (out == NULL) return nb_tiles_count_pairs(x->tiles, radius, found);
     HashPairsOut o = {out, capacity, 0};
-    const nbStatus st = nb_tiles_visit_pairs(x->tiles, radius, 1u, 1u, hash_on_pair, &o);
+    const nbStatus st = nb_tiles_visit_pairs(x->tiles, radius, hash_on_pair, &o);
     *found = st == NB_OK ? o.found : 0;
     if (st != NB_OK) return st;
     return o.found > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
@@ -332,7 +335,8 @@ static nbStatus tiles_within(const void *index, const double *center, double rad
 {
     const TilesIndex *x = index;
     HashHitsOut o = {out, capacity, 0};
-    const nbStatus st = nb_tiles_visit_radius(x->tiles, center, radius, 1u, hash_on_hit, &o);
+    const nbStatus st =
+        nb_tiles_visit_radius(x->tiles, center, radius, NB_FILTER_ALL, hash_on_hit, &o);
     *found = st == NB_OK ? o.found : 0;
     if (st != NB_OK) return st;
     return o.found > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
@@ -341,7 +345,8 @@ static nbStatus tiles_within(const void *index, const double *center, double rad
 static nbStatus tiles_knn_hits(const void *index, const double *point, int32_t k,
                                nbHitNeighbor *wide, int32_t *n)
 {
-    return nb_tiles_knn(((const TilesIndex *)index)->tiles, point, k, 1u, wide, n);
+    return nb_tiles_knn(((const TilesIndex *)index)->tiles, point, NB_FILTER_ALL, (double)INFINITY,
+                        wide, k, n);
 }
 
 static nbStatus tiles_knn(const void *index, const double *point, int32_t k, nbNeighbor *out,

@@ -11,25 +11,33 @@
 /// reach out to infinity. Every query stays exact for such positions (askers and entities
 /// alike); they only cost more, since an edge tile holds all of its outside.
 ///
-/// Entities. Up to 32 groups, fixed at create (teams, kinds). Each tile keeps its entities per
-/// group in a contiguous block (coordinates inline), so a query for groups g visits only those
-/// groups' entries of the nearby tiles. Insert returns a handle; move and remove take it, in
-/// O(1): a remove fills the hole with the block's last entity; a move inside its tile rewrites
-/// the coordinates and touches nothing else. Once capacity suffices (nb_tiles_reserve), and the
-/// entities have spread over the world, nothing allocates: blocks emptied by moves are reused.
+/// Entities. Up to 32 groups, fixed at create (teams, kinds). An entity's group is its category
+/// bit: its nbFilter's category has exactly that one bit (group g: 1u << g), and its mask says
+/// which groups it wants to find (NB_FILTER_ALL's mask for all). Each tile keeps its entities per
+/// group in a contiguous block (coordinates inline), so a query visits only the blocks of the
+/// groups in its filter's mask of the nearby tiles. Insert returns a handle; move and remove
+/// take it, in O(1): a remove fills the hole with the block's last entity; a move inside its
+/// tile rewrites the coordinates and touches nothing else. Once capacity suffices
+/// (nb_tiles_reserve), and the entities have spread over the world, nothing allocates: blocks
+/// emptied by moves are reused.
 ///
 /// Waypoints. Static points with your 64-bit id, added once (one at a time or in a batch) and
 /// stored per tile in one compact array (count, prefix sum, scatter): never rebuilt per frame.
 /// A waypoint result is an nbHit whose handle is null and whose user value is the id.
 ///
+/// Filters follow nearby.h's rule: an entity e matches a query's filter f when
+/// `(f.category & e.mask) && (e.category & f.mask)`; NB_FILTER_ALL finds every entity whose mask
+/// is not 0. While every entity's mask is all ones, the groups alone decide and the masks are
+/// never read.
+///
 /// Exactness: a point is within r of another when dx*dx + dy*dy (+ dz*dz) <= r*r in double.
-/// Tiles only prune. Nearest queries search rings of tiles outward and stop once no unvisited
+/// Tiles only prune. kNN queries search rings of tiles outward and stop once no unvisited
 /// tile can hold anything closer: exact, also from outside the world.
 ///
 /// Order of results (deterministic: the same calls give the same results in the same order):
 /// radius queries and pairs by tile (row-major over the tiled axes, the first axis fastest),
 /// then group, then position in the tile's block; waypoints by tile, then in the order added.
-/// Nearest / knn: nearest first, equal distances by the lower slot (the entity inserted first on
+/// kNN: nearest first, equal distances by the lower slot (the entity inserted first on
 /// a fresh grid), or for waypoints by the order added.
 ///
 /// Thread safety: queries take a const grid and keep no scratch in it, so any number of threads
@@ -97,18 +105,32 @@ NB_API int32_t nb_tiles_waypoint_count(const nbTiles *tiles);
 /// Bytes the grid holds, including its struct (0 for NULL).
 NB_API size_t nb_tiles_memory_bytes(const nbTiles *tiles);
 
-/// The grid's shape: tiles per tiled axis, their edges, the tiled axes and the world's low
-/// corner (the far side is origin + count * edge). Any output may be NULL. NB_ERR_NULL_ARG.
-NB_API nbStatus nb_tiles_shape(const nbTiles *tiles, int32_t count[2], double edge[2],
-                               int32_t axes[2], double origin[2]);
+/// A summary of a grid, from nb_tiles_info.
+typedef struct nbTilesInfo {
+    int32_t dim;           ///< 2 or 3
+    int32_t count;         ///< entities
+    int32_t waypoints;     ///< waypoints
+    int32_t groups;        ///< entity groups, 1 .. 32
+    int32_t tiles;         ///< tile_count[0] * tile_count[1]
+    int32_t tile_count[2]; ///< tiles per tiled axis
+    double edge[2];        ///< tile edges; the world's far side is origin + tile_count * edge
+    int32_t axes[2];       ///< the tiled coordinate axes
+    double origin[2];      ///< the world's low corner on the tiled axes
+    size_t bytes;          ///< nb_tiles_memory_bytes
+} nbTilesInfo;
+
+/// Fills *info. NB_ERR_NULL_ARG for a NULL grid or info.
+NB_API nbStatus nb_tiles_info(const nbTiles *tiles, nbTilesInfo *info);
 
 // ---- entities ----
 
-/// Inserts an entity of `group` (0 .. groups - 1) at `pos` (dim doubles) with your user value
-/// and writes its handle. NB_ERR_NOT_FINITE for a NaN or infinite coordinate;
-/// NB_ERR_OUT_OF_RANGE for a bad group or a grid already holding 2^28 entities;
+/// Inserts an entity at `pos` (dim doubles) with your user value and filter, and writes its
+/// handle. filter.category names its group: exactly one bit, 1u << g for a group g of the grid;
+/// filter.mask is what the entity wants to find (NB_FILTER_ALL's mask: every group).
+/// NB_ERR_NOT_FINITE for a NaN or infinite coordinate; NB_ERR_OUT_OF_RANGE for a category that
+/// is not one bit of an existing group, or a grid already holding 2^28 entities;
 /// NB_ERR_OUT_OF_MEMORY. On error *out is null and the grid is unchanged.
-NB_API nbStatus nb_tiles_insert(nbTiles *tiles, const double *pos, int32_t group, uint64_t user,
+NB_API nbStatus nb_tiles_insert(nbTiles *tiles, const double *pos, uint64_t user, nbFilter filter,
                                 nbHandle *out);
 
 /// Moves an entity to `pos`. Inside its tile: rewrites its coordinates, nothing else. To
@@ -120,15 +142,16 @@ NB_API nbStatus nb_tiles_move(nbTiles *tiles, nbHandle entity, const double *pos
 /// Removes an entity; its handle goes stale. O(1), never allocates. NB_ERR_BAD_HANDLE.
 NB_API nbStatus nb_tiles_remove(nbTiles *tiles, nbHandle entity);
 
-/// An entity's position (dim doubles), group and user value; any output may be NULL.
-/// NB_ERR_BAD_HANDLE leaves the outputs untouched.
-NB_API nbStatus nb_tiles_get(const nbTiles *tiles, nbHandle entity, double *pos, int32_t *group,
-                             uint64_t *user);
+/// An entity's position (dim doubles), user value and filter (category: its group's bit);
+/// any output may be NULL. NB_ERR_BAD_HANDLE leaves the outputs untouched.
+NB_API nbStatus nb_tiles_get(const nbTiles *tiles, nbHandle entity, double *pos, uint64_t *user,
+                             nbFilter *filter);
 
-/// Changes an entity's group and user value (a unit that changes sides). May allocate when the
-/// entity changes group. NB_ERR_BAD_HANDLE, then NB_ERR_OUT_OF_RANGE for a bad group, then
-/// NB_ERR_OUT_OF_MEMORY; on error the grid is unchanged.
-NB_API nbStatus nb_tiles_set(nbTiles *tiles, nbHandle entity, int32_t group, uint64_t user);
+/// Changes an entity's user value and filter (a unit that changes sides: a new category moves
+/// it to that group's block). May allocate when the group changes. NB_ERR_BAD_HANDLE, then
+/// NB_ERR_OUT_OF_RANGE for a category as nb_tiles_insert refuses, then NB_ERR_OUT_OF_MEMORY; on
+/// error the grid is unchanged.
+NB_API nbStatus nb_tiles_set(nbTiles *tiles, nbHandle entity, uint64_t user, nbFilter filter);
 
 // ---- tiles ----
 
@@ -150,55 +173,78 @@ NB_API nbStatus nb_tiles_neighbors(const nbTiles *tiles, int32_t tile, int32_t r
 NB_API nbStatus nb_tiles_neighbors_radius(const nbTiles *tiles, int32_t tile, double radius,
                                           int32_t *out, int32_t capacity, int32_t *found);
 
-/// Calls `visit` for every entity of the groups in `groups` (bit g = group g) stored in `tile`,
-/// group by group, until it returns false. NB_ERR_OUT_OF_RANGE for a bad tile.
-NB_API nbStatus nb_tiles_visit_tile(const nbTiles *tiles, int32_t tile, uint32_t groups,
+/// Calls `visit` for every entity stored in `tile` that passes `filter`, group by group, until
+/// it returns false. NB_ERR_OUT_OF_RANGE for a bad tile.
+NB_API nbStatus nb_tiles_visit_tile(const nbTiles *tiles, int32_t tile, nbFilter filter,
                                     nbHitFn *visit, void *user);
 
 // ---- entity queries ----
 
-/// Entities of the groups in `groups` within `radius` of `center`. Writes up to `capacity` hits
-/// to `out` and the total to *found; if the total exceeds capacity, returns
-/// NB_ERR_BUFFER_TOO_SMALL with `out` holding the first `capacity`. NB_ERR_NOT_FINITE for a NaN
-/// or infinite center or radius; NB_ERR_OUT_OF_RANGE for a negative radius or capacity. Does not
-/// allocate.
+/// Entities within `radius` of `center` that pass `filter`. Writes up to `capacity` hits to
+/// `out` and the total to *found; if the total exceeds capacity, returns
+/// NB_ERR_BUFFER_TOO_SMALL with `out` holding the first `capacity` (`out` may be NULL when
+/// capacity is 0). NB_ERR_NOT_FINITE for a NaN or infinite center or radius;
+/// NB_ERR_OUT_OF_RANGE for a negative radius or capacity. Does not allocate.
 NB_API nbStatus nb_tiles_query_radius(const nbTiles *tiles, const double *center, double radius,
-                                      uint32_t groups, nbHit *out, int32_t capacity,
+                                      nbFilter filter, nbHit *out, int32_t capacity,
                                       int32_t *found);
 /// The callback form of nb_tiles_query_radius.
 NB_API nbStatus nb_tiles_visit_radius(const nbTiles *tiles, const double *center, double radius,
-                                      uint32_t groups, nbHitFn *visit, void *user);
+                                      nbFilter filter, nbHitFn *visit, void *user);
 
-/// The entity of the groups in `groups` nearest to `point`, other than `exclude` (the asker;
-/// NB_HANDLE_NULL for none), and within `max_distance` (dist2 <= max_distance^2; +infinity for
-/// no limit). *found is 1 and *out the entity and its squared distance, or *found is 0 when
-/// there is none. Checks: pointers; finiteness of the point and NaN max_distance
-/// (NB_ERR_NOT_FINITE); a negative max_distance (NB_ERR_OUT_OF_RANGE); a non-null exclude that
-/// is stale or foreign (NB_ERR_BAD_HANDLE). Does not allocate.
-NB_API nbStatus nb_tiles_nearest(const nbTiles *tiles, const double *point, uint32_t groups,
-                                 double max_distance, nbHandle exclude, nbHitNeighbor *out,
-                                 int32_t *found);
+/// The entities within `radius` of a stored entity, the entity itself left out, that pass
+/// `filter`. Same contract as nb_tiles_query_radius, plus NB_ERR_BAD_HANDLE. Checks in this
+/// order: pointers (NB_ERR_NULL_ARG), the handle, then finiteness, then range.
+NB_API nbStatus nb_tiles_query_neighbors(const nbTiles *tiles, nbHandle entity, double radius,
+                                         nbFilter filter, nbHit *out, int32_t capacity,
+                                         int32_t *found);
+/// The callback form of nb_tiles_query_neighbors, with the same order of checks.
+NB_API nbStatus nb_tiles_visit_neighbors(const nbTiles *tiles, nbHandle entity, double radius,
+                                         nbFilter filter, nbHitFn *visit, void *user);
 
-/// The k entities of the groups in `groups` nearest to `point`, nearest first (equal distances
-/// by lower slot). `out` holds k entries; *found = min(k, entities of those groups).
-/// NB_ERR_NOT_FINITE; NB_ERR_OUT_OF_RANGE for a negative k. Does not allocate.
-NB_API nbStatus nb_tiles_knn(const nbTiles *tiles, const double *point, int32_t k, uint32_t groups,
-                             nbHitNeighbor *out, int32_t *found);
+/// The k entities nearest to `point` that pass `filter` and lie within max_distance of it
+/// (d2 <= max_distance^2; INFINITY for no limit), nearest first (equal distances by lower
+/// slot). `out` holds k entries; *found = min(k, entities that qualify). NB_ERR_NOT_FINITE for
+/// a NaN or infinite point or a NaN max_distance; NB_ERR_OUT_OF_RANGE for a negative
+/// max_distance or k. Does not allocate. The nearest other entity than a stored one (the
+/// asker): k = 2 from its position, skipping its own handle in the answer.
+NB_API nbStatus nb_tiles_knn(const nbTiles *tiles, const double *point, nbFilter filter,
+                             double max_distance, nbHitNeighbor *out, int32_t k, int32_t *found);
+/// The callback form of nb_tiles_knn: the same neighbours in the same order, each handed to
+/// `visit`. The search keeps its k best on the stack up to NB_KNN_STACK and in memory from the
+/// grid's allocator above that (NB_ERR_OUT_OF_MEMORY if it fails).
+NB_API nbStatus nb_tiles_visit_knn(const nbTiles *tiles, const double *point, nbFilter filter,
+                                   double max_distance, int32_t k, nbHitNeighborFn *visit,
+                                   void *user);
 
-/// Every pair of distinct entities (a, b) within `radius` with a in groups_a and b in groups_b,
-/// each unordered pair once: when both orders qualify (a group in both masks), `a` is the
-/// entity in the lower slot. With groups_a == groups_b: all pairs among those groups. Same
-/// buffer contract as nb_tiles_query_radius with 64-bit counts; NB_ERR_NOT_FINITE;
-/// NB_ERR_OUT_OF_RANGE for a negative radius or capacity. Cost: a radius search per entity of
-/// the two masks. Does not allocate.
-NB_API nbStatus nb_tiles_pairs(const nbTiles *tiles, double radius, uint32_t groups_a,
-                               uint32_t groups_b, nbHitPair *out, int64_t capacity, int64_t *found);
+/// Every unordered pair of entities within `radius` that pass the pair rule
+/// `(cat[a] & mask[b]) && (cat[b] & mask[a])` (cat: the group's bit), each once, `a` the entity
+/// in the lower slot. Same buffer contract as nb_tiles_query_radius with 64-bit counts;
+/// NB_ERR_NOT_FINITE; NB_ERR_OUT_OF_RANGE for a negative radius or capacity. Cost: a radius
+/// search per entity. Does not allocate.
+NB_API nbStatus nb_tiles_pairs(const nbTiles *tiles, double radius, nbHitPair *out,
+                               int64_t capacity, int64_t *found);
 /// Counts the pairs nb_tiles_pairs would report. Same statuses.
-NB_API nbStatus nb_tiles_count_pairs(const nbTiles *tiles, double radius, uint32_t groups_a,
-                                     uint32_t groups_b, int64_t *count);
+NB_API nbStatus nb_tiles_count_pairs(const nbTiles *tiles, double radius, int64_t *count);
 /// Calls `visit` for each pair nb_tiles_pairs would report, in the same order.
-NB_API nbStatus nb_tiles_visit_pairs(const nbTiles *tiles, double radius, uint32_t groups_a,
-                                     uint32_t groups_b, nbHitPairFn *visit, void *user);
+NB_API nbStatus nb_tiles_visit_pairs(const nbTiles *tiles, double radius, nbHitPairFn *visit,
+                                     void *user);
+
+/// Cross pairs between two sets chosen by mask (bullets against enemies): every (a, b) with
+/// `cat[a] & mask_a`, `cat[b] & mask_b` (that is: a of a group in mask_a, b of a group in
+/// mask_b), a != b and distance <= radius, each once, roles kept. An entity in both sets meets
+/// the others in both roles. An entity whose own mask is 0 matches nothing, as everywhere;
+/// otherwise the entities' masks are not consulted. Same buffer contract and statuses as
+/// nb_tiles_pairs. Cost: a radius search per entity of set A.
+NB_API nbStatus nb_tiles_cross_pairs(const nbTiles *tiles, double radius, uint32_t mask_a,
+                                     uint32_t mask_b, nbHitPair *out, int64_t capacity,
+                                     int64_t *found);
+/// Counts the pairs nb_tiles_cross_pairs would report. Same statuses.
+NB_API nbStatus nb_tiles_count_cross_pairs(const nbTiles *tiles, double radius, uint32_t mask_a,
+                                           uint32_t mask_b, int64_t *count);
+/// Calls `visit` for each pair nb_tiles_cross_pairs would report, in the same order.
+NB_API nbStatus nb_tiles_visit_cross_pairs(const nbTiles *tiles, double radius, uint32_t mask_a,
+                                           uint32_t mask_b, nbHitPairFn *visit, void *user);
 
 // ---- waypoints ----
 
@@ -221,13 +267,16 @@ NB_API nbStatus nb_tiles_query_waypoints(const nbTiles *tiles, const double *cen
 /// The callback form of nb_tiles_query_waypoints.
 NB_API nbStatus nb_tiles_visit_waypoints(const nbTiles *tiles, const double *center, double radius,
                                          nbHitFn *visit, void *user);
-/// The waypoint nearest to `point` within `max_distance` (+infinity for no limit): *found 1 and
-/// *out (null handle, user = id, dist2), or *found 0. Same checks as nb_tiles_nearest.
-NB_API nbStatus nb_tiles_nearest_waypoint(const nbTiles *tiles, const double *point,
-                                          double max_distance, nbHitNeighbor *out, int32_t *found);
-/// The k nearest waypoints, nearest first (equal distances in the order added).
-NB_API nbStatus nb_tiles_knn_waypoints(const nbTiles *tiles, const double *point, int32_t k,
-                                       nbHitNeighbor *out, int32_t *found);
+/// The k waypoints nearest to `point` within max_distance (INFINITY for no limit), nearest
+/// first (equal distances in the order added), as hits with a null handle and user = id. Same
+/// contract as nb_tiles_knn.
+NB_API nbStatus nb_tiles_knn_waypoints(const nbTiles *tiles, const double *point,
+                                       double max_distance, nbHitNeighbor *out, int32_t k,
+                                       int32_t *found);
+/// The callback form of nb_tiles_knn_waypoints, as nb_tiles_visit_knn.
+NB_API nbStatus nb_tiles_visit_knn_waypoints(const nbTiles *tiles, const double *point,
+                                             double max_distance, int32_t k, nbHitNeighborFn *visit,
+                                             void *user);
 
 /// Checks every invariant (handles, blocks, tiles of every entity, the arena's accounting, the
 /// waypoint array). NB_OK or NB_ERR_INTERNAL; NB_ERR_NULL_ARG for NULL. O(entities + tiles).

@@ -205,10 +205,14 @@ class Tiles(_Tiles):
     edge tiles, and every query stays exact. Positions have ``dim`` coordinates; distances are
     full 2D or 3D.
 
-    insert(pos, group, user=None) returns a handle (an int); move(), remove(), get() take it; a
-    removed or foreign handle raises ValueError. An entity's user value is any Python object:
-    query_radius() and nearest() return these. ``groups`` in a query is a bit mask (group g is
-    ``1 << g``; None = all groups).
+    insert(pos, user=None, *, category=1, mask=None) returns a handle (an int); move(),
+    remove(), get() and neighbors() take it; a removed or foreign handle raises ValueError. An
+    entity's group is its category bit (group g is ``1 << g``), its mask the groups it finds.
+    Queries take the asker's ``category=`` and ``mask=`` (None: all bits): an entity matches when
+    ``category & its mask and its category & mask``, so ``mask`` names the groups searched. An
+    entity's user value is any Python object: query_radius(), neighbors() and knn() return these;
+    knn() and knn_waypoints() return (value, distance) pairs, nearest first, within
+    ``max_distance``.
     """
 
     def __repr__(self):

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: MIT
 // nearby._nearby._Tiles: a thin class over the tile grid (entities by group that move, stored by
 // handle, and static waypoints with 64-bit ids). Handles are Python ints (the nbHandle's 64
-// bits). An entity's user value is any Python object: the grid's 64-bit user value holds a
-// strong reference to it, dropped on remove and when the grid is freed.
+// bits). An entity's category is its group's bit and its mask what it finds, as in tiles.h.
+// An entity's user value is any Python object: the grid's 64-bit user value holds a strong
+// reference to it, dropped on remove and when the grid is freed (every entity is found by
+// visiting the tiles, except those whose mask is 0, which no filter reaches: their handles are
+// kept in `muted`).
 //
 // Every call is small and holds the GIL (as the hash's small calls do): the object references
 // in the grid are touched only with the GIL held.
@@ -14,10 +17,11 @@
 #include <string.h>
 
 // Invariants: tiles is NULL only before __init__; every entity's user value is a PyObject * the
-// grid owns one reference to.
+// grid owns one reference to; muted holds the handles (ints) of the live entities with mask 0.
 typedef struct nbpyTiles {
     PyObject_HEAD nbTiles *tiles;
     int32_t dim;
+    PyObject *muted;
 } nbpyTiles;
 
 static bool drop_user(nbHit hit, void *unused)
@@ -30,12 +34,23 @@ static bool drop_user(nbHit hit, void *unused)
 static void tiles_dealloc(nbpyTiles *t)
 {
     if (t->tiles != NULL) {
-        int32_t count[2];
-        nb_tiles_shape(t->tiles, count, NULL, NULL, NULL);
-        for (int32_t i = 0; i < count[0] * count[1]; i++)
-            nb_tiles_visit_tile(t->tiles, i, 0xFFFFFFFFu, drop_user, NULL);
+        nbTilesInfo info;
+        nb_tiles_info(t->tiles, &info);
+        for (int32_t i = 0; i < info.tiles; i++)
+            nb_tiles_visit_tile(t->tiles, i, NB_FILTER_ALL, drop_user, NULL);
+        PyObject *it = t->muted != NULL ? PyObject_GetIter(t->muted) : NULL, *h;
+        while (it != NULL && (h = PyIter_Next(it)) != NULL) {
+            uint64_t user;
+            if (nb_tiles_get(t->tiles, (nbHandle){PyLong_AsUnsignedLongLong(h)}, NULL, &user,
+                             NULL) == NB_OK)
+                Py_DECREF((PyObject *)(uintptr_t)user);
+            Py_DECREF(h);
+        }
+        Py_XDECREF(it);
+        PyErr_Clear();
         nb_tiles_destroy(t->tiles);
     }
+    Py_XDECREF(t->muted);
     Py_TYPE(t)->tp_free((PyObject *)t);
 }
 
@@ -109,6 +124,8 @@ static int tiles_init(nbpyTiles *t, PyObject *args, PyObject *kwds)
     desc.dim = dim;
     desc.groups = groups;
     desc.allocator = &nbpy_allocator;
+    t->muted = PySet_New(NULL);
+    if (t->muted == NULL) return -1;
     nbStatus st = nb_tiles_create(&desc, &t->tiles);
     if (st != NB_OK) return nbpy_error(st, "Tiles"), -1;
     t->dim = dim;
@@ -153,41 +170,30 @@ static int tiles_point(nbpyTiles *t, PyObject *obj, const char *name, double *ou
     return 0;
 }
 
-// A group mask: None = every group; otherwise an int in [0, 2^32).
-static int tiles_mask(PyObject *obj, uint32_t *out)
-{
-    if (obj == Py_None) {
-        *out = 0xFFFFFFFFu;
-        return 0;
-    }
-    if (!PyLong_Check(obj)) {
-        PyErr_Format(PyExc_TypeError, "groups is an int mask, not %.100s", Py_TYPE(obj)->tp_name);
-        return -1;
-    }
-    unsigned long long v = PyLong_AsUnsignedLongLong(obj);
-    if ((v == (unsigned long long)-1 && PyErr_Occurred()) || v > 0xFFFFFFFFull) {
-        PyErr_Clear();
-        PyErr_SetString(PyExc_ValueError, "groups must be a bit mask in [0, 2**32)");
-        return -1;
-    }
-    *out = (uint32_t)v;
-    return 0;
-}
-
 static PyObject *tiles_insert(nbpyTiles *t, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"pos", "group", "user", NULL};
-    PyObject *pos_o, *user = Py_None;
-    int group;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "Oi|O:insert", kwlist, &pos_o, &group, &user))
+    static char *kwlist[] = {"pos", "user", "category", "mask", NULL};
+    PyObject *pos_o, *user = Py_None, *cat_o = NULL, *mask_o = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O$OO:insert", kwlist, &pos_o, &user, &cat_o,
+                                     &mask_o))
         return NULL;
     double pos[3];
-    if (tiles_ready(t) < 0 || tiles_point(t, pos_o, "pos", pos) < 0) return NULL;
+    nbFilter f;
+    if (tiles_ready(t) < 0 || tiles_point(t, pos_o, "pos", pos) < 0 ||
+        nbpy_filter(cat_o != NULL ? cat_o : Py_None, mask_o, &f) < 0)
+        return NULL;
+    if (cat_o == NULL) f.category = 1u; // group 0
     nbHandle handle;
-    nbStatus st = nb_tiles_insert(t->tiles, pos, group, (uint64_t)(uintptr_t)user, &handle);
+    nbStatus st = nb_tiles_insert(t->tiles, pos, (uint64_t)(uintptr_t)user, f, &handle);
     if (st != NB_OK) return nbpy_error(st, "insert");
+    PyObject *h = PyLong_FromUnsignedLongLong(handle.bits);
+    if (h == NULL || (f.mask == 0 && PySet_Add(t->muted, h) < 0)) {
+        Py_XDECREF(h);
+        nb_tiles_remove(t->tiles, handle);
+        return NULL;
+    }
     Py_INCREF(user);
-    return PyLong_FromUnsignedLongLong(handle.bits);
+    return h;
 }
 
 static PyObject *tiles_move(nbpyTiles *t, PyObject *args)
@@ -209,10 +215,11 @@ static PyObject *tiles_remove(nbpyTiles *t, PyObject *handle_o)
     nbHandle handle;
     uint64_t user;
     if (tiles_ready(t) < 0 || tiles_handle(handle_o, &handle) < 0) return NULL;
-    nbStatus st = nb_tiles_get(t->tiles, handle, NULL, NULL, &user);
+    nbStatus st = nb_tiles_get(t->tiles, handle, NULL, &user, NULL);
     if (st == NB_OK) st = nb_tiles_remove(t->tiles, handle);
     if (st != NB_OK) return nbpy_error(st, "remove");
     Py_DECREF((PyObject *)(uintptr_t)user);
+    if (PySet_Discard(t->muted, handle_o) < 0) return NULL;
     Py_RETURN_NONE;
 }
 
@@ -221,14 +228,15 @@ static PyObject *tiles_get(nbpyTiles *t, PyObject *handle_o)
     nbHandle handle;
     if (tiles_ready(t) < 0 || tiles_handle(handle_o, &handle) < 0) return NULL;
     double pos[3];
-    int32_t group;
+    nbFilter f;
     uint64_t user;
-    nbStatus st = nb_tiles_get(t->tiles, handle, pos, &group, &user);
+    nbStatus st = nb_tiles_get(t->tiles, handle, pos, &user, &f);
     if (st != NB_OK) return nbpy_error(st, "get");
     PyObject *p = t->dim == 2 ? Py_BuildValue("(dd)", pos[0], pos[1])
                               : Py_BuildValue("(ddd)", pos[0], pos[1], pos[2]);
     if (p == NULL) return NULL;
-    return Py_BuildValue("(NiO)", p, (int)group, (PyObject *)(uintptr_t)user);
+    return Py_BuildValue("(NOkk)", p, (PyObject *)(uintptr_t)user, (unsigned long)f.category,
+                         (unsigned long)f.mask);
 }
 
 static int tiles_contains(nbpyTiles *t, PyObject *handle_o)
@@ -269,37 +277,57 @@ static bool hit_append(nbHit hit, void *ctx)
     return rc == 0;
 }
 
-static PyObject *tiles_within(nbpyTiles *t, PyObject *c_o, PyObject *r_o, PyObject *mask_o,
-                              bool waypoints)
+// The hits of one query (radius, neighbours of a handle, waypoints) as a list.
+enum { NBPY_RADIUS, NBPY_NEIGHBORS, NBPY_WAYPOINTS };
+
+static PyObject *tiles_within(nbpyTiles *t, int kind, PyObject *at_o, PyObject *r_o,
+                              PyObject *cat_o, PyObject *mask_o)
 {
-    const char *what = waypoints ? "waypoints_within" : "query_radius";
+    static const char *what[] = {"query_radius", "neighbors", "waypoints_within"};
     double c[3], r;
-    uint32_t mask = 0;
-    if (tiles_ready(t) < 0 || tiles_point(t, c_o, "center", c) < 0 ||
-        nbpy_double(r_o, "r", &r) < 0 || (!waypoints && tiles_mask(mask_o, &mask) < 0))
+    nbHandle handle = NB_HANDLE_NULL;
+    nbFilter f = NB_FILTER_ALL;
+    if (tiles_ready(t) < 0 ||
+        (kind == NBPY_NEIGHBORS ? tiles_handle(at_o, &handle) : tiles_point(t, at_o, "center", c)) <
+            0 ||
+        nbpy_double(r_o, "r", &r) < 0 ||
+        (kind != NBPY_WAYPOINTS && nbpy_filter(cat_o, mask_o, &f) < 0))
         return NULL;
-    HitList h = {PyList_New(0), waypoints};
+    HitList h = {PyList_New(0), kind == NBPY_WAYPOINTS};
     if (h.list == NULL) return NULL;
-    nbStatus st = waypoints ? nb_tiles_visit_waypoints(t->tiles, c, r, hit_append, &h)
-                            : nb_tiles_visit_radius(t->tiles, c, r, mask, hit_append, &h);
+    nbStatus st = kind == NBPY_WAYPOINTS ? nb_tiles_visit_waypoints(t->tiles, c, r, hit_append, &h)
+                  : kind == NBPY_RADIUS
+                      ? nb_tiles_visit_radius(t->tiles, c, r, f, hit_append, &h)
+                      : nb_tiles_visit_neighbors(t->tiles, handle, r, f, hit_append, &h);
     if (PyErr_Occurred()) {
         Py_DECREF(h.list);
         return NULL;
     }
     if (st != NB_OK) {
         Py_DECREF(h.list);
-        return nbpy_error(st, what);
+        return nbpy_error(st, what[kind]);
     }
     return h.list;
 }
 
 static PyObject *tiles_query_radius(nbpyTiles *t, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"center", "r", "groups", NULL};
-    PyObject *c_o, *r_o, *mask_o = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|O:query_radius", kwlist, &c_o, &r_o, &mask_o))
+    static char *kwlist[] = {"center", "r", "category", "mask", NULL};
+    PyObject *c_o, *r_o, *cat_o = Py_None, *mask_o = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|$OO:query_radius", kwlist, &c_o, &r_o, &cat_o,
+                                     &mask_o))
         return NULL;
-    return tiles_within(t, c_o, r_o, mask_o, false);
+    return tiles_within(t, NBPY_RADIUS, c_o, r_o, cat_o, mask_o);
+}
+
+static PyObject *tiles_neighbors(nbpyTiles *t, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"handle", "r", "category", "mask", NULL};
+    PyObject *h_o, *r_o, *cat_o = Py_None, *mask_o = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|$OO:neighbors", kwlist, &h_o, &r_o, &cat_o,
+                                     &mask_o))
+        return NULL;
+    return tiles_within(t, NBPY_NEIGHBORS, h_o, r_o, cat_o, mask_o);
 }
 
 static PyObject *tiles_waypoints_within(nbpyTiles *t, PyObject *args, PyObject *kwds)
@@ -308,29 +336,66 @@ static PyObject *tiles_waypoints_within(nbpyTiles *t, PyObject *args, PyObject *
     PyObject *c_o, *r_o;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO:waypoints_within", kwlist, &c_o, &r_o))
         return NULL;
-    return tiles_within(t, c_o, r_o, NULL, true);
+    return tiles_within(t, NBPY_WAYPOINTS, c_o, r_o, NULL, NULL);
 }
 
-static PyObject *tiles_nearest(nbpyTiles *t, PyObject *args, PyObject *kwds)
+// Collects kNN answers into a list of (user, distance): the entities' user objects, or the
+// waypoints' ids as ints.
+static bool knn_append(nbHit hit, double dist2, void *ctx)
 {
-    static char *kwlist[] = {"pos", "groups", "exclude", "max_distance", NULL};
-    PyObject *pos_o, *mask_o = Py_None, *ex_o = Py_None, *max_o = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|OOO:nearest", kwlist, &pos_o, &mask_o, &ex_o,
-                                     &max_o))
-        return NULL;
+    HitList *h = ctx;
+    PyObject *pair = h->ids ? Py_BuildValue("(Kd)", (unsigned long long)hit.user, sqrt(dist2))
+                            : Py_BuildValue("(Od)", (PyObject *)(uintptr_t)hit.user, sqrt(dist2));
+    if (pair == NULL) return false;
+    int rc = PyList_Append(h->list, pair);
+    Py_DECREF(pair);
+    return rc == 0;
+}
+
+static PyObject *tiles_knn_common(nbpyTiles *t, bool waypoints, PyObject *pos_o, int k,
+                                  PyObject *cat_o, PyObject *mask_o, PyObject *max_o)
+{
     double pos[3], max_distance = (double)INFINITY;
-    uint32_t mask;
-    nbHandle exclude = NB_HANDLE_NULL;
+    nbFilter f = NB_FILTER_ALL;
     if (tiles_ready(t) < 0 || tiles_point(t, pos_o, "pos", pos) < 0 ||
-        tiles_mask(mask_o, &mask) < 0 || (ex_o != Py_None && tiles_handle(ex_o, &exclude) < 0) ||
+        (!waypoints && nbpy_filter(cat_o, mask_o, &f) < 0) ||
         (max_o != NULL && nbpy_double(max_o, "max_distance", &max_distance) < 0))
         return NULL;
-    nbHitNeighbor hit;
-    int32_t found = 0;
-    nbStatus st = nb_tiles_nearest(t->tiles, pos, mask, max_distance, exclude, &hit, &found);
-    if (st != NB_OK) return nbpy_error(st, "nearest");
-    if (found == 0) return Py_BuildValue("(Od)", Py_None, (double)INFINITY);
-    return Py_BuildValue("(Od)", (PyObject *)(uintptr_t)hit.hit.user, sqrt(hit.dist2));
+    HitList h = {PyList_New(0), waypoints};
+    if (h.list == NULL) return NULL;
+    nbStatus st = waypoints
+                      ? nb_tiles_visit_knn_waypoints(t->tiles, pos, max_distance, k, knn_append, &h)
+                      : nb_tiles_visit_knn(t->tiles, pos, f, max_distance, k, knn_append, &h);
+    if (PyErr_Occurred()) {
+        Py_DECREF(h.list);
+        return NULL;
+    }
+    if (st != NB_OK) {
+        Py_DECREF(h.list);
+        return nbpy_error(st, waypoints ? "knn_waypoints" : "knn");
+    }
+    return h.list;
+}
+
+static PyObject *tiles_knn(nbpyTiles *t, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"pos", "k", "category", "mask", "max_distance", NULL};
+    PyObject *pos_o, *cat_o = Py_None, *mask_o = Py_None, *max_o = NULL;
+    int k = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|i$OOO:knn", kwlist, &pos_o, &k, &cat_o, &mask_o,
+                                     &max_o))
+        return NULL;
+    return tiles_knn_common(t, false, pos_o, k, cat_o, mask_o, max_o);
+}
+
+static PyObject *tiles_knn_waypoints(nbpyTiles *t, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"pos", "k", "max_distance", NULL};
+    PyObject *pos_o, *max_o = NULL;
+    int k = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|i$O:knn_waypoints", kwlist, &pos_o, &k, &max_o))
+        return NULL;
+    return tiles_knn_common(t, true, pos_o, k, NULL, NULL, max_o);
 }
 
 static PyObject *tiles_add_waypoints(nbpyTiles *t, PyObject *args, PyObject *kwds)
@@ -367,24 +432,6 @@ static PyObject *tiles_add_waypoints(nbpyTiles *t, PyObject *args, PyObject *kwd
     Py_RETURN_NONE;
 }
 
-static PyObject *tiles_nearest_waypoint(nbpyTiles *t, PyObject *args, PyObject *kwds)
-{
-    static char *kwlist[] = {"pos", "max_distance", NULL};
-    PyObject *pos_o, *max_o = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O:nearest_waypoint", kwlist, &pos_o, &max_o))
-        return NULL;
-    double pos[3], max_distance = (double)INFINITY;
-    if (tiles_ready(t) < 0 || tiles_point(t, pos_o, "pos", pos) < 0 ||
-        (max_o != NULL && nbpy_double(max_o, "max_distance", &max_distance) < 0))
-        return NULL;
-    nbHitNeighbor hit;
-    int32_t found = 0;
-    nbStatus st = nb_tiles_nearest_waypoint(t->tiles, pos, max_distance, &hit, &found);
-    if (st != NB_OK) return nbpy_error(st, "nearest_waypoint");
-    if (found == 0) return Py_BuildValue("(Od)", Py_None, (double)INFINITY);
-    return Py_BuildValue("(Kd)", (unsigned long long)hit.hit.user, sqrt(hit.dist2));
-}
-
 static PyObject *tiles_validate(nbpyTiles *t, PyObject *unused)
 {
     (void)unused;
@@ -410,28 +457,34 @@ static PyObject *tiles_get_waypoints(nbpyTiles *t, void *closure)
 
 static PyMethodDef tiles_methods[] = {
     {"insert", NBPY_KW(tiles_insert),
-     "insert(pos, group, user=None)\n--\n\n"
-     "Stores an entity of a group (0 .. groups - 1) with any Python object as its user value; "
-     "returns its handle (an int)."},
+     "insert(pos, user=None, *, category=1, mask=None)\n--\n\n"
+     "Stores an entity with any Python object as its user value; category is its group's bit "
+     "(1 << g), mask what it finds (None: everything). Returns its handle (an int)."},
     {"move", (PyCFunction)tiles_move, METH_VARARGS, "move(handle, pos)\n--\n\nMoves an entity."},
     {"remove", (PyCFunction)tiles_remove, METH_O,
      "remove(handle)\n--\n\nRemoves an entity; its handle goes stale."},
     {"get", (PyCFunction)tiles_get, METH_O,
-     "get(handle)\n--\n\nThe entity's position (a tuple), group and user value."},
+     "get(handle)\n--\n\nThe entity's position (a tuple), user value, category and mask."},
     {"query_radius", NBPY_KW(tiles_query_radius),
-     "query_radius(center, r, groups=None)\n--\n\n"
-     "User values of the entities of the groups in the mask (None: all) within r of center."},
-    {"nearest", NBPY_KW(tiles_nearest),
-     "nearest(pos, groups=None, exclude=None, max_distance=inf)\n--\n\n"
-     "(user, distance) of the nearest entity of the groups in the mask, other than the "
-     "handle `exclude`, within max_distance; or (None, inf)."},
+     "query_radius(center, r, *, category=None, mask=None)\n--\n\n"
+     "User values of the entities within r of center that pass the filter (mask: the groups "
+     "searched, 1 << g each; None: all)."},
+    {"neighbors", NBPY_KW(tiles_neighbors),
+     "neighbors(handle, r, *, category=None, mask=None)\n--\n\n"
+     "User values of the entities within r of a stored one, itself left out, that pass the "
+     "filter."},
+    {"knn", NBPY_KW(tiles_knn),
+     "knn(pos, k=1, *, category=None, mask=None, max_distance=inf)\n--\n\n"
+     "[(user, distance)] of the k nearest entities that pass the filter within max_distance, "
+     "nearest first. The nearest other than a stored entity: k=2 from its position, skipping "
+     "it."},
     {"add_waypoints", NBPY_KW(tiles_add_waypoints),
      "add_waypoints(points, ids=None)\n--\n\n"
      "Adds static waypoints (N, dim) with uint64 ids (default: their numbers in the order "
      "added). All or nothing."},
-    {"nearest_waypoint", NBPY_KW(tiles_nearest_waypoint),
-     "nearest_waypoint(pos, max_distance=inf)\n--\n\n"
-     "(id, distance) of the nearest waypoint, or (None, inf)."},
+    {"knn_waypoints", NBPY_KW(tiles_knn_waypoints),
+     "knn_waypoints(pos, k=1, *, max_distance=inf)\n--\n\n"
+     "[(id, distance)] of the k nearest waypoints within max_distance, nearest first."},
     {"waypoints_within", NBPY_KW(tiles_waypoints_within),
      "waypoints_within(center, r)\n--\n\nIds of the waypoints within r of center."},
     {"validate", (PyCFunction)tiles_validate, METH_NOARGS,

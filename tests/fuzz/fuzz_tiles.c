@@ -4,23 +4,26 @@
 // The input is a little program over one grid. A header decodes the desc (dim, axes, groups,
 // origin, size, tile counts or tile sizes; edge values and raw doubles included, so bad descs
 // are refused with a status) and whether the checking allocator is used; each following byte
-// picks an operation: insert, move, remove, set (group change), clear, add waypoints (one or a
-// batch), reserve, an allocation-failure schedule, radius queries, nearest (with exclude and
-// max distance), knn, waypoint queries (within, nearest, k nearest), pairs between two group
-// masks, neighbour tiles. Coordinates come from the world's own scale (inside, on tile
-// boundaries, outside, far outside) or are edge values and raw bits (NaN, inf). Reading past
-// the end yields zeros, so every input is valid.
+// picks an operation: insert and set (a category of one group's bit, or a bad one, and a mask
+// of the entity's own), move, remove, clear, add waypoints (one or a batch), reserve, an
+// allocation-failure schedule, radius queries and neighbours of an entity by filter, knn and
+// visit_knn with max distance, waypoint queries (within, k nearest, visit), pairs by the stored
+// rule and cross pairs between two masks, neighbour tiles. Coordinates come from the world's own
+// scale (inside, on tile boundaries, outside, far outside) or are edge values and raw bits (NaN,
+// inf). Reading past the end yields zeros, so every input is valid.
 //
 // A model keeps every live entity and waypoint. Each status must be one tiles.h allows for the
 // arguments; a failed call changes nothing (count, validate, a fingerprint of every entity);
 // after every op nb_tiles_validate() passes; every query is compared exactly with brute force
-// on the model (sets of hits, nearest / knn order by dist2 then slot or waypoint number, pairs
-// as sets with the lower-slot rule). NB_FUZZ_TRACE=1 prints the decoded calls.
+// on the model with the oracle's distance and filter rule (nb_oracle.h): sets of hits, knn
+// order by dist2 then slot or waypoint number, pairs as sets with the lower slot first, cross
+// pairs as sets of (a, b) with roles kept. NB_FUZZ_TRACE=1 prints the decoded calls.
 #define _POSIX_C_SOURCE 200809L
 
 #include <nearby/tiles.h>
 
 #include "nb_fuzz.h"
+#include "nb_oracle.h"
 
 enum { TF_MAX = 160, TF_WMAX = 200, TF_OPS = 600 };
 
@@ -32,6 +35,7 @@ typedef struct tfModel {
     int32_t n;
     double pos[TF_MAX][3];
     int32_t group[TF_MAX];
+    uint32_t mask[TF_MAX];
     uint64_t user[TF_MAX];
     nbHandle hd[TF_MAX];
     nbHandle stale;
@@ -47,17 +51,6 @@ static bool tf_finite(const double *p, int dim)
     for (int d = 0; d < dim; d++)
         if (!isfinite(p[d])) return false;
     return true;
-}
-
-static double tf_d2(const double *a, const double *b, int dim)
-{
-    const double dx = a[0] - b[0], dy = a[1] - b[1];
-    double d = dx * dx + dy * dy;
-    if (dim == 3) {
-        const double dz = a[2] - b[2];
-        d = d + dz * dz;
-    }
-    return d;
 }
 
 static int32_t tf_slot(nbHandle h)
@@ -99,6 +92,21 @@ static uint32_t tf_mask(nbfReader *r)
     return (uint32_t)nbf_u16(r) | ((uint32_t)nbf_u16(r) << 16);
 }
 
+// An entity's category from a group byte: the group's bit, or (g == groups) a bad one: 0, two
+// bits, or the bit past the last group.
+static uint32_t tf_category(int32_t g)
+{
+    if (g < tf.groups) return 1u << g;
+    const int k = nbf_step % 3;
+    return k == 0 ? 0u : k == 1 ? 3u : tf.groups < 32 ? 1u << tf.groups : 0u;
+}
+
+// Does entity i pass a query's filter (nearby.h's rule, the group's bit as its category)?
+static bool tf_passes(int32_t i, nbFilter f)
+{
+    return nbo_match(1u << tf.group[i], tf.mask[i], f.category, f.mask);
+}
+
 // A handle: a live one, the last stale one, null, or a forged one.
 static nbHandle tf_handle(nbfReader *r, int32_t *idx)
 {
@@ -122,12 +130,13 @@ static uint64_t tf_fingerprint(void)
     f += (uint64_t)nb_tiles_waypoint_count(tf.t);
     for (int32_t i = 0; i < tf.n; i++) {
         double p[3] = {0, 0, 0};
-        int32_t g = -1;
+        nbFilter g = {0, 0};
         uint64_t u = 0;
-        nbf_expect(nb_tiles_get(tf.t, tf.hd[i], p, &g, &u), NBF_BIT(NB_OK), "get");
+        nbf_expect(nb_tiles_get(tf.t, tf.hd[i], p, &u, &g), NBF_BIT(NB_OK), "get");
         uint64_t b[3];
         memcpy(b, p, sizeof b);
-        f = f * 0x100000001B3u + (b[0] ^ (b[1] << 1) ^ (b[2] << 2)) + (uint64_t)g + u;
+        f = f * 0x100000001B3u + (b[0] ^ (b[1] << 1) ^ (b[2] << 2)) + g.category +
+            ((uint64_t)g.mask << 32) + u;
     }
     return f;
 }
@@ -177,26 +186,54 @@ static int tf_cmp_cand(const void *a, const void *b)
 static tfCand tf_cands[TF_WMAX + TF_MAX];
 static nbHitNeighbor tf_nn[TF_WMAX + TF_MAX];
 static nbHit tf_hits[TF_WMAX + TF_MAX];
-static nbHitPair tf_pairs[TF_MAX * TF_MAX / 2];
+static nbHitPair tf_pairs[TF_MAX * TF_MAX];
+
+typedef struct tfCollect {
+    nbHitNeighbor *out;
+    int32_t n;
+} tfCollect;
+
+static bool tf_collect(nbHit hit, double dist2, void *user)
+{
+    tfCollect *c = (tfCollect *)user;
+    c->out[c->n].hit = hit;
+    c->out[c->n++].dist2 = dist2;
+    return true;
+}
+
+static nbHitNeighbor tf_visited[TF_WMAX + TF_MAX];
+
+// A kNN answer (buffer or callback) against the sorted candidates: the same entries in order.
+static void tf_same_knn(const nbHitNeighbor *got, int32_t found, int32_t nc, int32_t k,
+                        bool waypoints, const char *what)
+{
+    NBF_CHECK(found == (k < nc ? k : nc), "%s found %d of %d", what, found, nc);
+    for (int32_t i = 0; i < found; i++)
+        NBF_CHECK((waypoints ? got[i].hit.user : got[i].hit.handle.bits) == tf_cands[i].user &&
+                      got[i].dist2 == tf_cands[i].d2,
+                  "%s entry %d differs from brute force", what, i);
+}
 
 static void tf_queries(nbfReader *r)
 {
     double q[3];
     tf_pos(r, q);
     const double radius = tf_radius(r);
-    const uint32_t mask = tf_mask(r) & (tf.groups == 32 ? ~0u : (1u << tf.groups) - 1u);
+    nbFilter f = NB_FILTER_ALL;
+    f.mask = tf_mask(r);
+    if (nbf_u8(r) >= 192) f.category = tf_mask(r);
     const bool qok = tf_finite(q, tf.dim);
     const nbStatus rst = !qok || !isfinite(radius) ? NB_ERR_NOT_FINITE
                          : radius < 0.0            ? NB_ERR_OUT_OF_RANGE
                                                    : NB_OK;
     // entities within
     int32_t found = -1;
-    nbStatus st = nb_tiles_query_radius(tf.t, q, radius, mask, tf_hits, TF_MAX, &found);
+    nbStatus st = nb_tiles_query_radius(tf.t, q, radius, f, tf_hits, TF_MAX, &found);
     nbf_expect(st, NBF_BIT(rst), "query_radius");
     if (rst == NB_OK) {
         int32_t want = 0;
         for (int32_t i = 0; i < tf.n; i++)
-            if (((mask >> tf.group[i]) & 1u) && tf_d2(tf.pos[i], q, tf.dim) <= radius * radius)
+            if (tf_passes(i, f) && nbo_within(tf.pos[i], q, tf.dim, radius))
                 tf_want[want++] = tf.hd[i].bits;
         NBF_CHECK(found == want, "query_radius found %d, brute force %d", found, want);
         for (int32_t i = 0; i < found; i++) tf_got[i] = tf_hits[i].handle.bits;
@@ -208,79 +245,90 @@ static void tf_queries(nbfReader *r)
     if (rst == NB_OK) {
         int32_t want = 0;
         for (int32_t w = 0; w < tf.nw; w++)
-            if (tf_d2(tf.wpos[w], q, tf.dim) <= radius * radius) tf_want[want++] = tf.wid[w];
+            if (nbo_within(tf.wpos[w], q, tf.dim, radius)) tf_want[want++] = tf.wid[w];
         NBF_CHECK(found == want, "query_waypoints found %d, brute force %d", found, want);
         for (int32_t i = 0; i < found; i++) tf_got[i] = tf_hits[i].user;
         tf_same_sets(found, "query_waypoints");
     }
-    // nearest with exclude and max distance (the radius read above)
-    int32_t ex_idx;
-    const nbHandle ex = nbf_u8(r) & 1 ? tf_handle(r, &ex_idx) : NB_HANDLE_NULL;
-    if (ex.bits == 0) ex_idx = -1;
-    const double maxd = nbf_u8(r) & 1 ? (double)INFINITY : radius;
-    nbStatus nst = !qok || isnan(maxd)          ? NB_ERR_NOT_FINITE
-                   : maxd < 0.0                 ? NB_ERR_OUT_OF_RANGE
-                   : ex.bits != 0 && ex_idx < 0 ? NB_ERR_BAD_HANDLE
-                                                : NB_OK;
-    nbHitNeighbor one;
-    st = nb_tiles_nearest(tf.t, q, mask, maxd, ex, &one, &found);
-    nbf_expect(st, NBF_BIT(nst), "nearest");
+    // neighbours of an entity: its handle is checked right after the pointers
+    int32_t ex;
+    const nbHandle e = tf_handle(r, &ex);
+    const nbStatus nst = ex < 0              ? NB_ERR_BAD_HANDLE
+                         : !isfinite(radius) ? NB_ERR_NOT_FINITE
+                         : radius < 0.0      ? NB_ERR_OUT_OF_RANGE
+                                             : NB_OK;
+    st = nb_tiles_query_neighbors(tf.t, e, radius, f, tf_hits, TF_MAX, &found);
+    nbf_expect(st, NBF_BIT(nst), "query_neighbors");
     if (nst == NB_OK) {
-        int32_t nc = 0;
-        for (int32_t i = 0; i < tf.n; i++) {
-            if (!((mask >> tf.group[i]) & 1u) || i == ex_idx) continue;
-            const double d2 = tf_d2(tf.pos[i], q, tf.dim);
-            if (maxd < (double)INFINITY && !(d2 <= maxd * maxd)) continue;
-            tfCand c = {d2, (uint64_t)tf_slot(tf.hd[i]), tf.hd[i].bits};
-            tf_cands[nc++] = c;
-        }
-        qsort(tf_cands, (size_t)nc, sizeof(tfCand), tf_cmp_cand);
-        NBF_CHECK(found == (nc > 0), "nearest found %d, brute force %d", found, nc);
-        if (nc > 0)
-            NBF_CHECK(one.hit.handle.bits == tf_cands[0].user && one.dist2 == tf_cands[0].d2,
-                      "nearest differs from brute force");
+        int32_t want = 0;
+        for (int32_t i = 0; i < tf.n; i++)
+            if (i != ex && tf_passes(i, f) && nbo_within(tf.pos[i], tf.pos[ex], tf.dim, radius))
+                tf_want[want++] = tf.hd[i].bits;
+        NBF_CHECK(found == want, "query_neighbors found %d, brute force %d", found, want);
+        for (int32_t i = 0; i < found; i++) tf_got[i] = tf_hits[i].handle.bits;
+        tf_same_sets(found, "query_neighbors");
     }
-    // knn of entities and of waypoints
+    // knn of entities and of waypoints, with a max distance (the radius read above)
+    const double maxd = nbf_u8(r) & 1 ? (double)INFINITY : radius;
     const int32_t k = (int32_t)(nbf_u8(r) % 12) - 1;
-    const nbStatus kst = !qok ? NB_ERR_NOT_FINITE : k < 0 ? NB_ERR_OUT_OF_RANGE : NB_OK;
-    st = nb_tiles_knn(tf.t, q, k, mask, tf_nn, &found);
+    const nbStatus kst = !qok || isnan(maxd)   ? NB_ERR_NOT_FINITE
+                         : k < 0 || maxd < 0.0 ? NB_ERR_OUT_OF_RANGE
+                                               : NB_OK;
+    st = nb_tiles_knn(tf.t, q, f, maxd, tf_nn, k, &found);
     nbf_expect(st, NBF_BIT(kst), "knn");
+    tfCollect c = {tf_visited, 0};
+    st = nb_tiles_visit_knn(tf.t, q, f, maxd, k, tf_collect, &c);
+    nbf_expect(st, NBF_BIT(kst), "visit_knn");
     if (kst == NB_OK) {
         int32_t nc = 0;
         for (int32_t i = 0; i < tf.n; i++) {
-            if (!((mask >> tf.group[i]) & 1u)) continue;
-            tfCand c = {tf_d2(tf.pos[i], q, tf.dim), (uint64_t)tf_slot(tf.hd[i]), tf.hd[i].bits};
-            tf_cands[nc++] = c;
+            const double d2 = nbo_d2(tf.pos[i], q, tf.dim);
+            if (!tf_passes(i, f) || (maxd < (double)INFINITY && !(d2 <= maxd * maxd))) continue;
+            tfCand cand = {d2, (uint64_t)tf_slot(tf.hd[i]), tf.hd[i].bits};
+            tf_cands[nc++] = cand;
         }
         qsort(tf_cands, (size_t)nc, sizeof(tfCand), tf_cmp_cand);
-        NBF_CHECK(found == (k < nc ? k : nc), "knn found %d of %d", found, nc);
-        for (int32_t i = 0; i < found; i++)
-            NBF_CHECK(tf_nn[i].hit.handle.bits == tf_cands[i].user &&
-                          tf_nn[i].dist2 == tf_cands[i].d2,
-                      "knn entry %d differs from brute force", i);
+        tf_same_knn(tf_nn, found, nc, k, false, "knn");
+        tf_same_knn(tf_visited, c.n, nc, k, false, "visit_knn");
     }
-    st = nb_tiles_knn_waypoints(tf.t, q, k, tf_nn, &found);
+    st = nb_tiles_knn_waypoints(tf.t, q, maxd, tf_nn, k, &found);
     nbf_expect(st, NBF_BIT(kst), "knn_waypoints");
+    c.n = 0;
+    st = nb_tiles_visit_knn_waypoints(tf.t, q, maxd, k, tf_collect, &c);
+    nbf_expect(st, NBF_BIT(kst), "visit_knn_waypoints");
     if (kst == NB_OK) {
+        int32_t nc = 0;
         for (int32_t w = 0; w < tf.nw; w++) {
-            tfCand c = {tf_d2(tf.wpos[w], q, tf.dim), (uint64_t)w, tf.wid[w]};
-            tf_cands[w] = c;
+            const double d2 = nbo_d2(tf.wpos[w], q, tf.dim);
+            if (maxd < (double)INFINITY && !(d2 <= maxd * maxd)) continue;
+            tfCand cand = {d2, (uint64_t)w, tf.wid[w]};
+            tf_cands[nc++] = cand;
         }
-        qsort(tf_cands, (size_t)tf.nw, sizeof(tfCand), tf_cmp_cand);
-        NBF_CHECK(found == (k < tf.nw ? k : tf.nw), "knn_waypoints found %d", found);
-        for (int32_t i = 0; i < found; i++)
-            NBF_CHECK(tf_nn[i].hit.user == tf_cands[i].user && tf_nn[i].dist2 == tf_cands[i].d2,
-                      "knn_waypoints entry %d differs from brute force", i);
-        nst = !qok || isnan(maxd) ? NB_ERR_NOT_FINITE : maxd < 0.0 ? NB_ERR_OUT_OF_RANGE : NB_OK;
-        st = nb_tiles_nearest_waypoint(tf.t, q, maxd, &one, &found);
-        nbf_expect(st, NBF_BIT(nst), "nearest_waypoint");
-        if (nst == NB_OK) {
-            const bool any =
-                tf.nw > 0 && (maxd == (double)INFINITY || tf_cands[0].d2 <= maxd * maxd);
-            NBF_CHECK(found == any, "nearest_waypoint found %d", found);
-            if (any) NBF_CHECK(one.hit.user == tf_cands[0].user, "nearest_waypoint differs");
-        }
+        qsort(tf_cands, (size_t)nc, sizeof(tfCand), tf_cmp_cand);
+        tf_same_knn(tf_nn, found, nc, k, true, "knn_waypoints");
+        tf_same_knn(tf_visited, c.n, nc, k, true, "visit_knn_waypoints");
     }
+}
+
+// The model's index of a live handle, or -1.
+static int32_t tf_index(nbHandle h)
+{
+    for (int32_t i = 0; i < tf.n; i++)
+        if (tf.hd[i].bits == h.bits) return i;
+    return -1;
+}
+
+// Pairs (and counts) against the want list already in tf_want.
+static void tf_same_pairs(int64_t found, int64_t want, const char *what)
+{
+    NBF_CHECK(found == want, "%s found %lld, brute force %lld", what, (long long)found,
+              (long long)want);
+    for (int64_t p = 0; p < found; p++) {
+        const int32_t a = tf_index(tf_pairs[p].a.handle), b = tf_index(tf_pairs[p].b.handle);
+        NBF_CHECK(a >= 0 && b >= 0, "%s names a dead entity", what);
+        tf_got[p] = (uint64_t)a * TF_MAX + (uint64_t)b;
+    }
+    tf_same_sets(found, what);
 }
 
 static void tf_pairs_check(nbfReader *r)
@@ -290,34 +338,39 @@ static void tf_pairs_check(nbfReader *r)
     const nbStatus want_st = !isfinite(radius) ? NB_ERR_NOT_FINITE
                              : radius < 0.0    ? NB_ERR_OUT_OF_RANGE
                                                : NB_OK;
+    // all pairs by the stored rule, the lower slot first
     int64_t found = -1, count = -1;
-    nbStatus st = nb_tiles_pairs(tf.t, radius, ga, gb, tf_pairs, TF_MAX * TF_MAX / 2, &found);
+    nbStatus st = nb_tiles_pairs(tf.t, radius, tf_pairs, TF_MAX * TF_MAX, &found);
     nbf_expect(st, NBF_BIT(want_st), "pairs");
-    st = nb_tiles_count_pairs(tf.t, radius, ga, gb, &count);
+    st = nb_tiles_count_pairs(tf.t, radius, &count);
     nbf_expect(st, NBF_BIT(want_st), "count_pairs");
     if (want_st != NB_OK) return;
     NBF_CHECK(count == found, "count_pairs %lld, pairs %lld", (long long)count, (long long)found);
     int64_t want = 0;
     for (int32_t i = 0; i < tf.n; i++)
         for (int32_t j = 0; j < tf.n; j++) {
-            if (i == j || !(tf_d2(tf.pos[i], tf.pos[j], tf.dim) <= radius * radius)) continue;
-            const bool ij = ((ga >> tf.group[i]) & 1u) && ((gb >> tf.group[j]) & 1u);
-            const bool ji = ((ga >> tf.group[j]) & 1u) && ((gb >> tf.group[i]) & 1u);
-            if (!ij || (ji && tf_slot(tf.hd[j]) < tf_slot(tf.hd[i]))) continue;
-            tf_want[want++] = (uint64_t)i * TF_MAX + (uint64_t)j;
+            if (tf_slot(tf.hd[j]) <= tf_slot(tf.hd[i])) continue;
+            if (!nbo_within(tf.pos[i], tf.pos[j], tf.dim, radius)) continue;
+            if (nbo_match(1u << tf.group[i], tf.mask[i], 1u << tf.group[j], tf.mask[j]))
+                tf_want[want++] = (uint64_t)i * TF_MAX + (uint64_t)j;
         }
-    NBF_CHECK(found == want, "pairs found %lld, brute force %lld", (long long)found,
-              (long long)want);
-    for (int64_t p = 0; p < found; p++) {
-        int32_t a = -1, b = -1;
-        for (int32_t i = 0; i < tf.n; i++) {
-            if (tf.hd[i].bits == tf_pairs[p].a.handle.bits) a = i;
-            if (tf.hd[i].bits == tf_pairs[p].b.handle.bits) b = i;
+    tf_same_pairs(found, want, "pairs");
+    // cross pairs: every (a, b) of the two sets, roles kept; a mask of 0 plays no role
+    st = nb_tiles_cross_pairs(tf.t, radius, ga, gb, tf_pairs, TF_MAX * TF_MAX, &found);
+    nbf_expect(st, NBF_BIT(NB_OK), "cross_pairs");
+    st = nb_tiles_count_cross_pairs(tf.t, radius, ga, gb, &count);
+    nbf_expect(st, NBF_BIT(NB_OK), "count_cross_pairs");
+    NBF_CHECK(count == found, "count_cross_pairs %lld, cross_pairs %lld", (long long)count,
+              (long long)found);
+    want = 0;
+    for (int32_t i = 0; i < tf.n; i++)
+        for (int32_t j = 0; j < tf.n; j++) {
+            if (i == j || tf.mask[i] == 0 || tf.mask[j] == 0) continue;
+            if (!((ga >> tf.group[i]) & 1u) || !((gb >> tf.group[j]) & 1u)) continue;
+            if (nbo_within(tf.pos[i], tf.pos[j], tf.dim, radius))
+                tf_want[want++] = (uint64_t)i * TF_MAX + (uint64_t)j;
         }
-        NBF_CHECK(a >= 0 && b >= 0, "pairs names a dead entity");
-        tf_got[p] = (uint64_t)a * TF_MAX + (uint64_t)b;
-    }
-    tf_same_sets(found, "pairs");
+    tf_same_pairs(found, want, "cross_pairs");
 }
 
 static void tf_remove_at(int32_t i)
@@ -326,6 +379,7 @@ static void tf_remove_at(int32_t i)
     tf.n--;
     memmove(tf.pos[i], tf.pos[i + 1], (size_t)(tf.n - i) * sizeof tf.pos[0]);
     memmove(&tf.group[i], &tf.group[i + 1], (size_t)(tf.n - i) * sizeof tf.group[0]);
+    memmove(&tf.mask[i], &tf.mask[i + 1], (size_t)(tf.n - i) * sizeof tf.mask[0]);
     memmove(&tf.user[i], &tf.user[i + 1], (size_t)(tf.n - i) * sizeof tf.user[0]);
     memmove(&tf.hd[i], &tf.hd[i + 1], (size_t)(tf.n - i) * sizeof tf.hd[0]);
 }
@@ -370,12 +424,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     tf.dim = d.dim;
     tf.groups = d.groups == 0 ? 1 : d.groups;
-    int32_t count[2];
-    double edge[2], origin[2];
-    nb_tiles_shape(tf.t, count, edge, tf.ax, origin);
+    nbTilesInfo info;
+    nbf_expect(nb_tiles_info(tf.t, &info), NBF_BIT(NB_OK), "info");
+    const int32_t *count = info.tile_count;
     for (int t = 0; t < 2; t++) {
-        tf.lo[t] = origin[t];
-        tf.span[t] = (double)count[t] * edge[t];
+        tf.ax[t] = info.axes[t];
+        tf.lo[t] = info.origin[t];
+        tf.span[t] = (double)count[t] * info.edge[t];
     }
     tf.blocks = (int64_t)count[0] * count[1] * tf.groups;
     nbf_log("create dim %d groups %d tiles %dx%d\n", tf.dim, tf.groups, count[0], count[1]);
@@ -392,8 +447,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             nbf_op = "insert";
             tf_pos(r, p);
             const int32_t g = (int32_t)(nbf_u8(r) % (tf.groups + 1));
+            const nbFilter ef = {tf_category(g), nbf_u8(r) < 160 ? 0xFFFFFFFFu : tf_mask(r)};
             nbHandle out = {7};
-            st = nb_tiles_insert(tf.t, p, g, 1000u + (uint64_t)nbf_step, &out);
+            st = nb_tiles_insert(tf.t, p, 1000u + (uint64_t)nbf_step, ef, &out);
             const nbStatus want = !tf_finite(p, tf.dim) ? NB_ERR_NOT_FINITE
                                   : g >= tf.groups      ? NB_ERR_OUT_OF_RANGE
                                                         : NB_OK;
@@ -401,6 +457,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (st == NB_OK && tf.n < TF_MAX) {
                 memcpy(tf.pos[tf.n], p, sizeof p);
                 tf.group[tf.n] = g;
+                tf.mask[tf.n] = ef.mask;
                 tf.user[tf.n] = 1000u + (uint64_t)nbf_step;
                 tf.hd[tf.n++] = out;
             } else if (st == NB_OK) { // the model is full: take it out again
@@ -438,13 +495,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             nbf_op = "set";
             const nbHandle e = tf_handle(r, &idx);
             const int32_t g = (int32_t)(nbf_u8(r) % (tf.groups + 1));
-            st = nb_tiles_set(tf.t, e, g, 5u);
+            const nbFilter ef = {tf_category(g), nbf_u8(r) < 160 ? 0xFFFFFFFFu : tf_mask(r)};
+            st = nb_tiles_set(tf.t, e, 5u, ef);
             const nbStatus want = idx < 0          ? NB_ERR_BAD_HANDLE
                                   : g >= tf.groups ? NB_ERR_OUT_OF_RANGE
                                                    : NB_OK;
             nbf_expect(st, NBF_BIT(want) | NBF_BIT(NB_ERR_OUT_OF_MEMORY), "set");
             if (st == NB_OK) {
                 tf.group[idx] = g;
+                tf.mask[idx] = ef.mask;
                 tf.user[idx] = 5u;
             }
             break;
