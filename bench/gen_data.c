@@ -124,8 +124,8 @@ int main(int argc, char **argv)
                 fclose(list);
                 return 1;
             }
-            fprintf(list, "%s,%s,%d,%d,%.17g,%s\n", nbb_corpus_name(k),
-                    rects ? "rects" : "points", nbb_corpus_dim(k), (int)made, radius, path);
+            fprintf(list, "%s,%s,%d,%d,%.17g,%s\n", nbb_corpus_name(k), rects ? "rects" : "points",
+                    nbb_corpus_dim(k), (int)made, radius, path);
         }
         return fclose(list) == 0 ? 0 : 1;
     }
