@@ -35,7 +35,9 @@
 //                [--budget S] [--only SET,SET,...]
 // Defaults: N 200000, M 100000, Q 20000, W 10000, F 10, K 5, S 4: an operation's runs (the
 // moving frames: after 3) stop early once they have taken S seconds (the row says how many
-// ran), so that a cliff of 100x costs one run, not K.
+// ran), so that a cliff of 100x costs one run, not K; and a radius or kNN operation whose Q
+// queries would take nearby more than S / 4 (a probe of 200 says so) runs as many as fit, for
+// both peers (stderr says how many; the count column shows it).
 #include "bench_common.h"
 #include "corpus.h"
 
@@ -101,10 +103,23 @@ uint64_t bits(double d)
 // alternate. Each must give the same answer every run and the same as the other; with
 // `varying` (the moving frames: each run is another frame) only the same as the other, run by
 // run, and the rows report the answers summed over the runs.
+//
+// With `queries` (the count the lambdas read), a probe of `a` on the first 200 of `all` queries
+// comes first (not timed): when all of them would take more than a quarter of the budget (a
+// cliff), *queries is cut to as many as fit, for both peers (stderr says so).
 template <class A, class B>
 void measure(const nbbCorpus &c, const char *op, const char *peer, int runs, A a, B b,
-             bool have_peer, bool varying = false)
+             bool have_peer, bool varying = false, int32_t *queries = nullptr, int32_t all = 0)
 {
+    if (queries != nullptr) {
+        *queries = all < 200 ? all : 200;
+        double per = double(a().ns) / *queries;
+        double room = 0.25 * budget_ns / (per > 0.0 ? per : 1.0);
+        *queries = room >= double(all) ? all : (room > *queries ? int32_t(room) : *queries);
+        if (*queries < all)
+            std::fprintf(stderr, "bench_corpus: %s %s: %d of %d queries (%.0f us a query)\n",
+                         c.name, op, (int)*queries, (int)all, per / 1e3);
+    }
     int64_t ta[NBB_MAX_RUNS], tb[NBB_MAX_RUNS];
     Run first_a{0, 0, 0}, first_b{0, 0, 0};
     bool same = true;
@@ -294,12 +309,13 @@ template <int D> void run_points(const nbbCorpus &c, const Options &o)
     NfTree<D> tree(D, fl.pts, fl.params);
 #endif
     std::vector<int32_t> hits(size_t(c.n));
+    int32_t qn = q; // the queries an operation runs (measure cuts them on a cliff)
     measure(
         c, "radius", "nanoflann", o.runs,
         [&] {
             Run run{0, 0, 0};
             int64_t t0 = nbb_now_ns();
-            for (int32_t i = 0; i < q; i++) {
+            for (int32_t i = 0; i < qn; i++) {
                 int32_t found = 0;
                 ok(nb_grid_query_radius(g, c.data + size_t(i) * D, r, hits.data(), c.n, &found),
                    "nb_grid_query_radius");
@@ -314,13 +330,13 @@ template <int D> void run_points(const nbbCorpus &c, const Options &o)
             const nanoflann::SearchParams sp(32, 0.0f, false);
             RadiusTally t{radius2, 0, 0};
             int64_t t0 = nbb_now_ns();
-            for (int32_t i = 0; i < q; i++) tree.findNeighbors(t, c.data + size_t(i) * D, sp);
+            for (int32_t i = 0; i < qn; i++) tree.findNeighbors(t, c.data + size_t(i) * D, sp);
             return Run{nbb_now_ns() - t0, t.count, t.sum};
 #else
             return Run{0, 0, 0};
 #endif
         },
-        have_peer);
+        have_peer, false, &qn, q);
     const int32_t ks[3] = {1, 8, 32};
     for (int32_t k : ks) {
         char op[16];
@@ -331,7 +347,7 @@ template <int D> void run_points(const nbbCorpus &c, const Options &o)
                 nbNeighbor nb[32];
                 Run run{0, 0, 0};
                 int64_t t0 = nbb_now_ns();
-                for (int32_t i = 0; i < q; i++) {
+                for (int32_t i = 0; i < qn; i++) {
                     int32_t found = 0;
                     ok(nb_grid_knn(g, c.data + size_t(i) * D, k, nb, &found), "nb_grid_knn");
                     run.count += uint64_t(found);
@@ -346,7 +362,7 @@ template <int D> void run_points(const nbbCorpus &c, const Options &o)
                 double d2[32];
                 Run run{0, 0, 0};
                 int64_t t0 = nbb_now_ns();
-                for (int32_t i = 0; i < q; i++) {
+                for (int32_t i = 0; i < qn; i++) {
                     size_t found = tree.knnSearch(c.data + size_t(i) * D, size_t(k), idx, d2);
                     run.count += found;
                     for (size_t j = 0; j < found; j++) run.sum += bits(d2[j]);
@@ -357,7 +373,7 @@ template <int D> void run_points(const nbbCorpus &c, const Options &o)
                 return Run{0, 0, 0};
 #endif
             },
-            have_peer);
+            have_peer, false, &qn, q);
     }
     nb_grid_destroy(g);
 }
