@@ -5,7 +5,8 @@
     report_corpus.py C.csv [PY.csv] [--out CSV] [--machine NAME] [--commit SHA] [--load TEXT]
 
 For every (set, operation): nearby's median and the peer's, and the ratio peer / nearby (above 1:
-nearby is faster). Targets: at least 1.0x nanoflann and 1.5x cKDTree on point sets, 1.5x the
+nearby is faster); for pairs and count, where both sides time the same work (build included),
+the Python package's time over the C library's (the binding's share). Targets: at least 1.0x nanoflann and 1.5x cKDTree on point sets, 1.5x the
 packed Boost rtree on rectangle sets; a ratio below its target is printed in bold and counted.
 Prints Markdown tables; --out writes every row with the machine, commit, date and load.
 """
@@ -70,14 +71,18 @@ def main(argv):
     print("Point sets (ms, medians; ratio = peer / nearby, bold below the target: 1.0x "
           "nanoflann, 1.5x cKDTree)\n")
     print("| set | N | r | operation | nearby C | nanoflann | ratio | nearby Python | cKDTree "
-          "| ratio |")
-    print("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|")
+          "| ratio | Python / C |")
+    print("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     for s, op in order:
         r = info[(s, op)]
         if r["kind"] != "points":
             continue
-        print("| %s | %s | %.4g | %s | %s |" % (s, r["n"], float(r["radius"]), op, " | ".join(
-            cell(s, op, "nanoflann") + cell(s, op, "ckdtree"))))
+        # the binding's share: only where both sides time the same work (build included)
+        c_ms, py_ms = ms.get((s, op, "nearby")), ms.get((s, op, "nearby_py"))
+        over = "%.2f" % (py_ms / c_ms) if op in ("pairs", "count") and c_ms and py_ms else ""
+        print("| %s | %s | %.4g | %s | %s | %s |" % (s, r["n"], float(r["radius"]), op,
+                                                     " | ".join(cell(s, op, "nanoflann") +
+                                                                cell(s, op, "ckdtree")), over))
     print("\nRectangle sets (ms, medians; ratio = packed Boost rtree / nearby's quadtree, bold "
           "below 1.5x)\n")
     print("| set | N | operation | nearby | packed rtree | ratio |")
