@@ -191,30 +191,6 @@ uint64_t pair_sum(const nbPair *p, int64_t n)
 }
 
 #ifdef NBB_HAVE_NANOFLANN
-// A radius search's hits, tallied (count and index sum) as they come.
-struct RadiusTally {
-    double radius2;
-    uint64_t count, sum;
-    double worstDist() const
-    {
-        return radius2;
-    }
-    bool full() const
-    {
-        return true;
-    }
-    size_t size() const
-    {
-        return 0;
-    }
-    bool addPoint(double, uint32_t idx)
-    {
-        count++;
-        sum += idx;
-        return true;
-    }
-};
-
 template <int D> struct Flann {
     FlatPoints<D> pts;
     nanoflann::KDTreeSingleIndexAdaptorParams params{32};
@@ -226,6 +202,7 @@ template <int D> void flann_pairs(const NfTree<D> &tree, const double *p, PairSi
 {
     const nanoflann::SearchParams sp(32, 0.0f, false);
     s.found = 0;
+    s.sum = 0;
     for (uint32_t self : tree.vAcc) {
         s.self = self;
         tree.findNeighbors(s, p + size_t(self) * D, sp);
@@ -248,6 +225,15 @@ template <int D> void run_points(const nbbCorpus &c, const Options &o)
     int64_t npairs = 0;
     ok(nb_grid_count_pairs(g, r, &npairs), "nb_grid_count_pairs");
     std::vector<nbPair> buf(size_t(npairs > 0 ? npairs : 1));
+    nbGridInfo gi;
+    ok(nb_grid_info(g, &gi), "nb_grid_info");
+    std::fprintf(stderr,
+                 "bench_corpus: %s: grid of %s cells, cell %.4g, %lld cells (%.2f a point)\n",
+                 c.name,
+                 gi.ranked   ? "ranked"
+                 : gi.hashed ? "hashed"
+                             : "dense",
+                 gi.cell_size, (long long)gi.cells, double(gi.cells) / c.n);
     nb_grid_destroy(g);
 
     measure(
@@ -289,8 +275,12 @@ template <int D> void run_points(const nbbCorpus &c, const Options &o)
 #ifdef NBB_HAVE_NANOFLANN
                 int64_t t0 = nbb_now_ns();
                 NfTree<D> tree(D, fl.pts, fl.params);
-                PairSink s{radius2, 0, reinterpret_cast<PairOut *>(buf.data()),
-                           count_only ? 0 : int64_t(buf.size()), 0};
+                PairSink s{radius2,
+                           0,
+                           reinterpret_cast<PairOut *>(buf.data()),
+                           count_only ? 0 : int64_t(buf.size()),
+                           0,
+                           0};
                 flann_pairs<D>(tree, c.data, s);
                 Run run{nbb_now_ns() - t0, uint64_t(s.found), 0};
                 if (!count_only) // PairOut and nbPair are both two 32-bit indices
@@ -328,10 +318,10 @@ template <int D> void run_points(const nbbCorpus &c, const Options &o)
         [&] {
 #ifdef NBB_HAVE_NANOFLANN
             const nanoflann::SearchParams sp(32, 0.0f, false);
-            RadiusTally t{radius2, 0, 0};
+            PairSink t{radius2, -1, nullptr, 0, 0, 0}; // every hit, tallied
             int64_t t0 = nbb_now_ns();
             for (int32_t i = 0; i < qn; i++) tree.findNeighbors(t, c.data + size_t(i) * D, sp);
-            return Run{nbb_now_ns() - t0, t.count, t.sum};
+            return Run{nbb_now_ns() - t0, uint64_t(t.found), t.sum};
 #else
             return Run{0, 0, 0};
 #endif
@@ -448,6 +438,14 @@ void run_rects(const nbbCorpus &c, const Options &o)
         },
         have_peer);
     nbQuadtree *qt = quadtree_for(c, nullptr);
+    nbQuadtreeInfo qi;
+    ok(nb_quadtree_info(qt, &qi), "nb_quadtree_info");
+    std::fprintf(stderr,
+                 "bench_corpus: %s: quadtree of %d nodes, depth %d, %d held above the leaves "
+                 "(%.1f%%), %d outside, root [%g, %g] x [%g, %g]\n",
+                 c.name, (int)qi.nodes, (int)qi.depth, (int)qi.held_above,
+                 100.0 * qi.held_above / (qi.count > 0 ? qi.count : 1), (int)qi.outside,
+                 qi.root.min[0], qi.root.max[0], qi.root.min[1], qi.root.max[1]);
 #ifdef NBB_HAVE_BOOST
     BTree tree = boost_pack(values, c.data, c.n);
 #endif

@@ -54,7 +54,7 @@ template <int D> int run(const nbbArgs &a, const double *p, int32_t n)
     tree.buildIndex();
     size_t bytes = nbb_heap_bytes() - heap0;
 
-    PairSink sink{radius2, 0, nullptr, 0, 0};
+    PairSink sink{radius2, 0, nullptr, 0, 0, 0};
     const bool input_order = std::getenv("NBB_NANOFLANN_INPUT_ORDER") != nullptr;
     auto query_all = [&](PairSink &s) {
         s.found = 0;

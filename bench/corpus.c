@@ -70,6 +70,20 @@ static void shuffle(double *p, int32_t n, int dim, uint64_t *s)
 
 // ---- the generators: n points of dim doubles into p, `scale` stretching the local frame ----
 
+/// One anchor (a blob, cluster, town, road or site) per `per` points, at least one: *k of them,
+/// `fields` doubles each, from malloc (NULL when memory runs out), the first `uniform` fields of
+/// each drawn uniform in [0, side) (a position), the rest left for the caller.
+static double *anchors(int32_t n, int32_t per, int fields, int uniform, double side, uint64_t *s,
+                       int32_t *k)
+{
+    *k = n / per > 0 ? n / per : 1;
+    double *a = malloc(sizeof(double) * (size_t)fields * (size_t)*k);
+    if (a == NULL) return NULL;
+    for (int32_t j = 0; j < *k; j++)
+        for (int d = 0; d < uniform; d++) a[(size_t)j * fields + d] = nbr_unit(s) * side;
+    return a;
+}
+
 typedef int GenFn(double *p, int32_t n, int dim, double scale, uint64_t *s);
 
 /// Uniform in a cube of side scale * n^(1/dim): density 1 at scale 1 (bench/gen_data.c's
@@ -88,15 +102,10 @@ static int gen_uniform(double *p, int32_t n, int dim, double scale, uint64_t *s)
 static int gen_blobs(double *p, int32_t n, int dim, double scale, uint64_t *s)
 {
     (void)dim;
-    int32_t k = n / 2000 > 0 ? n / 2000 : 1;
-    double *b = malloc(sizeof(double) * 3 * (size_t)k);
+    int32_t k;
+    double *b = anchors(n, 2000, 3, 2, 1.5 * sqrt((double)n) * scale, s, &k);
     if (b == NULL) return 1;
-    double side = 1.5 * sqrt((double)n) * scale;
-    for (int32_t c = 0; c < k; c++) {
-        b[3 * c] = nbr_unit(s) * side;
-        b[3 * c + 1] = nbr_unit(s) * side;
-        b[3 * c + 2] = 8.0 * scale * exp(gauss(s));
-    }
+    for (int32_t c = 0; c < k; c++) b[3 * c + 2] = 8.0 * scale * exp(gauss(s));
     for (int32_t i = 0; i < n; i++) {
         const double *c = b + 3 * (size_t)(nbr_next(s) % (uint64_t)k);
         double g0, g1;
@@ -116,14 +125,11 @@ static int gen_blobs(double *p, int32_t n, int dim, double scale, uint64_t *s)
 static int gen_powerlaw3d(double *p, int32_t n, int dim, double scale, uint64_t *s)
 {
     (void)dim;
-    int32_t k = n / 200 > 0 ? n / 200 : 1;
-    double *c = malloc(sizeof(double) * 4 * (size_t)k);
+    int32_t k;
+    const double side = 2.0 * cbrt((double)n) * scale;
+    double *c = anchors(n, 200, 4, 3, side, s, &k);
     if (c == NULL) return 1;
-    double side = 2.0 * cbrt((double)n) * scale;
-    for (int32_t j = 0; j < k; j++) {
-        for (int d = 0; d < 3; d++) c[4 * j + d] = nbr_unit(s) * side;
-        c[4 * j + 3] = 3.0 * scale * exp(0.7 * gauss(s));
-    }
+    for (int32_t j = 0; j < k; j++) c[4 * j + 3] = 3.0 * scale * exp(0.7 * gauss(s));
     for (int32_t i = 0; i < n; i++) {
         double *q = p + 3 * (size_t)i;
         if (nbr_unit(s) < 0.1) {
@@ -149,8 +155,8 @@ static int gen_sphere(double *p, int32_t n, int dim, double scale, uint64_t *s)
     (void)dim;
     (void)scale;
     const double radius = 6371.0;
-    int32_t k = n / 500 > 0 ? n / 500 : 1;
-    double *t = malloc(sizeof(double) * 4 * (size_t)k);
+    int32_t k;
+    double *t = anchors(n, 500, 4, 0, 0.0, s, &k);
     if (t == NULL) return 1;
     for (int32_t c = 0; c < k; c++) {
         unit_vector(s, t + 4 * c);
@@ -186,15 +192,14 @@ static int gen_sphere(double *p, int32_t n, int dim, double scale, uint64_t *s)
 static int gen_roads(double *p, int32_t n, int dim, double scale, uint64_t *s)
 {
     (void)dim;
-    int32_t k = n / 400 > 0 ? n / 400 : 1;
-    double *seg = malloc(sizeof(double) * 5 * (size_t)k); // x0 y0 dx dy cumulative length
+    int32_t k;
+    const double side = 2.0 * sqrt((double)n) * scale;
+    double *seg = anchors(n, 400, 5, 2, side, s, &k); // x0 y0 dx dy cumulative length
     if (seg == NULL) return 1;
-    double side = 2.0 * sqrt((double)n) * scale, total = 0.0;
+    double total = 0.0;
     for (int32_t c = 0; c < k; c++) {
         double a = 2.0 * nbb_pi * nbr_unit(s);
         double len = 0.1 * side * exp(0.8 * gauss(s));
-        seg[5 * c] = nbr_unit(s) * side;
-        seg[5 * c + 1] = nbr_unit(s) * side;
         seg[5 * c + 2] = len * cos(a);
         seg[5 * c + 3] = len * sin(a);
         total += len;
@@ -297,11 +302,9 @@ static int gen_screen(double *p, int32_t n, int dim, double scale, uint64_t *s)
 static int gen_dups(double *p, int32_t n, int dim, double scale, uint64_t *s)
 {
     (void)dim;
-    int32_t k = n / 4 > 0 ? n / 4 : 1;
-    double *site = malloc(sizeof(double) * 2 * (size_t)k);
+    int32_t k;
+    double *site = anchors(n, 4, 2, 2, sqrt((double)n) * scale, s, &k);
     if (site == NULL) return 1;
-    double side = sqrt((double)n) * scale;
-    for (size_t i = 0; i < 2 * (size_t)k; i++) site[i] = nbr_unit(s) * side;
     for (int32_t i = 0; i < n; i++) {
         const double *c = site + 2 * (size_t)(nbr_next(s) % (uint64_t)k);
         p[2 * (size_t)i] = c[0];

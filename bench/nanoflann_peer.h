@@ -34,13 +34,16 @@ template <int D> struct FlatPoints {
     }
 };
 
-// Receives every candidate within the radius of query point `self`; keeps j > self.
+// Receives every candidate within the radius of query point `self`; keeps j > self: writes the
+// pair (self, j) while there is room (cap), counts it in `found` and adds j to `sum`. With
+// self = -1 it keeps every hit of a radius query (count and index sum; cap 0).
 struct PairSink {
     double radius2; // nextafter(r*r, inf): nanoflann keeps dist < radius2, i.e. dist <= r*r
-    uint32_t self;
+    int64_t self;
     PairOut *out;
     int64_t cap;
     int64_t found;
+    uint64_t sum;
     double worstDist() const
     {
         return radius2;
@@ -55,9 +58,10 @@ struct PairSink {
     }
     bool addPoint(double, uint32_t idx)
     {
-        if (idx > self) {
-            if (found < cap) out[found] = PairOut{self, idx};
+        if (int64_t(idx) > self) {
+            if (found < cap) out[found] = PairOut{uint32_t(self), idx};
             found++;
+            sum += idx;
         }
         return true;
     }

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Boost.Geometry's rtree as the rectangles benchmarks use it (bench_rects_peers.cpp and the
-// corpus benchmark, bench_corpus.cpp): (box, index) values in a bgi::rtree with nodes of at
-// most 16 (rstar<16>), packed (STR) when built from a range; windows and overlap pairs
-// (self-query per rectangle, keeping j > i) tallied as rects_common.h says. Boost is exact on
+// corpus benchmark, bench_corpus.cpp; the agents' runner takes its names for points and boxes):
+// (box, index) values in a bgi::rtree with nodes of at most 16 (rstar<16>), packed (STR) when
+// built from a range; windows and overlap pairs (self-query per rectangle, keeping j > i)
+// tallied as rects_common.h says. Boost is exact on
 // doubles with closed intervals (touching counts). C++17, header-only; needs libboost-dev.
 #ifndef NB_BENCH_RECTS_BOOST_H
 #define NB_BENCH_RECTS_BOOST_H
