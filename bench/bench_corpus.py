@@ -92,10 +92,10 @@ def main(argv):
 
         def fit(op, nearby_fn):
             """The queries for op: all of q, unless a probe of nearby (build included) on 1
-            and on 200 of them says all would take more than a quarter of the budget (a
+            and on 200 of them (the faster of two each) says all would take more than a quarter of the budget (a
             cliff): then as many as fit, for both peers."""
-            t1, _ = timed(lambda: nearby_fn(q[:1]))
-            t200, _ = timed(lambda: nearby_fn(q[:200]))
+            t1 = min(timed(lambda: nearby_fn(q[:1]))[0] for _ in range(2))
+            t200 = min(timed(lambda: nearby_fn(q[:200]))[0] for _ in range(2))
             per = max(t200 - t1, 1) / 199.0
             m = len(q) if t1 + per * len(q) <= budget / 4 else max(200, int(budget / 4 / per))
             if m < len(q):
