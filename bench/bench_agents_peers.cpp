@@ -39,9 +39,7 @@
 #include <box2d/b2_dynamic_tree.h>
 #endif
 #ifdef NBB_HAVE_BOOST
-#include <boost/geometry.hpp>
-#include <boost/geometry/index/rtree.hpp>
-#include <boost/iterator/function_output_iterator.hpp>
+#include "rects_boost.h"
 #endif
 
 namespace {
@@ -127,21 +125,18 @@ struct B2Peer : Peer {
 #endif
 
 #ifdef NBB_HAVE_BOOST
-namespace bg = boost::geometry;
-namespace bgi = boost::geometry::index;
-using BPoint = bg::model::point<double, 2, bg::cs::cartesian>;
-using BBox = bg::model::box<BPoint>;
-using BValue = std::pair<BPoint, int32_t>;
-using BTree = bgi::rtree<BValue, bgi::rstar<16>>;
+// bg, bgi, BPoint and BBox come from rects_boost.h; agents are points, not boxes.
+using PValue = std::pair<BPoint, int32_t>;
+using PTree = bgi::rtree<PValue, bgi::rstar<16>>;
 
-nbaFrameResult rtree_queries(const BTree &tree, const nbaWorld &w)
+nbaFrameResult rtree_queries(const PTree &tree, const nbaWorld &w)
 {
     nbaFrameResult res{0, 0};
     for (int32_t i = 0; i < w.n; i++) {
         double qx = w.pos[2 * i], qy = w.pos[2 * i + 1];
         BBox box(BPoint(qx - NBA_RADIUS, qy - NBA_RADIUS),
                  BPoint(qx + NBA_RADIUS, qy + NBA_RADIUS));
-        tree.query(bgi::intersects(box), boost::make_function_output_iterator([&](const BValue &v) {
+        tree.query(bgi::intersects(box), boost::make_function_output_iterator([&](const PValue &v) {
                        if (v.second == i) return;
                        double dx = v.first.get<0>() - qx;
                        double dy = v.first.get<1>() - qy;
@@ -157,15 +152,15 @@ nbaFrameResult rtree_queries(const BTree &tree, const nbaWorld &w)
 // Bulk-loaded from all agents every frame; `values` mirrors the positions (the moved entries
 // are rewritten each frame, inside the timed move).
 struct PackedPeer : Peer {
-    std::vector<BValue> values;
-    BTree tree;
+    std::vector<PValue> values;
+    PTree tree;
     void fill(const nbaWorld &w) override
     {
         values.clear();
         values.reserve(size_t(w.n));
         for (int32_t i = 0; i < w.n; i++)
             values.emplace_back(BPoint(w.pos[2 * i], w.pos[2 * i + 1]), i);
-        tree = BTree(values.begin(), values.end());
+        tree = PTree(values.begin(), values.end());
     }
     void move(const nbaWorld &w) override
     {
@@ -173,7 +168,7 @@ struct PackedPeer : Peer {
             int32_t i = w.moved[k];
             values[size_t(i)].first = BPoint(w.pos[2 * i], w.pos[2 * i + 1]);
         }
-        tree = BTree(values.begin(), values.end());
+        tree = PTree(values.begin(), values.end());
     }
     nbaFrameResult queries(const nbaWorld &w) override
     {
@@ -182,22 +177,22 @@ struct PackedPeer : Peer {
 };
 
 struct RstarPeer : Peer {
-    BTree tree;
+    PTree tree;
     void fill(const nbaWorld &w) override
     {
         tree.clear();
         for (int32_t i = 0; i < w.n; i++)
-            tree.insert(BValue(BPoint(w.pos[2 * i], w.pos[2 * i + 1]), i));
+            tree.insert(PValue(BPoint(w.pos[2 * i], w.pos[2 * i + 1]), i));
     }
     void move(const nbaWorld &w) override
     {
         for (int32_t k = 0; k < w.moved_n; k++) {
             int32_t i = w.moved[k];
-            if (tree.remove(BValue(BPoint(w.old[2 * k], w.old[2 * k + 1]), i)) != 1) {
+            if (tree.remove(PValue(BPoint(w.old[2 * k], w.old[2 * k + 1]), i)) != 1) {
                 fprintf(stderr, "bench_agents_peers: rtree_rstar: remove of agent %d failed\n", i);
                 exit(1);
             }
-            tree.insert(BValue(BPoint(w.pos[2 * i], w.pos[2 * i + 1]), i));
+            tree.insert(PValue(BPoint(w.pos[2 * i], w.pos[2 * i + 1]), i));
         }
     }
     nbaFrameResult queries(const nbaWorld &w) override

@@ -27,62 +27,13 @@
 #include <cstdint>
 #include <nanoflann.hpp>
 
+#include "nanoflann_peer.h"
+
 namespace {
 
 #ifndef NBB_LEAF
 #define NBB_LEAF 32
 #endif
-
-struct PairOut {
-    uint32_t i;
-    uint32_t j;
-};
-
-template <int D> struct FlatPoints {
-    const double *p;
-    size_t n;
-    size_t kdtree_get_point_count() const
-    {
-        return n;
-    }
-    double kdtree_get_pt(uint32_t idx, size_t d) const
-    {
-        return p[size_t(idx) * D + d];
-    }
-    template <class BBox> bool kdtree_get_bbox(BBox &) const
-    {
-        return false;
-    }
-};
-
-// Receives every candidate within the radius of query point `self`; keeps j > self.
-struct PairSink {
-    double radius2; // nextafter(r*r, inf): nanoflann keeps dist < radius2, i.e. dist <= r*r
-    uint32_t self;
-    PairOut *out;
-    int64_t cap;
-    int64_t found;
-    double worstDist() const
-    {
-        return radius2;
-    }
-    bool full() const
-    {
-        return true;
-    }
-    size_t size() const
-    {
-        return 0;
-    }
-    bool addPoint(double, uint32_t idx)
-    {
-        if (idx > self) {
-            if (found < cap) out[found] = PairOut{self, idx};
-            found++;
-        }
-        return true;
-    }
-};
 
 template <int D> int run(const nbbArgs &a, const double *p, int32_t n)
 {
@@ -103,7 +54,7 @@ template <int D> int run(const nbbArgs &a, const double *p, int32_t n)
     tree.buildIndex();
     size_t bytes = nbb_heap_bytes() - heap0;
 
-    PairSink sink{radius2, 0, nullptr, 0, 0};
+    PairSink sink{radius2, 0, nullptr, 0, 0, 0};
     const bool input_order = std::getenv("NBB_NANOFLANN_INPUT_ORDER") != nullptr;
     auto query_all = [&](PairSink &s) {
         s.found = 0;

@@ -61,9 +61,7 @@
 #include <box2d/b2_dynamic_tree.h>
 #endif
 #ifdef NBB_HAVE_BOOST
-#include <boost/geometry.hpp>
-#include <boost/geometry/index/rtree.hpp>
-#include <boost/iterator/function_output_iterator.hpp>
+#include "rects_boost.h"
 #endif
 #ifdef NBB_HAVE_SIDX
 #include <spatialindex/SpatialIndex.h>
@@ -194,40 +192,6 @@ struct B2Peer : Peer {
 #endif
 
 #ifdef NBB_HAVE_BOOST
-namespace bg = boost::geometry;
-namespace bgi = boost::geometry::index;
-using BPoint = bg::model::point<double, 2, bg::cs::cartesian>;
-using BBox = bg::model::box<BPoint>;
-using BValue = std::pair<BBox, int32_t>;
-using BTree = bgi::rtree<BValue, bgi::rstar<16>>;
-
-BBox boost_box(const double *r)
-{
-    return BBox(BPoint(r[0], r[1]), BPoint(r[2], r[3]));
-}
-
-nbrTally boost_windows(const BTree &tree, const double *w, int32_t m)
-{
-    nbrTally t{0, 0};
-    auto out = boost::make_function_output_iterator(
-        [&t](const BValue &v) { nbr_tally_hit(&t, uint64_t(v.second)); });
-    for (int32_t k = 0; k < m; k++) tree.query(bgi::intersects(boost_box(w + 4 * k)), out);
-    return t;
-}
-
-// Self-query per rectangle, keeping j > i.
-nbrTally boost_pairs(const BTree &tree, const double *r, int32_t n)
-{
-    nbrTally t{0, 0};
-    for (int32_t i = 0; i < n; i++) {
-        tree.query(bgi::intersects(boost_box(r + 4 * i)),
-                   boost::make_function_output_iterator([&t, i, n](const BValue &v) {
-                       if (v.second > i) nbr_tally_pair(&t, uint64_t(i), uint64_t(v.second), n);
-                   }));
-    }
-    return t;
-}
-
 struct PackedPeer : Peer {
     std::vector<BValue> values;
     BTree tree;
@@ -235,10 +199,7 @@ struct PackedPeer : Peer {
     int32_t n = 0;
     void build(const double *r, int32_t count) override
     {
-        values.clear();
-        values.reserve(size_t(count));
-        for (int32_t i = 0; i < count; i++) values.emplace_back(boost_box(r + 4 * i), i);
-        tree = BTree(values.begin(), values.end());
+        tree = boost_pack(values, r, count);
         rects = r;
         n = count;
     }

@@ -1,160 +1,139 @@
 // SPDX-License-Identifier: MIT
-// Writes the benchmark data sets as raw little-endian float64 files of interleaved coordinates
-// (x0 y0 [z0] x1 y1 ...), from a fixed-seed generator, so every peer reads identical points.
+// Writes the benchmark data sets as files, from the fixed-seed generators of corpus.c, so every
+// peer (C, C++, Python) reads identical points.
 //
-//   gen_data SET N OUT.f64
+//   gen_data SET N OUT.f64|OUT.npy       one set; its radius (rectangles: 0) on stderr
+//   gen_data --corpus DIR N NRECTS       every corpus set (point sets with N points, rectangle
+//                                        sets with NRECTS) as DIR/SET-N.npy, and the list
+//                                        DIR/corpus-N-NRECTS.csv: set,kind,dim,n,radius,file
 //
+// .f64: raw little-endian float64, interleaved coordinates (x0 y0 [z0] x1 y1 ...; rectangles
+// minx miny maxx maxy). .npy: the same numbers as an (N, dim) or (N, 4) '<f8' array.
+//
+// The sets bench/run.sh has always used (corpus.h names them all; `gen_data` with a bad SET
+// lists them):
 //   uniform2d   N points uniform in a square of side sqrt(N): density 1 (N = 1M: side 1000)
 //   uniform3d   N points uniform in a cube of side cbrt(N): density 1 (N = 1M: side 100)
 //   lattice2d   the integer lattice {0..s-1}^2 + (1e6, 1e6), s = floor(sqrt(N)), shuffled: with
 //               r = 1 every pair is exactly r apart (d2 == r*r in double), so it checks that
 //               every peer counts boundary pairs (distance <= r), far from the origin
 //   clusters2d  N points in 200 Gaussian clusters of N/200 points each; each cluster's sigma is
-//               log-uniform in [NBB_SIGMA_MIN, 100 * NBB_SIGMA_MIN] (two decades), centres
-//               uniform in a square of side NBB_CLUSTER_SIDE. With N = 1M and r = 1 this gives
-//               a few hundred million pairs, most of them in the tightest clusters.
-//
-// The generator is splitmix64 (a 64-bit counter through a fixed mixing function), seeded per
-// set; Gaussians come from the Box-Muller transform. Points are written in generation order,
-// which is random in space: a structure gets no locality it did not build itself.
-#include <math.h>
+//               log-uniform in [0.5, 50] (two decades), centres uniform over [0, 4000]^2. With
+//               N = 1M and r = 1 this gives a few hundred million pairs, most of them in the
+//               tightest clusters.
+// The corpus's sets are described in corpus.c and docs/benchmarking.md ("Corpus").
+#include "corpus.h"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define NBB_CLUSTERS 200
-#define NBB_SIGMA_MIN 0.5
-#define NBB_SIGMA_DECADES 2.0
-#define NBB_CLUSTER_SIDE 4000.0
-
-static const double nbb_pi = 3.14159265358979323846;
-
-typedef struct Rng {
-    uint64_t state;
-} Rng;
-
-static uint64_t rng_next(Rng *r)
-{
-    uint64_t z = (r->state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-/// Uniform in [0, 1), 53 random bits.
-static double rng_unit(Rng *r)
-{
-    return (double)(rng_next(r) >> 11) * (1.0 / 9007199254740992.0);
-}
-
-/// Standard normal pair by Box-Muller; u1 in (0, 1] so the log is finite.
-static void rng_gauss2(Rng *r, double *g0, double *g1)
-{
-    double u1 = 1.0 - rng_unit(r);
-    double u2 = rng_unit(r);
-    double m = sqrt(-2.0 * log(u1));
-    *g0 = m * cos(2.0 * nbb_pi * u2);
-    *g1 = m * sin(2.0 * nbb_pi * u2);
-}
-
-/// Fisher-Yates shuffle of n 2D points.
-static void shuffle2(double *p, long n, Rng *rng)
-{
-    for (long k = n - 1; k > 0; k--) {
-        long j = (long)(rng_next(rng) % (uint64_t)(k + 1));
-        double tx = p[2 * k];
-        double ty = p[2 * k + 1];
-        p[2 * k] = p[2 * j];
-        p[2 * k + 1] = p[2 * j + 1];
-        p[2 * j] = tx;
-        p[2 * j + 1] = ty;
-    }
-}
-
-static int write_all(const char *path, const double *p, size_t count)
+/// Writes `count` doubles as OUT.f64, or as an (rows, cols) array when the name ends in .npy.
+static int write_all(const char *path, const double *p, int32_t rows, int cols)
 {
     FILE *f = fopen(path, "wb");
     if (f == NULL) {
         fprintf(stderr, "gen_data: cannot create %s\n", path);
         return 1;
     }
-    size_t w = fwrite(p, sizeof(double), count, f);
-    if (fclose(f) != 0 || w != count) {
+    size_t len = strlen(path), count = (size_t)rows * (size_t)cols;
+    int ok = 1;
+    if (len >= 4 && strcmp(path + len - 4, ".npy") == 0) {
+        // NPY 1.0: magic, version, header length, then a dict padded with spaces to a multiple
+        // of 64 bytes (with the 10 bytes before it) and ended by a newline.
+        char dict[128];
+        int dl = snprintf(dict, sizeof dict,
+                          "{'descr': '<f8', 'fortran_order': False, 'shape': (%d, %d), }",
+                          (int)rows, cols);
+        int total = (10 + dl + 1 + 63) / 64 * 64;
+        unsigned char head[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, 0, 0};
+        head[8] = (unsigned char)((total - 10) & 0xff);
+        head[9] = (unsigned char)((total - 10) >> 8);
+        ok = fwrite(head, 1, 10, f) == 10 && fwrite(dict, 1, (size_t)dl, f) == (size_t)dl;
+        for (int k = 10 + dl; ok && k < total - 1; k++) ok = fputc(' ', f) != EOF;
+        ok = ok && fputc('\n', f) != EOF;
+    }
+    ok = ok && fwrite(p, sizeof(double), count, f) == count;
+    if (fclose(f) != 0 || !ok) {
         fprintf(stderr, "gen_data: cannot write %s\n", path);
         return 1;
     }
     return 0;
 }
 
+static int usage(void)
+{
+    fprintf(stderr, "usage: gen_data SET N OUT.f64|OUT.npy\n"
+                    "       gen_data --corpus DIR N NRECTS\nsets:");
+    for (int k = 0; k < nbb_corpus_count_all(); k++) fprintf(stderr, " %s", nbb_corpus_name(k));
+    fprintf(stderr, "\n");
+    return 2;
+}
+
+static int32_t parse_n(const char *s)
+{
+    long n = strtol(s, NULL, 10);
+    return n >= 1 && n <= 100000000 ? (int32_t)n : -1;
+}
+
+/// Makes set k with n items and writes it to path; the set's radius into *radius and its
+/// actual count into *made.
+static int write_set(int k, int32_t n, const char *path, double *radius, int32_t *made)
+{
+    nbbCorpus c;
+    int rc = nbb_corpus_make(k, n, 0, &c);
+    if (rc != 0) {
+        fprintf(stderr, "gen_data: cannot make %s (%s)\n", nbb_corpus_name(k),
+                rc > 0 ? "out of memory" : "bad arguments");
+        return 1;
+    }
+    rc = write_all(path, c.data, c.n, c.rects ? 4 : c.dim);
+    *radius = c.radius;
+    *made = c.n;
+    nbb_corpus_free(&c);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 4) {
-        fprintf(stderr, "usage: gen_data uniform2d|uniform3d|clusters2d|lattice2d N OUT.f64\n");
-        return 2;
-    }
-    const char *set = argv[1];
-    long n = strtol(argv[2], NULL, 10);
-    if (n < NBB_CLUSTERS || n > 100000000) {
-        fprintf(stderr, "gen_data: N must be in [%d, 1e8]\n", NBB_CLUSTERS);
-        return 2;
-    }
     // The files are little-endian float64; refuse to write anything else.
     const uint16_t probe = 1;
     if (*(const unsigned char *)&probe != 1) {
         fprintf(stderr, "gen_data: big-endian hosts are not supported\n");
         return 2;
     }
-    int dim = strcmp(set, "uniform3d") == 0 ? 3 : 2;
-    if (strcmp(set, "lattice2d") == 0) {
-        long s = (long)sqrt((double)n);
-        while (s * s > n) s--;
-        while ((s + 1) * (s + 1) <= n) s++;
-        n = s * s;
-    }
-    double *p = malloc((size_t)n * (size_t)dim * sizeof(double));
-    if (p == NULL) return 1;
-    Rng rng;
-    if (strcmp(set, "uniform2d") == 0) {
-        rng.state = 0x6e6561726279ULL ^ 2; // "nearby" ^ set
-        double side = sqrt((double)n);
-        for (long i = 0; i < 2 * n; i++) p[i] = rng_unit(&rng) * side;
-    } else if (strcmp(set, "uniform3d") == 0) {
-        rng.state = 0x6e6561726279ULL ^ 3;
-        double side = cbrt((double)n);
-        for (long i = 0; i < 3 * n; i++) p[i] = rng_unit(&rng) * side;
-    } else if (strcmp(set, "lattice2d") == 0) {
-        rng.state = 0x6e6561726279ULL ^ 5;
-        long s = (long)sqrt((double)n);
-        for (long i = 0; i < n; i++) {
-            p[2 * i] = 1e6 + (double)(i % s);
-            p[2 * i + 1] = 1e6 + (double)(i / s);
+    double radius;
+    int32_t made;
+    if (argc == 5 && strcmp(argv[1], "--corpus") == 0) {
+        int32_t n = parse_n(argv[3]), nr = parse_n(argv[4]);
+        if (n < 0 || nr < 0) return usage();
+        char path[4096];
+        snprintf(path, sizeof path, "%s/corpus-%d-%d.csv", argv[2], (int)n, (int)nr);
+        FILE *list = fopen(path, "w");
+        if (list == NULL) {
+            fprintf(stderr, "gen_data: cannot create %s\n", path);
+            return 1;
         }
-        shuffle2(p, n, &rng);
-    } else if (strcmp(set, "clusters2d") == 0) {
-        rng.state = 0x6e6561726279ULL ^ 7;
-        long per = n / NBB_CLUSTERS;
-        long i = 0;
-        for (int c = 0; c < NBB_CLUSTERS; c++) {
-            double cx = rng_unit(&rng) * NBB_CLUSTER_SIDE;
-            double cy = rng_unit(&rng) * NBB_CLUSTER_SIDE;
-            double sigma = NBB_SIGMA_MIN * pow(10.0, NBB_SIGMA_DECADES * rng_unit(&rng));
-            long count = c == NBB_CLUSTERS - 1 ? n - i : per;
-            for (long k = 0; k < count; k++, i++) {
-                double g0;
-                double g1;
-                rng_gauss2(&rng, &g0, &g1);
-                p[2 * i] = cx + sigma * g0;
-                p[2 * i + 1] = cy + sigma * g1;
+        fprintf(list, "set,kind,dim,n,radius,file\n");
+        for (int k = 0; k < nbb_corpus_count(); k++) {
+            int rects = nbb_corpus_is_rects(k);
+            snprintf(path, sizeof path, "%s/%s-%d.npy", argv[2], nbb_corpus_name(k),
+                     (int)(rects ? nr : n));
+            if (write_set(k, rects ? nr : n, path, &radius, &made) != 0) {
+                fclose(list);
+                return 1;
             }
+            fprintf(list, "%s,%s,%d,%d,%.17g,%s\n", nbb_corpus_name(k), rects ? "rects" : "points",
+                    nbb_corpus_dim(k), (int)made, radius, path);
         }
-        shuffle2(p, n, &rng); // so the file is not sorted by cluster
-    } else {
-        fprintf(stderr, "gen_data: unknown set '%s'\n", set);
-        free(p);
-        return 2;
+        return fclose(list) == 0 ? 0 : 1;
     }
-    int rc = write_all(argv[3], p, (size_t)n * (size_t)dim);
-    free(p);
-    return rc;
+    if (argc != 4) return usage();
+    int k = nbb_corpus_find(argv[1]);
+    int32_t n = parse_n(argv[2]);
+    if (k < 0 || n < 0) return usage();
+    if (write_set(k, n, argv[3], &radius, &made) != 0) return 1;
+    fprintf(stderr, "gen_data: %s, %d items, radius %.6g\n", argv[1], (int)made, radius);
+    return 0;
 }

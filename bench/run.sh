@@ -57,6 +57,13 @@
 #                                            cKDTree script, and the cost a point at 16M
 #                                            against 1M (--threads 1): writes
 #                                            bench/results/$NB_BENCH_MACHINE/cli_latest.csv
+#   bash bench/run.sh BUILD_DIR --corpus     only the corpus (bench/corpus.h: 11 point sets, 9
+#                                            rectangle sets shaped like the data people bring):
+#                                            bench_corpus (nearby's defaults against nanoflann
+#                                            and the packed Boost rtree) and bench_corpus.py (the
+#                                            Python package against cKDTree), alternating runs,
+#                                            answers checked (~10 minutes): writes
+#                                            bench/results/$NB_BENCH_MACHINE/corpus_latest.csv
 #   bash bench/run.sh BUILD_DIR --mpi        only the MPI section (issue 12; bench_mpi through
 #                                            tests/mpi/mpirun.sh): 1M uniform 2D points on 1
 #                                            and 2 ranks against the single-process grid
@@ -88,13 +95,15 @@
 # rtree_packed rtree_rstar naive_hash"; an empty value skips the section); NB_BENCH_SWEEP_N
 # (default 1000000) and NB_BENCH_SWEEP_RUNS (default 7) size the cell-size sweep;
 # NB_BENCH_RECTS_PEERS the rectangles section's (default "nearby_quadtree rtree_packed
-# rtree_rstar b2tree sidx_rstar sidx_join flatbush rbush"; an empty value skips it).
+# rtree_rstar b2tree sidx_rstar sidx_join flatbush rbush"; an empty value skips it);
+# NB_BENCH_CORPUS_N (default 200000) and NB_BENCH_CORPUS_RECTS_N (default 100000) size the
+# corpus's point and rectangle sets.
 set -euo pipefail
 
 usage() {
     echo "usage: bash bench/run.sh BUILD_DIR [--quick | --callgrind | --agents | --cell-size |" \
         "--periodic | --reorder | --open-world | --tiles | --python | --rects [--quick] |" \
-        "--mpi]" >&2
+        "--mpi | --corpus]" >&2
     exit 2
 }
 [ $# -ge 1 ] || usage
@@ -102,7 +111,7 @@ build=$1
 mode=${2:-full}
 case "$mode" in
     full | --quick | --callgrind | --agents | --cell-size | --periodic | --reorder | --tiles | \
-        --python | --rects | --mpi | --cli | --open-world) ;;
+        --python | --rects | --mpi | --cli | --open-world | --corpus) ;;
     *) usage ;;
 esac
 rects_quick="" # `--rects --quick`: only the rectangles section, at the --quick sizes
@@ -381,6 +390,18 @@ fi
 
 # ---- the Python package: run_python builds python/ (setup.py build, into BUILD_DIR) and runs
 # bench_python.py in one process against cKDTree; status 1 on a failure or a MISMATCH ----
+# build_python LIB: builds the Python package into LIB (absolute) as setup.py does; status 1
+# (with the log) when the build fails.
+build_python() {
+    echo "run.sh: python: building the package into $1" >&2
+    (cd "$root/python" && "$py" setup.py -q build --build-lib "$1" \
+        --build-temp "$(dirname "$1")/python-tmp") > "$bin/python-build.log" 2>&1 || {
+        cat "$bin/python-build.log" >&2
+        echo "run.sh: python: the build FAILED" >&2
+        return 1
+    }
+}
+
 run_python() {
     local n=1000000 runs=5 knn_runs=3 out f lib
     if [ "$mode" = --quick ]; then
@@ -396,19 +417,63 @@ run_python() {
     fi
     f=$(gen uniform2d "$n")
     lib=$(cd "$bin" && pwd)/python-lib # absolute: setup.py runs in python/
-    echo "run.sh: python: building the package into $lib" >&2
-    (cd "$root/python" && "$py" setup.py -q build --build-lib "$lib" \
-        --build-temp "$(dirname "$lib")/python-tmp") > "$bin/python-build.log" 2>&1 || {
-        cat "$bin/python-build.log" >&2
-        echo "run.sh: python: the build FAILED" >&2
-        return 1
-    }
+    build_python "$lib" || return 1
     echo "run.sh: python: uniform2d, $n points: pairs x $runs, kNN x $knn_runs" >&2
     PYTHONPATH="$lib" "${pin[@]}" "$py" "$here/bench_python.py" "$f" --runs "$runs" \
         --knn-runs "$knn_runs" --out "$out" --machine "$machine"
 }
 if [ "$mode" = --python ]; then
     run_python
+    exit $?
+fi
+
+# ---- the corpus: run_corpus runs bench_corpus (C: nearby against nanoflann and the packed
+# Boost rtree) and bench_corpus.py (Python: the package against cKDTree) on every set of
+# bench/corpus.h and prints the joined table; status 1 on a failure or a MISMATCH ----
+run_corpus() {
+    local n=${NB_BENCH_CORPUS_N:-200000} nr=${NB_BENCH_CORPUS_RECTS_N:-100000} out cdir lib
+    local st=0 t0 load commit_c py_rows=""
+    out=$root/bench/results/$machine/corpus_latest.csv
+    mkdir -p "$(dirname "$out")"
+    cdir=$data/corpus
+    mkdir -p "$cdir"
+    load=$(cut -d' ' -f1-3 /proc/loadavg 2> /dev/null || echo unknown)
+    echo "run.sh: corpus: $n points, $nr rectangles a set; load average $load" >&2
+    if [ -x "$bin/bench_corpus" ]; then
+        t0=$(date +%s)
+        "${pin[@]}" "$bin/bench_corpus" --n "$n" --rects-n "$nr" > "$bin/corpus_c.csv" || {
+            echo "run.sh: corpus: bench_corpus FAILED (or a MISMATCH)" >&2
+            st=1
+        }
+        echo "run.sh: corpus: the C side took $(($(date +%s) - t0)) s" >&2
+    else
+        echo "run.sh: $bin/bench_corpus not built; skipping the corpus's C side" >&2
+        : > "$bin/corpus_c.csv"
+    fi
+    if "$py" -c 'import numpy, scipy.spatial, setuptools' 2> /dev/null; then
+        lib=$(cd "$bin" && pwd)/python-lib
+        build_python "$lib" || return 1
+        "$bin/gen_data" --corpus "$cdir" "$n" "$nr" || return 1
+        t0=$(date +%s)
+        PYTHONPATH="$lib" "${pin[@]}" "$py" "$here/bench_corpus.py" \
+            "$cdir/corpus-$n-$nr.csv" > "$bin/corpus_py.csv" || {
+            echo "run.sh: corpus: bench_corpus.py FAILED (or a MISMATCH)" >&2
+            st=1
+        }
+        echo "run.sh: corpus: the Python side took $(($(date +%s) - t0)) s" >&2
+        py_rows=$bin/corpus_py.csv
+    else
+        echo "run.sh: $py lacks numpy, scipy or setuptools; skipping the corpus's Python side" >&2
+    fi
+    load="$load -> $(cut -d' ' -f1-3 /proc/loadavg 2> /dev/null || echo unknown)"
+    commit_c=$(git -C "$root" rev-parse --short HEAD 2> /dev/null || echo unknown)
+    "$py" "$here/report_corpus.py" "$bin/corpus_c.csv" $py_rows --out "$out" \
+        --machine "$machine" --commit "$commit_c" --load "$load" || st=1
+    echo "run.sh: corpus: wrote $out" >&2
+    return $st
+}
+if [ "$mode" = --corpus ]; then
+    run_corpus
     exit $?
 fi
 
@@ -752,4 +817,5 @@ run_tiles || status=1
 run_agents || status=1
 run_python || status=1
 run_rects || status=1
+[ "$mode" = full ] && { run_corpus || status=1; }
 exit $status
