@@ -286,6 +286,12 @@ static bool nbf_never_visit(int32_t index, void *user)
     NBF_FAIL("visitor called (index %d) on a call that had to fail", index);
 }
 
+static bool nbf_never_visit_nn(int32_t index, double dist2, void *user)
+{
+    (void)user;
+    NBF_FAIL("neighbour visitor called (index %d, %g) on a call that had to fail", index, dist2);
+}
+
 static bool nbf_never_visit_pair(int32_t i, int32_t j, void *user)
 {
     (void)user;
@@ -1643,47 +1649,14 @@ static void nbf_op_nulls(nbfReader *r, nbfState *s)
     nbf_expect(nb_grid_knn(g, c, NB_FILTER_ALL, (double)INFINITY, kb, 2, NULL), na,
                "nb_grid_knn(NULL found)");
 
-    const nbFilter fa = NB_FILTER_ALL;
-    nbf_expect(nb_grid_query_radius(NULL, c, radius, fa, ib, 2, &f32), na,
-               "nb_grid_query_radius filtered(NULL grid)");
-    nbf_expect(nb_grid_query_radius(g, NULL, radius, fa, ib, 2, &f32), na,
-               "nb_grid_query_radius filtered(NULL center)");
-    nbf_expect(nb_grid_query_radius(g, c, radius, fa, NULL, 2, &f32), na,
-               "nb_grid_query_radius filtered(NULL out, cap 2)");
-    nbf_expect(nb_grid_query_radius(g, c, radius, fa, ib, 2, NULL), na,
-               "nb_grid_query_radius filtered(NULL found)");
-    nbf_expect(nb_grid_visit_radius(NULL, c, radius, fa, nbf_never_visit, NULL), na,
-               "nb_grid_visit_radius filtered(NULL grid)");
-    nbf_expect(nb_grid_visit_radius(g, NULL, radius, fa, nbf_never_visit, NULL), na,
-               "nb_grid_visit_radius filtered(NULL center)");
-    nbf_expect(nb_grid_visit_radius(g, c, radius, fa, NULL, NULL), na,
-               "nb_grid_visit_radius filtered(NULL fn)");
-    nbf_expect(nb_grid_query_box(NULL, NBT_BOX(lo, hi, 3), fa, ib, 2, &f32), na,
-               "nb_grid_query_box filtered(NULL grid)");
-    nbf_expect(nb_grid_query_box(g, NBT_BOX(NULL, hi, 3), fa, ib, 2, &f32), na,
-               "nb_grid_query_box filtered(NULL lo)");
-    nbf_expect(nb_grid_query_box(g, NBT_BOX(lo, NULL, 3), fa, ib, 2, &f32), na,
-               "nb_grid_query_box filtered(NULL hi)");
-    nbf_expect(nb_grid_query_box(g, NBT_BOX(lo, hi, 3), fa, NULL, 2, &f32), na,
-               "nb_grid_query_box filtered(NULL out, cap 2)");
-    nbf_expect(nb_grid_query_box(g, NBT_BOX(lo, hi, 3), fa, ib, 2, NULL), na,
-               "nb_grid_query_box filtered(NULL found)");
-    nbf_expect(nb_grid_visit_box(NULL, NBT_BOX(lo, hi, 3), fa, nbf_never_visit, NULL), na,
-               "nb_grid_visit_box filtered(NULL grid)");
-    nbf_expect(nb_grid_visit_box(g, NBT_BOX(NULL, hi, 3), fa, nbf_never_visit, NULL), na,
-               "nb_grid_visit_box filtered(NULL lo)");
-    nbf_expect(nb_grid_visit_box(g, NBT_BOX(lo, NULL, 3), fa, nbf_never_visit, NULL), na,
-               "nb_grid_visit_box filtered(NULL hi)");
-    nbf_expect(nb_grid_visit_box(g, NBT_BOX(lo, hi, 3), fa, NULL, NULL), na,
-               "nb_grid_visit_box filtered(NULL fn)");
-    nbf_expect(nb_grid_knn(NULL, c, fa, (double)INFINITY, kb, 2, &f32), na,
-               "nb_grid_knn_filtered(NULL grid)");
-    nbf_expect(nb_grid_knn(g, NULL, fa, (double)INFINITY, kb, 2, &f32), na,
-               "nb_grid_knn_filtered(NULL point)");
-    nbf_expect(nb_grid_knn(g, c, fa, (double)INFINITY, NULL, 2, &f32), na,
-               "nb_grid_knn_filtered(NULL out, k 2)");
-    nbf_expect(nb_grid_knn(g, c, fa, (double)INFINITY, kb, 2, NULL), na,
-               "nb_grid_knn_filtered(NULL found)");
+    nbf_expect(
+        nb_grid_visit_knn(NULL, c, NB_FILTER_ALL, (double)INFINITY, 2, nbf_never_visit_nn, NULL),
+        na, "nb_grid_visit_knn(NULL grid)");
+    nbf_expect(
+        nb_grid_visit_knn(g, NULL, NB_FILTER_ALL, (double)INFINITY, 2, nbf_never_visit_nn, NULL),
+        na, "nb_grid_visit_knn(NULL point)");
+    nbf_expect(nb_grid_visit_knn(g, c, NB_FILTER_ALL, (double)INFINITY, 2, NULL, NULL), na,
+               "nb_grid_visit_knn(NULL fn)");
 
     nbf_expect(nb_grid_cross_pairs(NULL, g, radius, pb, 2, &f64), na,
                "nb_grid_cross_pairs(NULL a)");
