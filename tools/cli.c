@@ -76,6 +76,26 @@ int cli_read_points(const char *path, nbioFormat format, int32_t dim, cliInput *
     return CLI_EXIT_OK;
 }
 
+int cli_load_rects(const char *path, nbioFormat format, char *name, size_t name_cap,
+                   nbioPoints *out)
+{
+    nbioError err;
+    cli_display_name(name, name_cap, strcmp(path, "-") == 0 ? "<stdin>" : path);
+    nbioResult r = nbio_read(path, format, NBIO_RECTS, out, &err);
+    if (r == NBIO_NO_MEMORY) return cli_out_of_memory(name, "reading the input");
+    if (r != NBIO_OK) {
+        if (err.line > 0)
+            cli_fail("%s:%lld: %s", name, (long long)err.line, err.text);
+        else if (err.point >= 0)
+            cli_fail("%s: rectangle %lld: %s", name, (long long)err.point, err.text);
+        else
+            cli_fail("%s: %s", name, err.text);
+        return CLI_EXIT_BAD_INPUT;
+    }
+    out->dim = NBIO_RECTS; // an empty CSV says nothing
+    return CLI_EXIT_OK;
+}
+
 int cli_load_input(const char *cmd, const cliOptions *o, cliInput *in)
 {
     int r = cli_read_points(o->input, o->format, o->dim, in);

@@ -81,6 +81,12 @@ struct cliOptions;
 /// its exit status (nothing to free).
 int cli_read_points(const char *path, nbioFormat format, int32_t dim, cliInput *in);
 
+/// Reads rectangles from `path` into *out (count records of 4 doubles: minx, miny, maxx, maxy),
+/// naming the file in messages as `name`. CLI_EXIT_OK, or reports the problem and returns its
+/// exit status.
+int cli_load_rects(const char *path, nbioFormat format, char *name, size_t name_cap,
+                   nbioPoints *out);
+
 /// Reads a second file of points of the same dimension as `in` (the queries of --queries,
 /// join's B) into *more: a .f64 is read in the points' dimension, a CSV or .npy must say the
 /// same one (else `CMD: WHAT FILE: the points there are 3D but those in A are 2D`, exit 2).
