@@ -331,6 +331,37 @@ nbStatus cli_query_within(const cliStructure *s, const void *index, const double
     return NB_ERR_INTERNAL; // the total changed between two identical calls
 }
 
+int cli_within_rows(const cliStructure *s, const void *index, int32_t n, const char *name,
+                    const cliInput *queries, double radius, bool ids_only, nbioRows *rows,
+                    int64_t *total, const char *cmd, const char *unit)
+{
+    const int32_t dim = queries->points.dim;
+    cliHits hits = {0};
+    cliProgress progress;
+    cli_progress_start(&progress, cmd, unit, queries->points.count);
+    nbStatus st = NB_OK;
+    *total = 0;
+    for (int32_t q = 0; q < queries->points.count && st == NB_OK; q++) {
+        st = cli_query_within(s, index, queries->points.coords + (size_t)q * (size_t)dim, radius,
+                              &hits);
+        for (int32_t k = 0; k < hits.found && st == NB_OK; k++)
+            if (hits.ids[k] < 0 || hits.ids[k] >= n) st = NB_ERR_INTERNAL;
+        if (st != NB_OK) break;
+        *total += hits.found;
+        if (rows != NULL) {
+            cli_sort_indices(hits.ids, hits.found);
+            for (int32_t k = 0; k < hits.found; k++)
+                nbio_rows_put(rows, ids_only ? hits.ids[k] : q, hits.ids[k], 0.0);
+        }
+        if ((q & 1023) == 0) cli_progress_show(&progress, q);
+    }
+    cli_progress_end(&progress);
+    cli_hits_free(&hits);
+    if (st == NB_ERR_OUT_OF_MEMORY) return cli_out_of_memory(name, "for the results");
+    if (st != NB_OK) return cli_fail_status(name, st, "querying");
+    return CLI_EXIT_OK;
+}
+
 void cli_hits_free(cliHits *h)
 {
     free(h->ids);

@@ -166,6 +166,14 @@ nbStatus cli_query_within(const struct cliStructure *s, const void *index, const
 /// Frees the buffer and empties *h.
 void cli_hits_free(cliHits *h);
 
+/// Radius queries in bulk (within --queries, join): for each point q of `queries` in turn, the
+/// points of `index` (n of them, from the file `name`) within `radius`, ascending, written as
+/// rows (q, i), or (i) alone with `ids_only`; with `rows` NULL only counted. *total receives
+/// the count. A progress line counts `unit` under `cmd`. CLI_EXIT_OK, or the failure reported.
+int cli_within_rows(const struct cliStructure *s, const void *index, int32_t n, const char *name,
+                    const cliInput *queries, double radius, bool ids_only, nbioRows *rows,
+                    int64_t *total, const char *cmd, const char *unit);
+
 /// Where a command's rows go: standard output (CSV), or -o FILE in its extension's format.
 typedef struct cliRows {
     nbioRows rows;

@@ -62,39 +62,21 @@ static int run(int argc, char **argv)
         return r;
     }
     const cliStructure *s = o.structure;
-    const int32_t nb = b.points.count, dim = a.points.dim;
+    const int32_t nb = b.points.count;
     void *index;
     if ((r = cli_build(s, &b, o.radius, &index)) != CLI_EXIT_OK) {
         nbio_points_free(&a.points);
         return cli_rows_close(&rows, r);
     }
-    cliHits hits = {0};
-    cliProgress progress;
-    cli_progress_start(&progress, cmd->name, "points of A", a.points.count);
     int64_t total = 0;
-    nbStatus st = NB_OK;
-    for (int32_t q = 0; q < a.points.count && st == NB_OK; q++) {
-        st = cli_query_within(s, index, a.points.coords + (size_t)q * (size_t)dim, o.radius, &hits);
-        for (int32_t k = 0; k < hits.found && st == NB_OK; k++)
-            if (hits.ids[k] < 0 || hits.ids[k] >= nb) st = NB_ERR_INTERNAL;
-        if (st != NB_OK) break;
-        total += hits.found;
-        if (!(o.given & CLI_OPT_COUNT)) {
-            cli_sort_indices(hits.ids, hits.found);
-            for (int32_t k = 0; k < hits.found; k++) nbio_rows_put(&rows.rows, q, hits.ids[k], 0.0);
-        }
-        if ((q & 1023) == 0) cli_progress_show(&progress, q);
-    }
-    cli_progress_end(&progress);
+    r = cli_within_rows(s, index, nb, b.name, &a, o.radius, false,
+                        (o.given & CLI_OPT_COUNT) ? NULL : &rows.rows, &total, cmd->name,
+                        "points of A");
     s->destroy(index);
-    cli_hits_free(&hits);
     nbio_points_free(&a.points);
-    if (st == NB_ERR_OUT_OF_MEMORY)
-        return cli_rows_close(&rows, cli_out_of_memory(b.name, "for the results"));
-    if (st != NB_OK) return cli_rows_close(&rows, cli_fail_status(b.name, st, "querying"));
-    if (o.given & CLI_OPT_COUNT) {
+    if (r == CLI_EXIT_OK && (o.given & CLI_OPT_COUNT)) {
         nbio_write_i64(&rows.rows.w, total);
         nbio_write_char(&rows.rows.w, '\n');
     }
-    return cli_rows_close(&rows, CLI_EXIT_OK);
+    return cli_rows_close(&rows, r);
 }

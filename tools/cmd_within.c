@@ -61,33 +61,16 @@ static int run(int argc, char **argv)
         return r;
     }
     const cliStructure *s = o.structure;
-    const int32_t n = in.points.count, dim = queries.points.dim;
+    const int32_t n = in.points.count;
     void *index;
     if ((r = cli_build(s, &in, o.radius, &index)) != CLI_EXIT_OK) {
         nbio_points_free(&queries.points);
         return cli_rows_close(&rows, r);
     }
-    cliHits hits = {0};
-    cliProgress progress;
-    cli_progress_start(&progress, cmd->name, "queries", queries.points.count);
-    nbStatus st = NB_OK;
-    for (int32_t q = 0; q < queries.points.count && st == NB_OK; q++) {
-        st = cli_query_within(s, index, queries.points.coords + (size_t)q * (size_t)dim, o.radius,
-                              &hits);
-        for (int32_t k = 0; k < hits.found && st == NB_OK; k++)
-            if (hits.ids[k] < 0 || hits.ids[k] >= n) st = NB_ERR_INTERNAL;
-        if (st != NB_OK) break;
-        cli_sort_indices(hits.ids, hits.found);
-        for (int32_t k = 0; k < hits.found; k++)
-            nbio_rows_put(&rows.rows, one ? hits.ids[k] : q, hits.ids[k], 0.0);
-        if ((q & 1023) == 0) cli_progress_show(&progress, q);
-    }
-    cli_progress_end(&progress);
+    int64_t total = 0;
+    r = cli_within_rows(s, index, n, in.name, &queries, o.radius, one, &rows.rows, &total,
+                        cmd->name, "queries");
     s->destroy(index);
-    cli_hits_free(&hits);
     nbio_points_free(&queries.points);
-    if (st == NB_ERR_OUT_OF_MEMORY)
-        return cli_rows_close(&rows, cli_out_of_memory(in.name, "for the results"));
-    if (st != NB_OK) return cli_rows_close(&rows, cli_fail_status(in.name, st, "querying"));
-    return cli_rows_close(&rows, CLI_EXIT_OK);
+    return cli_rows_close(&rows, r);
 }
