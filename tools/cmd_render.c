@@ -150,6 +150,21 @@ static int render_rects(const cliOptions *o)
     }
     char in_name[256], name[256];
     nbioPoints rects;
+    // A file of points without --radius is most likely a forgotten --radius: say so (standard
+    // input cannot be read twice, and a .f64 does not say how many values a record holds, so
+    // those are taken as rectangles).
+    nbioError err;
+    const nbioFormat format =
+        o->format != NBIO_FORMAT_AUTO ? o->format : nbio_format_for_path(o->input);
+    if (strcmp(o->input, "-") != 0 && format != NBIO_FORMAT_F64 &&
+        nbio_read(o->input, o->format, 0, &rects, &err) == NBIO_OK && rects.dim != 0) {
+        cli_display_name(in_name, sizeof in_name, o->input);
+        cli_fail("render: missing --radius R: %s holds %dD points (without --radius, INPUT is "
+                 "read as rectangles)",
+                 in_name, (int)rects.dim);
+        nbio_points_free(&rects);
+        return CLI_EXIT_BAD_INPUT;
+    }
     int r = cli_load_rects(o->input, o->format, in_name, sizeof in_name, &rects);
     if (r != CLI_EXIT_OK) return r;
     const int32_t n = rects.count;

@@ -102,13 +102,21 @@ void nbio_rows_put(nbioRows *r, int64_t a, int64_t b, double d)
     size_t len = 0;
     r->rows++;
     switch (r->format) {
-    case NBIO_OUT_NPY:
-        for (int c = 0; c < ints; c++, len += 4) put_le(row + len, (uint64_t)idx[c], 4);
-        if (r->shape.distance) put_double(row + len, d), len += 8;
-        break;
-    case NBIO_OUT_F64:
-        for (int c = 0; c < ints; c++, len += 8) put_double(row + len, (double)idx[c]);
-        if (r->shape.distance) put_double(row + len, d), len += 8;
+    case NBIO_OUT_NPY: // int32 indices, a float64 distance
+    case NBIO_OUT_F64: // every value a float64
+        for (int c = 0; c < ints; c++) {
+            if (r->format == NBIO_OUT_NPY) {
+                put_le(row + len, (uint64_t)idx[c], 4);
+                len += 4;
+            } else {
+                put_double(row + len, (double)idx[c]);
+                len += 8;
+            }
+        }
+        if (r->shape.distance) {
+            put_double(row + len, d);
+            len += 8;
+        }
         break;
     case NBIO_OUT_I64:
         for (int c = 0; c < ints; c++, len += 8) put_le(row + len, (uint64_t)idx[c], 8);
