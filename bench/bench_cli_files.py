@@ -60,53 +60,35 @@ def main():
         sphere(a.n, 1).tofile(f("cities.f64"))
         sphere(a.queries, 2).tofile(f("stations.f64"))
         sphere(a.stores, 3).tofile(f("stores.f64"))
-        nb = [a.nearby]
+        def case(args, peer_args, stem):
+            """nearby ARGS -o STEM.csv / STEM.npy, and the peer writing STEM_peer.csv."""
+            return {"nearby csv": [a.nearby] + args + ["-o", f(stem + ".csv")],
+                    "nearby npy": [a.nearby] + args + ["-o", f(stem + ".npy")],
+                    "ckdtree csv": peer + peer_args + [f(stem + "_peer.csv")]}
+
+        cities, stations, stores = f("cities.f64"), f("stations.f64"), f("stores.f64")
         cases = {
-            "knn --k 8 (graph)": {
-                "nearby csv": nb + ["knn", f("cities.f64"), "--dim", "3", "--k", "8", "-o",
-                                    f("g.csv")],
-                "nearby npy": nb + ["knn", f("cities.f64"), "--dim", "3", "--k", "8", "-o",
-                                    f("g.npy")],
-                "ckdtree csv": peer + ["graph", f("cities.f64"), "3", "8", f("g_peer.csv")],
-            },
-            "within --queries (r 50)": {
-                "nearby csv": nb + ["within", f("cities.f64"), "--dim", "3", "--radius", "50",
-                                    "--queries", f("stations.f64"), "-o", f("w.csv")],
-                "nearby npy": nb + ["within", f("cities.f64"), "--dim", "3", "--radius", "50",
-                                    "--queries", f("stations.f64"), "-o", f("w.npy")],
-                "ckdtree csv": peer + ["within", f("cities.f64"), f("stations.f64"), "3", "50",
-                                       f("w_peer.csv")],
-            },
-            "join stores cities (r 5)": {
-                "nearby csv": nb + ["join", f("stores.f64"), f("cities.f64"), "--dim", "3",
-                                    "--radius", "5", "-o", f("j.csv")],
-                "nearby npy": nb + ["join", f("stores.f64"), f("cities.f64"), "--dim", "3",
-                                    "--radius", "5", "-o", f("j.npy")],
-                "ckdtree csv": peer + ["join", f("stores.f64"), f("cities.f64"), "3", "5",
-                                       f("j_peer.csv")],
-            },
+            "knn --k 8 (graph)": case(["knn", cities, "--dim", "3", "--k", "8"],
+                                      ["graph", cities, "3", "8"], "g"),
+            "within --queries (r 50)": case(
+                ["within", cities, "--dim", "3", "--radius", "50", "--queries", stations],
+                ["within", cities, stations, "3", "50"], "w"),
+            "join stores cities (r 5)": case(
+                ["join", stores, cities, "--dim", "3", "--radius", "5"],
+                ["join", stores, cities, "3", "5"], "j"),
         }
         if a.million:
             rng = np.random.default_rng(4)
             (100.0 * rng.random((1000000, 3))).tofile(f("points.f64"))
             (100.0 * rng.random((1000000, 3))).tofile(f("queries.f64"))
+            points, queries = f("points.f64"), f("queries.f64")
             cases = {
-                "within --queries 1M (r 1)": {
-                    "nearby csv": nb + ["within", f("points.f64"), "--dim", "3", "--radius", "1",
-                                        "--queries", f("queries.f64"), "-o", f("w.csv")],
-                    "nearby npy": nb + ["within", f("points.f64"), "--dim", "3", "--radius", "1",
-                                        "--queries", f("queries.f64"), "-o", f("w.npy")],
-                    "ckdtree csv": peer + ["within", f("points.f64"), f("queries.f64"), "3", "1",
-                                           f("w_peer.csv")],
-                },
-                "knn --queries 1M (k 8)": {
-                    "nearby csv": nb + ["knn", f("points.f64"), "--dim", "3", "--k", "8",
-                                        "--queries", f("queries.f64"), "-o", f("k.csv")],
-                    "nearby npy": nb + ["knn", f("points.f64"), "--dim", "3", "--k", "8",
-                                        "--queries", f("queries.f64"), "-o", f("k.npy")],
-                    "ckdtree csv": peer + ["knn", f("points.f64"), f("queries.f64"), "3", "8",
-                                           f("k_peer.csv")],
-                },
+                "within --queries 1M (r 1)": case(
+                    ["within", points, "--dim", "3", "--radius", "1", "--queries", queries],
+                    ["within", points, queries, "3", "1"], "w"),
+                "knn --queries 1M (k 8)": case(
+                    ["knn", points, "--dim", "3", "--k", "8", "--queries", queries],
+                    ["knn", points, queries, "3", "8"], "k"),
             }
             print("1M points and 1M queries uniform in a cube of side 100; %d rounds; medians "
                   "of wall seconds" % a.rounds)

@@ -54,29 +54,7 @@ static int run(int argc, char **argv)
         nbio_points_free(&b.points);
         return r;
     }
+    // B is indexed and A's points are the queries: the rows (a, b) come sorted by a then b.
     const nbioRowShape shape = {2, {"a", "b", NULL}, false};
-    cliRows rows;
-    if ((r = cli_rows_open(cmd->name, &o, &shape, &rows)) != CLI_EXIT_OK) {
-        nbio_points_free(&a.points);
-        nbio_points_free(&b.points);
-        return r;
-    }
-    const cliStructure *s = o.structure;
-    const int32_t nb = b.points.count;
-    void *index;
-    if ((r = cli_build(s, &b, o.radius, &index)) != CLI_EXIT_OK) {
-        nbio_points_free(&a.points);
-        return cli_rows_close(&rows, r);
-    }
-    int64_t total = 0;
-    r = cli_within_rows(s, index, nb, b.name, &a, o.radius, false,
-                        (o.given & CLI_OPT_COUNT) ? NULL : &rows.rows, &total, cmd->name,
-                        "points of A");
-    s->destroy(index);
-    nbio_points_free(&a.points);
-    if (r == CLI_EXIT_OK && (o.given & CLI_OPT_COUNT)) {
-        nbio_write_i64(&rows.rows.w, total);
-        nbio_write_char(&rows.rows.w, '\n');
-    }
-    return cli_rows_close(&rows, r);
+    return cli_within_run(cmd, &o, &b, &a, &shape, "points of A");
 }

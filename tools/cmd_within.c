@@ -54,23 +54,5 @@ static int run(int argc, char **argv)
     }
     const bool one = !(o.given & CLI_OPT_QUERIES); // --at: the indices alone
     const nbioRowShape shape = {one ? 1 : 2, {"q", "i", NULL}, false};
-    cliRows rows;
-    if ((r = cli_rows_open(cmd->name, &o, &shape, &rows)) != CLI_EXIT_OK) {
-        nbio_points_free(&in.points);
-        nbio_points_free(&queries.points);
-        return r;
-    }
-    const cliStructure *s = o.structure;
-    const int32_t n = in.points.count;
-    void *index;
-    if ((r = cli_build(s, &in, o.radius, &index)) != CLI_EXIT_OK) {
-        nbio_points_free(&queries.points);
-        return cli_rows_close(&rows, r);
-    }
-    int64_t total = 0;
-    r = cli_within_rows(s, index, n, in.name, &queries, o.radius, one, &rows.rows, &total,
-                        cmd->name, "queries");
-    s->destroy(index);
-    nbio_points_free(&queries.points);
-    return cli_rows_close(&rows, r);
+    return cli_within_run(cmd, &o, &in, &queries, &shape, "queries");
 }
