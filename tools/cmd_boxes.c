@@ -21,8 +21,8 @@ const cliCommand cli_cmd_boxes = {
     .name = "boxes",
     .brief = "RECTS --query QUERIES [--count]",
     .summary = "the rectangles touching each query rectangle",
-    .options =
-        CLI_OPT_INPUT | CLI_OPT_QUERY_FILE | CLI_OPT_COUNT | CLI_OPT_STRUCTURE | CLI_OPT_FORMAT,
+    .options = CLI_OPT_INPUT | CLI_OPT_QUERY_FILE | CLI_OPT_COUNT | CLI_OPT_OUTPUT |
+               CLI_OPT_STRUCTURE | CLI_OPT_FORMAT,
     .needs = CLI_QUERY_BOXES,
     .run = run_boxes,
     .help = help_boxes,
@@ -32,7 +32,7 @@ const cliCommand cli_cmd_overlaps = {
     .name = "overlaps",
     .brief = "RECTS [--count]",
     .summary = "every pair of touching rectangles",
-    .options = CLI_OPT_INPUT | CLI_OPT_COUNT | CLI_OPT_STRUCTURE | CLI_OPT_FORMAT,
+    .options = CLI_OPT_INPUT | CLI_OPT_COUNT | CLI_OPT_OUTPUT | CLI_OPT_STRUCTURE | CLI_OPT_FORMAT,
     .needs = CLI_QUERY_OVERLAPS,
     .run = run_overlaps,
     .help = help_overlaps,
@@ -56,6 +56,7 @@ static void help_boxes(void)
     fputs("  --query QUERIES   the file of query rectangles (required)\n"
           "  --count           print only the number of (q, i) pairs\n",
           stdout);
+    cli_print_output_help();
     cli_print_option_help(CLI_OPT_STRUCTURE | CLI_OPT_FORMAT);
     cli_print_structures(stdout, cli_cmd_boxes.needs);
 }
@@ -69,37 +70,9 @@ static void help_overlaps(void)
           stdout);
     fputs(rect_help, stdout);
     fputs("  --count           print only the number of pairs\n", stdout);
+    cli_print_output_help();
     cli_print_option_help(CLI_OPT_STRUCTURE | CLI_OPT_FORMAT);
     cli_print_structures(stdout, cli_cmd_overlaps.needs);
-}
-
-// Reads rectangles from `path` into *out (count records of 4 doubles), naming the file in
-// messages as `name`. CLI_EXIT_OK, or reports the problem and returns its exit status.
-static int load_rects(const char *path, nbioFormat format, char *name, size_t name_cap,
-                      nbioPoints *out)
-{
-    nbioError err;
-    cli_display_name(name, name_cap, strcmp(path, "-") == 0 ? "<stdin>" : path);
-    nbioResult r = nbio_read(path, format, NBIO_RECTS, out, &err);
-    if (r == NBIO_NO_MEMORY) return cli_out_of_memory(name, "reading the input");
-    if (r != NBIO_OK) {
-        if (err.line > 0)
-            cli_fail("%s:%lld: %s", name, (long long)err.line, err.text);
-        else if (err.point >= 0)
-            cli_fail("%s: rectangle %lld: %s", name, (long long)err.point, err.text);
-        else
-            cli_fail("%s: %s", name, err.text);
-        return CLI_EXIT_BAD_INPUT;
-    }
-    out->dim = NBIO_RECTS; // an empty CSV says nothing
-    return CLI_EXIT_OK;
-}
-
-static int compare_int32(const void *a, const void *b)
-{
-    int32_t x = *(const int32_t *)a;
-    int32_t y = *(const int32_t *)b;
-    return (x > y) - (x < y);
 }
 
 static int compare_pair(const void *a, const void *b)
@@ -116,10 +89,11 @@ static int run_boxes(int argc, char **argv)
     int r = cli_parse_options(cmd, argc, argv, &o);
     if (r >= 0) return r;
     if ((r = cli_require(cmd, &o, CLI_OPT_QUERY_FILE)) != CLI_EXIT_OK) return r;
+    if ((r = cli_check_count_output(cmd, &o)) != CLI_EXIT_OK) return r;
     char name[256], qname[256];
     nbioPoints rects, queries;
-    if ((r = load_rects(o.input, o.format, name, sizeof name, &rects)) != CLI_EXIT_OK) return r;
-    r = load_rects(o.query_file, NBIO_FORMAT_AUTO, qname, sizeof qname, &queries);
+    if ((r = cli_load_rects(o.input, o.format, name, sizeof name, &rects)) != CLI_EXIT_OK) return r;
+    r = cli_load_rects(o.query_file, NBIO_FORMAT_AUTO, qname, sizeof qname, &queries);
     if (r != CLI_EXIT_OK) {
         nbio_points_free(&rects);
         return r;
@@ -160,7 +134,7 @@ static int run_boxes(int argc, char **argv)
                 all = grown;
                 all_cap = cap;
             }
-            qsort(hits, (size_t)found, sizeof(int32_t), compare_int32);
+            cli_sort_indices(hits, found);
             memcpy(all + total, hits, (size_t)found * sizeof(int32_t));
         }
         total += found;
@@ -176,23 +150,20 @@ static int run_boxes(int argc, char **argv)
                                           : cli_fail_status(qname, st, "querying");
     }
     first[nq] = total;
-    nbioWriter w;
-    cli_writer_init(&w);
-    if (o.given & CLI_OPT_COUNT) {
-        nbio_write_i64(&w, total);
-        nbio_write_char(&w, '\n');
-    } else {
+    const nbioRowShape shape = {2, {"q", "i", NULL}, false};
+    cliRows rows;
+    r = cli_rows_open(cmd->name, &o, &shape, &rows);
+    if (r == CLI_EXIT_OK && (o.given & CLI_OPT_COUNT)) {
+        nbio_write_i64(&rows.rows.w, total);
+        nbio_write_char(&rows.rows.w, '\n');
+    } else if (r == CLI_EXIT_OK) {
         for (int32_t q = 0; q < nq; q++)
-            for (int64_t k = first[q]; k < first[q + 1]; k++) {
-                nbio_write_i64(&w, q);
-                nbio_write_char(&w, ',');
-                nbio_write_i64(&w, all[k]);
-                nbio_write_char(&w, '\n');
-            }
+            for (int64_t k = first[q]; k < first[q + 1]; k++)
+                nbio_rows_put(&rows.rows, q, all[k], 0.0);
     }
     free(all);
     free(first);
-    return cli_finish_output(&w);
+    return r == CLI_EXIT_OK ? cli_rows_close(&rows, CLI_EXIT_OK) : r;
 }
 
 static int run_overlaps(int argc, char **argv)
@@ -201,9 +172,10 @@ static int run_overlaps(int argc, char **argv)
     cliOptions o = {0};
     int r = cli_parse_options(cmd, argc, argv, &o);
     if (r >= 0) return r;
+    if ((r = cli_check_count_output(cmd, &o)) != CLI_EXIT_OK) return r;
     char name[256];
     nbioPoints rects;
-    if ((r = load_rects(o.input, o.format, name, sizeof name, &rects)) != CLI_EXIT_OK) return r;
+    if ((r = cli_load_rects(o.input, o.format, name, sizeof name, &rects)) != CLI_EXIT_OK) return r;
     const cliStructure *s = o.structure;
     const int32_t n = rects.count;
     void *index = NULL;
@@ -245,13 +217,12 @@ static int run_overlaps(int argc, char **argv)
         return cli_fail_status(name, st, "finding the pairs");
     }
     qsort(pairs, (size_t)found, sizeof(nbPair), compare_pair);
-    cli_writer_init(&w);
-    for (int64_t k = 0; k < found; k++) {
-        nbio_write_i64(&w, pairs[k].i);
-        nbio_write_char(&w, ',');
-        nbio_write_i64(&w, pairs[k].j);
-        nbio_write_char(&w, '\n');
+    const nbioRowShape shape = {2, {"i", "j", NULL}, false};
+    cliRows rows;
+    if ((r = cli_rows_open(cmd->name, &o, &shape, &rows)) == CLI_EXIT_OK) {
+        for (int64_t k = 0; k < found; k++) nbio_rows_put(&rows.rows, pairs[k].i, pairs[k].j, 0.0);
+        r = cli_rows_close(&rows, CLI_EXIT_OK);
     }
     free(pairs);
-    return cli_finish_output(&w);
+    return r;
 }

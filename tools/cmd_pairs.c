@@ -16,8 +16,8 @@ const cliCommand cli_cmd_pairs = {
     .name = "pairs",
     .brief = "INPUT --radius R [--count]",
     .summary = "all pairs at distance <= R, \"i,j\" a line",
-    .options = CLI_OPT_INPUT | CLI_OPT_RADIUS | CLI_OPT_COUNT | CLI_OPT_DIM | CLI_OPT_STRUCTURE |
-               CLI_OPT_FORMAT | CLI_OPT_PERIOD | CLI_OPT_THREADS,
+    .options = CLI_OPT_INPUT | CLI_OPT_RADIUS | CLI_OPT_COUNT | CLI_OPT_OUTPUT | CLI_OPT_DIM |
+               CLI_OPT_STRUCTURE | CLI_OPT_FORMAT | CLI_OPT_PERIOD | CLI_OPT_THREADS,
     .needs = CLI_QUERY_PAIRS,
     .run = run,
     .help = help,
@@ -32,49 +32,10 @@ static void help(void)
           stdout);
     cli_print_option_help(CLI_OPT_RADIUS);
     fputs("  --count           print only the number of pairs\n", stdout);
+    cli_print_output_help();
     cli_print_option_help(CLI_OPT_DIM | CLI_OPT_STRUCTURE | CLI_OPT_FORMAT | CLI_OPT_PERIOD |
                           CLI_OPT_THREADS);
     cli_print_structures(stdout, cli_cmd_pairs.needs);
-}
-
-// Restores the max-heap property of b[0, len) below `r`.
-static void sift_down(int32_t *b, int64_t r, int64_t len)
-{
-    for (;;) {
-        int64_t c = 2 * r + 1;
-        if (c >= len) return;
-        if (c + 1 < len && b[c + 1] > b[c]) c++;
-        if (b[r] >= b[c]) return;
-        int32_t t = b[r];
-        b[r] = b[c];
-        b[c] = t;
-        r = c;
-    }
-}
-
-// Sorts one i's j values.
-static void sort_bucket(int32_t *b, int64_t len)
-{
-    if (len <= 32) { // insertion sort: buckets are mostly tiny
-        for (int64_t x = 1; x < len; x++) {
-            int32_t v = b[x];
-            int64_t y = x;
-            while (y > 0 && b[y - 1] > v) {
-                b[y] = b[y - 1];
-                y--;
-            }
-            b[y] = v;
-        }
-        return;
-    }
-    // Heap sort: O(len log len) with no recursion, for dense clusters and duplicates.
-    for (int64_t root = len / 2; root-- > 0;) sift_down(b, root, len);
-    for (int64_t end = len - 1; end > 0; end--) {
-        int32_t t = b[0];
-        b[0] = b[end];
-        b[end] = t;
-        sift_down(b, 0, end);
-    }
 }
 
 // Sorts pairs by (i, j) without a comparison sort over all of them: a counting sort by i
@@ -97,7 +58,7 @@ static bool sort_pairs(const nbPair *pairs, int64_t count, int32_t n, int32_t **
     for (int64_t p = 0; p < count; p++) js[start[pairs[p].i]++] = pairs[p].j;
     for (int32_t i = n; i > 0; i--) start[i] = start[i - 1];
     start[0] = 0;
-    for (int32_t i = 0; i < n; i++) sort_bucket(js + start[i], start[i + 1] - start[i]);
+    for (int32_t i = 0; i < n; i++) cli_sort_indices(js + start[i], start[i + 1] - start[i]);
     *js_out = js;
     *start_out = start;
     return true;
@@ -136,47 +97,35 @@ static int64_t pairs_in_memory(void)
     return (int64_t)1 << 24;
 }
 
-// Prints every pair by a radius query per point: point i's neighbours j > i, sorted, then the
-// next i. Memory: the points, the index and one query's hits. The printed total must equal the
-// count, or the run fails (NB_ERR_INTERNAL) rather than print a wrong answer silently.
+// Writes every pair by a radius query per point: point i's neighbours j > i, sorted, then the
+// next i. Memory: the points, the index and one query's hits. The written total must equal the
+// count, or the run fails (NB_ERR_INTERNAL) rather than write a wrong answer silently.
 static int stream_pairs(const cliStructure *s, const void *index, const cliInput *in, double radius,
-                        int64_t count, nbioWriter *w)
+                        int64_t count, nbioRows *rows)
 {
     if (s->within == NULL) return cli_fail_status(in->name, NB_ERR_INTERNAL, "streaming pairs");
     const int32_t n = in->points.count, dim = in->points.dim;
-    int32_t cap = 1024, found = 0;
-    int32_t *hits = malloc((size_t)cap * sizeof(int32_t));
-    if (hits == NULL) return cli_out_of_memory(in->name, "streaming the pairs");
+    cliHits hits = {0};
     int64_t printed = 0;
-    for (int32_t i = 0; i < n; i++) {
-        const double *c = in->points.coords + (size_t)i * (size_t)dim;
-        nbStatus st = s->within(index, c, radius, hits, cap, &found);
-        if (st == NB_ERR_BUFFER_TOO_SMALL) { // grow to the reported total and ask again
-            free(hits);
-            cap = found;
-            hits = malloc((size_t)cap * sizeof(int32_t));
-            if (hits == NULL) return cli_out_of_memory(in->name, "streaming the pairs");
-            st = s->within(index, c, radius, hits, cap, &found);
-        }
-        if (st != NB_OK) {
-            free(hits);
-            return cli_fail_status(in->name, st, "streaming pairs");
-        }
+    nbStatus st = NB_OK;
+    cliProgress progress;
+    cli_progress_start(&progress, "pairs", "points", n);
+    for (int32_t i = 0; i < n && st == NB_OK; i++) {
+        st = cli_query_within(s, index, in->points.coords + (size_t)i * (size_t)dim, radius, &hits);
         int32_t m = 0;
-        for (int32_t t = 0; t < found; t++)
-            if (hits[t] > i) hits[m++] = hits[t];
-        sort_bucket(hits, m);
-        for (int32_t t = 0; t < m; t++) {
-            nbio_write_i64(w, i);
-            nbio_write_char(w, ',');
-            nbio_write_i64(w, hits[t]);
-            nbio_write_char(w, '\n');
-        }
+        for (int32_t t = 0; t < hits.found; t++)
+            if (hits.ids[t] > i) hits.ids[m++] = hits.ids[t];
+        cli_sort_indices(hits.ids, m);
+        for (int32_t t = 0; t < m; t++) nbio_rows_put(rows, i, hits.ids[t], 0.0);
         printed += m;
+        if ((i & 1023) == 0) cli_progress_show(&progress, i);
     }
-    free(hits);
-    if (printed != count) return cli_fail_status(in->name, NB_ERR_INTERNAL, "streaming pairs");
-    return cli_finish_output(w);
+    cli_progress_end(&progress);
+    cli_hits_free(&hits);
+    if (st == NB_ERR_OUT_OF_MEMORY) return cli_out_of_memory(in->name, "streaming the pairs");
+    if (st == NB_OK && printed != count) st = NB_ERR_INTERNAL;
+    if (st != NB_OK) return cli_fail_status(in->name, st, "streaming pairs");
+    return CLI_EXIT_OK;
 }
 
 static int find_pairs(const cliOptions *opts, cliInput *inp)
@@ -193,51 +142,52 @@ static int find_pairs(const cliOptions *opts, cliInput *inp)
         return cli_fail_status(in.name, st, "building the index");
     }
 
-    nbioWriter w;
-    cli_writer_init(&w);
-    int64_t count = 0;
-    st = s->pairs(index, o.radius, NULL, 0, &count);
-    if (st == NB_OK && !(o.given & CLI_OPT_COUNT) && count > pairs_in_memory()) {
-        // Too many to hold: stream them, i after i, in O(N) memory plus one query's worth.
-        r = stream_pairs(s, index, &in, o.radius, count, &w);
+    const nbioRowShape shape = {2, {"i", "j", NULL}, false};
+    cliRows rows;
+    if ((r = cli_rows_open("pairs", &o, &shape, &rows)) != CLI_EXIT_OK) {
         s->destroy(index);
         nbio_points_free(&in.points);
         return r;
     }
+    int64_t count = 0;
+    st = s->pairs(index, o.radius, NULL, 0, &count);
+    if (st == NB_OK && !(o.given & CLI_OPT_COUNT) && count > pairs_in_memory()) {
+        // Too many to hold: stream them, i after i, in O(N) memory plus one query's worth.
+        r = stream_pairs(s, index, &in, o.radius, count, &rows.rows);
+        s->destroy(index);
+        nbio_points_free(&in.points);
+        return cli_rows_close(&rows, r);
+    }
     nbio_points_free(&in.points);
     if (st != NB_OK || (o.given & CLI_OPT_COUNT)) {
         s->destroy(index);
-        if (st != NB_OK) return cli_fail_status(in.name, st, "counting pairs");
-        nbio_write_i64(&w, count);
-        nbio_write_char(&w, '\n');
-        return cli_finish_output(&w);
+        if (st != NB_OK)
+            return cli_rows_close(&rows, cli_fail_status(in.name, st, "counting pairs"));
+        nbio_write_i64(&rows.rows.w, count);
+        nbio_write_char(&rows.rows.w, '\n');
+        return cli_rows_close(&rows, CLI_EXIT_OK);
     }
 
     nbPair *pairs = NULL;
     st = cli_collect_pairs(s, index, o.radius, count > 0 ? count : 1, &pairs, &count, NULL);
     s->destroy(index);
-    if (st == NB_ERR_OUT_OF_MEMORY) return cli_out_of_memory(in.name, "storing the pairs");
+    if (st == NB_ERR_OUT_OF_MEMORY)
+        return cli_rows_close(&rows, cli_out_of_memory(in.name, "storing the pairs"));
     // The sort indexes arrays by i and j: check the library's answer before trusting it.
     for (int64_t p = 0; p < count && st == NB_OK; p++)
         if (!(pairs[p].i >= 0 && pairs[p].i < pairs[p].j && pairs[p].j < n)) st = NB_ERR_INTERNAL;
     if (st != NB_OK) {
         free(pairs);
-        return cli_fail_status(in.name, st, "finding pairs");
+        return cli_rows_close(&rows, cli_fail_status(in.name, st, "finding pairs"));
     }
     int32_t *js = NULL;
     int64_t *start = NULL;
     bool sorted = sort_pairs(pairs, count, n, &js, &start);
     free(pairs);
-    if (!sorted) return cli_out_of_memory(in.name, "sorting the pairs");
-    for (int32_t i = 0; i < n; i++) {
-        for (int64_t p = start[i]; p < start[i + 1]; p++) {
-            nbio_write_i64(&w, i);
-            nbio_write_char(&w, ',');
-            nbio_write_i64(&w, js[p]);
-            nbio_write_char(&w, '\n');
-        }
-    }
+    if (!sorted) return cli_rows_close(&rows, cli_out_of_memory(in.name, "sorting the pairs"));
+    for (int32_t i = 0; i < n; i++)
+        for (int64_t p = start[i]; p < start[i + 1]; p++) nbio_rows_put(&rows.rows, i, js[p], 0.0);
     free(js);
     free(start);
-    return cli_finish_output(&w);
+    return cli_rows_close(&rows, CLI_EXIT_OK);
 }

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 // `nearby render INPUT --radius R -o picture.svg`: a point file drawn with its cells (edge R,
 // shaded by occupancy) and its pairs within R, and optionally a radius or window query.
+// `nearby render RECTS -o picture.svg [--query X0,Y0,X1,Y1]` (no --radius): a file of
+// rectangles drawn as outlines, and optionally a window and the rectangles the quadtree finds
+// touching it.
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -11,6 +14,7 @@
 #include "cli.h"
 #include "options.h"
 #include "picture.h"
+#include "structures.h"
 
 static int run(int argc, char **argv);
 static void help(void);
@@ -18,7 +22,7 @@ static void help(void);
 const cliCommand cli_cmd_render = {
     .name = "render",
     .brief = "INPUT --radius R -o PICTURE.svg",
-    .summary = "draw points, their cells and pairs to SVG",
+    .summary = "draw points (cells, pairs) or rectangles to SVG",
     .options = CLI_OPT_INPUT | CLI_OPT_RADIUS | CLI_OPT_OUTPUT | CLI_OPT_QUERY | CLI_OPT_DIM |
                CLI_OPT_FORMAT,
     .needs = 0,
@@ -44,8 +48,9 @@ static void help(void)
           "                    (X0,Y0,Z0,X1,Y1,Z1 in 3D)\n",
           stdout);
     cli_print_option_help(CLI_OPT_DIM | CLI_OPT_FORMAT);
-    fputs("\nRectangles (and the quadtree that indexes them) are not here yet: this draws\n"
-          "points; rectangle files come with the quadtree.\n",
+    fputs("\nWithout --radius, INPUT holds rectangles (minx,miny,maxx,maxy a record, as for\n"
+          "boxes): they are drawn as outlines, and --query X0,Y0,X1,Y1 marks a window and\n"
+          "fills the rectangles the quadtree finds touching it.\n",
           stdout);
 }
 
@@ -105,13 +110,149 @@ static nbStatus query_hits(const nbGrid *grid, const cliOptions *o, int32_t dim,
     return NB_ERR_INTERNAL;
 }
 
+// Opens the picture's file, naming it in messages as `name`; NULL after reporting.
+static FILE *create_picture(const char *path, char *name, size_t cap)
+{
+    cli_display_name(name, cap, path);
+    FILE *f = fopen(path, "wb");
+    if (f == NULL) cli_fail("render: %s: cannot create: %s", name, strerror(errno));
+    return f;
+}
+
+// Writes the footer lines and closes the picture; CLI_EXIT_OK or the output error reported.
+static int finish_picture(nbioSvg *svg, FILE *f, const char *name, char lines[][700], int count)
+{
+    const double y = nbio_svg_plot_bottom(svg) + 22.0;
+    for (int k = 0; k < count; k++)
+        if (lines[k][0] != 0) nbio_svg_text_px(svg, 10.0, y + 17.0 * k, 12.0, lines[k]);
+    const bool ok = nbio_svg_end(svg);
+    const bool closed = fclose(f) == 0;
+    if (ok && closed) return CLI_EXIT_OK;
+    cli_fail("render: %s: error writing the picture", name);
+    return CLI_EXIT_RUNTIME;
+}
+
+// `render RECTS -o PICTURE.svg [--query X0,Y0,X1,Y1]`: the rectangles as outlines (a fixed
+// sample beyond CLI_PICTURE_MAX_POINTS), the window and the rectangles touching it filled.
+static int render_rects(const cliOptions *o)
+{
+    if (o->given & CLI_OPT_DIM) {
+        cli_fail("render: --dim is for points (with --radius R); rectangles are 2D");
+        return CLI_EXIT_BAD_INPUT;
+    }
+    if (o->query_count != 0 && o->query_count != 4) {
+        cli_fail("render: --query: expected X0,Y0,X1,Y1 (a window) for rectangles, found %d "
+                 "values",
+                 (int)o->query_count);
+        return CLI_EXIT_BAD_INPUT;
+    }
+    if (o->query_count == 4 && nbio_rect_inverted(o->query) >= 0) {
+        const int a = nbio_rect_inverted(o->query);
+        cli_fail("render: --query: the window's lower corner is above its upper corner in %c "
+                 "(%g > %g)",
+                 "xy"[a], o -> query[a], o -> query[2 + a]);
+        return CLI_EXIT_BAD_INPUT;
+    }
+    char in_name[256], name[256];
+    nbioPoints rects;
+    // A file of points without --radius is most likely a forgotten --radius: say so (standard
+    // input cannot be read twice, and a .f64 does not say how many values a record holds, so
+    // those are taken as rectangles).
+    nbioError err;
+    const nbioFormat format =
+        o->format != NBIO_FORMAT_AUTO ? o->format : nbio_format_for_path(o->input);
+    if (strcmp(o->input, "-") != 0 && format != NBIO_FORMAT_F64 &&
+        nbio_read(o->input, o->format, 0, &rects, &err) == NBIO_OK && rects.dim != 0) {
+        cli_display_name(in_name, sizeof in_name, o->input);
+        cli_fail("render: missing --radius R: %s holds %dD points (without --radius, INPUT is "
+                 "read as rectangles)",
+                 in_name, (int)rects.dim);
+        nbio_points_free(&rects);
+        return CLI_EXIT_BAD_INPUT;
+    }
+    int r = cli_load_rects(o->input, o->format, in_name, sizeof in_name, &rects);
+    if (r != CLI_EXIT_OK) return r;
+    const int32_t n = rects.count;
+    const cliStructure *qt = cli_structure_find("quadtree");
+    void *index = NULL;
+    int32_t *hits = NULL, hit_count = 0;
+    nbStatus st = qt->build_rects(&index, rects.coords, n);
+    if (st == NB_OK && o->query_count == 4) {
+        hits = malloc(((size_t)n + 1) * sizeof(int32_t));
+        st = hits == NULL ? NB_ERR_OUT_OF_MEMORY : qt->boxes(index, o->query, hits, n, &hit_count);
+    }
+    if (index != NULL) qt->destroy(index);
+    if (st != NB_OK) {
+        nbio_points_free(&rects);
+        free(hits);
+        return st == NB_ERR_OUT_OF_MEMORY ? cli_out_of_memory(in_name, "querying")
+                                          : cli_fail_status(in_name, st, "querying");
+    }
+    cli_sort_indices(hits, hit_count);
+    // The view: the rectangles' bounds and the window's, with a margin of 2%.
+    double lo[2] = {(double)INFINITY, (double)INFINITY},
+           hi[2] = {-(double)INFINITY, -(double)INFINITY};
+    for (int32_t i = 0; i <= n; i++) {
+        const double *b = i < n ? rects.coords + 4 * (size_t)i : o->query;
+        if (i == n && o->query_count == 0) break;
+        for (int d = 0; d < 2; d++) lo[d] = fmin(lo[d], b[d]), hi[d] = fmax(hi[d], b[2 + d]);
+    }
+    if (!(lo[0] <= hi[0])) lo[0] = lo[1] = 0.0, hi[0] = hi[1] = 1.0;
+    const double pad = fmax(0.02 * fmax(hi[0] - lo[0], hi[1] - lo[1]), 1e-9);
+    nbioSvgView v = {lo[0] - pad, lo[1] - pad, hi[0] + pad, hi[1] + pad, 800.0, 10.0, 70.0};
+    FILE *f = create_picture(o->output, name, sizeof name);
+    if (f == NULL) {
+        nbio_points_free(&rects);
+        free(hits);
+        return CLI_EXIT_BAD_INPUT;
+    }
+    static nbioSvg svg;
+    nbio_svg_begin(&svg, f, &v);
+    int64_t drawn = 0;
+    nbio_svg_group_begin(&svg, "none", "#495057", 1.0, 1.0);
+    for (int32_t i = 0; i < n; i++) {
+        if (!cli_sample_keep((uint64_t)i, n, CLI_PICTURE_MAX_POINTS)) continue;
+        const double *b = rects.coords + 4 * (size_t)i;
+        nbio_svg_rect(&svg, b[0], b[1], b[2], b[3], NULL, 1.0, NULL);
+        drawn++;
+    }
+    nbio_svg_group_end(&svg);
+    if (o->query_count == 4) {
+        for (int32_t k = 0; k < hit_count && k < CLI_PICTURE_MAX_POINTS; k++) {
+            const double *b = rects.coords + 4 * (size_t)hits[k];
+            nbio_svg_rect(&svg, b[0], b[1], b[2], b[3], "#e8590c", 0.35, "#d9480f");
+        }
+        nbio_svg_rect(&svg, o->query[0], o->query[1], o->query[2], o->query[3], "#f59f00", 0.15,
+                      "#e67700");
+    }
+    char lines[2][700];
+    snprintf(lines[0], sizeof lines[0], "nearby render %s: %d rectangles; drawn: %lld%s", in_name,
+             (int)n, (long long)drawn,
+             drawn < n ? " (a fixed sample, to keep the file small)" : "");
+    if (o->query_count == 4)
+        snprintf(lines[1], sizeof lines[1], "window query (quadtree): %d rectangles touch it",
+                 (int)hit_count);
+    else
+        lines[1][0] = 0;
+    nbio_points_free(&rects);
+    free(hits);
+    if ((r = finish_picture(&svg, f, name, lines, 2)) != CLI_EXIT_OK) return r;
+    printf("%s: %lld of %d rectangles", name, (long long)drawn, (int)n);
+    if (o->query_count == 4) printf(", %d touching the window", (int)hit_count);
+    printf("\n");
+    return CLI_EXIT_OK;
+}
+
 static int run(int argc, char **argv)
 {
     const cliCommand *cmd = &cli_cmd_render;
     cliOptions o = {0};
     cliInput in;
-    int r = cli_start(cmd, argc, argv, CLI_OPT_RADIUS | CLI_OPT_OUTPUT, &o, &in);
+    int r = cli_parse_options(cmd, argc, argv, &o);
     if (r >= 0) return r;
+    if ((r = cli_require(cmd, &o, CLI_OPT_OUTPUT)) != CLI_EXIT_OK) return r;
+    if (!(o.given & CLI_OPT_RADIUS)) return render_rects(&o);
+    if ((r = cli_load_input(cmd->name, &o, &in)) != CLI_EXIT_OK) return r;
     const int32_t dim = in.points.dim, n = in.points.count;
     const double *coords = in.points.coords;
     if (o.query_count != 0 && o.query_count != dim && o.query_count != 2 * dim) {
@@ -176,10 +317,8 @@ static int run(int argc, char **argv)
     nbioSvgView v = {lo[0] - pad, lo[1] - pad, hi[0] + pad, hi[1] + pad, 800.0, 10.0, 100.0};
 
     char name[256];
-    cli_display_name(name, sizeof name, o.output);
-    FILE *f = fopen(o.output, "wb");
+    FILE *f = create_picture(o.output, name, sizeof name);
     if (f == NULL) {
-        cli_fail("render: %s: cannot create: %s", name, strerror(errno));
         nbio_points_free(&in.points);
         free(pairs);
         free(hits);
@@ -235,19 +374,12 @@ static int run(int argc, char **argv)
     else
         snprintf(line[3], sizeof line[3], "radius query: %d points within %s of the mark",
                  (int)hit_count, o.radius_text);
-    const double y = nbio_svg_plot_bottom(&svg) + 22.0;
-    for (int k = 0; k < 4; k++)
-        if (line[k][0] != 0) nbio_svg_text_px(&svg, 10.0, y + 17.0 * k, 12.0, line[k]);
-    const bool ok = nbio_svg_end(&svg);
-    const bool closed = fclose(f) == 0;
+    r = finish_picture(&svg, f, name, line, 4);
     nbio_points_free(&in.points);
     free(pairs);
     free(hits);
     if (st == NB_ERR_OUT_OF_MEMORY) return cli_out_of_memory("render", "drawing the picture");
-    if (!ok || !closed) {
-        cli_fail("render: %s: error writing the picture", name);
-        return CLI_EXIT_RUNTIME;
-    }
+    if (r != CLI_EXIT_OK) return r;
     printf("%s: %lld of %d points, %lld of %lld pairs within %s", name, (long long)dots, (int)n,
            (long long)links, (long long)pair_count, o.radius_text);
     if (o.query_count != 0)

@@ -13,8 +13,8 @@
 #include "options.h"
 
 static const cliCommand *const commands[] = {
-    &cli_cmd_pairs,  &cli_cmd_within, &cli_cmd_knn,      &cli_cmd_demo,
-    &cli_cmd_render, &cli_cmd_boxes,  &cli_cmd_overlaps,
+    &cli_cmd_pairs, &cli_cmd_within, &cli_cmd_knn,   &cli_cmd_join,
+    &cli_cmd_demo,  &cli_cmd_render, &cli_cmd_boxes, &cli_cmd_overlaps,
 };
 #define COMMAND_COUNT (sizeof commands / sizeof commands[0])
 

@@ -24,9 +24,7 @@ static const struct {
     {"--count", CLI_OPT_COUNT, false, NULL, NULL, NULL},
     {"--k", CLI_OPT_K, true, NULL, NULL, NULL},
     {"--at", CLI_OPT_AT, true, NULL,
-     "  --at X,Y[,Z]      the query point, one value per dimension of the points\n"
-     "                    (required)\n",
-     NULL},
+     "  --at X,Y[,Z]      one query point, one value per dimension of the points\n", NULL},
     {"--dim", CLI_OPT_DIM, true, "[--dim 2|3]",
      "  --dim 2|3         the dimension: must match a CSV or .npy input; for .f64 it\n"
      "                    says how to read the file (default 2)\n",
@@ -54,6 +52,10 @@ static const struct {
      "                    box, and a radius be at most P / 2 (structure dense only)\n",
      NULL},
     {"--query", CLI_OPT_QUERY_FILE, true, NULL, NULL, "--query QUERIES"},
+    {"--queries", CLI_OPT_QUERIES, true, NULL,
+     "  --queries Q       a file of query points (CSV, .f64 or .npy, as INPUT), of\n"
+     "                    the points' dimension; rows start with the query's index\n",
+     "--queries Q"},
 };
 #define OPTION_COUNT (sizeof option_table / sizeof option_table[0])
 
@@ -233,11 +235,15 @@ static int parse_value(const cliCommand *c, unsigned bit, const char *opt, const
     case CLI_OPT_QUERY: return parse_query(cmd, opt, v, o);
     case CLI_OPT_PERIOD: return parse_period(cmd, opt, v, o);
     case CLI_OPT_QUERY_FILE:
+    case CLI_OPT_QUERIES:
         if (v[0] == 0) {
             cli_fail("%s: %s: the path is empty", cmd, opt);
             return CLI_EXIT_BAD_INPUT;
         }
-        o->query_file = v;
+        if (bit == CLI_OPT_QUERIES)
+            o->queries = v;
+        else
+            o->query_file = v;
         return CLI_EXIT_OK;
     case CLI_OPT_K:
     case CLI_OPT_N:
@@ -302,6 +308,10 @@ int cli_parse_options(const cliCommand *c, int argc, char **argv, cliOptions *o)
             continue;
         }
         if (options_done || arg[0] != '-' || strcmp(arg, "-") == 0) {
+            if (o->input != NULL && (c->options & CLI_OPT_INPUT2) && o->input2 == NULL) {
+                o->input2 = arg;
+                continue;
+            }
             if (!(c->options & CLI_OPT_INPUT) || o->input != NULL) {
                 cli_fail("%s: unexpected argument %s (see %s %s --help)", cmd, q, cli_program, cmd);
                 return CLI_EXIT_BAD_INPUT;
@@ -348,7 +358,12 @@ int cli_parse_options(const cliCommand *c, int argc, char **argv, cliOptions *o)
         if (r != CLI_EXIT_OK) return r;
     }
     if ((c->options & CLI_OPT_INPUT) && o->input == NULL) {
-        cli_fail("%s: missing INPUT (see %s %s --help)", cmd, cli_program, cmd);
+        cli_fail("%s: missing %s (see %s %s --help)", cmd,
+                 (c->options & CLI_OPT_INPUT2) ? "A and B" : "INPUT", cli_program, cmd);
+        return CLI_EXIT_BAD_INPUT;
+    }
+    if ((c->options & CLI_OPT_INPUT2) && o->input2 == NULL) {
+        cli_fail("%s: missing B (see %s %s --help)", cmd, cli_program, cmd);
         return CLI_EXIT_BAD_INPUT;
     }
     return -1;
@@ -396,5 +411,15 @@ void cli_print_input_help(void)
 {
     fputs("INPUT is a CSV file (x,y or x,y,z a line), raw little-endian float64 (.f64,\n"
           "with --dim) or NumPy .npy; \"-\" reads CSV from standard input.\n",
+          stdout);
+}
+
+void cli_print_output_help(void)
+{
+    fputs("  -o FILE           write the rows to FILE instead of standard output, in the\n"
+          "                    format its extension names: .csv (the same text), .npy\n"
+          "                    (int32 indices; with a distance, a structured array with a\n"
+          "                    float64 field), .f64 (every value a little-endian double) or\n"
+          "                    .i64 (every value an int64; no distances)\n",
           stdout);
 }

@@ -32,6 +32,8 @@ enum {
     CLI_OPT_THREADS = 1 << 16,
     CLI_OPT_PERIOD = 1 << 18,
     CLI_OPT_QUERY_FILE = 1 << 17, ///< --query QUERIES: a file of query rectangles (boxes)
+    CLI_OPT_QUERIES = 1 << 19,    ///< --queries Q: a file of query points (within, knn)
+    CLI_OPT_INPUT2 = 1 << 20,     ///< takes a second INPUT argument (join A B)
 };
 
 /// What the command line said. Zero-initialise, set any defaults, then parse.
@@ -58,6 +60,8 @@ typedef struct cliOptions {
     int32_t period_count;    ///< values in --period; 0 = none
     int32_t threads;         ///< --threads; 0 = one per online CPU
     const char *query_file;  ///< --query QUERIES (boxes)
+    const char *queries;     ///< --queries Q (within, knn)
+    const char *input2;      ///< the second INPUT (join)
 } cliOptions;
 
 /// Parses argv[0, argc) (the words after the command name) against the options `cmd` accepts,
@@ -80,5 +84,8 @@ void cli_print_option_help(unsigned bits);
 
 /// Prints what INPUT may be (formats, standard input).
 void cli_print_input_help(void);
+
+/// Prints the help of -o FILE for the commands that print rows.
+void cli_print_output_help(void);
 
 #endif

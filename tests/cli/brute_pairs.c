@@ -11,7 +11,20 @@
 //   brute_pairs count FILE N DIM R
 // reads FILE, N points of DIM raw little-endian doubles (as `nearby demo --save-points`
 // writes them), and prints the number of pairs at distance <= R, counted over every pair.
+//
+//   brute_pairs cross Q NQ P NP DIM R
+// prints "q,i" for every point q of Q and i of P within R, sorted by q then i (what `within P
+// --queries Q` and `join Q P` print); Q and P are raw float64 files as above.
+//
+//   brute_pairs knn Q NQ P NP DIM K [graph]
+// prints "q,i,distance" for the K nearest points of P to each point q of Q, nearest first, ties
+// by index; with `graph` (Q is P), each point's K nearest among the others.
+//
+//   brute_pairs decode FILE npy|f64|i64 COLUMNS distance|none
+// prints the rows of a binary output of `nearby ... -o FILE` as the CSV the tool prints, read
+// by its own decoder (a .npy header is skipped by its length field).
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +89,37 @@ static void close_out(FILE *f)
     }
 }
 
+// Reads n points of dim raw little-endian doubles from path (exactly: no more, no fewer),
+// decoding the bytes ourselves, independently of the tool's reader. Exits on a problem.
+static double *read_f64(const char *path, long n, int dim)
+{
+    size_t values = (size_t)n * (size_t)dim;
+    double *p = malloc(values > 0 ? values * sizeof(double) : 1);
+    FILE *f = fopen(path, "rb");
+    if (p == NULL || f == NULL) {
+        perror(path);
+        exit(1);
+    }
+    for (size_t k = 0; k < values; k++) {
+        uint64_t bits = 0;
+        for (int b = 0; b < 8; b++) {
+            int c = fgetc(f);
+            if (c == EOF) {
+                fprintf(stderr, "brute_pairs: %s holds fewer than %ld points\n", path, n);
+                exit(1);
+            }
+            bits |= (uint64_t)(unsigned char)c << (8 * b);
+        }
+        memcpy(&p[k], &bits, sizeof bits);
+    }
+    if (fgetc(f) != EOF) {
+        fprintf(stderr, "brute_pairs: %s holds more than %ld points\n", path, n);
+        exit(1);
+    }
+    fclose(f);
+    return p;
+}
+
 // `brute_pairs count FILE N DIM R`: the pairs within R among the points in FILE.
 static int count_mode(int argc, char **argv)
 {
@@ -91,31 +135,7 @@ static int count_mode(int argc, char **argv)
         fprintf(stderr, "brute_pairs: bad N, DIM or R\n");
         return 2;
     }
-    size_t values = (size_t)n * (size_t)dim;
-    double *p = malloc(values > 0 ? values * sizeof(double) : 1);
-    FILE *f = fopen(path, "rb");
-    if (p == NULL || f == NULL) {
-        perror(path);
-        return 1;
-    }
-    // Decode the bytes ourselves (little-endian), independently of the tool's reader.
-    for (size_t k = 0; k < values; k++) {
-        uint64_t bits = 0;
-        for (int b = 0; b < 8; b++) {
-            int c = fgetc(f);
-            if (c == EOF) {
-                fprintf(stderr, "brute_pairs: %s holds fewer than %ld points\n", path, n);
-                return 1;
-            }
-            bits |= (uint64_t)(unsigned char)c << (8 * b);
-        }
-        memcpy(&p[k], &bits, sizeof bits);
-    }
-    if (fgetc(f) != EOF) {
-        fprintf(stderr, "brute_pairs: %s holds more than %ld points\n", path, n);
-        return 1;
-    }
-    fclose(f);
+    double *p = read_f64(path, n, dim);
     double rr = r * r;
     long long count = 0;
     for (long i = 0; i < n; i++)
@@ -126,9 +146,134 @@ static int count_mode(int argc, char **argv)
     return 0;
 }
 
+// `brute_pairs cross Q NQ P NP DIM R` and `brute_pairs knn Q NQ P NP DIM K [graph]`.
+static int query_mode(int argc, char **argv)
+{
+    const bool knn = strcmp(argv[1], "knn") == 0;
+    const bool graph = knn && argc == 9 && strcmp(argv[8], "graph") == 0;
+    if (argc != 8 && !graph) {
+        fprintf(stderr, "usage: brute_pairs cross|knn Q NQ P NP DIM R|K [graph]\n");
+        return 2;
+    }
+    const long nq = atol(argv[3]), np = atol(argv[5]);
+    const int dim = atoi(argv[6]);
+    if (nq < 0 || np < 0 || (dim != 2 && dim != 3)) {
+        fprintf(stderr, "brute_pairs: bad NQ, NP or DIM\n");
+        return 2;
+    }
+    double *q = read_f64(argv[2], nq, dim);
+    double *p = read_f64(argv[4], np, dim);
+    Ranked *rank = malloc(((size_t)np + 1) * sizeof(Ranked));
+    if (rank == NULL) return 1;
+    const double r = strtod(argv[7], NULL);
+    const long k = atol(argv[7]);
+    for (long a = 0; a < nq; a++) {
+        long m = 0;
+        for (long i = 0; i < np; i++) {
+            if (graph && i == a) continue;
+            const double d2 = dist2(q + (size_t)a * (size_t)dim, p + (size_t)i * (size_t)dim, dim);
+            if (knn || d2 <= r * r) rank[m++] = (Ranked){d2, (int)i};
+        }
+        if (knn) {
+            qsort(rank, (size_t)m, sizeof(Ranked), compare_ranked);
+            for (long t = 0; t < m && t < k; t++)
+                printf("%ld,%d,%.17g\n", a, rank[t].index, sqrt(rank[t].d2));
+        } else {
+            for (long t = 0; t < m; t++) printf("%ld,%d\n", a, rank[t].index); // i ascending
+        }
+    }
+    free(rank);
+    free(q);
+    free(p);
+    return 0;
+}
+
+// Little-endian bytes to an unsigned integer.
+static uint64_t get_le(const unsigned char *b, int bytes)
+{
+    uint64_t v = 0;
+    for (int k = 0; k < bytes; k++) v |= (uint64_t)b[k] << (8 * k);
+    return v;
+}
+
+// `brute_pairs decode FILE npy|f64|i64 COLUMNS distance|none`.
+static int decode_mode(int argc, char **argv)
+{
+    if (argc != 6) {
+        fprintf(stderr, "usage: brute_pairs decode FILE npy|f64|i64 COLUMNS distance|none\n");
+        return 2;
+    }
+    FILE *f = fopen(argv[2], "rb");
+    if (f == NULL) {
+        perror(argv[2]);
+        return 1;
+    }
+    const char *fmt = argv[3];
+    const int cols = atoi(argv[4]);
+    const bool distance = strcmp(argv[5], "distance") == 0;
+    const int ints = distance ? cols - 1 : cols;
+    const bool npy = strcmp(fmt, "npy") == 0, i64 = strcmp(fmt, "i64") == 0;
+    long long want = -1; // the .npy header's row count
+    if (npy) {           // magic (6), version (2), header length (2, version 1.0), the header
+        unsigned char pre[10];
+        if (fread(pre, 1, 10, f) != 10 || memcmp(pre, "\x93NUMPY\x01\x00", 8) != 0) {
+            fprintf(stderr, "brute_pairs: %s is not a version 1.0 .npy\n", argv[2]);
+            return 1;
+        }
+        char header[65536];
+        const size_t len = (size_t)get_le(pre + 8, 2);
+        if (fread(header, 1, len, f) != len) return 1;
+        header[len] = 0;
+        const char *shape = strstr(header, "'shape': (");
+        if (shape == NULL) {
+            fprintf(stderr, "brute_pairs: %s: no shape\n", argv[2]);
+            return 1;
+        }
+        want = atoll(shape + 10);
+    }
+    const int int_size = npy ? 4 : 8;
+    long long rows = 0;
+    const size_t row = (size_t)ints * (size_t)int_size + (distance ? 8u : 0u);
+    unsigned char b[64];
+    size_t got;
+    while ((got = fread(b, 1, row, f)) == row) {
+        for (int c = 0; c < ints; c++) {
+            const uint64_t v = get_le(b + (size_t)c * (size_t)int_size, int_size);
+            double d;
+            memcpy(&d, &v, sizeof d);
+            const long long x = npy   ? (long long)(int32_t)(uint32_t)v
+                                : i64 ? (long long)(int64_t)v
+                                      : (long long)d;
+            printf(c > 0 ? ",%lld" : "%lld", x);
+        }
+        if (distance) {
+            const uint64_t v = get_le(b + (size_t)ints * (size_t)int_size, 8);
+            double d;
+            memcpy(&d, &v, sizeof d);
+            printf(",%.17g", d);
+        }
+        putchar('\n');
+        rows++;
+    }
+    fclose(f);
+    if (want >= 0 && want != rows) {
+        fprintf(stderr, "brute_pairs: %s: the header says %lld rows, the data holds %lld\n",
+                argv[2], want, rows);
+        return 1;
+    }
+    if (got != 0) {
+        fprintf(stderr, "brute_pairs: %s ends inside a row\n", argv[2]);
+        return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 2 && strcmp(argv[1], "count") == 0) return count_mode(argc, argv);
+    if (argc >= 2 && (strcmp(argv[1], "cross") == 0 || strcmp(argv[1], "knn") == 0))
+        return query_mode(argc, argv);
+    if (argc >= 2 && strcmp(argv[1], "decode") == 0) return decode_mode(argc, argv);
     if (argc < 6) {
         fprintf(stderr, "usage: brute_pairs SEED N DIM PREFIX R1 [R2 ...]\n"
                         "       brute_pairs count FILE N DIM R\n");

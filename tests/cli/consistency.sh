@@ -12,20 +12,7 @@ radii=(0 0.25 1 1.25 2.5)
 structures=(dense hash tiles) # every structure that answers pairs, within and knn
 failures=0
 
-check() { # label expected-file command...
-  local label=$1 want=$2
-  shift 2
-  "$@" > "$tmp/got" 2> "$tmp/err"
-  local status=$?
-  if [ $status -ne 0 ]; then
-    echo "FAIL $label: exit status $status ($(head -c 300 "$tmp/err"))"
-    failures=$((failures + 1))
-  elif ! cmp -s "$want" "$tmp/got"; then
-    echo "FAIL $label: output differs from brute force"
-    diff "$want" "$tmp/got" 2> /dev/null | head -n 10
-    failures=$((failures + 1))
-  fi
-}
+. "$(dirname "$0")/check.sh" # check LABEL EXPECTED COMMAND...
 
 for seed in 1 2; do
   for dim in 2 3; do

@@ -553,7 +553,7 @@ def main():
             'unknown command "pair" (see nearby --help)')
     bad_opt("no_command", [], "missing COMMAND (see nearby --help)")
     bad_opt("at_missing", ["within", "pts2d.csv", "--radius", "1"],
-            "within: missing --at (see nearby within --help)")
+            "within: missing --at X,Y[,Z] or --queries Q (see nearby within --help)")
     bad_opt("at_count", ["within", "pts2d.csv", "--radius", "1", "--at", "1,2,3"],
             "within: --at: expected 2 values (the points in pts2d.csv are 2D), found 3")
     bad_opt("at_count_3d", ["knn", "pts3d.csv", "--k", "1", "--at", "1,2"],
@@ -580,10 +580,11 @@ def main():
     bad_opt("demo_input", ["demo", "pts2d.csv"],
             'demo: unexpected argument "pts2d.csv" (see nearby demo --help)')
     bad_opt("help_unknown", ["help", "sort"],
-            'help: unknown command "sort" (commands: pairs, within, knn, demo, render, boxes, '
-            'overlaps)')
+            'help: unknown command "sort" (commands: pairs, within, knn, join, demo, render, '
+            'boxes, overlaps)')
 
     rect_cases()
+    query_cases()
     write_all()
 
 
@@ -669,6 +670,117 @@ def rect_cases():
          knn_text(brute_knn(P2, (-3.0, 0.1), 1000)))
 
 
+# Query points for --queries and join's second file: on points, between them, far away.
+Q2 = [(0.0, 0.0), (0.75, 1.0), (3.0, 3.0), (-4.5, 2.875), (100.0, 100.0), (-1000000.25, 250.0)]
+Q3 = [(0.0, 0.0, 0.0), (2.0, 2.0, 2.75), (-3.0, 1.0, 0.25)]
+
+
+def cross_text(queries, points, r):
+    return "".join("%d,%d\n" % (q, i) for q, c in enumerate(queries)
+                   for i in brute_within(points, c, r))
+
+
+def knn_rows_text(queries, points, k, graph=False):
+    out = []
+    for q, c in enumerate(queries):
+        order = sorted((i for i in range(len(points)) if not (graph and i == q)),
+                       key=lambda i: (dist2(points[i], c), i))
+        out += ["%d,%d,%s\n" % (q, i, "%.17g" % math.sqrt(dist2(points[i], c)))
+                for i in order[:k]]
+    return "".join(out)
+
+
+def query_cases():
+    data_file("qpts2d.csv", csv_text(["qx,qy"] + ["%r,%r" % q for q in Q2]))
+    data_file("qpts2d.f64", f64_bytes(Q2))
+    data_file("qpts2d.npy", npy_bytes(Q2))
+    data_file("qpts3d.csv", csv_text(["%r,%r,%r" % q for q in Q3]))
+    # within --queries: q,i sorted by q then i, for CSV, .f64 and .npy queries
+    for fname in ("qpts2d.csv", "qpts2d.f64", "qpts2d.npy"):
+        case("within_queries_%s" % fname.split(".")[1],
+             ["within", "pts2d.csv", "--radius", "1.25", "--queries", fname],
+             cross_text(Q2, P2, 1.25))
+    case("within_queries_3d", ["within", "pts3d.csv", "--radius", "1.5", "--queries",
+                               "qpts3d.csv"], cross_text(Q3, P3, 1.5))
+    case("within_queries_empty", ["within", "pts2d.csv", "--radius", "1", "--queries",
+                                  "empty.csv"], "")
+    case("within_queries_no_points", ["within", "empty.csv", "--radius", "1", "--queries",
+                                      "qpts2d.csv"], "")
+    # knn --queries, and the graph (the k nearest of every point among the others)
+    case("knn_queries", ["knn", "pts2d.csv", "--k", "3", "--queries", "qpts2d.csv"],
+         knn_rows_text(Q2, P2, 3))
+    case("knn_queries_3d", ["knn", "pts3d.csv", "--k", "4", "--queries", "qpts3d.csv"],
+         knn_rows_text(Q3, P3, 4))
+    case("knn_graph", ["knn", "pts2d.csv", "--k", "3"], knn_rows_text(P2, P2, 3, graph=True))
+    case("knn_graph_3d", ["knn", "pts3d.f64", "--dim", "3", "--k", "2"],
+         knn_rows_text(P3, P3, 2, graph=True))
+    case("knn_graph_all", ["knn", "pts3d.csv", "--k", "100"],
+         knn_rows_text(P3, P3, 100, graph=True))
+    case("knn_graph_k0", ["knn", "pts2d.csv", "--k", "0"], "")
+    # join A B: a,b sorted; --count
+    case("join_2d", ["join", "qpts2d.csv", "pts2d.csv", "--radius", "1.25"],
+         cross_text(Q2, P2, 1.25))
+    case("join_2d_npy_f64", ["join", "qpts2d.npy", "pts2d.f64", "--radius", "4"],
+         cross_text(Q2, P2, 4.0))
+    case("join_self", ["join", "pts3d.csv", "pts3d.csv", "--radius", "1.5"],
+         cross_text(P3, P3, 1.5))
+    case("join_count", ["join", "pts2d.csv", "qpts2d.csv", "--radius", "2.5", "--count"],
+         "%d\n" % len(cross_text(P2, Q2, 2.5).splitlines()))
+    case("join_empty", ["join", "empty.csv", "pts2d.csv", "--radius", "1"], "")
+
+    def bad(name, args, err):
+        case("bad_%s" % name, args, err="nearby: %s\n" % err, code=2)
+
+    bad("queries_dim", ["within", "pts2d.csv", "--radius", "1", "--queries", "qpts3d.csv"],
+        "within: --queries qpts3d.csv: the points there are 3D but those in pts2d.csv are 2D")
+    bad("queries_dim_knn", ["knn", "pts3d.csv", "--k", "1", "--queries", "qpts2d.npy"],
+        "knn: --queries qpts2d.npy: the points there are 2D but those in pts3d.csv are 3D")
+    bad("queries_path_empty", ["within", "pts2d.csv", "--radius", "1", "--queries="],
+        "within: --queries: the path is empty")
+    bad("queries_no_value", ["knn", "pts2d.csv", "--k", "1", "--queries"],
+        "knn: --queries needs a value")
+    bad("queries_missing_file", ["within", "pts2d.csv", "--radius", "1", "--queries",
+                                 "nothing.csv"],
+        "nothing.csv: cannot open: No such file or directory")
+    bad("queries_bad_value", ["knn", "pts2d.csv", "--k", "1", "--queries", "bad_nan.csv"],
+        "bad_nan.csv:4: NB_ERR_NOT_FINITE: y is NaN")
+    bad("queries_and_at", ["within", "pts2d.csv", "--radius", "1", "--at", "0,0", "--queries",
+                           "qpts2d.csv"],
+        "within: --at and --queries: give one of them, not both")
+    bad("join_missing_b", ["join", "pts2d.csv", "--radius", "1"],
+        "join: missing B (see nearby join --help)")
+    bad("join_missing_both", ["join", "--radius", "1"],
+        "join: missing A and B (see nearby join --help)")
+    bad("join_dim", ["join", "pts2d.csv", "pts3d.csv", "--radius", "1"],
+        "join: B pts3d.csv: the points there are 3D but those in pts2d.csv are 2D")
+    bad("join_three_inputs", ["join", "pts2d.csv", "pts2d.csv", "pts2d.csv", "--radius", "1"],
+        'join: unexpected argument "pts2d.csv" (see nearby join --help)')
+    bad("quadtree_3d", ["pairs", "pts3d.csv", "--radius", "1", "--structure", "quadtree"],
+        "pairs: structure quadtree holds 2D points only; the points in pts3d.csv are 3D")
+    bad("quadtree_3d_knn", ["knn", "pts3d.csv", "--k", "2", "--structure", "quadtree"],
+        "knn: structure quadtree holds 2D points only; the points in pts3d.csv are 3D")
+    bad("quadtree_3d_join", ["join", "pts3d.csv", "pts3d.csv", "--radius", "1", "--structure",
+                             "quadtree"],
+        "join: structure quadtree holds 2D points only; the points in pts3d.csv are 3D")
+    bad("output_extension", ["within", "pts2d.csv", "--radius", "1", "--queries", "qpts2d.csv",
+                             "-o", "out.txt"],
+        "within: -o out.txt: the extension names no format (use .csv, .npy, .f64 or .i64)")
+    bad("output_i64_distance", ["knn", "pts2d.csv", "--k", "2", "-o", "out.i64"],
+        "knn: -o out.i64: the rows hold a distance, which .i64 cannot (use .csv, .npy or .f64)")
+    bad("output_no_dir", ["join", "pts2d.csv", "pts2d.csv", "--radius", "1", "-o",
+                          "no_such_dir/out.npy"],
+        "join: -o no_such_dir/out.npy: cannot create: No such file or directory")
+    bad("output_and_count", ["pairs", "pts2d.csv", "--radius", "1", "--count", "-o", "n.csv"],
+        "pairs: --count prints one number on standard output; -o FILE is for rows")
+    # A 19-digit axis once overflowed the shape parser (signed overflow): it must saturate.
+    bad("npy_shape_19_digits", ["pairs", data_file("bad_shape_19_digits.npy", npy_bytes(
+        [], shape=(9999999999999999999, 2), data=b"")), "--radius", "1"],
+        "bad_shape_19_digits.npy: too many points: >= 4611686018427387904 (at most 2147483647)")
+    bad("npy_shape_30_digits", ["within", "pts2d.csv", "--radius", "1", "--queries", data_file(
+        "bad_shape_30_digits.npy", npy_bytes([], shape=(10 ** 30, 2), data=b""))],
+        "bad_shape_30_digits.npy: too many points: >= 4611686018427387904 (at most 2147483647)")
+
+
 PAIRS_HELP = """\
 usage: nearby pairs INPUT --radius R [--count] [--dim 2|3] [--structure NAME]
                     [--format csv|f64|npy] [--threads N] [--period PX,PY[,PZ]]
@@ -678,6 +790,11 @@ order, i < j, each pair once), sorted by i then j.
 
   --radius R        the distance, finite and >= 0 (required)
   --count           print only the number of pairs
+  -o FILE           write the rows to FILE instead of standard output, in the
+                    format its extension names: .csv (the same text), .npy
+                    (int32 indices; with a distance, a structured array with a
+                    float64 field), .f64 (every value a little-endian double) or
+                    .i64 (every value an int64; no distances)
   --dim 2|3         the dimension: must match a CSV or .npy input; for .f64 it
                     says how to read the file (default 2)
   --structure NAME  the index to use; the output is the same for every one

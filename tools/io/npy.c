@@ -74,7 +74,9 @@ static bool take_shape(Cursor *c, int64_t *axes, int *naxes)
         if (c->p >= c->end || *c->p < '0' || *c->p > '9') return false;
         int64_t v = 0;
         while (c->p < c->end && *c->p >= '0' && *c->p <= '9') {
-            if (v < DIM_SATURATED) v = v * 10 + (*c->p - '0');
+            // Guard before multiplying: v * 10 + 9 must fit int64_t (a 19-digit axis would not).
+            if (v < DIM_SATURATED)
+                v = v <= (INT64_MAX - 9) / 10 ? v * 10 + (*c->p - '0') : DIM_SATURATED;
             c->p++;
         }
         if (c->p < c->end && *c->p == 'L') c->p++;

@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: MIT
+// Result rows for the command-line tool: one to three columns a row (0-based indices, and for
+// kNN a distance), written as they come, in bounded memory, as CSV text, a NumPy .npy array or
+// raw little-endian .f64 / .i64 values. The format comes from the output file's extension.
+//
+// .npy: rows of index columns only are one int32 array of shape (N, C), or (N,) for one column
+// (indices are below 2^31); rows with a distance are one structured array of shape (N,), the
+// named fields int32 for indices and float64 for the distance, packed (no padding). The row
+// count goes into the header when the rows are finished, so a .npy needs a seekable file.
+// .f64 writes every column as a double (indices are exact), .i64 every column as an int64 (rows
+// with a distance are refused).
+#ifndef NEARBY_TOOLS_IO_ROWS_H
+#define NEARBY_TOOLS_IO_ROWS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "io/writer.h"
+
+/// Output formats.
+typedef enum nbioOutFormat {
+    NBIO_OUT_UNKNOWN = 0,
+    NBIO_OUT_CSV,
+    NBIO_OUT_NPY,
+    NBIO_OUT_F64,
+    NBIO_OUT_I64
+} nbioOutFormat;
+
+/// The format a path's extension names (.csv, .npy, .f64, .i64, any case), else
+/// NBIO_OUT_UNKNOWN.
+nbioOutFormat nbio_out_format_for_path(const char *path);
+
+/// What the rows hold: `columns` (1 to 3) named columns, the last a distance when `distance`.
+typedef struct nbioRowShape {
+    int columns;
+    const char *names[3]; ///< field names for a structured .npy ("q", "i", "distance")
+    bool distance;        ///< the last column is a double, the others indices
+} nbioRowShape;
+
+/// A sink of rows in front of a stream.
+typedef struct nbioRows {
+    nbioWriter w;
+    nbioOutFormat format;
+    nbioRowShape shape;
+    int64_t rows; ///< rows written so far
+} nbioRows;
+
+/// The size of a .npy header written by nbio_rows_start (magic to the data).
+#define NBIO_NPY_HEADER_SIZE 256
+
+/// Starts rows of `shape` on `stream` in `format` over the caller's buffer `buf` of `cap` (>= 64)
+/// bytes. A .npy begins with a header for 0 rows, rewritten by nbio_rows_finish. False (and
+/// `why` filled) if the format cannot hold the shape (.i64 and a distance).
+bool nbio_rows_start(nbioRows *r, FILE *stream, nbioOutFormat format, const nbioRowShape *shape,
+                     char *buf, size_t cap, const char **why);
+
+/// Appends one row: a and b are indices (b unused with one column), d the distance (when the
+/// shape has one). Not inline: one call a row costs little next to formatting it.
+void nbio_rows_put(nbioRows *r, int64_t a, int64_t b, double d);
+
+/// Writes out the buffer, and for .npy rewrites the header with the row count (seeking to the
+/// start of the stream). False if any write or the seek failed.
+bool nbio_rows_finish(nbioRows *r);
+
+/// The .npy header for `rows` rows of `shape` into dst (NBIO_NPY_HEADER_SIZE bytes): magic,
+/// version 1.0, the dict padded with spaces to a newline at the end.
+void nbio_npy_header(char *dst, const nbioRowShape *shape, int64_t rows);
+
+#endif
