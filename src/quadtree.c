@@ -70,6 +70,10 @@ enum {
     NBI_QT_QEMPTY = 32767, // every field of a position without a box: fails every test
 };
 
+// What a build's root spares on each edge past the data, a fraction of its side: rectangles
+// that then move a little beyond the data's box (a wall they bounce off) need no doubling.
+#define NBI_QT_FIT_MARGIN (1.0 / 32.0)
+
 typedef struct nbiQtNode {
     double lo[2], hi[2];   // bounds: every rectangle of the subtree lies within (closed)
     int32_t child;         // first node of the children's group, -1 for a leaf; free: next free
@@ -1434,25 +1438,82 @@ static void nbi_root_bounds(const nbQuadtree *q, nbiQtNode *r)
     }
 }
 
-// How many doublings the root needs before its bounds hold b: 0 if they do now, -1 if more
-// than the limit allows (b then goes to the outside list).
+// Whether the root takes box b where it stands: its bounds hold b and, loose, its cell holds b's
+// centre (the centre as nbi_pick computes it). A centre outside the cell could never go down to a
+// child, so such a rectangle would stay in the root however small it is.
+static bool nbi_root_takes(const nbQuadtree *q, const nbiQtNode *r, const double *b)
+{
+    if (!nbi_within(r, b)) return false;
+    if (q->placement == NB_QUADTREE_TIGHT) return true; // bounds = cell
+    for (int a = 0; a < 2; a++) {
+        const double c = 0.5 * (b[a] + b[2 + a]);
+        if (!(c >= r->clo[a] && c <= r->chi[a])) return false;
+    }
+    return true;
+}
+
+// Whether a root r that does not take b grows downwards on axis a (else upwards): towards the
+// side b sticks out of, or where neither, the side its centre is nearer to.
+static bool nbi_grows_down(const nbiQtNode *r, const double *b, int a)
+{
+    if (b[a] < r->lo[a]) return true;
+    if (b[2 + a] > r->hi[a]) return false;
+    return 0.5 * (b[a] + b[2 + a]) < 0.5 * (r->clo[a] + r->chi[a]);
+}
+
+// How many doublings the root needs before it takes b (nbi_root_takes): 0 if it does now, -1 if
+// more than the limit allows (b then goes to the outside list).
 static int nbi_growth(const nbQuadtree *q, const double *b)
 {
     nbiQtNode r = NBI_NODES(q)[NBI_QT_ROOT];
-    if (nbi_within(&r, b)) return 0;
+    if (nbi_root_takes(q, &r, b)) return 0;
     for (int g = 1; g <= NBI_QT_GROW_MAX - q->grown; g++) {
         for (int a = 0; a < 2; a++) {
             const double side = r.chi[a] - r.clo[a];
-            if (b[a] < r.lo[a])
+            if (nbi_grows_down(&r, b, a))
                 r.clo[a] -= side;
             else
                 r.chi[a] += side;
         }
         nbi_root_bounds(q, &r);
         if (!isfinite(r.lo[0] + r.lo[1] + r.hi[0] + r.hi[1])) return -1;
-        if (nbi_within(&r, b)) return g;
+        if (nbi_root_takes(q, &r, b)) return g;
     }
     return -1;
+}
+
+// A root cell for rectangles whose centres (as nbi_pick computes them) span cb and whose union is
+// u, into r's cell and bounds: a square at least `least` on a side, centred on the centres (tight:
+// on the union), whose cell holds every centre and whose bounds hold u, so that it takes every
+// one of them (nbi_root_takes), with `margin` (a fraction of the side) to spare on each edge.
+// False when no finite one exists.
+static bool nbi_root_fit(const nbQuadtree *q, const double *cb, const double *u, double least,
+                         double margin, nbiQtNode *r)
+{
+    const bool tight = q->placement == NB_QUADTREE_TIGHT;
+    double c[2], side = least;
+    for (int a = 0; a < 2; a++) {
+        const double *m = tight ? u : cb;
+        c[a] = 0.5 * m[a] + 0.5 * m[2 + a];
+        double need = tight ? u[2 + a] - u[a] : cb[2 + a] - cb[a];
+        if (!tight) need = fmax(need, fmax(c[a] - u[a], u[2 + a] - c[a])); // bounds: c +- side
+        side = fmax(side, need);
+    }
+    side += 2.0 * margin * side;
+    // Rounding may leave a centre or an edge a step outside: a larger side then.
+    for (int k = 0; k < 64 && side > 0.0 && isfinite(side); k++, side *= 2.0) {
+        for (int a = 0; a < 2; a++) {
+            r->clo[a] = c[a] - 0.5 * side;
+            r->chi[a] = c[a] + 0.5 * side;
+        }
+        nbi_root_bounds(q, r);
+        const bool finite = isfinite(r->lo[0] + r->lo[1] + r->hi[0] + r->hi[1]);
+        if (finite && r->clo[0] < r->chi[0] && r->clo[1] < r->chi[1] && nbi_within(r, u) &&
+            (tight || (cb[0] >= r->clo[0] && cb[1] >= r->clo[1] && cb[2] <= r->chi[0] &&
+                       cb[3] <= r->chi[1])))
+            return true;
+    }
+    return false;
 }
 
 // Doubles the root once towards b (a group prepared): the old root becomes one of the new
@@ -1466,7 +1527,7 @@ static void nbi_grow(nbQuadtree *q, const double *b)
     int k = 0;
     for (int a = 0; a < 2; a++) {
         const double side = old.chi[a] - old.clo[a];
-        if (b[a] < old.lo[a]) {
+        if (nbi_grows_down(&old, b, a)) {
             root->clo[a] = old.clo[a] - side;
             k |= 1 << a; // the old root is the upper half
         } else {
@@ -1583,6 +1644,29 @@ static void nbi_split(nbQuadtree *q, int32_t n, const double *extra)
     }
     nbi_sync(q, n);
     for (int k = 0; k < 4; k++) nbi_sync(q, g + k);
+}
+
+// An empty tree's root, before its first rectangle b comes in: the desc's root if that takes b,
+// else one of the desc's side fitted around b, so that data far from the hint does not hang
+// below a chain of doublings. Its level and the doublings count from 0 again. (When no finite
+// root fits, the desc's root, which then grows or sends b to the outside list.)
+static void nbi_root_restart(nbQuadtree *q, const double *b)
+{
+    nbiQtNode *r = &NBI_NODES(q)[NBI_QT_ROOT];
+    NB_ASSERT(q->count == 0 && r->child < 0 && r->count == 0);
+    for (int a = 0; a < 2; a++) {
+        r->clo[a] = q->root0.min[a];
+        r->chi[a] = q->root0.max[a];
+    }
+    nbi_root_bounds(q, r);
+    nbiQtNode fit = *r;
+    const double cx = 0.5 * (b[0] + b[2]), cy = 0.5 * (b[1] + b[3]);
+    const double cb[4] = {cx, cy, cx, cy};
+    const double side = fmax(q->root0.max[0] - q->root0.min[0], q->root0.max[1] - q->root0.min[1]);
+    if (!nbi_root_takes(q, r, b) && nbi_root_fit(q, cb, b, side, 0.0, &fit)) *r = fit;
+    r->level = 0;
+    q->grown = 0;
+    nbi_sync(q, NBI_QT_ROOT);
 }
 
 // A placement decided before anything changes: the root's growth, or the target node (and
@@ -1859,10 +1943,18 @@ nbStatus nb_quadtree_insert(nbQuadtree *q, const nbRect *rect, uint64_t user, nb
     nbStatus st = nbi_rect_check(rect);
     if (st != NB_OK) return st;
     const double b[4] = {rect->min[0], rect->min[1], rect->max[0], rect->max[1]};
+    const nbiQtNode root = NBI_NODES(q)[NBI_QT_ROOT];
+    const int32_t grown = q->grown;
+    if (q->count == 0) nbi_root_restart(q, b);
     nbiQtPlan plan;
     nbi_plan(q, b, 1, &plan);
     st = nbi_qt_room(q, &plan.need);
-    if (st != NB_OK) return st;
+    if (st != NB_OK) { // the root as it was
+        NBI_NODES(q)[NBI_QT_ROOT] = root;
+        q->grown = grown;
+        nbi_sync(q, NBI_QT_ROOT);
+        return st;
+    }
     nbHandle h;
     st = nbi_pool_alloc(&q->pool, 0, &h);
     if (st != NB_OK) return st; // cannot happen: room was prepared
@@ -1879,7 +1971,9 @@ static nbStatus nbi_move_slot(nbQuadtree *q, int32_t slot, const double *b)
 {
     const int32_t at = nbi_pool_value_live(&q->pool, slot);
     const int32_t n = NBI_OWN(q)[at];
-    if (n != NBI_QT_OUT && nbi_within(&NBI_NODES(q)[n], b)) { // stays: nothing else changes
+    const nbiQtNode *node = &NBI_NODES(q)[n];
+    if (n == NBI_QT_ROOT ? nbi_root_takes(q, node, b) : n != NBI_QT_OUT && nbi_within(node, b)) {
+        // It stays: nothing else changes.
         nbi_box_move(q, n, at, b);
         return NB_OK;
     }
@@ -2210,16 +2304,18 @@ nbStatus nb_quadtree_build(nbQuadtree *q, const nbRect *rects, int32_t n, const 
 {
     if (q == NULL || (rects == NULL && n > 0)) return NB_ERR_NULL_ARG;
     if (n < 0 || n > NBI_QT_MAX_ITEMS) return NB_ERR_OUT_OF_RANGE;
-    for (int32_t i = 0; i < n; i++)
-        for (int a = 0; a < 2; a++)
-            if (!isfinite(rects[i].min[a]) || !isfinite(rects[i].max[a])) return NB_ERR_NOT_FINITE;
-    double u[4] = {0.0, 0.0, 0.0, 0.0}; // the union of every rectangle
+    // The first bad rectangle decides (nbi_rect_check: finiteness, then range).
+    double u[4] = {0.0, 0.0, 0.0, 0.0};  // the union of every rectangle
+    double cb[4] = {0.0, 0.0, 0.0, 0.0}; // the box of their centres
     for (int32_t i = 0; i < n; i++) {
         const nbStatus st = nbi_rect_check(&rects[i]);
         if (st != NB_OK) return st;
         for (int a = 0; a < 2; a++) {
+            const double c = 0.5 * (rects[i].min[a] + rects[i].max[a]); // as nbi_pick
             if (i == 0 || rects[i].min[a] < u[a]) u[a] = rects[i].min[a];
             if (i == 0 || rects[i].max[a] > u[2 + a]) u[2 + a] = rects[i].max[a];
+            if (i == 0 || c < cb[a]) cb[a] = c;
+            if (i == 0 || c > cb[2 + a]) cb[2 + a] = c;
         }
     }
     // A new tree with the same settings, swapped in only when it is complete: a failure leaves
@@ -2227,6 +2323,20 @@ nbStatus nb_quadtree_build(nbQuadtree *q, const nbRect *rects, int32_t n, const 
     nbQuadtree *s = NULL;
     nbStatus st = nbi_create(&q->alloc, &q->root0, q->threshold, q->max_depth, q->placement, &s);
     if (st != NB_OK) return st;
+    // Its root fits the data (the desc's bounds are only a hint), with a little to spare for
+    // rectangles that then move about; all in one point: the desc's side around it. Where no
+    // finite root fits, the desc's root grows towards the data.
+    if (n > 0) {
+        nbiQtNode *r = &NBI_NODES(s)[NBI_QT_ROOT];
+        nbiQtNode fit = *r;
+        const double side =
+            fmax(q->root0.max[0] - q->root0.min[0], q->root0.max[1] - q->root0.min[1]);
+        if (nbi_root_fit(s, cb, u, 0.0, NBI_QT_FIT_MARGIN, &fit) ||
+            nbi_root_fit(s, cb, u, side, 0.0, &fit)) {
+            *r = fit;
+            nbi_sync(s, NBI_QT_ROOT);
+        }
+    }
     const size_t un = (size_t)n;
     nbiQtItem *work = n > 0 ? nbi_alloc(&q->alloc, 2 * un, sizeof(nbiQtItem)) : NULL;
     uint8_t *pick = n > 0 ? nbi_alloc(&q->alloc, un, 1) : NULL;
