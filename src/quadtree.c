@@ -646,24 +646,32 @@ NBI_INLINE double nbi_box_dist2(const double *p, double lx, double ly, double hx
     return dx * dx + dy * dy;
 }
 
-// A ray: origin, unit direction and the largest t.
+// A ray: origin, unit direction and the largest t; the origin and the largest t also as a
+// quarter of themselves (nbi_ray_enter).
 typedef struct nbiRay {
     double o[2], d[2], tmax;
+    double o4[2], tmax4;
 } nbiRay;
 
-// Where the ray enters the box (slab test), or -1 when it misses within [0, tmax]. Monotone in
-// the box (each bound enters through one subtraction and one division), so nodes prune safely.
+// Where the ray enters the box (slab test), or -1 when it misses within [0, tmax]. Computed a
+// quarter scale: t / 4 = (lo / 4 - o / 4) / d, which is exactly (lo - o) / d / 4 as rounded
+// wherever that does not overflow (scaling by a power of two commutes with rounding, subnormals
+// apart), and never overflows on the axis where |d| >= 1 / sqrt(2); so a slab whose ends overflow
+// to infinity can no longer seem to meet another such slab "at infinity" (coordinates near the
+// largest double). Then t itself is +infinity only for a real hit beyond the largest double.
+// Monotone in the box (each bound enters through one scaling, one subtraction and one division),
+// so nodes prune safely.
 NBI_INLINE double nbi_ray_enter(const nbiRay *r, double lx, double ly, double hx, double hy)
 {
-    double t0 = 0.0, t1 = r->tmax;
-    const double lo[2] = {lx, ly}, hi[2] = {hx, hy};
+    double t0 = 0.0, t1 = r->tmax4;
+    const double lo[2] = {0.25 * lx, 0.25 * ly}, hi[2] = {0.25 * hx, 0.25 * hy};
     for (int a = 0; a < 2; a++) {
         if (r->d[a] == 0.0) {
-            if (r->o[a] < lo[a] || r->o[a] > hi[a]) return -1.0;
+            if (r->o[a] < (a == 0 ? lx : ly) || r->o[a] > (a == 0 ? hx : hy)) return -1.0;
             continue;
         }
-        double ta = (lo[a] - r->o[a]) / r->d[a];
-        double tb = (hi[a] - r->o[a]) / r->d[a];
+        double ta = (lo[a] - r->o4[a]) / r->d[a];
+        double tb = (hi[a] - r->o4[a]) / r->d[a];
         if (ta > tb) {
             double s = ta;
             ta = tb;
@@ -673,7 +681,8 @@ NBI_INLINE double nbi_ray_enter(const nbiRay *r, double lx, double ly, double hx
         t1 = tb < t1 ? tb : t1;
         if (t0 > t1) return -1.0;
     }
-    return t0;
+    t0 *= 4.0;
+    return t0 <= r->tmax ? t0 : -1.0; // (a subnormal tmax may round up when quartered)
 }
 
 static bool nbi_bits_all(uint32_t cat, uint32_t mask)
@@ -1438,16 +1447,18 @@ static void nbi_root_bounds(const nbQuadtree *q, nbiQtNode *r)
     }
 }
 
-// Whether the root takes box b where it stands: its bounds hold b and, loose, its cell holds b's
-// centre (the centre as nbi_pick computes it). A centre outside the cell could never go down to a
-// child, so such a rectangle would stay in the root however small it is.
-static bool nbi_root_takes(const nbQuadtree *q, const nbiQtNode *r, const double *b)
+// Whether node n keeps box b: its bounds hold b and, loose, its cell holds b's centre (as
+// nbi_pick computes it). A move within a node that keeps it changes nothing else, and the root
+// takes b without growing. A centre outside the cell would hold b above the leaves for good:
+// where the node splits, b fits no child's bounds unless it lies within a quarter of the node's
+// side past the cell, and a level further down within an eighth, and so on.
+static bool nbi_keeps(const nbQuadtree *q, const nbiQtNode *n, const double *b)
 {
-    if (!nbi_within(r, b)) return false;
+    if (!nbi_within(n, b)) return false;
     if (q->placement == NB_QUADTREE_TIGHT) return true; // bounds = cell
     for (int a = 0; a < 2; a++) {
         const double c = 0.5 * (b[a] + b[2 + a]);
-        if (!(c >= r->clo[a] && c <= r->chi[a])) return false;
+        if (!(c >= n->clo[a] && c <= n->chi[a])) return false;
     }
     return true;
 }
@@ -1461,12 +1472,12 @@ static bool nbi_grows_down(const nbiQtNode *r, const double *b, int a)
     return 0.5 * (b[a] + b[2 + a]) < 0.5 * (r->clo[a] + r->chi[a]);
 }
 
-// How many doublings the root needs before it takes b (nbi_root_takes): 0 if it does now, -1 if
+// How many doublings the root needs before it takes b (nbi_keeps): 0 if it does now, -1 if
 // more than the limit allows (b then goes to the outside list).
 static int nbi_growth(const nbQuadtree *q, const double *b)
 {
     nbiQtNode r = NBI_NODES(q)[NBI_QT_ROOT];
-    if (nbi_root_takes(q, &r, b)) return 0;
+    if (nbi_keeps(q, &r, b)) return 0;
     for (int g = 1; g <= NBI_QT_GROW_MAX - q->grown; g++) {
         for (int a = 0; a < 2; a++) {
             const double side = r.chi[a] - r.clo[a];
@@ -1477,7 +1488,7 @@ static int nbi_growth(const nbQuadtree *q, const double *b)
         }
         nbi_root_bounds(q, &r);
         if (!isfinite(r.lo[0] + r.lo[1] + r.hi[0] + r.hi[1])) return -1;
-        if (nbi_root_takes(q, &r, b)) return g;
+        if (nbi_keeps(q, &r, b)) return g;
     }
     return -1;
 }
@@ -1485,7 +1496,7 @@ static int nbi_growth(const nbQuadtree *q, const double *b)
 // A root cell for rectangles whose centres (as nbi_pick computes them) span cb and whose union is
 // u, into r's cell and bounds: a square at least `least` on a side, centred on the centres (tight:
 // on the union), whose cell holds every centre and whose bounds hold u, so that it takes every
-// one of them (nbi_root_takes), with `margin` (a fraction of the side) to spare on each edge.
+// one of them (nbi_keeps), with `margin` (a fraction of the side) to spare on each edge.
 // False when no finite one exists.
 static bool nbi_root_fit(const nbQuadtree *q, const double *cb, const double *u, double least,
                          double margin, nbiQtNode *r)
@@ -1663,7 +1674,7 @@ static void nbi_root_restart(nbQuadtree *q, const double *b)
     const double cx = 0.5 * (b[0] + b[2]), cy = 0.5 * (b[1] + b[3]);
     const double cb[4] = {cx, cy, cx, cy};
     const double side = fmax(q->root0.max[0] - q->root0.min[0], q->root0.max[1] - q->root0.min[1]);
-    if (!nbi_root_takes(q, r, b) && nbi_root_fit(q, cb, b, side, 0.0, &fit)) *r = fit;
+    if (!nbi_keeps(q, r, b) && nbi_root_fit(q, cb, b, side, 0.0, &fit)) *r = fit;
     r->level = 0;
     q->grown = 0;
     nbi_sync(q, NBI_QT_ROOT);
@@ -1972,7 +1983,7 @@ static nbStatus nbi_move_slot(nbQuadtree *q, int32_t slot, const double *b)
     const int32_t at = nbi_pool_value_live(&q->pool, slot);
     const int32_t n = NBI_OWN(q)[at];
     const nbiQtNode *node = &NBI_NODES(q)[n];
-    if (n == NBI_QT_ROOT ? nbi_root_takes(q, node, b) : n != NBI_QT_OUT && nbi_within(node, b)) {
+    if (n != NBI_QT_OUT && nbi_keeps(q, node, b)) {
         // It stays: nothing else changes.
         nbi_box_move(q, n, at, b);
         return NB_OK;
@@ -3070,11 +3081,14 @@ static nbStatus nbi_ray_make(const double *origin, const double *direction, doub
     if (m == 0.0) return NB_ERR_OUT_OF_RANGE;
     const double x = direction[0] / m, y = direction[1] / m;
     const double len = sqrt(x * x + y * y);
-    r->o[0] = origin[0];
-    r->o[1] = origin[1];
+    for (int a = 0; a < 2; a++) {
+        r->o[a] = origin[a];
+        r->o4[a] = 0.25 * origin[a];
+    }
     r->d[0] = x / len;
     r->d[1] = y / len;
     r->tmax = max_distance;
+    r->tmax4 = 0.25 * max_distance;
     return NB_OK;
 }
 
