@@ -56,10 +56,11 @@
 #endif
 
 enum {
-    NBI_QT_ROOT = 0,      // node index of the root
-    NBI_QT_OUT = 1,       // node index of the outside list
-    NBI_QT_GROUPS = 2,    // first node index of the groups
-    NBI_QT_GROW_MAX = 48, // times the root may double
+    NBI_QT_ROOT = 0,        // node index of the root
+    NBI_QT_OUT = 1,         // node index of the outside list
+    NBI_QT_GROUPS = 2,      // first node index of the groups
+    NBI_QT_FIT_LEVELS = 20, // a root fitted to data is at least 2^-20 of the desc's side
+    NBI_QT_GROW_MAX = 48 + NBI_QT_FIT_LEVELS, // times the root may double: 2^48 desc sides
     NBI_QT_MAX_ITEMS = 1 << 28,
     NBI_QT_STACK = 4 * (NB_QUADTREE_MAX_DEPTH + NBI_QT_GROW_MAX + 4),
     NBI_QT_DEFAULT_THRESHOLD = 512, // measured: docs/quadtree.md
@@ -1657,27 +1658,84 @@ static void nbi_split(nbQuadtree *q, int32_t n, const double *extra)
     for (int k = 0; k < 4; k++) nbi_sync(q, g + k);
 }
 
-// An empty tree's root, before its first rectangle b comes in: the desc's root if that takes b,
-// else one of the desc's side fitted around b, so that data far from the hint does not hang
-// below a chain of doublings. Its level and the doublings count from 0 again. (When no finite
-// root fits, the desc's root, which then grows or sends b to the outside list.)
-static void nbi_root_restart(nbQuadtree *q, const double *b)
+// The least side of a root fitted to data, a fraction of the desc's side (the hint): data that
+// all lies in one point, or nearly, gets a root no smaller, so that the root can still grow
+// NBI_QT_GROW_MAX - NBI_QT_FIT_LEVELS times past the hint's side.
+static double nbi_fit_least(const nbQuadtree *q)
+{
+    const double side = fmax(q->root0.max[0] - q->root0.min[0], q->root0.max[1] - q->root0.min[1]);
+    return ldexp(side, -NBI_QT_FIT_LEVELS);
+}
+
+// Gives the root (a leaf) the cell and bounds of `geom` and level 0 (the doublings count from 0
+// again): its rectangles' 16-bit boxes are put anew in its new frame, and its run or segment
+// boxes computed anew. Every rectangle it holds must lie within the new bounds.
+static void nbi_root_reframe(nbQuadtree *q, const nbiQtNode *geom)
 {
     nbiQtNode *r = &NBI_NODES(q)[NBI_QT_ROOT];
-    NB_ASSERT(q->count == 0 && r->child < 0 && r->count == 0);
+    NB_ASSERT(r->child < 0);
     for (int a = 0; a < 2; a++) {
-        r->clo[a] = q->root0.min[a];
-        r->chi[a] = q->root0.max[a];
+        r->clo[a] = geom->clo[a];
+        r->chi[a] = geom->chi[a];
+        r->lo[a] = geom->lo[a];
+        r->hi[a] = geom->hi[a];
     }
-    nbi_root_bounds(q, r);
-    nbiQtNode fit = *r;
-    const double cx = 0.5 * (b[0] + b[2]), cy = 0.5 * (b[1] + b[3]);
-    const double cb[4] = {cx, cy, cx, cy};
-    const double side = fmax(q->root0.max[0] - q->root0.min[0], q->root0.max[1] - q->root0.min[1]);
-    if (!nbi_keeps(q, r, b) && nbi_root_fit(q, cb, b, side, 0.0, &fit)) *r = fit;
     r->level = 0;
     q->grown = 0;
     nbi_sync(q, NBI_QT_ROOT);
+    if (r->count == 0) return;
+    nbi_block_init(q, r->start, r->cls, r->start + r->count);
+    for (int32_t p = r->start; p < r->start + r->count; p++) {
+        double b[4];
+        memcpy(b, NBI_BOX(q)[p].b, sizeof b);
+        nbi_box_put(q, NBI_QT_ROOT, r->start, p, b);
+    }
+}
+
+// Before rectangle b comes in by an insert, while the root is a leaf: an empty tree's root goes
+// back to the desc's if that takes b (nbi_keeps), else to one of the desc's side around b; a
+// root about to split (the threshold reached) is fitted to what it holds and b, with the build's
+// margin (nbi_root_fit). So data far from the hint, or much smaller or larger than it, gets a
+// root of its own size before the first split fixes the tree's grid, instead of hanging below a
+// chain of doublings or filling a corner of the hint. Does nothing when no finite root fits.
+// O(threshold), once a split of the root.
+static void nbi_root_refit(nbQuadtree *q, const double *b)
+{
+    const nbiQtNode *r = &NBI_NODES(q)[NBI_QT_ROOT];
+    if (r->child >= 0) return;
+    nbiQtNode fit = *r;
+    if (r->count == 0) {
+        for (int a = 0; a < 2; a++) {
+            fit.clo[a] = q->root0.min[a];
+            fit.chi[a] = q->root0.max[a];
+        }
+        nbi_root_bounds(q, &fit);
+        const double cx = 0.5 * (b[0] + b[2]), cy = 0.5 * (b[1] + b[3]);
+        const double cb[4] = {cx, cy, cx, cy};
+        const double side = ldexp(nbi_fit_least(q), NBI_QT_FIT_LEVELS);
+        if (!nbi_keeps(q, &fit, b)) nbi_root_fit(q, cb, b, side, 0.0, &fit);
+        nbi_root_reframe(q, &fit);
+        return;
+    }
+    if (!nbi_splits(q, NBI_QT_ROOT)) return;
+    double u[4], cb[4];
+    for (int a = 0; a < 2; a++) {
+        u[a] = b[a];
+        u[2 + a] = b[2 + a];
+        cb[a] = cb[2 + a] = 0.5 * (b[a] + b[2 + a]);
+    }
+    for (int32_t p = r->start; p < r->start + r->count; p++) {
+        const double *e = NBI_BOX(q)[p].b;
+        for (int a = 0; a < 2; a++) {
+            const double c = 0.5 * (e[a] + e[2 + a]);
+            u[a] = fmin(u[a], e[a]);
+            u[2 + a] = fmax(u[2 + a], e[2 + a]);
+            cb[a] = fmin(cb[a], c);
+            cb[2 + a] = fmax(cb[2 + a], c);
+        }
+    }
+    if (nbi_root_fit(q, cb, u, nbi_fit_least(q), NBI_QT_FIT_MARGIN, &fit))
+        nbi_root_reframe(q, &fit);
 }
 
 // A placement decided before anything changes: the root's growth, or the target node (and
@@ -1956,14 +2014,14 @@ nbStatus nb_quadtree_insert(nbQuadtree *q, const nbRect *rect, uint64_t user, nb
     const double b[4] = {rect->min[0], rect->min[1], rect->max[0], rect->max[1]};
     const nbiQtNode root = NBI_NODES(q)[NBI_QT_ROOT];
     const int32_t grown = q->grown;
-    if (q->count == 0) nbi_root_restart(q, b);
+    nbi_root_refit(q, b);
     nbiQtPlan plan;
     nbi_plan(q, b, 1, &plan);
     st = nbi_qt_room(q, &plan.need);
     if (st != NB_OK) { // the root as it was
-        NBI_NODES(q)[NBI_QT_ROOT] = root;
+        if (root.child < 0) nbi_root_reframe(q, &root);
+        NBI_NODES(q)[NBI_QT_ROOT].level = root.level;
         q->grown = grown;
-        nbi_sync(q, NBI_QT_ROOT);
         return st;
     }
     nbHandle h;
@@ -2335,15 +2393,12 @@ nbStatus nb_quadtree_build(nbQuadtree *q, const nbRect *rects, int32_t n, const 
     nbStatus st = nbi_create(&q->alloc, &q->root0, q->threshold, q->max_depth, q->placement, &s);
     if (st != NB_OK) return st;
     // Its root fits the data (the desc's bounds are only a hint), with a little to spare for
-    // rectangles that then move about; all in one point: the desc's side around it. Where no
-    // finite root fits, the desc's root grows towards the data.
+    // rectangles that then move about. Where no finite root fits, the desc's root grows towards
+    // the data.
     if (n > 0) {
         nbiQtNode *r = &NBI_NODES(s)[NBI_QT_ROOT];
         nbiQtNode fit = *r;
-        const double side =
-            fmax(q->root0.max[0] - q->root0.min[0], q->root0.max[1] - q->root0.min[1]);
-        if (nbi_root_fit(s, cb, u, 0.0, NBI_QT_FIT_MARGIN, &fit) ||
-            nbi_root_fit(s, cb, u, side, 0.0, &fit)) {
+        if (nbi_root_fit(s, cb, u, nbi_fit_least(s), NBI_QT_FIT_MARGIN, &fit)) {
             *r = fit;
             nbi_sync(s, NBI_QT_ROOT);
         }
