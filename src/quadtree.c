@@ -133,6 +133,7 @@ struct nbQuadtree {
     int32_t count;
     int32_t grown;
     nbRect root0; // the root's first cell (clear restores it)
+    double fo[2]; // the float copies' origin: they hold x - fo[0], y - fo[1] (nbi_f_fields)
 
     nbiPool pool; // a slot's value is its rectangle's position
     nbiBuf nodes; // nbiQtNode
@@ -283,10 +284,15 @@ static void nbi_f_round4(const double *v, float *out, int dir)
 }
 
 // A box (min x, min y, max x, max y) as the float fields searches test: min x and min y rounded
-// down, -max x and -max y rounded down (that is, the maxima rounded up).
-NBI_INLINE void nbi_f_fields(const double *b, float *out)
+// down, -max x and -max y rounded down (that is, the maxima rounded up), each taken from the
+// tree's float origin fo first. Far from the origin (1e9) a float step is 64 units, more than
+// the rectangles and the windows: from an origin in the data's middle, it is the data's size
+// that sets the steps. The subtraction, in double, is rounded but keeps the order of any two
+// values (x <= y gives x - o <= y - o), so every float test below keeps its meaning (those that
+// prove an inequality prove it strictly, by whole float steps, which no such rounding undoes).
+NBI_INLINE void nbi_f_fields(const nbQuadtree *q, const double *b, float *out)
 {
-    const double v[4] = {b[0], b[1], -b[2], -b[3]};
+    const double v[4] = {b[0] - q->fo[0], b[1] - q->fo[1], -(b[2] - q->fo[0]), -(b[3] - q->fo[1])};
     nbi_f_round4(v, out, -1);
 }
 
@@ -331,11 +337,13 @@ NBI_INLINE __m128 nbi_f_unkey(__m128i key)
 }
 #endif
 
-// The window's float values; `sure` only when `want_sure` (pairs: window and circle searches
-// test 16-bit boxes instead).
-static void nbi_win_make(nbiQtWin *x, const double *w, bool want_sure)
+// The window's float values, from the tree's float origin (nbi_f_fields); `sure` only when
+// `want_sure` (pairs: window and circle searches test 16-bit boxes instead).
+static void nbi_win_make(const nbQuadtree *q, nbiQtWin *x, const double *w, bool want_sure)
 {
     memcpy(x->w, w, sizeof x->w);
+    const double wo[4] = {w[0] - q->fo[0], w[1] - q->fo[1], w[2] - q->fo[0], w[3] - q->fo[1]};
+    w = wo;
 #if defined(__SSE2__)
     // The same values as nbi_f_round4 gives (test_quadtree's float_edges), two conversions
     // instead of three: touch and sure round the same doubles.
@@ -479,7 +487,11 @@ static void nbi_frame(const nbiQtNode *n, float fc[2], float finv[2])
 {
     for (int a = 0; a < 2; a++) {
         const float c = (float)(0.5 * n->lo[a] + 0.5 * n->hi[a]);
-        const float inv = (float)(64000.0 / (n->hi[a] - n->lo[a]));
+        // The steps reach from c to the farther edge: far from the origin c, a float, lies off
+        // the middle by up to half a float step (32 units at 1e9), which may be more than the
+        // node's side, and a frame that fell short of an edge would clamp what lies there.
+        const double reach = fmax(n->hi[a] - (double)c, (double)c - n->lo[a]);
+        const float inv = (float)(32000.0 / reach);
         const bool ok = isfinite(c) && isfinite(inv) && inv > 0.0f;
         fc[a] = ok ? c : 0.0f;
         finv[a] = ok ? inv : 1.0f;
@@ -1016,7 +1028,7 @@ NBI_INLINE void nbi_fb_put(nbQuadtree *q, int32_t n, int32_t p, const double *b)
 {
     float *f = nbi_fb_at(q, p);
     float v[4];
-    nbi_f_fields(b, v);
+    nbi_f_fields(q, b, v);
     f[0] = v[0];
     f[4] = v[1];
     f[8] = v[2];
@@ -1560,7 +1572,7 @@ static void nbi_grow(nbQuadtree *q, const double *b)
             float *gb = nbi_gb_of(q, g + c); // the old root's bounds hold its subtree
             const double ob[4] = {old.lo[0], old.lo[1], old.hi[0], old.hi[1]};
             float v[4];
-            nbi_f_fields(ob, v);
+            nbi_f_fields(q, ob, v);
             for (int i = 0; i < 4; i++) gb[4 * i] = v[i];
             if (ch->child >= 0)
                 for (int j = 0; j < 4; j++) nodes[ch->child + j].parent = g + c;
@@ -1667,10 +1679,27 @@ static double nbi_fit_least(const nbQuadtree *q)
     return ldexp(side, -NBI_QT_FIT_LEVELS);
 }
 
+// Puts node n's rectangles' boxes anew (their float copies, their 16-bit boxes in its frame, its
+// run or segment boxes), after its frame or the float origin changed. Not for a node with a
+// float box (nbi_gb_of), which would keep the old.
+static void nbi_node_reput(nbQuadtree *q, int32_t n)
+{
+    const nbiQtNode *r = &NBI_NODES(q)[n];
+    NB_ASSERT(n < NBI_QT_GROUPS);
+    if (r->count == 0) return;
+    nbi_block_init(q, r->start, r->cls, r->start + r->count);
+    for (int32_t p = r->start; p < r->start + r->count; p++) {
+        double b[4];
+        memcpy(b, NBI_BOX(q)[p].b, sizeof b);
+        nbi_box_put(q, n, r->start, p, b);
+    }
+}
+
 // Gives the root (a leaf) the cell and bounds of `geom` and level 0 (the doublings count from 0
-// again): its rectangles' 16-bit boxes are put anew in its new frame, and its run or segment
-// boxes computed anew. Every rectangle it holds must lie within the new bounds.
-static void nbi_root_reframe(nbQuadtree *q, const nbiQtNode *geom)
+// again), and the float copies the origin fo: the root's and the outside list's rectangles'
+// boxes are put anew (nbi_node_reput). Every rectangle the root holds must lie within the new
+// bounds.
+static void nbi_root_reframe(nbQuadtree *q, const nbiQtNode *geom, const double *fo)
 {
     nbiQtNode *r = &NBI_NODES(q)[NBI_QT_ROOT];
     NB_ASSERT(r->child < 0);
@@ -1683,13 +1712,17 @@ static void nbi_root_reframe(nbQuadtree *q, const nbiQtNode *geom)
     r->level = 0;
     q->grown = 0;
     nbi_sync(q, NBI_QT_ROOT);
-    if (r->count == 0) return;
-    nbi_block_init(q, r->start, r->cls, r->start + r->count);
-    for (int32_t p = r->start; p < r->start + r->count; p++) {
-        double b[4];
-        memcpy(b, NBI_BOX(q)[p].b, sizeof b);
-        nbi_box_put(q, NBI_QT_ROOT, r->start, p, b);
-    }
+    const bool moved = fo[0] != q->fo[0] || fo[1] != q->fo[1];
+    q->fo[0] = fo[0];
+    q->fo[1] = fo[1];
+    nbi_node_reput(q, NBI_QT_ROOT);
+    if (moved) nbi_node_reput(q, NBI_QT_OUT);
+}
+
+// The middle of a node's cell: a float origin (nbQuadtree.fo) for a root.
+static void nbi_cell_middle(const nbiQtNode *r, double *out)
+{
+    for (int a = 0; a < 2; a++) out[a] = 0.5 * r->clo[a] + 0.5 * r->chi[a];
 }
 
 // Before rectangle b comes in by an insert, while the root is a leaf: an empty tree's root goes
@@ -1714,7 +1747,9 @@ static void nbi_root_refit(nbQuadtree *q, const double *b)
         const double cb[4] = {cx, cy, cx, cy};
         const double side = ldexp(nbi_fit_least(q), NBI_QT_FIT_LEVELS);
         if (!nbi_keeps(q, &fit, b)) nbi_root_fit(q, cb, b, side, 0.0, &fit);
-        nbi_root_reframe(q, &fit);
+        double fo[2];
+        nbi_cell_middle(&fit, fo);
+        nbi_root_reframe(q, &fit, fo);
         return;
     }
     if (!nbi_splits(q, NBI_QT_ROOT)) return;
@@ -1734,8 +1769,11 @@ static void nbi_root_refit(nbQuadtree *q, const double *b)
             cb[2 + a] = fmax(cb[2 + a], c);
         }
     }
-    if (nbi_root_fit(q, cb, u, nbi_fit_least(q), NBI_QT_FIT_MARGIN, &fit))
-        nbi_root_reframe(q, &fit);
+    if (nbi_root_fit(q, cb, u, nbi_fit_least(q), NBI_QT_FIT_MARGIN, &fit)) {
+        double fo[2];
+        nbi_cell_middle(&fit, fo);
+        nbi_root_reframe(q, &fit, fo);
+    }
 }
 
 // A placement decided before anything changes: the root's growth, or the target node (and
@@ -1836,6 +1874,7 @@ static void nbi_reset(nbQuadtree *q)
         r->chi[a] = q->root0.max[a];
     }
     nbi_root_bounds(q, r);
+    nbi_cell_middle(r, q->fo);
     nbiQtNode *o = &nodes[NBI_QT_OUT];
     nbi_node_init(o, -1, INT32_MIN);
     for (int a = 0; a < 2; a++) {
@@ -2014,12 +2053,13 @@ nbStatus nb_quadtree_insert(nbQuadtree *q, const nbRect *rect, uint64_t user, nb
     const double b[4] = {rect->min[0], rect->min[1], rect->max[0], rect->max[1]};
     const nbiQtNode root = NBI_NODES(q)[NBI_QT_ROOT];
     const int32_t grown = q->grown;
+    const double fo[2] = {q->fo[0], q->fo[1]};
     nbi_root_refit(q, b);
     nbiQtPlan plan;
     nbi_plan(q, b, 1, &plan);
     st = nbi_qt_room(q, &plan.need);
     if (st != NB_OK) { // the root as it was
-        if (root.child < 0) nbi_root_reframe(q, &root);
+        if (root.child < 0) nbi_root_reframe(q, &root, fo);
         NBI_NODES(q)[NBI_QT_ROOT].level = root.level;
         q->grown = grown;
         return st;
@@ -2401,6 +2441,7 @@ nbStatus nb_quadtree_build(nbQuadtree *q, const nbRect *rects, int32_t n, const 
         if (nbi_root_fit(s, cb, u, nbi_fit_least(s), NBI_QT_FIT_MARGIN, &fit)) {
             *r = fit;
             nbi_sync(s, NBI_QT_ROOT);
+            nbi_cell_middle(r, s->fo); // nothing is stored yet
         }
     }
     const size_t un = (size_t)n;
@@ -2673,7 +2714,7 @@ NBI_INLINE void nbi_search_as(const nbQuadtree *q, int kind, const double *w, co
 {
     const nbiQtHot *nodes = NBI_HOT(q);
     nbiQtWin x;
-    nbi_win_make(&x, w, false);
+    nbi_win_make(q, &x, w, false);
     // The stack holds groups of nodes known to meet the search: a group's first node, and a
     // mask of which of its four to visit (bits 0 to 3, lowest first) and which of those the
     // window holds whole (bits 4 to 7), whose subtree is then reported without a test (box
@@ -3261,7 +3302,7 @@ static void nbi_pairs(const nbQuadtree *q, bool cross, uint32_t mask_a, uint32_t
             if (cross && ((cat[a] & mask_a) == 0 || mask[a] == 0)) continue;
             const double *w = rec[a].b;
             nbiQtWin x;
-            nbi_win_make(&x, w, true);
+            nbi_win_make(q, &x, w, true);
             int top = 0;
             stack[top] = NBI_QT_OUT; // the outside list, when it holds any
             top += nodes[NBI_QT_OUT].count > 0;
@@ -3429,8 +3470,8 @@ static nbStatus nbi_validate_node(const nbQuadtree *q, int32_t n, int64_t *items
         nbi_q4_ref(h, b, b + 2, u);
         for (int k = 0; k < 4; k++) NBI_CHECK(nbi_qb_at(q, at)[8 * k] == u[k]);
         const float *f = nbi_fb_at(q, at); // nbi_fb_put
-        NBI_CHECK((double)f[0] <= b[0] && (double)f[4] <= b[1]);
-        NBI_CHECK(b[2] <= -(double)f[8] && b[3] <= -(double)f[12]);
+        NBI_CHECK((double)f[0] <= b[0] - q->fo[0] && (double)f[4] <= b[1] - q->fo[1]);
+        NBI_CHECK(b[2] - q->fo[0] <= -(double)f[8] && b[3] - q->fo[1] <= -(double)f[12]);
         if (gb != NULL) // the node's box holds it
             for (int k = 0; k < 4; k++) NBI_CHECK(gb[4 * k] <= f[4 * k]);
         if (node->cls >= NBI_QT_RB_MIN_CLS) { // its run's box holds its 16-bit box
