@@ -996,30 +996,32 @@ static int test_radius_underflow(void)
 // floats, then tests exactly in double): a window that touches a rectangle only at such a value
 // finds it, one that misses it by one double step does not, whether the tree was built or
 // filled by inserts and moves, and whether the value lies inside float's range or beyond it.
-static int test_float_edges(void)
+// float_edges on values vals[0, nv), the rectangles' other sides and the windows' at base + 0 to
+// 3 and base - 1, base + 4.
+static int float_edges_at(const double *vals, int nv, double base)
 {
-    const double vals[] = {
-        0.1,    -0.1,   1.0 / 3.0, 16777217.0, -16777217.0,           1e-40,
-        -1e-45, 1e-300, -1e-300,   0.0,        3.4028235677973366e38, -3.4028235677973366e38,
-        1e39,   -1e300, 1e300};
-    enum { NV = sizeof vals / sizeof vals[0], NR = 5 * NV };
-    static nbRect rects[NR];
-    static nbHit hits[NR];
+    enum { MAXV = 16 };
+    static nbRect rects[5 * MAXV];
+    static nbHit hits[5 * MAXV];
+    NB_CHECK(nv <= MAXV);
+    const int NV = nv, NR = 5 * nv;
+    const double b0 = base, b1 = base + 1.0, b2 = base + 2.0, b3 = base + 3.0;
+    const double bm = base - 1.0, b4 = base + 4.0;
     const double inf = (double)INFINITY;
     for (int i = 0; i < NV; i++) {
-        const double v = vals[i], d = fabs(v) * 1e-3 + 1.0;
-        rects[5 * i + 0] = (nbRect){{v - d, 0.0}, {v, 1.0}}; // max x on v
-        rects[5 * i + 1] = (nbRect){{v, 2.0}, {v + d, 3.0}}; // min x on v
-        rects[5 * i + 2] = (nbRect){{0.0, v - d}, {1.0, v}}; // max y on v
-        rects[5 * i + 3] = (nbRect){{2.0, v}, {3.0, v + d}}; // min y on v
-        rects[5 * i + 4] = (nbRect){{v, v}, {v, v}};         // a point, often alone in its leaf
+        const double v = vals[i], d = fabs(v - base) * 1e-3 + 1.0;
+        rects[5 * i + 0] = (nbRect){{v - d, b0}, {v, b1}}; // max x on v
+        rects[5 * i + 1] = (nbRect){{v, b2}, {v + d, b3}}; // min x on v
+        rects[5 * i + 2] = (nbRect){{b0, v - d}, {b1, v}}; // max y on v
+        rects[5 * i + 3] = (nbRect){{b2, v}, {b3, v + d}}; // min y on v
+        rects[5 * i + 4] = (nbRect){{v, v}, {v, v}};       // a point, often alone in its leaf
     }
     for (int way = 0; way < 3; way++) { // build; inserts; inserts then moves onto the edges
         nbQuadtreeDesc desc = {0};
         desc.split_threshold = 1; // deep trees: every level's boxes get tested
         nbQuadtree *qt = NULL;
         NB_CHECK_OK(nb_quadtree_create(&desc, &qt));
-        nbHandle h[NR];
+        nbHandle h[5 * MAXV];
         if (way == 0) NB_CHECK_OK(nb_quadtree_build(qt, rects, NR, NULL, NULL, h));
         for (int32_t i = 0; way > 0 && i < NR; i++) {
             nbRect r = rects[i];
@@ -1034,12 +1036,12 @@ static int test_float_edges(void)
         for (int i = 0; i < NV; i++) {
             const double v = vals[i], up = nextafter(v, inf), down = nextafter(v, -inf);
             const nbRect wins[] = {
-                {{v, -1.0}, {v, 4.0}},
-                {{up, -1.0}, {up, 4.0}},
-                {{down, -1.0}, {down, 4.0}},
-                {{-1.0, v}, {4.0, v}},
-                {{-1.0, up}, {4.0, up}},
-                {{-1.0, down}, {4.0, down}},
+                {{v, bm}, {v, b4}},
+                {{up, bm}, {up, b4}},
+                {{down, bm}, {down, b4}},
+                {{bm, v}, {b4, v}},
+                {{bm, up}, {b4, up}},
+                {{bm, down}, {b4, down}},
                 {{v, v}, {v, v}},
                 {{down, down}, {v, v}},
                 {{v, v}, {up, up}},
@@ -1064,6 +1066,22 @@ static int test_float_edges(void)
         nb_quadtree_destroy(qt);
     }
     return 0;
+}
+
+static int test_float_edges(void)
+{
+    const double vals[] = {
+        0.1,    -0.1,   1.0 / 3.0, 16777217.0, -16777217.0,           1e-40,
+        -1e-45, 1e-300, -1e-300,   0.0,        3.4028235677973366e38, -3.4028235677973366e38,
+        1e39,   -1e300, 1e300};
+    if (float_edges_at(vals, sizeof vals / sizeof vals[0], 0.0) != 0) return 1;
+    // Far from the origin, where the float copies are taken from an origin in the data's
+    // middle: edges on values no float holds relative to it, and on its float steps.
+    const double far = 1e9;
+    const double fars[] = {far + 0.1,    far - 0.1, far + 1.0 / 3.0, far + 64.0,  far - 32.0,
+                           far + 1e-6,   far,       far + 0.5,       far + 77.25, far - 123.4,
+                           far + 2048.0, far + 3e4};
+    return float_edges_at(fars, sizeof fars / sizeof fars[0], far);
 }
 
 // The 16-bit boxes (runs of 8 in a node's frame, src/quadtree.c): a window decides a rectangle
