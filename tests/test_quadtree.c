@@ -1737,6 +1737,23 @@ static int test_check_order(void)
     return 0;
 }
 
+// Narrows [*t0, *t1] to where a ray from o along d lies within [lo, hi] on one axis, in long
+// double (whose range holds every difference of two doubles).
+static void slab_ld(long double o, long double d, long double lo, long double hi, long double *t0,
+                    long double *t1)
+{
+    if (d == 0.0L) {
+        if (o < lo || o > hi) { // never within: an empty interval
+            *t0 = (long double)INFINITY;
+            *t1 = -(long double)INFINITY;
+        }
+        return;
+    }
+    const long double ta = (lo - o) / d, tb = (hi - o) / d;
+    *t0 = fmaxl(*t0, fminl(ta, tb));
+    *t1 = fminl(*t1, fmaxl(ta, tb));
+}
+
 // Rays and rectangles near the largest double: the slab test's differences overflow there. Each
 // ray's hits against the same test in long double (whose range holds every difference), with
 // the rectangles kept apart from the rays by far more than a rounding: the same rectangles hit,
@@ -1774,23 +1791,8 @@ static int test_ray_huge(void)
         bool near = false; // an edge too close to call in double: skip the ray
         for (int i = 0; i < N; i++) {
             long double t0 = 0.0L, t1 = (long double)INFINITY;
-            long double gap = (long double)INFINITY;
-            for (int a = 0; a < 2; a++) {
-                if (d[a] == 0.0L) {
-                    if (o[a] < r[i].min[a] || o[a] > r[i].max[a]) t0 = 1.0L, t1 = 0.0L;
-                    continue;
-                }
-                long double ta = ((long double)r[i].min[a] - o[a]) / d[a];
-                long double tb = ((long double)r[i].max[a] - o[a]) / d[a];
-                if (ta > tb) {
-                    long double s = ta;
-                    ta = tb;
-                    tb = s;
-                }
-                t0 = ta > t0 ? ta : t0;
-                t1 = tb < t1 ? tb : t1;
-            }
-            gap = fabsl(t1 - t0) / (fabsl(t0) + fabsl(t1) + 1.0L);
+            for (int a = 0; a < 2; a++) slab_ld(o[a], d[a], r[i].min[a], r[i].max[a], &t0, &t1);
+            const long double gap = fabsl(t1 - t0) / (fabsl(t0) + fabsl(t1) + 1.0L);
             if (gap < 1e-9L) near = true;
             want[i] = t0 <= t1;
             wt[i] = t0;
