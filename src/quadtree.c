@@ -2051,17 +2051,27 @@ nbStatus nb_quadtree_insert(nbQuadtree *q, const nbRect *rect, uint64_t user, nb
     nbStatus st = nbi_rect_check(rect);
     if (st != NB_OK) return st;
     const double b[4] = {rect->min[0], rect->min[1], rect->max[0], rect->max[1]};
-    const nbiQtNode root = NBI_NODES(q)[NBI_QT_ROOT];
-    const int32_t grown = q->grown;
-    const double fo[2] = {q->fo[0], q->fo[1]};
-    nbi_root_refit(q, b);
+    // While the root is a leaf, it may be fitted first (nbi_root_refit); kept to undo that.
+    const bool leaf = NBI_NODES(q)[NBI_QT_ROOT].child < 0;
+    nbiQtNode root;
+    int32_t grown = 0;
+    double fo[2] = {0.0, 0.0};
+    if (leaf) {
+        root = NBI_NODES(q)[NBI_QT_ROOT];
+        grown = q->grown;
+        fo[0] = q->fo[0];
+        fo[1] = q->fo[1];
+        nbi_root_refit(q, b);
+    }
     nbiQtPlan plan;
     nbi_plan(q, b, 1, &plan);
     st = nbi_qt_room(q, &plan.need);
-    if (st != NB_OK) { // the root as it was
-        if (root.child < 0) nbi_root_reframe(q, &root, fo);
-        NBI_NODES(q)[NBI_QT_ROOT].level = root.level;
-        q->grown = grown;
+    if (st != NB_OK) {
+        if (leaf) { // the root as it was
+            nbi_root_reframe(q, &root, fo);
+            NBI_NODES(q)[NBI_QT_ROOT].level = root.level;
+            q->grown = grown;
+        }
         return st;
     }
     nbHandle h;
