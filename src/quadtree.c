@@ -1510,10 +1510,11 @@ static int nbi_growth(const nbQuadtree *q, const double *b)
 // u, into r's cell and bounds: a square at least `least` on a side, centred on the centres (tight:
 // on the union), whose cell holds every centre and whose bounds hold u, so that it takes every
 // one of them (nbi_keeps), with `margin` (a fraction of the side) to spare on each edge.
-// False when no finite one exists.
+// False, r unchanged, when no finite one exists.
 static bool nbi_root_fit(const nbQuadtree *q, const double *cb, const double *u, double least,
-                         double margin, nbiQtNode *r)
+                         double margin, nbiQtNode *out)
 {
+    nbiQtNode fit = *out, *r = &fit;
     const bool tight = q->placement == NB_QUADTREE_TIGHT;
     double c[2], side = least;
     for (int a = 0; a < 2; a++) {
@@ -1534,8 +1535,10 @@ static bool nbi_root_fit(const nbQuadtree *q, const double *cb, const double *u,
         const bool finite = isfinite(r->lo[0] + r->lo[1] + r->hi[0] + r->hi[1]);
         if (finite && r->clo[0] < r->chi[0] && r->clo[1] < r->chi[1] && nbi_within(r, u) &&
             (tight || (cb[0] >= r->clo[0] && cb[1] >= r->clo[1] && cb[2] <= r->chi[0] &&
-                       cb[3] <= r->chi[1])))
+                       cb[3] <= r->chi[1]))) {
+            *out = fit;
             return true;
+        }
     }
     return false;
 }
