@@ -1785,13 +1785,15 @@ static int test_ray_huge(void)
         if (dir[0] == 0.0 && dir[1] == 0.0) dir[0] = 1.0;
         const double m = fmax(fabs(dir[0]), fabs(dir[1]));
         const double x = dir[0] / m, y = dir[1] / m, len = sqrt(x * x + y * y);
-        const long double d[2] = {x / len, y / len};
+        const long double d[2] = {(long double)(x / len), (long double)(y / len)};
         bool want[N];
         long double wt[N];
         bool near = false; // an edge too close to call in double: skip the ray
         for (int i = 0; i < N; i++) {
             long double t0 = 0.0L, t1 = (long double)INFINITY;
-            for (int a = 0; a < 2; a++) slab_ld(o[a], d[a], r[i].min[a], r[i].max[a], &t0, &t1);
+            for (int a = 0; a < 2; a++)
+                slab_ld((long double)o[a], d[a], (long double)r[i].min[a], (long double)r[i].max[a],
+                        &t0, &t1);
             const long double gap = fabsl(t1 - t0) / (fabsl(t0) + fabsl(t1) + 1.0L);
             if (gap < 1e-9L) near = true;
             want[i] = t0 <= t1;
