@@ -1535,7 +1535,7 @@ static int test_build_slot_order(void)
 
 // ---- the root finds the data ----
 
-enum { PN = 20000, PW = 200 };
+enum { PN = 12000, PW = 120 };
 
 // Touching pairs among r[0, n) by a sweep along x (sorted by min x): independent of the tree.
 static int cmp_min_x(const void *a, const void *b)
@@ -1546,7 +1546,7 @@ static int cmp_min_x(const void *a, const void *b)
 
 static int64_t sweep_pairs(const nbRect *r, int32_t n)
 {
-    static nbRect s[PN];
+    static nbRect s[PN + PN / 2];
     memcpy(s, r, (size_t)n * sizeof *r);
     qsort(s, (size_t)n, sizeof *s, cmp_min_x);
     int64_t pairs = 0;
@@ -1564,7 +1564,7 @@ static int check_placed(const nbQuadtree *qt, int placement, const nbRect *r, in
                         const double *box, const char *what)
 {
     const int32_t most = placement == NB_QUADTREE_TIGHT ? n / 10 : n / 50;
-    static nbHit hits[PN];
+    static nbHit hits[PN + PN / 2];
     nbQuadtreeInfo info;
     NB_CHECK_OK(nb_quadtree_validate(qt));
     NB_CHECK_OK(nb_quadtree_info(qt, &info));
@@ -1579,7 +1579,7 @@ static int check_placed(const nbQuadtree *qt, int placement, const nbRect *r, in
         const double hx = 0.002 * sx * (1.0 + 20.0 * nbt_unit()), hy = 0.002 * sy * nbt_unit();
         const nbRect w = {{cx - hx, cy - hy}, {cx + hx, cy + hy}};
         int32_t found = -1, want = 0;
-        NB_CHECK_OK(nb_quadtree_query_box(qt, &w, NB_FILTER_ALL, hits, PN, &found));
+        NB_CHECK_OK(nb_quadtree_query_box(qt, &w, NB_FILTER_ALL, hits, PN + PN / 2, &found));
         uint64_t sum = 0, wsum = 0;
         for (int32_t i = 0; i < n; i++)
             if (touch(&r[i], &w)) {
@@ -1625,16 +1625,18 @@ static int test_root_fits(void)
         {-50.0, -50.0, 50.0, 50.0},                                   // well inside the hint
         {5e5, 4e6, 5e5 + 20000.0, 4e6 + 20000.0}, // UTM-like, wider than the hint
     };
-    static nbRect r[PN];
-    static nbHandle h[PN];
-    static uint64_t users[PN];
-    for (int32_t i = 0; i < PN; i++) users[i] = (uint64_t)i;
+    enum { ALL = PN + PN / 2 };
+    static nbRect r[ALL];
+    static nbHandle h[ALL];
+    static uint64_t users[ALL];
+    for (int32_t i = 0; i < ALL; i++) users[i] = (uint64_t)i;
     for (size_t b = 0; b < sizeof boxes / sizeof boxes[0]; b++) {
         const double *box = boxes[b];
         placed_rects(r, PN, box);
         for (int placement = 1; placement <= 2; placement++) {
-            nbQuadtreeDesc desc = {0};
+            nbQuadtreeDesc desc = {0}; // the bounds left to their default
             desc.placement = placement;
+            desc.split_threshold = 128; // a deeper tree than the default's, more splits
             nbQuadtree *qt = NULL;
             NB_CHECK_OK(nb_quadtree_create(&desc, &qt));
             NB_CHECK_OK(nb_quadtree_build(qt, r, PN, users, NULL, h));
@@ -1672,6 +1674,30 @@ static int test_root_fits(void)
                 box[0] + 0.1 * (box[2] - box[0]), box[1] + 0.1 * (box[2] - box[0]),
                 box[2] + 0.1 * (box[2] - box[0]), box[3] + 0.1 * (box[2] - box[0])};
             if (check_placed(qt, placement, r, PN, drifted, "moves") != 0) {
+                fprintf(stderr, "  (box %d, placement %d)\n", (int)b, placement);
+                return 1;
+            }
+            // A spread: every rectangle moves away from the middle by a tenth of its distance
+            // (many into the margins of their nodes' bounds, out of their quadrants), then half
+            // as many again come in among them, so that leaves split: a rectangle kept by a move
+            // outside its node's quadrant would be held above the leaves from then on.
+            const double mid[2] = {0.5 * (drifted[0] + drifted[2]),
+                                   0.5 * (drifted[1] + drifted[3])};
+            for (int32_t i = 0; i < PN; i++)
+                for (int a = 0; a < 2; a++) {
+                    const double d = 0.1 * (0.5 * (r[i].min[a] + r[i].max[a]) - mid[a]);
+                    r[i].min[a] += d;
+                    r[i].max[a] += d;
+                }
+            NB_CHECK_OK(nb_quadtree_move_many(qt, h, r, PN, NULL));
+            const double spread[4] = {mid[0] - 0.55 * (drifted[2] - drifted[0]),
+                                      mid[1] - 0.55 * (drifted[3] - drifted[1]),
+                                      mid[0] + 0.55 * (drifted[2] - drifted[0]),
+                                      mid[1] + 0.55 * (drifted[3] - drifted[1])};
+            placed_rects(r + PN, ALL - PN, spread);
+            for (int32_t i = PN; i < ALL; i++)
+                NB_CHECK_OK(nb_quadtree_insert(qt, &r[i], (uint64_t)i, NB_FILTER_ALL, &h[i]));
+            if (check_placed(qt, placement, r, ALL, spread, "spread") != 0) {
                 fprintf(stderr, "  (box %d, placement %d)\n", (int)b, placement);
                 return 1;
             }
