@@ -25,7 +25,11 @@
 //
 //   bench_rects [--quick] [--runs K] [--only build,windows,pairs,moving]
 //               [--placement loose|tight] [--threshold T] [--depth D] [--insert] [--stats]
-//               [--frames F] [--each]
+//               [--frames F] [--each] [--default-desc] [--offset X,Y]
+// --default-desc: the tree's desc leaves the bounds zero (the default hint, [-1024, 1024]^2)
+// instead of the data's square; the peer is named ..._default_desc. --offset X,Y: every set
+// (static, windows, moving, and the moving set's walls) moved by (X, Y) (rects_common.h,
+// nbr_shift), as bench_rects_peers --offset does.
 // With a placement, threshold or depth other than the defaults the peer is named
 // nearby_quadtree_<placement>_t<T>. --stats adds, on stderr, the tree's shape after the build
 // (nodes, depth, rectangles held above the leaves) and, when built with NBI_QT_STATS
@@ -75,13 +79,16 @@ static void check(nbStatus s, const char *what)
 typedef struct Options {
     int placement, threshold, depth;
     const nbAllocator *allocator;
+    bool default_desc; // --default-desc: desc.bounds left zero (the default hint)
+    double off[2];     // --offset X,Y
 } Options;
 
 static nbQuadtree *make_tree(const Options *o, int32_t n, int32_t hint)
 {
     const double h = nbr_half(n);
     nbQuadtreeDesc desc = {0};
-    desc.bounds = (nbRect){{-h, -h}, {h, h}};
+    if (!o->default_desc)
+        desc.bounds = (nbRect){{o->off[0] - h, o->off[1] - h}, {o->off[0] + h, o->off[1] + h}};
     desc.placement = o->placement;
     desc.split_threshold = o->threshold;
     desc.max_depth = o->depth;
@@ -184,7 +191,7 @@ int main(int argc, char **argv)
     bool quick = false, stats = false;
     int runs_arg = 0, frames_arg = 0;
     const char *only = "build,windows,pairs,moving";
-    Options o = {0, 0, 0, NULL};
+    Options o = {0, 0, 0, NULL, false, {0.0, 0.0}};
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) {
             quick = true;
@@ -208,11 +215,16 @@ int main(int argc, char **argv)
             o.depth = atoi(argv[++i]);
         } else if (strcmp(argv[i], "--frames") == 0 && i + 1 < argc) {
             frames_arg = atoi(argv[++i]);
+        } else if (strcmp(argv[i], "--default-desc") == 0) {
+            o.default_desc = true;
+        } else if (strcmp(argv[i], "--offset") == 0 && i + 1 < argc &&
+                   sscanf(argv[i + 1], "%lf,%lf", &o.off[0], &o.off[1]) == 2) {
+            i++;
         } else {
             fprintf(stderr, "usage: bench_rects [--quick] [--runs K] [--only "
                             "build,windows,pairs,moving] [--placement loose|tight] "
                             "[--threshold T] [--depth D] [--insert] [--stats] [--frames F] "
-                            "[--each]\n");
+                            "[--each] [--default-desc] [--offset X,Y]\n");
             return 2;
         }
     }
@@ -222,6 +234,7 @@ int main(int argc, char **argv)
                  o.placement == NB_QUADTREE_TIGHT ? "tight" : "loose",
                  o.threshold > 0 ? o.threshold : 128, o.depth > 0 ? "_d" : "",
                  use_insert ? "_insert" : "");
+    if (o.default_desc) strncat(peer, "_default_desc", sizeof peer - strlen(peer) - 1);
     const char *cpu_env = getenv("NBB_CPU_TIME");
     cpu_time = cpu_env != NULL && strcmp(cpu_env, "1") == 0;
     Sizes sz = quick ? quick_sizes : full_sizes;
@@ -238,6 +251,9 @@ int main(int argc, char **argv)
     nbr_make_rects(rects, sz.n_static);
     nbr_make_windows(wins, sz.n_windows, sz.n_static);
     nbr_make_rects(moving, sz.n_moving);
+    nbr_shift(rects, sz.n_static, o.off[0], o.off[1]);
+    nbr_shift(wins, sz.n_windows, o.off[0], o.off[1]);
+    nbr_shift(moving, sz.n_moving, o.off[0], o.off[1]);
     int64_t ns[NBB_MAX_RUNS];
 
     nbQuadtree *qt = NULL;
@@ -326,7 +342,7 @@ int main(int argc, char **argv)
         nbi_qt_nodes_visited = nbi_qt_items_tested = 0;
 #endif
         for (int f = 0; f < sz.frames; f++) {
-            nbr_move(moving, sz.n_moving, &s);
+            nbr_move_at(moving, sz.n_moving, &s, o.off[0], o.off[1]);
             for (int32_t i = 0; i < sz.n_moving; i++) {
                 const double *m = moving + 4 * (size_t)i;
                 to[i] = (nbRect){{m[0], m[1]}, {m[2], m[3]}};

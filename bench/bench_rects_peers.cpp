@@ -40,6 +40,7 @@
 //                 checks a peer run for fewer frames (--frames) against the others.
 //
 //   bench_rects_peers PEER [--quick] [--runs K] [--frames F] [--only build,windows,pairs,moving]
+//                     [--offset X,Y]   every set moved by (X, Y), as bench_rects --offset
 //   bench_rects_peers --dump DIR [--quick]   writes the JS runners' data (rects_js/bench.mjs):
 //                                            static.f64, windows.f64, moving.f64
 // Exit status 3 when PEER is not built in (its library was missing at configure time).
@@ -440,7 +441,7 @@ int usage()
 {
     fprintf(stderr, "usage: bench_rects_peers b2tree|rtree_packed|rtree_rstar|sidx_rstar|"
                     "sidx_join [--quick] [--runs K] [--frames F]\n"
-                    "       [--only build,windows,pairs,moving]\n"
+                    "       [--only build,windows,pairs,moving] [--offset X,Y]\n"
                     "       bench_rects_peers --dump DIR [--quick]\n");
     return 2;
 }
@@ -451,6 +452,7 @@ int run(int argc, char **argv)
     std::string peer_name = argv[1], dump_dir, only = "build,windows,pairs,moving";
     bool quick = false;
     int runs_arg = 0, frames_arg = 0;
+    double off[2] = {0.0, 0.0};
     int first = 2;
     if (peer_name == "--dump") {
         if (argc < 3) return usage();
@@ -469,6 +471,9 @@ int run(int argc, char **argv)
             if (frames_arg < kPrefixFrames) return usage();
         } else if (a == "--only" && i + 1 < argc) {
             only = argv[++i];
+        } else if (a == "--offset" && i + 1 < argc &&
+                   sscanf(argv[i + 1], "%lf,%lf", &off[0], &off[1]) == 2) {
+            i++;
         } else {
             return usage();
         }
@@ -480,6 +485,9 @@ int run(int argc, char **argv)
     nbr_make_rects(rects.data(), sz.n_static);
     nbr_make_windows(windows.data(), sz.n_windows, sz.n_static);
     nbr_make_rects(moving.data(), sz.n_moving);
+    nbr_shift(rects.data(), sz.n_static, off[0], off[1]);
+    nbr_shift(windows.data(), sz.n_windows, off[0], off[1]);
+    nbr_shift(moving.data(), sz.n_moving, off[0], off[1]);
 
     if (!dump_dir.empty()) {
         write_f64(dump_dir + "/static.f64", rects);
@@ -556,7 +564,7 @@ int run(int argc, char **argv)
         nbrTally total{0, 0};
         for (int f = 0; f < frames; f++) {
             old = r;
-            nbr_move(r.data(), sz.n_moving, &s);
+            nbr_move_at(r.data(), sz.n_moving, &s, off[0], off[1]);
             Clock c;
             peer->move(old.data(), r.data(), sz.n_moving);
             nbrTally t = peer->self_windows(r.data(), sz.n_moving);

@@ -97,23 +97,44 @@ static inline int nbr_touch(const double *a, const double *b)
     return a[0] <= b[2] && b[0] <= a[2] && a[1] <= b[3] && b[1] <= a[3];
 }
 
-/// One step of the moving workload for n rectangles r[4n] in the square of n; *s starts at
-/// NBR_SEED_MOVES before the first frame. Centres step uniformly in [-NBR_STEP, NBR_STEP] per
-/// axis and are reflected at the walls +-h; sizes are kept.
-static inline void nbr_move(double *r, int32_t n, uint64_t *s)
+/// Moves a set elsewhere: adds (ox, oy) to every rectangle (or window) of r[4n]. The runners'
+/// --offset X,Y puts the static set, the windows and the moving set (before its first frame)
+/// there, and the moving set's frames then keep to its square moved likewise (nbr_move_at).
+static inline void nbr_shift(double *r, int32_t n, double ox, double oy)
+{
+    for (int32_t i = 0; i < n; i++) {
+        r[4 * i + 0] += ox;
+        r[4 * i + 1] += oy;
+        r[4 * i + 2] += ox;
+        r[4 * i + 3] += oy;
+    }
+}
+
+/// One step of the moving workload for n rectangles r[4n] in the square of n moved by (ox, oy);
+/// *s starts at NBR_SEED_MOVES before the first frame. Centres step uniformly in [-NBR_STEP,
+/// NBR_STEP] per axis and are reflected at the walls o +- h; sizes are kept. With o = 0 the
+/// arithmetic is the same as before there was an offset (bit for bit).
+static inline void nbr_move_at(double *r, int32_t n, uint64_t *s, double ox, double oy)
 {
     double h = nbr_half(n);
     for (int32_t i = 0; i < n; i++) {
         for (int a = 0; a < 2; a++) {
+            const double o = a == 0 ? ox : oy;
             double lo = r[4 * i + a], hi = r[4 * i + 2 + a];
             double half = 0.5 * (hi - lo), c = 0.5 * (hi + lo);
             c += (2.0 * nbr_unit(s) - 1.0) * NBR_STEP;
-            if (c > h) c = 2.0 * h - c;
-            if (c < -h) c = -2.0 * h - c;
+            if (c > o + h) c = 2.0 * (o + h) - c;
+            if (c < o - h) c = 2.0 * (o - h) - c;
             r[4 * i + a] = c - half;
             r[4 * i + 2 + a] = c + half;
         }
     }
+}
+
+/// nbr_move_at in the square around the origin.
+static inline void nbr_move(double *r, int32_t n, uint64_t *s)
+{
+    nbr_move_at(r, n, s, 0.0, 0.0);
 }
 
 /// Folds one (query, hit) into a tally: count and index sum.

@@ -57,7 +57,7 @@ int main(int argc, char **argv)
         }
     }
 
-    // The root is a hint: it grows to whatever the rectangles need.
+    // The bounds are a hint: the root moves to the rectangles and grows as they need.
     nbQuadtreeDesc desc = {.bounds = {{0.0, 0.0}, {side, side}}};
     nbQuadtree *tree = NULL;
     nbStatus st = nb_quadtree_create(&desc, &tree);

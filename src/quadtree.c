@@ -56,10 +56,11 @@
 #endif
 
 enum {
-    NBI_QT_ROOT = 0,      // node index of the root
-    NBI_QT_OUT = 1,       // node index of the outside list
-    NBI_QT_GROUPS = 2,    // first node index of the groups
-    NBI_QT_GROW_MAX = 48, // times the root may double
+    NBI_QT_ROOT = 0,        // node index of the root
+    NBI_QT_OUT = 1,         // node index of the outside list
+    NBI_QT_GROUPS = 2,      // first node index of the groups
+    NBI_QT_FIT_LEVELS = 20, // a root fitted to data is at least 2^-20 of the desc's side
+    NBI_QT_GROW_MAX = 48 + NBI_QT_FIT_LEVELS, // times the root may double: 2^48 desc sides
     NBI_QT_MAX_ITEMS = 1 << 28,
     NBI_QT_STACK = 4 * (NB_QUADTREE_MAX_DEPTH + NBI_QT_GROW_MAX + 4),
     NBI_QT_DEFAULT_THRESHOLD = 512, // measured: docs/quadtree.md
@@ -69,6 +70,10 @@ enum {
     NBI_QT_QMAX = 32766,   // 16-bit box fields lie in [-NBI_QT_QMAX, NBI_QT_QMAX]
     NBI_QT_QEMPTY = 32767, // every field of a position without a box: fails every test
 };
+
+// What a build's root spares on each edge past the data, a fraction of its side: rectangles
+// that then move a little beyond the data's box (a wall they bounce off) need no doubling.
+#define NBI_QT_FIT_MARGIN (1.0 / 32.0)
 
 typedef struct nbiQtNode {
     double lo[2], hi[2];   // bounds: every rectangle of the subtree lies within (closed)
@@ -128,6 +133,7 @@ struct nbQuadtree {
     int32_t count;
     int32_t grown;
     nbRect root0; // the root's first cell (clear restores it)
+    double fo[2]; // the float copies' origin: they hold x - fo[0], y - fo[1] (nbi_f_fields)
 
     nbiPool pool; // a slot's value is its rectangle's position
     nbiBuf nodes; // nbiQtNode
@@ -278,10 +284,15 @@ static void nbi_f_round4(const double *v, float *out, int dir)
 }
 
 // A box (min x, min y, max x, max y) as the float fields searches test: min x and min y rounded
-// down, -max x and -max y rounded down (that is, the maxima rounded up).
-NBI_INLINE void nbi_f_fields(const double *b, float *out)
+// down, -max x and -max y rounded down (that is, the maxima rounded up), each taken from the
+// tree's float origin fo first. Far from the origin (1e9) a float step is 64 units, more than
+// the rectangles and the windows: from an origin in the data's middle, it is the data's size
+// that sets the steps. The subtraction, in double, is rounded but keeps the order of any two
+// values (x <= y gives x - o <= y - o), so every float test below keeps its meaning (those that
+// prove an inequality prove it strictly, by whole float steps, which no such rounding undoes).
+NBI_INLINE void nbi_f_fields(const nbQuadtree *q, const double *b, float *out)
 {
-    const double v[4] = {b[0], b[1], -b[2], -b[3]};
+    const double v[4] = {b[0] - q->fo[0], b[1] - q->fo[1], -(b[2] - q->fo[0]), -(b[3] - q->fo[1])};
     nbi_f_round4(v, out, -1);
 }
 
@@ -326,11 +337,13 @@ NBI_INLINE __m128 nbi_f_unkey(__m128i key)
 }
 #endif
 
-// The window's float values; `sure` only when `want_sure` (pairs: window and circle searches
-// test 16-bit boxes instead).
-static void nbi_win_make(nbiQtWin *x, const double *w, bool want_sure)
+// The window's float values, from the tree's float origin (nbi_f_fields); `sure` only when
+// `want_sure` (pairs: window and circle searches test 16-bit boxes instead).
+static void nbi_win_make(const nbQuadtree *q, nbiQtWin *x, const double *w, bool want_sure)
 {
     memcpy(x->w, w, sizeof x->w);
+    const double wo[4] = {w[0] - q->fo[0], w[1] - q->fo[1], w[2] - q->fo[0], w[3] - q->fo[1]};
+    w = wo;
 #if defined(__SSE2__)
     // The same values as nbi_f_round4 gives (test_quadtree's float_edges), two conversions
     // instead of three: touch and sure round the same doubles.
@@ -474,7 +487,11 @@ static void nbi_frame(const nbiQtNode *n, float fc[2], float finv[2])
 {
     for (int a = 0; a < 2; a++) {
         const float c = (float)(0.5 * n->lo[a] + 0.5 * n->hi[a]);
-        const float inv = (float)(64000.0 / (n->hi[a] - n->lo[a]));
+        // The steps reach from c to the farther edge: far from the origin c, a float, lies off
+        // the middle by up to half a float step (32 units at 1e9), which may be more than the
+        // node's side, and a frame that fell short of an edge would clamp what lies there.
+        const double reach = fmax(n->hi[a] - (double)c, (double)c - n->lo[a]);
+        const float inv = (float)(32000.0 / reach);
         const bool ok = isfinite(c) && isfinite(inv) && inv > 0.0f;
         fc[a] = ok ? c : 0.0f;
         finv[a] = ok ? inv : 1.0f;
@@ -642,24 +659,32 @@ NBI_INLINE double nbi_box_dist2(const double *p, double lx, double ly, double hx
     return dx * dx + dy * dy;
 }
 
-// A ray: origin, unit direction and the largest t.
+// A ray: origin, unit direction and the largest t; the origin and the largest t also as a
+// quarter of themselves (nbi_ray_enter).
 typedef struct nbiRay {
     double o[2], d[2], tmax;
+    double o4[2], tmax4;
 } nbiRay;
 
-// Where the ray enters the box (slab test), or -1 when it misses within [0, tmax]. Monotone in
-// the box (each bound enters through one subtraction and one division), so nodes prune safely.
+// Where the ray enters the box (slab test), or -1 when it misses within [0, tmax]. Computed a
+// quarter scale: t / 4 = (lo / 4 - o / 4) / d, which is exactly (lo - o) / d / 4 as rounded
+// wherever that does not overflow (scaling by a power of two commutes with rounding, subnormals
+// apart), and never overflows on the axis where |d| >= 1 / sqrt(2); so a slab whose ends overflow
+// to infinity can no longer seem to meet another such slab "at infinity" (coordinates near the
+// largest double). Then t itself is +infinity only for a real hit beyond the largest double.
+// Monotone in the box (each bound enters through one scaling, one subtraction and one division),
+// so nodes prune safely.
 NBI_INLINE double nbi_ray_enter(const nbiRay *r, double lx, double ly, double hx, double hy)
 {
-    double t0 = 0.0, t1 = r->tmax;
-    const double lo[2] = {lx, ly}, hi[2] = {hx, hy};
+    double t0 = 0.0, t1 = r->tmax4;
+    const double lo[2] = {0.25 * lx, 0.25 * ly}, hi[2] = {0.25 * hx, 0.25 * hy};
     for (int a = 0; a < 2; a++) {
         if (r->d[a] == 0.0) {
-            if (r->o[a] < lo[a] || r->o[a] > hi[a]) return -1.0;
+            if (r->o[a] < (a == 0 ? lx : ly) || r->o[a] > (a == 0 ? hx : hy)) return -1.0;
             continue;
         }
-        double ta = (lo[a] - r->o[a]) / r->d[a];
-        double tb = (hi[a] - r->o[a]) / r->d[a];
+        double ta = (lo[a] - r->o4[a]) / r->d[a];
+        double tb = (hi[a] - r->o4[a]) / r->d[a];
         if (ta > tb) {
             double s = ta;
             ta = tb;
@@ -669,7 +694,8 @@ NBI_INLINE double nbi_ray_enter(const nbiRay *r, double lx, double ly, double hx
         t1 = tb < t1 ? tb : t1;
         if (t0 > t1) return -1.0;
     }
-    return t0;
+    t0 *= 4.0;
+    return t0 <= r->tmax ? t0 : -1.0; // (a subnormal tmax may round up when quartered)
 }
 
 static bool nbi_bits_all(uint32_t cat, uint32_t mask)
@@ -1002,7 +1028,7 @@ NBI_INLINE void nbi_fb_put(nbQuadtree *q, int32_t n, int32_t p, const double *b)
 {
     float *f = nbi_fb_at(q, p);
     float v[4];
-    nbi_f_fields(b, v);
+    nbi_f_fields(q, b, v);
     f[0] = v[0];
     f[4] = v[1];
     f[8] = v[2];
@@ -1434,25 +1460,87 @@ static void nbi_root_bounds(const nbQuadtree *q, nbiQtNode *r)
     }
 }
 
-// How many doublings the root needs before its bounds hold b: 0 if they do now, -1 if more
-// than the limit allows (b then goes to the outside list).
+// Whether node n keeps box b: its bounds hold b and, loose, its cell holds b's centre (as
+// nbi_pick computes it). A move within a node that keeps it changes nothing else, and the root
+// takes b without growing. A centre outside the cell would hold b above the leaves for good:
+// where the node splits, b fits no child's bounds unless it lies within a quarter of the node's
+// side past the cell, and a level further down within an eighth, and so on.
+static bool nbi_keeps(const nbQuadtree *q, const nbiQtNode *n, const double *b)
+{
+    if (!nbi_within(n, b)) return false;
+    if (q->placement == NB_QUADTREE_TIGHT) return true; // bounds = cell
+    for (int a = 0; a < 2; a++) {
+        const double c = 0.5 * (b[a] + b[2 + a]);
+        if (!(c >= n->clo[a] && c <= n->chi[a])) return false;
+    }
+    return true;
+}
+
+// Whether a root r that does not take b grows downwards on axis a (else upwards): towards the
+// side b sticks out of, or where neither, the side its centre is nearer to.
+static bool nbi_grows_down(const nbiQtNode *r, const double *b, int a)
+{
+    if (b[a] < r->lo[a]) return true;
+    if (b[2 + a] > r->hi[a]) return false;
+    return 0.5 * (b[a] + b[2 + a]) < 0.5 * (r->clo[a] + r->chi[a]);
+}
+
+// How many doublings the root needs before it takes b (nbi_keeps): 0 if it does now, -1 if
+// more than the limit allows (b then goes to the outside list).
 static int nbi_growth(const nbQuadtree *q, const double *b)
 {
     nbiQtNode r = NBI_NODES(q)[NBI_QT_ROOT];
-    if (nbi_within(&r, b)) return 0;
+    if (nbi_keeps(q, &r, b)) return 0;
     for (int g = 1; g <= NBI_QT_GROW_MAX - q->grown; g++) {
         for (int a = 0; a < 2; a++) {
             const double side = r.chi[a] - r.clo[a];
-            if (b[a] < r.lo[a])
+            if (nbi_grows_down(&r, b, a))
                 r.clo[a] -= side;
             else
                 r.chi[a] += side;
         }
         nbi_root_bounds(q, &r);
         if (!isfinite(r.lo[0] + r.lo[1] + r.hi[0] + r.hi[1])) return -1;
-        if (nbi_within(&r, b)) return g;
+        if (nbi_keeps(q, &r, b)) return g;
     }
     return -1;
+}
+
+// A root cell for rectangles whose centres (as nbi_pick computes them) span cb and whose union is
+// u, into r's cell and bounds: a square at least `least` on a side, centred on the centres (tight:
+// on the union), whose cell holds every centre and whose bounds hold u, so that it takes every
+// one of them (nbi_keeps), with `margin` (a fraction of the side) to spare on each edge.
+// False, r unchanged, when no finite one exists.
+static bool nbi_root_fit(const nbQuadtree *q, const double *cb, const double *u, double least,
+                         double margin, nbiQtNode *out)
+{
+    nbiQtNode fit = *out, *r = &fit;
+    const bool tight = q->placement == NB_QUADTREE_TIGHT;
+    double c[2], side = least;
+    for (int a = 0; a < 2; a++) {
+        const double *m = tight ? u : cb;
+        c[a] = 0.5 * m[a] + 0.5 * m[2 + a];
+        double need = tight ? u[2 + a] - u[a] : cb[2 + a] - cb[a];
+        if (!tight) need = fmax(need, fmax(c[a] - u[a], u[2 + a] - c[a])); // bounds: c +- side
+        side = fmax(side, need);
+    }
+    side += 2.0 * margin * side;
+    // Rounding may leave a centre or an edge a step outside: a larger side then.
+    for (int k = 0; k < 64 && side > 0.0 && isfinite(side); k++, side *= 2.0) {
+        for (int a = 0; a < 2; a++) {
+            r->clo[a] = c[a] - 0.5 * side;
+            r->chi[a] = c[a] + 0.5 * side;
+        }
+        nbi_root_bounds(q, r);
+        const bool finite = isfinite(r->lo[0] + r->lo[1] + r->hi[0] + r->hi[1]);
+        if (finite && r->clo[0] < r->chi[0] && r->clo[1] < r->chi[1] && nbi_within(r, u) &&
+            (tight || (cb[0] >= r->clo[0] && cb[1] >= r->clo[1] && cb[2] <= r->chi[0] &&
+                       cb[3] <= r->chi[1]))) {
+            *out = fit;
+            return true;
+        }
+    }
+    return false;
 }
 
 // Doubles the root once towards b (a group prepared): the old root becomes one of the new
@@ -1466,7 +1554,7 @@ static void nbi_grow(nbQuadtree *q, const double *b)
     int k = 0;
     for (int a = 0; a < 2; a++) {
         const double side = old.chi[a] - old.clo[a];
-        if (b[a] < old.lo[a]) {
+        if (nbi_grows_down(&old, b, a)) {
             root->clo[a] = old.clo[a] - side;
             k |= 1 << a; // the old root is the upper half
         } else {
@@ -1487,7 +1575,7 @@ static void nbi_grow(nbQuadtree *q, const double *b)
             float *gb = nbi_gb_of(q, g + c); // the old root's bounds hold its subtree
             const double ob[4] = {old.lo[0], old.lo[1], old.hi[0], old.hi[1]};
             float v[4];
-            nbi_f_fields(ob, v);
+            nbi_f_fields(q, ob, v);
             for (int i = 0; i < 4; i++) gb[4 * i] = v[i];
             if (ch->child >= 0)
                 for (int j = 0; j < 4; j++) nodes[ch->child + j].parent = g + c;
@@ -1583,6 +1671,112 @@ static void nbi_split(nbQuadtree *q, int32_t n, const double *extra)
     }
     nbi_sync(q, n);
     for (int k = 0; k < 4; k++) nbi_sync(q, g + k);
+}
+
+// The least side of a root fitted to data, a fraction of the desc's side (the hint): data that
+// all lies in one point, or nearly, gets a root no smaller, so that the root can still grow
+// NBI_QT_GROW_MAX - NBI_QT_FIT_LEVELS times past the hint's side.
+static double nbi_fit_least(const nbQuadtree *q)
+{
+    const double side = fmax(q->root0.max[0] - q->root0.min[0], q->root0.max[1] - q->root0.min[1]);
+    return ldexp(side, -NBI_QT_FIT_LEVELS);
+}
+
+// Puts node n's rectangles' boxes anew (their float copies, their 16-bit boxes in its frame, its
+// run or segment boxes), after its frame or the float origin changed. Not for a node with a
+// float box (nbi_gb_of), which would keep the old.
+static void nbi_node_reput(nbQuadtree *q, int32_t n)
+{
+    const nbiQtNode *r = &NBI_NODES(q)[n];
+    NB_ASSERT(n < NBI_QT_GROUPS);
+    if (r->count == 0) return;
+    nbi_block_init(q, r->start, r->cls, r->start + r->count);
+    for (int32_t p = r->start; p < r->start + r->count; p++) {
+        double b[4];
+        memcpy(b, NBI_BOX(q)[p].b, sizeof b);
+        nbi_box_put(q, n, r->start, p, b);
+    }
+}
+
+// Gives the root (a leaf) the cell and bounds of `geom` and level 0 (the doublings count from 0
+// again), and the float copies the origin fo: the root's and the outside list's rectangles'
+// boxes are put anew (nbi_node_reput). Every rectangle the root holds must lie within the new
+// bounds.
+static void nbi_root_reframe(nbQuadtree *q, const nbiQtNode *geom, const double *fo)
+{
+    nbiQtNode *r = &NBI_NODES(q)[NBI_QT_ROOT];
+    NB_ASSERT(r->child < 0);
+    for (int a = 0; a < 2; a++) {
+        r->clo[a] = geom->clo[a];
+        r->chi[a] = geom->chi[a];
+        r->lo[a] = geom->lo[a];
+        r->hi[a] = geom->hi[a];
+    }
+    r->level = 0;
+    q->grown = 0;
+    nbi_sync(q, NBI_QT_ROOT);
+    const bool moved = fo[0] != q->fo[0] || fo[1] != q->fo[1];
+    q->fo[0] = fo[0];
+    q->fo[1] = fo[1];
+    nbi_node_reput(q, NBI_QT_ROOT);
+    if (moved) nbi_node_reput(q, NBI_QT_OUT);
+}
+
+// The middle of a node's cell: a float origin (nbQuadtree.fo) for a root.
+static void nbi_cell_middle(const nbiQtNode *r, double *out)
+{
+    for (int a = 0; a < 2; a++) out[a] = 0.5 * r->clo[a] + 0.5 * r->chi[a];
+}
+
+// Before rectangle b comes in by an insert, while the root is a leaf: an empty tree's root goes
+// back to the desc's if that takes b (nbi_keeps), else to one of the desc's side around b; a
+// root about to split (the threshold reached) is fitted to what it holds and b, with the build's
+// margin (nbi_root_fit). So data far from the hint, or much smaller or larger than it, gets a
+// root of its own size before the first split fixes the tree's grid, instead of hanging below a
+// chain of doublings or filling a corner of the hint. Does nothing when no finite root fits.
+// O(threshold), once a split of the root.
+static void nbi_root_refit(nbQuadtree *q, const double *b)
+{
+    const nbiQtNode *r = &NBI_NODES(q)[NBI_QT_ROOT];
+    if (r->child >= 0) return;
+    nbiQtNode fit = *r;
+    if (r->count == 0) {
+        for (int a = 0; a < 2; a++) {
+            fit.clo[a] = q->root0.min[a];
+            fit.chi[a] = q->root0.max[a];
+        }
+        nbi_root_bounds(q, &fit);
+        const double cx = 0.5 * (b[0] + b[2]), cy = 0.5 * (b[1] + b[3]);
+        const double cb[4] = {cx, cy, cx, cy};
+        const double side = ldexp(nbi_fit_least(q), NBI_QT_FIT_LEVELS);
+        if (!nbi_keeps(q, &fit, b)) nbi_root_fit(q, cb, b, side, 0.0, &fit);
+        double fo[2];
+        nbi_cell_middle(&fit, fo);
+        nbi_root_reframe(q, &fit, fo);
+        return;
+    }
+    if (!nbi_splits(q, NBI_QT_ROOT)) return;
+    double u[4], cb[4];
+    for (int a = 0; a < 2; a++) {
+        u[a] = b[a];
+        u[2 + a] = b[2 + a];
+        cb[a] = cb[2 + a] = 0.5 * (b[a] + b[2 + a]);
+    }
+    for (int32_t p = r->start; p < r->start + r->count; p++) {
+        const double *e = NBI_BOX(q)[p].b;
+        for (int a = 0; a < 2; a++) {
+            const double c = 0.5 * (e[a] + e[2 + a]);
+            u[a] = fmin(u[a], e[a]);
+            u[2 + a] = fmax(u[2 + a], e[2 + a]);
+            cb[a] = fmin(cb[a], c);
+            cb[2 + a] = fmax(cb[2 + a], c);
+        }
+    }
+    if (nbi_root_fit(q, cb, u, nbi_fit_least(q), NBI_QT_FIT_MARGIN, &fit)) {
+        double fo[2];
+        nbi_cell_middle(&fit, fo);
+        nbi_root_reframe(q, &fit, fo);
+    }
 }
 
 // A placement decided before anything changes: the root's growth, or the target node (and
@@ -1683,6 +1877,7 @@ static void nbi_reset(nbQuadtree *q)
         r->chi[a] = q->root0.max[a];
     }
     nbi_root_bounds(q, r);
+    nbi_cell_middle(r, q->fo);
     nbiQtNode *o = &nodes[NBI_QT_OUT];
     nbi_node_init(o, -1, INT32_MIN);
     for (int a = 0; a < 2; a++) {
@@ -1859,10 +2054,29 @@ nbStatus nb_quadtree_insert(nbQuadtree *q, const nbRect *rect, uint64_t user, nb
     nbStatus st = nbi_rect_check(rect);
     if (st != NB_OK) return st;
     const double b[4] = {rect->min[0], rect->min[1], rect->max[0], rect->max[1]};
+    // While the root is a leaf, it may be fitted first (nbi_root_refit); kept to undo that.
+    const bool leaf = NBI_NODES(q)[NBI_QT_ROOT].child < 0;
+    nbiQtNode root;
+    int32_t grown = 0;
+    double fo[2] = {0.0, 0.0};
+    if (leaf) {
+        root = NBI_NODES(q)[NBI_QT_ROOT];
+        grown = q->grown;
+        fo[0] = q->fo[0];
+        fo[1] = q->fo[1];
+        nbi_root_refit(q, b);
+    }
     nbiQtPlan plan;
     nbi_plan(q, b, 1, &plan);
     st = nbi_qt_room(q, &plan.need);
-    if (st != NB_OK) return st;
+    if (st != NB_OK) {
+        if (leaf) { // the root as it was
+            nbi_root_reframe(q, &root, fo);
+            NBI_NODES(q)[NBI_QT_ROOT].level = root.level;
+            q->grown = grown;
+        }
+        return st;
+    }
     nbHandle h;
     st = nbi_pool_alloc(&q->pool, 0, &h);
     if (st != NB_OK) return st; // cannot happen: room was prepared
@@ -1879,7 +2093,9 @@ static nbStatus nbi_move_slot(nbQuadtree *q, int32_t slot, const double *b)
 {
     const int32_t at = nbi_pool_value_live(&q->pool, slot);
     const int32_t n = NBI_OWN(q)[at];
-    if (n != NBI_QT_OUT && nbi_within(&NBI_NODES(q)[n], b)) { // stays: nothing else changes
+    const nbiQtNode *node = &NBI_NODES(q)[n];
+    if (n != NBI_QT_OUT && nbi_keeps(q, node, b)) {
+        // It stays: nothing else changes.
         nbi_box_move(q, n, at, b);
         return NB_OK;
     }
@@ -2210,16 +2426,18 @@ nbStatus nb_quadtree_build(nbQuadtree *q, const nbRect *rects, int32_t n, const 
 {
     if (q == NULL || (rects == NULL && n > 0)) return NB_ERR_NULL_ARG;
     if (n < 0 || n > NBI_QT_MAX_ITEMS) return NB_ERR_OUT_OF_RANGE;
-    for (int32_t i = 0; i < n; i++)
-        for (int a = 0; a < 2; a++)
-            if (!isfinite(rects[i].min[a]) || !isfinite(rects[i].max[a])) return NB_ERR_NOT_FINITE;
-    double u[4] = {0.0, 0.0, 0.0, 0.0}; // the union of every rectangle
+    // The first bad rectangle decides (nbi_rect_check: finiteness, then range).
+    double u[4] = {0.0, 0.0, 0.0, 0.0};  // the union of every rectangle
+    double cb[4] = {0.0, 0.0, 0.0, 0.0}; // the box of their centres
     for (int32_t i = 0; i < n; i++) {
         const nbStatus st = nbi_rect_check(&rects[i]);
         if (st != NB_OK) return st;
         for (int a = 0; a < 2; a++) {
+            const double c = 0.5 * (rects[i].min[a] + rects[i].max[a]); // as nbi_pick
             if (i == 0 || rects[i].min[a] < u[a]) u[a] = rects[i].min[a];
             if (i == 0 || rects[i].max[a] > u[2 + a]) u[2 + a] = rects[i].max[a];
+            if (i == 0 || c < cb[a]) cb[a] = c;
+            if (i == 0 || c > cb[2 + a]) cb[2 + a] = c;
         }
     }
     // A new tree with the same settings, swapped in only when it is complete: a failure leaves
@@ -2227,6 +2445,18 @@ nbStatus nb_quadtree_build(nbQuadtree *q, const nbRect *rects, int32_t n, const 
     nbQuadtree *s = NULL;
     nbStatus st = nbi_create(&q->alloc, &q->root0, q->threshold, q->max_depth, q->placement, &s);
     if (st != NB_OK) return st;
+    // Its root fits the data (the desc's bounds are only a hint), with a little to spare for
+    // rectangles that then move about. Where no finite root fits, the desc's root grows towards
+    // the data.
+    if (n > 0) {
+        nbiQtNode *r = &NBI_NODES(s)[NBI_QT_ROOT];
+        nbiQtNode fit = *r;
+        if (nbi_root_fit(s, cb, u, nbi_fit_least(s), NBI_QT_FIT_MARGIN, &fit)) {
+            *r = fit;
+            nbi_sync(s, NBI_QT_ROOT);
+            nbi_cell_middle(r, s->fo); // nothing is stored yet
+        }
+    }
     const size_t un = (size_t)n;
     nbiQtItem *work = n > 0 ? nbi_alloc(&q->alloc, 2 * un, sizeof(nbiQtItem)) : NULL;
     uint8_t *pick = n > 0 ? nbi_alloc(&q->alloc, un, 1) : NULL;
@@ -2497,7 +2727,7 @@ NBI_INLINE void nbi_search_as(const nbQuadtree *q, int kind, const double *w, co
 {
     const nbiQtHot *nodes = NBI_HOT(q);
     nbiQtWin x;
-    nbi_win_make(&x, w, false);
+    nbi_win_make(q, &x, w, false);
     // The stack holds groups of nodes known to meet the search: a group's first node, and a
     // mask of which of its four to visit (bits 0 to 3, lowest first) and which of those the
     // window holds whole (bits 4 to 7), whose subtree is then reported without a test (box
@@ -2960,11 +3190,14 @@ static nbStatus nbi_ray_make(const double *origin, const double *direction, doub
     if (m == 0.0) return NB_ERR_OUT_OF_RANGE;
     const double x = direction[0] / m, y = direction[1] / m;
     const double len = sqrt(x * x + y * y);
-    r->o[0] = origin[0];
-    r->o[1] = origin[1];
+    for (int a = 0; a < 2; a++) {
+        r->o[a] = origin[a];
+        r->o4[a] = 0.25 * origin[a];
+    }
     r->d[0] = x / len;
     r->d[1] = y / len;
     r->tmax = max_distance;
+    r->tmax4 = 0.25 * max_distance;
     return NB_OK;
 }
 
@@ -3082,7 +3315,7 @@ static void nbi_pairs(const nbQuadtree *q, bool cross, uint32_t mask_a, uint32_t
             if (cross && ((cat[a] & mask_a) == 0 || mask[a] == 0)) continue;
             const double *w = rec[a].b;
             nbiQtWin x;
-            nbi_win_make(&x, w, true);
+            nbi_win_make(q, &x, w, true);
             int top = 0;
             stack[top] = NBI_QT_OUT; // the outside list, when it holds any
             top += nodes[NBI_QT_OUT].count > 0;
@@ -3250,8 +3483,8 @@ static nbStatus nbi_validate_node(const nbQuadtree *q, int32_t n, int64_t *items
         nbi_q4_ref(h, b, b + 2, u);
         for (int k = 0; k < 4; k++) NBI_CHECK(nbi_qb_at(q, at)[8 * k] == u[k]);
         const float *f = nbi_fb_at(q, at); // nbi_fb_put
-        NBI_CHECK((double)f[0] <= b[0] && (double)f[4] <= b[1]);
-        NBI_CHECK(b[2] <= -(double)f[8] && b[3] <= -(double)f[12]);
+        NBI_CHECK((double)f[0] <= b[0] - q->fo[0] && (double)f[4] <= b[1] - q->fo[1]);
+        NBI_CHECK(b[2] - q->fo[0] <= -(double)f[8] && b[3] - q->fo[1] <= -(double)f[12]);
         if (gb != NULL) // the node's box holds it
             for (int k = 0; k < 4; k++) NBI_CHECK(gb[4 * k] <= f[4 * k]);
         if (node->cls >= NBI_QT_RB_MIN_CLS) { // its run's box holds its 16-bit box

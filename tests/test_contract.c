@@ -3100,7 +3100,7 @@ static const QtCase qt_cases[] = {
     {42, NB_ERR_OUT_OF_RANGE},
     {43, NB_ERR_NOT_FINITE},
     {44, NB_ERR_OUT_OF_RANGE},
-    {45, NB_ERR_NOT_FINITE},
+    {45, NB_ERR_OUT_OF_RANGE}, // the first bad rectangle decides: inverted before infinite
     {46, NB_ERR_OUT_OF_RANGE},
     {50, NB_ERR_NULL_ARG},
     {51, NB_ERR_NULL_ARG},

@@ -10,6 +10,7 @@
 
 #include "nb_test.h"
 
+#include <float.h>
 #include <math.h>
 
 enum { MAXN = 600, QCAP = 1024 };
@@ -995,30 +996,32 @@ static int test_radius_underflow(void)
 // floats, then tests exactly in double): a window that touches a rectangle only at such a value
 // finds it, one that misses it by one double step does not, whether the tree was built or
 // filled by inserts and moves, and whether the value lies inside float's range or beyond it.
-static int test_float_edges(void)
+// float_edges on values vals[0, nv), the rectangles' other sides and the windows' at base + 0 to
+// 3 and base - 1, base + 4.
+static int float_edges_at(const double *vals, int nv, double base)
 {
-    const double vals[] = {
-        0.1,    -0.1,   1.0 / 3.0, 16777217.0, -16777217.0,           1e-40,
-        -1e-45, 1e-300, -1e-300,   0.0,        3.4028235677973366e38, -3.4028235677973366e38,
-        1e39,   -1e300, 1e300};
-    enum { NV = sizeof vals / sizeof vals[0], NR = 5 * NV };
-    static nbRect rects[NR];
-    static nbHit hits[NR];
+    enum { MAXV = 16 };
+    static nbRect rects[5 * MAXV];
+    static nbHit hits[5 * MAXV];
+    NB_CHECK(nv <= MAXV);
+    const int NV = nv, NR = 5 * nv;
+    const double b0 = base, b1 = base + 1.0, b2 = base + 2.0, b3 = base + 3.0;
+    const double bm = base - 1.0, b4 = base + 4.0;
     const double inf = (double)INFINITY;
     for (int i = 0; i < NV; i++) {
-        const double v = vals[i], d = fabs(v) * 1e-3 + 1.0;
-        rects[5 * i + 0] = (nbRect){{v - d, 0.0}, {v, 1.0}}; // max x on v
-        rects[5 * i + 1] = (nbRect){{v, 2.0}, {v + d, 3.0}}; // min x on v
-        rects[5 * i + 2] = (nbRect){{0.0, v - d}, {1.0, v}}; // max y on v
-        rects[5 * i + 3] = (nbRect){{2.0, v}, {3.0, v + d}}; // min y on v
-        rects[5 * i + 4] = (nbRect){{v, v}, {v, v}};         // a point, often alone in its leaf
+        const double v = vals[i], d = fabs(v - base) * 1e-3 + 1.0;
+        rects[5 * i + 0] = (nbRect){{v - d, b0}, {v, b1}}; // max x on v
+        rects[5 * i + 1] = (nbRect){{v, b2}, {v + d, b3}}; // min x on v
+        rects[5 * i + 2] = (nbRect){{b0, v - d}, {b1, v}}; // max y on v
+        rects[5 * i + 3] = (nbRect){{b2, v}, {b3, v + d}}; // min y on v
+        rects[5 * i + 4] = (nbRect){{v, v}, {v, v}};       // a point, often alone in its leaf
     }
     for (int way = 0; way < 3; way++) { // build; inserts; inserts then moves onto the edges
         nbQuadtreeDesc desc = {0};
         desc.split_threshold = 1; // deep trees: every level's boxes get tested
         nbQuadtree *qt = NULL;
         NB_CHECK_OK(nb_quadtree_create(&desc, &qt));
-        nbHandle h[NR];
+        nbHandle h[5 * MAXV];
         if (way == 0) NB_CHECK_OK(nb_quadtree_build(qt, rects, NR, NULL, NULL, h));
         for (int32_t i = 0; way > 0 && i < NR; i++) {
             nbRect r = rects[i];
@@ -1033,12 +1036,12 @@ static int test_float_edges(void)
         for (int i = 0; i < NV; i++) {
             const double v = vals[i], up = nextafter(v, inf), down = nextafter(v, -inf);
             const nbRect wins[] = {
-                {{v, -1.0}, {v, 4.0}},
-                {{up, -1.0}, {up, 4.0}},
-                {{down, -1.0}, {down, 4.0}},
-                {{-1.0, v}, {4.0, v}},
-                {{-1.0, up}, {4.0, up}},
-                {{-1.0, down}, {4.0, down}},
+                {{v, bm}, {v, b4}},
+                {{up, bm}, {up, b4}},
+                {{down, bm}, {down, b4}},
+                {{bm, v}, {b4, v}},
+                {{bm, up}, {b4, up}},
+                {{bm, down}, {b4, down}},
                 {{v, v}, {v, v}},
                 {{down, down}, {v, v}},
                 {{v, v}, {up, up}},
@@ -1063,6 +1066,22 @@ static int test_float_edges(void)
         nb_quadtree_destroy(qt);
     }
     return 0;
+}
+
+static int test_float_edges(void)
+{
+    const double vals[] = {
+        0.1,    -0.1,   1.0 / 3.0, 16777217.0, -16777217.0,           1e-40,
+        -1e-45, 1e-300, -1e-300,   0.0,        3.4028235677973366e38, -3.4028235677973366e38,
+        1e39,   -1e300, 1e300};
+    if (float_edges_at(vals, sizeof vals / sizeof vals[0], 0.0) != 0) return 1;
+    // Far from the origin, where the float copies are taken from an origin in the data's
+    // middle: edges on values no float holds relative to it, and on its float steps.
+    const double far = 1e9;
+    const double fars[] = {far + 0.1,    far - 0.1, far + 1.0 / 3.0, far + 64.0,  far - 32.0,
+                           far + 1e-6,   far,       far + 0.5,       far + 77.25, far - 123.4,
+                           far + 2048.0, far + 3e4};
+    return float_edges_at(fars, sizeof fars / sizeof fars[0], far);
 }
 
 // The 16-bit boxes (runs of 8 in a node's frame, src/quadtree.c): a window decides a rectangle
@@ -1514,6 +1533,321 @@ static int test_build_slot_order(void)
     return 0;
 }
 
+// ---- the root finds the data ----
+
+enum { PN = 12000, PW = 120 };
+
+// Touching pairs among r[0, n) by a sweep along x (sorted by min x): independent of the tree.
+static int cmp_min_x(const void *a, const void *b)
+{
+    const nbRect *x = a, *y = b;
+    return x->min[0] < y->min[0] ? -1 : x->min[0] > y->min[0];
+}
+
+static int64_t sweep_pairs(const nbRect *r, int32_t n)
+{
+    static nbRect s[PN + PN / 2];
+    memcpy(s, r, (size_t)n * sizeof *r);
+    qsort(s, (size_t)n, sizeof *s, cmp_min_x);
+    int64_t pairs = 0;
+    for (int32_t i = 0; i < n; i++)
+        for (int32_t j = i + 1; j < n && s[j].min[0] <= s[i].max[0]; j++)
+            pairs += touch(&s[i], &s[j]);
+    return pairs;
+}
+
+// A tree holding r[0, n) (handle h[i] for r[i], user value i): windows over the data's box
+// against brute force, pairs against the sweep, validate, and at most 2% of the rectangles held
+// above the leaves (the loose placement; the tight one holds every rectangle that straddles a
+// split line above it, a few per cent of these: at most 10%).
+static int check_placed(const nbQuadtree *qt, int placement, const nbRect *r, int32_t n,
+                        const double *box, const char *what)
+{
+    const int32_t most = placement == NB_QUADTREE_TIGHT ? n / 10 : n / 50;
+    static nbHit hits[PN + PN / 2];
+    nbQuadtreeInfo info;
+    NB_CHECK_OK(nb_quadtree_validate(qt));
+    NB_CHECK_OK(nb_quadtree_info(qt, &info));
+    if (!(info.count == n && info.held_above <= most && info.outside == 0)) {
+        fprintf(stderr, "  %s: %d of %d held above the leaves, %d outside, depth %d\n", what,
+                (int)info.held_above, (int)n, (int)info.outside, (int)info.depth);
+        return 1;
+    }
+    const double sx = box[2] - box[0], sy = box[3] - box[1];
+    for (int k = 0; k < PW; k++) {
+        const double cx = box[0] + sx * nbt_unit(), cy = box[1] + sy * nbt_unit();
+        const double hx = 0.002 * sx * (1.0 + 20.0 * nbt_unit()), hy = 0.002 * sy * nbt_unit();
+        const nbRect w = {{cx - hx, cy - hy}, {cx + hx, cy + hy}};
+        int32_t found = -1, want = 0;
+        NB_CHECK_OK(nb_quadtree_query_box(qt, &w, NB_FILTER_ALL, hits, PN + PN / 2, &found));
+        uint64_t sum = 0, wsum = 0;
+        for (int32_t i = 0; i < n; i++)
+            if (touch(&r[i], &w)) {
+                want++;
+                wsum += (uint64_t)i;
+            }
+        for (int32_t i = 0; i < found; i++) sum += hits[i].user;
+        NB_CHECK(found == want && sum == wsum);
+    }
+    int64_t pairs = -1;
+    NB_CHECK_OK(nb_quadtree_count_pairs(qt, &pairs));
+    NB_CHECK(pairs == sweep_pairs(r, n));
+    return 0;
+}
+
+// Rectangles of sides log-uniform in [0.1, 10] (in units of a 2000-wide box: scaled by its side
+// / 2000) with centres uniform over box.
+static void placed_rects(nbRect *r, int32_t n, const double *box)
+{
+    const double unit = (box[2] - box[0]) / 2000.0;
+    for (int32_t i = 0; i < n; i++) {
+        const double c[2] = {nbt_range(box[0], box[2]), nbt_range(box[1], box[3])};
+        for (int a = 0; a < 2; a++) {
+            const double half = 0.05 * unit * pow(100.0, nbt_unit());
+            r[i].min[a] = c[a] - half;
+            r[i].max[a] = c[a] + half;
+        }
+    }
+}
+
+// A default desc (the root's hint [-1024, 1024]^2) on data placed elsewhere: a build, inserts one
+// by one, and moves (frames of small steps, reflected at the box's edges, then a drift of the
+// whole set by a tenth of the box) each leave at most 2% of the rectangles above the leaves, and
+// answer windows and pairs as brute force does. It fails when the root keeps the hint's cell
+// (rectangles whose centre lies outside it can never go down).
+static int test_root_fits(void)
+{
+    static const double boxes[][4] = {
+        {0.0, 0.0, 2000.0, 2000.0},                                   // all positive
+        {-3e7 - 1000.0, -3e7 - 1000.0, -3e7 + 1000.0, -3e7 + 1000.0}, // far from the origin
+        {1e9, 1e9, 1e9 + 2000.0, 1e9 + 2000.0},                       // far, positive
+        {0.0, 0.0, 1920.0, 1080.0},                                   // a screen
+        {-50.0, -50.0, 50.0, 50.0},                                   // well inside the hint
+        {5e5, 4e6, 5e5 + 20000.0, 4e6 + 20000.0}, // UTM-like, wider than the hint
+    };
+    enum { ALL = PN + PN / 2 };
+    static nbRect r[ALL];
+    static nbHandle h[ALL];
+    static uint64_t users[ALL];
+    for (int32_t i = 0; i < ALL; i++) users[i] = (uint64_t)i;
+    for (size_t b = 0; b < sizeof boxes / sizeof boxes[0]; b++) {
+        const double *box = boxes[b];
+        placed_rects(r, PN, box);
+        for (int placement = 1; placement <= 2; placement++) {
+            nbQuadtreeDesc desc = {0}; // the bounds left to their default
+            desc.placement = placement;
+            desc.split_threshold = 128; // a deeper tree than the default's, more splits
+            nbQuadtree *qt = NULL;
+            NB_CHECK_OK(nb_quadtree_create(&desc, &qt));
+            NB_CHECK_OK(nb_quadtree_build(qt, r, PN, users, NULL, h));
+            if (check_placed(qt, placement, r, PN, box, "build") != 0) return 1;
+            // The same by inserts, into the tree emptied by removals, and into a new tree.
+            for (int32_t i = 0; i < PN; i++) NB_CHECK_OK(nb_quadtree_remove(qt, h[i]));
+            for (int32_t i = 0; i < PN; i++)
+                NB_CHECK_OK(nb_quadtree_insert(qt, &r[i], (uint64_t)i, NB_FILTER_ALL, &h[i]));
+            if (check_placed(qt, placement, r, PN, box, "inserts after removals") != 0) return 1;
+            nbQuadtree *fresh = NULL;
+            NB_CHECK_OK(nb_quadtree_create(&desc, &fresh));
+            nbHandle hf;
+            for (int32_t i = 0; i < PN; i++)
+                NB_CHECK_OK(nb_quadtree_insert(fresh, &r[i], (uint64_t)i, NB_FILTER_ALL, &hf));
+            if (check_placed(fresh, placement, r, PN, box, "inserts") != 0) return 1;
+            nb_quadtree_destroy(fresh);
+            // Frames of moves: small steps reflected at the box's edges, then a drift by a tenth
+            // of the box (the whole set leaves the root it was built for).
+            NB_CHECK_OK(nb_quadtree_build(qt, r, PN, users, NULL, h));
+            const double step = (box[2] - box[0]) / 400.0;
+            for (int f = 0; f < 4; f++) {
+                for (int32_t i = 0; i < PN; i++)
+                    for (int a = 0; a < 2; a++) {
+                        double d = f < 3 ? nbt_range(-step, step) : 0.1 * (box[2] - box[0]);
+                        const double c = 0.5 * (r[i].min[a] + r[i].max[a]);
+                        if (f < 3 && (c + d < box[a] || c + d > box[2 + a])) d = -d;
+                        r[i].min[a] += d;
+                        r[i].max[a] += d;
+                    }
+                int32_t moved = -1;
+                NB_CHECK_OK(nb_quadtree_move_many(qt, h, r, PN, &moved));
+                NB_CHECK(moved == PN);
+            }
+            const double drifted[4] = {
+                box[0] + 0.1 * (box[2] - box[0]), box[1] + 0.1 * (box[2] - box[0]),
+                box[2] + 0.1 * (box[2] - box[0]), box[3] + 0.1 * (box[2] - box[0])};
+            if (check_placed(qt, placement, r, PN, drifted, "moves") != 0) {
+                fprintf(stderr, "  (box %d, placement %d)\n", (int)b, placement);
+                return 1;
+            }
+            // A spread: every rectangle moves away from the middle by a tenth of its distance
+            // (many into the margins of their nodes' bounds, out of their quadrants), then half
+            // as many again come in among them, so that leaves split: a rectangle kept by a move
+            // outside its node's quadrant would be held above the leaves from then on.
+            const double mid[2] = {0.5 * (drifted[0] + drifted[2]),
+                                   0.5 * (drifted[1] + drifted[3])};
+            for (int32_t i = 0; i < PN; i++)
+                for (int a = 0; a < 2; a++) {
+                    const double d = 0.1 * (0.5 * (r[i].min[a] + r[i].max[a]) - mid[a]);
+                    r[i].min[a] += d;
+                    r[i].max[a] += d;
+                }
+            NB_CHECK_OK(nb_quadtree_move_many(qt, h, r, PN, NULL));
+            const double spread[4] = {mid[0] - 0.55 * (drifted[2] - drifted[0]),
+                                      mid[1] - 0.55 * (drifted[3] - drifted[1]),
+                                      mid[0] + 0.55 * (drifted[2] - drifted[0]),
+                                      mid[1] + 0.55 * (drifted[3] - drifted[1])};
+            placed_rects(r + PN, ALL - PN, spread);
+            for (int32_t i = PN; i < ALL; i++)
+                NB_CHECK_OK(nb_quadtree_insert(qt, &r[i], (uint64_t)i, NB_FILTER_ALL, &h[i]));
+            if (check_placed(qt, placement, r, ALL, spread, "spread") != 0) {
+                fprintf(stderr, "  (box %d, placement %d)\n", (int)b, placement);
+                return 1;
+            }
+            nb_quadtree_destroy(qt);
+            placed_rects(r, PN, box); // back where they were
+        }
+    }
+    return 0;
+}
+
+// Bulk calls check every item before changing anything, and the first bad item decides; within
+// one item: its handle (move_many), then finiteness, then range.
+static int test_check_order(void)
+{
+    nbQuadtree *qt = NULL;
+    nbQuadtreeDesc desc = {0};
+    NB_CHECK_OK(nb_quadtree_create(&desc, &qt));
+    nbRect rs[6];
+    nbHandle h[6];
+    for (int i = 0; i < 6; i++) rs[i] = (nbRect){{i, i}, {i + 1.0, i + 1.0}};
+    NB_CHECK_OK(nb_quadtree_build(qt, rs, 6, NULL, NULL, h));
+    const uint64_t before = fingerprint(qt);
+    const nbRect inv = {{1.0, 0.0}, {0.0, 1.0}}, nan = {{(double)NAN, 0.0}, {1.0, 1.0}};
+    const nbRect both = {{1.0, (double)NAN}, {0.0, 1.0}}; // inverted in x, NaN in y
+    const nbRect inf = {{0.0, 0.0}, {(double)INFINITY, 1.0}};
+    struct {
+        int at1, at2; // where the two bad rectangles go (-1: none)
+        const nbRect *bad1, *bad2;
+        nbStatus want;
+    } cases[] = {
+        {1, 4, &inv, &nan, NB_ERR_OUT_OF_RANGE}, {1, 4, &nan, &inv, NB_ERR_NOT_FINITE},
+        {0, 5, &inv, &inf, NB_ERR_OUT_OF_RANGE}, {2, -1, &both, NULL, NB_ERR_NOT_FINITE},
+        {3, 2, &inv, &both, NB_ERR_NOT_FINITE},  {5, 0, &nan, &inv, NB_ERR_OUT_OF_RANGE},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        nbRect t[6];
+        memcpy(t, rs, sizeof t);
+        t[cases[c].at1] = *cases[c].bad1;
+        if (cases[c].at2 >= 0) t[cases[c].at2] = *cases[c].bad2;
+        nbHandle out[6] = {{7}, {7}, {7}, {7}, {7}, {7}};
+        NB_CHECK_STATUS(nb_quadtree_build(qt, t, 6, NULL, NULL, out), cases[c].want);
+        NB_CHECK(out[0].bits == 7 && out[5].bits == 7 && fingerprint(qt) == before);
+        int32_t moved = -1;
+        NB_CHECK_STATUS(nb_quadtree_move_many(qt, h, t, 6, &moved), cases[c].want);
+        NB_CHECK(moved == 0 && fingerprint(qt) == before);
+    }
+    // A stale handle is the item's first check: before its own rectangle's, after an earlier
+    // item's.
+    nbHandle stale[6];
+    memcpy(stale, h, sizeof stale);
+    NB_CHECK_OK(nb_quadtree_remove(qt, h[3]));
+    nbRect t[6];
+    memcpy(t, rs, sizeof t);
+    t[3] = nan;
+    int32_t moved = -1;
+    NB_CHECK_STATUS(nb_quadtree_move_many(qt, stale, t, 6, &moved), NB_ERR_BAD_HANDLE);
+    t[1] = inv;
+    NB_CHECK_STATUS(nb_quadtree_move_many(qt, stale, t, 6, &moved), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK(moved == 0);
+    NB_CHECK_STATUS(nb_quadtree_build(qt, NULL, 6, NULL, NULL, NULL), NB_ERR_NULL_ARG);
+    NB_CHECK_OK(nb_quadtree_validate(qt));
+    nb_quadtree_destroy(qt);
+    return 0;
+}
+
+// Narrows [*t0, *t1] to where a ray from o along d lies within [lo, hi] on one axis, in long
+// double (whose range holds every difference of two doubles).
+static void slab_ld(long double o, long double d, long double lo, long double hi, long double *t0,
+                    long double *t1)
+{
+    if (d == 0.0L) {
+        if (o < lo || o > hi) { // never within: an empty interval
+            *t0 = (long double)INFINITY;
+            *t1 = -(long double)INFINITY;
+        }
+        return;
+    }
+    const long double ta = (lo - o) / d, tb = (hi - o) / d;
+    *t0 = fmaxl(*t0, fminl(ta, tb));
+    *t1 = fminl(*t1, fmaxl(ta, tb));
+}
+
+// Rays and rectangles near the largest double: the slab test's differences overflow there. Each
+// ray's hits against the same test in long double (whose range holds every difference), with
+// the rectangles kept apart from the rays by far more than a rounding: the same rectangles hit,
+// t as near as double allows, +infinity only for a hit beyond the largest double.
+static int test_ray_huge(void)
+{
+    enum { N = 48, RAYS = 3000 };
+    static nbRect r[N];
+    const double big = 1.7e308;
+    for (int i = 0; i < N; i++)
+        for (int a = 0; a < 2; a++) {
+            const double lo = big * (2.0 * nbt_unit() - 1.0), side = nbt_range(1e305, 2e307);
+            r[i].min[a] = lo;
+            r[i].max[a] = lo + side < DBL_MAX ? lo + side : DBL_MAX;
+        }
+    r[0] = (nbRect){{-big, -1.0e308}, {-1.6e308, -0.9e308}}; // missed by the diagonal below
+    nbQuadtree *qt = NULL;
+    nbQuadtreeDesc desc = {0};
+    NB_CHECK_OK(nb_quadtree_create(&desc, &qt));
+    NB_CHECK_OK(nb_quadtree_build(qt, r, N, NULL, NULL, NULL));
+    static nbRayHit hits[N];
+    for (int k = 0; k < RAYS; k++) {
+        double o[2] = {big * (2.0 * nbt_unit() - 1.0), big * (2.0 * nbt_unit() - 1.0)};
+        double dir[2] = {nbt_gauss(), nbt_gauss()};
+        if (k == 0) {
+            o[0] = o[1] = big;
+            dir[0] = dir[1] = -1.0;
+        }
+        if (dir[0] == 0.0 && dir[1] == 0.0) dir[0] = 1.0;
+        const double m = fmax(fabs(dir[0]), fabs(dir[1]));
+        const double x = dir[0] / m, y = dir[1] / m, len = sqrt(x * x + y * y);
+        const long double d[2] = {(long double)(x / len), (long double)(y / len)};
+        bool want[N];
+        long double wt[N];
+        bool near = false; // an edge too close to call in double: skip the ray
+        for (int i = 0; i < N; i++) {
+            long double t0 = 0.0L, t1 = (long double)INFINITY;
+            for (int a = 0; a < 2; a++)
+                slab_ld((long double)o[a], d[a], (long double)r[i].min[a], (long double)r[i].max[a],
+                        &t0, &t1);
+            const long double gap = fabsl(t1 - t0) / (fabsl(t0) + fabsl(t1) + 1.0L);
+            if (gap < 1e-9L) near = true;
+            want[i] = t0 <= t1;
+            wt[i] = t0;
+        }
+        if (near) continue;
+        int32_t found = -1;
+        NB_CHECK_OK(
+            nb_quadtree_raycast_all(qt, o, dir, (double)INFINITY, NB_FILTER_ALL, hits, N, &found));
+        int32_t nw = 0;
+        for (int i = 0; i < N; i++) nw += want[i];
+        if (found != nw) {
+            fprintf(stderr, "  ray %d: %d hits, want %d\n", k, (int)found, (int)nw);
+            return 1;
+        }
+        for (int32_t j = 0; j < found; j++) {
+            const int i = (int)hits[j].hit.user;
+            NB_CHECK(want[i]);
+            if (wt[i] > (long double)DBL_MAX)
+                NB_CHECK(hits[j].t == (double)INFINITY);
+            else
+                NB_CHECK(fabsl((long double)hits[j].t - wt[i]) <= 1e-12L * wt[i] + 1e-300L);
+        }
+    }
+    nb_quadtree_destroy(qt);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const nbtCase cases[] = {
@@ -1537,6 +1871,9 @@ int main(int argc, char **argv)
         {"build_slot_order", test_build_slot_order},
         {"tidy", test_tidy},
         {"minus_zero", test_minus_zero},
+        {"root_fits", test_root_fits},
+        {"check_order", test_check_order},
+        {"ray_huge", test_ray_huge},
     };
     return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
 }

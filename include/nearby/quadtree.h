@@ -12,9 +12,19 @@
 /// rectangles, unless it is at `max_depth`, so duplicates and zero-size rectangles never recurse
 /// without end; a removal that leaves four sibling leaves empty frees them (collapsing upwards).
 ///
-/// Nothing is ever dropped: a rectangle outside the root's bounds grows the root (doubling it
-/// towards the rectangle, up to 48 times); one that still does not fit (coordinates beyond about
-/// 2^48 root sides) is kept in an outside list that every query also searches.
+/// The root finds the data: nb_quadtree_build fits the root to the rectangles it is given, and
+/// inserts fit it to what the tree holds when the root first splits (and to the first rectangle
+/// of an empty tree that the desc's bounds do not hold), so the desc's bounds are only a hint.
+/// Later, a rectangle whose centre lies outside the root's quadrant grows the root (doubling it
+/// towards the rectangle, up to 68 times), so that nothing piles up above the leaves for lying
+/// outside the root. Nothing is ever dropped: one that still does not fit (coordinates beyond
+/// about 2^48 times the desc's side) is kept in an outside list that every query also searches.
+///
+/// Checks. A call checks its pointers, then each item's handle, finiteness, then range, and
+/// returns the first failure's status. A bulk call (nb_quadtree_build, nb_quadtree_move_many)
+/// checks every item before it changes anything, and the first bad item decides: item i's
+/// checks all come before item i + 1's (an inverted rectangle before a NaN one gives
+/// NB_ERR_OUT_OF_RANGE; a rectangle both inverted and NaN, NB_ERR_NOT_FINITE).
 ///
 /// Rectangles are closed: a window, point, circle or ray that touches a rectangle's edge hits it.
 /// Zero-width and zero-height rectangles are valid. A rectangle with min > max on an axis, or a
@@ -61,10 +71,10 @@ typedef enum nbQuadtreePlacement {
 
 /// Zero-initialise, then set what you need; zero means "default" for every field.
 typedef struct nbQuadtreeDesc {
-    nbRect bounds;                ///< the root's quadrant; all zero = [-1024, 1024]^2. It grows
-                                  ///< as needed, so this is a hint for where the data lies.
+    nbRect bounds;                ///< the root's first quadrant; all zero = [-1024, 1024]^2. A
+                                  ///< hint: the root moves to the data and grows as needed.
     int32_t split_threshold;      ///< a leaf splits above this many rectangles; 0 = 512
-    int32_t max_depth;            ///< the deepest level below the first root; 0 = 24
+    int32_t max_depth;            ///< the deepest level below the (fitted) root; 0 = 24
     int32_t placement;            ///< nbQuadtreePlacement; 0 = NB_QUADTREE_DEFAULT
     int32_t capacity_hint;        ///< rectangles to reserve for (nb_quadtree_reserve); 0 = grow
     const nbAllocator *allocator; ///< NULL = malloc/free; copied, must outlive the tree
@@ -85,7 +95,7 @@ typedef struct nbQuadtreeInfo {
     int32_t depth;      ///< levels from the root to the deepest node, the root's level 0
     int32_t held_above; ///< rectangles held by nodes that have children
     int32_t outside;    ///< rectangles in the outside list
-    int32_t root_grown; ///< times the root has doubled
+    int32_t root_grown; ///< times the root has doubled since it was last fitted to the data
     nbRect root;        ///< the root's quadrant
     size_t bytes;       ///< nb_quadtree_memory_bytes
     int64_t tidied;     ///< nodes the changes' tidying re-sorted (nb_quadtree_move) since the
@@ -128,6 +138,7 @@ NB_API nbStatus nb_quadtree_info(const nbQuadtree *tree, nbQuadtreeInfo *out);
 /// or infinite coordinate; NB_ERR_OUT_OF_RANGE for min > max on an axis or a tree already holding
 /// 2^28 rectangles; NB_ERR_OUT_OF_MEMORY. On error *out is null and the tree is unchanged.
 /// O(depth), plus a leaf split now and then, and its share of the tidying (nb_quadtree_move).
+/// While the root is a leaf, its first split fits it to what it holds (O(split_threshold)).
 NB_API nbStatus nb_quadtree_insert(nbQuadtree *tree, const nbRect *rect, uint64_t user,
                                    nbFilter filter, nbHandle *out);
 
@@ -137,17 +148,21 @@ NB_API nbStatus nb_quadtree_insert(nbQuadtree *tree, const nbRect *rect, uint64_
 /// i: what goes by lower handle slot (kNN and raycast ties, which of a pair comes first) goes by
 /// lower index. Faster than
 /// n inserts, and it lays nodes and rectangles out in memory in the order queries walk them, so
-/// queries on a built tree run faster too. All or nothing: NB_ERR_NOT_FINITE or
-/// NB_ERR_OUT_OF_RANGE for the first bad rectangle (as nb_quadtree_insert), NB_ERR_OUT_OF_RANGE
-/// for n < 0 or beyond 2^28, NB_ERR_OUT_OF_MEMORY, each leaving the tree (and handles)
-/// unchanged. Allocates
+/// queries on a built tree run faster too. The root is fitted to the rectangles (the square
+/// around their centres, with 1/32 of its side to spare on each edge), whatever the desc's
+/// bounds. All or nothing: NB_ERR_NULL_ARG; NB_ERR_OUT_OF_RANGE for n < 0 or beyond 2^28; then
+/// the first bad rectangle's NB_ERR_NOT_FINITE or NB_ERR_OUT_OF_RANGE (checked as
+/// nb_quadtree_insert does, finiteness first); NB_ERR_OUT_OF_MEMORY; each leaving the tree (and
+/// handles) unchanged. Allocates
 /// the new tree before freeing the old one, and 81 bytes a rectangle while it works.
 NB_API nbStatus nb_quadtree_build(nbQuadtree *tree, const nbRect *rects, int32_t n,
                                   const uint64_t *users, const nbFilter *filters,
                                   nbHandle *handles);
 
-/// Moves (or resizes) a rectangle. If the new rectangle still lies within its node's bounds,
-/// only its coordinates change; otherwise it leaves its node and is placed anew, O(depth).
+/// Moves (or resizes) a rectangle. If the new rectangle still lies within its node's bounds and
+/// (loose placement) its centre within its node's quadrant, only its coordinates change;
+/// otherwise it leaves its node and is placed anew, O(depth), growing the root if its centre
+/// left the root's quadrant.
 /// Tidying: moves, inserts and removes each add one to a credit that keeps the tree as quick to
 /// search as a fresh build; round the nodes, each time the credit reaches 8 per rectangle of the
 /// next node (of 32 to 1024 rectangles), that node's rectangles are sorted in memory along a
@@ -229,7 +244,8 @@ NB_API nbStatus nb_quadtree_knn(const nbQuadtree *tree, const double *point, int
 
 /// The first rectangle a ray hits: the ray starts at `origin` and goes along `direction`
 /// (normalised by the call), up to `max_distance` (+infinity: no limit). `t` is where the ray
-/// enters the rectangle (0 if it starts inside); ties by lower handle slot. *found is 0 or 1.
+/// enters the rectangle (0 if it starts inside; +infinity for a hit farther than the largest
+/// double, which coordinates near it can give); ties by lower handle slot. *found is 0 or 1.
 /// NB_ERR_NOT_FINITE for a NaN or infinite origin or direction or a NaN max_distance;
 /// NB_ERR_OUT_OF_RANGE for a zero direction or a negative max_distance.
 NB_API nbStatus nb_quadtree_raycast(const nbQuadtree *tree, const double *origin,
