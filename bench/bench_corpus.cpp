@@ -392,8 +392,9 @@ nbrTally nearby_windows(const nbQuadtree *qt, const double *w, int32_t m, std::v
     nbrTally t{0, 0};
     for (int32_t k = 0; k < m; k++) {
         int32_t found = 0;
-        ok(nb_quadtree_query_box(qt, reinterpret_cast<const nbRect *>(w + 4 * size_t(k)),
-                                 NB_FILTER_ALL, hit.data(), int32_t(hit.size()), &found),
+        const double *wk = w + 4 * size_t(k);
+        const nbBox win = {{wk[0], wk[1], 0.0}, {wk[2], wk[3], 0.0}};
+        ok(nb_quadtree_query_box(qt, &win, NB_FILTER_ALL, hit.data(), int32_t(hit.size()), &found),
            "nb_quadtree_query_box");
         for (int32_t i = 0; i < found; i++) nbr_tally_hit(&t, hit[size_t(i)].user);
     }

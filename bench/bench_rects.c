@@ -121,7 +121,7 @@ static nbrTally windows(const nbQuadtree *qt, const double *w, int32_t m, nbHit 
 {
     nbrTally t = {0, 0};
     for (int32_t k = 0; k < m; k++) {
-        const nbRect win = {{w[4 * k], w[4 * k + 1]}, {w[4 * k + 2], w[4 * k + 3]}};
+        const nbBox win = {{w[4 * k], w[4 * k + 1]}, {w[4 * k + 2], w[4 * k + 3]}};
         int32_t found = 0;
         check(nb_quadtree_query_box(qt, &win, NB_FILTER_ALL, buf, QCAP, &found),
               "nb_quadtree_query_box");

@@ -71,14 +71,14 @@ int main(int argc, char **argv)
 
     nbHit hits[256];
     int32_t found = 0;
-    const nbRect window = {{0.0, 0.0}, {10.0, 10.0}};
+    const nbBox window = {{0.0, 0.0}, {10.0, 10.0}};
     st = nb_quadtree_query_box(tree, &window, NB_FILTER_ALL, hits, 256, &found);
     if (st != NB_OK && st != NB_ERR_BUFFER_TOO_SMALL) return fail("window", st);
 
     const double at[2] = {side / 2, side / 2};
     nbHitNeighbor near[3];
     int32_t nearest = 0;
-    st = nb_quadtree_knn(tree, at, 3, (double)INFINITY, NB_FILTER_ALL, near, &nearest);
+    st = nb_quadtree_knn(tree, at, NB_FILTER_ALL, (double)INFINITY, near, 3, &nearest);
     if (st != NB_OK) return fail("knn", st);
 
     const double dir[2] = {1.0, 0.5};

@@ -2859,7 +2859,7 @@ static void nbi_search(const nbQuadtree *q, int kind, const double *w, const dou
         nbi_search_as(q, kind, w, c, r2, f, s->mode, s);
 }
 
-static nbStatus nbi_window_check(const nbRect *w)
+static nbStatus nbi_window_check(const nbBox *w)
 {
     for (int a = 0; a < 2; a++)
         if (isnan(w->min[a]) || isnan(w->max[a])) return NB_ERR_NOT_FINITE;
@@ -2884,7 +2884,7 @@ static void nbi_sink_init(nbiQtSink *s, int mode)
     s->mode = mode;
 }
 
-nbStatus nb_quadtree_query_box(const nbQuadtree *q, const nbRect *window, nbFilter filter,
+nbStatus nb_quadtree_query_box(const nbQuadtree *q, const nbBox *window, nbFilter filter,
                                nbHit *out, int32_t capacity, int32_t *found)
 {
     if (found != NULL) *found = 0;
@@ -2902,7 +2902,7 @@ nbStatus nb_quadtree_query_box(const nbQuadtree *q, const nbRect *window, nbFilt
     return nbi_finish(&s, found);
 }
 
-nbStatus nb_quadtree_visit_box(const nbQuadtree *q, const nbRect *window, nbFilter filter,
+nbStatus nb_quadtree_visit_box(const nbQuadtree *q, const nbBox *window, nbFilter filter,
                                nbHitFn *visit, void *user)
 {
     if (q == NULL || window == NULL || visit == NULL) return NB_ERR_NULL_ARG;
@@ -2932,6 +2932,20 @@ nbStatus nb_quadtree_query_point(const nbQuadtree *q, const double *point, nbFil
     s.cap = capacity;
     nbi_search(q, NBI_Q_BOX, w, NULL, 0.0, &filter, &s);
     return nbi_finish(&s, found);
+}
+
+nbStatus nb_quadtree_visit_point(const nbQuadtree *q, const double *point, nbFilter filter,
+                                 nbHitFn *visit, void *user)
+{
+    if (q == NULL || point == NULL || visit == NULL) return NB_ERR_NULL_ARG;
+    if (!isfinite(point[0]) || !isfinite(point[1])) return NB_ERR_NOT_FINITE;
+    const double w[4] = {point[0], point[1], point[0], point[1]};
+    nbiQtSink s;
+    nbi_sink_init(&s, NBI_QS_VISIT);
+    s.fn = visit;
+    s.user = user;
+    nbi_search(q, NBI_Q_BOX, w, NULL, 0.0, &filter, &s);
+    return NB_OK;
 }
 
 static nbStatus nbi_circle_check(const double *center, double radius, double w[4])
@@ -3155,8 +3169,8 @@ static void nbi_nearest(const nbQuadtree *q, int kind, const double *p, const nb
     }
 }
 
-nbStatus nb_quadtree_knn(const nbQuadtree *q, const double *point, int32_t k, double max_distance,
-                         nbFilter filter, nbHitNeighbor *out, int32_t *found)
+nbStatus nb_quadtree_knn(const nbQuadtree *q, const double *point, nbFilter filter,
+                         double max_distance, nbHitNeighbor *out, int32_t k, int32_t *found)
 {
     if (found != NULL) *found = 0;
     if (q == NULL || point == NULL || found == NULL || (out == NULL && k > 0))
@@ -3176,6 +3190,27 @@ nbStatus nb_quadtree_knn(const nbQuadtree *q, const double *point, int32_t k, do
     nbi_heap_sort(&h);
     *found = h.n;
     return NB_OK;
+}
+
+nbStatus nb_quadtree_visit_knn(const nbQuadtree *q, const double *point, nbFilter filter,
+                               double max_distance, int32_t k, nbHitNeighborFn *visit, void *user)
+{
+    if (q == NULL || point == NULL || visit == NULL) return NB_ERR_NULL_ARG;
+    if (!isfinite(point[0]) || !isfinite(point[1]) || isnan(max_distance)) return NB_ERR_NOT_FINITE;
+    if (k < 0 || max_distance < 0.0) return NB_ERR_OUT_OF_RANGE;
+    nbHitNeighbor stack[NB_KNN_STACK];
+    nbHitNeighbor *heap = stack;
+    const int32_t want = k < q->count ? k : q->count;
+    if (want > NB_KNN_STACK) {
+        heap = (nbHitNeighbor *)nbi_alloc(&q->alloc, (size_t)want, sizeof *heap);
+        if (heap == NULL) return NB_ERR_OUT_OF_MEMORY;
+    }
+    int32_t found = 0;
+    const nbStatus st = nb_quadtree_knn(q, point, filter, max_distance, heap, want, &found);
+    for (int32_t i = 0; st == NB_OK && i < found; i++)
+        if (!visit(heap[i].hit, heap[i].dist2, user)) break;
+    if (heap != stack) nbi_free(&q->alloc, heap, (size_t)want, sizeof *heap);
+    return st;
 }
 
 static nbStatus nbi_ray_make(const double *origin, const double *direction, double max_distance,

@@ -20,4 +20,8 @@ static inline const nbBox *nbt_box(nbBox *b, const double *lo, const double *hi,
 
 #define NBT_BOX(lo, hi, dim) nbt_box(&(nbBox){{0.0, 0.0, 0.0}, {0.0, 0.0, 0.0}}, (lo), (hi), (dim))
 
+// The same for a quadtree rectangle used as a query window (an nbRect, or anything with min[2]
+// and max[2]): NBT_RECT_BOX(&rect).
+#define NBT_RECT_BOX(r) NBT_BOX((r)->min, (r)->max, 2)
+
 #endif

@@ -2821,7 +2821,8 @@ static uint64_t qt_fingerprint(const nbQuadtree *t)
     const nbRect all = {{-inf, -inf}, {inf, inf}};
     nbHit hits[128];
     int32_t found = 0;
-    if (nb_quadtree_query_box(t, &all, NB_FILTER_ALL, hits, 128, &found) != NB_OK) return 0;
+    if (nb_quadtree_query_box(t, NBT_RECT_BOX(&all), NB_FILTER_ALL, hits, 128, &found) != NB_OK)
+        return 0;
     for (int32_t i = 0; i < found; i++) {
         nbRect r;
         nbFilter f;
@@ -2836,6 +2837,14 @@ static uint64_t qt_fingerprint(const nbQuadtree *t)
 }
 
 static bool qt_calls;
+static bool qt_on_nn(nbHit hit, double dist2, void *user)
+{
+    (void)hit;
+    (void)dist2;
+    (void)user;
+    return true;
+}
+
 static bool qt_on_hit(nbHit hit, void *user)
 {
     (void)hit;
@@ -2954,17 +2963,21 @@ static nbStatus qt_call(int id, QtFix *fx, QtOut *o)
     case 68: return nb_quadtree_visit_all(NULL, qt_on_hit, NULL);
     case 69: return nb_quadtree_visit_all(t, NULL, NULL);
     // window, point, radius
-    case 70: return nb_quadtree_query_box(NULL, &ok, NB_FILTER_ALL, hits, 128, &o->found);
+    case 70:
+        return nb_quadtree_query_box(NULL, NBT_RECT_BOX(&ok), NB_FILTER_ALL, hits, 128, &o->found);
     case 71: return nb_quadtree_query_box(t, NULL, NB_FILTER_ALL, hits, 128, &o->found);
-    case 72: return nb_quadtree_query_box(t, &ok, NB_FILTER_ALL, hits, 128, NULL);
-    case 73: return nb_quadtree_query_box(t, &ok, NB_FILTER_ALL, NULL, 4, &o->found);
-    case 74: return nb_quadtree_query_box(t, &nanr, NB_FILTER_ALL, hits, 128, &o->found);
-    case 75: return nb_quadtree_query_box(t, &inv, NB_FILTER_ALL, hits, 128, &o->found);
-    case 76: return nb_quadtree_query_box(t, &ok, NB_FILTER_ALL, hits, -1, &o->found);
-    case 77: return nb_quadtree_query_box(t, &inv_nan, NB_FILTER_ALL, hits, -1, &o->found);
-    case 78: return nb_quadtree_visit_box(t, &ok, NB_FILTER_ALL, NULL, NULL);
-    case 79: return nb_quadtree_visit_box(t, &nanr, NB_FILTER_ALL, qt_on_hit, NULL);
-    case 80: return nb_quadtree_visit_box(NULL, &ok, NB_FILTER_ALL, qt_on_hit, NULL);
+    case 72: return nb_quadtree_query_box(t, NBT_RECT_BOX(&ok), NB_FILTER_ALL, hits, 128, NULL);
+    case 73: return nb_quadtree_query_box(t, NBT_RECT_BOX(&ok), NB_FILTER_ALL, NULL, 4, &o->found);
+    case 74:
+        return nb_quadtree_query_box(t, NBT_RECT_BOX(&nanr), NB_FILTER_ALL, hits, 128, &o->found);
+    case 75:
+        return nb_quadtree_query_box(t, NBT_RECT_BOX(&inv), NB_FILTER_ALL, hits, 128, &o->found);
+    case 76: return nb_quadtree_query_box(t, NBT_RECT_BOX(&ok), NB_FILTER_ALL, hits, -1, &o->found);
+    case 77:
+        return nb_quadtree_query_box(t, NBT_RECT_BOX(&inv_nan), NB_FILTER_ALL, hits, -1, &o->found);
+    case 78: return nb_quadtree_visit_box(t, NBT_RECT_BOX(&ok), NB_FILTER_ALL, NULL, NULL);
+    case 79: return nb_quadtree_visit_box(t, NBT_RECT_BOX(&nanr), NB_FILTER_ALL, qt_on_hit, NULL);
+    case 80: return nb_quadtree_visit_box(NULL, NBT_RECT_BOX(&ok), NB_FILTER_ALL, qt_on_hit, NULL);
     case 81: return nb_quadtree_query_point(t, NULL, NB_FILTER_ALL, hits, 128, &o->found);
     case 82: return nb_quadtree_query_point(t, pnan, NB_FILTER_ALL, hits, 128, &o->found);
     case 83: return nb_quadtree_query_point(t, pinf, NB_FILTER_ALL, hits, 128, &o->found);
@@ -2977,14 +2990,23 @@ static nbStatus qt_call(int id, QtFix *fx, QtOut *o)
     case 90: return nb_quadtree_visit_radius(t, p, -1.0, NB_FILTER_ALL, qt_on_hit, NULL);
     case 91: return nb_quadtree_visit_radius(t, p, 1.0, NB_FILTER_ALL, NULL, NULL);
     case 92: return nb_quadtree_visit_radius(t, pnan, 1.0, NB_FILTER_ALL, qt_on_hit, NULL);
+    case 93: return nb_quadtree_visit_point(t, NULL, NB_FILTER_ALL, qt_on_hit, NULL);
+    case 94: return nb_quadtree_visit_point(t, pinf, NB_FILTER_ALL, qt_on_hit, NULL);
+    case 95: return nb_quadtree_visit_point(NULL, p, NB_FILTER_ALL, qt_on_hit, NULL);
+    case 96: return nb_quadtree_visit_point(t, p, NB_FILTER_ALL, NULL, NULL);
     // kNN and rays
-    case 100: return nb_quadtree_knn(t, p, 3, inf, NB_FILTER_ALL, NULL, &o->found);
-    case 101: return nb_quadtree_knn(t, pnan, 3, inf, NB_FILTER_ALL, nn, &o->found);
-    case 102: return nb_quadtree_knn(t, p, 3, nan, NB_FILTER_ALL, nn, &o->found);
-    case 103: return nb_quadtree_knn(t, p, -1, inf, NB_FILTER_ALL, nn, &o->found);
-    case 104: return nb_quadtree_knn(t, p, 3, -1.0, NB_FILTER_ALL, nn, &o->found);
-    case 105: return nb_quadtree_knn(NULL, p, 3, inf, NB_FILTER_ALL, nn, &o->found);
-    case 106: return nb_quadtree_knn(t, p, 3, inf, NB_FILTER_ALL, nn, NULL);
+    case 100: return nb_quadtree_knn(t, p, NB_FILTER_ALL, inf, NULL, 3, &o->found);
+    case 101: return nb_quadtree_knn(t, pnan, NB_FILTER_ALL, inf, nn, 3, &o->found);
+    case 102: return nb_quadtree_knn(t, p, NB_FILTER_ALL, nan, nn, 3, &o->found);
+    case 103: return nb_quadtree_knn(t, p, NB_FILTER_ALL, inf, nn, -1, &o->found);
+    case 104: return nb_quadtree_knn(t, p, NB_FILTER_ALL, -1.0, nn, 3, &o->found);
+    case 105: return nb_quadtree_knn(NULL, p, NB_FILTER_ALL, inf, nn, 3, &o->found);
+    case 106: return nb_quadtree_knn(t, p, NB_FILTER_ALL, inf, nn, 3, NULL);
+    case 107: return nb_quadtree_visit_knn(t, NULL, NB_FILTER_ALL, inf, 3, qt_on_nn, NULL);
+    case 108: return nb_quadtree_visit_knn(t, pnan, NB_FILTER_ALL, -1.0, 3, qt_on_nn, NULL);
+    case 109: return nb_quadtree_visit_knn(t, p, NB_FILTER_ALL, nan, -1, qt_on_nn, NULL);
+    case 97: return nb_quadtree_visit_knn(t, p, NB_FILTER_ALL, inf, -1, qt_on_nn, NULL);
+    case 98: return nb_quadtree_visit_knn(t, p, NB_FILTER_ALL, -1.0, 3, NULL, NULL);
     case 110: return nb_quadtree_raycast(t, p, dir, inf, NB_FILTER_ALL, NULL, &o->found);
     case 111: return nb_quadtree_raycast(t, pnan, dir, inf, NB_FILTER_ALL, rays, &o->found);
     case 112: return nb_quadtree_raycast(t, p, dinf, inf, NB_FILTER_ALL, rays, &o->found);
@@ -3016,10 +3038,10 @@ static nbStatus qt_call(int id, QtFix *fx, QtOut *o)
     case 146: return nb_quadtree_visit_cross_pairs(NULL, 1u, 2u, qt_on_pair, NULL);
     // accepted edge values
     case 150:
-        return nb_quadtree_query_box(t, &(nbRect){{-inf, -inf}, {inf, inf}}, NB_FILTER_ALL, hits,
+        return nb_quadtree_query_box(t, &(nbBox){{-inf, -inf}, {inf, inf}}, NB_FILTER_ALL, hits,
                                      128, &o->found);
     case 151: return nb_quadtree_query_radius(t, p, -0.0, NB_FILTER_ALL, hits, 128, &o->found);
-    case 152: return nb_quadtree_knn(t, p, 0, inf, NB_FILTER_ALL, NULL, &o->found);
+    case 152: return nb_quadtree_knn(t, p, NB_FILTER_ALL, inf, NULL, 0, &o->found);
     case 153: return nb_quadtree_raycast_all(t, p, dir, 0.0, NB_FILTER_ALL, NULL, 0, &o->found);
     case 154: return nb_quadtree_count_pairs(t, &o->found64);
     case 155: return nb_quadtree_count_cross_pairs(t, 0u, 0u, &o->found64);
@@ -3144,6 +3166,10 @@ static const QtCase qt_cases[] = {
     {90, NB_ERR_OUT_OF_RANGE},
     {91, NB_ERR_NULL_ARG},
     {92, NB_ERR_NOT_FINITE},
+    {93, NB_ERR_NULL_ARG},
+    {94, NB_ERR_NOT_FINITE},
+    {95, NB_ERR_NULL_ARG},
+    {96, NB_ERR_NULL_ARG},
     {100, NB_ERR_NULL_ARG},
     {101, NB_ERR_NOT_FINITE},
     {102, NB_ERR_NOT_FINITE},
@@ -3151,6 +3177,11 @@ static const QtCase qt_cases[] = {
     {104, NB_ERR_OUT_OF_RANGE},
     {105, NB_ERR_NULL_ARG},
     {106, NB_ERR_NULL_ARG},
+    {107, NB_ERR_NULL_ARG},
+    {108, NB_ERR_NOT_FINITE},
+    {109, NB_ERR_NOT_FINITE},
+    {97, NB_ERR_OUT_OF_RANGE},
+    {98, NB_ERR_NULL_ARG},
     {110, NB_ERR_NULL_ARG},
     {111, NB_ERR_NOT_FINITE},
     {112, NB_ERR_NOT_FINITE},

@@ -115,7 +115,8 @@ static int check_rects(const nbbCorpus *c)
         const nbRect win = {{w[4 * k], w[4 * k + 1]}, {w[4 * k + 2], w[4 * k + 3]}};
         int64_t want = 0, got = 0;
         for (int32_t i = 0; i < c->n; i++) want += nbr_touch(c->data + 4 * (size_t)i, w + 4 * k);
-        if (nb_quadtree_visit_box(qt, &win, NB_FILTER_ALL, count_hit, &got) != NB_OK ||
+        if (nb_quadtree_visit_box(qt, NBT_RECT_BOX(&win), NB_FILTER_ALL, count_hit, &got) !=
+                NB_OK ||
             got != want) {
             fprintf(stderr, "%s: window %d: %lld hits, brute force %lld\n", c->name, k,
                     (long long)got, (long long)want);

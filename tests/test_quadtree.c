@@ -166,6 +166,29 @@ typedef struct PairCheck {
     int64_t n, cap;
 } PairCheck;
 
+// nb_quadtree_visit_knn's neighbours against the buffer form's, one by one.
+typedef struct NnSeen {
+    const nbHitNeighbor *want;
+    int32_t cap, n, wrong;
+} NnSeen;
+
+static bool seen_nn(nbHit hit, double dist2, void *user)
+{
+    NnSeen *s = (NnSeen *)user;
+    if (s->n >= s->cap || s->want[s->n].hit.handle.bits != hit.handle.bits ||
+        s->want[s->n].dist2 != dist2)
+        s->wrong++;
+    s->n++;
+    return true;
+}
+
+static bool count_visit(nbHit hit, void *user)
+{
+    (void)hit;
+    ++*(int64_t *)user;
+    return true;
+}
+
 static uint64_t pair_key(nbHit a, nbHit b)
 {
     return ((uint64_t)(uint32_t)a.handle.bits << 32) | (uint32_t)b.handle.bits;
@@ -184,7 +207,7 @@ static int check_queries(const nbQuadtree *qt, double world)
             w.min[0] = -(double)INFINITY;
             w.max[1] = (double)INFINITY;
         }
-        NB_CHECK_OK(nb_quadtree_query_box(qt, &w, qf, hits, QCAP, &found));
+        NB_CHECK_OK(nb_quadtree_query_box(qt, NBT_RECT_BOX(&w), qf, hits, QCAP, &found));
         int32_t nw = 0;
         for (int32_t i = 0; i < M.n; i++)
             if (M.live[i] && touch(&M.r[i], &w) && pass(qf, M.f[i])) want[nw++] = M.h[i].bits;
@@ -205,7 +228,10 @@ static int check_queries(const nbQuadtree *qt, double world)
             p[0] = M.r[j].max[0];
             p[1] = M.r[j].min[1];
         }
+        int64_t visited = 0; // the callback form finds as many
+        NB_CHECK_OK(nb_quadtree_visit_point(qt, p, qf, count_visit, &visited));
         NB_CHECK_OK(nb_quadtree_query_point(qt, p, qf, hits, QCAP, &found));
+        NB_CHECK(visited == found);
         nbRect pr = {{p[0], p[1]}, {p[0], p[1]}};
         nw = 0;
         for (int32_t i = 0; i < M.n; i++)
@@ -229,7 +255,7 @@ static int check_queries(const nbQuadtree *qt, double world)
         int32_t k = 1 + nbt_int(12);
         double maxd = nbt_int(3) == 0 ? (double)INFINITY : nbt_range(0.0, world);
         nbHitNeighbor nn[16];
-        NB_CHECK_OK(nb_quadtree_knn(qt, p, k, maxd, qf, nn, &found));
+        NB_CHECK_OK(nb_quadtree_knn(qt, p, qf, maxd, nn, k, &found));
         typedef struct {
             double d;
             uint32_t s;
@@ -256,6 +282,10 @@ static int check_queries(const nbQuadtree *qt, double world)
             NB_CHECK(nn[i].hit.handle.bits == cand[i].bits);
             NB_CHECK(nn[i].dist2 == cand[i].d);
         }
+        // The callback form: the same neighbours in the same order.
+        NnSeen seen = {nn, found, 0, 0};
+        NB_CHECK_OK(nb_quadtree_visit_knn(qt, p, qf, maxd, k, seen_nn, &seen));
+        NB_CHECK(seen.n == found && seen.wrong == 0);
         // Rays: the first hit and all hits sorted.
         double dir[2] = {nbt_gauss(), nbt_gauss()};
         if (rep == 1) dir[1] = 0.0;
@@ -572,7 +602,8 @@ static uint64_t fingerprint(const nbQuadtree *qt)
     int32_t found = 0;
     const double inf = (double)INFINITY;
     nbRect all = {{-inf, -inf}, {inf, inf}};
-    if (nb_quadtree_query_box(qt, &all, NB_FILTER_ALL, hits, 4096, &found) != NB_OK) return 1;
+    if (nb_quadtree_query_box(qt, NBT_RECT_BOX(&all), NB_FILTER_ALL, hits, 4096, &found) != NB_OK)
+        return 1;
     uint64_t keys[4096];
     sort_hits(hits, found, keys);
     uint64_t h = 1469598103934665603u;
@@ -676,7 +707,7 @@ static int tree_walk(const nbQuadtree *qt, uint64_t *users, nbRect *rects, int32
     static nbHit hits[MAXN];
     const double inf = (double)INFINITY;
     const nbRect all = {{-inf, -inf}, {inf, inf}};
-    NB_CHECK_OK(nb_quadtree_query_box(qt, &all, NB_FILTER_ALL, hits, MAXN, n));
+    NB_CHECK_OK(nb_quadtree_query_box(qt, NBT_RECT_BOX(&all), NB_FILTER_ALL, hits, MAXN, n));
     for (int32_t i = 0; i < *n; i++) {
         users[i] = hits[i].user;
         NB_CHECK_OK(nb_quadtree_get(qt, hits[i].handle, &rects[i], NULL, NULL));
@@ -916,7 +947,8 @@ static int test_zero_alloc_moving(void)
         NB_CHECK(moved == (frame % 2 == 1 ? N : 0));
         int32_t found = 0;
         for (int i = 0; i < N; i += 10)
-            NB_CHECK_OK(nb_quadtree_query_box(qt, &r[i], NB_FILTER_ALL, hits, N, &found));
+            NB_CHECK_OK(
+                nb_quadtree_query_box(qt, NBT_RECT_BOX(&r[i]), NB_FILTER_ALL, hits, N, &found));
         int64_t np = 0;
         NB_CHECK_OK(nb_quadtree_count_pairs(qt, &np));
     }
@@ -946,10 +978,10 @@ static int test_stop_and_buffers(void)
     nbHit hits[10];
     int32_t found = 0;
     nbRect w = {{0.5, 0.5}, {0.5, 0.5}};
-    NB_CHECK_STATUS(nb_quadtree_query_box(qt, &w, NB_FILTER_ALL, hits, 10, &found),
+    NB_CHECK_STATUS(nb_quadtree_query_box(qt, NBT_RECT_BOX(&w), NB_FILTER_ALL, hits, 10, &found),
                     NB_ERR_BUFFER_TOO_SMALL);
     NB_CHECK(found == 50);
-    NB_CHECK_STATUS(nb_quadtree_query_box(qt, &w, NB_FILTER_ALL, NULL, 0, &found),
+    NB_CHECK_STATUS(nb_quadtree_query_box(qt, NBT_RECT_BOX(&w), NB_FILTER_ALL, NULL, 0, &found),
                     NB_ERR_BUFFER_TOO_SMALL);
     NB_CHECK(found == 50);
     nbHitPair pairs[5];
@@ -957,7 +989,7 @@ static int test_stop_and_buffers(void)
     NB_CHECK_STATUS(nb_quadtree_pairs(qt, pairs, 5, &np), NB_ERR_BUFFER_TOO_SMALL);
     NB_CHECK(np == 50 * 49 / 2);
     int32_t seen = 0;
-    NB_CHECK_OK(nb_quadtree_visit_box(qt, &w, NB_FILTER_ALL, count_one, &seen));
+    NB_CHECK_OK(nb_quadtree_visit_box(qt, NBT_RECT_BOX(&w), NB_FILTER_ALL, count_one, &seen));
     NB_CHECK(seen == 50);
     nb_quadtree_destroy(qt);
     return 0;
@@ -986,7 +1018,7 @@ static int test_radius_underflow(void)
     NB_CHECK_OK(nb_quadtree_query_radius(qt, c, 1e-150, NB_FILTER_ALL, hits, 4, &found));
     NB_CHECK(found == 4);
     nbHitNeighbor nn[4];
-    NB_CHECK_OK(nb_quadtree_knn(qt, c, 4, 0.0, NB_FILTER_ALL, nn, &found));
+    NB_CHECK_OK(nb_quadtree_knn(qt, c, NB_FILTER_ALL, 0.0, nn, 4, &found));
     NB_CHECK(found == 3);
     nb_quadtree_destroy(qt);
     return 0;
@@ -1052,7 +1084,8 @@ static int float_edges_at(const double *vals, int nv, double base)
             for (size_t w = 0; w < sizeof wins / sizeof wins[0]; w++) {
                 int32_t want = 0, found = -1;
                 for (int32_t j = 0; j < NR; j++) want += touch(&rects[j], &wins[w]);
-                NB_CHECK_OK(nb_quadtree_query_box(qt, &wins[w], NB_FILTER_ALL, hits, NR, &found));
+                NB_CHECK_OK(nb_quadtree_query_box(qt, NBT_RECT_BOX(&wins[w]), NB_FILTER_ALL, hits,
+                                                  NR, &found));
                 if (found != want)
                     fprintf(stderr, "value %.17g, window %d: %d found, %d touch\n", v, (int)w,
                             (int)found, (int)want);
@@ -1145,8 +1178,8 @@ static int test_q16_edges(void)
                 for (size_t w = 0; w < sizeof wins / sizeof wins[0]; w++) {
                     int32_t want = 0, found = -1;
                     for (int32_t k = 0; k < NR; k++) want += touch(&rects[k], &wins[w]);
-                    NB_CHECK_OK(
-                        nb_quadtree_query_box(qt, &wins[w], NB_FILTER_ALL, hits, NR, &found));
+                    NB_CHECK_OK(nb_quadtree_query_box(qt, NBT_RECT_BOX(&wins[w]), NB_FILTER_ALL,
+                                                      hits, NR, &found));
                     if (found != want)
                         fprintf(stderr, "way %d, edge %.17g, window %d: %d found, %d touch\n", way,
                                 e, (int)w, (int)found, (int)want);
@@ -1225,7 +1258,7 @@ static int test_segments(void)
                                 {c[0] + 0.5 * side, c[1] + 0.5 * side}};
             const nbFilter qf = w % 3 == 0 ? (nbFilter){1u, 2u} : NB_FILTER_ALL;
             int32_t found = -1;
-            NB_CHECK_OK(nb_quadtree_query_box(qt, &win, qf, hits, N, &found));
+            NB_CHECK_OK(nb_quadtree_query_box(qt, NBT_RECT_BOX(&win), qf, hits, N, &found));
             int32_t want = 0;
             for (int32_t i = 0; i < N; i++) want += live[i] && touch(&r[i], &win) && pass(qf, f[i]);
             NB_CHECK(found == want);
@@ -1278,7 +1311,8 @@ static int test_wander(void)
         NB_CHECK_OK(nb_quadtree_validate(qt));
         for (int32_t w = 0; w < N; w += 7) {
             int32_t found = -1;
-            NB_CHECK_OK(nb_quadtree_query_box(qt, &r[w], NB_FILTER_ALL, hits, N, &found));
+            NB_CHECK_OK(
+                nb_quadtree_query_box(qt, NBT_RECT_BOX(&r[w]), NB_FILTER_ALL, hits, N, &found));
             int32_t want = 0;
             for (int32_t i = 0; i < N; i++) want += touch(&r[i], &r[w]);
             NB_CHECK(found == want);
@@ -1337,7 +1371,7 @@ static int test_batches(void)
         const double half = nbt_range(1.0, 60.0);
         const nbRect w = {{cx - half, cy - half}, {cx + half, cy + half}};
         int32_t found = 0;
-        NB_CHECK_OK(nb_quadtree_query_box(qt, &w, NB_FILTER_ALL, hits, N, &found));
+        NB_CHECK_OK(nb_quadtree_query_box(qt, NBT_RECT_BOX(&w), NB_FILTER_ALL, hits, N, &found));
         int32_t nw = 0;
         for (int32_t i = 0; i < N; i++)
             if (touch(&r[i], &w)) want[nw++] = (uint64_t)i;
@@ -1348,7 +1382,7 @@ static int test_batches(void)
         if (found == 0) continue;
         const int32_t k = 1 + nbt_int(found < 64 ? found : 64);
         StopAfter st = {.n = 0, .left = k};
-        NB_CHECK_OK(nb_quadtree_visit_box(qt, &w, NB_FILTER_ALL, stop_after, &st));
+        NB_CHECK_OK(nb_quadtree_visit_box(qt, NBT_RECT_BOX(&w), NB_FILTER_ALL, stop_after, &st));
         NB_CHECK(st.n == k);
         for (int32_t i = 0; i < k; i++) NB_CHECK(st.seen[i].handle.bits == hits[i].handle.bits);
     }
@@ -1366,7 +1400,8 @@ static int check_capacities(const nbQuadtree *qt, const nbRect *w, const nbHit *
     for (int32_t cap = 0; cap <= most; cap++) {
         int32_t found = 0;
         memset(buf, 0xA5, buf_bytes);
-        const nbStatus st = nb_quadtree_query_box(qt, w, NB_FILTER_ALL, buf, cap, &found);
+        const nbStatus st =
+            nb_quadtree_query_box(qt, NBT_RECT_BOX(w), NB_FILTER_ALL, buf, cap, &found);
         NB_CHECK(st == (total <= cap ? NB_OK : NB_ERR_BUFFER_TOO_SMALL));
         NB_CHECK(found == total);
         const int32_t kept = total < cap ? total : cap;
@@ -1397,7 +1432,7 @@ static int test_buffer_edges(void)
         const double half = nbt_range(2.0, 12.0);
         const nbRect w = {{cx - half, cy - half}, {cx + half, cy + half}};
         int32_t total = 0;
-        NB_CHECK_OK(nb_quadtree_query_box(qt, &w, NB_FILTER_ALL, full, N, &total));
+        NB_CHECK_OK(nb_quadtree_query_box(qt, NBT_RECT_BOX(&w), NB_FILTER_ALL, full, N, &total));
         const int32_t most = total + 9 < CAP ? total + 9 : CAP;
         NB_CHECK(check_capacities(qt, &w, full, total, most, buf, sizeof buf) == 0);
     }
@@ -1412,7 +1447,7 @@ static int test_buffer_edges(void)
     }
     const nbRect w = {{10.5, 10.5}, {10.5, 10.5}};
     int32_t total = 0;
-    NB_CHECK_OK(nb_quadtree_query_box(qt, &w, NB_FILTER_ALL, full, N, &total));
+    NB_CHECK_OK(nb_quadtree_query_box(qt, NBT_RECT_BOX(&w), NB_FILTER_ALL, full, N, &total));
     NB_CHECK(total == 450);
     NB_CHECK(check_capacities(qt, &w, full, total, total + 9, buf, sizeof buf) == 0);
     NB_CHECK_OK(nb_quadtree_validate(qt));
@@ -1488,7 +1523,7 @@ static int test_minus_zero(void)
         nbHit hits[4];
         int32_t found = 0;
         const nbRect w = {{-0.0, -0.0}, {30.0, 0.0}}; // touches z and z2 on their zero edges
-        NB_CHECK_OK(nb_quadtree_query_box(qt, &w, NB_FILTER_ALL, hits, 4, &found));
+        NB_CHECK_OK(nb_quadtree_query_box(qt, NBT_RECT_BOX(&w), NB_FILTER_ALL, hits, 4, &found));
         NB_CHECK(found == (way == 0 ? 1 : 0) && (found == 0 || hits[0].user == 2));
         nb_quadtree_destroy(qt);
     }
@@ -1524,7 +1559,7 @@ static int test_build_slot_order(void)
     nbHitNeighbor out[K];
     int32_t found = 0;
     const double p[2] = {32.0, 32.0};
-    NB_CHECK_OK(nb_quadtree_knn(qt, p, K, (double)INFINITY, NB_FILTER_ALL, out, &found));
+    NB_CHECK_OK(nb_quadtree_knn(qt, p, NB_FILTER_ALL, (double)INFINITY, out, K, &found));
     NB_CHECK(found == K);
     for (int32_t k = 0; k < K; k++)
         NB_CHECK(out[k].dist2 == 0.0 && out[k].hit.user == (uint64_t)(N - 2 * k));
@@ -1579,7 +1614,8 @@ static int check_placed(const nbQuadtree *qt, int placement, const nbRect *r, in
         const double hx = 0.002 * sx * (1.0 + 20.0 * nbt_unit()), hy = 0.002 * sy * nbt_unit();
         const nbRect w = {{cx - hx, cy - hy}, {cx + hx, cy + hy}};
         int32_t found = -1, want = 0;
-        NB_CHECK_OK(nb_quadtree_query_box(qt, &w, NB_FILTER_ALL, hits, PN + PN / 2, &found));
+        NB_CHECK_OK(
+            nb_quadtree_query_box(qt, NBT_RECT_BOX(&w), NB_FILTER_ALL, hits, PN + PN / 2, &found));
         uint64_t sum = 0, wsum = 0;
         for (int32_t i = 0; i < n; i++)
             if (touch(&r[i], &w)) {

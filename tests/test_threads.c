@@ -583,14 +583,15 @@ static uint64_t qt_sweep(const QtShared *sh, nbHit *hits, nbHitPair *pairs)
         const double *c = sh->at[q];
         const nbRect w = {{c[0] - 4.0, c[1] - 3.0}, {c[0] + 4.0, c[1] + 3.0}};
         int32_t n = 0;
-        d = qt_mix(d, (uint64_t)nb_quadtree_query_box(t, &w, NB_FILTER_ALL, hits, QN, &n));
+        d = qt_mix(
+            d, (uint64_t)nb_quadtree_query_box(t, NBT_RECT_BOX(&w), NB_FILTER_ALL, hits, QN, &n));
         for (int32_t i = 0; i < n; i++) qt_digest_hit(hits[i], &d);
-        d = qt_mix(d, (uint64_t)nb_quadtree_visit_box(t, &w, f, qt_digest_hit, &d));
+        d = qt_mix(d, (uint64_t)nb_quadtree_visit_box(t, NBT_RECT_BOX(&w), f, qt_digest_hit, &d));
         d = qt_mix(d, (uint64_t)nb_quadtree_query_point(t, c, NB_FILTER_ALL, hits, QN, &n));
         for (int32_t i = 0; i < n; i++) qt_digest_hit(hits[i], &d);
         d = qt_mix(d, (uint64_t)nb_quadtree_visit_radius(t, c, 5.0, f, qt_digest_hit, &d));
         nbHitNeighbor nn[8];
-        d = qt_mix(d, (uint64_t)nb_quadtree_knn(t, c, 8, (double)INFINITY, NB_FILTER_ALL, nn, &n));
+        d = qt_mix(d, (uint64_t)nb_quadtree_knn(t, c, NB_FILTER_ALL, (double)INFINITY, nn, 8, &n));
         for (int32_t i = 0; i < n; i++)
             d = qt_mix(d, nn[i].hit.handle.bits ^ (uint64_t)nn[i].dist2);
         const double dir[2] = {1.0, (double)(q % 5) - 2.0};

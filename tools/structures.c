@@ -506,7 +506,7 @@ static nbStatus quadtree_knn_hits(const void *index, const double *point, int32_
                                   nbHitNeighbor *wide, int32_t *n)
 {
     const QuadtreeIndex *x = index;
-    return nb_quadtree_knn(x->qt, point, k, (double)INFINITY, NB_FILTER_ALL, wide, n);
+    return nb_quadtree_knn(x->qt, point, NB_FILTER_ALL, (double)INFINITY, wide, k, n);
 }
 
 static nbStatus quadtree_knn(const void *index, const double *point, int32_t k, nbNeighbor *out,
@@ -520,7 +520,7 @@ static nbStatus quadtree_boxes(const void *index, const double *window, int32_t 
 {
     const QuadtreeIndex *x = index;
     QuadtreeOut o = {out, capacity, 0, -1, NULL, 0, 0};
-    const nbRect w = {{window[0], window[1]}, {window[2], window[3]}};
+    const nbBox w = {{window[0], window[1]}, {window[2], window[3]}};
     const nbStatus st = nb_quadtree_visit_box(x->qt, &w, NB_FILTER_ALL, quadtree_on_hit, &o);
     *found = st == NB_OK ? o.found : 0;
     if (st != NB_OK) return st;

@@ -203,16 +203,16 @@ NB_API nbStatus nb_quadtree_set(nbQuadtree *tree, nbHandle item, uint64_t user, 
 /// Calls `visit` for every rectangle, node by node, until it returns false.
 NB_API nbStatus nb_quadtree_visit_all(const nbQuadtree *tree, nbHitFn *visit, void *user);
 
-/// Rectangles that touch `window` (closed on both sides: a shared edge or corner counts) and pass
-/// `filter`. Writes up to `capacity` hits to `out` and the total to *found; if the total exceeds
-/// capacity, returns NB_ERR_BUFFER_TOO_SMALL with `out` holding the first `capacity`. Entries
-/// of `out` past *found (within `capacity`) are scratch: the search may have written them.
-/// NB_ERR_NOT_FINITE for a NaN bound (infinite bounds are allowed: a half-plane, everything);
-/// NB_ERR_OUT_OF_RANGE for min > max or a negative capacity. Does not allocate.
-NB_API nbStatus nb_quadtree_query_box(const nbQuadtree *tree, const nbRect *window, nbFilter filter,
+/// Rectangles that touch `box` (closed on both sides: a shared edge or corner counts; the box's
+/// first two axes) and pass `filter`. Writes up to `capacity` hits to `out` and the total to
+/// *found; if the total exceeds capacity, returns NB_ERR_BUFFER_TOO_SMALL with `out` holding the
+/// first `capacity`. Entries of `out` past *found (within `capacity`) are scratch: the search may
+/// have written them. NB_ERR_NOT_FINITE for a NaN bound (infinite bounds are allowed: a half-plane,
+/// everything); NB_ERR_OUT_OF_RANGE for min > max or a negative capacity. Does not allocate.
+NB_API nbStatus nb_quadtree_query_box(const nbQuadtree *tree, const nbBox *box, nbFilter filter,
                                       nbHit *out, int32_t capacity, int32_t *found);
 /// The callback form of nb_quadtree_query_box.
-NB_API nbStatus nb_quadtree_visit_box(const nbQuadtree *tree, const nbRect *window, nbFilter filter,
+NB_API nbStatus nb_quadtree_visit_box(const nbQuadtree *tree, const nbBox *box, nbFilter filter,
                                       nbHitFn *visit, void *user);
 
 /// Rectangles that contain the point (2 doubles; edges count). Same contract as
@@ -220,6 +220,9 @@ NB_API nbStatus nb_quadtree_visit_box(const nbQuadtree *tree, const nbRect *wind
 NB_API nbStatus nb_quadtree_query_point(const nbQuadtree *tree, const double *point,
                                         nbFilter filter, nbHit *out, int32_t capacity,
                                         int32_t *found);
+/// The callback form of nb_quadtree_query_point.
+NB_API nbStatus nb_quadtree_visit_point(const nbQuadtree *tree, const double *point,
+                                        nbFilter filter, nbHitFn *visit, void *user);
 
 /// Rectangles within `radius` of `center`: dx*dx + dy*dy <= radius*radius in double, where dx is
 /// how far center[0] lies outside [min[0], max[0]] (0 inside), likewise dy. Same contract as
@@ -238,9 +241,14 @@ NB_API nbStatus nb_quadtree_visit_radius(const nbQuadtree *tree, const double *c
 /// Nearest first, ties by lower handle slot. `out` holds k and is the search's heap; *found is
 /// min(k, matches). NB_ERR_NOT_FINITE for a NaN or infinite point or a NaN max_distance;
 /// NB_ERR_OUT_OF_RANGE for k < 0 or a negative max_distance. Does not allocate.
-NB_API nbStatus nb_quadtree_knn(const nbQuadtree *tree, const double *point, int32_t k,
-                                double max_distance, nbFilter filter, nbHitNeighbor *out,
-                                int32_t *found);
+NB_API nbStatus nb_quadtree_knn(const nbQuadtree *tree, const double *point, nbFilter filter,
+                                double max_distance, nbHitNeighbor *out, int32_t k, int32_t *found);
+/// The callback form of nb_quadtree_knn: the same neighbours in the same order, each handed to
+/// `visit`. The search keeps its k best on the stack up to NB_KNN_STACK and in memory from the
+/// tree's allocator above that (NB_ERR_OUT_OF_MEMORY if that fails, after the other checks).
+NB_API nbStatus nb_quadtree_visit_knn(const nbQuadtree *tree, const double *point, nbFilter filter,
+                                      double max_distance, int32_t k, nbHitNeighborFn *visit,
+                                      void *user);
 
 /// The first rectangle a ray hits: the ray starts at `origin` and goes along `direction`
 /// (normalised by the call), up to `max_distance` (+infinity: no limit). `t` is where the ray

@@ -120,7 +120,7 @@ static PyObject *qt_query_window(nbpyQuadtree *q, PyObject *args)
     if (qt_ready(q) < 0 ||
         !PyArg_ParseTuple(args, "(dddd):query_window", &w[0], &w[1], &w[2], &w[3]))
         return NULL;
-    nbRect window = {{w[0], w[1]}, {w[2], w[3]}};
+    nbBox window = {{w[0], w[1]}, {w[2], w[3]}};
     Collect c = {0};
     nbStatus st = nb_quadtree_visit_box(q->tree, &window, NB_FILTER_ALL, collect_hit, &c);
     return collect_array(&c, st, 1);

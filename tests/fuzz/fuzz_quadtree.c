@@ -257,7 +257,7 @@ static void qf_queries(nbfReader *rd, uint8_t op)
         for (int a = 0; a < 2 && want_st == NB_OK; a++)
             if (w.min[a] > w.max[a]) want_st = NB_ERR_OUT_OF_RANGE;
         const int32_t cap = nbf_u8(rd) < 30 ? 1 : QF_CAP;
-        st = nb_quadtree_query_box(qm.t, &w, qf, hits, cap, &found);
+        st = nb_quadtree_query_box(qm.t, NBT_RECT_BOX(&w), qf, hits, cap, &found);
         nbf_log("  query_box -> %s, %d\n", nb_status_str(st), (int)found);
         if (want_st != NB_OK) {
             NBF_CHECK(st == want_st && found == 0, "query_box: %s", nb_status_str(st));
@@ -306,7 +306,7 @@ static void qf_queries(nbfReader *rd, uint8_t op)
         double dir[2] = {0.0, 0.0};
         int32_t k = nbf_u8(rd) % (QF_MAX + 1);
         if (op == 3) {
-            st = nb_quadtree_knn(qm.t, p, k, maxd, qf, nn, &found);
+            st = nb_quadtree_knn(qm.t, p, qf, maxd, nn, k, &found);
         } else {
             dir[0] = qf_coord(rd);
             dir[1] = qf_coord(rd);
