@@ -1,0 +1,678 @@
+// SPDX-License-Identifier: MIT
+// Neighbour lists (neighbors.h): compressed rows from the grid's cross-pair walker, a list that
+// keeps them in storage it grows, and the Verlet list.
+//
+// Rows. A set against itself is the set against a second copy of itself: the cross walker
+// (pairs.c) meets every (i, j) within r once with roles kept, so each unordered pair comes in
+// both directions, and the pairs (i, i) are dropped. The walker's pairs come a block at a time
+// (sink.h, block mode) and go through a counting sort by i:
+//   1. count: offsets[i + 1] += 1 for every pair (i, j);
+//   2. prefix: offsets[i + 1] becomes row i's first entry;
+//   3. fill: the walk again, neighbors[offsets[i + 1]++] = j, after which offsets[i + 1] is row
+//      i's end, i.e. row i + 1's start, and offsets is final;
+//   4. sort: each row ascending (insertion sort: rows are short and, for points in cell order,
+//      nearly sorted already).
+// Walking twice costs less than keeping the pairs in between (no allocation, and the pairs of
+// 1M points would be 60 MB of memory traffic each way). With a scheduler, passes 1, 3 and 4
+// run on chunks of a's cells (1, 3: each point's row belongs to one chunk, so no two workers
+// touch one counter) and of the rows (4); the result is the serial one.
+//
+// Verlet. The candidates are the rows of a list at r + skin from the positions of the last
+// build, kept with those positions. A pair within r now was within r + 2 d_max then, where
+// d_max is the largest displacement since: within r + skin while d_max <= skin / 2. The
+// displacement is measured in double, so the threshold keeps a margin of a few ulps of the
+// lengths involved (nbi_verlet_half), and the candidates are searched at the grid's radius
+// r + skin whose test accepts every pair its reach does. The rows are the candidates with
+// d2 <= r*r from the current positions, in their (ascending) order.
+#include <nearby/neighbors.h>
+
+#include "grid_internal.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+// Below this many points the passes run serially even with a scheduler.
+enum { NBI_ROWS_PARALLEL_MIN = 4096 };
+
+// ---- rows into the caller's buffers ----
+
+typedef struct nbiRowsCtx {
+    const nbiView *a, *b;
+    double radius;
+    bool self;        // drop (i, i)
+    int32_t *offsets; // a->n + 1
+    int32_t *nb;      // the fill pass's destination
+    int32_t chunks;   // runs of a's cells
+    int32_t unit[NBI_MAX_CHUNKS + 1];
+    nbStatus status[NBI_MAX_CHUNKS];
+} nbiRowsCtx;
+
+static void nbi_rows_count_block(const nbPair *w, int64_t m, void *user)
+{
+    const nbiRowsCtx *x = (const nbiRowsCtx *)user;
+    int32_t *cnt = x->offsets + 1;
+    if (x->self) {
+        for (int64_t t = 0; t < m; t++) cnt[w[t].i] += w[t].i != w[t].j;
+        return;
+    }
+    for (int64_t t = 0; t < m; t++) cnt[w[t].i]++;
+}
+
+static void nbi_rows_fill_block(const nbPair *w, int64_t m, void *user)
+{
+    const nbiRowsCtx *x = (const nbiRowsCtx *)user;
+    int32_t *cur = x->offsets + 1, *nb = x->nb;
+    if (x->self) {
+        for (int64_t t = 0; t < m; t++)
+            if (w[t].i != w[t].j) nb[cur[w[t].i]++] = w[t].j;
+        return;
+    }
+    for (int64_t t = 0; t < m; t++) nb[cur[w[t].i]++] = w[t].j;
+}
+
+// One chunk of a's cells through the walker, in the block mode `block`.
+static void nbi_rows_walk(nbiRowsCtx *x, int32_t k, nbiPairBlockFn *block)
+{
+    nbiPairSink s;
+    nbi_pair_sink_block(&s, block, x);
+    x->status[k] = nbi_walk_cross_range(x->a, x->b, x->radius, x->unit[k], x->unit[k + 1], &s);
+}
+
+static void nbi_rows_count_task(int32_t k0, int32_t k1, int32_t worker, void *ctx)
+{
+    (void)worker;
+    for (int32_t k = k0; k < k1; k++) nbi_rows_walk((nbiRowsCtx *)ctx, k, nbi_rows_count_block);
+}
+
+static void nbi_rows_fill_task(int32_t k0, int32_t k1, int32_t worker, void *ctx)
+{
+    (void)worker;
+    for (int32_t k = k0; k < k1; k++) nbi_rows_walk((nbiRowsCtx *)ctx, k, nbi_rows_fill_block);
+}
+
+// Sorts a[0 .. n) ascending: insertion sort, linear on the nearly sorted rows of points in
+// cell order; long rows take a shell sort's larger gaps first.
+static void nbi_sort_row(int32_t *a, int32_t n)
+{
+    static const int32_t gaps[] = {701, 301, 132, 57, 23, 10, 4, 1};
+    for (int g = n > 32 ? 0 : 7; g < 8; g++) {
+        const int32_t h = gaps[g];
+        for (int32_t t = h; t < n; t++) {
+            const int32_t v = a[t];
+            int32_t u = t;
+            for (; u >= h && a[u - h] > v; u -= h) a[u] = a[u - h];
+            a[u] = v;
+        }
+    }
+}
+
+// Pass 4 over rows, and with `d2` each entry's squared distance: row i's point is at position
+// inv_a[i] of view a, neighbour j at inv_b[j] of view b.
+typedef struct nbiSortCtx {
+    const int32_t *offsets;
+    int32_t *nb;
+    int32_t rows, chunks;
+    double *d2; // NULL: no distances
+    const nbiView *a, *b;
+    const int32_t *inv_a, *inv_b;
+} nbiSortCtx;
+
+static void nbi_rows_sort_task(int32_t k0, int32_t k1, int32_t worker, void *ctx)
+{
+    (void)worker;
+    const nbiSortCtx *x = (const nbiSortCtx *)ctx;
+    const int32_t i0 = (int32_t)((int64_t)x->rows * k0 / x->chunks);
+    const int32_t i1 = (int32_t)((int64_t)x->rows * k1 / x->chunks);
+    for (int32_t i = i0; i < i1; i++) {
+        const int32_t o = x->offsets[i], e = x->offsets[i + 1];
+        nbi_sort_row(x->nb + o, e - o);
+        if (x->d2 == NULL) continue;
+        const int dim = x->a->dim;
+        const double *pa = x->a->pts + (size_t)x->inv_a[i] * (size_t)dim;
+        for (int32_t t = o; t < e; t++) {
+            const double *pb = x->b->pts + (size_t)x->inv_b[x->nb[t]] * (size_t)dim;
+            x->d2[t] = x->a->wrap != NULL ? nbi_dist2_wrap(pa, pb, dim, x->a->wrap->kper)
+                                          : nbi_dist2(pa, pb, dim);
+        }
+    }
+}
+
+// Chunks for the passes over grid a: one without a scheduler or for small sets.
+static int32_t nbi_rows_chunks(const nbGrid *a, const nbTasks *t)
+{
+    if (t == NULL || t->parallel_for == NULL || t->workers <= 1 || a->n < NBI_ROWS_PARALLEL_MIN)
+        return 1;
+    return 4 * t->workers < NBI_MAX_CHUNKS ? 4 * t->workers : NBI_MAX_CHUNKS;
+}
+
+// The first failing chunk's status (they all check the same radius first).
+static nbStatus nbi_rows_status(const nbiRowsCtx *x)
+{
+    for (int32_t k = 0; k < x->chunks; k++)
+        if (x->status[k] != NB_OK) return x->status[k];
+    return NB_OK;
+}
+
+// Pass 1 and 2: offsets[i + 1] = row i's first entry (offsets[0] = 0); *entries = the total.
+// The caller has checked the pointers and arguments.
+static nbStatus nbi_rows_count(nbiRowsCtx *x, const nbGrid *a, const nbTasks *t, int64_t *entries)
+{
+    const int32_t n = a->n;
+    memset(x->offsets, 0, ((size_t)n + 1) * sizeof(int32_t));
+    *entries = 0;
+    x->chunks = nbi_rows_chunks(a, t);
+    nbi_grid_cell_chunks(a, x->chunks, x->unit);
+    nbi_tasks_run(t, nbi_rows_count_task, x->chunks, x);
+    const nbStatus st = nbi_rows_status(x);
+    int64_t run = 0;
+    for (int32_t i = 0; i < n; i++) {
+        const int32_t c = x->offsets[i + 1];
+        x->offsets[i + 1] = (int32_t)(run < INT32_MAX ? run : INT32_MAX);
+        run += c;
+    }
+    if (st == NB_OK && run > INT32_MAX) {
+        memset(x->offsets, 0, ((size_t)n + 1) * sizeof(int32_t));
+        return NB_ERR_OUT_OF_RANGE;
+    }
+    if (st != NB_OK) memset(x->offsets, 0, ((size_t)n + 1) * sizeof(int32_t));
+    *entries = st == NB_OK ? run : 0;
+    return st;
+}
+
+// Pass 3 and 4 into nb (room for every entry): afterwards offsets is in its final form (the
+// fill advances offsets[i + 1] from row i's start to its end). `sx` names the distances, if any.
+static void nbi_rows_fill(nbiRowsCtx *x, const nbTasks *t, int32_t *nb, nbiSortCtx *sx)
+{
+    x->nb = nb;
+    nbi_tasks_run(t, nbi_rows_fill_task, x->chunks, x);
+    sx->offsets = x->offsets;
+    sx->nb = nb;
+    sx->rows = x->a->n;
+    sx->chunks = x->chunks;
+    sx->a = x->a;
+    sx->b = x->b;
+    nbi_tasks_run(t, nbi_rows_sort_task, x->chunks, sx);
+}
+
+// Offsets as starts (offsets[i + 1] = row i's first entry) to the final form (row ends).
+static void nbi_rows_starts_to_ends(int32_t *offsets, int32_t n, int64_t entries)
+{
+    memmove(offsets, offsets + 1, (size_t)n * sizeof(int32_t));
+    offsets[n] = (int32_t)entries;
+}
+
+static void nbi_rows_ctx(nbiRowsCtx *x, const nbGrid *a, const nbGrid *b, bool self, double radius,
+                         int32_t *offsets)
+{
+    memset(x, 0, sizeof *x);
+    x->a = &a->view;
+    x->b = &b->view;
+    x->radius = radius;
+    x->self = self;
+    x->offsets = offsets;
+}
+
+// Checks shared by every rows call after its pointers: the radius, the capacity, the grids.
+static nbStatus nbi_rows_check(const nbGrid *a, const nbGrid *b, double radius, int64_t capacity)
+{
+    const nbStatus st = nbi_check_pairs(radius, capacity);
+    if (st != NB_OK) return st;
+    return a->dim != b->dim ? NB_ERR_OUT_OF_RANGE : NB_OK;
+}
+
+// Rows of a against b (a == b && self: a set against itself) into the caller's buffers.
+static nbStatus nbi_grid_rows(const nbGrid *a, const nbGrid *b, bool self, double radius,
+                              int32_t *offsets, int32_t *neighbors, int64_t capacity,
+                              int64_t *found)
+{
+    nbStatus st = nbi_rows_check(a, b, radius, capacity);
+    if (st != NB_OK) {
+        memset(offsets, 0, ((size_t)a->n + 1) * sizeof(int32_t));
+        return st;
+    }
+    nbiRowsCtx x;
+    nbi_rows_ctx(&x, a, b, self, radius, offsets);
+    int64_t entries;
+    st = nbi_rows_count(&x, a, &a->tasks, &entries);
+    if (st != NB_OK) return st;
+    *found = entries;
+    if (entries > capacity) {
+        nbi_rows_starts_to_ends(offsets, a->n, entries);
+        return NB_ERR_BUFFER_TOO_SMALL;
+    }
+    nbiSortCtx sx;
+    memset(&sx, 0, sizeof sx);
+    nbi_rows_fill(&x, &a->tasks, neighbors, &sx);
+    return NB_OK;
+}
+
+nbStatus nb_grid_neighbor_rows(const nbGrid *grid, double radius, int32_t *offsets,
+                               int32_t *neighbors, int64_t capacity, int64_t *found)
+{
+    if (found != NULL) *found = 0;
+    if (grid == NULL || offsets == NULL || found == NULL || (neighbors == NULL && capacity > 0))
+        return NB_ERR_NULL_ARG;
+    return nbi_grid_rows(grid, grid, true, radius, offsets, neighbors, capacity, found);
+}
+
+nbStatus nb_grid_cross_neighbor_rows(const nbGrid *a, const nbGrid *b, double radius,
+                                     int32_t *offsets, int32_t *neighbors, int64_t capacity,
+                                     int64_t *found)
+{
+    if (found != NULL) *found = 0;
+    if (a == NULL || b == NULL || offsets == NULL || found == NULL ||
+        (neighbors == NULL && capacity > 0))
+        return NB_ERR_NULL_ARG;
+    return nbi_grid_rows(a, b, false, radius, offsets, neighbors, capacity, found);
+}
+
+// ---- the list ----
+
+// Invariants: offsets holds rows + 1 entries (0 rows: offsets may be empty, then read as {0}),
+// offsets[rows] == entries, nb (and with distances d2) hold `entries`; spare is the count
+// pass's scratch, swapped with offsets after a successful build; inv holds the positions of
+// the last build's points (distances only).
+struct nbNeighborList {
+    nbAllocator alloc;
+    nbTasks tasks;
+    bool distances;
+    int32_t rows;
+    int64_t entries;
+    nbiBuf offsets; // int32_t, rows + 1
+    nbiBuf spare;   // int32_t
+    nbiBuf nb;      // int32_t, entries
+    nbiBuf d2;      // double, entries
+    nbiBuf inv;     // int32_t: rows of a, then b's points (when b is another grid)
+};
+
+// What an empty list's rows point at (offsets {0}, no entries): never NULL.
+static const int32_t nbi_zero_offset = 0;
+static const double nbi_zero_dist2 = 0.0;
+
+// rows from a list's (or Verlet list's) storage.
+static void nbi_rows_view(nbNeighborRows *rows, int32_t n, int64_t entries, const nbiBuf *offsets,
+                          const nbiBuf *nb, const nbiBuf *d2, bool distances)
+{
+    rows->rows = n;
+    rows->entries = entries;
+    rows->offsets = offsets->ptr != NULL ? (const int32_t *)offsets->ptr : &nbi_zero_offset;
+    rows->neighbors = nb->ptr != NULL ? (const int32_t *)nb->ptr : &nbi_zero_offset;
+    rows->dist2 = !distances ? NULL : d2->ptr != NULL ? (const double *)d2->ptr : &nbi_zero_dist2;
+}
+
+// nbi_buf_prepare for entries, whose count moves a little from step to step: a buffer that
+// must grow gets a quarter more than asked (the exact size if that fails), so the next steps
+// fit.
+static bool nbi_entries_prepare(const nbAllocator *a, const nbiBuf *cur, nbiBuf *next, size_t need,
+                                size_t elem)
+{
+    if (need > cur->cap && nbi_buf_prepare(a, cur, next, need + need / 4, elem)) return true;
+    return nbi_buf_prepare(a, cur, next, need, elem);
+}
+
+static bool nbi_tasks_ok(const nbTasks *t)
+{
+    return t == NULL || t->workers >= 0;
+}
+
+nbStatus nb_neighbor_list_create(const nbNeighborListDesc *desc, nbNeighborList **out)
+{
+    if (out == NULL) return NB_ERR_NULL_ARG;
+    *out = NULL;
+    if (desc == NULL) return NB_ERR_NULL_ARG;
+    nbAllocator a;
+    if (!nbi_allocator(desc->allocator, &a)) return NB_ERR_NULL_ARG;
+    if (desc->capacity_hint < 0 || !nbi_tasks_ok(desc->tasks)) return NB_ERR_OUT_OF_RANGE;
+    nbNeighborList *l = (nbNeighborList *)nbi_alloc(&a, 1, sizeof(nbNeighborList));
+    if (l == NULL) return NB_ERR_OUT_OF_MEMORY;
+    memset(l, 0, sizeof *l);
+    l->alloc = a;
+    if (desc->tasks != NULL) l->tasks = *desc->tasks;
+    l->distances = desc->distances;
+    if (desc->capacity_hint > 0) {
+        nbiBuf nb, d2 = l->d2;
+        const size_t need = (size_t)desc->capacity_hint;
+        if (!nbi_buf_prepare(&a, &l->nb, &nb, need, sizeof(int32_t)) ||
+            (l->distances && !nbi_buf_prepare(&a, &l->d2, &d2, need, sizeof(double)))) {
+            nbi_buf_abandon(&a, &l->nb, &nb, sizeof(int32_t));
+            nbi_free(&a, l, 1, sizeof(nbNeighborList));
+            return NB_ERR_OUT_OF_MEMORY;
+        }
+        nbi_buf_commit(&a, &l->nb, &nb, sizeof(int32_t));
+        nbi_buf_commit(&a, &l->d2, &d2, sizeof(double));
+    }
+    *out = l;
+    return NB_OK;
+}
+
+void nb_neighbor_list_destroy(nbNeighborList *list)
+{
+    if (list == NULL) return;
+    const nbAllocator a = list->alloc;
+    nbi_free(&a, list->offsets.ptr, list->offsets.cap, sizeof(int32_t));
+    nbi_free(&a, list->spare.ptr, list->spare.cap, sizeof(int32_t));
+    nbi_free(&a, list->nb.ptr, list->nb.cap, sizeof(int32_t));
+    nbi_free(&a, list->d2.ptr, list->d2.cap, sizeof(double));
+    nbi_free(&a, list->inv.ptr, list->inv.cap, sizeof(int32_t));
+    nbi_free(&a, list, 1, sizeof(nbNeighborList));
+}
+
+// inv[idx[p]] = p over view v.
+static void nbi_invert(const nbiView *v, int32_t *inv)
+{
+    for (int32_t p = 0; p < v->n; p++) inv[v->idx[p]] = p;
+}
+
+static nbStatus nbi_list_build(nbNeighborList *l, const nbGrid *a, const nbGrid *b, bool self,
+                               double radius)
+{
+    nbStatus st = nbi_rows_check(a, b, radius, 0);
+    if (st != NB_OK) return st;
+    const nbAllocator *al = &l->alloc;
+    const int32_t n = a->n;
+    nbiBuf spare;
+    if (!nbi_buf_prepare(al, &l->spare, &spare, (size_t)n + 1, sizeof(int32_t)))
+        return NB_ERR_OUT_OF_MEMORY;
+    nbi_buf_commit(al, &l->spare, &spare, sizeof(int32_t)); // scratch: the rows are elsewhere
+    nbiRowsCtx x;
+    nbi_rows_ctx(&x, a, b, self, radius, (int32_t *)l->spare.ptr);
+    int64_t entries;
+    st = nbi_rows_count(&x, a, &l->tasks, &entries);
+    if (st != NB_OK) return st;
+    // Everything the rows need, before anything changes.
+    const size_t ninv = l->distances ? (size_t)n + (self ? 0 : (size_t)b->n) : 0;
+    nbiBuf nb = l->nb, d2 = l->d2, inv = l->inv;
+    bool ok = nbi_entries_prepare(al, &l->nb, &nb, (size_t)entries, sizeof(int32_t));
+    ok = ok &&
+         (!l->distances || nbi_entries_prepare(al, &l->d2, &d2, (size_t)entries, sizeof(double)));
+    ok = ok && (!l->distances || nbi_buf_prepare(al, &l->inv, &inv, ninv, sizeof(int32_t)));
+    if (!ok) {
+        nbi_buf_abandon(al, &l->nb, &nb, sizeof(int32_t));
+        nbi_buf_abandon(al, &l->d2, &d2, sizeof(double));
+        nbi_buf_abandon(al, &l->inv, &inv, sizeof(int32_t));
+        return NB_ERR_OUT_OF_MEMORY;
+    }
+    nbi_buf_commit(al, &l->nb, &nb, sizeof(int32_t));
+    nbi_buf_commit(al, &l->d2, &d2, sizeof(double));
+    nbi_buf_commit(al, &l->inv, &inv, sizeof(int32_t));
+    nbiSortCtx sx;
+    memset(&sx, 0, sizeof sx);
+    if (l->distances) {
+        int32_t *ia = (int32_t *)l->inv.ptr;
+        nbi_invert(x.a, ia);
+        sx.inv_a = ia;
+        sx.inv_b = ia;
+        if (!self) {
+            nbi_invert(x.b, ia + n);
+            sx.inv_b = ia + n;
+        }
+        sx.d2 = (double *)l->d2.ptr;
+    }
+    nbi_rows_fill(&x, &l->tasks, (int32_t *)l->nb.ptr, &sx);
+    const nbiBuf t = l->offsets; // the new rows' offsets become the list's
+    l->offsets = l->spare;
+    l->spare = t;
+    l->rows = n;
+    l->entries = entries;
+    return NB_OK;
+}
+
+nbStatus nb_neighbor_list_build(nbNeighborList *list, const nbGrid *grid, double radius)
+{
+    if (list == NULL || grid == NULL) return NB_ERR_NULL_ARG;
+    return nbi_list_build(list, grid, grid, true, radius);
+}
+
+nbStatus nb_neighbor_list_build_cross(nbNeighborList *list, const nbGrid *a, const nbGrid *b,
+                                      double radius)
+{
+    if (list == NULL || a == NULL || b == NULL) return NB_ERR_NULL_ARG;
+    return nbi_list_build(list, a, b, false, radius);
+}
+
+nbStatus nb_neighbor_list_rows(const nbNeighborList *list, nbNeighborRows *rows)
+{
+    if (rows != NULL) memset(rows, 0, sizeof *rows);
+    if (list == NULL || rows == NULL) return NB_ERR_NULL_ARG;
+    nbi_rows_view(rows, list->rows, list->entries, &list->offsets, &list->nb, &list->d2,
+                  list->distances);
+    return NB_OK;
+}
+
+size_t nb_neighbor_list_memory_bytes(const nbNeighborList *list)
+{
+    if (list == NULL) return 0;
+    return sizeof(nbNeighborList) +
+           (list->offsets.cap + list->spare.cap + list->nb.cap + list->inv.cap) * sizeof(int32_t) +
+           list->d2.cap * sizeof(double);
+}
+
+// ---- Verlet lists ----
+
+// Invariants: when `built`, cand holds the rows at radius + skin of the `n` points in ref (dim
+// doubles each, packed), and the grid was built from them; the rows (offsets, nb, d2: room for
+// every candidate) hold the rows at radius of the last successful update's points.
+struct nbVerlet {
+    nbAllocator alloc;
+    double radius, skin;
+    double half; // rebuild when a point moved more than this (< 0: at every update)
+    int32_t dim;
+    bool wrapped, distances;
+    double kper[3]; // P or +inf per axis
+    nbGrid *grid;
+    nbNeighborList *cand;
+    bool built;
+    int32_t n;
+    nbiBuf ref;     // double, n * dim
+    nbiBuf offsets; // int32_t, rows + 1
+    nbiBuf nb;      // int32_t, room for the candidates
+    nbiBuf d2;      // double, as many (distances)
+    int32_t rows;
+    int64_t entries;
+};
+
+// The displacement past which a pair now within r may have been beyond the candidates' reach:
+// skin / 2, less a margin of a few ulps of the lengths the tests round (the distances, the
+// displacements and, on periodic axes, P - a).
+static double nbi_verlet_half(double radius, double skin, const double *period)
+{
+    double len = radius + skin;
+    for (int d = 0; d < 3; d++) len = period[d] > len ? period[d] : len;
+    return 0.5 * skin - 16.0 * DBL_EPSILON * len;
+}
+
+nbStatus nb_verlet_create(const nbVerletDesc *desc, nbVerlet **out)
+{
+    if (out == NULL) return NB_ERR_NULL_ARG;
+    *out = NULL;
+    if (desc == NULL) return NB_ERR_NULL_ARG;
+    nbAllocator a;
+    if (!nbi_allocator(desc->allocator, &a)) return NB_ERR_NULL_ARG;
+    if (!isfinite(desc->radius) || !isfinite(desc->skin)) return NB_ERR_NOT_FINITE;
+    for (int d = 0; d < 3; d++)
+        if (!isfinite(desc->period[d])) return NB_ERR_NOT_FINITE;
+    if (desc->radius < 0.0 || desc->skin < 0.0 || !nbi_tasks_ok(desc->tasks))
+        return NB_ERR_OUT_OF_RANGE;
+    if (desc->dim != 0 && desc->dim != 2 && desc->dim != 3) return NB_ERR_OUT_OF_RANGE;
+    const int32_t dim = desc->dim == 0 ? 2 : desc->dim;
+    const double reach = desc->radius + desc->skin;
+    for (int d = 0; d < 3; d++) {
+        const double p = desc->period[d];
+        if (p < 0.0 || (d >= dim && p != 0.0) || (p > 0.0 && reach > 0.5 * p))
+            return NB_ERR_OUT_OF_RANGE;
+    }
+    nbVerlet *v = (nbVerlet *)nbi_alloc(&a, 1, sizeof(nbVerlet));
+    if (v == NULL) return NB_ERR_OUT_OF_MEMORY;
+    memset(v, 0, sizeof *v);
+    v->alloc = a;
+    v->radius = desc->radius;
+    v->skin = desc->skin;
+    v->half = nbi_verlet_half(desc->radius, desc->skin, desc->period);
+    v->dim = dim;
+    v->distances = desc->distances;
+    for (int d = 0; d < 3; d++) {
+        v->wrapped |= desc->period[d] > 0.0;
+        v->kper[d] = desc->period[d] > 0.0 ? desc->period[d] : (double)INFINITY;
+    }
+    nbGridDesc gd = {.dim = dim, .allocator = desc->allocator, .tasks = desc->tasks};
+    memcpy(gd.period, desc->period, sizeof gd.period);
+    const nbNeighborListDesc ld = {.allocator = desc->allocator, .tasks = desc->tasks};
+    nbStatus st = nb_grid_create(&gd, &v->grid);
+    if (st == NB_OK) st = nb_neighbor_list_create(&ld, &v->cand);
+    if (st != NB_OK) {
+        nb_verlet_destroy(v);
+        return st;
+    }
+    *out = v;
+    return NB_OK;
+}
+
+void nb_verlet_destroy(nbVerlet *verlet)
+{
+    if (verlet == NULL) return;
+    const nbAllocator a = verlet->alloc;
+    nb_grid_destroy(verlet->grid);
+    nb_neighbor_list_destroy(verlet->cand);
+    nbi_free(&a, verlet->ref.ptr, verlet->ref.cap, sizeof(double));
+    nbi_free(&a, verlet->offsets.ptr, verlet->offsets.cap, sizeof(int32_t));
+    nbi_free(&a, verlet->nb.ptr, verlet->nb.cap, sizeof(int32_t));
+    nbi_free(&a, verlet->d2.ptr, verlet->d2.cap, sizeof(double));
+    nbi_free(&a, verlet, 1, sizeof(nbVerlet));
+}
+
+// The checks of one pass over the points (finite, in the box) and the largest squared
+// displacement from ref (when `ref` is not NULL).
+static nbStatus nbi_verlet_scan(const nbVerlet *v, const double *data, size_t step, int32_t n,
+                                const double *ref, double *max_d2)
+{
+    const int dim = v->dim;
+    bool finite = true, inside = true;
+    double m = 0.0;
+    for (int32_t i = 0; i < n; i++) {
+        const double *p = data + (size_t)i * step;
+        for (int d = 0; d < dim; d++) {
+            finite &= isfinite(p[d]) != 0;
+            inside &= v->kper[d] == (double)INFINITY || (p[d] >= 0.0 && p[d] < v->kper[d]);
+        }
+        if (ref != NULL) {
+            const double *q = ref + (size_t)i * (size_t)dim;
+            const double d2 = nbi_dist2_wrap(p, q, dim, v->kper);
+            m = d2 > m ? d2 : m;
+        }
+    }
+    *max_d2 = m;
+    if (!finite) return NB_ERR_NOT_FINITE;
+    return inside ? NB_OK : NB_ERR_OUT_OF_RANGE;
+}
+
+// A fresh search at radius + skin from the points; on success `built`, with the storage the
+// rows need.
+static nbStatus nbi_verlet_rebuild(nbVerlet *v, const nbPoints *points, const double *data,
+                                   size_t step)
+{
+    v->built = false;
+    nbStatus st = nb_grid_build(v->grid, points, v->radius + v->skin);
+    if (st == NB_OK) st = nb_neighbor_list_build(v->cand, v->grid, v->radius + v->skin);
+    if (st != NB_OK) return st;
+    const nbAllocator *al = &v->alloc;
+    const int32_t n = points->count;
+    const size_t entries = (size_t)v->cand->entries;
+    nbiBuf ref = v->ref, off = v->offsets, nb = v->nb, d2 = v->d2;
+    bool ok = nbi_buf_prepare(al, &v->ref, &ref, (size_t)n * (size_t)v->dim, sizeof(double));
+    ok = ok && nbi_buf_prepare(al, &v->offsets, &off, (size_t)n + 1, sizeof(int32_t));
+    ok = ok && nbi_entries_prepare(al, &v->nb, &nb, entries, sizeof(int32_t));
+    ok = ok && (!v->distances || nbi_entries_prepare(al, &v->d2, &d2, entries, sizeof(double)));
+    if (!ok) {
+        nbi_buf_abandon(al, &v->ref, &ref, sizeof(double));
+        nbi_buf_abandon(al, &v->offsets, &off, sizeof(int32_t));
+        nbi_buf_abandon(al, &v->nb, &nb, sizeof(int32_t));
+        nbi_buf_abandon(al, &v->d2, &d2, sizeof(double));
+        return NB_ERR_OUT_OF_MEMORY;
+    }
+    nbi_buf_commit(al, &v->ref, &ref, sizeof(double));
+    nbi_buf_commit(al, &v->offsets, &off, sizeof(int32_t));
+    nbi_buf_commit(al, &v->nb, &nb, sizeof(int32_t));
+    nbi_buf_commit(al, &v->d2, &d2, sizeof(double));
+    double *r = (double *)v->ref.ptr;
+    for (int32_t i = 0; i < n; i++)
+        memcpy(r + (size_t)i * (size_t)v->dim, data + (size_t)i * step,
+               (size_t)v->dim * sizeof(double));
+    v->n = n;
+    v->built = true;
+    return NB_OK;
+}
+
+// The rows: the candidates within radius of each other at the points' current positions.
+static void nbi_verlet_filter(nbVerlet *v, const double *data, size_t step)
+{
+    const int dim = v->dim;
+    const double r2 = v->radius * v->radius;
+    const int32_t *co = (const int32_t *)v->cand->offsets.ptr;
+    const int32_t *cn = (const int32_t *)v->cand->nb.ptr;
+    int32_t *off = (int32_t *)v->offsets.ptr, *nb = (int32_t *)v->nb.ptr;
+    double *d2 = v->distances ? (double *)v->d2.ptr : NULL;
+    int32_t m = 0;
+    off[0] = 0;
+    for (int32_t i = 0; i < v->n; i++) {
+        const double *pi = data + (size_t)i * step;
+        for (int32_t t = co[i]; t < co[i + 1]; t++) {
+            const int32_t j = cn[t];
+            const double e = v->wrapped ? nbi_dist2_wrap(pi, data + (size_t)j * step, dim, v->kper)
+                                        : nbi_dist2(pi, data + (size_t)j * step, dim);
+            nb[m] = j;
+            if (d2 != NULL) d2[m] = e;
+            m += e <= r2;
+        }
+        off[i + 1] = m;
+    }
+    v->rows = v->n;
+    v->entries = m;
+}
+
+nbStatus nb_verlet_update(nbVerlet *verlet, const nbPoints *points, bool *rebuilt)
+{
+    if (rebuilt != NULL) *rebuilt = false;
+    if (verlet == NULL || points == NULL || (points->data == NULL && points->count > 0))
+        return NB_ERR_NULL_ARG;
+    nbVerlet *v = verlet;
+    const int32_t dim = v->dim;
+    const size_t stride = points->stride == 0 ? (size_t)dim * sizeof(double) : points->stride;
+    const bool layout_ok = points->count >= 0 && (points->dim == 0 || points->dim == dim) &&
+                           stride >= (size_t)dim * sizeof(double) && stride % sizeof(double) == 0;
+    const size_t step = stride / sizeof(double);
+    const bool same = v->built && points->count == v->n;
+    double max_d2 = 0.0;
+    if (layout_ok) {
+        const nbStatus st = nbi_verlet_scan(v, points->data, step, points->count,
+                                            same ? (const double *)v->ref.ptr : NULL, &max_d2);
+        if (st != NB_OK) return st;
+    }
+    if (!layout_ok) return NB_ERR_OUT_OF_RANGE;
+    if (!same || v->half < 0.0 || max_d2 > v->half * v->half) {
+        const nbStatus st = nbi_verlet_rebuild(v, points, points->data, step);
+        if (st != NB_OK) return st;
+        if (rebuilt != NULL) *rebuilt = true;
+    }
+    nbi_verlet_filter(v, points->data, step);
+    return NB_OK;
+}
+
+nbStatus nb_verlet_rows(const nbVerlet *verlet, nbNeighborRows *rows)
+{
+    if (rows != NULL) memset(rows, 0, sizeof *rows);
+    if (verlet == NULL || rows == NULL) return NB_ERR_NULL_ARG;
+    nbi_rows_view(rows, verlet->rows, verlet->entries, &verlet->offsets, &verlet->nb, &verlet->d2,
+                  verlet->distances);
+    return NB_OK;
+}
+
+size_t nb_verlet_memory_bytes(const nbVerlet *verlet)
+{
+    if (verlet == NULL) return 0;
+    return sizeof(nbVerlet) + nb_grid_memory_bytes(verlet->grid) +
+           nb_neighbor_list_memory_bytes(verlet->cand) +
+           (verlet->ref.cap + verlet->d2.cap) * sizeof(double) +
+           (verlet->offsets.cap + verlet->nb.cap) * sizeof(int32_t);
+}
