@@ -4,6 +4,8 @@
 // scheduler, the buffer contract, and every allocation failing in turn.
 #include <nearby/neighbors.h>
 
+#include "simd.h"
+
 #include "nb_oracle.h"
 #include "nb_test.h"
 
@@ -189,6 +191,14 @@ static int check_rows(const nboSet *a, const nboSet *b, bool self, double r, dou
 
 static int test_rows_corpus(void)
 {
+#if defined(NBI_AVX512)
+    // rows sorted by insertion (and shell) sort, then by the AVX-512 network where it runs
+    nbi_avx512_off = 1;
+    nboSet c = make_set(SET_CLUSTERS, 900, 2, 30.0);
+    NB_CHECK(check_rows(&c, &c, true, 1.3, 0.0, 0.0, NULL) == 0);
+    nbo_set_free(&c);
+    nbi_avx512_off = 0;
+#endif
     for (int dim = 2; dim <= 3; dim++)
         for (int kind = 0; kind < SET_KINDS; kind++) {
             const int32_t n = dim == 2 ? 900 : 700;
