@@ -550,9 +550,13 @@ size_t nb_neighbor_list_memory_bytes(const nbNeighborList *list)
 
 // ---- Verlet lists ----
 
-// Invariants: when `built`, cand holds the rows at radius + skin of the `n` points in ref (dim
-// doubles each, packed), and the grid was built from them; the rows (offsets, nb, d2: room for
-// every candidate) hold the rows at radius of the last successful update's points.
+// Invariants: when `built`, the grid was built at radius + skin from the points of the last
+// rebuild (its pts, in cell order, are those positions: the reference the displacements are
+// measured from), cand holds its rows at radius + skin, and pco / pcq hold the same rows by
+// position: row p (the point at position p, index idx[p]) lists the positions of its
+// candidates, in ascending order of their indices. The rows (offsets, nb, d2) hold the rows at
+// radius of the last successful update's points; cur, tco, tnb and td2 are the update's
+// scratch (the points gathered into cell order, and the rows by position).
 struct nbVerlet {
     nbAllocator alloc;
     double radius, skin;
@@ -564,7 +568,12 @@ struct nbVerlet {
     nbNeighborList *cand;
     bool built;
     int32_t n;
-    nbiBuf ref;     // double, n * dim
+    nbiBuf pco;     // int32_t, n + 1
+    nbiBuf pcq;     // int32_t, the candidates
+    nbiBuf cur;     // double, n * dim: the points in cell order
+    nbiBuf tco;     // int32_t, n + 1
+    nbiBuf tnb;     // int32_t, room for the candidates
+    nbiBuf td2;     // double, as many (distances)
     nbiBuf offsets; // int32_t, rows + 1
     nbiBuf nb;      // int32_t, room for the candidates
     nbiBuf d2;      // double, as many (distances)
@@ -628,105 +637,173 @@ nbStatus nb_verlet_create(const nbVerletDesc *desc, nbVerlet **out)
     return NB_OK;
 }
 
+// The Verlet list's buffers, for freeing and counting.
+#define NBI_VERLET_I32(v)                                                                          \
+    {                                                                                              \
+        &(v)->pco, &(v)->pcq, &(v)->tco, &(v)->tnb, &(v)->offsets, &(v)->nb                        \
+    }
+#define NBI_VERLET_F64(v)                                                                          \
+    {                                                                                              \
+        &(v)->cur, &(v)->td2, &(v)->d2                                                             \
+    }
+
 void nb_verlet_destroy(nbVerlet *verlet)
 {
     if (verlet == NULL) return;
     const nbAllocator a = verlet->alloc;
     nb_grid_destroy(verlet->grid);
     nb_neighbor_list_destroy(verlet->cand);
-    nbi_free(&a, verlet->ref.ptr, verlet->ref.cap, sizeof(double));
-    nbi_free(&a, verlet->offsets.ptr, verlet->offsets.cap, sizeof(int32_t));
-    nbi_free(&a, verlet->nb.ptr, verlet->nb.cap, sizeof(int32_t));
-    nbi_free(&a, verlet->d2.ptr, verlet->d2.cap, sizeof(double));
+    nbiBuf *i32[] = NBI_VERLET_I32(verlet), *f64[] = NBI_VERLET_F64(verlet);
+    for (size_t k = 0; k < sizeof i32 / sizeof i32[0]; k++)
+        nbi_free(&a, i32[k]->ptr, i32[k]->cap, sizeof(int32_t));
+    for (size_t k = 0; k < sizeof f64 / sizeof f64[0]; k++)
+        nbi_free(&a, f64[k]->ptr, f64[k]->cap, sizeof(double));
     nbi_free(&a, verlet, 1, sizeof(nbVerlet));
 }
 
-// The checks of one pass over the points (finite, in the box) and the largest squared
-// displacement from ref (when `ref` is not NULL).
-static nbStatus nbi_verlet_scan(const nbVerlet *v, const double *data, size_t step, int32_t n,
-                                const double *ref, double *max_d2)
+// Whether coordinate x lies in the box on an axis of period kper (+inf: any finite x).
+static bool nbi_verlet_inside(double x, double kper)
+{
+    return kper == (double)INFINITY || (x >= 0.0 && x < kper);
+}
+
+// One pass over the points in input order: finite, inside a periodic box.
+static nbStatus nbi_verlet_check(const nbVerlet *v, const double *data, size_t step, int32_t n)
+{
+    bool finite = true, inside = true;
+    for (int32_t i = 0; i < n; i++)
+        for (int d = 0; d < v->dim; d++) {
+            const double x = data[(size_t)i * step + d];
+            finite &= isfinite(x) != 0;
+            inside &= nbi_verlet_inside(x, v->kper[d]);
+        }
+    if (!finite) return NB_ERR_NOT_FINITE;
+    return inside ? NB_OK : NB_ERR_OUT_OF_RANGE;
+}
+
+// One pass over the points in the last build's cell order: the same checks, each point's
+// coordinates gathered into cur, and the largest squared displacement from the build's.
+static nbStatus nbi_verlet_gather(nbVerlet *v, const double *data, size_t step, double *max_d2)
 {
     const int dim = v->dim;
+    const int32_t *idx = v->grid->view.idx;
+    const double *ref = v->grid->view.pts;
+    double *cur = (double *)v->cur.ptr, m = 0.0;
     bool finite = true, inside = true;
-    double m = 0.0;
-    for (int32_t i = 0; i < n; i++) {
-        const double *p = data + (size_t)i * step;
+    for (int32_t p = 0; p < v->n; p++) {
+        const double *x = data + (size_t)idx[p] * step;
+        double *c = cur + (size_t)p * (size_t)dim;
         for (int d = 0; d < dim; d++) {
-            finite &= isfinite(p[d]) != 0;
-            inside &= v->kper[d] == (double)INFINITY || (p[d] >= 0.0 && p[d] < v->kper[d]);
+            c[d] = x[d];
+            finite &= isfinite(x[d]) != 0;
+            inside &= nbi_verlet_inside(x[d], v->kper[d]);
         }
-        if (ref != NULL) {
-            const double *q = ref + (size_t)i * (size_t)dim;
-            const double d2 = nbi_dist2_wrap(p, q, dim, v->kper);
-            m = d2 > m ? d2 : m;
-        }
+        const double e = nbi_dist2_wrap(c, ref + (size_t)p * (size_t)dim, dim, v->kper);
+        m = e > m ? e : m;
     }
     *max_d2 = m;
     if (!finite) return NB_ERR_NOT_FINITE;
     return inside ? NB_OK : NB_ERR_OUT_OF_RANGE;
 }
 
-// A fresh search at radius + skin from the points; on success `built`, with the storage the
-// rows need.
-static nbStatus nbi_verlet_rebuild(nbVerlet *v, const nbPoints *points, const double *data,
-                                   size_t step)
+// A fresh search at radius + skin from the points; on success `built`, with the candidates by
+// position and the storage every update needs.
+static nbStatus nbi_verlet_rebuild(nbVerlet *v, const nbPoints *points)
 {
     v->built = false;
-    nbStatus st = nb_grid_build(v->grid, points, v->radius + v->skin);
-    if (st == NB_OK) st = nb_neighbor_list_build(v->cand, v->grid, v->radius + v->skin);
+    const double reach = v->radius + v->skin;
+    nbStatus st = nb_grid_build(v->grid, points, reach);
+    if (st == NB_OK) st = nb_neighbor_list_build(v->cand, v->grid, reach);
     if (st != NB_OK) return st;
     const nbAllocator *al = &v->alloc;
     const int32_t n = points->count;
-    const size_t entries = (size_t)v->cand->entries;
-    nbiBuf ref = v->ref, off = v->offsets, nb = v->nb, d2 = v->d2;
-    bool ok = nbi_buf_prepare(al, &v->ref, &ref, (size_t)n * (size_t)v->dim, sizeof(double));
-    ok = ok && nbi_buf_prepare(al, &v->offsets, &off, (size_t)n + 1, sizeof(int32_t));
-    ok = ok && nbi_entries_prepare(al, &v->nb, &nb, entries, sizeof(int32_t));
-    ok = ok && (!v->distances || nbi_entries_prepare(al, &v->d2, &d2, entries, sizeof(double)));
-    if (!ok) {
-        nbi_buf_abandon(al, &v->ref, &ref, sizeof(double));
-        nbi_buf_abandon(al, &v->offsets, &off, sizeof(int32_t));
-        nbi_buf_abandon(al, &v->nb, &nb, sizeof(int32_t));
-        nbi_buf_abandon(al, &v->d2, &d2, sizeof(double));
-        return NB_ERR_OUT_OF_MEMORY;
+    const size_t entries = (size_t)v->cand->entries, rows = (size_t)n + 1;
+    nbiBuf *i32[] = NBI_VERLET_I32(v), *f64[] = NBI_VERLET_F64(v);
+    const size_t need_i32[] = {rows, entries, rows, entries, rows, entries};
+    const size_t need_f64[] = {(size_t)n * (size_t)v->dim, v->distances ? entries : 0,
+                               v->distances ? entries : 0};
+    nbiBuf next_i32[6], next_f64[3];
+    bool ok = true;
+    for (int k = 0; k < 6; k++) {
+        next_i32[k] = *i32[k];
+        ok = ok && nbi_entries_prepare(al, i32[k], &next_i32[k], need_i32[k], sizeof(int32_t));
     }
-    nbi_buf_commit(al, &v->ref, &ref, sizeof(double));
-    nbi_buf_commit(al, &v->offsets, &off, sizeof(int32_t));
-    nbi_buf_commit(al, &v->nb, &nb, sizeof(int32_t));
-    nbi_buf_commit(al, &v->d2, &d2, sizeof(double));
-    double *r = (double *)v->ref.ptr;
-    for (int32_t i = 0; i < n; i++)
-        memcpy(r + (size_t)i * (size_t)v->dim, data + (size_t)i * step,
-               (size_t)v->dim * sizeof(double));
+    for (int k = 0; k < 3; k++) {
+        next_f64[k] = *f64[k];
+        ok = ok && nbi_entries_prepare(al, f64[k], &next_f64[k], need_f64[k], sizeof(double));
+    }
+    for (int k = 0; k < 6; k++) {
+        if (ok)
+            nbi_buf_commit(al, i32[k], &next_i32[k], sizeof(int32_t));
+        else
+            nbi_buf_abandon(al, i32[k], &next_i32[k], sizeof(int32_t));
+    }
+    for (int k = 0; k < 3; k++) {
+        if (ok)
+            nbi_buf_commit(al, f64[k], &next_f64[k], sizeof(double));
+        else
+            nbi_buf_abandon(al, f64[k], &next_f64[k], sizeof(double));
+    }
+    if (!ok) return NB_ERR_OUT_OF_MEMORY;
+    // The candidates by position: row p is row idx[p], its entries j at positions inv[j],
+    // with tco as the inverse permutation for the while.
+    const int32_t *idx = v->grid->view.idx, *co = (const int32_t *)v->cand->offsets.ptr;
+    const int32_t *cn = (const int32_t *)v->cand->nb.ptr;
+    int32_t *inv = (int32_t *)v->tco.ptr, *pco = (int32_t *)v->pco.ptr;
+    int32_t *pcq = (int32_t *)v->pcq.ptr;
+    for (int32_t p = 0; p < n; p++) inv[idx[p]] = p;
+    int32_t k = 0;
+    pco[0] = 0;
+    for (int32_t p = 0; p < n; p++) {
+        const int32_t i = idx[p];
+        for (int32_t t = co[i]; t < co[i + 1]; t++) pcq[k++] = inv[cn[t]];
+        pco[p + 1] = k;
+    }
+    memcpy(v->cur.ptr, v->grid->view.pts, (size_t)n * (size_t)v->dim * sizeof(double));
     v->n = n;
     v->built = true;
     return NB_OK;
 }
 
-// The rows: the candidates within radius of each other at the points' current positions.
-static void nbi_verlet_filter(nbVerlet *v, const double *data, size_t step)
+// The rows: the candidates within radius of each other at the positions in cur. Filtered by
+// position (a row's candidates lie near it in cell order, so their coordinates are in the
+// caches), into rows by position (tco, tnb, td2); then each row copied to its place by index.
+static void nbi_verlet_filter(nbVerlet *v)
 {
     const int dim = v->dim;
+    const int32_t n = v->n;
     const double r2 = v->radius * v->radius;
-    const int32_t *co = (const int32_t *)v->cand->offsets.ptr;
-    const int32_t *cn = (const int32_t *)v->cand->nb.ptr;
+    const double *cur = (const double *)v->cur.ptr;
+    const int32_t *idx = v->grid->view.idx, *pco = (const int32_t *)v->pco.ptr;
+    const int32_t *pcq = (const int32_t *)v->pcq.ptr;
+    int32_t *tco = (int32_t *)v->tco.ptr, *tnb = (int32_t *)v->tnb.ptr;
     int32_t *off = (int32_t *)v->offsets.ptr, *nb = (int32_t *)v->nb.ptr;
+    double *td2 = v->distances ? (double *)v->td2.ptr : NULL;
     double *d2 = v->distances ? (double *)v->d2.ptr : NULL;
     int32_t m = 0;
-    off[0] = 0;
-    for (int32_t i = 0; i < v->n; i++) {
-        const double *pi = data + (size_t)i * step;
-        for (int32_t t = co[i]; t < co[i + 1]; t++) {
-            const int32_t j = cn[t];
-            const double e = v->wrapped ? nbi_dist2_wrap(pi, data + (size_t)j * step, dim, v->kper)
-                                        : nbi_dist2(pi, data + (size_t)j * step, dim);
-            nb[m] = j;
-            if (d2 != NULL) d2[m] = e;
+    tco[0] = 0;
+    for (int32_t p = 0; p < n; p++) {
+        const double *cp = cur + (size_t)p * (size_t)dim;
+        for (int32_t t = pco[p]; t < pco[p + 1]; t++) {
+            const int32_t q = pcq[t];
+            const double *cq = cur + (size_t)q * (size_t)dim;
+            const double e =
+                v->wrapped ? nbi_dist2_wrap(cp, cq, dim, v->kper) : nbi_dist2(cp, cq, dim);
+            tnb[m] = idx[q];
+            if (td2 != NULL) td2[m] = e;
             m += e <= r2;
         }
-        off[i + 1] = m;
+        tco[p + 1] = m;
+        off[idx[p] + 1] = tco[p + 1] - tco[p];
     }
-    v->rows = v->n;
+    off[0] = 0;
+    for (int32_t i = 0; i < n; i++) off[i + 1] += off[i];
+    for (int32_t p = 0; p < n; p++) {
+        const int32_t at = off[idx[p]], len = tco[p + 1] - tco[p];
+        memcpy(nb + at, tnb + tco[p], (size_t)len * sizeof(int32_t));
+        if (d2 != NULL) memcpy(d2 + at, td2 + tco[p], (size_t)len * sizeof(double));
+    }
+    v->rows = n;
     v->entries = m;
 }
 
@@ -743,18 +820,18 @@ nbStatus nb_verlet_update(nbVerlet *verlet, const nbPoints *points, bool *rebuil
     const size_t step = stride / sizeof(double);
     const bool same = v->built && points->count == v->n;
     double max_d2 = 0.0;
-    if (layout_ok) {
-        const nbStatus st = nbi_verlet_scan(v, points->data, step, points->count,
-                                            same ? (const double *)v->ref.ptr : NULL, &max_d2);
+    if (layout_ok) { // finiteness before any range, as nb_grid_build checks
+        const nbStatus st = same ? nbi_verlet_gather(v, points->data, step, &max_d2)
+                                 : nbi_verlet_check(v, points->data, step, points->count);
         if (st != NB_OK) return st;
     }
     if (!layout_ok) return NB_ERR_OUT_OF_RANGE;
     if (!same || v->half < 0.0 || max_d2 > v->half * v->half) {
-        const nbStatus st = nbi_verlet_rebuild(v, points, points->data, step);
+        const nbStatus st = nbi_verlet_rebuild(v, points);
         if (st != NB_OK) return st;
         if (rebuilt != NULL) *rebuilt = true;
     }
-    nbi_verlet_filter(v, points->data, step);
+    nbi_verlet_filter(v);
     return NB_OK;
 }
 
@@ -770,8 +847,11 @@ nbStatus nb_verlet_rows(const nbVerlet *verlet, nbNeighborRows *rows)
 size_t nb_verlet_memory_bytes(const nbVerlet *verlet)
 {
     if (verlet == NULL) return 0;
-    return sizeof(nbVerlet) + nb_grid_memory_bytes(verlet->grid) +
-           nb_neighbor_list_memory_bytes(verlet->cand) +
-           (verlet->ref.cap + verlet->d2.cap) * sizeof(double) +
-           (verlet->offsets.cap + verlet->nb.cap) * sizeof(int32_t);
+    nbVerlet *v = (nbVerlet *)verlet; // the macros name the buffers; nothing is written
+    const nbiBuf *i32[] = NBI_VERLET_I32(v), *f64[] = NBI_VERLET_F64(v);
+    size_t bytes =
+        sizeof(nbVerlet) + nb_grid_memory_bytes(v->grid) + nb_neighbor_list_memory_bytes(v->cand);
+    for (size_t k = 0; k < sizeof i32 / sizeof i32[0]; k++) bytes += i32[k]->cap * sizeof(int32_t);
+    for (size_t k = 0; k < sizeof f64 / sizeof f64[0]; k++) bytes += f64[k]->cap * sizeof(double);
+    return bytes;
 }
