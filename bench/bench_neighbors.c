@@ -9,6 +9,7 @@
 //   verlet: STEPS MD-like steps (every point moves 0.01 r a step in a random direction, kept
 //         for 5 steps), skin 0.1 r: nb_verlet_update against build + list build every step,
 //         time per step; the rows are compared at every step.
+//   NBB_ONLY=rows or NBB_ONLY=verlet runs one section.
 //   UNIFORM2D.f64 (gen_data uniform2d 1000000): build + rows at r = 1.75, the set another
 //         library's figures are quoted for.
 // Prints CSV: section,dataset,operation,n,runs,min_ms,median_ms,entries,extra.
@@ -206,8 +207,10 @@ int main(int argc, char **argv)
         double *pts = (double *)malloc((size_t)n * (size_t)dim * sizeof(double));
         for (size_t t = 0; t < (size_t)n * (size_t)dim; t++) pts[t] = unit() * side;
         const char *set = dim == 2 ? "uniform2d" : "uniform3d";
-        bench_rows(set, pts, n, dim, r, runs);
-        bench_verlet(set, pts, n, dim, side, r, steps);
+        const char *only = getenv("NBB_ONLY"); // rows or verlet: one section (profiling)
+        if (only == NULL || strcmp(only, "verlet") != 0) bench_rows(set, pts, n, dim, r, runs);
+        if (only == NULL || strcmp(only, "rows") != 0)
+            bench_verlet(set, pts, n, dim, side, r, steps);
         free(pts);
     }
     if (argc == 5) {

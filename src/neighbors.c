@@ -122,23 +122,26 @@ static void nbi_rows_fill_task(int32_t k0, int32_t k1, int32_t worker, void *ctx
 }
 
 // Sorts a[0 .. n) ascending: insertion sort, linear on the nearly sorted rows of points in
-// cell order; long rows take a shell sort's larger gaps first.
-static void nbi_sort_row(int32_t *a, int32_t n)
-{
-    static const int32_t gaps[] = {701, 301, 132, 57, 23, 10, 4, 1};
-    for (int g = n > 32 ? 0 : 7; g < 8; g++) {
-        const int32_t h = gaps[g];
-        for (int32_t t = h; t < n; t++) {
-            const int32_t v = a[t];
-            int32_t u = t;
-            for (; u >= h && a[u - h] > v; u -= h) a[u] = a[u - h];
-            a[u] = v;
-        }
+// cell order; long rows take a shell sort's larger gaps first. For int32_t indices, and for
+// uint64_t keys (an index above a position: the list sorts its entries with their positions).
+#define NBI_SORT_ROW(name, T)                                                                      \
+    static void name(T *a, int32_t n)                                                              \
+    {                                                                                              \
+        static const int32_t gaps[] = {701, 301, 132, 57, 23, 10, 4, 1};                           \
+        for (int g = n > 32 ? 0 : 7; g < 8; g++) {                                                 \
+            const int32_t h = gaps[g];                                                             \
+            for (int32_t t = h; t < n; t++) {                                                      \
+                const T v = a[t];                                                                  \
+                int32_t u = t;                                                                     \
+                for (; u >= h && a[u - h] > v; u -= h) a[u] = a[u - h];                            \
+                a[u] = v;                                                                          \
+            }                                                                                      \
+        }                                                                                          \
     }
-}
+NBI_SORT_ROW(nbi_sort_row, int32_t)
+NBI_SORT_ROW(nbi_sort_keys, uint64_t)
+#undef NBI_SORT_ROW
 
-// Pass 4 over rows, and with `d2` each entry's squared distance: row i's point is at position
-// inv_a[i] of view a, neighbour j at inv_b[j] of view b.
 #if defined(NBI_AVX512)
 // Rows of up to 32 entries by a bitonic sorting network in AVX-512 registers (16 lanes each):
 // ten compare-exchange stages sort 16 lanes, padded with INT32_MAX; two sorted registers merge
@@ -204,13 +207,11 @@ static void nbi_sort_row_any(int32_t *a, int32_t n, bool wide)
     nbi_sort_row(a, n);
 }
 
+// Pass 4 over rows [rows * k0 / chunks, rows * k1 / chunks).
 typedef struct nbiSortCtx {
     const int32_t *offsets;
     int32_t *nb;
     int32_t rows, chunks;
-    double *d2; // NULL: no distances
-    const nbiView *a, *b;
-    const int32_t *inv_a, *inv_b;
 } nbiSortCtx;
 
 static void nbi_rows_sort_task(int32_t k0, int32_t k1, int32_t worker, void *ctx)
@@ -225,16 +226,8 @@ static void nbi_rows_sort_task(int32_t k0, int32_t k1, int32_t worker, void *ctx
     const int32_t i0 = (int32_t)((int64_t)x->rows * k0 / x->chunks);
     const int32_t i1 = (int32_t)((int64_t)x->rows * k1 / x->chunks);
     for (int32_t i = i0; i < i1; i++) {
-        const int32_t o = x->offsets[i], e = x->offsets[i + 1];
-        nbi_sort_row_any(x->nb + o, e - o, wide);
-        if (x->d2 == NULL) continue;
-        const int dim = x->a->dim;
-        const double *pa = x->a->pts + (size_t)x->inv_a[i] * (size_t)dim;
-        for (int32_t t = o; t < e; t++) {
-            const double *pb = x->b->pts + (size_t)x->inv_b[x->nb[t]] * (size_t)dim;
-            x->d2[t] = x->a->wrap != NULL ? nbi_dist2_wrap(pa, pb, dim, x->a->wrap->kper)
-                                          : nbi_dist2(pa, pb, dim);
-        }
+        const int32_t o = x->offsets[i];
+        nbi_sort_row_any(x->nb + o, x->offsets[i + 1] - o, wide);
     }
 }
 
@@ -280,19 +273,12 @@ static nbStatus nbi_rows_count(nbiRowsCtx *x, const nbGrid *a, const nbTasks *t,
     return st;
 }
 
-// Pass 3 and 4 into nb (room for every entry): afterwards offsets is in its final form (the
-// fill advances offsets[i + 1] from row i's start to its end). `sx` names the distances, if any.
-static void nbi_rows_fill(nbiRowsCtx *x, const nbTasks *t, int32_t *nb, nbiSortCtx *sx)
+// Pass 3 into nb (room for every entry): afterwards offsets is in its final form (the fill
+// advances offsets[i + 1] from row i's start to its end).
+static void nbi_rows_fill(nbiRowsCtx *x, const nbTasks *t, int32_t *nb)
 {
     x->nb = nb;
     nbi_tasks_run(t, nbi_rows_fill_task, x->chunks, x);
-    sx->offsets = x->offsets;
-    sx->nb = nb;
-    sx->rows = x->a->n;
-    sx->chunks = x->chunks;
-    sx->a = x->a;
-    sx->b = x->b;
-    nbi_tasks_run(t, nbi_rows_sort_task, x->chunks, sx);
 }
 
 // Offsets as starts (offsets[i + 1] = row i's first entry) to the final form (row ends).
@@ -341,9 +327,9 @@ static nbStatus nbi_grid_rows(const nbGrid *a, const nbGrid *b, bool self, doubl
         nbi_rows_starts_to_ends(offsets, a->n, entries);
         return NB_ERR_BUFFER_TOO_SMALL;
     }
-    nbiSortCtx sx;
-    memset(&sx, 0, sizeof sx);
-    nbi_rows_fill(&x, &a->tasks, neighbors, &sx);
+    nbi_rows_fill(&x, &a->tasks, neighbors);
+    nbiSortCtx sx = {offsets, neighbors, a->n, x.chunks};
+    nbi_tasks_run(&a->tasks, nbi_rows_sort_task, x.chunks, &sx);
     return NB_OK;
 }
 
@@ -369,10 +355,16 @@ nbStatus nb_grid_cross_neighbor_rows(const nbGrid *a, const nbGrid *b, double ra
 
 // ---- the list ----
 
+// The list works by position: the walkers see views whose indices are the positions
+// themselves (iota), so a row's counter, cursor and entries lie near the rows of the points
+// near it in cell order, not scattered over the whole index range. The rows by position (spare
+// and tq) are then placed by index: row p goes to row idx[p], its entries mapped to indices and
+// sorted (with distances, as keys index << 32 | position, the distances computed from the
+// positions after the sort).
+//
 // Invariants: offsets holds rows + 1 entries (0 rows: offsets may be empty, then read as {0}),
-// offsets[rows] == entries, nb (and with distances d2) hold `entries`; spare is the count
-// pass's scratch, swapped with offsets after a successful build; inv holds the positions of
-// the last build's points (distances only).
+// offsets[rows] == entries, nb (and with distances d2) hold `entries`; spare, tq and the
+// valid prefix of iota are scratch.
 struct nbNeighborList {
     nbAllocator alloc;
     nbTasks tasks;
@@ -383,7 +375,8 @@ struct nbNeighborList {
     nbiBuf spare;   // int32_t
     nbiBuf nb;      // int32_t, entries
     nbiBuf d2;      // double, entries
-    nbiBuf inv;     // int32_t: rows of a, then b's points (when b is another grid)
+    nbiBuf iota;    // int32_t: 0, 1, 2, ... (the walkers then report positions)
+    nbiBuf tq;      // int32_t, entries: the rows by position, of positions
 };
 
 // What an empty list's rows point at (offsets {0}, no entries): never NULL.
@@ -454,65 +447,224 @@ void nb_neighbor_list_destroy(nbNeighborList *list)
     nbi_free(&a, list->spare.ptr, list->spare.cap, sizeof(int32_t));
     nbi_free(&a, list->nb.ptr, list->nb.cap, sizeof(int32_t));
     nbi_free(&a, list->d2.ptr, list->d2.cap, sizeof(double));
-    nbi_free(&a, list->inv.ptr, list->inv.cap, sizeof(int32_t));
+    nbi_free(&a, list->iota.ptr, list->iota.cap, sizeof(int32_t));
+    nbi_free(&a, list->tq.ptr, list->tq.cap, sizeof(int32_t));
     nbi_free(&a, list, 1, sizeof(nbNeighborList));
 }
 
-// inv[idx[p]] = p over view v.
-static void nbi_invert(const nbiView *v, int32_t *inv)
+// Rows by position placed by index (see above), positions [p0, p1) of view a.
+typedef struct nbiPlaceCtx {
+    const nbiView *a, *b;
+    const int32_t *pos_off; // a->n + 1: the rows by position
+    const int32_t *tq;      // their entries: positions of b
+    const int32_t *off;     // a->n + 1: the rows by index
+    int32_t *nb;
+    double *d2; // NULL: no distances
+    int32_t chunks;
+} nbiPlaceCtx;
+
+static void nbi_place_task(int32_t k0, int32_t k1, int32_t worker, void *ctx)
 {
-    for (int32_t p = 0; p < v->n; p++) inv[v->idx[p]] = p;
+    (void)worker;
+    const nbiPlaceCtx *x = (const nbiPlaceCtx *)ctx;
+#if defined(NBI_AVX512)
+    const bool wide = nbi_use_avx512();
+#else
+    const bool wide = false;
+#endif
+    const nbiView *a = x->a, *b = x->b;
+    const int dim = a->dim;
+    const int32_t p0 = (int32_t)((int64_t)a->n * k0 / x->chunks);
+    const int32_t p1 = (int32_t)((int64_t)a->n * k1 / x->chunks);
+    for (int32_t p = p0; p < p1; p++) {
+        // Each row lands at a random place: its offset is asked for 32 rows ahead and its
+        // destination 16 ahead, so that the misses overlap instead of stalling each row.
+        if (p + 32 < p1) nbi_prefetch(x->off + a->idx[p + 32]);
+        if (p + 16 < p1) {
+            const int32_t ahead = x->off[a->idx[p + 16]];
+            nbi_prefetch_w(x->nb + ahead);
+            nbi_prefetch_w(x->nb + ahead + 15);
+            if (x->d2 != NULL) {
+                nbi_prefetch_w(x->d2 + ahead);
+                nbi_prefetch_w(x->d2 + ahead + 7);
+                nbi_prefetch_w(x->d2 + ahead + 15);
+            }
+        }
+        const int32_t o = x->pos_off[p], len = x->pos_off[p + 1] - o, at = x->off[a->idx[p]];
+        const int32_t *q = x->tq + o;
+        int32_t *dst = x->nb + at;
+        if (x->d2 == NULL) {
+            for (int32_t t = 0; t < len; t++) dst[t] = b->idx[q[t]];
+            nbi_sort_row_any(dst, len, wide);
+            continue;
+        }
+        // The keys in the distances' place (allocated memory, as wide as a double), sorted,
+        // then split: the index to nb, the distance from the two positions to d2.
+        uint64_t *key = (uint64_t *)(void *)(x->d2 + at);
+        for (int32_t t = 0; t < len; t++) key[t] = (uint64_t)b->idx[q[t]] << 32 | (uint32_t)q[t];
+        nbi_sort_keys(key, len);
+        const double *pa = a->pts + (size_t)p * (size_t)dim;
+        for (int32_t t = 0; t < len; t++) {
+            const uint64_t k = key[t];
+            const double *pb = b->pts + (size_t)(uint32_t)k * (size_t)dim;
+            dst[t] = (int32_t)(k >> 32);
+            x->d2[at + t] = a->wrap != NULL ? nbi_dist2_wrap(pa, pb, dim, a->wrap->kper)
+                                            : nbi_dist2(pa, pb, dim);
+        }
+    }
 }
 
+// The view v reporting positions: its indices replaced by iota.
+static nbiView nbi_positions_view(const nbiView *v, const int32_t *iota)
+{
+    nbiView w = *v;
+    w.idx = iota;
+    return w;
+}
+
+// One walk of the cross walker, its rows appended in position order: the walker reports each
+// point's pairs together, points in ascending position, as long as a cell's candidates fit one
+// batch of spans (every default-sized cell); a pair for an earlier point than the last marks
+// the walk `broken` (the caller counts and fills instead). Entries past `cap` are counted only.
+typedef struct nbiAppend {
+    int32_t *end; // end[p]: one past row p's last entry
+    int32_t *tq;
+    int64_t cap, m;
+    int32_t cur; // the open row (-1: none yet)
+    bool self, broken;
+} nbiAppend;
+
+static void nbi_append_block(const nbPair *w, int64_t m, void *user)
+{
+    nbiAppend *x = (nbiAppend *)user;
+    for (int64_t t = 0; t < m && !x->broken; t++) {
+        const int32_t p = w[t].i, q = w[t].j;
+        if (p != x->cur) {
+            if (p < x->cur) {
+                x->broken = true;
+                return;
+            }
+            for (int32_t r = x->cur < 0 ? 0 : x->cur; r < p; r++) x->end[r] = (int32_t)x->m;
+            x->cur = p;
+        }
+        if (x->self && p == q) continue;
+        if (x->m < x->cap) x->tq[x->m] = q;
+        x->m++;
+    }
+}
+
+// The rows by position into spare (n + 1) and tq in one walk, tq grown to fit (a second walk
+// the first time). *done = false when the walk could not append (broken, or over INT32_MAX
+// entries): count and fill instead.
+static nbStatus nbi_list_append(nbNeighborList *l, const nbiView *va, const nbiView *vb,
+                                double radius, bool self, int64_t *entries, bool *done)
+{
+    *done = false;
+    const int32_t n = va->n;
+    for (int round = 0; round < 2; round++) {
+        nbiAppend x = {(int32_t *)l->spare.ptr + 1,
+                       (int32_t *)l->tq.ptr,
+                       (int64_t)l->tq.cap,
+                       0,
+                       -1,
+                       self,
+                       false};
+        nbiPairSink s;
+        nbi_pair_sink_block(&s, nbi_append_block, &x);
+        const nbStatus st = nbi_walk_cross_range(va, vb, radius, 0, va->ncells, &s);
+        if (st != NB_OK) return st;
+        if (x.broken || x.m > INT32_MAX) return NB_OK;
+        for (int32_t r = x.cur < 0 ? 0 : x.cur; r < n; r++) x.end[r] = (int32_t)x.m;
+        ((int32_t *)l->spare.ptr)[0] = 0;
+        if (x.m <= x.cap) {
+            *entries = x.m;
+            *done = true;
+            return NB_OK;
+        }
+        nbiBuf tq = l->tq;
+        if (!nbi_entries_prepare(&l->alloc, &l->tq, &tq, (size_t)x.m, sizeof(int32_t)))
+            return NB_ERR_OUT_OF_MEMORY;
+        nbi_buf_commit(&l->alloc, &l->tq, &tq, sizeof(int32_t)); // scratch
+    }
+    NB_ASSERT(!"the second walk did not fit");
+    return NB_ERR_INTERNAL;
+}
+
+// The list's build. Without `place`, it stops at the rows by position (spare: offsets, tq:
+// entries, *entries of them), and the list's rows stay as they were.
 static nbStatus nbi_list_build(nbNeighborList *l, const nbGrid *a, const nbGrid *b, bool self,
-                               double radius)
+                               double radius, bool place, int64_t *entries_out)
 {
     nbStatus st = nbi_rows_check(a, b, radius, 0);
     if (st != NB_OK) return st;
     const nbAllocator *al = &l->alloc;
-    const int32_t n = a->n;
-    nbiBuf spare;
-    if (!nbi_buf_prepare(al, &l->spare, &spare, (size_t)n + 1, sizeof(int32_t)))
+    const int32_t n = a->n, m = a->n > b->n ? a->n : b->n;
+    // The scratch of the count: spare (the rows by position), iota (filled where it grew).
+    nbiBuf spare = l->spare, iota = l->iota;
+    bool ok = nbi_buf_prepare(al, &l->spare, &spare, (size_t)n + 1, sizeof(int32_t));
+    ok = ok && nbi_buf_prepare(al, &l->iota, &iota, (size_t)m, sizeof(int32_t));
+    if (!ok) {
+        nbi_buf_abandon(al, &l->spare, &spare, sizeof(int32_t));
+        nbi_buf_abandon(al, &l->iota, &iota, sizeof(int32_t));
         return NB_ERR_OUT_OF_MEMORY;
+    }
+    if (iota.ptr != l->iota.ptr)
+        for (size_t k = 0; k < iota.cap; k++) ((int32_t *)iota.ptr)[k] = (int32_t)k;
     nbi_buf_commit(al, &l->spare, &spare, sizeof(int32_t)); // scratch: the rows are elsewhere
+    nbi_buf_commit(al, &l->iota, &iota, sizeof(int32_t));
+    const nbiView va = nbi_positions_view(&a->view, (const int32_t *)l->iota.ptr);
+    const nbiView vb = nbi_positions_view(&b->view, (const int32_t *)l->iota.ptr);
     nbiRowsCtx x;
     nbi_rows_ctx(&x, a, b, self, radius, (int32_t *)l->spare.ptr);
-    int64_t entries;
-    st = nbi_rows_count(&x, a, &l->tasks, &entries);
-    if (st != NB_OK) return st;
+    x.a = &va;
+    x.b = self ? &va : &vb;
+    x.chunks = nbi_rows_chunks(a, &l->tasks);
+    int64_t entries = 0;
+    bool appended = false;
+    if (x.chunks == 1) { // serially, one walk appends the rows (see nbi_append_block)
+        st = nbi_list_append(l, x.a, x.b, radius, self, &entries, &appended);
+        if (st != NB_OK) return st;
+    }
+    if (!appended) {
+        st = nbi_rows_count(&x, a, &l->tasks, &entries);
+        if (st != NB_OK) return st;
+    }
     // Everything the rows need, before anything changes.
-    const size_t ninv = l->distances ? (size_t)n + (self ? 0 : (size_t)b->n) : 0;
-    nbiBuf nb = l->nb, d2 = l->d2, inv = l->inv;
-    bool ok = nbi_entries_prepare(al, &l->nb, &nb, (size_t)entries, sizeof(int32_t));
-    ok = ok &&
-         (!l->distances || nbi_entries_prepare(al, &l->d2, &d2, (size_t)entries, sizeof(double)));
-    ok = ok && (!l->distances || nbi_buf_prepare(al, &l->inv, &inv, ninv, sizeof(int32_t)));
+    nbiBuf off = l->offsets, nb = l->nb, d2 = l->d2, tq = l->tq;
+    ok = nbi_entries_prepare(al, &l->tq, &tq, (size_t)entries, sizeof(int32_t));
+    ok = ok && (!place || nbi_buf_prepare(al, &l->offsets, &off, (size_t)n + 1, sizeof(int32_t)));
+    ok = ok && (!place || nbi_entries_prepare(al, &l->nb, &nb, (size_t)entries, sizeof(int32_t)));
+    ok = ok && (!place || !l->distances ||
+                nbi_entries_prepare(al, &l->d2, &d2, (size_t)entries, sizeof(double)));
     if (!ok) {
+        nbi_buf_abandon(al, &l->offsets, &off, sizeof(int32_t));
         nbi_buf_abandon(al, &l->nb, &nb, sizeof(int32_t));
+        nbi_buf_abandon(al, &l->tq, &tq, sizeof(int32_t));
         nbi_buf_abandon(al, &l->d2, &d2, sizeof(double));
-        nbi_buf_abandon(al, &l->inv, &inv, sizeof(int32_t));
         return NB_ERR_OUT_OF_MEMORY;
     }
+    nbi_buf_commit(al, &l->offsets, &off, sizeof(int32_t));
     nbi_buf_commit(al, &l->nb, &nb, sizeof(int32_t));
+    nbi_buf_commit(al, &l->tq, &tq, sizeof(int32_t));
     nbi_buf_commit(al, &l->d2, &d2, sizeof(double));
-    nbi_buf_commit(al, &l->inv, &inv, sizeof(int32_t));
-    nbiSortCtx sx;
-    memset(&sx, 0, sizeof sx);
-    if (l->distances) {
-        int32_t *ia = (int32_t *)l->inv.ptr;
-        nbi_invert(x.a, ia);
-        sx.inv_a = ia;
-        sx.inv_b = ia;
-        if (!self) {
-            nbi_invert(x.b, ia + n);
-            sx.inv_b = ia + n;
-        }
-        sx.d2 = (double *)l->d2.ptr;
-    }
-    nbi_rows_fill(&x, &l->tasks, (int32_t *)l->nb.ptr, &sx);
-    const nbiBuf t = l->offsets; // the new rows' offsets become the list's
-    l->offsets = l->spare;
-    l->spare = t;
+    if (!appended) nbi_rows_fill(&x, &l->tasks, (int32_t *)l->tq.ptr);
+    *entries_out = entries;
+    if (!place) return NB_OK;
+    // The rows by index: each row's length from its position, a prefix sum, then each placed.
+    const int32_t *pos_off = (const int32_t *)l->spare.ptr;
+    int32_t *o = (int32_t *)l->offsets.ptr;
+    o[0] = 0;
+    for (int32_t p = 0; p < n; p++) o[a->view.idx[p] + 1] = pos_off[p + 1] - pos_off[p];
+    for (int32_t i = 0; i < n; i++) o[i + 1] += o[i];
+    nbiPlaceCtx px = {&a->view,
+                      &b->view,
+                      pos_off,
+                      (const int32_t *)l->tq.ptr,
+                      o,
+                      (int32_t *)l->nb.ptr,
+                      l->distances ? (double *)l->d2.ptr : NULL,
+                      x.chunks};
+    nbi_tasks_run(&l->tasks, nbi_place_task, x.chunks, &px);
     l->rows = n;
     l->entries = entries;
     return NB_OK;
@@ -521,14 +673,16 @@ static nbStatus nbi_list_build(nbNeighborList *l, const nbGrid *a, const nbGrid 
 nbStatus nb_neighbor_list_build(nbNeighborList *list, const nbGrid *grid, double radius)
 {
     if (list == NULL || grid == NULL) return NB_ERR_NULL_ARG;
-    return nbi_list_build(list, grid, grid, true, radius);
+    int64_t entries;
+    return nbi_list_build(list, grid, grid, true, radius, true, &entries);
 }
 
 nbStatus nb_neighbor_list_build_cross(nbNeighborList *list, const nbGrid *a, const nbGrid *b,
                                       double radius)
 {
     if (list == NULL || a == NULL || b == NULL) return NB_ERR_NULL_ARG;
-    return nbi_list_build(list, a, b, false, radius);
+    int64_t entries;
+    return nbi_list_build(list, a, b, false, radius, true, &entries);
 }
 
 nbStatus nb_neighbor_list_rows(const nbNeighborList *list, nbNeighborRows *rows)
@@ -544,7 +698,8 @@ size_t nb_neighbor_list_memory_bytes(const nbNeighborList *list)
 {
     if (list == NULL) return 0;
     return sizeof(nbNeighborList) +
-           (list->offsets.cap + list->spare.cap + list->nb.cap + list->inv.cap) * sizeof(int32_t) +
+           (list->offsets.cap + list->spare.cap + list->nb.cap + list->iota.cap + list->tq.cap) *
+               sizeof(int32_t) +
            list->d2.cap * sizeof(double);
 }
 
@@ -552,9 +707,10 @@ size_t nb_neighbor_list_memory_bytes(const nbNeighborList *list)
 
 // Invariants: when `built`, the grid was built at radius + skin from the points of the last
 // rebuild (its pts, in cell order, are those positions: the reference the displacements are
-// measured from), cand holds its rows at radius + skin, and pco / pcq hold the same rows by
-// position: row p (the point at position p, index idx[p]) lists the positions of its
-// candidates, in ascending order of their indices. The rows (offsets, nb, d2) hold the rows at
+// measured from), and its rows at radius + skin are kept by position: row p (the point at
+// position p, index idx[p]) spans the list cand's position offsets (its scratch `spare`, which
+// only the next rebuild changes) and lists in pck each candidate as its index << 32 | its
+// position, in the walk's order. The rows (offsets, nb, d2) hold the rows at
 // radius of the last successful update's points; cur, tco, tnb and td2 are the update's
 // scratch (the points gathered into cell order, and the rows by position).
 struct nbVerlet {
@@ -568,8 +724,7 @@ struct nbVerlet {
     nbNeighborList *cand;
     bool built;
     int32_t n;
-    nbiBuf pco;     // int32_t, n + 1
-    nbiBuf pcq;     // int32_t, the candidates
+    nbiBuf pck;     // uint64_t, the candidates: index << 32 | position
     nbiBuf cur;     // double, n * dim: the points in cell order
     nbiBuf tco;     // int32_t, n + 1
     nbiBuf tnb;     // int32_t, room for the candidates
@@ -640,11 +795,11 @@ nbStatus nb_verlet_create(const nbVerletDesc *desc, nbVerlet **out)
 // The Verlet list's buffers, for freeing and counting.
 #define NBI_VERLET_I32(v)                                                                          \
     {                                                                                              \
-        &(v)->pco, &(v)->pcq, &(v)->tco, &(v)->tnb, &(v)->offsets, &(v)->nb                        \
+        &(v)->tco, &(v)->tnb, &(v)->offsets, &(v)->nb                                              \
     }
-#define NBI_VERLET_F64(v)                                                                          \
+#define NBI_VERLET_B8(v)                                                                           \
     {                                                                                              \
-        &(v)->cur, &(v)->td2, &(v)->d2                                                             \
+        &(v)->pck, &(v)->cur, &(v)->td2, &(v)->d2                                                  \
     }
 
 void nb_verlet_destroy(nbVerlet *verlet)
@@ -653,11 +808,11 @@ void nb_verlet_destroy(nbVerlet *verlet)
     const nbAllocator a = verlet->alloc;
     nb_grid_destroy(verlet->grid);
     nb_neighbor_list_destroy(verlet->cand);
-    nbiBuf *i32[] = NBI_VERLET_I32(verlet), *f64[] = NBI_VERLET_F64(verlet);
+    nbiBuf *i32[] = NBI_VERLET_I32(verlet), *b8[] = NBI_VERLET_B8(verlet);
     for (size_t k = 0; k < sizeof i32 / sizeof i32[0]; k++)
         nbi_free(&a, i32[k]->ptr, i32[k]->cap, sizeof(int32_t));
-    for (size_t k = 0; k < sizeof f64 / sizeof f64[0]; k++)
-        nbi_free(&a, f64[k]->ptr, f64[k]->cap, sizeof(double));
+    for (size_t k = 0; k < sizeof b8 / sizeof b8[0]; k++)
+        nbi_free(&a, b8[k]->ptr, b8[k]->cap, sizeof(double));
     nbi_free(&a, verlet, 1, sizeof(nbVerlet));
 }
 
@@ -691,6 +846,7 @@ static nbStatus nbi_verlet_gather(nbVerlet *v, const double *data, size_t step, 
     double *cur = (double *)v->cur.ptr, m = 0.0;
     bool finite = true, inside = true;
     for (int32_t p = 0; p < v->n; p++) {
+        if (p + 16 < v->n) nbi_prefetch(data + (size_t)idx[p + 16] * step);
         const double *x = data + (size_t)idx[p] * step;
         double *c = cur + (size_t)p * (size_t)dim;
         for (int d = 0; d < dim; d++) {
@@ -712,52 +868,49 @@ static nbStatus nbi_verlet_rebuild(nbVerlet *v, const nbPoints *points)
 {
     v->built = false;
     const double reach = v->radius + v->skin;
+    int64_t cand = 0;
     nbStatus st = nb_grid_build(v->grid, points, reach);
-    if (st == NB_OK) st = nb_neighbor_list_build(v->cand, v->grid, reach);
+    if (st == NB_OK) st = nbi_list_build(v->cand, v->grid, v->grid, true, reach, false, &cand);
     if (st != NB_OK) return st;
     const nbAllocator *al = &v->alloc;
     const int32_t n = points->count;
-    const size_t entries = (size_t)v->cand->entries, rows = (size_t)n + 1;
-    nbiBuf *i32[] = NBI_VERLET_I32(v), *f64[] = NBI_VERLET_F64(v);
-    const size_t need_i32[] = {rows, entries, rows, entries, rows, entries};
-    const size_t need_f64[] = {(size_t)n * (size_t)v->dim, v->distances ? entries : 0,
-                               v->distances ? entries : 0};
-    nbiBuf next_i32[6], next_f64[3];
+    const size_t entries = (size_t)cand, rows = (size_t)n + 1;
+    nbiBuf *i32[] = NBI_VERLET_I32(v), *b8[] = NBI_VERLET_B8(v);
+    enum { NI = sizeof i32 / sizeof i32[0], NB8 = sizeof b8 / sizeof b8[0] };
+    const size_t need_i32[NI] = {rows, entries, rows, entries};
+    const size_t need_b8[NB8] = {entries, (size_t)n * (size_t)v->dim, v->distances ? entries : 0,
+                                 v->distances ? entries : 0};
+    nbiBuf next_i32[NI], next_b8[NB8];
     bool ok = true;
-    for (int k = 0; k < 6; k++) {
+    for (int k = 0; k < NI; k++) {
         next_i32[k] = *i32[k];
         ok = ok && nbi_entries_prepare(al, i32[k], &next_i32[k], need_i32[k], sizeof(int32_t));
     }
-    for (int k = 0; k < 3; k++) {
-        next_f64[k] = *f64[k];
-        ok = ok && nbi_entries_prepare(al, f64[k], &next_f64[k], need_f64[k], sizeof(double));
+    for (int k = 0; k < NB8; k++) {
+        next_b8[k] = *b8[k];
+        ok = ok && nbi_entries_prepare(al, b8[k], &next_b8[k], need_b8[k], sizeof(double));
     }
-    for (int k = 0; k < 6; k++) {
+    for (int k = 0; k < NI; k++) {
         if (ok)
             nbi_buf_commit(al, i32[k], &next_i32[k], sizeof(int32_t));
         else
             nbi_buf_abandon(al, i32[k], &next_i32[k], sizeof(int32_t));
     }
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < NB8; k++) {
         if (ok)
-            nbi_buf_commit(al, f64[k], &next_f64[k], sizeof(double));
+            nbi_buf_commit(al, b8[k], &next_b8[k], sizeof(double));
         else
-            nbi_buf_abandon(al, f64[k], &next_f64[k], sizeof(double));
+            nbi_buf_abandon(al, b8[k], &next_b8[k], sizeof(double));
     }
     if (!ok) return NB_ERR_OUT_OF_MEMORY;
-    // The candidates by position: row p is row idx[p], its entries j at positions inv[j],
-    // with tco as the inverse permutation for the while.
-    const int32_t *idx = v->grid->view.idx, *co = (const int32_t *)v->cand->offsets.ptr;
-    const int32_t *cn = (const int32_t *)v->cand->nb.ptr;
-    int32_t *inv = (int32_t *)v->tco.ptr, *pco = (int32_t *)v->pco.ptr;
-    int32_t *pcq = (int32_t *)v->pcq.ptr;
-    for (int32_t p = 0; p < n; p++) inv[idx[p]] = p;
-    int32_t k = 0;
-    pco[0] = 0;
+    // The list's rows by position, each entry with its index: one pass in cell order, every
+    // read near the last. Rows are sorted by index as each update places them.
+    const int32_t *idx = v->grid->view.idx, *pco = (const int32_t *)v->cand->spare.ptr;
+    const int32_t *tq = (const int32_t *)v->cand->tq.ptr;
+    uint64_t *pck = (uint64_t *)v->pck.ptr;
     for (int32_t p = 0; p < n; p++) {
-        const int32_t i = idx[p];
-        for (int32_t t = co[i]; t < co[i + 1]; t++) pcq[k++] = inv[cn[t]];
-        pco[p + 1] = k;
+        for (int32_t t = pco[p]; t < pco[p + 1]; t++)
+            pck[t] = (uint64_t)idx[tq[t]] << 32 | (uint32_t)tq[t];
     }
     memcpy(v->cur.ptr, v->grid->view.pts, (size_t)n * (size_t)v->dim * sizeof(double));
     v->n = n;
@@ -765,43 +918,87 @@ static nbStatus nbi_verlet_rebuild(nbVerlet *v, const nbPoints *points)
     return NB_OK;
 }
 
-// The rows: the candidates within radius of each other at the positions in cur. Filtered by
-// position (a row's candidates lie near it in cell order, so their coordinates are in the
-// caches), into rows by position (tco, tnb, td2); then each row copied to its place by index.
-static void nbi_verlet_filter(nbVerlet *v)
+// Rows by position [p0, p1) filtered from the candidates: tco[p + 1] is row p's end and
+// *kept the number of entries (specialised by dimension and periodicity where it is inlined).
+NBI_INLINE int32_t nbi_verlet_keep(const nbVerlet *v, int dim, bool wrap, int32_t *tco,
+                                   int32_t *tnb, double *td2, bool wide)
 {
-    const int dim = v->dim;
-    const int32_t n = v->n;
     const double r2 = v->radius * v->radius;
     const double *cur = (const double *)v->cur.ptr;
-    const int32_t *idx = v->grid->view.idx, *pco = (const int32_t *)v->pco.ptr;
-    const int32_t *pcq = (const int32_t *)v->pcq.ptr;
-    int32_t *tco = (int32_t *)v->tco.ptr, *tnb = (int32_t *)v->tnb.ptr;
-    int32_t *off = (int32_t *)v->offsets.ptr, *nb = (int32_t *)v->nb.ptr;
-    double *td2 = v->distances ? (double *)v->td2.ptr : NULL;
-    double *d2 = v->distances ? (double *)v->d2.ptr : NULL;
+    const int32_t *pco = (const int32_t *)v->cand->spare.ptr;
+    const uint64_t *pck = (const uint64_t *)v->pck.ptr;
     int32_t m = 0;
     tco[0] = 0;
-    for (int32_t p = 0; p < n; p++) {
+    for (int32_t p = 0; p < v->n; p++) {
         const double *cp = cur + (size_t)p * (size_t)dim;
         for (int32_t t = pco[p]; t < pco[p + 1]; t++) {
-            const int32_t q = pcq[t];
-            const double *cq = cur + (size_t)q * (size_t)dim;
-            const double e =
-                v->wrapped ? nbi_dist2_wrap(cp, cq, dim, v->kper) : nbi_dist2(cp, cq, dim);
-            tnb[m] = idx[q];
+            const uint64_t k = pck[t];
+            const double *cq = cur + (size_t)(uint32_t)k * (size_t)dim;
+            const double e = wrap ? nbi_dist2_wrap(cp, cq, dim, v->kper) : nbi_dist2(cp, cq, dim);
+            tnb[m] = (int32_t)(k >> 32);
             if (td2 != NULL) td2[m] = e;
             m += e <= r2;
         }
         tco[p + 1] = m;
-        off[idx[p] + 1] = tco[p + 1] - tco[p];
+        // Without distances, the row is sorted here, while it is in the first-level cache.
+        if (td2 == NULL) nbi_sort_row_any(tnb + tco[p], m - tco[p], wide);
     }
+    return m;
+}
+
+// The rows: the candidates within radius of each other at the positions in cur. Filtered by
+// position (a row's candidates lie near it in cell order, so their coordinates are in the
+// caches), into rows by position (tco, tnb, td2); then each row copied to its place by index
+// and sorted there.
+static void nbi_verlet_filter(nbVerlet *v)
+{
+    const int32_t n = v->n;
+    const int32_t *idx = v->grid->view.idx;
+    int32_t *tco = (int32_t *)v->tco.ptr, *tnb = (int32_t *)v->tnb.ptr;
+    int32_t *off = (int32_t *)v->offsets.ptr, *nb = (int32_t *)v->nb.ptr;
+    double *td2 = v->distances ? (double *)v->td2.ptr : NULL;
+    double *d2 = v->distances ? (double *)v->d2.ptr : NULL;
+#if defined(NBI_AVX512)
+    const bool wide = nbi_use_avx512();
+#else
+    const bool wide = false;
+#endif
+    int32_t m;
+    if (v->dim == 2)
+        m = v->wrapped ? nbi_verlet_keep(v, 2, true, tco, tnb, td2, wide)
+                       : nbi_verlet_keep(v, 2, false, tco, tnb, td2, wide);
+    else
+        m = v->wrapped ? nbi_verlet_keep(v, 3, true, tco, tnb, td2, wide)
+                       : nbi_verlet_keep(v, 3, false, tco, tnb, td2, wide);
     off[0] = 0;
+    for (int32_t p = 0; p < n; p++) off[idx[p] + 1] = tco[p + 1] - tco[p];
     for (int32_t i = 0; i < n; i++) off[i + 1] += off[i];
     for (int32_t p = 0; p < n; p++) {
-        const int32_t at = off[idx[p]], len = tco[p + 1] - tco[p];
-        memcpy(nb + at, tnb + tco[p], (size_t)len * sizeof(int32_t));
-        if (d2 != NULL) memcpy(d2 + at, td2 + tco[p], (size_t)len * sizeof(double));
+        if (p + 32 < n) nbi_prefetch(off + idx[p + 32]); // as nbi_place_task: rows land anywhere
+        if (p + 16 < n) {
+            const int32_t ahead = off[idx[p + 16]];
+            nbi_prefetch_w(nb + ahead);
+            nbi_prefetch_w(nb + ahead + 15);
+            if (d2 != NULL) {
+                nbi_prefetch_w(d2 + ahead);
+                nbi_prefetch_w(d2 + ahead + 15);
+            }
+        }
+        const int32_t at = off[idx[p]], o = tco[p], len = tco[p + 1] - o;
+        if (d2 == NULL) {
+            memcpy(nb + at, tnb + o, (size_t)len * sizeof(int32_t));
+            continue;
+        }
+        // With distances: keys index << 32 | entry in the distances' place, sorted, then split
+        // (as nbi_place_task does).
+        uint64_t *key = (uint64_t *)(void *)(d2 + at);
+        for (int32_t t = 0; t < len; t++) key[t] = (uint64_t)tnb[o + t] << 32 | (uint32_t)t;
+        nbi_sort_keys(key, len);
+        for (int32_t t = 0; t < len; t++) {
+            const uint64_t k = key[t];
+            nb[at + t] = (int32_t)(k >> 32);
+            d2[at + t] = td2[o + (uint32_t)k];
+        }
     }
     v->rows = n;
     v->entries = m;
@@ -848,10 +1045,10 @@ size_t nb_verlet_memory_bytes(const nbVerlet *verlet)
 {
     if (verlet == NULL) return 0;
     nbVerlet *v = (nbVerlet *)verlet; // the macros name the buffers; nothing is written
-    const nbiBuf *i32[] = NBI_VERLET_I32(v), *f64[] = NBI_VERLET_F64(v);
+    const nbiBuf *i32[] = NBI_VERLET_I32(v), *b8[] = NBI_VERLET_B8(v);
     size_t bytes =
         sizeof(nbVerlet) + nb_grid_memory_bytes(v->grid) + nb_neighbor_list_memory_bytes(v->cand);
     for (size_t k = 0; k < sizeof i32 / sizeof i32[0]; k++) bytes += i32[k]->cap * sizeof(int32_t);
-    for (size_t k = 0; k < sizeof f64 / sizeof f64[0]; k++) bytes += f64[k]->cap * sizeof(double);
+    for (size_t k = 0; k < sizeof b8 / sizeof b8[0]; k++) bytes += b8[k]->cap * sizeof(double);
     return bytes;
 }

@@ -321,8 +321,10 @@ static int verlet_steps(int dim, const double *period)
     const double r = 1.0, skin = 0.3;
     nbVerletDesc desc = {.radius = r, .skin = skin, .dim = dim, .distances = true};
     if (period != NULL) memcpy(desc.period, period, sizeof desc.period);
-    nbVerlet *v = NULL;
+    nbVerlet *v = NULL, *plain = NULL; // with and without distances
     NB_CHECK_OK(nb_verlet_create(&desc, &v));
+    desc.distances = false;
+    NB_CHECK_OK(nb_verlet_create(&desc, &plain));
     nboSet s = make_set(SET_UNIFORM, 500, dim, dim == 2 ? 15.0 : 6.0);
     double *ref = (double *)nbo_xalloc((size_t)s.n * (size_t)dim * sizeof(double));
     const nbPoints pts = nbo_points(&s);
@@ -352,12 +354,19 @@ static int verlet_steps(int dim, const double *period)
         NB_CHECK_OK(nb_verlet_rows(v, &rows));
         NB_CHECK(rows.rows == s.n && rows.entries == woff[s.n]);
         NB_CHECK(same_rows(s.n, rows.offsets, rows.neighbors, rows.dist2, woff, wnb, wd2));
+        bool again = false;
+        NB_CHECK_OK(nb_verlet_update(plain, &pts, &again));
+        NB_CHECK(again == rebuilt);
+        NB_CHECK_OK(nb_verlet_rows(plain, &rows));
+        NB_CHECK(rows.dist2 == NULL);
+        NB_CHECK(same_rows(s.n, rows.offsets, rows.neighbors, NULL, woff, wnb, wd2));
         free(woff);
         free(wnb);
         free(wd2);
     }
     NB_CHECK(rebuilds >= 8 && rebuilds < 40);
     nb_verlet_destroy(v);
+    nb_verlet_destroy(plain);
     free(ref);
     nbo_set_free(&s);
     return 0;
