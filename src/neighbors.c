@@ -194,7 +194,17 @@ NBI_TARGET_AVX512 static void nbi_sort_row_avx512(int32_t *a, int32_t n)
 }
 #endif
 
-// A row ascending, by the widest sort the CPU has.
+// Whether rows are sorted by the AVX-512 network (the CPU has it, and tests did not turn it off).
+static bool nbi_sort_wide(void)
+{
+#if defined(NBI_AVX512)
+    return nbi_use_avx512();
+#else
+    return false;
+#endif
+}
+
+// A row ascending, by the widest sort the CPU has (`wide`: nbi_sort_wide()).
 static void nbi_sort_row_any(int32_t *a, int32_t n, bool wide)
 {
 #if defined(NBI_AVX512)
@@ -218,11 +228,7 @@ static void nbi_rows_sort_task(int32_t k0, int32_t k1, int32_t worker, void *ctx
 {
     (void)worker;
     const nbiSortCtx *x = (const nbiSortCtx *)ctx;
-#if defined(NBI_AVX512)
-    const bool wide = nbi_use_avx512();
-#else
-    const bool wide = false;
-#endif
+    const bool wide = nbi_sort_wide();
     const int32_t i0 = (int32_t)((int64_t)x->rows * k0 / x->chunks);
     const int32_t i1 = (int32_t)((int64_t)x->rows * k1 / x->chunks);
     for (int32_t i = i0; i < i1; i++) {
@@ -383,15 +389,19 @@ struct nbNeighborList {
 static const int32_t nbi_zero_offset = 0;
 static const double nbi_zero_dist2 = 0.0;
 
-// rows from a list's (or Verlet list's) storage.
-static void nbi_rows_view(nbNeighborRows *rows, int32_t n, int64_t entries, const nbiBuf *offsets,
-                          const nbiBuf *nb, const nbiBuf *d2, bool distances)
+// *rows from a list's (or Verlet list's) storage; `owner` is the list, checked for NULL.
+static nbStatus nbi_rows_view(const void *owner, nbNeighborRows *rows, int32_t n, int64_t entries,
+                              const nbiBuf *offsets, const nbiBuf *nb, const nbiBuf *d2,
+                              bool distances)
 {
+    if (rows != NULL) memset(rows, 0, sizeof *rows);
+    if (owner == NULL || rows == NULL) return NB_ERR_NULL_ARG;
     rows->rows = n;
     rows->entries = entries;
     rows->offsets = offsets->ptr != NULL ? (const int32_t *)offsets->ptr : &nbi_zero_offset;
     rows->neighbors = nb->ptr != NULL ? (const int32_t *)nb->ptr : &nbi_zero_offset;
     rows->dist2 = !distances ? NULL : d2->ptr != NULL ? (const double *)d2->ptr : &nbi_zero_dist2;
+    return NB_OK;
 }
 
 // nbi_buf_prepare for entries, whose count moves a little from step to step: a buffer that
@@ -467,11 +477,7 @@ static void nbi_place_task(int32_t k0, int32_t k1, int32_t worker, void *ctx)
 {
     (void)worker;
     const nbiPlaceCtx *x = (const nbiPlaceCtx *)ctx;
-#if defined(NBI_AVX512)
-    const bool wide = nbi_use_avx512();
-#else
-    const bool wide = false;
-#endif
+    const bool wide = nbi_sort_wide();
     const nbiView *a = x->a, *b = x->b;
     const int dim = a->dim;
     const int32_t p0 = (int32_t)((int64_t)a->n * k0 / x->chunks);
@@ -687,11 +693,10 @@ nbStatus nb_neighbor_list_build_cross(nbNeighborList *list, const nbGrid *a, con
 
 nbStatus nb_neighbor_list_rows(const nbNeighborList *list, nbNeighborRows *rows)
 {
-    if (rows != NULL) memset(rows, 0, sizeof *rows);
-    if (list == NULL || rows == NULL) return NB_ERR_NULL_ARG;
-    nbi_rows_view(rows, list->rows, list->entries, &list->offsets, &list->nb, &list->d2,
-                  list->distances);
-    return NB_OK;
+    static const nbNeighborList none = {0};
+    const nbNeighborList *l = list != NULL ? list : &none;
+    return nbi_rows_view(list, rows, l->rows, l->entries, &l->offsets, &l->nb, &l->d2,
+                         l->distances);
 }
 
 size_t nb_neighbor_list_memory_bytes(const nbNeighborList *list)
@@ -958,11 +963,7 @@ static void nbi_verlet_filter(nbVerlet *v)
     int32_t *off = (int32_t *)v->offsets.ptr, *nb = (int32_t *)v->nb.ptr;
     double *td2 = v->distances ? (double *)v->td2.ptr : NULL;
     double *d2 = v->distances ? (double *)v->d2.ptr : NULL;
-#if defined(NBI_AVX512)
-    const bool wide = nbi_use_avx512();
-#else
-    const bool wide = false;
-#endif
+    const bool wide = nbi_sort_wide();
     int32_t m;
     if (v->dim == 2)
         m = v->wrapped ? nbi_verlet_keep(v, 2, true, tco, tnb, td2, wide)
@@ -1034,11 +1035,10 @@ nbStatus nb_verlet_update(nbVerlet *verlet, const nbPoints *points, bool *rebuil
 
 nbStatus nb_verlet_rows(const nbVerlet *verlet, nbNeighborRows *rows)
 {
-    if (rows != NULL) memset(rows, 0, sizeof *rows);
-    if (verlet == NULL || rows == NULL) return NB_ERR_NULL_ARG;
-    nbi_rows_view(rows, verlet->rows, verlet->entries, &verlet->offsets, &verlet->nb, &verlet->d2,
-                  verlet->distances);
-    return NB_OK;
+    static const nbVerlet none = {0};
+    const nbVerlet *v = verlet != NULL ? verlet : &none;
+    return nbi_rows_view(verlet, rows, v->rows, v->entries, &v->offsets, &v->nb, &v->d2,
+                         v->distances);
 }
 
 size_t nb_verlet_memory_bytes(const nbVerlet *verlet)
