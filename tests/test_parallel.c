@@ -354,7 +354,7 @@ static int rows_on(const data *d, const nbTasks *tasks, const nbNeighborRows *wa
 
 static int t_neighbor_rows(void)
 {
-    data d = make_data(N_BIG, 2, 2);
+    data d = make_data(N_BIG, 2, 0);
     const double r = 1.5;
     nbGridDesc gd = {.dim = 2};
     nbGrid *g = NULL, *h = NULL;
