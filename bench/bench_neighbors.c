@@ -104,11 +104,14 @@ static void bench_rows(const char *set, const double *pts, int32_t n, int dim, d
     emit("rows", set, "build+pairs", n, runs, tp, npairs, extra);
     emit("rows", set, "build+rows", n, runs, tr, found, extra);
     emit("rows", set, "build+list", n, runs, tl, found, extra);
-    int64_t a, b, c, d;
+    int64_t a, b, c, d, e, f;
     nbb_stats(tp, runs, &a, &b);
     nbb_stats(tr, runs, &c, &d);
+    nbb_stats(tl, runs, &e, &f);
     printf("rows,%s,rows/pairs,%d,%d,%.2f,%.2f,,min and median ratios\n", set, n, runs,
            (double)c / (double)a, (double)d / (double)b);
+    printf("rows,%s,list/pairs,%d,%d,%.2f,%.2f,,min and median ratios\n", set, n, runs,
+           (double)e / (double)a, (double)f / (double)b);
     nb_neighbor_list_destroy(l);
     nb_grid_destroy(g);
     free(pairs);
