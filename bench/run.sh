@@ -25,6 +25,13 @@
 #                                            10 steps (row-major or Morton) against never
 #                                            (~1 minute): writes
 #                                            bench/results/$NB_BENCH_MACHINE/reorder_latest.csv
+#   bash bench/run.sh BUILD_DIR --neighbors  only the neighbour lists (bench_neighbors: 1M uniform
+#                                            points, 2D and 3D, about 15 neighbours each: build +
+#                                            rows against build + nb_grid_pairs, and a Verlet
+#                                            list (skin 0.1 r) against rebuilding rows over 100
+#                                            MD-like steps; then build + rows of the 1M uniform 2D
+#                                            set at r = 1.75; ~5 minutes): writes
+#                                            bench/results/$NB_BENCH_MACHINE/neighbors_latest.csv
 #   bash bench/run.sh BUILD_DIR --open-world only the spatial hash's moves in an open (hashed)
 #                                            world (bench_open_world: 100k items over squares
 #                                            of side 1e6 and 2000, 10% and all moving, steps
@@ -102,8 +109,8 @@ set -euo pipefail
 
 usage() {
     echo "usage: bash bench/run.sh BUILD_DIR [--quick | --callgrind | --agents | --cell-size |" \
-        "--periodic | --reorder | --open-world | --tiles | --python | --rects [--quick] |" \
-        "--mpi | --corpus]" >&2
+        "--periodic | --reorder | --neighbors | --open-world | --tiles | --python |" \
+        "--rects [--quick] | --mpi | --corpus]" >&2
     exit 2
 }
 [ $# -ge 1 ] || usage
@@ -111,7 +118,7 @@ build=$1
 mode=${2:-full}
 case "$mode" in
     full | --quick | --callgrind | --agents | --cell-size | --periodic | --reorder | --tiles | \
-        --python | --rects | --mpi | --cli | --open-world | --corpus) ;;
+        --python | --rects | --mpi | --cli | --open-world | --neighbors | --corpus) ;;
     *) usage ;;
 esac
 rects_quick="" # `--rects --quick`: only the rectangles section, at the --quick sizes
@@ -339,6 +346,22 @@ run_reorder() {
 }
 if [ "$mode" = --reorder ]; then
     run_reorder
+    exit $?
+fi
+
+# ---- neighbour lists: rows against all pairs, the Verlet list (bench_neighbors) ----
+run_neighbors() {
+    [ -x "$bin/bench_neighbors" ] || { echo "run.sh: bench_neighbors not built; skipping" >&2; return 0; }
+    local n=1000000 steps=100 runs=5 out f
+    [ "$mode" = --quick ] && n=100000 steps=20 runs=3
+    f=$(gen uniform2d 1000000)
+    out=$(section_csv neighbors)
+    echo "run.sh: neighbour lists: $n points, $steps Verlet steps; rows at r = 1.75 on $f" >&2
+    "${pin[@]}" "$bin/bench_neighbors" "$n" "$steps" "$runs" "$f" > "$out" || return 1
+    column -s, -t < "$out" 2> /dev/null || cat "$out"
+}
+if [ "$mode" = --neighbors ]; then
+    run_neighbors
     exit $?
 fi
 
@@ -811,6 +834,7 @@ fi
 [ "$mode" = full ] && { run_cell_size || status=1; }
 [ "$mode" = full ] && { run_periodic || status=1; }
 run_reorder || status=1
+run_neighbors || status=1
 run_open_world || status=1
 [ "$mode" = full ] && { run_cli || status=1; }
 run_tiles || status=1

@@ -51,6 +51,7 @@ TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build/tsan -R '^threads$' --output
 # shapes, not thread interleavings (all cases run in the other builds).
 TSAN_OPTIONS=halt_on_error=1 build/tsan/tests/test_parallel uniform
 TSAN_OPTIONS=halt_on_error=1 build/tsan/tests/test_parallel sparse_ranked
+TSAN_OPTIONS=halt_on_error=1 build/tsan/tests/test_parallel neighbor_rows
 echo "== build/tsan: $((SECONDS - tsan_start)) s"
 # The Python package: pip install into a fresh venv, pytest against scipy's cKDTree (skipped
 # with a message when Debian's python3-numpy/scipy/pytest are missing).

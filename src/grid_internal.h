@@ -196,6 +196,13 @@ void nbi_grid_build_ranked_parallel(nbGrid *g, const nbiBuildIn *in);
 // The filter bits of positions [p0, p1), from the caller's point idx[p] (no-op unfiltered).
 void nbi_grid_gather_bits(const nbGrid *g, const nbiBuildIn *in, int32_t p0, int32_t p1);
 
+// Runs fn over chunks [0, count) through the scheduler t (serially when t is NULL or has fewer
+// than two workers).
+void nbi_tasks_run(const nbTasks *t, nbTaskFn *fn, int32_t count, void *ctx);
+// Cuts the grid's cells into `chunks` runs of about equal point counts: run k is cells
+// [unit[k], unit[k + 1]) (unit holds chunks + 1 entries; empty runs possible).
+void nbi_grid_cell_chunks(const nbGrid *g, int32_t chunks, int32_t *unit);
+
 // The parallel passes (grid_parallel.c). Chunks a build cuts its points into.
 int32_t nbi_grid_build_chunks(const nbGrid *g);
 // Pass 1 on the scheduler.

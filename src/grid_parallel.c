@@ -36,14 +36,19 @@ typedef struct nbiChunks {
     void *ctx;
 } nbiChunks;
 
+void nbi_tasks_run(const nbTasks *t, nbTaskFn *fn, int32_t count, void *ctx)
+{
+    if (count <= 0) return;
+    if (t == NULL || t->parallel_for == NULL || t->workers <= 1)
+        fn(0, count, 0, ctx);
+    else
+        t->parallel_for(fn, count, 1, ctx, t->user);
+}
+
 // Runs fn over chunks [0, count) through the grid's scheduler (serially without one).
 static void nbi_run_chunks(const nbGrid *g, nbTaskFn *fn, int32_t count, void *ctx)
 {
-    if (count <= 0) return;
-    if (!nbi_grid_parallel(g))
-        fn(0, count, 0, ctx);
-    else
-        g->tasks.parallel_for(fn, count, 1, ctx, g->tasks.user);
+    nbi_tasks_run(&g->tasks, fn, count, ctx);
 }
 
 // Item k * n / parts, the start of chunk k of n items cut into `parts`.
@@ -577,17 +582,14 @@ static void nbi_copy_task(int32_t k0, int32_t k1, int32_t worker, void *vctx)
     }
 }
 
-// Cuts the cells into chunks of about equal point counts: chunk k starts at the first cell whose
-// first position is at least k * n / chunks.
-static void nbi_pair_chunks(const nbGrid *g, nbiPairsCtx *x)
+void nbi_grid_cell_chunks(const nbGrid *g, int32_t chunks, int32_t *unit)
 {
     const int32_t *start = (const int32_t *)g->start.ptr;
     const int32_t ncells = nb_grid_pair_units(g);
-    x->unit[0] = 0;
-    for (int32_t k = 1; k < x->chunks; k++)
-        x->unit[k] =
-            (int32_t)nbi_first_at_least(start, x->unit[k - 1], ncells, nbi_cut(g->n, x->chunks, k));
-    x->unit[x->chunks] = ncells;
+    unit[0] = 0;
+    for (int32_t k = 1; k < chunks; k++)
+        unit[k] = (int32_t)nbi_first_at_least(start, unit[k - 1], ncells, nbi_cut(g->n, chunks, k));
+    unit[chunks] = ncells;
 }
 
 static bool nbi_grid_claim_scratch(const nbGrid *g)
@@ -624,7 +626,7 @@ nbStatus nbi_grid_pairs_parallel(const nbGrid *g, double radius, int mode, nbPai
     x->mode = mode;
     x->out = out;
     x->cap = cap;
-    nbi_pair_chunks(g, x);
+    nbi_grid_cell_chunks(g, x->chunks, x->unit);
     for (int32_t k = 0; k < x->chunks; k++) x->rerun[k] = true;
     const bool buffered = mode == NBI_SINK_BUFFER;
     if (buffered && !nbi_grid_claim_scratch(g)) return NB_OK; // taken: run serially

@@ -263,7 +263,13 @@ static bool nbi_cross_run(int32_t b0, int32_t b1, void *ctx)
 
 nbStatus nbi_walk_cross(const nbiView *a, const nbiView *b, double radius, nbiPairSink *s)
 {
-    if (a->wrap != NULL || b->wrap != NULL) return nbi_walk_cross_wrap(a, b, radius, s);
+    return nbi_walk_cross_range(a, b, radius, 0, a->ncells, s);
+}
+
+nbStatus nbi_walk_cross_range(const nbiView *a, const nbiView *b, double radius, int32_t c0,
+                              int32_t c1, nbiPairSink *s)
+{
+    if (a->wrap != NULL || b->wrap != NULL) return nbi_walk_cross_wrap(a, b, radius, c0, c1, s);
     if (a->n == 0 || b->n == 0) return NB_OK;
     const int dim = a->dim;
     const double reach = nbi_reach(radius);
@@ -279,7 +285,7 @@ nbStatus nbi_walk_cross(const nbiView *a, const nbiView *b, double radius, nbiPa
     nbi_pair_ctx(&x, a, b, radius, s);
     nbiSpanList l;
     nbi_span_list_init(&l, &x, dim, true);
-    for (int32_t c = 0; c < a->ncells && !s->stop; c++) {
+    for (int32_t c = c0; c < c1 && !s->stop; c++) {
         const int32_t a0 = a->start[c], a1 = nbi_view_end(a, c);
         if (a0 == a1) continue;
         // The box of this cell's points, widened by the reach: rounding is monotone, so every
@@ -420,7 +426,8 @@ static nbStatus nbi_walk_pairs_wrap(const nbiView *v, double radius, int32_t u0,
 
 // Cross pairs: each cell of A meets the cells of B covering its points' box widened by the
 // reach, wrapped (nbi_wrap_cover: each cell of B once).
-nbStatus nbi_walk_cross_wrap(const nbiView *a, const nbiView *b, double radius, nbiPairSink *s)
+nbStatus nbi_walk_cross_wrap(const nbiView *a, const nbiView *b, double radius, int32_t c0,
+                             int32_t c1, nbiPairSink *s)
 {
     if (a->wrap == NULL || b->wrap == NULL || !nbi_wrap_radius_ok(a, radius))
         return NB_ERR_OUT_OF_RANGE;
@@ -434,7 +441,7 @@ nbStatus nbi_walk_cross_wrap(const nbiView *a, const nbiView *b, double radius, 
     nbiSpanList l;
     nbi_span_list_init(&l, &x, dim, true);
     l.wrap = true;
-    for (int32_t c = 0; c < a->ncells && !s->stop; c++) {
+    for (int32_t c = c0; c < c1 && !s->stop; c++) {
         const int32_t a0 = a->start[c], a1 = nbi_view_end(a, c);
         if (a0 == a1) continue;
         double lo[3], hi[3];

@@ -10,7 +10,11 @@
 
 #include <string.h>
 
-enum { NBI_SINK_COUNT, NBI_SINK_BUFFER, NBI_SINK_VISIT };
+enum { NBI_SINK_COUNT, NBI_SINK_BUFFER, NBI_SINK_VISIT, NBI_SINK_BLOCK };
+
+// Block mode: called with each block of pairs the kernels accept (m >= 0 of them at w), for a
+// consumer inside the library that takes pairs a block at a time (the neighbour rows).
+typedef void nbiPairBlockFn(const nbPair *w, int64_t m, void *user);
 enum { NBI_SCRATCH = 1024 };
 
 // Where pairs go. Buffer mode writes straight into `out` while it has room (so the common case
@@ -22,6 +26,7 @@ typedef struct nbiPairSink {
     int64_t cap;
     int64_t found; // pairs accepted so far; in buffer mode min(found, cap) are in out
     nbPairFn *fn;
+    nbiPairBlockFn *block; // block mode
     void *user;
     nbPair scratch[NBI_SCRATCH];
 } nbiPairSink;
@@ -36,7 +41,15 @@ static inline void nbi_pair_sink_init(nbiPairSink *s, int mode, nbPair *out, int
     s->cap = cap;
     s->found = 0;
     s->fn = fn;
+    s->block = NULL;
     s->user = user;
+}
+
+// Starts a sink in block mode: `block(w, m, user)` for each block of pairs.
+static inline void nbi_pair_sink_block(nbiPairSink *s, nbiPairBlockFn *block, void *user)
+{
+    nbi_pair_sink_init(s, NBI_SINK_BLOCK, NULL, 0, NULL, user);
+    s->block = block;
 }
 
 // Where the next `len` (<= NBI_SCRATCH) candidates may be written.
@@ -51,6 +64,11 @@ static inline void nbi_commit(nbiPairSink *s, const nbPair *w, int64_t m)
 {
     if (w != s->scratch) { // written in place
         s->found += m;
+        return;
+    }
+    if (s->mode == NBI_SINK_BLOCK) {
+        s->found += m;
+        s->block(w, m, s->user);
         return;
     }
     if (s->mode == NBI_SINK_BUFFER) {

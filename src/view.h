@@ -263,6 +263,10 @@ nbStatus nbi_walk_pairs(const nbiView *v, double radius, int32_t u0, int32_t u1,
 
 // Every (i in a, j in b) within `radius`, roles kept, once each. Same guard, over both views.
 nbStatus nbi_walk_cross(const nbiView *a, const nbiView *b, double radius, nbiPairSink *s);
+// The same for the points of a's cells [c0, c1) only (0 <= c0 <= c1 <= a->ncells): the pairs
+// of a split of a's cells, for the caller's workers.
+nbStatus nbi_walk_cross_range(const nbiView *a, const nbiView *b, double radius, int32_t c0,
+                              int32_t c1, nbiPairSink *s);
 
 // Radius and box queries with a filter, into a hit sink. They check their numeric arguments
 // (finiteness, then range, with the sink's capacity) and return the first failing status.
@@ -311,7 +315,9 @@ nbiCellRange nbi_wrap_cover(const nbiView *v, int a, double lo, double hi);
 // single cell 0), each cell once. Returns the cells examined.
 double nbi_wrap_box_runs(const nbiView *v, const nbiCellRange r[3], nbiRunFn *fn, void *ctx);
 
-// Every (i in a, j in b) within `radius` by the minimum image, both views periodic alike.
-nbStatus nbi_walk_cross_wrap(const nbiView *a, const nbiView *b, double radius, nbiPairSink *s);
+// Every (i in a, j in b) within `radius` by the minimum image, both views periodic alike, for
+// a's cells [c0, c1).
+nbStatus nbi_walk_cross_wrap(const nbiView *a, const nbiView *b, double radius, int32_t c0,
+                             int32_t c1, nbiPairSink *s);
 
 #endif

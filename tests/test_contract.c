@@ -17,6 +17,7 @@
 // tests/contract_coverage.sh checks that every NB_API function of include/nearby/ is named here.
 #include <nearby/grid.h>
 #include <nearby/hash.h>
+#include <nearby/neighbors.h>
 #include <nearby/quadtree.h>
 #include <nearby/tiles.h>
 
@@ -3578,6 +3579,180 @@ static int test_order_contract(void)
     return 0;
 }
 
+// neighbors.h: pointers, then finiteness, then ranges, outputs zeroed first; an error writes
+// zeros to the offsets (too small: the full count and complete offsets) and changes no list.
+static int test_neighbors_contract(void)
+{
+    const double xy[8] = {0.5, 0.5, 1.0, 0.5, 0.25, 0.75, 3.25, 0.25};
+    const double nan = (double)NAN, inf = (double)INFINITY;
+    nbGridDesc desc = {.dim = 2}, d3 = {.dim = 3}, dp = {.dim = 2, .period = {4.0, 4.0, 0.0}};
+    nbGrid *g, *g3, *gp;
+    NB_CHECK_OK(nb_grid_create(&desc, &g));
+    NB_CHECK_OK(nb_grid_create(&d3, &g3));
+    NB_CHECK_OK(nb_grid_create(&dp, &gp));
+    nbPoints pts = {.data = xy, .count = 4, .dim = 2};
+    NB_CHECK_OK(nb_grid_build(g, &pts, 1.0));
+    NB_CHECK_OK(nb_grid_build(gp, &pts, 1.0));
+    int32_t off[5], nb[16];
+    int64_t found = -1;
+#define ROWS_FAILS(call, want)                                                                     \
+    do {                                                                                           \
+        memset(off, 0x55, sizeof off);                                                             \
+        found = -1;                                                                                \
+        NB_CHECK_STATUS(call, want);                                                               \
+        NB_CHECK(found == 0 || (want) == NB_ERR_NULL_ARG);                                         \
+    } while (0)
+    ROWS_FAILS(nb_grid_neighbor_rows(NULL, 1.0, off, nb, 16, &found), NB_ERR_NULL_ARG);
+    ROWS_FAILS(nb_grid_neighbor_rows(g, 1.0, NULL, nb, 16, &found), NB_ERR_NULL_ARG);
+    ROWS_FAILS(nb_grid_neighbor_rows(g, 1.0, off, NULL, 16, &found), NB_ERR_NULL_ARG);
+    NB_CHECK_STATUS(nb_grid_neighbor_rows(g, 1.0, off, nb, 16, NULL), NB_ERR_NULL_ARG);
+    ROWS_FAILS(nb_grid_neighbor_rows(g, nan, off, nb, -1, &found), NB_ERR_NOT_FINITE);
+    ROWS_FAILS(nb_grid_neighbor_rows(g, inf, off, nb, 16, &found), NB_ERR_NOT_FINITE);
+    ROWS_FAILS(nb_grid_neighbor_rows(g, -1.0, off, nb, 16, &found), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK(off[0] == 0 && off[4] == 0);
+    ROWS_FAILS(nb_grid_neighbor_rows(g, 1.0, off, nb, -1, &found), NB_ERR_OUT_OF_RANGE);
+    ROWS_FAILS(nb_grid_neighbor_rows(gp, 2.5, off, nb, 16, &found), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK_STATUS(nb_grid_neighbor_rows(g, 1.0, off, nb, 2, &found), NB_ERR_BUFFER_TOO_SMALL);
+    NB_CHECK(found == 6 && off[0] == 0 && off[1] == 2 && off[3] == 6 && off[4] == 6);
+    NB_CHECK_STATUS(nb_grid_neighbor_rows(g, 1.0, off, NULL, 0, &found), NB_ERR_BUFFER_TOO_SMALL);
+    NB_CHECK_OK(nb_grid_neighbor_rows(g, 1.0, off, nb, 16, &found));
+    NB_CHECK(found == 6 && nb[0] == 1 && nb[1] == 2 && nb[2] == 0 && nb[5] == 1);
+    NB_CHECK_OK(nb_grid_neighbor_rows(g3, 1.0, off, NULL, 0, &found)); // empty grid
+    NB_CHECK(off[0] == 0 && found == 0);
+    ROWS_FAILS(nb_grid_cross_neighbor_rows(NULL, g, 1.0, off, nb, 16, &found), NB_ERR_NULL_ARG);
+    ROWS_FAILS(nb_grid_cross_neighbor_rows(g, NULL, 1.0, off, nb, 16, &found), NB_ERR_NULL_ARG);
+    ROWS_FAILS(nb_grid_cross_neighbor_rows(g, g, 1.0, NULL, nb, 16, &found), NB_ERR_NULL_ARG);
+    ROWS_FAILS(nb_grid_cross_neighbor_rows(g, g, nan, off, nb, 16, &found), NB_ERR_NOT_FINITE);
+    ROWS_FAILS(nb_grid_cross_neighbor_rows(g, g3, 1.0, off, nb, 16, &found), NB_ERR_OUT_OF_RANGE);
+    ROWS_FAILS(nb_grid_cross_neighbor_rows(g, gp, 1.0, off, nb, 16, &found), NB_ERR_OUT_OF_RANGE);
+    ROWS_FAILS(nb_grid_cross_neighbor_rows(g, g, 1.0, off, nb, -2, &found), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK_OK(nb_grid_cross_neighbor_rows(g, g, 1.0, off, nb, 16, &found));
+    NB_CHECK(found == 10 && off[1] == 3 && nb[0] == 0); // every point in its own row
+#undef ROWS_FAILS
+
+    // the list
+    nbNeighborList *l = (nbNeighborList *)&desc;
+    nbtAlloc half = {0};
+    nbAllocator half_al = nbt_allocator(&half);
+    half_al.free = NULL;
+    const nbTasks bad_tasks = {NULL, NULL, -1};
+    nbNeighborListDesc ld = {0};
+    NB_CHECK_STATUS(nb_neighbor_list_create(NULL, &l), NB_ERR_NULL_ARG);
+    NB_CHECK(l == NULL);
+    NB_CHECK_STATUS(nb_neighbor_list_create(&ld, NULL), NB_ERR_NULL_ARG);
+    ld.allocator = &half_al;
+    NB_CHECK_STATUS(nb_neighbor_list_create(&ld, &l), NB_ERR_NULL_ARG);
+    ld.allocator = NULL;
+    ld.capacity_hint = -1;
+    NB_CHECK_STATUS(nb_neighbor_list_create(&ld, &l), NB_ERR_OUT_OF_RANGE);
+    ld.capacity_hint = 0;
+    ld.tasks = &bad_tasks;
+    NB_CHECK_STATUS(nb_neighbor_list_create(&ld, &l), NB_ERR_OUT_OF_RANGE);
+    ld.tasks = NULL;
+    ld.distances = true;
+    NB_CHECK_OK(nb_neighbor_list_create(&ld, &l));
+    nbNeighborRows rows;
+    NB_CHECK_OK(nb_neighbor_list_rows(l, &rows));
+    NB_CHECK(rows.rows == 0 && rows.entries == 0 && rows.offsets[0] == 0 && rows.dist2 != NULL);
+    NB_CHECK_STATUS(nb_neighbor_list_build(NULL, g, 1.0), NB_ERR_NULL_ARG);
+    NB_CHECK_STATUS(nb_neighbor_list_build(l, NULL, 1.0), NB_ERR_NULL_ARG);
+    NB_CHECK_STATUS(nb_neighbor_list_build(l, g, nan), NB_ERR_NOT_FINITE);
+    NB_CHECK_STATUS(nb_neighbor_list_build(l, g, -0.5), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK_STATUS(nb_neighbor_list_build(l, gp, 2.5), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK_STATUS(nb_neighbor_list_build_cross(NULL, g, g, 1.0), NB_ERR_NULL_ARG);
+    NB_CHECK_STATUS(nb_neighbor_list_build_cross(l, g, NULL, 1.0), NB_ERR_NULL_ARG);
+    NB_CHECK_STATUS(nb_neighbor_list_build_cross(l, g, g, inf), NB_ERR_NOT_FINITE);
+    NB_CHECK_STATUS(nb_neighbor_list_build_cross(l, g, g3, 1.0), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK_OK(nb_neighbor_list_rows(l, &rows)); // no error changed the list
+    NB_CHECK(rows.rows == 0 && rows.entries == 0);
+    NB_CHECK_OK(nb_neighbor_list_build(l, g, 1.0));
+    NB_CHECK_OK(nb_neighbor_list_rows(l, &rows));
+    NB_CHECK(rows.rows == 4 && rows.entries == 6 && rows.dist2[0] == 0.25);
+    NB_CHECK_STATUS(nb_neighbor_list_build_cross(l, g, gp, 1.0), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK_OK(nb_neighbor_list_rows(l, &rows));
+    NB_CHECK(rows.rows == 4 && rows.entries == 6);
+    memset(&rows, 0x55, sizeof rows);
+    NB_CHECK_STATUS(nb_neighbor_list_rows(NULL, &rows), NB_ERR_NULL_ARG);
+    NB_CHECK(rows.rows == 0 && rows.offsets == NULL);
+    NB_CHECK_STATUS(nb_neighbor_list_rows(l, NULL), NB_ERR_NULL_ARG);
+    NB_CHECK(nb_neighbor_list_memory_bytes(NULL) == 0 && nb_neighbor_list_memory_bytes(l) > 0);
+    nb_neighbor_list_destroy(l);
+    nb_neighbor_list_destroy(NULL);
+
+    // the Verlet list
+    nbVerlet *v = (nbVerlet *)&desc;
+    nbVerletDesc vd = {.radius = 1.0, .skin = 0.2};
+    NB_CHECK_STATUS(nb_verlet_create(NULL, &v), NB_ERR_NULL_ARG);
+    NB_CHECK(v == NULL);
+    NB_CHECK_STATUS(nb_verlet_create(&vd, NULL), NB_ERR_NULL_ARG);
+    const struct {
+        double radius, skin, p0, p2;
+        int32_t dim;
+        nbStatus want;
+    } bad[] = {
+        {nan, 0.2, 0, 0, 2, NB_ERR_NOT_FINITE},    {1.0, inf, 0, 0, 2, NB_ERR_NOT_FINITE},
+        {1.0, 0.2, nan, 0, 2, NB_ERR_NOT_FINITE},  {-1.0, 0.2, 0, 0, 2, NB_ERR_OUT_OF_RANGE},
+        {1.0, -0.2, 0, 0, 2, NB_ERR_OUT_OF_RANGE}, {1.0, 0.2, -4, 0, 2, NB_ERR_OUT_OF_RANGE},
+        {1.0, 0.2, 0, 4, 2, NB_ERR_OUT_OF_RANGE},  {1.0, 0.2, 2.3, 0, 2, NB_ERR_OUT_OF_RANGE},
+        {1.0, 0.2, 0, 0, 4, NB_ERR_OUT_OF_RANGE},  {1.0, 0.2, 2.4, 0, 2, NB_OK},
+    };
+    for (size_t t = 0; t < sizeof bad / sizeof bad[0]; t++) {
+        nbVerletDesc bd = {.radius = bad[t].radius, .skin = bad[t].skin, .dim = bad[t].dim};
+        bd.period[0] = bad[t].p0;
+        bd.period[2] = bad[t].p2;
+        v = (nbVerlet *)&desc;
+        NB_CHECK_STATUS(nb_verlet_create(&bd, &v), bad[t].want);
+        NB_CHECK((v == NULL) == (bad[t].want != NB_OK));
+        nb_verlet_destroy(v);
+    }
+    vd.allocator = &half_al;
+    NB_CHECK_STATUS(nb_verlet_create(&vd, &v), NB_ERR_NULL_ARG);
+    vd.allocator = NULL;
+    NB_CHECK_OK(nb_verlet_create(&vd, &v));
+    bool rebuilt = true;
+    double bad_xy[8];
+    memcpy(bad_xy, xy, sizeof bad_xy);
+    bad_xy[5] = nan;
+    const nbPoints bad_nan = {.data = bad_xy, .count = 4, .dim = 2};
+    const nbPoints bad_dim = {.data = xy, .count = 4, .dim = 3};
+    const nbPoints bad_count = {.data = xy, .count = -1, .dim = 2};
+    const nbPoints bad_stride = {.data = xy, .count = 2, .dim = 2, .stride = 12};
+    const nbPoints null_data = {.data = NULL, .count = 2, .dim = 2};
+    NB_CHECK_STATUS(nb_verlet_update(NULL, &pts, &rebuilt), NB_ERR_NULL_ARG);
+    NB_CHECK(!rebuilt);
+    NB_CHECK_STATUS(nb_verlet_update(v, NULL, &rebuilt), NB_ERR_NULL_ARG);
+    NB_CHECK_STATUS(nb_verlet_update(v, &null_data, &rebuilt), NB_ERR_NULL_ARG);
+    NB_CHECK_STATUS(nb_verlet_update(v, &bad_nan, &rebuilt), NB_ERR_NOT_FINITE);
+    NB_CHECK_STATUS(nb_verlet_update(v, &bad_dim, &rebuilt), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK_STATUS(nb_verlet_update(v, &bad_count, &rebuilt), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK_STATUS(nb_verlet_update(v, &bad_stride, &rebuilt), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK_OK(nb_verlet_rows(v, &rows));
+    NB_CHECK(rows.rows == 0 && rows.offsets[0] == 0 && rows.dist2 == NULL);
+    NB_CHECK_OK(nb_verlet_update(v, &pts, &rebuilt));
+    NB_CHECK(rebuilt);
+    NB_CHECK_OK(nb_verlet_update(v, &pts, NULL)); // *rebuilt is optional
+    NB_CHECK_STATUS(nb_verlet_update(v, &bad_nan, &rebuilt), NB_ERR_NOT_FINITE);
+    NB_CHECK_OK(nb_verlet_rows(v, &rows));
+    NB_CHECK(rows.rows == 4 && rows.entries == 6);
+    NB_CHECK_STATUS(nb_verlet_rows(NULL, &rows), NB_ERR_NULL_ARG);
+    NB_CHECK(rows.rows == 0);
+    NB_CHECK_STATUS(nb_verlet_rows(v, NULL), NB_ERR_NULL_ARG);
+    NB_CHECK(nb_verlet_memory_bytes(NULL) == 0 && nb_verlet_memory_bytes(v) > 0);
+    nb_verlet_destroy(v);
+    nb_verlet_destroy(NULL);
+    // periodic: a point outside [0, P) once built
+    vd.period[0] = vd.period[1] = 4.0;
+    NB_CHECK_OK(nb_verlet_create(&vd, &v));
+    NB_CHECK_OK(nb_verlet_update(v, &pts, &rebuilt));
+    bad_xy[5] = 4.0;
+    NB_CHECK_STATUS(nb_verlet_update(v, &bad_nan, &rebuilt), NB_ERR_OUT_OF_RANGE);
+    nb_verlet_destroy(v);
+    nb_grid_destroy(g);
+    nb_grid_destroy(g3);
+    nb_grid_destroy(gp);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const nbtCase cases[] = {
@@ -3601,6 +3776,7 @@ int main(int argc, char **argv)
         {"tiles_table", test_tiles_table},
         {"tiles_null_tolerant", test_tiles_null_tolerant},
         {"order_contract", test_order_contract},
+        {"neighbors_contract", test_neighbors_contract},
     };
     return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
 }

@@ -8,6 +8,7 @@
 #include "nb_test.h"
 
 #include <nearby/grid.h>
+#include <nearby/neighbors.h>
 
 #include "grid_internal.h"
 
@@ -335,6 +336,124 @@ static int all_pairs(const nbGrid *g, double r, nbPair **out, int64_t *n)
     return 0;
 }
 
+// Neighbour rows (neighbors.h) on 1 to 4 workers and the odd schedulers against serial ones:
+// the grid's rows, a list with distances (cross rows too), and a Verlet list over a few steps.
+static int rows_same(const nbNeighborRows *a, const nbNeighborRows *b)
+{
+    NB_CHECK(a->rows == b->rows && a->entries == b->entries);
+    NB_CHECK(memcmp(a->offsets, b->offsets, ((size_t)a->rows + 1) * sizeof(int32_t)) == 0);
+    NB_CHECK(memcmp(a->neighbors, b->neighbors, (size_t)a->entries * sizeof(int32_t)) == 0);
+    NB_CHECK((a->dist2 == NULL) == (b->dist2 == NULL));
+    NB_CHECK(a->dist2 == NULL ||
+             memcmp(a->dist2, b->dist2, (size_t)a->entries * sizeof(double)) == 0);
+    return 0;
+}
+
+static int rows_on(const data *d, const nbTasks *tasks, const nbNeighborRows *want,
+                   const nbNeighborRows *want_cross, const int32_t *want_off,
+                   const int32_t *want_nb)
+{
+    const double r = 1.5;
+    nbGridDesc gd = {.dim = d->dim, .tasks = tasks};
+    nbGrid *g = NULL, *h = NULL;
+    NB_CHECK_OK(nb_grid_create(&gd, &g));
+    NB_CHECK_OK(nb_grid_create(&gd, &h));
+    const nbPoints pts = {.data = d->xyz, .count = d->n, .dim = d->dim};
+    const nbPoints half = {.data = d->xyz, .count = d->n / 2, .dim = d->dim};
+    NB_CHECK_OK(nb_grid_build(g, &pts, r));
+    NB_CHECK_OK(nb_grid_build(h, &half, 0.7));
+    int32_t *off = malloc(((size_t)d->n + 1) * sizeof(int32_t));
+    int32_t *nb = malloc((size_t)want->entries * sizeof(int32_t) + 4);
+    int64_t found = 0;
+    NB_CHECK(off != NULL && nb != NULL);
+    NB_CHECK_OK(nb_grid_neighbor_rows(g, r, off, nb, want->entries, &found));
+    NB_CHECK(memcmp(off, want_off, ((size_t)d->n + 1) * sizeof(int32_t)) == 0);
+    NB_CHECK(memcmp(nb, want_nb, (size_t)found * sizeof(int32_t)) == 0);
+    const nbNeighborListDesc ld = {.tasks = tasks, .distances = true};
+    nbNeighborList *l = NULL;
+    NB_CHECK_OK(nb_neighbor_list_create(&ld, &l));
+    nbNeighborRows rows;
+    NB_CHECK_OK(nb_neighbor_list_build(l, g, r));
+    NB_CHECK_OK(nb_neighbor_list_rows(l, &rows));
+    NB_CHECK(rows_same(&rows, want) == 0);
+    NB_CHECK_OK(nb_neighbor_list_build_cross(l, g, h, r));
+    NB_CHECK_OK(nb_neighbor_list_rows(l, &rows));
+    NB_CHECK(rows_same(&rows, want_cross) == 0);
+    nb_neighbor_list_destroy(l);
+    nb_grid_destroy(g);
+    nb_grid_destroy(h);
+    free(off);
+    free(nb);
+    return 0;
+}
+
+static int t_neighbor_rows(void)
+{
+    data d = make_data(N_BIG, 2, 0);
+    const double r = 1.5;
+    nbGridDesc gd = {.dim = 2};
+    nbGrid *g = NULL, *h = NULL;
+    NB_CHECK_OK(nb_grid_create(&gd, &g));
+    NB_CHECK_OK(nb_grid_create(&gd, &h));
+    const nbPoints pts = {.data = d.xyz, .count = d.n, .dim = 2};
+    const nbPoints half = {.data = d.xyz, .count = d.n / 2, .dim = 2};
+    NB_CHECK_OK(nb_grid_build(g, &pts, r));
+    NB_CHECK_OK(nb_grid_build(h, &half, 0.7));
+    const nbNeighborListDesc ld = {.distances = true};
+    nbNeighborList *self = NULL, *cross = NULL;
+    NB_CHECK_OK(nb_neighbor_list_create(&ld, &self));
+    NB_CHECK_OK(nb_neighbor_list_create(&ld, &cross));
+    NB_CHECK_OK(nb_neighbor_list_build(self, g, r));
+    NB_CHECK_OK(nb_neighbor_list_build_cross(cross, g, h, r));
+    nbNeighborRows want, want_cross;
+    NB_CHECK_OK(nb_neighbor_list_rows(self, &want));
+    NB_CHECK_OK(nb_neighbor_list_rows(cross, &want_cross));
+    int bad = 0;
+    for (int32_t w = 1; w <= 4 && !bad; w++) {
+        nbxPool pool;
+        NB_CHECK(nbx_pool_start(&pool, w) == 0);
+        const nbTasks tasks = nbx_pool_tasks(&pool);
+        bad = rows_on(&d, &tasks, &want, &want_cross, want.offsets, want.neighbors);
+        if (bad) fprintf(stderr, "  with %d workers\n", (int)w);
+        nbx_pool_stop(&pool);
+    }
+    nbParallelForFn *odd[2] = {sched_backwards, sched_halves};
+    for (int s = 0; s < 2 && !bad; s++) {
+        const nbTasks tasks = {odd[s], NULL, 3};
+        bad = rows_on(&d, &tasks, &want, &want_cross, want.offsets, want.neighbors);
+        if (bad) fprintf(stderr, "  with odd scheduler %d\n", s);
+    }
+    // A Verlet list on three workers against a serial one, over steps that rebuild and not.
+    nbxPool pool;
+    NB_CHECK(nbx_pool_start(&pool, 3) == 0);
+    const nbTasks tasks = nbx_pool_tasks(&pool);
+    nbVerletDesc sd = {.radius = r, .skin = 0.3, .dim = 2, .distances = true}, pd = sd;
+    pd.tasks = &tasks;
+    nbVerlet *vs = NULL, *vp = NULL;
+    NB_CHECK_OK(nb_verlet_create(&sd, &vs));
+    NB_CHECK_OK(nb_verlet_create(&pd, &vp));
+    for (int step = 0; step < 6 && !bad; step++) {
+        for (int32_t i = 0; i < d.n * 2; i++) d.xyz[i] += 0.04 * (nbt_unit() - 0.5);
+        bool rs = false, rp = false;
+        NB_CHECK_OK(nb_verlet_update(vs, &pts, &rs));
+        NB_CHECK_OK(nb_verlet_update(vp, &pts, &rp));
+        nbNeighborRows a, b;
+        NB_CHECK_OK(nb_verlet_rows(vs, &a));
+        NB_CHECK_OK(nb_verlet_rows(vp, &b));
+        bad = rs != rp || rows_same(&a, &b);
+    }
+    nb_verlet_destroy(vs);
+    nb_verlet_destroy(vp);
+    nbx_pool_stop(&pool);
+    nb_neighbor_list_destroy(self);
+    nb_neighbor_list_destroy(cross);
+    nb_grid_destroy(g);
+    nb_grid_destroy(h);
+    free_data(&d);
+    NB_CHECK(!bad);
+    return 0;
+}
+
 // Rebuilds of moving points on a scheduler (grid.c's rebuild, each chunk counting under the
 // last build's box) against a serial grid: small steps inside the box (two anchors at its corners
 // keep it), a NaN (NB_ERR_NOT_FINITE, the grid as it was), then a point thrown far out (a fresh
@@ -432,6 +551,7 @@ int main(int argc, char **argv)
         {"blocked_crowd_falls_back_3d", t_blocked_crowd_falls_back_3d},
         {"periodic_3d_filtered", t_periodic_3d_filtered},
         {"rebuild_steps_2d", t_rebuild_steps_2d},
+        {"neighbor_rows", t_neighbor_rows},
         {"scheduler_used_and_negative_workers_refused",
          t_scheduler_used_and_negative_workers_refused},
     };

@@ -113,6 +113,26 @@ class Grid(_Grid):
             return pairs
         return set(zip(pairs[:, 0].tolist(), pairs[:, 1].tolist()))
 
+    def neighbour_lists(self, r, *, distances=False):
+        """Every point's neighbours within r, in both directions, as compressed rows.
+
+        Returns (offsets, neighbours): int32 arrays, point i's neighbours being
+        neighbours[offsets[i]:offsets[i + 1]], ascending, never i itself (duplicates of a
+        point are its neighbours). With distances=True, (offsets, neighbours, dist2), the
+        squared distance of each entry. Category/mask filters apply as in query_pairs. The
+        search runs without the GIL.
+        """
+        return self._neighbour_lists(r, bool(distances))
+
+    def neighbour_matrix(self, r):
+        """The neighbour lists within r as a scipy.sparse.csr_matrix of shape (n, n): entry
+        (i, j) is the distance between points i and j (an explicit 0.0 for duplicates), for
+        every pair within r in both directions, as cKDTree.sparse_distance_matrix(self, r)
+        without the diagonal. Column indices are sorted."""
+        from scipy.sparse import csr_matrix
+        offsets, neighbours, dist2 = self._neighbour_lists(r, True)
+        return csr_matrix((_np.sqrt(dist2), neighbours, offsets), shape=(self.n, self.n))
+
     def __repr__(self):
         box = "" if self.boxsize is None else ", boxsize=%s" % self.boxsize.tolist()
         return "nearby.Grid(n=%d, m=%d%s, cells=%s)" % (self.n, self.m, box, self.cell_sizes)

@@ -591,6 +591,57 @@ static PyObject *grid_count_pairs(nbpyGrid *g, PyObject *args, PyObject *kwds)
     return PyLong_FromLongLong((long long)count);
 }
 
+// ---- neighbour lists ----
+
+// A new 1-D numpy array of n entries of `type`, filled from src (n * size bytes).
+static PyObject *rows_array(npy_intp n, int type, const void *src, size_t size)
+{
+    PyObject *a = PyArray_SimpleNew(1, &n, type);
+    if (a != NULL && n > 0) memcpy(PyArray_DATA((PyArrayObject *)a), src, (size_t)n * size);
+    return a;
+}
+
+// (offsets, neighbours[, dist2]): every point's neighbours within r as compressed rows, through
+// a neighbour list (neighbors.h) built without the GIL.
+static PyObject *grid_neighbour_lists(nbpyGrid *g, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"r", "distances", NULL};
+    double r;
+    int distances = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "d|p:_neighbour_lists", kwlist, &r, &distances))
+        return NULL;
+    if (grid_radius(r) < 0) return NULL;
+    const nbGrid *grid = grid_for_radius(g, r);
+    if (grid == NULL) return NULL;
+    const nbNeighborListDesc desc = {.distances = distances != 0};
+    nbNeighborList *list = NULL;
+    nbStatus st = nb_neighbor_list_create(&desc, &list);
+    if (st == NB_OK) {
+        PyThreadState *ts = PyEval_SaveThread();
+        st = nb_neighbor_list_build(list, grid, r);
+        PyEval_RestoreThread(ts);
+    }
+    nbNeighborRows rows;
+    if (st == NB_OK) st = nb_neighbor_list_rows(list, &rows);
+    if (st != NB_OK) {
+        nb_neighbor_list_destroy(list);
+        return nbpy_error(st, "neighbour_lists");
+    }
+    PyObject *off = rows_array((npy_intp)rows.rows + 1, NPY_INT32, rows.offsets, sizeof(int32_t));
+    PyObject *nb = rows_array((npy_intp)rows.entries, NPY_INT32, rows.neighbors, sizeof(int32_t));
+    PyObject *d2 = distances
+                       ? rows_array((npy_intp)rows.entries, NPY_DOUBLE, rows.dist2, sizeof(double))
+                       : NULL;
+    nb_neighbor_list_destroy(list);
+    PyObject *res = NULL;
+    if (off != NULL && nb != NULL && (d2 != NULL || !distances))
+        res = distances ? PyTuple_Pack(3, off, nb, d2) : PyTuple_Pack(2, off, nb);
+    Py_XDECREF(off);
+    Py_XDECREF(nb);
+    Py_XDECREF(d2);
+    return res;
+}
+
 // ---- query order ----
 
 // A processing order for a batch of m query points: by bucket of a grid over the queries'
@@ -1322,6 +1373,9 @@ static PyObject *grid_memory_bytes(nbpyGrid *g, PyObject *unused)
 static PyMethodDef grid_methods[] = {
     {"_query_pairs", (PyCFunction)(void (*)(void))grid_query_pairs_array,
      METH_VARARGS | METH_KEYWORDS, "_query_pairs(r, workers=1): the pairs as an (K, 2) array."},
+    {"_neighbour_lists", (PyCFunction)(void (*)(void))grid_neighbour_lists,
+     METH_VARARGS | METH_KEYWORDS,
+     "_neighbour_lists(r, distances=False): (offsets, neighbours[, dist2]) as compressed rows."},
     {"count_pairs", (PyCFunction)(void (*)(void))grid_count_pairs, METH_VARARGS | METH_KEYWORDS,
      "count_pairs(r)\n--\n\nThe number of pairs (i, j), i < j, with distance <= r."},
     {"query_ball_point", (PyCFunction)(void (*)(void))grid_query_ball_point_fc,

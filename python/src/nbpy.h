@@ -16,6 +16,7 @@
 
 #include <nearby/grid.h>
 #include <nearby/hash.h>
+#include <nearby/neighbors.h>
 
 extern PyTypeObject nbpy_GridType;
 

@@ -32,6 +32,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <nearby/grid.h>
+#include <nearby/neighbors.h>
 
 #include "grid_internal.h"
 #include "nb_fuzz.h"
@@ -894,6 +895,38 @@ static int64_t nbf_full_pair_list(nbfState *s, double radius)
     return expected;
 }
 
+/// The same pairs as compressed rows (neighbors.h): row i holds every j with (i, j) or (j, i)
+/// among the oracle's pairs (nbf_match), ascending; a buffer one short says so, with the offsets
+/// complete and the full count. Does not allocate.
+static void nbf_check_rows(const nbfState *s, double radius, bool short_buffer)
+{
+    static int32_t off[NBF_MAX_POINTS + 1], want_off[NBF_MAX_POINTS + 1];
+    static int32_t got[2 * NBF_MAX_PAIRS + 1], want[2 * NBF_MAX_PAIRS + 1];
+    int32_t k = 0;
+    want_off[0] = 0;
+    for (int32_t i = 0; i < s->n; i++) {
+        for (int32_t j = 0; j < s->n; j++)
+            if (j != i && nbf_match[i < j ? i : j][i < j ? j : i]) want[k++] = j;
+        want_off[i + 1] = k;
+    }
+    const int64_t cap = short_buffer && k > 0 ? k - 1 : k;
+    int64_t found = -7;
+    nbfMark m = nbf_mark();
+    nbStatus st = nb_grid_neighbor_rows(s->grid, radius, off, got, cap, &found);
+    nbf_no_alloc(s, m, "nb_grid_neighbor_rows");
+    nbf_log("  neighbor_rows(radius=%a, capacity=%lld) -> %s, found %lld\n", radius, (long long)cap,
+            nb_status_str(st), (long long)found);
+    nbf_expect(st, cap < k ? NBF_BIT(NB_ERR_BUFFER_TOO_SMALL) : NBF_BIT(NB_OK),
+               "nb_grid_neighbor_rows");
+    NBF_CHECK(found == k, "nb_grid_neighbor_rows: found %lld, oracle %d", (long long)found, k);
+    for (int32_t i = 0; i <= s->n; i++)
+        NBF_CHECK(off[i] == want_off[i], "nb_grid_neighbor_rows: offsets[%d] = %d, oracle %d", i,
+                  off[i], want_off[i]);
+    for (int32_t t = 0; st == NB_OK && t < k; t++)
+        NBF_CHECK(got[t] == want[t], "nb_grid_neighbor_rows: entry %d is %d, oracle %d", t, got[t],
+                  want[t]);
+}
+
 static void nbf_op_pairs(nbfReader *r, nbfState *s)
 {
     nbf_op = "pairs";
@@ -939,6 +972,7 @@ static void nbf_op_pairs(nbfReader *r, nbfState *s)
                              "nb_grid_pairs (truncated)");
     }
     free(out);
+    nbf_check_rows(s, radius, (capm & 0x40) != 0);
 
     int64_t count = -7;
     m = nbf_mark();

@@ -61,6 +61,7 @@ install)
 
     # Everything a user needs, and nothing private.
     for f in "$NB_INCLUDEDIR/nearby/nearby.h" "$NB_INCLUDEDIR/nearby/grid.h" \
+        "$NB_INCLUDEDIR/nearby/neighbors.h" \
         "$NB_INCLUDEDIR/nearby/nb_version.h" "$NB_LIBDIR/libnearby.a" "$NB_LIBDIR/libnearby.so" \
         "$NB_LIBDIR/cmake/nearby/nearbyConfig.cmake" \
         "$NB_LIBDIR/cmake/nearby/nearbyConfigVersion.cmake" \

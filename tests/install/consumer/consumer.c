@@ -3,6 +3,7 @@
 // and once through pkg-config. Checks that the headers and the library agree on the version
 // and that a few queries on known points give the known answers. Exit status 0 when they do.
 #include <nearby/grid.h>
+#include <nearby/neighbors.h>
 
 #include <math.h>
 #include <stdio.h>
@@ -93,6 +94,12 @@ int main(void)
     EXPECT(nb_grid_knn(grid, q, NB_FILTER_ALL, (double)INFINITY, nn, 2, &nfound) == NB_OK);
     EXPECT(nfound == 2);
     if (nfound == 2) EXPECT(nn[0].index == 4 && nn[1].index == 3 && nn[0].dist2 <= nn[1].dist2);
+
+    // The same pairs as rows, both directions: 0: {1, 2}, 1: {0}, 2: {0}, 3: {4}, 4: {3}, 5: {}.
+    int32_t offsets[7], nbrs[8];
+    EXPECT(nb_grid_neighbor_rows(grid, 1.0, offsets, nbrs, 8, &found) == NB_OK);
+    EXPECT(found == 6 && offsets[1] == 2 && offsets[5] == 6 && offsets[6] == 6);
+    EXPECT(nbrs[0] == 1 && nbrs[1] == 2 && nbrs[2] == 0 && nbrs[5] == 3);
 
     // Bad input is a status, not a crash.
     EXPECT(nb_grid_pairs(grid, -1.0, pairs, 8, &found) == NB_ERR_OUT_OF_RANGE);

@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: MIT
+// Neighbour rows (neighbors.h) against all pairs, and the Verlet list against rebuilding rows
+// every step. Usage: bench_neighbors N STEPS RUNS [UNIFORM2D.f64]
+//
+//   rows: N uniform points (2D and 3D, density 1) at the radius giving about 15 neighbours
+//         each; build + nb_grid_pairs (into a buffer large enough) against build +
+//         nb_grid_neighbor_rows (both directions, rows sorted) and build + a list's build;
+//         the minimum and median of RUNS frames each, one thread (thread CPU time).
+//   verlet: STEPS MD-like steps (every point moves 0.01 r a step in a random direction, kept
+//         for 5 steps), skin 0.1 r: nb_verlet_update against build + list build every step,
+//         time per step; the rows are compared at every step.
+//   NBB_ONLY=rows or NBB_ONLY=verlet runs one section.
+//   UNIFORM2D.f64 (gen_data uniform2d 1000000): build + rows at r = 1.75, the set another
+//         library's figures are quoted for.
+// Prints CSV: section,dataset,operation,n,runs,min_ms,median_ms,entries,extra.
+#include <nearby/neighbors.h>
+
+#include "bench_common.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static uint64_t rng = 0x6e6561726279ull;
+
+static double unit(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (double)(rng >> 11) * 0x1p-53;
+}
+
+static void check(nbStatus st, const char *what)
+{
+    if (st != NB_OK) {
+        fprintf(stderr, "bench_neighbors: %s: %s\n", what, nb_status_str(st));
+        exit(1);
+    }
+}
+
+// Thread CPU time: the machine these run on is shared, and one thread's own time is what the
+// comparisons need (wall time under load measured the neighbours' jobs).
+static int64_t now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static double ms(int64_t ns)
+{
+    return (double)ns / 1e6;
+}
+
+static void emit(const char *section, const char *set, const char *op, int32_t n, int runs,
+                 const int64_t *t, int64_t entries, const char *extra)
+{
+    int64_t mn, md;
+    nbb_stats(t, runs, &mn, &md);
+    printf("%s,%s,%s,%d,%d,%.2f,%.2f,%lld,%s\n", section, set, op, n, runs, ms(mn), ms(md),
+           (long long)entries, extra);
+    fflush(stdout);
+}
+
+// build + pairs, build + rows, build + list: RUNS alternating rounds.
+static void bench_rows(const char *set, const double *pts, int32_t n, int dim, double r, int runs)
+{
+    nbGridDesc gd = {.dim = dim};
+    nbGrid *g = NULL;
+    check(nb_grid_create(&gd, &g), "create");
+    const nbPoints p = {.data = pts, .count = n, .dim = dim};
+    check(nb_grid_build(g, &p, r), "build");
+    int64_t npairs = 0;
+    check(nb_grid_count_pairs(g, r, &npairs), "count");
+    nbPair *pairs = (nbPair *)malloc((size_t)npairs * sizeof(nbPair));
+    int32_t *off = (int32_t *)malloc(((size_t)n + 1) * sizeof(int32_t));
+    int32_t *nb = (int32_t *)malloc((size_t)(2 * npairs) * sizeof(int32_t));
+    nbNeighborList *l = NULL;
+    const nbNeighborListDesc ld = {0};
+    check(nb_neighbor_list_create(&ld, &l), "list");
+    int64_t tp[NBB_MAX_RUNS], tr[NBB_MAX_RUNS], tl[NBB_MAX_RUNS], found = 0;
+    for (int k = -1; k < runs; k++) { // one warm-up round
+        int64_t t0 = now();
+        check(nb_grid_build(g, &p, r), "build");
+        check(nb_grid_pairs(g, r, pairs, npairs, &found), "pairs");
+        int64_t t1 = now();
+        check(nb_grid_build(g, &p, r), "build");
+        check(nb_grid_neighbor_rows(g, r, off, nb, 2 * npairs, &found), "rows");
+        int64_t t2 = now();
+        check(nb_grid_build(g, &p, r), "build");
+        check(nb_neighbor_list_build(l, g, r), "list");
+        int64_t t3 = now();
+        if (k >= 0) {
+            tp[k] = t1 - t0;
+            tr[k] = t2 - t1;
+            tl[k] = t3 - t2;
+        }
+    }
+    char extra[64];
+    snprintf(extra, sizeof extra, "r=%g", r);
+    emit("rows", set, "build+pairs", n, runs, tp, npairs, extra);
+    emit("rows", set, "build+rows", n, runs, tr, found, extra);
+    emit("rows", set, "build+list", n, runs, tl, found, extra);
+    int64_t a, b, c, d, e, f;
+    nbb_stats(tp, runs, &a, &b);
+    nbb_stats(tr, runs, &c, &d);
+    nbb_stats(tl, runs, &e, &f);
+    printf("rows,%s,rows/pairs,%d,%d,%.2f,%.2f,,min and median ratios\n", set, n, runs,
+           (double)c / (double)a, (double)d / (double)b);
+    printf("rows,%s,list/pairs,%d,%d,%.2f,%.2f,,min and median ratios\n", set, n, runs,
+           (double)e / (double)a, (double)f / (double)b);
+    nb_neighbor_list_destroy(l);
+    nb_grid_destroy(g);
+    free(pairs);
+    free(off);
+    free(nb);
+}
+
+// MD-like steps: Verlet updates against a fresh build + list every step.
+static void bench_verlet(const char *set, double *pts, int32_t n, int dim, double side, double r,
+                         int steps)
+{
+    const double skin = 0.1 * r, speed = 0.01 * r;
+    double *vel = (double *)malloc((size_t)n * (size_t)dim * sizeof(double));
+    nbVerletDesc vd = {.radius = r, .skin = skin, .dim = dim};
+    nbVerlet *v = NULL;
+    check(nb_verlet_create(&vd, &v), "verlet");
+    nbGridDesc gd = {.dim = dim};
+    nbGrid *g = NULL;
+    check(nb_grid_create(&gd, &g), "create");
+    nbNeighborList *l = NULL;
+    const nbNeighborListDesc ld = {0};
+    check(nb_neighbor_list_create(&ld, &l), "list");
+    const nbPoints p = {.data = pts, .count = n, .dim = dim};
+    int64_t tv = 0, tb = 0;
+    int rebuilds = 0;
+    for (int s = 0; s < steps; s++) {
+        if (s % 5 == 0) // a new random direction every 5 steps
+            for (int32_t i = 0; i < n; i++) {
+                double len = 0.0, *u = vel + (size_t)i * (size_t)dim;
+                for (int d = 0; d < dim; d++) {
+                    u[d] = unit() - 0.5;
+                    len += u[d] * u[d];
+                }
+                for (int d = 0; d < dim; d++) u[d] *= speed / sqrt(len);
+            }
+        for (size_t t = 0; t < (size_t)n * (size_t)dim; t++) {
+            pts[t] += vel[t];
+            if (pts[t] < 0.0 || pts[t] > side) vel[t] = -vel[t]; // stay in the box
+        }
+        bool rebuilt = false;
+        int64_t t0 = now();
+        check(nb_verlet_update(v, &p, &rebuilt), "update");
+        int64_t t1 = now();
+        check(nb_grid_build(g, &p, r), "build");
+        check(nb_neighbor_list_build(l, g, r), "list");
+        int64_t t2 = now();
+        if (s > 0) { // the first update is the first build for both
+            tv += t1 - t0;
+            tb += t2 - t1;
+        }
+        rebuilds += rebuilt;
+        nbNeighborRows a, b;
+        check(nb_verlet_rows(v, &a), "rows");
+        check(nb_neighbor_list_rows(l, &b), "rows");
+        if (a.entries != b.entries ||
+            memcmp(a.offsets, b.offsets, ((size_t)n + 1) * sizeof(int32_t)) != 0 ||
+            memcmp(a.neighbors, b.neighbors, (size_t)a.entries * sizeof(int32_t)) != 0) {
+            fprintf(stderr, "bench_neighbors: MISMATCH at step %d\n", s);
+            exit(1);
+        }
+    }
+    nbNeighborRows a;
+    check(nb_verlet_rows(v, &a), "rows");
+    const int64_t per_v = tv / (steps - 1), per_b = tb / (steps - 1);
+    char extra[96];
+    snprintf(extra, sizeof extra, "r=%g skin=%g rebuilds=%d", r, skin, rebuilds);
+    int64_t one[1] = {per_b};
+    emit("verlet", set, "rebuild rows every step (per step)", n, 1, one, a.entries, extra);
+    one[0] = per_v;
+    emit("verlet", set, "verlet update (per step)", n, 1, one, a.entries, extra);
+    printf("verlet,%s,rebuild/verlet,%d,%d,%.2f,,,same rows at every step\n", set, n, steps,
+           (double)per_b / (double)per_v);
+    nb_verlet_destroy(v);
+    nb_neighbor_list_destroy(l);
+    nb_grid_destroy(g);
+    free(vel);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 4 && argc != 5) {
+        fprintf(stderr, "usage: bench_neighbors N STEPS RUNS [UNIFORM2D.f64]\n");
+        return 2;
+    }
+    const int32_t n = atoi(argv[1]);
+    const int steps = atoi(argv[2]), runs = atoi(argv[3]);
+    if (n < 1 || steps < 2 || runs < 1 || runs > NBB_MAX_RUNS) {
+        fprintf(stderr, "bench_neighbors: bad arguments\n");
+        return 2;
+    }
+    printf("section,dataset,operation,n,runs,min_ms,median_ms,entries,extra\n");
+    for (int dim = 2; dim <= 3; dim++) {
+        // density 1; about 15 neighbours: pi r^2 = 15 (2D), 4/3 pi r^3 = 15 (3D)
+        const double side = pow((double)n, 1.0 / dim);
+        const double r = dim == 2 ? sqrt(15.0 / M_PI) : cbrt(15.0 * 3.0 / (4.0 * M_PI));
+        double *pts = (double *)malloc((size_t)n * (size_t)dim * sizeof(double));
+        for (size_t t = 0; t < (size_t)n * (size_t)dim; t++) pts[t] = unit() * side;
+        const char *set = dim == 2 ? "uniform2d" : "uniform3d";
+        const char *only = getenv("NBB_ONLY"); // rows or verlet: one section (profiling)
+        if (only == NULL || strcmp(only, "verlet") != 0) bench_rows(set, pts, n, dim, r, runs);
+        if (only == NULL || strcmp(only, "rows") != 0)
+            bench_verlet(set, pts, n, dim, side, r, steps);
+        free(pts);
+    }
+    if (argc == 5) {
+        double *pts = NULL;
+        const int32_t m = nbb_load(argv[4], 2, &pts);
+        bench_rows("uniform2d-file", pts, m, 2, 1.75, runs);
+        free(pts);
+    }
+    return 0;
+}

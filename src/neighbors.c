@@ -1,0 +1,1054 @@
+// SPDX-License-Identifier: MIT
+// Neighbour lists (neighbors.h): compressed rows from the grid's cross-pair walker, a list that
+// keeps them in storage it grows, and the Verlet list.
+//
+// Rows. A set against itself is the set against a second copy of itself: the cross walker
+// (pairs.c) meets every (i, j) within r once with roles kept, so each unordered pair comes in
+// both directions, and the pairs (i, i) are dropped. The walker's pairs come a block at a time
+// (sink.h, block mode) and go through a counting sort by i:
+//   1. count: offsets[i + 1] += 1 for every pair (i, j);
+//   2. prefix: offsets[i + 1] becomes row i's first entry;
+//   3. fill: the walk again, neighbors[offsets[i + 1]++] = j, after which offsets[i + 1] is row
+//      i's end, i.e. row i + 1's start, and offsets is final;
+//   4. sort: each row ascending (insertion sort: rows are short and, for points in cell order,
+//      nearly sorted already).
+// Walking twice costs less than keeping the pairs in between (no allocation, and the pairs of
+// 1M points would be 60 MB of memory traffic each way). With a scheduler, passes 1, 3 and 4
+// run on chunks of a's cells (1, 3: each point's row belongs to one chunk, so no two workers
+// touch one counter) and of the rows (4); the result is the serial one.
+//
+// Verlet. The candidates are the rows of a list at r + skin from the positions of the last
+// build, kept with those positions. A pair within r now was within r + 2 d_max then, where
+// d_max is the largest displacement since: within r + skin while d_max <= skin / 2. The
+// displacement is measured in double, so the threshold keeps a margin of a few ulps of the
+// lengths involved (nbi_verlet_half), and the candidates are searched at the grid's radius
+// r + skin whose test accepts every pair its reach does. The rows are the candidates with
+// d2 <= r*r from the current positions, in their (ascending) order.
+#include <nearby/neighbors.h>
+
+#include "grid_internal.h"
+#include "simd.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+// Below this many points the passes run serially even with a scheduler.
+enum { NBI_ROWS_PARALLEL_MIN = 4096 };
+
+// ---- rows into the caller's buffers ----
+
+typedef struct nbiRowsCtx {
+    const nbiView *a, *b;
+    double radius;
+    bool self;        // drop (i, i)
+    int32_t *offsets; // a->n + 1
+    int32_t *nb;      // the fill pass's destination
+    int32_t chunks;   // runs of a's cells
+    int32_t unit[NBI_MAX_CHUNKS + 1];
+    nbStatus status[NBI_MAX_CHUNKS];
+} nbiRowsCtx;
+
+static void nbi_rows_count_block(const nbPair *w, int64_t m, void *user)
+{
+    const nbiRowsCtx *x = (const nbiRowsCtx *)user;
+    int32_t *cnt = x->offsets + 1;
+    if (x->self) {
+        for (int64_t t = 0; t < m; t++) cnt[w[t].i] += w[t].i != w[t].j;
+        return;
+    }
+    for (int64_t t = 0; t < m; t++) cnt[w[t].i]++;
+}
+
+static void nbi_rows_fill_block(const nbPair *w, int64_t m, void *user)
+{
+    const nbiRowsCtx *x = (const nbiRowsCtx *)user;
+    int32_t *cur = x->offsets + 1, *nb = x->nb;
+    if (x->self) {
+        for (int64_t t = 0; t < m; t++)
+            if (w[t].i != w[t].j) nb[cur[w[t].i]++] = w[t].j;
+        return;
+    }
+    for (int64_t t = 0; t < m; t++) nb[cur[w[t].i]++] = w[t].j;
+}
+
+// The half stencil (a set against itself, serially): each unordered pair once, into both rows.
+static void nbi_rows_count_half(const nbPair *w, int64_t m, void *user)
+{
+    int32_t *cnt = ((const nbiRowsCtx *)user)->offsets + 1;
+    for (int64_t t = 0; t < m; t++) {
+        cnt[w[t].i]++;
+        cnt[w[t].j]++;
+    }
+}
+
+static void nbi_rows_fill_half(const nbPair *w, int64_t m, void *user)
+{
+    const nbiRowsCtx *x = (const nbiRowsCtx *)user;
+    int32_t *cur = x->offsets + 1, *nb = x->nb;
+    for (int64_t t = 0; t < m; t++) {
+        nb[cur[w[t].i]++] = w[t].j;
+        nb[cur[w[t].j]++] = w[t].i;
+    }
+}
+
+// One chunk of a's cells through the walker, in the block mode `block`.
+static void nbi_rows_walk(nbiRowsCtx *x, int32_t k, nbiPairBlockFn *block)
+{
+    nbiPairSink s;
+    // One chunk of a set against itself: the half stencil meets each pair once, at half the
+    // distance tests of the cross walk (whose chunks never share a row: the scheduler's).
+    if (x->self && x->chunks == 1) {
+        nbi_pair_sink_block(
+            &s, block == nbi_rows_count_block ? nbi_rows_count_half : nbi_rows_fill_half, x);
+        x->status[k] = nbi_walk_pairs(x->a, x->radius, x->unit[k], x->unit[k + 1], &s);
+        return;
+    }
+    nbi_pair_sink_block(&s, block, x);
+    x->status[k] = nbi_walk_cross_range(x->a, x->b, x->radius, x->unit[k], x->unit[k + 1], &s);
+}
+
+static void nbi_rows_count_task(int32_t k0, int32_t k1, int32_t worker, void *ctx)
+{
+    (void)worker;
+    for (int32_t k = k0; k < k1; k++) nbi_rows_walk((nbiRowsCtx *)ctx, k, nbi_rows_count_block);
+}
+
+static void nbi_rows_fill_task(int32_t k0, int32_t k1, int32_t worker, void *ctx)
+{
+    (void)worker;
+    for (int32_t k = k0; k < k1; k++) nbi_rows_walk((nbiRowsCtx *)ctx, k, nbi_rows_fill_block);
+}
+
+// Sorts a[0 .. n) ascending: insertion sort, linear on the nearly sorted rows of points in
+// cell order; long rows take a shell sort's larger gaps first. For int32_t indices, and for
+// uint64_t keys (an index above a position: the list sorts its entries with their positions).
+#define NBI_SORT_ROW(name, T)                                                                      \
+    static void name(T *a, int32_t n)                                                              \
+    {                                                                                              \
+        static const int32_t gaps[] = {701, 301, 132, 57, 23, 10, 4, 1};                           \
+        for (int g = n > 32 ? 0 : 7; g < 8; g++) {                                                 \
+            const int32_t h = gaps[g];                                                             \
+            for (int32_t t = h; t < n; t++) {                                                      \
+                const T v = a[t];                                                                  \
+                int32_t u = t;                                                                     \
+                for (; u >= h && a[u - h] > v; u -= h) a[u] = a[u - h];                            \
+                a[u] = v;                                                                          \
+            }                                                                                      \
+        }                                                                                          \
+    }
+NBI_SORT_ROW(nbi_sort_row, int32_t)
+NBI_SORT_ROW(nbi_sort_keys, uint64_t)
+#undef NBI_SORT_ROW
+
+#if defined(NBI_AVX512)
+// Rows of up to 32 entries by a bitonic sorting network in AVX-512 registers (16 lanes each):
+// ten compare-exchange stages sort 16 lanes, padded with INT32_MAX; two sorted registers merge
+// in five more. About 20 instructions a row where insertion sort mispredicts a branch per
+// entry on rows in random index order.
+// The network's stages (k, j) = (2, 1), (4, 2), (4, 1), ..., (16, 1): lane l meets lane l ^ j
+// and keeps the larger of the two when (l & j != 0) != (l & k != 0), the smaller otherwise.
+static const int32_t nbi_bitonic_partner[10][16]
+    __attribute__((aligned(64))) = {{1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14},
+                                    {2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13},
+                                    {1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14},
+                                    {4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11},
+                                    {2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13},
+                                    {1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14},
+                                    {8, 9, 10, 11, 12, 13, 14, 15, 0, 1, 2, 3, 4, 5, 6, 7},
+                                    {4, 5, 6, 7, 0, 1, 2, 3, 12, 13, 14, 15, 8, 9, 10, 11},
+                                    {2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13},
+                                    {1, 0, 3, 2, 5, 4, 7, 6, 9, 8, 11, 10, 13, 12, 15, 14}};
+static const uint16_t nbi_bitonic_max[10] = {0x6666, 0x3c3c, 0x5a5a, 0xff0,  0x33cc,
+                                             0x55aa, 0xff00, 0xf0f0, 0xcccc, 0xaaaa};
+
+// Stages [s0, 10) on v: all ten sort 16 lanes; the last four (s0 = 6) sort a bitonic register.
+NBI_TARGET_AVX512 static inline __m512i nbi_bitonic16(__m512i v, int s0)
+{
+    for (int t = s0; t < 10; t++) {
+        const __m512i other =
+            _mm512_permutexvar_epi32(_mm512_load_si512(nbi_bitonic_partner[t]), v);
+        v = _mm512_mask_blend_epi32(nbi_bitonic_max[t], _mm512_min_epi32(v, other),
+                                    _mm512_max_epi32(v, other));
+    }
+    return v;
+}
+
+NBI_TARGET_AVX512 static void nbi_sort_row_avx512(int32_t *a, int32_t n)
+{
+    const __m512i pad = _mm512_set1_epi32(INT32_MAX);
+    const __mmask16 m0 = (__mmask16)(n >= 16 ? 0xFFFF : (1u << n) - 1);
+    __m512i lo = nbi_bitonic16(_mm512_mask_loadu_epi32(pad, m0, a), 0);
+    if (n <= 16) {
+        _mm512_mask_storeu_epi32(a, m0, lo);
+        return;
+    }
+    const __mmask16 m1 = (__mmask16)(n >= 32 ? 0xFFFF : (1u << (n - 16)) - 1);
+    __m512i hi = nbi_bitonic16(_mm512_mask_loadu_epi32(pad, m1, a + 16), 0);
+    const __m512i rev = _mm512_set_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    hi = _mm512_permutexvar_epi32(rev, hi); // lo ascending, hi descending: min and max bitonic
+    const __m512i l = _mm512_min_epi32(lo, hi), h = _mm512_max_epi32(lo, hi);
+    _mm512_storeu_epi32(a, nbi_bitonic16(l, 6));
+    _mm512_mask_storeu_epi32(a + 16, m1, nbi_bitonic16(h, 6));
+}
+#endif
+
+// Whether rows are sorted by the AVX-512 network (the CPU has it, and tests did not turn it off).
+static bool nbi_sort_wide(void)
+{
+#if defined(NBI_AVX512)
+    return nbi_use_avx512();
+#else
+    return false;
+#endif
+}
+
+// A row ascending, by the widest sort the CPU has (`wide`: nbi_sort_wide()).
+static void nbi_sort_row_any(int32_t *a, int32_t n, bool wide)
+{
+#if defined(NBI_AVX512)
+    if (wide && n > 1 && n <= 32) {
+        nbi_sort_row_avx512(a, n);
+        return;
+    }
+#endif
+    (void)wide;
+    nbi_sort_row(a, n);
+}
+
+// Pass 4 over rows [rows * k0 / chunks, rows * k1 / chunks).
+typedef struct nbiSortCtx {
+    const int32_t *offsets;
+    int32_t *nb;
+    int32_t rows, chunks;
+} nbiSortCtx;
+
+static void nbi_rows_sort_task(int32_t k0, int32_t k1, int32_t worker, void *ctx)
+{
+    (void)worker;
+    const nbiSortCtx *x = (const nbiSortCtx *)ctx;
+    const bool wide = nbi_sort_wide();
+    const int32_t i0 = (int32_t)((int64_t)x->rows * k0 / x->chunks);
+    const int32_t i1 = (int32_t)((int64_t)x->rows * k1 / x->chunks);
+    for (int32_t i = i0; i < i1; i++) {
+        const int32_t o = x->offsets[i];
+        nbi_sort_row_any(x->nb + o, x->offsets[i + 1] - o, wide);
+    }
+}
+
+// Chunks for the passes over grid a: one without a scheduler or for small sets.
+static int32_t nbi_rows_chunks(const nbGrid *a, const nbTasks *t)
+{
+    if (t == NULL || t->parallel_for == NULL || t->workers <= 1 || a->n < NBI_ROWS_PARALLEL_MIN)
+        return 1;
+    return 4 * t->workers < NBI_MAX_CHUNKS ? 4 * t->workers : NBI_MAX_CHUNKS;
+}
+
+// The first failing chunk's status (they all check the same radius first).
+static nbStatus nbi_rows_status(const nbiRowsCtx *x)
+{
+    for (int32_t k = 0; k < x->chunks; k++)
+        if (x->status[k] != NB_OK) return x->status[k];
+    return NB_OK;
+}
+
+// Pass 1 and 2: offsets[i + 1] = row i's first entry (offsets[0] = 0); *entries = the total.
+// The caller has checked the pointers and arguments.
+static nbStatus nbi_rows_count(nbiRowsCtx *x, const nbGrid *a, const nbTasks *t, int64_t *entries)
+{
+    const int32_t n = a->n;
+    memset(x->offsets, 0, ((size_t)n + 1) * sizeof(int32_t));
+    *entries = 0;
+    x->chunks = nbi_rows_chunks(a, t);
+    nbi_grid_cell_chunks(a, x->chunks, x->unit);
+    nbi_tasks_run(t, nbi_rows_count_task, x->chunks, x);
+    const nbStatus st = nbi_rows_status(x);
+    int64_t run = 0;
+    for (int32_t i = 0; i < n; i++) {
+        const int32_t c = x->offsets[i + 1];
+        x->offsets[i + 1] = (int32_t)(run < INT32_MAX ? run : INT32_MAX);
+        run += c;
+    }
+    if (st == NB_OK && run > INT32_MAX) {
+        memset(x->offsets, 0, ((size_t)n + 1) * sizeof(int32_t));
+        return NB_ERR_OUT_OF_RANGE;
+    }
+    if (st != NB_OK) memset(x->offsets, 0, ((size_t)n + 1) * sizeof(int32_t));
+    *entries = st == NB_OK ? run : 0;
+    return st;
+}
+
+// Pass 3 into nb (room for every entry): afterwards offsets is in its final form (the fill
+// advances offsets[i + 1] from row i's start to its end).
+static void nbi_rows_fill(nbiRowsCtx *x, const nbTasks *t, int32_t *nb)
+{
+    x->nb = nb;
+    nbi_tasks_run(t, nbi_rows_fill_task, x->chunks, x);
+}
+
+// Offsets as starts (offsets[i + 1] = row i's first entry) to the final form (row ends).
+static void nbi_rows_starts_to_ends(int32_t *offsets, int32_t n, int64_t entries)
+{
+    memmove(offsets, offsets + 1, (size_t)n * sizeof(int32_t));
+    offsets[n] = (int32_t)entries;
+}
+
+static void nbi_rows_ctx(nbiRowsCtx *x, const nbGrid *a, const nbGrid *b, bool self, double radius,
+                         int32_t *offsets)
+{
+    memset(x, 0, sizeof *x);
+    x->a = &a->view;
+    x->b = &b->view;
+    x->radius = radius;
+    x->self = self;
+    x->offsets = offsets;
+}
+
+// Checks shared by every rows call after its pointers: the radius, the capacity, the grids.
+static nbStatus nbi_rows_check(const nbGrid *a, const nbGrid *b, double radius, int64_t capacity)
+{
+    const nbStatus st = nbi_check_pairs(radius, capacity);
+    if (st != NB_OK) return st;
+    return a->dim != b->dim ? NB_ERR_OUT_OF_RANGE : NB_OK;
+}
+
+// Rows of a against b (a == b && self: a set against itself) into the caller's buffers.
+static nbStatus nbi_grid_rows(const nbGrid *a, const nbGrid *b, bool self, double radius,
+                              int32_t *offsets, int32_t *neighbors, int64_t capacity,
+                              int64_t *found)
+{
+    nbStatus st = nbi_rows_check(a, b, radius, capacity);
+    if (st != NB_OK) {
+        memset(offsets, 0, ((size_t)a->n + 1) * sizeof(int32_t));
+        return st;
+    }
+    nbiRowsCtx x;
+    nbi_rows_ctx(&x, a, b, self, radius, offsets);
+    int64_t entries;
+    st = nbi_rows_count(&x, a, &a->tasks, &entries);
+    if (st != NB_OK) return st;
+    *found = entries;
+    if (entries > capacity) {
+        nbi_rows_starts_to_ends(offsets, a->n, entries);
+        return NB_ERR_BUFFER_TOO_SMALL;
+    }
+    nbi_rows_fill(&x, &a->tasks, neighbors);
+    nbiSortCtx sx = {offsets, neighbors, a->n, x.chunks};
+    nbi_tasks_run(&a->tasks, nbi_rows_sort_task, x.chunks, &sx);
+    return NB_OK;
+}
+
+nbStatus nb_grid_neighbor_rows(const nbGrid *grid, double radius, int32_t *offsets,
+                               int32_t *neighbors, int64_t capacity, int64_t *found)
+{
+    if (found != NULL) *found = 0;
+    if (grid == NULL || offsets == NULL || found == NULL || (neighbors == NULL && capacity > 0))
+        return NB_ERR_NULL_ARG;
+    return nbi_grid_rows(grid, grid, true, radius, offsets, neighbors, capacity, found);
+}
+
+nbStatus nb_grid_cross_neighbor_rows(const nbGrid *a, const nbGrid *b, double radius,
+                                     int32_t *offsets, int32_t *neighbors, int64_t capacity,
+                                     int64_t *found)
+{
+    if (found != NULL) *found = 0;
+    if (a == NULL || b == NULL || offsets == NULL || found == NULL ||
+        (neighbors == NULL && capacity > 0))
+        return NB_ERR_NULL_ARG;
+    return nbi_grid_rows(a, b, false, radius, offsets, neighbors, capacity, found);
+}
+
+// ---- the list ----
+
+// The list works by position: the walkers see views whose indices are the positions
+// themselves (iota), so a row's counter, cursor and entries lie near the rows of the points
+// near it in cell order, not scattered over the whole index range. The rows by position (spare
+// and tq) are then placed by index: row p goes to row idx[p], its entries mapped to indices and
+// sorted (with distances, as keys index << 32 | position, the distances computed from the
+// positions after the sort).
+//
+// Invariants: offsets holds rows + 1 entries (0 rows: offsets may be empty, then read as {0}),
+// offsets[rows] == entries, nb (and with distances d2) hold `entries`; spare, tq and the
+// valid prefix of iota are scratch.
+struct nbNeighborList {
+    nbAllocator alloc;
+    nbTasks tasks;
+    bool distances;
+    int32_t rows;
+    int64_t entries;
+    nbiBuf offsets; // int32_t, rows + 1
+    nbiBuf spare;   // int32_t
+    nbiBuf nb;      // int32_t, entries
+    nbiBuf d2;      // double, entries
+    nbiBuf iota;    // int32_t: 0, 1, 2, ... (the walkers then report positions)
+    nbiBuf tq;      // int32_t, entries: the rows by position, of positions
+};
+
+// What an empty list's rows point at (offsets {0}, no entries): never NULL.
+static const int32_t nbi_zero_offset = 0;
+static const double nbi_zero_dist2 = 0.0;
+
+// *rows from a list's (or Verlet list's) storage; `owner` is the list, checked for NULL.
+static nbStatus nbi_rows_view(const void *owner, nbNeighborRows *rows, int32_t n, int64_t entries,
+                              const nbiBuf *offsets, const nbiBuf *nb, const nbiBuf *d2,
+                              bool distances)
+{
+    if (rows != NULL) memset(rows, 0, sizeof *rows);
+    if (owner == NULL || rows == NULL) return NB_ERR_NULL_ARG;
+    rows->rows = n;
+    rows->entries = entries;
+    rows->offsets = offsets->ptr != NULL ? (const int32_t *)offsets->ptr : &nbi_zero_offset;
+    rows->neighbors = nb->ptr != NULL ? (const int32_t *)nb->ptr : &nbi_zero_offset;
+    rows->dist2 = !distances ? NULL : d2->ptr != NULL ? (const double *)d2->ptr : &nbi_zero_dist2;
+    return NB_OK;
+}
+
+// nbi_buf_prepare for entries, whose count moves a little from step to step: a buffer that
+// must grow gets a quarter more than asked (the exact size if that fails), so the next steps
+// fit.
+static bool nbi_entries_prepare(const nbAllocator *a, const nbiBuf *cur, nbiBuf *next, size_t need,
+                                size_t elem)
+{
+    if (need > cur->cap && nbi_buf_prepare(a, cur, next, need + need / 4, elem)) return true;
+    return nbi_buf_prepare(a, cur, next, need, elem);
+}
+
+static bool nbi_tasks_ok(const nbTasks *t)
+{
+    return t == NULL || t->workers >= 0;
+}
+
+nbStatus nb_neighbor_list_create(const nbNeighborListDesc *desc, nbNeighborList **out)
+{
+    if (out == NULL) return NB_ERR_NULL_ARG;
+    *out = NULL;
+    if (desc == NULL) return NB_ERR_NULL_ARG;
+    nbAllocator a;
+    if (!nbi_allocator(desc->allocator, &a)) return NB_ERR_NULL_ARG;
+    if (desc->capacity_hint < 0 || !nbi_tasks_ok(desc->tasks)) return NB_ERR_OUT_OF_RANGE;
+    nbNeighborList *l = (nbNeighborList *)nbi_alloc(&a, 1, sizeof(nbNeighborList));
+    if (l == NULL) return NB_ERR_OUT_OF_MEMORY;
+    memset(l, 0, sizeof *l);
+    l->alloc = a;
+    if (desc->tasks != NULL) l->tasks = *desc->tasks;
+    l->distances = desc->distances;
+    if (desc->capacity_hint > 0) {
+        nbiBuf nb, d2 = l->d2;
+        const size_t need = (size_t)desc->capacity_hint;
+        if (!nbi_buf_prepare(&a, &l->nb, &nb, need, sizeof(int32_t)) ||
+            (l->distances && !nbi_buf_prepare(&a, &l->d2, &d2, need, sizeof(double)))) {
+            nbi_buf_abandon(&a, &l->nb, &nb, sizeof(int32_t));
+            nbi_free(&a, l, 1, sizeof(nbNeighborList));
+            return NB_ERR_OUT_OF_MEMORY;
+        }
+        nbi_buf_commit(&a, &l->nb, &nb, sizeof(int32_t));
+        nbi_buf_commit(&a, &l->d2, &d2, sizeof(double));
+    }
+    *out = l;
+    return NB_OK;
+}
+
+void nb_neighbor_list_destroy(nbNeighborList *list)
+{
+    if (list == NULL) return;
+    const nbAllocator a = list->alloc;
+    nbi_free(&a, list->offsets.ptr, list->offsets.cap, sizeof(int32_t));
+    nbi_free(&a, list->spare.ptr, list->spare.cap, sizeof(int32_t));
+    nbi_free(&a, list->nb.ptr, list->nb.cap, sizeof(int32_t));
+    nbi_free(&a, list->d2.ptr, list->d2.cap, sizeof(double));
+    nbi_free(&a, list->iota.ptr, list->iota.cap, sizeof(int32_t));
+    nbi_free(&a, list->tq.ptr, list->tq.cap, sizeof(int32_t));
+    nbi_free(&a, list, 1, sizeof(nbNeighborList));
+}
+
+// Rows by position placed by index (see above), positions [p0, p1) of view a.
+typedef struct nbiPlaceCtx {
+    const nbiView *a, *b;
+    const int32_t *pos_off; // a->n + 1: the rows by position
+    const int32_t *tq;      // their entries: positions of b
+    const int32_t *off;     // a->n + 1: the rows by index
+    int32_t *nb;
+    double *d2; // NULL: no distances
+    int32_t chunks;
+} nbiPlaceCtx;
+
+static void nbi_place_task(int32_t k0, int32_t k1, int32_t worker, void *ctx)
+{
+    (void)worker;
+    const nbiPlaceCtx *x = (const nbiPlaceCtx *)ctx;
+    const bool wide = nbi_sort_wide();
+    const nbiView *a = x->a, *b = x->b;
+    const int dim = a->dim;
+    const int32_t p0 = (int32_t)((int64_t)a->n * k0 / x->chunks);
+    const int32_t p1 = (int32_t)((int64_t)a->n * k1 / x->chunks);
+    for (int32_t p = p0; p < p1; p++) {
+        // Each row lands at a random place: its offset is asked for 32 rows ahead and its
+        // destination 16 ahead, so that the misses overlap instead of stalling each row.
+        if (p + 32 < p1) nbi_prefetch(x->off + a->idx[p + 32]);
+        if (p + 16 < p1) {
+            const int32_t ahead = x->off[a->idx[p + 16]];
+            nbi_prefetch_w(x->nb + ahead);
+            nbi_prefetch_w(x->nb + ahead + 15);
+            if (x->d2 != NULL) {
+                nbi_prefetch_w(x->d2 + ahead);
+                nbi_prefetch_w(x->d2 + ahead + 7);
+                nbi_prefetch_w(x->d2 + ahead + 15);
+            }
+        }
+        const int32_t o = x->pos_off[p], len = x->pos_off[p + 1] - o, at = x->off[a->idx[p]];
+        const int32_t *q = x->tq + o;
+        int32_t *dst = x->nb + at;
+        if (x->d2 == NULL) {
+            for (int32_t t = 0; t < len; t++) dst[t] = b->idx[q[t]];
+            nbi_sort_row_any(dst, len, wide);
+            continue;
+        }
+        // The keys in the distances' place (allocated memory, as wide as a double), sorted,
+        // then split: the index to nb, the distance from the two positions to d2.
+        uint64_t *key = (uint64_t *)(void *)(x->d2 + at);
+        for (int32_t t = 0; t < len; t++) key[t] = (uint64_t)b->idx[q[t]] << 32 | (uint32_t)q[t];
+        nbi_sort_keys(key, len);
+        const double *pa = a->pts + (size_t)p * (size_t)dim;
+        for (int32_t t = 0; t < len; t++) {
+            const uint64_t k = key[t];
+            const double *pb = b->pts + (size_t)(uint32_t)k * (size_t)dim;
+            dst[t] = (int32_t)(k >> 32);
+            x->d2[at + t] = a->wrap != NULL ? nbi_dist2_wrap(pa, pb, dim, a->wrap->kper)
+                                            : nbi_dist2(pa, pb, dim);
+        }
+    }
+}
+
+// The view v reporting positions: its indices replaced by iota.
+static nbiView nbi_positions_view(const nbiView *v, const int32_t *iota)
+{
+    nbiView w = *v;
+    w.idx = iota;
+    return w;
+}
+
+// One walk of the cross walker, its rows appended in position order: the walker reports each
+// point's pairs together, points in ascending position, as long as a cell's candidates fit one
+// batch of spans (every default-sized cell); a pair for an earlier point than the last marks
+// the walk `broken` (the caller counts and fills instead). Entries past `cap` are counted only.
+typedef struct nbiAppend {
+    int32_t *end; // end[p]: one past row p's last entry
+    int32_t *tq;
+    int64_t cap, m;
+    int32_t cur; // the open row (-1: none yet)
+    bool self, broken;
+} nbiAppend;
+
+static void nbi_append_block(const nbPair *w, int64_t m, void *user)
+{
+    nbiAppend *x = (nbiAppend *)user;
+    for (int64_t t = 0; t < m && !x->broken; t++) {
+        const int32_t p = w[t].i, q = w[t].j;
+        if (p != x->cur) {
+            if (p < x->cur) {
+                x->broken = true;
+                return;
+            }
+            for (int32_t r = x->cur < 0 ? 0 : x->cur; r < p; r++) x->end[r] = (int32_t)x->m;
+            x->cur = p;
+        }
+        if (x->self && p == q) continue;
+        if (x->m < x->cap) x->tq[x->m] = q;
+        x->m++;
+    }
+}
+
+// The rows by position into spare (n + 1) and tq in one walk, tq grown to fit (a second walk
+// the first time). *done = false when the walk could not append (broken, or over INT32_MAX
+// entries): count and fill instead.
+static nbStatus nbi_list_append(nbNeighborList *l, const nbiView *va, const nbiView *vb,
+                                double radius, bool self, int64_t *entries, bool *done)
+{
+    *done = false;
+    const int32_t n = va->n;
+    for (int round = 0; round < 2; round++) {
+        nbiAppend x = {(int32_t *)l->spare.ptr + 1,
+                       (int32_t *)l->tq.ptr,
+                       (int64_t)l->tq.cap,
+                       0,
+                       -1,
+                       self,
+                       false};
+        nbiPairSink s;
+        nbi_pair_sink_block(&s, nbi_append_block, &x);
+        const nbStatus st = nbi_walk_cross_range(va, vb, radius, 0, va->ncells, &s);
+        if (st != NB_OK) return st;
+        if (x.broken || x.m > INT32_MAX) return NB_OK;
+        for (int32_t r = x.cur < 0 ? 0 : x.cur; r < n; r++) x.end[r] = (int32_t)x.m;
+        ((int32_t *)l->spare.ptr)[0] = 0;
+        if (x.m <= x.cap) {
+            *entries = x.m;
+            *done = true;
+            return NB_OK;
+        }
+        nbiBuf tq = l->tq;
+        if (!nbi_entries_prepare(&l->alloc, &l->tq, &tq, (size_t)x.m, sizeof(int32_t)))
+            return NB_ERR_OUT_OF_MEMORY;
+        nbi_buf_commit(&l->alloc, &l->tq, &tq, sizeof(int32_t)); // scratch
+    }
+    NB_ASSERT(!"the second walk did not fit");
+    return NB_ERR_INTERNAL;
+}
+
+// The list's build. Without `place`, it stops at the rows by position (spare: offsets, tq:
+// entries, *entries of them), and the list's rows stay as they were.
+static nbStatus nbi_list_build(nbNeighborList *l, const nbGrid *a, const nbGrid *b, bool self,
+                               double radius, bool place, int64_t *entries_out)
+{
+    nbStatus st = nbi_rows_check(a, b, radius, 0);
+    if (st != NB_OK) return st;
+    const nbAllocator *al = &l->alloc;
+    const int32_t n = a->n, m = a->n > b->n ? a->n : b->n;
+    // The scratch of the count: spare (the rows by position), iota (filled where it grew).
+    nbiBuf spare = l->spare, iota = l->iota;
+    bool ok = nbi_buf_prepare(al, &l->spare, &spare, (size_t)n + 1, sizeof(int32_t));
+    ok = ok && nbi_buf_prepare(al, &l->iota, &iota, (size_t)m, sizeof(int32_t));
+    if (!ok) {
+        nbi_buf_abandon(al, &l->spare, &spare, sizeof(int32_t));
+        nbi_buf_abandon(al, &l->iota, &iota, sizeof(int32_t));
+        return NB_ERR_OUT_OF_MEMORY;
+    }
+    if (iota.ptr != l->iota.ptr)
+        for (size_t k = 0; k < iota.cap; k++) ((int32_t *)iota.ptr)[k] = (int32_t)k;
+    nbi_buf_commit(al, &l->spare, &spare, sizeof(int32_t)); // scratch: the rows are elsewhere
+    nbi_buf_commit(al, &l->iota, &iota, sizeof(int32_t));
+    const nbiView va = nbi_positions_view(&a->view, (const int32_t *)l->iota.ptr);
+    const nbiView vb = nbi_positions_view(&b->view, (const int32_t *)l->iota.ptr);
+    nbiRowsCtx x;
+    nbi_rows_ctx(&x, a, b, self, radius, (int32_t *)l->spare.ptr);
+    x.a = &va;
+    x.b = self ? &va : &vb;
+    x.chunks = nbi_rows_chunks(a, &l->tasks);
+    int64_t entries = 0;
+    bool appended = false;
+    if (x.chunks == 1) { // serially, one walk appends the rows (see nbi_append_block)
+        st = nbi_list_append(l, x.a, x.b, radius, self, &entries, &appended);
+        if (st != NB_OK) return st;
+    }
+    if (!appended) {
+        st = nbi_rows_count(&x, a, &l->tasks, &entries);
+        if (st != NB_OK) return st;
+    }
+    // Everything the rows need, before anything changes.
+    nbiBuf off = l->offsets, nb = l->nb, d2 = l->d2, tq = l->tq;
+    ok = nbi_entries_prepare(al, &l->tq, &tq, (size_t)entries, sizeof(int32_t));
+    ok = ok && (!place || nbi_buf_prepare(al, &l->offsets, &off, (size_t)n + 1, sizeof(int32_t)));
+    ok = ok && (!place || nbi_entries_prepare(al, &l->nb, &nb, (size_t)entries, sizeof(int32_t)));
+    ok = ok && (!place || !l->distances ||
+                nbi_entries_prepare(al, &l->d2, &d2, (size_t)entries, sizeof(double)));
+    if (!ok) {
+        nbi_buf_abandon(al, &l->offsets, &off, sizeof(int32_t));
+        nbi_buf_abandon(al, &l->nb, &nb, sizeof(int32_t));
+        nbi_buf_abandon(al, &l->tq, &tq, sizeof(int32_t));
+        nbi_buf_abandon(al, &l->d2, &d2, sizeof(double));
+        return NB_ERR_OUT_OF_MEMORY;
+    }
+    nbi_buf_commit(al, &l->offsets, &off, sizeof(int32_t));
+    nbi_buf_commit(al, &l->nb, &nb, sizeof(int32_t));
+    nbi_buf_commit(al, &l->tq, &tq, sizeof(int32_t));
+    nbi_buf_commit(al, &l->d2, &d2, sizeof(double));
+    if (!appended) nbi_rows_fill(&x, &l->tasks, (int32_t *)l->tq.ptr);
+    *entries_out = entries;
+    if (!place) return NB_OK;
+    // The rows by index: each row's length from its position, a prefix sum, then each placed.
+    const int32_t *pos_off = (const int32_t *)l->spare.ptr;
+    int32_t *o = (int32_t *)l->offsets.ptr;
+    o[0] = 0;
+    for (int32_t p = 0; p < n; p++) o[a->view.idx[p] + 1] = pos_off[p + 1] - pos_off[p];
+    for (int32_t i = 0; i < n; i++) o[i + 1] += o[i];
+    nbiPlaceCtx px = {&a->view,
+                      &b->view,
+                      pos_off,
+                      (const int32_t *)l->tq.ptr,
+                      o,
+                      (int32_t *)l->nb.ptr,
+                      l->distances ? (double *)l->d2.ptr : NULL,
+                      x.chunks};
+    nbi_tasks_run(&l->tasks, nbi_place_task, x.chunks, &px);
+    l->rows = n;
+    l->entries = entries;
+    return NB_OK;
+}
+
+nbStatus nb_neighbor_list_build(nbNeighborList *list, const nbGrid *grid, double radius)
+{
+    if (list == NULL || grid == NULL) return NB_ERR_NULL_ARG;
+    int64_t entries;
+    return nbi_list_build(list, grid, grid, true, radius, true, &entries);
+}
+
+nbStatus nb_neighbor_list_build_cross(nbNeighborList *list, const nbGrid *a, const nbGrid *b,
+                                      double radius)
+{
+    if (list == NULL || a == NULL || b == NULL) return NB_ERR_NULL_ARG;
+    int64_t entries;
+    return nbi_list_build(list, a, b, false, radius, true, &entries);
+}
+
+nbStatus nb_neighbor_list_rows(const nbNeighborList *list, nbNeighborRows *rows)
+{
+    static const nbNeighborList none = {0};
+    const nbNeighborList *l = list != NULL ? list : &none;
+    return nbi_rows_view(list, rows, l->rows, l->entries, &l->offsets, &l->nb, &l->d2,
+                         l->distances);
+}
+
+size_t nb_neighbor_list_memory_bytes(const nbNeighborList *list)
+{
+    if (list == NULL) return 0;
+    return sizeof(nbNeighborList) +
+           (list->offsets.cap + list->spare.cap + list->nb.cap + list->iota.cap + list->tq.cap) *
+               sizeof(int32_t) +
+           list->d2.cap * sizeof(double);
+}
+
+// ---- Verlet lists ----
+
+// Invariants: when `built`, the grid was built at radius + skin from the points of the last
+// rebuild (its pts, in cell order, are those positions: the reference the displacements are
+// measured from), and its rows at radius + skin are kept by position: row p (the point at
+// position p, index idx[p]) spans the list cand's position offsets (its scratch `spare`, which
+// only the next rebuild changes) and lists in pck each candidate as its index << 32 | its
+// position, in the walk's order. The rows (offsets, nb, d2) hold the rows at
+// radius of the last successful update's points; cur, tco, tnb and td2 are the update's
+// scratch (the points gathered into cell order, and the rows by position).
+struct nbVerlet {
+    nbAllocator alloc;
+    double radius, skin;
+    double half; // rebuild when a point moved more than this (< 0: at every update)
+    int32_t dim;
+    bool wrapped, distances;
+    double kper[3]; // P or +inf per axis
+    nbGrid *grid;
+    nbNeighborList *cand;
+    bool built;
+    int32_t n;
+    nbiBuf pck;     // uint64_t, the candidates: index << 32 | position
+    nbiBuf cur;     // double, n * dim: the points in cell order
+    nbiBuf tco;     // int32_t, n + 1
+    nbiBuf tnb;     // int32_t, room for the candidates
+    nbiBuf td2;     // double, as many (distances)
+    nbiBuf offsets; // int32_t, rows + 1
+    nbiBuf nb;      // int32_t, room for the candidates
+    nbiBuf d2;      // double, as many (distances)
+    int32_t rows;
+    int64_t entries;
+};
+
+// The displacement past which a pair now within r may have been beyond the candidates' reach:
+// skin / 2, less a margin of a few ulps of the lengths the tests round (the distances, the
+// displacements and, on periodic axes, P - a).
+static double nbi_verlet_half(double radius, double skin, const double *period)
+{
+    double len = radius + skin;
+    for (int d = 0; d < 3; d++) len = period[d] > len ? period[d] : len;
+    return 0.5 * skin - 16.0 * DBL_EPSILON * len;
+}
+
+nbStatus nb_verlet_create(const nbVerletDesc *desc, nbVerlet **out)
+{
+    if (out == NULL) return NB_ERR_NULL_ARG;
+    *out = NULL;
+    if (desc == NULL) return NB_ERR_NULL_ARG;
+    nbAllocator a;
+    if (!nbi_allocator(desc->allocator, &a)) return NB_ERR_NULL_ARG;
+    if (!isfinite(desc->radius) || !isfinite(desc->skin)) return NB_ERR_NOT_FINITE;
+    for (int d = 0; d < 3; d++)
+        if (!isfinite(desc->period[d])) return NB_ERR_NOT_FINITE;
+    if (desc->radius < 0.0 || desc->skin < 0.0 || !nbi_tasks_ok(desc->tasks))
+        return NB_ERR_OUT_OF_RANGE;
+    if (desc->dim != 0 && desc->dim != 2 && desc->dim != 3) return NB_ERR_OUT_OF_RANGE;
+    const int32_t dim = desc->dim == 0 ? 2 : desc->dim;
+    const double reach = desc->radius + desc->skin;
+    for (int d = 0; d < 3; d++) {
+        const double p = desc->period[d];
+        if (p < 0.0 || (d >= dim && p != 0.0) || (p > 0.0 && reach > 0.5 * p))
+            return NB_ERR_OUT_OF_RANGE;
+    }
+    nbVerlet *v = (nbVerlet *)nbi_alloc(&a, 1, sizeof(nbVerlet));
+    if (v == NULL) return NB_ERR_OUT_OF_MEMORY;
+    memset(v, 0, sizeof *v);
+    v->alloc = a;
+    v->radius = desc->radius;
+    v->skin = desc->skin;
+    v->half = nbi_verlet_half(desc->radius, desc->skin, desc->period);
+    v->dim = dim;
+    v->distances = desc->distances;
+    for (int d = 0; d < 3; d++) {
+        v->wrapped |= desc->period[d] > 0.0;
+        v->kper[d] = desc->period[d] > 0.0 ? desc->period[d] : (double)INFINITY;
+    }
+    nbGridDesc gd = {.dim = dim, .allocator = desc->allocator, .tasks = desc->tasks};
+    memcpy(gd.period, desc->period, sizeof gd.period);
+    const nbNeighborListDesc ld = {.allocator = desc->allocator, .tasks = desc->tasks};
+    nbStatus st = nb_grid_create(&gd, &v->grid);
+    if (st == NB_OK) st = nb_neighbor_list_create(&ld, &v->cand);
+    if (st != NB_OK) {
+        nb_verlet_destroy(v);
+        return st;
+    }
+    *out = v;
+    return NB_OK;
+}
+
+// The Verlet list's buffers, for freeing and counting.
+#define NBI_VERLET_I32(v)                                                                          \
+    {                                                                                              \
+        &(v)->tco, &(v)->tnb, &(v)->offsets, &(v)->nb                                              \
+    }
+#define NBI_VERLET_B8(v)                                                                           \
+    {                                                                                              \
+        &(v)->pck, &(v)->cur, &(v)->td2, &(v)->d2                                                  \
+    }
+
+void nb_verlet_destroy(nbVerlet *verlet)
+{
+    if (verlet == NULL) return;
+    const nbAllocator a = verlet->alloc;
+    nb_grid_destroy(verlet->grid);
+    nb_neighbor_list_destroy(verlet->cand);
+    nbiBuf *i32[] = NBI_VERLET_I32(verlet), *b8[] = NBI_VERLET_B8(verlet);
+    for (size_t k = 0; k < sizeof i32 / sizeof i32[0]; k++)
+        nbi_free(&a, i32[k]->ptr, i32[k]->cap, sizeof(int32_t));
+    for (size_t k = 0; k < sizeof b8 / sizeof b8[0]; k++)
+        nbi_free(&a, b8[k]->ptr, b8[k]->cap, sizeof(double));
+    nbi_free(&a, verlet, 1, sizeof(nbVerlet));
+}
+
+// Whether coordinate x lies in the box on an axis of period kper (+inf: any finite x).
+static bool nbi_verlet_inside(double x, double kper)
+{
+    return kper == (double)INFINITY || (x >= 0.0 && x < kper);
+}
+
+// One pass over the points in input order: finite, inside a periodic box.
+static nbStatus nbi_verlet_check(const nbVerlet *v, const double *data, size_t step, int32_t n)
+{
+    bool finite = true, inside = true;
+    for (int32_t i = 0; i < n; i++)
+        for (int d = 0; d < v->dim; d++) {
+            const double x = data[(size_t)i * step + d];
+            finite &= isfinite(x) != 0;
+            inside &= nbi_verlet_inside(x, v->kper[d]);
+        }
+    if (!finite) return NB_ERR_NOT_FINITE;
+    return inside ? NB_OK : NB_ERR_OUT_OF_RANGE;
+}
+
+// One pass over the points in the last build's cell order: the same checks, each point's
+// coordinates gathered into cur, and the largest squared displacement from the build's.
+static nbStatus nbi_verlet_gather(nbVerlet *v, const double *data, size_t step, double *max_d2)
+{
+    const int dim = v->dim;
+    const int32_t *idx = v->grid->view.idx;
+    const double *ref = v->grid->view.pts;
+    double *cur = (double *)v->cur.ptr, m = 0.0;
+    bool finite = true, inside = true;
+    for (int32_t p = 0; p < v->n; p++) {
+        if (p + 16 < v->n) nbi_prefetch(data + (size_t)idx[p + 16] * step);
+        const double *x = data + (size_t)idx[p] * step;
+        double *c = cur + (size_t)p * (size_t)dim;
+        for (int d = 0; d < dim; d++) {
+            c[d] = x[d];
+            finite &= isfinite(x[d]) != 0;
+            inside &= nbi_verlet_inside(x[d], v->kper[d]);
+        }
+        const double e = nbi_dist2_wrap(c, ref + (size_t)p * (size_t)dim, dim, v->kper);
+        m = e > m ? e : m;
+    }
+    *max_d2 = m;
+    if (!finite) return NB_ERR_NOT_FINITE;
+    return inside ? NB_OK : NB_ERR_OUT_OF_RANGE;
+}
+
+// A fresh search at radius + skin from the points; on success `built`, with the candidates by
+// position and the storage every update needs.
+static nbStatus nbi_verlet_rebuild(nbVerlet *v, const nbPoints *points)
+{
+    v->built = false;
+    const double reach = v->radius + v->skin;
+    int64_t cand = 0;
+    nbStatus st = nb_grid_build(v->grid, points, reach);
+    if (st == NB_OK) st = nbi_list_build(v->cand, v->grid, v->grid, true, reach, false, &cand);
+    if (st != NB_OK) return st;
+    const nbAllocator *al = &v->alloc;
+    const int32_t n = points->count;
+    const size_t entries = (size_t)cand, rows = (size_t)n + 1;
+    nbiBuf *i32[] = NBI_VERLET_I32(v), *b8[] = NBI_VERLET_B8(v);
+    enum { NI = sizeof i32 / sizeof i32[0], NB8 = sizeof b8 / sizeof b8[0] };
+    const size_t need_i32[NI] = {rows, entries, rows, entries};
+    const size_t need_b8[NB8] = {entries, (size_t)n * (size_t)v->dim, v->distances ? entries : 0,
+                                 v->distances ? entries : 0};
+    nbiBuf next_i32[NI], next_b8[NB8];
+    bool ok = true;
+    for (int k = 0; k < NI; k++) {
+        next_i32[k] = *i32[k];
+        ok = ok && nbi_entries_prepare(al, i32[k], &next_i32[k], need_i32[k], sizeof(int32_t));
+    }
+    for (int k = 0; k < NB8; k++) {
+        next_b8[k] = *b8[k];
+        ok = ok && nbi_entries_prepare(al, b8[k], &next_b8[k], need_b8[k], sizeof(double));
+    }
+    for (int k = 0; k < NI; k++) {
+        if (ok)
+            nbi_buf_commit(al, i32[k], &next_i32[k], sizeof(int32_t));
+        else
+            nbi_buf_abandon(al, i32[k], &next_i32[k], sizeof(int32_t));
+    }
+    for (int k = 0; k < NB8; k++) {
+        if (ok)
+            nbi_buf_commit(al, b8[k], &next_b8[k], sizeof(double));
+        else
+            nbi_buf_abandon(al, b8[k], &next_b8[k], sizeof(double));
+    }
+    if (!ok) return NB_ERR_OUT_OF_MEMORY;
+    // The list's rows by position, each entry with its index: one pass in cell order, every
+    // read near the last. Rows are sorted by index as each update places them.
+    const int32_t *idx = v->grid->view.idx, *pco = (const int32_t *)v->cand->spare.ptr;
+    const int32_t *tq = (const int32_t *)v->cand->tq.ptr;
+    uint64_t *pck = (uint64_t *)v->pck.ptr;
+    for (int32_t p = 0; p < n; p++) {
+        for (int32_t t = pco[p]; t < pco[p + 1]; t++)
+            pck[t] = (uint64_t)idx[tq[t]] << 32 | (uint32_t)tq[t];
+    }
+    memcpy(v->cur.ptr, v->grid->view.pts, (size_t)n * (size_t)v->dim * sizeof(double));
+    v->n = n;
+    v->built = true;
+    return NB_OK;
+}
+
+// Rows by position [p0, p1) filtered from the candidates: tco[p + 1] is row p's end and
+// *kept the number of entries (specialised by dimension and periodicity where it is inlined).
+NBI_INLINE int32_t nbi_verlet_keep(const nbVerlet *v, int dim, bool wrap, int32_t *tco,
+                                   int32_t *tnb, double *td2, bool wide)
+{
+    const double r2 = v->radius * v->radius;
+    const double *cur = (const double *)v->cur.ptr;
+    const int32_t *pco = (const int32_t *)v->cand->spare.ptr;
+    const uint64_t *pck = (const uint64_t *)v->pck.ptr;
+    int32_t m = 0;
+    tco[0] = 0;
+    for (int32_t p = 0; p < v->n; p++) {
+        const double *cp = cur + (size_t)p * (size_t)dim;
+        for (int32_t t = pco[p]; t < pco[p + 1]; t++) {
+            const uint64_t k = pck[t];
+            const double *cq = cur + (size_t)(uint32_t)k * (size_t)dim;
+            const double e = wrap ? nbi_dist2_wrap(cp, cq, dim, v->kper) : nbi_dist2(cp, cq, dim);
+            tnb[m] = (int32_t)(k >> 32);
+            if (td2 != NULL) td2[m] = e;
+            m += e <= r2;
+        }
+        tco[p + 1] = m;
+        // Without distances, the row is sorted here, while it is in the first-level cache.
+        if (td2 == NULL) nbi_sort_row_any(tnb + tco[p], m - tco[p], wide);
+    }
+    return m;
+}
+
+// The rows: the candidates within radius of each other at the positions in cur. Filtered by
+// position (a row's candidates lie near it in cell order, so their coordinates are in the
+// caches), into rows by position (tco, tnb, td2); then each row copied to its place by index
+// and sorted there.
+static void nbi_verlet_filter(nbVerlet *v)
+{
+    const int32_t n = v->n;
+    const int32_t *idx = v->grid->view.idx;
+    int32_t *tco = (int32_t *)v->tco.ptr, *tnb = (int32_t *)v->tnb.ptr;
+    int32_t *off = (int32_t *)v->offsets.ptr, *nb = (int32_t *)v->nb.ptr;
+    double *td2 = v->distances ? (double *)v->td2.ptr : NULL;
+    double *d2 = v->distances ? (double *)v->d2.ptr : NULL;
+    const bool wide = nbi_sort_wide();
+    int32_t m;
+    if (v->dim == 2)
+        m = v->wrapped ? nbi_verlet_keep(v, 2, true, tco, tnb, td2, wide)
+                       : nbi_verlet_keep(v, 2, false, tco, tnb, td2, wide);
+    else
+        m = v->wrapped ? nbi_verlet_keep(v, 3, true, tco, tnb, td2, wide)
+                       : nbi_verlet_keep(v, 3, false, tco, tnb, td2, wide);
+    off[0] = 0;
+    for (int32_t p = 0; p < n; p++) off[idx[p] + 1] = tco[p + 1] - tco[p];
+    for (int32_t i = 0; i < n; i++) off[i + 1] += off[i];
+    for (int32_t p = 0; p < n; p++) {
+        if (p + 32 < n) nbi_prefetch(off + idx[p + 32]); // as nbi_place_task: rows land anywhere
+        if (p + 16 < n) {
+            const int32_t ahead = off[idx[p + 16]];
+            nbi_prefetch_w(nb + ahead);
+            nbi_prefetch_w(nb + ahead + 15);
+            if (d2 != NULL) {
+                nbi_prefetch_w(d2 + ahead);
+                nbi_prefetch_w(d2 + ahead + 15);
+            }
+        }
+        const int32_t at = off[idx[p]], o = tco[p], len = tco[p + 1] - o;
+        if (d2 == NULL) {
+            memcpy(nb + at, tnb + o, (size_t)len * sizeof(int32_t));
+            continue;
+        }
+        // With distances: keys index << 32 | entry in the distances' place, sorted, then split
+        // (as nbi_place_task does).
+        uint64_t *key = (uint64_t *)(void *)(d2 + at);
+        for (int32_t t = 0; t < len; t++) key[t] = (uint64_t)tnb[o + t] << 32 | (uint32_t)t;
+        nbi_sort_keys(key, len);
+        for (int32_t t = 0; t < len; t++) {
+            const uint64_t k = key[t];
+            nb[at + t] = (int32_t)(k >> 32);
+            d2[at + t] = td2[o + (uint32_t)k];
+        }
+    }
+    v->rows = n;
+    v->entries = m;
+}
+
+nbStatus nb_verlet_update(nbVerlet *verlet, const nbPoints *points, bool *rebuilt)
+{
+    if (rebuilt != NULL) *rebuilt = false;
+    if (verlet == NULL || points == NULL || (points->data == NULL && points->count > 0))
+        return NB_ERR_NULL_ARG;
+    nbVerlet *v = verlet;
+    const int32_t dim = v->dim;
+    const size_t stride = points->stride == 0 ? (size_t)dim * sizeof(double) : points->stride;
+    const bool layout_ok = points->count >= 0 && (points->dim == 0 || points->dim == dim) &&
+                           stride >= (size_t)dim * sizeof(double) && stride % sizeof(double) == 0;
+    const size_t step = stride / sizeof(double);
+    const bool same = v->built && points->count == v->n;
+    double max_d2 = 0.0;
+    if (layout_ok) { // finiteness before any range, as nb_grid_build checks
+        const nbStatus st = same ? nbi_verlet_gather(v, points->data, step, &max_d2)
+                                 : nbi_verlet_check(v, points->data, step, points->count);
+        if (st != NB_OK) return st;
+    }
+    if (!layout_ok) return NB_ERR_OUT_OF_RANGE;
+    if (!same || v->half < 0.0 || max_d2 > v->half * v->half) {
+        const nbStatus st = nbi_verlet_rebuild(v, points);
+        if (st != NB_OK) return st;
+        if (rebuilt != NULL) *rebuilt = true;
+    }
+    nbi_verlet_filter(v);
+    return NB_OK;
+}
+
+nbStatus nb_verlet_rows(const nbVerlet *verlet, nbNeighborRows *rows)
+{
+    static const nbVerlet none = {0};
+    const nbVerlet *v = verlet != NULL ? verlet : &none;
+    return nbi_rows_view(verlet, rows, v->rows, v->entries, &v->offsets, &v->nb, &v->d2,
+                         v->distances);
+}
+
+size_t nb_verlet_memory_bytes(const nbVerlet *verlet)
+{
+    if (verlet == NULL) return 0;
+    nbVerlet *v = (nbVerlet *)verlet; // the macros name the buffers; nothing is written
+    const nbiBuf *i32[] = NBI_VERLET_I32(v), *b8[] = NBI_VERLET_B8(v);
+    size_t bytes =
+        sizeof(nbVerlet) + nb_grid_memory_bytes(v->grid) + nb_neighbor_list_memory_bytes(v->cand);
+    for (size_t k = 0; k < sizeof i32 / sizeof i32[0]; k++) bytes += i32[k]->cap * sizeof(int32_t);
+    for (size_t k = 0; k < sizeof b8 / sizeof b8[0]; k++) bytes += b8[k]->cap * sizeof(double);
+    return bytes;
+}

@@ -1,0 +1,545 @@
+// SPDX-License-Identifier: MIT
+// Neighbour rows (neighbors.h) against the brute-force oracle: a set against itself and against
+// another set, the growable list (with distances), the Verlet list over many steps, the caller's
+// scheduler, the buffer contract, and every allocation failing in turn.
+#include <nearby/neighbors.h>
+
+#include "simd.h"
+
+#include "nb_oracle.h"
+#include "nb_test.h"
+
+#include <math.h>
+#include <string.h>
+
+// ---- point sets ----
+
+enum { SET_UNIFORM, SET_CLUSTERS, SET_DUPLICATES, SET_LATTICE, SET_FAR, SET_KINDS };
+
+// n points of kind `kind` in [0, side)^dim (far: shifted by 1e6; periodic sets stay inside).
+static nboSet make_set(int kind, int32_t n, int dim, double side)
+{
+    nboSet s = nbo_set_new(n, dim);
+    for (int32_t i = 0; i < n; i++) {
+        double *p = s.p + (size_t)i * (size_t)dim;
+        for (int d = 0; d < dim; d++) p[d] = nbt_unit() * side;
+        if (kind == SET_CLUSTERS) {
+            const int32_t c = nbt_int(4);
+            for (int d = 0; d < dim; d++)
+                p[d] = fmod(side * (0.2 + 0.2 * c) + 0.05 * side * nbt_gauss() + 4.0 * side, side);
+        } else if (kind == SET_DUPLICATES && i > 0 && nbt_int(3) == 0) {
+            memcpy(p, s.p + (size_t)nbt_int(i) * (size_t)dim, (size_t)dim * sizeof(double));
+        } else if (kind == SET_LATTICE) {
+            for (int d = 0; d < dim; d++) p[d] = floor(p[d]); // pairs exactly 1 and sqrt(2) apart
+        } else if (kind == SET_FAR) {
+            for (int d = 0; d < dim; d++) p[d] += 1e6;
+        }
+    }
+    return s;
+}
+
+// The rows brute force gives: point i of a against the points of b (self: a against itself,
+// without i), with the pair filter when the sets carry bits; period NULL = open.
+static void oracle_rows(const nboSet *a, const nboSet *b, bool self, double r, const double *period,
+                        int32_t **offsets, int32_t **nb, double **d2)
+{
+    int64_t cap = 16, m = 0;
+    *offsets = (int32_t *)nbo_xalloc(((size_t)a->n + 1) * sizeof(int32_t));
+    *nb = (int32_t *)nbo_xalloc((size_t)cap * sizeof(int32_t));
+    *d2 = (double *)nbo_xalloc((size_t)cap * sizeof(double));
+    (*offsets)[0] = 0;
+    for (int32_t i = 0; i < a->n; i++) {
+        for (int32_t j = 0; j < b->n; j++) {
+            if (self && i == j) continue;
+            const double e = period != NULL
+                                 ? nbo_wrap_d2(nbo_pt(a, i), nbo_pt(b, j), a->dim, period)
+                                 : nbo_d2(nbo_pt(a, i), nbo_pt(b, j), a->dim);
+            if (!(e <= r * r) || !nbo_pair_passes(a, i, b, j)) continue;
+            if (m == cap) {
+                cap *= 2;
+                *nb = (int32_t *)realloc(*nb, (size_t)cap * sizeof(int32_t));
+                *d2 = (double *)realloc(*d2, (size_t)cap * sizeof(double));
+                if (*nb == NULL || *d2 == NULL) abort();
+            }
+            (*nb)[m] = j;
+            (*d2)[m++] = e;
+        }
+        (*offsets)[i + 1] = (int32_t)m;
+    }
+}
+
+// Whether rows equal the oracle's (distances too when d2 is not NULL).
+static bool same_rows(int32_t n, const int32_t *off, const int32_t *nb, const double *d2,
+                      const int32_t *woff, const int32_t *wnb, const double *wd2)
+{
+    if (memcmp(off, woff, ((size_t)n + 1) * sizeof(int32_t)) != 0) {
+        for (int32_t i = 0; i <= n; i++)
+            if (off[i] != woff[i]) {
+                fprintf(stderr, "offsets[%d] = %d, want %d\n", (int)i, (int)off[i], (int)woff[i]);
+                break;
+            }
+        return false;
+    }
+    if (woff[n] > 0 && memcmp(nb, wnb, (size_t)woff[n] * sizeof(int32_t)) != 0) {
+        fprintf(stderr, "neighbours differ\n");
+        return false;
+    }
+    if (d2 != NULL && woff[n] > 0 && memcmp(d2, wd2, (size_t)woff[n] * sizeof(double)) != 0) {
+        fprintf(stderr, "distances differ\n");
+        return false;
+    }
+    return true;
+}
+
+// A scheduler that runs the chunks one at a time, last first, with odd worker ids: the result
+// must not depend on the order.
+static void reverse_for(nbTaskFn *task, int32_t count, int32_t min_range, void *ctx, void *user)
+{
+    (void)min_range;
+    (void)user;
+    for (int32_t k = count - 1; k >= 0; k--) task(k, k + 1, k % 3, ctx);
+}
+
+static const nbTasks reverse_tasks = {reverse_for, NULL, 3};
+
+static nbGrid *make_grid(const nboSet *s, double r, double cell, const double *period,
+                         const nbTasks *tasks)
+{
+    nbGridDesc desc = {.dim = s->dim, .cell_size = cell, .tasks = tasks};
+    if (period != NULL) memcpy(desc.period, period, 3 * sizeof(double));
+    nbGrid *g = NULL;
+    nbPoints pts = nbo_points(s);
+    if (nb_grid_create(&desc, &g) != NB_OK) return NULL;
+    if (nb_grid_build(g, &pts, r) != NB_OK) {
+        nb_grid_destroy(g);
+        return NULL;
+    }
+    return g;
+}
+
+// Rows of a against b three ways (the caller's buffers, through a too-small buffer first; a
+// list with distances; a list on the reverse scheduler), each against the oracle.
+static int check_rows(const nboSet *a, const nboSet *b, bool self, double r, double cell_a,
+                      double cell_b, const double *period)
+{
+    int32_t *woff, *wnb;
+    double *wd2;
+    oracle_rows(a, b, self, r, period, &woff, &wnb, &wd2);
+    const int64_t want = woff[a->n];
+    int rc = 1;
+    nbGrid *ga = make_grid(a, r, cell_a, period, NULL);
+    nbGrid *gb = self ? ga : make_grid(b, r, cell_b, period, NULL);
+    nbGrid *gp = make_grid(a, r, cell_a, period, &reverse_tasks);
+    nbGrid *gpb = self ? gp : make_grid(b, r, cell_b, period, NULL);
+    int32_t *off = (int32_t *)nbo_xalloc(((size_t)a->n + 1) * sizeof(int32_t));
+    int32_t *nb = (int32_t *)nbo_xalloc(((size_t)want + 1) * sizeof(int32_t));
+    nbNeighborList *l = NULL, *lp = NULL;
+    const nbNeighborListDesc ld = {.distances = true};
+    const nbNeighborListDesc lpd = {.tasks = &reverse_tasks};
+    NB_CHECK(ga != NULL && gb != NULL && gp != NULL && gpb != NULL);
+    NB_CHECK_OK(nb_neighbor_list_create(&ld, &l));
+    NB_CHECK_OK(nb_neighbor_list_create(&lpd, &lp));
+    int64_t found = -1;
+    // too small: the full count and complete offsets
+    if (want > 0) {
+        memset(off, 0x55, ((size_t)a->n + 1) * sizeof(int32_t));
+        const nbStatus st = self
+                                ? nb_grid_neighbor_rows(ga, r, off, nb, want - 1, &found)
+                                : nb_grid_cross_neighbor_rows(ga, gb, r, off, nb, want - 1, &found);
+        NB_CHECK_STATUS(st, NB_ERR_BUFFER_TOO_SMALL);
+        NB_CHECK(found == want);
+        NB_CHECK(memcmp(off, woff, ((size_t)a->n + 1) * sizeof(int32_t)) == 0);
+    }
+    memset(off, 0x55, ((size_t)a->n + 1) * sizeof(int32_t));
+    NB_CHECK_OK(self ? nb_grid_neighbor_rows(ga, r, off, nb, want, &found)
+                     : nb_grid_cross_neighbor_rows(ga, gb, r, off, nb, want, &found));
+    NB_CHECK(found == want);
+    NB_CHECK(same_rows(a->n, off, nb, NULL, woff, wnb, wd2));
+    memset(off, 0x55, ((size_t)a->n + 1) * sizeof(int32_t));
+    NB_CHECK_OK(self ? nb_grid_neighbor_rows(gp, r, off, nb, want, &found)
+                     : nb_grid_cross_neighbor_rows(gp, gpb, r, off, nb, want, &found));
+    NB_CHECK(same_rows(a->n, off, nb, NULL, woff, wnb, wd2));
+    for (int round = 0; round < 2; round++) { // the second build reuses the storage
+        NB_CHECK_OK(self ? nb_neighbor_list_build(l, ga, r)
+                         : nb_neighbor_list_build_cross(l, ga, gb, r));
+        nbNeighborRows rows;
+        NB_CHECK_OK(nb_neighbor_list_rows(l, &rows));
+        NB_CHECK(rows.rows == a->n && rows.entries == want && rows.dist2 != NULL);
+        NB_CHECK(same_rows(a->n, rows.offsets, rows.neighbors, rows.dist2, woff, wnb, wd2));
+        NB_CHECK_OK(self ? nb_neighbor_list_build(lp, gp, r)
+                         : nb_neighbor_list_build_cross(lp, gp, gpb, r));
+        NB_CHECK_OK(nb_neighbor_list_rows(lp, &rows));
+        NB_CHECK(rows.dist2 == NULL);
+        NB_CHECK(same_rows(a->n, rows.offsets, rows.neighbors, NULL, woff, wnb, wd2));
+    }
+    rc = 0;
+    nb_neighbor_list_destroy(l);
+    nb_neighbor_list_destroy(lp);
+    if (gb != ga) nb_grid_destroy(gb);
+    if (gpb != gp) nb_grid_destroy(gpb);
+    nb_grid_destroy(ga);
+    nb_grid_destroy(gp);
+    free(off);
+    free(nb);
+    free(woff);
+    free(wnb);
+    free(wd2);
+    return rc;
+}
+
+// ---- rows of a set against itself ----
+
+static int test_rows_corpus(void)
+{
+#if defined(NBI_AVX512)
+    // rows sorted by insertion (and shell) sort, then by the AVX-512 network where it runs
+    nbi_avx512_off = 1;
+    nboSet c = make_set(SET_CLUSTERS, 900, 2, 30.0);
+    NB_CHECK(check_rows(&c, &c, true, 1.3, 0.0, 0.0, NULL) == 0);
+    nbo_set_free(&c);
+    nbi_avx512_off = 0;
+#endif
+    for (int dim = 2; dim <= 3; dim++)
+        for (int kind = 0; kind < SET_KINDS; kind++) {
+            const int32_t n = dim == 2 ? 900 : 700;
+            const double side = dim == 2 ? 30.0 : 9.0;
+            nboSet s = make_set(kind, n, dim, side);
+            const double r = kind == SET_LATTICE ? 1.0 : 1.3;
+            // default cells, cells much smaller than r (hashed or ranked), larger than r
+            NB_CHECK(check_rows(&s, &s, true, r, 0.0, 0.0, NULL) == 0);
+            NB_CHECK(check_rows(&s, &s, true, r, 0.31, 0.0, NULL) == 0);
+            NB_CHECK(check_rows(&s, &s, true, r, 2.7, 0.0, NULL) == 0);
+            nbo_set_free(&s);
+        }
+    return 0;
+}
+
+static int test_rows_periodic(void)
+{
+    for (int dim = 2; dim <= 3; dim++) {
+        const double period[3] = {10.0, 8.0, dim == 3 ? 6.0 : 0.0};
+        nboSet s = make_set(SET_UNIFORM, 600, dim, 1.0);
+        for (int32_t i = 0; i < s.n; i++)
+            for (int d = 0; d < dim; d++) s.p[(size_t)i * (size_t)dim + d] *= period[d];
+        s.p[0] = 0.0; // on the faces
+        s.p[dim] = nextafter(period[0], 0.0);
+        NB_CHECK(check_rows(&s, &s, true, 1.1, 0.0, 0.0, period) == 0);
+        NB_CHECK(check_rows(&s, &s, true, 3.0, 0.0, 0.0, period) == 0); // r = P / 2 on z
+        nbo_set_free(&s);
+    }
+    return 0;
+}
+
+static int test_rows_filters(void)
+{
+    nboSet s = make_set(SET_UNIFORM, 800, 2, 25.0);
+    nbo_set_add_filters(&s);
+    for (int32_t i = 0; i < s.n; i++) {
+        s.cat[i] = 1u << nbt_int(3);
+        s.mask[i] = (uint32_t)nbt_int(8);
+    }
+    NB_CHECK(check_rows(&s, &s, true, 1.5, 0.0, 0.0, NULL) == 0);
+    nbo_set_free(&s);
+    return 0;
+}
+
+static int test_rows_empty(void)
+{
+    nboSet e = nbo_set_new(0, 2), one = make_set(SET_UNIFORM, 1, 2, 1.0);
+    nboSet far = make_set(SET_UNIFORM, 50, 2, 1000.0); // rows mostly empty
+    NB_CHECK(check_rows(&e, &e, true, 1.0, 0.0, 0.0, NULL) == 0);
+    NB_CHECK(check_rows(&one, &one, true, 1.0, 0.0, 0.0, NULL) == 0);
+    NB_CHECK(check_rows(&far, &far, true, 1.0, 0.0, 0.0, NULL) == 0);
+    NB_CHECK(check_rows(&far, &e, false, 1.0, 0.0, 0.0, NULL) == 0); // a set against none
+    NB_CHECK(check_rows(&e, &far, false, 1.0, 0.0, 0.0, NULL) == 0);
+    nbo_set_free(&e);
+    nbo_set_free(&one);
+    nbo_set_free(&far);
+    return 0;
+}
+
+// ---- set A against set B ----
+
+static int test_cross_rows(void)
+{
+    for (int dim = 2; dim <= 3; dim++) {
+        const double side = dim == 2 ? 20.0 : 7.0;
+        nboSet fluid = make_set(SET_CLUSTERS, 700, dim, side);
+        nboSet wall = make_set(SET_UNIFORM, 300, dim, side);
+        NB_CHECK(check_rows(&fluid, &wall, false, 1.2, 0.0, 0.0, NULL) == 0);
+        NB_CHECK(check_rows(&wall, &fluid, false, 1.2, 0.7, 2.5, NULL) == 0);
+        NB_CHECK(check_rows(&fluid, &fluid, false, 1.2, 0.0, 0.5, NULL) == 0); // i in its own row
+        const double period[3] = {side, side, dim == 3 ? side : 0.0};
+        NB_CHECK(check_rows(&fluid, &wall, false, 1.2, 0.0, 0.0, period) == 0);
+        nbo_set_free(&fluid);
+        nbo_set_free(&wall);
+    }
+    return 0;
+}
+
+// ---- the Verlet list ----
+
+// Moves every point by a random vector of length at most `step`, wrapped into the box when
+// periodic.
+static void jiggle(nboSet *s, double step, const double *period)
+{
+    for (int32_t i = 0; i < s->n; i++) {
+        double *p = s->p + (size_t)i * (size_t)s->dim;
+        double v[3], len = 0.0;
+        for (int d = 0; d < s->dim; d++) {
+            v[d] = nbt_gauss();
+            len += v[d] * v[d];
+        }
+        const double scale = step * nbt_unit() / sqrt(len);
+        for (int d = 0; d < s->dim; d++) {
+            p[d] += v[d] * scale;
+            if (period != NULL && period[d] > 0.0) {
+                p[d] -= period[d] * floor(p[d] / period[d]);
+                if (p[d] >= period[d]) p[d] = 0.0;
+            }
+        }
+    }
+}
+
+// The largest displacement between two copies of a set (the minimum image when periodic).
+static double max_disp(const nboSet *s, const double *ref, const double *period)
+{
+    double m = 0.0;
+    for (int32_t i = 0; i < s->n; i++) {
+        const double *p = nbo_pt(s, i), *q = ref + (size_t)i * (size_t)s->dim;
+        const double e = period != NULL ? nbo_wrap_d2(p, q, s->dim, period) : nbo_d2(p, q, s->dim);
+        m = e > m ? e : m;
+    }
+    return sqrt(m);
+}
+
+// Many steps of small random moves; every 7th step one point is put at just under skin / 2
+// from where it was at the last build, every 11th just over. The list rebuilds exactly when
+// some point moved more than skin / 2, and its rows always equal the oracle's.
+static int verlet_steps(int dim, const double *period)
+{
+    const double r = 1.0, skin = 0.3;
+    nbVerletDesc desc = {.radius = r, .skin = skin, .dim = dim, .distances = true};
+    if (period != NULL) memcpy(desc.period, period, sizeof desc.period);
+    nbVerlet *v = NULL, *plain = NULL; // with and without distances
+    NB_CHECK_OK(nb_verlet_create(&desc, &v));
+    desc.distances = false;
+    NB_CHECK_OK(nb_verlet_create(&desc, &plain));
+    nboSet s = make_set(SET_UNIFORM, 500, dim, dim == 2 ? 15.0 : 6.0);
+    double *ref = (double *)nbo_xalloc((size_t)s.n * (size_t)dim * sizeof(double));
+    const nbPoints pts = nbo_points(&s);
+    int rebuilds = 0;
+    for (int step = 0; step < 80; step++) {
+        if (step > 0) jiggle(&s, 0.012, period);
+        if (step > 0 && (step % 7 == 0 || step % 11 == 0)) {
+            const int32_t i = nbt_int(s.n);
+            const double f = step % 11 == 0 ? 1.001 : 0.999;
+            double *p = s.p + (size_t)i * (size_t)dim;
+            memcpy(p, ref + (size_t)i * (size_t)dim, (size_t)dim * sizeof(double));
+            p[0] += p[0] < 0.5 * (dim == 2 ? 15.0 : 6.0) ? 0.5 * skin * f : -0.5 * skin * f;
+        }
+        const double moved = step > 0 ? max_disp(&s, ref, period) : 0.0;
+        bool rebuilt = false;
+        NB_CHECK_OK(nb_verlet_update(v, &pts, &rebuilt));
+        if (step == 0 || moved > 0.5 * skin * 1.0001) NB_CHECK(rebuilt);
+        if (step > 0 && moved < 0.5 * skin * 0.9999) NB_CHECK(!rebuilt);
+        if (rebuilt) {
+            rebuilds++;
+            memcpy(ref, s.p, (size_t)s.n * (size_t)dim * sizeof(double));
+        }
+        int32_t *woff, *wnb;
+        double *wd2;
+        oracle_rows(&s, &s, true, r, period, &woff, &wnb, &wd2);
+        nbNeighborRows rows;
+        NB_CHECK_OK(nb_verlet_rows(v, &rows));
+        NB_CHECK(rows.rows == s.n && rows.entries == woff[s.n]);
+        NB_CHECK(same_rows(s.n, rows.offsets, rows.neighbors, rows.dist2, woff, wnb, wd2));
+        bool again = false;
+        NB_CHECK_OK(nb_verlet_update(plain, &pts, &again));
+        NB_CHECK(again == rebuilt);
+        NB_CHECK_OK(nb_verlet_rows(plain, &rows));
+        NB_CHECK(rows.dist2 == NULL);
+        NB_CHECK(same_rows(s.n, rows.offsets, rows.neighbors, NULL, woff, wnb, wd2));
+        free(woff);
+        free(wnb);
+        free(wd2);
+    }
+    NB_CHECK(rebuilds >= 8 && rebuilds < 40);
+    nb_verlet_destroy(v);
+    nb_verlet_destroy(plain);
+    free(ref);
+    nbo_set_free(&s);
+    return 0;
+}
+
+static int test_verlet_steps(void)
+{
+    const double p2[3] = {15.0, 15.0, 0.0}, p3[3] = {6.0, 6.0, 6.0};
+    NB_CHECK(verlet_steps(2, NULL) == 0);
+    NB_CHECK(verlet_steps(3, NULL) == 0);
+    NB_CHECK(verlet_steps(2, p2) == 0);
+    NB_CHECK(verlet_steps(3, p3) == 0);
+    return 0;
+}
+
+// Displacements of exactly a hair under and over skin / 2 decide the rebuild; rows stay exact.
+static int test_verlet_threshold(void)
+{
+    const double r = 1.0, skin = 0.4;
+    nbVerletDesc desc = {.radius = r, .skin = skin, .dim = 2};
+    nbVerlet *v = NULL;
+    NB_CHECK_OK(nb_verlet_create(&desc, &v));
+    // two points r + skin - 1e-9 apart, moving toward each other
+    double xy[4] = {0.0, 0.0, r + skin - 1e-9, 0.0};
+    const nbPoints pts = {.data = xy, .count = 2, .dim = 2};
+    bool rebuilt = false;
+    nbNeighborRows rows;
+    NB_CHECK_OK(nb_verlet_update(v, &pts, &rebuilt));
+    NB_CHECK(rebuilt);
+    NB_CHECK_OK(nb_verlet_rows(v, &rows));
+    NB_CHECK(rows.entries == 0);
+    xy[0] = 0.5 * skin * (1.0 - 1e-6); // just under: no rebuild, still apart
+    xy[2] -= 0.5 * skin * (1.0 - 1e-6);
+    NB_CHECK_OK(nb_verlet_update(v, &pts, &rebuilt));
+    NB_CHECK(!rebuilt);
+    NB_CHECK_OK(nb_verlet_rows(v, &rows));
+    NB_CHECK(rows.entries == 2 - 2 * (xy[2] - xy[0] > r)); // the candidates decide exactly
+    xy[0] = 0.5 * skin * (1.0 + 1e-6);                     // just over: rebuild, now within r
+    xy[2] = r + skin - 1e-9 - 0.5 * skin * (1.0 + 1e-6);
+    NB_CHECK_OK(nb_verlet_update(v, &pts, &rebuilt));
+    NB_CHECK(rebuilt);
+    NB_CHECK_OK(nb_verlet_rows(v, &rows));
+    NB_CHECK(rows.entries == 2 && rows.offsets[1] == 1 && rows.neighbors[0] == 1);
+    // a NaN is refused and the rows stay
+    xy[1] = (double)NAN;
+    NB_CHECK_STATUS(nb_verlet_update(v, &pts, &rebuilt), NB_ERR_NOT_FINITE);
+    NB_CHECK(!rebuilt);
+    NB_CHECK_OK(nb_verlet_rows(v, &rows));
+    NB_CHECK(rows.entries == 2);
+    // skin 0: every update rebuilds
+    nb_verlet_destroy(v);
+    desc.skin = 0.0;
+    NB_CHECK_OK(nb_verlet_create(&desc, &v));
+    xy[1] = 0.0;
+    NB_CHECK_OK(nb_verlet_update(v, &pts, &rebuilt));
+    NB_CHECK_OK(nb_verlet_update(v, &pts, &rebuilt));
+    NB_CHECK(rebuilt);
+    nb_verlet_destroy(v);
+    return 0;
+}
+
+// ---- memory ----
+
+// Steady state allocates nothing: builds of a list and Verlet updates without a rebuild.
+static int test_no_allocation(void)
+{
+    nbtAlloc count = {0};
+    const nbAllocator al = nbt_allocator(&count);
+    nboSet s = make_set(SET_UNIFORM, 2000, 2, 40.0);
+    nbGridDesc gd = {.dim = 2, .allocator = &al};
+    nbGrid *g = NULL;
+    nbNeighborList *l = NULL;
+    nbVerlet *v = NULL;
+    const nbNeighborListDesc ld = {.allocator = &al, .distances = true};
+    const nbVerletDesc vd = {.radius = 1.5, .skin = 0.3, .allocator = &al};
+    NB_CHECK_OK(nb_grid_create(&gd, &g));
+    NB_CHECK_OK(nb_neighbor_list_create(&ld, &l));
+    NB_CHECK_OK(nb_verlet_create(&vd, &v));
+    const nbPoints pts = nbo_points(&s);
+    bool rebuilt;
+    for (int frame = 0; frame < 6; frame++) {
+        const int64_t before = count.allocs;
+        NB_CHECK_OK(nb_grid_build(g, &pts, 1.5));
+        NB_CHECK_OK(nb_neighbor_list_build(l, g, 1.5));
+        NB_CHECK_OK(nb_verlet_update(v, &pts, &rebuilt));
+        if (frame >= 2) NB_CHECK(count.allocs == before);
+        jiggle(&s, 0.001, NULL);
+    }
+    NB_CHECK(nb_neighbor_list_memory_bytes(l) > 0 && nb_verlet_memory_bytes(v) > 0);
+    nb_verlet_destroy(v);
+    nb_neighbor_list_destroy(l);
+    nb_grid_destroy(g);
+    NB_CHECK(count.live_bytes == 0 && count.allocs == count.frees && !count.size_mismatch);
+    nbo_set_free(&s);
+    return 0;
+}
+
+// Every allocation failing in turn: create, build and update return NB_ERR_OUT_OF_MEMORY, keep
+// the previous rows, and leak nothing; the sweep ends with a run that succeeds.
+static int test_failing_allocator(void)
+{
+    nboSet s = make_set(SET_UNIFORM, 400, 2, 12.0), t = make_set(SET_UNIFORM, 800, 2, 12.0);
+    int32_t *woff, *wnb;
+    double *wd2;
+    oracle_rows(&s, &s, true, 1.0, NULL, &woff, &wnb, &wd2);
+    nbGridDesc gd = {.dim = 2};
+    nbGrid *gs = NULL, *gt = NULL;
+    const nbPoints ps = nbo_points(&s), pt = nbo_points(&t);
+    NB_CHECK_OK(nb_grid_create(&gd, &gs));
+    NB_CHECK_OK(nb_grid_create(&gd, &gt));
+    NB_CHECK_OK(nb_grid_build(gs, &ps, 1.0));
+    NB_CHECK_OK(nb_grid_build(gt, &pt, 1.0));
+    bool done = false;
+    for (int64_t fail = 1; !done && fail < 200; fail++) {
+        nbtAlloc fa = {0};
+        fa.fail_at = fail;
+        const nbAllocator al = nbt_allocator(&fa);
+        const nbNeighborListDesc ld = {.allocator = &al, .distances = true, .capacity_hint = 10};
+        const nbVerletDesc vd = {.radius = 1.0, .skin = 0.2, .allocator = &al, .distances = true};
+        nbNeighborList *l = NULL;
+        nbVerlet *v = NULL;
+        nbStatus st = nb_neighbor_list_create(&ld, &l);
+        if (st == NB_OK) st = nb_neighbor_list_build(l, gs, 1.0); // the rows to keep
+        if (st == NB_OK) {
+            st = nb_neighbor_list_build(l, gt, 1.0); // grows: may fail
+            nbNeighborRows rows;
+            NB_CHECK_OK(nb_neighbor_list_rows(l, &rows));
+            if (st != NB_OK)
+                NB_CHECK(rows.rows == s.n &&
+                         same_rows(s.n, rows.offsets, rows.neighbors, rows.dist2, woff, wnb, wd2));
+        }
+        if (st == NB_OK) st = nb_verlet_create(&vd, &v);
+        if (st == NB_OK) st = nb_verlet_update(v, &ps, NULL);
+        if (st == NB_OK) {
+            st = nb_verlet_update(v, &pt, NULL); // another count: rebuilds, grows
+            nbNeighborRows rows;
+            NB_CHECK_OK(nb_verlet_rows(v, &rows));
+            if (st != NB_OK)
+                NB_CHECK(rows.rows == s.n &&
+                         same_rows(s.n, rows.offsets, rows.neighbors, rows.dist2, woff, wnb, wd2));
+        }
+        if (st != NB_OK) {
+            NB_CHECK_STATUS(st, NB_ERR_OUT_OF_MEMORY);
+            NB_CHECK(nbt_alloc_failed(&fa));
+        }
+        done = st == NB_OK && !nbt_alloc_failed(&fa);
+        nb_verlet_destroy(v);
+        nb_neighbor_list_destroy(l);
+        NB_CHECK(fa.live_bytes == 0 && fa.allocs - (fa.fail_at <= fa.allocs) == fa.frees);
+    }
+    NB_CHECK(done);
+    nb_grid_destroy(gs);
+    nb_grid_destroy(gt);
+    free(woff);
+    free(wnb);
+    free(wd2);
+    nbo_set_free(&s);
+    nbo_set_free(&t);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    const nbtCase cases[] = {
+        {"rows_corpus", test_rows_corpus},
+        {"rows_periodic", test_rows_periodic},
+        {"rows_filters", test_rows_filters},
+        {"rows_empty", test_rows_empty},
+        {"cross_rows", test_cross_rows},
+        {"verlet_steps", test_verlet_steps},
+        {"verlet_threshold", test_verlet_threshold},
+        {"no_allocation", test_no_allocation},
+        {"failing_allocator", test_failing_allocator},
+    };
+    return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
+}
