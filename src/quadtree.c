@@ -698,16 +698,6 @@ NBI_INLINE double nbi_ray_enter(const nbiRay *r, double lx, double ly, double hx
     return t0 <= r->tmax ? t0 : -1.0; // (a subnormal tmax may round up when quartered)
 }
 
-static bool nbi_bits_all(uint32_t cat, uint32_t mask)
-{
-    return cat == 0xFFFFFFFFu && mask == 0xFFFFFFFFu;
-}
-
-NBI_INLINE bool nbi_pass(nbFilter f, uint32_t cat, uint32_t mask)
-{
-    return (f.category & mask) != 0 && (cat & f.mask) != 0;
-}
-
 // The block class that holds n rectangles.
 static int nbi_cls_for(int64_t n)
 {
@@ -2082,7 +2072,7 @@ nbStatus nb_quadtree_insert(nbQuadtree *q, const nbRect *rect, uint64_t user, nb
     if (st != NB_OK) return st; // cannot happen: room was prepared
     nbi_place(q, &plan, b, h.bits, user, filter.category, filter.mask);
     q->count++;
-    q->nfiltered += !nbi_bits_all(filter.category, filter.mask);
+    q->nfiltered += !nbi_filter_all_bits(filter.category, filter.mask);
     *out = h;
     nbi_tidy_pay(q);
     return NB_OK;
@@ -2236,7 +2226,7 @@ nbStatus nb_quadtree_remove(nbQuadtree *q, nbHandle item)
     if (st != NB_OK) return st;
     const int32_t at = nbi_pool_slot_value(&q->pool, slot);
     const int32_t n = NBI_OWN(q)[at];
-    q->nfiltered -= !nbi_bits_all(NBI_CAT(q)[at], NBI_MASK(q)[at]);
+    q->nfiltered -= !nbi_filter_all_bits(NBI_CAT(q)[at], NBI_MASK(q)[at]);
     nbi_take_out(q, at);
     nbi_pool_free(&q->pool, item, NULL);
     q->count--;
@@ -2276,8 +2266,8 @@ nbStatus nb_quadtree_set(nbQuadtree *q, nbHandle item, uint64_t user, nbFilter f
     if (st != NB_OK) return st;
     const int32_t at = nbi_pool_slot_value(&q->pool, slot);
     nbi_hit_of(q, at)->user = user;
-    q->nfiltered += !nbi_bits_all(filter.category, filter.mask) -
-                    !nbi_bits_all(NBI_CAT(q)[at], NBI_MASK(q)[at]);
+    q->nfiltered += !nbi_filter_all_bits(filter.category, filter.mask) -
+                    !nbi_filter_all_bits(NBI_CAT(q)[at], NBI_MASK(q)[at]);
     NBI_CAT(q)[at] = filter.category;
     NBI_MASK(q)[at] = filter.mask;
     return NB_OK;
@@ -2495,7 +2485,7 @@ nbStatus nb_quadtree_build(nbQuadtree *q, const nbRect *rects, int32_t n, const 
             NB_ASSERT(st != NB_OK || (uint32_t)h.bits - 1u == (uint32_t)i);
         }
         for (int32_t i = 0; filters != NULL && i < n; i++)
-            s->nfiltered += !nbi_bits_all(filters[i].category, filters[i].mask);
+            s->nfiltered += !nbi_filter_all_bits(filters[i].category, filters[i].mask);
         if (st == NB_OK && outside > 0)
             st = nbi_build_into(s, work, scratch, pick, users, filters,
                                 (nbiQtRange){NBI_QT_OUT, inside, n, 0});
@@ -2598,7 +2588,7 @@ static bool nbi_report_all(const nbQuadtree *q, int32_t from, const nbFilter *f,
         nbi_qt_items_tested += n->count;
 #endif
         for (int32_t p = n->start, end = p + n->count; p < end; p++) {
-            if (f != NULL && !nbi_pass(*f, cat[p], mask[p])) continue;
+            if (f != NULL && !nbi_filter_accepts(*f, cat[p], mask[p])) continue;
             nbi_sink_hit(s, q, p);
             if (s->stop) return false;
         }
@@ -2656,7 +2646,7 @@ NBI_INLINE bool nbi_run_scan(const nbQuadtree *q, const nbiQtHot *n, int32_t r0,
     const uint32_t *cat = NBI_CAT(q), *mask = NBI_MASK(q);
     if (held) {
         for (int32_t p = n->start, end = p + n->count; p < end; p++) {
-            if (f != NULL && !nbi_pass(*f, cat[p], mask[p])) continue;
+            if (f != NULL && !nbi_filter_accepts(*f, cat[p], mask[p])) continue;
             nbi_sink_hit_as(sk, q, p, mode);
             if (sk->stop) return false;
         }
@@ -2698,7 +2688,7 @@ NBI_INLINE bool nbi_run_scan(const nbQuadtree *q, const nbiQtHot *n, int32_t r0,
         while (bits != 0) {
             const int32_t p = r + nbi_ctz32(bits);
             bits &= bits - 1u;
-            if (f != NULL && !nbi_pass(*f, cat[p], mask[p])) continue;
+            if (f != NULL && !nbi_filter_accepts(*f, cat[p], mask[p])) continue;
             nbi_sink_hit_as(sk, q, p, mode);
             if (sk->stop) return false;
         }
@@ -3132,7 +3122,7 @@ static void nbi_nearest(const nbQuadtree *q, int kind, const double *p, const nb
                     d = nbi_ray_enter(ray, b[0], b[1], b[2], b[3]);
                     if (d < 0.0) continue;
                 }
-                if (check && !nbi_pass(f, NBI_CAT(q)[i], NBI_MASK(q)[i])) continue;
+                if (check && !nbi_filter_accepts(f, NBI_CAT(q)[i], NBI_MASK(q)[i])) continue;
                 nbi_heap_offer(h, d, nbi_hit_at(q, i));
             }
         }
@@ -3589,7 +3579,7 @@ nbStatus nb_quadtree_validate(const nbQuadtree *q)
         if (node->parent == -2 || node->count == 0 || p < node->start ||
             p >= node->start + node->count)
             continue;
-        filtered += !nbi_bits_all(NBI_CAT(q)[p], NBI_MASK(q)[p]);
+        filtered += !nbi_filter_all_bits(NBI_CAT(q)[p], NBI_MASK(q)[p]);
     }
     NBI_CHECK(filtered == q->nfiltered);
     for (int c = 0; c < NBI_QT_CLASSES; c++) {
