@@ -2874,6 +2874,30 @@ static void nbi_sink_init(nbiQtSink *s, int mode)
     s->mode = mode;
 }
 
+// A checked window w = {x0, y0, x1, y1} searched into the caller's buffer, or handed to its
+// visitor: the two forms of the box and point queries.
+static nbStatus nbi_window_buffer(const nbQuadtree *q, const double w[4], nbFilter filter,
+                                  nbHit *out, int32_t capacity, int32_t *found)
+{
+    nbiQtSink s;
+    nbi_sink_init(&s, NBI_QS_BUFFER);
+    s.out = out;
+    s.cap = capacity;
+    nbi_search(q, NBI_Q_BOX, w, NULL, 0.0, &filter, &s);
+    return nbi_finish(&s, found);
+}
+
+static nbStatus nbi_window_visit(const nbQuadtree *q, const double w[4], nbFilter filter,
+                                 nbHitFn *visit, void *user)
+{
+    nbiQtSink s;
+    nbi_sink_init(&s, NBI_QS_VISIT);
+    s.fn = visit;
+    s.user = user;
+    nbi_search(q, NBI_Q_BOX, w, NULL, 0.0, &filter, &s);
+    return NB_OK;
+}
+
 nbStatus nb_quadtree_query_box(const nbQuadtree *q, const nbBox *window, nbFilter filter,
                                nbHit *out, int32_t capacity, int32_t *found)
 {
@@ -2884,12 +2908,7 @@ nbStatus nb_quadtree_query_box(const nbQuadtree *q, const nbBox *window, nbFilte
     if (st != NB_OK) return st;
     if (capacity < 0) return NB_ERR_OUT_OF_RANGE;
     const double w[4] = {window->min[0], window->min[1], window->max[0], window->max[1]};
-    nbiQtSink s;
-    nbi_sink_init(&s, NBI_QS_BUFFER);
-    s.out = out;
-    s.cap = capacity;
-    nbi_search(q, NBI_Q_BOX, w, NULL, 0.0, &filter, &s);
-    return nbi_finish(&s, found);
+    return nbi_window_buffer(q, w, filter, out, capacity, found);
 }
 
 nbStatus nb_quadtree_visit_box(const nbQuadtree *q, const nbBox *window, nbFilter filter,
@@ -2899,12 +2918,7 @@ nbStatus nb_quadtree_visit_box(const nbQuadtree *q, const nbBox *window, nbFilte
     nbStatus st = nbi_window_check(window);
     if (st != NB_OK) return st;
     const double w[4] = {window->min[0], window->min[1], window->max[0], window->max[1]};
-    nbiQtSink s;
-    nbi_sink_init(&s, NBI_QS_VISIT);
-    s.fn = visit;
-    s.user = user;
-    nbi_search(q, NBI_Q_BOX, w, NULL, 0.0, &filter, &s);
-    return NB_OK;
+    return nbi_window_visit(q, w, filter, visit, user);
 }
 
 nbStatus nb_quadtree_query_point(const nbQuadtree *q, const double *point, nbFilter filter,
@@ -2916,12 +2930,7 @@ nbStatus nb_quadtree_query_point(const nbQuadtree *q, const double *point, nbFil
     if (!isfinite(point[0]) || !isfinite(point[1])) return NB_ERR_NOT_FINITE;
     if (capacity < 0) return NB_ERR_OUT_OF_RANGE;
     const double w[4] = {point[0], point[1], point[0], point[1]};
-    nbiQtSink s;
-    nbi_sink_init(&s, NBI_QS_BUFFER);
-    s.out = out;
-    s.cap = capacity;
-    nbi_search(q, NBI_Q_BOX, w, NULL, 0.0, &filter, &s);
-    return nbi_finish(&s, found);
+    return nbi_window_buffer(q, w, filter, out, capacity, found);
 }
 
 nbStatus nb_quadtree_visit_point(const nbQuadtree *q, const double *point, nbFilter filter,
@@ -2930,12 +2939,7 @@ nbStatus nb_quadtree_visit_point(const nbQuadtree *q, const double *point, nbFil
     if (q == NULL || point == NULL || visit == NULL) return NB_ERR_NULL_ARG;
     if (!isfinite(point[0]) || !isfinite(point[1])) return NB_ERR_NOT_FINITE;
     const double w[4] = {point[0], point[1], point[0], point[1]};
-    nbiQtSink s;
-    nbi_sink_init(&s, NBI_QS_VISIT);
-    s.fn = visit;
-    s.user = user;
-    nbi_search(q, NBI_Q_BOX, w, NULL, 0.0, &filter, &s);
-    return NB_OK;
+    return nbi_window_visit(q, w, filter, visit, user);
 }
 
 static nbStatus nbi_circle_check(const double *center, double radius, double w[4])
