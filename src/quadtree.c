@@ -727,13 +727,6 @@ static void nbi_qt_pos_bufs(nbQuadtree *q, nbiBuf *buf[NBI_QT_POS_BUFS],
     }
 }
 
-// Installs a prepared buffer, carrying its contents over.
-static void nbi_qt_commit(const nbAllocator *a, nbiBuf *cur, const nbiBuf *next, size_t elem)
-{
-    if (next->ptr != cur->ptr && cur->ptr != NULL) memcpy(next->ptr, cur->ptr, cur->cap * elem);
-    nbi_buf_commit(a, cur, next, elem);
-}
-
 // What a change needs: handles, node groups, and blocks by class (served by the free lists
 // first, then from the arena's end).
 typedef struct nbiQtNeed {
@@ -774,41 +767,30 @@ static nbStatus nbi_qt_room(nbQuadtree *q, const nbiQtNeed *need)
     nbiPoolPrep prep;
     nbStatus st = nbi_pool_prepare(&q->pool, need->items, &prep);
     if (st != NB_OK) return st;
-    nbiBuf next_pos[NBI_QT_POS_BUFS];
-    nbiBuf next_nodes, next_hot, next_gb;
-    if (!nbi_buf_prepare(&q->alloc, &q->nodes, &next_nodes, (size_t)node_need, sizeof(nbiQtNode))) {
-        nbi_pool_abandon(&q->pool, &prep);
-        return NB_ERR_OUT_OF_MEMORY;
-    }
-    if (!nbi_buf_prepare(&q->alloc, &q->hot, &next_hot, (size_t)node_need, sizeof(nbiQtHot))) {
-        nbi_buf_abandon(&q->alloc, &q->nodes, &next_nodes, sizeof(nbiQtNode));
-        nbi_pool_abandon(&q->pool, &prep);
-        return NB_ERR_OUT_OF_MEMORY;
-    }
-    if (!nbi_buf_prepare(&q->alloc, &q->gb, &next_gb, (size_t)node_need, sizeof(nbiQtGb))) {
-        nbi_buf_abandon(&q->alloc, &q->hot, &next_hot, sizeof(nbiQtHot));
-        nbi_buf_abandon(&q->alloc, &q->nodes, &next_nodes, sizeof(nbiQtNode));
-        nbi_pool_abandon(&q->pool, &prep);
-        return NB_ERR_OUT_OF_MEMORY;
-    }
-    for (int b = 0; b < NBI_QT_POS_BUFS; b++) {
+    nbiBuf *nodes[3] = {&q->nodes, &q->hot, &q->gb};
+    const size_t node_elem[3] = {sizeof(nbiQtNode), sizeof(nbiQtHot), sizeof(nbiQtGb)};
+    const size_t node_size[3] = {(size_t)node_need, (size_t)node_need, (size_t)node_need};
+    nbiBuf next_nodes[3], next_pos[NBI_QT_POS_BUFS];
+    bool ok = nbi_bufs_prepare(&q->alloc, nodes, next_nodes, node_size, node_elem, 3);
+    if (ok) {
         // Every position buffer gets the capacity the first one got, so they stay in step.
-        const size_t want = b == 0 ? (size_t)positions : next_pos[0].cap;
-        if (!nbi_buf_prepare(&q->alloc, pos[b], &next_pos[b], want, elem[b])) {
-            for (int f = 0; f < b; f++) nbi_buf_abandon(&q->alloc, pos[f], &next_pos[f], elem[f]);
-            nbi_buf_abandon(&q->alloc, &q->nodes, &next_nodes, sizeof(nbiQtNode));
-            nbi_buf_abandon(&q->alloc, &q->hot, &next_hot, sizeof(nbiQtHot));
-            nbi_buf_abandon(&q->alloc, &q->gb, &next_gb, sizeof(nbiQtGb));
-            nbi_pool_abandon(&q->pool, &prep);
-            return NB_ERR_OUT_OF_MEMORY;
+        ok = nbi_buf_prepare(&q->alloc, pos[0], &next_pos[0], (size_t)positions, elem[0]);
+        if (ok) {
+            size_t pos_size[NBI_QT_POS_BUFS];
+            for (int b = 1; b < NBI_QT_POS_BUFS; b++) pos_size[b] = next_pos[0].cap;
+            ok = nbi_bufs_prepare(&q->alloc, pos + 1, next_pos + 1, pos_size + 1, elem + 1,
+                                  NBI_QT_POS_BUFS - 1);
+            if (!ok) nbi_buf_abandon(&q->alloc, pos[0], &next_pos[0], elem[0]);
         }
+        if (!ok) nbi_bufs_abandon(&q->alloc, nodes, next_nodes, node_elem, 3);
+    }
+    if (!ok) {
+        nbi_pool_abandon(&q->pool, &prep);
+        return NB_ERR_OUT_OF_MEMORY;
     }
     nbi_pool_commit(&q->pool, &prep);
-    for (int b = 0; b < NBI_QT_POS_BUFS; b++)
-        nbi_qt_commit(&q->alloc, pos[b], &next_pos[b], elem[b]);
-    nbi_qt_commit(&q->alloc, &q->nodes, &next_nodes, sizeof(nbiQtNode));
-    nbi_qt_commit(&q->alloc, &q->hot, &next_hot, sizeof(nbiQtHot));
-    nbi_qt_commit(&q->alloc, &q->gb, &next_gb, sizeof(nbiQtGb));
+    nbi_bufs_commit(&q->alloc, pos, next_pos, elem, NBI_QT_POS_BUFS, true);
+    nbi_bufs_commit(&q->alloc, nodes, next_nodes, node_elem, 3, true);
     return NB_OK;
 }
 

@@ -168,21 +168,16 @@ static nbStatus nbi_tiles_room(nbTiles *t, int32_t items, int64_t positions)
     nbiPoolPrep prep;
     const nbStatus st = nbi_pool_prepare(&t->pool, items, &prep);
     if (st != NB_OK) return st;
-    const size_t size[2] = {prep.next.cap, (size_t)top};
+    const size_t per_kind[2] = {prep.next.cap, (size_t)top};
+    size_t size[NBI_TILES_BUFS];
+    for (int b = 0; b < NBI_TILES_BUFS; b++) size[b] = per_kind[kind[b]];
     nbiBuf next[NBI_TILES_BUFS];
-    for (int b = 0; b < NBI_TILES_BUFS; b++) {
-        if (!nbi_buf_prepare(&t->alloc, cur[b], &next[b], size[kind[b]], elem[b])) {
-            for (int f = 0; f < b; f++) nbi_buf_abandon(&t->alloc, cur[f], &next[f], elem[f]);
-            nbi_pool_abandon(&t->pool, &prep);
-            return NB_ERR_OUT_OF_MEMORY;
-        }
+    if (!nbi_bufs_prepare(&t->alloc, cur, next, size, elem, NBI_TILES_BUFS)) {
+        nbi_pool_abandon(&t->pool, &prep);
+        return NB_ERR_OUT_OF_MEMORY;
     }
     nbi_pool_commit(&t->pool, &prep);
-    for (int b = 0; b < NBI_TILES_BUFS; b++) {
-        if (next[b].ptr != cur[b]->ptr && cur[b]->ptr != NULL)
-            memcpy(next[b].ptr, cur[b]->ptr, cur[b]->cap * elem[b]);
-        nbi_buf_commit(&t->alloc, cur[b], &next[b], elem[b]);
-    }
+    nbi_bufs_commit(&t->alloc, cur, next, elem, NBI_TILES_BUFS, true);
     return NB_OK;
 }
 
