@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 secs=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(grid hash quadtree tiles periodic handle_pool csv npy)
+[ ${#targets[@]} -gt 0 ] || targets=(grid hash quadtree tiles periodic handle_pool csv npy neighbors)
 out=build/fuzz
 if ! command -v clang > /dev/null 2>&1 ||
     [ ! -f "$(clang -print-file-name=libclang_rt.fuzzer-x86_64.a)" ]; then

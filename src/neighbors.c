@@ -329,9 +329,9 @@ static nbStatus nbi_grid_rows(const nbGrid *a, const nbGrid *b, bool self, doubl
     st = nbi_rows_count(&x, a, &a->tasks, &entries);
     if (st != NB_OK) return st;
     *found = entries;
-    if (entries > capacity) {
+    if (entries > capacity || entries == 0) { // too small, or nothing to place (nor a buffer)
         nbi_rows_starts_to_ends(offsets, a->n, entries);
-        return NB_ERR_BUFFER_TOO_SMALL;
+        return entries > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
     }
     nbi_rows_fill(&x, &a->tasks, neighbors);
     nbiSortCtx sx = {offsets, neighbors, a->n, x.chunks};
@@ -653,7 +653,7 @@ static nbStatus nbi_list_build(nbNeighborList *l, const nbGrid *a, const nbGrid 
     nbi_buf_commit(al, &l->nb, &nb, sizeof(int32_t));
     nbi_buf_commit(al, &l->tq, &tq, sizeof(int32_t));
     nbi_buf_commit(al, &l->d2, &d2, sizeof(double));
-    if (!appended) nbi_rows_fill(&x, &l->tasks, (int32_t *)l->tq.ptr);
+    if (!appended && entries > 0) nbi_rows_fill(&x, &l->tasks, (int32_t *)l->tq.ptr);
     *entries_out = entries;
     if (!place) return NB_OK;
     // The rows by index: each row's length from its position, a prefix sum, then each placed.
@@ -670,7 +670,7 @@ static nbStatus nbi_list_build(nbNeighborList *l, const nbGrid *a, const nbGrid 
                       (int32_t *)l->nb.ptr,
                       l->distances ? (double *)l->d2.ptr : NULL,
                       x.chunks};
-    nbi_tasks_run(&l->tasks, nbi_place_task, x.chunks, &px);
+    if (entries > 0) nbi_tasks_run(&l->tasks, nbi_place_task, x.chunks, &px); // (no buffers yet)
     l->rows = n;
     l->entries = entries;
     return NB_OK;
@@ -946,7 +946,7 @@ NBI_INLINE int32_t nbi_verlet_keep(const nbVerlet *v, int dim, bool wrap, int32_
         }
         tco[p + 1] = m;
         // Without distances, the row is sorted here, while it is in the first-level cache.
-        if (td2 == NULL) nbi_sort_row_any(tnb + tco[p], m - tco[p], wide);
+        if (td2 == NULL && m > tco[p]) nbi_sort_row_any(tnb + tco[p], m - tco[p], wide);
     }
     return m;
 }
@@ -974,7 +974,7 @@ static void nbi_verlet_filter(nbVerlet *v)
     off[0] = 0;
     for (int32_t p = 0; p < n; p++) off[idx[p] + 1] = tco[p + 1] - tco[p];
     for (int32_t i = 0; i < n; i++) off[i + 1] += off[i];
-    for (int32_t p = 0; p < n; p++) {
+    for (int32_t p = 0; p < n && m > 0; p++) { // (no entries: the buffers may not exist yet)
         if (p + 32 < n) nbi_prefetch(off + idx[p + 32]); // as nbi_place_task: rows land anywhere
         if (p + 16 < n) {
             const int32_t ahead = off[idx[p + 16]];
