@@ -133,6 +133,14 @@ void nbi_bufs_commit(const nbAllocator *a, nbiBuf *const *cur, const nbiBuf *nex
 void nbi_bufs_abandon(const nbAllocator *a, nbiBuf *const *cur, const nbiBuf *next,
                       const size_t *elem, int count);
 
+// The callback form of a kNN over stored items, after its checks: `knn` fills a heap of `want`
+// entries, kept on the stack up to NB_KNN_STACK and taken from `alloc` above that
+// (NB_ERR_OUT_OF_MEMORY when it cannot be had); each neighbour, nearest first, then goes to
+// `visit` until it says stop. (Index kNN has the same in query.c, nbi_visit_knn.)
+typedef nbStatus nbiHitKnnFn(const void *ctx, nbHitNeighbor *out, int32_t k, int32_t *found);
+nbStatus nbi_visit_hit_knn(const nbAllocator *alloc, int32_t want, nbiHitKnnFn *knn,
+                           const void *ctx, nbHitNeighborFn *visit, void *user);
+
 // ---- the filter rule (nbFilter in nearby.h), in one place for every structure and kernel ----
 
 // Whether a thing with bits (cat_a, mask_a) and one with (cat_b, mask_b) may match: each one's

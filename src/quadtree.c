@@ -3168,25 +3168,29 @@ nbStatus nb_quadtree_knn(const nbQuadtree *q, const double *point, nbFilter filt
     return NB_OK;
 }
 
+// The callback form's search, on the heap nbi_visit_hit_knn gives it.
+typedef struct nbiQtKnnAsk {
+    const nbQuadtree *q;
+    const double *point;
+    nbFilter filter;
+    double max_distance;
+} nbiQtKnnAsk;
+
+static nbStatus nbi_qt_knn_ask(const void *ctx, nbHitNeighbor *out, int32_t k, int32_t *found)
+{
+    const nbiQtKnnAsk *a = (const nbiQtKnnAsk *)ctx;
+    return nb_quadtree_knn(a->q, a->point, a->filter, a->max_distance, out, k, found);
+}
+
 nbStatus nb_quadtree_visit_knn(const nbQuadtree *q, const double *point, nbFilter filter,
                                double max_distance, int32_t k, nbHitNeighborFn *visit, void *user)
 {
     if (q == NULL || point == NULL || visit == NULL) return NB_ERR_NULL_ARG;
     if (!isfinite(point[0]) || !isfinite(point[1]) || isnan(max_distance)) return NB_ERR_NOT_FINITE;
     if (k < 0 || max_distance < 0.0) return NB_ERR_OUT_OF_RANGE;
-    nbHitNeighbor stack[NB_KNN_STACK];
-    nbHitNeighbor *heap = stack;
-    const int32_t want = k < q->count ? k : q->count;
-    if (want > NB_KNN_STACK) {
-        heap = (nbHitNeighbor *)nbi_alloc(&q->alloc, (size_t)want, sizeof *heap);
-        if (heap == NULL) return NB_ERR_OUT_OF_MEMORY;
-    }
-    int32_t found = 0;
-    const nbStatus st = nb_quadtree_knn(q, point, filter, max_distance, heap, want, &found);
-    for (int32_t i = 0; st == NB_OK && i < found; i++)
-        if (!visit(heap[i].hit, heap[i].dist2, user)) break;
-    if (heap != stack) nbi_free(&q->alloc, heap, (size_t)want, sizeof *heap);
-    return st;
+    const nbiQtKnnAsk ask = {q, point, filter, max_distance};
+    return nbi_visit_hit_knn(&q->alloc, k < q->count ? k : q->count, nbi_qt_knn_ask, &ask, visit,
+                             user);
 }
 
 static nbStatus nbi_ray_make(const double *origin, const double *direction, double max_distance,

@@ -140,6 +140,23 @@ void nbi_buf_abandon(const nbAllocator *a, const nbiBuf *cur, const nbiBuf *next
     if (next->ptr != cur->ptr) nbi_free(a, next->ptr, next->cap, elem);
 }
 
+nbStatus nbi_visit_hit_knn(const nbAllocator *alloc, int32_t want, nbiHitKnnFn *knn,
+                           const void *ctx, nbHitNeighborFn *visit, void *user)
+{
+    nbHitNeighbor stack[NB_KNN_STACK];
+    nbHitNeighbor *heap = stack;
+    if (want > NB_KNN_STACK) {
+        heap = (nbHitNeighbor *)nbi_alloc(alloc, (size_t)want, sizeof *heap);
+        if (heap == NULL) return NB_ERR_OUT_OF_MEMORY;
+    }
+    int32_t found = 0;
+    const nbStatus st = knn(ctx, heap, want, &found);
+    for (int32_t i = 0; st == NB_OK && i < found; i++)
+        if (!visit(heap[i].hit, heap[i].dist2, user)) break;
+    if (heap != stack) nbi_free(alloc, heap, (size_t)want, sizeof *heap);
+    return st;
+}
+
 bool nbi_bufs_prepare(const nbAllocator *a, nbiBuf *const *cur, nbiBuf *next, const size_t *need,
                       const size_t *elem, int count)
 {

@@ -1072,7 +1072,23 @@ static nbStatus nbi_knn_buffer(const nbTiles *t, const double *point, nbFilter f
     return NB_OK;
 }
 
-// The callback form: the heap on the stack up to NB_KNN_STACK, from the grid's allocator above.
+// The callback form's search, on the heap nbi_visit_hit_knn gives it.
+typedef struct nbiKnnAsk {
+    const nbTiles *t;
+    const double *point;
+    nbFilter filter;
+    double maxd;
+    bool waypoints;
+} nbiKnnAsk;
+
+static nbStatus nbi_knn_ask(const void *ctx, nbHitNeighbor *out, int32_t k, int32_t *found)
+{
+    const nbiKnnAsk *a = (const nbiKnnAsk *)ctx;
+    *found = nbi_knn_search(a->t, a->point, a->filter, a->maxd, a->waypoints, out, k);
+    return NB_OK;
+}
+
+// The callback form (its heap from nbi_visit_hit_knn: the stack, or the tiles' allocator).
 static nbStatus nbi_knn_visit(const nbTiles *t, const double *point, nbFilter filter, double maxd,
                               bool waypoints, int32_t k, nbHitNeighborFn *visit, void *user)
 {
@@ -1080,17 +1096,8 @@ static nbStatus nbi_knn_visit(const nbTiles *t, const double *point, nbFilter fi
     const nbStatus st = nbi_knn_check(t, point, maxd, k);
     if (st != NB_OK) return st;
     const int32_t have = waypoints ? t->nwp : t->count, want = k < have ? k : have;
-    nbHitNeighbor stack[NB_KNN_STACK];
-    nbHitNeighbor *heap = stack;
-    if (want > NB_KNN_STACK) {
-        heap = (nbHitNeighbor *)nbi_alloc(&t->alloc, (size_t)want, sizeof *heap);
-        if (heap == NULL) return NB_ERR_OUT_OF_MEMORY;
-    }
-    const int32_t n = nbi_knn_search(t, point, filter, maxd, waypoints, heap, want);
-    for (int32_t i = 0; i < n; i++)
-        if (!visit(heap[i].hit, heap[i].dist2, user)) break;
-    if (heap != stack) nbi_free(&t->alloc, heap, (size_t)want, sizeof *heap);
-    return NB_OK;
+    const nbiKnnAsk ask = {t, point, filter, maxd, waypoints};
+    return nbi_visit_hit_knn(&t->alloc, want, nbi_knn_ask, &ask, visit, user);
 }
 
 nbStatus nb_tiles_knn(const nbTiles *tiles, const double *point, nbFilter filter,
