@@ -621,6 +621,125 @@ static void nbi_collapse(nbQuadtree *q, int32_t n)
     }
 }
 
+// ---- a move within its node: the boxes that no longer hold it computed anew ----
+
+// Whether the float box g (fields at a stride of 1) holds the float box at f (a stride of 4).
+NBI_INLINE bool nbi_f_holds(const float *g, const float *f)
+{
+    return g[0] <= f[0] && g[1] <= f[4] && g[2] <= f[8] && g[3] <= f[12];
+}
+
+// The least of each float field of positions from .. to - 1 (from a multiple of 4; positions
+// without a box hold NaN, which the minimum skips): the box of what they hold.
+static void nbi_fb_min(const nbQuadtree *q, int32_t from, int32_t to, float m[4])
+{
+    for (int i = 0; i < 4; i++) m[i] = (float)INFINITY;
+#if defined(__SSE2__)
+    // Field i of the run's four positions in one vector; min(f, m) is m where f is NaN.
+    __m128 v[4];
+    for (int i = 0; i < 4; i++) v[i] = _mm_set1_ps((float)INFINITY);
+    for (int32_t r = from; r < to; r += 4) {
+        const float *f = NBI_FB(q) + (size_t)NBI_QT_RUN_FLOATS * (size_t)(r >> 2);
+        for (int i = 0; i < 4; i++) v[i] = _mm_min_ps(_mm_loadu_ps(f + 4 * i), v[i]);
+    }
+    for (int i = 0; i < 4; i++) {
+        __m128 x = _mm_min_ps(v[i], _mm_movehl_ps(v[i], v[i]));
+        x = _mm_min_ss(x, _mm_shuffle_ps(x, x, 1));
+        m[i] = _mm_cvtss_f32(x);
+    }
+#else
+    for (int32_t r = from; r < to; r += 4) {
+        const float *f = NBI_FB(q) + (size_t)NBI_QT_RUN_FLOATS * (size_t)(r >> 2);
+        for (int i = 0; i < 4; i++)
+            for (int k = 0; k < 4; k++) m[i] = f[4 * i + k] < m[i] ? f[4 * i + k] : m[i];
+    }
+#endif
+}
+
+// Computes anew the box of the segment starting at position g of node n's block from its
+// positions' float boxes.
+static void nbi_seg_refit(nbQuadtree *q, const nbiQtNode *n, int32_t g)
+{
+    const int32_t end = n->start + n->count;
+    float m[4];
+    nbi_fb_min(q, g, end - g < NBI_QT_SEG ? end : g + NBI_QT_SEG, m);
+    memcpy(NBI_SB(q) + nbi_seg_box(n->start, g), m, sizeof m);
+}
+
+// Computes anew node n's float box (n >= NBI_QT_GROUPS) from its segment box (or, in a block with
+// run boxes, its positions' float boxes) and its children's float boxes.
+static void nbi_node_refit(nbQuadtree *q, int32_t n)
+{
+    const nbiQtNode *node = &NBI_NODES(q)[n];
+    float m[4] = {(float)INFINITY, (float)INFINITY, (float)INFINITY, (float)INFINITY};
+    const float *sb = NBI_SB(q);
+    if (node->cls >= NBI_QT_RB_MIN_CLS) { // no segment box: its positions' float boxes
+        nbi_fb_min(q, node->start, node->start + node->count, m);
+    } else if (node->count > 0) {
+        const float *sg = sb + nbi_seg_box(node->start, node->start);
+        for (int i = 0; i < 4; i++) m[i] = sg[i] < m[i] ? sg[i] : m[i];
+    }
+    if (node->child >= 0) {
+        const float *gb = nbi_group_gb(q, node->child);
+        for (int i = 0; i < 4; i++)
+            for (int k = 0; k < 4; k++) m[i] = gb[4 * i + k] < m[i] ? gb[4 * i + k] : m[i];
+    }
+    float *g = nbi_gb_of(q, n);
+    for (int i = 0; i < 4; i++) g[4 * i] = m[i];
+}
+
+// Moves the rectangle at position `at` of node n to box b within n's bounds: rewrites its boxes
+// and nothing else of the node. Where its run's box, its block's segment box, or the float box
+// of n or of an ancestor no longer holds it, that box is computed anew from what it holds rather
+// than grown, so boxes follow rectangles that wander about inside their node instead of widening
+// step by step (a window would meet more runs and nodes every frame).
+static void nbi_box_move(nbQuadtree *q, int32_t n, int32_t at, const double *b)
+{
+    const nbiQtNode *node = &NBI_NODES(q)[n];
+    memcpy(NBI_BOX(q)[at].b, b, 4 * sizeof(double));
+#if defined(__SSE2__)
+    // The run's fields, read before this position's are written: a load of a line's 16 bytes
+    // that stores of 2 bytes just wrote waits for the stores to complete (it was most of what a
+    // move spent, measured: docs/quadtree.md).
+    __m128i run[4];
+    const int16_t *e0 = nbi_qb_at(q, at & ~7);
+    if (node->cls >= NBI_QT_RB_MIN_CLS) nbi_q8_load(e0, run);
+#endif
+    nbi_fb_put(q, n, at, b);
+    const float *f = nbi_fb_at(q, at);
+    if (node->cls >= NBI_QT_RB_MIN_CLS) { // its run's box, computed anew if the box left it
+        int16_t *r = nbi_rb_at(q, node->start, node->cls, (at - node->start) >> 3);
+        const int16_t *e = nbi_qb_at(q, at);
+        if ((e[0] < r[0]) | (e[8] < r[8]) | (e[16] < r[16]) | (e[24] < r[24])) {
+#if defined(__SSE2__)
+            // Lane at % 8 of each field takes the new value, then the least of the eight.
+            const __m128i lane = _mm_cmpeq_epi16(_mm_set_epi16(7, 6, 5, 4, 3, 2, 1, 0),
+                                                 _mm_set1_epi16((short)(at & 7)));
+            for (int i = 0; i < 4; i++) {
+                __m128i v = _mm_or_si128(_mm_andnot_si128(lane, run[i]),
+                                         _mm_and_si128(lane, _mm_set1_epi16(e[8 * i])));
+                v = _mm_min_epi16(v, _mm_shuffle_epi32(v, _MM_SHUFFLE(1, 0, 3, 2)));
+                v = _mm_min_epi16(v, _mm_shuffle_epi32(v, _MM_SHUFFLE(2, 3, 0, 1)));
+                v = _mm_min_epi16(v, _mm_srli_epi32(v, 16));
+                r[8 * i] = (int16_t)_mm_cvtsi128_si32(v);
+            }
+#else
+            nbi_rb_refit(q, node->start, node->cls, at);
+#endif
+        }
+    } else { // its segment's box, likewise
+        const int32_t g = nbi_seg_of(node->start, at);
+        if (!nbi_f_holds(NBI_SB(q) + nbi_seg_box(node->start, g), f)) nbi_seg_refit(q, node, g);
+    }
+    // An ancestor whose box holds the rectangle holds every refitted box below it: each holds
+    // only what the subtree held before and the rectangle.
+    for (int32_t c = n; c >= NBI_QT_GROUPS; c = NBI_NODES(q)[c].parent) {
+        const float *gc = nbi_gb_of(q, c);
+        if (gc[0] <= f[0] && gc[4] <= f[4] && gc[8] <= f[8] && gc[12] <= f[12]) return;
+        nbi_node_refit(q, c);
+    }
+}
+
 // ---- insert, move, remove ----
 
 nbStatus nb_quadtree_insert(nbQuadtree *q, const nbRect *rect, uint64_t user, nbFilter filter,

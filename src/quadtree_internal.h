@@ -530,7 +530,6 @@ void nbi_node_init(nbiQtNode *n, int32_t parent, int32_t level);
 void nbi_sync(nbQuadtree *q, int32_t n);
 int32_t nbi_group_take(nbQuadtree *q);
 void nbi_group_give(nbQuadtree *q, int32_t g);
-void nbi_box_move(nbQuadtree *q, int32_t n, int32_t at, const double *b);
 void nbi_put_data(nbQuadtree *q, int32_t start, int32_t to, int32_t n, const double *b,
                   uint64_t hnd, uint64_t user, uint32_t cat, uint32_t mask);
 void nbi_move_pos(nbQuadtree *q, int32_t from, int32_t start, int32_t to, int32_t n);
