@@ -662,6 +662,69 @@ int half_allocator(const Family *fam, double cell);
         return run(&fx);                                                                           \
     }
 
+// ---- the runner the stored-item structures' cases use (tile grid, quadtree) ----
+//
+// Each case is one call on a fresh fixture with a status it must return. The runner fills every
+// output with garbage first; after a success the fixture validates and (unless the call
+// changes it) answers exactly as before; after a failure each output the call was given holds
+// its safe value (*found / *count 0, a null handle, *tile -1, *out of create NULL), no callback
+// ran, and the fixture answers exactly as before.
+
+// A fixture: the structure, a second one (for foreign handles), a live handle, a removed one,
+// one of the other structure and a forged one (a slot past every slot in use).
+typedef struct ItemFix {
+    void *s, *other;
+    nbHandle live, stale, foreign, forged;
+    int dim;
+} ItemFix;
+
+// What differs between the structures.
+typedef struct ItemKind {
+    const char *noun;
+    int (*make)(ItemFix *f, int dim); // 0 on success
+    void (*free)(ItemFix *f);
+    nbStatus (*validate)(const ItemFix *f);
+    uint64_t (*answers)(const ItemFix *f); // what it holds (and the validation's status)
+    void (*destroy)(void *created);        // what a create case made
+} ItemKind;
+
+enum {
+    IO_FOUND = 1 << 0,   // *found (or *moved): 0 after a failure
+    IO_FOUND64 = 1 << 1, // *found / *count (int64_t): 0
+    IO_HANDLE = 1 << 2,  // insert's *out: the null handle
+    IO_TILE = 1 << 3,    // *tile: -1
+    IO_CREATE = 1 << 4,  // create's *out: NULL
+};
+enum { ITEM_GARBAGE_BITS = 0x777 };
+
+// The outputs a call may write, and which of them it was given (IO_* bits in `passed`: a call
+// passes &o->found through ITEM_FOUND(o), and so on).
+typedef struct ItemOuts {
+    int32_t found;
+    int64_t found64;
+    nbHandle handle;
+    int32_t tile;
+    void *created;
+    unsigned passed;
+} ItemOuts;
+
+#define ITEM_FOUND(o) ((o)->passed |= IO_FOUND, &(o)->found)
+#define ITEM_FOUND64(o) ((o)->passed |= IO_FOUND64, &(o)->found64)
+#define ITEM_HANDLE(o) ((o)->passed |= IO_HANDLE, &(o)->handle)
+#define ITEM_TILE(o) ((o)->passed |= IO_TILE, &(o)->tile)
+
+// The callbacks the cases pass count their calls here.
+extern int item_visits;
+bool item_on_hit(nbHit hit, void *user);
+bool item_on_pair(nbHit a, nbHit b, void *user);
+bool item_on_neighbor(nbHit hit, double dist2, void *user);
+
+// One case: `call(fixture, args, outputs)` on a fresh fixture of `dim` must return `want`;
+// `mutates`: a success may change the fixture. Prints what is wrong under `label`; 0 when right.
+typedef nbStatus ItemCall(const ItemFix *f, void *args, ItemOuts *o);
+int item_case(const ItemKind *k, int dim, const char *label, ItemCall *call, void *args,
+              nbStatus want, bool mutates);
+
 // The cases, one function each (test_contract_<structure>.c), run by main (test_contract.c).
 int test_filter_all_is_plain(void);
 int test_half_allocator(void);

@@ -354,6 +354,81 @@ int run_specs(const Table *tb)
     return failed == 0 ? 0 : 1;
 }
 
+// ---- the runner the stored-item structures' cases use (contract.h) ----
+
+int item_visits;
+
+bool item_on_hit(nbHit hit, void *user)
+{
+    (void)hit;
+    (void)user;
+    item_visits++;
+    return true;
+}
+
+bool item_on_pair(nbHit a, nbHit b, void *user)
+{
+    (void)b;
+    return item_on_hit(a, user);
+}
+
+bool item_on_neighbor(nbHit hit, double dist2, void *user)
+{
+    (void)dist2;
+    return item_on_hit(hit, user);
+}
+
+// The outputs of `o` the call was given that do not hold their safe values, as IO_* bits.
+static unsigned item_unsafe(const ItemOuts *o)
+{
+    unsigned bad = 0;
+    if ((o->passed & IO_FOUND) && o->found != 0) bad |= IO_FOUND;
+    if ((o->passed & IO_FOUND64) && o->found64 != 0) bad |= IO_FOUND64;
+    if ((o->passed & IO_HANDLE) && o->handle.bits != 0) bad |= IO_HANDLE;
+    if ((o->passed & IO_TILE) && o->tile != -1) bad |= IO_TILE;
+    if ((o->passed & IO_CREATE) && o->created != NULL) bad |= IO_CREATE;
+    return bad;
+}
+
+int item_case(const ItemKind *k, int dim, const char *label, ItemCall *call, void *args,
+              nbStatus want, bool mutates)
+{
+    ItemFix f;
+    if (k->make(&f, dim) != 0) {
+        fprintf(stderr, "  FAIL %s (%dD) %s: the fixture\n", k->noun, dim, label);
+        return 1;
+    }
+    const uint64_t before = k->answers(&f);
+    ItemOuts o = {GARBAGE, GARBAGE, {ITEM_GARBAGE_BITS}, GARBAGE, BOGUS, 0};
+    item_visits = 0;
+    const nbStatus st = call(&f, args, &o);
+    const char *why = NULL;
+    char msg[96];
+    if (st != want) {
+        snprintf(msg, sizeof msg, "%s, expected %s", nb_status_str(st), nb_status_str(want));
+        why = msg;
+    } else if (st == NB_OK) {
+        if (o.created != BOGUS && o.created != NULL) k->destroy(o.created);
+        if (k->validate(&f) != NB_OK)
+            why = "the fixture no longer validates";
+        else if (!mutates && k->answers(&f) != before)
+            why = "the fixture changed";
+    } else {
+        const unsigned bad = item_unsafe(&o);
+        if (bad != 0) {
+            snprintf(msg, sizeof msg, "outputs 0x%x not at their safe values", bad);
+            why = msg;
+        } else if (item_visits != 0) {
+            why = "the callback ran";
+        } else if (k->answers(&f) != before) {
+            why = "the fixture changed";
+        }
+    }
+    if (why != NULL) fprintf(stderr, "  FAIL %s (%dD) %s: %s\n", k->noun, dim, label, why);
+    k->free(&f);
+    return why != NULL;
+}
+
 // ---- the functions without statuses ----
 
 static int test_status_strings(void)

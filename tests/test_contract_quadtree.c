@@ -2,21 +2,22 @@
 // The quadtree's contract cases (include/nearby/quadtree.h).
 #include "contract.h"
 
-// ---- the quadtree (nb_quadtree_*): its own runner ----
+// ---- the quadtree (nb_quadtree_*) ----
 //
 // One fixture tree (rectangles of mixed sizes, filter bits, one in the outside list), a stale
 // handle and a foreign one. Each case calls one function with one kind of bad argument (or an
-// accepted edge value) and states the status; the runner fills outputs with garbage first and
-// checks, after a failure, that they hold their safe values, that no callback ran, and that the
-// tree validates and holds exactly what it held (a fingerprint of every rectangle).
+// accepted edge value) and states the status; it is a case of the stored-item runner
+// (item_case, contract.h), which checks the outputs, the callbacks, and that the tree validates
+// and holds exactly what it held (a fingerprint of every rectangle).
 
-typedef struct QtFix {
-    nbQuadtree *t;
-    nbHandle live, stale, foreign;
-} QtFix;
-
-static uint64_t qt_fingerprint(const nbQuadtree *t)
+static nbQuadtree *qt_of(const ItemFix *f)
 {
+    return (nbQuadtree *)f->s;
+}
+
+static uint64_t qt_fingerprint(const ItemFix *fx)
+{
+    const nbQuadtree *t = qt_of(fx);
     uint64_t h = 1469598103934665603u ^ (uint64_t)nb_quadtree_count(t);
     const double inf = D_INF;
     const nbRect all = {{-inf, -inf}, {inf, inf}};
@@ -37,43 +38,12 @@ static uint64_t qt_fingerprint(const nbQuadtree *t)
     return h;
 }
 
-static bool qt_calls;
-static bool qt_on_nn(nbHit hit, double dist2, void *user)
-{
-    (void)hit;
-    (void)dist2;
-    (void)user;
-    return true;
-}
+// What a create case writes (the runner's ItemOuts holds it as a void *).
+static nbQuadtree *qt_created;
+#define QT_CREATED(o) ((o)->passed |= IO_CREATE, &qt_created)
 
-static bool qt_on_hit(nbHit hit, void *user)
-{
-    (void)hit;
-    (void)user;
-    qt_calls = true;
-    return true;
-}
-static bool qt_on_pair(nbHit a, nbHit b, void *user)
-{
-    (void)a;
-    (void)b;
-    (void)user;
-    qt_calls = true;
-    return true;
-}
-
-enum { QT_GARBAGE_BITS = 0x777 };
-
-// Calls case `id` on the fixture; writes the outputs it saw (found counts, handles, tree).
-typedef struct QtOut {
-    int32_t found;
-    int64_t found64;
-    nbHandle handle;
-    nbQuadtree *created;
-    bool create_call;
-} QtOut;
-
-static nbStatus qt_call(int id, QtFix *fx, QtOut *o)
+// Calls case `id` on the fixture fx.
+static nbStatus qt_call(int id, const ItemFix *fx, ItemOuts *o)
 {
     static nbHit hits[128];
     static nbHitNeighbor nn[16];
@@ -91,32 +61,33 @@ static nbStatus qt_call(int id, QtFix *fx, QtOut *o)
     const double p[2] = {0.5, 0.5}, pnan[2] = {nan, 0.0}, pinf[2] = {0.0, -inf};
     const double dir[2] = {1.0, 0.25}, dzero[2] = {0.0, -0.0}, dinf[2] = {inf, 0.0};
     nbQuadtreeDesc d = {0};
-    nbQuadtree *t = fx->t;
+    nbQuadtree *t = qt_of(fx);
     for (int i = 0; i < 10; i++) rects[i] = (nbRect){{i * 1.0, 0.0}, {i + 0.5, 1.0}};
-    o->create_call = id < 20;
     switch (id) {
     // create
-    case 0: return nb_quadtree_create(NULL, &o->created);
+    case 0: return nb_quadtree_create(NULL, QT_CREATED(o));
     case 1: return nb_quadtree_create(&d, NULL);
-    case 2: d.allocator = &half; return nb_quadtree_create(&d, &o->created);
-    case 3: d.bounds = nanr; return nb_quadtree_create(&d, &o->created);
-    case 4: d.bounds = infr; return nb_quadtree_create(&d, &o->created);
-    case 5: d.bounds = inv; return nb_quadtree_create(&d, &o->created);
-    case 6: d.bounds = (nbRect){{0.0, 0.0}, {0.0, 1.0}}; return nb_quadtree_create(&d, &o->created);
-    case 7: d.split_threshold = -1; return nb_quadtree_create(&d, &o->created);
-    case 8: d.split_threshold = (1 << 20) + 1; return nb_quadtree_create(&d, &o->created);
-    case 9: d.max_depth = NB_QUADTREE_MAX_DEPTH + 1; return nb_quadtree_create(&d, &o->created);
-    case 10: d.max_depth = -1; return nb_quadtree_create(&d, &o->created);
-    case 11: d.placement = 3; return nb_quadtree_create(&d, &o->created);
-    case 12: d.capacity_hint = -1; return nb_quadtree_create(&d, &o->created);
-    case 13: d.capacity_hint = (1 << 28) + 1; return nb_quadtree_create(&d, &o->created);
+    case 2: d.allocator = &half; return nb_quadtree_create(&d, QT_CREATED(o));
+    case 3: d.bounds = nanr; return nb_quadtree_create(&d, QT_CREATED(o));
+    case 4: d.bounds = infr; return nb_quadtree_create(&d, QT_CREATED(o));
+    case 5: d.bounds = inv; return nb_quadtree_create(&d, QT_CREATED(o));
+    case 6:
+        d.bounds = (nbRect){{0.0, 0.0}, {0.0, 1.0}};
+        return nb_quadtree_create(&d, QT_CREATED(o));
+    case 7: d.split_threshold = -1; return nb_quadtree_create(&d, QT_CREATED(o));
+    case 8: d.split_threshold = (1 << 20) + 1; return nb_quadtree_create(&d, QT_CREATED(o));
+    case 9: d.max_depth = NB_QUADTREE_MAX_DEPTH + 1; return nb_quadtree_create(&d, QT_CREATED(o));
+    case 10: d.max_depth = -1; return nb_quadtree_create(&d, QT_CREATED(o));
+    case 11: d.placement = 3; return nb_quadtree_create(&d, QT_CREATED(o));
+    case 12: d.capacity_hint = -1; return nb_quadtree_create(&d, QT_CREATED(o));
+    case 13: d.capacity_hint = (1 << 28) + 1; return nb_quadtree_create(&d, QT_CREATED(o));
     case 14:
         d.bounds = inv_nan;
         d.max_depth = -1;
-        return nb_quadtree_create(&d, &o->created);
+        return nb_quadtree_create(&d, QT_CREATED(o));
     case 15:
         d.bounds = (nbRect){{-DBL_MAX, 0.0}, {DBL_MAX, 1.0}};
-        return nb_quadtree_create(&d, &o->created);
+        return nb_quadtree_create(&d, QT_CREATED(o));
     // reserve, info, validate
     case 20: return nb_quadtree_reserve(NULL, 10);
     case 21: return nb_quadtree_reserve(t, -1);
@@ -125,13 +96,13 @@ static nbStatus qt_call(int id, QtFix *fx, QtOut *o)
     case 24: return nb_quadtree_info(t, NULL);
     case 25: return nb_quadtree_validate(NULL);
     // insert
-    case 30: return nb_quadtree_insert(NULL, &ok, 1, NB_FILTER_ALL, &o->handle);
-    case 31: return nb_quadtree_insert(t, NULL, 1, NB_FILTER_ALL, &o->handle);
+    case 30: return nb_quadtree_insert(NULL, &ok, 1, NB_FILTER_ALL, ITEM_HANDLE(o));
+    case 31: return nb_quadtree_insert(t, NULL, 1, NB_FILTER_ALL, ITEM_HANDLE(o));
     case 32: return nb_quadtree_insert(t, &ok, 1, NB_FILTER_ALL, NULL);
-    case 33: return nb_quadtree_insert(t, &nanr, 1, NB_FILTER_ALL, &o->handle);
-    case 34: return nb_quadtree_insert(t, &infr, 1, NB_FILTER_ALL, &o->handle);
-    case 35: return nb_quadtree_insert(t, &inv, 1, NB_FILTER_ALL, &o->handle);
-    case 36: return nb_quadtree_insert(t, &inv_nan, 1, NB_FILTER_ALL, &o->handle);
+    case 33: return nb_quadtree_insert(t, &nanr, 1, NB_FILTER_ALL, ITEM_HANDLE(o));
+    case 34: return nb_quadtree_insert(t, &infr, 1, NB_FILTER_ALL, ITEM_HANDLE(o));
+    case 35: return nb_quadtree_insert(t, &inv, 1, NB_FILTER_ALL, ITEM_HANDLE(o));
+    case 36: return nb_quadtree_insert(t, &inv_nan, 1, NB_FILTER_ALL, ITEM_HANDLE(o));
     // build
     case 40: return nb_quadtree_build(NULL, rects, 10, NULL, NULL, NULL);
     case 41: return nb_quadtree_build(t, NULL, 3, NULL, NULL, NULL);
@@ -161,123 +132,133 @@ static nbStatus qt_call(int id, QtFix *fx, QtOut *o)
     case 65: return nb_quadtree_get(t, fx->stale, NULL, NULL, NULL);
     case 66: return nb_quadtree_set(NULL, fx->live, 1, NB_FILTER_ALL);
     case 67: return nb_quadtree_set(t, fx->foreign, 1, NB_FILTER_ALL);
-    case 68: return nb_quadtree_visit_all(NULL, qt_on_hit, NULL);
+    case 68: return nb_quadtree_visit_all(NULL, item_on_hit, NULL);
     case 69: return nb_quadtree_visit_all(t, NULL, NULL);
     // window, point, radius
     case 70:
-        return nb_quadtree_query_box(NULL, NBT_RECT_BOX(&ok), NB_FILTER_ALL, hits, 128, &o->found);
-    case 71: return nb_quadtree_query_box(t, NULL, NB_FILTER_ALL, hits, 128, &o->found);
+        return nb_quadtree_query_box(NULL, NBT_RECT_BOX(&ok), NB_FILTER_ALL, hits, 128,
+                                     ITEM_FOUND(o));
+    case 71: return nb_quadtree_query_box(t, NULL, NB_FILTER_ALL, hits, 128, ITEM_FOUND(o));
     case 72: return nb_quadtree_query_box(t, NBT_RECT_BOX(&ok), NB_FILTER_ALL, hits, 128, NULL);
-    case 73: return nb_quadtree_query_box(t, NBT_RECT_BOX(&ok), NB_FILTER_ALL, NULL, 4, &o->found);
+    case 73:
+        return nb_quadtree_query_box(t, NBT_RECT_BOX(&ok), NB_FILTER_ALL, NULL, 4, ITEM_FOUND(o));
     case 74:
-        return nb_quadtree_query_box(t, NBT_RECT_BOX(&nanr), NB_FILTER_ALL, hits, 128, &o->found);
+        return nb_quadtree_query_box(t, NBT_RECT_BOX(&nanr), NB_FILTER_ALL, hits, 128,
+                                     ITEM_FOUND(o));
     case 75:
-        return nb_quadtree_query_box(t, NBT_RECT_BOX(&inv), NB_FILTER_ALL, hits, 128, &o->found);
-    case 76: return nb_quadtree_query_box(t, NBT_RECT_BOX(&ok), NB_FILTER_ALL, hits, -1, &o->found);
+        return nb_quadtree_query_box(t, NBT_RECT_BOX(&inv), NB_FILTER_ALL, hits, 128,
+                                     ITEM_FOUND(o));
+    case 76:
+        return nb_quadtree_query_box(t, NBT_RECT_BOX(&ok), NB_FILTER_ALL, hits, -1, ITEM_FOUND(o));
     case 77:
-        return nb_quadtree_query_box(t, NBT_RECT_BOX(&inv_nan), NB_FILTER_ALL, hits, -1, &o->found);
+        return nb_quadtree_query_box(t, NBT_RECT_BOX(&inv_nan), NB_FILTER_ALL, hits, -1,
+                                     ITEM_FOUND(o));
     case 78: return nb_quadtree_visit_box(t, NBT_RECT_BOX(&ok), NB_FILTER_ALL, NULL, NULL);
-    case 79: return nb_quadtree_visit_box(t, NBT_RECT_BOX(&nanr), NB_FILTER_ALL, qt_on_hit, NULL);
-    case 80: return nb_quadtree_visit_box(NULL, NBT_RECT_BOX(&ok), NB_FILTER_ALL, qt_on_hit, NULL);
-    case 81: return nb_quadtree_query_point(t, NULL, NB_FILTER_ALL, hits, 128, &o->found);
-    case 82: return nb_quadtree_query_point(t, pnan, NB_FILTER_ALL, hits, 128, &o->found);
-    case 83: return nb_quadtree_query_point(t, pinf, NB_FILTER_ALL, hits, 128, &o->found);
-    case 84: return nb_quadtree_query_point(t, p, NB_FILTER_ALL, hits, -1, &o->found);
-    case 85: return nb_quadtree_query_radius(t, pnan, 1.0, NB_FILTER_ALL, hits, 128, &o->found);
-    case 86: return nb_quadtree_query_radius(t, p, inf, NB_FILTER_ALL, hits, 128, &o->found);
-    case 87: return nb_quadtree_query_radius(t, p, -1.0, NB_FILTER_ALL, hits, 128, &o->found);
-    case 88: return nb_quadtree_query_radius(t, p, nan, NB_FILTER_ALL, hits, -1, &o->found);
-    case 89: return nb_quadtree_query_radius(t, NULL, 1.0, NB_FILTER_ALL, hits, 128, &o->found);
-    case 90: return nb_quadtree_visit_radius(t, p, -1.0, NB_FILTER_ALL, qt_on_hit, NULL);
+    case 79: return nb_quadtree_visit_box(t, NBT_RECT_BOX(&nanr), NB_FILTER_ALL, item_on_hit, NULL);
+    case 80:
+        return nb_quadtree_visit_box(NULL, NBT_RECT_BOX(&ok), NB_FILTER_ALL, item_on_hit, NULL);
+    case 81: return nb_quadtree_query_point(t, NULL, NB_FILTER_ALL, hits, 128, ITEM_FOUND(o));
+    case 82: return nb_quadtree_query_point(t, pnan, NB_FILTER_ALL, hits, 128, ITEM_FOUND(o));
+    case 83: return nb_quadtree_query_point(t, pinf, NB_FILTER_ALL, hits, 128, ITEM_FOUND(o));
+    case 84: return nb_quadtree_query_point(t, p, NB_FILTER_ALL, hits, -1, ITEM_FOUND(o));
+    case 85: return nb_quadtree_query_radius(t, pnan, 1.0, NB_FILTER_ALL, hits, 128, ITEM_FOUND(o));
+    case 86: return nb_quadtree_query_radius(t, p, inf, NB_FILTER_ALL, hits, 128, ITEM_FOUND(o));
+    case 87: return nb_quadtree_query_radius(t, p, -1.0, NB_FILTER_ALL, hits, 128, ITEM_FOUND(o));
+    case 88: return nb_quadtree_query_radius(t, p, nan, NB_FILTER_ALL, hits, -1, ITEM_FOUND(o));
+    case 89: return nb_quadtree_query_radius(t, NULL, 1.0, NB_FILTER_ALL, hits, 128, ITEM_FOUND(o));
+    case 90: return nb_quadtree_visit_radius(t, p, -1.0, NB_FILTER_ALL, item_on_hit, NULL);
     case 91: return nb_quadtree_visit_radius(t, p, 1.0, NB_FILTER_ALL, NULL, NULL);
-    case 92: return nb_quadtree_visit_radius(t, pnan, 1.0, NB_FILTER_ALL, qt_on_hit, NULL);
-    case 93: return nb_quadtree_visit_point(t, NULL, NB_FILTER_ALL, qt_on_hit, NULL);
-    case 94: return nb_quadtree_visit_point(t, pinf, NB_FILTER_ALL, qt_on_hit, NULL);
-    case 95: return nb_quadtree_visit_point(NULL, p, NB_FILTER_ALL, qt_on_hit, NULL);
+    case 92: return nb_quadtree_visit_radius(t, pnan, 1.0, NB_FILTER_ALL, item_on_hit, NULL);
+    case 93: return nb_quadtree_visit_point(t, NULL, NB_FILTER_ALL, item_on_hit, NULL);
+    case 94: return nb_quadtree_visit_point(t, pinf, NB_FILTER_ALL, item_on_hit, NULL);
+    case 95: return nb_quadtree_visit_point(NULL, p, NB_FILTER_ALL, item_on_hit, NULL);
     case 96: return nb_quadtree_visit_point(t, p, NB_FILTER_ALL, NULL, NULL);
     // kNN and rays
-    case 100: return nb_quadtree_knn(t, p, NB_FILTER_ALL, inf, NULL, 3, &o->found);
-    case 101: return nb_quadtree_knn(t, pnan, NB_FILTER_ALL, inf, nn, 3, &o->found);
-    case 102: return nb_quadtree_knn(t, p, NB_FILTER_ALL, nan, nn, 3, &o->found);
-    case 103: return nb_quadtree_knn(t, p, NB_FILTER_ALL, inf, nn, -1, &o->found);
-    case 104: return nb_quadtree_knn(t, p, NB_FILTER_ALL, -1.0, nn, 3, &o->found);
-    case 105: return nb_quadtree_knn(NULL, p, NB_FILTER_ALL, inf, nn, 3, &o->found);
+    case 100: return nb_quadtree_knn(t, p, NB_FILTER_ALL, inf, NULL, 3, ITEM_FOUND(o));
+    case 101: return nb_quadtree_knn(t, pnan, NB_FILTER_ALL, inf, nn, 3, ITEM_FOUND(o));
+    case 102: return nb_quadtree_knn(t, p, NB_FILTER_ALL, nan, nn, 3, ITEM_FOUND(o));
+    case 103: return nb_quadtree_knn(t, p, NB_FILTER_ALL, inf, nn, -1, ITEM_FOUND(o));
+    case 104: return nb_quadtree_knn(t, p, NB_FILTER_ALL, -1.0, nn, 3, ITEM_FOUND(o));
+    case 105: return nb_quadtree_knn(NULL, p, NB_FILTER_ALL, inf, nn, 3, ITEM_FOUND(o));
     case 106: return nb_quadtree_knn(t, p, NB_FILTER_ALL, inf, nn, 3, NULL);
-    case 107: return nb_quadtree_visit_knn(t, NULL, NB_FILTER_ALL, inf, 3, qt_on_nn, NULL);
-    case 108: return nb_quadtree_visit_knn(t, pnan, NB_FILTER_ALL, -1.0, 3, qt_on_nn, NULL);
-    case 109: return nb_quadtree_visit_knn(t, p, NB_FILTER_ALL, nan, -1, qt_on_nn, NULL);
-    case 97: return nb_quadtree_visit_knn(t, p, NB_FILTER_ALL, inf, -1, qt_on_nn, NULL);
+    case 107: return nb_quadtree_visit_knn(t, NULL, NB_FILTER_ALL, inf, 3, item_on_neighbor, NULL);
+    case 108: return nb_quadtree_visit_knn(t, pnan, NB_FILTER_ALL, -1.0, 3, item_on_neighbor, NULL);
+    case 109: return nb_quadtree_visit_knn(t, p, NB_FILTER_ALL, nan, -1, item_on_neighbor, NULL);
+    case 97: return nb_quadtree_visit_knn(t, p, NB_FILTER_ALL, inf, -1, item_on_neighbor, NULL);
     case 98: return nb_quadtree_visit_knn(t, p, NB_FILTER_ALL, -1.0, 3, NULL, NULL);
-    case 110: return nb_quadtree_raycast(t, p, dir, inf, NB_FILTER_ALL, NULL, &o->found);
-    case 111: return nb_quadtree_raycast(t, pnan, dir, inf, NB_FILTER_ALL, rays, &o->found);
-    case 112: return nb_quadtree_raycast(t, p, dinf, inf, NB_FILTER_ALL, rays, &o->found);
-    case 113: return nb_quadtree_raycast(t, p, dzero, inf, NB_FILTER_ALL, rays, &o->found);
-    case 114: return nb_quadtree_raycast(t, p, dir, nan, NB_FILTER_ALL, rays, &o->found);
-    case 115: return nb_quadtree_raycast(t, p, dir, -1.0, NB_FILTER_ALL, rays, &o->found);
-    case 116: return nb_quadtree_raycast(t, p, NULL, 1.0, NB_FILTER_ALL, rays, &o->found);
-    case 117: return nb_quadtree_raycast_all(t, p, dir, inf, NB_FILTER_ALL, rays, -1, &o->found);
-    case 118: return nb_quadtree_raycast_all(t, p, dzero, inf, NB_FILTER_ALL, rays, 16, &o->found);
-    case 119: return nb_quadtree_raycast_all(t, p, dir, inf, NB_FILTER_ALL, NULL, 4, &o->found);
+    case 110: return nb_quadtree_raycast(t, p, dir, inf, NB_FILTER_ALL, NULL, ITEM_FOUND(o));
+    case 111: return nb_quadtree_raycast(t, pnan, dir, inf, NB_FILTER_ALL, rays, ITEM_FOUND(o));
+    case 112: return nb_quadtree_raycast(t, p, dinf, inf, NB_FILTER_ALL, rays, ITEM_FOUND(o));
+    case 113: return nb_quadtree_raycast(t, p, dzero, inf, NB_FILTER_ALL, rays, ITEM_FOUND(o));
+    case 114: return nb_quadtree_raycast(t, p, dir, nan, NB_FILTER_ALL, rays, ITEM_FOUND(o));
+    case 115: return nb_quadtree_raycast(t, p, dir, -1.0, NB_FILTER_ALL, rays, ITEM_FOUND(o));
+    case 116: return nb_quadtree_raycast(t, p, NULL, 1.0, NB_FILTER_ALL, rays, ITEM_FOUND(o));
+    case 117:
+        return nb_quadtree_raycast_all(t, p, dir, inf, NB_FILTER_ALL, rays, -1, ITEM_FOUND(o));
+    case 118:
+        return nb_quadtree_raycast_all(t, p, dzero, inf, NB_FILTER_ALL, rays, 16, ITEM_FOUND(o));
+    case 119: return nb_quadtree_raycast_all(t, p, dir, inf, NB_FILTER_ALL, NULL, 4, ITEM_FOUND(o));
     case 120:
-        return nb_quadtree_raycast_all(t, pinf, dzero, inf, NB_FILTER_ALL, rays, -1, &o->found);
-    case 121: return nb_quadtree_raycast_all(NULL, p, dir, inf, NB_FILTER_ALL, rays, 16, &o->found);
+        return nb_quadtree_raycast_all(t, pinf, dzero, inf, NB_FILTER_ALL, rays, -1, ITEM_FOUND(o));
+    case 121:
+        return nb_quadtree_raycast_all(NULL, p, dir, inf, NB_FILTER_ALL, rays, 16, ITEM_FOUND(o));
     // pairs and cross pairs
-    case 130: return nb_quadtree_pairs(NULL, pairs, 1024, &o->found64);
+    case 130: return nb_quadtree_pairs(NULL, pairs, 1024, ITEM_FOUND64(o));
     case 131: return nb_quadtree_pairs(t, pairs, 1024, NULL);
-    case 132: return nb_quadtree_pairs(t, NULL, 5, &o->found64);
-    case 133: return nb_quadtree_pairs(t, pairs, -1, &o->found64);
-    case 134: return nb_quadtree_count_pairs(NULL, &o->found64);
+    case 132: return nb_quadtree_pairs(t, NULL, 5, ITEM_FOUND64(o));
+    case 133: return nb_quadtree_pairs(t, pairs, -1, ITEM_FOUND64(o));
+    case 134: return nb_quadtree_count_pairs(NULL, ITEM_FOUND64(o));
     case 135: return nb_quadtree_count_pairs(t, NULL);
     case 136: return nb_quadtree_visit_pairs(t, NULL, NULL);
-    case 137: return nb_quadtree_visit_pairs(NULL, qt_on_pair, NULL);
-    case 140: return nb_quadtree_cross_pairs(NULL, 1u, 2u, pairs, 1024, &o->found64);
-    case 141: return nb_quadtree_cross_pairs(t, 1u, 2u, NULL, 5, &o->found64);
-    case 142: return nb_quadtree_cross_pairs(t, 1u, 2u, pairs, -1, &o->found64);
+    case 137: return nb_quadtree_visit_pairs(NULL, item_on_pair, NULL);
+    case 140: return nb_quadtree_cross_pairs(NULL, 1u, 2u, pairs, 1024, ITEM_FOUND64(o));
+    case 141: return nb_quadtree_cross_pairs(t, 1u, 2u, NULL, 5, ITEM_FOUND64(o));
+    case 142: return nb_quadtree_cross_pairs(t, 1u, 2u, pairs, -1, ITEM_FOUND64(o));
     case 143: return nb_quadtree_count_cross_pairs(t, 1u, 2u, NULL);
-    case 144: return nb_quadtree_count_cross_pairs(NULL, 1u, 2u, &o->found64);
+    case 144: return nb_quadtree_count_cross_pairs(NULL, 1u, 2u, ITEM_FOUND64(o));
     case 145: return nb_quadtree_visit_cross_pairs(t, 1u, 2u, NULL, NULL);
-    case 146: return nb_quadtree_visit_cross_pairs(NULL, 1u, 2u, qt_on_pair, NULL);
+    case 146: return nb_quadtree_visit_cross_pairs(NULL, 1u, 2u, item_on_pair, NULL);
     // accepted edge values
     case 150:
         return nb_quadtree_query_box(t, &(nbBox){{-inf, -inf}, {inf, inf}}, NB_FILTER_ALL, hits,
-                                     128, &o->found);
-    case 151: return nb_quadtree_query_radius(t, p, -0.0, NB_FILTER_ALL, hits, 128, &o->found);
-    case 152: return nb_quadtree_knn(t, p, NB_FILTER_ALL, inf, NULL, 0, &o->found);
-    case 153: return nb_quadtree_raycast_all(t, p, dir, 0.0, NB_FILTER_ALL, NULL, 0, &o->found);
-    case 154: return nb_quadtree_count_pairs(t, &o->found64);
-    case 155: return nb_quadtree_count_cross_pairs(t, 0u, 0u, &o->found64);
+                                     128, ITEM_FOUND(o));
+    case 151: return nb_quadtree_query_radius(t, p, -0.0, NB_FILTER_ALL, hits, 128, ITEM_FOUND(o));
+    case 152: return nb_quadtree_knn(t, p, NB_FILTER_ALL, inf, NULL, 0, ITEM_FOUND(o));
+    case 153: return nb_quadtree_raycast_all(t, p, dir, 0.0, NB_FILTER_ALL, NULL, 0, ITEM_FOUND(o));
+    case 154: return nb_quadtree_count_pairs(t, ITEM_FOUND64(o));
+    case 155: return nb_quadtree_count_cross_pairs(t, 0u, 0u, ITEM_FOUND64(o));
     case 156: return nb_quadtree_reserve(t, 0);
     // move_many: every entry is checked before anything moves (*moved in o->found)
-    case 160: return nb_quadtree_move_many(NULL, &fx->live, &ok, 1, &o->found);
-    case 161: return nb_quadtree_move_many(t, NULL, &ok, 1, &o->found);
-    case 162: return nb_quadtree_move_many(t, &fx->live, NULL, 1, &o->found);
-    case 163: return nb_quadtree_move_many(t, &fx->live, &ok, -1, &o->found);
+    case 160: return nb_quadtree_move_many(NULL, &fx->live, &ok, 1, ITEM_FOUND(o));
+    case 161: return nb_quadtree_move_many(t, NULL, &ok, 1, ITEM_FOUND(o));
+    case 162: return nb_quadtree_move_many(t, &fx->live, NULL, 1, ITEM_FOUND(o));
+    case 163: return nb_quadtree_move_many(t, &fx->live, &ok, -1, ITEM_FOUND(o));
     case 164:
         return nb_quadtree_move_many(t, (nbHandle[]){fx->live, fx->stale}, (nbRect[]){ok, ok}, 2,
-                                     &o->found);
+                                     ITEM_FOUND(o));
     case 165:
         return nb_quadtree_move_many(t, (nbHandle[]){fx->live, fx->foreign}, (nbRect[]){ok, ok}, 2,
-                                     &o->found);
+                                     ITEM_FOUND(o));
     case 166:
         return nb_quadtree_move_many(t, (nbHandle[]){fx->live, NB_HANDLE_NULL}, (nbRect[]){ok, ok},
-                                     2, &o->found);
+                                     2, ITEM_FOUND(o));
     case 167:
         return nb_quadtree_move_many(t, (nbHandle[]){fx->live, fx->live}, (nbRect[]){ok, nanr}, 2,
-                                     &o->found);
+                                     ITEM_FOUND(o));
     case 168:
         return nb_quadtree_move_many(t, (nbHandle[]){fx->live, fx->live}, (nbRect[]){ok, inv}, 2,
-                                     &o->found);
+                                     ITEM_FOUND(o));
     case 169:
         return nb_quadtree_move_many(t, (nbHandle[]){fx->stale, fx->live}, (nbRect[]){ok, nanr}, 2,
-                                     &o->found);
-    case 170: return nb_quadtree_move_many(t, &fx->live, &inv_nan, 1, &o->found);
+                                     ITEM_FOUND(o));
+    case 170: return nb_quadtree_move_many(t, &fx->live, &inv_nan, 1, ITEM_FOUND(o));
     case 171:
         return nb_quadtree_move_many(t, (nbHandle[]){fx->live, fx->live}, (nbRect[]){infr, ok}, 2,
-                                     &o->found);
+                                     ITEM_FOUND(o));
     case 172:
         return nb_quadtree_move_many(t, (nbHandle[]){fx->live, (nbHandle){0xFFFFFFFFu}},
                                      (nbRect[]){ok, ok}, 2, NULL);
-    case 173: return nb_quadtree_move_many(t, NULL, NULL, 0, &o->found);
+    case 173: return nb_quadtree_move_many(t, NULL, NULL, 0, ITEM_FOUND(o));
     case 174: return nb_quadtree_move_many(t, NULL, NULL, 0, NULL);
     default: return NB_STATUS_COUNT;
     }
@@ -434,14 +415,19 @@ static const QtCase qt_cases[] = {
     {174, NB_OK},
 };
 
-int test_quadtree_table(void)
+static int qt_fixture(ItemFix *fx, int dim)
 {
-    QtFix fx;
+    (void)dim;
+    memset(fx, 0, sizeof *fx);
+    fx->dim = 2;
+    fix_rng = 7;
     nbQuadtreeDesc desc = {0};
     desc.split_threshold = 2;
-    NB_CHECK_OK(nb_quadtree_create(&desc, &fx.t));
-    nbQuadtree *other = NULL;
+    nbQuadtree *t = NULL, *other = NULL;
+    NB_CHECK_OK(nb_quadtree_create(&desc, &t));
+    fx->s = t;
     NB_CHECK_OK(nb_quadtree_create(&desc, &other));
+    fx->other = other;
     for (int i = 0; i < 40; i++) {
         const double x = fix_unit() * 100.0 - 50.0, y = fix_unit() * 100.0 - 50.0;
         const double w = i % 7 == 0 ? 0.0 : fix_unit() * 10.0;
@@ -449,65 +435,80 @@ int test_quadtree_table(void)
         const nbFilter f = i % 3 == 0   ? (nbFilter){1u, 2u}
                            : i % 3 == 1 ? (nbFilter){2u, 1u}
                                         : NB_FILTER_ALL;
-        NB_CHECK_OK(nb_quadtree_insert(fx.t, &r, (uint64_t)i, f, &fx.live));
+        NB_CHECK_OK(nb_quadtree_insert(t, &r, (uint64_t)i, f, &fx->live));
     }
     const nbRect far = {{1e300, 0.0}, {1e300, 1.0}}; // the outside list
     nbHandle h;
-    NB_CHECK_OK(nb_quadtree_insert(fx.t, &far, 99, NB_FILTER_ALL, &h));
-    NB_CHECK_OK(nb_quadtree_insert(fx.t, &far, 98, NB_FILTER_ALL, &fx.stale));
-    NB_CHECK_OK(nb_quadtree_remove(fx.t, fx.stale));
-    NB_CHECK_OK(nb_quadtree_insert(other, &far, 1, NB_FILTER_ALL, &fx.foreign));
-    const uint64_t base = qt_fingerprint(fx.t);
-    const int32_t count = nb_quadtree_count(fx.t);
+    NB_CHECK_OK(nb_quadtree_insert(t, &far, 99, NB_FILTER_ALL, &h));
+    NB_CHECK_OK(nb_quadtree_insert(t, &far, 98, NB_FILTER_ALL, &fx->stale));
+    NB_CHECK_OK(nb_quadtree_remove(t, fx->stale));
+    NB_CHECK_OK(nb_quadtree_insert(other, &far, 1, NB_FILTER_ALL, &fx->foreign));
+    fx->forged.bits = (fx->live.bits & ~(uint64_t)0xFFFFFFFFu) | 5000u;
+    return 0;
+}
+
+static void qt_fixture_free(ItemFix *fx)
+{
+    nb_quadtree_destroy(qt_of(fx));
+    nb_quadtree_destroy((nbQuadtree *)fx->other);
+}
+
+static nbStatus qt_validate(const ItemFix *fx)
+{
+    return nb_quadtree_validate(qt_of(fx));
+}
+
+static void qt_destroy(void *created)
+{
+    nb_quadtree_destroy((nbQuadtree *)created);
+}
+
+static const ItemKind qt_kind = {"quadtree",  qt_fixture,     qt_fixture_free,
+                                 qt_validate, qt_fingerprint, qt_destroy};
+
+static nbStatus qt_case_call(const ItemFix *fx, void *args, ItemOuts *o)
+{
+    qt_created = (nbQuadtree *)o->created;
+    const nbStatus st = qt_call(*(const int *)args, fx, o);
+    o->created = qt_created;
+    return st;
+}
+
+int test_quadtree_table(void)
+{
+    int failed = 0;
     for (size_t c = 0; c < sizeof qt_cases / sizeof qt_cases[0]; c++) {
-        QtOut o = {GARBAGE, GARBAGE, {QT_GARBAGE_BITS}, (nbQuadtree *)&o, false};
-        qt_calls = false;
-        const nbStatus st = qt_call(qt_cases[c].id, &fx, &o);
-        if (st != qt_cases[c].want) {
-            fprintf(stderr, "quadtree case %d: %s, expected %s\n", qt_cases[c].id,
-                    nb_status_str(st), nb_status_str(qt_cases[c].want));
-            return 1;
-        }
-        if (o.create_call) {
-            if (st == NB_OK) nb_quadtree_destroy(o.created);
-            NB_CHECK(st == NB_OK || o.created == NULL || o.created == (nbQuadtree *)&o);
-            NB_CHECK(qt_cases[c].id == 0 || qt_cases[c].id == 1 || st == NB_OK ||
-                     o.created == NULL);
-            continue;
-        }
-        NB_CHECK_OK(nb_quadtree_validate(fx.t));
-        NB_CHECK(nb_quadtree_count(fx.t) == count);
-        NB_CHECK(qt_fingerprint(fx.t) == base);
-        if (st != NB_OK) {
-            NB_CHECK(o.found == 0 || o.found == GARBAGE);
-            NB_CHECK(o.found64 == 0 || o.found64 == GARBAGE);
-            NB_CHECK(o.handle.bits == 0 || o.handle.bits == QT_GARBAGE_BITS);
-            NB_CHECK(!qt_calls);
-        }
+        int id = qt_cases[c].id;
+        char label[32];
+        snprintf(label, sizeof label, "case %d", id);
+        failed += item_case(&qt_kind, 2, label, qt_case_call, &id, qt_cases[c].want, false);
     }
+    NB_CHECK(failed == 0);
+    ItemFix fx;
+    NB_CHECK(qt_fixture(&fx, 2) == 0);
     // Outputs the calls above left as garbage because their pointer was the NULL one: each
     // found / handle output must be zeroed even when a later check fails.
     int32_t found = GARBAGE;
-    NB_CHECK_STATUS(nb_quadtree_query_box(fx.t, NULL, NB_FILTER_ALL, NULL, 0, &found),
+    NB_CHECK_STATUS(nb_quadtree_query_box(qt_of(&fx), NULL, NB_FILTER_ALL, NULL, 0, &found),
                     NB_ERR_NULL_ARG);
     NB_CHECK(found == 0);
-    nbHandle hh = {QT_GARBAGE_BITS};
+    nbHandle hh = {ITEM_GARBAGE_BITS};
     const nbRect bad = {{D_NAN, 0.0}, {1.0, 1.0}};
-    NB_CHECK_STATUS(nb_quadtree_insert(fx.t, &bad, 0, NB_FILTER_ALL, &hh), NB_ERR_NOT_FINITE);
+    NB_CHECK_STATUS(nb_quadtree_insert(qt_of(&fx), &bad, 0, NB_FILTER_ALL, &hh), NB_ERR_NOT_FINITE);
     NB_CHECK(hh.bits == 0);
     int32_t moved = GARBAGE; // a batch refused at any check says it moved nothing
     NB_CHECK_STATUS(nb_quadtree_move_many(NULL, NULL, NULL, 1, &moved), NB_ERR_NULL_ARG);
     NB_CHECK(moved == 0);
     moved = GARBAGE;
-    NB_CHECK_STATUS(nb_quadtree_move_many(fx.t, &fx.live, &bad, 1, &moved), NB_ERR_NOT_FINITE);
+    NB_CHECK_STATUS(nb_quadtree_move_many(qt_of(&fx), &fx.live, &bad, 1, &moved),
+                    NB_ERR_NOT_FINITE);
     NB_CHECK(moved == 0);
     moved = GARBAGE;
-    NB_CHECK_OK(nb_quadtree_move_many(fx.t, NULL, NULL, 0, &moved));
+    NB_CHECK_OK(nb_quadtree_move_many(qt_of(&fx), NULL, NULL, 0, &moved));
     NB_CHECK(moved == 0);
     NB_CHECK(nb_quadtree_count(NULL) == 0 && nb_quadtree_memory_bytes(NULL) == 0);
     nb_quadtree_clear(NULL);
     nb_quadtree_destroy(NULL);
-    nb_quadtree_destroy(other);
-    nb_quadtree_destroy(fx.t);
+    qt_fixture_free(&fx);
     return 0;
 }

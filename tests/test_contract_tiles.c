@@ -3,15 +3,14 @@
 #include "contract.h"
 
 // ---- the tile grid (include/nearby/tiles.h) ----
-// Its own small table runner, in the same spirit: each function's row lists its mutations
+// Each function's row lists its mutations
 // (required pointers NULL, non-finite inputs, out-of-range inputs, bad handles). On a 2D and a
 // 3D fixture grid (entities inside and outside the world, a removed one, waypoints) the runner
 // calls the function with its valid arguments (success), with each mutation alone (its status),
 // and with every pair of mutations of different kinds (the kind checked first wins: pointers,
 // then finiteness, then ranges, then handles; for functions that take a handle to act on, the
-// handle comes right after the pointers). Outputs start as garbage; after a failure each holds
-// its safe value (*found / *count 0, a null handle, *tile -1, *out of create NULL), no callback
-// ran, and the fixture validates and answers exactly as before.
+// handle comes right after the pointers). Each call is a case of the stored-item runner
+// (item_case, contract.h), which checks the outputs, the callbacks and the fixture.
 
 enum { TK_NULL, TK_FINITE, TK_RANGE, TK_HANDLE, TK_KINDS };
 enum { T_FIXN = 40, T_CAP = 64 };
@@ -40,34 +39,6 @@ typedef struct TArgs {
     nbTilesInfo *info;
 } TArgs;
 
-typedef struct TFix {
-    nbTiles *t, *other;
-    nbHandle live, stale, foreign, forged;
-    int dim;
-} TFix;
-
-static int t_visits;
-static bool t_on_hit(nbHit hit, void *user)
-{
-    (void)hit;
-    (void)user;
-    t_visits++;
-    return true;
-}
-static bool t_on_pair(nbHit a, nbHit b, void *user)
-{
-    (void)a;
-    (void)b;
-    (void)user;
-    t_visits++;
-    return true;
-}
-static bool t_on_neighbor(nbHit hit, double dist2, void *user)
-{
-    (void)dist2;
-    return t_on_hit(hit, user);
-}
-
 static nbTilesDesc t_desc(int dim)
 {
     nbTilesDesc d = {0};
@@ -84,40 +55,59 @@ static nbTilesDesc t_desc(int dim)
 
 static const nbFilter T_GROUP0 = {1u, 0xFFFFFFFFu};
 
-static int t_fixture(TFix *f, int dim)
+static nbTiles *t_of(const ItemFix *f)
+{
+    return (nbTiles *)f->s;
+}
+
+static int t_fixture(ItemFix *f, int dim)
 {
     memset(f, 0, sizeof *f);
     f->dim = dim;
     const nbTilesDesc d = t_desc(dim);
-    NB_CHECK_OK(nb_tiles_create(&d, &f->t));
-    NB_CHECK_OK(nb_tiles_create(&d, &f->other));
+    nbTiles *t = NULL, *other = NULL;
+    NB_CHECK_OK(nb_tiles_create(&d, &t));
+    NB_CHECK_OK(nb_tiles_create(&d, &other));
+    f->s = t;
+    f->other = other;
     fix_rng = 99;
     for (int i = 0; i < T_FIXN; i++) {
         double p[3] = {fix_unit() * 12.0 - 4.0, fix_unit() * 10.0 - 1.0, fix_unit() * 10.0 - 1.0};
         nbHandle h;
         // every fourth entity with a mask of its own, so that the masks are read
         const nbFilter ef = {1u << (i % 3), i % 4 == 3 ? 5u : 0xFFFFFFFFu};
-        NB_CHECK_OK(nb_tiles_insert(f->t, p, (uint64_t)i, ef, &h));
+        NB_CHECK_OK(nb_tiles_insert(t, p, (uint64_t)i, ef, &h));
         if (i == 0) f->live = h;
         if (i == 1) f->stale = h;
     }
-    NB_CHECK_OK(nb_tiles_remove(f->t, f->stale));
+    NB_CHECK_OK(nb_tiles_remove(t, f->stale));
     const double q[3] = {0.5, 0.5, 0.5};
-    NB_CHECK_OK(nb_tiles_insert(f->other, q, 0, T_GROUP0, &f->foreign));
+    NB_CHECK_OK(nb_tiles_insert(other, q, 0, T_GROUP0, &f->foreign));
     f->forged.bits = (f->live.bits & ~(uint64_t)0xFFFFFFFFu) | 5000u;
     const double w[6] = {0, 2, 1, 3, 5, 4};
-    NB_CHECK_OK(nb_tiles_add_waypoints(f->t, w, NULL, 2));
+    NB_CHECK_OK(nb_tiles_add_waypoints(t, w, NULL, 2));
     return 0;
 }
 
-static void t_fixture_free(TFix *f)
+static void t_fixture_free(ItemFix *f)
 {
-    nb_tiles_destroy(f->t);
-    nb_tiles_destroy(f->other);
+    nb_tiles_destroy(t_of(f));
+    nb_tiles_destroy((nbTiles *)f->other);
 }
 
-static uint64_t t_answers(const nbTiles *t)
+static void t_destroy(void *created)
 {
+    nb_tiles_destroy((nbTiles *)created);
+}
+
+static nbStatus t_validate(const ItemFix *f)
+{
+    return nb_tiles_validate(t_of(f));
+}
+
+static uint64_t t_answers(const ItemFix *f)
+{
+    const nbTiles *t = t_of(f);
     static nbHit hits[T_FIXN];
     int32_t found = 0;
     const double c[3] = {1.0, 3.0, 2.0};
@@ -130,7 +120,8 @@ static uint64_t t_answers(const nbTiles *t)
     return h;
 }
 
-// Valid arguments, pointing into `store`.
+// Valid arguments, pointing into `store` (the outputs a row checks then point into the runner's,
+// t_outputs).
 typedef struct TStore {
     nbHit hits[T_CAP];
     nbHitNeighbor nn[T_CAP];
@@ -148,10 +139,10 @@ static const double T_POS[3] = {1.0, 2.0, 3.0};
 static const double T_WPTS[6] = {1.0, 2.0, 3.0, 4.0, 5.0, 6.0};
 static const uint64_t T_IDS[2] = {7, 8};
 
-static void t_defaults(TArgs *a, const TFix *f, TStore *s)
+static void t_defaults(TArgs *a, const ItemFix *f, TStore *s)
 {
     memset(a, 0, sizeof *a);
-    a->t = f->t;
+    a->t = t_of(f);
     a->pos = T_POS;
     a->radius = 2.0;
     a->maxd = D_INF;
@@ -174,9 +165,9 @@ static void t_defaults(TArgs *a, const TFix *f, TStore *s)
     a->tile_out = &s->tile_out;
     a->found64 = &s->found64;
     a->hout = &s->hout;
-    a->fn = t_on_hit;
-    a->pfn = t_on_pair;
-    a->kfn = t_on_neighbor;
+    a->fn = item_on_hit;
+    a->pfn = item_on_pair;
+    a->kfn = item_on_neighbor;
     a->ids = T_IDS;
     a->info = &s->info;
     s->desc = t_desc(f->dim);
@@ -189,11 +180,11 @@ static void t_defaults(TArgs *a, const TFix *f, TStore *s)
 typedef struct TMut {
     const char *name;
     int kind;
-    void (*fn)(TArgs *a, const TFix *f, TStore *s);
+    void (*fn)(TArgs *a, const ItemFix *f, TStore *s);
 } TMut;
 
 #define TMUT(id, body)                                                                             \
-    static void id(TArgs *a, const TFix *f, TStore *s)                                             \
+    static void id(TArgs *a, const ItemFix *f, TStore *s)                                          \
     {                                                                                              \
         (void)a;                                                                                   \
         (void)f;                                                                                   \
@@ -488,23 +479,54 @@ static int t_rank(const TRow *row, int kind)
 static const nbStatus t_status[TK_KINDS] = {NB_ERR_NULL_ARG, NB_ERR_NOT_FINITE, NB_ERR_OUT_OF_RANGE,
                                             NB_ERR_BAD_HANDLE};
 
+static const ItemKind t_kind = {"tiles",    t_fixture, t_fixture_free,
+                                t_validate, t_answers, t_destroy};
+
+// A row's call with mutations m1 and m2 (-1: none).
+typedef struct TCase {
+    const TRow *row;
+    int m1, m2;
+} TCase;
+
+// The row's outputs as the runner's, unless a mutation passed NULL for them.
+static void t_outputs(TArgs *a, unsigned outs, ItemOuts *o, nbTiles **created)
+{
+    if ((outs & TO_FOUND) && a->found != NULL) a->found = ITEM_FOUND(o);
+    if ((outs & TO_FOUND64) && a->found64 != NULL) a->found64 = ITEM_FOUND64(o);
+    if ((outs & TO_HOUT) && a->hout != NULL) a->hout = ITEM_HANDLE(o);
+    if ((outs & TO_TILE) && a->tile_out != NULL) a->tile_out = ITEM_TILE(o);
+    if ((outs & TO_CREATE) && a->create_out != NULL) {
+        o->passed |= IO_CREATE;
+        a->create_out = created;
+    }
+}
+
+static nbStatus t_call(const ItemFix *f, void *args, ItemOuts *o)
+{
+    const TCase *c = (const TCase *)args;
+    const TRow *row = c->row;
+    TArgs a;
+    static TStore s;
+    t_defaults(&a, f, &s);
+    // Apply the mutation checked later first, so that on a shared field the earlier one stays.
+    int first = c->m1, second = c->m2;
+    if (first >= 0 && second >= 0 &&
+        t_rank(row, row->muts[first].kind) < t_rank(row, row->muts[second].kind)) {
+        first = c->m2;
+        second = c->m1;
+    }
+    if (first >= 0) row->muts[first].fn(&a, f, &s);
+    if (second >= 0) row->muts[second].fn(&a, f, &s);
+    nbTiles *created = (nbTiles *)o->created;
+    t_outputs(&a, row->outs, o, &created);
+    const nbStatus st = row->call(&a);
+    o->created = created;
+    return st;
+}
+
 // One call with mutations m1 and m2 (-1: none) on a fresh fixture.
 static int t_case(const TRow *row, int dim, int m1, int m2)
 {
-    TFix f;
-    if (t_fixture(&f, dim)) return 1;
-    const uint64_t before = t_answers(f.t);
-    TArgs a;
-    static TStore s;
-    t_defaults(&a, &f, &s);
-    // Apply the mutation checked later first, so that on a shared field the earlier one stays.
-    int first = m1, second = m2;
-    if (m1 >= 0 && m2 >= 0 && t_rank(row, row->muts[m1].kind) < t_rank(row, row->muts[m2].kind)) {
-        first = m2;
-        second = m1;
-    }
-    if (first >= 0) row->muts[first].fn(&a, &f, &s);
-    if (second >= 0) row->muts[second].fn(&a, &f, &s);
     nbStatus want = NB_OK;
     if (m1 >= 0) {
         int kind = row->muts[m1].kind;
@@ -512,35 +534,12 @@ static int t_case(const TRow *row, int dim, int m1, int m2)
             kind = row->muts[m2].kind;
         want = t_status[kind];
     }
-    s.found = GARBAGE;
-    s.found64 = GARBAGE;
-    s.hout.bits = 12345;
-    s.tile_out = GARBAGE;
-    s.created = (nbTiles *)(uintptr_t)16;
-    t_visits = 0;
-    const nbStatus st = row->call(&a);
-    if (st != want) {
-        fprintf(stderr, "%s (%dD) with %s%s%s: %s, expected %s\n", row->name, dim,
-                m1 >= 0 ? row->muts[m1].name : "nothing", m2 >= 0 ? " + " : "",
-                m2 >= 0 ? row->muts[m2].name : "", nb_status_str(st), nb_status_str(want));
-        t_fixture_free(&f);
-        return 1;
-    }
-    if (want == NB_OK) {
-        if (row->outs & TO_CREATE) nb_tiles_destroy(s.created);
-        NB_CHECK_OK(nb_tiles_validate(f.t));
-        if (!(row->outs & TO_MUTATES)) NB_CHECK(t_answers(f.t) == before);
-    } else {
-        if ((row->outs & TO_FOUND) && a.found != NULL) NB_CHECK(s.found == 0);
-        if ((row->outs & TO_FOUND64) && a.found64 != NULL) NB_CHECK(s.found64 == 0);
-        if ((row->outs & TO_HOUT) && a.hout != NULL) NB_CHECK(s.hout.bits == 0);
-        if ((row->outs & TO_TILE) && a.tile_out != NULL) NB_CHECK(s.tile_out == -1);
-        if ((row->outs & TO_CREATE) && a.create_out != NULL) NB_CHECK(s.created == NULL);
-        NB_CHECK(t_visits == 0);
-        NB_CHECK(t_answers(f.t) == before);
-    }
-    t_fixture_free(&f);
-    return 0;
+    char label[160];
+    snprintf(label, sizeof label, "%s with %s%s%s", row->name,
+             m1 >= 0 ? row->muts[m1].name : "nothing", m2 >= 0 ? " + " : "",
+             m2 >= 0 ? row->muts[m2].name : "");
+    TCase c = {row, m1, m2};
+    return item_case(&t_kind, dim, label, t_call, &c, want, (row->outs & TO_MUTATES) != 0);
 }
 
 // A NULL buffer with a negative size is a size error (a NULL buffer is only refused when it
@@ -592,24 +591,25 @@ int test_tiles_null_tolerant(void)
     NB_CHECK(nb_tiles_count(NULL) == 0 && nb_tiles_waypoint_count(NULL) == 0);
     NB_CHECK(nb_tiles_memory_bytes(NULL) == 0);
     NB_CHECK_STATUS(nb_tiles_validate(NULL), NB_ERR_NULL_ARG);
-    TFix f;
+    ItemFix f;
     if (t_fixture(&f, 2)) return 1;
-    NB_CHECK(nb_tiles_memory_bytes(f.t) > 0);
+    nbTiles *t = t_of(&f);
+    NB_CHECK(nb_tiles_memory_bytes(t) > 0);
     nbHit h0[T_FIXN], h1[T_FIXN];
     int32_t n0 = 0, n1 = 0;
     const double p[2] = {-0.0, 2.0}, q[2] = {0.0, 2.0};
-    NB_CHECK_OK(nb_tiles_query_radius(f.t, p, -0.0, NB_FILTER_ALL, h0, T_FIXN, &n0));
-    NB_CHECK_OK(nb_tiles_query_radius(f.t, q, 0.0, NB_FILTER_ALL, h1, T_FIXN, &n1));
+    NB_CHECK_OK(nb_tiles_query_radius(t, p, -0.0, NB_FILTER_ALL, h0, T_FIXN, &n0));
+    NB_CHECK_OK(nb_tiles_query_radius(t, q, 0.0, NB_FILTER_ALL, h1, T_FIXN, &n1));
     NB_CHECK(n0 == n1 && memcmp(h0, h1, (size_t)n0 * sizeof(nbHit)) == 0);
-    NB_CHECK_STATUS(nb_tiles_query_radius(f.t, q, 50.0, NB_FILTER_ALL, NULL, 0, &n0),
+    NB_CHECK_STATUS(nb_tiles_query_radius(t, q, 50.0, NB_FILTER_ALL, NULL, 0, &n0),
                     NB_ERR_BUFFER_TOO_SMALL); // NULL out with capacity 0 counts
     NB_CHECK(n0 == T_FIXN - 1);
-    nb_tiles_clear_waypoints(f.t);
-    NB_CHECK(nb_tiles_waypoint_count(f.t) == 0);
-    nb_tiles_clear(f.t);
-    NB_CHECK(nb_tiles_count(f.t) == 0);
-    NB_CHECK_OK(nb_tiles_validate(f.t));
-    NB_CHECK_STATUS(nb_tiles_move(f.t, f.live, q), NB_ERR_BAD_HANDLE);
+    nb_tiles_clear_waypoints(t);
+    NB_CHECK(nb_tiles_waypoint_count(t) == 0);
+    nb_tiles_clear(t);
+    NB_CHECK(nb_tiles_count(t) == 0);
+    NB_CHECK_OK(nb_tiles_validate(t));
+    NB_CHECK_STATUS(nb_tiles_move(t, f.live, q), NB_ERR_BAD_HANDLE);
     t_fixture_free(&f);
     return 0;
 }
