@@ -1051,6 +1051,23 @@ nbStatus nb_quadtree_raycast(const nbQuadtree *q, const double *origin, const do
     return NB_OK;
 }
 
+// Every hit of the ray into a heap of `cap` entries at key / hit (`stride` bytes apart), nearest
+// first; returns how many there are.
+static int64_t nbi_ray_all(const nbQuadtree *q, const nbiRay *ray, double max_distance,
+                           nbFilter filter, double *key, nbHit *hit, size_t stride, int32_t cap)
+{
+    nbiQtHeap h;
+    h.key = key;
+    h.hit = hit;
+    h.stride = stride;
+    h.cap = cap;
+    h.n = 0;
+    h.total = 0;
+    nbi_nearest(q, NBI_N_RAY, NULL, ray, max_distance, true, filter, &h);
+    nbi_heap_sort(&h);
+    return h.total;
+}
+
 nbStatus nb_quadtree_raycast_all(const nbQuadtree *q, const double *origin, const double *direction,
                                  double max_distance, nbFilter filter, nbRayHit *out,
                                  int32_t capacity, int32_t *found)
@@ -1064,18 +1081,45 @@ nbStatus nb_quadtree_raycast_all(const nbQuadtree *q, const double *origin, cons
     if (st != NB_OK) return st;
     if (capacity < 0) return NB_ERR_OUT_OF_RANGE;
     nbRayHit dummy;
-    nbiQtHeap h;
-    h.key = capacity > 0 ? &out[0].t : &dummy.t;
-    h.hit = capacity > 0 ? &out[0].hit : &dummy.hit;
-    h.stride = sizeof *out;
-    h.cap = capacity;
-    h.n = 0;
-    h.total = 0;
-    nbi_nearest(q, NBI_N_RAY, NULL, &ray, max_distance, true, filter, &h);
-    nbi_heap_sort(&h);
-    if (h.total > INT32_MAX) return NB_ERR_INTERNAL; // cannot happen: at most 2^28 rectangles
-    *found = (int32_t)h.total;
-    return h.total > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
+    nbRayHit *at = capacity > 0 ? out : &dummy;
+    const int64_t total =
+        nbi_ray_all(q, &ray, max_distance, filter, &at->t, &at->hit, sizeof *out, capacity);
+    if (total > INT32_MAX) return NB_ERR_INTERNAL; // cannot happen: at most 2^28 rectangles
+    *found = (int32_t)total;
+    return total > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
+}
+
+// The callback form's cast, on the heap nbi_visit_hit_knn gives it (t in place of dist2).
+typedef struct nbiQtRayAsk {
+    const nbQuadtree *q;
+    const nbiRay *ray;
+    double max_distance;
+    nbFilter filter;
+} nbiQtRayAsk;
+
+static nbStatus nbi_qt_ray_ask(const void *ctx, nbHitNeighbor *out, int32_t k, int32_t *found)
+{
+    const nbiQtRayAsk *a = (const nbiQtRayAsk *)ctx;
+    const int64_t total = nbi_ray_all(a->q, a->ray, a->max_distance, a->filter, &out->dist2,
+                                      &out->hit, sizeof *out, k);
+    *found = (int32_t)(total < k ? total : k);
+    return NB_OK;
+}
+
+nbStatus nb_quadtree_visit_raycast_all(const nbQuadtree *q, const double *origin,
+                                       const double *direction, double max_distance,
+                                       nbFilter filter, nbRayHitFn *visit, void *user)
+{
+    if (q == NULL || origin == NULL || direction == NULL || visit == NULL) return NB_ERR_NULL_ARG;
+    nbiRay ray;
+    const nbStatus st = nbi_ray_make(origin, direction, max_distance, &ray);
+    if (st != NB_OK) return st;
+    // A counting cast first, so that the heap then holds every hit in the order they are visited.
+    nbHitNeighbor none;
+    const int64_t total =
+        nbi_ray_all(q, &ray, max_distance, filter, &none.dist2, &none.hit, sizeof none, 0);
+    const nbiQtRayAsk ask = {q, &ray, max_distance, filter};
+    return nbi_visit_hit_knn(&q->alloc, (int32_t)total, nbi_qt_ray_ask, &ask, visit, user);
 }
 
 // ---- pairs ----

@@ -599,8 +599,10 @@ nbStatus nb_tiles_tile_of(const nbTiles *tiles, const double *pos, int32_t *tile
     return NB_OK;
 }
 
-static nbStatus nbi_neighbors(const nbTiles *t, int32_t tile, const int64_t k[2], int32_t *out,
-                              int32_t capacity, int32_t *found)
+// The tiles within k[0] x k[1] rings of `tile` (checked), row-major: into out (counting past its
+// capacity) or, with a visitor, to it until it stops.
+static nbStatus nbi_neighbor_tiles(const nbTiles *t, int32_t tile, const int64_t k[2], int32_t *out,
+                                   int32_t capacity, int32_t *found, nbVisitFn *visit, void *user)
 {
     const int32_t c[2] = {tile % t->nt[0], tile / t->nt[0]};
     int32_t lo[2], hi[2];
@@ -610,24 +612,45 @@ static nbStatus nbi_neighbors(const nbTiles *t, int32_t tile, const int64_t k[2]
     }
     int32_t n = 0;
     for (int32_t y = lo[1]; y <= hi[1]; y++)
-        for (int32_t x = lo[0]; x <= hi[0]; x++, n++)
+        for (int32_t x = lo[0]; x <= hi[0]; x++, n++) {
+            if (visit != NULL && !visit(x + t->nt[0] * y, user)) return NB_OK;
             if (n < capacity) out[n] = x + t->nt[0] * y;
+        }
+    if (visit != NULL) return NB_OK;
     *found = n;
     return n > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
 }
 
-nbStatus nb_tiles_neighbors(const nbTiles *tiles, int32_t tile, int32_t rings, int32_t *out,
-                            int32_t capacity, int32_t *found)
+// The rings per axis that cover `radius` (finite, >= 0) from any point of a tile.
+static void nbi_radius_rings(const nbTiles *t, double radius, int64_t k[2])
+{
+    for (int a = 0; a < 2; a++) {
+        const double r = ceil(radius / t->edge[a]);
+        k[a] = r < (double)t->nt[a] ? (int64_t)r : t->nt[a];
+    }
+}
+
+nbStatus nb_tiles_neighbor_tiles(const nbTiles *tiles, int32_t tile, int32_t rings, int32_t *out,
+                                 int32_t capacity, int32_t *found)
 {
     if (found != NULL) *found = 0;
     if (tiles == NULL || found == NULL || (out == NULL && capacity > 0)) return NB_ERR_NULL_ARG;
     if (tile < 0 || tile >= tiles->ntiles || rings < 0 || capacity < 0) return NB_ERR_OUT_OF_RANGE;
     const int64_t k[2] = {rings, rings};
-    return nbi_neighbors(tiles, tile, k, out, capacity, found);
+    return nbi_neighbor_tiles(tiles, tile, k, out, capacity, found, NULL, NULL);
 }
 
-nbStatus nb_tiles_neighbors_radius(const nbTiles *tiles, int32_t tile, double radius, int32_t *out,
-                                   int32_t capacity, int32_t *found)
+nbStatus nb_tiles_visit_neighbor_tiles(const nbTiles *tiles, int32_t tile, int32_t rings,
+                                       nbVisitFn *visit, void *user)
+{
+    if (tiles == NULL || visit == NULL) return NB_ERR_NULL_ARG;
+    if (tile < 0 || tile >= tiles->ntiles || rings < 0) return NB_ERR_OUT_OF_RANGE;
+    const int64_t k[2] = {rings, rings};
+    return nbi_neighbor_tiles(tiles, tile, k, NULL, 0, NULL, visit, user);
+}
+
+nbStatus nb_tiles_neighbor_tiles_radius(const nbTiles *tiles, int32_t tile, double radius,
+                                        int32_t *out, int32_t capacity, int32_t *found)
 {
     if (found != NULL) *found = 0;
     if (tiles == NULL || found == NULL || (out == NULL && capacity > 0)) return NB_ERR_NULL_ARG;
@@ -635,11 +658,19 @@ nbStatus nb_tiles_neighbors_radius(const nbTiles *tiles, int32_t tile, double ra
     if (radius < 0.0 || tile < 0 || tile >= tiles->ntiles || capacity < 0)
         return NB_ERR_OUT_OF_RANGE;
     int64_t k[2];
-    for (int a = 0; a < 2; a++) {
-        const double r = ceil(radius / tiles->edge[a]);
-        k[a] = r < (double)tiles->nt[a] ? (int64_t)r : tiles->nt[a];
-    }
-    return nbi_neighbors(tiles, tile, k, out, capacity, found);
+    nbi_radius_rings(tiles, radius, k);
+    return nbi_neighbor_tiles(tiles, tile, k, out, capacity, found, NULL, NULL);
+}
+
+nbStatus nb_tiles_visit_neighbor_tiles_radius(const nbTiles *tiles, int32_t tile, double radius,
+                                              nbVisitFn *visit, void *user)
+{
+    if (tiles == NULL || visit == NULL) return NB_ERR_NULL_ARG;
+    if (!isfinite(radius)) return NB_ERR_NOT_FINITE;
+    if (radius < 0.0 || tile < 0 || tile >= tiles->ntiles) return NB_ERR_OUT_OF_RANGE;
+    int64_t k[2];
+    nbi_radius_rings(tiles, radius, k);
+    return nbi_neighbor_tiles(tiles, tile, k, NULL, 0, NULL, visit, user);
 }
 
 // Hits into the caller's buffer (counting past its capacity) or visitor.

@@ -718,6 +718,7 @@ extern int item_visits;
 bool item_on_hit(nbHit hit, void *user);
 bool item_on_pair(nbHit a, nbHit b, void *user);
 bool item_on_neighbor(nbHit hit, double dist2, void *user);
+bool item_on_index(int32_t index, void *user);
 
 // One case: `call(fixture, args, outputs)` on a fresh fixture of `dim` must return `want`;
 // `mutates`: a success may change the fixture. Prints what is wrong under `label`; 0 when right.

@@ -378,6 +378,14 @@ bool item_on_neighbor(nbHit hit, double dist2, void *user)
     return item_on_hit(hit, user);
 }
 
+bool item_on_index(int32_t index, void *user)
+{
+    (void)index;
+    (void)user;
+    item_visits++;
+    return true;
+}
+
 // The outputs of `o` the call was given that do not hold their safe values, as IO_* bits.
 static unsigned item_unsafe(const ItemOuts *o)
 {

@@ -202,6 +202,26 @@ static nbStatus qt_call(int id, const ItemFix *fx, ItemOuts *o)
         return nb_quadtree_raycast_all(t, pinf, dzero, inf, NB_FILTER_ALL, rays, -1, ITEM_FOUND(o));
     case 121:
         return nb_quadtree_raycast_all(NULL, p, dir, inf, NB_FILTER_ALL, rays, 16, ITEM_FOUND(o));
+    case 122:
+        return nb_quadtree_visit_raycast_all(NULL, p, dir, inf, NB_FILTER_ALL, item_on_neighbor,
+                                             NULL);
+    case 123: return nb_quadtree_visit_raycast_all(t, p, dir, inf, NB_FILTER_ALL, NULL, NULL);
+    case 124:
+        return nb_quadtree_visit_raycast_all(t, pnan, dir, -1.0, NB_FILTER_ALL, item_on_neighbor,
+                                             NULL);
+    case 125:
+        return nb_quadtree_visit_raycast_all(t, p, dzero, inf, NB_FILTER_ALL, item_on_neighbor,
+                                             NULL);
+    case 126:
+        return nb_quadtree_visit_raycast_all(t, p, dir, nan, NB_FILTER_ALL, item_on_neighbor, NULL);
+    case 127:
+        return nb_quadtree_visit_raycast_all(t, p, dir, -1.0, NB_FILTER_ALL, item_on_neighbor,
+                                             NULL);
+    case 128:
+        return nb_quadtree_visit_raycast_all(t, p, NULL, 1.0, NB_FILTER_ALL, item_on_neighbor,
+                                             NULL);
+    case 129:
+        return nb_quadtree_visit_raycast_all(t, p, dir, 0.0, NB_FILTER_ALL, item_on_neighbor, NULL);
     // pairs and cross pairs
     case 130: return nb_quadtree_pairs(NULL, pairs, 1024, ITEM_FOUND64(o));
     case 131: return nb_quadtree_pairs(t, pairs, 1024, NULL);
@@ -376,6 +396,14 @@ static const QtCase qt_cases[] = {
     {119, NB_ERR_NULL_ARG},
     {120, NB_ERR_NOT_FINITE},
     {121, NB_ERR_NULL_ARG},
+    {122, NB_ERR_NULL_ARG},
+    {123, NB_ERR_NULL_ARG},
+    {124, NB_ERR_NOT_FINITE},
+    {125, NB_ERR_OUT_OF_RANGE},
+    {126, NB_ERR_NOT_FINITE},
+    {127, NB_ERR_OUT_OF_RANGE},
+    {128, NB_ERR_NULL_ARG},
+    {129, NB_OK},
     {130, NB_ERR_NULL_ARG},
     {131, NB_ERR_NULL_ARG},
     {132, NB_ERR_NULL_ARG},

@@ -32,6 +32,7 @@ typedef struct TArgs {
     nbHitFn *fn;
     nbHitPairFn *pfn;
     nbHitNeighborFn *kfn;
+    nbVisitFn *vfn; // tile numbers
     const uint64_t *ids;
     const nbTilesDesc *desc;
     nbTiles **create_out;
@@ -168,6 +169,7 @@ static void t_defaults(TArgs *a, const ItemFix *f, TStore *s)
     a->fn = item_on_hit;
     a->pfn = item_on_pair;
     a->kfn = item_on_neighbor;
+    a->vfn = item_on_index;
     a->ids = T_IDS;
     a->info = &s->info;
     s->desc = t_desc(f->dim);
@@ -206,6 +208,7 @@ TMUT(tm_hout_null, a->hout = NULL)
 TMUT(tm_fn_null, a->fn = NULL)
 TMUT(tm_pfn_null, a->pfn = NULL)
 TMUT(tm_kfn_null, a->kfn = NULL)
+TMUT(tm_vfn_null, a->vfn = NULL)
 TMUT(tm_info_null, a->info = NULL)
 TMUT(tm_desc_null, a->desc = NULL)
 TMUT(tm_create_out_null, a->create_out = NULL)
@@ -311,6 +314,15 @@ static const TMut tmuts_neighbors_radius[] = {
     TM(tm_radius_nan, TK_FINITE), TM(tm_radius_inf, TK_FINITE), TM(tm_tile_neg, TK_RANGE),
     TM(tm_tile_past, TK_RANGE),   TM(tm_radius_neg, TK_RANGE),  TM(tm_cap_neg, TK_RANGE),
 };
+static const TMut tmuts_visit_neighbor_tiles[] = {
+    TM(tm_t_null, TK_NULL),     TM(tm_vfn_null, TK_NULL),   TM(tm_tile_neg, TK_RANGE),
+    TM(tm_tile_past, TK_RANGE), TM(tm_rings_neg, TK_RANGE),
+};
+static const TMut tmuts_visit_neighbor_tiles_radius[] = {
+    TM(tm_t_null, TK_NULL),       TM(tm_vfn_null, TK_NULL),  TM(tm_radius_nan, TK_FINITE),
+    TM(tm_radius_inf, TK_FINITE), TM(tm_tile_neg, TK_RANGE), TM(tm_tile_past, TK_RANGE),
+    TM(tm_radius_neg, TK_RANGE),
+};
 static const TMut tmuts_visit_tile[] = {TM(tm_t_null, TK_NULL), TM(tm_fn_null, TK_NULL),
                                         TM(tm_tile_neg, TK_RANGE), TM(tm_tile_past, TK_RANGE)};
 static const TMut tmuts_query_radius[] = {
@@ -395,9 +407,13 @@ TCALL(tc_remove, nb_tiles_remove(a->t, a->h))
 TCALL(tc_get, nb_tiles_get(a->t, a->h, a->get_pos, NULL, NULL))
 TCALL(tc_set, nb_tiles_set(a->t, a->h, 4, a->filter))
 TCALL(tc_tile_of, nb_tiles_tile_of(a->t, a->pos, a->tile_out))
-TCALL(tc_neighbors, nb_tiles_neighbors(a->t, a->tile, a->rings, a->tiles_out, a->cap, a->found))
+TCALL(tc_neighbors,
+      nb_tiles_neighbor_tiles(a->t, a->tile, a->rings, a->tiles_out, a->cap, a->found))
 TCALL(tc_neighbors_radius,
-      nb_tiles_neighbors_radius(a->t, a->tile, a->radius, a->tiles_out, a->cap, a->found))
+      nb_tiles_neighbor_tiles_radius(a->t, a->tile, a->radius, a->tiles_out, a->cap, a->found))
+TCALL(tc_visit_neighbor_tiles, nb_tiles_visit_neighbor_tiles(a->t, a->tile, a->rings, a->vfn, NULL))
+TCALL(tc_visit_neighbor_tiles_radius,
+      nb_tiles_visit_neighbor_tiles_radius(a->t, a->tile, a->radius, a->vfn, NULL))
 TCALL(tc_visit_tile, nb_tiles_visit_tile(a->t, a->tile, a->qf, a->fn, NULL))
 TCALL(tc_query_radius,
       nb_tiles_query_radius(a->t, a->pos, a->radius, a->qf, a->hits, a->cap, a->found))
@@ -443,9 +459,13 @@ static const TRow t_rows[] = {
     {"nb_tiles_get", tc_get, TLIST(tmuts_handle), 0, true},
     {"nb_tiles_set", tc_set, TLIST(tmuts_set), TO_MUTATES, true},
     {"nb_tiles_tile_of", tc_tile_of, TLIST(tmuts_tile_of), TO_TILE, false},
-    {"nb_tiles_neighbors", tc_neighbors, TLIST(tmuts_neighbors), TO_FOUND, false},
-    {"nb_tiles_neighbors_radius", tc_neighbors_radius, TLIST(tmuts_neighbors_radius), TO_FOUND,
+    {"nb_tiles_neighbor_tiles", tc_neighbors, TLIST(tmuts_neighbors), TO_FOUND, false},
+    {"nb_tiles_neighbor_tiles_radius", tc_neighbors_radius, TLIST(tmuts_neighbors_radius), TO_FOUND,
      false},
+    {"nb_tiles_visit_neighbor_tiles", tc_visit_neighbor_tiles, TLIST(tmuts_visit_neighbor_tiles), 0,
+     false},
+    {"nb_tiles_visit_neighbor_tiles_radius", tc_visit_neighbor_tiles_radius,
+     TLIST(tmuts_visit_neighbor_tiles_radius), 0, false},
     {"nb_tiles_visit_tile", tc_visit_tile, TLIST(tmuts_visit_tile), 0, false},
     {"nb_tiles_query_radius", tc_query_radius, TLIST(tmuts_query_radius), TO_FOUND, false},
     {"nb_tiles_visit_radius", tc_visit_radius, TLIST(tmuts_visit_radius), 0, false},

@@ -124,10 +124,11 @@ typedef struct PairCheck {
     int64_t n, cap;
 } PairCheck;
 
-// nb_quadtree_visit_knn's neighbours against the buffer form's, one by one.
+// nb_quadtree_visit_knn's neighbours (or nb_quadtree_visit_raycast_all's hits, t for dist2)
+// against the buffer form's, one by one; with stop > 0 the visitor stops after that many.
 typedef struct NnSeen {
     const nbHitNeighbor *want;
-    int32_t cap, n, wrong;
+    int32_t cap, n, wrong, stop;
 } NnSeen;
 
 static bool seen_nn(nbHit hit, double dist2, void *user)
@@ -137,7 +138,7 @@ static bool seen_nn(nbHit hit, double dist2, void *user)
         s->want[s->n].dist2 != dist2)
         s->wrong++;
     s->n++;
-    return true;
+    return s->stop == 0 || s->n < s->stop;
 }
 
 static bool count_visit(nbHit hit, void *user)
@@ -243,7 +244,7 @@ static int check_queries(const nbQuadtree *qt, double world)
             NB_CHECK(nn[i].dist2 == cand[i].d);
         }
         // The callback form: the same neighbours in the same order.
-        NnSeen seen = {nn, found, 0, 0};
+        NnSeen seen = {nn, found, 0, 0, 0};
         NB_CHECK_OK(nb_quadtree_visit_knn(qt, p, qf, maxd, k, seen_nn, &seen));
         NB_CHECK(seen.n == found && seen.wrong == 0);
         // Rays: the first hit and all hits sorted.
@@ -275,6 +276,15 @@ static int check_queries(const nbQuadtree *qt, double world)
         NB_CHECK(found == nc);
         for (int32_t i = 0; i < nc; i++)
             NB_CHECK(rays[i].hit.handle.bits == cand[i].bits && rays[i].t == cand[i].d);
+        // The callback form: the same hits in the same order; a visitor that stops after one.
+        static nbHitNeighbor as_nn[QCAP];
+        for (int32_t i = 0; i < nc; i++) as_nn[i] = (nbHitNeighbor){rays[i].hit, rays[i].t};
+        NnSeen seen_rays = {as_nn, nc, 0, 0, 0};
+        NB_CHECK_OK(nb_quadtree_visit_raycast_all(qt, p, dir, tmax, qf, seen_nn, &seen_rays));
+        NB_CHECK(seen_rays.n == nc && seen_rays.wrong == 0);
+        seen_rays = (NnSeen){as_nn, nc, 0, 0, 1};
+        NB_CHECK_OK(nb_quadtree_visit_raycast_all(qt, p, dir, tmax, qf, seen_nn, &seen_rays));
+        NB_CHECK(seen_rays.n == (nc > 0 ? 1 : 0) && seen_rays.wrong == 0);
         if (nc > 2) { // a short buffer keeps the nearest
             NB_CHECK_STATUS(nb_quadtree_raycast_all(qt, p, dir, tmax, qf, rays, 2, &found),
                             NB_ERR_BUFFER_TOO_SMALL);
