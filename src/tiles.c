@@ -45,13 +45,14 @@
 // cover [0, top) exactly; wstart rises from 0 to nwp and every waypoint maps to its tile.
 #include <nearby/tiles.h>
 
+#include "block_arena.h"
 #include "handle_pool.h"
 #include "knn_heap.h"
 #include "view.h"
 
 #include <string.h>
 
-enum { NBI_TILES_CLASSES = 31, NBI_TILES_MAX_ITEMS = 1 << 28 };
+enum { NBI_TILES_MAX_ITEMS = 1 << 28 };
 
 struct nbTiles {
     nbAllocator alloc;
@@ -72,11 +73,9 @@ struct nbTiles {
     nbiBuf user;  // uint64_t per slot
     nbiBuf mask;  // uint32_t per slot: what the entity wants to find
 
-    nbiBuf pts; // double, dim per position
-    nbiBuf idx; // int32_t per position: the slot there (a free block: the next free block)
-    int32_t top;
-    int32_t free_block[NBI_TILES_CLASSES];
-    int64_t free_positions;
+    nbiBuf pts;     // double, dim per position
+    nbiBuf idx;     // int32_t per position: the slot there (a free block: the next free block)
+    nbiArena arena; // the blocks of positions (block_arena.h), free ones linked through idx
 
     nbiBuf start, end; // int32_t per block (ntiles * groups), made at create
     nbiBuf cls;        // int8_t per block
@@ -156,7 +155,7 @@ static void nbi_tiles_bufs(nbTiles *t, nbiBuf *buf[NBI_TILES_BUFS], size_t elem[
 static nbStatus nbi_tiles_room(nbTiles *t, int32_t items, int64_t positions)
 {
     if ((int64_t)t->count + items > NBI_TILES_MAX_ITEMS) return NB_ERR_OUT_OF_RANGE;
-    const int64_t top = (int64_t)t->top + positions;
+    const int64_t top = (int64_t)t->arena.top + positions;
     if (top > INT32_MAX) return NB_ERR_OUT_OF_RANGE;
     nbiBuf *cur[NBI_TILES_BUFS];
     size_t elem[NBI_TILES_BUFS];
@@ -184,27 +183,17 @@ static nbStatus nbi_tiles_room(nbTiles *t, int32_t items, int64_t positions)
 
 static int64_t nbi_block_need(const nbTiles *t, int k)
 {
-    return t->free_block[k] >= 0 ? 0 : (int64_t)1 << k;
+    return nbi_arena_need(&t->arena, k, 0);
 }
 
 static int32_t nbi_block_take(nbTiles *t, int k)
 {
-    int32_t b = t->free_block[k];
-    if (b >= 0) {
-        t->free_block[k] = NBI_ARR(t, idx, int32_t)[b];
-        t->free_positions -= (int64_t)1 << k;
-        return b;
-    }
-    b = t->top;
-    t->top += 1 << k;
-    return b;
+    return nbi_arena_take(&t->arena, NBI_ARR(t, idx, int32_t), k);
 }
 
 static void nbi_block_give(nbTiles *t, int32_t b, int k)
 {
-    NBI_ARR(t, idx, int32_t)[b] = t->free_block[k];
-    t->free_block[k] = b;
-    t->free_positions += (int64_t)1 << k;
+    nbi_arena_give(&t->arena, NBI_ARR(t, idx, int32_t), b, k);
 }
 
 // Arena positions appending one entity to block b needs (a first block, or a larger one).
@@ -334,7 +323,7 @@ nbStatus nb_tiles_create(const nbTilesDesc *desc, nbTiles **out)
         t->inv[i] = 1.0 / edge[i];
     }
     nbi_pool_init(&t->pool, &a, NBI_TILES_MAX_ITEMS);
-    for (int k = 0; k < NBI_TILES_CLASSES; k++) t->free_block[k] = -1;
+    nbi_arena_reset(&t->arena);
     const size_t blocks = nbi_blocks(t);
     t->start.ptr = nbi_alloc(&a, blocks, sizeof(int32_t));
     t->end.ptr = nbi_alloc(&a, blocks, sizeof(int32_t));
@@ -409,9 +398,7 @@ void nb_tiles_clear(nbTiles *tiles)
     memset(tiles->end.ptr, 0, blocks * sizeof(int32_t));
     memset(tiles->cls.ptr, -1, blocks);
     memset(tiles->occ.ptr, 0, tiles->occ.cap * sizeof(uint32_t));
-    for (int k = 0; k < NBI_TILES_CLASSES; k++) tiles->free_block[k] = -1;
-    tiles->free_positions = 0;
-    tiles->top = 0;
+    nbi_arena_reset(&tiles->arena);
     tiles->count = tiles->nfiltered = 0;
 }
 
@@ -1343,7 +1330,8 @@ nbStatus nb_tiles_validate(const nbTiles *tiles)
     NBI_CHECK(t->ntiles == t->nt[0] * t->nt[1] && t->ntiles > 0);
     NBI_CHECK(nbi_pool_validate(&t->pool) == NB_OK);
     NBI_CHECK(nbi_pool_count(&t->pool) == t->count && t->count >= 0);
-    NBI_CHECK(t->top >= 0 && (size_t)t->top <= t->idx.cap && (size_t)t->top <= t->pts.cap);
+    NBI_CHECK(t->arena.top >= 0 && (size_t)t->arena.top <= t->idx.cap &&
+              (size_t)t->arena.top <= t->pts.cap);
     NBI_CHECK((size_t)t->pool.used <= t->key.cap && (size_t)t->pool.used <= t->user.cap);
     const int32_t *start = NBI_ARR(t, start, const int32_t), *end = NBI_ARR(t, end, const int32_t);
     const int8_t *cls = NBI_ARR(t, cls, const int8_t);
@@ -1359,9 +1347,9 @@ nbStatus nb_tiles_validate(const nbTiles *tiles)
                 NBI_CHECK(start[b] == 0 && end[b] == 0);
                 continue;
             }
-            NBI_CHECK(cls[b] < NBI_TILES_CLASSES);
+            NBI_CHECK(cls[b] < NBI_ARENA_CLASSES);
             const int64_t size = (int64_t)1 << cls[b];
-            NBI_CHECK(start[b] >= 0 && start[b] + size <= t->top);
+            NBI_CHECK(start[b] >= 0 && start[b] + size <= t->arena.top);
             NBI_CHECK(end[b] > start[b] && end[b] - start[b] <= size);
             block_positions += size;
             for (int32_t p = start[b]; p < end[b]; p++) {
@@ -1377,16 +1365,8 @@ nbStatus nb_tiles_validate(const nbTiles *tiles)
         }
     }
     NBI_CHECK(items == t->count && nfiltered == t->nfiltered);
-    int64_t free_positions = 0;
-    for (int k = 0; k < NBI_TILES_CLASSES; k++) {
-        int64_t steps = 0;
-        for (int32_t b = t->free_block[k]; b >= 0; b = idx[b]) {
-            NBI_CHECK(b + ((int64_t)1 << k) <= t->top && ++steps <= t->top);
-            free_positions += (int64_t)1 << k;
-        }
-    }
-    NBI_CHECK(free_positions == t->free_positions);
-    NBI_CHECK(block_positions + free_positions == t->top);
+    NBI_CHECK(nbi_arena_valid(&t->arena, idx));
+    NBI_CHECK(block_positions + t->arena.free_positions == t->arena.top);
     // waypoints
     const int32_t *ws = NBI_ARR(t, wstart, const int32_t);
     NBI_CHECK(ws[0] == 0 && ws[t->ntiles] == t->nwp && (size_t)t->nwp <= t->wid.cap);
