@@ -914,6 +914,36 @@ static void nbi_nearest(const nbQuadtree *q, int kind, const double *p, const nb
     }
 }
 
+// One search, kNN or ray, and where its answers go: the nearest `cap` into `out` (nbHitNeighbor
+// or nbRayHit), nearest first (nbi_near); the callback forms run it on the heap
+// nbi_visit_hit_knn gives them (nbi_qt_ask).
+typedef struct nbiQtAsk {
+    const nbQuadtree *q;
+    int kind;            // NBI_N_KNN, NBI_N_RAY
+    const double *point; // kNN
+    const nbiRay *ray;   // rays
+    double limit;        // kNN: max_distance^2; rays: max_distance
+    bool count_all;      // count every hit (all of a ray's): pruned by the limit only
+    nbFilter filter;
+} nbiQtAsk;
+
+// Runs the search; returns how many hits it kept, or with count_all how many there are.
+static int64_t nbi_near(const nbiQtAsk *a, void *out, int32_t cap)
+{
+    nbiQtNear h = {{(nbNeighbor *)out, 0, cap}, 0};
+    nbi_nearest(a->q, a->kind, a->point, a->ray, a->limit, a->count_all, a->filter, &h);
+    nbi_heap_sort(&h.heap);
+    nbi_widen(a->q, out, h.heap.size);
+    return a->count_all ? h.total : h.heap.size;
+}
+
+static nbStatus nbi_qt_ask(const void *ctx, nbHitNeighbor *out, int32_t k, int32_t *found)
+{
+    const int64_t n = nbi_near((const nbiQtAsk *)ctx, out, k);
+    *found = (int32_t)(n < k ? n : k);
+    return NB_OK;
+}
+
 nbStatus nb_quadtree_knn(const nbQuadtree *q, const double *point, nbFilter filter,
                          double max_distance, nbHitNeighbor *out, int32_t k, int32_t *found)
 {
@@ -923,26 +953,9 @@ nbStatus nb_quadtree_knn(const nbQuadtree *q, const double *point, nbFilter filt
     if (!isfinite(point[0]) || !isfinite(point[1]) || isnan(max_distance)) return NB_ERR_NOT_FINITE;
     if (k < 0 || max_distance < 0.0) return NB_ERR_OUT_OF_RANGE;
     if (k == 0) return NB_OK;
-    nbiQtNear h = {{(nbNeighbor *)(void *)out, 0, k}, 0};
-    nbi_nearest(q, NBI_N_KNN, point, NULL, max_distance * max_distance, false, filter, &h);
-    nbi_heap_sort(&h.heap);
-    nbi_widen(q, out, h.heap.size);
-    *found = h.heap.size;
+    const nbiQtAsk ask = {q, NBI_N_KNN, point, NULL, max_distance * max_distance, false, filter};
+    *found = (int32_t)nbi_near(&ask, out, k);
     return NB_OK;
-}
-
-// The callback form's search, on the heap nbi_visit_hit_knn gives it.
-typedef struct nbiQtKnnAsk {
-    const nbQuadtree *q;
-    const double *point;
-    nbFilter filter;
-    double max_distance;
-} nbiQtKnnAsk;
-
-static nbStatus nbi_qt_knn_ask(const void *ctx, nbHitNeighbor *out, int32_t k, int32_t *found)
-{
-    const nbiQtKnnAsk *a = (const nbiQtKnnAsk *)ctx;
-    return nb_quadtree_knn(a->q, a->point, a->filter, a->max_distance, out, k, found);
 }
 
 nbStatus nb_quadtree_visit_knn(const nbQuadtree *q, const double *point, nbFilter filter,
@@ -951,9 +964,8 @@ nbStatus nb_quadtree_visit_knn(const nbQuadtree *q, const double *point, nbFilte
     if (q == NULL || point == NULL || visit == NULL) return NB_ERR_NULL_ARG;
     if (!isfinite(point[0]) || !isfinite(point[1]) || isnan(max_distance)) return NB_ERR_NOT_FINITE;
     if (k < 0 || max_distance < 0.0) return NB_ERR_OUT_OF_RANGE;
-    const nbiQtKnnAsk ask = {q, point, filter, max_distance};
-    return nbi_visit_hit_knn(&q->alloc, k < q->count ? k : q->count, nbi_qt_knn_ask, &ask, visit,
-                             user);
+    const nbiQtAsk ask = {q, NBI_N_KNN, point, NULL, max_distance * max_distance, false, filter};
+    return nbi_visit_hit_knn(&q->alloc, k < q->count ? k : q->count, nbi_qt_ask, &ask, visit, user);
 }
 
 static nbStatus nbi_ray_make(const double *origin, const double *direction, double max_distance,
@@ -988,23 +1000,9 @@ nbStatus nb_quadtree_raycast(const nbQuadtree *q, const double *origin, const do
     nbiRay ray;
     nbStatus st = nbi_ray_make(origin, direction, max_distance, &ray);
     if (st != NB_OK) return st;
-    nbiQtNear h = {{(nbNeighbor *)(void *)out, 0, 1}, 0};
-    nbi_nearest(q, NBI_N_RAY, NULL, &ray, max_distance, false, filter, &h);
-    nbi_widen(q, out, h.heap.size);
-    *found = h.heap.size;
+    const nbiQtAsk ask = {q, NBI_N_RAY, NULL, &ray, max_distance, false, filter};
+    *found = (int32_t)nbi_near(&ask, out, 1);
     return NB_OK;
-}
-
-// Every hit of the ray: the nearest `cap` into `out` (nbRayHit or nbHitNeighbor), nearest first;
-// returns how many there are.
-static int64_t nbi_ray_all(const nbQuadtree *q, const nbiRay *ray, double max_distance,
-                           nbFilter filter, void *out, int32_t cap)
-{
-    nbiQtNear h = {{(nbNeighbor *)out, 0, cap}, 0};
-    nbi_nearest(q, NBI_N_RAY, NULL, ray, max_distance, true, filter, &h);
-    nbi_heap_sort(&h.heap);
-    nbi_widen(q, out, h.heap.size);
-    return h.total;
 }
 
 nbStatus nb_quadtree_raycast_all(const nbQuadtree *q, const double *origin, const double *direction,
@@ -1019,26 +1017,11 @@ nbStatus nb_quadtree_raycast_all(const nbQuadtree *q, const double *origin, cons
     nbStatus st = nbi_ray_make(origin, direction, max_distance, &ray);
     if (st != NB_OK) return st;
     if (capacity < 0) return NB_ERR_OUT_OF_RANGE;
-    const int64_t total = nbi_ray_all(q, &ray, max_distance, filter, out, capacity);
+    const nbiQtAsk ask = {q, NBI_N_RAY, NULL, &ray, max_distance, true, filter};
+    const int64_t total = nbi_near(&ask, out, capacity);
     if (total > INT32_MAX) return NB_ERR_INTERNAL; // cannot happen: at most 2^28 rectangles
     *found = (int32_t)total;
     return total > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
-}
-
-// The callback form's cast, on the heap nbi_visit_hit_knn gives it (t in place of dist2).
-typedef struct nbiQtRayAsk {
-    const nbQuadtree *q;
-    const nbiRay *ray;
-    double max_distance;
-    nbFilter filter;
-} nbiQtRayAsk;
-
-static nbStatus nbi_qt_ray_ask(const void *ctx, nbHitNeighbor *out, int32_t k, int32_t *found)
-{
-    const nbiQtRayAsk *a = (const nbiQtRayAsk *)ctx;
-    const int64_t total = nbi_ray_all(a->q, a->ray, a->max_distance, a->filter, out, k);
-    *found = (int32_t)(total < k ? total : k);
-    return NB_OK;
 }
 
 nbStatus nb_quadtree_visit_raycast_all(const nbQuadtree *q, const double *origin,
@@ -1050,9 +1033,9 @@ nbStatus nb_quadtree_visit_raycast_all(const nbQuadtree *q, const double *origin
     const nbStatus st = nbi_ray_make(origin, direction, max_distance, &ray);
     if (st != NB_OK) return st;
     // A counting cast first, so that the heap then holds every hit in the order they are visited.
-    const int64_t total = nbi_ray_all(q, &ray, max_distance, filter, NULL, 0);
-    const nbiQtRayAsk ask = {q, &ray, max_distance, filter};
-    return nbi_visit_hit_knn(&q->alloc, (int32_t)total, nbi_qt_ray_ask, &ask, visit, user);
+    const nbiQtAsk ask = {q, NBI_N_RAY, NULL, &ray, max_distance, true, filter};
+    const int64_t total = nbi_near(&ask, NULL, 0);
+    return nbi_visit_hit_knn(&q->alloc, (int32_t)total, nbi_qt_ask, &ask, visit, user);
 }
 
 // ---- pairs ----
