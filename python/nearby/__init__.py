@@ -40,7 +40,10 @@ def _rows(points):
 class Grid(_Grid):
     """A uniform grid over N points in 2D or 3D, for exact neighbour queries.
 
-    Grid(points, radius=None, cell_size=None, boxsize=None, *, category=None, mask=None)
+    Grid(points, *, radius=None, cell_size=None, boxsize=None, category=None, mask=None)
+
+    Everything after the points is keyword-only (``Grid(x, 16)`` would read as cKDTree's
+    leafsize; ``nearby.cKDTree`` takes cKDTree's own arguments).
 
     points: (N, 2) or (N, 3) array-like. A float64 array is read where it lies, whatever its
         row stride (x[:, :2] of a wider array, a column slice of a structured buffer); float32,
@@ -62,7 +65,7 @@ class Grid(_Grid):
         asker's own ``category=`` and ``mask=`` keywords.
     """
 
-    def __init__(self, points, radius=None, cell_size=None, boxsize=None, *, category=None,
+    def __init__(self, points, *, radius=None, cell_size=None, boxsize=None, category=None,
                  mask=None):
         n = _rows(points)
         period = _period(boxsize, points)

@@ -1068,7 +1068,10 @@ static PyObject *grid_query(nbpyGrid *g, PyObject *args, PyObject *kwds)
         }
         kmax = kout = (int32_t)kint;
     } else {
-        k_arr = (PyArrayObject *)PyArray_FROMANY(k_o, NPY_INTP, 1, 1, NPY_ARRAY_CARRAY);
+        // A private copy, always: the ranks are made 0-based in place below, and the caller's
+        // array must not change.
+        k_arr = (PyArrayObject *)PyArray_FROMANY(k_o, NPY_INTP, 1, 1,
+                                                 NPY_ARRAY_CARRAY | NPY_ARRAY_ENSURECOPY);
         if (k_arr == NULL) return NULL;
         npy_intp *ks = PyArray_DATA(k_arr);
         npy_intp nk = PyArray_DIM(k_arr, 0), big = 0;
@@ -1079,7 +1082,7 @@ static PyObject *grid_query(nbpyGrid *g, PyObject *args, PyObject *kwds)
                 return NULL;
             }
             if (ks[j] > big) big = ks[j];
-            ks[j] -= 1; // our private copy (FROMANY with CARRAY copies ints given as a list)
+            ks[j] -= 1;
         }
         if (nk == 0 || nk > INT32_MAX) {
             Py_DECREF(k_arr);
