@@ -4,13 +4,17 @@
 ``nearby.Grid`` is shaped like ``scipy.spatial.cKDTree``: the same method names, argument
 names and return shapes where they overlap (``query_pairs``, ``query_ball_point``, ``query``),
 plus ``count_pairs``, ``query_box`` and category/mask filters. ``nearby.Hash`` is a thin class
-over the spatial hash: items stored by handle that move. See python/README.md.
+over the spatial hash: items stored by handle that move. ``nearby.cKDTree`` (and ``KDTree``)
+take scipy's own arguments and answer every method of scipy's classes for 1D-3D data: switching
+is ``from nearby import cKDTree``. See python/README.md.
 """
 import numpy as _np
 
 from ._nearby import ALL, _Grid, _Hash, _Quadtree, _Tiles, library_version
+from ._kdtree import KDTree, cKDTree, cKDTreeNode
 
-__all__ = ["Grid", "Hash", "Quadtree", "Tiles", "ALL", "library_version"]
+__all__ = ["Grid", "Hash", "Quadtree", "Tiles", "cKDTree", "KDTree", "cKDTreeNode", "ALL",
+           "library_version"]
 __version__ = library_version()
 
 

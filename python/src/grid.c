@@ -845,6 +845,76 @@ static PyObject *ball_one(nbpyGrid *g, const double *x, double r, nbFilter filte
     return res;
 }
 
+static void ball_free(BallCtx *c)
+{
+    if (c == NULL) return;
+    for (int p = 0; p < c->parts; p++) free(c->part[p].v);
+    free(c->offs);
+    free(c->owner);
+    free(c->counts);
+    free(c);
+}
+
+// Runs m radius queries (x: m contiguous points; radii: one each, or NULL for r) on one grid
+// built for the largest radius, with one GIL release for all of them, in cell order for large
+// batches. Returns the filled context (ball_free it), or NULL with the error set.
+static BallCtx *ball_batch(nbpyGrid *g, const double *x, npy_intp m, const double *radii, double r,
+                           nbFilter filter, bool sort, bool length_only, int workers)
+{
+    double r_max = r;
+    if (radii != NULL) {
+        r_max = 0.0;
+        for (npy_intp q = 0; q < m; q++) {
+            if (grid_radius(radii[q]) < 0) return NULL;
+            if (radii[q] > r_max) r_max = radii[q];
+        }
+    } else if (grid_radius(r) < 0) {
+        return NULL;
+    }
+    const nbGrid *grid = grid_for_radius(g, r_max);
+    if (grid == NULL) return NULL;
+    BallCtx *c = calloc(1, sizeof *c);
+    size_t each = (size_t)(m > 0 ? m : 1);
+    if (c != NULL) {
+        c->counts = malloc(each * sizeof *c->counts);
+        c->offs = malloc(each * sizeof *c->offs);
+        c->owner = malloc(each * sizeof *c->owner);
+    }
+    if (c == NULL || c->counts == NULL || c->offs == NULL || c->owner == NULL) {
+        ball_free(c);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    c->grid = grid;
+    c->x = x;
+    c->r = radii;
+    c->r0 = r;
+    c->dim = g->dim;
+    c->filter = filter;
+    c->sort = sort;
+    c->length_only = length_only;
+    c->parts = workers < m ? workers : (m > 0 ? (int)m : 1);
+    PyThreadState *ts_ = PyEval_SaveThread();
+    int64_t *order = NULL;
+    nbGridInfo info;
+    if (m >= 1024 && nb_grid_info(grid, &info) == NB_OK)
+        order = query_order(c->x, m, g->dim, info.cell_size);
+    c->order = order;
+    nbpy_parallel(c->parts, m, ball_part, c);
+    free(order);
+    PyEval_RestoreThread(ts_);
+    for (int p = 0; p < c->parts; p++) {
+        if (c->part[p].st != NB_OK) {
+            char what[64];
+            snprintf(what, sizeof what, "query_ball_point: x[%lld]", (long long)c->part[p].bad);
+            nbpy_error(c->part[p].st, what);
+            ball_free(c);
+            return NULL;
+        }
+    }
+    return c;
+}
+
 static PyObject *grid_query_ball_point(nbpyGrid *g, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {
@@ -886,79 +956,23 @@ static PyObject *grid_query_ball_point(nbpyGrid *g, PyObject *args, PyObject *kw
         return res;
     }
     // A batch: every radius checked, one grid for the largest, one GIL release for all.
-    const double *radii = r_arr != NULL ? PyArray_DATA(r_arr) : NULL;
-    double r_max = r;
-    if (radii != NULL) {
-        r_max = 0.0;
-        for (npy_intp q = 0; q < m; q++) {
-            if (grid_radius(radii[q]) < 0) goto fail_early;
-            if (radii[q] > r_max) r_max = radii[q];
-        }
-    } else if (grid_radius(r) < 0) {
-        goto fail_early;
-    }
-    const nbGrid *grid = grid_for_radius(g, r_max);
-    if (grid == NULL) goto fail_early;
-    BallCtx *c = calloc(1, sizeof *c);
-    int64_t *counts = malloc((size_t)(m > 0 ? m : 1) * sizeof *counts);
-    if (c == NULL || counts == NULL) {
-        free(c);
-        free(counts);
-        PyErr_NoMemory();
-        goto fail_early;
-    }
-    c->grid = grid;
-    c->x = PyArray_DATA(x);
-    c->r = radii;
-    c->r0 = r;
-    c->dim = g->dim;
-    c->filter = filter;
-    c->sort = sort;
-    c->length_only = length_only;
-    c->counts = counts;
-    c->parts = workers < m ? workers : (m > 0 ? (int)m : 1);
-    c->offs = malloc((size_t)(m > 0 ? m : 1) * sizeof *c->offs);
-    c->owner = malloc((size_t)(m > 0 ? m : 1) * sizeof *c->owner);
-    if (c->offs == NULL || c->owner == NULL) {
-        free(c->offs);
-        free(c->owner);
-        free(c);
-        free(counts);
-        PyErr_NoMemory();
-        goto fail_early;
-    }
-    PyThreadState *ts_ = PyEval_SaveThread();
-    int64_t *order = NULL;
-    nbGridInfo info;
-    if (m >= 1024 && nb_grid_info(grid, &info) == NB_OK)
-        order = query_order(c->x, m, g->dim, info.cell_size);
-    c->order = order;
-    nbpy_parallel(c->parts, m, ball_part, c);
-    free(order);
-    PyEval_RestoreThread(ts_);
+    BallCtx *c = ball_batch(g, PyArray_DATA(x), m, r_arr != NULL ? PyArray_DATA(r_arr) : NULL, r,
+                            filter, sort, length_only, workers);
     PyObject *res = NULL;
-    int64_t bad = -1;
-    nbStatus st = NB_OK;
-    for (int p = 0; p < c->parts && st == NB_OK; p++) {
-        st = c->part[p].st;
-        bad = c->part[p].bad;
-    }
-    if (st != NB_OK) {
-        char what[64];
-        snprintf(what, sizeof what, "query_ball_point: x[%lld]", (long long)bad);
-        nbpy_error(st, what);
+    if (c == NULL) {
+        // the error is set
     } else if (length_only) {
         res = PyArray_SimpleNew(lead_nd, lead, NPY_INTP);
         if (res != NULL) {
             npy_intp *out = PyArray_DATA((PyArrayObject *)res);
-            for (npy_intp q = 0; q < m; q++) out[q] = (npy_intp)counts[q];
+            for (npy_intp q = 0; q < m; q++) out[q] = (npy_intp)c->counts[q];
         }
     } else {
         res = PyArray_SimpleNew(lead_nd, lead, NPY_OBJECT);
         if (res != NULL) {
             PyObject **out = PyArray_DATA((PyArrayObject *)res);
             for (npy_intp q = 0; q < m; q++) {
-                PyObject *list = list_of(c->part[c->owner[q]].v + c->offs[q], counts[q]);
+                PyObject *list = list_of(c->part[c->owner[q]].v + c->offs[q], c->counts[q]);
                 if (list == NULL) {
                     Py_CLEAR(res);
                     break;
@@ -967,18 +981,63 @@ static PyObject *grid_query_ball_point(nbpyGrid *g, PyObject *args, PyObject *kw
             }
         }
     }
-    for (int p = 0; p < c->parts; p++) free(c->part[p].v);
-    free(c->offs);
-    free(c->owner);
-    free(c);
-    free(counts);
+    ball_free(c);
     Py_DECREF(x);
     Py_XDECREF(r_arr);
     return res;
-fail_early:
+}
+
+// _rows(x, r, sort=True): the radius queries of a batch as compressed rows, the form the
+// cKDTree methods filter and count with numpy: (offsets, indices), int64 offsets of m + 1
+// entries and the intp indices of query q in indices[offsets[q]:offsets[q + 1]] (ascending
+// with sort). x is an (m, dim) array, r a number or one radius per query.
+static PyObject *grid_rows(nbpyGrid *g, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"x", "r", "sort", "workers", NULL};
+    PyObject *x_o, *r_o, *workers_o = Py_None;
+    int sort = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|pO:_rows", kwlist, &x_o, &r_o, &sort,
+                                     &workers_o))
+        return NULL;
+    int workers;
+    if (grid_ready(g) < 0 || nbpy_workers(workers_o, &workers) < 0) return NULL;
+    int single, lead_nd;
+    npy_intp m, lead[NPY_MAXDIMS];
+    PyArrayObject *x = nbpy_query_points(x_o, g->dim, "x", &single, &m, lead, &lead_nd);
+    if (x == NULL) return NULL;
+    PyArrayObject *r_arr;
+    double r;
+    npy_intp one = m;
+    if (grid_radii(r_o, 1, &one, &r_arr, &r) < 0) {
+        Py_DECREF(x);
+        return NULL;
+    }
+    BallCtx *c = ball_batch(g, PyArray_DATA(x), m, r_arr != NULL ? PyArray_DATA(r_arr) : NULL, r,
+                            NB_FILTER_ALL, sort, false, workers);
     Py_DECREF(x);
     Py_XDECREF(r_arr);
-    return NULL;
+    if (c == NULL) return NULL;
+    npy_intp rows = m + 1, total = 0;
+    for (npy_intp q = 0; q < m; q++) total += (npy_intp)c->counts[q];
+    PyObject *off = PyArray_SimpleNew(1, &rows, NPY_INT64);
+    PyObject *idx = PyArray_SimpleNew(1, &total, NPY_INTP);
+    if (off != NULL && idx != NULL) {
+        int64_t *o = PyArray_DATA((PyArrayObject *)off);
+        npy_intp *v = PyArray_DATA((PyArrayObject *)idx);
+        o[0] = 0;
+        for (npy_intp q = 0; q < m; q++) {
+            const int32_t *src = c->part[c->owner[q]].v + c->offs[q];
+            for (int64_t j = 0; j < c->counts[q]; j++) v[o[q] + j] = src[j];
+            o[q + 1] = o[q] + c->counts[q];
+        }
+    }
+    ball_free(c);
+    if (off == NULL || idx == NULL) {
+        Py_XDECREF(off);
+        Py_XDECREF(idx);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", off, idx);
 }
 
 // ---- k nearest ----
@@ -1379,6 +1438,8 @@ static PyMethodDef grid_methods[] = {
     {"_neighbour_lists", (PyCFunction)(void (*)(void))grid_neighbour_lists,
      METH_VARARGS | METH_KEYWORDS,
      "_neighbour_lists(r, distances=False): (offsets, neighbours[, dist2]) as compressed rows."},
+    {"_rows", (PyCFunction)(void (*)(void))grid_rows, METH_VARARGS | METH_KEYWORDS,
+     "_rows(x, r, sort=True, workers=1): (offsets, indices), the radius queries as rows."},
     {"count_pairs", (PyCFunction)(void (*)(void))grid_count_pairs, METH_VARARGS | METH_KEYWORDS,
      "count_pairs(r)\n--\n\nThe number of pairs (i, j), i < j, with distance <= r."},
     {"query_ball_point", (PyCFunction)(void (*)(void))grid_query_ball_point_fc,
