@@ -202,3 +202,20 @@ def test_pickle_1d_and_nan_rows():
     fin = y[np.isfinite(y).all(axis=1)]
     assert t.count_neighbors(t, 0.2) == SciTree(fin).count_neighbors(SciTree(fin), 0.2)
     assert t.query([np.nan, 0.5]) == (np.inf, 40)
+
+
+def test_boundaries_exact():
+    """On a lattice, neighbours lie exactly at distance 1 in every norm: radius searches keep
+    them (<=), distance_upper_bound drops them (strict), as scipy does."""
+    a = np.arange(6.0)
+    x = np.stack(np.meshgrid(a, a, indexing="ij"), axis=-1).reshape(-1, 2)
+    t, s = nearby.cKDTree(x), SciTree(x)
+    for p in PS:
+        d, i = t.query(x, k=6, p=p, distance_upper_bound=1.0)
+        wd, wi = s.query(x, k=6, p=p, distance_upper_bound=1.0)
+        np.testing.assert_array_equal(d, wd)
+        np.testing.assert_array_equal(i, wi)
+        same_lists(t.query_ball_point(x, 1.0, p=p), s.query_ball_point(x, 1.0, p=p))
+        assert t.query_pairs(1.0, p=p) == s.query_pairs(1.0, p=p)
+        np.testing.assert_array_equal(t.count_neighbors(t, [0.5, 1.0, 2.0], p=p),
+                                      s.count_neighbors(s, [0.5, 1.0, 2.0], p=p))
