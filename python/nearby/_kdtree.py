@@ -9,6 +9,7 @@ exactly the candidates that pass the comparison a brute-force loop in that norm 
 ``sum(|d_i| ** p) <= r ** p`` (``max |d_i| <= r`` for p = inf, ``sum |d_i| <= r`` for p = 1).
 1D data runs as 2D with y = 0. Answers are exact, so every ``eps`` is honoured.
 """
+import math
 import numbers
 import os
 import warnings
@@ -64,15 +65,17 @@ def _workers(workers):
 
 
 def _raw_radius(r, p):
-    """r in the space the comparison is made in: r*r for p = 2, r ** p for other finite p, r
-    for 1 and inf. A negative or NaN radius becomes -1: nothing is within it."""
+    """r in the space the comparison is made in: r*r for p = 2, r ** p for other finite p (the C
+    library's pow, as the distances get), r for 1 and inf. A negative or NaN radius becomes -1:
+    nothing is within it."""
     r = _np.asarray(r, dtype=_np.float64)
     if p == 2.0:
         raw = r * r
     elif p == 1.0 or p == _np.inf:
         raw = r.copy()
     else:
-        raw = r ** p
+        raw = _np.array([math.pow(v, p) if v >= 0.0 else 0.0 for v in r.ravel().tolist()])
+        raw = raw.reshape(r.shape)
     return _np.where(r >= 0.0, raw, -1.0)
 
 
@@ -396,16 +399,14 @@ class cKDTree:
                 (_np.zeros(0) if raw_wanted else None)
         if not self._fits(wide):
             return self._rows_brute(q, rraw, p, raw_wanted)
-        off, idx = self._grid._rows(q, wide if wide.ndim else float(wide), sort, workers)
+        wide = wide if wide.ndim else float(wide)
         if p == 2.0 and not raw_wanted:
+            off, idx = self._grid._rows(q, wide, sort, workers)
             return off, idx, None
-        qid = _np.repeat(_np.arange(m_rows), _np.diff(off))
-        raw = self._raw(q[qid], self._pts[idx], p)
-        if p == 2.0:
-            return off, idx, raw  # the grid's own test is d2 <= r*r: nothing to drop
-        keep = raw <= (rraw[qid] if rraw.ndim else rraw)
-        idx, raw, qid = idx[keep], raw[keep], qid[keep]
-        off = _np.concatenate([[0], _np.cumsum(_np.bincount(qid, minlength=m_rows))])
+        # the exact test in the norm, in C: only the points within r are returned, with their
+        # raw distances
+        lim = r if r.ndim else float(r)
+        off, idx, raw = self._grid._rows(q, wide, sort, workers, p, lim)
         return off, idx, (raw if raw_wanted else None)
 
     def _rows_brute(self, q, rraw, p, raw_wanted):

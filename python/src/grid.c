@@ -805,6 +805,8 @@ static int grid_radii(PyObject *r_o, int lead_nd, const npy_intp *lead, PyArrayO
 typedef struct BallPart {
     int32_t *v;
     int64_t len, cap;
+    double *raw; // with a norm: the raw distance of each entry of v (raw_cap entries)
+    int64_t raw_cap;
     nbStatus st;
     int64_t bad; // the query that failed
 } BallPart;
@@ -821,9 +823,62 @@ typedef struct BallCtx {
     int64_t *offs;        // where query q's indices start in its part's buffer
     uint16_t *owner;      // the part that ran query q
     const int64_t *order; // processing order (query_order), or NULL for 0 .. m-1
+    // A Minkowski norm (norm = true): each query keeps only the points whose raw distance in it
+    // (ball_raw) is <= lim[q] (or lim0), and records it. points / period: the grid's own.
+    bool norm;
+    double p;
+    const double *lim;
+    double lim0;
+    const nbPoints *points;
+    const double *period;
     int parts;
     BallPart part[NBPY_MAX_PARTS];
 } BallCtx;
+
+// The raw distance between a and b in the L_p norm, summed axis by axis as a brute-force loop
+// does: sum |d|^p (d*d for p = 2, |d| for p = 1), or max |d| for p = inf; on a periodic axis d is
+// the minimum image. The cKDTree methods compare it with r^p (r*r, r) and take its root.
+static double ball_raw(const double *a, const double *b, int dim, const double *period, double p)
+{
+    double total = 0.0;
+    for (int d = 0; d < dim; d++) {
+        double diff = fabs(a[d] - b[d]);
+        if (period[d] > 0.0 && diff > 0.5 * period[d]) diff = period[d] - diff;
+        double term = p == 2.0 ? diff * diff : (p == 1.0 || isinf(p)) ? diff : pow(diff, p);
+        if (isinf(p))
+            total = term > total ? term : total;
+        else
+            total += term;
+    }
+    return total;
+}
+
+// A radius as the raw distance ball_raw compares with: r*r, r^p (the same pow), r; -1 (nothing
+// is within) for a negative or NaN r.
+static double ball_raw_limit(double r, double p)
+{
+    if (!(r >= 0.0)) return -1.0;
+    return p == 2.0 ? r * r : (p == 1.0 || isinf(p)) ? r : pow(r, p);
+}
+
+// Keeps the found points v[0, found) within the query's limit in the ctx's norm, sorted if
+// asked, with their raw distances in raw[0, kept). Returns the number kept.
+static int32_t ball_keep(const BallCtx *c, const double *center, double lim, int32_t *v,
+                         int32_t found, double *raw)
+{
+    const nbPoints *pts = c->points;
+    int32_t kept = 0;
+    for (int32_t j = 0; j < found; j++) {
+        const double *b = (const double *)((const char *)pts->data + (size_t)v[j] * pts->stride);
+        if (ball_raw(center, b, c->dim, c->period, c->p) <= lim) v[kept++] = v[j];
+    }
+    if (c->sort) nbpy_sort_i32(v, kept);
+    for (int32_t j = 0; j < kept; j++) {
+        const double *b = (const double *)((const char *)pts->data + (size_t)v[j] * pts->stride);
+        raw[j] = ball_raw(center, b, c->dim, c->period, c->p);
+    }
+    return kept;
+}
 
 static void ball_part(void *vctx, int64_t begin, int64_t end, int part)
 {
@@ -857,7 +912,20 @@ static void ball_part(void *vctx, int64_t begin, int64_t end, int part)
                                               &found);
                 }
             }
-            if (st == NB_OK && c->sort) nbpy_sort_i32(p->v + p->len, found);
+            if (st == NB_OK && c->norm && p->raw_cap < p->cap) {
+                double *raw = realloc(p->raw, (size_t)p->cap * sizeof *raw);
+                if (raw == NULL) {
+                    st = NB_ERR_OUT_OF_MEMORY;
+                } else {
+                    p->raw = raw;
+                    p->raw_cap = p->cap;
+                }
+            }
+            if (st == NB_OK && c->norm)
+                found = ball_keep(c, center, c->lim != NULL ? c->lim[q] : c->lim0, p->v + p->len,
+                                  found, p->raw + p->len);
+            else if (st == NB_OK && c->sort)
+                nbpy_sort_i32(p->v + p->len, found);
             if (st == NB_OK) p->len += found;
         }
         if (st != NB_OK) {
@@ -919,7 +987,10 @@ static PyObject *ball_one(nbpyGrid *g, const double *x, double r, nbFilter filte
 static void ball_free(BallCtx *c)
 {
     if (c == NULL) return;
-    for (int p = 0; p < c->parts; p++) free(c->part[p].v);
+    for (int p = 0; p < c->parts; p++) {
+        free(c->part[p].v);
+        free(c->part[p].raw);
+    }
     free(c->offs);
     free(c->owner);
     free(c->counts);
@@ -930,7 +1001,8 @@ static void ball_free(BallCtx *c)
 // built for the largest radius, with one GIL release for all of them, in cell order for large
 // batches. Returns the filled context (ball_free it), or NULL with the error set.
 static BallCtx *ball_batch(nbpyGrid *g, const double *x, npy_intp m, const double *radii, double r,
-                           nbFilter filter, bool sort, bool length_only, int workers)
+                           nbFilter filter, bool sort, bool length_only, int workers,
+                           const BallCtx *norm)
 {
     double r_max = r;
     if (radii != NULL) {
@@ -964,6 +1036,14 @@ static BallCtx *ball_batch(nbpyGrid *g, const double *x, npy_intp m, const doubl
     c->filter = filter;
     c->sort = sort;
     c->length_only = length_only;
+    if (norm != NULL) {
+        c->norm = true;
+        c->p = norm->p;
+        c->lim = norm->lim;
+        c->lim0 = norm->lim0;
+        c->points = &g->view;
+        c->period = g->period;
+    }
     c->parts = workers < m ? workers : (m > 0 ? (int)m : 1);
     PyThreadState *ts_ = PyEval_SaveThread();
     int64_t *order = NULL;
@@ -1028,7 +1108,7 @@ static PyObject *grid_query_ball_point(nbpyGrid *g, PyObject *args, PyObject *kw
     }
     // A batch: every radius checked, one grid for the largest, one GIL release for all.
     BallCtx *c = ball_batch(g, PyArray_DATA(x), m, r_arr != NULL ? PyArray_DATA(r_arr) : NULL, r,
-                            filter, sort, length_only, workers);
+                            filter, sort, length_only, workers, NULL);
     PyObject *res = NULL;
     if (c == NULL) {
         // the error is set
@@ -1058,17 +1138,21 @@ static PyObject *grid_query_ball_point(nbpyGrid *g, PyObject *args, PyObject *kw
     return res;
 }
 
-// _rows(x, r, sort=True): the radius queries of a batch as compressed rows, the form the
-// cKDTree methods filter and count with numpy: (offsets, indices), int64 offsets of m + 1
-// entries and the intp indices of query q in indices[offsets[q]:offsets[q + 1]] (ascending
-// with sort). x is an (m, dim) array, r a number or one radius per query.
+// _rows(x, r, sort=True, workers=1, p=None, limit=None): the radius queries of a batch as
+// compressed rows, the form the cKDTree methods filter and count with numpy: (offsets,
+// indices), int64 offsets of m + 1 entries and the intp indices of query q in
+// indices[offsets[q]:offsets[q + 1]] (ascending with sort). x is an (m, dim) array, r a number
+// or one radius per query. With p (1 <= p <= inf), only the points within distance `limit` (a
+// number or one per query) in the L_p norm are kept (raw distance, see ball_raw, <= the raw
+// limit: limit^p, limit*limit, or limit; nothing for a negative one), and a third array holds
+// those raw distances.
 static PyObject *grid_rows(nbpyGrid *g, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"x", "r", "sort", "workers", NULL};
-    PyObject *x_o, *r_o, *workers_o = Py_None;
+    static char *kwlist[] = {"x", "r", "sort", "workers", "p", "limit", NULL};
+    PyObject *x_o, *r_o, *workers_o = Py_None, *p_o = Py_None, *lim_o = Py_None;
     int sort = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|pO:_rows", kwlist, &x_o, &r_o, &sort,
-                                     &workers_o))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|pOOO:_rows", kwlist, &x_o, &r_o, &sort,
+                                     &workers_o, &p_o, &lim_o))
         return NULL;
     int workers;
     if (grid_ready(g) < 0 || nbpy_workers(workers_o, &workers) < 0) return NULL;
@@ -1076,39 +1160,66 @@ static PyObject *grid_rows(nbpyGrid *g, PyObject *args, PyObject *kwds)
     npy_intp m, lead[NPY_MAXDIMS];
     PyArrayObject *x = nbpy_query_points(x_o, g->dim, "x", &single, &m, lead, &lead_nd);
     if (x == NULL) return NULL;
-    PyArrayObject *r_arr;
+    PyArrayObject *r_arr = NULL, *lim_arr = NULL;
     double r;
     npy_intp one = m;
-    if (grid_radii(r_o, 1, &one, &r_arr, &r) < 0) {
-        Py_DECREF(x);
-        return NULL;
+    BallCtx norm = {0};
+    BallCtx *c = NULL;
+    if (grid_radii(r_o, 1, &one, &r_arr, &r) < 0) goto out;
+    if (p_o != Py_None) {
+        if (nbpy_double(p_o, "p", &norm.p) < 0 ||
+            grid_radii(lim_o, 1, &one, &lim_arr, &norm.lim0) < 0)
+            goto out;
+        if (!(norm.p >= 1.0)) {
+            PyErr_SetString(PyExc_ValueError, "Only p-norms with 1<=p<=infinity permitted");
+            goto out;
+        }
+        // the limits as raw distances, in place in our own copy (one pow, as the distances')
+        if (lim_arr != NULL) {
+            PyArrayObject *own = (PyArrayObject *)PyArray_NewCopy(lim_arr, NPY_CORDER);
+            Py_SETREF(lim_arr, own);
+            if (lim_arr == NULL) goto out;
+            double *v = PyArray_DATA(lim_arr);
+            for (npy_intp q = 0; q < m; q++) v[q] = ball_raw_limit(v[q], norm.p);
+            norm.lim = v;
+        }
+        norm.lim0 = ball_raw_limit(norm.lim0, norm.p);
     }
-    BallCtx *c = ball_batch(g, PyArray_DATA(x), m, r_arr != NULL ? PyArray_DATA(r_arr) : NULL, r,
-                            NB_FILTER_ALL, sort, false, workers);
+    c = ball_batch(g, PyArray_DATA(x), m, r_arr != NULL ? PyArray_DATA(r_arr) : NULL, r,
+                   NB_FILTER_ALL, sort, false, workers, p_o != Py_None ? &norm : NULL);
+out:
     Py_DECREF(x);
     Py_XDECREF(r_arr);
+    Py_XDECREF(lim_arr);
     if (c == NULL) return NULL;
     npy_intp rows = m + 1, total = 0;
     for (npy_intp q = 0; q < m; q++) total += (npy_intp)c->counts[q];
     PyObject *off = PyArray_SimpleNew(1, &rows, NPY_INT64);
     PyObject *idx = PyArray_SimpleNew(1, &total, NPY_INTP);
-    if (off != NULL && idx != NULL) {
+    PyObject *raw = c->norm ? PyArray_SimpleNew(1, &total, NPY_DOUBLE) : NULL;
+    if (off != NULL && idx != NULL && (raw != NULL || !c->norm)) {
         int64_t *o = PyArray_DATA((PyArrayObject *)off);
         npy_intp *v = PyArray_DATA((PyArrayObject *)idx);
+        double *w = raw != NULL ? PyArray_DATA((PyArrayObject *)raw) : NULL;
         o[0] = 0;
         for (npy_intp q = 0; q < m; q++) {
-            const int32_t *src = c->part[c->owner[q]].v + c->offs[q];
+            const BallPart *part = &c->part[c->owner[q]];
+            const int32_t *src = part->v + c->offs[q];
             for (int64_t j = 0; j < c->counts[q]; j++) v[o[q] + j] = src[j];
+            if (w != NULL && c->counts[q] > 0)
+                memcpy(w + o[q], part->raw + c->offs[q], (size_t)c->counts[q] * sizeof *w);
             o[q + 1] = o[q] + c->counts[q];
         }
     }
+    bool norm_out = c->norm;
     ball_free(c);
-    if (off == NULL || idx == NULL) {
+    if (off == NULL || idx == NULL || (norm_out && raw == NULL)) {
         Py_XDECREF(off);
         Py_XDECREF(idx);
+        Py_XDECREF(raw);
         return NULL;
     }
-    return Py_BuildValue("(NN)", off, idx);
+    return norm_out ? Py_BuildValue("(NNN)", off, idx, raw) : Py_BuildValue("(NN)", off, idx);
 }
 
 // ---- k nearest ----
