@@ -536,38 +536,47 @@ class cKDTree:
         # (Euclidean) lies beyond c * (the k-th smallest p-distance among them), since every
         # point p-nearer than that is Euclidean-nearer than c times it. The other rows search
         # a radius of c times that p-distance.
-        kc = min(self._nf, kmax * 8 + 8)
+        kc = min(self._nf, kmax * (2 if self.m <= 2 else 4) + 8)
         de, ie = _Grid.query(self._grid, qf, kc if kc > 1 else [1], 0, 2, _np.inf, workers)
         de = _np.asarray(de).reshape(len(qf), kc)
         ie = _np.asarray(ie).reshape(len(qf), kc)
-        qid = _np.repeat(_np.arange(len(qf)), kc)
-        raw = self._raw(qf[qid], self._pts[ie.ravel()], p)
-        idx = ie.ravel()
+        raw = self._raw(_np.repeat(qf, kc, axis=0), self._pts[ie.ravel()], p).reshape(len(qf), kc)
+        dub_raw = _raw_radius(dub, p) if dub < _np.inf else _np.inf
+        short = _np.zeros(len(qf), dtype=bool)
+        kk = min(kmax, kc)
         if kc < self._nf:
-            kth = _np.partition(raw.reshape(len(qf), kc), kmax - 1, axis=1)[:, kmax - 1]
+            kth = _np.partition(raw, kmax - 1, axis=1)[:, kmax - 1]
             # widened: the bound goes through a root and back; extra candidates are dropped
             bound = _np.minimum(_from_raw(kth, p) * _WIDEN, dub)
             short = de[:, -1] <= bound * (_euclid_factor(p, self.m) * _WIDEN)
-            if short.any():
-                rows_s = _np.flatnonzero(short)
-                off, idx_s, raw_s = self._rows(qf[rows_s], bound[rows_s], p, True, workers,
-                                               sort=False)
-                qid_s = _np.repeat(rows_s, _np.diff(off))
-                done = ~short[qid]
-                qid = _np.concatenate([qid[done], qid_s])
-                idx = _np.concatenate([idx[done], idx_s])
-                raw = _np.concatenate([raw[done], raw_s])
-        dub_raw = _raw_radius(dub, p) if dub < _np.inf else _np.inf
-        keep = raw < dub_raw
-        qid, idx, raw = qid[keep], idx[keep], raw[keep]
-        order = _np.lexsort((idx, raw, qid))
-        qid, idx, raw = qid[order], idx[order], raw[order]
-        starts = _np.concatenate([[0], _np.cumsum(_np.bincount(qid, minlength=len(qf)))])
-        rank = _np.arange(len(qid)) - starts[qid]
-        sel = rank < kmax
-        out_rows = rows[qid[sel]]
-        dist[out_rows, rank[sel]] = _from_raw(raw[sel], p)
-        index[out_rows, rank[sel]] = self._to_data(idx[sel])
+        done = _np.flatnonzero(~short)
+        if len(done):
+            # complete rows: the k smallest of their candidates, by distance then index
+            rd, idd = raw[done], ie[done]
+            if kk < kc:
+                sel = _np.argpartition(rd, kk - 1, axis=1)[:, :kk]
+                rd, idd = _np.take_along_axis(rd, sel, 1), _np.take_along_axis(idd, sel, 1)
+            order = _np.lexsort((idd, rd), axis=-1)
+            rd, idd = _np.take_along_axis(rd, order, 1), _np.take_along_axis(idd, order, 1)
+            hit = rd < dub_raw
+            out = rows[done]
+            dist[out, :kk] = _np.where(hit, _from_raw(rd, p), _np.inf)
+            index[out, :kk] = _np.where(hit, self._to_data(idd), self.n)
+        if short.any():
+            rows_s = _np.flatnonzero(short)
+            off, idx, raw_s = self._rows(qf[rows_s], bound[rows_s], p, True, workers,
+                                         sort=False)
+            qid = _np.repeat(_np.arange(len(rows_s)), _np.diff(off))
+            keep = raw_s < dub_raw
+            qid, idx, raw_s = qid[keep], idx[keep], raw_s[keep]
+            order = _np.lexsort((idx, raw_s, qid))
+            qid, idx, raw_s = qid[order], idx[order], raw_s[order]
+            starts = _np.concatenate([[0], _np.cumsum(_np.bincount(qid, minlength=len(rows_s)))])
+            rank = _np.arange(len(qid)) - starts[qid]
+            sel = rank < kmax
+            out = rows[rows_s[qid[sel]]]
+            dist[out, rank[sel]] = _from_raw(raw_s[sel], p)
+            index[out, rank[sel]] = self._to_data(idx[sel])
         return dist, index
 
     # ---- radius queries ----
@@ -633,6 +642,9 @@ class cKDTree:
         _check_radius(_np.asarray(r))
         r = float(_widened(r, eps))
         q, _, finite = other._queries(self.data)
+        if p == 2.0 and finite is None and other._keep is None and other._fits(r) and len(q):
+            # the common case: the lists built in C
+            return _Grid.query_ball_point(other._grid, q, r, 2, 0, 1, True, False).tolist()
         off, idx, _ = other._rows_for_q(q, finite, _np.asarray(r), p, 1, True)
         lists = idx.tolist()
         return [lists[a:b] for a, b in zip(off[:-1].tolist(), off[1:].tolist())]
@@ -683,17 +695,15 @@ class cKDTree:
         if not cumulative and (_np.diff(radii) < 0).any():
             raise ValueError("r must be non-decreasing for non-cumulative counting.")
         w_self, w_other = self._weights_pair(other, weights)
-        if (scalar and w_self is None and w_other is None and p == 2.0 and radii[0] >= 0.0
-                and other._fits(radii[0]) and other._keep is None):
-            # the common case: counts only, in C
-            q, _, finite = other._queries(self.data)
-            if finite is not None:
-                q = q[finite]
-            if len(q) == 0 or other._nf == 0:
-                return 0
-            lengths = _Grid.query_ball_point(other._grid, q, float(radii[0]), 2, 0, 1, False,
-                                             True)
-            return int(lengths.sum())
+        if (w_self is None and w_other is None and p == 2.0 and len(radii) <= 8
+                and (radii >= 0.0).all() and other._fits(radii) and other._keep is None
+                and self._keep is None):
+            # the common cases, counts only, in C: all pairs within each radius of one tree
+            # (n + 2 * pairs), or the lengths of radius searches from self's points
+            cum = _np.array([self._count_c(other, float(v)) for v in radii], dtype=_np.intp)
+            if not cumulative:
+                cum = _np.diff(_np.concatenate([[0], cum]))
+            return int(cum[0]) if scalar else cum
         cum = self._cumulative_counts(other, radii, p, w_self, w_other)
         weighted = w_self is not None or w_other is not None
         if not cumulative:
@@ -701,6 +711,16 @@ class cKDTree:
         if scalar:
             return cum[0] if weighted else int(cum[0])
         return cum if weighted else cum.astype(_np.intp)
+
+    def _count_c(self, other, r):
+        """The pairs (x1 of self, x2 of other) within r (p = 2, finite points), in C."""
+        if self.n == 0 or other.n == 0:
+            return 0
+        if other is self:
+            return self.n + 2 * self._grid.count_pairs(r)
+        q, _, _ = other._queries(self.data)
+        lengths = _Grid.query_ball_point(other._grid, q, r, 2, 0, 1, False, True)
+        return int(lengths.sum())
 
     def _weights_pair(self, other, weights):
         if weights is None:
