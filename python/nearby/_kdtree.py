@@ -791,18 +791,23 @@ class cKDTree:
     def sparse_distance_matrix(self, other, max_distance, p=2.0, output_type="dok_matrix"):
         """Distances between the points of this tree and other's, where at most max_distance:
         a dok_matrix (default), coo_matrix, dict {(i, j): d} or structured ndarray with fields
-        i, j, v. Entries are ordered by i, then j; pairs at distance 0 are kept (explicit zeros
-        in the coo_matrix)."""
+        i, j, v, in no particular order (as scipy's); pairs at distance 0 are kept (explicit
+        zeros in the coo_matrix)."""
         if output_type not in ("dok_matrix", "coo_matrix", "dict", "ndarray"):
             raise ValueError("Invalid output type")
         self._same_kind(other, "sparse_distance_matrix")
         p = _check_p(p)
         r = float(max_distance)
         _check_radius(_np.asarray(r))
-        q, _, finite = other._queries(self.data)
-        off, j, raw = other._rows_for_q(q, finite, _np.asarray(r), p, 1, True, raw_wanted=True)
-        i = _np.repeat(_np.arange(self.n, dtype=_np.intp), _np.diff(off))
-        v = _from_raw(raw, p)
+        if other is self and p == 2.0 and self._fits(r) and self._keep is None:
+            # a tree against itself: the grid's all pairs, both ways, and the diagonal
+            i, j, v = self._grid._pair_matrix(r)
+        else:
+            q, _, finite = other._queries(self.data)
+            off, j, raw = other._rows_for_q(q, finite, _np.asarray(r), p, 1, True,
+                                            raw_wanted=True)
+            i = _np.repeat(_np.arange(self.n, dtype=_np.intp), _np.diff(off))
+            v = _from_raw(raw, p)
         if output_type == "ndarray":
             res = _np.empty(len(v), dtype=_np.dtype([("i", _np.intp), ("j", _np.intp),
                                                       ("v", _np.float64)], align=True))

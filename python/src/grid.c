@@ -644,6 +644,60 @@ static PyObject *grid_query_pairs_array(nbpyGrid *g, PyObject *args, PyObject *k
     return res;
 }
 
+static double ball_raw(const double *a, const double *b, int dim, const double *period, double p);
+
+// _pair_matrix(r): the entries of the tree's sparse distance matrix against itself at r, as
+// three arrays (i, j, v) of 2K + n entries: every pair within r both ways with its distance
+// (the root of ball_raw at p = 2: the minimum image on periodic axes), then the diagonal with
+// 0. The pairs come from the buffer form of all pairs; the GIL is released throughout.
+static PyObject *grid_pair_matrix(nbpyGrid *g, PyObject *args)
+{
+    double r;
+    if (!PyArg_ParseTuple(args, "d:_pair_matrix", &r) || grid_ready(g) < 0 || grid_radius(r) < 0)
+        return NULL;
+    const nbGrid *grid = grid_for_radius(g, r);
+    if (grid == NULL) return NULL;
+    PairBuf b = {NULL, 0, 0, false, false};
+    PyThreadState *ts = PyEval_SaveThread();
+    nbStatus st = pairs_buffer(grid, r, (int64_t)g->n * 8 + 1024, &b);
+    PyEval_RestoreThread(ts);
+    if (st != NB_OK) return nbpy_error(st, "sparse_distance_matrix");
+    npy_intp total = (npy_intp)(2 * b.len + g->n);
+    PyObject *i_arr = PyArray_SimpleNew(1, &total, NPY_INTP);
+    PyObject *j_arr = PyArray_SimpleNew(1, &total, NPY_INTP);
+    PyObject *v_arr = PyArray_SimpleNew(1, &total, NPY_DOUBLE);
+    if (i_arr != NULL && j_arr != NULL && v_arr != NULL) {
+        npy_intp *ii = PyArray_DATA((PyArrayObject *)i_arr);
+        npy_intp *jj = PyArray_DATA((PyArrayObject *)j_arr);
+        double *vv = PyArray_DATA((PyArrayObject *)v_arr);
+        const nbPoints *pts = &g->view;
+        const int64_t k = b.len;
+        ts = PyEval_SaveThread();
+        for (int64_t e = 0; e < k; e++) {
+            npy_intp a = b.v[2 * e], c = b.v[2 * e + 1];
+            const double *pa = (const double *)((const char *)pts->data + (size_t)a * pts->stride);
+            const double *pc = (const double *)((const char *)pts->data + (size_t)c * pts->stride);
+            double d = sqrt(ball_raw(pa, pc, g->dim, g->period, 2.0));
+            ii[e] = jj[k + e] = a;
+            jj[e] = ii[k + e] = c;
+            vv[e] = vv[k + e] = d;
+        }
+        for (int32_t q = 0; q < g->n; q++) {
+            ii[2 * k + q] = jj[2 * k + q] = q;
+            vv[2 * k + q] = 0.0;
+        }
+        PyEval_RestoreThread(ts);
+    }
+    nbpy_big_free(b.v, (size_t)b.cap * 2 * sizeof(npy_intp));
+    if (i_arr == NULL || j_arr == NULL || v_arr == NULL) {
+        Py_XDECREF(i_arr);
+        Py_XDECREF(j_arr);
+        Py_XDECREF(v_arr);
+        return NULL;
+    }
+    return Py_BuildValue("(NNN)", i_arr, j_arr, v_arr);
+}
+
 static PyObject *grid_count_pairs(nbpyGrid *g, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"r", NULL};
@@ -867,10 +921,14 @@ static int32_t ball_keep(const BallCtx *c, const double *center, double lim, int
                          int32_t found, double *raw)
 {
     const nbPoints *pts = c->points;
-    int32_t kept = 0;
-    for (int32_t j = 0; j < found; j++) {
-        const double *b = (const double *)((const char *)pts->data + (size_t)v[j] * pts->stride);
-        if (ball_raw(center, b, c->dim, c->period, c->p) <= lim) v[kept++] = v[j];
+    int32_t kept = found;
+    if (c->p != 2.0 || c->r != NULL || lim != c->r0 * c->r0) { // else the grid's own test
+        kept = 0;
+        for (int32_t j = 0; j < found; j++) {
+            const double *b =
+                (const double *)((const char *)pts->data + (size_t)v[j] * pts->stride);
+            if (ball_raw(center, b, c->dim, c->period, c->p) <= lim) v[kept++] = v[j];
+        }
     }
     if (c->sort) nbpy_sort_i32(v, kept);
     for (int32_t j = 0; j < kept; j++) {
@@ -1622,6 +1680,9 @@ static PyMethodDef grid_methods[] = {
      "_neighbour_lists(r, distances=False): (offsets, neighbours[, dist2]) as compressed rows."},
     {"_rows", (PyCFunction)(void (*)(void))grid_rows, METH_VARARGS | METH_KEYWORDS,
      "_rows(x, r, sort=True, workers=1): (offsets, indices), the radius queries as rows."},
+    {"_pair_matrix", (PyCFunction)grid_pair_matrix, METH_VARARGS,
+     "_pair_matrix(r): (i, j, v), every pair within r both ways with its distance, then the "
+     "diagonal."},
     {"count_pairs", (PyCFunction)(void (*)(void))grid_count_pairs, METH_VARARGS | METH_KEYWORDS,
      "count_pairs(r)\n--\n\nThe number of pairs (i, j), i < j, with distance <= r."},
     {"query_ball_point", (PyCFunction)(void (*)(void))grid_query_ball_point_fc,
