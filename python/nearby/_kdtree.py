@@ -12,7 +12,6 @@ exactly the candidates that pass the comparison a brute-force loop in that norm 
 import math
 import numbers
 import os
-import warnings
 
 import numpy as _np
 
@@ -435,22 +434,6 @@ class cKDTree:
         """Grid indices as indices into data."""
         return idx if self._keep is None else self._keep[idx]
 
-    def _rows_for(self, x_rows, r, p, raw_wanted, workers=1, sort=True):
-        """_rows for query rows that may include non-finite ones (they find nothing), with the
-        indices mapped to data."""
-        q, _, finite = self._queries(x_rows)
-        if finite is None:
-            off, idx, raw = self._rows(q, r, p, raw_wanted, workers, sort)
-        else:
-            r = _np.asarray(r, dtype=_np.float64)
-            sub = self._rows(q[finite], r[finite] if r.ndim else r, p, raw_wanted, workers,
-                             sort)
-            counts = _np.zeros(len(q), dtype=_np.int64)
-            counts[finite] = _np.diff(sub[0])
-            off = _np.concatenate([[0], _np.cumsum(counts)]).astype(_np.int64)
-            idx, raw = sub[1], sub[2]
-        return off, self._to_data(idx), raw
-
     def _same_kind(self, other, what):
         if not isinstance(other, cKDTree):
             raise TypeError("Argument 'other' has incorrect type (expected a nearby cKDTree, got "
@@ -657,7 +640,10 @@ class cKDTree:
         p = _check_p(p)
         r = float(r)
         _check_radius(_np.asarray(r))
-        pairs = self._pairs(float(_widened(r, eps)), p)
+        r = float(_widened(r, eps))
+        if output_type == "set" and p == 2.0 and self._fits(r) and self._keep is None:
+            return self._grid._pairs_set(r)  # built in C
+        pairs = self._pairs(r, p)
         if output_type == "ndarray":
             return pairs
         return set(zip(pairs[:, 0].tolist(), pairs[:, 1].tolist()))

@@ -698,6 +698,44 @@ static PyObject *grid_pair_matrix(nbpyGrid *g, PyObject *args)
     return Py_BuildValue("(NNN)", i_arr, j_arr, v_arr);
 }
 
+// _pairs_set(r): query_pairs' default output, a set of (i, j) tuples, i < j, built in C from
+// the buffer form of all pairs, with one int object an index shared by all its tuples.
+static PyObject *grid_pairs_set(nbpyGrid *g, PyObject *args)
+{
+    double r;
+    if (!PyArg_ParseTuple(args, "d:_pairs_set", &r) || grid_ready(g) < 0 || grid_radius(r) < 0)
+        return NULL;
+    const nbGrid *grid = grid_for_radius(g, r);
+    if (grid == NULL) return NULL;
+    PairBuf b = {NULL, 0, 0, false, false};
+    PyThreadState *ts = PyEval_SaveThread();
+    nbStatus st = pairs_buffer(grid, r, (int64_t)g->n * 4 + 1024, &b);
+    PyEval_RestoreThread(ts);
+    if (st != NB_OK) return nbpy_error(st, "query_pairs");
+    PyObject **ints = calloc((size_t)(g->n > 0 ? g->n : 1), sizeof *ints);
+    PyObject *set = ints != NULL ? PySet_New(NULL) : PyErr_NoMemory();
+    for (int64_t e = 0; set != NULL && e < b.len; e++) {
+        PyObject *pair = PyTuple_New(2);
+        for (int side = 0; pair != NULL && side < 2; side++) {
+            npy_intp at = b.v[2 * e + side];
+            if (ints[at] == NULL) ints[at] = PyLong_FromSsize_t((Py_ssize_t)at);
+            if (ints[at] == NULL) {
+                Py_CLEAR(pair);
+                break;
+            }
+            Py_INCREF(ints[at]);
+            PyTuple_SET_ITEM(pair, side, ints[at]);
+        }
+        if (pair == NULL || PySet_Add(set, pair) < 0) Py_CLEAR(set);
+        Py_XDECREF(pair);
+    }
+    if (ints != NULL)
+        for (int32_t q = 0; q < g->n; q++) Py_XDECREF(ints[q]);
+    free(ints);
+    nbpy_big_free(b.v, (size_t)b.cap * 2 * sizeof(npy_intp));
+    return set;
+}
+
 static PyObject *grid_count_pairs(nbpyGrid *g, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"r", NULL};
@@ -1683,6 +1721,8 @@ static PyMethodDef grid_methods[] = {
     {"_pair_matrix", (PyCFunction)grid_pair_matrix, METH_VARARGS,
      "_pair_matrix(r): (i, j, v), every pair within r both ways with its distance, then the "
      "diagonal."},
+    {"_pairs_set", (PyCFunction)grid_pairs_set, METH_VARARGS,
+     "_pairs_set(r): the pairs within r as a set of (i, j) tuples."},
     {"count_pairs", (PyCFunction)(void (*)(void))grid_count_pairs, METH_VARARGS | METH_KEYWORDS,
      "count_pairs(r)\n--\n\nThe number of pairs (i, j), i < j, with distance <= r."},
     {"query_ball_point", (PyCFunction)(void (*)(void))grid_query_ball_point_fc,
