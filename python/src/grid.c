@@ -646,22 +646,31 @@ static PyObject *grid_query_pairs_array(nbpyGrid *g, PyObject *args, PyObject *k
 
 static double ball_raw(const double *a, const double *b, int dim, const double *period, double p);
 
+// The pairs within the radius parsed from args (format fmt: "d:name"), through the buffer form
+// into *b (free b->v with nbpy_big_free), the GIL released. 0, or -1 with the error set.
+static int pairs_of(nbpyGrid *g, PyObject *args, const char *fmt, const char *what, PairBuf *b)
+{
+    double r;
+    if (!PyArg_ParseTuple(args, fmt, &r) || grid_ready(g) < 0 || grid_radius(r) < 0) return -1;
+    const nbGrid *grid = grid_for_radius(g, r);
+    if (grid == NULL) return -1;
+    *b = (PairBuf){NULL, 0, 0, false, false};
+    PyThreadState *ts = PyEval_SaveThread();
+    nbStatus st = pairs_buffer(grid, r, (int64_t)g->n * 4 + 1024, b);
+    PyEval_RestoreThread(ts);
+    if (st != NB_OK) return nbpy_error(st, what), -1;
+    return 0;
+}
+
 // _pair_matrix(r): the entries of the tree's sparse distance matrix against itself at r, as
 // three arrays (i, j, v) of 2K + n entries: every pair within r both ways with its distance
 // (the root of ball_raw at p = 2: the minimum image on periodic axes), then the diagonal with
 // 0. The pairs come from the buffer form of all pairs; the GIL is released throughout.
 static PyObject *grid_pair_matrix(nbpyGrid *g, PyObject *args)
 {
-    double r;
-    if (!PyArg_ParseTuple(args, "d:_pair_matrix", &r) || grid_ready(g) < 0 || grid_radius(r) < 0)
-        return NULL;
-    const nbGrid *grid = grid_for_radius(g, r);
-    if (grid == NULL) return NULL;
-    PairBuf b = {NULL, 0, 0, false, false};
-    PyThreadState *ts = PyEval_SaveThread();
-    nbStatus st = pairs_buffer(grid, r, (int64_t)g->n * 8 + 1024, &b);
-    PyEval_RestoreThread(ts);
-    if (st != NB_OK) return nbpy_error(st, "sparse_distance_matrix");
+    PairBuf b;
+    if (pairs_of(g, args, "d:_pair_matrix", "sparse_distance_matrix", &b) < 0) return NULL;
+    PyThreadState *ts;
     npy_intp total = (npy_intp)(2 * b.len + g->n);
     PyObject *i_arr = PyArray_SimpleNew(1, &total, NPY_INTP);
     PyObject *j_arr = PyArray_SimpleNew(1, &total, NPY_INTP);
@@ -702,16 +711,8 @@ static PyObject *grid_pair_matrix(nbpyGrid *g, PyObject *args)
 // the buffer form of all pairs, with one int object an index shared by all its tuples.
 static PyObject *grid_pairs_set(nbpyGrid *g, PyObject *args)
 {
-    double r;
-    if (!PyArg_ParseTuple(args, "d:_pairs_set", &r) || grid_ready(g) < 0 || grid_radius(r) < 0)
-        return NULL;
-    const nbGrid *grid = grid_for_radius(g, r);
-    if (grid == NULL) return NULL;
-    PairBuf b = {NULL, 0, 0, false, false};
-    PyThreadState *ts = PyEval_SaveThread();
-    nbStatus st = pairs_buffer(grid, r, (int64_t)g->n * 4 + 1024, &b);
-    PyEval_RestoreThread(ts);
-    if (st != NB_OK) return nbpy_error(st, "query_pairs");
+    PairBuf b;
+    if (pairs_of(g, args, "d:_pairs_set", "query_pairs", &b) < 0) return NULL;
     PyObject **ints = calloc((size_t)(g->n > 0 ? g->n : 1), sizeof *ints);
     PyObject *set = ints != NULL ? PySet_New(NULL) : PyErr_NoMemory();
     for (int64_t e = 0; set != NULL && e < b.len; e++) {
