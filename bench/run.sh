@@ -38,8 +38,10 @@
 #                                            and teleports; ~1 minute): writes
 #                                            bench/results/$NB_BENCH_MACHINE/open_world_latest.csv
 #   bash bench/run.sh BUILD_DIR --python     only the Python package against scipy's cKDTree
-#                                            (bench_python.py: 1M uniform 2D points, all
-#                                            pairs and kNN, k = 8; ~2 minutes): writes
+#                                            (bench_python.py: nearby.cKDTree against cKDTree,
+#                                            every method on the corpus's point sets at 100k
+#                                            points, build included, 3 alternating runs;
+#                                            ~8 minutes): writes
 #                                            bench/results/$NB_BENCH_MACHINE/python_latest.csv
 #   bash bench/run.sh BUILD_DIR --cell-size  only the cell-size sweep (1M uniform 2D points,
 #                                            r = 1.75, cell / r from 0.25 to 4; ~1 minute),
@@ -426,9 +428,9 @@ build_python() {
 }
 
 run_python() {
-    local n=1000000 runs=5 knn_runs=3 out f lib
+    local n=100000 runs=3 out cdir lib
     if [ "$mode" = --quick ]; then
-        n=100000 runs=3 knn_runs=1
+        n=20000 runs=1
         out=$bin/python_quick.csv
     else
         mkdir -p "$root/bench/results/$machine"
@@ -438,12 +440,14 @@ run_python() {
         echo "run.sh: $py lacks numpy, scipy or setuptools; skipping the Python section" >&2
         return 0
     fi
-    f=$(gen uniform2d "$n")
+    cdir=$data/corpus
+    mkdir -p "$cdir"
+    "$bin/gen_data" --corpus "$cdir" "$n" 1 || return 1
     lib=$(cd "$bin" && pwd)/python-lib # absolute: setup.py runs in python/
     build_python "$lib" || return 1
-    echo "run.sh: python: uniform2d, $n points: pairs x $runs, kNN x $knn_runs" >&2
-    PYTHONPATH="$lib" "${pin[@]}" "$py" "$here/bench_python.py" "$f" --runs "$runs" \
-        --knn-runs "$knn_runs" --out "$out" --machine "$machine"
+    echo "run.sh: python: nearby.cKDTree against cKDTree, the corpus at $n points, $runs runs" >&2
+    PYTHONPATH="$lib" "${pin[@]}" "$py" "$here/bench_python.py" "$cdir/corpus-$n-1.csv" \
+        --runs "$runs" --out "$out" --machine "$machine"
 }
 if [ "$mode" = --python ]; then
     run_python

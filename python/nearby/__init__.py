@@ -4,13 +4,17 @@
 ``nearby.Grid`` is shaped like ``scipy.spatial.cKDTree``: the same method names, argument
 names and return shapes where they overlap (``query_pairs``, ``query_ball_point``, ``query``),
 plus ``count_pairs``, ``query_box`` and category/mask filters. ``nearby.Hash`` is a thin class
-over the spatial hash: items stored by handle that move. See python/README.md.
+over the spatial hash: items stored by handle that move. ``nearby.cKDTree`` (and ``KDTree``)
+take scipy's own arguments and answer every method of scipy's classes for 1D-3D data: switching
+is ``from nearby import cKDTree``. See python/README.md.
 """
 import numpy as _np
 
 from ._nearby import ALL, _Grid, _Hash, _Quadtree, _Tiles, library_version
+from ._kdtree import KDTree, cKDTree, cKDTreeNode
 
-__all__ = ["Grid", "Hash", "Quadtree", "Tiles", "ALL", "library_version"]
+__all__ = ["Grid", "Hash", "Quadtree", "Tiles", "cKDTree", "KDTree", "cKDTreeNode", "ALL",
+           "library_version"]
 __version__ = library_version()
 
 
@@ -40,7 +44,10 @@ def _rows(points):
 class Grid(_Grid):
     """A uniform grid over N points in 2D or 3D, for exact neighbour queries.
 
-    Grid(points, radius=None, cell_size=None, boxsize=None, *, category=None, mask=None)
+    Grid(points, *, radius=None, cell_size=None, boxsize=None, category=None, mask=None)
+
+    Everything after the points is keyword-only (``Grid(x, 16)`` would read as cKDTree's
+    leafsize; ``nearby.cKDTree`` takes cKDTree's own arguments).
 
     points: (N, 2) or (N, 3) array-like. A float64 array is read where it lies, whatever its
         row stride (x[:, :2] of a wider array, a column slice of a structured buffer); float32,
@@ -62,7 +69,7 @@ class Grid(_Grid):
         asker's own ``category=`` and ``mask=`` keywords.
     """
 
-    def __init__(self, points, radius=None, cell_size=None, boxsize=None, *, category=None,
+    def __init__(self, points, *, radius=None, cell_size=None, boxsize=None, category=None,
                  mask=None):
         n = _rows(points)
         period = _period(boxsize, points)

@@ -27,9 +27,12 @@ typedef struct nbpyGrid {
     nbPoints view;
     int32_t n;
     int32_t dim;
-    double spacing;   // mean distance between points, (bounding volume / n)^(1 / dim), > 0
-    double period[3]; // nbGridDesc.period: 0 = the axis does not wrap (boxsize=None: all 0)
-    double half;      // the smallest period / 2 over the periodic axes; infinity when none
+    double spacing;     // distance between neighbouring points where they are (> 0): see
+                        // grid_local_spacing; sizes the grids for radius queries
+    double knn_spacing; // the same at the 3rd quartile of the sample's nearest distances (> 0):
+                        // sizes the grids for kNN, which must also reach the sparse regions
+    double period[3];   // nbGridDesc.period: 0 = the axis does not wrap (boxsize=None: all 0)
+    double half;        // the smallest period / 2 over the periodic axes; infinity when none
     int fixed;
     int count;
     nbGrid *grids[NBPY_MAX_GRIDS];
@@ -172,6 +175,68 @@ static double grid_spacing(int32_t n, int dim, const double *lo, const double *h
     return s;
 }
 
+static int grid_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+// The typical distance between neighbouring points where the points are: from a sample of up
+// to 2048 of them (every n / s-th), the given quantile (0.5: the median) of the distances to
+// the nearest other sample point, scaled
+// to the whole set's density by (s / n)^(1 / dim) and by the ratio of mean spacing to
+// nearest-neighbour distance in uniform data (about 2 in 2D, 1.8 in 3D). Clustered, surface or
+// road-like data then get cells sized to their points, not to their bounding box. Never above
+// `box_spacing` (the bounding box's mean spacing); `box_spacing` itself when the sample says
+// nothing (few points, duplicates, no memory). Runs without the GIL.
+static double grid_local_spacing(const nbPoints *v, double box_spacing, double quantile)
+{
+    const int32_t n = v->count, dim = v->dim;
+    if (n < 256) return box_spacing;
+    const int32_t s = n < 2048 ? n : 2048;
+    double *pts = malloc((size_t)s * (size_t)dim * sizeof *pts);
+    double *d1 = malloc((size_t)s * sizeof *d1);
+    nbGrid *grid = NULL;
+    double est = box_spacing;
+    if (pts == NULL || d1 == NULL) goto done;
+    for (int32_t i = 0; i < s; i++) {
+        const double *p =
+            (const double *)((const char *)v->data + (size_t)((int64_t)i * n / s) * v->stride);
+        for (int d = 0; d < dim; d++) pts[(size_t)i * dim + d] = p[d];
+    }
+    nbGridDesc desc = {0};
+    desc.dim = dim;
+    desc.allocator = &nbpy_allocator;
+    nbPoints sv = {0};
+    sv.data = pts;
+    sv.count = s;
+    sv.dim = dim;
+    sv.stride = (size_t)dim * sizeof(double);
+    if (nb_grid_create(&desc, &grid) != NB_OK ||
+        nb_grid_build(grid, &sv, box_spacing * pow((double)n / s, 1.0 / dim)) != NB_OK)
+        goto done;
+    for (int32_t i = 0; i < s; i++) {
+        nbNeighbor heap[2];
+        int32_t found = 0;
+        d1[i] = (double)INFINITY;
+        if (nb_grid_knn(grid, pts + (size_t)i * dim, NB_FILTER_ALL, (double)INFINITY, heap, 2,
+                        &found) == NB_OK &&
+            found == 2)
+            d1[i] = sqrt(heap[1].dist2);
+    }
+    qsort(d1, (size_t)s, sizeof *d1, grid_cmp_double);
+    double med = d1[(int32_t)(quantile * (s - 1))];
+    if (med > 0.0 && isfinite(med)) {
+        double local = med * (dim == 2 ? 2.0 : 1.8) * pow((double)s / n, 1.0 / dim);
+        if (local < est) est = local;
+    }
+done:
+    nb_grid_destroy(grid);
+    free(pts);
+    free(d1);
+    return est;
+}
+
 // Parses boxsize (None, or the Python side's tuple of one float per axis, 0 = not periodic)
 // into g->period, checks it the library's way (a grid created with it) and the points against
 // it, as cKDTree(boxsize=...) does: every coordinate on a periodic axis must lie in [0, L).
@@ -263,7 +328,13 @@ static int grid_init(nbpyGrid *g, PyObject *args, PyObject *kwds)
                      nb_status_message(NB_ERR_NOT_FINITE), nb_status_str(NB_ERR_NOT_FINITE));
         return -1;
     }
-    g->spacing = grid_spacing(g->n, g->dim, lo, hi, maxabs);
+    g->spacing = g->knn_spacing = grid_spacing(g->n, g->dim, lo, hi, maxabs);
+    ts_ = PyEval_SaveThread();
+    double local = grid_local_spacing(&g->view, g->spacing, 0.5);
+    double local_knn = grid_local_spacing(&g->view, g->spacing, 0.75);
+    PyEval_RestoreThread(ts_);
+    if (local > maxabs * 0x1p-40 && local > DBL_MIN) g->spacing = local;
+    if (local_knn > maxabs * 0x1p-40 && local_knn > DBL_MIN) g->knn_spacing = local_knn;
     if (grid_periods(g, box_o, lo, hi) < 0) return -1;
     if (radius_o == Py_None && cell_o == Py_None) return 0; // lazy: built by the first query
 
@@ -378,7 +449,7 @@ static const nbGrid *grid_for_radius(nbpyGrid *g, double r)
 
 static const nbGrid *grid_for_knn(nbpyGrid *g, int64_t k)
 {
-    double want = g->spacing * pow((double)(k > 0 ? k : 1), 1.0 / g->dim);
+    double want = g->knn_spacing * pow((double)(k > 0 ? k : 1), 1.0 / g->dim);
     return grid_for(g, want, 1.0 / 3.0, 3.0);
 }
 
@@ -573,6 +644,99 @@ static PyObject *grid_query_pairs_array(nbpyGrid *g, PyObject *args, PyObject *k
     return res;
 }
 
+static double ball_raw(const double *a, const double *b, int dim, const double *period, double p);
+
+// The pairs within the radius parsed from args (format fmt: "d:name"), through the buffer form
+// into *b (free b->v with nbpy_big_free), the GIL released. 0, or -1 with the error set.
+static int pairs_of(nbpyGrid *g, PyObject *args, const char *fmt, const char *what, PairBuf *b)
+{
+    double r;
+    if (!PyArg_ParseTuple(args, fmt, &r) || grid_ready(g) < 0 || grid_radius(r) < 0) return -1;
+    const nbGrid *grid = grid_for_radius(g, r);
+    if (grid == NULL) return -1;
+    *b = (PairBuf){NULL, 0, 0, false, false};
+    PyThreadState *ts = PyEval_SaveThread();
+    nbStatus st = pairs_buffer(grid, r, (int64_t)g->n * 4 + 1024, b);
+    PyEval_RestoreThread(ts);
+    if (st != NB_OK) return nbpy_error(st, what), -1;
+    return 0;
+}
+
+// _pair_matrix(r): the entries of the tree's sparse distance matrix against itself at r, as
+// three arrays (i, j, v) of 2K + n entries: every pair within r both ways with its distance
+// (the root of ball_raw at p = 2: the minimum image on periodic axes), then the diagonal with
+// 0. The pairs come from the buffer form of all pairs; the GIL is released throughout.
+static PyObject *grid_pair_matrix(nbpyGrid *g, PyObject *args)
+{
+    PairBuf b;
+    if (pairs_of(g, args, "d:_pair_matrix", "sparse_distance_matrix", &b) < 0) return NULL;
+    PyThreadState *ts;
+    npy_intp total = (npy_intp)(2 * b.len + g->n);
+    PyObject *i_arr = PyArray_SimpleNew(1, &total, NPY_INTP);
+    PyObject *j_arr = PyArray_SimpleNew(1, &total, NPY_INTP);
+    PyObject *v_arr = PyArray_SimpleNew(1, &total, NPY_DOUBLE);
+    if (i_arr != NULL && j_arr != NULL && v_arr != NULL) {
+        npy_intp *ii = PyArray_DATA((PyArrayObject *)i_arr);
+        npy_intp *jj = PyArray_DATA((PyArrayObject *)j_arr);
+        double *vv = PyArray_DATA((PyArrayObject *)v_arr);
+        const nbPoints *pts = &g->view;
+        const int64_t k = b.len;
+        ts = PyEval_SaveThread();
+        for (int64_t e = 0; e < k; e++) {
+            npy_intp a = b.v[2 * e], c = b.v[2 * e + 1];
+            const double *pa = (const double *)((const char *)pts->data + (size_t)a * pts->stride);
+            const double *pc = (const double *)((const char *)pts->data + (size_t)c * pts->stride);
+            double d = sqrt(ball_raw(pa, pc, g->dim, g->period, 2.0));
+            ii[e] = jj[k + e] = a;
+            jj[e] = ii[k + e] = c;
+            vv[e] = vv[k + e] = d;
+        }
+        for (int32_t q = 0; q < g->n; q++) {
+            ii[2 * k + q] = jj[2 * k + q] = q;
+            vv[2 * k + q] = 0.0;
+        }
+        PyEval_RestoreThread(ts);
+    }
+    nbpy_big_free(b.v, (size_t)b.cap * 2 * sizeof(npy_intp));
+    if (i_arr == NULL || j_arr == NULL || v_arr == NULL) {
+        Py_XDECREF(i_arr);
+        Py_XDECREF(j_arr);
+        Py_XDECREF(v_arr);
+        return NULL;
+    }
+    return Py_BuildValue("(NNN)", i_arr, j_arr, v_arr);
+}
+
+// _pairs_set(r): query_pairs' default output, a set of (i, j) tuples, i < j, built in C from
+// the buffer form of all pairs, with one int object an index shared by all its tuples.
+static PyObject *grid_pairs_set(nbpyGrid *g, PyObject *args)
+{
+    PairBuf b;
+    if (pairs_of(g, args, "d:_pairs_set", "query_pairs", &b) < 0) return NULL;
+    PyObject **ints = calloc((size_t)(g->n > 0 ? g->n : 1), sizeof *ints);
+    PyObject *set = ints != NULL ? PySet_New(NULL) : PyErr_NoMemory();
+    for (int64_t e = 0; set != NULL && e < b.len; e++) {
+        PyObject *pair = PyTuple_New(2);
+        for (int side = 0; pair != NULL && side < 2; side++) {
+            npy_intp at = b.v[2 * e + side];
+            if (ints[at] == NULL) ints[at] = PyLong_FromSsize_t((Py_ssize_t)at);
+            if (ints[at] == NULL) {
+                Py_CLEAR(pair);
+                break;
+            }
+            Py_INCREF(ints[at]);
+            PyTuple_SET_ITEM(pair, side, ints[at]);
+        }
+        if (pair == NULL || PySet_Add(set, pair) < 0) Py_CLEAR(set);
+        Py_XDECREF(pair);
+    }
+    if (ints != NULL)
+        for (int32_t q = 0; q < g->n; q++) Py_XDECREF(ints[q]);
+    free(ints);
+    nbpy_big_free(b.v, (size_t)b.cap * 2 * sizeof(npy_intp));
+    return set;
+}
+
 static PyObject *grid_count_pairs(nbpyGrid *g, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"r", NULL};
@@ -734,6 +898,8 @@ static int grid_radii(PyObject *r_o, int lead_nd, const npy_intp *lead, PyArrayO
 typedef struct BallPart {
     int32_t *v;
     int64_t len, cap;
+    double *raw; // with a norm: the raw distance of each entry of v (raw_cap entries)
+    int64_t raw_cap;
     nbStatus st;
     int64_t bad; // the query that failed
 } BallPart;
@@ -750,9 +916,66 @@ typedef struct BallCtx {
     int64_t *offs;        // where query q's indices start in its part's buffer
     uint16_t *owner;      // the part that ran query q
     const int64_t *order; // processing order (query_order), or NULL for 0 .. m-1
+    // A Minkowski norm (norm = true): each query keeps only the points whose raw distance in it
+    // (ball_raw) is <= lim[q] (or lim0), and records it. points / period: the grid's own.
+    bool norm;
+    double p;
+    const double *lim;
+    double lim0;
+    const nbPoints *points;
+    const double *period;
     int parts;
     BallPart part[NBPY_MAX_PARTS];
 } BallCtx;
+
+// The raw distance between a and b in the L_p norm, summed axis by axis as a brute-force loop
+// does: sum |d|^p (d*d for p = 2, |d| for p = 1), or max |d| for p = inf; on a periodic axis d is
+// the minimum image. The cKDTree methods compare it with r^p (r*r, r) and take its root.
+static double ball_raw(const double *a, const double *b, int dim, const double *period, double p)
+{
+    double total = 0.0;
+    for (int d = 0; d < dim; d++) {
+        double diff = fabs(a[d] - b[d]);
+        if (period[d] > 0.0 && diff > 0.5 * period[d]) diff = period[d] - diff;
+        double term = p == 2.0 ? diff * diff : (p == 1.0 || isinf(p)) ? diff : pow(diff, p);
+        if (isinf(p))
+            total = term > total ? term : total;
+        else
+            total += term;
+    }
+    return total;
+}
+
+// A radius as the raw distance ball_raw compares with: r*r, r^p (the same pow), r; -1 (nothing
+// is within) for a negative or NaN r.
+static double ball_raw_limit(double r, double p)
+{
+    if (!(r >= 0.0)) return -1.0;
+    return p == 2.0 ? r * r : (p == 1.0 || isinf(p)) ? r : pow(r, p);
+}
+
+// Keeps the found points v[0, found) within the query's limit in the ctx's norm, sorted if
+// asked, with their raw distances in raw[0, kept). Returns the number kept.
+static int32_t ball_keep(const BallCtx *c, const double *center, double lim, int32_t *v,
+                         int32_t found, double *raw)
+{
+    const nbPoints *pts = c->points;
+    int32_t kept = found;
+    if (c->p != 2.0 || c->r != NULL || lim != c->r0 * c->r0) { // else the grid's own test
+        kept = 0;
+        for (int32_t j = 0; j < found; j++) {
+            const double *b =
+                (const double *)((const char *)pts->data + (size_t)v[j] * pts->stride);
+            if (ball_raw(center, b, c->dim, c->period, c->p) <= lim) v[kept++] = v[j];
+        }
+    }
+    if (c->sort) nbpy_sort_i32(v, kept);
+    for (int32_t j = 0; j < kept; j++) {
+        const double *b = (const double *)((const char *)pts->data + (size_t)v[j] * pts->stride);
+        raw[j] = ball_raw(center, b, c->dim, c->period, c->p);
+    }
+    return kept;
+}
 
 static void ball_part(void *vctx, int64_t begin, int64_t end, int part)
 {
@@ -786,7 +1009,20 @@ static void ball_part(void *vctx, int64_t begin, int64_t end, int part)
                                               &found);
                 }
             }
-            if (st == NB_OK && c->sort) nbpy_sort_i32(p->v + p->len, found);
+            if (st == NB_OK && c->norm && p->raw_cap < p->cap) {
+                double *raw = realloc(p->raw, (size_t)p->cap * sizeof *raw);
+                if (raw == NULL) {
+                    st = NB_ERR_OUT_OF_MEMORY;
+                } else {
+                    p->raw = raw;
+                    p->raw_cap = p->cap;
+                }
+            }
+            if (st == NB_OK && c->norm)
+                found = ball_keep(c, center, c->lim != NULL ? c->lim[q] : c->lim0, p->v + p->len,
+                                  found, p->raw + p->len);
+            else if (st == NB_OK && c->sort)
+                nbpy_sort_i32(p->v + p->len, found);
             if (st == NB_OK) p->len += found;
         }
         if (st != NB_OK) {
@@ -845,6 +1081,88 @@ static PyObject *ball_one(nbpyGrid *g, const double *x, double r, nbFilter filte
     return res;
 }
 
+static void ball_free(BallCtx *c)
+{
+    if (c == NULL) return;
+    for (int p = 0; p < c->parts; p++) {
+        free(c->part[p].v);
+        free(c->part[p].raw);
+    }
+    free(c->offs);
+    free(c->owner);
+    free(c->counts);
+    free(c);
+}
+
+// Runs m radius queries (x: m contiguous points; radii: one each, or NULL for r) on one grid
+// built for the largest radius, with one GIL release for all of them, in cell order for large
+// batches. Returns the filled context (ball_free it), or NULL with the error set.
+static BallCtx *ball_batch(nbpyGrid *g, const double *x, npy_intp m, const double *radii, double r,
+                           nbFilter filter, bool sort, bool length_only, int workers,
+                           const BallCtx *norm)
+{
+    double r_max = r;
+    if (radii != NULL) {
+        r_max = 0.0;
+        for (npy_intp q = 0; q < m; q++) {
+            if (grid_radius(radii[q]) < 0) return NULL;
+            if (radii[q] > r_max) r_max = radii[q];
+        }
+    } else if (grid_radius(r) < 0) {
+        return NULL;
+    }
+    const nbGrid *grid = grid_for_radius(g, r_max);
+    if (grid == NULL) return NULL;
+    BallCtx *c = calloc(1, sizeof *c);
+    size_t each = (size_t)(m > 0 ? m : 1);
+    if (c != NULL) {
+        c->counts = malloc(each * sizeof *c->counts);
+        c->offs = malloc(each * sizeof *c->offs);
+        c->owner = malloc(each * sizeof *c->owner);
+    }
+    if (c == NULL || c->counts == NULL || c->offs == NULL || c->owner == NULL) {
+        ball_free(c);
+        PyErr_NoMemory();
+        return NULL;
+    }
+    c->grid = grid;
+    c->x = x;
+    c->r = radii;
+    c->r0 = r;
+    c->dim = g->dim;
+    c->filter = filter;
+    c->sort = sort;
+    c->length_only = length_only;
+    if (norm != NULL) {
+        c->norm = true;
+        c->p = norm->p;
+        c->lim = norm->lim;
+        c->lim0 = norm->lim0;
+        c->points = &g->view;
+        c->period = g->period;
+    }
+    c->parts = workers < m ? workers : (m > 0 ? (int)m : 1);
+    PyThreadState *ts_ = PyEval_SaveThread();
+    int64_t *order = NULL;
+    nbGridInfo info;
+    if (m >= 1024 && nb_grid_info(grid, &info) == NB_OK)
+        order = query_order(c->x, m, g->dim, info.cell_size);
+    c->order = order;
+    nbpy_parallel(c->parts, m, ball_part, c);
+    free(order);
+    PyEval_RestoreThread(ts_);
+    for (int p = 0; p < c->parts; p++) {
+        if (c->part[p].st != NB_OK) {
+            char what[64];
+            snprintf(what, sizeof what, "query_ball_point: x[%lld]", (long long)c->part[p].bad);
+            nbpy_error(c->part[p].st, what);
+            ball_free(c);
+            return NULL;
+        }
+    }
+    return c;
+}
+
 static PyObject *grid_query_ball_point(nbpyGrid *g, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {
@@ -886,79 +1204,23 @@ static PyObject *grid_query_ball_point(nbpyGrid *g, PyObject *args, PyObject *kw
         return res;
     }
     // A batch: every radius checked, one grid for the largest, one GIL release for all.
-    const double *radii = r_arr != NULL ? PyArray_DATA(r_arr) : NULL;
-    double r_max = r;
-    if (radii != NULL) {
-        r_max = 0.0;
-        for (npy_intp q = 0; q < m; q++) {
-            if (grid_radius(radii[q]) < 0) goto fail_early;
-            if (radii[q] > r_max) r_max = radii[q];
-        }
-    } else if (grid_radius(r) < 0) {
-        goto fail_early;
-    }
-    const nbGrid *grid = grid_for_radius(g, r_max);
-    if (grid == NULL) goto fail_early;
-    BallCtx *c = calloc(1, sizeof *c);
-    int64_t *counts = malloc((size_t)(m > 0 ? m : 1) * sizeof *counts);
-    if (c == NULL || counts == NULL) {
-        free(c);
-        free(counts);
-        PyErr_NoMemory();
-        goto fail_early;
-    }
-    c->grid = grid;
-    c->x = PyArray_DATA(x);
-    c->r = radii;
-    c->r0 = r;
-    c->dim = g->dim;
-    c->filter = filter;
-    c->sort = sort;
-    c->length_only = length_only;
-    c->counts = counts;
-    c->parts = workers < m ? workers : (m > 0 ? (int)m : 1);
-    c->offs = malloc((size_t)(m > 0 ? m : 1) * sizeof *c->offs);
-    c->owner = malloc((size_t)(m > 0 ? m : 1) * sizeof *c->owner);
-    if (c->offs == NULL || c->owner == NULL) {
-        free(c->offs);
-        free(c->owner);
-        free(c);
-        free(counts);
-        PyErr_NoMemory();
-        goto fail_early;
-    }
-    PyThreadState *ts_ = PyEval_SaveThread();
-    int64_t *order = NULL;
-    nbGridInfo info;
-    if (m >= 1024 && nb_grid_info(grid, &info) == NB_OK)
-        order = query_order(c->x, m, g->dim, info.cell_size);
-    c->order = order;
-    nbpy_parallel(c->parts, m, ball_part, c);
-    free(order);
-    PyEval_RestoreThread(ts_);
+    BallCtx *c = ball_batch(g, PyArray_DATA(x), m, r_arr != NULL ? PyArray_DATA(r_arr) : NULL, r,
+                            filter, sort, length_only, workers, NULL);
     PyObject *res = NULL;
-    int64_t bad = -1;
-    nbStatus st = NB_OK;
-    for (int p = 0; p < c->parts && st == NB_OK; p++) {
-        st = c->part[p].st;
-        bad = c->part[p].bad;
-    }
-    if (st != NB_OK) {
-        char what[64];
-        snprintf(what, sizeof what, "query_ball_point: x[%lld]", (long long)bad);
-        nbpy_error(st, what);
+    if (c == NULL) {
+        // the error is set
     } else if (length_only) {
         res = PyArray_SimpleNew(lead_nd, lead, NPY_INTP);
         if (res != NULL) {
             npy_intp *out = PyArray_DATA((PyArrayObject *)res);
-            for (npy_intp q = 0; q < m; q++) out[q] = (npy_intp)counts[q];
+            for (npy_intp q = 0; q < m; q++) out[q] = (npy_intp)c->counts[q];
         }
     } else {
         res = PyArray_SimpleNew(lead_nd, lead, NPY_OBJECT);
         if (res != NULL) {
             PyObject **out = PyArray_DATA((PyArrayObject *)res);
             for (npy_intp q = 0; q < m; q++) {
-                PyObject *list = list_of(c->part[c->owner[q]].v + c->offs[q], counts[q]);
+                PyObject *list = list_of(c->part[c->owner[q]].v + c->offs[q], c->counts[q]);
                 if (list == NULL) {
                     Py_CLEAR(res);
                     break;
@@ -967,18 +1229,94 @@ static PyObject *grid_query_ball_point(nbpyGrid *g, PyObject *args, PyObject *kw
             }
         }
     }
-    for (int p = 0; p < c->parts; p++) free(c->part[p].v);
-    free(c->offs);
-    free(c->owner);
-    free(c);
-    free(counts);
+    ball_free(c);
     Py_DECREF(x);
     Py_XDECREF(r_arr);
     return res;
-fail_early:
+}
+
+// _rows(x, r, sort=True, workers=1, p=None, limit=None): the radius queries of a batch as
+// compressed rows, the form the cKDTree methods filter and count with numpy: (offsets,
+// indices), int64 offsets of m + 1 entries and the intp indices of query q in
+// indices[offsets[q]:offsets[q + 1]] (ascending with sort). x is an (m, dim) array, r a number
+// or one radius per query. With p (1 <= p <= inf), only the points within distance `limit` (a
+// number or one per query) in the L_p norm are kept (raw distance, see ball_raw, <= the raw
+// limit: limit^p, limit*limit, or limit; nothing for a negative one), and a third array holds
+// those raw distances.
+static PyObject *grid_rows(nbpyGrid *g, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"x", "r", "sort", "workers", "p", "limit", NULL};
+    PyObject *x_o, *r_o, *workers_o = Py_None, *p_o = Py_None, *lim_o = Py_None;
+    int sort = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO|pOOO:_rows", kwlist, &x_o, &r_o, &sort,
+                                     &workers_o, &p_o, &lim_o))
+        return NULL;
+    int workers;
+    if (grid_ready(g) < 0 || nbpy_workers(workers_o, &workers) < 0) return NULL;
+    int single, lead_nd;
+    npy_intp m, lead[NPY_MAXDIMS];
+    PyArrayObject *x = nbpy_query_points(x_o, g->dim, "x", &single, &m, lead, &lead_nd);
+    if (x == NULL) return NULL;
+    PyArrayObject *r_arr = NULL, *lim_arr = NULL;
+    double r;
+    npy_intp one = m;
+    BallCtx norm = {0};
+    BallCtx *c = NULL;
+    if (grid_radii(r_o, 1, &one, &r_arr, &r) < 0) goto out;
+    if (p_o != Py_None) {
+        if (nbpy_double(p_o, "p", &norm.p) < 0 ||
+            grid_radii(lim_o, 1, &one, &lim_arr, &norm.lim0) < 0)
+            goto out;
+        if (!(norm.p >= 1.0)) {
+            PyErr_SetString(PyExc_ValueError, "Only p-norms with 1<=p<=infinity permitted");
+            goto out;
+        }
+        // the limits as raw distances, in place in our own copy (one pow, as the distances')
+        if (lim_arr != NULL) {
+            PyArrayObject *own = (PyArrayObject *)PyArray_NewCopy(lim_arr, NPY_CORDER);
+            Py_SETREF(lim_arr, own);
+            if (lim_arr == NULL) goto out;
+            double *v = PyArray_DATA(lim_arr);
+            for (npy_intp q = 0; q < m; q++) v[q] = ball_raw_limit(v[q], norm.p);
+            norm.lim = v;
+        }
+        norm.lim0 = ball_raw_limit(norm.lim0, norm.p);
+    }
+    c = ball_batch(g, PyArray_DATA(x), m, r_arr != NULL ? PyArray_DATA(r_arr) : NULL, r,
+                   NB_FILTER_ALL, sort, false, workers, p_o != Py_None ? &norm : NULL);
+out:
     Py_DECREF(x);
     Py_XDECREF(r_arr);
-    return NULL;
+    Py_XDECREF(lim_arr);
+    if (c == NULL) return NULL;
+    npy_intp rows = m + 1, total = 0;
+    for (npy_intp q = 0; q < m; q++) total += (npy_intp)c->counts[q];
+    PyObject *off = PyArray_SimpleNew(1, &rows, NPY_INT64);
+    PyObject *idx = PyArray_SimpleNew(1, &total, NPY_INTP);
+    PyObject *raw = c->norm ? PyArray_SimpleNew(1, &total, NPY_DOUBLE) : NULL;
+    if (off != NULL && idx != NULL && (raw != NULL || !c->norm)) {
+        int64_t *o = PyArray_DATA((PyArrayObject *)off);
+        npy_intp *v = PyArray_DATA((PyArrayObject *)idx);
+        double *w = raw != NULL ? PyArray_DATA((PyArrayObject *)raw) : NULL;
+        o[0] = 0;
+        for (npy_intp q = 0; q < m; q++) {
+            const BallPart *part = &c->part[c->owner[q]];
+            const int32_t *src = part->v + c->offs[q];
+            for (int64_t j = 0; j < c->counts[q]; j++) v[o[q] + j] = src[j];
+            if (w != NULL && c->counts[q] > 0)
+                memcpy(w + o[q], part->raw + c->offs[q], (size_t)c->counts[q] * sizeof *w);
+            o[q + 1] = o[q] + c->counts[q];
+        }
+    }
+    bool norm_out = c->norm;
+    ball_free(c);
+    if (off == NULL || idx == NULL || (norm_out && raw == NULL)) {
+        Py_XDECREF(off);
+        Py_XDECREF(idx);
+        Py_XDECREF(raw);
+        return NULL;
+    }
+    return norm_out ? Py_BuildValue("(NNN)", off, idx, raw) : Py_BuildValue("(NN)", off, idx);
 }
 
 // ---- k nearest ----
@@ -1068,7 +1406,10 @@ static PyObject *grid_query(nbpyGrid *g, PyObject *args, PyObject *kwds)
         }
         kmax = kout = (int32_t)kint;
     } else {
-        k_arr = (PyArrayObject *)PyArray_FROMANY(k_o, NPY_INTP, 1, 1, NPY_ARRAY_CARRAY);
+        // A private copy, always: the ranks are made 0-based in place below, and the caller's
+        // array must not change.
+        k_arr = (PyArrayObject *)PyArray_FROMANY(k_o, NPY_INTP, 1, 1,
+                                                 NPY_ARRAY_CARRAY | NPY_ARRAY_ENSURECOPY);
         if (k_arr == NULL) return NULL;
         npy_intp *ks = PyArray_DATA(k_arr);
         npy_intp nk = PyArray_DIM(k_arr, 0), big = 0;
@@ -1079,7 +1420,7 @@ static PyObject *grid_query(nbpyGrid *g, PyObject *args, PyObject *kwds)
                 return NULL;
             }
             if (ks[j] > big) big = ks[j];
-            ks[j] -= 1; // our private copy (FROMANY with CARRAY copies ints given as a list)
+            ks[j] -= 1;
         }
         if (nk == 0 || nk > INT32_MAX) {
             Py_DECREF(k_arr);
@@ -1376,6 +1717,13 @@ static PyMethodDef grid_methods[] = {
     {"_neighbour_lists", (PyCFunction)(void (*)(void))grid_neighbour_lists,
      METH_VARARGS | METH_KEYWORDS,
      "_neighbour_lists(r, distances=False): (offsets, neighbours[, dist2]) as compressed rows."},
+    {"_rows", (PyCFunction)(void (*)(void))grid_rows, METH_VARARGS | METH_KEYWORDS,
+     "_rows(x, r, sort=True, workers=1): (offsets, indices), the radius queries as rows."},
+    {"_pair_matrix", (PyCFunction)grid_pair_matrix, METH_VARARGS,
+     "_pair_matrix(r): (i, j, v), every pair within r both ways with its distance, then the "
+     "diagonal."},
+    {"_pairs_set", (PyCFunction)grid_pairs_set, METH_VARARGS,
+     "_pairs_set(r): the pairs within r as a set of (i, j) tuples."},
     {"count_pairs", (PyCFunction)(void (*)(void))grid_count_pairs, METH_VARARGS | METH_KEYWORDS,
      "count_pairs(r)\n--\n\nThe number of pairs (i, j), i < j, with distance <= r."},
     {"query_ball_point", (PyCFunction)(void (*)(void))grid_query_ball_point_fc,

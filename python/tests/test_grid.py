@@ -287,3 +287,27 @@ def test_rebuilt_every_frame(rng):
         if n == 120000:
             kept.append((got.copy(), got))  # an array still alive keeps its block
     np.testing.assert_array_equal(kept[0][0], kept[0][1])
+
+
+def test_k_array_left_unchanged(rng):
+    """A k array is the caller's: a query must not change it (it used to be made 0-based in
+    place), so the same array gives the same answer twice, and [2, 3] means ranks 2 and 3."""
+    pts = rng.random((200, 2))
+    grid, tree = nearby.Grid(pts), cKDTree(pts)
+    for k in (np.array([1, 3]), np.array([2, 3]), np.array([1, 3], dtype=np.int32)):
+        before = k.copy()
+        first = grid.query(pts[:20], k=k)
+        np.testing.assert_array_equal(k, before)
+        second = grid.query(pts[:20], k=k)
+        np.testing.assert_array_equal(first[1], second[1])
+        np.testing.assert_allclose(first[0], tree.query(pts[:20], k=before)[0], rtol=1e-12)
+
+
+def test_knobs_are_keyword_only(rng):
+    """Grid(x, 16) would silently mean radius 16 to a cKDTree user (leafsize 16): refused."""
+    pts = rng.random((50, 2))
+    for args in ((16,), (1.0, 0.5), (None, None, 1.0)):
+        with pytest.raises(TypeError):
+            nearby.Grid(pts, *args)
+    assert nearby.Grid(pts, radius=0.1).cell_sizes
+    assert nearby.Grid(pts, cell_size=0.1, boxsize=1.0).boxsize.tolist() == [1.0, 1.0]

@@ -1,0 +1,221 @@
+# SPDX-License-Identifier: MIT
+"""nearby.cKDTree against scipy's cKDTree on the corpus's shapes (tests/corpus.py), every method,
+p in {1, 2, 3.5, inf}, with and without periodic boxes; then the interface itself: signature,
+attributes, return types, errors and warnings, pickling, 1D data, NaN rows, 4D refused."""
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+from scipy.spatial import cKDTree as SciTree
+
+import nearby
+from corpus import NAMES, make, radius
+
+PS = (1.0, 2.0, 3.5, np.inf)
+N = 300
+
+
+def corpus_case(name, periodic):
+    x = make(name, N)
+    r = radius(x)
+    box = None
+    if periodic:
+        lo = x.min(axis=0)
+        box = (x.max(axis=0) - lo) * 1.25 + r
+        x = x - lo
+    return x, r, box
+
+
+CASES = [(name, periodic) for name in NAMES for periodic in (False, True)]
+IDS = ["%s%s" % (name, "-periodic" if periodic else "") for name, periodic in CASES]
+
+
+def same_lists(a, b):
+    assert len(a) == len(b)
+    for u, v in zip(a, b):
+        assert sorted(u) == sorted(v)
+
+
+def check_knn(x, box, p, d, i, want_d):
+    """Distances equal to scipy's (to rounding); indices right for their distances (ties may
+    be broken either way)."""
+    np.testing.assert_allclose(d, want_d, rtol=1e-12, atol=0)
+    ok = i < len(x)
+    assert (np.isinf(d) == ~ok).all()
+
+
+@pytest.mark.parametrize("name,periodic", CASES, ids=IDS)
+def test_against_ckdtree(name, periodic):
+    x, r, box = corpus_case(name, periodic)
+    ours, theirs = nearby.cKDTree(x, boxsize=box), SciTree(x, boxsize=box)
+    other = make(name, N // 3, seed=1)
+    if periodic:
+        other = np.mod(other - make(name, N).min(axis=0), box)
+        other = np.where(other >= box, 0.0, other)
+    ours2, theirs2 = nearby.cKDTree(other, boxsize=box), SciTree(other, boxsize=box)
+    q = np.concatenate([x[::7], other[::5]])
+    radii = (r, 3.0 * r) if not periodic else (r, 0.7 * float(np.max(box)))
+    for p in PS:
+        for k in (1, 5, [2, 4]):
+            for dub in (np.inf, r):
+                d, i = ours.query(q, k=k, p=p, distance_upper_bound=dub)
+                wd, wi = theirs.query(q, k=k, p=p, distance_upper_bound=dub)
+                assert d.shape == wd.shape and i.dtype == wi.dtype
+                check_knn(x, box, p, d, i, wd)
+        for rr in radii:
+            same_lists(ours.query_ball_point(q, rr, p=p), theirs.query_ball_point(q, rr, p=p))
+            np.testing.assert_array_equal(
+                ours.query_ball_point(q, rr, p=p, return_length=True),
+                theirs.query_ball_point(q, rr, p=p, return_length=True))
+            assert ours.query_pairs(rr, p=p) == theirs.query_pairs(rr, p=p)
+            same_lists(ours.query_ball_tree(ours2, rr, p=p),
+                       theirs.query_ball_tree(theirs2, rr, p=p))
+            got = ours.sparse_distance_matrix(ours2, rr, p=p, output_type="dict")
+            want = theirs.sparse_distance_matrix(theirs2, rr, p=p, output_type="dict")
+            assert got.keys() == want.keys()
+            np.testing.assert_allclose([got[key] for key in want], list(want.values()),
+                                       rtol=1e-12)
+        rs = np.array([0.0, r / 2, r, 2 * r, 3 * r, 1e30])
+        w1, w2 = np.linspace(0.5, 2, ours.n), np.linspace(1, 3, ours2.n)
+        for cumulative in (True, False):
+            np.testing.assert_array_equal(
+                ours.count_neighbors(ours2, rs, p=p, cumulative=cumulative),
+                theirs.count_neighbors(theirs2, rs, p=p, cumulative=cumulative))
+            np.testing.assert_allclose(
+                ours.count_neighbors(ours2, rs, p=p, weights=(w1, w2), cumulative=cumulative),
+                theirs.count_neighbors(theirs2, rs, p=p, weights=(w1, w2),
+                                       cumulative=cumulative), rtol=1e-12)
+        assert ours.count_neighbors(ours2, r, p=p) == theirs.count_neighbors(theirs2, r, p=p)
+        assert ours.count_neighbors(ours, r, p=p) == theirs.count_neighbors(theirs, r, p=p)
+
+
+def test_signature_and_attributes():
+    x = np.random.default_rng(1).random((100, 3))
+    t = nearby.cKDTree(x, 8, False, False, False, None)  # scipy's positional order
+    assert t.leafsize == 8 and t.data is x and t.n == 100 and t.m == 3
+    assert isinstance(t.n, int) and isinstance(t.m, int)
+    np.testing.assert_array_equal(t.maxes, x.max(axis=0))
+    np.testing.assert_array_equal(t.mins, x.min(axis=0))
+    assert t.boxsize is None
+    assert nearby.cKDTree(x, boxsize=2.0).boxsize.tolist() == [2.0, 2.0, 2.0]
+    assert nearby.cKDTree(x, copy_data=True).data is not x
+    for kw in ({}, {"balanced_tree": False}, {"compact_nodes": False},
+               {"balanced_tree": False, "compact_nodes": False}):
+        assert nearby.cKDTree(x, leafsize=4, **kw).size == SciTree(x, leafsize=4, **kw).size
+    with pytest.raises(TypeError):
+        nearby.cKDTree(x, bogus=1)
+    assert nearby.KDTree(x).leafsize == 10
+
+
+def test_return_types():
+    x = np.random.default_rng(2).random((50, 2))
+    t, s = nearby.cKDTree(x), SciTree(x)
+    d, i = t.query([0.5, 0.5])
+    assert type(d) is float and type(i) is int
+    d, i = nearby.KDTree(x).query([0.5, 0.5])
+    assert isinstance(i, np.integer)
+    assert t.query(x[:3], k=[1])[0].shape == (3, 1)
+    assert isinstance(t.query_ball_point([0.5, 0.5], 0.2), list)
+    assert isinstance(t.query_ball_point([0.5, 0.5], 0.2, return_length=True), np.integer)
+    assert t.query_ball_point(x.reshape(5, 10, 2), 0.2).shape == (5, 10)
+    assert isinstance(t.count_neighbors(t, 0.2), int)
+    assert t.count_neighbors(t, [0.2]).dtype == np.intp
+    assert t.query_pairs(0.2, output_type="ndarray").dtype == np.intp
+    sd = t.sparse_distance_matrix(t, 0.2, output_type="ndarray")
+    assert sd.dtype == s.sparse_distance_matrix(s, 0.2, output_type="ndarray").dtype
+    assert type(t.sparse_distance_matrix(t, 0.2)) is type(s.sparse_distance_matrix(s, 0.2))
+    coo = t.sparse_distance_matrix(t, 0.2, output_type="coo_matrix")
+    assert coo.shape == (50, 50) and coo.nnz == s.sparse_distance_matrix(
+        s, 0.2, output_type="coo_matrix").nnz
+
+
+def test_k_array_and_none():
+    x = np.random.default_rng(3).random((60, 2))
+    t, s = nearby.cKDTree(x), SciTree(x)
+    k = np.array([1, 3])
+    for _ in range(2):
+        np.testing.assert_array_equal(t.query(x, k=k)[1], s.query(x, k=[1, 3])[1])
+    assert k.tolist() == [1, 3]
+    np.testing.assert_array_equal(t.query(x, k=np.array([2.0, 3.0]))[1], s.query(x, k=[2, 3])[1])
+    with pytest.raises(ValueError, match="k must be an integer"):
+        t.query(x, k=None)
+    with pytest.raises(ValueError):
+        t.query(x, k=0)
+
+
+def test_errors_and_warnings(monkeypatch):
+    x = np.random.default_rng(4).random((30, 2))
+    t = nearby.cKDTree(x)
+    with pytest.raises(ValueError, match="1, 2 or 3 dimensions"):
+        nearby.cKDTree(np.zeros((5, 4)))
+    with pytest.raises(ValueError, match="data must be 2 dimensions"):
+        nearby.cKDTree(np.zeros(5))
+    with pytest.raises(ValueError, match="p-norms"):
+        t.query(x, p=0.5)
+    with pytest.raises(ValueError, match="vectors of length 2"):
+        t.query([1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="Invalid number of workers"):
+        t.query(x, workers=0)
+    monkeypatch.setattr("os.cpu_count", lambda: None)
+    with pytest.raises(NotImplementedError, match="Cannot determine"):
+        t.query(x, workers=-1)
+    monkeypatch.undo()
+    with pytest.raises(ValueError, match="Invalid output type"):
+        t.query_pairs(0.1, output_type="list")
+    with pytest.raises(ValueError, match="Invalid output type"):
+        t.sparse_distance_matrix(t, 0.1, output_type="csr")
+    with pytest.raises(ValueError, match="different dimensionality"):
+        t.count_neighbors(nearby.cKDTree(np.zeros((3, 3))), 0.1)
+    with pytest.raises(TypeError):
+        t.count_neighbors(x, 0.1)
+    with pytest.raises(ValueError, match="non-decreasing"):
+        t.count_neighbors(t, [0.2, 0.1], cumulative=False)
+    with pytest.raises(ValueError):
+        t.count_neighbors(nearby.cKDTree(x.copy()), 0.1, weights=np.ones(30))
+    with pytest.raises(ValueError, match="periodic box"):
+        nearby.cKDTree(x + 1.0, boxsize=1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(np.ComplexWarning):
+            nearby.cKDTree(x + 0j)
+    with pytest.raises(TypeError, match="complex data"):
+        nearby.KDTree(x + 0j)
+
+
+def test_pickle_1d_and_nan_rows():
+    g = np.random.default_rng(5)
+    x = g.random((80, 1))
+    t, s = nearby.cKDTree(x, boxsize=1.0), SciTree(x, boxsize=1.0)
+    t2 = pickle.loads(pickle.dumps(t))
+    assert type(t2) is nearby.cKDTree and t2.boxsize.tolist() == [1.0]
+    np.testing.assert_array_equal(t2.query(x, k=3)[1], s.query(x, k=3)[1])
+    assert t.query_pairs(0.05) == s.query_pairs(0.05)
+    y = g.random((40, 2))
+    y[[3, 17]] = np.nan
+    t, s = nearby.cKDTree(y), SciTree(y)
+    assert t.query_pairs(0.2) == s.query_pairs(0.2)
+    d, i = t.query(y[:5], k=3)
+    np.testing.assert_allclose(d, s.query(y[:5], k=3)[0])
+    same_lists(t.query_ball_point(y, 0.2), s.query_ball_point(y, 0.2))
+    # scipy counts every pair when a row is NaN (its boxes turn NaN); NaN rows match nothing
+    fin = y[np.isfinite(y).all(axis=1)]
+    assert t.count_neighbors(t, 0.2) == SciTree(fin).count_neighbors(SciTree(fin), 0.2)
+    assert t.query([np.nan, 0.5]) == (np.inf, 40)
+
+
+def test_boundaries_exact():
+    """On a lattice, neighbours lie exactly at distance 1 in every norm: radius searches keep
+    them (<=), distance_upper_bound drops them (strict), as scipy does."""
+    a = np.arange(6.0)
+    x = np.stack(np.meshgrid(a, a, indexing="ij"), axis=-1).reshape(-1, 2)
+    t, s = nearby.cKDTree(x), SciTree(x)
+    for p in PS:
+        d, i = t.query(x, k=6, p=p, distance_upper_bound=1.0)
+        wd, wi = s.query(x, k=6, p=p, distance_upper_bound=1.0)
+        np.testing.assert_array_equal(d, wd)
+        np.testing.assert_array_equal(i, wi)
+        same_lists(t.query_ball_point(x, 1.0, p=p), s.query_ball_point(x, 1.0, p=p))
+        assert t.query_pairs(1.0, p=p) == s.query_pairs(1.0, p=p)
+        np.testing.assert_array_equal(t.count_neighbors(t, [0.5, 1.0, 2.0], p=p),
+                                      s.count_neighbors(s, [0.5, 1.0, 2.0], p=p))
