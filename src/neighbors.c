@@ -175,22 +175,118 @@ NBI_TARGET_AVX512 static inline __m512i nbi_bitonic16(__m512i v, int s0)
     return v;
 }
 
-NBI_TARGET_AVX512 static void nbi_sort_row_avx512(int32_t *a, int32_t n)
+// Rows of 1 to 32 entries, unsorted in lo (entries 0 .. 15) and hi (16 .. 31), padded with
+// INT32_MAX: sorted into out[0 .. 32).
+NBI_TARGET_AVX512 static void nbi_bitonic32(__m512i lo, __m512i hi, int32_t n, int32_t *out)
 {
-    const __m512i pad = _mm512_set1_epi32(INT32_MAX);
-    const __mmask16 m0 = (__mmask16)(n >= 16 ? 0xFFFF : (1u << n) - 1);
-    __m512i lo = nbi_bitonic16(_mm512_mask_loadu_epi32(pad, m0, a), 0);
+    lo = nbi_bitonic16(lo, 0);
     if (n <= 16) {
-        _mm512_mask_storeu_epi32(a, m0, lo);
+        _mm512_storeu_epi32(out, lo);
         return;
     }
-    const __mmask16 m1 = (__mmask16)(n >= 32 ? 0xFFFF : (1u << (n - 16)) - 1);
-    __m512i hi = nbi_bitonic16(_mm512_mask_loadu_epi32(pad, m1, a + 16), 0);
+    hi = nbi_bitonic16(hi, 0);
     const __m512i rev = _mm512_set_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     hi = _mm512_permutexvar_epi32(rev, hi); // lo ascending, hi descending: min and max bitonic
     const __m512i l = _mm512_min_epi32(lo, hi), h = _mm512_max_epi32(lo, hi);
-    _mm512_storeu_epi32(a, nbi_bitonic16(l, 6));
-    _mm512_mask_storeu_epi32(a + 16, m1, nbi_bitonic16(h, 6));
+    _mm512_storeu_epi32(out, nbi_bitonic16(l, 6));
+    _mm512_storeu_epi32(out + 16, nbi_bitonic16(h, 6));
+}
+
+// The masks of a row's first and second sixteen of n <= 32 entries.
+NBI_INLINE void nbi_row_masks(int32_t n, __mmask16 *m0, __mmask16 *m1)
+{
+    *m0 = (__mmask16)(n >= 16 ? 0xFFFF : (1u << n) - 1);
+    *m1 = (__mmask16)(n >= 32 ? 0xFFFF : n <= 16 ? 0 : (1u << (n - 16)) - 1);
+}
+
+// Sorted rows leave through a buffer on the stack: a masked store to a line not in the caches
+// holds every later load that the CPU cannot tell apart from it (a row written and then read
+// back waited for its line from memory, row after row); plain copies do not.
+NBI_TARGET_AVX512 static void nbi_sort_row_avx512(int32_t *a, int32_t n)
+{
+    const __m512i pad = _mm512_set1_epi32(INT32_MAX);
+    __mmask16 m0, m1;
+    nbi_row_masks(n, &m0, &m1);
+    int32_t out[32];
+    nbi_bitonic32(_mm512_mask_loadu_epi32(pad, m0, a), _mm512_mask_loadu_epi32(pad, m1, a + 16), n,
+                  out);
+    _mm256_zeroupper();
+    memcpy(a, out, (size_t)n * sizeof(int32_t));
+}
+
+// Positions q[0 .. n) as indices idx[q], sorted, into dst: gathered and sorted in registers,
+// so the destination, anywhere in memory, is only written.
+NBI_TARGET_AVX512 static void nbi_place_row_avx512(const int32_t *q, int32_t n, const int32_t *idx,
+                                                   int32_t *dst)
+{
+    const __m512i pad = _mm512_set1_epi32(INT32_MAX);
+    __mmask16 m0, m1;
+    nbi_row_masks(n, &m0, &m1);
+    int32_t out[32];
+    nbi_bitonic32(
+        _mm512_mask_i32gather_epi32(pad, m0, _mm512_maskz_loadu_epi32(m0, q), idx, 4),
+        _mm512_mask_i32gather_epi32(pad, m1, _mm512_maskz_loadu_epi32(m1, q + 16), idx, 4), n, out);
+    _mm256_zeroupper();
+    memcpy(dst, out, (size_t)n * sizeof(int32_t));
+}
+
+// nbi_bitonic16 on keys k carrying values v along (the keys distinct but for the padding).
+NBI_TARGET_AVX512 static inline void nbi_bitonic16_kv(__m512i *k, __m512i *v, int s0)
+{
+    for (int t = s0; t < 10; t++) {
+        const __m512i perm = _mm512_load_si512(nbi_bitonic_partner[t]);
+        const __m512i ok = _mm512_permutexvar_epi32(perm, *k);
+        const __m512i ov = _mm512_permutexvar_epi32(perm, *v);
+        const __mmask16 mx = nbi_bitonic_max[t];
+        // a lane keeping the larger takes its partner's when larger, and the other way round
+        const __mmask16 take = (__mmask16)((_mm512_cmpgt_epi32_mask(ok, *k) & mx) |
+                                           (_mm512_cmplt_epi32_mask(ok, *k) & (__mmask16)~mx));
+        *k = _mm512_mask_blend_epi32(take, *k, ok);
+        *v = _mm512_mask_blend_epi32(take, *v, ov);
+    }
+}
+
+// Sixteen (key, value) lanes as uint64_t key << 32 | value, the first `m` stored to out.
+NBI_TARGET_AVX512 static inline void nbi_store_keys16(__m512i k, __m512i v, int32_t m,
+                                                      uint64_t *out)
+{
+    const __m512i z0 = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    const __m512i z1 =
+        _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8);
+    const __mmask8 a = (__mmask8)(m >= 8 ? 0xFF : (1u << m) - 1);
+    const __mmask8 b = (__mmask8)(m >= 16 ? 0xFF : m <= 8 ? 0 : (1u << (m - 8)) - 1);
+    _mm512_mask_storeu_epi64(out, a, _mm512_permutex2var_epi32(v, z0, k));
+    _mm512_mask_storeu_epi64(out + 8, b, _mm512_permutex2var_epi32(v, z1, k));
+}
+
+// nbi_key_row for rows of up to 32 entries.
+NBI_TARGET_AVX512 static void nbi_key_row_avx512(const int32_t *q, int32_t n, const int32_t *idx,
+                                                 uint64_t *out)
+{
+    const __m512i pad = _mm512_set1_epi32(INT32_MAX);
+    __mmask16 m0, m1;
+    nbi_row_masks(n, &m0, &m1);
+    __m512i lv = _mm512_maskz_loadu_epi32(m0, q), hv = _mm512_maskz_loadu_epi32(m1, q + 16);
+    __m512i lk = _mm512_mask_i32gather_epi32(pad, m0, lv, idx, 4);
+    nbi_bitonic16_kv(&lk, &lv, 0);
+    if (n <= 16) {
+        nbi_store_keys16(lk, lv, n, out);
+        return;
+    }
+    __m512i hk = _mm512_mask_i32gather_epi32(pad, m1, hv, idx, 4);
+    nbi_bitonic16_kv(&hk, &hv, 0);
+    const __m512i rev = _mm512_set_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    hk = _mm512_permutexvar_epi32(rev, hk);
+    hv = _mm512_permutexvar_epi32(rev, hv);
+    const __mmask16 take = _mm512_cmpgt_epi32_mask(lk, hk); // lo's lane is the larger
+    const __m512i k0 = _mm512_mask_blend_epi32(take, lk, hk),
+                  v0 = _mm512_mask_blend_epi32(take, lv, hv);
+    __m512i k1 = _mm512_mask_blend_epi32(take, hk, lk), v1 = _mm512_mask_blend_epi32(take, hv, lv);
+    __m512i k0s = k0, v0s = v0;
+    nbi_bitonic16_kv(&k0s, &v0s, 6);
+    nbi_bitonic16_kv(&k1, &v1, 6);
+    nbi_store_keys16(k0s, v0s, 16, out);
+    nbi_store_keys16(k1, v1, n - 16, out + 16);
 }
 #endif
 
@@ -215,6 +311,34 @@ static void nbi_sort_row_any(int32_t *a, int32_t n, bool wide)
 #endif
     (void)wide;
     nbi_sort_row(a, n);
+}
+
+// Positions q[0 .. n) as indices idx[q] into dst, ascending (`wide`: nbi_sort_wide()).
+static void nbi_place_row(const int32_t *q, int32_t n, const int32_t *idx, int32_t *dst, bool wide)
+{
+#if defined(NBI_AVX512)
+    if (wide && n > 0 && n <= 32) {
+        nbi_place_row_avx512(q, n, idx, dst);
+        return;
+    }
+#endif
+    for (int32_t t = 0; t < n; t++) dst[t] = idx[q[t]];
+    nbi_sort_row_any(dst, n, wide);
+}
+
+// Positions q[0 .. n) as keys idx[q] << 32 | q into out, ascending: by index, each with its
+// position.
+static void nbi_key_row(const int32_t *q, int32_t n, const int32_t *idx, uint64_t *out, bool wide)
+{
+#if defined(NBI_AVX512)
+    if (wide && n > 0 && n <= 32) {
+        nbi_key_row_avx512(q, n, idx, out);
+        return;
+    }
+#endif
+    (void)wide;
+    for (int32_t t = 0; t < n; t++) out[t] = (uint64_t)idx[q[t]] << 32 | (uint32_t)q[t];
+    nbi_sort_keys(out, n);
 }
 
 // Pass 4 over rows [rows * k0 / chunks, rows * k1 / chunks).
@@ -383,6 +507,7 @@ struct nbNeighborList {
     nbiBuf d2;      // double, entries
     nbiBuf iota;    // int32_t: 0, 1, 2, ... (the walkers then report positions)
     nbiBuf tq;      // int32_t, entries: the rows by position, of positions
+    nbiBuf pairs;   // nbPair: a set against itself, the half walk's pairs (positions)
 };
 
 // What an empty list's rows point at (offsets {0}, no entries): never NULL.
@@ -459,6 +584,7 @@ void nb_neighbor_list_destroy(nbNeighborList *list)
     nbi_free(&a, list->d2.ptr, list->d2.cap, sizeof(double));
     nbi_free(&a, list->iota.ptr, list->iota.cap, sizeof(int32_t));
     nbi_free(&a, list->tq.ptr, list->tq.cap, sizeof(int32_t));
+    nbi_free(&a, list->pairs.ptr, list->pairs.cap, sizeof(nbPair));
     nbi_free(&a, list, 1, sizeof(nbNeighborList));
 }
 
@@ -500,15 +626,13 @@ static void nbi_place_task(int32_t k0, int32_t k1, int32_t worker, void *ctx)
         const int32_t *q = x->tq + o;
         int32_t *dst = x->nb + at;
         if (x->d2 == NULL) {
-            for (int32_t t = 0; t < len; t++) dst[t] = b->idx[q[t]];
-            nbi_sort_row_any(dst, len, wide);
+            nbi_place_row(q, len, b->idx, dst, wide);
             continue;
         }
         // The keys in the distances' place (allocated memory, as wide as a double), sorted,
         // then split: the index to nb, the distance from the two positions to d2.
         uint64_t *key = (uint64_t *)(void *)(x->d2 + at);
-        for (int32_t t = 0; t < len; t++) key[t] = (uint64_t)b->idx[q[t]] << 32 | (uint32_t)q[t];
-        nbi_sort_keys(key, len);
+        nbi_key_row(q, len, b->idx, key, wide);
         const double *pa = a->pts + (size_t)p * (size_t)dim;
         for (int32_t t = 0; t < len; t++) {
             const uint64_t k = key[t];
@@ -596,6 +720,79 @@ static nbStatus nbi_list_append(nbNeighborList *l, const nbiView *va, const nbiV
     return NB_ERR_INTERNAL;
 }
 
+// A set against itself, serially: the half walk meets each unordered pair once, as (p, q) of
+// positions, p < q. A block at a time, while the block is in the first-level cache, both rows'
+// counters are bumped (spare, by position, each near the pair's first point in cell order) and
+// the pairs kept in the pair scratch for the fill (nbi_list_self_fill). Half the distance tests
+// of the cross walk, and nothing read back from memory until the fill.
+typedef struct nbiSelfCount {
+    int32_t *cnt; // spare + 1
+    nbPair *keep;
+    int64_t cap, m;
+} nbiSelfCount;
+
+static void nbi_self_count_block(const nbPair *w, int64_t m, void *user)
+{
+    nbiSelfCount *x = (nbiSelfCount *)user;
+    for (int64_t t = 0; t < m; t++) {
+        x->cnt[w[t].i]++;
+        x->cnt[w[t].j]++;
+    }
+    if (x->m + m <= x->cap) memcpy(x->keep + x->m, w, (size_t)m * sizeof(nbPair));
+    x->m += m;
+}
+
+// The count: spare in the starts form of nbi_rows_count, *pairs kept in the pair scratch (grown
+// and walked again when it was too small).
+static nbStatus nbi_list_self_count(nbNeighborList *l, const nbiView *va, int32_t units,
+                                    double radius, int64_t *entries, int64_t *pairs)
+{
+    *entries = *pairs = 0;
+    nbiSelfCount x = {(int32_t *)l->spare.ptr + 1, NULL, 0, 0};
+    for (int round = 0; round < 2; round++) {
+        memset(l->spare.ptr, 0, ((size_t)va->n + 1) * sizeof(int32_t));
+        x.keep = (nbPair *)l->pairs.ptr;
+        x.cap = (int64_t)l->pairs.cap;
+        x.m = 0;
+        nbiPairSink s;
+        nbi_pair_sink_block(&s, nbi_self_count_block, &x);
+        const nbStatus st = nbi_walk_pairs(va, radius, 0, units, &s);
+        if (st != NB_OK) return st;
+        if (x.m > INT32_MAX / 2) return NB_ERR_OUT_OF_RANGE;
+        if (x.m <= x.cap) break;
+        nbiBuf next = l->pairs;
+        if (!nbi_entries_prepare(&l->alloc, &l->pairs, &next, (size_t)x.m, sizeof(nbPair)))
+            return NB_ERR_OUT_OF_MEMORY;
+        nbi_buf_commit(&l->alloc, &l->pairs, &next, sizeof(nbPair)); // scratch
+    }
+    if (x.m > x.cap) {
+        NB_ASSERT(!"the second walk did not fit");
+        return NB_ERR_INTERNAL;
+    }
+    int32_t run = 0;
+    for (int32_t p = 0; p < va->n; p++) {
+        const int32_t c = x.cnt[p];
+        x.cnt[p] = run;
+        run += c;
+    }
+    *entries = run;
+    *pairs = x.m;
+    return NB_OK;
+}
+
+// Each of the pairs counted by nbi_list_self_count into both its rows by position (tq); spare
+// ends in its final form, as after nbi_rows_fill.
+static void nbi_list_self_fill(nbNeighborList *l, int64_t pairs)
+{
+    const nbPair *w = (const nbPair *)l->pairs.ptr;
+    int32_t *cur = (int32_t *)l->spare.ptr + 1, *tq = (int32_t *)l->tq.ptr;
+    for (int64_t t = 0; t < pairs; t++) {
+        const int32_t p = w[t].i, q = w[t].j;
+        tq[cur[p]++] = q;
+        tq[cur[q]++] = p;
+    }
+}
+
 // The list's build. Without `place`, it stops at the rows by position (spare: offsets, tq:
 // entries, *entries of them), and the list's rows stay as they were.
 static nbStatus nbi_list_build(nbNeighborList *l, const nbGrid *a, const nbGrid *b, bool self,
@@ -625,13 +822,16 @@ static nbStatus nbi_list_build(nbNeighborList *l, const nbGrid *a, const nbGrid 
     x.a = &va;
     x.b = self ? &va : &vb;
     x.chunks = nbi_rows_chunks(a, &l->tasks);
-    int64_t entries = 0;
+    int64_t entries = 0, halves = -1; // halves: the pairs of the half walk, when it ran
     bool appended = false;
-    if (x.chunks == 1) { // serially, one walk appends the rows (see nbi_append_block)
+    if (self && x.chunks == 1) { // serially, the half walk (see nbi_list_self_count)
+        st = nbi_list_self_count(l, &va, nb_grid_pair_units(a), radius, &entries, &halves);
+        if (st != NB_OK) return st;
+    } else if (x.chunks == 1) { // one walk appends the rows (see nbi_append_block)
         st = nbi_list_append(l, x.a, x.b, radius, self, &entries, &appended);
         if (st != NB_OK) return st;
     }
-    if (!appended) {
+    if (!appended && halves < 0) {
         st = nbi_rows_count(&x, a, &l->tasks, &entries);
         if (st != NB_OK) return st;
     }
@@ -653,7 +853,10 @@ static nbStatus nbi_list_build(nbNeighborList *l, const nbGrid *a, const nbGrid 
     nbi_buf_commit(al, &l->nb, &nb, sizeof(int32_t));
     nbi_buf_commit(al, &l->tq, &tq, sizeof(int32_t));
     nbi_buf_commit(al, &l->d2, &d2, sizeof(double));
-    if (!appended && entries > 0) nbi_rows_fill(&x, &l->tasks, (int32_t *)l->tq.ptr);
+    if (halves > 0)
+        nbi_list_self_fill(l, halves);
+    else if (!appended && halves < 0 && entries > 0)
+        nbi_rows_fill(&x, &l->tasks, (int32_t *)l->tq.ptr);
     *entries_out = entries;
     if (!place) return NB_OK;
     // The rows by index: each row's length from its position, a prefix sum, then each placed.
