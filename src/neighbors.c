@@ -1111,15 +1111,15 @@ static nbStatus nbi_verlet_rebuild(nbVerlet *v, const nbPoints *points)
             nbi_buf_abandon(al, b8[k], &next_b8[k], sizeof(double));
     }
     if (!ok) return NB_ERR_OUT_OF_MEMORY;
-    // The list's rows by position, each entry with its index: one pass in cell order, every
-    // read near the last. Rows are sorted by index as each update places them.
+    // The list's rows by position, each entry with its index, sorted by index here once: one
+    // pass in cell order, every read near the last. Filtering keeps the order, so no update
+    // sorts.
     const int32_t *idx = v->grid->view.idx, *pco = (const int32_t *)v->cand->spare.ptr;
     const int32_t *tq = (const int32_t *)v->cand->tq.ptr;
     uint64_t *pck = (uint64_t *)v->pck.ptr;
-    for (int32_t p = 0; p < n; p++) {
-        for (int32_t t = pco[p]; t < pco[p + 1]; t++)
-            pck[t] = (uint64_t)idx[tq[t]] << 32 | (uint32_t)tq[t];
-    }
+    const bool wide = nbi_sort_wide();
+    for (int32_t p = 0; p < n; p++)
+        nbi_key_row(tq + pco[p], pco[p + 1] - pco[p], idx, pck + pco[p], wide);
     memcpy(v->cur.ptr, v->grid->view.pts, (size_t)n * (size_t)v->dim * sizeof(double));
     v->n = n;
     v->built = true;
@@ -1129,7 +1129,7 @@ static nbStatus nbi_verlet_rebuild(nbVerlet *v, const nbPoints *points)
 // Rows by position [p0, p1) filtered from the candidates: tco[p + 1] is row p's end and
 // *kept the number of entries (specialised by dimension and periodicity where it is inlined).
 NBI_INLINE int32_t nbi_verlet_keep(const nbVerlet *v, int dim, bool wrap, int32_t *tco,
-                                   int32_t *tnb, double *td2, bool wide)
+                                   int32_t *tnb, double *td2)
 {
     const double r2 = v->radius * v->radius;
     const double *cur = (const double *)v->cur.ptr;
@@ -1148,10 +1148,80 @@ NBI_INLINE int32_t nbi_verlet_keep(const nbVerlet *v, int dim, bool wrap, int32_
             m += e <= r2;
         }
         tco[p + 1] = m;
-        // Without distances, the row is sorted here, while it is in the first-level cache.
-        if (td2 == NULL && m > tco[p]) nbi_sort_row_any(tnb + tco[p], m - tco[p], wide);
     }
     return m;
+}
+
+#if defined(NBI_AVX512)
+// nbi_verlet_keep eight candidates a step: their positions and indices from the keys, their
+// coordinates gathered from cur, each distance computed as nbi_dist2 (nbi_dist2_wrap) does
+// (the same operations in the same order, so the same answers), and the ones within radius
+// compressed to the row's end.
+NBI_TARGET_AVX512 static int32_t nbi_verlet_keep8(const nbVerlet *v, int dim, bool wrap,
+                                                  int32_t *tco, int32_t *tnb, double *td2)
+{
+    const __m512d vr2 = _mm512_set1_pd(v->radius * v->radius);
+    const __m512d per[3] = {_mm512_set1_pd(v->kper[0]), _mm512_set1_pd(v->kper[1]),
+                            _mm512_set1_pd(v->kper[2])};
+    const __m512i low = _mm512_set1_epi64(0xFFFFFFFF);
+    const double *cur = (const double *)v->cur.ptr;
+    const int32_t *pco = (const int32_t *)v->cand->spare.ptr;
+    const uint64_t *pck = (const uint64_t *)v->pck.ptr;
+    int32_t m = 0;
+    tco[0] = 0;
+    for (int32_t p = 0; p < v->n; p++) {
+        const double *cp = cur + (size_t)p * (size_t)dim;
+        const __m512d c[3] = {_mm512_set1_pd(cp[0]), _mm512_set1_pd(cp[1]),
+                              _mm512_set1_pd(dim == 3 ? cp[2] : 0.0)};
+        const int32_t t1 = pco[p + 1];
+        for (int32_t t = pco[p]; t < t1; t += 8) {
+            const __mmask8 k = (__mmask8)(t1 - t >= 8 ? 0xFF : (1u << (t1 - t)) - 1);
+            const __m512i key = _mm512_maskz_loadu_epi64(k, pck + t);
+            const __m512i q = _mm512_and_si512(key, low);
+            const __m512i at =
+                dim == 2 ? _mm512_slli_epi64(q, 1) : _mm512_add_epi64(_mm512_slli_epi64(q, 1), q);
+            __m512d d[3];
+            for (int a = 0; a < dim; a++) {
+                const __m512d g = _mm512_mask_i64gather_pd(_mm512_setzero_pd(), k, at, cur + a, 8);
+                d[a] = _mm512_sub_pd(c[a], g);
+                if (wrap) {
+                    const __m512d u = _mm512_abs_pd(d[a]);
+                    d[a] = _mm512_min_pd(_mm512_sub_pd(per[a], u), u);
+                }
+            }
+            __m512d d2 = _mm512_add_pd(_mm512_mul_pd(d[0], d[0]), _mm512_mul_pd(d[1], d[1]));
+            if (dim == 3) d2 = _mm512_add_pd(d2, _mm512_mul_pd(d[2], d[2]));
+            const __mmask8 hit = _mm512_mask_cmp_pd_mask(k, d2, vr2, _CMP_LE_OQ);
+            const __m256i ix = _mm512_cvtepi64_epi32(_mm512_srli_epi64(key, 32));
+            _mm256_mask_compressstoreu_epi32(tnb + m, hit, ix);
+            if (td2 != NULL) _mm512_mask_compressstoreu_pd(td2 + m, hit, d2);
+            m += _mm_popcnt_u32(hit);
+        }
+        tco[p + 1] = m;
+    }
+    _mm256_zeroupper();
+    return m;
+}
+#endif
+
+// nbi_verlet_keep by the widest kernel the CPU has, specialised by dimension and periodicity.
+static int32_t nbi_verlet_keep_any(const nbVerlet *v, int32_t *tco, int32_t *tnb, double *td2)
+{
+    const bool w = v->wrapped;
+#if defined(NBI_AVX512)
+    if (nbi_sort_wide()) {
+        if (v->dim == 2)
+            return w ? nbi_verlet_keep8(v, 2, true, tco, tnb, td2)
+                     : nbi_verlet_keep8(v, 2, false, tco, tnb, td2);
+        return w ? nbi_verlet_keep8(v, 3, true, tco, tnb, td2)
+                 : nbi_verlet_keep8(v, 3, false, tco, tnb, td2);
+    }
+#endif
+    if (v->dim == 2)
+        return w ? nbi_verlet_keep(v, 2, true, tco, tnb, td2)
+                 : nbi_verlet_keep(v, 2, false, tco, tnb, td2);
+    return w ? nbi_verlet_keep(v, 3, true, tco, tnb, td2)
+             : nbi_verlet_keep(v, 3, false, tco, tnb, td2);
 }
 
 // The rows: the candidates within radius of each other at the positions in cur. Filtered by
@@ -1166,14 +1236,7 @@ static void nbi_verlet_filter(nbVerlet *v)
     int32_t *off = (int32_t *)v->offsets.ptr, *nb = (int32_t *)v->nb.ptr;
     double *td2 = v->distances ? (double *)v->td2.ptr : NULL;
     double *d2 = v->distances ? (double *)v->d2.ptr : NULL;
-    const bool wide = nbi_sort_wide();
-    int32_t m;
-    if (v->dim == 2)
-        m = v->wrapped ? nbi_verlet_keep(v, 2, true, tco, tnb, td2, wide)
-                       : nbi_verlet_keep(v, 2, false, tco, tnb, td2, wide);
-    else
-        m = v->wrapped ? nbi_verlet_keep(v, 3, true, tco, tnb, td2, wide)
-                       : nbi_verlet_keep(v, 3, false, tco, tnb, td2, wide);
+    const int32_t m = nbi_verlet_keep_any(v, tco, tnb, td2);
     off[0] = 0;
     for (int32_t p = 0; p < n; p++) off[idx[p] + 1] = tco[p + 1] - tco[p];
     for (int32_t i = 0; i < n; i++) off[i + 1] += off[i];
@@ -1189,20 +1252,8 @@ static void nbi_verlet_filter(nbVerlet *v)
             }
         }
         const int32_t at = off[idx[p]], o = tco[p], len = tco[p + 1] - o;
-        if (d2 == NULL) {
-            memcpy(nb + at, tnb + o, (size_t)len * sizeof(int32_t));
-            continue;
-        }
-        // With distances: keys index << 32 | entry in the distances' place, sorted, then split
-        // (as nbi_place_task does).
-        uint64_t *key = (uint64_t *)(void *)(d2 + at);
-        for (int32_t t = 0; t < len; t++) key[t] = (uint64_t)tnb[o + t] << 32 | (uint32_t)t;
-        nbi_sort_keys(key, len);
-        for (int32_t t = 0; t < len; t++) {
-            const uint64_t k = key[t];
-            nb[at + t] = (int32_t)(k >> 32);
-            d2[at + t] = td2[o + (uint32_t)k];
-        }
+        memcpy(nb + at, tnb + o, (size_t)len * sizeof(int32_t));
+        if (d2 != NULL) memcpy(d2 + at, td2 + o, (size_t)len * sizeof(double));
     }
     v->rows = n;
     v->entries = m;
