@@ -300,12 +300,52 @@ static bool nbi_sort_wide(void)
 #endif
 }
 
+// Rows longer than the network's 32 entries (crowded places: clusters, duplicates) up to this
+// many: runs of 32 sorted by the network, then merged through a buffer on the stack. Longer
+// rows take the shell sort.
+enum { NBI_ROW_LONG = 2048 };
+
+// a[0 .. n) made of ascending runs of `run` entries: merged pairwise into one ascending run,
+// through tmp (n entries). For int32_t rows and uint64_t keys.
+#define NBI_MERGE_RUNS(name, T)                                                                    \
+    static void name(T *a, int32_t n, int32_t run, T *tmp)                                         \
+    {                                                                                              \
+        T *src = a, *dst = tmp;                                                                    \
+        for (; run < n; run *= 2) {                                                                \
+            for (int32_t lo = 0; lo < n; lo += 2 * run) {                                          \
+                const int32_t mid = n - lo > run ? lo + run : n;                                   \
+                const int32_t hi = n - mid > run ? mid + run : n;                                  \
+                int32_t i = lo, j = mid, k = lo;                                                   \
+                while (i < mid && j < hi) {                                                        \
+                    const T x = src[i], y = src[j];                                                \
+                    const bool second = y < x;                                                     \
+                    dst[k++] = second ? y : x;                                                     \
+                    i += !second;                                                                  \
+                    j += second;                                                                   \
+                }                                                                                  \
+                while (i < mid) dst[k++] = src[i++];                                               \
+                while (j < hi) dst[k++] = src[j++];                                                \
+            }                                                                                      \
+            T *t = src;                                                                            \
+            src = dst;                                                                             \
+            dst = t;                                                                               \
+        }                                                                                          \
+        if (src != a) memcpy(a, src, (size_t)n * sizeof(T));                                       \
+    }
+NBI_MERGE_RUNS(nbi_merge_rows, int32_t)
+NBI_MERGE_RUNS(nbi_merge_keys, uint64_t)
+#undef NBI_MERGE_RUNS
+
 // A row ascending, by the widest sort the CPU has (`wide`: nbi_sort_wide()).
 static void nbi_sort_row_any(int32_t *a, int32_t n, bool wide)
 {
 #if defined(NBI_AVX512)
-    if (wide && n > 1 && n <= 32) {
-        nbi_sort_row_avx512(a, n);
+    if (wide && n > 1 && n <= NBI_ROW_LONG) {
+        for (int32_t c = 0; c < n; c += 32) nbi_sort_row_avx512(a + c, n - c < 32 ? n - c : 32);
+        if (n > 32) {
+            int32_t tmp[NBI_ROW_LONG];
+            nbi_merge_rows(a, n, 32, tmp);
+        }
         return;
     }
 #endif
@@ -322,7 +362,7 @@ static void nbi_place_row(const int32_t *q, int32_t n, const int32_t *idx, int32
         return;
     }
 #endif
-    for (int32_t t = 0; t < n; t++) dst[t] = idx[q[t]];
+    for (int32_t t = 0; t < n; t++) dst[t] = idx[q[t]]; // (longer rows sorted in place)
     nbi_sort_row_any(dst, n, wide);
 }
 
@@ -331,8 +371,13 @@ static void nbi_place_row(const int32_t *q, int32_t n, const int32_t *idx, int32
 static void nbi_key_row(const int32_t *q, int32_t n, const int32_t *idx, uint64_t *out, bool wide)
 {
 #if defined(NBI_AVX512)
-    if (wide && n > 0 && n <= 32) {
-        nbi_key_row_avx512(q, n, idx, out);
+    if (wide && n > 0 && n <= NBI_ROW_LONG) {
+        for (int32_t c = 0; c < n; c += 32)
+            nbi_key_row_avx512(q + c, n - c < 32 ? n - c : 32, idx, out + c);
+        if (n > 32) {
+            uint64_t tmp[NBI_ROW_LONG];
+            nbi_merge_keys(out, n, 32, tmp);
+        }
         return;
     }
 #endif
