@@ -336,21 +336,60 @@ NBI_MERGE_RUNS(nbi_merge_rows, int32_t)
 NBI_MERGE_RUNS(nbi_merge_keys, uint64_t)
 #undef NBI_MERGE_RUNS
 
-// A row ascending, by the widest sort the CPU has (`wide`: nbi_sort_wide()).
-static void nbi_sort_row_any(int32_t *a, int32_t n, bool wide)
+#if defined(NBI_AVX512)
+// A row of 1 to NBI_ROW_LONG entries by the network, 32 at a time, the runs then merged: the
+// row `rows` in place or, with keys != NULL, the keys of positions q (nbi_key_row) into keys.
+static void nbi_sort_runs(int32_t *rows, const int32_t *q, const int32_t *idx, uint64_t *keys,
+                          int32_t n)
+{
+    for (int32_t c = 0; c < n; c += 32) {
+        const int32_t len = n - c < 32 ? n - c : 32;
+        if (keys != NULL)
+            nbi_key_row_avx512(q + c, len, idx, keys + c);
+        else
+            nbi_sort_row_avx512(rows + c, len);
+    }
+    if (n <= 32) return;
+    union {
+        uint64_t keys[NBI_ROW_LONG];
+        int32_t rows[NBI_ROW_LONG];
+    } tmp;
+    if (keys != NULL)
+        nbi_merge_keys(keys, n, 32, tmp.keys);
+    else
+        nbi_merge_rows(rows, n, 32, tmp.rows);
+}
+#endif
+
+// By the widest sort the CPU has (`wide`: nbi_sort_wide()): the row `rows` ascending in place,
+// or with keys != NULL, positions q[0 .. n) as keys idx[q] << 32 | q into keys, ascending (by
+// index, each with its position).
+static void nbi_sort_any(int32_t *rows, const int32_t *q, const int32_t *idx, uint64_t *keys,
+                         int32_t n, bool wide)
 {
 #if defined(NBI_AVX512)
-    if (wide && n > 1 && n <= NBI_ROW_LONG) {
-        for (int32_t c = 0; c < n; c += 32) nbi_sort_row_avx512(a + c, n - c < 32 ? n - c : 32);
-        if (n > 32) {
-            int32_t tmp[NBI_ROW_LONG];
-            nbi_merge_rows(a, n, 32, tmp);
-        }
+    if (wide && n > 0 && n <= NBI_ROW_LONG) {
+        nbi_sort_runs(rows, q, idx, keys, n);
         return;
     }
 #endif
     (void)wide;
-    nbi_sort_row(a, n);
+    if (keys == NULL) {
+        nbi_sort_row(rows, n);
+        return;
+    }
+    for (int32_t t = 0; t < n; t++) keys[t] = (uint64_t)idx[q[t]] << 32 | (uint32_t)q[t];
+    nbi_sort_keys(keys, n);
+}
+
+static void nbi_sort_row_any(int32_t *a, int32_t n, bool wide)
+{
+    nbi_sort_any(a, NULL, NULL, NULL, n, wide);
+}
+
+static void nbi_key_row(const int32_t *q, int32_t n, const int32_t *idx, uint64_t *out, bool wide)
+{
+    nbi_sort_any(NULL, q, idx, out, n, wide);
 }
 
 // Positions q[0 .. n) as indices idx[q] into dst, ascending (`wide`: nbi_sort_wide()).
@@ -364,26 +403,6 @@ static void nbi_place_row(const int32_t *q, int32_t n, const int32_t *idx, int32
 #endif
     for (int32_t t = 0; t < n; t++) dst[t] = idx[q[t]]; // (longer rows sorted in place)
     nbi_sort_row_any(dst, n, wide);
-}
-
-// Positions q[0 .. n) as keys idx[q] << 32 | q into out, ascending: by index, each with its
-// position.
-static void nbi_key_row(const int32_t *q, int32_t n, const int32_t *idx, uint64_t *out, bool wide)
-{
-#if defined(NBI_AVX512)
-    if (wide && n > 0 && n <= NBI_ROW_LONG) {
-        for (int32_t c = 0; c < n; c += 32)
-            nbi_key_row_avx512(q + c, n - c < 32 ? n - c : 32, idx, out + c);
-        if (n > 32) {
-            uint64_t tmp[NBI_ROW_LONG];
-            nbi_merge_keys(out, n, 32, tmp);
-        }
-        return;
-    }
-#endif
-    (void)wide;
-    for (int32_t t = 0; t < n; t++) out[t] = (uint64_t)idx[q[t]] << 32 | (uint32_t)q[t];
-    nbi_sort_keys(out, n);
 }
 
 // Pass 4 over rows [rows * k0 / chunks, rows * k1 / chunks).
@@ -532,13 +551,15 @@ nbStatus nb_grid_cross_neighbor_rows(const nbGrid *a, const nbGrid *b, double ra
 
 // The list works by position: the walkers see views whose indices are the positions
 // themselves (iota), so a row's counter, cursor and entries lie near the rows of the points
-// near it in cell order, not scattered over the whole index range. The rows by position (spare
-// and tq) are then placed by index: row p goes to row idx[p], its entries mapped to indices and
-// sorted (with distances, as keys index << 32 | position, the distances computed from the
-// positions after the sort).
+// near it in cell order, not scattered over the whole index range. A set against itself,
+// serially, is one half walk (nbi_list_self_count); otherwise one cross walk appends the rows,
+// or two count and fill them. The rows by position (spare and tq) are then placed by index:
+// row p goes to row idx[p], its entries mapped to indices and sorted in registers (with
+// distances, as keys index << 32 | position, the distances computed from the positions after
+// the sort).
 //
 // Invariants: offsets holds rows + 1 entries (0 rows: offsets may be empty, then read as {0}),
-// offsets[rows] == entries, nb (and with distances d2) hold `entries`; spare, tq and the
+// offsets[rows] == entries, nb (and with distances d2) hold `entries`; spare, tq, pairs and the
 // valid prefix of iota are scratch.
 struct nbNeighborList {
     nbAllocator alloc;
@@ -1171,22 +1192,35 @@ static nbStatus nbi_verlet_rebuild(nbVerlet *v, const nbPoints *points)
     return NB_OK;
 }
 
-// Rows by position [p0, p1) filtered from the candidates: tco[p + 1] is row p's end and
-// *kept the number of entries (specialised by dimension and periodicity where it is inlined).
+// What the filters read: the points in cell order, the candidate rows by position (pco) and
+// their keys index << 32 | position (pck).
+typedef struct nbiKeepIn {
+    const double *cur;
+    const int32_t *pco;
+    const uint64_t *pck;
+} nbiKeepIn;
+
+static nbiKeepIn nbi_keep_in(const nbVerlet *v)
+{
+    const nbiKeepIn in = {(const double *)v->cur.ptr, (const int32_t *)v->cand->spare.ptr,
+                          (const uint64_t *)v->pck.ptr};
+    return in;
+}
+
+// Rows by position filtered from the candidates: tco[p + 1] is row p's end; returns the
+// entries (specialised by dimension and periodicity where it is inlined).
 NBI_INLINE int32_t nbi_verlet_keep(const nbVerlet *v, int dim, bool wrap, int32_t *tco,
                                    int32_t *tnb, double *td2)
 {
     const double r2 = v->radius * v->radius;
-    const double *cur = (const double *)v->cur.ptr;
-    const int32_t *pco = (const int32_t *)v->cand->spare.ptr;
-    const uint64_t *pck = (const uint64_t *)v->pck.ptr;
+    const nbiKeepIn in = nbi_keep_in(v);
     int32_t m = 0;
     tco[0] = 0;
     for (int32_t p = 0; p < v->n; p++) {
-        const double *cp = cur + (size_t)p * (size_t)dim;
-        for (int32_t t = pco[p]; t < pco[p + 1]; t++) {
-            const uint64_t k = pck[t];
-            const double *cq = cur + (size_t)(uint32_t)k * (size_t)dim;
+        const double *cp = in.cur + (size_t)p * (size_t)dim;
+        for (int32_t t = in.pco[p]; t < in.pco[p + 1]; t++) {
+            const uint64_t k = in.pck[t];
+            const double *cq = in.cur + (size_t)(uint32_t)k * (size_t)dim;
             const double e = wrap ? nbi_dist2_wrap(cp, cq, dim, v->kper) : nbi_dist2(cp, cq, dim);
             tnb[m] = (int32_t)(k >> 32);
             if (td2 != NULL) td2[m] = e;
@@ -1209,19 +1243,18 @@ NBI_TARGET_AVX512 static int32_t nbi_verlet_keep8(const nbVerlet *v, int dim, bo
     const __m512d per[3] = {_mm512_set1_pd(v->kper[0]), _mm512_set1_pd(v->kper[1]),
                             _mm512_set1_pd(v->kper[2])};
     const __m512i low = _mm512_set1_epi64(0xFFFFFFFF);
-    const double *cur = (const double *)v->cur.ptr;
-    const int32_t *pco = (const int32_t *)v->cand->spare.ptr;
-    const uint64_t *pck = (const uint64_t *)v->pck.ptr;
+    const nbiKeepIn in = nbi_keep_in(v);
+    const double *cur = in.cur;
     int32_t m = 0;
     tco[0] = 0;
     for (int32_t p = 0; p < v->n; p++) {
         const double *cp = cur + (size_t)p * (size_t)dim;
         const __m512d c[3] = {_mm512_set1_pd(cp[0]), _mm512_set1_pd(cp[1]),
                               _mm512_set1_pd(dim == 3 ? cp[2] : 0.0)};
-        const int32_t t1 = pco[p + 1];
-        for (int32_t t = pco[p]; t < t1; t += 8) {
+        const int32_t t1 = in.pco[p + 1];
+        for (int32_t t = in.pco[p]; t < t1; t += 8) {
             const __mmask8 k = (__mmask8)(t1 - t >= 8 ? 0xFF : (1u << (t1 - t)) - 1);
-            const __m512i key = _mm512_maskz_loadu_epi64(k, pck + t);
+            const __m512i key = _mm512_maskz_loadu_epi64(k, in.pck + t);
             const __m512i q = _mm512_and_si512(key, low);
             const __m512i at =
                 dim == 2 ? _mm512_slli_epi64(q, 1) : _mm512_add_epi64(_mm512_slli_epi64(q, 1), q);
