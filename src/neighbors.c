@@ -303,7 +303,7 @@ static bool nbi_sort_wide(void)
 // Rows longer than the network's 32 entries (crowded places: clusters, duplicates) up to this
 // many: runs of 32 sorted by the network, then merged through a buffer on the stack. Longer
 // rows take the shell sort.
-enum { NBI_ROW_LONG = 2048 };
+enum { NBI_ROW_LONG = 1024 };
 
 // a[0 .. n) made of ascending runs of `run` entries: merged pairwise into one ascending run,
 // through tmp (n entries). For int32_t rows and uint64_t keys.
@@ -804,7 +804,7 @@ static void nbi_self_count_block(const nbPair *w, int64_t m, void *user)
         x->cnt[w[t].i]++;
         x->cnt[w[t].j]++;
     }
-    if (x->m + m <= x->cap) memcpy(x->keep + x->m, w, (size_t)m * sizeof(nbPair));
+    if (m > 0 && x->m + m <= x->cap) memcpy(x->keep + x->m, w, (size_t)m * sizeof(nbPair));
     x->m += m;
 }
 
@@ -1184,7 +1184,7 @@ static nbStatus nbi_verlet_rebuild(nbVerlet *v, const nbPoints *points)
     const int32_t *tq = (const int32_t *)v->cand->tq.ptr;
     uint64_t *pck = (uint64_t *)v->pck.ptr;
     const bool wide = nbi_sort_wide();
-    for (int32_t p = 0; p < n; p++)
+    for (int32_t p = 0; p < n && cand > 0; p++) // (no candidates: the buffers may not exist)
         nbi_key_row(tq + pco[p], pco[p + 1] - pco[p], idx, pck + pco[p], wide);
     memcpy(v->cur.ptr, v->grid->view.pts, (size_t)n * (size_t)v->dim * sizeof(double));
     v->n = n;
