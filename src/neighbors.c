@@ -300,6 +300,7 @@ static bool nbi_sort_wide(void)
 #endif
 }
 
+#if defined(NBI_AVX512)
 // Rows longer than the network's 32 entries (crowded places: clusters, duplicates) up to this
 // many: runs of 32 sorted by the network, then merged through a buffer on the stack. Longer
 // rows take the shell sort.
@@ -336,7 +337,6 @@ NBI_MERGE_RUNS(nbi_merge_rows, int32_t)
 NBI_MERGE_RUNS(nbi_merge_keys, uint64_t)
 #undef NBI_MERGE_RUNS
 
-#if defined(NBI_AVX512)
 // A row of 1 to NBI_ROW_LONG entries by the network, 32 at a time, the runs then merged: the
 // row `rows` in place or, with keys != NULL, the keys of positions q (nbi_key_row) into keys.
 static void nbi_sort_runs(int32_t *rows, const int32_t *q, const int32_t *idx, uint64_t *keys,
