@@ -9,13 +9,19 @@
 //   verlet: STEPS MD-like steps (every point moves 0.01 r a step in a random direction, kept
 //         for 5 steps), skin 0.1 r: nb_verlet_update against build + list build every step,
 //         time per step; the rows are compared at every step.
-//   NBB_ONLY=rows or NBB_ONLY=verlet runs one section.
+//   Sets: uniform2d and uniform3d in random order; uniform2d-sorted, the same 2D points in
+//         cell order (rows of cells of side r, as a simulation that keeps its particles sorted
+//         holds them); blobs2d, the corpus's clustered set (Gaussian blobs, its radius for
+//         about 10 neighbours).
+//   NBB_ONLY=rows or NBB_ONLY=verlet runs one section; NBB_SETS=uniform2d,blobs2d (names
+//         separated by commas) runs only those sets.
 //   UNIFORM2D.f64 (gen_data uniform2d 1000000): build + rows at r = 1.75, the set another
 //         library's figures are quoted for.
 // Prints CSV: section,dataset,operation,n,runs,min_ms,median_ms,entries,extra.
 #include <nearby/neighbors.h>
 
 #include "bench_common.h"
+#include "corpus.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -149,7 +155,7 @@ static void bench_verlet(const char *set, double *pts, int32_t n, int dim, doubl
             }
         for (size_t t = 0; t < (size_t)n * (size_t)dim; t++) {
             pts[t] += vel[t];
-            if (pts[t] < 0.0 || pts[t] > side) vel[t] = -vel[t]; // stay in the box
+            if (side > 0.0 && (pts[t] < 0.0 || pts[t] > side)) vel[t] = -vel[t]; // in the box
         }
         bool rebuilt = false;
         int64_t t0 = now();
@@ -190,6 +196,53 @@ static void bench_verlet(const char *set, double *pts, int32_t n, int dim, doubl
     free(vel);
 }
 
+// Whether set `name` is to run (NBB_SETS unset: all).
+static bool wanted(const char *name)
+{
+    const char *sets = getenv("NBB_SETS");
+    if (sets == NULL) return true;
+    const size_t len = strlen(name);
+    for (const char *at = strstr(sets, name); at != NULL; at = strstr(at + 1, name))
+        if ((at == sets || at[-1] == ',') && (at[len] == ',' || at[len] == '\0')) return true;
+    return false;
+}
+
+static void run_set(const char *set, double *pts, int32_t n, int dim, double side, double r,
+                    int steps, int runs)
+{
+    if (!wanted(set)) return;
+    const char *only = getenv("NBB_ONLY"); // rows or verlet: one section (profiling)
+    if (only == NULL || strcmp(only, "verlet") != 0) bench_rows(set, pts, n, dim, r, runs);
+    if (only == NULL || strcmp(only, "rows") != 0) bench_verlet(set, pts, n, dim, side, r, steps);
+}
+
+// 2D points reordered into cell order: rows of cells of side r, x fastest.
+typedef struct cellKey {
+    int64_t key;
+    int32_t i;
+} cellKey;
+
+static int by_key(const void *a, const void *b)
+{
+    const int64_t x = ((const cellKey *)a)->key, y = ((const cellKey *)b)->key;
+    return x < y ? -1 : x > y;
+}
+
+static double *cell_order_2d(const double *pts, int32_t n, double side, double r)
+{
+    cellKey *k = (cellKey *)malloc((size_t)n * sizeof(cellKey));
+    double *out = (double *)malloc((size_t)n * 2 * sizeof(double));
+    const int64_t row = (int64_t)(side / r) + 1;
+    for (int32_t i = 0; i < n; i++) {
+        k[i].key = (int64_t)(pts[2 * i + 1] / r) * row + (int64_t)(pts[2 * i] / r);
+        k[i].i = i;
+    }
+    qsort(k, (size_t)n, sizeof(cellKey), by_key);
+    for (int32_t i = 0; i < n; i++) memcpy(out + 2 * i, pts + 2 * k[i].i, 2 * sizeof(double));
+    free(k);
+    return out;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 4 && argc != 5) {
@@ -209,14 +262,24 @@ int main(int argc, char **argv)
         const double r = dim == 2 ? sqrt(15.0 / M_PI) : cbrt(15.0 * 3.0 / (4.0 * M_PI));
         double *pts = (double *)malloc((size_t)n * (size_t)dim * sizeof(double));
         for (size_t t = 0; t < (size_t)n * (size_t)dim; t++) pts[t] = unit() * side;
-        const char *set = dim == 2 ? "uniform2d" : "uniform3d";
-        const char *only = getenv("NBB_ONLY"); // rows or verlet: one section (profiling)
-        if (only == NULL || strcmp(only, "verlet") != 0) bench_rows(set, pts, n, dim, r, runs);
-        if (only == NULL || strcmp(only, "rows") != 0)
-            bench_verlet(set, pts, n, dim, side, r, steps);
+        if (dim == 2 && wanted("uniform2d-sorted")) {
+            double *sorted = cell_order_2d(pts, n, side, r);
+            run_set("uniform2d-sorted", sorted, n, dim, side, r, steps, runs);
+            free(sorted);
+        }
+        run_set(dim == 2 ? "uniform2d" : "uniform3d", pts, n, dim, side, r, steps, runs);
         free(pts);
     }
-    if (argc == 5) {
+    if (wanted("blobs2d")) {
+        nbbCorpus c;
+        if (nbb_corpus_make(nbb_corpus_find("blobs2d"), n, 0, &c) != 0) {
+            fprintf(stderr, "bench_neighbors: blobs2d: cannot make the set\n");
+            return 1;
+        }
+        run_set("blobs2d", c.data, c.n, c.dim, 0.0, c.radius, steps, runs);
+        nbb_corpus_free(&c);
+    }
+    if (argc == 5 && wanted("uniform2d-file")) {
         double *pts = NULL;
         const int32_t m = nbb_load(argv[4], 2, &pts);
         bench_rows("uniform2d-file", pts, m, 2, 1.75, runs);

@@ -175,22 +175,118 @@ NBI_TARGET_AVX512 static inline __m512i nbi_bitonic16(__m512i v, int s0)
     return v;
 }
 
-NBI_TARGET_AVX512 static void nbi_sort_row_avx512(int32_t *a, int32_t n)
+// Rows of 1 to 32 entries, unsorted in lo (entries 0 .. 15) and hi (16 .. 31), padded with
+// INT32_MAX: sorted into out[0 .. 32).
+NBI_TARGET_AVX512 static void nbi_bitonic32(__m512i lo, __m512i hi, int32_t n, int32_t *out)
 {
-    const __m512i pad = _mm512_set1_epi32(INT32_MAX);
-    const __mmask16 m0 = (__mmask16)(n >= 16 ? 0xFFFF : (1u << n) - 1);
-    __m512i lo = nbi_bitonic16(_mm512_mask_loadu_epi32(pad, m0, a), 0);
+    lo = nbi_bitonic16(lo, 0);
     if (n <= 16) {
-        _mm512_mask_storeu_epi32(a, m0, lo);
+        _mm512_storeu_epi32(out, lo);
         return;
     }
-    const __mmask16 m1 = (__mmask16)(n >= 32 ? 0xFFFF : (1u << (n - 16)) - 1);
-    __m512i hi = nbi_bitonic16(_mm512_mask_loadu_epi32(pad, m1, a + 16), 0);
+    hi = nbi_bitonic16(hi, 0);
     const __m512i rev = _mm512_set_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     hi = _mm512_permutexvar_epi32(rev, hi); // lo ascending, hi descending: min and max bitonic
     const __m512i l = _mm512_min_epi32(lo, hi), h = _mm512_max_epi32(lo, hi);
-    _mm512_storeu_epi32(a, nbi_bitonic16(l, 6));
-    _mm512_mask_storeu_epi32(a + 16, m1, nbi_bitonic16(h, 6));
+    _mm512_storeu_epi32(out, nbi_bitonic16(l, 6));
+    _mm512_storeu_epi32(out + 16, nbi_bitonic16(h, 6));
+}
+
+// The masks of a row's first and second sixteen of n <= 32 entries.
+NBI_INLINE void nbi_row_masks(int32_t n, __mmask16 *m0, __mmask16 *m1)
+{
+    *m0 = (__mmask16)(n >= 16 ? 0xFFFF : (1u << n) - 1);
+    *m1 = (__mmask16)(n >= 32 ? 0xFFFF : n <= 16 ? 0 : (1u << (n - 16)) - 1);
+}
+
+// Sorted rows leave through a buffer on the stack: a masked store to a line not in the caches
+// holds every later load that the CPU cannot tell apart from it (a row written and then read
+// back waited for its line from memory, row after row); plain copies do not.
+NBI_TARGET_AVX512 static void nbi_sort_row_avx512(int32_t *a, int32_t n)
+{
+    const __m512i pad = _mm512_set1_epi32(INT32_MAX);
+    __mmask16 m0, m1;
+    nbi_row_masks(n, &m0, &m1);
+    int32_t out[32];
+    nbi_bitonic32(_mm512_mask_loadu_epi32(pad, m0, a), _mm512_mask_loadu_epi32(pad, m1, a + 16), n,
+                  out);
+    _mm256_zeroupper();
+    memcpy(a, out, (size_t)n * sizeof(int32_t));
+}
+
+// Positions q[0 .. n) as indices idx[q], sorted, into dst: gathered and sorted in registers,
+// so the destination, anywhere in memory, is only written.
+NBI_TARGET_AVX512 static void nbi_place_row_avx512(const int32_t *q, int32_t n, const int32_t *idx,
+                                                   int32_t *dst)
+{
+    const __m512i pad = _mm512_set1_epi32(INT32_MAX);
+    __mmask16 m0, m1;
+    nbi_row_masks(n, &m0, &m1);
+    int32_t out[32];
+    nbi_bitonic32(
+        _mm512_mask_i32gather_epi32(pad, m0, _mm512_maskz_loadu_epi32(m0, q), idx, 4),
+        _mm512_mask_i32gather_epi32(pad, m1, _mm512_maskz_loadu_epi32(m1, q + 16), idx, 4), n, out);
+    _mm256_zeroupper();
+    memcpy(dst, out, (size_t)n * sizeof(int32_t));
+}
+
+// nbi_bitonic16 on keys k carrying values v along (the keys distinct but for the padding).
+NBI_TARGET_AVX512 static inline void nbi_bitonic16_kv(__m512i *k, __m512i *v, int s0)
+{
+    for (int t = s0; t < 10; t++) {
+        const __m512i perm = _mm512_load_si512(nbi_bitonic_partner[t]);
+        const __m512i ok = _mm512_permutexvar_epi32(perm, *k);
+        const __m512i ov = _mm512_permutexvar_epi32(perm, *v);
+        const __mmask16 mx = nbi_bitonic_max[t];
+        // a lane keeping the larger takes its partner's when larger, and the other way round
+        const __mmask16 take = (__mmask16)((_mm512_cmpgt_epi32_mask(ok, *k) & mx) |
+                                           (_mm512_cmplt_epi32_mask(ok, *k) & (__mmask16)~mx));
+        *k = _mm512_mask_blend_epi32(take, *k, ok);
+        *v = _mm512_mask_blend_epi32(take, *v, ov);
+    }
+}
+
+// Sixteen (key, value) lanes as uint64_t key << 32 | value, the first `m` stored to out.
+NBI_TARGET_AVX512 static inline void nbi_store_keys16(__m512i k, __m512i v, int32_t m,
+                                                      uint64_t *out)
+{
+    const __m512i z0 = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    const __m512i z1 =
+        _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8);
+    const __mmask8 a = (__mmask8)(m >= 8 ? 0xFF : (1u << m) - 1);
+    const __mmask8 b = (__mmask8)(m >= 16 ? 0xFF : m <= 8 ? 0 : (1u << (m - 8)) - 1);
+    _mm512_mask_storeu_epi64(out, a, _mm512_permutex2var_epi32(v, z0, k));
+    _mm512_mask_storeu_epi64(out + 8, b, _mm512_permutex2var_epi32(v, z1, k));
+}
+
+// nbi_key_row for rows of up to 32 entries.
+NBI_TARGET_AVX512 static void nbi_key_row_avx512(const int32_t *q, int32_t n, const int32_t *idx,
+                                                 uint64_t *out)
+{
+    const __m512i pad = _mm512_set1_epi32(INT32_MAX);
+    __mmask16 m0, m1;
+    nbi_row_masks(n, &m0, &m1);
+    __m512i lv = _mm512_maskz_loadu_epi32(m0, q), hv = _mm512_maskz_loadu_epi32(m1, q + 16);
+    __m512i lk = _mm512_mask_i32gather_epi32(pad, m0, lv, idx, 4);
+    nbi_bitonic16_kv(&lk, &lv, 0);
+    if (n <= 16) {
+        nbi_store_keys16(lk, lv, n, out);
+        return;
+    }
+    __m512i hk = _mm512_mask_i32gather_epi32(pad, m1, hv, idx, 4);
+    nbi_bitonic16_kv(&hk, &hv, 0);
+    const __m512i rev = _mm512_set_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    hk = _mm512_permutexvar_epi32(rev, hk);
+    hv = _mm512_permutexvar_epi32(rev, hv);
+    const __mmask16 take = _mm512_cmpgt_epi32_mask(lk, hk); // lo's lane is the larger
+    const __m512i k0 = _mm512_mask_blend_epi32(take, lk, hk),
+                  v0 = _mm512_mask_blend_epi32(take, lv, hv);
+    __m512i k1 = _mm512_mask_blend_epi32(take, hk, lk), v1 = _mm512_mask_blend_epi32(take, hv, lv);
+    __m512i k0s = k0, v0s = v0;
+    nbi_bitonic16_kv(&k0s, &v0s, 6);
+    nbi_bitonic16_kv(&k1, &v1, 6);
+    nbi_store_keys16(k0s, v0s, 16, out);
+    nbi_store_keys16(k1, v1, n - 16, out + 16);
 }
 #endif
 
@@ -204,17 +300,109 @@ static bool nbi_sort_wide(void)
 #endif
 }
 
-// A row ascending, by the widest sort the CPU has (`wide`: nbi_sort_wide()).
-static void nbi_sort_row_any(int32_t *a, int32_t n, bool wide)
+#if defined(NBI_AVX512)
+// Rows longer than the network's 32 entries (crowded places: clusters, duplicates) up to this
+// many: runs of 32 sorted by the network, then merged through a buffer on the stack. Longer
+// rows take the shell sort.
+enum { NBI_ROW_LONG = 1024 };
+
+// a[0 .. n) made of ascending runs of `run` entries: merged pairwise into one ascending run,
+// through tmp (n entries). For int32_t rows and uint64_t keys.
+#define NBI_MERGE_RUNS(name, T)                                                                    \
+    static void name(T *a, int32_t n, int32_t run, T *tmp)                                         \
+    {                                                                                              \
+        T *src = a, *dst = tmp;                                                                    \
+        for (; run < n; run *= 2) {                                                                \
+            for (int32_t lo = 0; lo < n; lo += 2 * run) {                                          \
+                const int32_t mid = n - lo > run ? lo + run : n;                                   \
+                const int32_t hi = n - mid > run ? mid + run : n;                                  \
+                int32_t i = lo, j = mid, k = lo;                                                   \
+                while (i < mid && j < hi) {                                                        \
+                    const T x = src[i], y = src[j];                                                \
+                    const bool second = y < x;                                                     \
+                    dst[k++] = second ? y : x;                                                     \
+                    i += !second;                                                                  \
+                    j += second;                                                                   \
+                }                                                                                  \
+                while (i < mid) dst[k++] = src[i++];                                               \
+                while (j < hi) dst[k++] = src[j++];                                                \
+            }                                                                                      \
+            T *t = src;                                                                            \
+            src = dst;                                                                             \
+            dst = t;                                                                               \
+        }                                                                                          \
+        if (src != a) memcpy(a, src, (size_t)n * sizeof(T));                                       \
+    }
+NBI_MERGE_RUNS(nbi_merge_rows, int32_t)
+NBI_MERGE_RUNS(nbi_merge_keys, uint64_t)
+#undef NBI_MERGE_RUNS
+
+// A row of 1 to NBI_ROW_LONG entries by the network, 32 at a time, the runs then merged: the
+// row `rows` in place or, with keys != NULL, the keys of positions q (nbi_key_row) into keys.
+static void nbi_sort_runs(int32_t *rows, const int32_t *q, const int32_t *idx, uint64_t *keys,
+                          int32_t n)
+{
+    for (int32_t c = 0; c < n; c += 32) {
+        const int32_t len = n - c < 32 ? n - c : 32;
+        if (keys != NULL)
+            nbi_key_row_avx512(q + c, len, idx, keys + c);
+        else
+            nbi_sort_row_avx512(rows + c, len);
+    }
+    if (n <= 32) return;
+    union {
+        uint64_t keys[NBI_ROW_LONG];
+        int32_t rows[NBI_ROW_LONG];
+    } tmp;
+    if (keys != NULL)
+        nbi_merge_keys(keys, n, 32, tmp.keys);
+    else
+        nbi_merge_rows(rows, n, 32, tmp.rows);
+}
+#endif
+
+// By the widest sort the CPU has (`wide`: nbi_sort_wide()): the row `rows` ascending in place,
+// or with keys != NULL, positions q[0 .. n) as keys idx[q] << 32 | q into keys, ascending (by
+// index, each with its position).
+static void nbi_sort_any(int32_t *rows, const int32_t *q, const int32_t *idx, uint64_t *keys,
+                         int32_t n, bool wide)
 {
 #if defined(NBI_AVX512)
-    if (wide && n > 1 && n <= 32) {
-        nbi_sort_row_avx512(a, n);
+    if (wide && n > 0 && n <= NBI_ROW_LONG) {
+        nbi_sort_runs(rows, q, idx, keys, n);
         return;
     }
 #endif
     (void)wide;
-    nbi_sort_row(a, n);
+    if (keys == NULL) {
+        nbi_sort_row(rows, n);
+        return;
+    }
+    for (int32_t t = 0; t < n; t++) keys[t] = (uint64_t)idx[q[t]] << 32 | (uint32_t)q[t];
+    nbi_sort_keys(keys, n);
+}
+
+static void nbi_sort_row_any(int32_t *a, int32_t n, bool wide)
+{
+    nbi_sort_any(a, NULL, NULL, NULL, n, wide);
+}
+
+static void nbi_key_row(const int32_t *q, int32_t n, const int32_t *idx, uint64_t *out, bool wide)
+{
+    nbi_sort_any(NULL, q, idx, out, n, wide);
+}
+
+// Positions q[0 .. n) as indices idx[q] into dst, ascending (`wide`: nbi_sort_wide()).
+static void nbi_place_row(const int32_t *q, int32_t n, const int32_t *idx, int32_t *dst, bool wide)
+{
+#if defined(NBI_AVX512)
+    if (wide && n > 0 && n <= 32) {
+        nbi_place_row_avx512(q, n, idx, dst);
+        return;
+    }
+#endif
+    for (int32_t t = 0; t < n; t++) dst[t] = idx[q[t]]; // (longer rows sorted in place)
+    nbi_sort_row_any(dst, n, wide);
 }
 
 // Pass 4 over rows [rows * k0 / chunks, rows * k1 / chunks).
@@ -363,13 +551,15 @@ nbStatus nb_grid_cross_neighbor_rows(const nbGrid *a, const nbGrid *b, double ra
 
 // The list works by position: the walkers see views whose indices are the positions
 // themselves (iota), so a row's counter, cursor and entries lie near the rows of the points
-// near it in cell order, not scattered over the whole index range. The rows by position (spare
-// and tq) are then placed by index: row p goes to row idx[p], its entries mapped to indices and
-// sorted (with distances, as keys index << 32 | position, the distances computed from the
-// positions after the sort).
+// near it in cell order, not scattered over the whole index range. A set against itself,
+// serially, is one half walk (nbi_list_self_count); otherwise one cross walk appends the rows,
+// or two count and fill them. The rows by position (spare and tq) are then placed by index:
+// row p goes to row idx[p], its entries mapped to indices and sorted in registers (with
+// distances, as keys index << 32 | position, the distances computed from the positions after
+// the sort).
 //
 // Invariants: offsets holds rows + 1 entries (0 rows: offsets may be empty, then read as {0}),
-// offsets[rows] == entries, nb (and with distances d2) hold `entries`; spare, tq and the
+// offsets[rows] == entries, nb (and with distances d2) hold `entries`; spare, tq, pairs and the
 // valid prefix of iota are scratch.
 struct nbNeighborList {
     nbAllocator alloc;
@@ -383,6 +573,7 @@ struct nbNeighborList {
     nbiBuf d2;      // double, entries
     nbiBuf iota;    // int32_t: 0, 1, 2, ... (the walkers then report positions)
     nbiBuf tq;      // int32_t, entries: the rows by position, of positions
+    nbiBuf pairs;   // nbPair: a set against itself, the half walk's pairs (positions)
 };
 
 // What an empty list's rows point at (offsets {0}, no entries): never NULL.
@@ -459,6 +650,7 @@ void nb_neighbor_list_destroy(nbNeighborList *list)
     nbi_free(&a, list->d2.ptr, list->d2.cap, sizeof(double));
     nbi_free(&a, list->iota.ptr, list->iota.cap, sizeof(int32_t));
     nbi_free(&a, list->tq.ptr, list->tq.cap, sizeof(int32_t));
+    nbi_free(&a, list->pairs.ptr, list->pairs.cap, sizeof(nbPair));
     nbi_free(&a, list, 1, sizeof(nbNeighborList));
 }
 
@@ -500,15 +692,13 @@ static void nbi_place_task(int32_t k0, int32_t k1, int32_t worker, void *ctx)
         const int32_t *q = x->tq + o;
         int32_t *dst = x->nb + at;
         if (x->d2 == NULL) {
-            for (int32_t t = 0; t < len; t++) dst[t] = b->idx[q[t]];
-            nbi_sort_row_any(dst, len, wide);
+            nbi_place_row(q, len, b->idx, dst, wide);
             continue;
         }
         // The keys in the distances' place (allocated memory, as wide as a double), sorted,
         // then split: the index to nb, the distance from the two positions to d2.
         uint64_t *key = (uint64_t *)(void *)(x->d2 + at);
-        for (int32_t t = 0; t < len; t++) key[t] = (uint64_t)b->idx[q[t]] << 32 | (uint32_t)q[t];
-        nbi_sort_keys(key, len);
+        nbi_key_row(q, len, b->idx, key, wide);
         const double *pa = a->pts + (size_t)p * (size_t)dim;
         for (int32_t t = 0; t < len; t++) {
             const uint64_t k = key[t];
@@ -596,6 +786,79 @@ static nbStatus nbi_list_append(nbNeighborList *l, const nbiView *va, const nbiV
     return NB_ERR_INTERNAL;
 }
 
+// A set against itself, serially: the half walk meets each unordered pair once, as (p, q) of
+// positions, p < q. A block at a time, while the block is in the first-level cache, both rows'
+// counters are bumped (spare, by position, each near the pair's first point in cell order) and
+// the pairs kept in the pair scratch for the fill (nbi_list_self_fill). Half the distance tests
+// of the cross walk, and nothing read back from memory until the fill.
+typedef struct nbiSelfCount {
+    int32_t *cnt; // spare + 1
+    nbPair *keep;
+    int64_t cap, m;
+} nbiSelfCount;
+
+static void nbi_self_count_block(const nbPair *w, int64_t m, void *user)
+{
+    nbiSelfCount *x = (nbiSelfCount *)user;
+    for (int64_t t = 0; t < m; t++) {
+        x->cnt[w[t].i]++;
+        x->cnt[w[t].j]++;
+    }
+    if (m > 0 && x->m + m <= x->cap) memcpy(x->keep + x->m, w, (size_t)m * sizeof(nbPair));
+    x->m += m;
+}
+
+// The count: spare in the starts form of nbi_rows_count, *pairs kept in the pair scratch (grown
+// and walked again when it was too small).
+static nbStatus nbi_list_self_count(nbNeighborList *l, const nbiView *va, int32_t units,
+                                    double radius, int64_t *entries, int64_t *pairs)
+{
+    *entries = *pairs = 0;
+    nbiSelfCount x = {(int32_t *)l->spare.ptr + 1, NULL, 0, 0};
+    for (int round = 0; round < 2; round++) {
+        memset(l->spare.ptr, 0, ((size_t)va->n + 1) * sizeof(int32_t));
+        x.keep = (nbPair *)l->pairs.ptr;
+        x.cap = (int64_t)l->pairs.cap;
+        x.m = 0;
+        nbiPairSink s;
+        nbi_pair_sink_block(&s, nbi_self_count_block, &x);
+        const nbStatus st = nbi_walk_pairs(va, radius, 0, units, &s);
+        if (st != NB_OK) return st;
+        if (x.m > INT32_MAX / 2) return NB_ERR_OUT_OF_RANGE;
+        if (x.m <= x.cap) break;
+        nbiBuf next = l->pairs;
+        if (!nbi_entries_prepare(&l->alloc, &l->pairs, &next, (size_t)x.m, sizeof(nbPair)))
+            return NB_ERR_OUT_OF_MEMORY;
+        nbi_buf_commit(&l->alloc, &l->pairs, &next, sizeof(nbPair)); // scratch
+    }
+    if (x.m > x.cap) {
+        NB_ASSERT(!"the second walk did not fit");
+        return NB_ERR_INTERNAL;
+    }
+    int32_t run = 0;
+    for (int32_t p = 0; p < va->n; p++) {
+        const int32_t c = x.cnt[p];
+        x.cnt[p] = run;
+        run += c;
+    }
+    *entries = run;
+    *pairs = x.m;
+    return NB_OK;
+}
+
+// Each of the pairs counted by nbi_list_self_count into both its rows by position (tq); spare
+// ends in its final form, as after nbi_rows_fill.
+static void nbi_list_self_fill(nbNeighborList *l, int64_t pairs)
+{
+    const nbPair *w = (const nbPair *)l->pairs.ptr;
+    int32_t *cur = (int32_t *)l->spare.ptr + 1, *tq = (int32_t *)l->tq.ptr;
+    for (int64_t t = 0; t < pairs; t++) {
+        const int32_t p = w[t].i, q = w[t].j;
+        tq[cur[p]++] = q;
+        tq[cur[q]++] = p;
+    }
+}
+
 // The list's build. Without `place`, it stops at the rows by position (spare: offsets, tq:
 // entries, *entries of them), and the list's rows stay as they were.
 static nbStatus nbi_list_build(nbNeighborList *l, const nbGrid *a, const nbGrid *b, bool self,
@@ -625,13 +888,16 @@ static nbStatus nbi_list_build(nbNeighborList *l, const nbGrid *a, const nbGrid 
     x.a = &va;
     x.b = self ? &va : &vb;
     x.chunks = nbi_rows_chunks(a, &l->tasks);
-    int64_t entries = 0;
+    int64_t entries = 0, halves = -1; // halves: the pairs of the half walk, when it ran
     bool appended = false;
-    if (x.chunks == 1) { // serially, one walk appends the rows (see nbi_append_block)
+    if (self && x.chunks == 1) { // serially, the half walk (see nbi_list_self_count)
+        st = nbi_list_self_count(l, &va, nb_grid_pair_units(a), radius, &entries, &halves);
+        if (st != NB_OK) return st;
+    } else if (x.chunks == 1) { // one walk appends the rows (see nbi_append_block)
         st = nbi_list_append(l, x.a, x.b, radius, self, &entries, &appended);
         if (st != NB_OK) return st;
     }
-    if (!appended) {
+    if (!appended && halves < 0) {
         st = nbi_rows_count(&x, a, &l->tasks, &entries);
         if (st != NB_OK) return st;
     }
@@ -653,7 +919,10 @@ static nbStatus nbi_list_build(nbNeighborList *l, const nbGrid *a, const nbGrid 
     nbi_buf_commit(al, &l->nb, &nb, sizeof(int32_t));
     nbi_buf_commit(al, &l->tq, &tq, sizeof(int32_t));
     nbi_buf_commit(al, &l->d2, &d2, sizeof(double));
-    if (!appended && entries > 0) nbi_rows_fill(&x, &l->tasks, (int32_t *)l->tq.ptr);
+    if (halves > 0)
+        nbi_list_self_fill(l, halves);
+    else if (!appended && halves < 0 && entries > 0)
+        nbi_rows_fill(&x, &l->tasks, (int32_t *)l->tq.ptr);
     *entries_out = entries;
     if (!place) return NB_OK;
     // The rows by index: each row's length from its position, a prefix sum, then each placed.
@@ -908,47 +1177,129 @@ static nbStatus nbi_verlet_rebuild(nbVerlet *v, const nbPoints *points)
             nbi_buf_abandon(al, b8[k], &next_b8[k], sizeof(double));
     }
     if (!ok) return NB_ERR_OUT_OF_MEMORY;
-    // The list's rows by position, each entry with its index: one pass in cell order, every
-    // read near the last. Rows are sorted by index as each update places them.
+    // The list's rows by position, each entry with its index, sorted by index here once: one
+    // pass in cell order, every read near the last. Filtering keeps the order, so no update
+    // sorts.
     const int32_t *idx = v->grid->view.idx, *pco = (const int32_t *)v->cand->spare.ptr;
     const int32_t *tq = (const int32_t *)v->cand->tq.ptr;
     uint64_t *pck = (uint64_t *)v->pck.ptr;
-    for (int32_t p = 0; p < n; p++) {
-        for (int32_t t = pco[p]; t < pco[p + 1]; t++)
-            pck[t] = (uint64_t)idx[tq[t]] << 32 | (uint32_t)tq[t];
-    }
+    const bool wide = nbi_sort_wide();
+    for (int32_t p = 0; p < n && cand > 0; p++) // (no candidates: the buffers may not exist)
+        nbi_key_row(tq + pco[p], pco[p + 1] - pco[p], idx, pck + pco[p], wide);
     memcpy(v->cur.ptr, v->grid->view.pts, (size_t)n * (size_t)v->dim * sizeof(double));
     v->n = n;
     v->built = true;
     return NB_OK;
 }
 
-// Rows by position [p0, p1) filtered from the candidates: tco[p + 1] is row p's end and
-// *kept the number of entries (specialised by dimension and periodicity where it is inlined).
+// What the filters read: the points in cell order, the candidate rows by position (pco) and
+// their keys index << 32 | position (pck).
+typedef struct nbiKeepIn {
+    const double *cur;
+    const int32_t *pco;
+    const uint64_t *pck;
+} nbiKeepIn;
+
+static nbiKeepIn nbi_keep_in(const nbVerlet *v)
+{
+    const nbiKeepIn in = {(const double *)v->cur.ptr, (const int32_t *)v->cand->spare.ptr,
+                          (const uint64_t *)v->pck.ptr};
+    return in;
+}
+
+// Rows by position filtered from the candidates: tco[p + 1] is row p's end; returns the
+// entries (specialised by dimension and periodicity where it is inlined).
 NBI_INLINE int32_t nbi_verlet_keep(const nbVerlet *v, int dim, bool wrap, int32_t *tco,
-                                   int32_t *tnb, double *td2, bool wide)
+                                   int32_t *tnb, double *td2)
 {
     const double r2 = v->radius * v->radius;
-    const double *cur = (const double *)v->cur.ptr;
-    const int32_t *pco = (const int32_t *)v->cand->spare.ptr;
-    const uint64_t *pck = (const uint64_t *)v->pck.ptr;
+    const nbiKeepIn in = nbi_keep_in(v);
     int32_t m = 0;
     tco[0] = 0;
     for (int32_t p = 0; p < v->n; p++) {
-        const double *cp = cur + (size_t)p * (size_t)dim;
-        for (int32_t t = pco[p]; t < pco[p + 1]; t++) {
-            const uint64_t k = pck[t];
-            const double *cq = cur + (size_t)(uint32_t)k * (size_t)dim;
+        const double *cp = in.cur + (size_t)p * (size_t)dim;
+        for (int32_t t = in.pco[p]; t < in.pco[p + 1]; t++) {
+            const uint64_t k = in.pck[t];
+            const double *cq = in.cur + (size_t)(uint32_t)k * (size_t)dim;
             const double e = wrap ? nbi_dist2_wrap(cp, cq, dim, v->kper) : nbi_dist2(cp, cq, dim);
             tnb[m] = (int32_t)(k >> 32);
             if (td2 != NULL) td2[m] = e;
             m += e <= r2;
         }
         tco[p + 1] = m;
-        // Without distances, the row is sorted here, while it is in the first-level cache.
-        if (td2 == NULL && m > tco[p]) nbi_sort_row_any(tnb + tco[p], m - tco[p], wide);
     }
     return m;
+}
+
+#if defined(NBI_AVX512)
+// nbi_verlet_keep eight candidates a step: their positions and indices from the keys, their
+// coordinates gathered from cur, each distance computed as nbi_dist2 (nbi_dist2_wrap) does
+// (the same operations in the same order, so the same answers), and the ones within radius
+// compressed to the row's end.
+NBI_TARGET_AVX512 static int32_t nbi_verlet_keep8(const nbVerlet *v, int dim, bool wrap,
+                                                  int32_t *tco, int32_t *tnb, double *td2)
+{
+    const __m512d vr2 = _mm512_set1_pd(v->radius * v->radius);
+    const __m512d per[3] = {_mm512_set1_pd(v->kper[0]), _mm512_set1_pd(v->kper[1]),
+                            _mm512_set1_pd(v->kper[2])};
+    const __m512i low = _mm512_set1_epi64(0xFFFFFFFF);
+    const nbiKeepIn in = nbi_keep_in(v);
+    const double *cur = in.cur;
+    int32_t m = 0;
+    tco[0] = 0;
+    for (int32_t p = 0; p < v->n; p++) {
+        const double *cp = cur + (size_t)p * (size_t)dim;
+        const __m512d c[3] = {_mm512_set1_pd(cp[0]), _mm512_set1_pd(cp[1]),
+                              _mm512_set1_pd(dim == 3 ? cp[2] : 0.0)};
+        const int32_t t1 = in.pco[p + 1];
+        for (int32_t t = in.pco[p]; t < t1; t += 8) {
+            const __mmask8 k = (__mmask8)(t1 - t >= 8 ? 0xFF : (1u << (t1 - t)) - 1);
+            const __m512i key = _mm512_maskz_loadu_epi64(k, in.pck + t);
+            const __m512i q = _mm512_and_si512(key, low);
+            const __m512i at =
+                dim == 2 ? _mm512_slli_epi64(q, 1) : _mm512_add_epi64(_mm512_slli_epi64(q, 1), q);
+            __m512d d[3];
+            for (int a = 0; a < dim; a++) {
+                const __m512d g = _mm512_mask_i64gather_pd(_mm512_setzero_pd(), k, at, cur + a, 8);
+                d[a] = _mm512_sub_pd(c[a], g);
+                if (wrap) {
+                    const __m512d u = _mm512_abs_pd(d[a]);
+                    d[a] = _mm512_min_pd(_mm512_sub_pd(per[a], u), u);
+                }
+            }
+            __m512d d2 = _mm512_add_pd(_mm512_mul_pd(d[0], d[0]), _mm512_mul_pd(d[1], d[1]));
+            if (dim == 3) d2 = _mm512_add_pd(d2, _mm512_mul_pd(d[2], d[2]));
+            const __mmask8 hit = _mm512_mask_cmp_pd_mask(k, d2, vr2, _CMP_LE_OQ);
+            const __m256i ix = _mm512_cvtepi64_epi32(_mm512_srli_epi64(key, 32));
+            _mm256_mask_compressstoreu_epi32(tnb + m, hit, ix);
+            if (td2 != NULL) _mm512_mask_compressstoreu_pd(td2 + m, hit, d2);
+            m += _mm_popcnt_u32(hit);
+        }
+        tco[p + 1] = m;
+    }
+    _mm256_zeroupper();
+    return m;
+}
+#endif
+
+// nbi_verlet_keep by the widest kernel the CPU has, specialised by dimension and periodicity.
+static int32_t nbi_verlet_keep_any(const nbVerlet *v, int32_t *tco, int32_t *tnb, double *td2)
+{
+    const bool w = v->wrapped;
+#if defined(NBI_AVX512)
+    if (nbi_sort_wide()) {
+        if (v->dim == 2)
+            return w ? nbi_verlet_keep8(v, 2, true, tco, tnb, td2)
+                     : nbi_verlet_keep8(v, 2, false, tco, tnb, td2);
+        return w ? nbi_verlet_keep8(v, 3, true, tco, tnb, td2)
+                 : nbi_verlet_keep8(v, 3, false, tco, tnb, td2);
+    }
+#endif
+    if (v->dim == 2)
+        return w ? nbi_verlet_keep(v, 2, true, tco, tnb, td2)
+                 : nbi_verlet_keep(v, 2, false, tco, tnb, td2);
+    return w ? nbi_verlet_keep(v, 3, true, tco, tnb, td2)
+             : nbi_verlet_keep(v, 3, false, tco, tnb, td2);
 }
 
 // The rows: the candidates within radius of each other at the positions in cur. Filtered by
@@ -963,14 +1314,7 @@ static void nbi_verlet_filter(nbVerlet *v)
     int32_t *off = (int32_t *)v->offsets.ptr, *nb = (int32_t *)v->nb.ptr;
     double *td2 = v->distances ? (double *)v->td2.ptr : NULL;
     double *d2 = v->distances ? (double *)v->d2.ptr : NULL;
-    const bool wide = nbi_sort_wide();
-    int32_t m;
-    if (v->dim == 2)
-        m = v->wrapped ? nbi_verlet_keep(v, 2, true, tco, tnb, td2, wide)
-                       : nbi_verlet_keep(v, 2, false, tco, tnb, td2, wide);
-    else
-        m = v->wrapped ? nbi_verlet_keep(v, 3, true, tco, tnb, td2, wide)
-                       : nbi_verlet_keep(v, 3, false, tco, tnb, td2, wide);
+    const int32_t m = nbi_verlet_keep_any(v, tco, tnb, td2);
     off[0] = 0;
     for (int32_t p = 0; p < n; p++) off[idx[p] + 1] = tco[p + 1] - tco[p];
     for (int32_t i = 0; i < n; i++) off[i + 1] += off[i];
@@ -986,20 +1330,8 @@ static void nbi_verlet_filter(nbVerlet *v)
             }
         }
         const int32_t at = off[idx[p]], o = tco[p], len = tco[p + 1] - o;
-        if (d2 == NULL) {
-            memcpy(nb + at, tnb + o, (size_t)len * sizeof(int32_t));
-            continue;
-        }
-        // With distances: keys index << 32 | entry in the distances' place, sorted, then split
-        // (as nbi_place_task does).
-        uint64_t *key = (uint64_t *)(void *)(d2 + at);
-        for (int32_t t = 0; t < len; t++) key[t] = (uint64_t)tnb[o + t] << 32 | (uint32_t)t;
-        nbi_sort_keys(key, len);
-        for (int32_t t = 0; t < len; t++) {
-            const uint64_t k = key[t];
-            nb[at + t] = (int32_t)(k >> 32);
-            d2[at + t] = td2[o + (uint32_t)k];
-        }
+        memcpy(nb + at, tnb + o, (size_t)len * sizeof(int32_t));
+        if (d2 != NULL) memcpy(d2 + at, td2 + o, (size_t)len * sizeof(double));
     }
     v->rows = n;
     v->entries = m;

@@ -258,6 +258,30 @@ static int test_rows_empty(void)
     return 0;
 }
 
+// Rows longer than the sorting network: up to NBI_ROW_LONG (runs of 32 merged) and beyond it
+// (the shell sort), from a pile of duplicates, with and without the AVX-512 kernels.
+static int test_rows_long(void)
+{
+    nboSet s = make_set(SET_UNIFORM, 1400, 2, 40.0);
+    for (int32_t i = 0; i < 100; i++) { // rows of about 40 to 100
+        s.p[2 * i] = 5.0 + 0.01 * (i % 40);
+        s.p[2 * i + 1] = 5.0;
+    }
+    NB_CHECK(check_rows(&s, &s, true, 1.0, 0.0, 0.0, NULL) == 0);
+#if defined(NBI_AVX512)
+    nbi_avx512_off = 1; // every row by the shell sort
+    NB_CHECK(check_rows(&s, &s, true, 1.0, 0.0, 0.0, NULL) == 0);
+    nbi_avx512_off = 0;
+#endif
+    for (int32_t i = 300; i < 1330; i++) { // rows of 1029
+        s.p[2 * i] = 20.0;
+        s.p[2 * i + 1] = 20.0;
+    }
+    NB_CHECK(check_rows(&s, &s, true, 1.0, 0.0, 0.0, NULL) == 0);
+    nbo_set_free(&s);
+    return 0;
+}
+
 // ---- set A against set B ----
 
 static int test_cross_rows(void)
@@ -316,7 +340,7 @@ static double max_disp(const nboSet *s, const double *ref, const double *period)
 // Many steps of small random moves; every 7th step one point is put at just under skin / 2
 // from where it was at the last build, every 11th just over. The list rebuilds exactly when
 // some point moved more than skin / 2, and its rows always equal the oracle's.
-static int verlet_steps(int dim, const double *period)
+static int verlet_steps(int kind, int dim, const double *period, int steps)
 {
     const double r = 1.0, skin = 0.3;
     nbVerletDesc desc = {.radius = r, .skin = skin, .dim = dim, .distances = true};
@@ -325,11 +349,11 @@ static int verlet_steps(int dim, const double *period)
     NB_CHECK_OK(nb_verlet_create(&desc, &v));
     desc.distances = false;
     NB_CHECK_OK(nb_verlet_create(&desc, &plain));
-    nboSet s = make_set(SET_UNIFORM, 500, dim, dim == 2 ? 15.0 : 6.0);
+    nboSet s = make_set(kind, 500, dim, dim == 2 ? 15.0 : 6.0);
     double *ref = (double *)nbo_xalloc((size_t)s.n * (size_t)dim * sizeof(double));
     const nbPoints pts = nbo_points(&s);
     int rebuilds = 0;
-    for (int step = 0; step < 80; step++) {
+    for (int step = 0; step < steps; step++) {
         if (step > 0) jiggle(&s, 0.012, period);
         if (step > 0 && (step % 7 == 0 || step % 11 == 0)) {
             const int32_t i = nbt_int(s.n);
@@ -364,7 +388,7 @@ static int verlet_steps(int dim, const double *period)
         free(wnb);
         free(wd2);
     }
-    NB_CHECK(rebuilds >= 8 && rebuilds < 40);
+    NB_CHECK(rebuilds >= steps / 10 && rebuilds < steps / 2);
     nb_verlet_destroy(v);
     nb_verlet_destroy(plain);
     free(ref);
@@ -375,10 +399,18 @@ static int verlet_steps(int dim, const double *period)
 static int test_verlet_steps(void)
 {
     const double p2[3] = {15.0, 15.0, 0.0}, p3[3] = {6.0, 6.0, 6.0};
-    NB_CHECK(verlet_steps(2, NULL) == 0);
-    NB_CHECK(verlet_steps(3, NULL) == 0);
-    NB_CHECK(verlet_steps(2, p2) == 0);
-    NB_CHECK(verlet_steps(3, p3) == 0);
+    NB_CHECK(verlet_steps(SET_UNIFORM, 2, NULL, 80) == 0);
+    NB_CHECK(verlet_steps(SET_UNIFORM, 3, NULL, 80) == 0);
+    NB_CHECK(verlet_steps(SET_UNIFORM, 2, p2, 80) == 0);
+    NB_CHECK(verlet_steps(SET_UNIFORM, 3, p3, 80) == 0);
+    NB_CHECK(verlet_steps(SET_CLUSTERS, 2, NULL, 20) == 0); // rows of more than 32 candidates
+#if defined(NBI_AVX512)
+    // the filter and the candidates' sort without the AVX-512 kernels
+    nbi_avx512_off = 1;
+    NB_CHECK(verlet_steps(SET_UNIFORM, 2, NULL, 20) == 0);
+    NB_CHECK(verlet_steps(SET_CLUSTERS, 3, p3, 20) == 0);
+    nbi_avx512_off = 0;
+#endif
     return 0;
 }
 
@@ -531,15 +563,11 @@ static int test_failing_allocator(void)
 int main(int argc, char **argv)
 {
     const nbtCase cases[] = {
-        {"rows_corpus", test_rows_corpus},
-        {"rows_periodic", test_rows_periodic},
-        {"rows_filters", test_rows_filters},
-        {"rows_empty", test_rows_empty},
-        {"cross_rows", test_cross_rows},
-        {"verlet_steps", test_verlet_steps},
-        {"verlet_threshold", test_verlet_threshold},
-        {"no_allocation", test_no_allocation},
-        {"failing_allocator", test_failing_allocator},
+        {"rows_corpus", test_rows_corpus},     {"rows_periodic", test_rows_periodic},
+        {"rows_filters", test_rows_filters},   {"rows_empty", test_rows_empty},
+        {"rows_long", test_rows_long},         {"cross_rows", test_cross_rows},
+        {"verlet_steps", test_verlet_steps},   {"verlet_threshold", test_verlet_threshold},
+        {"no_allocation", test_no_allocation}, {"failing_allocator", test_failing_allocator},
     };
     return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
 }
