@@ -45,7 +45,7 @@ enum { NBI_HASH_AHEAD = 16 };
 // 9.4-9.6 with it (2026-12-02, three alternating runs).
 enum { NBI_STREAM_AHEAD = 128 };
 
-enum { NBI_GRID_BUFS = 12 };
+enum { NBI_GRID_BUFS = 13 };
 // Below this many points a build runs serially even with a scheduler: the passes are too short
 // to pay for waking the workers.
 enum { NBI_PARALLEL_MIN_POINTS = 16384 };
@@ -54,13 +54,13 @@ enum { NBI_PARALLEL_MIN_POINTS = 16384 };
 // them cannot miss one.
 static void nbi_grid_bufs(nbGrid *g, nbiBuf *buf[NBI_GRID_BUFS], size_t elem[NBI_GRID_BUFS])
 {
-    nbiBuf *b[NBI_GRID_BUFS] = {&g->pts,       &g->idx,       &g->cell_of,   &g->start,
-                                &g->cell_slot, &g->cat,       &g->mask,      &g->occ,
-                                &g->occ_rank,  &g->table.buf, &g->cell_code, &g->hist};
-    const size_t e[NBI_GRID_BUFS] = {sizeof(double),      sizeof(int32_t),  sizeof(int32_t),
-                                     sizeof(int32_t),     sizeof(uint32_t), sizeof(uint32_t),
-                                     sizeof(uint32_t),    sizeof(uint64_t), sizeof(int32_t),
-                                     sizeof(nbiCellSlot), sizeof(uint64_t), sizeof(int32_t)};
+    nbiBuf *b[NBI_GRID_BUFS] = {
+        &g->pts, &g->idx,      &g->cell_of,   &g->start,     &g->cell_slot, &g->cat, &g->mask,
+        &g->occ, &g->occ_rank, &g->table.buf, &g->cell_code, &g->cell_seen, &g->hist};
+    const size_t e[NBI_GRID_BUFS] = {
+        sizeof(double),   sizeof(int32_t),  sizeof(int32_t),  sizeof(int32_t), sizeof(uint32_t),
+        sizeof(uint32_t), sizeof(uint32_t), sizeof(uint64_t), sizeof(int32_t), sizeof(nbiCellSlot),
+        sizeof(uint64_t), sizeof(uint64_t), sizeof(int32_t)};
     for (int i = 0; i < NBI_GRID_BUFS; i++) {
         buf[i] = b[i];
         elem[i] = e[i];
@@ -77,7 +77,8 @@ static void nbi_grid_free_all(nbGrid *g)
         nbi_free(&g->alloc, g->scratch[k].ptr, g->scratch[k].cap, sizeof(nbPair));
 }
 
-// Room for a build of n points whose index needs `cells` cells; hashed: `slots` table slots,
+// Room for a build of n points whose index needs `cells` cells; hashed: `slots` table slots (and
+// their occupancy filter),
 // `keyed` cell slots and `coded` cell codes (twice: the sort's), and in hist the sort's
 // scratch; ranked: `words` occupancy words and their counts, and `keyed` cells; filtered: `bits`
 // categories and masks; a parallel dense build: `hist` per-chunk cell counts.
@@ -111,6 +112,7 @@ static bool nbi_grid_grow(nbGrid *g, nbiGridNeed need, bool keep)
                                          need.words,
                                          need.slots,
                                          2 * need.coded,
+                                         need.slots >> (6 - NBI_SEEN_PER_SLOT_LOG2),
                                          need.hist};
     nbiBuf next[NBI_GRID_BUFS];
     if (!nbi_bufs_prepare(&g->alloc, cur, next, count, elem, NBI_GRID_BUFS)) return false;
@@ -1252,12 +1254,23 @@ static void nbi_hashed_order(nbGrid *g, int32_t ncells)
     int32_t *count = (int32_t *)(ib + ncells);
     uint32_t *cell_slot = (uint32_t *)g->cell_slot.ptr;
     nbiCellSlot *slots = (nbiCellSlot *)g->table.buf.ptr;
-    int top = 0; // bits of the largest code
+    // Each cell's code, and its bit in the occupancy filter (view.h, nbi_view_may_hold). The
+    // slots are read in random order: each is asked of the memory NBI_HASH_AHEAD cells ahead.
+    const int32_t seen_bits = g->table.bits + NBI_SEEN_PER_SLOT_LOG2;
+    uint64_t *seen = (uint64_t *)g->cell_seen.ptr;
+    memset(seen, 0, ((size_t)1 << seen_bits) / 8);
+    uint64_t any = 0; // every code's bits
     for (int32_t c = 0; c < ncells; c++) {
-        ka[c] = nbi_code_of(slots[cell_slot[c]].key, g->lo, dim, shift);
+        if (c + NBI_HASH_AHEAD < ncells) nbi_prefetch(slots + cell_slot[c + NBI_HASH_AHEAD]);
+        const int64_t *k = slots[cell_slot[c]].key;
+        ka[c] = nbi_code_of(k, g->lo, dim, shift);
         ia[c] = (uint32_t)c;
-        while (top < 64 && (ka[c] >> top) != 0) top++;
+        any |= ka[c];
+        const uint64_t b = nbi_cell_hash(k[0], k[1], k[2]) >> (64 - seen_bits);
+        seen[b >> 6] |= (uint64_t)1 << (b & 63);
     }
+    g->seen_bits = seen_bits;
+    const int top = any == 0 ? 0 : nbi_top_bit64(any) + 1; // bits of the largest code
     const uint64_t dmask = ((uint64_t)1 << NBI_CODE_DIGIT) - 1;
     for (int at = 0; at < top; at += NBI_CODE_DIGIT) {
         memset(count, 0, sizeof(int32_t) << NBI_CODE_DIGIT);
@@ -1282,18 +1295,21 @@ static void nbi_hashed_order(nbGrid *g, int32_t ncells)
         ib = it;
     }
     if (ka != code) memcpy(code, ka, (size_t)ncells * sizeof *code);
-    // New cell j was old cell ia[j]: its slot into ib[j], its number into the slot, its count.
+    // New cell j was old cell ia[j]: its slot into ib[j], its number into the slot and into
+    // perm[old], its count into start.
+    uint64_t *perm = code == ka ? kb : ka; // the sort's other half, free now
     int32_t *start = (int32_t *)g->start.ptr;
     start[0] = start[1] = 0;
     for (int32_t j = 0; j < ncells; j++) {
+        if (j + NBI_HASH_AHEAD < ncells) nbi_prefetch(slots + cell_slot[ia[j + NBI_HASH_AHEAD]]);
         const uint32_t slot = cell_slot[ia[j]];
         ib[j] = slot;
         slots[slot].value = j;
         start[j + 2] = slots[slot].aux;
+        perm[ia[j]] = (uint64_t)j;
     }
-    for (int32_t c = 0; c < ncells; c++) cell_slot[c] = (uint32_t)slots[cell_slot[c]].value;
     int32_t *cell_of = (int32_t *)g->cell_of.ptr;
-    for (int32_t i = 0; i < g->n; i++) cell_of[i] = (int32_t)cell_slot[cell_of[i]];
+    for (int32_t i = 0; i < g->n; i++) cell_of[i] = (int32_t)perm[cell_of[i]];
     memcpy(cell_slot, ib, (size_t)ncells * sizeof *cell_slot);
     g->code_shift = shift;
 }
@@ -1675,6 +1691,8 @@ nbiView nbi_grid_view(const nbGrid *g)
     v.cell_keys = NULL;
     v.cell_code = g->hashed ? (const uint64_t *)g->cell_code.ptr : NULL;
     v.code_shift = g->code_shift;
+    v.cell_seen = g->hashed ? (const uint64_t *)g->cell_seen.ptr : NULL;
+    v.seen_bits = g->seen_bits;
     v.end = NULL;
     v.wrap = g->wrapped ? &g->wrap : NULL;
     return v;
@@ -1726,6 +1744,8 @@ nbStatus nb_grid_validate(const nbGrid *grid)
         NBI_CHECK(g->ncells <= g->n && (size_t)g->ncells <= g->cell_slot.cap);
         NBI_CHECK(2 * (size_t)g->ncells <= g->cell_code.cap &&
                   g->code_shift == nbi_code_shift(g->ext, g->dim));
+        NBI_CHECK(g->seen_bits == g->table.bits + NBI_SEEN_PER_SLOT_LOG2 &&
+                  ((size_t)1 << g->seen_bits) / 64 <= g->cell_seen.cap);
         NBI_CHECK(nbi_ctab_validate(&g->table) && g->table.count == g->ncells);
     } else if (g->ranked) {
         const int64_t box = g->ext[0] * g->ext[1] * g->ext[2], nwords = (box >> 6) + 1;
@@ -1760,6 +1780,7 @@ nbStatus nb_grid_validate(const nbGrid *grid)
         if (g->hashed) {
             const uint64_t *code = (const uint64_t *)g->cell_code.ptr;
             NBI_CHECK(code[c] == nbi_code_of(k, g->lo, g->dim, g->code_shift));
+            NBI_CHECK(nbi_view_may_hold(&v, nbi_cell_hash(k[0], k[1], k[2])));
             NBI_CHECK(c == 0 || code[c - 1] <= code[c]);
         }
         for (int a = 0; a < 3; a++) NBI_CHECK(k[a] >= g->lo[a] && k[a] <= g->hi[a]);

@@ -17,6 +17,9 @@
 #define NBI_HAS_ATOMICS 0
 #endif
 
+// The hashed layout's occupancy filter: 2^NBI_SEEN_PER_SLOT_LOG2 bits a table slot.
+enum { NBI_SEEN_PER_SLOT_LOG2 = 2 };
+
 // Most chunks a parallel call cuts its work into (grid_parallel.c).
 enum { NBI_MAX_CHUNKS = 64 };
 
@@ -66,6 +69,7 @@ struct nbGrid {
     int32_t hashed_cells;  // cells of the last hashed build (0: none yet): sizes the next table
     bool cells_kept;       // cell_of is filled (blocked and ranked builds do without it)
     int32_t code_shift;    // hashed: the bits a cell's offsets drop in its code
+    int32_t seen_bits;     // hashed: the occupancy filter's bits, log2
 
     nbiBuf pts;       // double, n * dim
     nbiBuf idx;       // int32_t, n
@@ -73,6 +77,8 @@ struct nbGrid {
     nbiBuf start;     // int32_t, ncells + 2 (the extra slot serves the counting pass)
     nbiBuf cell_slot; // uint32_t, ncells (hashed mode: table slots; ranked: box numbers)
     nbiBuf cell_code; // uint64_t, 2 x cells (hashed mode: the codes, then the build's sort's)
+    nbiBuf cell_seen; // uint64_t (hashed mode: the occupancy filter, NBI_SEEN_PER_SLOT bits a
+                      // table slot; view.h, nbi_view_may_hold)
     nbiBuf occ;       // uint64_t, box cells / 64 + 1 (ranked mode)
     nbiBuf occ_rank;  // int32_t, as many + 2 (the build counts words in it first)
     nbiBuf cat;       // uint32_t, n (filtered)

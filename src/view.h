@@ -66,6 +66,8 @@ typedef struct nbiView {
     const int64_t *cell_keys;  // hashed: 3 coordinates per cell, or NULL
     const uint64_t *cell_code; // hashed in Z order: each cell's Morton code, ascending; or NULL
     int32_t code_shift;        // with cell_code: the low bits of a cell's offset the code drops
+    const uint64_t *cell_seen; // hashed: the occupancy filter (nbi_view_may_hold), or NULL
+    int32_t seen_bits;         // with cell_seen: it holds 2^seen_bits bits
     const nbiWrap *wrap;       // NULL: no periodic axis
 } nbiView;
 
@@ -153,7 +155,8 @@ NBI_INLINE bool nbi_view_same(const nbiView *a, const nbiView *b)
                 a->table == b->table && a->cell_slot == b->cell_slot &&
                 a->cell_keys == b->cell_keys && a->occ == b->occ && a->occ_rank == b->occ_rank &&
                 a->cell_box == b->cell_box && a->cell_code == b->cell_code &&
-                a->code_shift == b->code_shift && a->wrap == b->wrap;
+                a->code_shift == b->code_shift && a->cell_seen == b->cell_seen &&
+                a->seen_bits == b->seen_bits && a->wrap == b->wrap;
     for (int i = 0; i < 3; i++)
         same &= a->lo[i] == b->lo[i] && a->hi[i] == b->hi[i] && a->ext[i] == b->ext[i];
     return same;
@@ -205,6 +208,11 @@ NBI_INLINE int32_t nbi_view_cell(const nbiView *v, int64_t x, int64_t y, int64_t
 // Cell c's integer coordinates.
 NBI_INLINE void nbi_view_cell_key(const nbiView *v, int32_t c, int64_t out[3])
 {
+    if (v->cell_code != NULL && v->code_shift == 0) { // from the code: no miss on the table
+        for (int a = 0; a < 3; a++)
+            out[a] = a < v->dim ? v->lo[a] + (int64_t)nbi_code_axis(v->cell_code[c], v->dim, a) : 0;
+        return;
+    }
     if (v->table != NULL) {
         const int64_t *k = v->cell_keys != NULL ? v->cell_keys + (size_t)c * 3
                                                 : nbi_ctab_slots(v->table)[v->cell_slot[c]].key;
@@ -219,6 +227,18 @@ NBI_INLINE void nbi_view_cell_key(const nbiView *v, int32_t c, int64_t out[3])
     out[1] = v->lo[1] + r % v->ext[1];
     r /= v->ext[1];
     out[2] = v->lo[2] + r;
+}
+
+// Whether a hashed view may hold the cell whose nbi_cell_hash is `hash`. The occupancy filter
+// (the grid's hashed layout) has a bit for each value of the hash's top seen_bits bits, set when
+// an occupied cell's hash has it: a clear bit means the cell is surely empty, and the table is
+// not probed. It is a few times the table's slots in bits, small enough to stay in cache where
+// the table (a miss a probe) does not: sparse data's stencils are mostly empty cells.
+NBI_INLINE bool nbi_view_may_hold(const nbiView *v, uint64_t hash)
+{
+    if (v->cell_seen == NULL) return true;
+    const uint64_t b = hash >> (64 - v->seen_bits);
+    return (v->cell_seen[b >> 6] >> (b & 63)) & 1;
 }
 
 // Whether the stored point at position p passes the query filter f (Box2D's rule).
@@ -290,6 +310,7 @@ NBI_INLINE double nbi_view_box_runs(const nbiView *v, const int64_t cl[3], const
                 const uint64_t row = nbi_cell_hash_row(y, z);
                 for (int64_t x = cl[0]; x <= ch[0]; x++, n++) {
                     hash[n] = nbi_cell_hash_x(row, x);
+                    if (!nbi_view_may_hold(v, hash[n])) continue;
                     nbi_prefetch(slots + (hash[n] >> shift));
                     nbi_prefetch(slots + (hash[n] >> shift) + 1); // the probe's next
                 }
@@ -297,8 +318,9 @@ NBI_INLINE double nbi_view_box_runs(const nbiView *v, const int64_t cl[3], const
         n = 0;
         for (int64_t z = cl[2]; z <= ch[2]; z++)
             for (int64_t y = cl[1]; y <= ch[1]; y++)
-                for (int64_t x = cl[0]; x <= ch[0]; x++) {
-                    const int64_t at = nbi_ctab_find_slot_hashed(v->table, x, y, z, hash[n++]);
+                for (int64_t x = cl[0]; x <= ch[0]; x++, n++) {
+                    if (!nbi_view_may_hold(v, hash[n])) continue;
+                    const int64_t at = nbi_ctab_find_slot_hashed(v->table, x, y, z, hash[n]);
                     if (at < 0) continue;
                     const int32_t c = slots[at].value;
                     if (!fn(start[c], nbi_view_end(v, c), ctx)) return cells;
