@@ -619,11 +619,27 @@ static void nbi_code_knn_walk(const nbiView *v, nbiKnnCtx *x)
     }
 }
 
-// Visits ring m (cells at Chebyshev distance exactly m from qc), clipped to the view's box, as
-// at most 6 boxes: for the axis `a` taken as outermost, the face with d_a = +-m, axes before a
-// within (-m, m) and axes after a within [-m, m]. Each ring cell belongs to exactly one face.
+// The box of cells holding every point the test d2 <= fl(r * r) can accept around q (as a radius
+// query finds its cells), clipped to the view's occupied box; false when no cell is in it.
+static bool nbi_ball_cells(const nbiView *v, const double *q, double r, int64_t cl[3],
+                           int64_t ch[3])
+{
+    const double reach = nbi_reach(r);
+    double lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
+    for (int a = 0; a < v->dim; a++) {
+        lo[a] = q[a] - reach;
+        hi[a] = q[a] + reach;
+    }
+    return nbi_view_cell_box(v, lo, hi, cl, ch);
+}
+
+// Visits ring m (cells at Chebyshev distance exactly m from qc), clipped to [clip_lo, clip_hi]
+// (within the view's box), as at most 6 boxes: for the axis `a` taken as outermost, the face
+// with d_a = +-m, axes before a within (-m, m) and axes after a within [-m, m]. Each ring cell
+// belongs to exactly one face.
 // Returns the work in cells examined.
-static double nbi_ring_visit(const nbiView *v, const int64_t qc[3], int64_t m, nbiKnnCtx *x)
+static double nbi_ring_visit(const nbiView *v, const int64_t qc[3], int64_t m,
+                             const int64_t clip_lo[3], const int64_t clip_hi[3], nbiKnnCtx *x)
 {
     double work = 0.0;
     int64_t cl[3], ch[3];
@@ -646,8 +662,8 @@ static double nbi_ring_visit(const nbiView *v, const int64_t qc[3], int64_t m, n
                     h = qc[b] + m;
                 }
                 if (m == 0) l = h = qc[b] * (b < dim);
-                if (l < v->lo[b]) l = v->lo[b];
-                if (h > v->hi[b]) h = v->hi[b];
+                if (l < clip_lo[b]) l = clip_lo[b];
+                if (h > clip_hi[b]) h = clip_hi[b];
                 if (l > h) empty = true;
                 cl[b] = l;
                 ch[b] = h;
@@ -707,7 +723,19 @@ nbStatus nbi_walk_knn(const nbiView *v, const double *point, nbFilter f, double 
     const double budget = 2.0 * cells + 64.0;
     double work = 0.0;
     for (int64_t m = 0;; m++) {
-        work += nbi_ring_visit(v, qc, m, &x);
+        // Once the heap is full (or the distance limited), only the cells of the box around
+        // the k-th best's ball can hold a point that enters: the ring is clipped to them.
+        // (The radius's square rounds to at least the k-th best's: sqrt's and the product's
+        // rounding are far below 2^-50.) No cell in that box: no point can enter any more.
+        int64_t bl[3], bh[3];
+        const double worst = nbi_heap_bound(&x.heap, x.lim2);
+        if (!(worst < (double)INFINITY)) {
+            memcpy(bl, v->lo, sizeof bl);
+            memcpy(bh, v->hi, sizeof bh);
+        } else if (!nbi_ball_cells(v, point, sqrt(worst) * (1.0 + 0x1p-50), bl, bh)) {
+            break;
+        }
+        work += nbi_ring_visit(v, qc, m, bl, bh, &x);
         int64_t cl[3], ch[3];
         for (int a = 0; a < 3; a++) {
             cl[a] = a < v->dim ? qc[a] - m : 0;
