@@ -86,12 +86,13 @@ typedef struct nbiGridNeed {
     uint64_t n, cells, slots, keyed, bits, words, coded, hist;
 } nbiGridNeed;
 
-// The hashed build's sort of its cells by code (nbi_hashed_order): 11-bit digits; in hist, two
-// arrays of cell numbers and the digit counts.
-enum { NBI_CODE_DIGIT = 11 };
+// The hashed build's sort of its cells by code (nbi_hashed_order): 8-bit digits (with 11, the
+// scatter's 2048 streams took twice as long), each digit's counts taken in one pass; in hist,
+// two arrays of cell numbers and the counts of the eight digits.
+enum { NBI_CODE_DIGIT = 8, NBI_CODE_DIGITS = 8 };
 static uint64_t nbi_code_scratch(uint64_t cells)
 {
-    return 2 * cells + ((uint64_t)1 << NBI_CODE_DIGIT);
+    return 2 * cells + ((uint64_t)NBI_CODE_DIGITS << NBI_CODE_DIGIT);
 }
 
 // Grows every buffer to `need`, all or nothing. With `keep`, the contents move along (reserve);
@@ -961,29 +962,45 @@ static void nbi_count_wrapped(const nbGrid *g, const double *data, size_t step, 
 
 // Pass 2 of a hashed build: each point's cell numbered in order of first appearance, through
 // the cell table reset to 2^bits slots, its number in cell_of and its count in its slot's aux,
-// each cell's slot in cell_slot. Returns the number of cells, or -1 (and the table, cell_of and
-// cell_slot half written) as soon as the table holds as many cells as it may (half full) with
-// points left. The table is far larger than the caches once N is, so each point's slot is a
-// miss: keys and home slots are computed NBI_HASH_AHEAD points ahead and prefetched, so that
-// the misses overlap instead of queueing.
-static int32_t nbi_hashed_count(nbiCellTable *table, const double *data, size_t step, int32_t n,
-                                int dim, const nbiCellMath *cm, int32_t bits, int32_t *cell_of,
-                                uint32_t *cell_slot)
+// each cell's slot in cell_slot, its code in cell_code and its bit in the occupancy filter (so
+// that nbi_hashed_order need not read the slots back). Returns the number of cells, or -1 (and the
+// table, cell_of and cell_slot half written) as soon as the table holds as many cells as it may
+// (half full) with points left. The table is far larger than the caches once N is, so each point's
+// slot is a miss: keys and home slots are computed NBI_HASH_AHEAD points ahead and prefetched, so
+// that the misses overlap instead of queueing.
+static int32_t nbi_hashed_count(nbGrid *g, const double *data, size_t step, int32_t n, int32_t bits)
 {
+    nbiCellTable *table = &g->table;
+    const int dim = g->dim, shift = nbi_code_shift(g->ext, dim);
+    const nbiCellMath *cm = &g->cm;
+    int32_t *cell_of = (int32_t *)g->cell_of.ptr;
+    uint32_t *cell_slot = (uint32_t *)g->cell_slot.ptr;
+    uint64_t *code = (uint64_t *)g->cell_code.ptr;
+    // The occupancy filter (view.h, nbi_view_may_hold): a bit for each new cell's hash.
+    const int32_t seen_bits = bits + NBI_SEEN_PER_SLOT_LOG2;
+    uint64_t *seen = (uint64_t *)g->cell_seen.ptr;
+    memset(seen, 0, ((size_t)1 << seen_bits) / 8);
+    g->seen_bits = seen_bits;
     nbi_ctab_reset(table, bits);
     const int32_t most =
         (int32_t)(((size_t)1 << (bits - 1)) < INT32_MAX ? (size_t)1 << (bits - 1) : INT32_MAX);
     int32_t ncells = 0;
     int64_t ahead[NBI_HASH_AHEAD][3];
-    size_t home[NBI_HASH_AHEAD];
+    uint64_t hash[NBI_HASH_AHEAD];
     for (int32_t i = 0; i < n + NBI_HASH_AHEAD; i++) {
         const int32_t j = i - NBI_HASH_AHEAD; // the point inserted now, whose key is ready
         if (j >= 0) {
             if (ncells == most) return -1; // full: this point might need one more
             bool inserted;
-            nbiCellSlot *at = nbi_ctab_insert_home(table, home[j % NBI_HASH_AHEAD],
-                                                   ahead[j % NBI_HASH_AHEAD], ncells, &inserted);
-            if (inserted) cell_slot[ncells++] = (uint32_t)(at - nbi_ctab_slots(table));
+            const uint64_t h = hash[j % NBI_HASH_AHEAD];
+            const int64_t *k = ahead[j % NBI_HASH_AHEAD];
+            nbiCellSlot *at =
+                nbi_ctab_insert_home(table, (size_t)(h >> (64 - bits)), k, ncells, &inserted);
+            if (inserted) { // its code and its filter bit, while its key is at hand
+                code[ncells] = nbi_code_of(k, g->lo, dim, shift);
+                seen[(h >> (64 - seen_bits)) >> 6] |= (uint64_t)1 << ((h >> (64 - seen_bits)) & 63);
+                cell_slot[ncells++] = (uint32_t)(at - nbi_ctab_slots(table));
+            }
             cell_of[j] = at->value;
             at->aux++;
         }
@@ -993,8 +1010,8 @@ static int32_t nbi_hashed_count(nbiCellTable *table, const double *data, size_t 
             k[0] = nbi_cell_i(cm, q[0]);
             k[1] = nbi_cell_i(cm, q[1]);
             k[2] = dim == 3 ? nbi_cell_i(cm, q[2]) : 0;
-            home[i % NBI_HASH_AHEAD] = nbi_ctab_home(table, k[0], k[1], k[2]);
-            nbi_prefetch(nbi_ctab_slots(table) + home[i % NBI_HASH_AHEAD]);
+            hash[i % NBI_HASH_AHEAD] = nbi_cell_hash(k[0], k[1], k[2]);
+            nbi_prefetch(nbi_ctab_slots(table) + (hash[i % NBI_HASH_AHEAD] >> (64 - bits)));
         }
     }
     return ncells;
@@ -1254,36 +1271,30 @@ static void nbi_hashed_order(nbGrid *g, int32_t ncells)
     int32_t *count = (int32_t *)(ib + ncells);
     uint32_t *cell_slot = (uint32_t *)g->cell_slot.ptr;
     nbiCellSlot *slots = (nbiCellSlot *)g->table.buf.ptr;
-    // Each cell's code, and its bit in the occupancy filter (view.h, nbi_view_may_hold). The
-    // slots are read in random order: each is asked of the memory NBI_HASH_AHEAD cells ahead.
-    const int32_t seen_bits = g->table.bits + NBI_SEEN_PER_SLOT_LOG2;
-    uint64_t *seen = (uint64_t *)g->cell_seen.ptr;
-    memset(seen, 0, ((size_t)1 << seen_bits) / 8);
-    uint64_t any = 0; // every code's bits
+    uint64_t any = 0; // every code's bits (the codes: from the count pass)
     for (int32_t c = 0; c < ncells; c++) {
-        if (c + NBI_HASH_AHEAD < ncells) nbi_prefetch(slots + cell_slot[c + NBI_HASH_AHEAD]);
-        const int64_t *k = slots[cell_slot[c]].key;
-        ka[c] = nbi_code_of(k, g->lo, dim, shift);
         ia[c] = (uint32_t)c;
         any |= ka[c];
-        const uint64_t b = nbi_cell_hash(k[0], k[1], k[2]) >> (64 - seen_bits);
-        seen[b >> 6] |= (uint64_t)1 << (b & 63);
     }
-    g->seen_bits = seen_bits;
     const int top = any == 0 ? 0 : nbi_top_bit64(any) + 1; // bits of the largest code
     const uint64_t dmask = ((uint64_t)1 << NBI_CODE_DIGIT) - 1;
-    for (int at = 0; at < top; at += NBI_CODE_DIGIT) {
-        memset(count, 0, sizeof(int32_t) << NBI_CODE_DIGIT);
-        for (int32_t c = 0; c < ncells; c++) count[(ka[c] >> at) & dmask]++;
-        if (count[(ka[0] >> at) & dmask] == ncells) continue; // one digit: already in order
+    const int digits = (top + NBI_CODE_DIGIT - 1) / NBI_CODE_DIGIT;
+    memset(count, 0, (sizeof(int32_t) * NBI_CODE_DIGITS) << NBI_CODE_DIGIT);
+    for (int32_t c = 0; c < ncells; c++)
+        for (int t = 0; t < digits; t++)
+            count[((size_t)t << NBI_CODE_DIGIT) + ((ka[c] >> (t * NBI_CODE_DIGIT)) & dmask)]++;
+    for (int t = 0; t < digits; t++) {
+        const int at = t * NBI_CODE_DIGIT;
+        int32_t *cnt = count + ((size_t)t << NBI_CODE_DIGIT);
+        if (cnt[(ka[0] >> at) & dmask] == ncells) continue; // one digit: already in order
         int32_t sum = 0;
         for (uint64_t d = 0; d <= dmask; d++) {
-            const int32_t t = count[d];
-            count[d] = sum;
-            sum += t;
+            const int32_t k = cnt[d];
+            cnt[d] = sum;
+            sum += k;
         }
         for (int32_t c = 0; c < ncells; c++) {
-            const int32_t to = count[(ka[c] >> at) & dmask]++;
+            const int32_t to = cnt[(ka[c] >> at) & dmask]++;
             kb[to] = ka[c];
             ib[to] = ia[c];
         }
@@ -1347,8 +1358,6 @@ static int32_t nbi_grid_count_serial(nbGrid *grid, const nbiGridPlan *plan)
                       cell_of, start, 0);
         return ncells;
     }
-    nbiCellTable *table = &grid->table;
-    uint32_t *cell_slot = (uint32_t *)grid->cell_slot.ptr;
     // A table twice the last hashed build's cells and a quarter (if smaller than one for n
     // cells) is cleared in a fraction of the time; a build that finds more cells than it holds
     // counts again in the full one.
@@ -1356,11 +1365,8 @@ static int32_t nbi_grid_count_serial(nbGrid *grid, const nbiGridPlan *plan)
     const int32_t last = grid->hashed_cells;
     int32_t bits = last > 0 ? nbi_ctab_bits_for((size_t)last + (size_t)last / 4 + 16) : full;
     bits = bits < full ? bits : full;
-    int32_t ncells =
-        nbi_hashed_count(table, in->data, in->step, n, dim, &grid->cm, bits, cell_of, cell_slot);
-    if (ncells < 0)
-        ncells = nbi_hashed_count(table, in->data, in->step, n, dim, &grid->cm, full, cell_of,
-                                  cell_slot);
+    int32_t ncells = nbi_hashed_count(grid, in->data, in->step, n, bits);
+    if (ncells < 0) ncells = nbi_hashed_count(grid, in->data, in->step, n, full);
     grid->hashed_cells = ncells;
     nbi_hashed_order(grid, ncells);
     return ncells;
