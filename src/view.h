@@ -78,53 +78,62 @@ typedef struct nbiView {
 // 2^L (shifted) cells a side.
 #define NBI_CODE_BITS(dim) ((dim) == 3 ? 21 : 32)
 
-// nbi_spread spreads the bits of x (below 2^21 / 2^32) to every third / second bit, and
-// nbi_gather gathers them back: five steps of shift, or and mask each way. The masks after each
-// step (the first: the bits kept), of a code of `dim` axes:
-NBI_INLINE const uint64_t *nbi_code_masks(int dim)
+// The bits of x (below 2^21 / 2^32) spread to every third / second bit, and gathered back:
+// five steps of shift, or and mask each way (written out: a table-driven loop cost the hashed
+// build 250 instructions a cell more).
+NBI_INLINE uint64_t nbi_spread3(uint64_t x)
 {
-    static const uint64_t masks[2][6] = {
-        {0x1FFFFFu, 0x1F00000000FFFFu, 0x1F0000FF0000FFu, 0x100F00F00F00F00Fu, 0x10C30C30C30C30C3u,
-         0x1249249249249249u},
-        {0xFFFFFFFFu, 0x0000FFFF0000FFFFu, 0x00FF00FF00FF00FFu, 0x0F0F0F0F0F0F0F0Fu,
-         0x3333333333333333u, 0x5555555555555555u}};
-    return masks[dim == 2];
+    x &= 0x1FFFFFu;
+    x = (x | x << 32) & 0x1F00000000FFFFu;
+    x = (x | x << 16) & 0x1F0000FF0000FFu;
+    x = (x | x << 8) & 0x100F00F00F00F00Fu;
+    x = (x | x << 4) & 0x10C30C30C30C30C3u;
+    return (x | x << 2) & 0x1249249249249249u;
 }
 
-// Step t's shift.
-NBI_INLINE int nbi_code_step(int dim, int t)
+NBI_INLINE uint64_t nbi_spread2(uint64_t x)
 {
-    return (dim == 2 ? 16 : 32) >> t;
+    x &= 0xFFFFFFFFu;
+    x = (x | x << 16) & 0x0000FFFF0000FFFFu;
+    x = (x | x << 8) & 0x00FF00FF00FF00FFu;
+    x = (x | x << 4) & 0x0F0F0F0F0F0F0F0Fu;
+    x = (x | x << 2) & 0x3333333333333333u;
+    return (x | x << 1) & 0x5555555555555555u;
 }
 
-NBI_INLINE uint64_t nbi_spread(uint64_t x, int dim)
+NBI_INLINE uint64_t nbi_gather3(uint64_t x)
 {
-    const uint64_t *m = nbi_code_masks(dim);
-    x &= m[0];
-    for (int t = 0; t < 5; t++) x = (x | x << nbi_code_step(dim, t)) & m[t + 1];
-    return x;
+    x &= 0x1249249249249249u;
+    x = (x ^ x >> 2) & 0x10C30C30C30C30C3u;
+    x = (x ^ x >> 4) & 0x100F00F00F00F00Fu;
+    x = (x ^ x >> 8) & 0x1F0000FF0000FFu;
+    x = (x ^ x >> 16) & 0x1F00000000FFFFu;
+    return (x ^ x >> 32) & 0x1FFFFFu;
 }
 
-NBI_INLINE uint64_t nbi_gather(uint64_t x, int dim)
+NBI_INLINE uint64_t nbi_gather2(uint64_t x)
 {
-    const uint64_t *m = nbi_code_masks(dim);
-    x &= m[5];
-    for (int t = 4; t >= 0; t--) x = (x | x >> nbi_code_step(dim, t)) & m[t];
-    return x;
+    x &= 0x5555555555555555u;
+    x = (x ^ x >> 1) & 0x3333333333333333u;
+    x = (x ^ x >> 2) & 0x0F0F0F0F0F0F0F0Fu;
+    x = (x ^ x >> 4) & 0x00FF00FF00FF00FFu;
+    x = (x ^ x >> 8) & 0x0000FFFF0000FFFFu;
+    return (x ^ x >> 16) & 0xFFFFFFFFu;
 }
 
 // The code of the cell at key k (within lo .. hi) of a box starting at lo.
 NBI_INLINE uint64_t nbi_code_of(const int64_t k[3], const int64_t lo[3], int dim, int shift)
 {
-    uint64_t code = 0;
-    for (int a = 0; a < dim; a++) code |= nbi_spread((uint64_t)(k[a] - lo[a]) >> shift, dim) << a;
-    return code;
+    const uint64_t x = (uint64_t)(k[0] - lo[0]) >> shift, y = (uint64_t)(k[1] - lo[1]) >> shift;
+    if (dim == 2) return nbi_spread2(x) | nbi_spread2(y) << 1;
+    const uint64_t z = (uint64_t)(k[2] - lo[2]) >> shift;
+    return nbi_spread3(x) | nbi_spread3(y) << 1 | nbi_spread3(z) << 2;
 }
 
 // Axis a's (shifted) offset in a code.
 NBI_INLINE uint64_t nbi_code_axis(uint64_t code, int dim, int a)
 {
-    return nbi_gather(code >> a, dim);
+    return dim == 2 ? nbi_gather2(code >> a) : nbi_gather3(code >> a);
 }
 
 // The shift that fits the offsets of a box of ext cells a side into NBI_CODE_BITS(dim) bits.
