@@ -45,7 +45,7 @@ enum { NBI_HASH_AHEAD = 16 };
 // 9.4-9.6 with it (2026-12-02, three alternating runs).
 enum { NBI_STREAM_AHEAD = 128 };
 
-enum { NBI_GRID_BUFS = 11 };
+enum { NBI_GRID_BUFS = 13 };
 // Below this many points a build runs serially even with a scheduler: the passes are too short
 // to pay for waking the workers.
 enum { NBI_PARALLEL_MIN_POINTS = 16384 };
@@ -54,13 +54,13 @@ enum { NBI_PARALLEL_MIN_POINTS = 16384 };
 // them cannot miss one.
 static void nbi_grid_bufs(nbGrid *g, nbiBuf *buf[NBI_GRID_BUFS], size_t elem[NBI_GRID_BUFS])
 {
-    nbiBuf *b[NBI_GRID_BUFS] = {&g->pts,       &g->idx,       &g->cell_of, &g->start,
-                                &g->cell_slot, &g->cat,       &g->mask,    &g->occ,
-                                &g->occ_rank,  &g->table.buf, &g->hist};
-    const size_t e[NBI_GRID_BUFS] = {sizeof(double),      sizeof(int32_t),  sizeof(int32_t),
-                                     sizeof(int32_t),     sizeof(uint32_t), sizeof(uint32_t),
-                                     sizeof(uint32_t),    sizeof(uint64_t), sizeof(int32_t),
-                                     sizeof(nbiCellSlot), sizeof(int32_t)};
+    nbiBuf *b[NBI_GRID_BUFS] = {
+        &g->pts, &g->idx,      &g->cell_of,   &g->start,     &g->cell_slot, &g->cat, &g->mask,
+        &g->occ, &g->occ_rank, &g->table.buf, &g->cell_code, &g->cell_seen, &g->hist};
+    const size_t e[NBI_GRID_BUFS] = {
+        sizeof(double),   sizeof(int32_t),  sizeof(int32_t),  sizeof(int32_t), sizeof(uint32_t),
+        sizeof(uint32_t), sizeof(uint32_t), sizeof(uint64_t), sizeof(int32_t), sizeof(nbiCellSlot),
+        sizeof(uint64_t), sizeof(uint64_t), sizeof(int32_t)};
     for (int i = 0; i < NBI_GRID_BUFS; i++) {
         buf[i] = b[i];
         elem[i] = e[i];
@@ -77,12 +77,23 @@ static void nbi_grid_free_all(nbGrid *g)
         nbi_free(&g->alloc, g->scratch[k].ptr, g->scratch[k].cap, sizeof(nbPair));
 }
 
-// Room for a build of n points whose index needs `cells` cells; hashed: `slots` table slots and
-// `keyed` cell slots; ranked: `words` occupancy words and their counts, and `keyed` cells;
-// filtered: `bits` categories and masks; a parallel dense build: `hist` per-chunk cell counts.
+// Room for a build of n points whose index needs `cells` cells; hashed: `slots` table slots (and
+// their occupancy filter),
+// `keyed` cell slots and `coded` cell codes (twice: the sort's), and in hist the sort's
+// scratch; ranked: `words` occupancy words and their counts, and `keyed` cells; filtered: `bits`
+// categories and masks; a parallel dense build: `hist` per-chunk cell counts.
 typedef struct nbiGridNeed {
-    uint64_t n, cells, slots, keyed, bits, words, hist;
+    uint64_t n, cells, slots, keyed, bits, words, coded, hist;
 } nbiGridNeed;
+
+// The hashed build's sort of its cells by code (nbi_hashed_order): 8-bit digits (with 11, the
+// scatter's 2048 streams took twice as long), each digit's counts taken in one pass; in hist,
+// two arrays of cell numbers and the counts of the eight digits.
+enum { NBI_CODE_DIGIT = 8, NBI_CODE_DIGITS = 8 };
+static uint64_t nbi_code_scratch(uint64_t cells)
+{
+    return 2 * cells + ((uint64_t)NBI_CODE_DIGITS << NBI_CODE_DIGIT);
+}
 
 // Grows every buffer to `need`, all or nothing. With `keep`, the contents move along (reserve);
 // a build overwrites them anyway.
@@ -101,6 +112,8 @@ static bool nbi_grid_grow(nbGrid *g, nbiGridNeed need, bool keep)
                                          need.words,
                                          need.words,
                                          need.slots,
+                                         2 * need.coded,
+                                         need.slots >> (6 - NBI_SEEN_PER_SLOT_LOG2),
                                          need.hist};
     nbiBuf next[NBI_GRID_BUFS];
     if (!nbi_bufs_prepare(&g->alloc, cur, next, count, elem, NBI_GRID_BUFS)) return false;
@@ -179,8 +192,14 @@ nbStatus nb_grid_reserve(nbGrid *grid, int32_t points)
         hist = want > hist ? want : hist;
     }
 #endif
-    nbiGridNeed need = {n,    cells > room ? cells : room, (uint64_t)1 << bits,
-                        room, grid->had_bits ? room : 0,   nbi_ranked_words(room),
+    if (hist < nbi_code_scratch(room)) hist = nbi_code_scratch(room); // a hashed build's sort
+    nbiGridNeed need = {n,
+                        cells > room ? cells : room,
+                        (uint64_t)1 << bits,
+                        room,
+                        grid->had_bits ? room : 0,
+                        nbi_ranked_words(room),
+                        room,
                         hist};
     const bool grown = nbi_grid_grow(grid, need, true);
     nbi_grid_view_refresh(grid); // the buffers may have moved
@@ -943,29 +962,45 @@ static void nbi_count_wrapped(const nbGrid *g, const double *data, size_t step, 
 
 // Pass 2 of a hashed build: each point's cell numbered in order of first appearance, through
 // the cell table reset to 2^bits slots, its number in cell_of and its count in its slot's aux,
-// each cell's slot in cell_slot. Returns the number of cells, or -1 (and the table, cell_of and
-// cell_slot half written) as soon as the table holds as many cells as it may (half full) with
-// points left. The table is far larger than the caches once N is, so each point's slot is a
-// miss: keys and home slots are computed NBI_HASH_AHEAD points ahead and prefetched, so that
-// the misses overlap instead of queueing.
-static int32_t nbi_hashed_count(nbiCellTable *table, const double *data, size_t step, int32_t n,
-                                int dim, const nbiCellMath *cm, int32_t bits, int32_t *cell_of,
-                                uint32_t *cell_slot)
+// each cell's slot in cell_slot, its code in cell_code and its bit in the occupancy filter (so
+// that nbi_hashed_order need not read the slots back). Returns the number of cells, or -1 (and the
+// table, cell_of and cell_slot half written) as soon as the table holds as many cells as it may
+// (half full) with points left. The table is far larger than the caches once N is, so each point's
+// slot is a miss: keys and home slots are computed NBI_HASH_AHEAD points ahead and prefetched, so
+// that the misses overlap instead of queueing.
+static int32_t nbi_hashed_count(nbGrid *g, const double *data, size_t step, int32_t n, int32_t bits)
 {
+    nbiCellTable *table = &g->table;
+    const int dim = g->dim, shift = nbi_code_shift(g->ext, dim);
+    const nbiCellMath *cm = &g->cm;
+    int32_t *cell_of = (int32_t *)g->cell_of.ptr;
+    uint32_t *cell_slot = (uint32_t *)g->cell_slot.ptr;
+    uint64_t *code = (uint64_t *)g->cell_code.ptr;
+    // The occupancy filter (view.h, nbi_view_may_hold): a bit for each new cell's hash.
+    const int32_t seen_bits = bits + NBI_SEEN_PER_SLOT_LOG2;
+    uint64_t *seen = (uint64_t *)g->cell_seen.ptr;
+    memset(seen, 0, ((size_t)1 << seen_bits) / 8);
+    g->seen_bits = seen_bits;
     nbi_ctab_reset(table, bits);
     const int32_t most =
         (int32_t)(((size_t)1 << (bits - 1)) < INT32_MAX ? (size_t)1 << (bits - 1) : INT32_MAX);
     int32_t ncells = 0;
     int64_t ahead[NBI_HASH_AHEAD][3];
-    size_t home[NBI_HASH_AHEAD];
+    uint64_t hash[NBI_HASH_AHEAD];
     for (int32_t i = 0; i < n + NBI_HASH_AHEAD; i++) {
         const int32_t j = i - NBI_HASH_AHEAD; // the point inserted now, whose key is ready
         if (j >= 0) {
             if (ncells == most) return -1; // full: this point might need one more
             bool inserted;
-            nbiCellSlot *at = nbi_ctab_insert_home(table, home[j % NBI_HASH_AHEAD],
-                                                   ahead[j % NBI_HASH_AHEAD], ncells, &inserted);
-            if (inserted) cell_slot[ncells++] = (uint32_t)(at - nbi_ctab_slots(table));
+            const uint64_t h = hash[j % NBI_HASH_AHEAD];
+            const int64_t *k = ahead[j % NBI_HASH_AHEAD];
+            nbiCellSlot *at =
+                nbi_ctab_insert_home(table, (size_t)(h >> (64 - bits)), k, ncells, &inserted);
+            if (inserted) { // its code and its filter bit, while its key is at hand
+                code[ncells] = nbi_code_of(k, g->lo, dim, shift);
+                seen[(h >> (64 - seen_bits)) >> 6] |= (uint64_t)1 << ((h >> (64 - seen_bits)) & 63);
+                cell_slot[ncells++] = (uint32_t)(at - nbi_ctab_slots(table));
+            }
             cell_of[j] = at->value;
             at->aux++;
         }
@@ -975,8 +1010,8 @@ static int32_t nbi_hashed_count(nbiCellTable *table, const double *data, size_t 
             k[0] = nbi_cell_i(cm, q[0]);
             k[1] = nbi_cell_i(cm, q[1]);
             k[2] = dim == 3 ? nbi_cell_i(cm, q[2]) : 0;
-            home[i % NBI_HASH_AHEAD] = nbi_ctab_home(table, k[0], k[1], k[2]);
-            nbi_prefetch(nbi_ctab_slots(table) + home[i % NBI_HASH_AHEAD]);
+            hash[i % NBI_HASH_AHEAD] = nbi_cell_hash(k[0], k[1], k[2]);
+            nbi_prefetch(nbi_ctab_slots(table) + (hash[i % NBI_HASH_AHEAD] >> (64 - bits)));
         }
     }
     return ncells;
@@ -1208,15 +1243,86 @@ static nbStatus nbi_grid_plan(const nbGrid *grid, const nbPoints *points, double
                         nbi_cells_fit_i32(plan->lo, plan->hi);
     }
 #endif
+    if (keep_hashed && hist < nbi_code_scratch(room)) hist = nbi_code_scratch(room);
     const nbiGridNeed need = {(uint64_t)n,
                               keep_sparse && room > cells ? room : cells,
                               keep_hashed ? (uint64_t)1 << room_bits : 0,
                               keep_sparse ? room : 0,
                               keep_bits ? room : 0,
                               keep_ranked ? nbi_ranked_words(room) : 0,
+                              keep_hashed ? room : 0,
                               hist};
     plan->need = need;
     return NB_OK;
+}
+
+// Pass 2b of a hashed build: the cells renumbered in Z order (ascending code, view.h), so that
+// cells near in space are near in memory (the pair walk's neighbours) and kNN can search aligned
+// blocks of cells as a tree (query.c). An LSD radix sort of the codes with their cell numbers,
+// digit by digit over the code's bits (a digit every code shares is skipped); then the table's
+// values, cell_slot and cell_of follow the new numbers, and each cell's count (its slot's aux)
+// goes into start[c + 2]. O(cells x digits + N).
+static void nbi_hashed_order(nbGrid *g, int32_t ncells)
+{
+    const int dim = g->dim, shift = nbi_code_shift(g->ext, dim);
+    const size_t room = g->cell_code.cap / 2;
+    uint64_t *code = (uint64_t *)g->cell_code.ptr, *ka = code, *kb = code + room;
+    uint32_t *ia = (uint32_t *)g->hist.ptr, *ib = ia + ncells;
+    int32_t *count = (int32_t *)(ib + ncells);
+    uint32_t *cell_slot = (uint32_t *)g->cell_slot.ptr;
+    nbiCellSlot *slots = (nbiCellSlot *)g->table.buf.ptr;
+    uint64_t any = 0; // every code's bits (the codes: from the count pass)
+    for (int32_t c = 0; c < ncells; c++) {
+        ia[c] = (uint32_t)c;
+        any |= ka[c];
+    }
+    const int top = any == 0 ? 0 : nbi_top_bit64(any) + 1; // bits of the largest code
+    const uint64_t dmask = ((uint64_t)1 << NBI_CODE_DIGIT) - 1;
+    const int digits = (top + NBI_CODE_DIGIT - 1) / NBI_CODE_DIGIT;
+    memset(count, 0, (sizeof(int32_t) * NBI_CODE_DIGITS) << NBI_CODE_DIGIT);
+    for (int32_t c = 0; c < ncells; c++)
+        for (int t = 0; t < digits; t++)
+            count[((size_t)t << NBI_CODE_DIGIT) + ((ka[c] >> (t * NBI_CODE_DIGIT)) & dmask)]++;
+    for (int t = 0; t < digits; t++) {
+        const int at = t * NBI_CODE_DIGIT;
+        int32_t *cnt = count + ((size_t)t << NBI_CODE_DIGIT);
+        if (cnt[(ka[0] >> at) & dmask] == ncells) continue; // one digit: already in order
+        int32_t sum = 0;
+        for (uint64_t d = 0; d <= dmask; d++) {
+            const int32_t k = cnt[d];
+            cnt[d] = sum;
+            sum += k;
+        }
+        for (int32_t c = 0; c < ncells; c++) {
+            const int32_t to = cnt[(ka[c] >> at) & dmask]++;
+            kb[to] = ka[c];
+            ib[to] = ia[c];
+        }
+        uint64_t *kt = ka;
+        ka = kb;
+        kb = kt;
+        uint32_t *it = ia;
+        ia = ib;
+        ib = it;
+    }
+    if (ka != code) memcpy(code, ka, (size_t)ncells * sizeof *code);
+    // New cell j was old cell ia[j]: its slot into ib[j], its number into the slot and into
+    // perm[old], its count into start.
+    uint64_t *perm = code == ka ? kb : ka; // the sort's other half, free now
+    int32_t *start = (int32_t *)g->start.ptr;
+    start[0] = start[1] = 0;
+    for (int32_t j = 0; j < ncells; j++) {
+        if (j + NBI_HASH_AHEAD < ncells) nbi_prefetch(slots + cell_slot[ia[j + NBI_HASH_AHEAD]]);
+        const uint32_t slot = cell_slot[ia[j]];
+        ib[j] = slot;
+        slots[slot].value = j;
+        start[j + 2] = slots[slot].aux;
+        perm[ia[j]] = (uint64_t)j;
+    }
+    int32_t *cell_of = (int32_t *)g->cell_of.ptr;
+    for (int32_t i = 0; i < g->n; i++) cell_of[i] = (int32_t)perm[cell_of[i]];
+    memcpy(cell_slot, ib, (size_t)ncells * sizeof *cell_slot);
+    g->code_shift = shift;
 }
 
 // Pass 2 of a serial dense, periodic or hashed build: the cell of each point, counted into
@@ -1252,8 +1358,6 @@ static int32_t nbi_grid_count_serial(nbGrid *grid, const nbiGridPlan *plan)
                       cell_of, start, 0);
         return ncells;
     }
-    nbiCellTable *table = &grid->table;
-    uint32_t *cell_slot = (uint32_t *)grid->cell_slot.ptr;
     // A table twice the last hashed build's cells and a quarter (if smaller than one for n
     // cells) is cleared in a fraction of the time; a build that finds more cells than it holds
     // counts again in the full one.
@@ -1261,16 +1365,10 @@ static int32_t nbi_grid_count_serial(nbGrid *grid, const nbiGridPlan *plan)
     const int32_t last = grid->hashed_cells;
     int32_t bits = last > 0 ? nbi_ctab_bits_for((size_t)last + (size_t)last / 4 + 16) : full;
     bits = bits < full ? bits : full;
-    int32_t ncells =
-        nbi_hashed_count(table, in->data, in->step, n, dim, &grid->cm, bits, cell_of, cell_slot);
-    if (ncells < 0)
-        ncells = nbi_hashed_count(table, in->data, in->step, n, dim, &grid->cm, full, cell_of,
-                                  cell_slot);
+    int32_t ncells = nbi_hashed_count(grid, in->data, in->step, n, bits);
+    if (ncells < 0) ncells = nbi_hashed_count(grid, in->data, in->step, n, full);
     grid->hashed_cells = ncells;
-    start[0] = start[1] = 0;
-    // the counts, from the slots into start[c + 2]
-    const nbiCellSlot *slots = nbi_ctab_slots(table);
-    for (int32_t c = 0; c < ncells; c++) start[c + 2] = slots[cell_slot[c]].aux;
+    nbi_hashed_order(grid, ncells);
     return ncells;
 }
 
@@ -1597,6 +1695,10 @@ nbiView nbi_grid_view(const nbGrid *g)
     v.occ_rank = g->ranked ? (const int32_t *)g->occ_rank.ptr : NULL;
     v.cell_box = g->ranked ? (const uint32_t *)g->cell_slot.ptr : NULL;
     v.cell_keys = NULL;
+    v.cell_code = g->hashed ? (const uint64_t *)g->cell_code.ptr : NULL;
+    v.code_shift = g->code_shift;
+    v.cell_seen = g->hashed ? (const uint64_t *)g->cell_seen.ptr : NULL;
+    v.seen_bits = g->seen_bits;
     v.end = NULL;
     v.wrap = g->wrapped ? &g->wrap : NULL;
     return v;
@@ -1646,6 +1748,10 @@ nbStatus nb_grid_validate(const nbGrid *grid)
     NBI_CHECK(nbi_view_same(&v, &g->view));
     if (g->hashed) {
         NBI_CHECK(g->ncells <= g->n && (size_t)g->ncells <= g->cell_slot.cap);
+        NBI_CHECK(2 * (size_t)g->ncells <= g->cell_code.cap &&
+                  g->code_shift == nbi_code_shift(g->ext, g->dim));
+        NBI_CHECK(g->seen_bits == g->table.bits + NBI_SEEN_PER_SLOT_LOG2 &&
+                  ((size_t)1 << g->seen_bits) / 64 <= g->cell_seen.cap);
         NBI_CHECK(nbi_ctab_validate(&g->table) && g->table.count == g->ncells);
     } else if (g->ranked) {
         const int64_t box = g->ext[0] * g->ext[1] * g->ext[2], nwords = (box >> 6) + 1;
@@ -1671,12 +1777,18 @@ nbStatus nb_grid_validate(const nbGrid *grid)
     if (g->filtered) NBI_CHECK((size_t)g->n <= g->cat.cap && (size_t)g->n <= g->mask.cap);
     for (int32_t c = 0; c < g->ncells; c++) {
         NBI_CHECK(start[c] <= start[c + 1]);
+        int64_t k[3];
         if (g->hashed) {
             const uint32_t slot = ((const uint32_t *)g->cell_slot.ptr)[c];
             NBI_CHECK(((uint64_t)slot >> g->table.bits) == 0);
         }
-        int64_t k[3];
         nbi_view_cell_key(&v, c, k);
+        if (g->hashed) {
+            const uint64_t *code = (const uint64_t *)g->cell_code.ptr;
+            NBI_CHECK(code[c] == nbi_code_of(k, g->lo, g->dim, g->code_shift));
+            NBI_CHECK(nbi_view_may_hold(&v, nbi_cell_hash(k[0], k[1], k[2])));
+            NBI_CHECK(c == 0 || code[c - 1] <= code[c]);
+        }
         for (int a = 0; a < 3; a++) NBI_CHECK(k[a] >= g->lo[a] && k[a] <= g->hi[a]);
         NBI_CHECK(nbi_view_cell(&v, k[0], k[1], k[2]) == c);
         if (g->hashed || g->ranked) NBI_CHECK(start[c] < start[c + 1]);

@@ -17,6 +17,9 @@
 #define NBI_HAS_ATOMICS 0
 #endif
 
+// The hashed layout's occupancy filter: 2^NBI_SEEN_PER_SLOT_LOG2 bits a table slot.
+enum { NBI_SEEN_PER_SLOT_LOG2 = 2 };
+
 // Most chunks a parallel call cuts its work into (grid_parallel.c).
 enum { NBI_MAX_CHUNKS = 64 };
 
@@ -28,8 +31,9 @@ enum { NBI_MAX_CHUNKS = 64 };
 // Ranked mode (a box of up to 64 cells a point): only occupied cells are numbered, in the box's
 // row-major order; occ holds a bit per box cell and occ_rank the cells before each 64-bit word
 // (view.h), and cell_slot[c] holds cell c's box number.
-// Hashed mode (larger boxes): only occupied cells are numbered, in order of first appearance in
-// the input; the cell table maps a cell's coordinates to its number, and cell_slot[c] names the
+// Hashed mode (larger boxes): only occupied cells are numbered, in Z order (ascending Morton
+// code of the cell's offset from lo, shifted right by code_shift; view.h), each cell's code in
+// cell_code; the cell table maps a cell's coordinates to its number, and cell_slot[c] names the
 // table slot holding cell c's coordinates.
 // Filtered (the last build passed categories or masks): cat / mask hold each position's bits.
 //
@@ -40,7 +44,8 @@ enum { NBI_MAX_CHUNKS = 64 };
 //   holding position p, which makes idx a permutation of 0..n-1.
 // - pts[p] maps to its cell's coordinates under the cell math, within lo..hi.
 // - hashed: every cell is non-empty, the table holds exactly the ncells cells and finds each at
-//   its own coordinates, and cell_slot points back at it.
+//   its own coordinates, cell_slot points back at it, and cell_code[c] is cell c's code, the
+//   codes non-decreasing.
 // - ranked: every cell is non-empty, box numbers ascend, and occ / occ_rank hold exactly those
 //   cells' bits and ranks.
 // - max_abs >= |every stored coordinate|.
@@ -63,12 +68,17 @@ struct nbGrid {
     int32_t rebuild_pause; // builds left before the next try of the last build's cells
     int32_t hashed_cells;  // cells of the last hashed build (0: none yet): sizes the next table
     bool cells_kept;       // cell_of is filled (blocked and ranked builds do without it)
+    int32_t code_shift;    // hashed: the bits a cell's offsets drop in its code
+    int32_t seen_bits;     // hashed: the occupancy filter's bits, log2
 
     nbiBuf pts;       // double, n * dim
     nbiBuf idx;       // int32_t, n
     nbiBuf cell_of;   // int32_t, n: cell of input point i, when cells_kept (for validate)
     nbiBuf start;     // int32_t, ncells + 2 (the extra slot serves the counting pass)
     nbiBuf cell_slot; // uint32_t, ncells (hashed mode: table slots; ranked: box numbers)
+    nbiBuf cell_code; // uint64_t, 2 x cells (hashed mode: the codes, then the build's sort's)
+    nbiBuf cell_seen; // uint64_t (hashed mode: the occupancy filter, NBI_SEEN_PER_SLOT bits a
+                      // table slot; view.h, nbi_view_may_hold)
     nbiBuf occ;       // uint64_t, box cells / 64 + 1 (ranked mode)
     nbiBuf occ_rank;  // int32_t, as many + 2 (the build counts words in it first)
     nbiBuf cat;       // uint32_t, n (filtered)

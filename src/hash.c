@@ -172,6 +172,10 @@ static void nbi_hash_view_fill(const nbHash *h, nbiView *v)
     v->table = h->dense ? NULL : &h->table;
     v->cell_slot = NULL;
     v->cell_keys = h->dense ? NULL : (const int64_t *)h->keys.ptr;
+    v->cell_code = NULL;
+    v->code_shift = 0;
+    v->cell_seen = NULL;
+    v->seen_bits = 0;
     v->occ = NULL;
     v->occ_rank = NULL;
     v->cell_box = NULL;

@@ -76,6 +76,18 @@ NBI_INLINE int nbi_ctz64(uint64_t m)
 #endif
 }
 
+// The index of the highest set bit of m (m != 0).
+NBI_INLINE int nbi_top_bit64(uint64_t m)
+{
+#if defined(__GNUC__)
+    return 63 - __builtin_clzll(m);
+#else
+    int n = 0;
+    while (m >>= 1) n++;
+    return n;
+#endif
+}
+
 NBI_INLINE int nbi_ctz32(uint32_t m)
 {
     return nbi_ctz64(m);

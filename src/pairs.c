@@ -135,6 +135,22 @@ static void nbi_pairs_ranked(const nbiView *v, const nbiPairCtx *x, int64_t k, i
     }
 }
 
+// The second pass of a hashed view's stencil: the n cells at[] (their hashes in hash[]) looked
+// up, each one found added to the span list. Returns 0, the cells left.
+static int nbi_pairs_probe(const nbiView *v, nbiSpanList *l, int64_t at[][3], const uint64_t *hash,
+                           int n)
+{
+    const nbiCellSlot *slots = nbi_ctab_slots(v->table);
+    for (int t = 0; t < n; t++) {
+        const int64_t s =
+            nbi_ctab_find_slot_hashed(v->table, at[t][0], at[t][1], at[t][2], hash[t]);
+        if (s < 0) continue;
+        const int32_t b = slots[s].value;
+        nbi_spans_add(l, v->start[b], nbi_view_end(v, b));
+    }
+    return 0;
+}
+
 // Hashed view, cells [u0, u1).
 static void nbi_pairs_hashed(const nbiView *v, const nbiPairCtx *x, int64_t k, int32_t u0,
                              int32_t u1)
@@ -166,7 +182,12 @@ static void nbi_pairs_hashed(const nbiView *v, const nbiPairCtx *x, int64_t k, i
             nbi_spans_flush(&l);
             continue;
         }
-        // Positive offsets (dz, dy, dx) > 0 lexicographically, clipped to the occupied box.
+        // Positive offsets (dz, dy, dx) > 0 lexicographically, clipped to the occupied box, in
+        // two passes of up to NBI_LOOKUPS cells: the cells the occupancy filter may hold, each
+        // slot asked of the memory at once, then the probes, so that the misses overlap.
+        int64_t at[NBI_LOOKUPS][3];
+        uint64_t hash[NBI_LOOKUPS];
+        int n = 0;
         for (int64_t dz = 0; dz <= kz && !x->sink->stop; dz++) {
             if (key[2] + dz > v->hi[2]) break;
             const int64_t ylo = dz > 0 ? nbi_max64(-k, v->lo[1] - key[1]) : 0;
@@ -174,12 +195,19 @@ static void nbi_pairs_hashed(const nbiView *v, const nbiPairCtx *x, int64_t k, i
                 const int64_t xlo = (dz > 0 || dy > 0) ? nbi_max64(-k, v->lo[0] - key[0]) : 1;
                 const uint64_t row = nbi_cell_hash_row(key[1] + dy, key[2] + dz);
                 for (int64_t dx = xlo; dx <= k && key[0] + dx <= v->hi[0]; dx++) {
-                    const int32_t b =
-                        nbi_ctab_find_in_row(v->table, key[0] + dx, key[1] + dy, key[2] + dz, row);
-                    if (b >= 0) nbi_spans_add(&l, start[b], nbi_view_end(v, b));
+                    const uint64_t h = nbi_cell_hash_x(row, key[0] + dx);
+                    if (!nbi_view_may_hold(v, h)) continue;
+                    if (n == NBI_LOOKUPS) n = nbi_pairs_probe(v, &l, at, hash, n);
+                    at[n][0] = key[0] + dx;
+                    at[n][1] = key[1] + dy;
+                    at[n][2] = key[2] + dz;
+                    hash[n] = h;
+                    nbi_prefetch(nbi_ctab_slots(v->table) + (h >> (64 - v->table->bits)));
+                    n++;
                 }
             }
         }
+        nbi_pairs_probe(v, &l, at, hash, n);
         nbi_spans_flush(&l);
     }
 }

@@ -9,11 +9,15 @@
 // occupied is answered by a pass over the occupied cells instead, so no query costs more than
 // O(N + cells).
 //
-// kNN searches rings of cells outward from the query's cell, keeping the k best in the caller's
-// buffer as a max-heap ordered by (dist2, index). After ring m, every unvisited point is at least
-// the distance from the query to the visited block's faces (less a rounding margin); the search
-// stops once the k-th best is strictly closer. If the rings would cost more than scanning every
-// point (hashed, far-flung data), it scans every point instead.
+// kNN keeps the k best in the caller's buffer as a max-heap ordered by (dist2, index). On cells
+// in Z order (the grid's hashed layout: clustered, surface and far-flung data) it searches the
+// aligned blocks of cells as a tree, nearest block first, and skips every block farther than
+// the k-th best: an empty region costs one step whatever its size, and a query costs about what
+// its k neighbours' blocks hold. Elsewhere it searches rings of cells outward from the query's
+// cell. After ring m, every unvisited point is at least the distance from the query to the
+// visited block's faces (less a rounding margin); the search stops once the k-th best is
+// strictly closer. If the rings would cost more than scanning every point, it scans every point
+// instead.
 //
 // The filter is tested per candidate, before the distance is reported. A view without filter
 // bits has every point at all bits, so the filter reduces to one test per query.
@@ -403,6 +407,22 @@ static bool nbi_knn_run(int32_t b0, int32_t b1, void *vctx)
 
 static nbStatus nbi_wrap_knn(const nbiView *v, const double *point, nbiKnnCtx *x);
 
+// At least c 2^-1070 + 2^-1000, computed without a subnormal operand or result (each costs a
+// microcode assist of some hundred cycles on x86): what p / c's underflow may move p by (up to
+// c 2^-1075, whatever p is), with room.
+NBI_INLINE double nbi_cell_slack(double c)
+{
+    return c > 0x1p70 ? (c * 0x1p-535) * 0x1p-534 : 0x1p-999;
+}
+
+// A lower bound on hi - lo for a true coordinate hi >= the face `hi` of a cell (or lo <= the
+// face `lo`), less a rounding margin: p / c may be rounded across the face, or underflow
+// (`slack`, nbi_cell_slack).
+NBI_INLINE double nbi_face_gap(double lo, double hi, double slack)
+{
+    return hi - lo - (fabs(hi) + fabs(lo)) * 0x1p-50 - slack;
+}
+
 // Whether any of the view's cells lie outside the visited block [cl, ch]; if so, *bound is a
 // lower bound on the true distance from q to any point in them, less a rounding margin (it may
 // be <= 0, or +inf when the gap overflows: "unknown" and "huge" both just mean "keep going").
@@ -411,19 +431,15 @@ static bool nbi_unvisited_bound(const nbiView *v, const double *q, const int64_t
 {
     bool outside = false;
     double b = (double)INFINITY;
-    const double c = v->cm.cell;
-    // p / c may underflow: its rounding then moves p by up to c * 2^-1075, whatever p is.
-    const double slack = c * 0x1p-1070 + 0x1p-1000;
+    const double c = v->cm.cell, slack = nbi_cell_slack(c);
     for (int a = 0; a < v->dim; a++) {
         if (ch[a] < v->hi[a]) { // cells above: their points have p / c >= ch + 1, less rounding
-            const double edge = (double)(ch[a] + 1) * c;
-            const double gap = edge - q[a] - (fabs(edge) + fabs(q[a])) * 0x1p-50 - slack;
+            const double gap = nbi_face_gap(q[a], (double)(ch[a] + 1) * c, slack);
             b = gap < b ? gap : b;
             outside = true;
         }
         if (cl[a] > v->lo[a]) { // cells below: their points have p / c < cl, plus rounding
-            const double edge = (double)cl[a] * c;
-            const double gap = q[a] - edge - (fabs(edge) + fabs(q[a])) * 0x1p-50 - slack;
+            const double gap = nbi_face_gap((double)cl[a] * c, q[a], slack);
             b = gap < b ? gap : b;
             outside = true;
         }
@@ -432,11 +448,198 @@ static bool nbi_unvisited_bound(const nbiView *v, const double *q, const int64_t
     return outside;
 }
 
-// Visits ring m (cells at Chebyshev distance exactly m from qc), clipped to the view's box, as
-// at most 6 boxes: for the axis `a` taken as outermost, the face with d_a = +-m, axes before a
-// within (-m, m) and axes after a within [-m, m]. Each ring cell belongs to exactly one face.
+// A squared lower bound on the true distance from q to any point in the cells [cl, ch], less a
+// rounding margin (0 when q may lie in their box): what a block's points cannot beat.
+static double nbi_block_gap2(const nbiView *v, const double *q, const int64_t cl[3],
+                             const int64_t ch[3])
+{
+    const double c = v->cm.cell, slack = nbi_cell_slack(c);
+    double s = 0.0;
+    for (int a = 0; a < v->dim; a++) {
+        const double below = (double)cl[a] * c, above = (double)(ch[a] + 1) * c;
+        const double gap = q[a] < below   ? nbi_face_gap(q[a], below, slack)
+                           : q[a] > above ? nbi_face_gap(above, q[a], slack)
+                                          : 0.0;
+        if (gap > 0.0) s += gap * gap;
+    }
+    return s * (1.0 - 0x1p-40); // the sum's rounding
+}
+
+// Whether no point of a block whose squared gap (nbi_block_gap2) is b2 can enter the heap:
+// farther than max_distance, or than the k-th best (a tie could enter: it may have a lower id).
+NBI_INLINE bool nbi_knn_beyond(const nbiKnnCtx *x, double b2)
+{
+    return b2 > 0x1p-1000 && b2 > nbi_heap_bound(&x->heap, x->lim2);
+}
+
+// ---- kNN over cells in Z order (view.h: cell_code) ----
+// The cells whose codes agree above bit L dim (shifted right by L dim, the same key) form an
+// aligned block of 2^L shifted cells a side at level L, and are one run of cell numbers. The
+// search starts at the query's block at level 0 and widens it a level at a time (each wider
+// block is found by galloping out from the last), searching what the wider block adds, until
+// the blocks outside are beyond the k-th best (nbi_unvisited_bound of the block's box): a query
+// costs about the blocks its k neighbours lie in, and an empty region one step per level.
+// What a level adds is searched as a tree: a run of cells splits by the digit (dim bits) of the
+// highest level where its first and last codes differ into child blocks; each child's box is
+// tested first (nbi_block_gap2), and only the children not beyond the k-th best are found (two
+// binary searches) and searched, nearest first. A run of at most NBI_KNN_LEAF points, or of one
+// code, is scanned. The depth is at most 64 / dim + 1.
+enum { NBI_KNN_LEAF = 32, NBI_KNN_SCAN = 128 };
+
+// The first cell in [a, b) whose code, shifted right by `low`, is at least key (b if none).
+static int32_t nbi_code_lower(const uint64_t *code, int32_t a, int32_t b, int low, uint64_t key)
+{
+    while (a < b) {
+        const int32_t mid = a + (b - a) / 2;
+        if ((code[mid] >> low) < key)
+            a = mid + 1;
+        else
+            b = mid;
+    }
+    return a;
+}
+
+// The box of cells of the level-`lvl` block whose first code is `first` (its low lvl dim bits
+// clear), clipped to the view.
+static void nbi_code_box(const nbiView *v, uint64_t first, int lvl, int64_t cl[3], int64_t ch[3])
+{
+    cl[2] = ch[2] = 0;
+    for (int d = 0; d < v->dim; d++) {
+        const uint64_t u = nbi_code_axis(first, v->dim, d);
+        const uint64_t end = (((u >> lvl) + 1) << lvl) << v->code_shift; // may pass hi
+        cl[d] = v->lo[d] + (int64_t)(u << v->code_shift);
+        ch[d] =
+            end - 1 < (uint64_t)(v->hi[d] - v->lo[d]) ? v->lo[d] + (int64_t)(end - 1) : v->hi[d];
+    }
+}
+
+static void nbi_code_knn(nbiKnnCtx *x, int32_t a, int32_t b)
+{
+    const nbiView *v = x->v;
+    const uint64_t *code = v->cell_code;
+    if (a >= b) return;
+    const uint64_t diff = code[a] ^ code[b - 1];
+    if (diff == 0 || v->start[b] - v->start[a] <= NBI_KNN_LEAF) {
+        nbi_knn_run(v->start[a], v->start[b], x);
+        return;
+    }
+    const int dim = v->dim, lvl = nbi_top_bit64(diff) / dim, low = lvl * dim;
+    const uint64_t base = (code[a] >> low) & ~(uint64_t)((1u << dim) - 1);
+    int32_t first[8], last[8];
+    double gap[8];
+    int kids = 0;
+    // A short run's children are found by reading it (a few cache lines), a long one's by
+    // binary search, and only for the children not beyond the k-th best.
+    const bool scan = b - a <= NBI_KNN_SCAN;
+    int32_t i = a;
+    for (uint64_t t = 0; t < (1u << dim) && i < b; t++) {
+        const uint64_t key = base | t;
+        if (scan && (code[i] >> low) != key) continue; // no such child
+        int64_t cl[3], ch[3];
+        nbi_code_box(v, key << low, lvl, cl, ch);
+        const double g = nbi_block_gap2(v, x->q, cl, ch);
+        const bool beyond = nbi_knn_beyond(x, g);
+        if (beyond && !scan) continue;
+        int32_t j;
+        if (scan) {
+            for (j = i + 1; j < b && (code[j] >> low) == key;) j++;
+        } else {
+            i = nbi_code_lower(code, i, b, low, key);
+            j = nbi_code_lower(code, i, b, low, key + 1);
+        }
+        const int32_t from = i;
+        i = j;
+        if (beyond || from == j) continue;
+        int at = kids++; // nearest first
+        for (; at > 0 && gap[at - 1] > g; at--) {
+            first[at] = first[at - 1];
+            last[at] = last[at - 1];
+            gap[at] = gap[at - 1];
+        }
+        first[at] = from;
+        last[at] = j;
+        gap[at] = g;
+    }
+    for (int t = 0; t < kids && !nbi_knn_beyond(x, gap[t]); t++) nbi_code_knn(x, first[t], last[t]);
+}
+
+static void nbi_code_knn_walk(const nbiView *v, nbiKnnCtx *x)
+{
+    const uint64_t *code = v->cell_code;
+    const int dim = v->dim;
+    const int32_t n = v->ncells;
+    int64_t k[3] = {0, 0, 0}; // the query's cell, clamped to the box
+    for (int a = 0; a < dim; a++) {
+        const double c = nbi_cell_f(&v->cm, x->q[a]);
+        k[a] = c < (double)v->lo[a] ? v->lo[a] : c > (double)v->hi[a] ? v->hi[a] : (int64_t)c;
+    }
+    const uint64_t qcode = nbi_code_of(k, v->lo, dim, v->code_shift);
+    const int32_t pos = nbi_code_lower(code, 0, n, 0, qcode);
+    int32_t a = pos, b = pos; // the cells searched: the query's block at the last level
+    for (int lvl = 0; a > 0 || b < n; lvl++) {
+        const int low = lvl * dim;
+        if (low >= 64) { // (cannot happen: the codes have 64 / dim levels) everything else
+            nbi_code_knn(x, 0, a);
+            nbi_code_knn(x, b, n);
+            break;
+        }
+        const uint64_t key = qcode >> low;
+        // Gallop out from [a, b) to the block's ends.
+        int32_t na = a, step = 1;
+        while (na > 0 && (code[na - 1] >> low) == key) {
+            const int32_t to = na - step > 0 ? na - step : 0;
+            if ((code[to] >> low) == key) {
+                na = to;
+                step *= 2;
+            } else {
+                na = nbi_code_lower(code, to, na, low, key);
+                break;
+            }
+        }
+        int32_t nb = b;
+        step = 1;
+        while (nb < n && (code[nb] >> low) == key) {
+            const int32_t to = nb + step < n ? nb + step : n;
+            if (to == n || (code[to] >> low) != key) {
+                nb = nbi_code_lower(code, nb, to, low, key + 1);
+                break;
+            }
+            nb = to + 1;
+            step *= 2;
+        }
+        nbi_code_knn(x, na, a);
+        nbi_code_knn(x, b, nb);
+        a = na;
+        b = nb;
+        int64_t cl[3], ch[3];
+        nbi_code_box(v, key << low, lvl, cl, ch);
+        double bound;
+        if (!nbi_unvisited_bound(v, x->q, cl, ch, &bound)) break; // every cell visited
+        if (bound > 0.0 && nbi_knn_beyond(x, bound * bound * (1.0 - 0x1p-40))) break;
+    }
+}
+
+// The box of cells holding every point the test d2 <= fl(r * r) can accept around q (as a radius
+// query finds its cells), clipped to the view's occupied box; false when no cell is in it.
+static bool nbi_ball_cells(const nbiView *v, const double *q, double r, int64_t cl[3],
+                           int64_t ch[3])
+{
+    const double reach = nbi_reach(r);
+    double lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
+    for (int a = 0; a < v->dim; a++) {
+        lo[a] = q[a] - reach;
+        hi[a] = q[a] + reach;
+    }
+    return nbi_view_cell_box(v, lo, hi, cl, ch);
+}
+
+// Visits ring m (cells at Chebyshev distance exactly m from qc), clipped to [clip_lo, clip_hi]
+// (within the view's box), as at most 6 boxes: for the axis `a` taken as outermost, the face
+// with d_a = +-m, axes before a within (-m, m) and axes after a within [-m, m]. Each ring cell
+// belongs to exactly one face.
 // Returns the work in cells examined.
-static double nbi_ring_visit(const nbiView *v, const int64_t qc[3], int64_t m, nbiKnnCtx *x)
+static double nbi_ring_visit(const nbiView *v, const int64_t qc[3], int64_t m,
+                             const int64_t clip_lo[3], const int64_t clip_hi[3], nbiKnnCtx *x)
 {
     double work = 0.0;
     int64_t cl[3], ch[3];
@@ -459,8 +662,8 @@ static double nbi_ring_visit(const nbiView *v, const int64_t qc[3], int64_t m, n
                     h = qc[b] + m;
                 }
                 if (m == 0) l = h = qc[b] * (b < dim);
-                if (l < v->lo[b]) l = v->lo[b];
-                if (h > v->hi[b]) h = v->hi[b];
+                if (l < clip_lo[b]) l = clip_lo[b];
+                if (h > clip_hi[b]) h = clip_hi[b];
                 if (l > h) empty = true;
                 cl[b] = l;
                 ch[b] = h;
@@ -498,6 +701,12 @@ nbStatus nbi_walk_knn(const nbiView *v, const double *point, nbFilter f, double 
         *found = x.heap.size;
         return st;
     }
+    if (v->cell_code != NULL && v->end == NULL) {
+        nbi_code_knn_walk(v, &x);
+        nbi_heap_sort(&x.heap);
+        *found = x.heap.size;
+        return NB_OK;
+    }
 
     // The query's cell, clipped to one cell outside the box so rings start near the data.
     int64_t qc[3] = {0, 0, 0};
@@ -514,7 +723,19 @@ nbStatus nbi_walk_knn(const nbiView *v, const double *point, nbFilter f, double 
     const double budget = 2.0 * cells + 64.0;
     double work = 0.0;
     for (int64_t m = 0;; m++) {
-        work += nbi_ring_visit(v, qc, m, &x);
+        // Once the heap is full (or the distance limited), only the cells of the box around
+        // the k-th best's ball can hold a point that enters: the ring is clipped to them.
+        // (The radius's square rounds to at least the k-th best's: sqrt's and the product's
+        // rounding are far below 2^-50.) No cell in that box: no point can enter any more.
+        int64_t bl[3], bh[3];
+        const double worst = nbi_heap_bound(&x.heap, x.lim2);
+        if (!(worst < (double)INFINITY)) {
+            memcpy(bl, v->lo, sizeof bl);
+            memcpy(bh, v->hi, sizeof bh);
+        } else if (!nbi_ball_cells(v, point, sqrt(worst) * (1.0 + 0x1p-50), bl, bh)) {
+            break;
+        }
+        work += nbi_ring_visit(v, qc, m, bl, bh, &x);
         int64_t cl[3], ch[3];
         for (int a = 0; a < 3; a++) {
             cl[a] = a < v->dim ? qc[a] - m : 0;
@@ -522,10 +743,7 @@ nbStatus nbi_walk_knn(const nbiView *v, const double *point, nbFilter f, double 
         }
         double bound;
         if (!nbi_unvisited_bound(v, point, cl, ch, &bound)) break; // every cell visited
-        if (bound > 0.0) {
-            const double b2 = bound * bound * (1.0 - 0x1p-40);
-            if (b2 > 0x1p-1000 && (b2 > x.lim2 || nbi_heap_bound(&x.heap, b2) < b2)) break;
-        }
+        if (bound > 0.0 && nbi_knn_beyond(&x, bound * bound * (1.0 - 0x1p-40))) break;
         if (work > budget) { // far-flung data: a scan of every point is cheaper
             x.heap.size = 0;
             for (int32_t c = 0; c < v->ncells; c++)
@@ -859,15 +1077,12 @@ static nbStatus nbi_wrap_knn(const nbiView *v, const double *point, nbiKnnCtx *x
             const double e = w->m[a] > 0 ? w->pcm[a].cell : v->cm.cell;
             const double slack = ((double)m + (double)w->m[a] + 2.0) * e * 0x1p-46 +
                                  (fabs(point[a]) + v->max_abs + w->period[a]) * 0x1p-46 +
-                                 e * 0x1p-1070 + 0x1p-1000;
+                                 nbi_cell_slack(e);
             const double gap = (double)m * e - slack;
             bound = gap < bound ? gap : bound;
         }
         if (!outside) break; // every cell visited
-        if (bound > 0.0) {
-            const double b2 = bound * bound * (1.0 - 0x1p-40);
-            if (b2 > 0x1p-1000 && (b2 > x->lim2 || nbi_heap_bound(&x->heap, b2) < b2)) break;
-        }
+        if (bound > 0.0 && nbi_knn_beyond(x, bound * bound * (1.0 - 0x1p-40))) break;
         if (work > budget) { // a scan of every point is cheaper
             x->heap.size = 0;
             for (int32_t c = 0; c < v->ncells; c++)

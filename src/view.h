@@ -24,7 +24,9 @@
 // - hashed (table != NULL): only occupied cells, in any order; the cell table maps coordinates
 //   to the cell number, and cell c's coordinates are cell_keys[3c .. 3c+2], or, without
 //   cell_keys, the coordinates kept in table slot cell_slot[c] (the grid, whose table never
-//   moves a slot).
+//   moves a slot). With cell_code (the grid's hashed layout), the cells are in Z order: cell_code
+//   holds each cell's Morton code (nbi_code_of), ascending, so that every block of 2^L cells a
+//   side aligned to its size is one run of cell numbers, and kNN searches the blocks as a tree.
 // Either way lo..hi bounds every occupied cell (z = 0 in 2D), and max_abs bounds |coordinate|
 // (the rounding margins in cell.c need it).
 #ifndef NEARBY_VIEW_H
@@ -62,8 +64,86 @@ typedef struct nbiView {
     const int32_t *occ_rank;   // ranked: occupied cells before each word of occ
     const uint32_t *cell_box;  // ranked: cell -> its box number
     const int64_t *cell_keys;  // hashed: 3 coordinates per cell, or NULL
+    const uint64_t *cell_code; // hashed in Z order: each cell's Morton code, ascending; or NULL
+    int32_t code_shift;        // with cell_code: the low bits of a cell's offset the code drops
+    const uint64_t *cell_seen; // hashed: the occupancy filter (nbi_view_may_hold), or NULL
+    int32_t seen_bits;         // with cell_seen: it holds 2^seen_bits bits
     const nbiWrap *wrap;       // NULL: no periodic axis
 } nbiView;
+
+// ---- Z order (Morton codes) over a view's cells ----
+// A cell's code interleaves the bits of its offsets from lo, each shifted right by `shift` so
+// that they fit (NBI_CODE_BITS(dim) bits an axis): bit b of axis a's offset is bit b * dim + a
+// of the code. Cells whose codes share all but their low L * dim bits form an aligned block of
+// 2^L (shifted) cells a side.
+#define NBI_CODE_BITS(dim) ((dim) == 3 ? 21 : 32)
+
+// The bits of x (below 2^21 / 2^32) spread to every third / second bit, and gathered back:
+// five steps of shift, or and mask each way (written out: a table-driven loop cost the hashed
+// build 250 instructions a cell more).
+NBI_INLINE uint64_t nbi_spread3(uint64_t x)
+{
+    x &= 0x1FFFFFu;
+    x = (x | x << 32) & 0x1F00000000FFFFu;
+    x = (x | x << 16) & 0x1F0000FF0000FFu;
+    x = (x | x << 8) & 0x100F00F00F00F00Fu;
+    x = (x | x << 4) & 0x10C30C30C30C30C3u;
+    return (x | x << 2) & 0x1249249249249249u;
+}
+
+NBI_INLINE uint64_t nbi_spread2(uint64_t x)
+{
+    x &= 0xFFFFFFFFu;
+    x = (x | x << 16) & 0x0000FFFF0000FFFFu;
+    x = (x | x << 8) & 0x00FF00FF00FF00FFu;
+    x = (x | x << 4) & 0x0F0F0F0F0F0F0F0Fu;
+    x = (x | x << 2) & 0x3333333333333333u;
+    return (x | x << 1) & 0x5555555555555555u;
+}
+
+NBI_INLINE uint64_t nbi_gather3(uint64_t x)
+{
+    x &= 0x1249249249249249u;
+    x = (x ^ x >> 2) & 0x10C30C30C30C30C3u;
+    x = (x ^ x >> 4) & 0x100F00F00F00F00Fu;
+    x = (x ^ x >> 8) & 0x1F0000FF0000FFu;
+    x = (x ^ x >> 16) & 0x1F00000000FFFFu;
+    return (x ^ x >> 32) & 0x1FFFFFu;
+}
+
+NBI_INLINE uint64_t nbi_gather2(uint64_t x)
+{
+    x &= 0x5555555555555555u;
+    x = (x ^ x >> 1) & 0x3333333333333333u;
+    x = (x ^ x >> 2) & 0x0F0F0F0F0F0F0F0Fu;
+    x = (x ^ x >> 4) & 0x00FF00FF00FF00FFu;
+    x = (x ^ x >> 8) & 0x0000FFFF0000FFFFu;
+    return (x ^ x >> 16) & 0xFFFFFFFFu;
+}
+
+// The code of the cell at key k (within lo .. hi) of a box starting at lo.
+NBI_INLINE uint64_t nbi_code_of(const int64_t k[3], const int64_t lo[3], int dim, int shift)
+{
+    const uint64_t x = (uint64_t)(k[0] - lo[0]) >> shift, y = (uint64_t)(k[1] - lo[1]) >> shift;
+    if (dim == 2) return nbi_spread2(x) | nbi_spread2(y) << 1;
+    const uint64_t z = (uint64_t)(k[2] - lo[2]) >> shift;
+    return nbi_spread3(x) | nbi_spread3(y) << 1 | nbi_spread3(z) << 2;
+}
+
+// Axis a's (shifted) offset in a code.
+NBI_INLINE uint64_t nbi_code_axis(uint64_t code, int dim, int a)
+{
+    return dim == 2 ? nbi_gather2(code >> a) : nbi_gather3(code >> a);
+}
+
+// The shift that fits the offsets of a box of ext cells a side into NBI_CODE_BITS(dim) bits.
+NBI_INLINE int nbi_code_shift(const int64_t ext[3], int dim)
+{
+    int s = 0;
+    for (int a = 0; a < dim; a++)
+        while (((uint64_t)(ext[a] - 1) >> s) >> NBI_CODE_BITS(dim) != 0) s++;
+    return s;
+}
 
 // Whether two views describe the same thing (validate: a structure's cached view against a
 // fresh one).
@@ -75,7 +155,9 @@ NBI_INLINE bool nbi_view_same(const nbiView *a, const nbiView *b)
                 a->cm.inv == b->cm.inv && a->cm.pow2 == b->cm.pow2 && a->max_abs == b->max_abs &&
                 a->table == b->table && a->cell_slot == b->cell_slot &&
                 a->cell_keys == b->cell_keys && a->occ == b->occ && a->occ_rank == b->occ_rank &&
-                a->cell_box == b->cell_box && a->wrap == b->wrap;
+                a->cell_box == b->cell_box && a->cell_code == b->cell_code &&
+                a->code_shift == b->code_shift && a->cell_seen == b->cell_seen &&
+                a->seen_bits == b->seen_bits && a->wrap == b->wrap;
     for (int i = 0; i < 3; i++)
         same &= a->lo[i] == b->lo[i] && a->hi[i] == b->hi[i] && a->ext[i] == b->ext[i];
     return same;
@@ -127,6 +209,11 @@ NBI_INLINE int32_t nbi_view_cell(const nbiView *v, int64_t x, int64_t y, int64_t
 // Cell c's integer coordinates.
 NBI_INLINE void nbi_view_cell_key(const nbiView *v, int32_t c, int64_t out[3])
 {
+    if (v->cell_code != NULL && v->code_shift == 0) { // from the code: no miss on the table
+        for (int a = 0; a < 3; a++)
+            out[a] = a < v->dim ? v->lo[a] + (int64_t)nbi_code_axis(v->cell_code[c], v->dim, a) : 0;
+        return;
+    }
     if (v->table != NULL) {
         const int64_t *k = v->cell_keys != NULL ? v->cell_keys + (size_t)c * 3
                                                 : nbi_ctab_slots(v->table)[v->cell_slot[c]].key;
@@ -141,6 +228,18 @@ NBI_INLINE void nbi_view_cell_key(const nbiView *v, int32_t c, int64_t out[3])
     out[1] = v->lo[1] + r % v->ext[1];
     r /= v->ext[1];
     out[2] = v->lo[2] + r;
+}
+
+// Whether a hashed view may hold the cell whose nbi_cell_hash is `hash`. The occupancy filter
+// (the grid's hashed layout) has a bit for each value of the hash's top seen_bits bits, set when
+// an occupied cell's hash has it: a clear bit means the cell is surely empty, and the table is
+// not probed. It is a few times the table's slots in bits, small enough to stay in cache where
+// the table (a miss a probe) does not: sparse data's stencils are mostly empty cells.
+NBI_INLINE bool nbi_view_may_hold(const nbiView *v, uint64_t hash)
+{
+    if (v->cell_seen == NULL) return true;
+    const uint64_t b = hash >> (64 - v->seen_bits);
+    return (v->cell_seen[b >> 6] >> (b & 63)) & 1;
 }
 
 // Whether the stored point at position p passes the query filter f (Box2D's rule).
@@ -212,6 +311,7 @@ NBI_INLINE double nbi_view_box_runs(const nbiView *v, const int64_t cl[3], const
                 const uint64_t row = nbi_cell_hash_row(y, z);
                 for (int64_t x = cl[0]; x <= ch[0]; x++, n++) {
                     hash[n] = nbi_cell_hash_x(row, x);
+                    if (!nbi_view_may_hold(v, hash[n])) continue;
                     nbi_prefetch(slots + (hash[n] >> shift));
                     nbi_prefetch(slots + (hash[n] >> shift) + 1); // the probe's next
                 }
@@ -219,8 +319,9 @@ NBI_INLINE double nbi_view_box_runs(const nbiView *v, const int64_t cl[3], const
         n = 0;
         for (int64_t z = cl[2]; z <= ch[2]; z++)
             for (int64_t y = cl[1]; y <= ch[1]; y++)
-                for (int64_t x = cl[0]; x <= ch[0]; x++) {
-                    const int64_t at = nbi_ctab_find_slot_hashed(v->table, x, y, z, hash[n++]);
+                for (int64_t x = cl[0]; x <= ch[0]; x++, n++) {
+                    if (!nbi_view_may_hold(v, hash[n])) continue;
+                    const int64_t at = nbi_ctab_find_slot_hashed(v->table, x, y, z, hash[n]);
                     if (at < 0) continue;
                     const int32_t c = slots[at].value;
                     if (!fn(start[c], nbi_view_end(v, c), ctx)) return cells;

@@ -234,8 +234,8 @@ NB_API nbStatus nb_grid_visit_cross_pairs(const nbGrid *a, const nbGrid *b, doub
 /// doubles until they do not, so memory stays O(N) (clustered data in a large, sparse box then
 /// costs more candidates per point, never more memory).
 /// The cell order of the last build: order[p] = the input index of the point at position p
-/// (cells row-major with x fastest in the dense and ranked layouts, by first appearance in the
-/// hashed one;
+/// (cells row-major with x fastest in the dense and ranked layouts, in Z order (Morton codes of
+/// the cells' offsets) in the hashed one;
 /// ascending input index within a cell). A simulation that reorders its arrays by it every few
 /// steps (nb_gather, for positions, velocities, ids, ...) keeps points that are near in space
 /// near in memory: the next builds scatter almost sequentially, and pairs come out in nearly
