@@ -35,7 +35,17 @@ void nbio_write_bytes(nbioWriter *w, const char *s, size_t len);
 /// Appends a 0-terminated string.
 void nbio_write_str(nbioWriter *w, const char *s);
 
-/// Appends a double as printf's "%.17g" (round-trips through strtod).
+/// The most bytes nbio_format_double writes ("-2.2250738585072014e-308" is 24).
+#define NBIO_DOUBLE_MAX 32
+
+/// Writes into dst (NBIO_DOUBLE_MAX bytes, not 0-terminated) the shortest decimal that strtod
+/// reads back to exactly v, the nearest to v of those; laid out as printf's "%.17g" would lay
+/// out its digits: fixed point for decimal exponents -4 to 16 ("0.1", "1234.5", "0.00012"),
+/// else "1.5e-07", "2e+20"; "0", "-0", "inf", "nan". Returns the length. Exact arithmetic in
+/// 128-bit integers for 1e-5 <= |v| < 2^55, printf and strtod elsewhere (same result, slower).
+size_t nbio_format_double(char *dst, double v);
+
+/// Appends nbio_format_double(v).
 void nbio_write_double(nbioWriter *w, double v);
 
 /// Room for the longest single item (an int64 and a separator) before the buffer must drain.
