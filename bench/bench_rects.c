@@ -41,7 +41,7 @@
 #include <nearby/quadtree.h>
 
 #ifdef NBI_QT_STATS
-extern int64_t nbi_qt_nodes_visited; // src/quadtree.c, counted only in this build
+extern int64_t nbi_qt_nodes_visited; // src/quadtree_queries.c, counted only in this build
 extern int64_t nbi_qt_items_tested;
 #endif
 
