@@ -2853,6 +2853,13 @@ static bool qt_on_hit(nbHit hit, void *user)
     qt_calls = true;
     return true;
 }
+static bool qt_on_node(const nbQuadtreeNode *node, void *user)
+{
+    (void)node;
+    (void)user;
+    qt_calls = true;
+    return true;
+}
 static bool qt_on_pair(nbHit a, nbHit b, void *user)
 {
     (void)a;
@@ -2924,6 +2931,8 @@ static nbStatus qt_call(int id, QtFix *fx, QtOut *o)
     case 23: return nb_quadtree_info(NULL, &(nbQuadtreeInfo){0});
     case 24: return nb_quadtree_info(t, NULL);
     case 25: return nb_quadtree_validate(NULL);
+    case 26: return nb_quadtree_visit_nodes(NULL, qt_on_node, NULL);
+    case 27: return nb_quadtree_visit_nodes(t, NULL, NULL);
     // insert
     case 30: return nb_quadtree_insert(NULL, &ok, 1, NB_FILTER_ALL, &o->handle);
     case 31: return nb_quadtree_insert(t, NULL, 1, NB_FILTER_ALL, &o->handle);
@@ -3111,6 +3120,8 @@ static const QtCase qt_cases[] = {
     {23, NB_ERR_NULL_ARG},
     {24, NB_ERR_NULL_ARG},
     {25, NB_ERR_NULL_ARG},
+    {26, NB_ERR_NULL_ARG},
+    {27, NB_ERR_NULL_ARG},
     {30, NB_ERR_NULL_ARG},
     {31, NB_ERR_NULL_ARG},
     {32, NB_ERR_NULL_ARG},
