@@ -81,16 +81,29 @@ static const uint64_t nbio_pow10[20] = {1u,
                                         1000000000000000000u,
                                         10000000000000000000u};
 
-// The decimal digits of q (no leading zeros, q > 0) into dst; their count.
+// The decimal digits of q (no leading zeros, q > 0) into dst; their count. Two at a time.
 static int digits_of(char *dst, uint64_t q)
 {
+    static const char pairs[201] = "00010203040506070809101112131415161718192021222324"
+                                   "25262728293031323334353637383940414243444546474849"
+                                   "50515253545556575859606162636465666768697071727374"
+                                   "75767778798081828384858687888990919293949596979899";
     char tmp[24];
-    int n = 0;
-    while (q > 0) {
-        tmp[n++] = (char)('0' + q % 10);
-        q /= 10;
+    char *p = tmp + sizeof tmp;
+    while (q >= 100) {
+        const unsigned r = (unsigned)(q % 100) * 2;
+        q /= 100;
+        *--p = pairs[r + 1];
+        *--p = pairs[r];
     }
-    for (int k = 0; k < n; k++) dst[k] = tmp[n - 1 - k];
+    if (q >= 10) {
+        *--p = pairs[q * 2 + 1];
+        *--p = pairs[q * 2];
+    } else {
+        *--p = (char)('0' + q);
+    }
+    const int n = (int)(tmp + sizeof tmp - p);
+    memcpy(dst, p, (size_t)n);
     return n;
 }
 
@@ -165,7 +178,11 @@ static size_t format_fast(char *dst, double v, bool negative)
     const int sh = 2 - e; // the common denominator 2^sh
     if (sh > 127) return 0;
     // 10^s brings v into [10^16, 10^17): estimate from the binary exponent, then correct.
-    int s = 16 - (int)floor((double)(e + 52) * 0.30102999566398119521);
+    // floor(x log10 2) is (x * 78913) >> 18 for |x| < 2^11 (an arithmetic shift, floor for
+    // negative x too, written as a division that rounds down).
+    const int x2 = e + 52;
+    const int k10 = x2 >= 0 ? (x2 * 78913) >> 18 : -((-x2 * 78913 + (1 << 18) - 1) >> 18);
+    int s = 16 - k10;
     nbioU128 mid = 0;
     nbioU128 pw = 0;
     for (int tries = 0; tries < 3; tries++) {
@@ -204,8 +221,8 @@ static size_t format_fast(char *dst, double v, bool negative)
     const uint64_t whole = (uint64_t)(mid >> sh);
     const bool rest = (mid & mask) != 0; // v is above `whole` by a fraction
     const uint64_t p = nbio_pow10[j];
-    uint64_t q = whole / p;
-    const uint64_t r = whole % p;
+    uint64_t q = j == 0 ? whole : whole / p;
+    const uint64_t r = j == 0 ? 0 : whole % p;
     bool up;
     if (p == 1) { // the fraction mid & mask over 2^sh against one half
         const nbioU128 half = sh == 0 ? 0 : (nbioU128)1 << (sh - 1);
