@@ -7,6 +7,7 @@
 // a few MiB of rows, whatever the output's size.
 #define _POSIX_C_SOURCE 200809L // sysconf and pthreads (the --threads pool) under -std=c11
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -100,7 +101,6 @@ typedef struct KnnRun {
     const nbioPoints *queries;
     int32_t n, k, ask; // points indexed; answers a row set holds; answers asked of the index
     bool graph, one;   // the kNN graph (leave the point itself out); --at ("i,distance")
-    nbStatus st;
 } KnnRun;
 
 // One batch of queries, cut into parts that the workers take in any order; each part's rows
@@ -175,9 +175,12 @@ static int answer(KnnRun *u, nbioRows *out, nbxPool *pool, const char *name, con
     const int64_t row_bytes = (int64_t)(u->k > 0 ? u->k : 1) * NBIO_ROW_MAX;
     int64_t per = KNN_PART_BYTES / row_bytes;
     per = per < 1 ? 1 : per > 1024 ? 1024 : per;
+    // A K too large for the address space (only where size_t is 32 bits) is out of memory.
+    const bool fits = (uint64_t)(per * row_bytes) < (uint64_t)SIZE_MAX / 2 / (uint64_t)nparts &&
+                      (uint64_t)workers * (uint64_t)u->ask < SIZE_MAX / 2 / sizeof(nbNeighbor);
     const size_t part_cap = (size_t)(per * row_bytes) + NBIO_WRITER_SLACK + NBIO_DOUBLE_MAX;
     KnnBatch x = {u, 0, 0, (int32_t)per, NULL, NULL, NULL};
-    x.heaps = cli_result_buffer(name, (int64_t)workers * u->ask, sizeof(nbNeighbor));
+    x.heaps = fits ? malloc(((size_t)workers * (size_t)u->ask + 1) * sizeof(nbNeighbor)) : NULL;
     x.parts = calloc((size_t)nparts, sizeof(nbioRows));
     x.status = calloc((size_t)nparts, sizeof(nbStatus));
     char *bufs = x.heaps != NULL ? malloc(part_cap * (size_t)nparts) : NULL;
@@ -269,7 +272,7 @@ static int run(int argc, char **argv)
     r = cli_build(s, &in, knn_scale(&in.points, ask), &index);
     cli_structure_set_tasks(NULL);
     if (r == CLI_EXIT_OK) {
-        KnnRun job = {s, index, &queries.points, n, k, ask, graph, one, NB_OK};
+        KnnRun job = {s, index, &queries.points, n, k, ask, graph, one};
         r = answer(&job, &rows.rows, pooled ? &pool : NULL, in.name, cmd->name);
         s->destroy(index);
     }
