@@ -81,27 +81,11 @@ static const uint64_t nbio_pow10[20] = {1u,
                                         1000000000000000000u,
                                         10000000000000000000u};
 
-// The decimal digits of q (no leading zeros, q > 0) into dst; their count. Two at a time.
+// The decimal digits of q (no leading zeros, q > 0) into dst; their count.
 static int digits_of(char *dst, uint64_t q)
 {
-    static const char pairs[201] = "00010203040506070809101112131415161718192021222324"
-                                   "25262728293031323334353637383940414243444546474849"
-                                   "50515253545556575859606162636465666768697071727374"
-                                   "75767778798081828384858687888990919293949596979899";
     char tmp[24];
-    char *p = tmp + sizeof tmp;
-    while (q >= 100) {
-        const unsigned r = (unsigned)(q % 100) * 2;
-        q /= 100;
-        *--p = pairs[r + 1];
-        *--p = pairs[r];
-    }
-    if (q >= 10) {
-        *--p = pairs[q * 2 + 1];
-        *--p = pairs[q * 2];
-    } else {
-        *--p = (char)('0' + q);
-    }
+    const char *p = nbio_digits_before(tmp + sizeof tmp, q);
     const int n = (int)(tmp + sizeof tmp - p);
     memcpy(dst, p, (size_t)n);
     return n;

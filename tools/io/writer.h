@@ -51,16 +51,15 @@ void nbio_write_double(nbioWriter *w, double v);
 /// Room for the longest single item (an int64 and a separator) before the buffer must drain.
 #define NBIO_WRITER_SLACK 48
 
-/// Appends a decimal integer. Inline: this is the per-line hot path.
-static inline void nbio_write_i64(nbioWriter *w, int64_t v)
+/// Writes the decimal digits of u backwards, two at a time, ending just before `end`; returns
+/// where they start (at most 20 bytes before `end`).
+static inline char *nbio_digits_before(char *end, uint64_t u)
 {
     static const char pairs[201] = "00010203040506070809101112131415161718192021222324"
                                    "25262728293031323334353637383940414243444546474849"
                                    "50515253545556575859606162636465666768697071727374"
                                    "75767778798081828384858687888990919293949596979899";
-    char tmp[24];
-    char *p = tmp + sizeof tmp;
-    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    char *p = end;
     while (u >= 100) {
         unsigned r = (unsigned)(u % 100) * 2;
         u /= 100;
@@ -74,6 +73,14 @@ static inline void nbio_write_i64(nbioWriter *w, int64_t v)
     } else {
         *--p = (char)('0' + u);
     }
+    return p;
+}
+
+/// Appends a decimal integer. Inline: this is the per-line hot path.
+static inline void nbio_write_i64(nbioWriter *w, int64_t v)
+{
+    char tmp[24];
+    char *p = nbio_digits_before(tmp + sizeof tmp, v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
     if (v < 0) *--p = '-';
     size_t len = (size_t)(tmp + sizeof tmp - p);
     if (w->cap - w->used < NBIO_WRITER_SLACK) nbio_writer_drain(w);
