@@ -33,30 +33,6 @@ int64_t nbi_ctab_insert(nbiCellTable *t, int64_t x, int64_t y, int64_t z, int32_
     return (int64_t)(at - nbi_ctab_slots(t));
 }
 
-bool nbi_ctab_remove(nbiCellTable *t, int64_t x, int64_t y, int64_t z)
-{
-    const int64_t found = nbi_ctab_find_slot(t, x, y, z);
-    if (found < 0) return false;
-    nbiCellSlot *s = (nbiCellSlot *)t->buf.ptr;
-    const size_t mask = ((size_t)1 << t->bits) - 1;
-    size_t hole = (size_t)found;
-    // Backward shift: walk the run after the hole; an entry whose home lies cyclically outside
-    // (hole, j] can move into the hole (it stays reachable from its home), which opens a new
-    // hole at j. The run ends at the first empty slot.
-    for (size_t j = (hole + 1) & mask; s[j].value >= 0; j = (j + 1) & mask) {
-        const size_t home = nbi_ctab_home(t, s[j].key[0], s[j].key[1], s[j].key[2]);
-        const size_t dist_home = (j - home) & mask; // probes from its home to j
-        const size_t dist_hole = (j - hole) & mask; // from the hole to j
-        if (dist_home >= dist_hole) {
-            s[hole] = s[j];
-            hole = j;
-        }
-    }
-    s[hole].value = -1;
-    t->count--;
-    return true;
-}
-
 bool nbi_ctab_grow(nbiCellTable *t, const nbAllocator *a, size_t count)
 {
     const int32_t bits = nbi_ctab_bits_for(count);

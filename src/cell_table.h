@@ -9,9 +9,8 @@
 // is the top `bits` bits of nbi_cell_hash (cell.h), whose per-coordinate mixing keeps crafted
 // keys (multiples of a large power of two, lattices) from piling onto one probe run.
 //
-// Removal is backward-shift deletion (no tombstones): the run after the freed slot is pulled
-// back over it wherever that keeps each entry reachable from its home slot, so finds never
-// degrade after many removals.
+// There is no removal: the structures that use it drop a whole table (a rebuild) or keep empty
+// cells (the spatial hash), so entries only come and the table only grows.
 //
 // Storage is an nbiBuf, so a structure can prepare it together with its other arrays and commit
 // all or nothing (the grid does); nbi_ctab_grow does the same on its own (the spatial hash).
@@ -129,10 +128,6 @@ NBI_INLINE void nbi_ctab_set(nbiCellTable *t, int64_t slot, int32_t value)
 {
     ((nbiCellSlot *)t->buf.ptr)[slot].value = value;
 }
-
-// Removes (x, y, z); false when it was absent. Moves other entries between slots (not values):
-// slots found before a removal may no longer hold the same key.
-bool nbi_ctab_remove(nbiCellTable *t, int64_t x, int64_t y, int64_t z);
 
 // Makes room for `count` entries (at most half full), rehashing into fresh storage when the
 // table must grow. All or nothing: false (out of memory, or too many entries) leaves it as it was.

@@ -19,18 +19,19 @@ NBI_INLINE bool nbi_worse(const nbNeighbor *a, const nbNeighbor *b)
     return a->dist2 > b->dist2 || (a->dist2 == b->dist2 && a->index > b->index);
 }
 
-static inline void nbi_sift_down(nbNeighbor *h, int32_t size, int32_t i)
+// Puts x at i and moves it down to its place: the worse child moves up into the hole until x is
+// worse than both children.
+static inline void nbi_sift_down(nbNeighbor *h, int32_t size, int32_t i, nbNeighbor x)
 {
     for (;;) {
-        int32_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < size && nbi_worse(&h[l], &h[m])) m = l;
-        if (r < size && nbi_worse(&h[r], &h[m])) m = r;
-        if (m == i) return;
-        nbNeighbor t = h[i];
-        h[i] = h[m];
-        h[m] = t;
-        i = m;
+        int32_t c = 2 * i + 1;
+        if (c >= size) break;
+        if (c + 1 < size && nbi_worse(&h[c + 1], &h[c])) c++;
+        if (!nbi_worse(&h[c], &x)) break;
+        h[i] = h[c];
+        i = c;
     }
+    h[i] = x;
 }
 
 // Keeps cand if it is among the k best so far.
@@ -44,8 +45,7 @@ NBI_INLINE void nbi_heap_offer(nbiKnnHeap *h, nbNeighbor cand)
         }
         h->e[i] = cand;
     } else if (nbi_worse(&h->e[0], &cand)) {
-        h->e[0] = cand;
-        nbi_sift_down(h->e, h->size, 0);
+        nbi_sift_down(h->e, h->size, 0, cand);
     }
 }
 
@@ -60,10 +60,9 @@ NBI_INLINE double nbi_heap_bound(const nbiKnnHeap *h, double limit2)
 static inline void nbi_heap_sort(nbiKnnHeap *h)
 {
     for (int32_t end = h->size - 1; end > 0; end--) {
-        nbNeighbor t = h->e[0];
-        h->e[0] = h->e[end];
-        h->e[end] = t;
-        nbi_sift_down(h->e, end, 0);
+        const nbNeighbor last = h->e[end];
+        h->e[end] = h->e[0];
+        nbi_sift_down(h->e, end, 0, last);
     }
 }
 

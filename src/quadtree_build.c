@@ -847,7 +847,7 @@ NBI_INLINE int32_t nbi_pos_hint(const nbQuadtree *q, nbHandle e)
     const uint32_t s = (uint32_t)e.bits - 1u;
     if (s >= (uint32_t)q->pool.used) return -1;
     const int32_t p = ((const nbiPoolSlot *)q->pool.slots.ptr)[s].value;
-    return p >= 0 && p < q->top ? p : -1;
+    return p >= 0 && p < q->arena.top ? p : -1;
 }
 
 nbStatus nb_quadtree_move_many(nbQuadtree *q, const nbHandle *items, const nbRect *rects,
@@ -897,7 +897,7 @@ nbStatus nb_quadtree_move_many(nbQuadtree *q, const nbHandle *items, const nbRec
         }
         if (i + NBI_QT_AHEAD_NODE < count) {
             const int32_t p = pos[(i + NBI_QT_AHEAD_NODE) & 7];
-            const int32_t n = p >= 0 && p < q->top ? NBI_OWN(q)[p] : -1;
+            const int32_t n = p >= 0 && p < q->arena.top ? NBI_OWN(q)[p] : -1;
             if (n >= 0 && n < q->node_top) {
                 nbi_prefetch(NBI_NODES(q) + n);
                 nbi_prefetch(NBI_HOT(q) + n);
@@ -906,7 +906,7 @@ nbStatus nb_quadtree_move_many(nbQuadtree *q, const nbHandle *items, const nbRec
         }
         if (i + NBI_QT_AHEAD_RUN < count) { // the node's hot record has arrived: its run box
             const int32_t p = pos[(i + NBI_QT_AHEAD_RUN) & 7];
-            const int32_t n = p >= 0 && p < q->top ? NBI_OWN(q)[p] : -1;
+            const int32_t n = p >= 0 && p < q->arena.top ? NBI_OWN(q)[p] : -1;
             if (n >= 0 && n < q->node_top) {
                 const nbiQtHot *h = NBI_HOT(q) + n;
                 const int32_t run = (p - h->start) >> 3;

@@ -52,6 +52,7 @@
 
 #include <nearby/quadtree.h>
 
+#include "block_arena.h"
 #include "cell.h"
 #include "handle_pool.h"
 
@@ -73,7 +74,6 @@ enum {
     NBI_QT_STACK = 4 * (NB_QUADTREE_MAX_DEPTH + NBI_QT_GROW_MAX + 4),
     NBI_QT_DEFAULT_THRESHOLD = 512, // measured: docs/quadtree.md
     NBI_QT_DEFAULT_DEPTH = 24,
-    NBI_QT_CLASSES = 31,   // block sizes 2^0 .. 2^30
     NBI_QT_MIN_CLS = 3,    // a node's first block holds 8 (a run of 16-bit boxes)
     NBI_QT_QMAX = 32766,   // 16-bit box fields lie in [-NBI_QT_QMAX, NBI_QT_QMAX]
     NBI_QT_QEMPTY = 32767, // every field of a position without a box: fails every test
@@ -155,13 +155,11 @@ struct nbQuadtree {
     nbiBuf fb;         // by runs of 4 positions: their float boxes (nbi_fb_at)
     nbiBuf qb;         // by runs of 8 positions: their 16-bit boxes, then their nbHits (nbi_qb_at)
     nbiBuf sb;         // 1 float per position: segment boxes (nbi_seg_of)
-    int32_t top;       // positions [0, top) belong to blocks, live or free
+    nbiArena arena;    // the blocks of positions (block_arena.h), free ones linked through own
     int32_t tidy_next; // the node moves' tidying looks at next (nbi_tidy_pay)
     int64_t tidy_credit; // moves not yet paid for by tidying
     int64_t tidy_due;    // the credit at which the next tidying is looked for
     int64_t tidied;      // nodes tidied since the tree was made, cleared or built (info)
-    int32_t free_block[NBI_QT_CLASSES];
-    int32_t free_count[NBI_QT_CLASSES];
 };
 
 #define NBI_NODES(q) ((nbiQtNode *)(q)->nodes.ptr)

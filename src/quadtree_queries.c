@@ -3,6 +3,10 @@
 // pairs, with the window tests they share (quadtree_internal.h has the layout).
 #include "quadtree_internal.h"
 
+#include "knn_heap.h"
+
+#include <stddef.h>
+
 // ---- window tests ----
 
 NBI_INLINE bool nbi_touch(const double *a, const double *b)
@@ -799,90 +803,37 @@ nbStatus nb_quadtree_visit_all(const nbQuadtree *q, nbHitFn *visit, void *user)
     return NB_OK;
 }
 
-// ---- nearest: kNN and rays share a bounded max-heap keyed by (distance, slot) ----
+// ---- nearest: kNN and rays ----
+//
+// Both keep their best in the one kNN heap (knn_heap.h) keyed by (distance, handle slot): kNN's
+// distances are squared distances, a ray's the t at which it enters. The heap's entries
+// (nbNeighbor: the slot and the distance) lie in the front of the caller's buffer, whose entries
+// are larger (nbHitNeighbor and nbRayHit: a hit, then the distance); nbi_widen then turns them
+// into hits in place, from the last to the first, each read before it is overwritten.
 
-typedef struct nbiQtHeap {
-    double *key;   // the distance of entry i, read through `at`
-    nbHit *hit;    // entry i's hit
-    size_t stride; // bytes from one entry to the next
-    int32_t cap, n;
-    int64_t total; // every match seen (ray casts report it)
-} nbiQtHeap;
+// The search's state: the heap and, for a ray cast, every hit counted.
+typedef struct nbiQtNear {
+    nbiKnnHeap heap;
+    int64_t total;
+} nbiQtNear;
 
-#define NBI_HKEY(h, i) (*(double *)((char *)(h)->key + (size_t)(i) * (h)->stride))
-#define NBI_HHIT(h, i) (*(nbHit *)((char *)(h)->hit + (size_t)(i) * (h)->stride))
+_Static_assert(sizeof(nbHitNeighbor) == sizeof(nbRayHit) &&
+                   offsetof(nbHitNeighbor, dist2) == offsetof(nbRayHit, t) &&
+                   sizeof(nbNeighbor) <= sizeof(nbRayHit),
+               "kNN and ray results share one layout, wider than the heap's entries");
 
-// a before b: nearer, or as near with the lower slot.
-NBI_INLINE bool nbi_before(double da, uint64_t ha, double db, uint64_t hb)
+// The heap's n entries at the front of `out` (nbHitNeighbor or nbRayHit) as hits, in place.
+static void nbi_widen(const nbQuadtree *q, void *out, int32_t n)
 {
-    return da < db || (da == db && (uint32_t)ha < (uint32_t)hb);
-}
-
-static void nbi_heap_sift_down(nbiQtHeap *h, int32_t i)
-{
-    for (;;) {
-        int32_t l = 2 * i + 1, m = i;
-        if (l < h->n && nbi_before(NBI_HKEY(h, m), NBI_HHIT(h, m).handle.bits, NBI_HKEY(h, l),
-                                   NBI_HHIT(h, l).handle.bits))
-            m = l;
-        if (l + 1 < h->n && nbi_before(NBI_HKEY(h, m), NBI_HHIT(h, m).handle.bits,
-                                       NBI_HKEY(h, l + 1), NBI_HHIT(h, l + 1).handle.bits))
-            m = l + 1;
-        if (m == i) return;
-        double k = NBI_HKEY(h, i);
-        nbHit t = NBI_HHIT(h, i);
-        NBI_HKEY(h, i) = NBI_HKEY(h, m);
-        NBI_HHIT(h, i) = NBI_HHIT(h, m);
-        NBI_HKEY(h, m) = k;
-        NBI_HHIT(h, m) = t;
-        i = m;
+    unsigned char *bytes = (unsigned char *)out;
+    for (int32_t i = n - 1; i >= 0; i--) {
+        nbNeighbor e;
+        memcpy(&e, bytes + (size_t)i * sizeof(nbNeighbor), sizeof e);
+        nbHitNeighbor wide;
+        wide.hit = nbi_hit_at(q, nbi_pool_slot_value(&q->pool, e.index));
+        wide.dist2 = e.dist2;
+        memcpy(bytes + (size_t)i * sizeof(nbHitNeighbor), &wide, sizeof wide);
     }
-}
-
-static void nbi_heap_offer(nbiQtHeap *h, double d, nbHit hit)
-{
-    h->total++;
-    if (h->cap == 0) return;
-    if (h->n < h->cap) {
-        int32_t i = h->n++;
-        while (i > 0) {
-            int32_t p = (i - 1) / 2;
-            if (!nbi_before(NBI_HKEY(h, p), NBI_HHIT(h, p).handle.bits, d, hit.handle.bits)) break;
-            NBI_HKEY(h, i) = NBI_HKEY(h, p);
-            NBI_HHIT(h, i) = NBI_HHIT(h, p);
-            i = p;
-        }
-        NBI_HKEY(h, i) = d;
-        NBI_HHIT(h, i) = hit;
-        return;
-    }
-    if (!nbi_before(d, hit.handle.bits, NBI_HKEY(h, 0), NBI_HHIT(h, 0).handle.bits)) return;
-    NBI_HKEY(h, 0) = d;
-    NBI_HHIT(h, 0) = hit;
-    nbi_heap_sift_down(h, 0);
-}
-
-// Sorts the heap ascending in place (heapsort: the max goes to the end).
-static void nbi_heap_sort(nbiQtHeap *h)
-{
-    const int32_t n = h->n;
-    for (int32_t end = n - 1; end > 0; end--) {
-        double k = NBI_HKEY(h, 0);
-        nbHit t = NBI_HHIT(h, 0);
-        NBI_HKEY(h, 0) = NBI_HKEY(h, end);
-        NBI_HHIT(h, 0) = NBI_HHIT(h, end);
-        NBI_HKEY(h, end) = k;
-        NBI_HHIT(h, end) = t;
-        h->n = end;
-        nbi_heap_sift_down(h, 0);
-    }
-    h->n = n;
-}
-
-// The farthest distance that can still enter the heap (ties included).
-NBI_INLINE double nbi_heap_bound(const nbiQtHeap *h, double limit)
-{
-    return h->cap > 0 && h->n == h->cap && NBI_HKEY(h, 0) < limit ? NBI_HKEY(h, 0) : limit;
 }
 
 enum { NBI_N_KNN, NBI_N_RAY };
@@ -892,7 +843,7 @@ enum { NBI_N_KNN, NBI_N_RAY };
 // `count_all` is set (all ray hits), nodes are pruned by the limit only, so total counts
 // every hit.
 static void nbi_nearest(const nbQuadtree *q, int kind, const double *p, const nbiRay *ray,
-                        double limit, bool count_all, nbFilter f, nbiQtHeap *h)
+                        double limit, bool count_all, nbFilter f, nbiQtNear *h)
 {
     const nbiQtNode *nodes = NBI_NODES(q);
     const nbiQtBox *rec = NBI_BOX(q);
@@ -908,7 +859,7 @@ static void nbi_nearest(const nbQuadtree *q, int kind, const double *p, const nb
     while (top > 0) {
         top--;
         const nbiQtNode *n = &nodes[stack[top]];
-        const double bound = count_all ? limit : nbi_heap_bound(h, limit);
+        const double bound = count_all ? limit : nbi_heap_bound(&h->heap, limit);
         if (sd[top] > bound) continue;
         {
             const int32_t base = n->start, end = base + n->count;
@@ -923,7 +874,11 @@ static void nbi_nearest(const nbQuadtree *q, int kind, const double *p, const nb
                     if (d < 0.0) continue;
                 }
                 if (check && !nbi_filter_accepts(f, NBI_CAT(q)[i], NBI_MASK(q)[i])) continue;
-                nbi_heap_offer(h, d, nbi_hit_at(q, i));
+                h->total++;
+                if (h->heap.k == 0) continue;
+                const nbNeighbor cand = {(int32_t)((uint32_t)nbi_hit_of(q, i)->handle.bits - 1u),
+                                         d};
+                nbi_heap_offer(&h->heap, cand);
             }
         }
         if (n->child < 0) continue;
@@ -959,6 +914,36 @@ static void nbi_nearest(const nbQuadtree *q, int kind, const double *p, const nb
     }
 }
 
+// One search, kNN or ray, and where its answers go: the nearest `cap` into `out` (nbHitNeighbor
+// or nbRayHit), nearest first (nbi_near); the callback forms run it on the heap
+// nbi_visit_hit_knn gives them (nbi_qt_ask).
+typedef struct nbiQtAsk {
+    const nbQuadtree *q;
+    int kind;            // NBI_N_KNN, NBI_N_RAY
+    const double *point; // kNN
+    const nbiRay *ray;   // rays
+    double limit;        // kNN: max_distance^2; rays: max_distance
+    bool count_all;      // count every hit (all of a ray's): pruned by the limit only
+    nbFilter filter;
+} nbiQtAsk;
+
+// Runs the search; returns how many hits it kept, or with count_all how many there are.
+static int64_t nbi_near(const nbiQtAsk *a, void *out, int32_t cap)
+{
+    nbiQtNear h = {{(nbNeighbor *)out, 0, cap}, 0};
+    nbi_nearest(a->q, a->kind, a->point, a->ray, a->limit, a->count_all, a->filter, &h);
+    nbi_heap_sort(&h.heap);
+    nbi_widen(a->q, out, h.heap.size);
+    return a->count_all ? h.total : h.heap.size;
+}
+
+static nbStatus nbi_qt_ask(const void *ctx, nbHitNeighbor *out, int32_t k, int32_t *found)
+{
+    const int64_t n = nbi_near((const nbiQtAsk *)ctx, out, k);
+    *found = (int32_t)(n < k ? n : k);
+    return NB_OK;
+}
+
 nbStatus nb_quadtree_knn(const nbQuadtree *q, const double *point, nbFilter filter,
                          double max_distance, nbHitNeighbor *out, int32_t k, int32_t *found)
 {
@@ -968,32 +953,9 @@ nbStatus nb_quadtree_knn(const nbQuadtree *q, const double *point, nbFilter filt
     if (!isfinite(point[0]) || !isfinite(point[1]) || isnan(max_distance)) return NB_ERR_NOT_FINITE;
     if (k < 0 || max_distance < 0.0) return NB_ERR_OUT_OF_RANGE;
     if (k == 0) return NB_OK;
-    nbiQtHeap h;
-    h.key = &out[0].dist2;
-    h.hit = &out[0].hit;
-    h.stride = sizeof *out;
-    h.cap = k;
-    h.n = 0;
-    h.total = 0;
-    const double limit = max_distance * max_distance;
-    nbi_nearest(q, NBI_N_KNN, point, NULL, limit, false, filter, &h);
-    nbi_heap_sort(&h);
-    *found = h.n;
+    const nbiQtAsk ask = {q, NBI_N_KNN, point, NULL, max_distance * max_distance, false, filter};
+    *found = (int32_t)nbi_near(&ask, out, k);
     return NB_OK;
-}
-
-// The callback form's search, on the heap nbi_visit_hit_knn gives it.
-typedef struct nbiQtKnnAsk {
-    const nbQuadtree *q;
-    const double *point;
-    nbFilter filter;
-    double max_distance;
-} nbiQtKnnAsk;
-
-static nbStatus nbi_qt_knn_ask(const void *ctx, nbHitNeighbor *out, int32_t k, int32_t *found)
-{
-    const nbiQtKnnAsk *a = (const nbiQtKnnAsk *)ctx;
-    return nb_quadtree_knn(a->q, a->point, a->filter, a->max_distance, out, k, found);
 }
 
 nbStatus nb_quadtree_visit_knn(const nbQuadtree *q, const double *point, nbFilter filter,
@@ -1002,9 +964,8 @@ nbStatus nb_quadtree_visit_knn(const nbQuadtree *q, const double *point, nbFilte
     if (q == NULL || point == NULL || visit == NULL) return NB_ERR_NULL_ARG;
     if (!isfinite(point[0]) || !isfinite(point[1]) || isnan(max_distance)) return NB_ERR_NOT_FINITE;
     if (k < 0 || max_distance < 0.0) return NB_ERR_OUT_OF_RANGE;
-    const nbiQtKnnAsk ask = {q, point, filter, max_distance};
-    return nbi_visit_hit_knn(&q->alloc, k < q->count ? k : q->count, nbi_qt_knn_ask, &ask, visit,
-                             user);
+    const nbiQtAsk ask = {q, NBI_N_KNN, point, NULL, max_distance * max_distance, false, filter};
+    return nbi_visit_hit_knn(&q->alloc, k < q->count ? k : q->count, nbi_qt_ask, &ask, visit, user);
 }
 
 static nbStatus nbi_ray_make(const double *origin, const double *direction, double max_distance,
@@ -1039,15 +1000,8 @@ nbStatus nb_quadtree_raycast(const nbQuadtree *q, const double *origin, const do
     nbiRay ray;
     nbStatus st = nbi_ray_make(origin, direction, max_distance, &ray);
     if (st != NB_OK) return st;
-    nbiQtHeap h;
-    h.key = &out[0].t;
-    h.hit = &out[0].hit;
-    h.stride = sizeof *out;
-    h.cap = 1;
-    h.n = 0;
-    h.total = 0;
-    nbi_nearest(q, NBI_N_RAY, NULL, &ray, max_distance, false, filter, &h);
-    *found = h.n;
+    const nbiQtAsk ask = {q, NBI_N_RAY, NULL, &ray, max_distance, false, filter};
+    *found = (int32_t)nbi_near(&ask, out, 1);
     return NB_OK;
 }
 
@@ -1063,19 +1017,25 @@ nbStatus nb_quadtree_raycast_all(const nbQuadtree *q, const double *origin, cons
     nbStatus st = nbi_ray_make(origin, direction, max_distance, &ray);
     if (st != NB_OK) return st;
     if (capacity < 0) return NB_ERR_OUT_OF_RANGE;
-    nbRayHit dummy;
-    nbiQtHeap h;
-    h.key = capacity > 0 ? &out[0].t : &dummy.t;
-    h.hit = capacity > 0 ? &out[0].hit : &dummy.hit;
-    h.stride = sizeof *out;
-    h.cap = capacity;
-    h.n = 0;
-    h.total = 0;
-    nbi_nearest(q, NBI_N_RAY, NULL, &ray, max_distance, true, filter, &h);
-    nbi_heap_sort(&h);
-    if (h.total > INT32_MAX) return NB_ERR_INTERNAL; // cannot happen: at most 2^28 rectangles
-    *found = (int32_t)h.total;
-    return h.total > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
+    const nbiQtAsk ask = {q, NBI_N_RAY, NULL, &ray, max_distance, true, filter};
+    const int64_t total = nbi_near(&ask, out, capacity);
+    if (total > INT32_MAX) return NB_ERR_INTERNAL; // cannot happen: at most 2^28 rectangles
+    *found = (int32_t)total;
+    return total > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
+}
+
+nbStatus nb_quadtree_visit_raycast_all(const nbQuadtree *q, const double *origin,
+                                       const double *direction, double max_distance,
+                                       nbFilter filter, nbRayHitFn *visit, void *user)
+{
+    if (q == NULL || origin == NULL || direction == NULL || visit == NULL) return NB_ERR_NULL_ARG;
+    nbiRay ray;
+    const nbStatus st = nbi_ray_make(origin, direction, max_distance, &ray);
+    if (st != NB_OK) return st;
+    // A counting cast first, so that the heap then holds every hit in the order they are visited.
+    const nbiQtAsk ask = {q, NBI_N_RAY, NULL, &ray, max_distance, true, filter};
+    const int64_t total = nbi_near(&ask, NULL, 0);
+    return nbi_visit_hit_knn(&q->alloc, (int32_t)total, nbi_qt_ask, &ask, visit, user);
 }
 
 // ---- pairs ----

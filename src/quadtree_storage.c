@@ -29,11 +29,11 @@ static void nbi_qt_pos_bufs(nbQuadtree *q, nbiBuf *buf[NBI_QT_POS_BUFS],
 nbStatus nbi_qt_room(nbQuadtree *q, const nbiQtNeed *need)
 {
     if ((int64_t)q->count + need->items > NBI_QT_MAX_ITEMS) return NB_ERR_OUT_OF_RANGE;
-    int64_t positions = (int64_t)q->top + need->positions;
+    int64_t positions = (int64_t)q->arena.top + need->positions;
     for (int b = 0; b < need->nblocks; b++) {
         int same = 0; // earlier requests of the same class use up its free list first
         for (int e = 0; e < b; e++) same += need->cls[e] == need->cls[b];
-        if (q->free_count[need->cls[b]] <= same) positions += (int64_t)1 << need->cls[b];
+        positions += nbi_arena_need(&q->arena, need->cls[b], same);
     }
     const int64_t groups = need->groups > q->free_groups ? need->groups - q->free_groups : 0;
     const int64_t node_need = (int64_t)q->node_top + 4 * groups;
@@ -79,23 +79,13 @@ nbStatus nbi_qt_room(nbQuadtree *q, const nbiQtNeed *need)
 // A block of class c (room prepared): from its free list, else from the arena's end.
 int32_t nbi_block_take(nbQuadtree *q, int c)
 {
-    int32_t s = q->free_block[c];
-    if (s >= 0) {
-        q->free_block[c] = NBI_OWN(q)[s];
-        q->free_count[c]--;
-        return s;
-    }
-    NB_ASSERT((size_t)q->top + ((size_t)1 << c) <= q->own.cap);
-    s = q->top;
-    q->top += (int32_t)1 << c;
-    return s;
+    NB_ASSERT((size_t)(q->arena.top + nbi_arena_need(&q->arena, c, 0)) <= q->own.cap);
+    return nbi_arena_take(&q->arena, NBI_OWN(q), c);
 }
 
 void nbi_block_give(nbQuadtree *q, int32_t start, int c)
 {
-    NBI_OWN(q)[start] = q->free_block[c];
-    q->free_block[c] = start;
-    q->free_count[c]++;
+    nbi_arena_give(&q->arena, NBI_OWN(q), start, c);
 }
 
 // Readies a block of class c at `start` for puts: its positions from `from` on (by whole runs)
@@ -289,11 +279,7 @@ static void nbi_reset(nbQuadtree *q)
 {
     q->count = 0;
     q->nfiltered = 0;
-    q->top = 0;
-    for (int c = 0; c < NBI_QT_CLASSES; c++) {
-        q->free_block[c] = -1;
-        q->free_count[c] = 0;
-    }
+    nbi_arena_reset(&q->arena);
     q->node_top = NBI_QT_GROUPS;
     q->tidy_next = 0;
     q->tidy_credit = 0;
@@ -413,7 +399,7 @@ nbStatus nb_quadtree_reserve(nbQuadtree *q, int32_t count)
     need.items = count > q->count ? count - q->count : 0;
     // Blocks are at most twice what they hold, plus what waits on the free lists.
     const int64_t positions = 3 * (int64_t)count + 64;
-    need.positions = positions > q->top ? positions - q->top : 0;
+    need.positions = positions > q->arena.top ? positions - q->arena.top : 0;
     const int64_t groups = (int64_t)count / 8 + 16;
     const int64_t used_groups = (q->node_top - NBI_QT_GROUPS) / 4 - q->free_groups;
     need.groups = groups > used_groups ? groups - used_groups : 0;

@@ -24,9 +24,10 @@ static nbStatus nbi_validate_node(const nbQuadtree *q, int32_t n, int64_t *items
     if (node->count == 0) {
         NBI_CHECK(node->cls == -1);
     } else {
-        NBI_CHECK(node->cls >= NBI_QT_MIN_CLS && node->cls < NBI_QT_CLASSES);
+        NBI_CHECK(node->cls >= NBI_QT_MIN_CLS && node->cls < NBI_ARENA_CLASSES);
         NBI_CHECK(node->count <= ((int64_t)1 << node->cls));
-        NBI_CHECK(node->start >= 0 && (int64_t)node->start + ((int64_t)1 << node->cls) <= q->top);
+        NBI_CHECK(node->start >= 0 &&
+                  (int64_t)node->start + ((int64_t)1 << node->cls) <= q->arena.top);
         *blocks += (int64_t)1 << node->cls;
     }
     for (int32_t i = 0; i < node->count; i++) {
@@ -85,7 +86,8 @@ nbStatus nb_quadtree_validate(const nbQuadtree *q)
     if (st != NB_OK) return st;
     NBI_CHECK(q->count == nbi_pool_count(&q->pool));
     NBI_CHECK(q->node_top >= NBI_QT_GROUPS && (size_t)q->node_top <= q->nodes.cap);
-    NBI_CHECK(q->top >= 0 && (size_t)q->top <= q->own.cap && (size_t)q->top <= q->box.cap);
+    NBI_CHECK(q->arena.top >= 0 && (size_t)q->arena.top <= q->own.cap &&
+              (size_t)q->arena.top <= q->box.cap);
     const nbiQtNode *nodes = NBI_NODES(q);
     NBI_CHECK(nodes[NBI_QT_ROOT].parent == -1 && nodes[NBI_QT_OUT].parent == -1);
     NBI_CHECK(nodes[NBI_QT_OUT].child == -1);
@@ -107,7 +109,7 @@ nbStatus nb_quadtree_validate(const nbQuadtree *q)
     }
     NBI_CHECK(items == q->count);
     int64_t filtered = 0;
-    for (int32_t p = 0; p < q->top; p++) {
+    for (int32_t p = 0; p < q->arena.top; p++) {
         const int32_t n = NBI_OWN(q)[p];
         if (n < 0 || n >= q->node_top) continue; // a free block's link, or a stale position
         const nbiQtNode *node = &nodes[n];
@@ -117,16 +119,9 @@ nbStatus nb_quadtree_validate(const nbQuadtree *q)
         filtered += !nbi_filter_all_bits(NBI_CAT(q)[p], NBI_MASK(q)[p]);
     }
     NBI_CHECK(filtered == q->nfiltered);
-    for (int c = 0; c < NBI_QT_CLASSES; c++) {
-        int64_t len = 0;
-        for (int32_t s = q->free_block[c]; s >= 0; s = NBI_OWN(q)[s]) {
-            NBI_CHECK((int64_t)s + ((int64_t)1 << c) <= q->top);
-            NBI_CHECK(++len <= q->free_count[c]);
-        }
-        NBI_CHECK(len == q->free_count[c]);
-        blocks += len << c;
-    }
-    NBI_CHECK(blocks == q->top); // live and free blocks tile the arena (sizes add up)
+    NBI_CHECK(nbi_arena_valid(&q->arena, NBI_OWN(q)));
+    // live and free blocks tile the arena (sizes add up)
+    NBI_CHECK(blocks + q->arena.free_positions == q->arena.top);
     int64_t free_groups = 0;
     for (int32_t g = q->free_group; g >= 0; g = nodes[g].child) {
         NBI_CHECK(g >= NBI_QT_GROUPS && g + 4 <= q->node_top && nodes[g].parent == -2);

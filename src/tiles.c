@@ -33,9 +33,9 @@
 // Remove: the block's last entity fills the hole (its slot learns its new position). Everything
 // that may allocate is made room for first (nbi_tiles_room), so failures change nothing.
 //
-// Waypoints: wstart[tile] .. wstart[tile + 1] are tile's waypoints in wpts / wid / wnum (their
+// Waypoints: wstart[tile] .. wstart[tile + 1] are tile's waypoints in wpts / wnum (their
 // number = the order added, which orders ties), rebuilt by count, prefix sum and scatter on
-// each add call.
+// each add call; wid holds their ids by number.
 //
 // Invariants (nb_tiles_validate): the pool's own; count == live handles == entities in blocks;
 // nfiltered == live entities whose mask is not all ones;
@@ -45,12 +45,14 @@
 // cover [0, top) exactly; wstart rises from 0 to nwp and every waypoint maps to its tile.
 #include <nearby/tiles.h>
 
+#include "block_arena.h"
 #include "handle_pool.h"
+#include "knn_heap.h"
 #include "view.h"
 
 #include <string.h>
 
-enum { NBI_TILES_CLASSES = 31, NBI_TILES_MAX_ITEMS = 1 << 28 };
+enum { NBI_TILES_MAX_ITEMS = 1 << 28 };
 
 struct nbTiles {
     nbAllocator alloc;
@@ -71,11 +73,9 @@ struct nbTiles {
     nbiBuf user;  // uint64_t per slot
     nbiBuf mask;  // uint32_t per slot: what the entity wants to find
 
-    nbiBuf pts; // double, dim per position
-    nbiBuf idx; // int32_t per position: the slot there (a free block: the next free block)
-    int32_t top;
-    int32_t free_block[NBI_TILES_CLASSES];
-    int64_t free_positions;
+    nbiBuf pts;     // double, dim per position
+    nbiBuf idx;     // int32_t per position: the slot there (a free block: the next free block)
+    nbiArena arena; // the blocks of positions (block_arena.h), free ones linked through idx
 
     nbiBuf start, end; // int32_t per block (ntiles * groups), made at create
     nbiBuf cls;        // int8_t per block
@@ -84,7 +84,7 @@ struct nbTiles {
     int32_t nwp;
     nbiBuf wstart; // int32_t, ntiles + 1, made at create
     nbiBuf wpts;   // double, dim per waypoint, tile by tile
-    nbiBuf wid;    // uint64_t per waypoint
+    nbiBuf wid;    // uint64_t per waypoint, by number
     nbiBuf wnum;   // int32_t per waypoint: its number
 };
 
@@ -155,7 +155,7 @@ static void nbi_tiles_bufs(nbTiles *t, nbiBuf *buf[NBI_TILES_BUFS], size_t elem[
 static nbStatus nbi_tiles_room(nbTiles *t, int32_t items, int64_t positions)
 {
     if ((int64_t)t->count + items > NBI_TILES_MAX_ITEMS) return NB_ERR_OUT_OF_RANGE;
-    const int64_t top = (int64_t)t->top + positions;
+    const int64_t top = (int64_t)t->arena.top + positions;
     if (top > INT32_MAX) return NB_ERR_OUT_OF_RANGE;
     nbiBuf *cur[NBI_TILES_BUFS];
     size_t elem[NBI_TILES_BUFS];
@@ -183,27 +183,17 @@ static nbStatus nbi_tiles_room(nbTiles *t, int32_t items, int64_t positions)
 
 static int64_t nbi_block_need(const nbTiles *t, int k)
 {
-    return t->free_block[k] >= 0 ? 0 : (int64_t)1 << k;
+    return nbi_arena_need(&t->arena, k, 0);
 }
 
 static int32_t nbi_block_take(nbTiles *t, int k)
 {
-    int32_t b = t->free_block[k];
-    if (b >= 0) {
-        t->free_block[k] = NBI_ARR(t, idx, int32_t)[b];
-        t->free_positions -= (int64_t)1 << k;
-        return b;
-    }
-    b = t->top;
-    t->top += 1 << k;
-    return b;
+    return nbi_arena_take(&t->arena, NBI_ARR(t, idx, int32_t), k);
 }
 
 static void nbi_block_give(nbTiles *t, int32_t b, int k)
 {
-    NBI_ARR(t, idx, int32_t)[b] = t->free_block[k];
-    t->free_block[k] = b;
-    t->free_positions += (int64_t)1 << k;
+    nbi_arena_give(&t->arena, NBI_ARR(t, idx, int32_t), b, k);
 }
 
 // Arena positions appending one entity to block b needs (a first block, or a larger one).
@@ -333,7 +323,7 @@ nbStatus nb_tiles_create(const nbTilesDesc *desc, nbTiles **out)
         t->inv[i] = 1.0 / edge[i];
     }
     nbi_pool_init(&t->pool, &a, NBI_TILES_MAX_ITEMS);
-    for (int k = 0; k < NBI_TILES_CLASSES; k++) t->free_block[k] = -1;
+    nbi_arena_reset(&t->arena);
     const size_t blocks = nbi_blocks(t);
     t->start.ptr = nbi_alloc(&a, blocks, sizeof(int32_t));
     t->end.ptr = nbi_alloc(&a, blocks, sizeof(int32_t));
@@ -408,9 +398,7 @@ void nb_tiles_clear(nbTiles *tiles)
     memset(tiles->end.ptr, 0, blocks * sizeof(int32_t));
     memset(tiles->cls.ptr, -1, blocks);
     memset(tiles->occ.ptr, 0, tiles->occ.cap * sizeof(uint32_t));
-    for (int k = 0; k < NBI_TILES_CLASSES; k++) tiles->free_block[k] = -1;
-    tiles->free_positions = 0;
-    tiles->top = 0;
+    nbi_arena_reset(&tiles->arena);
     tiles->count = tiles->nfiltered = 0;
 }
 
@@ -599,8 +587,10 @@ nbStatus nb_tiles_tile_of(const nbTiles *tiles, const double *pos, int32_t *tile
     return NB_OK;
 }
 
-static nbStatus nbi_neighbors(const nbTiles *t, int32_t tile, const int64_t k[2], int32_t *out,
-                              int32_t capacity, int32_t *found)
+// The tiles within k[0] x k[1] rings of `tile` (checked), row-major: into out (counting past its
+// capacity) or, with a visitor, to it until it stops.
+static nbStatus nbi_neighbor_tiles(const nbTiles *t, int32_t tile, const int64_t k[2], int32_t *out,
+                                   int32_t capacity, int32_t *found, nbVisitFn *visit, void *user)
 {
     const int32_t c[2] = {tile % t->nt[0], tile / t->nt[0]};
     int32_t lo[2], hi[2];
@@ -610,24 +600,45 @@ static nbStatus nbi_neighbors(const nbTiles *t, int32_t tile, const int64_t k[2]
     }
     int32_t n = 0;
     for (int32_t y = lo[1]; y <= hi[1]; y++)
-        for (int32_t x = lo[0]; x <= hi[0]; x++, n++)
+        for (int32_t x = lo[0]; x <= hi[0]; x++, n++) {
+            if (visit != NULL && !visit(x + t->nt[0] * y, user)) return NB_OK;
             if (n < capacity) out[n] = x + t->nt[0] * y;
+        }
+    if (visit != NULL) return NB_OK;
     *found = n;
     return n > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
 }
 
-nbStatus nb_tiles_neighbors(const nbTiles *tiles, int32_t tile, int32_t rings, int32_t *out,
-                            int32_t capacity, int32_t *found)
+// The rings per axis that cover `radius` (finite, >= 0) from any point of a tile.
+static void nbi_radius_rings(const nbTiles *t, double radius, int64_t k[2])
+{
+    for (int a = 0; a < 2; a++) {
+        const double r = ceil(radius / t->edge[a]);
+        k[a] = r < (double)t->nt[a] ? (int64_t)r : t->nt[a];
+    }
+}
+
+nbStatus nb_tiles_neighbor_tiles(const nbTiles *tiles, int32_t tile, int32_t rings, int32_t *out,
+                                 int32_t capacity, int32_t *found)
 {
     if (found != NULL) *found = 0;
     if (tiles == NULL || found == NULL || (out == NULL && capacity > 0)) return NB_ERR_NULL_ARG;
     if (tile < 0 || tile >= tiles->ntiles || rings < 0 || capacity < 0) return NB_ERR_OUT_OF_RANGE;
     const int64_t k[2] = {rings, rings};
-    return nbi_neighbors(tiles, tile, k, out, capacity, found);
+    return nbi_neighbor_tiles(tiles, tile, k, out, capacity, found, NULL, NULL);
 }
 
-nbStatus nb_tiles_neighbors_radius(const nbTiles *tiles, int32_t tile, double radius, int32_t *out,
-                                   int32_t capacity, int32_t *found)
+nbStatus nb_tiles_visit_neighbor_tiles(const nbTiles *tiles, int32_t tile, int32_t rings,
+                                       nbVisitFn *visit, void *user)
+{
+    if (tiles == NULL || visit == NULL) return NB_ERR_NULL_ARG;
+    if (tile < 0 || tile >= tiles->ntiles || rings < 0) return NB_ERR_OUT_OF_RANGE;
+    const int64_t k[2] = {rings, rings};
+    return nbi_neighbor_tiles(tiles, tile, k, NULL, 0, NULL, visit, user);
+}
+
+nbStatus nb_tiles_neighbor_tiles_radius(const nbTiles *tiles, int32_t tile, double radius,
+                                        int32_t *out, int32_t capacity, int32_t *found)
 {
     if (found != NULL) *found = 0;
     if (tiles == NULL || found == NULL || (out == NULL && capacity > 0)) return NB_ERR_NULL_ARG;
@@ -635,11 +646,19 @@ nbStatus nb_tiles_neighbors_radius(const nbTiles *tiles, int32_t tile, double ra
     if (radius < 0.0 || tile < 0 || tile >= tiles->ntiles || capacity < 0)
         return NB_ERR_OUT_OF_RANGE;
     int64_t k[2];
-    for (int a = 0; a < 2; a++) {
-        const double r = ceil(radius / tiles->edge[a]);
-        k[a] = r < (double)tiles->nt[a] ? (int64_t)r : tiles->nt[a];
-    }
-    return nbi_neighbors(tiles, tile, k, out, capacity, found);
+    nbi_radius_rings(tiles, radius, k);
+    return nbi_neighbor_tiles(tiles, tile, k, out, capacity, found, NULL, NULL);
+}
+
+nbStatus nb_tiles_visit_neighbor_tiles_radius(const nbTiles *tiles, int32_t tile, double radius,
+                                              nbVisitFn *visit, void *user)
+{
+    if (tiles == NULL || visit == NULL) return NB_ERR_NULL_ARG;
+    if (!isfinite(radius)) return NB_ERR_NOT_FINITE;
+    if (radius < 0.0 || tile < 0 || tile >= tiles->ntiles) return NB_ERR_OUT_OF_RANGE;
+    int64_t k[2];
+    nbi_radius_rings(tiles, radius, k);
+    return nbi_neighbor_tiles(tiles, tile, k, NULL, 0, NULL, visit, user);
 }
 
 // Hits into the caller's buffer (counting past its capacity) or visitor.
@@ -814,13 +833,14 @@ static nbStatus nbi_waypoint_radius(const nbTiles *t, const double *center, doub
     const int32_t *ws = NBI_ARR(t, wstart, const int32_t);
     const double *pts = NBI_ARR(t, wpts, const double);
     const uint64_t *id = NBI_ARR(t, wid, const uint64_t);
+    const int32_t *num = NBI_ARR(t, wnum, const int32_t);
     const int dim = t->dim;
     for (int32_t ty = lo[1]; ty <= hi[1]; ty++) {
         const int32_t row = t->nt[0] * ty;
         // A row of tiles is one run of the compact array.
         for (int32_t w = ws[row + lo[0]]; w < ws[row + hi[0] + 1]; w++) {
             if (nbi_dist2(pts + (size_t)w * (size_t)dim, center, dim) > r2) continue;
-            const nbHit hit = {NB_HANDLE_NULL, id[w]};
+            const nbHit hit = {NB_HANDLE_NULL, id[num[w]]};
             nbi_emit(x, hit);
             if (x->stop) return NB_OK;
         }
@@ -848,14 +868,13 @@ nbStatus nb_tiles_visit_waypoints(const nbTiles *tiles, const double *center, do
 
 // ---- nearest and knn ----
 
-// The search's state: a max-heap of the best k so far in the caller's buffer, ordered by
-// (dist2, key); key is the entity's slot or the waypoint's number, kept in handle.bits until
-// the end.
+// The search's state: the k best so far in the one kNN heap (knn_heap.h), keyed by the entity's
+// slot or the waypoint's number, in the front of the caller's buffer (its entries are larger),
+// widened into hits at the end (nbi_knn_widen).
 typedef struct nbiKnn {
     const nbTiles *t;
     const double *q;
-    nbHitNeighbor *heap;
-    int32_t k, n;
+    nbiKnnHeap heap;
     double maxd;      // max_distance (+inf: none)
     double bound2;    // candidates need dist2 <= bound2 = maxd * maxd, as in a radius query
     nbiTilesFilter f; // the entities searched; waypoints when `waypoints`
@@ -863,50 +882,13 @@ typedef struct nbiKnn {
     double worst; // a candidate with a larger dist2 cannot enter the answer
 } nbiKnn;
 
-// Whether (d2, key) comes before entry e: nearer, or as near with a lower key.
-NBI_INLINE bool nbi_before(double d2, uint64_t key, const nbHitNeighbor *e)
-{
-    return d2 < e->dist2 || (d2 == e->dist2 && key < e->hit.handle.bits);
-}
-
-static void nbi_knn_offer(nbiKnn *s, double d2, uint64_t key, uint64_t user)
-{
-    nbHitNeighbor *h = s->heap;
-    if (s->n < s->k) { // sift up
-        int32_t i = s->n++;
-        while (i > 0) {
-            const int32_t up = (i - 1) / 2;
-            if (nbi_before(d2, key, &h[up])) break; // the parent stays the larger
-            h[i] = h[up];
-            i = up;
-        }
-        h[i].hit.handle.bits = key;
-        h[i].hit.user = user;
-        h[i].dist2 = d2;
-        return;
-    }
-    if (!nbi_before(d2, key, &h[0])) return;
-    int32_t i = 0; // sift the new entry down from the root
-    for (;;) {
-        int32_t c = 2 * i + 1;
-        if (c >= s->n) break;
-        if (c + 1 < s->n && nbi_before(h[c].dist2, h[c].hit.handle.bits, &h[c + 1])) c++;
-        if (!nbi_before(d2, key, &h[c])) break;
-        h[i] = h[c];
-        i = c;
-    }
-    h[i].hit.handle.bits = key;
-    h[i].hit.user = user;
-    h[i].dist2 = d2;
-}
-
 // Offers one candidate: most are turned away by the first test (farther than the k-th best).
-NBI_INLINE void nbi_knn_consider(nbiKnn *s, double d2, uint64_t key, uint64_t user)
+NBI_INLINE void nbi_knn_consider(nbiKnn *s, double d2, int32_t key)
 {
     if (d2 > s->worst) return;
-    if (s->n == s->k && !nbi_before(d2, key, &s->heap[0])) return; // a tie with a higher key
-    nbi_knn_offer(s, d2, key, user);
-    if (s->n == s->k) s->worst = s->heap[0].dist2;
+    const nbNeighbor cand = {key, d2};
+    nbi_heap_offer(&s->heap, cand);
+    s->worst = nbi_heap_bound(&s->heap, s->bound2);
 }
 
 // Offers the candidates of tiles x0 .. x1 of row y. Waypoints: one run of the compact array.
@@ -919,16 +901,13 @@ static void nbi_knn_row(nbiKnn *s, int32_t y, int32_t x0, int32_t x1)
         const int32_t *ws = NBI_ARR(t, wstart, const int32_t);
         const double *pts = NBI_ARR(t, wpts, const double);
         const int32_t *num = NBI_ARR(t, wnum, const int32_t);
-        const uint64_t *id = NBI_ARR(t, wid, const uint64_t);
         for (int32_t w = ws[row + x0], w1 = ws[row + x1 + 1]; w < w1; w++)
-            nbi_knn_consider(s, nbi_dist2(pts + (size_t)w * (size_t)dim, s->q, dim),
-                             (uint64_t)num[w], id[w]);
+            nbi_knn_consider(s, nbi_dist2(pts + (size_t)w * (size_t)dim, s->q, dim), num[w]);
         return;
     }
     const int32_t *start = NBI_ARR(t, start, const int32_t), *end = NBI_ARR(t, end, const int32_t);
     const int32_t *idx = NBI_ARR(t, idx, const int32_t);
     const double *pts = NBI_ARR(t, pts, const double);
-    const uint64_t *user = NBI_ARR(t, user, const uint64_t);
     const uint32_t *occ = NBI_ARR(t, occ, const uint32_t);
     for (int32_t tile = row + x0; tile <= row + x1; tile++) {
         const int32_t base = tile * t->groups;
@@ -937,7 +916,7 @@ static void nbi_knn_row(nbiKnn *s, int32_t y, int32_t x0, int32_t x1)
             for (int32_t p = start[b], p1 = end[b]; p < p1; p++) {
                 const double d2 = nbi_dist2(pts + (size_t)p * (size_t)dim, s->q, dim);
                 if (d2 > s->worst || !nbi_passes(&s->f, idx[p])) continue;
-                nbi_knn_consider(s, d2, (uint64_t)idx[p], user[idx[p]]);
+                nbi_knn_consider(s, d2, idx[p]);
             }
         }
     }
@@ -950,7 +929,7 @@ static void nbi_knn_row(nbiKnn *s, int32_t y, int32_t x0, int32_t x1)
 static bool nbi_knn_range(const nbiKnn *s, int32_t lo[2], int32_t hi[2])
 {
     double r = s->maxd;
-    if (s->n == s->k) {
+    if (s->heap.size == s->heap.k) {
         const double rw = sqrt(s->worst) * (1.0 + 0x1p-50);
         r = rw < r ? rw : r;
     }
@@ -1010,26 +989,25 @@ static void nbi_knn_run(nbiKnn *s)
         }
     }
 sorted:;
-    // Heap sort: repeatedly move the worst to the end.
-    nbHitNeighbor *h = s->heap;
-    for (int32_t n = s->n; n > 1; n--) {
-        const nbHitNeighbor last = h[n - 1];
-        h[n - 1] = h[0];
-        int32_t i = 0;
-        for (;;) {
-            int32_t ch = 2 * i + 1;
-            if (ch >= n - 1) break;
-            if (ch + 1 < n - 1 && nbi_before(h[ch].dist2, h[ch].hit.handle.bits, &h[ch + 1])) ch++;
-            if (!nbi_before(last.dist2, last.hit.handle.bits, &h[ch])) break;
-            h[i] = h[ch];
-            i = ch;
-        }
-        h[i] = last;
+    nbi_heap_sort(&s->heap);
+}
+
+// The heap's n entries at the front of out as hits, in place, from the last to the first (each
+// read before it is overwritten): an entity's handle and user value, a waypoint's id.
+static void nbi_knn_widen(const nbTiles *t, bool waypoints, nbHitNeighbor *out, int32_t n)
+{
+    const uint64_t *user = NBI_ARR(t, user, const uint64_t);
+    const uint64_t *id = NBI_ARR(t, wid, const uint64_t);
+    unsigned char *bytes = (unsigned char *)out;
+    for (int32_t i = n - 1; i >= 0; i--) {
+        nbNeighbor e;
+        memcpy(&e, bytes + (size_t)i * sizeof(nbNeighbor), sizeof e);
+        nbHitNeighbor wide;
+        wide.hit.handle = waypoints ? NB_HANDLE_NULL : nbi_pool_handle_live(&t->pool, e.index);
+        wide.hit.user = waypoints ? id[e.index] : user[e.index];
+        wide.dist2 = e.dist2;
+        memcpy(bytes + (size_t)i * sizeof(nbHitNeighbor), &wide, sizeof wide);
     }
-    for (int32_t i = 0; i < s->n; i++)
-        h[i].hit.handle = s->waypoints
-                              ? NB_HANDLE_NULL
-                              : nbi_pool_handle_live(&t->pool, (int32_t)h[i].hit.handle.bits);
 }
 
 // The checks every nearest / knn call makes after its pointers: the point, max_distance, k.
@@ -1048,16 +1026,17 @@ static int32_t nbi_knn_search(const nbTiles *t, const double *q, nbFilter filter
     nbiKnn s;
     s.t = t;
     s.q = q;
-    s.heap = out;
-    s.k = k;
-    s.n = 0;
+    s.heap.e = (nbNeighbor *)(void *)out;
+    s.heap.k = k;
+    s.heap.size = 0;
     s.maxd = maxd;
     s.bound2 = maxd < (double)INFINITY ? maxd * maxd : (double)INFINITY;
     s.f = nbi_filter(t, filter);
     s.waypoints = waypoints;
     if (k == 0 || (waypoints ? t->nwp == 0 : s.f.groups == 0 || t->count == 0)) return 0;
     nbi_knn_run(&s);
-    return s.n;
+    nbi_knn_widen(t, waypoints, out, s.heap.size);
+    return s.heap.size;
 }
 
 static nbStatus nbi_knn_buffer(const nbTiles *t, const double *point, nbFilter filter, double maxd,
@@ -1279,7 +1258,7 @@ nbStatus nb_tiles_add_waypoints(nbTiles *tiles, const double *pos, const uint64_
     if (count < 0 || (int64_t)t->nwp + count > NBI_TILES_MAX_ITEMS) return NB_ERR_OUT_OF_RANGE;
     if (count == 0) return NB_OK;
     // Count, prefix sum, scatter into fresh arrays: the old waypoints of each tile first (they
-    // are already by tile), then the new ones in the order given.
+    // are already by tile), then the new ones in the order given. Ids go by number: appended.
     const size_t n = (size_t)t->nwp + (size_t)count, nt = (size_t)t->ntiles;
     double *wpts = (double *)nbi_alloc(&t->alloc, n, d * sizeof(double));
     uint64_t *wid = (uint64_t *)nbi_alloc(&t->alloc, n, sizeof(uint64_t));
@@ -1297,13 +1276,12 @@ nbStatus nb_tiles_add_waypoints(nbTiles *tiles, const double *pos, const uint64_
     for (int32_t i = 0; i < count; i++) at[nbi_tile_of(t, pos + (size_t)i * d) + 1]++;
     for (size_t c = 0; c < nt; c++) at[c + 1] += at[c] + (ws[c + 1] - ws[c]); // new starts
     const double *opts = NBI_ARR(t, wpts, const double);
-    const uint64_t *oid = NBI_ARR(t, wid, const uint64_t);
+    if (t->nwp > 0) memcpy(wid, t->wid.ptr, (size_t)t->nwp * sizeof(uint64_t));
     const int32_t *onum = NBI_ARR(t, wnum, const int32_t);
     for (size_t c = 0; c < nt; c++) { // old ones; `at` becomes the cursor of each tile
         const int32_t o = ws[c], m = ws[c + 1] - ws[c];
         if (m > 0) {
             memcpy(wpts + (size_t)at[c] * d, opts + (size_t)o * d, (size_t)m * d * sizeof(double));
-            memcpy(wid + at[c], oid + o, (size_t)m * sizeof(uint64_t));
             memcpy(wnum + at[c], onum + o, (size_t)m * sizeof(int32_t));
         }
         ws[c] = at[c];
@@ -1313,7 +1291,7 @@ nbStatus nb_tiles_add_waypoints(nbTiles *tiles, const double *pos, const uint64_
         const int32_t c = nbi_tile_of(t, pos + (size_t)i * d), w = at[c]++;
         memcpy(wpts + (size_t)w * d, pos + (size_t)i * d, d * sizeof(double));
         wnum[w] = t->nwp + i;
-        wid[w] = ids != NULL ? ids[i] : (uint64_t)(t->nwp + i);
+        wid[t->nwp + i] = ids != NULL ? ids[i] : (uint64_t)(t->nwp + i);
     }
     ws[nt] = (int32_t)n;
     nbi_free(&t->alloc, at, nt + 1, sizeof(int32_t));
@@ -1352,7 +1330,8 @@ nbStatus nb_tiles_validate(const nbTiles *tiles)
     NBI_CHECK(t->ntiles == t->nt[0] * t->nt[1] && t->ntiles > 0);
     NBI_CHECK(nbi_pool_validate(&t->pool) == NB_OK);
     NBI_CHECK(nbi_pool_count(&t->pool) == t->count && t->count >= 0);
-    NBI_CHECK(t->top >= 0 && (size_t)t->top <= t->idx.cap && (size_t)t->top <= t->pts.cap);
+    NBI_CHECK(t->arena.top >= 0 && (size_t)t->arena.top <= t->idx.cap &&
+              (size_t)t->arena.top <= t->pts.cap);
     NBI_CHECK((size_t)t->pool.used <= t->key.cap && (size_t)t->pool.used <= t->user.cap);
     const int32_t *start = NBI_ARR(t, start, const int32_t), *end = NBI_ARR(t, end, const int32_t);
     const int8_t *cls = NBI_ARR(t, cls, const int8_t);
@@ -1368,9 +1347,9 @@ nbStatus nb_tiles_validate(const nbTiles *tiles)
                 NBI_CHECK(start[b] == 0 && end[b] == 0);
                 continue;
             }
-            NBI_CHECK(cls[b] < NBI_TILES_CLASSES);
+            NBI_CHECK(cls[b] < NBI_ARENA_CLASSES);
             const int64_t size = (int64_t)1 << cls[b];
-            NBI_CHECK(start[b] >= 0 && start[b] + size <= t->top);
+            NBI_CHECK(start[b] >= 0 && start[b] + size <= t->arena.top);
             NBI_CHECK(end[b] > start[b] && end[b] - start[b] <= size);
             block_positions += size;
             for (int32_t p = start[b]; p < end[b]; p++) {
@@ -1386,16 +1365,8 @@ nbStatus nb_tiles_validate(const nbTiles *tiles)
         }
     }
     NBI_CHECK(items == t->count && nfiltered == t->nfiltered);
-    int64_t free_positions = 0;
-    for (int k = 0; k < NBI_TILES_CLASSES; k++) {
-        int64_t steps = 0;
-        for (int32_t b = t->free_block[k]; b >= 0; b = idx[b]) {
-            NBI_CHECK(b + ((int64_t)1 << k) <= t->top && ++steps <= t->top);
-            free_positions += (int64_t)1 << k;
-        }
-    }
-    NBI_CHECK(free_positions == t->free_positions);
-    NBI_CHECK(block_positions + free_positions == t->top);
+    NBI_CHECK(nbi_arena_valid(&t->arena, idx));
+    NBI_CHECK(block_positions + t->arena.free_positions == t->arena.top);
     // waypoints
     const int32_t *ws = NBI_ARR(t, wstart, const int32_t);
     NBI_CHECK(ws[0] == 0 && ws[t->ntiles] == t->nwp && (size_t)t->nwp <= t->wid.cap);

@@ -12,8 +12,10 @@
 #define NEARBY_NB_ORACLE_H
 
 #include <nearby/nearby.h>
+#include <nearby/quadtree.h>
 
 #include <float.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -137,6 +139,58 @@ static inline bool nbo_in_box(const double *x, const double *lo, const double *h
     for (int d = 0; d < dim; d++)
         if (!(lo[d] <= x[d] && x[d] <= hi[d])) return false;
     return true;
+}
+
+// ---- stored items and rectangles (the hash, the tile grid, the quadtree) ----
+
+/// Does a stored item with filter `item` pass the query filter q: (q.category & item.mask) and
+/// (item.category & q.mask) both nonzero?
+static inline bool nbo_item_passes(nbFilter q, nbFilter item)
+{
+    return (q.category & item.mask) != 0 && (item.category & q.mask) != 0;
+}
+
+/// Do rectangles a and b touch (closed: sharing an edge or a corner counts)?
+static inline bool nbo_rect_touch(const nbRect *a, const nbRect *b)
+{
+    return a->min[0] <= b->max[0] && b->min[0] <= a->max[0] && a->min[1] <= b->max[1] &&
+           b->min[1] <= a->max[1];
+}
+
+/// The squared distance from point p to rectangle r (0 inside or on it).
+static inline double nbo_rect_d2(const double *p, const nbRect *r)
+{
+    double dx = r->min[0] - p[0] > p[0] - r->max[0] ? r->min[0] - p[0] : p[0] - r->max[0];
+    double dy = r->min[1] - p[1] > p[1] - r->max[1] ? r->min[1] - p[1] : p[1] - r->max[1];
+    dx = dx > 0.0 ? dx : 0.0;
+    dy = dy > 0.0 ? dy : 0.0;
+    return dx * dx + dy * dy;
+}
+
+/// Where the documented ray enters rectangle r within [0, tmax], or -1 when it misses: the
+/// direction scaled by its largest component, then normalised; the slab test in double.
+static inline double nbo_ray_enter(const double *o, const double *dir, double tmax, const nbRect *r)
+{
+    const double m = fabs(dir[0]) > fabs(dir[1]) ? fabs(dir[0]) : fabs(dir[1]);
+    const double x = dir[0] / m, y = dir[1] / m, len = sqrt(x * x + y * y);
+    const double d[2] = {x / len, y / len};
+    double t0 = 0.0, t1 = tmax;
+    for (int a = 0; a < 2; a++) {
+        if (d[a] == 0.0) {
+            if (o[a] < r->min[a] || o[a] > r->max[a]) return -1.0;
+            continue;
+        }
+        double ta = (r->min[a] - o[a]) / d[a], tb = (r->max[a] - o[a]) / d[a];
+        if (ta > tb) {
+            const double s = ta;
+            ta = tb;
+            tb = s;
+        }
+        t0 = ta > t0 ? ta : t0;
+        t1 = tb < t1 ? tb : t1;
+        if (t0 > t1) return -1.0;
+    }
+    return t0;
 }
 
 // ---- orderings ----

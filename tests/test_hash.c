@@ -751,10 +751,8 @@ static int crowd_queries(const nbHash *h, const Crowd *c, int queries)
         const double at[2] = {nbt_range(-1.0, c->side + 1.0), nbt_range(-1.0, c->side + 1.0)};
         int32_t found = 0, expect = 0;
         NB_CHECK_OK(nb_hash_query_radius(h, at, r, NB_FILTER_ALL, hits, c->n, &found));
-        for (int32_t i = 0; i < c->n; i++) {
-            const double dx = c->pos[i][0] - at[0], dy = c->pos[i][1] - at[1];
-            if (dx * dx + dy * dy <= r * r) want[expect++] = (uint64_t)i;
-        }
+        for (int32_t i = 0; i < c->n; i++)
+            if (nbo_within(c->pos[i], at, 2, r)) want[expect++] = (uint64_t)i;
         NB_CHECK(found == expect);
         for (int32_t t = 0; t < found; t++) got[t] = hits[t].user;
         qsort(got, (size_t)found, sizeof *got, cmp_u64);

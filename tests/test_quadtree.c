@@ -8,6 +8,7 @@
 // allocations for a steady moving workload once reserved.
 #include <nearby/quadtree.h>
 
+#include "nb_oracle.h"
 #include "nb_test.h"
 
 #include <float.h>
@@ -31,23 +32,12 @@ static uint32_t slot_of(nbHandle h)
     return (uint32_t)h.bits;
 }
 
-static bool pass(nbFilter q, nbFilter it)
-{
-    return (q.category & it.mask) != 0 && (it.category & q.mask) != 0;
-}
-
-static bool touch(const nbRect *a, const nbRect *b)
-{
-    return a->min[0] <= b->max[0] && b->min[0] <= a->max[0] && a->min[1] <= b->max[1] &&
-           b->min[1] <= a->max[1];
-}
-
 // The tree's pair count against brute force over rectangles [0, n), all in it, no filter.
 static int check_pairs(const nbQuadtree *qt, const nbRect *r, int32_t n)
 {
     int64_t pairs = -1, want = 0;
     for (int32_t i = 0; i < n; i++)
-        for (int32_t j = i + 1; j < n; j++) want += touch(&r[i], &r[j]);
+        for (int32_t j = i + 1; j < n; j++) want += nbo_rect_touch(&r[i], &r[j]);
     NB_CHECK_OK(nb_quadtree_count_pairs(qt, &pairs));
     NB_CHECK(pairs == want);
     return 0;
@@ -59,42 +49,10 @@ static int check_point(const nbQuadtree *qt, const nbRect *r, int32_t n, const d
 {
     const nbRect pw = {{p[0], p[1]}, {p[0], p[1]}};
     int32_t want = 0, found = -1;
-    for (int32_t k = 0; k < n; k++) want += touch(&r[k], &pw);
+    for (int32_t k = 0; k < n; k++) want += nbo_rect_touch(&r[k], &pw);
     NB_CHECK_OK(nb_quadtree_query_point(qt, p, NB_FILTER_ALL, hits, n, &found));
     NB_CHECK(found == want);
     return 0;
-}
-
-static double dist2(const double *p, const nbRect *r)
-{
-    double dx = fmax(fmax(r->min[0] - p[0], p[0] - r->max[0]), 0.0);
-    double dy = fmax(fmax(r->min[1] - p[1], p[1] - r->max[1]), 0.0);
-    return dx * dx + dy * dy;
-}
-
-// The documented ray: direction scaled by its largest component, then normalised; slab test.
-static double ray_enter(const double *o, const double *dir, double tmax, const nbRect *r)
-{
-    double m = fmax(fabs(dir[0]), fabs(dir[1]));
-    double x = dir[0] / m, y = dir[1] / m, len = sqrt(x * x + y * y);
-    double d[2] = {x / len, y / len};
-    double t0 = 0.0, t1 = tmax;
-    for (int a = 0; a < 2; a++) {
-        if (d[a] == 0.0) {
-            if (o[a] < r->min[a] || o[a] > r->max[a]) return -1.0;
-            continue;
-        }
-        double ta = (r->min[a] - o[a]) / d[a], tb = (r->max[a] - o[a]) / d[a];
-        if (ta > tb) {
-            double s = ta;
-            ta = tb;
-            tb = s;
-        }
-        t0 = fmax(t0, ta);
-        t1 = fmin(t1, tb);
-        if (t0 > t1) return -1.0;
-    }
-    return t0;
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -166,10 +124,11 @@ typedef struct PairCheck {
     int64_t n, cap;
 } PairCheck;
 
-// nb_quadtree_visit_knn's neighbours against the buffer form's, one by one.
+// nb_quadtree_visit_knn's neighbours (or nb_quadtree_visit_raycast_all's hits, t for dist2)
+// against the buffer form's, one by one; with stop > 0 the visitor stops after that many.
 typedef struct NnSeen {
     const nbHitNeighbor *want;
-    int32_t cap, n, wrong;
+    int32_t cap, n, wrong, stop;
 } NnSeen;
 
 static bool seen_nn(nbHit hit, double dist2, void *user)
@@ -179,7 +138,7 @@ static bool seen_nn(nbHit hit, double dist2, void *user)
         s->want[s->n].dist2 != dist2)
         s->wrong++;
     s->n++;
-    return true;
+    return s->stop == 0 || s->n < s->stop;
 }
 
 static bool count_visit(nbHit hit, void *user)
@@ -210,7 +169,8 @@ static int check_queries(const nbQuadtree *qt, double world)
         NB_CHECK_OK(nb_quadtree_query_box(qt, NBT_RECT_BOX(&w), qf, hits, QCAP, &found));
         int32_t nw = 0;
         for (int32_t i = 0; i < M.n; i++)
-            if (M.live[i] && touch(&M.r[i], &w) && pass(qf, M.f[i])) want[nw++] = M.h[i].bits;
+            if (M.live[i] && nbo_rect_touch(&M.r[i], &w) && nbo_item_passes(qf, M.f[i]))
+                want[nw++] = M.h[i].bits;
         NB_CHECK(found == nw);
         sort_hits(hits, found, got);
         qsort(want, (size_t)nw, sizeof *want, cmp_u64);
@@ -235,7 +195,8 @@ static int check_queries(const nbQuadtree *qt, double world)
         nbRect pr = {{p[0], p[1]}, {p[0], p[1]}};
         nw = 0;
         for (int32_t i = 0; i < M.n; i++)
-            if (M.live[i] && touch(&M.r[i], &pr) && pass(qf, M.f[i])) want[nw++] = M.h[i].bits;
+            if (M.live[i] && nbo_rect_touch(&M.r[i], &pr) && nbo_item_passes(qf, M.f[i]))
+                want[nw++] = M.h[i].bits;
         NB_CHECK(found == nw);
         sort_hits(hits, found, got);
         qsort(want, (size_t)nw, sizeof *want, cmp_u64);
@@ -245,7 +206,7 @@ static int check_queries(const nbQuadtree *qt, double world)
         NB_CHECK_OK(nb_quadtree_query_radius(qt, p, rad, qf, hits, QCAP, &found));
         nw = 0;
         for (int32_t i = 0; i < M.n; i++)
-            if (M.live[i] && dist2(p, &M.r[i]) <= rad * rad && pass(qf, M.f[i]))
+            if (M.live[i] && nbo_rect_d2(p, &M.r[i]) <= rad * rad && nbo_item_passes(qf, M.f[i]))
                 want[nw++] = M.h[i].bits;
         NB_CHECK(found == nw);
         sort_hits(hits, found, got);
@@ -264,8 +225,8 @@ static int check_queries(const nbQuadtree *qt, double world)
         static Cand cand[MAXN];
         int32_t nc = 0;
         for (int32_t i = 0; i < M.n; i++) {
-            if (!M.live[i] || !pass(qf, M.f[i])) continue;
-            double d = dist2(p, &M.r[i]);
+            if (!M.live[i] || !nbo_item_passes(qf, M.f[i])) continue;
+            double d = nbo_rect_d2(p, &M.r[i]);
             if (d <= maxd * maxd) cand[nc++] = (Cand){d, slot_of(M.h[i]), M.h[i].bits};
         }
         for (int32_t i = 1; i < nc; i++) // insertion sort by (d, slot)
@@ -283,7 +244,7 @@ static int check_queries(const nbQuadtree *qt, double world)
             NB_CHECK(nn[i].dist2 == cand[i].d);
         }
         // The callback form: the same neighbours in the same order.
-        NnSeen seen = {nn, found, 0, 0};
+        NnSeen seen = {nn, found, 0, 0, 0};
         NB_CHECK_OK(nb_quadtree_visit_knn(qt, p, qf, maxd, k, seen_nn, &seen));
         NB_CHECK(seen.n == found && seen.wrong == 0);
         // Rays: the first hit and all hits sorted.
@@ -293,8 +254,8 @@ static int check_queries(const nbQuadtree *qt, double world)
         double tmax = nbt_int(3) == 0 ? (double)INFINITY : nbt_range(0.0, 2.0 * world);
         nc = 0;
         for (int32_t i = 0; i < M.n; i++) {
-            if (!M.live[i] || !pass(qf, M.f[i])) continue;
-            double t = ray_enter(p, dir, tmax, &M.r[i]);
+            if (!M.live[i] || !nbo_item_passes(qf, M.f[i])) continue;
+            double t = nbo_ray_enter(p, dir, tmax, &M.r[i]);
             if (t >= 0.0) cand[nc++] = (Cand){t, slot_of(M.h[i]), M.h[i].bits};
         }
         for (int32_t i = 1; i < nc; i++)
@@ -315,6 +276,15 @@ static int check_queries(const nbQuadtree *qt, double world)
         NB_CHECK(found == nc);
         for (int32_t i = 0; i < nc; i++)
             NB_CHECK(rays[i].hit.handle.bits == cand[i].bits && rays[i].t == cand[i].d);
+        // The callback form: the same hits in the same order; a visitor that stops after one.
+        static nbHitNeighbor as_nn[QCAP];
+        for (int32_t i = 0; i < nc; i++) as_nn[i] = (nbHitNeighbor){rays[i].hit, rays[i].t};
+        NnSeen seen_rays = {as_nn, nc, 0, 0, 0};
+        NB_CHECK_OK(nb_quadtree_visit_raycast_all(qt, p, dir, tmax, qf, seen_nn, &seen_rays));
+        NB_CHECK(seen_rays.n == nc && seen_rays.wrong == 0);
+        seen_rays = (NnSeen){as_nn, nc, 0, 0, 1};
+        NB_CHECK_OK(nb_quadtree_visit_raycast_all(qt, p, dir, tmax, qf, seen_nn, &seen_rays));
+        NB_CHECK(seen_rays.n == (nc > 0 ? 1 : 0) && seen_rays.wrong == 0);
         if (nc > 2) { // a short buffer keeps the nearest
             NB_CHECK_STATUS(nb_quadtree_raycast_all(qt, p, dir, tmax, qf, rays, 2, &found),
                             NB_ERR_BUFFER_TOO_SMALL);
@@ -330,7 +300,7 @@ static int check_queries(const nbQuadtree *qt, double world)
     for (int32_t i = 0; i < M.n; i++)
         for (int32_t j = 0; j < M.n; j++) {
             if (i == j || !M.live[i] || !M.live[j] || slot_of(M.h[i]) > slot_of(M.h[j])) continue;
-            if (!touch(&M.r[i], &M.r[j])) continue;
+            if (!nbo_rect_touch(&M.r[i], &M.r[j])) continue;
             if ((M.f[i].category & M.f[j].mask) == 0 || (M.f[j].category & M.f[i].mask) == 0)
                 continue;
             wk[nw++] = ((uint64_t)slot_of(M.h[i]) << 32) | slot_of(M.h[j]);
@@ -351,7 +321,7 @@ static int check_queries(const nbQuadtree *qt, double world)
     nw = 0;
     for (int32_t i = 0; i < M.n; i++)
         for (int32_t j = 0; j < M.n; j++) {
-            if (i == j || !M.live[i] || !M.live[j] || !touch(&M.r[i], &M.r[j])) continue;
+            if (i == j || !M.live[i] || !M.live[j] || !nbo_rect_touch(&M.r[i], &M.r[j])) continue;
             if ((M.f[i].category & 1u) == 0 || M.f[i].mask == 0) continue;
             if ((M.f[j].category & 2u) == 0 || M.f[j].mask == 0) continue;
             wk[nw++] = ((uint64_t)slot_of(M.h[i]) << 32) | slot_of(M.h[j]);
@@ -1163,7 +1133,7 @@ static int float_edges_at(const double *vals, int nv, double base)
             };
             for (size_t w = 0; w < sizeof wins / sizeof wins[0]; w++) {
                 int32_t want = 0, found = -1;
-                for (int32_t j = 0; j < NR; j++) want += touch(&rects[j], &wins[w]);
+                for (int32_t j = 0; j < NR; j++) want += nbo_rect_touch(&rects[j], &wins[w]);
                 NB_CHECK_OK(nb_quadtree_query_box(qt, NBT_RECT_BOX(&wins[w]), NB_FILTER_ALL, hits,
                                                   NR, &found));
                 if (found != want)
@@ -1257,7 +1227,7 @@ static int test_q16_edges(void)
                 };
                 for (size_t w = 0; w < sizeof wins / sizeof wins[0]; w++) {
                     int32_t want = 0, found = -1;
-                    for (int32_t k = 0; k < NR; k++) want += touch(&rects[k], &wins[w]);
+                    for (int32_t k = 0; k < NR; k++) want += nbo_rect_touch(&rects[k], &wins[w]);
                     NB_CHECK_OK(nb_quadtree_query_box(qt, NBT_RECT_BOX(&wins[w]), NB_FILTER_ALL,
                                                       hits, NR, &found));
                     if (found != want)
@@ -1265,7 +1235,7 @@ static int test_q16_edges(void)
                                 e, (int)w, (int)found, (int)want);
                     NB_CHECK(found == want);
                     for (int32_t k = 0; k < found; k++)
-                        NB_CHECK(touch(&rects[hits[k].user], &wins[w]));
+                        NB_CHECK(nbo_rect_touch(&rects[hits[k].user], &wins[w]));
                 }
                 const double p[2] = {e, v};
                 if (check_point(qt, rects, NR, p, hits)) return 1;
@@ -1340,19 +1310,20 @@ static int test_segments(void)
             int32_t found = -1;
             NB_CHECK_OK(nb_quadtree_query_box(qt, NBT_RECT_BOX(&win), qf, hits, N, &found));
             int32_t want = 0;
-            for (int32_t i = 0; i < N; i++) want += live[i] && touch(&r[i], &win) && pass(qf, f[i]);
+            for (int32_t i = 0; i < N; i++)
+                want += live[i] && nbo_rect_touch(&r[i], &win) && nbo_item_passes(qf, f[i]);
             NB_CHECK(found == want);
             for (int32_t k = 0; k < found; k++) { // each hit touches, and once
                 const int32_t i = (int32_t)hits[k].user;
                 NB_CHECK(i >= 0 && i < N && live[i] && hits[k].handle.bits == h[i].bits);
-                NB_CHECK(touch(&r[i], &win) && pass(qf, f[i]));
+                NB_CHECK(nbo_rect_touch(&r[i], &win) && nbo_item_passes(qf, f[i]));
                 for (int32_t j = 0; j < k; j++) NB_CHECK(hits[j].user != hits[k].user);
             }
         }
         int64_t pairs = -1, want_pairs = 0;
         for (int32_t i = 0; i < N; i++)
             for (int32_t j = i + 1; j < N; j++)
-                want_pairs += live[i] && live[j] && touch(&r[i], &r[j]) &&
+                want_pairs += live[i] && live[j] && nbo_rect_touch(&r[i], &r[j]) &&
                               (f[i].category & f[j].mask) && (f[j].category & f[i].mask);
         NB_CHECK_OK(nb_quadtree_count_pairs(qt, &pairs));
         NB_CHECK(pairs == want_pairs);
@@ -1394,12 +1365,12 @@ static int test_wander(void)
             NB_CHECK_OK(
                 nb_quadtree_query_box(qt, NBT_RECT_BOX(&r[w]), NB_FILTER_ALL, hits, N, &found));
             int32_t want = 0;
-            for (int32_t i = 0; i < N; i++) want += touch(&r[i], &r[w]);
+            for (int32_t i = 0; i < N; i++) want += nbo_rect_touch(&r[i], &r[w]);
             NB_CHECK(found == want);
             for (int32_t k = 0; k < found; k++) {
                 const int32_t i = (int32_t)hits[k].user;
                 NB_CHECK(i >= 0 && i < N && hits[k].handle.bits == h[i].bits);
-                NB_CHECK(touch(&r[i], &r[w]));
+                NB_CHECK(nbo_rect_touch(&r[i], &r[w]));
             }
         }
         if (check_pairs(qt, r, N)) return 1;
@@ -1454,7 +1425,7 @@ static int test_batches(void)
         NB_CHECK_OK(nb_quadtree_query_box(qt, NBT_RECT_BOX(&w), NB_FILTER_ALL, hits, N, &found));
         int32_t nw = 0;
         for (int32_t i = 0; i < N; i++)
-            if (touch(&r[i], &w)) want[nw++] = (uint64_t)i;
+            if (nbo_rect_touch(&r[i], &w)) want[nw++] = (uint64_t)i;
         NB_CHECK(found == nw);
         for (int32_t i = 0; i < found; i++) got[i] = hits[i].user;
         qsort(got, (size_t)found, sizeof *got, cmp_u64);
@@ -1667,7 +1638,7 @@ static int64_t sweep_pairs(const nbRect *r, int32_t n)
     int64_t pairs = 0;
     for (int32_t i = 0; i < n; i++)
         for (int32_t j = i + 1; j < n && s[j].min[0] <= s[i].max[0]; j++)
-            pairs += touch(&s[i], &s[j]);
+            pairs += nbo_rect_touch(&s[i], &s[j]);
     return pairs;
 }
 
@@ -1698,7 +1669,7 @@ static int check_placed(const nbQuadtree *qt, int placement, const nbRect *r, in
             nb_quadtree_query_box(qt, NBT_RECT_BOX(&w), NB_FILTER_ALL, hits, PN + PN / 2, &found));
         uint64_t sum = 0, wsum = 0;
         for (int32_t i = 0; i < n; i++)
-            if (touch(&r[i], &w)) {
+            if (nbo_rect_touch(&r[i], &w)) {
                 want++;
                 wsum += (uint64_t)i;
             }

@@ -443,7 +443,7 @@ static uint64_t tiles_sweep(const TilesShared *sh, nbHit *hits, nbHitNeighbor *n
         int32_t tile = -1, tl[64];
         st = nb_tiles_tile_of(sh->tiles, c, &tile);
         d = hmix(d, (uint64_t)tile);
-        st = nb_tiles_neighbors(sh->tiles, tile, 2, tl, 64, &found);
+        st = nb_tiles_neighbor_tiles(sh->tiles, tile, 2, tl, 64, &found);
         for (int32_t i = 0; i < found; i++) d = hmix(d, (uint64_t)tl[i]);
         st = nb_tiles_visit_tile(sh->tiles, tile, f, tdigest_hit, &d);
         st = nb_tiles_visit_radius(sh->tiles, c, 2.0, NB_FILTER_ALL, tdigest_hit, &d);

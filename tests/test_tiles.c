@@ -617,6 +617,21 @@ static int test_boundaries_and_ties(void)
     return 0;
 }
 
+// The tiles a visitor is given against a buffer form's, one by one; with stop > 0 it stops after
+// that many.
+typedef struct TileSeen {
+    const int32_t *want;
+    int32_t n, wrong, stop;
+} TileSeen;
+
+static bool seen_tile(int32_t tile, void *user)
+{
+    TileSeen *s = (TileSeen *)user;
+    s->wrong += s->want[s->n] != tile;
+    s->n++;
+    return s->stop == 0 || s->n < s->stop;
+}
+
 static int test_neighbors(void)
 {
     nbTilesDesc d = {0};
@@ -627,26 +642,38 @@ static int test_neighbors(void)
     nbTiles *t = NULL;
     NB_CHECK_OK(nb_tiles_create(&d, &t));
     int32_t out[64], found = 0;
-    NB_CHECK_OK(nb_tiles_neighbors(t, 0, 1, out, 64, &found)); // corner
+    NB_CHECK_OK(nb_tiles_neighbor_tiles(t, 0, 1, out, 64, &found)); // corner
     NB_CHECK(found == 4 && out[0] == 0 && out[1] == 1 && out[2] == 8 && out[3] == 9);
-    NB_CHECK_OK(nb_tiles_neighbors(t, 3, 1, out, 64, &found)); // bottom edge
+    NB_CHECK_OK(nb_tiles_neighbor_tiles(t, 3, 1, out, 64, &found)); // bottom edge
     NB_CHECK(found == 6 && out[0] == 2 && out[5] == 12);
-    NB_CHECK_OK(nb_tiles_neighbors(t, 15, 0, out, 64, &found));
+    NB_CHECK_OK(nb_tiles_neighbor_tiles(t, 15, 0, out, 64, &found));
     NB_CHECK(found == 1 && out[0] == 15);
-    NB_CHECK_STATUS(nb_tiles_neighbors(t, 4, 2, out, 3, &found), NB_ERR_BUFFER_TOO_SMALL);
+    NB_CHECK_STATUS(nb_tiles_neighbor_tiles(t, 4, 2, out, 3, &found), NB_ERR_BUFFER_TOO_SMALL);
     NB_CHECK(found == 10 && out[0] == 2 && out[2] == 4);
     // radius 10: 2 rings across (edge 5), 1 ring down (edge 10)
-    NB_CHECK_OK(nb_tiles_neighbors_radius(t, 4, 10.0, out, 64, &found));
+    NB_CHECK_OK(nb_tiles_neighbor_tiles_radius(t, 4, 10.0, out, 64, &found));
     NB_CHECK(found == 10 && out[0] == 2 && out[4] == 6 && out[5] == 10);
-    NB_CHECK_OK(nb_tiles_neighbors_radius(t, 4, 0.0, out, 64, &found));
+    NB_CHECK_OK(nb_tiles_neighbor_tiles_radius(t, 4, 0.0, out, 64, &found));
     NB_CHECK(found == 1 && out[0] == 4);
-    NB_CHECK_OK(nb_tiles_neighbors_radius(t, 4, 1e300, out, 64, &found));
+    NB_CHECK_OK(nb_tiles_neighbor_tiles_radius(t, 4, 1e300, out, 64, &found));
     NB_CHECK(found == 16);
+    // The callback forms: the same tiles in the same order, and a visitor that stops.
+    TileSeen seen = {out, 0, 0, 0};
+    NB_CHECK_OK(nb_tiles_neighbor_tiles(t, 4, 2, out, 64, &found));
+    NB_CHECK_OK(nb_tiles_visit_neighbor_tiles(t, 4, 2, seen_tile, &seen));
+    NB_CHECK(found == 10 && seen.n == found && seen.wrong == 0);
+    NB_CHECK_OK(nb_tiles_neighbor_tiles_radius(t, 4, 10.0, out, 64, &found));
+    seen = (TileSeen){out, 0, 0, 0};
+    NB_CHECK_OK(nb_tiles_visit_neighbor_tiles_radius(t, 4, 10.0, seen_tile, &seen));
+    NB_CHECK(seen.n == found && seen.wrong == 0);
+    seen = (TileSeen){out, 0, 0, 3};
+    NB_CHECK_OK(nb_tiles_visit_neighbor_tiles_radius(t, 4, 10.0, seen_tile, &seen));
+    NB_CHECK(seen.n == 3 && seen.wrong == 0);
     // a 3x3 grid: the centre has 8 neighbours
     d.tile_count[0] = d.tile_count[1] = 3;
     nbTiles *t3 = NULL;
     NB_CHECK_OK(nb_tiles_create(&d, &t3));
-    NB_CHECK_OK(nb_tiles_neighbors(t3, 4, 1, out, 64, &found));
+    NB_CHECK_OK(nb_tiles_neighbor_tiles(t3, 4, 1, out, 64, &found));
     NB_CHECK(found == 9);
     int32_t tile = -2;
     const double p[2] = {-5.0, 100.0};

@@ -86,20 +86,167 @@ static nbStatus dense_knn(const void *index, const double *point, int32_t k, nbN
 }
 
 // ---------------------------------------------------------------------------------------------
-// The incremental structures name point i by the user value i: their kNN answers (nbHitNeighbor)
-// narrow to the table's nbNeighbor. `knn` runs the structure's own call into `wide`.
+// The stored-item structures (hash, tiles, and the quadtree's points) speak one vocabulary, so
+// one adapter serves them all: point i is the item whose user value is i, inserted in input order
+// (slot order, their tie order, is then input order); hits, pairs and kNN answers (nbHit,
+// nbHitPair, nbHitNeighbor) narrow to the table's indices. Each structure gives its verbs on a
+// `void *` (ITEM_VERBS) and how to create one for a set of points.
 
-typedef nbStatus (*HitKnnFn)(const void *index, const double *point, int32_t k, nbHitNeighbor *wide,
-                             int32_t *n);
+typedef struct ItemVerbs {
+    nbStatus (*create)(const nbPoints *points, double scale, void **obj);
+    void (*destroy)(void *obj);
+    nbStatus (*insert)(void *obj, const double *pos, uint64_t user, nbHandle *out);
+    // moves every item to its point in one call (NULL: item by item with move)
+    nbStatus (*move_many)(void *obj, const nbHandle *items, const double *pos, int32_t count);
+    nbStatus (*move)(void *obj, nbHandle item, const double *pos);
+    nbStatus (*count_pairs)(const void *obj, double radius, int64_t *count);
+    nbStatus (*visit_pairs)(const void *obj, double radius, nbHitPairFn *visit, void *user);
+    nbStatus (*visit_radius)(const void *obj, const double *center, double radius, nbHitFn *visit,
+                             void *user);
+    nbStatus (*knn)(const void *obj, const double *point, nbHitNeighbor *out, int32_t k,
+                    int32_t *found);
+} ItemVerbs;
 
-static nbStatus knn_by_user(const void *index, const double *point, int32_t k, nbNeighbor *out,
-                            int32_t *found, HitKnnFn knn)
+// The verbs of nb_<s>_* (type T) that are the same for every stored-item structure.
+#define ITEM_VERBS(s, T)                                                                           \
+    static void s##_v_destroy(void *obj)                                                           \
+    {                                                                                              \
+        nb_##s##_destroy((T *)obj);                                                                \
+    }                                                                                              \
+    static nbStatus s##_v_count_pairs(const void *obj, double radius, int64_t *count)              \
+    {                                                                                              \
+        return nb_##s##_count_pairs((const T *)obj, radius, count);                                \
+    }                                                                                              \
+    static nbStatus s##_v_visit_pairs(const void *obj, double radius, nbHitPairFn *visit,          \
+                                      void *user)                                                  \
+    {                                                                                              \
+        return nb_##s##_visit_pairs((const T *)obj, radius, visit, user);                          \
+    }                                                                                              \
+    static nbStatus s##_v_visit_radius(const void *obj, const double *center, double radius,       \
+                                       nbHitFn *visit, void *user)                                 \
+    {                                                                                              \
+        return nb_##s##_visit_radius((const T *)obj, center, radius, NB_FILTER_ALL, visit, user);  \
+    }                                                                                              \
+    static nbStatus s##_v_knn(const void *obj, const double *point, nbHitNeighbor *out, int32_t k, \
+                              int32_t *found)                                                      \
+    {                                                                                              \
+        return nb_##s##_knn((const T *)obj, point, NB_FILTER_ALL, (double)INFINITY, out, k,        \
+                            found);                                                                \
+    }
+
+typedef struct ItemIndex {
+    const ItemVerbs *verbs;
+    void *obj;
+    nbHandle *items; // point i's item
+    int32_t count;
+} ItemIndex;
+
+static void item_destroy(void *index)
 {
+    ItemIndex *x = index;
+    if (x == NULL) return;
+    if (x->obj != NULL) x->verbs->destroy(x->obj);
+    free(x->items);
+    free(x);
+}
+
+static nbStatus item_build(const ItemVerbs *v, void **index, const nbPoints *points, double scale)
+{
+    ItemIndex *x = *index;
+    const double *p = points->data;
+    const size_t dim = (size_t)points->dim;
+    if (x != NULL && x->count == points->count) { // a rebuild: move every item
+        if (v->move_many != NULL) return v->move_many(x->obj, x->items, p, x->count);
+        for (int32_t i = 0; i < x->count; i++) {
+            const nbStatus st = v->move(x->obj, x->items[i], p + (size_t)i * dim);
+            if (st != NB_OK) return st;
+        }
+        return NB_OK;
+    }
+    if (x != NULL) return NB_ERR_OUT_OF_RANGE; // the CLI rebuilds only with the same points
+    x = calloc(1, sizeof *x);
+    if (x == NULL) return NB_ERR_OUT_OF_MEMORY;
+    x->verbs = v;
+    x->items = malloc(((size_t)points->count + 1) * sizeof(nbHandle));
+    nbStatus st = x->items == NULL ? NB_ERR_OUT_OF_MEMORY : v->create(points, scale, &x->obj);
+    for (int32_t i = 0; i < points->count && st == NB_OK; i++, x->count++)
+        st = v->insert(x->obj, p + (size_t)i * dim, (uint64_t)i, &x->items[i]);
+    if (st != NB_OK) {
+        item_destroy(x);
+        return st;
+    }
+    *index = x;
+    return NB_OK;
+}
+
+// Pairs (i < j by point index) into the caller's buffer, counting past its capacity.
+typedef struct PairsOut {
+    nbPair *out;
+    int64_t capacity, found;
+} PairsOut;
+
+static bool on_pair(nbHit a, nbHit b, void *user)
+{
+    PairsOut *o = user;
+    if (o->found < o->capacity) {
+        o->out[o->found].i = (int32_t)(a.user < b.user ? a.user : b.user);
+        o->out[o->found].j = (int32_t)(a.user < b.user ? b.user : a.user);
+    }
+    o->found++;
+    return true;
+}
+
+// Hits as indices into the caller's buffer, counting past its capacity.
+typedef struct HitsOut {
+    int32_t *out;
+    int32_t capacity, found;
+} HitsOut;
+
+static bool on_hit(nbHit hit, void *user)
+{
+    HitsOut *o = user;
+    if (o->found < o->capacity) o->out[o->found] = (int32_t)hit.user;
+    o->found++;
+    return true;
+}
+
+// The buffer contract after a visit that counted `found` into a buffer of `capacity`.
+static nbStatus buffer_status(nbStatus st, int64_t found, int64_t capacity)
+{
+    if (st != NB_OK) return st;
+    return found > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
+}
+
+static nbStatus item_pairs(const void *index, double radius, nbPair *out, int64_t capacity,
+                           int64_t *found)
+{
+    const ItemIndex *x = index;
+    if (out == NULL) return x->verbs->count_pairs(x->obj, radius, found);
+    PairsOut o = {out, capacity, 0};
+    const nbStatus st = x->verbs->visit_pairs(x->obj, radius, on_pair, &o);
+    *found = st == NB_OK ? o.found : 0;
+    return buffer_status(st, o.found, capacity);
+}
+
+static nbStatus item_within(const void *index, const double *center, double radius, int32_t *out,
+                            int32_t capacity, int32_t *found)
+{
+    const ItemIndex *x = index;
+    HitsOut o = {out, capacity, 0};
+    const nbStatus st = x->verbs->visit_radius(x->obj, center, radius, on_hit, &o);
+    *found = st == NB_OK ? o.found : 0;
+    return buffer_status(st, o.found, capacity);
+}
+
+static nbStatus item_knn(const void *index, const double *point, int32_t k, nbNeighbor *out,
+                         int32_t *found)
+{
+    const ItemIndex *x = index;
     *found = 0;
     nbHitNeighbor *wide = malloc(((size_t)(k > 0 ? k : 0) + 1) * sizeof(nbHitNeighbor));
     if (wide == NULL) return NB_ERR_OUT_OF_MEMORY;
     int32_t n = 0;
-    const nbStatus st = knn(index, point, k, wide, &n);
+    const nbStatus st = x->verbs->knn(x->obj, point, wide, k, &n);
     for (int32_t t = 0; t < n && st == NB_OK; t++) {
         out[t].index = (int32_t)wide[t].hit.user;
         out[t].dist2 = wide[t].dist2;
@@ -110,18 +257,13 @@ static nbStatus knn_by_user(const void *index, const double *point, int32_t k, n
 }
 
 // ---------------------------------------------------------------------------------------------
-// hash: the spatial hash (nb_hash_*). Point i is the item whose user value is i; items are
-// inserted in input order, so slot order (the hash's tie order) is input order too.
+// hash: the spatial hash (nb_hash_*), its cell edge the scale (the radius), but at least what
+// keeps every coordinate's cell within the cell math's +-2^62 (the dense grid widens its cells
+// the same way).
 
-typedef struct HashIndex {
-    nbHash *hash;
-    nbHandle *items;
-    int32_t count;
-} HashIndex;
+ITEM_VERBS(hash, nbHash)
 
-// A cell edge every input can use: the scale (the radius), but at least what keeps every
-// coordinate's cell within the cell math's +-2^62 (the dense grid widens its cells the same way).
-static double hash_cell(const nbPoints *points, double scale)
+static nbStatus hash_v_create(const nbPoints *points, double scale, void **obj)
 {
     double max_abs = 0.0;
     const size_t values = (size_t)points->count * (size_t)points->dim;
@@ -131,132 +273,43 @@ static double hash_cell(const nbPoints *points, double scale)
     }
     const double floor_cell = max_abs * 0x1p-60;
     const double cell = scale > floor_cell ? scale : floor_cell;
-    return cell > 0.0 && isfinite(cell) ? cell : 1.0;
+    nbHashDesc desc = {0};
+    desc.dim = points->dim;
+    desc.cell_size = cell > 0.0 && isfinite(cell) ? cell : 1.0;
+    desc.capacity_hint = points->count;
+    nbHash *hash = NULL;
+    const nbStatus st = nb_hash_create(&desc, &hash);
+    *obj = hash;
+    return st;
 }
 
-static void hash_destroy(void *index)
+static nbStatus hash_v_insert(void *obj, const double *pos, uint64_t user, nbHandle *out)
 {
-    HashIndex *x = index;
-    if (x == NULL) return;
-    nb_hash_destroy(x->hash);
-    free(x->items);
-    free(x);
+    return nb_hash_insert(obj, pos, user, NB_FILTER_ALL, out);
 }
+
+static nbStatus hash_v_move_many(void *obj, const nbHandle *items, const double *pos, int32_t count)
+{
+    return nb_hash_move_many(obj, items, pos, count, NULL);
+}
+
+static const ItemVerbs hash_verbs = {
+    hash_v_create,      hash_v_destroy,     hash_v_insert,       hash_v_move_many, NULL,
+    hash_v_count_pairs, hash_v_visit_pairs, hash_v_visit_radius, hash_v_knn};
 
 static nbStatus hash_build_points(void **index, const nbPoints *points, double scale)
 {
-    HashIndex *x = *index;
-    if (x != NULL && x->count == points->count) // a rebuild: move every item, in one call
-        return nb_hash_move_many(x->hash, x->items, points->data, points->count, NULL);
-    if (x != NULL) return NB_ERR_OUT_OF_RANGE; // the CLI rebuilds only with the same points
-    x = calloc(1, sizeof *x);
-    if (x == NULL) return NB_ERR_OUT_OF_MEMORY;
-    x->items = malloc(((size_t)points->count + 1) * sizeof(nbHandle));
-    nbHashDesc desc = {0};
-    desc.dim = points->dim;
-    desc.cell_size = hash_cell(points, scale);
-    desc.capacity_hint = points->count;
-    nbStatus st = x->items == NULL ? NB_ERR_OUT_OF_MEMORY : nb_hash_create(&desc, &x->hash);
-    for (int32_t i = 0; i < points->count && st == NB_OK; i++, x->count++)
-        st = nb_hash_insert(x->hash, points->data + (size_t)i * (size_t)points->dim, (uint64_t)i,
-                            NB_FILTER_ALL, &x->items[i]);
-    if (st != NB_OK) {
-        hash_destroy(x);
-        return st;
-    }
-    *index = x;
-    return NB_OK;
-}
-
-// Pairs (i < j by point index) into the caller's buffer, counting past its capacity.
-typedef struct HashPairsOut {
-    nbPair *out;
-    int64_t capacity, found;
-} HashPairsOut;
-
-static bool hash_on_pair(nbHit a, nbHit b, void *user)
-{
-    HashPairsOut *o = user;
-    if (o->found < o->capacity) {
-        o->out[o->found].i = (int32_t)(a.user < b.user ? a.user : b.user);
-        o->out[o->found].j = (int32_t)(a.user < b.user ? b.user : a.user);
-    }
-    o->found++;
-    return true;
-}
-
-static nbStatus hash_pairs(const void *index, double radius, nbPair *out, int64_t capacity,
-                           int64_t *found)
-{
-    const HashIndex *x = index;
-    if (out == NULL) return nb_hash_count_pairs(x->hash, radius, found);
-    HashPairsOut o = {out, capacity, 0};
-    const nbStatus st = nb_hash_visit_pairs(x->hash, radius, hash_on_pair, &o);
-    *found = st == NB_OK ? o.found : 0;
-    if (st != NB_OK) return st;
-    return o.found > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
-}
-
-typedef struct HashHitsOut {
-    int32_t *out;
-    int32_t capacity, found;
-} HashHitsOut;
-
-static bool hash_on_hit(nbHit hit, void *user)
-{
-    HashHitsOut *o = user;
-    if (o->found < o->capacity) o->out[o->found] = (int32_t)hit.user;
-    o->found++;
-    return true;
-}
-
-static nbStatus hash_within(const void *index, const double *center, double radius, int32_t *out,
-                            int32_t capacity, int32_t *found)
-{
-    const HashIndex *x = index;
-    HashHitsOut o = {out, capacity, 0};
-    const nbStatus st =
-        nb_hash_visit_radius(x->hash, center, radius, NB_FILTER_ALL, hash_on_hit, &o);
-    *found = st == NB_OK ? o.found : 0;
-    if (st != NB_OK) return st;
-    return o.found > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
-}
-
-static nbStatus hash_knn_hits(const void *index, const double *point, int32_t k,
-                              nbHitNeighbor *wide, int32_t *n)
-{
-    return nb_hash_knn(((const HashIndex *)index)->hash, point, NB_FILTER_ALL, (double)INFINITY,
-                       wide, k, n);
-}
-
-static nbStatus hash_knn(const void *index, const double *point, int32_t k, nbNeighbor *out,
-                         int32_t *found)
-{
-    return knn_by_user(index, point, k, out, found, hash_knn_hits);
+    return item_build(&hash_verbs, index, points, scale);
 }
 
 // ---------------------------------------------------------------------------------------------
-// tiles: the tile grid (nb_tiles_*). The world is the input's extent, in tiles of about the
-// scale (the radius), at most about 2 sqrt(N) + 1 per axis; one group; point i is the entity
-// whose user value is i, inserted in input order, so slot order (the tie order) is input order.
+// tiles: the tile grid (nb_tiles_*). The world is the input's extent on the tiled axes (x, y in
+// 2D; x, z in 3D), in tiles of about the scale (the radius), at most about 2 sqrt(N) + 1 per
+// axis; one group: every point is of group 0 and finds everything.
 
-typedef struct TilesIndex {
-    nbTiles *tiles;
-    nbHandle *items;
-    int32_t count;
-} TilesIndex;
+ITEM_VERBS(tiles, nbTiles)
 
-static void tiles_destroy(void *index)
-{
-    TilesIndex *x = index;
-    if (x == NULL) return;
-    nb_tiles_destroy(x->tiles);
-    free(x->items);
-    free(x);
-}
-
-// A world over the points' extent on the tiled axes (x, y in 2D; x, z in 3D).
-static nbStatus tiles_create(const nbPoints *points, double scale, nbTiles **out)
+static nbStatus tiles_v_create(const nbPoints *points, double scale, void **obj)
 {
     nbTilesDesc desc = {0};
     desc.dim = points->dim;
@@ -278,81 +331,36 @@ static nbStatus tiles_create(const nbPoints *points, double scale, nbTiles **out
         desc.size[t] = size;
         desc.tile_count[t] = (int32_t)(n < most ? (n > 1.0 ? n : 1.0) : most);
     }
-    nbStatus st = nb_tiles_create(&desc, out);
+    nbTiles *tiles = NULL;
+    nbStatus st = nb_tiles_create(&desc, &tiles);
     if (st == NB_ERR_OUT_OF_RANGE) { // tiles too thin to number: one tile is always exact
         desc.tile_count[0] = desc.tile_count[1] = 1;
         desc.size[0] = desc.size[0] > 1.0 ? desc.size[0] : 1.0;
         desc.size[1] = desc.size[1] > 1.0 ? desc.size[1] : 1.0;
-        st = nb_tiles_create(&desc, out);
+        st = nb_tiles_create(&desc, &tiles);
     }
+    *obj = tiles;
     return st;
 }
 
-// The CLI's tile grid has one group: every point is of group 0 and finds everything.
-static const nbFilter TILES_GROUP0 = {1u, 0xFFFFFFFFu};
+static nbStatus tiles_v_insert(void *obj, const double *pos, uint64_t user, nbHandle *out)
+{
+    const nbFilter group0 = {1u, 0xFFFFFFFFu};
+    return nb_tiles_insert(obj, pos, user, group0, out);
+}
+
+static nbStatus tiles_v_move(void *obj, nbHandle item, const double *pos)
+{
+    return nb_tiles_move(obj, item, pos);
+}
+
+static const ItemVerbs tiles_verbs = {
+    tiles_v_create,      tiles_v_destroy,     tiles_v_insert,       NULL,       tiles_v_move,
+    tiles_v_count_pairs, tiles_v_visit_pairs, tiles_v_visit_radius, tiles_v_knn};
 
 static nbStatus tiles_build_points(void **index, const nbPoints *points, double scale)
 {
-    TilesIndex *x = *index;
-    if (x != NULL && x->count == points->count) { // a rebuild: move every entity
-        for (int32_t i = 0; i < points->count; i++) {
-            const nbStatus st = nb_tiles_move(x->tiles, x->items[i],
-                                              points->data + (size_t)i * (size_t)points->dim);
-            if (st != NB_OK) return st;
-        }
-        return NB_OK;
-    }
-    if (x != NULL) return NB_ERR_OUT_OF_RANGE; // the CLI rebuilds only with the same points
-    x = calloc(1, sizeof *x);
-    if (x == NULL) return NB_ERR_OUT_OF_MEMORY;
-    x->items = malloc(((size_t)points->count + 1) * sizeof(nbHandle));
-    nbStatus st = x->items == NULL ? NB_ERR_OUT_OF_MEMORY : tiles_create(points, scale, &x->tiles);
-    for (int32_t i = 0; i < points->count && st == NB_OK; i++, x->count++)
-        st = nb_tiles_insert(x->tiles, points->data + (size_t)i * (size_t)points->dim, (uint64_t)i,
-                             TILES_GROUP0, &x->items[i]);
-    if (st != NB_OK) {
-        tiles_destroy(x);
-        return st;
-    }
-    *index = x;
-    return NB_OK;
-}
-
-static nbStatus tiles_pairs(const void *index, double radius, nbPair *out, int64_t capacity,
-                            int64_t *found)
-{
-    const TilesIndex *x = index;
-    if (out == NULL) return nb_tiles_count_pairs(x->tiles, radius, found);
-    HashPairsOut o = {out, capacity, 0};
-    const nbStatus st = nb_tiles_visit_pairs(x->tiles, radius, hash_on_pair, &o);
-    *found = st == NB_OK ? o.found : 0;
-    if (st != NB_OK) return st;
-    return o.found > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
-}
-
-static nbStatus tiles_within(const void *index, const double *center, double radius, int32_t *out,
-                             int32_t capacity, int32_t *found)
-{
-    const TilesIndex *x = index;
-    HashHitsOut o = {out, capacity, 0};
-    const nbStatus st =
-        nb_tiles_visit_radius(x->tiles, center, radius, NB_FILTER_ALL, hash_on_hit, &o);
-    *found = st == NB_OK ? o.found : 0;
-    if (st != NB_OK) return st;
-    return o.found > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
-}
-
-static nbStatus tiles_knn_hits(const void *index, const double *point, int32_t k,
-                               nbHitNeighbor *wide, int32_t *n)
-{
-    return nb_tiles_knn(((const TilesIndex *)index)->tiles, point, NB_FILTER_ALL, (double)INFINITY,
-                        wide, k, n);
-}
-
-static nbStatus tiles_knn(const void *index, const double *point, int32_t k, nbNeighbor *out,
-                          int32_t *found)
-{
-    return knn_by_user(index, point, k, out, found, tiles_knn_hits);
+    return item_build(&tiles_verbs, index, points, scale);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -361,40 +369,72 @@ static nbStatus tiles_knn(const void *index, const double *point, int32_t k, nbN
 // rectangle i slot i, so slot order, the kNN tie order, is input order; the distance to a
 // zero-size rectangle is the distance to the point, computed the same way, so results match the
 // grid's exactly. A rebuild with as many points (the demo's frames) moves every rectangle by
-// handle in one nb_quadtree_move_many, as the hash's adapter moves its items. The index keeps
-// the points too, for pairs: one radius search per point.
+// handle in one nb_quadtree_move_many. Radius and kNN searches are the stored items' (above);
+// pairs within a radius are one radius search per point, so the index keeps the points too.
 
 typedef struct QuadtreeIndex {
-    nbQuadtree *qt;
-    double *pts;     // the points (2 doubles each) when built from points, else NULL
-    nbRect *rects;   // built from points: the points as zero-size rectangles (moves' input)
-    nbHandle *items; // built from points: rectangle i's handle
-    int32_t n;
+    ItemIndex base; // obj: the tree; items (built from points): rectangle i's handle
+    double *pts;    // built from points: the points (2 doubles each), else NULL
+    nbRect *rects;  // built from points: the points as zero-size rectangles (moves' input)
 } QuadtreeIndex;
+
+static void quadtree_v_destroy(void *obj)
+{
+    nb_quadtree_destroy(obj);
+}
+
+static nbStatus quadtree_v_visit_radius(const void *obj, const double *center, double radius,
+                                        nbHitFn *visit, void *user)
+{
+    return nb_quadtree_visit_radius(obj, center, radius, NB_FILTER_ALL, visit, user);
+}
+
+static nbStatus quadtree_v_knn(const void *obj, const double *point, nbHitNeighbor *out, int32_t k,
+                               int32_t *found)
+{
+    return nb_quadtree_knn(obj, point, NB_FILTER_ALL, (double)INFINITY, out, k, found);
+}
+
+static const ItemVerbs quadtree_verbs = {
+    NULL, quadtree_v_destroy,      NULL,          NULL, NULL, NULL,
+    NULL, quadtree_v_visit_radius, quadtree_v_knn};
 
 static void quadtree_destroy(void *index)
 {
     QuadtreeIndex *x = index;
     if (x == NULL) return;
-    nb_quadtree_destroy(x->qt);
     free(x->pts);
     free(x->rects);
-    free(x->items);
-    free(x);
+    item_destroy(&x->base); // the tree, the handles and x itself (base is its first member)
+}
+
+// A new index over a fresh tree; NULL when out of memory.
+static QuadtreeIndex *quadtree_new(void)
+{
+    QuadtreeIndex *x = calloc(1, sizeof *x);
+    if (x == NULL) return NULL;
+    x->base.verbs = &quadtree_verbs;
+    nbQuadtreeDesc desc = {0};
+    nbQuadtree *qt = NULL;
+    if (nb_quadtree_create(&desc, &qt) != NB_OK) {
+        free(x);
+        return NULL;
+    }
+    x->base.obj = qt;
+    return x;
 }
 
 static nbStatus quadtree_build_rects(void **index, const double *rects, int32_t count)
 {
-    QuadtreeIndex *x = calloc(1, sizeof *x);
+    QuadtreeIndex *x = quadtree_new();
     if (x == NULL) return NB_ERR_OUT_OF_MEMORY;
-    nbQuadtreeDesc desc = {0};
-    nbStatus st = nb_quadtree_create(&desc, &x->qt);
-    if (st == NB_OK) st = nb_quadtree_build(x->qt, (const nbRect *)rects, count, NULL, NULL, NULL);
+    const nbStatus st =
+        nb_quadtree_build(x->base.obj, (const nbRect *)rects, count, NULL, NULL, NULL);
     if (st != NB_OK) {
         quadtree_destroy(x);
         return st;
     }
-    x->n = count;
+    x->base.count = count;
     quadtree_destroy(*index);
     *index = x;
     return NB_OK;
@@ -414,62 +454,54 @@ static nbStatus quadtree_build_points(void **index, const nbPoints *points, doub
     (void)scale;
     if (points->dim != 2) return NB_ERR_OUT_OF_RANGE; // a quadtree is 2D
     QuadtreeIndex *old = *index;
-    if (old != NULL && old->items != NULL && old->n == points->count) { // a rebuild: move all
-        quadtree_take_rects(old, points);
+    if (old != NULL && old->base.items != NULL && old->base.count == points->count) {
+        quadtree_take_rects(old, points); // a rebuild: move all
         int32_t moved = 0;
-        const nbStatus st = nb_quadtree_move_many(old->qt, old->items, old->rects, old->n, &moved);
+        const nbStatus st = nb_quadtree_move_many(old->base.obj, old->base.items, old->rects,
+                                                  old->base.count, &moved);
         // The points that moved (all of them, or those before a failure), for pairs' centres.
         if (moved > 0) memcpy(old->pts, points->data, (size_t)moved * 2 * sizeof(double));
         return st;
     }
-    QuadtreeIndex *x = calloc(1, sizeof *x);
+    QuadtreeIndex *x = quadtree_new();
     if (x == NULL) return NB_ERR_OUT_OF_MEMORY;
     const size_t n1 = (size_t)points->count + 1;
     x->pts = malloc(n1 * 2 * sizeof(double));
     x->rects = malloc(n1 * sizeof(nbRect));
-    x->items = malloc(n1 * sizeof(nbHandle));
-    nbQuadtreeDesc desc = {0};
-    nbStatus st = x->pts == NULL || x->rects == NULL || x->items == NULL
-                      ? NB_ERR_OUT_OF_MEMORY
-                      : nb_quadtree_create(&desc, &x->qt);
-    if (st == NB_OK) {
+    x->base.items = malloc(n1 * sizeof(nbHandle));
+    nbStatus st = NB_ERR_OUT_OF_MEMORY;
+    if (x->pts != NULL && x->rects != NULL && x->base.items != NULL) {
         if (points->count > 0)
             memcpy(x->pts, points->data, (size_t)points->count * 2 * sizeof(double));
         quadtree_take_rects(x, points);
-        st = nb_quadtree_build(x->qt, x->rects, points->count, NULL, NULL, x->items);
+        st = nb_quadtree_build(x->base.obj, x->rects, points->count, NULL, NULL, x->base.items);
     }
     if (st != NB_OK) {
         quadtree_destroy(x);
         return st;
     }
-    x->n = points->count;
+    x->base.count = points->count;
     quadtree_destroy(old); // a rebuild replaces the old index
     *index = x;
     return NB_OK;
 }
 
-// Hits as indices into a buffer, or (above >= 0) pairs (above, j) with j > above.
-typedef struct QuadtreeOut {
-    int32_t *out;
-    int32_t capacity, found;
+// The pairs (above, j) with j > above, into the caller's buffer.
+typedef struct AboveOut {
+    PairsOut pairs;
     int32_t above;
-    nbPair *pairs;
-    int64_t pair_capacity, pair_found;
-} QuadtreeOut;
+} AboveOut;
 
-static bool quadtree_on_hit(nbHit hit, void *user)
+static bool on_hit_above(nbHit hit, void *user)
 {
-    QuadtreeOut *o = user;
+    AboveOut *o = user;
     const int32_t j = (int32_t)hit.user;
-    if (o->above < 0) {
-        if (o->found < o->capacity) o->out[o->found] = j;
-        o->found++;
-    } else if (j > o->above) {
-        if (o->pair_found < o->pair_capacity) {
-            o->pairs[o->pair_found].i = o->above;
-            o->pairs[o->pair_found].j = j;
+    if (j > o->above) {
+        if (o->pairs.found < o->pairs.capacity) {
+            o->pairs.out[o->pairs.found].i = o->above;
+            o->pairs.out[o->pairs.found].j = j;
         }
-        o->pair_found++;
+        o->pairs.found++;
     }
     return true;
 }
@@ -478,80 +510,36 @@ static nbStatus quadtree_pairs(const void *index, double radius, nbPair *out, in
                                int64_t *found)
 {
     const QuadtreeIndex *x = index;
-    QuadtreeOut o = {NULL, 0, 0, -1, out, out != NULL ? capacity : 0, 0};
+    AboveOut o = {{out, out != NULL ? capacity : 0, 0}, -1};
     nbStatus st = NB_OK;
-    for (int32_t i = 0; i < x->n && st == NB_OK; i++) {
+    for (int32_t i = 0; i < x->base.count && st == NB_OK; i++) {
         o.above = i;
-        st = nb_quadtree_visit_radius(x->qt, x->pts + 2 * (size_t)i, radius, NB_FILTER_ALL,
-                                      quadtree_on_hit, &o);
+        st = nb_quadtree_visit_radius(x->base.obj, x->pts + 2 * (size_t)i, radius, NB_FILTER_ALL,
+                                      on_hit_above, &o);
     }
-    *found = st == NB_OK ? o.pair_found : 0;
-    if (st != NB_OK) return st;
-    return out != NULL && o.pair_found > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
-}
-
-static nbStatus quadtree_within(const void *index, const double *center, double radius,
-                                int32_t *out, int32_t capacity, int32_t *found)
-{
-    const QuadtreeIndex *x = index;
-    QuadtreeOut o = {out, capacity, 0, -1, NULL, 0, 0};
-    const nbStatus st =
-        nb_quadtree_visit_radius(x->qt, center, radius, NB_FILTER_ALL, quadtree_on_hit, &o);
-    *found = st == NB_OK ? o.found : 0;
-    if (st != NB_OK) return st;
-    return o.found > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
-}
-
-static nbStatus quadtree_knn_hits(const void *index, const double *point, int32_t k,
-                                  nbHitNeighbor *wide, int32_t *n)
-{
-    const QuadtreeIndex *x = index;
-    return nb_quadtree_knn(x->qt, point, NB_FILTER_ALL, (double)INFINITY, wide, k, n);
-}
-
-static nbStatus quadtree_knn(const void *index, const double *point, int32_t k, nbNeighbor *out,
-                             int32_t *found)
-{
-    return knn_by_user(index, point, k, out, found, quadtree_knn_hits);
+    *found = st == NB_OK ? o.pairs.found : 0;
+    return out != NULL ? buffer_status(st, o.pairs.found, capacity) : st;
 }
 
 static nbStatus quadtree_boxes(const void *index, const double *window, int32_t *out,
                                int32_t capacity, int32_t *found)
 {
     const QuadtreeIndex *x = index;
-    QuadtreeOut o = {out, capacity, 0, -1, NULL, 0, 0};
+    HitsOut o = {out, capacity, 0};
     const nbBox w = {{window[0], window[1]}, {window[2], window[3]}};
-    const nbStatus st = nb_quadtree_visit_box(x->qt, &w, NB_FILTER_ALL, quadtree_on_hit, &o);
+    const nbStatus st = nb_quadtree_visit_box(x->base.obj, &w, NB_FILTER_ALL, on_hit, &o);
     *found = st == NB_OK ? o.found : 0;
-    if (st != NB_OK) return st;
-    return o.found > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
-}
-
-typedef struct QuadtreePairsOut {
-    nbPair *out;
-    int64_t capacity, found;
-} QuadtreePairsOut;
-
-static bool quadtree_on_pair(nbHit a, nbHit b, void *user)
-{
-    QuadtreePairsOut *o = user;
-    if (o->found < o->capacity) {
-        o->out[o->found].i = (int32_t)(a.user < b.user ? a.user : b.user);
-        o->out[o->found].j = (int32_t)(a.user < b.user ? b.user : a.user);
-    }
-    o->found++;
-    return true;
+    return buffer_status(st, o.found, capacity);
 }
 
 static nbStatus quadtree_overlaps(const void *index, nbPair *out, int64_t capacity, int64_t *found)
 {
     const QuadtreeIndex *x = index;
-    if (out == NULL) return nb_quadtree_count_pairs(x->qt, found);
-    QuadtreePairsOut o = {out, capacity, 0};
-    const nbStatus st = nb_quadtree_visit_pairs(x->qt, quadtree_on_pair, &o);
+    if (out == NULL) return nb_quadtree_count_pairs(x->base.obj, found);
+    PairsOut o = {out, capacity, 0};
+    const nbStatus st = nb_quadtree_visit_pairs(x->base.obj, on_pair, &o);
     *found = st == NB_OK ? o.found : 0;
-    if (st != NB_OK) return st;
-    return o.found > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
+    return buffer_status(st, o.found, capacity);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -572,19 +560,19 @@ static const cliStructure structures[] = {
         .name = "hash",
         .about = "spatial hash of occupied cells, items moved by handle (nb_hash_*)",
         .build_points = hash_build_points,
-        .destroy = hash_destroy,
-        .pairs = hash_pairs,
-        .within = hash_within,
-        .knn = hash_knn,
+        .destroy = item_destroy,
+        .pairs = item_pairs,
+        .within = item_within,
+        .knn = item_knn,
     },
     {
         .name = "tiles",
         .about = "tile grid over the input's extent, entities by handle (nb_tiles_*)",
         .build_points = tiles_build_points,
-        .destroy = tiles_destroy,
-        .pairs = tiles_pairs,
-        .within = tiles_within,
-        .knn = tiles_knn,
+        .destroy = item_destroy,
+        .pairs = item_pairs,
+        .within = item_within,
+        .knn = item_knn,
     },
     {
         .name = "quadtree",
@@ -592,8 +580,8 @@ static const cliStructure structures[] = {
         .build_points = quadtree_build_points,
         .destroy = quadtree_destroy,
         .pairs = quadtree_pairs,
-        .within = quadtree_within,
-        .knn = quadtree_knn,
+        .within = item_within,
+        .knn = item_knn,
         .build_rects = quadtree_build_rects,
         .boxes = quadtree_boxes,
         .overlaps = quadtree_overlaps,

@@ -290,6 +290,18 @@ NB_API nbStatus nb_quadtree_raycast_all(const nbQuadtree *tree, const double *or
                                         nbFilter filter, nbRayHit *out, int32_t capacity,
                                         int32_t *found);
 
+/// Called with each rectangle a ray hits and the distance t at which the ray enters it
+/// (nb_quadtree_visit_raycast_all); return false to stop.
+typedef bool nbRayHitFn(nbHit hit, double t, void *user);
+
+/// nb_quadtree_raycast_all's hits, nearest first (ties by lower handle slot), each to `visit`
+/// until it returns false. Holds every hit at once: up to NB_KNN_STACK on the stack, more from
+/// the tree's allocator (NB_ERR_OUT_OF_MEMORY when that fails, before any visit). Statuses as
+/// nb_quadtree_raycast, NB_ERR_NULL_ARG for a NULL visit.
+NB_API nbStatus nb_quadtree_visit_raycast_all(const nbQuadtree *tree, const double *origin,
+                                              const double *direction, double max_distance,
+                                              nbFilter filter, nbRayHitFn *visit, void *user);
+
 /// Every unordered pair of touching rectangles (closed, as nb_quadtree_query_box) that pass the
 /// pair rule `(cat[a] & mask[b]) && (cat[b] & mask[a])`, each once, `a` the lower handle slot:
 /// a broad-phase. The usual buffer contract (NB_ERR_BUFFER_TOO_SMALL with the full count);

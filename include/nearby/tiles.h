@@ -164,14 +164,23 @@ NB_API nbStatus nb_tiles_tile_of(const nbTiles *tiles, const double *pos, int32_
 /// Writes up to `capacity` tile numbers and the total to *found (NB_ERR_BUFFER_TOO_SMALL when
 /// it exceeds capacity). NB_ERR_OUT_OF_RANGE for a tile outside 0 .. tiles - 1 or a negative
 /// rings or capacity. Does not allocate.
-NB_API nbStatus nb_tiles_neighbors(const nbTiles *tiles, int32_t tile, int32_t rings, int32_t *out,
-                                   int32_t capacity, int32_t *found);
+NB_API nbStatus nb_tiles_neighbor_tiles(const nbTiles *tiles, int32_t tile, int32_t rings,
+                                        int32_t *out, int32_t capacity, int32_t *found);
+
+/// The same tiles, in the same order, each to `visit` (its index argument the tile number)
+/// until it returns false. NB_ERR_NULL_ARG for a NULL visit.
+NB_API nbStatus nb_tiles_visit_neighbor_tiles(const nbTiles *tiles, int32_t tile, int32_t rings,
+                                              nbVisitFn *visit, void *user);
 
 /// The same, with rings per axis for a radius: k[t] = ceil(radius / edge[t]) (0 for radius 0),
 /// so that the result covers every point within `radius` of any point of the tile's box.
 /// NB_ERR_NOT_FINITE for a NaN or infinite radius, NB_ERR_OUT_OF_RANGE for a negative one.
-NB_API nbStatus nb_tiles_neighbors_radius(const nbTiles *tiles, int32_t tile, double radius,
-                                          int32_t *out, int32_t capacity, int32_t *found);
+NB_API nbStatus nb_tiles_neighbor_tiles_radius(const nbTiles *tiles, int32_t tile, double radius,
+                                               int32_t *out, int32_t capacity, int32_t *found);
+
+/// nb_tiles_neighbor_tiles_radius's tiles, each to `visit` until it returns false.
+NB_API nbStatus nb_tiles_visit_neighbor_tiles_radius(const nbTiles *tiles, int32_t tile,
+                                                     double radius, nbVisitFn *visit, void *user);
 
 /// Calls `visit` for every entity stored in `tile` that passes `filter`, group by group, until
 /// it returns false. NB_ERR_OUT_OF_RANGE for a bad tile.

@@ -23,6 +23,7 @@
 #include <nearby/quadtree.h>
 
 #include "nb_fuzz.h"
+#include "nb_oracle.h"
 
 enum {
     QF_MAX = 160,  ///< rectangles the fuzzer allows
@@ -86,48 +87,6 @@ static nbFilter qf_filter(nbfReader *rd)
     if (b < 160) return NB_FILTER_ALL;
     nbFilter f = {bits[b % 5], bits[(b / 5) % 5]};
     return f;
-}
-
-static bool qf_touch(const nbRect *a, const nbRect *b)
-{
-    return a->min[0] <= b->max[0] && b->min[0] <= a->max[0] && a->min[1] <= b->max[1] &&
-           b->min[1] <= a->max[1];
-}
-
-static bool qf_pass(nbFilter q, nbFilter it)
-{
-    return (q.category & it.mask) != 0 && (it.category & q.mask) != 0;
-}
-
-static double qf_dist2(const double *p, const nbRect *r)
-{
-    double dx = fmax(fmax(r->min[0] - p[0], p[0] - r->max[0]), 0.0);
-    double dy = fmax(fmax(r->min[1] - p[1], p[1] - r->max[1]), 0.0);
-    return dx * dx + dy * dy;
-}
-
-static double qf_ray(const double *o, const double *dir, double tmax, const nbRect *r)
-{
-    const double m = fmax(fabs(dir[0]), fabs(dir[1]));
-    const double x = dir[0] / m, y = dir[1] / m, len = sqrt(x * x + y * y);
-    const double d[2] = {x / len, y / len};
-    double t0 = 0.0, t1 = tmax;
-    for (int a = 0; a < 2; a++) {
-        if (d[a] == 0.0) {
-            if (o[a] < r->min[a] || o[a] > r->max[a]) return -1.0;
-            continue;
-        }
-        double ta = (r->min[a] - o[a]) / d[a], tb = (r->max[a] - o[a]) / d[a];
-        if (ta > tb) {
-            const double s = ta;
-            ta = tb;
-            tb = s;
-        }
-        t0 = ta > t0 ? ta : t0;
-        t1 = tb < t1 ? tb : t1;
-        if (t0 > t1) return -1.0;
-    }
-    return t0;
 }
 
 static int qf_cmp_u64(const void *a, const void *b)
@@ -264,7 +223,8 @@ static void qf_queries(nbfReader *rd, uint8_t op)
             return;
         }
         for (int32_t i = 0; i < qm.n; i++)
-            if (qf_touch(&qm.r[i], &w) && qf_pass(qf, qm.f[i])) want[nw++] = qm.h[i].bits;
+            if (nbo_rect_touch(&qm.r[i], &w) && nbo_item_passes(qf, qm.f[i]))
+                want[nw++] = qm.h[i].bits;
         if (cap == 1 && nw > 1) {
             NBF_CHECK(st == NB_ERR_BUFFER_TOO_SMALL && found == nw, "query_box truncated");
             return;
@@ -292,9 +252,9 @@ static void qf_queries(nbfReader *rd, uint8_t op)
         NBF_CHECK(st == NB_OK, "point/radius: %s", nb_status_str(st));
         const nbRect pr = {{p[0], p[1]}, {p[0], p[1]}}; // a point query asks for containment
         for (int32_t i = 0; i < qm.n; i++) {
-            const bool in =
-                op == 1 ? qf_touch(&qm.r[i], &pr) : qf_dist2(p, &qm.r[i]) <= radius * radius;
-            if (in && qf_pass(qf, qm.f[i])) want[nw++] = qm.h[i].bits;
+            const bool in = op == 1 ? nbo_rect_touch(&qm.r[i], &pr)
+                                    : nbo_rect_d2(p, &qm.r[i]) <= radius * radius;
+            if (in && nbo_item_passes(qf, qm.f[i])) want[nw++] = qm.h[i].bits;
         }
         qf_check_hits("point/radius", hits, found, want, nw);
     } else if (op == 3 || op == 4) { // kNN, rays
@@ -327,13 +287,13 @@ static void qf_queries(nbfReader *rd, uint8_t op)
         }
         int32_t nc = 0;
         for (int32_t i = 0; i < qm.n; i++) {
-            if (!qf_pass(qf, qm.f[i])) continue;
+            if (!nbo_item_passes(qf, qm.f[i])) continue;
             double d;
             if (op == 3) {
-                d = qf_dist2(p, &qm.r[i]);
+                d = nbo_rect_d2(p, &qm.r[i]);
                 if (!(d <= maxd * maxd)) continue;
             } else {
-                d = qf_ray(p, dir, maxd, &qm.r[i]);
+                d = nbo_ray_enter(p, dir, maxd, &qm.r[i]);
                 if (d < 0.0) continue;
             }
             cand[nc].d = d;
@@ -370,7 +330,7 @@ static void qf_queries(nbfReader *rd, uint8_t op)
                 (long long)np);
         for (int32_t i = 0; i < qm.n; i++)
             for (int32_t j = 0; j < qm.n; j++) {
-                if (i == j || !qf_touch(&qm.r[i], &qm.r[j])) continue;
+                if (i == j || !nbo_rect_touch(&qm.r[i], &qm.r[j])) continue;
                 const uint32_t si = (uint32_t)qm.h[i].bits, sj = (uint32_t)qm.h[j].bits;
                 if (cross) {
                     if ((qm.f[i].category & ma) == 0 || qm.f[i].mask == 0) continue;

@@ -572,7 +572,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             nbf_op = "neighbors";
             int32_t tiles[64], found = 0;
             const int32_t tile = (int32_t)nbf_u16(r) % (count[0] * count[1] + 1);
-            st = nb_tiles_neighbors(tf.t, tile, nbf_u8(r) % 3, tiles, 64, &found);
+            st = nb_tiles_neighbor_tiles(tf.t, tile, nbf_u8(r) % 3, tiles, 64, &found);
             nbf_expect(st,
                        tile >= count[0] * count[1]
                            ? NBF_BIT(NB_ERR_OUT_OF_RANGE)
