@@ -430,6 +430,45 @@ size_t nb_quadtree_memory_bytes(const nbQuadtree *q)
     return bytes;
 }
 
+nbStatus nb_quadtree_visit_nodes(const nbQuadtree *q, nbQuadtreeNodeFn *visit, void *user)
+{
+    if (q == NULL || visit == NULL) return NB_ERR_NULL_ARG;
+    const nbiQtNode *nodes = NBI_NODES(q);
+    int32_t stack[NBI_QT_STACK];
+    int top = 0;
+    stack[top++] = NBI_QT_ROOT;
+    const int32_t root_level = nodes[NBI_QT_ROOT].level;
+    while (top > 0) {
+        const nbiQtNode *n = &nodes[stack[--top]];
+        nbQuadtreeNode v;
+        for (int a = 0; a < 2; a++) {
+            v.cell.min[a] = n->clo[a];
+            v.cell.max[a] = n->chi[a];
+            v.bounds.min[a] = n->lo[a];
+            v.bounds.max[a] = n->hi[a];
+        }
+        v.depth = n->level - root_level;
+        v.count = n->count;
+        v.leaf = n->child < 0;
+        if (!visit(&v, user)) break;
+        if (!v.leaf)
+            for (int k = 3; k >= 0; k--) stack[top++] = n->child + k;
+    }
+    return NB_OK;
+}
+
+static bool nbi_info_node(const nbQuadtreeNode *n, void *user)
+{
+    nbQuadtreeInfo *out = (nbQuadtreeInfo *)user;
+    out->nodes++;
+    if (n->depth > out->depth) out->depth = n->depth;
+    if (n->leaf)
+        out->leaves++;
+    else
+        out->held_above += n->count;
+    return true;
+}
+
 nbStatus nb_quadtree_info(const nbQuadtree *q, nbQuadtreeInfo *out)
 {
     if (out != NULL) memset(out, 0, sizeof *out);
@@ -444,20 +483,5 @@ nbStatus nb_quadtree_info(const nbQuadtree *q, nbQuadtreeInfo *out)
     }
     out->bytes = nb_quadtree_memory_bytes(q);
     out->tidied = q->tidied;
-    int32_t stack[NBI_QT_STACK];
-    int top = 0;
-    stack[top++] = NBI_QT_ROOT;
-    const int32_t root_level = nodes[NBI_QT_ROOT].level;
-    while (top > 0) {
-        const nbiQtNode *n = &nodes[stack[--top]];
-        out->nodes++;
-        if (n->level - root_level > out->depth) out->depth = n->level - root_level;
-        if (n->child < 0) {
-            out->leaves++;
-            continue;
-        }
-        out->held_above += n->count;
-        for (int k = 3; k >= 0; k--) stack[top++] = n->child + k;
-    }
-    return NB_OK;
+    return nb_quadtree_visit_nodes(q, nbi_info_node, out);
 }

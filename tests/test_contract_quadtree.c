@@ -42,6 +42,15 @@ static uint64_t qt_fingerprint(const ItemFix *fx)
 static nbQuadtree *qt_created;
 #define QT_CREATED(o) ((o)->passed |= IO_CREATE, &qt_created)
 
+// A node visitor for nb_quadtree_visit_nodes's cases: counted as a visit, as item_on_hit is.
+static bool qt_on_node(const nbQuadtreeNode *node, void *user)
+{
+    (void)node;
+    (void)user;
+    item_visits++;
+    return true;
+}
+
 // Calls case `id` on the fixture fx.
 static nbStatus qt_call(int id, const ItemFix *fx, ItemOuts *o)
 {
@@ -95,6 +104,8 @@ static nbStatus qt_call(int id, const ItemFix *fx, ItemOuts *o)
     case 23: return nb_quadtree_info(NULL, &(nbQuadtreeInfo){0});
     case 24: return nb_quadtree_info(t, NULL);
     case 25: return nb_quadtree_validate(NULL);
+    case 26: return nb_quadtree_visit_nodes(NULL, qt_on_node, NULL);
+    case 27: return nb_quadtree_visit_nodes(qt_of(fx), NULL, NULL);
     // insert
     case 30: return nb_quadtree_insert(NULL, &ok, 1, NB_FILTER_ALL, ITEM_HANDLE(o));
     case 31: return nb_quadtree_insert(t, NULL, 1, NB_FILTER_ALL, ITEM_HANDLE(o));
@@ -312,6 +323,8 @@ static const QtCase qt_cases[] = {
     {23, NB_ERR_NULL_ARG},
     {24, NB_ERR_NULL_ARG},
     {25, NB_ERR_NULL_ARG},
+    {26, NB_ERR_NULL_ARG},
+    {27, NB_ERR_NULL_ARG},
     {30, NB_ERR_NULL_ARG},
     {31, NB_ERR_NULL_ARG},
     {32, NB_ERR_NULL_ARG},

@@ -494,6 +494,86 @@ static int test_duplicates_depth(void)
     return 0;
 }
 
+// The node visitor: a node's children follow it (depth + 1) in quadrant order, each child's
+// cell a quarter of its parent's split at the middle and its bounds within the parent's (equal
+// to its cell when tight); the counts add up to every rectangle not in the outside list; a
+// false return stops the walk.
+typedef struct NodeWalk {
+    nbQuadtreeNode path[NB_QUADTREE_MAX_DEPTH + 80]; // the last node seen at each depth
+    int32_t next_child[NB_QUADTREE_MAX_DEPTH + 80];  // which quadrant comes next below it
+    int64_t nodes, held, leaves, stop_after;
+    int32_t max_depth;
+    bool tight, ok;
+} NodeWalk;
+
+static bool check_node(const nbQuadtreeNode *n, void *user)
+{
+    NodeWalk *w = user;
+    const int32_t d = n->depth;
+    if (d < 0 || d >= NB_QUADTREE_MAX_DEPTH + 80 || (w->nodes == 0) != (d == 0)) w->ok = false;
+    if (!w->ok) return false;
+    if (d > 0) { // the quadrant of its parent that comes next
+        const nbQuadtreeNode *p = &w->path[d - 1];
+        const int32_t k = w->next_child[d - 1]++;
+        if (p->leaf || k > 3) w->ok = false;
+        for (int a = 0; a < 2 && w->ok; a++) {
+            const double mid = 0.5 * (p->cell.min[a] + p->cell.max[a]);
+            const bool high = ((a == 0 ? k : k >> 1) & 1) != 0;
+            if (n->cell.min[a] != (high ? mid : p->cell.min[a]) ||
+                n->cell.max[a] != (high ? p->cell.max[a] : mid))
+                w->ok = false;
+            if (n->bounds.min[a] < p->bounds.min[a] || n->bounds.max[a] > p->bounds.max[a])
+                w->ok = false;
+        }
+    }
+    if (w->tight && memcmp(&n->cell, &n->bounds, sizeof n->cell) != 0) w->ok = false;
+    w->path[d] = *n;
+    w->next_child[d] = 0;
+    w->nodes++;
+    w->held += n->count;
+    w->leaves += n->leaf;
+    if (d > w->max_depth) w->max_depth = d;
+    return w->ok && w->nodes != w->stop_after;
+}
+
+static int test_visit_nodes(void)
+{
+    for (int placement = 1; placement <= 2; placement++) {
+        nbQuadtreeDesc desc = {0};
+        desc.placement = placement;
+        desc.split_threshold = 4;
+        nbQuadtree *qt = NULL;
+        NB_CHECK_OK(nb_quadtree_create(&desc, &qt));
+        static nbRect rects[2000];
+        for (int i = 0; i < 2000; i++) {
+            const double x = nbt_range(-50.0, 50.0), y = nbt_range(-50.0, 50.0);
+            const double side = 0.05 * pow(200.0, nbt_unit());
+            rects[i] = (nbRect){{x, y}, {x + side, y + 0.5 * side}};
+        }
+        NB_CHECK_OK(nb_quadtree_build(qt, rects, 2000, NULL, NULL, NULL));
+        nbQuadtreeInfo info;
+        NB_CHECK_OK(nb_quadtree_info(qt, &info));
+        static NodeWalk w;
+        memset(&w, 0, sizeof w);
+        w.tight = placement == NB_QUADTREE_TIGHT;
+        w.ok = true;
+        NB_CHECK_OK(nb_quadtree_visit_nodes(qt, check_node, &w));
+        NB_CHECK(w.ok);
+        NB_CHECK(w.nodes > 100 && w.leaves > 50 && w.max_depth >= 3);
+        NB_CHECK(w.held + info.outside == 2000);
+        NB_CHECK(w.nodes == info.nodes && w.leaves == info.leaves && w.max_depth == info.depth);
+        NB_CHECK(memcmp(&w.path[0].cell, &info.root, sizeof info.root) == 0);
+        NB_CHECK((w.nodes - w.leaves) * 4 == w.nodes - 1); // four children to each inner node
+        memset(&w, 0, sizeof w);
+        w.ok = true;
+        w.stop_after = 3;
+        NB_CHECK_OK(nb_quadtree_visit_nodes(qt, check_node, &w));
+        NB_CHECK(w.ok && w.nodes == 3);
+        nb_quadtree_destroy(qt);
+    }
+    return 0;
+}
+
 // Rectangles far outside the root grow it, or land in the outside list, and are still found.
 static int test_outside(void)
 {
@@ -1862,6 +1942,7 @@ int main(int argc, char **argv)
         {"tight_sequences", test_tight_sequences},
         {"duplicates_depth", test_duplicates_depth},
         {"outside", test_outside},
+        {"visit_nodes", test_visit_nodes},
         {"refused", test_refused},
         {"failing_allocator", test_failing_allocator},
         {"zero_alloc_moving", test_zero_alloc_moving},

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "nb_pthreads.h"
 #include "options.h"
 #include "picture.h"
 #include "structures.h"
@@ -232,22 +233,48 @@ static bool brute_check(const Scene *sc, int32_t i)
     return k == sc->first[i + 1];
 }
 
-static void progress(const char *name, int32_t frame, int32_t frames)
+// One progress bar for the runs going on at once, on standard error when it is a terminal.
+typedef struct Progress {
+    pthread_mutex_t mu;
+    int64_t done, total; // frames, over every run
+    bool show, ended;
+} Progress;
+
+static void progress_draw(const Progress *p)
 {
     enum { WIDTH = 30 };
-    const int done = (int)((int64_t)WIDTH * frame / frames);
-    fprintf(stderr, "\r%-8s [", name);
+    const int done = p->total > 0 ? (int)((int64_t)WIDTH * p->done / p->total) : WIDTH;
+    fprintf(stderr, "\rdemo     [");
     for (int k = 0; k < WIDTH; k++) fputc(k < done ? '#' : '.', stderr);
-    fprintf(stderr, "] frame %d/%d", (int)frame, (int)frames);
+    fprintf(stderr, "] frame %lld/%lld", (long long)p->done, (long long)p->total);
     fflush(stderr);
 }
 
-// Runs the scene on `s` from the start. counts[f] receives frame f's neighbour total when
-// `first_run`, and is compared with it otherwise. On success *index is left built over the
-// last frame's positions (in sc->pos). Reports a problem and returns its exit status.
-static int run_scene(Scene *sc, const cliStructure *s, int32_t frames, bool first_run,
-                     int64_t *counts, const char *first_name, bool show, void **index,
-                     RunStats *stats)
+// `frames` more frames are done (by any run).
+static void progress_add(Progress *p, int64_t frames)
+{
+    if (!p->show) return;
+    pthread_mutex_lock(&p->mu);
+    p->done += frames;
+    if (!p->ended) progress_draw(p);
+    pthread_mutex_unlock(&p->mu);
+}
+
+// Ends the bar's line (before a message, or at the end); later updates are not drawn.
+static void progress_end(Progress *p)
+{
+    if (!p->show) return;
+    pthread_mutex_lock(&p->mu);
+    if (!p->ended) fputc('\n', stderr);
+    p->ended = true;
+    pthread_mutex_unlock(&p->mu);
+}
+
+// Runs the scene on `s` from the start; counts[f] receives frame f's neighbour total. On
+// success *index is left built over the last frame's positions (in sc->pos). Reports a
+// problem and returns its exit status.
+static int run_scene(Scene *sc, const cliStructure *s, int32_t frames, int64_t *counts,
+                     Progress *show, void **index, RunStats *stats)
 {
     const size_t values = (size_t)sc->n * (size_t)sc->dim;
     memcpy(sc->pos, sc->start_pos, values * sizeof(double));
@@ -256,7 +283,7 @@ static int run_scene(Scene *sc, const cliStructure *s, int32_t frames, bool firs
     char where[64];
     snprintf(where, sizeof where, "demo: %s", s->name);
     for (int32_t f = 0; f < frames; f++) {
-        if (show && (f % 4 == 0)) progress(s->name, f, frames);
+        if (f % 4 == 0 && f > 0) progress_add(show, 4);
         if (f > 0) { // the next frame becomes this one
             double *t = sc->pos;
             sc->pos = sc->next_pos;
@@ -297,20 +324,12 @@ static int run_scene(Scene *sc, const cliStructure *s, int32_t frames, bool firs
         const double t2 = cli_now_ms();
         for (int32_t i = 0; i < sc->n; i++)
             sort_ints(sc->nbr + sc->first[i], sc->first[i + 1] - sc->first[i]);
-        if (first_run) {
-            counts[f] = used;
-        } else if (counts[f] != used) {
-            if (show) fputc('\n', stderr);
-            cli_fail("demo: %s disagrees with %s in frame %d: %lld neighbours, not %lld "
-                     "(NB_ERR_INTERNAL: a bug in nearby, please report)",
-                     s->name, first_name, (int)f, (long long)used, (long long)counts[f]);
-            return CLI_EXIT_RUNTIME;
-        }
+        counts[f] = used;
         for (int32_t c = 0; c < CHECKS_PER_FRAME && sc->n > 0; c++) {
             uint64_t key = ((uint64_t)f << 8) + (uint64_t)c;
             const int32_t i = (int32_t)(splitmix64(&key) % (uint64_t)sc->n);
             if (!brute_check(sc, i)) {
-                if (show) fputc('\n', stderr);
+                progress_end(show);
                 cli_fail("demo: %s: frame %d: agent %d's neighbours differ from brute force "
                          "(NB_ERR_INTERNAL: a bug in nearby, please report)",
                          s->name, (int)f, (int)i);
@@ -325,10 +344,7 @@ static int run_scene(Scene *sc, const cliStructure *s, int32_t frames, bool firs
         if (f + 1 < frames)
             for (int32_t i = 0; i < sc->n; i++) steer(sc, i);
     }
-    if (show) {
-        progress(s->name, frames, frames);
-        fputc('\n', stderr);
-    }
+    progress_add(show, frames - (frames - 1) / 4 * 4);
     return CLI_EXIT_OK;
 }
 
@@ -410,17 +426,69 @@ static int draw(const Scene *sc, const cliStructure *s, const void *index, const
     return CLI_EXIT_OK;
 }
 
-static void scene_free(Scene *sc)
+// The state a run moves (the start and the groups are shared): allocates it; false if memory
+// ran out (scene_free_state frees what was had).
+static bool scene_alloc_state(Scene *sc)
 {
-    free(sc->group);
-    free(sc->start_pos);
-    free(sc->start_vel);
+    const size_t values = (size_t)sc->n * (size_t)sc->dim + 1;
+    sc->pos = malloc(values * sizeof(double));
+    sc->vel = malloc(values * sizeof(double));
+    sc->next_pos = malloc(values * sizeof(double));
+    sc->next_vel = malloc(values * sizeof(double));
+    sc->first = malloc(((size_t)sc->n + 1) * sizeof(int64_t));
+    sc->nbr_cap = (int64_t)sc->n * 16 + 1024;
+    sc->nbr = malloc((size_t)sc->nbr_cap * sizeof(int32_t));
+    return sc->pos != NULL && sc->vel != NULL && sc->next_pos != NULL && sc->next_vel != NULL &&
+           sc->first != NULL && sc->nbr != NULL;
+}
+
+static void scene_free_state(Scene *sc)
+{
     free(sc->pos);
     free(sc->vel);
     free(sc->next_pos);
     free(sc->next_vel);
     free(sc->first);
     free(sc->nbr);
+}
+
+// The shared start and the state a scene still holds.
+static void scene_free(Scene *sc)
+{
+    free(sc->group);
+    free(sc->start_pos);
+    free(sc->start_vel);
+    scene_free_state(sc);
+}
+
+// One structure's run of the scene, on its own copy of the moving state.
+typedef struct SceneRun {
+    Scene sc;
+    const cliStructure *s;
+    int64_t *counts; // per frame
+    void *index;     // built over the last frame
+    RunStats stats;
+    int status;
+} SceneRun;
+
+typedef struct SceneRuns {
+    SceneRun *runs;
+    int count;
+    int32_t frames;
+    Progress *progress;
+} SceneRuns;
+
+// Runs [b, e) on one worker, the costliest first: the table lists the structures from the
+// fastest, so item t is run count - 1 - t, and two workers finish close together.
+static void run_scenes(int32_t b, int32_t e, int32_t worker, void *ctx)
+{
+    (void)worker;
+    const SceneRuns *x = ctx;
+    for (int32_t t = b; t < e; t++) {
+        SceneRun *u = &x->runs[x->count - 1 - t];
+        u->status =
+            run_scene(&u->sc, u->s, x->frames, u->counts, x->progress, &u->index, &u->stats);
+    }
 }
 
 // Prints a rate compactly: 12.3 million, 456789.
@@ -464,19 +532,10 @@ static int run(int argc, char **argv)
     sc.group = malloc((size_t)sc.n + 1);
     sc.start_pos = malloc(values * sizeof(double));
     sc.start_vel = malloc(values * sizeof(double));
-    sc.pos = malloc(values * sizeof(double));
-    sc.vel = malloc(values * sizeof(double));
-    sc.next_pos = malloc(values * sizeof(double));
-    sc.next_vel = malloc(values * sizeof(double));
-    sc.first = malloc(((size_t)sc.n + 1) * sizeof(int64_t));
-    sc.nbr_cap = (int64_t)sc.n * 16 + 1024;
-    sc.nbr = malloc((size_t)sc.nbr_cap * sizeof(int32_t));
-    int64_t *counts = malloc((size_t)frames * sizeof(int64_t));
-    if (sc.group == NULL || sc.start_pos == NULL || sc.start_vel == NULL || sc.pos == NULL ||
-        sc.vel == NULL || sc.next_pos == NULL || sc.next_vel == NULL || sc.first == NULL ||
-        sc.nbr == NULL || counts == NULL) {
-        scene_free(&sc);
-        free(counts);
+    if (sc.group == NULL || sc.start_pos == NULL || sc.start_vel == NULL) {
+        free(sc.group);
+        free(sc.start_pos);
+        free(sc.start_vel);
         return cli_out_of_memory("demo", "setting up the scene");
     }
     uint64_t state = o.seed;
@@ -501,32 +560,74 @@ static int run(int argc, char **argv)
             if (cli_structure_supports(s, cmd->needs) && !(s->only_2d && sc.dim != 2))
                 list[count++] = s;
         }
-    const bool show = isatty(fileno(stderr)) != 0;
-    RunStats stats[16];
-    void *kept = NULL; // the first structure's index, built over the last frame
-    double *last_pos = malloc(values * sizeof(double));
-    r = last_pos == NULL ? cli_out_of_memory("demo", "setting up the scene") : CLI_EXIT_OK;
-    for (int k = 0; k < count && r == CLI_EXIT_OK; k++) {
-        void *index = NULL;
-        r = run_scene(&sc, list[k], frames, k == 0, counts, list[0]->name, show, &index, &stats[k]);
-        if (r == CLI_EXIT_OK && k == 0) {
-            kept = index;
-            memcpy(last_pos, sc.pos, values * sizeof(double));
-        } else if (r == CLI_EXIT_OK &&
-                   memcmp(last_pos, sc.pos, (values - 1) * sizeof(double)) != 0) {
+    // The runs go on at once, one a worker (examples/nb_pthreads.h; serial if threads cannot
+    // be had), each from the same start on its own copy of the state; then they are compared.
+    SceneRun runs[16];
+    memset(runs, 0, sizeof runs);
+    r = CLI_EXIT_OK;
+    for (int k = 0; k < count; k++) {
+        runs[k].sc = sc;
+        runs[k].s = list[k];
+        runs[k].counts = malloc(((size_t)frames + 1) * sizeof(int64_t));
+        if (!scene_alloc_state(&runs[k].sc) || runs[k].counts == NULL) r = CLI_EXIT_RUNTIME;
+    }
+    Progress progress = {.total = (int64_t)count * frames, .show = isatty(fileno(stderr)) != 0};
+    if (r == CLI_EXIT_OK && pthread_mutex_init(&progress.mu, NULL) != 0) r = CLI_EXIT_RUNTIME;
+    if (r != CLI_EXIT_OK) {
+        for (int k = 0; k < count; k++) {
+            scene_free_state(&runs[k].sc);
+            free(runs[k].counts);
+        }
+        scene_free(&sc);
+        return cli_out_of_memory("demo", "setting up the scene");
+    }
+    SceneRuns all = {runs, count, frames, &progress};
+    nbxPool pool;
+    if (count > 1 && nbx_pool_start(&pool, 0) == 0) {
+        nbx_parallel_for(run_scenes, count, 1, &all, &pool);
+        nbx_pool_stop(&pool);
+    } else {
+        run_scenes(0, count, 0, &all);
+    }
+    progress_end(&progress);
+    pthread_mutex_destroy(&progress.mu);
+    for (int k = 0; k < count && r == CLI_EXIT_OK; k++) r = runs[k].status;
+    for (int k = 1; k < count && r == CLI_EXIT_OK; k++) {
+        for (int32_t f = 0; f < frames && r == CLI_EXIT_OK; f++)
+            if (runs[k].counts[f] != runs[0].counts[f]) {
+                cli_fail("demo: %s disagrees with %s in frame %d: %lld neighbours, not %lld "
+                         "(NB_ERR_INTERNAL: a bug in nearby, please report)",
+                         list[k]->name, list[0]->name, (int)f, (long long)runs[k].counts[f],
+                         (long long)runs[0].counts[f]);
+                r = CLI_EXIT_RUNTIME;
+            }
+        if (r == CLI_EXIT_OK &&
+            memcmp(runs[0].sc.pos, runs[k].sc.pos, (values - 1) * sizeof(double)) != 0) {
             cli_fail("demo: %s and %s end in different places (NB_ERR_INTERNAL: a bug in nearby, "
                      "please report)",
                      list[k]->name, list[0]->name);
             r = CLI_EXIT_RUNTIME;
-            list[k]->destroy(index);
-        } else {
-            list[k]->destroy(index);
         }
+    }
+    // What the rest uses: the first structure's index, its last frame, its counts.
+    void *kept = runs[0].index;
+    runs[0].index = NULL;
+    RunStats stats[16];
+    for (int k = 0; k < count; k++) {
+        stats[k] = runs[k].stats;
+        list[k]->destroy(runs[k].index);
+    }
+    int64_t *counts = runs[0].counts;
+    runs[0].counts = NULL;
+    sc.pos = runs[0].sc.pos;
+    runs[0].sc.pos = NULL;
+    for (int k = 0; k < count; k++) {
+        scene_free_state(&runs[k].sc);
+        free(runs[k].counts);
     }
     // The last frame's pairs, counted by the first structure: half its neighbour total.
     int64_t pairs = 0;
     if (r == CLI_EXIT_OK && count > 0) {
-        memcpy(sc.pos, last_pos, values * sizeof(double));
         const nbStatus st = list[0]->pairs(kept, sc.radius, NULL, 0, &pairs);
         if (st != NB_OK) r = cli_fail_status("demo", st, "counting the last frame's pairs");
         if (r == CLI_EXIT_OK && frames > 0 && 2 * pairs != counts[frames - 1]) {
@@ -543,7 +644,6 @@ static int run(int argc, char **argv)
     if (r == CLI_EXIT_OK && count > 0 && !(o.given & CLI_OPT_NO_SVG))
         r = draw(&sc, list[0], kept, svg_path, frames, o.seed, picture, sizeof picture);
     if (count > 0) list[0]->destroy(kept);
-    free(last_pos);
     if (r != CLI_EXIT_OK) {
         scene_free(&sc);
         free(counts);

@@ -2,14 +2,15 @@
 // `nearby render INPUT --radius R -o picture.svg`: a point file drawn with its cells (edge R,
 // shaded by occupancy) and its pairs within R, and optionally a radius or window query.
 // `nearby render RECTS -o picture.svg [--query X0,Y0,X1,Y1]` (no --radius): a file of
-// rectangles drawn as outlines, and optionally a window and the rectangles the quadtree finds
-// touching it.
+// rectangles drawn as outlines over the quadtree's leaf cells (nb_quadtree_visit_nodes), and
+// optionally a window and the rectangles the quadtree finds touching it.
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <nearby/grid.h>
+#include <nearby/quadtree.h>
 
 #include "cli.h"
 #include "options.h"
@@ -49,8 +50,9 @@ static void help(void)
           stdout);
     cli_print_option_help(CLI_OPT_DIM | CLI_OPT_FORMAT);
     fputs("\nWithout --radius, INPUT holds rectangles (minx,miny,maxx,maxy a record, as for\n"
-          "boxes): they are drawn as outlines, and --query X0,Y0,X1,Y1 marks a window and\n"
-          "fills the rectangles the quadtree finds touching it.\n",
+          "boxes): they are drawn as outlines over the cells of the quadtree's leaves (the\n"
+          "tree built with its default settings), and --query X0,Y0,X1,Y1 marks a window\n"
+          "and fills the rectangles the quadtree finds touching it.\n",
           stdout);
 }
 
@@ -132,6 +134,58 @@ static int finish_picture(nbioSvg *svg, FILE *f, const char *name, char lines[][
     return CLI_EXIT_RUNTIME;
 }
 
+// The window's hits by user value (= the rectangle's index); ids holds every rectangle.
+typedef struct WindowHits {
+    int32_t *ids;
+    int32_t count;
+} WindowHits;
+
+static bool on_window_hit(nbHit hit, void *user)
+{
+    WindowHits *h = user;
+    h->ids[h->count++] = (int32_t)hit.user;
+    return true;
+}
+
+// The tree's shape: nodes per depth (deeper ones counted in the last), nodes, leaves, depth.
+enum { NODE_DEPTHS = 128 };
+typedef struct NodeCount {
+    int64_t at_depth[NODE_DEPTHS];
+    int64_t nodes, leaves;
+    int32_t depth;
+} NodeCount;
+
+static bool count_node(const nbQuadtreeNode *node, void *user)
+{
+    NodeCount *c = user;
+    c->at_depth[node->depth < NODE_DEPTHS ? node->depth : NODE_DEPTHS - 1]++;
+    c->nodes++;
+    c->leaves += node->leaf;
+    if (node->depth > c->depth) c->depth = node->depth;
+    return true;
+}
+
+// Draws the cells of the leaves down to `depth`, and of every node at `depth`, clipped to the
+// view (a root fitted with room to spare reaches past the rectangles).
+typedef struct NodeDraw {
+    nbioSvg *svg;
+    double view[4];
+    int32_t depth;
+    int64_t drawn;
+} NodeDraw;
+
+static bool draw_node(const nbQuadtreeNode *node, void *user)
+{
+    NodeDraw *d = user;
+    if (node->depth > d->depth || (!node->leaf && node->depth < d->depth)) return true;
+    const double x0 = fmax(node->cell.min[0], d->view[0]), y0 = fmax(node->cell.min[1], d->view[1]);
+    const double x1 = fmin(node->cell.max[0], d->view[2]), y1 = fmin(node->cell.max[1], d->view[3]);
+    if (x0 > x1 || y0 > y1) return true;
+    nbio_svg_rect(d->svg, x0, y0, x1, y1, NULL, 1.0, NULL);
+    d->drawn++;
+    return true;
+}
+
 // `render RECTS -o PICTURE.svg [--query X0,Y0,X1,Y1]`: the rectangles as outlines (a fixed
 // sample beyond CLI_PICTURE_MAX_POINTS), the window and the rectangles touching it filled.
 static int render_rects(const cliOptions *o)
@@ -173,16 +227,27 @@ static int render_rects(const cliOptions *o)
     int r = cli_load_rects(o->input, o->format, in_name, sizeof in_name, &rects);
     if (r != CLI_EXIT_OK) return r;
     const int32_t n = rects.count;
-    const cliStructure *qt = cli_structure_find("quadtree");
-    void *index = NULL;
-    int32_t *hits = NULL, hit_count = 0;
-    nbStatus st = qt->build_rects(&index, rects.coords, n);
+    // The quadtree as the tool builds it for rectangles (the default desc, nb_quadtree_build,
+    // rectangle i's user value i): the window's hits, and its nodes for the picture.
+    nbQuadtree *tree = NULL;
+    WindowHits found = {NULL, 0};
+    const nbQuadtreeDesc desc = {0};
+    nbStatus st = nb_quadtree_create(&desc, &tree);
+    if (st == NB_OK)
+        st = nb_quadtree_build(tree, (const nbRect *)(const void *)rects.coords, n, NULL, NULL,
+                               NULL);
     if (st == NB_OK && o->query_count == 4) {
-        hits = malloc(((size_t)n + 1) * sizeof(int32_t));
-        st = hits == NULL ? NB_ERR_OUT_OF_MEMORY : qt->boxes(index, o->query, hits, n, &hit_count);
+        const nbBox w = {{o->query[0], o->query[1], 0.0}, {o->query[2], o->query[3], 0.0}};
+        found.ids = malloc(((size_t)n + 1) * sizeof(int32_t));
+        st = found.ids == NULL
+                 ? NB_ERR_OUT_OF_MEMORY
+                 : nb_quadtree_visit_box(tree, &w, NB_FILTER_ALL, on_window_hit, &found);
     }
-    if (index != NULL) qt->destroy(index);
+    NodeCount nodes = {{0}, 0, 0, 0};
+    if (st == NB_OK) st = nb_quadtree_visit_nodes(tree, count_node, &nodes);
+    int32_t *hits = found.ids, hit_count = found.count;
     if (st != NB_OK) {
+        nb_quadtree_destroy(tree);
         nbio_points_free(&rects);
         free(hits);
         return st == NB_ERR_OUT_OF_MEMORY ? cli_out_of_memory(in_name, "querying")
@@ -208,6 +273,20 @@ static int render_rects(const cliOptions *o)
     }
     static nbioSvg svg;
     nbio_svg_begin(&svg, f, &v);
+    // The nodes under the rectangles: each leaf's cell (the cells tile the root's), down to the
+    // deepest level whose nodes, and all above, fit the picture's budget; at that level every
+    // node's cell, so the tiling stays whole.
+    int32_t depth_drawn = 0;
+    for (int64_t sum = 0; depth_drawn < NODE_DEPTHS; depth_drawn++) {
+        sum += nodes.at_depth[depth_drawn];
+        if (sum > CLI_PICTURE_MAX_POINTS) break;
+    }
+    depth_drawn = depth_drawn > 0 ? depth_drawn - 1 : 0;
+    NodeDraw nd = {&svg, {v.x0, v.y0, v.x1, v.y1}, depth_drawn, 0};
+    nbio_svg_group_begin(&svg, "none", "#74c0fc", 0.8, 1.0);
+    nb_quadtree_visit_nodes(tree, draw_node, &nd);
+    nbio_svg_group_end(&svg);
+    nb_quadtree_destroy(tree);
     int64_t drawn = 0;
     nbio_svg_group_begin(&svg, "none", "#495057", 1.0, 1.0);
     for (int32_t i = 0; i < n; i++) {
@@ -225,21 +304,27 @@ static int render_rects(const cliOptions *o)
         nbio_svg_rect(&svg, o->query[0], o->query[1], o->query[2], o->query[3], "#f59f00", 0.15,
                       "#e67700");
     }
-    char lines[2][700];
+    char lines[3][700];
     snprintf(lines[0], sizeof lines[0], "nearby render %s: %d rectangles; drawn: %lld%s", in_name,
              (int)n, (long long)drawn,
              drawn < n ? " (a fixed sample, to keep the file small)" : "");
+    snprintf(lines[1], sizeof lines[1],
+             "quadtree (default settings): %lld nodes, %lld leaves, depth %d; blue: its leaves' "
+             "cells%s",
+             (long long)nodes.nodes, (long long)nodes.leaves, (int)nodes.depth,
+             depth_drawn < nodes.depth ? ", to the depth that fits" : "");
     if (o->query_count == 4)
-        snprintf(lines[1], sizeof lines[1], "window query (quadtree): %d rectangles touch it",
+        snprintf(lines[2], sizeof lines[2], "window query (quadtree): %d rectangles touch it",
                  (int)hit_count);
     else
-        lines[1][0] = 0;
+        lines[2][0] = 0;
     nbio_points_free(&rects);
     free(hits);
-    if ((r = finish_picture(&svg, f, name, lines, 2)) != CLI_EXIT_OK) return r;
+    if ((r = finish_picture(&svg, f, name, lines, 3)) != CLI_EXIT_OK) return r;
     printf("%s: %lld of %d rectangles", name, (long long)drawn, (int)n);
     if (o->query_count == 4) printf(", %d touching the window", (int)hit_count);
-    printf("\n");
+    printf("; quadtree: %lld nodes, %lld leaves, depth %d\n", (long long)nodes.nodes,
+           (long long)nodes.leaves, (int)nodes.depth);
     return CLI_EXIT_OK;
 }
 

@@ -34,7 +34,7 @@ static const struct {
     {"--format", CLI_OPT_FORMAT, true, "[--format csv|f64|npy]",
      "  --format FMT      csv, f64 or npy; default: from the extension (else CSV)\n", NULL},
     {"--threads", CLI_OPT_THREADS, true, "[--threads N]",
-     "  --threads N       workers for the index's build and the pairs, 1 to 256\n"
+     "  --threads N       workers for building the index and answering, 1 to 256\n"
      "                    (default: one per core); the output is the same for every N\n",
      NULL},
     {"--n", CLI_OPT_N, true, NULL, NULL, NULL},

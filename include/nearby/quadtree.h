@@ -133,6 +133,27 @@ NB_API size_t nb_quadtree_memory_bytes(const nbQuadtree *tree);
 /// The tree's shape. O(nodes).
 NB_API nbStatus nb_quadtree_info(const nbQuadtree *tree, nbQuadtreeInfo *out);
 
+/// One node of the tree, as nb_quadtree_visit_nodes reports it.
+typedef struct nbQuadtreeNode {
+    nbRect cell;   ///< its quadrant; its children split it at its middle
+    nbRect bounds; ///< what every rectangle of its subtree lies in: the cell, enlarged by half
+                   ///< its side per edge (clamped to the parent's) when the tree is loose
+    int32_t depth; ///< levels below the root (the root's is 0)
+    int32_t count; ///< rectangles the node holds itself (not its children's)
+    bool leaf;     ///< true if it has no children
+} nbQuadtreeNode;
+
+/// Called once per node; return false to stop.
+typedef bool nbQuadtreeNodeFn(const nbQuadtreeNode *node, void *user);
+
+/// Reports every node of the tree, depth first, a node before its children and the children
+/// in quadrant order (x low then high, y low, then x low then high, y high): what a picture of
+/// the tree draws, or a check of its shape. The outside list (nb_quadtree_info's `outside`) is
+/// not a node and is not reported. Does not allocate; the tree must not change during the call.
+/// O(nodes).
+NB_API nbStatus nb_quadtree_visit_nodes(const nbQuadtree *tree, nbQuadtreeNodeFn *visit,
+                                        void *user);
+
 /// Inserts a rectangle with your user value and filter bits (category: what it is; mask: what it
 /// may match; NB_FILTER_ALL for no filtering) and writes its handle. NB_ERR_NOT_FINITE for a NaN
 /// or infinite coordinate; NB_ERR_OUT_OF_RANGE for min > max on an axis or a tree already holding

@@ -61,6 +61,30 @@ typedef struct Ranked {
     int index;
 } Ranked;
 
+// A distance as the tool prints it, found the slow, plain way: the fewest significant digits
+// p whose correctly rounded "%.*e" reads back to d (17 always does), shown in fixed point for
+// decimal exponents -4 to 16 and in exponent form outside, as "%.17g" would show its digits.
+static void print_distance(FILE *f, double d)
+{
+    char e[48];
+    int p = 1;
+    for (; p < 17; p++) {
+        snprintf(e, sizeof e, "%.*e", p - 1, d);
+        if (strtod(e, NULL) == d) break;
+    }
+    snprintf(e, sizeof e, "%.*e", p - 1, d);
+    const int x = atoi(strchr(e, 'e') + 1);
+    if (d == 0.0 || x < -4 || x >= 17) {
+        fprintf(f, "%.*g", p, d); // "%g" at p digits shows them in exponent form here
+    } else if (x < p - 1) {
+        fprintf(f, "%.*f", p - 1 - x, d);
+    } else { // an integer: the p digits, then zeros (not the double's own last digits)
+        for (const char *c = e + (e[0] == '-'); *c != 'e'; c++)
+            if (*c != '.') fputc(*c, f);
+        for (int z = 0; z < x - (p - 1); z++) fputc('0', f);
+    }
+}
+
 static int compare_ranked(const void *a, const void *b)
 {
     const Ranked *x = a;
@@ -176,8 +200,11 @@ static int query_mode(int argc, char **argv)
         }
         if (knn) {
             qsort(rank, (size_t)m, sizeof(Ranked), compare_ranked);
-            for (long t = 0; t < m && t < k; t++)
-                printf("%ld,%d,%.17g\n", a, rank[t].index, sqrt(rank[t].d2));
+            for (long t = 0; t < m && t < k; t++) {
+                printf("%ld,%d,", a, rank[t].index);
+                print_distance(stdout, sqrt(rank[t].d2));
+                putchar('\n');
+            }
         } else {
             for (long t = 0; t < m; t++) printf("%ld,%d\n", a, rank[t].index); // i ascending
         }
@@ -250,7 +277,8 @@ static int decode_mode(int argc, char **argv)
             const uint64_t v = get_le(b + (size_t)ints * (size_t)int_size, 8);
             double d;
             memcpy(&d, &v, sizeof d);
-            printf(",%.17g", d);
+            putchar(',');
+            print_distance(stdout, d);
         }
         putchar('\n');
         rows++;
@@ -341,8 +369,11 @@ int main(int argc, char **argv)
     }
     qsort(rank, (size_t)n, sizeof(Ranked), compare_ranked);
     FILE *knn = open_out(prefix, ".knn");
-    for (int i = 0; i < n && i < KNN_K; i++)
-        fprintf(knn, "%d,%.17g\n", rank[i].index, sqrt(rank[i].d2));
+    for (int i = 0; i < n && i < KNN_K; i++) {
+        fprintf(knn, "%d,", rank[i].index);
+        print_distance(knn, sqrt(rank[i].d2));
+        fputc('\n', knn);
+    }
     close_out(knn);
 
     for (int k = 5; k < argc; k++) {

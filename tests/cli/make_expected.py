@@ -11,6 +11,7 @@ Run it after changing a case:  python3 tests/cli/make_expected.py
 It needs only the standard library (no NumPy: .npy files are written by hand below), and is
 not needed at test time: its outputs are committed.
 """
+import decimal
 import math
 import os
 import struct
@@ -157,8 +158,29 @@ def within_text(idx):
     return "".join("%d\n" % i for i in idx)
 
 
+def g(v):
+    """A distance as the tool prints it: the shortest decimal that reads back to v (Python's
+    repr finds the same digits, the nearest of the shortest), laid out as printf's "%.17g"
+    lays out its digits: fixed point for decimal exponents -4 to 16, else d.ddde+XX."""
+    if v == 0.0:
+        return "-0" if math.copysign(1.0, v) < 0 else "0"
+    sign, digits, exp = decimal.Decimal(repr(abs(v))).as_tuple()
+    d = "".join(map(str, digits)).rstrip("0") or "0"
+    exp += len(digits) - len(d)  # the stripped zeros
+    x = len(d) - 1 + exp  # v = d[0].d[1:] * 10^x
+    neg = "-" if v < 0 else ""
+    if x < -4 or x >= 17:
+        return "%s%s%s%se%s%02d" % (neg, d[0], "." if len(d) > 1 else "", d[1:],
+                                    "-" if x < 0 else "+", abs(x))
+    if x < 0:
+        return neg + "0." + "0" * (-x - 1) + d
+    if len(d) <= x + 1:
+        return neg + d + "0" * (x + 1 - len(d))
+    return neg + d[:x + 1] + "." + d[x + 1:]
+
+
 def knn_text(res):
-    return "".join("%d,%s\n" % (i, "%.17g" % d) for i, d in res)
+    return "".join("%d,%s\n" % (i, g(d)) for i, d in res)
 
 
 # ------------------------------------------------------------------------------------------
@@ -685,7 +707,7 @@ def knn_rows_text(queries, points, k, graph=False):
     for q, c in enumerate(queries):
         order = sorted((i for i in range(len(points)) if not (graph and i == q)),
                        key=lambda i: (dist2(points[i], c), i))
-        out += ["%d,%d,%s\n" % (q, i, "%.17g" % math.sqrt(dist2(points[i], c)))
+        out += ["%d,%d,%s\n" % (q, i, g(math.sqrt(dist2(points[i], c))))
                 for i in order[:k]]
     return "".join(out)
 
@@ -799,7 +821,7 @@ order, i < j, each pair once), sorted by i then j.
                     says how to read the file (default 2)
   --structure NAME  the index to use; the output is the same for every one
   --format FMT      csv, f64 or npy; default: from the extension (else CSV)
-  --threads N       workers for the index's build and the pairs, 1 to 256
+  --threads N       workers for building the index and answering, 1 to 256
                     (default: one per core); the output is the same for every N
   --period PX,PY[,PZ]
                     a periodic box [0, P) per axis (0: that axis does not wrap):

@@ -109,7 +109,8 @@ else:
 EOF
   check "within .npy read by NumPy" "$tmp/within.csv" /usr/bin/python3 "$tmp/load.py" "$tmp/w.npy"
   check "within --at .npy read by NumPy" "$tmp/w1.csv" /usr/bin/python3 "$tmp/load.py" "$tmp/w1.npy"
-  # Python's repr is the shortest round-trip text, %.17g the longest: compare the values.
+  # Python's repr and the tool both print the shortest text that reads back, but lay out
+  # exponents differently: compare the values.
   /usr/bin/python3 "$tmp/load.py" "$tmp/g.npy" > "$tmp/g.np.csv"
   if ! /usr/bin/python3 -c "
 import sys

@@ -31,4 +31,23 @@ for bad in 0 -1 257 x 1.5 ""; do
     failures=$((failures + 1))
   fi
 done
+# knn answers batches of queries on the workers, each part of a batch formatted apart and
+# written in order: the kNN graph, --queries and -o .npy must not depend on N either (the
+# batches' parts end mid-file: 40000 and 30000 rows of queries are many batches).
+head -n 30000 "$tmp/p2.csv" > "$tmp/q2.csv"
+for run in "graph:p2.csv --k 5" "queries:p2.csv --k 3 --queries $tmp/q2.csv" "graph3:p3.csv --k 7" \
+  "at:p2.csv --k 9 --at 10,10"; do
+  name=${run%%:*} args=${run#*:}
+  # shellcheck disable=SC2086
+  (cd "$tmp" && "$nearby" knn $args --threads 1 > "$tmp/k1" && "$nearby" knn $args --threads 1 -o "$tmp/k1.npy") ||
+    { echo "FAIL knn $name --threads 1"; exit 1; }
+  [ "$(wc -l < "$tmp/k1")" -gt 8 ] || { echo "FAIL knn $name: too few rows"; exit 1; }
+  for t in 2 3 8; do
+    # shellcheck disable=SC2086
+    (cd "$tmp" && "$nearby" knn $args --threads "$t" > "$tmp/kt" && "$nearby" knn $args --threads "$t" -o "$tmp/kt.npy") ||
+      { echo "FAIL knn $name --threads $t: exit"; failures=$((failures + 1)); continue; }
+    cmp -s "$tmp/k1" "$tmp/kt" || { echo "FAIL knn $name: --threads $t differs"; failures=$((failures + 1)); }
+    cmp -s "$tmp/k1.npy" "$tmp/kt.npy" || { echo "FAIL knn $name: --threads $t .npy differs"; failures=$((failures + 1)); }
+  done
+done
 [ $failures -eq 0 ] && echo "threads: every --threads gives the same output" || exit 1

@@ -7,7 +7,10 @@
 //   - an accepted file gives count records of the asked (or a valid) dimension, every value
 //     finite, rectangles with min <= max;
 //   - writing the records back as CSV with "%.17g" and reading that gives the same values bit
-//     for bit (the reader parses exactly what a writer of shortest-round-trip text wrote).
+//     for bit (the reader parses exactly what a writer of shortest-round-trip text wrote);
+//   - the tool's own number writer (nbio_format_double, tools/io/writer.c) prints every value
+//     read, and the input's bytes taken as raw doubles, as text that strtod reads back to the
+//     same double bit for bit, in at most NBIO_DOUBLE_MAX bytes.
 // AddressSanitizer catches a read past the input (the reader is given exactly size + 1 bytes,
 // the last a 0, as its contract asks) and UBSan any overflow.
 #define _POSIX_C_SOURCE 200809L
@@ -19,6 +22,7 @@
 #include <string.h>
 
 #include "io/reader.h"
+#include "io/writer.h"
 #include "nb_fuzz.h"
 
 static const int32_t dims[4] = {0, 2, 3, NBIO_RECTS};
@@ -41,12 +45,30 @@ static void check_points(const nbioPoints *p, int32_t asked)
                   (int)i);
 }
 
+// nbio_format_double(v) reads back as v.
+static void check_format(double v)
+{
+    if (!isfinite(v)) return;
+    char text[NBIO_DOUBLE_MAX + 1];
+    const size_t n = nbio_format_double(text, v);
+    NBF_CHECK(n > 0 && n < NBIO_DOUBLE_MAX, "%a printed in %zu bytes", v, n);
+    text[n] = 0;
+    const double back = strtod(text, NULL);
+    NBF_CHECK(memcmp(&back, &v, sizeof v) == 0, "%a printed as \"%s\", read back as %a", v, text,
+              back);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     nbf_begin_input();
     if (size == 0) return 0;
     const int32_t asked = dims[data[0] & 3];
     const size_t len = size - 1;
+    for (size_t k = 0; k + 8 <= len; k += 8) {
+        double v;
+        memcpy(&v, data + 1 + k, sizeof v);
+        check_format(v);
+    }
     char *text = malloc(len + 1); // exactly the file and its 0
     if (text == NULL) return 0;
     memcpy(text, data + 1, len);
@@ -66,6 +88,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     check_points(&p, asked);
+    for (size_t k = 0; k < (size_t)p.count * (size_t)p.dim; k++) check_format(p.coords[k]);
 
     // Round trip through "%.17g" text: the same values, bit for bit.
     const size_t values = (size_t)p.count * (size_t)p.dim;

@@ -80,6 +80,24 @@ bool nbio_rows_start(nbioRows *r, FILE *stream, nbioOutFormat format, const nbio
     return true;
 }
 
+void nbio_rows_start_part(nbioRows *part, nbioOutFormat format, const nbioRowShape *shape,
+                          char *buf, size_t cap)
+{
+    nbio_writer_init(&part->w, NULL, buf, cap); // no stream: a drain marks it failed
+    part->format = format;
+    part->shape = *shape;
+    part->rows = 0;
+}
+
+void nbio_rows_append(nbioRows *r, nbioRows *part)
+{
+    if (part->w.failed) r->w.failed = true;
+    nbio_write_bytes(&r->w, part->w.buf, part->w.used);
+    r->rows += part->rows;
+    part->w.used = 0;
+    part->rows = 0;
+}
+
 // Little-endian bytes of v into p, whatever the host's order.
 static void put_le(unsigned char *p, uint64_t v, int bytes)
 {

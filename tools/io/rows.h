@@ -59,6 +59,22 @@ bool nbio_rows_start(nbioRows *r, FILE *stream, nbioOutFormat format, const nbio
 /// shape has one). Not inline: one call a row costs little next to formatting it.
 void nbio_rows_put(nbioRows *r, int64_t a, int64_t b, double d);
 
+/// The most bytes one row takes in any format: two int64 indices and a distance in CSV.
+#define NBIO_ROW_MAX (2 * 21 + NBIO_DOUBLE_MAX + 3)
+
+/// Starts a part of the rows: rows of `shape` in `format` formatted into the caller's `buf` of
+/// `cap` bytes alone, no stream and no .npy header, for a worker thread to fill while others
+/// fill theirs; nbio_rows_append then writes the parts in order. `cap` must hold every row put
+/// (NBIO_ROW_MAX bytes each, plus NBIO_WRITER_SLACK): a row that would not fit marks the part
+/// failed (w.failed), and nbio_rows_append passes that on. The shape must suit the format
+/// (nbio_rows_start checked it).
+void nbio_rows_start_part(nbioRows *part, nbioOutFormat format, const nbioRowShape *shape,
+                          char *buf, size_t cap);
+
+/// Writes the rows of `part` to `r` (its bytes and its row count) and empties the part for the
+/// next batch.
+void nbio_rows_append(nbioRows *r, nbioRows *part);
+
 /// Writes out the buffer, and for .npy rewrites the header with the row count (seeking to the
 /// start of the stream). False if any write or the seek failed.
 bool nbio_rows_finish(nbioRows *r);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "io/writer.h"
 
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 void nbio_writer_init(nbioWriter *w, FILE *stream, char *buf, size_t cap)
@@ -14,6 +16,7 @@ void nbio_writer_init(nbioWriter *w, FILE *stream, char *buf, size_t cap)
 
 void nbio_writer_drain(nbioWriter *w)
 {
+    if (w->used > 0 && w->stream == NULL) w->failed = true; // a buffer alone: it is full
     if (w->used > 0 && !w->failed && fwrite(w->buf, 1, w->used, w->stream) != w->used)
         w->failed = true;
     w->used = 0;
@@ -43,9 +46,214 @@ void nbio_write_str(nbioWriter *w, const char *s)
     nbio_write_bytes(w, s, strlen(s));
 }
 
-void nbio_write_double(nbioWriter *w, double v)
+// ---- the shortest decimal that reads back to the same double ----
+//
+// v = m * 2^e (m an integer below 2^53). Every real strictly between the midpoints to v's
+// neighbours, (v - ulp_below / 2, v + ulp / 2), rounds back to v (the midpoints themselves do
+// when m is even: strtod breaks ties to even). Scaled by 10^s, so that v * 10^s lies in
+// [10^16, 10^17), that interval is at least 1.1 wide, and exact in 128-bit integers: over the
+// common denominator 2^(2 - e), its ends and v are (4m -+ 2) * 10^s, 4m * 10^s (the lower end
+// (4m - 1) * 10^s when m = 2^52, where the gap below v is half the gap above). The integers
+// it holds are the 17-digit decimals that read back to v. Dropping the last digit of both ends
+// (rounding the lower one up) while some integer remains between them leaves the shortest such
+// decimals; of those, the one nearest v. This is exact where the products fit: s from 0 to 21
+// (v from about 1e-5 to 1e16) and e <= 2. Elsewhere (and without 128-bit integers) the shortest
+// precision is found with printf, checked by strtod.
+
+static const uint64_t nbio_pow10[20] = {1u,
+                                        10u,
+                                        100u,
+                                        1000u,
+                                        10000u,
+                                        100000u,
+                                        1000000u,
+                                        10000000u,
+                                        100000000u,
+                                        1000000000u,
+                                        10000000000u,
+                                        100000000000u,
+                                        1000000000000u,
+                                        10000000000000u,
+                                        100000000000000u,
+                                        1000000000000000u,
+                                        10000000000000000u,
+                                        100000000000000000u,
+                                        1000000000000000000u,
+                                        10000000000000000000u};
+
+// The decimal digits of q (no leading zeros, q > 0) into dst; their count.
+static int digits_of(char *dst, uint64_t q)
+{
+    char tmp[24];
+    const char *p = nbio_digits_before(tmp + sizeof tmp, q);
+    const int n = (int)(tmp + sizeof tmp - p);
+    memcpy(dst, p, (size_t)n);
+    return n;
+}
+
+// Digits d[0, n) (d[0] not '0', d[n - 1] not '0') times 10^(x - n + 1), as printf's "%g"
+// lays out 17 significant digits: fixed for -5 < x < 17, else d.ddde+XX; after `sign` bytes.
+static size_t layout(char *dst, bool negative, const char *d, int n, int x)
+{
+    char *p = dst;
+    if (negative) *p++ = '-';
+    if (x < -4 || x >= 17) {
+        *p++ = d[0];
+        if (n > 1) {
+            *p++ = '.';
+            for (int k = 1; k < n; k++) *p++ = d[k];
+        }
+        *p++ = 'e';
+        *p++ = x < 0 ? '-' : '+';
+        const int a = x < 0 ? -x : x;
+        if (a >= 100) *p++ = (char)('0' + a / 100);
+        *p++ = (char)('0' + a / 10 % 10);
+        *p++ = (char)('0' + a % 10);
+    } else if (x < 0) {
+        *p++ = '0';
+        *p++ = '.';
+        for (int k = 0; k < -x - 1; k++) *p++ = '0';
+        for (int k = 0; k < n; k++) *p++ = d[k];
+    } else {
+        for (int k = 0; k <= x; k++) *p++ = k < n ? d[k] : '0';
+        if (n > x + 1) {
+            *p++ = '.';
+            for (int k = x + 1; k < n; k++) *p++ = d[k];
+        }
+    }
+    return (size_t)(p - dst);
+}
+
+// The shortest precision of "%.*e" that reads back to v (at most 17, which always does),
+// laid out as the fast path would.
+static size_t format_slow(char *dst, double v)
 {
     char tmp[40];
-    int n = snprintf(tmp, sizeof tmp, "%.17g", v);
-    if (n > 0) nbio_write_bytes(w, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(tmp, sizeof tmp, "%.*e", prec - 1, v);
+        if (prec < 17 && strtod(tmp, NULL) != v) continue;
+        // tmp is [-]d[.ddd]e[+-]xx: gather the digits and the exponent.
+        char d[24];
+        int n = 0;
+        const char *c = tmp + (tmp[0] == '-');
+        for (; *c != 'e'; c++)
+            if (*c != '.') d[n++] = *c;
+        const int x = (int)strtol(c + 1, NULL, 10);
+        while (n > 1 && d[n - 1] == '0') n--;
+        return layout(dst, v < 0.0, d, n, x);
+    }
+    return 0; // not reached: 17 digits always read back
+}
+
+#if defined(__SIZEOF_INT128__)
+__extension__ typedef unsigned __int128 nbioU128;
+
+// The fast path for v > 0 normal; 0 when v is outside its range.
+static size_t format_fast(char *dst, double v, bool negative)
+{
+    uint64_t bits;
+    memcpy(&bits, &v, sizeof bits);
+    const uint64_t frac = bits & ((UINT64_C(1) << 52) - 1);
+    const int be = (int)((bits >> 52) & 0x7ff);
+    if (be == 0 || be == 0x7ff) return 0; // subnormal or zero; inf or NaN
+    const uint64_t m = frac | (UINT64_C(1) << 52);
+    const int e = be - 1075;
+    if (e > 2) return 0;
+    const int sh = 2 - e; // the common denominator 2^sh
+    if (sh > 127) return 0;
+    // 10^s brings v into [10^16, 10^17): estimate from the binary exponent, then correct.
+    // floor(x log10 2) is (x * 78913) >> 18 for |x| < 2^11 (an arithmetic shift, floor for
+    // negative x too, written as a division that rounds down).
+    const int x2 = e + 52;
+    const int k10 = x2 >= 0 ? (x2 * 78913) >> 18 : -((-x2 * 78913 + (1 << 18) - 1) >> 18);
+    int s = 16 - k10;
+    nbioU128 mid = 0;
+    nbioU128 pw = 0;
+    for (int tries = 0; tries < 3; tries++) {
+        if (s < 0 || s > 21) return 0;
+        pw = s <= 19 ? (nbioU128)nbio_pow10[s] : (nbioU128)nbio_pow10[19] * nbio_pow10[s - 19];
+        mid = (nbioU128)(4 * m) * pw;
+        const nbioU128 scaled = mid >> sh;
+        if (scaled >= nbio_pow10[17]) {
+            s--;
+        } else if (scaled < nbio_pow10[16]) {
+            s++;
+        } else {
+            break;
+        }
+    }
+    const nbioU128 mask = sh == 0 ? 0 : (((nbioU128)1 << sh) - 1);
+    if ((mid >> sh) >= nbio_pow10[17] || (mid >> sh) < nbio_pow10[16]) return 0;
+    const bool inclusive = (m & 1) == 0;
+    const nbioU128 low = frac == 0 && be > 1 ? mid - pw : mid - 2 * pw;
+    const nbioU128 high = mid + 2 * pw;
+    uint64_t lo = (uint64_t)(low >> sh);
+    if ((low & mask) != 0 || !inclusive) lo++;
+    uint64_t hi = (uint64_t)(high >> sh);
+    if ((high & mask) == 0 && !inclusive) hi--;
+    // The most trailing digits that can go: while a multiple of 10^(j + 1) lies in [lo, hi].
+    int j = 0;
+    uint64_t ql = lo, qh = hi;
+    while (j < 17) {
+        const uint64_t nl = ql / 10 + (ql % 10 != 0), nh = qh / 10;
+        if (nl > nh) break;
+        ql = nl;
+        qh = nh;
+        j++;
+    }
+    // Of the multiples of 10^j in the interval, the nearest to v (mid / 2^sh / 10^j).
+    const uint64_t whole = (uint64_t)(mid >> sh);
+    const bool rest = (mid & mask) != 0; // v is above `whole` by a fraction
+    const uint64_t p = nbio_pow10[j];
+    uint64_t q = j == 0 ? whole : whole / p;
+    const uint64_t r = j == 0 ? 0 : whole % p;
+    bool up;
+    if (p == 1) { // the fraction mid & mask over 2^sh against one half
+        const nbioU128 half = sh == 0 ? 0 : (nbioU128)1 << (sh - 1);
+        up = sh > 0 && ((mid & mask) > half || ((mid & mask) == half && (q & 1) != 0));
+    } else {
+        up = 2 * r > p || (2 * r == p && (rest || (q & 1) != 0));
+    }
+    if (up) q++;
+    if (q < ql) q = ql;
+    if (q > qh) q = qh;
+    // q * 10^(j - s): strip trailing zeros, then lay out.
+    while (q % 10 == 0) {
+        q /= 10;
+        j++;
+    }
+    char d[24];
+    const int n = digits_of(d, q);
+    return layout(dst, negative, d, n, n - 1 + j - s);
+}
+#endif
+
+size_t nbio_format_double(char *dst, double v)
+{
+    if (v == 0.0) { // "0", and "-0" for negative zero, as printf
+        size_t n = 0;
+        if (signbit(v)) dst[n++] = '-';
+        dst[n++] = '0';
+        return n;
+    }
+    if (!isfinite(v)) {
+        int n = snprintf(dst, NBIO_DOUBLE_MAX, "%.17g", v);
+        return n > 0 ? (size_t)n : 0;
+    }
+#if defined(__SIZEOF_INT128__)
+    const size_t n = format_fast(dst, fabs(v), v < 0.0);
+    if (n > 0) return n;
+#endif
+    return format_slow(dst, v);
+}
+
+void nbio_write_double(nbioWriter *w, double v)
+{
+    if (w->cap - w->used < NBIO_DOUBLE_MAX) nbio_writer_drain(w);
+    if (w->cap - w->used < NBIO_DOUBLE_MAX) { // a writer smaller than one number: bounce
+        char tmp[NBIO_DOUBLE_MAX];
+        nbio_write_bytes(w, tmp, nbio_format_double(tmp, v));
+        return;
+    }
+    w->used += nbio_format_double(w->buf + w->used, v);
 }

@@ -35,22 +35,31 @@ void nbio_write_bytes(nbioWriter *w, const char *s, size_t len);
 /// Appends a 0-terminated string.
 void nbio_write_str(nbioWriter *w, const char *s);
 
-/// Appends a double as printf's "%.17g" (round-trips through strtod).
+/// The most bytes nbio_format_double writes ("-2.2250738585072014e-308" is 24).
+#define NBIO_DOUBLE_MAX 32
+
+/// Writes into dst (NBIO_DOUBLE_MAX bytes, not 0-terminated) the shortest decimal that strtod
+/// reads back to exactly v, the nearest to v of those; laid out as printf's "%.17g" would lay
+/// out its digits: fixed point for decimal exponents -4 to 16 ("0.1", "1234.5", "0.00012"),
+/// else "1.5e-07", "2e+20"; "0", "-0", "inf", "nan". Returns the length. Exact arithmetic in
+/// 128-bit integers for 1e-5 <= |v| < 2^55, printf and strtod elsewhere (same result, slower).
+size_t nbio_format_double(char *dst, double v);
+
+/// Appends nbio_format_double(v).
 void nbio_write_double(nbioWriter *w, double v);
 
 /// Room for the longest single item (an int64 and a separator) before the buffer must drain.
 #define NBIO_WRITER_SLACK 48
 
-/// Appends a decimal integer. Inline: this is the per-line hot path.
-static inline void nbio_write_i64(nbioWriter *w, int64_t v)
+/// Writes the decimal digits of u backwards, two at a time, ending just before `end`; returns
+/// where they start (at most 20 bytes before `end`).
+static inline char *nbio_digits_before(char *end, uint64_t u)
 {
     static const char pairs[201] = "00010203040506070809101112131415161718192021222324"
                                    "25262728293031323334353637383940414243444546474849"
                                    "50515253545556575859606162636465666768697071727374"
                                    "75767778798081828384858687888990919293949596979899";
-    char tmp[24];
-    char *p = tmp + sizeof tmp;
-    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    char *p = end;
     while (u >= 100) {
         unsigned r = (unsigned)(u % 100) * 2;
         u /= 100;
@@ -64,6 +73,14 @@ static inline void nbio_write_i64(nbioWriter *w, int64_t v)
     } else {
         *--p = (char)('0' + u);
     }
+    return p;
+}
+
+/// Appends a decimal integer. Inline: this is the per-line hot path.
+static inline void nbio_write_i64(nbioWriter *w, int64_t v)
+{
+    char tmp[24];
+    char *p = nbio_digits_before(tmp + sizeof tmp, v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
     if (v < 0) *--p = '-';
     size_t len = (size_t)(tmp + sizeof tmp - p);
     if (w->cap - w->used < NBIO_WRITER_SLACK) nbio_writer_drain(w);
