@@ -497,7 +497,7 @@ static void hpf_op_prepare(hpfIn *in)
 }
 
 // Room for `n` live handles in total: a prepare of n - live more, committed. The input decodes
-// as it did for the removed nbi_pool_reserve, so the corpus keeps its meaning.
+// as it did when the pool had a reserve call, so the corpus keeps its meaning.
 static void hpf_op_reserve(hpfIn *in)
 {
     uint8_t mode = hpf_u8(in);
