@@ -152,20 +152,6 @@ void nbi_pool_abandon(const nbiPool *pool, nbiPoolPrep *prep)
     prep->next = prep->base;
 }
 
-nbStatus nbi_pool_reserve(nbiPool *pool, int32_t n)
-{
-    if (pool == NULL) return NB_ERR_NULL_ARG;
-    if (n < 0) return NB_ERR_OUT_OF_RANGE;
-    // n live handles need n slots that are not retired.
-    const int64_t need = (int64_t)n + (int64_t)pool->retired;
-    if (need > (int64_t)pool->max_slots) return NB_ERR_OUT_OF_RANGE;
-    nbiPoolPrep prep;
-    nbStatus st = nbi_pool_prepare_cap(pool, (size_t)need, &prep);
-    if (st != NB_OK) return st;
-    nbi_pool_commit(pool, &prep);
-    return NB_OK;
-}
-
 nbStatus nbi_pool_alloc(nbiPool *pool, int32_t value, nbHandle *out)
 {
     if (pool == NULL || out == NULL) return NB_ERR_NULL_ARG;
@@ -229,27 +215,6 @@ nbStatus nbi_pool_free(nbiPool *pool, nbHandle h, int32_t *value)
     return NB_OK;
 }
 
-nbStatus nbi_pool_get(const nbiPool *pool, nbHandle h, int32_t *value)
-{
-    if (pool == NULL || value == NULL) return NB_ERR_NULL_ARG;
-    *value = 0;
-    int32_t slot;
-    nbStatus st = nbi_pool_lookup(pool, h, &slot);
-    if (st != NB_OK) return st;
-    *value = nbi_slots(pool)[slot].value;
-    return NB_OK;
-}
-
-nbStatus nbi_pool_set(nbiPool *pool, nbHandle h, int32_t value)
-{
-    if (pool == NULL) return NB_ERR_NULL_ARG;
-    int32_t slot;
-    nbStatus st = nbi_pool_lookup(pool, h, &slot);
-    if (st != NB_OK) return st;
-    nbi_slots(pool)[slot].value = value;
-    return NB_OK;
-}
-
 void nbi_pool_clear(nbiPool *pool)
 {
     if (pool == NULL) return;
@@ -274,15 +239,6 @@ int32_t nbi_pool_count(const nbiPool *pool)
 size_t nbi_pool_memory_bytes(const nbiPool *pool)
 {
     return pool == NULL ? 0 : pool->slots.cap * sizeof(nbiPoolSlot);
-}
-
-int32_t nbi_pool_next_live(const nbiPool *pool, int32_t slot)
-{
-    if (pool == NULL || slot < -1) return -1;
-    const nbiPoolSlot *slots = nbi_slots(pool);
-    for (int32_t s = slot + 1; s < pool->used; s++)
-        if (slots[s].state == NBI_SLOT_LIVE) return s;
-    return -1;
 }
 
 static bool nbi_slot_is_live(const nbiPool *pool, int32_t slot)

@@ -72,11 +72,6 @@ nbStatus nbi_pool_init(nbiPool *pool, const nbAllocator *allocator, int32_t max_
 /// Frees the pool's storage and zeroes it; every handle is refused afterwards. NULL is a no-op.
 void nbi_pool_destroy(nbiPool *pool);
 
-/// Makes room so that `n` live handles in total fit without allocating. NB_ERR_OUT_OF_RANGE
-/// when n < 0 or n + retired slots exceeds max_slots; NB_ERR_OUT_OF_MEMORY with the pool
-/// unchanged. Never shrinks.
-nbStatus nbi_pool_reserve(nbiPool *pool, int32_t n);
-
 /// How many nbi_pool_alloc calls would succeed now without allocating memory.
 int32_t nbi_pool_room(const nbiPool *pool);
 
@@ -101,11 +96,6 @@ nbStatus nbi_pool_alloc(nbiPool *pool, int32_t value, nbHandle *out);
 /// failure). NB_ERR_BAD_HANDLE (null, stale, foreign, already freed) changes nothing.
 nbStatus nbi_pool_free(nbiPool *pool, nbHandle h, int32_t *value);
 
-/// The value of the live slot `h` names. `*value` = 0 and NB_ERR_BAD_HANDLE if `h` is bad.
-nbStatus nbi_pool_get(const nbiPool *pool, nbHandle h, int32_t *value);
-/// Sets the value of the live slot `h` names. NB_ERR_BAD_HANDLE changes nothing.
-nbStatus nbi_pool_set(nbiPool *pool, nbHandle h, int32_t value);
-
 /// Frees every live slot at once, as nbi_pool_free would (all handles become stale, the slots
 /// are reused lowest index first). Keeps the storage and the tag. O(slots ever used).
 void nbi_pool_clear(nbiPool *pool);
@@ -114,11 +104,6 @@ void nbi_pool_clear(nbiPool *pool);
 int32_t nbi_pool_count(const nbiPool *pool);
 /// Bytes held from the allocator. 0 for NULL.
 size_t nbi_pool_memory_bytes(const nbiPool *pool);
-
-/// Iteration over live slots in ascending slot order: the first live slot after `slot` (pass -1
-/// to start), or -1 when there is none. Amortised O(1) per live slot over slots ever used:
-///     for (int32_t s = nbi_pool_next_live(p, -1); s >= 0; s = nbi_pool_next_live(p, s))
-int32_t nbi_pool_next_live(const nbiPool *pool, int32_t slot);
 
 /// Slot-level access for the owning structure, whose own invariants guarantee `slot` is live
 /// (e.g. the slot stored next to an item in its dense array). A slot that is not live is a bug

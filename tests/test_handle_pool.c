@@ -61,6 +61,58 @@ static bool snap_same(snap *s, const nbiPool *p)
     return same;
 }
 
+// The checked get and set, as the structures do them: look the handle up once (which refuses a
+// null, foreign, stale or freed one), then read or write the slot's value.
+static nbStatus pool_get(const nbiPool *p, nbHandle h, int32_t *value)
+{
+    int32_t slot = -2;
+    *value = 0;
+    nbStatus st = nbi_pool_lookup(p, h, &slot);
+    if (st != NB_OK) return slot == -1 ? st : NB_ERR_INTERNAL; // a refused lookup writes -1
+    *value = nbi_pool_slot_value(p, slot);
+    return NB_OK;
+}
+
+static nbStatus pool_set(nbiPool *p, nbHandle h, int32_t value)
+{
+    int32_t slot = -2;
+    nbStatus st = nbi_pool_lookup(p, h, &slot);
+    if (st != NB_OK) return slot == -1 ? st : NB_ERR_INTERNAL;
+    nbi_pool_set_slot_value(p, slot, value);
+    return NB_OK;
+}
+
+// The first live slot after `slot` (-1 to start), or -1: a walk over the slots ever used, as a
+// structure walks its dense array. Each live slot's handle (nbi_pool_handle_of) must look up to
+// that very slot, else the walk stops with -2.
+static int32_t pool_next_live(const nbiPool *p, int32_t slot)
+{
+    const nbiPoolSlot *sl = (const nbiPoolSlot *)p->slots.ptr;
+    for (int32_t s = slot + 1; s < p->used; s++) {
+        if (sl[s].state != NBI_SLOT_LIVE) continue;
+        int32_t back = -1;
+        if (nbi_pool_lookup(p, nbi_pool_handle_of(p, s), &back) != NB_OK || back != s) return -2;
+        return s;
+    }
+    return -1;
+}
+
+static nbStatus prepare_commit(nbiPool *p, int32_t extra)
+{
+    nbiPoolPrep prep;
+    nbStatus st = nbi_pool_prepare(p, extra, &prep);
+    if (st == NB_OK) nbi_pool_commit(p, &prep);
+    return st;
+}
+
+static nbStatus prepare_abandon(nbiPool *p, int32_t extra)
+{
+    nbiPoolPrep prep;
+    nbStatus st = nbi_pool_prepare(p, extra, &prep);
+    if (st == NB_OK) nbi_pool_abandon(p, &prep);
+    return st;
+}
+
 // ---- tests ----
 
 static int test_basic(void)
@@ -74,7 +126,7 @@ static int test_basic(void)
     NB_CHECK(ta.allocs == 0); // init allocates nothing
     NB_CHECK(nbi_pool_count(&p) == 0);
     NB_CHECK(nbi_pool_memory_bytes(&p) == 0);
-    NB_CHECK(nbi_pool_next_live(&p, -1) == -1);
+    NB_CHECK(pool_next_live(&p, -1) == -1);
 
     nbHandle h[3];
     for (int i = 0; i < 3; i++) {
@@ -91,7 +143,7 @@ static int test_basic(void)
     for (int i = 0; i < 3; i++) {
         int32_t v = -1;
         int32_t slot = -2;
-        NB_CHECK_OK(nbi_pool_get(&p, h[i], &v));
+        NB_CHECK_OK(pool_get(&p, h[i], &v));
         NB_CHECK(v == 100 + i);
         NB_CHECK_OK(nbi_pool_lookup(&p, h[i], &slot));
         NB_CHECK(slot == i);
@@ -99,36 +151,36 @@ static int test_basic(void)
         NB_CHECK(nbi_pool_handle_first(&p, slot).bits == h[i].bits); // generation 0: the same
         NB_CHECK(nbi_pool_slot_value(&p, slot) == 100 + i);
     }
-    NB_CHECK_OK(nbi_pool_set(&p, h[1], -7));
+    NB_CHECK_OK(pool_set(&p, h[1], -7));
     int32_t v = 0;
-    NB_CHECK_OK(nbi_pool_get(&p, h[1], &v));
+    NB_CHECK_OK(pool_get(&p, h[1], &v));
     NB_CHECK(v == -7);
     nbi_pool_set_slot_value(&p, 2, 42);
-    NB_CHECK_OK(nbi_pool_get(&p, h[2], &v));
+    NB_CHECK_OK(pool_get(&p, h[2], &v));
     NB_CHECK(v == 42);
 
     NB_CHECK_OK(nbi_pool_free(&p, h[1], &v));
     NB_CHECK(v == -7);
     NB_CHECK(nbi_pool_count(&p) == 2);
     NB_CHECK_OK(nbi_pool_validate(&p));
-    NB_CHECK_STATUS(nbi_pool_get(&p, h[1], &v), NB_ERR_BAD_HANDLE);
+    NB_CHECK_STATUS(pool_get(&p, h[1], &v), NB_ERR_BAD_HANDLE);
     NB_CHECK(v == 0);
     // The other handles still resolve.
-    NB_CHECK_OK(nbi_pool_get(&p, h[0], &v));
+    NB_CHECK_OK(pool_get(&p, h[0], &v));
     NB_CHECK(v == 100);
-    NB_CHECK_OK(nbi_pool_get(&p, h[2], &v));
+    NB_CHECK_OK(pool_get(&p, h[2], &v));
     NB_CHECK(v == 42);
     // Iteration sees slots 0 and 2.
-    NB_CHECK(nbi_pool_next_live(&p, -1) == 0);
-    NB_CHECK(nbi_pool_next_live(&p, 0) == 2);
-    NB_CHECK(nbi_pool_next_live(&p, 2) == -1);
+    NB_CHECK(pool_next_live(&p, -1) == 0);
+    NB_CHECK(pool_next_live(&p, 0) == 2);
+    NB_CHECK(pool_next_live(&p, 2) == -1);
 
     nbHandle null_h = NB_HANDLE_NULL;
     NB_CHECK(null_h.bits == 0);
     nbi_pool_destroy(&p);
     NB_CHECK(ta.live_bytes == 0 && ta.allocs == ta.frees && !ta.size_mismatch);
-    NB_CHECK_STATUS(nbi_pool_get(&p, h[0], &v), NB_ERR_BAD_HANDLE); // destroyed: all refused
-    nbi_pool_destroy(&p);                                           // twice is harmless
+    NB_CHECK_STATUS(pool_get(&p, h[0], &v), NB_ERR_BAD_HANDLE); // destroyed: all refused
+    nbi_pool_destroy(&p);                                       // twice is harmless
     nbi_pool_destroy(NULL);
     return 0;
 }
@@ -150,11 +202,11 @@ static int test_reuse_new_generation(void)
     NB_CHECK(h_slot1(a2) == h_slot1(a) && h_gen(a2) == h_gen(a) + 1);
     NB_CHECK(a2.bits != a.bits && b2.bits != b.bits);
     int32_t v;
-    NB_CHECK_STATUS(nbi_pool_get(&p, a, &v), NB_ERR_BAD_HANDLE);
-    NB_CHECK_STATUS(nbi_pool_get(&p, b, &v), NB_ERR_BAD_HANDLE);
-    NB_CHECK_OK(nbi_pool_get(&p, a2, &v));
+    NB_CHECK_STATUS(pool_get(&p, a, &v), NB_ERR_BAD_HANDLE);
+    NB_CHECK_STATUS(pool_get(&p, b, &v), NB_ERR_BAD_HANDLE);
+    NB_CHECK_OK(pool_get(&p, a2, &v));
     NB_CHECK(v == 10);
-    NB_CHECK_OK(nbi_pool_get(&p, c, &v));
+    NB_CHECK_OK(pool_get(&p, c, &v));
     NB_CHECK(v == 3);
     // Fresh slots are used only when the free list is empty.
     nbHandle d;
@@ -206,9 +258,9 @@ static int test_bad_handles_change_nothing(void)
         NB_CHECK_STATUS(nbi_pool_free(&p, bad[k], &v), NB_ERR_BAD_HANDLE);
         NB_CHECK(v == 0);
         v = 77;
-        NB_CHECK_STATUS(nbi_pool_get(&p, bad[k], &v), NB_ERR_BAD_HANDLE);
+        NB_CHECK_STATUS(pool_get(&p, bad[k], &v), NB_ERR_BAD_HANDLE);
         NB_CHECK(v == 0);
-        NB_CHECK_STATUS(nbi_pool_set(&p, bad[k], 999), NB_ERR_BAD_HANDLE);
+        NB_CHECK_STATUS(pool_set(&p, bad[k], 999), NB_ERR_BAD_HANDLE);
         int32_t slot = 5;
         NB_CHECK_STATUS(nbi_pool_lookup(&p, bad[k], &slot), NB_ERR_BAD_HANDLE);
         NB_CHECK(slot == -1);
@@ -217,16 +269,16 @@ static int test_bad_handles_change_nothing(void)
         NB_CHECK(nbi_pool_count(&p) == 7);
         for (int i = 0; i < 8; i++) {
             if (i == 5) continue;
-            NB_CHECK_OK(nbi_pool_get(&p, h[i], &v));
+            NB_CHECK_OK(pool_get(&p, h[i], &v));
             NB_CHECK(v == (i == 3 ? 33 : i));
         }
     }
     // q's handles still work in q, and p's are refused there.
     for (int i = 0; i < 8; i++) {
         int32_t v;
-        NB_CHECK_OK(nbi_pool_get(&q, qh[i], &v));
+        NB_CHECK_OK(pool_get(&q, qh[i], &v));
         NB_CHECK(v == 50 + i);
-        if (i != 5) NB_CHECK_STATUS(nbi_pool_get(&q, h[i], &v), NB_ERR_BAD_HANDLE);
+        if (i != 5) NB_CHECK_STATUS(pool_get(&q, h[i], &v), NB_ERR_BAD_HANDLE);
     }
     nbi_pool_destroy(&p);
     nbi_pool_destroy(&q);
@@ -260,18 +312,12 @@ static int test_null_and_range_args(void)
     NB_CHECK_STATUS(nbi_pool_alloc(&p, 0, NULL), NB_ERR_NULL_ARG);
     NB_CHECK_STATUS(nbi_pool_free(NULL, h, &v), NB_ERR_NULL_ARG);
     NB_CHECK(v == 0);
-    NB_CHECK_STATUS(nbi_pool_get(NULL, h, &v), NB_ERR_NULL_ARG);
-    NB_CHECK_STATUS(nbi_pool_get(&p, h, NULL), NB_ERR_NULL_ARG);
-    NB_CHECK_STATUS(nbi_pool_set(NULL, h, 1), NB_ERR_NULL_ARG);
-    NB_CHECK_STATUS(nbi_pool_reserve(NULL, 1), NB_ERR_NULL_ARG);
-    NB_CHECK_STATUS(nbi_pool_reserve(&p, -1), NB_ERR_OUT_OF_RANGE);
     NB_CHECK_STATUS(nbi_pool_prepare(NULL, 1, &prep), NB_ERR_NULL_ARG);
     NB_CHECK_STATUS(nbi_pool_prepare(&p, 1, NULL), NB_ERR_NULL_ARG);
     NB_CHECK_STATUS(nbi_pool_prepare(&p, -1, &prep), NB_ERR_OUT_OF_RANGE);
     NB_CHECK_STATUS(nbi_pool_validate(NULL), NB_ERR_NULL_ARG);
     NB_CHECK(nbi_pool_count(NULL) == 0 && nbi_pool_memory_bytes(NULL) == 0);
-    NB_CHECK(nbi_pool_room(NULL) == 0 && nbi_pool_next_live(NULL, -1) == -1);
-    NB_CHECK(nbi_pool_next_live(&p, -5) == -1);
+    NB_CHECK(nbi_pool_room(NULL) == 0);
     nbi_pool_clear(NULL);
     nbi_pool_commit(NULL, &prep);
     nbi_pool_abandon(NULL, &prep);
@@ -300,7 +346,7 @@ static int test_tags_distinct(void)
     for (int i = 0; i < 8; i++) {
         for (int j = 0; j < 8; j++) {
             int32_t v;
-            NB_CHECK_STATUS(nbi_pool_get(&pools[j], h[i], &v), i == j ? NB_OK : NB_ERR_BAD_HANDLE);
+            NB_CHECK_STATUS(pool_get(&pools[j], h[i], &v), i == j ? NB_OK : NB_ERR_BAD_HANDLE);
         }
     }
     for (int i = 0; i < N; i++) nbi_pool_destroy(&pools[i]);
@@ -326,10 +372,10 @@ static int test_clear(void)
     NB_CHECK(p.tag == tag);
     NB_CHECK_OK(nbi_pool_validate(&p));
     NB_CHECK(nbi_pool_count(&p) == 0);
-    NB_CHECK(nbi_pool_next_live(&p, -1) == -1);
+    NB_CHECK(pool_next_live(&p, -1) == -1);
     NB_CHECK(nbi_pool_room(&p) >= N);
     int32_t v;
-    for (int i = 0; i < N; i++) NB_CHECK_STATUS(nbi_pool_get(&p, h[i], &v), NB_ERR_BAD_HANDLE);
+    for (int i = 0; i < N; i++) NB_CHECK_STATUS(pool_get(&p, h[i], &v), NB_ERR_BAD_HANDLE);
     // Slots come back lowest index first, each one generation on (two for the freed ones,
     // which were bumped by their free and not again by clear).
     for (int i = 0; i < N; i++) {
@@ -340,7 +386,7 @@ static int test_clear(void)
         NB_CHECK(g.bits != h[i].bits);
     }
     NB_CHECK(ta.allocs == allocs); // reuse allocated nothing
-    for (int i = 0; i < N; i++) NB_CHECK_STATUS(nbi_pool_get(&p, h[i], &v), NB_ERR_BAD_HANDLE);
+    for (int i = 0; i < N; i++) NB_CHECK_STATUS(pool_get(&p, h[i], &v), NB_ERR_BAD_HANDLE);
     NB_CHECK_OK(nbi_pool_validate(&p));
     nbi_pool_clear(&p);
     nbi_pool_clear(&p); // clearing an empty pool changes nothing
@@ -376,8 +422,8 @@ static int test_generation_exhaustion(void)
         if (h_slot1(h) != 2 || h_gen(h) != g) NB_CHECK(!"slot reused with the next generation");
     }
     int32_t v;
-    NB_CHECK_STATUS(nbi_pool_get(&p, prev, &v), NB_ERR_BAD_HANDLE);
-    NB_CHECK_STATUS(nbi_pool_get(&p, first, &v), NB_ERR_BAD_HANDLE);
+    NB_CHECK_STATUS(pool_get(&p, prev, &v), NB_ERR_BAD_HANDLE);
+    NB_CHECK_STATUS(pool_get(&p, first, &v), NB_ERR_BAD_HANDLE);
     NB_CHECK(h_gen(h) == NBI_POOL_GEN_LAST);
     NB_CHECK_OK(nbi_pool_validate(&p));
     // Freeing the last generation retires the slot: the next allocation takes a fresh slot.
@@ -390,9 +436,9 @@ static int test_generation_exhaustion(void)
     NB_CHECK(h_slot1(n) == 3 && h_gen(n) == 0);
     // No generation of slot 1 resolves, and neither clear nor iteration brings it back.
     for (uint32_t g = 0; g <= NBI_POOL_GEN_LAST; g++)
-        if (nbi_pool_get(&p, h_make(2, g, p.tag), &v) != NB_ERR_BAD_HANDLE)
+        if (pool_get(&p, h_make(2, g, p.tag), &v) != NB_ERR_BAD_HANDLE)
             NB_CHECK(!"retired slot resolved");
-    NB_CHECK(nbi_pool_next_live(&p, 0) == 2);
+    NB_CHECK(pool_next_live(&p, 0) == 2);
     nbi_pool_clear(&p);
     NB_CHECK_OK(nbi_pool_validate(&p));
     NB_CHECK(p.retired == 1);
@@ -417,10 +463,9 @@ static int test_generation_exhaustion(void)
     snap s = snap_take(&p);
     NB_CHECK_STATUS(nbi_pool_alloc(&p, 0, &h), NB_ERR_OUT_OF_RANGE);
     NB_CHECK(h.bits == 0);
-    NB_CHECK_STATUS(nbi_pool_reserve(&p, 1), NB_ERR_OUT_OF_RANGE); // 1 + 1 retired > 1
     nbiPoolPrep prep;
-    NB_CHECK_STATUS(nbi_pool_prepare(&p, 1, &prep), NB_ERR_OUT_OF_RANGE);
-    NB_CHECK_OK(nbi_pool_reserve(&p, 0));
+    NB_CHECK_STATUS(nbi_pool_prepare(&p, 1, &prep), NB_ERR_OUT_OF_RANGE); // the slot is retired
+    NB_CHECK_OK(prepare_commit(&p, 0));
     NB_CHECK(snap_same(&s, &p));
     NB_CHECK(nbi_pool_room(&p) == 0);
     NB_CHECK_OK(nbi_pool_validate(&p));
@@ -435,7 +480,8 @@ static int test_slot_limit(void)
     nbAllocator al = nbt_allocator(&ta);
     nbiPool p;
     NB_CHECK_OK(nbi_pool_init(&p, &al, 5));
-    NB_CHECK_STATUS(nbi_pool_reserve(&p, 6), NB_ERR_OUT_OF_RANGE);
+    nbiPoolPrep prep;
+    NB_CHECK_STATUS(nbi_pool_prepare(&p, 6, &prep), NB_ERR_OUT_OF_RANGE);
     NB_CHECK(ta.allocs == 0);
     nbHandle h[5];
     for (int i = 0; i < 5; i++) NB_CHECK_OK(nbi_pool_alloc(&p, i, &h[i]));
@@ -444,7 +490,6 @@ static int test_slot_limit(void)
     nbHandle x = {1};
     NB_CHECK_STATUS(nbi_pool_alloc(&p, 9, &x), NB_ERR_OUT_OF_RANGE);
     NB_CHECK(x.bits == 0);
-    nbiPoolPrep prep;
     NB_CHECK_STATUS(nbi_pool_prepare(&p, 1, &prep), NB_ERR_OUT_OF_RANGE);
     NB_CHECK_OK(nbi_pool_prepare(&p, 0, &prep));
     nbi_pool_commit(&p, &prep);
@@ -458,7 +503,7 @@ static int test_slot_limit(void)
     return 0;
 }
 
-// Geometric growth; reserve and prepare/commit make the next allocations allocation-free.
+// Geometric growth; prepare/commit make the next allocations allocation-free.
 static int test_growth_reserve_prepare(void)
 {
     nbtAlloc ta = {0};
@@ -475,11 +520,11 @@ static int test_growth_reserve_prepare(void)
     NB_CHECK_OK(nbi_pool_validate(&p));
     for (int i = 0; i < N; i++) {
         int32_t v;
-        NB_CHECK_OK(nbi_pool_get(&p, h[i], &v));
+        NB_CHECK_OK(pool_get(&p, h[i], &v));
         NB_CHECK(v == i * 3);
     }
     int32_t seen = 0;
-    for (int32_t s = nbi_pool_next_live(&p, -1); s >= 0; s = nbi_pool_next_live(&p, s)) {
+    for (int32_t s = pool_next_live(&p, -1); s >= 0; s = pool_next_live(&p, s)) {
         NB_CHECK(s == seen);
         NB_CHECK(nbi_pool_handle_of(&p, s).bits == h[s].bits);
         seen++;
@@ -487,15 +532,15 @@ static int test_growth_reserve_prepare(void)
     NB_CHECK(seen == N);
     free(h);
 
-    // reserve(n): n live handles fit without allocating.
+    // prepare(n) + commit on an empty pool: n handles fit without allocating.
     nbi_pool_destroy(&p);
     NB_CHECK(ta.live_bytes == 0);
     NB_CHECK_OK(nbi_pool_init(&p, &al, 0));
-    NB_CHECK_OK(nbi_pool_reserve(&p, 1000));
+    NB_CHECK_OK(prepare_commit(&p, 1000));
     NB_CHECK(nbi_pool_room(&p) >= 1000);
     int64_t allocs = ta.allocs;
-    NB_CHECK_OK(nbi_pool_reserve(&p, 10)); // within: nothing
-    NB_CHECK_OK(nbi_pool_reserve(&p, 0));
+    NB_CHECK_OK(prepare_commit(&p, 10)); // within: nothing
+    NB_CHECK_OK(prepare_commit(&p, 0));
     NB_CHECK(ta.allocs == allocs);
     nbHandle g;
     for (int i = 0; i < 1000; i++) NB_CHECK_OK(nbi_pool_alloc(&p, i, &g));
@@ -606,29 +651,13 @@ static int test_validate_catches_corruption(void)
         NB_CHECK_OK(nbi_pool_validate(p));                                                         \
     } while (0)
 
-static nbStatus prepare_commit(nbiPool *p, int32_t extra)
-{
-    nbiPoolPrep prep;
-    nbStatus st = nbi_pool_prepare(p, extra, &prep);
-    if (st == NB_OK) nbi_pool_commit(p, &prep);
-    return st;
-}
-
-static nbStatus prepare_abandon(nbiPool *p, int32_t extra)
-{
-    nbiPoolPrep prep;
-    nbStatus st = nbi_pool_prepare(p, extra, &prep);
-    if (st == NB_OK) nbi_pool_abandon(p, &prep);
-    return st;
-}
-
 static int sweep_script(nbiPool *p, nbtAlloc *ta, bool *stopped)
 {
     nbHandle h[700];
     int n = 0;
     for (int i = 0; i < 20; i++) SWEEP_STEP(nbi_pool_alloc(p, i, &h[n++]));
     for (int i = 0; i < 20; i += 4) SWEEP_STEP(nbi_pool_free(p, h[i], NULL));
-    SWEEP_STEP(nbi_pool_reserve(p, 40));
+    SWEEP_STEP(prepare_commit(p, 25));
     for (int i = 0; i < 50; i++) SWEEP_STEP(nbi_pool_alloc(p, i, &h[n++]));
     SWEEP_STEP(prepare_commit(p, 100));
     for (int i = 0; i < 100; i++) SWEEP_STEP(nbi_pool_alloc(p, i, &h[n++]));
@@ -636,7 +665,7 @@ static int sweep_script(nbiPool *p, nbtAlloc *ta, bool *stopped)
     nbi_pool_clear(p);
     n = 0;
     for (int i = 0; i < 600; i++) SWEEP_STEP(nbi_pool_alloc(p, i, &h[n++]));
-    SWEEP_STEP(nbi_pool_reserve(p, 2000));
+    SWEEP_STEP(prepare_commit(p, 1400));
     NB_CHECK(nbi_pool_count(p) == 600);
     return 0;
 }
@@ -743,13 +772,13 @@ static int check_against_model(const nbiPool *p, const model *m, const nbtAlloc 
     int32_t s = -1;
     for (int32_t k = 0; k < m->used; k++) {
         if (m->s[k].state != NBI_SLOT_LIVE) continue;
-        s = nbi_pool_next_live(p, s);
+        s = pool_next_live(p, s);
         NB_CHECK(s == k);
         NB_CHECK(nbi_pool_slot_value(p, k) == m->s[k].value);
         NB_CHECK(nbi_pool_handle_of(p, k).bits ==
                  h_make((uint32_t)k + 1, m->s[k].gen, p->tag).bits);
     }
-    NB_CHECK(nbi_pool_next_live(p, s) == -1);
+    NB_CHECK(pool_next_live(p, s) == -1);
     return 0;
 }
 
@@ -798,10 +827,10 @@ static int model_run(int32_t max_slots, int ops)
         } else if (op < 75) { // get / set
             h = m_pick(&m);
             bool live = m_is_live(&m, h, p.tag, &slot);
-            NB_CHECK_STATUS(nbi_pool_get(&p, h, &v), live ? NB_OK : NB_ERR_BAD_HANDLE);
+            NB_CHECK_STATUS(pool_get(&p, h, &v), live ? NB_OK : NB_ERR_BAD_HANDLE);
             NB_CHECK(v == (live ? m.s[slot].value : 0));
             int32_t val = (int32_t)nbt_u64();
-            NB_CHECK_STATUS(nbi_pool_set(&p, h, val), live ? NB_OK : NB_ERR_BAD_HANDLE);
+            NB_CHECK_STATUS(pool_set(&p, h, val), live ? NB_OK : NB_ERR_BAD_HANDLE);
             if (live) m.s[slot].value = val;
             counts[4]++;
         } else if (op < 82) { // foreign, null or random bits: always refused, nothing changes
@@ -815,7 +844,7 @@ static int model_run(int32_t max_slots, int ops)
             if (!live) {
                 snap s = snap_take(&p);
                 NB_CHECK_STATUS(nbi_pool_free(&p, h, &v), NB_ERR_BAD_HANDLE);
-                NB_CHECK_STATUS(nbi_pool_set(&p, h, 5), NB_ERR_BAD_HANDLE);
+                NB_CHECK_STATUS(pool_set(&p, h, 5), NB_ERR_BAD_HANDLE);
                 NB_CHECK(snap_same(&s, &p));
                 counts[5]++;
             }
@@ -845,13 +874,6 @@ static int model_run(int32_t max_slots, int ops)
                 if (m.s[k].state == NBI_SLOT_FREE) m.stack[m.top++] = k;
             nbi_pool_clear(&p);
             counts[7]++;
-        } else if (op < 93) { // reserve
-            int32_t n = nbt_int(M_MAX + 20) - 10;
-            nbStatus st = nbi_pool_reserve(&p, n);
-            bool ok = n >= 0 && n + m.retired <= m.max_slots;
-            NB_CHECK_STATUS(st, ok ? NB_OK : NB_ERR_OUT_OF_RANGE);
-            if (ok) NB_CHECK(nbi_pool_room(&p) >= n - m.live);
-            counts[8]++;
         } else { // prepare, then commit or abandon
             int32_t extra = nbt_int(M_MAX + 20) - 10;
             nbiPoolPrep prep;
@@ -880,7 +902,7 @@ static int model_run(int32_t max_slots, int ops)
     }
     // Every kind of operation ran (the sweep would be meaningless otherwise).
     NB_CHECK(counts[1] > 0 && counts[2] > 0 && counts[3] > 0 && counts[4] > 0 && counts[5] > 0);
-    NB_CHECK(counts[6] > 0 && counts[7] > 0 && counts[8] > 0 && counts[9] > 0);
+    NB_CHECK(counts[6] > 0 && counts[7] > 0 && counts[9] > 0);
     if (max_slots <= 8) NB_CHECK(counts[0] > 0);
     nbi_pool_destroy(&p);
     nbi_pool_destroy(&other);

@@ -5,11 +5,14 @@
 // invalid one); each following byte picks an operation (alloc, free, get, set, a bad handle,
 // clear, reserve, prepare + commit/abandon, an allocation-failure schedule, churn through many
 // generations, an allocation burst, destroy + reinit) that decodes its arguments from the bytes
-// after it. Reading past the end yields zeros, so every input is valid.
+// after it. Reading past the end yields zeros, so every input is valid. Get and set are done as
+// the structures do them, nbi_pool_lookup then the slot's value; "reserve n" is a prepare of
+// n - live more handles, committed.
 //
 // A reference model predicts every slot, generation, value and status: LIFO reuse, retirement
 // at the last generation, lowest-first reuse after clear, the slot limit. After every operation
-// nbi_pool_validate() must pass and the counters, the room, the live slots (by iteration) and
+// nbi_pool_validate() must pass and the counters, the room, the live slots (by a walk over the
+// slots, each live one's nbi_pool_handle_of looked up back to it) and
 // the bytes held must agree with the model and the allocator. Refused calls must change nothing
 // (compared against a snapshot); NB_ERR_OUT_OF_MEMORY must come exactly when an allocation was
 // refused; calls with room to spare must not allocate. The checking allocator can refuse the
@@ -218,6 +221,33 @@ static nbHandle hpf_pick(hpfIn *in)
     return hpf_issued[(hpf_n_issued - 1u - b % n) % HPF_ISSUED]; // 0 = the newest
 }
 
+// Get and set as the structures do them: one lookup, then the slot. A refused lookup must
+// write -1.
+static nbStatus hpf_get(nbHandle h, int32_t *value)
+{
+    int32_t slot = -2;
+    *value = 0;
+    nbStatus st = nbi_pool_lookup(&hpf_pool, h, &slot);
+    if (st != NB_OK) {
+        HPF_CHECK(slot == -1, "refused lookup wrote slot %d", (int)slot);
+        return st;
+    }
+    *value = nbi_pool_slot_value(&hpf_pool, slot);
+    return NB_OK;
+}
+
+static nbStatus hpf_set(nbHandle h, int32_t value)
+{
+    int32_t slot = -2;
+    nbStatus st = nbi_pool_lookup(&hpf_pool, h, &slot);
+    if (st != NB_OK) {
+        HPF_CHECK(slot == -1, "refused lookup wrote slot %d", (int)slot);
+        return st;
+    }
+    nbi_pool_set_slot_value(&hpf_pool, slot, value);
+    return NB_OK;
+}
+
 // ---- snapshots: refused calls change nothing ----
 
 typedef struct hpfSnap {
@@ -282,24 +312,27 @@ static void hpf_check_all(bool full)
               "room");
     HPF_CHECK(hpf_pool.slots.cap <= (size_t)hpf_m.max_slots, "capacity past the slot limit");
     if (!full) return;
-    // The live slots, their values and handles, by iteration and by lookup.
-    int32_t it = -1;
+    // The live slots, their values and handles, by a walk over the slots and by lookup.
+    const nbiPoolSlot *sl = (const nbiPoolSlot *)hpf_pool.slots.ptr;
     for (int32_t k = 0; k < hpf_m.used; k++) {
         const hpfSlot *s = &hpf_m.s[k];
         nbHandle h = hpf_handle((uint32_t)k, s->gen, hpf_pool.tag);
         int32_t v = 0;
-        if (s->state != NBI_SLOT_LIVE) {
-            HPF_STATUS(nbi_pool_get(&hpf_pool, h, &v), NB_ERR_BAD_HANDLE);
+        const bool live = sl[k].state == NBI_SLOT_LIVE;
+        HPF_CHECK(live == (s->state == NBI_SLOT_LIVE), "slot %d live %d, model state %d", (int)k,
+                  (int)live, s->state);
+        if (!live) {
+            HPF_STATUS(hpf_get(h, &v), NB_ERR_BAD_HANDLE);
             continue;
         }
-        it = nbi_pool_next_live(&hpf_pool, it);
-        HPF_CHECK(it == k, "iteration gave slot %d, model %d", (int)it, (int)k);
+        int32_t back = -1;
         HPF_CHECK(nbi_pool_handle_of(&hpf_pool, k).bits == h.bits, "handle_of(%d)", (int)k);
+        HPF_STATUS(nbi_pool_lookup(&hpf_pool, h, &back), NB_OK);
+        HPF_CHECK(back == k, "lookup of slot %d's handle gave %d", (int)k, (int)back);
         HPF_CHECK(nbi_pool_slot_value(&hpf_pool, k) == s->value, "slot_value(%d)", (int)k);
-        HPF_STATUS(nbi_pool_get(&hpf_pool, h, &v), NB_OK);
+        HPF_STATUS(hpf_get(h, &v), NB_OK);
         HPF_CHECK(v == s->value, "get %d, model %d", (int)v, (int)s->value);
     }
-    HPF_CHECK(nbi_pool_next_live(&hpf_pool, it) == -1, "iteration past the last live slot");
     // Every remembered handle resolves exactly as the model says.
     uint32_t n = hpf_n_issued < HPF_ISSUED ? hpf_n_issued : HPF_ISSUED;
     for (uint32_t i = 0; i < n; i++) {
@@ -378,9 +411,9 @@ static void hpf_op_use(int which, nbHandle h, int32_t value)
         st = nbi_pool_free(&hpf_pool, h, (value & 1) ? NULL : &v);
         if (value & 1) v = slot >= 0 ? hpf_m.s[slot].value : 0;
     } else if (which == 1) {
-        st = nbi_pool_get(&hpf_pool, h, &v);
+        st = hpf_get(h, &v);
     } else {
-        st = nbi_pool_set(&hpf_pool, h, value);
+        st = hpf_set(h, value);
         v = slot >= 0 ? hpf_m.s[slot].value : 0;
     }
     hpf_log("%s(%#llx) -> %s %d",
@@ -417,48 +450,9 @@ static void hpf_op_bad(hpfIn *in)
     hpf_op_use(kind / 6 % 3, h, 5);
 }
 
-static void hpf_op_reserve(hpfIn *in)
+// prepare(extra), then commit (`commit` 1), abandon (0) or what the next input byte says (-1).
+static void hpf_prepare(hpfIn *in, int32_t extra, int commit_how)
 {
-    uint8_t mode = hpf_u8(in);
-    int32_t n;
-    switch (mode % 5) {
-    case 0: n = mode / 5; break;
-    case 1: n = hpf_m.live + (int32_t)(mode / 5); break;
-    case 2: n = -(int32_t)(mode / 5) - 1; break;
-    case 3: { // just below, at and just above what the limit allows
-        int64_t t = (int64_t)hpf_m.max_slots - hpf_m.retired + (int64_t)(mode / 5 % 3) - 1;
-        n = t > INT32_MAX ? INT32_MAX : (int32_t)t;
-        break;
-    }
-    default: n = (int32_t)(hpf_u32(in) & 0x7FFFFFFF); break;
-    }
-    hpfSnap s = hpf_snap();
-    const int64_t refused = hpf_al.refused;
-    nbStatus st = nbi_pool_reserve(&hpf_pool, n);
-    hpf_log("reserve(%d) -> %s", (int)n, nb_status_str(st));
-    if (n < 0 || (int64_t)n + hpf_m.retired > hpf_m.max_slots) {
-        HPF_STATUS(st, NB_ERR_OUT_OF_RANGE);
-        HPF_CHECK(hpf_al.calls == s.calls, "refused reserve allocated");
-        hpf_same(&s, __LINE__);
-    } else if ((size_t)n + (size_t)hpf_m.retired <= s.head.slots.cap) {
-        HPF_STATUS(st, NB_OK);
-        HPF_CHECK(hpf_al.calls == s.calls, "reserve within capacity allocated");
-        hpf_same(&s, __LINE__);
-    } else if (hpf_al.refused != refused) {
-        HPF_STATUS(st, NB_ERR_OUT_OF_MEMORY);
-        hpf_same(&s, __LINE__);
-    } else {
-        free(s.slots);
-        HPF_STATUS(st, NB_OK);
-        HPF_CHECK(nbi_pool_room(&hpf_pool) >= n - hpf_m.live, "room after reserve(%d)", (int)n);
-    }
-}
-
-static void hpf_op_prepare(hpfIn *in)
-{
-    uint8_t mode = hpf_u8(in);
-    int32_t extra = mode % 3 == 2 ? -(int32_t)(mode / 3) : (int32_t)(mode / 3) * (mode % 3 + 1);
-    if (mode == 255) extra = (int32_t)(hpf_u32(in) & 0x7FFFFFFF);
     const int32_t room = nbi_pool_room(&hpf_pool);
     const int64_t refused = hpf_al.refused;
     hpfSnap s = hpf_snap();
@@ -480,7 +474,7 @@ static void hpf_op_prepare(hpfIn *in)
         hpf_same(&s, __LINE__);
         return;
     }
-    const bool commit = (hpf_u8(in) & 1) != 0;
+    const bool commit = commit_how < 0 ? (hpf_u8(in) & 1) != 0 : commit_how != 0;
     if (extra <= room) HPF_CHECK(hpf_al.calls == s.calls, "prepare within the room allocated");
     if (commit) {
         nbi_pool_commit(&hpf_pool, &prep);
@@ -492,6 +486,35 @@ static void hpf_op_prepare(hpfIn *in)
         hpf_same(&s, __LINE__); // the prepared block is gone again
     }
     hpf_log("  %s", commit ? "commit" : "abandon");
+}
+
+static void hpf_op_prepare(hpfIn *in)
+{
+    uint8_t mode = hpf_u8(in);
+    int32_t extra = mode % 3 == 2 ? -(int32_t)(mode / 3) : (int32_t)(mode / 3) * (mode % 3 + 1);
+    if (mode == 255) extra = (int32_t)(hpf_u32(in) & 0x7FFFFFFF);
+    hpf_prepare(in, extra, -1);
+}
+
+// Room for `n` live handles in total: a prepare of n - live more, committed. The input decodes
+// as it did when the pool had a reserve call, so the corpus keeps its meaning.
+static void hpf_op_reserve(hpfIn *in)
+{
+    uint8_t mode = hpf_u8(in);
+    int32_t n;
+    switch (mode % 5) {
+    case 0: n = mode / 5; break;
+    case 1: n = hpf_m.live + (int32_t)(mode / 5); break;
+    case 2: n = -(int32_t)(mode / 5) - 1; break;
+    case 3: { // just below, at and just above what the limit allows
+        int64_t t = (int64_t)hpf_m.max_slots - hpf_m.retired + (int64_t)(mode / 5 % 3) - 1;
+        n = t > INT32_MAX ? INT32_MAX : (int32_t)t;
+        break;
+    }
+    default: n = (int32_t)(hpf_u32(in) & 0x7FFFFFFF); break;
+    }
+    hpf_log("reserve(%d)", (int)n);
+    hpf_prepare(in, n - hpf_m.live, 1);
 }
 
 static void hpf_op_clear(void)
@@ -550,7 +573,7 @@ static void hpf_destroy_check(void)
     nbi_pool_destroy(&hpf_pool);
     HPF_CHECK(hpf_al.live == 0 && hpf_al.live_bytes == 0, "destroy left %d blocks", hpf_al.live);
     int32_t v = 1;
-    HPF_STATUS(nbi_pool_get(&hpf_pool, hpf_issued[0], &v), NB_ERR_BAD_HANDLE);
+    HPF_STATUS(hpf_get(hpf_issued[0], &v), NB_ERR_BAD_HANDLE);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
