@@ -202,7 +202,7 @@ struct RstarPeer : Peer {
 };
 #endif
 
-// The field report's baseline: what one writes without a library.
+// The baseline: what one writes without a library.
 struct NaiveHashPeer : Peer {
     std::unordered_map<uint64_t, std::vector<int32_t>> cells;
     std::vector<uint64_t> cell_of;

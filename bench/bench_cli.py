@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Whole processes, as a user runs them (issue 10's CLI and growth targets).
+"""Whole processes, as a user runs them (the CLI's speed and growth targets).
 
   bench_cli.py NEARBY SMALL.f64 BIG.f64 [--rounds R] [--out CSV]
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The dense grid's cost against its cell size: for each ratio c = cell_size / r, one grid with
 // nbGridDesc.cell_size = c * r, and per frame nb_grid_build then nb_grid_pairs into a
-// preallocated buffer, on the same points at the same radius. The field reports put the minimum
+// preallocated buffer, on the same points at the same radius. Practitioners report the minimum
 // at cell = r, with the cost rising steeply on both sides: smaller cells mean k = ceil(r / cell)
 // rings, so (2k + 1)^2 cells to walk per cell; larger cells mean more candidates per point to
 // test. bench/plot_cell_size.py draws the CSV this prints as docs/cell_size.svg.

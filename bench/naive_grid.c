@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// The naive baseline: a "list per cell" uniform grid written the way the field reports warn
-// against. Each frame it frees the previous grid, callocs a dense array of cells over the
+// The naive baseline: a "list per cell" uniform grid written the way guides on spatial partitioning
+// warn against. Each frame it frees the previous grid, callocs a dense array of cells over the
 // bounding box, and push_backs every point index into its cell's own malloc'd growable vector
 // (realloc on doubling). The pair pass visits, for every occupied cell, all 3^d neighbour
 // cells (including itself) and keeps j > i to deduplicate, reading coordinates from the

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// See naive_tiles.h: the field report's tile system, as written there.
+// See naive_tiles.h: the tile system games commonly write, as it is usually written.
 #include "naive_tiles.h"
 
 #include <stdlib.h>
@@ -69,7 +69,7 @@ void nt_destroy(ntTiles *t)
     free(t);
 }
 
-// The report's GetTileIndex (truncation), kept inside the world.
+// The usual GetTileIndex (truncation), kept inside the world.
 int nt_tile_index(const ntTiles *t, double x, double y)
 {
     int tx = (int)(x / t->tile_size), ty = (int)(y / t->tile_size);
@@ -183,7 +183,7 @@ int nt_nearest_waypoint(const ntTiles *t, double x, double y, double *d2)
     return best;
 }
 
-// The report's own neighbourhood: GetNearbyTiles, the tile and its 8 neighbours, into a fresh
+// The usual neighbourhood: GetNearbyTiles, the tile and its 8 neighbours, into a fresh
 // list. When the 3 x 3 block cannot prove its best answer (nothing found, or something outside
 // it could be nearer), every tile's list is searched.
 const ntEntity *nt_nearest_3x3(const ntTiles *t, double x, double y, uint32_t groups, double *d2)

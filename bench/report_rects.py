@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-"""The rectangles tables (issue 8's benchmark, bench/rects_common.h): reads the runners' CSV
+"""The rectangles tables (the rectangles benchmark, bench/rects_common.h): reads the runners' CSV
 lines `peer,figure,ms_median,runs,count,sum[,cpu_ms_median]` (bench_rects, bench_rects_peers,
 rects_js; the CPU-time median is optional: on a shared machine it leaves out the time a runner
 waited for a CPU, so it is printed next to the wall-clock time and its ratio too), checks
@@ -179,7 +179,7 @@ def main():
     if NEARBY not in peers:
         print(f"\n(no {NEARBY} rows: bench_rects not built; the targets are not checked)")
     else:
-        print("\ntargets (issue 8), on medians:")
+        print("\ntargets, on medians:")
         for fig, peer, factor in TARGETS:
             nb, pr = by.get((NEARBY, fig)), by.get((peer, fig))
             if nb is None or pr is None:

@@ -55,7 +55,7 @@
 #                                            pair-for-pair agreement (bench_periodic.py; ~1
 #                                            minute): writes
 #                                            bench/results/$NB_BENCH_MACHINE/periodic_latest.csv
-#   bash bench/run.sh BUILD_DIR --rects      only the rectangles section (issue 8; ~5 minutes
+#   bash bench/run.sh BUILD_DIR --rects      only the rectangles section (~5 minutes
 #                                            on a quiet machine): writes
 #                                            bench/results/$NB_BENCH_MACHINE/rects_latest.csv;
 #                                            `--rects --quick` at the --quick sizes (~20 s),
@@ -73,7 +73,7 @@
 #                                            Python package against cKDTree), alternating runs,
 #                                            answers checked (~10 minutes): writes
 #                                            bench/results/$NB_BENCH_MACHINE/corpus_latest.csv
-#   bash bench/run.sh BUILD_DIR --mpi        only the MPI section (issue 12; bench_mpi through
+#   bash bench/run.sh BUILD_DIR --mpi        only the MPI section (bench_mpi through
 #                                            tests/mpi/mpirun.sh): 1M uniform 2D points on 1
 #                                            and 2 ranks against the single-process grid
 #                                            (r = 1.75), then 4 and 8 oversubscribed ranks on
@@ -290,7 +290,7 @@ if [ "$mode" = --cell-size ]; then
     exit $?
 fi
 
-# ---- the tile grid (issue 7): run_tiles runs bench_tiles and keeps its CSV; status 1 on a
+# ---- the tile grid: run_tiles runs bench_tiles and keeps its CSV; status 1 on a
 # failure (bench_tiles itself fails when the peers' answers differ) ----
 run_tiles() {
     local out args
@@ -612,7 +612,7 @@ if [ "$mode" = --periodic ]; then
     exit $?
 fi
 
-# ---- rectangles (issue 8): run_rects runs the section and prints its tables; status 1 on a
+# ---- rectangles: run_rects runs the section and prints its tables; status 1 on a
 # failure or a MISMATCH ----
 rects_peers=${NB_BENCH_RECTS_PEERS-nearby_quadtree rtree_packed rtree_rstar b2tree sidx_rstar \
 sidx_join flatbush rbush}
@@ -708,7 +708,7 @@ if [ "$mode" = --rects ]; then
     exit $?
 fi
 
-# ---- MPI (issue 12): run_mpi runs bench_mpi (one CSV header and a row a peer per run) through
+# ---- MPI: run_mpi runs bench_mpi (one CSV header and a row a peer per run) through
 # tests/mpi/mpirun.sh and prints the table; status 1 on a failure or a MISMATCH ----
 run_mpi() {
     local n=${NB_BENCH_MPI_N:-1000000} out raw spec set r np runs f st=0
