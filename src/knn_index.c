@@ -26,6 +26,9 @@
 
 #include <math.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 // ---- build ----
 
@@ -87,24 +90,155 @@ static int nbi_bits_for(int32_t n)
     return n > 1 ? nbi_top_bit64((uint64_t)(n - 1)) + 1 : 1;
 }
 
-// Grows the index's storage for n points of the view, all or nothing.
-static bool nbi_ix_grow(nbiKnnIndex *ix, int32_t n, int dim, bool filtered, int32_t top,
+// Grows the index's storage for n points of the view (nodes: 0 until they are counted), all or
+// nothing.
+static bool nbi_ix_grow(nbiKnnIndex *ix, int32_t n, int dim, bool filtered, int32_t nodes,
                         const nbAllocator *alloc)
 {
-    nbiBuf *cur[7] = {&ix->pts, &ix->idx, &ix->bits, &ix->box, &ix->nbits, &ix->code, &ix->hist};
-    const size_t need[7] = {(size_t)n * (size_t)dim,
+    nbiBuf *cur[8] = {&ix->pts, &ix->idx,   &ix->bits, &ix->node,
+                      &ix->box, &ix->nbits, &ix->code, &ix->hist};
+    const size_t need[8] = {(size_t)n * (size_t)dim,
                             (size_t)n,
                             filtered ? 2 * (size_t)n : 0,
-                            2 * (size_t)top * 2 * (size_t)dim,
-                            filtered ? 2 * (size_t)top * 2 : 0,
+                            (size_t)nodes,
+                            (size_t)nodes * 4 * (size_t)dim,
+                            filtered ? 4 * (size_t)nodes : 0,
                             2 * (size_t)n,
                             (size_t)NBI_RADIX_MAX_PASSES << NBI_RADIX_BITS};
-    const size_t elem[7] = {sizeof(double),   sizeof(int32_t),  sizeof(uint32_t), sizeof(double),
-                            sizeof(uint32_t), sizeof(uint64_t), sizeof(int32_t)};
-    nbiBuf next[7];
-    if (!nbi_bufs_prepare(alloc, cur, next, need, elem, 7)) return false;
-    nbi_bufs_commit(alloc, cur, next, elem, 7, false);
+    const size_t elem[8] = {sizeof(double), sizeof(int32_t),  sizeof(uint32_t), sizeof(nbiKnnNode),
+                            sizeof(double), sizeof(uint32_t), sizeof(uint64_t), sizeof(int32_t)};
+    nbiBuf next[8];
+    if (!nbi_bufs_prepare(alloc, cur, next, need, elem, 8)) return false;
+    nbi_bufs_commit(alloc, cur, next, elem, 8, true);
     return true;
+}
+
+// Where the sorted range [a, b) of codes splits (a < result < b): at the first code with the
+// highest bit in which the first and last differ, or at the middle when they are equal.
+static int32_t nbi_ix_split(const uint64_t *code, int32_t a, int32_t b)
+{
+    const uint64_t diff = code[a] ^ code[b - 1];
+    if (diff == 0) return a + (b - a) / 2;
+    const uint64_t bit = (uint64_t)1 << nbi_top_bit64(diff);
+    int32_t lo = a + 1, hi = b - 1; // code[a] has the bit clear, code[b - 1] set
+    while (lo < hi) {
+        const int32_t mid = lo + (hi - lo) / 2;
+        if (code[mid] & bit)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
+// The tree over the sorted codes, in preorder: its node count; with `node`, the nodes too.
+// The stack holds at most one entry a level (a code's 64 bits, then halvings of equal codes).
+static int32_t nbi_ix_tree(const uint64_t *code, int32_t n, nbiKnnNode *node)
+{
+    int32_t st[3 * 128];
+    int sp = 0;
+    int32_t count = 1;
+    st[0] = 0;
+    st[1] = 0;
+    st[2] = n;
+    sp = 1;
+    while (sp > 0) {
+        sp--;
+        const int32_t t = st[3 * sp], a = st[3 * sp + 1], b = st[3 * sp + 2];
+        int32_t left = 0;
+        if (b - a > NBI_KNN_LEAF_PTS) {
+            const int32_t m = nbi_ix_split(code, a, b);
+            left = count;
+            count += 2;
+            st[3 * sp] = left + 1; // the right child waits below the left
+            st[3 * sp + 1] = m;
+            st[3 * sp + 2] = b;
+            st[3 * sp + 3] = left;
+            st[3 * sp + 4] = a;
+            st[3 * sp + 5] = m;
+            sp += 2;
+        }
+        if (node != NULL) {
+            node[t].left = left;
+            node[t].first = a;
+            node[t].end = b;
+        }
+    }
+    return count;
+}
+
+// Node t's two children's boxes are kept in t's slot of `box`, interleaved so that one load
+// reads an axis's bound of both: for axis a, lo of the left and right child, then hi of both.
+static void nbi_ix_set_child(nbiKnnIndex *ix, int32_t t, int side, const double b[6],
+                             const uint32_t cb[2])
+{
+    const int dim = ix->dim;
+    double *cbox = (double *)ix->box.ptr + (size_t)t * 4 * (size_t)dim;
+    for (int a = 0; a < dim; a++) {
+        cbox[4 * a + side] = b[a];
+        cbox[4 * a + 2 + side] = b[3 + a];
+    }
+    if (ix->filtered) {
+        uint32_t *nb = (uint32_t *)ix->nbits.ptr + 4 * (size_t)t;
+        nb[2 * side] = cb[0];
+        nb[2 * side + 1] = cb[1];
+    }
+}
+
+static void nbi_ix_child_box(const nbiKnnIndex *ix, int32_t t, int side, double b[6],
+                             uint32_t cb[2])
+{
+    const int dim = ix->dim;
+    const double *cbox = (const double *)ix->box.ptr + (size_t)t * 4 * (size_t)dim;
+    for (int a = 0; a < 3; a++) {
+        b[a] = a < dim ? cbox[4 * a + side] : 0.0;
+        b[3 + a] = a < dim ? cbox[4 * a + 2 + side] : 0.0;
+    }
+    cb[0] = cb[1] = 0;
+    if (ix->filtered) {
+        const uint32_t *nb = (const uint32_t *)ix->nbits.ptr + 4 * (size_t)t;
+        cb[0] = nb[2 * side];
+        cb[1] = nb[2 * side + 1];
+    }
+}
+
+// Node c's box (lo[3], hi[3]; z = 0 in 2D) and bits (the OR of its categories, of its masks):
+// a leaf's from its points, an inner node's from its children's, already in its slot.
+static void nbi_ix_node_box(const nbiKnnIndex *ix, const nbiKnnNode *node, int32_t c, double b[6],
+                            uint32_t cb[2])
+{
+    if (node[c].left != 0) {
+        double lb[6], rb[6];
+        uint32_t lc[2], rc[2];
+        nbi_ix_child_box(ix, c, 0, lb, lc);
+        nbi_ix_child_box(ix, c, 1, rb, rc);
+        for (int a = 0; a < 3; a++) {
+            b[a] = lb[a] < rb[a] ? lb[a] : rb[a];
+            b[3 + a] = lb[3 + a] > rb[3 + a] ? lb[3 + a] : rb[3 + a];
+        }
+        cb[0] = lc[0] | rc[0];
+        cb[1] = lc[1] | rc[1];
+        return;
+    }
+    const int32_t n = ix->n;
+    const double *pts = (const double *)ix->pts.ptr;
+    const uint32_t *bits = (const uint32_t *)ix->bits.ptr;
+    for (int a = 0; a < 3; a++) {
+        b[a] = a < ix->dim ? (double)INFINITY : 0.0;
+        b[3 + a] = a < ix->dim ? -(double)INFINITY : 0.0;
+    }
+    cb[0] = cb[1] = 0;
+    for (int32_t p = node[c].first; p < node[c].end; p++) {
+        for (int a = 0; a < ix->dim; a++) {
+            const double x = pts[(size_t)a * (size_t)n + (size_t)p];
+            b[a] = x < b[a] ? x : b[a];
+            b[3 + a] = x > b[3 + a] ? x : b[3 + a];
+        }
+        if (ix->filtered) {
+            cb[0] |= bits[2 * (size_t)p];
+            cb[1] |= bits[2 * (size_t)p + 1];
+        }
+    }
 }
 
 static bool nbi_ix_build(nbiKnnIndex *ix, const nbiView *v, const nbAllocator *alloc)
@@ -112,14 +246,9 @@ static bool nbi_ix_build(nbiKnnIndex *ix, const nbiView *v, const nbAllocator *a
     const int32_t n = v->n;
     const int dim = v->dim;
     const bool filtered = v->cat != NULL;
-    const int32_t nleaves = (n + NBI_KNN_LEAF_PTS - 1) / NBI_KNN_LEAF_PTS;
-    int32_t top = 1;
-    while (top < nleaves) top *= 2;
-    if (!nbi_ix_grow(ix, n, dim, filtered, top, alloc)) return false;
+    if (!nbi_ix_grow(ix, n, dim, filtered, 0, alloc)) return false;
     ix->n = n;
     ix->dim = dim;
-    ix->nleaves = nleaves;
-    ix->top = top;
     ix->filtered = filtered;
 
     // The box, and the code's scale: the widest axis spans the codes.
@@ -136,11 +265,10 @@ static bool nbi_ix_build(nbiKnnIndex *ix, const nbiView *v, const nbAllocator *a
     if (axis_bits > NBI_CODE_BITS(dim)) axis_bits = NBI_CODE_BITS(dim);
     ix->max_cell = ((uint64_t)1 << axis_bits) - 1;
     double span = 0.0;
-    for (int a = 0; a < dim; a++) {
-        ix->origin[a] = mn[a];
-        span = mx[a] - mn[a] > span ? mx[a] - mn[a] : span; // (may be +inf: then every code is 0)
+    for (int a = 0; a < 3; a++) {
+        ix->origin[a] = a < dim ? mn[a] : 0.0;
+        if (a < dim && mx[a] - mn[a] > span) span = mx[a] - mn[a]; // (+inf: every code 0)
     }
-    ix->origin[2] = dim == 3 ? mn[2] : 0.0;
     ix->scale = span > 0.0 && span < (double)INFINITY ? (double)ix->max_cell / span : 0.0;
 
     uint64_t *key = (uint64_t *)ix->code.ptr;
@@ -156,56 +284,50 @@ static bool nbi_ix_build(nbiKnnIndex *ix, const nbiView *v, const nbAllocator *a
     for (int32_t i = 0; i < n; i++) {
         const int32_t p = (int32_t)(key[i] & pmask);
         for (int a = 0; a < dim; a++)
-            pts[(size_t)i * (size_t)dim + (size_t)a] = v->pts[(size_t)p * (size_t)dim + (size_t)a];
+            pts[(size_t)a * (size_t)n + (size_t)i] = v->pts[(size_t)p * (size_t)dim + (size_t)a];
         idx[i] = v->idx[p];
         if (filtered) {
             bits[2 * (size_t)i] = v->cat[p];
             bits[2 * (size_t)i + 1] = v->mask[p];
         }
-        key[i] >>= pos_bits; // the code alone, for the query's binary search
+        key[i] >>= pos_bits; // the code alone
     }
 
-    // Leaves, then the nodes above them.
-    double *box = (double *)ix->box.ptr;
-    uint32_t *nbits = (uint32_t *)ix->nbits.ptr;
-    const size_t bw = 2 * (size_t)dim; // doubles a box
-    for (int32_t j = 0; j < top; j++) {
-        double *b = box + (size_t)(top + j) * bw;
-        uint32_t cat = 0, mask = 0;
-        for (int a = 0; a < dim; a++) {
-            b[a] = (double)INFINITY;
-            b[dim + a] = -(double)INFINITY;
-        }
-        const int32_t p1 = (j + 1) * NBI_KNN_LEAF_PTS < n ? (j + 1) * NBI_KNN_LEAF_PTS : n;
-        for (int32_t p = j * NBI_KNN_LEAF_PTS; p < p1; p++) {
-            for (int a = 0; a < dim; a++) {
-                const double x = pts[(size_t)p * (size_t)dim + (size_t)a];
-                b[a] = x < b[a] ? x : b[a];
-                b[dim + a] = x > b[dim + a] ? x : b[dim + a];
-            }
-            if (filtered) {
-                cat |= bits[2 * (size_t)p];
-                mask |= bits[2 * (size_t)p + 1];
-            }
-        }
-        if (filtered) {
-            nbits[2 * (size_t)(top + j)] = cat;
-            nbits[2 * (size_t)(top + j) + 1] = mask;
+    // The nodes (counted first, to hold just them), then the boxes from the last node up:
+    // every node's children are numbered after it, so their boxes are known by then.
+    const int32_t nodes = nbi_ix_tree(key, n, NULL);
+    if (!nbi_ix_grow(ix, n, dim, filtered, nodes, alloc)) return false;
+    key = (uint64_t *)ix->code.ptr; // (grown with its contents: `keep`)
+    pts = (double *)ix->pts.ptr;
+    bits = (uint32_t *)ix->bits.ptr;
+    nbiKnnNode *node = (nbiKnnNode *)ix->node.ptr;
+    ix->nnodes = nbi_ix_tree(key, n, node);
+    for (int32_t t = ix->nnodes - 1; t >= 0; t--) {
+        if (node[t].left == 0) continue; // a leaf: its parent takes its box
+        for (int side = 0; side < 2; side++) {
+            double b[6];
+            uint32_t cb[2];
+            nbi_ix_node_box(ix, node, node[t].left + side, b, cb);
+            nbi_ix_set_child(ix, t, side, b, cb);
         }
     }
-    for (int32_t t = top - 1; t >= 1; t--) {
-        double *b = box + (size_t)t * bw;
-        const double *l = box + (size_t)(2 * t) * bw, *r = l + bw;
-        for (int a = 0; a < dim; a++) {
-            b[a] = l[a] < r[a] ? l[a] : r[a];
-            b[dim + a] = l[dim + a] > r[dim + a] ? l[dim + a] : r[dim + a];
-        }
-        if (filtered) {
-            nbits[2 * (size_t)t] = nbits[4 * (size_t)t] | nbits[4 * (size_t)t + 2];
-            nbits[2 * (size_t)t + 1] = nbits[4 * (size_t)t + 1] | nbits[4 * (size_t)t + 3];
-        }
-    }
+    uint32_t rb[2];
+    nbi_ix_node_box(ix, node, 0, ix->root, rb);
     return true;
+}
+
+int32_t nbi_knn_index_min_points = 0;
+
+bool nbi_knn_index_wanted(const nbiView *v)
+{
+    if (v->n < nbi_knn_index_min_points) return false;
+    if (v->table != NULL) return true;
+    double sq = 0.0; // the occupancy of the cell of a point taken at random, times n
+    for (int32_t c = 0; c < v->ncells; c++) {
+        const double m = (double)(nbi_view_end(v, c) - v->start[c]);
+        sq += m * m;
+    }
+    return sq * (double)v->ncells > 2.0 * (double)v->n * (double)v->n;
 }
 
 const nbiKnnIndex *nbi_knn_index_get(nbiKnnLazy *z, const nbiView *v, const nbAllocator *a)
@@ -217,6 +339,10 @@ const nbiKnnIndex *nbi_knn_index_get(nbiKnnLazy *z, const nbiView *v, const nbAl
     if (!atomic_compare_exchange_strong_explicit(&z->state, &s, NBI_KNN_BUILDING,
                                                  memory_order_acquire, memory_order_acquire))
         return s == NBI_KNN_READY ? &z->ix : NULL; // another query built it, or is building it
+    if (!nbi_knn_index_wanted(v)) {
+        atomic_store_explicit(&z->state, NBI_KNN_CELLS, memory_order_release);
+        return NULL;
+    }
     const bool ok = nbi_ix_build(&z->ix, v, a);
     atomic_store_explicit(&z->state, ok ? NBI_KNN_READY : NBI_KNN_FAILED, memory_order_release);
     return ok ? &z->ix : NULL;
@@ -243,6 +369,7 @@ void nbi_knn_index_free(nbiKnnLazy *z, const nbAllocator *a)
     nbi_free(a, ix->pts.ptr, ix->pts.cap, sizeof(double));
     nbi_free(a, ix->idx.ptr, ix->idx.cap, sizeof(int32_t));
     nbi_free(a, ix->bits.ptr, ix->bits.cap, sizeof(uint32_t));
+    nbi_free(a, ix->node.ptr, ix->node.cap, sizeof(nbiKnnNode));
     nbi_free(a, ix->box.ptr, ix->box.cap, sizeof(double));
     nbi_free(a, ix->nbits.ptr, ix->nbits.cap, sizeof(uint32_t));
     nbi_free(a, ix->code.ptr, ix->code.cap, sizeof(uint64_t));
@@ -255,12 +382,19 @@ size_t nbi_knn_index_bytes(const nbiKnnLazy *z)
 {
     const nbiKnnIndex *ix = &z->ix;
     return ix->pts.cap * sizeof(double) + ix->idx.cap * sizeof(int32_t) +
-           ix->bits.cap * sizeof(uint32_t) + ix->box.cap * sizeof(double) +
+           ix->bits.cap * sizeof(uint32_t) + ix->node.cap * sizeof(nbiKnnNode) + ix->box.cap * sizeof(double) +
            ix->nbits.cap * sizeof(uint32_t) + ix->code.cap * sizeof(uint64_t) +
            ix->hist.cap * sizeof(int32_t);
 }
 
 // ---- query ----
+
+#ifdef NBI_KNN_STATS
+long nbi_knn_stat_leaves, nbi_knn_stat_nodes;
+#define NBI_STAT(x) (x)++
+#else
+#define NBI_STAT(x) (void)0
+#endif
 
 typedef struct nbiIxQuery {
     const nbiKnnIndex *ix;
@@ -271,123 +405,144 @@ typedef struct nbiIxQuery {
     nbiKnnHeap heap; // the k best so far
 } nbiIxQuery;
 
-// The squared gap from the query to box b (lo[dim], hi[dim]): per axis the gap is lo - q, q - hi
-// or 0, each at most the |difference| of any point in the box (monotone rounding), squared and
-// summed in nbi_dist2's order. An empty box (lo = +inf) is +inf away.
-NBI_INLINE double nbi_ix_gap2(const double *q, const double *b, int dim)
+// The squared gaps from the query to a node's two children's boxes (the node's slot of `box`),
+// into g[0] (left) and g[1] (right). Per axis the gap is lo - q, q - hi or 0: each at most the
+// |difference| of any point in the box from the query, as rounding is monotone; they are
+// squared and summed in nbi_dist2's order, so a gap is never above the d2 of any point in the
+// box. Two lanes with SSE2 (the same operations in each lane), one by one without.
+NBI_INLINE void nbi_ix_gaps(const nbiIxQuery *x, const double *cb, int dim, double g[2])
 {
-    double g[3];
+#if defined(__SSE2__)
+    const __m128d zero = _mm_setzero_pd();
+    __m128d d2 = zero;
     for (int a = 0; a < dim; a++) {
-        const double below = b[a] - q[a], above = q[a] - b[dim + a];
-        g[a] = below > above ? below : above;
-        g[a] = g[a] > 0.0 ? g[a] : 0.0;
+        const __m128d q = _mm_set1_pd(x->q[a]);
+        const __m128d below = _mm_sub_pd(_mm_loadu_pd(cb + 4 * a), q);
+        const __m128d above = _mm_sub_pd(q, _mm_loadu_pd(cb + 4 * a + 2));
+        const __m128d gap = _mm_max_pd(_mm_max_pd(below, above), zero);
+        d2 = a == 0 ? _mm_mul_pd(gap, gap) : _mm_add_pd(d2, _mm_mul_pd(gap, gap));
     }
-    double d2 = g[0] * g[0] + g[1] * g[1];
-    if (dim == 3) d2 = d2 + g[2] * g[2];
-    return d2;
+    _mm_storeu_pd(g, d2);
+#else
+    for (int side = 0; side < 2; side++) {
+        double s = 0.0;
+        for (int a = 0; a < dim; a++) {
+            const double below = cb[4 * a + side] - x->q[a];
+            const double above = x->q[a] - cb[4 * a + 2 + side];
+            double gap = below > above ? below : above;
+            gap = gap > 0.0 ? gap : 0.0;
+            s = a == 0 ? gap * gap : s + gap * gap;
+        }
+        g[side] = s;
+    }
+#endif
 }
 
-// Whether node t's box or bits rule it out.
+// Whether a box whose squared gap is gap2 lies beyond the k-th best (or max_distance): strictly,
+// as a point at exactly the k-th best's distance may still enter with a lower index.
 NBI_INLINE bool nbi_ix_beyond(const nbiIxQuery *x, double gap2)
 {
     return gap2 > x->bound;
 }
 
-NBI_INLINE bool nbi_ix_bits_out(const nbiIxQuery *x, int32_t t)
+// Whether a child's bits (node t's side) rule it out for the query's filter.
+NBI_INLINE bool nbi_ix_bits_out(const nbiIxQuery *x, int32_t t, int side)
 {
     if (!x->ix->filtered) return false;
-    const uint32_t *nb = (const uint32_t *)x->ix->nbits.ptr + 2 * (size_t)t;
+    const uint32_t *nb = (const uint32_t *)x->ix->nbits.ptr + 4 * (size_t)t + 2 * side;
     return !nbi_filter_match(x->f.category, x->f.mask, nb[0], nb[1]);
 }
 
-// Scans leaf j.
-NBI_INLINE void nbi_ix_leaf(nbiIxQuery *x, int dim, int32_t j)
+// Offers position p at squared distance d2.
+NBI_INLINE void nbi_ix_offer(nbiIxQuery *x, int32_t p, double d2)
 {
     const nbiKnnIndex *ix = x->ix;
-    const int32_t p0 = j * NBI_KNN_LEAF_PTS;
-    const int32_t p1 = p0 + NBI_KNN_LEAF_PTS < ix->n ? p0 + NBI_KNN_LEAF_PTS : ix->n;
-    const double *pts = (const double *)ix->pts.ptr;
-    const int32_t *idx = (const int32_t *)ix->idx.ptr;
-    const uint32_t *bits = (const uint32_t *)ix->bits.ptr;
-    for (int32_t p = p0; p < p1; p++) {
-        const double d2 = nbi_dist2(x->q, pts + (size_t)p * (size_t)dim, dim);
-        if (!(d2 <= x->bound)) continue;
-        if (ix->filtered && !nbi_filter_match(x->f.category, x->f.mask, bits[2 * (size_t)p],
-                                              bits[2 * (size_t)p + 1]))
-            continue;
-        const nbNeighbor cand = {idx[p], d2};
-        nbi_heap_offer(&x->heap, cand);
-        x->bound = nbi_heap_bound(&x->heap, x->lim2);
+    if (!(d2 <= x->bound)) return;
+    if (ix->filtered) {
+        const uint32_t *bits = (const uint32_t *)ix->bits.ptr + 2 * (size_t)p;
+        if (!nbi_filter_match(x->f.category, x->f.mask, bits[0], bits[1])) return;
     }
+    const nbNeighbor cand = {((const int32_t *)ix->idx.ptr)[p], d2};
+    nbi_heap_offer(&x->heap, cand);
+    x->bound = nbi_heap_bound(&x->heap, x->lim2);
 }
 
-// Searches the subtree of node t (its gap2 given), nearest child first. The stack holds at most
-// one node a level.
-NBI_INLINE void nbi_ix_down(nbiIxQuery *x, int dim, int32_t t, double gap2)
+// Scans positions [p0, p1): d2 as nbi_dist2 computes it (q - p per axis, squared, summed in
+// axis order), two at a time with SSE2.
+NBI_INLINE void nbi_ix_leaf(nbiIxQuery *x, int dim, int32_t p0, int32_t p1)
 {
+    NBI_STAT(nbi_knn_stat_leaves);
     const nbiKnnIndex *ix = x->ix;
-    const double *box = (const double *)ix->box.ptr;
-    const size_t bw = 2 * (size_t)dim;
-    int32_t st[64];
-    double sg[64];
-    int sp = 0;
-    for (;;) {
-        if (!nbi_ix_beyond(x, gap2)) {
-            if (t >= ix->top) {
-                nbi_ix_leaf(x, dim, t - ix->top);
-            } else {
-                int32_t l = 2 * t, r = l + 1;
-                double gl = nbi_ix_gap2(x->q, box + (size_t)l * bw, dim);
-                double gr = nbi_ix_gap2(x->q, box + (size_t)r * bw, dim);
-                if (gr < gl) {
-                    const int32_t tt = l;
-                    const double tg = gl;
-                    l = r;
-                    gl = gr;
-                    r = tt;
-                    gr = tg;
-                }
-                const bool lout = nbi_ix_bits_out(x, l), rout = nbi_ix_bits_out(x, r);
-                if (!rout && !nbi_ix_beyond(x, gr)) {
-                    st[sp] = r;
-                    sg[sp++] = gr;
-                }
-                if (!lout) {
-                    t = l;
-                    gap2 = gl;
-                    continue;
-                }
-            }
+    const double *px = (const double *)ix->pts.ptr, *py = px + ix->n, *pz = py + ix->n;
+    int32_t p = p0;
+#if defined(__SSE2__)
+    const __m128d qx = _mm_set1_pd(x->q[0]), qy = _mm_set1_pd(x->q[1]);
+    const __m128d qz = _mm_set1_pd(x->q[2]);
+    for (; p + 2 <= p1; p += 2) {
+        const __m128d dx = _mm_sub_pd(qx, _mm_loadu_pd(px + p));
+        const __m128d dy = _mm_sub_pd(qy, _mm_loadu_pd(py + p));
+        __m128d d2 = _mm_add_pd(_mm_mul_pd(dx, dx), _mm_mul_pd(dy, dy));
+        if (dim == 3) {
+            const __m128d dz = _mm_sub_pd(qz, _mm_loadu_pd(pz + p));
+            d2 = _mm_add_pd(d2, _mm_mul_pd(dz, dz));
         }
-        if (sp == 0) return;
-        t = st[--sp];
-        gap2 = sg[sp];
+        if (_mm_movemask_pd(_mm_cmple_pd(d2, _mm_set1_pd(x->bound))) == 0) continue;
+        double d[2];
+        _mm_storeu_pd(d, d2);
+        nbi_ix_offer(x, p, d[0]);
+        nbi_ix_offer(x, p + 1, d[1]);
+    }
+#endif
+    for (; p < p1; p++) {
+        const double dx = x->q[0] - px[p], dy = x->q[1] - py[p];
+        double d2 = dx * dx + dy * dy;
+        if (dim == 3) {
+            const double dz = x->q[2] - pz[p];
+            d2 = d2 + dz * dz;
+        }
+        nbi_ix_offer(x, p, d2);
     }
 }
 
+// The search from the root, nearest child first: a depth-first walk that keeps the farther
+// child on a stack with its gap, and skips it when it is beyond the k-th best by the time it
+// comes up. The stack holds at most one node a level (nbi_ix_tree).
 NBI_INLINE void nbi_ix_search(nbiIxQuery *x, int dim)
 {
     const nbiKnnIndex *ix = x->ix;
+    const nbiKnnNode *node = (const nbiKnnNode *)ix->node.ptr;
     const double *box = (const double *)ix->box.ptr;
-    const size_t bw = 2 * (size_t)dim;
-    // The leaf of the query's code: the last whose first code is at most it.
-    const uint64_t *code = (const uint64_t *)ix->code.ptr;
-    const uint64_t qc = nbi_ix_code(ix, x->q);
-    int32_t lo = 0, hi = ix->nleaves; // the answer is in [lo, hi)
-    while (hi - lo > 1) {
-        const int32_t mid = lo + (hi - lo) / 2;
-        if (code[(size_t)mid * NBI_KNN_LEAF_PTS] <= qc)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    int32_t t = ix->top + lo;
-    if (!nbi_ix_bits_out(x, t)) nbi_ix_leaf(x, dim, lo);
-    for (; t > 1; t >>= 1) {
-        const int32_t s = t ^ 1;
-        if (nbi_ix_bits_out(x, s)) continue;
-        const double g = nbi_ix_gap2(x->q, box + (size_t)s * bw, dim);
-        if (!nbi_ix_beyond(x, g)) nbi_ix_down(x, dim, s, g);
+    const size_t bw = 4 * (size_t)dim;
+    int32_t st[128];
+    double sg[128];
+    int sp = 0;
+    int32_t t = 0;
+    for (;;) {
+        const nbiKnnNode nd = node[t];
+        if (nd.left == 0) {
+            nbi_ix_leaf(x, dim, nd.first, nd.end);
+        } else {
+            NBI_STAT(nbi_knn_stat_nodes);
+            double g[2];
+            nbi_ix_gaps(x, box + (size_t)t * bw, dim, g);
+            const int near = g[1] < g[0];
+            const bool in_near = !nbi_ix_beyond(x, g[near]) && !nbi_ix_bits_out(x, t, near);
+            const bool in_far = !nbi_ix_beyond(x, g[!near]) && !nbi_ix_bits_out(x, t, !near);
+            if (in_far) {
+                st[sp] = nd.left + !near;
+                sg[sp++] = g[!near];
+            }
+            if (in_near) {
+                t = nd.left + near;
+                continue;
+            }
+        }
+        for (;;) {
+            if (sp == 0) return;
+            sp--;
+            if (!nbi_ix_beyond(x, sg[sp])) break;
+        }
+        t = st[sp];
     }
 }
 

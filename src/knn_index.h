@@ -15,35 +15,57 @@
 #define NBI_KNN_INDEX 0 // no atomics: kNN walks the cells
 #endif
 
-// Points a leaf holds (the last leaf fewer).
-enum { NBI_KNN_LEAF_PTS = 8 };
+// Most points a leaf holds.
+#ifndef NBI_KNN_LEAF_SIZE
+#define NBI_KNN_LEAF_SIZE 8
+#endif
+enum { NBI_KNN_LEAF_PTS = NBI_KNN_LEAF_SIZE };
+
+// A node of the tree: a leaf (left == 0) holds positions [first, end); an inner node's children
+// are nodes left and left + 1.
+typedef struct nbiKnnNode {
+    int32_t left, first, end;
+} nbiKnnNode;
 
 // Invariants (of a ready index):
 // - n points, pts / idx / bits (cat and mask, when filtered) in index order: a permutation of
 //   the view's positions sorted by their Z-order code (ties: view order), each code in `code`.
-// - leaf j holds positions [j B, min(n, (j + 1) B)) (B = NBI_KNN_LEAF_PTS) and is tree node
-//   top + j; `top` is the least power of two >= the leaves; node t's children are 2t and 2t + 1;
-//   node 1 is the root. box[t] (lo[dim], hi[dim]) bounds every point under t, exactly (double
-//   min / max); a node with no point has lo = +inf, hi = -inf. Filtered: nbits[t] holds the OR
-//   of the categories and the OR of the masks under t (0 and 0 without a point).
+// - node 0 is the root, over [0, n). An inner node's range splits at the first position whose
+//   code has the highest bit set in which its first and last codes differ (or, when they are
+//   equal, at its middle), into its two children, numbered after it; a range of at most
+//   NBI_KNN_LEAF_PTS points is a leaf. `root` is the exact box of every point (lo[3], hi[3]);
+//   box[t] holds the exact boxes of inner node t's two children, interleaved (for axis a: lo of
+//   left, lo of right, hi of left, hi of right); filtered: nbits[t] their ORs of categories and
+//   of masks (left category, left mask, right category, right mask).
 typedef struct nbiKnnIndex {
-    int32_t n, dim, nleaves, top;
+    int32_t n, dim, nnodes;
     bool filtered;
-    double origin[3]; // the points' box's low corner
-    double scale;     // code units a unit of distance (one for every axis)
+    double origin[3];  // the points' box's low corner
+    double scale;      // code units a unit of distance (one for every axis)
+    double root[6];    // the box of every point
     uint64_t max_cell; // the largest per-axis code value
-    nbiBuf pts;        // double, n * dim
+    nbiBuf pts;        // double, dim * n: every x, then every y (then every z)
     nbiBuf idx;        // int32_t, n: the caller's index of each point
     nbiBuf bits;       // uint32_t, 2n (filtered): category, mask
-    nbiBuf box;        // double, 2 top * 2 dim
-    nbiBuf nbits;      // uint32_t, 2 top * 2 (filtered)
+    nbiBuf node;       // nbiKnnNode, nnodes
+    nbiBuf box;        // double, nnodes * 4 dim
+    nbiBuf nbits;      // uint32_t, nnodes * 4 (filtered)
     nbiBuf code;       // uint64_t, 2n: the sorted keys, then the sort's scratch
     nbiBuf hist;       // int32_t: the radix sort's counts
 } nbiKnnIndex;
 
 // The index and its state: stale (the points changed since it was built), being built by one
-// query, ready, or failed (allocation; kNN walks the cells until the next build).
-enum { NBI_KNN_STALE, NBI_KNN_BUILDING, NBI_KNN_READY, NBI_KNN_FAILED };
+// query, ready, failed (allocation), or not wanted (the cells suit the points: nbi_knn_index_wanted);
+// after the last two, kNN walks the cells until the next build.
+enum { NBI_KNN_STALE, NBI_KNN_BUILDING, NBI_KNN_READY, NBI_KNN_FAILED, NBI_KNN_CELLS };
+
+// Whether kNN on the view is better served by the index than by its cells: a hashed layout
+// (clustered or surface data, Z-ordered blocks of cells), or cells whose occupancy varies (the
+// occupancy of a random point's cell is above twice the mean: blobs, duplicates), unless the
+// view has fewer than nbi_knn_index_min_points points (0; tests raise it to test the cells).
+// On evenly filled cells (uniform data) the ring walk costs less than the tree's descent.
+bool nbi_knn_index_wanted(const nbiView *v);
+extern int32_t nbi_knn_index_min_points;
 typedef struct nbiKnnLazy {
 #if NBI_KNN_INDEX
     atomic_int state;
