@@ -316,11 +316,11 @@ static bool nbi_ix_build(nbiKnnIndex *ix, const nbiView *v, const nbAllocator *a
     return true;
 }
 
-int32_t nbi_knn_index_min_points = 0;
+int nbi_knn_index_use = 0;
 
 bool nbi_knn_index_wanted(const nbiView *v)
 {
-    if (v->n < nbi_knn_index_min_points) return false;
+    if (nbi_knn_index_use != 0) return nbi_knn_index_use > 0;
     if (v->table != NULL) return true;
     double sq = 0.0; // the occupancy of the cell of a point taken at random, times n
     for (int32_t c = 0; c < v->ncells; c++) {

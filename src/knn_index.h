@@ -61,11 +61,11 @@ enum { NBI_KNN_STALE, NBI_KNN_BUILDING, NBI_KNN_READY, NBI_KNN_FAILED, NBI_KNN_C
 
 // Whether kNN on the view is better served by the index than by its cells: a hashed layout
 // (clustered or surface data, Z-ordered blocks of cells), or cells whose occupancy varies (the
-// occupancy of a random point's cell is above twice the mean: blobs, duplicates), unless the
-// view has fewer than nbi_knn_index_min_points points (0; tests raise it to test the cells).
-// On evenly filled cells (uniform data) the ring walk costs less than the tree's descent.
+// occupancy of a random point's cell is above twice the mean: blobs, duplicates). On evenly
+// filled cells (uniform data) the ring walk costs less than the tree's descent. Tests set
+// nbi_knn_index_use to 1 (always the index) or -1 (never); 0 is this rule.
 bool nbi_knn_index_wanted(const nbiView *v);
-extern int32_t nbi_knn_index_min_points;
+extern int nbi_knn_index_use;
 typedef struct nbiKnnLazy {
 #if NBI_KNN_INDEX
     atomic_int state;
