@@ -188,6 +188,6 @@ nbStatus nb_grid_visit_knn(const nbGrid *grid, const double *point, nbFilter fil
                            double max_distance, int32_t k, nbNeighborFn *visit, void *user)
 {
     if (grid == NULL || point == NULL || visit == NULL) return NB_ERR_NULL_ARG;
-    return nbi_visit_knn_indexed(&grid->view, nbi_grid_knn_lazy(grid), point, filter,
-                                 max_distance, k, &grid->alloc, visit, user);
+    return nbi_visit_knn_indexed(&grid->view, nbi_grid_knn_lazy(grid), point, filter, max_distance,
+                                 k, &grid->alloc, visit, user);
 }

@@ -694,8 +694,8 @@ nbStatus nbi_walk_knn(const nbiView *v, const double *point, nbFilter f, double 
 }
 
 nbStatus nbi_walk_knn_indexed(const nbiView *v, nbiKnnLazy *z, const nbAllocator *alloc,
-                              const double *point, nbFilter f, double max_distance,
-                              nbNeighbor *out, int32_t k, int32_t *found)
+                              const double *point, nbFilter f, double max_distance, nbNeighbor *out,
+                              int32_t k, int32_t *found)
 {
     *found = 0;
     const nbStatus bad = nbi_knn_check(v, point, max_distance, k);

@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # Which source file may include which header (docs/architecture.md, "Who may include what"):
-#   the floor (nb_internal.h, cell, cell_table, handle_pool, view, sink, pair_kernels, simd,
+#   the floor (nb_internal.h, cell, cell_table, handle_pool, view, sink, knn_heap, knn_index,
+#   pair_kernels, simd,
 #   and the walkers pairs.c / query.c) includes only the floor and <nearby/nearby.h>;
 #   a structure's files (grid* and neighbors*, hash*, tiles*, quadtree*, mpi*) include the floor, their own
 #   public header and their own private headers (<structure>_*.h / <structure>_internal.h),
