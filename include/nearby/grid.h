@@ -174,8 +174,8 @@ NB_API nbStatus nb_grid_visit_box(const nbGrid *grid, const nbBox *box, nbFilter
 /// The k points nearest to `point` that pass `filter` and lie within max_distance of it (d2 <=
 /// max_distance^2; INFINITY for no limit), nearest first; equal distances are ordered by the
 /// lower index. `out` must hold k entries and doubles as the search heap (no allocation but the
-/// index's, below). *found = min(k, points that qualify). k = 0 finds nothing. NB_ERR_NOT_FINITE for a
-/// NaN/infinite point or a NaN max_distance; NB_ERR_OUT_OF_RANGE for a negative k or
+/// index's, below). *found = min(k, points that qualify). k = 0 finds nothing. NB_ERR_NOT_FINITE
+/// for a NaN/infinite point or a NaN max_distance; NB_ERR_OUT_OF_RANGE for a negative k or
 /// max_distance. Where the cells do not suit the data's density (clustered, surface or
 /// far-flung points; cells whose occupancy varies) and k >= 2, the first kNN after a build sorts
 /// the points into a tree of boxes whose leaves follow the density (O(N), about a build's time;
