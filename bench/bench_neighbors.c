@@ -87,7 +87,10 @@ static void bench_rows(const char *set, const double *pts, int32_t n, int dim, d
     nbNeighborList *l = NULL;
     const nbNeighborListDesc ld = {0};
     check(nb_neighbor_list_create(&ld, &l), "list");
-    int64_t tp[NBB_MAX_RUNS], tr[NBB_MAX_RUNS], tl[NBB_MAX_RUNS], found = 0;
+    int32_t *coff = (int32_t *)malloc(((size_t)n + 1) * sizeof(int32_t));
+    int32_t *cnb = (int32_t *)malloc((size_t)(2 * npairs) * sizeof(int32_t));
+    int64_t tp[NBB_MAX_RUNS], tr[NBB_MAX_RUNS], tl[NBB_MAX_RUNS], tc[NBB_MAX_RUNS], found = 0;
+    int64_t cfound = 0;
     for (int k = -1; k < runs; k++) { // one warm-up round
         int64_t t0 = now();
         check(nb_grid_build(g, &p, r), "build");
@@ -99,10 +102,14 @@ static void bench_rows(const char *set, const double *pts, int32_t n, int dim, d
         check(nb_grid_build(g, &p, r), "build");
         check(nb_neighbor_list_build(l, g, r), "list");
         int64_t t3 = now();
+        check(nb_grid_build(g, &p, r), "build");
+        check(nb_grid_neighbor_rows_cell_order(g, r, coff, cnb, 2 * npairs, &cfound), "cell");
+        int64_t t4 = now();
         if (k >= 0) {
             tp[k] = t1 - t0;
             tr[k] = t2 - t1;
             tl[k] = t3 - t2;
+            tc[k] = t4 - t3;
         }
     }
     char extra[64];
@@ -110,7 +117,9 @@ static void bench_rows(const char *set, const double *pts, int32_t n, int dim, d
     emit("rows", set, "build+pairs", n, runs, tp, npairs, extra);
     emit("rows", set, "build+rows", n, runs, tr, found, extra);
     emit("rows", set, "build+list", n, runs, tl, found, extra);
-    int64_t a, b, c, d, e, f;
+    emit("rows", set, "build+rows in cell order", n, runs, tc, cfound, extra);
+    int64_t a, b, c, d, e, f, g0, g1;
+    nbb_stats(tc, runs, &g0, &g1);
     nbb_stats(tp, runs, &a, &b);
     nbb_stats(tr, runs, &c, &d);
     nbb_stats(tl, runs, &e, &f);
@@ -118,8 +127,12 @@ static void bench_rows(const char *set, const double *pts, int32_t n, int dim, d
            (double)c / (double)a, (double)d / (double)b);
     printf("rows,%s,list/pairs,%d,%d,%.2f,%.2f,,min and median ratios\n", set, n, runs,
            (double)e / (double)a, (double)f / (double)b);
+    printf("rows,%s,cell-order rows/pairs,%d,%d,%.2f,%.2f,,min and median ratios\n", set, n, runs,
+           (double)g0 / (double)a, (double)g1 / (double)b);
     nb_neighbor_list_destroy(l);
     nb_grid_destroy(g);
+    free(coff);
+    free(cnb);
     free(pairs);
     free(off);
     free(nb);

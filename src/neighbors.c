@@ -547,6 +547,501 @@ nbStatus nb_grid_cross_neighbor_rows(const nbGrid *a, const nbGrid *b, double ra
     return nbi_grid_rows(a, b, false, radius, offsets, neighbors, capacity, found);
 }
 
+// ---- rows in cell order ----
+// Rows by position: row p lists the positions q of b within radius of position p of a,
+// ascending. Each of a's cells collects the runs of b's cells its points can reach (the box of
+// its points widened by the reach, as the cross walker takes it), sorted by their first position;
+// then each of its points scans those runs in memory order, so its row comes out ascending, is
+// written once, sequentially, after the last. No count, no scatter, no sort. A cell whose
+// stencil has more runs than a batch holds (a hashed layout's cells much smaller than the
+// radius) takes its points one at a time through every run, each row then sorted.
+enum { NBI_RUNS_MAX = 256 };
+
+typedef struct nbiRunList {
+    int32_t b0[NBI_RUNS_MAX], b1[NBI_RUNS_MAX];
+    int32_t n;
+    int64_t cand; // candidates in the runs
+    bool over;    // more runs than the batch holds
+} nbiRunList;
+
+static bool nbi_run_add(int32_t b0, int32_t b1, void *ctx)
+{
+    nbiRunList *l = (nbiRunList *)ctx;
+    if (l->n == NBI_RUNS_MAX) {
+        l->over = true;
+        return false;
+    }
+    l->b0[l->n] = b0;
+    l->b1[l->n] = b1;
+    l->n++;
+    l->cand += b1 - b0;
+    return true;
+}
+
+// Sorted by first position, touching runs joined (the runs of distinct cells never overlap).
+static void nbi_runs_sort(nbiRunList *l)
+{
+    for (int32_t t = 1; t < l->n; t++) {
+        const int32_t s0 = l->b0[t], s1 = l->b1[t];
+        int32_t u = t;
+        for (; u > 0 && l->b0[u - 1] > s0; u--) {
+            l->b0[u] = l->b0[u - 1];
+            l->b1[u] = l->b1[u - 1];
+        }
+        l->b0[u] = s0;
+        l->b1[u] = s1;
+    }
+    int32_t k = 0;
+    for (int32_t t = 1; t < l->n; t++) {
+        if (l->b0[t] == l->b1[k]) {
+            l->b1[k] = l->b1[t];
+        } else {
+            k++;
+            l->b0[k] = l->b0[t];
+            l->b1[k] = l->b1[t];
+        }
+    }
+    l->n = l->n > 0 ? k + 1 : 0;
+}
+
+typedef struct nbiOrderCtx {
+    const nbiView *a, *b;
+    double r2, reach;
+    bool self;        // a set against itself: p is not in its own row
+    bool wrap;        // the minimum image
+    bool flt;         // either side carries filter bits
+    int64_t rings;    // > 0: a set against itself in a dense view, this many rings of cells
+    int32_t *offsets; // a->n + 1: offsets[p + 1] = row p's end (written for every row)
+    int32_t *nb;      // entries while they fit `cap` (NULL: counted only)
+    double *d2;       // NULL, or the entries' squared distances
+    int64_t cap;
+    int32_t chunks;
+    int32_t unit[NBI_MAX_CHUNKS + 1];
+    int64_t base[NBI_MAX_CHUNKS + 1]; // the chunks' first entries
+    int64_t end[NBI_MAX_CHUNKS];      // one past their last (a count pass: from 0)
+} nbiOrderCtx;
+
+// Position p of a against positions [q0, q1) of b, scalar: the hits appended at m (stored
+// while below cap; branch-free when the whole run fits). Returns the new m.
+NBI_INLINE int64_t nbi_order_scan(const nbiOrderCtx *x, int32_t p, int32_t q0, int32_t q1,
+                                  int64_t m, int dim, bool wrap)
+{
+    const nbiView *a = x->a, *b = x->b;
+    const double *pa = a->pts + (size_t)p * (size_t)dim;
+    const uint32_t pc = a->cat != NULL ? a->cat[p] : 0xFFFFFFFFu;
+    const uint32_t pm = a->mask != NULL ? a->mask[p] : 0xFFFFFFFFu;
+    const bool fast = x->nb != NULL && m + (q1 - q0) <= x->cap && !x->flt;
+    for (int32_t q = q0; q < q1; q++) {
+        const double *pb = b->pts + (size_t)q * (size_t)dim;
+        const double e = wrap ? nbi_dist2_wrap(pa, pb, dim, a->wrap->kper) : nbi_dist2(pa, pb, dim);
+        int keep = (e <= x->r2) & !(x->self && q == p);
+        if (fast) {
+            x->nb[m] = q;
+            if (x->d2 != NULL) x->d2[m] = e;
+            m += keep;
+            continue;
+        }
+        if (x->flt && keep)
+            keep = nbi_filter_match(pc, pm, b->cat != NULL ? b->cat[q] : 0xFFFFFFFFu,
+                                    b->mask != NULL ? b->mask[q] : 0xFFFFFFFFu);
+        if (!keep) continue;
+        if (x->nb != NULL && m < x->cap) {
+            x->nb[m] = q;
+            if (x->d2 != NULL) x->d2[m] = e;
+        }
+        m++;
+    }
+    return m;
+}
+
+#if defined(NBI_AVX512)
+// A cell's candidates gathered once for all its points: the coordinates of the runs' points
+// axis by axis (x, y, z: `len` each, padded with NaN to a multiple of 8, which fails every test)
+// and their positions, in the runs' order. A cell of 4 points pays a quarter of a copy per
+// candidate where each point would otherwise split interleaved coordinates itself.
+enum { NBI_SOA_MAX = 1024 };
+
+typedef struct nbiSoa {
+    double c[3][NBI_SOA_MAX] __attribute__((aligned(64)));
+    int32_t pos[NBI_SOA_MAX] __attribute__((aligned(64)));
+    int32_t len; // padded
+} nbiSoa;
+
+// The runs l (at most NBI_SOA_MAX - 8 candidates) into s.
+NBI_TARGET_AVX512 static void nbi_soa_gather(const double *pts, const nbiRunList *l, int dim,
+                                             nbiSoa *s)
+{
+    const __m256i iota = _mm256_set_epi32(7, 6, 5, 4, 3, 2, 1, 0);
+    int32_t t = 0;
+    for (int32_t r = 0; r < l->n; r++) {
+        const int32_t q1 = l->b1[r];
+        for (int32_t q = l->b0[r]; q < q1; q += 8) {
+            const int32_t left = q1 - q, take = left >= 8 ? 8 : left;
+            const double *at = pts + (size_t)q * (size_t)dim;
+            const int32_t nd = take * dim; // doubles to read
+            const __mmask8 m0 = (__mmask8)(nd >= 8 ? 0xFF : (1u << nd) - 1);
+            const __mmask8 m1 = (__mmask8)(nd >= 16 ? 0xFF : nd <= 8 ? 0 : (1u << (nd - 8)) - 1);
+            const __mmask8 m2 = (__mmask8)(nd >= 24 ? 0xFF : nd <= 16 ? 0 : (1u << (nd - 16)) - 1);
+            __m512d v[3];
+            nbi_split8(dim, _mm512_maskz_loadu_pd(m0, at), _mm512_maskz_loadu_pd(m1, at + 8),
+                       dim == 3 ? _mm512_maskz_loadu_pd(m2, at + 16) : _mm512_setzero_pd(), v);
+            for (int d = 0; d < dim; d++) _mm512_storeu_pd(s->c[d] + t, v[d]);
+            _mm256_storeu_si256((__m256i *)(void *)(s->pos + t),
+                                _mm256_add_epi32(_mm256_set1_epi32(q), iota));
+            t += take;
+        }
+    }
+    const __m512d nan = _mm512_set1_pd((double)NAN);
+    for (int d = 0; d < dim; d++) _mm512_storeu_pd(s->c[d] + t, nan);
+    s->len = (t + 7) & ~7;
+}
+
+// Position p against the gathered candidates s (t_self: p's own slot there, or -1), its hits
+// compressed in registers and stored eight lanes wide at m (the caller has room for the
+// candidates and 8 more), the lanes past them rewritten by the next step. Each distance is
+// computed as nbi_dist2 (nbi_dist2_wrap) does: the same answers.
+NBI_TARGET_AVX512 static int64_t nbi_order_soa8(const nbiOrderCtx *x, const nbiSoa *s, int32_t p,
+                                                int32_t t_self, int64_t m, int dim, bool wrap)
+{
+    const double *pa = x->a->pts + (size_t)p * (size_t)dim;
+    const __m512d c0 = _mm512_set1_pd(pa[0]), c1 = _mm512_set1_pd(pa[1]),
+                  c2 = _mm512_set1_pd(dim == 3 ? pa[2] : 0.0);
+    const double *kper = wrap ? x->a->wrap->kper : NULL;
+    const __m512d per0 = _mm512_set1_pd(wrap ? kper[0] : 0.0),
+                  per1 = _mm512_set1_pd(wrap ? kper[1] : 0.0),
+                  per2 = _mm512_set1_pd(wrap ? kper[2] : 0.0);
+    const __m512d vr2 = _mm512_set1_pd(x->r2);
+    int32_t *nb = x->nb;
+    double *d2 = x->d2;
+    for (int32_t t = 0; t < s->len; t += 8) {
+        __m512d dx = _mm512_sub_pd(c0, _mm512_load_pd(s->c[0] + t));
+        __m512d dy = _mm512_sub_pd(c1, _mm512_load_pd(s->c[1] + t));
+        __m512d dz = dim == 3 ? _mm512_sub_pd(c2, _mm512_load_pd(s->c[2] + t)) : dx;
+        if (wrap) {
+            __m512d u = _mm512_abs_pd(dx);
+            dx = _mm512_min_pd(_mm512_sub_pd(per0, u), u);
+            u = _mm512_abs_pd(dy);
+            dy = _mm512_min_pd(_mm512_sub_pd(per1, u), u);
+            if (dim == 3) {
+                u = _mm512_abs_pd(dz);
+                dz = _mm512_min_pd(_mm512_sub_pd(per2, u), u);
+            }
+        }
+        __m512d e = _mm512_add_pd(_mm512_mul_pd(dx, dx), _mm512_mul_pd(dy, dy));
+        if (dim == 3) e = _mm512_add_pd(e, _mm512_mul_pd(dz, dz));
+        __mmask8 hit = _mm512_cmp_pd_mask(e, vr2, _CMP_LE_OQ);
+        if ((uint32_t)(t_self - t) < 8u) hit &= (__mmask8) ~(1u << (t_self - t));
+        const __m256i pos = _mm256_load_si256((const __m256i *)(const void *)(s->pos + t));
+        _mm256_storeu_si256((__m256i *)(void *)(nb + m), _mm256_maskz_compress_epi32(hit, pos));
+        if (d2 != NULL) _mm512_storeu_pd(d2 + m, _mm512_maskz_compress_pd(hit, e));
+        m += _mm_popcnt_u32(hit);
+    }
+    return m;
+}
+#endif
+
+// The rows of position p: through the runs l (which are sorted), or, when l overflowed, through
+// every run of the cell's stencil (box: the argument for nbi_order_runs), then sorted.
+typedef struct nbiOrderRow {
+    const nbiOrderCtx *x;
+    int32_t p;
+    int64_t m;
+    int dim;
+} nbiOrderRow;
+
+static bool nbi_order_row_run(int32_t b0, int32_t b1, void *ctx)
+{
+    nbiOrderRow *r = (nbiOrderRow *)ctx;
+    r->m = nbi_order_scan(r->x, r->p, b0, b1, r->m, r->dim, r->x->wrap);
+    return true;
+}
+
+// The stencil of a's cell holding [a0, a1): lo, hi its points' box widened by the reach; the
+// runs of b's cells there handed to fn. False when nothing of b is near.
+typedef struct nbiStencil {
+    int64_t cl[3], ch[3];
+    nbiCellRange wr[3];
+} nbiStencil;
+
+static bool nbi_order_stencil(const nbiOrderCtx *x, int32_t a0, int32_t a1, nbiStencil *s)
+{
+    const nbiView *a = x->a, *b = x->b;
+    const int dim = a->dim;
+    double lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
+    for (int d = 0; d < dim; d++) lo[d] = hi[d] = a->pts[(size_t)a0 * (size_t)dim + d];
+    for (int32_t p = a0 + 1; p < a1; p++)
+        for (int d = 0; d < dim; d++) {
+            const double q = a->pts[(size_t)p * (size_t)dim + d];
+            lo[d] = q < lo[d] ? q : lo[d];
+            hi[d] = q > hi[d] ? q : hi[d];
+        }
+    for (int d = 0; d < dim; d++) {
+        lo[d] -= x->reach;
+        hi[d] += x->reach;
+    }
+    if (!x->wrap) return nbi_view_cell_box(b, lo, hi, s->cl, s->ch);
+    bool any = true;
+    for (int d = 0; d < 3; d++) {
+        s->wr[d] = nbi_wrap_cover(b, d, lo[d], hi[d]);
+        any &= s->wr[d].n > 0;
+    }
+    return any;
+}
+
+static void nbi_order_runs(const nbiOrderCtx *x, const nbiStencil *s, nbiRunFn *fn, void *ctx)
+{
+    if (x->wrap)
+        nbi_wrap_box_runs(x->b, s->wr, fn, ctx);
+    else
+        nbi_view_box_runs(x->b, s->cl, s->ch, fn, ctx);
+}
+
+// A dense view's stencil (x->rings rings, clipped to the box) of the cell at (cx, cy, cz): one
+// run a row of cells, in ascending rows, so in memory order.
+static void nbi_dense_runs(const nbiOrderCtx *x, const int64_t cc[3], nbiRunList *l)
+{
+    const nbiView *v = x->b;
+    const int64_t k = x->rings;
+    int64_t lo[3], hi[3];
+    for (int d = 0; d < 3; d++) {
+        const int64_t kd = d < v->dim ? k : 0;
+        lo[d] = cc[d] - kd > 0 ? cc[d] - kd : 0;
+        hi[d] = cc[d] + kd < v->ext[d] - 1 ? cc[d] + kd : v->ext[d] - 1;
+    }
+    l->n = 0;
+    l->cand = 0;
+    l->over = false;
+    for (int64_t z = lo[2]; z <= hi[2]; z++)
+        for (int64_t y = lo[1]; y <= hi[1]; y++) {
+            const int64_t row = (y + z * v->ext[1]) * v->ext[0];
+            const int32_t b0 = v->start[row + lo[0]], b1 = v->start[row + hi[0] + 1];
+            if (b0 == b1) continue;
+            if (l->n > 0 && l->b1[l->n - 1] == b0)
+                l->b1[l->n - 1] = b1;
+            else {
+                l->b0[l->n] = b0;
+                l->b1[l->n] = b1;
+                l->n++;
+            }
+            l->cand += b1 - b0;
+        }
+}
+
+// The next cell's coordinates in a dense box, x fastest.
+static inline void nbi_cell_step(int64_t cc[3], int64_t e0, int64_t e1)
+{
+    if (++cc[0] < e0) return;
+    cc[0] = 0;
+    if (++cc[1] < e1) return;
+    cc[1] = 0;
+    ++cc[2];
+}
+
+// a's cells [c0, c1), their entries from m on: returns the end.
+NBI_INLINE int64_t nbi_order_cells(const nbiOrderCtx *x, int32_t c0, int32_t c1, int64_t m, int dim,
+                                   bool wrap)
+{
+    const nbiView *a = x->a;
+    const bool wide = nbi_sort_wide();
+    nbiRunList l;
+#if defined(NBI_AVX512)
+    nbiSoa soa;
+#endif
+    const int64_t e0 = a->ext[0], e1 = a->ext[1];
+    int64_t cc[3] = {c0 % e0, (c0 / e0) % e1, c0 / (e0 * e1)}; // a dense view's cell c
+    for (int32_t c = c0; c < c1; c++, nbi_cell_step(cc, e0, e1)) {
+        const int32_t a0 = a->start[c], a1 = nbi_view_end(a, c);
+        if (a0 == a1) continue;
+        nbiStencil s;
+        if (x->rings > 0) {
+            nbi_dense_runs(x, cc, &l);
+        } else {
+            l.n = 0;
+            l.cand = 0;
+            l.over = false;
+            if (nbi_order_stencil(x, a0, a1, &s)) nbi_order_runs(x, &s, nbi_run_add, &l);
+            if (!l.over) nbi_runs_sort(&l);
+        }
+#if defined(NBI_AVX512)
+        // The gathered kernel: p's own slot is its offset in the runs before a0's run.
+        const bool gathered = wide && !l.over && !x->flt && x->nb != NULL &&
+                              l.cand <= NBI_SOA_MAX - 8 && m + (a1 - a0) * (l.cand + 8) <= x->cap;
+        int32_t own = -1;
+        if (gathered) {
+            nbi_soa_gather(x->b->pts, &l, dim, &soa);
+            if (x->self)
+                for (int32_t r = 0, t = 0; r < l.n; t += l.b1[r] - l.b0[r], r++)
+                    if (a0 >= l.b0[r] && a0 < l.b1[r]) own = t + (a0 - l.b0[r]);
+        }
+#endif
+        for (int32_t p = a0; p < a1; p++) {
+            const int64_t m0 = m;
+            if (l.over) { // every run, in the walk's order, then the row sorted
+                nbiOrderRow r = {x, p, m, dim};
+                nbi_order_runs(x, &s, nbi_order_row_run, &r);
+                m = r.m;
+                if (x->nb != NULL && m <= x->cap && m > m0) {
+                    nbi_sort_row_any(x->nb + m0, (int32_t)(m - m0), wide);
+                    const double *pa = a->pts + (size_t)p * (size_t)dim;
+                    for (int64_t t = m0; t < m && x->d2 != NULL; t++) {
+                        const double *pb = x->b->pts + (size_t)x->nb[t] * (size_t)dim;
+                        x->d2[t] = wrap ? nbi_dist2_wrap(pa, pb, dim, a->wrap->kper)
+                                        : nbi_dist2(pa, pb, dim);
+                    }
+                }
+            }
+#if defined(NBI_AVX512)
+            else if (gathered)
+                m = nbi_order_soa8(x, &soa, p, own < 0 ? -1 : own + (p - a0), m, dim, wrap);
+#endif
+            else
+                for (int32_t r = 0; r < l.n; r++)
+                    m = nbi_order_scan(x, p, l.b0[r], l.b1[r], m, dim, wrap);
+            x->offsets[p + 1] = (int32_t)(m < INT32_MAX ? m : INT32_MAX);
+        }
+    }
+    return m;
+}
+
+// Chunk k's cells from its base (a count pass, nb NULL: from 0) to end[k].
+static void nbi_order_task(int32_t k0, int32_t k1, int32_t worker, void *ctx)
+{
+    (void)worker;
+    nbiOrderCtx *x = (nbiOrderCtx *)ctx;
+    const int dim = x->a->dim;
+    for (int32_t k = k0; k < k1; k++) {
+        const int32_t c0 = x->unit[k], c1 = x->unit[k + 1];
+        const int64_t m0 = x->nb != NULL ? x->base[k] : 0;
+        int64_t m;
+        if (dim == 2)
+            m = x->wrap ? nbi_order_cells(x, c0, c1, m0, 2, true)
+                        : nbi_order_cells(x, c0, c1, m0, 2, false);
+        else
+            m = x->wrap ? nbi_order_cells(x, c0, c1, m0, 3, true)
+                        : nbi_order_cells(x, c0, c1, m0, 3, false);
+        x->end[k] = m;
+    }
+}
+
+// The statuses nb_grid_pairs (a set against itself) or nb_grid_cross_pairs gives for radius:
+// the walkers' guards, over no cells.
+static nbStatus nbi_order_guard(const nbiView *a, const nbiView *b, bool self, double radius)
+{
+    nbiPairSink s;
+    nbi_pair_sink_block(&s, NULL, NULL);
+    return self ? nbi_walk_pairs(a, radius, 0, 0, &s)
+                : nbi_walk_cross_range(a, b, radius, 0, 0, &s);
+}
+
+static void nbi_order_ctx(nbiOrderCtx *x, const nbiView *a, const nbiView *b, bool self,
+                          double radius, int32_t *offsets)
+{
+    memset(x, 0, sizeof *x);
+    x->a = a;
+    x->b = b;
+    x->r2 = radius * radius;
+    x->reach = nbi_reach(radius);
+    x->self = self;
+    x->wrap = a->wrap != NULL;
+    x->flt = a->cat != NULL || b->cat != NULL;
+    x->offsets = offsets;
+    // A dense view against itself: the fixed stencil of rings, as the all-pairs walker takes it
+    // (at most as many rows of cells as a batch of runs holds).
+    const double rings = nbi_rings(x->reach, a->cm.cell, a->max_abs);
+    const double rows = a->dim == 3 ? (2.0 * rings + 1.0) * (2.0 * rings + 1.0) : 2.0 * rings + 1.0;
+    if (self && a == b && !x->wrap && a->table == NULL && a->occ == NULL && a->end == NULL &&
+        rows <= NBI_RUNS_MAX)
+        x->rings = rings >= 1.0 ? (int64_t)rings : 1;
+}
+
+// More than INT32_MAX entries: NB_ERR_OUT_OF_RANGE, offsets zeroed.
+static nbStatus nbi_order_done(int32_t *offsets, int32_t n, int64_t *entries)
+{
+    if (*entries <= INT32_MAX) return NB_OK;
+    memset(offsets, 0, ((size_t)n + 1) * sizeof(int32_t));
+    *entries = 0;
+    return NB_ERR_OUT_OF_RANGE;
+}
+
+// The rows by position of a against b into offsets (a->n + 1, always written) and nb (up to
+// cap entries; d2 beside them when not NULL); *entries = their number, which may exceed cap.
+// On `chunks` chunks of a's cells (scheduler t): a count pass first, then the fill at each
+// chunk's base. The caller has checked the arguments and run the guard.
+static nbStatus nbi_order_rows(const nbGrid *ga, const nbiView *a, const nbiView *b, bool self,
+                               double radius, const nbTasks *t, int32_t *offsets, int32_t *nb,
+                               double *d2, int64_t cap, int64_t *entries)
+{
+    nbiOrderCtx x;
+    nbi_order_ctx(&x, a, b, self, radius, offsets);
+    offsets[0] = 0;
+    x.chunks = nbi_rows_chunks(ga, t);
+    nbi_grid_cell_chunks(ga, x.chunks, x.unit);
+    if (a->n == 0 || b->n == 0) {
+        memset(offsets, 0, ((size_t)a->n + 1) * sizeof(int32_t));
+        *entries = 0;
+        return NB_OK;
+    }
+    if (x.chunks > 1) { // the chunks' totals, so that each knows where its entries go
+        nbi_tasks_run(t, nbi_order_task, x.chunks, &x);
+        for (int32_t k = 0; k < x.chunks; k++) x.base[k + 1] = x.base[k] + x.end[k];
+        *entries = x.base[x.chunks];
+        if (*entries > cap || nb == NULL || *entries > INT32_MAX) { // offsets from the counts
+            for (int32_t k = 1; k < x.chunks; k++)
+                for (int32_t p = a->start[x.unit[k]]; p < a->start[x.unit[k + 1]]; p++)
+                    offsets[p + 1] = (int32_t)(offsets[p + 1] + x.base[k] < INT32_MAX
+                                                   ? offsets[p + 1] + x.base[k]
+                                                   : INT32_MAX);
+            return nbi_order_done(offsets, a->n, entries);
+        }
+    }
+    x.nb = nb;
+    x.d2 = d2;
+    x.cap = cap;
+    nbi_tasks_run(t, nbi_order_task, x.chunks, &x);
+    *entries = x.chunks > 1 ? x.base[x.chunks] : x.end[0];
+    return nbi_order_done(offsets, a->n, entries);
+}
+
+// Rows in cell order of a against b (a == b && self: a set against itself), into the caller's
+// buffers.
+static nbStatus nbi_grid_order_rows(const nbGrid *a, const nbGrid *b, bool self, double radius,
+                                    int32_t *offsets, int32_t *neighbors, int64_t capacity,
+                                    int64_t *found)
+{
+    nbStatus st = nbi_rows_check(a, b, radius, capacity);
+    if (st == NB_OK) st = nbi_order_guard(&a->view, &b->view, self, radius);
+    if (st != NB_OK) {
+        memset(offsets, 0, ((size_t)a->n + 1) * sizeof(int32_t));
+        return st;
+    }
+    int64_t entries = 0;
+    st = nbi_order_rows(a, &a->view, &b->view, self, radius, &a->tasks, offsets, neighbors, NULL,
+                        capacity, &entries);
+    if (st != NB_OK) return st;
+    *found = entries;
+    return entries > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
+}
+
+nbStatus nb_grid_neighbor_rows_cell_order(const nbGrid *grid, double radius, int32_t *offsets,
+                                          int32_t *neighbors, int64_t capacity, int64_t *found)
+{
+    if (found != NULL) *found = 0;
+    if (grid == NULL || offsets == NULL || found == NULL || (neighbors == NULL && capacity > 0))
+        return NB_ERR_NULL_ARG;
+    return nbi_grid_order_rows(grid, grid, true, radius, offsets, neighbors, capacity, found);
+}
+
+nbStatus nb_grid_cross_neighbor_rows_cell_order(const nbGrid *a, const nbGrid *b, double radius,
+                                                int32_t *offsets, int32_t *neighbors,
+                                                int64_t capacity, int64_t *found)
+{
+    if (found != NULL) *found = 0;
+    if (a == NULL || b == NULL || offsets == NULL || found == NULL ||
+        (neighbors == NULL && capacity > 0))
+        return NB_ERR_NULL_ARG;
+    return nbi_grid_order_rows(a, b, false, radius, offsets, neighbors, capacity, found);
+}
+
 // ---- the list ----
 
 // The list works by position: the walkers see views whose indices are the positions

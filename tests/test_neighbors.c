@@ -117,6 +117,107 @@ static nbGrid *make_grid(const nboSet *s, double r, double cell, const double *p
     return g;
 }
 
+// Whether order (n entries) is a permutation of 0 .. n - 1.
+static bool is_permutation(const int32_t *order, int32_t n)
+{
+    char *seen = (char *)nbo_xalloc((size_t)n + 1);
+    memset(seen, 0, (size_t)n + 1);
+    bool ok = true;
+    for (int32_t p = 0; p < n && ok; p++) {
+        ok = order[p] >= 0 && order[p] < n && !seen[order[p]];
+        if (ok) seen[order[p]] = 1;
+    }
+    free(seen);
+    return ok;
+}
+
+typedef struct entry {
+    int32_t j;
+    double d2;
+} entry;
+
+static int by_index(const void *x, const void *y)
+{
+    const int32_t a = ((const entry *)x)->j, b = ((const entry *)y)->j;
+    return a < b ? -1 : a > b;
+}
+
+// Whether rows in cell order (row p: the point oa[p] of a; entries: positions q of b, the point
+// ob[q]) are the oracle's: each row strictly ascending by position, and mapped to indices, the
+// same rows (distances too when d2 is not NULL).
+static bool same_cell_rows(int32_t n, const int32_t *off, const int32_t *nb, const double *d2,
+                           const int32_t *oa, const int32_t *ob, const int32_t *woff,
+                           const int32_t *wnb, const double *wd2)
+{
+    if (off[0] != 0 || off[n] != woff[n]) {
+        fprintf(stderr, "cell order: %d entries, want %d\n", (int)off[n], (int)woff[n]);
+        return false;
+    }
+    entry *row = (entry *)nbo_xalloc(((size_t)woff[n] + 1) * sizeof(entry));
+    bool ok = true;
+    for (int32_t p = 0; p < n && ok; p++) {
+        const int32_t i = oa[p], len = off[p + 1] - off[p];
+        ok = len == woff[i + 1] - woff[i];
+        for (int32_t t = 0; t < len && ok; t++) {
+            const int32_t q = nb[off[p] + t];
+            ok = t == 0 || q > nb[off[p] + t - 1];
+            row[t].j = ob[q];
+            row[t].d2 = d2 != NULL ? d2[off[p] + t] : 0.0;
+        }
+        if (!ok) {
+            fprintf(stderr, "cell order: row %d (point %d) differs\n", (int)p, (int)i);
+            break;
+        }
+        qsort(row, (size_t)len, sizeof(entry), by_index);
+        for (int32_t t = 0; t < len && ok; t++)
+            ok = row[t].j == wnb[woff[i] + t] && (d2 == NULL || row[t].d2 == wd2[woff[i] + t]);
+        if (!ok) fprintf(stderr, "cell order: row %d (point %d) differs\n", (int)p, (int)i);
+    }
+    free(row);
+    return ok;
+}
+
+// The rows in cell order of a against b (the caller's buffers, through a too-small buffer
+// first; on the scheduler) against the oracle.
+static int check_cell_rows(const nbGrid *ga, const nbGrid *gb, const nbGrid *gp, const nbGrid *gpb,
+                           bool self, double r, const int32_t *woff, const int32_t *wnb)
+{
+    const int32_t n = nb_grid_count(ga), nbn = nb_grid_count(gb);
+    const int64_t want = woff[n];
+    int32_t *off = (int32_t *)nbo_xalloc(((size_t)n + 1) * sizeof(int32_t));
+    int32_t *nb = (int32_t *)nbo_xalloc(((size_t)want + 1) * sizeof(int32_t));
+    int32_t *oa = (int32_t *)nbo_xalloc(((size_t)n + 1) * sizeof(int32_t));
+    int32_t *ob = (int32_t *)nbo_xalloc(((size_t)nbn + 1) * sizeof(int32_t));
+    int32_t got = -1;
+    int64_t found = -1;
+    NB_CHECK_OK(nb_grid_cell_order(ga, oa, n, &got));
+    NB_CHECK_OK(nb_grid_cell_order(gb, ob, nbn, &got));
+    NB_CHECK(is_permutation(oa, n) && is_permutation(ob, nbn));
+    const nbGrid *g[2] = {ga, gp}, *h[2] = {gb, gpb};
+    for (int k = 0; k < 2; k++) { // serially, then on the scheduler (its grids: the same order)
+        if (want > 0) {
+            memset(off, 0x55, ((size_t)n + 1) * sizeof(int32_t));
+            const nbStatus st =
+                self ? nb_grid_neighbor_rows_cell_order(g[k], r, off, nb, want - 1, &found)
+                     : nb_grid_cross_neighbor_rows_cell_order(g[k], h[k], r, off, nb, want - 1,
+                                                              &found);
+            NB_CHECK_STATUS(st, NB_ERR_BUFFER_TOO_SMALL);
+            NB_CHECK(found == want && off[n] == want);
+        }
+        memset(off, 0x55, ((size_t)n + 1) * sizeof(int32_t));
+        NB_CHECK_OK(
+            self ? nb_grid_neighbor_rows_cell_order(g[k], r, off, nb, want, &found)
+                 : nb_grid_cross_neighbor_rows_cell_order(g[k], h[k], r, off, nb, want, &found));
+        NB_CHECK(found == want);
+        NB_CHECK(same_cell_rows(n, off, nb, NULL, oa, ob, woff, wnb, NULL));
+    }
+    free(off);
+    free(nb);
+    free(oa);
+    free(ob);
+    return 0;
+}
+
 // Rows of a against b three ways (the caller's buffers, through a too-small buffer first; a
 // list with distances; a list on the reverse scheduler), each against the oracle.
 static int check_rows(const nboSet *a, const nboSet *b, bool self, double r, double cell_a,
@@ -155,6 +256,7 @@ static int check_rows(const nboSet *a, const nboSet *b, bool self, double r, dou
                      : nb_grid_cross_neighbor_rows(ga, gb, r, off, nb, want, &found));
     NB_CHECK(found == want);
     NB_CHECK(same_rows(a->n, off, nb, NULL, woff, wnb, wd2));
+    NB_CHECK(check_cell_rows(ga, gb, gp, gpb, self, r, woff, wnb) == 0);
     memset(off, 0x55, ((size_t)a->n + 1) * sizeof(int32_t));
     NB_CHECK_OK(self ? nb_grid_neighbor_rows(gp, r, off, nb, want, &found)
                      : nb_grid_cross_neighbor_rows(gp, gpb, r, off, nb, want, &found));

@@ -62,6 +62,34 @@ NB_API nbStatus nb_grid_cross_neighbor_rows(const nbGrid *a, const nbGrid *b, do
                                             int32_t *offsets, int32_t *neighbors, int64_t capacity,
                                             int64_t *found);
 
+/// ---- Rows in the grid's cell order (the fast form) ----
+/// nb_grid_neighbor_rows by **position** in the grid's cell order instead of by your index:
+/// position p holds your point order[p], where nb_grid_cell_order(grid, order, ...) gives order
+/// (a permutation of 0 .. n - 1 that stays valid until the next build). Row p lists the
+/// positions q (never p itself) within `radius` of position p, ascending; so your point order[p]
+/// has the neighbours order[q]. This is how SPH and MD codes that keep their particles sorted by
+/// cell use a list: gather your arrays by `order` (nb_gather) after the build, and positions are
+/// your indices, near in memory when near in space.
+/// Each row is written once, sequentially, in one pass over the grid's cells (no count pass,
+/// no sort): the fastest way to full rows here, about the time of nb_grid_pairs plus writing
+/// the entries. The rows by your index (nb_grid_neighbor_rows, or a list) cost more, since each
+/// row then lands at a random place and must be sorted; use them when your arrays stay in
+/// their own order. Same contract as nb_grid_neighbor_rows: `offsets` (nb_grid_count(grid) + 1)
+/// always written, *found the number of entries, NB_ERR_BUFFER_TOO_SMALL with `offsets`
+/// complete when it exceeds `capacity`, the same statuses. Does not allocate. On the grid's
+/// scheduler (nbGridDesc.tasks) it counts first and then fills, with the same result.
+NB_API nbStatus nb_grid_neighbor_rows_cell_order(const nbGrid *grid, double radius,
+                                                 int32_t *offsets, int32_t *neighbors,
+                                                 int64_t capacity, int64_t *found);
+
+/// Set A against set B in cell order: row p lists the positions q of grid `b` within `radius`
+/// of position p of grid `a`, ascending (a's order from nb_grid_cell_order(a, ...), b's from
+/// nb_grid_cell_order(b, ...)). Otherwise as nb_grid_cross_neighbor_rows.
+NB_API nbStatus nb_grid_cross_neighbor_rows_cell_order(const nbGrid *a, const nbGrid *b,
+                                                       double radius, int32_t *offsets,
+                                                       int32_t *neighbors, int64_t capacity,
+                                                       int64_t *found);
+
 /// Rows kept in storage the list grows. Opaque.
 typedef struct nbNeighborList nbNeighborList;
 
