@@ -1069,6 +1069,13 @@ struct nbNeighborList {
     nbiBuf iota;    // int32_t: 0, 1, 2, ... (the walkers then report positions)
     nbiBuf tq;      // int32_t, entries: the rows by position, of positions
     nbiBuf pairs;   // nbPair: a set against itself, the half walk's pairs (positions)
+    // Rows in cell order (cell_order): the rows are by position, order (a's, rows entries) and
+    // border (b's, when the last build was of two grids) map positions to the caller's points;
+    // td2 is the distances' scratch.
+    bool cell_order, two_orders;
+    nbiBuf order;  // int32_t
+    nbiBuf border; // int32_t
+    nbiBuf td2;    // double
 };
 
 // What an empty list's rows point at (offsets {0}, no entries): never NULL.
@@ -1078,7 +1085,7 @@ static const double nbi_zero_dist2 = 0.0;
 // *rows from a list's (or Verlet list's) storage; `owner` is the list, checked for NULL.
 static nbStatus nbi_rows_view(const void *owner, nbNeighborRows *rows, int32_t n, int64_t entries,
                               const nbiBuf *offsets, const nbiBuf *nb, const nbiBuf *d2,
-                              bool distances)
+                              bool distances, const int32_t *order, const int32_t *border)
 {
     if (rows != NULL) memset(rows, 0, sizeof *rows);
     if (owner == NULL || rows == NULL) return NB_ERR_NULL_ARG;
@@ -1087,6 +1094,8 @@ static nbStatus nbi_rows_view(const void *owner, nbNeighborRows *rows, int32_t n
     rows->offsets = offsets->ptr != NULL ? (const int32_t *)offsets->ptr : &nbi_zero_offset;
     rows->neighbors = nb->ptr != NULL ? (const int32_t *)nb->ptr : &nbi_zero_offset;
     rows->dist2 = !distances ? NULL : d2->ptr != NULL ? (const double *)d2->ptr : &nbi_zero_dist2;
+    rows->order = order;
+    rows->neighbor_order = border;
     return NB_OK;
 }
 
@@ -1119,6 +1128,7 @@ nbStatus nb_neighbor_list_create(const nbNeighborListDesc *desc, nbNeighborList 
     l->alloc = a;
     if (desc->tasks != NULL) l->tasks = *desc->tasks;
     l->distances = desc->distances;
+    l->cell_order = desc->cell_order;
     if (desc->capacity_hint > 0) {
         nbiBuf nb, d2 = l->d2;
         const size_t need = (size_t)desc->capacity_hint;
@@ -1146,6 +1156,9 @@ void nb_neighbor_list_destroy(nbNeighborList *list)
     nbi_free(&a, list->iota.ptr, list->iota.cap, sizeof(int32_t));
     nbi_free(&a, list->tq.ptr, list->tq.cap, sizeof(int32_t));
     nbi_free(&a, list->pairs.ptr, list->pairs.cap, sizeof(nbPair));
+    nbi_free(&a, list->order.ptr, list->order.cap, sizeof(int32_t));
+    nbi_free(&a, list->border.ptr, list->border.cap, sizeof(int32_t));
+    nbi_free(&a, list->td2.ptr, list->td2.cap, sizeof(double));
     nbi_free(&a, list, 1, sizeof(nbNeighborList));
 }
 
@@ -1440,9 +1453,80 @@ static nbStatus nbi_list_build(nbNeighborList *l, const nbGrid *a, const nbGrid 
     return NB_OK;
 }
 
+// The list's build in cell order: the rows by position straight into the scratch (spare, tq,
+// td2), walked again when the entries outgrew it, then swapped with the rows, and the grids'
+// orders copied.
+static nbStatus nbi_list_build_cells(nbNeighborList *l, const nbGrid *a, const nbGrid *b, bool self,
+                                     double radius)
+{
+    nbStatus st = nbi_rows_check(a, b, radius, 0);
+    if (st == NB_OK) st = nbi_order_guard(&a->view, &b->view, self, radius);
+    if (st != NB_OK) return st;
+    const nbAllocator *al = &l->alloc;
+    const int32_t n = a->n;
+    const bool two = !self && a != b;
+    nbiBuf spare = l->spare, order = l->order, border = l->border;
+    bool ok = nbi_buf_prepare(al, &l->spare, &spare, (size_t)n + 1, sizeof(int32_t));
+    ok = ok && nbi_buf_prepare(al, &l->order, &order, (size_t)n, sizeof(int32_t));
+    ok = ok && (!two || nbi_buf_prepare(al, &l->border, &border, (size_t)b->n, sizeof(int32_t)));
+    if (!ok) {
+        nbi_buf_abandon(al, &l->spare, &spare, sizeof(int32_t));
+        nbi_buf_abandon(al, &l->order, &order, sizeof(int32_t));
+        nbi_buf_abandon(al, &l->border, &border, sizeof(int32_t));
+        return NB_ERR_OUT_OF_MEMORY;
+    }
+    nbi_buf_commit(al, &l->spare, &spare, sizeof(int32_t)); // scratch, and the orders are
+    nbi_buf_commit(al, &l->order, &order, sizeof(int32_t)); // only written on success
+    nbi_buf_commit(al, &l->border, &border, sizeof(int32_t));
+    int64_t entries = 0;
+    bool fit = false;
+    for (int round = 0; round < 2 && !fit; round++) {
+        const int64_t cap =
+            l->distances && l->td2.cap < l->tq.cap ? (int64_t)l->td2.cap : (int64_t)l->tq.cap;
+        st = nbi_order_rows(a, &a->view, &b->view, self, radius, &l->tasks, (int32_t *)l->spare.ptr,
+                            (int32_t *)l->tq.ptr, l->distances ? (double *)l->td2.ptr : NULL, cap,
+                            &entries);
+        if (st != NB_OK) return st;
+        fit = entries <= cap;
+        if (fit) break;
+        // Room for the entries and the wide kernel's last stores past them.
+        const size_t need = (size_t)entries + 8;
+        nbiBuf tq = l->tq, td2 = l->td2;
+        ok = nbi_entries_prepare(al, &l->tq, &tq, need, sizeof(int32_t));
+        ok = ok && (!l->distances || nbi_entries_prepare(al, &l->td2, &td2, need, sizeof(double)));
+        if (!ok) {
+            nbi_buf_abandon(al, &l->tq, &tq, sizeof(int32_t));
+            nbi_buf_abandon(al, &l->td2, &td2, sizeof(double));
+            return NB_ERR_OUT_OF_MEMORY;
+        }
+        nbi_buf_commit(al, &l->tq, &tq, sizeof(int32_t)); // scratch
+        nbi_buf_commit(al, &l->td2, &td2, sizeof(double));
+    }
+    if (!fit) {
+        NB_ASSERT(!"the second walk did not fit");
+        return NB_ERR_INTERNAL;
+    }
+    const nbiBuf t0 = l->offsets, t1 = l->nb, t2 = l->d2;
+    l->offsets = l->spare;
+    l->spare = t0;
+    l->nb = l->tq;
+    l->tq = t1;
+    if (l->distances) {
+        l->d2 = l->td2;
+        l->td2 = t2;
+    }
+    if (n > 0) memcpy(l->order.ptr, a->view.idx, (size_t)n * sizeof(int32_t));
+    if (two && b->n > 0) memcpy(l->border.ptr, b->view.idx, (size_t)b->n * sizeof(int32_t));
+    l->two_orders = two;
+    l->rows = n;
+    l->entries = entries;
+    return NB_OK;
+}
+
 nbStatus nb_neighbor_list_build(nbNeighborList *list, const nbGrid *grid, double radius)
 {
     if (list == NULL || grid == NULL) return NB_ERR_NULL_ARG;
+    if (list->cell_order) return nbi_list_build_cells(list, grid, grid, true, radius);
     int64_t entries;
     return nbi_list_build(list, grid, grid, true, radius, true, &entries);
 }
@@ -1451,6 +1535,7 @@ nbStatus nb_neighbor_list_build_cross(nbNeighborList *list, const nbGrid *a, con
                                       double radius)
 {
     if (list == NULL || a == NULL || b == NULL) return NB_ERR_NULL_ARG;
+    if (list->cell_order) return nbi_list_build_cells(list, a, b, false, radius);
     int64_t entries;
     return nbi_list_build(list, a, b, false, radius, true, &entries);
 }
@@ -1459,17 +1544,22 @@ nbStatus nb_neighbor_list_rows(const nbNeighborList *list, nbNeighborRows *rows)
 {
     static const nbNeighborList none = {0};
     const nbNeighborList *l = list != NULL ? list : &none;
-    return nbi_rows_view(list, rows, l->rows, l->entries, &l->offsets, &l->nb, &l->d2,
-                         l->distances);
+    const int32_t *order = l->cell_order && l->rows > 0 ? (const int32_t *)l->order.ptr : NULL;
+    const int32_t *border = !l->cell_order  ? NULL
+                            : l->two_orders ? (const int32_t *)l->border.ptr
+                                            : order;
+    return nbi_rows_view(list, rows, l->rows, l->entries, &l->offsets, &l->nb, &l->d2, l->distances,
+                         order, border);
 }
 
 size_t nb_neighbor_list_memory_bytes(const nbNeighborList *list)
 {
     if (list == NULL) return 0;
     return sizeof(nbNeighborList) +
-           (list->offsets.cap + list->spare.cap + list->nb.cap + list->iota.cap + list->tq.cap) *
+           (list->offsets.cap + list->spare.cap + list->nb.cap + list->iota.cap + list->tq.cap +
+            list->order.cap + list->border.cap) *
                sizeof(int32_t) +
-           list->d2.cap * sizeof(double);
+           (list->d2.cap + list->td2.cap) * sizeof(double) + list->pairs.cap * sizeof(nbPair);
 }
 
 // ---- Verlet lists ----
@@ -1865,7 +1955,7 @@ nbStatus nb_verlet_rows(const nbVerlet *verlet, nbNeighborRows *rows)
     static const nbVerlet none = {0};
     const nbVerlet *v = verlet != NULL ? verlet : &none;
     return nbi_rows_view(verlet, rows, v->rows, v->entries, &v->offsets, &v->nb, &v->d2,
-                         v->distances);
+                         v->distances, NULL, NULL);
 }
 
 size_t nb_verlet_memory_bytes(const nbVerlet *verlet)

@@ -180,7 +180,8 @@ static bool same_cell_rows(int32_t n, const int32_t *off, const int32_t *nb, con
 // The rows in cell order of a against b (the caller's buffers, through a too-small buffer
 // first; on the scheduler) against the oracle.
 static int check_cell_rows(const nbGrid *ga, const nbGrid *gb, const nbGrid *gp, const nbGrid *gpb,
-                           bool self, double r, const int32_t *woff, const int32_t *wnb)
+                           bool self, double r, const int32_t *woff, const int32_t *wnb,
+                           const double *wd2)
 {
     const int32_t n = nb_grid_count(ga), nbn = nb_grid_count(gb);
     const int64_t want = woff[n];
@@ -210,6 +211,27 @@ static int check_cell_rows(const nbGrid *ga, const nbGrid *gb, const nbGrid *gp,
                  : nb_grid_cross_neighbor_rows_cell_order(g[k], h[k], r, off, nb, want, &found));
         NB_CHECK(found == want);
         NB_CHECK(same_cell_rows(n, off, nb, NULL, oa, ob, woff, wnb, NULL));
+    }
+    // Lists in cell order: with distances serially, without on the scheduler; twice each (the
+    // second build into the storage of the first).
+    for (int k = 0; k < 2; k++) {
+        nbNeighborList *l = NULL;
+        const nbNeighborListDesc ld = {
+            .cell_order = true, .distances = k == 0, .tasks = k == 1 ? &reverse_tasks : NULL};
+        NB_CHECK_OK(nb_neighbor_list_create(&ld, &l));
+        for (int round = 0; round < 2; round++) {
+            NB_CHECK_OK(self ? nb_neighbor_list_build(l, g[k], r)
+                             : nb_neighbor_list_build_cross(l, g[k], h[k], r));
+            nbNeighborRows rows;
+            NB_CHECK_OK(nb_neighbor_list_rows(l, &rows));
+            NB_CHECK(rows.rows == n && rows.entries == want && (rows.dist2 != NULL) == (k == 0));
+            NB_CHECK(n == 0 ||
+                     (memcmp(rows.order, oa, (size_t)n * sizeof(int32_t)) == 0 &&
+                      memcmp(rows.neighbor_order, ob, (size_t)nbn * sizeof(int32_t)) == 0));
+            NB_CHECK(same_cell_rows(n, rows.offsets, rows.neighbors, rows.dist2, oa, ob, woff, wnb,
+                                    wd2));
+        }
+        nb_neighbor_list_destroy(l);
     }
     free(off);
     free(nb);
@@ -256,7 +278,7 @@ static int check_rows(const nboSet *a, const nboSet *b, bool self, double r, dou
                      : nb_grid_cross_neighbor_rows(ga, gb, r, off, nb, want, &found));
     NB_CHECK(found == want);
     NB_CHECK(same_rows(a->n, off, nb, NULL, woff, wnb, wd2));
-    NB_CHECK(check_cell_rows(ga, gb, gp, gpb, self, r, woff, wnb) == 0);
+    NB_CHECK(check_cell_rows(ga, gb, gp, gpb, self, r, woff, wnb, wd2) == 0);
     memset(off, 0x55, ((size_t)a->n + 1) * sizeof(int32_t));
     NB_CHECK_OK(self ? nb_grid_neighbor_rows(gp, r, off, nb, want, &found)
                      : nb_grid_cross_neighbor_rows(gp, gpb, r, off, nb, want, &found));
@@ -572,12 +594,14 @@ static int test_no_allocation(void)
     nboSet s = make_set(SET_UNIFORM, 2000, 2, 40.0);
     nbGridDesc gd = {.dim = 2, .allocator = &al};
     nbGrid *g = NULL;
-    nbNeighborList *l = NULL;
+    nbNeighborList *l = NULL, *lc = NULL;
     nbVerlet *v = NULL;
     const nbNeighborListDesc ld = {.allocator = &al, .distances = true};
+    const nbNeighborListDesc lcd = {.allocator = &al, .distances = true, .cell_order = true};
     const nbVerletDesc vd = {.radius = 1.5, .skin = 0.3, .allocator = &al};
     NB_CHECK_OK(nb_grid_create(&gd, &g));
     NB_CHECK_OK(nb_neighbor_list_create(&ld, &l));
+    NB_CHECK_OK(nb_neighbor_list_create(&lcd, &lc));
     NB_CHECK_OK(nb_verlet_create(&vd, &v));
     const nbPoints pts = nbo_points(&s);
     bool rebuilt;
@@ -585,6 +609,7 @@ static int test_no_allocation(void)
         const int64_t before = count.allocs;
         NB_CHECK_OK(nb_grid_build(g, &pts, 1.5));
         NB_CHECK_OK(nb_neighbor_list_build(l, g, 1.5));
+        NB_CHECK_OK(nb_neighbor_list_build(lc, g, 1.5));
         NB_CHECK_OK(nb_verlet_update(v, &pts, &rebuilt));
         if (frame >= 2) NB_CHECK(count.allocs == before);
         jiggle(&s, 0.001, NULL);
@@ -592,6 +617,7 @@ static int test_no_allocation(void)
     NB_CHECK(nb_neighbor_list_memory_bytes(l) > 0 && nb_verlet_memory_bytes(v) > 0);
     nb_verlet_destroy(v);
     nb_neighbor_list_destroy(l);
+    nb_neighbor_list_destroy(lc);
     nb_grid_destroy(g);
     NB_CHECK(count.live_bytes == 0 && count.allocs == count.frees && !count.size_mismatch);
     nbo_set_free(&s);
@@ -613,16 +639,30 @@ static int test_failing_allocator(void)
     NB_CHECK_OK(nb_grid_create(&gd, &gt));
     NB_CHECK_OK(nb_grid_build(gs, &ps, 1.0));
     NB_CHECK_OK(nb_grid_build(gt, &pt, 1.0));
+    int32_t *order = (int32_t *)nbo_xalloc((size_t)s.n * sizeof(int32_t)), got = 0;
+    NB_CHECK_OK(nb_grid_cell_order(gs, order, s.n, &got));
     bool done = false;
     for (int64_t fail = 1; !done && fail < 200; fail++) {
         nbtAlloc fa = {0};
         fa.fail_at = fail;
         const nbAllocator al = nbt_allocator(&fa);
         const nbNeighborListDesc ld = {.allocator = &al, .distances = true, .capacity_hint = 10};
+        const nbNeighborListDesc lcd = {.allocator = &al, .distances = true, .cell_order = true};
         const nbVerletDesc vd = {.radius = 1.0, .skin = 0.2, .allocator = &al, .distances = true};
-        nbNeighborList *l = NULL;
+        nbNeighborList *l = NULL, *lc = NULL;
         nbVerlet *v = NULL;
         nbStatus st = nb_neighbor_list_create(&ld, &l);
+        if (st == NB_OK) st = nb_neighbor_list_create(&lcd, &lc);
+        if (st == NB_OK) st = nb_neighbor_list_build(lc, gs, 1.0);
+        if (st == NB_OK) {
+            st = nb_neighbor_list_build(lc, gt, 1.0); // grows: may fail
+            nbNeighborRows rows;
+            NB_CHECK_OK(nb_neighbor_list_rows(lc, &rows));
+            if (st != NB_OK)
+                NB_CHECK(rows.rows == s.n &&
+                         same_cell_rows(s.n, rows.offsets, rows.neighbors, rows.dist2, order, order,
+                                        woff, wnb, wd2));
+        }
         if (st == NB_OK) st = nb_neighbor_list_build(l, gs, 1.0); // the rows to keep
         if (st == NB_OK) {
             st = nb_neighbor_list_build(l, gt, 1.0); // grows: may fail
@@ -649,11 +689,13 @@ static int test_failing_allocator(void)
         done = st == NB_OK && !nbt_alloc_failed(&fa);
         nb_verlet_destroy(v);
         nb_neighbor_list_destroy(l);
+        nb_neighbor_list_destroy(lc);
         NB_CHECK(fa.live_bytes == 0 && fa.allocs - (fa.fail_at <= fa.allocs) == fa.frees);
     }
     NB_CHECK(done);
     nb_grid_destroy(gs);
     nb_grid_destroy(gt);
+    free(order);
     free(woff);
     free(wnb);
     free(wd2);

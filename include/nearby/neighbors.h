@@ -35,6 +35,11 @@ typedef struct nbNeighborRows {
     const int32_t *offsets;   ///< rows + 1 entries, offsets[0] == 0, non-decreasing
     const int32_t *neighbors; ///< `entries` indices, ascending within each row
     const double *dist2;      ///< the squared distance of each entry, or NULL when not kept
+    /// Rows in cell order (nbNeighborListDesc.cell_order): row p is the point order[p] of the
+    /// (first) grid, and an entry q the point neighbor_order[q] of the grid it lists (the same
+    /// array for a set against itself). NULL for rows by index.
+    const int32_t *order;
+    const int32_t *neighbor_order;
 } nbNeighborRows;
 
 /// Every point's neighbours within `radius` among the grid's own points, as compressed rows:
@@ -99,6 +104,9 @@ typedef struct nbNeighborListDesc {
     const nbTasks *tasks;         ///< NULL = serial; copied (its `user` must outlive the list)
     bool distances;               ///< also keep each entry's squared distance
     int64_t capacity_hint;        ///< entries to reserve for; 0 = grow on the first build
+    /// Rows in the grid's cell order, as nb_grid_neighbor_rows_cell_order gives them (the fast
+    /// form), with the orders kept in nbNeighborRows.order / neighbor_order; false: by index.
+    bool cell_order;
 } nbNeighborListDesc;
 
 /// Creates an empty list (0 rows). NB_ERR_NULL_ARG for a half-set allocator;
