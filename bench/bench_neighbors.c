@@ -89,7 +89,11 @@ static void bench_rows(const char *set, const double *pts, int32_t n, int dim, d
     check(nb_neighbor_list_create(&ld, &l), "list");
     int32_t *coff = (int32_t *)malloc(((size_t)n + 1) * sizeof(int32_t));
     int32_t *cnb = (int32_t *)malloc((size_t)(2 * npairs) * sizeof(int32_t));
-    int64_t tp[NBB_MAX_RUNS], tr[NBB_MAX_RUNS], tl[NBB_MAX_RUNS], tc[NBB_MAX_RUNS], found = 0;
+    nbNeighborList *lc = NULL;
+    const nbNeighborListDesc lcd = {.cell_order = true};
+    check(nb_neighbor_list_create(&lcd, &lc), "list");
+    int64_t tp[NBB_MAX_RUNS], tr[NBB_MAX_RUNS], tl[NBB_MAX_RUNS], tc[NBB_MAX_RUNS],
+        tlc[NBB_MAX_RUNS], found = 0;
     int64_t cfound = 0;
     for (int k = -1; k < runs; k++) { // one warm-up round
         int64_t t0 = now();
@@ -105,7 +109,11 @@ static void bench_rows(const char *set, const double *pts, int32_t n, int dim, d
         check(nb_grid_build(g, &p, r), "build");
         check(nb_grid_neighbor_rows_cell_order(g, r, coff, cnb, 2 * npairs, &cfound), "cell");
         int64_t t4 = now();
+        check(nb_grid_build(g, &p, r), "build");
+        check(nb_neighbor_list_build(lc, g, r), "list");
+        int64_t t5 = now();
         if (k >= 0) {
+            tlc[k] = t5 - t4;
             tp[k] = t1 - t0;
             tr[k] = t2 - t1;
             tl[k] = t3 - t2;
@@ -118,6 +126,7 @@ static void bench_rows(const char *set, const double *pts, int32_t n, int dim, d
     emit("rows", set, "build+rows", n, runs, tr, found, extra);
     emit("rows", set, "build+list", n, runs, tl, found, extra);
     emit("rows", set, "build+rows in cell order", n, runs, tc, cfound, extra);
+    emit("rows", set, "build+list in cell order", n, runs, tlc, cfound, extra);
     int64_t a, b, c, d, e, f, g0, g1;
     nbb_stats(tc, runs, &g0, &g1);
     nbb_stats(tp, runs, &a, &b);

@@ -700,8 +700,9 @@ NBI_TARGET_AVX512 static void nbi_soa_gather(const double *pts, const nbiRunList
 // compressed in registers and stored eight lanes wide at m (the caller has room for the
 // candidates and 8 more), the lanes past them rewritten by the next step. Each distance is
 // computed as nbi_dist2 (nbi_dist2_wrap) does: the same answers.
-NBI_TARGET_AVX512 static int64_t nbi_order_soa8(const nbiOrderCtx *x, const nbiSoa *s, int32_t p,
-                                                int32_t t_self, int64_t m, int dim, bool wrap)
+NBI_TARGET_AVX512 static inline int64_t nbi_order_soa8_k(const nbiOrderCtx *x, const nbiSoa *s,
+                                                         int32_t p, int32_t t_self, int64_t m,
+                                                         int dim, bool wrap, bool dist)
 {
     const double *pa = x->a->pts + (size_t)p * (size_t)dim;
     const __m512d c0 = _mm512_set1_pd(pa[0]), c1 = _mm512_set1_pd(pa[1]),
@@ -733,10 +734,18 @@ NBI_TARGET_AVX512 static int64_t nbi_order_soa8(const nbiOrderCtx *x, const nbiS
         if ((uint32_t)(t_self - t) < 8u) hit &= (__mmask8) ~(1u << (t_self - t));
         const __m256i pos = _mm256_load_si256((const __m256i *)(const void *)(s->pos + t));
         _mm256_storeu_si256((__m256i *)(void *)(nb + m), _mm256_maskz_compress_epi32(hit, pos));
-        if (d2 != NULL) _mm512_storeu_pd(d2 + m, _mm512_maskz_compress_pd(hit, e));
+        if (dist) _mm512_storeu_pd(d2 + m, _mm512_maskz_compress_pd(hit, e));
         m += _mm_popcnt_u32(hit);
     }
     return m;
+}
+
+// nbi_order_soa8_k with or without the distances.
+NBI_TARGET_AVX512 static int64_t nbi_order_soa8(const nbiOrderCtx *x, const nbiSoa *s, int32_t p,
+                                                int32_t t_self, int64_t m, int dim, bool wrap)
+{
+    if (x->d2 != NULL) return nbi_order_soa8_k(x, s, p, t_self, m, dim, wrap, true);
+    return nbi_order_soa8_k(x, s, p, t_self, m, dim, wrap, false);
 }
 #endif
 
@@ -1044,18 +1053,14 @@ nbStatus nb_grid_cross_neighbor_rows_cell_order(const nbGrid *a, const nbGrid *b
 
 // ---- the list ----
 
-// The list works by position: the walkers see views whose indices are the positions
-// themselves (iota), so a row's counter, cursor and entries lie near the rows of the points
-// near it in cell order, not scattered over the whole index range. A set against itself,
-// serially, is one half walk (nbi_list_self_count); otherwise one cross walk appends the rows,
-// or two count and fill them. The rows by position (spare and tq) are then placed by index:
-// row p goes to row idx[p], its entries mapped to indices and sorted in registers (with
-// distances, as keys index << 32 | position, the distances computed from the positions after
-// the sort).
+// The list works by position: the rows in cell order (nbi_order_rows) go to its scratch (spare
+// and tq), and are either the rows themselves (cell_order: swapped in) or placed by index: row
+// p goes to row idx[p], its entries mapped to indices and sorted in registers (with distances,
+// as keys index << 32 | position, the distances computed from the positions after the sort).
 //
 // Invariants: offsets holds rows + 1 entries (0 rows: offsets may be empty, then read as {0}),
-// offsets[rows] == entries, nb (and with distances d2) hold `entries`; spare, tq, pairs and the
-// valid prefix of iota are scratch.
+// offsets[rows] == entries, nb (and with distances d2) hold `entries`; spare, tq and td2 are
+// scratch.
 struct nbNeighborList {
     nbAllocator alloc;
     nbTasks tasks;
@@ -1066,9 +1071,7 @@ struct nbNeighborList {
     nbiBuf spare;   // int32_t
     nbiBuf nb;      // int32_t, entries
     nbiBuf d2;      // double, entries
-    nbiBuf iota;    // int32_t: 0, 1, 2, ... (the walkers then report positions)
     nbiBuf tq;      // int32_t, entries: the rows by position, of positions
-    nbiBuf pairs;   // nbPair: a set against itself, the half walk's pairs (positions)
     // Rows in cell order (cell_order): the rows are by position, order (a's, rows entries) and
     // border (b's, when the last build was of two grids) map positions to the caller's points;
     // td2 is the distances' scratch.
@@ -1153,9 +1156,7 @@ void nb_neighbor_list_destroy(nbNeighborList *list)
     nbi_free(&a, list->spare.ptr, list->spare.cap, sizeof(int32_t));
     nbi_free(&a, list->nb.ptr, list->nb.cap, sizeof(int32_t));
     nbi_free(&a, list->d2.ptr, list->d2.cap, sizeof(double));
-    nbi_free(&a, list->iota.ptr, list->iota.cap, sizeof(int32_t));
     nbi_free(&a, list->tq.ptr, list->tq.cap, sizeof(int32_t));
-    nbi_free(&a, list->pairs.ptr, list->pairs.cap, sizeof(nbPair));
     nbi_free(&a, list->order.ptr, list->order.cap, sizeof(int32_t));
     nbi_free(&a, list->border.ptr, list->border.cap, sizeof(int32_t));
     nbi_free(&a, list->td2.ptr, list->td2.cap, sizeof(double));
@@ -1218,153 +1219,42 @@ static void nbi_place_task(int32_t k0, int32_t k1, int32_t worker, void *ctx)
     }
 }
 
-// The view v reporting positions: its indices replaced by iota.
-static nbiView nbi_positions_view(const nbiView *v, const int32_t *iota)
+// The rows by position of a against b (nbi_order_rows) into the list's scratch: spare (the
+// offsets), tq (the entries) and, with `dist`, td2; the scratch grown, and the walk run again,
+// when the entries outgrew it. *entries = their number.
+static nbStatus nbi_list_walk(nbNeighborList *l, const nbGrid *a, const nbGrid *b, bool self,
+                              double radius, bool dist, int64_t *entries)
 {
-    nbiView w = *v;
-    w.idx = iota;
-    return w;
-}
-
-// One walk of the cross walker, its rows appended in position order: the walker reports each
-// point's pairs together, points in ascending position, as long as a cell's candidates fit one
-// batch of spans (every default-sized cell); a pair for an earlier point than the last marks
-// the walk `broken` (the caller counts and fills instead). Entries past `cap` are counted only.
-typedef struct nbiAppend {
-    int32_t *end; // end[p]: one past row p's last entry
-    int32_t *tq;
-    int64_t cap, m;
-    int32_t cur; // the open row (-1: none yet)
-    bool self, broken;
-} nbiAppend;
-
-static void nbi_append_block(const nbPair *w, int64_t m, void *user)
-{
-    nbiAppend *x = (nbiAppend *)user;
-    for (int64_t t = 0; t < m && !x->broken; t++) {
-        const int32_t p = w[t].i, q = w[t].j;
-        if (p != x->cur) {
-            if (p < x->cur) {
-                x->broken = true;
-                return;
-            }
-            for (int32_t r = x->cur < 0 ? 0 : x->cur; r < p; r++) x->end[r] = (int32_t)x->m;
-            x->cur = p;
-        }
-        if (x->self && p == q) continue;
-        if (x->m < x->cap) x->tq[x->m] = q;
-        x->m++;
-    }
-}
-
-// The rows by position into spare (n + 1) and tq in one walk, tq grown to fit (a second walk
-// the first time). *done = false when the walk could not append (broken, or over INT32_MAX
-// entries): count and fill instead.
-static nbStatus nbi_list_append(nbNeighborList *l, const nbiView *va, const nbiView *vb,
-                                double radius, bool self, int64_t *entries, bool *done)
-{
-    *done = false;
-    const int32_t n = va->n;
+    *entries = 0;
+    nbStatus st = nbi_rows_check(a, b, radius, 0);
+    if (st == NB_OK) st = nbi_order_guard(&a->view, &b->view, self, radius);
+    if (st != NB_OK) return st;
+    const nbAllocator *al = &l->alloc;
+    nbiBuf spare = l->spare;
+    if (!nbi_buf_prepare(al, &l->spare, &spare, (size_t)a->n + 1, sizeof(int32_t)))
+        return NB_ERR_OUT_OF_MEMORY;
+    nbi_buf_commit(al, &l->spare, &spare, sizeof(int32_t)); // scratch
     for (int round = 0; round < 2; round++) {
-        nbiAppend x = {(int32_t *)l->spare.ptr + 1,
-                       (int32_t *)l->tq.ptr,
-                       (int64_t)l->tq.cap,
-                       0,
-                       -1,
-                       self,
-                       false};
-        nbiPairSink s;
-        nbi_pair_sink_block(&s, nbi_append_block, &x);
-        const nbStatus st = nbi_walk_cross_range(va, vb, radius, 0, va->ncells, &s);
-        if (st != NB_OK) return st;
-        if (x.broken || x.m > INT32_MAX) return NB_OK;
-        for (int32_t r = x.cur < 0 ? 0 : x.cur; r < n; r++) x.end[r] = (int32_t)x.m;
-        ((int32_t *)l->spare.ptr)[0] = 0;
-        if (x.m <= x.cap) {
-            *entries = x.m;
-            *done = true;
-            return NB_OK;
-        }
-        nbiBuf tq = l->tq;
-        if (!nbi_entries_prepare(&l->alloc, &l->tq, &tq, (size_t)x.m, sizeof(int32_t)))
+        const int64_t cap =
+            dist && l->td2.cap < l->tq.cap ? (int64_t)l->td2.cap : (int64_t)l->tq.cap;
+        st = nbi_order_rows(a, &a->view, &b->view, self, radius, &l->tasks, (int32_t *)l->spare.ptr,
+                            (int32_t *)l->tq.ptr, dist ? (double *)l->td2.ptr : NULL, cap, entries);
+        if (st != NB_OK || *entries <= cap) return st;
+        // Room for the entries and the wide kernel's last stores past them.
+        const size_t need = (size_t)*entries + 8;
+        nbiBuf tq = l->tq, td2 = l->td2;
+        bool ok = nbi_entries_prepare(al, &l->tq, &tq, need, sizeof(int32_t));
+        ok = ok && (!dist || nbi_entries_prepare(al, &l->td2, &td2, need, sizeof(double)));
+        if (!ok) {
+            nbi_buf_abandon(al, &l->tq, &tq, sizeof(int32_t));
+            nbi_buf_abandon(al, &l->td2, &td2, sizeof(double));
             return NB_ERR_OUT_OF_MEMORY;
-        nbi_buf_commit(&l->alloc, &l->tq, &tq, sizeof(int32_t)); // scratch
+        }
+        nbi_buf_commit(al, &l->tq, &tq, sizeof(int32_t)); // scratch
+        nbi_buf_commit(al, &l->td2, &td2, sizeof(double));
     }
     NB_ASSERT(!"the second walk did not fit");
     return NB_ERR_INTERNAL;
-}
-
-// A set against itself, serially: the half walk meets each unordered pair once, as (p, q) of
-// positions, p < q. A block at a time, while the block is in the first-level cache, both rows'
-// counters are bumped (spare, by position, each near the pair's first point in cell order) and
-// the pairs kept in the pair scratch for the fill (nbi_list_self_fill). Half the distance tests
-// of the cross walk, and nothing read back from memory until the fill.
-typedef struct nbiSelfCount {
-    int32_t *cnt; // spare + 1
-    nbPair *keep;
-    int64_t cap, m;
-} nbiSelfCount;
-
-static void nbi_self_count_block(const nbPair *w, int64_t m, void *user)
-{
-    nbiSelfCount *x = (nbiSelfCount *)user;
-    for (int64_t t = 0; t < m; t++) {
-        x->cnt[w[t].i]++;
-        x->cnt[w[t].j]++;
-    }
-    if (m > 0 && x->m + m <= x->cap) memcpy(x->keep + x->m, w, (size_t)m * sizeof(nbPair));
-    x->m += m;
-}
-
-// The count: spare in the starts form of nbi_rows_count, *pairs kept in the pair scratch (grown
-// and walked again when it was too small).
-static nbStatus nbi_list_self_count(nbNeighborList *l, const nbiView *va, int32_t units,
-                                    double radius, int64_t *entries, int64_t *pairs)
-{
-    *entries = *pairs = 0;
-    nbiSelfCount x = {(int32_t *)l->spare.ptr + 1, NULL, 0, 0};
-    for (int round = 0; round < 2; round++) {
-        memset(l->spare.ptr, 0, ((size_t)va->n + 1) * sizeof(int32_t));
-        x.keep = (nbPair *)l->pairs.ptr;
-        x.cap = (int64_t)l->pairs.cap;
-        x.m = 0;
-        nbiPairSink s;
-        nbi_pair_sink_block(&s, nbi_self_count_block, &x);
-        const nbStatus st = nbi_walk_pairs(va, radius, 0, units, &s);
-        if (st != NB_OK) return st;
-        if (x.m > INT32_MAX / 2) return NB_ERR_OUT_OF_RANGE;
-        if (x.m <= x.cap) break;
-        nbiBuf next = l->pairs;
-        if (!nbi_entries_prepare(&l->alloc, &l->pairs, &next, (size_t)x.m, sizeof(nbPair)))
-            return NB_ERR_OUT_OF_MEMORY;
-        nbi_buf_commit(&l->alloc, &l->pairs, &next, sizeof(nbPair)); // scratch
-    }
-    if (x.m > x.cap) {
-        NB_ASSERT(!"the second walk did not fit");
-        return NB_ERR_INTERNAL;
-    }
-    int32_t run = 0;
-    for (int32_t p = 0; p < va->n; p++) {
-        const int32_t c = x.cnt[p];
-        x.cnt[p] = run;
-        run += c;
-    }
-    *entries = run;
-    *pairs = x.m;
-    return NB_OK;
-}
-
-// Each of the pairs counted by nbi_list_self_count into both its rows by position (tq); spare
-// ends in its final form, as after nbi_rows_fill.
-static void nbi_list_self_fill(nbNeighborList *l, int64_t pairs)
-{
-    const nbPair *w = (const nbPair *)l->pairs.ptr;
-    int32_t *cur = (int32_t *)l->spare.ptr + 1, *tq = (int32_t *)l->tq.ptr;
-    for (int64_t t = 0; t < pairs; t++) {
-        const int32_t p = w[t].i, q = w[t].j;
-        tq[cur[p]++] = q;
-        tq[cur[q]++] = p;
-    }
 }
 
 // The list's build. Without `place`, it stops at the rows by position (spare: offsets, tq:
@@ -1372,65 +1262,27 @@ static void nbi_list_self_fill(nbNeighborList *l, int64_t pairs)
 static nbStatus nbi_list_build(nbNeighborList *l, const nbGrid *a, const nbGrid *b, bool self,
                                double radius, bool place, int64_t *entries_out)
 {
-    nbStatus st = nbi_rows_check(a, b, radius, 0);
+    int64_t entries = 0;
+    nbStatus st = nbi_list_walk(l, a, b, self, radius, false, &entries);
     if (st != NB_OK) return st;
     const nbAllocator *al = &l->alloc;
-    const int32_t n = a->n, m = a->n > b->n ? a->n : b->n;
-    // The scratch of the count: spare (the rows by position), iota (filled where it grew).
-    nbiBuf spare = l->spare, iota = l->iota;
-    bool ok = nbi_buf_prepare(al, &l->spare, &spare, (size_t)n + 1, sizeof(int32_t));
-    ok = ok && nbi_buf_prepare(al, &l->iota, &iota, (size_t)m, sizeof(int32_t));
-    if (!ok) {
-        nbi_buf_abandon(al, &l->spare, &spare, sizeof(int32_t));
-        nbi_buf_abandon(al, &l->iota, &iota, sizeof(int32_t));
-        return NB_ERR_OUT_OF_MEMORY;
-    }
-    if (iota.ptr != l->iota.ptr)
-        for (size_t k = 0; k < iota.cap; k++) ((int32_t *)iota.ptr)[k] = (int32_t)k;
-    nbi_buf_commit(al, &l->spare, &spare, sizeof(int32_t)); // scratch: the rows are elsewhere
-    nbi_buf_commit(al, &l->iota, &iota, sizeof(int32_t));
-    const nbiView va = nbi_positions_view(&a->view, (const int32_t *)l->iota.ptr);
-    const nbiView vb = nbi_positions_view(&b->view, (const int32_t *)l->iota.ptr);
-    nbiRowsCtx x;
-    nbi_rows_ctx(&x, a, b, self, radius, (int32_t *)l->spare.ptr);
-    x.a = &va;
-    x.b = self ? &va : &vb;
-    x.chunks = nbi_rows_chunks(a, &l->tasks);
-    int64_t entries = 0, halves = -1; // halves: the pairs of the half walk, when it ran
-    bool appended = false;
-    if (self && x.chunks == 1) { // serially, the half walk (see nbi_list_self_count)
-        st = nbi_list_self_count(l, &va, nb_grid_pair_units(a), radius, &entries, &halves);
-        if (st != NB_OK) return st;
-    } else if (x.chunks == 1) { // one walk appends the rows (see nbi_append_block)
-        st = nbi_list_append(l, x.a, x.b, radius, self, &entries, &appended);
-        if (st != NB_OK) return st;
-    }
-    if (!appended && halves < 0) {
-        st = nbi_rows_count(&x, a, &l->tasks, &entries);
-        if (st != NB_OK) return st;
-    }
+    const int32_t n = a->n;
     // Everything the rows need, before anything changes.
-    nbiBuf off = l->offsets, nb = l->nb, d2 = l->d2, tq = l->tq;
-    ok = nbi_entries_prepare(al, &l->tq, &tq, (size_t)entries, sizeof(int32_t));
-    ok = ok && (!place || nbi_buf_prepare(al, &l->offsets, &off, (size_t)n + 1, sizeof(int32_t)));
+    nbiBuf off = l->offsets, nb = l->nb, d2 = l->d2;
+    bool ok = !place || nbi_buf_prepare(al, &l->offsets, &off, (size_t)n + 1, sizeof(int32_t));
     ok = ok && (!place || nbi_entries_prepare(al, &l->nb, &nb, (size_t)entries, sizeof(int32_t)));
     ok = ok && (!place || !l->distances ||
                 nbi_entries_prepare(al, &l->d2, &d2, (size_t)entries, sizeof(double)));
     if (!ok) {
         nbi_buf_abandon(al, &l->offsets, &off, sizeof(int32_t));
         nbi_buf_abandon(al, &l->nb, &nb, sizeof(int32_t));
-        nbi_buf_abandon(al, &l->tq, &tq, sizeof(int32_t));
         nbi_buf_abandon(al, &l->d2, &d2, sizeof(double));
         return NB_ERR_OUT_OF_MEMORY;
     }
     nbi_buf_commit(al, &l->offsets, &off, sizeof(int32_t));
     nbi_buf_commit(al, &l->nb, &nb, sizeof(int32_t));
-    nbi_buf_commit(al, &l->tq, &tq, sizeof(int32_t));
     nbi_buf_commit(al, &l->d2, &d2, sizeof(double));
-    if (halves > 0)
-        nbi_list_self_fill(l, halves);
-    else if (!appended && halves < 0 && entries > 0)
-        nbi_rows_fill(&x, &l->tasks, (int32_t *)l->tq.ptr);
+
     *entries_out = entries;
     if (!place) return NB_OK;
     // The rows by index: each row's length from its position, a prefix sum, then each placed.
@@ -1446,67 +1298,36 @@ static nbStatus nbi_list_build(nbNeighborList *l, const nbGrid *a, const nbGrid 
                       o,
                       (int32_t *)l->nb.ptr,
                       l->distances ? (double *)l->d2.ptr : NULL,
-                      x.chunks};
-    if (entries > 0) nbi_tasks_run(&l->tasks, nbi_place_task, x.chunks, &px); // (no buffers yet)
+                      nbi_rows_chunks(a, &l->tasks)};
+    if (entries > 0) nbi_tasks_run(&l->tasks, nbi_place_task, px.chunks, &px); // (no buffers yet)
     l->rows = n;
     l->entries = entries;
     return NB_OK;
 }
 
 // The list's build in cell order: the rows by position straight into the scratch (spare, tq,
-// td2), walked again when the entries outgrew it, then swapped with the rows, and the grids'
-// orders copied.
+// td2), then swapped with the rows, and the grids' orders copied.
 static nbStatus nbi_list_build_cells(nbNeighborList *l, const nbGrid *a, const nbGrid *b, bool self,
                                      double radius)
 {
-    nbStatus st = nbi_rows_check(a, b, radius, 0);
-    if (st == NB_OK) st = nbi_order_guard(&a->view, &b->view, self, radius);
-    if (st != NB_OK) return st;
     const nbAllocator *al = &l->alloc;
     const int32_t n = a->n;
     const bool two = !self && a != b;
-    nbiBuf spare = l->spare, order = l->order, border = l->border;
-    bool ok = nbi_buf_prepare(al, &l->spare, &spare, (size_t)n + 1, sizeof(int32_t));
-    ok = ok && nbi_buf_prepare(al, &l->order, &order, (size_t)n, sizeof(int32_t));
+    nbiBuf order = l->order, border = l->border;
+    bool ok = nbi_buf_prepare(al, &l->order, &order, (size_t)n, sizeof(int32_t));
     ok = ok && (!two || nbi_buf_prepare(al, &l->border, &border, (size_t)b->n, sizeof(int32_t)));
     if (!ok) {
-        nbi_buf_abandon(al, &l->spare, &spare, sizeof(int32_t));
         nbi_buf_abandon(al, &l->order, &order, sizeof(int32_t));
         nbi_buf_abandon(al, &l->border, &border, sizeof(int32_t));
         return NB_ERR_OUT_OF_MEMORY;
     }
-    nbi_buf_commit(al, &l->spare, &spare, sizeof(int32_t)); // scratch, and the orders are
     nbi_buf_commit(al, &l->order, &order, sizeof(int32_t)); // only written on success
     nbi_buf_commit(al, &l->border, &border, sizeof(int32_t));
     int64_t entries = 0;
-    bool fit = false;
-    for (int round = 0; round < 2 && !fit; round++) {
-        const int64_t cap =
-            l->distances && l->td2.cap < l->tq.cap ? (int64_t)l->td2.cap : (int64_t)l->tq.cap;
-        st = nbi_order_rows(a, &a->view, &b->view, self, radius, &l->tasks, (int32_t *)l->spare.ptr,
-                            (int32_t *)l->tq.ptr, l->distances ? (double *)l->td2.ptr : NULL, cap,
-                            &entries);
-        if (st != NB_OK) return st;
-        fit = entries <= cap;
-        if (fit) break;
-        // Room for the entries and the wide kernel's last stores past them.
-        const size_t need = (size_t)entries + 8;
-        nbiBuf tq = l->tq, td2 = l->td2;
-        ok = nbi_entries_prepare(al, &l->tq, &tq, need, sizeof(int32_t));
-        ok = ok && (!l->distances || nbi_entries_prepare(al, &l->td2, &td2, need, sizeof(double)));
-        if (!ok) {
-            nbi_buf_abandon(al, &l->tq, &tq, sizeof(int32_t));
-            nbi_buf_abandon(al, &l->td2, &td2, sizeof(double));
-            return NB_ERR_OUT_OF_MEMORY;
-        }
-        nbi_buf_commit(al, &l->tq, &tq, sizeof(int32_t)); // scratch
-        nbi_buf_commit(al, &l->td2, &td2, sizeof(double));
-    }
-    if (!fit) {
-        NB_ASSERT(!"the second walk did not fit");
-        return NB_ERR_INTERNAL;
-    }
+    const nbStatus st = nbi_list_walk(l, a, b, self, radius, l->distances, &entries);
+    if (st != NB_OK) return st;
     const nbiBuf t0 = l->offsets, t1 = l->nb, t2 = l->d2;
+
     l->offsets = l->spare;
     l->spare = t0;
     l->nb = l->tq;
@@ -1556,10 +1377,10 @@ size_t nb_neighbor_list_memory_bytes(const nbNeighborList *list)
 {
     if (list == NULL) return 0;
     return sizeof(nbNeighborList) +
-           (list->offsets.cap + list->spare.cap + list->nb.cap + list->iota.cap + list->tq.cap +
-            list->order.cap + list->border.cap) *
+           (list->offsets.cap + list->spare.cap + list->nb.cap + list->tq.cap + list->order.cap +
+            list->border.cap) *
                sizeof(int32_t) +
-           (list->d2.cap + list->td2.cap) * sizeof(double) + list->pairs.cap * sizeof(nbPair);
+           (list->d2.cap + list->td2.cap) * sizeof(double);
 }
 
 // ---- Verlet lists ----
