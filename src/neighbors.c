@@ -698,11 +698,11 @@ NBI_TARGET_AVX512 static void nbi_soa_gather(const double *pts, const nbiRunList
 
 // Position p against the gathered candidates s (t_self: p's own slot there, or -1), its hits
 // compressed in registers and stored eight lanes wide at m (the caller has room for the
-// candidates and 8 more), the lanes past them rewritten by the next step. Each distance is
-// computed as nbi_dist2 (nbi_dist2_wrap) does: the same answers.
+// candidates and 8 more), the lanes past them rewritten by the next step; without `store`,
+// only counted. Each distance is computed as nbi_dist2 (nbi_dist2_wrap) does: the same answers.
 NBI_TARGET_AVX512 static inline int64_t nbi_order_soa8_k(const nbiOrderCtx *x, const nbiSoa *s,
                                                          int32_t p, int32_t t_self, int64_t m,
-                                                         int dim, bool wrap, bool dist)
+                                                         int dim, bool wrap, bool store, bool dist)
 {
     const double *pa = x->a->pts + (size_t)p * (size_t)dim;
     const __m512d c0 = _mm512_set1_pd(pa[0]), c1 = _mm512_set1_pd(pa[1]),
@@ -733,7 +733,8 @@ NBI_TARGET_AVX512 static inline int64_t nbi_order_soa8_k(const nbiOrderCtx *x, c
         __mmask8 hit = _mm512_cmp_pd_mask(e, vr2, _CMP_LE_OQ);
         if ((uint32_t)(t_self - t) < 8u) hit &= (__mmask8) ~(1u << (t_self - t));
         const __m256i pos = _mm256_load_si256((const __m256i *)(const void *)(s->pos + t));
-        _mm256_storeu_si256((__m256i *)(void *)(nb + m), _mm256_maskz_compress_epi32(hit, pos));
+        if (store)
+            _mm256_storeu_si256((__m256i *)(void *)(nb + m), _mm256_maskz_compress_epi32(hit, pos));
         if (dist) _mm512_storeu_pd(d2 + m, _mm512_maskz_compress_pd(hit, e));
         m += _mm_popcnt_u32(hit);
     }
@@ -744,8 +745,9 @@ NBI_TARGET_AVX512 static inline int64_t nbi_order_soa8_k(const nbiOrderCtx *x, c
 NBI_TARGET_AVX512 static int64_t nbi_order_soa8(const nbiOrderCtx *x, const nbiSoa *s, int32_t p,
                                                 int32_t t_self, int64_t m, int dim, bool wrap)
 {
-    if (x->d2 != NULL) return nbi_order_soa8_k(x, s, p, t_self, m, dim, wrap, true);
-    return nbi_order_soa8_k(x, s, p, t_self, m, dim, wrap, false);
+    if (x->nb == NULL) return nbi_order_soa8_k(x, s, p, t_self, m, dim, wrap, false, false);
+    if (x->d2 != NULL) return nbi_order_soa8_k(x, s, p, t_self, m, dim, wrap, true, true);
+    return nbi_order_soa8_k(x, s, p, t_self, m, dim, wrap, true, false);
 }
 #endif
 
@@ -873,8 +875,9 @@ NBI_INLINE int64_t nbi_order_cells(const nbiOrderCtx *x, int32_t c0, int32_t c1,
         }
 #if defined(NBI_AVX512)
         // The gathered kernel: p's own slot is its offset in the runs before a0's run.
-        const bool gathered = wide && !l.over && !x->flt && x->nb != NULL &&
-                              l.cand <= NBI_SOA_MAX - 8 && m + (a1 - a0) * (l.cand + 8) <= x->cap;
+        const bool gathered =
+            wide && !l.over && !x->flt && l.cand <= NBI_SOA_MAX - 8 &&
+            (x->nb == NULL || m + (a1 - a0) * (l.cand + 8) <= x->cap); // (nb NULL: a count)
         int32_t own = -1;
         if (gathered) {
             nbi_soa_gather(x->b->pts, &l, dim, &soa);
