@@ -241,7 +241,7 @@ int main(int argc, char **argv)
            steps, rebuilds);
     printf("  %.1f fluid neighbours a particle; mean density %.1f kg/m^3 (rest %.0f)\n",
            (double)ff.entries / nf, rho_mean, RHO0);
-    printf("  largest difference from brute force: %.3g of the rest density\n", worst);
+    printf("  largest difference from brute force: %.3g of the rest density\n", worst_unsorted);
     nb_neighbor_list_destroy(bl);
     nb_verlet_destroy(fl);
     nb_grid_destroy(gf);
