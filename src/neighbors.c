@@ -741,14 +741,20 @@ NBI_TARGET_AVX512 static inline int64_t nbi_order_soa8_k(const nbiOrderCtx *x, c
     return m;
 }
 
-// nbi_order_soa8_k with or without the distances.
-NBI_TARGET_AVX512 static int64_t nbi_order_soa8(const nbiOrderCtx *x, const nbiSoa *s, int32_t p,
-                                                int32_t t_self, int64_t m, int dim, bool wrap)
-{
-    if (x->nb == NULL) return nbi_order_soa8_k(x, s, p, t_self, m, dim, wrap, false, false);
-    if (x->d2 != NULL) return nbi_order_soa8_k(x, s, p, t_self, m, dim, wrap, true, true);
-    return nbi_order_soa8_k(x, s, p, t_self, m, dim, wrap, true, false);
-}
+// nbi_order_soa8_k with or without the entries and distances, for a dimension.
+#define NBI_SOA8_DIM(name, dim)                                                                    \
+    NBI_TARGET_AVX512 static int64_t name(const nbiOrderCtx *x, const nbiSoa *s, int32_t p,        \
+                                          int32_t t_self, int64_t m, bool wrap)                    \
+    {                                                                                              \
+        const bool w = wrap, st = x->nb != NULL, d = x->d2 != NULL;                                \
+        if (!st) return nbi_order_soa8_k(x, s, p, t_self, m, dim, w, false, false);                \
+        if (w) return nbi_order_soa8_k(x, s, p, t_self, m, dim, true, true, d);                    \
+        if (d) return nbi_order_soa8_k(x, s, p, t_self, m, dim, false, true, true);                \
+        return nbi_order_soa8_k(x, s, p, t_self, m, dim, false, true, false);                      \
+    }
+NBI_SOA8_DIM(nbi_order_soa8_2d, 2)
+NBI_SOA8_DIM(nbi_order_soa8_3d, 3)
+#undef NBI_SOA8_DIM
 #endif
 
 // The rows of position p: through the runs l (which are sorted), or, when l overflowed, through
@@ -904,7 +910,8 @@ NBI_INLINE int64_t nbi_order_cells(const nbiOrderCtx *x, int32_t c0, int32_t c1,
             }
 #if defined(NBI_AVX512)
             else if (gathered)
-                m = nbi_order_soa8(x, &soa, p, own < 0 ? -1 : own + (p - a0), m, dim, wrap);
+                m = (dim == 2 ? nbi_order_soa8_2d : nbi_order_soa8_3d)(
+                    x, &soa, p, own < 0 ? -1 : own + (p - a0), m, wrap);
 #endif
             else
                 for (int32_t r = 0; r < l.n; r++)

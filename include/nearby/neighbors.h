@@ -8,9 +8,21 @@
 /// Categories and masks the grid was built with apply as they do to nb_grid_pairs: row i holds
 /// j exactly when nb_grid_pairs reports the pair (i, j) or (j, i).
 ///
-/// Three forms:
-/// - nb_grid_neighbor_rows / nb_grid_cross_neighbor_rows write into the caller's buffers and
-///   never allocate;
+/// Rows come in one of two orders:
+/// - by the grid's **cell order** (nb_grid_neighbor_rows_cell_order, or a list with
+///   nbNeighborListDesc.cell_order): row p is the point at position p of the grid's cell order,
+///   and its entries are positions too; nb_grid_cell_order (or nbNeighborRows.order) maps a
+///   position to your index. Each row is written once, in memory order, by one pass over the
+///   cells: the fast form, for codes that keep their particles sorted by cell (SPH, MD: reorder
+///   your arrays by the order after each build, nb_gather) or that only sum over rows;
+/// - by **your index** (nb_grid_neighbor_rows, a list by default, nbVerlet): row i is your point
+///   i. The same search, then each row placed at its index and sorted there: about twice the
+///   cost of the cell order with points in random index order (a random write a row). Use it
+///   when your arrays stay in their own order.
+///
+/// And in three forms:
+/// - nb_grid_neighbor_rows[_cell_order] / nb_grid_cross_neighbor_rows[_cell_order] write into
+///   the caller's buffers and never allocate;
 /// - nbNeighborList keeps the rows (and, if asked, the squared distances) in storage it grows,
 ///   and allocates nothing once it is large enough;
 /// - nbVerlet keeps a Verlet list: candidates within r + skin, rebuilt only when some point has
@@ -53,8 +65,8 @@ typedef struct nbNeighborRows {
 /// capacity; NB_ERR_OUT_OF_RANGE as nb_grid_pairs for a radius the grid cannot answer (over
 /// P / 2 in a periodic box, or too many cells of a hashed grid), and when there are more than
 /// INT32_MAX entries (offsets are int32_t). On any error but NB_ERR_BUFFER_TOO_SMALL, offsets
-/// holds zeros. Cost: about twice nb_grid_count_pairs (the search runs in both directions),
-/// a count and a fill pass, then each row sorted.
+/// holds zeros. Cost: a count and a fill pass of the search in both directions, each row then
+/// sorted at its index; nb_grid_neighbor_rows_cell_order is faster (one pass, no sort).
 NB_API nbStatus nb_grid_neighbor_rows(const nbGrid *grid, double radius, int32_t *offsets,
                                       int32_t *neighbors, int64_t capacity, int64_t *found);
 
