@@ -922,22 +922,27 @@ NBI_INLINE int64_t nbi_order_cells(const nbiOrderCtx *x, int32_t c0, int32_t c1,
     return m;
 }
 
-// Chunk k's cells from its base (a count pass, nb NULL: from 0) to end[k].
+// Chunk k's cells from its base (a count pass, nb NULL: from 0) to end[k]. A chunk of a fill
+// with several writes nothing at or past the next chunk's base, which that chunk may have
+// written already: its cap is that base (the wide kernels store past a row's end only below
+// the cap).
 static void nbi_order_task(int32_t k0, int32_t k1, int32_t worker, void *ctx)
 {
     (void)worker;
     nbiOrderCtx *x = (nbiOrderCtx *)ctx;
     const int dim = x->a->dim;
     for (int32_t k = k0; k < k1; k++) {
+        nbiOrderCtx y = *x;
+        if (x->chunks > 1 && x->nb != NULL) y.cap = x->base[k + 1];
         const int32_t c0 = x->unit[k], c1 = x->unit[k + 1];
         const int64_t m0 = x->nb != NULL ? x->base[k] : 0;
         int64_t m;
         if (dim == 2)
-            m = x->wrap ? nbi_order_cells(x, c0, c1, m0, 2, true)
-                        : nbi_order_cells(x, c0, c1, m0, 2, false);
+            m = x->wrap ? nbi_order_cells(&y, c0, c1, m0, 2, true)
+                        : nbi_order_cells(&y, c0, c1, m0, 2, false);
         else
-            m = x->wrap ? nbi_order_cells(x, c0, c1, m0, 3, true)
-                        : nbi_order_cells(x, c0, c1, m0, 3, false);
+            m = x->wrap ? nbi_order_cells(&y, c0, c1, m0, 3, true)
+                        : nbi_order_cells(&y, c0, c1, m0, 3, false);
         x->end[k] = m;
     }
 }

@@ -406,6 +406,21 @@ static int test_rows_long(void)
     return 0;
 }
 
+// Sets large enough for the scheduler's chunks (every form on the reverse scheduler runs a
+// count pass, then fills each chunk at its base): no chunk may write into the next one's rows.
+static int test_rows_chunks(void)
+{
+    for (int dim = 2; dim <= 3; dim++) {
+        nboSet s = make_set(SET_UNIFORM, 5000, dim, dim == 2 ? 60.0 : 15.0);
+        nboSet t = make_set(SET_CLUSTERS, 4500, dim, dim == 2 ? 60.0 : 15.0);
+        NB_CHECK(check_rows(&s, &s, true, 1.3, 0.0, 0.0, NULL) == 0);
+        NB_CHECK(check_rows(&t, &s, false, 1.3, 0.0, 0.0, NULL) == 0);
+        nbo_set_free(&s);
+        nbo_set_free(&t);
+    }
+    return 0;
+}
+
 // ---- set A against set B ----
 
 static int test_cross_rows(void)
@@ -707,11 +722,17 @@ static int test_failing_allocator(void)
 int main(int argc, char **argv)
 {
     const nbtCase cases[] = {
-        {"rows_corpus", test_rows_corpus},     {"rows_periodic", test_rows_periodic},
-        {"rows_filters", test_rows_filters},   {"rows_empty", test_rows_empty},
-        {"rows_long", test_rows_long},         {"cross_rows", test_cross_rows},
-        {"verlet_steps", test_verlet_steps},   {"verlet_threshold", test_verlet_threshold},
-        {"no_allocation", test_no_allocation}, {"failing_allocator", test_failing_allocator},
+        {"rows_corpus", test_rows_corpus},
+        {"rows_periodic", test_rows_periodic},
+        {"rows_filters", test_rows_filters},
+        {"rows_empty", test_rows_empty},
+        {"rows_long", test_rows_long},
+        {"rows_chunks", test_rows_chunks},
+        {"cross_rows", test_cross_rows},
+        {"verlet_steps", test_verlet_steps},
+        {"verlet_threshold", test_verlet_threshold},
+        {"no_allocation", test_no_allocation},
+        {"failing_allocator", test_failing_allocator},
     };
     return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
 }
