@@ -1380,10 +1380,14 @@ nbStatus nb_neighbor_list_rows(const nbNeighborList *list, nbNeighborRows *rows)
 {
     static const nbNeighborList none = {0};
     const nbNeighborList *l = list != NULL ? list : &none;
-    const int32_t *order = l->cell_order && l->rows > 0 ? (const int32_t *)l->order.ptr : NULL;
-    const int32_t *border = !l->cell_order  ? NULL
-                            : l->two_orders ? (const int32_t *)l->border.ptr
-                                            : order;
+    // In cell order, never NULL (an empty grid's order reads as the empty array).
+    const nbiBuf *ob = l->two_orders ? &l->border : &l->order;
+    const int32_t *order = !l->cell_order         ? NULL
+                           : l->order.ptr != NULL ? (const int32_t *)l->order.ptr
+                                                  : &nbi_zero_offset;
+    const int32_t *border = !l->cell_order    ? NULL
+                            : ob->ptr != NULL ? (const int32_t *)ob->ptr
+                                              : &nbi_zero_offset;
     return nbi_rows_view(list, rows, l->rows, l->entries, &l->offsets, &l->nb, &l->d2, l->distances,
                          order, border);
 }

@@ -225,9 +225,10 @@ static int check_cell_rows(const nbGrid *ga, const nbGrid *gb, const nbGrid *gp,
             nbNeighborRows rows;
             NB_CHECK_OK(nb_neighbor_list_rows(l, &rows));
             NB_CHECK(rows.rows == n && rows.entries == want && (rows.dist2 != NULL) == (k == 0));
-            NB_CHECK(n == 0 ||
-                     (memcmp(rows.order, oa, (size_t)n * sizeof(int32_t)) == 0 &&
-                      memcmp(rows.neighbor_order, ob, (size_t)nbn * sizeof(int32_t)) == 0));
+            NB_CHECK(rows.order != NULL && rows.neighbor_order != NULL);
+            NB_CHECK(n == 0 || memcmp(rows.order, oa, (size_t)n * sizeof(int32_t)) == 0);
+            NB_CHECK(nbn == 0 ||
+                     memcmp(rows.neighbor_order, ob, (size_t)nbn * sizeof(int32_t)) == 0);
             NB_CHECK(same_cell_rows(n, rows.offsets, rows.neighbors, rows.dist2, oa, ob, woff, wnb,
                                     wd2));
         }

@@ -49,7 +49,7 @@ typedef struct nbNeighborRows {
     const double *dist2;      ///< the squared distance of each entry, or NULL when not kept
     /// Rows in cell order (nbNeighborListDesc.cell_order): row p is the point order[p] of the
     /// (first) grid, and an entry q the point neighbor_order[q] of the grid it lists (the same
-    /// array for a set against itself). NULL for rows by index.
+    /// array for a set against itself). NULL for rows by index, never NULL in cell order.
     const int32_t *order;
     const int32_t *neighbor_order;
 } nbNeighborRows;
