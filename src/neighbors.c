@@ -616,10 +616,17 @@ typedef struct nbiOrderCtx {
     double *d2;       // NULL, or the entries' squared distances
     int64_t cap;
     int32_t chunks;
-    int32_t unit[NBI_MAX_CHUNKS + 1];
-    int64_t base[NBI_MAX_CHUNKS + 1]; // the chunks' first entries
-    int64_t end[NBI_MAX_CHUNKS];      // one past their last (a count pass: from 0)
+    int32_t *unit; // chunks + 1: chunk k is a's cells [unit[k], unit[k + 1])
+    int64_t *base; // chunks + 1: the chunks' first entries
+    int64_t *end;  // chunks: one past their last (a count pass: from 0), each its chunk's own
 } nbiOrderCtx;
+
+// The chunks' tables, apart from the context each chunk copies (and so reads only its own).
+typedef struct nbiOrderChunks {
+    int32_t unit[NBI_MAX_CHUNKS + 1];
+    int64_t base[NBI_MAX_CHUNKS + 1];
+    int64_t end[NBI_MAX_CHUNKS];
+} nbiOrderChunks;
 
 // Position p of a against positions [q0, q1) of b, scalar: the hits appended at m (stored
 // while below cap; branch-free when the whole run fits). Returns the new m.
@@ -996,7 +1003,12 @@ static nbStatus nbi_order_rows(const nbGrid *ga, const nbiView *a, const nbiView
                                double *d2, int64_t cap, int64_t *entries)
 {
     nbiOrderCtx x;
+    nbiOrderChunks ch;
     nbi_order_ctx(&x, a, b, self, radius, offsets);
+    memset(&ch, 0, sizeof ch);
+    x.unit = ch.unit;
+    x.base = ch.base;
+    x.end = ch.end;
     offsets[0] = 0;
     x.chunks = nbi_rows_chunks(ga, t);
     nbi_grid_cell_chunks(ga, x.chunks, x.unit);
