@@ -97,13 +97,15 @@ static void sorted_flow(const double *wall, int32_t nb, const nbGrid *gb, int32_
                         int32_t rows, int steps, double *worst)
 {
     const double h = 1.3 * DX, support = 2.0 * h, mass = RHO0 * DX * DX;
-    double *x = grow(NULL, nf), *x2 = grow(NULL, nf), *rho = grow(NULL, nf);
-    int32_t *id = malloc((size_t)nf * sizeof(int32_t)), *id2 = malloc((size_t)nf * sizeof(int32_t));
-    if (id == NULL || id2 == NULL) exit(1);
+    // Each array twice (double buffering): xs[c], ids[c] are the current ones.
+    double *xs[2] = {grow(NULL, nf), grow(NULL, nf)}, *rho = grow(NULL, nf);
+    int32_t *ids[2] = {malloc((size_t)nf * sizeof(int32_t)), malloc((size_t)nf * sizeof(int32_t))};
+    if (ids[0] == NULL || ids[1] == NULL) exit(1);
+    int c = 0;
     for (int32_t k = 0; k < nf; k++) { // the block as at the start
-        x[2 * k] = (k % cols + 0.5) * DX;
-        x[2 * k + 1] = (k / cols + 0.5) * DX;
-        id[k] = k;
+        xs[c][2 * k] = (k % cols + 0.5) * DX;
+        xs[c][2 * k + 1] = (k / cols + 0.5) * DX;
+        ids[c][k] = k;
     }
     nbGridDesc gd = {.dim = 2};
     nbGrid *gf = NULL;
@@ -114,8 +116,8 @@ static void sorted_flow(const double *wall, int32_t nb, const nbGrid *gb, int32_
     check(nb_neighbor_list_create(&ld, &fb), "list");
     *worst = 0.0;
     for (int s = 0; s < steps; s++) {
-        flow(x, nf, rows);
-        const nbPoints pts = {.data = x, .count = nf, .dim = 2};
+        flow(xs[c], nf, rows);
+        const nbPoints pts = {.data = xs[c], .count = nf, .dim = 2};
         check(nb_grid_build(gf, &pts, support), "fluid grid");
         check(nb_neighbor_list_build(ff, gf, support), "fluid rows");
         check(nb_neighbor_list_build_cross(fb, gf, gb, support), "wall rows");
@@ -123,14 +125,9 @@ static void sorted_flow(const double *wall, int32_t nb, const nbGrid *gb, int32_
         check(nb_neighbor_list_rows(ff, &rf), "rows");
         check(nb_neighbor_list_rows(fb, &rb), "rows");
         // Particle arrays into the grid's order (double-buffered): position p = particle p.
-        check(nb_gather(rf.order, nf, x, 0, x2, 0, 2 * sizeof(double)), "gather");
-        check(nb_gather(rf.order, nf, id, 0, id2, 0, sizeof(int32_t)), "gather");
-        double *tx = x;
-        x = x2;
-        x2 = tx;
-        int32_t *ti = id;
-        id = id2;
-        id2 = ti;
+        check(nb_gather(rf.order, nf, xs[c], 0, xs[!c], 0, 2 * sizeof(double)), "gather");
+        check(nb_gather(rf.order, nf, ids[c], 0, ids[!c], 0, sizeof(int32_t)), "gather");
+        c = !c;
         for (int32_t p = 0; p < nf; p++) { // each row read in memory order
             double sum = mass * wendland(0.0, h);
             for (int32_t t = rf.offsets[p]; t < rf.offsets[p + 1]; t++)
@@ -139,20 +136,21 @@ static void sorted_flow(const double *wall, int32_t nb, const nbGrid *gb, int32_
                 sum += mass * wendland(sqrt(rb.dist2[t]), h);
             rho[p] = sum;
         }
-        brute_force(x, nf, wall, nb, rho, h, mass, worst);
+        brute_force(xs[c], nf, wall, nb, rho, h, mass, worst);
     }
-    for (int32_t k = 0; k < nf; k++) id2[k] = 0; // the ids are still a permutation
-    for (int32_t k = 0; k < nf; k++) id2[id[k]]++;
+    int32_t *seen = ids[!c]; // the ids are still a permutation
+    for (int32_t k = 0; k < nf; k++) seen[k] = 0;
+    for (int32_t k = 0; k < nf; k++) seen[ids[c][k]]++;
     for (int32_t k = 0; k < nf; k++)
-        if (id2[k] != 1) *worst = 1.0;
+        if (seen[k] != 1) *worst = 1.0;
     nb_neighbor_list_destroy(ff);
     nb_neighbor_list_destroy(fb);
     nb_grid_destroy(gf);
-    free(x);
-    free(x2);
+    for (int k = 0; k < 2; k++) {
+        free(xs[k]);
+        free(ids[k]);
+    }
     free(rho);
-    free(id);
-    free(id2);
 }
 
 int main(int argc, char **argv)

@@ -527,24 +527,21 @@ static nbStatus nbi_grid_rows(const nbGrid *a, const nbGrid *b, bool self, doubl
     return NB_OK;
 }
 
+static nbStatus nbi_rows_api(const nbGrid *a, const nbGrid *b, bool self, bool cell, double radius,
+                             int32_t *offsets, int32_t *neighbors, int64_t capacity,
+                             int64_t *found);
+
 nbStatus nb_grid_neighbor_rows(const nbGrid *grid, double radius, int32_t *offsets,
                                int32_t *neighbors, int64_t capacity, int64_t *found)
 {
-    if (found != NULL) *found = 0;
-    if (grid == NULL || offsets == NULL || found == NULL || (neighbors == NULL && capacity > 0))
-        return NB_ERR_NULL_ARG;
-    return nbi_grid_rows(grid, grid, true, radius, offsets, neighbors, capacity, found);
+    return nbi_rows_api(grid, grid, true, false, radius, offsets, neighbors, capacity, found);
 }
 
 nbStatus nb_grid_cross_neighbor_rows(const nbGrid *a, const nbGrid *b, double radius,
                                      int32_t *offsets, int32_t *neighbors, int64_t capacity,
                                      int64_t *found)
 {
-    if (found != NULL) *found = 0;
-    if (a == NULL || b == NULL || offsets == NULL || found == NULL ||
-        (neighbors == NULL && capacity > 0))
-        return NB_ERR_NULL_ARG;
-    return nbi_grid_rows(a, b, false, radius, offsets, neighbors, capacity, found);
+    return nbi_rows_api(a, b, false, false, radius, offsets, neighbors, capacity, found);
 }
 
 // ---- rows in cell order ----
@@ -1058,24 +1055,30 @@ static nbStatus nbi_grid_order_rows(const nbGrid *a, const nbGrid *b, bool self,
     return entries > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
 }
 
+// The rows calls' common start: outputs zeroed, pointers checked, then rows by index or in
+// cell order.
+static nbStatus nbi_rows_api(const nbGrid *a, const nbGrid *b, bool self, bool cell, double radius,
+                             int32_t *offsets, int32_t *neighbors, int64_t capacity, int64_t *found)
+{
+    if (found != NULL) *found = 0;
+    if (a == NULL || b == NULL || offsets == NULL || found == NULL ||
+        (neighbors == NULL && capacity > 0))
+        return NB_ERR_NULL_ARG;
+    return cell ? nbi_grid_order_rows(a, b, self, radius, offsets, neighbors, capacity, found)
+                : nbi_grid_rows(a, b, self, radius, offsets, neighbors, capacity, found);
+}
+
 nbStatus nb_grid_neighbor_rows_cell_order(const nbGrid *grid, double radius, int32_t *offsets,
                                           int32_t *neighbors, int64_t capacity, int64_t *found)
 {
-    if (found != NULL) *found = 0;
-    if (grid == NULL || offsets == NULL || found == NULL || (neighbors == NULL && capacity > 0))
-        return NB_ERR_NULL_ARG;
-    return nbi_grid_order_rows(grid, grid, true, radius, offsets, neighbors, capacity, found);
+    return nbi_rows_api(grid, grid, true, true, radius, offsets, neighbors, capacity, found);
 }
 
 nbStatus nb_grid_cross_neighbor_rows_cell_order(const nbGrid *a, const nbGrid *b, double radius,
                                                 int32_t *offsets, int32_t *neighbors,
                                                 int64_t capacity, int64_t *found)
 {
-    if (found != NULL) *found = 0;
-    if (a == NULL || b == NULL || offsets == NULL || found == NULL ||
-        (neighbors == NULL && capacity > 0))
-        return NB_ERR_NULL_ARG;
-    return nbi_grid_order_rows(a, b, false, radius, offsets, neighbors, capacity, found);
+    return nbi_rows_api(a, b, false, true, radius, offsets, neighbors, capacity, found);
 }
 
 // ---- the list ----
