@@ -87,39 +87,57 @@ static void bench_rows(const char *set, const double *pts, int32_t n, int dim, d
     nbNeighborList *l = NULL;
     const nbNeighborListDesc ld = {0};
     check(nb_neighbor_list_create(&ld, &l), "list");
-    int64_t tp[NBB_MAX_RUNS], tr[NBB_MAX_RUNS], tl[NBB_MAX_RUNS], found = 0;
-    for (int k = -1; k < runs; k++) { // one warm-up round
-        int64_t t0 = now();
-        check(nb_grid_build(g, &p, r), "build");
-        check(nb_grid_pairs(g, r, pairs, npairs, &found), "pairs");
-        int64_t t1 = now();
-        check(nb_grid_build(g, &p, r), "build");
-        check(nb_grid_neighbor_rows(g, r, off, nb, 2 * npairs, &found), "rows");
-        int64_t t2 = now();
-        check(nb_grid_build(g, &p, r), "build");
-        check(nb_neighbor_list_build(l, g, r), "list");
-        int64_t t3 = now();
-        if (k >= 0) {
-            tp[k] = t1 - t0;
-            tr[k] = t2 - t1;
-            tl[k] = t3 - t2;
+    int32_t *coff = (int32_t *)malloc(((size_t)n + 1) * sizeof(int32_t));
+    int32_t *cnb = (int32_t *)malloc((size_t)(2 * npairs) * sizeof(int32_t));
+    nbNeighborList *lc = NULL;
+    const nbNeighborListDesc lcd = {.cell_order = true};
+    check(nb_neighbor_list_create(&lcd, &lc), "list");
+    // The forms, each a build and its call: pairs, rows, list, rows and list in cell order.
+    enum { PAIRS, ROWS, LIST, CROWS, CLIST, FORMS };
+    int64_t t[FORMS][NBB_MAX_RUNS], found = 0, cfound = 0;
+    for (int k = -1; k < runs; k++) {     // one warm-up round
+        for (int f = 0; f < FORMS; f++) { // every form in each round, on the same points
+            const int64_t t0 = now();
+            check(nb_grid_build(g, &p, r), "build");
+            switch (f) {
+            case PAIRS: check(nb_grid_pairs(g, r, pairs, npairs, &found), "pairs"); break;
+            case ROWS:
+                check(nb_grid_neighbor_rows(g, r, off, nb, 2 * npairs, &found), "rows");
+                break;
+            case LIST: check(nb_neighbor_list_build(l, g, r), "list"); break;
+            case CROWS:
+                check(nb_grid_neighbor_rows_cell_order(g, r, coff, cnb, 2 * npairs, &cfound),
+                      "cell");
+                break;
+            default: check(nb_neighbor_list_build(lc, g, r), "list"); break;
+            }
+            if (k >= 0) t[f][k] = now() - t0;
         }
     }
+    static const char *const op[FORMS] = {"build+pairs", "build+rows", "build+list",
+                                          "build+rows in cell order", "build+list in cell order"};
+    static const char *const ratio[FORMS] = {"", "rows/pairs", "list/pairs",
+                                             "cell-order rows/pairs", "cell-order list/pairs"};
     char extra[64];
     snprintf(extra, sizeof extra, "r=%g", r);
-    emit("rows", set, "build+pairs", n, runs, tp, npairs, extra);
-    emit("rows", set, "build+rows", n, runs, tr, found, extra);
-    emit("rows", set, "build+list", n, runs, tl, found, extra);
-    int64_t a, b, c, d, e, f;
-    nbb_stats(tp, runs, &a, &b);
-    nbb_stats(tr, runs, &c, &d);
-    nbb_stats(tl, runs, &e, &f);
-    printf("rows,%s,rows/pairs,%d,%d,%.2f,%.2f,,min and median ratios\n", set, n, runs,
-           (double)c / (double)a, (double)d / (double)b);
-    printf("rows,%s,list/pairs,%d,%d,%.2f,%.2f,,min and median ratios\n", set, n, runs,
-           (double)e / (double)a, (double)f / (double)b);
+    int64_t pmin, pmed;
+    nbb_stats(t[PAIRS], runs, &pmin, &pmed);
+    for (int f = 0; f < FORMS; f++)
+        emit("rows", set, op[f], n, runs, t[f],
+             f == PAIRS   ? npairs
+             : f >= CROWS ? cfound
+                          : found,
+             extra);
+    for (int f = ROWS; f < FORMS; f++) {
+        int64_t mn, md;
+        nbb_stats(t[f], runs, &mn, &md);
+        printf("rows,%s,%s,%d,%d,%.2f,%.2f,,min and median ratios\n", set, ratio[f], n, runs,
+               (double)mn / (double)pmin, (double)md / (double)pmed);
+    }
     nb_neighbor_list_destroy(l);
     nb_grid_destroy(g);
+    free(coff);
+    free(cnb);
     free(pairs);
     free(off);
     free(nb);

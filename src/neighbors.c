@@ -527,40 +527,570 @@ static nbStatus nbi_grid_rows(const nbGrid *a, const nbGrid *b, bool self, doubl
     return NB_OK;
 }
 
+static nbStatus nbi_rows_api(const nbGrid *a, const nbGrid *b, bool self, bool cell, double radius,
+                             int32_t *offsets, int32_t *neighbors, int64_t capacity,
+                             int64_t *found);
+
 nbStatus nb_grid_neighbor_rows(const nbGrid *grid, double radius, int32_t *offsets,
                                int32_t *neighbors, int64_t capacity, int64_t *found)
 {
-    if (found != NULL) *found = 0;
-    if (grid == NULL || offsets == NULL || found == NULL || (neighbors == NULL && capacity > 0))
-        return NB_ERR_NULL_ARG;
-    return nbi_grid_rows(grid, grid, true, radius, offsets, neighbors, capacity, found);
+    return nbi_rows_api(grid, grid, true, false, radius, offsets, neighbors, capacity, found);
 }
 
 nbStatus nb_grid_cross_neighbor_rows(const nbGrid *a, const nbGrid *b, double radius,
                                      int32_t *offsets, int32_t *neighbors, int64_t capacity,
                                      int64_t *found)
 {
+    return nbi_rows_api(a, b, false, false, radius, offsets, neighbors, capacity, found);
+}
+
+// ---- rows in cell order ----
+// Rows by position: row p lists the positions q of b within radius of position p of a,
+// ascending. Each of a's cells collects the runs of b's cells its points can reach (the box of
+// its points widened by the reach, as the cross walker takes it), sorted by their first position;
+// then each of its points scans those runs in memory order, so its row comes out ascending, is
+// written once, sequentially, after the last. No count, no scatter, no sort. A cell whose
+// stencil has more runs than a batch holds (a hashed layout's cells much smaller than the
+// radius) takes its points one at a time through every run, each row then sorted.
+enum { NBI_RUNS_MAX = 256 };
+
+typedef struct nbiRunList {
+    int32_t b0[NBI_RUNS_MAX], b1[NBI_RUNS_MAX];
+    int32_t n;
+    int64_t cand; // candidates in the runs
+    bool over;    // more runs than the batch holds
+} nbiRunList;
+
+static bool nbi_run_add(int32_t b0, int32_t b1, void *ctx)
+{
+    nbiRunList *l = (nbiRunList *)ctx;
+    if (l->n == NBI_RUNS_MAX) {
+        l->over = true;
+        return false;
+    }
+    l->b0[l->n] = b0;
+    l->b1[l->n] = b1;
+    l->n++;
+    l->cand += b1 - b0;
+    return true;
+}
+
+// Sorted by first position, touching runs joined (the runs of distinct cells never overlap).
+static void nbi_runs_sort(nbiRunList *l)
+{
+    for (int32_t t = 1; t < l->n; t++) {
+        const int32_t s0 = l->b0[t], s1 = l->b1[t];
+        int32_t u = t;
+        for (; u > 0 && l->b0[u - 1] > s0; u--) {
+            l->b0[u] = l->b0[u - 1];
+            l->b1[u] = l->b1[u - 1];
+        }
+        l->b0[u] = s0;
+        l->b1[u] = s1;
+    }
+    int32_t k = 0;
+    for (int32_t t = 1; t < l->n; t++) {
+        if (l->b0[t] == l->b1[k]) {
+            l->b1[k] = l->b1[t];
+        } else {
+            k++;
+            l->b0[k] = l->b0[t];
+            l->b1[k] = l->b1[t];
+        }
+    }
+    l->n = l->n > 0 ? k + 1 : 0;
+}
+
+typedef struct nbiOrderCtx {
+    const nbiView *a, *b;
+    double r2, reach;
+    bool self;        // a set against itself: p is not in its own row
+    bool wrap;        // the minimum image
+    bool flt;         // either side carries filter bits
+    int64_t rings;    // > 0: a set against itself in a dense view, this many rings of cells
+    int32_t *offsets; // a->n + 1: offsets[p + 1] = row p's end (written for every row)
+    int32_t *nb;      // entries while they fit `cap` (NULL: counted only)
+    double *d2;       // NULL, or the entries' squared distances
+    int64_t cap;
+    int32_t chunks;
+    int32_t *unit; // chunks + 1: chunk k is a's cells [unit[k], unit[k + 1])
+    int64_t *base; // chunks + 1: the chunks' first entries
+    int64_t *end;  // chunks: one past their last (a count pass: from 0), each its chunk's own
+} nbiOrderCtx;
+
+// The chunks' tables, apart from the context each chunk copies (and so reads only its own).
+typedef struct nbiOrderChunks {
+    int32_t unit[NBI_MAX_CHUNKS + 1];
+    int64_t base[NBI_MAX_CHUNKS + 1];
+    int64_t end[NBI_MAX_CHUNKS];
+} nbiOrderChunks;
+
+// Position p of a against positions [q0, q1) of b, scalar: the hits appended at m (stored
+// while below cap; branch-free when the whole run fits). Returns the new m.
+NBI_INLINE int64_t nbi_order_scan(const nbiOrderCtx *x, int32_t p, int32_t q0, int32_t q1,
+                                  int64_t m, int dim, bool wrap)
+{
+    const nbiView *a = x->a, *b = x->b;
+    const double *pa = a->pts + (size_t)p * (size_t)dim;
+    const uint32_t pc = a->cat != NULL ? a->cat[p] : 0xFFFFFFFFu;
+    const uint32_t pm = a->mask != NULL ? a->mask[p] : 0xFFFFFFFFu;
+    const bool fast = x->nb != NULL && m + (q1 - q0) <= x->cap && !x->flt;
+    for (int32_t q = q0; q < q1; q++) {
+        const double *pb = b->pts + (size_t)q * (size_t)dim;
+        const double e = wrap ? nbi_dist2_wrap(pa, pb, dim, a->wrap->kper) : nbi_dist2(pa, pb, dim);
+        int keep = (e <= x->r2) & !(x->self && q == p);
+        if (fast) {
+            x->nb[m] = q;
+            if (x->d2 != NULL) x->d2[m] = e;
+            m += keep;
+            continue;
+        }
+        if (x->flt && keep)
+            keep = nbi_filter_match(pc, pm, b->cat != NULL ? b->cat[q] : 0xFFFFFFFFu,
+                                    b->mask != NULL ? b->mask[q] : 0xFFFFFFFFu);
+        if (!keep) continue;
+        if (x->nb != NULL && m < x->cap) {
+            x->nb[m] = q;
+            if (x->d2 != NULL) x->d2[m] = e;
+        }
+        m++;
+    }
+    return m;
+}
+
+#if defined(NBI_AVX512)
+// A cell's candidates gathered once for all its points: the coordinates of the runs' points
+// axis by axis (x, y, z: `len` each, padded with NaN to a multiple of 8, which fails every test)
+// and their positions, in the runs' order. A cell of 4 points pays a quarter of a copy per
+// candidate where each point would otherwise split interleaved coordinates itself.
+enum { NBI_SOA_MAX = 1024 };
+
+typedef struct nbiSoa {
+    double c[3][NBI_SOA_MAX] __attribute__((aligned(64)));
+    int32_t pos[NBI_SOA_MAX] __attribute__((aligned(64)));
+    int32_t len; // padded
+} nbiSoa;
+
+// The runs l (at most NBI_SOA_MAX - 8 candidates) into s.
+NBI_TARGET_AVX512 static void nbi_soa_gather(const double *pts, const nbiRunList *l, int dim,
+                                             nbiSoa *s)
+{
+    const __m256i iota = _mm256_set_epi32(7, 6, 5, 4, 3, 2, 1, 0);
+    int32_t t = 0;
+    for (int32_t r = 0; r < l->n; r++) {
+        const int32_t q1 = l->b1[r];
+        for (int32_t q = l->b0[r]; q < q1; q += 8) {
+            const int32_t left = q1 - q, take = left >= 8 ? 8 : left;
+            const double *at = pts + (size_t)q * (size_t)dim;
+            const int32_t nd = take * dim; // doubles to read
+            const __mmask8 m0 = (__mmask8)(nd >= 8 ? 0xFF : (1u << nd) - 1);
+            const __mmask8 m1 = (__mmask8)(nd >= 16 ? 0xFF : nd <= 8 ? 0 : (1u << (nd - 8)) - 1);
+            const __mmask8 m2 = (__mmask8)(nd >= 24 ? 0xFF : nd <= 16 ? 0 : (1u << (nd - 16)) - 1);
+            __m512d v[3];
+            nbi_split8(dim, _mm512_maskz_loadu_pd(m0, at), _mm512_maskz_loadu_pd(m1, at + 8),
+                       dim == 3 ? _mm512_maskz_loadu_pd(m2, at + 16) : _mm512_setzero_pd(), v);
+            for (int d = 0; d < dim; d++) _mm512_storeu_pd(s->c[d] + t, v[d]);
+            _mm256_storeu_si256((__m256i *)(void *)(s->pos + t),
+                                _mm256_add_epi32(_mm256_set1_epi32(q), iota));
+            t += take;
+        }
+    }
+    const __m512d nan = _mm512_set1_pd((double)NAN);
+    for (int d = 0; d < dim; d++) _mm512_storeu_pd(s->c[d] + t, nan);
+    s->len = (t + 7) & ~7;
+}
+
+// Position p against the gathered candidates s (t_self: p's own slot there, or -1), its hits
+// compressed in registers and stored eight lanes wide at m (the caller has room for the
+// candidates and 8 more), the lanes past them rewritten by the next step; without `store`,
+// only counted. Each distance is computed as nbi_dist2 (nbi_dist2_wrap) does: the same answers.
+NBI_TARGET_AVX512 static inline int64_t nbi_order_soa8_k(const nbiOrderCtx *x, const nbiSoa *s,
+                                                         int32_t p, int32_t t_self, int64_t m,
+                                                         int dim, bool wrap, bool store, bool dist)
+{
+    const double *pa = x->a->pts + (size_t)p * (size_t)dim;
+    const __m512d c0 = _mm512_set1_pd(pa[0]), c1 = _mm512_set1_pd(pa[1]),
+                  c2 = _mm512_set1_pd(dim == 3 ? pa[2] : 0.0);
+    const double *kper = wrap ? x->a->wrap->kper : NULL;
+    const __m512d per0 = _mm512_set1_pd(wrap ? kper[0] : 0.0),
+                  per1 = _mm512_set1_pd(wrap ? kper[1] : 0.0),
+                  per2 = _mm512_set1_pd(wrap ? kper[2] : 0.0);
+    const __m512d vr2 = _mm512_set1_pd(x->r2);
+    int32_t *nb = x->nb;
+    double *d2 = x->d2;
+    for (int32_t t = 0; t < s->len; t += 8) {
+        __m512d dx = _mm512_sub_pd(c0, _mm512_load_pd(s->c[0] + t));
+        __m512d dy = _mm512_sub_pd(c1, _mm512_load_pd(s->c[1] + t));
+        __m512d dz = dim == 3 ? _mm512_sub_pd(c2, _mm512_load_pd(s->c[2] + t)) : dx;
+        if (wrap) {
+            __m512d u = _mm512_abs_pd(dx);
+            dx = _mm512_min_pd(_mm512_sub_pd(per0, u), u);
+            u = _mm512_abs_pd(dy);
+            dy = _mm512_min_pd(_mm512_sub_pd(per1, u), u);
+            if (dim == 3) {
+                u = _mm512_abs_pd(dz);
+                dz = _mm512_min_pd(_mm512_sub_pd(per2, u), u);
+            }
+        }
+        __m512d e = _mm512_add_pd(_mm512_mul_pd(dx, dx), _mm512_mul_pd(dy, dy));
+        if (dim == 3) e = _mm512_add_pd(e, _mm512_mul_pd(dz, dz));
+        __mmask8 hit = _mm512_cmp_pd_mask(e, vr2, _CMP_LE_OQ);
+        if ((uint32_t)(t_self - t) < 8u) hit &= (__mmask8) ~(1u << (t_self - t));
+        const __m256i pos = _mm256_load_si256((const __m256i *)(const void *)(s->pos + t));
+        if (store)
+            _mm256_storeu_si256((__m256i *)(void *)(nb + m), _mm256_maskz_compress_epi32(hit, pos));
+        if (dist) _mm512_storeu_pd(d2 + m, _mm512_maskz_compress_pd(hit, e));
+        m += _mm_popcnt_u32(hit);
+    }
+    return m;
+}
+
+// nbi_order_soa8_k with or without the entries and distances, for a dimension.
+#define NBI_SOA8_DIM(name, dim)                                                                    \
+    NBI_TARGET_AVX512 static int64_t name(const nbiOrderCtx *x, const nbiSoa *s, int32_t p,        \
+                                          int32_t t_self, int64_t m, bool wrap)                    \
+    {                                                                                              \
+        const bool w = wrap, st = x->nb != NULL, d = x->d2 != NULL;                                \
+        if (!st) return nbi_order_soa8_k(x, s, p, t_self, m, dim, w, false, false);                \
+        if (w) return nbi_order_soa8_k(x, s, p, t_self, m, dim, true, true, d);                    \
+        if (d) return nbi_order_soa8_k(x, s, p, t_self, m, dim, false, true, true);                \
+        return nbi_order_soa8_k(x, s, p, t_self, m, dim, false, true, false);                      \
+    }
+NBI_SOA8_DIM(nbi_order_soa8_2d, 2)
+NBI_SOA8_DIM(nbi_order_soa8_3d, 3)
+#undef NBI_SOA8_DIM
+#endif
+
+// The rows of position p: through the runs l (which are sorted), or, when l overflowed, through
+// every run of the cell's stencil (box: the argument for nbi_order_runs), then sorted.
+typedef struct nbiOrderRow {
+    const nbiOrderCtx *x;
+    int32_t p;
+    int64_t m;
+    int dim;
+} nbiOrderRow;
+
+static bool nbi_order_row_run(int32_t b0, int32_t b1, void *ctx)
+{
+    nbiOrderRow *r = (nbiOrderRow *)ctx;
+    r->m = nbi_order_scan(r->x, r->p, b0, b1, r->m, r->dim, r->x->wrap);
+    return true;
+}
+
+// The stencil of a's cell holding [a0, a1): lo, hi its points' box widened by the reach; the
+// runs of b's cells there handed to fn. False when nothing of b is near.
+typedef struct nbiStencil {
+    int64_t cl[3], ch[3];
+    nbiCellRange wr[3];
+} nbiStencil;
+
+static bool nbi_order_stencil(const nbiOrderCtx *x, int32_t a0, int32_t a1, nbiStencil *s)
+{
+    const nbiView *a = x->a, *b = x->b;
+    const int dim = a->dim;
+    double lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
+    for (int d = 0; d < dim; d++) lo[d] = hi[d] = a->pts[(size_t)a0 * (size_t)dim + d];
+    for (int32_t p = a0 + 1; p < a1; p++)
+        for (int d = 0; d < dim; d++) {
+            const double q = a->pts[(size_t)p * (size_t)dim + d];
+            lo[d] = q < lo[d] ? q : lo[d];
+            hi[d] = q > hi[d] ? q : hi[d];
+        }
+    for (int d = 0; d < dim; d++) {
+        lo[d] -= x->reach;
+        hi[d] += x->reach;
+    }
+    if (!x->wrap) return nbi_view_cell_box(b, lo, hi, s->cl, s->ch);
+    bool any = true;
+    for (int d = 0; d < 3; d++) {
+        s->wr[d] = nbi_wrap_cover(b, d, lo[d], hi[d]);
+        any &= s->wr[d].n > 0;
+    }
+    return any;
+}
+
+static void nbi_order_runs(const nbiOrderCtx *x, const nbiStencil *s, nbiRunFn *fn, void *ctx)
+{
+    if (x->wrap)
+        nbi_wrap_box_runs(x->b, s->wr, fn, ctx);
+    else
+        nbi_view_box_runs(x->b, s->cl, s->ch, fn, ctx);
+}
+
+// A dense view's stencil (x->rings rings, clipped to the box) of the cell at (cx, cy, cz): one
+// run a row of cells, in ascending rows, so in memory order.
+static void nbi_dense_runs(const nbiOrderCtx *x, const int64_t cc[3], nbiRunList *l)
+{
+    const nbiView *v = x->b;
+    const int64_t k = x->rings;
+    int64_t lo[3], hi[3];
+    for (int d = 0; d < 3; d++) {
+        const int64_t kd = d < v->dim ? k : 0;
+        lo[d] = cc[d] - kd > 0 ? cc[d] - kd : 0;
+        hi[d] = cc[d] + kd < v->ext[d] - 1 ? cc[d] + kd : v->ext[d] - 1;
+    }
+    l->n = 0;
+    l->cand = 0;
+    l->over = false;
+    for (int64_t z = lo[2]; z <= hi[2]; z++)
+        for (int64_t y = lo[1]; y <= hi[1]; y++) {
+            const int64_t row = (y + z * v->ext[1]) * v->ext[0];
+            const int32_t b0 = v->start[row + lo[0]], b1 = v->start[row + hi[0] + 1];
+            if (b0 == b1) continue;
+            if (l->n > 0 && l->b1[l->n - 1] == b0)
+                l->b1[l->n - 1] = b1;
+            else {
+                l->b0[l->n] = b0;
+                l->b1[l->n] = b1;
+                l->n++;
+            }
+            l->cand += b1 - b0;
+        }
+}
+
+// The next cell's coordinates in a dense box, x fastest.
+static inline void nbi_cell_step(int64_t cc[3], int64_t e0, int64_t e1)
+{
+    if (++cc[0] < e0) return;
+    cc[0] = 0;
+    if (++cc[1] < e1) return;
+    cc[1] = 0;
+    ++cc[2];
+}
+
+// a's cells [c0, c1), their entries from m on: returns the end.
+NBI_INLINE int64_t nbi_order_cells(const nbiOrderCtx *x, int32_t c0, int32_t c1, int64_t m, int dim,
+                                   bool wrap)
+{
+    const nbiView *a = x->a;
+    const bool wide = nbi_sort_wide();
+    nbiRunList l;
+#if defined(NBI_AVX512)
+    nbiSoa soa;
+#endif
+    const int64_t e0 = a->ext[0], e1 = a->ext[1];
+    int64_t cc[3] = {c0 % e0, (c0 / e0) % e1, c0 / (e0 * e1)}; // a dense view's cell c
+    for (int32_t c = c0; c < c1; c++, nbi_cell_step(cc, e0, e1)) {
+        const int32_t a0 = a->start[c], a1 = nbi_view_end(a, c);
+        if (a0 == a1) continue;
+        nbiStencil s;
+        if (x->rings > 0) {
+            nbi_dense_runs(x, cc, &l);
+        } else {
+            l.n = 0;
+            l.cand = 0;
+            l.over = false;
+            if (nbi_order_stencil(x, a0, a1, &s)) nbi_order_runs(x, &s, nbi_run_add, &l);
+            if (!l.over) nbi_runs_sort(&l);
+        }
+#if defined(NBI_AVX512)
+        // The gathered kernel: p's own slot is its offset in the runs before a0's run.
+        const bool gathered =
+            wide && !l.over && !x->flt && l.cand <= NBI_SOA_MAX - 8 &&
+            (x->nb == NULL || m + (a1 - a0) * (l.cand + 8) <= x->cap); // (nb NULL: a count)
+        int32_t own = -1;
+        if (gathered) {
+            nbi_soa_gather(x->b->pts, &l, dim, &soa);
+            if (x->self)
+                for (int32_t r = 0, t = 0; r < l.n; t += l.b1[r] - l.b0[r], r++)
+                    if (a0 >= l.b0[r] && a0 < l.b1[r]) own = t + (a0 - l.b0[r]);
+        }
+#endif
+        for (int32_t p = a0; p < a1; p++) {
+            const int64_t m0 = m;
+            if (l.over) { // every run, in the walk's order, then the row sorted
+                nbiOrderRow r = {x, p, m, dim};
+                nbi_order_runs(x, &s, nbi_order_row_run, &r);
+                m = r.m;
+                if (x->nb != NULL && m <= x->cap && m > m0) {
+                    nbi_sort_row_any(x->nb + m0, (int32_t)(m - m0), wide);
+                    const double *pa = a->pts + (size_t)p * (size_t)dim;
+                    for (int64_t t = m0; t < m && x->d2 != NULL; t++) {
+                        const double *pb = x->b->pts + (size_t)x->nb[t] * (size_t)dim;
+                        x->d2[t] = wrap ? nbi_dist2_wrap(pa, pb, dim, a->wrap->kper)
+                                        : nbi_dist2(pa, pb, dim);
+                    }
+                }
+            }
+#if defined(NBI_AVX512)
+            else if (gathered)
+                m = (dim == 2 ? nbi_order_soa8_2d : nbi_order_soa8_3d)(
+                    x, &soa, p, own < 0 ? -1 : own + (p - a0), m, wrap);
+#endif
+            else
+                for (int32_t r = 0; r < l.n; r++)
+                    m = nbi_order_scan(x, p, l.b0[r], l.b1[r], m, dim, wrap);
+            x->offsets[p + 1] = (int32_t)(m < INT32_MAX ? m : INT32_MAX);
+        }
+    }
+    return m;
+}
+
+// Chunk k's cells from its base (a count pass, nb NULL: from 0) to end[k]. A chunk of a fill
+// with several writes nothing at or past the next chunk's base, which that chunk may have
+// written already: its cap is that base (the wide kernels store past a row's end only below
+// the cap).
+static void nbi_order_task(int32_t k0, int32_t k1, int32_t worker, void *ctx)
+{
+    (void)worker;
+    nbiOrderCtx *x = (nbiOrderCtx *)ctx;
+    const int dim = x->a->dim;
+    for (int32_t k = k0; k < k1; k++) {
+        nbiOrderCtx y = *x;
+        if (x->chunks > 1 && x->nb != NULL) y.cap = x->base[k + 1];
+        const int32_t c0 = x->unit[k], c1 = x->unit[k + 1];
+        const int64_t m0 = x->nb != NULL ? x->base[k] : 0;
+        int64_t m;
+        if (dim == 2)
+            m = x->wrap ? nbi_order_cells(&y, c0, c1, m0, 2, true)
+                        : nbi_order_cells(&y, c0, c1, m0, 2, false);
+        else
+            m = x->wrap ? nbi_order_cells(&y, c0, c1, m0, 3, true)
+                        : nbi_order_cells(&y, c0, c1, m0, 3, false);
+        x->end[k] = m;
+    }
+}
+
+// The statuses nb_grid_pairs (a set against itself) or nb_grid_cross_pairs gives for radius:
+// the walkers' guards, over no cells.
+static nbStatus nbi_order_guard(const nbiView *a, const nbiView *b, bool self, double radius)
+{
+    nbiPairSink s;
+    nbi_pair_sink_block(&s, NULL, NULL);
+    return self ? nbi_walk_pairs(a, radius, 0, 0, &s)
+                : nbi_walk_cross_range(a, b, radius, 0, 0, &s);
+}
+
+static void nbi_order_ctx(nbiOrderCtx *x, const nbiView *a, const nbiView *b, bool self,
+                          double radius, int32_t *offsets)
+{
+    memset(x, 0, sizeof *x);
+    x->a = a;
+    x->b = b;
+    x->r2 = radius * radius;
+    x->reach = nbi_reach(radius);
+    x->self = self;
+    x->wrap = a->wrap != NULL;
+    x->flt = a->cat != NULL || b->cat != NULL;
+    x->offsets = offsets;
+    // A dense view against itself: the fixed stencil of rings, as the all-pairs walker takes it
+    // (at most as many rows of cells as a batch of runs holds).
+    const double rings = nbi_rings(x->reach, a->cm.cell, a->max_abs);
+    const double rows = a->dim == 3 ? (2.0 * rings + 1.0) * (2.0 * rings + 1.0) : 2.0 * rings + 1.0;
+    if (self && a == b && !x->wrap && a->table == NULL && a->occ == NULL && a->end == NULL &&
+        rows <= NBI_RUNS_MAX)
+        x->rings = rings >= 1.0 ? (int64_t)rings : 1;
+}
+
+// More than INT32_MAX entries: NB_ERR_OUT_OF_RANGE, offsets zeroed.
+static nbStatus nbi_order_done(int32_t *offsets, int32_t n, int64_t *entries)
+{
+    if (*entries <= INT32_MAX) return NB_OK;
+    memset(offsets, 0, ((size_t)n + 1) * sizeof(int32_t));
+    *entries = 0;
+    return NB_ERR_OUT_OF_RANGE;
+}
+
+// The rows by position of a against b into offsets (a->n + 1, always written) and nb (up to
+// cap entries; d2 beside them when not NULL); *entries = their number, which may exceed cap.
+// On `chunks` chunks of a's cells (scheduler t): a count pass first, then the fill at each
+// chunk's base. The caller has checked the arguments and run the guard.
+static nbStatus nbi_order_rows(const nbGrid *ga, const nbiView *a, const nbiView *b, bool self,
+                               double radius, const nbTasks *t, int32_t *offsets, int32_t *nb,
+                               double *d2, int64_t cap, int64_t *entries)
+{
+    nbiOrderCtx x;
+    nbiOrderChunks ch;
+    nbi_order_ctx(&x, a, b, self, radius, offsets);
+    memset(&ch, 0, sizeof ch);
+    x.unit = ch.unit;
+    x.base = ch.base;
+    x.end = ch.end;
+    offsets[0] = 0;
+    x.chunks = nbi_rows_chunks(ga, t);
+    nbi_grid_cell_chunks(ga, x.chunks, x.unit);
+    if (a->n == 0 || b->n == 0) {
+        memset(offsets, 0, ((size_t)a->n + 1) * sizeof(int32_t));
+        *entries = 0;
+        return NB_OK;
+    }
+    if (x.chunks > 1) { // the chunks' totals, so that each knows where its entries go
+        nbi_tasks_run(t, nbi_order_task, x.chunks, &x);
+        for (int32_t k = 0; k < x.chunks; k++) x.base[k + 1] = x.base[k] + x.end[k];
+        *entries = x.base[x.chunks];
+        if (*entries > cap || nb == NULL || *entries > INT32_MAX) { // offsets from the counts
+            for (int32_t k = 1; k < x.chunks; k++)
+                for (int32_t p = a->start[x.unit[k]]; p < a->start[x.unit[k + 1]]; p++)
+                    offsets[p + 1] = (int32_t)(offsets[p + 1] + x.base[k] < INT32_MAX
+                                                   ? offsets[p + 1] + x.base[k]
+                                                   : INT32_MAX);
+            return nbi_order_done(offsets, a->n, entries);
+        }
+    }
+    x.nb = nb;
+    x.d2 = d2;
+    x.cap = cap;
+    nbi_tasks_run(t, nbi_order_task, x.chunks, &x);
+    *entries = x.chunks > 1 ? x.base[x.chunks] : x.end[0];
+    return nbi_order_done(offsets, a->n, entries);
+}
+
+// Rows in cell order of a against b (a == b && self: a set against itself), into the caller's
+// buffers.
+static nbStatus nbi_grid_order_rows(const nbGrid *a, const nbGrid *b, bool self, double radius,
+                                    int32_t *offsets, int32_t *neighbors, int64_t capacity,
+                                    int64_t *found)
+{
+    nbStatus st = nbi_rows_check(a, b, radius, capacity);
+    if (st == NB_OK) st = nbi_order_guard(&a->view, &b->view, self, radius);
+    if (st != NB_OK) {
+        memset(offsets, 0, ((size_t)a->n + 1) * sizeof(int32_t));
+        return st;
+    }
+    int64_t entries = 0;
+    st = nbi_order_rows(a, &a->view, &b->view, self, radius, &a->tasks, offsets, neighbors, NULL,
+                        capacity, &entries);
+    if (st != NB_OK) return st;
+    *found = entries;
+    return entries > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
+}
+
+// The rows calls' common start: outputs zeroed, pointers checked, then rows by index or in
+// cell order.
+static nbStatus nbi_rows_api(const nbGrid *a, const nbGrid *b, bool self, bool cell, double radius,
+                             int32_t *offsets, int32_t *neighbors, int64_t capacity, int64_t *found)
+{
     if (found != NULL) *found = 0;
     if (a == NULL || b == NULL || offsets == NULL || found == NULL ||
         (neighbors == NULL && capacity > 0))
         return NB_ERR_NULL_ARG;
-    return nbi_grid_rows(a, b, false, radius, offsets, neighbors, capacity, found);
+    return cell ? nbi_grid_order_rows(a, b, self, radius, offsets, neighbors, capacity, found)
+                : nbi_grid_rows(a, b, self, radius, offsets, neighbors, capacity, found);
+}
+
+nbStatus nb_grid_neighbor_rows_cell_order(const nbGrid *grid, double radius, int32_t *offsets,
+                                          int32_t *neighbors, int64_t capacity, int64_t *found)
+{
+    return nbi_rows_api(grid, grid, true, true, radius, offsets, neighbors, capacity, found);
+}
+
+nbStatus nb_grid_cross_neighbor_rows_cell_order(const nbGrid *a, const nbGrid *b, double radius,
+                                                int32_t *offsets, int32_t *neighbors,
+                                                int64_t capacity, int64_t *found)
+{
+    return nbi_rows_api(a, b, false, true, radius, offsets, neighbors, capacity, found);
 }
 
 // ---- the list ----
 
-// The list works by position: the walkers see views whose indices are the positions
-// themselves (iota), so a row's counter, cursor and entries lie near the rows of the points
-// near it in cell order, not scattered over the whole index range. A set against itself,
-// serially, is one half walk (nbi_list_self_count); otherwise one cross walk appends the rows,
-// or two count and fill them. The rows by position (spare and tq) are then placed by index:
-// row p goes to row idx[p], its entries mapped to indices and sorted in registers (with
-// distances, as keys index << 32 | position, the distances computed from the positions after
-// the sort).
+// The list works by position: the rows in cell order (nbi_order_rows) go to its scratch (spare
+// and tq), and are either the rows themselves (cell_order: swapped in) or placed by index: row
+// p goes to row idx[p], its entries mapped to indices and sorted in registers (with distances,
+// as keys index << 32 | position, the distances computed from the positions after the sort).
 //
 // Invariants: offsets holds rows + 1 entries (0 rows: offsets may be empty, then read as {0}),
-// offsets[rows] == entries, nb (and with distances d2) hold `entries`; spare, tq, pairs and the
-// valid prefix of iota are scratch.
+// offsets[rows] == entries, nb (and with distances d2) hold `entries`; spare, tq and td2 are
+// scratch.
 struct nbNeighborList {
     nbAllocator alloc;
     nbTasks tasks;
@@ -571,9 +1101,14 @@ struct nbNeighborList {
     nbiBuf spare;   // int32_t
     nbiBuf nb;      // int32_t, entries
     nbiBuf d2;      // double, entries
-    nbiBuf iota;    // int32_t: 0, 1, 2, ... (the walkers then report positions)
     nbiBuf tq;      // int32_t, entries: the rows by position, of positions
-    nbiBuf pairs;   // nbPair: a set against itself, the half walk's pairs (positions)
+    // Rows in cell order (cell_order): the rows are by position, order (a's, rows entries) and
+    // border (b's, when the last build was of two grids) map positions to the caller's points;
+    // td2 is the distances' scratch.
+    bool cell_order, two_orders;
+    nbiBuf order;  // int32_t
+    nbiBuf border; // int32_t
+    nbiBuf td2;    // double
 };
 
 // What an empty list's rows point at (offsets {0}, no entries): never NULL.
@@ -583,7 +1118,7 @@ static const double nbi_zero_dist2 = 0.0;
 // *rows from a list's (or Verlet list's) storage; `owner` is the list, checked for NULL.
 static nbStatus nbi_rows_view(const void *owner, nbNeighborRows *rows, int32_t n, int64_t entries,
                               const nbiBuf *offsets, const nbiBuf *nb, const nbiBuf *d2,
-                              bool distances)
+                              bool distances, const int32_t *order, const int32_t *border)
 {
     if (rows != NULL) memset(rows, 0, sizeof *rows);
     if (owner == NULL || rows == NULL) return NB_ERR_NULL_ARG;
@@ -592,6 +1127,8 @@ static nbStatus nbi_rows_view(const void *owner, nbNeighborRows *rows, int32_t n
     rows->offsets = offsets->ptr != NULL ? (const int32_t *)offsets->ptr : &nbi_zero_offset;
     rows->neighbors = nb->ptr != NULL ? (const int32_t *)nb->ptr : &nbi_zero_offset;
     rows->dist2 = !distances ? NULL : d2->ptr != NULL ? (const double *)d2->ptr : &nbi_zero_dist2;
+    rows->order = order;
+    rows->neighbor_order = border;
     return NB_OK;
 }
 
@@ -624,6 +1161,7 @@ nbStatus nb_neighbor_list_create(const nbNeighborListDesc *desc, nbNeighborList 
     l->alloc = a;
     if (desc->tasks != NULL) l->tasks = *desc->tasks;
     l->distances = desc->distances;
+    l->cell_order = desc->cell_order;
     if (desc->capacity_hint > 0) {
         nbiBuf nb, d2 = l->d2;
         const size_t need = (size_t)desc->capacity_hint;
@@ -648,9 +1186,10 @@ void nb_neighbor_list_destroy(nbNeighborList *list)
     nbi_free(&a, list->spare.ptr, list->spare.cap, sizeof(int32_t));
     nbi_free(&a, list->nb.ptr, list->nb.cap, sizeof(int32_t));
     nbi_free(&a, list->d2.ptr, list->d2.cap, sizeof(double));
-    nbi_free(&a, list->iota.ptr, list->iota.cap, sizeof(int32_t));
     nbi_free(&a, list->tq.ptr, list->tq.cap, sizeof(int32_t));
-    nbi_free(&a, list->pairs.ptr, list->pairs.cap, sizeof(nbPair));
+    nbi_free(&a, list->order.ptr, list->order.cap, sizeof(int32_t));
+    nbi_free(&a, list->border.ptr, list->border.cap, sizeof(int32_t));
+    nbi_free(&a, list->td2.ptr, list->td2.cap, sizeof(double));
     nbi_free(&a, list, 1, sizeof(nbNeighborList));
 }
 
@@ -710,153 +1249,42 @@ static void nbi_place_task(int32_t k0, int32_t k1, int32_t worker, void *ctx)
     }
 }
 
-// The view v reporting positions: its indices replaced by iota.
-static nbiView nbi_positions_view(const nbiView *v, const int32_t *iota)
+// The rows by position of a against b (nbi_order_rows) into the list's scratch: spare (the
+// offsets), tq (the entries) and, with `dist`, td2; the scratch grown, and the walk run again,
+// when the entries outgrew it. *entries = their number.
+static nbStatus nbi_list_walk(nbNeighborList *l, const nbGrid *a, const nbGrid *b, bool self,
+                              double radius, bool dist, int64_t *entries)
 {
-    nbiView w = *v;
-    w.idx = iota;
-    return w;
-}
-
-// One walk of the cross walker, its rows appended in position order: the walker reports each
-// point's pairs together, points in ascending position, as long as a cell's candidates fit one
-// batch of spans (every default-sized cell); a pair for an earlier point than the last marks
-// the walk `broken` (the caller counts and fills instead). Entries past `cap` are counted only.
-typedef struct nbiAppend {
-    int32_t *end; // end[p]: one past row p's last entry
-    int32_t *tq;
-    int64_t cap, m;
-    int32_t cur; // the open row (-1: none yet)
-    bool self, broken;
-} nbiAppend;
-
-static void nbi_append_block(const nbPair *w, int64_t m, void *user)
-{
-    nbiAppend *x = (nbiAppend *)user;
-    for (int64_t t = 0; t < m && !x->broken; t++) {
-        const int32_t p = w[t].i, q = w[t].j;
-        if (p != x->cur) {
-            if (p < x->cur) {
-                x->broken = true;
-                return;
-            }
-            for (int32_t r = x->cur < 0 ? 0 : x->cur; r < p; r++) x->end[r] = (int32_t)x->m;
-            x->cur = p;
-        }
-        if (x->self && p == q) continue;
-        if (x->m < x->cap) x->tq[x->m] = q;
-        x->m++;
-    }
-}
-
-// The rows by position into spare (n + 1) and tq in one walk, tq grown to fit (a second walk
-// the first time). *done = false when the walk could not append (broken, or over INT32_MAX
-// entries): count and fill instead.
-static nbStatus nbi_list_append(nbNeighborList *l, const nbiView *va, const nbiView *vb,
-                                double radius, bool self, int64_t *entries, bool *done)
-{
-    *done = false;
-    const int32_t n = va->n;
+    *entries = 0;
+    nbStatus st = nbi_rows_check(a, b, radius, 0);
+    if (st == NB_OK) st = nbi_order_guard(&a->view, &b->view, self, radius);
+    if (st != NB_OK) return st;
+    const nbAllocator *al = &l->alloc;
+    nbiBuf spare = l->spare;
+    if (!nbi_buf_prepare(al, &l->spare, &spare, (size_t)a->n + 1, sizeof(int32_t)))
+        return NB_ERR_OUT_OF_MEMORY;
+    nbi_buf_commit(al, &l->spare, &spare, sizeof(int32_t)); // scratch
     for (int round = 0; round < 2; round++) {
-        nbiAppend x = {(int32_t *)l->spare.ptr + 1,
-                       (int32_t *)l->tq.ptr,
-                       (int64_t)l->tq.cap,
-                       0,
-                       -1,
-                       self,
-                       false};
-        nbiPairSink s;
-        nbi_pair_sink_block(&s, nbi_append_block, &x);
-        const nbStatus st = nbi_walk_cross_range(va, vb, radius, 0, va->ncells, &s);
-        if (st != NB_OK) return st;
-        if (x.broken || x.m > INT32_MAX) return NB_OK;
-        for (int32_t r = x.cur < 0 ? 0 : x.cur; r < n; r++) x.end[r] = (int32_t)x.m;
-        ((int32_t *)l->spare.ptr)[0] = 0;
-        if (x.m <= x.cap) {
-            *entries = x.m;
-            *done = true;
-            return NB_OK;
-        }
-        nbiBuf tq = l->tq;
-        if (!nbi_entries_prepare(&l->alloc, &l->tq, &tq, (size_t)x.m, sizeof(int32_t)))
+        const int64_t cap =
+            dist && l->td2.cap < l->tq.cap ? (int64_t)l->td2.cap : (int64_t)l->tq.cap;
+        st = nbi_order_rows(a, &a->view, &b->view, self, radius, &l->tasks, (int32_t *)l->spare.ptr,
+                            (int32_t *)l->tq.ptr, dist ? (double *)l->td2.ptr : NULL, cap, entries);
+        if (st != NB_OK || *entries <= cap) return st;
+        // Room for the entries and the wide kernel's last stores past them.
+        const size_t need = (size_t)*entries + 8;
+        nbiBuf tq = l->tq, td2 = l->td2;
+        bool ok = nbi_entries_prepare(al, &l->tq, &tq, need, sizeof(int32_t));
+        ok = ok && (!dist || nbi_entries_prepare(al, &l->td2, &td2, need, sizeof(double)));
+        if (!ok) {
+            nbi_buf_abandon(al, &l->tq, &tq, sizeof(int32_t));
+            nbi_buf_abandon(al, &l->td2, &td2, sizeof(double));
             return NB_ERR_OUT_OF_MEMORY;
-        nbi_buf_commit(&l->alloc, &l->tq, &tq, sizeof(int32_t)); // scratch
+        }
+        nbi_buf_commit(al, &l->tq, &tq, sizeof(int32_t)); // scratch
+        nbi_buf_commit(al, &l->td2, &td2, sizeof(double));
     }
     NB_ASSERT(!"the second walk did not fit");
     return NB_ERR_INTERNAL;
-}
-
-// A set against itself, serially: the half walk meets each unordered pair once, as (p, q) of
-// positions, p < q. A block at a time, while the block is in the first-level cache, both rows'
-// counters are bumped (spare, by position, each near the pair's first point in cell order) and
-// the pairs kept in the pair scratch for the fill (nbi_list_self_fill). Half the distance tests
-// of the cross walk, and nothing read back from memory until the fill.
-typedef struct nbiSelfCount {
-    int32_t *cnt; // spare + 1
-    nbPair *keep;
-    int64_t cap, m;
-} nbiSelfCount;
-
-static void nbi_self_count_block(const nbPair *w, int64_t m, void *user)
-{
-    nbiSelfCount *x = (nbiSelfCount *)user;
-    for (int64_t t = 0; t < m; t++) {
-        x->cnt[w[t].i]++;
-        x->cnt[w[t].j]++;
-    }
-    if (m > 0 && x->m + m <= x->cap) memcpy(x->keep + x->m, w, (size_t)m * sizeof(nbPair));
-    x->m += m;
-}
-
-// The count: spare in the starts form of nbi_rows_count, *pairs kept in the pair scratch (grown
-// and walked again when it was too small).
-static nbStatus nbi_list_self_count(nbNeighborList *l, const nbiView *va, int32_t units,
-                                    double radius, int64_t *entries, int64_t *pairs)
-{
-    *entries = *pairs = 0;
-    nbiSelfCount x = {(int32_t *)l->spare.ptr + 1, NULL, 0, 0};
-    for (int round = 0; round < 2; round++) {
-        memset(l->spare.ptr, 0, ((size_t)va->n + 1) * sizeof(int32_t));
-        x.keep = (nbPair *)l->pairs.ptr;
-        x.cap = (int64_t)l->pairs.cap;
-        x.m = 0;
-        nbiPairSink s;
-        nbi_pair_sink_block(&s, nbi_self_count_block, &x);
-        const nbStatus st = nbi_walk_pairs(va, radius, 0, units, &s);
-        if (st != NB_OK) return st;
-        if (x.m > INT32_MAX / 2) return NB_ERR_OUT_OF_RANGE;
-        if (x.m <= x.cap) break;
-        nbiBuf next = l->pairs;
-        if (!nbi_entries_prepare(&l->alloc, &l->pairs, &next, (size_t)x.m, sizeof(nbPair)))
-            return NB_ERR_OUT_OF_MEMORY;
-        nbi_buf_commit(&l->alloc, &l->pairs, &next, sizeof(nbPair)); // scratch
-    }
-    if (x.m > x.cap) {
-        NB_ASSERT(!"the second walk did not fit");
-        return NB_ERR_INTERNAL;
-    }
-    int32_t run = 0;
-    for (int32_t p = 0; p < va->n; p++) {
-        const int32_t c = x.cnt[p];
-        x.cnt[p] = run;
-        run += c;
-    }
-    *entries = run;
-    *pairs = x.m;
-    return NB_OK;
-}
-
-// Each of the pairs counted by nbi_list_self_count into both its rows by position (tq); spare
-// ends in its final form, as after nbi_rows_fill.
-static void nbi_list_self_fill(nbNeighborList *l, int64_t pairs)
-{
-    const nbPair *w = (const nbPair *)l->pairs.ptr;
-    int32_t *cur = (int32_t *)l->spare.ptr + 1, *tq = (int32_t *)l->tq.ptr;
-    for (int64_t t = 0; t < pairs; t++) {
-        const int32_t p = w[t].i, q = w[t].j;
-        tq[cur[p]++] = q;
-        tq[cur[q]++] = p;
-    }
 }
 
 // The list's build. Without `place`, it stops at the rows by position (spare: offsets, tq:
@@ -864,65 +1292,27 @@ static void nbi_list_self_fill(nbNeighborList *l, int64_t pairs)
 static nbStatus nbi_list_build(nbNeighborList *l, const nbGrid *a, const nbGrid *b, bool self,
                                double radius, bool place, int64_t *entries_out)
 {
-    nbStatus st = nbi_rows_check(a, b, radius, 0);
+    int64_t entries = 0;
+    nbStatus st = nbi_list_walk(l, a, b, self, radius, false, &entries);
     if (st != NB_OK) return st;
     const nbAllocator *al = &l->alloc;
-    const int32_t n = a->n, m = a->n > b->n ? a->n : b->n;
-    // The scratch of the count: spare (the rows by position), iota (filled where it grew).
-    nbiBuf spare = l->spare, iota = l->iota;
-    bool ok = nbi_buf_prepare(al, &l->spare, &spare, (size_t)n + 1, sizeof(int32_t));
-    ok = ok && nbi_buf_prepare(al, &l->iota, &iota, (size_t)m, sizeof(int32_t));
-    if (!ok) {
-        nbi_buf_abandon(al, &l->spare, &spare, sizeof(int32_t));
-        nbi_buf_abandon(al, &l->iota, &iota, sizeof(int32_t));
-        return NB_ERR_OUT_OF_MEMORY;
-    }
-    if (iota.ptr != l->iota.ptr)
-        for (size_t k = 0; k < iota.cap; k++) ((int32_t *)iota.ptr)[k] = (int32_t)k;
-    nbi_buf_commit(al, &l->spare, &spare, sizeof(int32_t)); // scratch: the rows are elsewhere
-    nbi_buf_commit(al, &l->iota, &iota, sizeof(int32_t));
-    const nbiView va = nbi_positions_view(&a->view, (const int32_t *)l->iota.ptr);
-    const nbiView vb = nbi_positions_view(&b->view, (const int32_t *)l->iota.ptr);
-    nbiRowsCtx x;
-    nbi_rows_ctx(&x, a, b, self, radius, (int32_t *)l->spare.ptr);
-    x.a = &va;
-    x.b = self ? &va : &vb;
-    x.chunks = nbi_rows_chunks(a, &l->tasks);
-    int64_t entries = 0, halves = -1; // halves: the pairs of the half walk, when it ran
-    bool appended = false;
-    if (self && x.chunks == 1) { // serially, the half walk (see nbi_list_self_count)
-        st = nbi_list_self_count(l, &va, nb_grid_pair_units(a), radius, &entries, &halves);
-        if (st != NB_OK) return st;
-    } else if (x.chunks == 1) { // one walk appends the rows (see nbi_append_block)
-        st = nbi_list_append(l, x.a, x.b, radius, self, &entries, &appended);
-        if (st != NB_OK) return st;
-    }
-    if (!appended && halves < 0) {
-        st = nbi_rows_count(&x, a, &l->tasks, &entries);
-        if (st != NB_OK) return st;
-    }
+    const int32_t n = a->n;
     // Everything the rows need, before anything changes.
-    nbiBuf off = l->offsets, nb = l->nb, d2 = l->d2, tq = l->tq;
-    ok = nbi_entries_prepare(al, &l->tq, &tq, (size_t)entries, sizeof(int32_t));
-    ok = ok && (!place || nbi_buf_prepare(al, &l->offsets, &off, (size_t)n + 1, sizeof(int32_t)));
+    nbiBuf off = l->offsets, nb = l->nb, d2 = l->d2;
+    bool ok = !place || nbi_buf_prepare(al, &l->offsets, &off, (size_t)n + 1, sizeof(int32_t));
     ok = ok && (!place || nbi_entries_prepare(al, &l->nb, &nb, (size_t)entries, sizeof(int32_t)));
     ok = ok && (!place || !l->distances ||
                 nbi_entries_prepare(al, &l->d2, &d2, (size_t)entries, sizeof(double)));
     if (!ok) {
         nbi_buf_abandon(al, &l->offsets, &off, sizeof(int32_t));
         nbi_buf_abandon(al, &l->nb, &nb, sizeof(int32_t));
-        nbi_buf_abandon(al, &l->tq, &tq, sizeof(int32_t));
         nbi_buf_abandon(al, &l->d2, &d2, sizeof(double));
         return NB_ERR_OUT_OF_MEMORY;
     }
     nbi_buf_commit(al, &l->offsets, &off, sizeof(int32_t));
     nbi_buf_commit(al, &l->nb, &nb, sizeof(int32_t));
-    nbi_buf_commit(al, &l->tq, &tq, sizeof(int32_t));
     nbi_buf_commit(al, &l->d2, &d2, sizeof(double));
-    if (halves > 0)
-        nbi_list_self_fill(l, halves);
-    else if (!appended && halves < 0 && entries > 0)
-        nbi_rows_fill(&x, &l->tasks, (int32_t *)l->tq.ptr);
+
     *entries_out = entries;
     if (!place) return NB_OK;
     // The rows by index: each row's length from its position, a prefix sum, then each placed.
@@ -938,8 +1328,47 @@ static nbStatus nbi_list_build(nbNeighborList *l, const nbGrid *a, const nbGrid 
                       o,
                       (int32_t *)l->nb.ptr,
                       l->distances ? (double *)l->d2.ptr : NULL,
-                      x.chunks};
-    if (entries > 0) nbi_tasks_run(&l->tasks, nbi_place_task, x.chunks, &px); // (no buffers yet)
+                      nbi_rows_chunks(a, &l->tasks)};
+    if (entries > 0) nbi_tasks_run(&l->tasks, nbi_place_task, px.chunks, &px); // (no buffers yet)
+    l->rows = n;
+    l->entries = entries;
+    return NB_OK;
+}
+
+// The list's build in cell order: the rows by position straight into the scratch (spare, tq,
+// td2), then swapped with the rows, and the grids' orders copied.
+static nbStatus nbi_list_build_cells(nbNeighborList *l, const nbGrid *a, const nbGrid *b, bool self,
+                                     double radius)
+{
+    const nbAllocator *al = &l->alloc;
+    const int32_t n = a->n;
+    const bool two = !self && a != b;
+    nbiBuf order = l->order, border = l->border;
+    bool ok = nbi_buf_prepare(al, &l->order, &order, (size_t)n, sizeof(int32_t));
+    ok = ok && (!two || nbi_buf_prepare(al, &l->border, &border, (size_t)b->n, sizeof(int32_t)));
+    if (!ok) {
+        nbi_buf_abandon(al, &l->order, &order, sizeof(int32_t));
+        nbi_buf_abandon(al, &l->border, &border, sizeof(int32_t));
+        return NB_ERR_OUT_OF_MEMORY;
+    }
+    nbi_buf_commit(al, &l->order, &order, sizeof(int32_t)); // only written on success
+    nbi_buf_commit(al, &l->border, &border, sizeof(int32_t));
+    int64_t entries = 0;
+    const nbStatus st = nbi_list_walk(l, a, b, self, radius, l->distances, &entries);
+    if (st != NB_OK) return st;
+    const nbiBuf t0 = l->offsets, t1 = l->nb, t2 = l->d2;
+
+    l->offsets = l->spare;
+    l->spare = t0;
+    l->nb = l->tq;
+    l->tq = t1;
+    if (l->distances) {
+        l->d2 = l->td2;
+        l->td2 = t2;
+    }
+    if (n > 0) memcpy(l->order.ptr, a->view.idx, (size_t)n * sizeof(int32_t));
+    if (two && b->n > 0) memcpy(l->border.ptr, b->view.idx, (size_t)b->n * sizeof(int32_t));
+    l->two_orders = two;
     l->rows = n;
     l->entries = entries;
     return NB_OK;
@@ -948,6 +1377,7 @@ static nbStatus nbi_list_build(nbNeighborList *l, const nbGrid *a, const nbGrid 
 nbStatus nb_neighbor_list_build(nbNeighborList *list, const nbGrid *grid, double radius)
 {
     if (list == NULL || grid == NULL) return NB_ERR_NULL_ARG;
+    if (list->cell_order) return nbi_list_build_cells(list, grid, grid, true, radius);
     int64_t entries;
     return nbi_list_build(list, grid, grid, true, radius, true, &entries);
 }
@@ -956,6 +1386,7 @@ nbStatus nb_neighbor_list_build_cross(nbNeighborList *list, const nbGrid *a, con
                                       double radius)
 {
     if (list == NULL || a == NULL || b == NULL) return NB_ERR_NULL_ARG;
+    if (list->cell_order) return nbi_list_build_cells(list, a, b, false, radius);
     int64_t entries;
     return nbi_list_build(list, a, b, false, radius, true, &entries);
 }
@@ -964,17 +1395,26 @@ nbStatus nb_neighbor_list_rows(const nbNeighborList *list, nbNeighborRows *rows)
 {
     static const nbNeighborList none = {0};
     const nbNeighborList *l = list != NULL ? list : &none;
-    return nbi_rows_view(list, rows, l->rows, l->entries, &l->offsets, &l->nb, &l->d2,
-                         l->distances);
+    // In cell order, never NULL (an empty grid's order reads as the empty array).
+    const nbiBuf *ob = l->two_orders ? &l->border : &l->order;
+    const int32_t *order = !l->cell_order         ? NULL
+                           : l->order.ptr != NULL ? (const int32_t *)l->order.ptr
+                                                  : &nbi_zero_offset;
+    const int32_t *border = !l->cell_order    ? NULL
+                            : ob->ptr != NULL ? (const int32_t *)ob->ptr
+                                              : &nbi_zero_offset;
+    return nbi_rows_view(list, rows, l->rows, l->entries, &l->offsets, &l->nb, &l->d2, l->distances,
+                         order, border);
 }
 
 size_t nb_neighbor_list_memory_bytes(const nbNeighborList *list)
 {
     if (list == NULL) return 0;
     return sizeof(nbNeighborList) +
-           (list->offsets.cap + list->spare.cap + list->nb.cap + list->iota.cap + list->tq.cap) *
+           (list->offsets.cap + list->spare.cap + list->nb.cap + list->tq.cap + list->order.cap +
+            list->border.cap) *
                sizeof(int32_t) +
-           list->d2.cap * sizeof(double);
+           (list->d2.cap + list->td2.cap) * sizeof(double);
 }
 
 // ---- Verlet lists ----
@@ -1370,7 +1810,7 @@ nbStatus nb_verlet_rows(const nbVerlet *verlet, nbNeighborRows *rows)
     static const nbVerlet none = {0};
     const nbVerlet *v = verlet != NULL ? verlet : &none;
     return nbi_rows_view(verlet, rows, v->rows, v->entries, &v->offsets, &v->nb, &v->d2,
-                         v->distances);
+                         v->distances, NULL, NULL);
 }
 
 size_t nb_verlet_memory_bytes(const nbVerlet *verlet)

@@ -684,6 +684,35 @@ int test_neighbors_contract(void)
     ROWS_FAILS(nb_grid_cross_neighbor_rows(g, g, 1.0, off, nb, -2, &found), NB_ERR_OUT_OF_RANGE);
     NB_CHECK_OK(nb_grid_cross_neighbor_rows(g, g, 1.0, off, nb, 16, &found));
     NB_CHECK(found == 10 && off[1] == 3 && nb[0] == 0); // every point in its own row
+    // in cell order: the same checks in the same order, the same counts
+    ROWS_FAILS(nb_grid_neighbor_rows_cell_order(NULL, 1.0, off, nb, 16, &found), NB_ERR_NULL_ARG);
+    ROWS_FAILS(nb_grid_neighbor_rows_cell_order(g, 1.0, NULL, nb, 16, &found), NB_ERR_NULL_ARG);
+    ROWS_FAILS(nb_grid_neighbor_rows_cell_order(g, 1.0, off, NULL, 16, &found), NB_ERR_NULL_ARG);
+    NB_CHECK_STATUS(nb_grid_neighbor_rows_cell_order(g, 1.0, off, nb, 16, NULL), NB_ERR_NULL_ARG);
+    ROWS_FAILS(nb_grid_neighbor_rows_cell_order(g, nan, off, nb, -1, &found), NB_ERR_NOT_FINITE);
+    ROWS_FAILS(nb_grid_neighbor_rows_cell_order(g, -1.0, off, nb, 16, &found), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK(off[0] == 0 && off[4] == 0);
+    ROWS_FAILS(nb_grid_neighbor_rows_cell_order(g, 1.0, off, nb, -1, &found), NB_ERR_OUT_OF_RANGE);
+    ROWS_FAILS(nb_grid_neighbor_rows_cell_order(gp, 2.5, off, nb, 16, &found), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK_STATUS(nb_grid_neighbor_rows_cell_order(g, 1.0, off, nb, 2, &found),
+                    NB_ERR_BUFFER_TOO_SMALL);
+    NB_CHECK(found == 6 && off[0] == 0 && off[4] == 6);
+    NB_CHECK_OK(nb_grid_neighbor_rows_cell_order(g, 1.0, off, nb, 16, &found));
+    NB_CHECK(found == 6 && off[4] == 6);
+    NB_CHECK_OK(nb_grid_neighbor_rows_cell_order(g3, 1.0, off, NULL, 0, &found)); // empty grid
+    NB_CHECK(off[0] == 0 && found == 0);
+    ROWS_FAILS(nb_grid_cross_neighbor_rows_cell_order(NULL, g, 1.0, off, nb, 16, &found),
+               NB_ERR_NULL_ARG);
+    ROWS_FAILS(nb_grid_cross_neighbor_rows_cell_order(g, NULL, 1.0, off, nb, 16, &found),
+               NB_ERR_NULL_ARG);
+    ROWS_FAILS(nb_grid_cross_neighbor_rows_cell_order(g, g, inf, off, nb, 16, &found),
+               NB_ERR_NOT_FINITE);
+    ROWS_FAILS(nb_grid_cross_neighbor_rows_cell_order(g, g3, 1.0, off, nb, 16, &found),
+               NB_ERR_OUT_OF_RANGE);
+    ROWS_FAILS(nb_grid_cross_neighbor_rows_cell_order(g, gp, 1.0, off, nb, 16, &found),
+               NB_ERR_OUT_OF_RANGE);
+    NB_CHECK_OK(nb_grid_cross_neighbor_rows_cell_order(g, g, 1.0, off, nb, 16, &found));
+    NB_CHECK(found == 10);
 #undef ROWS_FAILS
 
     // the list
@@ -724,6 +753,7 @@ int test_neighbors_contract(void)
     NB_CHECK_OK(nb_neighbor_list_build(l, g, 1.0));
     NB_CHECK_OK(nb_neighbor_list_rows(l, &rows));
     NB_CHECK(rows.rows == 4 && rows.entries == 6 && rows.dist2[0] == 0.25);
+    NB_CHECK(rows.order == NULL && rows.neighbor_order == NULL); // rows by index
     NB_CHECK_STATUS(nb_neighbor_list_build_cross(l, g, gp, 1.0), NB_ERR_OUT_OF_RANGE);
     NB_CHECK_OK(nb_neighbor_list_rows(l, &rows));
     NB_CHECK(rows.rows == 4 && rows.entries == 6);

@@ -117,6 +117,130 @@ static nbGrid *make_grid(const nboSet *s, double r, double cell, const double *p
     return g;
 }
 
+// Whether order (n entries) is a permutation of 0 .. n - 1.
+static bool is_permutation(const int32_t *order, int32_t n)
+{
+    char *seen = (char *)nbo_xalloc((size_t)n + 1);
+    memset(seen, 0, (size_t)n + 1);
+    bool ok = true;
+    for (int32_t p = 0; p < n && ok; p++) {
+        ok = order[p] >= 0 && order[p] < n && !seen[order[p]];
+        if (ok) seen[order[p]] = 1;
+    }
+    free(seen);
+    return ok;
+}
+
+typedef struct entry {
+    int32_t j;
+    double d2;
+} entry;
+
+static int by_index(const void *x, const void *y)
+{
+    const int32_t a = ((const entry *)x)->j, b = ((const entry *)y)->j;
+    return a < b ? -1 : a > b;
+}
+
+// Whether rows in cell order (row p: the point oa[p] of a; entries: positions q of b, the point
+// ob[q]) are the oracle's: each row strictly ascending by position, and mapped to indices, the
+// same rows (distances too when d2 is not NULL).
+static bool same_cell_rows(int32_t n, const int32_t *off, const int32_t *nb, const double *d2,
+                           const int32_t *oa, const int32_t *ob, const int32_t *woff,
+                           const int32_t *wnb, const double *wd2)
+{
+    if (off[0] != 0 || off[n] != woff[n]) {
+        fprintf(stderr, "cell order: %d entries, want %d\n", (int)off[n], (int)woff[n]);
+        return false;
+    }
+    entry *row = (entry *)nbo_xalloc(((size_t)woff[n] + 1) * sizeof(entry));
+    bool ok = true;
+    for (int32_t p = 0; p < n && ok; p++) {
+        const int32_t i = oa[p], len = off[p + 1] - off[p];
+        ok = len == woff[i + 1] - woff[i];
+        for (int32_t t = 0; t < len && ok; t++) {
+            const int32_t q = nb[off[p] + t];
+            ok = t == 0 || q > nb[off[p] + t - 1];
+            row[t].j = ob[q];
+            row[t].d2 = d2 != NULL ? d2[off[p] + t] : 0.0;
+        }
+        if (!ok) {
+            fprintf(stderr, "cell order: row %d (point %d) differs\n", (int)p, (int)i);
+            break;
+        }
+        qsort(row, (size_t)len, sizeof(entry), by_index);
+        for (int32_t t = 0; t < len && ok; t++)
+            ok = row[t].j == wnb[woff[i] + t] && (d2 == NULL || row[t].d2 == wd2[woff[i] + t]);
+        if (!ok) fprintf(stderr, "cell order: row %d (point %d) differs\n", (int)p, (int)i);
+    }
+    free(row);
+    return ok;
+}
+
+// The rows in cell order of a against b (the caller's buffers, through a too-small buffer
+// first; on the scheduler) against the oracle.
+static int check_cell_rows(const nbGrid *ga, const nbGrid *gb, const nbGrid *gp, const nbGrid *gpb,
+                           bool self, double r, const int32_t *woff, const int32_t *wnb,
+                           const double *wd2)
+{
+    const int32_t n = nb_grid_count(ga), nbn = nb_grid_count(gb);
+    const int64_t want = woff[n];
+    int32_t *off = (int32_t *)nbo_xalloc(((size_t)n + 1) * sizeof(int32_t));
+    int32_t *nb = (int32_t *)nbo_xalloc(((size_t)want + 1) * sizeof(int32_t));
+    int32_t *oa = (int32_t *)nbo_xalloc(((size_t)n + 1) * sizeof(int32_t));
+    int32_t *ob = (int32_t *)nbo_xalloc(((size_t)nbn + 1) * sizeof(int32_t));
+    int32_t got = -1;
+    int64_t found = -1;
+    NB_CHECK_OK(nb_grid_cell_order(ga, oa, n, &got));
+    NB_CHECK_OK(nb_grid_cell_order(gb, ob, nbn, &got));
+    NB_CHECK(is_permutation(oa, n) && is_permutation(ob, nbn));
+    const nbGrid *g[2] = {ga, gp}, *h[2] = {gb, gpb};
+    for (int k = 0; k < 2; k++) { // serially, then on the scheduler (its grids: the same order)
+        if (want > 0) {
+            memset(off, 0x55, ((size_t)n + 1) * sizeof(int32_t));
+            const nbStatus st =
+                self ? nb_grid_neighbor_rows_cell_order(g[k], r, off, nb, want - 1, &found)
+                     : nb_grid_cross_neighbor_rows_cell_order(g[k], h[k], r, off, nb, want - 1,
+                                                              &found);
+            NB_CHECK_STATUS(st, NB_ERR_BUFFER_TOO_SMALL);
+            NB_CHECK(found == want && off[n] == want);
+        }
+        memset(off, 0x55, ((size_t)n + 1) * sizeof(int32_t));
+        NB_CHECK_OK(
+            self ? nb_grid_neighbor_rows_cell_order(g[k], r, off, nb, want, &found)
+                 : nb_grid_cross_neighbor_rows_cell_order(g[k], h[k], r, off, nb, want, &found));
+        NB_CHECK(found == want);
+        NB_CHECK(same_cell_rows(n, off, nb, NULL, oa, ob, woff, wnb, NULL));
+    }
+    // Lists in cell order: with distances serially, without on the scheduler; twice each (the
+    // second build into the storage of the first).
+    for (int k = 0; k < 2; k++) {
+        nbNeighborList *l = NULL;
+        const nbNeighborListDesc ld = {
+            .cell_order = true, .distances = k == 0, .tasks = k == 1 ? &reverse_tasks : NULL};
+        NB_CHECK_OK(nb_neighbor_list_create(&ld, &l));
+        for (int round = 0; round < 2; round++) {
+            NB_CHECK_OK(self ? nb_neighbor_list_build(l, g[k], r)
+                             : nb_neighbor_list_build_cross(l, g[k], h[k], r));
+            nbNeighborRows rows;
+            NB_CHECK_OK(nb_neighbor_list_rows(l, &rows));
+            NB_CHECK(rows.rows == n && rows.entries == want && (rows.dist2 != NULL) == (k == 0));
+            NB_CHECK(rows.order != NULL && rows.neighbor_order != NULL);
+            NB_CHECK(n == 0 || memcmp(rows.order, oa, (size_t)n * sizeof(int32_t)) == 0);
+            NB_CHECK(nbn == 0 ||
+                     memcmp(rows.neighbor_order, ob, (size_t)nbn * sizeof(int32_t)) == 0);
+            NB_CHECK(same_cell_rows(n, rows.offsets, rows.neighbors, rows.dist2, oa, ob, woff, wnb,
+                                    wd2));
+        }
+        nb_neighbor_list_destroy(l);
+    }
+    free(off);
+    free(nb);
+    free(oa);
+    free(ob);
+    return 0;
+}
+
 // Rows of a against b three ways (the caller's buffers, through a too-small buffer first; a
 // list with distances; a list on the reverse scheduler), each against the oracle.
 static int check_rows(const nboSet *a, const nboSet *b, bool self, double r, double cell_a,
@@ -155,6 +279,7 @@ static int check_rows(const nboSet *a, const nboSet *b, bool self, double r, dou
                      : nb_grid_cross_neighbor_rows(ga, gb, r, off, nb, want, &found));
     NB_CHECK(found == want);
     NB_CHECK(same_rows(a->n, off, nb, NULL, woff, wnb, wd2));
+    NB_CHECK(check_cell_rows(ga, gb, gp, gpb, self, r, woff, wnb, wd2) == 0);
     memset(off, 0x55, ((size_t)a->n + 1) * sizeof(int32_t));
     NB_CHECK_OK(self ? nb_grid_neighbor_rows(gp, r, off, nb, want, &found)
                      : nb_grid_cross_neighbor_rows(gp, gpb, r, off, nb, want, &found));
@@ -279,6 +404,21 @@ static int test_rows_long(void)
     }
     NB_CHECK(check_rows(&s, &s, true, 1.0, 0.0, 0.0, NULL) == 0);
     nbo_set_free(&s);
+    return 0;
+}
+
+// Sets large enough for the scheduler's chunks (every form on the reverse scheduler runs a
+// count pass, then fills each chunk at its base): no chunk may write into the next one's rows.
+static int test_rows_chunks(void)
+{
+    for (int dim = 2; dim <= 3; dim++) {
+        nboSet s = make_set(SET_UNIFORM, 5000, dim, dim == 2 ? 60.0 : 15.0);
+        nboSet t = make_set(SET_CLUSTERS, 4500, dim, dim == 2 ? 60.0 : 15.0);
+        NB_CHECK(check_rows(&s, &s, true, 1.3, 0.0, 0.0, NULL) == 0);
+        NB_CHECK(check_rows(&t, &s, false, 1.3, 0.0, 0.0, NULL) == 0);
+        nbo_set_free(&s);
+        nbo_set_free(&t);
+    }
     return 0;
 }
 
@@ -470,12 +610,14 @@ static int test_no_allocation(void)
     nboSet s = make_set(SET_UNIFORM, 2000, 2, 40.0);
     nbGridDesc gd = {.dim = 2, .allocator = &al};
     nbGrid *g = NULL;
-    nbNeighborList *l = NULL;
+    nbNeighborList *l = NULL, *lc = NULL;
     nbVerlet *v = NULL;
     const nbNeighborListDesc ld = {.allocator = &al, .distances = true};
+    const nbNeighborListDesc lcd = {.allocator = &al, .distances = true, .cell_order = true};
     const nbVerletDesc vd = {.radius = 1.5, .skin = 0.3, .allocator = &al};
     NB_CHECK_OK(nb_grid_create(&gd, &g));
     NB_CHECK_OK(nb_neighbor_list_create(&ld, &l));
+    NB_CHECK_OK(nb_neighbor_list_create(&lcd, &lc));
     NB_CHECK_OK(nb_verlet_create(&vd, &v));
     const nbPoints pts = nbo_points(&s);
     bool rebuilt;
@@ -483,6 +625,7 @@ static int test_no_allocation(void)
         const int64_t before = count.allocs;
         NB_CHECK_OK(nb_grid_build(g, &pts, 1.5));
         NB_CHECK_OK(nb_neighbor_list_build(l, g, 1.5));
+        NB_CHECK_OK(nb_neighbor_list_build(lc, g, 1.5));
         NB_CHECK_OK(nb_verlet_update(v, &pts, &rebuilt));
         if (frame >= 2) NB_CHECK(count.allocs == before);
         jiggle(&s, 0.001, NULL);
@@ -490,6 +633,7 @@ static int test_no_allocation(void)
     NB_CHECK(nb_neighbor_list_memory_bytes(l) > 0 && nb_verlet_memory_bytes(v) > 0);
     nb_verlet_destroy(v);
     nb_neighbor_list_destroy(l);
+    nb_neighbor_list_destroy(lc);
     nb_grid_destroy(g);
     NB_CHECK(count.live_bytes == 0 && count.allocs == count.frees && !count.size_mismatch);
     nbo_set_free(&s);
@@ -511,24 +655,33 @@ static int test_failing_allocator(void)
     NB_CHECK_OK(nb_grid_create(&gd, &gt));
     NB_CHECK_OK(nb_grid_build(gs, &ps, 1.0));
     NB_CHECK_OK(nb_grid_build(gt, &pt, 1.0));
+    int32_t *order = (int32_t *)nbo_xalloc((size_t)s.n * sizeof(int32_t)), got = 0;
+    NB_CHECK_OK(nb_grid_cell_order(gs, order, s.n, &got));
     bool done = false;
     for (int64_t fail = 1; !done && fail < 200; fail++) {
         nbtAlloc fa = {0};
         fa.fail_at = fail;
         const nbAllocator al = nbt_allocator(&fa);
         const nbNeighborListDesc ld = {.allocator = &al, .distances = true, .capacity_hint = 10};
+        const nbNeighborListDesc lcd = {.allocator = &al, .distances = true, .cell_order = true};
         const nbVerletDesc vd = {.radius = 1.0, .skin = 0.2, .allocator = &al, .distances = true};
-        nbNeighborList *l = NULL;
+        nbNeighborList *l = NULL, *lc = NULL;
         nbVerlet *v = NULL;
         nbStatus st = nb_neighbor_list_create(&ld, &l);
-        if (st == NB_OK) st = nb_neighbor_list_build(l, gs, 1.0); // the rows to keep
-        if (st == NB_OK) {
-            st = nb_neighbor_list_build(l, gt, 1.0); // grows: may fail
+        if (st == NB_OK) st = nb_neighbor_list_create(&lcd, &lc);
+        nbNeighborList *lists[2] = {lc, l}; // in cell order, by index
+        for (int w = 0; w < 2 && st == NB_OK; w++) {
+            st = nb_neighbor_list_build(lists[w], gs, 1.0); // the rows to keep
+            if (st != NB_OK) break;
+            st = nb_neighbor_list_build(lists[w], gt, 1.0); // grows: may fail
             nbNeighborRows rows;
-            NB_CHECK_OK(nb_neighbor_list_rows(l, &rows));
+            NB_CHECK_OK(nb_neighbor_list_rows(lists[w], &rows));
             if (st != NB_OK)
                 NB_CHECK(rows.rows == s.n &&
-                         same_rows(s.n, rows.offsets, rows.neighbors, rows.dist2, woff, wnb, wd2));
+                         (w == 0 ? same_cell_rows(s.n, rows.offsets, rows.neighbors, rows.dist2,
+                                                  order, order, woff, wnb, wd2)
+                                 : same_rows(s.n, rows.offsets, rows.neighbors, rows.dist2, woff,
+                                             wnb, wd2)));
         }
         if (st == NB_OK) st = nb_verlet_create(&vd, &v);
         if (st == NB_OK) st = nb_verlet_update(v, &ps, NULL);
@@ -547,11 +700,13 @@ static int test_failing_allocator(void)
         done = st == NB_OK && !nbt_alloc_failed(&fa);
         nb_verlet_destroy(v);
         nb_neighbor_list_destroy(l);
+        nb_neighbor_list_destroy(lc);
         NB_CHECK(fa.live_bytes == 0 && fa.allocs - (fa.fail_at <= fa.allocs) == fa.frees);
     }
     NB_CHECK(done);
     nb_grid_destroy(gs);
     nb_grid_destroy(gt);
+    free(order);
     free(woff);
     free(wnb);
     free(wd2);
@@ -563,11 +718,17 @@ static int test_failing_allocator(void)
 int main(int argc, char **argv)
 {
     const nbtCase cases[] = {
-        {"rows_corpus", test_rows_corpus},     {"rows_periodic", test_rows_periodic},
-        {"rows_filters", test_rows_filters},   {"rows_empty", test_rows_empty},
-        {"rows_long", test_rows_long},         {"cross_rows", test_cross_rows},
-        {"verlet_steps", test_verlet_steps},   {"verlet_threshold", test_verlet_threshold},
-        {"no_allocation", test_no_allocation}, {"failing_allocator", test_failing_allocator},
+        {"rows_corpus", test_rows_corpus},
+        {"rows_periodic", test_rows_periodic},
+        {"rows_filters", test_rows_filters},
+        {"rows_empty", test_rows_empty},
+        {"rows_long", test_rows_long},
+        {"rows_chunks", test_rows_chunks},
+        {"cross_rows", test_cross_rows},
+        {"verlet_steps", test_verlet_steps},
+        {"verlet_threshold", test_verlet_threshold},
+        {"no_allocation", test_no_allocation},
+        {"failing_allocator", test_failing_allocator},
     };
     return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
 }

@@ -8,9 +8,21 @@
 /// Categories and masks the grid was built with apply as they do to nb_grid_pairs: row i holds
 /// j exactly when nb_grid_pairs reports the pair (i, j) or (j, i).
 ///
-/// Three forms:
-/// - nb_grid_neighbor_rows / nb_grid_cross_neighbor_rows write into the caller's buffers and
-///   never allocate;
+/// Rows come in one of two orders:
+/// - by the grid's **cell order** (nb_grid_neighbor_rows_cell_order, or a list with
+///   nbNeighborListDesc.cell_order): row p is the point at position p of the grid's cell order,
+///   and its entries are positions too; nb_grid_cell_order (or nbNeighborRows.order) maps a
+///   position to your index. Each row is written once, in memory order, by one pass over the
+///   cells: the fast form, for codes that keep their particles sorted by cell (SPH, MD: reorder
+///   your arrays by the order after each build, nb_gather) or that only sum over rows;
+/// - by **your index** (nb_grid_neighbor_rows, a list by default, nbVerlet): row i is your point
+///   i. The same search, then each row placed at its index and sorted there: about twice the
+///   cost of the cell order with points in random index order (a random write a row). Use it
+///   when your arrays stay in their own order.
+///
+/// And in three forms:
+/// - nb_grid_neighbor_rows[_cell_order] / nb_grid_cross_neighbor_rows[_cell_order] write into
+///   the caller's buffers and never allocate;
 /// - nbNeighborList keeps the rows (and, if asked, the squared distances) in storage it grows,
 ///   and allocates nothing once it is large enough;
 /// - nbVerlet keeps a Verlet list: candidates within r + skin, rebuilt only when some point has
@@ -35,6 +47,11 @@ typedef struct nbNeighborRows {
     const int32_t *offsets;   ///< rows + 1 entries, offsets[0] == 0, non-decreasing
     const int32_t *neighbors; ///< `entries` indices, ascending within each row
     const double *dist2;      ///< the squared distance of each entry, or NULL when not kept
+    /// Rows in cell order (nbNeighborListDesc.cell_order): row p is the point order[p] of the
+    /// (first) grid, and an entry q the point neighbor_order[q] of the grid it lists (the same
+    /// array for a set against itself). NULL for rows by index, never NULL in cell order.
+    const int32_t *order;
+    const int32_t *neighbor_order;
 } nbNeighborRows;
 
 /// Every point's neighbours within `radius` among the grid's own points, as compressed rows:
@@ -48,8 +65,8 @@ typedef struct nbNeighborRows {
 /// capacity; NB_ERR_OUT_OF_RANGE as nb_grid_pairs for a radius the grid cannot answer (over
 /// P / 2 in a periodic box, or too many cells of a hashed grid), and when there are more than
 /// INT32_MAX entries (offsets are int32_t). On any error but NB_ERR_BUFFER_TOO_SMALL, offsets
-/// holds zeros. Cost: about twice nb_grid_count_pairs (the search runs in both directions),
-/// a count and a fill pass, then each row sorted.
+/// holds zeros. Cost: a count and a fill pass of the search in both directions, each row then
+/// sorted at its index; nb_grid_neighbor_rows_cell_order is faster (one pass, no sort).
 NB_API nbStatus nb_grid_neighbor_rows(const nbGrid *grid, double radius, int32_t *offsets,
                                       int32_t *neighbors, int64_t capacity, int64_t *found);
 
@@ -62,6 +79,34 @@ NB_API nbStatus nb_grid_cross_neighbor_rows(const nbGrid *a, const nbGrid *b, do
                                             int32_t *offsets, int32_t *neighbors, int64_t capacity,
                                             int64_t *found);
 
+/// ---- Rows in the grid's cell order (the fast form) ----
+/// nb_grid_neighbor_rows by **position** in the grid's cell order instead of by your index:
+/// position p holds your point order[p], where nb_grid_cell_order(grid, order, ...) gives order
+/// (a permutation of 0 .. n - 1 that stays valid until the next build). Row p lists the
+/// positions q (never p itself) within `radius` of position p, ascending; so your point order[p]
+/// has the neighbours order[q]. This is how SPH and MD codes that keep their particles sorted by
+/// cell use a list: gather your arrays by `order` (nb_gather) after the build, and positions are
+/// your indices, near in memory when near in space.
+/// Each row is written once, sequentially, in one pass over the grid's cells (no count pass,
+/// no sort): the fastest way to full rows here, about the time of nb_grid_pairs plus writing
+/// the entries. The rows by your index (nb_grid_neighbor_rows, or a list) cost more, since each
+/// row then lands at a random place and must be sorted; use them when your arrays stay in
+/// their own order. Same contract as nb_grid_neighbor_rows: `offsets` (nb_grid_count(grid) + 1)
+/// always written, *found the number of entries, NB_ERR_BUFFER_TOO_SMALL with `offsets`
+/// complete when it exceeds `capacity`, the same statuses. Does not allocate. On the grid's
+/// scheduler (nbGridDesc.tasks) it counts first and then fills, with the same result.
+NB_API nbStatus nb_grid_neighbor_rows_cell_order(const nbGrid *grid, double radius,
+                                                 int32_t *offsets, int32_t *neighbors,
+                                                 int64_t capacity, int64_t *found);
+
+/// Set A against set B in cell order: row p lists the positions q of grid `b` within `radius`
+/// of position p of grid `a`, ascending (a's order from nb_grid_cell_order(a, ...), b's from
+/// nb_grid_cell_order(b, ...)). Otherwise as nb_grid_cross_neighbor_rows.
+NB_API nbStatus nb_grid_cross_neighbor_rows_cell_order(const nbGrid *a, const nbGrid *b,
+                                                       double radius, int32_t *offsets,
+                                                       int32_t *neighbors, int64_t capacity,
+                                                       int64_t *found);
+
 /// Rows kept in storage the list grows. Opaque.
 typedef struct nbNeighborList nbNeighborList;
 
@@ -71,6 +116,9 @@ typedef struct nbNeighborListDesc {
     const nbTasks *tasks;         ///< NULL = serial; copied (its `user` must outlive the list)
     bool distances;               ///< also keep each entry's squared distance
     int64_t capacity_hint;        ///< entries to reserve for; 0 = grow on the first build
+    /// Rows in the grid's cell order, as nb_grid_neighbor_rows_cell_order gives them (the fast
+    /// form), with the orders kept in nbNeighborRows.order / neighbor_order; false: by index.
+    bool cell_order;
 } nbNeighborListDesc;
 
 /// Creates an empty list (0 rows). NB_ERR_NULL_ARG for a half-set allocator;
