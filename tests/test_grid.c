@@ -1287,8 +1287,9 @@ static int test_hashed_counts_around_lookahead(void)
             nboSet s = nbo_set_new(n, dim);
             for (int32_t i = 0; i < n; i++) {
                 // a few cells, far apart, each point well inside its cell (the cell edge is a
-                // hair over the radius, see nbi_cell_for_radius)
-                const int32_t home = nbt_int(1 + n / 3);
+                // hair over the radius, see nbi_cell_for_radius); the first two in the first and
+                // the last home, so that the box is never one cell whatever the draws
+                const int32_t home = i < 2 ? i * (n / 3) : nbt_int(1 + n / 3);
                 for (int a = 0; a < dim; a++) s.p[i * dim + a] = home * 1e6 + nbt_range(0.25, 0.75);
             }
             nbGridDesc d = {.dim = dim};
