@@ -32,6 +32,25 @@ int nbi_avx512_off = 0;
 #endif
 #endif
 
+nbiPairKernel *const nbi_pair_kernels[16] = {
+    nbi_pairs_2,  nbi_pairs_2x,  nbi_pairs_2f,  nbi_pairs_2fx, nbi_pairs_3,   nbi_pairs_3x,
+    nbi_pairs_3f, nbi_pairs_3fx, nbi_pairs_2w,  nbi_pairs_2xw, nbi_pairs_2fw, nbi_pairs_2fxw,
+    nbi_pairs_3w, nbi_pairs_3xw, nbi_pairs_3fw, nbi_pairs_3fxw};
+
+#if defined(NBI_AVX2)
+nbiPairKernel *const nbi_pair_kernels_wide[2][2][4] = {
+    {{nbi_pairs_2_avx2, nbi_pairs_2x_avx2, nbi_pairs_3_avx2, nbi_pairs_3x_avx2},
+     {nbi_pairs_2w_avx2, nbi_pairs_2xw_avx2, nbi_pairs_3w_avx2, nbi_pairs_3xw_avx2}},
+#if defined(NBI_AVX512)
+    {{nbi_pairs_2_avx512, nbi_pairs_2x_avx512, nbi_pairs_3_avx512, nbi_pairs_3x_avx512},
+     {nbi_pairs_2w_avx512, nbi_pairs_2xw_avx512, nbi_pairs_3w_avx512, nbi_pairs_3xw_avx512}},
+#else
+    {{nbi_pairs_2_avx2, nbi_pairs_2x_avx2, nbi_pairs_3_avx2, nbi_pairs_3x_avx2},
+     {nbi_pairs_2w_avx2, nbi_pairs_2xw_avx2, nbi_pairs_3w_avx2, nbi_pairs_3xw_avx2}},
+#endif
+};
+#endif
+
 static int64_t nbi_min64(int64_t a, int64_t b)
 {
     return a < b ? a : b;
