@@ -671,6 +671,24 @@ NBI_KERNEL_NAMES(NBI_KERNEL_DECLARE, _avx512)
 #endif
 #undef NBI_KERNEL_DECLARE
 
+// Defines kernel `name` (in the translation units above): `lanes` 0 for a two-lane copy, 4 or 8
+// for an AVX2 or AVX-512 one (no filter), compiled for `target`.
+#define NBI_KERNEL_DEFINE(name, target, dim, flt, cross, wrap, lanes)                              \
+    target void name(const nbiSpanList *l)                                                         \
+    {                                                                                              \
+        nbi_cell_pairs_dim(l, dim, flt, cross, wrap, lanes);                                       \
+    }
+// The eight unfiltered copies of one width: plain and periodic, 2D and 3D, one set or two.
+#define NBI_KERNELS_WIDE(sfx, target, lanes)                                                       \
+    NBI_KERNEL_DEFINE(nbi_pairs_2##sfx, target, 2, false, false, false, lanes)                     \
+    NBI_KERNEL_DEFINE(nbi_pairs_2x##sfx, target, 2, false, true, false, lanes)                     \
+    NBI_KERNEL_DEFINE(nbi_pairs_3##sfx, target, 3, false, false, false, lanes)                     \
+    NBI_KERNEL_DEFINE(nbi_pairs_3x##sfx, target, 3, false, true, false, lanes)                     \
+    NBI_KERNEL_DEFINE(nbi_pairs_2w##sfx, target, 2, false, false, true, lanes)                     \
+    NBI_KERNEL_DEFINE(nbi_pairs_2xw##sfx, target, 2, false, true, true, lanes)                     \
+    NBI_KERNEL_DEFINE(nbi_pairs_3w##sfx, target, 3, false, false, true, lanes)                     \
+    NBI_KERNEL_DEFINE(nbi_pairs_3xw##sfx, target, 3, false, true, true, lanes)
+
 #if defined(NBI_AVX2)
 // The AVX2 and AVX-512 copies: [eight lanes][periodic][dim == 3, cross] (pairs.c; the AVX2 ones
 // in the eight-lane row too where AVX-512 is not compiled).
