@@ -678,6 +678,16 @@ NBI_KERNEL_NAMES(NBI_KERNEL_DECLARE, _avx512)
     {                                                                                              \
         nbi_cell_pairs_dim(l, dim, flt, cross, wrap, lanes);                                       \
     }
+// The eight two-lane copies, plain (sfx empty, wrap false) or periodic (sfx w, wrap true).
+#define NBI_KERNELS_TWO_LANE(sfx, wrap)                                                            \
+    NBI_KERNEL_DEFINE(nbi_pairs_2##sfx, , 2, false, false, wrap, 0)                                \
+    NBI_KERNEL_DEFINE(nbi_pairs_2x##sfx, , 2, false, true, wrap, 0)                                \
+    NBI_KERNEL_DEFINE(nbi_pairs_2f##sfx, , 2, true, false, wrap, 0)                                \
+    NBI_KERNEL_DEFINE(nbi_pairs_2fx##sfx, , 2, true, true, wrap, 0)                                \
+    NBI_KERNEL_DEFINE(nbi_pairs_3##sfx, , 3, false, false, wrap, 0)                                \
+    NBI_KERNEL_DEFINE(nbi_pairs_3x##sfx, , 3, false, true, wrap, 0)                                \
+    NBI_KERNEL_DEFINE(nbi_pairs_3f##sfx, , 3, true, false, wrap, 0)                                \
+    NBI_KERNEL_DEFINE(nbi_pairs_3fx##sfx, , 3, true, true, wrap, 0)
 // The eight unfiltered copies of one width: plain and periodic, 2D and 3D, one set or two.
 #define NBI_KERNELS_WIDE(sfx, target, lanes)                                                       \
     NBI_KERNEL_DEFINE(nbi_pairs_2##sfx, target, 2, false, false, false, lanes)                     \

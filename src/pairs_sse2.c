@@ -4,11 +4,4 @@
 // periodic ones: pairs_wrap.c).
 #include "pair_kernels.h"
 
-NBI_KERNEL_DEFINE(nbi_pairs_2, , 2, false, false, false, 0)
-NBI_KERNEL_DEFINE(nbi_pairs_2x, , 2, false, true, false, 0)
-NBI_KERNEL_DEFINE(nbi_pairs_2f, , 2, true, false, false, 0)
-NBI_KERNEL_DEFINE(nbi_pairs_2fx, , 2, true, true, false, 0)
-NBI_KERNEL_DEFINE(nbi_pairs_3, , 3, false, false, false, 0)
-NBI_KERNEL_DEFINE(nbi_pairs_3x, , 3, false, true, false, 0)
-NBI_KERNEL_DEFINE(nbi_pairs_3f, , 3, true, false, false, 0)
-NBI_KERNEL_DEFINE(nbi_pairs_3fx, , 3, true, true, false, 0)
+NBI_KERNELS_TWO_LANE(, false)
