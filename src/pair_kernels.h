@@ -730,19 +730,9 @@ static inline void nbi_spans_flush(nbiSpanList *l)
     l->self_end = l->a0; // the own-cell part is done
 }
 
-// A run that continues the last one (or, in self mode, the own run) extends it: the same
-// candidates in the same order, one span fewer (Z-ordered neighbours are often adjacent).
 NBI_INLINE void nbi_spans_add(nbiSpanList *l, int32_t b0, int32_t b1)
 {
     if (b0 >= b1) return;
-    if (l->ns > 0 && l->sp[l->ns - 1].b1 == b0) {
-        l->sp[l->ns - 1].b1 = b1;
-        return;
-    }
-    if (l->ns == 0 && !l->cross && l->self_end == b0 && b0 > l->a0) {
-        l->self_end = b1;
-        return;
-    }
     if (l->ns == NBI_MAX_SPANS) nbi_spans_flush(l);
     l->sp[l->ns].b0 = b0;
     l->sp[l->ns].b1 = b1;

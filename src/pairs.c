@@ -253,6 +253,23 @@ typedef struct nbiZBlock {
     uint64_t hash[NBI_LOOKUPS];      // and its hash
 } nbiZBlock;
 
+// nbi_spans_add for the Z-order walk, whose cells adjacent in x are often adjacent in memory: a
+// run that continues the last one (or the own run) extends it, the same candidates in the same
+// order in one span fewer. (The row walkers' runs seldom touch, and the test would cost them.)
+NBI_INLINE void nbi_spans_add_merged(nbiSpanList *l, int32_t b0, int32_t b1)
+{
+    if (b0 >= b1) return;
+    if (l->ns > 0 && l->sp[l->ns - 1].b1 == b0) {
+        l->sp[l->ns - 1].b1 = b1;
+        return;
+    }
+    if (l->ns == 0 && l->self_end == b0 && b0 > l->a0) { // self mode only here
+        l->self_end = b1;
+        return;
+    }
+    nbi_spans_add(l, b0, b1);
+}
+
 // Adds the n stencil cells of zb in order (probing the table for those outside the block).
 // Returns 0, the cells left.
 static int nbi_zblock_flush(const nbiView *v, nbiSpanList *l, const nbiZBlock *zb, int n)
@@ -266,7 +283,7 @@ static int nbi_zblock_flush(const nbiView *v, nbiSpanList *l, const nbiZBlock *z
             if (s < 0) continue;
             b = slots[s].value;
         }
-        nbi_spans_add(l, v->start[b], nbi_view_end(v, b));
+        nbi_spans_add_merged(l, v->start[b], nbi_view_end(v, b));
     }
     return 0;
 }
@@ -338,7 +355,7 @@ NBI_INLINE void nbi_zblock_take(nbiSpanList *l, const nbiView *v, const nbiZBloc
     const uint64_t w = zb->occ[lc >> 6];
     if (((w >> (lc & 63)) & 1) == 0) return;
     const int32_t b = s0 + zb->rank[lc >> 6] + nbi_popcount64(w & ((UINT64_C(1) << (lc & 63)) - 1));
-    nbi_spans_add(l, v->start[b], nbi_view_end(v, b));
+    nbi_spans_add_merged(l, v->start[b], nbi_view_end(v, b));
 }
 
 // nbi_zblock_cell at k = 1 for a cell whose stencil lies inside its block (local coordinates
