@@ -48,6 +48,18 @@ typedef struct nbiSpanList {
     nbiSpan sp[NBI_MAX_SPANS];
 } nbiSpanList;
 
+// A kernel: all candidate pairs of one cell's list (the kernels are declared at the end).
+typedef void nbiPairKernel(const nbiSpanList *l);
+
+// The two-lane kernels by nbi_kernel_index (pairs.c).
+extern nbiPairKernel *const nbi_pair_kernels[16];
+
+// Index into nbi_pair_kernels: periodic, dim == 3, filtered, cross.
+NBI_INLINE int nbi_kernel_index(bool wrap, int dim, bool flt, bool cross)
+{
+    return (int)wrap << 3 | (dim == 3) << 2 | (int)flt << 1 | (int)cross;
+}
+
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -572,6 +584,10 @@ NBI_INLINE void nbi_cell_pairs_dim(const nbiSpanList *l, int dim, bool flt, bool
         nbi_cell_pairs_gathered(l, dim, flt, cross, wrap, wide);
         return;
     }
+    if (wide != 0) { // a crowded cell: the two-lane kernel's path, the same code (nbi_scan)
+        nbi_pair_kernels[nbi_kernel_index(wrap, dim, flt, cross)](l);
+        return;
+    }
     if (s->mode == NBI_SINK_COUNT) {
         int64_t m = 0;
         for (int32_t p = a0; p < a1; p++) {
@@ -626,93 +642,81 @@ NBI_INLINE void nbi_cell_pairs_dim(const nbiSpanList *l, int dim, bool flt, bool
     }
 }
 
-// One out-of-line kernel per (dimension, filter, mode), so each is compiled on its own with every
-// branch on those three folded away, and the hot unfiltered ones stay small.
-#if defined(__GNUC__)
-#define NBI_NOINLINE __attribute__((noinline))
-#else
-#define NBI_NOINLINE
-#endif
-#define NBI_KERNEL(name, dim, flt, cross, wrap)                                                    \
-    static NBI_NOINLINE void name(const nbiSpanList *l)                                            \
-    {                                                                                              \
-        nbi_cell_pairs_dim(l, dim, flt, cross, wrap, 0);                                           \
-    }
-NBI_KERNEL(nbi_pairs_2, 2, false, false, false)
-NBI_KERNEL(nbi_pairs_2x, 2, false, true, false)
-NBI_KERNEL(nbi_pairs_2f, 2, true, false, false)
-NBI_KERNEL(nbi_pairs_2fx, 2, true, true, false)
-NBI_KERNEL(nbi_pairs_3, 3, false, false, false)
-NBI_KERNEL(nbi_pairs_3x, 3, false, true, false)
-NBI_KERNEL(nbi_pairs_3f, 3, true, false, false)
-NBI_KERNEL(nbi_pairs_3fx, 3, true, true, false)
-// Periodic walks (the minimum image): their own instantiations, so the plain ones stay as fast.
-NBI_KERNEL(nbi_pairs_2w, 2, false, false, true)
-NBI_KERNEL(nbi_pairs_2xw, 2, false, true, true)
-NBI_KERNEL(nbi_pairs_2fw, 2, true, false, true)
-NBI_KERNEL(nbi_pairs_2fxw, 2, true, true, true)
-NBI_KERNEL(nbi_pairs_3w, 3, false, false, true)
-NBI_KERNEL(nbi_pairs_3xw, 3, false, true, true)
-NBI_KERNEL(nbi_pairs_3fw, 3, true, false, true)
-NBI_KERNEL(nbi_pairs_3fxw, 3, true, true, true)
+// The kernels: one out-of-line copy per (dimension, filter, mode, periodic), each compiled with
+// every branch on those folded away, and for the unfiltered ones an AVX2 and an AVX-512 copy
+// (see nbi_gather_scan4). They live in their own translation units (pairs_sse2.c, pairs_wrap.c,
+// pairs_avx2.c, pairs_avx512.c), so that they compile in parallel; pairs.c holds the tables
+// that pick them.
+#define NBI_KERNEL_NAMES(X, sfx)                                                                   \
+    X(nbi_pairs_2##sfx)                                                                            \
+    X(nbi_pairs_2x##sfx)                                                                           \
+    X(nbi_pairs_3##sfx)                                                                            \
+    X(nbi_pairs_3x##sfx)                                                                           \
+    X(nbi_pairs_2w##sfx) X(nbi_pairs_2xw##sfx) X(nbi_pairs_3w##sfx) X(nbi_pairs_3xw##sfx)
+#define NBI_KERNEL_DECLARE(name) void name(const nbiSpanList *l);
+NBI_KERNEL_NAMES(NBI_KERNEL_DECLARE, )
+NBI_KERNEL_DECLARE(nbi_pairs_2f)
+NBI_KERNEL_DECLARE(nbi_pairs_2fx)
+NBI_KERNEL_DECLARE(nbi_pairs_3f)
+NBI_KERNEL_DECLARE(nbi_pairs_3fx)
+NBI_KERNEL_DECLARE(nbi_pairs_2fw)
+NBI_KERNEL_DECLARE(nbi_pairs_2fxw)
+NBI_KERNEL_DECLARE(nbi_pairs_3fw)
+NBI_KERNEL_DECLARE(nbi_pairs_3fxw)
 #if defined(NBI_AVX2)
-// The AVX2 and AVX-512 copies of the unfiltered kernels, plain and periodic (see
-// nbi_gather_scan4).
-#define NBI_KERNEL_WIDE(name, dim, cross, wrap, target, lanes)                                     \
-    target static NBI_NOINLINE void name(const nbiSpanList *l)                                     \
-    {                                                                                              \
-        nbi_cell_pairs_dim(l, dim, false, cross, wrap, lanes);                                     \
-    }
-NBI_KERNEL_WIDE(nbi_pairs_2_avx2, 2, false, false, NBI_TARGET_AVX2, 4)
-NBI_KERNEL_WIDE(nbi_pairs_2x_avx2, 2, true, false, NBI_TARGET_AVX2, 4)
-NBI_KERNEL_WIDE(nbi_pairs_3_avx2, 3, false, false, NBI_TARGET_AVX2, 4)
-NBI_KERNEL_WIDE(nbi_pairs_3x_avx2, 3, true, false, NBI_TARGET_AVX2, 4)
-NBI_KERNEL_WIDE(nbi_pairs_2w_avx2, 2, false, true, NBI_TARGET_AVX2, 4)
-NBI_KERNEL_WIDE(nbi_pairs_2xw_avx2, 2, true, true, NBI_TARGET_AVX2, 4)
-NBI_KERNEL_WIDE(nbi_pairs_3w_avx2, 3, false, true, NBI_TARGET_AVX2, 4)
-NBI_KERNEL_WIDE(nbi_pairs_3xw_avx2, 3, true, true, NBI_TARGET_AVX2, 4)
+NBI_KERNEL_NAMES(NBI_KERNEL_DECLARE, _avx2)
 #if defined(NBI_AVX512)
-NBI_KERNEL_WIDE(nbi_pairs_2_avx512, 2, false, false, NBI_TARGET_AVX512, 8)
-NBI_KERNEL_WIDE(nbi_pairs_2x_avx512, 2, true, false, NBI_TARGET_AVX512, 8)
-NBI_KERNEL_WIDE(nbi_pairs_3_avx512, 3, false, false, NBI_TARGET_AVX512, 8)
-NBI_KERNEL_WIDE(nbi_pairs_3x_avx512, 3, true, false, NBI_TARGET_AVX512, 8)
-NBI_KERNEL_WIDE(nbi_pairs_2w_avx512, 2, false, true, NBI_TARGET_AVX512, 8)
-NBI_KERNEL_WIDE(nbi_pairs_2xw_avx512, 2, true, true, NBI_TARGET_AVX512, 8)
-NBI_KERNEL_WIDE(nbi_pairs_3w_avx512, 3, false, true, NBI_TARGET_AVX512, 8)
-NBI_KERNEL_WIDE(nbi_pairs_3xw_avx512, 3, true, true, NBI_TARGET_AVX512, 8)
+NBI_KERNEL_NAMES(NBI_KERNEL_DECLARE, _avx512)
 #endif
-#undef NBI_KERNEL_WIDE
 #endif
-#undef NBI_KERNEL
+#undef NBI_KERNEL_DECLARE
+
+// Defines kernel `name` (in the translation units above): `lanes` 0 for a two-lane copy, 4 or 8
+// for an AVX2 or AVX-512 one (no filter), compiled for `target`.
+#define NBI_KERNEL_DEFINE(name, target, dim, flt, cross, wrap, lanes)                              \
+    target void name(const nbiSpanList *l)                                                         \
+    {                                                                                              \
+        nbi_cell_pairs_dim(l, dim, flt, cross, wrap, lanes);                                       \
+    }
+// The eight two-lane copies, plain (sfx empty, wrap false) or periodic (sfx w, wrap true).
+#define NBI_KERNELS_TWO_LANE(sfx, wrap)                                                            \
+    NBI_KERNEL_DEFINE(nbi_pairs_2##sfx, , 2, false, false, wrap, 0)                                \
+    NBI_KERNEL_DEFINE(nbi_pairs_2x##sfx, , 2, false, true, wrap, 0)                                \
+    NBI_KERNEL_DEFINE(nbi_pairs_2f##sfx, , 2, true, false, wrap, 0)                                \
+    NBI_KERNEL_DEFINE(nbi_pairs_2fx##sfx, , 2, true, true, wrap, 0)                                \
+    NBI_KERNEL_DEFINE(nbi_pairs_3##sfx, , 3, false, false, wrap, 0)                                \
+    NBI_KERNEL_DEFINE(nbi_pairs_3x##sfx, , 3, false, true, wrap, 0)                                \
+    NBI_KERNEL_DEFINE(nbi_pairs_3f##sfx, , 3, true, false, wrap, 0)                                \
+    NBI_KERNEL_DEFINE(nbi_pairs_3fx##sfx, , 3, true, true, wrap, 0)
+// The eight unfiltered copies of one width: plain and periodic, 2D and 3D, one set or two.
+#define NBI_KERNELS_WIDE(sfx, target, lanes)                                                       \
+    NBI_KERNEL_DEFINE(nbi_pairs_2##sfx, target, 2, false, false, false, lanes)                     \
+    NBI_KERNEL_DEFINE(nbi_pairs_2x##sfx, target, 2, false, true, false, lanes)                     \
+    NBI_KERNEL_DEFINE(nbi_pairs_3##sfx, target, 3, false, false, false, lanes)                     \
+    NBI_KERNEL_DEFINE(nbi_pairs_3x##sfx, target, 3, false, true, false, lanes)                     \
+    NBI_KERNEL_DEFINE(nbi_pairs_2w##sfx, target, 2, false, false, true, lanes)                     \
+    NBI_KERNEL_DEFINE(nbi_pairs_2xw##sfx, target, 2, false, true, true, lanes)                     \
+    NBI_KERNEL_DEFINE(nbi_pairs_3w##sfx, target, 3, false, false, true, lanes)                     \
+    NBI_KERNEL_DEFINE(nbi_pairs_3xw##sfx, target, 3, false, true, true, lanes)
+
+#if defined(NBI_AVX2)
+// The AVX2 and AVX-512 copies: [eight lanes][periodic][dim == 3, cross] (pairs.c; the AVX2 ones
+// in the eight-lane row too where AVX-512 is not compiled).
+extern nbiPairKernel *const nbi_pair_kernels_wide[2][2][4];
+#endif
 
 // Runs the collected spans (and, the first time, the own run) and empties the list.
 static inline void nbi_spans_flush(nbiSpanList *l)
 {
-    static void (*const kernels[16])(const nbiSpanList *) = {
-        nbi_pairs_2,  nbi_pairs_2x,  nbi_pairs_2f,  nbi_pairs_2fx, nbi_pairs_3,   nbi_pairs_3x,
-        nbi_pairs_3f, nbi_pairs_3fx, nbi_pairs_2w,  nbi_pairs_2xw, nbi_pairs_2fw, nbi_pairs_2fxw,
-        nbi_pairs_3w, nbi_pairs_3xw, nbi_pairs_3fw, nbi_pairs_3fxw};
-    const int k = l->wrap << 3 | (l->dim == 3) << 2 | l->filtered << 1 | l->cross;
+    const int k = nbi_kernel_index(l->wrap, l->dim, l->filtered, l->cross);
 #if defined(NBI_AVX2)
-    // [eight lanes][periodic][dim == 3, cross]
-    static void (*const wide[2][2][4])(const nbiSpanList *) = {
-        {{nbi_pairs_2_avx2, nbi_pairs_2x_avx2, nbi_pairs_3_avx2, nbi_pairs_3x_avx2},
-         {nbi_pairs_2w_avx2, nbi_pairs_2xw_avx2, nbi_pairs_3w_avx2, nbi_pairs_3xw_avx2}},
-#if defined(NBI_AVX512)
-        {{nbi_pairs_2_avx512, nbi_pairs_2x_avx512, nbi_pairs_3_avx512, nbi_pairs_3x_avx512},
-         {nbi_pairs_2w_avx512, nbi_pairs_2xw_avx512, nbi_pairs_3w_avx512, nbi_pairs_3xw_avx512}},
-#else
-        {{nbi_pairs_2_avx2, nbi_pairs_2x_avx2, nbi_pairs_3_avx2, nbi_pairs_3x_avx2},
-         {nbi_pairs_2w_avx2, nbi_pairs_2xw_avx2, nbi_pairs_3w_avx2, nbi_pairs_3xw_avx2}},
-#endif
-    };
-    if ((k & 2) == 0 && nbi_use_avx2()) { // no filter
+    if (!l->filtered && nbi_use_avx2()) {
 #if defined(NBI_AVX512)
         const int w8 = nbi_use_avx512();
 #else
         const int w8 = 0;
 #endif
-        wide[w8][k >> 3][(k >> 1 & 2) | (k & 1)](l);
+        nbi_pair_kernels_wide[w8][k >> 3][(k >> 1 & 2) | (k & 1)](l);
         l->ns = 0;
         l->self_end = l->a0;
         return;
@@ -721,7 +725,7 @@ static inline void nbi_spans_flush(nbiSpanList *l)
     if (k == 0) // the hot case (2D, no filter, one set) as a direct call
         nbi_pairs_2(l);
     else
-        kernels[k](l);
+        nbi_pair_kernels[k](l);
     l->ns = 0;
     l->self_end = l->a0; // the own-cell part is done
 }

@@ -23,11 +23,32 @@
 #include "pair_kernels.h"
 #include "view.h"
 
+#include <string.h>
+
 #if defined(NBI_AVX2)
 int nbi_avx2_off = 0;
 #if defined(NBI_AVX512)
 int nbi_avx512_off = 0;
 #endif
+#endif
+
+nbiPairKernel *const nbi_pair_kernels[16] = {
+    nbi_pairs_2,  nbi_pairs_2x,  nbi_pairs_2f,  nbi_pairs_2fx, nbi_pairs_3,   nbi_pairs_3x,
+    nbi_pairs_3f, nbi_pairs_3fx, nbi_pairs_2w,  nbi_pairs_2xw, nbi_pairs_2fw, nbi_pairs_2fxw,
+    nbi_pairs_3w, nbi_pairs_3xw, nbi_pairs_3fw, nbi_pairs_3fxw};
+
+#if defined(NBI_AVX2)
+nbiPairKernel *const nbi_pair_kernels_wide[2][2][4] = {
+    {{nbi_pairs_2_avx2, nbi_pairs_2x_avx2, nbi_pairs_3_avx2, nbi_pairs_3x_avx2},
+     {nbi_pairs_2w_avx2, nbi_pairs_2xw_avx2, nbi_pairs_3w_avx2, nbi_pairs_3xw_avx2}},
+#if defined(NBI_AVX512)
+    {{nbi_pairs_2_avx512, nbi_pairs_2x_avx512, nbi_pairs_3_avx512, nbi_pairs_3x_avx512},
+     {nbi_pairs_2w_avx512, nbi_pairs_2xw_avx512, nbi_pairs_3w_avx512, nbi_pairs_3xw_avx512}},
+#else
+    {{nbi_pairs_2_avx2, nbi_pairs_2x_avx2, nbi_pairs_3_avx2, nbi_pairs_3x_avx2},
+     {nbi_pairs_2w_avx2, nbi_pairs_2xw_avx2, nbi_pairs_3w_avx2, nbi_pairs_3xw_avx2}},
+#endif
+};
 #endif
 
 static int64_t nbi_min64(int64_t a, int64_t b)
@@ -212,6 +233,210 @@ static void nbi_pairs_hashed(const nbiView *v, const nbiPairCtx *x, int64_t k, i
     }
 }
 
+// ---- hashed views in Z order: the stencil found in the cell's block, not the table ----
+// With cell_code (and no shift) the cells are in Z order, so every aligned block of 2^L cells a
+// side (L = 5 in 3D, 7 in 2D: 2^15 or 2^14 box cells) is one run of cell numbers. Walking a
+// block, its cells' local codes (the low dim * L bits of their codes) are set in a bitmap with
+// the cells before each word counted: a stencil cell inside the block is then a bit test and a
+// popcount in a few kilobytes that stay in L1, where the table costs a miss a probe. Only the
+// stencil cells outside the block (a few per cent on a 32-cell side) are looked up in the table,
+// as nbi_pairs_hashed does. Cells and their candidates come in the same order as there, so the
+// pairs are the same, in the same order.
+enum { NBI_ZB_CELLS = 1 << 15 };
+
+typedef struct nbiZBlock {
+    uint64_t occ[NBI_ZB_CELLS / 64]; // bit = local code, set while the block is walked
+    int32_t rank[NBI_ZB_CELLS / 64]; // the block's cells before each word (set words only)
+    uint64_t spread[128];            // each local coordinate's bits spread (nbi_spread2 / 3)
+    int32_t id[NBI_LOOKUPS];         // the stencil cells met, in order: a cell, or -1 (probe)
+    int64_t at[NBI_LOOKUPS][3];      // with -1: the cell's coordinates
+    uint64_t hash[NBI_LOOKUPS];      // and its hash
+} nbiZBlock;
+
+// nbi_spans_add for the Z-order walk, whose cells adjacent in x are often adjacent in memory: a
+// run that continues the last one (or the own run) extends it, the same candidates in the same
+// order in one span fewer. (The row walkers' runs seldom touch, and the test would cost them.)
+NBI_INLINE void nbi_spans_add_merged(nbiSpanList *l, int32_t b0, int32_t b1)
+{
+    if (b0 >= b1) return;
+    if (l->ns > 0 && l->sp[l->ns - 1].b1 == b0) {
+        l->sp[l->ns - 1].b1 = b1;
+        return;
+    }
+    if (l->ns == 0 && l->self_end == b0 && b0 > l->a0) { // self mode only here
+        l->self_end = b1;
+        return;
+    }
+    nbi_spans_add(l, b0, b1);
+}
+
+// Adds the n stencil cells of zb in order (probing the table for those outside the block).
+// Returns 0, the cells left.
+static int nbi_zblock_flush(const nbiView *v, nbiSpanList *l, const nbiZBlock *zb, int n)
+{
+    const nbiCellSlot *slots = nbi_ctab_slots(v->table);
+    for (int t = 0; t < n; t++) {
+        int32_t b = zb->id[t];
+        if (b < 0) {
+            const int64_t s = nbi_ctab_find_slot_hashed(v->table, zb->at[t][0], zb->at[t][1],
+                                                        zb->at[t][2], zb->hash[t]);
+            if (s < 0) continue;
+            b = slots[s].value;
+        }
+        nbi_spans_add_merged(l, v->start[b], nbi_view_end(v, b));
+    }
+    return 0;
+}
+
+// One cell c of block [s0, ...) whose offsets from lo are off[]: the positive half of its
+// stencil, as nbi_pairs_hashed walks it.
+static void nbi_zblock_cell(const nbiView *v, nbiSpanList *l, nbiZBlock *zb, int64_t k, int32_t s0,
+                            int32_t c, const int64_t off[3], int64_t side)
+{
+    const int dim = v->dim;
+    const int64_t kz = dim == 3 ? k : 0;
+    int64_t key[3], loc[3];
+    for (int a = 0; a < 3; a++) {
+        key[a] = v->lo[a] + off[a];
+        loc[a] = off[a] & (side - 1);
+    }
+    l->a0 = v->start[c];
+    l->a1 = l->self_end = nbi_view_end(v, c);
+    l->ns = 0;
+    const nbiCellSlot *slots = nbi_ctab_slots(v->table);
+    int n = 0;
+    for (int64_t dz = 0; dz <= kz; dz++) {
+        if (key[2] + dz > v->hi[2]) break;
+        const int64_t lz = loc[2] + dz;
+        const int64_t ylo = dz > 0 ? nbi_max64(-k, v->lo[1] - key[1]) : 0;
+        for (int64_t dy = ylo; dy <= k && key[1] + dy <= v->hi[1]; dy++) {
+            const int64_t ly = loc[1] + dy;
+            const bool row_in = ly >= 0 && ly < side && lz < side;
+            const uint64_t row =
+                row_in ? zb->spread[ly] << 1 | (dim == 3 ? zb->spread[lz] << 2 : 0) : 0;
+            const int64_t xlo = (dz > 0 || dy > 0) ? nbi_max64(-k, v->lo[0] - key[0]) : 1;
+            uint64_t hrow = 0;
+            bool have_hrow = false;
+            for (int64_t dx = xlo; dx <= k && key[0] + dx <= v->hi[0]; dx++) {
+                const int64_t lx = loc[0] + dx;
+                if (n == NBI_LOOKUPS) n = nbi_zblock_flush(v, l, zb, n);
+                if (row_in && lx >= 0 && lx < side) {
+                    const uint64_t lc = row | zb->spread[lx];
+                    const uint64_t w = zb->occ[lc >> 6];
+                    if (((w >> (lc & 63)) & 1) == 0) continue;
+                    zb->id[n++] = s0 + zb->rank[lc >> 6] +
+                                  nbi_popcount64(w & ((UINT64_C(1) << (lc & 63)) - 1));
+                    continue;
+                }
+                if (!have_hrow) {
+                    hrow = nbi_cell_hash_row(key[1] + dy, key[2] + dz);
+                    have_hrow = true;
+                }
+                const uint64_t h = nbi_cell_hash_x(hrow, key[0] + dx);
+                if (!nbi_view_may_hold(v, h)) continue;
+                zb->id[n] = -1;
+                zb->at[n][0] = key[0] + dx;
+                zb->at[n][1] = key[1] + dy;
+                zb->at[n][2] = key[2] + dz;
+                zb->hash[n] = h;
+                nbi_prefetch(slots + (h >> (64 - v->table->bits)));
+                n++;
+            }
+        }
+    }
+    nbi_zblock_flush(v, l, zb, n);
+    nbi_spans_flush(l);
+}
+
+// Adds block cell lc (a local code) to the list when it is occupied.
+NBI_INLINE void nbi_zblock_take(nbiSpanList *l, const nbiView *v, const nbiZBlock *zb, int32_t s0,
+                                uint64_t lc)
+{
+    const uint64_t w = zb->occ[lc >> 6];
+    if (((w >> (lc & 63)) & 1) == 0) return;
+    const int32_t b = s0 + zb->rank[lc >> 6] + nbi_popcount64(w & ((UINT64_C(1) << (lc & 63)) - 1));
+    nbi_spans_add_merged(l, v->start[b], nbi_view_end(v, b));
+}
+
+// nbi_zblock_cell at k = 1 for a cell whose stencil lies inside its block (local coordinates
+// lx, ly, lz), in the same order: every stencil cell a bit of the block's bitmap, no bounds to
+// clip (a cell of the block outside the view's box is simply not occupied).
+static void nbi_zblock_inner(const nbiView *v, nbiSpanList *l, const nbiZBlock *zb, int32_t s0,
+                             int32_t c, int64_t lx, int64_t ly, int64_t lz)
+{
+    const uint64_t *sp = zb->spread;
+    const uint64_t xm = sp[lx - 1], x0 = sp[lx], xp = sp[lx + 1];
+    l->a0 = v->start[c];
+    l->a1 = l->self_end = nbi_view_end(v, c);
+    l->ns = 0;
+    // rows (dy, dz): (0, 0) right of the cell only, then (1, 0), and in 3D (-1..1, 1)
+    const uint64_t z0 = v->dim == 3 ? sp[lz] << 2 : 0;
+    nbi_zblock_take(l, v, zb, s0, sp[ly] << 1 | z0 | xp);
+    uint64_t row[4];
+    int rows = 1;
+    row[0] = sp[ly + 1] << 1 | z0;
+    if (v->dim == 3) {
+        const uint64_t z1 = sp[lz + 1] << 2;
+        row[1] = sp[ly - 1] << 1 | z1;
+        row[2] = sp[ly] << 1 | z1;
+        row[3] = sp[ly + 1] << 1 | z1;
+        rows = 4;
+    }
+    for (int r = 0; r < rows; r++) {
+        nbi_zblock_take(l, v, zb, s0, row[r] | xm);
+        nbi_zblock_take(l, v, zb, s0, row[r] | x0);
+        nbi_zblock_take(l, v, zb, s0, row[r] | xp);
+    }
+    nbi_spans_flush(l);
+}
+
+// Hashed view in Z order, cells [u0, u1): block by block (the first block's cells before u0
+// are set in its bitmap too, as stencil cells).
+static void nbi_pairs_zorder(const nbiView *v, const nbiPairCtx *x, int64_t k, int32_t u0,
+                             int32_t u1)
+{
+    const int dim = v->dim, lbits = dim == 3 ? 15 : 14;
+    const int64_t side = (int64_t)1 << (lbits / dim);
+    const uint64_t *code = v->cell_code, lmask = ((uint64_t)1 << lbits) - 1;
+    nbiZBlock zb;
+    memset(zb.occ, 0, sizeof zb.occ);
+    for (int64_t i = 0; i < side; i++)
+        zb.spread[i] = dim == 3 ? nbi_spread3((uint64_t)i) : nbi_spread2((uint64_t)i);
+    nbiSpanList l;
+    nbi_span_list_init(&l, x, dim, false);
+    int32_t c = u0;
+    while (c < u1 && !x->sink->stop) {
+        const uint64_t blk = code[c] >> lbits;
+        int32_t s0 = c, s1 = c + 1;
+        while (s0 > 0 && code[s0 - 1] >> lbits == blk) s0--;
+        while (s1 < v->ncells && code[s1] >> lbits == blk) s1++;
+        int64_t word = -1;
+        for (int32_t s = s0; s < s1; s++) {
+            const uint64_t lc = code[s] & lmask;
+            if ((int64_t)(lc >> 6) != word) {
+                word = (int64_t)(lc >> 6);
+                zb.rank[word] = s - s0;
+            }
+            zb.occ[word] |= UINT64_C(1) << (lc & 63);
+        }
+        const int32_t e = s1 < u1 ? s1 : u1;
+        for (; c < e && !x->sink->stop; c++) {
+            if (v->start[c] == nbi_view_end(v, c)) continue; // an empty cell (a free id)
+            int64_t off[3] = {0, 0, 0};
+            for (int a = 0; a < dim; a++) off[a] = (int64_t)nbi_code_axis(code[c], dim, a);
+            const int64_t lx = off[0] & (side - 1), ly = off[1] & (side - 1);
+            const int64_t lz = off[2] & (side - 1);
+            if (k == 1 && lx > 0 && lx < side - 1 && ly < side - 1 && (dim == 2 || ly > 0) &&
+                lz < side - 1)
+                nbi_zblock_inner(v, &l, &zb, s0, c, lx, ly, lz);
+            else
+                nbi_zblock_cell(v, &l, &zb, k, s0, c, off, side);
+        }
+        for (int32_t s = s0; s < s1; s++) zb.occ[(code[s] & lmask) >> 6] = 0;
+        c = e;
+    }
+}
+
 nbStatus nbi_check_radius(double radius)
 {
     if (!isfinite(radius)) return NB_ERR_NOT_FINITE;
@@ -273,7 +498,11 @@ nbStatus nbi_walk_pairs(const nbiView *v, double radius, int32_t u0, int32_t u1,
     NB_ASSERT(v->table != NULL || v->end == NULL); // dense rows are contiguous runs
     nbiPairCtx x;
     nbi_pair_ctx(&x, v, v, radius, s);
-    if (v->table != NULL)
+    if (v->table != NULL && v->cell_code != NULL && v->code_shift == 0 && k <= 8 &&
+        (v->dim == 3 ? (double)(2 * k + 1) * (2 * k + 1) * (2 * k + 1)
+                     : (double)(2 * k + 1) * (2 * k + 1)) <= (double)v->ncells)
+        nbi_pairs_zorder(v, &x, k, u0, u1);
+    else if (v->table != NULL)
         nbi_pairs_hashed(v, &x, k, u0, u1);
     else if (v->occ != NULL)
         nbi_pairs_ranked(v, &x, k, u0, u1);

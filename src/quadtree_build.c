@@ -188,22 +188,36 @@ static void nbi_child_geometry(const nbQuadtree *q, const nbiQtNode *parent, int
     }
 }
 
-// Which of the four children `kids` of node n takes box b: 0..3, or -1 when b stays in n.
-NBI_INLINE int nbi_pick(const nbQuadtree *q, const nbiQtNode *n, const nbiQtNode *kids,
-                        const double *b)
+// Which of the four children `kids` of a node whose cell's middle is mid takes box b: 0..3, or
+// -1 when b stays in the node. `tight`: q->placement is NB_QUADTREE_TIGHT.
+NBI_INLINE int nbi_pick_mid(bool tight, const double mid[2], const nbiQtNode *kids, const double *b)
 {
     int k = 0;
     for (int a = 0; a < 2; a++) {
-        const double mid = 0.5 * (n->clo[a] + n->chi[a]);
-        if (q->placement == NB_QUADTREE_TIGHT) {
-            if (b[2 + a] <= mid) continue;
-            if (b[a] < mid) return -1;
-        } else if (0.5 * (b[a] + b[2 + a]) < mid) {
+        if (tight) {
+            if (b[2 + a] <= mid[a]) continue;
+            if (b[a] < mid[a]) return -1;
+        } else if (0.5 * (b[a] + b[2 + a]) < mid[a]) {
             continue;
         }
         k |= 1 << a;
     }
     return nbi_within(&kids[k], b) ? k : -1;
+}
+
+// The middle of node n's cell, as nbi_pick_mid takes it.
+NBI_INLINE void nbi_cell_mid(const nbiQtNode *n, double mid[2])
+{
+    for (int a = 0; a < 2; a++) mid[a] = 0.5 * (n->clo[a] + n->chi[a]);
+}
+
+// Which of the four children `kids` of node n takes box b: 0..3, or -1 when b stays in n.
+NBI_INLINE int nbi_pick(const nbQuadtree *q, const nbiQtNode *n, const nbiQtNode *kids,
+                        const double *b)
+{
+    double mid[2];
+    nbi_cell_mid(n, mid);
+    return nbi_pick_mid(q->placement == NB_QUADTREE_TIGHT, mid, kids, b);
 }
 
 // The node that takes box b, descending from `from` (whose bounds hold b).
@@ -1051,11 +1065,20 @@ static nbStatus nbi_build_into(nbQuadtree *s, nbiQtItem *work, nbiQtItem *scratc
             int32_t per[5] = {0, 0, 0, 0, 0};
             // Partitioned from one array into the other, so nothing is copied back.
             nbiQtItem *to = r.in ? work : scratch;
-            for (int32_t i = r.lo; i < r.hi; i++) {
-                const int k = nbi_pick(s, &nodes[r.node], &nodes[g], items[i].b) + 1;
-                pick[i] = (uint8_t)k;
-                per[k]++;
-            }
+            double mid[2];
+            nbi_cell_mid(&nodes[r.node], mid);
+            if (s->placement == NB_QUADTREE_TIGHT) // the placement's test out of the loop
+                for (int32_t i = r.lo; i < r.hi; i++) {
+                    const int k = nbi_pick_mid(true, mid, &nodes[g], items[i].b) + 1;
+                    pick[i] = (uint8_t)k;
+                    per[k]++;
+                }
+            else
+                for (int32_t i = r.lo; i < r.hi; i++) {
+                    const int k = nbi_pick_mid(false, mid, &nodes[g], items[i].b) + 1;
+                    pick[i] = (uint8_t)k;
+                    per[k]++;
+                }
             int32_t at[5];
             at[0] = r.lo;
             for (int k = 1; k < 5; k++) at[k] = at[k - 1] + per[k - 1];
@@ -1082,13 +1105,18 @@ static nbStatus nbi_build_into(nbQuadtree *s, nbiQtItem *work, nbiQtItem *scratc
         // Along a curve, so that each segment of the block holds rectangles near each other.
         nbiQtItem *sorted = items == work ? scratch : work; // free over this range
         nbi_build_sort(nd, items + r.lo, sorted + r.lo, pick + r.lo, stay);
+        // The node's float box and its ancestors' grow once, by the union of its rectangles'.
+        float u[4] = {INFINITY, INFINITY, INFINITY, INFINITY};
         for (int32_t j = 0; j < stay; j++) {
             const nbiQtItem *it = &sorted[r.lo + j];
             const nbHandle h = nbi_pool_handle_first(&s->pool, it->i); // slot i: rectangle i's
             const nbFilter f = filters != NULL ? filters[it->i] : NB_FILTER_ALL;
-            nbi_put_data(s, start, start + j, r.node, it->b, h.bits,
-                         users != NULL ? users[it->i] : (uint64_t)it->i, f.category, f.mask);
+            nbi_put_fields(s, start, start + j, r.node, it->b, h.bits,
+                           users != NULL ? users[it->i] : (uint64_t)it->i, f.category, f.mask);
+            const float *fb = nbi_fb_at(s, start + j);
+            for (int i = 0; i < 4; i++) u[i] = fb[4 * i] < u[i] ? fb[4 * i] : u[i];
         }
+        nbi_bbox_grow_by(s, r.node, u);
         nbi_sync(s, r.node);
     }
     return NB_OK;

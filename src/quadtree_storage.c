@@ -146,18 +146,18 @@ void nbi_sync(nbQuadtree *q, int32_t n)
     nbi_frame(node, h->fc, h->finv);
 }
 
-// Grows the float boxes of node n and its ancestors to hold the rectangle at position p, up to
-// the first that holds it already (its own ancestors then hold it too).
-NBI_INLINE void nbi_bbox_grow(nbQuadtree *q, int32_t n, int32_t p)
+// Grows the float boxes of node n and its ancestors to hold the float box u (min x, min y,
+// -max x, -max y, as a run holds them), up to the first that holds it already (its own
+// ancestors then hold it too).
+void nbi_bbox_grow_by(nbQuadtree *q, int32_t n, const float u[4])
 {
-    const float *f = nbi_fb_at(q, p);
     const nbiQtNode *nodes = NBI_NODES(q);
     while (n >= NBI_QT_GROUPS) {
         float *g = nbi_gb_of(q, n);
         bool grew = false;
         for (int i = 0; i < 4; i++) {
-            if (f[4 * i] < g[4 * i]) {
-                g[4 * i] = f[4 * i];
+            if (u[i] < g[4 * i]) {
+                g[4 * i] = u[i];
                 grew = true;
             }
         }
@@ -197,8 +197,8 @@ void nbi_group_give(nbQuadtree *q, int32_t g)
 
 // Writes a rectangle's data at position `to` of node n, whose block starts at `start`; its slot
 // is left to the caller (nbi_put).
-void nbi_put_data(nbQuadtree *q, int32_t start, int32_t to, int32_t n, const double *b,
-                  uint64_t hnd, uint64_t user, uint32_t cat, uint32_t mask)
+void nbi_put_fields(nbQuadtree *q, int32_t start, int32_t to, int32_t n, const double *b,
+                    uint64_t hnd, uint64_t user, uint32_t cat, uint32_t mask)
 {
     nbHit *r = nbi_hit_of(q, to);
     nbi_box_put(q, n, start, to, b);
@@ -207,7 +207,15 @@ void nbi_put_data(nbQuadtree *q, int32_t start, int32_t to, int32_t n, const dou
     NBI_CAT(q)[to] = cat;
     NBI_MASK(q)[to] = mask;
     NBI_OWN(q)[to] = n;
-    nbi_bbox_grow(q, n, to);
+}
+
+void nbi_put_data(nbQuadtree *q, int32_t start, int32_t to, int32_t n, const double *b,
+                  uint64_t hnd, uint64_t user, uint32_t cat, uint32_t mask)
+{
+    nbi_put_fields(q, start, to, n, b, hnd, user, cat, mask);
+    const float *f = nbi_fb_at(q, to);
+    const float u[4] = {f[0], f[4], f[8], f[12]};
+    nbi_bbox_grow_by(q, n, u);
 }
 
 // nbi_put_data, and points the rectangle's slot there.

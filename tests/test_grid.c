@@ -555,6 +555,53 @@ static int test_ranked_cells(void)
     return 0;
 }
 
+// Sparse sets that take the hashed layout, with many Z-order blocks: all pairs there find a
+// cell's neighbours in its block's bitmap and only those across a block's face in the table
+// (pairs.c, "hashed views in Z order"). Clusters that straddle the blocks' faces, a sphere's
+// shell and two planes in 3D, clusters in 2D, at the default cell
+// (one ring: the inner cells' fast path), at cells of r / 2.2 (three rings) and r / 9.5 (ten
+// rings: the table walk), and with cells not a power of two apart from the origin.
+static nboSet sparse_set(int dim, int shape, int32_t n)
+{
+    nboSet s = nbo_set_new(n, dim);
+    double centre[64][3];
+    for (int c = 0; c < 64; c++)
+        for (int a = 0; a < 3; a++)
+            centre[c][a] = 32.0 * nbt_int(dim == 3 ? 12 : 40) + nbt_range(-1.5, 1.5);
+    for (int32_t i = 0; i < n; i++) {
+        double *q = s.p + (size_t)i * dim, g[3] = {nbt_gauss(), nbt_gauss(), nbt_gauss()};
+        if (shape == 0) { // clusters of a few cells around block corners and faces
+            const double *c = centre[nbt_int(64)];
+            for (int a = 0; a < dim; a++) q[a] = c[a] + 2.0 * g[a] - 7.0;
+        } else if (shape == 1) { // a shell of radius 60 about (70, 70, 70)
+            const double len = sqrt(g[0] * g[0] + g[1] * g[1] + g[2] * g[2]) + 1e-300;
+            for (int a = 0; a < 3; a++) q[a] = 70.0 + 60.0 * g[a] / len;
+        } else { // two planes, x = 33 and z = y / 2 + 1
+            const double u = nbt_range(0, 120), w = nbt_range(0, 120);
+            q[0] = nbt_int(2) ? 33.0 : u;
+            q[1] = nbt_int(2) ? w : u;
+            q[2] = q[0] == 33.0 ? w : q[1] * 0.5 + 1.0;
+        }
+    }
+    return s;
+}
+
+static int test_hashed_blocks(void)
+{
+    static const double cells[3] = {0.0, 1.0 / 2.2, 1.0 / 9.5};
+    for (int dim = 2; dim <= 3; dim++)
+        for (int shape = 0; shape < (dim == 3 ? 3 : 1); shape++)
+            for (int t = 0; t < 3; t++) {
+                nboSet s = sparse_set(dim, shape, 3000);
+                if (t == 1) // an offset off the cells' grid
+                    for (int32_t i = 0; i < s.n * dim; i++) s.p[i] += 1000.3;
+                if (check_layout(&s, 1.0, 0.0, 2)) return 1;
+                if (check_all(&s, 1.0, cells[t], 4)) return 1;
+                nbo_set_free(&s);
+            }
+    return 0;
+}
+
 // The ranked layout's edges: a box of exactly 64 cells a point is ranked, one more row of
 // cells hashed; rows of cells that fill whole 64-cell words, and a row of 65 cells; cells whose
 // bits are the first and the last of their word.
@@ -1240,8 +1287,9 @@ static int test_hashed_counts_around_lookahead(void)
             nboSet s = nbo_set_new(n, dim);
             for (int32_t i = 0; i < n; i++) {
                 // a few cells, far apart, each point well inside its cell (the cell edge is a
-                // hair over the radius, see nbi_cell_for_radius)
-                const int32_t home = nbt_int(1 + n / 3);
+                // hair over the radius, see nbi_cell_for_radius); the first two in the first and
+                // the last home, so that the box is never one cell whatever the draws
+                const int32_t home = i < 2 ? i * (n / 3) : nbt_int(1 + n / 3);
                 for (int a = 0; a < dim; a++) s.p[i * dim + a] = home * 1e6 + nbt_range(0.25, 0.75);
             }
             nbGridDesc d = {.dim = dim};
@@ -1681,6 +1729,7 @@ int main(int argc, char **argv)
         {"dense_and_hashed_paths", test_dense_and_hashed_paths},
         {"ranked_cells", test_ranked_cells},
         {"ranked_edges", test_ranked_edges},
+        {"hashed_blocks", test_hashed_blocks},
         {"deterministic", test_deterministic},
         {"cells_far_apart", test_cells_far_apart},
         {"pairs_cost_guard", test_pairs_cost_guard},
