@@ -333,8 +333,8 @@ nbStatus cli_query_within(const cliStructure *s, const void *index, const double
 
 // The rows of cli_within_run's queries (rows NULL: only counted into *total).
 static int within_rows(const cliStructure *s, const void *index, int32_t n, const char *name,
-                       const cliInput *queries, double radius, bool ids_only, nbioRows *rows,
-                       int64_t *total, const char *cmd, const char *unit)
+                       const cliInput *queries, double radius, nbioRows *rows, int64_t *total,
+                       const char *cmd, const char *unit)
 {
     const int32_t dim = queries->points.dim;
     cliHits hits = {0};
@@ -351,8 +351,7 @@ static int within_rows(const cliStructure *s, const void *index, int32_t n, cons
         *total += hits.found;
         if (rows != NULL) {
             cli_sort_indices(hits.ids, hits.found);
-            for (int32_t k = 0; k < hits.found; k++)
-                nbio_rows_put(rows, ids_only ? hits.ids[k] : q, hits.ids[k], 0.0);
+            nbio_rows_put_run(rows, q, hits.ids, hits.found); // (i) alone for one column
         }
         if ((q & 1023) == 0) cli_progress_show(&progress, q);
     }
@@ -382,8 +381,8 @@ int cli_within_run(const cliCommand *cmd, const cliOptions *o, cliInput *points,
     }
     const bool count = (o->given & CLI_OPT_COUNT) != 0;
     int64_t total = 0;
-    r = within_rows(s, index, n, points->name, queries, o->radius, shape->columns == 1,
-                    count ? NULL : &rows.rows, &total, cmd->name, unit);
+    r = within_rows(s, index, n, points->name, queries, o->radius, count ? NULL : &rows.rows,
+                    &total, cmd->name, unit);
     s->destroy(index);
     nbio_points_free(&queries->points);
     if (r == CLI_EXIT_OK && count) {
