@@ -119,37 +119,38 @@ int main(void)
                 fclose(one);
                 fclose(run);
             }
-    // Parts: runs into buffers without a stream, appended in order, give the same bytes.
-    for (int fi = 0; fi < 4; fi++) {
-        const nbioOutFormat f = formats[fi];
-        const nbioRowShape shape = {2, {"a", "b", NULL}, false};
-        FILE *one = tmpfile(), *parted = tmpfile();
-        if (one == NULL || parted == NULL) return 1;
-        nbioRows r1, r2, part;
-        const char *why;
-        nbio_rows_start(&r1, one, f, &shape, buf, 4096, &why);
-        static char out2[4096];
-        nbio_rows_start(&r2, parted, f, &shape, out2, sizeof out2, &why);
-        const size_t part_cap = (size_t)MAX_RUN * 4 * NBIO_ROW_MAX + NBIO_WRITER_SLACK;
-        char *pbuf = malloc(part_cap);
-        if (pbuf == NULL) return 1;
-        nbio_rows_start_part(&part, f, &shape, pbuf, part_cap);
-        for (int r = 0; r < RUNS; r++) {
-            for (int64_t k = 0; k < lens[r]; k++) nbio_rows_put(&r1, first[r], ids[r][k], 0.0);
-            nbio_rows_put_run(&part, first[r], ids[r], lens[r]);
-            if (r % 4 == 3 || r == RUNS - 1) nbio_rows_append(&r2, &part);
+    // Parts: runs into buffers without a stream, appended in order, give the same bytes; a
+    // part of 64 bytes grows (doubling) to hold four runs.
+    for (int fi = 0; fi < 4; fi++)
+        for (size_t part_cap = 64; part_cap <= 4096; part_cap *= 64) {
+            const nbioOutFormat f = formats[fi];
+            const nbioRowShape shape = {2, {"a", "b", NULL}, false};
+            FILE *one = tmpfile(), *parted = tmpfile();
+            if (one == NULL || parted == NULL) return 1;
+            nbioRows r1, r2, part;
+            const char *why;
+            nbio_rows_start(&r1, one, f, &shape, buf, 4096, &why);
+            static char out2[4096];
+            nbio_rows_start(&r2, parted, f, &shape, out2, sizeof out2, &why);
+            char *pbuf = malloc(part_cap);
+            if (pbuf == NULL) return 1;
+            nbio_rows_start_part(&part, f, &shape, pbuf, part_cap);
+            for (int r = 0; r < RUNS; r++) {
+                for (int64_t k = 0; k < lens[r]; k++) nbio_rows_put(&r1, first[r], ids[r][k], 0.0);
+                nbio_rows_put_run(&part, first[r], ids[r], lens[r]);
+                if (r % 4 == 3 || r == RUNS - 1) nbio_rows_append(&r2, &part);
+            }
+            const bool ok = nbio_rows_finish(&r1) && nbio_rows_finish(&r2) && !part.w.failed;
+            size_t n1, n2;
+            char *b1 = contents(one, &n1), *b2 = contents(parted, &n2);
+            if (!ok || r1.rows != r2.rows || n1 != n2 || memcmp(b1, b2, n1) != 0)
+                fail("parts appended differ from the rows", f, 2, part_cap);
+            free(b1);
+            free(b2);
+            free(part.w.buf); // grown: no longer pbuf
+            fclose(one);
+            fclose(parted);
         }
-        const bool ok = nbio_rows_finish(&r1) && nbio_rows_finish(&r2);
-        size_t n1, n2;
-        char *b1 = contents(one, &n1), *b2 = contents(parted, &n2);
-        if (!ok || r1.rows != r2.rows || n1 != n2 || memcmp(b1, b2, n1) != 0)
-            fail("parts appended differ from the rows", f, 2, part_cap);
-        free(b1);
-        free(b2);
-        free(pbuf);
-        fclose(one);
-        fclose(parted);
-    }
     free(want);
     free(buf);
     if (failures > 0) {

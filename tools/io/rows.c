@@ -83,7 +83,8 @@ bool nbio_rows_start(nbioRows *r, FILE *stream, nbioOutFormat format, const nbio
 void nbio_rows_start_part(nbioRows *part, nbioOutFormat format, const nbioRowShape *shape,
                           char *buf, size_t cap)
 {
-    nbio_writer_init(&part->w, NULL, buf, cap); // no stream: a drain marks it failed
+    nbio_writer_init(&part->w, NULL, buf, cap); // no stream: a drain grows the buffer
+    part->w.grows = true;
     part->format = format;
     part->shape = *shape;
     part->rows = 0;

@@ -12,10 +12,20 @@ void nbio_writer_init(nbioWriter *w, FILE *stream, char *buf, size_t cap)
     w->used = 0;
     w->cap = cap;
     w->failed = false;
+    w->grows = false;
 }
 
 void nbio_writer_drain(nbioWriter *w)
 {
+    if (w->stream == NULL && w->grows && !w->failed) { // room, not a write
+        char *more = w->cap <= SIZE_MAX / 2 ? realloc(w->buf, 2 * w->cap) : NULL;
+        if (more != NULL) {
+            w->buf = more;
+            w->cap *= 2;
+            return;
+        }
+        w->failed = true; // out of memory: the part is lost, and says so
+    }
     if (w->used > 0 && w->stream == NULL) w->failed = true; // a buffer alone: it is full
     if (w->used > 0 && !w->failed && fwrite(w->buf, 1, w->used, w->stream) != w->used)
         w->failed = true;

@@ -11,19 +11,21 @@
 #include <stdio.h>
 
 /// Output buffer in front of a stream. `failed` becomes true after a write error; later writes
-/// are dropped and nbio_writer_finish() reports it.
+/// are dropped and nbio_writer_finish() reports it. Without a stream the buffer is all there is:
+/// when full it doubles (realloc) if `grows`, else the writer fails.
 typedef struct nbioWriter {
     FILE *stream;
     char *buf;
     size_t used;
     size_t cap; ///< at least 64 bytes
     bool failed;
+    bool grows; ///< no stream: buf is from malloc and doubles when full (failed if it cannot)
 } nbioWriter;
 
 /// Starts a writer over `stream` using the caller's `buf` of `cap` (>= 64) bytes.
 void nbio_writer_init(nbioWriter *w, FILE *stream, char *buf, size_t cap);
 
-/// Writes out what is buffered (no fflush of the stream).
+/// Writes out what is buffered (no fflush of the stream); a growing buffer doubles instead.
 void nbio_writer_drain(nbioWriter *w);
 
 /// Drains, then flushes the stream. False if any write failed.
