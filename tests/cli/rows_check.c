@@ -6,12 +6,16 @@
 // up, and into parts (a buffer without a stream, appended in order). The one-by-one rows are
 // also checked against their bytes computed here: CSV text by printf, binary values by hand.
 // Indices of every width: 0, 9, 10, 99, ..., 2^31 - 1, and runs of 0 to 300 rows.
+// `rows_check --bench PREFIX` times the writers alone (below).
+#define _POSIX_C_SOURCE 200809L // clock_gettime
 #include <inttypes.h>
+#include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "io/rows.h"
 
@@ -57,8 +61,74 @@ static void expect_row(char **out, nbioOutFormat f, int columns, int64_t a, int6
     }
 }
 
-int main(void)
+// `rows_check --bench PREFIX`: the writers alone on millions of rows, into PREFIX.csv and
+// PREFIX.npy (and, for the floor, the .npy's bytes written from memory in 1 MiB fwrites to
+// PREFIX.raw): 16M index pairs in runs of 16, as pairs and join write them, and 8M rows
+// (q, i, distance) one by one, as knn writes them. Prints wall seconds of each.
+static double now_s(void)
 {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int bench(const char *prefix)
+{
+    enum { PAIRS = 16 << 20, RUN = 16, KNN = 8 << 20 };
+    static char buf[1 << 20];
+    static int32_t ids[RUN];
+    char path[4096];
+    const nbioOutFormat formats[2] = {NBIO_OUT_CSV, NBIO_OUT_NPY};
+    const char *ext[2] = {"csv", "npy"};
+    double secs[2][2];
+    for (int fi = 0; fi < 2; fi++) {
+        snprintf(path, sizeof path, "%s.%s", prefix, ext[fi]);
+        // Index pairs: point a's 16 neighbours around it.
+        const nbioRowShape two = {2, {"i", "j", NULL}, false};
+        FILE *f = fopen(path, "wb");
+        nbioRows r;
+        const char *why;
+        if (f == NULL) return 1;
+        double t0 = now_s();
+        nbio_rows_start(&r, f, formats[fi], &two, buf, sizeof buf, &why);
+        for (int32_t a = 0; a < PAIRS / RUN; a++) {
+            for (int k = 0; k < RUN; k++) ids[k] = a + 1 + 37 * k;
+            nbio_rows_put_run(&r, a, ids, RUN);
+        }
+        bool ok = nbio_rows_finish(&r) && fclose(f) == 0;
+        secs[fi][0] = now_s() - t0;
+        // kNN rows: (q, i, distance), the distances as a kNN search gives them.
+        const nbioRowShape three = {3, {"q", "i", "distance"}, true};
+        f = fopen(path, "wb");
+        if (f == NULL) return 1;
+        t0 = now_s();
+        nbio_rows_start(&r, f, formats[fi], &three, buf, sizeof buf, &why);
+        for (int32_t row = 0; row < KNN; row++)
+            nbio_rows_put(&r, row / 8, row * 7 % KNN, sqrt(0.25 + (double)(row % 1000) * 1e-3));
+        ok = ok && nbio_rows_finish(&r) && fclose(f) == 0;
+        secs[fi][1] = now_s() - t0;
+        if (!ok) return 1;
+    }
+    // The floor: as many bytes as the pairs' .npy, from memory, in 1 MiB writes.
+    snprintf(path, sizeof path, "%s.raw", prefix);
+    FILE *f = fopen(path, "wb");
+    if (f == NULL) return 1;
+    memset(buf, 1, sizeof buf);
+    const double t0 = now_s();
+    for (size_t left = (size_t)PAIRS * 8; left > 0; left -= left < sizeof buf ? left : sizeof buf)
+        if (fwrite(buf, 1, left < sizeof buf ? left : sizeof buf, f) == 0) return 1;
+    if (fclose(f) != 0) return 1;
+    const double raw = now_s() - t0;
+    printf("16M index pairs: csv %.3f s, npy %.3f s (%.1fx), the same bytes from memory %.3f s\n",
+           secs[0][0], secs[1][0], secs[0][0] / secs[1][0], raw);
+    printf("8M kNN rows:     csv %.3f s, npy %.3f s (%.1fx)\n", secs[0][1], secs[1][1],
+           secs[0][1] / secs[1][1]);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 3 && strcmp(argv[1], "--bench") == 0) return bench(argv[2]);
     enum { RUNS = 40, MAX_RUN = 300 };
     static const int32_t widths[] = {
         0,      9,       10,      99,       100,      999,       1000,      99999,      100000,
