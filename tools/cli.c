@@ -331,68 +331,6 @@ nbStatus cli_query_within(const cliStructure *s, const void *index, const double
     return NB_ERR_INTERNAL; // the total changed between two identical calls
 }
 
-// The rows of cli_within_run's queries (rows NULL: only counted into *total).
-static int within_rows(const cliStructure *s, const void *index, int32_t n, const char *name,
-                       const cliInput *queries, double radius, bool ids_only, nbioRows *rows,
-                       int64_t *total, const char *cmd, const char *unit)
-{
-    const int32_t dim = queries->points.dim;
-    cliHits hits = {0};
-    cliProgress progress;
-    cli_progress_start(&progress, cmd, unit, queries->points.count);
-    nbStatus st = NB_OK;
-    *total = 0;
-    for (int32_t q = 0; q < queries->points.count && st == NB_OK; q++) {
-        st = cli_query_within(s, index, queries->points.coords + (size_t)q * (size_t)dim, radius,
-                              &hits);
-        for (int32_t k = 0; k < hits.found && st == NB_OK; k++)
-            if (hits.ids[k] < 0 || hits.ids[k] >= n) st = NB_ERR_INTERNAL;
-        if (st != NB_OK) break;
-        *total += hits.found;
-        if (rows != NULL) {
-            cli_sort_indices(hits.ids, hits.found);
-            for (int32_t k = 0; k < hits.found; k++)
-                nbio_rows_put(rows, ids_only ? hits.ids[k] : q, hits.ids[k], 0.0);
-        }
-        if ((q & 1023) == 0) cli_progress_show(&progress, q);
-    }
-    cli_progress_end(&progress);
-    cli_hits_free(&hits);
-    if (st == NB_ERR_OUT_OF_MEMORY) return cli_out_of_memory(name, "for the results");
-    if (st != NB_OK) return cli_fail_status(name, st, "querying");
-    return CLI_EXIT_OK;
-}
-
-int cli_within_run(const cliCommand *cmd, const cliOptions *o, cliInput *points, cliInput *queries,
-                   const nbioRowShape *shape, const char *unit)
-{
-    cliRows rows;
-    int r = cli_rows_open(cmd->name, o, shape, &rows);
-    if (r != CLI_EXIT_OK) {
-        nbio_points_free(&points->points);
-        nbio_points_free(&queries->points);
-        return r;
-    }
-    const cliStructure *s = o->structure;
-    const int32_t n = points->points.count;
-    void *index;
-    if ((r = cli_build(s, points, o->radius, &index)) != CLI_EXIT_OK) {
-        nbio_points_free(&queries->points);
-        return cli_rows_close(&rows, r);
-    }
-    const bool count = (o->given & CLI_OPT_COUNT) != 0;
-    int64_t total = 0;
-    r = within_rows(s, index, n, points->name, queries, o->radius, shape->columns == 1,
-                    count ? NULL : &rows.rows, &total, cmd->name, unit);
-    s->destroy(index);
-    nbio_points_free(&queries->points);
-    if (r == CLI_EXIT_OK && count) {
-        nbio_write_i64(&rows.rows.w, total);
-        nbio_write_char(&rows.rows.w, '\n');
-    }
-    return cli_rows_close(&rows, r);
-}
-
 void cli_hits_free(cliHits *h)
 {
     free(h->ids);

@@ -166,14 +166,6 @@ nbStatus cli_query_within(const struct cliStructure *s, const void *index, const
 /// Frees the buffer and empties *h.
 void cli_hits_free(cliHits *h);
 
-/// Radius queries in bulk (within, join), after the inputs are read: opens the rows of `shape`
-/// (cli_rows_open), indexes `points` at o->radius (freeing them), then for each point q of
-/// `queries` in turn writes the points within o->radius, ascending, as rows (q, i), or (i)
-/// alone for a 1-column shape; with --count only their number. A progress line counts `unit`.
-/// Frees both inputs; returns the exit status (failures reported).
-int cli_within_run(const struct cliCommand *cmd, const struct cliOptions *o, cliInput *points,
-                   cliInput *queries, const nbioRowShape *shape, const char *unit);
-
 /// Where a command's rows go: standard output (CSV), or -o FILE in its extension's format.
 typedef struct cliRows {
     nbioRows rows;

@@ -158,8 +158,7 @@ static int run_boxes(int argc, char **argv)
         nbio_write_char(&rows.rows.w, '\n');
     } else if (r == CLI_EXIT_OK) {
         for (int32_t q = 0; q < nq; q++)
-            for (int64_t k = first[q]; k < first[q + 1]; k++)
-                nbio_rows_put(&rows.rows, q, all[k], 0.0);
+            nbio_rows_put_run(&rows.rows, q, all + first[q], first[q + 1] - first[q]);
     }
     free(all);
     free(first);

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
 // `nearby demo` (what `make demo` runs): a flocking scene. N agents in two groups move for a
-// few hundred frames; every frame each structure is brought up to date (the dense grid rebuilt;
-// the hash's, the tiles' and the quadtree's items moved by handle: the table's build_points
-// adapters) and asked for every agent's neighbours within R. The scene runs once per structure
-// from the same start, and the neighbour counts must agree frame by frame (and a sample of
-// queries with brute force), or the demo fails. It ends with a table of times and an SVG
-// picture of the last frame.
+// few hundred frames. Every frame, each structure is brought up to date over the same positions
+// (the dense grid rebuilt; the hash's, the tiles' and the quadtree's items moved by handle: the
+// table's build_points adapters) and asked for every agent's neighbours within R; every agent's
+// neighbours must be the same set on every structure (and a sample agrees with brute force), or
+// the demo fails. The first structure's neighbours steer the agents into the next frame. It
+// ends with a table of times and an SVG picture of the last frame.
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
@@ -52,11 +52,12 @@ static void help(void)
           "the origin, at about 7 neighbours within R each. Every frame, each agent asks the\n"
           "structure for its neighbours within R and steers: away from every neighbour,\n"
           "along with and towards those of its own group; the second group also circles the\n"
-          "origin. The scene runs on every structure that can serve it (dense: rebuilt each\n"
-          "frame; hash, tiles and quadtree: items moved by handle), from the same start; their\n"
-          "neighbour counts must agree in every frame, and a sample of queries must agree with\n"
-          "brute force, or the demo fails (exit 1). Prints a table (ms a frame, neighbours a\n"
-          "frame, queries a second) and draws the last frame to an SVG picture.\n"
+          "origin. Every frame, every structure that can serve the scene (dense: rebuilt each\n"
+          "frame; hash, tiles and quadtree: items moved by handle) is asked over the same\n"
+          "positions; every agent's neighbours must be the same on all of them, and a sample\n"
+          "must agree with brute force, or the demo fails (exit 1). The first structure's\n"
+          "neighbours steer. Prints a table (ms a frame, neighbours a frame, queries a second)\n"
+          "and draws the last frame to an SVG picture.\n"
           "\n"
           "  --n N             agents, default 20000\n"
           "  --frames F        frames, default 200\n"
@@ -78,12 +79,16 @@ static void help(void)
 
 // splitmix64 (Steele, Lea and Flood): a tiny generator with a 64-bit state; the same numbers
 // on every platform.
-static uint64_t splitmix64(uint64_t *state)
+static uint64_t mix64(uint64_t z)
 {
-    uint64_t z = (*state += 0x9e3779b97f4a7c15u);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
     return z ^ (z >> 31);
+}
+
+static uint64_t splitmix64(uint64_t *state)
+{
+    return mix64(*state += 0x9e3779b97f4a7c15u);
 }
 
 static double uniform01(uint64_t *state)
@@ -125,22 +130,15 @@ static int save_points(const char *path, const double *coords, size_t values)
 // The scene: the start (shared by every run) and the state of the current run.
 typedef struct Scene {
     int32_t n, dim;
-    double radius, half; // the world is [-half, half]^dim
-    uint8_t *group;      // 0 or 1
-    double *start_pos, *start_vel;
+    double radius, half;                     // the world is [-half, half]^dim
+    uint8_t *group;                          // 0 or 1
     double *pos, *vel, *next_pos, *next_vel; // this frame's state, and the next one's
-    // This frame's neighbours, as compressed rows: agent i's are nbr[first[i], first[i + 1]),
-    // sorted by index, self excluded. Sorting makes the steering sum in the same order whatever
-    // order a structure reports them in, so every structure computes the same trajectories.
-    int64_t *first;
-    int32_t *nbr;
-    int64_t nbr_cap;
 } Scene;
 
 typedef struct RunStats {
-    double build_ms, query_ms, frame_ms; // totals over the frames
-    int64_t neighbours;                  // over the frames
-    int64_t checked;                     // queries checked by brute force
+    double build_ms, query_ms; // totals over the frames
+    int64_t neighbours;        // over the frames
+    int64_t checked;           // queries checked by brute force
 } RunStats;
 
 static void sort_ints(int32_t *v, int64_t len)
@@ -153,17 +151,18 @@ static void sort_ints(int32_t *v, int64_t len)
     }
 }
 
-// One agent's steering from its sorted neighbours: separation from all, alignment and
-// cohesion within its group, a swirl for group 1, and a soft wall at the world's edge.
-static void steer(Scene *sc, int32_t i)
+// One agent's steering from its neighbours row[0, len), sorted by index (so the sums run in
+// the same order whatever order a structure reported them in): separation from all, alignment
+// and cohesion within its group, a swirl for group 1, and a soft wall at the world's edge.
+static void steer(Scene *sc, int32_t i, const int32_t *row, int32_t len)
 {
     const int32_t dim = sc->dim;
     const double *p = sc->pos + (size_t)i * (size_t)dim;
     const double *v = sc->vel + (size_t)i * (size_t)dim;
     double sep[3] = {0, 0, 0}, align[3] = {0, 0, 0}, coh[3] = {0, 0, 0}, acc[3] = {0, 0, 0};
     int32_t same = 0;
-    for (int64_t k = sc->first[i]; k < sc->first[i + 1]; k++) {
-        const int32_t j = sc->nbr[k];
+    for (int32_t k = 0; k < len; k++) {
+        const int32_t j = row[k];
         const double *q = sc->pos + (size_t)j * (size_t)dim;
         double d2 = 0.0;
         for (int32_t d = 0; d < dim; d++) d2 += (p[d] - q[d]) * (p[d] - q[d]);
@@ -211,14 +210,14 @@ static void steer(Scene *sc, int32_t i)
     }
 }
 
-// Brute force for agent i: its neighbours within R (self excluded) must be exactly the row the
-// structure gave. False on a mismatch.
-static bool brute_check(const Scene *sc, int32_t i)
+// Brute force for agent i: its neighbours within R (self excluded) must be exactly row[0, len),
+// sorted. False on a mismatch.
+static bool brute_check(const Scene *sc, int32_t i, const int32_t *row, int32_t len)
 {
     const int32_t dim = sc->dim;
     const double *p = sc->pos + (size_t)i * (size_t)dim;
     const double r2 = sc->radius * sc->radius;
-    int64_t k = sc->first[i];
+    int32_t k = 0;
     for (int32_t j = 0; j < sc->n; j++) {
         if (j == i) continue;
         double d2 = 0.0;
@@ -227,10 +226,10 @@ static bool brute_check(const Scene *sc, int32_t i)
             d2 += t * t;
         }
         if (d2 > r2) continue;
-        if (k == sc->first[i + 1] || sc->nbr[k] != j) return false;
+        if (k == len || row[k] != j) return false;
         k++;
     }
-    return k == sc->first[i + 1];
+    return k == len;
 }
 
 // One progress bar for the runs going on at once, on standard error when it is a terminal.
@@ -270,81 +269,221 @@ static void progress_end(Progress *p)
     pthread_mutex_unlock(&p->mu);
 }
 
-// Runs the scene on `s` from the start; counts[f] receives frame f's neighbour total. On
-// success *index is left built over the last frame's positions (in sc->pos). Reports a
-// problem and returns its exit status.
-static int run_scene(Scene *sc, const cliStructure *s, int32_t frames, int64_t *counts,
-                     Progress *show, void **index, RunStats *stats)
+// One structure's part of the scene: its index over the current frame and, for every agent,
+// this frame's neighbours (self excluded), in the structure's order: agent i's are
+// chunk[c].ids[start[i], start[i] + count[i]) for its chunk c, with print[i] an order-free
+// fingerprint of the set (the sum of mix64 over the indices) for comparing structures.
+typedef struct Chunk {
+    int32_t *ids;
+    int64_t cap;
+    double ms;       // this frame's query time
+    nbStatus status; // this frame's
+} Chunk;
+
+typedef struct Lane {
+    const cliStructure *s;
+    void *index;
+    int64_t *start;
+    int32_t *count;
+    uint64_t *print;
+    Chunk *chunk;
+    nbStatus build_status; // this frame's
+    double build_ms;       // this frame's
+    RunStats stats;
+} Lane;
+
+// What the workers share in a frame.
+typedef struct Frame {
+    Scene *sc;
+    Lane *lanes;
+    int lane_count;
+    int32_t chunks; // agents are cut into this many ranges a lane
+} Frame;
+
+// Agents [first, end) of chunk c.
+static void chunk_range(const Frame *x, int32_t c, int32_t *first, int32_t *end)
 {
-    const size_t values = (size_t)sc->n * (size_t)sc->dim;
-    memcpy(sc->pos, sc->start_pos, values * sizeof(double));
-    memcpy(sc->vel, sc->start_vel, values * sizeof(double));
-    memset(stats, 0, sizeof *stats);
-    char where[64];
-    snprintf(where, sizeof where, "demo: %s", s->name);
-    for (int32_t f = 0; f < frames; f++) {
-        if (f % 4 == 0 && f > 0) progress_add(show, 4);
-        if (f > 0) { // the next frame becomes this one
-            double *t = sc->pos;
-            sc->pos = sc->next_pos;
-            sc->next_pos = t;
-            t = sc->vel;
-            sc->vel = sc->next_vel;
-            sc->next_vel = t;
-        }
+    *first = (int32_t)((int64_t)x->sc->n * c / x->chunks);
+    *end = (int32_t)((int64_t)x->sc->n * (c + 1) / x->chunks);
+}
+
+// Brings lanes [b, e) up to date over the frame's positions, the costliest first (the table
+// lists the structures from the fastest), so that the workers finish close together.
+static void update_lanes(int32_t b, int32_t e, int32_t worker, void *ctx)
+{
+    (void)worker;
+    const Frame *x = ctx;
+    for (int32_t t = b; t < e; t++) {
+        Lane *l = &x->lanes[x->lane_count - 1 - t];
         const double t0 = cli_now_ms();
-        nbStatus st = cli_index_build(s, sc->pos, sc->n, sc->dim, sc->radius, index);
-        const double t1 = cli_now_ms();
-        if (st != NB_OK) return cli_fail_status(where, st, "updating the index");
-        // Every agent's query, into the rows; a full buffer grows and the query runs again.
+        l->build_status =
+            cli_index_build(l->s, x->sc->pos, x->sc->n, x->sc->dim, x->sc->radius, &l->index);
+        l->build_ms = cli_now_ms() - t0;
+    }
+}
+
+// Queries of items [b, e): item t is chunk t % chunks of lane t / chunks, costliest lane first.
+static void query_chunks(int32_t b, int32_t e, int32_t worker, void *ctx)
+{
+    (void)worker;
+    const Frame *x = ctx;
+    const Scene *sc = x->sc;
+    for (int32_t t = b; t < e; t++) {
+        Lane *l = &x->lanes[x->lane_count - 1 - t / x->chunks];
+        const int32_t c = t % x->chunks;
+        Chunk *ch = &l->chunk[c];
+        int32_t first, end;
+        chunk_range(x, c, &first, &end);
+        const double t0 = cli_now_ms();
+        nbStatus st = NB_OK;
         int64_t used = 0;
-        for (int32_t i = 0; i < sc->n; i++) {
+        for (int32_t i = first; i < end && st == NB_OK; i++) {
             const double *p = sc->pos + (size_t)i * (size_t)sc->dim;
+            const int64_t room = ch->cap - used;
             int32_t found = 0;
-            const int64_t room = sc->nbr_cap - used;
-            st = s->within(*index, p, sc->radius, sc->nbr + used,
-                           (int32_t)(room < INT32_MAX ? room : INT32_MAX), &found);
-            if (st == NB_ERR_BUFFER_TOO_SMALL) {
+            st = l->s->within(l->index, p, sc->radius, ch->ids + used,
+                              (int32_t)(room < INT32_MAX ? room : INT32_MAX), &found);
+            if (st == NB_ERR_BUFFER_TOO_SMALL) { // grow and ask again
                 const int64_t want = (used + found) * 2 + 1024;
-                int32_t *grown = realloc(sc->nbr, (size_t)want * sizeof *grown);
-                if (grown == NULL) return cli_out_of_memory(where, "storing the neighbours");
-                sc->nbr = grown;
-                sc->nbr_cap = want;
-                st = s->within(*index, p, sc->radius, sc->nbr + used, found, &found);
+                int32_t *grown = realloc(ch->ids, (size_t)want * sizeof *grown);
+                st = NB_ERR_OUT_OF_MEMORY;
+                if (grown != NULL) {
+                    ch->ids = grown;
+                    ch->cap = want;
+                    st = l->s->within(l->index, p, sc->radius, ch->ids + used, found, &found);
+                }
             }
-            if (st != NB_OK) return cli_fail_status(where, st, "finding neighbours");
-            // Drop the agent itself (distance 0 to its own query point).
+            // Drop the agent itself (distance 0 to its own query point); fingerprint the rest.
             int64_t w = used;
-            for (int64_t k = used; k < used + found; k++)
-                if (sc->nbr[k] != i) sc->nbr[w++] = sc->nbr[k];
-            sc->first[i] = used;
+            uint64_t print = 0;
+            for (int64_t k = used; k < used + found && st == NB_OK; k++) {
+                const int32_t j = ch->ids[k];
+                if (j < 0 || j >= sc->n) st = NB_ERR_INTERNAL;
+                if (j == i) continue;
+                ch->ids[w++] = j;
+                print += mix64((uint64_t)j + 1);
+            }
+            l->start[i] = used;
+            l->count[i] = (int32_t)(w - used);
+            l->print[i] = print;
             used = w;
         }
-        sc->first[sc->n] = used;
-        const double t2 = cli_now_ms();
-        for (int32_t i = 0; i < sc->n; i++)
-            sort_ints(sc->nbr + sc->first[i], sc->first[i + 1] - sc->first[i]);
-        counts[f] = used;
-        for (int32_t c = 0; c < CHECKS_PER_FRAME && sc->n > 0; c++) {
-            uint64_t key = ((uint64_t)f << 8) + (uint64_t)c;
-            const int32_t i = (int32_t)(splitmix64(&key) % (uint64_t)sc->n);
-            if (!brute_check(sc, i)) {
-                progress_end(show);
-                cli_fail("demo: %s: frame %d: agent %d's neighbours differ from brute force "
-                         "(NB_ERR_INTERNAL: a bug in nearby, please report)",
-                         s->name, (int)f, (int)i);
+        ch->status = st;
+        ch->ms = cli_now_ms() - t0;
+    }
+}
+
+// Steers the agents of chunks [b, e) by the first lane's neighbours, sorted first.
+static void steer_chunks(int32_t b, int32_t e, int32_t worker, void *ctx)
+{
+    (void)worker;
+    const Frame *x = ctx;
+    const Lane *l = &x->lanes[0];
+    for (int32_t c = b; c < e; c++) {
+        int32_t first, end;
+        chunk_range(x, c, &first, &end);
+        for (int32_t i = first; i < end; i++) {
+            int32_t *row = l->chunk[c].ids + l->start[i];
+            sort_ints(row, l->count[i]);
+            steer(x->sc, i, row, l->count[i]);
+        }
+    }
+}
+
+// Runs [0, count) of `task` on the pool, or serially without one.
+static void run_tasks(nbTaskFn *task, int32_t count, Frame *x, nbxPool *pool)
+{
+    if (pool != NULL)
+        nbx_parallel_for(task, count, 1, x, pool);
+    else
+        task(0, count, 0, x);
+}
+
+// The frame's checks, after the queries: every lane's status, every agent's neighbours on
+// every lane the same set as on the first (count and fingerprint), and CHECKS_PER_FRAME agents
+// a lane by brute force against the first lane's rows (sorted here; steering sorts the rest).
+// Reports a problem and returns its exit status.
+static int check_frame(Frame *x, int32_t f)
+{
+    const Scene *sc = x->sc;
+    char where[64];
+    for (int k = 0; k < x->lane_count; k++) {
+        Lane *l = &x->lanes[k];
+        snprintf(where, sizeof where, "demo: %s", l->s->name);
+        if (l->build_status != NB_OK)
+            return cli_fail_status(where, l->build_status, "updating the index");
+        for (int32_t c = 0; c < x->chunks; c++) {
+            const nbStatus st = l->chunk[c].status;
+            if (st == NB_ERR_OUT_OF_MEMORY)
+                return cli_out_of_memory(where, "storing the neighbours");
+            if (st != NB_OK) return cli_fail_status(where, st, "finding neighbours");
+            l->stats.query_ms += l->chunk[c].ms;
+        }
+        l->stats.build_ms += l->build_ms;
+    }
+    const Lane *ref = &x->lanes[0];
+    for (int k = 0; k < x->lane_count; k++) {
+        Lane *l = &x->lanes[k];
+        int64_t total = 0;
+        for (int32_t i = 0; i < sc->n; i++) {
+            total += l->count[i];
+            if (l->count[i] != ref->count[i] || l->print[i] != ref->print[i]) {
+                cli_fail("demo: %s disagrees with %s in frame %d: agent %d has %lld neighbours, "
+                         "%s %lld (NB_ERR_INTERNAL: a bug in nearby, please report)",
+                         l->s->name, ref->s->name, (int)f, (int)i, (long long)l->count[i],
+                         l->count[i] == ref->count[i] ? "not the same" : "not",
+                         (long long)ref->count[i]);
                 return CLI_EXIT_RUNTIME;
             }
-            stats->checked++;
         }
-        stats->build_ms += t1 - t0;
-        stats->query_ms += t2 - t1;
-        stats->frame_ms += t2 - t0;
-        stats->neighbours += used;
-        if (f + 1 < frames)
-            for (int32_t i = 0; i < sc->n; i++) steer(sc, i);
+        l->stats.neighbours += total;
+        for (int32_t t = 0; t < CHECKS_PER_FRAME && sc->n > 0; t++) {
+            uint64_t key = ((uint64_t)f << 8) + (uint64_t)(k * CHECKS_PER_FRAME + t);
+            const int32_t i = (int32_t)(splitmix64(&key) % (uint64_t)sc->n);
+            int32_t c = 0, first, end;
+            for (chunk_range(x, c, &first, &end); i >= end; chunk_range(x, ++c, &first, &end)) {
+            }
+            int32_t *row = ref->chunk[c].ids + ref->start[i];
+            sort_ints(row, ref->count[i]);
+            if (!brute_check(sc, i, row, ref->count[i])) {
+                cli_fail("demo: %s: frame %d: agent %d's neighbours differ from brute force "
+                         "(NB_ERR_INTERNAL: a bug in nearby, please report)",
+                         ref->s->name, (int)f, (int)i);
+                return CLI_EXIT_RUNTIME;
+            }
+            l->stats.checked++;
+        }
     }
-    progress_add(show, frames - (frames - 1) / 4 * 4);
+    return CLI_EXIT_OK;
+}
+
+// Runs the scene: per frame, every lane updated and queried, checked, then the agents steered
+// (pos and vel become the next frame's). counts[f] receives frame f's neighbour total. Each
+// lane's index is left built over the last frame's positions (sc->pos). Reports a problem and
+// returns its exit status.
+static int run_frames(Frame *x, int32_t frames, int64_t *counts, Progress *show, nbxPool *pool)
+{
+    Scene *sc = x->sc;
+    for (int32_t f = 0; f < frames; f++) {
+        run_tasks(update_lanes, x->lane_count, x, pool);
+        run_tasks(query_chunks, x->lane_count * x->chunks, x, pool);
+        const int r = check_frame(x, f);
+        if (r != CLI_EXIT_OK) {
+            progress_end(show);
+            return r;
+        }
+        counts[f] = 0;
+        for (int32_t i = 0; i < sc->n; i++) counts[f] += x->lanes[0].count[i];
+        progress_add(show, x->lane_count);
+        if (f + 1 == frames) break;
+        run_tasks(steer_chunks, x->chunks, x, pool);
+        double *t = sc->pos;
+        sc->pos = sc->next_pos;
+        sc->next_pos = t;
+        t = sc->vel;
+        sc->vel = sc->next_vel;
+        sc->next_vel = t;
+    }
     return CLI_EXIT_OK;
 }
 
@@ -426,68 +565,46 @@ static int draw(const Scene *sc, const cliStructure *s, const void *index, const
     return CLI_EXIT_OK;
 }
 
-// The state a run moves (the start and the groups are shared): allocates it; false if memory
-// ran out (scene_free_state frees what was had).
-static bool scene_alloc_state(Scene *sc)
+static void scene_free(Scene *sc)
 {
-    const size_t values = (size_t)sc->n * (size_t)sc->dim + 1;
-    sc->pos = malloc(values * sizeof(double));
-    sc->vel = malloc(values * sizeof(double));
-    sc->next_pos = malloc(values * sizeof(double));
-    sc->next_vel = malloc(values * sizeof(double));
-    sc->first = malloc(((size_t)sc->n + 1) * sizeof(int64_t));
-    sc->nbr_cap = (int64_t)sc->n * 16 + 1024;
-    sc->nbr = malloc((size_t)sc->nbr_cap * sizeof(int32_t));
-    return sc->pos != NULL && sc->vel != NULL && sc->next_pos != NULL && sc->next_vel != NULL &&
-           sc->first != NULL && sc->nbr != NULL;
-}
-
-static void scene_free_state(Scene *sc)
-{
+    free(sc->group);
     free(sc->pos);
     free(sc->vel);
     free(sc->next_pos);
     free(sc->next_vel);
-    free(sc->first);
-    free(sc->nbr);
 }
 
-// The shared start and the state a scene still holds.
-static void scene_free(Scene *sc)
+// Allocates the lanes' per-agent arrays and chunk buffers; false if memory ran out
+// (lanes_free frees what was had). Each chunk starts with room for 16 neighbours an agent.
+static bool lanes_alloc(Lane *lanes, int count, int32_t n, int32_t chunks)
 {
-    free(sc->group);
-    free(sc->start_pos);
-    free(sc->start_vel);
-    scene_free_state(sc);
+    bool ok = true;
+    for (int k = 0; k < count; k++) {
+        Lane *l = &lanes[k];
+        l->start = malloc(((size_t)n + 1) * sizeof *l->start);
+        l->count = malloc(((size_t)n + 1) * sizeof *l->count);
+        l->print = malloc(((size_t)n + 1) * sizeof *l->print);
+        l->chunk = calloc((size_t)chunks, sizeof *l->chunk);
+        ok = ok && l->start != NULL && l->count != NULL && l->print != NULL && l->chunk != NULL;
+        for (int32_t c = 0; c < chunks && l->chunk != NULL; c++) {
+            l->chunk[c].cap = (int64_t)n / chunks * 16 + 1024;
+            l->chunk[c].ids = malloc((size_t)l->chunk[c].cap * sizeof(int32_t));
+            ok = ok && l->chunk[c].ids != NULL;
+        }
+    }
+    return ok;
 }
 
-// One structure's run of the scene, on its own copy of the moving state.
-typedef struct SceneRun {
-    Scene sc;
-    const cliStructure *s;
-    int64_t *counts; // per frame
-    void *index;     // built over the last frame
-    RunStats stats;
-    int status;
-} SceneRun;
-
-typedef struct SceneRuns {
-    SceneRun *runs;
-    int count;
-    int32_t frames;
-    Progress *progress;
-} SceneRuns;
-
-// Runs [b, e) on one worker, the costliest first: the table lists the structures from the
-// fastest, so item t is run count - 1 - t, and two workers finish close together.
-static void run_scenes(int32_t b, int32_t e, int32_t worker, void *ctx)
+static void lanes_free(Lane *lanes, int count, int32_t chunks)
 {
-    (void)worker;
-    const SceneRuns *x = ctx;
-    for (int32_t t = b; t < e; t++) {
-        SceneRun *u = &x->runs[x->count - 1 - t];
-        u->status =
-            run_scene(&u->sc, u->s, x->frames, u->counts, x->progress, &u->index, &u->stats);
+    for (int k = 0; k < count; k++) {
+        Lane *l = &lanes[k];
+        l->s->destroy(l->index);
+        for (int32_t c = 0; c < chunks && l->chunk != NULL; c++) free(l->chunk[c].ids);
+        free(l->chunk);
+        free(l->start);
+        free(l->count);
+        free(l->print);
     }
 }
 
@@ -530,110 +647,68 @@ static int run(int argc, char **argv)
 
     const size_t values = (size_t)sc.n * (size_t)sc.dim + 1;
     sc.group = malloc((size_t)sc.n + 1);
-    sc.start_pos = malloc(values * sizeof(double));
-    sc.start_vel = malloc(values * sizeof(double));
-    if (sc.group == NULL || sc.start_pos == NULL || sc.start_vel == NULL) {
-        free(sc.group);
-        free(sc.start_pos);
-        free(sc.start_vel);
+    sc.pos = malloc(values * sizeof(double));
+    sc.vel = malloc(values * sizeof(double));
+    sc.next_pos = malloc(values * sizeof(double));
+    sc.next_vel = malloc(values * sizeof(double));
+    int64_t *counts = malloc(((size_t)frames + 1) * sizeof(int64_t));
+    if (sc.group == NULL || sc.pos == NULL || sc.vel == NULL || sc.next_pos == NULL ||
+        sc.next_vel == NULL || counts == NULL) {
+        scene_free(&sc);
+        free(counts);
         return cli_out_of_memory("demo", "setting up the scene");
     }
     uint64_t state = o.seed;
     for (int32_t i = 0; i < sc.n; i++) {
         sc.group[i] = (uint8_t)(uniform01(&state) < 0.5);
-        double *p = sc.start_pos + (size_t)i * (size_t)sc.dim;
-        double *v = sc.start_vel + (size_t)i * (size_t)sc.dim;
+        double *p = sc.pos + (size_t)i * (size_t)sc.dim;
+        double *v = sc.vel + (size_t)i * (size_t)sc.dim;
         for (int32_t d = 0; d < sc.dim; d++) p[d] = (2.0 * uniform01(&state) - 1.0) * sc.half;
         for (int32_t d = 0; d < sc.dim; d++)
             v[d] = (2.0 * uniform01(&state) - 1.0) * MIN_SPEED * sc.radius;
     }
 
     // Every structure that can serve the scene, in table order (or the one asked for).
-    const cliStructure *list[16];
+    Lane lanes[16];
+    memset(lanes, 0, sizeof lanes);
     int count = 0;
     if (o.given & CLI_OPT_STRUCTURE)
-        list[count++] = o.structure;
+        lanes[count++].s = o.structure;
     else
         for (int k = 0; k < 16; k++) {
             const cliStructure *s = cli_structure_at(k);
             if (s == NULL) break;
             if (cli_structure_supports(s, cmd->needs) && !(s->only_2d && sc.dim != 2))
-                list[count++] = s;
+                lanes[count++].s = s;
         }
-    // The runs go on at once, one a worker (examples/nb_pthreads.h; serial if threads cannot
-    // be had), each from the same start on its own copy of the state; then they are compared.
-    SceneRun runs[16];
-    memset(runs, 0, sizeof runs);
-    r = CLI_EXIT_OK;
-    for (int k = 0; k < count; k++) {
-        runs[k].sc = sc;
-        runs[k].s = list[k];
-        runs[k].counts = malloc(((size_t)frames + 1) * sizeof(int64_t));
-        if (!scene_alloc_state(&runs[k].sc) || runs[k].counts == NULL) r = CLI_EXIT_RUNTIME;
-    }
+    // The frames run on the workers (examples/nb_pthreads.h; serial if threads cannot be had):
+    // the lanes' updates side by side, their queries in chunks of agents, the steering in
+    // chunks. Every result is the same for any number of workers.
+    enum { CHUNKS = 16 };
+    Frame frame = {&sc, lanes, count, CHUNKS};
     Progress progress = {.total = (int64_t)count * frames, .show = isatty(fileno(stderr)) != 0};
-    if (r == CLI_EXIT_OK && pthread_mutex_init(&progress.mu, NULL) != 0) r = CLI_EXIT_RUNTIME;
-    if (r != CLI_EXIT_OK) {
-        for (int k = 0; k < count; k++) {
-            scene_free_state(&runs[k].sc);
-            free(runs[k].counts);
-        }
+    if (!lanes_alloc(lanes, count, sc.n, CHUNKS) || pthread_mutex_init(&progress.mu, NULL) != 0) {
+        lanes_free(lanes, count, CHUNKS);
         scene_free(&sc);
+        free(counts);
         return cli_out_of_memory("demo", "setting up the scene");
     }
-    SceneRuns all = {runs, count, frames, &progress};
     nbxPool pool;
-    if (count > 1 && nbx_pool_start(&pool, 0) == 0) {
-        nbx_parallel_for(run_scenes, count, 1, &all, &pool);
-        nbx_pool_stop(&pool);
-    } else {
-        run_scenes(0, count, 0, &all);
-    }
+    const bool pooled = nbx_pool_start(&pool, 0) == 0;
+    r = run_frames(&frame, frames, counts, &progress, pooled ? &pool : NULL);
+    if (pooled) nbx_pool_stop(&pool);
     progress_end(&progress);
     pthread_mutex_destroy(&progress.mu);
-    for (int k = 0; k < count && r == CLI_EXIT_OK; k++) r = runs[k].status;
-    for (int k = 1; k < count && r == CLI_EXIT_OK; k++) {
-        for (int32_t f = 0; f < frames && r == CLI_EXIT_OK; f++)
-            if (runs[k].counts[f] != runs[0].counts[f]) {
-                cli_fail("demo: %s disagrees with %s in frame %d: %lld neighbours, not %lld "
-                         "(NB_ERR_INTERNAL: a bug in nearby, please report)",
-                         list[k]->name, list[0]->name, (int)f, (long long)runs[k].counts[f],
-                         (long long)runs[0].counts[f]);
-                r = CLI_EXIT_RUNTIME;
-            }
-        if (r == CLI_EXIT_OK &&
-            memcmp(runs[0].sc.pos, runs[k].sc.pos, (values - 1) * sizeof(double)) != 0) {
-            cli_fail("demo: %s and %s end in different places (NB_ERR_INTERNAL: a bug in nearby, "
-                     "please report)",
-                     list[k]->name, list[0]->name);
-            r = CLI_EXIT_RUNTIME;
-        }
-    }
-    // What the rest uses: the first structure's index, its last frame, its counts.
-    void *kept = runs[0].index;
-    runs[0].index = NULL;
-    RunStats stats[16];
-    for (int k = 0; k < count; k++) {
-        stats[k] = runs[k].stats;
-        list[k]->destroy(runs[k].index);
-    }
-    int64_t *counts = runs[0].counts;
-    runs[0].counts = NULL;
-    sc.pos = runs[0].sc.pos;
-    runs[0].sc.pos = NULL;
-    for (int k = 0; k < count; k++) {
-        scene_free_state(&runs[k].sc);
-        free(runs[k].counts);
-    }
+
     // The last frame's pairs, counted by the first structure: half its neighbour total.
     int64_t pairs = 0;
     if (r == CLI_EXIT_OK && count > 0) {
-        const nbStatus st = list[0]->pairs(kept, sc.radius, NULL, 0, &pairs);
+        const nbStatus st = lanes[0].s->pairs(lanes[0].index, sc.radius, NULL, 0, &pairs);
         if (st != NB_OK) r = cli_fail_status("demo", st, "counting the last frame's pairs");
         if (r == CLI_EXIT_OK && frames > 0 && 2 * pairs != counts[frames - 1]) {
             cli_fail("demo: %s: %lld pairs, but %lld neighbours (NB_ERR_INTERNAL: a bug in "
                      "nearby, please report)",
-                     list[0]->name, (long long)pairs, (long long)counts[frames - 1]);
+                     lanes[0].s->name, (long long)pairs, (long long)counts[frames - 1]);
             r = CLI_EXIT_RUNTIME;
         }
     }
@@ -642,11 +717,16 @@ static int run(int argc, char **argv)
     char picture[400] = "";
     const char *svg_path = o.svg != NULL ? o.svg : "nearby-demo.svg";
     if (r == CLI_EXIT_OK && count > 0 && !(o.given & CLI_OPT_NO_SVG))
-        r = draw(&sc, list[0], kept, svg_path, frames, o.seed, picture, sizeof picture);
-    if (count > 0) list[0]->destroy(kept);
+        r = draw(&sc, lanes[0].s, lanes[0].index, svg_path, frames, o.seed, picture,
+                 sizeof picture);
+    RunStats stats[16];
+    for (int k = 0; k < count; k++) stats[k] = lanes[k].stats;
+    const cliStructure *list[16];
+    for (int k = 0; k < count; k++) list[k] = lanes[k].s;
+    lanes_free(lanes, count, CHUNKS);
+    free(counts);
     if (r != CLI_EXIT_OK) {
         scene_free(&sc);
-        free(counts);
         return r;
     }
 
@@ -661,8 +741,9 @@ static int run(int argc, char **argv)
     for (int k = 0; k < count; k++) {
         const RunStats *t = &stats[k];
         const double per = frames > 0 ? 1.0 / frames : 0.0;
-        printf("%-10s %9.3f   (%7.3f + %8.3f)   %16.1f ", list[k]->name, t->frame_ms * per,
-               t->build_ms * per, t->query_ms * per, (double)t->neighbours * per);
+        printf("%-10s %9.3f   (%7.3f + %8.3f)   %16.1f ", list[k]->name,
+               (t->build_ms + t->query_ms) * per, t->build_ms * per, t->query_ms * per,
+               (double)t->neighbours * per);
         print_rate(t->query_ms > 0.0 ? (double)sc.n * frames / t->query_ms * 1e3 : 0.0);
         printf("\n");
     }
@@ -675,6 +756,5 @@ static int run(int argc, char **argv)
     printf("pairs:       %lld (in the last frame)\n", (long long)pairs);
     if (picture[0] != 0) printf("picture:     %s\n", picture);
     scene_free(&sc);
-    free(counts);
     return cli_finish_stdout();
 }

@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "options.h"
+#include "queries.h"
 #include "structures.h"
 
 static int run(int argc, char **argv);
@@ -16,7 +17,7 @@ const cliCommand cli_cmd_join = {
     .brief = "A B --radius R [--count]",
     .summary = "every pair (a in A, b in B) within R, \"a,b\"",
     .options = CLI_OPT_INPUT | CLI_OPT_INPUT2 | CLI_OPT_RADIUS | CLI_OPT_COUNT | CLI_OPT_OUTPUT |
-               CLI_OPT_DIM | CLI_OPT_STRUCTURE | CLI_OPT_FORMAT | CLI_OPT_PERIOD,
+               CLI_OPT_DIM | CLI_OPT_STRUCTURE | CLI_OPT_FORMAT | CLI_OPT_PERIOD | CLI_OPT_THREADS,
     .needs = CLI_QUERY_WITHIN,
     .run = run,
     .help = help,
@@ -34,7 +35,8 @@ static void help(void)
     cli_print_option_help(CLI_OPT_RADIUS);
     fputs("  --count           print only the number of pairs\n", stdout);
     cli_print_output_help();
-    cli_print_option_help(CLI_OPT_DIM | CLI_OPT_STRUCTURE | CLI_OPT_FORMAT | CLI_OPT_PERIOD);
+    cli_print_option_help(CLI_OPT_DIM | CLI_OPT_STRUCTURE | CLI_OPT_FORMAT | CLI_OPT_PERIOD |
+                          CLI_OPT_THREADS);
     cli_print_structures(stdout, cli_cmd_join.needs);
 }
 

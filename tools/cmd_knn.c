@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "nb_pthreads.h"
 #include "options.h"
+#include "queries.h"
 #include "structures.h"
 
 static int run(int argc, char **argv);
@@ -94,24 +95,15 @@ static double knn_scale(const nbioPoints *p, int32_t k)
     return isfinite(scale) && scale > 0.0 ? scale : 1.0;
 }
 
-// What the queries share: the index, the queries, and what to ask.
+// What the queries share: the index, the queries, what to ask, and each worker's answers.
 typedef struct KnnRun {
     const cliStructure *s;
     const void *index;
     const nbioPoints *queries;
     int32_t n, k, ask; // points indexed; answers a row set holds; answers asked of the index
     bool graph, one;   // the kNN graph (leave the point itself out); --at ("i,distance")
+    nbNeighbor *heaps; // ask answers per worker
 } KnnRun;
-
-// One batch of queries, cut into parts that the workers take in any order; each part's rows
-// go to its own buffer, written out in order once the batch is done.
-typedef struct KnnBatch {
-    const KnnRun *run;
-    int32_t first, count, per_part; // queries [first, first + count), per_part to a part
-    nbNeighbor *heaps;              // ask answers per worker
-    nbioRows *parts;
-    nbStatus *status; // per part
-} KnnBatch;
 
 // Sorts by (distance, index): insertion sort, as the answers come nearly sorted already.
 static void sort_neighbors(nbNeighbor *nb, int32_t count)
@@ -128,90 +120,53 @@ static void sort_neighbors(nbNeighbor *nb, int32_t count)
     }
 }
 
-// Parts [b, e) of a batch on `worker`: each query's answers, checked and sorted, as rows.
-static void answer_parts(int32_t b, int32_t e, int32_t worker, void *ctx)
+// Query q's answers, checked and sorted, as rows.
+static nbStatus answer_knn(void *ctx, int32_t worker, int32_t q, nbioRows *rows)
 {
-    const KnnBatch *x = ctx;
-    const KnnRun *u = x->run;
-    const int32_t dim = u->queries->dim;
-    nbNeighbor *nb = x->heaps + (size_t)worker * (size_t)u->ask;
-    for (int32_t part = b; part < e; part++) {
-        const int32_t q0 = x->first + part * x->per_part;
-        const int32_t q1 =
-            x->count - part * x->per_part < x->per_part ? x->first + x->count : q0 + x->per_part;
-        nbioRows *rows = &x->parts[part];
-        nbStatus st = NB_OK;
-        for (int32_t q = q0; q < q1 && st == NB_OK; q++) {
-            int32_t found = 0;
-            st = u->s->knn(u->index, u->queries->coords + (size_t)q * (size_t)dim, u->ask, nb,
-                           &found);
-            if (st == NB_OK && found != u->ask) st = NB_ERR_INTERNAL; // min(ask, N) exactly
-            for (int32_t i = 0; i < found && st == NB_OK; i++)
-                if (nb[i].index < 0 || nb[i].index >= u->n || !(nb[i].dist2 >= 0.0))
-                    st = NB_ERR_INTERNAL;
-            if (st != NB_OK) break;
-            // The API promises this order already; sorting again keeps every structure's
-            // output byte-identical even if one breaks ties differently.
-            sort_neighbors(nb, found);
-            int32_t put = 0;
-            for (int32_t i = 0; i < found && put < u->k; i++) {
-                if (u->graph && nb[i].index == q) continue; // among the others
-                nbio_rows_put(rows, u->one ? nb[i].index : q, nb[i].index, sqrt(nb[i].dist2));
-                put++;
-            }
-        }
-        x->status[part] = st;
+    const KnnRun *u = ctx;
+    nbNeighbor *nb = u->heaps + (size_t)worker * (size_t)u->ask;
+    int32_t found = 0;
+    nbStatus st = u->s->knn(u->index, u->queries->coords + (size_t)q * (size_t)u->queries->dim,
+                            u->ask, nb, &found);
+    if (st == NB_OK && found != u->ask) st = NB_ERR_INTERNAL; // min(ask, N) exactly
+    for (int32_t i = 0; i < found && st == NB_OK; i++)
+        if (nb[i].index < 0 || nb[i].index >= u->n || !(nb[i].dist2 >= 0.0)) st = NB_ERR_INTERNAL;
+    if (st != NB_OK) return st;
+    // The API promises this order already; sorting again keeps every structure's output
+    // byte-identical even if one breaks ties differently.
+    sort_neighbors(nb, found);
+    int32_t put = 0;
+    for (int32_t i = 0; i < found && put < u->k; i++) {
+        if (u->graph && nb[i].index == q) continue; // among the others
+        nbio_rows_put(rows, u->one ? nb[i].index : q, nb[i].index, sqrt(nb[i].dist2));
+        put++;
     }
+    return NB_OK;
 }
 
 // Answers every query in batches (on the pool when there is one) and writes the rows in
-// query order. Memory: per worker ask answers, per part at most KNN_PART_BYTES of rows.
+// query order. Memory: per worker ask answers, per part about 1 MiB of rows.
 #define KNN_PART_BYTES ((int64_t)1 << 20)
 static int answer(KnnRun *u, nbioRows *out, nbxPool *pool, const char *name, const char *cmd)
 {
     const int32_t nq = u->k > 0 ? u->queries->count : 0;
     const int32_t workers = pool != NULL ? pool->workers : 1;
-    const int32_t nparts = 4 * workers; // a few parts a worker: a slow one takes fewer
     const int64_t row_bytes = (int64_t)(u->k > 0 ? u->k : 1) * NBIO_ROW_MAX;
     int64_t per = KNN_PART_BYTES / row_bytes;
     per = per < 1 ? 1 : per > 1024 ? 1024 : per;
     // A K too large for the address space (only where size_t is 32 bits) is out of memory.
-    const bool fits = (uint64_t)(per * row_bytes) < (uint64_t)SIZE_MAX / 2 / (uint64_t)nparts &&
-                      (uint64_t)workers * (uint64_t)u->ask < SIZE_MAX / 2 / sizeof(nbNeighbor);
-    const size_t part_cap = (size_t)(per * row_bytes) + NBIO_WRITER_SLACK + NBIO_DOUBLE_MAX;
-    KnnBatch x = {u, 0, 0, (int32_t)per, NULL, NULL, NULL};
-    x.heaps = fits ? malloc(((size_t)workers * (size_t)u->ask + 1) * sizeof(nbNeighbor)) : NULL;
-    x.parts = calloc((size_t)nparts, sizeof(nbioRows));
-    x.status = calloc((size_t)nparts, sizeof(nbStatus));
-    char *bufs = x.heaps != NULL ? malloc(part_cap * (size_t)nparts) : NULL;
-    nbStatus st =
-        bufs == NULL || x.parts == NULL || x.status == NULL ? NB_ERR_OUT_OF_MEMORY : NB_OK;
-    for (int32_t p = 0; p < nparts && st == NB_OK; p++)
-        nbio_rows_start_part(&x.parts[p], out->format, &out->shape, bufs + (size_t)p * part_cap,
-                             part_cap);
-    cliProgress progress;
-    cli_progress_start(&progress, cmd, u->graph ? "points" : "queries", nq);
-    for (int32_t first = 0; first < nq && st == NB_OK; first += x.count) {
-        const int64_t batch = (int64_t)nparts * per;
-        x.first = first;
-        x.count = nq - first < batch ? nq - first : (int32_t)batch;
-        const int32_t used = (int32_t)((x.count + per - 1) / per);
-        if (pool != NULL)
-            nbx_parallel_for(answer_parts, used, 1, &x, pool);
-        else
-            answer_parts(0, used, 0, &x);
-        for (int32_t p = 0; p < used && st == NB_OK; p++) {
-            st = x.status[p];
-            if (st == NB_OK && x.parts[p].w.failed) st = NB_ERR_INTERNAL; // a part overflowed
-            nbio_rows_append(out, &x.parts[p]);
-        }
-        cli_progress_show(&progress, first + x.count);
+    const bool fits = (uint64_t)workers * (uint64_t)u->ask < SIZE_MAX / 2 / sizeof(nbNeighbor);
+    u->heaps = fits ? malloc(((size_t)workers * (size_t)u->ask + 1) * sizeof(nbNeighbor)) : NULL;
+    nbStatus st = u->heaps == NULL ? NB_ERR_OUT_OF_MEMORY : NB_OK;
+    if (st == NB_OK) {
+        // Parts start at their rows' worst case up to 1 MiB (larger K grows them as needed).
+        const int64_t want = per * row_bytes + NBIO_WRITER_SLACK + NBIO_DOUBLE_MAX;
+        const size_t part_bytes = want < KNN_PART_BYTES ? (size_t)want : (size_t)KNN_PART_BYTES;
+        st = cli_answer_in_batches(answer_knn, u, nq, (int32_t)per, part_bytes, out, pool, cmd,
+                                   u->graph ? "points" : "queries");
     }
-    cli_progress_end(&progress);
-    free(bufs);
-    free(x.parts);
-    free(x.status);
-    free(x.heaps);
+    free(u->heaps);
+    u->heaps = NULL;
     if (st == NB_ERR_OUT_OF_MEMORY) return cli_out_of_memory(name, "for the results");
     if (st != NB_OK) return cli_fail_status(name, st, "querying");
     return CLI_EXIT_OK;
@@ -272,7 +227,7 @@ static int run(int argc, char **argv)
     r = cli_build(s, &in, knn_scale(&in.points, ask), &index);
     cli_structure_set_tasks(NULL);
     if (r == CLI_EXIT_OK) {
-        KnnRun job = {s, index, &queries.points, n, k, ask, graph, one};
+        KnnRun job = {s, index, &queries.points, n, k, ask, graph, one, NULL};
         r = answer(&job, &rows.rows, pooled ? &pool : NULL, in.name, cmd->name);
         s->destroy(index);
     }

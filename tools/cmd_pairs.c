@@ -116,7 +116,7 @@ static int stream_pairs(const cliStructure *s, const void *index, const cliInput
         for (int32_t t = 0; t < hits.found; t++)
             if (hits.ids[t] > i) hits.ids[m++] = hits.ids[t];
         cli_sort_indices(hits.ids, m);
-        for (int32_t t = 0; t < m; t++) nbio_rows_put(rows, i, hits.ids[t], 0.0);
+        nbio_rows_put_run(rows, i, hits.ids, m);
         printed += m;
         if ((i & 1023) == 0) cli_progress_show(&progress, i);
     }
@@ -186,7 +186,7 @@ static int find_pairs(const cliOptions *opts, cliInput *inp)
     free(pairs);
     if (!sorted) return cli_rows_close(&rows, cli_out_of_memory(in.name, "sorting the pairs"));
     for (int32_t i = 0; i < n; i++)
-        for (int64_t p = start[i]; p < start[i + 1]; p++) nbio_rows_put(&rows.rows, i, js[p], 0.0);
+        nbio_rows_put_run(&rows.rows, i, js + start[i], start[i + 1] - start[i]);
     free(js);
     free(start);
     return cli_rows_close(&rows, CLI_EXIT_OK);

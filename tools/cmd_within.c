@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "options.h"
+#include "queries.h"
 #include "structures.h"
 
 static int run(int argc, char **argv);
@@ -16,7 +17,7 @@ const cliCommand cli_cmd_within = {
     .brief = "INPUT --radius R (--at X,Y[,Z] | --queries Q)",
     .summary = "the points within R of a point, or of each query",
     .options = CLI_OPT_INPUT | CLI_OPT_RADIUS | CLI_OPT_AT | CLI_OPT_QUERIES | CLI_OPT_OUTPUT |
-               CLI_OPT_DIM | CLI_OPT_STRUCTURE | CLI_OPT_FORMAT | CLI_OPT_PERIOD,
+               CLI_OPT_DIM | CLI_OPT_STRUCTURE | CLI_OPT_FORMAT | CLI_OPT_PERIOD | CLI_OPT_THREADS,
     .needs = CLI_QUERY_WITHIN,
     .run = run,
     .help = help,
@@ -32,7 +33,8 @@ static void help(void)
           stdout);
     cli_print_option_help(CLI_OPT_RADIUS | CLI_OPT_AT | CLI_OPT_QUERIES);
     cli_print_output_help();
-    cli_print_option_help(CLI_OPT_DIM | CLI_OPT_STRUCTURE | CLI_OPT_FORMAT | CLI_OPT_PERIOD);
+    cli_print_option_help(CLI_OPT_DIM | CLI_OPT_STRUCTURE | CLI_OPT_FORMAT | CLI_OPT_PERIOD |
+                          CLI_OPT_THREADS);
     cli_print_structures(stdout, cli_cmd_within.needs);
 }
 

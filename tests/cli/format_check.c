@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// The tool's number formatter (tools/io/writer.c, nbio_format_double) against printf and strtod:
+// The tool's numbers both ways. Writing: the formatter (tools/io/writer.c, nbio_format_double)
+// against printf and strtod:
 // every text must read back to the same double (bit for bit, the sign of zero included), hold
 // no more significant digits than the first precision at which "%.*e" reads back, and be
 // laid out as "%.17g" lays out its digits (exponent form exactly when the decimal exponent is
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/reader.h"
 #include "io/writer.h"
 
 static uint64_t state;
@@ -78,6 +80,74 @@ static void check(double v, const char *want)
     if (!ok && failures++ < 20)
         fprintf(stderr, "format_check: %.17g (%a) printed as \"%s\"%s%s\n", v, v, text,
                 want != NULL ? ", expected " : "", want != NULL ? want : "");
+}
+
+// Reading: nbio_parse_number (tools/io/reader.c) against strtod, bit for bit (the sign of zero
+// included): random decimals of 1 to 22 digits, with and without a point, leading and trailing
+// zeros, signs, and exponents from -30 to 30 (the reader's fast path takes those whose digits
+// fit 2^53 and whose scale is within 10^22; strtod the rest), and fixed cases at the fast
+// path's edges.
+static void check_read(const char *text)
+{
+    double got = 0.0;
+    const nbioNumber r = nbio_parse_number(text, strlen(text), &got);
+    const double want = strtod(text, NULL);
+    if (r != NBIO_NUMBER_OK || memcmp(&got, &want, sizeof got) != 0) {
+        if (failures++ < 10)
+            fprintf(stderr, "FAIL \"%s\": read %.17g (status %d), strtod %.17g\n", text, got,
+                    (int)r, want);
+    }
+}
+
+static size_t check_reading(void)
+{
+    static const char *fixed[] = {
+        "0",
+        "-0",
+        "-0.0",
+        "+0e5",
+        "1",
+        "9007199254740992", // 2^53: the largest integer the fast path takes
+        "9007199254740993", // 2^53 + 1: strtod
+        "9007199254740992e22",
+        "9007199254740992e-22",
+        "1e22",
+        "1e23", // beyond the exact powers: strtod
+        "1e-22",
+        "1e-23",
+        "0.1",
+        "0.30000000000000004",
+        "123456789012345678",
+        "1234567890123456789",
+        "12345678901234567890", // 20 digits: strtod
+        "0.000000000000000000001",
+        "4.9406564584124654e-324",
+        "2.2250738585072014e-308",
+        "1.7976931348623157e308",
+        "3.14159",
+        "-2.5e-3",
+        "100000000000000000000000",
+        " 7.25 ",
+    };
+    for (size_t k = 0; k < sizeof fixed / sizeof fixed[0]; k++) check_read(fixed[k]);
+    for (int t = 0; t < 200000; t++) {
+        char text[96];
+        size_t n = 0;
+        const uint64_t r = next();
+        if (r & 1) text[n++] = (r & 2) ? '-' : '+';
+        const int digits = 1 + (int)(next() % 22);
+        const int point = (int)(next() % (uint64_t)(digits + 2)) - 1; // -1: no point
+        for (int d = 0; d < digits; d++) {
+            if (d == point) text[n++] = '.';
+            const uint64_t c = next() % 16; // a few more zeros than other digits
+            text[n++] = (char)('0' + (c >= 10 ? 0 : c));
+        }
+        if (point == digits) text[n++] = '.';
+        if (next() % 3 == 0) n += (size_t)sprintf(text + n, "e%d", (int)(next() % 61) - 30);
+        text[n] = 0;
+        check_read(text);
+    }
+    return sizeof fixed / sizeof fixed[0];
 }
 
 int main(void)
@@ -144,12 +214,13 @@ int main(void)
         }
         check(v, NULL);
     }
+    const size_t read_fixed = check_reading();
     if (failures > 0) {
         fprintf(stderr, "format_check: %d failures\n", failures);
         return 1;
     }
     printf("format_check: %ld random doubles and %zu fixed ones print the shortest text that reads "
-           "back\n",
-           count, sizeof fixed / sizeof fixed[0]);
+           "back; 200000 random decimals and %zu fixed ones read as strtod reads them\n",
+           count, sizeof fixed / sizeof fixed[0], read_fixed);
     return 0;
 }

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # `nearby pairs --threads N`: the output is byte for byte the same for every N (the grid on the
 # pthreads pool gives the serial results), on inputs large enough to run in parallel, in 2D
-# and 3D; bad values of --threads exit 2 with a message.
+# and 3D; bad values of --threads exit 2 with a message. Then the same of knn, within and join.
 #   threads.sh NEARBY
 set -u
 nearby=$1
@@ -48,6 +48,28 @@ for run in "graph:p2.csv --k 5" "queries:p2.csv --k 3 --queries $tmp/q2.csv" "gr
       { echo "FAIL knn $name --threads $t: exit"; failures=$((failures + 1)); continue; }
     cmp -s "$tmp/k1" "$tmp/kt" || { echo "FAIL knn $name: --threads $t differs"; failures=$((failures + 1)); }
     cmp -s "$tmp/k1.npy" "$tmp/kt.npy" || { echo "FAIL knn $name: --threads $t .npy differs"; failures=$((failures + 1)); }
+  done
+done
+# within --queries and join answer their queries the same way (parts of 1024 queries, the
+# buffers growing as a part needs): the rows, -o .npy and join's --count must not depend on N.
+for run in "within:within p2.csv --radius 2 --queries $tmp/q2.csv" "join:join $tmp/q2.csv p2.csv --radius 2" \
+  "join3:join p3.csv p3.csv --radius 1.5" "at:within p2.csv --radius 30 --at 100,100"; do
+  name=${run%%:*} args=${run#*:}
+  # shellcheck disable=SC2086
+  (cd "$tmp" && "$nearby" $args --threads 1 > "$tmp/w1" && "$nearby" $args --threads 1 -o "$tmp/w1.npy") ||
+    { echo "FAIL $name --threads 1"; exit 1; }
+  [ "$(wc -l < "$tmp/w1")" -gt 2000 ] || { echo "FAIL $name: too few rows"; exit 1; }
+  for t in 2 3 8; do
+    # shellcheck disable=SC2086
+    (cd "$tmp" && "$nearby" $args --threads "$t" > "$tmp/wt" && "$nearby" $args --threads "$t" -o "$tmp/wt.npy") ||
+      { echo "FAIL $name --threads $t: exit"; failures=$((failures + 1)); continue; }
+    cmp -s "$tmp/w1" "$tmp/wt" || { echo "FAIL $name: --threads $t differs"; failures=$((failures + 1)); }
+    cmp -s "$tmp/w1.npy" "$tmp/wt.npy" || { echo "FAIL $name: --threads $t .npy differs"; failures=$((failures + 1)); }
+    if [ "${name#join}" != "$name" ]; then
+      # shellcheck disable=SC2086
+      (cd "$tmp" && "$nearby" $args --threads "$t" --count > "$tmp/wc")
+      [ "$(cat "$tmp/wc")" = "$(wc -l < "$tmp/w1" | tr -d ' ')" ] || { echo "FAIL $name: --threads $t --count"; failures=$((failures + 1)); }
+    fi
   done
 done
 [ $failures -eq 0 ] && echo "threads: every --threads gives the same output" || exit 1

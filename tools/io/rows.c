@@ -83,7 +83,8 @@ bool nbio_rows_start(nbioRows *r, FILE *stream, nbioOutFormat format, const nbio
 void nbio_rows_start_part(nbioRows *part, nbioOutFormat format, const nbioRowShape *shape,
                           char *buf, size_t cap)
 {
-    nbio_writer_init(&part->w, NULL, buf, cap); // no stream: a drain marks it failed
+    nbio_writer_init(&part->w, NULL, buf, cap); // no stream: a drain grows the buffer
+    part->w.grows = true;
     part->format = format;
     part->shape = *shape;
     part->rows = 0;
@@ -98,60 +99,155 @@ void nbio_rows_append(nbioRows *r, nbioRows *part)
     part->rows = 0;
 }
 
-// Little-endian bytes of v into p, whatever the host's order.
-static void put_le(unsigned char *p, uint64_t v, int bytes)
+// Little-endian bytes of v into p, whatever the host's order (compilers merge the byte stores
+// into one store on a little-endian host).
+static inline void put_le(unsigned char *p, uint64_t v, int bytes)
 {
     for (int k = 0; k < bytes; k++) p[k] = (unsigned char)(v >> (8 * k));
 }
 
-static void put_double(unsigned char *p, double d)
+static inline void put_double(unsigned char *p, double d)
 {
     uint64_t bits;
     memcpy(&bits, &d, sizeof bits);
     put_le(p, bits, 8);
 }
 
-void nbio_rows_put(nbioRows *r, int64_t a, int64_t b, double d)
+// One row of a binary format into p (24 bytes of room); its length.
+static inline size_t put_binary(const nbioRows *r, unsigned char *p, int64_t a, int64_t b, double d)
 {
-    const int cols = r->shape.columns;
-    const int ints = r->shape.distance ? cols - 1 : cols;
-    const int64_t idx[2] = {a, b};
-    unsigned char row[24];
+    const int ints = r->shape.distance ? r->shape.columns - 1 : r->shape.columns;
     size_t len = 0;
-    r->rows++;
-    switch (r->format) {
-    case NBIO_OUT_NPY: // int32 indices, a float64 distance
-    case NBIO_OUT_F64: // every value a float64
-        for (int c = 0; c < ints; c++) {
-            if (r->format == NBIO_OUT_NPY) {
-                put_le(row + len, (uint64_t)idx[c], 4);
-                len += 4;
-            } else {
-                put_double(row + len, (double)idx[c]);
-                len += 8;
-            }
-        }
-        if (r->shape.distance) {
-            put_double(row + len, d);
+    for (int c = 0; c < ints; c++) {
+        const int64_t v = c == 0 ? a : b;
+        if (r->format == NBIO_OUT_NPY) { // int32 indices
+            put_le(p + len, (uint64_t)v, 4);
+            len += 4;
+        } else if (r->format == NBIO_OUT_F64) { // every value a float64
+            put_double(p + len, (double)v);
+            len += 8;
+        } else { // .i64
+            put_le(p + len, (uint64_t)v, 8);
             len += 8;
         }
-        break;
-    case NBIO_OUT_I64:
-        for (int c = 0; c < ints; c++, len += 8) put_le(row + len, (uint64_t)idx[c], 8);
-        break;
-    default: // CSV
-        for (int c = 0; c < ints; c++) {
-            if (c > 0) nbio_write_char(&r->w, ',');
-            nbio_write_i64(&r->w, idx[c]);
-        }
-        if (r->shape.distance) {
-            nbio_write_char(&r->w, ',');
-            nbio_write_double(&r->w, d);
-        }
-        nbio_write_char(&r->w, '\n');
+    }
+    if (r->shape.distance) { // a float64 distance (.npy and .f64: .i64 refuses one)
+        put_double(p + len, d);
+        len += 8;
+    }
+    return len;
+}
+
+// One row as CSV text.
+static void put_csv(nbioRows *r, int64_t a, int64_t b, double d)
+{
+    const int ints = r->shape.distance ? r->shape.columns - 1 : r->shape.columns;
+    nbio_write_i64(&r->w, a);
+    if (ints > 1) {
+        nbio_write_char(&r->w, ',');
+        nbio_write_i64(&r->w, b);
+    }
+    if (r->shape.distance) {
+        nbio_write_char(&r->w, ',');
+        nbio_write_double(&r->w, d);
+    }
+    nbio_write_char(&r->w, '\n');
+}
+
+// Room for `bytes` more in the buffer, draining it if need be; false if the buffer is smaller
+// than that even empty (a tiny writer, or a part that is full): then write through a bounce.
+static inline bool room_for(nbioWriter *w, size_t bytes)
+{
+    if (w->cap - w->used >= bytes) return true;
+    nbio_writer_drain(w);
+    return w->cap - w->used >= bytes;
+}
+
+void nbio_rows_put(nbioRows *r, int64_t a, int64_t b, double d)
+{
+    r->rows++;
+    if (r->format == NBIO_OUT_CSV) {
+        put_csv(r, a, b, d);
         return;
     }
-    nbio_write_bytes(&r->w, (const char *)row, len);
+    nbioWriter *w = &r->w;
+    if (room_for(w, 24)) { // straight into the buffer
+        w->used += put_binary(r, (unsigned char *)w->buf + w->used, a, b, d);
+        return;
+    }
+    unsigned char row[24];
+    nbio_write_bytes(w, (const char *)row, put_binary(r, row, a, b, d));
+}
+
+// The decimal digits of v (below 2^32) at dst; their count (at most 10).
+static inline size_t put_u32(char *dst, uint32_t v)
+{
+    const size_t len = v < 10u           ? 1
+                       : v < 100u        ? 2
+                       : v < 1000u       ? 3
+                       : v < 10000u      ? 4
+                       : v < 100000u     ? 5
+                       : v < 1000000u    ? 6
+                       : v < 10000000u   ? 7
+                       : v < 100000000u  ? 8
+                       : v < 1000000000u ? 9
+                                         : 10;
+    nbio_digits_before(dst + len, v);
+    return len;
+}
+
+void nbio_rows_put_run(nbioRows *r, int64_t a, const int32_t *ids, int64_t count)
+{
+    nbioWriter *w = &r->w;
+    const bool two = r->shape.columns == 2 && !r->shape.distance;
+    if (r->format == NBIO_OUT_NPY && two) { // (a, id) as two int32: 8 bytes a row
+        unsigned char prefix[4];
+        put_le(prefix, (uint64_t)a, 4);
+        int64_t k = 0;
+        while (k < count) {
+            if (!room_for(w, 8)) break;
+            int64_t fit = (int64_t)((w->cap - w->used) / 8);
+            if (fit > count - k) fit = count - k;
+            unsigned char *p = (unsigned char *)w->buf + w->used;
+            for (int64_t t = 0; t < fit; t++, p += 8) {
+                memcpy(p, prefix, 4);
+                put_le(p + 4, (uint64_t)(uint32_t)ids[k + t], 4);
+            }
+            w->used += (size_t)fit * 8;
+            r->rows += fit;
+            k += fit;
+        }
+        for (; k < count; k++) nbio_rows_put(r, a, ids[k], 0.0); // a tiny writer
+        return;
+    }
+    if (r->format != NBIO_OUT_CSV || r->shape.distance) {
+        for (int64_t k = 0; k < count; k++) nbio_rows_put(r, two ? a : ids[k], ids[k], 0.0);
+        return;
+    }
+    // CSV: "a," formatted once, then each id and a newline.
+    char prefix[24] = {0};
+    size_t plen = 0;
+    if (two) {
+        char *p =
+            nbio_digits_before(prefix + sizeof prefix - 1, a < 0 ? 0 - (uint64_t)a : (uint64_t)a);
+        if (a < 0) *--p = '-';
+        plen = (size_t)(prefix + sizeof prefix - 1 - p);
+        memmove(prefix, p, plen);
+        prefix[plen++] = ',';
+    }
+    for (int64_t k = 0; k < count; k++) {
+        if (ids[k] < 0 || !room_for(w, sizeof prefix + 12)) { // not for the fast path
+            nbio_rows_put(r, two ? a : ids[k], ids[k], 0.0);
+            continue;
+        }
+        char *p = w->buf + w->used;
+        memcpy(p, prefix, sizeof prefix); // a fixed size: a few stores; plen of it counts
+        p += plen;
+        p += put_u32(p, (uint32_t)ids[k]);
+        *p++ = '\n';
+        w->used = (size_t)(p - w->buf);
+        r->rows++;
+    }
 }
 
 bool nbio_rows_finish(nbioRows *r)

@@ -59,15 +59,20 @@ bool nbio_rows_start(nbioRows *r, FILE *stream, nbioOutFormat format, const nbio
 /// shape has one). Not inline: one call a row costs little next to formatting it.
 void nbio_rows_put(nbioRows *r, int64_t a, int64_t b, double d);
 
+/// Appends the rows (a, ids[0]), ..., (a, ids[count - 1]) of a shape of two index columns, or
+/// (ids[k]) alone for one column: the same bytes as nbio_rows_put row by row, faster (CSV
+/// formats "a," once; a .npy stores its int32 pairs straight into the buffer).
+void nbio_rows_put_run(nbioRows *r, int64_t a, const int32_t *ids, int64_t count);
+
 /// The most bytes one row takes in any format: two int64 indices and a distance in CSV.
 #define NBIO_ROW_MAX (2 * 21 + NBIO_DOUBLE_MAX + 3)
 
-/// Starts a part of the rows: rows of `shape` in `format` formatted into the caller's `buf` of
-/// `cap` bytes alone, no stream and no .npy header, for a worker thread to fill while others
-/// fill theirs; nbio_rows_append then writes the parts in order. `cap` must hold every row put
-/// (NBIO_ROW_MAX bytes each, plus NBIO_WRITER_SLACK): a row that would not fit marks the part
-/// failed (w.failed), and nbio_rows_append passes that on. The shape must suit the format
-/// (nbio_rows_start checked it).
+/// Starts a part of the rows: rows of `shape` in `format` formatted into `buf` of `cap` (>= 64)
+/// bytes from malloc alone, no stream and no .npy header, for a worker thread to fill while
+/// others fill theirs; nbio_rows_append then writes the parts in order. The buffer doubles
+/// (realloc) whenever it is full; the part owns it from here (free part->w.buf when done). If
+/// it cannot grow the part is marked failed (w.failed), and nbio_rows_append passes that on.
+/// The shape must suit the format (nbio_rows_start checked it).
 void nbio_rows_start_part(nbioRows *part, nbioOutFormat format, const nbioRowShape *shape,
                           char *buf, size_t cap);
 

@@ -12,10 +12,20 @@ void nbio_writer_init(nbioWriter *w, FILE *stream, char *buf, size_t cap)
     w->used = 0;
     w->cap = cap;
     w->failed = false;
+    w->grows = false;
 }
 
 void nbio_writer_drain(nbioWriter *w)
 {
+    if (w->stream == NULL && w->grows && !w->failed) { // room, not a write
+        char *more = w->cap <= SIZE_MAX / 2 ? realloc(w->buf, 2 * w->cap) : NULL;
+        if (more != NULL) {
+            w->buf = more;
+            w->cap *= 2;
+            return;
+        }
+        w->failed = true; // out of memory: the part is lost, and says so
+    }
     if (w->used > 0 && w->stream == NULL) w->failed = true; // a buffer alone: it is full
     if (w->used > 0 && !w->failed && fwrite(w->buf, 1, w->used, w->stream) != w->used)
         w->failed = true;
@@ -60,6 +70,11 @@ void nbio_write_str(nbioWriter *w, const char *s)
 // (v from about 1e-5 to 1e16) and e <= 2. Elsewhere (and without 128-bit integers) the shortest
 // precision is found with printf, checked by strtod.
 
+const char nbio_digit_pairs[201] = "00010203040506070809101112131415161718192021222324"
+                                   "25262728293031323334353637383940414243444546474849"
+                                   "50515253545556575859606162636465666768697071727374"
+                                   "75767778798081828384858687888990919293949596979899";
+
 static const uint64_t nbio_pow10[20] = {1u,
                                         10u,
                                         100u,
@@ -81,21 +96,15 @@ static const uint64_t nbio_pow10[20] = {1u,
                                         1000000000000000000u,
                                         10000000000000000000u};
 
-// The decimal digits of q (no leading zeros, q > 0) into dst; their count.
-static int digits_of(char *dst, uint64_t q)
-{
-    char tmp[24];
-    const char *p = nbio_digits_before(tmp + sizeof tmp, q);
-    const int n = (int)(tmp + sizeof tmp - p);
-    memcpy(dst, p, (size_t)n);
-    return n;
-}
-
-// Digits d[0, n) (d[0] not '0', d[n - 1] not '0') times 10^(x - n + 1), as printf's "%g"
-// lays out 17 significant digits: fixed for -5 < x < 17, else d.ddde+XX; after `sign` bytes.
+// Digits d[0, n) (d[0] not '0', d[n - 1] not '0', and at least 24 bytes of '0' after them)
+// times 10^(x - n + 1), as printf's "%g" lays out 17 significant digits: fixed for -5 < x < 17,
+// else d.ddde+XX. Built in a scratch line with fixed-size copies (no byte loops in the common
+// fixed layouts), then NBIO_DOUBLE_MAX bytes go to dst; returns the length.
 static size_t layout(char *dst, bool negative, const char *d, int n, int x)
 {
-    char *p = dst;
+    char line[80];
+    memset(line, 0, NBIO_DOUBLE_MAX); // what dst receives beyond the length is defined
+    char *p = line;
     if (negative) *p++ = '-';
     if (x < -4 || x >= 17) {
         *p++ = d[0];
@@ -109,19 +118,23 @@ static size_t layout(char *dst, bool negative, const char *d, int n, int x)
         if (a >= 100) *p++ = (char)('0' + a / 100);
         *p++ = (char)('0' + a / 10 % 10);
         *p++ = (char)('0' + a % 10);
-    } else if (x < 0) {
-        *p++ = '0';
+    } else if (x < 0) { // "0." and -x - 1 zeros, then the digits
+        memcpy(p, "0.0000", 6);
+        p += 1 - x;
+        memcpy(p, d, 24);
+        p += n;
+    } else if (n <= x + 1) { // a whole number: the digits, then zeros (d's padding)
+        memcpy(p, d, 24);
+        p += x + 1;
+    } else { // the integer digits, '.', the rest
+        memcpy(p, d, 24);
+        p += x + 1;
         *p++ = '.';
-        for (int k = 0; k < -x - 1; k++) *p++ = '0';
-        for (int k = 0; k < n; k++) *p++ = d[k];
-    } else {
-        for (int k = 0; k <= x; k++) *p++ = k < n ? d[k] : '0';
-        if (n > x + 1) {
-            *p++ = '.';
-            for (int k = x + 1; k < n; k++) *p++ = d[k];
-        }
+        memcpy(p, d + x + 1, 24);
+        p += n - x - 1;
     }
-    return (size_t)(p - dst);
+    memcpy(dst, line, NBIO_DOUBLE_MAX);
+    return (size_t)(p - line);
 }
 
 // The shortest precision of "%.*e" that reads back to v (at most 17, which always does),
@@ -133,7 +146,8 @@ static size_t format_slow(char *dst, double v)
         snprintf(tmp, sizeof tmp, "%.*e", prec - 1, v);
         if (prec < 17 && strtod(tmp, NULL) != v) continue;
         // tmp is [-]d[.ddd]e[+-]xx: gather the digits and the exponent.
-        char d[24];
+        char d[48];
+        memset(d, '0', sizeof d);
         int n = 0;
         const char *c = tmp + (tmp[0] == '-');
         for (; *c != 'e'; c++)
@@ -147,6 +161,16 @@ static size_t format_slow(char *dst, double v)
 
 #if defined(__SIZEOF_INT128__)
 __extension__ typedef unsigned __int128 nbioU128;
+
+// The 8 digits of v < 10^8, leading zeros included, at dst: two digits at a time in 32 bits.
+static inline void eight_digits(char *dst, uint32_t v)
+{
+    const uint32_t hi = v / 10000u, lo = v % 10000u;
+    memcpy(dst, nbio_digit_pairs + 2 * (hi / 100u), 2);
+    memcpy(dst + 2, nbio_digit_pairs + 2 * (hi % 100u), 2);
+    memcpy(dst + 4, nbio_digit_pairs + 2 * (lo / 100u), 2);
+    memcpy(dst + 6, nbio_digit_pairs + 2 * (lo % 100u), 2);
+}
 
 // The fast path for v > 0 normal; 0 when v is outside its range.
 static size_t format_fast(char *dst, double v, bool negative)
@@ -222,9 +246,17 @@ static size_t format_fast(char *dst, double v, bool negative)
         q /= 10;
         j++;
     }
-    char d[24];
-    const int n = digits_of(d, q);
-    return layout(dst, negative, d, n, n - 1 + j - s);
+    // The 17 digits of q (leading zeros included) and '0' padding; its digits are the last n.
+    char buf[48];
+    memset(buf + 17, '0', sizeof buf - 17);
+    const uint64_t top = q / 100000000u; // below 10^9
+    buf[0] = (char)('0' + top / 100000000u);
+    eight_digits(buf + 1, (uint32_t)(top % 100000000u));
+    eight_digits(buf + 9, (uint32_t)(q % 100000000u));
+    const int width = 64 - __builtin_clzll(q); // q >= 1
+    const int t = (width * 1233) >> 12;        // floor(width * log10(2)): t or t + 1 digits
+    const int n = t + 1 - (q < nbio_pow10[t]);
+    return layout(dst, negative, buf + 17 - n, n, n - 1 + j - s);
 }
 #endif
 

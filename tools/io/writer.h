@@ -11,19 +11,21 @@
 #include <stdio.h>
 
 /// Output buffer in front of a stream. `failed` becomes true after a write error; later writes
-/// are dropped and nbio_writer_finish() reports it.
+/// are dropped and nbio_writer_finish() reports it. Without a stream the buffer is all there is:
+/// when full it doubles (realloc) if `grows`, else the writer fails.
 typedef struct nbioWriter {
     FILE *stream;
     char *buf;
     size_t used;
     size_t cap; ///< at least 64 bytes
     bool failed;
+    bool grows; ///< no stream: buf is from malloc and doubles when full (failed if it cannot)
 } nbioWriter;
 
 /// Starts a writer over `stream` using the caller's `buf` of `cap` (>= 64) bytes.
 void nbio_writer_init(nbioWriter *w, FILE *stream, char *buf, size_t cap);
 
-/// Writes out what is buffered (no fflush of the stream).
+/// Writes out what is buffered (no fflush of the stream); a growing buffer doubles instead.
 void nbio_writer_drain(nbioWriter *w);
 
 /// Drains, then flushes the stream. False if any write failed.
@@ -38,7 +40,8 @@ void nbio_write_str(nbioWriter *w, const char *s);
 /// The most bytes nbio_format_double writes ("-2.2250738585072014e-308" is 24).
 #define NBIO_DOUBLE_MAX 32
 
-/// Writes into dst (NBIO_DOUBLE_MAX bytes, not 0-terminated) the shortest decimal that strtod
+/// Writes into dst (NBIO_DOUBLE_MAX bytes, any of which it may write; the text is not
+/// 0-terminated) the shortest decimal that strtod
 /// reads back to exactly v, the nearest to v of those; laid out as printf's "%.17g" would lay
 /// out its digits: fixed point for decimal exponents -4 to 16 ("0.1", "1234.5", "0.00012"),
 /// else "1.5e-07", "2e+20"; "0", "-0", "inf", "nan". Returns the length. Exact arithmetic in
@@ -51,14 +54,14 @@ void nbio_write_double(nbioWriter *w, double v);
 /// Room for the longest single item (an int64 and a separator) before the buffer must drain.
 #define NBIO_WRITER_SLACK 48
 
+/// "00" "01" ... "99": the two digits of 0 to 99.
+extern const char nbio_digit_pairs[201];
+
 /// Writes the decimal digits of u backwards, two at a time, ending just before `end`; returns
 /// where they start (at most 20 bytes before `end`).
 static inline char *nbio_digits_before(char *end, uint64_t u)
 {
-    static const char pairs[201] = "00010203040506070809101112131415161718192021222324"
-                                   "25262728293031323334353637383940414243444546474849"
-                                   "50515253545556575859606162636465666768697071727374"
-                                   "75767778798081828384858687888990919293949596979899";
+    const char *pairs = nbio_digit_pairs;
     char *p = end;
     while (u >= 100) {
         unsigned r = (unsigned)(u % 100) * 2;
