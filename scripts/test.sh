@@ -45,8 +45,10 @@ tsan_start=$SECONDS
 cmake -S . -B build/tsan -DNB_WERROR=ON -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_C_FLAGS_DEBUG=-O1 -g" \
   -DNB_SANITIZE=thread \
   -DNB_INSTALL_TEST=OFF -DNB_BUILD_CLI=OFF > /dev/null
-cmake --build build/tsan -j "$jobs" --target test_threads test_parallel
+cmake --build build/tsan -j "$jobs" --target test_threads test_parallel test_knn_index
 TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build/tsan -R '^threads$' --output-on-failure
+# the kNN index built by one of four querying threads and published to the others
+TSAN_OPTIONS=halt_on_error=1 build/tsan/tests/test_knn_index threads
 # The uniform cases, and the ranked build's (its own parallel passes): the others add data
 # shapes, not thread interleavings (all cases run in the other builds).
 TSAN_OPTIONS=halt_on_error=1 build/tsan/tests/test_parallel uniform
