@@ -28,9 +28,12 @@ typedef struct nbpyGrid {
     int32_t n;
     int32_t dim;
     double spacing;     // distance between neighbouring points where they are (> 0): see
-                        // grid_local_spacing; sizes the grids for radius queries
+                        // grid_local_spacing; floors the cells of radius queries
     double knn_spacing; // the same at the 3rd quartile of the sample's nearest distances (> 0):
                         // sizes the grids for kNN, which must also reach the sparse regions
+    double floor_abs;   // the smallest spacing the coordinates allow (max |x| * 2^-40)
+    int spacing_known;  // 0: spacing and knn_spacing are still the bounding box's mean spacing
+                        // (grid_spacings computes the local ones on first need)
     double period[3];   // nbGridDesc.period: 0 = the axis does not wrap (boxsize=None: all 0)
     double half;        // the smallest period / 2 over the periodic axes; infinity when none
     int fixed;
@@ -182,22 +185,21 @@ static int grid_cmp_double(const void *a, const void *b)
 }
 
 // The typical distance between neighbouring points where the points are: from a sample of up
-// to 2048 of them (every n / s-th), the given quantile (0.5: the median) of the distances to
-// the nearest other sample point, scaled
-// to the whole set's density by (s / n)^(1 / dim) and by the ratio of mean spacing to
-// nearest-neighbour distance in uniform data (about 2 in 2D, 1.8 in 3D). Clustered, surface or
-// road-like data then get cells sized to their points, not to their bounding box. Never above
-// `box_spacing` (the bounding box's mean spacing); `box_spacing` itself when the sample says
-// nothing (few points, duplicates, no memory). Runs without the GIL.
-static double grid_local_spacing(const nbPoints *v, double box_spacing, double quantile)
+// to 2048 of them (every n / s-th), the median (*median) and the 3rd quartile (*upper) of the
+// distances to the nearest other sample point, each scaled to the whole set's density by (s / n)^(1
+// / dim) and by the ratio of mean spacing to nearest-neighbour distance in uniform data (about 2 in
+// 2D, 1.8 in 3D). Clustered, surface or road-like data then get cells sized to their points, not to
+// their bounding box. Never above `box_spacing` (the bounding box's mean spacing); `box_spacing`
+// itself when the sample says nothing (few points, duplicates, no memory). Runs without the GIL.
+static void grid_local_spacing(const nbPoints *v, double box_spacing, double *median, double *upper)
 {
     const int32_t n = v->count, dim = v->dim;
-    if (n < 256) return box_spacing;
+    *median = *upper = box_spacing;
+    if (n < 256) return;
     const int32_t s = n < 2048 ? n : 2048;
     double *pts = malloc((size_t)s * (size_t)dim * sizeof *pts);
     double *d1 = malloc((size_t)s * sizeof *d1);
     nbGrid *grid = NULL;
-    double est = box_spacing;
     if (pts == NULL || d1 == NULL) goto done;
     for (int32_t i = 0; i < s; i++) {
         const double *p =
@@ -225,16 +227,17 @@ static double grid_local_spacing(const nbPoints *v, double box_spacing, double q
             d1[i] = sqrt(heap[1].dist2);
     }
     qsort(d1, (size_t)s, sizeof *d1, grid_cmp_double);
-    double med = d1[(int32_t)(quantile * (s - 1))];
-    if (med > 0.0 && isfinite(med)) {
-        double local = med * (dim == 2 ? 2.0 : 1.8) * pow((double)s / n, 1.0 / dim);
-        if (local < est) est = local;
+    const double quantile[2] = {0.5, 0.75};
+    double *out[2] = {median, upper};
+    for (int k = 0; k < 2; k++) {
+        double q = d1[(int32_t)(quantile[k] * (s - 1))];
+        double local = q * (dim == 2 ? 2.0 : 1.8) * pow((double)s / n, 1.0 / dim);
+        if (q > 0.0 && isfinite(q) && local < box_spacing) *out[k] = local;
     }
 done:
     nb_grid_destroy(grid);
     free(pts);
     free(d1);
-    return est;
 }
 
 // Parses boxsize (None, or the Python side's tuple of one float per axis, 0 = not periodic)
@@ -329,12 +332,7 @@ static int grid_init(nbpyGrid *g, PyObject *args, PyObject *kwds)
         return -1;
     }
     g->spacing = g->knn_spacing = grid_spacing(g->n, g->dim, lo, hi, maxabs);
-    ts_ = PyEval_SaveThread();
-    double local = grid_local_spacing(&g->view, g->spacing, 0.5);
-    double local_knn = grid_local_spacing(&g->view, g->spacing, 0.75);
-    PyEval_RestoreThread(ts_);
-    if (local > maxabs * 0x1p-40 && local > DBL_MIN) g->spacing = local;
-    if (local_knn > maxabs * 0x1p-40 && local_knn > DBL_MIN) g->knn_spacing = local_knn;
+    g->floor_abs = maxabs * 0x1p-40;
     if (grid_periods(g, box_o, lo, hi) < 0) return -1;
     if (radius_o == Py_None && cell_o == Py_None) return 0; // lazy: built by the first query
 
@@ -441,14 +439,37 @@ static int grid_radius(double r)
     return 0;
 }
 
+// The local spacings (grid_local_spacing), computed on first need: a sample's nearest-neighbour
+// search costs about as much as a radius query over the whole set at 200k points, and most
+// radius queries never need it. Call with the GIL (released while computing; two threads may
+// both compute, and store the same values).
+static void grid_spacings(nbpyGrid *g)
+{
+    if (g->spacing_known) return;
+    double local, local_knn;
+    PyThreadState *ts_ = PyEval_SaveThread();
+    grid_local_spacing(&g->view, g->spacing, &local, &local_knn);
+    PyEval_RestoreThread(ts_);
+    if (local > g->floor_abs && local > DBL_MIN) g->spacing = local;
+    if (local_knn > g->floor_abs && local_knn > DBL_MIN) g->knn_spacing = local_knn;
+    g->spacing_known = 1;
+}
+
+// Radius queries use cells of r, as the C library's default (measured on the benchmark corpus:
+// no other ratio is better on every set, and the library picks its layout from it), floored at
+// an eighth of the local spacing so that a tiny radius does not make cells far smaller than
+// the gaps between points. The local spacing is at most the box's mean spacing, so radii above
+// an eighth of that never need it.
 static const nbGrid *grid_for_radius(nbpyGrid *g, double r)
 {
-    double want = r > g->spacing * 0.5 ? r : g->spacing * 0.5;
+    if (r < g->spacing * 0.125) grid_spacings(g);
+    double want = r > g->spacing * 0.125 ? r : g->spacing * 0.125;
     return grid_for(g, want, 0.5, 1.25);
 }
 
 static const nbGrid *grid_for_knn(nbpyGrid *g, int64_t k)
 {
+    grid_spacings(g);
     double want = g->knn_spacing * pow((double)(k > 0 ? k : 1), 1.0 / g->dim);
     return grid_for(g, want, 1.0 / 3.0, 3.0);
 }
@@ -539,33 +560,55 @@ static void pairs_part(void *vctx, int64_t begin, int64_t end, int part)
     c->st[part] = nb_grid_visit_pairs_range(c->grid, c->r, u0, u1, pair_push, &c->buf[part]);
 }
 
-// All pairs on one thread through the library's buffer form (faster than a callback a pair).
-// The int32 nbPairs land in the upper half of the block that becomes the (K, 2) intp array,
-// and are widened in place from the front: output pair k ends at byte 16k + 16, which never
-// reaches input pair k + 1 at byte 8 cap + 8 (k + 1) since k < cap. Runs without the GIL.
-static nbStatus pairs_buffer(const nbGrid *grid, double r, int64_t cap, PairBuf *out)
+// A bound on the pairs of n points worth reserving address space for: 64 a point (about 128
+// neighbours each; the corpus's radii find 5-15), at most every pair. Its untouched pages cost
+// nothing but address space (a fresh big block is mapped on demand).
+static int64_t pairs_reserve(int32_t n)
+{
+    int64_t every = (int64_t)n * (n - 1) / 2;
+    int64_t bound = (int64_t)n * 64 + 4096;
+    return every < bound ? (every > 0 ? every : 1) : bound;
+}
+
+// All pairs on one thread through the library's buffer form (faster than a callback a pair),
+// the GIL released. The int32 nbPairs are written at the start of the block that becomes the
+// (K, 2) intp array and widened in place from the back (output pair k, bytes [16k, 16k + 16),
+// covers input pairs 2k and 2k + 1, which k running down has read already). The block is
+// reserved for `cap` pairs (pairs_reserve), else, when that much address space is refused, for
+// `guess`; when the pairs do not fit, *found is exact and the search runs again into a block
+// of that size.
+static nbStatus pairs_buffer(const nbGrid *grid, double r, int64_t cap, int64_t guess, PairBuf *out)
 {
     int64_t *found = &out->len;
     for (;;) {
         size_t got;
         npy_intp *v = nbpy_big_alloc((size_t)cap * 2 * sizeof *v, &got);
+        if (v == NULL && guess < cap) {
+            cap = guess;
+            continue;
+        }
         if (v == NULL) return NB_ERR_OUT_OF_MEMORY;
         cap = (int64_t)(got / (2 * sizeof *v)); // a cached block may be larger: use it all
-        nbPair *in = (nbPair *)((char *)v + (size_t)cap * sizeof(nbPair));
-        nbStatus st = nb_grid_pairs(grid, r, in, cap, found);
-        if (st == NB_ERR_BUFFER_TOO_SMALL) { // the guess was low: *found is exact now
+        nbStatus st = nb_grid_pairs(grid, r, (nbPair *)v, cap, found);
+        if (st == NB_ERR_BUFFER_TOO_SMALL) { // *found is exact now
             nbpy_big_free(v, got);
-            cap = *found;
+            cap = guess = *found;
             continue;
         }
         if (st != NB_OK) {
             nbpy_big_free(v, got);
             return st;
         }
-        for (int64_t k = 0; k < *found; k++) {
-            nbPair p = in[k];
-            v[2 * k] = p.i;
-            v[2 * k + 1] = p.j;
+        // In blocks from the back, each copied out first: the output of block [k0, k1) covers
+        // the input of [2 k0, 2 k1), of which only the block itself is still unread.
+        for (int64_t k1 = *found; k1 > 0;) {
+            int32_t tmp[2 * 512];
+            int64_t k0 = k1 > 512 ? k1 - 512 : 0;
+            memcpy(tmp, (const char *)v + (size_t)k0 * sizeof(nbPair),
+                   (size_t)(k1 - k0) * sizeof(nbPair));
+            npy_intp *dst = v + 2 * k0;
+            for (int64_t e = 0; e < 2 * (k1 - k0); e++) dst[e] = tmp[e];
+            k1 = k0;
         }
         out->v = v;
         out->cap = cap;
@@ -600,7 +643,7 @@ static PyObject *grid_query_pairs_array(nbpyGrid *g, PyObject *args, PyObject *k
         PairBuf b = {NULL, 0, 0, false, false};
         free(c);
         PyThreadState *ts = PyEval_SaveThread();
-        nbStatus st = pairs_buffer(grid, r, cap > 1 ? cap : 1, &b);
+        nbStatus st = pairs_buffer(grid, r, pairs_reserve(g->n), cap > 1 ? cap : 1, &b);
         PyEval_RestoreThread(ts);
         if (st != NB_OK) return nbpy_error(st, "query_pairs");
         return pair_array(&b);
@@ -656,7 +699,7 @@ static int pairs_of(nbpyGrid *g, PyObject *args, const char *fmt, const char *wh
     if (grid == NULL) return -1;
     *b = (PairBuf){NULL, 0, 0, false, false};
     PyThreadState *ts = PyEval_SaveThread();
-    nbStatus st = pairs_buffer(grid, r, (int64_t)g->n * 4 + 1024, b);
+    nbStatus st = pairs_buffer(grid, r, pairs_reserve(g->n), (int64_t)g->n * 4 + 1024, b);
     PyEval_RestoreThread(ts);
     if (st != NB_OK) return nbpy_error(st, what), -1;
     return 0;
