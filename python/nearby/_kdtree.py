@@ -502,7 +502,11 @@ class cKDTree:
             d = _np.asarray(d).reshape(lead + ((kout,) if not squeeze else ()))
             i = _np.asarray(i).reshape(lead + ((kout,) if not squeeze else ()))
         else:
-            d, i = self._knn_general(q, finite, kmax, p, dub, workers)
+            if finite is None and self._keep is None and self._period is None and len(q):
+                # other norms, in C: one Euclidean kNN and one search a query
+                d, i = self._grid._knn_p(q, kmax, p, dub, workers)
+            else:
+                d, i = self._knn_general(q, finite, kmax, p, dub, workers)
             if ranks is not None:
                 d, i = d[:, ranks], i[:, ranks]
             shape = lead + ((kout,) if not squeeze else ())

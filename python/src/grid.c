@@ -1563,6 +1563,236 @@ fail:
     return NULL;
 }
 
+// ---- k nearest in a Minkowski norm ----
+
+// The k nearest in the L_p norm (p != 2, 1 <= p <= inf) by the raw distance of ball_raw, ties
+// by the lower index, in one pass a query: the Euclidean k nearest are k points within D, the
+// largest of their p-distances, so the p-nearest lie within D too; one search then holds them
+// all: a box of half-size D for p > 2 (the p-ball lies in it and the box is smaller than the
+// Euclidean ball holding it), a Euclidean ball of radius D for p < 2 (||d||_2 <= ||d||_p).
+// Both are widened by 1e-9 against rounding; the test that keeps a point is the exact one.
+typedef struct KnnPPart {
+    nbNeighbor *heap; // kmax: the Euclidean search, then the p-norm heap (dist2 = raw)
+    int32_t *cand;
+    int32_t cap;
+    nbStatus st;
+    int64_t bad;
+} KnnPPart;
+
+typedef struct KnnPCtx {
+    const nbGrid *grid;
+    const nbPoints *points;
+    const double *period;
+    const double *x;
+    int dim;
+    int32_t k;
+    double p;
+    double dub, dub_raw; // keep a neighbour when raw < dub_raw
+    npy_intp n;
+    double *dist;
+    npy_intp *index;
+    KnnPPart part[NBPY_MAX_PARTS];
+} KnnPCtx;
+
+// Before: a sorts before b (raw distance, then index).
+static bool knnp_before(const nbNeighbor *a, const nbNeighbor *b)
+{
+    return a->dist2 < b->dist2 || (a->dist2 == b->dist2 && a->index < b->index);
+}
+
+// Sifts h[at] down a max-heap of len entries (the root is the worst kept).
+static void knnp_sift(nbNeighbor *h, int32_t len, int32_t at)
+{
+    for (;;) {
+        int32_t big = at, l = 2 * at + 1, r = l + 1;
+        if (l < len && knnp_before(&h[big], &h[l])) big = l;
+        if (r < len && knnp_before(&h[big], &h[r])) big = r;
+        if (big == at) return;
+        nbNeighbor t = h[at];
+        h[at] = h[big];
+        h[big] = t;
+        at = big;
+    }
+}
+
+static const double *knnp_point(const nbPoints *pts, int32_t i)
+{
+    return (const double *)((const char *)pts->data + (size_t)i * pts->stride);
+}
+
+// The p-distance within which query q's p-nearest lie (widened; inf: every point).
+static nbStatus knnp_bound(KnnPCtx *c, KnnPPart *w, const double *q, double *bound)
+{
+    const int32_t k = c->k;
+    nbNeighbor *h = w->heap;
+    int32_t found = 0;
+    nbStatus st = nb_grid_knn(c->grid, q, NB_FILTER_ALL, (double)INFINITY, h, k, &found);
+    if (st != NB_OK) return st;
+    double lim = (double)INFINITY; // fewer than k points: every one is a candidate
+    if (found == k) {
+        double worst = 0.0;
+        for (int32_t j = 0; j < found; j++) {
+            double raw = ball_raw(q, knnp_point(c->points, h[j].index), c->dim, c->period, c->p);
+            worst = raw > worst ? raw : worst;
+        }
+        lim = c->p == 1.0 || isinf(c->p) ? worst : pow(worst, 1.0 / c->p);
+    }
+    if (c->dub < lim) lim = c->dub;
+    *bound = lim * (1.0 + 1e-9);
+    return NB_OK;
+}
+
+// The k nearest in the norm among the points the bound's box or ball holds.
+static nbStatus knnp_one(KnnPCtx *c, KnnPPart *w, const double *q, double lim, double *dist,
+                         npy_intp *index)
+{
+    const int32_t k = c->k;
+    nbNeighbor *h = w->heap;
+    nbStatus st;
+    int32_t got = 0;
+    for (;;) {
+        if (c->p > 2.0 || isinf(lim)) {
+            nbBox box;
+            for (int d = 0; d < 3; d++) {
+                box.min[d] = d < c->dim ? q[d] - lim : 0.0;
+                box.max[d] = d < c->dim ? q[d] + lim : 0.0;
+            }
+            st = nb_grid_query_box(c->grid, &box, NB_FILTER_ALL, w->cand, w->cap, &got);
+        } else {
+            st = nb_grid_query_radius(c->grid, q, lim, NB_FILTER_ALL, w->cand, w->cap, &got);
+        }
+        if (st != NB_ERR_BUFFER_TOO_SMALL) break;
+        int32_t *v = realloc(w->cand, (size_t)got * sizeof *v);
+        if (v == NULL) return NB_ERR_OUT_OF_MEMORY;
+        w->cand = v;
+        w->cap = got;
+    }
+    if (st != NB_OK) return st;
+    int32_t len = 0;
+    for (int32_t j = 0; j < got; j++) {
+        nbNeighbor e = {w->cand[j],
+                        ball_raw(q, knnp_point(c->points, w->cand[j]), c->dim, c->period, c->p)};
+        if (!(e.dist2 < c->dub_raw)) continue;
+        if (len < k) {
+            h[len++] = e;
+            if (len == k)
+                for (int32_t a = k / 2 - 1; a >= 0; a--) knnp_sift(h, k, a);
+        } else if (knnp_before(&e, &h[0])) {
+            h[0] = e;
+            knnp_sift(h, k, 0);
+        }
+    }
+    if (len < k)
+        for (int32_t a = len / 2 - 1; a >= 0; a--) knnp_sift(h, len, a);
+    for (int32_t end = len - 1; end > 0; end--) { // heap sort: ascending
+        nbNeighbor t = h[0];
+        h[0] = h[end];
+        h[end] = t;
+        knnp_sift(h, end, 0);
+    }
+    for (int32_t j = 0; j < k; j++) {
+        bool hit = j < len;
+        double raw = hit ? h[j].dist2 : 0.0;
+        dist[j] = !hit ? (double)INFINITY : c->p == 1.0 || isinf(c->p) ? raw : pow(raw, 1.0 / c->p);
+        index[j] = hit ? h[j].index : c->n;
+    }
+    return NB_OK;
+}
+
+static void knnp_part(void *vctx, int64_t begin, int64_t end, int part)
+{
+    KnnPCtx *c = vctx;
+    KnnPPart *w = &c->part[part];
+    for (int64_t q = begin; q < end; q++) {
+        const double *x = c->x + q * c->dim;
+        double lim;
+        nbStatus st = knnp_bound(c, w, x, &lim);
+        if (st == NB_OK) st = knnp_one(c, w, x, lim, c->dist + q * c->k, c->index + q * c->k);
+        if (st != NB_OK) {
+            w->st = st;
+            w->bad = q;
+            return;
+        }
+    }
+}
+
+// _knn_p(x, k, p, distance_upper_bound, workers): (distances, indices), each (m, k), of the k
+// nearest in the L_p norm (1 <= p <= inf, p != 2) for the (m, dim) finite points x; a missing
+// neighbour is inf and index n; distance_upper_bound is strict. The GIL is released.
+static PyObject *grid_knn_p(nbpyGrid *g, PyObject *args)
+{
+    PyObject *x_o, *workers_o;
+    int k;
+    double p, dub;
+    if (!PyArg_ParseTuple(args, "OiddO:_knn_p", &x_o, &k, &p, &dub, &workers_o)) return NULL;
+    int workers;
+    if (grid_ready(g) < 0 || nbpy_workers(workers_o, &workers) < 0) return NULL;
+    if (k < 1 || !(p >= 1.0) || p == 2.0 || !(dub >= 0.0)) {
+        PyErr_SetString(PyExc_ValueError, "_knn_p: k >= 1, p >= 1 (not 2), bound >= 0");
+        return NULL;
+    }
+    int single, lead_nd;
+    npy_intp m, lead[NPY_MAXDIMS + 1];
+    PyArrayObject *x = nbpy_query_points(x_o, g->dim, "x", &single, &m, lead, &lead_nd);
+    if (x == NULL) return NULL;
+    const nbGrid *grid = grid_for_knn(g, k);
+    npy_intp dims[2] = {m, k};
+    PyObject *d_arr = grid != NULL ? PyArray_SimpleNew(2, dims, NPY_DOUBLE) : NULL;
+    PyObject *i_arr = grid != NULL ? PyArray_SimpleNew(2, dims, NPY_INTP) : NULL;
+    KnnPCtx *c = calloc(1, sizeof *c);
+    int parts = workers < m ? workers : (m > 0 ? (int)m : 1);
+    PyObject *res = NULL;
+    if (grid == NULL || d_arr == NULL || i_arr == NULL) goto out;
+    if (c == NULL) {
+        PyErr_NoMemory();
+        goto out;
+    }
+    *c = (KnnPCtx){grid,
+                   &g->view,
+                   g->period,
+                   PyArray_DATA(x),
+                   g->dim,
+                   k,
+                   p,
+                   dub,
+                   isinf(dub) ? (double)INFINITY : ball_raw_limit(dub, p),
+                   g->n,
+                   PyArray_DATA((PyArrayObject *)d_arr),
+                   PyArray_DATA((PyArrayObject *)i_arr)};
+    for (int t = 0; t < parts; t++) {
+        c->part[t].heap = malloc((size_t)k * sizeof(nbNeighbor));
+        c->part[t].cap = 16 * k + 64;
+        c->part[t].cand = malloc((size_t)c->part[t].cap * sizeof(int32_t));
+        if (c->part[t].heap == NULL || c->part[t].cand == NULL) {
+            PyErr_NoMemory();
+            goto out;
+        }
+    }
+    PyThreadState *ts_ = PyEval_SaveThread();
+    nbpy_parallel(parts, m, knnp_part, c);
+    PyEval_RestoreThread(ts_);
+    for (int t = 0; t < parts; t++) {
+        if (c->part[t].st != NB_OK) {
+            char what[64];
+            snprintf(what, sizeof what, "query: x[%lld]", (long long)c->part[t].bad);
+            nbpy_error(c->part[t].st, what);
+            goto out;
+        }
+    }
+    res = PyTuple_Pack(2, d_arr, i_arr);
+out:
+    if (c != NULL)
+        for (int t = 0; t < parts; t++) {
+            free(c->part[t].heap);
+            free(c->part[t].cand);
+        }
+    free(c);
+    Py_XDECREF(d_arr);
+    Py_XDECREF(i_arr);
+    Py_DECREF(x);
+    return res;
+}
+
 // ---- the common calls, parsed by hand ----
 
 // One point, k <= 64, no filter: the k nearest without arrays for k = 1 (Python scalars, as
@@ -1765,6 +1995,9 @@ static PyMethodDef grid_methods[] = {
     {"_pair_matrix", (PyCFunction)grid_pair_matrix, METH_VARARGS,
      "_pair_matrix(r): (i, j, v), every pair within r both ways with its distance, then the "
      "diagonal."},
+    {"_knn_p", (PyCFunction)grid_knn_p, METH_VARARGS,
+     "_knn_p(x, k, p, distance_upper_bound, workers): the k nearest in the L_p norm, (m, k) "
+     "arrays."},
     {"_pairs_set", (PyCFunction)grid_pairs_set, METH_VARARGS,
      "_pairs_set(r): the pairs within r as a set of (i, j) tuples."},
     {"count_pairs", (PyCFunction)(void (*)(void))grid_count_pairs, METH_VARARGS | METH_KEYWORDS,
