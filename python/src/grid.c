@@ -455,15 +455,20 @@ static void grid_spacings(nbpyGrid *g)
     g->spacing_known = 1;
 }
 
-// Radius queries use cells of r, as the C library's default (measured on the benchmark corpus:
-// no other ratio is better on every set, and the library picks its layout from it), floored at
-// an eighth of the local spacing so that a tiny radius does not make cells far smaller than
-// the gaps between points. The local spacing is at most the box's mean spacing, so radii above
-// an eighth of that never need it.
-static const nbGrid *grid_for_radius(nbpyGrid *g, double r)
+// A grid for radius r: cells of r, as the C library's default, floored at `floor` times the
+// local spacing so that a small radius does not make cells far smaller than the gaps between
+// points. Measured on the benchmark corpus (build included): all pairs and counts are best at
+// cells of r on some clustered sets and at the floor on others, so they floor at an eighth (the
+// C default in practice; RADIUS_PAIRS); batches of radius queries from points that are often
+// in sparse regions gain up to 2x from cells of at least the spacing (RADIUS_QUERIES). The
+// local spacing is at most the box's mean spacing, so radii above `floor` times that never
+// need it.
+#define RADIUS_PAIRS 0.125
+#define RADIUS_QUERIES 1.0
+static const nbGrid *grid_for_radius(nbpyGrid *g, double r, double floor)
 {
-    if (r < g->spacing * 0.125) grid_spacings(g);
-    double want = r > g->spacing * 0.125 ? r : g->spacing * 0.125;
+    if (r < g->spacing * floor) grid_spacings(g);
+    double want = r > g->spacing * floor ? r : g->spacing * floor;
     return grid_for(g, want, 0.5, 1.25);
 }
 
@@ -472,6 +477,40 @@ static const nbGrid *grid_for_knn(nbpyGrid *g, int64_t k)
     grid_spacings(g);
     double want = g->knn_spacing * pow((double)(k > 0 ? k : 1), 1.0 / g->dim);
     return grid_for(g, want, 1.0 / 3.0, 3.0);
+}
+
+// ---- shared index objects ----
+
+// One int object per index 0 .. n-1, made on first use and shared by every tuple or list of a
+// result that holds the index (ints are immutable): a result with many entries a point then
+// allocates one object an index, not one an entry.
+typedef struct IntTable {
+    PyObject **v;
+    int32_t n;
+} IntTable;
+
+static int int_table_init(IntTable *t, int32_t n)
+{
+    t->n = n;
+    t->v = calloc((size_t)(n > 0 ? n : 1), sizeof *t->v);
+    if (t->v == NULL) return PyErr_NoMemory(), -1;
+    return 0;
+}
+
+// A new reference to index i's object, or NULL with the error set.
+static PyObject *int_table_get(IntTable *t, int32_t i)
+{
+    if (t->v[i] == NULL) t->v[i] = PyLong_FromLong(i);
+    Py_XINCREF(t->v[i]);
+    return t->v[i];
+}
+
+static void int_table_free(IntTable *t)
+{
+    if (t->v != NULL)
+        for (int32_t i = 0; i < t->n; i++) Py_XDECREF(t->v[i]);
+    free(t->v);
+    t->v = NULL;
 }
 
 // ---- all pairs ----
@@ -626,7 +665,7 @@ static PyObject *grid_query_pairs_array(nbpyGrid *g, PyObject *args, PyObject *k
         return NULL;
     int workers;
     if (nbpy_workers(workers_o, &workers) < 0 || grid_radius(r) < 0) return NULL;
-    const nbGrid *grid = grid_for_radius(g, r);
+    const nbGrid *grid = grid_for_radius(g, r, RADIUS_PAIRS);
     if (grid == NULL) return NULL;
     PairsCtx *c = calloc(1, sizeof *c);
     if (c == NULL) return PyErr_NoMemory();
@@ -695,7 +734,7 @@ static int pairs_of(nbpyGrid *g, PyObject *args, const char *fmt, const char *wh
 {
     double r;
     if (!PyArg_ParseTuple(args, fmt, &r) || grid_ready(g) < 0 || grid_radius(r) < 0) return -1;
-    const nbGrid *grid = grid_for_radius(g, r);
+    const nbGrid *grid = grid_for_radius(g, r, RADIUS_PAIRS);
     if (grid == NULL) return -1;
     *b = (PairBuf){NULL, 0, 0, false, false};
     PyThreadState *ts = PyEval_SaveThread();
@@ -756,26 +795,22 @@ static PyObject *grid_pairs_set(nbpyGrid *g, PyObject *args)
 {
     PairBuf b;
     if (pairs_of(g, args, "d:_pairs_set", "query_pairs", &b) < 0) return NULL;
-    PyObject **ints = calloc((size_t)(g->n > 0 ? g->n : 1), sizeof *ints);
-    PyObject *set = ints != NULL ? PySet_New(NULL) : PyErr_NoMemory();
+    IntTable ints;
+    PyObject *set = int_table_init(&ints, g->n) == 0 ? PySet_New(NULL) : NULL;
     for (int64_t e = 0; set != NULL && e < b.len; e++) {
         PyObject *pair = PyTuple_New(2);
         for (int side = 0; pair != NULL && side < 2; side++) {
-            npy_intp at = b.v[2 * e + side];
-            if (ints[at] == NULL) ints[at] = PyLong_FromSsize_t((Py_ssize_t)at);
-            if (ints[at] == NULL) {
+            PyObject *o = int_table_get(&ints, (int32_t)b.v[2 * e + side]);
+            if (o == NULL) {
                 Py_CLEAR(pair);
                 break;
             }
-            Py_INCREF(ints[at]);
-            PyTuple_SET_ITEM(pair, side, ints[at]);
+            PyTuple_SET_ITEM(pair, side, o);
         }
         if (pair == NULL || PySet_Add(set, pair) < 0) Py_CLEAR(set);
         Py_XDECREF(pair);
     }
-    if (ints != NULL)
-        for (int32_t q = 0; q < g->n; q++) Py_XDECREF(ints[q]);
-    free(ints);
+    int_table_free(&ints);
     nbpy_big_free(b.v, (size_t)b.cap * 2 * sizeof(npy_intp));
     return set;
 }
@@ -787,7 +822,7 @@ static PyObject *grid_count_pairs(nbpyGrid *g, PyObject *args, PyObject *kwds)
     double r;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "O:count_pairs", kwlist, &r_o)) return NULL;
     if (nbpy_double(r_o, "r", &r) < 0 || grid_radius(r) < 0) return NULL;
-    const nbGrid *grid = grid_for_radius(g, r);
+    const nbGrid *grid = grid_for_radius(g, r, RADIUS_PAIRS);
     if (grid == NULL) return NULL;
     int64_t count = 0;
     nbStatus st;
@@ -818,7 +853,7 @@ static PyObject *grid_neighbour_lists(nbpyGrid *g, PyObject *args, PyObject *kwd
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "d|p:_neighbour_lists", kwlist, &r, &distances))
         return NULL;
     if (grid_radius(r) < 0) return NULL;
-    const nbGrid *grid = grid_for_radius(g, r);
+    const nbGrid *grid = grid_for_radius(g, r, RADIUS_PAIRS);
     if (grid == NULL) return NULL;
     const nbNeighborListDesc desc = {.distances = distances != 0};
     nbNeighborList *list = NULL;
@@ -1077,12 +1112,13 @@ static void ball_part(void *vctx, int64_t begin, int64_t end, int part)
     }
 }
 
-static PyObject *list_of(const int32_t *v, int64_t n)
+// A list of the n indices v, their objects from `ints` (NULL: new ones).
+static PyObject *list_of(const int32_t *v, int64_t n, IntTable *ints)
 {
     PyObject *list = PyList_New((Py_ssize_t)n);
     if (list == NULL) return NULL;
     for (int64_t i = 0; i < n; i++) {
-        PyObject *o = PyLong_FromLong(v[i]);
+        PyObject *o = ints != NULL ? int_table_get(ints, v[i]) : PyLong_FromLong(v[i]);
         if (o == NULL) {
             Py_DECREF(list);
             return NULL;
@@ -1097,7 +1133,7 @@ static PyObject *ball_one(nbpyGrid *g, const double *x, double r, nbFilter filte
                           bool length_only)
 {
     if (grid_radius(r) < 0) return NULL;
-    const nbGrid *grid = grid_for_radius(g, r);
+    const nbGrid *grid = grid_for_radius(g, r, RADIUS_QUERIES);
     if (grid == NULL) return NULL;
     int32_t stack[256];
     int32_t *v = stack, found = 0;
@@ -1118,7 +1154,7 @@ static PyObject *ball_one(nbpyGrid *g, const double *x, double r, nbFilter filte
         res = PyLong_FromLong(found);
     } else {
         if (sort) nbpy_sort_i32(v, found);
-        res = list_of(v, found);
+        res = list_of(v, found, NULL);
     }
     if (v != stack) free(v);
     return res;
@@ -1154,7 +1190,7 @@ static BallCtx *ball_batch(nbpyGrid *g, const double *x, npy_intp m, const doubl
     } else if (grid_radius(r) < 0) {
         return NULL;
     }
-    const nbGrid *grid = grid_for_radius(g, r_max);
+    const nbGrid *grid = grid_for_radius(g, r_max, RADIUS_QUERIES);
     if (grid == NULL) return NULL;
     BallCtx *c = calloc(1, sizeof *c);
     size_t each = (size_t)(m > 0 ? m : 1);
@@ -1260,10 +1296,18 @@ static PyObject *grid_query_ball_point(nbpyGrid *g, PyObject *args, PyObject *kw
         }
     } else {
         res = PyArray_SimpleNew(lead_nd, lead, NPY_OBJECT);
+        // shared index objects when the lists hold more entries than an eighth of the points
+        // (below that, the table would cost more than it saves)
+        IntTable ints = {NULL, 0};
+        int64_t entries = 0;
+        for (npy_intp q = 0; q < m; q++) entries += c->counts[q];
+        bool share = entries >= g->n / 8;
+        if (res != NULL && share && int_table_init(&ints, g->n) < 0) Py_CLEAR(res);
         if (res != NULL) {
             PyObject **out = PyArray_DATA((PyArrayObject *)res);
             for (npy_intp q = 0; q < m; q++) {
-                PyObject *list = list_of(c->part[c->owner[q]].v + c->offs[q], c->counts[q]);
+                PyObject *list = list_of(c->part[c->owner[q]].v + c->offs[q], c->counts[q],
+                                         share ? &ints : NULL);
                 if (list == NULL) {
                     Py_CLEAR(res);
                     break;
@@ -1271,6 +1315,7 @@ static PyObject *grid_query_ball_point(nbpyGrid *g, PyObject *args, PyObject *kw
                 Py_XSETREF(out[q], list);
             }
         }
+        int_table_free(&ints);
     }
     ball_free(c);
     Py_DECREF(x);
