@@ -700,8 +700,15 @@ class cKDTree:
                 and (radii >= 0.0).all() and other._fits(radii) and other._keep is None
                 and self._keep is None):
             # the common cases, counts only, in C: all pairs within each radius of one tree
-            # (n + 2 * pairs), or the lengths of radius searches from self's points
-            cum = _np.array([self._count_c(other, float(v)) for v in radii], dtype=_np.intp)
+            # (n + 2 * pairs; several radii from one search at the largest), or the lengths of
+            # radius searches from self's points
+            if other is self and len(radii) > 1 and self._period is None and self.n:
+                order = _np.argsort(radii, kind="stable")
+                cum = _np.empty(len(radii), dtype=_np.intp)
+                cum[order] = self.n + 2 * self._grid._count_radii(radii[order])
+            else:
+                cum = _np.array([self._count_c(other, float(v)) for v in radii],
+                                dtype=_np.intp)
             if not cumulative:
                 cum = _np.diff(_np.concatenate([[0], cum]))
             return int(cum[0]) if scalar else cum

@@ -43,6 +43,12 @@ typedef struct nbpyGrid {
     PyThread_type_lock lock;
 } nbpyGrid;
 
+// Point i of a view.
+static const double *point_at(const nbPoints *pts, int32_t i)
+{
+    return (const double *)((const char *)pts->data + (size_t)i * pts->stride);
+}
+
 static PyObject *grid_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     (void)args;
@@ -766,9 +772,8 @@ static PyObject *grid_pair_matrix(nbpyGrid *g, PyObject *args)
         ts = PyEval_SaveThread();
         for (int64_t e = 0; e < k; e++) {
             npy_intp a = b.v[2 * e], c = b.v[2 * e + 1];
-            const double *pa = (const double *)((const char *)pts->data + (size_t)a * pts->stride);
-            const double *pc = (const double *)((const char *)pts->data + (size_t)c * pts->stride);
-            double d = sqrt(ball_raw(pa, pc, g->dim, g->period, 2.0));
+            double d = sqrt(ball_raw(point_at(pts, (int32_t)a), point_at(pts, (int32_t)c), g->dim,
+                                     g->period, 2.0));
             ii[e] = jj[k + e] = a;
             jj[e] = ii[k + e] = c;
             vv[e] = vv[k + e] = d;
@@ -813,6 +818,60 @@ static PyObject *grid_pairs_set(nbpyGrid *g, PyObject *args)
     int_table_free(&ints);
     nbpy_big_free(b.v, (size_t)b.cap * 2 * sizeof(npy_intp));
     return set;
+}
+
+// _count_radii(radii): for ascending radii (a float64 array, all >= 0), the number of pairs
+// within each (an int64 array), from one all-pairs search at the largest into the buffer form
+// and one pass binning each pair's squared distance (the library's own test, d2 <= r*r: ball_raw
+// sums the squares in the same order) into the first radius that holds it. Without periodic
+// axes (the minimum image is left to the library). The GIL is released.
+static PyObject *grid_count_radii(nbpyGrid *g, PyObject *args)
+{
+    PyObject *r_o;
+    if (!PyArg_ParseTuple(args, "O:_count_radii", &r_o) || grid_ready(g) < 0) return NULL;
+    PyArrayObject *radii = nbpy_as_double(r_o, NPY_ARRAY_CARRAY_RO, "radii");
+    if (radii == NULL) return NULL;
+    npy_intp nr = PyArray_SIZE(radii);
+    const double *rv = PyArray_DATA(radii);
+    PyObject *res = NULL;
+    for (npy_intp b = 0; b < nr; b++) {
+        if (!(rv[b] >= 0.0) || (b > 0 && rv[b] < rv[b - 1]) || !isfinite(rv[b])) {
+            PyErr_SetString(PyExc_ValueError, "_count_radii: finite ascending radii >= 0");
+            Py_DECREF(radii);
+            return NULL;
+        }
+    }
+    PyArrayObject *lim = (PyArrayObject *)PyArray_SimpleNew(1, &nr, NPY_DOUBLE);
+    PyObject *top = nr > 0 ? Py_BuildValue("(d)", rv[nr - 1]) : NULL;
+    PairBuf b;
+    if (lim != NULL && top != NULL &&
+        pairs_of(g, top, "d:_count_radii", "count_neighbors", &b) == 0) {
+        res = PyArray_ZEROS(1, &nr, NPY_INT64, 0);
+        if (res != NULL) {
+            int64_t *cnt = PyArray_DATA((PyArrayObject *)res);
+            double *r2 = PyArray_DATA(lim);
+            for (npy_intp k = 0; k < nr; k++) r2[k] = rv[k] * rv[k];
+            const nbPoints *pts = &g->view;
+            PyThreadState *ts = PyEval_SaveThread();
+            for (int64_t e = 0; e < b.len; e++) {
+                const double *pa = point_at(pts, (int32_t)b.v[2 * e]);
+                const double *pc = point_at(pts, (int32_t)b.v[2 * e + 1]);
+                double d2 = ball_raw(pa, pc, g->dim, g->period, 2.0);
+                npy_intp k = 0;
+                while (k < nr - 1 && !(d2 <= r2[k])) k++;
+                cnt[k]++;
+            }
+            for (npy_intp k = 1; k < nr; k++) cnt[k] += cnt[k - 1];
+            PyEval_RestoreThread(ts);
+        }
+        nbpy_big_free(b.v, (size_t)b.cap * 2 * sizeof(npy_intp));
+    } else if (nr == 0 && !PyErr_Occurred()) {
+        res = PyArray_ZEROS(1, &nr, NPY_INT64, 0);
+    }
+    Py_XDECREF(top);
+    Py_XDECREF(lim);
+    Py_DECREF(radii);
+    return res;
 }
 
 static PyObject *grid_count_pairs(nbpyGrid *g, PyObject *args, PyObject *kwds)
@@ -1042,15 +1101,13 @@ static int32_t ball_keep(const BallCtx *c, const double *center, double lim, int
     if (c->p != 2.0 || c->r != NULL || lim != c->r0 * c->r0) { // else the grid's own test
         kept = 0;
         for (int32_t j = 0; j < found; j++) {
-            const double *b =
-                (const double *)((const char *)pts->data + (size_t)v[j] * pts->stride);
-            if (ball_raw(center, b, c->dim, c->period, c->p) <= lim) v[kept++] = v[j];
+            if (ball_raw(center, point_at(pts, v[j]), c->dim, c->period, c->p) <= lim)
+                v[kept++] = v[j];
         }
     }
     if (c->sort) nbpy_sort_i32(v, kept);
     for (int32_t j = 0; j < kept; j++) {
-        const double *b = (const double *)((const char *)pts->data + (size_t)v[j] * pts->stride);
-        raw[j] = ball_raw(center, b, c->dim, c->period, c->p);
+        raw[j] = ball_raw(center, point_at(pts, v[j]), c->dim, c->period, c->p);
     }
     return kept;
 }
@@ -1660,11 +1717,6 @@ static void knnp_sift(nbNeighbor *h, int32_t len, int32_t at)
     }
 }
 
-static const double *knnp_point(const nbPoints *pts, int32_t i)
-{
-    return (const double *)((const char *)pts->data + (size_t)i * pts->stride);
-}
-
 // The p-distance within which query q's p-nearest lie (widened; inf: every point).
 static nbStatus knnp_bound(KnnPCtx *c, KnnPPart *w, const double *q, double *bound)
 {
@@ -1677,7 +1729,7 @@ static nbStatus knnp_bound(KnnPCtx *c, KnnPPart *w, const double *q, double *bou
     if (found == k) {
         double worst = 0.0;
         for (int32_t j = 0; j < found; j++) {
-            double raw = ball_raw(q, knnp_point(c->points, h[j].index), c->dim, c->period, c->p);
+            double raw = ball_raw(q, point_at(c->points, h[j].index), c->dim, c->period, c->p);
             worst = raw > worst ? raw : worst;
         }
         lim = c->p == 1.0 || isinf(c->p) ? worst : pow(worst, 1.0 / c->p);
@@ -1716,7 +1768,7 @@ static nbStatus knnp_one(KnnPCtx *c, KnnPPart *w, const double *q, double lim, d
     int32_t len = 0;
     for (int32_t j = 0; j < got; j++) {
         nbNeighbor e = {w->cand[j],
-                        ball_raw(q, knnp_point(c->points, w->cand[j]), c->dim, c->period, c->p)};
+                        ball_raw(q, point_at(c->points, w->cand[j]), c->dim, c->period, c->p)};
         if (!(e.dist2 < c->dub_raw)) continue;
         if (len < k) {
             h[len++] = e;
@@ -2043,6 +2095,8 @@ static PyMethodDef grid_methods[] = {
     {"_knn_p", (PyCFunction)grid_knn_p, METH_VARARGS,
      "_knn_p(x, k, p, distance_upper_bound, workers): the k nearest in the L_p norm, (m, k) "
      "arrays."},
+    {"_count_radii", (PyCFunction)grid_count_radii, METH_VARARGS,
+     "_count_radii(radii): the pairs within each of ascending radii, from one search."},
     {"_pairs_set", (PyCFunction)grid_pairs_set, METH_VARARGS,
      "_pairs_set(r): the pairs within r as a set of (i, j) tuples."},
     {"count_pairs", (PyCFunction)(void (*)(void))grid_count_pairs, METH_VARARGS | METH_KEYWORDS,
