@@ -812,6 +812,9 @@ static PyObject *grid_pairs_set(nbpyGrid *g, PyObject *args)
             }
             PyTuple_SET_ITEM(pair, side, o);
         }
+        // Two ints never form a cycle: untracked now (as the collector would untrack it
+        // later), a million new tuples do not make every young collection walk them.
+        if (pair != NULL) PyObject_GC_UnTrack(pair);
         if (pair == NULL || PySet_Add(set, pair) < 0) Py_CLEAR(set);
         Py_XDECREF(pair);
     }
