@@ -75,6 +75,7 @@ static void nbi_grid_free_all(nbGrid *g)
     for (int i = 0; i < NBI_GRID_BUFS; i++) nbi_free(&g->alloc, buf[i]->ptr, buf[i]->cap, elem[i]);
     for (int k = 0; k < NBI_MAX_CHUNKS; k++)
         nbi_free(&g->alloc, g->scratch[k].ptr, g->scratch[k].cap, sizeof(nbPair));
+    nbi_knn_index_free(&g->knn, &g->alloc);
 }
 
 // Room for a build of n points whose index needs `cells` cells; hashed: `slots` table slots (and
@@ -1671,6 +1672,7 @@ void nbi_grid_gather_bits(const nbGrid *g, const nbiBuildIn *in, int32_t p0, int
 void nbi_grid_view_refresh(nbGrid *g)
 {
     g->view = nbi_grid_view(g);
+    nbi_knn_index_stale(&g->knn);
 }
 
 nbiView nbi_grid_view(const nbGrid *g)
@@ -1712,7 +1714,7 @@ size_t nb_grid_memory_bytes(const nbGrid *grid)
     nbi_grid_bufs((nbGrid *)grid, buf, elem);
     for (int i = 0; i < NBI_GRID_BUFS; i++) bytes += buf[i]->cap * elem[i];
     for (int k = 0; k < NBI_MAX_CHUNKS; k++) bytes += grid->scratch[k].cap * sizeof(nbPair);
-    return bytes;
+    return bytes + nbi_knn_index_bytes(&grid->knn);
 }
 
 nbStatus nb_grid_info(const nbGrid *grid, nbGridInfo *info)

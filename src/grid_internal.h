@@ -6,6 +6,7 @@
 
 #include <nearby/grid.h>
 
+#include "knn_index.h"
 #include "view.h"
 
 #include <string.h>
@@ -99,6 +100,10 @@ struct nbGrid {
     // The walkers' view of the grid, kept current by every call that changes it (create,
     // reserve, build): a query starts from it instead of building one.
     nbiView view;
+    // The kNN index of the points (knn_index.h): built by the first kNN query after a build
+    // (from a const grid, hence its atomic state), made stale by every call that refreshes
+    // the view.
+    nbiKnnLazy knn;
     nbiBuf scratch[NBI_MAX_CHUNKS];
 #if NBI_HAS_ATOMICS
     atomic_flag scratch_busy;
@@ -233,6 +238,13 @@ void nbi_grid_rebuild_parallel(nbGrid *g, const nbiBuildIn *in);
 // another call or cannot grow.
 nbStatus nbi_grid_pairs_parallel(const nbGrid *g, double radius, int mode, nbPair *out, int64_t cap,
                                  int64_t *found, bool *done);
+
+// The grid's kNN index holder. Queries take the grid const; the holder is the one part they
+// may change (its state is atomic, and the grid itself was never defined const).
+static inline nbiKnnLazy *nbi_grid_knn_lazy(const nbGrid *g)
+{
+    return (nbiKnnLazy *)&g->knn;
+}
 
 // The grid as the walkers see it.
 nbiView nbi_grid_view(const nbGrid *g);

@@ -180,12 +180,14 @@ nbStatus nb_grid_knn(const nbGrid *grid, const double *point, nbFilter filter, d
     if (found != NULL) *found = 0;
     if (grid == NULL || point == NULL || found == NULL || (out == NULL && k > 0))
         return NB_ERR_NULL_ARG;
-    return nbi_walk_knn(&grid->view, point, filter, max_distance, out, k, found);
+    return nbi_walk_knn_indexed(&grid->view, nbi_grid_knn_lazy(grid), &grid->alloc, point, filter,
+                                max_distance, out, k, found);
 }
 
 nbStatus nb_grid_visit_knn(const nbGrid *grid, const double *point, nbFilter filter,
                            double max_distance, int32_t k, nbNeighborFn *visit, void *user)
 {
     if (grid == NULL || point == NULL || visit == NULL) return NB_ERR_NULL_ARG;
-    return nbi_visit_knn(&grid->view, point, filter, max_distance, k, &grid->alloc, visit, user);
+    return nbi_visit_knn_indexed(&grid->view, nbi_grid_knn_lazy(grid), point, filter,
+                                 max_distance, k, &grid->alloc, visit, user);
 }

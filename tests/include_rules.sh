@@ -13,7 +13,7 @@
 set -eu
 root=${1:-$(dirname "$0")/..}
 bad=0
-floor="nb_internal.h cell.h cell_table.h handle_pool.h view.h sink.h knn_heap.h block_arena.h pair_kernels.h simd.h"
+floor="nb_internal.h cell.h cell_table.h handle_pool.h view.h sink.h knn_heap.h knn_index.h block_arena.h pair_kernels.h simd.h"
 owner() { # the structure a src/ file belongs to, or "floor"
     case $(basename "$1") in
     grid* | neighbors*) echo grid ;; hash*) echo hash ;; tiles*) echo tiles ;; quadtree*) echo quadtree ;;

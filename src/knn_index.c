@@ -1,0 +1,569 @@
+// SPDX-License-Identifier: MIT
+// The kNN index (knn_index.h): a bounding-volume tree over the points in fine Z order, whose
+// leaves adapt to the density as a k-d tree's do, where the cells of a grid sized for a radius
+// cannot (a blob's core holds hundreds of points a cell; clustered 3D data scatters a query's
+// neighbours over many blocks of cells).
+//
+// Build, O(n): each point's Morton code (21 bits an axis in 3D, 32 in 2D, fewer when n needs
+// the bits: the code and the point's view position share one 64-bit key) over the points' box,
+// scaled alike on every axis so that code blocks are cubes; an LSD radix sort of the keys on
+// the code's bits only (the positions below them keep ties in view order, which is cell order:
+// points of one code stay spatially together); the coordinates, indices and filter bits
+// copied into that order, so a leaf is a few contiguous cache lines; leaves of
+// NBI_KNN_LEAF_PTS consecutive points with their exact boxes; the tree above them merged
+// bottom-up, two children a node.
+//
+// Query: the leaf holding the query's own code (a binary search over the leaves' first codes)
+// is scanned first, which gives a tight bound at once; then the search climbs from that leaf to
+// the root and, at each level, searches the sibling subtree when its box is not beyond the k-th
+// best, nearest child first. A box's squared gap to the query is computed in the order
+// nbi_dist2 computes a point's d2, from gaps that are each at most the point's |difference|
+// (rounding is monotone), so it is never above the d2 of any point in the box: pruning a box
+// whose gap is strictly above the k-th best loses no answer, ties included, and needs no margin.
+#include "knn_index.h"
+
+#include "knn_heap.h"
+
+#include <math.h>
+#include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+// ---- build ----
+
+enum { NBI_RADIX_BITS = 11, NBI_RADIX_MAX_PASSES = 6 };
+
+// Sorts keys a[0..n) by bits [lo, hi) (LSD, stable; ties keep their order), using tmp (n
+// entries) and hist (NBI_RADIX_MAX_PASSES << NBI_RADIX_BITS counts). The sorted keys end in a
+// (copied back if the passes left them in tmp). A pass whose digit is the same for every key
+// is skipped.
+static void nbi_radix_sort(uint64_t *a, uint64_t *tmp, int32_t n, int lo, int hi, int32_t *hist)
+{
+    const int width = hi - lo;
+    if (width <= 0 || n < 2) return;
+    const int passes = (width + NBI_RADIX_BITS - 1) / NBI_RADIX_BITS;
+    const int bits = (width + passes - 1) / passes;
+    const uint64_t dmask = ((uint64_t)1 << bits) - 1;
+    const size_t buckets = (size_t)1 << bits;
+    memset(hist, 0, (size_t)passes * buckets * sizeof *hist);
+    for (int32_t i = 0; i < n; i++)
+        for (int p = 0; p < passes; p++) hist[(size_t)p * buckets + ((a[i] >> (lo + p * bits)) & dmask)]++;
+    uint64_t *src = a, *dst = tmp;
+    for (int p = 0; p < passes; p++) {
+        int32_t *h = hist + (size_t)p * buckets;
+        const int shift = lo + p * bits;
+        if (h[(src[0] >> shift) & dmask] == n) continue; // one digit for all
+        int32_t sum = 0;
+        for (size_t b = 0; b < buckets; b++) {
+            const int32_t c = h[b];
+            h[b] = sum;
+            sum += c;
+        }
+        for (int32_t i = 0; i < n; i++) dst[h[(src[i] >> shift) & dmask]++] = src[i];
+        uint64_t *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != a) memcpy(a, src, (size_t)n * sizeof *a);
+}
+
+// The per-axis code of coordinate x: its offset from the box's low corner in code units,
+// clamped to [0, max_cell] (a query may lie outside the box).
+NBI_INLINE uint64_t nbi_ix_cell(const nbiKnnIndex *ix, int a, double x)
+{
+    const double u = (x - ix->origin[a]) * ix->scale;
+    if (!(u > 0.0)) return 0;
+    return u >= (double)ix->max_cell ? ix->max_cell : (uint64_t)u;
+}
+
+NBI_INLINE uint64_t nbi_ix_code(const nbiKnnIndex *ix, const double *p)
+{
+    if (ix->dim == 2) return nbi_spread2(nbi_ix_cell(ix, 0, p[0])) | nbi_spread2(nbi_ix_cell(ix, 1, p[1])) << 1;
+    return nbi_spread3(nbi_ix_cell(ix, 0, p[0])) | nbi_spread3(nbi_ix_cell(ix, 1, p[1])) << 1 |
+           nbi_spread3(nbi_ix_cell(ix, 2, p[2])) << 2;
+}
+
+// Bits that hold every value below n (at least 1).
+static int nbi_bits_for(int32_t n)
+{
+    return n > 1 ? nbi_top_bit64((uint64_t)(n - 1)) + 1 : 1;
+}
+
+// Grows the index's storage for n points of the view (nodes: 0 until they are counted), all or
+// nothing.
+static bool nbi_ix_grow(nbiKnnIndex *ix, int32_t n, int dim, bool filtered, int32_t nodes,
+                        const nbAllocator *alloc)
+{
+    nbiBuf *cur[8] = {&ix->pts, &ix->idx,   &ix->bits, &ix->node,
+                      &ix->box, &ix->nbits, &ix->code, &ix->hist};
+    const size_t need[8] = {(size_t)n * (size_t)dim,
+                            (size_t)n,
+                            filtered ? 2 * (size_t)n : 0,
+                            (size_t)nodes,
+                            (size_t)nodes * 4 * (size_t)dim,
+                            filtered ? 4 * (size_t)nodes : 0,
+                            2 * (size_t)n,
+                            (size_t)NBI_RADIX_MAX_PASSES << NBI_RADIX_BITS};
+    const size_t elem[8] = {sizeof(double), sizeof(int32_t),  sizeof(uint32_t), sizeof(nbiKnnNode),
+                            sizeof(double), sizeof(uint32_t), sizeof(uint64_t), sizeof(int32_t)};
+    nbiBuf next[8];
+    if (!nbi_bufs_prepare(alloc, cur, next, need, elem, 8)) return false;
+    nbi_bufs_commit(alloc, cur, next, elem, 8, true);
+    return true;
+}
+
+// Where the sorted range [a, b) of codes splits (a < result < b): at the first code with the
+// highest bit in which the first and last differ, or at the middle when they are equal.
+static int32_t nbi_ix_split(const uint64_t *code, int32_t a, int32_t b)
+{
+    const uint64_t diff = code[a] ^ code[b - 1];
+    if (diff == 0) return a + (b - a) / 2;
+    const uint64_t bit = (uint64_t)1 << nbi_top_bit64(diff);
+    int32_t lo = a + 1, hi = b - 1; // code[a] has the bit clear, code[b - 1] set
+    while (lo < hi) {
+        const int32_t mid = lo + (hi - lo) / 2;
+        if (code[mid] & bit)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
+// The tree over the sorted codes, in preorder: its node count; with `node`, the nodes too.
+// The stack holds at most one entry a level (a code's 64 bits, then halvings of equal codes).
+static int32_t nbi_ix_tree(const uint64_t *code, int32_t n, nbiKnnNode *node)
+{
+    int32_t st[3 * 128];
+    int sp = 0;
+    int32_t count = 1;
+    st[0] = 0;
+    st[1] = 0;
+    st[2] = n;
+    sp = 1;
+    while (sp > 0) {
+        sp--;
+        const int32_t t = st[3 * sp], a = st[3 * sp + 1], b = st[3 * sp + 2];
+        int32_t left = 0;
+        if (b - a > NBI_KNN_LEAF_PTS) {
+            const int32_t m = nbi_ix_split(code, a, b);
+            left = count;
+            count += 2;
+            st[3 * sp] = left + 1; // the right child waits below the left
+            st[3 * sp + 1] = m;
+            st[3 * sp + 2] = b;
+            st[3 * sp + 3] = left;
+            st[3 * sp + 4] = a;
+            st[3 * sp + 5] = m;
+            sp += 2;
+        }
+        if (node != NULL) {
+            node[t].left = left;
+            node[t].first = a;
+            node[t].end = b;
+        }
+    }
+    return count;
+}
+
+// Node t's two children's boxes are kept in t's slot of `box`, interleaved so that one load
+// reads an axis's bound of both: for axis a, lo of the left and right child, then hi of both.
+static void nbi_ix_set_child(nbiKnnIndex *ix, int32_t t, int side, const double b[6],
+                             const uint32_t cb[2])
+{
+    const int dim = ix->dim;
+    double *cbox = (double *)ix->box.ptr + (size_t)t * 4 * (size_t)dim;
+    for (int a = 0; a < dim; a++) {
+        cbox[4 * a + side] = b[a];
+        cbox[4 * a + 2 + side] = b[3 + a];
+    }
+    if (ix->filtered) {
+        uint32_t *nb = (uint32_t *)ix->nbits.ptr + 4 * (size_t)t;
+        nb[2 * side] = cb[0];
+        nb[2 * side + 1] = cb[1];
+    }
+}
+
+static void nbi_ix_child_box(const nbiKnnIndex *ix, int32_t t, int side, double b[6],
+                             uint32_t cb[2])
+{
+    const int dim = ix->dim;
+    const double *cbox = (const double *)ix->box.ptr + (size_t)t * 4 * (size_t)dim;
+    for (int a = 0; a < 3; a++) {
+        b[a] = a < dim ? cbox[4 * a + side] : 0.0;
+        b[3 + a] = a < dim ? cbox[4 * a + 2 + side] : 0.0;
+    }
+    cb[0] = cb[1] = 0;
+    if (ix->filtered) {
+        const uint32_t *nb = (const uint32_t *)ix->nbits.ptr + 4 * (size_t)t;
+        cb[0] = nb[2 * side];
+        cb[1] = nb[2 * side + 1];
+    }
+}
+
+// Node c's box (lo[3], hi[3]; z = 0 in 2D) and bits (the OR of its categories, of its masks):
+// a leaf's from its points, an inner node's from its children's, already in its slot.
+static void nbi_ix_node_box(const nbiKnnIndex *ix, const nbiKnnNode *node, int32_t c, double b[6],
+                            uint32_t cb[2])
+{
+    if (node[c].left != 0) {
+        double lb[6], rb[6];
+        uint32_t lc[2], rc[2];
+        nbi_ix_child_box(ix, c, 0, lb, lc);
+        nbi_ix_child_box(ix, c, 1, rb, rc);
+        for (int a = 0; a < 3; a++) {
+            b[a] = lb[a] < rb[a] ? lb[a] : rb[a];
+            b[3 + a] = lb[3 + a] > rb[3 + a] ? lb[3 + a] : rb[3 + a];
+        }
+        cb[0] = lc[0] | rc[0];
+        cb[1] = lc[1] | rc[1];
+        return;
+    }
+    const int32_t n = ix->n;
+    const double *pts = (const double *)ix->pts.ptr;
+    const uint32_t *bits = (const uint32_t *)ix->bits.ptr;
+    for (int a = 0; a < 3; a++) {
+        b[a] = a < ix->dim ? (double)INFINITY : 0.0;
+        b[3 + a] = a < ix->dim ? -(double)INFINITY : 0.0;
+    }
+    cb[0] = cb[1] = 0;
+    for (int32_t p = node[c].first; p < node[c].end; p++) {
+        for (int a = 0; a < ix->dim; a++) {
+            const double x = pts[(size_t)a * (size_t)n + (size_t)p];
+            b[a] = x < b[a] ? x : b[a];
+            b[3 + a] = x > b[3 + a] ? x : b[3 + a];
+        }
+        if (ix->filtered) {
+            cb[0] |= bits[2 * (size_t)p];
+            cb[1] |= bits[2 * (size_t)p + 1];
+        }
+    }
+}
+
+static bool nbi_ix_build(nbiKnnIndex *ix, const nbiView *v, const nbAllocator *alloc)
+{
+    const int32_t n = v->n;
+    const int dim = v->dim;
+    const bool filtered = v->cat != NULL;
+    if (!nbi_ix_grow(ix, n, dim, filtered, 0, alloc)) return false;
+    ix->n = n;
+    ix->dim = dim;
+    ix->filtered = filtered;
+
+    // The box, and the code's scale: the widest axis spans the codes.
+    double mn[3] = {0, 0, 0}, mx[3] = {0, 0, 0};
+    for (int a = 0; a < dim; a++) mn[a] = mx[a] = v->pts[a];
+    for (int32_t p = 1; p < n; p++)
+        for (int a = 0; a < dim; a++) {
+            const double x = v->pts[(size_t)p * (size_t)dim + (size_t)a];
+            mn[a] = x < mn[a] ? x : mn[a];
+            mx[a] = x > mx[a] ? x : mx[a];
+        }
+    const int pos_bits = nbi_bits_for(n);
+    int axis_bits = (64 - pos_bits) / dim;
+    if (axis_bits > NBI_CODE_BITS(dim)) axis_bits = NBI_CODE_BITS(dim);
+    ix->max_cell = ((uint64_t)1 << axis_bits) - 1;
+    double span = 0.0;
+    for (int a = 0; a < 3; a++) {
+        ix->origin[a] = a < dim ? mn[a] : 0.0;
+        if (a < dim && mx[a] - mn[a] > span) span = mx[a] - mn[a]; // (+inf: every code 0)
+    }
+    ix->scale = span > 0.0 && span < (double)INFINITY ? (double)ix->max_cell / span : 0.0;
+
+    uint64_t *key = (uint64_t *)ix->code.ptr;
+    for (int32_t p = 0; p < n; p++)
+        key[p] = nbi_ix_code(ix, v->pts + (size_t)p * (size_t)dim) << pos_bits | (uint64_t)p;
+    nbi_radix_sort(key, key + n, n, pos_bits, pos_bits + axis_bits * dim,
+                   (int32_t *)ix->hist.ptr);
+
+    double *pts = (double *)ix->pts.ptr;
+    int32_t *idx = (int32_t *)ix->idx.ptr;
+    uint32_t *bits = (uint32_t *)ix->bits.ptr;
+    const uint64_t pmask = ((uint64_t)1 << pos_bits) - 1;
+    for (int32_t i = 0; i < n; i++) {
+        const int32_t p = (int32_t)(key[i] & pmask);
+        for (int a = 0; a < dim; a++)
+            pts[(size_t)a * (size_t)n + (size_t)i] = v->pts[(size_t)p * (size_t)dim + (size_t)a];
+        idx[i] = v->idx[p];
+        if (filtered) {
+            bits[2 * (size_t)i] = v->cat[p];
+            bits[2 * (size_t)i + 1] = v->mask[p];
+        }
+        key[i] >>= pos_bits; // the code alone
+    }
+
+    // The nodes (counted first, to hold just them), then the boxes from the last node up:
+    // every node's children are numbered after it, so their boxes are known by then.
+    const int32_t nodes = nbi_ix_tree(key, n, NULL);
+    if (!nbi_ix_grow(ix, n, dim, filtered, nodes, alloc)) return false;
+    key = (uint64_t *)ix->code.ptr; // (grown with its contents: `keep`)
+    pts = (double *)ix->pts.ptr;
+    bits = (uint32_t *)ix->bits.ptr;
+    nbiKnnNode *node = (nbiKnnNode *)ix->node.ptr;
+    ix->nnodes = nbi_ix_tree(key, n, node);
+    for (int32_t t = ix->nnodes - 1; t >= 0; t--) {
+        if (node[t].left == 0) continue; // a leaf: its parent takes its box
+        for (int side = 0; side < 2; side++) {
+            double b[6];
+            uint32_t cb[2];
+            nbi_ix_node_box(ix, node, node[t].left + side, b, cb);
+            nbi_ix_set_child(ix, t, side, b, cb);
+        }
+    }
+    uint32_t rb[2];
+    nbi_ix_node_box(ix, node, 0, ix->root, rb);
+    return true;
+}
+
+int nbi_knn_index_use = 0;
+
+bool nbi_knn_index_wanted(const nbiView *v)
+{
+    if (nbi_knn_index_use != 0) return nbi_knn_index_use > 0;
+    if (v->table != NULL) return true;
+    double sq = 0.0; // the occupancy of the cell of a point taken at random, times n
+    for (int32_t c = 0; c < v->ncells; c++) {
+        const double m = (double)(nbi_view_end(v, c) - v->start[c]);
+        sq += m * m;
+    }
+    return sq * (double)v->ncells > 2.0 * (double)v->n * (double)v->n;
+}
+
+const nbiKnnIndex *nbi_knn_index_get(nbiKnnLazy *z, const nbiView *v, const nbAllocator *a)
+{
+#if NBI_KNN_INDEX
+    int s = atomic_load_explicit(&z->state, memory_order_acquire);
+    if (s == NBI_KNN_READY) return &z->ix;
+    if (s != NBI_KNN_STALE || v->n == 0) return NULL;
+    if (!atomic_compare_exchange_strong_explicit(&z->state, &s, NBI_KNN_BUILDING,
+                                                 memory_order_acquire, memory_order_acquire))
+        return s == NBI_KNN_READY ? &z->ix : NULL; // another query built it, or is building it
+    if (!nbi_knn_index_wanted(v)) {
+        atomic_store_explicit(&z->state, NBI_KNN_CELLS, memory_order_release);
+        return NULL;
+    }
+    const bool ok = nbi_ix_build(&z->ix, v, a);
+    atomic_store_explicit(&z->state, ok ? NBI_KNN_READY : NBI_KNN_FAILED, memory_order_release);
+    return ok ? &z->ix : NULL;
+#else
+    (void)z;
+    (void)v;
+    (void)a;
+    return NULL;
+#endif
+}
+
+void nbi_knn_index_stale(nbiKnnLazy *z)
+{
+#if NBI_KNN_INDEX
+    atomic_store_explicit(&z->state, NBI_KNN_STALE, memory_order_relaxed);
+#else
+    (void)z;
+#endif
+}
+
+void nbi_knn_index_free(nbiKnnLazy *z, const nbAllocator *a)
+{
+    nbiKnnIndex *ix = &z->ix;
+    nbi_free(a, ix->pts.ptr, ix->pts.cap, sizeof(double));
+    nbi_free(a, ix->idx.ptr, ix->idx.cap, sizeof(int32_t));
+    nbi_free(a, ix->bits.ptr, ix->bits.cap, sizeof(uint32_t));
+    nbi_free(a, ix->node.ptr, ix->node.cap, sizeof(nbiKnnNode));
+    nbi_free(a, ix->box.ptr, ix->box.cap, sizeof(double));
+    nbi_free(a, ix->nbits.ptr, ix->nbits.cap, sizeof(uint32_t));
+    nbi_free(a, ix->code.ptr, ix->code.cap, sizeof(uint64_t));
+    nbi_free(a, ix->hist.ptr, ix->hist.cap, sizeof(int32_t));
+    memset(ix, 0, sizeof *ix);
+    nbi_knn_index_stale(z);
+}
+
+size_t nbi_knn_index_bytes(const nbiKnnLazy *z)
+{
+    const nbiKnnIndex *ix = &z->ix;
+    return ix->pts.cap * sizeof(double) + ix->idx.cap * sizeof(int32_t) +
+           ix->bits.cap * sizeof(uint32_t) + ix->node.cap * sizeof(nbiKnnNode) + ix->box.cap * sizeof(double) +
+           ix->nbits.cap * sizeof(uint32_t) + ix->code.cap * sizeof(uint64_t) +
+           ix->hist.cap * sizeof(int32_t);
+}
+
+// ---- query ----
+
+#ifdef NBI_KNN_STATS
+long nbi_knn_stat_leaves, nbi_knn_stat_nodes;
+#define NBI_STAT(x) (x)++
+#else
+#define NBI_STAT(x) (void)0
+#endif
+
+typedef struct nbiIxQuery {
+    const nbiKnnIndex *ix;
+    double q[3];
+    nbFilter f;
+    double lim2;     // max_distance squared
+    double bound;    // nbi_heap_bound: a candidate farther than this cannot enter
+    nbiKnnHeap heap; // the k best so far
+} nbiIxQuery;
+
+// The squared gaps from the query to a node's two children's boxes (the node's slot of `box`),
+// into g[0] (left) and g[1] (right). Per axis the gap is lo - q, q - hi or 0: each at most the
+// |difference| of any point in the box from the query, as rounding is monotone; they are
+// squared and summed in nbi_dist2's order, so a gap is never above the d2 of any point in the
+// box. Two lanes with SSE2 (the same operations in each lane), one by one without.
+NBI_INLINE void nbi_ix_gaps(const nbiIxQuery *x, const double *cb, int dim, double g[2])
+{
+#if defined(__SSE2__)
+    const __m128d zero = _mm_setzero_pd();
+    __m128d d2 = zero;
+    for (int a = 0; a < dim; a++) {
+        const __m128d q = _mm_set1_pd(x->q[a]);
+        const __m128d below = _mm_sub_pd(_mm_loadu_pd(cb + 4 * a), q);
+        const __m128d above = _mm_sub_pd(q, _mm_loadu_pd(cb + 4 * a + 2));
+        const __m128d gap = _mm_max_pd(_mm_max_pd(below, above), zero);
+        d2 = a == 0 ? _mm_mul_pd(gap, gap) : _mm_add_pd(d2, _mm_mul_pd(gap, gap));
+    }
+    _mm_storeu_pd(g, d2);
+#else
+    for (int side = 0; side < 2; side++) {
+        double s = 0.0;
+        for (int a = 0; a < dim; a++) {
+            const double below = cb[4 * a + side] - x->q[a];
+            const double above = x->q[a] - cb[4 * a + 2 + side];
+            double gap = below > above ? below : above;
+            gap = gap > 0.0 ? gap : 0.0;
+            s = a == 0 ? gap * gap : s + gap * gap;
+        }
+        g[side] = s;
+    }
+#endif
+}
+
+// Whether a box whose squared gap is gap2 lies beyond the k-th best (or max_distance): strictly,
+// as a point at exactly the k-th best's distance may still enter with a lower index.
+NBI_INLINE bool nbi_ix_beyond(const nbiIxQuery *x, double gap2)
+{
+    return gap2 > x->bound;
+}
+
+// Whether a child's bits (node t's side) rule it out for the query's filter.
+NBI_INLINE bool nbi_ix_bits_out(const nbiIxQuery *x, int32_t t, int side)
+{
+    if (!x->ix->filtered) return false;
+    const uint32_t *nb = (const uint32_t *)x->ix->nbits.ptr + 4 * (size_t)t + 2 * side;
+    return !nbi_filter_match(x->f.category, x->f.mask, nb[0], nb[1]);
+}
+
+// Offers position p at squared distance d2.
+NBI_INLINE void nbi_ix_offer(nbiIxQuery *x, int32_t p, double d2)
+{
+    const nbiKnnIndex *ix = x->ix;
+    if (!(d2 <= x->bound)) return;
+    if (ix->filtered) {
+        const uint32_t *bits = (const uint32_t *)ix->bits.ptr + 2 * (size_t)p;
+        if (!nbi_filter_match(x->f.category, x->f.mask, bits[0], bits[1])) return;
+    }
+    const nbNeighbor cand = {((const int32_t *)ix->idx.ptr)[p], d2};
+    nbi_heap_offer(&x->heap, cand);
+    x->bound = nbi_heap_bound(&x->heap, x->lim2);
+}
+
+// Scans positions [p0, p1): d2 as nbi_dist2 computes it (q - p per axis, squared, summed in
+// axis order), two at a time with SSE2.
+NBI_INLINE void nbi_ix_leaf(nbiIxQuery *x, int dim, int32_t p0, int32_t p1)
+{
+    NBI_STAT(nbi_knn_stat_leaves);
+    const nbiKnnIndex *ix = x->ix;
+    const double *px = (const double *)ix->pts.ptr, *py = px + ix->n, *pz = py + ix->n;
+    int32_t p = p0;
+#if defined(__SSE2__)
+    const __m128d qx = _mm_set1_pd(x->q[0]), qy = _mm_set1_pd(x->q[1]);
+    const __m128d qz = _mm_set1_pd(x->q[2]);
+    for (; p + 2 <= p1; p += 2) {
+        const __m128d dx = _mm_sub_pd(qx, _mm_loadu_pd(px + p));
+        const __m128d dy = _mm_sub_pd(qy, _mm_loadu_pd(py + p));
+        __m128d d2 = _mm_add_pd(_mm_mul_pd(dx, dx), _mm_mul_pd(dy, dy));
+        if (dim == 3) {
+            const __m128d dz = _mm_sub_pd(qz, _mm_loadu_pd(pz + p));
+            d2 = _mm_add_pd(d2, _mm_mul_pd(dz, dz));
+        }
+        if (_mm_movemask_pd(_mm_cmple_pd(d2, _mm_set1_pd(x->bound))) == 0) continue;
+        double d[2];
+        _mm_storeu_pd(d, d2);
+        nbi_ix_offer(x, p, d[0]);
+        nbi_ix_offer(x, p + 1, d[1]);
+    }
+#endif
+    for (; p < p1; p++) {
+        const double dx = x->q[0] - px[p], dy = x->q[1] - py[p];
+        double d2 = dx * dx + dy * dy;
+        if (dim == 3) {
+            const double dz = x->q[2] - pz[p];
+            d2 = d2 + dz * dz;
+        }
+        nbi_ix_offer(x, p, d2);
+    }
+}
+
+// The search from the root, nearest child first: a depth-first walk that keeps the farther
+// child on a stack with its gap, and skips it when it is beyond the k-th best by the time it
+// comes up. The stack holds at most one node a level (nbi_ix_tree).
+NBI_INLINE void nbi_ix_search(nbiIxQuery *x, int dim)
+{
+    const nbiKnnIndex *ix = x->ix;
+    const nbiKnnNode *node = (const nbiKnnNode *)ix->node.ptr;
+    const double *box = (const double *)ix->box.ptr;
+    const size_t bw = 4 * (size_t)dim;
+    int32_t st[128];
+    double sg[128];
+    int sp = 0;
+    int32_t t = 0;
+    for (;;) {
+        const nbiKnnNode nd = node[t];
+        if (nd.left == 0) {
+            nbi_ix_leaf(x, dim, nd.first, nd.end);
+        } else {
+            NBI_STAT(nbi_knn_stat_nodes);
+            double g[2];
+            nbi_ix_gaps(x, box + (size_t)t * bw, dim, g);
+            const int near = g[1] < g[0];
+            const bool in_near = !nbi_ix_beyond(x, g[near]) && !nbi_ix_bits_out(x, t, near);
+            const bool in_far = !nbi_ix_beyond(x, g[!near]) && !nbi_ix_bits_out(x, t, !near);
+            if (in_far) {
+                st[sp] = nd.left + !near;
+                sg[sp++] = g[!near];
+            }
+            if (in_near) {
+                t = nd.left + near;
+                continue;
+            }
+        }
+        for (;;) {
+            if (sp == 0) return;
+            sp--;
+            if (!nbi_ix_beyond(x, sg[sp])) break;
+        }
+        t = st[sp];
+    }
+}
+
+int32_t nbi_knn_index_query(const nbiKnnIndex *ix, const double *point, nbFilter f,
+                            double max_distance, nbNeighbor *out, int32_t k)
+{
+    nbiIxQuery x;
+    x.ix = ix;
+    x.q[0] = point[0];
+    x.q[1] = point[1];
+    x.q[2] = ix->dim == 3 ? point[2] : 0.0;
+    x.f = f;
+    x.lim2 = max_distance * max_distance;
+    x.heap.e = out;
+    x.heap.size = 0;
+    x.heap.k = k < ix->n ? k : ix->n;
+    x.bound = nbi_heap_bound(&x.heap, x.lim2);
+    if (ix->dim == 2)
+        nbi_ix_search(&x, 2);
+    else
+        nbi_ix_search(&x, 3);
+    nbi_heap_sort(&x.heap);
+    return x.heap.size;
+}

@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: MIT
+// The kNN index of a cell-sorted view (the grid's): its points in fine Z order, cut into leaves of a few consecutive points
+// with tight boxes, under an implicit binary tree of boxes (knn_index.c). Built lazily by the
+// first kNN query after a build, from whichever thread runs it, and published with an atomic
+// state, so that queries on a const grid stay safe from many threads. Never installed.
+#ifndef NEARBY_KNN_INDEX_H
+#define NEARBY_KNN_INDEX_H
+
+#include "view.h"
+
+#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__STDC_NO_ATOMICS__)
+#include <stdatomic.h>
+#define NBI_KNN_INDEX 1
+#else
+#define NBI_KNN_INDEX 0 // no atomics: kNN walks the cells
+#endif
+
+// Most points a leaf holds.
+#ifndef NBI_KNN_LEAF_SIZE
+#define NBI_KNN_LEAF_SIZE 8
+#endif
+enum { NBI_KNN_LEAF_PTS = NBI_KNN_LEAF_SIZE };
+
+// A node of the tree: a leaf (left == 0) holds positions [first, end); an inner node's children
+// are nodes left and left + 1.
+typedef struct nbiKnnNode {
+    int32_t left, first, end;
+} nbiKnnNode;
+
+// Invariants (of a ready index):
+// - n points, pts / idx / bits (cat and mask, when filtered) in index order: a permutation of
+//   the view's positions sorted by their Z-order code (ties: view order), each code in `code`.
+// - node 0 is the root, over [0, n). An inner node's range splits at the first position whose
+//   code has the highest bit set in which its first and last codes differ (or, when they are
+//   equal, at its middle), into its two children, numbered after it; a range of at most
+//   NBI_KNN_LEAF_PTS points is a leaf. `root` is the exact box of every point (lo[3], hi[3]);
+//   box[t] holds the exact boxes of inner node t's two children, interleaved (for axis a: lo of
+//   left, lo of right, hi of left, hi of right); filtered: nbits[t] their ORs of categories and
+//   of masks (left category, left mask, right category, right mask).
+typedef struct nbiKnnIndex {
+    int32_t n, dim, nnodes;
+    bool filtered;
+    double origin[3];  // the points' box's low corner
+    double scale;      // code units a unit of distance (one for every axis)
+    double root[6];    // the box of every point
+    uint64_t max_cell; // the largest per-axis code value
+    nbiBuf pts;        // double, dim * n: every x, then every y (then every z)
+    nbiBuf idx;        // int32_t, n: the caller's index of each point
+    nbiBuf bits;       // uint32_t, 2n (filtered): category, mask
+    nbiBuf node;       // nbiKnnNode, nnodes
+    nbiBuf box;        // double, nnodes * 4 dim
+    nbiBuf nbits;      // uint32_t, nnodes * 4 (filtered)
+    nbiBuf code;       // uint64_t, 2n: the sorted keys, then the sort's scratch
+    nbiBuf hist;       // int32_t: the radix sort's counts
+} nbiKnnIndex;
+
+// The index and its state: stale (the points changed since it was built), being built by one
+// query, ready, failed (allocation), or not wanted (the cells suit the points: nbi_knn_index_wanted);
+// after the last two, kNN walks the cells until the next build.
+enum { NBI_KNN_STALE, NBI_KNN_BUILDING, NBI_KNN_READY, NBI_KNN_FAILED, NBI_KNN_CELLS };
+
+// Whether kNN on the view is better served by the index than by its cells: a hashed layout
+// (clustered or surface data, Z-ordered blocks of cells), or cells whose occupancy varies (the
+// occupancy of a random point's cell is above twice the mean: blobs, duplicates). On evenly
+// filled cells (uniform data) the ring walk costs less than the tree's descent. Tests set
+// nbi_knn_index_use to 1 (always the index) or -1 (never); 0 is this rule.
+bool nbi_knn_index_wanted(const nbiView *v);
+extern int nbi_knn_index_use;
+typedef struct nbiKnnLazy {
+#if NBI_KNN_INDEX
+    atomic_int state;
+#endif
+    nbiKnnIndex ix;
+} nbiKnnLazy;
+
+// The index of the view's points, built on first use: NULL while another thread builds it, or
+// when it cannot be had (the caller then walks the cells: the same answers). Thread-safe
+// against other calls of it on the same z; the view must not change meanwhile.
+const nbiKnnIndex *nbi_knn_index_get(nbiKnnLazy *z, const nbiView *v, const nbAllocator *a);
+// The points changed: the next kNN builds the index anew (storage kept). Not thread-safe.
+void nbi_knn_index_stale(nbiKnnLazy *z);
+// Frees the storage.
+void nbi_knn_index_free(nbiKnnLazy *z, const nbAllocator *a);
+// Bytes held.
+size_t nbi_knn_index_bytes(const nbiKnnLazy *z);
+
+// The k nearest as nbi_walk_knn finds them (arguments checked, k >= 1, the filter open or the
+// index filtered), into the heap `out` of k entries, sorted.
+int32_t nbi_knn_index_query(const nbiKnnIndex *ix, const double *point, nbFilter f,
+                            double max_distance, nbNeighbor *out, int32_t k);
+
+// nbi_walk_knn / nbi_visit_knn (query.c) with the index of z (NULL: none), built on first use
+// through alloc: the same answers, found through the index when it can be had.
+nbStatus nbi_walk_knn_indexed(const nbiView *v, nbiKnnLazy *z, const nbAllocator *alloc,
+                              const double *point, nbFilter f, double max_distance,
+                              nbNeighbor *out, int32_t k, int32_t *found);
+nbStatus nbi_visit_knn_indexed(const nbiView *v, nbiKnnLazy *z, const double *point, nbFilter f,
+                               double max_distance, int32_t k, const nbAllocator *alloc,
+                               nbNeighborFn *visit, void *user);
+
+#endif

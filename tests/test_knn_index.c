@@ -1,0 +1,373 @@
+// SPDX-License-Identifier: MIT
+// The grid's kNN index (src/knn_index.c) against brute force: every shape of data a user brings
+// (blobs of log-normal sizes, a sphere's surface, duplicates, all points equal, collinear,
+// 1e9 offsets, uniform), k from 1 to past N, filters, max_distance, ties; the index forced on
+// and off (nbi_knn_index_use) so both paths answer the same; allocation failing in turn (the
+// index falls back to the cell walk, still exact); threads querying a grid right after a build
+// (TSan runs this in `make test`); a rebuild making the index stale.
+#include "knn_index.h"
+#include "nb_oracle.h"
+#include "nb_test.h"
+
+#include <nearby/grid.h>
+
+#include <math.h>
+
+#if defined(__has_include)
+#if __has_include(<pthread.h>) && !defined(_WIN32)
+#include <pthread.h>
+#define NBT_THREADS 1
+#endif
+#endif
+#ifndef NBT_THREADS
+#define NBT_THREADS 0
+#endif
+
+enum { SHAPES = 8 };
+static const char *const shape_name[SHAPES] = {"uniform",   "blobs",     "sphere", "duplicates",
+                                               "all_equal", "collinear", "offset", "far_apart"};
+
+// n points of shape `shape` in dim D.
+static nboSet make_shape(int shape, int32_t n, int dim)
+{
+    nboSet s = nbo_set_new(n, dim);
+    double c[3] = {0, 0, 0}, size = 1.0;
+    for (int32_t i = 0; i < n; i++) {
+        double *p = s.p + (size_t)i * (size_t)dim;
+        switch (shape) {
+        case 0:
+            for (int a = 0; a < dim; a++) p[a] = nbt_range(0.0, 100.0);
+            break;
+        case 1: // Gaussian blobs of log-normal sizes, a new blob every 40 points
+            if (i % 40 == 0) {
+                for (int a = 0; a < dim; a++) c[a] = nbt_range(0.0, 1000.0);
+                size = exp(2.0 * nbt_gauss());
+            }
+            for (int a = 0; a < dim; a++) p[a] = c[a] + size * nbt_gauss();
+            break;
+        case 2: { // a sphere's surface (a circle in 2D), radius 50
+            double v[3] = {nbt_gauss(), nbt_gauss(), dim == 3 ? nbt_gauss() : 0.0}, len = 0.0;
+            for (int a = 0; a < dim; a++) len += v[a] * v[a];
+            len = len > 0.0 ? sqrt(len) : 1.0;
+            for (int a = 0; a < dim; a++) p[a] = 50.0 * v[a] / len;
+            break;
+        }
+        case 3: // a few distinct places, each held many times
+            for (int a = 0; a < dim; a++) p[a] = (double)nbt_int(6);
+            break;
+        case 4:
+            for (int a = 0; a < dim; a++) p[a] = 3.25;
+            break;
+        case 5: { // on one line
+            const double t = nbt_range(-50.0, 50.0);
+            for (int a = 0; a < dim; a++) p[a] = t * (double)(a + 1);
+            break;
+        }
+        case 6:
+            for (int a = 0; a < dim; a++) p[a] = 1e9 + nbt_range(0.0, 10.0);
+            break;
+        default: // clusters far apart: most of the box is empty
+            for (int a = 0; a < dim; a++)
+                p[a] = (double)(i % 3) * 1e6 * (a == 0 ? 1.0 : 0.5) + nbt_range(0.0, 1.0);
+            break;
+        }
+    }
+    return s;
+}
+
+// The grid's answer for one query against the oracle's, buffer and callback forms.
+typedef struct Seen {
+    const nbNeighbor *want;
+    int32_t n, wrong;
+} Seen;
+
+static bool seen_one(int32_t index, double dist2, void *user)
+{
+    Seen *s = (Seen *)user;
+    if (s->want[s->n].index != index || s->want[s->n].dist2 != dist2) s->wrong++;
+    s->n++;
+    return true;
+}
+
+static int check_query(const nbGrid *g, const nboSet *s, const double *q, int32_t k, nbFilter f,
+                       double md)
+{
+    int32_t want = 0;
+    nbNeighbor *all = nbo_knn_filtered(s, q, k, f, &want);
+    if (isfinite(md))
+        for (int32_t t = 0; t < want; t++)
+            if (!(all[t].dist2 <= md * md)) want = t;
+    nbNeighbor *got = (nbNeighbor *)malloc((size_t)(k > 0 ? k : 1) * sizeof *got);
+    NB_CHECK(got != NULL);
+    int32_t found = -1;
+    NB_CHECK_OK(nb_grid_knn(g, q, f, md, got, k, &found));
+    if (!nbo_same_neighbors(got, found, all, want)) {
+        fprintf(stderr, "  k=%d found %d, want %d\n", k, found, want);
+        for (int32_t t = 0; t < found && t < want; t++)
+            if (got[t].index != all[t].index || got[t].dist2 != all[t].dist2)
+                fprintf(stderr, "  rank %d: got %d (%.17g) want %d (%.17g)\n", t, got[t].index,
+                        got[t].dist2, all[t].index, all[t].dist2);
+        free(got);
+        free(all);
+        return 1;
+    }
+    Seen seen = {all, 0, 0};
+    NB_CHECK_OK(nb_grid_visit_knn(g, q, f, md, k, seen_one, &seen));
+    NB_CHECK(seen.n == want && seen.wrong == 0);
+    free(got);
+    free(all);
+    return 0;
+}
+
+// Queries: points of the set, points beside them, and far outside.
+static void query_point(const nboSet *s, int j, double *q)
+{
+    const double *p = s->p + (size_t)nbt_int(s->n) * (size_t)s->dim;
+    for (int a = 0; a < s->dim; a++) {
+        q[a] = p[a];
+        if (j % 3 == 1) q[a] += nbt_gauss() * (1.0 + fabs(p[a]) * 1e-9);
+        if (j % 7 == 6) q[a] = p[a] * 3.0 + 1e4;
+    }
+}
+
+static nbGrid *build(const nboSet *s, double r, nbtAlloc *counter)
+{
+    nbGridDesc desc = {0};
+    desc.dim = s->dim;
+    nbAllocator al = nbt_allocator(counter);
+    desc.allocator = &al;
+    nbGrid *g = NULL;
+    if (nb_grid_create(&desc, &g) != NB_OK) return NULL;
+    nbPoints pts = {0};
+    pts.data = s->p;
+    pts.count = s->n;
+    pts.dim = s->dim;
+    pts.category = s->cat;
+    pts.mask = s->mask;
+    if (nb_grid_build(g, &pts, r) != NB_OK) {
+        nb_grid_destroy(g);
+        return NULL;
+    }
+    return g;
+}
+
+// Every shape in 2D and 3D, every k, with the index on, off and chosen by the rule.
+static int test_shapes_against_brute_force(void)
+{
+    const int32_t n = 700;
+    for (int dim = 2; dim <= 3; dim++)
+        for (int shape = 0; shape < SHAPES; shape++)
+            for (int use = -1; use <= 1; use++) {
+                nbi_knn_index_use = use;
+                nboSet s = make_shape(shape, n, dim);
+                nbtAlloc counter = {0};
+                nbGrid *g = build(&s, shape == 6 || shape == 3 ? 0.5 : 2.0, &counter);
+                NB_CHECK(g != NULL);
+                const int32_t ks[] = {1, 2, 8, 32, n - 1, n, n + 5};
+                for (int j = 0; j < 24; j++) {
+                    double q[3];
+                    query_point(&s, j, q);
+                    const int32_t k = ks[j % 7];
+                    if (check_query(g, &s, q, k, NB_FILTER_ALL, (double)INFINITY)) {
+                        fprintf(stderr, "  shape %s dim %d use %d query %d\n", shape_name[shape],
+                                dim, use, j);
+                        return 1;
+                    }
+                }
+                NB_CHECK_OK(nb_grid_validate(g));
+                nb_grid_destroy(g);
+                NB_CHECK(counter.live_bytes == 0 && counter.allocs == counter.frees);
+                nbo_set_free(&s);
+            }
+    nbi_knn_index_use = 0;
+    return 0;
+}
+
+// Filters (per-point categories and masks: subtrees pruned by their bits), max_distance (a
+// limit at one of the answers' own distance decides `<=`), and ties (a lattice: many points
+// at equal distances, the lower index first).
+static int test_filters_limits_ties(void)
+{
+    nbi_knn_index_use = 1;
+    for (int dim = 2; dim <= 3; dim++) {
+        nboSet s = make_shape(1, 900, dim);
+        s.cat = (uint32_t *)malloc((size_t)s.n * sizeof(uint32_t));
+        s.mask = (uint32_t *)malloc((size_t)s.n * sizeof(uint32_t));
+        NB_CHECK(s.cat != NULL && s.mask != NULL);
+        for (int32_t i = 0; i < s.n; i++) { // whole blobs share a category: bits prune subtrees
+            s.cat[i] = 1u << ((i / 40) % 5);
+            s.mask[i] = i % 11 == 0 ? 0u : 0xFFFFFFFFu;
+        }
+        nbtAlloc counter = {0};
+        nbGrid *g = build(&s, 2.0, &counter);
+        NB_CHECK(g != NULL);
+        const nbFilter fs[] = {NB_FILTER_ALL, {1u, 0xFFFFFFFFu}, {0xFFFFFFFFu, 4u}, {0u, 0u}};
+        for (int j = 0; j < 40; j++) {
+            double q[3];
+            query_point(&s, j, q);
+            const int32_t k = 1 + nbt_int(40);
+            const nbFilter f = fs[j % 4];
+            if (check_query(g, &s, q, k, f, (double)INFINITY)) return 1;
+            int32_t want = 0;
+            nbNeighbor *all = nbo_knn_filtered(&s, q, k, f, &want);
+            if (want > 0 && check_query(g, &s, q, k, f, sqrt(all[want / 2].dist2))) return 1;
+            free(all);
+            if (check_query(g, &s, q, k, f, 0.0)) return 1;
+        }
+        nb_grid_destroy(g);
+        free(s.cat);
+        free(s.mask);
+        s.cat = s.mask = NULL;
+        nbo_set_free(&s);
+        // ties: a lattice queried at its points and at the centres of its squares
+        nboSet t = nbo_set_new(20 * 20 * (dim == 3 ? 4 : 1), dim);
+        for (int32_t i = 0; i < t.n; i++) {
+            double *p = t.p + (size_t)i * (size_t)dim;
+            p[0] = (double)(i % 20);
+            p[1] = (double)((i / 20) % 20);
+            if (dim == 3) p[2] = (double)(i / 400);
+        }
+        g = build(&t, 1.5, &counter);
+        NB_CHECK(g != NULL);
+        for (int j = 0; j < 30; j++) {
+            double q[3] = {(double)nbt_int(20) + 0.5 * (j % 2), (double)nbt_int(20) + 0.5 * (j % 2),
+                           (double)nbt_int(dim == 3 ? 4 : 1)};
+            if (check_query(g, &t, q, 1 + j, NB_FILTER_ALL, (double)INFINITY)) return 1;
+        }
+        nb_grid_destroy(g);
+        nbo_set_free(&t);
+    }
+    nbi_knn_index_use = 0;
+    return 0;
+}
+
+// Allocation i fails, for every i the first kNN makes: the answer is still exact (the cell
+// walk), no block leaks, and the next build makes the index anew.
+static int test_allocation_failing_in_turn(void)
+{
+    nbi_knn_index_use = 1;
+    nboSet s = make_shape(7, 600, 3);
+    for (int64_t i = 1;; i++) {
+        nbtAlloc counter = {0};
+        nbGrid *g = build(&s, 1.0, &counter);
+        NB_CHECK(g != NULL);
+        counter.fail_at = counter.allocs + i;
+        double q[3];
+        query_point(&s, 1, q);
+        if (check_query(g, &s, q, 9, NB_FILTER_ALL, (double)INFINITY)) return 1;
+        const bool failed = nbt_alloc_failed(&counter);
+        counter.fail_at = 0;
+        if (check_query(g, &s, q, 9, NB_FILTER_ALL, (double)INFINITY)) return 1;
+        NB_CHECK(nb_grid_memory_bytes(g) >= (size_t)counter.live_bytes);
+        nbPoints pts = {s.p, s.n, 3, 0, NULL, 0, NULL, 0};
+        NB_CHECK_OK(nb_grid_build(g, &pts, 1.0)); // stale: built anew by the next kNN
+        if (check_query(g, &s, q, 9, NB_FILTER_ALL, (double)INFINITY)) return 1;
+        nb_grid_destroy(g);
+        NB_CHECK(counter.live_bytes == 0 && counter.allocs - (failed ? 1 : 0) == counter.frees);
+        NB_CHECK(!counter.size_mismatch);
+        if (!failed) break; // the first kNN made fewer than i allocations: every one failed once
+    }
+    nbo_set_free(&s);
+    nbi_knn_index_use = 0;
+    return 0;
+}
+
+// A rebuild with other points: the index goes stale, the next kNN answers for the new points;
+// and once built, kNN allocates nothing more until the points grow past its room.
+static int test_rebuild_and_steady_state(void)
+{
+    nbi_knn_index_use = 1;
+    nbtAlloc counter = {0};
+    nboSet a = make_shape(1, 800, 3), b = make_shape(2, 800, 3);
+    nbGrid *g = build(&a, 2.0, &counter);
+    NB_CHECK(g != NULL);
+    double q[3];
+    query_point(&a, 0, q);
+    if (check_query(g, &a, q, 8, NB_FILTER_ALL, (double)INFINITY)) return 1;
+    for (int frame = 0; frame < 6; frame++) {
+        const nboSet *s = frame % 2 ? &a : &b;
+        nbPoints pts = {s->p, s->n, 3, 0, NULL, 0, NULL, 0};
+        NB_CHECK_OK(nb_grid_build(g, &pts, 2.0));
+        const int64_t before = counter.allocs;
+        for (int j = 0; j < 10; j++) {
+            query_point(s, j, q);
+            if (check_query(g, s, q, 8, NB_FILTER_ALL, (double)INFINITY)) return 1;
+        }
+        if (frame >= 2) NB_CHECK(counter.allocs == before);
+    }
+    nb_grid_destroy(g);
+    NB_CHECK(counter.live_bytes == 0);
+    nbo_set_free(&a);
+    nbo_set_free(&b);
+    nbi_knn_index_use = 0;
+    return 0;
+}
+
+#if NBT_THREADS
+typedef struct Job {
+    const nbGrid *g;
+    const nboSet *s;
+    int32_t first, wrong;
+} Job;
+
+static void *job_run(void *arg)
+{
+    Job *j = (Job *)arg;
+    nbNeighbor got[16];
+    for (int32_t i = j->first; i < j->s->n; i += 12) {
+        const double *q = j->s->p + (size_t)i * (size_t)j->s->dim;
+        int32_t found = 0, want = 0;
+        if (nb_grid_knn(j->g, q, NB_FILTER_ALL, (double)INFINITY, got, 16, &found) != NB_OK) {
+            j->wrong++;
+            continue;
+        }
+        nbNeighbor *all = nbo_knn(j->s, q, 16, &want);
+        j->wrong += !nbo_same_neighbors(got, found, all, want);
+        free(all);
+    }
+    return NULL;
+}
+#endif
+
+// Four threads query a grid right after its build: one of them builds the index, the others
+// walk the cells meanwhile or use the published index; every answer exact.
+static int test_threads_right_after_build(void)
+{
+#if NBT_THREADS
+    nbi_knn_index_use = 1;
+    nboSet s = make_shape(1, 1200, 3);
+    nbtAlloc counter = {0};
+    nbGrid *g = build(&s, 2.0, &counter);
+    NB_CHECK(g != NULL);
+    for (int round = 0; round < 3; round++) {
+        nbPoints pts = {s.p, s.n, 3, 0, NULL, 0, NULL, 0};
+        NB_CHECK_OK(nb_grid_build(g, &pts, 2.0 + round));
+        pthread_t tid[4];
+        Job jobs[4];
+        for (int t = 0; t < 4; t++) {
+            jobs[t] = (Job){g, &s, 3 * t, 0};
+            NB_CHECK(pthread_create(&tid[t], NULL, job_run, &jobs[t]) == 0);
+        }
+        for (int t = 0; t < 4; t++) {
+            NB_CHECK(pthread_join(tid[t], NULL) == 0);
+            NB_CHECK(jobs[t].wrong == 0);
+        }
+    }
+    nb_grid_destroy(g);
+    nbo_set_free(&s);
+    nbi_knn_index_use = 0;
+#endif
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const nbtCase cases[] = {
+        {"shapes_against_brute_force", test_shapes_against_brute_force},
+        {"filters_limits_ties", test_filters_limits_ties},
+        {"allocation_failing_in_turn", test_allocation_failing_in_turn},
+        {"rebuild_and_steady_state", test_rebuild_and_steady_state},
+        {"threads_right_after_build", test_threads_right_after_build},
+    };
+    return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
+}
