@@ -697,7 +697,8 @@ class cKDTree:
             raise ValueError("r must be non-decreasing for non-cumulative counting.")
         w_self, w_other = self._weights_pair(other, weights)
         if (w_self is None and w_other is None and p == 2.0 and len(radii) <= 8
-                and (radii >= 0.0).all() and other._fits(radii) and other._keep is None
+                and (radii >= 0.0).all() and _np.isfinite(radii).all() and other._fits(radii)
+                and other._keep is None
                 and self._keep is None):
             # the common cases, counts only, in C: all pairs within each radius of one tree
             # (n + 2 * pairs; several radii from one search at the largest), or the lengths of
