@@ -1847,18 +1847,18 @@ static PyObject *grid_knn_p(nbpyGrid *g, PyObject *args)
         PyErr_NoMemory();
         goto out;
     }
-    *c = (KnnPCtx){grid,
-                   &g->view,
-                   g->period,
-                   PyArray_DATA(x),
-                   g->dim,
-                   k,
-                   p,
-                   dub,
-                   isinf(dub) ? (double)INFINITY : ball_raw_limit(dub, p),
-                   g->n,
-                   PyArray_DATA((PyArrayObject *)d_arr),
-                   PyArray_DATA((PyArrayObject *)i_arr)};
+    c->grid = grid;
+    c->points = &g->view;
+    c->period = g->period;
+    c->x = PyArray_DATA(x);
+    c->dim = g->dim;
+    c->k = k;
+    c->p = p;
+    c->dub = dub;
+    c->dub_raw = isinf(dub) ? (double)INFINITY : ball_raw_limit(dub, p);
+    c->n = g->n;
+    c->dist = PyArray_DATA((PyArrayObject *)d_arr);
+    c->index = PyArray_DATA((PyArrayObject *)i_arr);
     for (int t = 0; t < parts; t++) {
         c->part[t].heap = malloc((size_t)k * sizeof(nbNeighbor));
         c->part[t].cap = 16 * k + 64;
