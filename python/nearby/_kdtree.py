@@ -228,12 +228,7 @@ class cKDTree:
         self.leafsize = leafsize
         self._compact, self._balanced = bool(compact_nodes), bool(balanced_tree)
         self._tree = None
-        if n:
-            self.maxes = _np.amax(data, axis=0)
-            self.mins = _np.amin(data, axis=0)
-        else:
-            self.maxes = _np.zeros(m)
-            self.mins = _np.zeros(m)
+        self._bounds = None
         self._gm = 2 if m == 1 else m
         self._setup_box(boxsize)
         self._setup_grid()
@@ -283,10 +278,10 @@ class cKDTree:
 
     def _setup_grid(self):
         data = self.data
-        finite = _np.isfinite(data).all(axis=1) if self.n else _np.ones(0, dtype=bool)
+        finite = _finite_rows(data)
         # Rows with NaN or infinity are never within a finite distance of anything (as in
         # scipy): the grid holds the others, and _keep maps its indices back.
-        self._keep = None if finite.all() else _np.flatnonzero(finite)
+        self._keep = None if finite is None else _np.flatnonzero(finite)
         pts = data if self._keep is None else data[self._keep]
         if self.m == 1:
             pts = _np.column_stack([pts[:, 0], _np.zeros(len(pts))])
@@ -298,6 +293,24 @@ class cKDTree:
     def __reduce__(self):
         return (type(self), (self.data, self.leafsize, self._compact, False, self._balanced,
                              self._box_arg))
+
+    # ---- attributes computed on first access ----
+
+    def _bounds_pair(self):
+        if self._bounds is None:
+            self._bounds = _column_bounds(self.data) if self.n else (_np.zeros(self.m),
+                                                                     _np.zeros(self.m))
+        return self._bounds
+
+    @property
+    def maxes(self):
+        """The largest coordinate on each axis (as scipy, NaN where a row has NaN)."""
+        return self._bounds_pair()[0]
+
+    @property
+    def mins(self):
+        """The smallest coordinate on each axis."""
+        return self._bounds_pair()[1]
 
     # ---- the kd-tree attributes, built on demand ----
 
@@ -344,10 +357,8 @@ class cKDTree:
         q = x.reshape(-1, self.m)
         if self.m == 1:
             q = _np.column_stack([q[:, 0], _np.zeros(len(q))])
-        finite = _np.isfinite(q).all(axis=1)
-        if finite.all():
-            finite = None
-        else:
+        finite = _finite_rows(q)
+        if finite is not None:
             q = _np.where(finite[:, None], q, 0.0)
         if self._period is not None:
             q = _np.array(q, dtype=_np.float64)  # a copy: the caller's array stays as it was
@@ -491,7 +502,11 @@ class cKDTree:
             d = _np.asarray(d).reshape(lead + ((kout,) if not squeeze else ()))
             i = _np.asarray(i).reshape(lead + ((kout,) if not squeeze else ()))
         else:
-            d, i = self._knn_general(q, finite, kmax, p, dub, workers)
+            if finite is None and self._keep is None and self._period is None and len(q):
+                # other norms, in C: one Euclidean kNN and one search a query
+                d, i = self._grid._knn_p(q, kmax, p, dub, workers)
+            else:
+                d, i = self._knn_general(q, finite, kmax, p, dub, workers)
             if ranks is not None:
                 d, i = d[:, ranks], i[:, ranks]
             shape = lead + ((kout,) if not squeeze else ())
@@ -682,11 +697,19 @@ class cKDTree:
             raise ValueError("r must be non-decreasing for non-cumulative counting.")
         w_self, w_other = self._weights_pair(other, weights)
         if (w_self is None and w_other is None and p == 2.0 and len(radii) <= 8
-                and (radii >= 0.0).all() and other._fits(radii) and other._keep is None
+                and (radii >= 0.0).all() and _np.isfinite(radii).all() and other._fits(radii)
+                and other._keep is None
                 and self._keep is None):
             # the common cases, counts only, in C: all pairs within each radius of one tree
-            # (n + 2 * pairs), or the lengths of radius searches from self's points
-            cum = _np.array([self._count_c(other, float(v)) for v in radii], dtype=_np.intp)
+            # (n + 2 * pairs; several radii from one search at the largest), or the lengths of
+            # radius searches from self's points
+            if other is self and len(radii) > 1 and self._period is None and self.n:
+                order = _np.argsort(radii, kind="stable")
+                cum = _np.empty(len(radii), dtype=_np.intp)
+                cum[order] = self.n + 2 * self._grid._count_radii(radii[order])
+            else:
+                cum = _np.array([self._count_c(other, float(v)) for v in radii],
+                                dtype=_np.intp)
             if not cumulative:
                 cum = _np.diff(_np.concatenate([[0], cum]))
             return int(cum[0]) if scalar else cum
@@ -732,8 +755,8 @@ class cKDTree:
         """An upper bound on the p-distance between any point of self and any of other."""
         if self._nf == 0 or other._nf == 0:
             return 0.0
-        hi = _np.maximum(self._pts.max(axis=0), other._pts.max(axis=0))
-        lo = _np.minimum(self._pts.min(axis=0), other._pts.min(axis=0))
+        (hi_a, lo_a), (hi_b, lo_b) = _column_bounds(self._pts), _column_bounds(other._pts)
+        hi, lo = _np.maximum(hi_a, hi_b), _np.minimum(lo_a, lo_b)
         span = hi - lo
         if other._period is not None:
             span = _np.where(other._period > 0.0, _np.minimum(span, other._period / 2.0), span)
@@ -808,6 +831,23 @@ class cKDTree:
     def __repr__(self):
         box = "" if self.boxsize is None else ", boxsize=%s" % self.boxsize.tolist()
         return "nearby.cKDTree(n=%d, m=%d%s)" % (self.n, self.m, box)
+
+
+def _column_bounds(a):
+    """(maxima, minima) of the columns of a non-empty (N, m) array, column by column: numpy's
+    reductions along axis 0 of such an array are many times slower."""
+    return (_np.array([a[:, d].max() for d in range(a.shape[1])]),
+            _np.array([a[:, d].min() for d in range(a.shape[1])]))
+
+
+def _finite_rows(a):
+    """None when every value of the (N, m) array a is finite, else the boolean mask of its
+    finite rows. One vectorised sum says so in the common case (a NaN or infinity makes it
+    non-finite; an overflowing sum only sends it to the exact check)."""
+    if a.size == 0 or _np.isfinite(_np.add.reduce(a, axis=None)):
+        return None
+    finite = _np.isfinite(a).all(axis=1)
+    return None if finite.all() else finite
 
 
 def _finite_weights(tree, w):

@@ -28,9 +28,12 @@ typedef struct nbpyGrid {
     int32_t n;
     int32_t dim;
     double spacing;     // distance between neighbouring points where they are (> 0): see
-                        // grid_local_spacing; sizes the grids for radius queries
+                        // grid_local_spacing; floors the cells of radius queries
     double knn_spacing; // the same at the 3rd quartile of the sample's nearest distances (> 0):
                         // sizes the grids for kNN, which must also reach the sparse regions
+    double floor_abs;   // the smallest spacing the coordinates allow (max |x| * 2^-40)
+    int spacing_known;  // 0: spacing and knn_spacing are still the bounding box's mean spacing
+                        // (grid_spacings computes the local ones on first need)
     double period[3];   // nbGridDesc.period: 0 = the axis does not wrap (boxsize=None: all 0)
     double half;        // the smallest period / 2 over the periodic axes; infinity when none
     int fixed;
@@ -39,6 +42,12 @@ typedef struct nbpyGrid {
     double tuned[NBPY_MAX_GRIDS];
     PyThread_type_lock lock;
 } nbpyGrid;
+
+// Point i of a view.
+static const double *point_at(const nbPoints *pts, int32_t i)
+{
+    return (const double *)((const char *)pts->data + (size_t)i * pts->stride);
+}
 
 static PyObject *grid_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
@@ -182,22 +191,21 @@ static int grid_cmp_double(const void *a, const void *b)
 }
 
 // The typical distance between neighbouring points where the points are: from a sample of up
-// to 2048 of them (every n / s-th), the given quantile (0.5: the median) of the distances to
-// the nearest other sample point, scaled
-// to the whole set's density by (s / n)^(1 / dim) and by the ratio of mean spacing to
-// nearest-neighbour distance in uniform data (about 2 in 2D, 1.8 in 3D). Clustered, surface or
-// road-like data then get cells sized to their points, not to their bounding box. Never above
-// `box_spacing` (the bounding box's mean spacing); `box_spacing` itself when the sample says
-// nothing (few points, duplicates, no memory). Runs without the GIL.
-static double grid_local_spacing(const nbPoints *v, double box_spacing, double quantile)
+// to 2048 of them (every n / s-th), the median (*median) and the 3rd quartile (*upper) of the
+// distances to the nearest other sample point, each scaled to the whole set's density by (s / n)^(1
+// / dim) and by the ratio of mean spacing to nearest-neighbour distance in uniform data (about 2 in
+// 2D, 1.8 in 3D). Clustered, surface or road-like data then get cells sized to their points, not to
+// their bounding box. Never above `box_spacing` (the bounding box's mean spacing); `box_spacing`
+// itself when the sample says nothing (few points, duplicates, no memory). Runs without the GIL.
+static void grid_local_spacing(const nbPoints *v, double box_spacing, double *median, double *upper)
 {
     const int32_t n = v->count, dim = v->dim;
-    if (n < 256) return box_spacing;
+    *median = *upper = box_spacing;
+    if (n < 256) return;
     const int32_t s = n < 2048 ? n : 2048;
     double *pts = malloc((size_t)s * (size_t)dim * sizeof *pts);
     double *d1 = malloc((size_t)s * sizeof *d1);
     nbGrid *grid = NULL;
-    double est = box_spacing;
     if (pts == NULL || d1 == NULL) goto done;
     for (int32_t i = 0; i < s; i++) {
         const double *p =
@@ -225,16 +233,17 @@ static double grid_local_spacing(const nbPoints *v, double box_spacing, double q
             d1[i] = sqrt(heap[1].dist2);
     }
     qsort(d1, (size_t)s, sizeof *d1, grid_cmp_double);
-    double med = d1[(int32_t)(quantile * (s - 1))];
-    if (med > 0.0 && isfinite(med)) {
-        double local = med * (dim == 2 ? 2.0 : 1.8) * pow((double)s / n, 1.0 / dim);
-        if (local < est) est = local;
+    const double quantile[2] = {0.5, 0.75};
+    double *out[2] = {median, upper};
+    for (int k = 0; k < 2; k++) {
+        double q = d1[(int32_t)(quantile[k] * (s - 1))];
+        double local = q * (dim == 2 ? 2.0 : 1.8) * pow((double)s / n, 1.0 / dim);
+        if (q > 0.0 && isfinite(q) && local < box_spacing) *out[k] = local;
     }
 done:
     nb_grid_destroy(grid);
     free(pts);
     free(d1);
-    return est;
 }
 
 // Parses boxsize (None, or the Python side's tuple of one float per axis, 0 = not periodic)
@@ -329,12 +338,7 @@ static int grid_init(nbpyGrid *g, PyObject *args, PyObject *kwds)
         return -1;
     }
     g->spacing = g->knn_spacing = grid_spacing(g->n, g->dim, lo, hi, maxabs);
-    ts_ = PyEval_SaveThread();
-    double local = grid_local_spacing(&g->view, g->spacing, 0.5);
-    double local_knn = grid_local_spacing(&g->view, g->spacing, 0.75);
-    PyEval_RestoreThread(ts_);
-    if (local > maxabs * 0x1p-40 && local > DBL_MIN) g->spacing = local;
-    if (local_knn > maxabs * 0x1p-40 && local_knn > DBL_MIN) g->knn_spacing = local_knn;
+    g->floor_abs = maxabs * 0x1p-40;
     if (grid_periods(g, box_o, lo, hi) < 0) return -1;
     if (radius_o == Py_None && cell_o == Py_None) return 0; // lazy: built by the first query
 
@@ -441,16 +445,78 @@ static int grid_radius(double r)
     return 0;
 }
 
-static const nbGrid *grid_for_radius(nbpyGrid *g, double r)
+// The local spacings (grid_local_spacing), computed on first need: a sample's nearest-neighbour
+// search costs about as much as a radius query over the whole set at 200k points, and most
+// radius queries never need it. Call with the GIL (released while computing; two threads may
+// both compute, and store the same values).
+static void grid_spacings(nbpyGrid *g)
 {
-    double want = r > g->spacing * 0.5 ? r : g->spacing * 0.5;
+    if (g->spacing_known) return;
+    double local, local_knn;
+    PyThreadState *ts_ = PyEval_SaveThread();
+    grid_local_spacing(&g->view, g->spacing, &local, &local_knn);
+    PyEval_RestoreThread(ts_);
+    if (local > g->floor_abs && local > DBL_MIN) g->spacing = local;
+    if (local_knn > g->floor_abs && local_knn > DBL_MIN) g->knn_spacing = local_knn;
+    g->spacing_known = 1;
+}
+
+// A grid for radius r: cells of r, as the C library's default, floored at `floor` times the
+// local spacing so that a small radius does not make cells far smaller than the gaps between
+// points. Measured on the benchmark corpus (build included): all pairs and counts are best at
+// cells of r on some clustered sets and at the floor on others, so they floor at an eighth (the
+// C default in practice; RADIUS_PAIRS); batches of radius queries from points that are often
+// in sparse regions gain up to 2x from cells of at least the spacing (RADIUS_QUERIES). The
+// local spacing is at most the box's mean spacing, so radii above `floor` times that never
+// need it.
+#define RADIUS_PAIRS 0.125
+#define RADIUS_QUERIES 1.0
+static const nbGrid *grid_for_radius(nbpyGrid *g, double r, double floor)
+{
+    if (r < g->spacing * floor) grid_spacings(g);
+    double want = r > g->spacing * floor ? r : g->spacing * floor;
     return grid_for(g, want, 0.5, 1.25);
 }
 
 static const nbGrid *grid_for_knn(nbpyGrid *g, int64_t k)
 {
+    grid_spacings(g);
     double want = g->knn_spacing * pow((double)(k > 0 ? k : 1), 1.0 / g->dim);
     return grid_for(g, want, 1.0 / 3.0, 3.0);
+}
+
+// ---- shared index objects ----
+
+// One int object per index 0 .. n-1, made on first use and shared by every tuple or list of a
+// result that holds the index (ints are immutable): a result with many entries a point then
+// allocates one object an index, not one an entry.
+typedef struct IntTable {
+    PyObject **v;
+    int32_t n;
+} IntTable;
+
+static int int_table_init(IntTable *t, int32_t n)
+{
+    t->n = n;
+    t->v = calloc((size_t)(n > 0 ? n : 1), sizeof *t->v);
+    if (t->v == NULL) return PyErr_NoMemory(), -1;
+    return 0;
+}
+
+// A new reference to index i's object, or NULL with the error set.
+static PyObject *int_table_get(IntTable *t, int32_t i)
+{
+    if (t->v[i] == NULL) t->v[i] = PyLong_FromLong(i);
+    Py_XINCREF(t->v[i]);
+    return t->v[i];
+}
+
+static void int_table_free(IntTable *t)
+{
+    if (t->v != NULL)
+        for (int32_t i = 0; i < t->n; i++) Py_XDECREF(t->v[i]);
+    free(t->v);
+    t->v = NULL;
 }
 
 // ---- all pairs ----
@@ -539,33 +605,55 @@ static void pairs_part(void *vctx, int64_t begin, int64_t end, int part)
     c->st[part] = nb_grid_visit_pairs_range(c->grid, c->r, u0, u1, pair_push, &c->buf[part]);
 }
 
-// All pairs on one thread through the library's buffer form (faster than a callback a pair).
-// The int32 nbPairs land in the upper half of the block that becomes the (K, 2) intp array,
-// and are widened in place from the front: output pair k ends at byte 16k + 16, which never
-// reaches input pair k + 1 at byte 8 cap + 8 (k + 1) since k < cap. Runs without the GIL.
-static nbStatus pairs_buffer(const nbGrid *grid, double r, int64_t cap, PairBuf *out)
+// A bound on the pairs of n points worth reserving address space for: 64 a point (about 128
+// neighbours each; the corpus's radii find 5-15), at most every pair. Its untouched pages cost
+// nothing but address space (a fresh big block is mapped on demand).
+static int64_t pairs_reserve(int32_t n)
+{
+    int64_t every = (int64_t)n * (n - 1) / 2;
+    int64_t bound = (int64_t)n * 64 + 4096;
+    return every < bound ? (every > 0 ? every : 1) : bound;
+}
+
+// All pairs on one thread through the library's buffer form (faster than a callback a pair),
+// the GIL released. The int32 nbPairs are written at the start of the block that becomes the
+// (K, 2) intp array and widened in place from the back (output pair k, bytes [16k, 16k + 16),
+// covers input pairs 2k and 2k + 1, which k running down has read already). The block is
+// reserved for `cap` pairs (pairs_reserve), else, when that much address space is refused, for
+// `guess`; when the pairs do not fit, *found is exact and the search runs again into a block
+// of that size.
+static nbStatus pairs_buffer(const nbGrid *grid, double r, int64_t cap, int64_t guess, PairBuf *out)
 {
     int64_t *found = &out->len;
     for (;;) {
         size_t got;
         npy_intp *v = nbpy_big_alloc((size_t)cap * 2 * sizeof *v, &got);
+        if (v == NULL && guess < cap) {
+            cap = guess;
+            continue;
+        }
         if (v == NULL) return NB_ERR_OUT_OF_MEMORY;
         cap = (int64_t)(got / (2 * sizeof *v)); // a cached block may be larger: use it all
-        nbPair *in = (nbPair *)((char *)v + (size_t)cap * sizeof(nbPair));
-        nbStatus st = nb_grid_pairs(grid, r, in, cap, found);
-        if (st == NB_ERR_BUFFER_TOO_SMALL) { // the guess was low: *found is exact now
+        nbStatus st = nb_grid_pairs(grid, r, (nbPair *)v, cap, found);
+        if (st == NB_ERR_BUFFER_TOO_SMALL) { // *found is exact now
             nbpy_big_free(v, got);
-            cap = *found;
+            cap = guess = *found;
             continue;
         }
         if (st != NB_OK) {
             nbpy_big_free(v, got);
             return st;
         }
-        for (int64_t k = 0; k < *found; k++) {
-            nbPair p = in[k];
-            v[2 * k] = p.i;
-            v[2 * k + 1] = p.j;
+        // In blocks from the back, each copied out first: the output of block [k0, k1) covers
+        // the input of [2 k0, 2 k1), of which only the block itself is still unread.
+        for (int64_t k1 = *found; k1 > 0;) {
+            int32_t tmp[2 * 512];
+            int64_t k0 = k1 > 512 ? k1 - 512 : 0;
+            memcpy(tmp, (const char *)v + (size_t)k0 * sizeof(nbPair),
+                   (size_t)(k1 - k0) * sizeof(nbPair));
+            npy_intp *dst = v + 2 * k0;
+            for (int64_t e = 0; e < 2 * (k1 - k0); e++) dst[e] = tmp[e];
+            k1 = k0;
         }
         out->v = v;
         out->cap = cap;
@@ -583,7 +671,7 @@ static PyObject *grid_query_pairs_array(nbpyGrid *g, PyObject *args, PyObject *k
         return NULL;
     int workers;
     if (nbpy_workers(workers_o, &workers) < 0 || grid_radius(r) < 0) return NULL;
-    const nbGrid *grid = grid_for_radius(g, r);
+    const nbGrid *grid = grid_for_radius(g, r, RADIUS_PAIRS);
     if (grid == NULL) return NULL;
     PairsCtx *c = calloc(1, sizeof *c);
     if (c == NULL) return PyErr_NoMemory();
@@ -600,7 +688,7 @@ static PyObject *grid_query_pairs_array(nbpyGrid *g, PyObject *args, PyObject *k
         PairBuf b = {NULL, 0, 0, false, false};
         free(c);
         PyThreadState *ts = PyEval_SaveThread();
-        nbStatus st = pairs_buffer(grid, r, cap > 1 ? cap : 1, &b);
+        nbStatus st = pairs_buffer(grid, r, pairs_reserve(g->n), cap > 1 ? cap : 1, &b);
         PyEval_RestoreThread(ts);
         if (st != NB_OK) return nbpy_error(st, "query_pairs");
         return pair_array(&b);
@@ -652,11 +740,11 @@ static int pairs_of(nbpyGrid *g, PyObject *args, const char *fmt, const char *wh
 {
     double r;
     if (!PyArg_ParseTuple(args, fmt, &r) || grid_ready(g) < 0 || grid_radius(r) < 0) return -1;
-    const nbGrid *grid = grid_for_radius(g, r);
+    const nbGrid *grid = grid_for_radius(g, r, RADIUS_PAIRS);
     if (grid == NULL) return -1;
     *b = (PairBuf){NULL, 0, 0, false, false};
     PyThreadState *ts = PyEval_SaveThread();
-    nbStatus st = pairs_buffer(grid, r, (int64_t)g->n * 4 + 1024, b);
+    nbStatus st = pairs_buffer(grid, r, pairs_reserve(g->n), (int64_t)g->n * 4 + 1024, b);
     PyEval_RestoreThread(ts);
     if (st != NB_OK) return nbpy_error(st, what), -1;
     return 0;
@@ -684,9 +772,8 @@ static PyObject *grid_pair_matrix(nbpyGrid *g, PyObject *args)
         ts = PyEval_SaveThread();
         for (int64_t e = 0; e < k; e++) {
             npy_intp a = b.v[2 * e], c = b.v[2 * e + 1];
-            const double *pa = (const double *)((const char *)pts->data + (size_t)a * pts->stride);
-            const double *pc = (const double *)((const char *)pts->data + (size_t)c * pts->stride);
-            double d = sqrt(ball_raw(pa, pc, g->dim, g->period, 2.0));
+            double d = sqrt(ball_raw(point_at(pts, (int32_t)a), point_at(pts, (int32_t)c), g->dim,
+                                     g->period, 2.0));
             ii[e] = jj[k + e] = a;
             jj[e] = ii[k + e] = c;
             vv[e] = vv[k + e] = d;
@@ -713,28 +800,81 @@ static PyObject *grid_pairs_set(nbpyGrid *g, PyObject *args)
 {
     PairBuf b;
     if (pairs_of(g, args, "d:_pairs_set", "query_pairs", &b) < 0) return NULL;
-    PyObject **ints = calloc((size_t)(g->n > 0 ? g->n : 1), sizeof *ints);
-    PyObject *set = ints != NULL ? PySet_New(NULL) : PyErr_NoMemory();
+    IntTable ints;
+    PyObject *set = int_table_init(&ints, g->n) == 0 ? PySet_New(NULL) : NULL;
     for (int64_t e = 0; set != NULL && e < b.len; e++) {
         PyObject *pair = PyTuple_New(2);
         for (int side = 0; pair != NULL && side < 2; side++) {
-            npy_intp at = b.v[2 * e + side];
-            if (ints[at] == NULL) ints[at] = PyLong_FromSsize_t((Py_ssize_t)at);
-            if (ints[at] == NULL) {
+            PyObject *o = int_table_get(&ints, (int32_t)b.v[2 * e + side]);
+            if (o == NULL) {
                 Py_CLEAR(pair);
                 break;
             }
-            Py_INCREF(ints[at]);
-            PyTuple_SET_ITEM(pair, side, ints[at]);
+            PyTuple_SET_ITEM(pair, side, o);
         }
+        // Two ints never form a cycle: untracked now (as the collector would untrack it
+        // later), a million new tuples do not make every young collection walk them.
+        if (pair != NULL) PyObject_GC_UnTrack(pair);
         if (pair == NULL || PySet_Add(set, pair) < 0) Py_CLEAR(set);
         Py_XDECREF(pair);
     }
-    if (ints != NULL)
-        for (int32_t q = 0; q < g->n; q++) Py_XDECREF(ints[q]);
-    free(ints);
+    int_table_free(&ints);
     nbpy_big_free(b.v, (size_t)b.cap * 2 * sizeof(npy_intp));
     return set;
+}
+
+// _count_radii(radii): for ascending radii (a float64 array, all >= 0), the number of pairs
+// within each (an int64 array), from one all-pairs search at the largest into the buffer form
+// and one pass binning each pair's squared distance (the library's own test, d2 <= r*r: ball_raw
+// sums the squares in the same order) into the first radius that holds it. Without periodic
+// axes (the minimum image is left to the library). The GIL is released.
+static PyObject *grid_count_radii(nbpyGrid *g, PyObject *args)
+{
+    PyObject *r_o;
+    if (!PyArg_ParseTuple(args, "O:_count_radii", &r_o) || grid_ready(g) < 0) return NULL;
+    PyArrayObject *radii = nbpy_as_double(r_o, NPY_ARRAY_CARRAY_RO, "radii");
+    if (radii == NULL) return NULL;
+    npy_intp nr = PyArray_SIZE(radii);
+    const double *rv = PyArray_DATA(radii);
+    PyObject *res = NULL;
+    for (npy_intp b = 0; b < nr; b++) {
+        if (!(rv[b] >= 0.0) || (b > 0 && rv[b] < rv[b - 1]) || !isfinite(rv[b])) {
+            PyErr_SetString(PyExc_ValueError, "_count_radii: finite ascending radii >= 0");
+            Py_DECREF(radii);
+            return NULL;
+        }
+    }
+    PyArrayObject *lim = (PyArrayObject *)PyArray_SimpleNew(1, &nr, NPY_DOUBLE);
+    PyObject *top = nr > 0 ? Py_BuildValue("(d)", rv[nr - 1]) : NULL;
+    PairBuf b;
+    if (lim != NULL && top != NULL &&
+        pairs_of(g, top, "d:_count_radii", "count_neighbors", &b) == 0) {
+        res = PyArray_ZEROS(1, &nr, NPY_INT64, 0);
+        if (res != NULL) {
+            int64_t *cnt = PyArray_DATA((PyArrayObject *)res);
+            double *r2 = PyArray_DATA(lim);
+            for (npy_intp k = 0; k < nr; k++) r2[k] = rv[k] * rv[k];
+            const nbPoints *pts = &g->view;
+            PyThreadState *ts = PyEval_SaveThread();
+            for (int64_t e = 0; e < b.len; e++) {
+                const double *pa = point_at(pts, (int32_t)b.v[2 * e]);
+                const double *pc = point_at(pts, (int32_t)b.v[2 * e + 1]);
+                double d2 = ball_raw(pa, pc, g->dim, g->period, 2.0);
+                npy_intp k = 0;
+                while (k < nr - 1 && !(d2 <= r2[k])) k++;
+                cnt[k]++;
+            }
+            for (npy_intp k = 1; k < nr; k++) cnt[k] += cnt[k - 1];
+            PyEval_RestoreThread(ts);
+        }
+        nbpy_big_free(b.v, (size_t)b.cap * 2 * sizeof(npy_intp));
+    } else if (nr == 0 && !PyErr_Occurred()) {
+        res = PyArray_ZEROS(1, &nr, NPY_INT64, 0);
+    }
+    Py_XDECREF(top);
+    Py_XDECREF(lim);
+    Py_DECREF(radii);
+    return res;
 }
 
 static PyObject *grid_count_pairs(nbpyGrid *g, PyObject *args, PyObject *kwds)
@@ -744,7 +884,7 @@ static PyObject *grid_count_pairs(nbpyGrid *g, PyObject *args, PyObject *kwds)
     double r;
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "O:count_pairs", kwlist, &r_o)) return NULL;
     if (nbpy_double(r_o, "r", &r) < 0 || grid_radius(r) < 0) return NULL;
-    const nbGrid *grid = grid_for_radius(g, r);
+    const nbGrid *grid = grid_for_radius(g, r, RADIUS_PAIRS);
     if (grid == NULL) return NULL;
     int64_t count = 0;
     nbStatus st;
@@ -775,7 +915,7 @@ static PyObject *grid_neighbour_lists(nbpyGrid *g, PyObject *args, PyObject *kwd
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "d|p:_neighbour_lists", kwlist, &r, &distances))
         return NULL;
     if (grid_radius(r) < 0) return NULL;
-    const nbGrid *grid = grid_for_radius(g, r);
+    const nbGrid *grid = grid_for_radius(g, r, RADIUS_PAIRS);
     if (grid == NULL) return NULL;
     const nbNeighborListDesc desc = {.distances = distances != 0};
     nbNeighborList *list = NULL;
@@ -964,15 +1104,13 @@ static int32_t ball_keep(const BallCtx *c, const double *center, double lim, int
     if (c->p != 2.0 || c->r != NULL || lim != c->r0 * c->r0) { // else the grid's own test
         kept = 0;
         for (int32_t j = 0; j < found; j++) {
-            const double *b =
-                (const double *)((const char *)pts->data + (size_t)v[j] * pts->stride);
-            if (ball_raw(center, b, c->dim, c->period, c->p) <= lim) v[kept++] = v[j];
+            if (ball_raw(center, point_at(pts, v[j]), c->dim, c->period, c->p) <= lim)
+                v[kept++] = v[j];
         }
     }
     if (c->sort) nbpy_sort_i32(v, kept);
     for (int32_t j = 0; j < kept; j++) {
-        const double *b = (const double *)((const char *)pts->data + (size_t)v[j] * pts->stride);
-        raw[j] = ball_raw(center, b, c->dim, c->period, c->p);
+        raw[j] = ball_raw(center, point_at(pts, v[j]), c->dim, c->period, c->p);
     }
     return kept;
 }
@@ -1034,12 +1172,13 @@ static void ball_part(void *vctx, int64_t begin, int64_t end, int part)
     }
 }
 
-static PyObject *list_of(const int32_t *v, int64_t n)
+// A list of the n indices v, their objects from `ints` (NULL: new ones).
+static PyObject *list_of(const int32_t *v, int64_t n, IntTable *ints)
 {
     PyObject *list = PyList_New((Py_ssize_t)n);
     if (list == NULL) return NULL;
     for (int64_t i = 0; i < n; i++) {
-        PyObject *o = PyLong_FromLong(v[i]);
+        PyObject *o = ints != NULL ? int_table_get(ints, v[i]) : PyLong_FromLong(v[i]);
         if (o == NULL) {
             Py_DECREF(list);
             return NULL;
@@ -1054,7 +1193,7 @@ static PyObject *ball_one(nbpyGrid *g, const double *x, double r, nbFilter filte
                           bool length_only)
 {
     if (grid_radius(r) < 0) return NULL;
-    const nbGrid *grid = grid_for_radius(g, r);
+    const nbGrid *grid = grid_for_radius(g, r, RADIUS_QUERIES);
     if (grid == NULL) return NULL;
     int32_t stack[256];
     int32_t *v = stack, found = 0;
@@ -1075,7 +1214,7 @@ static PyObject *ball_one(nbpyGrid *g, const double *x, double r, nbFilter filte
         res = PyLong_FromLong(found);
     } else {
         if (sort) nbpy_sort_i32(v, found);
-        res = list_of(v, found);
+        res = list_of(v, found, NULL);
     }
     if (v != stack) free(v);
     return res;
@@ -1111,7 +1250,7 @@ static BallCtx *ball_batch(nbpyGrid *g, const double *x, npy_intp m, const doubl
     } else if (grid_radius(r) < 0) {
         return NULL;
     }
-    const nbGrid *grid = grid_for_radius(g, r_max);
+    const nbGrid *grid = grid_for_radius(g, r_max, RADIUS_QUERIES);
     if (grid == NULL) return NULL;
     BallCtx *c = calloc(1, sizeof *c);
     size_t each = (size_t)(m > 0 ? m : 1);
@@ -1217,10 +1356,18 @@ static PyObject *grid_query_ball_point(nbpyGrid *g, PyObject *args, PyObject *kw
         }
     } else {
         res = PyArray_SimpleNew(lead_nd, lead, NPY_OBJECT);
+        // shared index objects when the lists hold more entries than an eighth of the points
+        // (below that, the table would cost more than it saves)
+        IntTable ints = {NULL, 0};
+        int64_t entries = 0;
+        for (npy_intp q = 0; q < m; q++) entries += c->counts[q];
+        bool share = entries >= g->n / 8;
+        if (res != NULL && share && int_table_init(&ints, g->n) < 0) Py_CLEAR(res);
         if (res != NULL) {
             PyObject **out = PyArray_DATA((PyArrayObject *)res);
             for (npy_intp q = 0; q < m; q++) {
-                PyObject *list = list_of(c->part[c->owner[q]].v + c->offs[q], c->counts[q]);
+                PyObject *list = list_of(c->part[c->owner[q]].v + c->offs[q], c->counts[q],
+                                         share ? &ints : NULL);
                 if (list == NULL) {
                     Py_CLEAR(res);
                     break;
@@ -1228,6 +1375,7 @@ static PyObject *grid_query_ball_point(nbpyGrid *g, PyObject *args, PyObject *kw
                 Py_XSETREF(out[q], list);
             }
         }
+        int_table_free(&ints);
     }
     ball_free(c);
     Py_DECREF(x);
@@ -1520,6 +1668,231 @@ fail:
     return NULL;
 }
 
+// ---- k nearest in a Minkowski norm ----
+
+// The k nearest in the L_p norm (p != 2, 1 <= p <= inf) by the raw distance of ball_raw, ties
+// by the lower index, in one pass a query: the Euclidean k nearest are k points within D, the
+// largest of their p-distances, so the p-nearest lie within D too; one search then holds them
+// all: a box of half-size D for p > 2 (the p-ball lies in it and the box is smaller than the
+// Euclidean ball holding it), a Euclidean ball of radius D for p < 2 (||d||_2 <= ||d||_p).
+// Both are widened by 1e-9 against rounding; the test that keeps a point is the exact one.
+typedef struct KnnPPart {
+    nbNeighbor *heap; // kmax: the Euclidean search, then the p-norm heap (dist2 = raw)
+    int32_t *cand;
+    int32_t cap;
+    nbStatus st;
+    int64_t bad;
+} KnnPPart;
+
+typedef struct KnnPCtx {
+    const nbGrid *grid;
+    const nbPoints *points;
+    const double *period;
+    const double *x;
+    int dim;
+    int32_t k;
+    double p;
+    double dub, dub_raw; // keep a neighbour when raw < dub_raw
+    npy_intp n;
+    double *dist;
+    npy_intp *index;
+    KnnPPart part[NBPY_MAX_PARTS];
+} KnnPCtx;
+
+// Before: a sorts before b (raw distance, then index).
+static bool knnp_before(const nbNeighbor *a, const nbNeighbor *b)
+{
+    return a->dist2 < b->dist2 || (a->dist2 == b->dist2 && a->index < b->index);
+}
+
+// Sifts h[at] down a max-heap of len entries (the root is the worst kept).
+static void knnp_sift(nbNeighbor *h, int32_t len, int32_t at)
+{
+    for (;;) {
+        int32_t big = at, l = 2 * at + 1, r = l + 1;
+        if (l < len && knnp_before(&h[big], &h[l])) big = l;
+        if (r < len && knnp_before(&h[big], &h[r])) big = r;
+        if (big == at) return;
+        nbNeighbor t = h[at];
+        h[at] = h[big];
+        h[big] = t;
+        at = big;
+    }
+}
+
+// The p-distance within which query q's p-nearest lie (widened; inf: every point).
+static nbStatus knnp_bound(KnnPCtx *c, KnnPPart *w, const double *q, double *bound)
+{
+    const int32_t k = c->k;
+    nbNeighbor *h = w->heap;
+    int32_t found = 0;
+    nbStatus st = nb_grid_knn(c->grid, q, NB_FILTER_ALL, (double)INFINITY, h, k, &found);
+    if (st != NB_OK) return st;
+    double lim = (double)INFINITY; // fewer than k points: every one is a candidate
+    if (found == k) {
+        double worst = 0.0;
+        for (int32_t j = 0; j < found; j++) {
+            double raw = ball_raw(q, point_at(c->points, h[j].index), c->dim, c->period, c->p);
+            worst = raw > worst ? raw : worst;
+        }
+        lim = c->p == 1.0 || isinf(c->p) ? worst : pow(worst, 1.0 / c->p);
+    }
+    if (c->dub < lim) lim = c->dub;
+    *bound = lim * (1.0 + 1e-9);
+    return NB_OK;
+}
+
+// The k nearest in the norm among the points the bound's box or ball holds.
+static nbStatus knnp_one(KnnPCtx *c, KnnPPart *w, const double *q, double lim, double *dist,
+                         npy_intp *index)
+{
+    const int32_t k = c->k;
+    nbNeighbor *h = w->heap;
+    nbStatus st;
+    int32_t got = 0;
+    for (;;) {
+        if (c->p > 2.0 || isinf(lim)) {
+            nbBox box;
+            for (int d = 0; d < 3; d++) {
+                box.min[d] = d < c->dim ? q[d] - lim : 0.0;
+                box.max[d] = d < c->dim ? q[d] + lim : 0.0;
+            }
+            st = nb_grid_query_box(c->grid, &box, NB_FILTER_ALL, w->cand, w->cap, &got);
+        } else {
+            st = nb_grid_query_radius(c->grid, q, lim, NB_FILTER_ALL, w->cand, w->cap, &got);
+        }
+        if (st != NB_ERR_BUFFER_TOO_SMALL) break;
+        int32_t *v = realloc(w->cand, (size_t)got * sizeof *v);
+        if (v == NULL) return NB_ERR_OUT_OF_MEMORY;
+        w->cand = v;
+        w->cap = got;
+    }
+    if (st != NB_OK) return st;
+    int32_t len = 0;
+    for (int32_t j = 0; j < got; j++) {
+        nbNeighbor e = {w->cand[j],
+                        ball_raw(q, point_at(c->points, w->cand[j]), c->dim, c->period, c->p)};
+        if (!(e.dist2 < c->dub_raw)) continue;
+        if (len < k) {
+            h[len++] = e;
+            if (len == k)
+                for (int32_t a = k / 2 - 1; a >= 0; a--) knnp_sift(h, k, a);
+        } else if (knnp_before(&e, &h[0])) {
+            h[0] = e;
+            knnp_sift(h, k, 0);
+        }
+    }
+    if (len < k)
+        for (int32_t a = len / 2 - 1; a >= 0; a--) knnp_sift(h, len, a);
+    for (int32_t end = len - 1; end > 0; end--) { // heap sort: ascending
+        nbNeighbor t = h[0];
+        h[0] = h[end];
+        h[end] = t;
+        knnp_sift(h, end, 0);
+    }
+    for (int32_t j = 0; j < k; j++) {
+        bool hit = j < len;
+        double raw = hit ? h[j].dist2 : 0.0;
+        dist[j] = !hit ? (double)INFINITY : c->p == 1.0 || isinf(c->p) ? raw : pow(raw, 1.0 / c->p);
+        index[j] = hit ? h[j].index : c->n;
+    }
+    return NB_OK;
+}
+
+static void knnp_part(void *vctx, int64_t begin, int64_t end, int part)
+{
+    KnnPCtx *c = vctx;
+    KnnPPart *w = &c->part[part];
+    for (int64_t q = begin; q < end; q++) {
+        const double *x = c->x + q * c->dim;
+        double lim;
+        nbStatus st = knnp_bound(c, w, x, &lim);
+        if (st == NB_OK) st = knnp_one(c, w, x, lim, c->dist + q * c->k, c->index + q * c->k);
+        if (st != NB_OK) {
+            w->st = st;
+            w->bad = q;
+            return;
+        }
+    }
+}
+
+// _knn_p(x, k, p, distance_upper_bound, workers): (distances, indices), each (m, k), of the k
+// nearest in the L_p norm (1 <= p <= inf, p != 2) for the (m, dim) finite points x; a missing
+// neighbour is inf and index n; distance_upper_bound is strict. The GIL is released.
+static PyObject *grid_knn_p(nbpyGrid *g, PyObject *args)
+{
+    PyObject *x_o, *workers_o;
+    int k;
+    double p, dub;
+    if (!PyArg_ParseTuple(args, "OiddO:_knn_p", &x_o, &k, &p, &dub, &workers_o)) return NULL;
+    int workers;
+    if (grid_ready(g) < 0 || nbpy_workers(workers_o, &workers) < 0) return NULL;
+    if (k < 1 || !(p >= 1.0) || p == 2.0 || !(dub >= 0.0)) {
+        PyErr_SetString(PyExc_ValueError, "_knn_p: k >= 1, p >= 1 (not 2), bound >= 0");
+        return NULL;
+    }
+    int single, lead_nd;
+    npy_intp m, lead[NPY_MAXDIMS + 1];
+    PyArrayObject *x = nbpy_query_points(x_o, g->dim, "x", &single, &m, lead, &lead_nd);
+    if (x == NULL) return NULL;
+    const nbGrid *grid = grid_for_knn(g, k);
+    npy_intp dims[2] = {m, k};
+    PyObject *d_arr = grid != NULL ? PyArray_SimpleNew(2, dims, NPY_DOUBLE) : NULL;
+    PyObject *i_arr = grid != NULL ? PyArray_SimpleNew(2, dims, NPY_INTP) : NULL;
+    KnnPCtx *c = calloc(1, sizeof *c);
+    int parts = workers < m ? workers : (m > 0 ? (int)m : 1);
+    PyObject *res = NULL;
+    if (grid == NULL || d_arr == NULL || i_arr == NULL) goto out;
+    if (c == NULL) {
+        PyErr_NoMemory();
+        goto out;
+    }
+    c->grid = grid;
+    c->points = &g->view;
+    c->period = g->period;
+    c->x = PyArray_DATA(x);
+    c->dim = g->dim;
+    c->k = k;
+    c->p = p;
+    c->dub = dub;
+    c->dub_raw = isinf(dub) ? (double)INFINITY : ball_raw_limit(dub, p);
+    c->n = g->n;
+    c->dist = PyArray_DATA((PyArrayObject *)d_arr);
+    c->index = PyArray_DATA((PyArrayObject *)i_arr);
+    for (int t = 0; t < parts; t++) {
+        c->part[t].heap = malloc((size_t)k * sizeof(nbNeighbor));
+        c->part[t].cap = 16 * k + 64;
+        c->part[t].cand = malloc((size_t)c->part[t].cap * sizeof(int32_t));
+        if (c->part[t].heap == NULL || c->part[t].cand == NULL) {
+            PyErr_NoMemory();
+            goto out;
+        }
+    }
+    PyThreadState *ts_ = PyEval_SaveThread();
+    nbpy_parallel(parts, m, knnp_part, c);
+    PyEval_RestoreThread(ts_);
+    for (int t = 0; t < parts; t++) {
+        if (c->part[t].st != NB_OK) {
+            char what[64];
+            snprintf(what, sizeof what, "query: x[%lld]", (long long)c->part[t].bad);
+            nbpy_error(c->part[t].st, what);
+            goto out;
+        }
+    }
+    res = PyTuple_Pack(2, d_arr, i_arr);
+out:
+    if (c != NULL)
+        for (int t = 0; t < parts; t++) {
+            free(c->part[t].heap);
+            free(c->part[t].cand);
+        }
+    free(c);
+    Py_XDECREF(d_arr);
+    Py_XDECREF(i_arr);
+    Py_DECREF(x);
+    return res;
+}
+
 // ---- the common calls, parsed by hand ----
 
 // One point, k <= 64, no filter: the k nearest without arrays for k = 1 (Python scalars, as
@@ -1722,6 +2095,11 @@ static PyMethodDef grid_methods[] = {
     {"_pair_matrix", (PyCFunction)grid_pair_matrix, METH_VARARGS,
      "_pair_matrix(r): (i, j, v), every pair within r both ways with its distance, then the "
      "diagonal."},
+    {"_knn_p", (PyCFunction)grid_knn_p, METH_VARARGS,
+     "_knn_p(x, k, p, distance_upper_bound, workers): the k nearest in the L_p norm, (m, k) "
+     "arrays."},
+    {"_count_radii", (PyCFunction)grid_count_radii, METH_VARARGS,
+     "_count_radii(radii): the pairs within each of ascending radii, from one search."},
     {"_pairs_set", (PyCFunction)grid_pairs_set, METH_VARARGS,
      "_pairs_set(r): the pairs within r as a set of (i, j) tuples."},
     {"count_pairs", (PyCFunction)(void (*)(void))grid_count_pairs, METH_VARARGS | METH_KEYWORDS,

@@ -219,3 +219,17 @@ def test_boundaries_exact():
         assert t.query_pairs(1.0, p=p) == s.query_pairs(1.0, p=p)
         np.testing.assert_array_equal(t.count_neighbors(t, [0.5, 1.0, 2.0], p=p),
                                       s.count_neighbors(s, [0.5, 1.0, 2.0], p=p))
+
+
+def test_count_neighbors_radii():
+    """Several radii at once (one search at the largest, binned), in any order, with zero and
+    infinite radii and exact ties, against scipy; a tree with itself and with another."""
+    rng = np.random.default_rng(7)
+    x = np.round(rng.random((800, 3)) * 6, 1)  # many pairs exactly 0.1 apart, duplicates
+    t, s = nearby.cKDTree(x), SciTree(x)
+    t2, s2 = nearby.cKDTree(x[:90]), SciTree(x[:90])
+    for radii in ([0.3, 0.1, 0.0, 0.5], [0.2, np.inf], np.inf, [0.1, 0.1, 0.4], [1.0]):
+        np.testing.assert_array_equal(t.count_neighbors(t, radii), s.count_neighbors(s, radii))
+        np.testing.assert_array_equal(t.count_neighbors(t2, radii), s.count_neighbors(s2, radii))
+    np.testing.assert_array_equal(t.count_neighbors(t, [0.1, 0.2, 0.3], cumulative=False),
+                                  s.count_neighbors(s, [0.1, 0.2, 0.3], cumulative=False))

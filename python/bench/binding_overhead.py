@@ -1,0 +1,122 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""The Python binding's own cost: `nearby.Grid(x).query_pairs(r, output_type='ndarray')` and
+`nearby.Grid(x).count_pairs(r)` against the C library doing the same from C (create, build,
+nb_grid_pairs into a buffer of the exact size / nb_grid_count_pairs, destroy), on the corpus's
+point sets, in one process, runs alternating.
+
+    binding_overhead.py LIST.csv [--runs K] [--only SET,...]
+
+LIST.csv is what `gen_data --corpus DIR N 1` writes. The C side is python/bench/binding_ref.c,
+compiled here with the library's sources and the extension's flags (-O3, -ffp-contract=off)
+into a shared object loaded by ctypes. It runs twice: with the cell size the binding chose
+(`same cell`: the binding's overhead alone: checking and scanning the points, sizing its cells,
+the GIL, converting the int32 pairs to an (K, 2) intp array) and with the C default, cells of r
+(the corpus table's "Python / C"). Prints medians and the ratios Python / C, and the ratio of
+the fastest runs (the least disturbed by other load on a shared machine).
+"""
+import argparse
+import csv
+import ctypes
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+import nearby
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+
+def build_ref():
+    """Compiles binding_ref.c with the library into a shared object; returns the ctypes CDLL."""
+    with open(os.path.join(ROOT, "CMakeLists.txt")) as f:
+        cmake = f.read()
+    sources = re.search(r"set\(NB_SOURCES([^)]*)\)", cmake).group(1).split()
+    gen = os.path.join(ROOT, "python", "build", "generated")
+    if not os.path.exists(os.path.join(gen, "nearby", "nb_version.h")):
+        raise SystemExit("binding_overhead.py: run `python3 setup.py build_ext --inplace` in "
+                         "python/ first (it writes nb_version.h)")
+    out = os.path.join(tempfile.gettempdir(), "nearby_binding_ref_%d.so" % os.getuid())
+    cmd = [os.environ.get("CC", "cc"), "-std=c11", "-O3", "-g0", "-ffp-contract=off", "-fPIC",
+           "-shared", "-DNDEBUG", "-I", os.path.join(ROOT, "include"), "-I", gen, "-o", out,
+           os.path.join(HERE, "binding_ref.c")] + [os.path.join(ROOT, s) for s in sources] + [
+               "-lm", "-lpthread"]
+    subprocess.check_call(cmd)
+    lib = ctypes.CDLL(out)
+    lib.ref_pairs.restype = ctypes.c_int64
+    lib.ref_pairs.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32, ctypes.c_double,
+                              ctypes.c_double, ctypes.c_void_p, ctypes.c_int64,
+                              ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_double)]
+    return lib
+
+
+def median(ts):
+    return sorted(ts)[(len(ts) - 1) // 2]
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("list")
+    ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--only", default="")
+    args = ap.parse_args(argv[1:])
+    only = set(filter(None, args.only.split(",")))
+    lib = build_ref()
+    with open(args.list) as f:
+        sets = [row for row in csv.DictReader(f) if row["kind"] == "points"
+                and (not only or row["set"] in only)]
+    print("| set | op | Python ms | C same cell ms | Python / C | C cells of r ms | Python / C(r) "
+          "| cell / r | Python / C, fastest runs |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for s in sets:
+        x = np.ascontiguousarray(np.load(s["file"]), dtype=np.float64)
+        n, dim, r = len(x), x.shape[1], float(s["radius"])
+        g = nearby.Grid(x)
+        total = g.count_pairs(r)
+        cell = g.cell_sizes[0]
+        buf = np.empty((max(total, 1), 2), dtype=np.int32)
+        found = ctypes.c_int64()
+        got_cell = ctypes.c_double()
+
+        def c_run(build_r, pairs):
+            t = lib.ref_pairs(x.ctypes.data, n, dim, build_r, r,
+                              buf.ctypes.data if pairs else None, len(buf),
+                              ctypes.byref(found), ctypes.byref(got_cell))
+            if t < 0 or found.value != total:
+                raise SystemExit("binding_overhead.py: the C side failed on %s" % s["set"])
+            return t
+
+        def py_run(pairs):
+            t0 = time.perf_counter_ns()
+            if pairs:
+                res = nearby.Grid(x).query_pairs(r, output_type="ndarray")
+                k = len(res)
+            else:
+                k = nearby.Grid(x).count_pairs(r)
+            t = time.perf_counter_ns() - t0
+            res = None
+            if k != total:
+                raise SystemExit("binding_overhead.py: the count differs on %s" % s["set"])
+            return t
+
+        for op, pairs in (("pairs", True), ("count", False)):
+            tp, tc, tr = [], [], []
+            for _ in range(args.runs):
+                tp.append(py_run(pairs))
+                tc.append(c_run(cell, pairs))
+                tr.append(c_run(r, pairs))
+            mp, mc, mr = median(tp) / 1e6, median(tc) / 1e6, median(tr) / 1e6
+            print("| %s | %s | %.1f | %.1f | %.2f | %.1f | %.2f | %.2f | %.2f |"
+                  % (s["set"], op, mp, mc, mp / mc, mr, mp / mr, cell / r, min(tp) / min(tc)))
+            sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
