@@ -59,7 +59,8 @@ enum { NBI_KNN_STALE, NBI_KNN_BUILDING, NBI_KNN_READY, NBI_KNN_FAILED, NBI_KNN_C
 
 // Whether kNN on the view is better served by the index than by its cells: a hashed layout
 // (clustered or surface data, Z-ordered blocks of cells), or cells whose occupancy varies (the
-// occupancy of a random point's cell is above twice the mean: blobs, duplicates). On evenly
+// occupancy of a random point's cell is above twice the mean: blobs; nbi_ix_build then declines
+// when the crowding is duplicates, which the ring walk scans faster). On evenly
 // filled cells (uniform data) the ring walk costs less than the tree's descent. Tests set
 // nbi_knn_index_use to 1 (always the index) or -1 (never); 0 is this rule.
 bool nbi_knn_index_wanted(const nbiView *v);
