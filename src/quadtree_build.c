@@ -1000,17 +1000,16 @@ typedef struct nbiQtRange {
     int32_t in; // which of the two item arrays holds the range: 0 work, 1 scratch
 } nbiQtRange;
 
-// A rectangle on its way into a build: its box travels with it, so that each level's partition
-// reads and writes memory in order rather than looking the box up by index.
-typedef struct nbiQtItem {
-    double b[4];
-    int32_t i;
-} nbiQtItem;
+// The rectangles on their way into a build travel as their indices, 4 bytes each, through the
+// levels' partitions; their boxes are read from the caller's array as a flat run of doubles, 4 a
+// rectangle. A partition is stable, so each node's indices stay in increasing order and those
+// reads walk forward through the array.
+_Static_assert(sizeof(nbRect) == 4 * sizeof(double), "nbRect is min[2], max[2] with no padding");
 
 // in[0, n) into out[0, n) in the order of their centres along a Morton curve over the node's
 // cell (16 x 16 steps; centres outside it clamped), by one counting sort; key is scratch.
-static void nbi_build_sort(const nbiQtNode *nd, const nbiQtItem *in, nbiQtItem *out, uint8_t *key,
-                           int32_t n)
+static void nbi_build_sort(const nbiQtNode *nd, const double *box, const int32_t *in, int32_t *out,
+                           uint8_t *key, int32_t n)
 {
     const double sx = 16.0 / (nd->chi[0] - nd->clo[0]), sy = 16.0 / (nd->chi[1] - nd->clo[1]);
     if (n <= NBI_QT_SEG || !(isfinite(sx) && isfinite(sy))) { // one segment, or the outside list
@@ -1020,7 +1019,7 @@ static void nbi_build_sort(const nbiQtNode *nd, const nbiQtItem *in, nbiQtItem *
     int32_t at[257];
     memset(at, 0, sizeof at);
     for (int32_t i = 0; i < n; i++) {
-        key[i] = nbi_curve_key(nd, sx, sy, in[i].b);
+        key[i] = nbi_curve_key(nd, sx, sy, box + 4 * (size_t)in[i]);
         at[key[i] + 1]++;
     }
     for (int k = 0; k < 256; k++) at[k + 1] += at[k];
@@ -1031,8 +1030,9 @@ static void nbi_build_sort(const nbiQtNode *nd, const nbiQtItem *in, nbiQtItem *
 // while it holds more than the threshold (a stable counting sort of its range by child, those
 // that stay first), and each node's own rectangles get a block at the arena's end as the walk
 // reaches it, so nodes and their rectangles sit in memory in the order queries visit them.
-static nbStatus nbi_build_into(nbQuadtree *s, nbiQtItem *work, nbiQtItem *scratch, uint8_t *pick,
-                               const uint64_t *users, const nbFilter *filters, nbiQtRange first)
+static nbStatus nbi_build_into(nbQuadtree *s, const double *box, int32_t *work, int32_t *scratch,
+                               uint8_t *pick, const uint64_t *users, const nbFilter *filters,
+                               nbiQtRange first)
 {
     nbiQtRange stack[NBI_QT_STACK];
     int top = 0;
@@ -1040,7 +1040,7 @@ static nbStatus nbi_build_into(nbQuadtree *s, nbiQtItem *work, nbiQtItem *scratc
     while (top > 0) {
         const nbiQtRange r = stack[--top];
         int32_t stay = r.hi - r.lo;
-        const nbiQtItem *items = r.in ? scratch : work; // where the rectangles that stay are
+        const int32_t *items = r.in ? scratch : work; // where the rectangles that stay are
         const nbiQtNode *node = &NBI_NODES(s)[r.node];
         // A node with children already (the root and its line after growing) always passes its
         // rectangles down.
@@ -1064,18 +1064,20 @@ static nbStatus nbi_build_into(nbQuadtree *s, nbiQtItem *work, nbiQtItem *scratc
             const int32_t g = nodes[r.node].child;
             int32_t per[5] = {0, 0, 0, 0, 0};
             // Partitioned from one array into the other, so nothing is copied back.
-            nbiQtItem *to = r.in ? work : scratch;
+            int32_t *to = r.in ? work : scratch;
             double mid[2];
             nbi_cell_mid(&nodes[r.node], mid);
             if (s->placement == NB_QUADTREE_TIGHT) // the placement's test out of the loop
                 for (int32_t i = r.lo; i < r.hi; i++) {
-                    const int k = nbi_pick_mid(true, mid, &nodes[g], items[i].b) + 1;
+                    const int k =
+                        nbi_pick_mid(true, mid, &nodes[g], box + 4 * (size_t)items[i]) + 1;
                     pick[i] = (uint8_t)k;
                     per[k]++;
                 }
             else
                 for (int32_t i = r.lo; i < r.hi; i++) {
-                    const int k = nbi_pick_mid(false, mid, &nodes[g], items[i].b) + 1;
+                    const int k =
+                        nbi_pick_mid(false, mid, &nodes[g], box + 4 * (size_t)items[i]) + 1;
                     pick[i] = (uint8_t)k;
                     per[k]++;
                 }
@@ -1103,16 +1105,16 @@ static nbStatus nbi_build_into(nbQuadtree *s, nbiQtItem *work, nbiQtItem *scratc
         nd->cls = c;
         nd->count = stay;
         // Along a curve, so that each segment of the block holds rectangles near each other.
-        nbiQtItem *sorted = items == work ? scratch : work; // free over this range
-        nbi_build_sort(nd, items + r.lo, sorted + r.lo, pick + r.lo, stay);
+        int32_t *sorted = items == work ? scratch : work; // free over this range
+        nbi_build_sort(nd, box, items + r.lo, sorted + r.lo, pick + r.lo, stay);
         // The node's float box and its ancestors' grow once, by the union of its rectangles'.
         float u[4] = {INFINITY, INFINITY, INFINITY, INFINITY};
         for (int32_t j = 0; j < stay; j++) {
-            const nbiQtItem *it = &sorted[r.lo + j];
-            const nbHandle h = nbi_pool_handle_first(&s->pool, it->i); // slot i: rectangle i's
-            const nbFilter f = filters != NULL ? filters[it->i] : NB_FILTER_ALL;
-            nbi_put_fields(s, start, start + j, r.node, it->b, h.bits,
-                           users != NULL ? users[it->i] : (uint64_t)it->i, f.category, f.mask);
+            const int32_t id = sorted[r.lo + j];
+            const nbHandle h = nbi_pool_handle_first(&s->pool, id); // slot id: rectangle id's
+            const nbFilter f = filters != NULL ? filters[id] : NB_FILTER_ALL;
+            nbi_put_fields(s, start, start + j, r.node, box + 4 * (size_t)id, h.bits,
+                           users != NULL ? users[id] : (uint64_t)id, f.category, f.mask);
             const float *fb = nbi_fb_at(s, start + j);
             for (int i = 0; i < 4; i++) u[i] = fb[4 * i] < u[i] ? fb[4 * i] : u[i];
         }
@@ -1182,7 +1184,8 @@ nbStatus nb_quadtree_build(nbQuadtree *q, const nbRect *rects, int32_t n, const 
         }
     }
     const size_t un = (size_t)n;
-    nbiQtItem *work = n > 0 ? nbi_alloc(&q->alloc, 2 * un, sizeof(nbiQtItem)) : NULL;
+    const double *box = (const double *)rects; // rectangle i's box at box + 4 i
+    int32_t *work = n > 0 ? nbi_alloc(&q->alloc, 2 * un, sizeof(int32_t)) : NULL;
     uint8_t *pick = n > 0 ? nbi_alloc(&q->alloc, un, 1) : NULL;
     if (n > 0 && (work == NULL || pick == NULL)) st = NB_ERR_OUT_OF_MEMORY;
     if (st == NB_OK) {
@@ -1197,16 +1200,13 @@ nbStatus nb_quadtree_build(nbQuadtree *q, const nbRect *rects, int32_t n, const 
     }
     if (st == NB_OK && n > 0) {
         // Rectangles outside the root go to the outside list, after the others.
-        nbiQtItem *scratch = work + un;
+        int32_t *scratch = work + un;
         int32_t inside = 0, outside = 0;
         for (int32_t i = 0; i < n; i++) {
-            nbiQtItem it;
-            memcpy(it.b, &rects[i], sizeof it.b);
-            it.i = i;
-            if (nbi_within(&NBI_NODES(s)[NBI_QT_ROOT], it.b))
-                work[inside++] = it;
+            if (nbi_within(&NBI_NODES(s)[NBI_QT_ROOT], box + 4 * (size_t)i))
+                work[inside++] = i;
             else
-                scratch[outside++] = it;
+                scratch[outside++] = i;
         }
         memcpy(work + inside, scratch, (size_t)outside * sizeof *work);
         s->count = n;
@@ -1221,10 +1221,10 @@ nbStatus nb_quadtree_build(nbQuadtree *q, const nbRect *rects, int32_t n, const 
         for (int32_t i = 0; filters != NULL && i < n; i++)
             s->nfiltered += !nbi_filter_all_bits(filters[i].category, filters[i].mask);
         if (st == NB_OK && outside > 0)
-            st = nbi_build_into(s, work, scratch, pick, users, filters,
+            st = nbi_build_into(s, box, work, scratch, pick, users, filters,
                                 (nbiQtRange){NBI_QT_OUT, inside, n, 0});
         if (st == NB_OK && inside > 0)
-            st = nbi_build_into(s, work, scratch, pick, users, filters,
+            st = nbi_build_into(s, box, work, scratch, pick, users, filters,
                                 (nbiQtRange){NBI_QT_ROOT, 0, inside, 0});
     }
     if (st == NB_OK && n > 0) {
@@ -1232,7 +1232,7 @@ nbStatus nb_quadtree_build(nbQuadtree *q, const nbRect *rects, int32_t n, const 
         for (int32_t i = 0; handles != NULL && i < n; i++)
             handles[i] = nbi_pool_handle_first(&s->pool, i);
     }
-    if (work != NULL) nbi_free(&q->alloc, work, 2 * un, sizeof(nbiQtItem));
+    if (work != NULL) nbi_free(&q->alloc, work, 2 * un, sizeof(int32_t));
     if (pick != NULL) nbi_free(&q->alloc, pick, un, 1);
     if (st != NB_OK) {
         nb_quadtree_destroy(s);
