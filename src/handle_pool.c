@@ -185,6 +185,15 @@ nbStatus nbi_pool_alloc(nbiPool *pool, int32_t value, nbHandle *out)
     return NB_OK;
 }
 
+void nbi_pool_alloc_first(nbiPool *pool, int32_t n)
+{
+    NB_ASSERT(pool->used == 0 && pool->free_head < 0 && nbi_pool_room(pool) >= n);
+    nbiPoolSlot *sl = nbi_slots(pool);
+    for (int32_t i = 0; i < n; i++) sl[i] = (nbiPoolSlot){0, 0, NBI_SLOT_LIVE};
+    pool->used = n;
+    pool->live = n;
+}
+
 // Frees a live slot: bump the generation and push it on the free list, or retire it.
 static void nbi_pool_release(nbiPool *pool, int32_t slot)
 {

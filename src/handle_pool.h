@@ -91,6 +91,11 @@ void nbi_pool_abandon(const nbiPool *pool, nbiPoolPrep *prep);
 /// failure the pool is unchanged. Never fails and never allocates when nbi_pool_room() > 0.
 nbStatus nbi_pool_alloc(nbiPool *pool, int32_t value, nbHandle *out);
 
+/// A bulk build's n allocations at once in a pool that has never given out a slot (every slot
+/// still unused, none free or retired): slots 0 .. n-1 become live with value 0 at generation 0,
+/// the handles n calls of nbi_pool_alloc would give. Room for n must have been made.
+void nbi_pool_alloc_first(nbiPool *pool, int32_t n);
+
 /// Frees the slot `h` names; its generation is bumped (or the slot retired when the generation
 /// is exhausted), so `h` becomes stale. Writes the slot's value to `*value` if not NULL (0 on
 /// failure). NB_ERR_BAD_HANDLE (null, stale, foreign, already freed) changes nothing.

@@ -1213,11 +1213,7 @@ nbStatus nb_quadtree_build(nbQuadtree *q, const nbRect *rects, int32_t n, const 
         // Rectangle i takes slot i (a fresh pool gives out 0, 1, ... in order): moves and
         // removes in the caller's order then read the slots in order. Their positions are set
         // after the layout (nbi_build_slots).
-        for (int32_t i = 0; i < n && st == NB_OK; i++) {
-            nbHandle h;
-            st = nbi_pool_alloc(&s->pool, 0, &h); // cannot fail: room was made
-            NB_ASSERT(st != NB_OK || (uint32_t)h.bits - 1u == (uint32_t)i);
-        }
+        nbi_pool_alloc_first(&s->pool, n); // room was made
         for (int32_t i = 0; filters != NULL && i < n; i++)
             s->nfiltered += !nbi_filter_all_bits(filters[i].category, filters[i].mask);
         if (st == NB_OK && outside > 0)
