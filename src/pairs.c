@@ -425,6 +425,43 @@ static void nbi_zblock_inner3(const nbiView *v, nbiSpanList *l, const nbiZBlock 
     nbi_spans_flush(l);
 }
 
+// nbi_zblock_cell at k = 1 in 3D for a cell on its block's faces (local (lx, ly, lz), cell
+// coordinates key): the stencil cells inside the block from its rows, the others looked up.
+static void nbi_zblock_edge3(const nbiView *v, nbiSpanList *l, nbiZBlock *zb, int32_t s0, int32_t c,
+                             const uint32_t loc[3], const int64_t key[3])
+{
+    l->a0 = v->start[c];
+    l->a1 = l->self_end = nbi_view_end(v, c);
+    l->ns = 0;
+    const uint64_t *sp = zb->spread;
+    int n = 0;
+    for (int t = 0; t < 13; t++) {
+        const int dx = nbi_half_dx[t] - 1, dy = nbi_half_dy[t] - 1, dz = nbi_half_dz[t];
+        const uint32_t nx = loc[0] + (uint32_t)dx, ny = loc[1] + (uint32_t)dy;
+        const uint32_t nz = loc[2] + (uint32_t)dz;
+        if (nx < 32 && ny < 32 && nz < 32) { // in the block (wrapped below 0: not)
+            if ((zb->rows[nz * 32 + ny] >> nx & 1) == 0) continue;
+            const uint64_t lc = sp[nx] | sp[ny] << 1 | sp[nz] << 2, w = zb->occ[lc >> 6];
+            zb->id[n++] =
+                s0 + zb->rank[lc >> 6] + nbi_popcount64(w & ((UINT64_C(1) << (lc & 63)) - 1));
+            continue;
+        }
+        const int64_t at[3] = {key[0] + dx, key[1] + dy, key[2] + dz};
+        if (at[0] < v->lo[0] || at[0] > v->hi[0] || at[1] < v->lo[1] || at[1] > v->hi[1] ||
+            at[2] > v->hi[2])
+            continue;
+        const uint64_t h = nbi_cell_hash(at[0], at[1], at[2]);
+        if (!nbi_view_may_hold(v, h)) continue;
+        zb->id[n] = -1;
+        for (int a = 0; a < 3; a++) zb->at[n][a] = at[a];
+        zb->hash[n] = h;
+        nbi_prefetch(nbi_ctab_slots(v->table) + (h >> (64 - v->table->bits)));
+        n++;
+    }
+    nbi_zblock_flush(v, l, zb, n);
+    nbi_spans_flush(l);
+}
+
 // Hashed view in Z order, cells [u0, u1): block by block (the first block's cells before u0
 // are set in its bitmap too, as stencil cells).
 static void nbi_pairs_zorder(const nbiView *v, const nbiPairCtx *x, int64_t k, int32_t u0,
@@ -469,11 +506,16 @@ static void nbi_pairs_zorder(const nbiView *v, const nbiPairCtx *x, int64_t k, i
             if (v->start[c] == nbi_view_end(v, c)) continue; // an empty cell (a free id)
             if (dim == 3 && k == 1) {
                 const uint32_t p = nbi_zblock_xyz(&zb, code[c] & lmask);
-                const uint32_t px = p & 31, py = p >> 8 & 31, pz = p >> 16;
-                if (px - 1 < 30 && py - 1 < 30 && pz < 31) {
-                    nbi_zblock_inner3(v, &l, &zb, s0, c, px, py, pz);
-                    continue;
+                const uint32_t loc[3] = {p & 31, p >> 8 & 31, p >> 16};
+                if (loc[0] - 1 < 30 && loc[1] - 1 < 30 && loc[2] < 31) {
+                    nbi_zblock_inner3(v, &l, &zb, s0, c, loc[0], loc[1], loc[2]);
+                } else {
+                    int64_t key[3];
+                    for (int a = 0; a < 3; a++)
+                        key[a] = v->lo[a] + (int64_t)nbi_code_axis(code[c], 3, a);
+                    nbi_zblock_edge3(v, &l, &zb, s0, c, loc, key);
                 }
+                continue;
             }
             int64_t off[3] = {0, 0, 0};
             for (int a = 0; a < dim; a++) off[a] = (int64_t)nbi_code_axis(code[c], dim, a);
