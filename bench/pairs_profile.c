@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
 // One corpus set's build and all-pairs count, for instruction counts of the pair walk:
 //   valgrind --tool=callgrind --toggle-collect=nb_grid_count_pairs
-//            build/bench/pairs_profile sphere3d 200000 [cell_over_r] [pairs]
+//            build/bench/pairs_profile sphere3d 200000 [cell_over_r] [pairs | time]
 // builds the grid as a user would (zeroed desc but dim, or cell_size = cell_over_r * r) at the
 // set's own radius, then counts its pairs (or, with `pairs`, writes them). Prints the grid's
 // shape and the pairs found, so that callgrind's count of the walk divides into instructions a
-// pair and a point. Not part of nearby.
+// pair and a point. `time`: the median of 15 counts and of 15 writes of all pairs, in ms (for
+// alternating runs of two builds). Not part of nearby.
 #include "corpus.h"
 
 #include <nearby/grid.h>
@@ -13,6 +14,41 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+// The medians of 15 counts and 15 writes of all pairs on grid g.
+static void time_pairs(const nbGrid *g, double r, int64_t found)
+{
+    enum { RUNS = 15 };
+    double tc[RUNS], tp[RUNS];
+    nbPair *out = malloc((size_t)(found > 0 ? found : 1) * sizeof *out);
+    for (int i = 0; i < RUNS && out != NULL; i++) {
+        int64_t m = 0;
+        double t0 = now_ms();
+        nb_grid_count_pairs(g, r, &m);
+        tc[i] = now_ms() - t0;
+        t0 = now_ms();
+        nb_grid_pairs(g, r, out, found, &m);
+        tp[i] = now_ms() - t0;
+    }
+    free(out);
+    qsort(tc, RUNS, sizeof tc[0], cmp_double);
+    qsort(tp, RUNS, sizeof tp[0], cmp_double);
+    printf("time count %.3f ms pairs %.3f ms (medians of %d)\n", tc[RUNS / 2], tp[RUNS / 2], RUNS);
+}
 
 int main(int argc, char **argv)
 {
@@ -24,6 +60,7 @@ int main(int argc, char **argv)
     const int32_t n = (int32_t)atol(argv[2]);
     const double ratio = argc > 3 ? atof(argv[3]) : 0.0;
     const int write = argc > 4 && strcmp(argv[4], "pairs") == 0;
+    const int timed = argc > 4 && strcmp(argv[4], "time") == 0;
     nbbCorpus c;
     if (set < 0 || nbb_corpus_is_rects(set) || nbb_corpus_make(set, n, 0, &c) != 0) {
         fprintf(stderr, "pairs_profile: no point set %s at %s\n", argv[1], argv[2]);
@@ -48,6 +85,7 @@ int main(int argc, char **argv)
         st = out != NULL ? nb_grid_pairs(g, c.radius, out, found, &found) : NB_ERR_OUT_OF_MEMORY;
         free(out);
     }
+    if (st == NB_OK && timed) time_pairs(g, c.radius, found);
     nbGridInfo gi;
     nb_grid_info(g, &gi);
     printf("%s n=%d r=%.6g layout=%s cell=%.6g cells=%lld (%.3f a point) pairs=%lld status=%d\n",

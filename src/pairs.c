@@ -237,8 +237,9 @@ enum { NBI_ZB_CELLS = 1 << 15 };
 typedef struct nbiZBlock {
     uint64_t occ[NBI_ZB_CELLS / 64]; // bit = local code, set while the block is walked
     int32_t rank[NBI_ZB_CELLS / 64]; // the block's cells before each word (set words only)
-    uint32_t rows[32 * 32];          // 3D: bit lx of row (ly, lz) at lz * 32 + ly, likewise
+    uint32_t rows[32 * 32 + 34];     // 3D: bit lx of row (ly, lz) at lz * 32 + ly (34 more: 0)
     uint32_t unspread[64];           // 6 bits of a 3D local code: 2 an axis, x | y << 8 | z << 16
+    uint32_t out[32];                // 3D: nbi_half_out by faces
     uint64_t spread[128];            // each local coordinate's bits spread (nbi_spread2 / 3)
     int32_t id[NBI_LOOKUPS];         // the stencil cells met, in order: a cell, or -1 (probe)
     int64_t at[NBI_LOOKUPS][3];      // with -1: the cell's coordinates
@@ -425,28 +426,63 @@ static void nbi_zblock_inner3(const nbiView *v, nbiSpanList *l, const nbiZBlock 
     nbi_spans_flush(l);
 }
 
-// nbi_zblock_cell at k = 1 in 3D for a cell on its block's faces (local (lx, ly, lz), cell
-// coordinates key): the stencil cells inside the block from its rows, the others looked up.
-static void nbi_zblock_edge3(const nbiView *v, nbiSpanList *l, nbiZBlock *zb, int32_t s0, int32_t c,
-                             const uint32_t loc[3], const int64_t key[3])
+// The stencil cells (bits as above) outside the block of a cell on the faces f: bit 0 lx = 0,
+// 1 lx = 31, 2 ly = 0, 3 ly = 31, 4 lz = 31.
+static uint32_t nbi_half_out(unsigned f)
 {
+    uint32_t m = 0;
+    for (int t = 0; t < 13; t++) {
+        const int dx = nbi_half_dx[t] - 1, dy = nbi_half_dy[t] - 1, dz = nbi_half_dz[t];
+        const bool out = (dx < 0 && (f & 1)) || (dx > 0 && (f & 2)) || (dy < 0 && (f & 4)) ||
+                         (dy > 0 && (f & 8)) || (dz > 0 && (f & 16));
+        m |= (uint32_t)out << t;
+    }
+    return m;
+}
+
+// nbi_zblock_inner3 for a cell on its block's faces (local (lx, ly, lz) = loc): the stencil
+// cells inside the block from its rows, the others looked up, all in the stencil's order.
+static void nbi_zblock_edge3(const nbiView *v, nbiSpanList *l, nbiZBlock *zb, int32_t s0, int32_t c,
+                             const uint32_t loc[3])
+{
+    const uint32_t lx = loc[0], ly = loc[1], lz = loc[2];
+    const uint32_t *r = zb->rows + lz * 32 + ly; // rows past the block read 0 or are masked
+    const unsigned f =
+        (lx == 0) | (lx == 31) << 1 | (ly == 0) << 2 | (ly == 31) << 3 | (lz == 31) << 4;
+    const uint32_t out = zb->out[f];
+    const uint32_t in =
+        (uint32_t)((uint64_t)r[0] >> (lx + 1) & 1) |
+        (uint32_t)(((uint64_t)r[1] << 1 >> lx & 7) << 1 | ((uint64_t)r[31] << 1 >> lx & 7) << 4 |
+                   ((uint64_t)r[32] << 1 >> lx & 7) << 7 | ((uint64_t)r[33] << 1 >> lx & 7) << 10);
+    uint32_t m = (in & ~out) | out;
     l->a0 = v->start[c];
     l->a1 = l->self_end = nbi_view_end(v, c);
     l->ns = 0;
+    if (m == 0) {
+        nbi_spans_flush(l);
+        return;
+    }
     const uint64_t *sp = zb->spread;
+    const uint64_t xs[3] = {sp[(lx - 1) & 31], sp[lx], sp[(lx + 1) & 31]};
+    const uint64_t ys[3] = {sp[(ly - 1) & 31] << 1, sp[ly] << 1, sp[(ly + 1) & 31] << 1};
+    const uint64_t zs[2] = {sp[lz] << 2, sp[(lz + 1) & 31] << 2};
+    int64_t key[3] = {0, 0, 0};
+    if (out != 0)
+        for (int a = 0; a < 3; a++)
+            key[a] = v->lo[a] + (int64_t)nbi_code_axis(v->cell_code[c], 3, a);
     int n = 0;
-    for (int t = 0; t < 13; t++) {
-        const int dx = nbi_half_dx[t] - 1, dy = nbi_half_dy[t] - 1, dz = nbi_half_dz[t];
-        const uint32_t nx = loc[0] + (uint32_t)dx, ny = loc[1] + (uint32_t)dy;
-        const uint32_t nz = loc[2] + (uint32_t)dz;
-        if (nx < 32 && ny < 32 && nz < 32) { // in the block (wrapped below 0: not)
-            if ((zb->rows[nz * 32 + ny] >> nx & 1) == 0) continue;
-            const uint64_t lc = sp[nx] | sp[ny] << 1 | sp[nz] << 2, w = zb->occ[lc >> 6];
+    do {
+        const int t = nbi_ctz32(m);
+        m &= m - 1;
+        if ((out >> t & 1) == 0) { // occupied, in the block
+            const uint64_t lc = xs[nbi_half_dx[t]] | ys[nbi_half_dy[t]] | zs[nbi_half_dz[t]];
+            const uint64_t w = zb->occ[lc >> 6];
             zb->id[n++] =
                 s0 + zb->rank[lc >> 6] + nbi_popcount64(w & ((UINT64_C(1) << (lc & 63)) - 1));
             continue;
         }
-        const int64_t at[3] = {key[0] + dx, key[1] + dy, key[2] + dz};
+        const int64_t at[3] = {key[0] + nbi_half_dx[t] - 1, key[1] + nbi_half_dy[t] - 1,
+                               key[2] + nbi_half_dz[t]};
         if (at[0] < v->lo[0] || at[0] > v->hi[0] || at[1] < v->lo[1] || at[1] > v->hi[1] ||
             at[2] > v->hi[2])
             continue;
@@ -457,7 +493,7 @@ static void nbi_zblock_edge3(const nbiView *v, nbiSpanList *l, nbiZBlock *zb, in
         zb->hash[n] = h;
         nbi_prefetch(nbi_ctab_slots(v->table) + (h >> (64 - v->table->bits)));
         n++;
-    }
+    } while (m != 0);
     nbi_zblock_flush(v, l, zb, n);
     nbi_spans_flush(l);
 }
@@ -479,6 +515,7 @@ static void nbi_pairs_zorder(const nbiView *v, const nbiPairCtx *x, int64_t k, i
         for (uint64_t i = 0; i < 64; i++)
             zb.unspread[i] =
                 (uint32_t)(nbi_gather3(i) | nbi_gather3(i >> 1) << 8 | nbi_gather3(i >> 2) << 16);
+        for (unsigned f = 0; f < 32; f++) zb.out[f] = nbi_half_out(f);
     }
     nbiSpanList l;
     nbi_span_list_init(&l, x, dim, false);
@@ -507,14 +544,10 @@ static void nbi_pairs_zorder(const nbiView *v, const nbiPairCtx *x, int64_t k, i
             if (dim == 3 && k == 1) {
                 const uint32_t p = nbi_zblock_xyz(&zb, code[c] & lmask);
                 const uint32_t loc[3] = {p & 31, p >> 8 & 31, p >> 16};
-                if (loc[0] - 1 < 30 && loc[1] - 1 < 30 && loc[2] < 31) {
+                if (loc[0] - 1 < 30 && loc[1] - 1 < 30 && loc[2] < 31)
                     nbi_zblock_inner3(v, &l, &zb, s0, c, loc[0], loc[1], loc[2]);
-                } else {
-                    int64_t key[3];
-                    for (int a = 0; a < 3; a++)
-                        key[a] = v->lo[a] + (int64_t)nbi_code_axis(code[c], 3, a);
-                    nbi_zblock_edge3(v, &l, &zb, s0, c, loc, key);
-                }
+                else
+                    nbi_zblock_edge3(v, &l, &zb, s0, c, loc);
                 continue;
             }
             int64_t off[3] = {0, 0, 0};
