@@ -525,8 +525,10 @@ static void nbi_pairs_zorder(const nbiView *v, const nbiPairCtx *x, int64_t k, i
         int32_t s0 = c, s1 = c + 1;
         while (s0 > 0 && code[s0 - 1] >> lbits == blk) s0--;
         while (s1 < v->ncells && code[s1] >> lbits == blk) s1++;
+        // A block of one cell holds none of its stencil: its bitmap stays empty.
+        const int32_t s_end = s1 - s0 > 1 ? s1 : s0;
         int64_t word = -1;
-        for (int32_t s = s0; s < s1; s++) {
+        for (int32_t s = s0; s < s_end; s++) {
             const uint64_t lc = code[s] & lmask;
             if ((int64_t)(lc >> 6) != word) {
                 word = (int64_t)(lc >> 6);
@@ -560,7 +562,7 @@ static void nbi_pairs_zorder(const nbiView *v, const nbiPairCtx *x, int64_t k, i
             else
                 nbi_zblock_cell(v, &l, &zb, k, s0, c, off, side);
         }
-        for (int32_t s = s0; s < s1; s++) {
+        for (int32_t s = s0; s < s_end; s++) {
             const uint64_t lc = code[s] & lmask;
             zb.occ[lc >> 6] = 0;
             if (dim == 3) {
