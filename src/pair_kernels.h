@@ -511,10 +511,10 @@ NBI_INLINE void nbi_cell_pairs_gathered(const nbiSpanList *l, int dim, bool flt,
         nbi_gather_span(&gt, x, dim, flt, ids, &own);
     }
     for (int t = 0; t < l->ns; t++) nbi_gather_span(&gt, x, dim, flt, ids, &l->sp[t]);
-    for (int32_t t = gt.n; t < gt.n + NBI_GATHER_PAD; t++) { // sentinels
+    for (int32_t t = gt.n; t < gt.n + NBI_GATHER_PAD; t++) { // sentinels (the lanes read)
         gt.x[t] = gt.y[t] = gt.z[t] = (double)NAN;
         gt.idx[t] = 0;
-        gt.cat[t] = gt.mask[t] = 0;
+        if (flt) gt.cat[t] = gt.mask[t] = 0;
     }
     const int32_t a0 = l->a0, na = l->a1 - l->a0;
 #if defined(NBI_AVX512)
