@@ -11,43 +11,28 @@
 
 #include <nearby/grid.h>
 
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-
-static double now_ms(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec * 1e-6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+#include "bench_common.h"
 
 // The medians of 15 counts and 15 writes of all pairs on grid g.
 static void time_pairs(const nbGrid *g, double r, int64_t found)
 {
     enum { RUNS = 15 };
-    double tc[RUNS], tp[RUNS];
+    int64_t tc[RUNS], tp[RUNS], mn, mc, mp;
     nbPair *out = malloc((size_t)(found > 0 ? found : 1) * sizeof *out);
-    for (int i = 0; i < RUNS && out != NULL; i++) {
-        int64_t m = 0;
-        double t0 = now_ms();
+    if (out == NULL) return;
+    for (int i = 0; i < RUNS; i++) {
+        int64_t m = 0, t0 = nbb_now_ns();
         nb_grid_count_pairs(g, r, &m);
-        tc[i] = now_ms() - t0;
-        t0 = now_ms();
+        tc[i] = nbb_now_ns() - t0;
+        t0 = nbb_now_ns();
         nb_grid_pairs(g, r, out, found, &m);
-        tp[i] = now_ms() - t0;
+        tp[i] = nbb_now_ns() - t0;
     }
     free(out);
-    qsort(tc, RUNS, sizeof tc[0], cmp_double);
-    qsort(tp, RUNS, sizeof tp[0], cmp_double);
-    printf("time count %.3f ms pairs %.3f ms (medians of %d)\n", tc[RUNS / 2], tp[RUNS / 2], RUNS);
+    nbb_stats(tc, RUNS, &mn, &mc);
+    nbb_stats(tp, RUNS, &mn, &mp);
+    printf("time count %.3f ms pairs %.3f ms (medians of %d)\n", (double)mc / 1e6, (double)mp / 1e6,
+           RUNS);
 }
 
 int main(int argc, char **argv)
