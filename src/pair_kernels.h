@@ -39,17 +39,20 @@ enum { NBI_MAX_SPANS = 32 };
 // One cell's candidates, collected and handed to the kernels in batches of NBI_MAX_SPANS.
 // Self mode: the cell is [a0, a1) and its own run [a0, self_end) pairs each point with the
 // positions after it (self_end >= a1 covers the cells to its right in the same row).
-typedef struct nbiSpanList {
+typedef struct nbiSpanList nbiSpanList;
+
+// A kernel: all candidate pairs of one cell's list (the kernels are declared at the end).
+typedef void nbiPairKernel(const nbiSpanList *l);
+
+struct nbiSpanList {
     const nbiPairCtx *x;
     int dim;
     bool filtered, cross, wrap;
     int32_t a0, a1, self_end;
     int ns;
+    nbiPairKernel *kernel[2]; // the kernel for the list's kind, plain and periodic (wrap)
     nbiSpan sp[NBI_MAX_SPANS];
-} nbiSpanList;
-
-// A kernel: all candidate pairs of one cell's list (the kernels are declared at the end).
-typedef void nbiPairKernel(const nbiSpanList *l);
+};
 
 // The two-lane kernels by nbi_kernel_index (pairs.c).
 extern nbiPairKernel *const nbi_pair_kernels[16];
@@ -508,10 +511,10 @@ NBI_INLINE void nbi_cell_pairs_gathered(const nbiSpanList *l, int dim, bool flt,
         nbi_gather_span(&gt, x, dim, flt, ids, &own);
     }
     for (int t = 0; t < l->ns; t++) nbi_gather_span(&gt, x, dim, flt, ids, &l->sp[t]);
-    for (int32_t t = gt.n; t < gt.n + NBI_GATHER_PAD; t++) { // sentinels
+    for (int32_t t = gt.n; t < gt.n + NBI_GATHER_PAD; t++) { // sentinels (the lanes read)
         gt.x[t] = gt.y[t] = gt.z[t] = (double)NAN;
         gt.idx[t] = 0;
-        gt.cat[t] = gt.mask[t] = 0;
+        if (flt) gt.cat[t] = gt.mask[t] = 0;
     }
     const int32_t a0 = l->a0, na = l->a1 - l->a0;
 #if defined(NBI_AVX512)
@@ -705,29 +708,44 @@ NBI_KERNEL_NAMES(NBI_KERNEL_DECLARE, _avx512)
 extern nbiPairKernel *const nbi_pair_kernels_wide[2][2][4];
 #endif
 
-// Runs the collected spans (and, the first time, the own run) and empties the list.
-static inline void nbi_spans_flush(nbiSpanList *l)
+// The kernel for lists of one kind (periodic, dim, filtered, cross): the AVX-512 or AVX2 copy
+// where the CPU runs it and no filter is asked, else the two-lane one. Chosen once a walk.
+static inline nbiPairKernel *nbi_pick_kernel(bool wrap, int dim, bool flt, bool cross)
 {
-    const int k = nbi_kernel_index(l->wrap, l->dim, l->filtered, l->cross);
+    const int k = nbi_kernel_index(wrap, dim, flt, cross);
 #if defined(NBI_AVX2)
-    if (!l->filtered && nbi_use_avx2()) {
+    if (!flt && nbi_use_avx2()) {
 #if defined(NBI_AVX512)
         const int w8 = nbi_use_avx512();
 #else
         const int w8 = 0;
 #endif
-        nbi_pair_kernels_wide[w8][k >> 3][(k >> 1 & 2) | (k & 1)](l);
-        l->ns = 0;
-        l->self_end = l->a0;
-        return;
+        return nbi_pair_kernels_wide[w8][k >> 3][(k >> 1 & 2) | (k & 1)];
     }
 #endif
-    if (k == 0) // the hot case (2D, no filter, one set) as a direct call
-        nbi_pairs_2(l);
-    else
-        nbi_pair_kernels[k](l);
+    return nbi_pair_kernels[k];
+}
+
+// Runs the collected spans (and, the first time, the own run) and empties the list. A list
+// that can hold no pair (no spans, and in self mode an own run of one point) calls nothing.
+static inline void nbi_spans_flush(nbiSpanList *l)
+{
+    if (l->ns > 0 || (!l->cross && l->self_end - l->a0 > 1)) l->kernel[l->wrap](l);
     l->ns = 0;
     l->self_end = l->a0; // the own-cell part is done
+}
+
+// An empty list of one kind (self or cross mode; filtered when side B carries filter bits), its
+// kernels chosen. `wrap` may change between cells: both kernels are at hand.
+static inline void nbi_span_list_init(nbiSpanList *l, const nbiPairCtx *x, int dim, bool cross)
+{
+    l->x = x;
+    l->dim = dim;
+    l->filtered = x->cb != NULL;
+    l->cross = cross;
+    l->wrap = false;
+    l->ns = 0;
+    for (int w = 0; w < 2; w++) l->kernel[w] = nbi_pick_kernel(w == 1, dim, l->filtered, cross);
 }
 
 NBI_INLINE void nbi_spans_add(nbiSpanList *l, int32_t b0, int32_t b1)

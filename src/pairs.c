@@ -61,16 +61,6 @@ static int64_t nbi_max64(int64_t a, int64_t b)
     return a > b ? a : b;
 }
 
-static void nbi_span_list_init(nbiSpanList *l, const nbiPairCtx *x, int dim, bool cross)
-{
-    l->x = x;
-    l->dim = dim;
-    l->filtered = x->cb != NULL;
-    l->cross = cross;
-    l->wrap = false;
-    l->ns = 0;
-}
-
 // The first position of box cell b in a dense (ranked false) or ranked view: nbi_view_box_start
 // with the mode known where the walker is compiled.
 NBI_INLINE int32_t nbi_row_start(const nbiView *v, bool ranked, int64_t b)
@@ -247,6 +237,9 @@ enum { NBI_ZB_CELLS = 1 << 15 };
 typedef struct nbiZBlock {
     uint64_t occ[NBI_ZB_CELLS / 64]; // bit = local code, set while the block is walked
     int32_t rank[NBI_ZB_CELLS / 64]; // the block's cells before each word (set words only)
+    uint32_t rows[32 * 32 + 34];     // 3D: bit lx of row (ly, lz) at lz * 32 + ly (34 more: 0)
+    uint32_t unspread[64];           // 6 bits of a 3D local code: 2 an axis, x | y << 8 | z << 16
+    uint32_t out[32];                // 3D: nbi_half_out by faces
     uint64_t spread[128];            // each local coordinate's bits spread (nbi_spread2 / 3)
     int32_t id[NBI_LOOKUPS];         // the stencil cells met, in order: a cell, or -1 (probe)
     int64_t at[NBI_LOOKUPS][3];      // with -1: the cell's coordinates
@@ -390,6 +383,121 @@ static void nbi_zblock_inner(const nbiView *v, nbiSpanList *l, const nbiZBlock *
     nbi_spans_flush(l);
 }
 
+// The local coordinates of 3D block cell lc (15 bits), packed x | y << 8 | z << 16.
+NBI_INLINE uint32_t nbi_zblock_xyz(const nbiZBlock *zb, uint64_t lc)
+{
+    return zb->unspread[lc & 63] | zb->unspread[(lc >> 6) & 63] << 2 | zb->unspread[lc >> 12] << 4;
+}
+
+// The half stencil at k = 1 in 3D, in nbi_pairs_hashed's order, as bits of a 13-bit mask:
+// (+1, 0, 0), then rows (dy, dz) = (1, 0), (-1, 1), (0, 1), (1, 1), each dx = -1, 0, 1. For bit
+// t: dx + 1, dy + 1 and dz.
+static const uint8_t nbi_half_dx[13] = {2, 0, 1, 2, 0, 1, 2, 0, 1, 2, 0, 1, 2};
+static const uint8_t nbi_half_dy[13] = {1, 2, 2, 2, 0, 0, 0, 1, 1, 1, 2, 2, 2};
+static const uint8_t nbi_half_dz[13] = {0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1};
+
+// nbi_zblock_inner in 3D for cell c at local (lx, ly, lz): which stencil cells are occupied is
+// read from the block's rows, 3 bits a row, so a cell without neighbours costs a few loads; the
+// occupied ones are found by rank, in order.
+static void nbi_zblock_inner3(const nbiView *v, nbiSpanList *l, const nbiZBlock *zb, int32_t s0,
+                              int32_t c, uint32_t lx, uint32_t ly, uint32_t lz)
+{
+    const uint32_t *r = zb->rows + lz * 32 + ly, sh = lx - 1;
+    uint32_t m = (r[0] >> (lx + 1) & 1) | (r[1] >> sh & 7) << 1 | (r[31] >> sh & 7) << 4 |
+                 (r[32] >> sh & 7) << 7 | (r[33] >> sh & 7) << 10;
+    l->a0 = v->start[c];
+    l->a1 = l->self_end = nbi_view_end(v, c);
+    l->ns = 0;
+    if (m != 0) {
+        const uint64_t *sp = zb->spread;
+        const uint64_t xs[3] = {sp[lx - 1], sp[lx], sp[lx + 1]};
+        const uint64_t ys[3] = {sp[ly - 1] << 1, sp[ly] << 1, sp[ly + 1] << 1};
+        const uint64_t zs[2] = {sp[lz] << 2, sp[lz + 1] << 2};
+        do {
+            const int t = nbi_ctz32(m);
+            m &= m - 1;
+            const uint64_t lc = xs[nbi_half_dx[t]] | ys[nbi_half_dy[t]] | zs[nbi_half_dz[t]];
+            const uint64_t w = zb->occ[lc >> 6];
+            const int32_t b =
+                s0 + zb->rank[lc >> 6] + nbi_popcount64(w & ((UINT64_C(1) << (lc & 63)) - 1));
+            nbi_spans_add_merged(l, v->start[b], nbi_view_end(v, b));
+        } while (m != 0);
+    }
+    nbi_spans_flush(l);
+}
+
+// The stencil cells (bits as above) outside the block of a cell on the faces f: bit 0 lx = 0,
+// 1 lx = 31, 2 ly = 0, 3 ly = 31, 4 lz = 31.
+static uint32_t nbi_half_out(unsigned f)
+{
+    uint32_t m = 0;
+    for (int t = 0; t < 13; t++) {
+        const int dx = nbi_half_dx[t] - 1, dy = nbi_half_dy[t] - 1, dz = nbi_half_dz[t];
+        const bool out = (dx < 0 && (f & 1)) || (dx > 0 && (f & 2)) || (dy < 0 && (f & 4)) ||
+                         (dy > 0 && (f & 8)) || (dz > 0 && (f & 16));
+        m |= (uint32_t)out << t;
+    }
+    return m;
+}
+
+// nbi_zblock_inner3 for a cell on its block's faces (local (lx, ly, lz) = loc): the stencil
+// cells inside the block from its rows, the others looked up, all in the stencil's order.
+static void nbi_zblock_edge3(const nbiView *v, nbiSpanList *l, nbiZBlock *zb, int32_t s0, int32_t c,
+                             const uint32_t loc[3])
+{
+    const uint32_t lx = loc[0], ly = loc[1], lz = loc[2];
+    const uint32_t *r = zb->rows + lz * 32 + ly; // rows past the block read 0 or are masked
+    const unsigned f =
+        (lx == 0) | (lx == 31) << 1 | (ly == 0) << 2 | (ly == 31) << 3 | (lz == 31) << 4;
+    const uint32_t out = zb->out[f];
+    const uint32_t in =
+        (uint32_t)((uint64_t)r[0] >> (lx + 1) & 1) |
+        (uint32_t)(((uint64_t)r[1] << 1 >> lx & 7) << 1 | ((uint64_t)r[31] << 1 >> lx & 7) << 4 |
+                   ((uint64_t)r[32] << 1 >> lx & 7) << 7 | ((uint64_t)r[33] << 1 >> lx & 7) << 10);
+    uint32_t m = (in & ~out) | out;
+    l->a0 = v->start[c];
+    l->a1 = l->self_end = nbi_view_end(v, c);
+    l->ns = 0;
+    if (m == 0) {
+        nbi_spans_flush(l);
+        return;
+    }
+    const uint64_t *sp = zb->spread;
+    const uint64_t xs[3] = {sp[(lx - 1) & 31], sp[lx], sp[(lx + 1) & 31]};
+    const uint64_t ys[3] = {sp[(ly - 1) & 31] << 1, sp[ly] << 1, sp[(ly + 1) & 31] << 1};
+    const uint64_t zs[2] = {sp[lz] << 2, sp[(lz + 1) & 31] << 2};
+    int64_t key[3] = {0, 0, 0};
+    if (out != 0)
+        for (int a = 0; a < 3; a++)
+            key[a] = v->lo[a] + (int64_t)nbi_code_axis(v->cell_code[c], 3, a);
+    int n = 0;
+    do {
+        const int t = nbi_ctz32(m);
+        m &= m - 1;
+        if ((out >> t & 1) == 0) { // occupied, in the block
+            const uint64_t lc = xs[nbi_half_dx[t]] | ys[nbi_half_dy[t]] | zs[nbi_half_dz[t]];
+            const uint64_t w = zb->occ[lc >> 6];
+            zb->id[n++] =
+                s0 + zb->rank[lc >> 6] + nbi_popcount64(w & ((UINT64_C(1) << (lc & 63)) - 1));
+            continue;
+        }
+        const int64_t at[3] = {key[0] + nbi_half_dx[t] - 1, key[1] + nbi_half_dy[t] - 1,
+                               key[2] + nbi_half_dz[t]};
+        if (at[0] < v->lo[0] || at[0] > v->hi[0] || at[1] < v->lo[1] || at[1] > v->hi[1] ||
+            at[2] > v->hi[2])
+            continue;
+        const uint64_t h = nbi_cell_hash(at[0], at[1], at[2]);
+        if (!nbi_view_may_hold(v, h)) continue;
+        zb->id[n] = -1;
+        for (int a = 0; a < 3; a++) zb->at[n][a] = at[a];
+        zb->hash[n] = h;
+        nbi_prefetch(nbi_ctab_slots(v->table) + (h >> (64 - v->table->bits)));
+        n++;
+    } while (m != 0);
+    nbi_zblock_flush(v, l, zb, n);
+    nbi_spans_flush(l);
+}
+
 // Hashed view in Z order, cells [u0, u1): block by block (the first block's cells before u0
 // are set in its bitmap too, as stencil cells).
 static void nbi_pairs_zorder(const nbiView *v, const nbiPairCtx *x, int64_t k, int32_t u0,
@@ -402,6 +510,13 @@ static void nbi_pairs_zorder(const nbiView *v, const nbiPairCtx *x, int64_t k, i
     memset(zb.occ, 0, sizeof zb.occ);
     for (int64_t i = 0; i < side; i++)
         zb.spread[i] = dim == 3 ? nbi_spread3((uint64_t)i) : nbi_spread2((uint64_t)i);
+    if (dim == 3) {
+        memset(zb.rows, 0, sizeof zb.rows);
+        for (uint64_t i = 0; i < 64; i++)
+            zb.unspread[i] =
+                (uint32_t)(nbi_gather3(i) | nbi_gather3(i >> 1) << 8 | nbi_gather3(i >> 2) << 16);
+        for (unsigned f = 0; f < 32; f++) zb.out[f] = nbi_half_out(f);
+    }
     nbiSpanList l;
     nbi_span_list_init(&l, x, dim, false);
     int32_t c = u0;
@@ -410,18 +525,33 @@ static void nbi_pairs_zorder(const nbiView *v, const nbiPairCtx *x, int64_t k, i
         int32_t s0 = c, s1 = c + 1;
         while (s0 > 0 && code[s0 - 1] >> lbits == blk) s0--;
         while (s1 < v->ncells && code[s1] >> lbits == blk) s1++;
+        // A block of one cell holds none of its stencil: its bitmap stays empty.
+        const int32_t s_end = s1 - s0 > 1 ? s1 : s0;
         int64_t word = -1;
-        for (int32_t s = s0; s < s1; s++) {
+        for (int32_t s = s0; s < s_end; s++) {
             const uint64_t lc = code[s] & lmask;
             if ((int64_t)(lc >> 6) != word) {
                 word = (int64_t)(lc >> 6);
                 zb.rank[word] = s - s0;
             }
             zb.occ[word] |= UINT64_C(1) << (lc & 63);
+            if (dim == 3) {
+                const uint32_t p = nbi_zblock_xyz(&zb, lc);
+                zb.rows[(p >> 16) * 32 + (p >> 8 & 31)] |= UINT32_C(1) << (p & 31);
+            }
         }
         const int32_t e = s1 < u1 ? s1 : u1;
         for (; c < e && !x->sink->stop; c++) {
             if (v->start[c] == nbi_view_end(v, c)) continue; // an empty cell (a free id)
+            if (dim == 3 && k == 1) {
+                const uint32_t p = nbi_zblock_xyz(&zb, code[c] & lmask);
+                const uint32_t loc[3] = {p & 31, p >> 8 & 31, p >> 16};
+                if (loc[0] - 1 < 30 && loc[1] - 1 < 30 && loc[2] < 31)
+                    nbi_zblock_inner3(v, &l, &zb, s0, c, loc[0], loc[1], loc[2]);
+                else
+                    nbi_zblock_edge3(v, &l, &zb, s0, c, loc);
+                continue;
+            }
             int64_t off[3] = {0, 0, 0};
             for (int a = 0; a < dim; a++) off[a] = (int64_t)nbi_code_axis(code[c], dim, a);
             const int64_t lx = off[0] & (side - 1), ly = off[1] & (side - 1);
@@ -432,7 +562,14 @@ static void nbi_pairs_zorder(const nbiView *v, const nbiPairCtx *x, int64_t k, i
             else
                 nbi_zblock_cell(v, &l, &zb, k, s0, c, off, side);
         }
-        for (int32_t s = s0; s < s1; s++) zb.occ[(code[s] & lmask) >> 6] = 0;
+        for (int32_t s = s0; s < s_end; s++) {
+            const uint64_t lc = code[s] & lmask;
+            zb.occ[lc >> 6] = 0;
+            if (dim == 3) {
+                const uint32_t p = nbi_zblock_xyz(&zb, lc);
+                zb.rows[(p >> 16) * 32 + (p >> 8 & 31)] = 0;
+            }
+        }
         c = e;
     }
 }

@@ -130,10 +130,8 @@ static int run_case(Sides *s, int dim, bool flt, bool cross, bool wrap, int32_t 
                            buf, want_n + 1, collect, &got);
         x.sink = &sink;
         nbiSpanList l;
-        l.x = &x;
-        l.dim = dim;
-        l.filtered = flt;
-        l.cross = cross;
+        nbi_span_list_init(&l, &x, dim, cross);
+        NB_CHECK(l.filtered == flt);
         l.wrap = wrap;
         l.a0 = 0;
         l.a1 = cell;

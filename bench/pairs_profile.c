@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: MIT
+// One corpus set's build and all-pairs count, for instruction counts of the pair walk:
+//   valgrind --tool=callgrind --toggle-collect=nb_grid_count_pairs
+//            build/bench/pairs_profile sphere3d 200000 [cell_over_r] [pairs | time]
+// builds the grid as a user would (zeroed desc but dim, or cell_size = cell_over_r * r) at the
+// set's own radius, then counts its pairs (or, with `pairs`, writes them). Prints the grid's
+// shape and the pairs found, so that callgrind's count of the walk divides into instructions a
+// pair and a point. `time`: the median of 15 counts and of 15 writes of all pairs, in ms (for
+// alternating runs of two builds). Not part of nearby.
+#include "corpus.h"
+
+#include <nearby/grid.h>
+
+#include "bench_common.h"
+
+// The medians of 15 counts and 15 writes of all pairs on grid g.
+static void time_pairs(const nbGrid *g, double r, int64_t found)
+{
+    enum { RUNS = 15 };
+    int64_t tc[RUNS], tp[RUNS], mn, mc, mp;
+    nbPair *out = malloc((size_t)(found > 0 ? found : 1) * sizeof *out);
+    if (out == NULL) return;
+    for (int i = 0; i < RUNS; i++) {
+        int64_t m = 0, t0 = nbb_now_ns();
+        nb_grid_count_pairs(g, r, &m);
+        tc[i] = nbb_now_ns() - t0;
+        t0 = nbb_now_ns();
+        nb_grid_pairs(g, r, out, found, &m);
+        tp[i] = nbb_now_ns() - t0;
+    }
+    free(out);
+    nbb_stats(tc, RUNS, &mn, &mc);
+    nbb_stats(tp, RUNS, &mn, &mp);
+    printf("time count %.3f ms pairs %.3f ms (medians of %d)\n", (double)mc / 1e6, (double)mp / 1e6,
+           RUNS);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: pairs_profile SET N [cell_over_r] [pairs]\n");
+        return 2;
+    }
+    const int set = nbb_corpus_find(argv[1]);
+    const int32_t n = (int32_t)atol(argv[2]);
+    const double ratio = argc > 3 ? atof(argv[3]) : 0.0;
+    const int write = argc > 4 && strcmp(argv[4], "pairs") == 0;
+    const int timed = argc > 4 && strcmp(argv[4], "time") == 0;
+    nbbCorpus c;
+    if (set < 0 || nbb_corpus_is_rects(set) || nbb_corpus_make(set, n, 0, &c) != 0) {
+        fprintf(stderr, "pairs_profile: no point set %s at %s\n", argv[1], argv[2]);
+        return 2;
+    }
+    nbGridDesc desc = {0};
+    desc.dim = c.dim;
+    desc.cell_size = ratio * c.radius;
+    nbGrid *g = NULL;
+    nbPoints v = {0};
+    v.data = c.data;
+    v.count = c.n;
+    v.dim = c.dim;
+    if (nb_grid_create(&desc, &g) != NB_OK || nb_grid_build(g, &v, c.radius) != NB_OK) {
+        fprintf(stderr, "pairs_profile: build failed\n");
+        return 1;
+    }
+    int64_t found = 0;
+    nbStatus st = nb_grid_count_pairs(g, c.radius, &found);
+    if (st == NB_OK && write) {
+        nbPair *out = malloc((size_t)(found > 0 ? found : 1) * sizeof *out);
+        st = out != NULL ? nb_grid_pairs(g, c.radius, out, found, &found) : NB_ERR_OUT_OF_MEMORY;
+        free(out);
+    }
+    if (st == NB_OK && timed) time_pairs(g, c.radius, found);
+    nbGridInfo gi;
+    nb_grid_info(g, &gi);
+    printf("%s n=%d r=%.6g layout=%s cell=%.6g cells=%lld (%.3f a point) pairs=%lld status=%d\n",
+           c.name, (int)c.n, c.radius,
+           gi.ranked   ? "ranked"
+           : gi.hashed ? "hashed"
+                       : "dense",
+           gi.cell_size, (long long)gi.cells, (double)gi.cells / c.n, (long long)found, (int)st);
+    nb_grid_destroy(g);
+    nbb_corpus_free(&c);
+    return st == NB_OK ? 0 : 1;
+}
