@@ -66,4 +66,27 @@ static inline void nbi_heap_sort(nbiKnnHeap *h)
     }
 }
 
+// The same k best kept sorted instead (nearest first, the tie rule above): an insertion moves
+// the worse entries up by one. For small k it costs less than the heap's sifts and the final
+// sort, whose branches no predictor learns. Uses nbiKnnHeap's fields; sorted at every step.
+NBI_INLINE void nbi_list_offer(nbiKnnHeap *h, nbNeighbor cand)
+{
+    int32_t i = h->size;
+    if (i < h->k)
+        h->size++;
+    else if (nbi_worse(&cand, &h->e[--i]))
+        return;
+    while (i > 0 && nbi_worse(&h->e[i - 1], &cand)) {
+        h->e[i] = h->e[i - 1];
+        i--;
+    }
+    h->e[i] = cand;
+}
+
+// The squared distance a candidate must not exceed to enter the list (as nbi_heap_bound).
+NBI_INLINE double nbi_list_bound(const nbiKnnHeap *h, double limit2)
+{
+    return h->size == h->k && h->k > 0 ? h->e[h->k - 1].dist2 : limit2;
+}
+
 #endif
