@@ -537,16 +537,26 @@ NBI_INLINE void nbi_ix_search(nbiIxQuery *x, int dim)
         } else {
             double g[2];
             nbi_ix_gaps(x, box + (size_t)t * bw, dim, g);
-            const int near = g[1] < g[0];
-            const bool in_near = !nbi_ix_beyond(x, g[near]) && !nbi_ix_bits_out(x, t, near);
-            const bool in_far = !nbi_ix_beyond(x, g[!near]) && !nbi_ix_bits_out(x, t, !near);
-            if (in_far) {
-                st[sp] = nd.left + !near;
-                sg[sp++] = g[!near];
-            }
-            if (in_near) {
-                t = nd.left + near;
-                continue;
+            // The nearer child as a branch, not as data: the processor then runs ahead into
+            // the child it predicts instead of waiting for the boxes' loads.
+            if (g[1] < g[0]) {
+                if (!nbi_ix_beyond(x, g[0]) && !nbi_ix_bits_out(x, t, 0)) {
+                    st[sp] = nd.left;
+                    sg[sp++] = g[0];
+                }
+                if (!nbi_ix_beyond(x, g[1]) && !nbi_ix_bits_out(x, t, 1)) {
+                    t = nd.left + 1;
+                    continue;
+                }
+            } else {
+                if (!nbi_ix_beyond(x, g[1]) && !nbi_ix_bits_out(x, t, 1)) {
+                    st[sp] = nd.left + 1;
+                    sg[sp++] = g[1];
+                }
+                if (!nbi_ix_beyond(x, g[0]) && !nbi_ix_bits_out(x, t, 0)) {
+                    t = nd.left;
+                    continue;
+                }
             }
         }
         for (;;) {
