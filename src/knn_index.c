@@ -477,8 +477,8 @@ NBI_INLINE void nbi_ix_offer(nbiIxQuery *x, int32_t p, double d2)
         if (!nbi_filter_match(x->f.category, x->f.mask, bits[0], bits[1])) return;
     }
     const nbNeighbor cand = {((const int32_t *)ix->idx.ptr)[p], d2};
-    nbi_list_offer(&x->heap, cand);
-    x->bound = nbi_list_bound(&x->heap, x->lim2);
+    nbi_best_offer(&x->heap, cand);
+    x->bound = nbi_best_bound(&x->heap, x->lim2);
 }
 
 // Scans positions [p0, p1): d2 as nbi_dist2 computes it (q - p per axis, squared, summed in
@@ -581,10 +581,11 @@ int32_t nbi_knn_index_query(const nbiKnnIndex *ix, const double *point, nbFilter
     x.heap.e = out;
     x.heap.size = 0;
     x.heap.k = k < ix->n ? k : ix->n;
-    x.bound = nbi_list_bound(&x.heap, x.lim2);
+    x.bound = nbi_best_bound(&x.heap, x.lim2);
     if (ix->dim == 2)
         nbi_ix_search(&x, 2);
     else
         nbi_ix_search(&x, 3);
+    nbi_best_sort(&x.heap);
     return x.heap.size;
 }
