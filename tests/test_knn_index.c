@@ -5,6 +5,7 @@
 // and off (nbi_knn_index_use) so both paths answer the same; allocation failing in turn (the
 // index falls back to the cell walk, still exact); threads querying a grid right after a build
 // (TSan runs this in `make test`); a rebuild making the index stale.
+#include "knn_heap.h"
 #include "knn_index.h"
 #include "nb_oracle.h"
 #include "nb_test.h"
@@ -163,11 +164,12 @@ static int test_shapes_against_brute_force(void)
                 nbtAlloc counter = {0};
                 nbGrid *g = build(&s, shape == 6 || shape == 3 ? 0.5 : 2.0, &counter);
                 NB_CHECK(g != NULL);
-                const int32_t ks[] = {1, 2, 8, 32, n - 1, n, n + 5};
-                for (int j = 0; j < 24; j++) {
+                // (up to NBI_LIST_MAX the k best are a sorted list, past it a heap)
+                const int32_t ks[] = {1, 2, 8, NBI_LIST_MAX, NBI_LIST_MAX + 1, n - 1, n, n + 5};
+                for (int j = 0; j < 32; j++) {
                     double q[3];
                     query_point(&s, j, q);
-                    const int32_t k = ks[j % 7];
+                    const int32_t k = ks[j % 8];
                     if (check_query(g, &s, q, k, NB_FILTER_ALL, (double)INFINITY)) {
                         fprintf(stderr, "  shape %s dim %d use %d query %d\n", shape_name[shape],
                                 dim, use, j);
