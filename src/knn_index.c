@@ -339,7 +339,7 @@ int nbi_knn_index_use = 0;
 bool nbi_knn_index_wanted(const nbiView *v)
 {
     if (nbi_knn_index_use != 0) return nbi_knn_index_use > 0;
-    if (v->table != NULL) return true;
+    if (v->table != NULL || v->dim == 3) return true;
     double sq = 0.0; // the occupancy of the cell of a point taken at random, times n
     for (int32_t c = 0; c < v->ncells; c++) {
         const double m = (double)(nbi_view_end(v, c) - v->start[c]);
