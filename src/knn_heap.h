@@ -2,7 +2,8 @@
 // The one kNN heap: the k best candidates so far as a max-heap of nbNeighbor in the caller's
 // buffer, worst on top, and one tie rule: nearer first, and at equal squared distance the lower
 // id (the grid's point index; a stored-item structure's handle slot). Every kNN search keeps its
-// answers here and sorts them at the end. Never installed.
+// answers here and sorts them at the end; the grid's kNN keeps them as a sorted list instead
+// when k is small (nbi_best_*, below). Never installed.
 #ifndef NEARBY_KNN_HEAP_H
 #define NEARBY_KNN_HEAP_H
 

@@ -415,7 +415,7 @@ typedef struct nbiIxQuery {
     double q[3];
     nbFilter f;
     double lim2;     // max_distance squared
-    double bound;    // nbi_heap_bound: a candidate farther than this cannot enter
+    double bound;    // nbi_best_bound: a candidate farther than this cannot enter
     nbiKnnHeap heap; // the k best so far
 } nbiIxQuery;
 
