@@ -339,7 +339,7 @@ int nbi_knn_index_use = 0;
 bool nbi_knn_index_wanted(const nbiView *v)
 {
     if (nbi_knn_index_use != 0) return nbi_knn_index_use > 0;
-    if (v->table != NULL) return true;
+    if (v->table != NULL || v->dim == 3) return true;
     double sq = 0.0; // the occupancy of the cell of a point taken at random, times n
     for (int32_t c = 0; c < v->ncells; c++) {
         const double m = (double)(nbi_view_end(v, c) - v->start[c]);
@@ -415,7 +415,7 @@ typedef struct nbiIxQuery {
     double q[3];
     nbFilter f;
     double lim2;     // max_distance squared
-    double bound;    // nbi_heap_bound: a candidate farther than this cannot enter
+    double bound;    // nbi_best_bound: a candidate farther than this cannot enter
     nbiKnnHeap heap; // the k best so far
 } nbiIxQuery;
 
@@ -477,8 +477,8 @@ NBI_INLINE void nbi_ix_offer(nbiIxQuery *x, int32_t p, double d2)
         if (!nbi_filter_match(x->f.category, x->f.mask, bits[0], bits[1])) return;
     }
     const nbNeighbor cand = {((const int32_t *)ix->idx.ptr)[p], d2};
-    nbi_heap_offer(&x->heap, cand);
-    x->bound = nbi_heap_bound(&x->heap, x->lim2);
+    nbi_best_offer(&x->heap, cand);
+    x->bound = nbi_best_bound(&x->heap, x->lim2);
 }
 
 // Scans positions [p0, p1): d2 as nbi_dist2 computes it (q - p per axis, squared, summed in
@@ -537,16 +537,26 @@ NBI_INLINE void nbi_ix_search(nbiIxQuery *x, int dim)
         } else {
             double g[2];
             nbi_ix_gaps(x, box + (size_t)t * bw, dim, g);
-            const int near = g[1] < g[0];
-            const bool in_near = !nbi_ix_beyond(x, g[near]) && !nbi_ix_bits_out(x, t, near);
-            const bool in_far = !nbi_ix_beyond(x, g[!near]) && !nbi_ix_bits_out(x, t, !near);
-            if (in_far) {
-                st[sp] = nd.left + !near;
-                sg[sp++] = g[!near];
-            }
-            if (in_near) {
-                t = nd.left + near;
-                continue;
+            // The nearer child as a branch, not as data: the processor then runs ahead into
+            // the child it predicts instead of waiting for the boxes' loads.
+            if (g[1] < g[0]) {
+                if (!nbi_ix_beyond(x, g[0]) && !nbi_ix_bits_out(x, t, 0)) {
+                    st[sp] = nd.left;
+                    sg[sp++] = g[0];
+                }
+                if (!nbi_ix_beyond(x, g[1]) && !nbi_ix_bits_out(x, t, 1)) {
+                    t = nd.left + 1;
+                    continue;
+                }
+            } else {
+                if (!nbi_ix_beyond(x, g[1]) && !nbi_ix_bits_out(x, t, 1)) {
+                    st[sp] = nd.left + 1;
+                    sg[sp++] = g[1];
+                }
+                if (!nbi_ix_beyond(x, g[0]) && !nbi_ix_bits_out(x, t, 0)) {
+                    t = nd.left;
+                    continue;
+                }
             }
         }
         for (;;) {
@@ -571,11 +581,11 @@ int32_t nbi_knn_index_query(const nbiKnnIndex *ix, const double *point, nbFilter
     x.heap.e = out;
     x.heap.size = 0;
     x.heap.k = k < ix->n ? k : ix->n;
-    x.bound = nbi_heap_bound(&x.heap, x.lim2);
+    x.bound = nbi_best_bound(&x.heap, x.lim2);
     if (ix->dim == 2)
         nbi_ix_search(&x, 2);
     else
         nbi_ix_search(&x, 3);
-    nbi_heap_sort(&x.heap);
+    nbi_best_sort(&x.heap);
     return x.heap.size;
 }

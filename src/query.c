@@ -401,7 +401,7 @@ static bool nbi_knn_run(int32_t b0, int32_t b1, void *vctx)
         nbNeighbor cand = {v->idx[p], nbi_dist2(x->q, v->pts + (size_t)p * (size_t)dim, dim)};
         // Beyond max_distance, or slack between a hash's cells (NaN, not a point): not kept.
         if (!(cand.dist2 <= x->lim2)) continue;
-        nbi_heap_offer(&x->heap, cand);
+        nbi_best_offer(&x->heap, cand);
     }
     return true;
 }
@@ -470,7 +470,7 @@ static double nbi_block_gap2(const nbiView *v, const double *q, const int64_t cl
 // farther than max_distance, or than the k-th best (a tie could enter: it may have a lower id).
 NBI_INLINE bool nbi_knn_beyond(const nbiKnnCtx *x, double b2)
 {
-    return b2 > 0x1p-1000 && b2 > nbi_heap_bound(&x->heap, x->lim2);
+    return b2 > 0x1p-1000 && b2 > nbi_best_bound(&x->heap, x->lim2);
 }
 
 // ---- kNN over cells in Z order (view.h: cell_code) ----
@@ -719,7 +719,7 @@ nbStatus nbi_walk_knn_indexed(const nbiView *v, nbiKnnLazy *z, const nbAllocator
     }
     if (v->cell_code != NULL && v->end == NULL) {
         nbi_code_knn_walk(v, &x);
-        nbi_heap_sort(&x.heap);
+        nbi_best_sort(&x.heap);
         *found = x.heap.size;
         return NB_OK;
     }
@@ -744,7 +744,7 @@ nbStatus nbi_walk_knn_indexed(const nbiView *v, nbiKnnLazy *z, const nbAllocator
         // (The radius's square rounds to at least the k-th best's: sqrt's and the product's
         // rounding are far below 2^-50.) No cell in that box: no point can enter any more.
         int64_t bl[3], bh[3];
-        const double worst = nbi_heap_bound(&x.heap, x.lim2);
+        const double worst = nbi_best_bound(&x.heap, x.lim2);
         if (!(worst < (double)INFINITY)) {
             memcpy(bl, v->lo, sizeof bl);
             memcpy(bh, v->hi, sizeof bh);
@@ -767,7 +767,7 @@ nbStatus nbi_walk_knn_indexed(const nbiView *v, nbiKnnLazy *z, const nbAllocator
             break;
         }
     }
-    nbi_heap_sort(&x.heap);
+    nbi_best_sort(&x.heap);
     *found = x.heap.size;
     return NB_OK;
 }
@@ -1058,7 +1058,7 @@ static bool nbi_knn_run_wrap(int32_t b0, int32_t b1, void *vctx)
         if (x->per_point && !nbi_view_passes(v, p, x->f)) continue;
         const double *q = v->pts + (size_t)p * (size_t)dim;
         nbNeighbor cand = {v->idx[p], nbi_dist2_wrap(x->q, q, dim, v->wrap->kper)};
-        if (cand.dist2 <= x->lim2) nbi_heap_offer(&x->heap, cand);
+        if (cand.dist2 <= x->lim2) nbi_best_offer(&x->heap, cand);
     }
     return true;
 }
@@ -1114,6 +1114,6 @@ static nbStatus nbi_wrap_knn(const nbiView *v, const double *point, nbiKnnCtx *x
             break;
         }
     }
-    nbi_heap_sort(&x->heap);
+    nbi_best_sort(&x->heap);
     return NB_OK;
 }

@@ -4,7 +4,9 @@
 // 1e9 offsets, uniform), k from 1 to past N, filters, max_distance, ties; the index forced on
 // and off (nbi_knn_index_use) so both paths answer the same; allocation failing in turn (the
 // index falls back to the cell walk, still exact); threads querying a grid right after a build
-// (TSan runs this in `make test`); a rebuild making the index stale.
+// (TSan runs this in `make test`); a rebuild making the index stale; the rule on evenly filled
+// cells (2D walks them, 3D builds the index).
+#include "knn_heap.h"
 #include "knn_index.h"
 #include "nb_oracle.h"
 #include "nb_test.h"
@@ -163,11 +165,12 @@ static int test_shapes_against_brute_force(void)
                 nbtAlloc counter = {0};
                 nbGrid *g = build(&s, shape == 6 || shape == 3 ? 0.5 : 2.0, &counter);
                 NB_CHECK(g != NULL);
-                const int32_t ks[] = {1, 2, 8, 32, n - 1, n, n + 5};
-                for (int j = 0; j < 24; j++) {
+                // (up to NBI_LIST_MAX the k best are a sorted list, past it a heap)
+                const int32_t ks[] = {1, 2, 8, NBI_LIST_MAX, NBI_LIST_MAX + 1, n - 1, n, n + 5};
+                for (int j = 0; j < 32; j++) {
                     double q[3];
                     query_point(&s, j, q);
-                    const int32_t k = ks[j % 7];
+                    const int32_t k = ks[j % 8];
                     if (check_query(g, &s, q, k, NB_FILTER_ALL, (double)INFINITY)) {
                         fprintf(stderr, "  shape %s dim %d use %d query %d\n", shape_name[shape],
                                 dim, use, j);
@@ -238,6 +241,29 @@ static int test_filters_limits_ties(void)
         nbo_set_free(&t);
     }
     nbi_knn_index_use = 0;
+    return 0;
+}
+
+// The rule on evenly filled cells (nbi_knn_index_wanted): a 2D grid keeps its ring walk (the
+// first kNN allocates nothing), a 3D grid builds the index (it allocates); both exact.
+static int test_rule_on_even_cells(void)
+{
+    nbi_knn_index_use = 0;
+    for (int dim = 2; dim <= 3; dim++) {
+        nboSet s = make_shape(0, 3000, dim);
+        nbtAlloc counter = {0};
+        nbGrid *g = build(&s, dim == 2 ? 5.0 : 12.0, &counter);
+        NB_CHECK(g != NULL);
+        const int64_t before = counter.allocs;
+        for (int j = 0; j < 8; j++) {
+            double q[3];
+            query_point(&s, j, q);
+            if (check_query(g, &s, q, 8, NB_FILTER_ALL, (double)INFINITY)) return 1;
+        }
+        NB_CHECK((counter.allocs > before) == (NBI_KNN_INDEX && dim == 3));
+        nb_grid_destroy(g);
+        nbo_set_free(&s);
+    }
     return 0;
 }
 
@@ -365,6 +391,7 @@ int main(int argc, char **argv)
     static const nbtCase cases[] = {
         {"shapes_against_brute_force", test_shapes_against_brute_force},
         {"filters_limits_ties", test_filters_limits_ties},
+        {"rule_on_even_cells", test_rule_on_even_cells},
         {"allocation_failing_in_turn", test_allocation_failing_in_turn},
         {"rebuild_and_steady_state", test_rebuild_and_steady_state},
         {"threads_right_after_build", test_threads_right_after_build},

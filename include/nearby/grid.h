@@ -173,17 +173,17 @@ NB_API nbStatus nb_grid_visit_box(const nbGrid *grid, const nbBox *box, nbFilter
 
 /// The k points nearest to `point` that pass `filter` and lie within max_distance of it (d2 <=
 /// max_distance^2; INFINITY for no limit), nearest first; equal distances are ordered by the
-/// lower index. `out` must hold k entries and doubles as the search heap (no allocation but the
-/// index's, below). *found = min(k, points that qualify). k = 0 finds nothing. NB_ERR_NOT_FINITE
-/// for a NaN/infinite point or a NaN max_distance; NB_ERR_OUT_OF_RANGE for a negative k or
-/// max_distance. Where the cells do not suit the data's density (clustered, surface or
-/// far-flung points; cells whose occupancy varies) and k >= 2, the first kNN after a build sorts
-/// the points into a tree of boxes whose leaves follow the density (O(N), about a build's time;
-/// kept until the next build or reserve) and every later query searches it, so a query costs
-/// about k and the local density. That first query allocates the tree through the grid's
-/// allocator, on whichever thread runs it (concurrent queries meanwhile search the cells), and
-/// again only when the points outgrow it; if that allocation fails, queries search the cells.
-/// Elsewhere (evenly filled cells, k = 1, periodic grids) it searches outward ring by ring
+/// lower index. `out` must hold k entries and doubles as the search's store of the k best so
+/// far (no allocation but the index's, below). *found = min(k, points that qualify). k = 0 finds
+/// nothing. NB_ERR_NOT_FINITE for a NaN/infinite point or a NaN max_distance; NB_ERR_OUT_OF_RANGE
+/// for a negative k or max_distance. Where the cells do not suit the data's density (clustered,
+/// surface or far-flung points; 2D cells whose occupancy varies; any 3D grid) and k >= 2, the first
+/// kNN after a build sorts the points into a tree of boxes whose leaves follow the density (O(N),
+/// about a build's time; kept until the next build or reserve) and every later query searches it,
+/// so a query costs about k and the local density. That first query allocates the tree through the
+/// grid's allocator, on whichever thread runs it (concurrent queries meanwhile search the cells),
+/// and again only when the points outgrow it; if that allocation fails, queries search the cells.
+/// Elsewhere (evenly filled 2D cells, k = 1, periodic grids) it searches outward ring by ring
 /// (or, on the hashed layout, by aligned blocks of cells), stopping once what is left lies
 /// beyond the k-th best or max_distance. The answers are the same either way.
 NB_API nbStatus nb_grid_knn(const nbGrid *grid, const double *point, nbFilter filter,
