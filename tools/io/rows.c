@@ -99,6 +99,19 @@ void nbio_rows_append(nbioRows *r, nbioRows *part)
     part->rows = 0;
 }
 
+void nbio_rows_append_spans(nbioRows *r, nbioRows *parts, int32_t nparts, const nbioSpan *spans,
+                            int64_t count)
+{
+    for (int64_t k = 0; k < count; k++)
+        nbio_write_bytes(&r->w, parts[spans[k].part].w.buf + spans[k].off, spans[k].len);
+    for (int32_t p = 0; p < nparts; p++) {
+        if (parts[p].w.failed) r->w.failed = true;
+        r->rows += parts[p].rows;
+        parts[p].w.used = 0;
+        parts[p].rows = 0;
+    }
+}
+
 // Little-endian bytes of v into p, whatever the host's order (compilers merge the byte stores
 // into one store on a little-endian host).
 static inline void put_le(unsigned char *p, uint64_t v, int bytes)
