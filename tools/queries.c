@@ -4,6 +4,7 @@
 #include "queries.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,14 +22,20 @@ typedef struct Batch {
     const int32_t *order;           // NULL, or a permutation of [0, count)
     nbioSpan *spans;                // per query of the batch, when `order`
     nbioRows *parts;
-    nbStatus *status; // per part
+    nbStatus *status;     // per part
+    int32_t used;         // parts in this batch
+    atomic_int next_part; // the next part not yet taken
 } Batch;
 
-// Parts [b, e) of a batch on `worker`.
+// Takes the batch's parts one at a time on `worker` until none is left (the range is unused:
+// each worker runs this once). One part at a time, not a range: on a machine shared with other
+// jobs, a worker that loses its core holds up the batch by one part at most.
 static void answer_parts(int32_t b, int32_t e, int32_t worker, void *ctx)
 {
-    const Batch *x = ctx;
-    for (int32_t part = b; part < e; part++) {
+    (void)b;
+    (void)e;
+    Batch *x = ctx;
+    for (int32_t part; (part = atomic_fetch_add(&x->next_part, 1)) < x->used;) {
         const int32_t k0 = part * x->per_part;
         const int32_t k1 = x->count - k0 < x->per_part ? x->count : k0 + x->per_part;
         nbioRows *rows = &x->parts[part];
@@ -43,25 +50,20 @@ static void answer_parts(int32_t b, int32_t e, int32_t worker, void *ctx)
     }
 }
 
-// The low 21 bits of x spread to every third bit (bit b to bit 3b), or every second (2b).
-static inline uint64_t spread3(uint64_t x)
+// The low 21 bits of x spread to every third bit (bit b to bit 3b) when dim is 3, every
+// second (2b) when 2: five shift-and-mask steps, each halving the blocks of bits.
+static inline uint64_t spread(uint64_t x, int32_t dim)
 {
+    static const int shifts[2][5] = {{16, 8, 4, 2, 1}, {32, 16, 8, 4, 2}};
+    static const uint64_t masks[2][5] = {
+        {UINT64_C(0x0000ffff0000ffff), UINT64_C(0x00ff00ff00ff00ff), UINT64_C(0x0f0f0f0f0f0f0f0f),
+         UINT64_C(0x3333333333333333), UINT64_C(0x5555555555555555)},
+        {UINT64_C(0x001f00000000ffff), UINT64_C(0x001f0000ff0000ff), UINT64_C(0x100f00f00f00f00f),
+         UINT64_C(0x10c30c30c30c30c3), UINT64_C(0x1249249249249249)}};
+    const int t = dim == 3;
     x &= 0x1fffff;
-    x = (x | x << 32) & UINT64_C(0x001f00000000ffff);
-    x = (x | x << 16) & UINT64_C(0x001f0000ff0000ff);
-    x = (x | x << 8) & UINT64_C(0x100f00f00f00f00f);
-    x = (x | x << 4) & UINT64_C(0x10c30c30c30c30c3);
-    return (x | x << 2) & UINT64_C(0x1249249249249249);
-}
-
-static inline uint64_t spread2(uint64_t x)
-{
-    x &= 0x1fffff;
-    x = (x | x << 16) & UINT64_C(0x0000ffff0000ffff);
-    x = (x | x << 8) & UINT64_C(0x00ff00ff00ff00ff);
-    x = (x | x << 4) & UINT64_C(0x0f0f0f0f0f0f0f0f);
-    x = (x | x << 2) & UINT64_C(0x3333333333333333);
-    return (x | x << 1) & UINT64_C(0x5555555555555555);
+    for (int k = 0; k < 5; k++) x = (x | x << shifts[t][k]) & masks[t][k];
+    return x;
 }
 
 // The Z-order (Morton) code of a point of `dim` (1 to 3) coordinates in the box of z_box: 21
@@ -73,9 +75,7 @@ static uint64_t z_code(const double *p, int32_t dim, const double *lo, const dou
         const double t = (p[d] - lo[d]) * inv[d];
         c[d] = t >= 2097151.0 ? 2097151u : t > 0.0 ? (uint64_t)t : 0u;
     }
-    return dim == 3   ? spread3(c[0]) | spread3(c[1]) << 1 | spread3(c[2]) << 2
-           : dim == 2 ? spread2(c[0]) | spread2(c[1]) << 1
-                      : c[0];
+    return dim == 1 ? c[0] : spread(c[0], dim) | spread(c[1], dim) << 1 | spread(c[2], dim) << 2;
 }
 
 // order[0, count) := the positions of `keys` in increasing key order, equal keys in position
@@ -151,7 +151,7 @@ nbStatus cli_answer_in_batches(cliAnswerFn answer, void *ctx, int32_t count, int
     const int64_t batch = (int64_t)nparts * per_part;
     const size_t slots = (size_t)(batch < count ? batch : count);
     part_bytes = part_bytes < 64 ? 64 : part_bytes;
-    Batch x = {answer, ctx, 0, 0, per_part, NULL, NULL, NULL, NULL};
+    Batch x = {answer, ctx, 0, 0, per_part, NULL, NULL, NULL, NULL, 0, 0};
     x.parts = calloc((size_t)nparts, sizeof(nbioRows));
     x.status = calloc((size_t)nparts, sizeof(nbStatus));
     uint64_t *keys = NULL, *tmp_keys = NULL;
@@ -188,10 +188,12 @@ nbStatus cli_answer_in_batches(cliAnswerFn answer, void *ctx, int32_t count, int
             sort_by_key(keys, order, tmp_keys, tmp_order, x.count);
             x.order = order;
         }
+        x.used = used;
+        atomic_store(&x.next_part, 0);
         if (pool != NULL)
-            nbx_parallel_for(answer_parts, used, 1, &x, pool);
+            nbx_parallel_for(answer_parts, workers, 1, &x, pool); // each worker once
         else
-            answer_parts(0, used, 0, &x);
+            answer_parts(0, 1, 0, &x);
         for (int32_t p = 0; p < used && st == NB_OK; p++) {
             st = x.status[p];
             if (st == NB_OK && x.parts[p].w.failed) st = NB_ERR_OUT_OF_MEMORY; // could not grow
