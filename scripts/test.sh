@@ -29,7 +29,7 @@ if command -v clang-format > /dev/null 2>&1; then
   fi
   echo "== clang-format: clean"
 fi
-run build -DCMAKE_BUILD_TYPE=Release
+run build -DCMAKE_BUILD_TYPE=Release -DNB_DEMO_BUILD=OFF
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   run build/asan -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_C_FLAGS_DEBUG=-O1 -g" \
   -DNB_SANITIZE=address,undefined -DNB_INSTALL_TEST=OFF

@@ -162,8 +162,8 @@ static int answer(KnnRun *u, nbioRows *out, nbxPool *pool, const char *name, con
         // Parts start at their rows' worst case up to 1 MiB (larger K grows them as needed).
         const int64_t want = per * row_bytes + NBIO_WRITER_SLACK + NBIO_DOUBLE_MAX;
         const size_t part_bytes = want < KNN_PART_BYTES ? (size_t)want : (size_t)KNN_PART_BYTES;
-        st = cli_answer_in_batches(answer_knn, u, nq, (int32_t)per, part_bytes, out, pool, cmd,
-                                   u->graph ? "points" : "queries");
+        st = cli_answer_in_batches(answer_knn, u, nq, (int32_t)per, part_bytes, u->queries, out,
+                                   pool, cmd, u->graph ? "points" : "queries");
     }
     free(u->heaps);
     u->heaps = NULL;

@@ -19,11 +19,15 @@ typedef nbStatus (*cliAnswerFn)(void *ctx, int32_t worker, int32_t q, nbioRows *
 /// Answers queries [0, count) with `answer`, on the pool's workers (serially if pool is NULL):
 /// batches of parts of `per_part` queries, each part's rows formatted into its own buffer of
 /// `part_bytes` to start with (it grows as needed), the parts written to `out` in query order.
+/// With `order_by` (the queries' coordinates, or NULL), each batch (about 64Ki queries) is
+/// answered in the Z order of its queries, so that neighbouring queries run one after the
+/// other and find the index's memory in cache, and each query's rows are then written in
+/// query order: the same bytes as without, in less time.
 /// A progress line names `cmd` and counts `unit`. Returns NB_OK, the status of the first query
 /// that failed, or NB_ERR_OUT_OF_MEMORY.
 nbStatus cli_answer_in_batches(cliAnswerFn answer, void *ctx, int32_t count, int32_t per_part,
-                               size_t part_bytes, nbioRows *out, struct nbxPool *pool,
-                               const char *cmd, const char *unit);
+                               size_t part_bytes, const nbioPoints *order_by, nbioRows *out,
+                               struct nbxPool *pool, const char *cmd, const char *unit);
 
 /// Radius queries in bulk (within, join), after the inputs are read: opens the rows of `shape`
 /// (cli_rows_open), indexes `points` at o->radius (freeing them), then for each point q of

@@ -124,6 +124,25 @@ sys.exit(not (len(a) == len(b) and all(x[:2] == y[:2] and float(x[2]) == float(y
 else
   echo "(NumPy not found: the .npy files were checked by brute_pairs only)"
 fi
+# The queries are answered in batches, each in the Z order of its queries, the rows written
+# back in query order: with batches of a few queries (NEARBY_QUERY_BATCH; 64Ki by default)
+# every batch and part boundary falls mid-file, and the rows must still be brute force's.
+"$brute" cross "$q.f64" 80 "$p.f64" 250 3 1.25 > "$tmp/cross13"
+"$brute" knn "$q.f64" 80 "$p.f64" 250 3 5 > "$tmp/knn13"
+"$brute" knn "$p.f64" 250 "$p.f64" 250 3 4 graph > "$tmp/graph13"
+for b in 1 7 64; do
+  for t in 1 3; do
+    run=(env NEARBY_QUERY_BATCH=$b "$nearby")
+    check "batches of $b, $t threads: within --queries" "$tmp/cross13" \
+      "${run[@]}" within "$p.csv" --radius 1.25 --queries "$q.csv" --threads $t
+    check "batches of $b, $t threads: join" "$tmp/cross13" \
+      "${run[@]}" join "$q.csv" "$p.csv" --radius 1.25 --threads $t
+    check "batches of $b, $t threads: knn --queries" "$tmp/knn13" \
+      "${run[@]}" knn "$p.csv" --k 5 --queries "$q.csv" --threads $t
+    check "batches of $b, $t threads: knn graph" "$tmp/graph13" \
+      "${run[@]}" knn "$p.csv" --k 4 --threads $t
+  done
+done
 if [ $failures -ne 0 ]; then
   echo "$failures query checks failed"
   exit 1

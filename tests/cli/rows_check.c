@@ -221,12 +221,82 @@ int main(int argc, char **argv)
             fclose(one);
             fclose(parted);
         }
+    // Rows with a distance as CSV (knn: "q,i,distance" and, for --at, "i,distance"): the
+    // indices as printf prints them and the distance as the formatter (format_check tests it
+    // against printf and strtod), through every writer size: a row fits whole, or goes piece
+    // by piece into a writer too small for it.
+    for (int columns = 2; columns <= 3; columns++)
+        for (size_t ci = 0; ci < sizeof caps / sizeof caps[0]; ci++) {
+            const nbioRowShape shape = {columns, {"q", "i", "distance"}, true};
+            FILE *f = tmpfile();
+            if (f == NULL) return 1;
+            nbioRows r;
+            const char *why;
+            char *w = want;
+            nbio_rows_start(&r, f, NBIO_OUT_CSV, &shape, buf, caps[ci], &why);
+            for (int k = 0; k < RUNS * 20; k++) {
+                const int64_t a = widths[k % nw], b = widths[(k * 7 + 3) % nw];
+                const double d = k % 9 == 0 ? (double)k : sqrt(0.5 + k) * (k % 2 ? 1e-3 : 1e3);
+                nbio_rows_put(&r, a, b, d);
+                w += columns == 3 ? sprintf(w, "%" PRId64 ",%" PRId64 ",", a, b)
+                                  : sprintf(w, "%" PRId64 ",", a);
+                w += nbio_format_double(w, d);
+                *w++ = '\n';
+            }
+            const bool ok = nbio_rows_finish(&r);
+            size_t n;
+            char *got = contents(f, &n);
+            if (!ok || n != (size_t)(w - want) || memcmp(got, want, n) != 0)
+                fail("rows with a distance differ from their text", NBIO_OUT_CSV, columns,
+                     caps[ci]);
+            free(got);
+            fclose(f);
+        }
+    // Spans: rows formatted into parts out of order are written in the order of their spans
+    // (queries answered in Z order, written in query order), the parts' rows counted.
+    for (int fi = 0; fi < 4; fi++) {
+        const nbioOutFormat f = formats[fi];
+        const nbioRowShape shape = {2, {"a", "b", NULL}, false};
+        FILE *one = tmpfile(), *spanned = tmpfile();
+        if (one == NULL || spanned == NULL) return 1;
+        nbioRows r1, r2, parts[3];
+        nbioSpan spans[RUNS];
+        const char *why;
+        nbio_rows_start(&r1, one, f, &shape, buf, 4096, &why);
+        static char out3[4096];
+        nbio_rows_start(&r2, spanned, f, &shape, out3, sizeof out3, &why);
+        for (int p = 0; p < 3; p++) {
+            char *pbuf = malloc(64);
+            if (pbuf == NULL) return 1;
+            nbio_rows_start_part(&parts[p], f, &shape, pbuf, 64);
+        }
+        for (int r = RUNS - 1; r >= 0; r--) { // last to first, run r into part r % 3
+            nbioRows *part = &parts[r % 3];
+            const size_t before = part->w.used;
+            nbio_rows_put_run(part, first[r], ids[r], lens[r]);
+            spans[r] = (nbioSpan){before, part->w.used - before, r % 3};
+        }
+        for (int r = 0; r < RUNS; r++) nbio_rows_put_run(&r1, first[r], ids[r], lens[r]);
+        nbio_rows_append_spans(&r2, parts, 3, spans, RUNS);
+        const bool ok = nbio_rows_finish(&r1) && nbio_rows_finish(&r2);
+        size_t n1, n2;
+        char *b1 = contents(one, &n1), *b2 = contents(spanned, &n2);
+        if (!ok || r1.rows != r2.rows || n1 != n2 || memcmp(b1, b2, n1) != 0 ||
+            parts[0].w.used != 0 || parts[0].rows != 0)
+            fail("spans appended differ from the rows in order", f, 2, 64);
+        free(b1);
+        free(b2);
+        for (int p = 0; p < 3; p++) free(parts[p].w.buf);
+        fclose(one);
+        fclose(spanned);
+    }
     free(want);
     free(buf);
     if (failures > 0) {
         fprintf(stderr, "rows_check: %d failures\n", failures);
         return 1;
     }
-    printf("rows_check: runs and rows agree in 4 formats, 2 shapes, 6 writer sizes and parts\n");
+    printf("rows_check: runs and rows agree in 4 formats, 2 shapes, 6 writer sizes, parts and "
+           "spans; rows with a distance as CSV\n");
     return 0;
 }

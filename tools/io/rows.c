@@ -99,6 +99,19 @@ void nbio_rows_append(nbioRows *r, nbioRows *part)
     part->rows = 0;
 }
 
+void nbio_rows_append_spans(nbioRows *r, nbioRows *parts, int32_t nparts, const nbioSpan *spans,
+                            int64_t count)
+{
+    for (int64_t k = 0; k < count; k++)
+        nbio_write_bytes(&r->w, parts[spans[k].part].w.buf + spans[k].off, spans[k].len);
+    for (int32_t p = 0; p < nparts; p++) {
+        if (parts[p].w.failed) r->w.failed = true;
+        r->rows += parts[p].rows;
+        parts[p].w.used = 0;
+        parts[p].rows = 0;
+    }
+}
+
 // Little-endian bytes of v into p, whatever the host's order (compilers merge the byte stores
 // into one store on a little-endian host).
 static inline void put_le(unsigned char *p, uint64_t v, int bytes)
@@ -138,22 +151,6 @@ static inline size_t put_binary(const nbioRows *r, unsigned char *p, int64_t a, 
     return len;
 }
 
-// One row as CSV text.
-static void put_csv(nbioRows *r, int64_t a, int64_t b, double d)
-{
-    const int ints = r->shape.distance ? r->shape.columns - 1 : r->shape.columns;
-    nbio_write_i64(&r->w, a);
-    if (ints > 1) {
-        nbio_write_char(&r->w, ',');
-        nbio_write_i64(&r->w, b);
-    }
-    if (r->shape.distance) {
-        nbio_write_char(&r->w, ',');
-        nbio_write_double(&r->w, d);
-    }
-    nbio_write_char(&r->w, '\n');
-}
-
 // Room for `bytes` more in the buffer, draining it if need be; false if the buffer is smaller
 // than that even empty (a tiny writer, or a part that is full): then write through a bounce.
 static inline bool room_for(nbioWriter *w, size_t bytes)
@@ -161,22 +158,6 @@ static inline bool room_for(nbioWriter *w, size_t bytes)
     if (w->cap - w->used >= bytes) return true;
     nbio_writer_drain(w);
     return w->cap - w->used >= bytes;
-}
-
-void nbio_rows_put(nbioRows *r, int64_t a, int64_t b, double d)
-{
-    r->rows++;
-    if (r->format == NBIO_OUT_CSV) {
-        put_csv(r, a, b, d);
-        return;
-    }
-    nbioWriter *w = &r->w;
-    if (room_for(w, 24)) { // straight into the buffer
-        w->used += put_binary(r, (unsigned char *)w->buf + w->used, a, b, d);
-        return;
-    }
-    unsigned char row[24];
-    nbio_write_bytes(w, (const char *)row, put_binary(r, row, a, b, d));
 }
 
 // The decimal digits of v (below 2^32) at dst; their count (at most 10).
@@ -194,6 +175,67 @@ static inline size_t put_u32(char *dst, uint32_t v)
                                          : 10;
     nbio_digits_before(dst + len, v);
     return len;
+}
+
+// The decimal digits of v at dst (a '-' first if negative); their count (at most 20).
+static inline size_t put_i64(char *dst, int64_t v)
+{
+    if (v >= 0 && v <= (int64_t)UINT32_MAX) return put_u32(dst, (uint32_t)v);
+    char tmp[24];
+    char *p = nbio_digits_before(tmp + sizeof tmp, v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
+    if (v < 0) *--p = '-';
+    const size_t len = (size_t)(tmp + sizeof tmp - p);
+    memcpy(dst, p, len);
+    return len;
+}
+
+// One row as CSV text, straight into the buffer (NBIO_ROW_MAX bytes of room: the double's
+// formatter may write all its NBIO_DOUBLE_MAX), or piece by piece into a tiny writer.
+static void put_csv(nbioRows *r, int64_t a, int64_t b, double d)
+{
+    const int ints = r->shape.distance ? r->shape.columns - 1 : r->shape.columns;
+    nbioWriter *w = &r->w;
+    if (room_for(w, NBIO_ROW_MAX)) {
+        char *p = w->buf + w->used;
+        p += put_i64(p, a);
+        if (ints > 1) {
+            *p++ = ',';
+            p += put_i64(p, b);
+        }
+        if (r->shape.distance) {
+            *p++ = ',';
+            p += nbio_format_double(p, d);
+        }
+        *p++ = '\n';
+        w->used = (size_t)(p - w->buf);
+        return;
+    }
+    nbio_write_i64(w, a);
+    if (ints > 1) {
+        nbio_write_char(w, ',');
+        nbio_write_i64(w, b);
+    }
+    if (r->shape.distance) {
+        nbio_write_char(w, ',');
+        nbio_write_double(w, d);
+    }
+    nbio_write_char(w, '\n');
+}
+
+void nbio_rows_put(nbioRows *r, int64_t a, int64_t b, double d)
+{
+    r->rows++;
+    if (r->format == NBIO_OUT_CSV) {
+        put_csv(r, a, b, d);
+        return;
+    }
+    nbioWriter *w = &r->w;
+    if (room_for(w, 24)) { // straight into the buffer
+        w->used += put_binary(r, (unsigned char *)w->buf + w->used, a, b, d);
+        return;
+    }
+    unsigned char row[24];
+    nbio_write_bytes(w, (const char *)row, put_binary(r, row, a, b, d));
 }
 
 void nbio_rows_put_run(nbioRows *r, int64_t a, const int32_t *ids, int64_t count)

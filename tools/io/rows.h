@@ -80,6 +80,17 @@ void nbio_rows_start_part(nbioRows *part, nbioOutFormat format, const nbioRowSha
 /// next batch.
 void nbio_rows_append(nbioRows *r, nbioRows *part);
 
+/// Where one query's rows lie among parts: part `part`'s bytes [off, off + len).
+typedef struct nbioSpan {
+    size_t off, len;
+    int32_t part;
+} nbioSpan;
+
+/// Writes to `r` the bytes of `spans[0, count)` in that order (rows formatted out of order,
+/// put back in order), then the row counts of parts[0, nparts), and empties those parts.
+void nbio_rows_append_spans(nbioRows *r, nbioRows *parts, int32_t nparts, const nbioSpan *spans,
+                            int64_t count);
+
 /// Writes out the buffer, and for .npy rewrites the header with the row count (seeking to the
 /// start of the stream). False if any write or the seek failed.
 bool nbio_rows_finish(nbioRows *r);
