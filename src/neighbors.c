@@ -1470,7 +1470,7 @@ struct nbVerlet {
     nbiBuf keep, tkeep; // uint64_t, a bit a candidate
     nbiBuf shell;       // int32_t, 3 a candidate in a band
     nbiBuf order;       // int32_t, n
-    nbiBuf band;        // uint8_t, a candidate
+    nbiBuf band;        // uint8_t, a candidate, and 16 to read past the last
     nbiBuf bstart;      // int32_t, NBI_BANDS a block + 1
     nbiBuf pos;         // int32_t, n
     nbiBuf ref;         // double, n * dim
@@ -1799,6 +1799,56 @@ static void nbi_verlet_test_any(const nbVerlet *v, const int32_t *pco, const int
           : nbi_verlet_test(v, 3, false, pco, tq, keep, d2, band);
 }
 
+// The candidates of rows [p0, p1) in a band (band[t] < NBI_BANDS), in candidate order: their
+// rows, positions, entries and bands into xp, xq, xt, xb; returns how many.
+NBI_INLINE int32_t nbi_verlet_stage(const uint8_t *band, const int32_t *pco, const int32_t *tq,
+                                    int32_t p0, int32_t p1, int32_t *xp, int32_t *xq, int32_t *xt,
+                                    int32_t *xb)
+{
+    int32_t m = 0;
+    for (int32_t p = p0; p < p1; p++)
+        for (int32_t t = pco[p]; t < pco[p + 1]; t++) {
+            const int b = band[t];
+            xp[m] = p; // (a fixed candidate's slot is overwritten by the next)
+            xq[m] = tq[t];
+            xt[m] = t;
+            xb[m] = b;
+            m += b < NBI_BANDS;
+        }
+    return m;
+}
+
+#if defined(NBI_AVX512)
+// nbi_verlet_stage sixteen candidates a step, compressed.
+NBI_TARGET_AVX512 static int32_t nbi_verlet_stage16(const uint8_t *band, const int32_t *pco,
+                                                    const int32_t *tq, int32_t p0, int32_t p1,
+                                                    int32_t *xp, int32_t *xq, int32_t *xt,
+                                                    int32_t *xb)
+{
+    const __m512i top = _mm512_set1_epi32(NBI_BANDS);
+    const __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    int32_t m = 0;
+    for (int32_t p = p0; p < p1; p++) {
+        const __m512i vp = _mm512_set1_epi32(p);
+        const int32_t t1 = pco[p + 1];
+        for (int32_t t = pco[p]; t < t1; t += 16) {
+            const int cnt = t1 - t >= 16 ? 16 : t1 - t;
+            const __mmask16 k = (__mmask16)((1u << cnt) - 1);
+            const __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(band + t)));
+            const __mmask16 in = _mm512_mask_cmplt_epi32_mask(k, b, top);
+            _mm512_mask_compressstoreu_epi32(xp + m, in, vp);
+            _mm512_mask_compressstoreu_epi32(xq + m, in, _mm512_maskz_loadu_epi32(k, tq + t));
+            _mm512_mask_compressstoreu_epi32(xt + m, in,
+                                             _mm512_add_epi32(_mm512_set1_epi32(t), iota));
+            _mm512_mask_compressstoreu_epi32(xb + m, in, b);
+            m += _mm_popcnt_u32(in);
+        }
+    }
+    _mm256_zeroupper();
+    return m;
+}
+#endif
+
 // The shell from the bands, block by block: its candidates first gathered in candidate order
 // (scratch tnb: rows, positions, entries, bands; the count moves in a register), then placed
 // band after band by a counting sort, each as its row p, position q and entry t (sp, sq, st:
@@ -1824,18 +1874,16 @@ static bool nbi_verlet_shell(nbVerlet *v, const int32_t *pco, const int32_t *tq)
     nbi_verlet_shell_arrays(v, (const int32_t **)&sp, (const int32_t **)&sq, (const int32_t **)&st);
     int32_t *xp = (int32_t *)v->tnb.ptr, *xq = xp + most + 1, *xt = xq + most + 1;
     int32_t *xb = xt + most + 1;
+    const bool wide = nbi_sort_wide();
+    (void)wide;
     for (int32_t g = 0; g < blocks; g++) {
-        const int32_t p1 = g == blocks - 1 ? n : (g + 1) * NBI_BLOCK;
-        int32_t m = 0;
-        for (int32_t p = g * NBI_BLOCK; p < p1; p++)
-            for (int32_t t = pco[p]; t < pco[p + 1]; t++) {
-                const int b = band[t];
-                xp[m] = p; // (a fixed candidate's slot is overwritten by the next)
-                xq[m] = tq[t];
-                xt[m] = t;
-                xb[m] = b;
-                m += b < NBI_BANDS;
-            }
+        const int32_t p0 = g * NBI_BLOCK, p1 = g == blocks - 1 ? n : p0 + NBI_BLOCK;
+#if defined(NBI_AVX512)
+        const int32_t m = wide ? nbi_verlet_stage16(band, pco, tq, p0, p1, xp, xq, xt, xb)
+                               : nbi_verlet_stage(band, pco, tq, p0, p1, xp, xq, xt, xb);
+#else
+        const int32_t m = nbi_verlet_stage(band, pco, tq, p0, p1, xp, xq, xt, xb);
+#endif
         int32_t at[NBI_BANDS] = {0};
         for (int32_t k = 0; k < m; k++) at[xb[k]]++;
         for (int b = 0; b < NBI_BANDS; b++) {
@@ -1868,7 +1916,7 @@ static nbStatus nbi_verlet_rebuild_cells(nbVerlet *v, const nbPoints *points, in
     const size_t need[] = {(size_t)n * (size_t)dim,
                            words,
                            v->distances ? entries : 0,
-                           bands ? entries : 0,
+                           bands ? entries + 16 : 0,
                            (size_t)n,
                            groups,
                            (size_t)n,
