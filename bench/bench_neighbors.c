@@ -7,8 +7,11 @@
 //         nb_grid_neighbor_rows (both directions, rows sorted) and build + a list's build;
 //         the minimum and median of RUNS frames each, one thread (thread CPU time).
 //   verlet: STEPS MD-like steps (every point moves 0.01 r a step in a random direction, kept
-//         for 5 steps), skin 0.1 r: nb_verlet_update against build + list build every step,
-//         time per step; the rows are compared at every step.
+//         for 5 steps), skin 0.1 r: nb_verlet_update by index against build + list by index
+//         every step, and nb_verlet_update in cell order (.cell_order: candidates and keep
+//         bits) against build + list in cell order every step (the fastest rows to rebuild);
+//         the four in turn in each step (forwards, then backwards), the mean time per step
+//         after the first; every step's rows are compared with the list's by index.
 //   Sets: uniform2d and uniform3d in random order; uniform2d-sorted, the same 2D points in
 //         cell order (rows of cells of side r, as a simulation that keeps its particles sorted
 //         holds them); blobs2d, the corpus's clustered set (Gaussian blobs, its radius for

@@ -21,9 +21,11 @@
 // build, kept with those positions. A pair within r now was within r + 2 d_max then, where
 // d_max is the largest displacement since: within r + skin while d_max <= skin / 2. The
 // displacement is measured in double, so the threshold keeps a margin of a few ulps of the
-// lengths involved (nbi_verlet_half), and the candidates are searched at the grid's radius
+// lengths involved (nbi_verlet_margin), and the candidates are searched at the grid's radius
 // r + skin whose test accepts every pair its reach does. The rows are the candidates with
-// d2 <= r*r from the current positions, in their (ascending) order.
+// d2 <= r*r from the current positions, in their (ascending) order: filtered into rows by
+// index, or in cell order marked by a keep bit each, re-tested only where the displacement
+// can have changed the answer (see struct nbVerlet).
 #include <nearby/neighbors.h>
 
 #include "grid_internal.h"
@@ -1487,6 +1489,27 @@ static void nbi_verlet_shell_arrays(const nbVerlet *v, const int32_t **sp, const
     *st = *sq + v->shell_len;
 }
 
+// What the re-tests read and write: the positions, the shell's arrays and the keep bits.
+typedef struct nbiShellIn {
+    const double *cur;
+    const int32_t *sp, *sq, *st;
+    uint64_t *keep;
+} nbiShellIn;
+
+static nbiShellIn nbi_shell_in(const nbVerlet *v)
+{
+    nbiShellIn in = {(const double *)v->cur.ptr, NULL, NULL, NULL, (uint64_t *)v->keep.ptr};
+    nbi_verlet_shell_arrays(v, &in.sp, &in.sq, &in.st);
+    return in;
+}
+
+// Where block g's candidates of the bands below `bands` end in the shell (bands 0: where they
+// start).
+static inline int32_t nbi_verlet_band_end(const nbVerlet *v, int32_t g, int bands)
+{
+    return ((const int32_t *)v->bstart.ptr)[(size_t)g * NBI_BANDS + (size_t)bands];
+}
+
 // A margin of a few ulps of the lengths the tests round (the distances, the displacements and,
 // on periodic axes, P - a). The displacement past which a pair now within r may have been
 // beyond the candidates' reach is skin / 2 less this margin.
@@ -1591,32 +1614,6 @@ static nbStatus nbi_verlet_check(const nbVerlet *v, const double *data, size_t s
     return inside ? NB_OK : NB_ERR_OUT_OF_RANGE;
 }
 
-// One pass over the points in the last build's cell order: the same checks, each point's
-// coordinates gathered into cur, and the largest squared displacement from the build's.
-static nbStatus nbi_verlet_gather(nbVerlet *v, const double *data, size_t step, double *max_d2)
-{
-    const int dim = v->dim;
-    const int32_t *idx = v->grid->view.idx;
-    const double *ref = v->grid->view.pts;
-    double *cur = (double *)v->cur.ptr, m = 0.0;
-    bool finite = true, inside = true;
-    for (int32_t p = 0; p < v->n; p++) {
-        if (p + 16 < v->n) nbi_prefetch(data + (size_t)idx[p + 16] * step);
-        const double *x = data + (size_t)idx[p] * step;
-        double *c = cur + (size_t)p * (size_t)dim;
-        for (int d = 0; d < dim; d++) {
-            c[d] = x[d];
-            finite &= isfinite(x[d]) != 0;
-            inside &= nbi_verlet_inside(x[d], v->kper[d]);
-        }
-        const double e = nbi_dist2_wrap(c, ref + (size_t)p * (size_t)dim, dim, v->kper);
-        m = e > m ? e : m;
-    }
-    *max_d2 = m;
-    if (!finite) return NB_ERR_NOT_FINITE;
-    return inside ? NB_OK : NB_ERR_OUT_OF_RANGE;
-}
-
 // Grows the Verlet list's buffers bufs[k] to need[k] elements of elem[k] bytes, all or nothing
 // (entries-sized ones a quarter more, as nbi_entries_prepare).
 static bool nbi_verlet_grow(nbVerlet *v, nbiBuf *const *bufs, const size_t *need,
@@ -1674,12 +1671,11 @@ NBI_INLINE void nbi_verlet_test(const nbVerlet *v, int dim, bool wrap, const int
 // order, so the same answers).
 NBI_TARGET_AVX512 static inline __m512d nbi_verlet_d2x8(const double *cur, int dim, bool wrap,
                                                         const __m512d c[3], const __m512d per[3],
-                                                        __m256i q, __mmask8 k)
+                                                        __m512i q64, __mmask8 k)
 {
-    const __m512i q64 = _mm512_cvtepi32_epi64(q);
     const __m512i at =
         dim == 2 ? _mm512_slli_epi64(q64, 1) : _mm512_add_epi64(_mm512_slli_epi64(q64, 1), q64);
-    __m512d d[3];
+    __m512d d[3] = {_mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd()};
     for (int a = 0; a < dim; a++) {
         const __m512d g = _mm512_mask_i64gather_pd(_mm512_setzero_pd(), k, at, cur + a, 8);
         d[a] = _mm512_sub_pd(c[a], g);
@@ -1717,7 +1713,7 @@ NBI_TARGET_AVX512 static void nbi_verlet_test8(const nbVerlet *v, int dim, bool 
             const int cnt = t1 - t >= 8 ? 8 : t1 - t;
             const __mmask8 k = (__mmask8)((1u << cnt) - 1);
             const __m256i q = _mm256_maskz_loadu_epi32(k, tq + t);
-            const __m512d d2 = nbi_verlet_d2x8(cur, dim, wrap, c, per, q, k);
+            const __m512d d2 = nbi_verlet_d2x8(cur, dim, wrap, c, per, _mm512_cvtepi32_epi64(q), k);
             const uint64_t hit = _mm512_mask_cmp_pd_mask(k, d2, vr2, _CMP_LE_OQ);
             const int off = t & 63;
             w |= hit << off;
@@ -1746,13 +1742,12 @@ NBI_TARGET_AVX512 static void nbi_verlet_retest8(nbVerlet *v, int dim, bool wrap
     const __m512d vr2 = _mm512_set1_pd(v->radius * v->radius);
     const __m512d per[3] = {_mm512_set1_pd(v->kper[0]), _mm512_set1_pd(v->kper[1]),
                             _mm512_set1_pd(v->kper[2])};
-    const double *cur = (const double *)v->cur.ptr;
-    const int32_t *bs = (const int32_t *)v->bstart.ptr, *sp, *sq, *st;
-    nbi_verlet_shell_arrays(v, &sp, &sq, &st);
-    uint64_t *keep = (uint64_t *)v->keep.ptr;
+    const nbiShellIn in = nbi_shell_in(v);
+    const double *cur = in.cur;
+    const int32_t *sp = in.sp, *sq = in.sq, *st = in.st;
     for (int32_t g = 0; g <= (v->n - 1) / NBI_BLOCK; g++) {
-        const int32_t end = bs[(size_t)g * NBI_BANDS + (size_t)bands];
-        for (int32_t k0 = bs[(size_t)g * NBI_BANDS]; k0 < end; k0 += 8) {
+        const int32_t end = nbi_verlet_band_end(v, g, bands);
+        for (int32_t k0 = nbi_verlet_band_end(v, g, 0); k0 < end; k0 += 8) {
             const int cnt = end - k0 >= 8 ? 8 : end - k0;
             const __mmask8 k = (__mmask8)((1u << cnt) - 1);
             const __m512i p64 = _mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(k, sp + k0));
@@ -1762,12 +1757,13 @@ NBI_TARGET_AVX512 static void nbi_verlet_retest8(nbVerlet *v, int dim, bool wrap
             for (int a = 0; a < dim; a++)
                 c[a] = _mm512_mask_i64gather_pd(_mm512_setzero_pd(), k, pa, cur + a, 8);
             const __m512d d2 =
-                nbi_verlet_d2x8(cur, dim, wrap, c, per, _mm256_maskz_loadu_epi32(k, sq + k0), k);
+                nbi_verlet_d2x8(cur, dim, wrap, c, per,
+                                _mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(k, sq + k0)), k);
             const unsigned hit = _mm512_mask_cmp_pd_mask(k, d2, vr2, _CMP_LE_OQ);
             for (int j = 0; j < cnt; j++) {
                 const int32_t t = st[k0 + j];
                 const uint64_t bit = (uint64_t)1 << (t & 63);
-                uint64_t *word = keep + (t >> 6);
+                uint64_t *word = in.keep + (t >> 6);
                 *word = (*word & ~bit) | ((uint64_t)((hit >> j) & 1u) << (t & 63));
             }
         }
@@ -1776,27 +1772,18 @@ NBI_TARGET_AVX512 static void nbi_verlet_retest8(nbVerlet *v, int dim, bool wrap
 }
 #endif
 
+// nbi_verlet_test by the widest kernel the CPU has (once a rebuild, or with distances once an
+// update: not specialised, the gathers outweigh the branches).
 static void nbi_verlet_test_any(const nbVerlet *v, const int32_t *pco, const int32_t *tq,
                                 uint64_t *keep, double *d2, uint8_t *band)
 {
-    const bool w = v->wrapped;
 #if defined(NBI_AVX512)
     if (nbi_sort_wide()) {
-        if (v->dim == 2)
-            w ? nbi_verlet_test8(v, 2, true, pco, tq, keep, d2, band)
-              : nbi_verlet_test8(v, 2, false, pco, tq, keep, d2, band);
-        else
-            w ? nbi_verlet_test8(v, 3, true, pco, tq, keep, d2, band)
-              : nbi_verlet_test8(v, 3, false, pco, tq, keep, d2, band);
+        nbi_verlet_test8(v, v->dim, v->wrapped, pco, tq, keep, d2, band);
         return;
     }
 #endif
-    if (v->dim == 2)
-        w ? nbi_verlet_test(v, 2, true, pco, tq, keep, d2, band)
-          : nbi_verlet_test(v, 2, false, pco, tq, keep, d2, band);
-    else
-        w ? nbi_verlet_test(v, 3, true, pco, tq, keep, d2, band)
-          : nbi_verlet_test(v, 3, false, pco, tq, keep, d2, band);
+    nbi_verlet_test(v, v->dim, v->wrapped, pco, tq, keep, d2, band);
 }
 
 // The candidates of rows [p0, p1) in a band (band[t] < NBI_BANDS), in candidate order: their
@@ -2008,18 +1995,17 @@ static nbStatus nbi_verlet_rebuild(nbVerlet *v, const nbPoints *points)
 NBI_INLINE void nbi_verlet_retest(nbVerlet *v, int dim, bool wrap, int bands)
 {
     const double r2 = v->radius * v->radius;
-    const double *cur = (const double *)v->cur.ptr;
-    const int32_t *bs = (const int32_t *)v->bstart.ptr, *sp, *sq, *st;
-    nbi_verlet_shell_arrays(v, &sp, &sq, &st);
-    uint64_t *keep = (uint64_t *)v->keep.ptr;
+    const nbiShellIn in = nbi_shell_in(v);
+    const double *cur = in.cur;
+    const int32_t *sp = in.sp, *sq = in.sq, *st = in.st;
     for (int32_t g = 0; g <= (v->n - 1) / NBI_BLOCK; g++) {
-        const int32_t end = bs[(size_t)g * NBI_BANDS + (size_t)bands];
-        for (int32_t k = bs[(size_t)g * NBI_BANDS]; k < end; k++) {
+        const int32_t end = nbi_verlet_band_end(v, g, bands);
+        for (int32_t k = nbi_verlet_band_end(v, g, 0); k < end; k++) {
             const double *cp = cur + (size_t)sp[k] * (size_t)dim;
             const double *cq = cur + (size_t)sq[k] * (size_t)dim;
             const double d2 = wrap ? nbi_dist2_wrap(cp, cq, dim, v->kper) : nbi_dist2(cp, cq, dim);
             const uint64_t bit = (uint64_t)1 << (st[k] & 63);
-            uint64_t *w = keep + (st[k] >> 6);
+            uint64_t *w = in.keep + (st[k] >> 6);
             *w = d2 <= r2 ? *w | bit : *w & ~bit;
         }
     }
@@ -2054,25 +2040,29 @@ static void nbi_verlet_step_cells(nbVerlet *v, double max_d2)
         wr ? nbi_verlet_retest(v, 3, true, bands) : nbi_verlet_retest(v, 3, false, bands);
 }
 
-// Cell order: one pass over the points in your order: the checks of nbi_verlet_gather, the
-// largest squared displacement from the build's positions (ref, by index), and each point
-// written to its position in cur.
-static nbStatus nbi_verlet_scatter(nbVerlet *v, const double *data, size_t step, double *max_d2)
+// One pass over the points: the checks of nbi_verlet_check, each point's coordinates copied
+// into cur, and the largest squared displacement from the build's positions. By index
+// (!scatter): in the last build's cell order, gathered (idx[p]) against the grid's copy. In
+// cell order (scatter): in your order, against the build's positions by index (ref), each
+// written to its position (pos[i]).
+NBI_INLINE nbStatus nbi_verlet_read(nbVerlet *v, const double *data, size_t step, bool scatter,
+                                    double *max_d2)
 {
     const int dim = v->dim;
-    const int32_t *pos = (const int32_t *)v->pos.ptr;
-    const double *ref = (const double *)v->ref.ptr;
+    const int32_t *map = scatter ? (const int32_t *)v->pos.ptr : v->grid->view.idx;
+    const double *ref = scatter ? (const double *)v->ref.ptr : v->grid->view.pts;
     double *cur = (double *)v->cur.ptr, m = 0.0;
     bool finite = true, inside = true;
-    for (int32_t i = 0; i < v->n; i++) {
-        const double *x = data + (size_t)i * step;
-        double *c = cur + (size_t)pos[i] * (size_t)dim;
+    for (int32_t k = 0; k < v->n; k++) {
+        if (!scatter && k + 16 < v->n) nbi_prefetch(data + (size_t)map[k + 16] * step);
+        const double *x = data + (size_t)(scatter ? k : map[k]) * step;
+        double *c = cur + (size_t)(scatter ? map[k] : k) * (size_t)dim;
         for (int d = 0; d < dim; d++) {
             c[d] = x[d];
             finite &= isfinite(x[d]) != 0;
             inside &= nbi_verlet_inside(x[d], v->kper[d]);
         }
-        const double e = nbi_dist2_wrap(x, ref + (size_t)i * (size_t)dim, dim, v->kper);
+        const double e = nbi_dist2_wrap(x, ref + (size_t)k * (size_t)dim, dim, v->kper);
         m = e > m ? e : m;
     }
     *max_d2 = m;
@@ -2144,19 +2134,7 @@ NBI_TARGET_AVX512 static int32_t nbi_verlet_keep8(const nbVerlet *v, int dim, bo
             const __mmask8 k = (__mmask8)(t1 - t >= 8 ? 0xFF : (1u << (t1 - t)) - 1);
             const __m512i key = _mm512_maskz_loadu_epi64(k, in.pck + t);
             const __m512i q = _mm512_and_si512(key, low);
-            const __m512i at =
-                dim == 2 ? _mm512_slli_epi64(q, 1) : _mm512_add_epi64(_mm512_slli_epi64(q, 1), q);
-            __m512d d[3];
-            for (int a = 0; a < dim; a++) {
-                const __m512d g = _mm512_mask_i64gather_pd(_mm512_setzero_pd(), k, at, cur + a, 8);
-                d[a] = _mm512_sub_pd(c[a], g);
-                if (wrap) {
-                    const __m512d u = _mm512_abs_pd(d[a]);
-                    d[a] = _mm512_min_pd(_mm512_sub_pd(per[a], u), u);
-                }
-            }
-            __m512d d2 = _mm512_add_pd(_mm512_mul_pd(d[0], d[0]), _mm512_mul_pd(d[1], d[1]));
-            if (dim == 3) d2 = _mm512_add_pd(d2, _mm512_mul_pd(d[2], d[2]));
+            const __m512d d2 = nbi_verlet_d2x8(cur, dim, wrap, c, per, q, k);
             const __mmask8 hit = _mm512_mask_cmp_pd_mask(k, d2, vr2, _CMP_LE_OQ);
             const __m256i ix = _mm512_cvtepi64_epi32(_mm512_srli_epi64(key, 32));
             _mm256_mask_compressstoreu_epi32(tnb + m, hit, ix);
@@ -2239,9 +2217,10 @@ nbStatus nb_verlet_update(nbVerlet *verlet, const nbPoints *points, bool *rebuil
     const bool same = v->built && points->count == v->n;
     double max_d2 = 0.0;
     if (layout_ok) { // finiteness before any range, as nb_grid_build checks
-        const nbStatus st = !same           ? nbi_verlet_check(v, points->data, step, points->count)
-                            : v->cell_order ? nbi_verlet_scatter(v, points->data, step, &max_d2)
-                                            : nbi_verlet_gather(v, points->data, step, &max_d2);
+        const nbStatus st = !same ? nbi_verlet_check(v, points->data, step, points->count)
+                            : v->cell_order
+                                ? nbi_verlet_read(v, points->data, step, true, &max_d2)
+                                : nbi_verlet_read(v, points->data, step, false, &max_d2);
         if (st != NB_OK) return st;
     }
     if (!layout_ok) return NB_ERR_OUT_OF_RANGE;
