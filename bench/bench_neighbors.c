@@ -7,8 +7,11 @@
 //         nb_grid_neighbor_rows (both directions, rows sorted) and build + a list's build;
 //         the minimum and median of RUNS frames each, one thread (thread CPU time).
 //   verlet: STEPS MD-like steps (every point moves 0.01 r a step in a random direction, kept
-//         for 5 steps), skin 0.1 r: nb_verlet_update against build + list build every step,
-//         time per step; the rows are compared at every step.
+//         for 5 steps), skin 0.1 r: nb_verlet_update by index against build + list by index
+//         every step, and nb_verlet_update in cell order (.cell_order: candidates and keep
+//         bits) against build + list in cell order every step (the fastest rows to rebuild);
+//         the four in turn in each step (forwards, then backwards), the mean time per step
+//         after the first; every step's rows are compared with the list's by index.
 //   Sets: uniform2d and uniform3d in random order; uniform2d-sorted, the same 2D points in
 //         cell order (rows of cells of side r, as a simulation that keeps its particles sorted
 //         holds them); blobs2d, the corpus's clustered set (Gaussian blobs, its radius for
@@ -143,23 +146,56 @@ static void bench_rows(const char *set, const double *pts, int32_t n, int dim, d
     free(nb);
 }
 
-// MD-like steps: Verlet updates against a fresh build + list every step.
+// Whether the cell-order Verlet rows `a` (candidates, keep bits, positions mapped by order)
+// are the rows by index `b`: each kept entry mapped to an index and each row sorted (rows
+// have a few dozen entries at most here), into off and nb (n + 1 and b->entries).
+static bool same_cells(const nbNeighborRows *a, const nbNeighborRows *b, int32_t *off, int32_t *nb)
+{
+    const int32_t n = a->rows;
+    memset(off, 0, ((size_t)n + 1) * sizeof(int32_t));
+    for (int32_t p = 0; p < n; p++)
+        for (int32_t t = a->offsets[p]; t < a->offsets[p + 1]; t++)
+            off[a->order[p] + 1] += (int32_t)((a->keep[t >> 6] >> (t & 63)) & 1);
+    for (int32_t i = 0; i < n; i++) off[i + 1] += off[i];
+    if (b->rows != n || off[n] != b->entries) return false;
+    for (int32_t p = 0; p < n; p++) {
+        int32_t *row = nb + off[a->order[p]], m = 0;
+        for (int32_t t = a->offsets[p]; t < a->offsets[p + 1]; t++)
+            if ((a->keep[t >> 6] >> (t & 63)) & 1) {
+                int32_t j = m++;
+                const int32_t q = a->neighbor_order[a->neighbors[t]];
+                for (; j > 0 && row[j - 1] > q; j--) row[j] = row[j - 1];
+                row[j] = q;
+            }
+    }
+    return memcmp(off, b->offsets, ((size_t)n + 1) * sizeof(int32_t)) == 0 &&
+           memcmp(nb, b->neighbors, (size_t)b->entries * sizeof(int32_t)) == 0;
+}
+
+// MD-like steps: Verlet updates (rows by index, and in cell order with a keep mask) against a
+// fresh build + list every step (by index, and in cell order: the fastest rows to rebuild),
+// the four in each step, in turn forwards and backwards.
 static void bench_verlet(const char *set, double *pts, int32_t n, int dim, double side, double r,
                          int steps)
 {
     const double skin = 0.1 * r, speed = 0.01 * r;
     double *vel = (double *)malloc((size_t)n * (size_t)dim * sizeof(double));
     nbVerletDesc vd = {.radius = r, .skin = skin, .dim = dim};
-    nbVerlet *v = NULL;
+    nbVerlet *v = NULL, *vc = NULL;
     check(nb_verlet_create(&vd, &v), "verlet");
+    vd.cell_order = true;
+    check(nb_verlet_create(&vd, &vc), "verlet");
     nbGridDesc gd = {.dim = dim};
     nbGrid *g = NULL;
     check(nb_grid_create(&gd, &g), "create");
-    nbNeighborList *l = NULL;
-    const nbNeighborListDesc ld = {0};
+    nbNeighborList *l = NULL, *lc = NULL;
+    const nbNeighborListDesc ld = {0}, lcd = {.cell_order = true};
     check(nb_neighbor_list_create(&ld, &l), "list");
+    check(nb_neighbor_list_create(&lcd, &lc), "list");
     const nbPoints p = {.data = pts, .count = n, .dim = dim};
-    int64_t tv = 0, tb = 0;
+    enum { VIDX, VCELL, RIDX, RCELL, FORMS };
+    int64_t tt[FORMS] = {0};
+    int32_t *off = (int32_t *)malloc(((size_t)n + 1) * sizeof(int32_t)), *nb = NULL;
     int rebuilds = 0;
     for (int s = 0; s < steps; s++) {
         if (s % 5 == 0) // a new random direction every 5 steps
@@ -175,43 +211,64 @@ static void bench_verlet(const char *set, double *pts, int32_t n, int dim, doubl
             pts[t] += vel[t];
             if (side > 0.0 && (pts[t] < 0.0 || pts[t] > side)) vel[t] = -vel[t]; // in the box
         }
-        bool rebuilt = false;
-        int64_t t0 = now();
-        check(nb_verlet_update(v, &p, &rebuilt), "update");
-        int64_t t1 = now();
-        check(nb_grid_build(g, &p, r), "build");
-        check(nb_neighbor_list_build(l, g, r), "list");
-        int64_t t2 = now();
-        if (s > 0) { // the first update is the first build for both
-            tv += t1 - t0;
-            tb += t2 - t1;
+        bool rebuilt = false, rebuilt_c = false;
+        for (int k = 0; k < FORMS; k++) {
+            const int f = s % 2 == 0 ? k : FORMS - 1 - k;
+            const int64_t t0 = now();
+            switch (f) {
+            case VIDX: check(nb_verlet_update(v, &p, &rebuilt), "update"); break;
+            case VCELL: check(nb_verlet_update(vc, &p, &rebuilt_c), "update"); break;
+            case RIDX:
+                check(nb_grid_build(g, &p, r), "build");
+                check(nb_neighbor_list_build(l, g, r), "list");
+                break;
+            default:
+                check(nb_grid_build(g, &p, r), "build");
+                check(nb_neighbor_list_build(lc, g, r), "list");
+                break;
+            }
+            if (s > 0) tt[f] += now() - t0; // the first update is the first build for all
         }
         rebuilds += rebuilt;
-        nbNeighborRows a, b;
+        nbNeighborRows a, ac, b;
         check(nb_verlet_rows(v, &a), "rows");
+        check(nb_verlet_rows(vc, &ac), "rows");
         check(nb_neighbor_list_rows(l, &b), "rows");
-        if (a.entries != b.entries ||
+        if (nb == NULL) nb = (int32_t *)malloc((size_t)(b.entries * 2 + 64) * sizeof(int32_t));
+        if (rebuilt != rebuilt_c || a.entries != b.entries ||
             memcmp(a.offsets, b.offsets, ((size_t)n + 1) * sizeof(int32_t)) != 0 ||
-            memcmp(a.neighbors, b.neighbors, (size_t)a.entries * sizeof(int32_t)) != 0) {
+            memcmp(a.neighbors, b.neighbors, (size_t)a.entries * sizeof(int32_t)) != 0 ||
+            b.entries > b.entries * 2 + 64 || !same_cells(&ac, &b, off, nb)) {
             fprintf(stderr, "bench_neighbors: MISMATCH at step %d\n", s);
             exit(1);
         }
     }
     nbNeighborRows a;
     check(nb_verlet_rows(v, &a), "rows");
-    const int64_t per_v = tv / (steps - 1), per_b = tb / (steps - 1);
     char extra[96];
     snprintf(extra, sizeof extra, "r=%g skin=%g rebuilds=%d", r, skin, rebuilds);
-    int64_t one[1] = {per_b};
-    emit("verlet", set, "rebuild rows every step (per step)", n, 1, one, a.entries, extra);
-    one[0] = per_v;
-    emit("verlet", set, "verlet update (per step)", n, 1, one, a.entries, extra);
-    printf("verlet,%s,rebuild/verlet,%d,%d,%.2f,,,same rows at every step\n", set, n, steps,
-           (double)per_b / (double)per_v);
+    static const char *const op[FORMS] = {"verlet update by index (per step)",
+                                          "verlet update in cell order (per step)",
+                                          "rebuild rows by index every step (per step)",
+                                          "rebuild rows in cell order every step (per step)"};
+    int64_t per[FORMS];
+    for (int f = 0; f < FORMS; f++) {
+        per[f] = tt[f] / (steps - 1);
+        emit("verlet", set, op[f], n, 1, per + f, a.entries, extra);
+    }
+    printf("verlet,%s,rebuild by index/verlet by index,%d,%d,%.2f,,,same rows at every step\n", set,
+           n, steps, (double)per[RIDX] / (double)per[VIDX]);
+    printf("verlet,%s,rebuild in cell order/verlet in cell order,%d,%d,%.2f,,,same rows at every "
+           "step\n",
+           set, n, steps, (double)per[RCELL] / (double)per[VCELL]);
     nb_verlet_destroy(v);
+    nb_verlet_destroy(vc);
     nb_neighbor_list_destroy(l);
+    nb_neighbor_list_destroy(lc);
     nb_grid_destroy(g);
     free(vel);
+    free(off);
+    free(nb);
 }
 
 // Whether set `name` is to run (NBB_SETS unset: all).

@@ -21,9 +21,11 @@
 // build, kept with those positions. A pair within r now was within r + 2 d_max then, where
 // d_max is the largest displacement since: within r + skin while d_max <= skin / 2. The
 // displacement is measured in double, so the threshold keeps a margin of a few ulps of the
-// lengths involved (nbi_verlet_half), and the candidates are searched at the grid's radius
+// lengths involved (nbi_verlet_margin), and the candidates are searched at the grid's radius
 // r + skin whose test accepts every pair its reach does. The rows are the candidates with
-// d2 <= r*r from the current positions, in their (ascending) order.
+// d2 <= r*r from the current positions, in their (ascending) order: filtered into rows by
+// index, or in cell order marked by a keep bit each, re-tested only where the displacement
+// can have changed the answer (see struct nbVerlet).
 #include <nearby/neighbors.h>
 
 #include "grid_internal.h"
@@ -1118,7 +1120,8 @@ static const double nbi_zero_dist2 = 0.0;
 // *rows from a list's (or Verlet list's) storage; `owner` is the list, checked for NULL.
 static nbStatus nbi_rows_view(const void *owner, nbNeighborRows *rows, int32_t n, int64_t entries,
                               const nbiBuf *offsets, const nbiBuf *nb, const nbiBuf *d2,
-                              bool distances, const int32_t *order, const int32_t *border)
+                              bool distances, const int32_t *order, const int32_t *border,
+                              const uint64_t *keep)
 {
     if (rows != NULL) memset(rows, 0, sizeof *rows);
     if (owner == NULL || rows == NULL) return NB_ERR_NULL_ARG;
@@ -1129,6 +1132,7 @@ static nbStatus nbi_rows_view(const void *owner, nbNeighborRows *rows, int32_t n
     rows->dist2 = !distances ? NULL : d2->ptr != NULL ? (const double *)d2->ptr : &nbi_zero_dist2;
     rows->order = order;
     rows->neighbor_order = border;
+    rows->keep = keep;
     return NB_OK;
 }
 
@@ -1404,7 +1408,7 @@ nbStatus nb_neighbor_list_rows(const nbNeighborList *list, nbNeighborRows *rows)
                             : ob->ptr != NULL ? (const int32_t *)ob->ptr
                                               : &nbi_zero_offset;
     return nbi_rows_view(list, rows, l->rows, l->entries, &l->offsets, &l->nb, &l->d2, l->distances,
-                         order, border);
+                         order, border, NULL);
 }
 
 size_t nb_neighbor_list_memory_bytes(const nbNeighborList *list)
@@ -1427,6 +1431,21 @@ size_t nb_neighbor_list_memory_bytes(const nbNeighborList *list)
 // position, in the walk's order. The rows (offsets, nb, d2) hold the rows at
 // radius of the last successful update's points; cur, tco, tnb and td2 are the update's
 // scratch (the points gathered into cell order, and the rows by position).
+//
+// In cell order (cell_order) the rows are the candidates themselves: offsets and nb are the
+// list's rows by position at radius + skin (swapped out of its scratch after a rebuild), order
+// the build's cell order, and keep one bit a candidate, set when it is within radius. A
+// rebuild tests every candidate from the build's positions and sorts the ones whose distance
+// d lay within skin of radius into bands by |d - radius| (NBI_BANDS of width skin / NBI_BANDS),
+// block by block of NBI_BLOCK rows (shell: p, q, t a candidate; block k's band b starts at
+// bstart[k * NBI_BANDS + b]). Later updates re-test in each block only the bands that the
+// largest displacement since the build (moved2, squared) can have carried across radius: a
+// pair's distance moved by at most twice that, so a candidate farther from radius than
+// 2 sqrt(moved2) (plus the rounding margin) keeps its bit. By blocks, the positions each
+// re-test reads stay in the caches. Updates read your points in your order, against ref (the
+// build's positions by index), and write them to their positions in cur (pos: index ->
+// position). td2, tkeep and band are a rebuild's scratch.
+enum { NBI_BANDS = 16, NBI_BLOCK = 4096 };
 struct nbVerlet {
     nbAllocator alloc;
     double radius, skin;
@@ -1448,16 +1467,57 @@ struct nbVerlet {
     nbiBuf d2;      // double, as many (distances)
     int32_t rows;
     int64_t entries;
+    double margin; // the rounding margin of the displacement tests (nbi_verlet_margin)
+    bool cell_order;
+    nbiBuf keep, tkeep; // uint64_t, a bit a candidate
+    nbiBuf shell;       // int32_t, 3 a candidate in a band
+    nbiBuf order;       // int32_t, n
+    nbiBuf band;        // uint8_t, a candidate, and 16 to read past the last
+    nbiBuf bstart;      // int32_t, NBI_BANDS a block + 1
+    nbiBuf pos;         // int32_t, n
+    nbiBuf ref;         // double, n * dim
+    int32_t shell_len;  // each of the shell's three arrays' length
+    double moved2;
 };
 
-// The displacement past which a pair now within r may have been beyond the candidates' reach:
-// skin / 2, less a margin of a few ulps of the lengths the tests round (the distances, the
-// displacements and, on periodic axes, P - a).
-static double nbi_verlet_half(double radius, double skin, const double *period)
+// The shell's three arrays: rows, positions and entries of its candidates.
+static void nbi_verlet_shell_arrays(const nbVerlet *v, const int32_t **sp, const int32_t **sq,
+                                    const int32_t **st)
+{
+    *sp = (const int32_t *)v->shell.ptr;
+    *sq = *sp + v->shell_len;
+    *st = *sq + v->shell_len;
+}
+
+// What the re-tests read and write: the positions, the shell's arrays and the keep bits.
+typedef struct nbiShellIn {
+    const double *cur;
+    const int32_t *sp, *sq, *st;
+    uint64_t *keep;
+} nbiShellIn;
+
+static nbiShellIn nbi_shell_in(const nbVerlet *v)
+{
+    nbiShellIn in = {(const double *)v->cur.ptr, NULL, NULL, NULL, (uint64_t *)v->keep.ptr};
+    nbi_verlet_shell_arrays(v, &in.sp, &in.sq, &in.st);
+    return in;
+}
+
+// Where block g's candidates of the bands below `bands` end in the shell (bands 0: where they
+// start).
+static inline int32_t nbi_verlet_band_end(const nbVerlet *v, int32_t g, int bands)
+{
+    return ((const int32_t *)v->bstart.ptr)[(size_t)g * NBI_BANDS + (size_t)bands];
+}
+
+// A margin of a few ulps of the lengths the tests round (the distances, the displacements and,
+// on periodic axes, P - a). The displacement past which a pair now within r may have been
+// beyond the candidates' reach is skin / 2 less this margin.
+static double nbi_verlet_margin(double radius, double skin, const double *period)
 {
     double len = radius + skin;
     for (int d = 0; d < 3; d++) len = period[d] > len ? period[d] : len;
-    return 0.5 * skin - 16.0 * DBL_EPSILON * len;
+    return 16.0 * DBL_EPSILON * len;
 }
 
 nbStatus nb_verlet_create(const nbVerletDesc *desc, nbVerlet **out)
@@ -1486,9 +1546,11 @@ nbStatus nb_verlet_create(const nbVerletDesc *desc, nbVerlet **out)
     v->alloc = a;
     v->radius = desc->radius;
     v->skin = desc->skin;
-    v->half = nbi_verlet_half(desc->radius, desc->skin, desc->period);
+    v->margin = nbi_verlet_margin(desc->radius, desc->skin, desc->period);
+    v->half = 0.5 * desc->skin - v->margin;
     v->dim = dim;
     v->distances = desc->distances;
+    v->cell_order = desc->cell_order;
     for (int d = 0; d < 3; d++) {
         v->wrapped |= desc->period[d] > 0.0;
         v->kper[d] = desc->period[d] > 0.0 ? desc->period[d] : (double)INFINITY;
@@ -1509,11 +1571,12 @@ nbStatus nb_verlet_create(const nbVerletDesc *desc, nbVerlet **out)
 // The Verlet list's buffers, for freeing and counting.
 #define NBI_VERLET_I32(v)                                                                          \
     {                                                                                              \
-        &(v)->tco, &(v)->tnb, &(v)->offsets, &(v)->nb                                              \
+        &(v)->tco, &(v)->tnb, &(v)->offsets, &(v)->nb, &(v)->shell, &(v)->order, &(v)->bstart,     \
+            &(v)->pos                                                                              \
     }
 #define NBI_VERLET_B8(v)                                                                           \
     {                                                                                              \
-        &(v)->pck, &(v)->cur, &(v)->td2, &(v)->d2                                                  \
+        &(v)->pck, &(v)->cur, &(v)->td2, &(v)->d2, &(v)->keep, &(v)->tkeep, &(v)->ref              \
     }
 
 void nb_verlet_destroy(nbVerlet *verlet)
@@ -1527,6 +1590,7 @@ void nb_verlet_destroy(nbVerlet *verlet)
         nbi_free(&a, i32[k]->ptr, i32[k]->cap, sizeof(int32_t));
     for (size_t k = 0; k < sizeof b8 / sizeof b8[0]; k++)
         nbi_free(&a, b8[k]->ptr, b8[k]->cap, sizeof(double));
+    nbi_free(&a, verlet->band.ptr, verlet->band.cap, 1);
     nbi_free(&a, verlet, 1, sizeof(nbVerlet));
 }
 
@@ -1550,30 +1614,340 @@ static nbStatus nbi_verlet_check(const nbVerlet *v, const double *data, size_t s
     return inside ? NB_OK : NB_ERR_OUT_OF_RANGE;
 }
 
-// One pass over the points in the last build's cell order: the same checks, each point's
-// coordinates gathered into cur, and the largest squared displacement from the build's.
-static nbStatus nbi_verlet_gather(nbVerlet *v, const double *data, size_t step, double *max_d2)
+// Grows the Verlet list's buffers bufs[k] to need[k] elements of elem[k] bytes, all or nothing
+// (entries-sized ones a quarter more, as nbi_entries_prepare).
+static bool nbi_verlet_grow(nbVerlet *v, nbiBuf *const *bufs, const size_t *need,
+                            const size_t *elem, int count)
 {
-    const int dim = v->dim;
-    const int32_t *idx = v->grid->view.idx;
-    const double *ref = v->grid->view.pts;
-    double *cur = (double *)v->cur.ptr, m = 0.0;
-    bool finite = true, inside = true;
-    for (int32_t p = 0; p < v->n; p++) {
-        if (p + 16 < v->n) nbi_prefetch(data + (size_t)idx[p + 16] * step);
-        const double *x = data + (size_t)idx[p] * step;
-        double *c = cur + (size_t)p * (size_t)dim;
-        for (int d = 0; d < dim; d++) {
-            c[d] = x[d];
-            finite &= isfinite(x[d]) != 0;
-            inside &= nbi_verlet_inside(x[d], v->kper[d]);
-        }
-        const double e = nbi_dist2_wrap(c, ref + (size_t)p * (size_t)dim, dim, v->kper);
-        m = e > m ? e : m;
+    nbiBuf next[8];
+    NB_ASSERT(count <= 8);
+    bool ok = true;
+    for (int k = 0; k < count; k++) {
+        next[k] = *bufs[k];
+        ok = ok && nbi_entries_prepare(&v->alloc, bufs[k], &next[k], need[k], elem[k]);
     }
-    *max_d2 = m;
-    if (!finite) return NB_ERR_NOT_FINITE;
-    return inside ? NB_OK : NB_ERR_OUT_OF_RANGE;
+    for (int k = 0; k < count; k++) {
+        if (ok)
+            nbi_buf_commit(&v->alloc, bufs[k], &next[k], elem[k]);
+        else
+            nbi_buf_abandon(&v->alloc, bufs[k], &next[k], elem[k]);
+    }
+    return ok;
+}
+
+// Every candidate tested from the positions in cur: its bit into keep, its squared distance
+// into d2 and its band into band (NBI_BANDS: never re-tested) when not NULL.
+NBI_INLINE void nbi_verlet_test(const nbVerlet *v, int dim, bool wrap, const int32_t *pco,
+                                const int32_t *tq, uint64_t *keep, double *d2, uint8_t *band)
+{
+    const double r = v->radius, r2 = r * r, inv = NBI_BANDS / v->skin;
+    const double lo = r > v->skin ? (r - v->skin) * (r - v->skin) : -1.0;
+    const double *cur = (const double *)v->cur.ptr;
+    uint64_t w = 0;
+    int32_t t = 0;
+    for (int32_t p = 0; p < v->n; p++) {
+        const double *cp = cur + (size_t)p * (size_t)dim;
+        for (; t < pco[p + 1]; t++) {
+            const double *cq = cur + (size_t)tq[t] * (size_t)dim;
+            const double e = wrap ? nbi_dist2_wrap(cp, cq, dim, v->kper) : nbi_dist2(cp, cq, dim);
+            w |= (uint64_t)(e <= r2) << (t & 63);
+            if ((t & 63) == 63) {
+                keep[t >> 6] = w;
+                w = 0;
+            }
+            if (d2 != NULL) d2[t] = e;
+            if (band != NULL) {
+                const double u = fabs(sqrt(e) - r) * inv;
+                band[t] = (uint8_t)(e <= lo || !(u < (double)NBI_BANDS) ? NBI_BANDS : (int)u);
+            }
+        }
+    }
+    if ((t & 63) != 0) keep[t >> 6] = w;
+}
+
+#if defined(NBI_AVX512)
+// Eight candidate positions' (q) coordinates gathered from cur, and their squared distances to
+// the point c, as nbi_dist2 (nbi_dist2_wrap) computes them (the same operations in the same
+// order, so the same answers).
+NBI_TARGET_AVX512 static inline __m512d nbi_verlet_d2x8(const double *cur, int dim, bool wrap,
+                                                        const __m512d c[3], const __m512d per[3],
+                                                        __m512i q64, __mmask8 k)
+{
+    const __m512i at =
+        dim == 2 ? _mm512_slli_epi64(q64, 1) : _mm512_add_epi64(_mm512_slli_epi64(q64, 1), q64);
+    __m512d d[3] = {_mm512_setzero_pd(), _mm512_setzero_pd(), _mm512_setzero_pd()};
+    for (int a = 0; a < dim; a++) {
+        const __m512d g = _mm512_mask_i64gather_pd(_mm512_setzero_pd(), k, at, cur + a, 8);
+        d[a] = _mm512_sub_pd(c[a], g);
+        if (wrap) {
+            const __m512d u = _mm512_abs_pd(d[a]);
+            d[a] = _mm512_min_pd(_mm512_sub_pd(per[a], u), u);
+        }
+    }
+    __m512d d2 = _mm512_add_pd(_mm512_mul_pd(d[0], d[0]), _mm512_mul_pd(d[1], d[1]));
+    if (dim == 3) d2 = _mm512_add_pd(d2, _mm512_mul_pd(d[2], d[2]));
+    return d2;
+}
+
+// nbi_verlet_test eight candidates a step; the bands counted afterwards (nbi_verlet_shell).
+NBI_TARGET_AVX512 static void nbi_verlet_test8(const nbVerlet *v, int dim, bool wrap,
+                                               const int32_t *pco, const int32_t *tq,
+                                               uint64_t *keep, double *d2o, uint8_t *band)
+{
+    const double r = v->radius;
+    const __m512d vr2 = _mm512_set1_pd(r * r), vr = _mm512_set1_pd(r);
+    const __m512d inv = _mm512_set1_pd(NBI_BANDS / v->skin), top = _mm512_set1_pd(NBI_BANDS);
+    const __m512d lo = _mm512_set1_pd(r > v->skin ? (r - v->skin) * (r - v->skin) : -1.0);
+    const __m256i fixed = _mm256_set1_epi32(NBI_BANDS);
+    const __m512d per[3] = {_mm512_set1_pd(v->kper[0]), _mm512_set1_pd(v->kper[1]),
+                            _mm512_set1_pd(v->kper[2])};
+    const double *cur = (const double *)v->cur.ptr;
+    uint64_t w = 0;
+    int32_t t = 0;
+    for (int32_t p = 0; p < v->n; p++) {
+        const double *cp = cur + (size_t)p * (size_t)dim;
+        const __m512d c[3] = {_mm512_set1_pd(cp[0]), _mm512_set1_pd(cp[1]),
+                              _mm512_set1_pd(dim == 3 ? cp[2] : 0.0)};
+        const int32_t t1 = pco[p + 1];
+        for (; t < t1; t += 8) {
+            const int cnt = t1 - t >= 8 ? 8 : t1 - t;
+            const __mmask8 k = (__mmask8)((1u << cnt) - 1);
+            const __m256i q = _mm256_maskz_loadu_epi32(k, tq + t);
+            const __m512d d2 = nbi_verlet_d2x8(cur, dim, wrap, c, per, _mm512_cvtepi32_epi64(q), k);
+            const uint64_t hit = _mm512_mask_cmp_pd_mask(k, d2, vr2, _CMP_LE_OQ);
+            const int off = t & 63;
+            w |= hit << off;
+            if (off + cnt >= 64) {
+                keep[t >> 6] = w;
+                w = off + cnt > 64 ? hit >> (64 - off) : 0;
+            }
+            if (d2o != NULL) _mm512_mask_storeu_pd(d2o + t, k, d2);
+            if (band != NULL) {
+                const __m512d u =
+                    _mm512_mul_pd(_mm512_abs_pd(_mm512_sub_pd(_mm512_sqrt_pd(d2), vr)), inv);
+                __m256i b = _mm512_cvttpd_epi32(_mm512_min_pd(u, top));
+                b = _mm256_mask_mov_epi32(b, _mm512_cmp_pd_mask(d2, lo, _CMP_LE_OQ), fixed);
+                _mm256_mask_cvtepi32_storeu_epi8(band + t, k, b);
+            }
+        }
+        t = t1;
+    }
+    if ((t & 63) != 0) keep[t >> 6] = w;
+    _mm256_zeroupper();
+}
+
+// nbi_verlet_retest eight shell candidates a step.
+NBI_TARGET_AVX512 static void nbi_verlet_retest8(nbVerlet *v, int dim, bool wrap, int bands)
+{
+    const __m512d vr2 = _mm512_set1_pd(v->radius * v->radius);
+    const __m512d per[3] = {_mm512_set1_pd(v->kper[0]), _mm512_set1_pd(v->kper[1]),
+                            _mm512_set1_pd(v->kper[2])};
+    const nbiShellIn in = nbi_shell_in(v);
+    const double *cur = in.cur;
+    const int32_t *sp = in.sp, *sq = in.sq, *st = in.st;
+    for (int32_t g = 0; g <= (v->n - 1) / NBI_BLOCK; g++) {
+        const int32_t end = nbi_verlet_band_end(v, g, bands);
+        for (int32_t k0 = nbi_verlet_band_end(v, g, 0); k0 < end; k0 += 8) {
+            const int cnt = end - k0 >= 8 ? 8 : end - k0;
+            const __mmask8 k = (__mmask8)((1u << cnt) - 1);
+            const __m512i p64 = _mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(k, sp + k0));
+            const __m512i pa = dim == 2 ? _mm512_slli_epi64(p64, 1)
+                                        : _mm512_add_epi64(_mm512_slli_epi64(p64, 1), p64);
+            __m512d c[3];
+            for (int a = 0; a < dim; a++)
+                c[a] = _mm512_mask_i64gather_pd(_mm512_setzero_pd(), k, pa, cur + a, 8);
+            const __m512d d2 =
+                nbi_verlet_d2x8(cur, dim, wrap, c, per,
+                                _mm512_cvtepi32_epi64(_mm256_maskz_loadu_epi32(k, sq + k0)), k);
+            const unsigned hit = _mm512_mask_cmp_pd_mask(k, d2, vr2, _CMP_LE_OQ);
+            for (int j = 0; j < cnt; j++) {
+                const int32_t t = st[k0 + j];
+                const uint64_t bit = (uint64_t)1 << (t & 63);
+                uint64_t *word = in.keep + (t >> 6);
+                *word = (*word & ~bit) | ((uint64_t)((hit >> j) & 1u) << (t & 63));
+            }
+        }
+    }
+    _mm256_zeroupper();
+}
+#endif
+
+// nbi_verlet_test by the widest kernel the CPU has (once a rebuild, or with distances once an
+// update: not specialised, the gathers outweigh the branches).
+static void nbi_verlet_test_any(const nbVerlet *v, const int32_t *pco, const int32_t *tq,
+                                uint64_t *keep, double *d2, uint8_t *band)
+{
+#if defined(NBI_AVX512)
+    if (nbi_sort_wide()) {
+        nbi_verlet_test8(v, v->dim, v->wrapped, pco, tq, keep, d2, band);
+        return;
+    }
+#endif
+    nbi_verlet_test(v, v->dim, v->wrapped, pco, tq, keep, d2, band);
+}
+
+// The candidates of rows [p0, p1) in a band (band[t] < NBI_BANDS), in candidate order: their
+// rows, positions, entries and bands into xp, xq, xt, xb; returns how many.
+NBI_INLINE int32_t nbi_verlet_stage(const uint8_t *band, const int32_t *pco, const int32_t *tq,
+                                    int32_t p0, int32_t p1, int32_t *xp, int32_t *xq, int32_t *xt,
+                                    int32_t *xb)
+{
+    int32_t m = 0;
+    for (int32_t p = p0; p < p1; p++)
+        for (int32_t t = pco[p]; t < pco[p + 1]; t++) {
+            const int b = band[t];
+            xp[m] = p; // (a fixed candidate's slot is overwritten by the next)
+            xq[m] = tq[t];
+            xt[m] = t;
+            xb[m] = b;
+            m += b < NBI_BANDS;
+        }
+    return m;
+}
+
+#if defined(NBI_AVX512)
+// nbi_verlet_stage sixteen candidates a step, compressed.
+NBI_TARGET_AVX512 static int32_t nbi_verlet_stage16(const uint8_t *band, const int32_t *pco,
+                                                    const int32_t *tq, int32_t p0, int32_t p1,
+                                                    int32_t *xp, int32_t *xq, int32_t *xt,
+                                                    int32_t *xb)
+{
+    const __m512i top = _mm512_set1_epi32(NBI_BANDS);
+    const __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    int32_t m = 0;
+    for (int32_t p = p0; p < p1; p++) {
+        const __m512i vp = _mm512_set1_epi32(p);
+        const int32_t t1 = pco[p + 1];
+        for (int32_t t = pco[p]; t < t1; t += 16) {
+            const int cnt = t1 - t >= 16 ? 16 : t1 - t;
+            const __mmask16 k = (__mmask16)((1u << cnt) - 1);
+            const __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(band + t)));
+            const __mmask16 in = _mm512_mask_cmplt_epi32_mask(k, b, top);
+            _mm512_mask_compressstoreu_epi32(xp + m, in, vp);
+            _mm512_mask_compressstoreu_epi32(xq + m, in, _mm512_maskz_loadu_epi32(k, tq + t));
+            _mm512_mask_compressstoreu_epi32(xt + m, in,
+                                             _mm512_add_epi32(_mm512_set1_epi32(t), iota));
+            _mm512_mask_compressstoreu_epi32(xb + m, in, b);
+            m += _mm_popcnt_u32(in);
+        }
+    }
+    _mm256_zeroupper();
+    return m;
+}
+#endif
+
+// The shell from the bands, block by block: its candidates first gathered in candidate order
+// (scratch tnb: rows, positions, entries, bands; the count moves in a register), then placed
+// band after band by a counting sort, each as its row p, position q and entry t (sp, sq, st:
+// see nbi_verlet_shell_arrays); bstart gets each block's bands' starts. false: out of memory.
+static bool nbi_verlet_shell(nbVerlet *v, const int32_t *pco, const int32_t *tq)
+{
+    const int32_t n = v->n, blocks = n == 0 ? 0 : (n - 1) / NBI_BLOCK + 1;
+    const uint8_t *band = (const uint8_t *)v->band.ptr;
+    int32_t total = 0, most = 0;
+    for (int32_t g = 0; g < blocks; g++) {
+        const int32_t t1 = pco[g == blocks - 1 ? n : (g + 1) * NBI_BLOCK];
+        int32_t m = 0;
+        for (int32_t t = pco[g * NBI_BLOCK]; t < t1; t++) m += band[t] < NBI_BANDS;
+        total += m;
+        most = m > most ? m : most;
+    }
+    nbiBuf *sb[] = {&v->shell, &v->tnb};
+    const size_t need[] = {3 * ((size_t)total + 1), 4 * ((size_t)most + 1)};
+    const size_t elem[] = {sizeof(int32_t), sizeof(int32_t)};
+    if (!nbi_verlet_grow(v, sb, need, elem, 2)) return false;
+    v->shell_len = total + 1;
+    int32_t *sp, *sq, *st, *bs = (int32_t *)v->bstart.ptr, base = 0;
+    nbi_verlet_shell_arrays(v, (const int32_t **)&sp, (const int32_t **)&sq, (const int32_t **)&st);
+    int32_t *xp = (int32_t *)v->tnb.ptr, *xq = xp + most + 1, *xt = xq + most + 1;
+    int32_t *xb = xt + most + 1;
+    const bool wide = nbi_sort_wide();
+    (void)wide;
+    for (int32_t g = 0; g < blocks; g++) {
+        const int32_t p0 = g * NBI_BLOCK, p1 = g == blocks - 1 ? n : p0 + NBI_BLOCK;
+#if defined(NBI_AVX512)
+        const int32_t m = wide ? nbi_verlet_stage16(band, pco, tq, p0, p1, xp, xq, xt, xb)
+                               : nbi_verlet_stage(band, pco, tq, p0, p1, xp, xq, xt, xb);
+#else
+        const int32_t m = nbi_verlet_stage(band, pco, tq, p0, p1, xp, xq, xt, xb);
+#endif
+        int32_t at[NBI_BANDS] = {0};
+        for (int32_t k = 0; k < m; k++) at[xb[k]]++;
+        for (int b = 0; b < NBI_BANDS; b++) {
+            const int32_t c = at[b];
+            bs[(size_t)g * NBI_BANDS + b] = at[b] = base;
+            base += c;
+        }
+        for (int32_t k = 0; k < m; k++) {
+            const int32_t to = at[xb[k]]++;
+            sp[to] = xp[k];
+            sq[to] = xq[k];
+            st[to] = xt[k];
+        }
+    }
+    bs[(size_t)blocks * NBI_BANDS] = base;
+    return true;
+}
+
+// Cell order, after a search (the candidates in the list's scratch): every candidate tested
+// from the build's positions, the shell sorted by block and band, then the candidates swapped
+// in as the rows. The rows stay the old ones until everything is allocated.
+static nbStatus nbi_verlet_rebuild_cells(nbVerlet *v, const nbPoints *points, int64_t cand)
+{
+    const int32_t n = v->n, dim = v->dim;
+    const size_t entries = (size_t)cand, words = entries / 64 + 1;
+    const size_t groups = ((size_t)n / NBI_BLOCK + 1) * NBI_BANDS + 1; // (blocks, bands) + 1
+    const bool bands = v->half >= 0.0;
+    nbiBuf *bufs[] = {&v->cur,   &v->tkeep,  &v->td2, &v->band,
+                      &v->order, &v->bstart, &v->pos, &v->ref};
+    const size_t need[] = {(size_t)n * (size_t)dim,
+                           words,
+                           v->distances ? entries : 0,
+                           bands ? entries + 16 : 0,
+                           (size_t)n,
+                           groups,
+                           (size_t)n,
+                           (size_t)n * (size_t)dim};
+    const size_t elem[] = {sizeof(double),  sizeof(uint64_t), sizeof(double),  1,
+                           sizeof(int32_t), sizeof(int32_t),  sizeof(int32_t), sizeof(double)};
+    if (!nbi_verlet_grow(v, bufs, need, elem, 8)) return NB_ERR_OUT_OF_MEMORY;
+    memcpy(v->cur.ptr, v->grid->view.pts, (size_t)n * (size_t)dim * sizeof(double));
+    const int32_t *pco = (const int32_t *)v->cand->spare.ptr;
+    const int32_t *tq = (const int32_t *)v->cand->tq.ptr;
+    uint8_t *band = bands ? (uint8_t *)v->band.ptr : NULL;
+    if (cand > 0)
+        nbi_verlet_test_any(v, pco, tq, (uint64_t *)v->tkeep.ptr,
+                            v->distances ? (double *)v->td2.ptr : NULL, band);
+    if (bands && cand > 0 && !nbi_verlet_shell(v, pco, tq)) return NB_ERR_OUT_OF_MEMORY;
+    // The candidates become the rows (the old rows become the list's scratch).
+    nbiBuf t0 = v->offsets, t1 = v->nb, t2 = v->keep, t3 = v->d2;
+    v->offsets = v->cand->spare;
+    v->cand->spare = t0;
+    v->nb = v->cand->tq;
+    v->cand->tq = t1;
+    v->keep = v->tkeep;
+    v->tkeep = t2;
+    if (v->distances) {
+        v->d2 = v->td2;
+        v->td2 = t3;
+    }
+    // The order, its inverse, and the build's positions by index (those the grid copied).
+    const int32_t *idx = v->grid->view.idx;
+    int32_t *order = (int32_t *)v->order.ptr, *pos = (int32_t *)v->pos.ptr;
+    double *ref = (double *)v->ref.ptr;
+    for (int32_t p = 0; p < n; p++) {
+        order[p] = idx[p];
+        pos[idx[p]] = p;
+    }
+    const size_t step = points->stride == 0 ? (size_t)dim : points->stride / sizeof(double);
+    for (int32_t i = 0; i < n; i++)
+        for (int d = 0; d < dim; d++)
+            ref[(size_t)i * (size_t)dim + d] = points->data[(size_t)i * step + d];
+    v->rows = n;
+    v->entries = cand;
+    v->moved2 = 0.0;
+    v->built = true;
+    return NB_OK;
 }
 
 // A fresh search at radius + skin from the points; on success `built`, with the candidates by
@@ -1586,37 +1960,22 @@ static nbStatus nbi_verlet_rebuild(nbVerlet *v, const nbPoints *points)
     nbStatus st = nb_grid_build(v->grid, points, reach);
     if (st == NB_OK) st = nbi_list_build(v->cand, v->grid, v->grid, true, reach, false, &cand);
     if (st != NB_OK) return st;
-    const nbAllocator *al = &v->alloc;
     const int32_t n = points->count;
+    v->n = n;
+    if (v->cell_order) return nbi_verlet_rebuild_cells(v, points, cand);
     const size_t entries = (size_t)cand, rows = (size_t)n + 1;
-    nbiBuf *i32[] = NBI_VERLET_I32(v), *b8[] = NBI_VERLET_B8(v);
-    enum { NI = sizeof i32 / sizeof i32[0], NB8 = sizeof b8 / sizeof b8[0] };
-    const size_t need_i32[NI] = {rows, entries, rows, entries};
-    const size_t need_b8[NB8] = {entries, (size_t)n * (size_t)v->dim, v->distances ? entries : 0,
-                                 v->distances ? entries : 0};
-    nbiBuf next_i32[NI], next_b8[NB8];
-    bool ok = true;
-    for (int k = 0; k < NI; k++) {
-        next_i32[k] = *i32[k];
-        ok = ok && nbi_entries_prepare(al, i32[k], &next_i32[k], need_i32[k], sizeof(int32_t));
-    }
-    for (int k = 0; k < NB8; k++) {
-        next_b8[k] = *b8[k];
-        ok = ok && nbi_entries_prepare(al, b8[k], &next_b8[k], need_b8[k], sizeof(double));
-    }
-    for (int k = 0; k < NI; k++) {
-        if (ok)
-            nbi_buf_commit(al, i32[k], &next_i32[k], sizeof(int32_t));
-        else
-            nbi_buf_abandon(al, i32[k], &next_i32[k], sizeof(int32_t));
-    }
-    for (int k = 0; k < NB8; k++) {
-        if (ok)
-            nbi_buf_commit(al, b8[k], &next_b8[k], sizeof(double));
-        else
-            nbi_buf_abandon(al, b8[k], &next_b8[k], sizeof(double));
-    }
-    if (!ok) return NB_ERR_OUT_OF_MEMORY;
+    nbiBuf *bufs[] = {&v->tco, &v->tnb, &v->offsets, &v->nb, &v->pck, &v->cur, &v->td2, &v->d2};
+    const size_t need[] = {rows,
+                           entries,
+                           rows,
+                           entries,
+                           entries,
+                           (size_t)n * (size_t)v->dim,
+                           v->distances ? entries : 0,
+                           v->distances ? entries : 0};
+    const size_t elem[] = {sizeof(int32_t),  sizeof(int32_t), sizeof(int32_t), sizeof(int32_t),
+                           sizeof(uint64_t), sizeof(double),  sizeof(double),  sizeof(double)};
+    if (!nbi_verlet_grow(v, bufs, need, elem, 8)) return NB_ERR_OUT_OF_MEMORY;
     // The list's rows by position, each entry with its index, sorted by index here once: one
     // pass in cell order, every read near the last. Filtering keeps the order, so no update
     // sorts.
@@ -1627,9 +1986,88 @@ static nbStatus nbi_verlet_rebuild(nbVerlet *v, const nbPoints *points)
     for (int32_t p = 0; p < n && cand > 0; p++) // (no candidates: the buffers may not exist)
         nbi_key_row(tq + pco[p], pco[p + 1] - pco[p], idx, pck + pco[p], wide);
     memcpy(v->cur.ptr, v->grid->view.pts, (size_t)n * (size_t)v->dim * sizeof(double));
-    v->n = n;
     v->built = true;
     return NB_OK;
+}
+
+// Cell order, an update that did not rebuild: in each block, the candidates of the bands
+// below `bands` re-tested from the positions in cur, their bits set or cleared.
+NBI_INLINE void nbi_verlet_retest(nbVerlet *v, int dim, bool wrap, int bands)
+{
+    const double r2 = v->radius * v->radius;
+    const nbiShellIn in = nbi_shell_in(v);
+    const double *cur = in.cur;
+    const int32_t *sp = in.sp, *sq = in.sq, *st = in.st;
+    for (int32_t g = 0; g <= (v->n - 1) / NBI_BLOCK; g++) {
+        const int32_t end = nbi_verlet_band_end(v, g, bands);
+        for (int32_t k = nbi_verlet_band_end(v, g, 0); k < end; k++) {
+            const double *cp = cur + (size_t)sp[k] * (size_t)dim;
+            const double *cq = cur + (size_t)sq[k] * (size_t)dim;
+            const double d2 = wrap ? nbi_dist2_wrap(cp, cq, dim, v->kper) : nbi_dist2(cp, cq, dim);
+            const uint64_t bit = (uint64_t)1 << (st[k] & 63);
+            uint64_t *w = in.keep + (st[k] >> 6);
+            *w = d2 <= r2 ? *w | bit : *w & ~bit;
+        }
+    }
+}
+
+static void nbi_verlet_step_cells(nbVerlet *v, double max_d2)
+{
+    v->moved2 = max_d2 > v->moved2 ? max_d2 : v->moved2;
+    if (v->entries == 0) return;
+    if (v->distances) { // every candidate, for its distance
+        nbi_verlet_test_any(v, (const int32_t *)v->offsets.ptr, (const int32_t *)v->nb.ptr,
+                            (uint64_t *)v->keep.ptr, (double *)v->d2.ptr, NULL);
+        return;
+    }
+    // The bands up to 2 sqrt(moved2) from radius, with the margin twice (the band numbers
+    // were rounded too).
+    const double w = (2.0 * sqrt(v->moved2) + 2.0 * v->margin) * (NBI_BANDS / v->skin);
+    const int bands = w < (double)(NBI_BANDS - 1) ? (int)w + 1 : NBI_BANDS;
+    const bool w3 = v->dim == 3, wr = v->wrapped;
+#if defined(NBI_AVX512)
+    if (nbi_sort_wide()) {
+        if (!w3)
+            wr ? nbi_verlet_retest8(v, 2, true, bands) : nbi_verlet_retest8(v, 2, false, bands);
+        else
+            wr ? nbi_verlet_retest8(v, 3, true, bands) : nbi_verlet_retest8(v, 3, false, bands);
+        return;
+    }
+#endif
+    if (!w3)
+        wr ? nbi_verlet_retest(v, 2, true, bands) : nbi_verlet_retest(v, 2, false, bands);
+    else
+        wr ? nbi_verlet_retest(v, 3, true, bands) : nbi_verlet_retest(v, 3, false, bands);
+}
+
+// One pass over the points: the checks of nbi_verlet_check, each point's coordinates copied
+// into cur, and the largest squared displacement from the build's positions. By index
+// (!scatter): in the last build's cell order, gathered (idx[p]) against the grid's copy. In
+// cell order (scatter): in your order, against the build's positions by index (ref), each
+// written to its position (pos[i]).
+NBI_INLINE nbStatus nbi_verlet_read(nbVerlet *v, const double *data, size_t step, bool scatter,
+                                    double *max_d2)
+{
+    const int dim = v->dim;
+    const int32_t *map = scatter ? (const int32_t *)v->pos.ptr : v->grid->view.idx;
+    const double *ref = scatter ? (const double *)v->ref.ptr : v->grid->view.pts;
+    double *cur = (double *)v->cur.ptr, m = 0.0;
+    bool finite = true, inside = true;
+    for (int32_t k = 0; k < v->n; k++) {
+        if (!scatter && k + 16 < v->n) nbi_prefetch(data + (size_t)map[k + 16] * step);
+        const double *x = data + (size_t)(scatter ? k : map[k]) * step;
+        double *c = cur + (size_t)(scatter ? map[k] : k) * (size_t)dim;
+        for (int d = 0; d < dim; d++) {
+            c[d] = x[d];
+            finite &= isfinite(x[d]) != 0;
+            inside &= nbi_verlet_inside(x[d], v->kper[d]);
+        }
+        const double e = nbi_dist2_wrap(x, ref + (size_t)k * (size_t)dim, dim, v->kper);
+        m = e > m ? e : m;
+    }
+    *max_d2 = m;
+    if (!finite) return NB_ERR_NOT_FINITE;
+    return inside ? NB_OK : NB_ERR_OUT_OF_RANGE;
 }
 
 // What the filters read: the points in cell order, the candidate rows by position (pco) and
@@ -1696,19 +2134,7 @@ NBI_TARGET_AVX512 static int32_t nbi_verlet_keep8(const nbVerlet *v, int dim, bo
             const __mmask8 k = (__mmask8)(t1 - t >= 8 ? 0xFF : (1u << (t1 - t)) - 1);
             const __m512i key = _mm512_maskz_loadu_epi64(k, in.pck + t);
             const __m512i q = _mm512_and_si512(key, low);
-            const __m512i at =
-                dim == 2 ? _mm512_slli_epi64(q, 1) : _mm512_add_epi64(_mm512_slli_epi64(q, 1), q);
-            __m512d d[3];
-            for (int a = 0; a < dim; a++) {
-                const __m512d g = _mm512_mask_i64gather_pd(_mm512_setzero_pd(), k, at, cur + a, 8);
-                d[a] = _mm512_sub_pd(c[a], g);
-                if (wrap) {
-                    const __m512d u = _mm512_abs_pd(d[a]);
-                    d[a] = _mm512_min_pd(_mm512_sub_pd(per[a], u), u);
-                }
-            }
-            __m512d d2 = _mm512_add_pd(_mm512_mul_pd(d[0], d[0]), _mm512_mul_pd(d[1], d[1]));
-            if (dim == 3) d2 = _mm512_add_pd(d2, _mm512_mul_pd(d[2], d[2]));
+            const __m512d d2 = nbi_verlet_d2x8(cur, dim, wrap, c, per, q, k);
             const __mmask8 hit = _mm512_mask_cmp_pd_mask(k, d2, vr2, _CMP_LE_OQ);
             const __m256i ix = _mm512_cvtepi64_epi32(_mm512_srli_epi64(key, 32));
             _mm256_mask_compressstoreu_epi32(tnb + m, hit, ix);
@@ -1791,8 +2217,10 @@ nbStatus nb_verlet_update(nbVerlet *verlet, const nbPoints *points, bool *rebuil
     const bool same = v->built && points->count == v->n;
     double max_d2 = 0.0;
     if (layout_ok) { // finiteness before any range, as nb_grid_build checks
-        const nbStatus st = same ? nbi_verlet_gather(v, points->data, step, &max_d2)
-                                 : nbi_verlet_check(v, points->data, step, points->count);
+        const nbStatus st = !same ? nbi_verlet_check(v, points->data, step, points->count)
+                            : v->cell_order
+                                ? nbi_verlet_read(v, points->data, step, true, &max_d2)
+                                : nbi_verlet_read(v, points->data, step, false, &max_d2);
         if (st != NB_OK) return st;
     }
     if (!layout_ok) return NB_ERR_OUT_OF_RANGE;
@@ -1800,8 +2228,12 @@ nbStatus nb_verlet_update(nbVerlet *verlet, const nbPoints *points, bool *rebuil
         const nbStatus st = nbi_verlet_rebuild(v, points);
         if (st != NB_OK) return st;
         if (rebuilt != NULL) *rebuilt = true;
+        if (v->cell_order) return NB_OK; // the build's test is this update's
     }
-    nbi_verlet_filter(v);
+    if (v->cell_order)
+        nbi_verlet_step_cells(v, max_d2);
+    else
+        nbi_verlet_filter(v);
     return NB_OK;
 }
 
@@ -1809,8 +2241,15 @@ nbStatus nb_verlet_rows(const nbVerlet *verlet, nbNeighborRows *rows)
 {
     static const nbVerlet none = {0};
     const nbVerlet *v = verlet != NULL ? verlet : &none;
+    static const uint64_t no_bits = 0;
+    const int32_t *order = !v->cell_order         ? NULL
+                           : v->order.ptr != NULL ? (const int32_t *)v->order.ptr
+                                                  : &nbi_zero_offset;
+    const uint64_t *keep = !v->cell_order        ? NULL
+                           : v->keep.ptr != NULL ? (const uint64_t *)v->keep.ptr
+                                                 : &no_bits;
     return nbi_rows_view(verlet, rows, v->rows, v->entries, &v->offsets, &v->nb, &v->d2,
-                         v->distances, NULL, NULL);
+                         v->distances, order, order, keep);
 }
 
 size_t nb_verlet_memory_bytes(const nbVerlet *verlet)
@@ -1822,5 +2261,5 @@ size_t nb_verlet_memory_bytes(const nbVerlet *verlet)
         sizeof(nbVerlet) + nb_grid_memory_bytes(v->grid) + nb_neighbor_list_memory_bytes(v->cand);
     for (size_t k = 0; k < sizeof i32 / sizeof i32[0]; k++) bytes += i32[k]->cap * sizeof(int32_t);
     for (size_t k = 0; k < sizeof b8 / sizeof b8[0]; k++) bytes += b8[k]->cap * sizeof(double);
-    return bytes;
+    return bytes + v->band.cap;
 }

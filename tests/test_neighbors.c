@@ -477,17 +477,63 @@ static double max_disp(const nboSet *s, const double *ref, const double *period)
     return sqrt(m);
 }
 
+// The rows of a Verlet list in cell order (candidates and their keep bits) as compact rows:
+// the kept entries of each row, with their distances when kept. The caller frees them.
+static void kept_rows(const nbNeighborRows *r, int32_t **off, int32_t **nb, double **d2)
+{
+    *off = (int32_t *)nbo_xalloc(((size_t)r->rows + 1) * sizeof(int32_t));
+    *nb = (int32_t *)nbo_xalloc(((size_t)r->entries + 1) * sizeof(int32_t));
+    *d2 = (double *)nbo_xalloc(((size_t)r->entries + 1) * sizeof(double));
+    int32_t m = 0;
+    (*off)[0] = 0;
+    for (int32_t p = 0; p < r->rows; p++) {
+        for (int32_t t = r->offsets[p]; t < r->offsets[p + 1]; t++) {
+            if (((r->keep[t >> 6] >> (t & 63)) & 1u) == 0) continue;
+            (*nb)[m] = r->neighbors[t];
+            (*d2)[m++] = r->dist2 != NULL ? r->dist2[t] : 0.0;
+        }
+        (*off)[p + 1] = m;
+    }
+}
+
+// A Verlet list in cell order against the oracle: the order a permutation, the candidates
+// ascending, the kept ones exactly the oracle's rows (and distances).
+static bool same_verlet_cells(const nbVerlet *v, int32_t n, const int32_t *woff, const int32_t *wnb,
+                              const double *wd2)
+{
+    nbNeighborRows rows;
+    if (nb_verlet_rows(v, &rows) != NB_OK || rows.rows != n || rows.keep == NULL ||
+        rows.order != rows.neighbor_order || !is_permutation(rows.order, n))
+        return false;
+    int32_t *off, *nb;
+    double *d2;
+    kept_rows(&rows, &off, &nb, &d2);
+    const bool ok = same_cell_rows(n, off, nb, rows.dist2 != NULL ? d2 : NULL, rows.order,
+                                   rows.order, woff, wnb, wd2);
+    free(off);
+    free(nb);
+    free(d2);
+    return ok;
+}
+
 // Many steps of small random moves; every 7th step one point is put at just under skin / 2
-// from where it was at the last build, every 11th just over. The list rebuilds exactly when
-// some point moved more than skin / 2, and its rows always equal the oracle's.
+// from where it was at the last build, every 11th just over, every 13th far away (three
+// skins). The list rebuilds exactly when some point moved more than skin / 2, and its rows
+// always equal the oracle's: by index (with and without distances) and in cell order (the
+// candidates' keep bits, with and without distances).
 static int verlet_steps(int kind, int dim, const double *period, int steps)
 {
     const double r = 1.0, skin = 0.3;
     nbVerletDesc desc = {.radius = r, .skin = skin, .dim = dim, .distances = true};
     if (period != NULL) memcpy(desc.period, period, sizeof desc.period);
     nbVerlet *v = NULL, *plain = NULL; // with and without distances
+    nbVerlet *cells = NULL, *cells_d2 = NULL;
     NB_CHECK_OK(nb_verlet_create(&desc, &v));
+    desc.cell_order = true;
+    NB_CHECK_OK(nb_verlet_create(&desc, &cells_d2));
     desc.distances = false;
+    NB_CHECK_OK(nb_verlet_create(&desc, &cells));
+    desc.cell_order = false;
     NB_CHECK_OK(nb_verlet_create(&desc, &plain));
     nboSet s = make_set(kind, 500, dim, dim == 2 ? 15.0 : 6.0);
     double *ref = (double *)nbo_xalloc((size_t)s.n * (size_t)dim * sizeof(double));
@@ -501,6 +547,10 @@ static int verlet_steps(int kind, int dim, const double *period, int steps)
             double *p = s.p + (size_t)i * (size_t)dim;
             memcpy(p, ref + (size_t)i * (size_t)dim, (size_t)dim * sizeof(double));
             p[0] += p[0] < 0.5 * (dim == 2 ? 15.0 : 6.0) ? 0.5 * skin * f : -0.5 * skin * f;
+        }
+        if (step > 0 && step % 13 == 0) {
+            double *p = s.p + (size_t)nbt_int(s.n) * (size_t)dim;
+            p[1] += p[1] < 0.5 * (dim == 2 ? 15.0 : 6.0) ? 3.0 * skin : -3.0 * skin;
         }
         const double moved = step > 0 ? max_disp(&s, ref, period) : 0.0;
         bool rebuilt = false;
@@ -524,6 +574,12 @@ static int verlet_steps(int kind, int dim, const double *period, int steps)
         NB_CHECK_OK(nb_verlet_rows(plain, &rows));
         NB_CHECK(rows.dist2 == NULL);
         NB_CHECK(same_rows(s.n, rows.offsets, rows.neighbors, NULL, woff, wnb, wd2));
+        nbVerlet *const in_cells[2] = {cells, cells_d2};
+        for (int c = 0; c < 2; c++) {
+            NB_CHECK_OK(nb_verlet_update(in_cells[c], &pts, &again));
+            NB_CHECK(again == rebuilt);
+            NB_CHECK(same_verlet_cells(in_cells[c], s.n, woff, wnb, wd2));
+        }
         free(woff);
         free(wnb);
         free(wd2);
@@ -531,6 +587,8 @@ static int verlet_steps(int kind, int dim, const double *period, int steps)
     NB_CHECK(rebuilds >= steps / 10 && rebuilds < steps / 2);
     nb_verlet_destroy(v);
     nb_verlet_destroy(plain);
+    nb_verlet_destroy(cells);
+    nb_verlet_destroy(cells_d2);
     free(ref);
     nbo_set_free(&s);
     return 0;
@@ -554,11 +612,20 @@ static int test_verlet_steps(void)
     return 0;
 }
 
+// The entries of rows that are neighbours (all, or the kept ones in cell order).
+static int64_t kept(const nbNeighborRows *rows)
+{
+    if (rows->keep == NULL) return rows->entries;
+    int64_t m = 0;
+    for (int64_t t = 0; t < rows->entries; t++) m += (rows->keep[t >> 6] >> (t & 63)) & 1u;
+    return m;
+}
+
 // Displacements of exactly a hair under and over skin / 2 decide the rebuild; rows stay exact.
-static int test_verlet_threshold(void)
+static int verlet_threshold(bool cell_order)
 {
     const double r = 1.0, skin = 0.4;
-    nbVerletDesc desc = {.radius = r, .skin = skin, .dim = 2};
+    nbVerletDesc desc = {.radius = r, .skin = skin, .dim = 2, .cell_order = cell_order};
     nbVerlet *v = NULL;
     NB_CHECK_OK(nb_verlet_create(&desc, &v));
     // two points r + skin - 1e-9 apart, moving toward each other
@@ -569,25 +636,25 @@ static int test_verlet_threshold(void)
     NB_CHECK_OK(nb_verlet_update(v, &pts, &rebuilt));
     NB_CHECK(rebuilt);
     NB_CHECK_OK(nb_verlet_rows(v, &rows));
-    NB_CHECK(rows.entries == 0);
+    NB_CHECK(kept(&rows) == 0 && rows.entries == 2 * cell_order);
     xy[0] = 0.5 * skin * (1.0 - 1e-6); // just under: no rebuild, still apart
     xy[2] -= 0.5 * skin * (1.0 - 1e-6);
     NB_CHECK_OK(nb_verlet_update(v, &pts, &rebuilt));
     NB_CHECK(!rebuilt);
     NB_CHECK_OK(nb_verlet_rows(v, &rows));
-    NB_CHECK(rows.entries == 2 - 2 * (xy[2] - xy[0] > r)); // the candidates decide exactly
-    xy[0] = 0.5 * skin * (1.0 + 1e-6);                     // just over: rebuild, now within r
+    NB_CHECK(kept(&rows) == 2 - 2 * (xy[2] - xy[0] > r)); // the candidates decide exactly
+    xy[0] = 0.5 * skin * (1.0 + 1e-6);                    // just over: rebuild, now within r
     xy[2] = r + skin - 1e-9 - 0.5 * skin * (1.0 + 1e-6);
     NB_CHECK_OK(nb_verlet_update(v, &pts, &rebuilt));
     NB_CHECK(rebuilt);
     NB_CHECK_OK(nb_verlet_rows(v, &rows));
-    NB_CHECK(rows.entries == 2 && rows.offsets[1] == 1 && rows.neighbors[0] == 1);
+    NB_CHECK(kept(&rows) == 2 && rows.offsets[1] == 1 && rows.neighbors[0] == 1);
     // a NaN is refused and the rows stay
     xy[1] = (double)NAN;
     NB_CHECK_STATUS(nb_verlet_update(v, &pts, &rebuilt), NB_ERR_NOT_FINITE);
     NB_CHECK(!rebuilt);
     NB_CHECK_OK(nb_verlet_rows(v, &rows));
-    NB_CHECK(rows.entries == 2);
+    NB_CHECK(kept(&rows) == 2);
     // skin 0: every update rebuilds
     nb_verlet_destroy(v);
     desc.skin = 0.0;
@@ -597,6 +664,13 @@ static int test_verlet_threshold(void)
     NB_CHECK_OK(nb_verlet_update(v, &pts, &rebuilt));
     NB_CHECK(rebuilt);
     nb_verlet_destroy(v);
+    return 0;
+}
+
+static int test_verlet_threshold(void)
+{
+    NB_CHECK(verlet_threshold(false) == 0);
+    NB_CHECK(verlet_threshold(true) == 0);
     return 0;
 }
 
@@ -611,7 +685,7 @@ static int test_no_allocation(void)
     nbGridDesc gd = {.dim = 2, .allocator = &al};
     nbGrid *g = NULL;
     nbNeighborList *l = NULL, *lc = NULL;
-    nbVerlet *v = NULL;
+    nbVerlet *v = NULL, *vc = NULL;
     const nbNeighborListDesc ld = {.allocator = &al, .distances = true};
     const nbNeighborListDesc lcd = {.allocator = &al, .distances = true, .cell_order = true};
     const nbVerletDesc vd = {.radius = 1.5, .skin = 0.3, .allocator = &al};
@@ -619,6 +693,8 @@ static int test_no_allocation(void)
     NB_CHECK_OK(nb_neighbor_list_create(&ld, &l));
     NB_CHECK_OK(nb_neighbor_list_create(&lcd, &lc));
     NB_CHECK_OK(nb_verlet_create(&vd, &v));
+    const nbVerletDesc vcd = {.radius = 1.5, .skin = 0.3, .allocator = &al, .cell_order = true};
+    NB_CHECK_OK(nb_verlet_create(&vcd, &vc));
     const nbPoints pts = nbo_points(&s);
     bool rebuilt;
     for (int frame = 0; frame < 6; frame++) {
@@ -627,11 +703,14 @@ static int test_no_allocation(void)
         NB_CHECK_OK(nb_neighbor_list_build(l, g, 1.5));
         NB_CHECK_OK(nb_neighbor_list_build(lc, g, 1.5));
         NB_CHECK_OK(nb_verlet_update(v, &pts, &rebuilt));
+        NB_CHECK_OK(nb_verlet_update(vc, &pts, &rebuilt));
         if (frame >= 2) NB_CHECK(count.allocs == before);
         jiggle(&s, 0.001, NULL);
     }
     NB_CHECK(nb_neighbor_list_memory_bytes(l) > 0 && nb_verlet_memory_bytes(v) > 0);
+    NB_CHECK(nb_verlet_memory_bytes(vc) > 0);
     nb_verlet_destroy(v);
+    nb_verlet_destroy(vc);
     nb_neighbor_list_destroy(l);
     nb_neighbor_list_destroy(lc);
     nb_grid_destroy(g);
@@ -665,8 +744,9 @@ static int test_failing_allocator(void)
         const nbNeighborListDesc ld = {.allocator = &al, .distances = true, .capacity_hint = 10};
         const nbNeighborListDesc lcd = {.allocator = &al, .distances = true, .cell_order = true};
         const nbVerletDesc vd = {.radius = 1.0, .skin = 0.2, .allocator = &al, .distances = true};
+        const nbVerletDesc vcd = {.radius = 1.0, .skin = 0.2, .allocator = &al, .cell_order = true};
         nbNeighborList *l = NULL, *lc = NULL;
-        nbVerlet *v = NULL;
+        nbVerlet *v = NULL, *vc = NULL;
         nbStatus st = nb_neighbor_list_create(&ld, &l);
         if (st == NB_OK) st = nb_neighbor_list_create(&lcd, &lc);
         nbNeighborList *lists[2] = {lc, l}; // in cell order, by index
@@ -693,12 +773,19 @@ static int test_failing_allocator(void)
                 NB_CHECK(rows.rows == s.n &&
                          same_rows(s.n, rows.offsets, rows.neighbors, rows.dist2, woff, wnb, wd2));
         }
+        if (st == NB_OK) st = nb_verlet_create(&vcd, &vc);
+        if (st == NB_OK) st = nb_verlet_update(vc, &ps, NULL);
+        if (st == NB_OK) {
+            st = nb_verlet_update(vc, &pt, NULL); // in cell order: the same
+            if (st != NB_OK) NB_CHECK(same_verlet_cells(vc, s.n, woff, wnb, NULL));
+        }
         if (st != NB_OK) {
             NB_CHECK_STATUS(st, NB_ERR_OUT_OF_MEMORY);
             NB_CHECK(nbt_alloc_failed(&fa));
         }
         done = st == NB_OK && !nbt_alloc_failed(&fa);
         nb_verlet_destroy(v);
+        nb_verlet_destroy(vc);
         nb_neighbor_list_destroy(l);
         nb_neighbor_list_destroy(lc);
         NB_CHECK(fa.live_bytes == 0 && fa.allocs - (fa.fail_at <= fa.allocs) == fa.frees);

@@ -52,6 +52,11 @@ typedef struct nbNeighborRows {
     /// array for a set against itself). NULL for rows by index, never NULL in cell order.
     const int32_t *order;
     const int32_t *neighbor_order;
+    /// NULL: every entry is a neighbour. Else (a Verlet list in cell order) the rows are the
+    /// candidates within r + skin and entry t is a neighbour within r exactly when bit t % 64
+    /// of keep[t / 64] is set: `(keep[t >> 6] >> (t & 63)) & 1`. The rows filtered by keep
+    /// are exactly the rows at r, ascending.
+    const uint64_t *keep;
 } nbNeighborRows;
 
 /// Every point's neighbours within `radius` among the grid's own points, as compressed rows:
@@ -165,6 +170,14 @@ typedef struct nbVerletDesc {
     const nbAllocator *allocator; ///< NULL = malloc/free; copied, must outlive the list
     const nbTasks *tasks;         ///< NULL = serial: builds and rebuilds on your workers
     bool distances;               ///< also keep each entry's squared distance
+    /// Rows in the cell order of the last rebuild, as candidates with a keep mask (the fast
+    /// form): row p is your point rows.order[p], its entries are positions (rows.order maps
+    /// them to your indices), and rows.keep marks the entries within r. An update that does
+    /// not rebuild rewrites no rows: it re-tests only the candidates whose distance at the
+    /// build lay within twice the largest displacement since of r, and sets their bits.
+    /// With `distances`, every candidate's squared distance is computed at every update
+    /// (rows.dist2 beside each entry, kept or not). false: exact rows by your index.
+    bool cell_order;
 } nbVerletDesc;
 
 /// Creates an empty Verlet list (0 rows; the first update builds). NB_ERR_NOT_FINITE for a NaN
