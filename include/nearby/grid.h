@@ -196,6 +196,19 @@ NB_API nbStatus nb_grid_knn(const nbGrid *grid, const double *point, nbFilter fi
 NB_API nbStatus nb_grid_visit_knn(const nbGrid *grid, const double *point, nbFilter filter,
                                   double max_distance, int32_t k, nbNeighborFn *visit, void *user);
 
+/// The k points nearest to `point` in the L_p norm, 1 <= p <= INFINITY (cKDTree's Minkowski p:
+/// 1 Manhattan, INFINITY Chebyshev), that pass `filter` and lie within max_distance (in that
+/// norm, inclusive), nearest first, equal distances by the lower index, as nb_grid_knn. Each
+/// out[j].dist2 holds the distance raw, as a brute-force loop compares it: sum |d_a|^p over the
+/// axes in order (|d_a| for p = 1, d_a * d_a for p = 2, where this is nb_grid_knn), max |d_a|
+/// for p = INFINITY; the distance is its p-th root. The search is nb_grid_knn's with the norm's
+/// bounds: the kNN index where the grid has one, else the cells ring by ring; on a periodic grid
+/// (minimum image) it scans every point. NB_ERR_NOT_FINITE for a NaN/infinite point, a NaN p or
+/// max_distance; NB_ERR_OUT_OF_RANGE for p < 1, a negative k or max_distance, or a point outside
+/// a periodic axis's [0, P). No allocation but the index's (see nb_grid_knn).
+NB_API nbStatus nb_grid_knn_norm(const nbGrid *grid, const double *point, double p, nbFilter filter,
+                                 double max_distance, nbNeighbor *out, int32_t k, int32_t *found);
+
 /// ---- cross pairs: set A against set B ----
 /// Every pair (i, j) with point i of grid `a`, point j of grid `b` and distance <= radius, each
 /// exactly once, roles kept: i indexes a's points and j indexes b's (bullets against enemies).

@@ -1670,148 +1670,51 @@ fail:
 
 // ---- k nearest in a Minkowski norm ----
 
-// The k nearest in the L_p norm (p != 2, 1 <= p <= inf) by the raw distance of ball_raw, ties
-// by the lower index, in one pass a query: the Euclidean k nearest are k points within D, the
-// largest of their p-distances, so the p-nearest lie within D too; one search then holds them
-// all: a box of half-size D for p > 2 (the p-ball lies in it and the box is smaller than the
-// Euclidean ball holding it), a Euclidean ball of radius D for p < 2 (||d||_2 <= ||d||_p).
-// Both are widened by 1e-9 against rounding; the test that keeps a point is the exact one.
+// The k nearest in the L_p norm (p != 2, 1 <= p <= inf) through nb_grid_knn_norm (the kNN index
+// or the cells, searched with the norm's own distances and bounds), a query at a time.
 typedef struct KnnPPart {
-    nbNeighbor *heap; // kmax: the Euclidean search, then the p-norm heap (dist2 = raw)
-    int32_t *cand;
-    int32_t cap;
+    nbNeighbor *heap; // k
     nbStatus st;
     int64_t bad;
 } KnnPPart;
 
 typedef struct KnnPCtx {
     const nbGrid *grid;
-    const nbPoints *points;
-    const double *period;
     const double *x;
     int dim;
     int32_t k;
     double p;
-    double dub, dub_raw; // keep a neighbour when raw < dub_raw
+    double dub;     // the search's max_distance (inclusive there)
+    double dub_raw; // keep a neighbour when raw < dub_raw (strict, as scipy)
     npy_intp n;
+    int64_t *order; // processing order of the queries (query_order), or NULL for 0 .. m-1
     double *dist;
     npy_intp *index;
     KnnPPart part[NBPY_MAX_PARTS];
 } KnnPCtx;
 
-// Before: a sorts before b (raw distance, then index).
-static bool knnp_before(const nbNeighbor *a, const nbNeighbor *b)
-{
-    return a->dist2 < b->dist2 || (a->dist2 == b->dist2 && a->index < b->index);
-}
-
-// Sifts h[at] down a max-heap of len entries (the root is the worst kept).
-static void knnp_sift(nbNeighbor *h, int32_t len, int32_t at)
-{
-    for (;;) {
-        int32_t big = at, l = 2 * at + 1, r = l + 1;
-        if (l < len && knnp_before(&h[big], &h[l])) big = l;
-        if (r < len && knnp_before(&h[big], &h[r])) big = r;
-        if (big == at) return;
-        nbNeighbor t = h[at];
-        h[at] = h[big];
-        h[big] = t;
-        at = big;
-    }
-}
-
-// The p-distance within which query q's p-nearest lie (widened; inf: every point).
-static nbStatus knnp_bound(KnnPCtx *c, KnnPPart *w, const double *q, double *bound)
-{
-    const int32_t k = c->k;
-    nbNeighbor *h = w->heap;
-    int32_t found = 0;
-    nbStatus st = nb_grid_knn(c->grid, q, NB_FILTER_ALL, (double)INFINITY, h, k, &found);
-    if (st != NB_OK) return st;
-    double lim = (double)INFINITY; // fewer than k points: every one is a candidate
-    if (found == k) {
-        double worst = 0.0;
-        for (int32_t j = 0; j < found; j++) {
-            double raw = ball_raw(q, point_at(c->points, h[j].index), c->dim, c->period, c->p);
-            worst = raw > worst ? raw : worst;
-        }
-        lim = c->p == 1.0 || isinf(c->p) ? worst : pow(worst, 1.0 / c->p);
-    }
-    if (c->dub < lim) lim = c->dub;
-    *bound = lim * (1.0 + 1e-9);
-    return NB_OK;
-}
-
-// The k nearest in the norm among the points the bound's box or ball holds.
-static nbStatus knnp_one(KnnPCtx *c, KnnPPart *w, const double *q, double lim, double *dist,
-                         npy_intp *index)
-{
-    const int32_t k = c->k;
-    nbNeighbor *h = w->heap;
-    nbStatus st;
-    int32_t got = 0;
-    for (;;) {
-        if (c->p > 2.0 || isinf(lim)) {
-            nbBox box;
-            for (int d = 0; d < 3; d++) {
-                box.min[d] = d < c->dim ? q[d] - lim : 0.0;
-                box.max[d] = d < c->dim ? q[d] + lim : 0.0;
-            }
-            st = nb_grid_query_box(c->grid, &box, NB_FILTER_ALL, w->cand, w->cap, &got);
-        } else {
-            st = nb_grid_query_radius(c->grid, q, lim, NB_FILTER_ALL, w->cand, w->cap, &got);
-        }
-        if (st != NB_ERR_BUFFER_TOO_SMALL) break;
-        int32_t *v = realloc(w->cand, (size_t)got * sizeof *v);
-        if (v == NULL) return NB_ERR_OUT_OF_MEMORY;
-        w->cand = v;
-        w->cap = got;
-    }
-    if (st != NB_OK) return st;
-    int32_t len = 0;
-    for (int32_t j = 0; j < got; j++) {
-        nbNeighbor e = {w->cand[j],
-                        ball_raw(q, point_at(c->points, w->cand[j]), c->dim, c->period, c->p)};
-        if (!(e.dist2 < c->dub_raw)) continue;
-        if (len < k) {
-            h[len++] = e;
-            if (len == k)
-                for (int32_t a = k / 2 - 1; a >= 0; a--) knnp_sift(h, k, a);
-        } else if (knnp_before(&e, &h[0])) {
-            h[0] = e;
-            knnp_sift(h, k, 0);
-        }
-    }
-    if (len < k)
-        for (int32_t a = len / 2 - 1; a >= 0; a--) knnp_sift(h, len, a);
-    for (int32_t end = len - 1; end > 0; end--) { // heap sort: ascending
-        nbNeighbor t = h[0];
-        h[0] = h[end];
-        h[end] = t;
-        knnp_sift(h, end, 0);
-    }
-    for (int32_t j = 0; j < k; j++) {
-        bool hit = j < len;
-        double raw = hit ? h[j].dist2 : 0.0;
-        dist[j] = !hit ? (double)INFINITY : c->p == 1.0 || isinf(c->p) ? raw : pow(raw, 1.0 / c->p);
-        index[j] = hit ? h[j].index : c->n;
-    }
-    return NB_OK;
-}
-
 static void knnp_part(void *vctx, int64_t begin, int64_t end, int part)
 {
     KnnPCtx *c = vctx;
     KnnPPart *w = &c->part[part];
-    for (int64_t q = begin; q < end; q++) {
-        const double *x = c->x + q * c->dim;
-        double lim;
-        nbStatus st = knnp_bound(c, w, x, &lim);
-        if (st == NB_OK) st = knnp_one(c, w, x, lim, c->dist + q * c->k, c->index + q * c->k);
+    const bool root = c->p != 1.0 && !isinf(c->p);
+    for (int64_t at = begin; at < end; at++) {
+        int64_t q = c->order != NULL ? c->order[at] : at;
+        int32_t found = 0;
+        nbStatus st = nb_grid_knn_norm(c->grid, c->x + q * c->dim, c->p, NB_FILTER_ALL, c->dub,
+                                       w->heap, c->k, &found);
         if (st != NB_OK) {
             w->st = st;
             w->bad = q;
             return;
+        }
+        double *dist = c->dist + q * c->k;
+        npy_intp *index = c->index + q * c->k;
+        for (int32_t j = 0; j < c->k; j++) {
+            bool hit = j < found && w->heap[j].dist2 < c->dub_raw;
+            double raw = hit ? w->heap[j].dist2 : 0.0;
+            dist[j] = !hit ? (double)INFINITY : root ? pow(raw, 1.0 / c->p) : raw;
+            index[j] = hit ? w->heap[j].index : c->n;
         }
     }
 }
@@ -1848,8 +1751,6 @@ static PyObject *grid_knn_p(nbpyGrid *g, PyObject *args)
         goto out;
     }
     c->grid = grid;
-    c->points = &g->view;
-    c->period = g->period;
     c->x = PyArray_DATA(x);
     c->dim = g->dim;
     c->k = k;
@@ -1861,15 +1762,17 @@ static PyObject *grid_knn_p(nbpyGrid *g, PyObject *args)
     c->index = PyArray_DATA((PyArrayObject *)i_arr);
     for (int t = 0; t < parts; t++) {
         c->part[t].heap = malloc((size_t)k * sizeof(nbNeighbor));
-        c->part[t].cap = 16 * k + 64;
-        c->part[t].cand = malloc((size_t)c->part[t].cap * sizeof(int32_t));
-        if (c->part[t].heap == NULL || c->part[t].cand == NULL) {
+        if (c->part[t].heap == NULL) {
             PyErr_NoMemory();
             goto out;
         }
     }
     PyThreadState *ts_ = PyEval_SaveThread();
+    nbGridInfo info;
+    if (m >= 1024 && nb_grid_info(grid, &info) == NB_OK)
+        c->order = query_order(c->x, m, g->dim, info.cell_size);
     nbpy_parallel(parts, m, knnp_part, c);
+    free(c->order);
     PyEval_RestoreThread(ts_);
     for (int t = 0; t < parts; t++) {
         if (c->part[t].st != NB_OK) {
@@ -1884,7 +1787,6 @@ out:
     if (c != NULL)
         for (int t = 0; t < parts; t++) {
             free(c->part[t].heap);
-            free(c->part[t].cand);
         }
     free(c);
     Py_XDECREF(d_arr);
