@@ -795,29 +795,57 @@ static PyObject *grid_pair_matrix(nbpyGrid *g, PyObject *args)
 }
 
 // _pairs_set(r): query_pairs' default output, a set of (i, j) tuples, i < j, built in C from
-// the buffer form of all pairs, with one int object an index shared by all its tuples.
+// the buffer form of all pairs, with one int object an index shared by all its tuples. Each
+// insertion misses the cache (the set's table is far larger than it for many pairs, and the
+// tuples' hashes spread over it), so the tuples are made PAIRS_AHEAD pairs ahead of their
+// insertion and their table slots prefetched (the table as it is then: a resize meanwhile only
+// wastes the prefetch). The cyclic collector is paused meanwhile: the new tuples are untracked
+// (two ints never form a cycle), but each one's allocation still counts towards the next
+// collection, and the older generations' collections walk every tracked object of the process.
+#define PAIRS_AHEAD 16
 static PyObject *grid_pairs_set(nbpyGrid *g, PyObject *args)
 {
     PairBuf b;
     if (pairs_of(g, args, "d:_pairs_set", "query_pairs", &b) < 0) return NULL;
     IntTable ints;
     PyObject *set = int_table_init(&ints, g->n) == 0 ? PySet_New(NULL) : NULL;
-    for (int64_t e = 0; set != NULL && e < b.len; e++) {
-        PyObject *pair = PyTuple_New(2);
-        for (int side = 0; pair != NULL && side < 2; side++) {
-            PyObject *o = int_table_get(&ints, (int32_t)b.v[2 * e + side]);
-            if (o == NULL) {
-                Py_CLEAR(pair);
+    PyObject *ring[PAIRS_AHEAD] = {NULL};
+#if PY_VERSION_HEX >= 0x030A0000
+    const int collecting = PyGC_Disable();
+#endif
+    for (int64_t e = 0; set != NULL && e < b.len + PAIRS_AHEAD; e++) {
+        if (e >= PAIRS_AHEAD) { // the pair made PAIRS_AHEAD ago, then its slot's next
+            PyObject **slot = &ring[e % PAIRS_AHEAD];
+            if (PySet_Add(set, *slot) < 0) Py_CLEAR(set);
+            Py_CLEAR(*slot);
+        }
+        if (set != NULL && e < b.len) {
+            PyObject *pair = PyTuple_New(2);
+            for (int side = 0; pair != NULL && side < 2; side++) {
+                PyObject *o = int_table_get(&ints, (int32_t)b.v[2 * e + side]);
+                if (o == NULL) {
+                    Py_CLEAR(pair);
+                    break;
+                }
+                PyTuple_SET_ITEM(pair, side, o);
+            }
+            if (pair == NULL) {
+                Py_CLEAR(set);
                 break;
             }
-            PyTuple_SET_ITEM(pair, side, o);
+            PyObject_GC_UnTrack(pair);
+            ring[e % PAIRS_AHEAD] = pair;
+#if !defined(Py_LIMITED_API)
+            const Py_hash_t h = PyObject_Hash(pair); // an int pair's hash never fails
+            const PySetObject *so = (const PySetObject *)set;
+            __builtin_prefetch(&so->table[(size_t)h & (size_t)so->mask], 1);
+#endif
         }
-        // Two ints never form a cycle: untracked now (as the collector would untrack it
-        // later), a million new tuples do not make every young collection walk them.
-        if (pair != NULL) PyObject_GC_UnTrack(pair);
-        if (pair == NULL || PySet_Add(set, pair) < 0) Py_CLEAR(set);
-        Py_XDECREF(pair);
     }
+#if PY_VERSION_HEX >= 0x030A0000
+    if (collecting) PyGC_Enable();
+#endif
+    for (int r = 0; r < PAIRS_AHEAD; r++) Py_XDECREF(ring[r]);
     int_table_free(&ints);
     nbpy_big_free(b.v, (size_t)b.cap * 2 * sizeof(npy_intp));
     return set;
