@@ -933,19 +933,22 @@ static PyObject *rows_array(npy_intp n, int type, const void *src, size_t size)
     return a;
 }
 
-// (offsets, neighbours[, dist2]): every point's neighbours within r as compressed rows, through
-// a neighbour list (neighbors.h) built without the GIL.
+// (offsets, neighbours[, dist2][, order]): every point's neighbours within r as compressed rows,
+// through a neighbour list (neighbors.h) built without the GIL: by index, or with cell_order in
+// the grid's cell order (row p is the point order[p], entries are positions; the list's fast
+// form: one pass, no sort).
 static PyObject *grid_neighbour_lists(nbpyGrid *g, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"r", "distances", NULL};
+    static char *kwlist[] = {"r", "distances", "cell_order", NULL};
     double r;
-    int distances = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "d|p:_neighbour_lists", kwlist, &r, &distances))
+    int distances = 0, cell_order = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "d|pp:_neighbour_lists", kwlist, &r, &distances,
+                                     &cell_order))
         return NULL;
     if (grid_radius(r) < 0) return NULL;
     const nbGrid *grid = grid_for_radius(g, r, RADIUS_PAIRS);
     if (grid == NULL) return NULL;
-    const nbNeighborListDesc desc = {.distances = distances != 0};
+    const nbNeighborListDesc desc = {.distances = distances != 0, .cell_order = cell_order != 0};
     nbNeighborList *list = NULL;
     nbStatus st = nb_neighbor_list_create(&desc, &list);
     if (st == NB_OK) {
@@ -959,18 +962,23 @@ static PyObject *grid_neighbour_lists(nbpyGrid *g, PyObject *args, PyObject *kwd
         nb_neighbor_list_destroy(list);
         return nbpy_error(st, "neighbour_lists");
     }
-    PyObject *off = rows_array((npy_intp)rows.rows + 1, NPY_INT32, rows.offsets, sizeof(int32_t));
-    PyObject *nb = rows_array((npy_intp)rows.entries, NPY_INT32, rows.neighbors, sizeof(int32_t));
-    PyObject *d2 = distances
-                       ? rows_array((npy_intp)rows.entries, NPY_DOUBLE, rows.dist2, sizeof(double))
-                       : NULL;
+    PyObject *part[4] = {NULL, NULL, NULL, NULL};
+    int parts = 0;
+    part[parts++] = rows_array((npy_intp)rows.rows + 1, NPY_INT32, rows.offsets, sizeof(int32_t));
+    part[parts++] = rows_array((npy_intp)rows.entries, NPY_INT32, rows.neighbors, sizeof(int32_t));
+    if (distances)
+        part[parts++] = rows_array((npy_intp)rows.entries, NPY_DOUBLE, rows.dist2, sizeof(double));
+    if (cell_order)
+        part[parts++] = rows_array((npy_intp)rows.rows, NPY_INT32, rows.order, sizeof(int32_t));
     nb_neighbor_list_destroy(list);
-    PyObject *res = NULL;
-    if (off != NULL && nb != NULL && (d2 != NULL || !distances))
-        res = distances ? PyTuple_Pack(3, off, nb, d2) : PyTuple_Pack(2, off, nb);
-    Py_XDECREF(off);
-    Py_XDECREF(nb);
-    Py_XDECREF(d2);
+    PyObject *res = PyTuple_New(parts);
+    for (int k = 0; k < parts; k++) {
+        if (part[k] == NULL) Py_CLEAR(res);
+        if (res != NULL)
+            PyTuple_SET_ITEM(res, k, part[k]);
+        else
+            Py_XDECREF(part[k]);
+    }
     return res;
 }
 
@@ -2019,7 +2027,8 @@ static PyMethodDef grid_methods[] = {
      METH_VARARGS | METH_KEYWORDS, "_query_pairs(r, workers=1): the pairs as an (K, 2) array."},
     {"_neighbour_lists", (PyCFunction)(void (*)(void))grid_neighbour_lists,
      METH_VARARGS | METH_KEYWORDS,
-     "_neighbour_lists(r, distances=False): (offsets, neighbours[, dist2]) as compressed rows."},
+     "_neighbour_lists(r, distances=False, cell_order=False): (offsets, neighbours[, dist2][, "
+     "order]) as compressed rows."},
     {"_rows", (PyCFunction)(void (*)(void))grid_rows, METH_VARARGS | METH_KEYWORDS,
      "_rows(x, r, sort=True, workers=1): (offsets, indices), the radius queries as rows."},
     {"_pair_matrix", (PyCFunction)grid_pair_matrix, METH_VARARGS,
