@@ -116,6 +116,16 @@ NB_API size_t nb_grid_memory_bytes(const nbGrid *grid);
 NB_API nbStatus nb_grid_pairs(const nbGrid *grid, double radius, nbPair *out, int64_t capacity,
                               int64_t *found);
 
+/// nb_grid_pairs with 64-bit indices: the same pairs in the same order, pair k written as
+/// out[2k] = i, out[2k + 1] = j (an (K, 2) int64 array: numpy's intp, a Fortran or Julia
+/// Int64 matrix by rows), with no 32-bit buffer and no widening pass of the caller's.
+/// `capacity` counts pairs (out holds 2 * capacity int64). The same buffer contract and
+/// statuses: *found the total, NB_ERR_BUFFER_TOO_SMALL with the first `capacity` pairs written
+/// when it exceeds `capacity`. Does not allocate. On the grid's scheduler (nbGridDesc.tasks) the
+/// workers write 32-bit pairs into out, widened in place afterwards.
+NB_API nbStatus nb_grid_pairs_wide(const nbGrid *grid, double radius, int64_t *out,
+                                   int64_t capacity, int64_t *found);
+
 /// Counts the pairs nb_grid_pairs would report, without writing them. Same statuses.
 NB_API nbStatus nb_grid_count_pairs(const nbGrid *grid, double radius, int64_t *count);
 

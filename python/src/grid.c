@@ -636,13 +636,12 @@ static int64_t pairs_reserve(int32_t n)
     return every < bound ? (every > 0 ? every : 1) : bound;
 }
 
-// All pairs on one thread through the library's buffer form (faster than a callback a pair),
-// the GIL released. The int32 nbPairs are written at the start of the block that becomes the
-// (K, 2) intp array and widened in place from the back (output pair k, bytes [16k, 16k + 16),
-// covers input pairs 2k and 2k + 1, which k running down has read already). The block is
-// reserved for `cap` pairs (pairs_reserve), else, when that much address space is refused, for
-// `guess`; when the pairs do not fit, *found is exact and the search runs again into a block
-// of that size.
+// All pairs on one thread through the library's wide buffer form (nb_grid_pairs_wide: the
+// int64 rows of the (K, 2) intp array written directly, no 32-bit pass), the GIL released.
+// The block is reserved for `cap` pairs (pairs_reserve), else, when that much address space is
+// refused, for `guess`; when the pairs do not fit, *found is exact and the search runs again
+// into a block of that size.
+_Static_assert(sizeof(npy_intp) == sizeof(int64_t), "the pair arrays are int64 rows: 64-bit only");
 static nbStatus pairs_buffer(const nbGrid *grid, double r, int64_t cap, int64_t guess, PairBuf *out)
 {
     int64_t *found = &out->len;
@@ -655,7 +654,7 @@ static nbStatus pairs_buffer(const nbGrid *grid, double r, int64_t cap, int64_t 
         }
         if (v == NULL) return NB_ERR_OUT_OF_MEMORY;
         cap = (int64_t)(got / (2 * sizeof *v)); // a cached block may be larger: use it all
-        nbStatus st = nb_grid_pairs(grid, r, (nbPair *)v, cap, found);
+        nbStatus st = nb_grid_pairs_wide(grid, r, (int64_t *)v, cap, found);
         if (st == NB_ERR_BUFFER_TOO_SMALL) { // *found is exact now
             nbpy_big_free(v, got);
             cap = guess = *found;
@@ -664,17 +663,6 @@ static nbStatus pairs_buffer(const nbGrid *grid, double r, int64_t cap, int64_t 
         if (st != NB_OK) {
             nbpy_big_free(v, got);
             return st;
-        }
-        // In blocks from the back, each copied out first: the output of block [k0, k1) covers
-        // the input of [2 k0, 2 k1), of which only the block itself is still unread.
-        for (int64_t k1 = *found; k1 > 0;) {
-            int32_t tmp[2 * 512];
-            int64_t k0 = k1 > 512 ? k1 - 512 : 0;
-            memcpy(tmp, (const char *)v + (size_t)k0 * sizeof(nbPair),
-                   (size_t)(k1 - k0) * sizeof(nbPair));
-            npy_intp *dst = v + 2 * k0;
-            for (int64_t e = 0; e < 2 * (k1 - k0); e++) dst[e] = tmp[e];
-            k1 = k0;
         }
         out->v = v;
         out->cap = cap;
