@@ -28,19 +28,33 @@ static nbStatus nbi_grid_pairs_range(const nbGrid *g, double radius, int32_t u0,
     return nbi_walk_pairs(&g->view, radius, u0, u1, s);
 }
 
-nbStatus nb_grid_pairs(const nbGrid *grid, double radius, nbPair *out, int64_t capacity,
-                       int64_t *found)
+// The buffer forms' start: *found zeroed, pointers, radius and capacity checked.
+static nbStatus nbi_pairs_start(const nbGrid *grid, double radius, const void *out,
+                                int64_t capacity, int64_t *found)
 {
     if (found != NULL) *found = 0;
     if (grid == NULL || found == NULL || (out == NULL && capacity > 0)) return NB_ERR_NULL_ARG;
-    nbStatus st = nbi_check_pairs(radius, capacity);
+    return nbi_check_pairs(radius, capacity);
+}
+
+// The buffer forms on the grid's scheduler, when it has one and enough points: *done then says
+// whether they ran there (the first `capacity` nbPairs in out, *found the total).
+static nbStatus nbi_pairs_on_workers(const nbGrid *grid, double radius, nbPair *out,
+                                     int64_t capacity, int64_t *found, bool *done)
+{
+    *done = false;
+    if (!nbi_grid_parallel(grid) || grid->n < NBI_PARALLEL_MIN_PAIRS) return NB_OK;
+    return nbi_grid_pairs_parallel(grid, radius, NBI_SINK_BUFFER, out, capacity, found, done);
+}
+
+nbStatus nb_grid_pairs(const nbGrid *grid, double radius, nbPair *out, int64_t capacity,
+                       int64_t *found)
+{
+    nbStatus st = nbi_pairs_start(grid, radius, out, capacity, found);
     if (st != NB_OK) return st;
-    if (nbi_grid_parallel(grid) && grid->n >= NBI_PARALLEL_MIN_PAIRS) {
-        bool done;
-        st = nbi_grid_pairs_parallel(grid, radius, NBI_SINK_BUFFER, out, capacity, found, &done);
-        if (st != NB_OK || done)
-            return st == NB_OK && *found > capacity ? NB_ERR_BUFFER_TOO_SMALL : st;
-    }
+    bool done;
+    st = nbi_pairs_on_workers(grid, radius, out, capacity, found, &done);
+    if (st != NB_OK || done) return st == NB_OK && *found > capacity ? NB_ERR_BUFFER_TOO_SMALL : st;
     nbiPairSink s;
     nbi_pair_sink_init(&s, NBI_SINK_BUFFER, out, capacity, NULL, NULL);
     st = nbi_grid_pairs_range(grid, radius, 0, nb_grid_pair_units(grid), &s);
@@ -98,20 +112,15 @@ static void nbi_widen_in_place(int64_t *out, int64_t m)
 nbStatus nb_grid_pairs_wide(const nbGrid *grid, double radius, int64_t *out, int64_t capacity,
                             int64_t *found)
 {
-    if (found != NULL) *found = 0;
-    if (grid == NULL || found == NULL || (out == NULL && capacity > 0)) return NB_ERR_NULL_ARG;
-    nbStatus st = nbi_check_pairs(radius, capacity);
+    nbStatus st = nbi_pairs_start(grid, radius, out, capacity, found);
     if (st != NB_OK) return st;
-    if (nbi_grid_parallel(grid) && grid->n >= NBI_PARALLEL_MIN_PAIRS) {
-        // The workers write nbPairs into the first half of the rows, widened afterwards.
-        bool done;
-        st = nbi_grid_pairs_parallel(grid, radius, NBI_SINK_BUFFER, (nbPair *)(void *)out, capacity,
-                                     found, &done);
-        if (st != NB_OK) return st;
-        if (done) {
-            nbi_widen_in_place(out, *found < capacity ? *found : capacity);
-            return *found > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
-        }
+    // On workers, nbPairs are written into the first half of the rows, then widened.
+    bool done;
+    st = nbi_pairs_on_workers(grid, radius, (nbPair *)(void *)out, capacity, found, &done);
+    if (st != NB_OK) return st;
+    if (done) {
+        nbi_widen_in_place(out, *found < capacity ? *found : capacity);
+        return *found > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
     }
     nbiWideOut o = {out, capacity, 0};
     nbiPairSink s;
