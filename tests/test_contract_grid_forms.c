@@ -18,6 +18,16 @@
 
 #include <math.h>
 
+// One category bit of three and a random mask of them per point.
+static void random_filters(nboSet *s)
+{
+    nbo_set_add_filters(s);
+    for (int32_t i = 0; i < s->n; i++) {
+        s->cat[i] = 1u << nbt_int(3);
+        s->mask[i] = (uint32_t)nbt_int(8);
+    }
+}
+
 static double raw_term(double d, double p)
 {
     return p == 1.0 || isinf(p) ? d : p == 2.0 ? d * d : pow(d, p);
@@ -118,13 +128,7 @@ static int test_against_brute_force(void)
             for (int filtered = 0; filtered < 2; filtered++) {
                 nboSet s = nbo_set_new(600, dim);
                 make(&s, shape, 100.0);
-                if (filtered) {
-                    nbo_set_add_filters(&s);
-                    for (int32_t i = 0; i < s.n; i++) {
-                        s.cat[i] = 1u << nbt_int(3);
-                        s.mask[i] = (uint32_t)nbt_int(8);
-                    }
-                }
+                if (filtered) random_filters(&s);
                 const nbPoints pts = nbo_points(&s);
                 for (size_t ci = 0; ci < sizeof cells / sizeof cells[0]; ci++) {
                     for (int use = -1; use <= 1; use += 2) { // the cells, then the index
@@ -279,13 +283,7 @@ static int test_against_pairs(void)
                         s.p[(size_t)i * (size_t)dim + (size_t)a] =
                             shape == 0 ? nbt_range(0.0, 200.0) : c[a] + nbt_gauss();
                 }
-                if (filtered) {
-                    nbo_set_add_filters(&s);
-                    for (int32_t i = 0; i < s.n; i++) {
-                        s.cat[i] = 1u << nbt_int(3);
-                        s.mask[i] = (uint32_t)nbt_int(8);
-                    }
-                }
+                if (filtered) random_filters(&s);
                 const nbPoints pts = nbo_points(&s);
                 const double r = shape == 0 ? (dim == 2 ? 2.0 : 6.0) : 0.5;
                 for (int par = 0; par < 2; par++) {
