@@ -189,7 +189,7 @@ static int test_norm_contract(void)
     NB_CHECK_OK(nb_grid_build(g, &pts, 1.0));
     nbNeighbor out[4];
     int32_t found = 7;
-    const double q[2] = {1.0, 1.0}, nan_q[2] = {NAN, 1.0}, outside[2] = {10.0, 1.0};
+    const double q[2] = {1.0, 1.0}, nan_q[2] = {(double)NAN, 1.0}, outside[2] = {10.0, 1.0};
     const double inf = (double)INFINITY;
     NB_CHECK_STATUS(nb_grid_knn_norm(NULL, q, 1.0, NB_FILTER_ALL, inf, out, 4, &found),
                     NB_ERR_NULL_ARG);
@@ -201,9 +201,9 @@ static int test_norm_contract(void)
     NB_CHECK_STATUS(nb_grid_knn_norm(g, q, 1.0, NB_FILTER_ALL, inf, out, 4, NULL), NB_ERR_NULL_ARG);
     NB_CHECK_STATUS(nb_grid_knn_norm(g, nan_q, 1.0, NB_FILTER_ALL, inf, out, 4, &found),
                     NB_ERR_NOT_FINITE);
-    NB_CHECK_STATUS(nb_grid_knn_norm(g, q, NAN, NB_FILTER_ALL, inf, out, 4, &found),
+    NB_CHECK_STATUS(nb_grid_knn_norm(g, q, (double)NAN, NB_FILTER_ALL, inf, out, 4, &found),
                     NB_ERR_NOT_FINITE);
-    NB_CHECK_STATUS(nb_grid_knn_norm(g, q, 1.0, NB_FILTER_ALL, NAN, out, 4, &found),
+    NB_CHECK_STATUS(nb_grid_knn_norm(g, q, 1.0, NB_FILTER_ALL, (double)NAN, out, 4, &found),
                     NB_ERR_NOT_FINITE);
     NB_CHECK_STATUS(nb_grid_knn_norm(g, q, 0.5, NB_FILTER_ALL, inf, out, 4, &found),
                     NB_ERR_OUT_OF_RANGE);
@@ -323,7 +323,7 @@ static int test_wide_contract(void)
     NB_CHECK(found == 0);
     NB_CHECK_STATUS(nb_grid_pairs_wide(g, 1.0, out, 4, NULL), NB_ERR_NULL_ARG);
     NB_CHECK_STATUS(nb_grid_pairs_wide(g, 1.0, NULL, 4, &found), NB_ERR_NULL_ARG);
-    NB_CHECK_STATUS(nb_grid_pairs_wide(g, NAN, out, 4, &found), NB_ERR_NOT_FINITE);
+    NB_CHECK_STATUS(nb_grid_pairs_wide(g, (double)NAN, out, 4, &found), NB_ERR_NOT_FINITE);
     NB_CHECK_STATUS(nb_grid_pairs_wide(g, -1.0, out, 4, &found), NB_ERR_OUT_OF_RANGE);
     NB_CHECK_STATUS(nb_grid_pairs_wide(g, 1.0, out, -1, &found), NB_ERR_OUT_OF_RANGE);
     NB_CHECK(found == 0);
