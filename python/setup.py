@@ -59,8 +59,11 @@ extension = Extension(
     define_macros=[("NB_STATIC_DEFINE", "1"), ("NDEBUG", "1")],
     # The library's rules: C11, -ffp-contract=off so `d2 <= r*r` is the same as in the C
     # builds, never -ffast-math; -O3 as its Release build; -g0 (Python's flags ask for -g):
-    # a 200 KB module instead of 1.5 MB, and a faster install.
-    extra_compile_args=["-std=c11", "-O3", "-g0", "-ffp-contract=off", "-fvisibility=hidden"],
+    # a 200 KB module instead of 1.5 MB, and a faster install. Python's own -fwrapv and
+    # -fstack-protector-strong are undone, as the library's Release build has neither: with
+    # them its walkers ran about 12% more instructions (all pairs, measured with callgrind).
+    extra_compile_args=["-std=c11", "-O3", "-g0", "-ffp-contract=off", "-fvisibility=hidden",
+                        "-fno-wrapv", "-fno-stack-protector"],
     libraries=["m"],
 )
 

@@ -4,6 +4,11 @@
 // to the shared walkers (pairs.c, query.c), which do the work.
 #include "grid_internal.h"
 
+#include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 // Below this many points all pairs run serially even with a scheduler.
 enum { NBI_PARALLEL_MIN_PAIRS = 4096 };
 
@@ -23,23 +28,107 @@ static nbStatus nbi_grid_pairs_range(const nbGrid *g, double radius, int32_t u0,
     return nbi_walk_pairs(&g->view, radius, u0, u1, s);
 }
 
-nbStatus nb_grid_pairs(const nbGrid *grid, double radius, nbPair *out, int64_t capacity,
-                       int64_t *found)
+// The buffer forms' start: *found zeroed, pointers, radius and capacity checked.
+static nbStatus nbi_pairs_start(const nbGrid *grid, double radius, const void *out,
+                                int64_t capacity, int64_t *found)
 {
     if (found != NULL) *found = 0;
     if (grid == NULL || found == NULL || (out == NULL && capacity > 0)) return NB_ERR_NULL_ARG;
-    nbStatus st = nbi_check_pairs(radius, capacity);
+    return nbi_check_pairs(radius, capacity);
+}
+
+// The buffer forms on the grid's scheduler, when it has one and enough points: *done then says
+// whether they ran there (the first `capacity` nbPairs in out, *found the total).
+static nbStatus nbi_pairs_on_workers(const nbGrid *grid, double radius, nbPair *out,
+                                     int64_t capacity, int64_t *found, bool *done)
+{
+    *done = false;
+    if (!nbi_grid_parallel(grid) || grid->n < NBI_PARALLEL_MIN_PAIRS) return NB_OK;
+    return nbi_grid_pairs_parallel(grid, radius, NBI_SINK_BUFFER, out, capacity, found, done);
+}
+
+nbStatus nb_grid_pairs(const nbGrid *grid, double radius, nbPair *out, int64_t capacity,
+                       int64_t *found)
+{
+    nbStatus st = nbi_pairs_start(grid, radius, out, capacity, found);
     if (st != NB_OK) return st;
-    if (nbi_grid_parallel(grid) && grid->n >= NBI_PARALLEL_MIN_PAIRS) {
-        bool done;
-        st = nbi_grid_pairs_parallel(grid, radius, NBI_SINK_BUFFER, out, capacity, found, &done);
-        if (st != NB_OK || done)
-            return st == NB_OK && *found > capacity ? NB_ERR_BUFFER_TOO_SMALL : st;
-    }
+    bool done;
+    st = nbi_pairs_on_workers(grid, radius, out, capacity, found, &done);
+    if (st != NB_OK || done) return st == NB_OK && *found > capacity ? NB_ERR_BUFFER_TOO_SMALL : st;
     nbiPairSink s;
     nbi_pair_sink_init(&s, NBI_SINK_BUFFER, out, capacity, NULL, NULL);
     st = nbi_grid_pairs_range(grid, radius, 0, nb_grid_pair_units(grid), &s);
     return nbi_pair_result(st, &s, found);
+}
+
+// Wide pairs, serially: the kernels' blocks (in the sink's scratch, hot in the cache) widened
+// into the caller's int64 rows while they have room; the count goes on past them.
+typedef struct nbiWideOut {
+    int64_t *out;
+    int64_t cap, at;
+} nbiWideOut;
+
+// Widens m pairs from w into the rows at dst (indices are >= 0: zero-extended), two at a time
+// with SSE2. dst must not overlap w.
+NBI_INLINE void nbi_widen(int64_t *dst, const nbPair *w, int64_t m)
+{
+    int64_t t = 0;
+#if defined(__SSE2__)
+    const __m128i zero = _mm_setzero_si128();
+    for (; t + 2 <= m; t += 2) {
+        const __m128i two = _mm_loadu_si128((const __m128i *)(const void *)(w + t));
+        _mm_storeu_si128((__m128i *)(void *)(dst + 2 * t), _mm_unpacklo_epi32(two, zero));
+        _mm_storeu_si128((__m128i *)(void *)(dst + 2 * t + 2), _mm_unpackhi_epi32(two, zero));
+    }
+#endif
+    for (; t < m; t++) {
+        dst[2 * t] = w[t].i;
+        dst[2 * t + 1] = w[t].j;
+    }
+}
+
+static void nbi_wide_block(const nbPair *w, int64_t m, void *user)
+{
+    nbiWideOut *o = (nbiWideOut *)user;
+    const int64_t room = o->cap - o->at;
+    nbi_widen(o->out + 2 * o->at, w, room < m ? (room > 0 ? room : 0) : m);
+    o->at += m;
+}
+
+// Widens the `m` nbPairs at the start of `out` into m int64 rows, in place, from the back: row k
+// (bytes [16k, 16k + 16)) covers the pairs 2k and 2k + 1, which k running down has read already,
+// except within the block being widened, which is copied out first.
+static void nbi_widen_in_place(int64_t *out, int64_t m)
+{
+    for (int64_t k1 = m; k1 > 0;) {
+        nbPair tmp[512];
+        const int64_t k0 = k1 > 512 ? k1 - 512 : 0;
+        memcpy(tmp, (const nbPair *)(void *)out + k0, (size_t)(k1 - k0) * sizeof(nbPair));
+        nbi_widen(out + 2 * k0, tmp, k1 - k0);
+        k1 = k0;
+    }
+}
+
+nbStatus nb_grid_pairs_wide(const nbGrid *grid, double radius, int64_t *out, int64_t capacity,
+                            int64_t *found)
+{
+    nbStatus st = nbi_pairs_start(grid, radius, out, capacity, found);
+    if (st != NB_OK) return st;
+    // On workers, nbPairs are written into the first half of the rows, then widened.
+    bool done;
+    st = nbi_pairs_on_workers(grid, radius, (nbPair *)(void *)out, capacity, found, &done);
+    if (st != NB_OK) return st;
+    if (done) {
+        nbi_widen_in_place(out, *found < capacity ? *found : capacity);
+        return *found > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
+    }
+    nbiWideOut o = {out, capacity, 0};
+    nbiPairSink s;
+    nbi_pair_sink_block(&s, nbi_wide_block, &o);
+    st = nbi_grid_pairs_range(grid, radius, 0, nb_grid_pair_units(grid), &s);
+    if (st != NB_OK) return st;
+    *found = s.found;
+    return s.found > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
 }
 
 nbStatus nb_grid_count_pairs(const nbGrid *grid, double radius, int64_t *count)

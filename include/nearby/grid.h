@@ -116,6 +116,16 @@ NB_API size_t nb_grid_memory_bytes(const nbGrid *grid);
 NB_API nbStatus nb_grid_pairs(const nbGrid *grid, double radius, nbPair *out, int64_t capacity,
                               int64_t *found);
 
+/// nb_grid_pairs with 64-bit indices: the same pairs in the same order, pair k written as
+/// out[2k] = i, out[2k + 1] = j (an (K, 2) int64 array: numpy's intp, a Fortran or Julia
+/// Int64 matrix by rows), with no 32-bit buffer and no widening pass of the caller's.
+/// `capacity` counts pairs (out holds 2 * capacity int64). The same buffer contract and
+/// statuses: *found the total, NB_ERR_BUFFER_TOO_SMALL with the first `capacity` pairs written
+/// when it exceeds `capacity`. Does not allocate. On the grid's scheduler (nbGridDesc.tasks) the
+/// workers write 32-bit pairs into out, widened in place afterwards.
+NB_API nbStatus nb_grid_pairs_wide(const nbGrid *grid, double radius, int64_t *out,
+                                   int64_t capacity, int64_t *found);
+
 /// Counts the pairs nb_grid_pairs would report, without writing them. Same statuses.
 NB_API nbStatus nb_grid_count_pairs(const nbGrid *grid, double radius, int64_t *count);
 
@@ -195,6 +205,19 @@ NB_API nbStatus nb_grid_knn(const nbGrid *grid, const double *point, nbFilter fi
 /// that fails, after the other checks).
 NB_API nbStatus nb_grid_visit_knn(const nbGrid *grid, const double *point, nbFilter filter,
                                   double max_distance, int32_t k, nbNeighborFn *visit, void *user);
+
+/// The k points nearest to `point` in the L_p norm, 1 <= p <= INFINITY (cKDTree's Minkowski p:
+/// 1 Manhattan, INFINITY Chebyshev), that pass `filter` and lie within max_distance (in that
+/// norm, inclusive), nearest first, equal distances by the lower index, as nb_grid_knn. Each
+/// out[j].dist2 holds the distance raw, as a brute-force loop compares it: sum |d_a|^p over the
+/// axes in order (|d_a| for p = 1, d_a * d_a for p = 2, where this is nb_grid_knn), max |d_a|
+/// for p = INFINITY; the distance is its p-th root. The search is nb_grid_knn's with the norm's
+/// bounds: the kNN index where the grid has one, else the cells ring by ring; on a periodic grid
+/// (minimum image) it scans every point. NB_ERR_NOT_FINITE for a NaN/infinite point, a NaN p or
+/// max_distance; NB_ERR_OUT_OF_RANGE for p < 1, a negative k or max_distance, or a point outside
+/// a periodic axis's [0, P). No allocation but the index's (see nb_grid_knn).
+NB_API nbStatus nb_grid_knn_norm(const nbGrid *grid, const double *point, double p, nbFilter filter,
+                                 double max_distance, nbNeighbor *out, int32_t k, int32_t *found);
 
 /// ---- cross pairs: set A against set B ----
 /// Every pair (i, j) with point i of grid `a`, point j of grid `b` and distance <= radius, each

@@ -120,7 +120,7 @@ class Grid(_Grid):
             return pairs
         return set(zip(pairs[:, 0].tolist(), pairs[:, 1].tolist()))
 
-    def neighbour_lists(self, r, *, distances=False):
+    def neighbour_lists(self, r, *, distances=False, cell_order=False):
         """Every point's neighbours within r, in both directions, as compressed rows.
 
         Returns (offsets, neighbours): int32 arrays, point i's neighbours being
@@ -128,8 +128,14 @@ class Grid(_Grid):
         point are its neighbours). With distances=True, (offsets, neighbours, dist2), the
         squared distance of each entry. Category/mask filters apply as in query_pairs. The
         search runs without the GIL.
+
+        With cell_order=True the rows come in the grid's cell order, the fast form (one pass
+        over the cells, no sort), and an int32 `order` is appended to the tuple: row p is
+        point order[p], and its entries are positions q, meaning points order[q] (ascending
+        positions, never p). Gather your arrays by order (x[order]) and positions are indices
+        into them, near in memory when near in space.
         """
-        return self._neighbour_lists(r, bool(distances))
+        return self._neighbour_lists(r, bool(distances), bool(cell_order))
 
     def neighbour_matrix(self, r):
         """The neighbour lists within r as a scipy.sparse.csr_matrix of shape (n, n): entry

@@ -10,6 +10,9 @@
 #include "nbpy.h"
 
 #include <float.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,19 +133,37 @@ static int64_t grid_scan(const nbPoints *v, double *lo, double *hi, double *maxa
     const int dim = v->dim;
     *maxabs = 0.0;
     // Branch-free min / max over blocks; x - x is 0 only for a finite x, so `bad` turns NaN at
-    // the first NaN or infinity, and the block is searched again for its index.
+    // the first NaN or infinity, and the block is searched again for its index. Packed 2D rows
+    // take one SSE2 register a point (the common case: a pass of about a build's first).
     for (int32_t b = 0; b < v->count; b += 4096) {
         int32_t e = v->count - b < 4096 ? v->count : b + 4096;
         double bad = 0.0;
-        for (int32_t i = b; i < e; i++) {
-            const double *p = (const double *)((const char *)v->data + (size_t)i * v->stride);
-            for (int d = 0; d < dim; d++) {
-                double x = p[d];
-                bad += x - x;
-                l[d] = x < l[d] ? x : l[d];
-                h[d] = x > h[d] ? x : h[d];
+#if defined(__SSE2__)
+        if (dim == 2 && v->stride == 2 * sizeof(double)) {
+            const double *p = (const double *)v->data + 2 * (size_t)b;
+            __m128d lo2 = _mm_loadu_pd(l), hi2 = _mm_loadu_pd(h), bad2 = _mm_setzero_pd();
+            for (int32_t i = 0; i < e - b; i++) {
+                const __m128d x = _mm_loadu_pd(p + 2 * (size_t)i);
+                bad2 = _mm_add_pd(bad2, _mm_sub_pd(x, x));
+                lo2 = _mm_min_pd(x, lo2); // as x < l ? x : l
+                hi2 = _mm_max_pd(x, hi2);
             }
-        }
+            _mm_storeu_pd(l, lo2);
+            _mm_storeu_pd(h, hi2);
+            double bb[2];
+            _mm_storeu_pd(bb, bad2);
+            bad = bb[0] + bb[1];
+        } else
+#endif
+            for (int32_t i = b; i < e; i++) {
+                const double *p = (const double *)((const char *)v->data + (size_t)i * v->stride);
+                for (int d = 0; d < dim; d++) {
+                    double x = p[d];
+                    bad += x - x;
+                    l[d] = x < l[d] ? x : l[d];
+                    h[d] = x > h[d] ? x : h[d];
+                }
+            }
         if (bad != 0.0 || isnan(bad)) {
             for (int32_t i = b; i < e; i++) {
                 const double *p = (const double *)((const char *)v->data + (size_t)i * v->stride);
@@ -615,13 +636,12 @@ static int64_t pairs_reserve(int32_t n)
     return every < bound ? (every > 0 ? every : 1) : bound;
 }
 
-// All pairs on one thread through the library's buffer form (faster than a callback a pair),
-// the GIL released. The int32 nbPairs are written at the start of the block that becomes the
-// (K, 2) intp array and widened in place from the back (output pair k, bytes [16k, 16k + 16),
-// covers input pairs 2k and 2k + 1, which k running down has read already). The block is
-// reserved for `cap` pairs (pairs_reserve), else, when that much address space is refused, for
-// `guess`; when the pairs do not fit, *found is exact and the search runs again into a block
-// of that size.
+// All pairs on one thread through the library's wide buffer form (nb_grid_pairs_wide: the
+// int64 rows of the (K, 2) intp array written directly, no 32-bit pass), the GIL released.
+// The block is reserved for `cap` pairs (pairs_reserve), else, when that much address space is
+// refused, for `guess`; when the pairs do not fit, *found is exact and the search runs again
+// into a block of that size.
+_Static_assert(sizeof(npy_intp) == sizeof(int64_t), "the pair arrays are int64 rows: 64-bit only");
 static nbStatus pairs_buffer(const nbGrid *grid, double r, int64_t cap, int64_t guess, PairBuf *out)
 {
     int64_t *found = &out->len;
@@ -634,7 +654,7 @@ static nbStatus pairs_buffer(const nbGrid *grid, double r, int64_t cap, int64_t 
         }
         if (v == NULL) return NB_ERR_OUT_OF_MEMORY;
         cap = (int64_t)(got / (2 * sizeof *v)); // a cached block may be larger: use it all
-        nbStatus st = nb_grid_pairs(grid, r, (nbPair *)v, cap, found);
+        nbStatus st = nb_grid_pairs_wide(grid, r, (int64_t *)v, cap, found);
         if (st == NB_ERR_BUFFER_TOO_SMALL) { // *found is exact now
             nbpy_big_free(v, got);
             cap = guess = *found;
@@ -643,17 +663,6 @@ static nbStatus pairs_buffer(const nbGrid *grid, double r, int64_t cap, int64_t 
         if (st != NB_OK) {
             nbpy_big_free(v, got);
             return st;
-        }
-        // In blocks from the back, each copied out first: the output of block [k0, k1) covers
-        // the input of [2 k0, 2 k1), of which only the block itself is still unread.
-        for (int64_t k1 = *found; k1 > 0;) {
-            int32_t tmp[2 * 512];
-            int64_t k0 = k1 > 512 ? k1 - 512 : 0;
-            memcpy(tmp, (const char *)v + (size_t)k0 * sizeof(nbPair),
-                   (size_t)(k1 - k0) * sizeof(nbPair));
-            npy_intp *dst = v + 2 * k0;
-            for (int64_t e = 0; e < 2 * (k1 - k0); e++) dst[e] = tmp[e];
-            k1 = k0;
         }
         out->v = v;
         out->cap = cap;
@@ -795,29 +804,57 @@ static PyObject *grid_pair_matrix(nbpyGrid *g, PyObject *args)
 }
 
 // _pairs_set(r): query_pairs' default output, a set of (i, j) tuples, i < j, built in C from
-// the buffer form of all pairs, with one int object an index shared by all its tuples.
+// the buffer form of all pairs, with one int object an index shared by all its tuples. Each
+// insertion misses the cache (the set's table is far larger than it for many pairs, and the
+// tuples' hashes spread over it), so the tuples are made PAIRS_AHEAD pairs ahead of their
+// insertion and their table slots prefetched (the table as it is then: a resize meanwhile only
+// wastes the prefetch). The cyclic collector is paused meanwhile: the new tuples are untracked
+// (two ints never form a cycle), but each one's allocation still counts towards the next
+// collection, and the older generations' collections walk every tracked object of the process.
+#define PAIRS_AHEAD 16
 static PyObject *grid_pairs_set(nbpyGrid *g, PyObject *args)
 {
     PairBuf b;
     if (pairs_of(g, args, "d:_pairs_set", "query_pairs", &b) < 0) return NULL;
     IntTable ints;
     PyObject *set = int_table_init(&ints, g->n) == 0 ? PySet_New(NULL) : NULL;
-    for (int64_t e = 0; set != NULL && e < b.len; e++) {
-        PyObject *pair = PyTuple_New(2);
-        for (int side = 0; pair != NULL && side < 2; side++) {
-            PyObject *o = int_table_get(&ints, (int32_t)b.v[2 * e + side]);
-            if (o == NULL) {
-                Py_CLEAR(pair);
+    PyObject *ring[PAIRS_AHEAD] = {NULL};
+#if PY_VERSION_HEX >= 0x030A0000
+    const int collecting = PyGC_Disable();
+#endif
+    for (int64_t e = 0; set != NULL && e < b.len + PAIRS_AHEAD; e++) {
+        if (e >= PAIRS_AHEAD) { // the pair made PAIRS_AHEAD ago, then its slot's next
+            PyObject **slot = &ring[e % PAIRS_AHEAD];
+            if (PySet_Add(set, *slot) < 0) Py_CLEAR(set);
+            Py_CLEAR(*slot);
+        }
+        if (set != NULL && e < b.len) {
+            PyObject *pair = PyTuple_New(2);
+            for (int side = 0; pair != NULL && side < 2; side++) {
+                PyObject *o = int_table_get(&ints, (int32_t)b.v[2 * e + side]);
+                if (o == NULL) {
+                    Py_CLEAR(pair);
+                    break;
+                }
+                PyTuple_SET_ITEM(pair, side, o);
+            }
+            if (pair == NULL) {
+                Py_CLEAR(set);
                 break;
             }
-            PyTuple_SET_ITEM(pair, side, o);
+            PyObject_GC_UnTrack(pair);
+            ring[e % PAIRS_AHEAD] = pair;
+#if !defined(Py_LIMITED_API)
+            const Py_hash_t h = PyObject_Hash(pair); // an int pair's hash never fails
+            const PySetObject *so = (const PySetObject *)set;
+            __builtin_prefetch(&so->table[(size_t)h & (size_t)so->mask], 1);
+#endif
         }
-        // Two ints never form a cycle: untracked now (as the collector would untrack it
-        // later), a million new tuples do not make every young collection walk them.
-        if (pair != NULL) PyObject_GC_UnTrack(pair);
-        if (pair == NULL || PySet_Add(set, pair) < 0) Py_CLEAR(set);
-        Py_XDECREF(pair);
     }
+#if PY_VERSION_HEX >= 0x030A0000
+    if (collecting) PyGC_Enable();
+#endif
+    for (int r = 0; r < PAIRS_AHEAD; r++) Py_XDECREF(ring[r]);
     int_table_free(&ints);
     nbpy_big_free(b.v, (size_t)b.cap * 2 * sizeof(npy_intp));
     return set;
@@ -905,19 +942,22 @@ static PyObject *rows_array(npy_intp n, int type, const void *src, size_t size)
     return a;
 }
 
-// (offsets, neighbours[, dist2]): every point's neighbours within r as compressed rows, through
-// a neighbour list (neighbors.h) built without the GIL.
+// (offsets, neighbours[, dist2][, order]): every point's neighbours within r as compressed rows,
+// through a neighbour list (neighbors.h) built without the GIL: by index, or with cell_order in
+// the grid's cell order (row p is the point order[p], entries are positions; the list's fast
+// form: one pass, no sort).
 static PyObject *grid_neighbour_lists(nbpyGrid *g, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"r", "distances", NULL};
+    static char *kwlist[] = {"r", "distances", "cell_order", NULL};
     double r;
-    int distances = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "d|p:_neighbour_lists", kwlist, &r, &distances))
+    int distances = 0, cell_order = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "d|pp:_neighbour_lists", kwlist, &r, &distances,
+                                     &cell_order))
         return NULL;
     if (grid_radius(r) < 0) return NULL;
     const nbGrid *grid = grid_for_radius(g, r, RADIUS_PAIRS);
     if (grid == NULL) return NULL;
-    const nbNeighborListDesc desc = {.distances = distances != 0};
+    const nbNeighborListDesc desc = {.distances = distances != 0, .cell_order = cell_order != 0};
     nbNeighborList *list = NULL;
     nbStatus st = nb_neighbor_list_create(&desc, &list);
     if (st == NB_OK) {
@@ -931,18 +971,23 @@ static PyObject *grid_neighbour_lists(nbpyGrid *g, PyObject *args, PyObject *kwd
         nb_neighbor_list_destroy(list);
         return nbpy_error(st, "neighbour_lists");
     }
-    PyObject *off = rows_array((npy_intp)rows.rows + 1, NPY_INT32, rows.offsets, sizeof(int32_t));
-    PyObject *nb = rows_array((npy_intp)rows.entries, NPY_INT32, rows.neighbors, sizeof(int32_t));
-    PyObject *d2 = distances
-                       ? rows_array((npy_intp)rows.entries, NPY_DOUBLE, rows.dist2, sizeof(double))
-                       : NULL;
+    PyObject *part[4] = {NULL, NULL, NULL, NULL};
+    int parts = 0;
+    part[parts++] = rows_array((npy_intp)rows.rows + 1, NPY_INT32, rows.offsets, sizeof(int32_t));
+    part[parts++] = rows_array((npy_intp)rows.entries, NPY_INT32, rows.neighbors, sizeof(int32_t));
+    if (distances)
+        part[parts++] = rows_array((npy_intp)rows.entries, NPY_DOUBLE, rows.dist2, sizeof(double));
+    if (cell_order)
+        part[parts++] = rows_array((npy_intp)rows.rows, NPY_INT32, rows.order, sizeof(int32_t));
     nb_neighbor_list_destroy(list);
-    PyObject *res = NULL;
-    if (off != NULL && nb != NULL && (d2 != NULL || !distances))
-        res = distances ? PyTuple_Pack(3, off, nb, d2) : PyTuple_Pack(2, off, nb);
-    Py_XDECREF(off);
-    Py_XDECREF(nb);
-    Py_XDECREF(d2);
+    PyObject *res = PyTuple_New(parts);
+    for (int k = 0; k < parts; k++) {
+        if (part[k] == NULL) Py_CLEAR(res);
+        if (res != NULL)
+            PyTuple_SET_ITEM(res, k, part[k]);
+        else
+            Py_XDECREF(part[k]);
+    }
     return res;
 }
 
@@ -1670,148 +1715,51 @@ fail:
 
 // ---- k nearest in a Minkowski norm ----
 
-// The k nearest in the L_p norm (p != 2, 1 <= p <= inf) by the raw distance of ball_raw, ties
-// by the lower index, in one pass a query: the Euclidean k nearest are k points within D, the
-// largest of their p-distances, so the p-nearest lie within D too; one search then holds them
-// all: a box of half-size D for p > 2 (the p-ball lies in it and the box is smaller than the
-// Euclidean ball holding it), a Euclidean ball of radius D for p < 2 (||d||_2 <= ||d||_p).
-// Both are widened by 1e-9 against rounding; the test that keeps a point is the exact one.
+// The k nearest in the L_p norm (p != 2, 1 <= p <= inf) through nb_grid_knn_norm (the kNN index
+// or the cells, searched with the norm's own distances and bounds), a query at a time.
 typedef struct KnnPPart {
-    nbNeighbor *heap; // kmax: the Euclidean search, then the p-norm heap (dist2 = raw)
-    int32_t *cand;
-    int32_t cap;
+    nbNeighbor *heap; // k
     nbStatus st;
     int64_t bad;
 } KnnPPart;
 
 typedef struct KnnPCtx {
     const nbGrid *grid;
-    const nbPoints *points;
-    const double *period;
     const double *x;
     int dim;
     int32_t k;
     double p;
-    double dub, dub_raw; // keep a neighbour when raw < dub_raw
+    double dub;     // the search's max_distance (inclusive there)
+    double dub_raw; // keep a neighbour when raw < dub_raw (strict, as scipy)
     npy_intp n;
+    int64_t *order; // processing order of the queries (query_order), or NULL for 0 .. m-1
     double *dist;
     npy_intp *index;
     KnnPPart part[NBPY_MAX_PARTS];
 } KnnPCtx;
 
-// Before: a sorts before b (raw distance, then index).
-static bool knnp_before(const nbNeighbor *a, const nbNeighbor *b)
-{
-    return a->dist2 < b->dist2 || (a->dist2 == b->dist2 && a->index < b->index);
-}
-
-// Sifts h[at] down a max-heap of len entries (the root is the worst kept).
-static void knnp_sift(nbNeighbor *h, int32_t len, int32_t at)
-{
-    for (;;) {
-        int32_t big = at, l = 2 * at + 1, r = l + 1;
-        if (l < len && knnp_before(&h[big], &h[l])) big = l;
-        if (r < len && knnp_before(&h[big], &h[r])) big = r;
-        if (big == at) return;
-        nbNeighbor t = h[at];
-        h[at] = h[big];
-        h[big] = t;
-        at = big;
-    }
-}
-
-// The p-distance within which query q's p-nearest lie (widened; inf: every point).
-static nbStatus knnp_bound(KnnPCtx *c, KnnPPart *w, const double *q, double *bound)
-{
-    const int32_t k = c->k;
-    nbNeighbor *h = w->heap;
-    int32_t found = 0;
-    nbStatus st = nb_grid_knn(c->grid, q, NB_FILTER_ALL, (double)INFINITY, h, k, &found);
-    if (st != NB_OK) return st;
-    double lim = (double)INFINITY; // fewer than k points: every one is a candidate
-    if (found == k) {
-        double worst = 0.0;
-        for (int32_t j = 0; j < found; j++) {
-            double raw = ball_raw(q, point_at(c->points, h[j].index), c->dim, c->period, c->p);
-            worst = raw > worst ? raw : worst;
-        }
-        lim = c->p == 1.0 || isinf(c->p) ? worst : pow(worst, 1.0 / c->p);
-    }
-    if (c->dub < lim) lim = c->dub;
-    *bound = lim * (1.0 + 1e-9);
-    return NB_OK;
-}
-
-// The k nearest in the norm among the points the bound's box or ball holds.
-static nbStatus knnp_one(KnnPCtx *c, KnnPPart *w, const double *q, double lim, double *dist,
-                         npy_intp *index)
-{
-    const int32_t k = c->k;
-    nbNeighbor *h = w->heap;
-    nbStatus st;
-    int32_t got = 0;
-    for (;;) {
-        if (c->p > 2.0 || isinf(lim)) {
-            nbBox box;
-            for (int d = 0; d < 3; d++) {
-                box.min[d] = d < c->dim ? q[d] - lim : 0.0;
-                box.max[d] = d < c->dim ? q[d] + lim : 0.0;
-            }
-            st = nb_grid_query_box(c->grid, &box, NB_FILTER_ALL, w->cand, w->cap, &got);
-        } else {
-            st = nb_grid_query_radius(c->grid, q, lim, NB_FILTER_ALL, w->cand, w->cap, &got);
-        }
-        if (st != NB_ERR_BUFFER_TOO_SMALL) break;
-        int32_t *v = realloc(w->cand, (size_t)got * sizeof *v);
-        if (v == NULL) return NB_ERR_OUT_OF_MEMORY;
-        w->cand = v;
-        w->cap = got;
-    }
-    if (st != NB_OK) return st;
-    int32_t len = 0;
-    for (int32_t j = 0; j < got; j++) {
-        nbNeighbor e = {w->cand[j],
-                        ball_raw(q, point_at(c->points, w->cand[j]), c->dim, c->period, c->p)};
-        if (!(e.dist2 < c->dub_raw)) continue;
-        if (len < k) {
-            h[len++] = e;
-            if (len == k)
-                for (int32_t a = k / 2 - 1; a >= 0; a--) knnp_sift(h, k, a);
-        } else if (knnp_before(&e, &h[0])) {
-            h[0] = e;
-            knnp_sift(h, k, 0);
-        }
-    }
-    if (len < k)
-        for (int32_t a = len / 2 - 1; a >= 0; a--) knnp_sift(h, len, a);
-    for (int32_t end = len - 1; end > 0; end--) { // heap sort: ascending
-        nbNeighbor t = h[0];
-        h[0] = h[end];
-        h[end] = t;
-        knnp_sift(h, end, 0);
-    }
-    for (int32_t j = 0; j < k; j++) {
-        bool hit = j < len;
-        double raw = hit ? h[j].dist2 : 0.0;
-        dist[j] = !hit ? (double)INFINITY : c->p == 1.0 || isinf(c->p) ? raw : pow(raw, 1.0 / c->p);
-        index[j] = hit ? h[j].index : c->n;
-    }
-    return NB_OK;
-}
-
 static void knnp_part(void *vctx, int64_t begin, int64_t end, int part)
 {
     KnnPCtx *c = vctx;
     KnnPPart *w = &c->part[part];
-    for (int64_t q = begin; q < end; q++) {
-        const double *x = c->x + q * c->dim;
-        double lim;
-        nbStatus st = knnp_bound(c, w, x, &lim);
-        if (st == NB_OK) st = knnp_one(c, w, x, lim, c->dist + q * c->k, c->index + q * c->k);
+    const bool root = c->p != 1.0 && !isinf(c->p);
+    for (int64_t at = begin; at < end; at++) {
+        int64_t q = c->order != NULL ? c->order[at] : at;
+        int32_t found = 0;
+        nbStatus st = nb_grid_knn_norm(c->grid, c->x + q * c->dim, c->p, NB_FILTER_ALL, c->dub,
+                                       w->heap, c->k, &found);
         if (st != NB_OK) {
             w->st = st;
             w->bad = q;
             return;
+        }
+        double *dist = c->dist + q * c->k;
+        npy_intp *index = c->index + q * c->k;
+        for (int32_t j = 0; j < c->k; j++) {
+            bool hit = j < found && w->heap[j].dist2 < c->dub_raw;
+            double raw = hit ? w->heap[j].dist2 : 0.0;
+            dist[j] = !hit ? (double)INFINITY : root ? pow(raw, 1.0 / c->p) : raw;
+            index[j] = hit ? w->heap[j].index : c->n;
         }
     }
 }
@@ -1848,8 +1796,6 @@ static PyObject *grid_knn_p(nbpyGrid *g, PyObject *args)
         goto out;
     }
     c->grid = grid;
-    c->points = &g->view;
-    c->period = g->period;
     c->x = PyArray_DATA(x);
     c->dim = g->dim;
     c->k = k;
@@ -1861,15 +1807,17 @@ static PyObject *grid_knn_p(nbpyGrid *g, PyObject *args)
     c->index = PyArray_DATA((PyArrayObject *)i_arr);
     for (int t = 0; t < parts; t++) {
         c->part[t].heap = malloc((size_t)k * sizeof(nbNeighbor));
-        c->part[t].cap = 16 * k + 64;
-        c->part[t].cand = malloc((size_t)c->part[t].cap * sizeof(int32_t));
-        if (c->part[t].heap == NULL || c->part[t].cand == NULL) {
+        if (c->part[t].heap == NULL) {
             PyErr_NoMemory();
             goto out;
         }
     }
     PyThreadState *ts_ = PyEval_SaveThread();
+    nbGridInfo info;
+    if (m >= 1024 && nb_grid_info(grid, &info) == NB_OK)
+        c->order = query_order(c->x, m, g->dim, info.cell_size);
     nbpy_parallel(parts, m, knnp_part, c);
+    free(c->order);
     PyEval_RestoreThread(ts_);
     for (int t = 0; t < parts; t++) {
         if (c->part[t].st != NB_OK) {
@@ -1884,7 +1832,6 @@ out:
     if (c != NULL)
         for (int t = 0; t < parts; t++) {
             free(c->part[t].heap);
-            free(c->part[t].cand);
         }
     free(c);
     Py_XDECREF(d_arr);
@@ -2089,7 +2036,8 @@ static PyMethodDef grid_methods[] = {
      METH_VARARGS | METH_KEYWORDS, "_query_pairs(r, workers=1): the pairs as an (K, 2) array."},
     {"_neighbour_lists", (PyCFunction)(void (*)(void))grid_neighbour_lists,
      METH_VARARGS | METH_KEYWORDS,
-     "_neighbour_lists(r, distances=False): (offsets, neighbours[, dist2]) as compressed rows."},
+     "_neighbour_lists(r, distances=False, cell_order=False): (offsets, neighbours[, dist2][, "
+     "order]) as compressed rows."},
     {"_rows", (PyCFunction)(void (*)(void))grid_rows, METH_VARARGS | METH_KEYWORDS,
      "_rows(x, r, sort=True, workers=1): (offsets, indices), the radius queries as rows."},
     {"_pair_matrix", (PyCFunction)grid_pair_matrix, METH_VARARGS,

@@ -233,3 +233,22 @@ def test_count_neighbors_radii():
         np.testing.assert_array_equal(t.count_neighbors(t2, radii), s.count_neighbors(s2, radii))
     np.testing.assert_array_equal(t.count_neighbors(t, [0.1, 0.2, 0.3], cumulative=False),
                                   s.count_neighbors(s, [0.1, 0.2, 0.3], cumulative=False))
+
+
+def test_pairs_set_restores_the_collector():
+    """query_pairs' set is built with the cyclic collector paused: its state is restored either
+    way, and the set is the same with it off."""
+    import gc
+
+    x = make(NAMES[0], N)
+    r = radius(x)
+    want = SciTree(x).query_pairs(r)
+    assert gc.isenabled()
+    assert nearby.cKDTree(x).query_pairs(r) == want
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        assert nearby.cKDTree(x).query_pairs(r) == want
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

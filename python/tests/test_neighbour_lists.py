@@ -137,3 +137,30 @@ def test_threads_share_a_grid(rng):
     for got in out:
         np.testing.assert_array_equal(got[0], want[0])
         np.testing.assert_array_equal(got[1], want[1])
+
+
+@pytest.mark.parametrize("name", ["uniform2d", "uniform3d", "clusters", "duplicates", "lattice",
+                                  "sparse"])
+def test_cell_order_rows(rng, name):
+    """cell_order=True: row p is point order[p], its entries positions q (points order[q]),
+    ascending, never p; mapped back, the rows are the brute-force rows, distances included."""
+    pts, r = {k: (p, rr) for k, p, rr in sets(rng)}[name]
+    g = nearby.Grid(pts)
+    offsets, neighbours, order = g.neighbour_lists(r, cell_order=True)
+    assert offsets.dtype == np.int32 and neighbours.dtype == np.int32
+    assert order.dtype == np.int32 and len(order) == len(pts)
+    np.testing.assert_array_equal(np.sort(order), np.arange(len(pts)))
+    want_off, want_nb, want_d2 = oracle_rows(pts, r)
+    off2, nb2, d2, order2 = g.neighbour_lists(r, distances=True, cell_order=True)
+    np.testing.assert_array_equal(off2, offsets)
+    np.testing.assert_array_equal(nb2, neighbours)
+    np.testing.assert_array_equal(order2, order)
+    for p in range(len(pts)):
+        row = neighbours[offsets[p]:offsets[p + 1]]
+        assert (np.diff(row) > 0).all() and p not in row
+        i = order[p]
+        got = order[row]
+        want = want_nb[want_off[i]:want_off[i + 1]]
+        np.testing.assert_array_equal(np.sort(got), want)
+        np.testing.assert_array_equal(d2[off2[p]:off2[p + 1]][np.argsort(got)],
+                                      want_d2[want_off[i]:want_off[i + 1]])

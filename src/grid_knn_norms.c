@@ -1,0 +1,285 @@
+// SPDX-License-Identifier: MIT
+// The grid's k nearest in the Minkowski norms other than the Euclidean one (nb_grid_knn_norm).
+// Distances are compared raw, as a brute-force loop in the norm compares them: sum |d_a|^p
+// (|d_a| for p = 1), max |d_a| for p = inf, per axis in axis order. The searches are the
+// Euclidean kNN's two, with the norm's distances and bounds: the kNN index's tree of boxes
+// (knn_index.h) where the grid has one, else the cells ring by ring (Chebyshev rings: ring s
+// is the cells whose offset from the query's cell is s on some axis and at most s on every
+// other), stopping once every unvisited cell lies beyond the k-th best. Both bounds are
+// per-axis gaps to a box, which no point in it can beat in any p-norm (each term is monotone
+// in its gap; the sum of a point's terms is at least the sum of the gaps'). Periodic grids
+// scan every point (the minimum image on the wrapping axes).
+#include "grid_internal.h"
+#include "knn_heap.h"
+#include "knn_index.h"
+
+typedef struct nbiNormQuery {
+    double q[3];
+    int dim;
+    double p; // in [1, inf], not 2
+    nbFilter f;
+    double lim;   // max_distance, raw: a candidate above it is never kept
+    double bound; // raw: a candidate above it cannot enter (the k-th best once full, else lim)
+    nbiKnnHeap heap;
+} nbiNormQuery;
+
+// One axis's term of the raw distance, from |d| (or a gap).
+NBI_INLINE double nbi_norm_term(double d, double p)
+{
+    return p == 1.0 || isinf(p) ? d : pow(d, p);
+}
+
+// The raw distance accumulated over axes: s after axis a's term t.
+NBI_INLINE double nbi_norm_sum(double s, double t, double p)
+{
+    return isinf(p) ? (t > s ? t : s) : s + t;
+}
+
+// Offers the caller's index id at raw distance raw (filter already passed).
+NBI_INLINE void nbi_norm_offer(nbiNormQuery *x, int32_t id, double raw)
+{
+    if (!(raw <= x->bound)) return; // NaN (a hash's slack) included
+    const nbNeighbor cand = {id, raw};
+    nbi_heap_offer(&x->heap, cand);
+    x->bound = nbi_heap_bound(&x->heap, x->lim);
+}
+
+// ---- through the kNN index ----
+
+#if NBI_KNN_INDEX
+// The raw gap from the query to side `side` of an inner node's child boxes (cb: the node's slot
+// of the index's boxes, axis a holding lo left, lo right, hi left, hi right).
+NBI_INLINE double nbi_norm_gap(const nbiNormQuery *x, const double *cb, int side)
+{
+    double s = 0.0;
+    for (int a = 0; a < x->dim; a++) {
+        const double below = cb[4 * a + side] - x->q[a];
+        const double above = x->q[a] - cb[4 * a + 2 + side];
+        double gap = below > above ? below : above;
+        gap = gap > 0.0 ? gap : 0.0;
+        s = nbi_norm_sum(s, nbi_norm_term(gap, x->p), x->p);
+    }
+    return s;
+}
+
+// Whether a child's bits (node t's side) rule it out for the query's filter.
+NBI_INLINE bool nbi_norm_bits_out(const nbiNormQuery *x, const nbiKnnIndex *ix, int32_t t, int side)
+{
+    if (!ix->filtered) return false;
+    const uint32_t *nb = (const uint32_t *)ix->nbits.ptr + 4 * (size_t)t + 2 * side;
+    return !nbi_filter_match(x->f.category, x->f.mask, nb[0], nb[1]);
+}
+
+static void nbi_norm_leaf(nbiNormQuery *x, const nbiKnnIndex *ix, int32_t p0, int32_t p1)
+{
+    const double *pts = (const double *)ix->pts.ptr;
+    const int32_t *idx = (const int32_t *)ix->idx.ptr;
+    const uint32_t *bits = (const uint32_t *)ix->bits.ptr;
+    for (int32_t p = p0; p < p1; p++) {
+        double s = 0.0;
+        for (int a = 0; a < x->dim; a++)
+            s = nbi_norm_sum(s, nbi_norm_term(fabs(x->q[a] - pts[(size_t)a * ix->n + p]), x->p),
+                             x->p);
+        if (!(s <= x->bound)) continue;
+        if (ix->filtered && !nbi_filter_match(x->f.category, x->f.mask, bits[2 * (size_t)p],
+                                              bits[2 * (size_t)p + 1]))
+            continue;
+        nbi_norm_offer(x, idx[p], s);
+    }
+}
+
+// Depth first from the root, nearer child first, the farther one stacked with its gap and
+// skipped if it lies beyond the k-th best when it comes up (strictly: a tie may enter with a
+// lower index). The stack holds at most one node a level.
+static void nbi_norm_tree(nbiNormQuery *x, const nbiKnnIndex *ix)
+{
+    const nbiKnnNode *node = (const nbiKnnNode *)ix->node.ptr;
+    const double *box = (const double *)ix->box.ptr;
+    const size_t bw = 4 * (size_t)ix->dim;
+    int32_t st[128];
+    double sg[128];
+    int sp = 0;
+    int32_t t = 0;
+    for (;;) {
+        const nbiKnnNode nd = node[t];
+        if (nd.left == 0) {
+            nbi_norm_leaf(x, ix, nd.first, nd.end);
+        } else {
+            const double *cb = box + (size_t)t * bw;
+            const double g[2] = {nbi_norm_gap(x, cb, 0), nbi_norm_gap(x, cb, 1)};
+            const int near = g[1] < g[0];
+            const bool in_near = !(g[near] > x->bound) && !nbi_norm_bits_out(x, ix, t, near);
+            const bool in_far = !(g[!near] > x->bound) && !nbi_norm_bits_out(x, ix, t, !near);
+            if (in_far) {
+                st[sp] = nd.left + !near;
+                sg[sp++] = g[!near];
+            }
+            if (in_near) {
+                t = nd.left + near;
+                continue;
+            }
+        }
+        for (;;) {
+            if (sp == 0) return;
+            sp--;
+            if (!(sg[sp] > x->bound)) break;
+        }
+        t = st[sp];
+    }
+}
+#endif
+
+// ---- through the cells ----
+
+typedef struct nbiNormCells {
+    nbiNormQuery *x;
+    const nbiView *v;
+    bool per_point;
+    const double *kper; // the minimum image's period per axis (+inf: none), or NULL
+} nbiNormCells;
+
+static bool nbi_norm_run(int32_t b0, int32_t b1, void *vctx)
+{
+    const nbiNormCells *c = (const nbiNormCells *)vctx;
+    nbiNormQuery *x = c->x;
+    const nbiView *v = c->v;
+    for (int32_t p = b0; p < b1; p++) {
+        if (c->per_point && !nbi_view_passes(v, p, x->f)) continue;
+        const double *pt = v->pts + (size_t)p * (size_t)x->dim;
+        double s = 0.0;
+        for (int a = 0; a < x->dim; a++) {
+            double d = fabs(x->q[a] - pt[a]);
+            if (c->kper != NULL && d > c->kper[a] - d) d = c->kper[a] - d;
+            s = nbi_norm_sum(s, nbi_norm_term(d, x->p), x->p);
+        }
+        nbi_norm_offer(x, v->idx[p], s);
+    }
+    return true;
+}
+
+// Visits ring s around cell qc, clipped to the view's box: per axis a, the two faces at
+// qc[a] -+ s, over [qc - s + 1, qc + s - 1] on the axes before a (their faces come first) and
+// [qc - s, qc + s] on those after.
+static void nbi_norm_ring(nbiNormCells *c, const int64_t qc[3], int64_t s)
+{
+    const nbiView *v = c->v;
+    if (s == 0) {
+        for (int a = 0; a < 3; a++)
+            if (qc[a] < v->lo[a] || qc[a] > v->hi[a]) return;
+        nbi_view_box_runs(v, qc, qc, nbi_norm_run, c);
+        return;
+    }
+    for (int a = 0; a < v->dim; a++) {
+        for (int side = 0; side < 2; side++) {
+            const int64_t face = side == 0 ? qc[a] - s : qc[a] + s;
+            if (face < v->lo[a] || face > v->hi[a]) continue;
+            int64_t cl[3], ch[3];
+            bool empty = false;
+            for (int b = 0; b < 3; b++) {
+                const int64_t in = b < a ? 1 : 0;
+                cl[b] = b == a ? face : b < v->dim ? qc[b] - s + in : 0;
+                ch[b] = b == a ? face : b < v->dim ? qc[b] + s - in : 0;
+                cl[b] = cl[b] > v->lo[b] ? cl[b] : v->lo[b];
+                ch[b] = ch[b] < v->hi[b] ? ch[b] : v->hi[b];
+                empty = empty || cl[b] > ch[b];
+            }
+            if (!empty) nbi_view_box_runs(v, cl, ch, nbi_norm_run, c);
+        }
+    }
+}
+
+// A lower bound on |coordinate - face| for a coordinate whose cell lies beyond a face at
+// `face` (a cell boundary, cell * edge) from q, less rounding: the coordinate's cell may be
+// rounded across the face (relative 2^-50 of the magnitudes), or its quotient underflow.
+NBI_INLINE double nbi_norm_face_gap(double face, double q, double edge)
+{
+    const double slack = edge > 0x1p70 ? (edge * 0x1p-535) * 0x1p-534 : 0x1p-999;
+    return fabs(face - q) - (fabs(face) + fabs(q)) * 0x1p-50 - slack;
+}
+
+// Rings outward from the query's cell (clipped to one cell outside the box), until the ring
+// box holds every cell or no unvisited cell can hold a point within the bound.
+static void nbi_norm_cells(nbiNormQuery *x, const nbiView *v)
+{
+    nbiNormCells c = {x, v, v->cat != NULL, NULL};
+    const double edge = v->cm.cell;
+    int64_t qc[3] = {0, 0, 0};
+    for (int a = 0; a < v->dim; a++) {
+        const double f = nbi_cell_f(&v->cm, x->q[a]);
+        qc[a] = f < (double)v->lo[a]   ? v->lo[a] - 1
+                : f > (double)v->hi[a] ? v->hi[a] + 1
+                                       : (int64_t)f;
+    }
+    for (int64_t s = 0;; s++) {
+        nbi_norm_ring(&c, qc, s);
+        double gap = (double)INFINITY;
+        bool outside = false;
+        for (int a = 0; a < v->dim; a++) {
+            if (qc[a] + s < v->hi[a]) {
+                const double g = nbi_norm_face_gap((double)(qc[a] + s + 1) * edge, x->q[a], edge);
+                gap = g < gap ? g : gap;
+                outside = true;
+            }
+            if (qc[a] - s > v->lo[a]) {
+                const double g = nbi_norm_face_gap((double)(qc[a] - s) * edge, x->q[a], edge);
+                gap = g < gap ? g : gap;
+                outside = true;
+            }
+        }
+        // Every unvisited point is at least `gap` away on some axis: its raw distance is at
+        // least the gap's term.
+        if (!outside || (gap > 0.0 && nbi_norm_term(gap, x->p) > x->bound)) return;
+    }
+}
+
+// Every point of a periodic view, by the minimum image.
+static void nbi_norm_scan(nbiNormQuery *x, const nbiView *v)
+{
+    nbiNormCells c = {x, v, v->cat != NULL, v->wrap->kper};
+    nbi_view_box_runs(v, v->lo, v->hi, nbi_norm_run, &c);
+}
+
+nbStatus nb_grid_knn_norm(const nbGrid *grid, const double *point, double p, nbFilter filter,
+                          double max_distance, nbNeighbor *out, int32_t k, int32_t *found)
+{
+    if (found != NULL) *found = 0;
+    if (grid == NULL || point == NULL || found == NULL || (out == NULL && k > 0))
+        return NB_ERR_NULL_ARG;
+    const nbiView *v = &grid->view;
+    for (int a = 0; a < v->dim; a++)
+        if (!isfinite(point[a])) return NB_ERR_NOT_FINITE;
+    if (isnan(p) || isnan(max_distance)) return NB_ERR_NOT_FINITE;
+    if (k < 0 || max_distance < 0.0 || !(p >= 1.0)) return NB_ERR_OUT_OF_RANGE;
+    if (v->wrap != NULL)
+        for (int a = 0; a < v->dim; a++)
+            if (v->wrap->period[a] > 0.0 && !(point[a] >= 0.0 && point[a] < v->wrap->period[a]))
+                return NB_ERR_OUT_OF_RANGE;
+    if (p == 2.0) return nb_grid_knn(grid, point, filter, max_distance, out, k, found);
+    if (k == 0 || v->n == 0 || (v->cat == NULL && !nbi_filter_open(filter))) return NB_OK;
+    nbiNormQuery x;
+    x.q[0] = point[0];
+    x.q[1] = point[1];
+    x.q[2] = v->dim == 3 ? point[2] : 0.0;
+    x.dim = v->dim;
+    x.p = p;
+    x.f = filter;
+    x.lim = isinf(max_distance) ? (double)INFINITY : nbi_norm_term(max_distance, p);
+    x.heap.e = out;
+    x.heap.size = 0;
+    x.heap.k = k < v->n ? k : v->n;
+    x.bound = nbi_heap_bound(&x.heap, x.lim);
+    const nbiKnnIndex *ix =
+        v->wrap == NULL ? nbi_knn_index_get(nbi_grid_knn_lazy(grid), v, &grid->alloc) : NULL;
+    if (v->wrap != NULL) {
+        nbi_norm_scan(&x, v);
+    } else if (ix != NULL) {
+#if NBI_KNN_INDEX
+        nbi_norm_tree(&x, ix);
+#endif
+    } else {
+        nbi_norm_cells(&x, v);
+    }
+    nbi_heap_sort(&x.heap);
+    *found = x.heap.size;
+    return NB_OK;
+}
