@@ -21,6 +21,7 @@ typedef struct nbiNormQuery {
     double lim;   // max_distance, raw: a candidate above it is never kept
     double bound; // raw: a candidate above it cannot enter (the k-th best once full, else lim)
     nbiKnnHeap heap;
+    const nbiKnnIndex *ix; // the tree search's index
 } nbiNormQuery;
 
 // One axis's term of the raw distance, from |d| (or a gap).
@@ -62,16 +63,10 @@ NBI_INLINE double nbi_norm_gap(const nbiNormQuery *x, const double *cb, int side
     return s;
 }
 
-// Whether a child's bits (node t's side) rule it out for the query's filter.
-NBI_INLINE bool nbi_norm_bits_out(const nbiNormQuery *x, const nbiKnnIndex *ix, int32_t t, int side)
+static void nbi_norm_leaf(void *search, int32_t p0, int32_t p1)
 {
-    if (!ix->filtered) return false;
-    const uint32_t *nb = (const uint32_t *)ix->nbits.ptr + 4 * (size_t)t + 2 * side;
-    return !nbi_filter_match(x->f.category, x->f.mask, nb[0], nb[1]);
-}
-
-static void nbi_norm_leaf(nbiNormQuery *x, const nbiKnnIndex *ix, int32_t p0, int32_t p1)
-{
+    nbiNormQuery *x = (nbiNormQuery *)search;
+    const nbiKnnIndex *ix = x->ix;
     const double *pts = (const double *)ix->pts.ptr;
     const int32_t *idx = (const int32_t *)ix->idx.ptr;
     const uint32_t *bits = (const uint32_t *)ix->bits.ptr;
@@ -88,44 +83,12 @@ static void nbi_norm_leaf(nbiNormQuery *x, const nbiKnnIndex *ix, int32_t p0, in
     }
 }
 
-// Depth first from the root, nearer child first, the farther one stacked with its gap and
-// skipped if it lies beyond the k-th best when it comes up (strictly: a tie may enter with a
-// lower index). The stack holds at most one node a level.
-static void nbi_norm_tree(nbiNormQuery *x, const nbiKnnIndex *ix)
+// The gaps to an inner node's two children (nbi_ix_walk's gaps).
+static void nbi_norm_gaps(void *search, const double *cb, double g[2])
 {
-    const nbiKnnNode *node = (const nbiKnnNode *)ix->node.ptr;
-    const double *box = (const double *)ix->box.ptr;
-    const size_t bw = 4 * (size_t)ix->dim;
-    int32_t st[128];
-    double sg[128];
-    int sp = 0;
-    int32_t t = 0;
-    for (;;) {
-        const nbiKnnNode nd = node[t];
-        if (nd.left == 0) {
-            nbi_norm_leaf(x, ix, nd.first, nd.end);
-        } else {
-            const double *cb = box + (size_t)t * bw;
-            const double g[2] = {nbi_norm_gap(x, cb, 0), nbi_norm_gap(x, cb, 1)};
-            const int near = g[1] < g[0];
-            const bool in_near = !(g[near] > x->bound) && !nbi_norm_bits_out(x, ix, t, near);
-            const bool in_far = !(g[!near] > x->bound) && !nbi_norm_bits_out(x, ix, t, !near);
-            if (in_far) {
-                st[sp] = nd.left + !near;
-                sg[sp++] = g[!near];
-            }
-            if (in_near) {
-                t = nd.left + near;
-                continue;
-            }
-        }
-        for (;;) {
-            if (sp == 0) return;
-            sp--;
-            if (!(sg[sp] > x->bound)) break;
-        }
-        t = st[sp];
-    }
+    const nbiNormQuery *x = (const nbiNormQuery *)search;
+    g[0] = nbi_norm_gap(x, cb, 0);
+    g[1] = nbi_norm_gap(x, cb, 1);
 }
 #endif
 
@@ -274,7 +237,8 @@ nbStatus nb_grid_knn_norm(const nbGrid *grid, const double *point, double p, nbF
         nbi_norm_scan(&x, v);
     } else if (ix != NULL) {
 #if NBI_KNN_INDEX
-        nbi_norm_tree(&x, ix);
+        x.ix = ix;
+        nbi_ix_walk(ix, filter, &x, &x.bound, nbi_norm_gaps, nbi_norm_leaf);
 #endif
     } else {
         nbi_norm_cells(&x, v);

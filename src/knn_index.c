@@ -452,21 +452,6 @@ NBI_INLINE void nbi_ix_gaps(const nbiIxQuery *x, const double *cb, int dim, doub
 #endif
 }
 
-// Whether a box whose squared gap is gap2 lies beyond the k-th best (or max_distance): strictly,
-// as a point at exactly the k-th best's distance may still enter with a lower index.
-NBI_INLINE bool nbi_ix_beyond(const nbiIxQuery *x, double gap2)
-{
-    return gap2 > x->bound;
-}
-
-// Whether a child's bits (node t's side) rule it out for the query's filter.
-NBI_INLINE bool nbi_ix_bits_out(const nbiIxQuery *x, int32_t t, int side)
-{
-    if (!x->ix->filtered) return false;
-    const uint32_t *nb = (const uint32_t *)x->ix->nbits.ptr + 4 * (size_t)t + 2 * side;
-    return !nbi_filter_match(x->f.category, x->f.mask, nb[0], nb[1]);
-}
-
 // Offers position p at squared distance d2.
 NBI_INLINE void nbi_ix_offer(nbiIxQuery *x, int32_t p, double d2)
 {
@@ -517,55 +502,23 @@ NBI_INLINE void nbi_ix_leaf(nbiIxQuery *x, int dim, int32_t p0, int32_t p1)
     }
 }
 
-// The search from the root, nearest child first: a depth-first walk that keeps the farther
-// child on a stack with its gap, and skips it when it is beyond the k-th best by the time it
-// comes up. The stack holds at most one node a level (nbi_ix_tree).
-NBI_INLINE void nbi_ix_search(nbiIxQuery *x, int dim)
+// The Euclidean search's parts for nbi_ix_walk, one per dimension (so that each walk compiles
+// with its dimension known).
+NBI_INLINE void nbi_ix_gaps2(void *x, const double *cb, double g[2])
 {
-    const nbiKnnIndex *ix = x->ix;
-    const nbiKnnNode *node = (const nbiKnnNode *)ix->node.ptr;
-    const double *box = (const double *)ix->box.ptr;
-    const size_t bw = 4 * (size_t)dim;
-    int32_t st[128];
-    double sg[128];
-    int sp = 0;
-    int32_t t = 0;
-    for (;;) {
-        const nbiKnnNode nd = node[t];
-        if (nd.left == 0) {
-            nbi_ix_leaf(x, dim, nd.first, nd.end);
-        } else {
-            double g[2];
-            nbi_ix_gaps(x, box + (size_t)t * bw, dim, g);
-            // The nearer child as a branch, not as data: the processor then runs ahead into
-            // the child it predicts instead of waiting for the boxes' loads.
-            if (g[1] < g[0]) {
-                if (!nbi_ix_beyond(x, g[0]) && !nbi_ix_bits_out(x, t, 0)) {
-                    st[sp] = nd.left;
-                    sg[sp++] = g[0];
-                }
-                if (!nbi_ix_beyond(x, g[1]) && !nbi_ix_bits_out(x, t, 1)) {
-                    t = nd.left + 1;
-                    continue;
-                }
-            } else {
-                if (!nbi_ix_beyond(x, g[1]) && !nbi_ix_bits_out(x, t, 1)) {
-                    st[sp] = nd.left + 1;
-                    sg[sp++] = g[1];
-                }
-                if (!nbi_ix_beyond(x, g[0]) && !nbi_ix_bits_out(x, t, 0)) {
-                    t = nd.left;
-                    continue;
-                }
-            }
-        }
-        for (;;) {
-            if (sp == 0) return;
-            sp--;
-            if (!nbi_ix_beyond(x, sg[sp])) break;
-        }
-        t = st[sp];
-    }
+    nbi_ix_gaps((const nbiIxQuery *)x, cb, 2, g);
+}
+NBI_INLINE void nbi_ix_gaps3(void *x, const double *cb, double g[2])
+{
+    nbi_ix_gaps((const nbiIxQuery *)x, cb, 3, g);
+}
+NBI_INLINE void nbi_ix_leaf2(void *x, int32_t p0, int32_t p1)
+{
+    nbi_ix_leaf((nbiIxQuery *)x, 2, p0, p1);
+}
+NBI_INLINE void nbi_ix_leaf3(void *x, int32_t p0, int32_t p1)
+{
+    nbi_ix_leaf((nbiIxQuery *)x, 3, p0, p1);
 }
 
 int32_t nbi_knn_index_query(const nbiKnnIndex *ix, const double *point, nbFilter f,
@@ -583,9 +536,9 @@ int32_t nbi_knn_index_query(const nbiKnnIndex *ix, const double *point, nbFilter
     x.heap.k = k < ix->n ? k : ix->n;
     x.bound = nbi_best_bound(&x.heap, x.lim2);
     if (ix->dim == 2)
-        nbi_ix_search(&x, 2);
+        nbi_ix_walk(ix, f, &x, &x.bound, nbi_ix_gaps2, nbi_ix_leaf2);
     else
-        nbi_ix_search(&x, 3);
+        nbi_ix_walk(ix, f, &x, &x.bound, nbi_ix_gaps3, nbi_ix_leaf3);
     nbi_best_sort(&x.heap);
     return x.heap.size;
 }

@@ -85,6 +85,77 @@ void nbi_knn_index_free(nbiKnnLazy *z, const nbAllocator *a);
 // Bytes held.
 size_t nbi_knn_index_bytes(const nbiKnnLazy *z);
 
+#if NBI_KNN_INDEX
+// Whether the filter f rules out inner node t's child `side` (its ORed bits say no point in it
+// can pass): never when the index holds no filter bits.
+NBI_INLINE bool nbi_ix_bits_out(const nbiKnnIndex *ix, nbFilter f, int32_t t, int side)
+{
+    if (!ix->filtered) return false;
+    const uint32_t *nb = (const uint32_t *)ix->nbits.ptr + 4 * (size_t)t + 2 * side;
+    return !nbi_filter_match(f.category, f.mask, nb[0], nb[1]);
+}
+
+// What a search in some distance gives the walk: the gaps from its query to an inner node's two
+// child boxes (cb, the node's slot of `box`) into g[0] (left) and g[1] (right), never above the
+// distance of any point in the box; and the scan of a leaf's positions [p0, p1), which offers
+// its points and lowers the search's bound.
+typedef void nbiIxGapsFn(void *search, const double *cb, double g[2]);
+typedef void nbiIxLeafFn(void *search, int32_t p0, int32_t p1);
+
+// The walk from the root, nearer child first, that the Euclidean kNN and the other norms' share:
+// depth first, the farther child kept on a stack with its gap and skipped when, by the time it
+// comes up, its gap is beyond *bound (the search's k-th best once full; strictly beyond, so a
+// tie may still enter with a lower index). The stack holds at most one node a level. Inlined
+// with constant `gaps` and `leaf`, so each search compiles to its own loop.
+NBI_INLINE void nbi_ix_walk(const nbiKnnIndex *ix, nbFilter f, void *search, const double *bound,
+                            nbiIxGapsFn *gaps, nbiIxLeafFn *leaf)
+{
+    const nbiKnnNode *node = (const nbiKnnNode *)ix->node.ptr;
+    const double *box = (const double *)ix->box.ptr;
+    const size_t bw = 4 * (size_t)ix->dim;
+    int32_t st[128];
+    double sg[128];
+    int sp = 0;
+    int32_t t = 0;
+    for (;;) {
+        const nbiKnnNode nd = node[t];
+        if (nd.left == 0) {
+            leaf(search, nd.first, nd.end);
+        } else {
+            double g[2];
+            gaps(search, box + (size_t)t * bw, g);
+            // The nearer child as a branch, not as data: the processor then runs ahead into
+            // the child it predicts instead of waiting for the boxes' loads.
+            if (g[1] < g[0]) {
+                if (!(g[0] > *bound) && !nbi_ix_bits_out(ix, f, t, 0)) {
+                    st[sp] = nd.left;
+                    sg[sp++] = g[0];
+                }
+                if (!(g[1] > *bound) && !nbi_ix_bits_out(ix, f, t, 1)) {
+                    t = nd.left + 1;
+                    continue;
+                }
+            } else {
+                if (!(g[1] > *bound) && !nbi_ix_bits_out(ix, f, t, 1)) {
+                    st[sp] = nd.left + 1;
+                    sg[sp++] = g[1];
+                }
+                if (!(g[0] > *bound) && !nbi_ix_bits_out(ix, f, t, 0)) {
+                    t = nd.left;
+                    continue;
+                }
+            }
+        }
+        for (;;) {
+            if (sp == 0) return;
+            sp--;
+            if (!(sg[sp] > *bound)) break;
+        }
+        t = st[sp];
+    }
+}
+#endif
+
 // The k nearest as nbi_walk_knn finds them (arguments checked, k >= 1, the filter open or the
 // index filtered), into the heap `out` of k entries, sorted.
 int32_t nbi_knn_index_query(const nbiKnnIndex *ix, const double *point, nbFilter f,
