@@ -27,10 +27,12 @@
 #                                            bench/results/$NB_BENCH_MACHINE/reorder_latest.csv
 #   bash bench/run.sh BUILD_DIR --neighbors  only the neighbour lists (bench_neighbors: 1M uniform
 #                                            points, 2D and 3D, about 15 neighbours each: build +
-#                                            rows against build + nb_grid_pairs, and a Verlet
-#                                            list (skin 0.1 r) against rebuilding rows over 100
-#                                            MD-like steps; then build + rows of the 1M uniform 2D
-#                                            set at r = 1.75; ~5 minutes): writes
+#                                            rows (by index and in cell order) against build +
+#                                            nb_grid_pairs, and the Verlet lists (skin 0.1 r; by
+#                                            index and in cell order) against rebuilding rows of
+#                                            the same form over 100 MD-like steps; then build +
+#                                            rows of the 1M uniform 2D set at r = 1.75; ~5
+#                                            minutes): writes
 #                                            bench/results/$NB_BENCH_MACHINE/neighbors_latest.csv
 #   bash bench/run.sh BUILD_DIR --open-world only the spatial hash's moves in an open (hashed)
 #                                            world (bench_open_world: 100k items over squares
