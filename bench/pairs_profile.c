@@ -6,7 +6,9 @@
 // set's own radius, then counts its pairs (or, with `pairs`, writes them). Prints the grid's
 // shape and the pairs found, so that callgrind's count of the walk divides into instructions a
 // pair and a point. `time`: the median of 15 counts and of 15 writes of all pairs, in ms (for
-// alternating runs of two builds). Not part of nearby.
+// alternating runs of two builds). `build`: the minimum and median of 15 builds into a fresh grid
+// (create + build + destroy) and of 15 rebuilds of one grid, in ms; on a loaded machine the
+// minimum of alternating runs is the steadier figure. Not part of nearby.
 #include "corpus.h"
 
 #include <nearby/grid.h>
@@ -35,10 +37,34 @@ static void time_pairs(const nbGrid *g, double r, int64_t found)
            RUNS);
 }
 
+// The minimum and median of 15 fresh builds and of 15 rebuilds of v at radius r.
+static void time_builds(const nbGridDesc *desc, const nbPoints *v, double r)
+{
+    enum { RUNS = 15 };
+    int64_t tf[RUNS], tr[RUNS], fmin, fmed, rmin, rmed;
+    nbGrid *keep = NULL;
+    if (nb_grid_create(desc, &keep) != NB_OK) return;
+    for (int i = 0; i < RUNS; i++) {
+        nbGrid *g = NULL;
+        int64_t t0 = nbb_now_ns();
+        if (nb_grid_create(desc, &g) == NB_OK) nb_grid_build(g, v, r);
+        nb_grid_destroy(g);
+        tf[i] = nbb_now_ns() - t0;
+        t0 = nbb_now_ns();
+        nb_grid_build(keep, v, r);
+        tr[i] = nbb_now_ns() - t0;
+    }
+    nb_grid_destroy(keep);
+    nbb_stats(tf, RUNS, &fmin, &fmed);
+    nbb_stats(tr, RUNS, &rmin, &rmed);
+    printf("time fresh build %.3f ms (median %.3f) rebuild %.3f ms (median %.3f), minima of %d\n",
+           (double)fmin / 1e6, (double)fmed / 1e6, (double)rmin / 1e6, (double)rmed / 1e6, RUNS);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: pairs_profile SET N [cell_over_r] [pairs]\n");
+        fprintf(stderr, "usage: pairs_profile SET N [cell_over_r] [pairs | time | build]\n");
         return 2;
     }
     const int set = nbb_corpus_find(argv[1]);
@@ -46,6 +72,7 @@ int main(int argc, char **argv)
     const double ratio = argc > 3 ? atof(argv[3]) : 0.0;
     const int write = argc > 4 && strcmp(argv[4], "pairs") == 0;
     const int timed = argc > 4 && strcmp(argv[4], "time") == 0;
+    const int builds = argc > 4 && strcmp(argv[4], "build") == 0;
     nbbCorpus c;
     if (set < 0 || nbb_corpus_is_rects(set) || nbb_corpus_make(set, n, 0, &c) != 0) {
         fprintf(stderr, "pairs_profile: no point set %s at %s\n", argv[1], argv[2]);
@@ -71,6 +98,7 @@ int main(int argc, char **argv)
         free(out);
     }
     if (st == NB_OK && timed) time_pairs(g, c.radius, found);
+    if (st == NB_OK && builds) time_builds(&desc, &v, c.radius);
     nbGridInfo gi;
     nb_grid_info(g, &gi);
     printf("%s n=%d r=%.6g layout=%s cell=%.6g cells=%lld (%.3f a point) pairs=%lld status=%d\n",
