@@ -1006,6 +1006,15 @@ typedef struct nbiQtRange {
 // reads walk forward through the array.
 _Static_assert(sizeof(nbRect) == 4 * sizeof(double), "nbRect is min[2], max[2] with no padding");
 
+// Asks for the box of the rectangle NBI_QT_BOX_AHEAD places after items[i] (before end): the
+// partitions read boxes by index, in increasing but scattered order below the root's level.
+enum { NBI_QT_BOX_AHEAD = 12 };
+
+NBI_INLINE void nbi_box_ahead(const double *box, const int32_t *items, int32_t i, int32_t end)
+{
+    if (i + NBI_QT_BOX_AHEAD < end) nbi_prefetch(box + 4 * (size_t)items[i + NBI_QT_BOX_AHEAD]);
+}
+
 // in[0, n) into out[0, n) in the order of their centres along a Morton curve over the node's
 // cell (16 x 16 steps; centres outside it clamped), by one counting sort; key is scratch.
 static void nbi_build_sort(const nbiQtNode *nd, const double *box, const int32_t *in, int32_t *out,
@@ -1019,6 +1028,7 @@ static void nbi_build_sort(const nbiQtNode *nd, const double *box, const int32_t
     int32_t at[257];
     memset(at, 0, sizeof at);
     for (int32_t i = 0; i < n; i++) {
+        nbi_box_ahead(box, in, i, n);
         key[i] = nbi_curve_key(nd, sx, sy, box + 4 * (size_t)in[i]);
         at[key[i] + 1]++;
     }
@@ -1069,6 +1079,7 @@ static nbStatus nbi_build_into(nbQuadtree *s, const double *box, int32_t *work, 
             nbi_cell_mid(&nodes[r.node], mid);
             if (s->placement == NB_QUADTREE_TIGHT) // the placement's test out of the loop
                 for (int32_t i = r.lo; i < r.hi; i++) {
+                    nbi_box_ahead(box, items, i, r.hi);
                     const int k =
                         nbi_pick_mid(true, mid, &nodes[g], box + 4 * (size_t)items[i]) + 1;
                     pick[i] = (uint8_t)k;
@@ -1076,6 +1087,7 @@ static nbStatus nbi_build_into(nbQuadtree *s, const double *box, int32_t *work, 
                 }
             else
                 for (int32_t i = r.lo; i < r.hi; i++) {
+                    nbi_box_ahead(box, items, i, r.hi);
                     const int k =
                         nbi_pick_mid(false, mid, &nodes[g], box + 4 * (size_t)items[i]) + 1;
                     pick[i] = (uint8_t)k;
@@ -1110,6 +1122,7 @@ static nbStatus nbi_build_into(nbQuadtree *s, const double *box, int32_t *work, 
         // The node's float box and its ancestors' grow once, by the union of its rectangles'.
         float u[4] = {INFINITY, INFINITY, INFINITY, INFINITY};
         for (int32_t j = 0; j < stay; j++) {
+            nbi_box_ahead(box, sorted, r.lo + j, r.lo + stay);
             const int32_t id = sorted[r.lo + j];
             const nbHandle h = nbi_pool_handle_first(&s->pool, id); // slot id: rectangle id's
             const nbFilter f = filters != NULL ? filters[id] : NB_FILTER_ALL;
