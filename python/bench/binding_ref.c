@@ -6,6 +6,7 @@
 #include <nearby/grid.h>
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <time.h>
 
 static int64_t now_ns(void)
@@ -37,6 +38,32 @@ int64_t ref_pairs(const double *pts, int32_t n, int32_t dim, double build_r, dou
                          : nb_grid_pairs(grid, r, out, cap, found);
     nbGridInfo info;
     if (st == NB_OK && nb_grid_info(grid, &info) == NB_OK) *cell = info.cell_size;
+    nb_grid_destroy(grid);
+    int64_t t = now_ns() - t0;
+    return st == NB_OK ? t : -1;
+}
+
+// The same output the binding returns: the pairs as 64-bit indices (nb_grid_pairs_wide), in a
+// buffer of `cap` pairs allocated (and so first touched) inside the timing, as a caller that
+// hands the pairs on must: create + build + malloc + the pairs + free + destroy. Nanoseconds,
+// or -1 on an error.
+int64_t ref_pairs_wide(const double *pts, int32_t n, int32_t dim, double build_r, double r,
+                       int64_t cap, int64_t *found)
+{
+    int64_t t0 = now_ns();
+    nbGridDesc desc = {0};
+    desc.dim = dim;
+    nbGrid *grid = NULL;
+    nbPoints v = {0};
+    v.data = pts;
+    v.count = n;
+    v.dim = dim;
+    v.stride = (size_t)dim * sizeof(double);
+    int64_t *out = malloc((size_t)(cap > 0 ? cap : 1) * 2 * sizeof(int64_t));
+    nbStatus st = out == NULL ? NB_ERR_OUT_OF_MEMORY : nb_grid_create(&desc, &grid);
+    if (st == NB_OK) st = nb_grid_build(grid, &v, build_r);
+    if (st == NB_OK) st = nb_grid_pairs_wide(grid, r, out, cap, found);
+    free(out);
     nb_grid_destroy(grid);
     int64_t t = now_ns() - t0;
     return st == NB_OK ? t : -1;
