@@ -16,6 +16,20 @@ static int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+// A grid over n points (row-major, dim 2 or 3) built for `build_r`, as a C user makes one.
+static nbStatus ref_grid(const double *pts, int32_t n, int32_t dim, double build_r, nbGrid **grid)
+{
+    nbGridDesc desc = {0};
+    desc.dim = dim;
+    nbPoints v = {0};
+    v.data = pts;
+    v.count = n;
+    v.dim = dim;
+    v.stride = (size_t)dim * sizeof(double);
+    nbStatus st = nb_grid_create(&desc, grid);
+    return st == NB_OK ? nb_grid_build(*grid, &v, build_r) : st;
+}
+
 // Builds over n points (row-major, dim 2 or 3) for `build_r` (cells of about it), then counts
 // (out == NULL) or writes (out: cap nbPairs) the pairs within r. Returns the nanoseconds taken
 // by create + build + the pairs + destroy, or -1 on an error; *found gets the pair count.
@@ -23,16 +37,8 @@ int64_t ref_pairs(const double *pts, int32_t n, int32_t dim, double build_r, dou
                   int64_t cap, int64_t *found, double *cell)
 {
     int64_t t0 = now_ns();
-    nbGridDesc desc = {0};
-    desc.dim = dim;
     nbGrid *grid = NULL;
-    nbPoints v = {0};
-    v.data = pts;
-    v.count = n;
-    v.dim = dim;
-    v.stride = (size_t)dim * sizeof(double);
-    nbStatus st = nb_grid_create(&desc, &grid);
-    if (st == NB_OK) st = nb_grid_build(grid, &v, build_r);
+    nbStatus st = ref_grid(pts, n, dim, build_r, &grid);
     if (st == NB_OK)
         st = out == NULL ? nb_grid_count_pairs(grid, r, found)
                          : nb_grid_pairs(grid, r, out, cap, found);
@@ -51,17 +57,9 @@ int64_t ref_pairs_wide(const double *pts, int32_t n, int32_t dim, double build_r
                        int64_t cap, int64_t *found)
 {
     int64_t t0 = now_ns();
-    nbGridDesc desc = {0};
-    desc.dim = dim;
     nbGrid *grid = NULL;
-    nbPoints v = {0};
-    v.data = pts;
-    v.count = n;
-    v.dim = dim;
-    v.stride = (size_t)dim * sizeof(double);
     int64_t *out = malloc((size_t)(cap > 0 ? cap : 1) * 2 * sizeof(int64_t));
-    nbStatus st = out == NULL ? NB_ERR_OUT_OF_MEMORY : nb_grid_create(&desc, &grid);
-    if (st == NB_OK) st = nb_grid_build(grid, &v, build_r);
+    nbStatus st = out == NULL ? NB_ERR_OUT_OF_MEMORY : ref_grid(pts, n, dim, build_r, &grid);
     if (st == NB_OK) st = nb_grid_pairs_wide(grid, r, out, cap, found);
     free(out);
     nb_grid_destroy(grid);
