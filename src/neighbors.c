@@ -551,9 +551,11 @@ nbStatus nb_grid_cross_neighbor_rows(const nbGrid *a, const nbGrid *b, double ra
 // ascending. Each of a's cells collects the runs of b's cells its points can reach (the box of
 // its points widened by the reach, as the cross walker takes it), sorted by their first position;
 // then each of its points scans those runs in memory order, so its row comes out ascending, is
-// written once, sequentially, after the last. No count, no scatter, no sort. A cell whose
-// stencil has more runs than a batch holds (a hashed layout's cells much smaller than the
-// radius) takes its points one at a time through every run, each row then sorted.
+// written once, sequentially, after the last. No count, no scatter, no sort. On a dense grid
+// against itself with AVX-512, the cells along a row of cells take their candidates from a slab
+// gathered once for several of them (nbiSlab). A cell whose stencil has more runs than a batch
+// holds (a hashed layout's cells much smaller than the radius) takes its points one at a time
+// through every run, each row then sorted.
 enum { NBI_RUNS_MAX = 256 };
 
 typedef struct nbiRunList {
