@@ -662,6 +662,17 @@ NBI_INLINE int64_t nbi_order_scan(const nbiOrderCtx *x, int32_t p, int32_t q0, i
     return m;
 }
 
+// A dense view's stencil (x->rings rings) of the cell at cc, clipped to the box: cells lo..hi.
+static void nbi_dense_box(const nbiOrderCtx *x, const int64_t cc[3], int64_t lo[3], int64_t hi[3])
+{
+    const nbiView *v = x->b;
+    for (int d = 0; d < 3; d++) {
+        const int64_t kd = d < v->dim ? x->rings : 0;
+        lo[d] = cc[d] - kd > 0 ? cc[d] - kd : 0;
+        hi[d] = cc[d] + kd < v->ext[d] - 1 ? cc[d] + kd : v->ext[d] - 1;
+    }
+}
+
 #if defined(NBI_AVX512)
 // A cell's candidates gathered once for all its points: the coordinates of the runs' points
 // axis by axis (x, y, z: `len` each, padded with NaN to a multiple of 8, which fails every test)
@@ -785,14 +796,10 @@ static bool nbi_slab_fill(const nbiOrderCtx *x, const int64_t cc[3], int32_t c, 
     const nbiView *v = x->b;
     const int64_t k = x->rings;
     int64_t lo[3], hi[3];
-    for (int d = 1; d < 3; d++) {
-        const int64_t kd = d < v->dim ? k : 0;
-        lo[d] = cc[d] - kd > 0 ? cc[d] - kd : 0;
-        hi[d] = cc[d] + kd < v->ext[d] - 1 ? cc[d] + kd : v->ext[d] - 1;
-    }
+    nbi_dense_box(x, cc, lo, hi);
     int64_t w = v->ext[0] - cc[0] < 32 ? v->ext[0] - cc[0] : 32;
     if (w > (int64_t)c_last - c + 1) w = (int64_t)c_last - c + 1;
-    const int64_t x0 = cc[0] - k > 0 ? cc[0] - k : 0;
+    const int64_t x0 = lo[0];
     for (; w >= 1; w /= 2) {
         const int64_t x1 = cc[0] + w - 1 + k < v->ext[0] - 1 ? cc[0] + w - 1 + k : v->ext[0] - 1;
         int64_t total = 0;
@@ -920,13 +927,8 @@ static void nbi_order_runs(const nbiOrderCtx *x, const nbiStencil *s, nbiRunFn *
 static void nbi_dense_runs(const nbiOrderCtx *x, const int64_t cc[3], nbiRunList *l)
 {
     const nbiView *v = x->b;
-    const int64_t k = x->rings;
     int64_t lo[3], hi[3];
-    for (int d = 0; d < 3; d++) {
-        const int64_t kd = d < v->dim ? k : 0;
-        lo[d] = cc[d] - kd > 0 ? cc[d] - kd : 0;
-        hi[d] = cc[d] + kd < v->ext[d] - 1 ? cc[d] + kd : v->ext[d] - 1;
-    }
+    nbi_dense_box(x, cc, lo, hi);
     l->n = 0;
     l->cand = 0;
     l->over = false;
