@@ -551,9 +551,11 @@ nbStatus nb_grid_cross_neighbor_rows(const nbGrid *a, const nbGrid *b, double ra
 // ascending. Each of a's cells collects the runs of b's cells its points can reach (the box of
 // its points widened by the reach, as the cross walker takes it), sorted by their first position;
 // then each of its points scans those runs in memory order, so its row comes out ascending, is
-// written once, sequentially, after the last. No count, no scatter, no sort. A cell whose
-// stencil has more runs than a batch holds (a hashed layout's cells much smaller than the
-// radius) takes its points one at a time through every run, each row then sorted.
+// written once, sequentially, after the last. No count, no scatter, no sort. On a dense grid
+// against itself with AVX-512, the cells along a row of cells take their candidates from a slab
+// gathered once for several of them (nbiSlab). A cell whose stencil has more runs than a batch
+// holds (a hashed layout's cells much smaller than the radius) takes its points one at a time
+// through every run, each row then sorted.
 enum { NBI_RUNS_MAX = 256 };
 
 typedef struct nbiRunList {
@@ -660,6 +662,17 @@ NBI_INLINE int64_t nbi_order_scan(const nbiOrderCtx *x, int32_t p, int32_t q0, i
     return m;
 }
 
+// A dense view's stencil (x->rings rings) of the cell at cc, clipped to the box: cells lo..hi.
+static void nbi_dense_box(const nbiOrderCtx *x, const int64_t cc[3], int64_t lo[3], int64_t hi[3])
+{
+    const nbiView *v = x->b;
+    for (int d = 0; d < 3; d++) {
+        const int64_t kd = d < v->dim ? x->rings : 0;
+        lo[d] = cc[d] - kd > 0 ? cc[d] - kd : 0;
+        hi[d] = cc[d] + kd < v->ext[d] - 1 ? cc[d] + kd : v->ext[d] - 1;
+    }
+}
+
 #if defined(NBI_AVX512)
 // A cell's candidates gathered once for all its points: the coordinates of the runs' points
 // axis by axis (x, y, z: `len` each, padded with NaN to a multiple of 8, which fails every test)
@@ -761,6 +774,96 @@ NBI_TARGET_AVX512 static inline int64_t nbi_order_soa8_k(const nbiOrderCtx *x, c
 NBI_SOA8_DIM(nbi_order_soa8_2d, 2)
 NBI_SOA8_DIM(nbi_order_soa8_3d, 3)
 #undef NBI_SOA8_DIM
+
+// A slab: a dense view's cells [x, x + w) of one row of cells share their stencil's rows of
+// cells but for the ends, so the candidates of all w cells are gathered once (each row of the
+// stencil as one segment, the cells [x - rings, x + w + rings) of that row), and each cell reads
+// its own part of every segment: a candidate is copied about (2 rings + w) / w times instead of
+// once for every cell that reaches it (2 rings + 1 times).
+typedef struct nbiSlab {
+    int32_t c_end;             // the cells [c_end - w, c_end) of a's row use it (-1: none)
+    int32_t nseg;              // segments, in ascending rows of cells, so in memory order
+    int64_t row[NBI_RUNS_MAX]; // each segment's first cell of its row of cells
+    int32_t at[NBI_RUNS_MAX];  // where each segment starts in the gathered lanes, less its
+                               // first position (lane = at + position)
+} nbiSlab;
+
+// The slab for a dense view's cell cc (number c) and the cells after it in its row, at most up
+// to cell c_last, widest first: false when even one cell's candidates do not fit.
+static bool nbi_slab_fill(const nbiOrderCtx *x, const int64_t cc[3], int32_t c, int32_t c_last,
+                          nbiSlab *sl, nbiRunList *l, nbiSoa *soa)
+{
+    const nbiView *v = x->b;
+    const int64_t k = x->rings;
+    int64_t lo[3], hi[3];
+    nbi_dense_box(x, cc, lo, hi);
+    int64_t w = v->ext[0] - cc[0] < 32 ? v->ext[0] - cc[0] : 32;
+    if (w > (int64_t)c_last - c + 1) w = (int64_t)c_last - c + 1;
+    const int64_t x0 = lo[0];
+    for (; w >= 1; w /= 2) {
+        const int64_t x1 = cc[0] + w - 1 + k < v->ext[0] - 1 ? cc[0] + w - 1 + k : v->ext[0] - 1;
+        int64_t total = 0;
+        l->n = 0;
+        for (int64_t z = lo[2]; z <= hi[2]; z++)
+            for (int64_t y = lo[1]; y <= hi[1]; y++) {
+                const int64_t row = (y + z * v->ext[1]) * v->ext[0];
+                const int32_t b0 = v->start[row + x0], b1 = v->start[row + x1 + 1];
+                sl->row[l->n] = row;
+                sl->at[l->n] = (int32_t)total - b0;
+                l->b0[l->n] = b0;
+                l->b1[l->n] = b1;
+                l->n++;
+                total += b1 - b0;
+            }
+        if (total > NBI_SOA_MAX - 8) continue;
+        nbi_soa_gather(v->pts, l, v->dim, soa);
+        sl->nseg = l->n;
+        sl->c_end = c + (int32_t)w;
+        return true;
+    }
+    sl->c_end = -1;
+    return false;
+}
+
+// Lanes [u, u + 8) of s to [v, v + 8) of d.
+NBI_TARGET_AVX512 static inline void nbi_soa_copy8(const nbiSoa *s, int32_t u, nbiSoa *d, int32_t v,
+                                                   int dim)
+{
+    _mm512_storeu_pd(d->c[0] + v, _mm512_loadu_pd(s->c[0] + u));
+    _mm512_storeu_pd(d->c[1] + v, _mm512_loadu_pd(s->c[1] + u));
+    if (dim == 3) _mm512_storeu_pd(d->c[2] + v, _mm512_loadu_pd(s->c[2] + u));
+    _mm256_storeu_si256((__m256i *)(void *)(d->pos + v),
+                        _mm256_loadu_si256((const __m256i *)(const void *)(s->pos + u)));
+}
+
+// A cell's candidates from the slab sl (gathered in s) into d, as nbi_soa_gather leaves them:
+// its cells [lo, hi] of every segment, in order, NaN past them. Returns p == a0's lane in d
+// (`self`), or -1. A segment's part of at most 16 lanes is copied as two blocks of eight
+// whatever its length (the lanes past it are overwritten next): a loop of one, two or three
+// blocks would mispredict its end about once a segment.
+NBI_TARGET_AVX512 static int32_t nbi_slab_take(const nbiOrderCtx *x, const nbiSlab *sl,
+                                               const nbiSoa *s, int64_t lo, int64_t hi, int32_t a0,
+                                               int dim, nbiSoa *d)
+{
+    const int32_t *start = x->b->start;
+    int32_t t = 0, own = -1;
+    for (int32_t g = 0; g < sl->nseg; g++) {
+        const int32_t q0 = start[sl->row[g] + lo], q1 = start[sl->row[g] + hi + 1];
+        if (x->self && a0 >= q0 && a0 < q1) own = t + (a0 - q0);
+        const int32_t u0 = sl->at[g] + q0, len = q1 - q0;
+        if (len <= 16 && u0 + 16 <= NBI_SOA_MAX && t + 16 <= NBI_SOA_MAX) {
+            nbi_soa_copy8(s, u0, d, t, dim);
+            nbi_soa_copy8(s, u0 + 8, d, t + 8, dim);
+        } else {
+            for (int32_t k = 0; k < len; k += 8) nbi_soa_copy8(s, u0 + k, d, t + k, dim);
+        }
+        t += len;
+    }
+    const __m512d nan = _mm512_set1_pd((double)NAN);
+    for (int k = 0; k < dim; k++) _mm512_storeu_pd(d->c[k] + t, nan);
+    d->len = (t + 7) & ~7;
+    return own;
+}
 #endif
 
 // The rows of position p: through the runs l (which are sorted), or, when l overflowed, through
@@ -824,13 +927,8 @@ static void nbi_order_runs(const nbiOrderCtx *x, const nbiStencil *s, nbiRunFn *
 static void nbi_dense_runs(const nbiOrderCtx *x, const int64_t cc[3], nbiRunList *l)
 {
     const nbiView *v = x->b;
-    const int64_t k = x->rings;
     int64_t lo[3], hi[3];
-    for (int d = 0; d < 3; d++) {
-        const int64_t kd = d < v->dim ? k : 0;
-        lo[d] = cc[d] - kd > 0 ? cc[d] - kd : 0;
-        hi[d] = cc[d] + kd < v->ext[d] - 1 ? cc[d] + kd : v->ext[d] - 1;
-    }
+    nbi_dense_box(x, cc, lo, hi);
     l->n = 0;
     l->cand = 0;
     l->over = false;
@@ -868,7 +966,10 @@ NBI_INLINE int64_t nbi_order_cells(const nbiOrderCtx *x, int32_t c0, int32_t c1,
     const bool wide = nbi_sort_wide();
     nbiRunList l;
 #if defined(NBI_AVX512)
-    nbiSoa soa;
+    nbiSoa soa, slab; // a cell's candidates; a slab's
+    nbiSlab sl;
+    sl.c_end = -1;
+    const bool slab_ok = wide && x->rings > 0 && !x->flt;
 #endif
     const int64_t e0 = a->ext[0], e1 = a->ext[1];
     int64_t cc[3] = {c0 % e0, (c0 / e0) % e1, c0 / (e0 * e1)}; // a dense view's cell c
@@ -876,6 +977,26 @@ NBI_INLINE int64_t nbi_order_cells(const nbiOrderCtx *x, int32_t c0, int32_t c1,
         const int32_t a0 = a->start[c], a1 = nbi_view_end(a, c);
         if (a0 == a1) continue;
         nbiStencil s;
+#if defined(NBI_AVX512)
+        if (slab_ok && (c < sl.c_end || nbi_slab_fill(x, cc, c, c1 - 1, &sl, &l, &slab))) {
+            // This cell's part of every segment: its stencil's cells [cc[0] - k, cc[0] + k].
+            const int64_t k = x->rings, ext0 = a->ext[0];
+            const int64_t lo = cc[0] - k > 0 ? cc[0] - k : 0;
+            const int64_t hi = cc[0] + k < ext0 - 1 ? cc[0] + k : ext0 - 1;
+            int64_t cand = 0;
+            for (int32_t g = 0; g < sl.nseg; g++)
+                cand += x->b->start[sl.row[g] + hi + 1] - x->b->start[sl.row[g] + lo];
+            if (x->nb == NULL || m + (a1 - a0) * (cand + 8) <= x->cap) {
+                const int32_t own = nbi_slab_take(x, &sl, &slab, lo, hi, a0, dim, &soa);
+                for (int32_t p = a0; p < a1; p++) {
+                    m = (dim == 2 ? nbi_order_soa8_2d : nbi_order_soa8_3d)(
+                        x, &soa, p, own < 0 ? -1 : own + (p - a0), m, false);
+                    x->offsets[p + 1] = (int32_t)(m < INT32_MAX ? m : INT32_MAX);
+                }
+                continue;
+            }
+        }
+#endif
         if (x->rings > 0) {
             nbi_dense_runs(x, cc, &l);
         } else {

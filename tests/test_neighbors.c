@@ -422,6 +422,32 @@ static int test_rows_chunks(void)
     return 0;
 }
 
+// Rows in cell order from slabs (a dense grid's cells along a row gathered together): rows of
+// many cells (several slabs each), a row whose slab narrows around a clump, and a clump too
+// crowded for any slab; in 2D and 3D, serially and in chunks.
+static int test_rows_slabs(void)
+{
+    for (int dim = 2; dim <= 3; dim++) {
+        const int32_t n = dim == 2 ? 3000 : 2400;
+        nboSet s = make_set(SET_UNIFORM, n, dim, 1.0);
+        for (int32_t i = 0; i < n; i++) { // a box 80 x 40 (2D) or 60 x 4 x 4 (3D)
+            double *p = s.p + (size_t)i * (size_t)dim;
+            p[0] *= dim == 2 ? 80.0 : 60.0;
+            for (int d = 1; d < dim; d++) p[d] *= dim == 2 ? 40.0 : 4.0;
+        }
+        for (int32_t i = 0; i < 150; i++) // a clump: its row's slabs narrow
+            for (int d = 0; d < dim; d++)
+                s.p[(size_t)i * (size_t)dim + d] = 2.0 + 0.8 * nbt_unit() + (d == 0 ? 20.0 : 0.0);
+        NB_CHECK(check_rows(&s, &s, true, 1.3, 0.0, 0.0, NULL) == 0);
+        for (int32_t i = 150; i < 1250; i++) // and one that fits no slab
+            for (int d = 0; d < dim; d++)
+                s.p[(size_t)i * (size_t)dim + d] = 1.0 + (d == 0 ? 40.0 + 0.001 * (i % 7) : 0.0);
+        NB_CHECK(check_rows(&s, &s, true, 1.3, 0.0, 0.0, NULL) == 0);
+        nbo_set_free(&s);
+    }
+    return 0;
+}
+
 // ---- set A against set B ----
 
 static int test_cross_rows(void)
@@ -805,17 +831,12 @@ static int test_failing_allocator(void)
 int main(int argc, char **argv)
 {
     const nbtCase cases[] = {
-        {"rows_corpus", test_rows_corpus},
-        {"rows_periodic", test_rows_periodic},
-        {"rows_filters", test_rows_filters},
-        {"rows_empty", test_rows_empty},
-        {"rows_long", test_rows_long},
-        {"rows_chunks", test_rows_chunks},
-        {"cross_rows", test_cross_rows},
-        {"verlet_steps", test_verlet_steps},
-        {"verlet_threshold", test_verlet_threshold},
-        {"no_allocation", test_no_allocation},
-        {"failing_allocator", test_failing_allocator},
+        {"rows_corpus", test_rows_corpus},     {"rows_periodic", test_rows_periodic},
+        {"rows_filters", test_rows_filters},   {"rows_empty", test_rows_empty},
+        {"rows_long", test_rows_long},         {"rows_chunks", test_rows_chunks},
+        {"rows_slabs", test_rows_slabs},       {"cross_rows", test_cross_rows},
+        {"verlet_steps", test_verlet_steps},   {"verlet_threshold", test_verlet_threshold},
+        {"no_allocation", test_no_allocation}, {"failing_allocator", test_failing_allocator},
     };
     return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
 }
