@@ -1036,6 +1036,20 @@ static void nbi_build_sort(const nbiQtNode *nd, const double *box, const int32_t
     for (int32_t i = 0; i < n; i++) out[at[key[i]]++] = in[i];
 }
 
+// Which child (1 + 0..3) or the node itself (0) takes each rectangle items[lo, hi), into pick,
+// counted in per. Inlined with `tight` a constant, so each placement gets its own loop.
+NBI_INLINE void nbi_pick_range(bool tight, const double mid[2], const nbiQtNode *kids,
+                               const double *box, const int32_t *items, int32_t lo, int32_t hi,
+                               uint8_t *pick, int32_t per[5])
+{
+    for (int32_t i = lo; i < hi; i++) {
+        nbi_box_ahead(box, items, i, hi);
+        const int k = nbi_pick_mid(tight, mid, kids, box + 4 * (size_t)items[i]) + 1;
+        pick[i] = (uint8_t)k;
+        per[k]++;
+    }
+}
+
 // Lays the rectangles work[lo, hi) of `range` out under its node, depth first: the node splits
 // while it holds more than the threshold (a stable counting sort of its range by child, those
 // that stay first), and each node's own rectangles get a block at the arena's end as the walk
@@ -1078,21 +1092,9 @@ static nbStatus nbi_build_into(nbQuadtree *s, const double *box, int32_t *work, 
             double mid[2];
             nbi_cell_mid(&nodes[r.node], mid);
             if (s->placement == NB_QUADTREE_TIGHT) // the placement's test out of the loop
-                for (int32_t i = r.lo; i < r.hi; i++) {
-                    nbi_box_ahead(box, items, i, r.hi);
-                    const int k =
-                        nbi_pick_mid(true, mid, &nodes[g], box + 4 * (size_t)items[i]) + 1;
-                    pick[i] = (uint8_t)k;
-                    per[k]++;
-                }
+                nbi_pick_range(true, mid, &nodes[g], box, items, r.lo, r.hi, pick, per);
             else
-                for (int32_t i = r.lo; i < r.hi; i++) {
-                    nbi_box_ahead(box, items, i, r.hi);
-                    const int k =
-                        nbi_pick_mid(false, mid, &nodes[g], box + 4 * (size_t)items[i]) + 1;
-                    pick[i] = (uint8_t)k;
-                    per[k]++;
-                }
+                nbi_pick_range(false, mid, &nodes[g], box, items, r.lo, r.hi, pick, per);
             int32_t at[5];
             at[0] = r.lo;
             for (int k = 1; k < 5; k++) at[k] = at[k - 1] + per[k - 1];
