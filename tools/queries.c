@@ -15,7 +15,10 @@
 // One batch of queries, cut into parts that the workers take in any order. With `order`, part
 // p answers the queries first + order[p * per_part ...] (the batch in Z order) and `spans`
 // says where each query's rows went; without, the queries first + p * per_part ... in turn.
-typedef struct Batch {
+// `pending` is the batch before, answered and not yet written: one worker writes it to `out`
+// while the others answer this one.
+typedef struct Batch Batch;
+struct Batch {
     cliAnswerFn answer;
     void *ctx;
     int32_t first, count, per_part; // queries [first, first + count), per_part to a part
@@ -25,16 +28,31 @@ typedef struct Batch {
     nbStatus *status;     // per part
     int32_t used;         // parts in this batch
     atomic_int next_part; // the next part not yet taken
-} Batch;
+    Batch *pending;       // NULL, or the batch before, to write to `out`
+    nbioRows *out;
+    atomic_bool writing; // a worker has taken `pending`
+};
+
+// Writes an answered batch to `out` in query order and empties its parts.
+static void write_batch(Batch *x, nbioRows *out)
+{
+    if (x->spans != NULL) { // answered in Z order: each query's rows where they went
+        nbio_rows_append_spans(out, x->parts, x->used, x->spans, x->count);
+        return;
+    }
+    for (int32_t p = 0; p < x->used; p++) nbio_rows_append(out, &x->parts[p]);
+}
 
 // Takes the batch's parts one at a time on `worker` until none is left (the range is unused:
-// each worker runs this once). One part at a time, not a range: on a machine shared with other
-// jobs, a worker that loses its core holds up the batch by one part at most.
+// each worker runs this once), the first worker in writing the batch before. One part at a
+// time, not a range: on a machine shared with other jobs, a worker that loses its core holds
+// up the batch by one part at most.
 static void answer_parts(int32_t b, int32_t e, int32_t worker, void *ctx)
 {
     (void)b;
     (void)e;
     Batch *x = ctx;
+    if (x->pending != NULL && !atomic_exchange(&x->writing, true)) write_batch(x->pending, x->out);
     for (int32_t part; (part = atomic_fetch_add(&x->next_part, 1)) < x->used;) {
         const int32_t k0 = part * x->per_part;
         const int32_t k1 = x->count - k0 < x->per_part ? x->count : k0 + x->per_part;
@@ -151,65 +169,72 @@ nbStatus cli_answer_in_batches(cliAnswerFn answer, void *ctx, int32_t count, int
     const int64_t batch = (int64_t)nparts * per_part;
     const size_t slots = (size_t)(batch < count ? batch : count);
     part_bytes = part_bytes < 64 ? 64 : part_bytes;
-    Batch x = {answer, ctx, 0, 0, per_part, NULL, NULL, NULL, NULL, 0, 0};
-    x.parts = calloc((size_t)nparts, sizeof(nbioRows));
-    x.status = calloc((size_t)nparts, sizeof(nbStatus));
+    // Two batches: one answered while the one before is written (by one of the workers).
+    Batch x[2];
+    nbStatus st = NB_OK;
+    for (int b = 0; b < 2; b++) {
+        x[b] = (Batch){answer, ctx, 0, 0, per_part, NULL, NULL, NULL, NULL, 0, 0, NULL, out, false};
+        x[b].parts = calloc((size_t)nparts, sizeof(nbioRows));
+        x[b].status = calloc((size_t)nparts, sizeof(nbStatus));
+        if (ordered) x[b].spans = malloc(slots * sizeof *x[b].spans);
+        if (x[b].parts == NULL || x[b].status == NULL || (ordered && x[b].spans == NULL))
+            st = NB_ERR_OUT_OF_MEMORY;
+        for (int32_t p = 0; p < nparts && st == NB_OK; p++) {
+            char *buf = malloc(part_bytes);
+            if (buf == NULL) st = NB_ERR_OUT_OF_MEMORY;
+            if (buf != NULL)
+                nbio_rows_start_part(&x[b].parts[p], out->format, &out->shape, buf, part_bytes);
+        }
+    }
     uint64_t *keys = NULL, *tmp_keys = NULL;
     int32_t *order = NULL, *tmp_order = NULL;
-    if (ordered) {
+    if (ordered) { // the next batch's order is made once the batch before is answered
         keys = malloc(slots * sizeof *keys);
         tmp_keys = malloc(slots * sizeof *tmp_keys);
         order = malloc(slots * sizeof *order);
         tmp_order = malloc(slots * sizeof *tmp_order);
-        x.spans = malloc(slots * sizeof *x.spans);
-    }
-    nbStatus st = x.parts == NULL || x.status == NULL ? NB_ERR_OUT_OF_MEMORY : NB_OK;
-    if (ordered && (!keys || !tmp_keys || !order || !tmp_order || !x.spans))
-        st = NB_ERR_OUT_OF_MEMORY;
-    for (int32_t p = 0; p < nparts && st == NB_OK; p++) {
-        char *buf = malloc(part_bytes);
-        if (buf == NULL) st = NB_ERR_OUT_OF_MEMORY;
-        if (buf != NULL)
-            nbio_rows_start_part(&x.parts[p], out->format, &out->shape, buf, part_bytes);
+        if (!keys || !tmp_keys || !order || !tmp_order) st = NB_ERR_OUT_OF_MEMORY;
     }
     double lo[3] = {0.0, 0.0, 0.0}, inv[3] = {0.0, 0.0, 0.0};
     if (ordered && st == NB_OK) z_box(order_by, lo, inv);
     cliProgress progress;
     cli_progress_start(&progress, cmd, unit, count);
-    for (int32_t first = 0; first < count && st == NB_OK; first += x.count) {
-        x.first = first;
-        x.count = count - first < batch ? count - first : (int32_t)batch;
-        const int32_t used = (int32_t)((x.count + per_part - 1) / per_part);
+    Batch *pending = NULL; // answered, not yet written
+    for (int32_t first = 0, b = 0; first < count && st == NB_OK; first += x[b].count, b ^= 1) {
+        Batch *y = &x[b];
+        y->first = first;
+        y->count = count - first < batch ? count - first : (int32_t)batch;
         if (ordered) {
             const int32_t dim = order_by->dim;
-            for (int32_t j = 0; j < x.count; j++)
+            for (int32_t j = 0; j < y->count; j++)
                 keys[j] =
                     z_code(order_by->coords + (size_t)(first + j) * (size_t)dim, dim, lo, inv);
-            sort_by_key(keys, order, tmp_keys, tmp_order, x.count);
-            x.order = order;
+            sort_by_key(keys, order, tmp_keys, tmp_order, y->count);
+            y->order = order;
         }
-        x.used = used;
-        atomic_store(&x.next_part, 0);
+        y->used = (int32_t)((y->count + per_part - 1) / per_part);
+        y->pending = pending;
+        atomic_store(&y->writing, false);
+        atomic_store(&y->next_part, 0);
         if (pool != NULL)
-            nbx_parallel_for(answer_parts, workers, 1, &x, pool); // each worker once
+            nbx_parallel_for(answer_parts, workers, 1, y, pool); // each worker once
         else
-            answer_parts(0, 1, 0, &x);
-        for (int32_t p = 0; p < used && st == NB_OK; p++) {
-            st = x.status[p];
-            if (st == NB_OK && x.parts[p].w.failed) st = NB_ERR_OUT_OF_MEMORY; // could not grow
+            answer_parts(0, 1, 0, y);
+        pending = y;
+        for (int32_t p = 0; p < y->used && st == NB_OK; p++) {
+            st = y->status[p];
+            if (st == NB_OK && y->parts[p].w.failed) st = NB_ERR_OUT_OF_MEMORY; // could not grow
         }
-        if (ordered && st == NB_OK) {
-            nbio_rows_append_spans(out, x.parts, used, x.spans, x.count);
-        } else {
-            for (int32_t p = 0; p < used && st == NB_OK; p++) nbio_rows_append(out, &x.parts[p]);
-        }
-        cli_progress_show(&progress, first + x.count);
+        cli_progress_show(&progress, first + y->count);
     }
+    if (pending != NULL && st == NB_OK) write_batch(pending, out);
     cli_progress_end(&progress);
-    for (int32_t p = 0; p < nparts && x.parts != NULL; p++) free(x.parts[p].w.buf);
-    free(x.parts);
-    free(x.status);
-    free(x.spans);
+    for (int b = 0; b < 2; b++) {
+        for (int32_t p = 0; p < nparts && x[b].parts != NULL; p++) free(x[b].parts[p].w.buf);
+        free(x[b].parts);
+        free(x[b].status);
+        free(x[b].spans);
+    }
     free(keys);
     free(tmp_keys);
     free(order);

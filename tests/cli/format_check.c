@@ -62,6 +62,23 @@ static void digits_of_text(const char *s, int *count, int *exponent)
 
 static int failures;
 
+// Whether two texts hold the same significant digits in the same order (zeros at either end,
+// the sign, the point and the exponent left out).
+static bool same_digits(const char *a, const char *b)
+{
+    char da[40], db[40];
+    const char *texts[2] = {a, b};
+    char *outs[2] = {da, db};
+    for (int t = 0; t < 2; t++) {
+        int n = 0;
+        for (const char *c = texts[t]; *c != 0 && *c != 'e' && n < 39; c++)
+            if (*c >= '0' && *c <= '9' && (n > 0 || *c != '0')) outs[t][n++] = *c;
+        while (n > 0 && outs[t][n - 1] == '0') n--;
+        outs[t][n] = 0;
+    }
+    return strcmp(da, db) == 0;
+}
+
 static void check(double v, const char *want)
 {
     char text[NBIO_DOUBLE_MAX + 1];
@@ -75,7 +92,17 @@ static void check(double v, const char *want)
     digits_of_text(text, &count, &exponent);
     // No longer than printf's shortest; it can be shorter only just above a power of two, where
     // the nearest decimal of that length lies in the wider gap above and printf's, below, not.
-    ok = ok && count <= fewest_digits(v);
+    const int fewest = fewest_digits(v);
+    ok = ok && count <= fewest;
+    // Of the decimals of that length, the nearest to v: printf's correctly rounded "%.*e" at
+    // that precision, the same digits and exponent (ties to even as printf breaks them).
+    if (ok && count == fewest && v != 0.0) {
+        char ref[64];
+        snprintf(ref, sizeof ref, "%.*e", fewest - 1, v);
+        int ref_count = 0, ref_exponent = 0;
+        digits_of_text(ref, &ref_count, &ref_exponent);
+        ok = ref_exponent == exponent && same_digits(text, ref);
+    }
     if (v != 0.0) ok = ok && (strchr(text, 'e') != NULL) == (exponent < -4 || exponent > 16);
     if (!ok && failures++ < 20)
         fprintf(stderr, "format_check: %.17g (%a) printed as \"%s\"%s%s\n", v, v, text,
@@ -193,7 +220,7 @@ int main(void)
     for (long i = 0; i < count; i++) {
         const uint64_t b = next();
         double v;
-        switch (i % 7) {
+        switch (i % 9) {
         case 0: // any finite double
             memcpy(&v, &b, sizeof v);
             if (!isfinite(v)) continue;
@@ -210,7 +237,13 @@ int main(void)
         case 3: v = (double)(int64_t)(b >> (b % 50)); break;        // integers
         case 4: v = (double)(int64_t)(b % 2000000) / 1000.0; break; // short decimals
         case 5: v = sqrt((double)(b % 100000000) * 1e-4); break;    // distances
-        default: v = (double)(b >> 11) * 0x1p-53 * pow(10.0, (double)((int)(b % 40) - 20)); break;
+        case 6: v = (double)(b >> 11) * 0x1p-53 * pow(10.0, (double)((int)(b % 40) - 20)); break;
+        case 7: // subnormal: any significand, the exponent field 0
+            v = ldexp((double)(b >> 12), -1074);
+            break;
+        default: // any significand at a binary exponent of the exact fast path (1e-6 to 2^56)
+            v = ldexp(1.0 + (double)(b >> 12) * 0x1p-52, (int)(b % 77) - 20);
+            break;
         }
         check(v, NULL);
     }

@@ -60,15 +60,16 @@ void nbio_write_str(nbioWriter *w, const char *s)
 //
 // v = m * 2^e (m an integer below 2^53). Every real strictly between the midpoints to v's
 // neighbours, (v - ulp_below / 2, v + ulp / 2), rounds back to v (the midpoints themselves do
-// when m is even: strtod breaks ties to even). Scaled by 10^s, so that v * 10^s lies in
-// [10^16, 10^17), that interval is at least 1.1 wide, and exact in 128-bit integers: over the
-// common denominator 2^(2 - e), its ends and v are (4m -+ 2) * 10^s, 4m * 10^s (the lower end
-// (4m - 1) * 10^s when m = 2^52, where the gap below v is half the gap above). The integers
-// it holds are the 17-digit decimals that read back to v. Dropping the last digit of both ends
+// when m is even: strtod breaks ties to even). Scaled by 10^s, where 10^(16 - s) is the largest
+// power of ten not above 2^floor(log2 v), v * 10^s lies in [10^16, 2 * 10^17) and that interval
+// is at least 1.1 wide, and exact in 128-bit integers: over the common denominator 2^(2 - e),
+// its ends and v are (4m -+ 2) * 10^s, 4m * 10^s (the lower end (4m - 1) * 10^s when
+// m = 2^52, where the gap below v is half the gap above). The integers it holds are the
+// decimals of 17 or 18 digits that read back to v. Dropping the last digit of both ends
 // (rounding the lower one up) while some integer remains between them leaves the shortest such
-// decimals; of those, the one nearest v. This is exact where the products fit: s from 0 to 21
-// (v from about 1e-5 to 1e16) and e <= 2. Elsewhere (and without 128-bit integers) the shortest
-// precision is found with printf, checked by strtod.
+// decimals; of those, the one nearest v (an even last digit on a tie). This is exact where the
+// products fit: s from 0 to 21 (v from about 1e-5 to 2^55) and e <= 2. Elsewhere (and without
+// 128-bit integers) the shortest precision is found with printf, checked by strtod.
 
 const char nbio_digit_pairs[201] = "00010203040506070809101112131415161718192021222324"
                                    "25262728293031323334353637383940414243444546474849"
@@ -96,45 +97,46 @@ static const uint64_t nbio_pow10[20] = {1u,
                                         1000000000000000000u,
                                         10000000000000000000u};
 
-// Digits d[0, n) (d[0] not '0', d[n - 1] not '0', and at least 24 bytes of '0' after them)
-// times 10^(x - n + 1), as printf's "%g" lays out 17 significant digits: fixed for -5 < x < 17,
-// else d.ddde+XX. Built in a scratch line with fixed-size copies (no byte loops in the common
-// fixed layouts), then NBIO_DOUBLE_MAX bytes go to dst; returns the length.
+// Digits d[0, n) (1 <= n <= 17, d[0] not '0', d[n - 1] not '0', and '0' after them to
+// d[24]) times 10^(x - n + 1) into dst, as printf's "%g" lays out 17 significant digits:
+// fixed for -5 < x < 17, else d.ddde+XX; returns the length. Fixed-size copies (no byte loops
+// in the fixed layouts), all within dst's NBIO_DOUBLE_MAX bytes.
 static size_t layout(char *dst, bool negative, const char *d, int n, int x)
 {
-    char line[80];
-    memset(line, 0, NBIO_DOUBLE_MAX); // what dst receives beyond the length is defined
-    char *p = line;
+    char *p = dst;
     if (negative) *p++ = '-';
-    if (x < -4 || x >= 17) {
-        *p++ = d[0];
-        if (n > 1) {
-            *p++ = '.';
-            for (int k = 1; k < n; k++) *p++ = d[k];
+    if (x >= 0 && x < 17) {
+        if (n <= x + 1) { // a whole number: the digits, then zeros (d's padding)
+            memcpy(p, d, 24);
+            return (size_t)(p - dst) + (size_t)x + 1;
         }
-        *p++ = 'e';
-        *p++ = x < 0 ? '-' : '+';
-        const int a = x < 0 ? -x : x;
-        if (a >= 100) *p++ = (char)('0' + a / 100);
-        *p++ = (char)('0' + a / 10 % 10);
-        *p++ = (char)('0' + a % 10);
-    } else if (x < 0) { // "0." and -x - 1 zeros, then the digits
-        memcpy(p, "0.0000", 6);
-        p += 1 - x;
-        memcpy(p, d, 24);
-        p += n;
-    } else if (n <= x + 1) { // a whole number: the digits, then zeros (d's padding)
-        memcpy(p, d, 24);
-        p += x + 1;
-    } else { // the integer digits, '.', the rest
-        memcpy(p, d, 24);
-        p += x + 1;
-        *p++ = '.';
-        memcpy(p, d + x + 1, 24);
-        p += n - x - 1;
+        memcpy(p, d, 16); // the integer digits (x <= 15 here), '.', the rest
+        p[x + 1] = '.';
+        if (x <= 13) {
+            memcpy(p + x + 2, d + x + 1, 16);
+        } else { // at most two digits after the point
+            memcpy(p + x + 2, d + x + 1, 2);
+        }
+        return (size_t)(p - dst) + (size_t)n + 1;
     }
-    memcpy(dst, line, NBIO_DOUBLE_MAX);
-    return (size_t)(p - line);
+    if (x < 0 && x >= -4) { // "0." and -x - 1 zeros, then the digits
+        memcpy(p, "0.000", 5);
+        memcpy(p + 1 - x, d, 24);
+        return (size_t)(p - dst) + (size_t)(1 - x + n);
+    }
+    *p++ = d[0];
+    if (n > 1) {
+        *p = '.';
+        memcpy(p + 1, d + 1, 16);
+        p += n;
+    }
+    *p++ = 'e';
+    *p++ = x < 0 ? '-' : '+';
+    const int a = x < 0 ? -x : x;
+    if (a >= 100) *p++ = (char)('0' + a / 100);
+    *p++ = (char)('0' + a / 10 % 10);
+    *p++ = (char)('0' + a % 10);
+    return (size_t)(p - dst);
 }
 
 // The shortest precision of "%.*e" that reads back to v (at most 17, which always does),
@@ -162,14 +164,19 @@ static size_t format_slow(char *dst, double v)
 #if defined(__SIZEOF_INT128__)
 __extension__ typedef unsigned __int128 nbioU128;
 
-// The 8 digits of v < 10^8, leading zeros included, at dst: two digits at a time in 32 bits.
+// The 8 digits of v < 10^8, leading zeros included, at dst: the two halves of 4 digits side by
+// side in one 64-bit word, each split into two pairs, then each pair into two digits (x / 100
+// as x * 5243 >> 19 for x < 10^4, x / 10 as x * 103 >> 10 for x < 100), stored in one go.
 static inline void eight_digits(char *dst, uint32_t v)
 {
-    const uint32_t hi = v / 10000u, lo = v % 10000u;
-    memcpy(dst, nbio_digit_pairs + 2 * (hi / 100u), 2);
-    memcpy(dst + 2, nbio_digit_pairs + 2 * (hi % 100u), 2);
-    memcpy(dst + 4, nbio_digit_pairs + 2 * (lo / 100u), 2);
-    memcpy(dst + 6, nbio_digit_pairs + 2 * (lo % 100u), 2);
+    const uint64_t halves = (uint64_t)(v / 10000u) | (uint64_t)(v % 10000u) << 32;
+    const uint64_t hundreds = (halves * 5243u >> 19) & UINT64_C(0x0000007f0000007f);
+    const uint64_t pairs = hundreds | (halves - 100u * hundreds) << 16;
+    const uint64_t tens = (pairs * 103u >> 10) & UINT64_C(0x000f000f000f000f);
+    const uint64_t text = (tens | (pairs - 10u * tens) << 8) + UINT64_C(0x3030303030303030);
+    unsigned char b[8]; // the first digit in the lowest byte, whatever the host's byte order
+    for (int k = 0; k < 8; k++) b[k] = (unsigned char)(text >> (8 * k));
+    memcpy(dst, b, 8);
 }
 
 // The fast path for v > 0 normal; 0 when v is outside its range.
@@ -180,73 +187,63 @@ static size_t format_fast(char *dst, double v, bool negative)
     const uint64_t frac = bits & ((UINT64_C(1) << 52) - 1);
     const int be = (int)((bits >> 52) & 0x7ff);
     if (be == 0 || be == 0x7ff) return 0; // subnormal or zero; inf or NaN
-    const uint64_t m = frac | (UINT64_C(1) << 52);
     const int e = be - 1075;
     if (e > 2) return 0;
-    const int sh = 2 - e; // the common denominator 2^sh
-    if (sh > 127) return 0;
-    // 10^s brings v into [10^16, 10^17): estimate from the binary exponent, then correct.
-    // floor(x log10 2) is (x * 78913) >> 18 for |x| < 2^11 (an arithmetic shift, floor for
-    // negative x too, written as a division that rounds down).
+    // v lies in [2^x2, 2^(x2 + 1)); 10^k is the largest power of ten not above 2^x2, k =
+    // floor(x2 log10 2) = (x2 * 78913) >> 18 for |x2| < 2^11 (written as a division that rounds
+    // down for negative x2 too). Then v * 10^(16 - k) lies in [10^16, 2 * 10^17).
     const int x2 = e + 52;
     const int k10 = x2 >= 0 ? (x2 * 78913) >> 18 : -((-x2 * 78913 + (1 << 18) - 1) >> 18);
-    int s = 16 - k10;
-    nbioU128 mid = 0;
-    nbioU128 pw = 0;
-    for (int tries = 0; tries < 3; tries++) {
-        if (s < 0 || s > 21) return 0;
-        pw = s <= 19 ? (nbioU128)nbio_pow10[s] : (nbioU128)nbio_pow10[19] * nbio_pow10[s - 19];
-        mid = (nbioU128)(4 * m) * pw;
-        const nbioU128 scaled = mid >> sh;
-        if (scaled >= nbio_pow10[17]) {
-            s--;
-        } else if (scaled < nbio_pow10[16]) {
-            s++;
-        } else {
-            break;
-        }
-    }
-    const nbioU128 mask = sh == 0 ? 0 : (((nbioU128)1 << sh) - 1);
-    if ((mid >> sh) >= nbio_pow10[17] || (mid >> sh) < nbio_pow10[16]) return 0;
+    const int s = 16 - k10;
+    if (s < 0 || s > 21) return 0; // and so e >= -70: the shift below is below 128
+    const uint64_t m = frac | (UINT64_C(1) << 52);
+    const int sh = 2 - e; // the common denominator 2^sh
+    const nbioU128 pw =
+        s <= 19 ? (nbioU128)nbio_pow10[s] : (nbioU128)nbio_pow10[19] * nbio_pow10[s - 19];
+    const nbioU128 mid = (nbioU128)(4 * m) * pw;
+    const nbioU128 mask = ((nbioU128)1 << sh) - 1;
     const bool inclusive = (m & 1) == 0;
     const nbioU128 low = frac == 0 && be > 1 ? mid - pw : mid - 2 * pw;
     const nbioU128 high = mid + 2 * pw;
-    uint64_t lo = (uint64_t)(low >> sh);
-    if ((low & mask) != 0 || !inclusive) lo++;
-    uint64_t hi = (uint64_t)(high >> sh);
-    if ((high & mask) == 0 && !inclusive) hi--;
-    // The most trailing digits that can go: while a multiple of 10^(j + 1) lies in [lo, hi].
+    uint64_t ql = (uint64_t)(low >> sh);
+    if ((low & mask) != 0 || !inclusive) ql++;
+    uint64_t qh = (uint64_t)(high >> sh);
+    if ((high & mask) == 0 && !inclusive) qh--;
+    // The most trailing digits that can go: while a multiple of 10^(j + 1) lies in [ql, qh].
+    // `whole` (v's integer part, mid / 2^sh) goes down by the same digits: q = v / 10^j
+    // rounded down (divisions by a constant, not by 10^j).
+    const uint64_t whole = (uint64_t)(mid >> sh);
+    uint64_t q = whole;
     int j = 0;
-    uint64_t ql = lo, qh = hi;
-    while (j < 17) {
-        const uint64_t nl = ql / 10 + (ql % 10 != 0), nh = qh / 10;
+    for (;;) {
+        const uint64_t nl = (ql + 9) / 10, nh = qh / 10;
         if (nl > nh) break;
         ql = nl;
         qh = nh;
+        q /= 10;
         j++;
     }
-    // Of the multiples of 10^j in the interval, the nearest to v (mid / 2^sh / 10^j).
-    const uint64_t whole = (uint64_t)(mid >> sh);
-    const bool rest = (mid & mask) != 0; // v is above `whole` by a fraction
-    const uint64_t p = nbio_pow10[j];
-    uint64_t q = j == 0 ? whole : whole / p;
-    const uint64_t r = j == 0 ? 0 : whole % p;
+    // Of the multiples of 10^j in the interval, the nearest to v: q or q + 1, on a tie the
+    // even one. v / 10^j - q is ((whole - q 10^j) 2^sh + (mid mod 2^sh)) / (10^j 2^sh).
+    const nbioU128 rest = mid & mask; // v is above `whole` by rest / 2^sh
     bool up;
-    if (p == 1) { // the fraction mid & mask over 2^sh against one half
-        const nbioU128 half = sh == 0 ? 0 : (nbioU128)1 << (sh - 1);
-        up = sh > 0 && ((mid & mask) > half || ((mid & mask) == half && (q & 1) != 0));
+    if (j == 0) { // the fraction against one half, 2^(sh - 1) (no fraction when sh = 0)
+        const nbioU128 half = mask / 2 + 1;
+        up = rest != 0 && (rest > half || (rest == half && (q & 1) != 0));
     } else {
-        up = 2 * r > p || (2 * r == p && (rest || (q & 1) != 0));
+        const uint64_t p = nbio_pow10[j];
+        const uint64_t r = whole - q * p;
+        up = 2 * r > p || (2 * r == p && (rest != 0 || (q & 1) != 0));
     }
-    if (up) q++;
-    if (q < ql) q = ql;
-    if (q > qh) q = qh;
+    q += up;
+    q = q < ql ? ql : q > qh ? qh : q;
     // q * 10^(j - s): strip trailing zeros, then lay out.
     while (q % 10 == 0) {
         q /= 10;
         j++;
     }
-    // The 17 digits of q (leading zeros included) and '0' padding; its digits are the last n.
+    // The 17 digits of q (below 10^17: leading zeros included) and '0' padding; its digits are
+    // the last n of the 17.
     char buf[48];
     memset(buf + 17, '0', sizeof buf - 17);
     const uint64_t top = q / 100000000u; // below 10^9
