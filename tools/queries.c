@@ -12,17 +12,26 @@
 #include "options.h"
 #include "structures.h"
 
+// How the queries are put in Z order, batch by batch: their box, and scratch for the sort.
+typedef struct ZOrder {
+    const nbioPoints *points; // NULL: the queries in file order
+    double lo[3], inv[3];
+    uint64_t *keys, *tmp_keys;
+    int32_t *tmp_order;
+} ZOrder;
+
 // One batch of queries, cut into parts that the workers take in any order. With `order`, part
 // p answers the queries first + order[p * per_part ...] (the batch in Z order) and `spans`
 // says where each query's rows went; without, the queries first + p * per_part ... in turn.
-// `pending` is the batch before, answered and not yet written: one worker writes it to `out`
-// while the others answer this one.
+// The first worker in writes `pending`, the batch before (answered, not yet written), to `out`
+// and then makes `next` ready, the batch after (its range and its Z order), while the others
+// answer this one.
 typedef struct Batch Batch;
 struct Batch {
     cliAnswerFn answer;
     void *ctx;
     int32_t first, count, per_part; // queries [first, first + count), per_part to a part
-    const int32_t *order;           // NULL, or a permutation of [0, count)
+    int32_t *order;                 // NULL, or a permutation of [0, count)
     nbioSpan *spans;                // per query of the batch, when `order`
     nbioRows *parts;
     nbStatus *status;     // per part
@@ -30,7 +39,10 @@ struct Batch {
     atomic_int next_part; // the next part not yet taken
     Batch *pending;       // NULL, or the batch before, to write to `out`
     nbioRows *out;
-    atomic_bool writing; // a worker has taken `pending`
+    Batch *next;                    // NULL, or the batch after, to make ready
+    int32_t next_first, next_count; // its queries
+    const ZOrder *z;                //
+    atomic_bool first_in;           // a worker has taken the writing and the making ready
 };
 
 // Writes an answered batch to `out` in query order and empties its parts.
@@ -43,16 +55,25 @@ static void write_batch(Batch *x, nbioRows *out)
     for (int32_t p = 0; p < x->used; p++) nbio_rows_append(out, &x->parts[p]);
 }
 
+static void order_batch(const ZOrder *z, Batch *x);
+
 // Takes the batch's parts one at a time on `worker` until none is left (the range is unused:
-// each worker runs this once), the first worker in writing the batch before. One part at a
-// time, not a range: on a machine shared with other jobs, a worker that loses its core holds
-// up the batch by one part at most.
+// each worker runs this once), the first worker in writing the batch before and making the
+// next one ready first. One part at a time, not a range: on a machine shared with other jobs,
+// a worker that loses its core holds up the batch by one part at most.
 static void answer_parts(int32_t b, int32_t e, int32_t worker, void *ctx)
 {
     (void)b;
     (void)e;
     Batch *x = ctx;
-    if (x->pending != NULL && !atomic_exchange(&x->writing, true)) write_batch(x->pending, x->out);
+    if (!atomic_exchange(&x->first_in, true)) {
+        if (x->pending != NULL) write_batch(x->pending, x->out);
+        if (x->next != NULL) { // (the batch just written, made ready for what comes after)
+            x->next->first = x->next_first;
+            x->next->count = x->next_count;
+            order_batch(x->z, x->next);
+        }
+    }
     for (int32_t part; (part = atomic_fetch_add(&x->next_part, 1)) < x->used;) {
         const int32_t k0 = part * x->per_part;
         const int32_t k1 = x->count - k0 < x->per_part ? x->count : k0 + x->per_part;
@@ -136,6 +157,17 @@ static void z_box(const nbioPoints *q, double lo[3], double inv[3])
     }
 }
 
+// x->order := the Z order of the queries x->first + [0, x->count), when z has points.
+static void order_batch(const ZOrder *z, Batch *x)
+{
+    if (z->points == NULL) return;
+    const int32_t dim = z->points->dim;
+    for (int32_t j = 0; j < x->count; j++)
+        z->keys[j] =
+            z_code(z->points->coords + (size_t)(x->first + j) * (size_t)dim, dim, z->lo, z->inv);
+    sort_by_key(z->keys, x->order, z->tmp_keys, z->tmp_order, x->count);
+}
+
 // Z order asks for batches of about this many queries: on 1M random queries into 1M points
 // (3D, kNN, k = 8) a batch of 64Ki in Z order does 1.7 times less work than in file order,
 // as neighbouring queries find the index's points still in cache. NEARBY_QUERY_BATCH (a whole
@@ -172,12 +204,18 @@ nbStatus cli_answer_in_batches(cliAnswerFn answer, void *ctx, int32_t count, int
     // Two batches: one answered while the one before is written (by one of the workers).
     Batch x[2];
     nbStatus st = NB_OK;
+    ZOrder z = {NULL, {0.0, 0.0, 0.0}, {0.0, 0.0, 0.0}, NULL, NULL, NULL};
     for (int b = 0; b < 2; b++) {
-        x[b] = (Batch){answer, ctx, 0, 0, per_part, NULL, NULL, NULL, NULL, 0, 0, NULL, out, false};
+        x[b] = (Batch){answer, ctx, 0,    0,   per_part, NULL, NULL, NULL, NULL,
+                       0,      0,   NULL, out, NULL,     0,    0,    &z,   false};
         x[b].parts = calloc((size_t)nparts, sizeof(nbioRows));
         x[b].status = calloc((size_t)nparts, sizeof(nbStatus));
-        if (ordered) x[b].spans = malloc(slots * sizeof *x[b].spans);
-        if (x[b].parts == NULL || x[b].status == NULL || (ordered && x[b].spans == NULL))
+        if (ordered) {
+            x[b].spans = malloc(slots * sizeof *x[b].spans);
+            x[b].order = malloc(slots * sizeof *x[b].order);
+        }
+        if (x[b].parts == NULL || x[b].status == NULL ||
+            (ordered && (x[b].spans == NULL || x[b].order == NULL)))
             st = NB_ERR_OUT_OF_MEMORY;
         for (int32_t p = 0; p < nparts && st == NB_OK; p++) {
             char *buf = malloc(part_bytes);
@@ -186,46 +224,42 @@ nbStatus cli_answer_in_batches(cliAnswerFn answer, void *ctx, int32_t count, int
                 nbio_rows_start_part(&x[b].parts[p], out->format, &out->shape, buf, part_bytes);
         }
     }
-    uint64_t *keys = NULL, *tmp_keys = NULL;
-    int32_t *order = NULL, *tmp_order = NULL;
-    if (ordered) { // the next batch's order is made once the batch before is answered
-        keys = malloc(slots * sizeof *keys);
-        tmp_keys = malloc(slots * sizeof *tmp_keys);
-        order = malloc(slots * sizeof *order);
-        tmp_order = malloc(slots * sizeof *tmp_order);
-        if (!keys || !tmp_keys || !order || !tmp_order) st = NB_ERR_OUT_OF_MEMORY;
+    if (ordered) {
+        z.keys = malloc(slots * sizeof *z.keys);
+        z.tmp_keys = malloc(slots * sizeof *z.tmp_keys);
+        z.tmp_order = malloc(slots * sizeof *z.tmp_order);
+        if (z.keys == NULL || z.tmp_keys == NULL || z.tmp_order == NULL) st = NB_ERR_OUT_OF_MEMORY;
+        if (st == NB_OK) {
+            z.points = order_by;
+            z_box(order_by, z.lo, z.inv);
+        }
     }
-    double lo[3] = {0.0, 0.0, 0.0}, inv[3] = {0.0, 0.0, 0.0};
-    if (ordered && st == NB_OK) z_box(order_by, lo, inv);
     cliProgress progress;
     cli_progress_start(&progress, cmd, unit, count);
-    Batch *pending = NULL; // answered, not yet written
-    for (int32_t first = 0, b = 0; first < count && st == NB_OK; first += x[b].count, b ^= 1) {
-        Batch *y = &x[b];
-        y->first = first;
-        y->count = count - first < batch ? count - first : (int32_t)batch;
-        if (ordered) {
-            const int32_t dim = order_by->dim;
-            for (int32_t j = 0; j < y->count; j++)
-                keys[j] =
-                    z_code(order_by->coords + (size_t)(first + j) * (size_t)dim, dim, lo, inv);
-            sort_by_key(keys, order, tmp_keys, tmp_order, y->count);
-            y->order = order;
-        }
+    Batch *y = &x[0], *pending = NULL; // answered, not yet written
+    y->count = count < batch ? count : (int32_t)batch;
+    if (st == NB_OK) order_batch(&z, y);
+    while (y->count > 0 && st == NB_OK) {
+        Batch *n = y == &x[0] ? &x[1] : &x[0]; // the same as pending, once it is written
         y->used = (int32_t)((y->count + per_part - 1) / per_part);
         y->pending = pending;
-        atomic_store(&y->writing, false);
+        y->next_first = y->first + y->count;
+        y->next_count = count - y->next_first < batch ? count - y->next_first : (int32_t)batch;
+        y->next = y->next_count > 0 ? n : NULL;
+        atomic_store(&y->first_in, false);
         atomic_store(&y->next_part, 0);
         if (pool != NULL)
             nbx_parallel_for(answer_parts, workers, 1, y, pool); // each worker once
         else
             answer_parts(0, 1, 0, y);
-        pending = y;
         for (int32_t p = 0; p < y->used && st == NB_OK; p++) {
             st = y->status[p];
             if (st == NB_OK && y->parts[p].w.failed) st = NB_ERR_OUT_OF_MEMORY; // could not grow
         }
-        cli_progress_show(&progress, first + y->count);
+        cli_progress_show(&progress, y->first + y->count);
+        pending = y;
+        if (y->next == NULL) break;
+        y = n;
     }
     if (pending != NULL && st == NB_OK) write_batch(pending, out);
     cli_progress_end(&progress);
@@ -234,11 +268,11 @@ nbStatus cli_answer_in_batches(cliAnswerFn answer, void *ctx, int32_t count, int
         free(x[b].parts);
         free(x[b].status);
         free(x[b].spans);
+        free(x[b].order);
     }
-    free(keys);
-    free(tmp_keys);
-    free(order);
-    free(tmp_order);
+    free(z.keys);
+    free(z.tmp_keys);
+    free(z.tmp_order);
     return st;
 }
 
