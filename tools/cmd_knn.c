@@ -103,6 +103,8 @@ typedef struct KnnRun {
     int32_t n, k, ask; // points indexed; answers a row set holds; answers asked of the index
     bool graph, one;   // the kNN graph (leave the point itself out); --at ("i,distance")
     nbNeighbor *heaps; // ask answers per worker
+    int32_t *ids;      // k rows per worker: the indices
+    double *dists;     //                    and the distances
 } KnnRun;
 
 // Sorts by (distance, index): insertion sort, as the answers come nearly sorted already.
@@ -135,11 +137,18 @@ static nbStatus answer_knn(void *ctx, int32_t worker, int32_t q, nbioRows *rows)
     // The API promises this order already; sorting again keeps every structure's output
     // byte-identical even if one breaks ties differently.
     sort_neighbors(nb, found);
+    int32_t *ids = u->ids + (size_t)worker * (size_t)u->k;
+    double *dists = u->dists + (size_t)worker * (size_t)u->k;
     int32_t put = 0;
     for (int32_t i = 0; i < found && put < u->k; i++) {
         if (u->graph && nb[i].index == q) continue; // among the others
-        nbio_rows_put(rows, u->one ? nb[i].index : q, nb[i].index, sqrt(nb[i].dist2));
-        put++;
+        ids[put] = nb[i].index;
+        dists[put++] = sqrt(nb[i].dist2);
+    }
+    if (u->one) { // "index,distance"
+        for (int32_t i = 0; i < put; i++) nbio_rows_put(rows, ids[i], ids[i], dists[i]);
+    } else {
+        nbio_rows_put_dists(rows, q, ids, dists, put);
     }
     return NB_OK;
 }
@@ -156,8 +165,12 @@ static int answer(KnnRun *u, nbioRows *out, nbxPool *pool, const char *name, con
     per = per < 1 ? 1 : per > 1024 ? 1024 : per;
     // A K too large for the address space (only where size_t is 32 bits) is out of memory.
     const bool fits = (uint64_t)workers * (uint64_t)u->ask < SIZE_MAX / 2 / sizeof(nbNeighbor);
-    u->heaps = fits ? malloc(((size_t)workers * (size_t)u->ask + 1) * sizeof(nbNeighbor)) : NULL;
-    nbStatus st = u->heaps == NULL ? NB_ERR_OUT_OF_MEMORY : NB_OK;
+    const size_t slots = fits ? (size_t)workers * (size_t)u->ask + 1 : 0;
+    u->heaps = fits ? malloc(slots * sizeof(nbNeighbor)) : NULL;
+    u->ids = fits ? malloc(slots * sizeof(int32_t)) : NULL;
+    u->dists = fits ? malloc(slots * sizeof(double)) : NULL;
+    nbStatus st =
+        u->heaps == NULL || u->ids == NULL || u->dists == NULL ? NB_ERR_OUT_OF_MEMORY : NB_OK;
     if (st == NB_OK) {
         // Parts start at their rows' worst case up to 1 MiB (larger K grows them as needed).
         const int64_t want = per * row_bytes + NBIO_WRITER_SLACK + NBIO_DOUBLE_MAX;
@@ -166,7 +179,11 @@ static int answer(KnnRun *u, nbioRows *out, nbxPool *pool, const char *name, con
                                    pool, cmd, u->graph ? "points" : "queries");
     }
     free(u->heaps);
+    free(u->ids);
+    free(u->dists);
     u->heaps = NULL;
+    u->ids = NULL;
+    u->dists = NULL;
     if (st == NB_ERR_OUT_OF_MEMORY) return cli_out_of_memory(name, "for the results");
     if (st != NB_OK) return cli_fail_status(name, st, "querying");
     return CLI_EXIT_OK;
@@ -227,7 +244,7 @@ static int run(int argc, char **argv)
     r = cli_build(s, &in, knn_scale(&in.points, ask), &index);
     cli_structure_set_tasks(NULL);
     if (r == CLI_EXIT_OK) {
-        KnnRun job = {s, index, &queries.points, n, k, ask, graph, one, NULL};
+        KnnRun job = {s, index, &queries.points, n, k, ask, graph, one, NULL, NULL, NULL};
         r = answer(&job, &rows.rows, pooled ? &pool : NULL, in.name, cmd->name);
         s->destroy(index);
     }

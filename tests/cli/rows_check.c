@@ -252,6 +252,40 @@ int main(int argc, char **argv)
             free(got);
             fclose(f);
         }
+    // Runs with a distance (knn's "q,i,distance", nbio_rows_put_dists) against the same rows
+    // one at a time, in every format that holds a distance and every writer size.
+    static double dists[RUNS][MAX_RUN];
+    for (int r = 0; r < RUNS; r++)
+        for (int64_t k = 0; k < lens[r]; k++)
+            dists[r][k] = k % 5 == 0 ? (double)k : sqrt(0.5 + (double)(r * MAX_RUN + k)) * 1e-3;
+    for (int fi = 0; fi < 3; fi++)
+        for (size_t ci = 0; ci < sizeof caps / sizeof caps[0]; ci++) {
+            const nbioOutFormat f = formats[fi];
+            const nbioRowShape shape = {3, {"q", "i", "distance"}, true};
+            FILE *one = tmpfile(), *run = tmpfile();
+            if (one == NULL || run == NULL) return 1;
+            nbioRows r1, r2;
+            const char *why;
+            nbio_rows_start(&r1, one, f, &shape, buf, caps[ci], &why);
+            for (int r = 0; r < RUNS; r++)
+                for (int64_t k = 0; k < lens[r]; k++)
+                    nbio_rows_put(&r1, first[r], ids[r][k], dists[r][k]);
+            char *buf2 = malloc(caps[ci]);
+            if (buf2 == NULL) return 1;
+            nbio_rows_start(&r2, run, f, &shape, buf2, caps[ci], &why);
+            for (int r = 0; r < RUNS; r++)
+                nbio_rows_put_dists(&r2, first[r], ids[r], dists[r], lens[r]);
+            const bool ok = nbio_rows_finish(&r1) && nbio_rows_finish(&r2);
+            size_t n1, n2;
+            char *b1 = contents(one, &n1), *b2 = contents(run, &n2);
+            if (!ok || r1.rows != r2.rows || n1 != n2 || memcmp(b1, b2, n1) != 0)
+                fail("a run with distances differs from its rows", f, 3, caps[ci]);
+            free(b1);
+            free(b2);
+            free(buf2);
+            fclose(one);
+            fclose(run);
+        }
     // Spans: rows formatted into parts out of order are written in the order of their spans
     // (queries answered in Z order, written in query order), the parts' rows counted.
     for (int fi = 0; fi < 4; fi++) {
@@ -297,6 +331,6 @@ int main(int argc, char **argv)
         return 1;
     }
     printf("rows_check: runs and rows agree in 4 formats, 2 shapes, 6 writer sizes, parts and "
-           "spans; rows with a distance as CSV\n");
+           "spans; rows with a distance as CSV, and runs of them in 3 formats\n");
     return 0;
 }

@@ -238,6 +238,17 @@ void nbio_rows_put(nbioRows *r, int64_t a, int64_t b, double d)
     nbio_write_bytes(w, (const char *)row, put_binary(r, row, a, b, d));
 }
 
+// "a," at the start of prefix (24 bytes, the rest left as it was); its length.
+static size_t csv_prefix(char prefix[24], int64_t a)
+{
+    char *p = nbio_digits_before(prefix + 23, a < 0 ? 0 - (uint64_t)a : (uint64_t)a);
+    if (a < 0) *--p = '-';
+    size_t len = (size_t)(prefix + 23 - p);
+    memmove(prefix, p, len);
+    prefix[len++] = ',';
+    return len;
+}
+
 void nbio_rows_put_run(nbioRows *r, int64_t a, const int32_t *ids, int64_t count)
 {
     nbioWriter *w = &r->w;
@@ -268,15 +279,7 @@ void nbio_rows_put_run(nbioRows *r, int64_t a, const int32_t *ids, int64_t count
     }
     // CSV: "a," formatted once, then each id and a newline.
     char prefix[24] = {0};
-    size_t plen = 0;
-    if (two) {
-        char *p =
-            nbio_digits_before(prefix + sizeof prefix - 1, a < 0 ? 0 - (uint64_t)a : (uint64_t)a);
-        if (a < 0) *--p = '-';
-        plen = (size_t)(prefix + sizeof prefix - 1 - p);
-        memmove(prefix, p, plen);
-        prefix[plen++] = ',';
-    }
+    const size_t plen = two ? csv_prefix(prefix, a) : 0;
     for (int64_t k = 0; k < count; k++) {
         if (ids[k] < 0 || !room_for(w, sizeof prefix + 12)) { // not for the fast path
             nbio_rows_put(r, two ? a : ids[k], ids[k], 0.0);
@@ -286,6 +289,34 @@ void nbio_rows_put_run(nbioRows *r, int64_t a, const int32_t *ids, int64_t count
         memcpy(p, prefix, sizeof prefix); // a fixed size: a few stores; plen of it counts
         p += plen;
         p += put_u32(p, (uint32_t)ids[k]);
+        *p++ = '\n';
+        w->used = (size_t)(p - w->buf);
+        r->rows++;
+    }
+}
+
+void nbio_rows_put_dists(nbioRows *r, int64_t a, const int32_t *ids, const double *dists,
+                         int64_t count)
+{
+    nbioWriter *w = &r->w;
+    if (r->format != NBIO_OUT_CSV || r->shape.columns != 3) {
+        for (int64_t k = 0; k < count; k++) nbio_rows_put(r, a, ids[k], dists[k]);
+        return;
+    }
+    // CSV: "a," formatted once, then each id, its distance and a newline.
+    char prefix[24] = {0};
+    const size_t plen = csv_prefix(prefix, a);
+    for (int64_t k = 0; k < count; k++) {
+        if (ids[k] < 0 || !room_for(w, sizeof prefix + 12 + NBIO_DOUBLE_MAX)) { // a tiny writer
+            nbio_rows_put(r, a, ids[k], dists[k]);
+            continue;
+        }
+        char *p = w->buf + w->used;
+        memcpy(p, prefix, sizeof prefix); // a fixed size: a few stores; plen of it counts
+        p += plen;
+        p += put_u32(p, (uint32_t)ids[k]);
+        *p++ = ',';
+        p += nbio_format_double(p, dists[k]);
         *p++ = '\n';
         w->used = (size_t)(p - w->buf);
         r->rows++;

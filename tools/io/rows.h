@@ -64,6 +64,11 @@ void nbio_rows_put(nbioRows *r, int64_t a, int64_t b, double d);
 /// formats "a," once; a .npy stores its int32 pairs straight into the buffer).
 void nbio_rows_put_run(nbioRows *r, int64_t a, const int32_t *ids, int64_t count);
 
+/// Appends the rows (a, ids[0], dists[0]), ..., of a shape of three columns, the last a
+/// distance: the same bytes as nbio_rows_put row by row, faster (CSV formats "a," once).
+void nbio_rows_put_dists(nbioRows *r, int64_t a, const int32_t *ids, const double *dists,
+                         int64_t count);
+
 /// The most bytes one row takes in any format: two int64 indices and a distance in CSV.
 #define NBIO_ROW_MAX (2 * 21 + NBIO_DOUBLE_MAX + 3)
 
