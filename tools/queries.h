@@ -2,7 +2,8 @@
 // Queries in bulk for `within --queries`, `join` and `knn`: the queries go to the workers in
 // batches, each batch cut into parts that the workers format into their own buffers, and the
 // parts are written in query order, so the output is the same bytes for any number of workers
-// and memory is the inputs, the index and about one batch of rows.
+// and memory is the inputs, the index and about two batches of rows (one written while the
+// next is answered).
 #ifndef NEARBY_TOOLS_QUERIES_H
 #define NEARBY_TOOLS_QUERIES_H
 
