@@ -103,8 +103,15 @@ static int bench(const char *prefix)
         if (f == NULL) return 1;
         t0 = now_s();
         nbio_rows_start(&r, f, formats[fi], &three, buf, sizeof buf, &why);
-        for (int32_t row = 0; row < KNN; row++)
-            nbio_rows_put(&r, row / 8, row * 7 % KNN, sqrt(0.25 + (double)(row % 1000) * 1e-3));
+        for (int32_t q = 0; q < KNN / 8; q++) { // a query's 8 rows in one call, as knn puts them
+            int32_t near[8];
+            double dist[8];
+            for (int32_t k = 0, row = 8 * q; k < 8; k++, row++) {
+                near[k] = row * 7 % KNN;
+                dist[k] = sqrt(0.25 + (double)(row % 1000) * 1e-3);
+            }
+            nbio_rows_put_dists(&r, q, near, dist, 8);
+        }
         ok = ok && nbio_rows_finish(&r) && fclose(f) == 0;
         secs[fi][1] = now_s() - t0;
         if (!ok) return 1;
