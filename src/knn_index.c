@@ -353,12 +353,21 @@ const nbiKnnIndex *nbi_knn_index_get(nbiKnnLazy *z, const nbiView *v, const nbAl
 #if NBI_KNN_INDEX
     int s = atomic_load_explicit(&z->state, memory_order_acquire);
     if (s == NBI_KNN_READY) return &z->ix;
-    if (s != NBI_KNN_STALE || v->n == 0) return NULL;
+    if (s == NBI_KNN_COUNTING) { // the walk's tally; past NBI_KNN_AFTER, build
+        const int walked = atomic_load_explicit(&z->walked, memory_order_relaxed) + 1;
+        atomic_store_explicit(&z->walked, walked, memory_order_relaxed);
+        if (walked <= NBI_KNN_AFTER(v->n)) return NULL;
+    } else if (s != NBI_KNN_STALE || v->n == 0) {
+        return NULL;
+    }
+    const int was = s;
     if (!atomic_compare_exchange_strong_explicit(&z->state, &s, NBI_KNN_BUILDING,
                                                  memory_order_acquire, memory_order_acquire))
         return s == NBI_KNN_READY ? &z->ix : NULL; // another query built it, or is building it
-    if (!nbi_knn_index_wanted(v)) {
-        atomic_store_explicit(&z->state, NBI_KNN_CELLS, memory_order_release);
+    if (was == NBI_KNN_STALE && !nbi_knn_index_wanted(v)) { // (never, when tests say so)
+        atomic_store_explicit(&z->walked, 0, memory_order_relaxed);
+        atomic_store_explicit(&z->state, nbi_knn_index_use < 0 ? NBI_KNN_CELLS : NBI_KNN_COUNTING,
+                              memory_order_release);
         return NULL;
     }
     const int made = nbi_ix_build(&z->ix, v, a);
@@ -416,6 +425,7 @@ typedef struct nbiIxQuery {
     nbFilter f;
     double lim2;     // max_distance squared
     double bound;    // nbi_best_bound: a candidate farther than this cannot enter
+    uint64_t code;   // the query's Z-order code (nbi_ix_code)
     nbiKnnHeap heap; // the k best so far
 } nbiIxQuery;
 
@@ -502,6 +512,34 @@ NBI_INLINE void nbi_ix_leaf(nbiIxQuery *x, int dim, int32_t p0, int32_t p1)
     }
 }
 
+// Scans the leaf [p0, p1) while the heap is not full (the first leaf the walk reaches) from the
+// query's place in it: first the window of as many positions as the heap lacks around the first
+// whose code is at least the query's, then the rest. Points near in Z order are mostly near in
+// space, so the k best fill with near points first and the bound is tight early: fewer
+// candidates enter the sorted list, and those that do move fewer entries.
+NBI_INLINE void nbi_ix_leaf_out(nbiIxQuery *x, int dim, int32_t p0, int32_t p1)
+{
+    const int32_t lack = x->heap.k - x->heap.size;
+    if (lack == 0 || p1 - p0 <= lack) {
+        nbi_ix_leaf(x, dim, p0, p1);
+        return;
+    }
+    const uint64_t *code = (const uint64_t *)x->ix->code.ptr;
+    int32_t a = p0, b = p1; // the first code >= the query's lies in [a, b]
+    while (a < b) {
+        const int32_t m = a + (b - a) / 2;
+        if (code[m] < x->code)
+            a = m + 1;
+        else
+            b = m;
+    }
+    int32_t w0 = a - lack / 2;
+    w0 = w0 < p0 ? p0 : w0 > p1 - lack ? p1 - lack : w0;
+    nbi_ix_leaf(x, dim, w0, w0 + lack);
+    nbi_ix_leaf(x, dim, p0, w0);
+    nbi_ix_leaf(x, dim, w0 + lack, p1);
+}
+
 // The Euclidean search's parts for nbi_ix_walk, one per dimension (so that each walk compiles
 // with its dimension known).
 NBI_INLINE void nbi_ix_gaps2(void *x, const double *cb, double g[2])
@@ -514,11 +552,11 @@ NBI_INLINE void nbi_ix_gaps3(void *x, const double *cb, double g[2])
 }
 NBI_INLINE void nbi_ix_leaf2(void *x, int32_t p0, int32_t p1)
 {
-    nbi_ix_leaf((nbiIxQuery *)x, 2, p0, p1);
+    nbi_ix_leaf_out((nbiIxQuery *)x, 2, p0, p1);
 }
 NBI_INLINE void nbi_ix_leaf3(void *x, int32_t p0, int32_t p1)
 {
-    nbi_ix_leaf((nbiIxQuery *)x, 3, p0, p1);
+    nbi_ix_leaf_out((nbiIxQuery *)x, 3, p0, p1);
 }
 
 int32_t nbi_knn_index_query(const nbiKnnIndex *ix, const double *point, nbFilter f,
@@ -535,6 +573,7 @@ int32_t nbi_knn_index_query(const nbiKnnIndex *ix, const double *point, nbFilter
     x.heap.size = 0;
     x.heap.k = k < ix->n ? k : ix->n;
     x.bound = nbi_best_bound(&x.heap, x.lim2);
+    x.code = nbi_ix_code(ix, x.q);
     if (ix->dim == 2)
         nbi_ix_walk(ix, f, &x, &x.bound, nbi_ix_gaps2, nbi_ix_leaf2);
     else
