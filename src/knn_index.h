@@ -53,29 +53,36 @@ typedef struct nbiKnnIndex {
 } nbiKnnIndex;
 
 // The index and its state: stale (the points changed since it was built), being built by one
-// query, ready, failed (allocation), not wanted (crowded by duplicates: nbi_ix_build), or
-// counting (the cells suit the points: nbi_knn_index_wanted). After failed or not wanted, kNN
-// walks the cells until the next build; while counting, it walks them until it has answered
-// NBI_KNN_AFTER(n) queries, then builds the index for the rest (a batch of queries, as a
-// kNN of every point, pays for it).
-enum { NBI_KNN_STALE, NBI_KNN_BUILDING, NBI_KNN_READY, NBI_KNN_FAILED, NBI_KNN_CELLS,
-       NBI_KNN_COUNTING };
+// query, ready, failed (allocation), cells (tests said never: nbi_knn_index_use), or counting:
+// the cells suit the points (nbi_knn_index_wanted) or are crowded by duplicates (nbi_ix_build),
+// and kNN walks them until it has answered NBI_KNN_AFTER(n) queries, then builds the index for
+// the rest (a batch of queries, as a kNN of every point, pays for it). After failed or cells,
+// kNN walks the cells until the next build.
+enum {
+    NBI_KNN_STALE,
+    NBI_KNN_BUILDING,
+    NBI_KNN_READY,
+    NBI_KNN_FAILED,
+    NBI_KNN_CELLS,
+    NBI_KNN_COUNTING
+};
 
 // Whether kNN on the view is better served by the index than by its cells: a hashed layout
 // (clustered or surface data, Z-ordered blocks of cells), any 3D grid (a ring there is 26
 // cells and more: the index measured 1.3x the walk on uniform 3D points), or 2D cells whose
 // occupancy varies (the occupancy of a random point's cell is above twice the mean: blobs;
-// nbi_ix_build then declines when the crowding is duplicates, which the ring walk scans
-// faster). On evenly filled 2D cells (uniform data) the ring walk costs about what the tree's
-// descent does for a few queries, and the index's build is not worth it; for many (a kNN of
-// every point) the descent is cheaper, so the walk counts its queries and the index is built
-// after NBI_KNN_AFTER(n) of them. Tests set nbi_knn_index_use to 1 (always the index) or -1
+// nbi_ix_build then declines, at first, when the crowding is duplicates, which the ring walk
+// scans faster on small cells). On evenly filled 2D cells (uniform data) the ring walk costs about
+// what the tree's descent does for a few queries, and the index's build is not worth it; for many
+// (a kNN of every point) the descent is cheaper, so the walk counts its queries and the index is
+// built after NBI_KNN_AFTER(n) of them. Tests set nbi_knn_index_use to 1 (always the index) or -1
 // (never); 0 is this rule.
 bool nbi_knn_index_wanted(const nbiView *v);
 extern int nbi_knn_index_use;
-// The queries the walk answers on evenly filled 2D cells before the index is built: a quarter of
-// the points. (The build costs about 400 instructions a point; at k = 8 a query through the
-// index saves about 1600 against the ring walk on cells of the spacing times sqrt(k).)
+// The queries the walk answers on evenly filled 2D cells (or crowded by duplicates) before the
+// index is built: a quarter of the points. (The build costs about 400 instructions a point; at k =
+// 8 a query through the index saves about 1600 against the ring walk on cells of the spacing times
+// sqrt(k).)
 #define NBI_KNN_AFTER(n) ((n) / 4)
 typedef struct nbiKnnLazy {
 #if NBI_KNN_INDEX
