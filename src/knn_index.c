@@ -426,9 +426,10 @@ typedef struct nbiIxQuery {
     const nbiKnnIndex *ix;
     double q[3];
     nbFilter f;
-    double lim2;     // max_distance squared
-    double bound;    // nbi_best_bound: a candidate farther than this cannot enter
-    uint64_t code;   // the query's Z-order code (nbi_ix_code)
+    double lim2;   // max_distance squared
+    double bound;  // nbi_best_bound: a candidate farther than this cannot enter
+    uint64_t code; // the query's Z-order code (nbi_ix_code), once `coded`
+    bool coded;
     nbiKnnHeap heap; // the k best so far
 } nbiIxQuery;
 
@@ -523,9 +524,13 @@ NBI_INLINE void nbi_ix_leaf(nbiIxQuery *x, int dim, int32_t p0, int32_t p1)
 NBI_INLINE void nbi_ix_leaf_out(nbiIxQuery *x, int dim, int32_t p0, int32_t p1)
 {
     const int32_t lack = x->heap.k - x->heap.size;
-    if (lack == 0 || p1 - p0 <= lack) {
+    if (lack == 0 || p1 - p0 < 2 * lack) { // (a window of most of the leaf gains nothing)
         nbi_ix_leaf(x, dim, p0, p1);
         return;
+    }
+    if (!x->coded) {
+        x->code = nbi_ix_code(x->ix, x->q);
+        x->coded = true;
     }
     const uint64_t *code = (const uint64_t *)x->ix->code.ptr;
     int32_t a = p0, b = p1; // the first code >= the query's lies in [a, b]
@@ -576,7 +581,8 @@ int32_t nbi_knn_index_query(const nbiKnnIndex *ix, const double *point, nbFilter
     x.heap.size = 0;
     x.heap.k = k < ix->n ? k : ix->n;
     x.bound = nbi_best_bound(&x.heap, x.lim2);
-    x.code = nbi_ix_code(ix, x.q);
+    x.code = 0;
+    x.coded = false;
     if (ix->dim == 2)
         nbi_ix_walk(ix, f, &x, &x.bound, nbi_ix_gaps2, nbi_ix_leaf2);
     else

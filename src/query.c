@@ -417,6 +417,10 @@ static bool nbi_knn_run(int32_t b0, int32_t b1, void *vctx)
         return true;
     }
 #if defined(__SSE2__)
+    if (b1 - b0 < 8) { // (a short run: the lanes' set-up costs more than they save)
+        for (; p < b1; p++) nbi_knn_take(x, p);
+        return true;
+    }
     nbiPoint2 c = nbi_point2(x->q, v->dim, nbi_best_bound(&x->heap, x->lim2));
     for (; p + 2 <= b1; p += 2) {
         const int m = nbi_d2_mask2(&c, v->pts, p, v->dim, false);
