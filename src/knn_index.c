@@ -352,12 +352,42 @@ bool nbi_knn_index_wanted(const nbiView *v)
     return sq * (double)v->ncells > 2.0 * (double)v->n * (double)v->n;
 }
 
-const nbiKnnIndex *nbi_knn_index_get(nbiKnnLazy *z, const nbiView *v, const nbAllocator *a)
+#if NBI_KNN_INDEX
+// The cell of q, packed 21 bits an axis from one below the view's box (clamped: only whether two
+// queries' cells touch matters).
+static int64_t nbi_ix_cell_key(const nbiView *v, const double *q)
+{
+    int64_t key = 0;
+    for (int a = 0; a < v->dim; a++) {
+        const double c = nbi_cell_f(&v->cm, q[a]) - (double)v->lo[a] + 1.0;
+        const int64_t u = c > 0.0 ? (c < 2097151.0 ? (int64_t)c : 2097151) : 0;
+        key |= u << (21 * a);
+    }
+    return key;
+}
+
+// Whether the cells packed in keys a and b are the same or touch (a Chebyshev step of 1).
+static bool nbi_ix_cells_touch(int64_t a, int64_t b)
+{
+    for (int s = 0; s < 63; s += 21) {
+        const int64_t d = ((a >> s) & 0x1FFFFF) - ((b >> s) & 0x1FFFFF);
+        if (d < -1 || d > 1) return false;
+    }
+    return true;
+}
+#endif
+
+const nbiKnnIndex *nbi_knn_index_get(nbiKnnLazy *z, const nbiView *v, const nbAllocator *a,
+                                     const double *point)
 {
 #if NBI_KNN_INDEX
     int s = atomic_load_explicit(&z->state, memory_order_acquire);
     if (s == NBI_KNN_READY) return &z->ix;
-    if (s == NBI_KNN_COUNTING) { // the walk's tally; past NBI_KNN_AFTER, build
+    if (s == NBI_KNN_COUNTING) { // the walk's tally of a batch in cell order; past it, build
+        const int64_t key = nbi_ix_cell_key(v, point);
+        const int64_t last = atomic_load_explicit(&z->last, memory_order_relaxed);
+        atomic_store_explicit(&z->last, key, memory_order_relaxed);
+        if (!nbi_ix_cells_touch(key, last)) return NULL;
         const int walked = atomic_load_explicit(&z->walked, memory_order_relaxed) + 1;
         atomic_store_explicit(&z->walked, walked, memory_order_relaxed);
         if (walked <= NBI_KNN_AFTER(v->n)) return NULL;
@@ -383,6 +413,7 @@ const nbiKnnIndex *nbi_knn_index_get(nbiKnnLazy *z, const nbiView *v, const nbAl
     (void)z;
     (void)v;
     (void)a;
+    (void)point;
     return NULL;
 #endif
 }

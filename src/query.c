@@ -733,7 +733,7 @@ nbStatus nbi_walk_knn_indexed(const nbiView *v, nbiKnnLazy *z, const nbAllocator
     // k = 1 keeps the cell walk: a query at or beside a point ends within its own cell or
     // block, cheaper than the tree's descent (measured: about half the instructions).
     const nbiKnnIndex *ix =
-        z != NULL && v->wrap == NULL && k > 1 ? nbi_knn_index_get(z, v, alloc) : NULL;
+        z != NULL && v->wrap == NULL && k > 1 ? nbi_knn_index_get(z, v, alloc, point) : NULL;
     if (ix != NULL) {
         *found = nbi_knn_index_query(ix, point, f, max_distance, out, k);
         return NB_OK;
