@@ -232,7 +232,7 @@ nbStatus nb_grid_knn_norm(const nbGrid *grid, const double *point, double p, nbF
     x.heap.k = k < v->n ? k : v->n;
     x.bound = nbi_heap_bound(&x.heap, x.lim);
     const nbiKnnIndex *ix =
-        v->wrap == NULL ? nbi_knn_index_get(nbi_grid_knn_lazy(grid), v, &grid->alloc) : NULL;
+        v->wrap == NULL ? nbi_knn_index_get(nbi_grid_knn_lazy(grid), v, &grid->alloc, point) : NULL;
     if (v->wrap != NULL) {
         nbi_norm_scan(&x, v);
     } else if (ix != NULL) {

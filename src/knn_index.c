@@ -249,7 +249,8 @@ static void nbi_ix_node_box(const nbiKnnIndex *ix, const nbiKnnNode *node, int32
 // What nbi_ix_build made: the index, nothing (allocation failed), or nothing by choice.
 enum { NBI_IX_FAILED, NBI_IX_BUILT, NBI_IX_UNWANTED };
 
-static int nbi_ix_build(nbiKnnIndex *ix, const nbiView *v, const nbAllocator *alloc)
+static int nbi_ix_build(nbiKnnIndex *ix, const nbiView *v, const nbAllocator *alloc,
+                        bool decline_duplicates)
 {
     const int32_t n = v->n;
     const int dim = v->dim;
@@ -286,10 +287,13 @@ static int nbi_ix_build(nbiKnnIndex *ix, const nbiView *v, const nbAllocator *al
 
     // Crowded cells made of duplicates (more than half the points share their code with the
     // one before) on a dense or ranked grid: the ring walk scans such a cell as one contiguous
-    // run, where the tree descends to leaves of equal boxes; the walk measured 1.4-1.9x faster
-    // on the corpus's heavy duplicates (about 4 copies a site). The hashed layout keeps the
-    // index: its cells are no better there. (Tests that force the index skip the check.)
-    if (v->table == NULL && nbi_knn_index_use == 0) {
+    // run, where the tree descends to leaves of equal boxes; on cells of about the query
+    // radius the walk measured faster on the corpus's heavy duplicates (about 4 copies a
+    // site), so it answers the first NBI_KNN_AFTER(n) queries and the index is built only for
+    // a batch (on cells sized for k, as the Python package builds them, the index measured
+    // 1.2x the walk at k = 8 and 1.5x at k = 32). The hashed layout keeps the index: its cells
+    // are no better there. (Tests that force the index skip the check.)
+    if (decline_duplicates && v->table == NULL && nbi_knn_index_use == 0) {
         int32_t same = 0;
         for (int32_t i = 1; i < n; i++) same += (key[i] >> pos_bits) == (key[i - 1] >> pos_bits);
         if (2 * (int64_t)same > (int64_t)n) return NBI_IX_UNWANTED;
@@ -348,29 +352,68 @@ bool nbi_knn_index_wanted(const nbiView *v)
     return sq * (double)v->ncells > 2.0 * (double)v->n * (double)v->n;
 }
 
-const nbiKnnIndex *nbi_knn_index_get(nbiKnnLazy *z, const nbiView *v, const nbAllocator *a)
+#if NBI_KNN_INDEX
+// The cell of q, packed 21 bits an axis from one below the view's box (clamped: only whether two
+// queries' cells touch matters).
+static int64_t nbi_ix_cell_key(const nbiView *v, const double *q)
+{
+    int64_t key = 0;
+    for (int a = 0; a < v->dim; a++) {
+        const double c = nbi_cell_f(&v->cm, q[a]) - (double)v->lo[a] + 1.0;
+        const int64_t u = c > 0.0 ? (c < 2097151.0 ? (int64_t)c : 2097151) : 0;
+        key |= u << (21 * a);
+    }
+    return key;
+}
+
+// Whether the cells packed in keys a and b are the same or touch (a Chebyshev step of 1).
+static bool nbi_ix_cells_touch(int64_t a, int64_t b)
+{
+    for (int s = 0; s < 63; s += 21) {
+        const int64_t d = ((a >> s) & 0x1FFFFF) - ((b >> s) & 0x1FFFFF);
+        if (d < -1 || d > 1) return false;
+    }
+    return true;
+}
+#endif
+
+const nbiKnnIndex *nbi_knn_index_get(nbiKnnLazy *z, const nbiView *v, const nbAllocator *a,
+                                     const double *point)
 {
 #if NBI_KNN_INDEX
     int s = atomic_load_explicit(&z->state, memory_order_acquire);
     if (s == NBI_KNN_READY) return &z->ix;
-    if (s != NBI_KNN_STALE || v->n == 0) return NULL;
+    if (s == NBI_KNN_COUNTING) { // the walk's tally of a batch in cell order; past it, build
+        const int64_t key = nbi_ix_cell_key(v, point);
+        const int64_t last = atomic_load_explicit(&z->last, memory_order_relaxed);
+        atomic_store_explicit(&z->last, key, memory_order_relaxed);
+        if (!nbi_ix_cells_touch(key, last)) return NULL;
+        const int walked = atomic_load_explicit(&z->walked, memory_order_relaxed) + 1;
+        atomic_store_explicit(&z->walked, walked, memory_order_relaxed);
+        if (walked <= NBI_KNN_AFTER(v->n)) return NULL;
+    } else if (s != NBI_KNN_STALE || v->n == 0) {
+        return NULL;
+    }
+    const int was = s;
     if (!atomic_compare_exchange_strong_explicit(&z->state, &s, NBI_KNN_BUILDING,
                                                  memory_order_acquire, memory_order_acquire))
         return s == NBI_KNN_READY ? &z->ix : NULL; // another query built it, or is building it
-    if (!nbi_knn_index_wanted(v)) {
-        atomic_store_explicit(&z->state, NBI_KNN_CELLS, memory_order_release);
-        return NULL;
-    }
-    const int made = nbi_ix_build(&z->ix, v, a);
-    const int state = made == NBI_IX_BUILT      ? NBI_KNN_READY
-                      : made == NBI_IX_UNWANTED ? NBI_KNN_CELLS
-                                                : NBI_KNN_FAILED;
+    // Not wanted, or crowded by duplicates: walk the cells, counting (never, when tests say so).
+    const int made = was == NBI_KNN_STALE && !nbi_knn_index_wanted(v)
+                         ? NBI_IX_UNWANTED
+                         : nbi_ix_build(&z->ix, v, a, was == NBI_KNN_STALE);
+    if (made == NBI_IX_UNWANTED) atomic_store_explicit(&z->walked, 0, memory_order_relaxed);
+    const int state = made == NBI_IX_BUILT    ? NBI_KNN_READY
+                      : made == NBI_IX_FAILED ? NBI_KNN_FAILED
+                      : nbi_knn_index_use < 0 ? NBI_KNN_CELLS
+                                              : NBI_KNN_COUNTING;
     atomic_store_explicit(&z->state, state, memory_order_release);
     return made == NBI_IX_BUILT ? &z->ix : NULL;
 #else
     (void)z;
     (void)v;
     (void)a;
+    (void)point;
     return NULL;
 #endif
 }
@@ -414,8 +457,10 @@ typedef struct nbiIxQuery {
     const nbiKnnIndex *ix;
     double q[3];
     nbFilter f;
-    double lim2;     // max_distance squared
-    double bound;    // nbi_best_bound: a candidate farther than this cannot enter
+    double lim2;   // max_distance squared
+    double bound;  // nbi_best_bound: a candidate farther than this cannot enter
+    uint64_t code; // the query's Z-order code (nbi_ix_code), once `coded`
+    bool coded;
     nbiKnnHeap heap; // the k best so far
 } nbiIxQuery;
 
@@ -502,6 +547,38 @@ NBI_INLINE void nbi_ix_leaf(nbiIxQuery *x, int dim, int32_t p0, int32_t p1)
     }
 }
 
+// Scans the leaf [p0, p1) while the heap is not full (the first leaf the walk reaches) from the
+// query's place in it: first the window of as many positions as the heap lacks around the first
+// whose code is at least the query's, then the rest. Points near in Z order are mostly near in
+// space, so the k best fill with near points first and the bound is tight early: fewer
+// candidates enter the sorted list, and those that do move fewer entries.
+NBI_INLINE void nbi_ix_leaf_out(nbiIxQuery *x, int dim, int32_t p0, int32_t p1)
+{
+    const int32_t lack = x->heap.k - x->heap.size;
+    if (lack == 0 || p1 - p0 < 2 * lack) { // (a window of most of the leaf gains nothing)
+        nbi_ix_leaf(x, dim, p0, p1);
+        return;
+    }
+    if (!x->coded) {
+        x->code = nbi_ix_code(x->ix, x->q);
+        x->coded = true;
+    }
+    const uint64_t *code = (const uint64_t *)x->ix->code.ptr;
+    int32_t a = p0, b = p1; // the first code >= the query's lies in [a, b]
+    while (a < b) {
+        const int32_t m = a + (b - a) / 2;
+        if (code[m] < x->code)
+            a = m + 1;
+        else
+            b = m;
+    }
+    int32_t w0 = a - lack / 2;
+    w0 = w0 < p0 ? p0 : w0 > p1 - lack ? p1 - lack : w0;
+    nbi_ix_leaf(x, dim, w0, w0 + lack);
+    nbi_ix_leaf(x, dim, p0, w0);
+    nbi_ix_leaf(x, dim, w0 + lack, p1);
+}
+
 // The Euclidean search's parts for nbi_ix_walk, one per dimension (so that each walk compiles
 // with its dimension known).
 NBI_INLINE void nbi_ix_gaps2(void *x, const double *cb, double g[2])
@@ -514,11 +591,11 @@ NBI_INLINE void nbi_ix_gaps3(void *x, const double *cb, double g[2])
 }
 NBI_INLINE void nbi_ix_leaf2(void *x, int32_t p0, int32_t p1)
 {
-    nbi_ix_leaf((nbiIxQuery *)x, 2, p0, p1);
+    nbi_ix_leaf_out((nbiIxQuery *)x, 2, p0, p1);
 }
 NBI_INLINE void nbi_ix_leaf3(void *x, int32_t p0, int32_t p1)
 {
-    nbi_ix_leaf((nbiIxQuery *)x, 3, p0, p1);
+    nbi_ix_leaf_out((nbiIxQuery *)x, 3, p0, p1);
 }
 
 int32_t nbi_knn_index_query(const nbiKnnIndex *ix, const double *point, nbFilter f,
@@ -535,6 +612,8 @@ int32_t nbi_knn_index_query(const nbiKnnIndex *ix, const double *point, nbFilter
     x.heap.size = 0;
     x.heap.k = k < ix->n ? k : ix->n;
     x.bound = nbi_best_bound(&x.heap, x.lim2);
+    x.code = 0;
+    x.coded = false;
     if (ix->dim == 2)
         nbi_ix_walk(ix, f, &x, &x.bound, nbi_ix_gaps2, nbi_ix_leaf2);
     else

@@ -391,18 +391,46 @@ typedef struct nbiKnnCtx {
     nbiKnnHeap heap; // the k best so far
 } nbiKnnCtx;
 
+// Offers candidate p (it passes the filter).
+NBI_INLINE void nbi_knn_take(nbiKnnCtx *x, int32_t p)
+{
+    const nbiView *v = x->v;
+    nbNeighbor cand = {v->idx[p], nbi_dist2(x->q, v->pts + (size_t)p * (size_t)v->dim, v->dim)};
+    // Beyond max_distance, or slack between a hash's cells (NaN, not a point): not kept.
+    if (!(cand.dist2 <= x->lim2)) return;
+    nbi_best_offer(&x->heap, cand);
+}
+
+// The candidates [b0, b1). Without per-point filter bits, two at a time with SSE2 against the
+// k-th best so far (nbi_best_bound; the lane test computes d2 exactly as nbi_dist2 does): once
+// the k best are full most candidates are farther, and a pair of them costs one test instead of
+// two distances and two offers. A lane that passes is offered as one by one (a tie at the bound
+// may still enter with a lower index).
 static bool nbi_knn_run(int32_t b0, int32_t b1, void *vctx)
 {
     nbiKnnCtx *x = (nbiKnnCtx *)vctx;
     const nbiView *v = x->v;
-    const int dim = v->dim;
-    for (int32_t p = b0; p < b1; p++) {
-        if (x->per_point && !nbi_view_passes(v, p, x->f)) continue;
-        nbNeighbor cand = {v->idx[p], nbi_dist2(x->q, v->pts + (size_t)p * (size_t)dim, dim)};
-        // Beyond max_distance, or slack between a hash's cells (NaN, not a point): not kept.
-        if (!(cand.dist2 <= x->lim2)) continue;
-        nbi_best_offer(&x->heap, cand);
+    int32_t p = b0;
+    if (x->per_point) {
+        for (; p < b1; p++)
+            if (nbi_view_passes(v, p, x->f)) nbi_knn_take(x, p);
+        return true;
     }
+#if defined(__SSE2__)
+    if (b1 - b0 < 8) { // (a short run: the lanes' set-up costs more than they save)
+        for (; p < b1; p++) nbi_knn_take(x, p);
+        return true;
+    }
+    nbiPoint2 c = nbi_point2(x->q, v->dim, nbi_best_bound(&x->heap, x->lim2));
+    for (; p + 2 <= b1; p += 2) {
+        const int m = nbi_d2_mask2(&c, v->pts, p, v->dim, false);
+        if (m == 0) continue;
+        if (m & 1) nbi_knn_take(x, p);
+        if (m & 2) nbi_knn_take(x, p + 1);
+        c.r2 = _mm_set1_pd(nbi_best_bound(&x->heap, x->lim2));
+    }
+#endif
+    for (; p < b1; p++) nbi_knn_take(x, p);
     return true;
 }
 
@@ -705,7 +733,7 @@ nbStatus nbi_walk_knn_indexed(const nbiView *v, nbiKnnLazy *z, const nbAllocator
     // k = 1 keeps the cell walk: a query at or beside a point ends within its own cell or
     // block, cheaper than the tree's descent (measured: about half the instructions).
     const nbiKnnIndex *ix =
-        z != NULL && v->wrap == NULL && k > 1 ? nbi_knn_index_get(z, v, alloc) : NULL;
+        z != NULL && v->wrap == NULL && k > 1 ? nbi_knn_index_get(z, v, alloc, point) : NULL;
     if (ix != NULL) {
         *found = nbi_knn_index_query(ix, point, f, max_distance, out, k);
         return NB_OK;

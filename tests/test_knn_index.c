@@ -6,6 +6,7 @@
 // index falls back to the cell walk, still exact); threads querying a grid right after a build
 // (TSan runs this in `make test`); a rebuild making the index stale; the rule on evenly filled
 // cells (2D walks them, 3D builds the index).
+#include "grid_internal.h" // the index's state (nbi_grid_knn_lazy)
 #include "knn_heap.h"
 #include "knn_index.h"
 #include "nb_oracle.h"
@@ -191,56 +192,136 @@ static int test_shapes_against_brute_force(void)
 // at equal distances, the lower index first).
 static int test_filters_limits_ties(void)
 {
-    nbi_knn_index_use = 1;
-    for (int dim = 2; dim <= 3; dim++) {
-        nboSet s = make_shape(1, 900, dim);
-        s.cat = (uint32_t *)malloc((size_t)s.n * sizeof(uint32_t));
-        s.mask = (uint32_t *)malloc((size_t)s.n * sizeof(uint32_t));
-        NB_CHECK(s.cat != NULL && s.mask != NULL);
-        for (int32_t i = 0; i < s.n; i++) { // whole blobs share a category: bits prune subtrees
-            s.cat[i] = 1u << ((i / 40) % 5);
-            s.mask[i] = i % 11 == 0 ? 0u : 0xFFFFFFFFu;
+    for (int dim = 2; dim <= 3; dim++)
+        for (int use = -1; use <= 1; use += 2) { // the ring walk, then the index
+            nbi_knn_index_use = use;
+            nboSet s = make_shape(1, 900, dim);
+            s.cat = (uint32_t *)malloc((size_t)s.n * sizeof(uint32_t));
+            s.mask = (uint32_t *)malloc((size_t)s.n * sizeof(uint32_t));
+            NB_CHECK(s.cat != NULL && s.mask != NULL);
+            for (int32_t i = 0; i < s.n; i++) { // whole blobs share a category: bits prune subtrees
+                s.cat[i] = 1u << ((i / 40) % 5);
+                s.mask[i] = i % 11 == 0 ? 0u : 0xFFFFFFFFu;
+            }
+            nbtAlloc counter = {0};
+            nbGrid *g = build(&s, 2.0, &counter);
+            NB_CHECK(g != NULL);
+            const nbFilter fs[] = {NB_FILTER_ALL, {1u, 0xFFFFFFFFu}, {0xFFFFFFFFu, 4u}, {0u, 0u}};
+            for (int j = 0; j < 40; j++) {
+                double q[3];
+                query_point(&s, j, q);
+                const int32_t k = 1 + nbt_int(40);
+                const nbFilter f = fs[j % 4];
+                if (check_query(g, &s, q, k, f, (double)INFINITY)) return 1;
+                int32_t want = 0;
+                nbNeighbor *all = nbo_knn_filtered(&s, q, k, f, &want);
+                if (want > 0 && check_query(g, &s, q, k, f, sqrt(all[want / 2].dist2))) return 1;
+                free(all);
+                if (check_query(g, &s, q, k, f, 0.0)) return 1;
+            }
+            nb_grid_destroy(g);
+            free(s.cat);
+            free(s.mask);
+            s.cat = s.mask = NULL;
+            nbo_set_free(&s);
+            // ties: a lattice queried at its points and at the centres of its squares
+            nboSet t = nbo_set_new(20 * 20 * (dim == 3 ? 4 : 1), dim);
+            for (int32_t i = 0; i < t.n; i++) {
+                double *p = t.p + (size_t)i * (size_t)dim;
+                p[0] = (double)(i % 20);
+                p[1] = (double)((i / 20) % 20);
+                if (dim == 3) p[2] = (double)(i / 400);
+            }
+            g = build(&t, 1.5, &counter);
+            NB_CHECK(g != NULL);
+            for (int j = 0; j < 30; j++) {
+                double q[3] = {(double)nbt_int(20) + 0.5 * (j % 2),
+                               (double)nbt_int(20) + 0.5 * (j % 2),
+                               (double)nbt_int(dim == 3 ? 4 : 1)};
+                if (check_query(g, &t, q, 1 + j, NB_FILTER_ALL, (double)INFINITY)) return 1;
+                // a limit at a distance many lattice points share: `<=` keeps them all
+                if (check_query(g, &t, q, 1 + j, NB_FILTER_ALL, j % 2 ? sqrt(0.5) : 1.0)) return 1;
+            }
+            nb_grid_destroy(g);
+            nbo_set_free(&t);
         }
-        nbtAlloc counter = {0};
-        nbGrid *g = build(&s, 2.0, &counter);
-        NB_CHECK(g != NULL);
-        const nbFilter fs[] = {NB_FILTER_ALL, {1u, 0xFFFFFFFFu}, {0xFFFFFFFFu, 4u}, {0u, 0u}};
-        for (int j = 0; j < 40; j++) {
-            double q[3];
-            query_point(&s, j, q);
-            const int32_t k = 1 + nbt_int(40);
-            const nbFilter f = fs[j % 4];
-            if (check_query(g, &s, q, k, f, (double)INFINITY)) return 1;
-            int32_t want = 0;
-            nbNeighbor *all = nbo_knn_filtered(&s, q, k, f, &want);
-            if (want > 0 && check_query(g, &s, q, k, f, sqrt(all[want / 2].dist2))) return 1;
-            free(all);
-            if (check_query(g, &s, q, k, f, 0.0)) return 1;
-        }
-        nb_grid_destroy(g);
-        free(s.cat);
-        free(s.mask);
-        s.cat = s.mask = NULL;
-        nbo_set_free(&s);
-        // ties: a lattice queried at its points and at the centres of its squares
-        nboSet t = nbo_set_new(20 * 20 * (dim == 3 ? 4 : 1), dim);
-        for (int32_t i = 0; i < t.n; i++) {
-            double *p = t.p + (size_t)i * (size_t)dim;
-            p[0] = (double)(i % 20);
-            p[1] = (double)((i / 20) % 20);
-            if (dim == 3) p[2] = (double)(i / 400);
-        }
-        g = build(&t, 1.5, &counter);
-        NB_CHECK(g != NULL);
-        for (int j = 0; j < 30; j++) {
-            double q[3] = {(double)nbt_int(20) + 0.5 * (j % 2), (double)nbt_int(20) + 0.5 * (j % 2),
-                           (double)nbt_int(dim == 3 ? 4 : 1)};
-            if (check_query(g, &t, q, 1 + j, NB_FILTER_ALL, (double)INFINITY)) return 1;
-        }
-        nb_grid_destroy(g);
-        nbo_set_free(&t);
-    }
     nbi_knn_index_use = 0;
+    return 0;
+}
+
+// The rule on a batch (NBI_KNN_AFTER): 2D cells evenly filled, or crowded by duplicates, are
+// walked for queries in random order (however many); for a batch in cell order (each query in
+// or beside the last one's cell) the walk counts, and after a quarter of the points' queries the
+// index is built and answers the rest. Every answer exact: duplicates tie by index, k up to and
+// past n; a rebuild starts the count anew.
+static int test_batch_builds_the_index(void)
+{
+    nbi_knn_index_use = 0;
+    const int32_t n = 1600;
+    const int shapes[2] = {0, 3}; // uniform over [0, 100), duplicates on [0, 5]
+    const double cell[2] = {5.0, 0.5}, side[2] = {100.0, 6.0};
+    for (int i = 0; i < 2; i++) {
+        nboSet s = make_shape(shapes[i], n, 2);
+        nbtAlloc counter = {0};
+        nbGrid *g = build(&s, cell[i], &counter);
+        NB_CHECK(g != NULL);
+        const nbiKnnLazy *z = nbi_grid_knn_lazy(g);
+        (void)z;
+        for (int round = 0; round < 2; round++) {
+            for (int j = 0; j < n / 2; j++) { // random order: the walk, uncounted
+                double q[3];
+                query_point(&s, j, q);
+                nbNeighbor got[8];
+                int32_t found = 0, want = 0;
+                NB_CHECK_OK(nb_grid_knn(g, q, NB_FILTER_ALL, (double)INFINITY, got, 8, &found));
+                nbNeighbor *all = nbo_knn(&s, q, 8, &want);
+                NB_CHECK(nbo_same_neighbors(got, found, all, want));
+                free(all);
+            }
+#if NBI_KNN_INDEX
+            NB_CHECK(atomic_load(&z->state) == NBI_KNN_COUNTING);
+#endif
+            int32_t queries = 0; // kNN calls with k > 1 (k = 1 keeps the walk, uncounted)
+            int32_t built = -1;
+            for (int32_t j = 0; built < 0 || j < built + 40; j++) {
+                // along rows a third of a cell apart, a fifth of a cell a step
+                const double t = 0.2 * cell[i] * j, row = floor(t / side[i]);
+                const double q[3] = {t - row * side[i], fmod(row * cell[i] / 3.0, side[i]), 0.0};
+                const int32_t ks[4] = {8, 1, 32, 20};
+                const int32_t k = ks[j % 4];
+                if (check_query(g, &s, q, k, NB_FILTER_ALL, (double)INFINITY)) {
+                    fprintf(stderr, "  shape %s round %d query %d\n", shape_name[shapes[i]], round,
+                            j);
+                    return 1;
+                }
+                queries += k > 1 ? 2 : 0; // (check_query asks twice)
+#if NBI_KNN_INDEX
+                const int state = atomic_load(&z->state);
+                NB_CHECK(state == NBI_KNN_COUNTING || state == NBI_KNN_READY);
+                if (state == NBI_KNN_READY && built < 0) {
+                    built = j;
+                    // after a quarter of the points' queries, less the few random ones that
+                    // touched the cell before them (a row's first is not counted)
+                    NB_CHECK(queries > n / 4 - n / 16 && queries <= n / 4 + 40);
+                }
+#else
+                built = 0;
+#endif
+                NB_CHECK(queries < n); // (every step of the rows but a row's first is counted)
+            }
+            for (int j = 0; j < 6; j++) { // k = n - 1, n, past n
+                double q[3];
+                query_point(&s, j, q);
+                if (check_query(g, &s, q, n - 1 + j % 3 * 3, NB_FILTER_ALL, (double)INFINITY))
+                    return 1;
+            }
+            nbPoints pts = {s.p, s.n, 2, 0, NULL, 0, NULL, 0};
+            NB_CHECK_OK(nb_grid_build(g, &pts, cell[i])); // counts anew
+        }
+        nb_grid_destroy(g);
+        NB_CHECK(counter.live_bytes == 0 && counter.allocs == counter.frees);
+        nbo_set_free(&s);
+    }
     return 0;
 }
 
@@ -392,6 +473,7 @@ int main(int argc, char **argv)
         {"shapes_against_brute_force", test_shapes_against_brute_force},
         {"filters_limits_ties", test_filters_limits_ties},
         {"rule_on_even_cells", test_rule_on_even_cells},
+        {"batch_builds_the_index", test_batch_builds_the_index},
         {"allocation_failing_in_turn", test_allocation_failing_in_turn},
         {"rebuild_and_steady_state", test_rebuild_and_steady_state},
         {"threads_right_after_build", test_threads_right_after_build},

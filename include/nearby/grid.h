@@ -193,9 +193,12 @@ NB_API nbStatus nb_grid_visit_box(const nbGrid *grid, const nbBox *box, nbFilter
 /// so a query costs about k and the local density. That first query allocates the tree through the
 /// grid's allocator, on whichever thread runs it (concurrent queries meanwhile search the cells),
 /// and again only when the points outgrow it; if that allocation fails, queries search the cells.
-/// Elsewhere (evenly filled 2D cells, k = 1, periodic grids) it searches outward ring by ring
-/// (or, on the hashed layout, by aligned blocks of cells), stopping once what is left lies
-/// beyond the k-th best or max_distance. The answers are the same either way.
+/// Elsewhere (k = 1, periodic grids) it searches outward ring by ring (or, on the hashed layout,
+/// by aligned blocks of cells), stopping once what is left lies beyond the k-th best or
+/// max_distance. On evenly filled 2D cells, and 2D cells crowded by duplicates, the rings answer
+/// the first N / 4 queries with k >= 2 after a build, and the query after them builds the tree
+/// for the rest: a few queries do not pay for it, a batch (the k nearest of every point) does.
+/// The answers are the same either way.
 NB_API nbStatus nb_grid_knn(const nbGrid *grid, const double *point, nbFilter filter,
                             double max_distance, nbNeighbor *out, int32_t k, int32_t *found);
 
