@@ -1473,16 +1473,16 @@ static nbStatus nbi_list_build_cells(nbNeighborList *l, const nbGrid *a, const n
     nbiBuf order = l->order, border = l->border;
     bool ok = nbi_buf_prepare(al, &l->order, &order, (size_t)n, sizeof(int32_t));
     ok = ok && (!two || nbi_buf_prepare(al, &l->border, &border, (size_t)b->n, sizeof(int32_t)));
-    if (!ok) {
+    int64_t entries = 0;
+    const nbStatus st =
+        ok ? nbi_list_walk(l, a, b, self, radius, l->distances, &entries) : NB_ERR_OUT_OF_MEMORY;
+    if (st != NB_OK) { // the orders stay those of the rows
         nbi_buf_abandon(al, &l->order, &order, sizeof(int32_t));
         nbi_buf_abandon(al, &l->border, &border, sizeof(int32_t));
-        return NB_ERR_OUT_OF_MEMORY;
+        return st;
     }
-    nbi_buf_commit(al, &l->order, &order, sizeof(int32_t)); // only written on success
+    nbi_buf_commit(al, &l->order, &order, sizeof(int32_t));
     nbi_buf_commit(al, &l->border, &border, sizeof(int32_t));
-    int64_t entries = 0;
-    const nbStatus st = nbi_list_walk(l, a, b, self, radius, l->distances, &entries);
-    if (st != NB_OK) return st;
     const nbiBuf t0 = l->offsets, t1 = l->nb, t2 = l->d2;
 
     l->offsets = l->spare;
