@@ -792,33 +792,34 @@ static int test_verlet_candidates(void)
     NB_CHECK(v == NULL);
     desc.distances = false;
     NB_CHECK_OK(nb_verlet_create(&desc, &v));
-    // three points, a stride of 3 doubles: 0 and 1 within r across the boundary, 2 alone
-    double xyz[9] = {0.2, 4.0, -1.0, 7.5, 4.0, -1.0, 4.0, 1.0, -1.0};
-    const nbPoints pts = {.data = xyz, .count = 3, .dim = 2, .stride = 3 * sizeof(double)};
+    // four points, a stride of 3 doubles: 0 and 1 within r across the boundary, 2 and 3
+    // exactly r apart (within)
+    double xyz[12] = {0.2, 4.0, -1.0, 7.5, 4.0, -1.0, 4.0, 7.99, -1.0, 5.0, 7.99, -1.0};
+    const nbPoints pts = {.data = xyz, .count = 4, .dim = 2, .stride = 3 * sizeof(double)};
     bool rebuilt = false;
     NB_CHECK_OK(nb_verlet_update(v, &pts, &rebuilt));
-    NB_CHECK(rebuilt && kept(v, &pts) == 2);
+    NB_CHECK(rebuilt && kept(v, &pts) == 4);
     xyz[0] = 0.25; // a small move: no rebuild
     NB_CHECK_OK(nb_verlet_update(v, &pts, &rebuilt));
-    NB_CHECK(!rebuilt && kept(v, &pts) == 2);
-    xyz[6] = 8.0; // outside [0, P): refused, the rows stay
+    NB_CHECK(!rebuilt && kept(v, &pts) == 4);
+    xyz[7] = 8.0; // a small move outside [0, P): refused, the rows stay
     NB_CHECK_STATUS(nb_verlet_update(v, &pts, &rebuilt), NB_ERR_OUT_OF_RANGE);
     xyz[1] = (double)INFINITY; // a point before it not finite: that first
     NB_CHECK_STATUS(nb_verlet_update(v, &pts, &rebuilt), NB_ERR_NOT_FINITE);
     xyz[1] = 4.0;
-    xyz[6] = -1e-300;
+    xyz[7] = -1e-300;
     NB_CHECK_STATUS(nb_verlet_update(v, &pts, &rebuilt), NB_ERR_OUT_OF_RANGE);
-    xyz[6] = 4.0;
-    NB_CHECK(kept(v, &pts) == 2);
+    xyz[7] = 7.99;
+    NB_CHECK(!rebuilt && kept(v, &pts) == 4);
     nbNeighborRows rows;
     NB_CHECK_OK(nb_verlet_rows(v, &rows));
-    NB_CHECK(rows.candidates && rows.rows == 3 && rows.entries == 2);
+    NB_CHECK(rows.candidates && rows.rows == 4 && rows.entries == 4);
     int32_t nb[4], found = 7;
     double d2[4];
     NB_CHECK_OK(nb_verlet_row(v, &pts, 0, nb, d2, 4, &found));
     NB_CHECK(found == 1 && nb[0] == 1 && fabs(d2[0] - 0.75 * 0.75) < 1e-12);
-    NB_CHECK_OK(nb_verlet_row(v, &pts, 2, nb, NULL, 0, &found));
-    NB_CHECK(found == 0);
+    NB_CHECK_OK(nb_verlet_row(v, &pts, 3, nb, d2, 1, &found));
+    NB_CHECK(found == 1 && nb[0] == 2 && d2[0] == 1.0);
     NB_CHECK_STATUS(nb_verlet_row(v, &pts, 1, nb, NULL, 0, &found), NB_ERR_BUFFER_TOO_SMALL);
     NB_CHECK(found == 1);
     NB_CHECK_STATUS(nb_verlet_row(NULL, &pts, 0, nb, NULL, 4, &found), NB_ERR_NULL_ARG);
@@ -827,10 +828,10 @@ static int test_verlet_candidates(void)
     NB_CHECK_STATUS(nb_verlet_row(v, &pts, 0, NULL, NULL, 4, &found), NB_ERR_NULL_ARG);
     NB_CHECK_STATUS(nb_verlet_row(v, &pts, 0, nb, NULL, 4, NULL), NB_ERR_NULL_ARG);
     NB_CHECK_STATUS(nb_verlet_row(v, &pts, -1, nb, NULL, 4, &found), NB_ERR_OUT_OF_RANGE);
-    NB_CHECK_STATUS(nb_verlet_row(v, &pts, 3, nb, NULL, 4, &found), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK_STATUS(nb_verlet_row(v, &pts, 4, nb, NULL, 4, &found), NB_ERR_OUT_OF_RANGE);
     NB_CHECK_STATUS(nb_verlet_row(v, &pts, 0, nb, NULL, -1, &found), NB_ERR_OUT_OF_RANGE);
     nbPoints other = pts;
-    other.count = 2;
+    other.count = 3;
     NB_CHECK_STATUS(nb_verlet_row(v, &other, 0, nb, NULL, 4, &found), NB_ERR_OUT_OF_RANGE);
     other = pts;
     other.dim = 3;
