@@ -7,11 +7,16 @@
 //         nb_grid_neighbor_rows (both directions, rows sorted) and build + a list's build;
 //         the minimum and median of RUNS frames each, one thread (thread CPU time).
 //   verlet: STEPS MD-like steps (every point moves 0.01 r a step in a random direction, kept
-//         for 5 steps), skin 0.1 r: nb_verlet_update by index against build + list by index
-//         every step, and nb_verlet_update in cell order (.cell_order: candidates and keep
-//         bits) against build + list in cell order every step (the fastest rows to rebuild);
-//         the four in turn in each step (forwards, then backwards), the mean time per step
-//         after the first; every step's rows are compared with the list's by index.
+//         for 5 steps), skin 0.1 r. Four Verlet lists (exact rows by index; in cell order with
+//         keep bits; candidates by index; candidates in cell order) against build + list every
+//         step (by index, and in cell order: the fastest rows to rebuild); the six in turn in
+//         each step (forwards, then backwards). (a) Maintenance: each update against the
+//         rebuild in the same order. (b) A whole step: maintenance and an SPH-like density sum
+//         over the rows (exact rows summed as they are, candidates tested d2 <= r*r; in cell
+//         order your positions gathered into the rows' order first, as both need every step).
+//         Per step: the mean over the steps after the first, and the median of the means of
+//         10-step windows. Every step, every list's rows (filtered at r when candidates) are
+//         compared with the list's by index and the densities with each other.
 //   Sets: uniform2d and uniform3d in random order; uniform2d-sorted, the same 2D points in
 //         cell order (rows of cells of side r, as a simulation that keeps its particles sorted
 //         holds them); blobs2d, the corpus's clustered set (Gaussian blobs, its radius for
@@ -20,7 +25,8 @@
 //         separated by commas) runs only those sets.
 //   UNIFORM2D.f64 (gen_data uniform2d 1000000): build + rows at r = 1.75, the set another
 //         library's figures are quoted for.
-// Prints CSV: section,dataset,operation,n,runs,min_ms,median_ms,entries,extra.
+// Prints CSV: section,dataset,operation,n,runs,min_ms,median_ms,entries,extra. In the verlet
+// section the two times are the mean per step and the median of 10-step means (runs: steps).
 #include <nearby/neighbors.h>
 
 #include "bench_common.h"
@@ -405,6 +411,7 @@ static void bench_verlet(const char *set, double *pts, int32_t n, int dim, doubl
                "density at every step\n",
                set, op[x], op[y], n, steps - 1, cmean[x] / cmean[y], cmed[x] / cmed[y]);
     }
+    fflush(stdout);
     for (int f = 0; f < 4; f++) nb_verlet_destroy(v[f]);
     for (int f = 0; f < FORMS; f++) {
         free(tt[f]);

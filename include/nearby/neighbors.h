@@ -26,7 +26,9 @@
 /// - nbNeighborList keeps the rows (and, if asked, the squared distances) in storage it grows,
 ///   and allocates nothing once it is large enough;
 /// - nbVerlet keeps a Verlet list: candidates within r + skin, rebuilt only when some point has
-///   moved more than skin / 2 since the last build; its rows are exact at r after every update.
+///   moved more than skin / 2 since the last build; its rows are exact at r after every update,
+///   or (nbVerletDesc.candidates, the cheapest to keep) the candidates themselves, which the
+///   reader tests at r (nb_verlet_row reads a row that way).
 ///
 /// Thread safety: the grid calls take const grids and may run at once on one grid. A list or a
 /// Verlet list needs exclusive access to build or update; reading its rows may be shared.
@@ -162,7 +164,7 @@ NB_API size_t nb_neighbor_list_memory_bytes(const nbNeighborList *list);
 /// point count changed, or on the first update); otherwise no pair now within radius can be
 /// missing from the candidates, and the rows are the candidates filtered at radius from the
 /// new positions. Either way the rows are exactly those of nb_grid_neighbor_rows at radius on
-/// the new positions.
+/// the new positions (in candidates form, once each candidate is tested at radius).
 typedef struct nbVerlet nbVerlet;
 
 /// Zero-initialise, then set what you need.
