@@ -54,10 +54,11 @@ typedef struct nbNeighborRows {
     /// array for a set against itself). NULL for rows by index, never NULL in cell order.
     const int32_t *order;
     const int32_t *neighbor_order;
-    /// NULL: every entry is a neighbour. Else (a Verlet list in cell order) the rows are the
-    /// candidates within r + skin and entry t is a neighbour within r exactly when bit t % 64
-    /// of keep[t / 64] is set: `(keep[t >> 6] >> (t & 63)) & 1`. The rows filtered by keep
-    /// are exactly the rows at r, ascending.
+    /// NULL: every entry is a neighbour (but see `candidates`). Else (a Verlet list in cell
+    /// order with keep bits) the rows are the candidates within r + skin and entry t is a
+    /// neighbour within r exactly when bit t % 64 of keep[t / 64] is set:
+    /// `(keep[t >> 6] >> (t & 63)) & 1`. The rows filtered by keep are exactly the rows at r,
+    /// ascending.
     const uint64_t *keep;
     /// true (a Verlet list with nbVerletDesc.candidates): the rows are the candidates, every
     /// pair within r + skin at the last rebuild; the neighbours within r now are among them and
