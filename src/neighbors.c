@@ -25,7 +25,9 @@
 // r + skin whose test accepts every pair its reach does. The rows are the candidates with
 // d2 <= r*r from the current positions, in their (ascending) order: filtered into rows by
 // index, or in cell order marked by a keep bit each, re-tested only where the displacement
-// can have changed the answer (see struct nbVerlet).
+// can have changed the answer (see struct nbVerlet). In candidates form the rows are the
+// candidates themselves (the list's own rows at r + skin) and the reader tests them: an update
+// without a rebuild is one streaming pass over the points beside the rebuild's copy of them.
 #include <nearby/neighbors.h>
 
 #include "grid_internal.h"
@@ -1471,16 +1473,16 @@ static nbStatus nbi_list_build_cells(nbNeighborList *l, const nbGrid *a, const n
     nbiBuf order = l->order, border = l->border;
     bool ok = nbi_buf_prepare(al, &l->order, &order, (size_t)n, sizeof(int32_t));
     ok = ok && (!two || nbi_buf_prepare(al, &l->border, &border, (size_t)b->n, sizeof(int32_t)));
-    if (!ok) {
+    int64_t entries = 0;
+    const nbStatus st =
+        ok ? nbi_list_walk(l, a, b, self, radius, l->distances, &entries) : NB_ERR_OUT_OF_MEMORY;
+    if (st != NB_OK) { // the orders stay those of the rows
         nbi_buf_abandon(al, &l->order, &order, sizeof(int32_t));
         nbi_buf_abandon(al, &l->border, &border, sizeof(int32_t));
-        return NB_ERR_OUT_OF_MEMORY;
+        return st;
     }
-    nbi_buf_commit(al, &l->order, &order, sizeof(int32_t)); // only written on success
+    nbi_buf_commit(al, &l->order, &order, sizeof(int32_t));
     nbi_buf_commit(al, &l->border, &border, sizeof(int32_t));
-    int64_t entries = 0;
-    const nbStatus st = nbi_list_walk(l, a, b, self, radius, l->distances, &entries);
-    if (st != NB_OK) return st;
     const nbiBuf t0 = l->offsets, t1 = l->nb, t2 = l->d2;
 
     l->offsets = l->spare;
@@ -1566,6 +1568,10 @@ size_t nb_neighbor_list_memory_bytes(const nbNeighborList *list)
 // re-test reads stay in the caches. Updates read your points in your order, against ref (the
 // build's positions by index), and write them to their positions in cur (pos: index ->
 // position). td2, tkeep and band are a rebuild's scratch.
+//
+// In candidates form (candidates) the rows are cand's own, at radius + skin, by index or in
+// cell order as cand was created, and ref holds the rebuild's points by index: an update
+// reads your points beside it, in your order, and changes nothing else unless it rebuilds.
 enum { NBI_BANDS = 16, NBI_BLOCK = 4096 };
 struct nbVerlet {
     nbAllocator alloc;
@@ -1599,6 +1605,7 @@ struct nbVerlet {
     nbiBuf ref;         // double, n * dim
     int32_t shell_len;  // each of the shell's three arrays' length
     double moved2;
+    bool candidates;
 };
 
 // The shell's three arrays: rows, positions and entries of its candidates.
@@ -1654,6 +1661,7 @@ nbStatus nb_verlet_create(const nbVerletDesc *desc, nbVerlet **out)
     if (desc->radius < 0.0 || desc->skin < 0.0 || !nbi_tasks_ok(desc->tasks))
         return NB_ERR_OUT_OF_RANGE;
     if (desc->dim != 0 && desc->dim != 2 && desc->dim != 3) return NB_ERR_OUT_OF_RANGE;
+    if (desc->candidates && desc->distances) return NB_ERR_OUT_OF_RANGE;
     const int32_t dim = desc->dim == 0 ? 2 : desc->dim;
     const double reach = desc->radius + desc->skin;
     for (int d = 0; d < 3; d++) {
@@ -1672,13 +1680,16 @@ nbStatus nb_verlet_create(const nbVerletDesc *desc, nbVerlet **out)
     v->dim = dim;
     v->distances = desc->distances;
     v->cell_order = desc->cell_order;
+    v->candidates = desc->candidates;
     for (int d = 0; d < 3; d++) {
         v->wrapped |= desc->period[d] > 0.0;
         v->kper[d] = desc->period[d] > 0.0 ? desc->period[d] : (double)INFINITY;
     }
     nbGridDesc gd = {.dim = dim, .allocator = desc->allocator, .tasks = desc->tasks};
     memcpy(gd.period, desc->period, sizeof gd.period);
-    const nbNeighborListDesc ld = {.allocator = desc->allocator, .tasks = desc->tasks};
+    const nbNeighborListDesc ld = {.allocator = desc->allocator,
+                                   .tasks = desc->tasks,
+                                   .cell_order = desc->candidates && desc->cell_order};
     nbStatus st = nb_grid_create(&gd, &v->grid);
     if (st == NB_OK) st = nb_neighbor_list_create(&ld, &v->cand);
     if (st != NB_OK) {
@@ -2010,6 +2021,19 @@ static bool nbi_verlet_shell(nbVerlet *v, const int32_t *pco, const int32_t *tq)
     return true;
 }
 
+// The points' coordinates copied by index into ref, `dim` a point.
+static void nbi_verlet_copy(double *ref, const nbPoints *points, int dim)
+{
+    const size_t step = points->stride == 0 ? (size_t)dim : points->stride / sizeof(double);
+    const size_t n = (size_t)points->count;
+    if (step == (size_t)dim) {
+        if (n > 0) memcpy(ref, points->data, n * (size_t)dim * sizeof(double));
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        for (int d = 0; d < dim; d++) ref[i * (size_t)dim + d] = points->data[i * step + d];
+}
+
 // Cell order, after a search (the candidates in the list's scratch): every candidate tested
 // from the build's positions, the shell sorted by block and band, then the candidates swapped
 // in as the rows. The rows stay the old ones until everything is allocated.
@@ -2060,13 +2084,26 @@ static nbStatus nbi_verlet_rebuild_cells(nbVerlet *v, const nbPoints *points, in
         order[p] = idx[p];
         pos[idx[p]] = p;
     }
-    const size_t step = points->stride == 0 ? (size_t)dim : points->stride / sizeof(double);
-    for (int32_t i = 0; i < n; i++)
-        for (int d = 0; d < dim; d++)
-            ref[(size_t)i * (size_t)dim + d] = points->data[(size_t)i * step + d];
+    nbi_verlet_copy(ref, points, dim);
     v->rows = n;
     v->entries = cand;
     v->moved2 = 0.0;
+    v->built = true;
+    return NB_OK;
+}
+
+// Candidates form, after the grid's build at radius + skin: the rows are the list's own at
+// radius + skin, and ref the points by index. The storage is had first, so that the rows stay
+// the old ones on any failure.
+static nbStatus nbi_verlet_rebuild_candidates(nbVerlet *v, const nbPoints *points)
+{
+    nbiBuf *bufs[] = {&v->ref};
+    const size_t need[] = {(size_t)points->count * (size_t)v->dim}, elem[] = {sizeof(double)};
+    if (!nbi_verlet_grow(v, bufs, need, elem, 1)) return NB_ERR_OUT_OF_MEMORY;
+    const nbStatus st = nb_neighbor_list_build(v->cand, v->grid, v->radius + v->skin);
+    if (st != NB_OK) return st;
+    nbi_verlet_copy((double *)v->ref.ptr, points, v->dim);
+    v->n = points->count;
     v->built = true;
     return NB_OK;
 }
@@ -2079,6 +2116,7 @@ static nbStatus nbi_verlet_rebuild(nbVerlet *v, const nbPoints *points)
     const double reach = v->radius + v->skin;
     int64_t cand = 0;
     nbStatus st = nb_grid_build(v->grid, points, reach);
+    if (st == NB_OK && v->candidates) return nbi_verlet_rebuild_candidates(v, points);
     if (st == NB_OK) st = nbi_list_build(v->cand, v->grid, v->grid, true, reach, false, &cand);
     if (st != NB_OK) return st;
     const int32_t n = points->count;
@@ -2189,6 +2227,52 @@ NBI_INLINE nbStatus nbi_verlet_read(nbVerlet *v, const double *data, size_t step
     *max_d2 = m;
     if (!finite) return NB_ERR_NOT_FINITE;
     return inside ? NB_OK : NB_ERR_OUT_OF_RANGE;
+}
+
+// Candidates form, an update: one pass over the points in your order beside ref (the
+// rebuild's copy by index), both read in memory order: the checks of nbi_verlet_check and the
+// largest squared displacement as nbi_verlet_read measures it; nothing is written.
+// Specialised by dimension, periodicity and a packed layout (step == dim), branch-free, so
+// that it vectorises.
+NBI_INLINE nbStatus nbi_verlet_scan(const nbVerlet *v, int dim, bool wrap, size_t step,
+                                    const double *data, double *max_d2)
+{
+    const double *ref = (const double *)v->ref.ptr;
+    double lo[3], per[3];
+    for (int d = 0; d < 3; d++) {
+        per[d] = v->kper[d];
+        lo[d] = per[d] == (double)INFINITY ? -(double)INFINITY : 0.0;
+    }
+    double m = 0.0;
+    int nonfinite = 0, outside = 0;
+    for (size_t i = 0; i < (size_t)v->n; i++) {
+        const double *x = data + i * step, *y = ref + i * (size_t)dim;
+        double e = 0.0;
+        for (int d = 0; d < dim; d++) {
+            nonfinite |= !(x[d] - x[d] == 0.0);
+            if (wrap) outside |= !(x[d] >= lo[d]) | !(x[d] < per[d]);
+            const double a = wrap ? nbi_wrap_d(x[d], y[d], per[d]) : x[d] - y[d];
+            e = d == 0 ? a * a : e + a * a; // summed in axis order, as nbi_dist2_wrap
+        }
+        m = e > m ? e : m;
+    }
+    *max_d2 = m;
+    if (nonfinite) return NB_ERR_NOT_FINITE;
+    return outside ? NB_ERR_OUT_OF_RANGE : NB_OK;
+}
+
+// nbi_verlet_scan specialised for the list's dimension, periodicity and the points' layout.
+static nbStatus nbi_verlet_scan_any(const nbVerlet *v, const double *data, size_t step,
+                                    double *max_d2)
+{
+    const bool w = v->wrapped;
+    if (v->dim == 2 && step == 2)
+        return w ? nbi_verlet_scan(v, 2, true, 2, data, max_d2)
+                 : nbi_verlet_scan(v, 2, false, 2, data, max_d2);
+    if (v->dim == 3 && step == 3)
+        return w ? nbi_verlet_scan(v, 3, true, 3, data, max_d2)
+                 : nbi_verlet_scan(v, 3, false, 3, data, max_d2);
+    return nbi_verlet_scan(v, v->dim, w, step, data, max_d2);
 }
 
 // What the filters read: the points in cell order, the candidate rows by position (pco) and
@@ -2338,7 +2422,8 @@ nbStatus nb_verlet_update(nbVerlet *verlet, const nbPoints *points, bool *rebuil
     const bool same = v->built && points->count == v->n;
     double max_d2 = 0.0;
     if (layout_ok) { // finiteness before any range, as nb_grid_build checks
-        const nbStatus st = !same ? nbi_verlet_check(v, points->data, step, points->count)
+        const nbStatus st = !same           ? nbi_verlet_check(v, points->data, step, points->count)
+                            : v->candidates ? nbi_verlet_scan_any(v, points->data, step, &max_d2)
                             : v->cell_order
                                 ? nbi_verlet_read(v, points->data, step, true, &max_d2)
                                 : nbi_verlet_read(v, points->data, step, false, &max_d2);
@@ -2349,8 +2434,9 @@ nbStatus nb_verlet_update(nbVerlet *verlet, const nbPoints *points, bool *rebuil
         const nbStatus st = nbi_verlet_rebuild(v, points);
         if (st != NB_OK) return st;
         if (rebuilt != NULL) *rebuilt = true;
-        if (v->cell_order) return NB_OK; // the build's test is this update's
+        if (v->cell_order || v->candidates) return NB_OK; // the build's test is this update's
     }
+    if (v->candidates) return NB_OK; // the rows are the candidates: nothing to do
     if (v->cell_order)
         nbi_verlet_step_cells(v, max_d2);
     else
@@ -2362,6 +2448,11 @@ nbStatus nb_verlet_rows(const nbVerlet *verlet, nbNeighborRows *rows)
 {
     static const nbVerlet none = {0};
     const nbVerlet *v = verlet != NULL ? verlet : &none;
+    if (v->candidates) {
+        const nbStatus st = nb_neighbor_list_rows(v->cand, rows);
+        if (st == NB_OK) rows->candidates = true;
+        return st;
+    }
     static const uint64_t no_bits = 0;
     const int32_t *order = !v->cell_order         ? NULL
                            : v->order.ptr != NULL ? (const int32_t *)v->order.ptr
@@ -2383,4 +2474,43 @@ size_t nb_verlet_memory_bytes(const nbVerlet *verlet)
     for (size_t k = 0; k < sizeof i32 / sizeof i32[0]; k++) bytes += i32[k]->cap * sizeof(int32_t);
     for (size_t k = 0; k < sizeof b8 / sizeof b8[0]; k++) bytes += b8[k]->cap * sizeof(double);
     return bytes + v->band.cap;
+}
+
+nbStatus nb_verlet_row(const nbVerlet *verlet, const nbPoints *points, int32_t row,
+                       int32_t *neighbors, double *dist2, int32_t capacity, int32_t *found)
+{
+    if (found != NULL) *found = 0;
+    if (verlet == NULL || points == NULL || neighbors == NULL || found == NULL ||
+        (points->data == NULL && points->count > 0))
+        return NB_ERR_NULL_ARG;
+    nbNeighborRows rows;
+    nb_verlet_rows(verlet, &rows);
+    const nbVerlet *v = verlet;
+    const int dim = v->dim;
+    const size_t stride = points->stride == 0 ? (size_t)dim * sizeof(double) : points->stride;
+    if (row < 0 || row >= rows.rows || capacity < 0 || points->count != rows.rows ||
+        (points->dim != 0 && points->dim != dim) || stride < (size_t)dim * sizeof(double) ||
+        stride % sizeof(double) != 0)
+        return NB_ERR_OUT_OF_RANGE;
+    const size_t step = stride / sizeof(double);
+    const double r2 = v->radius * v->radius;
+    const int32_t *map = rows.order; // NULL: by index
+    const double *a = points->data + (size_t)(map != NULL ? map[row] : row) * step;
+    int32_t m = 0;
+    for (int32_t t = rows.offsets[row]; t < rows.offsets[row + 1]; t++) {
+        const int32_t q = rows.neighbors[t];
+        const double *b = points->data + (size_t)(map != NULL ? map[q] : q) * step;
+        const double e = nbi_dist2_wrap(a, b, dim, v->kper);
+        const bool in = rows.candidates     ? e <= r2
+                        : rows.keep != NULL ? ((rows.keep[t >> 6] >> (t & 63)) & 1) != 0
+                                            : true;
+        if (!in) continue;
+        if (m < capacity) {
+            neighbors[m] = q;
+            if (dist2 != NULL) dist2[m] = rows.dist2 != NULL ? rows.dist2[t] : e;
+        }
+        m++;
+    }
+    *found = m;
+    return m > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
 }

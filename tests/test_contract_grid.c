@@ -791,6 +791,10 @@ int test_neighbors_contract(void)
         NB_CHECK((v == NULL) == (bad[t].want != NB_OK));
         nb_verlet_destroy(v);
     }
+    vd.candidates = vd.distances = true; // candidates come without distances
+    NB_CHECK_STATUS(nb_verlet_create(&vd, &v), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK(v == NULL);
+    vd.candidates = vd.distances = false;
     vd.allocator = &half_al;
     NB_CHECK_STATUS(nb_verlet_create(&vd, &v), NB_ERR_NULL_ARG);
     vd.allocator = NULL;
@@ -820,6 +824,26 @@ int test_neighbors_contract(void)
     NB_CHECK_STATUS(nb_verlet_update(v, &bad_nan, &rebuilt), NB_ERR_NOT_FINITE);
     NB_CHECK_OK(nb_verlet_rows(v, &rows));
     NB_CHECK(rows.rows == 4 && rows.entries == 6);
+    // one row read at r: pointers first (*found zeroed), then the ranges, then the buffer
+    int32_t row_nb[8], row_found = -1;
+    NB_CHECK_OK(nb_verlet_row(v, &pts, 0, row_nb, NULL, 8, &row_found));
+    NB_CHECK(row_found == rows.offsets[1] && (row_found == 0 || row_nb[0] == rows.neighbors[0]));
+    NB_CHECK_STATUS(nb_verlet_row(NULL, &pts, 0, row_nb, NULL, 8, &row_found), NB_ERR_NULL_ARG);
+    NB_CHECK(row_found == 0);
+    NB_CHECK_STATUS(nb_verlet_row(v, NULL, 0, row_nb, NULL, 8, &row_found), NB_ERR_NULL_ARG);
+    NB_CHECK_STATUS(nb_verlet_row(v, &null_data, 0, row_nb, NULL, 8, &row_found), NB_ERR_NULL_ARG);
+    NB_CHECK_STATUS(nb_verlet_row(v, &pts, 0, NULL, NULL, 8, &row_found), NB_ERR_NULL_ARG);
+    NB_CHECK_STATUS(nb_verlet_row(v, &pts, 0, row_nb, NULL, 8, NULL), NB_ERR_NULL_ARG);
+    NB_CHECK_STATUS(nb_verlet_row(v, &pts, 4, row_nb, NULL, 8, &row_found), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK_STATUS(nb_verlet_row(v, &pts, -1, row_nb, NULL, 8, &row_found), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK_STATUS(nb_verlet_row(v, &pts, 0, row_nb, NULL, -1, &row_found), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK_STATUS(nb_verlet_row(v, &bad_dim, 0, row_nb, NULL, 8, &row_found),
+                    NB_ERR_OUT_OF_RANGE);
+    if (rows.offsets[1] > 0) {
+        NB_CHECK_STATUS(nb_verlet_row(v, &pts, 0, row_nb, NULL, 0, &row_found),
+                        NB_ERR_BUFFER_TOO_SMALL);
+        NB_CHECK(row_found == rows.offsets[1]);
+    }
     NB_CHECK_STATUS(nb_verlet_rows(NULL, &rows), NB_ERR_NULL_ARG);
     NB_CHECK(rows.rows == 0);
     NB_CHECK_STATUS(nb_verlet_rows(v, NULL), NB_ERR_NULL_ARG);

@@ -542,11 +542,62 @@ static bool same_verlet_cells(const nbVerlet *v, int32_t n, const int32_t *woff,
     return ok;
 }
 
+// A Verlet list in candidates form against the oracle: its rows exactly the oracle's rows at
+// r + skin from the positions of the last rebuild (coff, cnb), by index or in cell order
+// (mapped by rows.order, ascending by position); and every row read through nb_verlet_row from
+// the current points `s` exactly the oracle's row at r (woff, wnb, wd2), with its distances, a
+// buffer one entry short refused with the full count (when `read`).
+static bool same_verlet_candidates(const nbVerlet *v, const nboSet *s, const int32_t *coff,
+                                   const int32_t *cnb, const int32_t *woff, const int32_t *wnb,
+                                   const double *wd2, bool read)
+{
+    nbNeighborRows rows;
+    if (nb_verlet_rows(v, &rows) != NB_OK || rows.rows != s->n || !rows.candidates ||
+        rows.keep != NULL || rows.dist2 != NULL || rows.order != rows.neighbor_order)
+        return false;
+    bool ok = rows.order == NULL
+                  ? same_rows(s->n, rows.offsets, rows.neighbors, NULL, coff, cnb, NULL)
+                  : is_permutation(rows.order, s->n) &&
+                        same_cell_rows(s->n, rows.offsets, rows.neighbors, NULL, rows.order,
+                                       rows.order, coff, cnb, NULL);
+    if (!ok) fprintf(stderr, "candidates differ from the oracle's at r + skin\n");
+    const nbPoints pts = nbo_points(s);
+    int32_t *nb = (int32_t *)nbo_xalloc(((size_t)rows.entries + 1) * sizeof(int32_t));
+    double *d2 = (double *)nbo_xalloc(((size_t)rows.entries + 1) * sizeof(double));
+    entry *row = (entry *)nbo_xalloc(((size_t)rows.entries + 1) * sizeof(entry));
+    for (int32_t p = 0; p < s->n && ok && read; p++) {
+        const int32_t i = rows.order != NULL ? rows.order[p] : p;
+        const int32_t cap = rows.offsets[p + 1] - rows.offsets[p];
+        int32_t found = -1;
+        ok = nb_verlet_row(v, &pts, p, nb, d2, cap, &found) == NB_OK &&
+             found == woff[i + 1] - woff[i];
+        for (int32_t t = 0; t < found && ok; t++) {
+            ok = t == 0 || nb[t] > nb[t - 1];
+            row[t].j = rows.order != NULL ? rows.order[nb[t]] : nb[t];
+            row[t].d2 = d2[t];
+        }
+        if (ok) qsort(row, (size_t)found, sizeof(entry), by_index);
+        for (int32_t t = 0; t < found && ok; t++)
+            ok = row[t].j == wnb[woff[i] + t] && row[t].d2 == wd2[woff[i] + t];
+        int32_t again = -1;
+        if (ok && found > 0)
+            ok =
+                nb_verlet_row(v, &pts, p, nb, NULL, found - 1, &again) == NB_ERR_BUFFER_TOO_SMALL &&
+                again == found;
+        if (!ok) fprintf(stderr, "nb_verlet_row: row %d (point %d) differs\n", (int)p, (int)i);
+    }
+    free(nb);
+    free(d2);
+    free(row);
+    return ok;
+}
+
 // Many steps of small random moves; every 7th step one point is put at just under skin / 2
 // from where it was at the last build, every 11th just over, every 13th far away (three
 // skins). The list rebuilds exactly when some point moved more than skin / 2, and its rows
-// always equal the oracle's: by index (with and without distances) and in cell order (the
-// candidates' keep bits, with and without distances).
+// always equal the oracle's: by index (with and without distances), in cell order (the
+// candidates' keep bits, with and without distances), and in candidates form (by index and in
+// cell order, each serially and on a scheduler).
 static int verlet_steps(int kind, int dim, const double *period, int steps)
 {
     const double r = 1.0, skin = 0.3;
@@ -561,9 +612,19 @@ static int verlet_steps(int kind, int dim, const double *period, int steps)
     NB_CHECK_OK(nb_verlet_create(&desc, &cells));
     desc.cell_order = false;
     NB_CHECK_OK(nb_verlet_create(&desc, &plain));
+    nbVerlet *cand[4] = {NULL, NULL, NULL, NULL}; // by index, in cell order; serial, tasks
+    for (int c = 0; c < 4; c++) {
+        nbVerletDesc cd = desc;
+        cd.candidates = true;
+        cd.cell_order = c % 2 == 1;
+        cd.tasks = c >= 2 ? &reverse_tasks : NULL;
+        NB_CHECK_OK(nb_verlet_create(&cd, &cand[c]));
+    }
     nboSet s = make_set(kind, 500, dim, dim == 2 ? 15.0 : 6.0);
     double *ref = (double *)nbo_xalloc((size_t)s.n * (size_t)dim * sizeof(double));
     const nbPoints pts = nbo_points(&s);
+    int32_t *coff = NULL, *cnb = NULL;
+    double *cd2 = NULL;
     int rebuilds = 0;
     for (int step = 0; step < steps; step++) {
         if (step > 0) jiggle(&s, 0.012, period);
@@ -606,6 +667,17 @@ static int verlet_steps(int kind, int dim, const double *period, int steps)
             NB_CHECK(again == rebuilt);
             NB_CHECK(same_verlet_cells(in_cells[c], s.n, woff, wnb, wd2));
         }
+        if (rebuilt) { // the candidates: the rows at r + skin of the points of this rebuild
+            free(coff);
+            free(cnb);
+            free(cd2);
+            oracle_rows(&s, &s, true, r + skin, period, &coff, &cnb, &cd2);
+        }
+        for (int c = 0; c < 4; c++) {
+            NB_CHECK_OK(nb_verlet_update(cand[c], &pts, &again));
+            NB_CHECK(again == rebuilt);
+            NB_CHECK(same_verlet_candidates(cand[c], &s, coff, cnb, woff, wnb, wd2, c < 2));
+        }
         free(woff);
         free(wnb);
         free(wd2);
@@ -615,6 +687,10 @@ static int verlet_steps(int kind, int dim, const double *period, int steps)
     nb_verlet_destroy(plain);
     nb_verlet_destroy(cells);
     nb_verlet_destroy(cells_d2);
+    for (int c = 0; c < 4; c++) nb_verlet_destroy(cand[c]);
+    free(coff);
+    free(cnb);
+    free(cd2);
     free(ref);
     nbo_set_free(&s);
     return 0;
@@ -638,20 +714,29 @@ static int test_verlet_steps(void)
     return 0;
 }
 
-// The entries of rows that are neighbours (all, or the kept ones in cell order).
-static int64_t kept(const nbNeighborRows *rows)
+// The entries of a Verlet list's rows that are neighbours within r of the points (all, the
+// kept ones, or the candidates within r), as nb_verlet_row reads them.
+static int64_t kept(const nbVerlet *v, const nbPoints *pts)
 {
-    if (rows->keep == NULL) return rows->entries;
+    nbNeighborRows rows;
+    if (nb_verlet_rows(v, &rows) != NB_OK) return -1;
+    int32_t nb[64], found = 0;
     int64_t m = 0;
-    for (int64_t t = 0; t < rows->entries; t++) m += (rows->keep[t >> 6] >> (t & 63)) & 1u;
+    for (int32_t p = 0; p < rows.rows; p++) {
+        if (nb_verlet_row(v, pts, p, nb, NULL, 64, &found) != NB_OK) return -1;
+        m += found;
+    }
     return m;
 }
 
-// Displacements of exactly a hair under and over skin / 2 decide the rebuild; rows stay exact.
-static int verlet_threshold(bool cell_order)
+// Displacements of exactly a hair under and over skin / 2 decide the rebuild; rows stay exact
+// (exact rows by index, keep bits in cell order, candidates by index and in cell order).
+static int verlet_threshold(bool cell_order, bool candidates)
 {
     const double r = 1.0, skin = 0.4;
-    nbVerletDesc desc = {.radius = r, .skin = skin, .dim = 2, .cell_order = cell_order};
+    nbVerletDesc desc = {
+        .radius = r, .skin = skin, .dim = 2, .cell_order = cell_order, .candidates = candidates};
+    const bool all = cell_order || candidates; // the rows hold the candidates
     nbVerlet *v = NULL;
     NB_CHECK_OK(nb_verlet_create(&desc, &v));
     // two points r + skin - 1e-9 apart, moving toward each other
@@ -662,25 +747,27 @@ static int verlet_threshold(bool cell_order)
     NB_CHECK_OK(nb_verlet_update(v, &pts, &rebuilt));
     NB_CHECK(rebuilt);
     NB_CHECK_OK(nb_verlet_rows(v, &rows));
-    NB_CHECK(kept(&rows) == 0 && rows.entries == 2 * cell_order);
+    NB_CHECK(kept(v, &pts) == 0 && rows.entries == 2 * all);
     xy[0] = 0.5 * skin * (1.0 - 1e-6); // just under: no rebuild, still apart
     xy[2] -= 0.5 * skin * (1.0 - 1e-6);
     NB_CHECK_OK(nb_verlet_update(v, &pts, &rebuilt));
     NB_CHECK(!rebuilt);
     NB_CHECK_OK(nb_verlet_rows(v, &rows));
-    NB_CHECK(kept(&rows) == 2 - 2 * (xy[2] - xy[0] > r)); // the candidates decide exactly
-    xy[0] = 0.5 * skin * (1.0 + 1e-6);                    // just over: rebuild, now within r
+    NB_CHECK(kept(v, &pts) == 2 - 2 * (xy[2] - xy[0] > r)); // the candidates decide exactly
+    NB_CHECK(rows.entries == 2 * all);
+    xy[0] = 0.5 * skin * (1.0 + 1e-6); // just over: rebuild, now within r
     xy[2] = r + skin - 1e-9 - 0.5 * skin * (1.0 + 1e-6);
     NB_CHECK_OK(nb_verlet_update(v, &pts, &rebuilt));
     NB_CHECK(rebuilt);
     NB_CHECK_OK(nb_verlet_rows(v, &rows));
-    NB_CHECK(kept(&rows) == 2 && rows.offsets[1] == 1 && rows.neighbors[0] == 1);
+    NB_CHECK(kept(v, &pts) == 2 && rows.offsets[1] == 1 && rows.neighbors[0] == 1);
     // a NaN is refused and the rows stay
     xy[1] = (double)NAN;
     NB_CHECK_STATUS(nb_verlet_update(v, &pts, &rebuilt), NB_ERR_NOT_FINITE);
     NB_CHECK(!rebuilt);
     NB_CHECK_OK(nb_verlet_rows(v, &rows));
-    NB_CHECK(kept(&rows) == 2);
+    xy[1] = 0.0;
+    NB_CHECK(kept(v, &pts) == 2);
     // skin 0: every update rebuilds
     nb_verlet_destroy(v);
     desc.skin = 0.0;
@@ -693,10 +780,75 @@ static int verlet_threshold(bool cell_order)
     return 0;
 }
 
+// The candidates form's contract: not with distances; an update checks every point (a NaN
+// before a point outside the periodic box, whatever their order) and keeps the rows on error;
+// points with a stride; nb_verlet_row's statuses.
+static int test_verlet_candidates(void)
+{
+    nbVerletDesc desc = {.radius = 1.0, .skin = 0.2, .period = {8.0, 8.0, 0.0}};
+    desc.candidates = desc.distances = true;
+    nbVerlet *v = NULL;
+    NB_CHECK_STATUS(nb_verlet_create(&desc, &v), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK(v == NULL);
+    desc.distances = false;
+    NB_CHECK_OK(nb_verlet_create(&desc, &v));
+    // four points, a stride of 3 doubles: 0 and 1 within r across the boundary, 2 and 3
+    // exactly r apart (within)
+    double xyz[12] = {0.2, 4.0, -1.0, 7.5, 4.0, -1.0, 4.0, 7.99, -1.0, 5.0, 7.99, -1.0};
+    const nbPoints pts = {.data = xyz, .count = 4, .dim = 2, .stride = 3 * sizeof(double)};
+    bool rebuilt = false;
+    NB_CHECK_OK(nb_verlet_update(v, &pts, &rebuilt));
+    NB_CHECK(rebuilt && kept(v, &pts) == 4);
+    xyz[0] = 0.25; // a small move: no rebuild
+    NB_CHECK_OK(nb_verlet_update(v, &pts, &rebuilt));
+    NB_CHECK(!rebuilt && kept(v, &pts) == 4);
+    xyz[7] = 8.0; // a small move outside [0, P): refused, the rows stay
+    NB_CHECK_STATUS(nb_verlet_update(v, &pts, &rebuilt), NB_ERR_OUT_OF_RANGE);
+    xyz[1] = (double)INFINITY; // a point before it not finite: that first
+    NB_CHECK_STATUS(nb_verlet_update(v, &pts, &rebuilt), NB_ERR_NOT_FINITE);
+    xyz[1] = 4.0;
+    xyz[7] = -1e-300;
+    NB_CHECK_STATUS(nb_verlet_update(v, &pts, &rebuilt), NB_ERR_OUT_OF_RANGE);
+    xyz[7] = 7.99;
+    NB_CHECK(!rebuilt && kept(v, &pts) == 4);
+    nbNeighborRows rows;
+    NB_CHECK_OK(nb_verlet_rows(v, &rows));
+    NB_CHECK(rows.candidates && rows.rows == 4 && rows.entries == 4);
+    int32_t nb[4], found = 7;
+    double d2[4];
+    NB_CHECK_OK(nb_verlet_row(v, &pts, 0, nb, d2, 4, &found));
+    NB_CHECK(found == 1 && nb[0] == 1 && fabs(d2[0] - 0.75 * 0.75) < 1e-12);
+    NB_CHECK_OK(nb_verlet_row(v, &pts, 3, nb, d2, 1, &found));
+    NB_CHECK(found == 1 && nb[0] == 2 && d2[0] == 1.0);
+    NB_CHECK_STATUS(nb_verlet_row(v, &pts, 1, nb, NULL, 0, &found), NB_ERR_BUFFER_TOO_SMALL);
+    NB_CHECK(found == 1);
+    NB_CHECK_STATUS(nb_verlet_row(NULL, &pts, 0, nb, NULL, 4, &found), NB_ERR_NULL_ARG);
+    NB_CHECK(found == 0);
+    NB_CHECK_STATUS(nb_verlet_row(v, NULL, 0, nb, NULL, 4, &found), NB_ERR_NULL_ARG);
+    NB_CHECK_STATUS(nb_verlet_row(v, &pts, 0, NULL, NULL, 4, &found), NB_ERR_NULL_ARG);
+    NB_CHECK_STATUS(nb_verlet_row(v, &pts, 0, nb, NULL, 4, NULL), NB_ERR_NULL_ARG);
+    NB_CHECK_STATUS(nb_verlet_row(v, &pts, -1, nb, NULL, 4, &found), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK_STATUS(nb_verlet_row(v, &pts, 4, nb, NULL, 4, &found), NB_ERR_OUT_OF_RANGE);
+    NB_CHECK_STATUS(nb_verlet_row(v, &pts, 0, nb, NULL, -1, &found), NB_ERR_OUT_OF_RANGE);
+    nbPoints other = pts;
+    other.count = 3;
+    NB_CHECK_STATUS(nb_verlet_row(v, &other, 0, nb, NULL, 4, &found), NB_ERR_OUT_OF_RANGE);
+    other = pts;
+    other.dim = 3;
+    NB_CHECK_STATUS(nb_verlet_row(v, &other, 0, nb, NULL, 4, &found), NB_ERR_OUT_OF_RANGE);
+    other = pts;
+    other.stride = sizeof(double);
+    NB_CHECK_STATUS(nb_verlet_row(v, &other, 0, nb, NULL, 4, &found), NB_ERR_OUT_OF_RANGE);
+    nb_verlet_destroy(v);
+    return 0;
+}
+
 static int test_verlet_threshold(void)
 {
-    NB_CHECK(verlet_threshold(false) == 0);
-    NB_CHECK(verlet_threshold(true) == 0);
+    NB_CHECK(verlet_threshold(false, false) == 0);
+    NB_CHECK(verlet_threshold(true, false) == 0);
+    NB_CHECK(verlet_threshold(false, true) == 0);
+    NB_CHECK(verlet_threshold(true, true) == 0);
     return 0;
 }
 
@@ -721,6 +873,12 @@ static int test_no_allocation(void)
     NB_CHECK_OK(nb_verlet_create(&vd, &v));
     const nbVerletDesc vcd = {.radius = 1.5, .skin = 0.3, .allocator = &al, .cell_order = true};
     NB_CHECK_OK(nb_verlet_create(&vcd, &vc));
+    nbVerlet *vk[2] = {NULL, NULL}; // candidates by index and in cell order
+    for (int c = 0; c < 2; c++) {
+        const nbVerletDesc kd = {
+            .radius = 1.5, .skin = 0.3, .allocator = &al, .candidates = true, .cell_order = c};
+        NB_CHECK_OK(nb_verlet_create(&kd, &vk[c]));
+    }
     const nbPoints pts = nbo_points(&s);
     bool rebuilt;
     for (int frame = 0; frame < 6; frame++) {
@@ -730,13 +888,15 @@ static int test_no_allocation(void)
         NB_CHECK_OK(nb_neighbor_list_build(lc, g, 1.5));
         NB_CHECK_OK(nb_verlet_update(v, &pts, &rebuilt));
         NB_CHECK_OK(nb_verlet_update(vc, &pts, &rebuilt));
+        for (int c = 0; c < 2; c++) NB_CHECK_OK(nb_verlet_update(vk[c], &pts, &rebuilt));
         if (frame >= 2) NB_CHECK(count.allocs == before);
         jiggle(&s, 0.001, NULL);
     }
     NB_CHECK(nb_neighbor_list_memory_bytes(l) > 0 && nb_verlet_memory_bytes(v) > 0);
-    NB_CHECK(nb_verlet_memory_bytes(vc) > 0);
+    NB_CHECK(nb_verlet_memory_bytes(vc) > 0 && nb_verlet_memory_bytes(vk[1]) > 0);
     nb_verlet_destroy(v);
     nb_verlet_destroy(vc);
+    for (int c = 0; c < 2; c++) nb_verlet_destroy(vk[c]);
     nb_neighbor_list_destroy(l);
     nb_neighbor_list_destroy(lc);
     nb_grid_destroy(g);
@@ -753,6 +913,9 @@ static int test_failing_allocator(void)
     int32_t *woff, *wnb;
     double *wd2;
     oracle_rows(&s, &s, true, 1.0, NULL, &woff, &wnb, &wd2);
+    int32_t *ckoff, *cknb; // the candidates at r + skin
+    double *ckd2;
+    oracle_rows(&s, &s, true, 1.2, NULL, &ckoff, &cknb, &ckd2);
     nbGridDesc gd = {.dim = 2};
     nbGrid *gs = NULL, *gt = NULL;
     const nbPoints ps = nbo_points(&s), pt = nbo_points(&t);
@@ -785,7 +948,8 @@ static int test_failing_allocator(void)
             if (st != NB_OK)
                 NB_CHECK(rows.rows == s.n &&
                          (w == 0 ? same_cell_rows(s.n, rows.offsets, rows.neighbors, rows.dist2,
-                                                  order, order, woff, wnb, wd2)
+                                                  rows.order, rows.order, woff, wnb, wd2) &&
+                                       memcmp(rows.order, order, (size_t)s.n * sizeof(int32_t)) == 0
                                  : same_rows(s.n, rows.offsets, rows.neighbors, rows.dist2, woff,
                                              wnb, wd2)));
         }
@@ -805,6 +969,19 @@ static int test_failing_allocator(void)
             st = nb_verlet_update(vc, &pt, NULL); // in cell order: the same
             if (st != NB_OK) NB_CHECK(same_verlet_cells(vc, s.n, woff, wnb, NULL));
         }
+        for (int c = 0; c < 2 && st == NB_OK; c++) { // candidates by index, in cell order
+            const nbVerletDesc kd = {
+                .radius = 1.0, .skin = 0.2, .allocator = &al, .candidates = true, .cell_order = c};
+            nbVerlet *vk = NULL;
+            st = nb_verlet_create(&kd, &vk);
+            if (st == NB_OK) st = nb_verlet_update(vk, &ps, NULL);
+            if (st == NB_OK) {
+                st = nb_verlet_update(vk, &pt, NULL); // another count: rebuilds, grows
+                if (st != NB_OK)
+                    NB_CHECK(same_verlet_candidates(vk, &s, ckoff, cknb, woff, wnb, wd2, true));
+            }
+            nb_verlet_destroy(vk);
+        }
         if (st != NB_OK) {
             NB_CHECK_STATUS(st, NB_ERR_OUT_OF_MEMORY);
             NB_CHECK(nbt_alloc_failed(&fa));
@@ -823,6 +1000,9 @@ static int test_failing_allocator(void)
     free(woff);
     free(wnb);
     free(wd2);
+    free(ckoff);
+    free(cknb);
+    free(ckd2);
     nbo_set_free(&s);
     nbo_set_free(&t);
     return 0;
@@ -831,12 +1011,19 @@ static int test_failing_allocator(void)
 int main(int argc, char **argv)
 {
     const nbtCase cases[] = {
-        {"rows_corpus", test_rows_corpus},     {"rows_periodic", test_rows_periodic},
-        {"rows_filters", test_rows_filters},   {"rows_empty", test_rows_empty},
-        {"rows_long", test_rows_long},         {"rows_chunks", test_rows_chunks},
-        {"rows_slabs", test_rows_slabs},       {"cross_rows", test_cross_rows},
-        {"verlet_steps", test_verlet_steps},   {"verlet_threshold", test_verlet_threshold},
-        {"no_allocation", test_no_allocation}, {"failing_allocator", test_failing_allocator},
+        {"rows_corpus", test_rows_corpus},
+        {"rows_periodic", test_rows_periodic},
+        {"rows_filters", test_rows_filters},
+        {"rows_empty", test_rows_empty},
+        {"rows_long", test_rows_long},
+        {"rows_chunks", test_rows_chunks},
+        {"rows_slabs", test_rows_slabs},
+        {"cross_rows", test_cross_rows},
+        {"verlet_steps", test_verlet_steps},
+        {"verlet_threshold", test_verlet_threshold},
+        {"verlet_candidates", test_verlet_candidates},
+        {"no_allocation", test_no_allocation},
+        {"failing_allocator", test_failing_allocator},
     };
     return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
 }

@@ -26,7 +26,9 @@
 /// - nbNeighborList keeps the rows (and, if asked, the squared distances) in storage it grows,
 ///   and allocates nothing once it is large enough;
 /// - nbVerlet keeps a Verlet list: candidates within r + skin, rebuilt only when some point has
-///   moved more than skin / 2 since the last build; its rows are exact at r after every update.
+///   moved more than skin / 2 since the last build; its rows are exact at r after every update,
+///   or (nbVerletDesc.candidates, the cheapest to keep) the candidates themselves, which the
+///   reader tests at r (nb_verlet_row reads a row that way).
 ///
 /// Thread safety: the grid calls take const grids and may run at once on one grid. A list or a
 /// Verlet list needs exclusive access to build or update; reading its rows may be shared.
@@ -52,11 +54,16 @@ typedef struct nbNeighborRows {
     /// array for a set against itself). NULL for rows by index, never NULL in cell order.
     const int32_t *order;
     const int32_t *neighbor_order;
-    /// NULL: every entry is a neighbour. Else (a Verlet list in cell order) the rows are the
-    /// candidates within r + skin and entry t is a neighbour within r exactly when bit t % 64
-    /// of keep[t / 64] is set: `(keep[t >> 6] >> (t & 63)) & 1`. The rows filtered by keep
-    /// are exactly the rows at r, ascending.
+    /// NULL: every entry is a neighbour (but see `candidates`). Else (a Verlet list in cell
+    /// order with keep bits) the rows are the candidates within r + skin and entry t is a
+    /// neighbour within r exactly when bit t % 64 of keep[t / 64] is set:
+    /// `(keep[t >> 6] >> (t & 63)) & 1`. The rows filtered by keep are exactly the rows at r,
+    /// ascending.
     const uint64_t *keep;
+    /// true (a Verlet list with nbVerletDesc.candidates): the rows are the candidates, every
+    /// pair within r + skin at the last rebuild; the neighbours within r now are among them and
+    /// the reader tests each (d2 <= r*r, which a force loop computes anyway, or nb_verlet_row).
+    bool candidates;
 } nbNeighborRows;
 
 /// Every point's neighbours within `radius` among the grid's own points, as compressed rows:
@@ -158,7 +165,7 @@ NB_API size_t nb_neighbor_list_memory_bytes(const nbNeighborList *list);
 /// point count changed, or on the first update); otherwise no pair now within radius can be
 /// missing from the candidates, and the rows are the candidates filtered at radius from the
 /// new positions. Either way the rows are exactly those of nb_grid_neighbor_rows at radius on
-/// the new positions.
+/// the new positions (in candidates form, once each candidate is tested at radius).
 typedef struct nbVerlet nbVerlet;
 
 /// Zero-initialise, then set what you need.
@@ -178,6 +185,17 @@ typedef struct nbVerletDesc {
     /// With `distances`, every candidate's squared distance is computed at every update
     /// (rows.dist2 beside each entry, kept or not). false: exact rows by your index.
     bool cell_order;
+    /// The form MD codes use (the cheapest to keep): the rows are the candidates themselves,
+    /// every pair within r + skin at the last rebuild, by your index (ascending) or, with
+    /// `cell_order`, by position in the rebuild's cell order (rows.order; no keep bits).
+    /// rows.candidates is true. Every pair within r now is among them, as long as it is within
+    /// r by any test accurate to a few ulps; the reader tests each candidate (d2 <= r*r, from
+    /// the positions it passed to the last update) or reads a row through nb_verlet_row. An
+    /// update that does not rebuild reads your points once, in your order, beside the
+    /// rebuild's copy of them (a streaming pass) and writes nothing else; a rebuild is the
+    /// grid's build and the rows at r + skin (nb_neighbor_list_build) and that copy. Not with
+    /// `distances` (they change at every step; NB_ERR_OUT_OF_RANGE).
+    bool candidates;
 } nbVerletDesc;
 
 /// Creates an empty Verlet list (0 rows; the first update builds). NB_ERR_NOT_FINITE for a NaN
@@ -202,6 +220,21 @@ NB_API nbStatus nb_verlet_update(nbVerlet *verlet, const nbPoints *points, bool 
 
 /// The rows of the last successful update. NB_ERR_NULL_ARG if either pointer is NULL.
 NB_API nbStatus nb_verlet_rows(const nbVerlet *verlet, nbNeighborRows *rows);
+
+/// One row of a Verlet list read exactly at r: the entries of row `row` within r of it by the
+/// rows' own test (dx*dx + dy*dy (+ dz*dz) <= r*r in double, the minimum image on periodic
+/// axes), ascending, into `neighbors` and, if not NULL, their squared distances into `dist2`;
+/// *found their number. `points` must be the points of the last successful update (of a list
+/// in candidates form, nbVerletDesc.candidates: the rows' candidates are tested against
+/// them; the other forms' rows are copied). The row is the one nb_grid_neighbor_rows gives
+/// at r for those points (in cell order: its positions, mapped by rows.order). Up to
+/// `capacity` entries are written; when the row has more, NB_ERR_BUFFER_TOO_SMALL with
+/// *found the full count (a row's candidates, offsets[row + 1] - offsets[row], always fit).
+/// NB_ERR_NULL_ARG for a NULL pointer (but dist2); NB_ERR_OUT_OF_RANGE for a row outside
+/// [0, rows), a negative capacity, or points of another count or dim. Reads nothing but
+/// the row and its points' coordinates; does not allocate; may run at once on one list.
+NB_API nbStatus nb_verlet_row(const nbVerlet *verlet, const nbPoints *points, int32_t row,
+                              int32_t *neighbors, double *dist2, int32_t capacity, int32_t *found);
 
 /// Bytes the Verlet list holds (its grid, candidates, reference positions and rows). 0 for NULL.
 NB_API size_t nb_verlet_memory_bytes(const nbVerlet *verlet);
