@@ -29,10 +29,12 @@
 #                                            points, 2D and 3D, about 15 neighbours each: build +
 #                                            rows (by index and in cell order) against build +
 #                                            nb_grid_pairs, and the Verlet lists (skin 0.1 r; by
-#                                            index and in cell order) against rebuilding rows of
-#                                            the same form over 100 MD-like steps; then build +
-#                                            rows of the 1M uniform 2D set at r = 1.75; ~5
-#                                            minutes): writes
+#                                            index and in cell order; exact rows, keep bits and
+#                                            candidates) against rebuilding rows of the same form
+#                                            over 100 MD-like steps, the upkeep alone and a whole
+#                                            step with a density sum over the rows; then build +
+#                                            rows of the 1M uniform 2D set at r = 1.75; ~15
+#                                            minutes on a quiet machine): writes
 #                                            bench/results/$NB_BENCH_MACHINE/neighbors_latest.csv
 #   bash bench/run.sh BUILD_DIR --open-world only the spatial hash's moves in an open (hashed)
 #                                            world (bench_open_world: 100k items over squares
