@@ -90,10 +90,12 @@ typedef struct nbiGridNeed {
 // The hashed build's sort of its cells by code (nbi_hashed_order): 8-bit digits (with 11, the
 // scatter's 2048 streams took twice as long), each digit's counts taken in one pass; in hist,
 // two arrays of cell numbers and the counts of the eight digits.
+// nbi_hashed_sorted's digit counts (below) fit in the same scratch.
 enum { NBI_CODE_DIGIT = 8, NBI_CODE_DIGITS = 8 };
+enum { NBI_ZSORT_DIGIT = 11, NBI_ZSORT_PASSES = 6 };
 static uint64_t nbi_code_scratch(uint64_t cells)
 {
-    return 2 * cells + ((uint64_t)NBI_CODE_DIGITS << NBI_CODE_DIGIT);
+    return 2 * cells + ((uint64_t)NBI_ZSORT_PASSES << NBI_ZSORT_DIGIT);
 }
 
 // Grows every buffer to `need`, all or nothing. With `keep`, the contents move along (reserve);
@@ -1326,6 +1328,151 @@ static void nbi_hashed_order(nbGrid *g, int32_t ncells)
     g->code_shift = shift;
 }
 
+// ---- the hashed build by sorting ----
+//
+// While a cell's code is exact (code_shift 0) and the code and a point's number fit one 64-bit
+// key together, equal codes are equal cells, so sorting the points by code both numbers the
+// cells in Z order and places the points: pass 1 computes each point's key (its code above its
+// number) and counts the digits of every key at once; an LSD radix sort of the keys, a digit of
+// at most NBI_ZSORT_DIGIT bits a pass over only the code's bits (three passes for boxes of up to
+// 2^11 cells an axis), puts them in code order, and in input order within a cell (the number
+// breaks ties); one pass over the sorted keys writes idx, the cells' starts and codes; and the
+// table, sized for the cells found, gets one insert a cell, its slot computed NBI_HASH_AHEAD
+// cells ahead and prefetched. No table slot is touched a point, and the cells need no sort of
+// their own. Other boxes take nbi_hashed_count and nbi_hashed_order.
+
+// Bits of the codes of a box of ext cells (code_shift 0), or 0 when the box's codes are not exact.
+static int nbi_zsort_code_bits(const int64_t ext[3], int dim)
+{
+    if (nbi_code_shift(ext, dim) != 0) return 0;
+    int64_t most = 0;
+    for (int a = 0; a < dim; a++) most = ext[a] - 1 > most ? ext[a] - 1 : most;
+    return most == 0 ? 0 : (nbi_top_bit64((uint64_t)most) + 1) * dim;
+}
+
+// A cell's code (code_shift 0) as nbi_code_of computes it; with SSE2, two axes' bits spread at once.
+NBI_INLINE uint64_t nbi_zsort_key(const int64_t k[3], const int64_t lo[3], int dim)
+{
+#if defined(__SSE2__)
+    if (dim == 3) {
+        __m128i v = _mm_set_epi64x(k[1] - lo[1], k[0] - lo[0]);
+        v = _mm_and_si128(v, _mm_set1_epi64x(0x1FFFFF));
+        v = _mm_and_si128(_mm_or_si128(v, _mm_slli_epi64(v, 32)), _mm_set1_epi64x(0x1F00000000FFFF));
+        v = _mm_and_si128(_mm_or_si128(v, _mm_slli_epi64(v, 16)), _mm_set1_epi64x(0x1F0000FF0000FF));
+        v = _mm_and_si128(_mm_or_si128(v, _mm_slli_epi64(v, 8)),
+                          _mm_set1_epi64x(0x100F00F00F00F00F));
+        v = _mm_and_si128(_mm_or_si128(v, _mm_slli_epi64(v, 4)),
+                          _mm_set1_epi64x(0x10C30C30C30C30C3));
+        v = _mm_and_si128(_mm_or_si128(v, _mm_slli_epi64(v, 2)),
+                          _mm_set1_epi64x(0x1249249249249249));
+        const uint64_t x = (uint64_t)_mm_cvtsi128_si64(v);
+        const uint64_t y = (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(v, v));
+        return x | y << 1 | nbi_spread3((uint64_t)(k[2] - lo[2])) << 2;
+    }
+#endif
+    return nbi_code_of(k, lo, dim, 0);
+}
+
+// The hashed build by sorting, when the points' keys fit (see above): idx, start, cell_code, the
+// table, cell_slot and the occupancy filter. Returns the number of cells, or -1 (nothing
+// written) when the keys do not fit.
+static int32_t nbi_hashed_sorted(nbGrid *g, const nbiBuildIn *in)
+{
+    const double *data = in->data;
+    const size_t step = in->step;
+    const int32_t n = in->n;
+    const int dim = g->dim, code_bits = nbi_zsort_code_bits(g->ext, dim);
+    const int id_bits = n > 1 ? nbi_top_bit64((uint64_t)(n - 1)) + 1 : 1;
+    if (code_bits == 0 || code_bits + id_bits > 64) return -1;
+    const int passes = (code_bits + NBI_ZSORT_DIGIT - 1) / NBI_ZSORT_DIGIT;
+    const nbiCellMath *cm = &g->cm;
+    const size_t room = g->cell_code.cap / 2;
+    uint64_t *ka = (uint64_t *)g->cell_code.ptr, *kb = ka + room;
+    int32_t *count = (int32_t *)g->hist.ptr; // passes x 2^NBI_ZSORT_DIGIT
+    int at[NBI_ZSORT_PASSES + 1];            // digit t: key bits at[t] .. at[t + 1] - 1
+    for (int t = 0; t <= passes; t++) at[t] = id_bits + code_bits * t / passes;
+    memset(count, 0, ((size_t)passes * sizeof(int32_t)) << NBI_ZSORT_DIGIT);
+    // Pass 1: every point's key, and its digits counted.
+    for (int32_t i = 0; i < n; i++) {
+        const double *q = data + (size_t)i * step;
+        int64_t k[3] = {nbi_cell_i(cm, q[0]), nbi_cell_i(cm, q[1]), 0};
+        if (dim == 3) k[2] = nbi_cell_i(cm, q[2]);
+        const uint64_t key = nbi_zsort_key(k, g->lo, dim) << id_bits | (uint64_t)i;
+        ka[i] = key;
+        for (int t = 0; t < passes; t++)
+            count[((size_t)t << NBI_ZSORT_DIGIT) +
+                  ((key >> at[t]) & (((uint64_t)1 << (at[t + 1] - at[t])) - 1))]++;
+    }
+    // The sort: stable passes, digit by digit (a digit every key shares is skipped).
+    for (int t = 0; t < passes; t++) {
+        int32_t *cnt = count + ((size_t)t << NBI_ZSORT_DIGIT);
+        const uint64_t dmask = ((uint64_t)1 << (at[t + 1] - at[t])) - 1;
+        if (cnt[(ka[0] >> at[t]) & dmask] == n) continue;
+        int32_t sum = 0;
+        for (uint64_t d = 0; d <= dmask; d++) {
+            const int32_t c = cnt[d];
+            cnt[d] = sum;
+            sum += c;
+        }
+        for (int32_t i = 0; i < n; i++) kb[cnt[(ka[i] >> at[t]) & dmask]++] = ka[i];
+        uint64_t *kt = ka;
+        ka = kb;
+        kb = kt;
+    }
+    // The cells, in Z order: each new code starts one.
+    uint64_t *code = (uint64_t *)g->cell_code.ptr; // ka or free
+    int32_t *idx = (int32_t *)g->idx.ptr, *start = (int32_t *)g->start.ptr;
+    const uint64_t id_mask = ((uint64_t)1 << id_bits) - 1;
+    int32_t ncells = 0;
+    uint64_t last = ~(uint64_t)0;
+    for (int32_t p = 0; p < n; p++) {
+        const uint64_t key = ka[p], c = key >> id_bits;
+        idx[p] = (int32_t)(key & id_mask);
+        if (c != last) {
+            code[ncells] = c;
+            start[ncells++] = p;
+            last = c;
+        }
+    }
+    start[ncells] = start[ncells + 1] = n;
+    g->ncells = ncells;
+    nbi_grid_gather(g, in, 0, n);
+    // The table, a cell at a time, with its occupancy filter.
+    const double *pts = (const double *)g->pts.ptr;
+    const int32_t bits = nbi_ctab_bits_for((size_t)ncells);
+    nbiCellTable *table = &g->table;
+    uint32_t *cell_slot = (uint32_t *)g->cell_slot.ptr;
+    const int32_t seen_bits = bits + NBI_SEEN_PER_SLOT_LOG2;
+    uint64_t *seen = (uint64_t *)g->cell_seen.ptr;
+    memset(seen, 0, ((size_t)1 << seen_bits) / 8);
+    g->seen_bits = seen_bits;
+    nbi_ctab_reset(table, bits);
+    int64_t ahead[NBI_HASH_AHEAD][3];
+    uint64_t hash[NBI_HASH_AHEAD];
+    for (int32_t c = 0; c < ncells + NBI_HASH_AHEAD; c++) {
+        const int32_t j = c - NBI_HASH_AHEAD; // the cell inserted now
+        if (j >= 0) {
+            bool inserted;
+            const uint64_t h = hash[j % NBI_HASH_AHEAD];
+            const nbiCellSlot *s = nbi_ctab_insert_home(table, (size_t)(h >> (64 - bits)),
+                                                        ahead[j % NBI_HASH_AHEAD], j, &inserted);
+            seen[(h >> (64 - seen_bits)) >> 6] |= (uint64_t)1 << ((h >> (64 - seen_bits)) & 63);
+            cell_slot[j] = (uint32_t)(s - nbi_ctab_slots(table));
+        }
+        if (c < ncells) { // its key from its first point (gathered: in cell order)
+            int64_t *k = ahead[c % NBI_HASH_AHEAD];
+            const double *q = pts + (size_t)start[c] * dim;
+            k[0] = nbi_cell_i(cm, q[0]);
+            k[1] = nbi_cell_i(cm, q[1]);
+            k[2] = dim == 3 ? nbi_cell_i(cm, q[2]) : 0;
+            hash[c % NBI_HASH_AHEAD] = nbi_cell_hash(k[0], k[1], k[2]);
+            nbi_prefetch(nbi_ctab_slots(table) + (hash[c % NBI_HASH_AHEAD] >> (64 - bits)));
+        }
+    }
+    g->code_shift = 0;
+    return ncells;
+}
+
 // Pass 2 of a serial dense, periodic or hashed build: the cell of each point, counted into
 // start[cell + 2]. Returns the cells, or -1 when a large dense build sorted in blocks instead
 // (the build is then complete but for the filter bits).
@@ -1393,6 +1540,14 @@ static void nbi_grid_fill(nbGrid *grid, const nbiGridPlan *plan)
         grid->ncells = nbi_ranked_build(grid, in);
         nbi_grid_gather(grid, in, 0, n);
         return;
+    }
+    if (plan->hashed) { // sorted by code, where the keys fit
+        const int32_t sorted = nbi_hashed_sorted(grid, in);
+        if (sorted > 0) {
+            grid->cells_kept = false;
+            grid->hashed_cells = sorted;
+            return;
+        }
     }
     const int32_t ncells = nbi_grid_count_serial(grid, plan);
     if (ncells < 0) { // sorted in blocks
