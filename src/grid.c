@@ -92,7 +92,7 @@ typedef struct nbiGridNeed {
 // two arrays of cell numbers and the counts of the eight digits.
 // nbi_hashed_sorted's digit counts (below) fit in the same scratch.
 enum { NBI_CODE_DIGIT = 8, NBI_CODE_DIGITS = 8 };
-enum { NBI_ZSORT_DIGIT = 11, NBI_ZSORT_PASSES = 6 };
+enum { NBI_ZSORT_DIGIT = 11, NBI_ZSORT_PASSES = 8 };
 static uint64_t nbi_code_scratch(uint64_t cells)
 {
     return 2 * cells + ((uint64_t)NBI_ZSORT_PASSES << NBI_ZSORT_DIGIT);
@@ -1350,27 +1350,50 @@ static int nbi_zsort_code_bits(const int64_t ext[3], int dim)
     return most == 0 ? 0 : (nbi_top_bit64((uint64_t)most) + 1) * dim;
 }
 
-// A cell's code (code_shift 0) as nbi_code_of computes it; with SSE2, two axes' bits spread at once.
-NBI_INLINE uint64_t nbi_zsort_key(const int64_t k[3], const int64_t lo[3], int dim)
-{
 #if defined(__SSE2__)
+// nbi_spread3 (3D) or nbi_spread2 (2D) of both 64-bit lanes.
+NBI_INLINE __m128i nbi_spread_xy(__m128i v, int dim)
+{
+#define NBI_SPREAD_STEP(s, m)                                                                      \
+    v = _mm_and_si128(_mm_or_si128(v, _mm_slli_epi64(v, s)), _mm_set1_epi64x(m))
     if (dim == 3) {
-        __m128i v = _mm_set_epi64x(k[1] - lo[1], k[0] - lo[0]);
         v = _mm_and_si128(v, _mm_set1_epi64x(0x1FFFFF));
-        v = _mm_and_si128(_mm_or_si128(v, _mm_slli_epi64(v, 32)), _mm_set1_epi64x(0x1F00000000FFFF));
-        v = _mm_and_si128(_mm_or_si128(v, _mm_slli_epi64(v, 16)), _mm_set1_epi64x(0x1F0000FF0000FF));
-        v = _mm_and_si128(_mm_or_si128(v, _mm_slli_epi64(v, 8)),
-                          _mm_set1_epi64x(0x100F00F00F00F00F));
-        v = _mm_and_si128(_mm_or_si128(v, _mm_slli_epi64(v, 4)),
-                          _mm_set1_epi64x(0x10C30C30C30C30C3));
-        v = _mm_and_si128(_mm_or_si128(v, _mm_slli_epi64(v, 2)),
-                          _mm_set1_epi64x(0x1249249249249249));
-        const uint64_t x = (uint64_t)_mm_cvtsi128_si64(v);
-        const uint64_t y = (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(v, v));
-        return x | y << 1 | nbi_spread3((uint64_t)(k[2] - lo[2])) << 2;
+        NBI_SPREAD_STEP(32, 0x1F00000000FFFF);
+        NBI_SPREAD_STEP(16, 0x1F0000FF0000FF);
+        NBI_SPREAD_STEP(8, 0x100F00F00F00F00F);
+        NBI_SPREAD_STEP(4, 0x10C30C30C30C30C3);
+        NBI_SPREAD_STEP(2, 0x1249249249249249);
+    } else {
+        v = _mm_and_si128(v, _mm_set1_epi64x(0xFFFFFFFF));
+        NBI_SPREAD_STEP(16, 0x0000FFFF0000FFFF);
+        NBI_SPREAD_STEP(8, 0x00FF00FF00FF00FF);
+        NBI_SPREAD_STEP(4, 0x0F0F0F0F0F0F0F0F);
+        NBI_SPREAD_STEP(2, 0x3333333333333333);
+        NBI_SPREAD_STEP(1, 0x5555555555555555);
     }
+#undef NBI_SPREAD_STEP
+    return v;
+}
+
+// nbi_code_of (code_shift 0) of the cell of point q, whose cells fit 32-bit lanes
+// (nbi_cells_fit_i32): x and y through nbi_floor_xy and spread side by side.
+NBI_INLINE uint64_t nbi_packed_code(const nbiPackedCells *pc, const double *q, int dim)
+{
+    const __m128i t = _mm_sub_epi32(nbi_floor_xy(_mm_loadu_pd(q), pc->by, pc->pow2), pc->lo01);
+    const __m128i v = nbi_spread_xy(_mm_unpacklo_epi32(t, _mm_setzero_si128()), dim);
+    const uint64_t x = (uint64_t)_mm_cvtsi128_si64(v);
+    const uint64_t y = (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(v, v));
+    if (dim == 2) return x | y << 1;
+    return x | y << 1 | nbi_spread3((uint64_t)(nbi_cell_i(pc->cm, q[2]) - pc->lo2)) << 2;
+}
 #endif
-    return nbi_code_of(k, lo, dim, 0);
+
+// The key of point i (nbi_hashed_sorted): its cell's code above i.
+NBI_INLINE uint64_t nbi_zsort_key(const nbGrid *g, const double *q, int32_t i, int id_bits)
+{
+    const int64_t k[3] = {nbi_cell_i(&g->cm, q[0]), nbi_cell_i(&g->cm, q[1]),
+                          g->dim == 3 ? nbi_cell_i(&g->cm, q[2]) : 0};
+    return nbi_code_of(k, g->lo, g->dim, 0) << id_bits | (uint64_t)i;
 }
 
 // The hashed build by sorting, when the points' keys fit (see above): idx, start, cell_code, the
@@ -1384,7 +1407,12 @@ static int32_t nbi_hashed_sorted(nbGrid *g, const nbiBuildIn *in)
     const int dim = g->dim, code_bits = nbi_zsort_code_bits(g->ext, dim);
     const int id_bits = n > 1 ? nbi_top_bit64((uint64_t)(n - 1)) + 1 : 1;
     if (code_bits == 0 || code_bits + id_bits > 64) return -1;
-    const int passes = (code_bits + NBI_ZSORT_DIGIT - 1) / NBI_ZSORT_DIGIT;
+    // Digits of at most NBI_ZSORT_DIGIT bits, fewer for few points (their counts are cleared
+    // and summed once a pass), as few passes as that allows, the bits shared out evenly.
+    const int width = id_bits - 4 < 8                 ? 8
+                      : id_bits - 4 > NBI_ZSORT_DIGIT ? NBI_ZSORT_DIGIT
+                                                      : id_bits - 4;
+    const int passes = (code_bits + width - 1) / width;
     const nbiCellMath *cm = &g->cm;
     const size_t room = g->cell_code.cap / 2;
     uint64_t *ka = (uint64_t *)g->cell_code.ptr, *kb = ka + room;
@@ -1393,11 +1421,18 @@ static int32_t nbi_hashed_sorted(nbGrid *g, const nbiBuildIn *in)
     for (int t = 0; t <= passes; t++) at[t] = id_bits + code_bits * t / passes;
     memset(count, 0, ((size_t)passes * sizeof(int32_t)) << NBI_ZSORT_DIGIT);
     // Pass 1: every point's key, and its digits counted.
+#if defined(__SSE2__)
+    const bool lanes = nbi_cells_fit_i32(g->lo, g->hi);
+    const nbiPackedCells pc = nbi_packed_cells(cm, g->lo, g->ext);
+#endif
     for (int32_t i = 0; i < n; i++) {
         const double *q = data + (size_t)i * step;
-        int64_t k[3] = {nbi_cell_i(cm, q[0]), nbi_cell_i(cm, q[1]), 0};
-        if (dim == 3) k[2] = nbi_cell_i(cm, q[2]);
-        const uint64_t key = nbi_zsort_key(k, g->lo, dim) << id_bits | (uint64_t)i;
+#if defined(__SSE2__)
+        const uint64_t key = lanes ? nbi_packed_code(&pc, q, dim) << id_bits | (uint64_t)i
+                                   : nbi_zsort_key(g, q, i, id_bits);
+#else
+        const uint64_t key = nbi_zsort_key(g, q, i, id_bits);
+#endif
         ka[i] = key;
         for (int t = 0; t < passes; t++)
             count[((size_t)t << NBI_ZSORT_DIGIT) +
