@@ -1396,6 +1396,36 @@ NBI_INLINE uint64_t nbi_zsort_key(const nbGrid *g, const double *q, int32_t i, i
     return nbi_code_of(k, g->lo, g->dim, 0) << id_bits | (uint64_t)i;
 }
 
+// Stores a key and counts its digits (digit t: key bits at[t] .. at[t + 1] - 1, its counts at
+// count[t << NBI_ZSORT_DIGIT]).
+NBI_INLINE void nbi_zsort_count(int32_t *count, uint64_t *to, uint64_t key, const int *at,
+                                int passes)
+{
+    *to = key;
+    for (int t = 0; t < passes; t++)
+        count[((size_t)t << NBI_ZSORT_DIGIT) +
+              ((key >> at[t]) & (((uint64_t)1 << (at[t + 1] - at[t])) - 1))]++;
+}
+
+// The cell of point q, into k (z = 0 in 2D).
+NBI_INLINE void nbi_zsort_cell(const nbGrid *g, const double *q, int64_t k[3])
+{
+#if defined(__SSE2__)
+    if (g->lo[0] > -0x40000000 && g->hi[0] < 0x40000000 && g->lo[1] > -0x40000000 &&
+        g->hi[1] < 0x40000000) {
+        const __m128d by = _mm_set1_pd(g->cm.pow2 ? g->cm.inv : g->cm.cell);
+        const __m128i t = nbi_floor_xy(_mm_loadu_pd(q), by, g->cm.pow2);
+        k[0] = _mm_cvtsi128_si32(t);
+        k[1] = _mm_cvtsi128_si32(_mm_srli_si128(t, 4));
+        k[2] = g->dim == 3 ? nbi_cell_i(&g->cm, q[2]) : 0;
+        return;
+    }
+#endif
+    k[0] = nbi_cell_i(&g->cm, q[0]);
+    k[1] = nbi_cell_i(&g->cm, q[1]);
+    k[2] = g->dim == 3 ? nbi_cell_i(&g->cm, q[2]) : 0;
+}
+
 // The hashed build by sorting, when the points' keys fit (see above): idx, start, cell_code, the
 // table, cell_slot and the occupancy filter. Returns the number of cells, or -1 (nothing
 // written) when the keys do not fit.
@@ -1421,23 +1451,19 @@ static int32_t nbi_hashed_sorted(nbGrid *g, const nbiBuildIn *in)
     for (int t = 0; t <= passes; t++) at[t] = id_bits + code_bits * t / passes;
     memset(count, 0, ((size_t)passes * sizeof(int32_t)) << NBI_ZSORT_DIGIT);
     // Pass 1: every point's key, and its digits counted.
+    int32_t i = 0;
 #if defined(__SSE2__)
-    const bool lanes = nbi_cells_fit_i32(g->lo, g->hi);
-    const nbiPackedCells pc = nbi_packed_cells(cm, g->lo, g->ext);
-#endif
-    for (int32_t i = 0; i < n; i++) {
-        const double *q = data + (size_t)i * step;
-#if defined(__SSE2__)
-        const uint64_t key = lanes ? nbi_packed_code(&pc, q, dim) << id_bits | (uint64_t)i
-                                   : nbi_zsort_key(g, q, i, id_bits);
-#else
-        const uint64_t key = nbi_zsort_key(g, q, i, id_bits);
-#endif
-        ka[i] = key;
-        for (int t = 0; t < passes; t++)
-            count[((size_t)t << NBI_ZSORT_DIGIT) +
-                  ((key >> at[t]) & (((uint64_t)1 << (at[t + 1] - at[t])) - 1))]++;
+    if (nbi_cells_fit_i32(g->lo, g->hi)) {
+        const nbiPackedCells pc = nbi_packed_cells(cm, g->lo, g->ext);
+        for (; i < n; i++) {
+            const uint64_t key = nbi_packed_code(&pc, data + (size_t)i * step, dim) << id_bits;
+            nbi_zsort_count(count, ka + i, key | (uint64_t)i, at, passes);
+        }
     }
+#endif
+    for (; i < n; i++)
+        nbi_zsort_count(count, ka + i, nbi_zsort_key(g, data + (size_t)i * step, i, id_bits), at,
+                        passes);
     // The sort: stable passes, digit by digit (a digit every key shares is skipped).
     for (int t = 0; t < passes; t++) {
         int32_t *cnt = count + ((size_t)t << NBI_ZSORT_DIGIT);
@@ -1449,7 +1475,7 @@ static int32_t nbi_hashed_sorted(nbGrid *g, const nbiBuildIn *in)
             cnt[d] = sum;
             sum += c;
         }
-        for (int32_t i = 0; i < n; i++) kb[cnt[(ka[i] >> at[t]) & dmask]++] = ka[i];
+        for (int32_t p = 0; p < n; p++) kb[cnt[(ka[p] >> at[t]) & dmask]++] = ka[p];
         uint64_t *kt = ka;
         ka = kb;
         kb = kt;
@@ -1497,9 +1523,7 @@ static int32_t nbi_hashed_sorted(nbGrid *g, const nbiBuildIn *in)
         if (c < ncells) { // its key from its first point (gathered: in cell order)
             int64_t *k = ahead[c % NBI_HASH_AHEAD];
             const double *q = pts + (size_t)start[c] * dim;
-            k[0] = nbi_cell_i(cm, q[0]);
-            k[1] = nbi_cell_i(cm, q[1]);
-            k[2] = dim == 3 ? nbi_cell_i(cm, q[2]) : 0;
+            nbi_zsort_cell(g, q, k);
             hash[c % NBI_HASH_AHEAD] = nbi_cell_hash(k[0], k[1], k[2]);
             nbi_prefetch(nbi_ctab_slots(table) + (hash[c % NBI_HASH_AHEAD] >> (64 - bits)));
         }
