@@ -1426,6 +1426,70 @@ NBI_INLINE void nbi_zsort_cell(const nbGrid *g, const double *q, int64_t k[3])
     k[2] = g->dim == 3 ? nbi_cell_i(&g->cm, q[2]) : 0;
 }
 
+#if defined(NBI_AVX512)
+// nbi_spread_xy on eight lanes.
+NBI_TARGET_AVX512 static inline __m512i nbi_spread8(__m512i v, int dim)
+{
+#define NBI_SPREAD_STEP8(s, m)                                                                     \
+    v = _mm512_and_si512(_mm512_or_si512(v, _mm512_slli_epi64(v, s)), _mm512_set1_epi64(m))
+    if (dim == 3) {
+        NBI_SPREAD_STEP8(32, 0x1F00000000FFFF);
+        NBI_SPREAD_STEP8(16, 0x1F0000FF0000FF);
+        NBI_SPREAD_STEP8(8, 0x100F00F00F00F00F);
+        NBI_SPREAD_STEP8(4, 0x10C30C30C30C30C3);
+        NBI_SPREAD_STEP8(2, 0x1249249249249249);
+    } else {
+        NBI_SPREAD_STEP8(16, 0x0000FFFF0000FFFF);
+        NBI_SPREAD_STEP8(8, 0x00FF00FF00FF00FF);
+        NBI_SPREAD_STEP8(4, 0x0F0F0F0F0F0F0F0F);
+        NBI_SPREAD_STEP8(2, 0x3333333333333333);
+        NBI_SPREAD_STEP8(1, 0x5555555555555555);
+    }
+#undef NBI_SPREAD_STEP8
+    return v;
+}
+
+// Pass 1 of nbi_hashed_sorted over packed points whose cells fit 32-bit lanes
+// (nbi_cells_fit_i32), eight at a time: each cell through nbi_floor8 (every cell nbi_cell_f's,
+// see there), the offsets spread by lanes, into keys stored at ka and counted. Returns how many
+// points it took (a multiple of 8); the caller goes on from there.
+NBI_TARGET_AVX512 static int32_t nbi_zsort_keys8(const double *data, int32_t n, int dim,
+                                                 const nbiCellMath *cm, const int64_t lo[3],
+                                                 int id_bits, uint64_t *ka, int32_t *count,
+                                                 const int *at, int passes)
+{
+    const double iv = cm->pow2 ? cm->inv : 1.0 / cm->cell;
+    const __m512d inv = _mm512_set1_pd(iv >= DBL_MIN ? iv : (double)NAN);
+    const __m512d by = _mm512_set1_pd(cm->cell);
+    const __m512i lane = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+    int32_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const double *q = data + (size_t)i * (size_t)dim;
+        if (i + NBI_STREAM_AHEAD + 8 <= n) {
+            const double *ahead = q + (size_t)NBI_STREAM_AHEAD * (size_t)dim;
+            nbi_prefetch(ahead);
+            nbi_prefetch(ahead + 8);
+            if (dim == 3) nbi_prefetch(ahead + 16);
+        }
+        __m512d v[3];
+        const __m512d a = _mm512_loadu_pd(q), b = _mm512_loadu_pd(q + 8);
+        nbi_split8(dim, a, b, dim == 3 ? _mm512_loadu_pd(q + 16) : a, v);
+        __m512i code = _mm512_setzero_si512();
+        for (int d = 0; d < dim; d++) {
+            const __m256i f = _mm256_sub_epi32(_mm512_cvtpd_epi32(nbi_floor8(v[d], inv, by)),
+                                               _mm256_set1_epi32((int32_t)lo[d]));
+            const __m512i k = nbi_spread8(_mm512_cvtepu32_epi64(f), dim);
+            code = _mm512_or_si512(code, _mm512_sll_epi64(k, _mm_cvtsi32_si128(d)));
+        }
+        const __m512i key = _mm512_or_si512(_mm512_sll_epi64(code, _mm_cvtsi32_si128(id_bits)),
+                                            _mm512_add_epi64(lane, _mm512_set1_epi64(i)));
+        _mm512_storeu_si512((void *)(ka + i), key);
+        for (int32_t j = i; j < i + 8; j++) nbi_zsort_count(count, ka + j, ka[j], at, passes);
+    }
+    return i;
+}
+#endif
+
 // The hashed build by sorting, when the points' keys fit (see above): idx, start, cell_code, the
 // table, cell_slot and the occupancy filter. Returns the number of cells, or -1 (nothing
 // written) when the keys do not fit.
@@ -1454,6 +1518,10 @@ static int32_t nbi_hashed_sorted(nbGrid *g, const nbiBuildIn *in)
     int32_t i = 0;
 #if defined(__SSE2__)
     if (nbi_cells_fit_i32(g->lo, g->hi)) {
+#if defined(NBI_AVX512)
+        if (step == (size_t)dim && n >= 8 && nbi_use_avx512())
+            i = nbi_zsort_keys8(data, n, dim, cm, g->lo, id_bits, ka, count, at, passes);
+#endif
         const nbiPackedCells pc = nbi_packed_cells(cm, g->lo, g->ext);
         for (; i < n; i++) {
             const uint64_t key = nbi_packed_code(&pc, data + (size_t)i * step, dim) << id_bits;
