@@ -963,9 +963,10 @@ static void nbi_count_wrapped(const nbGrid *g, const double *data, size_t step, 
     }
 }
 
-// Pass 2 of a hashed build: each point's cell numbered in order of first appearance, through
-// the cell table reset to 2^bits slots, its number in cell_of and its count in its slot's aux,
-// each cell's slot in cell_slot, its code in cell_code and its bit in the occupancy filter (so
+// Pass 2 of a hashed build the sort does not take (nbi_hashed_sorted, below: a box whose codes
+// are not exact, or too wide for a key): each point's cell numbered in order of first appearance,
+// through the cell table reset to 2^bits slots, its number in cell_of and its count in its slot's
+// aux, each cell's slot in cell_slot, its code in cell_code and its bit in the occupancy filter (so
 // that nbi_hashed_order need not read the slots back). Returns the number of cells, or -1 (and the
 // table, cell_of and cell_slot half written) as soon as the table holds as many cells as it may
 // (half full) with points left. The table is far larger than the caches once N is, so each point's
