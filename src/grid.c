@@ -356,6 +356,30 @@ NBI_TARGET_AVX512 static inline __m512d nbi_floor8(__m512d v, __m512d inv, __m51
     return _mm512_mask_roundscale_pd(f, (__mmask8)~ok, _mm512_div_pd(v, by), floor_mode);
 }
 
+// The reciprocal nbi_floor8 multiplies by for cell math m: NaN (every lane divides) when
+// fl(1 / cell) is below DBL_MIN (a cell past 2^1022), whose bits are lost.
+NBI_TARGET_AVX512 static inline __m512d nbi_floor8_inv(const nbiCellMath *m)
+{
+    const double iv = m->pow2 ? m->inv : 1.0 / m->cell;
+    return _mm512_set1_pd(iv >= DBL_MIN ? iv : (double)NAN);
+}
+
+// Packed points i .. i + 7 of n (2D or 3D) split by axis into v, after prefetching the 2 or 3
+// lines of the points NBI_STREAM_AHEAD on.
+NBI_TARGET_AVX512 static inline void nbi_load8(const double *data, int32_t i, int32_t n, int dim,
+                                               __m512d v[3])
+{
+    const double *q = data + (size_t)i * (size_t)dim;
+    if (i + NBI_STREAM_AHEAD + 8 <= n) {
+        const double *ahead = q + (size_t)NBI_STREAM_AHEAD * (size_t)dim;
+        nbi_prefetch(ahead);
+        nbi_prefetch(ahead + 8);
+        if (dim == 3) nbi_prefetch(ahead + 16);
+    }
+    const __m512d a = _mm512_loadu_pd(q), b = _mm512_loadu_pd(q + 8);
+    nbi_split8(dim, a, b, dim == 3 ? _mm512_loadu_pd(q + 16) : a, v);
+}
+
 // The first of nbi_count_packed_dim's, nbi_scan_count_packed's and nbi_count_wrapped's points,
 // eight at a time: points [0, n - n % 8) of packed 2D or 3D points. Returns how many it took;
 // the caller goes on from there, counting lagged as before, so every cell and count is the
@@ -376,10 +400,7 @@ nbi_cells8_dim(const double *data, int32_t n, int dim, bool scan, const nbiCellM
     for (int a = 0; a < 3; a++) {
         const bool p = wrap != NULL && wrap->m[a] > 0;
         const nbiCellMath *m = p ? &wrap->pcm[a] : cm;
-        // a reciprocal below DBL_MIN (a cell past 2^1022) has lost bits: NaN sends every lane
-        // to the division
-        const double iv = m->pow2 ? m->inv : 1.0 / m->cell;
-        inv[a] = _mm512_set1_pd(iv >= DBL_MIN ? iv : (double)NAN);
+        inv[a] = nbi_floor8_inv(m);
         by[a] = _mm512_set1_pd(m->cell);
         top[a] = _mm256_set1_epi32(p ? (int32_t)(wrap->m[a] - 1) : INT32_MAX);
         lo8[a] = _mm256_set1_epi32((int32_t)lo[a]);
@@ -393,16 +414,8 @@ nbi_cells8_dim(const double *data, int32_t n, int dim, bool scan, const nbiCellM
     }
     int32_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        const double *q = data + (size_t)i * (size_t)dim;
-        if (i + NBI_STREAM_AHEAD + 8 <= n) { // the 2 or 3 lines of the points 128 on
-            const double *ahead = q + (size_t)NBI_STREAM_AHEAD * (size_t)dim;
-            nbi_prefetch(ahead);
-            nbi_prefetch(ahead + 8);
-            if (dim == 3) nbi_prefetch(ahead + 16);
-        }
         __m512d v[3];
-        const __m512d a = _mm512_loadu_pd(q), b = _mm512_loadu_pd(q + 8);
-        nbi_split8(dim, a, b, dim == 3 ? _mm512_loadu_pd(q + 16) : a, v);
+        nbi_load8(data, i, n, dim, v);
         __mmask8 in = 0xFF;
         __m256i cell = _mm256_setzero_si256();
         for (int d = dim - 1; d >= 0; d--) {
@@ -963,6 +976,16 @@ static void nbi_count_wrapped(const nbGrid *g, const double *data, size_t step, 
     }
 }
 
+// Empties a hashed build's cell table (2^bits slots) and its occupancy filter; returns the
+// filter's bits, log2.
+static int32_t nbi_hashed_reset(nbGrid *g, int32_t bits)
+{
+    g->seen_bits = bits + NBI_SEEN_PER_SLOT_LOG2;
+    memset(g->cell_seen.ptr, 0, ((size_t)1 << g->seen_bits) / 8);
+    nbi_ctab_reset(&g->table, bits);
+    return g->seen_bits;
+}
+
 // Pass 2 of a hashed build the sort does not take (nbi_hashed_sorted, below: a box whose codes
 // are not exact, or too wide for a key): each point's cell numbered in order of first appearance,
 // through the cell table reset to 2^bits slots, its number in cell_of and its count in its slot's
@@ -981,11 +1004,8 @@ static int32_t nbi_hashed_count(nbGrid *g, const double *data, size_t step, int3
     uint32_t *cell_slot = (uint32_t *)g->cell_slot.ptr;
     uint64_t *code = (uint64_t *)g->cell_code.ptr;
     // The occupancy filter (view.h, nbi_view_may_hold): a bit for each new cell's hash.
-    const int32_t seen_bits = bits + NBI_SEEN_PER_SLOT_LOG2;
+    const int32_t seen_bits = nbi_hashed_reset(g, bits);
     uint64_t *seen = (uint64_t *)g->cell_seen.ptr;
-    memset(seen, 0, ((size_t)1 << seen_bits) / 8);
-    g->seen_bits = seen_bits;
-    nbi_ctab_reset(table, bits);
     const int32_t most =
         (int32_t)(((size_t)1 << (bits - 1)) < INT32_MAX ? (size_t)1 << (bits - 1) : INT32_MAX);
     int32_t ncells = 0;
@@ -1459,22 +1479,12 @@ NBI_TARGET_AVX512 static int32_t nbi_zsort_keys8(const double *data, int32_t n, 
                                                  int id_bits, uint64_t *ka, int32_t *count,
                                                  const int *at, int passes)
 {
-    const double iv = cm->pow2 ? cm->inv : 1.0 / cm->cell;
-    const __m512d inv = _mm512_set1_pd(iv >= DBL_MIN ? iv : (double)NAN);
-    const __m512d by = _mm512_set1_pd(cm->cell);
+    const __m512d inv = nbi_floor8_inv(cm), by = _mm512_set1_pd(cm->cell);
     const __m512i lane = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
     int32_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        const double *q = data + (size_t)i * (size_t)dim;
-        if (i + NBI_STREAM_AHEAD + 8 <= n) {
-            const double *ahead = q + (size_t)NBI_STREAM_AHEAD * (size_t)dim;
-            nbi_prefetch(ahead);
-            nbi_prefetch(ahead + 8);
-            if (dim == 3) nbi_prefetch(ahead + 16);
-        }
         __m512d v[3];
-        const __m512d a = _mm512_loadu_pd(q), b = _mm512_loadu_pd(q + 8);
-        nbi_split8(dim, a, b, dim == 3 ? _mm512_loadu_pd(q + 16) : a, v);
+        nbi_load8(data, i, n, dim, v);
         __m512i code = _mm512_setzero_si512();
         for (int d = 0; d < dim; d++) {
             const __m256i f = _mm256_sub_epi32(_mm512_cvtpd_epi32(nbi_floor8(v[d], inv, by)),
@@ -1572,11 +1582,8 @@ static int32_t nbi_hashed_sorted(nbGrid *g, const nbiBuildIn *in)
     const int32_t bits = nbi_ctab_bits_for((size_t)ncells);
     nbiCellTable *table = &g->table;
     uint32_t *cell_slot = (uint32_t *)g->cell_slot.ptr;
-    const int32_t seen_bits = bits + NBI_SEEN_PER_SLOT_LOG2;
+    const int32_t seen_bits = nbi_hashed_reset(g, bits);
     uint64_t *seen = (uint64_t *)g->cell_seen.ptr;
-    memset(seen, 0, ((size_t)1 << seen_bits) / 8);
-    g->seen_bits = seen_bits;
-    nbi_ctab_reset(table, bits);
     int64_t ahead[NBI_HASH_AHEAD][3];
     uint64_t hash[NBI_HASH_AHEAD];
     for (int32_t c = 0; c < ncells + NBI_HASH_AHEAD; c++) {
