@@ -1518,7 +1518,6 @@ static int32_t nbi_hashed_sorted(nbGrid *g, const nbiBuildIn *in)
                       : id_bits - 4 > NBI_ZSORT_DIGIT ? NBI_ZSORT_DIGIT
                                                       : id_bits - 4;
     const int passes = (code_bits + width - 1) / width;
-    const nbiCellMath *cm = &g->cm;
     const size_t room = g->cell_code.cap / 2;
     uint64_t *ka = (uint64_t *)g->cell_code.ptr, *kb = ka + room;
     int32_t *count = (int32_t *)g->hist.ptr; // passes x 2^NBI_ZSORT_DIGIT
@@ -1531,9 +1530,9 @@ static int32_t nbi_hashed_sorted(nbGrid *g, const nbiBuildIn *in)
     if (nbi_cells_fit_i32(g->lo, g->hi)) {
 #if defined(NBI_AVX512)
         if (step == (size_t)dim && n >= 8 && nbi_use_avx512())
-            i = nbi_zsort_keys8(data, n, dim, cm, g->lo, id_bits, ka, count, at, passes);
+            i = nbi_zsort_keys8(data, n, dim, &g->cm, g->lo, id_bits, ka, count, at, passes);
 #endif
-        const nbiPackedCells pc = nbi_packed_cells(cm, g->lo, g->ext);
+        const nbiPackedCells pc = nbi_packed_cells(&g->cm, g->lo, g->ext);
         for (; i < n; i++) {
             const uint64_t key = nbi_packed_code(&pc, data + (size_t)i * step, dim) << id_bits;
             nbi_zsort_count(count, ka + i, key | (uint64_t)i, at, passes);
