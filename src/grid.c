@@ -90,10 +90,12 @@ typedef struct nbiGridNeed {
 // The hashed build's sort of its cells by code (nbi_hashed_order): 8-bit digits (with 11, the
 // scatter's 2048 streams took twice as long), each digit's counts taken in one pass; in hist,
 // two arrays of cell numbers and the counts of the eight digits.
+// nbi_hashed_sorted's digit counts (below) fit in the same scratch.
 enum { NBI_CODE_DIGIT = 8, NBI_CODE_DIGITS = 8 };
+enum { NBI_ZSORT_DIGIT = 11, NBI_ZSORT_PASSES = 8 };
 static uint64_t nbi_code_scratch(uint64_t cells)
 {
-    return 2 * cells + ((uint64_t)NBI_CODE_DIGITS << NBI_CODE_DIGIT);
+    return 2 * cells + ((uint64_t)NBI_ZSORT_PASSES << NBI_ZSORT_DIGIT);
 }
 
 // Grows every buffer to `need`, all or nothing. With `keep`, the contents move along (reserve);
@@ -354,6 +356,30 @@ NBI_TARGET_AVX512 static inline __m512d nbi_floor8(__m512d v, __m512d inv, __m51
     return _mm512_mask_roundscale_pd(f, (__mmask8)~ok, _mm512_div_pd(v, by), floor_mode);
 }
 
+// The reciprocal nbi_floor8 multiplies by for cell math m: NaN (every lane divides) when
+// fl(1 / cell) is below DBL_MIN (a cell past 2^1022), whose bits are lost.
+NBI_TARGET_AVX512 static inline __m512d nbi_floor8_inv(const nbiCellMath *m)
+{
+    const double iv = m->pow2 ? m->inv : 1.0 / m->cell;
+    return _mm512_set1_pd(iv >= DBL_MIN ? iv : (double)NAN);
+}
+
+// Packed points i .. i + 7 of n (2D or 3D) split by axis into v, after prefetching the 2 or 3
+// lines of the points NBI_STREAM_AHEAD on.
+NBI_TARGET_AVX512 static inline void nbi_load8(const double *data, int32_t i, int32_t n, int dim,
+                                               __m512d v[3])
+{
+    const double *q = data + (size_t)i * (size_t)dim;
+    if (i + NBI_STREAM_AHEAD + 8 <= n) {
+        const double *ahead = q + (size_t)NBI_STREAM_AHEAD * (size_t)dim;
+        nbi_prefetch(ahead);
+        nbi_prefetch(ahead + 8);
+        if (dim == 3) nbi_prefetch(ahead + 16);
+    }
+    const __m512d a = _mm512_loadu_pd(q), b = _mm512_loadu_pd(q + 8);
+    nbi_split8(dim, a, b, dim == 3 ? _mm512_loadu_pd(q + 16) : a, v);
+}
+
 // The first of nbi_count_packed_dim's, nbi_scan_count_packed's and nbi_count_wrapped's points,
 // eight at a time: points [0, n - n % 8) of packed 2D or 3D points. Returns how many it took;
 // the caller goes on from there, counting lagged as before, so every cell and count is the
@@ -374,10 +400,7 @@ nbi_cells8_dim(const double *data, int32_t n, int dim, bool scan, const nbiCellM
     for (int a = 0; a < 3; a++) {
         const bool p = wrap != NULL && wrap->m[a] > 0;
         const nbiCellMath *m = p ? &wrap->pcm[a] : cm;
-        // a reciprocal below DBL_MIN (a cell past 2^1022) has lost bits: NaN sends every lane
-        // to the division
-        const double iv = m->pow2 ? m->inv : 1.0 / m->cell;
-        inv[a] = _mm512_set1_pd(iv >= DBL_MIN ? iv : (double)NAN);
+        inv[a] = nbi_floor8_inv(m);
         by[a] = _mm512_set1_pd(m->cell);
         top[a] = _mm256_set1_epi32(p ? (int32_t)(wrap->m[a] - 1) : INT32_MAX);
         lo8[a] = _mm256_set1_epi32((int32_t)lo[a]);
@@ -391,16 +414,8 @@ nbi_cells8_dim(const double *data, int32_t n, int dim, bool scan, const nbiCellM
     }
     int32_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        const double *q = data + (size_t)i * (size_t)dim;
-        if (i + NBI_STREAM_AHEAD + 8 <= n) { // the 2 or 3 lines of the points 128 on
-            const double *ahead = q + (size_t)NBI_STREAM_AHEAD * (size_t)dim;
-            nbi_prefetch(ahead);
-            nbi_prefetch(ahead + 8);
-            if (dim == 3) nbi_prefetch(ahead + 16);
-        }
         __m512d v[3];
-        const __m512d a = _mm512_loadu_pd(q), b = _mm512_loadu_pd(q + 8);
-        nbi_split8(dim, a, b, dim == 3 ? _mm512_loadu_pd(q + 16) : a, v);
+        nbi_load8(data, i, n, dim, v);
         __mmask8 in = 0xFF;
         __m256i cell = _mm256_setzero_si256();
         for (int d = dim - 1; d >= 0; d--) {
@@ -961,9 +976,20 @@ static void nbi_count_wrapped(const nbGrid *g, const double *data, size_t step, 
     }
 }
 
-// Pass 2 of a hashed build: each point's cell numbered in order of first appearance, through
-// the cell table reset to 2^bits slots, its number in cell_of and its count in its slot's aux,
-// each cell's slot in cell_slot, its code in cell_code and its bit in the occupancy filter (so
+// Empties a hashed build's cell table (2^bits slots) and its occupancy filter; returns the
+// filter's bits, log2.
+static int32_t nbi_hashed_reset(nbGrid *g, int32_t bits)
+{
+    g->seen_bits = bits + NBI_SEEN_PER_SLOT_LOG2;
+    memset(g->cell_seen.ptr, 0, ((size_t)1 << g->seen_bits) / 8);
+    nbi_ctab_reset(&g->table, bits);
+    return g->seen_bits;
+}
+
+// Pass 2 of a hashed build the sort does not take (nbi_hashed_sorted, below: a box whose codes
+// are not exact, or too wide for a key): each point's cell numbered in order of first appearance,
+// through the cell table reset to 2^bits slots, its number in cell_of and its count in its slot's
+// aux, each cell's slot in cell_slot, its code in cell_code and its bit in the occupancy filter (so
 // that nbi_hashed_order need not read the slots back). Returns the number of cells, or -1 (and the
 // table, cell_of and cell_slot half written) as soon as the table holds as many cells as it may
 // (half full) with points left. The table is far larger than the caches once N is, so each point's
@@ -978,11 +1004,8 @@ static int32_t nbi_hashed_count(nbGrid *g, const double *data, size_t step, int3
     uint32_t *cell_slot = (uint32_t *)g->cell_slot.ptr;
     uint64_t *code = (uint64_t *)g->cell_code.ptr;
     // The occupancy filter (view.h, nbi_view_may_hold): a bit for each new cell's hash.
-    const int32_t seen_bits = bits + NBI_SEEN_PER_SLOT_LOG2;
+    const int32_t seen_bits = nbi_hashed_reset(g, bits);
     uint64_t *seen = (uint64_t *)g->cell_seen.ptr;
-    memset(seen, 0, ((size_t)1 << seen_bits) / 8);
-    g->seen_bits = seen_bits;
-    nbi_ctab_reset(table, bits);
     const int32_t most =
         (int32_t)(((size_t)1 << (bits - 1)) < INT32_MAX ? (size_t)1 << (bits - 1) : INT32_MAX);
     int32_t ncells = 0;
@@ -1326,6 +1349,264 @@ static void nbi_hashed_order(nbGrid *g, int32_t ncells)
     g->code_shift = shift;
 }
 
+// ---- the hashed build by sorting ----
+//
+// While a cell's code is exact (code_shift 0) and the code and a point's number fit one 64-bit
+// key together, equal codes are equal cells, so sorting the points by code both numbers the
+// cells in Z order and places the points: pass 1 computes each point's key (its code above its
+// number) and counts the digits of every key at once; an LSD radix sort of the keys, a digit of
+// at most NBI_ZSORT_DIGIT bits a pass over only the code's bits (three passes for boxes of up to
+// 2^11 cells an axis), puts them in code order, and in input order within a cell (the number
+// breaks ties); one pass over the sorted keys writes idx, the cells' starts and codes; and the
+// table, sized for the cells found, gets one insert a cell, its slot computed NBI_HASH_AHEAD
+// cells ahead and prefetched. No table slot is touched a point, and the cells need no sort of
+// their own. Other boxes take nbi_hashed_count and nbi_hashed_order.
+
+// Bits of the codes of a box of ext cells (code_shift 0), or 0 when the box's codes are not exact.
+static int nbi_zsort_code_bits(const int64_t ext[3], int dim)
+{
+    if (nbi_code_shift(ext, dim) != 0) return 0;
+    int64_t most = 0;
+    for (int a = 0; a < dim; a++) most = ext[a] - 1 > most ? ext[a] - 1 : most;
+    return most == 0 ? 0 : (nbi_top_bit64((uint64_t)most) + 1) * dim;
+}
+
+#if defined(__SSE2__)
+// nbi_spread3 (3D) or nbi_spread2 (2D) of both 64-bit lanes.
+NBI_INLINE __m128i nbi_spread_xy(__m128i v, int dim)
+{
+#define NBI_SPREAD_STEP(s, m)                                                                      \
+    v = _mm_and_si128(_mm_or_si128(v, _mm_slli_epi64(v, s)), _mm_set1_epi64x(m))
+    if (dim == 3) {
+        v = _mm_and_si128(v, _mm_set1_epi64x(0x1FFFFF));
+        NBI_SPREAD_STEP(32, 0x1F00000000FFFF);
+        NBI_SPREAD_STEP(16, 0x1F0000FF0000FF);
+        NBI_SPREAD_STEP(8, 0x100F00F00F00F00F);
+        NBI_SPREAD_STEP(4, 0x10C30C30C30C30C3);
+        NBI_SPREAD_STEP(2, 0x1249249249249249);
+    } else {
+        v = _mm_and_si128(v, _mm_set1_epi64x(0xFFFFFFFF));
+        NBI_SPREAD_STEP(16, 0x0000FFFF0000FFFF);
+        NBI_SPREAD_STEP(8, 0x00FF00FF00FF00FF);
+        NBI_SPREAD_STEP(4, 0x0F0F0F0F0F0F0F0F);
+        NBI_SPREAD_STEP(2, 0x3333333333333333);
+        NBI_SPREAD_STEP(1, 0x5555555555555555);
+    }
+#undef NBI_SPREAD_STEP
+    return v;
+}
+
+// nbi_code_of (code_shift 0) of the cell of point q, whose cells fit 32-bit lanes
+// (nbi_cells_fit_i32): x and y through nbi_floor_xy and spread side by side.
+NBI_INLINE uint64_t nbi_packed_code(const nbiPackedCells *pc, const double *q, int dim)
+{
+    const __m128i t = _mm_sub_epi32(nbi_floor_xy(_mm_loadu_pd(q), pc->by, pc->pow2), pc->lo01);
+    const __m128i v = nbi_spread_xy(_mm_unpacklo_epi32(t, _mm_setzero_si128()), dim);
+    const uint64_t x = (uint64_t)_mm_cvtsi128_si64(v);
+    const uint64_t y = (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(v, v));
+    if (dim == 2) return x | y << 1;
+    return x | y << 1 | nbi_spread3((uint64_t)(nbi_cell_i(pc->cm, q[2]) - pc->lo2)) << 2;
+}
+#endif
+
+// The key of point i (nbi_hashed_sorted): its cell's code above i.
+NBI_INLINE uint64_t nbi_zsort_key(const nbGrid *g, const double *q, int32_t i, int id_bits)
+{
+    const int64_t k[3] = {nbi_cell_i(&g->cm, q[0]), nbi_cell_i(&g->cm, q[1]),
+                          g->dim == 3 ? nbi_cell_i(&g->cm, q[2]) : 0};
+    return nbi_code_of(k, g->lo, g->dim, 0) << id_bits | (uint64_t)i;
+}
+
+// Stores a key and counts its digits (digit t: key bits at[t] .. at[t + 1] - 1, its counts at
+// count[t << NBI_ZSORT_DIGIT]).
+NBI_INLINE void nbi_zsort_count(int32_t *count, uint64_t *to, uint64_t key, const int *at,
+                                int passes)
+{
+    *to = key;
+    for (int t = 0; t < passes; t++)
+        count[((size_t)t << NBI_ZSORT_DIGIT) +
+              ((key >> at[t]) & (((uint64_t)1 << (at[t + 1] - at[t])) - 1))]++;
+}
+
+// The cell of point q, into k (z = 0 in 2D).
+NBI_INLINE void nbi_zsort_cell(const nbGrid *g, const double *q, int64_t k[3])
+{
+#if defined(__SSE2__)
+    if (g->lo[0] > -0x40000000 && g->hi[0] < 0x40000000 && g->lo[1] > -0x40000000 &&
+        g->hi[1] < 0x40000000) {
+        const __m128d by = _mm_set1_pd(g->cm.pow2 ? g->cm.inv : g->cm.cell);
+        const __m128i t = nbi_floor_xy(_mm_loadu_pd(q), by, g->cm.pow2);
+        k[0] = _mm_cvtsi128_si32(t);
+        k[1] = _mm_cvtsi128_si32(_mm_srli_si128(t, 4));
+        k[2] = g->dim == 3 ? nbi_cell_i(&g->cm, q[2]) : 0;
+        return;
+    }
+#endif
+    k[0] = nbi_cell_i(&g->cm, q[0]);
+    k[1] = nbi_cell_i(&g->cm, q[1]);
+    k[2] = g->dim == 3 ? nbi_cell_i(&g->cm, q[2]) : 0;
+}
+
+#if defined(NBI_AVX512)
+// nbi_spread_xy on eight lanes.
+NBI_TARGET_AVX512 static inline __m512i nbi_spread8(__m512i v, int dim)
+{
+#define NBI_SPREAD_STEP8(s, m)                                                                     \
+    v = _mm512_and_si512(_mm512_or_si512(v, _mm512_slli_epi64(v, s)), _mm512_set1_epi64(m))
+    if (dim == 3) {
+        NBI_SPREAD_STEP8(32, 0x1F00000000FFFF);
+        NBI_SPREAD_STEP8(16, 0x1F0000FF0000FF);
+        NBI_SPREAD_STEP8(8, 0x100F00F00F00F00F);
+        NBI_SPREAD_STEP8(4, 0x10C30C30C30C30C3);
+        NBI_SPREAD_STEP8(2, 0x1249249249249249);
+    } else {
+        NBI_SPREAD_STEP8(16, 0x0000FFFF0000FFFF);
+        NBI_SPREAD_STEP8(8, 0x00FF00FF00FF00FF);
+        NBI_SPREAD_STEP8(4, 0x0F0F0F0F0F0F0F0F);
+        NBI_SPREAD_STEP8(2, 0x3333333333333333);
+        NBI_SPREAD_STEP8(1, 0x5555555555555555);
+    }
+#undef NBI_SPREAD_STEP8
+    return v;
+}
+
+// Pass 1 of nbi_hashed_sorted over packed points whose cells fit 32-bit lanes
+// (nbi_cells_fit_i32), eight at a time: each cell through nbi_floor8 (every cell nbi_cell_f's,
+// see there), the offsets spread by lanes, into keys stored at ka and counted. Returns how many
+// points it took (a multiple of 8); the caller goes on from there.
+NBI_TARGET_AVX512 static int32_t nbi_zsort_keys8(const double *data, int32_t n, int dim,
+                                                 const nbiCellMath *cm, const int64_t lo[3],
+                                                 int id_bits, uint64_t *ka, int32_t *count,
+                                                 const int *at, int passes)
+{
+    const __m512d inv = nbi_floor8_inv(cm), by = _mm512_set1_pd(cm->cell);
+    const __m512i lane = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+    int32_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m512d v[3];
+        nbi_load8(data, i, n, dim, v);
+        __m512i code = _mm512_setzero_si512();
+        for (int d = 0; d < dim; d++) {
+            const __m256i f = _mm256_sub_epi32(_mm512_cvtpd_epi32(nbi_floor8(v[d], inv, by)),
+                                               _mm256_set1_epi32((int32_t)lo[d]));
+            const __m512i k = nbi_spread8(_mm512_cvtepu32_epi64(f), dim);
+            code = _mm512_or_si512(code, _mm512_sll_epi64(k, _mm_cvtsi32_si128(d)));
+        }
+        const __m512i key = _mm512_or_si512(_mm512_sll_epi64(code, _mm_cvtsi32_si128(id_bits)),
+                                            _mm512_add_epi64(lane, _mm512_set1_epi64(i)));
+        _mm512_storeu_si512((void *)(ka + i), key);
+        for (int32_t j = i; j < i + 8; j++) nbi_zsort_count(count, ka + j, ka[j], at, passes);
+    }
+    return i;
+}
+#endif
+
+// The hashed build by sorting, when the points' keys fit (see above): idx, start, cell_code, the
+// table, cell_slot and the occupancy filter. Returns the number of cells, or -1 (nothing
+// written) when the keys do not fit.
+static int32_t nbi_hashed_sorted(nbGrid *g, const nbiBuildIn *in)
+{
+    const double *data = in->data;
+    const size_t step = in->step;
+    const int32_t n = in->n;
+    const int dim = g->dim, code_bits = nbi_zsort_code_bits(g->ext, dim);
+    const int id_bits = n > 1 ? nbi_top_bit64((uint64_t)(n - 1)) + 1 : 1;
+    if (code_bits == 0 || code_bits + id_bits > 64) return -1;
+    // Digits of at most NBI_ZSORT_DIGIT bits, fewer for few points (their counts are cleared
+    // and summed once a pass), as few passes as that allows, the bits shared out evenly.
+    const int width = id_bits - 4 < 8                 ? 8
+                      : id_bits - 4 > NBI_ZSORT_DIGIT ? NBI_ZSORT_DIGIT
+                                                      : id_bits - 4;
+    const int passes = (code_bits + width - 1) / width;
+    const size_t room = g->cell_code.cap / 2;
+    uint64_t *ka = (uint64_t *)g->cell_code.ptr, *kb = ka + room;
+    int32_t *count = (int32_t *)g->hist.ptr; // passes x 2^NBI_ZSORT_DIGIT
+    int at[NBI_ZSORT_PASSES + 1];            // digit t: key bits at[t] .. at[t + 1] - 1
+    for (int t = 0; t <= passes; t++) at[t] = id_bits + code_bits * t / passes;
+    memset(count, 0, ((size_t)passes * sizeof(int32_t)) << NBI_ZSORT_DIGIT);
+    // Pass 1: every point's key, and its digits counted.
+    int32_t i = 0;
+#if defined(__SSE2__)
+    if (nbi_cells_fit_i32(g->lo, g->hi)) {
+#if defined(NBI_AVX512)
+        if (step == (size_t)dim && n >= 8 && nbi_use_avx512())
+            i = nbi_zsort_keys8(data, n, dim, &g->cm, g->lo, id_bits, ka, count, at, passes);
+#endif
+        const nbiPackedCells pc = nbi_packed_cells(&g->cm, g->lo, g->ext);
+        for (; i < n; i++) {
+            const uint64_t key = nbi_packed_code(&pc, data + (size_t)i * step, dim) << id_bits;
+            nbi_zsort_count(count, ka + i, key | (uint64_t)i, at, passes);
+        }
+    }
+#endif
+    for (; i < n; i++)
+        nbi_zsort_count(count, ka + i, nbi_zsort_key(g, data + (size_t)i * step, i, id_bits), at,
+                        passes);
+    // The sort: stable passes, digit by digit (a digit every key shares is skipped).
+    for (int t = 0; t < passes; t++) {
+        int32_t *cnt = count + ((size_t)t << NBI_ZSORT_DIGIT);
+        const uint64_t dmask = ((uint64_t)1 << (at[t + 1] - at[t])) - 1;
+        if (cnt[(ka[0] >> at[t]) & dmask] == n) continue;
+        int32_t sum = 0;
+        for (uint64_t d = 0; d <= dmask; d++) {
+            const int32_t c = cnt[d];
+            cnt[d] = sum;
+            sum += c;
+        }
+        for (int32_t p = 0; p < n; p++) kb[cnt[(ka[p] >> at[t]) & dmask]++] = ka[p];
+        uint64_t *kt = ka;
+        ka = kb;
+        kb = kt;
+    }
+    // The cells, in Z order: each new code starts one.
+    uint64_t *code = (uint64_t *)g->cell_code.ptr; // ka or free
+    int32_t *idx = (int32_t *)g->idx.ptr, *start = (int32_t *)g->start.ptr;
+    const uint64_t id_mask = ((uint64_t)1 << id_bits) - 1;
+    int32_t ncells = 0;
+    uint64_t last = ~(uint64_t)0;
+    for (int32_t p = 0; p < n; p++) {
+        const uint64_t key = ka[p], c = key >> id_bits;
+        idx[p] = (int32_t)(key & id_mask);
+        if (c != last) {
+            code[ncells] = c;
+            start[ncells++] = p;
+            last = c;
+        }
+    }
+    start[ncells] = start[ncells + 1] = n;
+    g->ncells = ncells;
+    nbi_grid_gather(g, in, 0, n);
+    // The table, a cell at a time, with its occupancy filter.
+    const double *pts = (const double *)g->pts.ptr;
+    const int32_t bits = nbi_ctab_bits_for((size_t)ncells);
+    nbiCellTable *table = &g->table;
+    uint32_t *cell_slot = (uint32_t *)g->cell_slot.ptr;
+    const int32_t seen_bits = nbi_hashed_reset(g, bits);
+    uint64_t *seen = (uint64_t *)g->cell_seen.ptr;
+    int64_t ahead[NBI_HASH_AHEAD][3];
+    uint64_t hash[NBI_HASH_AHEAD];
+    for (int32_t c = 0; c < ncells + NBI_HASH_AHEAD; c++) {
+        const int32_t j = c - NBI_HASH_AHEAD; // the cell inserted now
+        if (j >= 0) {
+            bool inserted;
+            const uint64_t h = hash[j % NBI_HASH_AHEAD];
+            const nbiCellSlot *s = nbi_ctab_insert_home(table, (size_t)(h >> (64 - bits)),
+                                                        ahead[j % NBI_HASH_AHEAD], j, &inserted);
+            seen[(h >> (64 - seen_bits)) >> 6] |= (uint64_t)1 << ((h >> (64 - seen_bits)) & 63);
+            cell_slot[j] = (uint32_t)(s - nbi_ctab_slots(table));
+        }
+        if (c < ncells) { // its key from its first point (gathered: in cell order)
+            int64_t *k = ahead[c % NBI_HASH_AHEAD];
+            const double *q = pts + (size_t)start[c] * dim;
+            nbi_zsort_cell(g, q, k);
+            hash[c % NBI_HASH_AHEAD] = nbi_cell_hash(k[0], k[1], k[2]);
+            nbi_prefetch(nbi_ctab_slots(table) + (hash[c % NBI_HASH_AHEAD] >> (64 - bits)));
+        }
+    }
+    g->code_shift = 0;
+    return ncells;
+}
+
 // Pass 2 of a serial dense, periodic or hashed build: the cell of each point, counted into
 // start[cell + 2]. Returns the cells, or -1 when a large dense build sorted in blocks instead
 // (the build is then complete but for the filter bits).
@@ -1393,6 +1674,14 @@ static void nbi_grid_fill(nbGrid *grid, const nbiGridPlan *plan)
         grid->ncells = nbi_ranked_build(grid, in);
         nbi_grid_gather(grid, in, 0, n);
         return;
+    }
+    if (plan->hashed) { // sorted by code, where the keys fit
+        const int32_t sorted = nbi_hashed_sorted(grid, in);
+        if (sorted > 0) {
+            grid->cells_kept = false;
+            grid->hashed_cells = sorted;
+            return;
+        }
     }
     const int32_t ncells = nbi_grid_count_serial(grid, plan);
     if (ncells < 0) { // sorted in blocks

@@ -68,7 +68,7 @@ struct nbGrid {
     int32_t ncells;
     int32_t rebuild_pause; // builds left before the next try of the last build's cells
     int32_t hashed_cells;  // cells of the last hashed build (0: none yet): sizes the next table
-    bool cells_kept;       // cell_of is filled (blocked and ranked builds do without it)
+    bool cells_kept;       // cell_of is filled (blocked, ranked and sorted hashed builds skip it)
     int32_t code_shift;    // hashed: the bits a cell's offsets drop in its code
     int32_t seen_bits;     // hashed: the occupancy filter's bits, log2
 
