@@ -66,3 +66,47 @@ int64_t ref_pairs_wide(const double *pts, int32_t n, int32_t dim, double build_r
     int64_t t = now_ns() - t0;
     return st == NB_OK ? t : -1;
 }
+
+#include <sys/resource.h>
+
+static int64_t minflt(void)
+{
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return u.ru_minflt;
+}
+
+// Step times on one grid: t[0] create + build, t[1] nb_grid_count_pairs, t[2] nb_grid_pairs
+// into out32 (made beforehand), t[3] nb_grid_pairs_wide into out64 (made beforehand), t[4]
+// malloc + nb_grid_pairs_wide + free, t[5] destroy; f[k] the page faults of each step.
+int ref_steps(const double *pts, int32_t n, int32_t dim, double build_r, double r, nbPair *out32,
+              int64_t *out64, int64_t cap, int64_t *t, int64_t *f)
+{
+    int64_t found = 0, t0 = now_ns(), f0 = minflt();
+    nbGrid *grid = NULL;
+    nbStatus st = ref_grid(pts, n, dim, build_r, &grid);
+#define STEP(k)                                                                                    \
+    do {                                                                                           \
+        int64_t t1 = now_ns(), f1 = minflt();                                                      \
+        t[k] = t1 - t0;                                                                            \
+        f[k] = f1 - f0;                                                                            \
+        t0 = now_ns();                                                                             \
+        f0 = minflt();                                                                             \
+    } while (0)
+    STEP(0);
+    if (st == NB_OK) st = nb_grid_count_pairs(grid, r, &found);
+    STEP(1);
+    if (st == NB_OK) st = nb_grid_pairs(grid, r, out32, cap, &found);
+    STEP(2);
+    if (st == NB_OK) st = nb_grid_pairs_wide(grid, r, out64, cap, &found);
+    STEP(3);
+    int64_t *fresh = malloc((size_t)(cap > 0 ? cap : 1) * 2 * sizeof(int64_t));
+    if (st == NB_OK)
+        st = fresh == NULL ? NB_ERR_OUT_OF_MEMORY : nb_grid_pairs_wide(grid, r, fresh, cap, &found);
+    free(fresh);
+    STEP(4);
+    nb_grid_destroy(grid);
+    STEP(5);
+#undef STEP
+    return st == NB_OK ? 0 : -1;
+}
