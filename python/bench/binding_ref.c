@@ -5,8 +5,10 @@
 #define _POSIX_C_SOURCE 199309L
 #include <nearby/grid.h>
 
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <time.h>
 
 static int64_t now_ns(void)
@@ -67,8 +69,6 @@ int64_t ref_pairs_wide(const double *pts, int32_t n, int32_t dim, double build_r
     return st == NB_OK ? t : -1;
 }
 
-#include <sys/resource.h>
-
 static int64_t minflt(void)
 {
     struct rusage u;
@@ -109,4 +109,51 @@ int ref_steps(const double *pts, int32_t n, int32_t dim, double build_r, double 
     STEP(5);
 #undef STEP
     return st == NB_OK ? 0 : -1;
+}
+
+// A batch of m radius queries (q: m rows of dim doubles), counts only, as
+// query_ball_point(q, r, return_length=True): create + build for `build_r` + one
+// nb_grid_query_radius a query, in `order` (NULL: 0 .. m-1) + destroy. Nanoseconds, or -1.
+int64_t ref_radius_counts(const double *pts, int32_t n, int32_t dim, double build_r,
+                          const double *q, int64_t m, const int64_t *order, double r,
+                          int64_t *counts)
+{
+    int64_t t0 = now_ns();
+    nbGrid *grid = NULL;
+    nbStatus st = ref_grid(pts, n, dim, build_r, &grid);
+    for (int64_t a = 0; a < m && st == NB_OK; a++) {
+        int64_t k = order != NULL ? order[a] : a;
+        int32_t found = 0;
+        st = nb_grid_query_radius(grid, q + k * dim, r, NB_FILTER_ALL, NULL, 0, &found);
+        if (st == NB_ERR_BUFFER_TOO_SMALL) st = NB_OK;
+        counts[k] = found;
+    }
+    nb_grid_destroy(grid);
+    int64_t t = now_ns() - t0;
+    return st == NB_OK ? t : -1;
+}
+
+// A batch of m k-nearest queries as query(q, k): create + build for `build_r` + one nb_grid_knn
+// a query, in `order` (NULL: 0 .. m-1), into (m, k) distances (the roots) and int64 indices
+// (made beforehand) + destroy. Nanoseconds, or -1.
+int64_t ref_knn(const double *pts, int32_t n, int32_t dim, double build_r, const double *q,
+                int64_t m, const int64_t *order, int32_t k, double *dist, int64_t *index)
+{
+    int64_t t0 = now_ns();
+    nbGrid *grid = NULL;
+    nbNeighbor *heap = malloc((size_t)k * sizeof *heap);
+    nbStatus st = heap == NULL ? NB_ERR_OUT_OF_MEMORY : ref_grid(pts, n, dim, build_r, &grid);
+    for (int64_t a = 0; a < m && st == NB_OK; a++) {
+        int64_t at = order != NULL ? order[a] : a;
+        int32_t found = 0;
+        st = nb_grid_knn(grid, q + at * dim, NB_FILTER_ALL, (double)INFINITY, heap, k, &found);
+        for (int32_t j = 0; j < k; j++) {
+            dist[at * k + j] = j < found ? sqrt(heap[j].dist2) : (double)INFINITY;
+            index[at * k + j] = j < found ? heap[j].index : n;
+        }
+    }
+    free(heap);
+    nb_grid_destroy(grid);
+    int64_t t = now_ns() - t0;
+    return st == NB_OK ? t : -1;
 }

@@ -232,10 +232,52 @@ static double grid_spacing(int32_t n, int dim, const double *lo, const double *h
     return s;
 }
 
-static int grid_cmp_double(const void *a, const void *b)
+// The value of rank k (0-based) among v[0, n) (no NaN), as v sorted ascending would hold at k;
+// v is reordered so that v[0, k) <= v[k] <= v[k + 1, n) (Hoare's selection).
+static double grid_select(double *v, int32_t n, int32_t k)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+    int32_t lo = 0, hi = n - 1;
+    while (lo < hi) {
+        const double pivot = v[lo + (hi - lo) / 2];
+        int32_t i = lo, j = hi;
+        while (i <= j) {
+            while (v[i] < pivot) i++;
+            while (v[j] > pivot) j--;
+            if (i <= j) {
+                const double t = v[i];
+                v[i++] = v[j];
+                v[j--] = t;
+            }
+        }
+        if (k <= j)
+            hi = j;
+        else if (k >= i)
+            lo = i;
+        else
+            break; // v[j + 1, i) all equal the pivot, k among them
+    }
+    return v[k];
+}
+
+// nearest_pair: keeps in best[i] the smallest squared distance of point i to a point it pairs
+// with (pts: packed rows of dim doubles); stops the walk, budget < 0, after `budget` pairs.
+typedef struct NearestCtx {
+    const double *pts;
+    int dim;
+    double *best;
+    int64_t budget;
+} NearestCtx;
+
+static bool nearest_pair(int32_t i, int32_t j, void *user)
+{
+    NearestCtx *c = user;
+    if (--c->budget < 0) return false;
+    const double *a = c->pts + (size_t)i * c->dim, *b = c->pts + (size_t)j * c->dim;
+    double d2 = 0.0;
+    for (int d = 0; d < c->dim; d++) d2 += (a[d] - b[d]) * (a[d] - b[d]);
+    if (d2 < c->best[i]) c->best[i] = d2;
+    if (d2 < c->best[j]) c->best[j] = d2;
+    return true;
 }
 
 // The typical distance between neighbouring points where the points are: from a sample of up
@@ -271,21 +313,36 @@ static void grid_local_spacing(const nbPoints *v, double box_spacing, double *me
     if (nb_grid_create(&desc, &grid) != NB_OK ||
         nb_grid_build(grid, &sv, box_spacing * pow((double)n / s, 1.0 / dim)) != NB_OK)
         goto done;
-    for (int32_t i = 0; i < s; i++) {
-        nbNeighbor heap[2];
-        int32_t found = 0;
-        d1[i] = (double)INFINITY;
-        if (nb_grid_knn(grid, pts + (size_t)i * dim, NB_FILTER_ALL, (double)INFINITY, heap, 2,
-                        &found) == NB_OK &&
-            found == 2)
-            d1[i] = sqrt(heap[1].dist2);
+    // A nearest distance beyond `reach` scales to a local spacing above box_spacing, which is
+    // never used: the searches stop there (such a point counts as infinitely far, which gives
+    // the same quantiles' verdict), and most of a kNN search's cost on sparse samples goes.
+    const double factor = dim == 2 ? 2.0 : 1.8, shrink = pow((double)s / n, 1.0 / dim);
+    const double reach = box_spacing / (factor * shrink) * (1.0 + 0x1p-20);
+    // Where the sample's pairs within reach are few (at most 16 a point: spread data), one walk
+    // over them finds every nearest distance up to reach; else (dense clusters: the walk stops
+    // at that many) a kNN search a point, bounded by reach. Both give the exact distance, or
+    // infinity beyond reach.
+    NearestCtx nc = {pts, dim, d1, 16 * (int64_t)s};
+    for (int32_t i = 0; i < s; i++) d1[i] = (double)INFINITY;
+    if (nb_grid_visit_pairs(grid, reach, nearest_pair, &nc) == NB_OK && nc.budget >= 0) {
+        for (int32_t i = 0; i < s; i++) d1[i] = sqrt(d1[i]);
+    } else {
+        for (int32_t i = 0; i < s; i++) {
+            nbNeighbor heap[2];
+            int32_t found = 0;
+            d1[i] = (double)INFINITY;
+            if (nb_grid_knn(grid, pts + (size_t)i * dim, NB_FILTER_ALL, reach, heap, 2, &found) ==
+                    NB_OK &&
+                found == 2)
+                d1[i] = sqrt(heap[1].dist2);
+        }
     }
-    qsort(d1, (size_t)s, sizeof *d1, grid_cmp_double);
-    const double quantile[2] = {0.5, 0.75};
-    double *out[2] = {median, upper};
+    // The 3rd quartile first: the median is then the rank below it among v[0, upper's rank).
+    const int32_t rank[2] = {(int32_t)(0.75 * (s - 1)), (int32_t)(0.5 * (s - 1))};
+    double *out[2] = {upper, median};
     for (int k = 0; k < 2; k++) {
-        double q = d1[(int32_t)(quantile[k] * (s - 1))];
-        double local = q * (dim == 2 ? 2.0 : 1.8) * pow((double)s / n, 1.0 / dim);
+        double q = grid_select(d1, k == 0 ? s : rank[0], rank[k]);
+        double local = q * factor * shrink;
         if (q > 0.0 && isfinite(q) && local < box_spacing) *out[k] = local;
     }
 done:
