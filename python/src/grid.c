@@ -232,31 +232,10 @@ static double grid_spacing(int32_t n, int dim, const double *lo, const double *h
     return s;
 }
 
-// The value of rank k (0-based) among v[0, n) (no NaN), as v sorted ascending would hold at k;
-// v is reordered so that v[0, k) <= v[k] <= v[k + 1, n) (Hoare's selection).
-static double grid_select(double *v, int32_t n, int32_t k)
+static int grid_cmp_double(const void *a, const void *b)
 {
-    int32_t lo = 0, hi = n - 1;
-    while (lo < hi) {
-        const double pivot = v[lo + (hi - lo) / 2];
-        int32_t i = lo, j = hi;
-        while (i <= j) {
-            while (v[i] < pivot) i++;
-            while (v[j] > pivot) j--;
-            if (i <= j) {
-                const double t = v[i];
-                v[i++] = v[j];
-                v[j--] = t;
-            }
-        }
-        if (k <= j)
-            hi = j;
-        else if (k >= i)
-            lo = i;
-        else
-            break; // v[j + 1, i) all equal the pivot, k among them
-    }
-    return v[k];
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
 }
 
 // nearest_pair: keeps in best[i] the smallest squared distance of point i to a point it pairs
@@ -337,11 +316,11 @@ static void grid_local_spacing(const nbPoints *v, double box_spacing, double *me
                 d1[i] = sqrt(heap[1].dist2);
         }
     }
-    // The 3rd quartile first: the median is then the rank below it among v[0, upper's rank).
-    const int32_t rank[2] = {(int32_t)(0.75 * (s - 1)), (int32_t)(0.5 * (s - 1))};
-    double *out[2] = {upper, median};
+    qsort(d1, (size_t)s, sizeof *d1, grid_cmp_double);
+    const double quantile[2] = {0.5, 0.75};
+    double *out[2] = {median, upper};
     for (int k = 0; k < 2; k++) {
-        double q = grid_select(d1, k == 0 ? s : rank[0], rank[k]);
+        double q = d1[(int32_t)(quantile[k] * (s - 1))];
         double local = q * factor * shrink;
         if (q > 0.0 && isfinite(q) && local < box_spacing) *out[k] = local;
     }
