@@ -60,7 +60,76 @@ def build_ref():
     lib.ref_pairs_wide.restype = ctypes.c_int64
     lib.ref_pairs_wide.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32, ctypes.c_double,
                                    ctypes.c_double, ctypes.c_int64, ctypes.POINTER(ctypes.c_int64)]
+    lib.ref_radius_counts.restype = ctypes.c_int64
+    lib.ref_radius_counts.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32,
+                                      ctypes.c_double, ctypes.c_void_p, ctypes.c_int64,
+                                      ctypes.c_void_p, ctypes.c_double, ctypes.c_void_p]
+    lib.ref_knn.restype = ctypes.c_int64
+    lib.ref_knn.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32, ctypes.c_double,
+                            ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int32,
+                            ctypes.c_void_p, ctypes.c_void_p]
     return lib
+
+
+def cell_order(q, cell):
+    """The queries' indices sorted by the cell of edge `cell` they fall in (row-major), as the
+    binding orders a batch: the C reference gets the same locality, computed outside its time."""
+    c = np.floor((q - q.min(axis=0)) / cell).astype(np.int64)
+    return np.ascontiguousarray(np.lexsort(c.T[::-1]), dtype=np.int64)
+
+
+def batches(lib, s, x, queries, runs):
+    """The batch paths the corpus benchmark times: query_ball_point(q, r, return_length=True) and
+    query(q, k) for k = 1, 8, 32, on the set's first `queries` points, against the same calls
+    from C (binding_ref.c: create, build with the binding's cell, one nb_grid_query_radius /
+    nb_grid_knn a query, destroy) in the given order and in cell order. Prints table rows."""
+    n, dim, r = len(x), x.shape[1], float(s["radius"])
+    q = np.ascontiguousarray(x[:min(queries, n)])
+    m = len(q)
+    for op, k in (("radius", 0), ("knn1", 1), ("knn8", 8), ("knn32", 32)):
+        g = nearby.Grid(x)
+        if k == 0:
+            want = g.query_ball_point(q, r, return_length=True)
+        else:
+            want_d, want_i = g.query(q, k=k)
+        cell = g.cell_sizes[-1]
+        order = cell_order(q, cell)
+        counts = np.empty(m, dtype=np.int64)
+        dist = np.empty((m, max(k, 1)))
+        index = np.empty((m, max(k, 1)), dtype=np.int64)
+
+        def c_run(ordered):
+            o = order.ctypes.data if ordered else None
+            if k == 0:
+                t = lib.ref_radius_counts(x.ctypes.data, n, dim, cell, q.ctypes.data, m, o, r,
+                                          counts.ctypes.data)
+                ok = t >= 0 and np.array_equal(counts, want)
+            else:
+                t = lib.ref_knn(x.ctypes.data, n, dim, cell, q.ctypes.data, m, o, k,
+                                dist.ctypes.data, index.ctypes.data)
+                ok = t >= 0 and np.array_equal(dist.reshape(want_d.shape), want_d)
+            if not ok:
+                raise SystemExit("binding_overhead.py: the C side differs on %s %s"
+                                 % (s["set"], op))
+            return t
+
+        def py_run():
+            t0 = time.perf_counter_ns()
+            if k == 0:
+                nearby.Grid(x).query_ball_point(q, r, return_length=True)
+            else:
+                nearby.Grid(x).query(q, k=k)
+            return time.perf_counter_ns() - t0
+
+        tp, tg, to = [], [], []
+        for _ in range(runs):
+            tp.append(py_run())
+            tg.append(c_run(False))
+            to.append(c_run(True))
+        mp, mg, mo = median(tp) / 1e6, median(tg) / 1e6, median(to) / 1e6
+        print("| %s | %s | %.1f | %.1f | %.2f | %.1f | %.2f | %.2f |"
+              % (s["set"], op, mp, mg, mp / mg, mo, mp / mo, min(tp) / min(to)))
+        sys.stdout.flush()
 
 
 def median(ts):
@@ -72,12 +141,23 @@ def main(argv):
     ap.add_argument("list")
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--only", default="")
+    ap.add_argument("--batches", action="store_true",
+                    help="time the batch paths (radius counts, kNN) instead of all pairs")
+    ap.add_argument("--queries", type=int, default=20000)
     args = ap.parse_args(argv[1:])
     only = set(filter(None, args.only.split(",")))
     lib = build_ref()
     with open(args.list) as f:
         sets = [row for row in csv.DictReader(f) if row["kind"] == "points"
                 and (not only or row["set"] in only)]
+    if args.batches:
+        print("| set | op | Python ms | C given order ms | Python / C | C cell order ms "
+              "| Python / C cell order | Python / C cell order, fastest runs |")
+        print("|---|---|---:|---:|---:|---:|---:|---:|")
+        for s in sets:
+            x = np.ascontiguousarray(np.load(s["file"]), dtype=np.float64)
+            batches(lib, s, x, args.queries, args.runs)
+        return 0
     print("| set | op | Python ms | C same cell ms | Python / C | C cells of r ms | Python / C(r) "
           "| cell / r | Python / C, fastest runs | C same output ms | Python / C same output |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")

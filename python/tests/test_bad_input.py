@@ -32,6 +32,33 @@ def test_bad_points(points, exc, text):
     assert text in str(info.value)
 
 
+@pytest.mark.parametrize("dim", [2, 3])
+def test_scan_finds_each_bad_coordinate(dim):
+    """The construction's pass over the points (four points a step, blocks of 4096, a scalar
+    tail) names the first non-finite coordinate wherever it is, on every axis, packed or
+    strided; and its box is exact: a periodic box that one extreme coordinate leaves raises."""
+    n = 4096 + 7
+    base = np.random.default_rng(dim).random((n, dim)) * 10
+    wide = np.zeros((n, dim + 2))
+    for i in (0, 3, 4, 4095, 4096, 4100, n - 1):
+        for d in range(dim):
+            for bad in (NAN, INF, -INF):
+                for x in (base.copy(), wide[:, 1:dim + 1]):
+                    x[...] = base
+                    x[i, d] = bad
+                    if i < n - 1:
+                        x[n - 1, (d + 1) % dim] = NAN  # a later one never wins
+                    with pytest.raises(ValueError, match=r"points\[%d\]: NaN" % i):
+                        nearby.Grid(x)
+                good = base.copy()
+                good[i, d] = 10.0  # the only coordinate at the box's end
+                with pytest.raises(ValueError, match="axis %d is at or beyond" % d):
+                    nearby.Grid(good, boxsize=10.0)
+                good[i, d] = -1e-300  # the only negative one
+                with pytest.raises(ValueError, match="axis %d is negative" % d):
+                    nearby.Grid(good, boxsize=10.0)
+
+
 def test_bad_construction():
     with pytest.raises(ValueError, match="NB_ERR_OUT_OF_RANGE"):
         nearby.Grid(PTS, radius=-1.0)

@@ -252,3 +252,20 @@ def test_pairs_set_restores_the_collector():
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_sparse_matrix_indices_are_not_copied():
+    """A tree against itself hands scipy int32 indices, which coo_matrix keeps as they are (given
+    int64 ones it copies them down); the matrix equals cKDTree's."""
+    from scipy.sparse import coo_matrix
+    x = np.random.default_rng(3).random((3000, 2)) * 30
+    t = nearby.cKDTree(x)
+    i, j, v = t._grid._pair_matrix(1.0)
+    assert i.dtype == np.int32 and j.dtype == np.int32
+    m = coo_matrix((v, (i, j)), shape=(t.n, t.n))
+    assert np.shares_memory(m.row, i) and np.shares_memory(m.col, j)
+    ours = t.sparse_distance_matrix(t, 1.0, output_type="coo_matrix")
+    theirs = SciTree(x).sparse_distance_matrix(SciTree(x), 1.0, output_type="coo_matrix")
+    assert ours.row.dtype == theirs.row.dtype
+    assert abs(ours.tocsr() - theirs.tocsr()).max() == 0
+    assert ours.nnz == theirs.nnz  # the diagonal's explicit zeros in both

@@ -311,3 +311,42 @@ def test_knobs_are_keyword_only(rng):
             nearby.Grid(pts, *args)
     assert nearby.Grid(pts, radius=0.1).cell_sizes
     assert nearby.Grid(pts, cell_size=0.1, boxsize=1.0).boxsize.tolist() == [1.0, 1.0]
+
+
+def _local_spacing_oracle(x, k):
+    """The kNN grid's cell that nearby.Grid tunes for k, recomputed by brute force: the box's
+    mean spacing, or the 3rd quartile of a sample's nearest distances (every n / s-th point, s
+    = 2048) scaled to the whole set, when smaller."""
+    n, dim = x.shape
+    lo, hi = x.min(axis=0), x.max(axis=0)
+    box = (np.prod(hi - lo) / n) ** (1.0 / dim)
+    s = min(n, 2048)
+    sample = x[(np.arange(s, dtype=np.int64) * n) // s]
+    d2 = ((sample[:, None, :] - sample[None, :, :]) ** 2).sum(axis=2)
+    np.fill_diagonal(d2, np.inf)
+    q = np.sort(np.sqrt(d2.min(axis=1)))[int(0.75 * (s - 1))]
+    local = q * (2.0 if dim == 2 else 1.8) * (s / n) ** (1.0 / dim)
+    spacing = local if 0 < q < np.inf and local < box else box
+    return spacing * k ** (1.0 / dim)
+
+
+@pytest.mark.parametrize("dim", [2, 3])
+@pytest.mark.parametrize("shape", ["uniform", "clusters", "one_cluster"])
+def test_knn_tuning_matches_brute_force(dim, shape):
+    """The sample's nearest distances (a walk over its close pairs where they are few, a bounded
+    kNN search a point where they are many) give the same cell as a brute-force search."""
+    rng = np.random.default_rng(11 + dim)
+    n = 20000
+    if shape == "uniform":
+        x = rng.random((n, dim)) * 100
+    elif shape == "clusters":
+        centres = rng.random((40, dim)) * 1000
+        x = centres[rng.integers(0, 40, n)] + rng.normal(0, 1, (n, dim))
+    else:  # most points in one tight cluster: many close pairs in the sample
+        x = rng.random((n, dim)) * 1000
+        x[: n * 9 // 10] = 500 + rng.normal(0, 0.01, (n * 9 // 10, dim))
+        x = x[rng.permutation(n)]
+    for k in (1, 8):
+        g = nearby.Grid(x)
+        g.query(x[:2], k=k)
+        assert g.cell_sizes[-1] == pytest.approx(_local_spacing_oracle(x, k), rel=1e-9)
