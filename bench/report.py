@@ -21,7 +21,7 @@ PEER_LABEL = {
     "ckdtree": "cKDTree",
     "ckdtree_set": "cKDTree (set)",
 }
-# Targets from the issue, on 1M uniform 2D points (build + all pairs into a buffer, 1 thread).
+# Targets, on 1M uniform 2D points (build + all pairs into a buffer, 1 thread).
 TARGET_SET = "uniform2d"
 TARGET_VS = {"ckdtree": 25.0, "nanoflann": 10.0}
 TARGET_REBUILD_NS = 15.0

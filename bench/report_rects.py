@@ -4,7 +4,7 @@ lines `peer,figure,ms_median,runs,count,sum[,cpu_ms_median]` (bench_rects, bench
 rects_js; the CPU-time median is optional: on a shared machine it leaves out the time a runner
 waited for a CPU, so it is printed next to the wall-clock time and its ratio too), checks
 that every peer found the same rectangles, prints one markdown table per figure (median ms,
-ratio to nearby_quadtree when it ran, agreement) and the issue's targets, and writes the rows
+ratio to nearby_quadtree when it ran, agreement) and the targets, and writes the rows
 with a header.
 
     python3 bench/report_rects.py RAW.csv --machine M --out OUT.csv --commit C [--quick]
@@ -59,7 +59,7 @@ TITLES = {
         "moving_frame": "--quick: moving: 10k rectangles x 5 frames, ms per frame",
     },
 }
-# The targets: (figure, peer, factor): nearby's median at least `factor` times faster
+# The targets: (figure, peer, factor): nearby's median at least `factor` times faster
 # than the peer's (factor 1: no slower).
 TARGETS = (
     ("windows_10k", PACKED, 2.0),

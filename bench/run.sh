@@ -33,7 +33,7 @@
 #                                            candidates) against rebuilding rows of the same form
 #                                            over 100 MD-like steps, the upkeep alone and a whole
 #                                            step with a density sum over the rows; then build +
-#                                            rows of the 1M uniform 2D set at r = 1.75; ~15
+#                                            rows of the 1M uniform 2D set at r = 1.75; ~30
 #                                            minutes on a quiet machine): writes
 #                                            bench/results/$NB_BENCH_MACHINE/neighbors_latest.csv
 #   bash bench/run.sh BUILD_DIR --open-world only the spatial hash's moves in an open (hashed)

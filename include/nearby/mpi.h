@@ -84,7 +84,7 @@ extern "C" {
 typedef struct nbMpi nbMpi;
 
 /// Zero-initialise, then set comm, dim and radius (and what else you need).
-/// (Refined from the sketch: `tasks` and `allocator` are pointers, as in nbGridDesc, so
+/// (Refined from the first sketch: `tasks` and `allocator` are pointers, as in nbGridDesc, so
 /// that a zeroed desc means serial and malloc/free.)
 typedef struct nbMpiDesc {
     MPI_Comm comm;                ///< required; every collective call is collective over it
