@@ -1544,16 +1544,9 @@ static int32_t nbi_hashed_sorted(nbGrid *g, const nbiBuildIn *in)
                         passes);
     // The sort: stable passes, digit by digit (a digit every key shares is skipped).
     for (int t = 0; t < passes; t++) {
-        int32_t *cnt = count + ((size_t)t << NBI_ZSORT_DIGIT);
         const uint64_t dmask = ((uint64_t)1 << (at[t + 1] - at[t])) - 1;
-        if (cnt[(ka[0] >> at[t]) & dmask] == n) continue;
-        int32_t sum = 0;
-        for (uint64_t d = 0; d <= dmask; d++) {
-            const int32_t c = cnt[d];
-            cnt[d] = sum;
-            sum += c;
-        }
-        for (int32_t p = 0; p < n; p++) kb[cnt[(ka[p] >> at[t]) & dmask]++] = ka[p];
+        if (!nbi_radix_pass(ka, kb, n, at[t], dmask, count + ((size_t)t << NBI_ZSORT_DIGIT)))
+            continue;
         uint64_t *kt = ka;
         ka = kb;
         kb = kt;

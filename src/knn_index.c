@@ -55,16 +55,8 @@ static void nbi_radix_sort(uint64_t *a, uint64_t *tmp, int32_t n, int lo, int hi
             hist[(size_t)p * buckets + ((a[i] >> (lo + p * bits)) & dmask)]++;
     uint64_t *src = a, *dst = tmp;
     for (int p = 0; p < passes; p++) {
-        int32_t *h = hist + (size_t)p * buckets;
-        const int shift = lo + p * bits;
-        if (h[(src[0] >> shift) & dmask] == n) continue; // one digit for all
-        int32_t sum = 0;
-        for (size_t b = 0; b < buckets; b++) {
-            const int32_t c = h[b];
-            h[b] = sum;
-            sum += c;
-        }
-        for (int32_t i = 0; i < n; i++) dst[h[(src[i] >> shift) & dmask]++] = src[i];
+        if (!nbi_radix_pass(src, dst, n, lo + p * bits, dmask, hist + (size_t)p * buckets))
+            continue; // one digit for all
         uint64_t *t = src;
         src = dst;
         dst = t;

@@ -107,6 +107,24 @@ NBI_INLINE int nbi_popcount64(uint64_t m)
 #endif
 }
 
+// One stable pass of an LSD radix sort: the n keys of src placed into dst by their digit
+// (key >> shift) & dmask, whose counts are in cnt (dmask + 1 entries, turned into the digit's
+// next place). False, with nothing moved, when every key has the same digit (the pass would
+// copy them as they are): the keys are then still in src.
+NBI_INLINE bool nbi_radix_pass(const uint64_t *src, uint64_t *dst, int32_t n, int shift,
+                               uint64_t dmask, int32_t *cnt)
+{
+    if (n < 1 || cnt[(src[0] >> shift) & dmask] == n) return false;
+    int32_t sum = 0;
+    for (uint64_t d = 0; d <= dmask; d++) {
+        const int32_t c = cnt[d];
+        cnt[d] = sum;
+        sum += c;
+    }
+    for (int32_t i = 0; i < n; i++) dst[cnt[(src[i] >> shift) & dmask]++] = src[i];
+    return true;
+}
+
 // The allocator a structure uses: the caller's hooks (NULL = malloc/free) into *out. False when
 // only one of alloc / free is set: the caller returns NB_ERR_NULL_ARG.
 bool nbi_allocator(const nbAllocator *user, nbAllocator *out);

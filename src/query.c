@@ -404,8 +404,8 @@ NBI_INLINE void nbi_knn_take(nbiKnnCtx *x, int32_t p)
 // The candidates [b0, b1). Without per-point filter bits, two at a time with SSE2 against the
 // k-th best so far (nbi_best_bound; the lane test computes d2 exactly as nbi_dist2 does): once
 // the k best are full most candidates are farther, and a pair of them costs one test instead of
-// two distances and two offers. A lane that passes is offered as one by one (a tie at the bound
-// may still enter with a lower index).
+// two distances and two offers. The points of a lane that passes are offered one by one (a tie at
+// the bound may still enter with a lower index).
 static bool nbi_knn_run(int32_t b0, int32_t b1, void *vctx)
 {
     nbiKnnCtx *x = (nbiKnnCtx *)vctx;
