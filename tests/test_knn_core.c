@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: MIT
+// The kNN index on points far closer together than its codes' unit: a dense core inside a wide
+// box (a heavy-tailed set's centre, a tight cluster far from the rest), where thousands of points
+// share one code. The index must still split them in space (nbi_ix_order_runs): a point of the
+// core lies in the boxes of about one leaf, not of every leaf of the core. And its answers
+// against brute force there, with filters (whose bits move with the points), 2D and 3D.
+#include "grid_internal.h" // the index's state (nbi_grid_knn_lazy)
+#include "knn_index.h"
+#include "nb_oracle.h"
+#include "nb_test.h"
+
+#include <nearby/grid.h>
+
+#include <math.h>
+
+enum { CORE = 4000, HALO = 2000 };
+
+// CORE points in a cube of edge `core` at the origin, HALO spread over [-1e6, 1e6]^dim,
+// shuffled together; categories 1 << (i % 3), masks all.
+static nboSet make_core(int dim, double core)
+{
+    nboSet s = nbo_set_new(CORE + HALO, dim);
+    s.cat = (uint32_t *)nbo_xalloc((size_t)s.n * sizeof *s.cat);
+    s.mask = (uint32_t *)nbo_xalloc((size_t)s.n * sizeof *s.mask);
+    for (int32_t i = 0; i < s.n; i++) {
+        const bool in_core = nbt_int(CORE + HALO) < CORE;
+        for (int a = 0; a < dim; a++)
+            s.p[(size_t)i * (size_t)dim + (size_t)a] =
+                in_core ? nbt_range(0.0, core) : nbt_range(-1e6, 1e6);
+        s.cat[i] = 1u << (i % 3);
+        s.mask[i] = ~0u;
+    }
+    return s;
+}
+
+// How many leaves' boxes hold the point q.
+static int32_t leaves_holding(const nbiKnnIndex *ix, const double *q)
+{
+    const nbiKnnNode *node = (const nbiKnnNode *)ix->node.ptr;
+    int32_t held = 0;
+    for (int32_t t = 0; t < ix->nnodes; t++) {
+        if (node[t].left == 0) continue;
+        const double *cb = (const double *)ix->box.ptr + (size_t)t * 4 * (size_t)ix->dim;
+        for (int side = 0; side < 2; side++) {
+            if (node[node[t].left + side].left != 0) continue; // an inner child
+            bool in = true;
+            for (int a = 0; a < ix->dim; a++)
+                in = in && cb[4 * a + side] <= q[a] && q[a] <= cb[4 * a + 2 + side];
+            held += in;
+        }
+    }
+    return held;
+}
+
+static int test_core_is_split(void)
+{
+    for (int dim = 2; dim <= 3; dim++) {
+        nboSet s = make_core(dim, 1e-6);
+        nbGridDesc desc = {0};
+        desc.dim = dim;
+        nbGrid *g = NULL;
+        NB_CHECK_OK(nb_grid_create(&desc, &g));
+        nbPoints pts = {0};
+        pts.data = s.p;
+        pts.count = s.n;
+        pts.dim = dim;
+        NB_CHECK_OK(nb_grid_build(g, &pts, 5e4));
+        nbi_knn_index_use = 1;
+        nbNeighbor got[8];
+        int32_t found = 0;
+        const double origin[3] = {0, 0, 0};
+        NB_CHECK_OK(nb_grid_knn(g, origin, NB_FILTER_ALL, (double)INFINITY, got, 8, &found));
+#if NBI_KNN_INDEX
+        const nbiKnnLazy *z = nbi_grid_knn_lazy(g);
+        NB_CHECK(atomic_load(&z->state) == NBI_KNN_READY);
+        int64_t held = 0;
+        const int queries = 200;
+        for (int j = 0; j < queries; j++) {
+            const double *p = s.p + (size_t)nbt_int(s.n) * (size_t)dim;
+            if (!(fabs(p[0]) < 1.0)) { // a core point wanted: draw again
+                j--;
+                continue;
+            }
+            held += leaves_holding(&z->ix, p);
+        }
+        // split in space: about one leaf (a point on a split plane may lie in two); left in
+        // the order the points came, each of the core's ~125 leaves would hold nearly any
+        if (held > 3 * queries) {
+            fprintf(stderr, "  %dD: a core point lies in %.1f leaves' boxes on average\n", dim,
+                    (double)held / queries);
+            return 1;
+        }
+#endif
+        nbi_knn_index_use = 0;
+        nb_grid_destroy(g);
+        nbo_set_free(&s);
+    }
+    return 0;
+}
+
+static int test_core_against_brute_force(void)
+{
+    const double cores[3] = {1e-6, 1e-3, 0.0}; // 0: every core point at one place
+    for (int dim = 2; dim <= 3; dim++)
+        for (int c = 0; c < 3; c++)
+            for (int use = -1; use <= 1; use++) {
+                nboSet s = make_core(dim, cores[c]);
+                nbGridDesc desc = {0};
+                desc.dim = dim;
+                nbGrid *g = NULL;
+                NB_CHECK_OK(nb_grid_create(&desc, &g));
+                nbPoints pts = {s.p, s.n, dim, 0, s.cat, 0, s.mask, 0};
+                NB_CHECK_OK(nb_grid_build(g, &pts, 5e4));
+                nbi_knn_index_use = use;
+                for (int j = 0; j < 60; j++) {
+                    double q[3] = {0, 0, 0};
+                    const double *p = s.p + (size_t)nbt_int(s.n) * (size_t)dim;
+                    for (int a = 0; a < dim; a++)
+                        q[a] = j % 3 == 0   ? p[a]
+                               : j % 3 == 1 ? p[a] + cores[c] * nbt_gauss()
+                                            : nbt_range(-10.0, 10.0);
+                    const int32_t ks[4] = {1, 8, 33, 150};
+                    const int32_t k = ks[j % 4];
+                    const nbFilter f = j % 5 == 4 ? (nbFilter){~0u, 2u} : NB_FILTER_ALL;
+                    int32_t want = 0, found = -1;
+                    nbNeighbor *all = nbo_knn_filtered(&s, q, k, f, &want);
+                    nbNeighbor *got = (nbNeighbor *)nbo_xalloc((size_t)k * sizeof *got);
+                    NB_CHECK_OK(nb_grid_knn(g, q, f, (double)INFINITY, got, k, &found));
+                    if (!nbo_same_neighbors(got, found, all, want)) {
+                        fprintf(stderr, "  %dD core %g index %d query %d k %d\n", dim, cores[c],
+                                use, j, k);
+                        return 1;
+                    }
+                    free(got);
+                    free(all);
+                }
+                nbi_knn_index_use = 0;
+                nb_grid_destroy(g);
+                nbo_set_free(&s);
+            }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const nbtCase cases[] = {
+        {"core_is_split", test_core_is_split},
+        {"core_against_brute_force", test_core_against_brute_force},
+    };
+    return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
+}
