@@ -731,9 +731,13 @@ nbStatus nbi_walk_knn_indexed(const nbiView *v, nbiKnnLazy *z, const nbAllocator
     const bool per_point = v->cat != NULL;
     if (k == 0 || v->n == 0 || (!per_point && !nbi_filter_open(f))) return NB_OK;
     // k = 1 keeps the cell walk: a query at or beside a point ends within its own cell or
-    // block, cheaper than the tree's descent (measured: about half the instructions).
-    const nbiKnnIndex *ix =
-        z != NULL && v->wrap == NULL && k > 1 ? nbi_knn_index_get(z, v, alloc, point) : NULL;
+    // block, cheaper than the tree's descent (measured: about half the instructions). Not
+    // where the hashed layout's codes are coarser than its cells (a box over 2^21 cells wide in
+    // 3D, 2^32 in 2D): many cells then share a code, and the walk scans them all (a dense core
+    // of a heavy-tailed set far from its outliers: 100k instructions a query).
+    const nbiKnnIndex *ix = z != NULL && v->wrap == NULL && (k > 1 || v->code_shift > 0)
+                                ? nbi_knn_index_get(z, v, alloc, point)
+                                : NULL;
     if (ix != NULL) {
         *found = nbi_knn_index_query(ix, point, f, max_distance, out, k);
         return NB_OK;

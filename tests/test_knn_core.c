@@ -3,7 +3,9 @@
 // box (a heavy-tailed set's centre, a tight cluster far from the rest), where thousands of points
 // share one code. The index must still split them in space (nbi_ix_order_runs): a point of the
 // core lies in the boxes of about one leaf, not of every leaf of the core. And its answers
-// against brute force there, with filters (whose bits move with the points), 2D and 3D.
+// against brute force there, with filters (whose bits move with the points), 2D and 3D; and the
+// nearest neighbour (k = 1) through the index where a hashed grid's codes are coarser than its
+// cells.
 #include "grid_internal.h" // the index's state (nbi_grid_knn_lazy)
 #include "knn_index.h"
 #include "nb_oracle.h"
@@ -141,11 +143,50 @@ static int test_core_against_brute_force(void)
     return 0;
 }
 
+// On a grid whose cells are far smaller than the box (a radius of 1e-3 over 2e6: 2e9 cells an
+// axis, past the hashed layout's 2^21 code steps in 3D and 2^32 in 2D), many cells share a
+// code, and the cell walk would scan the whole core for one nearest neighbour: k = 1 goes
+// through the index too, and answers exactly.
+static int test_nearest_on_coarse_codes(void)
+{
+    for (int dim = 2; dim <= 3; dim++) {
+        nboSet s = make_core(dim, 1.0);
+        nbGridDesc desc = {0};
+        desc.dim = dim;
+        nbGrid *g = NULL;
+        NB_CHECK_OK(nb_grid_create(&desc, &g));
+        nbPoints pts = {s.p, s.n, dim, 0, s.cat, 0, s.mask, 0};
+        NB_CHECK_OK(nb_grid_build(g, &pts, dim == 3 ? 1e-3 : 1e-6));
+        nbGridInfo info;
+        NB_CHECK_OK(nb_grid_info(g, &info));
+        NB_CHECK(info.hashed);
+        for (int j = 0; j < 40; j++) {
+            double q[3] = {0, 0, 0};
+            const double *p = s.p + (size_t)nbt_int(s.n) * (size_t)dim;
+            for (int a = 0; a < dim; a++) q[a] = j % 2 == 0 ? p[a] : p[a] + 0.01 * nbt_gauss();
+            const nbFilter f = j % 5 == 4 ? (nbFilter){~0u, 4u} : NB_FILTER_ALL;
+            int32_t want = 0, found = -1;
+            nbNeighbor *all = nbo_knn_filtered(&s, q, 1, f, &want);
+            nbNeighbor got[1];
+            NB_CHECK_OK(nb_grid_knn(g, q, f, (double)INFINITY, got, 1, &found));
+            NB_CHECK(nbo_same_neighbors(got, found, all, want));
+            free(all);
+        }
+#if NBI_KNN_INDEX
+        NB_CHECK(atomic_load(&nbi_grid_knn_lazy(g)->state) == NBI_KNN_READY);
+#endif
+        nb_grid_destroy(g);
+        nbo_set_free(&s);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const nbtCase cases[] = {
         {"core_is_split", test_core_is_split},
         {"core_against_brute_force", test_core_against_brute_force},
+        {"nearest_on_coarse_codes", test_nearest_on_coarse_codes},
     };
     return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
 }
