@@ -1,13 +1,14 @@
 # SPDX-License-Identifier: MIT
 """Small numpy versions of the benchmark corpus's point sets (bench/corpus.h), with fixed seeds:
 the shapes of the data people bring (uniform, Gaussian blobs, power-law clusters, towns on a
-sphere, roads, a scanned surface, UTM-like and far-off coordinates, a screen, heavy duplicates).
+sphere, roads, a scanned surface, UTM-like and far-off coordinates, a screen, heavy duplicates,
+a heavy tail about one centre).
 The draws differ from the C generators'; the shapes are the same. Each set comes with the radius
 at which a point has about 10 neighbours."""
 import numpy as np
 
 NAMES = ("uniform2d", "uniform3d", "blobs2d", "powerlaw3d", "sphere3d", "roads2d", "lidar3d",
-         "utm2d", "screen2d", "offset2d", "dups2d", "uniform1d")
+         "utm2d", "screen2d", "offset2d", "dups2d", "uniform1d", "tail3d")
 
 
 def _unit_vectors(g, n):
@@ -91,6 +92,8 @@ def make(name, n, seed=0):
     if name == "dups2d":
         sites = g.random((max(1, n // 4), 2)) * np.sqrt(n)
         return sites[g.integers(0, len(sites), n)]
+    if name == "tail3d":  # log-normal distances from one centre: a dense core, a sparse halo
+        return _unit_vectors(g, n) * np.exp(3.0 * g.normal(size=n))[:, None]
     raise ValueError(name)
 
 
