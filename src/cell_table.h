@@ -3,9 +3,9 @@
 // for every structure that numbers only its occupied cells (the grid's hashed layout, the
 // spatial hash). Never installed.
 //
-// Open addressing with linear probing over 2^bits slots, at most three quarters full. Each slot keeps its
-// cell's coordinates, so a probe compares keys before any point is looked at and entries of
-// other cells are skipped at once; collisions cost probes, never a wrong answer. The home slot
+// Open addressing with linear probing over 2^bits slots, at most three quarters full. Each slot
+// keeps its cell's coordinates, so a probe compares keys before any point is looked at and entries
+// of other cells are skipped at once; collisions cost probes, never a wrong answer. The home slot
 // is the top `bits` bits of nbi_cell_hash (cell.h), whose per-coordinate mixing keeps crafted
 // keys (multiples of a large power of two, lattices) from piling onto one probe run.
 //
@@ -108,8 +108,8 @@ NBI_INLINE int32_t nbi_ctab_find_in_row(const nbiCellTable *t, int64_t x, int64_
 }
 
 // The slot of (x, y, z), inserting it with `value` (>= 0) when absent (*inserted says which).
-// Never allocates: the caller keeps count + 1 <= nbi_ctab_most(bits) (nbi_ctab_grow, or a reset sized for
-// every insert to come); a full table is a broken invariant and returns -1.
+// Never allocates: the caller keeps count + 1 <= nbi_ctab_most(bits) (nbi_ctab_grow, or a reset
+// sized for every insert to come); a full table is a broken invariant and returns -1.
 int64_t nbi_ctab_insert(nbiCellTable *t, int64_t x, int64_t y, int64_t z, int32_t value,
                         bool *inserted);
 
@@ -145,8 +145,9 @@ NBI_INLINE void nbi_ctab_set(nbiCellTable *t, int64_t slot, int32_t value)
     ((nbiCellSlot *)t->buf.ptr)[slot].value = value;
 }
 
-// Makes room for `count` entries (at most half full: nbi_ctab_bits_for), rehashing into fresh storage when the
-// table must grow. All or nothing: false (out of memory, or too many entries) leaves it as it was.
+// Makes room for `count` entries (at most half full: nbi_ctab_bits_for), rehashing into fresh
+// storage when the table must grow. All or nothing: false (out of memory, or too many entries)
+// leaves it as it was.
 bool nbi_ctab_grow(nbiCellTable *t, const nbAllocator *a, size_t count);
 
 // Frees the storage; the table is empty and unsized afterwards.

@@ -992,9 +992,9 @@ static int32_t nbi_hashed_reset(nbGrid *g, int32_t bits)
 // aux, each cell's slot in cell_slot, its code in cell_code and its bit in the occupancy filter (so
 // that nbi_hashed_order need not read the slots back). Returns the number of cells, or -1 (and the
 // table, cell_of and cell_slot half written) as soon as the table holds as many cells as it may
-// (nbi_ctab_most) with points left. The table is far larger than the caches once N is, so each point's
-// slot is a miss: keys and home slots are computed NBI_HASH_AHEAD points ahead and prefetched, so
-// that the misses overlap instead of queueing.
+// (nbi_ctab_most) with points left. The table is far larger than the caches once N is, so each
+// point's slot is a miss: keys and home slots are computed NBI_HASH_AHEAD points ahead and
+// prefetched, so that the misses overlap instead of queueing.
 static int32_t nbi_hashed_count(nbGrid *g, const double *data, size_t step, int32_t n, int32_t bits)
 {
     nbiCellTable *table = &g->table;
