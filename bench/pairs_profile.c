@@ -8,10 +8,16 @@
 // pair and a point. `time`: the median of 15 counts and of 15 writes of all pairs, in ms (for
 // alternating runs of two builds). `build`: the minimum and median of 15 builds into a fresh grid
 // (create + build + destroy) and of 15 rebuilds of one grid, in ms; on a loaded machine the
-// minimum of alternating runs is the steadier figure. Not part of nearby.
+// minimum of alternating runs is the steadier figure. `cpu`: the minimum and median thread CPU
+// time of 21 fresh builds and of 21 fresh builds + all pairs written (the corpus' `pairs` cell),
+// in ms: the other jobs' load moves wall time far more than this thread's own time. `queries`:
+// radius and 8-nearest queries at every 10th point, for callgrind (run_queries). Not part of
+// nearby.
 #include "corpus.h"
 
 #include <nearby/grid.h>
+
+#include <math.h>
 
 #include "bench_common.h"
 
@@ -61,10 +67,62 @@ static void time_builds(const nbGridDesc *desc, const nbPoints *v, double r)
            (double)fmin / 1e6, (double)fmed / 1e6, (double)rmin / 1e6, (double)rmed / 1e6, RUNS);
 }
 
+// This thread's CPU time in nanoseconds.
+static int64_t cpu_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + (int64_t)ts.tv_nsec;
+}
+
+// The minimum and median thread CPU time of 21 fresh builds of v at radius r, and of 21 fresh
+// builds each followed by writing all `found` pairs.
+static void time_cpu(const nbGridDesc *desc, const nbPoints *v, double r, int64_t found)
+{
+    enum { RUNS = 21 };
+    int64_t tb[RUNS], tp[RUNS], bmin, bmed, pmin, pmed;
+    nbPair *out = malloc((size_t)(found > 0 ? found : 1) * sizeof *out);
+    if (out == NULL) return;
+    for (int i = 0; i < RUNS; i++) {
+        for (int with_pairs = 0; with_pairs <= 1; with_pairs++) {
+            nbGrid *g = NULL;
+            int64_t m = 0;
+            const int64_t t0 = cpu_now_ns();
+            if (nb_grid_create(desc, &g) == NB_OK && nb_grid_build(g, v, r) == NB_OK && with_pairs)
+                nb_grid_pairs(g, r, out, found, &m);
+            nb_grid_destroy(g);
+            (with_pairs ? tp : tb)[i] = cpu_now_ns() - t0;
+        }
+    }
+    free(out);
+    nbb_stats(tb, RUNS, &bmin, &bmed);
+    nbb_stats(tp, RUNS, &pmin, &pmed);
+    printf("cpu build %.3f ms (median %.3f) build+pairs %.3f ms (median %.3f), minima of %d\n",
+           (double)bmin / 1e6, (double)bmed / 1e6, (double)pmin / 1e6, (double)pmed / 1e6, RUNS);
+}
+
+// Radius queries (the set's radius) and 8-nearest searches centred on every 10th point, for
+// callgrind (--toggle-collect=nb_grid_query_radius or nb_grid_knn). Returns what they found.
+static int64_t run_queries(const nbGrid *g, const nbbCorpus *c)
+{
+    int32_t out[4096], found = 0;
+    nbNeighbor nb[8];
+    int64_t total = 0;
+    const nbFilter all = NB_FILTER_ALL;
+    for (int32_t i = 0; i < c->n; i += 10) {
+        const double *q = c->data + (size_t)i * (size_t)c->dim;
+        if (nb_grid_query_radius(g, q, c->radius, all, out, 4096, &found) == NB_OK) total += found;
+        if (nb_grid_knn(g, q, all, INFINITY, nb, 8, &found) == NB_OK) total += found;
+    }
+    return total;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: pairs_profile SET N [cell_over_r] [pairs | time | build]\n");
+        fprintf(
+            stderr,
+            "usage: pairs_profile SET N [cell_over_r] [pairs | time | build | cpu | queries]\n");
         return 2;
     }
     const int set = nbb_corpus_find(argv[1]);
@@ -73,6 +131,8 @@ int main(int argc, char **argv)
     const int write = argc > 4 && strcmp(argv[4], "pairs") == 0;
     const int timed = argc > 4 && strcmp(argv[4], "time") == 0;
     const int builds = argc > 4 && strcmp(argv[4], "build") == 0;
+    const int cpu = argc > 4 && strcmp(argv[4], "cpu") == 0;
+    const int queries = argc > 4 && strcmp(argv[4], "queries") == 0;
     nbbCorpus c;
     if (set < 0 || nbb_corpus_is_rects(set) || nbb_corpus_make(set, n, 0, &c) != 0) {
         fprintf(stderr, "pairs_profile: no point set %s at %s\n", argv[1], argv[2]);
@@ -99,6 +159,8 @@ int main(int argc, char **argv)
     }
     if (st == NB_OK && timed) time_pairs(g, c.radius, found);
     if (st == NB_OK && builds) time_builds(&desc, &v, c.radius);
+    if (st == NB_OK && cpu) time_cpu(&desc, &v, c.radius, found);
+    if (st == NB_OK && queries) printf("queries found %lld\n", (long long)run_queries(g, &c));
     nbGridInfo gi;
     nb_grid_info(g, &gi);
     printf("%s n=%d r=%.6g layout=%s cell=%.6g cells=%lld (%.3f a point) pairs=%lld status=%d\n",

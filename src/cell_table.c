@@ -4,11 +4,23 @@
 
 #include <string.h>
 
-int32_t nbi_ctab_bits_for(size_t count)
+// The fewest bits (at least NBI_CTAB_MIN_BITS) whose table holds count entries with
+// 2^bits * num / 4 of them at most; NBI_CTAB_MAX_BITS + 1 when none does.
+static int32_t nbi_ctab_bits_at(size_t count, size_t num)
 {
     int32_t bits = NBI_CTAB_MIN_BITS;
-    while (bits <= NBI_CTAB_MAX_BITS && ((size_t)1 << (bits - 1)) < count) bits++;
+    while (bits <= NBI_CTAB_MAX_BITS && (((size_t)1 << (bits - 2)) * num) < count) bits++;
     return bits;
+}
+
+int32_t nbi_ctab_bits_for(size_t count)
+{
+    return nbi_ctab_bits_at(count, 2);
+}
+
+int32_t nbi_ctab_bits_packed(size_t count)
+{
+    return nbi_ctab_bits_at(count, 3);
 }
 
 void nbi_ctab_reset(nbiCellTable *t, int32_t bits)
@@ -24,8 +36,8 @@ int64_t nbi_ctab_insert(nbiCellTable *t, int64_t x, int64_t y, int64_t z, int32_
                         bool *inserted)
 {
     *inserted = false;
-    if (t->bits == 0 || (size_t)t->count + 1 > ((size_t)1 << (t->bits - 1))) {
-        NB_ASSERT(!"cell table over half full");
+    if (t->bits == 0 || (size_t)t->count + 1 > nbi_ctab_most(t->bits)) {
+        NB_ASSERT(!"cell table over three quarters full");
         return -1;
     }
     const int64_t k[3] = {x, y, z};
@@ -70,7 +82,7 @@ bool nbi_ctab_validate(const nbiCellTable *t)
     if (t->bits == 0) return t->count == 0;
     if (t->bits < NBI_CTAB_MIN_BITS || t->bits > NBI_CTAB_MAX_BITS) return false;
     const size_t slots = (size_t)1 << t->bits, mask = slots - 1;
-    if (slots > t->buf.cap || (size_t)t->count > slots / 2) return false;
+    if (slots > t->buf.cap || (size_t)t->count > nbi_ctab_most(t->bits)) return false;
     const nbiCellSlot *s = nbi_ctab_slots(t);
     size_t used = 0;
     for (size_t h = 0; h < slots; h++) {

@@ -3,9 +3,9 @@
 // for every structure that numbers only its occupied cells (the grid's hashed layout, the
 // spatial hash). Never installed.
 //
-// Open addressing with linear probing over 2^bits slots, at most half full. Each slot keeps its
-// cell's coordinates, so a probe compares keys before any point is looked at and entries of
-// other cells are skipped at once; collisions cost probes, never a wrong answer. The home slot
+// Open addressing with linear probing over 2^bits slots, at most three quarters full. Each slot
+// keeps its cell's coordinates, so a probe compares keys before any point is looked at and entries
+// of other cells are skipped at once; collisions cost probes, never a wrong answer. The home slot
 // is the top `bits` bits of nbi_cell_hash (cell.h), whose per-coordinate mixing keeps crafted
 // keys (multiples of a large power of two, lattices) from piling onto one probe run.
 //
@@ -15,9 +15,16 @@
 // Storage is an nbiBuf, so a structure can prepare it together with its other arrays and commit
 // all or nothing (the grid does); nbi_ctab_grow does the same on its own (the spatial hash).
 //
+// How full: a table that takes its entries one at a time and keeps them (the spatial hash) is
+// sized at most half full (nbi_ctab_bits_for), so that growing is rare and probes stay short; a
+// table filled whole, then only read until the next fill (the grid's hashed build) is sized at
+// most three quarters full (nbi_ctab_bits_packed): half the slots to clear and fault in at 1-2
+// probes a hit, where its readers ask it only for cells that are there (the grid's occupancy
+// filter answers most misses first).
+//
 // Invariants (nbi_ctab_validate): 4 <= bits <= 32 when storage exists, 2^bits <= capacity,
-// count == occupied slots <= 2^(bits-1), every entry reachable from its home slot without
-// crossing an empty slot, no key twice.
+// count == occupied slots <= nbi_ctab_most(bits), every entry reachable from its home slot
+// without crossing an empty slot, no key twice.
 #ifndef NEARBY_CELL_TABLE_H
 #define NEARBY_CELL_TABLE_H
 
@@ -40,9 +47,18 @@ typedef struct nbiCellTable {
 
 enum { NBI_CTAB_MIN_BITS = 4, NBI_CTAB_MAX_BITS = 32 }; // 2^31 cells at most half full
 
+// The most entries a table of 2^bits slots may hold: three quarters of its slots.
+NBI_INLINE size_t nbi_ctab_most(int32_t bits)
+{
+    return ((size_t)1 << bits) - ((size_t)1 << (bits - 2));
+}
+
 // Bits of a table that holds `count` entries at most half full (at least 16 slots). Returns
 // NBI_CTAB_MAX_BITS + 1 when no table can: the caller refuses with NB_ERR_OUT_OF_RANGE.
 int32_t nbi_ctab_bits_for(size_t count);
+
+// nbi_ctab_bits_for at most three quarters full, for a table filled whole (see above).
+int32_t nbi_ctab_bits_packed(size_t count);
 
 // Empties the table and uses 2^bits slots of its storage (which must hold them). O(2^bits).
 void nbi_ctab_reset(nbiCellTable *t, int32_t bits);
@@ -92,8 +108,8 @@ NBI_INLINE int32_t nbi_ctab_find_in_row(const nbiCellTable *t, int64_t x, int64_
 }
 
 // The slot of (x, y, z), inserting it with `value` (>= 0) when absent (*inserted says which).
-// Never allocates: the caller keeps count + 1 <= 2^(bits-1) (nbi_ctab_grow, or a reset sized for
-// every insert to come); a full table is a broken invariant and returns -1.
+// Never allocates: the caller keeps count + 1 <= nbi_ctab_most(bits) (nbi_ctab_grow, or a reset
+// sized for every insert to come); a full table is a broken invariant and returns -1.
 int64_t nbi_ctab_insert(nbiCellTable *t, int64_t x, int64_t y, int64_t z, int32_t value,
                         bool *inserted);
 
@@ -129,8 +145,9 @@ NBI_INLINE void nbi_ctab_set(nbiCellTable *t, int64_t slot, int32_t value)
     ((nbiCellSlot *)t->buf.ptr)[slot].value = value;
 }
 
-// Makes room for `count` entries (at most half full), rehashing into fresh storage when the
-// table must grow. All or nothing: false (out of memory, or too many entries) leaves it as it was.
+// Makes room for `count` entries (at most half full: nbi_ctab_bits_for), rehashing into fresh
+// storage when the table must grow. All or nothing: false (out of memory, or too many entries)
+// leaves it as it was.
 bool nbi_ctab_grow(nbiCellTable *t, const nbAllocator *a, size_t count);
 
 // Frees the storage; the table is empty and unsized afterwards.

@@ -992,9 +992,9 @@ static int32_t nbi_hashed_reset(nbGrid *g, int32_t bits)
 // aux, each cell's slot in cell_slot, its code in cell_code and its bit in the occupancy filter (so
 // that nbi_hashed_order need not read the slots back). Returns the number of cells, or -1 (and the
 // table, cell_of and cell_slot half written) as soon as the table holds as many cells as it may
-// (half full) with points left. The table is far larger than the caches once N is, so each point's
-// slot is a miss: keys and home slots are computed NBI_HASH_AHEAD points ahead and prefetched, so
-// that the misses overlap instead of queueing.
+// (nbi_ctab_most) with points left. The table is far larger than the caches once N is, so each
+// point's slot is a miss: keys and home slots are computed NBI_HASH_AHEAD points ahead and
+// prefetched, so that the misses overlap instead of queueing.
 static int32_t nbi_hashed_count(nbGrid *g, const double *data, size_t step, int32_t n, int32_t bits)
 {
     nbiCellTable *table = &g->table;
@@ -1007,7 +1007,7 @@ static int32_t nbi_hashed_count(nbGrid *g, const double *data, size_t step, int3
     const int32_t seen_bits = nbi_hashed_reset(g, bits);
     uint64_t *seen = (uint64_t *)g->cell_seen.ptr;
     const int32_t most =
-        (int32_t)(((size_t)1 << (bits - 1)) < INT32_MAX ? (size_t)1 << (bits - 1) : INT32_MAX);
+        (int32_t)(nbi_ctab_most(bits) < INT32_MAX ? nbi_ctab_most(bits) : INT32_MAX);
     int32_t ncells = 0;
     int64_t ahead[NBI_HASH_AHEAD][3];
     uint64_t hash[NBI_HASH_AHEAD];
@@ -1246,7 +1246,7 @@ static nbStatus nbi_grid_plan(const nbGrid *grid, const nbPoints *points, double
     // ranked layout allocates; the table in use is still sized for this build, so clearing it
     // costs O(N), not O(capacity). Filter bits likewise, once a build has had them.
     const uint64_t room = nbi_buf_grown_cap(&grid->idx, (size_t)n);
-    const int32_t room_bits = nbi_ctab_bits_for(room < INT32_MAX ? (size_t)room : INT32_MAX);
+    const int32_t room_bits = nbi_ctab_bits_packed(room < INT32_MAX ? (size_t)room : INT32_MAX);
     const bool keep_hashed = plan->hashed || grid->table.buf.cap > 0;
     const bool keep_ranked = plan->ranked || grid->occ.cap > 0;
     const bool keep_sparse = keep_hashed || keep_ranked;
@@ -1571,7 +1571,7 @@ static int32_t nbi_hashed_sorted(nbGrid *g, const nbiBuildIn *in)
     nbi_grid_gather(g, in, 0, n);
     // The table, a cell at a time, with its occupancy filter.
     const double *pts = (const double *)g->pts.ptr;
-    const int32_t bits = nbi_ctab_bits_for((size_t)ncells);
+    const int32_t bits = nbi_ctab_bits_packed((size_t)ncells);
     nbiCellTable *table = &g->table;
     uint32_t *cell_slot = (uint32_t *)g->cell_slot.ptr;
     const int32_t seen_bits = nbi_hashed_reset(g, bits);
@@ -1633,12 +1633,12 @@ static int32_t nbi_grid_count_serial(nbGrid *grid, const nbiGridPlan *plan)
                       cell_of, start, 0);
         return ncells;
     }
-    // A table twice the last hashed build's cells and a quarter (if smaller than one for n
+    // A table for the last hashed build's cells and a quarter more (if smaller than one for n
     // cells) is cleared in a fraction of the time; a build that finds more cells than it holds
     // counts again in the full one.
-    const int32_t full = nbi_ctab_bits_for((size_t)n);
+    const int32_t full = nbi_ctab_bits_packed((size_t)n);
     const int32_t last = grid->hashed_cells;
-    int32_t bits = last > 0 ? nbi_ctab_bits_for((size_t)last + (size_t)last / 4 + 16) : full;
+    int32_t bits = last > 0 ? nbi_ctab_bits_packed((size_t)last + (size_t)last / 4 + 16) : full;
     bits = bits < full ? bits : full;
     int32_t ncells = nbi_hashed_count(grid, in->data, in->step, n, bits);
     if (ncells < 0) ncells = nbi_hashed_count(grid, in->data, in->step, n, full);

@@ -18,8 +18,9 @@
 #define NBI_HAS_ATOMICS 0
 #endif
 
-// The hashed layout's occupancy filter: 2^NBI_SEEN_PER_SLOT_LOG2 bits a table slot.
-enum { NBI_SEEN_PER_SLOT_LOG2 = 2 };
+// The hashed layout's occupancy filter: 2^NBI_SEEN_PER_SLOT_LOG2 bits a table slot (its table
+// at most three quarters full: 10-20 bits a cell).
+enum { NBI_SEEN_PER_SLOT_LOG2 = 3 };
 
 // Most chunks a parallel call cuts its work into (grid_parallel.c).
 enum { NBI_MAX_CHUNKS = 64 };

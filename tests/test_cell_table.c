@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The cell table (src/cell_table.c): find, insert and grow against a plain array model, with
 // crafted keys that share a home slot (long probe runs), wrap-around at the table's end, growth
-// under a failing allocator.
+// under a failing allocator, and a table filled to the most it may hold.
 #include "cell_table.h"
 #include "nb_test.h"
 
@@ -167,6 +167,52 @@ static int test_grow_failure(void)
     return 0;
 }
 
+// A table filled whole is sized at most three quarters full (nbi_ctab_bits_packed), one that
+// grows at most half full (nbi_ctab_bits_for). Filled to the most it may hold with keys of one
+// home slot (one run that wraps past the last slot), every key is found and an absent key's probe
+// stops at the one gap left; one key more is an invalid table.
+static int test_packed_fill(void)
+{
+    NB_CHECK(nbi_ctab_bits_packed(0) == NBI_CTAB_MIN_BITS && nbi_ctab_bits_packed(12) == 4);
+    NB_CHECK(nbi_ctab_bits_packed(13) == 5 && nbi_ctab_bits_packed(24) == 5);
+    NB_CHECK(nbi_ctab_bits_packed(25) == 6 && nbi_ctab_bits_packed(3 << 20) == 22);
+    NB_CHECK(nbi_ctab_bits_packed((3 << 20) + 1) == 23);
+    NB_CHECK(nbi_ctab_bits_for(8) == 4 && nbi_ctab_bits_for(9) == 5 && nbi_ctab_bits_for(16) == 5);
+    NB_CHECK(nbi_ctab_bits_packed((size_t)1 << 40) > NBI_CTAB_MAX_BITS);
+    NB_CHECK(nbi_ctab_bits_packed(INT32_MAX) <= NBI_CTAB_MAX_BITS);
+    for (int32_t bits = NBI_CTAB_MIN_BITS; bits <= 6; bits++) {
+        const size_t slots = (size_t)1 << bits, most = nbi_ctab_most(bits);
+        NB_CHECK(most == slots - slots / 4 && nbi_ctab_bits_packed(most) == bits);
+        nbAllocator a;
+        NB_CHECK(nbi_allocator(NULL, &a));
+        nbiCellTable t = {{NULL, 0}, 0, 0};
+        NB_CHECK(nbi_ctab_grow(&t, &a, slots / 2)); // storage for 2^bits slots
+        NB_CHECK(t.bits == bits);
+        static int64_t keys[49][3];
+        colliding_keys(bits, slots - 3, keys, (int32_t)most + 1);
+        nbi_ctab_reset(&t, bits);
+        static Model m;
+        m.n = 0;
+        for (int32_t i = 0; i < (int32_t)most; i++) {
+            bool ins = false;
+            const int64_t s = nbi_ctab_insert(&t, keys[i][0], keys[i][1], keys[i][2], i, &ins);
+            NB_CHECK(ins && (size_t)s == ((slots - 3 + (size_t)i) & (slots - 1)));
+            memcpy(m.key[m.n], keys[i], sizeof keys[i]);
+            m.value[m.n++] = i;
+        }
+        if (check_model(&t, &m)) return 1;
+        NB_CHECK(nbi_ctab_find(&t, keys[most][0], keys[most][1], keys[most][2]) == -1);
+        // one more entry, written past the insert's check: no longer a valid table
+        nbiCellSlot *slot = (nbiCellSlot *)t.buf.ptr + ((slots - 3 + most) & (slots - 1));
+        memcpy(slot->key, keys[most], sizeof keys[most]);
+        slot->value = (int32_t)most;
+        t.count++;
+        NB_CHECK(!nbi_ctab_validate(&t));
+        nbi_ctab_free(&t, &a);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const nbtCase cases[] = {
@@ -174,6 +220,7 @@ int main(int argc, char **argv)
         {"colliding_keys", test_colliding_keys},
         {"random_against_model", test_random_against_model},
         {"grow_failure", test_grow_failure},
+        {"packed_fill", test_packed_fill},
     };
     return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
 }

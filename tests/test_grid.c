@@ -1654,6 +1654,78 @@ static int test_hashed_table_follows_cells(void)
     return 0;
 }
 
+// A hashed build sizes its cell table for the cells it finds, at most three quarters full
+// (cell_table.h). Cell counts on both sides of each size's limit (12 and 13 cells: 16 or 32
+// slots), four points a cell (two of them the same point), one grid rebuilt up and down through
+// them, in both builds (by sort: a box whose codes are exact; by count: a box far wider, far from
+// the origin), each build checked against a fresh grid, the oracle and validate. Then a rebuild
+// with more points whose growth fails leaves the grid as it was.
+static int test_hashed_table_limits(void)
+{
+    static const int32_t counts[] = {12,  13,  24,  25,  48, 49,  96, 97,
+                                     192, 193, 384, 385, 25, 384, 13};
+    enum { MOST = 385, PER = 4 };
+    for (int dim = 2; dim <= 3; dim++)
+        for (int wide = 0; wide <= 1; wide++) {
+            nbtAlloc counter = {0};
+            nbAllocator al = nbt_allocator(&counter);
+            // cells of 2 (exact edges at the even coordinates, even at 1e12), radius 1
+            nbGridDesc d = {.dim = dim, .allocator = &al, .cell_size = 2.0};
+            nbGrid *g = NULL;
+            NB_CHECK_OK(nb_grid_create(&d, &g));
+            nboSet s = nbo_set_new(4 * MOST * PER, dim);
+            const double base = wide ? -1e12 : 0.0, far = wide ? 1e8 : 1e3;
+            for (size_t b = 0; b < sizeof counts / sizeof counts[0]; b++) {
+                const int32_t cells = counts[b], n = cells * PER;
+                for (int32_t c = 0; c < cells; c++) {
+                    // cells 0 and 1 at the box's corners, the others on a lattice between them
+                    double at[3] = {0, 0, 0};
+                    for (int a = 0; a < dim; a++)
+                        at[a] = c == 0   ? 0.0
+                                : c == 1 ? far
+                                         : 24.0 + 50.0 * (double)(a == 0 ? c % 20 : c / 20);
+                    for (int32_t k = 0; k < PER; k++)
+                        for (int a = 0; a < dim; a++)
+                            s.p[(c * PER + k) * dim + a] = k == 1
+                                                               ? s.p[c * PER * dim + a]
+                                                               : base + at[a] + nbt_range(0.1, 0.6);
+                }
+                const nbPoints pts = {.data = s.p, .count = n, .dim = dim};
+                NB_CHECK_OK(nb_grid_build(g, &pts, 1.0));
+                NB_CHECK_OK(nb_grid_validate(g));
+                nbGridInfo info;
+                NB_CHECK_OK(nb_grid_info(g, &info));
+                NB_CHECK(info.hashed && info.cells == cells);
+                nbGrid *f = NULL;
+                NB_CHECK_OK(nb_grid_create(&d, &f));
+                NB_CHECK_OK(nb_grid_build(f, &pts, 1.0));
+                gridShot now = grid_shot(g, 1.0), want = grid_shot(f, 1.0);
+                NB_CHECK(same_shot(&now, &want));
+                nboSet first = s; // the oracle over the first n points
+                first.n = n;
+                NB_CHECK(check_pairs(g, &first, 1.0) == 0);
+                free_shot(&now);
+                free_shot(&want);
+                nb_grid_destroy(f);
+            }
+            gridShot before = grid_shot(g, 1.0);
+            for (int32_t i = 0; i < 4 * MOST * PER * dim; i++) s.p[i] = base + nbt_range(0.0, far);
+            const nbPoints more = {.data = s.p, .count = 4 * MOST * PER, .dim = dim};
+            counter.fail_at = counter.allocs + 1;
+            NB_CHECK_STATUS(nb_grid_build(g, &more, 1.0), NB_ERR_OUT_OF_MEMORY);
+            NB_CHECK(nbt_alloc_failed(&counter));
+            NB_CHECK_OK(nb_grid_validate(g));
+            gridShot after = grid_shot(g, 1.0);
+            NB_CHECK(same_shot(&before, &after));
+            free_shot(&before);
+            free_shot(&after);
+            nb_grid_destroy(g);
+            NB_CHECK(counter.live_bytes == 0);
+            nbo_set_free(&s);
+        }
+    return 0;
+}
+
 // A rebuild that fails leaves the grid as it was: a NaN or infinity at any position (found by
 // the rebuild's own pass), coordinates whose cells the cell math cannot number (the rebuild
 // misses, then the fresh build refuses them), and a fresh build that cannot grow.
@@ -1718,6 +1790,7 @@ int main(int argc, char **argv)
 {
     static const nbtCase cases[] = {
         {"uniform", test_uniform},
+        {"hashed_table_limits", test_hashed_table_limits},
         {"clustered", test_clustered},
         {"lattice_exact_distances", test_lattice_exact_distances},
         {"rounding_at_cell_edges", test_rounding_at_cell_edges},
