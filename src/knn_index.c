@@ -250,46 +250,29 @@ static void nbi_ix_node_box(const nbiKnnIndex *ix, const nbiKnnNode *node, int32
 // each half again, down to leaves (a k-d tree's median splits, over exactly the ranges
 // nbi_ix_tree makes). Answers do not depend on it: ties are broken by index, not position.
 
-// Swaps positions i and j of the index's points (coordinates, indices, filter bits).
-NBI_INLINE void nbi_ix_swap(nbiKnnIndex *ix, int32_t i, int32_t j)
-{
-    double *pts = (double *)ix->pts.ptr;
-    for (int a = 0; a < ix->dim; a++) {
-        double *x = pts + (size_t)a * (size_t)ix->n;
-        const double t = x[i];
-        x[i] = x[j];
-        x[j] = t;
-    }
-    int32_t *idx = (int32_t *)ix->idx.ptr;
-    const int32_t t = idx[i];
-    idx[i] = idx[j];
-    idx[j] = t;
-    if (ix->filtered) {
-        uint32_t *bits = (uint32_t *)ix->bits.ptr; // category, mask
-        for (int h = 0; h < 2; h++) {
-            const uint32_t b = bits[2 * (size_t)i + h];
-            bits[2 * (size_t)i + h] = bits[2 * (size_t)j + h];
-            bits[2 * (size_t)j + h] = b;
-        }
-    }
-}
+// The partitions work on the run's positions (perm), reading each point's coordinate through
+// them, and the points are moved once at the end: a swap of positions is one 8-byte swap, where
+// moving the points would move every coordinate, the index and the filter bits.
 
-// Reorders positions [a, b) so that no coordinate on `axis` in [a, m) is above one in [m, b):
-// a quickselect (Hoare's partition around the median of three).
-static void nbi_ix_select(nbiKnnIndex *ix, int axis, int32_t a, int32_t b, int32_t m)
+// Reorders perm[a, b) so that no point of perm[a, m) has a coordinate on axis x above one of
+// perm[m, b): a quickselect (Hoare's partition around the median of three).
+static void nbi_ix_select(const double *x, uint64_t *perm, int32_t a, int32_t b, int32_t m)
 {
-    const double *x = (const double *)ix->pts.ptr + (size_t)axis * (size_t)ix->n;
     int32_t lo = a, hi = b - 1;
     while (lo < hi) {
-        const double u = x[lo], v = x[lo + (hi - lo) / 2], w = x[hi];
+        const double u = x[perm[lo]], v = x[perm[lo + (hi - lo) / 2]], w = x[perm[hi]];
         const double p = u < v ? (v < w ? v : u < w ? w : u) : (u < w ? u : v < w ? w : v);
         int32_t i = lo, j = hi;
         while (i <= j) { // a value equal to p on each side stops both scans
-            while (x[i] < p) i++;
-            while (x[j] > p) j--;
-            if (i <= j) nbi_ix_swap(ix, i++, j--);
+            while (x[perm[i]] < p) i++;
+            while (x[perm[j]] > p) j--;
+            if (i <= j) {
+                const uint64_t t = perm[i];
+                perm[i++] = perm[j];
+                perm[j--] = t;
+            }
         }
-        // [lo, j] <= p, [i, hi] >= p, anything between them == p
+        // perm[lo, j] <= p, perm[i, hi] >= p, anything between them == p
         if (m <= j)
             hi = j;
         else if (m >= i)
@@ -299,43 +282,91 @@ static void nbi_ix_select(nbiKnnIndex *ix, int axis, int32_t a, int32_t b, int32
     }
 }
 
-// Orders each run of equal codes longer than a leaf as the comment above says.
-static void nbi_ix_order_runs(nbiKnnIndex *ix, const uint64_t *code)
+// Orders the run [r0, r1) (all of one code) as the comment above says. perm: room for r1 - r0
+// positions; the run's own codes serve as the scratch the moves need, and are restored.
+static void nbi_ix_order_run(nbiKnnIndex *ix, uint64_t *code, uint64_t *perm, int32_t r0,
+                             int32_t r1)
 {
-    const int32_t n = ix->n, dim = ix->dim;
-    const double *pts = (const double *)ix->pts.ptr;
+    const int32_t n = ix->n, dim = ix->dim, m = r1 - r0;
+    double *pts = (double *)ix->pts.ptr;
+    for (int32_t i = 0; i < m; i++) perm[i] = (uint64_t)(r0 + i);
+    // Each pending range with the bounds of its points (the run's box, cut at the medians
+    // above it: a bound, not the exact box, but enough to choose the widest axis).
     int32_t st[2 * 64]; // one pending range a level: a run halves to a leaf in under 31
+    double sb[6 * 64];
+    int sp = 0;
+    for (int d = 0; d < dim; d++) {
+        const double *x = pts + (size_t)d * (size_t)n;
+        double lo = x[r0], hi = lo;
+        for (int32_t p = r0 + 1; p < r1; p++) {
+            lo = x[p] < lo ? x[p] : lo;
+            hi = x[p] > hi ? x[p] : hi;
+        }
+        sb[d] = lo;
+        sb[3 + d] = hi;
+    }
+    st[0] = 0;
+    st[1] = m;
+    sp = 1;
+    while (sp > 0) {
+        sp--;
+        const int32_t a = st[2 * sp], b = st[2 * sp + 1];
+        double box[6];
+        memcpy(box, sb + 6 * sp, sizeof box);
+        if (b - a <= NBI_KNN_LEAF_PTS) continue;
+        int axis = 0;
+        double widest = 0.0;
+        for (int d = 0; d < dim; d++)
+            if (box[3 + d] - box[d] > widest) {
+                widest = box[3 + d] - box[d];
+                axis = d;
+            }
+        if (!(widest > 0.0)) continue;       // one place: any order
+        const int32_t mid = a + (b - a) / 2; // as nbi_ix_split halves equal codes
+        const double *x = pts + (size_t)axis * (size_t)n;
+        nbi_ix_select(x, perm, a, b, mid);
+        const double cut = x[perm[mid]]; // the least of the upper half
+        st[2 * sp] = mid;
+        st[2 * sp + 1] = b;
+        memcpy(sb + 6 * sp, box, sizeof box);
+        sb[6 * sp + axis] = cut;
+        st[2 * sp + 2] = a;
+        st[2 * sp + 3] = mid;
+        memcpy(sb + 6 * (sp + 1), box, sizeof box);
+        sb[6 * (sp + 1) + 3 + axis] = cut;
+        sp += 2;
+    }
+    // The moves, one array at a time through the scratch.
+    const uint64_t c = code[r0];
+    uint64_t *tmp = code + r0;
+    for (int d = 0; d < dim; d++) {
+        double *x = pts + (size_t)d * (size_t)n;
+        for (int32_t i = 0; i < m; i++) memcpy(&tmp[i], &x[perm[i]], sizeof(double));
+        for (int32_t i = 0; i < m; i++) memcpy(&x[r0 + i], &tmp[i], sizeof(double));
+    }
+    int32_t *idx = (int32_t *)ix->idx.ptr;
+    for (int32_t i = 0; i < m; i++) tmp[i] = (uint64_t)(uint32_t)idx[perm[i]];
+    for (int32_t i = 0; i < m; i++) idx[r0 + i] = (int32_t)(uint32_t)tmp[i];
+    if (ix->filtered) {
+        uint32_t *bits = (uint32_t *)ix->bits.ptr; // category, mask
+        for (int32_t i = 0; i < m; i++)
+            tmp[i] = (uint64_t)bits[2 * perm[i]] << 32 | bits[2 * perm[i] + 1];
+        for (int32_t i = 0; i < m; i++) {
+            bits[2 * (size_t)(r0 + i)] = (uint32_t)(tmp[i] >> 32);
+            bits[2 * (size_t)(r0 + i) + 1] = (uint32_t)tmp[i];
+        }
+    }
+    for (int32_t i = 0; i < m; i++) code[r0 + i] = c;
+}
+
+// Orders each run of equal codes longer than a leaf (code: the n sorted codes, then n entries of
+// scratch).
+static void nbi_ix_order_runs(nbiKnnIndex *ix, uint64_t *code)
+{
+    const int32_t n = ix->n;
     for (int32_t r0 = 0, r1; r0 < n; r0 = r1) {
         for (r1 = r0 + 1; r1 < n && code[r1] == code[r0];) r1++;
-        if (r1 - r0 <= NBI_KNN_LEAF_PTS) continue;
-        int sp = 0;
-        st[sp++] = r0;
-        st[sp++] = r1;
-        while (sp > 0) {
-            const int32_t b = st[--sp], a = st[--sp];
-            if (b - a <= NBI_KNN_LEAF_PTS) continue;
-            int axis = 0;
-            double widest = 0.0;
-            for (int d = 0; d < dim; d++) {
-                const double *x = pts + (size_t)d * (size_t)n;
-                double lo = x[a], hi = x[a];
-                for (int32_t p = a + 1; p < b; p++) {
-                    lo = x[p] < lo ? x[p] : lo;
-                    hi = x[p] > hi ? x[p] : hi;
-                }
-                if (hi - lo > widest) {
-                    widest = hi - lo;
-                    axis = d;
-                }
-            }
-            if (!(widest > 0.0)) continue;     // one place: any order
-            const int32_t m = a + (b - a) / 2; // as nbi_ix_split halves equal codes
-            nbi_ix_select(ix, axis, a, b, m);
-            st[sp++] = a;
-            st[sp++] = m;
-            st[sp++] = m;
-            st[sp++] = b;
-        }
+        if (r1 - r0 > NBI_KNN_LEAF_PTS) nbi_ix_order_run(ix, code, code + n, r0, r1);
     }
 }
 
