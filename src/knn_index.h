@@ -80,15 +80,18 @@ enum {
 bool nbi_knn_index_wanted(const nbiView *v);
 extern int nbi_knn_index_use;
 // The queries the walk answers on evenly filled 2D cells (or crowded by duplicates) before the
-// index is built: a quarter of the points, counting only queries in or beside the cell of the
+// index is built: a sixteenth of the points, counting only queries in or beside the cell of the
 // query before them: a batch answered in cell order (as the Python package and the CLI order
 // theirs), where the index's tree and leaves stay in cache from one query to the next. Queries
 // in random order keep the walk: there the index took more time a query than the rings (1.25x
 // on 200k uniform points, cells of the radius for 10 neighbours), fewer instructions but more
-// cache misses. (The build costs about 400 instructions a point; at k =
-// 8 a query through the index saves about 1600 against the ring walk on cells of the spacing times
-// sqrt(k).)
-#define NBI_KNN_AFTER(n) ((n) / 4)
+// cache misses. (The build costs about 300 instructions a point; at k = 8 a query through the
+// index saves about 1500 against the ring walk on cells of the spacing times sqrt(k), so the
+// build pays for itself after about n / 5 more queries. A kNN of every point in cell order, the
+// batch this serves, ran 7% fewer instructions in all at n / 16 than at n / 4, on 100k uniform,
+// offset, screen and duplicate 2D points; a batch of n / 16 to n / 4 queries pays for the
+// build without recovering it.)
+#define NBI_KNN_AFTER(n) ((n) / 16)
 typedef struct nbiKnnLazy {
 #if NBI_KNN_INDEX
     atomic_int state;

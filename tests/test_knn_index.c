@@ -251,9 +251,9 @@ static int test_filters_limits_ties(void)
 
 // The rule on a batch (NBI_KNN_AFTER): 2D cells evenly filled, or crowded by duplicates, are
 // walked for queries in random order (however many); for a batch in cell order (each query in
-// or beside the last one's cell) the walk counts, and after a quarter of the points' queries the
-// index is built and answers the rest. Every answer exact: duplicates tie by index, k up to and
-// past n; a rebuild starts the count anew.
+// or beside the last one's cell) the walk counts, and after NBI_KNN_AFTER(n) queries (a
+// sixteenth of the points) the index is built and answers the rest. Every answer exact: duplicates
+// tie by index, k up to and past n; a rebuild starts the count anew.
 static int test_batch_builds_the_index(void)
 {
     nbi_knn_index_use = 0;
@@ -300,9 +300,10 @@ static int test_batch_builds_the_index(void)
                 NB_CHECK(state == NBI_KNN_COUNTING || state == NBI_KNN_READY);
                 if (state == NBI_KNN_READY && built < 0) {
                     built = j;
-                    // after a quarter of the points' queries, less the few random ones that
-                    // touched the cell before them (a row's first is not counted)
-                    NB_CHECK(queries > n / 4 - n / 16 && queries <= n / 4 + 40);
+                    // after NBI_KNN_AFTER(n) queries, less the few random ones that touched
+                    // the cell before them (a row's first is not counted)
+                    NB_CHECK(queries > NBI_KNN_AFTER(n) - n / 32 &&
+                             queries <= NBI_KNN_AFTER(n) + 40);
                 }
 #else
                 built = 0;

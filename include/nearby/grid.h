@@ -196,7 +196,7 @@ NB_API nbStatus nb_grid_visit_box(const nbGrid *grid, const nbBox *box, nbFilter
 /// Elsewhere (k = 1, periodic grids) it searches outward ring by ring (or, on the hashed layout,
 /// by aligned blocks of cells), stopping once what is left lies beyond the k-th best or
 /// max_distance. On evenly filled 2D cells, and 2D cells crowded by duplicates, the rings answer
-/// the first N / 4 queries with k >= 2 after a build, and the query after them builds the tree
+/// the first N / 16 queries with k >= 2 after a build, and the query after them builds the tree
 /// for the rest: a few queries do not pay for it, a batch (the k nearest of every point) does.
 /// The answers are the same either way.
 NB_API nbStatus nb_grid_knn(const nbGrid *grid, const double *point, nbFilter filter,
