@@ -41,31 +41,47 @@ NBI_INLINE void nbi_norm_offer(nbiNormQuery *x, int32_t id, double raw)
 {
     if (!(raw <= x->bound)) return; // NaN (a hash's slack) included
     const nbNeighbor cand = {id, raw};
-    nbi_heap_offer(&x->heap, cand);
-    x->bound = nbi_heap_bound(&x->heap, x->lim);
+    nbi_best_offer(&x->heap, cand);
+    x->bound = nbi_best_bound(&x->heap, x->lim);
 }
 
 // ---- through the kNN index ----
 
 #if NBI_KNN_INDEX
-// The raw gap from the query to side `side` of an inner node's child boxes (cb: the node's slot
-// of the index's boxes, axis a holding lo left, lo right, hi left, hi right).
-NBI_INLINE double nbi_norm_gap(const nbiNormQuery *x, const double *cb, int side)
+// The tree's parts compiled once per norm kind, so that p = 1 and p = inf take no pow and no
+// test of p per term (a query of 8 nearest in the Chebyshev norm cost 14k instructions on a
+// heavy-tailed 3D set through the generic parts, 1.8x a Euclidean one).
+enum { NBI_NORM_1, NBI_NORM_INF, NBI_NORM_P };
+
+NBI_INLINE double nbi_norm_term_k(double d, double p, int kind)
 {
-    double s = 0.0;
-    for (int a = 0; a < x->dim; a++) {
-        const double below = cb[4 * a + side] - x->q[a];
-        const double above = x->q[a] - cb[4 * a + 2 + side];
-        double gap = below > above ? below : above;
-        gap = gap > 0.0 ? gap : 0.0;
-        s = nbi_norm_sum(s, nbi_norm_term(gap, x->p), x->p);
-    }
-    return s;
+    return kind == NBI_NORM_P ? pow(d, p) : d;
 }
 
-static void nbi_norm_leaf(void *search, int32_t p0, int32_t p1)
+NBI_INLINE double nbi_norm_sum_k(double s, double t, int kind)
 {
-    nbiNormQuery *x = (nbiNormQuery *)search;
+    return kind == NBI_NORM_INF ? (t > s ? t : s) : s + t;
+}
+
+// The raw gaps from the query to an inner node's two child boxes (cb: the node's slot of the
+// index's boxes, axis a holding lo left, lo right, hi left, hi right).
+NBI_INLINE void nbi_norm_gaps_k(const nbiNormQuery *x, const double *cb, double g[2], int kind)
+{
+    for (int side = 0; side < 2; side++) {
+        double s = 0.0;
+        for (int a = 0; a < x->dim; a++) {
+            const double below = cb[4 * a + side] - x->q[a];
+            const double above = x->q[a] - cb[4 * a + 2 + side];
+            double gap = below > above ? below : above;
+            gap = gap > 0.0 ? gap : 0.0;
+            s = nbi_norm_sum_k(s, nbi_norm_term_k(gap, x->p, kind), kind);
+        }
+        g[side] = s;
+    }
+}
+
+NBI_INLINE void nbi_norm_leaf_k(nbiNormQuery *x, int32_t p0, int32_t p1, int kind)
+{
     const nbiKnnIndex *ix = x->ix;
     const double *pts = (const double *)ix->pts.ptr;
     const int32_t *idx = (const int32_t *)ix->idx.ptr;
@@ -73,8 +89,8 @@ static void nbi_norm_leaf(void *search, int32_t p0, int32_t p1)
     for (int32_t p = p0; p < p1; p++) {
         double s = 0.0;
         for (int a = 0; a < x->dim; a++)
-            s = nbi_norm_sum(s, nbi_norm_term(fabs(x->q[a] - pts[(size_t)a * ix->n + p]), x->p),
-                             x->p);
+            s = nbi_norm_sum_k(
+                s, nbi_norm_term_k(fabs(x->q[a] - pts[(size_t)a * ix->n + p]), x->p, kind), kind);
         if (!(s <= x->bound)) continue;
         if (ix->filtered && !nbi_filter_match(x->f.category, x->f.mask, bits[2 * (size_t)p],
                                               bits[2 * (size_t)p + 1]))
@@ -83,12 +99,29 @@ static void nbi_norm_leaf(void *search, int32_t p0, int32_t p1)
     }
 }
 
-// The gaps to an inner node's two children (nbi_ix_walk's gaps).
-static void nbi_norm_gaps(void *search, const double *cb, double g[2])
+static void nbi_norm_leaf_1(void *search, int32_t p0, int32_t p1)
 {
-    const nbiNormQuery *x = (const nbiNormQuery *)search;
-    g[0] = nbi_norm_gap(x, cb, 0);
-    g[1] = nbi_norm_gap(x, cb, 1);
+    nbi_norm_leaf_k((nbiNormQuery *)search, p0, p1, NBI_NORM_1);
+}
+static void nbi_norm_leaf_inf(void *search, int32_t p0, int32_t p1)
+{
+    nbi_norm_leaf_k((nbiNormQuery *)search, p0, p1, NBI_NORM_INF);
+}
+static void nbi_norm_leaf_p(void *search, int32_t p0, int32_t p1)
+{
+    nbi_norm_leaf_k((nbiNormQuery *)search, p0, p1, NBI_NORM_P);
+}
+static void nbi_norm_gaps_1(void *search, const double *cb, double g[2])
+{
+    nbi_norm_gaps_k((const nbiNormQuery *)search, cb, g, NBI_NORM_1);
+}
+static void nbi_norm_gaps_inf(void *search, const double *cb, double g[2])
+{
+    nbi_norm_gaps_k((const nbiNormQuery *)search, cb, g, NBI_NORM_INF);
+}
+static void nbi_norm_gaps_p(void *search, const double *cb, double g[2])
+{
+    nbi_norm_gaps_k((const nbiNormQuery *)search, cb, g, NBI_NORM_P);
 }
 #endif
 
@@ -230,7 +263,7 @@ nbStatus nb_grid_knn_norm(const nbGrid *grid, const double *point, double p, nbF
     x.heap.e = out;
     x.heap.size = 0;
     x.heap.k = k < v->n ? k : v->n;
-    x.bound = nbi_heap_bound(&x.heap, x.lim);
+    x.bound = nbi_best_bound(&x.heap, x.lim);
     const nbiKnnIndex *ix =
         v->wrap == NULL ? nbi_knn_index_get(nbi_grid_knn_lazy(grid), v, &grid->alloc, point) : NULL;
     if (v->wrap != NULL) {
@@ -238,12 +271,17 @@ nbStatus nb_grid_knn_norm(const nbGrid *grid, const double *point, double p, nbF
     } else if (ix != NULL) {
 #if NBI_KNN_INDEX
         x.ix = ix;
-        nbi_ix_walk(ix, filter, &x, &x.bound, nbi_norm_gaps, nbi_norm_leaf);
+        if (p == 1.0)
+            nbi_ix_walk(ix, filter, &x, &x.bound, nbi_norm_gaps_1, nbi_norm_leaf_1);
+        else if (isinf(p))
+            nbi_ix_walk(ix, filter, &x, &x.bound, nbi_norm_gaps_inf, nbi_norm_leaf_inf);
+        else
+            nbi_ix_walk(ix, filter, &x, &x.bound, nbi_norm_gaps_p, nbi_norm_leaf_p);
 #endif
     } else {
         nbi_norm_cells(&x, v);
     }
-    nbi_heap_sort(&x.heap);
+    nbi_best_sort(&x.heap);
     *found = x.heap.size;
     return NB_OK;
 }
