@@ -121,8 +121,11 @@ NB_API nbStatus nb_grid_pairs(const nbGrid *grid, double radius, nbPair *out, in
 /// Int64 matrix by rows), with no 32-bit buffer and no widening pass of the caller's.
 /// `capacity` counts pairs (out holds 2 * capacity int64). The same buffer contract and
 /// statuses: *found the total, NB_ERR_BUFFER_TOO_SMALL with the first `capacity` pairs written
-/// when it exceeds `capacity`. Does not allocate. On the grid's scheduler (nbGridDesc.tasks) the
-/// workers write 32-bit pairs into out, widened in place afterwards.
+/// when it exceeds `capacity`. Does not allocate. Serially, rows after the first 32768 are
+/// written with streaming stores (x86 SSE2), which skip reading each line into the cache before
+/// writing it: a large output costs half the memory traffic, and is not in the cache afterwards.
+/// On the grid's scheduler (nbGridDesc.tasks) the workers write 32-bit pairs into out, widened in
+/// place afterwards.
 NB_API nbStatus nb_grid_pairs_wide(const nbGrid *grid, double radius, int64_t *out,
                                    int64_t capacity, int64_t *found);
 

@@ -5,19 +5,20 @@
 nb_grid_pairs into a buffer of the exact size / nb_grid_count_pairs, destroy), on the corpus's
 point sets, in one process, runs alternating.
 
-    binding_overhead.py LIST.csv [--runs K] [--only SET,...]
+    binding_overhead.py LIST.csv [--runs K] [--only SET,...] [--batches | --steps]
 
 LIST.csv is what `gen_data --corpus DIR N 1` writes. The C side is python/bench/binding_ref.c,
 compiled here with the library's sources and the extension's flags (-O3, -ffp-contract=off)
 into a shared object loaded by ctypes. It runs twice: with the cell size the binding chose
 (`same cell`: the binding's overhead alone: checking and scanning the points, sizing its cells,
-the GIL, converting the int32 pairs to an (K, 2) intp array) and with the C default, cells of r
+the GIL, the pairs' (K, 2) intp array and its block) and with the C default, cells of r
 (the corpus table's "Python / C"). Both write into a buffer made and touched before the timing.
 For pairs a third C run makes the binding's own output: 64-bit pairs (nb_grid_pairs_wide) into
 memory allocated inside the timing, as a C caller that hands the pairs on must (`same output`;
 it still knows the count beforehand, which the binding does not). Prints medians and the ratios
 Python / C, and the ratio of the fastest runs (the least disturbed by other load on a shared
-machine).
+machine). Each op starts with an untimed round of every side. --steps times the C side's steps
+alone on one grid (ref_steps): what writing the 32-bit and the 64-bit pairs cost beyond counting.
 """
 import argparse
 import csv
@@ -64,6 +65,10 @@ def build_ref():
     lib.ref_radius_counts.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32,
                                       ctypes.c_double, ctypes.c_void_p, ctypes.c_int64,
                                       ctypes.c_void_p, ctypes.c_double, ctypes.c_void_p]
+    lib.ref_steps.restype = ctypes.c_int
+    lib.ref_steps.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32, ctypes.c_double,
+                              ctypes.c_double, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+                              ctypes.c_void_p, ctypes.c_void_p]
     lib.ref_knn.restype = ctypes.c_int64
     lib.ref_knn.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32, ctypes.c_double,
                             ctypes.c_void_p, ctypes.c_int64, ctypes.c_void_p, ctypes.c_int32,
@@ -132,6 +137,33 @@ def batches(lib, s, x, queries, runs):
         sys.stdout.flush()
 
 
+def steps(lib, s, x, runs):
+    """The C side's steps on one grid (binding_ref.c's ref_steps): create + build, the count,
+    the 32-bit pairs into a buffer made beforehand, the 64-bit rows into a block made
+    beforehand and into one malloc'd in the step; medians of `runs` runs in ms, the writes as
+    the time beyond the count, and the page faults of the last run. Prints a table row."""
+    n, dim, r = len(x), x.shape[1], float(s["radius"])
+    g = nearby.Grid(x)
+    total = g.count_pairs(r)
+    cell = g.cell_sizes[0]
+    out32 = np.zeros((max(total, 1), 2), dtype=np.int32)
+    out64 = np.zeros((max(total, 1), 2), dtype=np.int64)
+    t = np.zeros(6, dtype=np.int64)
+    f = np.zeros(6, dtype=np.int64)
+    ts = []
+    for _ in range(runs):
+        if lib.ref_steps(x.ctypes.data, n, dim, cell, r, out32.ctypes.data, out64.ctypes.data,
+                         total, t.ctypes.data, f.ctypes.data) != 0:
+            raise SystemExit("binding_overhead.py: the C side failed on %s" % s["set"])
+        ts.append(t.copy())
+    m = [median([run[k] for run in ts]) / 1e6 for k in range(6)]
+    w32, w64, fresh = m[2] - m[1], m[3] - m[1], m[4] - m[1]
+    print("| %s | %d | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %.2f | %s |"
+          % (s["set"], total, m[0], m[1], w32, w64, fresh, w64 / w32 if w32 > 0 else 0.0,
+             m[5], "/".join(str(v) for v in f)))
+    sys.stdout.flush()
+
+
 def median(ts):
     return sorted(ts)[(len(ts) - 1) // 2]
 
@@ -144,12 +176,21 @@ def main(argv):
     ap.add_argument("--batches", action="store_true",
                     help="time the batch paths (radius counts, kNN) instead of all pairs")
     ap.add_argument("--queries", type=int, default=20000)
+    ap.add_argument("--steps", action="store_true",
+                    help="time the C side's steps alone (build, count, 32-bit and 64-bit pairs)")
     args = ap.parse_args(argv[1:])
     only = set(filter(None, args.only.split(",")))
     lib = build_ref()
     with open(args.list) as f:
         sets = [row for row in csv.DictReader(f) if row["kind"] == "points"
                 and (not only or row["set"] in only)]
+    if args.steps:
+        print("| set | pairs | build ms | count ms | 32-bit write ms | 64-bit write ms "
+              "| 64-bit fresh ms | 64 / 32 | destroy ms | page faults a step |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+        for s in sets:
+            steps(lib, s, np.ascontiguousarray(np.load(s["file"]), dtype=np.float64), args.runs)
+        return 0
     if args.batches:
         print("| set | op | Python ms | C given order ms | Python / C | C cell order ms "
               "| Python / C cell order | Python / C cell order, fastest runs |")
@@ -199,6 +240,12 @@ def main(argv):
             return t
 
         for op, pairs in (("pairs", True), ("count", False)):
+            # One untimed round first: both sides' first calls fault their blocks in (the
+            # binding's block cache, glibc's heap for the C side); the timed runs then compare
+            # steady states, where getrusage counts no page faults on either side.
+            py_run(pairs), c_run(cell, pairs), c_run(r, pairs)
+            if pairs:
+                c_wide_run()
             tp, tc, tr, tw = [], [], [], []
             for _ in range(args.runs):
                 tp.append(py_run(pairs))

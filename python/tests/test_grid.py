@@ -350,3 +350,22 @@ def test_knn_tuning_matches_brute_force(dim, shape):
         g = nearby.Grid(x)
         g.query(x[:2], k=k)
         assert g.cell_sizes[-1] == pytest.approx(_local_spacing_oracle(x, k), rel=1e-9)
+
+
+@pytest.mark.parametrize("dim", [2, 3])
+def test_large_pair_arrays(dim):
+    """query_pairs(r, output_type='ndarray') past the rows the library writes through the cache
+    (32768; the rest are streamed): the same pairs as cKDTree, on uniform points and on
+    duplicates, 400 a spot, whose 80k pairs a spot overrun the binding's first reservation (64 a
+    point) and run the search again into a block of the exact size."""
+    rng = np.random.default_rng(40 + dim)
+    uniform = rng.random((12000, dim)) * (60.0 if dim == 2 else 16.0)
+    dups = np.repeat(rng.random((3, dim)) * 1000.0, 400, axis=0)
+    for x, r in ((uniform, 1.3), (dups, 0.5)):
+        want = cKDTree(x).query_pairs(r, output_type="ndarray")
+        assert len(want) > 2 * 32768
+        for grid in (nearby.Grid(x), nearby.Grid(x, radius=r)):
+            got = grid.query_pairs(r, output_type="ndarray")
+            assert got.dtype == np.intp and got.flags.c_contiguous
+            np.testing.assert_array_equal(sorted_pairs(got), sorted_pairs(want))
+            assert grid.count_pairs(r) == len(want)
