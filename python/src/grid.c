@@ -1070,24 +1070,43 @@ static PyObject *grid_neighbour_lists(nbpyGrid *g, PyObject *args, PyObject *kwd
 
 // A processing order for a batch of m query points: by bucket of a grid over the queries'
 // bounding box (row-major, buckets about one cell wide, at most about 2m of them), by a
-// counting sort. Consecutive queries then read the same few rows of cells, which is what
-// makes a large batch of random queries fast (about twice, measured on 1M kNN queries); the
-// results still go to each query's own row. Non-finite queries go first (the query reports
-// them). Returns NULL when out of memory (the caller then keeps the given order). No GIL.
-static int64_t *query_order(const double *x, int64_t m, int dim, double cell)
+// counting sort, and any bucket holding more than QUERY_BUCKET queries again by a grid over
+// its own queries' box, and so on down (an adaptive tree of grids: where the density varies
+// over decades, a heavy tail's core lands in one bucket of the top grid, and the order inside
+// it would be the caller's). Consecutive queries then read the same few rows of cells or
+// leaves of the kNN index, which is what makes a large batch of random queries fast (about
+// twice, measured on 1M kNN queries; the refinement: 2.6 -> 2.1 us a query on 100k points at
+// log-normal distances from one centre); the results still go to each query's own row.
+// Non-finite queries go first (the query reports them). Returns NULL when out of memory (the
+// caller then keeps the given order). No GIL.
+#define QUERY_BUCKET 64
+
+// Orders order[a, b) by buckets of a grid over those queries' box, of edge at least e (below
+// the top, `refine`: about one query a bucket), and pushes each bucket of finite queries that
+// still holds more than QUERY_BUCKET onto the stack st (*sp entries: pairs of bounds).
+// Returns false when the grid cannot be made (infinite coordinates, or one bucket: the
+// queries sit at one place); order[a, b) is then as it was.
+static bool query_order_range(const double *x, int dim, int64_t *order, int64_t *tmp, int64_t *key,
+                              int64_t *start, int64_t a, int64_t b, double e, bool refine,
+                              int64_t *st, int64_t *sp)
 {
+    const int64_t m = b - a;
     double lo[3] = {(double)INFINITY, (double)INFINITY, (double)INFINITY},
            hi[3] = {-(double)INFINITY, -(double)INFINITY, -(double)INFINITY};
-    for (int64_t q = 0; q < m; q++)
+    for (int64_t i = a; i < b; i++)
         for (int d = 0; d < dim; d++) {
-            double v = x[q * dim + d];
+            double v = x[order[i] * dim + d];
             if (v < lo[d]) lo[d] = v; // NaN compares false: skipped
             if (v > hi[d]) hi[d] = v;
         }
-    double e = cell > 0.0 ? cell : 1.0, span[3] = {0.0, 0.0, 0.0};
-    for (int d = 0; d < dim; d++) span[d] = hi[d] > lo[d] ? hi[d] - lo[d] : 0.0;
-    for (int d = 0; d < dim; d++)
-        if (!isfinite(span[d])) return NULL; // infinite coordinates: keep the given order
+    double span[3] = {0.0, 0.0, 0.0}, widest = 0.0;
+    for (int d = 0; d < dim; d++) {
+        span[d] = hi[d] > lo[d] ? hi[d] - lo[d] : 0.0;
+        if (!isfinite(span[d])) return false; // infinite coordinates: keep the given order
+        widest = span[d] > widest ? span[d] : widest;
+    }
+    if (refine) e = widest / pow((double)m, 1.0 / dim);
+    if (!(e > 0.0)) return false;
     double cells = 1.0;
     for (int tries = 0; tries < 64; tries++) {
         cells = 1.0;
@@ -1095,36 +1114,65 @@ static int64_t *query_order(const double *x, int64_t m, int dim, double cell)
         if (cells <= 2.0 * (double)m + 16.0) break;
         e *= 1.5;
     }
-    if (cells > 2.0 * (double)m + 16.0) return NULL;
+    if (cells > 2.0 * (double)m + 16.0 || (refine && cells < 2.0)) return false;
     int64_t nb[3] = {1, 1, 1};
     for (int d = 0; d < dim; d++) nb[d] = (int64_t)(floor(span[d] / e) + 1.0);
-    int64_t buckets = nb[0] * nb[1] * nb[2] + 1; // + 1: bucket 0 for non-finite queries
-    int64_t *start = calloc((size_t)buckets + 1, sizeof *start);
-    int64_t *key = malloc((size_t)m * sizeof *key);
-    int64_t *order = malloc((size_t)m * sizeof *order);
-    if (start == NULL || key == NULL || order == NULL) {
-        free(start);
-        free(key);
-        free(order);
-        return NULL;
-    }
-    for (int64_t q = 0; q < m; q++) {
+    const int64_t buckets = nb[0] * nb[1] * nb[2] + 1; // + 1: bucket 0 for non-finite queries
+    memset(start, 0, (size_t)(buckets + 1) * sizeof *start);
+    for (int64_t i = a; i < b; i++) {
+        const int64_t q = order[i];
         int64_t k = 0;
         bool finite = true;
         for (int d = dim - 1; d >= 0; d--) {
             double v = x[q * dim + d];
             finite = finite && isfinite(v);
-            int64_t b = finite ? (int64_t)((v - lo[d]) / e) : 0;
-            if (b >= nb[d]) b = nb[d] - 1;
-            k = k * nb[d] + b;
+            int64_t c = finite ? (int64_t)((v - lo[d]) / e) : 0;
+            if (c >= nb[d]) c = nb[d] - 1;
+            k = k * nb[d] + c;
         }
-        key[q] = finite ? k + 1 : 0;
-        start[key[q] + 1]++;
+        key[i - a] = finite ? k + 1 : 0;
+        start[key[i - a] + 1]++;
     }
-    for (int64_t b = 0; b < buckets; b++) start[b + 1] += start[b];
-    for (int64_t q = 0; q < m; q++) order[start[key[q]]++] = q;
+    for (int64_t c = 0; c < buckets; c++) start[c + 1] += start[c];
+    for (int64_t i = a; i < b; i++) tmp[start[key[i - a]]++] = order[i];
+    memcpy(order + a, tmp, (size_t)m * sizeof *order);
+    // start[c] is now the end of bucket c
+    for (int64_t c = 1; c < buckets; c++) {
+        if (start[c] - start[c - 1] <= QUERY_BUCKET) continue;
+        st[(*sp)++] = a + start[c - 1];
+        st[(*sp)++] = a + start[c];
+    }
+    return true;
+}
+
+static int64_t *query_order(const double *x, int64_t m, int dim, double cell)
+{
+    // The pending buckets are disjoint and each holds more than QUERY_BUCKET queries.
+    const int64_t stack = 2 * (m / QUERY_BUCKET + 1);
+    int64_t *start = malloc((size_t)(2 * m + 20) * sizeof *start);
+    int64_t *key = malloc((size_t)m * sizeof *key);
+    int64_t *tmp = malloc((size_t)m * sizeof *tmp);
+    int64_t *st = malloc((size_t)stack * sizeof *st);
+    int64_t *order = malloc((size_t)m * sizeof *order);
+    bool ok = start != NULL && key != NULL && tmp != NULL && st != NULL && order != NULL;
+    int64_t sp = 0;
+    if (ok) {
+        for (int64_t q = 0; q < m; q++) order[q] = q;
+        ok = query_order_range(x, dim, order, tmp, key, start, 0, m, cell > 0.0 ? cell : 1.0, false,
+                               st, &sp);
+    }
+    while (ok && sp > 0) {
+        const int64_t b = st[--sp], a = st[--sp];
+        query_order_range(x, dim, order, tmp, key, start, a, b, 0.0, true, st, &sp);
+    }
     free(start);
     free(key);
+    free(tmp);
+    free(st);
+    if (!ok) {
+        free(order);
+        return NULL;
+    }
     return order;
 }
 
