@@ -466,16 +466,40 @@ static int nbi_ix_build(nbiKnnIndex *ix, const nbiView *v, const nbAllocator *al
 
 int nbi_knn_index_use = 0;
 
-bool nbi_knn_index_wanted(const nbiView *v)
+// The occupancy of the cell of a point taken at random: the cells' counts squared, summed,
+// over n.
+static double nbi_ix_crowding(const nbiView *v)
 {
-    if (nbi_knn_index_use != 0) return nbi_knn_index_use > 0;
-    if (v->table != NULL || v->dim == 3) return true;
-    double sq = 0.0; // the occupancy of the cell of a point taken at random, times n
+    double sq = 0.0;
     for (int32_t c = 0; c < v->ncells; c++) {
         const double m = (double)(nbi_view_end(v, c) - v->start[c]);
         sq += m * m;
     }
-    return sq * (double)v->ncells > 2.0 * (double)v->n * (double)v->n;
+    return v->n > 0 ? sq / (double)v->n : 0.0;
+}
+
+bool nbi_knn_index_wanted(const nbiView *v)
+{
+    if (nbi_knn_index_use != 0) return nbi_knn_index_use > 0;
+    if (v->table != NULL || v->dim == 3) return true;
+    return nbi_ix_crowding(v) * (double)v->ncells > 2.0 * (double)v->n; // twice the mean
+}
+
+bool nbi_knn_crowded(nbiKnnLazy *z, const nbiView *v)
+{
+#if NBI_KNN_INDEX
+    if (nbi_knn_index_use != 0) return nbi_knn_index_use > 0;
+    int c = atomic_load_explicit(&z->crowded, memory_order_relaxed);
+    if (c == 0) {
+        c = nbi_ix_crowding(v) > (double)NBI_KNN_CROWDED ? 2 : 1;
+        atomic_store_explicit(&z->crowded, c, memory_order_relaxed);
+    }
+    return c == 2;
+#else
+    (void)z;
+    (void)v;
+    return false;
+#endif
 }
 
 #if NBI_KNN_INDEX
@@ -548,6 +572,7 @@ void nbi_knn_index_stale(nbiKnnLazy *z)
 {
 #if NBI_KNN_INDEX
     atomic_store_explicit(&z->state, NBI_KNN_STALE, memory_order_relaxed);
+    atomic_store_explicit(&z->crowded, 0, memory_order_relaxed);
 #else
     (void)z;
 #endif

@@ -95,9 +95,10 @@ extern int nbi_knn_index_use;
 typedef struct nbiKnnLazy {
 #if NBI_KNN_INDEX
     atomic_int state;
-    atomic_int walked; // queries in cell order the walk answered while counting (a racy
-                       // tally: relaxed loads and stores; a count lost only delays it)
-    atomic_llong last; // the last query's cell (nbi_knn_index_get), relaxed as well
+    atomic_int walked;  // queries in cell order the walk answered while counting (a racy
+                        // tally: relaxed loads and stores; a count lost only delays it)
+    atomic_llong last;  // the last query's cell (nbi_knn_index_get), relaxed as well
+    atomic_int crowded; // nbi_knn_crowded's answer for this build: 0 not known yet, 1 no, 2 yes
 #endif
     nbiKnnIndex ix;
 } nbiKnnLazy;
@@ -108,6 +109,13 @@ typedef struct nbiKnnLazy {
 // meanwhile.
 const nbiKnnIndex *nbi_knn_index_get(nbiKnnLazy *z, const nbiView *v, const nbAllocator *a,
                                      const double *point);
+// Whether the view's cells are crowded for a nearest neighbour (k = 1): the cell of a point taken
+// at random holds more than NBI_KNN_CROWDED points on average (cells sized for the sparse part
+// of a heavy-tailed set, whose dense core then fills a few of them with thousands). The cell
+// walk scans a query's whole cell, so k = 1 goes through the index there too. Worked out once
+// a build (a pass over the cells), thread-safe as nbi_knn_index_get is.
+enum { NBI_KNN_CROWDED = 64 };
+bool nbi_knn_crowded(nbiKnnLazy *z, const nbiView *v);
 // The points changed: the next kNN builds the index anew (storage kept). Not thread-safe.
 void nbi_knn_index_stale(nbiKnnLazy *z);
 // Frees the storage.

@@ -734,10 +734,12 @@ nbStatus nbi_walk_knn_indexed(const nbiView *v, nbiKnnLazy *z, const nbAllocator
     // block, cheaper than the tree's descent (measured: about half the instructions). Not
     // where the hashed layout's codes are coarser than its cells (a box over 2^21 cells wide in
     // 3D, 2^32 in 2D): many cells then share a code, and the walk scans them all (a dense core
-    // of a heavy-tailed set far from its outliers: 100k instructions a query).
-    const nbiKnnIndex *ix = z != NULL && v->wrap == NULL && (k > 1 || v->code_shift > 0)
-                                ? nbi_knn_index_get(z, v, alloc, point)
-                                : NULL;
+    // of a heavy-tailed set far from its outliers: 100k instructions a query), nor where the
+    // cells are crowded (nbi_knn_crowded).
+    const nbiKnnIndex *ix =
+        z != NULL && v->wrap == NULL && (k > 1 || v->code_shift > 0 || nbi_knn_crowded(z, v))
+            ? nbi_knn_index_get(z, v, alloc, point)
+            : NULL;
     if (ix != NULL) {
         *found = nbi_knn_index_query(ix, point, f, max_distance, out, k);
         return NB_OK;

@@ -5,7 +5,7 @@
 // core lies in the boxes of about one leaf, not of every leaf of the core. And its answers
 // against brute force there, with filters (whose bits move with the points), 2D and 3D; and the
 // nearest neighbour (k = 1) through the index where a hashed grid's codes are coarser than its
-// cells.
+// cells, or where its cells are crowded.
 #include "grid_internal.h" // the index's state (nbi_grid_knn_lazy)
 #include "knn_index.h"
 #include "nb_oracle.h"
@@ -181,12 +181,53 @@ static int test_nearest_on_coarse_codes(void)
     return 0;
 }
 
+// On cells far larger than the core (a dense grid of 20 cells an axis, the core's 4000 points in
+// one; the core wide enough that its points' codes differ, as crowding by near-duplicates makes
+// a 2D grid keep its walk), a point's cell holds thousands on average: k = 1 goes through the
+// index, exactly; and on evenly filled cells it keeps the walk (the index is not built).
+static int test_nearest_in_crowded_cells(void)
+{
+    for (int dim = 2; dim <= 3; dim++)
+        for (int crowded = 0; crowded < 2; crowded++) {
+            nboSet s = crowded ? make_core(dim, 1000.0) : nbo_set_new(CORE + HALO, dim);
+            for (int32_t i = 0; !crowded && i < s.n * dim; i++) s.p[i] = nbt_range(0.0, 100.0);
+            nbGridDesc desc = {0};
+            desc.dim = dim;
+            nbGrid *g = NULL;
+            NB_CHECK_OK(nb_grid_create(&desc, &g));
+            nbPoints pts = {s.p, s.n, dim, 0, s.cat, 0, s.mask, 0};
+            NB_CHECK_OK(nb_grid_build(g, &pts, crowded ? 1e5 : 5.0));
+            nbGridInfo info;
+            NB_CHECK_OK(nb_grid_info(g, &info));
+            NB_CHECK(!info.hashed);
+            for (int j = 0; j < 40; j++) {
+                double q[3] = {0, 0, 0};
+                const double *p = s.p + (size_t)nbt_int(s.n) * (size_t)dim;
+                for (int a = 0; a < dim; a++) q[a] = j % 2 == 0 ? p[a] : p[a] + 0.01 * nbt_gauss();
+                int32_t want = 0, found = -1;
+                nbNeighbor *all = nbo_knn(&s, q, 1, &want);
+                nbNeighbor got[1];
+                NB_CHECK_OK(nb_grid_knn(g, q, NB_FILTER_ALL, (double)INFINITY, got, 1, &found));
+                NB_CHECK(nbo_same_neighbors(got, found, all, want));
+                free(all);
+            }
+#if NBI_KNN_INDEX
+            const int state = atomic_load(&nbi_grid_knn_lazy(g)->state);
+            NB_CHECK(crowded ? state == NBI_KNN_READY : state == NBI_KNN_STALE);
+#endif
+            nb_grid_destroy(g);
+            nbo_set_free(&s);
+        }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const nbtCase cases[] = {
         {"core_is_split", test_core_is_split},
         {"core_against_brute_force", test_core_against_brute_force},
         {"nearest_on_coarse_codes", test_nearest_on_coarse_codes},
+        {"nearest_in_crowded_cells", test_nearest_in_crowded_cells},
     };
     return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
 }
