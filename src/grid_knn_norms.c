@@ -13,10 +13,17 @@
 #include "knn_heap.h"
 #include "knn_index.h"
 
+// The norm's kind: p = 1 and p = inf need no pow; the tree's parts are compiled once per kind
+// (below), so that they take no test of p per term either (a query of 8 nearest in the Chebyshev
+// norm cost 14k instructions on a heavy-tailed 3D set through parts that tested p, 1.8x a
+// Euclidean one).
+enum { NBI_NORM_1, NBI_NORM_INF, NBI_NORM_P };
+
 typedef struct nbiNormQuery {
     double q[3];
     int dim;
     double p; // in [1, inf], not 2
+    int kind; // p's NBI_NORM_*
     nbFilter f;
     double lim;   // max_distance, raw: a candidate above it is never kept
     double bound; // raw: a candidate above it cannot enter (the k-th best once full, else lim)
@@ -24,16 +31,16 @@ typedef struct nbiNormQuery {
     const nbiKnnIndex *ix; // the tree search's index
 } nbiNormQuery;
 
-// One axis's term of the raw distance, from |d| (or a gap).
-NBI_INLINE double nbi_norm_term(double d, double p)
+// One axis's term of the raw distance, from |d| (or a gap), in the norm of kind `kind`.
+NBI_INLINE double nbi_norm_term(double d, double p, int kind)
 {
-    return p == 1.0 || isinf(p) ? d : pow(d, p);
+    return kind == NBI_NORM_P ? pow(d, p) : d;
 }
 
 // The raw distance accumulated over axes: s after axis a's term t.
-NBI_INLINE double nbi_norm_sum(double s, double t, double p)
+NBI_INLINE double nbi_norm_sum(double s, double t, int kind)
 {
-    return isinf(p) ? (t > s ? t : s) : s + t;
+    return kind == NBI_NORM_INF ? (t > s ? t : s) : s + t;
 }
 
 // Offers the caller's index id at raw distance raw (filter already passed).
@@ -48,21 +55,6 @@ NBI_INLINE void nbi_norm_offer(nbiNormQuery *x, int32_t id, double raw)
 // ---- through the kNN index ----
 
 #if NBI_KNN_INDEX
-// The tree's parts compiled once per norm kind, so that p = 1 and p = inf take no pow and no
-// test of p per term (a query of 8 nearest in the Chebyshev norm cost 14k instructions on a
-// heavy-tailed 3D set through the generic parts, 1.8x a Euclidean one).
-enum { NBI_NORM_1, NBI_NORM_INF, NBI_NORM_P };
-
-NBI_INLINE double nbi_norm_term_k(double d, double p, int kind)
-{
-    return kind == NBI_NORM_P ? pow(d, p) : d;
-}
-
-NBI_INLINE double nbi_norm_sum_k(double s, double t, int kind)
-{
-    return kind == NBI_NORM_INF ? (t > s ? t : s) : s + t;
-}
-
 // The raw gaps from the query to an inner node's two child boxes (cb: the node's slot of the
 // index's boxes, axis a holding lo left, lo right, hi left, hi right).
 NBI_INLINE void nbi_norm_gaps_k(const nbiNormQuery *x, const double *cb, double g[2], int kind)
@@ -74,7 +66,7 @@ NBI_INLINE void nbi_norm_gaps_k(const nbiNormQuery *x, const double *cb, double 
             const double above = x->q[a] - cb[4 * a + 2 + side];
             double gap = below > above ? below : above;
             gap = gap > 0.0 ? gap : 0.0;
-            s = nbi_norm_sum_k(s, nbi_norm_term_k(gap, x->p, kind), kind);
+            s = nbi_norm_sum(s, nbi_norm_term(gap, x->p, kind), kind);
         }
         g[side] = s;
     }
@@ -89,8 +81,8 @@ NBI_INLINE void nbi_norm_leaf_k(nbiNormQuery *x, int32_t p0, int32_t p1, int kin
     for (int32_t p = p0; p < p1; p++) {
         double s = 0.0;
         for (int a = 0; a < x->dim; a++)
-            s = nbi_norm_sum_k(
-                s, nbi_norm_term_k(fabs(x->q[a] - pts[(size_t)a * ix->n + p]), x->p, kind), kind);
+            s = nbi_norm_sum(
+                s, nbi_norm_term(fabs(x->q[a] - pts[(size_t)a * ix->n + p]), x->p, kind), kind);
         if (!(s <= x->bound)) continue;
         if (ix->filtered && !nbi_filter_match(x->f.category, x->f.mask, bits[2 * (size_t)p],
                                               bits[2 * (size_t)p + 1]))
@@ -146,7 +138,7 @@ static bool nbi_norm_run(int32_t b0, int32_t b1, void *vctx)
         for (int a = 0; a < x->dim; a++) {
             double d = fabs(x->q[a] - pt[a]);
             if (c->kper != NULL && d > c->kper[a] - d) d = c->kper[a] - d;
-            s = nbi_norm_sum(s, nbi_norm_term(d, x->p), x->p);
+            s = nbi_norm_sum(s, nbi_norm_term(d, x->p, x->kind), x->kind);
         }
         nbi_norm_offer(x, v->idx[p], s);
     }
@@ -224,7 +216,7 @@ static void nbi_norm_cells(nbiNormQuery *x, const nbiView *v)
         }
         // Every unvisited point is at least `gap` away on some axis: its raw distance is at
         // least the gap's term.
-        if (!outside || (gap > 0.0 && nbi_norm_term(gap, x->p) > x->bound)) return;
+        if (!outside || (gap > 0.0 && nbi_norm_term(gap, x->p, x->kind) > x->bound)) return;
     }
 }
 
@@ -259,7 +251,8 @@ nbStatus nb_grid_knn_norm(const nbGrid *grid, const double *point, double p, nbF
     x.dim = v->dim;
     x.p = p;
     x.f = filter;
-    x.lim = isinf(max_distance) ? (double)INFINITY : nbi_norm_term(max_distance, p);
+    x.kind = p == 1.0 ? NBI_NORM_1 : isinf(p) ? NBI_NORM_INF : NBI_NORM_P;
+    x.lim = isinf(max_distance) ? (double)INFINITY : nbi_norm_term(max_distance, p, x.kind);
     x.heap.e = out;
     x.heap.size = 0;
     x.heap.k = k < v->n ? k : v->n;
@@ -271,9 +264,9 @@ nbStatus nb_grid_knn_norm(const nbGrid *grid, const double *point, double p, nbF
     } else if (ix != NULL) {
 #if NBI_KNN_INDEX
         x.ix = ix;
-        if (p == 1.0)
+        if (x.kind == NBI_NORM_1)
             nbi_ix_walk(ix, filter, &x, &x.bound, nbi_norm_gaps_1, nbi_norm_leaf_1);
-        else if (isinf(p))
+        else if (x.kind == NBI_NORM_INF)
             nbi_ix_walk(ix, filter, &x, &x.bound, nbi_norm_gaps_inf, nbi_norm_leaf_inf);
         else
             nbi_ix_walk(ix, filter, &x, &x.bound, nbi_norm_gaps_p, nbi_norm_leaf_p);
