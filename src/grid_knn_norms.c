@@ -145,9 +145,63 @@ static bool nbi_norm_run(int32_t b0, int32_t b1, void *vctx)
     return true;
 }
 
+// A lower bound on |coordinate - face| for a coordinate whose cell lies beyond a face at
+// `face` (a cell boundary, cell * edge) from q, less rounding: the coordinate's cell may be
+// rounded across the face (relative 2^-50 of the magnitudes), or its quotient underflow.
+NBI_INLINE double nbi_norm_face_gap(double face, double q, double edge)
+{
+    const double slack = edge > 0x1p70 ? (edge * 0x1p-535) * 0x1p-534 : 0x1p-999;
+    return fabs(face - q) - (fabs(face) + fabs(q)) * 0x1p-50 - slack;
+}
+
+// The gap from q to the cells [l, h] along one axis (a lower bound, nbi_norm_face_gap; 0 when q
+// may lie in them).
+NBI_INLINE double nbi_norm_span_gap(double q, int64_t l, int64_t h, double edge)
+{
+    const double below = (double)l * edge, above = (double)(h + 1) * edge;
+    const double g = q < below   ? nbi_norm_face_gap(below, q, edge)
+                     : q > above ? nbi_norm_face_gap(above, q, edge)
+                                 : 0.0;
+    return g > 0.0 ? g : 0.0;
+}
+
+// The cells of layer `layer` along axis a that a point within the bound can lie in: [cl, ch]
+// narrowed on the other axes to the ball of the bound where it crosses the layer. False when
+// no point of the layer can be within the bound. The ball's half-width along an axis is the
+// |d| whose term is what the layer's gap leaves of the bound, widened well past the rounding of
+// the terms, their sum and q -+ it (a point beyond it has a raw distance above the bound).
+static bool nbi_norm_layer_cap(const nbiNormQuery *x, const nbiView *v, int a, int64_t layer,
+                               int64_t cl[3], int64_t ch[3])
+{
+    if (!(x->bound < (double)INFINITY)) return true;
+    const double edge = v->cm.cell;
+    const double t = nbi_norm_term(nbi_norm_span_gap(x->q[a], layer, layer, edge), x->p, x->kind);
+    if (t > x->bound) return false;
+    double half = x->bound; // INF: every axis's |d| is at most the bound
+    if (x->kind != NBI_NORM_INF) {
+        const double rest = x->bound - t + x->bound * 0x1p-40;
+        half = x->kind == NBI_NORM_1 ? rest : pow(rest, 1.0 / x->p);
+    }
+    double lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
+    for (int b = 0; b < v->dim; b++) { // (the layer itself on a)
+        const double w = half * (1.0 + 0x1p-30) + fabs(x->q[b]) * 0x1p-50;
+        lo[b] = b == a ? -(double)INFINITY : x->q[b] - w;
+        hi[b] = b == a ? (double)INFINITY : x->q[b] + w;
+    }
+    int64_t bl[3], bh[3];
+    if (!nbi_view_cell_box(v, lo, hi, bl, bh)) return false;
+    for (int b = 0; b < v->dim; b++) {
+        if (b == a) continue;
+        cl[b] = cl[b] > bl[b] ? cl[b] : bl[b];
+        ch[b] = ch[b] < bh[b] ? ch[b] : bh[b];
+    }
+    return true;
+}
+
 // Visits ring s around cell qc, clipped to the view's box: per axis a, the two faces at
 // qc[a] -+ s, over [qc - s + 1, qc + s - 1] on the axes before a (their faces come first) and
-// [qc - s, qc + s] on those after.
+// [qc - s, qc + s] on those after, each clipped to where the bound's ball crosses it
+// (nbi_norm_layer_cap: a query far outside the box meets the data in a thin cap).
 static void nbi_norm_ring(nbiNormCells *c, const int64_t qc[3], int64_t s)
 {
     const nbiView *v = c->v;
@@ -162,61 +216,59 @@ static void nbi_norm_ring(nbiNormCells *c, const int64_t qc[3], int64_t s)
             const int64_t face = side == 0 ? qc[a] - s : qc[a] + s;
             if (face < v->lo[a] || face > v->hi[a]) continue;
             int64_t cl[3], ch[3];
-            bool empty = false;
             for (int b = 0; b < 3; b++) {
                 const int64_t in = b < a ? 1 : 0;
                 cl[b] = b == a ? face : b < v->dim ? qc[b] - s + in : 0;
                 ch[b] = b == a ? face : b < v->dim ? qc[b] + s - in : 0;
                 cl[b] = cl[b] > v->lo[b] ? cl[b] : v->lo[b];
                 ch[b] = ch[b] < v->hi[b] ? ch[b] : v->hi[b];
-                empty = empty || cl[b] > ch[b];
             }
+            bool empty = !nbi_norm_layer_cap(c->x, v, a, face, cl, ch);
+            for (int b = 0; b < 3; b++) empty = empty || cl[b] > ch[b];
             if (!empty) nbi_view_box_runs(v, cl, ch, nbi_norm_run, c);
         }
     }
 }
 
-// A lower bound on |coordinate - face| for a coordinate whose cell lies beyond a face at
-// `face` (a cell boundary, cell * edge) from q, less rounding: the coordinate's cell may be
-// rounded across the face (relative 2^-50 of the magnitudes), or its quotient underflow.
-NBI_INLINE double nbi_norm_face_gap(double face, double q, double edge)
-{
-    const double slack = edge > 0x1p70 ? (edge * 0x1p-535) * 0x1p-534 : 0x1p-999;
-    return fabs(face - q) - (fabs(face) + fabs(q)) * 0x1p-50 - slack;
-}
-
 // Rings outward from the query's cell (clipped to one cell outside the box), until the ring
-// box holds every cell or no unvisited cell can hold a point within the bound.
+// box holds every cell or no unvisited cell can hold a point within the bound. The cells past a
+// face of the ring box lie within the view's box on the other axes, so the query's gaps to the
+// box on those add to the face's (a query far outside the box would otherwise see one axis's
+// gap and walk every ring).
 static void nbi_norm_cells(nbiNormQuery *x, const nbiView *v)
 {
     nbiNormCells c = {x, v, v->cat != NULL, NULL};
     const double edge = v->cm.cell;
     int64_t qc[3] = {0, 0, 0};
+    double out[3] = {0.0, 0.0, 0.0}; // the terms of q's gaps to the box per axis
     for (int a = 0; a < v->dim; a++) {
         const double f = nbi_cell_f(&v->cm, x->q[a]);
         qc[a] = f < (double)v->lo[a]   ? v->lo[a] - 1
                 : f > (double)v->hi[a] ? v->hi[a] + 1
                                        : (int64_t)f;
+        out[a] = nbi_norm_term(nbi_norm_span_gap(x->q[a], v->lo[a], v->hi[a], edge), x->p, x->kind);
     }
     for (int64_t s = 0;; s++) {
         nbi_norm_ring(&c, qc, s);
-        double gap = (double)INFINITY;
+        double least = (double)INFINITY;
         bool outside = false;
         for (int a = 0; a < v->dim; a++) {
-            if (qc[a] + s < v->hi[a]) {
-                const double g = nbi_norm_face_gap((double)(qc[a] + s + 1) * edge, x->q[a], edge);
-                gap = g < gap ? g : gap;
-                outside = true;
-            }
-            if (qc[a] - s > v->lo[a]) {
-                const double g = nbi_norm_face_gap((double)(qc[a] - s) * edge, x->q[a], edge);
-                gap = g < gap ? g : gap;
+            double rest = 0.0;
+            for (int b = 0; b < v->dim; b++)
+                if (b != a) rest = nbi_norm_sum(rest, out[b], x->kind);
+            for (int side = 0; side < 2; side++) {
+                const int64_t l = side == 0 ? qc[a] + s + 1 : v->lo[a];
+                const int64_t h = side == 0 ? v->hi[a] : qc[a] - s - 1;
+                if (l > h) continue;
+                const double g = nbi_norm_span_gap(x->q[a], l, h, edge);
+                const double raw = nbi_norm_sum(rest, nbi_norm_term(g, x->p, x->kind), x->kind);
+                least = raw < least ? raw : least;
                 outside = true;
             }
         }
-        // Every unvisited point is at least `gap` away on some axis: its raw distance is at
-        // least the gap's term.
-        if (!outside || (gap > 0.0 && nbi_norm_term(gap, x->p, x->kind) > x->bound)) return;
+        // Every unvisited point's raw distance is at least `least` (each term is monotone in
+        // its gap; the terms were rounded, the margin covers their sum's rounding).
+        if (!outside || least * (1.0 - 0x1p-40) > x->bound) return;
     }
 }
 

@@ -458,22 +458,37 @@ NBI_INLINE double nbi_face_gap(double lo, double hi, double slack)
 static bool nbi_unvisited_bound(const nbiView *v, const double *q, const int64_t cl[3],
                                 const int64_t ch[3], double *bound)
 {
-    bool outside = false;
-    double b = (double)INFINITY;
+    // The cells past a face of the block lie within the box on the other axes, so the query's
+    // distance to the box along those axes adds to the face's gap. Without it, a query far
+    // outside the box would see only its gap along one axis and walk every ring.
     const double c = v->cm.cell, slack = nbi_cell_slack(c);
+    double out2[3] = {0.0, 0.0, 0.0}; // squared gap from q to the box along each axis
     for (int a = 0; a < v->dim; a++) {
+        const double below = (double)v->lo[a] * c, above = (double)(v->hi[a] + 1) * c;
+        const double gap = q[a] < below   ? nbi_face_gap(q[a], below, slack)
+                           : q[a] > above ? nbi_face_gap(above, q[a], slack)
+                                          : 0.0;
+        out2[a] = gap > 0.0 ? gap * gap : 0.0;
+    }
+    bool outside = false;
+    double b2 = (double)INFINITY;
+    for (int a = 0; a < v->dim; a++) {
+        double rest = 0.0;
+        for (int o = 0; o < v->dim; o++) rest += o == a ? 0.0 : out2[o];
         if (ch[a] < v->hi[a]) { // cells above: their points have p / c >= ch + 1, less rounding
             const double gap = nbi_face_gap(q[a], (double)(ch[a] + 1) * c, slack);
-            b = gap < b ? gap : b;
+            const double g2 = (gap > 0.0 ? gap * gap : 0.0) + rest;
+            b2 = g2 < b2 ? g2 : b2;
             outside = true;
         }
         if (cl[a] > v->lo[a]) { // cells below: their points have p / c < cl, plus rounding
             const double gap = nbi_face_gap((double)cl[a] * c, q[a], slack);
-            b = gap < b ? gap : b;
+            const double g2 = (gap > 0.0 ? gap * gap : 0.0) + rest;
+            b2 = g2 < b2 ? g2 : b2;
             outside = true;
         }
     }
-    *bound = b;
+    *bound = sqrt(b2);
     return outside;
 }
 
@@ -662,10 +677,52 @@ static bool nbi_ball_cells(const nbiView *v, const double *q, double r, int64_t 
     return nbi_view_cell_box(v, lo, hi, cl, ch);
 }
 
+// Rings from this one on clip each face to the k-th best's ball (nbi_face_cap): below it the
+// saving is a few cells and the clipping's square root costs more.
+enum { NBI_RING_CAP = 4 };
+
+// The cells of layer `layer` along axis a that the k-th best's ball (or max_distance's) can reach:
+// [fl, fh] on the other axes (and the layer itself on a). False when no point in that layer can
+// enter the heap. The ball's radius within the layer comes from the query's gap to it (a lower
+// bound, nbi_face_gap), with margins far above the rounding of the squares involved.
+static bool nbi_face_cap(const nbiView *v, const nbiKnnCtx *x, int a, int64_t layer, int64_t fl[3],
+                         int64_t fh[3])
+{
+    const double worst = nbi_best_bound(&x->heap, x->lim2);
+    for (int b = 0; b < 3; b++) {
+        fl[b] = INT64_MIN;
+        fh[b] = INT64_MAX;
+    }
+    if (!(worst < (double)INFINITY)) return true;
+    const double c = v->cm.cell, slack = nbi_cell_slack(c), q = x->q[a];
+    const double below = (double)layer * c, above = (double)(layer + 1) * c;
+    const double gap = q < below   ? nbi_face_gap(q, below, slack)
+                       : q > above ? nbi_face_gap(above, q, slack)
+                                   : 0.0;
+    const double g2 = gap > 0.0 ? gap * gap * (1.0 - 0x1p-40) : 0.0;
+    if (g2 > worst) return false;
+    // The ball's box on the other axes (as nbi_ball_cells finds it); the layer itself on a.
+    const double reach = nbi_reach(sqrt(worst - g2 + worst * 0x1p-40));
+    double lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
+    for (int b = 0; b < v->dim; b++) {
+        lo[b] = b == a ? -(double)INFINITY : x->q[b] - reach;
+        hi[b] = b == a ? (double)INFINITY : x->q[b] + reach;
+    }
+    int64_t bl[3], bh[3];
+    if (!nbi_view_cell_box(v, lo, hi, bl, bh)) return false;
+    for (int b = 0; b < v->dim; b++) {
+        fl[b] = b == a ? layer : bl[b];
+        fh[b] = b == a ? layer : bh[b];
+    }
+    return true;
+}
+
 // Visits ring m (cells at Chebyshev distance exactly m from qc), clipped to [clip_lo, clip_hi]
 // (within the view's box), as at most 6 boxes: for the axis `a` taken as outermost, the face
 // with d_a = +-m, axes before a within (-m, m) and axes after a within [-m, m]. Each ring cell
-// belongs to exactly one face.
+// belongs to exactly one face. On wide rings each face is clipped further, to the k-th best's
+// ball where it crosses the face's layer of cells: for a query far outside the box, whose ball
+// meets the data in a thin cap, this keeps the rings to the cap rather than a square.
 // Returns the work in cells examined.
 static double nbi_ring_visit(const nbiView *v, const int64_t qc[3], int64_t m,
                              const int64_t clip_lo[3], const int64_t clip_hi[3], nbiKnnCtx *x)
@@ -677,6 +734,8 @@ static double nbi_ring_visit(const nbiView *v, const int64_t qc[3], int64_t m,
         for (int side = -1; side <= 1; side += 2) {
             if (m == 0 && side == 1) break; // ring 0 is a single cell
             bool empty = false;
+            int64_t fl[3], fh[3];
+            if (m >= NBI_RING_CAP && !nbi_face_cap(v, x, a, qc[a] + side * m, fl, fh)) continue;
             for (int b = 0; b < 3; b++) {
                 int64_t l, h;
                 if (b >= dim) {
@@ -693,6 +752,10 @@ static double nbi_ring_visit(const nbiView *v, const int64_t qc[3], int64_t m,
                 if (m == 0) l = h = qc[b] * (b < dim);
                 if (l < clip_lo[b]) l = clip_lo[b];
                 if (h > clip_hi[b]) h = clip_hi[b];
+                if (m >= NBI_RING_CAP && b < dim) {
+                    if (l < fl[b]) l = fl[b];
+                    if (h > fh[b]) h = fh[b];
+                }
                 if (l > h) empty = true;
                 cl[b] = l;
                 ch[b] = h;
