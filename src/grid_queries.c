@@ -2,6 +2,7 @@
 // The grid's public queries: each checks its pointers and sets its outputs to safe values first
 // (the library's check order: pointers, then finiteness, then ranges), then hands the grid's view
 // to the shared walkers (pairs.c, query.c), which do the work.
+#include "grid_count_bulk.h"
 #include "grid_internal.h"
 
 #include <string.h>
@@ -162,6 +163,7 @@ nbStatus nb_grid_count_pairs(const nbGrid *grid, double radius, int64_t *count)
     if (grid == NULL || count == NULL) return NB_ERR_NULL_ARG;
     nbStatus st = nbi_check_pairs(radius, 0);
     if (st != NB_OK) return st;
+    if (nbi_count_bulk(&grid->view, NULL, radius, &grid->alloc, count)) return NB_OK;
     if (nbi_grid_parallel(grid) && grid->n >= NBI_PARALLEL_MIN_PAIRS) {
         bool done;
         st = nbi_grid_pairs_parallel(grid, radius, NBI_SINK_COUNT, NULL, 0, count, &done);
@@ -224,6 +226,9 @@ nbStatus nb_grid_count_cross_pairs(const nbGrid *a, const nbGrid *b, double radi
 {
     if (count != NULL) *count = 0;
     if (a == NULL || b == NULL || count == NULL) return NB_ERR_NULL_ARG;
+    if (nbi_check_pairs(radius, 0) == NB_OK && a->dim == b->dim &&
+        nbi_count_bulk(&a->view, &b->view, radius, &a->alloc, count))
+        return NB_OK;
     nbiPairSink s;
     nbi_pair_sink_init(&s, NBI_SINK_COUNT, NULL, 0, NULL, NULL);
     return nbi_pair_result(nbi_grid_cross(a, b, radius, 0, &s), &s, count);

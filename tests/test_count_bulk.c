@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: MIT
+// Counting pairs at radii that span many points (nb_grid_count_pairs, nb_grid_count_cross_pairs
+// through nbi_count_bulk): whole pairs of bins counted at once must give brute force's count
+// exactly, at radii that make many pair distances tie with r (lattices), on duplicates, far from
+// the origin, and out to radii covering every pair. And the bulk path is the one taken.
+#include "grid_count_bulk.h"
+#include "grid_internal.h" // the grid's view
+#include "nb_oracle.h"
+#include "nb_test.h"
+
+#include <nearby/grid.h>
+
+#include <math.h>
+
+enum { SHAPES = 5 };
+
+// n points of a shape: uniform, clumps, an integer lattice (many distances exactly r), heavy
+// duplicates, and uniform 1e9 from the origin.
+static nboSet make(int shape, int32_t n, int dim)
+{
+    nboSet s = nbo_set_new(n, dim);
+    double c[3] = {0, 0, 0};
+    for (int32_t i = 0; i < n; i++) {
+        if (shape == 1 && i % 200 == 0)
+            for (int a = 0; a < dim; a++) c[a] = nbt_range(0.0, 100.0);
+        for (int a = 0; a < dim; a++) {
+            double x = nbt_range(0.0, 100.0);
+            if (shape == 1) x = c[a] + 3.0 * nbt_gauss();
+            if (shape == 2) x = (double)nbt_int(dim == 2 ? 40 : 14) * 2.5;
+            if (shape == 3) x = (double)nbt_int(4) * 30.0;
+            if (shape == 4) x = 1e9 + nbt_range(0.0, 100.0);
+            s.p[(size_t)i * (size_t)dim + (size_t)a] = x;
+        }
+    }
+    return s;
+}
+
+static int64_t brute_self(const nboSet *s, double r)
+{
+    int64_t n = 0;
+    for (int32_t i = 0; i < s->n; i++)
+        for (int32_t j = i + 1; j < s->n; j++)
+            n += nbo_within(nbo_pt(s, i), nbo_pt(s, j), s->dim, r);
+    return n;
+}
+
+static int64_t brute_cross(const nboSet *a, const nboSet *b, double r)
+{
+    int64_t n = 0;
+    for (int32_t i = 0; i < a->n; i++)
+        for (int32_t j = 0; j < b->n; j++) n += nbo_within(nbo_pt(a, i), nbo_pt(b, j), a->dim, r);
+    return n;
+}
+
+static nbGrid *build(const nboSet *s, double r)
+{
+    nbGridDesc desc = {0};
+    desc.dim = s->dim;
+    nbGrid *g = NULL;
+    if (nb_grid_create(&desc, &g) != NB_OK) return NULL;
+    nbPoints pts = nbo_points(s);
+    if (nb_grid_build(g, &pts, r) != NB_OK) {
+        nb_grid_destroy(g);
+        return NULL;
+    }
+    return g;
+}
+
+static int test_against_brute_force(void)
+{
+    // Radii: a lattice step's multiples (ties), and out to every pair.
+    static const double radii[] = {2.5, 5.0, 12.5, 25.0, 37.5, 70.0, 200.0, 1e300};
+    for (int dim = 2; dim <= 3; dim++)
+        for (int shape = 0; shape < SHAPES; shape++) {
+            nboSet s = make(shape, 1500, dim);
+            nboSet t = make(shape, 1000, dim);
+            for (size_t ri = 0; ri < sizeof radii / sizeof radii[0]; ri++) {
+                const double r = radii[ri];
+                nbGrid *g = build(&s, r), *h = build(&t, r);
+                NB_CHECK(g != NULL && h != NULL);
+                int64_t got = -1, bulk = -1;
+                NB_CHECK_OK(nb_grid_count_pairs(g, r, &got));
+                const int64_t want = brute_self(&s, r);
+                const bool took = nbi_count_bulk(&g->view, NULL, r, &g->alloc, &bulk);
+                if (got != want || (took && bulk != want)) {
+                    fprintf(stderr,
+                            "  self: dim %d shape %d r %g: %lld (bulk %d: %lld), want %lld\n", dim,
+                            shape, r, (long long)got, took, (long long)bulk, (long long)want);
+                    return 1;
+                }
+                NB_CHECK_OK(nb_grid_count_cross_pairs(g, h, r, &got));
+                const int64_t wantx = brute_cross(&s, &t, r);
+                if (got != wantx) {
+                    fprintf(stderr, "  cross: dim %d shape %d r %g: %lld, want %lld\n", dim, shape,
+                            r, (long long)got, (long long)wantx);
+                    return 1;
+                }
+                // From 70 up the radius spans enough points a bin that the bulk count runs.
+                if (r >= 70.0) NB_CHECK(took);
+                nb_grid_destroy(g);
+                nb_grid_destroy(h);
+            }
+            nbo_set_free(&s);
+            nbo_set_free(&t);
+        }
+    return 0;
+}
+
+// Filters and periodic axes keep the pair walk (the bulk count has neither); a failed
+// allocation falls back to it too, with the same count.
+static int test_declines(void)
+{
+    nboSet s = make(0, 3000, 2);
+    nbtAlloc counter = {0};
+    nbGridDesc desc = {0};
+    desc.dim = 2;
+    nbAllocator al = nbt_allocator(&counter);
+    desc.allocator = &al;
+    nbGrid *g = NULL;
+    NB_CHECK_OK(nb_grid_create(&desc, &g));
+    nbPoints pts = nbo_points(&s);
+    NB_CHECK_OK(nb_grid_build(g, &pts, 50.0));
+    int64_t bulk = -1, walked = -1;
+    const int64_t live = counter.live_bytes;
+    NB_CHECK(nbi_count_bulk(&g->view, NULL, 50.0, &g->alloc, &bulk));
+    NB_CHECK(counter.live_bytes == live && !counter.size_mismatch);
+    for (int fail = 1; fail <= 4; fail++) { // each of its scratch arrays failing in turn
+        counter.fail_at = counter.allocs + fail;
+        NB_CHECK(!nbi_count_bulk(&g->view, NULL, 50.0, &g->alloc, &walked));
+        NB_CHECK(walked == -1 && counter.live_bytes == live && !counter.size_mismatch);
+        NB_CHECK_OK(nb_grid_count_pairs(g, 50.0, &walked)); // and the count again
+        NB_CHECK(walked == bulk);
+        walked = -1;
+    }
+    counter.fail_at = 0;
+    NB_CHECK_OK(nb_grid_count_pairs(g, 50.0, &walked));
+    NB_CHECK(walked == bulk && bulk == brute_self(&s, 50.0));
+    nb_grid_destroy(g);
+
+    nbo_set_add_filters(&s);
+    nbGrid *f = build(&s, 50.0);
+    NB_CHECK(f != NULL);
+    NB_CHECK(!nbi_count_bulk(&f->view, NULL, 50.0, &f->alloc, &bulk));
+    nb_grid_destroy(f);
+    nbo_set_free(&s);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const nbtCase cases[] = {
+        {"against_brute_force", test_against_brute_force},
+        {"declines", test_declines},
+    };
+    return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
+}
