@@ -142,6 +142,80 @@ static int64_t nbi_test_block(const double *x, int32_t a0, int32_t a1, const dou
     return n;
 }
 
+// The box of positions [p0, p1) of x: lo then hi, dim each.
+static void nbi_box_of(const double *x, int32_t p0, int32_t p1, int dim, double *box)
+{
+    for (int a = 0; a < dim; a++) {
+        box[a] = (double)INFINITY;
+        box[dim + a] = -(double)INFINITY;
+    }
+    for (int32_t p = p0; p < p1; p++)
+        for (int a = 0; a < dim; a++) {
+            const double v = x[(size_t)p * (size_t)dim + (size_t)a];
+            box[a] = v < box[a] ? v : box[a];
+            box[dim + a] = v > box[dim + a] ? v : box[dim + a];
+        }
+}
+
+// Splits positions [p0, p1) of x at the middle of its box's widest axis: returns the first
+// position of the upper part (p0 or p1 when the split leaves a side empty).
+static int32_t nbi_split(double *x, int32_t p0, int32_t p1, int dim, const double *box)
+{
+    int w = 0;
+    for (int a = 1; a < dim; a++)
+        if (box[dim + a] - box[a] > box[dim + w] - box[w]) w = a;
+    const double mid = box[w] + 0.5 * (box[dim + w] - box[w]);
+    int32_t i = p0, j = p1 - 1;
+    for (;;) {
+        while (i <= j && x[(size_t)i * (size_t)dim + (size_t)w] <= mid) i++;
+        while (i <= j && x[(size_t)j * (size_t)dim + (size_t)w] > mid) j--;
+        if (i >= j) return i;
+        for (int a = 0; a < dim; a++) {
+            const double t = x[(size_t)i * (size_t)dim + (size_t)a];
+            x[(size_t)i * (size_t)dim + (size_t)a] = x[(size_t)j * (size_t)dim + (size_t)a];
+            x[(size_t)j * (size_t)dim + (size_t)a] = t;
+        }
+    }
+}
+
+enum { NBI_BULK_LEAF = 512 }; // pairs of points below which a cut pair of boxes tests them all
+
+// The pairs within r2 between positions [a0, a1) of x (box pa) and [b0, b1) of y (box pb);
+// same: the same range, each unordered pair once. Boxes wholly within or beyond the radius are
+// decided at once; a pair of boxes the radius cuts, with many points, splits the wider box at
+// its middle and takes the halves by pairs (a dual tree built as it goes: the points are
+// reordered within their range, which no other pair of bins depends on).
+static int64_t nbi_count_boxes(double *x, int32_t a0, int32_t a1, const double *pa, double *y,
+                               int32_t b0, int32_t b1, const double *pb, bool same, int dim,
+                               double r2)
+{
+    double least, most;
+    nbi_box_d2(pa, pb, dim, &least, &most);
+    if (least > r2) return 0;
+    const int64_t na = a1 - a0, nb = b1 - b0;
+    if (most <= r2) return same ? na * (na - 1) / 2 : na * nb;
+    if (na * nb <= NBI_BULK_LEAF) return nbi_test_block(x, a0, a1, y, b0, b1, same, dim, r2);
+    double b1box[6], b2box[6];
+    if (same || (na >= nb)) { // split a (for the same range, both sides with it)
+        const int32_t m = nbi_split(x, a0, a1, dim, pa);
+        if (m == a0 || m == a1) return nbi_test_block(x, a0, a1, y, b0, b1, same, dim, r2);
+        nbi_box_of(x, a0, m, dim, b1box);
+        nbi_box_of(x, m, a1, dim, b2box);
+        if (same)
+            return nbi_count_boxes(x, a0, m, b1box, x, a0, m, b1box, true, dim, r2) +
+                   nbi_count_boxes(x, m, a1, b2box, x, m, a1, b2box, true, dim, r2) +
+                   nbi_count_boxes(x, a0, m, b1box, x, m, a1, b2box, false, dim, r2);
+        return nbi_count_boxes(x, a0, m, b1box, y, b0, b1, pb, false, dim, r2) +
+               nbi_count_boxes(x, m, a1, b2box, y, b0, b1, pb, false, dim, r2);
+    }
+    const int32_t m = nbi_split(y, b0, b1, dim, pb);
+    if (m == b0 || m == b1) return nbi_test_block(x, a0, a1, y, b0, b1, false, dim, r2);
+    nbi_box_of(y, b0, m, dim, b1box);
+    nbi_box_of(y, m, b1, dim, b2box);
+    return nbi_count_boxes(x, a0, a1, pa, y, b0, m, b1box, false, dim, r2) +
+           nbi_count_boxes(x, a0, a1, pa, y, m, b1, b2box, false, dim, r2);
+}
+
 static int64_t nbi_count_bins(const nbiBinning *g, const nbiBins *A, const nbiBins *B, bool self,
                               double r2, int64_t reach)
 {
@@ -168,16 +242,9 @@ static int64_t nbi_count_bins(const nbiBinning *g, const nbiBins *A, const nbiBi
                     if (self && d < c) continue; // each pair of bins once
                     const int32_t b0 = B->start[d], b1 = B->start[d + 1];
                     if (b0 == b1) continue;
-                    double least, most;
-                    nbi_box_d2(pa, B->box + (size_t)d * 2 * (size_t)dim, dim, &least, &most);
-                    if (least > r2) continue;
-                    const bool same = self && d == c;
-                    if (most <= r2) {
-                        const int64_t na = a1 - a0, nb = b1 - b0;
-                        total += same ? na * (na - 1) / 2 : na * nb;
-                    } else {
-                        total += nbi_test_block(A->xyz, a0, a1, B->xyz, b0, b1, same, dim, r2);
-                    }
+                    total += nbi_count_boxes(A->xyz, a0, a1, pa, B->xyz, b0, b1,
+                                             B->box + (size_t)d * 2 * (size_t)dim, self && d == c,
+                                             dim, r2);
                 }
     }
     return total;
@@ -195,7 +262,34 @@ bool nbi_count_bulk(const nbiView *a, const nbiView *b, double radius, const nbA
     if (a->n == 0 || b->n == 0 || points < NBI_BULK_MIN_POINTS || !(radius > 0.0)) return false;
     double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
     nbi_bounds(a, lo, hi);
-    if (!self) nbi_bounds(b, lo, hi);
+    // The sets' boxes (lo then hi, dim each) wholly within or beyond the radius: the count at
+    // once, as any pair of bins below.
+    double ba[6], bb[6];
+    for (int ax = 0; ax < dim; ax++) {
+        ba[ax] = lo[ax];
+        ba[dim + ax] = hi[ax];
+    }
+    if (!self) {
+        double blo[3] = {INFINITY, INFINITY, INFINITY}, bhi[3] = {-INFINITY, -INFINITY, -INFINITY};
+        nbi_bounds(b, blo, bhi);
+        for (int ax = 0; ax < dim; ax++) {
+            bb[ax] = blo[ax];
+            bb[dim + ax] = bhi[ax];
+            lo[ax] = blo[ax] < lo[ax] ? blo[ax] : lo[ax];
+            hi[ax] = bhi[ax] > hi[ax] ? bhi[ax] : hi[ax];
+        }
+    }
+    const double r2 = radius * radius;
+    double least, most;
+    nbi_box_d2(ba, self ? ba : bb, dim, &least, &most);
+    if (least > r2) {
+        *count = 0;
+        return true;
+    }
+    if (most <= r2) {
+        *count = self ? (int64_t)a->n * ((int64_t)a->n - 1) / 2 : (int64_t)a->n * (int64_t)b->n;
+        return true;
+    }
     // Bins of radius / per_radius; where that leaves few bins (a radius near the points' whole
     // extent), finer ones, so that the pairs of bins the radius cuts hold few points: up to
     // NBI_BULK_FINE bins, still NBI_BULK_MIN_PER_CELL points a bin.
@@ -237,7 +331,7 @@ bool nbi_count_bulk(const nbiView *a, const nbiView *b, double radius, const nbA
     if (ok) {
         nbi_bin(&g, a, &A, cell);
         if (!self) nbi_bin(&g, b, &B, cell);
-        *count = nbi_count_bins(&g, &A, self ? &A : &B, self, radius * radius, rb);
+        *count = nbi_count_bins(&g, &A, self ? &A : &B, self, r2, rb);
     }
     nbi_free(alloc, cell, (size_t)(a->n > b->n ? a->n : b->n), 4);
     nbi_free(alloc, A.start, nb + 1, 4);

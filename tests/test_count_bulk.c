@@ -107,7 +107,8 @@ static int test_against_brute_force(void)
 }
 
 // Filters and periodic axes keep the pair walk (the bulk count has neither); a failed
-// allocation falls back to it too, with the same count.
+// allocation falls back to it too, with the same count. Sets wholly apart or wholly within the
+// radius are counted at once.
 static int test_declines(void)
 {
     nboSet s = make(0, 3000, 2);
@@ -136,6 +137,20 @@ static int test_declines(void)
     NB_CHECK_OK(nb_grid_count_pairs(g, 50.0, &walked));
     NB_CHECK(walked == bulk && bulk == brute_self(&s, 50.0));
     nb_grid_destroy(g);
+
+    // Sets whose boxes lie wholly beyond the radius, or wholly within it: decided at once.
+    nboSet far = make(0, 2000, 2);
+    for (int32_t i = 0; i < far.n; i++) far.p[2 * i] += 150.0; // x in [150, 250)
+    nbGrid *h = build(&far, 50.0), *k = build(&s, 50.0);
+    NB_CHECK(h != NULL && k != NULL);
+    NB_CHECK(nbi_count_bulk(&k->view, &h->view, 50.0, &k->alloc, &bulk) && bulk == 0);
+    NB_CHECK(nbi_count_bulk(&k->view, &h->view, 400.0, &k->alloc, &bulk) &&
+             bulk == (int64_t)s.n * far.n);
+    NB_CHECK(nbi_count_bulk(&k->view, &h->view, 100.0, &k->alloc, &bulk) &&
+             bulk == brute_cross(&s, &far, 100.0));
+    nb_grid_destroy(h);
+    nb_grid_destroy(k);
+    nbo_set_free(&far);
 
     nbo_set_add_filters(&s);
     nbGrid *f = build(&s, 50.0);
