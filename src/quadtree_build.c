@@ -192,6 +192,14 @@ static void nbi_child_geometry(const nbQuadtree *q, const nbiQtNode *parent, int
 // -1 when b stays in the node. `tight`: q->placement is NB_QUADTREE_TIGHT.
 NBI_INLINE int nbi_pick_mid(bool tight, const double mid[2], const nbiQtNode *kids, const double *b)
 {
+#if defined(__SSE2__)
+    if (!tight) { // both axes at once: the centre's lanes not below the middle's are the upper
+        const __m128d c =
+            _mm_mul_pd(_mm_add_pd(_mm_loadu_pd(b), _mm_loadu_pd(b + 2)), _mm_set1_pd(0.5));
+        const int k = _mm_movemask_pd(_mm_cmpge_pd(c, _mm_loadu_pd(mid)));
+        return nbi_within(&kids[k], b) ? k : -1;
+    }
+#endif
     int k = 0;
     for (int a = 0; a < 2; a++) {
         if (tight) {
@@ -1050,6 +1058,54 @@ NBI_INLINE void nbi_pick_range(bool tight, const double mid[2], const nbiQtNode 
     }
 }
 
+// Fills the block of node n (taken and readied: nbi_block_init) with the `count` rectangles
+// ids[] of the caller's boxes, in that order: every per-position copy (nbi_put_fields' for one,
+// here a block at once), then its run boxes (or its one segment's box) from what it holds, and
+// u = the union of their float boxes, which the node's float box is grown by. Rectangle id takes
+// slot id (nb_quadtree_build).
+static void nbi_build_fill(nbQuadtree *s, int32_t n, const double *box, const int32_t *ids,
+                           int32_t count, const uint64_t *users, const nbFilter *filters,
+                           float u[4])
+{
+    const nbiQtNode *nd = &NBI_NODES(s)[n];
+    const nbiQtHot *h = &NBI_HOT(s)[n]; // its frame (nbi_sync'ed when the node was made)
+    const int32_t start = nd->start;
+    const int c = nd->cls;
+    nbiQtBox *bx = NBI_BOX(s) + start;
+    uint32_t *cat = NBI_CAT(s) + start, *mask = NBI_MASK(s) + start;
+    int32_t *own = NBI_OWN(s) + start;
+    for (int i = 0; i < 4; i++) u[i] = INFINITY;
+    for (int32_t j = 0; j < count; j++) {
+        const int32_t id = ids[j], p = start + j;
+        const double *b = box + 4 * (size_t)id;
+        memcpy(bx[j].b, b, sizeof bx[j].b);
+        float v[4];
+        nbi_f_fields(s, b, v);
+        float *f = nbi_fb_at(s, p);
+        int16_t e[4];
+        nbi_q_fields(h, b, e);
+        int16_t *qe = nbi_qb_at(s, p);
+        for (int i = 0; i < 4; i++) {
+            f[4 * i] = v[i];
+            qe[8 * i] = e[i];
+            u[i] = v[i] < u[i] ? v[i] : u[i];
+        }
+        nbHit *hit = nbi_hit_of(s, p);
+        hit->handle = nbi_pool_handle_first(&s->pool, id);
+        hit->user = users != NULL ? users[id] : (uint64_t)id;
+        const nbFilter fl = filters != NULL ? filters[id] : NB_FILTER_ALL;
+        cat[j] = fl.category;
+        mask[j] = fl.mask;
+        own[j] = n;
+    }
+    if (c >= NBI_QT_RB_MIN_CLS) {
+        for (int32_t p = start; p < start + count; p += 8) nbi_rb_refit(s, start, c, p);
+    } else { // one segment: its box is the union
+        float *g = NBI_SB(s) + nbi_seg_box(start, start);
+        for (int i = 0; i < 4; i++) g[i] = u[i];
+    }
+}
+
 // Lays the rectangles work[lo, hi) of `range` out under its node, depth first: the node splits
 // while it holds more than the threshold (a stable counting sort of its range by child, those
 // that stay first), and each node's own rectangles get a block at the arena's end as the walk
@@ -1122,17 +1178,8 @@ static nbStatus nbi_build_into(nbQuadtree *s, const double *box, int32_t *work, 
         int32_t *sorted = items == work ? scratch : work; // free over this range
         nbi_build_sort(nd, box, items + r.lo, sorted + r.lo, pick + r.lo, stay);
         // The node's float box and its ancestors' grow once, by the union of its rectangles'.
-        float u[4] = {INFINITY, INFINITY, INFINITY, INFINITY};
-        for (int32_t j = 0; j < stay; j++) {
-            nbi_box_ahead(box, sorted, r.lo + j, r.lo + stay);
-            const int32_t id = sorted[r.lo + j];
-            const nbHandle h = nbi_pool_handle_first(&s->pool, id); // slot id: rectangle id's
-            const nbFilter f = filters != NULL ? filters[id] : NB_FILTER_ALL;
-            nbi_put_fields(s, start, start + j, r.node, box + 4 * (size_t)id, h.bits,
-                           users != NULL ? users[id] : (uint64_t)id, f.category, f.mask);
-            const float *fb = nbi_fb_at(s, start + j);
-            for (int i = 0; i < 4; i++) u[i] = fb[4 * i] < u[i] ? fb[4 * i] : u[i];
-        }
+        float u[4];
+        nbi_build_fill(s, r.node, box, sorted + r.lo, stay, users, filters, u);
         nbi_bbox_grow_by(s, r.node, u);
         nbi_sync(s, r.node);
     }

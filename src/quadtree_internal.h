@@ -530,10 +530,6 @@ int32_t nbi_group_take(nbQuadtree *q);
 void nbi_group_give(nbQuadtree *q, int32_t g);
 void nbi_put_data(nbQuadtree *q, int32_t start, int32_t to, int32_t n, const double *b,
                   uint64_t hnd, uint64_t user, uint32_t cat, uint32_t mask);
-// nbi_put_data but for the float boxes of n's group and above: a bulk build grows them once a
-// node, by the union of its rectangles' float boxes (nbi_bbox_grow_by).
-void nbi_put_fields(nbQuadtree *q, int32_t start, int32_t to, int32_t n, const double *b,
-                    uint64_t hnd, uint64_t user, uint32_t cat, uint32_t mask);
 void nbi_bbox_grow_by(nbQuadtree *q, int32_t n, const float u[4]);
 void nbi_move_pos(nbQuadtree *q, int32_t from, int32_t start, int32_t to, int32_t n);
 int nbi_append_cls(const nbiQtNode *n);

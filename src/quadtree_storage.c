@@ -196,9 +196,10 @@ void nbi_group_give(nbQuadtree *q, int32_t g)
 }
 
 // Writes a rectangle's data at position `to` of node n, whose block starts at `start`; its slot
-// is left to the caller (nbi_put).
-void nbi_put_fields(nbQuadtree *q, int32_t start, int32_t to, int32_t n, const double *b,
-                    uint64_t hnd, uint64_t user, uint32_t cat, uint32_t mask)
+// is left to the caller (nbi_put). A bulk build writes a whole block at once instead
+// (nbi_build_fill).
+static void nbi_put_fields(nbQuadtree *q, int32_t start, int32_t to, int32_t n, const double *b,
+                           uint64_t hnd, uint64_t user, uint32_t cat, uint32_t mask)
 {
     nbHit *r = nbi_hit_of(q, to);
     nbi_box_put(q, n, start, to, b);
