@@ -30,6 +30,13 @@ static int nbi_cls_for(int64_t n)
     return c;
 }
 
+// The four bits of x spread to every second bit (bit i to bit 2 i).
+NBI_INLINE unsigned nbi_spread4(unsigned x)
+{
+    x = (x | x << 2) & 0x33u;
+    return (x | x << 1) & 0x55u;
+}
+
 // The step of box b's centre along a Morton curve over node nd's cell, 16 x 16 steps (sx, sy:
 // 16 over the cell's sides), centres outside the cell clamped. Huge coordinates may overflow to
 // infinity or NaN here: those take a corner (the order only groups rectangles, it decides no
@@ -40,9 +47,7 @@ NBI_INLINE uint8_t nbi_curve_key(const nbiQtNode *nd, double sx, double sy, cons
     const double cy = (0.5 * b[1] + 0.5 * b[3] - nd->clo[1]) * sy;
     const unsigned x = cx >= 15.0 ? 15u : cx >= 0.0 ? (unsigned)cx : 0u;
     const unsigned y = cy >= 15.0 ? 15u : cy >= 0.0 ? (unsigned)cy : 0u;
-    unsigned k = 0;
-    for (int i = 0; i < 4; i++) k |= ((x >> i) & 1u) << (2 * i) | ((y >> i) & 1u) << (2 * i + 1);
-    return (uint8_t)k;
+    return (uint8_t)(nbi_spread4(x) | nbi_spread4(y) << 1);
 }
 
 // ---- tidying: a node's rectangles back in curve order ----
@@ -1068,29 +1073,36 @@ static void nbi_build_fill(nbQuadtree *s, int32_t n, const double *box, const in
                            float u[4])
 {
     const nbiQtNode *nd = &NBI_NODES(s)[n];
-    const nbiQtHot *h = &NBI_HOT(s)[n]; // its frame (nbi_sync'ed when the node was made)
+    // Local copies of what every rectangle reads (its frame, nbi_sync'ed when the node was made;
+    // the float origin; where the arrays are), which the stores below then cannot be taken to
+    // change.
+    const nbiQtHot h = NBI_HOT(s)[n];
+    const double fo[2] = {s->fo[0], s->fo[1]};
     const int32_t start = nd->start;
     const int c = nd->cls;
     nbiQtBox *bx = NBI_BOX(s) + start;
     uint32_t *cat = NBI_CAT(s) + start, *mask = NBI_MASK(s) + start;
     int32_t *own = NBI_OWN(s) + start;
-    for (int i = 0; i < 4; i++) u[i] = INFINITY;
+    float *fb = NBI_FB(s);
+    int16_t *qb = NBI_QB(s);
+    float lo[4] = {INFINITY, INFINITY, INFINITY, INFINITY};
     for (int32_t j = 0; j < count; j++) {
         const int32_t id = ids[j], p = start + j;
         const double *b = box + 4 * (size_t)id;
         memcpy(bx[j].b, b, sizeof bx[j].b);
-        float v[4];
-        nbi_f_fields(s, b, v);
-        float *f = nbi_fb_at(s, p);
+        const double w[4] = {b[0] - fo[0], b[1] - fo[1], -(b[2] - fo[0]), -(b[3] - fo[1])};
+        float v[4]; // nbi_f_fields
+        nbi_f_round4(w, v, -1);
         int16_t e[4];
-        nbi_q_fields(h, b, e);
-        int16_t *qe = nbi_qb_at(s, p);
+        nbi_q_fields(&h, b, e);
+        float *f = fb + (size_t)NBI_QT_RUN_FLOATS * (size_t)(p >> 2) + (p & 3); // nbi_fb_at
+        int16_t *run = qb + (size_t)NBI_QT_QRUN * (size_t)(p >> 3);             // nbi_qb_at
         for (int i = 0; i < 4; i++) {
             f[4 * i] = v[i];
-            qe[8 * i] = e[i];
-            u[i] = v[i] < u[i] ? v[i] : u[i];
+            run[8 * i + (p & 7)] = e[i];
+            lo[i] = v[i] < lo[i] ? v[i] : lo[i];
         }
-        nbHit *hit = nbi_hit_of(s, p);
+        nbHit *hit = (nbHit *)(void *)(run + 32) + (p & 7); // nbi_hit_of
         hit->handle = nbi_pool_handle_first(&s->pool, id);
         hit->user = users != NULL ? users[id] : (uint64_t)id;
         const nbFilter fl = filters != NULL ? filters[id] : NB_FILTER_ALL;
@@ -1098,6 +1110,7 @@ static void nbi_build_fill(nbQuadtree *s, int32_t n, const double *box, const in
         mask[j] = fl.mask;
         own[j] = n;
     }
+    for (int i = 0; i < 4; i++) u[i] = lo[i];
     if (c >= NBI_QT_RB_MIN_CLS) {
         for (int32_t p = start; p < start + count; p += 8) nbi_rb_refit(s, start, c, p);
     } else { // one segment: its box is the union
@@ -1209,6 +1222,40 @@ static void nbi_build_slots(nbQuadtree *s)
     }
 }
 
+// The union u of the n >= 1 (checked) rectangles and the box cb of their centres, as nbi_pick
+// computes them (each as min x, min y, max x, max y).
+static void nbi_build_extent(const nbRect *rects, int32_t n, double u[4], double cb[4])
+{
+#if defined(__SSE2__)
+    // min(new, cur) and max(new, cur) keep the current value on ties, as the loop below does.
+    const __m128d half = _mm_set1_pd(0.5);
+    __m128d lo = _mm_loadu_pd(rects[0].min), hi = _mm_loadu_pd(rects[0].max);
+    __m128d clo = _mm_mul_pd(_mm_add_pd(lo, hi), half), chi = clo;
+    for (int32_t i = 1; i < n; i++) {
+        const __m128d a = _mm_loadu_pd(rects[i].min), b = _mm_loadu_pd(rects[i].max);
+        const __m128d c = _mm_mul_pd(_mm_add_pd(a, b), half);
+        lo = _mm_min_pd(a, lo);
+        hi = _mm_max_pd(b, hi);
+        clo = _mm_min_pd(c, clo);
+        chi = _mm_max_pd(c, chi);
+    }
+    _mm_storeu_pd(u, lo);
+    _mm_storeu_pd(u + 2, hi);
+    _mm_storeu_pd(cb, clo);
+    _mm_storeu_pd(cb + 2, chi);
+#else
+    for (int32_t i = 0; i < n; i++) {
+        for (int a = 0; a < 2; a++) {
+            const double c = 0.5 * (rects[i].min[a] + rects[i].max[a]); // as nbi_pick
+            if (i == 0 || rects[i].min[a] < u[a]) u[a] = rects[i].min[a];
+            if (i == 0 || rects[i].max[a] > u[2 + a]) u[2 + a] = rects[i].max[a];
+            if (i == 0 || c < cb[a]) cb[a] = c;
+            if (i == 0 || c > cb[2 + a]) cb[2 + a] = c;
+        }
+    }
+#endif
+}
+
 nbStatus nb_quadtree_build(nbQuadtree *q, const nbRect *rects, int32_t n, const uint64_t *users,
                            const nbFilter *filters, nbHandle *handles)
 {
@@ -1220,14 +1267,8 @@ nbStatus nb_quadtree_build(nbQuadtree *q, const nbRect *rects, int32_t n, const 
     for (int32_t i = 0; i < n; i++) {
         const nbStatus st = nbi_rect_check(&rects[i]);
         if (st != NB_OK) return st;
-        for (int a = 0; a < 2; a++) {
-            const double c = 0.5 * (rects[i].min[a] + rects[i].max[a]); // as nbi_pick
-            if (i == 0 || rects[i].min[a] < u[a]) u[a] = rects[i].min[a];
-            if (i == 0 || rects[i].max[a] > u[2 + a]) u[2 + a] = rects[i].max[a];
-            if (i == 0 || c < cb[a]) cb[a] = c;
-            if (i == 0 || c > cb[2 + a]) cb[2 + a] = c;
-        }
     }
+    if (n > 0) nbi_build_extent(rects, n, u, cb);
     // A new tree with the same settings, swapped in only when it is complete: a failure leaves
     // q as it was.
     nbQuadtree *s = NULL;
