@@ -1055,8 +1055,14 @@ NBI_INLINE void nbi_pick_range(bool tight, const double mid[2], const nbiQtNode 
                                const double *box, const int32_t *items, int32_t lo, int32_t hi,
                                uint8_t *pick, int32_t per[5])
 {
-    for (int32_t i = lo; i < hi; i++) {
-        nbi_box_ahead(box, items, i, hi);
+    int32_t i = lo;
+    for (; i < hi - NBI_QT_BOX_AHEAD; i++) { // nbi_box_ahead, with its test out of the loop
+        nbi_prefetch(box + 4 * (size_t)items[i + NBI_QT_BOX_AHEAD]);
+        const int k = nbi_pick_mid(tight, mid, kids, box + 4 * (size_t)items[i]) + 1;
+        pick[i] = (uint8_t)k;
+        per[k]++;
+    }
+    for (; i < hi; i++) {
         const int k = nbi_pick_mid(tight, mid, kids, box + 4 * (size_t)items[i]) + 1;
         pick[i] = (uint8_t)k;
         per[k]++;
