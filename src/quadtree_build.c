@@ -1228,16 +1228,21 @@ static void nbi_build_slots(nbQuadtree *s)
     }
 }
 
-// The union u of the n >= 1 (checked) rectangles and the box cb of their centres, as nbi_pick
-// computes them (each as min x, min y, max x, max y).
-static void nbi_build_extent(const nbRect *rects, int32_t n, double u[4], double cb[4])
+// Checks the n >= 1 rectangles (nbi_rect_check: the first bad one's status) and, in the same
+// pass, takes their union u and the box cb of their centres, as nbi_pick computes them (each as
+// min x, min y, max x, max y).
+static nbStatus nbi_build_extent(const nbRect *rects, int32_t n, double u[4], double cb[4])
 {
+    nbStatus st = nbi_rect_check(&rects[0]);
+    if (st != NB_OK) return st;
 #if defined(__SSE2__)
     // min(new, cur) and max(new, cur) keep the current value on ties, as the loop below does.
     const __m128d half = _mm_set1_pd(0.5);
     __m128d lo = _mm_loadu_pd(rects[0].min), hi = _mm_loadu_pd(rects[0].max);
     __m128d clo = _mm_mul_pd(_mm_add_pd(lo, hi), half), chi = clo;
     for (int32_t i = 1; i < n; i++) {
+        st = nbi_rect_check(&rects[i]);
+        if (st != NB_OK) return st;
         const __m128d a = _mm_loadu_pd(rects[i].min), b = _mm_loadu_pd(rects[i].max);
         const __m128d c = _mm_mul_pd(_mm_add_pd(a, b), half);
         lo = _mm_min_pd(a, lo);
@@ -1251,6 +1256,8 @@ static void nbi_build_extent(const nbRect *rects, int32_t n, double u[4], double
     _mm_storeu_pd(cb + 2, chi);
 #else
     for (int32_t i = 0; i < n; i++) {
+        st = nbi_rect_check(&rects[i]);
+        if (st != NB_OK) return st;
         for (int a = 0; a < 2; a++) {
             const double c = 0.5 * (rects[i].min[a] + rects[i].max[a]); // as nbi_pick
             if (i == 0 || rects[i].min[a] < u[a]) u[a] = rects[i].min[a];
@@ -1260,6 +1267,7 @@ static void nbi_build_extent(const nbRect *rects, int32_t n, double u[4], double
         }
     }
 #endif
+    return NB_OK;
 }
 
 nbStatus nb_quadtree_build(nbQuadtree *q, const nbRect *rects, int32_t n, const uint64_t *users,
@@ -1270,11 +1278,10 @@ nbStatus nb_quadtree_build(nbQuadtree *q, const nbRect *rects, int32_t n, const 
     // The first bad rectangle decides (nbi_rect_check: finiteness, then range).
     double u[4] = {0.0, 0.0, 0.0, 0.0};  // the union of every rectangle
     double cb[4] = {0.0, 0.0, 0.0, 0.0}; // the box of their centres
-    for (int32_t i = 0; i < n; i++) {
-        const nbStatus st = nbi_rect_check(&rects[i]);
-        if (st != NB_OK) return st;
+    if (n > 0) {
+        const nbStatus bad = nbi_build_extent(rects, n, u, cb);
+        if (bad != NB_OK) return bad;
     }
-    if (n > 0) nbi_build_extent(rects, n, u, cb);
     // A new tree with the same settings, swapped in only when it is complete: a failure leaves
     // q as it was.
     nbQuadtree *s = NULL;
