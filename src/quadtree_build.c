@@ -30,6 +30,13 @@ static int nbi_cls_for(int64_t n)
     return c;
 }
 
+// The four bits of x spread to every second bit (bit i to bit 2 i).
+NBI_INLINE unsigned nbi_spread4(unsigned x)
+{
+    x = (x | x << 2) & 0x33u;
+    return (x | x << 1) & 0x55u;
+}
+
 // The step of box b's centre along a Morton curve over node nd's cell, 16 x 16 steps (sx, sy:
 // 16 over the cell's sides), centres outside the cell clamped. Huge coordinates may overflow to
 // infinity or NaN here: those take a corner (the order only groups rectangles, it decides no
@@ -40,9 +47,7 @@ NBI_INLINE uint8_t nbi_curve_key(const nbiQtNode *nd, double sx, double sy, cons
     const double cy = (0.5 * b[1] + 0.5 * b[3] - nd->clo[1]) * sy;
     const unsigned x = cx >= 15.0 ? 15u : cx >= 0.0 ? (unsigned)cx : 0u;
     const unsigned y = cy >= 15.0 ? 15u : cy >= 0.0 ? (unsigned)cy : 0u;
-    unsigned k = 0;
-    for (int i = 0; i < 4; i++) k |= ((x >> i) & 1u) << (2 * i) | ((y >> i) & 1u) << (2 * i + 1);
-    return (uint8_t)k;
+    return (uint8_t)(nbi_spread4(x) | nbi_spread4(y) << 1);
 }
 
 // ---- tidying: a node's rectangles back in curve order ----
@@ -192,6 +197,14 @@ static void nbi_child_geometry(const nbQuadtree *q, const nbiQtNode *parent, int
 // -1 when b stays in the node. `tight`: q->placement is NB_QUADTREE_TIGHT.
 NBI_INLINE int nbi_pick_mid(bool tight, const double mid[2], const nbiQtNode *kids, const double *b)
 {
+#if defined(__SSE2__)
+    if (!tight) { // both axes at once: the centre's lanes not below the middle's are the upper
+        const __m128d c =
+            _mm_mul_pd(_mm_add_pd(_mm_loadu_pd(b), _mm_loadu_pd(b + 2)), _mm_set1_pd(0.5));
+        const int k = _mm_movemask_pd(_mm_cmpge_pd(c, _mm_loadu_pd(mid)));
+        return nbi_within(&kids[k], b) ? k : -1;
+    }
+#endif
     int k = 0;
     for (int a = 0; a < 2; a++) {
         if (tight) {
@@ -1042,11 +1055,73 @@ NBI_INLINE void nbi_pick_range(bool tight, const double mid[2], const nbiQtNode 
                                const double *box, const int32_t *items, int32_t lo, int32_t hi,
                                uint8_t *pick, int32_t per[5])
 {
-    for (int32_t i = lo; i < hi; i++) {
-        nbi_box_ahead(box, items, i, hi);
+    int32_t i = lo;
+    for (; i < hi - NBI_QT_BOX_AHEAD; i++) { // nbi_box_ahead, with its test out of the loop
+        nbi_prefetch(box + 4 * (size_t)items[i + NBI_QT_BOX_AHEAD]);
         const int k = nbi_pick_mid(tight, mid, kids, box + 4 * (size_t)items[i]) + 1;
         pick[i] = (uint8_t)k;
         per[k]++;
+    }
+    for (; i < hi; i++) {
+        const int k = nbi_pick_mid(tight, mid, kids, box + 4 * (size_t)items[i]) + 1;
+        pick[i] = (uint8_t)k;
+        per[k]++;
+    }
+}
+
+// Fills the block of node n (taken and readied: nbi_block_init) with the `count` rectangles
+// ids[] of the caller's boxes, in that order: every per-position copy (nbi_put_fields' for one,
+// here a block at once), then its run boxes (or its one segment's box) from what it holds, and
+// u = the union of their float boxes, which the node's float box is grown by. Rectangle id takes
+// slot id (nb_quadtree_build).
+static void nbi_build_fill(nbQuadtree *s, int32_t n, const double *box, const int32_t *ids,
+                           int32_t count, const uint64_t *users, const nbFilter *filters,
+                           float u[4])
+{
+    const nbiQtNode *nd = &NBI_NODES(s)[n];
+    // Local copies of what every rectangle reads (its frame, nbi_sync'ed when the node was made;
+    // the float origin; where the arrays are), which the stores below then cannot be taken to
+    // change.
+    const nbiQtHot h = NBI_HOT(s)[n];
+    const double fo[2] = {s->fo[0], s->fo[1]};
+    const int32_t start = nd->start;
+    const int c = nd->cls;
+    nbiQtBox *bx = NBI_BOX(s) + start;
+    uint32_t *cat = NBI_CAT(s) + start, *mask = NBI_MASK(s) + start;
+    int32_t *own = NBI_OWN(s) + start;
+    float *fb = NBI_FB(s);
+    int16_t *qb = NBI_QB(s);
+    float lo[4] = {INFINITY, INFINITY, INFINITY, INFINITY};
+    for (int32_t j = 0; j < count; j++) {
+        const int32_t id = ids[j], p = start + j;
+        const double *b = box + 4 * (size_t)id;
+        memcpy(bx[j].b, b, sizeof bx[j].b);
+        const double w[4] = {b[0] - fo[0], b[1] - fo[1], -(b[2] - fo[0]), -(b[3] - fo[1])};
+        float v[4]; // nbi_f_fields
+        nbi_f_round4(w, v, -1);
+        int16_t e[4];
+        nbi_q_fields(&h, b, e);
+        float *f = fb + (size_t)NBI_QT_RUN_FLOATS * (size_t)(p >> 2) + (p & 3); // nbi_fb_at
+        int16_t *run = qb + (size_t)NBI_QT_QRUN * (size_t)(p >> 3);             // nbi_qb_at
+        for (int i = 0; i < 4; i++) {
+            f[4 * i] = v[i];
+            run[8 * i + (p & 7)] = e[i];
+            lo[i] = v[i] < lo[i] ? v[i] : lo[i];
+        }
+        nbHit *hit = (nbHit *)(void *)(run + 32) + (p & 7); // nbi_hit_of
+        hit->handle = nbi_pool_handle_first(&s->pool, id);
+        hit->user = users != NULL ? users[id] : (uint64_t)id;
+        const nbFilter fl = filters != NULL ? filters[id] : NB_FILTER_ALL;
+        cat[j] = fl.category;
+        mask[j] = fl.mask;
+        own[j] = n;
+    }
+    for (int i = 0; i < 4; i++) u[i] = lo[i];
+    if (c >= NBI_QT_RB_MIN_CLS) {
+        for (int32_t p = start; p < start + count; p += 8) nbi_rb_refit(s, start, c, p);
+    } else { // one segment: its box is the union
+        float *g = NBI_SB(s) + nbi_seg_box(start, start);
+        for (int i = 0; i < 4; i++) g[i] = u[i];
     }
 }
 
@@ -1122,17 +1197,8 @@ static nbStatus nbi_build_into(nbQuadtree *s, const double *box, int32_t *work, 
         int32_t *sorted = items == work ? scratch : work; // free over this range
         nbi_build_sort(nd, box, items + r.lo, sorted + r.lo, pick + r.lo, stay);
         // The node's float box and its ancestors' grow once, by the union of its rectangles'.
-        float u[4] = {INFINITY, INFINITY, INFINITY, INFINITY};
-        for (int32_t j = 0; j < stay; j++) {
-            nbi_box_ahead(box, sorted, r.lo + j, r.lo + stay);
-            const int32_t id = sorted[r.lo + j];
-            const nbHandle h = nbi_pool_handle_first(&s->pool, id); // slot id: rectangle id's
-            const nbFilter f = filters != NULL ? filters[id] : NB_FILTER_ALL;
-            nbi_put_fields(s, start, start + j, r.node, box + 4 * (size_t)id, h.bits,
-                           users != NULL ? users[id] : (uint64_t)id, f.category, f.mask);
-            const float *fb = nbi_fb_at(s, start + j);
-            for (int i = 0; i < 4; i++) u[i] = fb[4 * i] < u[i] ? fb[4 * i] : u[i];
-        }
+        float u[4];
+        nbi_build_fill(s, r.node, box, sorted + r.lo, stay, users, filters, u);
         nbi_bbox_grow_by(s, r.node, u);
         nbi_sync(s, r.node);
     }
@@ -1162,16 +1228,35 @@ static void nbi_build_slots(nbQuadtree *s)
     }
 }
 
-nbStatus nb_quadtree_build(nbQuadtree *q, const nbRect *rects, int32_t n, const uint64_t *users,
-                           const nbFilter *filters, nbHandle *handles)
+// Checks the n >= 1 rectangles (nbi_rect_check: the first bad one's status) and, in the same
+// pass, takes their union u and the box cb of their centres, as nbi_pick computes them (each as
+// min x, min y, max x, max y).
+static nbStatus nbi_build_extent(const nbRect *rects, int32_t n, double u[4], double cb[4])
 {
-    if (q == NULL || (rects == NULL && n > 0)) return NB_ERR_NULL_ARG;
-    if (n < 0 || n > NBI_QT_MAX_ITEMS) return NB_ERR_OUT_OF_RANGE;
-    // The first bad rectangle decides (nbi_rect_check: finiteness, then range).
-    double u[4] = {0.0, 0.0, 0.0, 0.0};  // the union of every rectangle
-    double cb[4] = {0.0, 0.0, 0.0, 0.0}; // the box of their centres
+    nbStatus st = nbi_rect_check(&rects[0]);
+    if (st != NB_OK) return st;
+#if defined(__SSE2__)
+    // min(new, cur) and max(new, cur) keep the current value on ties, as the loop below does.
+    const __m128d half = _mm_set1_pd(0.5);
+    __m128d lo = _mm_loadu_pd(rects[0].min), hi = _mm_loadu_pd(rects[0].max);
+    __m128d clo = _mm_mul_pd(_mm_add_pd(lo, hi), half), chi = clo;
+    for (int32_t i = 1; i < n; i++) {
+        st = nbi_rect_check(&rects[i]);
+        if (st != NB_OK) return st;
+        const __m128d a = _mm_loadu_pd(rects[i].min), b = _mm_loadu_pd(rects[i].max);
+        const __m128d c = _mm_mul_pd(_mm_add_pd(a, b), half);
+        lo = _mm_min_pd(a, lo);
+        hi = _mm_max_pd(b, hi);
+        clo = _mm_min_pd(c, clo);
+        chi = _mm_max_pd(c, chi);
+    }
+    _mm_storeu_pd(u, lo);
+    _mm_storeu_pd(u + 2, hi);
+    _mm_storeu_pd(cb, clo);
+    _mm_storeu_pd(cb + 2, chi);
+#else
     for (int32_t i = 0; i < n; i++) {
-        const nbStatus st = nbi_rect_check(&rects[i]);
+        st = nbi_rect_check(&rects[i]);
         if (st != NB_OK) return st;
         for (int a = 0; a < 2; a++) {
             const double c = 0.5 * (rects[i].min[a] + rects[i].max[a]); // as nbi_pick
@@ -1180,6 +1265,22 @@ nbStatus nb_quadtree_build(nbQuadtree *q, const nbRect *rects, int32_t n, const 
             if (i == 0 || c < cb[a]) cb[a] = c;
             if (i == 0 || c > cb[2 + a]) cb[2 + a] = c;
         }
+    }
+#endif
+    return NB_OK;
+}
+
+nbStatus nb_quadtree_build(nbQuadtree *q, const nbRect *rects, int32_t n, const uint64_t *users,
+                           const nbFilter *filters, nbHandle *handles)
+{
+    if (q == NULL || (rects == NULL && n > 0)) return NB_ERR_NULL_ARG;
+    if (n < 0 || n > NBI_QT_MAX_ITEMS) return NB_ERR_OUT_OF_RANGE;
+    // The first bad rectangle decides (nbi_rect_check: finiteness, then range).
+    double u[4] = {0.0, 0.0, 0.0, 0.0};  // the union of every rectangle
+    double cb[4] = {0.0, 0.0, 0.0, 0.0}; // the box of their centres
+    if (n > 0) {
+        const nbStatus bad = nbi_build_extent(rects, n, u, cb);
+        if (bad != NB_OK) return bad;
     }
     // A new tree with the same settings, swapped in only when it is complete: a failure leaves
     // q as it was.

@@ -337,9 +337,10 @@ static inline void nbi_q4_ref(const nbiQtHot *h, const double *lo, const double 
 
 // floor(t(lo[0])), floor(t(lo[1])), -ceil(t(hi[0])), -ceil(t(hi[1])) in node h's frame, each
 // clamped to [-NBI_QT_QMAX, NBI_QT_QMAX] (not NaN; infinities allowed).
-NBI_INLINE void nbi_q4(const nbiQtHot *h, const double *lo, const double *hi, int out[4])
-{
 #if defined(__SSE2__)
+// The four as the 32-bit lanes of a vector.
+NBI_INLINE __m128i nbi_q4v(const nbiQtHot *h, const double *lo, const double *hi)
+{
     const __m128d c = _mm_set_pd((double)h->fc[1], (double)h->fc[0]);
     const __m128d inv = _mm_set_pd((double)h->finv[1], (double)h->finv[0]);
     const __m128d lim = _mm_set1_pd(NBI_QT_QMAX + 1.0), nlim = _mm_set1_pd(-NBI_QT_QMAX - 1.0);
@@ -359,9 +360,15 @@ NBI_INLINE void nbi_q4(const nbiQtHot *h, const double *lo, const double *hi, in
     const __m128i qmax = _mm_set1_epi32(NBI_QT_QMAX), qmin = _mm_set1_epi32(-NBI_QT_QMAX);
     __m128i v = _mm_unpacklo_epi64(ia, ib);
     const __m128i over = _mm_cmpgt_epi32(v, qmax), under = _mm_cmplt_epi32(v, qmin);
-    v = _mm_or_si128(_mm_andnot_si128(_mm_or_si128(over, under), v),
-                     _mm_or_si128(_mm_and_si128(over, qmax), _mm_and_si128(under, qmin)));
-    _mm_storeu_si128((__m128i *)(void *)out, v);
+    return _mm_or_si128(_mm_andnot_si128(_mm_or_si128(over, under), v),
+                        _mm_or_si128(_mm_and_si128(over, qmax), _mm_and_si128(under, qmin)));
+}
+#endif
+
+NBI_INLINE void nbi_q4(const nbiQtHot *h, const double *lo, const double *hi, int out[4])
+{
+#if defined(__SSE2__)
+    _mm_storeu_si128((__m128i *)(void *)out, nbi_q4v(h, lo, hi));
 #else
     nbi_q4_ref(h, lo, hi, out);
 #endif
@@ -370,9 +377,14 @@ NBI_INLINE void nbi_q4(const nbiQtHot *h, const double *lo, const double *hi, in
 // The 16-bit fields of box b (min x, min y, max x, max y) in a node's frame. b is finite.
 NBI_INLINE void nbi_q_fields(const nbiQtHot *h, const double *b, int16_t out[4])
 {
+#if defined(__SSE2__) // the lanes lie within int16_t: the saturating pack keeps them
+    const __m128i v = nbi_q4v(h, b, b + 2);
+    _mm_storel_epi64((__m128i *)(void *)out, _mm_packs_epi32(v, v));
+#else
     int v[4];
     nbi_q4(h, b, b + 2, v);
     for (int i = 0; i < 4; i++) out[i] = (int16_t)v[i];
+#endif
 }
 
 #if defined(__SSE2__)
@@ -530,10 +542,6 @@ int32_t nbi_group_take(nbQuadtree *q);
 void nbi_group_give(nbQuadtree *q, int32_t g);
 void nbi_put_data(nbQuadtree *q, int32_t start, int32_t to, int32_t n, const double *b,
                   uint64_t hnd, uint64_t user, uint32_t cat, uint32_t mask);
-// nbi_put_data but for the float boxes of n's group and above: a bulk build grows them once a
-// node, by the union of its rectangles' float boxes (nbi_bbox_grow_by).
-void nbi_put_fields(nbQuadtree *q, int32_t start, int32_t to, int32_t n, const double *b,
-                    uint64_t hnd, uint64_t user, uint32_t cat, uint32_t mask);
 void nbi_bbox_grow_by(nbQuadtree *q, int32_t n, const float u[4]);
 void nbi_move_pos(nbQuadtree *q, int32_t from, int32_t start, int32_t to, int32_t n);
 int nbi_append_cls(const nbiQtNode *n);

@@ -116,11 +116,22 @@ void nbi_rb_refit(nbQuadtree *q, int32_t start, int c, int32_t p)
 {
     int16_t *r = nbi_rb_at(q, start, c, (p - start) >> 3);
     const int16_t *e = nbi_qb_at(q, p & ~7);
+#if defined(__SSE2__)
+    __m128i f[4]; // field i of the eight in f[i]: its least by halving three times
+    nbi_q8_load(e, f);
+    for (int i = 0; i < 4; i++) {
+        __m128i m = _mm_min_epi16(f[i], _mm_shuffle_epi32(f[i], _MM_SHUFFLE(1, 0, 3, 2)));
+        m = _mm_min_epi16(m, _mm_shuffle_epi32(m, _MM_SHUFFLE(2, 3, 0, 1)));
+        m = _mm_min_epi16(m, _mm_shufflelo_epi16(m, _MM_SHUFFLE(2, 3, 0, 1)));
+        r[8 * i] = (int16_t)_mm_cvtsi128_si32(m); // the low lane (every field <= NBI_QT_QEMPTY)
+    }
+#else
     for (int i = 0; i < 4; i++) {
         int16_t m = NBI_QT_QEMPTY;
         for (int k = 0; k < 8; k++) m = e[8 * i + k] < m ? e[8 * i + k] : m;
         r[8 * i] = m;
     }
+#endif
 }
 
 void nbi_node_init(nbiQtNode *n, int32_t parent, int32_t level)
@@ -196,9 +207,10 @@ void nbi_group_give(nbQuadtree *q, int32_t g)
 }
 
 // Writes a rectangle's data at position `to` of node n, whose block starts at `start`; its slot
-// is left to the caller (nbi_put).
-void nbi_put_fields(nbQuadtree *q, int32_t start, int32_t to, int32_t n, const double *b,
-                    uint64_t hnd, uint64_t user, uint32_t cat, uint32_t mask)
+// is left to the caller (nbi_put). A bulk build writes a whole block at once instead
+// (nbi_build_fill).
+static void nbi_put_fields(nbQuadtree *q, int32_t start, int32_t to, int32_t n, const double *b,
+                           uint64_t hnd, uint64_t user, uint32_t cat, uint32_t mask)
 {
     nbHit *r = nbi_hit_of(q, to);
     nbi_box_put(q, n, start, to, b);

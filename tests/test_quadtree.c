@@ -1619,6 +1619,76 @@ static int test_build_slot_order(void)
     return 0;
 }
 
+// A build fills each node's block at once (every per-position copy, then the run boxes or the
+// one segment box from what the block holds): counts about the block classes' edges (8, 16, 32)
+// and small thresholds, so that nodes of every class hold rectangles, each with its own user
+// value and filter bits. Validate, then each handle's rectangle, user value and filter, and
+// filtered windows against brute force.
+static int test_build_blocks(void)
+{
+    enum { BN = 700 };
+    static nbRect r[BN];
+    static uint64_t users[BN];
+    static nbFilter filters[BN];
+    static nbHandle h[BN];
+    static nbHit hits[BN];
+    static const int32_t counts[] = {1, 7, 8, 9, 16, 17, 31, 32, 33, 64, 65, 300, BN};
+    static const int32_t thresholds[] = {8, 16, 40, 0};
+    for (int placement = NB_QUADTREE_LOOSE; placement <= NB_QUADTREE_TIGHT; placement++)
+        for (size_t t = 0; t < sizeof thresholds / sizeof thresholds[0]; t++)
+            for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+                const int32_t n = counts[c];
+                for (int32_t i = 0; i < n; i++) {
+                    const double x = nbt_range(-50.0, 50.0), y = nbt_range(-50.0, 50.0);
+                    const double w = 0.1 * pow(300.0, nbt_unit()), v = 0.1 * pow(300.0, nbt_unit());
+                    r[i] = (nbRect){{x - w, y - v}, {x + w, y + v}};
+                    if (i % 5 == 0) r[i] = (nbRect){{-w, -v}, {w, v}}; // centred on the middle
+                    users[i] = 1000003u * (uint64_t)i + 7u;
+                    filters[i] = (nbFilter){1u << (i % 3), i % 4 == 0 ? 1u : NB_FILTER_ALL.mask};
+                }
+                nbQuadtreeDesc desc = {.split_threshold = thresholds[t], .placement = placement};
+                nbQuadtree *qt = NULL;
+                NB_CHECK_OK(nb_quadtree_create(&desc, &qt));
+                NB_CHECK_OK(nb_quadtree_build(qt, r, n, users, filters, h));
+                NB_CHECK_OK(nb_quadtree_validate(qt));
+                for (int32_t i = 0; i < n; i++) {
+                    nbRect got;
+                    uint64_t user = 0;
+                    nbFilter f = {0, 0};
+                    NB_CHECK_OK(nb_quadtree_get(qt, h[i], &got, &user, &f));
+                    NB_CHECK(memcmp(&got, &r[i], sizeof got) == 0 && user == users[i]);
+                    NB_CHECK(f.category == filters[i].category && f.mask == filters[i].mask);
+                }
+                for (int k = 0; k < 20; k++) {
+                    const double x = nbt_range(-60.0, 60.0), y = nbt_range(-60.0, 60.0);
+                    const double e = nbt_range(0.0, 30.0);
+                    const nbRect win = {{x - e, y - e}, {x + e, y + e}};
+                    const nbFilter q = {k % 2 == 0 ? 1u : 6u, k % 3 == 0 ? 2u : NB_FILTER_ALL.mask};
+                    int32_t found = -1, want = 0;
+                    uint64_t sum = 0, wsum = 0;
+                    NB_CHECK_OK(nb_quadtree_query_box(qt, NBT_RECT_BOX(&win), q, hits, BN, &found));
+                    for (int32_t i = 0; i < n; i++)
+                        if (nbo_rect_touch(&r[i], &win) && (q.category & filters[i].mask) != 0 &&
+                            (filters[i].category & q.mask) != 0) {
+                            want++;
+                            wsum += users[i];
+                        }
+                    for (int32_t i = 0; i < found; i++) sum += hits[i].user;
+                    NB_CHECK(found == want && sum == wsum);
+                }
+                int64_t pairs = -1, want = 0; // the pair rule: each's category in the other's mask
+                for (int32_t i = 0; i < n; i++)
+                    for (int32_t j = i + 1; j < n; j++)
+                        want += nbo_rect_touch(&r[i], &r[j]) &&
+                                (filters[i].category & filters[j].mask) != 0 &&
+                                (filters[j].category & filters[i].mask) != 0;
+                NB_CHECK_OK(nb_quadtree_count_pairs(qt, &pairs));
+                NB_CHECK(pairs == want);
+                nb_quadtree_destroy(qt);
+            }
+    return 0;
+}
+
 // ---- the root finds the data ----
 
 enum { PN = 12000, PW = 120 };
@@ -1957,6 +2027,7 @@ int main(int argc, char **argv)
         {"move_many", test_move_many},
         {"move_many_oom", test_move_many_oom},
         {"build_slot_order", test_build_slot_order},
+        {"build_blocks", test_build_blocks},
         {"tidy", test_tidy},
         {"minus_zero", test_minus_zero},
         {"root_fits", test_root_fits},
