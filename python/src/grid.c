@@ -30,15 +30,17 @@ typedef struct nbpyGrid {
     nbPoints view;
     int32_t n;
     int32_t dim;
-    double spacing;     // distance between neighbouring points where they are (> 0): see
-                        // grid_local_spacing; floors the cells of radius queries
-    double knn_spacing; // the same at the 3rd quartile of the sample's nearest distances (> 0):
-                        // sizes the grids for kNN, which must also reach the sparse regions
-    double floor_abs;   // the smallest spacing the coordinates allow (max |x| * 2^-40)
-    int spacing_known;  // 0: spacing and knn_spacing are still the bounding box's mean spacing
-                        // (grid_spacings computes the local ones on first need)
-    double period[3];   // nbGridDesc.period: 0 = the axis does not wrap (boxsize=None: all 0)
-    double half;        // the smallest period / 2 over the periodic axes; infinity when none
+    double spacing;       // distance between neighbouring points where they are (> 0): see
+                          // grid_local_spacing; floors the cells of radius queries
+    double knn_spacing;   // the same at the 3rd quartile of the sample's nearest distances (> 0):
+                          // sizes the grids for kNN, which must also reach the sparse regions
+    double dense_spacing; // the same at the 1st decile (> 0): where most pairs are; floors the
+                          // cells of all-pairs walks
+    double floor_abs;     // the smallest spacing the coordinates allow (max |x| * 2^-40)
+    int spacing_known;    // 0: spacing and knn_spacing are still the bounding box's mean spacing
+                          // (grid_spacings computes the local ones on first need)
+    double period[3];     // nbGridDesc.period: 0 = the axis does not wrap (boxsize=None: all 0)
+    double half;          // the smallest period / 2 over the periodic axes; infinity when none
     int fixed;
     int count;
     nbGrid *grids[NBPY_MAX_GRIDS];
@@ -261,21 +263,23 @@ static bool nearest_pair(int32_t i, int32_t j, void *user)
 
 // The typical distance between neighbouring points where the points are: from a sample of up
 // to 2048 of them (every n / s-th), the median (*median) and the 3rd quartile (*upper) of the
-// distances to the nearest other sample point, each scaled to the whole set's density by (s / n)^(1
-// / dim) and by the ratio of mean spacing to nearest-neighbour distance in uniform data (about 2 in
-// 2D, 1.8 in 3D). Clustered, surface or road-like data then get cells sized to their points, not to
-// their bounding box. Never above `box_spacing` (the bounding box's mean spacing); `box_spacing`
-// itself when the sample says nothing (few points, duplicates, no memory). Where the density
-// varies over decades (a heavy tail about a dense core), *median is at most 6 times the
-// nearest distance at the first decile (the median is 1.9-2.5 times it in uniform data, 4-5 in
-// the benchmarks' clustered sets, 42 with log-normal distances from one centre): a floor sized
-// for the sparse majority would put thousands of points in each of the core's cells, which an
-// all-pairs walk then tests pair by pair (on 100k such points: 0.8x cKDTree's query_pairs,
-// 2.6x with the cap, query_ball_point's lengths 1.6x and 4x). Runs without the GIL.
-static void grid_local_spacing(const nbPoints *v, double box_spacing, double *median, double *upper)
+// distances to the nearest other sample point, and their first decile (*dense), each scaled to the
+// whole set's density by (s / n)^(1 / dim) and by the ratio of mean spacing to nearest-neighbour
+// distance in uniform data (about 2 in 2D, 1.8 in 3D). Clustered, surface or road-like data then
+// get cells sized to their points, not to their bounding box. Never above `box_spacing` (the
+// bounding box's mean spacing); `box_spacing` itself when the sample says nothing (few points,
+// duplicates, no memory). Where the density varies over decades (a heavy tail about a dense core),
+// *median is at most 6 times the nearest distance at the first decile (the median is 1.9-2.5 times
+// it in uniform data, 4-5 in the benchmarks' clustered sets, 42 with log-normal distances from one
+// centre): a floor sized for the sparse majority would put thousands of points in each of the
+// core's cells, which an all-pairs walk then tests pair by pair (on 100k such points: 0.8x
+// cKDTree's query_pairs, 2.6x with the cap, query_ball_point's lengths 1.6x and 4x). Runs without
+// the GIL.
+static void grid_local_spacing(const nbPoints *v, double box_spacing, double *median, double *upper,
+                               double *dense)
 {
     const int32_t n = v->count, dim = v->dim;
-    *median = *upper = box_spacing;
+    *median = *upper = *dense = box_spacing;
     if (n < 256) return;
     const int32_t s = n < 2048 ? n : 2048;
     double *pts = malloc((size_t)s * (size_t)dim * sizeof *pts);
@@ -323,9 +327,9 @@ static void grid_local_spacing(const nbPoints *v, double box_spacing, double *me
         }
     }
     qsort(d1, (size_t)s, sizeof *d1, grid_cmp_double);
-    const double quantile[2] = {0.5, 0.75};
-    double *out[2] = {median, upper};
-    for (int k = 0; k < 2; k++) {
+    const double quantile[3] = {0.5, 0.75, 0.1};
+    double *out[3] = {median, upper, dense};
+    for (int k = 0; k < 3; k++) {
         double q = d1[(int32_t)(quantile[k] * (s - 1))];
         if (k == 0) {
             const double q10 = d1[(int32_t)(0.1 * (s - 1))];
@@ -431,7 +435,7 @@ static int grid_init(nbpyGrid *g, PyObject *args, PyObject *kwds)
                      nb_status_message(NB_ERR_NOT_FINITE), nb_status_str(NB_ERR_NOT_FINITE));
         return -1;
     }
-    g->spacing = g->knn_spacing = grid_spacing(g->n, g->dim, lo, hi, maxabs);
+    g->spacing = g->knn_spacing = g->dense_spacing = grid_spacing(g->n, g->dim, lo, hi, maxabs);
     g->floor_abs = maxabs * 0x1p-40;
     if (grid_periods(g, box_o, lo, hi) < 0) return -1;
     if (radius_o == Py_None && cell_o == Py_None) return 0; // lazy: built by the first query
@@ -546,36 +550,48 @@ static int grid_radius(double r)
 static void grid_spacings(nbpyGrid *g)
 {
     if (g->spacing_known) return;
-    double local, local_knn;
+    double local, local_knn, local_dense;
     PyThreadState *ts_ = PyEval_SaveThread();
-    grid_local_spacing(&g->view, g->spacing, &local, &local_knn);
+    grid_local_spacing(&g->view, g->spacing, &local, &local_knn, &local_dense);
     PyEval_RestoreThread(ts_);
     if (local > g->floor_abs && local > DBL_MIN) g->spacing = local;
     if (local_knn > g->floor_abs && local_knn > DBL_MIN) g->knn_spacing = local_knn;
+    if (local_dense > g->floor_abs && local_dense > DBL_MIN) g->dense_spacing = local_dense;
+    if (g->dense_spacing > g->spacing) g->dense_spacing = g->spacing; // decile at 0: duplicates
     g->spacing_known = 1;
 }
 
-// A grid for radius r: cells of r, as the C library's default, floored at `floor` times the
-// local spacing so that a small radius does not make cells far smaller than the gaps between
-// points. Measured on the benchmark corpus (build included): all pairs and counts are best at
-// cells of r on some clustered sets and at the floor on others, so they floor at an eighth (the
-// C default in practice; RADIUS_PAIRS); batches of radius queries from points that are often
-// in sparse regions gain up to 2x from cells of at least the spacing (RADIUS_QUERIES). The
-// local spacing is at most the box's mean spacing, so radii above `floor` times that never
-// need it.
-#define RADIUS_PAIRS 0.125
-#define RADIUS_QUERIES 1.0
-static const nbGrid *grid_for_radius(nbpyGrid *g, double r, double floor)
+// A grid for radius r: cells of r, as the C library's default, floored so that a small radius
+// does not make cells far smaller than the gaps between points. All pairs and counts
+// (RADIUS_PAIRS) floor at an eighth of the spacing at the first decile of the nearest distances
+// (dense_spacing): the pairs lie where the points are closest, and on sets whose density varies
+// over decades (a heavy tail about a dense core) the median's spacing, even capped, put cells of
+// 3.3 r on pairs that cells of r walk 1.4-1.5x faster; elsewhere r is above that floor and the
+// cells are the C default's. Batches of radius queries from points that are often in sparse
+// regions gain up to 2x from cells of at least the median's spacing (RADIUS_QUERIES). The local
+// spacings are at most the box's mean spacing, so radii above the floor at that never need them.
+enum { RADIUS_PAIRS, RADIUS_QUERIES };
+static const nbGrid *grid_for_radius(nbpyGrid *g, double r, int kind)
 {
-    if (r < g->spacing * floor) grid_spacings(g);
-    double want = r > g->spacing * floor ? r : g->spacing * floor;
+    const double factor = kind == RADIUS_PAIRS ? 0.125 : 1.0;
+    const double *spacing = kind == RADIUS_PAIRS ? &g->dense_spacing : &g->spacing;
+    if (r < *spacing * factor) grid_spacings(g);
+    double want = r > *spacing * factor ? r : *spacing * factor;
     return grid_for(g, want, 0.5, 1.25);
 }
 
+// A grid for the k nearest, from the spacing at the sample's 3rd quartile: in 3D cells of about
+// k points (the library answers k >= 2 from its kNN index there, and the cells mostly set what
+// the grid costs to build); in 2D cells of about k / 2.5 points and at least one: the ring walk
+// visits fewer points, and a batch in cell order does not pass the walk's tally that builds the
+// index (on the corpus's uniform and screen sets, 200k points and 20k queries at k = 8, 1.9x
+// fewer instructions than cells of k points, the other 2D sets 0.84-1.01x; k = 32 0.97x).
 static const nbGrid *grid_for_knn(nbpyGrid *g, int64_t k)
 {
     grid_spacings(g);
-    double want = g->knn_spacing * pow((double)(k > 0 ? k : 1), 1.0 / g->dim);
+    double per_cell = (double)(k > 0 ? k : 1);
+    if (g->dim == 2) per_cell = per_cell > 2.5 ? per_cell / 2.5 : 1.0;
+    double want = g->knn_spacing * pow(per_cell, 1.0 / g->dim);
     return grid_for(g, want, 1.0 / 3.0, 3.0);
 }
 

@@ -313,10 +313,10 @@ def test_knobs_are_keyword_only(rng):
     assert nearby.Grid(pts, cell_size=0.1, boxsize=1.0).boxsize.tolist() == [1.0, 1.0]
 
 
-def _local_spacing_oracle(x, k):
-    """The kNN grid's cell that nearby.Grid tunes for k, recomputed by brute force: the box's
-    mean spacing, or the 3rd quartile of a sample's nearest distances (every n / s-th point, s
-    = 2048) scaled to the whole set, when smaller."""
+def _local_spacing_oracle(x, quantile=0.75):
+    """The spacing that nearby.Grid tunes its kNN grids from, recomputed by brute force: the box's
+    mean spacing, or the 3rd quartile (`quantile`) of a sample's nearest distances (every n / s-th
+    point, s = 2048) scaled to the whole set, when smaller."""
     n, dim = x.shape
     lo, hi = x.min(axis=0), x.max(axis=0)
     box = (np.prod(hi - lo) / n) ** (1.0 / dim)
@@ -324,10 +324,10 @@ def _local_spacing_oracle(x, k):
     sample = x[(np.arange(s, dtype=np.int64) * n) // s]
     d2 = ((sample[:, None, :] - sample[None, :, :]) ** 2).sum(axis=2)
     np.fill_diagonal(d2, np.inf)
-    q = np.sort(np.sqrt(d2.min(axis=1)))[int(0.75 * (s - 1))]
+    q = np.sort(np.sqrt(d2.min(axis=1)))[int(quantile * (s - 1))]
     local = q * (2.0 if dim == 2 else 1.8) * (s / n) ** (1.0 / dim)
     spacing = local if 0 < q < np.inf and local < box else box
-    return spacing * k ** (1.0 / dim)
+    return spacing
 
 
 @pytest.mark.parametrize("dim", [2, 3])
@@ -346,10 +346,38 @@ def test_knn_tuning_matches_brute_force(dim, shape):
         x = rng.random((n, dim)) * 1000
         x[: n * 9 // 10] = 500 + rng.normal(0, 0.01, (n * 9 // 10, dim))
         x = x[rng.permutation(n)]
-    for k in (1, 8):
+    spacing = _local_spacing_oracle(x)
+    for k in (1, 8, 32):
         g = nearby.Grid(x)
         g.query(x[:2], k=k)
-        assert g.cell_sizes[-1] == pytest.approx(_local_spacing_oracle(x, k), rel=1e-9)
+        per_cell = k if dim == 3 else max(k / 2.5, 1.0)  # 2D: about k / 2.5 points a cell
+        assert g.cell_sizes[-1] == pytest.approx(spacing * per_cell ** (1.0 / dim), rel=1e-9)
+
+
+@pytest.mark.parametrize("dim", [2, 3])
+@pytest.mark.parametrize("shape", ["uniform", "tail"])
+def test_pairs_tuning_matches_brute_force(dim, shape):
+    """All pairs and counts run on cells of r, floored at an eighth of the spacing at the first
+    decile of the sample's nearest distances (where the pairs are): on a heavy tail about a dense
+    core (log-normal distances from one centre), the radius that finds a few neighbours a point
+    gets cells of r, not cells sized for the sparse halo; a radius far below the spacing gets
+    the floor. The pairs are cKDTree's either way."""
+    rng = np.random.default_rng(21 + dim)
+    n = 10000
+    if shape == "uniform":
+        x = rng.random((n, dim)) * 100
+    else:
+        u = rng.normal(size=(n, dim))
+        x = u / np.linalg.norm(u, axis=1)[:, None] * np.exp(rng.normal(0, 3, n))[:, None]
+    floor = 0.125 * _local_spacing_oracle(x, 0.1)
+    d1 = np.sort(cKDTree(x).query(x, k=2)[0][:, 1])
+    for r in (d1[n // 2], floor / 10):
+        g = nearby.Grid(x)
+        got = g.query_pairs(r, output_type="ndarray")
+        assert g.cell_sizes == [pytest.approx(max(r, floor), rel=1e-6)]
+        assert g.count_pairs(r) == len(got)
+        want = cKDTree(x).query_pairs(r, output_type="ndarray")
+        np.testing.assert_array_equal(sorted_pairs(got), sorted_pairs(want))
 
 
 @pytest.mark.parametrize("dim", [2, 3])
