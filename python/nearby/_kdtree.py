@@ -700,16 +700,12 @@ class cKDTree:
                 and (radii >= 0.0).all() and _np.isfinite(radii).all() and other._fits(radii)
                 and other._keep is None
                 and self._keep is None):
-            # the common cases, counts only, in C: all pairs within each radius of one tree
-            # (n + 2 * pairs; several radii from one search at the largest), or the lengths of
-            # radius searches from self's points
-            if other is self and len(radii) > 1 and self._period is None and self.n:
-                order = _np.argsort(radii, kind="stable")
-                cum = _np.empty(len(radii), dtype=_np.intp)
-                cum[order] = self.n + 2 * self._grid._count_radii(radii[order])
-            else:
-                cum = _np.array([self._count_c(other, float(v)) for v in radii],
-                                dtype=_np.intp)
+            # the common cases, counts only, in C, a radius at a time: all pairs within it of
+            # one tree (n + 2 * pairs), or of two (the library counts whole boxes of points at
+            # once where a radius spans many; listing the pairs at the largest radius and
+            # binning them would hold every pair in memory, O(n^2) bytes at a radius near the
+            # data's extent)
+            cum = _np.array([self._count_c(other, float(v)) for v in radii], dtype=_np.intp)
             if not cumulative:
                 cum = _np.diff(_np.concatenate([[0], cum]))
             return int(cum[0]) if scalar else cum
@@ -727,6 +723,8 @@ class cKDTree:
             return 0
         if other is self:
             return self.n + 2 * self._grid.count_pairs(r)
+        if self._period is None and other._period is None:
+            return self._grid._count_cross(other._grid, r)
         q, _, _ = other._queries(self.data)
         lengths = _Grid.query_ball_point(other._grid, q, r, 2, 0, 1, False, True)
         return int(lengths.sum())

@@ -951,60 +951,6 @@ static PyObject *grid_pairs_set(nbpyGrid *g, PyObject *args)
     return set;
 }
 
-// _count_radii(radii): for ascending radii (a float64 array, all >= 0), the number of pairs
-// within each (an int64 array), from one all-pairs search at the largest into the buffer form
-// and one pass binning each pair's squared distance (the library's own test, d2 <= r*r: ball_raw
-// sums the squares in the same order) into the first radius that holds it. Without periodic
-// axes (the minimum image is left to the library). The GIL is released.
-static PyObject *grid_count_radii(nbpyGrid *g, PyObject *args)
-{
-    PyObject *r_o;
-    if (!PyArg_ParseTuple(args, "O:_count_radii", &r_o) || grid_ready(g) < 0) return NULL;
-    PyArrayObject *radii = nbpy_as_double(r_o, NPY_ARRAY_CARRAY_RO, "radii");
-    if (radii == NULL) return NULL;
-    npy_intp nr = PyArray_SIZE(radii);
-    const double *rv = PyArray_DATA(radii);
-    PyObject *res = NULL;
-    for (npy_intp b = 0; b < nr; b++) {
-        if (!(rv[b] >= 0.0) || (b > 0 && rv[b] < rv[b - 1]) || !isfinite(rv[b])) {
-            PyErr_SetString(PyExc_ValueError, "_count_radii: finite ascending radii >= 0");
-            Py_DECREF(radii);
-            return NULL;
-        }
-    }
-    PyArrayObject *lim = (PyArrayObject *)PyArray_SimpleNew(1, &nr, NPY_DOUBLE);
-    PyObject *top = nr > 0 ? Py_BuildValue("(d)", rv[nr - 1]) : NULL;
-    PairBuf b;
-    if (lim != NULL && top != NULL &&
-        pairs_of(g, top, "d:_count_radii", "count_neighbors", &b) == 0) {
-        res = PyArray_ZEROS(1, &nr, NPY_INT64, 0);
-        if (res != NULL) {
-            int64_t *cnt = PyArray_DATA((PyArrayObject *)res);
-            double *r2 = PyArray_DATA(lim);
-            for (npy_intp k = 0; k < nr; k++) r2[k] = rv[k] * rv[k];
-            const nbPoints *pts = &g->view;
-            PyThreadState *ts = PyEval_SaveThread();
-            for (int64_t e = 0; e < b.len; e++) {
-                const double *pa = point_at(pts, (int32_t)b.v[2 * e]);
-                const double *pc = point_at(pts, (int32_t)b.v[2 * e + 1]);
-                double d2 = ball_raw(pa, pc, g->dim, g->period, 2.0);
-                npy_intp k = 0;
-                while (k < nr - 1 && !(d2 <= r2[k])) k++;
-                cnt[k]++;
-            }
-            for (npy_intp k = 1; k < nr; k++) cnt[k] += cnt[k - 1];
-            PyEval_RestoreThread(ts);
-        }
-        nbpy_big_free(b.v, (size_t)b.cap * 2 * sizeof(npy_intp));
-    } else if (nr == 0 && !PyErr_Occurred()) {
-        res = PyArray_ZEROS(1, &nr, NPY_INT64, 0);
-    }
-    Py_XDECREF(top);
-    Py_XDECREF(lim);
-    Py_DECREF(radii);
-    return res;
-}
-
 static PyObject *grid_count_pairs(nbpyGrid *g, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"r", NULL};
@@ -1020,6 +966,30 @@ static PyObject *grid_count_pairs(nbpyGrid *g, PyObject *args, PyObject *kwds)
     st = nb_grid_count_pairs(grid, r, &count);
     PyEval_RestoreThread(ts_);
     if (st != NB_OK) return nbpy_error(st, "count_pairs");
+    return PyLong_FromLongLong((long long)count);
+}
+
+// The pairs (i of this grid's points, j of other's) within r, counted in C (each pair of sets'
+// grids for r: the library counts whole boxes of points at once where r spans many of them).
+static PyObject *grid_count_cross(nbpyGrid *g, PyObject *args)
+{
+    nbpyGrid *o;
+    double r;
+    if (!PyArg_ParseTuple(args, "O!d:_count_cross", &nbpy_GridType, &o, &r)) return NULL;
+    if (grid_radius(r) < 0) return NULL;
+    if (o->dim != g->dim) {
+        PyErr_SetString(PyExc_ValueError, "_count_cross: the grids' dimensions differ");
+        return NULL;
+    }
+    const nbGrid *a = grid_for_radius(g, r, RADIUS_PAIRS);
+    if (a == NULL) return NULL;
+    const nbGrid *b = grid_for_radius(o, r, RADIUS_PAIRS);
+    if (b == NULL) return NULL;
+    int64_t count = 0;
+    PyThreadState *ts_ = PyEval_SaveThread();
+    const nbStatus st = nb_grid_count_cross_pairs(a, b, r, &count);
+    PyEval_RestoreThread(ts_);
+    if (st != NB_OK) return nbpy_error(st, "count_neighbors");
     return PyLong_FromLongLong((long long)count);
 }
 
@@ -2185,10 +2155,10 @@ static PyMethodDef grid_methods[] = {
     {"_knn_p", (PyCFunction)grid_knn_p, METH_VARARGS,
      "_knn_p(x, k, p, distance_upper_bound, workers): the k nearest in the L_p norm, (m, k) "
      "arrays."},
-    {"_count_radii", (PyCFunction)grid_count_radii, METH_VARARGS,
-     "_count_radii(radii): the pairs within each of ascending radii, from one search."},
     {"_pairs_set", (PyCFunction)grid_pairs_set, METH_VARARGS,
      "_pairs_set(r): the pairs within r as a set of (i, j) tuples."},
+    {"_count_cross", (PyCFunction)grid_count_cross, METH_VARARGS,
+     "_count_cross(other, r): pairs (i of self, j of other) within r (p = 2)."},
     {"count_pairs", (PyCFunction)(void (*)(void))grid_count_pairs, METH_VARARGS | METH_KEYWORDS,
      "count_pairs(r)\n--\n\nThe number of pairs (i, j), i < j, with distance <= r."},
     {"query_ball_point", (PyCFunction)(void (*)(void))grid_query_ball_point_fc,

@@ -222,8 +222,8 @@ def test_boundaries_exact():
 
 
 def test_count_neighbors_radii():
-    """Several radii at once (one search at the largest, binned), in any order, with zero and
-    infinite radii and exact ties, against scipy; a tree with itself and with another."""
+    """Several radii at once, in any order, with zero and infinite radii and exact ties,
+    against scipy; a tree with itself and with another."""
     rng = np.random.default_rng(7)
     x = np.round(rng.random((800, 3)) * 6, 1)  # many pairs exactly 0.1 apart, duplicates
     t, s = nearby.cKDTree(x), SciTree(x)
@@ -233,6 +233,26 @@ def test_count_neighbors_radii():
         np.testing.assert_array_equal(t.count_neighbors(t2, radii), s.count_neighbors(s2, radii))
     np.testing.assert_array_equal(t.count_neighbors(t, [0.1, 0.2, 0.3], cumulative=False),
                                   s.count_neighbors(s, [0.1, 0.2, 0.3], cumulative=False))
+
+
+def test_count_neighbors_spanning_radii():
+    """Radii out to the data's extent (a two-point correlation): counted a radius at a time in
+    C, whole boxes of points at once, so the memory stays small (listing the pairs at the
+    largest radius took 16 bytes a pair: 1.1 GB here) and the counts are scipy's."""
+    import resource
+
+    rng = np.random.default_rng(11)
+    x = rng.random((12000, 2))
+    y = rng.random((5000, 2)) + [0.5, 0.0]
+    t, s = nearby.cKDTree(x), SciTree(x)
+    u, v = nearby.cKDTree(y), SciTree(y)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    radii = [0.01, 0.3, 1.2, 2.0]
+    np.testing.assert_array_equal(t.count_neighbors(t, radii), s.count_neighbors(s, radii))
+    np.testing.assert_array_equal(t.count_neighbors(u, radii), s.count_neighbors(v, radii))
+    assert t.count_neighbors(u, 2.0) == len(x) * len(y)
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert grown_mb < 300, grown_mb
 
 
 def test_pairs_set_restores_the_collector():
