@@ -87,15 +87,16 @@ typedef struct nbiGridNeed {
     uint64_t n, cells, slots, keyed, bits, words, coded, hist;
 } nbiGridNeed;
 
-// The hashed build's sort of its cells by code (nbi_hashed_order): 8-bit digits (with 11, the
-// scatter's 2048 streams took twice as long), each digit's counts taken in one pass; in hist,
-// two arrays of cell numbers and the counts of the digits (8 of the code, 8 of the low code).
-// nbi_hashed_sorted's digit counts (below) fit in the same scratch.
-enum { NBI_CODE_DIGIT = 8, NBI_CODE_DIGITS = 16 }; // the code's and the low code's
+// The hashed build's sort of its cells by code (nbi_hashed_order): 10-bit digits (10 passes
+// where a box beyond the codes' reach needs its low codes too, against 12 of 8 bits: 27-28 ms
+// against 28-30 a build of the 200k tail3d set with 11 bits), each digit's counts taken in one
+// pass; in hist, two arrays of cell numbers and the counts of the digits (7 of the code, 7 of the
+// low code). nbi_hashed_sorted's digit counts (below) take as much scratch.
+enum { NBI_CODE_DIGIT = 10, NBI_CODE_DIGITS = 16 };
 enum { NBI_ZSORT_DIGIT = 11, NBI_ZSORT_PASSES = 8 };
 static uint64_t nbi_code_scratch(uint64_t cells)
 {
-    return 2 * cells + ((uint64_t)NBI_ZSORT_PASSES << NBI_ZSORT_DIGIT);
+    return 2 * cells + ((uint64_t)NBI_ZSORT_PASSES << NBI_ZSORT_DIGIT); // = the codes' digits
 }
 
 // Grows every buffer to `need`, all or nothing. With `keep`, the contents move along (reserve);
@@ -1296,10 +1297,13 @@ static nbStatus nbi_grid_plan(const nbGrid *grid, const nbPoints *points, double
 static void nbi_hashed_order(nbGrid *g, int32_t ncells)
 {
     const int dim = g->dim, shift = nbi_code_shift(g->ext, dim);
+    const int idb = ncells > 1 ? nbi_top_bit64((uint64_t)(ncells - 1)) + 1 : 1;
     const size_t room = g->cell_code.cap / 2;
     uint64_t *code = (uint64_t *)g->cell_code.ptr, *ka = code, *kb = code + room;
+    // Low codes, where a low code fits one word with a cell's number (else the cells keep none).
     uint64_t *low = shift > 0 && shift <= NBI_CODE_LOW_MAX(dim) ? (uint64_t *)g->pts.ptr : NULL;
-    uint64_t *la = low, *lb = low != NULL ? low + ncells : NULL;
+    if (dim * shift + idb > 64) low = NULL;
+    g->low_codes = low != NULL;
     uint32_t *ia = (uint32_t *)g->hist.ptr, *ib = ia + ncells;
     int32_t *count = (int32_t *)(ib + ncells);
     uint32_t *cell_slot = (uint32_t *)g->cell_slot.ptr;
@@ -1308,7 +1312,7 @@ static void nbi_hashed_order(nbGrid *g, int32_t ncells)
     for (int32_t c = 0; c < ncells; c++) {
         ia[c] = (uint32_t)c;
         any |= ka[c];
-        if (low != NULL) lany |= la[c];
+        if (low != NULL) lany |= low[c];
     }
     const int top = any == 0 ? 0 : nbi_top_bit64(any) + 1; // bits of the largest code
     const int ltop = lany == 0 ? 0 : nbi_top_bit64(lany) + 1;
@@ -1318,16 +1322,33 @@ static void nbi_hashed_order(nbGrid *g, int32_t ncells)
     memset(count, 0, (sizeof(int32_t) * NBI_CODE_DIGITS) << NBI_CODE_DIGIT);
     for (int32_t c = 0; c < ncells; c++)
         for (int t = 0; t < digits; t++) {
-            const uint64_t key = t < ldigits ? la[c] : ka[c];
+            const uint64_t key = t < ldigits ? low[c] : ka[c];
             const int at = (t < ldigits ? t : t - ldigits) * NBI_CODE_DIGIT;
             count[((size_t)t << NBI_CODE_DIGIT) + ((key >> at) & dmask)]++;
         }
-    for (int t = 0; t < digits; t++) {
-        const bool lowd = t < ldigits;
-        const int at = (lowd ? t : t - ldigits) * NBI_CODE_DIGIT;
-        const uint64_t *key = lowd ? la : ka;
+    if (low != NULL) { // the low digits first, on one word a cell: its low code above its number
+        uint64_t *pa = low + ncells, *pb = kb;
+        for (int32_t c = 0; c < ncells; c++) pa[c] = low[c] << idb | (uint64_t)c;
+        for (int t = 0; t < ldigits; t++)
+            if (nbi_radix_pass(pa, pb, ncells, idb + t * NBI_CODE_DIGIT, dmask,
+                               count + ((size_t)t << NBI_CODE_DIGIT))) {
+                uint64_t *pt = pa;
+                pa = pb;
+                pb = pt;
+            }
+        // The codes in that order (in kb: pa's entry is read before it is overwritten).
+        const uint64_t id_mask = ((uint64_t)1 << idb) - 1;
+        for (int32_t j = 0; j < ncells; j++) {
+            ia[j] = (uint32_t)(pa[j] & id_mask);
+            kb[j] = code[ia[j]];
+        }
+        ka = kb;
+        kb = code;
+    }
+    for (int t = ldigits; t < digits; t++) {
+        const int at = (t - ldigits) * NBI_CODE_DIGIT;
         int32_t *cnt = count + ((size_t)t << NBI_CODE_DIGIT);
-        if (cnt[(key[0] >> at) & dmask] == ncells) continue; // one digit: already in order
+        if (cnt[(ka[0] >> at) & dmask] == ncells) continue; // one digit: already in order
         int32_t sum = 0;
         for (uint64_t d = 0; d <= dmask; d++) {
             const int32_t k = cnt[d];
@@ -1335,10 +1356,9 @@ static void nbi_hashed_order(nbGrid *g, int32_t ncells)
             sum += k;
         }
         for (int32_t c = 0; c < ncells; c++) {
-            const int32_t to = cnt[(key[c] >> at) & dmask]++;
+            const int32_t to = cnt[(ka[c] >> at) & dmask]++;
             kb[to] = ka[c];
             ib[to] = ia[c];
-            if (low != NULL) lb[to] = la[c];
         }
         uint64_t *kt = ka;
         ka = kb;
@@ -1346,14 +1366,11 @@ static void nbi_hashed_order(nbGrid *g, int32_t ncells)
         uint32_t *it = ia;
         ia = ib;
         ib = it;
-        kt = la;
-        la = lb;
-        lb = kt;
     }
     if (ka != code) memcpy(code, ka, (size_t)ncells * sizeof *code);
     // New cell j was old cell ia[j]: its slot into ib[j], its number into the slot and into
     // perm[old], its count into start.
-    uint64_t *perm = low != NULL ? lb : code == ka ? kb : ka; // the sort's other half, free now
+    uint64_t *perm = code == ka ? kb : ka; // the sort's other half, free now
     int32_t *start = (int32_t *)g->start.ptr;
     start[0] = start[1] = 0;
     for (int32_t j = 0; j < ncells; j++) {
@@ -1367,7 +1384,7 @@ static void nbi_hashed_order(nbGrid *g, int32_t ncells)
     int32_t *cell_of = (int32_t *)g->cell_of.ptr;
     for (int32_t i = 0; i < g->n; i++) cell_of[i] = (int32_t)perm[cell_of[i]];
     memcpy(cell_slot, ib, (size_t)ncells * sizeof *cell_slot);
-    if (low != NULL) memcpy(code + ncells, la, (size_t)ncells * sizeof *code);
+    for (int32_t j = 0; j < ncells && low != NULL; j++) code[ncells + j] = low[ia[j]];
     g->code_shift = shift;
 }
 
@@ -1619,6 +1636,7 @@ static int32_t nbi_hashed_sorted(nbGrid *g, const nbiBuildIn *in)
         }
     }
     g->code_shift = 0;
+    g->low_codes = false;
     return ncells;
 }
 
@@ -2003,9 +2021,7 @@ nbiView nbi_grid_view(const nbGrid *g)
     v.cell_keys = NULL;
     v.cell_code = g->hashed ? (const uint64_t *)g->cell_code.ptr : NULL;
     v.code_shift = g->code_shift;
-    v.cell_low = g->hashed && g->code_shift > 0 && g->code_shift <= NBI_CODE_LOW_MAX(g->dim)
-                     ? (const uint64_t *)g->cell_code.ptr + g->ncells
-                     : NULL;
+    v.cell_low = g->hashed && g->low_codes ? (const uint64_t *)g->cell_code.ptr + g->ncells : NULL;
     v.cell_seen = g->hashed ? (const uint64_t *)g->cell_seen.ptr : NULL;
     v.seen_bits = g->seen_bits;
     v.end = NULL;

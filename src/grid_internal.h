@@ -72,6 +72,7 @@ struct nbGrid {
     int32_t hashed_cells;  // cells of the last hashed build (0: none yet): sizes the next table
     bool cells_kept;       // cell_of is filled (blocked, ranked and sorted hashed builds skip it)
     int32_t code_shift;    // hashed: the bits a cell's offsets drop in its code
+    bool low_codes;        // hashed, code_shift > 0: cell_code[ncells + c] is cell c's low code
     int32_t seen_bits;     // hashed: the occupancy filter's bits, log2
 
     nbiBuf pts;       // double, n * dim
