@@ -226,13 +226,17 @@ NBI_INLINE int32_t nbi_view_cell(const nbiView *v, int64_t x, int64_t y, int64_t
 // Cell c's integer coordinates.
 NBI_INLINE void nbi_view_cell_key(const nbiView *v, int32_t c, int64_t out[3])
 {
-    if (v->cell_code != NULL && (v->code_shift == 0 || v->cell_low != NULL)) {
-        // from the codes: no miss on the table
-        const int s = v->code_shift;
+    if (v->cell_code != NULL && v->code_shift == 0) { // from the code: no miss on the table
+        for (int a = 0; a < 3; a++)
+            out[a] = a < v->dim ? v->lo[a] + (int64_t)nbi_code_axis(v->cell_code[c], v->dim, a) : 0;
+        return;
+    }
+    if (v->cell_low != NULL) { // from the code and the low code
         for (int a = 0; a < 3; a++) {
-            uint64_t off = a < v->dim ? nbi_code_axis(v->cell_code[c], v->dim, a) << s : 0;
-            if (s > 0 && a < v->dim) off |= nbi_code_axis(v->cell_low[c], v->dim, a);
-            out[a] = a < v->dim ? v->lo[a] + (int64_t)off : 0;
+            const uint64_t hi = nbi_code_axis(v->cell_code[c], v->dim, a) << v->code_shift;
+            out[a] = a < v->dim
+                         ? v->lo[a] + (int64_t)(hi | nbi_code_axis(v->cell_low[c], v->dim, a))
+                         : 0;
         }
         return;
     }
