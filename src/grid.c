@@ -1320,12 +1320,13 @@ static void nbi_hashed_order(nbGrid *g, int32_t ncells)
     const int ldigits = (ltop + NBI_CODE_DIGIT - 1) / NBI_CODE_DIGIT; // the low code's, first
     const int digits = ldigits + (top + NBI_CODE_DIGIT - 1) / NBI_CODE_DIGIT;
     memset(count, 0, (sizeof(int32_t) * NBI_CODE_DIGITS) << NBI_CODE_DIGIT);
-    for (int32_t c = 0; c < ncells; c++)
-        for (int t = 0; t < digits; t++) {
-            const uint64_t key = t < ldigits ? low[c] : ka[c];
-            const int at = (t < ldigits ? t : t - ldigits) * NBI_CODE_DIGIT;
-            count[((size_t)t << NBI_CODE_DIGIT) + ((key >> at) & dmask)]++;
-        }
+    for (int32_t c = 0; c < ncells; c++) {
+        for (int t = 0; t < ldigits; t++)
+            count[((size_t)t << NBI_CODE_DIGIT) + ((low[c] >> (t * NBI_CODE_DIGIT)) & dmask)]++;
+        for (int t = ldigits; t < digits; t++)
+            count[((size_t)t << NBI_CODE_DIGIT) +
+                  ((ka[c] >> ((t - ldigits) * NBI_CODE_DIGIT)) & dmask)]++;
+    }
     if (low != NULL) { // the low digits first, on one word a cell: its low code above its number
         uint64_t *pa = low + ncells, *pb = kb;
         for (int32_t c = 0; c < ncells; c++) pa[c] = low[c] << idb | (uint64_t)c;
