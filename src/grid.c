@@ -87,11 +87,12 @@ typedef struct nbiGridNeed {
     uint64_t n, cells, slots, keyed, bits, words, coded, hist;
 } nbiGridNeed;
 
-// The hashed build's sort of its cells by code (nbi_hashed_order): 10-bit digits (10 passes
-// where a box beyond the codes' reach needs its low codes too, against 12 of 8 bits: 27-28 ms
-// against 28-30 a build of the 200k tail3d set with 11 bits), each digit's counts taken in one
-// pass; in hist, two arrays of cell numbers and the counts of the digits (7 of the code, 7 of the
-// low code). nbi_hashed_sorted's digit counts (below) take as much scratch.
+// The hashed build's sort of its cells by code (nbi_hashed_order): 10-bit digits (a box beyond
+// the codes' reach sorts its low codes too: 10 passes for the 200k tail3d set, whose build took
+// 28-30 ms with twelve passes of 8 bits, 27-28 with 11 bits, which need more scratch), each
+// digit's counts taken in one pass; in hist, two arrays of cell numbers and the counts of the
+// digits (7 of the code, 7 of the low code). nbi_hashed_sorted's digit counts (below) take as
+// much scratch.
 enum { NBI_CODE_DIGIT = 10, NBI_CODE_DIGITS = 16 };
 enum { NBI_ZSORT_DIGIT = 11, NBI_ZSORT_PASSES = 8 };
 static uint64_t nbi_code_scratch(uint64_t cells)

@@ -27,6 +27,8 @@
 //   moves a slot). With cell_code (the grid's hashed layout), the cells are in Z order: cell_code
 //   holds each cell's Morton code (nbi_code_of), ascending, so that every block of 2^L cells a
 //   side aligned to its size is one run of cell numbers, and kNN searches the blocks as a tree.
+//   Where the codes drop low bits (code_shift > 0), cell_low may hold each cell's code of those
+//   bits (nbi_code_low), the cells ascending by (code, low code): the Z order of exact offsets.
 // Either way lo..hi bounds every occupied cell (z = 0 in 2D), and max_abs bounds |coordinate|
 // (the rounding margins in cell.c need it).
 #ifndef NEARBY_VIEW_H
