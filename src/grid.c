@@ -87,15 +87,17 @@ typedef struct nbiGridNeed {
     uint64_t n, cells, slots, keyed, bits, words, coded, hist;
 } nbiGridNeed;
 
-// The hashed build's sort of its cells by code (nbi_hashed_order): 8-bit digits (with 11, the
-// scatter's 2048 streams took twice as long), each digit's counts taken in one pass; in hist,
-// two arrays of cell numbers and the counts of the eight digits.
-// nbi_hashed_sorted's digit counts (below) fit in the same scratch.
-enum { NBI_CODE_DIGIT = 8, NBI_CODE_DIGITS = 8 };
+// The hashed build's sort of its cells by code (nbi_hashed_order): 10-bit digits (a box beyond
+// the codes' reach sorts its low codes too: 10 passes for the 200k tail3d set, whose build took
+// 28-30 ms with twelve passes of 8 bits, 27-28 with 11 bits, which need more scratch), each
+// digit's counts taken in one pass; in hist, two arrays of cell numbers and the counts of the
+// digits (7 of the code, 7 of the low code). nbi_hashed_sorted's digit counts (below) take as
+// much scratch.
+enum { NBI_CODE_DIGIT = 10, NBI_CODE_DIGITS = 16 };
 enum { NBI_ZSORT_DIGIT = 11, NBI_ZSORT_PASSES = 8 };
 static uint64_t nbi_code_scratch(uint64_t cells)
 {
-    return 2 * cells + ((uint64_t)NBI_ZSORT_PASSES << NBI_ZSORT_DIGIT);
+    return 2 * cells + ((uint64_t)NBI_ZSORT_PASSES << NBI_ZSORT_DIGIT); // = the codes' digits
 }
 
 // Grows every buffer to `need`, all or nothing. With `keep`, the contents move along (reserve);
@@ -1003,6 +1005,8 @@ static int32_t nbi_hashed_count(nbGrid *g, const double *data, size_t step, int3
     int32_t *cell_of = (int32_t *)g->cell_of.ptr;
     uint32_t *cell_slot = (uint32_t *)g->cell_slot.ptr;
     uint64_t *code = (uint64_t *)g->cell_code.ptr;
+    // Low codes (nbi_hashed_order) in pts, which the gather fills only later (2N words at least).
+    uint64_t *low = shift > 0 && shift <= NBI_CODE_LOW_MAX(dim) ? (uint64_t *)g->pts.ptr : NULL;
     // The occupancy filter (view.h, nbi_view_may_hold): a bit for each new cell's hash.
     const int32_t seen_bits = nbi_hashed_reset(g, bits);
     uint64_t *seen = (uint64_t *)g->cell_seen.ptr;
@@ -1022,6 +1026,7 @@ static int32_t nbi_hashed_count(nbGrid *g, const double *data, size_t step, int3
                 nbi_ctab_insert_home(table, (size_t)(h >> (64 - bits)), k, ncells, &inserted);
             if (inserted) { // its code and its filter bit, while its key is at hand
                 code[ncells] = nbi_code_of(k, g->lo, dim, shift);
+                if (low != NULL) low[ncells] = nbi_code_low(k, g->lo, dim, shift);
                 seen[(h >> (64 - seen_bits)) >> 6] |= (uint64_t)1 << ((h >> (64 - seen_bits)) & 63);
                 cell_slot[ncells++] = (uint32_t)(at - nbi_ctab_slots(table));
             }
@@ -1283,32 +1288,67 @@ static nbStatus nbi_grid_plan(const nbGrid *grid, const nbPoints *points, double
 // Pass 2b of a hashed build: the cells renumbered in Z order (ascending code, view.h), so that
 // cells near in space are near in memory (the pair walk's neighbours) and kNN can search aligned
 // blocks of cells as a tree (query.c). An LSD radix sort of the codes with their cell numbers,
-// digit by digit over the code's bits (a digit every code shares is skipped); then the table's
-// values, cell_slot and cell_of follow the new numbers, and each cell's count (its slot's aux)
-// goes into start[c + 2]. O(cells x digits + N).
+// digit by digit over the code's bits (a digit every code shares is skipped); a box wider than
+// the codes reach (code_shift > 0, up to NBI_CODE_LOW_MAX) sorts by the low codes first (the
+// count pass left them in pts, whose 2N words are free until the gather), so that the cells are
+// in the Z order of their exact offsets (the pair walk's blocks), and keeps them after the codes
+// (nbi_grid_view: cell_low). Then the table's values, cell_slot and cell_of follow
+// the new numbers, and each cell's count (its slot's aux) goes into start[c + 2].
+// O(cells x digits + N).
 static void nbi_hashed_order(nbGrid *g, int32_t ncells)
 {
     const int dim = g->dim, shift = nbi_code_shift(g->ext, dim);
+    const int idb = ncells > 1 ? nbi_top_bit64((uint64_t)(ncells - 1)) + 1 : 1;
     const size_t room = g->cell_code.cap / 2;
     uint64_t *code = (uint64_t *)g->cell_code.ptr, *ka = code, *kb = code + room;
+    // Low codes, where a low code fits one word with a cell's number (else the cells keep none).
+    uint64_t *low = shift > 0 && shift <= NBI_CODE_LOW_MAX(dim) ? (uint64_t *)g->pts.ptr : NULL;
+    if (dim * shift + idb > 64) low = NULL;
+    g->low_codes = low != NULL;
     uint32_t *ia = (uint32_t *)g->hist.ptr, *ib = ia + ncells;
     int32_t *count = (int32_t *)(ib + ncells);
     uint32_t *cell_slot = (uint32_t *)g->cell_slot.ptr;
     nbiCellSlot *slots = (nbiCellSlot *)g->table.buf.ptr;
-    uint64_t any = 0; // every code's bits (the codes: from the count pass)
+    uint64_t any = 0, lany = 0; // every code's bits, every low code's (from the count pass)
     for (int32_t c = 0; c < ncells; c++) {
         ia[c] = (uint32_t)c;
         any |= ka[c];
+        if (low != NULL) lany |= low[c];
     }
     const int top = any == 0 ? 0 : nbi_top_bit64(any) + 1; // bits of the largest code
+    const int ltop = lany == 0 ? 0 : nbi_top_bit64(lany) + 1;
     const uint64_t dmask = ((uint64_t)1 << NBI_CODE_DIGIT) - 1;
-    const int digits = (top + NBI_CODE_DIGIT - 1) / NBI_CODE_DIGIT;
+    const int ldigits = (ltop + NBI_CODE_DIGIT - 1) / NBI_CODE_DIGIT; // the low code's, first
+    const int digits = ldigits + (top + NBI_CODE_DIGIT - 1) / NBI_CODE_DIGIT;
     memset(count, 0, (sizeof(int32_t) * NBI_CODE_DIGITS) << NBI_CODE_DIGIT);
-    for (int32_t c = 0; c < ncells; c++)
-        for (int t = 0; t < digits; t++)
-            count[((size_t)t << NBI_CODE_DIGIT) + ((ka[c] >> (t * NBI_CODE_DIGIT)) & dmask)]++;
-    for (int t = 0; t < digits; t++) {
-        const int at = t * NBI_CODE_DIGIT;
+    for (int32_t c = 0; c < ncells; c++) {
+        for (int t = 0; t < ldigits; t++)
+            count[((size_t)t << NBI_CODE_DIGIT) + ((low[c] >> (t * NBI_CODE_DIGIT)) & dmask)]++;
+        for (int t = ldigits; t < digits; t++)
+            count[((size_t)t << NBI_CODE_DIGIT) +
+                  ((ka[c] >> ((t - ldigits) * NBI_CODE_DIGIT)) & dmask)]++;
+    }
+    if (low != NULL) { // the low digits first, on one word a cell: its low code above its number
+        uint64_t *pa = low + ncells, *pb = kb;
+        for (int32_t c = 0; c < ncells; c++) pa[c] = low[c] << idb | (uint64_t)c;
+        for (int t = 0; t < ldigits; t++)
+            if (nbi_radix_pass(pa, pb, ncells, idb + t * NBI_CODE_DIGIT, dmask,
+                               count + ((size_t)t << NBI_CODE_DIGIT))) {
+                uint64_t *pt = pa;
+                pa = pb;
+                pb = pt;
+            }
+        // The codes in that order (in kb: pa's entry is read before it is overwritten).
+        const uint64_t id_mask = ((uint64_t)1 << idb) - 1;
+        for (int32_t j = 0; j < ncells; j++) {
+            ia[j] = (uint32_t)(pa[j] & id_mask);
+            kb[j] = code[ia[j]];
+        }
+        ka = kb;
+        kb = code;
+    }
+    for (int t = ldigits; t < digits; t++) {
+        const int at = (t - ldigits) * NBI_CODE_DIGIT;
         int32_t *cnt = count + ((size_t)t << NBI_CODE_DIGIT);
         if (cnt[(ka[0] >> at) & dmask] == ncells) continue; // one digit: already in order
         int32_t sum = 0;
@@ -1346,6 +1386,7 @@ static void nbi_hashed_order(nbGrid *g, int32_t ncells)
     int32_t *cell_of = (int32_t *)g->cell_of.ptr;
     for (int32_t i = 0; i < g->n; i++) cell_of[i] = (int32_t)perm[cell_of[i]];
     memcpy(cell_slot, ib, (size_t)ncells * sizeof *cell_slot);
+    for (int32_t j = 0; j < ncells && low != NULL; j++) code[ncells + j] = low[ia[j]];
     g->code_shift = shift;
 }
 
@@ -1597,6 +1638,7 @@ static int32_t nbi_hashed_sorted(nbGrid *g, const nbiBuildIn *in)
         }
     }
     g->code_shift = 0;
+    g->low_codes = false;
     return ncells;
 }
 
@@ -1981,6 +2023,7 @@ nbiView nbi_grid_view(const nbGrid *g)
     v.cell_keys = NULL;
     v.cell_code = g->hashed ? (const uint64_t *)g->cell_code.ptr : NULL;
     v.code_shift = g->code_shift;
+    v.cell_low = g->hashed && g->low_codes ? (const uint64_t *)g->cell_code.ptr + g->ncells : NULL;
     v.cell_seen = g->hashed ? (const uint64_t *)g->cell_seen.ptr : NULL;
     v.seen_bits = g->seen_bits;
     v.end = NULL;
@@ -2062,16 +2105,20 @@ nbStatus nb_grid_validate(const nbGrid *grid)
     for (int32_t c = 0; c < g->ncells; c++) {
         NBI_CHECK(start[c] <= start[c + 1]);
         int64_t k[3];
-        if (g->hashed) {
+        nbi_view_cell_key(&v, c, k);
+        if (g->hashed) { // the codes against the coordinates the table keeps
             const uint32_t slot = ((const uint32_t *)g->cell_slot.ptr)[c];
             NBI_CHECK(((uint64_t)slot >> g->table.bits) == 0);
-        }
-        nbi_view_cell_key(&v, c, k);
-        if (g->hashed) {
+            const int64_t *key = nbi_ctab_slots(&g->table)[slot].key;
+            NBI_CHECK(key[0] == k[0] && key[1] == k[1] && key[2] == k[2]);
             const uint64_t *code = (const uint64_t *)g->cell_code.ptr;
             NBI_CHECK(code[c] == nbi_code_of(k, g->lo, g->dim, g->code_shift));
             NBI_CHECK(nbi_view_may_hold(&v, nbi_cell_hash(k[0], k[1], k[2])));
             NBI_CHECK(c == 0 || code[c - 1] <= code[c]);
+            if (v.cell_low != NULL) {
+                NBI_CHECK(v.cell_low[c] == nbi_code_low(k, g->lo, g->dim, g->code_shift));
+                NBI_CHECK(c == 0 || code[c - 1] < code[c] || v.cell_low[c - 1] < v.cell_low[c]);
+            }
         }
         for (int a = 0; a < 3; a++) NBI_CHECK(k[a] >= g->lo[a] && k[a] <= g->hi[a]);
         NBI_CHECK(nbi_view_cell(&v, k[0], k[1], k[2]) == c);

@@ -47,7 +47,8 @@ enum { NBI_MAX_CHUNKS = 64 };
 // - pts[p] maps to its cell's coordinates under the cell math, within lo..hi.
 // - hashed: every cell is non-empty, the table holds exactly the ncells cells and finds each at
 //   its own coordinates, cell_slot points back at it, and cell_code[c] is cell c's code, the
-//   codes non-decreasing.
+//   codes non-decreasing; with low codes (0 < code_shift <= NBI_CODE_LOW_MAX), cell_code[ncells
+//   + c] is cell c's low code (nbi_code_low), and (code, low code) strictly ascending.
 // - ranked: every cell is non-empty, box numbers ascend, and occ / occ_rank hold exactly those
 //   cells' bits and ranks.
 // - max_abs >= |every stored coordinate|.
@@ -71,6 +72,7 @@ struct nbGrid {
     int32_t hashed_cells;  // cells of the last hashed build (0: none yet): sizes the next table
     bool cells_kept;       // cell_of is filled (blocked, ranked and sorted hashed builds skip it)
     int32_t code_shift;    // hashed: the bits a cell's offsets drop in its code
+    bool low_codes;        // hashed, code_shift > 0: cell_code[ncells + c] is cell c's low code
     int32_t seen_bits;     // hashed: the occupancy filter's bits, log2
 
     nbiBuf pts;       // double, n * dim
@@ -78,7 +80,8 @@ struct nbGrid {
     nbiBuf cell_of;   // int32_t, n: cell of input point i, when cells_kept (for validate)
     nbiBuf start;     // int32_t, ncells + 2 (the extra slot serves the counting pass)
     nbiBuf cell_slot; // uint32_t, ncells (hashed mode: table slots; ranked: box numbers)
-    nbiBuf cell_code; // uint64_t, 2 x cells (hashed mode: the codes, then the build's sort's)
+    nbiBuf cell_code; // uint64_t, 2 x cells (hashed mode: the codes, then the build's sort's, or
+                      // with 0 < code_shift <= NBI_CODE_LOW_MAX, the low codes from ncells on)
     nbiBuf cell_seen; // uint64_t (hashed mode: the occupancy filter, NBI_SEEN_PER_SLOT bits a
                       // table slot; view.h, nbi_view_may_hold)
     nbiBuf occ;       // uint64_t, box cells / 64 + 1 (ranked mode)

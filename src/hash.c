@@ -174,6 +174,7 @@ static void nbi_hash_view_fill(const nbHash *h, nbiView *v)
     v->cell_keys = h->dense ? NULL : (const int64_t *)h->keys.ptr;
     v->cell_code = NULL;
     v->code_shift = 0;
+    v->cell_low = NULL;
     v->cell_seen = NULL;
     v->seen_bits = 0;
     v->occ = NULL;

@@ -224,8 +224,9 @@ static void nbi_pairs_hashed(const nbiView *v, const nbiPairCtx *x, int64_t k, i
 }
 
 // ---- hashed views in Z order: the stencil found in the cell's block, not the table ----
-// With cell_code (and no shift) the cells are in Z order, so every aligned block of 2^L cells a
-// side (L = 5 in 3D, 7 in 2D: 2^15 or 2^14 box cells) is one run of cell numbers. Walking a
+// With cell_code (and no shift, or with the low codes of a box wider than the codes reach) the
+// cells are in the Z order of their exact offsets, so every aligned block of 2^L cells a side
+// (L = 5 in 3D, 7 in 2D: 2^15 or 2^14 box cells) is one run of cell numbers. Walking a
 // block, its cells' local codes (the low dim * L bits of their codes) are set in a bitmap with
 // the cells before each word counted: a stencil cell inside the block is then a bit test and a
 // popcount in a few kilobytes that stay in L1, where the table costs a miss a probe. Only the
@@ -245,6 +246,40 @@ typedef struct nbiZBlock {
     int64_t at[NBI_LOOKUPS][3];      // with -1: the cell's coordinates
     uint64_t hash[NBI_LOOKUPS];      // and its hash
 } nbiZBlock;
+
+// The Z order of a view's exact offsets: a cell's code, shifted up by ds = dim * code_shift bits,
+// and its low code (view.h, nbi_code_low: 0 without a shift) make one code wider than a word.
+// Its low lbits bits are the cell's local code in its block, and two cells share a block when
+// they agree above those: the code above its low ha bits, the low code above its low lb bits.
+typedef struct nbiZOrd {
+    const uint64_t *code, *low; // low: NULL without a shift
+    int ds, ha, lb;
+    uint64_t lmask;
+} nbiZOrd;
+
+static nbiZOrd nbi_zord(const nbiView *v, int lbits)
+{
+    nbiZOrd z;
+    z.code = v->cell_code;
+    z.low = v->code_shift > 0 ? v->cell_low : NULL;
+    z.ds = z.low != NULL ? v->dim * v->code_shift : 0;
+    z.ha = lbits > z.ds ? lbits - z.ds : 0;
+    z.lb = z.ds < lbits ? z.ds : lbits; // below ds bits, the low code's bits are all local
+    z.lmask = ((uint64_t)1 << lbits) - 1;
+    return z;
+}
+
+// `wide`: the view has low codes (a constant where the walk is specialised on it).
+NBI_INLINE uint64_t nbi_zord_local(const nbiZOrd *z, int32_t c, bool wide)
+{
+    return wide ? (z->code[c] << z->ds | z->low[c]) & z->lmask : z->code[c] & z->lmask;
+}
+
+NBI_INLINE bool nbi_zord_same_block(const nbiZOrd *z, int32_t c, int32_t d, bool wide)
+{
+    if (!wide) return z->code[c] >> z->ha == z->code[d] >> z->ha;
+    return z->code[c] >> z->ha == z->code[d] >> z->ha && z->low[c] >> z->lb == z->low[d] >> z->lb;
+}
 
 // nbi_spans_add for the Z-order walk, whose cells adjacent in x are often adjacent in memory: a
 // run that continues the last one (or the own run) extends it, the same candidates in the same
@@ -399,8 +434,8 @@ static const uint8_t nbi_half_dz[13] = {0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1};
 // nbi_zblock_inner in 3D for cell c at local (lx, ly, lz): which stencil cells are occupied is
 // read from the block's rows, 3 bits a row, so a cell without neighbours costs a few loads; the
 // occupied ones are found by rank, in order.
-static void nbi_zblock_inner3(const nbiView *v, nbiSpanList *l, const nbiZBlock *zb, int32_t s0,
-                              int32_t c, uint32_t lx, uint32_t ly, uint32_t lz)
+NBI_INLINE void nbi_zblock_inner3(const nbiView *v, nbiSpanList *l, const nbiZBlock *zb, int32_t s0,
+                                  int32_t c, uint32_t lx, uint32_t ly, uint32_t lz)
 {
     const uint32_t *r = zb->rows + lz * 32 + ly, sh = lx - 1;
     uint32_t m = (r[0] >> (lx + 1) & 1) | (r[1] >> sh & 7) << 1 | (r[31] >> sh & 7) << 4 |
@@ -442,8 +477,8 @@ static uint32_t nbi_half_out(unsigned f)
 
 // nbi_zblock_inner3 for a cell on its block's faces (local (lx, ly, lz) = loc): the stencil
 // cells inside the block from its rows, the others looked up, all in the stencil's order.
-static void nbi_zblock_edge3(const nbiView *v, nbiSpanList *l, nbiZBlock *zb, int32_t s0, int32_t c,
-                             const uint32_t loc[3])
+NBI_INLINE void nbi_zblock_edge3(const nbiView *v, nbiSpanList *l, nbiZBlock *zb, int32_t s0,
+                                 int32_t c, const uint32_t loc[3])
 {
     const uint32_t lx = loc[0], ly = loc[1], lz = loc[2];
     const uint32_t *r = zb->rows + lz * 32 + ly; // rows past the block read 0 or are masked
@@ -467,7 +502,9 @@ static void nbi_zblock_edge3(const nbiView *v, nbiSpanList *l, nbiZBlock *zb, in
     const uint64_t ys[3] = {sp[(ly - 1) & 31] << 1, sp[ly] << 1, sp[(ly + 1) & 31] << 1};
     const uint64_t zs[2] = {sp[lz] << 2, sp[(lz + 1) & 31] << 2};
     int64_t key[3] = {0, 0, 0};
-    if (out != 0)
+    if (out != 0 && v->code_shift > 0)
+        nbi_view_cell_key(v, c, key); // with its low code
+    else if (out != 0)
         for (int a = 0; a < 3; a++)
             key[a] = v->lo[a] + (int64_t)nbi_code_axis(v->cell_code[c], 3, a);
     int n = 0;
@@ -499,13 +536,13 @@ static void nbi_zblock_edge3(const nbiView *v, nbiSpanList *l, nbiZBlock *zb, in
 }
 
 // Hashed view in Z order, cells [u0, u1): block by block (the first block's cells before u0
-// are set in its bitmap too, as stencil cells).
-static void nbi_pairs_zorder(const nbiView *v, const nbiPairCtx *x, int64_t k, int32_t u0,
-                             int32_t u1)
+// are set in its bitmap too, as stencil cells). `wide`: with low codes.
+NBI_INLINE void nbi_pairs_zorder_on(const nbiView *v, const nbiPairCtx *x, int64_t k, int32_t u0,
+                                    int32_t u1, bool wide)
 {
     const int dim = v->dim, lbits = dim == 3 ? 15 : 14;
     const int64_t side = (int64_t)1 << (lbits / dim);
-    const uint64_t *code = v->cell_code, lmask = ((uint64_t)1 << lbits) - 1;
+    const nbiZOrd z = nbi_zord(v, lbits);
     nbiZBlock zb;
     memset(zb.occ, 0, sizeof zb.occ);
     for (int64_t i = 0; i < side; i++)
@@ -521,15 +558,14 @@ static void nbi_pairs_zorder(const nbiView *v, const nbiPairCtx *x, int64_t k, i
     nbi_span_list_init(&l, x, dim, false);
     int32_t c = u0;
     while (c < u1 && !x->sink->stop) {
-        const uint64_t blk = code[c] >> lbits;
         int32_t s0 = c, s1 = c + 1;
-        while (s0 > 0 && code[s0 - 1] >> lbits == blk) s0--;
-        while (s1 < v->ncells && code[s1] >> lbits == blk) s1++;
+        while (s0 > 0 && nbi_zord_same_block(&z, s0 - 1, c, wide)) s0--;
+        while (s1 < v->ncells && nbi_zord_same_block(&z, s1, c, wide)) s1++;
         // A block of one cell holds none of its stencil: its bitmap stays empty.
         const int32_t s_end = s1 - s0 > 1 ? s1 : s0;
         int64_t word = -1;
         for (int32_t s = s0; s < s_end; s++) {
-            const uint64_t lc = code[s] & lmask;
+            const uint64_t lc = nbi_zord_local(&z, s, wide);
             if ((int64_t)(lc >> 6) != word) {
                 word = (int64_t)(lc >> 6);
                 zb.rank[word] = s - s0;
@@ -544,7 +580,7 @@ static void nbi_pairs_zorder(const nbiView *v, const nbiPairCtx *x, int64_t k, i
         for (; c < e && !x->sink->stop; c++) {
             if (v->start[c] == nbi_view_end(v, c)) continue; // an empty cell (a free id)
             if (dim == 3 && k == 1) {
-                const uint32_t p = nbi_zblock_xyz(&zb, code[c] & lmask);
+                const uint32_t p = nbi_zblock_xyz(&zb, nbi_zord_local(&z, c, wide));
                 const uint32_t loc[3] = {p & 31, p >> 8 & 31, p >> 16};
                 if (loc[0] - 1 < 30 && loc[1] - 1 < 30 && loc[2] < 31)
                     nbi_zblock_inner3(v, &l, &zb, s0, c, loc[0], loc[1], loc[2]);
@@ -553,7 +589,12 @@ static void nbi_pairs_zorder(const nbiView *v, const nbiPairCtx *x, int64_t k, i
                 continue;
             }
             int64_t off[3] = {0, 0, 0};
-            for (int a = 0; a < dim; a++) off[a] = (int64_t)nbi_code_axis(code[c], dim, a);
+            if (wide) {
+                nbi_view_cell_key(v, c, off);
+                for (int a = 0; a < 3; a++) off[a] -= v->lo[a];
+            } else {
+                for (int a = 0; a < dim; a++) off[a] = (int64_t)nbi_code_axis(z.code[c], dim, a);
+            }
             const int64_t lx = off[0] & (side - 1), ly = off[1] & (side - 1);
             const int64_t lz = off[2] & (side - 1);
             if (k == 1 && lx > 0 && lx < side - 1 && ly < side - 1 && (dim == 2 || ly > 0) &&
@@ -563,7 +604,7 @@ static void nbi_pairs_zorder(const nbiView *v, const nbiPairCtx *x, int64_t k, i
                 nbi_zblock_cell(v, &l, &zb, k, s0, c, off, side);
         }
         for (int32_t s = s0; s < s_end; s++) {
-            const uint64_t lc = code[s] & lmask;
+            const uint64_t lc = nbi_zord_local(&z, s, wide);
             zb.occ[lc >> 6] = 0;
             if (dim == 3) {
                 const uint32_t p = nbi_zblock_xyz(&zb, lc);
@@ -572,6 +613,15 @@ static void nbi_pairs_zorder(const nbiView *v, const nbiPairCtx *x, int64_t k, i
         }
         c = e;
     }
+}
+
+static void nbi_pairs_zorder(const nbiView *v, const nbiPairCtx *x, int64_t k, int32_t u0,
+                             int32_t u1)
+{
+    if (v->code_shift > 0)
+        nbi_pairs_zorder_on(v, x, k, u0, u1, true);
+    else
+        nbi_pairs_zorder_on(v, x, k, u0, u1, false);
 }
 
 nbStatus nbi_check_radius(double radius)
@@ -635,7 +685,8 @@ nbStatus nbi_walk_pairs(const nbiView *v, double radius, int32_t u0, int32_t u1,
     NB_ASSERT(v->table != NULL || v->end == NULL); // dense rows are contiguous runs
     nbiPairCtx x;
     nbi_pair_ctx(&x, v, v, radius, s);
-    if (v->table != NULL && v->cell_code != NULL && v->code_shift == 0 && k <= 8 &&
+    if (v->table != NULL && v->cell_code != NULL && (v->code_shift == 0 || v->cell_low != NULL) &&
+        k <= 8 &&
         (v->dim == 3 ? (double)(2 * k + 1) * (2 * k + 1) * (2 * k + 1)
                      : (double)(2 * k + 1) * (2 * k + 1)) <= (double)v->ncells)
         nbi_pairs_zorder(v, &x, k, u0, u1);

@@ -27,6 +27,8 @@
 //   moves a slot). With cell_code (the grid's hashed layout), the cells are in Z order: cell_code
 //   holds each cell's Morton code (nbi_code_of), ascending, so that every block of 2^L cells a
 //   side aligned to its size is one run of cell numbers, and kNN searches the blocks as a tree.
+//   Where the codes drop low bits (code_shift > 0), cell_low may hold each cell's code of those
+//   bits (nbi_code_low), the cells ascending by (code, low code): the Z order of exact offsets.
 // Either way lo..hi bounds every occupied cell (z = 0 in 2D), and max_abs bounds |coordinate|
 // (the rounding margins in cell.c need it).
 #ifndef NEARBY_VIEW_H
@@ -66,6 +68,7 @@ typedef struct nbiView {
     const int64_t *cell_keys;  // hashed: 3 coordinates per cell, or NULL
     const uint64_t *cell_code; // hashed in Z order: each cell's Morton code, ascending; or NULL
     int32_t code_shift;        // with cell_code: the low bits of a cell's offset the code drops
+    const uint64_t *cell_low; // with code_shift > 0: the code of those bits (nbi_code_low), or NULL
     const uint64_t *cell_seen; // hashed: the occupancy filter (nbi_view_may_hold), or NULL
     int32_t seen_bits;         // with cell_seen: it holds 2^seen_bits bits
     const nbiWrap *wrap;       // NULL: no periodic axis
@@ -130,6 +133,22 @@ NBI_INLINE uint64_t nbi_code_of(const int64_t k[3], const int64_t lo[3], int dim
     return nbi_spread3(x) | nbi_spread3(y) << 1 | nbi_spread3(z) << 2;
 }
 
+// The most bits an axis's offset may drop (code_shift) for the bits it drops to have a code of
+// their own in one word (nbi_code_low): 63 bits of code in 3D, 62 in 2D.
+#define NBI_CODE_LOW_MAX(dim) ((dim) == 3 ? 21 : 31)
+
+// The code of the low `shift` bits of the offsets of cell k from lo (the bits nbi_code_of drops),
+// 0 < shift <= NBI_CODE_LOW_MAX(dim). Cells ordered by (code, low code) are in the Z order of
+// their exact offsets: the one code, wider than a word, of dim * (shift + NBI_CODE_BITS) bits.
+NBI_INLINE uint64_t nbi_code_low(const int64_t k[3], const int64_t lo[3], int dim, int shift)
+{
+    const uint64_t m = ((uint64_t)1 << shift) - 1;
+    const uint64_t x = (uint64_t)(k[0] - lo[0]) & m, y = (uint64_t)(k[1] - lo[1]) & m;
+    if (dim == 2) return nbi_spread2(x) | nbi_spread2(y) << 1;
+    const uint64_t z = (uint64_t)(k[2] - lo[2]) & m;
+    return nbi_spread3(x) | nbi_spread3(y) << 1 | nbi_spread3(z) << 2;
+}
+
 // Axis a's (shifted) offset in a code.
 NBI_INLINE uint64_t nbi_code_axis(uint64_t code, int dim, int a)
 {
@@ -156,8 +175,8 @@ NBI_INLINE bool nbi_view_same(const nbiView *a, const nbiView *b)
                 a->table == b->table && a->cell_slot == b->cell_slot &&
                 a->cell_keys == b->cell_keys && a->occ == b->occ && a->occ_rank == b->occ_rank &&
                 a->cell_box == b->cell_box && a->cell_code == b->cell_code &&
-                a->code_shift == b->code_shift && a->cell_seen == b->cell_seen &&
-                a->seen_bits == b->seen_bits && a->wrap == b->wrap;
+                a->code_shift == b->code_shift && a->cell_low == b->cell_low &&
+                a->cell_seen == b->cell_seen && a->seen_bits == b->seen_bits && a->wrap == b->wrap;
     for (int i = 0; i < 3; i++)
         same &= a->lo[i] == b->lo[i] && a->hi[i] == b->hi[i] && a->ext[i] == b->ext[i];
     return same;
@@ -212,6 +231,15 @@ NBI_INLINE void nbi_view_cell_key(const nbiView *v, int32_t c, int64_t out[3])
     if (v->cell_code != NULL && v->code_shift == 0) { // from the code: no miss on the table
         for (int a = 0; a < 3; a++)
             out[a] = a < v->dim ? v->lo[a] + (int64_t)nbi_code_axis(v->cell_code[c], v->dim, a) : 0;
+        return;
+    }
+    if (v->cell_low != NULL) { // from the code and the low code
+        for (int a = 0; a < 3; a++) {
+            const uint64_t hi = nbi_code_axis(v->cell_code[c], v->dim, a) << v->code_shift;
+            out[a] = a < v->dim
+                         ? v->lo[a] + (int64_t)(hi | nbi_code_axis(v->cell_low[c], v->dim, a))
+                         : 0;
+        }
         return;
     }
     if (v->table != NULL) {

@@ -602,6 +602,42 @@ static int test_hashed_blocks(void)
     return 0;
 }
 
+// Boxes wider than the codes reach (21 bits an axis in 3D, 32 in 2D): the clusters, shell and
+// planes of hashed_blocks, with a few far points that widen the box to 2^w cells a side. Where a
+// cell's low code fits a word with its number, the cells are in the Z order of their exact
+// offsets and all pairs walks them block by block (grid.c, nbi_hashed_order; pairs.c); wider
+// boxes keep no low codes and probe the table. Both against brute force, at 1, 3 and 10 rings.
+static int test_hashed_beyond_codes(void)
+{
+    static const int widths[2][6] = {{33, 35, 40, 50, 60, 0}, {22, 24, 26, 31, 37, 45}};
+    for (int dim = 2; dim <= 3; dim++)
+        for (int t = 0; t < 6 && widths[dim - 2][t] > 0; t++) {
+            const int w = widths[dim - 2][t];
+            const int shape = t % (dim == 3 ? 3 : 1);
+            nboSet s = sparse_set(dim, shape, 1000);
+            for (int32_t i = 0; i < 6; i++) // far points: corners and a face of the wide box
+                for (int a = 0; a < dim; a++)
+                    s.p[(size_t)i * dim + a] = (i >> a & 1) ? ldexp(1.0, w) - 0.5 : -3.25 * i;
+            if (check_layout(&s, 1.0, 1.0, 2)) return 1;
+            nbGridDesc desc = {0};
+            desc.dim = dim;
+            desc.cell_size = 1.0;
+            nbGrid *g = NULL;
+            NB_CHECK_OK(nb_grid_create(&desc, &g));
+            nbPoints pts = {.data = s.p, .count = s.n, .dim = dim, .stride = 0};
+            NB_CHECK_OK(nb_grid_build(g, &pts, 1.0));
+            const int shift = nbi_code_shift(g->ext, dim);
+            const int idb = 64 - __builtin_clzll((uint64_t)g->ncells - 1);
+            NB_CHECK(shift > 0 && g->low_codes == (dim * shift + idb <= 64));
+            nb_grid_destroy(g);
+            if (check_all(&s, 1.0, 1.0, 4)) return 1;
+            if (check_all(&s, 2.5, 1.0, 4)) return 1; // 3 rings
+            if (t % 2 == 0 && check_all(&s, 10.0, 1.0, 0)) return 1;
+            nbo_set_free(&s);
+        }
+    return 0;
+}
+
 // The ranked layout's edges: a box of exactly 64 cells a point is ranked, one more row of
 // cells hashed; rows of cells that fill whole 64-cell words, and a row of 65 cells; cells whose
 // bits are the first and the last of their word.
@@ -1803,6 +1839,7 @@ int main(int argc, char **argv)
         {"ranked_cells", test_ranked_cells},
         {"ranked_edges", test_ranked_edges},
         {"hashed_blocks", test_hashed_blocks},
+        {"hashed_beyond_codes", test_hashed_beyond_codes},
         {"deterministic", test_deterministic},
         {"cells_far_apart", test_cells_far_apart},
         {"pairs_cost_guard", test_pairs_cost_guard},
