@@ -320,6 +320,7 @@ static void nbi_ix_node_box(const nbiKnnIndex *ix, const nbiKnnNode *node, int32
 // core of a log-normal 2D set made a kNN query cost 4x what it costs on blobs). Answers do not
 // depend on it: ties are broken by index, not position.
 enum { NBI_IX_PATH_BITS = 48 };
+int nbi_knn_path_bits = NBI_IX_PATH_BITS;
 
 // The orders work on the run's positions (perm), and the points are moved once at the end: a
 // swap of positions is one 8-byte swap, where moving the points would move every coordinate,
@@ -436,7 +437,7 @@ static void nbi_ix_order_run(nbiKnnIndex *ix, uint64_t *code, uint64_t *code2, u
         const double *x = pts + (size_t)axis * (size_t)n;
         int32_t mid;
         double cut;
-        if (depth < NBI_IX_PATH_BITS) {
+        if (depth < nbi_knn_path_bits && depth < NBI_IX_PATH_BITS) {
             // (Tukey's ninther on large parts: closer to the median, so shallower trees)
             const int32_t e = (b - a) / 8;
             cut = b - a < 256 ? nbi_ix_pivot(x, perm, a, b - 1)

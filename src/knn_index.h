@@ -84,6 +84,10 @@ enum {
 // (never); 0 is this rule.
 bool nbi_knn_index_wanted(const nbiView *v);
 extern int nbi_knn_index_use;
+// The levels of k-d splits of a run of one code recorded as second-level codes before exact
+// medians take over (knn_index.c, nbi_ix_order_runs): at most its default, 48; tests lower it
+// to reach the medians.
+extern int nbi_knn_path_bits;
 // The queries the walk answers on evenly filled 2D cells (or crowded by duplicates) before the
 // index is built: a sixteenth of the points, counting only queries in or beside the cell of the
 // query before them: a batch answered in cell order (as the Python package and the CLI order
