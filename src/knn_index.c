@@ -260,7 +260,26 @@ static void nbi_ix_run_box(const nbiKnnIndex *ix, int32_t r0, int32_t r1, double
         if (d >= ix->dim) continue;
         const double *x = pts + (size_t)d * (size_t)ix->n;
         double l = x[r0], h = l;
-        for (int32_t p = r0 + 1; p < r1; p++) {
+        int32_t p = r0 + 1;
+#if defined(__SSE2__)
+        // Two lanes (minpd is x < l ? x : l, as below), folded at the end.
+        if (r1 - p >= 4) {
+            __m128d vl = _mm_loadu_pd(x + p), vh = vl;
+            for (p += 2; p + 2 <= r1; p += 2) {
+                const __m128d v = _mm_loadu_pd(x + p);
+                vl = _mm_min_pd(v, vl);
+                vh = _mm_max_pd(v, vh);
+            }
+            double fl[2], fh[2];
+            _mm_storeu_pd(fl, vl);
+            _mm_storeu_pd(fh, vh);
+            for (int k = 0; k < 2; k++) {
+                l = fl[k] < l ? fl[k] : l;
+                h = fh[k] > h ? fh[k] : h;
+            }
+        }
+#endif
+        for (; p < r1; p++) {
             l = x[p] < l ? x[p] : l;
             h = x[p] > h ? x[p] : h;
         }
@@ -401,7 +420,7 @@ static void nbi_ix_select(const double *x, uint64_t *perm, int32_t a, int32_t b,
 }
 
 // Splits the run [r0, r1) (all of one code) as the comment above says, its path codes into
-// code2[r0, r1) (zero on entry). perm: room for r1 - r0 positions; the run's own codes serve as
+// code2[r0, r1). perm: room for r1 - r0 positions; the run's own codes serve as
 // the scratch the moves need, and are restored.
 static void nbi_ix_order_run(nbiKnnIndex *ix, uint64_t *code, uint64_t *code2, uint64_t *perm,
                              int32_t r0, int32_t r1)
@@ -409,23 +428,26 @@ static void nbi_ix_order_run(nbiKnnIndex *ix, uint64_t *code, uint64_t *code2, u
     const int32_t n = ix->n, dim = ix->dim, m = r1 - r0;
     const double *pts = (const double *)ix->pts.ptr;
     for (int32_t i = 0; i < m; i++) perm[i] = (uint64_t)(r0 + i);
-    // Each pending part with its depth and the bounds of its points (the run's box, cut at the
-    // pivots above it: a bound, not the exact box, but enough to choose the widest axis). One
-    // pending part a level: NBI_IX_PATH_BITS, then halvings (under 32).
-    int32_t st[3 * (NBI_IX_PATH_BITS + 34)];
-    double sb[6 * (NBI_IX_PATH_BITS + 34)];
+    // Each pending part with its depth, its path, and the bounds of its points (the run's box,
+    // cut at the pivots above it: a bound, not the exact box, but enough to choose the widest
+    // axis). One pending part a level: NBI_IX_PATH_BITS, then halvings (under 32).
+    enum { PENDING = NBI_IX_PATH_BITS + 34 };
+    int32_t st[3 * PENDING];
+    uint64_t path[PENDING];
+    double sb[6 * PENDING];
     int sp = 0;
     nbi_ix_run_box(ix, r0, r1, sb, sb + 3);
     st[0] = 0;
     st[1] = m;
     st[2] = 0;
+    path[0] = 0;
     sp = 1;
     while (sp > 0) {
         sp--;
         const int32_t a = st[3 * sp], b = st[3 * sp + 1], depth = st[3 * sp + 2];
+        const uint64_t at = path[sp];
         double box[6];
         memcpy(box, sb + 6 * sp, sizeof box);
-        if (b - a <= NBI_KNN_LEAF_PTS) continue;
         int axis = 0;
         double widest = 0.0;
         for (int d = 0; d < dim; d++)
@@ -433,10 +455,14 @@ static void nbi_ix_order_run(nbiKnnIndex *ix, uint64_t *code, uint64_t *code2, u
                 widest = box[3 + d] - box[d];
                 axis = d;
             }
-        if (!(widest > 0.0)) continue; // one place: any order
+        if (b - a <= NBI_KNN_LEAF_PTS || !(widest > 0.0)) { // a leaf, or one place: done
+            for (int32_t i = a; i < b; i++) code2[r0 + i] = at;
+            continue;
+        }
         const double *x = pts + (size_t)axis * (size_t)n;
         int32_t mid;
         double cut;
+        uint64_t bit = 0;
         if (depth < nbi_knn_path_bits && depth < NBI_IX_PATH_BITS) {
             // (Tukey's ninther on large parts: closer to the median, so shallower trees)
             const int32_t e = (b - a) / 8;
@@ -447,8 +473,7 @@ static void nbi_ix_order_run(nbiKnnIndex *ix, uint64_t *code, uint64_t *code2, u
             int32_t j = b - 1;
             mid = a; // (a < mid < b)
             nbi_ix_hoare(x, perm, &mid, &j, cut);
-            const uint64_t bit = (uint64_t)1 << (62 - depth);
-            for (int32_t i = mid; i < b; i++) code2[r0 + i] |= bit;
+            bit = (uint64_t)1 << (62 - depth);
         } else {
             mid = a + (b - a) / 2; // as nbi_ix_split halves equal codes
             nbi_ix_select(x, perm, a, b, mid);
@@ -457,11 +482,13 @@ static void nbi_ix_order_run(nbiKnnIndex *ix, uint64_t *code, uint64_t *code2, u
         st[3 * sp] = mid;
         st[3 * sp + 1] = b;
         st[3 * sp + 2] = depth + 1;
+        path[sp] = at | bit;
         memcpy(sb + 6 * sp, box, sizeof box);
         sb[6 * sp + axis] = cut;
         st[3 * sp + 3] = a;
         st[3 * sp + 4] = mid;
         st[3 * sp + 5] = depth + 1;
+        path[sp + 1] = at;
         memcpy(sb + 6 * (sp + 1), box, sizeof box);
         sb[6 * (sp + 1) + 3 + axis] = cut;
         sp += 2;
@@ -472,15 +499,17 @@ static void nbi_ix_order_run(nbiKnnIndex *ix, uint64_t *code, uint64_t *code2, u
 }
 
 // Splits each run of equal codes longer than a leaf (code: the n sorted codes, then n entries
-// for the second level's, zeroed here, then n entries of scratch).
+// for the second level's, 0 outside such runs, then n entries of scratch).
 static void nbi_ix_order_runs(nbiKnnIndex *ix, uint64_t *code)
 {
     const int32_t n = ix->n;
     uint64_t *code2 = code + n, *scratch = code + 2 * (size_t)n;
-    memset(code2, 0, (size_t)n * sizeof *code2);
     for (int32_t r0 = 0, r1; r0 < n; r0 = r1) {
         for (r1 = r0 + 1; r1 < n && code[r1] == code[r0];) r1++;
-        if (r1 - r0 > NBI_KNN_LEAF_PTS) nbi_ix_order_run(ix, code, code2, scratch, r0, r1);
+        if (r1 - r0 > NBI_KNN_LEAF_PTS)
+            nbi_ix_order_run(ix, code, code2, scratch, r0, r1);
+        else
+            for (int32_t i = r0; i < r1; i++) code2[i] = 0;
     }
 }
 
