@@ -120,12 +120,53 @@ static void nbi_ix_frame(nbiIxFrame *fr, int dim, const double *lo, const double
     fr->scale = span > 0.0 && span < (double)INFINITY ? (double)fr->max_cell / span : 0.0;
 }
 
+NBI_INLINE nbiIxFrame nbi_ix_own_frame(const nbiKnnIndex *ix)
+{
+    const nbiIxFrame fr = {{ix->origin[0], ix->origin[1], ix->origin[2]}, ix->scale, ix->max_cell};
+    return fr;
+}
+
 // The index's own code of point p (the first level's).
 NBI_INLINE uint64_t nbi_ix_code(const nbiKnnIndex *ix, const double *p)
 {
-    const nbiIxFrame fr = {{ix->origin[0], ix->origin[1], ix->origin[2]}, ix->scale, ix->max_cell};
+    const nbiIxFrame fr = nbi_ix_own_frame(ix);
     return nbi_ix_frame_code(&fr, ix->dim, p[0], p[1], ix->dim == 3 ? p[2] : 0.0);
 }
+
+#if defined(__SSE2__) && defined(__x86_64__)
+// The index's code of point p as nbi_ix_code computes it, x and y in two lanes: the same
+// offsets (max and min are the comparisons nbi_ix_cell makes; max_cell < 2^31, so the 32-bit
+// conversion truncates as its conversion does), spread by the same steps.
+NBI_INLINE uint64_t nbi_ix_code_sse2(const nbiKnnIndex *ix, const double *p)
+{
+    const __m128d zero = _mm_setzero_pd(), top = _mm_set1_pd((double)ix->max_cell);
+    __m128d u =
+        _mm_mul_pd(_mm_sub_pd(_mm_loadu_pd(p), _mm_loadu_pd(ix->origin)), _mm_set1_pd(ix->scale));
+    u = _mm_min_pd(_mm_max_pd(u, zero), top); // (NaN: max gives its second operand, 0)
+    __m128i c = _mm_unpacklo_epi32(_mm_cvttpd_epi32(u), _mm_setzero_si128());
+#define NBI_STEP(s, m)                                                                             \
+    c = _mm_and_si128(_mm_or_si128(c, _mm_slli_epi64(c, s)), _mm_set1_epi64x((long long)(m)))
+    if (ix->dim == 2) {
+        NBI_STEP(16, 0x0000FFFF0000FFFFu);
+        NBI_STEP(8, 0x00FF00FF00FF00FFu);
+        NBI_STEP(4, 0x0F0F0F0F0F0F0F0Fu);
+        NBI_STEP(2, 0x3333333333333333u);
+        NBI_STEP(1, 0x5555555555555555u);
+        return (uint64_t)_mm_cvtsi128_si64(c) |
+               (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(c, c)) << 1;
+    }
+    NBI_STEP(32, 0x1F00000000FFFFu);
+    NBI_STEP(16, 0x1F0000FF0000FFu);
+    NBI_STEP(8, 0x100F00F00F00F00Fu);
+    NBI_STEP(4, 0x10C30C30C30C30C3u);
+    NBI_STEP(2, 0x1249249249249249u);
+#undef NBI_STEP
+    const uint64_t xy =
+        (uint64_t)_mm_cvtsi128_si64(c) | (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(c, c)) << 1;
+    const nbiIxFrame fr = nbi_ix_own_frame(ix);
+    return xy | nbi_spread3(nbi_ix_cell(&fr, 2, p[2])) << 2;
+}
+#endif
 
 // Bits that hold every value below n (at least 1).
 static int nbi_bits_for(int32_t n)
@@ -545,7 +586,11 @@ static int nbi_ix_build(nbiKnnIndex *ix, const nbiView *v, const nbAllocator *al
 
     uint64_t *key = (uint64_t *)ix->code.ptr;
     for (int32_t p = 0; p < n; p++)
+#if defined(__SSE2__) && defined(__x86_64__)
+        key[p] = nbi_ix_code_sse2(ix, v->pts + (size_t)p * (size_t)dim) << pos_bits | (uint64_t)p;
+#else
         key[p] = nbi_ix_code(ix, v->pts + (size_t)p * (size_t)dim) << pos_bits | (uint64_t)p;
+#endif
     nbi_radix_sort(key, key + n, n, pos_bits, pos_bits + axis_bits * dim, (int32_t *)ix->hist.ptr);
 
     // Crowded cells made of duplicates (more than half the points share their code with the
