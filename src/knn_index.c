@@ -4,16 +4,19 @@
 // cannot (a blob's core holds hundreds of points a cell; clustered 3D data scatters a query's
 // neighbours over many blocks of cells).
 //
-// Build, O(n): each point's Morton code (21 bits an axis in 3D, 32 in 2D, fewer when n needs
-// the bits: the code and the point's view position share one 64-bit key) over the points' box,
-// scaled alike on every axis so that code blocks are cubes; an LSD radix sort of the keys on
-// the code's bits only (the positions below them keep ties in view order, which is cell order:
-// points of one code stay spatially together); the coordinates (by axis), indices and filter
-// bits copied into that order, so a leaf is a few contiguous cache lines; a binary radix tree
-// over the sorted codes (a range splits at the first code with the highest bit in which its
-// first and last codes differ: an aligned block of the Z order, so boxes stay compact; a range
-// of at most NBI_KNN_LEAF_PTS points is a leaf); each inner node's two children's exact boxes,
-// merged bottom-up, kept side by side in the node's slot.
+// Build, O(n) but for dense cores: each point's Morton code (14 bits an axis in 3D, 22 in 2D:
+// four radix passes; fewer when n needs the bits: the code and the point's view position share
+// one 64-bit key) over the points' box, scaled alike on every axis so that code blocks are
+// cubes; an LSD radix sort of the keys on the code's bits only (the positions below them keep
+// ties in view order, which is cell order: points of one code stay spatially together); the
+// coordinates (by axis), indices and filter bits copied into that order, so a leaf is a few
+// contiguous cache lines; runs of one code longer than a leaf split as a k-d tree's nodes,
+// their splits kept as a second level of codes (nbi_ix_order_runs); a binary radix tree over
+// the sorted codes (a range splits at the first code with the highest bit in which its first
+// and last codes differ, the first level's, else the second's: an aligned block of the Z order
+// or a k-d split, so boxes stay compact; a range of at most NBI_KNN_LEAF_PTS points is a leaf);
+// each inner node's two children's exact boxes, merged bottom-up, kept side by side in the
+// node's slot.
 //
 // Query: from the root, nearest child first, the farther child kept on a stack with its gap
 // and dropped when the k-th best is nearer by the time it comes up. A box's squared gap to the
@@ -36,6 +39,10 @@
 // ---- build ----
 
 enum { NBI_RADIX_BITS = 11, NBI_RADIX_MAX_PASSES = 6 };
+// The bits a Z-order code of the index spans at most: four radix passes of NBI_RADIX_BITS (14
+// bits an axis in 3D, 22 in 2D; a fifth pass for a finer first level measured no better, as
+// runs of one code get codes of their own: nbi_ix_order_runs).
+enum { NBI_IX_CODE_WIDTH = 4 * NBI_RADIX_BITS };
 
 // Sorts keys a[0..n) by bits [lo, hi) (LSD, stable; ties keep their order), using tmp (n
 // entries) and hist (NBI_RADIX_MAX_PASSES << NBI_RADIX_BITS counts). The sorted keys end in a
@@ -50,9 +57,20 @@ static void nbi_radix_sort(uint64_t *a, uint64_t *tmp, int32_t n, int lo, int hi
     const uint64_t dmask = ((uint64_t)1 << bits) - 1;
     const size_t buckets = (size_t)1 << bits;
     memset(hist, 0, (size_t)passes * buckets * sizeof *hist);
-    for (int32_t i = 0; i < n; i++)
-        for (int p = 0; p < passes; p++)
-            hist[(size_t)p * buckets + ((a[i] >> (lo + p * bits)) & dmask)]++;
+    if (passes == 4) { // (the index's codes: NBI_IX_CODE_WIDTH) the passes' counts unrolled
+        int32_t *h1 = hist + buckets, *h2 = h1 + buckets, *h3 = h2 + buckets;
+        for (int32_t i = 0; i < n; i++) {
+            const uint64_t d = a[i] >> lo;
+            hist[d & dmask]++;
+            h1[(d >> bits) & dmask]++;
+            h2[(d >> 2 * bits) & dmask]++;
+            h3[(d >> 3 * bits) & dmask]++;
+        }
+    } else {
+        for (int32_t i = 0; i < n; i++)
+            for (int p = 0; p < passes; p++)
+                hist[(size_t)p * buckets + ((a[i] >> (lo + p * bits)) & dmask)]++;
+    }
     uint64_t *src = a, *dst = tmp;
     for (int p = 0; p < passes; p++) {
         if (!nbi_radix_pass(src, dst, n, lo + p * bits, dmask, hist + (size_t)p * buckets))
@@ -64,27 +82,105 @@ static void nbi_radix_sort(uint64_t *a, uint64_t *tmp, int32_t n, int lo, int hi
     if (src != a) memcpy(a, src, (size_t)n * sizeof *a);
 }
 
-// The per-axis code of coordinate x: its offset from the box's low corner in code units,
-// clamped to [0, max_cell] (a query may lie outside the box).
-NBI_INLINE uint64_t nbi_ix_cell(const nbiKnnIndex *ix, int a, double x)
+// A frame of Z-order codes: a box's low corner, code units a unit of distance (one for every
+// axis, so that code blocks are cubes) and the largest per-axis code value.
+typedef struct nbiIxFrame {
+    double origin[3], scale;
+    uint64_t max_cell;
+} nbiIxFrame;
+
+// The per-axis code of coordinate x on axis a: its offset from the frame's low corner in code
+// units, clamped to [0, max_cell] (a query may lie outside the box).
+NBI_INLINE uint64_t nbi_ix_cell(const nbiIxFrame *fr, int a, double x)
 {
-    const double u = (x - ix->origin[a]) * ix->scale;
+    const double u = (x - fr->origin[a]) * fr->scale;
     if (!(u > 0.0)) return 0;
-    return u >= (double)ix->max_cell ? ix->max_cell : (uint64_t)u;
+    // (through int64_t: below 2^32, where the unsigned conversion costs a branch more)
+    return u >= (double)fr->max_cell ? fr->max_cell : (uint64_t)(int64_t)u;
 }
 
+// The Z-order code of the point (x, y, z) in the frame (z unused in 2D).
+NBI_INLINE uint64_t nbi_ix_frame_code(const nbiIxFrame *fr, int dim, double x, double y, double z)
+{
+    if (dim == 2)
+        return nbi_spread2(nbi_ix_cell(fr, 0, x)) | nbi_spread2(nbi_ix_cell(fr, 1, y)) << 1;
+    return nbi_spread3(nbi_ix_cell(fr, 0, x)) | nbi_spread3(nbi_ix_cell(fr, 1, y)) << 1 |
+           nbi_spread3(nbi_ix_cell(fr, 2, z)) << 2;
+}
+
+// The frame of the box [lo, hi] for codes of `bits` bits an axis: the widest axis spans them.
+static void nbi_ix_frame(nbiIxFrame *fr, int dim, const double *lo, const double *hi, int bits)
+{
+    fr->max_cell = ((uint64_t)1 << bits) - 1;
+    double span = 0.0;
+    for (int a = 0; a < 3; a++) {
+        fr->origin[a] = a < dim ? lo[a] : 0.0;
+        if (a < dim && hi[a] - lo[a] > span) span = hi[a] - lo[a]; // (+inf: every code 0)
+    }
+    fr->scale = span > 0.0 && span < (double)INFINITY ? (double)fr->max_cell / span : 0.0;
+}
+
+NBI_INLINE nbiIxFrame nbi_ix_own_frame(const nbiKnnIndex *ix)
+{
+    const nbiIxFrame fr = {{ix->origin[0], ix->origin[1], ix->origin[2]}, ix->scale, ix->max_cell};
+    return fr;
+}
+
+// The index's own code of point p (the first level's).
 NBI_INLINE uint64_t nbi_ix_code(const nbiKnnIndex *ix, const double *p)
 {
-    if (ix->dim == 2)
-        return nbi_spread2(nbi_ix_cell(ix, 0, p[0])) | nbi_spread2(nbi_ix_cell(ix, 1, p[1])) << 1;
-    return nbi_spread3(nbi_ix_cell(ix, 0, p[0])) | nbi_spread3(nbi_ix_cell(ix, 1, p[1])) << 1 |
-           nbi_spread3(nbi_ix_cell(ix, 2, p[2])) << 2;
+    const nbiIxFrame fr = nbi_ix_own_frame(ix);
+    return nbi_ix_frame_code(&fr, ix->dim, p[0], p[1], ix->dim == 3 ? p[2] : 0.0);
 }
+
+#if defined(__SSE2__) && defined(__x86_64__)
+// The index's code of point p as nbi_ix_code computes it, x and y in two lanes: the same
+// offsets (max and min are the comparisons nbi_ix_cell makes; max_cell < 2^31, so the 32-bit
+// conversion truncates as its conversion does), spread by the same steps.
+NBI_INLINE uint64_t nbi_ix_code_sse2(const nbiKnnIndex *ix, const double *p)
+{
+    const __m128d zero = _mm_setzero_pd(), top = _mm_set1_pd((double)ix->max_cell);
+    __m128d u =
+        _mm_mul_pd(_mm_sub_pd(_mm_loadu_pd(p), _mm_loadu_pd(ix->origin)), _mm_set1_pd(ix->scale));
+    u = _mm_min_pd(_mm_max_pd(u, zero), top); // (NaN: max gives its second operand, 0)
+    __m128i c = _mm_unpacklo_epi32(_mm_cvttpd_epi32(u), _mm_setzero_si128());
+#define NBI_STEP(s, m)                                                                             \
+    c = _mm_and_si128(_mm_or_si128(c, _mm_slli_epi64(c, s)), _mm_set1_epi64x((long long)(m)))
+    if (ix->dim == 2) {
+        NBI_STEP(16, 0x0000FFFF0000FFFFu);
+        NBI_STEP(8, 0x00FF00FF00FF00FFu);
+        NBI_STEP(4, 0x0F0F0F0F0F0F0F0Fu);
+        NBI_STEP(2, 0x3333333333333333u);
+        NBI_STEP(1, 0x5555555555555555u);
+        return (uint64_t)_mm_cvtsi128_si64(c) |
+               (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(c, c)) << 1;
+    }
+    NBI_STEP(32, 0x1F00000000FFFFu);
+    NBI_STEP(16, 0x1F0000FF0000FFu);
+    NBI_STEP(8, 0x100F00F00F00F00Fu);
+    NBI_STEP(4, 0x10C30C30C30C30C3u);
+    NBI_STEP(2, 0x1249249249249249u);
+#undef NBI_STEP
+    const uint64_t xy =
+        (uint64_t)_mm_cvtsi128_si64(c) | (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(c, c)) << 1;
+    const nbiIxFrame fr = nbi_ix_own_frame(ix);
+    return xy | nbi_spread3(nbi_ix_cell(&fr, 2, p[2])) << 2;
+}
+#endif
 
 // Bits that hold every value below n (at least 1).
 static int nbi_bits_for(int32_t n)
 {
     return n > 1 ? nbi_top_bit64((uint64_t)(n - 1)) + 1 : 1;
+}
+
+// The bits an axis of the code of a key that holds positions below n beside it: as many as fit
+// in 64 bits and NBI_IX_CODE_WIDTH.
+static int nbi_ix_axis_bits(int32_t n, int dim)
+{
+    int bits = (64 - nbi_bits_for(n)) / dim;
+    if (bits > NBI_IX_CODE_WIDTH / dim) bits = NBI_IX_CODE_WIDTH / dim;
+    return bits > NBI_CODE_BITS(dim) ? NBI_CODE_BITS(dim) : bits;
 }
 
 // Grows the index's storage for n points of the view (nodes: 0 until they are counted), all or
@@ -100,7 +196,7 @@ static bool nbi_ix_grow(nbiKnnIndex *ix, int32_t n, int dim, bool filtered, int3
                             (size_t)nodes,
                             (size_t)nodes * 4 * (size_t)dim,
                             filtered ? 4 * (size_t)nodes : 0,
-                            2 * (size_t)n,
+                            3 * (size_t)n,
                             (size_t)NBI_RADIX_MAX_PASSES << NBI_RADIX_BITS};
     const size_t elem[8] = {sizeof(double), sizeof(int32_t),  sizeof(uint32_t), sizeof(nbiKnnNode),
                             sizeof(double), sizeof(uint32_t), sizeof(uint64_t), sizeof(int32_t)};
@@ -110,17 +206,17 @@ static bool nbi_ix_grow(nbiKnnIndex *ix, int32_t n, int dim, bool filtered, int3
     return true;
 }
 
-// Where the sorted range [a, b) of codes splits (a < result < b): at the first code with the
-// highest bit in which the first and last differ, or at the middle when they are equal.
-static int32_t nbi_ix_split(const uint64_t *code, int32_t a, int32_t b)
+// Where the sorted range [a, b) of the codes c splits (a < result < b): at the first code with
+// the highest bit in which the first and last differ; -1 when they are equal.
+static int32_t nbi_ix_split_on(const uint64_t *c, int32_t a, int32_t b)
 {
-    const uint64_t diff = code[a] ^ code[b - 1];
-    if (diff == 0) return a + (b - a) / 2;
+    const uint64_t diff = c[a] ^ c[b - 1];
+    if (diff == 0) return -1;
     const uint64_t bit = (uint64_t)1 << nbi_top_bit64(diff);
-    int32_t lo = a + 1, hi = b - 1; // code[a] has the bit clear, code[b - 1] set
+    int32_t lo = a + 1, hi = b - 1; // c[a] has the bit clear, c[b - 1] set
     while (lo < hi) {
         const int32_t mid = lo + (hi - lo) / 2;
-        if (code[mid] & bit)
+        if (c[mid] & bit)
             hi = mid;
         else
             lo = mid + 1;
@@ -128,11 +224,24 @@ static int32_t nbi_ix_split(const uint64_t *code, int32_t a, int32_t b)
     return lo;
 }
 
-// The tree over the sorted codes, in preorder: its node count; with `node`, the nodes too.
-// The stack holds at most one entry a level (a code's 64 bits, then halvings of equal codes).
+// Where the range [a, b) splits: by the first level's codes (code[0, n)), or within a run of one
+// such code by the second level's (code[n, 2n), nbi_ix_order_runs), or when both are equal at
+// the middle.
+static int32_t nbi_ix_split(const uint64_t *code, int32_t n, int32_t a, int32_t b)
+{
+    int32_t m = nbi_ix_split_on(code, a, b);
+    if (m < 0) m = nbi_ix_split_on(code + n, a, b);
+    return m < 0 ? a + (b - a) / 2 : m;
+}
+
+// The tree over the sorted codes (both levels), in preorder: its node count; with `node`, the
+// nodes too. The stack holds at most one entry a level: the first level's code bits (at most
+// 64 - nbi_bits_for(n)), the second's (64 - nbi_bits_for(m) for a run of m), then halvings of
+// equal codes (under nbi_bits_for(m) + 1): below NBI_IX_DEPTH, as a tree exists only past a
+// leaf's NBI_KNN_LEAF_PTS points (nbi_bits_for(n) >= 6).
 static int32_t nbi_ix_tree(const uint64_t *code, int32_t n, nbiKnnNode *node)
 {
-    int32_t st[3 * 128];
+    int32_t st[3 * NBI_IX_DEPTH];
     int sp = 0;
     int32_t count = 1;
     st[0] = 0;
@@ -144,7 +253,7 @@ static int32_t nbi_ix_tree(const uint64_t *code, int32_t n, nbiKnnNode *node)
         const int32_t t = st[3 * sp], a = st[3 * sp + 1], b = st[3 * sp + 2];
         int32_t left = 0;
         if (b - a > NBI_KNN_LEAF_PTS) {
-            const int32_t m = nbi_ix_split(code, a, b);
+            const int32_t m = nbi_ix_split(code, n, a, b);
             left = count;
             count += 2;
             st[3 * sp] = left + 1; // the right child waits below the left
@@ -182,56 +291,71 @@ static void nbi_ix_set_child(nbiKnnIndex *ix, int32_t t, int side, const double 
     }
 }
 
-static void nbi_ix_child_box(const nbiKnnIndex *ix, int32_t t, int side, double b[6],
-                             uint32_t cb[2])
+// The exact box of positions [r0, r1) into lo[3], hi[3] (0 on axes past dim).
+static void nbi_ix_run_box(const nbiKnnIndex *ix, int32_t r0, int32_t r1, double lo[3],
+                           double hi[3])
 {
-    const int dim = ix->dim;
-    const double *cbox = (const double *)ix->box.ptr + (size_t)t * 4 * (size_t)dim;
-    for (int a = 0; a < 3; a++) {
-        b[a] = a < dim ? cbox[4 * a + side] : 0.0;
-        b[3 + a] = a < dim ? cbox[4 * a + 2 + side] : 0.0;
-    }
-    cb[0] = cb[1] = 0;
-    if (ix->filtered) {
-        const uint32_t *nb = (const uint32_t *)ix->nbits.ptr + 4 * (size_t)t;
-        cb[0] = nb[2 * side];
-        cb[1] = nb[2 * side + 1];
+    const double *pts = (const double *)ix->pts.ptr;
+    for (int d = 0; d < 3; d++) {
+        lo[d] = hi[d] = 0.0;
+        if (d >= ix->dim) continue;
+        const double *x = pts + (size_t)d * (size_t)ix->n;
+        double l = x[r0], h = l;
+        int32_t p = r0 + 1;
+#if defined(__SSE2__)
+        // Two lanes (minpd is x < l ? x : l, as below), folded at the end.
+        if (r1 - p >= 4) {
+            __m128d vl = _mm_loadu_pd(x + p), vh = vl;
+            for (p += 2; p + 2 <= r1; p += 2) {
+                const __m128d v = _mm_loadu_pd(x + p);
+                vl = _mm_min_pd(v, vl);
+                vh = _mm_max_pd(v, vh);
+            }
+            double fl[2], fh[2];
+            _mm_storeu_pd(fl, vl);
+            _mm_storeu_pd(fh, vh);
+            for (int k = 0; k < 2; k++) {
+                l = fl[k] < l ? fl[k] : l;
+                h = fh[k] > h ? fh[k] : h;
+            }
+        }
+#endif
+        for (; p < r1; p++) {
+            l = x[p] < l ? x[p] : l;
+            h = x[p] > h ? x[p] : h;
+        }
+        lo[d] = l;
+        hi[d] = h;
     }
 }
 
-// Node c's box (lo[3], hi[3]; z = 0 in 2D) and bits (the OR of its categories, of its masks):
-// a leaf's from its points, an inner node's from its children's, already in its slot.
+// Node c's box (lo[3], hi[3]; 0 on axes past dim) and bits (the OR of its categories, of its
+// masks): a leaf's from its points (each axis's coordinates contiguous), an inner node's from
+// its children's, already in its slot.
 static void nbi_ix_node_box(const nbiKnnIndex *ix, const nbiKnnNode *node, int32_t c, double b[6],
                             uint32_t cb[2])
 {
-    if (node[c].left != 0) {
-        double lb[6], rb[6];
-        uint32_t lc[2], rc[2];
-        nbi_ix_child_box(ix, c, 0, lb, lc);
-        nbi_ix_child_box(ix, c, 1, rb, rc);
-        for (int a = 0; a < 3; a++) {
-            b[a] = lb[a] < rb[a] ? lb[a] : rb[a];
-            b[3 + a] = lb[3 + a] > rb[3 + a] ? lb[3 + a] : rb[3 + a];
-        }
-        cb[0] = lc[0] | rc[0];
-        cb[1] = lc[1] | rc[1];
-        return;
-    }
-    const int32_t n = ix->n;
-    const double *pts = (const double *)ix->pts.ptr;
-    const uint32_t *bits = (const uint32_t *)ix->bits.ptr;
-    for (int a = 0; a < 3; a++) {
-        b[a] = a < ix->dim ? (double)INFINITY : 0.0;
-        b[3 + a] = a < ix->dim ? -(double)INFINITY : 0.0;
-    }
+    const int dim = ix->dim;
+    for (int a = 0; a < 6; a++) b[a] = 0.0;
     cb[0] = cb[1] = 0;
-    for (int32_t p = node[c].first; p < node[c].end; p++) {
-        for (int a = 0; a < ix->dim; a++) {
-            const double x = pts[(size_t)a * (size_t)n + (size_t)p];
-            b[a] = x < b[a] ? x : b[a];
-            b[3 + a] = x > b[3 + a] ? x : b[3 + a];
+    if (node[c].left != 0) {
+        const double *s = (const double *)ix->box.ptr + (size_t)c * 4 * (size_t)dim;
+        for (int a = 0; a < dim; a++) {
+            b[a] = s[4 * a] < s[4 * a + 1] ? s[4 * a] : s[4 * a + 1];
+            b[3 + a] = s[4 * a + 2] > s[4 * a + 3] ? s[4 * a + 2] : s[4 * a + 3];
         }
         if (ix->filtered) {
+            const uint32_t *nb = (const uint32_t *)ix->nbits.ptr + 4 * (size_t)c;
+            cb[0] = nb[0] | nb[2];
+            cb[1] = nb[1] | nb[3];
+        }
+        return;
+    }
+    const int32_t p0 = node[c].first, p1 = node[c].end;
+    nbi_ix_run_box(ix, p0, p1, b, b + 3);
+    if (ix->filtered) {
+        const uint32_t *bits = (const uint32_t *)ix->bits.ptr;
+        for (int32_t p = p0; p < p1; p++) {
             cb[0] |= bits[2 * (size_t)p];
             cb[1] |= bits[2 * (size_t)p + 1];
         }
@@ -241,105 +365,35 @@ static void nbi_ix_node_box(const nbiKnnIndex *ix, const nbiKnnNode *node, int32
 // ---- runs of one code ----
 // Points far closer together than the code's unit (the core of a heavy-tailed set, a tight
 // cluster in a wide box: the codes span the whole box) share one code, and the tree has no bit
-// to split them on: nbi_ix_tree halves such a run at its middle position. Left in the order
-// they came (cell order, which is no order at that scale), each half's box would cover the
-// whole run, and every query near it would scan all of it (a run of 20k points in the core of
-// a log-normal 2D set made a kNN query cost 4x what it costs on blobs). nbi_ix_order_runs
-// orders every run longer than a leaf so that each of those halvings splits space: the run is
-// partitioned at its middle position by the coordinate on the widest axis of its box, and
-// each half again, down to leaves (a k-d tree's median splits, over exactly the ranges
-// nbi_ix_tree makes). Answers do not depend on it: ties are broken by index, not position.
+// to split them on. nbi_ix_order_runs splits every run longer than a leaf as a k-d tree does:
+// at a pivot on the widest axis of its box (the median of three of its coordinates there), by
+// one partition pass, and each part again, down to leaves; and records the splits as a second
+// level of codes (code[n, 2n)): a part's path from the run, bit 62 - d set in the right side of
+// a split at depth d, so that nbi_ix_split, where the first level's codes are equal, finds each
+// split as the highest bit in which a range's ends differ. The parts come out within about
+// 1:3 of balanced and as tight as median splits, at one pass a level instead of a quickselect's
+// several (the core of a log-normal set at 200k points: 59M instructions with exact medians).
+// Past NBI_IX_PATH_BITS levels (pivots that kept missing) a part is split at its middle position
+// by an exact median and no bit, as nbi_ix_tree halves a range of equal codes. Left in the
+// order they came (cell order, which is no order at that scale), the run's parts' boxes would
+// cover the whole run, and every query near it would scan all of it (a run of 20k points in the
+// core of a log-normal 2D set made a kNN query cost 4x what it costs on blobs). Answers do not
+// depend on it: ties are broken by index, not position.
+enum { NBI_IX_PATH_BITS = 48 };
+int nbi_knn_path_bits = NBI_IX_PATH_BITS;
 
-// The partitions work on the run's positions (perm), reading each point's coordinate through
-// them, and the points are moved once at the end: a swap of positions is one 8-byte swap, where
-// moving the points would move every coordinate, the index and the filter bits.
+// The orders work on the run's positions (perm), and the points are moved once at the end: a
+// swap of positions is one 8-byte swap, where moving the points would move every coordinate,
+// the index and the filter bits.
 
-// Reorders perm[a, b) so that no point of perm[a, m) has a coordinate on axis x above one of
-// perm[m, b): a quickselect (Hoare's partition around the median of three).
-static void nbi_ix_select(const double *x, uint64_t *perm, int32_t a, int32_t b, int32_t m)
+// Moves the points of positions perm[0, m) to positions [r0, r0 + m) (perm: a permutation of
+// those), one array at a time through tmp (m entries of scratch).
+static void nbi_ix_permute(nbiKnnIndex *ix, const uint64_t *perm, int32_t r0, int32_t m,
+                           uint64_t *tmp)
 {
-    int32_t lo = a, hi = b - 1;
-    while (lo < hi) {
-        const double u = x[perm[lo]], v = x[perm[lo + (hi - lo) / 2]], w = x[perm[hi]];
-        const double p = u < v ? (v < w ? v : u < w ? w : u) : (u < w ? u : v < w ? w : v);
-        int32_t i = lo, j = hi;
-        while (i <= j) { // a value equal to p on each side stops both scans
-            while (x[perm[i]] < p) i++;
-            while (x[perm[j]] > p) j--;
-            if (i <= j) {
-                const uint64_t t = perm[i];
-                perm[i++] = perm[j];
-                perm[j--] = t;
-            }
-        }
-        // perm[lo, j] <= p, perm[i, hi] >= p, anything between them == p
-        if (m <= j)
-            hi = j;
-        else if (m >= i)
-            lo = i;
-        else
-            return;
-    }
-}
-
-// Orders the run [r0, r1) (all of one code) as the comment above says. perm: room for r1 - r0
-// positions; the run's own codes serve as the scratch the moves need, and are restored.
-static void nbi_ix_order_run(nbiKnnIndex *ix, uint64_t *code, uint64_t *perm, int32_t r0,
-                             int32_t r1)
-{
-    const int32_t n = ix->n, dim = ix->dim, m = r1 - r0;
+    const int32_t n = ix->n;
     double *pts = (double *)ix->pts.ptr;
-    for (int32_t i = 0; i < m; i++) perm[i] = (uint64_t)(r0 + i);
-    // Each pending range with the bounds of its points (the run's box, cut at the medians
-    // above it: a bound, not the exact box, but enough to choose the widest axis).
-    int32_t st[2 * 64]; // one pending range a level: a run halves to a leaf in under 31
-    double sb[6 * 64];
-    int sp = 0;
-    for (int d = 0; d < dim; d++) {
-        const double *x = pts + (size_t)d * (size_t)n;
-        double lo = x[r0], hi = lo;
-        for (int32_t p = r0 + 1; p < r1; p++) {
-            lo = x[p] < lo ? x[p] : lo;
-            hi = x[p] > hi ? x[p] : hi;
-        }
-        sb[d] = lo;
-        sb[3 + d] = hi;
-    }
-    st[0] = 0;
-    st[1] = m;
-    sp = 1;
-    while (sp > 0) {
-        sp--;
-        const int32_t a = st[2 * sp], b = st[2 * sp + 1];
-        double box[6];
-        memcpy(box, sb + 6 * sp, sizeof box);
-        if (b - a <= NBI_KNN_LEAF_PTS) continue;
-        int axis = 0;
-        double widest = 0.0;
-        for (int d = 0; d < dim; d++)
-            if (box[3 + d] - box[d] > widest) {
-                widest = box[3 + d] - box[d];
-                axis = d;
-            }
-        if (!(widest > 0.0)) continue;       // one place: any order
-        const int32_t mid = a + (b - a) / 2; // as nbi_ix_split halves equal codes
-        const double *x = pts + (size_t)axis * (size_t)n;
-        nbi_ix_select(x, perm, a, b, mid);
-        const double cut = x[perm[mid]]; // the least of the upper half
-        st[2 * sp] = mid;
-        st[2 * sp + 1] = b;
-        memcpy(sb + 6 * sp, box, sizeof box);
-        sb[6 * sp + axis] = cut;
-        st[2 * sp + 2] = a;
-        st[2 * sp + 3] = mid;
-        memcpy(sb + 6 * (sp + 1), box, sizeof box);
-        sb[6 * (sp + 1) + 3 + axis] = cut;
-        sp += 2;
-    }
-    // The moves, one array at a time through the scratch.
-    const uint64_t c = code[r0];
-    uint64_t *tmp = code + r0;
-    for (int d = 0; d < dim; d++) {
+    for (int d = 0; d < ix->dim; d++) {
         double *x = pts + (size_t)d * (size_t)n;
         for (int32_t i = 0; i < m; i++) memcpy(&tmp[i], &x[perm[i]], sizeof(double));
         for (int32_t i = 0; i < m; i++) memcpy(&x[r0 + i], &tmp[i], sizeof(double));
@@ -356,17 +410,147 @@ static void nbi_ix_order_run(nbiKnnIndex *ix, uint64_t *code, uint64_t *perm, in
             bits[2 * (size_t)(r0 + i) + 1] = (uint32_t)tmp[i];
         }
     }
+}
+
+NBI_INLINE double nbi_ix_median3(double u, double v, double w)
+{
+    return u < v ? (v < w ? v : u < w ? w : u) : (u < w ? u : v < w ? w : v);
+}
+
+// The median of the coordinates on axis x of perm[lo], perm[lo + (hi - lo) / 2] and perm[hi].
+static double nbi_ix_pivot(const double *x, const uint64_t *perm, int32_t lo, int32_t hi)
+{
+    return nbi_ix_median3(x[perm[lo]], x[perm[lo + (hi - lo) / 2]], x[perm[hi]]);
+}
+
+// Hoare's partition of perm[*i, *j] (inclusive) around p, one of its coordinates on axis x:
+// after it, *i > *j, no point before *i is above p, none after *j below it, and any between is
+// p itself. The first swap (p is one of the values) moves both ends inward, and *i stops at most
+// one past *j: the first's start < *i <= the last's end.
+static void nbi_ix_hoare(const double *x, uint64_t *perm, int32_t *pi, int32_t *pj, double p)
+{
+    int32_t i = *pi, j = *pj;
+    while (i <= j) { // a value equal to p on each side stops both scans
+        while (x[perm[i]] < p) i++;
+        while (x[perm[j]] > p) j--;
+        if (i <= j) {
+            const uint64_t t = perm[i];
+            perm[i++] = perm[j];
+            perm[j--] = t;
+        }
+    }
+    *pi = i;
+    *pj = j;
+}
+
+// Reorders perm[a, b) so that no point of perm[a, m) has a coordinate on axis x above one of
+// perm[m, b): a quickselect (Hoare's partition around the median of three).
+static void nbi_ix_select(const double *x, uint64_t *perm, int32_t a, int32_t b, int32_t m)
+{
+    int32_t lo = a, hi = b - 1;
+    while (lo < hi) {
+        int32_t i = lo, j = hi;
+        nbi_ix_hoare(x, perm, &i, &j, nbi_ix_pivot(x, perm, lo, hi));
+        if (m <= j)
+            hi = j;
+        else if (m >= i)
+            lo = i;
+        else
+            return;
+    }
+}
+
+// Splits the run [r0, r1) (all of one code) as the comment above says, its path codes into
+// code2[r0, r1). perm: room for r1 - r0 positions; the run's own codes serve as
+// the scratch the moves need, and are restored.
+static void nbi_ix_order_run(nbiKnnIndex *ix, uint64_t *code, uint64_t *code2, uint64_t *perm,
+                             int32_t r0, int32_t r1)
+{
+    const int32_t n = ix->n, dim = ix->dim, m = r1 - r0;
+    const double *pts = (const double *)ix->pts.ptr;
+    for (int32_t i = 0; i < m; i++) perm[i] = (uint64_t)(r0 + i);
+    // Each pending part with its depth, its path, and the bounds of its points (the run's box,
+    // cut at the pivots above it: a bound, not the exact box, but enough to choose the widest
+    // axis). One pending part a level: NBI_IX_PATH_BITS, then halvings (under 32).
+    enum { PENDING = NBI_IX_PATH_BITS + 34 };
+    int32_t st[3 * PENDING];
+    uint64_t path[PENDING];
+    double sb[6 * PENDING];
+    int sp = 0;
+    nbi_ix_run_box(ix, r0, r1, sb, sb + 3);
+    st[0] = 0;
+    st[1] = m;
+    st[2] = 0;
+    path[0] = 0;
+    sp = 1;
+    while (sp > 0) {
+        sp--;
+        const int32_t a = st[3 * sp], b = st[3 * sp + 1], depth = st[3 * sp + 2];
+        const uint64_t at = path[sp];
+        double box[6];
+        memcpy(box, sb + 6 * sp, sizeof box);
+        int axis = 0;
+        double widest = 0.0;
+        for (int d = 0; d < dim; d++)
+            if (box[3 + d] - box[d] > widest) {
+                widest = box[3 + d] - box[d];
+                axis = d;
+            }
+        if (b - a <= NBI_KNN_LEAF_PTS || !(widest > 0.0)) { // a leaf, or one place: done
+            for (int32_t i = a; i < b; i++) code2[r0 + i] = at;
+            continue;
+        }
+        const double *x = pts + (size_t)axis * (size_t)n;
+        int32_t mid;
+        double cut;
+        uint64_t bit = 0;
+        if (depth < nbi_knn_path_bits && depth < NBI_IX_PATH_BITS) {
+            // (Tukey's ninther on large parts: closer to the median, so shallower trees)
+            const int32_t e = (b - a) / 8;
+            cut = b - a < 256 ? nbi_ix_pivot(x, perm, a, b - 1)
+                              : nbi_ix_median3(nbi_ix_pivot(x, perm, a, a + 2 * e),
+                                               nbi_ix_pivot(x, perm, a + 3 * e, a + 5 * e),
+                                               nbi_ix_pivot(x, perm, b - 1 - 2 * e, b - 1));
+            int32_t j = b - 1;
+            mid = a; // (a < mid < b)
+            nbi_ix_hoare(x, perm, &mid, &j, cut);
+            bit = (uint64_t)1 << (62 - depth);
+        } else {
+            mid = a + (b - a) / 2; // as nbi_ix_split halves equal codes
+            nbi_ix_select(x, perm, a, b, mid);
+            cut = x[perm[mid]]; // the least of the upper half
+        }
+        st[3 * sp] = mid;
+        st[3 * sp + 1] = b;
+        st[3 * sp + 2] = depth + 1;
+        path[sp] = at | bit;
+        memcpy(sb + 6 * sp, box, sizeof box);
+        sb[6 * sp + axis] = cut;
+        st[3 * sp + 3] = a;
+        st[3 * sp + 4] = mid;
+        st[3 * sp + 5] = depth + 1;
+        path[sp + 1] = at;
+        memcpy(sb + 6 * (sp + 1), box, sizeof box);
+        sb[6 * (sp + 1) + 3 + axis] = cut;
+        sp += 2;
+    }
+    const uint64_t c = code[r0];
+    nbi_ix_permute(ix, perm, r0, m, code + r0);
     for (int32_t i = 0; i < m; i++) code[r0 + i] = c;
 }
 
-// Orders each run of equal codes longer than a leaf (code: the n sorted codes, then n entries of
-// scratch).
+// Splits each run of equal codes longer than a leaf (code: the n sorted codes, then n entries
+// for the second level's, 0 outside such runs, then n entries of scratch).
 static void nbi_ix_order_runs(nbiKnnIndex *ix, uint64_t *code)
 {
     const int32_t n = ix->n;
+    uint64_t *code2 = code + n, *scratch = code + 2 * (size_t)n;
     for (int32_t r0 = 0, r1; r0 < n; r0 = r1) {
         for (r1 = r0 + 1; r1 < n && code[r1] == code[r0];) r1++;
-        if (r1 - r0 > NBI_KNN_LEAF_PTS) nbi_ix_order_run(ix, code, code + n, r0, r1);
+        if (r1 - r0 > NBI_KNN_LEAF_PTS)
+            nbi_ix_order_run(ix, code, code2, scratch, r0, r1);
+        else
+            for (int32_t i = r0; i < r1; i++) code2[i] = 0;
     }
 }
 
@@ -393,20 +577,20 @@ static int nbi_ix_build(nbiKnnIndex *ix, const nbiView *v, const nbAllocator *al
             mn[a] = x < mn[a] ? x : mn[a];
             mx[a] = x > mx[a] ? x : mx[a];
         }
-    const int pos_bits = nbi_bits_for(n);
-    int axis_bits = (64 - pos_bits) / dim;
-    if (axis_bits > NBI_CODE_BITS(dim)) axis_bits = NBI_CODE_BITS(dim);
-    ix->max_cell = ((uint64_t)1 << axis_bits) - 1;
-    double span = 0.0;
-    for (int a = 0; a < 3; a++) {
-        ix->origin[a] = a < dim ? mn[a] : 0.0;
-        if (a < dim && mx[a] - mn[a] > span) span = mx[a] - mn[a]; // (+inf: every code 0)
-    }
-    ix->scale = span > 0.0 && span < (double)INFINITY ? (double)ix->max_cell / span : 0.0;
+    const int pos_bits = nbi_bits_for(n), axis_bits = nbi_ix_axis_bits(n, dim);
+    nbiIxFrame fr;
+    nbi_ix_frame(&fr, dim, mn, mx, axis_bits);
+    memcpy(ix->origin, fr.origin, sizeof ix->origin);
+    ix->scale = fr.scale;
+    ix->max_cell = fr.max_cell;
 
     uint64_t *key = (uint64_t *)ix->code.ptr;
     for (int32_t p = 0; p < n; p++)
+#if defined(__SSE2__) && defined(__x86_64__)
+        key[p] = nbi_ix_code_sse2(ix, v->pts + (size_t)p * (size_t)dim) << pos_bits | (uint64_t)p;
+#else
         key[p] = nbi_ix_code(ix, v->pts + (size_t)p * (size_t)dim) << pos_bits | (uint64_t)p;
+#endif
     nbi_radix_sort(key, key + n, n, pos_bits, pos_bits + axis_bits * dim, (int32_t *)ix->hist.ptr);
 
     // Crowded cells made of duplicates (more than half the points share their code with the
@@ -416,8 +600,10 @@ static int nbi_ix_build(nbiKnnIndex *ix, const nbiView *v, const nbAllocator *al
     // site), so it answers the first NBI_KNN_AFTER(n) queries and the index is built only for
     // a batch (on cells sized for k, as the Python package builds them, the index measured
     // 1.2x the walk at k = 8 and 1.5x at k = 32). The hashed layout keeps the index: its cells
-    // are no better there. (Tests that force the index skip the check.)
-    if (decline_duplicates && v->table == NULL && nbi_knn_index_use == 0) {
+    // are no better there; so does 3D, where a ring is 26 cells and more (and codes of 14 bits
+    // an axis would take a dense core for duplicates). (Tests that force the index skip the
+    // check.)
+    if (decline_duplicates && dim == 2 && v->table == NULL && nbi_knn_index_use == 0) {
         int32_t same = 0;
         for (int32_t i = 1; i < n; i++) same += (key[i] >> pos_bits) == (key[i - 1] >> pos_bits);
         if (2 * (int64_t)same > (int64_t)n) return NBI_IX_UNWANTED;

@@ -18,6 +18,8 @@
 
 // Most points a leaf holds.
 enum { NBI_KNN_LEAF_PTS = 32 }; // (8, 16 and 64 measured slower: up to 1.3x on 2D blobs)
+// Levels the tree may have at most (knn_index.c, nbi_ix_tree, says why it has fewer).
+enum { NBI_IX_DEPTH = 128 };
 
 // A node of the tree: a leaf (left == 0) holds positions [first, end); an inner node's children
 // are nodes left and left + 1.
@@ -27,10 +29,13 @@ typedef struct nbiKnnNode {
 
 // Invariants (of a ready index):
 // - n points, pts / idx / bits (cat and mask, when filtered) in index order: a permutation of
-//   the view's positions sorted by their Z-order code (ties: view order), each code in `code`.
+//   the view's positions sorted by their Z-order code, each code in code[0, n); within a run of
+//   one code, sorted by the second level's codes in code[n, 2n) (0 outside such runs: the
+//   paths of the run's k-d splits, knn_index.c).
 // - node 0 is the root, over [0, n). An inner node's range splits at the first position whose
-//   code has the highest bit set in which its first and last codes differ (or, when they are
-//   equal, at its middle), into its two children, numbered after it; a range of at most
+//   code has the highest bit set in which its first and last codes differ (the first level's;
+//   when they are equal, the second level's; when those are equal too, at its middle), into
+//   its two children, numbered after it; a range of at most
 //   NBI_KNN_LEAF_PTS points is a leaf. `root` is the exact box of every point (lo[3], hi[3]);
 //   box[t] holds the exact boxes of inner node t's two children, interleaved (for axis a: lo of
 //   left, lo of right, hi of left, hi of right); filtered: nbits[t] their ORs of categories and
@@ -48,7 +53,7 @@ typedef struct nbiKnnIndex {
     nbiBuf node;       // nbiKnnNode, nnodes
     nbiBuf box;        // double, nnodes * 4 dim
     nbiBuf nbits;      // uint32_t, nnodes * 4 (filtered)
-    nbiBuf code;       // uint64_t, 2n: the sorted keys, then the sort's scratch
+    nbiBuf code;       // uint64_t, 3n: the codes of both levels, then scratch
     nbiBuf hist;       // int32_t: the radix sort's counts
 } nbiKnnIndex;
 
@@ -79,6 +84,10 @@ enum {
 // (never); 0 is this rule.
 bool nbi_knn_index_wanted(const nbiView *v);
 extern int nbi_knn_index_use;
+// The levels of k-d splits of a run of one code recorded as second-level codes before exact
+// medians take over (knn_index.c, nbi_ix_order_runs): at most its default, 48; tests lower it
+// to reach the medians.
+extern int nbi_knn_path_bits;
 // The queries the walk answers on evenly filled 2D cells (or crowded by duplicates) before the
 // index is built: a sixteenth of the points, counting only queries in or beside the cell of the
 // query before them: a batch answered in cell order (as the Python package and the CLI order
@@ -151,8 +160,8 @@ NBI_INLINE void nbi_ix_walk(const nbiKnnIndex *ix, nbFilter f, void *search, con
     const nbiKnnNode *node = (const nbiKnnNode *)ix->node.ptr;
     const double *box = (const double *)ix->box.ptr;
     const size_t bw = 4 * (size_t)ix->dim;
-    int32_t st[128];
-    double sg[128];
+    int32_t st[NBI_IX_DEPTH];
+    double sg[NBI_IX_DEPTH];
     int sp = 0;
     int32_t t = 0;
     for (;;) {

@@ -54,8 +54,10 @@ static int32_t leaves_holding(const nbiKnnIndex *ix, const double *q)
     return held;
 }
 
-static int test_core_is_split(void)
+// path_bits: the k-d splits recorded as codes before exact medians take over (0: all medians).
+static int core_is_split(int path_bits)
 {
+    nbi_knn_path_bits = path_bits;
     for (int dim = 2; dim <= 3; dim++) {
         nboSet s = make_core(dim, 1e-6);
         nbGridDesc desc = {0};
@@ -97,15 +99,22 @@ static int test_core_is_split(void)
         nb_grid_destroy(g);
         nbo_set_free(&s);
     }
+    nbi_knn_path_bits = 48;
     return 0;
 }
 
-static int test_core_against_brute_force(void)
+static int test_core_is_split(void)
 {
+    return core_is_split(48) || core_is_split(2) || core_is_split(0);
+}
+
+static int core_against_brute_force(int path_bits)
+{
+    nbi_knn_path_bits = path_bits;
     const double cores[3] = {1e-6, 1e-3, 0.0}; // 0: every core point at one place
     for (int dim = 2; dim <= 3; dim++)
         for (int c = 0; c < 3; c++)
-            for (int use = -1; use <= 1; use++) {
+            for (int use = path_bits == 48 ? -1 : 1; use <= 1; use++) { // (the walk: once)
                 nboSet s = make_core(dim, cores[c]);
                 nbGridDesc desc = {0};
                 desc.dim = dim;
@@ -140,7 +149,16 @@ static int test_core_against_brute_force(void)
                 nb_grid_destroy(g);
                 nbo_set_free(&s);
             }
+    nbi_knn_path_bits = 48;
     return 0;
+}
+
+// The core's k-d splits recorded as second-level codes (the default), and past a few levels
+// (2) or from the start (0) by exact medians at the middle.
+static int test_core_against_brute_force(void)
+{
+    return core_against_brute_force(48) || core_against_brute_force(2) ||
+           core_against_brute_force(0);
 }
 
 // On a grid whose cells are far smaller than the box (a radius of 1e-3 over 2e6: 2e9 cells an
