@@ -129,7 +129,10 @@ NB_API nbStatus nb_grid_pairs(const nbGrid *grid, double radius, nbPair *out, in
 NB_API nbStatus nb_grid_pairs_wide(const nbGrid *grid, double radius, int64_t *out,
                                    int64_t capacity, int64_t *found);
 
-/// Counts the pairs nb_grid_pairs would report, without writing them. Same statuses.
+/// Counts the pairs nb_grid_pairs would report, without writing them. Same statuses, but for one:
+/// at a radius spanning many points (unfiltered, not periodic) it counts whole boxes of points
+/// at once (exact; scratch memory from the grid's allocator, the pair walk if that fails), so it
+/// answers where the walk would refuse a radius of too many cell steps.
 NB_API nbStatus nb_grid_count_pairs(const nbGrid *grid, double radius, int64_t *count);
 
 /// Calls `visit` for each pair nb_grid_pairs would report, in the same order, until it returns
@@ -236,7 +239,8 @@ NB_API nbStatus nb_grid_knn_norm(const nbGrid *grid, const double *point, double
 /// a radius covering more than 64 (Na + Nb) + 2^26 cell steps returns NB_ERR_OUT_OF_RANGE.
 NB_API nbStatus nb_grid_cross_pairs(const nbGrid *a, const nbGrid *b, double radius, nbPair *out,
                                     int64_t capacity, int64_t *found);
-/// Counts the pairs nb_grid_cross_pairs would report. Same statuses.
+/// Counts the pairs nb_grid_cross_pairs would report. Same statuses, and the same exception
+/// as nb_grid_count_pairs: boxes of points counted at once at a radius spanning many.
 NB_API nbStatus nb_grid_count_cross_pairs(const nbGrid *a, const nbGrid *b, double radius,
                                           int64_t *count);
 /// Calls `visit` for each pair nb_grid_cross_pairs would report, in the same order, until it
