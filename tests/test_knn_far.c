@@ -129,9 +129,14 @@ static double seconds(void)
 }
 
 // Queries outside the box on every axis cost a small part of a scan of every point (a few
-// cells at the box's near corner or edge), in every norm: 400 of them take less time than 80
-// scans. Before the bound counted every axis's gap, each took more than a scan. The least of
-// three rounds, so that a busy machine does not fail it.
+// cells at the box's near corner or edge): in the Euclidean and p = 1 norms 400 of them take
+// less time than 80 scans. In the Chebyshev norm the nearest from afar tie along a whole face of
+// the box (a point's distance is its gap on the one axis that dominates), so the rings must
+// cross the face, and p = 3.5 pays a pow a term: there 400 take less than 400 scans (under
+// AddressSanitizer 0.1-0.4 of a scan each). Before the bound counted every axis's gap, each far
+// query took more than a scan in every norm (the Euclidean 907 ms for 400 against 43 ms for 80
+// scans; p = 3.5 over ten scans each). The least of three rounds, so that a busy machine does
+// not fail it.
 static int test_far_costs_little(void)
 {
     static const double ps[] = {2.0, 1.0, 3.5, (double)INFINITY};
@@ -141,6 +146,7 @@ static int test_far_costs_little(void)
         NB_CHECK(g != NULL);
         nbNeighbor out[8];
         for (size_t pi = 0; pi < sizeof ps / sizeof ps[0]; pi++) {
+            const int scans = ps[pi] == 1.0 || ps[pi] == 2.0 ? 80 : 400;
             double best_far = (double)INFINITY, best_scan = (double)INFINITY;
             for (int round = 0; round < 3; round++) {
                 double t0 = seconds();
@@ -155,7 +161,7 @@ static int test_far_costs_little(void)
                 const double far = seconds() - t0;
                 t0 = seconds();
                 double sink = 0.0;
-                for (int t = 0; t < 80; t++) { // a scan: every point's distance, as the walk's
+                for (int t = 0; t < scans; t++) { // a scan: every point's distance, as the walk's
                     const double *q = nbo_pt(&s, t);
                     double best = (double)INFINITY;
                     for (int32_t i = 0; i < s.n; i++) {
@@ -170,8 +176,8 @@ static int test_far_costs_little(void)
                 best_scan = scan < best_scan ? scan : best_scan;
             }
             if (!(best_far < best_scan)) {
-                fprintf(stderr, "  dim %d p %g: 400 far queries %.2f ms, 80 scans %.2f ms\n", dim,
-                        ps[pi], best_far * 1e3, best_scan * 1e3);
+                fprintf(stderr, "  dim %d p %g: 400 far queries %.2f ms, %d scans %.2f ms\n", dim,
+                        ps[pi], best_far * 1e3, scans, best_scan * 1e3);
                 return 1;
             }
         }
