@@ -260,7 +260,8 @@ bool nbi_count_bulk(const nbiView *a, const nbiView *b, double radius, const nbA
         return false;
     const int64_t points = (int64_t)a->n + (self ? 0 : (int64_t)b->n);
     if (a->n == 0 || b->n == 0 || points < NBI_BULK_MIN_POINTS || !(radius > 0.0)) return false;
-    double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+    const double inf = (double)INFINITY;
+    double lo[3] = {inf, inf, inf}, hi[3] = {-inf, -inf, -inf};
     nbi_bounds(a, lo, hi);
     // The sets' boxes (lo then hi, dim each) wholly within or beyond the radius: the count at
     // once, as any pair of bins below.
@@ -270,7 +271,7 @@ bool nbi_count_bulk(const nbiView *a, const nbiView *b, double radius, const nbA
         ba[dim + ax] = hi[ax];
     }
     if (!self) {
-        double blo[3] = {INFINITY, INFINITY, INFINITY}, bhi[3] = {-INFINITY, -INFINITY, -INFINITY};
+        double blo[3] = {inf, inf, inf}, bhi[3] = {-inf, -inf, -inf};
         nbi_bounds(b, blo, bhi);
         for (int ax = 0; ax < dim; ax++) {
             bb[ax] = blo[ax];
