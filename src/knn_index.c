@@ -561,10 +561,10 @@ static void nbi_ix_order_runs(nbiKnnIndex *ix, uint64_t *code)
 }
 
 // The most levels a tree over the codes of n points may have before nbi_ix_build splits them
-// as one run instead: twice those of a balanced tree's, and 12 more.
+// as one run instead: twice those of a balanced tree's, and 16 more.
 int nbi_ix_depth_cap(int32_t n)
 {
-    return 2 * nbi_bits_for(n / NBI_KNN_LEAF_PTS + 1) + 12;
+    return 2 * nbi_bits_for(n / NBI_KNN_LEAF_PTS + 1) + 16;
 }
 
 // What nbi_ix_build made: the index, nothing (allocation failed), or nothing by choice.

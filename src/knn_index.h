@@ -91,7 +91,7 @@ extern int nbi_knn_index_use;
 // medians take over (knn_index.c, nbi_ix_order_runs): at most its default, 48; tests lower it
 // to reach the medians.
 extern int nbi_knn_path_bits;
-// The most levels the tree over n points may have (twice a balanced tree's, and 12 more): a
+// The most levels the tree over n points may have (twice a balanced tree's, and 16 more): a
 // deeper tree over the Z-order codes (a heavy tail) is built as a k-d tree (knn_index.c).
 int nbi_ix_depth_cap(int32_t n);
 // The queries the walk answers on evenly filled 2D cells (or crowded by duplicates) before the
