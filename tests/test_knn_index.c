@@ -154,6 +154,16 @@ static nbGrid *build(const nboSet *s, double r, nbtAlloc *counter)
     return g;
 }
 
+// Validates and destroys g, checks that it freed all it took, and frees s.
+static int release(nbGrid *g, nboSet *s, const nbtAlloc *counter)
+{
+    NB_CHECK_OK(nb_grid_validate(g));
+    nb_grid_destroy(g);
+    NB_CHECK(counter->live_bytes == 0 && counter->allocs == counter->frees);
+    nbo_set_free(s);
+    return 0;
+}
+
 // Every shape in 2D and 3D, every k, with the index on, off and chosen by the rule.
 static int test_shapes_against_brute_force(void)
 {
@@ -178,10 +188,7 @@ static int test_shapes_against_brute_force(void)
                         return 1;
                     }
                 }
-                NB_CHECK_OK(nb_grid_validate(g));
-                nb_grid_destroy(g);
-                NB_CHECK(counter.live_bytes == 0 && counter.allocs == counter.frees);
-                nbo_set_free(&s);
+                if (release(g, &s, &counter)) return 1;
             }
     nbi_knn_index_use = 0;
     return 0;
@@ -505,10 +512,7 @@ static int test_heavy_tail_depth(void)
                     nbi_ix_depth_cap(n));
             return 1;
         }
-        NB_CHECK_OK(nb_grid_validate(g));
-        nb_grid_destroy(g);
-        NB_CHECK(counter.live_bytes == 0 && counter.allocs == counter.frees);
-        nbo_set_free(&s);
+        if (release(g, &s, &counter)) return 1;
     }
     nbi_knn_index_use = 0;
 #endif
