@@ -638,24 +638,26 @@ static int nbi_ix_build(nbiKnnIndex *ix, const nbiView *v, const nbAllocator *al
         key[i] >>= pos_bits; // the code alone
     }
 
-    nbi_ix_order_runs(ix, key);
-
-    // The nodes (counted first, to hold just them), then the boxes from the last node up:
-    // every node's children are numbered after it, so their boxes are known by then.
+    // The tree's depth before the runs are split (each run halved at its middle, about as deep
+    // as its k-d splits will be), to choose between the codes' tree and one k-d run.
     int depth = 0;
-    int32_t nodes = nbi_ix_tree(key, n, NULL, &depth);
+    for (int32_t i = 0; i < n; i++) key[n + i] = 0;
+    (void)nbi_ix_tree(key, n, NULL, &depth);
     if (depth > nbi_ix_depth_cap(n)) {
         // A heavy tail (points at distances spread over many octaves from a centre): each bit
         // of the codes peels off a few outer points, and leaves sit 58 levels deep on 100k
         // log-normal 3D points (13 on uniform ones), every query testing the boxes of the
         // lopsided levels above it. The points are split as one run of one code instead, by
         // nbi_ix_order_run's pivots: a k-d tree of about log2(n / leaf) levels (a kNN query at
-        // k = 8 there: 6.3k instructions against 9.5k). Only past the cap: on uniform 3D
+        // k = 8 there: 5.6k instructions against 8.0k). Only past the cap: on uniform 3D
         // points the k-d tree's queries cost 13% more than the codes' tree's.
         for (int32_t i = 0; i < n; i++) key[i] = 0;
-        nbi_ix_order_run(ix, key, key + n, key + 2 * (size_t)n, 0, n);
-        nodes = nbi_ix_tree(key, n, NULL, &depth);
     }
+    nbi_ix_order_runs(ix, key);
+
+    // The nodes (counted first, to hold just them), then the boxes from the last node up:
+    // every node's children are numbered after it, so their boxes are known by then.
+    const int32_t nodes = nbi_ix_tree(key, n, NULL, &depth);
     if (!nbi_ix_grow(ix, n, dim, filtered, nodes, alloc)) return NBI_IX_FAILED;
     key = (uint64_t *)ix->code.ptr; // (grown with its contents: `keep`)
     pts = (double *)ix->pts.ptr;
