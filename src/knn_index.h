@@ -31,7 +31,9 @@ typedef struct nbiKnnNode {
 // - n points, pts / idx / bits (cat and mask, when filtered) in index order: a permutation of
 //   the view's positions sorted by their Z-order code, each code in code[0, n); within a run of
 //   one code, sorted by the second level's codes in code[n, 2n) (0 outside such runs: the
-//   paths of the run's k-d splits, knn_index.c).
+//   paths of the run's k-d splits, knn_index.c). Where that tree would run deeper than
+//   nbi_ix_depth_cap(n) (a heavy tail), every first-level code is 0 instead: the points are
+//   one such run, in k-d order.
 // - node 0 is the root, over [0, n). An inner node's range splits at the first position whose
 //   code has the highest bit set in which its first and last codes differ (the first level's;
 //   when they are equal, the second level's; when those are equal too, at its middle), into
@@ -42,6 +44,7 @@ typedef struct nbiKnnNode {
 //   of masks (left category, left mask, right category, right mask).
 typedef struct nbiKnnIndex {
     int32_t n, dim, nnodes;
+    int depth; // the levels of its deepest leaf (the root's: 0)
     bool filtered;
     double origin[3];  // the points' box's low corner
     double scale;      // code units a unit of distance (one for every axis)
@@ -88,6 +91,9 @@ extern int nbi_knn_index_use;
 // medians take over (knn_index.c, nbi_ix_order_runs): at most its default, 48; tests lower it
 // to reach the medians.
 extern int nbi_knn_path_bits;
+// The most levels the tree over n points may have (twice a balanced tree's, and 16 more): a
+// deeper tree over the Z-order codes (a heavy tail) is built as a k-d tree (knn_index.c).
+int nbi_ix_depth_cap(int32_t n);
 // The queries the walk answers on evenly filled 2D cells (or crowded by duplicates) before the
 // index is built: a sixteenth of the points, counting only queries in or beside the cell of the
 // query before them: a batch answered in cell order (as the Python package and the CLI order
