@@ -75,6 +75,21 @@ static int64_t nbi_bin_of(const nbiBinning *g, const double *x)
     return c;
 }
 
+// The box of positions [p0, p1) of x: lo then hi, dim each.
+static void nbi_box_of(const double *x, int32_t p0, int32_t p1, int dim, double *box)
+{
+    for (int a = 0; a < dim; a++) {
+        box[a] = (double)INFINITY;
+        box[dim + a] = -(double)INFINITY;
+    }
+    for (int32_t p = p0; p < p1; p++)
+        for (int a = 0; a < dim; a++) {
+            const double v = x[(size_t)p * (size_t)dim + (size_t)a];
+            box[a] = v < box[a] ? v : box[a];
+            box[dim + a] = v > box[dim + a] ? v : box[dim + a];
+        }
+}
+
 // Counts, prefix sums and scatter (one pass each), then each bin's box. `cell` is scratch of
 // n entries. The arrays come from the caller.
 static void nbi_bin(const nbiBinning *g, const nbiView *v, nbiBins *out, int32_t *cell)
@@ -95,19 +110,9 @@ static void nbi_bin(const nbiBinning *g, const nbiView *v, nbiBins *out, int32_t
     }
     for (int64_t c = g->nbins; c > 0; c--) out->start[c] = out->start[c - 1];
     out->start[0] = 0;
-    for (int64_t c = 0; c < g->nbins; c++) {
-        double *bx = out->box + (size_t)c * 2 * (size_t)dim;
-        for (int a = 0; a < dim; a++) {
-            bx[a] = (double)INFINITY;
-            bx[dim + a] = -(double)INFINITY;
-        }
-        for (int32_t p = out->start[c]; p < out->start[c + 1]; p++)
-            for (int a = 0; a < dim; a++) {
-                const double x = out->xyz[(size_t)p * (size_t)dim + (size_t)a];
-                bx[a] = x < bx[a] ? x : bx[a];
-                bx[dim + a] = x > bx[dim + a] ? x : bx[dim + a];
-            }
-    }
+    for (int64_t c = 0; c < g->nbins; c++)
+        nbi_box_of(out->xyz, out->start[c], out->start[c + 1], dim,
+                   out->box + (size_t)c * 2 * (size_t)dim);
 }
 
 // The least and the greatest d2 any point of box p and any of box q can have, as nbi_dist2
@@ -140,21 +145,6 @@ static int64_t nbi_test_block(const double *x, int32_t a0, int32_t a1, const dou
             n += nbi_dist2(p, y + (size_t)j * (size_t)dim, dim) <= r2;
     }
     return n;
-}
-
-// The box of positions [p0, p1) of x: lo then hi, dim each.
-static void nbi_box_of(const double *x, int32_t p0, int32_t p1, int dim, double *box)
-{
-    for (int a = 0; a < dim; a++) {
-        box[a] = (double)INFINITY;
-        box[dim + a] = -(double)INFINITY;
-    }
-    for (int32_t p = p0; p < p1; p++)
-        for (int a = 0; a < dim; a++) {
-            const double v = x[(size_t)p * (size_t)dim + (size_t)a];
-            box[a] = v < box[a] ? v : box[a];
-            box[dim + a] = v > box[dim + a] ? v : box[dim + a];
-        }
 }
 
 // Splits positions [p0, p1) of x at the middle of its box's widest axis: returns the first
