@@ -19,13 +19,17 @@
 //                 (the tree's allocator hook) are printed to stderr. NBB_RECTS_SINGLE=ab: one
 //                 call a move in odd frames, the batch in even ones, each half's medians on
 //                 stderr (an A/B in one process, where processes differ by more than 5%).
+//                 --rebuild: per frame one nb_quadtree_build of every rectangle instead of the
+//                 moves (what the packed Boost rtree does each frame; the peer is named
+//                 ..._rebuild); the allocations in the frames then show whether a rebuild
+//                 reuses the tree's storage.
 // --quick: 100k rectangles (build), 1k windows, pairs on the first 10k, 10k moving x 5 frames.
 // --frames F: only the first F frames of the moving workload (for profilers). --each: every
 // run's time on stderr (build, windows, pairs), to tell a process's runs apart from the next's.
 //
 //   bench_rects [--quick] [--runs K] [--only build,windows,pairs,moving]
 //               [--placement loose|tight] [--threshold T] [--depth D] [--insert] [--stats]
-//               [--frames F] [--each] [--default-desc] [--offset X,Y]
+//               [--frames F] [--each] [--default-desc] [--offset X,Y] [--rebuild]
 // --default-desc: the tree's desc leaves the bounds zero (the default hint, [-1024, 1024]^2)
 // instead of the data's square; the peer is named ..._default_desc. --offset X,Y: every set
 // (static, windows, moving, and the moving set's walls) moved by (X, Y) (rects_common.h,
@@ -102,6 +106,7 @@ static nbQuadtree *make_tree(const Options *o, int32_t n, int32_t hint)
 // The rectangles into the tree: nb_quadtree_build (user value = index), or with --insert one
 // nb_quadtree_insert each. rects_common.h's minx, miny, maxx, maxy is nbRect's layout.
 static bool use_insert;
+static bool rebuild; // --rebuild: the moving frame rebuilds the tree instead of moving
 
 static void fill(nbQuadtree *qt, const double *r, int32_t n, nbHandle *handles)
 {
@@ -215,6 +220,8 @@ int main(int argc, char **argv)
             o.depth = atoi(argv[++i]);
         } else if (strcmp(argv[i], "--frames") == 0 && i + 1 < argc) {
             frames_arg = atoi(argv[++i]);
+        } else if (strcmp(argv[i], "--rebuild") == 0) {
+            rebuild = true;
         } else if (strcmp(argv[i], "--default-desc") == 0) {
             o.default_desc = true;
         } else if (strcmp(argv[i], "--offset") == 0 && i + 1 < argc &&
@@ -224,7 +231,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "usage: bench_rects [--quick] [--runs K] [--only "
                             "build,windows,pairs,moving] [--placement loose|tight] "
                             "[--threshold T] [--depth D] [--insert] [--stats] [--frames F] "
-                            "[--each] [--default-desc] [--offset X,Y]\n");
+                            "[--each] [--default-desc] [--offset X,Y] [--rebuild]\n");
             return 2;
         }
     }
@@ -235,6 +242,7 @@ int main(int argc, char **argv)
                  o.threshold > 0 ? o.threshold : 128, o.depth > 0 ? "_d" : "",
                  use_insert ? "_insert" : "");
     if (o.default_desc) strncat(peer, "_default_desc", sizeof peer - strlen(peer) - 1);
+    if (rebuild) strncat(peer, "_rebuild", sizeof peer - strlen(peer) - 1);
     const char *cpu_env = getenv("NBB_CPU_TIME");
     cpu_time = cpu_env != NULL && strcmp(cpu_env, "1") == 0;
     Sizes sz = quick ? quick_sizes : full_sizes;
@@ -348,7 +356,10 @@ int main(int argc, char **argv)
                 to[i] = (nbRect){{m[0], m[1]}, {m[2], m[3]}};
             }
             int64_t t0 = now_ns();
-            if (single || (ab && f % 2 == 1)) {
+            if (rebuild) {
+                check(nb_quadtree_build(qt, to, sz.n_moving, NULL, NULL, NULL),
+                      "nb_quadtree_build");
+            } else if (single || (ab && f % 2 == 1)) {
                 for (int32_t i = 0; i < sz.n_moving; i++)
                     check(nb_quadtree_move(qt, handles[i], &to[i]), "nb_quadtree_move");
             } else {
@@ -394,7 +405,9 @@ int main(int argc, char **argv)
         qsort(move_ns, (size_t)sz.frames, sizeof *move_ns, nbb_cmp_i64);
         fprintf(stderr, "bench_rects: moving: moves %.3f ms (median frame, %s)\n",
                 (double)move_ns[(sz.frames - 1) / 2] / 1e6,
-                single ? "nb_quadtree_move each" : "nb_quadtree_move_many");
+                rebuild  ? "nb_quadtree_build"
+                : single ? "nb_quadtree_move each"
+                         : "nb_quadtree_move_many");
         printf("%s,moving_frame,%.3f,%d,%llu,%llu\n", peer,
                (double)frame_ns[(sz.frames - 1) / 2] / 1e6, sz.frames,
                (unsigned long long)total.count, (unsigned long long)total.sum);
