@@ -1282,11 +1282,11 @@ nbStatus nb_quadtree_build(nbQuadtree *q, const nbRect *rects, int32_t n, const 
         const nbStatus bad = nbi_build_extent(rects, n, u, cb);
         if (bad != NB_OK) return bad;
     }
-    // A new tree with the same settings, swapped in only when it is complete: a failure leaves
-    // q as it was.
-    nbQuadtree *s = NULL;
-    nbStatus st = nbi_create(&q->alloc, &q->root0, q->threshold, q->max_depth, q->placement, &s);
+    // The new tree is laid out in the spare layout and swapped in only when it is complete: a
+    // failure leaves q as it was.
+    nbStatus st = nbi_qt_spare(q, n);
     if (st != NB_OK) return st;
+    nbQuadtree *s = q->spare;
     // Its root fits the data (the desc's bounds are only a hint), with a little to spare for
     // rectangles that then move about. Where no finite root fits, the desc's root grows towards
     // the data.
@@ -1301,17 +1301,14 @@ nbStatus nb_quadtree_build(nbQuadtree *q, const nbRect *rects, int32_t n, const 
     }
     const size_t un = (size_t)n;
     const double *box = (const double *)rects; // rectangle i's box at box + 4 i
-    int32_t *work = n > 0 ? nbi_alloc(&q->alloc, 2 * un, sizeof(int32_t)) : NULL;
-    uint8_t *pick = n > 0 ? nbi_alloc(&q->alloc, un, 1) : NULL;
-    if (n > 0 && (work == NULL || pick == NULL)) st = NB_ERR_OUT_OF_MEMORY;
-    if (st == NB_OK) {
-        nbiQtNeed need = {n, 0, 2 * (int64_t)n + 64, 0, {0}};
-        st = nbi_qt_room(s, &need);
-    }
+    int32_t *work = (int32_t *)q->scratch.ptr; // 2 n: the partitions' two arrays, then pick
+    uint8_t *pick = n > 0 ? (uint8_t *)(work + 2 * un) : NULL;
+    nbiQtNeed need = {n, 0, 2 * (int64_t)n + 64, 0, {0}};
+    st = nbi_qt_room(s, &need);
     const int g = n > 0 ? nbi_growth(s, u) : 0;
     if (st == NB_OK && g > 0) {
-        nbiQtNeed need = {0, g, 0, 0, {0}};
-        st = nbi_qt_room(s, &need);
+        nbiQtNeed grow = {0, g, 0, 0, {0}};
+        st = nbi_qt_room(s, &grow);
         for (int k = 0; k < g && st == NB_OK; k++) nbi_grow(s, u);
     }
     if (st == NB_OK && n > 0) {
@@ -1326,33 +1323,25 @@ nbStatus nb_quadtree_build(nbQuadtree *q, const nbRect *rects, int32_t n, const 
         }
         memcpy(work + inside, scratch, (size_t)outside * sizeof *work);
         s->count = n;
-        // Rectangle i takes slot i (a fresh pool gives out 0, 1, ... in order): moves and
+        // Rectangle i takes slot i (an emptied pool gives out 0, 1, ... in order): moves and
         // removes in the caller's order then read the slots in order. Their positions are set
         // after the layout (nbi_build_slots).
         nbi_pool_alloc_first(&s->pool, n); // room was made
         for (int32_t i = 0; filters != NULL && i < n; i++)
             s->nfiltered += !nbi_filter_all_bits(filters[i].category, filters[i].mask);
-        if (st == NB_OK && outside > 0)
+        if (outside > 0)
             st = nbi_build_into(s, box, work, scratch, pick, users, filters,
                                 (nbiQtRange){NBI_QT_OUT, inside, n, 0});
         if (st == NB_OK && inside > 0)
             st = nbi_build_into(s, box, work, scratch, pick, users, filters,
                                 (nbiQtRange){NBI_QT_ROOT, 0, inside, 0});
     }
-    if (st == NB_OK && n > 0) {
+    if (st != NB_OK) return st; // the spare is emptied at the next build
+    if (n > 0) {
         nbi_build_slots(s);
         for (int32_t i = 0; handles != NULL && i < n; i++)
             handles[i] = nbi_pool_handle_first(&s->pool, i);
     }
-    if (work != NULL) nbi_free(&q->alloc, work, 2 * un, sizeof(int32_t));
-    if (pick != NULL) nbi_free(&q->alloc, pick, un, 1);
-    if (st != NB_OK) {
-        nb_quadtree_destroy(s);
-        return st;
-    }
-    const nbQuadtree old = *q;
-    *q = *s;
-    *s = old;
-    nb_quadtree_destroy(s); // the old contents, in the struct s was allocated as
+    nbi_qt_swap_spare(q); // q's old layout is the next build's spare
     return NB_OK;
 }

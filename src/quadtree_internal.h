@@ -37,7 +37,10 @@
 // undo that order (tidying, nbi_tidy_pay).
 //
 // Everything a change can allocate is prepared first (nbi_qt_room), so a failure leaves the tree
-// as it was. Traversals are iterative: the root grows at most NBI_QT_GROW_MAX times and levels
+// as it was. A bulk build is all or nothing another way: it lays the new tree out in a second
+// layout (the spare) and swaps the two when it is done, so a failure leaves the first as it was;
+// the replaced layout becomes the next build's spare, storage and all, so that from the third
+// build on a rebuild of as many rectangles allocates nothing (nbi_qt_spare). Traversals are iterative: the root grows at most NBI_QT_GROW_MAX times and levels
 // go at most to NB_QUADTREE_MAX_DEPTH, so a depth-first stack of NBI_QT_STACK entries suffices.
 //
 // Invariants (nb_quadtree_validate): the pool's own; count == live handles == rectangles in
@@ -160,6 +163,13 @@ struct nbQuadtree {
     int64_t tidy_credit; // moves not yet paid for by tidying
     int64_t tidy_due;    // the credit at which the next tidying is looked for
     int64_t tidied;      // nodes tidied since the tree was made, cleared or built (info)
+
+    // What nb_quadtree_build keeps from one build to the next, so that a rebuild of as many
+    // rectangles allocates nothing: the layout it fills (the one it replaced last time, kept
+    // with its storage; NULL before the first build; its own spare and scratch stay empty), and
+    // its scratch (nbi_qt_spare).
+    nbQuadtree *spare;
+    nbiBuf scratch; // bytes: 2 int32_t and 1 uint8_t per rectangle of the largest build
 };
 
 #define NBI_NODES(q) ((nbiQtNode *)(q)->nodes.ptr)
@@ -550,6 +560,8 @@ int32_t nbi_append(nbQuadtree *q, int32_t n, const double *b, uint64_t hnd, uint
 void nbi_take_out(nbQuadtree *q, int32_t at);
 nbStatus nbi_create(const nbAllocator *alloc, const nbRect *root0, int32_t threshold,
                     int32_t max_depth, int32_t placement, nbQuadtree **out);
+nbStatus nbi_qt_spare(nbQuadtree *q, int32_t n);
+void nbi_qt_swap_spare(nbQuadtree *q);
 
 // quadtree_build.c
 void nbi_root_bounds(const nbQuadtree *q, nbiQtNode *r);

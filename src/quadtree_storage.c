@@ -356,6 +356,46 @@ nbStatus nbi_create(const nbAllocator *alloc, const nbRect *root0, int32_t thres
     return NB_OK;
 }
 
+// Readies what a build of n rectangles fills: the spare layout, made on the first build (with
+// the tree's settings) and emptied on the later ones, its storage kept; and the scratch for n.
+// Emptying gives the spare's pool a fresh owner tag, as a new pool would get, so that no handle
+// issued before (by either layout) names a rectangle of the build. Changes nothing that the
+// tree's contents or handles show; NB_ERR_OUT_OF_MEMORY.
+nbStatus nbi_qt_spare(nbQuadtree *q, int32_t n)
+{
+    if (q->spare == NULL) {
+        const nbStatus st =
+            nbi_create(&q->alloc, &q->root0, q->threshold, q->max_depth, q->placement, &q->spare);
+        if (st != NB_OK) return st;
+    } else {
+        nbQuadtree *s = q->spare;
+        const nbiBuf slots = s->pool.slots;
+        (void)nbi_pool_init(&s->pool, &s->alloc, 0); // cannot fail: the hooks are resolved
+        s->pool.slots = slots;                       // every slot unused: alloc_first may fill
+        nbi_reset(s);
+    }
+    const size_t need = 9 * (size_t)n; // nb_quadtree_build's work (2 int32) and pick (1 byte)
+    nbiBuf next;
+    if (!nbi_buf_prepare(&q->alloc, &q->scratch, &next, need, 1)) return NB_ERR_OUT_OF_MEMORY;
+    nbi_buf_commit(&q->alloc, &q->scratch, &next, 1);
+    return NB_OK;
+}
+
+// After a build into the spare: its layout becomes the tree's, and the tree's old layout the
+// spare (the next build empties it). Cannot fail.
+void nbi_qt_swap_spare(nbQuadtree *q)
+{
+    nbQuadtree *s = q->spare;
+    const nbiBuf scratch = q->scratch;
+    const nbQuadtree old = *q;
+    *q = *s;
+    *s = old;
+    q->spare = s;
+    q->scratch = scratch;
+    s->spare = NULL;
+    s->scratch = (nbiBuf){NULL, 0};
+}
+
 nbStatus nb_quadtree_create(const nbQuadtreeDesc *desc, nbQuadtree **out)
 {
     if (out == NULL) return NB_ERR_NULL_ARG;
@@ -407,6 +447,8 @@ void nb_quadtree_destroy(nbQuadtree *q)
     nbi_free(&q->alloc, q->hot.ptr, q->hot.cap, sizeof(nbiQtHot));
     nbi_free(&q->alloc, q->gb.ptr, q->gb.cap, sizeof(nbiQtGb));
     nbi_pool_destroy(&q->pool);
+    nb_quadtree_destroy(q->spare);
+    nbi_free(&q->alloc, q->scratch.ptr, q->scratch.cap, 1);
     const nbAllocator a = q->alloc;
     nbi_free(&a, q, 1, sizeof *q);
 }
@@ -447,7 +489,7 @@ size_t nb_quadtree_memory_bytes(const nbQuadtree *q)
     size_t elem[NBI_QT_POS_BUFS];
     nbi_qt_pos_bufs((nbQuadtree *)q, pos, elem);
     for (int b = 0; b < NBI_QT_POS_BUFS; b++) bytes += pos[b]->cap * elem[b];
-    return bytes;
+    return bytes + q->scratch.cap + nb_quadtree_memory_bytes(q->spare);
 }
 
 nbStatus nb_quadtree_visit_nodes(const nbQuadtree *q, nbQuadtreeNodeFn *visit, void *user)
