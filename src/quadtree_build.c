@@ -1303,7 +1303,12 @@ nbStatus nb_quadtree_build(nbQuadtree *q, const nbRect *rects, int32_t n, const 
     const double *box = (const double *)rects; // rectangle i's box at box + 4 i
     int32_t *work = (int32_t *)q->scratch.ptr; // 2 n: the partitions' two arrays, then pick
     uint8_t *pick = n > 0 ? (uint8_t *)(work + 2 * un) : NULL;
-    nbiQtNeed need = {n, 0, 2 * (int64_t)n + 64, 0, {0}};
+    // Room for the rectangles, and up front for as many nodes and block positions as the tree
+    // it replaces took (the layout grows as the build needs more, geometrically, rather than
+    // a step at a time).
+    const int64_t old_top = q->arena.top, old_groups = (q->node_top - NBI_QT_GROUPS) / 4;
+    nbiQtNeed need = {n, old_groups, 2 * (int64_t)n + 64, 0, {0}};
+    if (need.positions < old_top) need.positions = old_top;
     st = nbi_qt_room(s, &need);
     const int g = n > 0 ? nbi_growth(s, u) : 0;
     if (st == NB_OK && g > 0) {

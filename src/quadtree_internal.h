@@ -40,8 +40,9 @@
 // as it was. A bulk build is all or nothing another way: it lays the new tree out in a second
 // layout (the spare) and swaps the two when it is done, so a failure leaves the first as it was;
 // the replaced layout becomes the next build's spare, storage and all, so that from the third
-// build on a rebuild of as many rectangles allocates nothing (nbi_qt_spare). Traversals are iterative: the root grows at most NBI_QT_GROW_MAX times and levels
-// go at most to NB_QUADTREE_MAX_DEPTH, so a depth-first stack of NBI_QT_STACK entries suffices.
+// build on a rebuild of as many rectangles allocates nothing (nbi_qt_spare). Traversals are
+// iterative: the root grows at most NBI_QT_GROW_MAX times and levels go at most to
+// NB_QUADTREE_MAX_DEPTH, so a depth-first stack of NBI_QT_STACK entries suffices.
 //
 // Invariants (nb_quadtree_validate): the pool's own; count == live handles == rectangles in
 // nodes; nodes 0 and 1 are never free; a group's four nodes have the same parent, the next
@@ -169,7 +170,8 @@ struct nbQuadtree {
     // with its storage; NULL before the first build; its own spare and scratch stay empty), and
     // its scratch (nbi_qt_spare).
     nbQuadtree *spare;
-    nbiBuf scratch; // bytes: 2 int32_t and 1 uint8_t per rectangle of the largest build
+    nbiBuf scratch;   // bytes: 2 int32_t and 1 uint8_t per rectangle of the largest build
+    int32_t reserved; // the largest count nb_quadtree_reserve was given: the spare's too
 };
 
 #define NBI_NODES(q) ((nbiQtNode *)(q)->nodes.ptr)

@@ -357,16 +357,22 @@ nbStatus nbi_create(const nbAllocator *alloc, const nbRect *root0, int32_t thres
 }
 
 // Readies what a build of n rectangles fills: the spare layout, made on the first build (with
-// the tree's settings) and emptied on the later ones, its storage kept; and the scratch for n.
-// Emptying gives the spare's pool a fresh owner tag, as a new pool would get, so that no handle
-// issued before (by either layout) names a rectangle of the build. Changes nothing that the
-// tree's contents or handles show; NB_ERR_OUT_OF_MEMORY.
+// the tree's settings and reservation) and emptied on the later ones, its storage kept; and the
+// scratch for n. Emptying gives the spare's pool a fresh owner tag, as a new pool would get, so
+// that no handle issued before (by either layout) names a rectangle of the build. Changes
+// nothing that the tree's contents or handles show; NB_ERR_OUT_OF_MEMORY.
 nbStatus nbi_qt_spare(nbQuadtree *q, int32_t n)
 {
     if (q->spare == NULL) {
-        const nbStatus st =
-            nbi_create(&q->alloc, &q->root0, q->threshold, q->max_depth, q->placement, &q->spare);
-        if (st != NB_OK) return st;
+        nbQuadtree *s = NULL;
+        nbStatus st =
+            nbi_create(&q->alloc, &q->root0, q->threshold, q->max_depth, q->placement, &s);
+        if (st == NB_OK && q->reserved > 0) st = nb_quadtree_reserve(s, q->reserved);
+        if (st != NB_OK) {
+            nb_quadtree_destroy(s);
+            return st;
+        }
+        q->spare = s;
     } else {
         nbQuadtree *s = q->spare;
         const nbiBuf slots = s->pool.slots;
@@ -392,6 +398,7 @@ void nbi_qt_swap_spare(nbQuadtree *q)
     *s = old;
     q->spare = s;
     q->scratch = scratch;
+    q->reserved = old.reserved;
     s->spare = NULL;
     s->scratch = (nbiBuf){NULL, 0};
 }
@@ -465,7 +472,11 @@ nbStatus nb_quadtree_reserve(nbQuadtree *q, int32_t count)
     const int64_t groups = (int64_t)count / 8 + 16;
     const int64_t used_groups = (q->node_top - NBI_QT_GROUPS) / 4 - q->free_groups;
     need.groups = groups > used_groups ? groups - used_groups : 0;
-    return nbi_qt_room(q, &need);
+    // A tree that has been built keeps a second layout for the next build: it too gets room.
+    nbStatus st = q->spare != NULL ? nb_quadtree_reserve(q->spare, count) : NB_OK;
+    if (st == NB_OK) st = nbi_qt_room(q, &need);
+    if (st == NB_OK && count > q->reserved) q->reserved = count;
+    return st;
 }
 
 void nb_quadtree_clear(nbQuadtree *q)

@@ -750,6 +750,178 @@ static int test_failing_allocator(void)
     return 0;
 }
 
+// A window against brute force over rectangles r[0, n), whose user values are their indices.
+static int check_window(const nbQuadtree *qt, const nbRect *r, int32_t n, const nbRect *w,
+                        nbHit *hits)
+{
+    int32_t want = 0, found = -1;
+    uint64_t sum = 0, got = 0;
+    for (int32_t k = 0; k < n; k++) {
+        if (!nbo_rect_touch(&r[k], w)) continue;
+        want++;
+        sum += ((uint64_t)k + 1u) * 0x9E3779B97F4A7C15u;
+    }
+    NB_CHECK_OK(nb_quadtree_query_box(qt, NBT_RECT_BOX(w), NB_FILTER_ALL, hits, n, &found));
+    NB_CHECK(found == want);
+    for (int32_t i = 0; i < found; i++) got += (hits[i].user + 1u) * 0x9E3779B97F4A7C15u;
+    NB_CHECK(got == sum);
+    return 0;
+}
+
+// Rebuilding every frame (a game that builds its rectangles anew each frame): with a capacity
+// hint, every build after the first (which makes the second layout) of as many rectangles or
+// fewer allocates nothing; without, the two layouts settle after the second build (one may
+// still grow once if a frame's tree outgrows both: at most 10 allocations in 10 rebuilds,
+// where a build used to allocate 20 and more). Each build's answers match brute force, and the
+// handles of the builds before it (the layout it reused among them) are stale.
+static int test_rebuild_no_alloc(void)
+{
+    enum { N = 4000, FRAMES = 10 };
+    static nbRect r[N];
+    static nbHit hits[N];
+    static nbHandle h[3][N];
+    for (int hint = 0; hint < 2; hint++) {
+        nbtAlloc al = {0};
+        nbAllocator a = nbt_allocator(&al);
+        nbQuadtreeDesc desc = {0};
+        desc.allocator = &a;
+        desc.capacity_hint = hint ? N : 0;
+        nbQuadtree *qt = NULL;
+        NB_CHECK_OK(nb_quadtree_create(&desc, &qt));
+        for (int i = 0; i < N; i++) { // sizes 0.1 to 10, every 50th spanning the world
+            r[i] = sized_rect(100.0, 100.0);
+            if (i % 50 == 0) r[i].max[0] = r[i].min[0] + 250.0;
+        }
+        NB_CHECK_OK(nb_quadtree_build(qt, r, N, NULL, NULL, h[0]));
+        const int64_t first = al.allocs;
+        if (!hint) NB_CHECK_OK(nb_quadtree_build(qt, r, N, NULL, NULL, h[1])); // its 2nd layout
+        const int64_t warm = al.allocs;
+        for (int f = 0; f < FRAMES; f++) {
+            for (int i = 0; i < N; i++) {
+                const double d[2] = {nbt_range(-3.0, 3.0), nbt_range(-3.0, 3.0)};
+                for (int ax = 0; ax < 2; ax++) {
+                    r[i].min[ax] += d[ax];
+                    r[i].max[ax] += d[ax];
+                }
+            }
+            const int32_t n = f >= FRAMES - 3 ? N - 300 * (f - FRAMES + 4) : N; // then fewer
+            nbHandle *now = h[(f + 2) % 3], *prev = h[(f + 1) % 3], *prev2 = h[f % 3];
+            NB_CHECK_OK(nb_quadtree_build(qt, r, n, NULL, NULL, now));
+            NB_CHECK(nb_quadtree_count(qt) == n);
+            for (int32_t i = 0; i < n; i += 7) {
+                nbRect got;
+                NB_CHECK_OK(nb_quadtree_get(qt, now[i], &got, NULL, NULL));
+                NB_CHECK(memcmp(&got, &r[i], sizeof got) == 0);
+                NB_CHECK(nb_quadtree_get(qt, prev[i], NULL, NULL, NULL) == NB_ERR_BAD_HANDLE);
+                if (f > 0 || !hint)
+                    NB_CHECK(nb_quadtree_get(qt, prev2[i], NULL, NULL, NULL) == NB_ERR_BAD_HANDLE);
+            }
+            for (int k = 0; k < 40; k++) {
+                const double c[2] = {nbt_range(-120.0, 120.0), nbt_range(-120.0, 120.0)};
+                const double s = 0.5 * pow(200.0, nbt_unit());
+                const nbRect w = {{c[0] - s, c[1] - s}, {c[0] + s, c[1] + s}};
+                NB_CHECK(check_window(qt, r, n, &w, hits) == 0);
+            }
+            NB_CHECK(check_pairs(qt, r, n) == 0);
+            NB_CHECK_OK(nb_quadtree_validate(qt));
+        }
+        printf("  %s: allocations %lld in the first build, %lld in the second, %lld in %d "
+               "rebuilds\n",
+               hint ? "capacity_hint" : "no hint", (long long)first, (long long)(warm - first),
+               (long long)(al.allocs - warm), FRAMES);
+        NB_CHECK(hint ? al.allocs == warm : al.allocs - warm <= 10);
+        nb_quadtree_destroy(qt);
+        NB_CHECK(al.live_bytes == 0 && !al.size_mismatch);
+    }
+    return 0;
+}
+
+// A build that fails leaves the tree as it was, once the tree has been built twice (its second
+// layout holds the build before last): a bad rectangle anywhere, a NaN, and every allocation
+// of a larger build failing in turn. The old handles still name their rectangles, and the next
+// build succeeds.
+static int test_rebuild_fails(void)
+{
+    enum { N = 400, BIG = 3 * N };
+    static nbRect r[BIG], old[N];
+    static nbHandle h[N], nh[BIG];
+    static nbHit hits[BIG];
+    bool succeeded = false;
+    int oom = 0; // builds refused for memory
+    for (int64_t fail = 0; fail < 100 && !succeeded; fail++) {
+        nbtAlloc al = {0};
+        nbAllocator a = nbt_allocator(&al);
+        nbQuadtreeDesc desc = {0};
+        desc.allocator = &a;
+        desc.split_threshold = 8;
+        nbQuadtree *qt = NULL;
+        NB_CHECK_OK(nb_quadtree_create(&desc, &qt));
+        for (int i = 0; i < BIG; i++) r[i] = sized_rect(50.0, 50.0);
+        NB_CHECK_OK(nb_quadtree_build(qt, r + N, N, NULL, NULL, h)); // the layout to be reused
+        NB_CHECK_OK(nb_quadtree_build(qt, r, N, NULL, NULL, h));
+        memcpy(old, r, sizeof old);
+        const uint64_t before = fingerprint(qt);
+        nbQuadtreeInfo info0;
+        NB_CHECK_OK(nb_quadtree_info(qt, &info0));
+        nbStatus st;
+        if (fail == 0) { // bad rectangles, the last one or in the middle: nothing allocates
+            const int64_t allocs = al.allocs;
+            const nbRect keep = r[BIG - 1];
+            r[BIG - 1].min[0] = r[BIG - 1].max[0] + 1.0;
+            NB_CHECK(nb_quadtree_build(qt, r, BIG, NULL, NULL, nh) == NB_ERR_OUT_OF_RANGE);
+            r[BIG - 1] = keep;
+            r[N].max[1] = (double)NAN;
+            NB_CHECK(nb_quadtree_build(qt, r, BIG, NULL, NULL, nh) == NB_ERR_NOT_FINITE);
+            r[N].max[1] = (double)INFINITY;
+            st = nb_quadtree_build(qt, r, BIG, NULL, NULL, nh);
+            NB_CHECK(st == NB_ERR_NOT_FINITE);
+            NB_CHECK(al.allocs == allocs);
+            r[N] = sized_rect(50.0, 50.0);
+        } else {
+            al.fail_at = al.allocs + fail;
+            st = nb_quadtree_build(qt, r, BIG, NULL, NULL, nh);
+            if (st == NB_OK) {
+                succeeded = !nbt_alloc_failed(&al); // else a retry got by without it
+                NB_CHECK(nb_quadtree_count(qt) == BIG);
+                for (int k = 0; k < 30; k++) {
+                    const nbRect w = sized_rect(50.0, 400.0);
+                    NB_CHECK(check_window(qt, r, BIG, &w, hits) == 0);
+                }
+            } else {
+                NB_CHECK(st == NB_ERR_OUT_OF_MEMORY);
+                oom++;
+            }
+        }
+        if (st != NB_OK) { // unchanged: contents, shape, handles and answers
+            NB_CHECK(fingerprint(qt) == before);
+            nbQuadtreeInfo info;
+            NB_CHECK_OK(nb_quadtree_info(qt, &info));
+            info.bytes = info0.bytes; // storage grown for the failed build is kept
+            NB_CHECK(memcmp(&info, &info0, sizeof info) == 0);
+            for (int i = 0; i < N; i++) {
+                nbRect got;
+                uint64_t user;
+                NB_CHECK_OK(nb_quadtree_get(qt, h[i], &got, &user, NULL));
+                NB_CHECK(user == (uint64_t)i && memcmp(&got, &old[i], sizeof got) == 0);
+            }
+            for (int k = 0; k < 30; k++) {
+                const nbRect w = sized_rect(50.0, 400.0);
+                NB_CHECK(check_window(qt, old, N, &w, hits) == 0);
+            }
+            al.fail_at = 0; // and the next build works, into the layout the failure left
+            NB_CHECK_OK(nb_quadtree_build(qt, r, BIG, NULL, NULL, nh));
+            NB_CHECK(check_pairs(qt, r, BIG) == 0);
+            NB_CHECK(nb_quadtree_get(qt, h[0], NULL, NULL, NULL) == NB_ERR_BAD_HANDLE);
+        }
+        NB_CHECK_OK(nb_quadtree_validate(qt));
+        nb_quadtree_destroy(qt);
+        NB_CHECK(al.live_bytes == 0 && !al.size_mismatch);
+    }
+    printf("  %d builds refused for memory before one succeeded\n", oom);
+    NB_CHECK(succeeded && oom >= 3);
+    return 0;
+}
+
 // The whole tree in the order a search reports it: user values and boxes, so that two trees
 // built by the same calls (whose handles differ by their owner tag) can be compared.
 static int tree_walk(const nbQuadtree *qt, uint64_t *users, nbRect *rects, int32_t *n)
@@ -2016,6 +2188,8 @@ int main(int argc, char **argv)
         {"refused", test_refused},
         {"failing_allocator", test_failing_allocator},
         {"zero_alloc_moving", test_zero_alloc_moving},
+        {"rebuild_no_alloc", test_rebuild_no_alloc},
+        {"rebuild_fails", test_rebuild_fails},
         {"stop_and_buffers", test_stop_and_buffers},
         {"radius_underflow", test_radius_underflow},
         {"float_edges", test_float_edges},
