@@ -25,6 +25,12 @@
 //                    peers; prints a table to stderr and CSV lines (header first) to stdout.
 //                    PEERS (e.g. "tiles,grid", for callgrind) leaves the others out: their
 //                    lines then repeat the tiles' figures
+//   bench_tiles N W 1 1 TILE far   instead: askers inside the world against askers far outside
+//                    it (1e6 beyond the world, on the diagonals and along the axes), the
+//                    agents standing at their start: microseconds a query for nb_tiles_knn
+//                    (k = 1 and 8, the enemy groups), nb_tiles_knn_waypoints (k = 1) and
+//                    nb_tiles_query_radius (a radius that reaches 10 agents past the nearest),
+//                    the least of 5 rounds; the answers are checked against a scan
 #include "alloc_count.h"
 #include "bench_common.h"
 #include "naive_tiles.h"
@@ -250,6 +256,138 @@ NBB_NOINLINE static Result run_naive(Sim *s, int frames, double tile, bool rings
     return r;
 }
 
+// Where far askers stand: outside the world by `far` on both axes (the four diagonals) or on
+// one (the four sides, at the world's middle on the other), with a little jitter.
+static void far_asker(int i, double far, double *q)
+{
+    static const double dir[8][2] = {{-1, -1}, {1, -1}, {-1, 1}, {1, 1},
+                                     {-1, 0},  {1, 0},  {0, -1}, {0, 1}};
+    const int k = i % 8;
+    for (int a = 0; a < 2; a++) {
+        const double base = dir[k][a] < 0 ? -far : dir[k][a] > 0 ? WORLD + far : 0.5 * WORLD;
+        q[a] = base + (unit() - 0.5) * 20.0;
+    }
+}
+
+typedef struct FarCheck {
+    const double *q;
+    double r2;
+    int32_t n;
+} FarCheck;
+
+// The asker's answers against a scan of every agent (k = 1: the least dist2 over the enemy
+// groups; the radius: how many lie within).
+static void far_check(const Sim *s, const double *q, uint32_t groups, double d2, double r2,
+                      int32_t found_r)
+{
+    double best = (double)INFINITY;
+    int32_t within = 0;
+    for (int i = 0; i < s->n; i++) {
+        const double dx = s->pos[2 * i] - q[0], dy = s->pos[2 * i + 1] - q[1];
+        const double e = dx * dx + dy * dy;
+        if ((groups >> s->group[i]) & 1u) best = e < best ? e : best;
+        within += e <= r2;
+    }
+    if (best != d2 || within != found_r) {
+        fprintf(stderr, "bench_tiles: far: answers differ from a scan at (%g, %g)\n", q[0], q[1]);
+        exit(1);
+    }
+}
+
+// The "far" mode (see the top): a table on stderr, CSV lines on stdout.
+static int run_far(Sim *s, double tile)
+{
+    enum { ASK = 2000, ROUNDS = 5, KINDS = 3 };
+    nbTilesDesc d = {0};
+    d.size[0] = d.size[1] = WORLD;
+    d.tile_size[0] = d.tile_size[1] = tile;
+    d.groups = GROUPS;
+    nbTiles *t = NULL;
+    check(nb_tiles_create(&d, &t), "create");
+    check(nb_tiles_add_waypoints(t, s->wp, NULL, s->nwp), "add_waypoints");
+    sim_reset(s);
+    for (int i = 0; i < s->n; i++) {
+        nbHandle h;
+        check(nb_tiles_insert(t, s->pos + 2 * i, (uint64_t)i,
+                              (nbFilter){1u << s->group[i], 0xFFFFFFFFu}, &h),
+              "insert");
+    }
+    static const char *kind[KINDS] = {"inside", "far_diagonal", "far_axis"};
+    static const char *op[4] = {"knn1", "knn8", "knn_waypoint", "radius"};
+    double *q = malloc(sizeof(double) * 2 * ASK * KINDS),
+           *rad = malloc(sizeof(double) * ASK * KINDS);
+    nbHit *hits = malloc(sizeof(nbHit) * (size_t)s->n);
+    for (int k = 0; k < KINDS; k++) {
+        for (int i = 0; i < ASK; i++) {
+            double *x = q + 2 * (k * ASK + i);
+            if (k == 0) {
+                x[0] = unit() * WORLD;
+                x[1] = unit() * WORLD;
+            } else {
+                // diagonal askers are the even-numbered directions 0..3, axis ones 4..7
+                far_asker(k == 1 ? i % 4 : 4 + i % 4, 1e6, x);
+            }
+            nbHitNeighbor e[10];
+            int32_t f = 0, fr = 0;
+            const nbFilter all = {0xFFFFFFFFu, 0xFFFFFFFFu};
+            check(nb_tiles_knn(t, x, all, (double)INFINITY, e, 10, &f), "knn");
+            rad[k * ASK + i] = sqrt(e[9].dist2);
+            const uint32_t groups = enemies(i % GROUPS);
+            nbHitNeighbor one;
+            check(
+                nb_tiles_knn(t, x, (nbFilter){0xFFFFFFFFu, groups}, (double)INFINITY, &one, 1, &f),
+                "knn");
+            check(nb_tiles_query_radius(t, x, rad[k * ASK + i], all, hits, s->n, &fr), "radius");
+            far_check(s, x, groups, one.dist2, rad[k * ASK + i] * rad[k * ASK + i], fr);
+        }
+    }
+    double best[KINDS][4];
+    for (int k = 0; k < KINDS; k++)
+        for (int o = 0; o < 4; o++) best[k][o] = (double)INFINITY;
+    double sink = 0.0;
+    for (int round = 0; round < ROUNDS; round++) {
+        for (int k = 0; k < KINDS; k++) {
+            for (int o = 0; o < 4; o++) {
+                const int64_t t0 = nbb_now_ns();
+                for (int i = 0; i < ASK; i++) {
+                    const double *x = q + 2 * (k * ASK + i);
+                    nbHitNeighbor e[8];
+                    int32_t f = 0;
+                    const nbFilter flt = {0xFFFFFFFFu, enemies(i % GROUPS)};
+                    if (o == 0) nb_tiles_knn(t, x, flt, (double)INFINITY, e, 1, &f);
+                    if (o == 1) nb_tiles_knn(t, x, flt, (double)INFINITY, e, 8, &f);
+                    if (o == 2) nb_tiles_knn_waypoints(t, x, (double)INFINITY, e, 1, &f);
+                    if (o == 3)
+                        nb_tiles_query_radius(t, x, rad[k * ASK + i], NB_FILTER_ALL, hits, s->n,
+                                              &f);
+                    sink += f;
+                }
+                const double us = (double)(nbb_now_ns() - t0) * 1e-3 / ASK;
+                best[k][o] = us < best[k][o] ? us : best[k][o];
+            }
+        }
+    }
+    printf("mode,agents,waypoints,tile,asker,op,us_query,vs_inside\n");
+    fprintf(stderr,
+            "bench_tiles far: %d agents, %d waypoints, tile %g, %d askers each; us a query "
+            "(least of %d rounds), answers checked against a scan\n",
+            s->n, s->nwp, tile, ASK, ROUNDS);
+    fprintf(stderr, "  %-13s %10s %10s %13s %10s\n", "asker", op[0], op[1], op[2], op[3]);
+    for (int k = 0; k < KINDS; k++) {
+        fprintf(stderr, "  %-13s %10.2f %10.2f %13.2f %10.2f\n", kind[k], best[k][0], best[k][1],
+                best[k][2], best[k][3]);
+        for (int o = 0; o < 4; o++)
+            printf("far,%d,%d,%g,%s,%s,%.3f,%.2f\n", s->n, s->nwp, tile, kind[k], op[o], best[k][o],
+                   best[k][o] / best[0][o]);
+    }
+    if (sink < 0.0) fprintf(stderr, "%g\n", sink);
+    free(q);
+    free(rad);
+    free(hits);
+    nb_tiles_destroy(t);
+    return 0;
+}
+
 // Whether `name` is one of the comma-separated names in `list`.
 static bool listed(const char *list, const char *name)
 {
@@ -294,6 +432,14 @@ int main(int argc, char **argv)
     s.wp = malloc((size_t)s.nwp * 2 * sizeof(double));
     rng = 0x77;
     for (int w = 0; w < 2 * s.nwp; w++) s.wp[w] = unit() * WORLD;
+    if (only != NULL && strcmp(only, "far") == 0) {
+        const int rc = run_far(&s, tile);
+        free(s.pos);
+        free(s.vel);
+        free(s.group);
+        free(s.wp);
+        return rc;
+    }
 
     enum { PEERS = 4 };
     static const char *names[PEERS] = {"tiles", "grid", "naive", "naive_rings"};
