@@ -19,9 +19,14 @@
 // Nearest (and knn) search rings of tiles around the asker's (clamped) tile. After each ring
 // the tiles visited form a box; with the k-th best so far at dist2 w, anything that could still
 // enter the answer has dist2 <= w, so it is accepted by the test at a radius rw with
-// fl(rw * rw) >= w, so it lies in the tiles of [q - reach(rw), q + reach(rw)]. Once that range
-// is inside the visited box the search stops: exact, also for an asker far outside the world
-// (its first rings are edge tiles, the range shrinks as soon as something is found).
+// fl(rw * rw) >= w, so it lies within reach(rw) of the asker. Once the tiles that can hold such
+// a point are inside the visited box the search stops. Those tiles are measured against the
+// box every entity lies in (the world's, widened by the entities beyond it; nbiTiles.elo):
+// from an asker outside that box by g[0] on one axis and g[1] on the other, a point within
+// reach lies within sqrt(reach^2 - g[1]^2) - g[0] of the box's nearest edge on the first axis
+// (likewise the second), so an asker far off a corner of the world sees only the tiles at that
+// corner, where the plain range q +- reach would take in every edge tile, and the edge tiles
+// (reaching out to infinity) every tile between. Radius queries take the same range.
 //
 // Entities. Block b = tile * groups + group holds the entities of that group in that tile at
 // arena positions [start[b], end[b]), inside a power-of-two block of 2^cls[b] positions (cls
@@ -67,6 +72,17 @@ struct nbTiles {
     double inv[2];    // 1 / edge: the tile map multiplies (any monotone map would do)
     int32_t count;
     int32_t nfiltered; // entities whose mask is not all ones: 0 lets queries skip the masks
+
+    // Boxes on the tiled axes that every entity (every waypoint) lies in, which the searches
+    // measure an asker's distance to (nbi_tile_range_box). The world's box is [wlo, whi]
+    // (origin, origin + tiles * edge). nbeyond[a][s] counts the entities beyond it on side s
+    // (0 below, 1 above) of tiled axis a; while some are, [elo, ehi] is widened to hold each
+    // as it comes, and when the last of a side leaves, that side goes back to the world's
+    // edge (nbi_beyond). The waypoints' box is theirs exactly (nb_tiles_add_waypoints).
+    double wlo[2], whi[2];
+    int32_t nbeyond[2][2];
+    double elo[2], ehi[2];
+    double plo[2], phi[2];
 
     nbiPool pool; // handles; a slot's value is its entity's position
     nbiBuf key;   // int32_t per slot: its block
@@ -116,6 +132,79 @@ static void nbi_tile_range(const nbTiles *t, const double *q, double reach, int3
         const double x = q[t->ax[a]];
         lo[a] = nbi_tile_axis(t, a, x - reach);
         hi[a] = nbi_tile_axis(t, a, x + reach);
+    }
+}
+
+// The box of tiles [lo, hi] that can hold a point within true distance `reach` (>= 0, maybe
+// infinite) of q, for points that lie in the box [blo, bhi] on the tiled axes. Per tiled axis
+// a, with c the asker moved into the box and g its gaps (a point p of the box has
+// |p_a - q_a| = g_a + |p_a - c_a|): the tiles of [c_a - e_a, c_a + e_a], where
+// (g_a + e_a)^2 + g_b^2 = reach^2, b the other axis. Each step is over-estimated through its
+// rounding: g and g_b^2 rounded down, reach^2 and the difference and the root rounded up (each
+// by 2^-50 of itself: one correctly rounded operation errs by 2^-53), plus 2^-520 for squares
+// that underflow (their root's error). False, and an empty range, when no point of the box can
+// be that near. An asker inside the box (both gaps zero) gets the plain tiles of q +- reach.
+static bool nbi_tile_range_box(const nbTiles *t, const double *q, double reach, const double *blo,
+                               const double *bhi, int32_t lo[2], int32_t hi[2])
+{
+    double c[2], g[2];
+    for (int a = 0; a < 2; a++) {
+        const double x = q[t->ax[a]];
+        c[a] = x < blo[a] ? blo[a] : x > bhi[a] ? bhi[a] : x;
+        g[a] = fabs(x - c[a]) * (1.0 - 0x1p-50);
+    }
+    const double r2 = reach * reach * (1.0 + 0x1p-50);
+    if ((g[0] == 0.0 && g[1] == 0.0) || !(r2 < (double)INFINITY)) {
+        nbi_tile_range(t, q, reach, lo, hi);
+        return true;
+    }
+    for (int a = 0; a < 2; a++) {
+        const double gb = g[1 - a] * g[1 - a] * (1.0 - 0x1p-50);
+        const double room = (r2 - gb) * (1.0 + 0x1p-50); // a negative one stays negative
+        const double e = room >= 0.0 ? sqrt(room) * (1.0 + 0x1p-50) - g[a] : -1.0;
+        if (!(e >= 0.0)) {
+            lo[0] = lo[1] = 1;
+            hi[0] = hi[1] = 0;
+            return false;
+        }
+        const double ee = e * (1.0 + 0x1p-50) + 0x1p-520;
+        lo[a] = nbi_tile_axis(t, a, c[a] - ee);
+        hi[a] = nbi_tile_axis(t, a, c[a] + ee);
+    }
+    return true;
+}
+
+// Counts the entity at pos in (sign 1) or out (-1) of the entities beyond the world's box,
+// per side: one counted in widens the entities' box to hold it, and when the last of a side is
+// counted out, that side of the box goes back to the world's edge.
+static void nbi_beyond(nbTiles *t, const double *pos, int sign)
+{
+    for (int a = 0; a < 2; a++) {
+        const double x = pos[t->ax[a]];
+        if (x < t->wlo[a]) {
+            t->nbeyond[a][0] += sign;
+            if (sign > 0 && x < t->elo[a]) t->elo[a] = x;
+            if (t->nbeyond[a][0] == 0) t->elo[a] = t->wlo[a];
+        } else if (x > t->whi[a]) {
+            t->nbeyond[a][1] += sign;
+            if (sign > 0 && x > t->ehi[a]) t->ehi[a] = x;
+            if (t->nbeyond[a][1] == 0) t->ehi[a] = t->whi[a];
+        }
+    }
+}
+
+// No entity beyond the world's box; no waypoint (an empty box).
+static void nbi_beyond_reset(nbTiles *t, bool waypoints)
+{
+    for (int a = 0; a < 2; a++) {
+        if (waypoints) {
+            t->plo[a] = (double)INFINITY;
+            t->phi[a] = -(double)INFINITY;
+            continue;
+        }
+        t->nbeyond[a][0] = t->nbeyond[a][1] = 0;
+        t->elo[a] = t->wlo[a];
+        t->ehi[a] = t->whi[a];
     }
 }
 
@@ -321,7 +410,11 @@ nbStatus nb_tiles_create(const nbTilesDesc *desc, nbTiles **out)
         t->origin[i] = desc->origin[i];
         t->edge[i] = edge[i];
         t->inv[i] = 1.0 / edge[i];
+        t->wlo[i] = desc->origin[i];
+        t->whi[i] = desc->origin[i] + (double)nt[i] * edge[i]; // may be +inf: then never passed
     }
+    nbi_beyond_reset(t, false);
+    nbi_beyond_reset(t, true);
     nbi_pool_init(&t->pool, &a, NBI_TILES_MAX_ITEMS);
     nbi_arena_reset(&t->arena);
     const size_t blocks = nbi_blocks(t);
@@ -400,6 +493,7 @@ void nb_tiles_clear(nbTiles *tiles)
     memset(tiles->occ.ptr, 0, tiles->occ.cap * sizeof(uint32_t));
     nbi_arena_reset(&tiles->arena);
     tiles->count = tiles->nfiltered = 0;
+    nbi_beyond_reset(tiles, false);
 }
 
 int32_t nb_tiles_count(const nbTiles *tiles)
@@ -483,6 +577,7 @@ nbStatus nb_tiles_insert(nbTiles *tiles, const double *pos, uint64_t user, nbFil
     NBI_ARR(t, mask, uint32_t)[slot] = filter.mask;
     t->nfiltered += !nbi_mask_all(filter.mask);
     nbi_block_append(t, b, slot, pos);
+    nbi_beyond(t, pos, 1);
     t->count++;
     *out = h;
     return NB_OK;
@@ -510,13 +605,24 @@ nbStatus nb_tiles_move(nbTiles *tiles, nbHandle entity, const double *pos)
     if (!nbi_finite(pos, t->dim)) return NB_ERR_NOT_FINITE;
     const int32_t cur = NBI_ARR(t, key, const int32_t)[slot];
     const int32_t b = nbi_tile_of(t, pos) * t->groups + cur % t->groups;
+    double *at =
+        NBI_ARR(t, pts, double) + (size_t)nbi_pool_slot_value(&t->pool, slot) * (size_t)t->dim;
     if (b == cur) { // the common case: same tile, rewrite the coordinates only
-        const int32_t p = nbi_pool_slot_value(&t->pool, slot);
-        memcpy(NBI_ARR(t, pts, double) + (size_t)p * (size_t)t->dim, pos,
-               (size_t)t->dim * sizeof(double));
+        nbi_beyond(t, at, -1);
+        nbi_beyond(t, pos, 1);
+        memcpy(at, pos, (size_t)t->dim * sizeof(double));
         return NB_OK;
     }
-    return nbi_tiles_rehome(t, slot, b, pos);
+    double old[3];
+    memcpy(old, at, (size_t)t->dim * sizeof(double));
+    const nbStatus rst = nbi_tiles_rehome(t, slot, b, pos);
+    if (rst != NB_OK) return rst;
+    nbi_beyond(t, old, -1);
+    nbi_beyond(t,
+               NBI_ARR(t, pts, const double) +
+                   (size_t)nbi_pool_slot_value(&t->pool, slot) * (size_t)t->dim,
+               1);
+    return NB_OK;
 }
 
 nbStatus nb_tiles_remove(nbTiles *tiles, nbHandle entity)
@@ -526,7 +632,9 @@ nbStatus nb_tiles_remove(nbTiles *tiles, nbHandle entity)
     int32_t slot;
     const nbStatus st = nbi_pool_lookup(&t->pool, entity, &slot);
     if (st != NB_OK) return st;
-    nbi_block_take_out(t, NBI_ARR(t, key, int32_t)[slot], nbi_pool_slot_value(&t->pool, slot));
+    const int32_t p = nbi_pool_slot_value(&t->pool, slot);
+    nbi_beyond(t, NBI_ARR(t, pts, const double) + (size_t)p * (size_t)t->dim, -1);
+    nbi_block_take_out(t, NBI_ARR(t, key, int32_t)[slot], p);
     nbi_pool_free(&t->pool, entity, NULL);
     t->nfiltered -= !nbi_mask_all(NBI_ARR(t, mask, const uint32_t)[slot]);
     t->count--;
@@ -741,7 +849,7 @@ static nbStatus nbi_entity_radius(const nbTiles *t, const double *center, double
     if (x->fn == NULL && x->cap < 0) return NB_ERR_OUT_OF_RANGE;
     const double r2 = radius * radius;
     int32_t lo[2], hi[2];
-    nbi_tile_range(t, center, nbi_reach(radius), lo, hi);
+    if (!nbi_tile_range_box(t, center, nbi_reach(radius), t->elo, t->ehi, lo, hi)) return NB_OK;
     const nbiTilesFilter f = nbi_filter(t, filter);
     const uint32_t *occ = NBI_ARR(t, occ, const uint32_t);
     const int32_t *start = NBI_ARR(t, start, const int32_t), *end = NBI_ARR(t, end, const int32_t);
@@ -829,7 +937,7 @@ static nbStatus nbi_waypoint_radius(const nbTiles *t, const double *center, doub
     if (x->fn == NULL && x->cap < 0) return NB_ERR_OUT_OF_RANGE;
     const double r2 = radius * radius;
     int32_t lo[2], hi[2];
-    nbi_tile_range(t, center, nbi_reach(radius), lo, hi);
+    if (!nbi_tile_range_box(t, center, nbi_reach(radius), t->plo, t->phi, lo, hi)) return NB_OK;
     const int32_t *ws = NBI_ARR(t, wstart, const int32_t);
     const double *pts = NBI_ARR(t, wpts, const double);
     const uint64_t *id = NBI_ARR(t, wid, const uint64_t);
@@ -922,10 +1030,11 @@ static void nbi_knn_row(nbiKnn *s, int32_t y, int32_t x0, int32_t x1)
     }
 }
 
-// The box of tiles [lo, hi] that can still hold a candidate: the tiles of q +- reach(r), with r
-// the max distance or, once the heap is full, rw with fl(rw * rw) >= the k-th best dist2
-// (whatever ties or beats it passes the test at radius rw, so it lies within reach(rw) on
-// each axis). False while the search is unbounded.
+// The box of tiles [lo, hi] that can still hold a candidate (empty when none can): those
+// within reach(r) of q (nbi_tile_range_box, against the box the candidates lie in), with r the
+// max distance or, once the heap is full, rw with fl(rw * rw) >= the k-th best dist2
+// (whatever ties or beats it passes the test at radius rw, so it lies within reach(rw)).
+// False while the search is unbounded.
 static bool nbi_knn_range(const nbiKnn *s, int32_t lo[2], int32_t hi[2])
 {
     double r = s->maxd;
@@ -934,7 +1043,9 @@ static bool nbi_knn_range(const nbiKnn *s, int32_t lo[2], int32_t hi[2])
         r = rw < r ? rw : r;
     }
     if (!(r < (double)INFINITY)) return false;
-    nbi_tile_range(s->t, s->q, nbi_reach(r), lo, hi);
+    const nbTiles *t = s->t;
+    nbi_tile_range_box(t, s->q, nbi_reach(r), s->waypoints ? t->plo : t->elo,
+                       s->waypoints ? t->phi : t->ehi, lo, hi);
     return true;
 }
 
@@ -1289,6 +1400,11 @@ nbStatus nb_tiles_add_waypoints(nbTiles *tiles, const double *pos, const uint64_
     }
     for (int32_t i = 0; i < count; i++) {
         const int32_t c = nbi_tile_of(t, pos + (size_t)i * d), w = at[c]++;
+        for (int a = 0; a < 2; a++) { // the waypoints' box (nbi_tile_range_box)
+            const double x = pos[(size_t)i * d + (size_t)t->ax[a]];
+            t->plo[a] = x < t->plo[a] ? x : t->plo[a];
+            t->phi[a] = x > t->phi[a] ? x : t->phi[a];
+        }
         memcpy(wpts + (size_t)w * d, pos + (size_t)i * d, d * sizeof(double));
         wnum[w] = t->nwp + i;
         wid[t->nwp + i] = ids != NULL ? ids[i] : (uint64_t)(t->nwp + i);
@@ -1317,6 +1433,7 @@ void nb_tiles_clear_waypoints(nbTiles *tiles)
     if (tiles == NULL) return;
     memset(tiles->wstart.ptr, 0, tiles->wstart.cap * sizeof(int32_t));
     tiles->nwp = 0;
+    nbi_beyond_reset(tiles, true);
 }
 
 // ---- validate ----
@@ -1338,6 +1455,7 @@ nbStatus nb_tiles_validate(const nbTiles *tiles)
     const int32_t *idx = NBI_ARR(t, idx, const int32_t), *key = NBI_ARR(t, key, const int32_t);
     const double *pts = NBI_ARR(t, pts, const double);
     int64_t items = 0, block_positions = 0, nfiltered = 0;
+    int32_t beyond[2][2] = {{0, 0}, {0, 0}};
     const uint32_t *occ = NBI_ARR(t, occ, const uint32_t);
     for (int32_t tile = 0; tile < t->ntiles; tile++) {
         for (int32_t g = 0; g < t->groups; g++) {
@@ -1359,12 +1477,24 @@ nbStatus nb_tiles_validate(const nbTiles *tiles)
                 const double *x = pts + (size_t)p * (size_t)t->dim;
                 NBI_CHECK(nbi_finite(x, t->dim));
                 NBI_CHECK(nbi_tile_of(t, x) == tile);
+                for (int a = 0; a < 2; a++) {
+                    const double v = x[t->ax[a]];
+                    NBI_CHECK(v >= t->elo[a] && v <= t->ehi[a]);
+                    beyond[a][0] += v < t->wlo[a];
+                    beyond[a][1] += v > t->whi[a];
+                }
                 nfiltered += !nbi_mask_all(NBI_ARR(t, mask, const uint32_t)[s]);
                 items++;
             }
         }
     }
     NBI_CHECK(items == t->count && nfiltered == t->nfiltered);
+    for (int a = 0; a < 2; a++) {
+        NBI_CHECK(beyond[a][0] == t->nbeyond[a][0] && beyond[a][1] == t->nbeyond[a][1]);
+        NBI_CHECK(t->elo[a] <= t->wlo[a] && t->ehi[a] >= t->whi[a]);
+        NBI_CHECK(beyond[a][0] > 0 || t->elo[a] == t->wlo[a]);
+        NBI_CHECK(beyond[a][1] > 0 || t->ehi[a] == t->whi[a]);
+    }
     NBI_CHECK(nbi_arena_valid(&t->arena, idx));
     NBI_CHECK(block_positions + t->arena.free_positions == t->arena.top);
     // waypoints
@@ -1376,6 +1506,8 @@ nbStatus nb_tiles_validate(const nbTiles *tiles)
         for (int32_t w = ws[c]; w < ws[c + 1]; w++) {
             const double *x = wpts + (size_t)w * (size_t)t->dim;
             NBI_CHECK(nbi_finite(x, t->dim) && nbi_tile_of(t, x) == c);
+            for (int a = 0; a < 2; a++)
+                NBI_CHECK(x[t->ax[a]] >= t->plo[a] && x[t->ax[a]] <= t->phi[a]);
             const int32_t num = NBI_ARR(t, wnum, const int32_t)[w];
             NBI_CHECK(num >= 0 && num < t->nwp);
         }
