@@ -20,13 +20,17 @@
 // the tiles visited form a box; with the k-th best so far at dist2 w, anything that could still
 // enter the answer has dist2 <= w, so it is accepted by the test at a radius rw with
 // fl(rw * rw) >= w, so it lies within reach(rw) of the asker. Once the tiles that can hold such
-// a point are inside the visited box the search stops. Those tiles are measured against the
-// box every entity lies in (the world's, widened by the entities beyond it; nbiTiles.elo):
-// from an asker outside that box by g[0] on one axis and g[1] on the other, a point within
-// reach lies within sqrt(reach^2 - g[1]^2) - g[0] of the box's nearest edge on the first axis
-// (likewise the second), so an asker far off a corner of the world sees only the tiles at that
-// corner, where the plain range q +- reach would take in every edge tile, and the edge tiles
-// (reaching out to infinity) every tile between. Radius queries take the same range.
+// a point are inside the visited box the search stops. Those tiles are measured against boxes
+// that hold the points, not against the tiles (whose edges reach out to infinity at the
+// world's edges): the world's box holds every point not beyond it, and per side a box holds
+// those beyond it (nbiTilesBeyond). From an asker outside a box by g[0] on one axis and g[1]
+// on the other, a point of the box within reach lies within sqrt(reach^2 - g[1]^2) - g[0] of
+// the box's nearest edge on the first axis (likewise the second; nbi_tile_range_box), so an
+// asker far off a corner of the world sees only the tiles at that corner, where the plain range
+// q +- reach would take in every edge tile and so every tile between. The points within the
+// world are searched in the tiles the world's box allows (in the edge tiles, only those within
+// the world: nbi_keep), then those beyond each side in the edge tiles that side's box allows,
+// so that each point is offered once. Radius queries take the same ranges.
 //
 // Entities. Block b = tile * groups + group holds the entities of that group in that tile at
 // arena positions [start[b], end[b]), inside a power-of-two block of 2^cls[b] positions (cls
@@ -59,6 +63,20 @@
 
 enum { NBI_TILES_MAX_ITEMS = 1 << 28 };
 
+// The points (entities or waypoints) beyond the world's box, by the first side they lie beyond
+// in the order x low, x high, y low, y high (nbi_side; tiled axes): n[s] of them, all within the
+// box [lo[s], hi[s]], which grows as they come and is emptied (+inf, -inf) when the last of
+// side s leaves, so that the bound shrinks back once the world's edges are clear again.
+typedef struct nbiTilesBeyond {
+    int32_t n[4];
+    int32_t any; // n[0] + n[1] + n[2] + n[3]
+    double lo[4][2], hi[4][2];
+} nbiTilesBeyond;
+
+// Which points a scan of a tile offers (nbi_keep): every one, those within the world's box, or
+// those beyond side s (NBI_KEEP_SIDE + s).
+enum { NBI_KEEP_ALL = -2, NBI_KEEP_INSIDE = -1, NBI_KEEP_SIDE = 0 };
+
 struct nbTiles {
     nbAllocator alloc;
     int32_t dim;
@@ -73,16 +91,11 @@ struct nbTiles {
     int32_t count;
     int32_t nfiltered; // entities whose mask is not all ones: 0 lets queries skip the masks
 
-    // Boxes on the tiled axes that every entity (every waypoint) lies in, which the searches
-    // measure an asker's distance to (nbi_tile_range_box). The world's box is [wlo, whi]
-    // (origin, origin + tiles * edge). nbeyond[a][s] counts the entities beyond it on side s
-    // (0 below, 1 above) of tiled axis a; while some are, [elo, ehi] is widened to hold each
-    // as it comes, and when the last of a side leaves, that side goes back to the world's
-    // edge (nbi_beyond). The waypoints' box is theirs exactly (nb_tiles_add_waypoints).
+    // What the searches measure an asker's distance to (nbi_tile_range_box): the world's box
+    // [wlo, whi] on the tiled axes (origin, origin + tiles * edge), which holds every entity and
+    // waypoint not beyond it, and per side the box of those beyond it (nbiTilesBeyond).
     double wlo[2], whi[2];
-    int32_t nbeyond[2][2];
-    double elo[2], ehi[2];
-    double plo[2], phi[2];
+    nbiTilesBeyond eb, wb; // the entities', the waypoints'
 
     nbiPool pool; // handles; a slot's value is its entity's position
     nbiBuf key;   // int32_t per slot: its block
@@ -143,7 +156,8 @@ static void nbi_tile_range(const nbTiles *t, const double *q, double reach, int3
 // rounding: g and g_b^2 rounded down, reach^2 and the difference and the root rounded up (each
 // by 2^-50 of itself: one correctly rounded operation errs by 2^-53), plus 2^-520 for squares
 // that underflow (their root's error). False, and an empty range, when no point of the box can
-// be that near. An asker inside the box (both gaps zero) gets the plain tiles of q +- reach.
+// be that near. An asker inside the box (both gaps zero) gets the plain tiles of q +- reach;
+// one outside it no more than the tiles of the box.
 static bool nbi_tile_range_box(const nbTiles *t, const double *q, double reach, const double *blo,
                                const double *bhi, int32_t lo[2], int32_t hi[2])
 {
@@ -168,44 +182,80 @@ static bool nbi_tile_range_box(const nbTiles *t, const double *q, double reach, 
             return false;
         }
         const double ee = e * (1.0 + 0x1p-50) + 0x1p-520;
+        // and no farther than the box's own tiles (the map is monotone: a point of the box
+        // lies in a tile between those of its edges)
+        const int32_t blo_t = nbi_tile_axis(t, a, blo[a]), bhi_t = nbi_tile_axis(t, a, bhi[a]);
         lo[a] = nbi_tile_axis(t, a, c[a] - ee);
         hi[a] = nbi_tile_axis(t, a, c[a] + ee);
+        lo[a] = lo[a] > blo_t ? lo[a] : blo_t;
+        hi[a] = hi[a] < bhi_t ? hi[a] : bhi_t;
     }
     return true;
 }
 
-// Counts the entity at pos in (sign 1) or out (-1) of the entities beyond the world's box,
-// per side: one counted in widens the entities' box to hold it, and when the last of a side is
-// counted out, that side of the box goes back to the world's edge.
-static void nbi_beyond(nbTiles *t, const double *pos, int sign)
+// The first side of the world's box that the point p lies beyond (0 x low, 1 x high, 2 y low,
+// 3 y high, on the tiled axes), or -1 within it.
+NBI_INLINE int nbi_side(const nbTiles *t, const double *p)
 {
-    for (int a = 0; a < 2; a++) {
-        const double x = pos[t->ax[a]];
-        if (x < t->wlo[a]) {
-            t->nbeyond[a][0] += sign;
-            if (sign > 0 && x < t->elo[a]) t->elo[a] = x;
-            if (t->nbeyond[a][0] == 0) t->elo[a] = t->wlo[a];
-        } else if (x > t->whi[a]) {
-            t->nbeyond[a][1] += sign;
-            if (sign > 0 && x > t->ehi[a]) t->ehi[a] = x;
-            if (t->nbeyond[a][1] == 0) t->ehi[a] = t->whi[a];
-        }
+    const double x = p[t->ax[0]], y = p[t->ax[1]];
+    return x < t->wlo[0] ? 0 : x > t->whi[0] ? 1 : y < t->wlo[1] ? 2 : y > t->whi[1] ? 3 : -1;
+}
+
+// Whether a scan in `mode` (NBI_KEEP_*) offers the point p.
+NBI_INLINE bool nbi_keep(const nbTiles *t, int mode, const double *p)
+{
+    return mode == NBI_KEEP_ALL || nbi_side(t, p) == mode;
+}
+
+// No point beyond the world's box.
+static void nbi_beyond_reset(nbiTilesBeyond *b)
+{
+    b->any = 0;
+    for (int s = 0; s < 4; s++) {
+        b->n[s] = 0;
+        b->lo[s][0] = b->lo[s][1] = (double)INFINITY;
+        b->hi[s][0] = b->hi[s][1] = -(double)INFINITY;
     }
 }
 
-// No entity beyond the world's box; no waypoint (an empty box).
-static void nbi_beyond_reset(nbTiles *t, bool waypoints)
+// Counts the point p in (sign 1) or out (-1) of b: one counted in widens its side's box to hold
+// it; when the last of a side is counted out, that side's box is emptied.
+static void nbi_beyond(const nbTiles *t, nbiTilesBeyond *b, const double *p, int sign)
 {
-    for (int a = 0; a < 2; a++) {
-        if (waypoints) {
-            t->plo[a] = (double)INFINITY;
-            t->phi[a] = -(double)INFINITY;
-            continue;
-        }
-        t->nbeyond[a][0] = t->nbeyond[a][1] = 0;
-        t->elo[a] = t->wlo[a];
-        t->ehi[a] = t->whi[a];
+    const int s = nbi_side(t, p);
+    if (s < 0) return;
+    b->n[s] += sign;
+    b->any += sign;
+    if (b->n[s] == 0) {
+        b->lo[s][0] = b->lo[s][1] = (double)INFINITY;
+        b->hi[s][0] = b->hi[s][1] = -(double)INFINITY;
+        return;
     }
+    for (int a = 0; sign > 0 && a < 2; a++) {
+        const double x = p[t->ax[a]];
+        b->lo[s][a] = x < b->lo[s][a] ? x : b->lo[s][a];
+        b->hi[s][a] = x > b->hi[s][a] ? x : b->hi[s][a];
+    }
+}
+
+// Part `part` of a search within `reach` of q over the points b counts beyond the world: the
+// range of tiles it must scan and what to offer there (*mode). Part 0 the points within the
+// world's box (every point when none lies beyond it), part 1 + s those beyond side s. False,
+// with an empty range, when the part can hold nothing so near (or nothing at all).
+static bool nbi_part_range(const nbTiles *t, const nbiTilesBeyond *b, int part, const double *q,
+                           double reach, int32_t lo[2], int32_t hi[2], int *mode)
+{
+    if (part == 0) {
+        *mode = b->any > 0 ? NBI_KEEP_INSIDE : NBI_KEEP_ALL;
+        return nbi_tile_range_box(t, q, reach, t->wlo, t->whi, lo, hi);
+    }
+    *mode = NBI_KEEP_SIDE + part - 1;
+    if (b->n[part - 1] == 0) {
+        lo[0] = lo[1] = 1;
+        hi[0] = hi[1] = 0;
+        return false;
+    }
+    return nbi_tile_range_box(t, q, reach, b->lo[part - 1], b->hi[part - 1], lo, hi);
 }
 
 static bool nbi_finite(const double *p, int dim)
@@ -413,8 +463,8 @@ nbStatus nb_tiles_create(const nbTilesDesc *desc, nbTiles **out)
         t->wlo[i] = desc->origin[i];
         t->whi[i] = desc->origin[i] + (double)nt[i] * edge[i]; // may be +inf: then never passed
     }
-    nbi_beyond_reset(t, false);
-    nbi_beyond_reset(t, true);
+    nbi_beyond_reset(&t->eb);
+    nbi_beyond_reset(&t->wb);
     nbi_pool_init(&t->pool, &a, NBI_TILES_MAX_ITEMS);
     nbi_arena_reset(&t->arena);
     const size_t blocks = nbi_blocks(t);
@@ -493,7 +543,7 @@ void nb_tiles_clear(nbTiles *tiles)
     memset(tiles->occ.ptr, 0, tiles->occ.cap * sizeof(uint32_t));
     nbi_arena_reset(&tiles->arena);
     tiles->count = tiles->nfiltered = 0;
-    nbi_beyond_reset(tiles, false);
+    nbi_beyond_reset(&tiles->eb);
 }
 
 int32_t nb_tiles_count(const nbTiles *tiles)
@@ -577,7 +627,7 @@ nbStatus nb_tiles_insert(nbTiles *tiles, const double *pos, uint64_t user, nbFil
     NBI_ARR(t, mask, uint32_t)[slot] = filter.mask;
     t->nfiltered += !nbi_mask_all(filter.mask);
     nbi_block_append(t, b, slot, pos);
-    nbi_beyond(t, pos, 1);
+    nbi_beyond(t, &t->eb, pos, 1);
     t->count++;
     *out = h;
     return NB_OK;
@@ -608,8 +658,8 @@ nbStatus nb_tiles_move(nbTiles *tiles, nbHandle entity, const double *pos)
     double *at =
         NBI_ARR(t, pts, double) + (size_t)nbi_pool_slot_value(&t->pool, slot) * (size_t)t->dim;
     if (b == cur) { // the common case: same tile, rewrite the coordinates only
-        nbi_beyond(t, at, -1);
-        nbi_beyond(t, pos, 1);
+        nbi_beyond(t, &t->eb, at, -1);
+        nbi_beyond(t, &t->eb, pos, 1);
         memcpy(at, pos, (size_t)t->dim * sizeof(double));
         return NB_OK;
     }
@@ -617,8 +667,8 @@ nbStatus nb_tiles_move(nbTiles *tiles, nbHandle entity, const double *pos)
     memcpy(old, at, (size_t)t->dim * sizeof(double));
     const nbStatus rst = nbi_tiles_rehome(t, slot, b, pos);
     if (rst != NB_OK) return rst;
-    nbi_beyond(t, old, -1);
-    nbi_beyond(t,
+    nbi_beyond(t, &t->eb, old, -1);
+    nbi_beyond(t, &t->eb,
                NBI_ARR(t, pts, const double) +
                    (size_t)nbi_pool_slot_value(&t->pool, slot) * (size_t)t->dim,
                1);
@@ -633,7 +683,7 @@ nbStatus nb_tiles_remove(nbTiles *tiles, nbHandle entity)
     const nbStatus st = nbi_pool_lookup(&t->pool, entity, &slot);
     if (st != NB_OK) return st;
     const int32_t p = nbi_pool_slot_value(&t->pool, slot);
-    nbi_beyond(t, NBI_ARR(t, pts, const double) + (size_t)p * (size_t)t->dim, -1);
+    nbi_beyond(t, &t->eb, NBI_ARR(t, pts, const double) + (size_t)p * (size_t)t->dim, -1);
     nbi_block_take_out(t, NBI_ARR(t, key, int32_t)[slot], p);
     nbi_pool_free(&t->pool, entity, NULL);
     t->nfiltered -= !nbi_mask_all(NBI_ARR(t, mask, const uint32_t)[slot]);
@@ -838,19 +888,12 @@ nbStatus nb_tiles_visit_tile(const nbTiles *tiles, int32_t tile, nbFilter filter
 
 // ---- radius queries ----
 
-// Entities that pass `filter` within radius of center (checked), other than slot `skip` (or
-// -1), into x.
-static nbStatus nbi_entity_radius(const nbTiles *t, const double *center, double radius,
-                                  nbFilter filter, int32_t skip, nbiTilesHits *x)
+// Entities of tiles [lo, hi] that `mode` keeps (nbi_keep) and that pass f, within r2 of center,
+// other than slot `skip` (or -1), into x. False once the visitor stops.
+static bool nbi_radius_tiles(const nbTiles *t, const double *center, double r2, const int32_t lo[2],
+                             const int32_t hi[2], int mode, const nbiTilesFilter *f, int32_t skip,
+                             nbiTilesHits *x)
 {
-    if (!nbi_finite(center, t->dim)) return NB_ERR_NOT_FINITE;
-    const nbStatus st = nbi_check_radius(radius);
-    if (st != NB_OK) return st;
-    if (x->fn == NULL && x->cap < 0) return NB_ERR_OUT_OF_RANGE;
-    const double r2 = radius * radius;
-    int32_t lo[2], hi[2];
-    if (!nbi_tile_range_box(t, center, nbi_reach(radius), t->elo, t->ehi, lo, hi)) return NB_OK;
-    const nbiTilesFilter f = nbi_filter(t, filter);
     const uint32_t *occ = NBI_ARR(t, occ, const uint32_t);
     const int32_t *start = NBI_ARR(t, start, const int32_t), *end = NBI_ARR(t, end, const int32_t);
     const int32_t *idx = NBI_ARR(t, idx, const int32_t);
@@ -859,16 +902,37 @@ static nbStatus nbi_entity_radius(const nbTiles *t, const double *center, double
     for (int32_t ty = lo[1]; ty <= hi[1]; ty++) {
         for (int32_t tx = lo[0]; tx <= hi[0]; tx++) {
             const int32_t tile = tx + t->nt[0] * ty, base = tile * t->groups;
-            for (uint32_t m = occ[tile] & f.groups; m != 0; m &= m - 1) {
+            for (uint32_t m = occ[tile] & f->groups; m != 0; m &= m - 1) {
                 const int32_t b = base + nbi_ctz32(m);
                 for (int32_t p = start[b]; p < end[b]; p++) {
-                    if (nbi_dist2(pts + (size_t)p * (size_t)dim, center, dim) > r2) continue;
-                    if (idx[p] == skip || !nbi_passes(&f, idx[p])) continue;
+                    const double *pt = pts + (size_t)p * (size_t)dim;
+                    if (nbi_dist2(pt, center, dim) > r2 || !nbi_keep(t, mode, pt)) continue;
+                    if (idx[p] == skip || !nbi_passes(f, idx[p])) continue;
                     nbi_emit(x, nbi_entity_hit(t, idx[p]));
-                    if (x->stop) return NB_OK;
+                    if (x->stop) return false;
                 }
             }
         }
+    }
+    return true;
+}
+
+// Entities that pass `filter` within radius of center (checked), other than slot `skip` (or
+// -1), into x: those within the world's box, then those beyond each side (nbi_part_range).
+static nbStatus nbi_entity_radius(const nbTiles *t, const double *center, double radius,
+                                  nbFilter filter, int32_t skip, nbiTilesHits *x)
+{
+    if (!nbi_finite(center, t->dim)) return NB_ERR_NOT_FINITE;
+    const nbStatus st = nbi_check_radius(radius);
+    if (st != NB_OK) return st;
+    if (x->fn == NULL && x->cap < 0) return NB_ERR_OUT_OF_RANGE;
+    const double r2 = radius * radius, reach = nbi_reach(radius);
+    const nbiTilesFilter f = nbi_filter(t, filter);
+    for (int part = 0; part < 5; part++) {
+        int32_t lo[2], hi[2];
+        int mode;
+        if (!nbi_part_range(t, &t->eb, part, center, reach, lo, hi, &mode)) continue;
+        if (!nbi_radius_tiles(t, center, r2, lo, hi, mode, &f, skip, x)) return NB_OK;
     }
     return NB_OK;
 }
@@ -935,22 +999,26 @@ static nbStatus nbi_waypoint_radius(const nbTiles *t, const double *center, doub
     const nbStatus st = nbi_check_radius(radius);
     if (st != NB_OK) return st;
     if (x->fn == NULL && x->cap < 0) return NB_ERR_OUT_OF_RANGE;
-    const double r2 = radius * radius;
-    int32_t lo[2], hi[2];
-    if (!nbi_tile_range_box(t, center, nbi_reach(radius), t->plo, t->phi, lo, hi)) return NB_OK;
+    const double r2 = radius * radius, reach = nbi_reach(radius);
     const int32_t *ws = NBI_ARR(t, wstart, const int32_t);
     const double *pts = NBI_ARR(t, wpts, const double);
     const uint64_t *id = NBI_ARR(t, wid, const uint64_t);
     const int32_t *num = NBI_ARR(t, wnum, const int32_t);
     const int dim = t->dim;
-    for (int32_t ty = lo[1]; ty <= hi[1]; ty++) {
-        const int32_t row = t->nt[0] * ty;
-        // A row of tiles is one run of the compact array.
-        for (int32_t w = ws[row + lo[0]]; w < ws[row + hi[0] + 1]; w++) {
-            if (nbi_dist2(pts + (size_t)w * (size_t)dim, center, dim) > r2) continue;
-            const nbHit hit = {NB_HANDLE_NULL, id[num[w]]};
-            nbi_emit(x, hit);
-            if (x->stop) return NB_OK;
+    for (int part = 0; part < 5; part++) { // as nbi_entity_radius
+        int32_t lo[2], hi[2];
+        int mode;
+        if (!nbi_part_range(t, &t->wb, part, center, reach, lo, hi, &mode)) continue;
+        for (int32_t ty = lo[1]; ty <= hi[1]; ty++) {
+            const int32_t row = t->nt[0] * ty;
+            // A row of tiles is one run of the compact array.
+            for (int32_t w = ws[row + lo[0]]; w < ws[row + hi[0] + 1]; w++) {
+                const double *pt = pts + (size_t)w * (size_t)dim;
+                if (nbi_dist2(pt, center, dim) > r2 || !nbi_keep(t, mode, pt)) continue;
+                const nbHit hit = {NB_HANDLE_NULL, id[num[w]]};
+                nbi_emit(x, hit);
+                if (x->stop) return NB_OK;
+            }
         }
     }
     return NB_OK;
@@ -987,7 +1055,9 @@ typedef struct nbiKnn {
     double bound2;    // candidates need dist2 <= bound2 = maxd * maxd, as in a radius query
     nbiTilesFilter f; // the entities searched; waypoints when `waypoints`
     bool waypoints;
-    double worst; // a candidate with a larger dist2 cannot enter the answer
+    double worst;            // a candidate with a larger dist2 cannot enter the answer
+    const nbiTilesBeyond *b; // the searched points beyond the world (entities' or waypoints')
+    int mode;                // which points of a tile the scans offer (nbi_keep)
 } nbiKnn;
 
 // Offers one candidate: most are turned away by the first test (farther than the k-th best).
@@ -1009,8 +1079,10 @@ static void nbi_knn_row(nbiKnn *s, int32_t y, int32_t x0, int32_t x1)
         const int32_t *ws = NBI_ARR(t, wstart, const int32_t);
         const double *pts = NBI_ARR(t, wpts, const double);
         const int32_t *num = NBI_ARR(t, wnum, const int32_t);
-        for (int32_t w = ws[row + x0], w1 = ws[row + x1 + 1]; w < w1; w++)
-            nbi_knn_consider(s, nbi_dist2(pts + (size_t)w * (size_t)dim, s->q, dim), num[w]);
+        for (int32_t w = ws[row + x0], w1 = ws[row + x1 + 1]; w < w1; w++) {
+            const double *pt = pts + (size_t)w * (size_t)dim;
+            if (nbi_keep(t, s->mode, pt)) nbi_knn_consider(s, nbi_dist2(pt, s->q, dim), num[w]);
+        }
         return;
     }
     const int32_t *start = NBI_ARR(t, start, const int32_t), *end = NBI_ARR(t, end, const int32_t);
@@ -1022,20 +1094,33 @@ static void nbi_knn_row(nbiKnn *s, int32_t y, int32_t x0, int32_t x1)
         for (uint32_t m = occ[tile] & s->f.groups; m != 0; m &= m - 1) {
             const int32_t b = base + nbi_ctz32(m);
             for (int32_t p = start[b], p1 = end[b]; p < p1; p++) {
-                const double d2 = nbi_dist2(pts + (size_t)p * (size_t)dim, s->q, dim);
+                const double *pt = pts + (size_t)p * (size_t)dim;
+                const double d2 = nbi_dist2(pt, s->q, dim);
                 if (d2 > s->worst || !nbi_passes(&s->f, idx[p])) continue;
-                nbi_knn_consider(s, d2, idx[p]);
+                if (nbi_keep(t, s->mode, pt)) nbi_knn_consider(s, d2, idx[p]);
             }
         }
     }
 }
 
-// The box of tiles [lo, hi] that can still hold a candidate (empty when none can): those
-// within reach(r) of q (nbi_tile_range_box, against the box the candidates lie in), with r the
-// max distance or, once the heap is full, rw with fl(rw * rw) >= the k-th best dist2
-// (whatever ties or beats it passes the test at radius rw, so it lies within reach(rw)).
-// False while the search is unbounded.
-static bool nbi_knn_range(const nbiKnn *s, int32_t lo[2], int32_t hi[2])
+// Offers the tiles x0 .. x1 of row y that lie outside the visited box [lo, hi].
+static void nbi_knn_row_around(nbiKnn *s, int32_t y, int32_t x0, int32_t x1, const int32_t lo[2],
+                               const int32_t hi[2])
+{
+    if (x0 > x1) return;
+    if (y < lo[1] || y > hi[1]) {
+        nbi_knn_row(s, y, x0, x1);
+        return;
+    }
+    if (x0 < lo[0]) nbi_knn_row(s, y, x0, x1 < lo[0] - 1 ? x1 : lo[0] - 1);
+    if (x1 > hi[0]) nbi_knn_row(s, y, x0 > hi[0] + 1 ? x0 : hi[0] + 1, x1);
+}
+
+// The tiles [lo, hi] of part `part` (nbi_part_range) that can still hold a candidate, with the
+// mode to scan them in: those within reach(r) of q, with r the max distance or, once the heap
+// is full, rw with fl(rw * rw) >= the k-th best dist2 (whatever ties or beats it passes the test
+// at radius rw, so it lies within reach(rw)). False while the search is unbounded.
+static bool nbi_knn_range(const nbiKnn *s, int part, int32_t lo[2], int32_t hi[2], int *mode)
 {
     double r = s->maxd;
     if (s->heap.size == s->heap.k) {
@@ -1043,23 +1128,25 @@ static bool nbi_knn_range(const nbiKnn *s, int32_t lo[2], int32_t hi[2])
         r = rw < r ? rw : r;
     }
     if (!(r < (double)INFINITY)) return false;
-    const nbTiles *t = s->t;
-    nbi_tile_range_box(t, s->q, nbi_reach(r), s->waypoints ? t->plo : t->elo,
-                       s->waypoints ? t->phi : t->ehi, lo, hi);
+    nbi_part_range(s->t, s->b, part, s->q, nbi_reach(r), lo, hi, mode);
     return true;
 }
 
-// Two phases. First, rings of tiles outward from the query's (clamped) tile until the search
-// is bounded (k found, or a max distance) or the world is covered. Then the tiles of the
-// bounding range not yet visited, row by row outward from the query's row, the range shrinking
-// as better candidates come in. Afterwards the heap is sorted, nearest first.
+// Three phases. First, rings of tiles outward from the query's (clamped) tile, every point of
+// each, until the search is bounded (k found, or a max distance) or the world is covered. Then
+// the tiles of the bounding range of the points within the world's box not yet visited, row by
+// row outward from the query's row, the range shrinking as better candidates come in. Then,
+// side by side, the tiles not yet visited of the range of the points beyond that side, for
+// those points only. Afterwards the heap is sorted, nearest first.
 static void nbi_knn_run(nbiKnn *s)
 {
     const nbTiles *t = s->t;
     s->worst = s->bound2;
+    s->mode = NBI_KEEP_ALL;
     const int32_t nx = t->nt[0], ny = t->nt[1];
     const int32_t c[2] = {nbi_tile_axis(t, 0, s->q[t->ax[0]]), nbi_tile_axis(t, 1, s->q[t->ax[1]])};
     int32_t lo[2], hi[2], rlo[2], rhi[2];
+    int mode = NBI_KEEP_ALL;
     for (int32_t r = 0;; r++) {
         lo[0] = c[0] - r < 0 ? 0 : c[0] - r;
         lo[1] = c[1] - r < 0 ? 0 : c[1] - r;
@@ -1076,10 +1163,11 @@ static void nbi_knn_run(nbiKnn *s)
             if (right) nbi_knn_row(s, y, c[0] + r, c[0] + r);
         }
         if (lo[0] == 0 && lo[1] == 0 && hi[0] == nx - 1 && hi[1] == ny - 1) goto sorted;
-        if (nbi_knn_range(s, rlo, rhi)) break;
+        if (nbi_knn_range(s, 0, rlo, rhi, &mode)) break;
     }
     // The range's rows outward from the query's: inside the visited rows only the parts left
     // and right of the visited box, outside them the whole row.
+    s->mode = mode;
     double seen = s->worst;
     for (int32_t d = 0;; d++) {
         const int32_t y0 = c[1] - d, y1 = c[1] + d;
@@ -1087,17 +1175,16 @@ static void nbi_knn_run(nbiKnn *s)
         for (int side = 0; side < (d > 0 ? 2 : 1); side++) {
             const int32_t y = side == 0 ? y0 : y1;
             if (y < rlo[1] || y > rhi[1]) continue;
-            if (y >= lo[1] && y <= hi[1]) {
-                if (rlo[0] < lo[0]) nbi_knn_row(s, y, rlo[0], lo[0] - 1);
-                if (rhi[0] > hi[0]) nbi_knn_row(s, y, hi[0] + 1, rhi[0]);
-            } else if (rlo[0] <= rhi[0]) {
-                nbi_knn_row(s, y, rlo[0], rhi[0]);
-            }
+            nbi_knn_row_around(s, y, rlo[0], rhi[0], lo, hi);
             if (s->worst < seen) { // narrows as better candidates come in
                 seen = s->worst;
-                nbi_knn_range(s, rlo, rhi);
+                nbi_knn_range(s, 0, rlo, rhi, &mode);
             }
         }
+    }
+    for (int part = 1; part < 5 && s->b->any > 0; part++) { // the points beyond each side
+        nbi_knn_range(s, part, rlo, rhi, &s->mode);
+        for (int32_t y = rlo[1]; y <= rhi[1]; y++) nbi_knn_row_around(s, y, rlo[0], rhi[0], lo, hi);
     }
 sorted:;
     nbi_heap_sort(&s->heap);
@@ -1144,6 +1231,7 @@ static int32_t nbi_knn_search(const nbTiles *t, const double *q, nbFilter filter
     s.bound2 = maxd < (double)INFINITY ? maxd * maxd : (double)INFINITY;
     s.f = nbi_filter(t, filter);
     s.waypoints = waypoints;
+    s.b = waypoints ? &t->wb : &t->eb;
     if (k == 0 || (waypoints ? t->nwp == 0 : s.f.groups == 0 || t->count == 0)) return 0;
     nbi_knn_run(&s);
     nbi_knn_widen(t, waypoints, out, s.heap.size);
@@ -1400,11 +1488,7 @@ nbStatus nb_tiles_add_waypoints(nbTiles *tiles, const double *pos, const uint64_
     }
     for (int32_t i = 0; i < count; i++) {
         const int32_t c = nbi_tile_of(t, pos + (size_t)i * d), w = at[c]++;
-        for (int a = 0; a < 2; a++) { // the waypoints' box (nbi_tile_range_box)
-            const double x = pos[(size_t)i * d + (size_t)t->ax[a]];
-            t->plo[a] = x < t->plo[a] ? x : t->plo[a];
-            t->phi[a] = x > t->phi[a] ? x : t->phi[a];
-        }
+        nbi_beyond(t, &t->wb, pos + (size_t)i * d, 1);
         memcpy(wpts + (size_t)w * d, pos + (size_t)i * d, d * sizeof(double));
         wnum[w] = t->nwp + i;
         wid[t->nwp + i] = ids != NULL ? ids[i] : (uint64_t)(t->nwp + i);
@@ -1433,10 +1517,32 @@ void nb_tiles_clear_waypoints(nbTiles *tiles)
     if (tiles == NULL) return;
     memset(tiles->wstart.ptr, 0, tiles->wstart.cap * sizeof(int32_t));
     tiles->nwp = 0;
-    nbi_beyond_reset(tiles, true);
+    nbi_beyond_reset(&tiles->wb);
 }
 
 // ---- validate ----
+
+// Whether point p lies in the box of the side b counts it beyond (any point within the world).
+static bool nbi_beyond_holds(const nbTiles *t, const nbiTilesBeyond *b, const double *p)
+{
+    const int s = nbi_side(t, p);
+    for (int a = 0; s >= 0 && a < 2; a++)
+        if (!(p[t->ax[a]] >= b->lo[s][a] && p[t->ax[a]] <= b->hi[s][a])) return false;
+    return true;
+}
+
+// Whether b's counts are those recounted into `counted`, and its empty sides' boxes empty.
+static bool nbi_beyond_counts(const nbiTilesBeyond *counted, const nbiTilesBeyond *b)
+{
+    int32_t any = 0;
+    for (int s = 0; s < 4; s++) {
+        if (b->n[s] != counted->n[s]) return false;
+        if (b->n[s] == 0 && (b->lo[s][0] != (double)INFINITY || b->hi[s][1] != -(double)INFINITY))
+            return false;
+        any += b->n[s];
+    }
+    return any == b->any;
+}
 
 nbStatus nb_tiles_validate(const nbTiles *tiles)
 {
@@ -1455,7 +1561,8 @@ nbStatus nb_tiles_validate(const nbTiles *tiles)
     const int32_t *idx = NBI_ARR(t, idx, const int32_t), *key = NBI_ARR(t, key, const int32_t);
     const double *pts = NBI_ARR(t, pts, const double);
     int64_t items = 0, block_positions = 0, nfiltered = 0;
-    int32_t beyond[2][2] = {{0, 0}, {0, 0}};
+    nbiTilesBeyond beyond; // recounted, and each point checked against its side's box
+    nbi_beyond_reset(&beyond);
     const uint32_t *occ = NBI_ARR(t, occ, const uint32_t);
     for (int32_t tile = 0; tile < t->ntiles; tile++) {
         for (int32_t g = 0; g < t->groups; g++) {
@@ -1477,40 +1584,33 @@ nbStatus nb_tiles_validate(const nbTiles *tiles)
                 const double *x = pts + (size_t)p * (size_t)t->dim;
                 NBI_CHECK(nbi_finite(x, t->dim));
                 NBI_CHECK(nbi_tile_of(t, x) == tile);
-                for (int a = 0; a < 2; a++) {
-                    const double v = x[t->ax[a]];
-                    NBI_CHECK(v >= t->elo[a] && v <= t->ehi[a]);
-                    beyond[a][0] += v < t->wlo[a];
-                    beyond[a][1] += v > t->whi[a];
-                }
+                NBI_CHECK(nbi_beyond_holds(t, &t->eb, x));
+                nbi_beyond(t, &beyond, x, 1);
                 nfiltered += !nbi_mask_all(NBI_ARR(t, mask, const uint32_t)[s]);
                 items++;
             }
         }
     }
     NBI_CHECK(items == t->count && nfiltered == t->nfiltered);
-    for (int a = 0; a < 2; a++) {
-        NBI_CHECK(beyond[a][0] == t->nbeyond[a][0] && beyond[a][1] == t->nbeyond[a][1]);
-        NBI_CHECK(t->elo[a] <= t->wlo[a] && t->ehi[a] >= t->whi[a]);
-        NBI_CHECK(beyond[a][0] > 0 || t->elo[a] == t->wlo[a]);
-        NBI_CHECK(beyond[a][1] > 0 || t->ehi[a] == t->whi[a]);
-    }
+    NBI_CHECK(nbi_beyond_counts(&beyond, &t->eb));
     NBI_CHECK(nbi_arena_valid(&t->arena, idx));
     NBI_CHECK(block_positions + t->arena.free_positions == t->arena.top);
     // waypoints
     const int32_t *ws = NBI_ARR(t, wstart, const int32_t);
     NBI_CHECK(ws[0] == 0 && ws[t->ntiles] == t->nwp && (size_t)t->nwp <= t->wid.cap);
+    nbi_beyond_reset(&beyond);
     const double *wpts = NBI_ARR(t, wpts, const double);
     for (int32_t c = 0; c < t->ntiles; c++) {
         NBI_CHECK(ws[c] <= ws[c + 1]);
         for (int32_t w = ws[c]; w < ws[c + 1]; w++) {
             const double *x = wpts + (size_t)w * (size_t)t->dim;
             NBI_CHECK(nbi_finite(x, t->dim) && nbi_tile_of(t, x) == c);
-            for (int a = 0; a < 2; a++)
-                NBI_CHECK(x[t->ax[a]] >= t->plo[a] && x[t->ax[a]] <= t->phi[a]);
+            NBI_CHECK(nbi_beyond_holds(t, &t->wb, x));
+            nbi_beyond(t, &beyond, x, 1);
             const int32_t num = NBI_ARR(t, wnum, const int32_t)[w];
             NBI_CHECK(num >= 0 && num < t->nwp);
         }
     }
+    NBI_CHECK(nbi_beyond_counts(&beyond, &t->wb));
     return NB_OK;
 }
