@@ -116,8 +116,10 @@ NB_API void nb_quadtree_destroy(nbQuadtree *tree);
 /// allocating in the usual case: it sets aside 3 block positions a rectangle (a node's block is
 /// at most twice what it holds, and freed blocks wait for reuse) and a group of four nodes per
 /// 8 rectangles. A workload that needs more still works and allocates (geometrically) until its
-/// blocks settle. NB_ERR_OUT_OF_RANGE for a negative count or one beyond 2^28;
-/// NB_ERR_OUT_OF_MEMORY leaves the tree unchanged.
+/// blocks settle. A tree that has been built (nb_quadtree_build) reserves in both its layouts,
+/// and the first build gives its second layout the largest count reserved so far, so that
+/// rebuilds of up to `count` rectangles allocate nothing. NB_ERR_OUT_OF_RANGE for a negative
+/// count or one beyond 2^28; NB_ERR_OUT_OF_MEMORY leaves the contents unchanged.
 NB_API nbStatus nb_quadtree_reserve(nbQuadtree *tree, int32_t count);
 
 /// Removes every rectangle (their handles go stale), resets the root to the desc's bounds and
@@ -127,7 +129,8 @@ NB_API void nb_quadtree_clear(nbQuadtree *tree);
 /// Rectangles in the tree (0 for NULL).
 NB_API int32_t nb_quadtree_count(const nbQuadtree *tree);
 
-/// Bytes the tree holds, including its struct (0 for NULL).
+/// Bytes the tree holds, including its struct and, once built, its second layout and the
+/// build's scratch (nb_quadtree_build) (0 for NULL).
 NB_API size_t nb_quadtree_memory_bytes(const nbQuadtree *tree);
 
 /// The tree's shape. O(nodes).
@@ -174,8 +177,14 @@ NB_API nbStatus nb_quadtree_insert(nbQuadtree *tree, const nbRect *rect, uint64_
 /// bounds. All or nothing: NB_ERR_NULL_ARG; NB_ERR_OUT_OF_RANGE for n < 0 or beyond 2^28; then
 /// the first bad rectangle's NB_ERR_NOT_FINITE or NB_ERR_OUT_OF_RANGE (checked as
 /// nb_quadtree_insert does, finiteness first); NB_ERR_OUT_OF_MEMORY; each leaving the tree (and
-/// handles) unchanged. Allocates
-/// the new tree before freeing the old one, and 81 bytes a rectangle while it works.
+/// handles) unchanged.
+/// Memory: a built tree keeps two layouts. The build lays the new tree out in the second one and
+/// swaps them when it is done (so a failure leaves the first as it was), and the layout it
+/// replaced, storage and all, is the next build's, with 9 bytes a rectangle of scratch kept
+/// between builds. So rebuilding every frame allocates nothing once both layouts have held a
+/// tree as large: from the third build on (with a capacity hint or nb_quadtree_reserve, from
+/// the second), unless a frame's tree needs more nodes or blocks than either has held (then one
+/// grows, by half again). The first build makes the second layout.
 NB_API nbStatus nb_quadtree_build(nbQuadtree *tree, const nbRect *rects, int32_t n,
                                   const uint64_t *users, const nbFilter *filters,
                                   nbHandle *handles);
