@@ -645,6 +645,17 @@ static int test_refused(void)
     return 0;
 }
 
+// A tree of the default desc but for its split threshold, allocating through al.
+static nbQuadtree *counted_tree(nbtAlloc *al, nbAllocator *a, int32_t threshold)
+{
+    *a = nbt_allocator(al);
+    nbQuadtreeDesc desc = {0};
+    desc.allocator = a;
+    desc.split_threshold = threshold;
+    nbQuadtree *qt = NULL;
+    return nb_quadtree_create(&desc, &qt) == NB_OK ? qt : NULL;
+}
+
 // A fingerprint of the whole tree's contents, to check "unchanged".
 static uint64_t fingerprint(const nbQuadtree *qt)
 {
@@ -850,12 +861,9 @@ static int test_rebuild_fails(void)
     int oom = 0; // builds refused for memory
     for (int64_t fail = 0; fail < 100 && !succeeded; fail++) {
         nbtAlloc al = {0};
-        nbAllocator a = nbt_allocator(&al);
-        nbQuadtreeDesc desc = {0};
-        desc.allocator = &a;
-        desc.split_threshold = 8;
-        nbQuadtree *qt = NULL;
-        NB_CHECK_OK(nb_quadtree_create(&desc, &qt));
+        nbAllocator a;
+        nbQuadtree *qt = counted_tree(&al, &a, 8);
+        NB_CHECK(qt != NULL);
         for (int i = 0; i < BIG; i++) r[i] = sized_rect(50.0, 50.0);
         NB_CHECK_OK(nb_quadtree_build(qt, r + N, N, NULL, NULL, h)); // the layout to be reused
         NB_CHECK_OK(nb_quadtree_build(qt, r, N, NULL, NULL, h));
@@ -1075,12 +1083,9 @@ static int test_move_many_oom(void)
     bool succeeded = false;
     for (int64_t fail = 1; fail < 200 && !succeeded; fail++) {
         nbtAlloc al = {0};
-        nbAllocator a = nbt_allocator(&al);
-        nbQuadtreeDesc desc = {0};
-        desc.allocator = &a;
-        desc.split_threshold = 2;
-        nbQuadtree *qt = NULL;
-        NB_CHECK_OK(nb_quadtree_create(&desc, &qt));
+        nbAllocator a;
+        nbQuadtree *qt = counted_tree(&al, &a, 2);
+        NB_CHECK(qt != NULL);
         nbHandle h[N];
         nbRect r[N];
         for (int i = 0; i < N; i++) {

@@ -384,21 +384,26 @@ static nbTilesDesc world(int kind, Model *m)
     return d;
 }
 
+// Inserts an entity at p into the grid and the model: a random group, a mask of its own when
+// the model's entities have them.
+static int model_insert(nbTiles *t, Model *m, const double p[3])
+{
+    const int32_t g = nbt_int(m->groups);
+    const nbFilter f = {1u << g, m->masked ? random_mask(m) : 0xFFFFFFFFu};
+    NB_CHECK_OK(nb_tiles_insert(t, p, (uint64_t)m->n, f, &m->handle[m->n]));
+    memcpy(m->pos[m->n], p, sizeof(double) * 3);
+    m->group[m->n] = g;
+    m->mask[m->n] = f.mask;
+    m->alive[m->n++] = true;
+    return 0;
+}
+
 static int random_step(nbTiles *t, Model *m)
 {
     const int op = nbt_int(20);
     double p[3];
     random_pos(m, p);
-    if ((op < 7 || m->n == 0) && m->n < MAXN) {
-        const int32_t g = nbt_int(m->groups);
-        const nbFilter f = {1u << g, m->masked ? random_mask(m) : 0xFFFFFFFFu};
-        NB_CHECK_OK(nb_tiles_insert(t, p, (uint64_t)m->n, f, &m->handle[m->n]));
-        memcpy(m->pos[m->n], p, sizeof p);
-        m->group[m->n] = g;
-        m->mask[m->n] = f.mask;
-        m->alive[m->n++] = true;
-        return 0;
-    }
+    if ((op < 7 || m->n == 0) && m->n < MAXN) return model_insert(t, m, p);
     const int32_t i = nbt_int(m->n);
     if (op < 15) {
         if (!m->alive[i]) {
@@ -444,14 +449,21 @@ static int random_step(nbTiles *t, Model *m)
 
 static Model model;
 
+// A new grid of world `kind` (world()), empty, and the model emptied for it; NULL on failure.
+static nbTiles *model_world(int kind, Model *m)
+{
+    const nbTilesDesc d = world(kind, m);
+    nbTiles *t = NULL;
+    return nb_tiles_create(&d, &t) == NB_OK ? t : NULL;
+}
+
 static int test_random_sequences(void)
 {
     for (int kind = 0; kind < 6; kind++) {
         for (int run = 0; run < 6; run++) {
             Model *m = &model;
-            nbTilesDesc d = world(kind, m);
-            nbTiles *t = NULL;
-            NB_CHECK_OK(nb_tiles_create(&d, &t));
+            nbTiles *t = model_world(kind, m);
+            NB_CHECK(t != NULL);
             const int steps = 150 + nbt_int(400);
             for (int s = 0; s < steps; s++) {
                 if (m->dim == 2 && nbt_int(20) == 0 && m->nw < MAXW - 40) {
@@ -523,16 +535,23 @@ static int test_waypoints_2d_packing(void)
     return 0;
 }
 
+// A square world [0, size)^2 of tiles x tiles tiles and `groups` groups; NULL on failure.
+static nbTiles *square_world(double size, int32_t tiles, int32_t groups)
+{
+    nbTilesDesc d = {0};
+    d.size[0] = d.size[1] = size;
+    d.tile_count[0] = d.tile_count[1] = tiles;
+    d.groups = groups;
+    nbTiles *t = NULL;
+    return nb_tiles_create(&d, &t) == NB_OK ? t : NULL;
+}
+
 // Entities and waypoints far outside the world, asked from far outside: the edge tiles reach to
 // infinity, and the rings must not stop at a tile's nominal box.
 static int test_outside(void)
 {
-    nbTilesDesc d = {0};
-    d.size[0] = d.size[1] = 100.0;
-    d.tile_count[0] = d.tile_count[1] = 10;
-    d.groups = 2;
-    nbTiles *t = NULL;
-    NB_CHECK_OK(nb_tiles_create(&d, &t));
+    nbTiles *t = square_world(100.0, 10, 2);
+    NB_CHECK(t != NULL);
     nbHandle h[4];
     const double p0[2] = {-1000.0, 50.0}, p1[2] = {5.0, 50.0}, p2[2] = {-1000.0, 95.0},
                  p3[2] = {55.0, 55.0};
@@ -630,22 +649,15 @@ static int test_far_askers(void)
     for (int kind = 0; kind < 6; kind++) {
         for (int run = 0; run < 3; run++) {
             Model *m = &model;
-            nbTilesDesc d = world(kind, m);
-            nbTiles *t = NULL;
-            NB_CHECK_OK(nb_tiles_create(&d, &t));
+            nbTiles *t = model_world(kind, m);
+            NB_CHECK(t != NULL);
             const double w = m->hi[0] - m->lo[0];
             const double dists[] = {1e-9 * w, 0.3 * w, w, 1e6};
             for (int i = 0; i < 160; i++) { // entities: most inside, the rest beyond
                 double p[3];
                 const int dir = nbt_int(3) == 0 ? nbt_int(8) : 8;
                 off_world(m, dir, dists[nbt_int(4)], p);
-                const int32_t g = nbt_int(m->groups);
-                const nbFilter f = {1u << g, m->masked ? random_mask(m) : 0xFFFFFFFFu};
-                NB_CHECK_OK(nb_tiles_insert(t, p, (uint64_t)m->n, f, &m->handle[m->n]));
-                memcpy(m->pos[m->n], p, sizeof p);
-                m->group[m->n] = g;
-                m->mask[m->n] = f.mask;
-                m->alive[m->n++] = true;
+                if (model_insert(t, m, p)) return 1;
             }
             double wp[60 * 3];
             for (int i = 0; i < 60; i++) { // waypoints: a corner's worth beyond, on one side
@@ -687,13 +699,6 @@ static int test_far_askers(void)
     return 0;
 }
 
-static double seconds(void)
-{
-    struct timespec ts;
-    timespec_get(&ts, TIME_UTC);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 // What a query far off a corner of the world costs: 50k entities inside a world of 100 x 100
 // tiles, one more 1e6 beyond the opposite corner, and a few that went 1e6 beyond the asked
 // corner and came back. 1200 askers 1e6 off the corners on the diagonals (the nearest enemy,
@@ -701,16 +706,12 @@ static double seconds(void)
 // entity's distance: each a small part of a scan. Before the searches measured the asker
 // against the entities' box, the edge tiles (reaching out to infinity) let the bound take in
 // every tile and each such query took 10 scans and more (725 us against 0.35 us inside).
-// The least of three rounds, so that a busy machine does not fail it.
+// Processor time, the least of three rounds, so that a busy machine does not fail it.
 static int test_far_costs_little(void)
 {
     enum { N = 50000, W = 5000, ASK = 400, SCANS = 40 };
-    nbTilesDesc d = {0};
-    d.size[0] = d.size[1] = 1000.0;
-    d.tile_count[0] = d.tile_count[1] = 100;
-    d.groups = 4;
-    nbTiles *t = NULL;
-    NB_CHECK_OK(nb_tiles_create(&d, &t));
+    nbTiles *t = square_world(1000.0, 100, 4);
+    NB_CHECK(t != NULL);
     double *pos = (double *)malloc(sizeof(double) * 2 * (N + 1)),
            *wp = (double *)malloc(sizeof(double) * 2 * W);
     NB_CHECK(pos != NULL && wp != NULL);
@@ -733,7 +734,7 @@ static int test_far_costs_little(void)
     double best_far = (double)INFINITY, best_scan = (double)INFINITY;
     static nbHit hits[N];
     for (int round = 0; round < 3; round++) {
-        double t0 = seconds();
+        clock_t t0 = clock();
         for (int a = 0; a < ASK; a++) {
             const double q[2] = {(a & 1) ? -1e6 : 1e6 + 1000.0 - 2e6 * (a & 1),
                                  (a & 2) ? -1e6 - a : 2e6 + a};
@@ -749,8 +750,8 @@ static int test_far_costs_little(void)
                                               hits, N, &found));
             NB_CHECK(found >= 5 && found < 50);
         }
-        const double far = seconds() - t0;
-        t0 = seconds();
+        const double far = (double)(clock() - t0) / CLOCKS_PER_SEC;
+        t0 = clock();
         double sink = 0.0;
         for (int k = 0; k < SCANS; k++) { // a scan: every entity's distance, as a walk's
             const double q[2] = {-1e6 - k, -1e6};
@@ -762,7 +763,7 @@ static int test_far_costs_little(void)
             }
             sink += best;
         }
-        const double scan = seconds() - t0;
+        const double scan = (double)(clock() - t0) / CLOCKS_PER_SEC;
         NB_CHECK(sink > 0.0);
         best_far = far < best_far ? far : best_far;
         best_scan = scan < best_scan ? scan : best_scan;
