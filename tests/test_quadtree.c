@@ -833,7 +833,7 @@ static int test_rebuild_no_alloc(void)
                 const nbRect w = {{c[0] - s, c[1] - s}, {c[0] + s, c[1] + s}};
                 NB_CHECK(check_window(qt, r, n, &w, hits) == 0);
             }
-            NB_CHECK(check_pairs(qt, r, n) == 0);
+            if (f == 0 || f == FRAMES - 1) NB_CHECK(check_pairs(qt, r, n) == 0); // O(n^2)
             NB_CHECK_OK(nb_quadtree_validate(qt));
         }
         printf("  %s: allocations %lld in the first build, %lld in the second, %lld in %d "
