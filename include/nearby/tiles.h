@@ -9,7 +9,10 @@
 /// A position's tile is floor((p - origin) * (1 / edge)) per tiled axis, clamped to the world: a
 /// position outside the world lives in the nearest edge (or corner) tile, so the edge tiles
 /// reach out to infinity. Every query stays exact for such positions (askers and entities
-/// alike); they only cost more, since an edge tile holds all of its outside.
+/// alike). The searches bound what they visit by the world's box and, per side, the box of the
+/// entities (waypoints) beyond it, so an asker far outside, on a diagonal too, visits only the
+/// tiles near it; entities outside cost a little more, since an edge tile holds all of its
+/// outside.
 ///
 /// Entities. Up to 32 groups, fixed at create (teams, kinds). An entity's group is its category
 /// bit: its nbFilter's category has exactly that one bit (group g: 1u << g), and its mask says
