@@ -27,12 +27,25 @@
 //               (nb_quadtree_move_many of every rectangle; Boost: the packed rtree rebuilt) and
 //               one window per rectangle, the rectangle itself; the median frame
 //
+// The scenarios (corpus.h's nbbScenario; after the sets, each at its fraction of N, with a
+// quarter of the budget an operation; the rows' kind column names the scenario):
+//   far, axis   radius (each query at its distance to its nearest point plus r), knn1, knn8 from
+//               NBB_SCENARIO_QUERIES queries far outside the box, on built structures, against
+//               nanoflann
+//   periodic    pairs (build + all pairs) and knn8 (every point's 8 nearest, built grid) in the
+//               periodic box, against the same on the uniform periodic set of that size and
+//               dimension (peer periodic_uniform: nanoflann has no periodic box); the clumps'
+//               answers checked against a plain grid over nbb_corpus_unwrap's points
+//   corr        self and cross: build + nb_grid_count_pairs / nb_grid_count_cross_pairs at each
+//               of nbb_corpus_radii; no peer, checked against brute force (a refusal counts as
+//               a wrong answer)
+//
 // CSV on stdout, a header and then one line per (set, operation, peer):
 //   set,kind,dim,n,radius,operation,peer,median_ms,min_ms,runs,count,checksum
 // and at the end `mismatches,K`. Exit status 1 when any answer differed.
 //
 //   bench_corpus [--n N] [--rects-n M] [--queries Q] [--windows W] [--frames F] [--runs K]
-//                [--budget S] [--only SET,SET,...]
+//                [--budget S] [--only SET|KIND,...] [--no-scenarios | --scenarios-only]
 // Defaults: N 200000, M 100000, Q 20000, W 10000, F 10, K 5, S 4: an operation's runs (the
 // moving frames: after 3) stop early once they have taken S seconds (the row says how many
 // ran), so that a cliff of 100x costs one run, not K; and a radius or kNN operation whose Q
