@@ -236,7 +236,8 @@ static int test_far_queries(void)
     for (size_t k = 0; k < sizeof sets / sizeof sets[0]; k++) {
         nbbCorpus c;
         NB_CHECK(nbb_corpus_make(nbb_corpus_find(sets[k]), N, 0, &c) == 0);
-        double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+        const double inf = (double)INFINITY;
+        double lo[3] = {inf, inf, inf}, hi[3] = {-inf, -inf, -inf};
         double w = 0.0;
         for (int32_t i = 0; i < c.n; i++)
             for (int d = 0; d < c.dim; d++) {
@@ -272,7 +273,7 @@ static int test_far_queries(void)
                 for (int j = 0; j < 2 && ok; j++) {
                     int32_t kn = 0, gn = 0;
                     nbNeighbor *want = nbo_knn(&s, qi, ks[j], &kn);
-                    ok = nb_grid_knn(g, qi, NB_FILTER_ALL, INFINITY, got, ks[j], &gn) == NB_OK &&
+                    ok = nb_grid_knn(g, qi, NB_FILTER_ALL, inf, got, ks[j], &gn) == NB_OK &&
                          nbo_same_neighbors(got, gn, want, kn);
                     if (ok && j == 0) {
                         const double r = sqrt(want[0].dist2) + c.radius;
