@@ -27,12 +27,25 @@
 //               (nb_quadtree_move_many of every rectangle; Boost: the packed rtree rebuilt) and
 //               one window per rectangle, the rectangle itself; the median frame
 //
+// The scenarios (corpus.h's nbbScenario; after the sets, each at its fraction of N, with a
+// quarter of the budget an operation; the rows' kind column names the scenario):
+//   far, axis   radius (each query at its distance to its nearest point plus r), knn1, knn8 from
+//               NBB_SCENARIO_QUERIES queries far outside the box, on built structures, against
+//               nanoflann
+//   periodic    pairs (build + all pairs) and knn8 (every point's 8 nearest, built grid) in the
+//               periodic box, against the same on the uniform periodic set of that size and
+//               dimension (peer periodic_uniform: nanoflann has no periodic box); the clumps'
+//               answers checked against a plain grid over nbb_corpus_unwrap's points
+//   corr        self and cross: build + nb_grid_count_pairs / nb_grid_count_cross_pairs at each
+//               of nbb_corpus_radii; no peer, checked against brute force (a refusal counts as
+//               a wrong answer)
+//
 // CSV on stdout, a header and then one line per (set, operation, peer):
 //   set,kind,dim,n,radius,operation,peer,median_ms,min_ms,runs,count,checksum
 // and at the end `mismatches,K`. Exit status 1 when any answer differed.
 //
 //   bench_corpus [--n N] [--rects-n M] [--queries Q] [--windows W] [--frames F] [--runs K]
-//                [--budget S] [--only SET,SET,...]
+//                [--budget S] [--only SET|KIND,...] [--no-scenarios | --scenarios-only]
 // Defaults: N 200000, M 100000, Q 20000, W 10000, F 10, K 5, S 4: an operation's runs (the
 // moving frames: after 3) stop early once they have taken S seconds (the row says how many
 // ran), so that a cliff of 100x costs one run, not K; and a radius or kNN operation whose Q
@@ -49,6 +62,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -70,6 +84,7 @@ struct Options {
     int runs = 5;
     double budget = 4.0; // seconds a (set, operation) may take before its runs stop early
     std::string only;
+    bool sets = true, scenarios = true;
 };
 
 // What one run of one peer's operation gives back: its time and its answer.
@@ -80,6 +95,7 @@ struct Run {
 
 int mismatches = 0;
 double budget_ns = 4e9;
+const char *row_kind = nullptr; // the kind column: the scenario's while one runs, else the set's
 
 void die(const char *what, nbStatus s)
 {
@@ -116,9 +132,14 @@ template <class A, class B> void warm_up(A a, B b, bool have_peer)
 // With `queries` (the count the lambdas read), a probe of `a` on the first 200 of `all` queries
 // comes first (twice, not timed): when all of them would take more than a quarter of the budget (a
 // cliff), *queries is cut to as many as fit, for both peers (stderr says so).
+// With `expect` (the scenarios whose peer answers another question: the periodic sets' uniform
+// measure, or no peer at all), the peers are not compared with each other: each must give the
+// same answer every run, and `a`'s must equal expect() (called after the runs, so it sees the
+// queries the probe left).
 template <class A, class B>
 void measure(const nbbCorpus &c, const char *op, const char *peer, int runs, A a, B b,
-             bool have_peer, bool varying = false, int32_t *queries = nullptr, int32_t all = 0)
+             bool have_peer, bool varying = false, int32_t *queries = nullptr, int32_t all = 0,
+             const std::function<Run()> &expect = nullptr)
 {
     if (queries != nullptr) {
         *queries = all < 200 ? all : 200;
@@ -157,7 +178,15 @@ void measure(const nbbCorpus &c, const char *op, const char *peer, int runs, A a
         same = same && ra.count == first_a.count && ra.sum == first_a.sum &&
                rb.count == first_b.count && rb.sum == first_b.sum;
     }
-    same = same && first_a.count == first_b.count && first_a.sum == first_b.sum;
+    if (expect) {
+        const Run want = expect();
+        same = same && first_a.count == want.count && first_a.sum == want.sum;
+        if (!same)
+            std::fprintf(stderr, "bench_corpus: expected %llu/%016llx\n",
+                         (unsigned long long)want.count, (unsigned long long)want.sum);
+    } else {
+        same = same && first_a.count == first_b.count && first_a.sum == first_b.sum;
+    }
     if (!same) {
         mismatches++;
         std::fprintf(stderr, "bench_corpus: MISMATCH %s %s: nearby %llu/%016llx, %s %llu/%016llx\n",
@@ -168,9 +197,11 @@ void measure(const nbbCorpus &c, const char *op, const char *peer, int runs, A a
         int64_t mn, md;
         nbb_stats(t, runs, &mn, &md);
         std::printf("%s,%s,%d,%d,%.17g,%s,%s,%.4f,%.4f,%d,%llu,%016llx\n", c.name,
-                    c.rects ? "rects" : "points", c.dim, (int)c.n, c.radius, op, who,
-                    (double)md / 1e6, (double)mn / 1e6, runs, (unsigned long long)r.count,
-                    (unsigned long long)r.sum);
+                    row_kind != nullptr ? row_kind
+                    : c.rects           ? "rects"
+                                        : "points",
+                    c.dim, (int)c.n, c.radius, op, who, (double)md / 1e6, (double)mn / 1e6, runs,
+                    (unsigned long long)r.count, (unsigned long long)r.sum);
     };
     row("nearby", ta, first_a);
     if (have_peer) row(peer, tb, first_b);
@@ -183,6 +214,7 @@ nbGrid *grid_for(const nbbCorpus &c)
 {
     nbGridDesc desc{};
     desc.dim = c.dim;
+    for (int d = 0; d < c.dim; d++) desc.period[d] = c.period;
     nbGrid *g = nullptr;
     ok(nb_grid_create(&desc, &g), "nb_grid_create");
     nbPoints v{};
@@ -220,6 +252,129 @@ template <int D> void flann_pairs(const NfTree<D> &tree, const double *p, PairSi
 }
 #endif
 
+// Build (at the set's radius) + all pairs within it into buf (sized beforehand), or counted.
+Run nearby_pairs(const nbbCorpus &c, std::vector<nbPair> &buf, bool count_only)
+{
+    int64_t t0 = nbb_now_ns(), found = 0;
+    nbGrid *grid = grid_for(c);
+    if (count_only)
+        ok(nb_grid_count_pairs(grid, c.radius, &found), "nb_grid_count_pairs");
+    else
+        ok(nb_grid_pairs(grid, c.radius, buf.data(), int64_t(buf.size()), &found), "nb_grid_pairs");
+    Run run{nbb_now_ns() - t0, uint64_t(found), 0};
+    nb_grid_destroy(grid);
+    if (!count_only) run.sum = pair_sum(buf.data(), found);
+    return run;
+}
+
+// The pair buffer for set c: sized by a first count.
+std::vector<nbPair> pair_buffer(const nbbCorpus &c)
+{
+    nbGrid *g = grid_for(c);
+    int64_t npairs = 0;
+    ok(nb_grid_count_pairs(g, c.radius, &npairs), "nb_grid_count_pairs");
+    nb_grid_destroy(g);
+    return std::vector<nbPair>(size_t(npairs > 0 ? npairs : 1));
+}
+
+// The k (at most 32) nearest of each of the qn queries at q (dim doubles each) on grid g: the
+// count found and the sum of the squared distances' bits.
+Run nearby_knn(const nbGrid *g, const double *q, int32_t qn, int dim, int32_t k)
+{
+    nbNeighbor nb[32];
+    Run run{0, 0, 0};
+    int64_t t0 = nbb_now_ns();
+    for (int32_t i = 0; i < qn; i++) {
+        int32_t found = 0;
+        ok(nb_grid_knn(g, q + size_t(i) * size_t(dim), NB_FILTER_ALL, (double)INFINITY, nb, k,
+                       &found),
+           "nb_grid_knn");
+        run.count += uint64_t(found);
+        for (int32_t m = 0; m < found; m++) run.sum += bits(nb[m].dist2);
+    }
+    run.ns = nbb_now_ns() - t0;
+    return run;
+}
+
+#ifdef NBB_HAVE_NANOFLANN
+template <int D> using PeerTree = NfTree<D>;
+constexpr bool kNanoflann = true;
+#else
+template <int D> struct PeerTree {
+};
+constexpr bool kNanoflann = false;
+#endif
+
+// Radius queries from q[0..all) (D doubles each) at rq[i] (r for every query when rq is null),
+// then kNN for each k of ks (at most 32), on the built grid g and the peer's tree: the rows
+// "radius" and "knnK". measure() cuts the queries where nearby's would take too long.
+template <int D>
+void query_rows(const nbbCorpus &c, const Options &o, const nbGrid *g, const PeerTree<D> &tree,
+                const double *q, int32_t all, const double *rq, const int32_t *ks, int nks)
+{
+    (void)tree;
+    std::vector<int32_t> hits(size_t(c.n));
+    int32_t qn = all; // the queries an operation runs (measure cuts them on a cliff)
+    auto radius_of = [&](int32_t i) { return rq != nullptr ? rq[i] : c.radius; };
+    measure(
+        c, "radius", "nanoflann", o.runs,
+        [&] {
+            Run run{0, 0, 0};
+            int64_t t0 = nbb_now_ns();
+            for (int32_t i = 0; i < qn; i++) {
+                int32_t found = 0;
+                ok(nb_grid_query_radius(g, q + size_t(i) * D, radius_of(i), NB_FILTER_ALL,
+                                        hits.data(), c.n, &found),
+                   "nb_grid_query_radius");
+                run.count += uint64_t(found);
+                for (int32_t k = 0; k < found; k++) run.sum += uint64_t(hits[size_t(k)]);
+            }
+            run.ns = nbb_now_ns() - t0;
+            return run;
+        },
+        [&] {
+#ifdef NBB_HAVE_NANOFLANN
+            const nanoflann::SearchParams sp(32, 0.0f, false);
+            PairSink t{0.0, -1, nullptr, 0, 0, 0}; // every hit, tallied
+            const double r2 = std::nextafter(c.radius * c.radius, INFINITY);
+            int64_t t0 = nbb_now_ns();
+            for (int32_t i = 0; i < qn; i++) {
+                t.radius2 = rq != nullptr ? std::nextafter(rq[i] * rq[i], INFINITY) : r2;
+                tree.findNeighbors(t, q + size_t(i) * D, sp);
+            }
+            return Run{nbb_now_ns() - t0, uint64_t(t.found), t.sum};
+#else
+            return Run{0, 0, 0};
+#endif
+        },
+        kNanoflann, false, &qn, all);
+    for (int j = 0; j < nks; j++) {
+        const int32_t k = ks[j];
+        char op[16];
+        std::snprintf(op, sizeof op, "knn%d", (int)k);
+        measure(
+            c, op, "nanoflann", o.runs, [&] { return nearby_knn(g, q, qn, D, k); },
+            [&] {
+#ifdef NBB_HAVE_NANOFLANN
+                uint32_t idx[32];
+                double d2[32];
+                Run run{0, 0, 0};
+                int64_t t0 = nbb_now_ns();
+                for (int32_t i = 0; i < qn; i++) {
+                    size_t found = tree.knnSearch(q + size_t(i) * D, size_t(k), idx, d2);
+                    run.count += found;
+                    for (size_t m = 0; m < found; m++) run.sum += bits(d2[m]);
+                }
+                run.ns = nbb_now_ns() - t0;
+                return run;
+#else
+                return Run{0, 0, 0};
+#endif
+            },
+            kNanoflann, false, &qn, all);
+    }
+}
+
 template <int D> void run_points(const nbbCorpus &c, const Options &o)
 {
     const int32_t q = o.queries < c.n ? o.queries : c.n;
@@ -230,11 +385,8 @@ template <int D> void run_points(const nbbCorpus &c, const Options &o)
     const double radius2 = std::nextafter(r * r, INFINITY);
     Flann<D> fl(c);
 #endif
-    // pairs buffer sized from a first count
+    std::vector<nbPair> buf = pair_buffer(c);
     nbGrid *g = grid_for(c);
-    int64_t npairs = 0;
-    ok(nb_grid_count_pairs(g, r, &npairs), "nb_grid_count_pairs");
-    std::vector<nbPair> buf(size_t(npairs > 0 ? npairs : 1));
     nbGridInfo gi;
     ok(nb_grid_info(g, &gi), "nb_grid_info");
     std::fprintf(stderr,
@@ -267,19 +419,7 @@ template <int D> void run_points(const nbbCorpus &c, const Options &o)
     for (int count_only = 0; count_only < 2; count_only++) {
         measure(
             c, count_only ? "count" : "pairs", "nanoflann", o.runs,
-            [&] {
-                int64_t t0 = nbb_now_ns(), found = 0;
-                nbGrid *grid = grid_for(c);
-                if (count_only)
-                    ok(nb_grid_count_pairs(grid, r, &found), "nb_grid_count_pairs");
-                else
-                    ok(nb_grid_pairs(grid, r, buf.data(), int64_t(buf.size()), &found),
-                       "nb_grid_pairs");
-                Run run{nbb_now_ns() - t0, uint64_t(found), 0};
-                nb_grid_destroy(grid);
-                if (!count_only) run.sum = pair_sum(buf.data(), found);
-                return run;
-            },
+            [&] { return nearby_pairs(c, buf, count_only != 0); },
             [&] {
 #ifdef NBB_HAVE_NANOFLANN
                 int64_t t0 = nbb_now_ns();
@@ -305,78 +445,12 @@ template <int D> void run_points(const nbbCorpus &c, const Options &o)
     // queries on built structures
     g = grid_for(c);
 #ifdef NBB_HAVE_NANOFLANN
-    NfTree<D> tree(D, fl.pts, fl.params);
-#endif
-    std::vector<int32_t> hits(size_t(c.n));
-    int32_t qn = q; // the queries an operation runs (measure cuts them on a cliff)
-    measure(
-        c, "radius", "nanoflann", o.runs,
-        [&] {
-            Run run{0, 0, 0};
-            int64_t t0 = nbb_now_ns();
-            for (int32_t i = 0; i < qn; i++) {
-                int32_t found = 0;
-                ok(nb_grid_query_radius(g, c.data + size_t(i) * D, r, NB_FILTER_ALL, hits.data(),
-                                        c.n, &found),
-                   "nb_grid_query_radius");
-                run.count += uint64_t(found);
-                for (int32_t k = 0; k < found; k++) run.sum += uint64_t(hits[size_t(k)]);
-            }
-            run.ns = nbb_now_ns() - t0;
-            return run;
-        },
-        [&] {
-#ifdef NBB_HAVE_NANOFLANN
-            const nanoflann::SearchParams sp(32, 0.0f, false);
-            PairSink t{radius2, -1, nullptr, 0, 0, 0}; // every hit, tallied
-            int64_t t0 = nbb_now_ns();
-            for (int32_t i = 0; i < qn; i++) tree.findNeighbors(t, c.data + size_t(i) * D, sp);
-            return Run{nbb_now_ns() - t0, uint64_t(t.found), t.sum};
+    PeerTree<D> tree(D, fl.pts, fl.params);
 #else
-            return Run{0, 0, 0};
+    PeerTree<D> tree;
 #endif
-        },
-        have_peer, false, &qn, q);
     const int32_t ks[3] = {1, 8, 32};
-    for (int32_t k : ks) {
-        char op[16];
-        std::snprintf(op, sizeof op, "knn%d", (int)k);
-        measure(
-            c, op, "nanoflann", o.runs,
-            [&] {
-                nbNeighbor nb[32];
-                Run run{0, 0, 0};
-                int64_t t0 = nbb_now_ns();
-                for (int32_t i = 0; i < qn; i++) {
-                    int32_t found = 0;
-                    ok(nb_grid_knn(g, c.data + size_t(i) * D, NB_FILTER_ALL, (double)INFINITY, nb,
-                                   k, &found),
-                       "nb_grid_knn");
-                    run.count += uint64_t(found);
-                    for (int32_t j = 0; j < found; j++) run.sum += bits(nb[j].dist2);
-                }
-                run.ns = nbb_now_ns() - t0;
-                return run;
-            },
-            [&] {
-#ifdef NBB_HAVE_NANOFLANN
-                uint32_t idx[32];
-                double d2[32];
-                Run run{0, 0, 0};
-                int64_t t0 = nbb_now_ns();
-                for (int32_t i = 0; i < qn; i++) {
-                    size_t found = tree.knnSearch(c.data + size_t(i) * D, size_t(k), idx, d2);
-                    run.count += found;
-                    for (size_t j = 0; j < found; j++) run.sum += bits(d2[j]);
-                }
-                run.ns = nbb_now_ns() - t0;
-                return run;
-#else
-                return Run{0, 0, 0};
-#endif
-            },
-            have_peer, false, &qn, q);
-    }
+    query_rows<D>(c, o, g, tree, c.data, q, nullptr, ks, 3);
     nb_grid_destroy(g);
 }
 
@@ -532,6 +606,178 @@ void run_rects(const nbbCorpus &c, const Options &o)
     nb_quadtree_destroy(qt);
 }
 
+// ---- the scenarios (corpus.h): queries, boxes and radii the sets' shape does not suggest ----
+
+// far, axis: on the set's grid (built for its radius) and nanoflann's tree, neither timed, from
+// NBB_SCENARIO_QUERIES queries far outside the set's box: radius queries, each at the query's
+// distance to its nearest point plus the set's radius (a ball that reaches into the data), and
+// kNN for k = 1, 8.
+template <int D> void run_far(const nbbCorpus &c, bool along_axis, const Options &o)
+{
+    const int32_t m = NBB_SCENARIO_QUERIES;
+    std::vector<double> q(static_cast<size_t>(m) * D), rq(static_cast<size_t>(m));
+    nbb_corpus_far_queries(&c, along_axis, q.data(), m, 0);
+    nbGrid *g = grid_for(c);
+#ifdef NBB_HAVE_NANOFLANN
+    Flann<D> fl(c);
+    PeerTree<D> tree(D, fl.pts, fl.params);
+#else
+    PeerTree<D> tree;
+#endif
+    for (int32_t i = 0; i < m; i++) { // the nearest point's distance (nanoflann's where built)
+        const double *qi = q.data() + size_t(i) * D;
+        double d2 = 0.0;
+#ifdef NBB_HAVE_NANOFLANN
+        uint32_t idx;
+        tree.knnSearch(qi, 1, &idx, &d2);
+#else
+        nbNeighbor nb;
+        int32_t found = 0;
+        ok(nb_grid_knn(g, qi, NB_FILTER_ALL, (double)INFINITY, &nb, 1, &found), "nb_grid_knn");
+        d2 = nb.dist2;
+#endif
+        rq[size_t(i)] = std::sqrt(d2) + c.radius;
+    }
+    const int32_t ks[2] = {1, 8};
+    query_rows<D>(c, o, g, tree, q.data(), m, rq.data(), ks, 2);
+    nb_grid_destroy(g);
+}
+
+// periodic: build + all pairs, and the 8 nearest of every point on a grid built for the radius,
+// in the periodic box, against the same on the uniform periodic set of the same size (`base`;
+// nanoflann has no periodic box): how much the shape costs. The clumps' answers are checked
+// against a plain grid over the clump moved to the box's middle (nbb_corpus_unwrap: the same
+// pairs and distances, exactly).
+void run_periodic(const nbbCorpus &c, const nbbCorpus &base, const Options &o)
+{
+    const bool have_base = std::strcmp(c.name, base.name) != 0;
+    std::vector<double> flat(size_t(c.n) * size_t(c.dim));
+    nbbCorpus plain = c;
+    plain.data = flat.data();
+    plain.period = 0.0;
+    const bool check = nbb_corpus_unwrap(&c, flat.data()) == 0;
+    std::vector<nbPair> buf = pair_buffer(c), buf_b = have_base ? pair_buffer(base) : buf;
+    std::function<Run()> expect;
+    if (check) expect = [&] { return nearby_pairs(plain, buf, false); };
+    measure(
+        c, "pairs", "periodic_uniform", o.runs, [&] { return nearby_pairs(c, buf, false); },
+        [&] { return nearby_pairs(base, buf_b, false); }, have_base, false, nullptr, 0, expect);
+    nbGrid *g = grid_for(c), *gb = grid_for(base), *gp = grid_for(plain);
+    int32_t qn = c.n;
+    if (check) expect = [&] { return nearby_knn(gp, flat.data(), qn, c.dim, 8); };
+    measure(
+        c, "knn8", "periodic_uniform", o.runs, [&] { return nearby_knn(g, c.data, qn, c.dim, 8); },
+        [&] { return nearby_knn(gb, base.data, qn, base.dim, 8); }, have_base, false, &qn, c.n,
+        expect);
+    nb_grid_destroy(g);
+    nb_grid_destroy(gb);
+    nb_grid_destroy(gp);
+}
+
+// The counts at m radii as one answer: their total, and a checksum that depends on each.
+Run corr_tally(const int64_t *counts, int m)
+{
+    Run run{0, 0, 0};
+    for (int k = 0; k < m; k++) {
+        run.count += uint64_t(counts[k]);
+        run.sum += nbb_pair_hash(uint32_t(k), uint32_t(counts[k])) ^ uint64_t(counts[k]);
+    }
+    return run;
+}
+
+// Brute force: the pairs within each of the m ascending radii, of a with itself (i < j) when b
+// is null, else of a x b, tallied as corr_tally does.
+Run brute_counts(const nbbCorpus &a, const nbbCorpus *b, const double *radii, int m)
+{
+    const nbbCorpus &other = b != nullptr ? *b : a;
+    std::vector<double> d2(size_t(other.n));
+    std::vector<int64_t> counts(static_cast<size_t>(m), 0);
+    for (int32_t i = 0; i < a.n; i++) { // a row of distances, then a branch-free tally a radius
+        const double *p = a.data + size_t(i) * size_t(a.dim);
+        const int32_t from = b != nullptr ? 0 : i + 1;
+        for (int32_t j = from; j < other.n; j++) {
+            const double *q = other.data + size_t(j) * size_t(a.dim);
+            double s = 0.0;
+            for (int d = 0; d < a.dim; d++) s += (p[d] - q[d]) * (p[d] - q[d]);
+            d2[size_t(j)] = s;
+        }
+        for (int k = 0; k < m; k++) {
+            const double r2 = radii[k] * radii[k];
+            int64_t within = 0;
+            for (int32_t j = from; j < other.n; j++) within += d2[size_t(j)] <= r2;
+            counts[size_t(k)] += within;
+        }
+    }
+    return corr_tally(counts.data(), m);
+}
+
+// corr: pair counts at NBB_SCENARIO_RADII radii from the set's radius to its box's diagonal
+// (nbb_corpus_radii), build included: "self", one grid built for the set's radius and
+// nb_grid_count_pairs at each radius; "cross", the set and a second draw of half its size, each
+// grid built for the radius, nb_grid_count_cross_pairs at each. No peer in C (cKDTree's
+// count_neighbors is the Python side's); checked against brute force.
+void run_corr(const nbbCorpus &c, const Options &o)
+{
+    nbbCorpus y;
+    if (nbb_corpus_make(nbb_corpus_find(c.name), c.n / 2, NBB_SCENARIO_CROSS_SEED, &y) != 0) {
+        std::fprintf(stderr, "bench_corpus: cannot make %s's second draw\n", c.name);
+        std::exit(1);
+    }
+    y.radius = c.radius;
+    const int m = NBB_SCENARIO_RADII;
+    double radii[NBB_SCENARIO_RADII];
+    nbb_corpus_radii(&c, radii, m);
+    auto none = [] { return Run{0, 0, 0}; };
+    for (int cross = 0; cross < 2; cross++) {
+        measure(
+            c, cross ? "cross" : "self", "", o.runs,
+            [&] {
+                int64_t counts[NBB_SCENARIO_RADII];
+                nbStatus st[NBB_SCENARIO_RADII];
+                int64_t t0 = nbb_now_ns();
+                nbGrid *g = grid_for(c), *h = cross ? grid_for(y) : nullptr;
+                for (int k = 0; k < m; k++)
+                    st[k] = cross ? nb_grid_count_cross_pairs(g, h, radii[k], &counts[k])
+                                  : nb_grid_count_pairs(g, radii[k], &counts[k]);
+                const int64_t ns = nbb_now_ns() - t0;
+                for (int k = 0; k < m; k++)
+                    if (st[k] != NB_OK) { // a refusal is a wrong answer: the check fails
+                        std::fprintf(stderr, "bench_corpus: %s %s at r = %g: %s\n", c.name,
+                                     cross ? "nb_grid_count_cross_pairs" : "nb_grid_count_pairs",
+                                     radii[k], nb_status_str(st[k]));
+                        counts[k] = -1;
+                    }
+                nb_grid_destroy(g);
+                nb_grid_destroy(h);
+                Run run = corr_tally(counts, m);
+                run.ns = ns;
+                return run;
+            },
+            none, false, false, nullptr, 0,
+            [&] { return brute_counts(c, cross ? &y : nullptr, radii, m); });
+    }
+    nbb_corpus_free(&y);
+}
+
+void run_scenario(const nbbScenario &sc, const nbbCorpus &c, const Options &o)
+{
+    if (std::strcmp(sc.kind, "periodic") == 0) {
+        nbbCorpus base;
+        if (nbb_corpus_make(nbb_corpus_find(sc.base), c.n, 0, &base) != 0) {
+            std::fprintf(stderr, "bench_corpus: cannot make %s\n", sc.base);
+            std::exit(1);
+        }
+        run_periodic(c, base, o);
+        nbb_corpus_free(&base);
+    } else if (std::strcmp(sc.kind, "corr") == 0) {
+        run_corr(c, o);
+    } else if (c.dim == 2) {
+        run_far<2>(c, std::strcmp(sc.kind, "axis") == 0, o);
+    } else {
+        run_far<3>(c, std::strcmp(sc.kind, "axis") == 0, o);
+    }
+}
+
 bool wanted(const Options &o, const char *name)
 {
     if (o.only.empty()) return true;
@@ -563,10 +809,14 @@ int main(int argc, char **argv)
             o.budget = std::atof(argv[++i]);
         else if (a == "--only" && more)
             o.only = argv[++i];
+        else if (a == "--no-scenarios")
+            o.scenarios = false;
+        else if (a == "--scenarios-only")
+            o.sets = false;
         else {
             std::fprintf(stderr, "usage: bench_corpus [--n N] [--rects-n M] [--queries Q] "
                                  "[--windows W] [--frames F] [--runs K] [--budget S] "
-                                 "[--only SET,...]\n");
+                                 "[--only SET|KIND,...] [--no-scenarios | --scenarios-only]\n");
             return 2;
         }
     }
@@ -578,7 +828,7 @@ int main(int argc, char **argv)
     budget_ns = o.budget * 1e9;
     std::printf("set,kind,dim,n,radius,operation,peer,median_ms,min_ms,runs,count,checksum\n");
     for (int k = 0; k < nbb_corpus_count(); k++) {
-        if (!wanted(o, nbb_corpus_name(k))) continue;
+        if (!wanted(o, nbb_corpus_name(k)) || !o.sets) continue;
         nbbCorpus c;
         int rects = nbb_corpus_is_rects(k);
         if (nbb_corpus_make(k, rects ? o.rects_n : o.n, 0, &c) != 0) {
@@ -594,6 +844,24 @@ int main(int argc, char **argv)
             run_points<3>(c, o);
         std::fprintf(stderr, "bench_corpus: %-13s %7d %s: %.1f s\n", c.name, (int)c.n,
                      rects ? "rectangles" : "points", (double)(nbb_now_ns() - t0) / 1e9);
+        nbb_corpus_free(&c);
+    }
+    for (int k = 0; k < nbb_scenario_count() && o.scenarios; k++) {
+        const nbbScenario &sc = *nbb_scenario(k);
+        if (!wanted(o, sc.set) && !wanted(o, sc.kind)) continue;
+        nbbCorpus c;
+        if (nbb_corpus_make(nbb_corpus_find(sc.set), nbb_scenario_n(&sc, o.n), 0, &c) != 0) {
+            std::fprintf(stderr, "bench_corpus: cannot make %s\n", sc.set);
+            return 1;
+        }
+        int64_t t0 = nbb_now_ns();
+        row_kind = sc.kind;
+        budget_ns = 0.25 * o.budget * 1e9; // a quarter of a set's: many rows, at small N
+        run_scenario(sc, c, o);
+        budget_ns = o.budget * 1e9;
+        row_kind = nullptr;
+        std::fprintf(stderr, "bench_corpus: %-8s %-13s %7d points: %.1f s\n", sc.kind, c.name,
+                     (int)c.n, (double)(nbb_now_ns() - t0) / 1e9);
         nbb_corpus_free(&c);
     }
     std::printf("mismatches,%d\n", mismatches);

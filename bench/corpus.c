@@ -370,6 +370,31 @@ static int gen_lattice(double *p, int32_t n, int dim, double scale, uint64_t *s)
     return 0;
 }
 
+/// The periodic sets' generators (unit box, every axis wraps): one Gaussian clump of sigma 0.01
+/// about the origin (the set's offset is its centre), and uniform over [0, 1)^dim. nbb_corpus_make
+/// wraps and rounds them onto multiples of 2^-32 after the offset.
+static int gen_pclump(double *p, int32_t n, int dim, double scale, uint64_t *s)
+{
+    (void)scale;
+    for (size_t i = 0; i < (size_t)n * (size_t)dim; i++) p[i] = 0.01 * gauss(s);
+    return 0;
+}
+
+static int gen_puniform(double *p, int32_t n, int dim, double scale, uint64_t *s)
+{
+    (void)scale;
+    for (size_t i = 0; i < (size_t)n * (size_t)dim; i++) p[i] = nbr_unit(s);
+    return 0;
+}
+
+/// x wrapped into [0, 1) and rounded down onto a multiple of 2^-32.
+static double unit_fixed(double x)
+{
+    x -= floor(x);
+    x = floor(x * 4294967296.0) / 4294967296.0;
+    return x < 1.0 ? x : 0.0; // x - floor(x) rounds up to 1 for a tiny negative x
+}
+
 // ---- the table of sets ----
 
 enum { SIZES_NONE, SIZES_NORMAL, SIZES_MIXED };
@@ -531,9 +556,63 @@ static const SetSpec sets[] = {
      gen_lattice,
      0x6e6561726279ULL ^ 5,
      {0, 0, 0}},
+    // the periodic sets of the scenarios (period 1), not in the corpus
+    {"puniform2d",
+     "uniform over the periodic unit square",
+     2,
+     SIZES_NONE,
+     gen_puniform,
+     NBB_SEED(20),
+     {0, 0, 0}},
+    {"puniform3d",
+     "uniform over the periodic unit cube",
+     3,
+     SIZES_NONE,
+     gen_puniform,
+     NBB_SEED(21),
+     {0, 0, 0}},
+    {"pclump2d",
+     "one Gaussian clump (sigma 0.01) mid-box, periodic",
+     2,
+     SIZES_NONE,
+     gen_pclump,
+     NBB_SEED(22),
+     {0.5, 0.5, 0}},
+    {"pclump3d",
+     "one Gaussian clump (sigma 0.01) mid-box, periodic",
+     3,
+     SIZES_NONE,
+     gen_pclump,
+     NBB_SEED(23),
+     {0.5, 0.5, 0.5}},
+    {"pwrap2d",
+     "the clump on the corner: across the wrap on every axis",
+     2,
+     SIZES_NONE,
+     gen_pclump,
+     NBB_SEED(24),
+     {0, 0, 0}},
+    {"pwrap3d",
+     "the clump on the corner: across the wrap on every axis",
+     3,
+     SIZES_NONE,
+     gen_pclump,
+     NBB_SEED(25),
+     {0, 0, 0}},
 };
 
-enum { ALL_SETS = (int)(sizeof sets / sizeof sets[0]), CORPUS_SETS = ALL_SETS - 2 };
+enum {
+    ALL_SETS = (int)(sizeof sets / sizeof sets[0]),
+    PERIODIC_SETS = 6,
+    CORPUS_SETS = ALL_SETS - 2 - PERIODIC_SETS
+};
+
+static int is_periodic(const SetSpec *spec)
+{
+    return spec->gen == gen_pclump || spec->gen == gen_puniform;
+}
+
+static double radius_in(const double *p, int32_t n, int dim, double neighbours, double period);
 
 int nbb_corpus_count(void)
 {
@@ -619,8 +698,14 @@ int nbb_corpus_make(int index, int32_t n, uint64_t seed, nbbCorpus *out)
         free(r);
         return 1;
     }
+    const double period = is_periodic(spec) ? 1.0 : 0.0;
     for (size_t i = 0; i < (size_t)n; i++)
-        for (int d = 0; d < spec->dim; d++) p[i * (size_t)spec->dim + d] += spec->offset[d];
+        for (int d = 0; d < spec->dim; d++) {
+            double *x = p + i * (size_t)spec->dim + d;
+            *x += spec->offset[d];
+            if (period > 0.0) *x = unit_fixed(*x);
+        }
+    out->period = period;
     out->name = spec->name;
     out->about = spec->about;
     out->dim = spec->dim;
@@ -632,7 +717,7 @@ int nbb_corpus_make(int index, int32_t n, uint64_t seed, nbbCorpus *out)
         out->data = r;
     } else {
         out->data = p;
-        out->radius = nbb_corpus_radius(p, n, spec->dim, NBB_CORPUS_NEIGHBOURS);
+        out->radius = radius_in(p, n, spec->dim, NBB_CORPUS_NEIGHBOURS, period);
     }
     return 0;
 }
@@ -660,6 +745,12 @@ static void heap_down(double *h, int64_t len, int64_t at)
 
 double nbb_corpus_radius(const double *p, int32_t n, int dim, double neighbours)
 {
+    return radius_in(p, n, dim, neighbours, 0.0);
+}
+
+/// nbb_corpus_radius, by the minimum image when period > 0 (every axis wraps).
+static double radius_in(const double *p, int32_t n, int dim, double neighbours, double period)
+{
     if (n < 2) return 0.0;
     // The points are in random order, so the first m are a uniform subsample. Among them, a
     // mean of `neighbours` in the whole set means about neighbours * m (m - 1) / (2 (n - 1))
@@ -677,7 +768,11 @@ double nbb_corpus_radius(const double *p, int32_t n, int dim, double neighbours)
         for (int64_t j = i + 1; j < m; j++) {
             const double *b = p + j * dim;
             double d2 = 0.0;
-            for (int d = 0; d < dim; d++) d2 += (a[d] - b[d]) * (a[d] - b[d]);
+            for (int d = 0; d < dim; d++) {
+                double t = fabs(a[d] - b[d]);
+                t = period > 0.0 && period - t < t ? period - t : t;
+                d2 += t * t;
+            }
             if (len < k) {
                 heap[len++] = d2;
                 if (len == k)
@@ -720,4 +815,104 @@ void nbb_corpus_step(double *r, int32_t n, uint64_t *state)
         r[4 * (size_t)i + 2] += dx;
         r[4 * (size_t)i + 3] += dy;
     }
+}
+
+int nbb_corpus_unwrap(const nbbCorpus *c, double *out)
+{
+    int k = c->name != NULL ? nbb_corpus_find(c->name) : -1;
+    if (k < 0 || sets[k].gen != gen_pclump) return -1;
+    for (size_t i = 0; i < (size_t)c->n; i++)
+        for (int d = 0; d < c->dim; d++) {
+            // 0.5 - centre is a multiple of 2^-32 (the centres are 0 and 0.5), so is the sum
+            const double x = c->data[i * (size_t)c->dim + d] + (0.5 - sets[k].offset[d]);
+            out[i * (size_t)c->dim + d] = x >= 1.0 ? x - 1.0 : x < 0.0 ? x + 1.0 : x;
+        }
+    return 0;
+}
+
+/// The bounding box of point set c into lo[dim], hi[dim].
+static void bounds(const nbbCorpus *c, double *lo, double *hi)
+{
+    for (int d = 0; d < c->dim; d++) {
+        lo[d] = (double)INFINITY;
+        hi[d] = -(double)INFINITY;
+    }
+    for (size_t i = 0; i < (size_t)c->n; i++)
+        for (int d = 0; d < c->dim; d++) {
+            const double x = c->data[i * (size_t)c->dim + d];
+            lo[d] = x < lo[d] ? x : lo[d];
+            hi[d] = x > hi[d] ? x : hi[d];
+        }
+}
+
+void nbb_corpus_far_queries(const nbbCorpus *c, int along_axis, double *q, int32_t m, uint64_t seed)
+{
+    double lo[3], hi[3], w = 0.0;
+    bounds(c, lo, hi);
+    for (int d = 0; d < c->dim; d++) w = hi[d] - lo[d] > w ? hi[d] - lo[d] : w;
+    uint64_t s = NBB_SEED(101) ^ seed;
+    for (int32_t k = 0; k < m; k++) {
+        double *qk = q + (size_t)k * c->dim;
+        for (int d = 0; d < c->dim; d++) qk[d] = lo[d] + (hi[d] - lo[d]) * nbr_unit(&s);
+        if (along_axis) {
+            const int a = (int)(nbr_next(&s) % (uint64_t)c->dim);
+            qk[a] += (nbr_unit(&s) < 0.5 ? -1000.0 : 1000.0) * w;
+            continue;
+        }
+        double v[3];
+        if (c->dim == 3) {
+            unit_vector(&s, v);
+        } else {
+            const double a = 2.0 * nbb_pi * nbr_unit(&s);
+            v[0] = cos(a);
+            v[1] = sin(a);
+        }
+        for (int d = 0; d < c->dim; d++) qk[d] += 1000.0 * w * v[d];
+    }
+}
+
+void nbb_corpus_radii(const nbbCorpus *c, double *radii, int m)
+{
+    double lo[3], hi[3], diag2 = 0.0;
+    bounds(c, lo, hi);
+    for (int d = 0; d < c->dim; d++) diag2 += (hi[d] - lo[d]) * (hi[d] - lo[d]);
+    const double diag = sqrt(diag2);
+    for (int k = 0; k < m; k++)
+        radii[k] = m > 1 ? c->radius * pow(diag / c->radius, k / (m - 1.0)) : c->radius;
+}
+
+static const nbbScenario scenarios[] = {
+    {"far", "uniform2d", NULL, 8},
+    {"far", "uniform3d", NULL, 8},
+    {"far", "blobs2d", NULL, 8},
+    {"far", "powerlaw3d", NULL, 8},
+    {"axis", "uniform2d", NULL, 8},
+    {"axis", "uniform3d", NULL, 8},
+    {"axis", "blobs2d", NULL, 8},
+    {"axis", "powerlaw3d", NULL, 8},
+    {"periodic", "puniform2d", "puniform2d", 10},
+    {"periodic", "pclump2d", "puniform2d", 10},
+    {"periodic", "pwrap2d", "puniform2d", 10},
+    {"periodic", "puniform3d", "puniform3d", 10},
+    {"periodic", "pclump3d", "puniform3d", 10},
+    {"periodic", "pwrap3d", "puniform3d", 10},
+    {"corr", "uniform3d", NULL, 20},
+    {"corr", "powerlaw3d", NULL, 20},
+    {"corr", "blobs2d", NULL, 20},
+};
+
+int nbb_scenario_count(void)
+{
+    return (int)(sizeof scenarios / sizeof scenarios[0]);
+}
+
+const nbbScenario *nbb_scenario(int k)
+{
+    return k >= 0 && k < nbb_scenario_count() ? &scenarios[k] : NULL;
+}
+
+int32_t nbb_scenario_n(const nbbScenario *s, int32_t corpus_n)
+{
+    const int32_t n = corpus_n / s->divisor;
+    return n > 1000 ? n : 1000;
 }

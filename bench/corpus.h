@@ -27,11 +27,16 @@ typedef struct nbbCorpus {
     int32_t n;         ///< points or rectangles (lattice2d rounds N down to a square)
     double *data;      ///< malloc'd; n * dim (points) or n * 4 (rectangles) doubles
     double radius;     ///< points: the radius giving NBB_CORPUS_NEIGHBOURS on average; rects: 0
+    double period;     ///< the periodic sets: 1 (every axis wraps, points in [0, 1)); else 0
 } nbbCorpus;
 
 /// Number of sets in the corpus (what the corpus benchmark and test run): the point sets, then
 /// the rectangle sets. Indices from this up to nbb_corpus_count_all() are the benchmarks'
-/// older sets (clusters2d, lattice2d), made the same way but not part of the corpus.
+/// older sets (clusters2d, lattice2d), made the same way but not part of the corpus, and the
+/// periodic sets the scenarios run on (nbbCorpus.period = 1: a unit box wrapping on every
+/// axis; puniform2d/3d uniform, pclump2d/3d one Gaussian clump of sigma 0.01 in the middle,
+/// pwrap2d/3d the same clump centred on the corner, so it straddles the wrap on every axis;
+/// coordinates multiples of 2^-32, so that moving them by half a period is exact).
 int nbb_corpus_count(void);
 int nbb_corpus_count_all(void);
 
@@ -66,6 +71,47 @@ void nbb_corpus_windows(const nbbCorpus *c, double *w, int32_t m, uint64_t seed)
 /// axis, its size kept. *state carries the random stream from frame to frame (start it at any
 /// fixed value).
 void nbb_corpus_step(double *r, int32_t n, uint64_t *state);
+
+/// The periodic sets' check: the points of c moved by whole multiples of 2^-32 (exactly) and
+/// wrapped into [0, 1) so that the clump sits in the middle of the box, into out[n * dim]: there
+/// no pair is nearer through the wrap than directly, so an ordinary (non-periodic) search of out
+/// finds exactly the pairs, distances and neighbours the minimum image finds in c. Returns 0, or
+/// -1 when c is not a clump set (pclump, pwrap).
+int nbb_corpus_unwrap(const nbbCorpus *c, double *out);
+
+/// m query points far outside point set c's bounding box (side W, its longest), into q[m * dim]:
+/// along_axis 0: 1000 W from the box's centre in a uniform direction, each spread over a box of
+/// the data's size; 1: on one axis (drawn at random) 1000 W beyond either face, the other
+/// coordinates uniform inside the box.
+void nbb_corpus_far_queries(const nbbCorpus *c, int along_axis, double *q, int32_t m,
+                            uint64_t seed);
+
+/// m radii log-spaced from c->radius to the diagonal of c's bounding box (a two-point
+/// correlation's bins): radii[k] = radius * pow(diagonal / radius, k / (m - 1.0)).
+void nbb_corpus_radii(const nbbCorpus *c, double *radii, int m);
+
+/// The scenarios: queries, boxes and radii the sets' own shape does not suggest, each on one
+/// set at a fraction of the corpus's N (nbb_scenario_n):
+///   far       kNN (k = 1, 8) and radius queries from nbb_corpus_far_queries(along_axis 0)
+///   axis      the same from along_axis 1
+///   periodic  all pairs and the 8 nearest of every point in the periodic box; `base` is the
+///             uniform periodic set of the same dimension, the C side's measure for it
+///   corr      pair counts at nbb_corpus_radii (self, and against a second draw of half the
+///             size: seed NBB_SCENARIO_CROSS_SEED)
+typedef struct nbbScenario {
+    const char *kind; ///< "far", "axis", "periodic", "corr"
+    const char *set;  ///< the set it runs on
+    const char *base; ///< periodic: the uniform set it is measured against; else NULL
+    int32_t divisor;  ///< its N: the corpus's N / divisor, at least 1000
+} nbbScenario;
+
+#define NBB_SCENARIO_CROSS_SEED 7
+#define NBB_SCENARIO_QUERIES 10000 ///< far and axis: queries a run
+#define NBB_SCENARIO_RADII 8       ///< corr: radii a count
+
+int nbb_scenario_count(void);
+const nbbScenario *nbb_scenario(int k); ///< NULL for a bad k
+int32_t nbb_scenario_n(const nbbScenario *s, int32_t corpus_n);
 
 /// splitmix64, uniform [0, 1) and a pair of standard normals (Box-Muller) from one stream: the
 /// generators' random numbers, for the front ends that draw their own.

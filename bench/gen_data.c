@@ -4,8 +4,14 @@
 //
 //   gen_data SET N OUT.f64|OUT.npy       one set; its radius (rectangles: 0) on stderr
 //   gen_data --corpus DIR N NRECTS       every corpus set (point sets with N points, rectangle
-//                                        sets with NRECTS) as DIR/SET-N.npy, and the list
-//                                        DIR/corpus-N-NRECTS.csv: set,kind,dim,n,radius,file
+//                                        sets with NRECTS) as DIR/SET-N.npy, then what the
+//                                        scenarios (corpus.h) run on, and the list
+//                                        DIR/corpus-N-NRECTS.csv: set,kind,dim,n,radius,file,
+//                                        extra; kind is points or rects for the sets, the
+//                                        scenario's kind for its rows, whose extra is: far and
+//                                        axis, the file of queries (SET-KIND-N.npy); periodic,
+//                                        the period; corr, the file of the second draw
+//                                        (SET-cross-N.npy, N/2 points)
 //
 // .f64: raw little-endian float64, interleaved coordinates (x0 y0 [z0] x1 y1 ...; rectangles
 // minx miny maxx maxy). .npy: the same numbers as an (N, dim) or (N, 4) '<f8' array.
@@ -77,12 +83,13 @@ static int32_t parse_n(const char *s)
     return n >= 1 && n <= 100000000 ? (int32_t)n : -1;
 }
 
-/// Makes set k with n items and writes it to path; the set's radius into *radius and its
-/// actual count into *made.
-static int write_set(int k, int32_t n, const char *path, double *radius, int32_t *made)
+/// Makes set k with n items (draw `seed`) and writes it to path; the set's radius into *radius
+/// and its actual count into *made.
+static int write_set(int k, int32_t n, uint64_t seed, const char *path, double *radius,
+                     int32_t *made)
 {
     nbbCorpus c;
-    int rc = nbb_corpus_make(k, n, 0, &c);
+    int rc = nbb_corpus_make(k, n, seed, &c);
     if (rc != 0) {
         fprintf(stderr, "gen_data: cannot make %s (%s)\n", nbb_corpus_name(k),
                 rc > 0 ? "out of memory" : "bad arguments");
@@ -91,6 +98,43 @@ static int write_set(int k, int32_t n, const char *path, double *radius, int32_t
     rc = write_all(path, c.data, c.n, c.rects ? 4 : c.dim);
     *radius = c.radius;
     *made = c.n;
+    nbb_corpus_free(&c);
+    return rc;
+}
+
+/// The files of one scenario at the corpus's N into dir, and its row of the list.
+static int write_scenario(const nbbScenario *sc, int32_t corpus_n, const char *dir, FILE *list)
+{
+    const int k = nbb_corpus_find(sc->set);
+    const int32_t n = nbb_scenario_n(sc, corpus_n);
+    char path[4096], extra[4096];
+    nbbCorpus c;
+    if (k < 0 || nbb_corpus_make(k, n, 0, &c) != 0) {
+        fprintf(stderr, "gen_data: cannot make %s for the %s scenario\n", sc->set, sc->kind);
+        return 1;
+    }
+    snprintf(path, sizeof path, "%s/%s-%d.npy", dir, sc->set, (int)c.n);
+    int rc = write_all(path, c.data, c.n, c.dim);
+    if (strcmp(sc->kind, "periodic") == 0) {
+        snprintf(extra, sizeof extra, "%.17g", c.period);
+    } else if (strcmp(sc->kind, "corr") == 0) {
+        double r2;
+        int32_t made2;
+        snprintf(extra, sizeof extra, "%s/%s-cross-%d.npy", dir, sc->set, (int)(n / 2));
+        rc = rc || write_set(k, n / 2, NBB_SCENARIO_CROSS_SEED, extra, &r2, &made2);
+    } else { // far, axis
+        double *q = malloc(sizeof(double) * (size_t)c.dim * NBB_SCENARIO_QUERIES);
+        snprintf(extra, sizeof extra, "%s/%s-%s-%d.npy", dir, sc->set, sc->kind, (int)c.n);
+        rc = rc || q == NULL;
+        if (q != NULL) {
+            nbb_corpus_far_queries(&c, strcmp(sc->kind, "axis") == 0, q, NBB_SCENARIO_QUERIES, 0);
+            rc = rc || write_all(extra, q, NBB_SCENARIO_QUERIES, c.dim);
+        }
+        free(q);
+    }
+    if (rc == 0)
+        fprintf(list, "%s,%s,%d,%d,%.17g,%s,%s\n", sc->set, sc->kind, c.dim, (int)c.n, c.radius,
+                path, extra);
     nbb_corpus_free(&c);
     return rc;
 }
@@ -115,25 +159,30 @@ int main(int argc, char **argv)
             fprintf(stderr, "gen_data: cannot create %s\n", path);
             return 1;
         }
-        fprintf(list, "set,kind,dim,n,radius,file\n");
+        fprintf(list, "set,kind,dim,n,radius,file,extra\n");
         for (int k = 0; k < nbb_corpus_count(); k++) {
             int rects = nbb_corpus_is_rects(k);
             snprintf(path, sizeof path, "%s/%s-%d.npy", argv[2], nbb_corpus_name(k),
                      (int)(rects ? nr : n));
-            if (write_set(k, rects ? nr : n, path, &radius, &made) != 0) {
+            if (write_set(k, rects ? nr : n, 0, path, &radius, &made) != 0) {
                 fclose(list);
                 return 1;
             }
-            fprintf(list, "%s,%s,%d,%d,%.17g,%s\n", nbb_corpus_name(k), rects ? "rects" : "points",
+            fprintf(list, "%s,%s,%d,%d,%.17g,%s,\n", nbb_corpus_name(k), rects ? "rects" : "points",
                     nbb_corpus_dim(k), (int)made, radius, path);
         }
+        for (int k = 0; k < nbb_scenario_count(); k++)
+            if (write_scenario(nbb_scenario(k), n, argv[2], list) != 0) {
+                fclose(list);
+                return 1;
+            }
         return fclose(list) == 0 ? 0 : 1;
     }
     if (argc != 4) return usage();
     int k = nbb_corpus_find(argv[1]);
     int32_t n = parse_n(argv[2]);
     if (k < 0 || n < 0) return usage();
-    if (write_set(k, n, argv[3], &radius, &made) != 0) return 1;
+    if (write_set(k, n, 0, argv[3], &radius, &made) != 0) return 1;
     fprintf(stderr, "gen_data: %s, %d items, radius %.6g\n", argv[1], (int)made, radius);
     return 0;
 }

@@ -6,8 +6,12 @@
 
 For every (set, operation): nearby's median and the peer's, and the ratio peer / nearby (above 1:
 nearby is faster); for pairs and count, where both sides time the same work (build included),
-the Python package's time over the C library's (the binding's share). Targets: at least 1.0x nanoflann and 1.5x cKDTree on point sets, 1.5x the
-packed Boost rtree on rectangle sets; a ratio below its target is printed in bold and counted.
+the Python package's time over the C library's (the binding's share). Targets: at least 1.0x
+nanoflann and 1.5x cKDTree on point sets, 1.5x the packed Boost rtree on rectangle sets; a ratio
+below its target is printed in bold and counted. The scenarios (kinds far, axis, periodic,
+corr: corpus.h) get a table of their own, with the same targets, and for the periodic rows from
+C, whose measure is nearby's own periodic grid on uniform points of the same N
+(periodic_uniform), at least 0.67x (the clump costing at most 1.5x the uniform box).
 Prints Markdown tables; --out writes every row with the machine, commit, date and load.
 """
 import argparse
@@ -16,8 +20,10 @@ import datetime
 import statistics
 import sys
 
-TARGETS = {"nanoflann": 1.0, "ckdtree": 1.5, "rtree_packed": 1.5}
-NEARBY = {"nanoflann": "nearby", "ckdtree": "nearby_py", "rtree_packed": "nearby"}
+TARGETS = {"nanoflann": 1.0, "ckdtree": 1.5, "rtree_packed": 1.5, "periodic_uniform": 0.67}
+NEARBY = {"nanoflann": "nearby", "ckdtree": "nearby_py", "rtree_packed": "nearby",
+          "periodic_uniform": "nearby"}
+SCENARIOS = ("far", "axis", "periodic", "corr")
 
 
 def read(path):
@@ -43,28 +49,31 @@ def main(argv):
     ap.add_argument("--load", default="")
     args = ap.parse_args(argv[1:])
     rows = read(args.c_rows) + (read(args.py_rows) if args.py_rows else [])
-    ms = {(r["set"], r["operation"], r["peer"]): float(r["median_ms"]) for r in rows}
+    ms = {(r["kind"], r["set"], r["operation"], r["peer"]): float(r["median_ms"]) for r in rows}
     info = {}
     order = []
     for r in rows:
-        key = (r["set"], r["operation"])
+        key = (r["kind"], r["set"], r["operation"])
         if key not in info:
             info[key] = r
             order.append(key)
 
     below = []
-    ratios = {peer: [] for peer in TARGETS}
+    ratios = {}  # (table, peer) -> ratios
 
-    def cell(s, op, peer):
+    def cell(key, peer, table):
         """'nearby ms | peer ms | ratio' for one peer, or blanks."""
-        mine, theirs = ms.get((s, op, NEARBY[peer])), ms.get((s, op, peer))
+        kind, s, op = key
+        mine, theirs = ms.get(key + (NEARBY[peer],)), ms.get(key + (peer,))
         if mine is None or theirs is None or mine <= 0:
             return ["", "", ""] if mine is None else ["%.1f" % mine, "", ""]
         ratio = theirs / mine
-        ratios[peer].append(ratio)
+        ratios.setdefault((table, peer), []).append(ratio)
         text = "%.2fx" % ratio
         if ratio < TARGETS[peer]:
-            below.append("%s %s vs %s: %.2fx (target %.1fx)" % (s, op, peer, ratio, TARGETS[peer]))
+            where = s if kind in ("points", "rects") else "%s %s" % (kind, s)
+            below.append("%s %s vs %s: %.2fx (target %.2gx)" % (where, op, peer, ratio,
+                                                               TARGETS[peer]))
             text = "**%s**" % text
         return ["%.1f" % mine, "%.1f" % theirs, text]
 
@@ -73,31 +82,48 @@ def main(argv):
     print("| set | N | r | operation | nearby C | nanoflann | ratio | nearby Python | cKDTree "
           "| ratio | Python / C |")
     print("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|")
-    for s, op in order:
-        r = info[(s, op)]
-        if r["kind"] != "points":
+    for key in order:
+        kind, s, op = key
+        r = info[key]
+        if kind != "points":
             continue
         # the binding's share: only where both sides time the same work (build included)
-        c_ms, py_ms = ms.get((s, op, "nearby")), ms.get((s, op, "nearby_py"))
+        c_ms, py_ms = ms.get(key + ("nearby",)), ms.get(key + ("nearby_py",))
         over = "%.2f" % (py_ms / c_ms) if op in ("pairs", "count") and c_ms and py_ms else ""
         print("| %s | %s | %.4g | %s | %s | %s |" % (s, r["n"], float(r["radius"]), op,
-                                                     " | ".join(cell(s, op, "nanoflann") +
-                                                                cell(s, op, "ckdtree")), over))
+                                                     " | ".join(cell(key, "nanoflann", "sets") +
+                                                                cell(key, "ckdtree", "sets")),
+                                                     over))
     print("\nRectangle sets (ms, medians; ratio = packed Boost rtree / nearby's quadtree, bold "
           "below 1.5x)\n")
     print("| set | N | operation | nearby | packed rtree | ratio |")
     print("|---|---:|---|---:|---:|---:|")
-    for s, op in order:
-        r = info[(s, op)]
-        if r["kind"] != "rects":
+    for key in order:
+        kind, s, op = key
+        if kind != "rects":
             continue
-        print("| %s | %s | %s | %s |" % (s, r["n"], op, " | ".join(cell(s, op, "rtree_packed"))))
+        print("| %s | %s | %s | %s |" % (s, info[key]["n"], op,
+                                         " | ".join(cell(key, "rtree_packed", "sets"))))
+    if any(key[0] in SCENARIOS for key in order):
+        print("\nScenarios (ms, medians; ratio = peer / nearby, bold below the target: 1.0x "
+              "nanoflann, 1.5x cKDTree, 0.67x nearby's periodic grid on uniform points)\n")
+        print("| scenario | set | N | operation | nearby C | C peer | peer | ratio "
+              "| nearby Python | cKDTree | ratio |")
+        print("|---|---|---:|---|---:|---|---:|---:|---:|---:|---:|")
+        for key in order:
+            kind, s, op = key
+            if kind not in SCENARIOS:
+                continue
+            peer = "periodic_uniform" if kind == "periodic" else "nanoflann"
+            c_cells = cell(key, peer, "scenarios")
+            name = ("uniform" if kind == "periodic" else "nanoflann") if c_cells[1] else ""
+            print("| %s | %s | %s | %s | %s | %s | %s | %s | %s |"
+                  % (kind, s, info[key]["n"], op, c_cells[0], name, c_cells[1], c_cells[2],
+                     " | ".join(cell(key, "ckdtree", "scenarios"))))
     print()
-    for peer, rs in ratios.items():
-        if rs:
-            print("%s: %d cells, median ratio %.2fx, worst %.2fx" % (peer, len(rs),
-                                                                    statistics.median(rs),
-                                                                    min(rs)))
+    for (table, peer), rs in ratios.items():
+        print("%s, %s: %d cells, median ratio %.2fx, worst %.2fx"
+              % (table, peer, len(rs), statistics.median(rs), min(rs)))
     print("%d cells below their target%s" % (len(below), ":" if below else ""))
     for b in below:
         print("  " + b)

@@ -70,12 +70,16 @@
 #                                            cKDTree script, and the cost a point at 16M
 #                                            against 1M (--threads 1): writes
 #                                            bench/results/$NB_BENCH_MACHINE/cli_latest.csv
-#   bash bench/run.sh BUILD_DIR --corpus     only the corpus (bench/corpus.h: 11 point sets, 9
-#                                            rectangle sets shaped like the data people bring):
-#                                            bench_corpus (nearby's defaults against nanoflann
-#                                            and the packed Boost rtree) and bench_corpus.py (the
-#                                            Python package against cKDTree), alternating runs,
-#                                            answers checked (~10 minutes): writes
+#   bash bench/run.sh BUILD_DIR --corpus     only the corpus (bench/corpus.h: 12 point sets, 9
+#                                            rectangle sets shaped like the data people bring,
+#                                            and the scenarios at N/8 to N/20: queries far
+#                                            outside the box, clumps in a periodic box, pair
+#                                            counts at radii up to the extent): bench_corpus
+#                                            (nearby's defaults against nanoflann, the packed
+#                                            Boost rtree, its own periodic grid on uniform
+#                                            points) and bench_corpus.py (the Python package
+#                                            against cKDTree), alternating runs, answers checked
+#                                            (~4 minutes quiet): writes
 #                                            bench/results/$NB_BENCH_MACHINE/corpus_latest.csv
 #   bash bench/run.sh BUILD_DIR --mpi        only the MPI section (bench_mpi through
 #                                            tests/mpi/mpirun.sh): 1M uniform 2D points on 1
@@ -110,7 +114,7 @@
 # NB_BENCH_RECTS_PEERS the rectangles section's (default "nearby_quadtree rtree_packed
 # rtree_rstar b2tree sidx_rstar sidx_join flatbush rbush"; an empty value skips it);
 # NB_BENCH_CORPUS_N (default 200000) and NB_BENCH_CORPUS_RECTS_N (default 100000) size the
-# corpus's point and rectangle sets.
+# corpus's point and rectangle sets (the scenarios take a fraction of the former).
 set -euo pipefail
 
 usage() {

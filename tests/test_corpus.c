@@ -2,9 +2,13 @@
 // Every set of the benchmarks' corpus (bench/corpus.h) at small N, through the structures as a
 // user calls them (default descs), against brute force (nb_oracle.h): point sets through the
 // grid built for the set's radius (all pairs, count, radius queries at that radius and at 3x it,
-// boxes, kNN for k = 1, 8, 32), rectangle sets through the quadtree (windows, overlap pairs).
-// It also checks the generators: fixed seeds reproduce, another seed gives another draw, and
-// the recorded radius gives 5 to 15 neighbours a point on average.
+// boxes, kNN for k = 1, 8, 32; the periodic sets in their periodic box, by the minimum image),
+// rectangle sets through the quadtree (windows, overlap pairs). It also checks the generators:
+// fixed seeds reproduce, another seed gives another draw, the recorded radius gives 5 to 15
+// neighbours a point on average; and what the scenarios add: queries far outside the box
+// (kNN and radius queries against brute force), the radii of a pair count (counts and cross
+// counts at each against brute force), and the moved clump the periodic rows are checked by
+// (the same pairs and distances as the minimum image, exactly).
 #include "corpus.h"
 #include "nb_oracle.h"
 #include "nb_test.h"
@@ -18,18 +22,26 @@
 
 enum { N_POINTS = 1500, N_RECTS = 1200, QUERIES = 24 };
 
-/// A query point near data point `at` of the set (nudged by up to one radius).
+/// A query point near data point `at` of the set (nudged by up to one radius; wrapped into the
+/// box of a periodic set).
 static void query_point(const nbbCorpus *c, int32_t at, double *q)
 {
-    for (int d = 0; d < c->dim; d++)
+    for (int d = 0; d < c->dim; d++) {
         q[d] = c->data[(size_t)at * c->dim + d] + c->radius * (2.0 * nbt_unit() - 1.0);
+        if (c->period > 0.0) {
+            q[d] -= c->period * floor(q[d] / c->period);
+            q[d] = q[d] < c->period ? q[d] : 0.0;
+        }
+    }
 }
 
 static int check_points(const nbbCorpus *c)
 {
     nboSet s = {c->data, c->n, c->dim, 0, NULL, NULL};
+    const double period[3] = {c->period, c->period, c->period}; // 0: no axis wraps
     nbGridDesc desc = {0};
     desc.dim = c->dim;
+    for (int d = 0; d < c->dim; d++) desc.period[d] = c->period;
     nbGrid *g = NULL;
     NB_CHECK_OK(nb_grid_create(&desc, &g));
     nbPoints v = nbo_points(&s);
@@ -37,7 +49,7 @@ static int check_points(const nbbCorpus *c)
     NB_CHECK_OK(nb_grid_validate(g));
     int rc = 1;
     int64_t want_n = 0, found = 0, counted = 0;
-    nbPair *want = nbo_pairs(&s, c->radius, &want_n);
+    nbPair *want = nbo_wrap_pairs(&s, c->radius, period, &want_n);
     nbPair *got = malloc(sizeof(nbPair) * (size_t)(want_n + 1));
     int32_t *idx = malloc(sizeof(int32_t) * (size_t)c->n);
     nbNeighbor knn[32];
@@ -57,7 +69,7 @@ static int check_points(const nbbCorpus *c)
         query_point(c, nbt_int(c->n), q);
         double r = k % 2 == 0 ? c->radius : 3.0 * c->radius;
         int32_t wn = 0, gn = 0;
-        int32_t *w = nbo_radius(&s, q, r, &wn);
+        int32_t *w = nbo_wrap_radius(&s, q, r, period, &wn);
         bool same = nb_grid_query_radius(g, q, r, NB_FILTER_ALL, idx, c->n, &gn) == NB_OK;
         nbo_sort_indices(idx, gn);
         same = same && nbo_same_indices(idx, gn, w, wn);
@@ -66,7 +78,7 @@ static int check_points(const nbbCorpus *c)
             lo[d] = q[d] - r * nbt_unit();
             hi[d] = q[d] + r * nbt_unit();
         }
-        w = nbo_box(&s, lo, hi, &wn);
+        w = nbo_wrap_box(&s, lo, hi, period, &wn);
         same = same && nb_grid_query_box(g, NBT_BOX(lo, hi, c->dim), NB_FILTER_ALL, idx, c->n,
                                          &gn) == NB_OK;
         nbo_sort_indices(idx, gn);
@@ -75,7 +87,7 @@ static int check_points(const nbbCorpus *c)
         const int32_t ks[3] = {1, 8, 32};
         for (int j = 0; same && j < 3; j++) {
             int32_t kn = 0;
-            nbNeighbor *wk = nbo_knn(&s, q, ks[j], &kn);
+            nbNeighbor *wk = nbo_wrap_knn(&s, q, ks[j], period, &kn);
             same = nb_grid_knn(g, q, NB_FILTER_ALL, (double)INFINITY, knn, ks[j], &gn) == NB_OK &&
                    nbo_same_neighbors(knn, gn, wk, kn);
             free(wk);
@@ -179,6 +191,183 @@ static int test_seeds(void)
     return 0;
 }
 
+// The periodic rows' check (bench_corpus.cpp): a clump moved to the box's middle
+// (nbb_corpus_unwrap) has, by the plain distance, exactly the pairs and the distances the
+// minimum image gives the clump where it lies, across the wrap or not.
+static int test_unwrap(void)
+{
+    static const char *const sets[] = {"pclump2d", "pwrap2d", "pclump3d", "pwrap3d"};
+    for (size_t k = 0; k < sizeof sets / sizeof sets[0]; k++) {
+        nbbCorpus c;
+        NB_CHECK(nbb_corpus_make(nbb_corpus_find(sets[k]), 800, 0, &c) == 0);
+        NB_CHECK(c.period == 1.0);
+        double *flat = malloc(sizeof(double) * (size_t)c.n * (size_t)c.dim);
+        NB_CHECK(flat != NULL && nbb_corpus_unwrap(&c, flat) == 0);
+        const double period[3] = {1.0, 1.0, 1.0}, none[3] = {0.0, 0.0, 0.0};
+        bool same = true, inside = true;
+        for (size_t i = 0; i < (size_t)c.n * (size_t)c.dim; i++)
+            inside =
+                inside && c.data[i] >= 0.0 && c.data[i] < 1.0 && flat[i] > 0.25 && flat[i] < 0.75;
+        for (int32_t i = 0; i < c.n; i++)
+            for (int32_t j = i + 1; j < c.n; j++) {
+                const double *a = c.data + (size_t)i * c.dim, *b = c.data + (size_t)j * c.dim;
+                const double *fa = flat + (size_t)i * c.dim, *fb = flat + (size_t)j * c.dim;
+                same = same && nbo_wrap_d2(a, b, c.dim, period) == nbo_wrap_d2(fa, fb, c.dim, none);
+            }
+        nbbCorpus u;
+        NB_CHECK(nbb_corpus_make(nbb_corpus_find(c.dim == 2 ? "puniform2d" : "puniform3d"), 100, 0,
+                                 &u) == 0);
+        const bool refused = nbb_corpus_unwrap(&u, flat) == -1;
+        nbb_corpus_free(&u);
+        free(flat);
+        nbb_corpus_free(&c);
+        NB_CHECK(inside && same && refused);
+    }
+    return 0;
+}
+
+// The far scenarios' queries (nbb_corpus_far_queries) lie where they say, and the grid built
+// for the set's radius answers them as brute force does: kNN for k = 1, 8, and radius queries
+// at the nearest point's distance plus the radius (a ball from far away reaching into the data).
+static int test_far_queries(void)
+{
+    static const char *const sets[] = {"uniform2d", "uniform3d", "blobs2d", "powerlaw3d"};
+    enum { N = 1200, M = 40 };
+    for (size_t k = 0; k < sizeof sets / sizeof sets[0]; k++) {
+        nbbCorpus c;
+        NB_CHECK(nbb_corpus_make(nbb_corpus_find(sets[k]), N, 0, &c) == 0);
+        const double inf = (double)INFINITY;
+        double lo[3] = {inf, inf, inf}, hi[3] = {-inf, -inf, -inf};
+        double w = 0.0;
+        for (int32_t i = 0; i < c.n; i++)
+            for (int d = 0; d < c.dim; d++) {
+                lo[d] = fmin(lo[d], c.data[(size_t)i * c.dim + d]);
+                hi[d] = fmax(hi[d], c.data[(size_t)i * c.dim + d]);
+            }
+        for (int d = 0; d < c.dim; d++) w = fmax(w, hi[d] - lo[d]);
+        nboSet s = {c.data, c.n, c.dim, 0, NULL, NULL};
+        nbGridDesc desc = {0};
+        desc.dim = c.dim;
+        nbGrid *g = NULL;
+        NB_CHECK_OK(nb_grid_create(&desc, &g));
+        nbPoints v = nbo_points(&s);
+        NB_CHECK_OK(nb_grid_build(g, &v, c.radius));
+        int32_t *idx = malloc(sizeof(int32_t) * (size_t)c.n);
+        bool ok = idx != NULL;
+        for (int along = 0; along < 2 && ok; along++) {
+            double q[3 * M];
+            nbb_corpus_far_queries(&c, along, q, M, nbt_u64());
+            for (int i = 0; i < M && ok; i++) {
+                const double *qi = q + (size_t)i * c.dim;
+                int outside = 0; // axes on which the query lies 999 W or more beyond the box
+                for (int d = 0; d < c.dim; d++)
+                    outside += qi[d] < lo[d] - 999.0 * w || qi[d] > hi[d] + 999.0 * w;
+                double gap2 = 0.0; // the squared distance from the box
+                for (int d = 0; d < c.dim; d++) {
+                    const double t = fmax(fmax(lo[d] - qi[d], qi[d] - hi[d]), 0.0);
+                    gap2 += t * t;
+                }
+                ok = along ? outside == 1 : sqrt(gap2) > 990.0 * w;
+                const int32_t ks[2] = {1, 8};
+                nbNeighbor got[8];
+                for (int j = 0; j < 2 && ok; j++) {
+                    int32_t kn = 0, gn = 0;
+                    nbNeighbor *want = nbo_knn(&s, qi, ks[j], &kn);
+                    ok = nb_grid_knn(g, qi, NB_FILTER_ALL, inf, got, ks[j], &gn) == NB_OK &&
+                         nbo_same_neighbors(got, gn, want, kn);
+                    if (ok && j == 0) {
+                        const double r = sqrt(want[0].dist2) + c.radius;
+                        int32_t wn = 0, rn = 0;
+                        int32_t *wr = nbo_radius(&s, qi, r, &wn);
+                        ok =
+                            nb_grid_query_radius(g, qi, r, NB_FILTER_ALL, idx, c.n, &rn) == NB_OK &&
+                            wn >= 1;
+                        nbo_sort_indices(idx, rn);
+                        ok = ok && nbo_same_indices(idx, rn, wr, wn);
+                        free(wr);
+                    }
+                    free(want);
+                }
+                if (!ok)
+                    fprintf(stderr, "%s: far query %d (along_axis %d) differs\n", c.name, i, along);
+            }
+        }
+        free(idx);
+        nb_grid_destroy(g);
+        nbb_corpus_free(&c);
+        NB_CHECK(ok);
+    }
+    return 0;
+}
+
+// The pair-count scenario: radii from the set's radius to its box's diagonal, ascending, and
+// the counts at each (nb_grid_count_pairs, and nb_grid_count_cross_pairs against the second
+// draw) equal to brute force's, the largest radius counting every pair.
+static int test_corr_radii(void)
+{
+    static const char *const sets[] = {"uniform3d", "powerlaw3d", "blobs2d"};
+    enum { N = 1000, M = NBB_SCENARIO_RADII };
+    for (size_t k = 0; k < sizeof sets / sizeof sets[0]; k++) {
+        nbbCorpus c, y;
+        const int set = nbb_corpus_find(sets[k]);
+        NB_CHECK(nbb_corpus_make(set, N, 0, &c) == 0);
+        NB_CHECK(nbb_corpus_make(set, N / 2, NBB_SCENARIO_CROSS_SEED, &y) == 0);
+        double radii[M];
+        nbb_corpus_radii(&c, radii, M);
+        bool ok = radii[0] == c.radius;
+        for (int j = 1; j < M; j++) ok = ok && radii[j] > radii[j - 1];
+        nboSet s = {c.data, c.n, c.dim, 0, NULL, NULL}, t = {y.data, y.n, y.dim, 0, NULL, NULL};
+        nbGridDesc desc = {0};
+        desc.dim = c.dim;
+        nbGrid *g = NULL, *h = NULL;
+        NB_CHECK_OK(nb_grid_create(&desc, &g));
+        NB_CHECK_OK(nb_grid_create(&desc, &h));
+        nbPoints v = nbo_points(&s), vy = nbo_points(&t);
+        NB_CHECK_OK(nb_grid_build(g, &v, c.radius));
+        NB_CHECK_OK(nb_grid_build(h, &vy, c.radius));
+        for (int j = 0; j < M && ok; j++) {
+            int64_t want = 0, want_x = 0, got = -1, got_x = -1;
+            free(nbo_pairs(&s, radii[j], &want));
+            free(nbo_cross_pairs(&s, &t, radii[j], &want_x));
+            ok = nb_grid_count_pairs(g, radii[j], &got) == NB_OK && got == want &&
+                 nb_grid_count_cross_pairs(g, h, radii[j], &got_x) == NB_OK && got_x == want_x;
+            if (j == M - 1) ok = ok && want == (int64_t)c.n * (c.n - 1) / 2;
+            if (!ok)
+                fprintf(stderr, "%s: at r = %g: %lld / %lld pairs, brute force %lld / %lld\n",
+                        c.name, radii[j], (long long)got, (long long)got_x, (long long)want,
+                        (long long)want_x);
+        }
+        nb_grid_destroy(g);
+        nb_grid_destroy(h);
+        nbb_corpus_free(&c);
+        nbb_corpus_free(&y);
+        NB_CHECK(ok);
+    }
+    return 0;
+}
+
+// The scenario table names sets that exist, periodic ones on periodic sets against a uniform
+// periodic set of the same dimension.
+static int test_scenarios(void)
+{
+    NB_CHECK(nbb_scenario_count() > 0 && nbb_scenario(-1) == NULL &&
+             nbb_scenario(nbb_scenario_count()) == NULL);
+    for (int k = 0; k < nbb_scenario_count(); k++) {
+        const nbbScenario *sc = nbb_scenario(k);
+        const int set = nbb_corpus_find(sc->set);
+        NB_CHECK(set >= 0 && !nbb_corpus_is_rects(set) && nbb_scenario_n(sc, 200000) >= 1000);
+        const bool periodic = strcmp(sc->kind, "periodic") == 0;
+        NB_CHECK(periodic == (sc->base != NULL));
+        if (periodic)
+            NB_CHECK(nbb_corpus_find(sc->base) >= 0 &&
+                     nbb_corpus_dim(nbb_corpus_find(sc->base)) == nbb_corpus_dim(set));
+        else
+            NB_CHECK(strcmp(sc->kind, "far") == 0 || strcmp(sc->kind, "axis") == 0 ||
+                     strcmp(sc->kind, "corr") == 0);
+    }
+    return 0;
+}
+
 // The best of three CPU times (clock(): a shared machine's waits do not count) of Q kNN
 // queries (k = 8, at the set's first points) and of S scans of every point.
 static void knn_and_scan_times(const nbGrid *g, const nbbCorpus *c, int32_t q, int32_t scans,
@@ -255,6 +444,10 @@ int main(int argc, char **argv)
         {"every_set", test_every_set},
         {"seeds", test_seeds},
         {"knn_follows_density", test_knn_follows_density},
+        {"unwrap", test_unwrap},
+        {"far_queries", test_far_queries},
+        {"corr_radii", test_corr_radii},
+        {"scenarios", test_scenarios},
     };
     return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
 }
