@@ -8,12 +8,14 @@
 
 #include "cell.h"
 
+#include <float.h>
 #include <math.h>
 
 enum {
     NBI_BULK_MIN_POINTS = 1024, // smaller sets: the walk is quick anyway
     NBI_BULK_MIN_PER_CELL = 8,  // points per bin, on average, below which the walk is cheaper
     NBI_BULK_FINE = 1024,       // bins enough for a radius near the points' extent
+    NBI_BULK_COSTLY_RINGS = 2,  // rings of a hashed view's cells past which its walk is costly
 };
 
 // Bins a radius wide per axis: 4 in 2D (11 x 11 bins to classify around each), 2 in 3D
@@ -39,6 +41,14 @@ typedef struct nbiBinning {
     int64_t ext[3];
     int64_t nbins;
 } nbiBinning;
+
+// Whether the pair walk over view v at this radius visits many cells that may be empty: a
+// hashed view, whose walk probes every cell of a stencil of 2 ceil(radius / cell) + 1 a side
+// (the walk refuses past a budget), at a radius over NBI_BULK_COSTLY_RINGS of its cells.
+static bool nbi_walk_costly(const nbiView *v, double radius)
+{
+    return v->table != NULL && radius > NBI_BULK_COSTLY_RINGS * v->cm.cell;
+}
 
 static void nbi_bounds(const nbiView *v, double lo[3], double hi[3])
 {
@@ -286,7 +296,18 @@ bool nbi_count_bulk(const nbiView *a, const nbiView *b, double radius, const nbA
     // NBI_BULK_FINE bins, still NBI_BULK_MIN_PER_CELL points a bin.
     nbiBinning g = {dim, {0, 0, 0}, radius / nbi_bulk_per_radius(dim), {1, 1, 1}, 1};
     double bins = nbi_bins_at(&g, lo, hi);
-    if (!(bins * NBI_BULK_MIN_PER_CELL <= (double)points)) return false;
+    if (!(bins * NBI_BULK_MIN_PER_CELL <= (double)points)) {
+        // Too many bins for the points: the radius is short for the box. The walk is the better
+        // way, unless a view it would take is hashed at cells much smaller than the radius
+        // (a heavy-tailed set's box is vast, yet the radius spans many points of its core).
+        // Then the bins widen until they hold enough points each; the boxes' split of the pairs
+        // the radius cuts does the rest.
+        if (!nbi_walk_costly(a, radius) && !nbi_walk_costly(b, radius)) return false;
+        while (!(bins * NBI_BULK_MIN_PER_CELL <= (double)points)) {
+            g.edge = g.edge < DBL_MAX / 2 ? 2.0 * g.edge : (double)INFINITY;
+            bins = nbi_bins_at(&g, lo, hi);
+        }
+    }
     const double want = fmin((double)points / NBI_BULK_MIN_PER_CELL, NBI_BULK_FINE);
     if (bins < want) {
         const double coarse = g.edge;

@@ -130,9 +130,10 @@ NB_API nbStatus nb_grid_pairs_wide(const nbGrid *grid, double radius, int64_t *o
                                    int64_t capacity, int64_t *found);
 
 /// Counts the pairs nb_grid_pairs would report, without writing them. Same statuses, but for one:
-/// at a radius spanning many points (unfiltered, not periodic) it counts whole boxes of points
-/// at once (exact; scratch memory from the grid's allocator, the pair walk if that fails), so it
-/// answers where the walk would refuse a radius of too many cell steps.
+/// at a radius spanning many points, or more than two cells of a hashed grid (unfiltered, not
+/// periodic), it counts whole boxes of points at once (exact; scratch memory from the grid's
+/// allocator, the pair walk if that fails), so it answers where the walk would refuse a radius
+/// of too many cell steps.
 NB_API nbStatus nb_grid_count_pairs(const nbGrid *grid, double radius, int64_t *count);
 
 /// Calls `visit` for each pair nb_grid_pairs would report, in the same order, until it returns
