@@ -25,6 +25,9 @@ _WIDEN = 1.0 + 1e-9
 # Rows of brute-force distances computed at once where the grid cannot answer (a periodic box
 # with a radius above half a period).
 _BRUTE_BYTES = 1 << 24
+# count_neighbors in Python (weights, or p != 2) takes the query rows in blocks of about this many
+# pairs, so that its memory stays bounded however many pairs lie within the largest radius
+_COUNT_BLOCK_PAIRS = 1 << 21
 
 
 def _widened(r, eps):
@@ -696,16 +699,21 @@ class cKDTree:
         if not cumulative and (_np.diff(radii) < 0).any():
             raise ValueError("r must be non-decreasing for non-cumulative counting.")
         w_self, w_other = self._weights_pair(other, weights)
-        if (w_self is None and w_other is None and p == 2.0 and len(radii) <= 8
+        if (w_self is None and w_other is None and p == 2.0
                 and (radii >= 0.0).all() and _np.isfinite(radii).all() and other._fits(radii)
                 and other._keep is None
                 and self._keep is None):
-            # the common cases, counts only, in C, a radius at a time: all pairs within it of
-            # one tree (n + 2 * pairs), or of two (the library counts whole boxes of points at
-            # once where a radius spans many; listing the pairs at the largest radius and
-            # binning them would hold every pair in memory, O(n^2) bytes at a radius near the
-            # data's extent)
-            cum = _np.array([self._count_c(other, float(v)) for v in radii], dtype=_np.intp)
+            # the common cases, counts only, in C, a distinct radius at a time: all pairs within
+            # it of one tree (n + 2 * pairs), or of two (the library counts whole boxes of
+            # points at once where a radius spans many); once a radius counts every pair, so do
+            # the larger ones
+            uniq, back = _np.unique(radii, return_inverse=True)
+            total = self.n * other.n
+            counts = []
+            for v in uniq:
+                counts.append(total if counts and counts[-1] == total
+                              else self._count_c(other, float(v)))
+            cum = _np.array(counts, dtype=_np.intp)[back]
             if not cumulative:
                 cum = _np.diff(_np.concatenate([[0], cum]))
             return int(cum[0]) if scalar else cum
@@ -778,18 +786,30 @@ class cKDTree:
         if below.any():
             r_top = float(rs[below].max())
             q, _, finite = other._queries(self.data)
-            off, idx, raw = other._rows_for_q(q, finite, _np.asarray(max(r_top, 0.0)), p, 1,
-                                              False, raw_wanted=True)
-            qid = _np.repeat(_np.arange(self.n), _np.diff(off))
             rraw = _raw_radius(rs, p)
-            bins = _np.searchsorted(rraw, raw, side="left")
-            w = None
-            if w_self is not None:
-                w = w_self[qid]
-            if w_other is not None:
-                w = w_other[idx] if w is None else w * w_other[idx]
-            per_bin = _np.bincount(bins, weights=w, minlength=len(rs) + 1)[:len(rs)]
-            cum = _np.cumsum(per_bin)
+            per_bin = _np.zeros(len(rs) + 1)
+            # the pairs within r_top, binned by radius a block of query rows at a time: about
+            # _COUNT_BLOCK_PAIRS pairs a block (the first block as if every point were within
+            # r_top of each row; then sized from the pairs a row the blocks so far had)
+            rows = max(1, _COUNT_BLOCK_PAIRS // max(other.n, 1))
+            start = 0
+            while start < len(q):
+                end = min(len(q), start + rows)
+                off, idx, raw = other._rows_for_q(
+                    q[start:end], None if finite is None else finite[start:end],
+                    _np.asarray(max(r_top, 0.0)), p, 1, False, raw_wanted=True)
+                qid = start + _np.repeat(_np.arange(end - start), _np.diff(off))
+                bins = _np.searchsorted(rraw, raw, side="left")
+                w = None
+                if w_self is not None:
+                    w = w_self[qid]
+                if w_other is not None:
+                    w = w_other[idx] if w is None else w * w_other[idx]
+                per_bin += _np.bincount(bins, weights=w, minlength=len(rs) + 1)
+                per_row = max(len(idx), 1) / (end - start)
+                rows = int(min(8 * rows, max(1, _COUNT_BLOCK_PAIRS / per_row)))
+                start = end
+            cum = _np.cumsum(per_bin[:len(rs)])
         cum = _np.where(below, cum, total)
         out = _np.empty(len(rs))
         out[order] = cum

@@ -255,6 +255,39 @@ def test_count_neighbors_spanning_radii():
     assert grown_mb < 300, grown_mb
 
 
+def test_count_neighbors_many_radii_and_weights(monkeypatch):
+    """Twenty radii out to the extent, counted in C a radius at a time; weighted counts and
+    other norms list the pairs within the largest radius a block of query rows at a time
+    (blocks forced small here: many blocks, sized from the rows before), the counts scipy's."""
+    from nearby import _kdtree
+
+    rng = np.random.default_rng(5)
+    x, y = rng.random((3000, 3)), rng.random((400, 3)) * 1.5
+    t, s = nearby.cKDTree(x), SciTree(x)
+    u, v = nearby.cKDTree(y), SciTree(y)
+    radii = np.geomspace(0.01, 3.0, 20)[::-1]
+    import tracemalloc  # numpy's arrays are traced: listing 4.5M pairs would take 100s of MB
+
+    tracemalloc.start()
+    try:
+        got = t.count_neighbors(t, radii)
+        peak_mb = tracemalloc.get_traced_memory()[1] / 2**20
+    finally:
+        tracemalloc.stop()
+    assert peak_mb < 20, peak_mb
+    np.testing.assert_array_equal(got, s.count_neighbors(s, radii))
+    np.testing.assert_array_equal(t.count_neighbors(u, radii), s.count_neighbors(v, radii))
+    monkeypatch.setattr(_kdtree, "_COUNT_BLOCK_PAIRS", 5000)
+    w, wy = rng.random(len(x)), rng.random(len(y))
+    for p in (1.0, 2.0, np.inf):
+        np.testing.assert_allclose(t.count_neighbors(u, radii, p=p, weights=(w, wy)),
+                                   s.count_neighbors(v, radii, p=p, weights=(w, wy)),
+                                   rtol=1e-12)
+    short = radii[radii < 0.2]
+    np.testing.assert_array_equal(t.count_neighbors(t, short, p=3.5),
+                                  s.count_neighbors(s, short, p=3.5))
+
+
 def test_pairs_set_restores_the_collector():
     """query_pairs' set is built with the cyclic collector paused: its state is restored either
     way, and the set is the same with it off."""
