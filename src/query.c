@@ -307,6 +307,88 @@ static nbStatus nbi_wrap_radius(const nbiView *v, const double *center, double r
 static nbStatus nbi_wrap_box(const nbiView *v, const double *lo, const double *hi, nbFilter f,
                              nbiHitSink *s);
 
+NBI_INLINE double nbi_cell_slack(double c);
+NBI_INLINE double nbi_face_gap(double lo, double hi, double slack);
+
+// A radius query whose box of cells is more than this many cells wide along x visits it row by
+// row, each row clipped to the ball (nbi_ball_row); below it the clipping's square roots cost
+// more than the cells they save.
+enum { NBI_BALL_ROWS = 4 };
+
+// A lower bound on the true distance along an axis from q to a point in cell rows j0 .. j1 of
+// edge c, less a rounding margin (0 when q may lie in them).
+NBI_INLINE double nbi_rows_gap(double q, int64_t j0, int64_t j1, double c, double slack)
+{
+    const double below = (double)j0 * c, above = (double)(j1 + 1) * c;
+    const double gap = q < below   ? nbi_face_gap(q, below, slack)
+                       : q > above ? nbi_face_gap(above, q, slack)
+                                   : 0.0;
+    return gap > 0.0 ? gap : 0.0;
+}
+
+// Row (y = j, z = l) of the box [cl, ch], clipped on x to where a point the test d2 <= r2 accepts
+// around q can lie: the ball's chord over the row, from the query's gaps to the row on y and z
+// (lower bounds), with margins far above the rounding of the squares involved (as nbi_face_cap
+// clips a face). False when no such point can lie in the row. A ball reaching into the data from
+// far outside meets it in a thin cap, whose rows are short; its box holds every cell.
+static bool nbi_ball_row(const nbiView *v, const double *q, double r2, int64_t j, int64_t l,
+                         const int64_t cl[3], const int64_t ch[3], int64_t rl[3], int64_t rh[3])
+{
+    const double c = v->cm.cell, slack = nbi_cell_slack(c);
+    const double gy = nbi_rows_gap(q[1], j, j, c, slack);
+    const double gz = v->dim == 3 ? nbi_rows_gap(q[2], l, l, c, slack) : 0.0;
+    const double g2 = (gy * gy + gz * gz) * (1.0 - 0x1p-40);
+    if (g2 > r2) return false;
+    const double half = nbi_reach(sqrt(r2 - g2 + r2 * 0x1p-40));
+    const double lo = nbi_cell_f(&v->cm, q[0] - half), hi = nbi_cell_f(&v->cm, q[0] + half);
+    if (!(lo <= (double)ch[0]) || !(hi >= (double)cl[0])) return false;
+    rl[0] = lo > (double)cl[0] ? (int64_t)lo : cl[0];
+    rh[0] = hi < (double)ch[0] ? (int64_t)hi : ch[0];
+    rl[1] = rh[1] = j;
+    rl[2] = rh[2] = l;
+    return rl[0] <= rh[0];
+}
+
+// The rows of plane z = l (3D; 2D: its one plane) of the box [cl, ch] the ball can reach, as
+// [*jl, *jh]: where the ball crosses the plane and the box's span of x, from the query's gaps
+// to both (as nbi_ball_row clips a row). False when the ball misses them. A ball reaching into
+// a corner of the data from far away then costs the rows near that corner, not every row of
+// the box.
+static bool nbi_ball_plane(const nbiView *v, const double *q, double r2, int64_t l,
+                           const int64_t cl[3], const int64_t ch[3], int64_t *jl, int64_t *jh)
+{
+    const double c = v->cm.cell, slack = nbi_cell_slack(c);
+    const double gx = nbi_rows_gap(q[0], cl[0], ch[0], c, slack);
+    const double gz = v->dim == 3 ? nbi_rows_gap(q[2], l, l, c, slack) : 0.0;
+    const double g2 = (gx * gx + gz * gz) * (1.0 - 0x1p-40);
+    if (g2 > r2) return false;
+    const double half = nbi_reach(sqrt(r2 - g2 + r2 * 0x1p-40));
+    const double lo = nbi_cell_f(&v->cm, q[1] - half), hi = nbi_cell_f(&v->cm, q[1] + half);
+    if (!(lo <= (double)ch[1]) || !(hi >= (double)cl[1])) return false;
+    *jl = lo > (double)cl[1] ? (int64_t)lo : cl[1];
+    *jh = hi < (double)ch[1] ? (int64_t)hi : ch[1];
+    return *jl <= *jh;
+}
+
+// The planes z = l of the box [cl, ch] the ball can reach (3D), narrowed in place: where it
+// crosses the box's span of x and of y, from the query's gaps to both. False when it misses.
+static bool nbi_ball_planes(const nbiView *v, const double *q, double r2, int64_t cl[3],
+                            int64_t ch[3])
+{
+    if (v->dim != 3) return true;
+    const double c = v->cm.cell, slack = nbi_cell_slack(c);
+    const double gx = nbi_rows_gap(q[0], cl[0], ch[0], c, slack);
+    const double gy = nbi_rows_gap(q[1], cl[1], ch[1], c, slack);
+    const double g2 = (gx * gx + gy * gy) * (1.0 - 0x1p-40);
+    if (g2 > r2) return false;
+    const double half = nbi_reach(sqrt(r2 - g2 + r2 * 0x1p-40));
+    const double lo = nbi_cell_f(&v->cm, q[2] - half), hi = nbi_cell_f(&v->cm, q[2] + half);
+    if (!(lo <= (double)ch[2]) || !(hi >= (double)cl[2])) return false;
+    if (lo > (double)cl[2]) cl[2] = (int64_t)lo;
+    if (hi < (double)ch[2]) ch[2] = (int64_t)hi;
+    return cl[2] <= ch[2];
+}
+
 nbStatus nbi_walk_radius(const nbiView *v, const double *center, double radius, nbFilter f,
                          nbiHitSink *s)
 {
@@ -325,6 +407,14 @@ nbStatus nbi_walk_radius(const nbiView *v, const double *center, double radius, 
     }
     int64_t cl[3], ch[3];
     if (!nbi_view_cell_box(v, lo, hi, cl, ch)) return NB_OK;
+    // Row by row where the ball's box is wide along the rows (not on a hashed view: its box may
+    // hold far more rows than it has cells, and it looks up only occupied cells anyway). A box
+    // a few cells deep along x (a ball reaching in across the faces x = const) is cheaper
+    // walked whole: each row would be a call for a cell or two.
+    const bool by_rows = v->table == NULL && ch[0] - cl[0] >= NBI_BALL_ROWS;
+    const double r2 = radius * radius;
+    if (by_rows && !nbi_ball_planes(v, center, r2, cl, ch)) return NB_OK;
+    int64_t rl[3], rh[3];
     if (s->mode != NBI_SINK_VISIT && (!per_point || v->mask != NULL)) {
         const int emit = s->positions ? NBI_EMIT_POS : NBI_EMIT_IDX;
         nbiFastCtx x;
@@ -352,15 +442,32 @@ nbStatus nbi_walk_radius(const nbiView *v, const double *center, double radius, 
             runs = nbi_fast_runs_512[emit][d3];
         }
 #endif
-        if (v->table == NULL && v->occ == NULL && v->end == NULL)
+        const bool dense = v->table == NULL && v->occ == NULL && v->end == NULL;
+        for (int64_t l = cl[2], jl, jh; by_rows && l <= ch[2]; l++) {
+            if (!nbi_ball_plane(v, center, r2, l, cl, ch, &jl, &jh)) continue;
+            for (int64_t j = jl; j <= jh; j++) {
+                if (!nbi_ball_row(v, center, r2, j, l, cl, ch, rl, rh)) continue;
+                if (dense)
+                    rows(v, &x, rl, rh);
+                else
+                    nbi_view_box_runs(v, rl, rh, runs, &x);
+            }
+        }
+        if (!by_rows && dense)
             rows(v, &x, cl, ch);
-        else
+        else if (!by_rows)
             nbi_view_box_runs(v, cl, ch, runs, &x);
         s->found = x.found;
         return NB_OK;
     }
-    nbiRangeCtx x = {v, center, NULL, NULL, radius * radius, f, per_point, s};
-    nbi_view_box_runs(v, cl, ch, nbi_radius_run, &x);
+    nbiRangeCtx x = {v, center, NULL, NULL, r2, f, per_point, s};
+    for (int64_t l = cl[2], jl, jh; by_rows && l <= ch[2] && !s->stop; l++) {
+        if (!nbi_ball_plane(v, center, r2, l, cl, ch, &jl, &jh)) continue;
+        for (int64_t j = jl; j <= jh && !s->stop; j++)
+            if (nbi_ball_row(v, center, r2, j, l, cl, ch, rl, rh))
+                nbi_view_box_runs(v, rl, rh, nbi_radius_run, &x);
+    }
+    if (!by_rows) nbi_view_box_runs(v, cl, ch, nbi_radius_run, &x);
     return NB_OK;
 }
 
