@@ -768,17 +768,24 @@ nbStatus nbi_walk_cross_range(const nbiView *a, const nbiView *b, double radius,
 // its first cell. Rows are visited in ascending (z, y); A's own row comes first, and the run of
 // cells right after A in it joins A's own run.
 //
-// Interior cells take the plain kernels: when on every periodic axis A's stencil does not wrap
-// (k <= c and c + k <= m - 1) and the axis has at least 2k + 3 cells, every candidate pair is
-// less than (k + 1) cell edges apart along it, and P - a is more than (k + 2) edges: the minimum
-// image is a itself, and a * a is what the plain test squares, bit for bit. Only the cells
-// within k of a face pay for the wrapped test.
+// The cells are numbered from the occupied arc's first (view.h), and only the arc's are walked:
+// the stencil's cyclic ranges are clipped to it.
+//
+// Interior cells take the plain kernels: when on every periodic axis A's stencil does not cross
+// the face of the box (k <= c and c + k <= m - 1 for A's circle cell c, not its number from the
+// arc) and the axis has at least 2k + 3 cells, every candidate pair is less than (k + 1) cell
+// edges apart along it, and P - a is more than (k + 2) edges: the minimum image is a itself,
+// and a * a is what the plain test squares, bit for bit. Only the cells within k of a face pay
+// for the wrapped test.
 
 // Whether cell coordinate c on axis a needs the wrapped test (see above).
 static bool nbi_wrap_edge(const nbiView *v, int a, int64_t c, int64_t k)
 {
     const int64_t m = v->wrap->m[a];
-    return m > 0 && (c < k || c + k > m - 1 || m < 2 * k + 3);
+    if (m == 0) return false;
+    c += v->wrap->c0[a]; // the circle cell
+    c = c >= m ? c - m : c;
+    return c < k || c + k > m - 1 || m < 2 * k + 3;
 }
 
 // Whether A's whole stencil lies inside the box on every axis (no wrap, no clipping): then its

@@ -951,22 +951,32 @@ static nbiCellRange nbi_range2(int64_t lo0, int64_t hi0, int64_t lo1, int64_t hi
     return r;
 }
 
+// The cells of the cyclic run s, s + 1, ..., s + len - 1 (mod m) on periodic axis a, clipped
+// to the arc 0 .. hi: at most two intervals, each cell once (len >= m: the whole arc).
+static nbiCellRange nbi_wrap_run(const nbiView *v, int a, int64_t s, int64_t len)
+{
+    const int64_t m = v->wrap->m[a], top = v->hi[a];
+    if (len >= m) return nbi_range1(0, top);
+    s %= m;
+    s = s < 0 ? s + m : s;
+    const int64_t e = s + len - 1; // past m - 1: the run goes on from 0 to e - m
+    if (e < m) return nbi_range1(s, e < top ? e : top);
+    const int64_t low = e - m < top ? e - m : top;
+    return s <= top ? nbi_range2(0, low, s, top) : nbi_range1(0, low);
+}
+
 nbiCellRange nbi_wrap_near(const nbiView *v, int a, int64_t c, int64_t k)
 {
     if (a >= v->dim) return nbi_range1(0, 0);
-    const int64_t m = v->wrap->m[a];
-    if (m == 0) {
+    if (v->wrap->m[a] == 0) {
         const int64_t l = c - k > v->lo[a] ? c - k : v->lo[a];
         return nbi_range1(l, c + k < v->hi[a] ? c + k : v->hi[a]);
     }
-    if (2 * k + 1 >= m) return nbi_range1(0, m - 1);
-    if (c - k < 0) return nbi_range2(0, c + k, c - k + m, m - 1);
-    if (c + k >= m) return nbi_range2(0, c + k - m, c - k, m - 1);
-    return nbi_range1(c - k, c + k);
+    return nbi_wrap_run(v, a, c - k, 2 * k + 1);
 }
 
-// The cell of x on periodic axis a, clamped to the box: below 0 (a range widened by its
-// margin), the first cell; P and above, the last.
+// The circle cell of x on periodic axis a (not yet numbered from the arc), clamped: below 0 (a
+// range widened by its margin), the first cell; P and above, the last.
 static int64_t nbi_wrap_cell(const nbiView *v, int a, double x)
 {
     if (!(x > 0.0)) return 0;
@@ -988,15 +998,22 @@ nbiCellRange nbi_wrap_cover(const nbiView *v, int a, double lo, double hi)
     const double p = v->wrap->period[a];
     lo -= p * 0x1p-50;
     hi += p * 0x1p-50;
-    if (!(hi - lo < p)) return nbi_range1(0, m - 1);
-    if (lo < 0.0) // [lo + P, P) and [0, hi]
-        return hi < 0.0
-                   ? nbi_range1(nbi_wrap_cell(v, a, lo + p), nbi_wrap_cell(v, a, hi + p))
-                   : nbi_range2(0, nbi_wrap_cell(v, a, hi), nbi_wrap_cell(v, a, lo + p), m - 1);
-    if (hi >= p) // [lo, P) and [0, hi - P]
-        return lo >= p ? nbi_range1(nbi_wrap_cell(v, a, lo - p), nbi_wrap_cell(v, a, hi - p))
-                       : nbi_range2(0, nbi_wrap_cell(v, a, hi - p), nbi_wrap_cell(v, a, lo), m - 1);
-    return nbi_range1(nbi_wrap_cell(v, a, lo), nbi_wrap_cell(v, a, hi));
+    if (!(hi - lo < p)) return nbi_range1(0, v->hi[a]);
+    // The circle cells from first to last (round past m - 1 to 0 when first > last).
+    int64_t first, last;
+    if (lo < 0.0) { // [lo + P, P) and [0, hi]
+        first = nbi_wrap_cell(v, a, lo + p);
+        last = nbi_wrap_cell(v, a, hi < 0.0 ? hi + p : hi);
+    } else if (hi >= p) { // [lo, P) and [0, hi - P]
+        first = nbi_wrap_cell(v, a, lo >= p ? lo - p : lo);
+        last = nbi_wrap_cell(v, a, hi - p);
+    } else {
+        first = nbi_wrap_cell(v, a, lo);
+        last = nbi_wrap_cell(v, a, hi);
+    }
+    const bool round = lo < 0.0 ? hi >= 0.0 : hi >= p && lo < p;
+    const int64_t len = last - first + 1 + (round ? m : 0); // round and first <= last: >= m
+    return nbi_wrap_run(v, a, first - v->wrap->c0[a], len);
 }
 
 // Runs fn through nbi_wrap_box_runs, remembering whether it asked to stop.
@@ -1105,7 +1122,7 @@ static nbStatus nbi_wrap_box(const nbiView *v, const double *lo, const double *h
     nbiCellRange r[3]; // (built: m > 0 on every periodic axis from here on)
     for (int a = 0; a < 3; a++) {
         r[a] = a >= v->dim  ? nbi_range1(0, 0)
-               : x.whole[a] ? nbi_range1(0, v->wrap->m[a] - 1)
+               : x.whole[a] ? nbi_range1(0, v->hi[a])
                             : nbi_wrap_cover(v, a, lo[a], hi[a]);
         if (r[a].n == 0) return NB_OK;
     }
@@ -1115,22 +1132,26 @@ static nbStatus nbi_wrap_box(const nbiView *v, const double *lo, const double *h
 
 // kNN on a periodic view: rings outward by the cyclic cell distance ("level") from the query's
 // cell. Ring m is the cells whose largest level over the axes is m, visited as faces (the axis
-// at level m, the axes before it below m, the axes after it at most m), so each cell once.
-// Cells not yet visited are at level m + 1 or more on some axis not yet covered whole: m whole
-// cells lie between them and the query, so they are at least m cell edges away.
+// at level m, the axes before it below m, the axes after it at most m), so each cell once, and
+// clipped to the arc. Cells not yet visited are at level m + 1 or more on some axis not yet
+// covered whole: m whole cells lie between them and the query, so they are at least m cell
+// edges away. A query outside the arc on an axis is at level `far` >= 1 from every stored cell
+// there: the rings before the largest such level hold no cell and are skipped, and every
+// unvisited cell is also far - 1 cell edges away on that axis (a query far from a clump stops
+// as soon as its k nearest are found, not after walking the empty rings between).
 
 // The cells at level exactly m from cell c on axis a.
 static nbiCellRange nbi_wrap_level(const nbiView *v, int a, int64_t c, int64_t m)
 {
     if (a >= v->dim) return m == 0 ? nbi_range1(0, 0) : nbi_range1(1, 0);
-    const int64_t cells = v->wrap->m[a];
-    if (m == 0)
-        return cells > 0 || (c >= v->lo[a] && c <= v->hi[a]) ? nbi_range1(c, c) : nbi_range1(1, 0);
+    const int64_t cells = v->wrap->m[a], top = v->hi[a];
+    if (m == 0) return c >= v->lo[a] && c <= top ? nbi_range1(c, c) : nbi_range1(1, 0);
     if (cells > 0) {
         if (2 * m - 1 >= cells) return nbi_range1(1, 0); // all at a lower level
         const int64_t up = (c + m) % cells, down = (c - m + cells) % cells;
-        if (up == down) return nbi_range1(up, up);
-        return up < down ? nbi_range2(up, up, down, down) : nbi_range2(down, down, up, up);
+        const int64_t l = up < down ? up : down, h = up < down ? down : up;
+        if (h > top) return l <= top ? nbi_range1(l, l) : nbi_range1(1, 0);
+        return l == h ? nbi_range1(l, l) : nbi_range2(l, l, h, h);
     }
     const bool has_down = c - m >= v->lo[a] && c - m <= v->hi[a];
     const bool has_up = c + m >= v->lo[a] && c + m <= v->hi[a];
@@ -1139,11 +1160,35 @@ static nbiCellRange nbi_wrap_level(const nbiView *v, int a, int64_t c, int64_t m
     return has_up ? nbi_range1(c + m, c + m) : nbi_range1(1, 0);
 }
 
-// Whether the cells within level m of c cover axis a whole.
+// Whether the cells within level m of c cover axis a whole (the arc, on a periodic axis).
 static bool nbi_wrap_covered(const nbiView *v, int a, int64_t c, int64_t m)
 {
-    if (v->wrap->m[a] > 0) return 2 * m + 1 >= v->wrap->m[a];
+    if (v->wrap->m[a] > 0) {
+        const nbiCellRange r = nbi_wrap_near(v, a, c, m);
+        return r.n == 1 && r.lo[0] == 0 && r.hi[0] == v->hi[a];
+    }
     return c - m <= v->lo[a] && c + m >= v->hi[a];
+}
+
+// The least level of a stored cell from cell c on periodic axis a: 0 on the arc 0 .. hi, else
+// the steps to its nearer end.
+static int64_t nbi_wrap_far(const nbiView *v, int a, int64_t c)
+{
+    const int64_t m = v->wrap->m[a], top = v->hi[a];
+    if (m == 0 || c <= top) return 0;
+    return c - top < m - c ? c - top : m - c;
+}
+
+// At most the distance along axis a from the query to any point of a cell `gap` whole cells
+// away from the query's: gap cell edges, less the rounding of the cells and of the distance.
+static double nbi_wrap_gap(const nbiView *v, int a, const double *point, int64_t gap)
+{
+    const nbiWrap *w = v->wrap;
+    const double e = w->m[a] > 0 ? w->pcm[a].cell : v->cm.cell;
+    const double slack = ((double)gap + (double)w->m[a] + 2.0) * e * 0x1p-46 +
+                         (fabs(point[a]) + v->max_abs + w->period[a]) * 0x1p-46 + nbi_cell_slack(e);
+    const double g = (double)gap * e - slack;
+    return g > 0.0 ? g : 0.0;
 }
 
 static bool nbi_knn_run_wrap(int32_t b0, int32_t b1, void *vctx)
@@ -1164,10 +1209,14 @@ static nbStatus nbi_wrap_knn(const nbiView *v, const double *point, nbiKnnCtx *x
 {
     const int dim = v->dim;
     const nbiWrap *w = v->wrap;
-    int64_t qc[3] = {0, 0, 0};
+    int64_t qc[3] = {0, 0, 0}, m0 = 0;
+    double out[3] = {0.0, 0.0, 0.0}; // per axis, at most the distance to every stored point
     for (int a = 0; a < dim; a++) {
         if (w->m[a] > 0) {
             qc[a] = nbi_view_axis_cell(v, a, point[a]);
+            const int64_t far = nbi_wrap_far(v, a, qc[a]);
+            m0 = far > m0 ? far : m0;
+            out[a] = far > 0 ? nbi_wrap_gap(v, a, point, far - 1) : 0.0;
             continue;
         }
         const double c = nbi_cell_f(&v->cm, point[a]); // clipped to one cell outside the box
@@ -1177,7 +1226,7 @@ static nbStatus nbi_wrap_knn(const nbiView *v, const double *point, nbiKnnCtx *x
     }
     const double budget = 2.0 * (double)v->ncells + 64.0;
     double work = 0.0;
-    for (int64_t m = 0;; m++) {
+    for (int64_t m = m0;; m++) {
         for (int a = 0; a < dim; a++) { // the faces of ring m
             nbiCellRange r[3];
             bool empty = false;
@@ -1189,21 +1238,20 @@ static nbStatus nbi_wrap_knn(const nbiView *v, const double *point, nbiKnnCtx *x
             }
             if (!empty) work += nbi_wrap_box_runs(v, r, nbi_knn_run_wrap, x);
         }
-        // The unvisited cells: beyond level m on an axis not yet covered whole.
-        double bound = (double)INFINITY;
+        // The unvisited cells: beyond level m on an axis a not yet covered whole, and at least
+        // out[b] away on every axis b.
+        double bound2 = (double)INFINITY;
         bool outside = false;
         for (int a = 0; a < dim; a++) {
             if (nbi_wrap_covered(v, a, qc[a], m)) continue;
             outside = true;
-            const double e = w->m[a] > 0 ? w->pcm[a].cell : v->cm.cell;
-            const double slack = ((double)m + (double)w->m[a] + 2.0) * e * 0x1p-46 +
-                                 (fabs(point[a]) + v->max_abs + w->period[a]) * 0x1p-46 +
-                                 nbi_cell_slack(e);
-            const double gap = (double)m * e - slack;
-            bound = gap < bound ? gap : bound;
+            const double g = nbi_wrap_gap(v, a, point, m), ga = g > out[a] ? g : out[a];
+            double d2 = ga * ga;
+            for (int b = 0; b < dim; b++) d2 += b != a ? out[b] * out[b] : 0.0;
+            bound2 = d2 < bound2 ? d2 : bound2;
         }
         if (!outside) break; // every cell visited
-        if (bound > 0.0 && nbi_knn_beyond(x, bound * bound * (1.0 - 0x1p-40))) break;
+        if (bound2 > 0.0 && nbi_knn_beyond(x, bound2 * (1.0 - 0x1p-40))) break;
         if (work > budget) { // a scan of every point is cheaper
             x->heap.size = 0;
             for (int32_t c = 0; c < v->ncells; c++)

@@ -37,15 +37,21 @@
 #include "cell_table.h"
 
 // Periodic axes (a grid with a period): axis a wraps when period[a] > 0. Its cells are
-// 0 .. m[a] - 1, of edge P / m (cell math pcm[a]); a coordinate x in [0, P) is in cell
-// min(m - 1, floor(x / edge)), a monotone map. kper[a] is what the kernels take the minimum
-// image against: P, or +inf on an axis that does not wrap (then min(a, inf - a) = a). A view
-// with wrap != NULL is always dense, with lo = 0 and ext = m on each periodic axis.
+// 0 .. m[a] - 1 around the circle, of edge P / m (cell math pcm[a]); a coordinate x in [0, P)
+// is in circle cell min(m - 1, floor(x / edge)), a monotone map. The cells are numbered from
+// the start of the occupied arc: circle cell c is cell (c - c0[a]) mod m, an exact integer
+// shift (coordinates are never shifted), so that the occupied cells are 0 .. ext - 1 and
+// cells ext .. m - 1 (the largest run of empty cells found on the circle) are never stored.
+// Data that fills the circle has c0 = 0 and ext = m. kper[a] is what the kernels take the
+// minimum image against: P, or +inf on an axis that does not wrap (then min(a, inf - a) = a).
+// A view with wrap != NULL is always dense, with lo = 0 and 1 <= ext <= m on each periodic
+// axis; the walks clip their cyclic ranges of cells to the arc 0 .. ext - 1.
 typedef struct nbiWrap {
     double period[3]; // 0 = not periodic (always 0 for z in 2D)
     double kper[3];   // P, or +inf
     nbiCellMath pcm[3];
-    int64_t m[3]; // cells on a periodic axis; 0 on the others
+    int64_t m[3];  // cells around the circle on a periodic axis; 0 on the others
+    int64_t c0[3]; // the circle cell numbered 0 (the occupied arc's first); 0 on the others
 } nbiWrap;
 
 typedef struct nbiView {
@@ -182,12 +188,14 @@ NBI_INLINE bool nbi_view_same(const nbiView *a, const nbiView *b)
     return same;
 }
 
-// The cell of coordinate x on axis a of a view (periodic or not; x in [0, P) when periodic).
+// The cell of coordinate x on axis a of a view (periodic or not; x in [0, P) when periodic:
+// then its number from the arc's start, in 0 .. m - 1, possibly outside the arc).
 NBI_INLINE int64_t nbi_view_axis_cell(const nbiView *v, int a, double x)
 {
     if (v->wrap == NULL || v->wrap->m[a] == 0) return nbi_cell_i(&v->cm, x);
-    const int64_t c = nbi_cell_i(&v->wrap->pcm[a], x);
-    return c < v->wrap->m[a] ? c : v->wrap->m[a] - 1;
+    const int64_t m = v->wrap->m[a], c = nbi_cell_i(&v->wrap->pcm[a], x);
+    const int64_t k = (c < m ? c : m - 1) - v->wrap->c0[a];
+    return k < 0 ? k + m : k;
 }
 
 // One past cell c's last position.
