@@ -1050,9 +1050,10 @@ static nbStatus nbi_wrap_layout(const nbGrid *g, const nbiBuildIn *in, const dou
     }
 }
 
-// Pass 2 of a periodic build: each point's cell number, counted into start[cell + 2].
+// Pass 2 of a periodic build: each point's cell number, counted into counts[cell >> shift]
+// (shift 0, counts = start + 2; a ranked build counts 64-cell words, shift 6).
 static void nbi_count_wrapped(const nbGrid *g, const double *data, size_t step, int32_t n,
-                              int32_t *cell_of, int32_t *start)
+                              int32_t *cell_of, int32_t *counts, int shift)
 {
     const nbiView v = nbi_grid_wrap_view(g);
     int32_t i = 0;
@@ -1060,15 +1061,15 @@ static void nbi_count_wrapped(const nbGrid *g, const double *data, size_t step, 
     bool fit = nbi_cells_fit_i32(g->lo, g->hi);
     for (int a = 0; a < 3; a++) fit &= g->wrap.m[a] < INT32_MAX;
     if (step == (size_t)g->dim && n >= 8 && fit && nbi_use_avx512()) {
-        i = nbi_cells8(data, n, g->dim, false, &g->cm, &g->wrap, g->lo, g->ext, cell_of, start + 2,
-                       0, NULL, NULL, NULL);
-        nbi_count_lagged_end(cell_of, start + 2, 0, i);
+        i = nbi_cells8(data, n, g->dim, false, &g->cm, &g->wrap, g->lo, g->ext, cell_of, counts,
+                       shift, NULL, NULL, NULL);
+        nbi_count_lagged_end(cell_of, counts, shift, i);
     }
 #endif
     for (; i < n; i++) {
         const int64_t c = nbi_grid_wrapped_cell(g, &v, data + (size_t)i * step);
         cell_of[i] = (int32_t)c;
-        start[c + 2]++;
+        counts[c >> shift]++;
     }
 }
 
@@ -1225,6 +1226,10 @@ void nbi_ranked_count(const nbGrid *g, const nbiBuildIn *in, int32_t i0, int32_t
 {
     const double *data = in->data + (size_t)i0 * in->step;
     int32_t *cell_of = (int32_t *)g->cell_of.ptr + i0;
+    if (g->wrapped) {
+        nbi_count_wrapped(g, data, in->step, i1 - i0, cell_of, counts + 2, 6);
+        return;
+    }
 #if defined(__SSE2__)
     if (in->step == (size_t)g->dim && nbi_cells_fit_i32(g->lo, g->hi)) {
         nbi_count_packed(data, i1 - i0, g->dim, &g->cm, g->lo, g->ext, cell_of, counts + 2, 6);
@@ -1317,12 +1322,15 @@ static nbStatus nbi_grid_plan(const nbGrid *grid, const nbPoints *points, double
     plan->box_cells = 1.0;
     double dense_limit = (double)NBI_DENSE_CELLS_PER_POINT * n + NBI_DENSE_MIN_CELLS;
     if (dense_limit > (double)(INT32_MAX - 2)) dense_limit = (double)(INT32_MAX - 2);
+    double ranked_limit = (double)NBI_RANKED_CELLS_PER_POINT * n;
+    if (ranked_limit > (double)(INT32_MAX - 256)) ranked_limit = (double)(INT32_MAX - 256);
     plan->wrap = grid->wrap;
-    if (grid->wrapped) { // periodic: its own cells, always dense (see nbi_wrap_layout)
+    if (grid->wrapped) { // periodic: its own cells, dense or ranked (see nbi_wrap_layout)
         const double pcell = grid->desc_cell > 0.0 ? grid->desc_cell : cell;
+        const double limit = ranked_limit > dense_limit ? ranked_limit : dense_limit;
         const nbStatus wst =
-            nbi_wrap_layout(grid, &in, mn, mx, radius, cell, pcell, dense_limit, &plan->wrap,
-                            &plan->cm, plan->lo, plan->hi, plan->ext, &plan->box_cells);
+            nbi_wrap_layout(grid, &in, mn, mx, radius, cell, pcell, limit, &plan->wrap, &plan->cm,
+                            plan->lo, plan->hi, plan->ext, &plan->box_cells);
         if (wst != NB_OK) return wst;
     }
     for (int a = 0; a < dim && n > 0 && !grid->wrapped; a++) {
@@ -1333,10 +1341,8 @@ static nbStatus nbi_grid_plan(const nbGrid *grid, const nbPoints *points, double
         plan->ext[a] = plan->hi[a] - plan->lo[a] + 1;
         plan->box_cells *= (double)plan->ext[a];
     }
-    double ranked_limit = (double)NBI_RANKED_CELLS_PER_POINT * n;
-    if (ranked_limit > (double)(INT32_MAX - 256)) ranked_limit = (double)(INT32_MAX - 256);
-    plan->sparse = plan->box_cells > dense_limit && !grid->wrapped;
-    plan->ranked = plan->sparse && plan->box_cells <= ranked_limit;
+    plan->sparse = plan->box_cells > dense_limit;
+    plan->ranked = plan->sparse && plan->box_cells <= ranked_limit; // (always, when periodic)
     plan->hashed = plan->sparse && !plan->ranked;
     plan->filtered = points->category != NULL || points->mask != NULL;
 
@@ -1748,7 +1754,7 @@ static int32_t nbi_grid_count_serial(nbGrid *grid, const nbiGridPlan *plan)
     if (grid->wrapped) {
         const int32_t ncells = (int32_t)plan->box_cells;
         memset(start, 0, ((size_t)ncells + 2) * sizeof(int32_t));
-        nbi_count_wrapped(grid, in->data, in->step, n, cell_of, start);
+        nbi_count_wrapped(grid, in->data, in->step, n, cell_of, start + 2, 0);
         return ncells;
     }
     if (!plan->hashed) {
@@ -2192,7 +2198,7 @@ nbStatus nb_grid_validate(const nbGrid *grid)
     }
     for (int a = 0; a < 3 && g->wrapped; a++) { // periodic axes: the arc's cells 0 .. ext - 1
         const int64_t m = g->wrap.m[a], c0 = g->wrap.c0[a];
-        NBI_CHECK(!g->hashed && !g->ranked && m >= 0 && (m > 0) == (g->wrap.period[a] > 0));
+        NBI_CHECK(!g->hashed && m >= 0 && (m > 0) == (g->wrap.period[a] > 0));
         if (m > 0)
             NBI_CHECK(g->lo[a] == 0 && g->ext[a] >= 1 && g->ext[a] <= m && c0 >= 0 && c0 < m &&
                       (g->ext[a] < m || c0 == 0));

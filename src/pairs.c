@@ -798,16 +798,8 @@ static bool nbi_wrap_inside(const nbiView *v, const int64_t c[3], const int64_t 
     return true;
 }
 
-// The next cell's offsets in a dense box, x fastest.
-static inline void nbi_box_step(int64_t *ox, int64_t *oy, int64_t *oz, int64_t e0, int64_t e1)
-{
-    if (++*ox < e0) return;
-    *ox = 0;
-    if (++*oy < e1) return;
-    *oy = 0;
-    ++*oz;
-}
-
+// A dense or ranked view (ranked: only the occupied cells are numbered, and box cell k's run
+// starts at nbi_view_box_start(v, k)): cell c's box number and its offsets in the box.
 static void nbi_pairs_wrapped(const nbiView *v, const nbiPairCtx *x, const int64_t k[3], int32_t u0,
                               int32_t u1)
 {
@@ -815,24 +807,26 @@ static void nbi_pairs_wrapped(const nbiView *v, const nbiPairCtx *x, const int64
     const int64_t e0 = v->ext[0], e1 = v->ext[1], e01 = e0 * e1;
     nbiSpanList l;
     nbi_span_list_init(&l, x, v->dim, false);
-    int64_t ox = u0 % e0, oy = (u0 / e0) % e1, oz = u0 / e01; // cell c's offsets in the box
-    for (int32_t c = u0; c < u1 && !x->sink->stop; c++, nbi_box_step(&ox, &oy, &oz, e0, e1)) {
+    for (int32_t c = u0; c < u1 && !x->sink->stop; c++) {
         const int32_t a0 = start[c], a1 = start[c + 1];
         if (a0 == a1) continue;
+        const int64_t bc = v->occ != NULL ? (int64_t)v->cell_box[c] : c; // its box number
+        const int64_t ox = bc % e0, oy = (bc / e0) % e1, oz = bc / e01;
         const int64_t cx = v->lo[0] + ox, cy = v->lo[1] + oy, cz = v->lo[2] + oz;
         l.wrap = nbi_wrap_edge(v, 0, cx, k[0]) || nbi_wrap_edge(v, 1, cy, k[1]) ||
                  (v->dim == 3 && nbi_wrap_edge(v, 2, cz, k[2]));
         const int64_t cc[3] = {cx, cy, cz};
         if (nbi_wrap_inside(v, cc, k)) { // the interior: the dense walker's rows
-            const int64_t row0 = c - (cx - v->lo[0]);
+            const int64_t row0 = bc - ox;
             l.a0 = a0;
             l.a1 = a1;
-            l.self_end = start[row0 + (cx - v->lo[0]) + k[0] + 1];
+            l.self_end = nbi_view_box_start(v, row0 + ox + k[0] + 1);
             l.ns = 0;
             for (int64_t dz = 0; dz <= k[2]; dz++)
                 for (int64_t dy = dz > 0 ? -k[1] : 1; dy <= k[1]; dy++) {
-                    const int64_t row = row0 + dy * e0 + dz * e01 + (cx - v->lo[0]);
-                    nbi_spans_add(&l, start[row - k[0]], start[row + k[0] + 1]);
+                    const int64_t row = row0 + dy * e0 + dz * e01 + ox;
+                    nbi_spans_add(&l, nbi_view_box_start(v, row - k[0]),
+                                  nbi_view_box_start(v, row + k[0] + 1));
                 }
             nbi_spans_flush(&l);
             continue;
@@ -854,9 +848,10 @@ static void nbi_pairs_wrapped(const nbiView *v, const nbiPairCtx *x, const int64
                             const int64_t xh = rx.hi[tx];
                             if (xl > xh) continue;
                             if (own && xl == cx + 1) // contiguous with A: extend its own run
-                                l.self_end = start[row + xh + 1];
+                                l.self_end = nbi_view_box_start(v, row + xh + 1);
                             else
-                                nbi_spans_add(&l, start[row + xl], start[row + xh + 1]);
+                                nbi_spans_add(&l, nbi_view_box_start(v, row + xl),
+                                              nbi_view_box_start(v, row + xh + 1));
                         }
                     }
         nbi_spans_flush(&l);

@@ -1179,15 +1179,27 @@ static int64_t nbi_wrap_far(const nbiView *v, int a, int64_t c)
     return c - top < m - c ? c - top : m - c;
 }
 
-// At most the distance along axis a from the query to any point of a cell `gap` whole cells
-// away from the query's: gap cell edges, less the rounding of the cells and of the distance.
-static double nbi_wrap_gap(const nbiView *v, int a, const double *point, int64_t gap)
+// What the rounding of the cells and of the distance may take off `gap` whole cells along axis
+// a (cell edge e) from the query.
+static double nbi_wrap_slack(const nbiView *v, int a, const double *point, int64_t gap, double e)
 {
     const nbiWrap *w = v->wrap;
-    const double e = w->m[a] > 0 ? w->pcm[a].cell : v->cm.cell;
-    const double slack = ((double)gap + (double)w->m[a] + 2.0) * e * 0x1p-46 +
-                         (fabs(point[a]) + v->max_abs + w->period[a]) * 0x1p-46 + nbi_cell_slack(e);
-    const double g = (double)gap * e - slack;
+    return ((double)gap + (double)w->m[a] + 2.0) * e * 0x1p-46 +
+           (fabs(point[a]) + v->max_abs + w->period[a]) * 0x1p-46 + nbi_cell_slack(e);
+}
+
+// The cell edge of axis a.
+static double nbi_wrap_edge_len(const nbiView *v, int a)
+{
+    return v->wrap->m[a] > 0 ? v->wrap->pcm[a].cell : v->cm.cell;
+}
+
+// At most the distance along axis a from the query to any point of a cell `gap` whole cells
+// away from the query's: gap cell edges, less the rounding.
+static double nbi_wrap_gap(const nbiView *v, int a, const double *point, int64_t gap)
+{
+    const double e = nbi_wrap_edge_len(v, a);
+    const double g = (double)gap * e - nbi_wrap_slack(v, a, point, gap, e);
     return g > 0.0 ? g : 0.0;
 }
 
@@ -1201,6 +1213,36 @@ static bool nbi_knn_run_wrap(int32_t b0, int32_t b1, void *vctx)
         const double *q = v->pts + (size_t)p * (size_t)dim;
         nbNeighbor cand = {v->idx[p], nbi_dist2_wrap(x->q, q, dim, v->wrap->kper)};
         if (cand.dist2 <= x->lim2) nbi_best_offer(&x->heap, cand);
+    }
+    return true;
+}
+
+// The face of ring m at level m on axis a, as the levels it spans on the other axes: reach[b]
+// (the axes before a below m, those after at most m), each cut to where a point could still be
+// within the k-th best so far: its distance along a is at least that of level m, along every
+// other axis at least out[] (so a query far from the data searches a small cap of the face,
+// not the whole face). False when no cell of the face can hold a point within it.
+static bool nbi_wrap_face_reach(const nbiView *v, const nbiKnnCtx *x, const double *point,
+                                const double out[3], int a, int64_t m, int64_t reach[3])
+{
+    const int dim = v->dim;
+    double ga = m > 0 ? nbi_wrap_gap(v, a, point, m - 1) : 0.0;
+    ga = ga > out[a] ? ga : out[a];
+    double base = ga * ga;
+    for (int b = 0; b < dim; b++) base += b != a ? out[b] * out[b] : 0.0;
+    const double bound = nbi_best_bound(&x->heap, x->lim2);
+    if (base * (1.0 - 0x1p-40) > bound && base > 0x1p-1000) return false;
+    for (int b = 0; b < 3; b++) {
+        reach[b] = b < a ? m - 1 : m;
+        if (b == a || b >= dim || !(bound < (double)INFINITY)) continue;
+        // Levels L on axis b are at least gap(L - 1) away: keep those with gap(L - 1)^2 within
+        // what the bound leaves (one level more than the rounding could need).
+        const double left = bound - (base - out[b] * out[b]), e = nbi_wrap_edge_len(v, b);
+        const double lv =
+            (sqrt(left > 0.0 ? left : 0.0) * (1.0 + 0x1p-40) + nbi_wrap_slack(v, b, point, m, e)) /
+                e +
+            2.0;
+        if (lv < (double)reach[b]) reach[b] = (int64_t)lv;
     }
     return true;
 }
@@ -1224,16 +1266,18 @@ static nbStatus nbi_wrap_knn(const nbiView *v, const double *point, nbiKnnCtx *x
                 : c > (double)v->hi[a] ? v->hi[a] + 1
                                        : (int64_t)c;
     }
-    const double budget = 2.0 * (double)v->ncells + 64.0;
+    const double budget = 2.0 * ((double)v->ncells + (double)v->n) + 64.0; // cells examined
     double work = 0.0;
     for (int64_t m = m0;; m++) {
         for (int a = 0; a < dim; a++) { // the faces of ring m
+            int64_t reach[3];
+            if (!nbi_wrap_face_reach(v, x, point, out, a, m, reach)) continue;
             nbiCellRange r[3];
             bool empty = false;
             for (int b = 0; b < 3; b++) {
-                r[b] = b == a  ? nbi_wrap_level(v, b, qc[b], m)
-                       : b < a ? (m == 0 ? nbi_range1(1, 0) : nbi_wrap_near(v, b, qc[b], m - 1))
-                               : nbi_wrap_near(v, b, qc[b], m);
+                r[b] = b == a                    ? nbi_wrap_level(v, b, qc[b], m)
+                       : b < dim && reach[b] < 0 ? nbi_range1(1, 0)
+                                                 : nbi_wrap_near(v, b, qc[b], reach[b]);
                 empty |= r[b].n == 0;
             }
             if (!empty) work += nbi_wrap_box_runs(v, r, nbi_knn_run_wrap, x);
