@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: MIT
-// Periodic boxes in the dense grid (nbGridDesc.period) against a brute-force minimum-image
-// oracle (nb_oracle.h, nbo_wrap_*): every query (all pairs, count, visit, units, short buffers,
-// cross pairs, radius, box, kNN), 2D and 3D, on random and adversarial sets: points on the
-// faces of the box, lattices with pairs exactly r apart across a face, r = P / 2 and just below,
-// 1, 2 and 3 cells per axis (the stencil meets a cell twice through the wrap), duplicates,
-// mixed periodic and open axes, clustered points in a sparse box, clumps (in the middle, across
-// the faces, at opposite ends, duplicated; the ranked layout) queried from anywhere, filters. Plus
-// the statuses (bad periods, points outside the box, radii the minimum image cannot answer), the
-// unchanged grid after a refused build, memory of a sparse box, the cost of a clump,
-// zero-allocation frames. All pairs are also compared, pair for pair and in order, across the SIMD
-// copies of the kernels (simd.h).
+// Periodic boxes in the grid (nbGridDesc.period) against a brute-force minimum-image oracle
+// (nb_oracle.h, nbo_wrap_*): every query (all pairs, count, visit, units, short buffers, cross
+// pairs, radius, box, kNN), 2D and 3D, on random and adversarial sets: points on the faces of
+// the box, lattices with pairs exactly r apart across a face, r = P / 2 and just below, 1, 2 and
+// 3 cells per axis (the stencil meets a cell twice through the wrap), duplicates, mixed periodic
+// and open axes, clustered points in a sparse box, clumps (in the middle, across the faces, at
+// opposite ends, duplicated; the ranked layout) queried from anywhere in the box, filters. Plus
+// the statuses (bad periods, points outside the box, radii the minimum image cannot answer),
+// the unchanged grid after a refused build, memory of a sparse box, the cost of a clump,
+// zero-allocation frames. All pairs are also compared, pair for pair and in order, across the
+// SIMD copies of the kernels (simd.h).
 #include <nearby/grid.h>
 
 #include "nb_oracle.h"
