@@ -1218,36 +1218,30 @@ static bool nbi_knn_run_wrap(int32_t b0, int32_t b1, void *vctx)
 }
 
 // The face of ring m at level m on axis a, as the levels it spans on the other axes: reach[b]
-// (the axes before a below m, those after at most m), each cut to where a point could still be
-// within the k-th best so far: its distance along a is at least that of level m, along every
-// other axis at least out[] (so a query far from the data searches a small cap of the face,
-// not the whole face). False when no cell of the face can hold a point within it.
-static bool nbi_wrap_face_reach(const nbiView *v, const nbiKnnCtx *x, const double *point,
+// (the axes before a below m, those after at most m), each cut to where a point could still
+// enter: its gap along a is at least that of level m, along every other axis at least out[]
+// (so a query far from the data searches a small cap of the face, not the whole face). False
+// when no cell of the face can hold a point that enters.
+static bool nbi_wrap_face_reach(const nbiView *v, const nbiWrapKnnOps *ops, const double *point,
                                 const double out[3], int a, int64_t m, int64_t reach[3])
 {
-    const int dim = v->dim;
-    double ga = m > 0 ? nbi_wrap_gap(v, a, point, m - 1) : 0.0;
-    ga = ga > out[a] ? ga : out[a];
-    double base = ga * ga;
-    for (int b = 0; b < dim; b++) base += b != a ? out[b] * out[b] : 0.0;
-    const double bound = nbi_best_bound(&x->heap, x->lim2);
-    if (base * (1.0 - 0x1p-40) > bound && base > 0x1p-1000) return false;
+    double g[3] = {out[0], out[1], out[2]};
+    const double ga = m > 0 ? nbi_wrap_gap(v, a, point, m - 1) : 0.0;
+    g[a] = ga > out[a] ? ga : out[a];
+    if (ops->beyond(ops->ctx, g)) return false;
     for (int b = 0; b < 3; b++) {
         reach[b] = b < a ? m - 1 : m;
-        if (b == a || b >= dim || !(bound < (double)INFINITY)) continue;
-        // Levels L on axis b are at least gap(L - 1) away: keep those with gap(L - 1)^2 within
-        // what the bound leaves (one level more than the rounding could need).
-        const double left = bound - (base - out[b] * out[b]), e = nbi_wrap_edge_len(v, b);
-        const double lv =
-            (sqrt(left > 0.0 ? left : 0.0) * (1.0 + 0x1p-40) + nbi_wrap_slack(v, b, point, m, e)) /
-                e +
-            2.0;
+        if (b == a || b >= v->dim) continue;
+        // Levels L on axis b are at least gap(L - 1) away: keep those whose gap(L - 1) is
+        // within the room the bound leaves (one level more than the rounding could need).
+        const double room = ops->room(ops->ctx, g, b), e = nbi_wrap_edge_len(v, b);
+        const double lv = (room + nbi_wrap_slack(v, b, point, m, e)) / e + 2.0;
         if (lv < (double)reach[b]) reach[b] = (int64_t)lv;
     }
     return true;
 }
 
-static nbStatus nbi_wrap_knn(const nbiView *v, const double *point, nbiKnnCtx *x)
+void nbi_wrap_knn_walk(const nbiView *v, const double *point, const nbiWrapKnnOps *ops)
 {
     const int dim = v->dim;
     const nbiWrap *w = v->wrap;
@@ -1271,7 +1265,7 @@ static nbStatus nbi_wrap_knn(const nbiView *v, const double *point, nbiKnnCtx *x
     for (int64_t m = m0;; m++) {
         for (int a = 0; a < dim; a++) { // the faces of ring m
             int64_t reach[3];
-            if (!nbi_wrap_face_reach(v, x, point, out, a, m, reach)) continue;
+            if (!nbi_wrap_face_reach(v, ops, point, out, a, m, reach)) continue;
             nbiCellRange r[3];
             bool empty = false;
             for (int b = 0; b < 3; b++) {
@@ -1280,29 +1274,59 @@ static nbStatus nbi_wrap_knn(const nbiView *v, const double *point, nbiKnnCtx *x
                                                  : nbi_wrap_near(v, b, qc[b], reach[b]);
                 empty |= r[b].n == 0;
             }
-            if (!empty) work += nbi_wrap_box_runs(v, r, nbi_knn_run_wrap, x);
+            if (!empty) work += nbi_wrap_box_runs(v, r, ops->run, ops->ctx);
         }
         // The unvisited cells: beyond level m on an axis a not yet covered whole, and at least
         // out[b] away on every axis b.
-        double bound2 = (double)INFINITY;
-        bool outside = false;
+        bool outside = false, done = true;
         for (int a = 0; a < dim; a++) {
             if (nbi_wrap_covered(v, a, qc[a], m)) continue;
             outside = true;
-            const double g = nbi_wrap_gap(v, a, point, m), ga = g > out[a] ? g : out[a];
-            double d2 = ga * ga;
-            for (int b = 0; b < dim; b++) d2 += b != a ? out[b] * out[b] : 0.0;
-            bound2 = d2 < bound2 ? d2 : bound2;
+            double g[3] = {out[0], out[1], out[2]};
+            const double ga = nbi_wrap_gap(v, a, point, m);
+            g[a] = ga > out[a] ? ga : out[a];
+            done &= ops->beyond(ops->ctx, g);
         }
-        if (!outside) break; // every cell visited
-        if (bound2 > 0.0 && nbi_knn_beyond(x, bound2 * (1.0 - 0x1p-40))) break;
-        if (work > budget) { // a scan of every point is cheaper
-            x->heap.size = 0;
+        if (!outside || done) return; // every cell visited, or none left can hold a point
+        if (work > budget) {          // a scan of every point is cheaper
+            ops->reset(ops->ctx);
             for (int32_t c = 0; c < v->ncells; c++)
-                nbi_knn_run_wrap(v->start[c], nbi_view_end(v, c), x);
-            break;
+                ops->run(v->start[c], nbi_view_end(v, c), ops->ctx);
+            return;
         }
     }
+}
+
+// The Euclidean norm's bounds for the walk: squared gaps against the k-th best (or the limit).
+static bool nbi_wrap_knn_beyond(void *vctx, const double g[3])
+{
+    const nbiKnnCtx *x = (const nbiKnnCtx *)vctx;
+    double d2 = 0.0;
+    for (int a = 0; a < x->v->dim; a++) d2 += g[a] * g[a];
+    return nbi_knn_beyond(x, d2 * (1.0 - 0x1p-40));
+}
+
+static double nbi_wrap_knn_room(void *vctx, const double g[3], int b)
+{
+    const nbiKnnCtx *x = (const nbiKnnCtx *)vctx;
+    const double bound = nbi_best_bound(&x->heap, x->lim2);
+    if (!(bound < (double)INFINITY)) return (double)INFINITY;
+    double rest = 0.0;
+    for (int a = 0; a < x->v->dim; a++) rest += a != b ? g[a] * g[a] : 0.0;
+    const double left = bound - rest + (bound + rest) * 0x1p-40; // past the sum's rounding
+    return left > 0.0 ? sqrt(left) * (1.0 + 0x1p-30) : 0.0;
+}
+
+static void nbi_wrap_knn_reset(void *vctx)
+{
+    ((nbiKnnCtx *)vctx)->heap.size = 0;
+}
+
+static nbStatus nbi_wrap_knn(const nbiView *v, const double *point, nbiKnnCtx *x)
+{
+    const nbiWrapKnnOps ops = {nbi_knn_run_wrap, x, nbi_wrap_knn_beyond, nbi_wrap_knn_room,
+                               nbi_wrap_knn_reset};
+    nbi_wrap_knn_walk(v, point, &ops);
     nbi_best_sort(&x->heap);
     return NB_OK;
 }

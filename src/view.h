@@ -452,6 +452,21 @@ nbiCellRange nbi_wrap_cover(const nbiView *v, int a, double lo, double hi);
 // single cell 0), each cell once. Returns the cells examined.
 double nbi_wrap_box_runs(const nbiView *v, const nbiCellRange r[3], nbiRunFn *fn, void *ctx);
 
+// The k nearest on a periodic view in some norm: its candidates and bounds. The walk offers
+// cells ring by ring outward from the query's (by cyclic levels, clipped to the arcs) through
+// `run`, cutting each ring to what can still enter and stopping once nothing unvisited can.
+typedef struct nbiWrapKnnOps {
+    nbiRunFn *run; // offers the candidates [b0, b1) (the minimum image)
+    void *ctx;
+    // Whether no point whose distance along each axis a is at least g[a] can enter.
+    bool (*beyond)(void *ctx, const double g[3]);
+    // The largest distance along axis b a point can have and still enter, its distance along
+    // each other axis a at least g[a] (at least that: a superset; INFINITY while unbounded).
+    double (*room)(void *ctx, const double g[3], int b);
+    void (*reset)(void *ctx); // forgets every offer (before a scan of every point instead)
+} nbiWrapKnnOps;
+void nbi_wrap_knn_walk(const nbiView *v, const double *point, const nbiWrapKnnOps *ops);
+
 // Every (i in a, j in b) within `radius` by the minimum image, both views periodic alike, for
 // a's cells [c0, c1).
 nbStatus nbi_walk_cross_wrap(const nbiView *a, const nbiView *b, double radius, int32_t c0,

@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: MIT
 // Periodic boxes in the grid (nbGridDesc.period) against a brute-force minimum-image oracle
 // (nb_oracle.h, nbo_wrap_*): every query (all pairs, count, visit, units, short buffers, cross
-// pairs, radius, box, kNN), 2D and 3D, on random and adversarial sets: points on the faces of
-// the box, lattices with pairs exactly r apart across a face, r = P / 2 and just below, 1, 2 and
-// 3 cells per axis (the stencil meets a cell twice through the wrap), duplicates, mixed periodic
-// and open axes, clustered points in a sparse box, clumps (in the middle, across the faces, at
-// opposite ends, duplicated; the ranked layout) queried from anywhere in the box, filters. Plus
-// the statuses (bad periods, points outside the box, radii the minimum image cannot answer),
-// the unchanged grid after a refused build, memory of a sparse box, the cost of a clump,
-// zero-allocation frames. All pairs are also compared, pair for pair and in order, across the
-// SIMD copies of the kernels (simd.h).
+// pairs, radius, box, kNN in the Euclidean norm and p = 1, 3.5, inf), 2D and 3D, on random and
+// adversarial sets: points on the faces of the box, lattices with pairs exactly r apart across a
+// face, r = P / 2 and just below, 1, 2 and 3 cells per axis (the stencil meets a cell twice through
+// the wrap), duplicates, mixed periodic and open axes, clustered points in a sparse box, clumps (in
+// the middle, across the faces, at opposite ends, duplicated; the ranked layout) queried from
+// anywhere in the box, filters. Plus the statuses (bad periods, points outside the box, radii the
+// minimum image cannot answer), the unchanged grid after a refused build, memory of a sparse box,
+// the cost of a clump, zero-allocation frames. All pairs are also compared, pair for pair and in
+// order, across the SIMD copies of the kernels (simd.h).
 #include <nearby/grid.h>
 
 #include "nb_oracle.h"
@@ -153,9 +153,55 @@ static int check_box(const nbGrid *g, const nboSet *s, const double *period, con
     return 0;
 }
 
+// The k nearest by brute force in the norm p != 2 (raw: sum |d|^p, max |d| for p = inf), d by
+// the minimum image as the library takes it: a = |q - x|, d = min(a, P - a).
+static nbNeighbor *brute_norm(const nboSet *s, const double *q, double p, const double *period,
+                              int32_t k, int32_t *found)
+{
+    nbNeighbor *all = (nbNeighbor *)nbo_xalloc(((size_t)s->n + 1) * sizeof *all);
+    for (int32_t i = 0; i < s->n; i++) {
+        double raw = 0.0;
+        for (int a = 0; a < s->dim; a++) {
+            double d = fabs(q[a] - nbo_pt(s, i)[a]);
+            if (period[a] > 0.0 && d > period[a] - d) d = period[a] - d;
+            const double t = p == 1.0 || isinf(p) ? d : pow(d, p);
+            raw = isinf(p) ? (t > raw ? t : raw) : raw + t;
+        }
+        all[i] = (nbNeighbor){i, raw};
+    }
+    nbo_sort_neighbors(all, s->n);
+    *found = s->n < k ? s->n : k;
+    return all;
+}
+
+static int check_knn_norms(const nbGrid *g, const nboSet *s, const double *period, const double *q,
+                           int32_t k)
+{
+    const double norms[] = {1.0, 3.5, (double)INFINITY};
+    nbNeighbor *got = (nbNeighbor *)malloc(((size_t)k + 1) * sizeof(nbNeighbor));
+    NB_CHECK(got != NULL);
+    for (int t = 0; t < 3; t++) {
+        int32_t want = 0, found = -1;
+        nbNeighbor *all = brute_norm(s, q, norms[t], period, k, &want);
+        NB_CHECK_OK(
+            nb_grid_knn_norm(g, q, norms[t], NB_FILTER_ALL, (double)INFINITY, got, k, &found));
+        NB_CHECK(found == want);
+        for (int32_t j = 0; j < want; j++) {
+            if (got[j].index != all[j].index || got[j].dist2 != all[j].dist2)
+                fprintf(stderr, "  knn p=%g k=%d rank %d: want %d (%.17g) got %d (%.17g)\n",
+                        norms[t], k, j, all[j].index, all[j].dist2, got[j].index, got[j].dist2);
+            NB_CHECK(got[j].index == all[j].index && got[j].dist2 == all[j].dist2);
+        }
+        free(all);
+    }
+    free(got);
+    return 0;
+}
+
 static int check_knn(const nbGrid *g, const nboSet *s, const double *period, const double *q,
                      int32_t k)
 {
+    if (k <= 40 && check_knn_norms(g, s, period, q, k)) return 1;
     int32_t want = 0, found = -1;
     nbNeighbor *all = nbo_wrap_knn(s, q, k, period, &want);
     nbNeighbor *got = (nbNeighbor *)malloc(((size_t)k + 1) * sizeof(nbNeighbor));
