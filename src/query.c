@@ -957,9 +957,8 @@ static nbiCellRange nbi_wrap_run(const nbiView *v, int a, int64_t s, int64_t len
 {
     const int64_t m = v->wrap->m[a], top = v->hi[a];
     if (len >= m) return nbi_range1(0, top);
-    s %= m;
-    s = s < 0 ? s + m : s;
-    const int64_t e = s + len - 1; // past m - 1: the run goes on from 0 to e - m
+    s = s < 0 ? s + m : s >= m ? s - m : s; // (-m < s < 2m: from a cell and fewer than m more)
+    const int64_t e = s + len - 1;          // past m - 1: the run goes on from 0 to e - m
     if (e < m) return nbi_range1(s, e < top ? e : top);
     const int64_t low = e - m < top ? e - m : top;
     return s <= top ? nbi_range2(0, low, s, top) : nbi_range1(0, low);
@@ -1148,7 +1147,8 @@ static nbiCellRange nbi_wrap_level(const nbiView *v, int a, int64_t c, int64_t m
     if (m == 0) return c >= v->lo[a] && c <= top ? nbi_range1(c, c) : nbi_range1(1, 0);
     if (cells > 0) {
         if (2 * m - 1 >= cells) return nbi_range1(1, 0); // all at a lower level
-        const int64_t up = (c + m) % cells, down = (c - m + cells) % cells;
+        const int64_t up = c + m < cells ? c + m : c + m - cells;
+        const int64_t down = c - m >= 0 ? c - m : c - m + cells;
         const int64_t l = up < down ? up : down, h = up < down ? down : up;
         if (h > top) return l <= top ? nbi_range1(l, l) : nbi_range1(1, 0);
         return l == h ? nbi_range1(l, l) : nbi_range2(l, l, h, h);
@@ -1164,6 +1164,7 @@ static nbiCellRange nbi_wrap_level(const nbiView *v, int a, int64_t c, int64_t m
 static bool nbi_wrap_covered(const nbiView *v, int a, int64_t c, int64_t m)
 {
     if (v->wrap->m[a] > 0) {
+        if (2 * m + 1 < v->ext[a]) return false; // fewer cells than the arc's
         const nbiCellRange r = nbi_wrap_near(v, a, c, m);
         return r.n == 1 && r.lo[0] == 0 && r.hi[0] == v->hi[a];
     }
@@ -1179,28 +1180,34 @@ static int64_t nbi_wrap_far(const nbiView *v, int a, int64_t c)
     return c - top < m - c ? c - top : m - c;
 }
 
-// What the rounding of the cells and of the distance may take off `gap` whole cells along axis
-// a (cell edge e) from the query.
-static double nbi_wrap_slack(const nbiView *v, int a, const double *point, int64_t gap, double e)
+// A query's distances to whole cells along each axis, worked out once: `gap` whole cells of
+// edge e along axis a are at least gap * e less what the rounding of the cells and of the
+// distance may take off, (gap + cells + 2) e 2^-46 + (|q| + max_abs + P) 2^-46 + the quotient's
+// underflow; as gap * step - less, step = e (1 - 2^-46) (its own rounding far inside the slack).
+typedef struct nbiWrapGaps {
+    double edge[3], step[3], less[3];
+} nbiWrapGaps;
+
+static void nbi_wrap_gaps_init(const nbiView *v, const double *point, nbiWrapGaps *g)
 {
     const nbiWrap *w = v->wrap;
-    return ((double)gap + (double)w->m[a] + 2.0) * e * 0x1p-46 +
-           (fabs(point[a]) + v->max_abs + w->period[a]) * 0x1p-46 + nbi_cell_slack(e);
-}
-
-// The cell edge of axis a.
-static double nbi_wrap_edge_len(const nbiView *v, int a)
-{
-    return v->wrap->m[a] > 0 ? v->wrap->pcm[a].cell : v->cm.cell;
+    for (int a = 0; a < 3; a++) {
+        const double e = a >= v->dim ? 1.0 : w->m[a] > 0 ? w->pcm[a].cell : v->cm.cell;
+        g->edge[a] = e;
+        g->step[a] = e * (1.0 - 0x1p-46);
+        g->less[a] = a >= v->dim ? 0.0
+                                 : ((double)w->m[a] + 2.0) * e * 0x1p-46 +
+                                       (fabs(point[a]) + v->max_abs + w->period[a]) * 0x1p-46 +
+                                       nbi_cell_slack(e);
+    }
 }
 
 // At most the distance along axis a from the query to any point of a cell `gap` whole cells
-// away from the query's: gap cell edges, less the rounding.
-static double nbi_wrap_gap(const nbiView *v, int a, const double *point, int64_t gap)
+// away from the query's.
+NBI_INLINE double nbi_wrap_gap(const nbiWrapGaps *g, int a, int64_t gap)
 {
-    const double e = nbi_wrap_edge_len(v, a);
-    const double g = (double)gap * e - nbi_wrap_slack(v, a, point, gap, e);
-    return g > 0.0 ? g : 0.0;
+    const double d = (double)gap * g->step[a] - g->less[a];
+    return d > 0.0 ? d : 0.0;
 }
 
 static bool nbi_knn_run_wrap(int32_t b0, int32_t b1, void *vctx)
@@ -1222,20 +1229,25 @@ static bool nbi_knn_run_wrap(int32_t b0, int32_t b1, void *vctx)
 // enter: its gap along a is at least that of level m, along every other axis at least out[]
 // (so a query far from the data searches a small cap of the face, not the whole face). False
 // when no cell of the face can hold a point that enters.
-static bool nbi_wrap_face_reach(const nbiView *v, const nbiWrapKnnOps *ops, const double *point,
+static bool nbi_wrap_face_reach(const nbiView *v, const nbiWrapKnnOps *ops, const nbiWrapGaps *gp,
                                 const double out[3], int a, int64_t m, int64_t reach[3])
 {
+    for (int b = 0; b < 3; b++) reach[b] = b < a ? m - 1 : m;
+    if (m == 0) return a == 0; // the query's own cell (in the arcs: out[] is 0)
     double g[3] = {out[0], out[1], out[2]};
-    const double ga = m > 0 ? nbi_wrap_gap(v, a, point, m - 1) : 0.0;
+    const double ga = nbi_wrap_gap(gp, a, m - 1);
     g[a] = ga > out[a] ? ga : out[a];
     if (ops->beyond(ops->ctx, g)) return false;
-    for (int b = 0; b < 3; b++) {
-        reach[b] = b < a ? m - 1 : m;
-        if (b == a || b >= v->dim) continue;
+    const bool inside = out[0] == 0.0 && out[1] == 0.0 && out[2] == 0.0;
+    double room = -1.0; // (inside: the same for every axis but a; the norms are symmetric)
+    for (int b = 0; b < v->dim; b++) {
+        if (b == a) continue;
         // Levels L on axis b are at least gap(L - 1) away: keep those whose gap(L - 1) is
         // within the room the bound leaves (one level more than the rounding could need).
-        const double room = ops->room(ops->ctx, g, b), e = nbi_wrap_edge_len(v, b);
-        const double lv = (room + nbi_wrap_slack(v, b, point, m, e)) / e + 2.0;
+        if (!inside || room < 0.0) room = ops->room(ops->ctx, g, b);
+        if (!(room < (double)INFINITY)) break; // no bound yet
+        const double lv =
+            (room + (double)m * gp->edge[b] * 0x1p-46 + gp->less[b]) / gp->edge[b] + 2.0;
         if (lv < (double)reach[b]) reach[b] = (int64_t)lv;
     }
     return true;
@@ -1247,12 +1259,14 @@ void nbi_wrap_knn_walk(const nbiView *v, const double *point, const nbiWrapKnnOp
     const nbiWrap *w = v->wrap;
     int64_t qc[3] = {0, 0, 0}, m0 = 0;
     double out[3] = {0.0, 0.0, 0.0}; // per axis, at most the distance to every stored point
+    nbiWrapGaps gp;
+    nbi_wrap_gaps_init(v, point, &gp);
     for (int a = 0; a < dim; a++) {
         if (w->m[a] > 0) {
             qc[a] = nbi_view_axis_cell(v, a, point[a]);
             const int64_t far = nbi_wrap_far(v, a, qc[a]);
             m0 = far > m0 ? far : m0;
-            out[a] = far > 0 ? nbi_wrap_gap(v, a, point, far - 1) : 0.0;
+            out[a] = far > 0 ? nbi_wrap_gap(&gp, a, far - 1) : 0.0;
             continue;
         }
         const double c = nbi_cell_f(&v->cm, point[a]); // clipped to one cell outside the box
@@ -1265,7 +1279,7 @@ void nbi_wrap_knn_walk(const nbiView *v, const double *point, const nbiWrapKnnOp
     for (int64_t m = m0;; m++) {
         for (int a = 0; a < dim; a++) { // the faces of ring m
             int64_t reach[3];
-            if (!nbi_wrap_face_reach(v, ops, point, out, a, m, reach)) continue;
+            if (!nbi_wrap_face_reach(v, ops, &gp, out, a, m, reach)) continue;
             nbiCellRange r[3];
             bool empty = false;
             for (int b = 0; b < 3; b++) {
@@ -1278,15 +1292,23 @@ void nbi_wrap_knn_walk(const nbiView *v, const double *point, const nbiWrapKnnOp
         }
         // The unvisited cells: beyond level m on an axis a not yet covered whole, and at least
         // out[b] away on every axis b.
+        // (With out[] all 0 the norms' symmetry leaves the least gap to test.)
+        const bool inside = out[0] == 0.0 && out[1] == 0.0 && out[2] == 0.0;
         bool outside = false, done = true;
-        for (int a = 0; a < dim; a++) {
+        double least[3] = {(double)INFINITY, 0.0, 0.0};
+        for (int a = 0; a < dim && done; a++) {
             if (nbi_wrap_covered(v, a, qc[a], m)) continue;
             outside = true;
+            const double ga = nbi_wrap_gap(&gp, a, m);
+            if (inside) {
+                least[0] = ga < least[0] ? ga : least[0];
+                continue;
+            }
             double g[3] = {out[0], out[1], out[2]};
-            const double ga = nbi_wrap_gap(v, a, point, m);
             g[a] = ga > out[a] ? ga : out[a];
-            done &= ops->beyond(ops->ctx, g);
+            done = ops->beyond(ops->ctx, g);
         }
+        if (inside && outside) done = ops->beyond(ops->ctx, least);
         if (!outside || done) return; // every cell visited, or none left can hold a point
         if (work > budget) {          // a scan of every point is cheaper
             ops->reset(ops->ctx);
