@@ -994,8 +994,8 @@ static void nbi_wrap_axis_arc(nbiWrap *w, int a, double from, double to, bool wh
 // m = max(1, floor(P / pcell)) cells of edge P / m round the circle, one fewer when that saves
 // a ring of cells at the build radius, of which the box holds the occupied arc's
 // (nbi_wrap_arcs, nbi_wrap_axis_arc); the usual cells of edge `cell` on the others. While the
-// box would have more than `limit` cells both edges double: a periodic grid is always dense,
-// and memory stays O(points) for a sparse box.
+// box would have more than `limit` cells (the ranked layout's most) both edges double, so that
+// memory stays O(points): a periodic grid is dense or ranked, never hashed.
 static nbStatus nbi_wrap_layout(const nbGrid *g, const nbiBuildIn *in, const double mn[3],
                                 const double mx[3], double radius, double cell, double pcell,
                                 double limit, nbiWrap *w, nbiCellMath *cm, int64_t lo[3],
@@ -1795,7 +1795,7 @@ static void nbi_grid_fill(nbGrid *grid, const nbiGridPlan *plan)
 {
     const nbiBuildIn *in = &plan->in;
     const int32_t n = in->n;
-    if (plan->parallel && !plan->sparse) { // periodic grids are always dense
+    if (plan->parallel && !plan->sparse) { // dense, periodic or not
         grid->ncells = (int32_t)plan->box_cells;
         nbi_grid_build_parallel(grid, in, plan->blocked);
         return;

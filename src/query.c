@@ -902,8 +902,8 @@ nbStatus nbi_visit_knn_indexed(const nbiView *v, nbiKnnLazy *z, const double *po
 // coordinates, are up to two intervals of cell numbers (the range split where it crosses a face
 // of the box), merged when they meet so that no cell is visited twice. The walkers then visit
 // the product of the per-axis intervals (at most 8 boxes of cells) and test every candidate by
-// the minimum image. Periodic views are dense, with at most about 4 cells per point, so no walk
-// needs a cost guard.
+// the minimum image. Periodic views are dense or ranked, their box (the occupied arcs) at most
+// 64 cells a point, so no walk needs a cost guard.
 
 bool nbi_wrap_radius_ok(const nbiView *v, double r)
 {

@@ -44,8 +44,8 @@
 // cells ext .. m - 1 (the largest run of empty cells found on the circle) are never stored.
 // Data that fills the circle has c0 = 0 and ext = m. kper[a] is what the kernels take the
 // minimum image against: P, or +inf on an axis that does not wrap (then min(a, inf - a) = a).
-// A view with wrap != NULL is always dense, with lo = 0 and 1 <= ext <= m on each periodic
-// axis; the walks clip their cyclic ranges of cells to the arc 0 .. ext - 1.
+// A view with wrap != NULL is dense or ranked (never hashed), with lo = 0 and 1 <= ext <= m on
+// each periodic axis; the walks clip their cyclic ranges of cells to the arc 0 .. ext - 1.
 typedef struct nbiWrap {
     double period[3]; // 0 = not periodic (always 0 for z in 2D)
     double kper[3];   // P, or +inf
@@ -441,11 +441,13 @@ bool nbi_wrap_point_ok(const nbiView *v, const double *p);
 // (nbi_reach of the radius), rounding margins included.
 void nbi_wrap_rings(const nbiView *v, double reach, int64_t k[3]);
 
-// The cells within k of cell c on axis a (cyclically on a periodic axis), each once.
+// The cells within k of cell c on axis a (cyclically modulo m on a periodic axis, clipped to
+// the arc; c may lie outside it), each once.
 nbiCellRange nbi_wrap_near(const nbiView *v, int a, int64_t c, int64_t k);
 
 // The cells holding any x with lo <= x <= hi on axis a, or an image x +- P of it on a periodic
-// axis (lo >= -P, hi < 2 P; hi - lo >= P gives the whole axis), each once, clipped to the view.
+// axis (lo >= -P, hi < 2 P; hi - lo >= P gives the whole axis), each once, clipped to the view
+// (the arc, on a periodic axis).
 nbiCellRange nbi_wrap_cover(const nbiView *v, int a, double lo, double hi);
 
 // Calls fn for the runs of every cell in the product of the per-axis ranges (axes >= dim: the

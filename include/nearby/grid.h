@@ -222,8 +222,8 @@ NB_API nbStatus nb_grid_visit_knn(const nbGrid *grid, const double *point, nbFil
 /// axes in order (|d_a| for p = 1, d_a * d_a for p = 2, where this is nb_grid_knn), max |d_a|
 /// for p = INFINITY; the distance is its p-th root. The search is nb_grid_knn's with the norm's
 /// bounds: the kNN index where the grid has one, else the cells ring by ring (on a periodic grid
-/// by the minimum image, the rings wrapping). NB_ERR_NOT_FINITE for a NaN/infinite point, a NaN p or
-/// max_distance; NB_ERR_OUT_OF_RANGE for p < 1, a negative k or max_distance, or a point outside
+/// by the minimum image, the rings wrapping). NB_ERR_NOT_FINITE for a NaN/infinite point, a NaN p
+/// or max_distance; NB_ERR_OUT_OF_RANGE for p < 1, a negative k or max_distance, or a point outside
 /// a periodic axis's [0, P). No allocation but the index's (see nb_grid_knn).
 NB_API nbStatus nb_grid_knn_norm(const nbGrid *grid, const double *point, double p, nbFilter filter,
                                  double max_distance, nbNeighbor *out, int32_t k, int32_t *found);
