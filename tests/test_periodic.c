@@ -929,38 +929,45 @@ static void reverse_for(nbTaskFn *task, int32_t count, int32_t min_range, void *
 }
 
 // With the caller's scheduler (nbGridDesc.tasks), a periodic grid gives the serial pairs, in
-// the same order.
+// the same order: uniform points (dense), and a clump whose arcs' box takes the ranked layout.
 static int test_tasks(void)
 {
-    const double period[3] = {150, 150, 0};
-    nboSet s = nbo_set_new(20000, 2);
-    fill_uniform(&s, period);
-    const nbTasks tasks = {reverse_for, NULL, 4};
-    nbGridDesc d = {0};
-    d.period[0] = d.period[1] = 150.0;
-    nbGrid *serial = NULL, *par = NULL;
-    NB_CHECK_OK(nb_grid_create(&d, &serial));
-    d.tasks = &tasks;
-    NB_CHECK_OK(nb_grid_create(&d, &par));
-    const nbPoints pts = nbo_points(&s);
-    NB_CHECK_OK(nb_grid_build(serial, &pts, 1.5));
-    NB_CHECK_OK(nb_grid_build(par, &pts, 1.5));
-    NB_CHECK_OK(nb_grid_validate(par));
-    int64_t n1 = -1, n2 = -1;
-    NB_CHECK_OK(nb_grid_count_pairs(serial, 1.5, &n1));
-    NB_CHECK_OK(nb_grid_count_pairs(par, 1.5, &n2));
-    NB_CHECK(n1 == n2 && n1 > 0);
-    nbPair *a = (nbPair *)malloc((size_t)n1 * sizeof(nbPair));
-    nbPair *b = (nbPair *)malloc((size_t)n1 * sizeof(nbPair));
-    NB_CHECK(a != NULL && b != NULL);
-    NB_CHECK_OK(nb_grid_pairs(serial, 1.5, a, n1, &n1));
-    NB_CHECK_OK(nb_grid_pairs(par, 1.5, b, n2, &n2));
-    NB_CHECK(nbo_same_pairs(a, n1, b, n2));
-    free(a);
-    free(b);
-    nb_grid_destroy(serial);
-    nb_grid_destroy(par);
-    nbo_set_free(&s);
+    for (int t = 0; t < 2; t++) {
+        const double period[3] = {150, 150, 0}, centre[1][3] = {{0.0, 0.5, 0.0}};
+        const double r = t == 0 ? 1.5 : 0.02;
+        nboSet s = nbo_set_new(20000, 2);
+        if (t == 0)
+            fill_uniform(&s, period);
+        else
+            fill_clumps(&s, period, centre, 1, 0.01, 0);
+        const nbTasks tasks = {reverse_for, NULL, 4};
+        nbGridDesc d = {0};
+        d.period[0] = d.period[1] = 150.0;
+        nbGrid *serial = NULL, *par = NULL;
+        NB_CHECK_OK(nb_grid_create(&d, &serial));
+        d.tasks = &tasks;
+        NB_CHECK_OK(nb_grid_create(&d, &par));
+        const nbPoints pts = nbo_points(&s);
+        NB_CHECK_OK(nb_grid_build(serial, &pts, r));
+        NB_CHECK_OK(nb_grid_build(par, &pts, r));
+        NB_CHECK_OK(nb_grid_validate(par));
+        NB_CHECK(info_of(par).ranked == (t == 1) && info_of(serial).ranked == (t == 1));
+        int64_t n1 = -1, n2 = -1;
+        NB_CHECK_OK(nb_grid_count_pairs(serial, r, &n1));
+        NB_CHECK_OK(nb_grid_count_pairs(par, r, &n2));
+        NB_CHECK(n1 == n2 && n1 > 0);
+        nbPair *a = (nbPair *)malloc((size_t)n1 * sizeof(nbPair));
+        nbPair *b = (nbPair *)malloc((size_t)n1 * sizeof(nbPair));
+        NB_CHECK(a != NULL && b != NULL);
+        NB_CHECK_OK(nb_grid_pairs(serial, r, a, n1, &n1));
+        NB_CHECK_OK(nb_grid_pairs(par, r, b, n2, &n2));
+        NB_CHECK(nbo_same_pairs(a, n1, b, n2));
+        free(a);
+        free(b);
+        nb_grid_destroy(serial);
+        nb_grid_destroy(par);
+        nbo_set_free(&s);
+    }
     return 0;
 }
 
