@@ -1029,8 +1029,47 @@ static bool nbi_stop_run(int32_t b0, int32_t b1, void *vctx)
     return !x->stopped;
 }
 
+// Whether any of box cells k0 .. k1 - 1 is occupied in a ranked view (its bits, a word or two
+// for the short rows of a ring's face: cheaper than the two ranks of an empty row).
+static bool nbi_wrap_occupied(const nbiView *v, int64_t k0, int64_t k1)
+{
+    const uint64_t *occ = v->occ;
+    int64_t w = k0 >> 6;
+    const int64_t last = (k1 - 1) >> 6;
+    uint64_t bits = occ[w] & (~UINT64_C(0) << (k0 & 63));
+    for (; w < last; bits = occ[++w])
+        if (bits != 0) return true;
+    return (bits & (~UINT64_C(0) >> (63 - ((k1 - 1) & 63)))) != 0;
+}
+
+// nbi_wrap_box_runs on a ranked view: each row's runs, in the same order, an empty row skipped
+// on its bits.
+static double nbi_wrap_ranked_runs(const nbiView *v, const nbiCellRange r[3], nbiRunFn *fn,
+                                   void *ctx)
+{
+    const int64_t e0 = v->ext[0], e01 = v->ext[0] * v->ext[1];
+    double work = 0.0;
+    for (int tz = 0; tz < r[2].n; tz++)
+        for (int ty = 0; ty < r[1].n; ty++)
+            for (int tx = 0; tx < r[0].n; tx++) {
+                const int64_t xl = r[0].lo[tx], xh = r[0].hi[tx];
+                work += (double)(xh - xl + 1) * (double)(r[1].hi[ty] - r[1].lo[ty] + 1) *
+                        (double)(r[2].hi[tz] - r[2].lo[tz] + 1);
+                for (int64_t z = r[2].lo[tz]; z <= r[2].hi[tz]; z++)
+                    for (int64_t y = r[1].lo[ty]; y <= r[1].hi[ty]; y++) {
+                        const int64_t row = (y - v->lo[1]) * e0 + (z - v->lo[2]) * e01 - v->lo[0];
+                        if (!nbi_wrap_occupied(v, row + xl, row + xh + 1)) continue;
+                        const int32_t b0 = nbi_view_box_start(v, row + xl);
+                        const int32_t b1 = nbi_view_box_start(v, row + xh + 1);
+                        if (b0 < b1 && !fn(b0, b1, ctx)) return work;
+                    }
+            }
+    return work;
+}
+
 double nbi_wrap_box_runs(const nbiView *v, const nbiCellRange r[3], nbiRunFn *fn, void *ctx)
 {
+    if (v->occ != NULL && v->table == NULL) return nbi_wrap_ranked_runs(v, r, fn, ctx);
     nbiStopCtx x = {fn, ctx, false};
     double work = 0.0;
     for (int tz = 0; tz < r[2].n; tz++)
