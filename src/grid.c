@@ -388,9 +388,10 @@ NBI_TARGET_AVX512 static inline void nbi_load8(const double *data, int32_t i, in
 // two-lane (or scalar) pass's. Each cell goes to cell_of and is counted (nbi_count_lagged) in
 // counts; a cell outside the box [lo, lo + ext) on any axis (any quotient beyond 32 bits
 // converts to INT32_MIN) is -1, counted at counts[-1]. `wrap` (periodic grids, else NULL): a
-// periodic axis takes its own cell math, and its last cell holds what rounds up to the period,
-// as nbi_view_axis_cell has it. `scan` (nbi_scan_count_packed): also the points' box into mn
-// and mx and the sum of every coordinate times zero into *bad (NaN when any is not finite).
+// periodic axis takes its own cell math, its last cell holds what rounds up to the period and
+// its cells are numbered from the arc's first, as nbi_view_axis_cell has it (m below 2^31). `scan`
+// (nbi_scan_count_packed): also the points' box into mn and mx and the sum of every coordinate
+// times zero into *bad (NaN when any is not finite).
 NBI_TARGET_AVX512 static inline int32_t
 nbi_cells8_dim(const double *data, int32_t n, int dim, bool scan, const nbiCellMath *cm,
                const nbiWrap *wrap, const int64_t lo[3], const int64_t ext[3], int32_t *cell_of,
@@ -398,15 +399,16 @@ nbi_cells8_dim(const double *data, int32_t n, int dim, bool scan, const nbiCellM
 {
     const __m512d zero = _mm512_setzero_pd();
     __m512d inv[3], by[3];
-    __m256i lo8[3], ext8[3], top[3];
+    __m256i lo8[3], ext8[3], top[3], mod8[3];
     for (int a = 0; a < 3; a++) {
         const bool p = wrap != NULL && wrap->m[a] > 0;
         const nbiCellMath *m = p ? &wrap->pcm[a] : cm;
         inv[a] = nbi_floor8_inv(m);
         by[a] = _mm512_set1_pd(m->cell);
         top[a] = _mm256_set1_epi32(p ? (int32_t)(wrap->m[a] - 1) : INT32_MAX);
-        lo8[a] = _mm256_set1_epi32((int32_t)lo[a]);
+        lo8[a] = _mm256_set1_epi32((int32_t)(p ? wrap->c0[a] : lo[a])); // lo = 0 when periodic
         ext8[a] = _mm256_set1_epi32((int32_t)ext[a]);
+        mod8[a] = _mm256_set1_epi32(p ? (int32_t)wrap->m[a] : 0);
     }
     const __m256i e01 = _mm256_set1_epi32((int32_t)(ext[0] * ext[1])), none = _mm256_set1_epi32(-1);
     __m512d vlo[3], vhi[3], sum = zero;
@@ -427,7 +429,8 @@ nbi_cells8_dim(const double *data, int32_t n, int dim, bool scan, const nbiCellM
                 sum = _mm512_add_pd(sum, _mm512_mul_pd(v[d], zero));
             }
             const __m256i f = _mm512_cvtpd_epi32(nbi_floor8(v[d], inv[d], by[d]));
-            const __m256i k = _mm256_sub_epi32(_mm256_min_epi32(f, top[d]), lo8[d]);
+            __m256i k = _mm256_sub_epi32(_mm256_min_epi32(f, top[d]), lo8[d]);
+            k = _mm256_add_epi32(k, _mm256_and_si256(_mm256_srai_epi32(k, 31), mod8[d])); // c0
             in &= _mm256_cmplt_epu32_mask(k, ext8[d]);
             cell = d == 2   ? _mm256_mullo_epi32(k, e01)
                    : d == 1 ? _mm256_add_epi32(cell, _mm256_mullo_epi32(k, ext8[0]))
@@ -904,23 +907,110 @@ static bool nbi_bits_layout(const uint32_t *base, size_t given, size_t *stride)
 
 // ---- periodic boxes (grid.h) ----
 
+// The occupied arc of each periodic axis, as coordinates: every point's x lies on the arc from
+// from[a] up to to[a] (past P and round to 0 when from[a] > to[a]), and none in the gap between
+// to[a] and from[a], the largest gap found between the points around the circle; whole[a] when
+// there is none worth keeping. One pass over the points into bins of P / B (B <= NBI_ARC_BINS)
+// keeping each bin's least and greatest x: the largest gap between the points of two
+// consecutive occupied bins is exact (a gap within one bin, under P / B, is not sought). The
+// pass stops once every bin of every periodic axis is occupied (data filling the circle: a few
+// thousand points), and then there is no gap of two bins.
+enum { NBI_ARC_BINS = 512 };
+
+static void nbi_wrap_arcs(const nbiWrap *w, int dim, const nbiBuildIn *in, double from[3],
+                          double to[3], bool whole[3])
+{
+    double least[3][NBI_ARC_BINS], most[3][NBI_ARC_BINS], scale[3] = {0, 0, 0};
+    const int32_t n = in->n, bins = n < NBI_ARC_BINS / 2 ? 2 * n : NBI_ARC_BINS;
+    int32_t open[3] = {0, 0, 0}, open_axes = 0;
+    for (int a = 0; a < 3; a++) {
+        whole[a] = true;
+        from[a] = to[a] = 0.0;
+        if (a >= dim || !(w->period[a] > 0.0) || n == 0) continue;
+        scale[a] = (double)bins / w->period[a];
+        open[a] = bins;
+        open_axes++;
+        for (int32_t b = 0; b < bins; b++) {
+            least[a][b] = (double)INFINITY;
+            most[a][b] = -(double)INFINITY;
+        }
+    }
+    for (int32_t i = 0; i < n && open_axes > 0; i++) {
+        const double *q = in->data + (size_t)i * in->step;
+        for (int a = 0; a < dim; a++) {
+            if (open[a] == 0) continue;
+            int32_t b = (int32_t)(q[a] * scale[a]); // q in [0, P): rounds to at most bins
+            b = b < bins ? b : bins - 1;
+            if (q[a] < least[a][b]) {
+                if (least[a][b] == (double)INFINITY && --open[a] == 0) open_axes--;
+                least[a][b] = q[a];
+            }
+            if (q[a] > most[a][b]) most[a][b] = q[a];
+        }
+    }
+    for (int a = 0; a < dim; a++) {
+        if (open[a] == 0) continue; // every bin occupied, or not periodic
+        double gap = -1.0, prev = 0.0, first = 0.0;
+        bool seen = false;
+        for (int32_t b = 0; b < bins; b++) {
+            if (least[a][b] == (double)INFINITY) continue;
+            if (seen && least[a][b] - prev > gap) {
+                gap = least[a][b] - prev;
+                from[a] = least[a][b];
+                to[a] = prev;
+            }
+            if (!seen) first = least[a][b];
+            seen = true;
+            prev = most[a][b];
+        }
+        if (first + w->period[a] - prev > gap) { // the gap round the face of the box
+            from[a] = first;
+            to[a] = prev;
+        }
+        whole[a] = false;
+    }
+}
+
+// The cells of periodic axis a at the layout's edge: m cells round the circle, numbered from
+// the occupied arc's first (c0), of which the first ext are the arc's (nbi_wrap_arcs). The cells
+// strictly between to's and from's hold no point: the arc is every other cell.
+static void nbi_wrap_axis_arc(nbiWrap *w, int a, double from, double to, bool whole, int64_t *ext)
+{
+    const int64_t m = w->m[a];
+    w->c0[a] = 0;
+    *ext = m;
+    if (whole) return;
+    int64_t c0 = nbi_cell_i(&w->pcm[a], from), ce = nbi_cell_i(&w->pcm[a], to);
+    c0 = c0 < m ? c0 : m - 1;
+    ce = ce < m ? ce : m - 1;
+    const int64_t arc = from <= to ? ce - c0 + 1 : m - c0 + ce + 1;
+    if (arc >= m) return; // no whole cell in the gap
+    w->c0[a] = c0;
+    *ext = arc;
+}
+
 // The layout of a periodic build. Checks every point is in [0, P) and the build radius at most
 // P / 2 on each periodic axis (NB_ERR_OUT_OF_RANGE), then picks the cells: on a periodic axis
-// m = max(1, floor(P / pcell)) cells of edge P / m, one fewer when that saves a ring of cells
-// at the build radius; the usual cells of edge `cell` on the others. While the box would have
-// more than `limit` cells both edges double: a periodic grid is always dense, and memory stays
-// O(points) for a sparse box.
-static nbStatus nbi_wrap_layout(const nbGrid *g, int32_t n, const double mn[3], const double mx[3],
-                                double radius, double cell, double pcell, double limit, nbiWrap *w,
-                                nbiCellMath *cm, int64_t lo[3], int64_t hi[3], int64_t ext[3],
-                                double *box_cells)
+// m = max(1, floor(P / pcell)) cells of edge P / m round the circle, one fewer when that saves
+// a ring of cells at the build radius, of which the box holds the occupied arc's
+// (nbi_wrap_arcs, nbi_wrap_axis_arc); the usual cells of edge `cell` on the others. While the
+// box would have more than `limit` cells (the ranked layout's most) both edges double, so that
+// memory stays O(points): a periodic grid is dense or ranked, never hashed.
+static nbStatus nbi_wrap_layout(const nbGrid *g, const nbiBuildIn *in, const double mn[3],
+                                const double mx[3], double radius, double cell, double pcell,
+                                double limit, nbiWrap *w, nbiCellMath *cm, int64_t lo[3],
+                                int64_t hi[3], int64_t ext[3], double *box_cells)
 {
     *w = g->wrap;
+    const int32_t n = in->n;
     for (int a = 0; a < g->dim; a++) {
         const double p = w->period[a];
         if (p > 0.0 && (radius > 0.5 * p || (n > 0 && !(mn[a] >= 0.0 && mx[a] < p))))
             return NB_ERR_OUT_OF_RANGE;
     }
+    double from[3], to[3];
+    bool whole[3];
+    nbi_wrap_arcs(w, g->dim, in, from, to, whole);
     const double reach = nbi_reach(radius);
     for (;;) {
         *cm = nbi_cell_math(cell);
@@ -928,7 +1018,8 @@ static nbStatus nbi_wrap_layout(const nbGrid *g, int32_t n, const double mn[3], 
         bool fits = true;
         for (int a = 0; a < 3; a++) {
             lo[a] = hi[a] = 0;
-            w->m[a] = 0;
+            w->m[a] = w->c0[a] = 0;
+            ext[a] = 1;
             if (a < g->dim && w->period[a] > 0.0) {
                 const double p = w->period[a];
                 double m = floor(p / pcell);
@@ -938,14 +1029,15 @@ static nbStatus nbi_wrap_layout(const nbGrid *g, int32_t n, const double mn[3], 
                     m -= 1.0;
                 w->m[a] = (int64_t)m;
                 w->pcm[a] = nbi_cell_math(p / m);
-                hi[a] = w->m[a] - 1;
+                nbi_wrap_axis_arc(w, a, from[a], to[a], whole[a], &ext[a]);
+                hi[a] = ext[a] - 1;
             } else if (a < g->dim && n > 0) {
                 const double l = nbi_cell_f(cm, mn[a]), h = nbi_cell_f(cm, mx[a]);
                 fits &= fabs(l) < NBI_CELL_LIMIT && fabs(h) < NBI_CELL_LIMIT;
                 lo[a] = fits ? (int64_t)l : 0;
                 hi[a] = fits ? (int64_t)h : 0;
+                ext[a] = hi[a] - lo[a] + 1;
             }
-            ext[a] = hi[a] - lo[a] + 1;
             box *= (double)ext[a];
         }
         if (fits && box <= limit) {
@@ -958,23 +1050,26 @@ static nbStatus nbi_wrap_layout(const nbGrid *g, int32_t n, const double mn[3], 
     }
 }
 
-// Pass 2 of a periodic build: each point's cell number, counted into start[cell + 2].
+// Pass 2 of a periodic build: each point's cell number, counted into counts[cell >> shift]
+// (shift 0, counts = start + 2; a ranked build counts 64-cell words, shift 6).
 static void nbi_count_wrapped(const nbGrid *g, const double *data, size_t step, int32_t n,
-                              int32_t *cell_of, int32_t *start)
+                              int32_t *cell_of, int32_t *counts, int shift)
 {
     const nbiView v = nbi_grid_wrap_view(g);
     int32_t i = 0;
 #if defined(NBI_AVX512)
-    if (step == (size_t)g->dim && n >= 8 && nbi_cells_fit_i32(g->lo, g->hi) && nbi_use_avx512()) {
-        i = nbi_cells8(data, n, g->dim, false, &g->cm, &g->wrap, g->lo, g->ext, cell_of, start + 2,
-                       0, NULL, NULL, NULL);
-        nbi_count_lagged_end(cell_of, start + 2, 0, i);
+    bool fit = nbi_cells_fit_i32(g->lo, g->hi);
+    for (int a = 0; a < 3; a++) fit &= g->wrap.m[a] < INT32_MAX;
+    if (step == (size_t)g->dim && n >= 8 && fit && nbi_use_avx512()) {
+        i = nbi_cells8(data, n, g->dim, false, &g->cm, &g->wrap, g->lo, g->ext, cell_of, counts,
+                       shift, NULL, NULL, NULL);
+        nbi_count_lagged_end(cell_of, counts, shift, i);
     }
 #endif
     for (; i < n; i++) {
         const int64_t c = nbi_grid_wrapped_cell(g, &v, data + (size_t)i * step);
         cell_of[i] = (int32_t)c;
-        start[c + 2]++;
+        counts[c >> shift]++;
     }
 }
 
@@ -1131,6 +1226,10 @@ void nbi_ranked_count(const nbGrid *g, const nbiBuildIn *in, int32_t i0, int32_t
 {
     const double *data = in->data + (size_t)i0 * in->step;
     int32_t *cell_of = (int32_t *)g->cell_of.ptr + i0;
+    if (g->wrapped) {
+        nbi_count_wrapped(g, data, in->step, i1 - i0, cell_of, counts + 2, 6);
+        return;
+    }
 #if defined(__SSE2__)
     if (in->step == (size_t)g->dim && nbi_cells_fit_i32(g->lo, g->hi)) {
         nbi_count_packed(data, i1 - i0, g->dim, &g->cm, g->lo, g->ext, cell_of, counts + 2, 6);
@@ -1223,12 +1322,15 @@ static nbStatus nbi_grid_plan(const nbGrid *grid, const nbPoints *points, double
     plan->box_cells = 1.0;
     double dense_limit = (double)NBI_DENSE_CELLS_PER_POINT * n + NBI_DENSE_MIN_CELLS;
     if (dense_limit > (double)(INT32_MAX - 2)) dense_limit = (double)(INT32_MAX - 2);
+    double ranked_limit = (double)NBI_RANKED_CELLS_PER_POINT * n;
+    if (ranked_limit > (double)(INT32_MAX - 256)) ranked_limit = (double)(INT32_MAX - 256);
     plan->wrap = grid->wrap;
-    if (grid->wrapped) { // periodic: its own cells, always dense (see nbi_wrap_layout)
+    if (grid->wrapped) { // periodic: its own cells, dense or ranked (see nbi_wrap_layout)
         const double pcell = grid->desc_cell > 0.0 ? grid->desc_cell : cell;
+        const double limit = ranked_limit > dense_limit ? ranked_limit : dense_limit;
         const nbStatus wst =
-            nbi_wrap_layout(grid, n, mn, mx, radius, cell, pcell, dense_limit, &plan->wrap,
-                            &plan->cm, plan->lo, plan->hi, plan->ext, &plan->box_cells);
+            nbi_wrap_layout(grid, &in, mn, mx, radius, cell, pcell, limit, &plan->wrap, &plan->cm,
+                            plan->lo, plan->hi, plan->ext, &plan->box_cells);
         if (wst != NB_OK) return wst;
     }
     for (int a = 0; a < dim && n > 0 && !grid->wrapped; a++) {
@@ -1239,10 +1341,8 @@ static nbStatus nbi_grid_plan(const nbGrid *grid, const nbPoints *points, double
         plan->ext[a] = plan->hi[a] - plan->lo[a] + 1;
         plan->box_cells *= (double)plan->ext[a];
     }
-    double ranked_limit = (double)NBI_RANKED_CELLS_PER_POINT * n;
-    if (ranked_limit > (double)(INT32_MAX - 256)) ranked_limit = (double)(INT32_MAX - 256);
-    plan->sparse = plan->box_cells > dense_limit && !grid->wrapped;
-    plan->ranked = plan->sparse && plan->box_cells <= ranked_limit;
+    plan->sparse = plan->box_cells > dense_limit;
+    plan->ranked = plan->sparse && plan->box_cells <= ranked_limit; // (always, when periodic)
     plan->hashed = plan->sparse && !plan->ranked;
     plan->filtered = points->category != NULL || points->mask != NULL;
 
@@ -1654,7 +1754,7 @@ static int32_t nbi_grid_count_serial(nbGrid *grid, const nbiGridPlan *plan)
     if (grid->wrapped) {
         const int32_t ncells = (int32_t)plan->box_cells;
         memset(start, 0, ((size_t)ncells + 2) * sizeof(int32_t));
-        nbi_count_wrapped(grid, in->data, in->step, n, cell_of, start);
+        nbi_count_wrapped(grid, in->data, in->step, n, cell_of, start + 2, 0);
         return ncells;
     }
     if (!plan->hashed) {
@@ -1695,7 +1795,7 @@ static void nbi_grid_fill(nbGrid *grid, const nbiGridPlan *plan)
 {
     const nbiBuildIn *in = &plan->in;
     const int32_t n = in->n;
-    if (plan->parallel && !plan->sparse) { // periodic grids are always dense
+    if (plan->parallel && !plan->sparse) { // dense, periodic or not
         grid->ncells = (int32_t)plan->box_cells;
         nbi_grid_build_parallel(grid, in, plan->blocked);
         return;
@@ -2096,10 +2196,14 @@ nbStatus nb_grid_validate(const nbGrid *grid)
     } else {
         NBI_CHECK((int64_t)g->ncells == g->ext[0] * g->ext[1] * g->ext[2]);
     }
-    for (int a = 0; a < 3 && g->wrapped; a++) { // periodic axes: cells 0 .. m - 1, dense
-        NBI_CHECK(!g->hashed && !g->ranked && g->wrap.m[a] >= 0 &&
-                  (g->wrap.m[a] > 0) == (g->wrap.period[a] > 0));
-        if (g->wrap.m[a] > 0) NBI_CHECK(g->lo[a] == 0 && g->ext[a] == g->wrap.m[a]);
+    for (int a = 0; a < 3 && g->wrapped; a++) { // periodic axes: the arc's cells 0 .. ext - 1
+        const int64_t m = g->wrap.m[a], c0 = g->wrap.c0[a];
+        NBI_CHECK(!g->hashed && m >= 0 && (m > 0) == (g->wrap.period[a] > 0));
+        if (m > 0)
+            NBI_CHECK(g->lo[a] == 0 && g->ext[a] >= 1 && g->ext[a] <= m && c0 >= 0 && c0 < m &&
+                      (g->ext[a] < m || c0 == 0));
+        else
+            NBI_CHECK(c0 == 0);
     }
     if (g->filtered) NBI_CHECK((size_t)g->n <= g->cat.cap && (size_t)g->n <= g->mask.cap);
     for (int32_t c = 0; c < g->ncells; c++) {

@@ -91,9 +91,9 @@ struct nbGrid {
     nbiCellTable table;
 
     // Periodic boxes (desc.period): `wrapped` when any axis has a period. wrap.period and
-    // wrap.kper are set at create; wrap.m and wrap.pcm by each build. A wrapped grid is always
-    // dense, with lo = 0 and ext = m on each periodic axis, and every stored coordinate in
-    // [0, P) there.
+    // wrap.kper are set at create; wrap.m, wrap.c0 and wrap.pcm by each build. A wrapped grid
+    // is dense or ranked, with lo = 0 and ext <= m (the occupied arc, view.h) on each periodic
+    // axis, and every stored coordinate in [0, P) there.
     bool wrapped;
     nbiWrap wrap;
     // Parallel calls (grid_parallel.c): the caller's scheduler; a parallel build's per-chunk

@@ -8,7 +8,7 @@
 // other), stopping once every unvisited cell lies beyond the k-th best. Both bounds are
 // per-axis gaps to a box, which no point in it can beat in any p-norm (each term is monotone
 // in its gap; the sum of a point's terms is at least the sum of the gaps'). Periodic grids
-// scan every point (the minimum image on the wrapping axes).
+// walk their cells ring by ring by cyclic levels (nbi_wrap_knn_walk), with the minimum image.
 #include "grid_internal.h"
 #include "knn_heap.h"
 #include "knn_index.h"
@@ -272,11 +272,50 @@ static void nbi_norm_cells(nbiNormQuery *x, const nbiView *v)
     }
 }
 
-// Every point of a periodic view, by the minimum image.
-static void nbi_norm_scan(nbiNormQuery *x, const nbiView *v)
+// ---- periodic views: the cells ring by ring by cyclic levels (nbi_wrap_knn_walk) ----
+
+// The raw distance of gaps g on the axes (those of a point at least g[a] away along each axis).
+static double nbi_norm_gaps_raw(const nbiNormQuery *x, const double g[3])
+{
+    double s = 0.0;
+    for (int a = 0; a < x->dim; a++)
+        s = nbi_norm_sum(s, nbi_norm_term(g[a], x->p, x->kind), x->kind);
+    return s;
+}
+
+static bool nbi_norm_wrap_beyond(void *vctx, const double g[3])
+{
+    const nbiNormQuery *x = ((const nbiNormCells *)vctx)->x;
+    return nbi_norm_gaps_raw(x, g) * (1.0 - 0x1p-40) > x->bound;
+}
+
+// As nbi_norm_layer_cap's half-width: the |d| along b whose term is what the other axes' terms
+// leave of the bound, widened well past the rounding of the terms and their sum.
+static double nbi_norm_wrap_room(void *vctx, const double g[3], int b)
+{
+    const nbiNormQuery *x = ((const nbiNormCells *)vctx)->x;
+    if (!(x->bound < (double)INFINITY)) return (double)INFINITY;
+    if (x->kind == NBI_NORM_INF) return x->bound * (1.0 + 0x1p-30);
+    double h[3] = {g[0], g[1], g[2]};
+    h[b] = 0.0;
+    const double rest = x->bound - nbi_norm_gaps_raw(x, h) + x->bound * 0x1p-40;
+    if (!(rest > 0.0)) return 0.0;
+    return (x->kind == NBI_NORM_1 ? rest : pow(rest, 1.0 / x->p)) * (1.0 + 0x1p-30);
+}
+
+static void nbi_norm_wrap_reset(void *vctx)
+{
+    nbiNormQuery *x = ((nbiNormCells *)vctx)->x;
+    x->heap.size = 0;
+    x->bound = nbi_best_bound(&x->heap, x->lim);
+}
+
+static void nbi_norm_wrap(nbiNormQuery *x, const nbiView *v)
 {
     nbiNormCells c = {x, v, v->cat != NULL, v->wrap->kper};
-    nbi_view_box_runs(v, v->lo, v->hi, nbi_norm_run, &c);
+    const nbiWrapKnnOps ops = {nbi_norm_run, &c, nbi_norm_wrap_beyond, nbi_norm_wrap_room,
+                               nbi_norm_wrap_reset};
+    nbi_wrap_knn_walk(v, x->q, &ops);
 }
 
 nbStatus nb_grid_knn_norm(const nbGrid *grid, const double *point, double p, nbFilter filter,
@@ -312,7 +351,7 @@ nbStatus nb_grid_knn_norm(const nbGrid *grid, const double *point, double p, nbF
     const nbiKnnIndex *ix =
         v->wrap == NULL ? nbi_knn_index_get(nbi_grid_knn_lazy(grid), v, &grid->alloc, point) : NULL;
     if (v->wrap != NULL) {
-        nbi_norm_scan(&x, v);
+        nbi_norm_wrap(&x, v);
     } else if (ix != NULL) {
 #if NBI_KNN_INDEX
         x.ix = ix;

@@ -768,27 +768,34 @@ nbStatus nbi_walk_cross_range(const nbiView *a, const nbiView *b, double radius,
 // its first cell. Rows are visited in ascending (z, y); A's own row comes first, and the run of
 // cells right after A in it joins A's own run.
 //
-// Interior cells take the plain kernels: when on every periodic axis A's stencil does not wrap
-// (k <= c and c + k <= m - 1) and the axis has at least 2k + 3 cells, every candidate pair is
-// less than (k + 1) cell edges apart along it, and P - a is more than (k + 2) edges: the minimum
-// image is a itself, and a * a is what the plain test squares, bit for bit. Only the cells
-// within k of a face pay for the wrapped test.
+// The cells are numbered from the occupied arc's first (view.h), and only the arc's are walked:
+// the stencil's cyclic ranges are clipped to it.
+//
+// Interior cells take the plain kernels: when on every periodic axis A's stencil does not cross
+// the face of the box (k <= c and c + k <= m - 1 for A's circle cell c, not its number from the
+// arc) and the axis has at least 2k + 3 cells, every candidate pair is less than (k + 1) cell
+// edges apart along it, and P - a is more than (k + 2) edges: the minimum image is a itself,
+// and a * a is what the plain test squares, bit for bit. Only the cells within k of a face pay
+// for the wrapped test.
 
 // Whether cell coordinate c on axis a needs the wrapped test (see above).
 static bool nbi_wrap_edge(const nbiView *v, int a, int64_t c, int64_t k)
 {
     const int64_t m = v->wrap->m[a];
-    return m > 0 && (c < k || c + k > m - 1 || m < 2 * k + 3);
+    if (m == 0) return false;
+    c += v->wrap->c0[a]; // the circle cell
+    c = c >= m ? c - m : c;
+    return c < k || c + k > m - 1 || m < 2 * k + 3;
 }
 
-// Whether A's whole stencil lies inside the box on every axis (no wrap, no clipping): then its
-// higher-numbered neighbours are the positive offsets, walked as the dense walker does.
-static bool nbi_wrap_inside(const nbiView *v, const int64_t c[3], const int64_t k[3])
+// Whether A's whole stencil lies inside the box on every axis (no clipping; with no wrap, the
+// caller's test): then its higher-numbered neighbours are the positive offsets, walked as the
+// dense walker does.
+NBI_INLINE bool nbi_wrap_inside(const nbiView *v, const int64_t c[3], const int64_t k[3])
 {
-    for (int a = 0; a < v->dim; a++)
-        if (c[a] - k[a] < v->lo[a] || c[a] + k[a] > v->hi[a] || nbi_wrap_edge(v, a, c[a], k[a]))
-            return false;
-    return true;
+    bool in = true;
+    for (int a = 0; a < v->dim; a++) in &= c[a] - k[a] >= v->lo[a] && c[a] + k[a] <= v->hi[a];
+    return in;
 }
 
 // The next cell's offsets in a dense box, x fastest.
@@ -801,31 +808,40 @@ static inline void nbi_box_step(int64_t *ox, int64_t *oy, int64_t *oz, int64_t e
     ++*oz;
 }
 
-static void nbi_pairs_wrapped(const nbiView *v, const nbiPairCtx *x, const int64_t k[3], int32_t u0,
-                              int32_t u1)
+// A dense or ranked view (ranked: only the occupied cells are numbered, and box cell k's run
+// starts at nbi_view_box_start(v, k)): cell c's box number and its offsets in the box.
+NBI_INLINE void nbi_pairs_wrapped_k(const nbiView *v, const nbiPairCtx *x, const int64_t k[3],
+                                    int32_t u0, int32_t u1, bool ranked)
 {
     const int32_t *start = v->start;
     const int64_t e0 = v->ext[0], e1 = v->ext[1], e01 = e0 * e1;
     nbiSpanList l;
     nbi_span_list_init(&l, x, v->dim, false);
-    int64_t ox = u0 % e0, oy = (u0 / e0) % e1, oz = u0 / e01; // cell c's offsets in the box
+    int64_t ox = u0 % e0, oy = (u0 / e0) % e1, oz = u0 / e01; // a dense cell's offsets, stepped
     for (int32_t c = u0; c < u1 && !x->sink->stop; c++, nbi_box_step(&ox, &oy, &oz, e0, e1)) {
         const int32_t a0 = start[c], a1 = start[c + 1];
         if (a0 == a1) continue;
+        const int64_t bc = ranked ? (int64_t)v->cell_box[c] : c; // its box number
+        if (ranked) {
+            ox = bc % e0;
+            oy = (bc / e0) % e1;
+            oz = bc / e01;
+        }
         const int64_t cx = v->lo[0] + ox, cy = v->lo[1] + oy, cz = v->lo[2] + oz;
         l.wrap = nbi_wrap_edge(v, 0, cx, k[0]) || nbi_wrap_edge(v, 1, cy, k[1]) ||
                  (v->dim == 3 && nbi_wrap_edge(v, 2, cz, k[2]));
         const int64_t cc[3] = {cx, cy, cz};
-        if (nbi_wrap_inside(v, cc, k)) { // the interior: the dense walker's rows
-            const int64_t row0 = c - (cx - v->lo[0]);
+        if (!l.wrap && nbi_wrap_inside(v, cc, k)) { // the interior: the dense walker's rows
+            const int64_t row0 = bc - ox;
             l.a0 = a0;
             l.a1 = a1;
-            l.self_end = start[row0 + (cx - v->lo[0]) + k[0] + 1];
+            l.self_end = nbi_row_start(v, ranked, row0 + ox + k[0] + 1);
             l.ns = 0;
             for (int64_t dz = 0; dz <= k[2]; dz++)
                 for (int64_t dy = dz > 0 ? -k[1] : 1; dy <= k[1]; dy++) {
-                    const int64_t row = row0 + dy * e0 + dz * e01 + (cx - v->lo[0]);
-                    nbi_spans_add(&l, start[row - k[0]], start[row + k[0] + 1]);
+                    const int64_t row = row0 + dy * e0 + dz * e01 + ox;
+                    nbi_spans_add(&l, nbi_row_start(v, ranked, row - k[0]),
+                                  nbi_row_start(v, ranked, row + k[0] + 1));
                 }
             nbi_spans_flush(&l);
             continue;
@@ -847,13 +863,24 @@ static void nbi_pairs_wrapped(const nbiView *v, const nbiPairCtx *x, const int64
                             const int64_t xh = rx.hi[tx];
                             if (xl > xh) continue;
                             if (own && xl == cx + 1) // contiguous with A: extend its own run
-                                l.self_end = start[row + xh + 1];
+                                l.self_end = nbi_row_start(v, ranked, row + xh + 1);
                             else
-                                nbi_spans_add(&l, start[row + xl], start[row + xh + 1]);
+                                nbi_spans_add(&l, nbi_row_start(v, ranked, row + xl),
+                                              nbi_row_start(v, ranked, row + xh + 1));
                         }
                     }
         nbi_spans_flush(&l);
     }
+}
+
+// (compiled once for each layout: a dense view reads start[] directly)
+static void nbi_pairs_wrapped(const nbiView *v, const nbiPairCtx *x, const int64_t k[3], int32_t u0,
+                              int32_t u1)
+{
+    if (v->occ != NULL)
+        nbi_pairs_wrapped_k(v, x, k, u0, u1, true);
+    else
+        nbi_pairs_wrapped_k(v, x, k, u0, u1, false);
 }
 
 static nbStatus nbi_walk_pairs_wrap(const nbiView *v, double radius, int32_t u0, int32_t u1,

@@ -1009,8 +1009,8 @@ nbStatus nbi_visit_knn_indexed(const nbiView *v, nbiKnnLazy *z, const double *po
 // coordinates, are up to two intervals of cell numbers (the range split where it crosses a face
 // of the box), merged when they meet so that no cell is visited twice. The walkers then visit
 // the product of the per-axis intervals (at most 8 boxes of cells) and test every candidate by
-// the minimum image. Periodic views are dense, with at most about 4 cells per point, so no walk
-// needs a cost guard.
+// the minimum image. Periodic views are dense or ranked, their box (the occupied arcs) at most
+// 64 cells a point, so no walk needs a cost guard.
 
 bool nbi_wrap_radius_ok(const nbiView *v, double r)
 {
@@ -1058,22 +1058,31 @@ static nbiCellRange nbi_range2(int64_t lo0, int64_t hi0, int64_t lo1, int64_t hi
     return r;
 }
 
+// The cells of the cyclic run s, s + 1, ..., s + len - 1 (mod m) on periodic axis a, clipped
+// to the arc 0 .. hi: at most two intervals, each cell once (len >= m: the whole arc).
+static nbiCellRange nbi_wrap_run(const nbiView *v, int a, int64_t s, int64_t len)
+{
+    const int64_t m = v->wrap->m[a], top = v->hi[a];
+    if (len >= m) return nbi_range1(0, top);
+    s = s < 0 ? s + m : s >= m ? s - m : s; // (-m < s < 2m: from a cell and fewer than m more)
+    const int64_t e = s + len - 1;          // past m - 1: the run goes on from 0 to e - m
+    if (e < m) return nbi_range1(s, e < top ? e : top);
+    const int64_t low = e - m < top ? e - m : top;
+    return s <= top ? nbi_range2(0, low, s, top) : nbi_range1(0, low);
+}
+
 nbiCellRange nbi_wrap_near(const nbiView *v, int a, int64_t c, int64_t k)
 {
     if (a >= v->dim) return nbi_range1(0, 0);
-    const int64_t m = v->wrap->m[a];
-    if (m == 0) {
+    if (v->wrap->m[a] == 0) {
         const int64_t l = c - k > v->lo[a] ? c - k : v->lo[a];
         return nbi_range1(l, c + k < v->hi[a] ? c + k : v->hi[a]);
     }
-    if (2 * k + 1 >= m) return nbi_range1(0, m - 1);
-    if (c - k < 0) return nbi_range2(0, c + k, c - k + m, m - 1);
-    if (c + k >= m) return nbi_range2(0, c + k - m, c - k, m - 1);
-    return nbi_range1(c - k, c + k);
+    return nbi_wrap_run(v, a, c - k, 2 * k + 1);
 }
 
-// The cell of x on periodic axis a, clamped to the box: below 0 (a range widened by its
-// margin), the first cell; P and above, the last.
+// The circle cell of x on periodic axis a (not yet numbered from the arc), clamped: below 0 (a
+// range widened by its margin), the first cell; P and above, the last.
 static int64_t nbi_wrap_cell(const nbiView *v, int a, double x)
 {
     if (!(x > 0.0)) return 0;
@@ -1095,15 +1104,22 @@ nbiCellRange nbi_wrap_cover(const nbiView *v, int a, double lo, double hi)
     const double p = v->wrap->period[a];
     lo -= p * 0x1p-50;
     hi += p * 0x1p-50;
-    if (!(hi - lo < p)) return nbi_range1(0, m - 1);
-    if (lo < 0.0) // [lo + P, P) and [0, hi]
-        return hi < 0.0
-                   ? nbi_range1(nbi_wrap_cell(v, a, lo + p), nbi_wrap_cell(v, a, hi + p))
-                   : nbi_range2(0, nbi_wrap_cell(v, a, hi), nbi_wrap_cell(v, a, lo + p), m - 1);
-    if (hi >= p) // [lo, P) and [0, hi - P]
-        return lo >= p ? nbi_range1(nbi_wrap_cell(v, a, lo - p), nbi_wrap_cell(v, a, hi - p))
-                       : nbi_range2(0, nbi_wrap_cell(v, a, hi - p), nbi_wrap_cell(v, a, lo), m - 1);
-    return nbi_range1(nbi_wrap_cell(v, a, lo), nbi_wrap_cell(v, a, hi));
+    if (!(hi - lo < p)) return nbi_range1(0, v->hi[a]);
+    // The circle cells from first to last (round past m - 1 to 0 when first > last).
+    int64_t first, last;
+    if (lo < 0.0) { // [lo + P, P) and [0, hi]
+        first = nbi_wrap_cell(v, a, lo + p);
+        last = nbi_wrap_cell(v, a, hi < 0.0 ? hi + p : hi);
+    } else if (hi >= p) { // [lo, P) and [0, hi - P]
+        first = nbi_wrap_cell(v, a, lo >= p ? lo - p : lo);
+        last = nbi_wrap_cell(v, a, hi - p);
+    } else {
+        first = nbi_wrap_cell(v, a, lo);
+        last = nbi_wrap_cell(v, a, hi);
+    }
+    const bool round = lo < 0.0 ? hi >= 0.0 : hi >= p && lo < p;
+    const int64_t len = last - first + 1 + (round ? m : 0); // round and first <= last: >= m
+    return nbi_wrap_run(v, a, first - v->wrap->c0[a], len);
 }
 
 // Runs fn through nbi_wrap_box_runs, remembering whether it asked to stop.
@@ -1120,8 +1136,47 @@ static bool nbi_stop_run(int32_t b0, int32_t b1, void *vctx)
     return !x->stopped;
 }
 
+// Whether any of box cells k0 .. k1 - 1 is occupied in a ranked view (its bits, a word or two
+// for the short rows of a ring's face: cheaper than the two ranks of an empty row).
+static bool nbi_wrap_occupied(const nbiView *v, int64_t k0, int64_t k1)
+{
+    const uint64_t *occ = v->occ;
+    int64_t w = k0 >> 6;
+    const int64_t last = (k1 - 1) >> 6;
+    uint64_t bits = occ[w] & (~UINT64_C(0) << (k0 & 63));
+    for (; w < last; bits = occ[++w])
+        if (bits != 0) return true;
+    return (bits & (~UINT64_C(0) >> (63 - ((k1 - 1) & 63)))) != 0;
+}
+
+// nbi_wrap_box_runs on a ranked view: each row's runs, in the same order, an empty row skipped
+// on its bits.
+static double nbi_wrap_ranked_runs(const nbiView *v, const nbiCellRange r[3], nbiRunFn *fn,
+                                   void *ctx)
+{
+    const int64_t e0 = v->ext[0], e01 = v->ext[0] * v->ext[1];
+    double work = 0.0;
+    for (int tz = 0; tz < r[2].n; tz++)
+        for (int ty = 0; ty < r[1].n; ty++)
+            for (int tx = 0; tx < r[0].n; tx++) {
+                const int64_t xl = r[0].lo[tx], xh = r[0].hi[tx];
+                work += (double)(xh - xl + 1) * (double)(r[1].hi[ty] - r[1].lo[ty] + 1) *
+                        (double)(r[2].hi[tz] - r[2].lo[tz] + 1);
+                for (int64_t z = r[2].lo[tz]; z <= r[2].hi[tz]; z++)
+                    for (int64_t y = r[1].lo[ty]; y <= r[1].hi[ty]; y++) {
+                        const int64_t row = (y - v->lo[1]) * e0 + (z - v->lo[2]) * e01 - v->lo[0];
+                        if (!nbi_wrap_occupied(v, row + xl, row + xh + 1)) continue;
+                        const int32_t b0 = nbi_view_box_start(v, row + xl);
+                        const int32_t b1 = nbi_view_box_start(v, row + xh + 1);
+                        if (b0 < b1 && !fn(b0, b1, ctx)) return work;
+                    }
+            }
+    return work;
+}
+
 double nbi_wrap_box_runs(const nbiView *v, const nbiCellRange r[3], nbiRunFn *fn, void *ctx)
 {
+    if (v->occ != NULL && v->table == NULL) return nbi_wrap_ranked_runs(v, r, fn, ctx);
     nbiStopCtx x = {fn, ctx, false};
     double work = 0.0;
     for (int tz = 0; tz < r[2].n; tz++)
@@ -1212,7 +1267,7 @@ static nbStatus nbi_wrap_box(const nbiView *v, const double *lo, const double *h
     nbiCellRange r[3]; // (built: m > 0 on every periodic axis from here on)
     for (int a = 0; a < 3; a++) {
         r[a] = a >= v->dim  ? nbi_range1(0, 0)
-               : x.whole[a] ? nbi_range1(0, v->wrap->m[a] - 1)
+               : x.whole[a] ? nbi_range1(0, v->hi[a])
                             : nbi_wrap_cover(v, a, lo[a], hi[a]);
         if (r[a].n == 0) return NB_OK;
     }
@@ -1222,22 +1277,27 @@ static nbStatus nbi_wrap_box(const nbiView *v, const double *lo, const double *h
 
 // kNN on a periodic view: rings outward by the cyclic cell distance ("level") from the query's
 // cell. Ring m is the cells whose largest level over the axes is m, visited as faces (the axis
-// at level m, the axes before it below m, the axes after it at most m), so each cell once.
-// Cells not yet visited are at level m + 1 or more on some axis not yet covered whole: m whole
-// cells lie between them and the query, so they are at least m cell edges away.
+// at level m, the axes before it below m, the axes after it at most m), so each cell once, and
+// clipped to the arc. Cells not yet visited are at level m + 1 or more on some axis not yet
+// covered whole: m whole cells lie between them and the query, so they are at least m cell
+// edges away. A query outside the arc on an axis is at level `far` >= 1 from every stored cell
+// there: the rings before the largest such level hold no cell and are skipped, and every
+// unvisited cell is also far - 1 cell edges away on that axis (a query far from a clump stops
+// as soon as its k nearest are found, not after walking the empty rings between).
 
 // The cells at level exactly m from cell c on axis a.
 static nbiCellRange nbi_wrap_level(const nbiView *v, int a, int64_t c, int64_t m)
 {
     if (a >= v->dim) return m == 0 ? nbi_range1(0, 0) : nbi_range1(1, 0);
-    const int64_t cells = v->wrap->m[a];
-    if (m == 0)
-        return cells > 0 || (c >= v->lo[a] && c <= v->hi[a]) ? nbi_range1(c, c) : nbi_range1(1, 0);
+    const int64_t cells = v->wrap->m[a], top = v->hi[a];
+    if (m == 0) return c >= v->lo[a] && c <= top ? nbi_range1(c, c) : nbi_range1(1, 0);
     if (cells > 0) {
         if (2 * m - 1 >= cells) return nbi_range1(1, 0); // all at a lower level
-        const int64_t up = (c + m) % cells, down = (c - m + cells) % cells;
-        if (up == down) return nbi_range1(up, up);
-        return up < down ? nbi_range2(up, up, down, down) : nbi_range2(down, down, up, up);
+        const int64_t up = c + m < cells ? c + m : c + m - cells;
+        const int64_t down = c - m >= 0 ? c - m : c - m + cells;
+        const int64_t l = up < down ? up : down, h = up < down ? down : up;
+        if (h > top) return l <= top ? nbi_range1(l, l) : nbi_range1(1, 0);
+        return l == h ? nbi_range1(l, l) : nbi_range2(l, l, h, h);
     }
     const bool has_down = c - m >= v->lo[a] && c - m <= v->hi[a];
     const bool has_up = c + m >= v->lo[a] && c + m <= v->hi[a];
@@ -1246,11 +1306,54 @@ static nbiCellRange nbi_wrap_level(const nbiView *v, int a, int64_t c, int64_t m
     return has_up ? nbi_range1(c + m, c + m) : nbi_range1(1, 0);
 }
 
-// Whether the cells within level m of c cover axis a whole.
+// Whether the cells within level m of c cover axis a whole (the arc, on a periodic axis).
 static bool nbi_wrap_covered(const nbiView *v, int a, int64_t c, int64_t m)
 {
-    if (v->wrap->m[a] > 0) return 2 * m + 1 >= v->wrap->m[a];
+    if (v->wrap->m[a] > 0) {
+        if (2 * m + 1 < v->ext[a]) return false; // fewer cells than the arc's
+        const nbiCellRange r = nbi_wrap_near(v, a, c, m);
+        return r.n == 1 && r.lo[0] == 0 && r.hi[0] == v->hi[a];
+    }
     return c - m <= v->lo[a] && c + m >= v->hi[a];
+}
+
+// The least level of a stored cell from cell c on periodic axis a: 0 on the arc 0 .. hi, else
+// the steps to its nearer end.
+static int64_t nbi_wrap_far(const nbiView *v, int a, int64_t c)
+{
+    const int64_t m = v->wrap->m[a], top = v->hi[a];
+    if (m == 0 || c <= top) return 0;
+    return c - top < m - c ? c - top : m - c;
+}
+
+// A query's distances to whole cells along each axis, worked out once: `gap` whole cells of
+// edge e along axis a are at least gap * e less what the rounding of the cells and of the
+// distance may take off, (gap + cells + 2) e 2^-46 + (|q| + max_abs + P) 2^-46 + the quotient's
+// underflow; as gap * step - less, step = e (1 - 2^-46) (its own rounding far inside the slack).
+typedef struct nbiWrapGaps {
+    double edge[3], step[3], less[3];
+} nbiWrapGaps;
+
+static void nbi_wrap_gaps_init(const nbiView *v, const double *point, nbiWrapGaps *g)
+{
+    const nbiWrap *w = v->wrap;
+    for (int a = 0; a < 3; a++) {
+        const double e = a >= v->dim ? 1.0 : w->m[a] > 0 ? w->pcm[a].cell : v->cm.cell;
+        g->edge[a] = e;
+        g->step[a] = e * (1.0 - 0x1p-46);
+        g->less[a] = a >= v->dim ? 0.0
+                                 : ((double)w->m[a] + 2.0) * e * 0x1p-46 +
+                                       (fabs(point[a]) + v->max_abs + w->period[a]) * 0x1p-46 +
+                                       nbi_cell_slack(e);
+    }
+}
+
+// At most the distance along axis a from the query to any point of a cell `gap` whole cells
+// away from the query's.
+NBI_INLINE double nbi_wrap_gap(const nbiWrapGaps *g, int a, int64_t gap)
+{
+    const double d = (double)gap * g->step[a] - g->less[a];
+    return d > 0.0 ? d : 0.0;
 }
 
 static bool nbi_knn_run_wrap(int32_t b0, int32_t b1, void *vctx)
@@ -1267,14 +1370,49 @@ static bool nbi_knn_run_wrap(int32_t b0, int32_t b1, void *vctx)
     return true;
 }
 
-static nbStatus nbi_wrap_knn(const nbiView *v, const double *point, nbiKnnCtx *x)
+// The face of ring m at level m on axis a, as the levels it spans on the other axes: reach[b]
+// (the axes before a below m, those after at most m), each cut to where a point could still
+// enter: its gap along a is at least that of level m, along every other axis at least out[]
+// (so a query far from the data searches a small cap of the face, not the whole face). False
+// when no cell of the face can hold a point that enters.
+static bool nbi_wrap_face_reach(const nbiView *v, const nbiWrapKnnOps *ops, const nbiWrapGaps *gp,
+                                const double out[3], int a, int64_t m, int64_t reach[3])
+{
+    for (int b = 0; b < 3; b++) reach[b] = b < a ? m - 1 : m;
+    if (m == 0) return a == 0; // the query's own cell (in the arcs: out[] is 0)
+    double g[3] = {out[0], out[1], out[2]};
+    const double ga = nbi_wrap_gap(gp, a, m - 1);
+    g[a] = ga > out[a] ? ga : out[a];
+    if (ops->beyond(ops->ctx, g)) return false;
+    const bool inside = out[0] == 0.0 && out[1] == 0.0 && out[2] == 0.0;
+    double room = -1.0; // (inside: the same for every axis but a; the norms are symmetric)
+    for (int b = 0; b < v->dim; b++) {
+        if (b == a) continue;
+        // Levels L on axis b are at least gap(L - 1) away: keep those whose gap(L - 1) is
+        // within the room the bound leaves (one level more than the rounding could need).
+        if (!inside || room < 0.0) room = ops->room(ops->ctx, g, b);
+        if (!(room < (double)INFINITY)) break; // no bound yet
+        const double lv =
+            (room + (double)m * gp->edge[b] * 0x1p-46 + gp->less[b]) / gp->edge[b] + 2.0;
+        if (lv < (double)reach[b]) reach[b] = (int64_t)lv;
+    }
+    return true;
+}
+
+void nbi_wrap_knn_walk(const nbiView *v, const double *point, const nbiWrapKnnOps *ops)
 {
     const int dim = v->dim;
     const nbiWrap *w = v->wrap;
-    int64_t qc[3] = {0, 0, 0};
+    int64_t qc[3] = {0, 0, 0}, m0 = 0;
+    double out[3] = {0.0, 0.0, 0.0}; // per axis, at most the distance to every stored point
+    nbiWrapGaps gp;
+    nbi_wrap_gaps_init(v, point, &gp);
     for (int a = 0; a < dim; a++) {
         if (w->m[a] > 0) {
             qc[a] = nbi_view_axis_cell(v, a, point[a]);
+            const int64_t far = nbi_wrap_far(v, a, qc[a]);
+            m0 = far > m0 ? far : m0;
+            out[a] = far > 0 ? nbi_wrap_gap(&gp, a, far - 1) : 0.0;
             continue;
         }
         const double c = nbi_cell_f(&v->cm, point[a]); // clipped to one cell outside the box
@@ -1282,42 +1420,81 @@ static nbStatus nbi_wrap_knn(const nbiView *v, const double *point, nbiKnnCtx *x
                 : c > (double)v->hi[a] ? v->hi[a] + 1
                                        : (int64_t)c;
     }
-    const double budget = 2.0 * (double)v->ncells + 64.0;
+    const double budget = 2.0 * ((double)v->ncells + (double)v->n) + 64.0; // cells examined
     double work = 0.0;
-    for (int64_t m = 0;; m++) {
+    for (int64_t m = m0;; m++) {
         for (int a = 0; a < dim; a++) { // the faces of ring m
+            int64_t reach[3];
+            if (!nbi_wrap_face_reach(v, ops, &gp, out, a, m, reach)) continue;
             nbiCellRange r[3];
             bool empty = false;
             for (int b = 0; b < 3; b++) {
-                r[b] = b == a  ? nbi_wrap_level(v, b, qc[b], m)
-                       : b < a ? (m == 0 ? nbi_range1(1, 0) : nbi_wrap_near(v, b, qc[b], m - 1))
-                               : nbi_wrap_near(v, b, qc[b], m);
+                r[b] = b == a                    ? nbi_wrap_level(v, b, qc[b], m)
+                       : b < dim && reach[b] < 0 ? nbi_range1(1, 0)
+                                                 : nbi_wrap_near(v, b, qc[b], reach[b]);
                 empty |= r[b].n == 0;
             }
-            if (!empty) work += nbi_wrap_box_runs(v, r, nbi_knn_run_wrap, x);
+            if (!empty) work += nbi_wrap_box_runs(v, r, ops->run, ops->ctx);
         }
-        // The unvisited cells: beyond level m on an axis not yet covered whole.
-        double bound = (double)INFINITY;
-        bool outside = false;
-        for (int a = 0; a < dim; a++) {
+        // The unvisited cells: beyond level m on an axis a not yet covered whole, and at least
+        // out[b] away on every axis b.
+        // (With out[] all 0 the norms' symmetry leaves the least gap to test.)
+        const bool inside = out[0] == 0.0 && out[1] == 0.0 && out[2] == 0.0;
+        bool outside = false, done = true;
+        double least[3] = {(double)INFINITY, 0.0, 0.0};
+        for (int a = 0; a < dim && done; a++) {
             if (nbi_wrap_covered(v, a, qc[a], m)) continue;
             outside = true;
-            const double e = w->m[a] > 0 ? w->pcm[a].cell : v->cm.cell;
-            const double slack = ((double)m + (double)w->m[a] + 2.0) * e * 0x1p-46 +
-                                 (fabs(point[a]) + v->max_abs + w->period[a]) * 0x1p-46 +
-                                 nbi_cell_slack(e);
-            const double gap = (double)m * e - slack;
-            bound = gap < bound ? gap : bound;
+            const double ga = nbi_wrap_gap(&gp, a, m);
+            if (inside) {
+                least[0] = ga < least[0] ? ga : least[0];
+                continue;
+            }
+            double g[3] = {out[0], out[1], out[2]};
+            g[a] = ga > out[a] ? ga : out[a];
+            done = ops->beyond(ops->ctx, g);
         }
-        if (!outside) break; // every cell visited
-        if (bound > 0.0 && nbi_knn_beyond(x, bound * bound * (1.0 - 0x1p-40))) break;
-        if (work > budget) { // a scan of every point is cheaper
-            x->heap.size = 0;
+        if (inside && outside) done = ops->beyond(ops->ctx, least);
+        if (!outside || done) return; // every cell visited, or none left can hold a point
+        if (work > budget) {          // a scan of every point is cheaper
+            ops->reset(ops->ctx);
             for (int32_t c = 0; c < v->ncells; c++)
-                nbi_knn_run_wrap(v->start[c], nbi_view_end(v, c), x);
-            break;
+                ops->run(v->start[c], nbi_view_end(v, c), ops->ctx);
+            return;
         }
     }
+}
+
+// The Euclidean norm's bounds for the walk: squared gaps against the k-th best (or the limit).
+static bool nbi_wrap_knn_beyond(void *vctx, const double g[3])
+{
+    const nbiKnnCtx *x = (const nbiKnnCtx *)vctx;
+    double d2 = 0.0;
+    for (int a = 0; a < x->v->dim; a++) d2 += g[a] * g[a];
+    return nbi_knn_beyond(x, d2 * (1.0 - 0x1p-40));
+}
+
+static double nbi_wrap_knn_room(void *vctx, const double g[3], int b)
+{
+    const nbiKnnCtx *x = (const nbiKnnCtx *)vctx;
+    const double bound = nbi_best_bound(&x->heap, x->lim2);
+    if (!(bound < (double)INFINITY)) return (double)INFINITY;
+    double rest = 0.0;
+    for (int a = 0; a < x->v->dim; a++) rest += a != b ? g[a] * g[a] : 0.0;
+    const double left = bound - rest + (bound + rest) * 0x1p-40; // past the sum's rounding
+    return left > 0.0 ? sqrt(left) * (1.0 + 0x1p-30) : 0.0;
+}
+
+static void nbi_wrap_knn_reset(void *vctx)
+{
+    ((nbiKnnCtx *)vctx)->heap.size = 0;
+}
+
+static nbStatus nbi_wrap_knn(const nbiView *v, const double *point, nbiKnnCtx *x)
+{
+    const nbiWrapKnnOps ops = {nbi_knn_run_wrap, x, nbi_wrap_knn_beyond, nbi_wrap_knn_room,
+                               nbi_wrap_knn_reset};
+    nbi_wrap_knn_walk(v, point, &ops);
     nbi_best_sort(&x->heap);
     return NB_OK;
 }

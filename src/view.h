@@ -37,15 +37,21 @@
 #include "cell_table.h"
 
 // Periodic axes (a grid with a period): axis a wraps when period[a] > 0. Its cells are
-// 0 .. m[a] - 1, of edge P / m (cell math pcm[a]); a coordinate x in [0, P) is in cell
-// min(m - 1, floor(x / edge)), a monotone map. kper[a] is what the kernels take the minimum
-// image against: P, or +inf on an axis that does not wrap (then min(a, inf - a) = a). A view
-// with wrap != NULL is always dense, with lo = 0 and ext = m on each periodic axis.
+// 0 .. m[a] - 1 around the circle, of edge P / m (cell math pcm[a]); a coordinate x in [0, P)
+// is in circle cell min(m - 1, floor(x / edge)), a monotone map. The cells are numbered from
+// the start of the occupied arc: circle cell c is cell (c - c0[a]) mod m, an exact integer
+// shift (coordinates are never shifted), so that the occupied cells are 0 .. ext - 1 and
+// cells ext .. m - 1 (the largest run of empty cells found on the circle) are never stored.
+// Data that fills the circle has c0 = 0 and ext = m. kper[a] is what the kernels take the
+// minimum image against: P, or +inf on an axis that does not wrap (then min(a, inf - a) = a).
+// A view with wrap != NULL is dense or ranked (never hashed), with lo = 0 and 1 <= ext <= m on
+// each periodic axis; the walks clip their cyclic ranges of cells to the arc 0 .. ext - 1.
 typedef struct nbiWrap {
     double period[3]; // 0 = not periodic (always 0 for z in 2D)
     double kper[3];   // P, or +inf
     nbiCellMath pcm[3];
-    int64_t m[3]; // cells on a periodic axis; 0 on the others
+    int64_t m[3];  // cells around the circle on a periodic axis; 0 on the others
+    int64_t c0[3]; // the circle cell numbered 0 (the occupied arc's first); 0 on the others
 } nbiWrap;
 
 typedef struct nbiView {
@@ -182,12 +188,14 @@ NBI_INLINE bool nbi_view_same(const nbiView *a, const nbiView *b)
     return same;
 }
 
-// The cell of coordinate x on axis a of a view (periodic or not; x in [0, P) when periodic).
+// The cell of coordinate x on axis a of a view (periodic or not; x in [0, P) when periodic:
+// then its number from the arc's start, in 0 .. m - 1, possibly outside the arc).
 NBI_INLINE int64_t nbi_view_axis_cell(const nbiView *v, int a, double x)
 {
     if (v->wrap == NULL || v->wrap->m[a] == 0) return nbi_cell_i(&v->cm, x);
-    const int64_t c = nbi_cell_i(&v->wrap->pcm[a], x);
-    return c < v->wrap->m[a] ? c : v->wrap->m[a] - 1;
+    const int64_t m = v->wrap->m[a], c = nbi_cell_i(&v->wrap->pcm[a], x);
+    const int64_t k = (c < m ? c : m - 1) - v->wrap->c0[a];
+    return k < 0 ? k + m : k;
 }
 
 // One past cell c's last position.
@@ -433,16 +441,33 @@ bool nbi_wrap_point_ok(const nbiView *v, const double *p);
 // (nbi_reach of the radius), rounding margins included.
 void nbi_wrap_rings(const nbiView *v, double reach, int64_t k[3]);
 
-// The cells within k of cell c on axis a (cyclically on a periodic axis), each once.
+// The cells within k of cell c on axis a (cyclically modulo m on a periodic axis, clipped to
+// the arc; c may lie outside it), each once.
 nbiCellRange nbi_wrap_near(const nbiView *v, int a, int64_t c, int64_t k);
 
 // The cells holding any x with lo <= x <= hi on axis a, or an image x +- P of it on a periodic
-// axis (lo >= -P, hi < 2 P; hi - lo >= P gives the whole axis), each once, clipped to the view.
+// axis (lo >= -P, hi < 2 P; hi - lo >= P gives the whole axis), each once, clipped to the view
+// (the arc, on a periodic axis).
 nbiCellRange nbi_wrap_cover(const nbiView *v, int a, double lo, double hi);
 
 // Calls fn for the runs of every cell in the product of the per-axis ranges (axes >= dim: the
 // single cell 0), each cell once. Returns the cells examined.
 double nbi_wrap_box_runs(const nbiView *v, const nbiCellRange r[3], nbiRunFn *fn, void *ctx);
+
+// The k nearest on a periodic view in some norm: its candidates and bounds. The walk offers
+// cells ring by ring outward from the query's (by cyclic levels, clipped to the arcs) through
+// `run`, cutting each ring to what can still enter and stopping once nothing unvisited can.
+typedef struct nbiWrapKnnOps {
+    nbiRunFn *run; // offers the candidates [b0, b1) (the minimum image)
+    void *ctx;
+    // Whether no point whose distance along each axis a is at least g[a] can enter.
+    bool (*beyond)(void *ctx, const double g[3]);
+    // The largest distance along axis b a point can have and still enter, its distance along
+    // each other axis a at least g[a] (at least that: a superset; INFINITY while unbounded).
+    double (*room)(void *ctx, const double g[3], int b);
+    void (*reset)(void *ctx); // forgets every offer (before a scan of every point instead)
+} nbiWrapKnnOps;
+void nbi_wrap_knn_walk(const nbiView *v, const double *point, const nbiWrapKnnOps *ops);
 
 // Every (i in a, j in b) within `radius` by the minimum image, both views periodic alike, for
 // a's cells [c0, c1).

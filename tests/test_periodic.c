@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: MIT
-// Periodic boxes in the dense grid (nbGridDesc.period) against a brute-force minimum-image
-// oracle (nb_oracle.h, nbo_wrap_*): every query (all pairs, count, visit, units, short buffers,
-// cross pairs, radius, box, kNN), 2D and 3D, on random and adversarial sets: points on the
-// faces of the box, lattices with pairs exactly r apart across a face, r = P / 2 and just below,
-// 1, 2 and 3 cells per axis (the stencil meets a cell twice through the wrap), duplicates,
-// mixed periodic and open axes, clustered points in a sparse box, filters. Plus the statuses
-// (bad periods, points outside the box, radii the minimum image cannot answer), the unchanged
-// grid after a refused build, memory of a sparse box, zero-allocation frames. All pairs are also
-// compared, pair for pair and in order, across the SIMD copies of the kernels (simd.h).
+// Periodic boxes in the grid (nbGridDesc.period) against a brute-force minimum-image oracle
+// (nb_oracle.h, nbo_wrap_*): every query (all pairs, count, visit, units, short buffers, cross
+// pairs, radius, box, kNN in the Euclidean norm and p = 1, 3.5, inf), 2D and 3D, on random and
+// adversarial sets: points on the faces of the box, lattices with pairs exactly r apart across a
+// face, r = P / 2 and just below, 1, 2 and 3 cells per axis (the stencil meets a cell twice through
+// the wrap), duplicates, mixed periodic and open axes, clustered points in a sparse box, clumps (in
+// the middle, across the faces, at opposite ends, duplicated; the ranked layout) queried from
+// anywhere in the box, filters. Plus the statuses (bad periods, points outside the box, radii the
+// minimum image cannot answer), the unchanged grid after a refused build, memory of a sparse box,
+// the cost of a clump, zero-allocation frames. All pairs are also compared, pair for pair and in
+// order, across the SIMD copies of the kernels (simd.h).
 #include <nearby/grid.h>
 
 #include "nb_oracle.h"
@@ -16,6 +18,7 @@
 
 #include <float.h>
 #include <math.h>
+#include <time.h>
 
 // ---- checks against the oracle ----
 
@@ -150,9 +153,55 @@ static int check_box(const nbGrid *g, const nboSet *s, const double *period, con
     return 0;
 }
 
+// The k nearest by brute force in the norm p != 2 (raw: sum |d|^p, max |d| for p = inf), d by
+// the minimum image as the library takes it: a = |q - x|, d = min(a, P - a).
+static nbNeighbor *brute_norm(const nboSet *s, const double *q, double p, const double *period,
+                              int32_t k, int32_t *found)
+{
+    nbNeighbor *all = (nbNeighbor *)nbo_xalloc(((size_t)s->n + 1) * sizeof *all);
+    for (int32_t i = 0; i < s->n; i++) {
+        double raw = 0.0;
+        for (int a = 0; a < s->dim; a++) {
+            double d = fabs(q[a] - nbo_pt(s, i)[a]);
+            if (period[a] > 0.0 && d > period[a] - d) d = period[a] - d;
+            const double t = p == 1.0 || isinf(p) ? d : pow(d, p);
+            raw = isinf(p) ? (t > raw ? t : raw) : raw + t;
+        }
+        all[i] = (nbNeighbor){i, raw};
+    }
+    nbo_sort_neighbors(all, s->n);
+    *found = s->n < k ? s->n : k;
+    return all;
+}
+
+static int check_knn_norms(const nbGrid *g, const nboSet *s, const double *period, const double *q,
+                           int32_t k)
+{
+    const double norms[] = {1.0, 3.5, (double)INFINITY};
+    nbNeighbor *got = (nbNeighbor *)malloc(((size_t)k + 1) * sizeof(nbNeighbor));
+    NB_CHECK(got != NULL);
+    for (int t = 0; t < 3; t++) {
+        int32_t want = 0, found = -1;
+        nbNeighbor *all = brute_norm(s, q, norms[t], period, k, &want);
+        NB_CHECK_OK(
+            nb_grid_knn_norm(g, q, norms[t], NB_FILTER_ALL, (double)INFINITY, got, k, &found));
+        NB_CHECK(found == want);
+        for (int32_t j = 0; j < want; j++) {
+            if (got[j].index != all[j].index || got[j].dist2 != all[j].dist2)
+                fprintf(stderr, "  knn p=%g k=%d rank %d: want %d (%.17g) got %d (%.17g)\n",
+                        norms[t], k, j, all[j].index, all[j].dist2, got[j].index, got[j].dist2);
+            NB_CHECK(got[j].index == all[j].index && got[j].dist2 == all[j].dist2);
+        }
+        free(all);
+    }
+    free(got);
+    return 0;
+}
+
 static int check_knn(const nbGrid *g, const nboSet *s, const double *period, const double *q,
                      int32_t k)
 {
+    if (k <= 40 && check_knn_norms(g, s, period, q, k)) return 1;
     int32_t want = 0, found = -1;
     nbNeighbor *all = nbo_wrap_knn(s, q, k, period, &want);
     nbNeighbor *got = (nbNeighbor *)malloc(((size_t)k + 1) * sizeof(nbNeighbor));
@@ -391,6 +440,187 @@ static int test_sparse_box(void)
     NB_CHECK_OK(nb_grid_info(g, &info));
     NB_CHECK(!info.hashed && info.cells <= 4 * s.n + 64);
     NB_CHECK(nb_grid_memory_bytes(g) < 200000);
+    nb_grid_destroy(g);
+    nbo_set_free(&s);
+    return 0;
+}
+
+// ---- clustered data: the box holds the occupied arc of each periodic axis ----
+
+// x wrapped into [0, P).
+static double wrap_into(double x, double p)
+{
+    x -= p * floor(x / p);
+    return x < p ? x : 0.0;
+}
+
+// Clumps of width sigma * P per axis about the given centres (fractions of P; a centre of 0
+// splits its clump across the faces), the points spread over them in turn; every `dup`-th point
+// repeats the one before.
+static void fill_clumps(nboSet *s, const double *period, const double (*centre)[3], int clumps,
+                        double sigma, int dup)
+{
+    for (int32_t i = 0; i < s->n; i++)
+        for (int a = 0; a < s->dim; a++) {
+            double *x = &s->p[(size_t)i * s->dim + a];
+            if (dup > 0 && i % dup == dup - 1) {
+                *x = x[-s->dim];
+                continue;
+            }
+            const double p = period[a] > 0.0 ? period[a] : 30.0;
+            const double c = centre[i % clumps][a] * p + nbt_gauss() * sigma * p;
+            *x = period[a] > 0.0 ? wrap_into(c, p) : c;
+        }
+}
+
+// The layout of a build: its cells and their edge.
+static nbGridInfo info_of(const nbGrid *g)
+{
+    nbGridInfo info;
+    memset(&info, 0, sizeof info);
+    nb_grid_info(g, &info);
+    return info;
+}
+
+// Clumps in the middle, across the faces, at opposite ends, in a box they fill, duplicated, a
+// single point and all points equal; 2D and 3D; every query from anywhere in the box (most of
+// them far from the arcs), against the oracle.
+static int test_clumps(void)
+{
+    static const double centres[][4][3] = {
+        {{0.5, 0.5, 0.5}},                                                        // the middle
+        {{0.0, 0.0, 0.0}},                                                        // across 0 / P
+        {{0.02, 0.3, 0.98}, {0.98, 0.7, 0.02}},                                   // opposite ends
+        {{0.1, 0.5, 0.9}, {0.6, 0.0, 0.4}, {0.35, 0.99, 0.5}, {0.85, 0.25, 0.0}}, // spread
+    };
+    static const int count[] = {1, 1, 2, 4};
+    for (int dim = 2; dim <= 3; dim++) {
+        const double period[3] = {10, 7, dim == 3 ? 12 : 0};
+        for (int t = 0; t < 4; t++) {
+            for (int dup = 0; dup <= 3; dup += 3) {
+                nboSet s = nbo_set_new(dim == 2 ? 500 : 600, dim);
+                fill_clumps(&s, period, centres[t], count[t], 0.01, dup);
+                const double r = dim == 2 ? 0.02 : 0.05;
+                if (check_all(&s, period, 0.0, r, 30)) return 1;
+                if (dup == 0 && check_all(&s, period, r * 0.5, r, 15)) return 1;
+                if (dup == 0 && check_all(&s, period, 0.0, 0.3, 15)) return 1; // wide cells
+                nbo_set_free(&s);
+            }
+        }
+        const double mixed[3] = {0, 7, dim == 3 ? 12 : 0}; // an open axis beside periodic ones
+        nboSet m = nbo_set_new(400, dim);
+        fill_clumps(&m, mixed, centres[2], count[2], 0.01, 0);
+        if (check_all(&m, mixed, 0.0, 0.05, 30)) return 1;
+        nbo_set_free(&m);
+        for (int32_t n = 1; n <= 2; n++) { // one point; two equal points
+            nboSet s = nbo_set_new(n, dim);
+            for (int a = 0; a < dim; a++) s.p[a] = s.p[(size_t)(n - 1) * dim + a] = 0.3 * a + 0.1;
+            if (check_all(&s, period, 0.0, 0.05, 40)) return 1;
+            nbo_set_free(&s);
+        }
+    }
+    return 0;
+}
+
+// A clump small enough that the box of its arcs has more than 4 N + 64 cells of the radius:
+// the ranked layout, at the radius's cells.
+static int test_clump_ranked(void)
+{
+    for (int dim = 2; dim <= 3; dim++) {
+        const double period[3] = {1, 1, 1}, centre[2][3] = {{0.0, 0.99, 0.01}, {0.5, 0.5, 0.5}};
+        nboSet s = nbo_set_new(dim == 2 ? 1500 : 2500, dim);
+        fill_clumps(&s, period, centre, 1, 0.01, 0);
+        const double r = dim == 2 ? 0.0004 : 0.002;
+        if (check_all(&s, period, 0.0, r, 60)) return 1;
+        nbGrid *g = make_grid(&s, period, 0.0, r);
+        NB_CHECK(g != NULL);
+        const nbGridInfo info = info_of(g);
+        NB_CHECK(info.ranked && info.cell_size <= 1.01 * r);
+        nb_grid_destroy(g);
+        // cross pairs between it and another clump, both ways
+        nboSet b = nbo_set_new(400, dim);
+        fill_clumps(&b, period, centre + 1, 1, 0.01, 0);
+        nbGrid *ga = make_grid(&s, period, 0.0, r), *gb = make_grid(&b, period, 0.0, 0.01);
+        NB_CHECK(ga != NULL && gb != NULL);
+        for (int k = 0; k < 2; k++) {
+            const double rr = k == 0 ? r : 0.01;
+            int64_t want_n = 0, found = -1, back = -1;
+            nbPair *want = nbo_wrap_cross_pairs(&s, &b, rr, period, &want_n);
+            nbPair *got = (nbPair *)malloc((size_t)(want_n + 1) * sizeof(nbPair));
+            NB_CHECK(got != NULL);
+            NB_CHECK_OK(nb_grid_cross_pairs(ga, gb, rr, got, want_n + 1, &found));
+            NB_CHECK_OK(nb_grid_count_cross_pairs(gb, ga, rr, &back));
+            NB_CHECK(found == want_n && back == want_n);
+            nbo_sort_pairs(got, found);
+            NB_CHECK(nbo_same_pairs(got, found, want, want_n));
+            free(got);
+            free(want);
+        }
+        nb_grid_destroy(ga);
+        nb_grid_destroy(gb);
+        nbo_set_free(&b);
+        nbo_set_free(&s);
+    }
+    return 0;
+}
+
+static double seconds(void)
+{
+    struct timespec ts;
+    timespec_get(&ts, TIME_UTC);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+// The cost of a clump in a large periodic box: its cells are those of the radius, not cells
+// doubled until the whole box had 4 N + 64 of them (20k points in one clump of sigma = 1% of
+// the box then sat in about 8 cells, and a kNN of every point scanned most of them: 12 scans of
+// every point a query). The k nearest of every point, and of queries from anywhere in the box
+// (far from the clump on some axis), cost less than a fifth of a scan each; the least of three
+// rounds, so that a busy machine does not fail it.
+static int test_clump_costs_little(void)
+{
+    const double period[3] = {1, 1, 1}, centre[1][3] = {{0.5, 0.5, 0.5}};
+    nboSet s = nbo_set_new(20000, 3);
+    fill_clumps(&s, period, centre, 1, 0.01, 0);
+    const double r = 0.002; // about 10 neighbours a point in the clump's core
+    nbGrid *g = make_grid(&s, period, 0.0, r);
+    NB_CHECK(g != NULL);
+    const nbGridInfo info = info_of(g);
+    NB_CHECK(info.cell_size <= 1.01 * r && info.cells <= 64 * (int64_t)s.n);
+    enum { QUERIES = 2000, SCANS = 400 };
+    double best_knn = (double)INFINITY, best_scan = (double)INFINITY, sink = 0.0;
+    for (int round = 0; round < 3; round++) {
+        double t0 = seconds();
+        for (int q = 0; q < QUERIES; q++) {
+            double far[3];
+            const double *at = nbo_pt(&s, (q * 7919) % s.n);
+            for (int a = 0; a < 3; a++) far[a] = nbt_range(0.0, 1.0) * (1.0 - 0x1p-52);
+            nbNeighbor out[8];
+            int32_t found = 0;
+            NB_CHECK_OK(
+                nb_grid_knn(g, q % 2 ? far : at, NB_FILTER_ALL, (double)INFINITY, out, 8, &found));
+            NB_CHECK(found == 8);
+            sink += out[7].dist2;
+        }
+        const double knn = seconds() - t0;
+        t0 = seconds();
+        for (int k = 0; k < SCANS; k++) { // a brute-force scan of every point
+            const double *q = nbo_pt(&s, k);
+            double least = (double)INFINITY;
+            for (int32_t i = 0; i < s.n; i++) {
+                const double d = nbo_wrap_d2(q, nbo_pt(&s, i), 3, period);
+                least = d < least && i != k ? d : least;
+            }
+            sink += least;
+        }
+        const double scan = seconds() - t0;
+        best_knn = knn < best_knn ? knn : best_knn;
+        best_scan = scan < best_scan ? scan : best_scan;
+    }
+    if (!(best_knn < best_scan))
+        fprintf(stderr, "  %d clump kNN queries %.1f ms, %d scans %.1f ms (%g)\n", QUERIES,
+                best_knn * 1e3, SCANS, best_scan * 1e3, sink);
+    NB_CHECK(best_knn < best_scan);
     nb_grid_destroy(g);
     nbo_set_free(&s);
     return 0;
@@ -704,38 +934,45 @@ static void reverse_for(nbTaskFn *task, int32_t count, int32_t min_range, void *
 }
 
 // With the caller's scheduler (nbGridDesc.tasks), a periodic grid gives the serial pairs, in
-// the same order.
+// the same order: uniform points (dense), and a clump whose arcs' box takes the ranked layout.
 static int test_tasks(void)
 {
-    const double period[3] = {150, 150, 0};
-    nboSet s = nbo_set_new(20000, 2);
-    fill_uniform(&s, period);
-    const nbTasks tasks = {reverse_for, NULL, 4};
-    nbGridDesc d = {0};
-    d.period[0] = d.period[1] = 150.0;
-    nbGrid *serial = NULL, *par = NULL;
-    NB_CHECK_OK(nb_grid_create(&d, &serial));
-    d.tasks = &tasks;
-    NB_CHECK_OK(nb_grid_create(&d, &par));
-    const nbPoints pts = nbo_points(&s);
-    NB_CHECK_OK(nb_grid_build(serial, &pts, 1.5));
-    NB_CHECK_OK(nb_grid_build(par, &pts, 1.5));
-    NB_CHECK_OK(nb_grid_validate(par));
-    int64_t n1 = -1, n2 = -1;
-    NB_CHECK_OK(nb_grid_count_pairs(serial, 1.5, &n1));
-    NB_CHECK_OK(nb_grid_count_pairs(par, 1.5, &n2));
-    NB_CHECK(n1 == n2 && n1 > 0);
-    nbPair *a = (nbPair *)malloc((size_t)n1 * sizeof(nbPair));
-    nbPair *b = (nbPair *)malloc((size_t)n1 * sizeof(nbPair));
-    NB_CHECK(a != NULL && b != NULL);
-    NB_CHECK_OK(nb_grid_pairs(serial, 1.5, a, n1, &n1));
-    NB_CHECK_OK(nb_grid_pairs(par, 1.5, b, n2, &n2));
-    NB_CHECK(nbo_same_pairs(a, n1, b, n2));
-    free(a);
-    free(b);
-    nb_grid_destroy(serial);
-    nb_grid_destroy(par);
-    nbo_set_free(&s);
+    for (int t = 0; t < 2; t++) {
+        const double period[3] = {150, 150, 0}, centre[1][3] = {{0.0, 0.5, 0.0}};
+        const double r = t == 0 ? 1.5 : 0.02;
+        nboSet s = nbo_set_new(20000, 2);
+        if (t == 0)
+            fill_uniform(&s, period);
+        else
+            fill_clumps(&s, period, centre, 1, 0.01, 0);
+        const nbTasks tasks = {reverse_for, NULL, 4};
+        nbGridDesc d = {0};
+        d.period[0] = d.period[1] = 150.0;
+        nbGrid *serial = NULL, *par = NULL;
+        NB_CHECK_OK(nb_grid_create(&d, &serial));
+        d.tasks = &tasks;
+        NB_CHECK_OK(nb_grid_create(&d, &par));
+        const nbPoints pts = nbo_points(&s);
+        NB_CHECK_OK(nb_grid_build(serial, &pts, r));
+        NB_CHECK_OK(nb_grid_build(par, &pts, r));
+        NB_CHECK_OK(nb_grid_validate(par));
+        NB_CHECK(info_of(par).ranked == (t == 1) && info_of(serial).ranked == (t == 1));
+        int64_t n1 = -1, n2 = -1;
+        NB_CHECK_OK(nb_grid_count_pairs(serial, r, &n1));
+        NB_CHECK_OK(nb_grid_count_pairs(par, r, &n2));
+        NB_CHECK(n1 == n2 && n1 > 0);
+        nbPair *a = (nbPair *)malloc((size_t)n1 * sizeof(nbPair));
+        nbPair *b = (nbPair *)malloc((size_t)n1 * sizeof(nbPair));
+        NB_CHECK(a != NULL && b != NULL);
+        NB_CHECK_OK(nb_grid_pairs(serial, r, a, n1, &n1));
+        NB_CHECK_OK(nb_grid_pairs(par, r, b, n2, &n2));
+        NB_CHECK(nbo_same_pairs(a, n1, b, n2));
+        free(a);
+        free(b);
+        nb_grid_destroy(serial);
+        nb_grid_destroy(par);
+        nbo_set_free(&s);
+    }
     return 0;
 }
 
@@ -768,6 +1005,9 @@ int main(int argc, char **argv)
         {"faces", test_faces},
         {"lattice_across_faces", test_lattice_across_faces},
         {"sparse_box", test_sparse_box},
+        {"clumps", test_clumps},
+        {"clump_ranked", test_clump_ranked},
+        {"clump_costs_little", test_clump_costs_little},
         {"box_limits", test_box_limits},
         {"filters", test_filters},
         {"cross_pairs", test_cross_pairs},

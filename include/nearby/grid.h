@@ -222,9 +222,9 @@ NB_API nbStatus nb_grid_visit_knn(const nbGrid *grid, const double *point, nbFil
 /// out[j].dist2 holds the distance raw, as a brute-force loop compares it: sum |d_a|^p over the
 /// axes in order (|d_a| for p = 1, d_a * d_a for p = 2, where this is nb_grid_knn), max |d_a|
 /// for p = INFINITY; the distance is its p-th root. The search is nb_grid_knn's with the norm's
-/// bounds: the kNN index where the grid has one, else the cells ring by ring; on a periodic grid
-/// (minimum image) it scans every point. NB_ERR_NOT_FINITE for a NaN/infinite point, a NaN p or
-/// max_distance; NB_ERR_OUT_OF_RANGE for p < 1, a negative k or max_distance, or a point outside
+/// bounds: the kNN index where the grid has one, else the cells ring by ring (on a periodic grid
+/// by the minimum image, the rings wrapping). NB_ERR_NOT_FINITE for a NaN/infinite point, a NaN p
+/// or max_distance; NB_ERR_OUT_OF_RANGE for p < 1, a negative k or max_distance, or a point outside
 /// a periodic axis's [0, P). No allocation but the index's (see nb_grid_knn).
 NB_API nbStatus nb_grid_knn_norm(const nbGrid *grid, const double *point, double p, nbFilter filter,
                                  double max_distance, nbNeighbor *out, int32_t k, int32_t *found);
@@ -270,10 +270,12 @@ NB_API nbStatus nb_grid_visit_cross_pairs(const nbGrid *a, const nbGrid *b, doub
 /// Cross pairs: both grids must have the same periods (else NB_ERR_OUT_OF_RANGE).
 /// Cells: a periodic axis has m = max(1, floor(P / cell)) cells of edge P / m (one fewer when
 /// that saves a ring of cells at the build radius), and the search stencil wraps modulo m; a
-/// cell met twice through the wrap (m < 2k + 1 for k rings) is visited once. A periodic grid
-/// always uses the dense layout: when the box's cells would outnumber 4 N + 64, the cell edge
-/// doubles until they do not, so memory stays O(N) (clustered data in a large, sparse box then
-/// costs more candidates per point, never more memory).
+/// cell met twice through the wrap (m < 2k + 1 for k rings) is visited once. The box holds only
+/// the occupied arc of each periodic axis (the circle's cells less its largest run of empty
+/// ones), so that clustered data in a large box keeps cells of the radius: the dense layout
+/// while that box has at most 4 N + 64 cells, else the ranked one (nb_grid_info: hashed and
+/// ranked true) up to 64 cells a point; beyond that the cell edge doubles until it fits, so
+/// memory stays O(N).
 /// The cell order of the last build: order[p] = the input index of the point at position p
 /// (cells row-major with x fastest in the dense and ranked layouts, in Z order (Morton codes of
 /// the cells' offsets) in the hashed one;
