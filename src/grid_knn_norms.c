@@ -12,6 +12,11 @@
 #include "grid_internal.h"
 #include "knn_heap.h"
 #include "knn_index.h"
+#include "simd.h"
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 // The norm's kind: p = 1 and p = inf need no pow; the tree's parts are compiled once per kind
 // (below), so that they take no test of p per term either (a query of 8 nearest in the Chebyshev
@@ -59,6 +64,22 @@ NBI_INLINE void nbi_norm_offer(nbiNormQuery *x, int32_t id, double raw)
 // index's boxes, axis a holding lo left, lo right, hi left, hi right).
 NBI_INLINE void nbi_norm_gaps_k(const nbiNormQuery *x, const double *cb, double g[2], int kind)
 {
+#if defined(__SSE2__)
+    if (kind !=
+        NBI_NORM_P) { // both sides in two lanes: the same operations (max is `a > b ? a : b`)
+        const __m128d zero = _mm_setzero_pd();
+        __m128d s = zero;
+        for (int a = 0; a < x->dim; a++) {
+            const __m128d q = _mm_set1_pd(x->q[a]);
+            const __m128d below = _mm_sub_pd(_mm_loadu_pd(cb + 4 * a), q);
+            const __m128d above = _mm_sub_pd(q, _mm_loadu_pd(cb + 4 * a + 2));
+            const __m128d gap = _mm_max_pd(_mm_max_pd(below, above), zero);
+            s = kind == NBI_NORM_INF ? _mm_max_pd(gap, s) : _mm_add_pd(s, gap);
+        }
+        _mm_storeu_pd(g, s);
+        return;
+    }
+#endif
     for (int side = 0; side < 2; side++) {
         double s = 0.0;
         for (int a = 0; a < x->dim; a++) {
@@ -72,32 +93,128 @@ NBI_INLINE void nbi_norm_gaps_k(const nbiNormQuery *x, const double *cb, double 
     }
 }
 
+// Offers position p of the index at raw distance raw, if it passes the filter.
+NBI_INLINE void nbi_norm_offer_at(nbiNormQuery *x, int32_t p, double raw)
+{
+    const nbiKnnIndex *ix = x->ix;
+    if (!(raw <= x->bound)) return;
+    const uint32_t *bits = (const uint32_t *)ix->bits.ptr;
+    if (ix->filtered &&
+        !nbi_filter_match(x->f.category, x->f.mask, bits[2 * (size_t)p], bits[2 * (size_t)p + 1]))
+        return;
+    nbi_norm_offer(x, ((const int32_t *)ix->idx.ptr)[p], raw);
+}
+
 NBI_INLINE void nbi_norm_leaf_k(nbiNormQuery *x, int32_t p0, int32_t p1, int kind)
 {
     const nbiKnnIndex *ix = x->ix;
     const double *pts = (const double *)ix->pts.ptr;
-    const int32_t *idx = (const int32_t *)ix->idx.ptr;
-    const uint32_t *bits = (const uint32_t *)ix->bits.ptr;
     for (int32_t p = p0; p < p1; p++) {
         double s = 0.0;
         for (int a = 0; a < x->dim; a++)
             s = nbi_norm_sum(
                 s, nbi_norm_term(fabs(x->q[a] - pts[(size_t)a * ix->n + p]), x->p, kind), kind);
-        if (!(s <= x->bound)) continue;
-        if (ix->filtered && !nbi_filter_match(x->f.category, x->f.mask, bits[2 * (size_t)p],
-                                              bits[2 * (size_t)p + 1]))
-            continue;
-        nbi_norm_offer(x, idx[p], s);
+        nbi_norm_offer_at(x, p, s);
     }
 }
 
+#if defined(__SSE2__)
+// nbi_norm_leaf_k for p = 1 and p = inf, two points at a time (each lane's raw distance as the
+// scalar loop computes it: |q - x| by clearing the sign, summed or maxed in axis order), in
+// `dim` dimensions.
+NBI_INLINE void nbi_norm_leaf_sse2(nbiNormQuery *x, int32_t p0, int32_t p1, int kind, int dim)
+{
+    const nbiKnnIndex *ix = x->ix;
+    const double *px = (const double *)ix->pts.ptr;
+    const __m128d abs = _mm_castsi128_pd(_mm_set1_epi64x(0x7fffffffffffffffLL));
+    int32_t p = p0;
+    for (; p + 2 <= p1; p += 2) {
+        __m128d s = _mm_setzero_pd();
+        for (int a = 0; a < dim; a++) {
+            const __m128d d = _mm_and_pd(
+                _mm_sub_pd(_mm_set1_pd(x->q[a]), _mm_loadu_pd(px + (size_t)a * ix->n + p)), abs);
+            s = kind == NBI_NORM_INF ? _mm_max_pd(d, s) : _mm_add_pd(s, d);
+        }
+        if (_mm_movemask_pd(_mm_cmple_pd(s, _mm_set1_pd(x->bound))) == 0) continue;
+        double r[2];
+        _mm_storeu_pd(r, s);
+        nbi_norm_offer_at(x, p, r[0]);
+        nbi_norm_offer_at(x, p + 1, r[1]);
+    }
+    nbi_norm_leaf_k(x, p, p1, kind);
+}
+#endif
+
+#if NBI_AVX2
+// The same four points at a time.
+NBI_TARGET_AVX2 NBI_INLINE void nbi_norm_leaf_avx2(nbiNormQuery *x, int32_t p0, int32_t p1,
+                                                   int kind, int dim)
+{
+    const nbiKnnIndex *ix = x->ix;
+    const double *px = (const double *)ix->pts.ptr;
+    const __m256d abs = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffLL));
+    int32_t p = p0;
+    for (; p + 4 <= p1; p += 4) {
+        __m256d s = _mm256_setzero_pd();
+        for (int a = 0; a < dim; a++) {
+            const __m256d d = _mm256_and_pd(
+                _mm256_sub_pd(_mm256_set1_pd(x->q[a]), _mm256_loadu_pd(px + (size_t)a * ix->n + p)),
+                abs);
+            s = kind == NBI_NORM_INF ? _mm256_max_pd(d, s) : _mm256_add_pd(s, d);
+        }
+        int in = _mm256_movemask_pd(_mm256_cmp_pd(s, _mm256_set1_pd(x->bound), _CMP_LE_OQ));
+        if (in == 0) continue;
+        double r[4];
+        _mm256_storeu_pd(r, s);
+        for (; in != 0; in &= in - 1) {
+            const int j = __builtin_ctz((unsigned)in);
+            nbi_norm_offer_at(x, p + j, r[j]);
+        }
+    }
+    nbi_norm_leaf_sse2(x, p, p1, kind, dim);
+}
+
+NBI_TARGET_AVX2 static void nbi_norm_leaf_1_avx2(void *search, int32_t p0, int32_t p1)
+{
+    nbiNormQuery *x = (nbiNormQuery *)search;
+    if (x->dim == 3)
+        nbi_norm_leaf_avx2(x, p0, p1, NBI_NORM_1, 3);
+    else
+        nbi_norm_leaf_avx2(x, p0, p1, NBI_NORM_1, 2);
+}
+NBI_TARGET_AVX2 static void nbi_norm_leaf_inf_avx2(void *search, int32_t p0, int32_t p1)
+{
+    nbiNormQuery *x = (nbiNormQuery *)search;
+    if (x->dim == 3)
+        nbi_norm_leaf_avx2(x, p0, p1, NBI_NORM_INF, 3);
+    else
+        nbi_norm_leaf_avx2(x, p0, p1, NBI_NORM_INF, 2);
+}
+#endif
+
 static void nbi_norm_leaf_1(void *search, int32_t p0, int32_t p1)
 {
-    nbi_norm_leaf_k((nbiNormQuery *)search, p0, p1, NBI_NORM_1);
+    nbiNormQuery *x = (nbiNormQuery *)search;
+#if defined(__SSE2__)
+    if (x->dim == 3)
+        nbi_norm_leaf_sse2(x, p0, p1, NBI_NORM_1, 3);
+    else
+        nbi_norm_leaf_sse2(x, p0, p1, NBI_NORM_1, 2);
+#else
+    nbi_norm_leaf_k(x, p0, p1, NBI_NORM_1);
+#endif
 }
 static void nbi_norm_leaf_inf(void *search, int32_t p0, int32_t p1)
 {
-    nbi_norm_leaf_k((nbiNormQuery *)search, p0, p1, NBI_NORM_INF);
+    nbiNormQuery *x = (nbiNormQuery *)search;
+#if defined(__SSE2__)
+    if (x->dim == 3)
+        nbi_norm_leaf_sse2(x, p0, p1, NBI_NORM_INF, 3);
+    else
+        nbi_norm_leaf_sse2(x, p0, p1, NBI_NORM_INF, 2);
+#else
+    nbi_norm_leaf_k(x, p0, p1, NBI_NORM_INF);
+#endif
 }
 static void nbi_norm_leaf_p(void *search, int32_t p0, int32_t p1)
 {
@@ -115,6 +232,17 @@ static void nbi_norm_gaps_p(void *search, const double *cb, double g[2])
 {
     nbi_norm_gaps_k((const nbiNormQuery *)search, cb, g, NBI_NORM_P);
 }
+
+#if NBI_AVX2
+// The walks of p = 1 and p = inf with the AVX2 scans (where the CPU has AVX2).
+NBI_TARGET_AVX2 static void nbi_norm_walk_avx2(const nbiKnnIndex *ix, nbFilter f, nbiNormQuery *x)
+{
+    if (x->kind == NBI_NORM_1)
+        nbi_ix_walk(ix, f, x, &x->bound, nbi_norm_gaps_1, nbi_norm_leaf_1_avx2);
+    else
+        nbi_ix_walk(ix, f, x, &x->bound, nbi_norm_gaps_inf, nbi_norm_leaf_inf_avx2);
+}
+#endif
 #endif
 
 // ---- through the cells ----
@@ -355,7 +483,12 @@ nbStatus nb_grid_knn_norm(const nbGrid *grid, const double *point, double p, nbF
     } else if (ix != NULL) {
 #if NBI_KNN_INDEX
         x.ix = ix;
-        if (x.kind == NBI_NORM_1)
+#if NBI_AVX2
+        if (x.kind != NBI_NORM_P && nbi_use_avx2())
+            nbi_norm_walk_avx2(ix, filter, &x);
+        else
+#endif
+            if (x.kind == NBI_NORM_1)
             nbi_ix_walk(ix, filter, &x, &x.bound, nbi_norm_gaps_1, nbi_norm_leaf_1);
         else if (x.kind == NBI_NORM_INF)
             nbi_ix_walk(ix, filter, &x, &x.bound, nbi_norm_gaps_inf, nbi_norm_leaf_inf);

@@ -11,6 +11,7 @@
 #include "knn_index.h"
 #include "nb_oracle.h"
 #include "nb_test.h"
+#include "simd.h"
 
 #include <nearby/grid.h>
 
@@ -519,6 +520,103 @@ static int test_heavy_tail_depth(void)
     return 0;
 }
 
+// The wider copies of the leaf scans (AVX2 where the CPU has it) against the SSE2 ones and brute
+// force, in every norm the index serves (p = 1, 2, 3.5, inf), at and beside points, far
+// outside, with ties (duplicates, a lattice), filters and limits at an answer's own distance.
+// A brute force in the norm: the raw distance as nb_grid_knn_norm documents it, the k best of
+// the points passing f within lim (raw), by (raw, index).
+static int32_t brute_norm(const nboSet *s, const double *q, double p, nbFilter f, double lim,
+                          nbNeighbor *out, int32_t k)
+{
+    nbNeighbor *all = (nbNeighbor *)nbo_xalloc((size_t)s->n * sizeof *all);
+    int32_t n = 0;
+    for (int32_t i = 0; i < s->n; i++) {
+        double r = 0.0;
+        for (int a = 0; a < s->dim; a++) {
+            const double d = fabs(q[a] - nbo_pt(s, i)[a]);
+            const double t = p == 2.0 ? d * d : p == 1.0 || isinf(p) ? d : pow(d, p);
+            r = isinf(p) ? (t > r ? t : r) : r + t;
+        }
+        if (nbo_filter_passes(s, i, f) && r <= lim) all[n++] = (nbNeighbor){i, r};
+    }
+    nbo_sort_neighbors(all, n);
+    n = n < k ? n : k;
+    for (int32_t j = 0; j < n; j++) out[j] = all[j];
+    free(all);
+    return n;
+}
+
+static int test_wide_copies(void)
+{
+    static const double ps[] = {1.0, 2.0, 3.5, (double)INFINITY};
+    static const int32_t ks[] = {1, 3, 8, 33};
+    nbNeighbor got[40], want[40];
+    nbi_knn_index_use = 1;
+    for (int dim = 2; dim <= 3; dim++)
+        for (int shape = 0; shape < SHAPES + 1; shape++) {
+            nboSet s = make_shape(shape < SHAPES ? shape : 0, 600, dim);
+            if (shape == SHAPES) // a lattice: many points at equal distances
+                for (int32_t i = 0; i < s.n; i++) {
+                    double *x = s.p + (size_t)i * (size_t)dim;
+                    x[0] = (double)(i % 10);
+                    x[1] = (double)((i / 10) % 10);
+                    if (dim == 3) x[2] = (double)(i / 100);
+                }
+            if (shape % 2 == 1) {
+                nbo_set_add_filters(&s);
+                for (int32_t i = 0; i < s.n; i++) {
+                    s.cat[i] = 1u << (i % 3);
+                    s.mask[i] = i % 7 == 0 ? 0u : 0xFFFFFFFFu;
+                }
+            }
+            nbtAlloc counter = {0};
+            nbGrid *g = build(&s, 2.0, &counter);
+            NB_CHECK(g != NULL);
+            for (int j = 0; j < 24; j++) {
+                double q[3];
+                query_point(&s, j, q);
+                if (shape == SHAPES && j % 2 == 0)
+                    for (int a = 0; a < dim; a++) q[a] = (double)nbt_int(10) + 0.5;
+                const nbFilter f = j % 4 == 3 ? (nbFilter){1u, 0xFFFFFFFFu} : NB_FILTER_ALL;
+                for (int pi = 0; pi < 4; pi++)
+                    for (int ki = 0; ki < 4; ki++) {
+                        const double p = ps[pi];
+                        const int32_t k = ks[ki];
+                        int32_t n = brute_norm(&s, q, p, f, (double)INFINITY, want, k);
+                        // a limit at the middle answer's own distance: `<=` keeps its ties
+                        double md = (double)INFINITY, lim = md;
+                        if (j % 3 == 2 && n > 0) {
+                            lim = want[n / 2].dist2;
+                            md = p == 2.0 ? sqrt(lim) : p == 1.0 || isinf(p) ? lim : 0.0;
+                            if (md == 0.0) md = lim = (double)INFINITY; // (no exact root)
+                            if (p == 2.0) lim = md * md;                // (the search's own limit)
+                            n = brute_norm(&s, q, p, f, lim, want, k);
+                        }
+                        for (int off = 0; off < 2; off++) {
+#if NBI_AVX2
+                            nbi_avx2_off = off;
+#endif
+                            int32_t found = -1;
+                            NB_CHECK_OK(nb_grid_knn_norm(g, q, p, f, md, got, k, &found));
+                            if (!nbo_same_neighbors(got, found, want, n)) {
+                                fprintf(stderr,
+                                        "  dim %d shape %d query %d p %g k %d off %d: %d found, "
+                                        "%d wanted\n",
+                                        dim, shape, j, p, k, off, found, n);
+                                return 1;
+                            }
+                        }
+                    }
+            }
+#if NBI_AVX2
+            nbi_avx2_off = 0;
+#endif
+            if (release(g, &s, &counter)) return 1;
+        }
+    nbi_knn_index_use = 0;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const nbtCase cases[] = {
@@ -530,6 +628,7 @@ int main(int argc, char **argv)
         {"rebuild_and_steady_state", test_rebuild_and_steady_state},
         {"threads_right_after_build", test_threads_right_after_build},
         {"heavy_tail_depth", test_heavy_tail_depth},
+        {"wide_copies", test_wide_copies},
     };
     return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
 }
