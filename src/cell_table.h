@@ -22,9 +22,20 @@
 // probes a hit, where its readers ask it only for cells that are there (the grid's occupancy
 // filter answers most misses first).
 //
+// Coded tables (nbi_ctab_reset_coded): where every key lies in a box whose Morton codes are
+// exact (cell.h: offsets from the box's corner below 2^21 an axis in 3D, 2^32 in 2D) and
+// the owner keeps each entry's code in an array indexed by its value (the grid's hashed layout,
+// its cells' codes), a slot is the value alone, 4 bytes, and a probe compares the code of the
+// cell asked for with codes[value]. The home slots are the same (nbi_cell_hash of the
+// coordinates), so callers hash as for any table. An eighth of the bytes to clear, fault in and
+// miss in (1 MB for 200k cells, which the caches hold, where the 32-byte slots take 8 MB), and no
+// key to write at an insert; the entries must be distinct (the owner's codes are), so an insert
+// takes the first empty slot from the home. A lookup pays the query's code (three spreads) and
+// one more load a probe, from an array that the grid's walks read in the same order anyway.
+//
 // Invariants (nbi_ctab_validate): 4 <= bits <= 32 when storage exists, 2^bits <= capacity,
 // count == occupied slots <= nbi_ctab_most(bits), every entry reachable from its home slot
-// without crossing an empty slot, no key twice.
+// without crossing an empty slot, no key twice; coded: every value below count.
 #ifndef NEARBY_CELL_TABLE_H
 #define NEARBY_CELL_TABLE_H
 
@@ -40,9 +51,14 @@ typedef struct nbiCellSlot {
 } nbiCellSlot;
 
 typedef struct nbiCellTable {
-    nbiBuf buf;    // nbiCellSlot, capacity >= 2^bits
+    nbiBuf buf;    // nbiCellSlot (coded: as many int32_t values as fit), capacity >= 2^bits slots
     int32_t bits;  // 0 before the first reset or grow
     int32_t count; // occupied slots
+    // Coded (nbi_ctab_reset_coded): the entries' codes by value, the box's corner and dim; NULL:
+    // slots are nbiCellSlot.
+    const uint64_t *codes;
+    int64_t lo[3];
+    int32_t dim;
 } nbiCellTable;
 
 enum { NBI_CTAB_MIN_BITS = 4, NBI_CTAB_MAX_BITS = 32 }; // 2^31 cells at most half full
@@ -60,7 +76,8 @@ int32_t nbi_ctab_bits_for(size_t count);
 // nbi_ctab_bits_for at most three quarters full, for a table filled whole (see above).
 int32_t nbi_ctab_bits_packed(size_t count);
 
-// Empties the table and uses 2^bits slots of its storage (which must hold them). O(2^bits).
+// Empties the table and uses 2^bits slots of its storage (which must hold them), as nbiCellSlot
+// (not coded). O(2^bits).
 void nbi_ctab_reset(nbiCellTable *t, int32_t bits);
 
 NBI_INLINE const nbiCellSlot *nbi_ctab_slots(const nbiCellTable *t)
@@ -73,10 +90,12 @@ NBI_INLINE size_t nbi_ctab_home(const nbiCellTable *t, int64_t x, int64_t y, int
     return (size_t)(nbi_cell_hash(x, y, z) >> (64 - t->bits));
 }
 
-// The slot holding (x, y, z), whose nbi_cell_hash is `hash`, or -1 when the cell is absent.
+// The slot holding (x, y, z), whose nbi_cell_hash is `hash`, or -1 when the cell is absent. Not
+// for coded tables, whose slots hold no key (nbi_ctab_find_hashed serves both).
 NBI_INLINE int64_t nbi_ctab_find_slot_hashed(const nbiCellTable *t, int64_t x, int64_t y, int64_t z,
                                              uint64_t hash)
 {
+    NB_ASSERT(t->codes == NULL);
     if (t->bits == 0) return -1;
     const nbiCellSlot *s = nbi_ctab_slots(t);
     const size_t mask = ((size_t)1 << t->bits) - 1;
@@ -86,25 +105,86 @@ NBI_INLINE int64_t nbi_ctab_find_slot_hashed(const nbiCellTable *t, int64_t x, i
     }
 }
 
-// The slot holding (x, y, z), or -1 when the cell is absent.
+// The slot holding (x, y, z), or -1 when the cell is absent (not for coded tables).
 NBI_INLINE int64_t nbi_ctab_find_slot(const nbiCellTable *t, int64_t x, int64_t y, int64_t z)
 {
     return nbi_ctab_find_slot_hashed(t, x, y, z, nbi_cell_hash(x, y, z));
 }
 
+// A coded table's lookup (see above): the value whose code is the code of (x, y, z), or -1
+// (also for a cell outside the codes' box).
+NBI_INLINE int32_t nbi_ctab_find_coded(const nbiCellTable *t, int64_t x, int64_t y, int64_t z,
+                                       uint64_t hash)
+{
+    const int wide = NBI_CODE_BITS(t->dim);
+    const uint64_t ox = (uint64_t)x - (uint64_t)t->lo[0], oy = (uint64_t)y - (uint64_t)t->lo[1];
+    const uint64_t oz = (uint64_t)z - (uint64_t)t->lo[2];
+    if (((ox | oy) >> wide) != 0 || (t->dim == 3 ? oz >> wide : oz) != 0) return -1;
+    const uint64_t code = t->dim == 3
+                              ? nbi_spread3(ox) | nbi_spread3(oy) << 1 | nbi_spread3(oz) << 2
+                              : nbi_spread2(ox) | nbi_spread2(oy) << 1;
+    const int32_t *s = (const int32_t *)t->buf.ptr;
+    const size_t mask = ((size_t)1 << t->bits) - 1;
+    for (size_t h = (size_t)(hash >> (64 - t->bits));; h = (h + 1) & mask) {
+        const int32_t c = s[h];
+        if (c < 0 || t->codes[c] == code) return c;
+    }
+}
+
+// The value stored for (x, y, z), whose nbi_cell_hash is `hash`, or -1 when the cell is absent.
+NBI_INLINE int32_t nbi_ctab_find_hashed(const nbiCellTable *t, int64_t x, int64_t y, int64_t z,
+                                        uint64_t hash)
+{
+    if (t->codes != NULL) return nbi_ctab_find_coded(t, x, y, z, hash);
+    const int64_t h = nbi_ctab_find_slot_hashed(t, x, y, z, hash);
+    return h < 0 ? -1 : nbi_ctab_slots(t)[h].value;
+}
+
 // The value stored for (x, y, z), or -1 when the cell is absent.
 NBI_INLINE int32_t nbi_ctab_find(const nbiCellTable *t, int64_t x, int64_t y, int64_t z)
 {
-    const int64_t h = nbi_ctab_find_slot(t, x, y, z);
-    return h < 0 ? -1 : nbi_ctab_slots(t)[h].value;
+    return nbi_ctab_find_hashed(t, x, y, z, nbi_cell_hash(x, y, z));
 }
 
 // nbi_ctab_find for a cell of a row whose nbi_cell_hash_row is `row`.
 NBI_INLINE int32_t nbi_ctab_find_in_row(const nbiCellTable *t, int64_t x, int64_t y, int64_t z,
                                         uint64_t row)
 {
-    const int64_t h = nbi_ctab_find_slot_hashed(t, x, y, z, nbi_cell_hash_x(row, x));
-    return h < 0 ? -1 : nbi_ctab_slots(t)[h].value;
+    return nbi_ctab_find_hashed(t, x, y, z, nbi_cell_hash_x(row, x));
+}
+
+// Asks the memory for the home slot of a cell whose nbi_cell_hash is `hash` ahead of its lookup;
+// with `next`, the slot after it too where that may be another cache line (a probe's second).
+NBI_INLINE void nbi_ctab_prefetch(const nbiCellTable *t, uint64_t hash, bool next)
+{
+    const size_t h = (size_t)(hash >> (64 - t->bits));
+    if (t->codes != NULL) {
+        nbi_prefetch((const int32_t *)t->buf.ptr + h);
+        return;
+    }
+    nbi_prefetch(nbi_ctab_slots(t) + h);
+    if (next) nbi_prefetch(nbi_ctab_slots(t) + h + 1);
+}
+
+// Empties the table as a coded one (see above) of 2^bits slots (its storage must hold them as
+// int32_t values): entry c's key is the cell whose code (offsets from lo, in dim dimensions) is
+// codes[c]. The codes must be exact (below 2^NBI_CODE_BITS(dim) an axis) and stay in place
+// while the table is used. O(2^bits), a quarter of a word a slot.
+void nbi_ctab_reset_coded(nbiCellTable *t, int32_t bits, const uint64_t *codes, const int64_t lo[3],
+                          int32_t dim);
+
+// Inserts value c (>= 0) into a coded table from its cell's home slot (nbi_ctab_home), without
+// the room check or a key comparison: its cell must not be in the table yet, and the caller keeps
+// the room for every insert it makes (a reset sized for them). Returns the slot.
+NBI_INLINE size_t nbi_ctab_insert_coded(nbiCellTable *t, size_t home, int32_t c)
+{
+    int32_t *s = (int32_t *)t->buf.ptr;
+    const size_t mask = ((size_t)1 << t->bits) - 1;
+    size_t h = home;
+    while (s[h] >= 0) h = (h + 1) & mask;
+    s[h] = c;
+    t->count++;
+    return h;
 }
 
 // The slot of (x, y, z), inserting it with `value` (>= 0) when absent (*inserted says which).
@@ -114,8 +194,8 @@ int64_t nbi_ctab_insert(nbiCellTable *t, int64_t x, int64_t y, int64_t z, int32_
                         bool *inserted);
 
 // nbi_ctab_insert's probe from the cell's home slot (nbi_ctab_home), inline, without the room
-// check: for a loop that computed the home slot ahead (to prefetch it) and keeps the room for
-// every insert it makes itself. Returns the cell's slot.
+// check (not for coded tables): for a loop that computed the home slot ahead (to prefetch it) and
+// keeps the room for every insert it makes itself. Returns the cell's slot.
 NBI_INLINE nbiCellSlot *nbi_ctab_insert_home(nbiCellTable *t, size_t home, const int64_t k[3],
                                              int32_t value, bool *inserted)
 {

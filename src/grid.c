@@ -1610,31 +1610,29 @@ static int32_t nbi_hashed_sorted(nbGrid *g, const nbiBuildIn *in)
     start[ncells] = start[ncells + 1] = n;
     g->ncells = ncells;
     nbi_grid_gather(g, in, 0, n);
-    // The table, a cell at a time, with its occupancy filter.
+    // The table (coded: a slot is a cell's number, its key the cell's code), a cell at a time,
+    // with its occupancy filter.
     const double *pts = (const double *)g->pts.ptr;
     const int32_t bits = nbi_ctab_bits_packed((size_t)ncells);
     nbiCellTable *table = &g->table;
-    uint32_t *cell_slot = (uint32_t *)g->cell_slot.ptr;
-    const int32_t seen_bits = nbi_hashed_reset(g, bits);
+    const int32_t seen_bits = bits + NBI_SEEN_PER_SLOT_LOG2;
+    g->seen_bits = seen_bits;
+    memset(g->cell_seen.ptr, 0, ((size_t)1 << seen_bits) / 8);
+    nbi_ctab_reset_coded(table, bits, code, g->lo, dim);
     uint64_t *seen = (uint64_t *)g->cell_seen.ptr;
-    int64_t ahead[NBI_HASH_AHEAD][3];
     uint64_t hash[NBI_HASH_AHEAD];
     for (int32_t c = 0; c < ncells + NBI_HASH_AHEAD; c++) {
         const int32_t j = c - NBI_HASH_AHEAD; // the cell inserted now
         if (j >= 0) {
-            bool inserted;
             const uint64_t h = hash[j % NBI_HASH_AHEAD];
-            const nbiCellSlot *s = nbi_ctab_insert_home(table, (size_t)(h >> (64 - bits)),
-                                                        ahead[j % NBI_HASH_AHEAD], j, &inserted);
+            nbi_ctab_insert_coded(table, (size_t)(h >> (64 - bits)), j);
             seen[(h >> (64 - seen_bits)) >> 6] |= (uint64_t)1 << ((h >> (64 - seen_bits)) & 63);
-            cell_slot[j] = (uint32_t)(s - nbi_ctab_slots(table));
         }
         if (c < ncells) { // its key from its first point (gathered: in cell order)
-            int64_t *k = ahead[c % NBI_HASH_AHEAD];
-            const double *q = pts + (size_t)start[c] * dim;
-            nbi_zsort_cell(g, q, k);
+            int64_t k[3];
+            nbi_zsort_cell(g, pts + (size_t)start[c] * dim, k);
             hash[c % NBI_HASH_AHEAD] = nbi_cell_hash(k[0], k[1], k[2]);
-            nbi_prefetch(nbi_ctab_slots(table) + (hash[c % NBI_HASH_AHEAD] >> (64 - bits)));
+            nbi_ctab_prefetch(table, hash[c % NBI_HASH_AHEAD], false);
         }
     }
     g->code_shift = 0;
@@ -1995,6 +1993,7 @@ void nbi_grid_gather_bits(const nbGrid *g, const nbiBuildIn *in, int32_t p0, int
 
 void nbi_grid_view_refresh(nbGrid *g)
 {
+    if (g->table.codes != NULL) g->table.codes = (const uint64_t *)g->cell_code.ptr; // coded
     g->view = nbi_grid_view(g);
     nbi_knn_index_stale(&g->knn);
 }
@@ -2106,12 +2105,17 @@ nbStatus nb_grid_validate(const nbGrid *grid)
         NBI_CHECK(start[c] <= start[c + 1]);
         int64_t k[3];
         nbi_view_cell_key(&v, c, k);
-        if (g->hashed) { // the codes against the coordinates the table keeps
-            const uint32_t slot = ((const uint32_t *)g->cell_slot.ptr)[c];
-            NBI_CHECK(((uint64_t)slot >> g->table.bits) == 0);
-            const int64_t *key = nbi_ctab_slots(&g->table)[slot].key;
-            NBI_CHECK(key[0] == k[0] && key[1] == k[1] && key[2] == k[2]);
+        if (g->hashed) { // the codes against the coordinates the table keeps (or its codes)
             const uint64_t *code = (const uint64_t *)g->cell_code.ptr;
+            if (g->table.codes != NULL) {
+                NBI_CHECK(g->table.codes == code && g->code_shift == 0 && g->table.dim == g->dim);
+                for (int a = 0; a < 3; a++) NBI_CHECK(g->table.lo[a] == g->lo[a]);
+            } else {
+                const uint32_t slot = ((const uint32_t *)g->cell_slot.ptr)[c];
+                NBI_CHECK(((uint64_t)slot >> g->table.bits) == 0);
+                const int64_t *key = nbi_ctab_slots(&g->table)[slot].key;
+                NBI_CHECK(key[0] == k[0] && key[1] == k[1] && key[2] == k[2]);
+            }
             NBI_CHECK(code[c] == nbi_code_of(k, g->lo, g->dim, g->code_shift));
             NBI_CHECK(nbi_view_may_hold(&v, nbi_cell_hash(k[0], k[1], k[2])));
             NBI_CHECK(c == 0 || code[c - 1] <= code[c]);
