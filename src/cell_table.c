@@ -29,18 +29,22 @@ void nbi_ctab_reset(nbiCellTable *t, int32_t bits)
     NB_ASSERT(((size_t)1 << bits) <= t->buf.cap);
     t->bits = bits;
     t->count = 0;
-    t->codes = NULL;
+    t->codes = t->lows = NULL;
+    t->shift = 0;
     memset(t->buf.ptr, 0xff, ((size_t)1 << bits) * sizeof(nbiCellSlot)); // value -1 everywhere
 }
 
-void nbi_ctab_reset_coded(nbiCellTable *t, int32_t bits, const uint64_t *codes, const int64_t lo[3],
-                          int32_t dim)
+void nbi_ctab_reset_coded(nbiCellTable *t, int32_t bits, const uint64_t *codes,
+                          const uint64_t *lows, int32_t shift, const int64_t lo[3], int32_t dim)
 {
     NB_ASSERT(bits >= NBI_CTAB_MIN_BITS && bits <= NBI_CTAB_MAX_BITS && codes != NULL);
+    NB_ASSERT((shift == 0) == (lows == NULL) && shift >= 0 && shift <= NBI_CODE_BITS(dim));
     NB_ASSERT(((size_t)1 << bits) <= t->buf.cap * (sizeof(nbiCellSlot) / sizeof(int32_t)));
     t->bits = bits;
     t->count = 0;
     t->codes = codes;
+    t->lows = lows;
+    t->shift = shift;
     for (int a = 0; a < 3; a++) t->lo[a] = lo[a];
     t->dim = dim;
     memset(t->buf.ptr, 0xff, ((size_t)1 << bits) * sizeof(int32_t));
@@ -61,10 +65,16 @@ static bool nbi_ctab_validate_coded(const nbiCellTable *t)
         if (c >= t->count) return false;
         used++;
         int64_t k[3];
-        for (int a = 0; a < 3; a++)
-            k[a] = t->lo[a] + (a < t->dim ? (int64_t)nbi_code_axis(t->codes[c], t->dim, a) : 0);
+        for (int a = 0; a < 3; a++) {
+            const uint64_t hi = a < t->dim ? nbi_code_axis(t->codes[c], t->dim, a) : 0;
+            const uint64_t lw =
+                a < t->dim && t->lows != NULL ? nbi_code_axis(t->lows[c], t->dim, a) : 0;
+            k[a] = t->lo[a] + (int64_t)(hi << t->shift | lw);
+        }
         for (size_t p = nbi_ctab_home(t, k[0], k[1], k[2]); p != h; p = (p + 1) & mask)
-            if (s[p] < 0 || t->codes[s[p]] == t->codes[c]) return false;
+            if (s[p] < 0 ||
+                (t->codes[s[p]] == t->codes[c] && (t->lows == NULL || t->lows[s[p]] == t->lows[c])))
+                return false;
     }
     return used == (size_t)t->count;
 }
@@ -114,7 +124,8 @@ void nbi_ctab_free(nbiCellTable *t, const nbAllocator *a)
     t->buf.cap = 0;
     t->bits = 0;
     t->count = 0;
-    t->codes = NULL;
+    t->codes = t->lows = NULL;
+    t->shift = 0;
 }
 
 bool nbi_ctab_validate(const nbiCellTable *t)

@@ -22,14 +22,16 @@
 // probes a hit, where its readers ask it only for cells that are there (the grid's occupancy
 // filter answers most misses first).
 //
-// Coded tables (nbi_ctab_reset_coded): where every key lies in a box whose Morton codes are
-// exact (cell.h: offsets from the box's corner below 2^21 an axis in 3D, 2^32 in 2D) and
-// the owner keeps each entry's code in an array indexed by its value (the grid's hashed layout,
-// its cells' codes), a slot is the value alone, 4 bytes, and a probe compares the code of the
-// cell asked for with codes[value]. The home slots are the same (nbi_cell_hash of the
-// coordinates), so callers hash as for any table. An eighth of the bytes to clear, fault in and
-// miss in (1 MB for 200k cells, which the caches hold, where the 32-byte slots take 8 MB), and no
-// key to write at an insert; the entries must be distinct (the owner's codes are), so an insert
+// Coded tables (nbi_ctab_reset_coded): where every key lies in a box whose Morton codes name
+// a cell exactly (cell.h: offsets from the box's corner below 2^21 an axis in 3D, 2^32 in 2D;
+// or wider, with the bits the code drops kept as a second, low code) and the owner keeps each
+// entry's code (and low code) in an array indexed by its value (the grid's hashed layout, its
+// cells' codes), a slot is the value alone, 4 bytes, and a probe compares the codes of the
+// cell asked for with codes[value] (and lows[value]). The home slots are the same
+// (nbi_cell_hash of the coordinates), so callers hash as for any table. An eighth of the bytes
+// to clear, fault in and miss in (1 MB for 200k cells, which the caches hold, where the 32-byte
+// slots take 8 MB), and no key to write at an insert; the entries must be distinct (the
+// owner's codes are), so an insert
 // takes the first empty slot from the home. A lookup pays the query's code (three spreads) and
 // one more load a probe, from an array that the grid's walks read in the same order anyway.
 //
@@ -54,9 +56,10 @@ typedef struct nbiCellTable {
     nbiBuf buf;    // nbiCellSlot (coded: as many int32_t values as fit), capacity >= 2^bits slots
     int32_t bits;  // 0 before the first reset or grow
     int32_t count; // occupied slots
-    // Coded (nbi_ctab_reset_coded): the entries' codes by value, the box's corner and dim; NULL:
-    // slots are nbiCellSlot.
-    const uint64_t *codes;
+    // Coded (nbi_ctab_reset_coded): the entries' codes by value (NULL: slots are nbiCellSlot),
+    // their low codes (or NULL, with shift 0), the bits the codes drop, the box's corner and dim.
+    const uint64_t *codes, *lows;
+    int32_t shift;
     int64_t lo[3];
     int32_t dim;
 } nbiCellTable;
@@ -111,23 +114,38 @@ NBI_INLINE int64_t nbi_ctab_find_slot(const nbiCellTable *t, int64_t x, int64_t 
     return nbi_ctab_find_slot_hashed(t, x, y, z, nbi_cell_hash(x, y, z));
 }
 
-// A coded table's lookup (see above): the value whose code is the code of (x, y, z), or -1
-// (also for a cell outside the codes' box).
+// The code and low code (0 without low codes) of the cell (x, y, z) in a coded table; false
+// when the cell lies outside the box the codes reach (then it is in no entry).
+NBI_INLINE bool nbi_ctab_code(const nbiCellTable *t, int64_t x, int64_t y, int64_t z,
+                              uint64_t *code, uint64_t *low)
+{
+    const int wide = NBI_CODE_BITS(t->dim) + t->shift, s = t->shift;
+    const uint64_t ox = (uint64_t)x - (uint64_t)t->lo[0], oy = (uint64_t)y - (uint64_t)t->lo[1];
+    const uint64_t oz = (uint64_t)z - (uint64_t)t->lo[2];
+    if (((ox | oy) >> wide) != 0 || (t->dim == 3 ? oz >> wide : oz) != 0) return false;
+    const uint64_t m = ((uint64_t)1 << s) - 1;
+    if (t->dim == 3) {
+        *code = nbi_spread3(ox >> s) | nbi_spread3(oy >> s) << 1 | nbi_spread3(oz >> s) << 2;
+        *low = nbi_spread3(ox & m) | nbi_spread3(oy & m) << 1 | nbi_spread3(oz & m) << 2;
+    } else {
+        *code = nbi_spread2(ox >> s) | nbi_spread2(oy >> s) << 1;
+        *low = nbi_spread2(ox & m) | nbi_spread2(oy & m) << 1;
+    }
+    return true;
+}
+
+// A coded table's lookup (see above): the value whose code (and low code) are those of
+// (x, y, z), or -1.
 NBI_INLINE int32_t nbi_ctab_find_coded(const nbiCellTable *t, int64_t x, int64_t y, int64_t z,
                                        uint64_t hash)
 {
-    const int wide = NBI_CODE_BITS(t->dim);
-    const uint64_t ox = (uint64_t)x - (uint64_t)t->lo[0], oy = (uint64_t)y - (uint64_t)t->lo[1];
-    const uint64_t oz = (uint64_t)z - (uint64_t)t->lo[2];
-    if (((ox | oy) >> wide) != 0 || (t->dim == 3 ? oz >> wide : oz) != 0) return -1;
-    const uint64_t code = t->dim == 3
-                              ? nbi_spread3(ox) | nbi_spread3(oy) << 1 | nbi_spread3(oz) << 2
-                              : nbi_spread2(ox) | nbi_spread2(oy) << 1;
+    uint64_t code, low;
+    if (!nbi_ctab_code(t, x, y, z, &code, &low)) return -1;
     const int32_t *s = (const int32_t *)t->buf.ptr;
     const size_t mask = ((size_t)1 << t->bits) - 1;
     for (size_t h = (size_t)(hash >> (64 - t->bits));; h = (h + 1) & mask) {
         const int32_t c = s[h];
-        if (c < 0 || t->codes[c] == code) return c;
+        if (c < 0 || (t->codes[c] == code && (t->lows == NULL || t->lows[c] == low))) return c;
     }
 }
 
@@ -167,11 +185,12 @@ NBI_INLINE void nbi_ctab_prefetch(const nbiCellTable *t, uint64_t hash, bool nex
 }
 
 // Empties the table as a coded one (see above) of 2^bits slots (its storage must hold them as
-// int32_t values): entry c's key is the cell whose code (offsets from lo, in dim dimensions) is
-// codes[c]. The codes must be exact (below 2^NBI_CODE_BITS(dim) an axis) and stay in place
-// while the table is used. O(2^bits), a quarter of a word a slot.
-void nbi_ctab_reset_coded(nbiCellTable *t, int32_t bits, const uint64_t *codes, const int64_t lo[3],
-                          int32_t dim);
+// int32_t values): entry c's key is the cell whose offsets from lo (in dim dimensions), shifted
+// right by `shift`, have the code codes[c] (nbi_code_of), and whose low `shift` bits have the
+// code lows[c] (nbi_code_low; lows NULL when shift is 0). The arrays must stay in place while
+// the table is used. O(2^bits), a quarter of a word a slot.
+void nbi_ctab_reset_coded(nbiCellTable *t, int32_t bits, const uint64_t *codes,
+                          const uint64_t *lows, int32_t shift, const int64_t lo[3], int32_t dim);
 
 // Inserts value c (>= 0) into a coded table from its cell's home slot (nbi_ctab_home), without
 // the room check or a key comparison: its cell must not be in the table yet, and the caller keeps
