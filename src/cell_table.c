@@ -39,7 +39,7 @@ void nbi_ctab_reset_coded(nbiCellTable *t, int32_t bits, const uint64_t *codes,
 {
     NB_ASSERT(bits >= NBI_CTAB_MIN_BITS && bits <= NBI_CTAB_MAX_BITS && codes != NULL);
     NB_ASSERT((shift == 0) == (lows == NULL) && shift >= 0 && shift <= NBI_CODE_BITS(dim));
-    NB_ASSERT(((size_t)1 << bits) <= t->buf.cap * (sizeof(nbiCellSlot) / sizeof(int32_t)));
+    NB_ASSERT(((size_t)1 << bits) <= t->buf.cap * (sizeof(nbiCellSlot) / sizeof(nbiCodedSlot)));
     t->bits = bits;
     t->count = 0;
     t->codes = codes;
@@ -47,7 +47,7 @@ void nbi_ctab_reset_coded(nbiCellTable *t, int32_t bits, const uint64_t *codes,
     t->shift = shift;
     for (int a = 0; a < 3; a++) t->lo[a] = lo[a];
     t->dim = dim;
-    memset(t->buf.ptr, 0xff, ((size_t)1 << bits) * sizeof(int32_t));
+    memset(t->buf.ptr, 0xff, ((size_t)1 << bits) * sizeof(nbiCodedSlot));
 }
 
 // nbi_ctab_validate of a coded table: each value names an entry, reachable from the home slot of
@@ -55,12 +55,12 @@ void nbi_ctab_reset_coded(nbiCellTable *t, int32_t bits, const uint64_t *codes,
 static bool nbi_ctab_validate_coded(const nbiCellTable *t)
 {
     const size_t slots = (size_t)1 << t->bits, mask = slots - 1;
-    if (slots > t->buf.cap * (sizeof(nbiCellSlot) / sizeof(int32_t))) return false;
+    if (slots > t->buf.cap * (sizeof(nbiCellSlot) / sizeof(nbiCodedSlot))) return false;
     if ((size_t)t->count > nbi_ctab_most(t->bits) || (t->dim != 2 && t->dim != 3)) return false;
-    const int32_t *s = (const int32_t *)t->buf.ptr;
+    const nbiCodedSlot *s = (const nbiCodedSlot *)t->buf.ptr;
     size_t used = 0;
     for (size_t h = 0; h < slots; h++) {
-        const int32_t c = s[h];
+        const int32_t c = s[h].value;
         if (c < 0) continue;
         if (c >= t->count) return false;
         used++;
@@ -71,10 +71,14 @@ static bool nbi_ctab_validate_coded(const nbiCellTable *t)
                 a < t->dim && t->lows != NULL ? nbi_code_axis(t->lows[c], t->dim, a) : 0;
             k[a] = t->lo[a] + (int64_t)(hi << t->shift | lw);
         }
-        for (size_t p = nbi_ctab_home(t, k[0], k[1], k[2]); p != h; p = (p + 1) & mask)
-            if (s[p] < 0 ||
-                (t->codes[s[p]] == t->codes[c] && (t->lows == NULL || t->lows[s[p]] == t->lows[c])))
+        uint64_t key;
+        if (!nbi_ctab_key(t, k[0], k[1], k[2], &key) || s[h].key != key) return false;
+        for (size_t p = nbi_ctab_home(t, k[0], k[1], k[2]); p != h; p = (p + 1) & mask) {
+            const int32_t b = s[p].value;
+            if (b < 0 ||
+                (t->codes[b] == t->codes[c] && (t->lows == NULL || t->lows[b] == t->lows[c])))
                 return false;
+        }
     }
     return used == (size_t)t->count;
 }

@@ -53,7 +53,7 @@ typedef struct nbiCellSlot {
 } nbiCellSlot;
 
 typedef struct nbiCellTable {
-    nbiBuf buf;    // nbiCellSlot (coded: as many int32_t values as fit), capacity >= 2^bits slots
+    nbiBuf buf;    // nbiCellSlot (coded: as many nbiCodedSlot as fit), capacity >= 2^bits slots
     int32_t bits;  // 0 before the first reset or grow
     int32_t count; // occupied slots
     // Coded (nbi_ctab_reset_coded): the entries' codes by value (NULL: slots are nbiCellSlot),
@@ -114,39 +114,59 @@ NBI_INLINE int64_t nbi_ctab_find_slot(const nbiCellTable *t, int64_t x, int64_t 
     return nbi_ctab_find_slot_hashed(t, x, y, z, nbi_cell_hash(x, y, z));
 }
 
-// The code and low code (0 without low codes) of the cell (x, y, z) in a coded table; false
-// when the cell lies outside the box the codes reach (then it is in no entry).
-NBI_INLINE bool nbi_ctab_code(const nbiCellTable *t, int64_t x, int64_t y, int64_t z,
-                              uint64_t *code, uint64_t *low)
+// A coded table's slot: an entry's value (-1: empty) and its cell's key, the cell's offsets from
+// lo shifted right by the table's shift, packed (NBI_CODE_BITS(dim) bits an axis): exact with
+// shift 0, and with the low code (lows[value]) beyond.
+typedef struct nbiCodedSlot {
+    uint64_t key;
+    int32_t value;
+    int32_t unused;
+} nbiCodedSlot;
+
+// The key (see nbiCodedSlot) of the cell (x, y, z) in a coded table; false when the cell lies
+// outside the box the codes reach (then it is in no entry).
+NBI_INLINE bool nbi_ctab_key(const nbiCellTable *t, int64_t x, int64_t y, int64_t z, uint64_t *key)
 {
-    const int wide = NBI_CODE_BITS(t->dim) + t->shift, s = t->shift;
+    const int b = NBI_CODE_BITS(t->dim), s = t->shift;
     const uint64_t ox = (uint64_t)x - (uint64_t)t->lo[0], oy = (uint64_t)y - (uint64_t)t->lo[1];
     const uint64_t oz = (uint64_t)z - (uint64_t)t->lo[2];
-    if (((ox | oy) >> wide) != 0 || (t->dim == 3 ? oz >> wide : oz) != 0) return false;
-    const uint64_t m = ((uint64_t)1 << s) - 1;
-    if (t->dim == 3) {
-        *code = nbi_spread3(ox >> s) | nbi_spread3(oy >> s) << 1 | nbi_spread3(oz >> s) << 2;
-        *low = nbi_spread3(ox & m) | nbi_spread3(oy & m) << 1 | nbi_spread3(oz & m) << 2;
-    } else {
-        *code = nbi_spread2(ox >> s) | nbi_spread2(oy >> s) << 1;
-        *low = nbi_spread2(ox & m) | nbi_spread2(oy & m) << 1;
-    }
+    if ((((ox | oy) >> s) >> b) != 0 || (t->dim == 3 ? (oz >> s) >> b : oz) != 0) return false;
+    *key = ox >> s | (oy >> s) << b | (t->dim == 3 ? (oz >> s) << 2 * b : 0);
     return true;
 }
 
-// A coded table's lookup (see above): the value whose code (and low code) are those of
-// (x, y, z), or -1.
+// The low code (the code of the low `shift` bits of the offsets) of the cell (x, y, z) of a
+// coded table.
+NBI_INLINE uint64_t nbi_ctab_low(const nbiCellTable *t, int64_t x, int64_t y, int64_t z)
+{
+    const uint64_t m = ((uint64_t)1 << t->shift) - 1;
+    const uint64_t ox = ((uint64_t)x - (uint64_t)t->lo[0]) & m;
+    const uint64_t oy = ((uint64_t)y - (uint64_t)t->lo[1]) & m;
+    if (t->dim == 2) return nbi_spread2(ox) | nbi_spread2(oy) << 1;
+    const uint64_t oz = ((uint64_t)z - (uint64_t)t->lo[2]) & m;
+    return nbi_spread3(ox) | nbi_spread3(oy) << 1 | nbi_spread3(oz) << 2;
+}
+
+// A coded table's lookup (see above): the value of the cell (x, y, z), or -1. Slots are told
+// apart by their keys; with low codes, an entry whose key matches is compared by its low code
+// too.
 NBI_INLINE int32_t nbi_ctab_find_coded(const nbiCellTable *t, int64_t x, int64_t y, int64_t z,
                                        uint64_t hash)
 {
-    uint64_t code, low;
-    if (!nbi_ctab_code(t, x, y, z, &code, &low)) return -1;
-    const int32_t *s = (const int32_t *)t->buf.ptr;
+    uint64_t key;
+    if (!nbi_ctab_key(t, x, y, z, &key)) return -1;
+    const nbiCodedSlot *s = (const nbiCodedSlot *)t->buf.ptr;
     const size_t mask = ((size_t)1 << t->bits) - 1;
-    for (size_t h = (size_t)(hash >> (64 - t->bits));; h = (h + 1) & mask) {
-        const int32_t c = s[h];
-        if (c < 0 || (t->codes[c] == code && (t->lows == NULL || t->lows[c] == low))) return c;
+    size_t h = (size_t)(hash >> (64 - t->bits));
+    if (t->lows == NULL) { // the key is the cell
+        for (; s[h].value >= 0; h = (h + 1) & mask)
+            if (s[h].key == key) return s[h].value;
+        return -1;
     }
+    const uint64_t low = nbi_ctab_low(t, x, y, z);
+    for (; s[h].value >= 0; h = (h + 1) & mask)
+        if (s[h].key == key && t->lows[s[h].value] == low) return s[h].value;
+    return -1;
 }
 
 // The value stored for (x, y, z), whose nbi_cell_hash is `hash`, or -1 when the cell is absent.
@@ -177,7 +197,7 @@ NBI_INLINE void nbi_ctab_prefetch(const nbiCellTable *t, uint64_t hash, bool nex
 {
     const size_t h = (size_t)(hash >> (64 - t->bits));
     if (t->codes != NULL) {
-        nbi_prefetch((const int32_t *)t->buf.ptr + h);
+        nbi_prefetch((const nbiCodedSlot *)t->buf.ptr + h);
         return;
     }
     nbi_prefetch(nbi_ctab_slots(t) + h);
@@ -185,23 +205,26 @@ NBI_INLINE void nbi_ctab_prefetch(const nbiCellTable *t, uint64_t hash, bool nex
 }
 
 // Empties the table as a coded one (see above) of 2^bits slots (its storage must hold them as
-// int32_t values): entry c's key is the cell whose offsets from lo (in dim dimensions), shifted
+// nbiCodedSlot): entry c's key is the cell whose offsets from lo (in dim dimensions), shifted
 // right by `shift`, have the code codes[c] (nbi_code_of), and whose low `shift` bits have the
 // code lows[c] (nbi_code_low; lows NULL when shift is 0). The arrays must stay in place while
-// the table is used. O(2^bits), a quarter of a word a slot.
+// the table is used. O(2^bits), 16 bytes a slot.
 void nbi_ctab_reset_coded(nbiCellTable *t, int32_t bits, const uint64_t *codes,
                           const uint64_t *lows, int32_t shift, const int64_t lo[3], int32_t dim);
 
-// Inserts value c (>= 0) into a coded table from its cell's home slot (nbi_ctab_home), without
-// the room check or a key comparison: its cell must not be in the table yet, and the caller keeps
-// the room for every insert it makes (a reset sized for them). Returns the slot.
-NBI_INLINE size_t nbi_ctab_insert_coded(nbiCellTable *t, size_t home, int32_t c)
+// Inserts value c (>= 0), of a cell whose nbi_cell_hash is `hash` and whose key is `key`
+// (nbi_ctab_key), into a coded table, without the room check or a comparison: its cell must not
+// be in the table yet, and the caller keeps the room for every insert it makes (a reset sized
+// for them). Returns the slot.
+NBI_INLINE size_t nbi_ctab_insert_coded(nbiCellTable *t, uint64_t hash, uint64_t key, int32_t c)
 {
-    int32_t *s = (int32_t *)t->buf.ptr;
+    nbiCodedSlot *s = (nbiCodedSlot *)t->buf.ptr;
     const size_t mask = ((size_t)1 << t->bits) - 1;
-    size_t h = home;
-    while (s[h] >= 0) h = (h + 1) & mask;
-    s[h] = c;
+    size_t h = (size_t)(hash >> (64 - t->bits));
+    while (s[h].value >= 0) h = (h + 1) & mask;
+    s[h].key = key;
+    s[h].value = c;
+    s[h].unused = 0;
     t->count++;
     return h;
 }

@@ -1505,18 +1505,19 @@ static void nbi_hashed_table(nbGrid *g, int32_t ncells, const uint64_t *lows, in
     memset(g->cell_seen.ptr, 0, ((size_t)1 << seen_bits) / 8);
     nbi_ctab_reset_coded(table, bits, (const uint64_t *)g->cell_code.ptr, lows, shift, g->lo, dim);
     uint64_t *seen = (uint64_t *)g->cell_seen.ptr;
-    uint64_t hash[NBI_HASH_AHEAD];
+    uint64_t hash[NBI_HASH_AHEAD], key[NBI_HASH_AHEAD];
     for (int32_t c = 0; c < ncells + NBI_HASH_AHEAD; c++) {
         const int32_t j = c - NBI_HASH_AHEAD; // the cell inserted now
         if (j >= 0) {
             const uint64_t h = hash[j % NBI_HASH_AHEAD];
-            nbi_ctab_insert_coded(table, (size_t)(h >> (64 - bits)), j);
+            nbi_ctab_insert_coded(table, h, key[j % NBI_HASH_AHEAD], j);
             seen[(h >> (64 - seen_bits)) >> 6] |= (uint64_t)1 << ((h >> (64 - seen_bits)) & 63);
         }
         if (c < ncells) {
             int64_t k[3];
             nbi_zsort_cell(g, pts + (size_t)start[c] * dim, k);
             hash[c % NBI_HASH_AHEAD] = nbi_cell_hash(k[0], k[1], k[2]);
+            nbi_ctab_key(table, k[0], k[1], k[2], &key[c % NBI_HASH_AHEAD]);
             nbi_ctab_prefetch(table, hash[c % NBI_HASH_AHEAD], false);
         }
     }
