@@ -163,9 +163,14 @@ NBI_INLINE int32_t nbi_ctab_find_coded(const nbiCellTable *t, int64_t x, int64_t
             if (s[h].key == key) return s[h].value;
         return -1;
     }
-    const uint64_t low = nbi_ctab_low(t, x, y, z);
-    for (; s[h].value >= 0; h = (h + 1) & mask)
-        if (s[h].key == key && t->lows[s[h].value] == low) return s[h].value;
+    uint64_t low = 0; // computed at the first slot whose key matches
+    bool have_low = false;
+    for (; s[h].value >= 0; h = (h + 1) & mask) {
+        if (s[h].key != key) continue;
+        if (!have_low) low = nbi_ctab_low(t, x, y, z);
+        have_low = true;
+        if (t->lows[s[h].value] == low) return s[h].value;
+    }
     return -1;
 }
 

@@ -1498,9 +1498,11 @@ static void nbi_hashed_table(nbGrid *g, int32_t ncells, const uint64_t *lows, in
     const int dim = g->dim;
     const double *pts = (const double *)g->pts.ptr;
     const int32_t *start = (const int32_t *)g->start.ptr;
-    const int32_t bits = nbi_ctab_bits_packed((size_t)ncells);
+    // The table at most half full (its probes: docs/grid.md, "The coded table"), in the room
+    // of a packed table of 32-byte slots; the filter as for that table.
+    const int32_t bits = nbi_ctab_bits_for((size_t)ncells);
     nbiCellTable *table = &g->table;
-    const int32_t seen_bits = bits + NBI_SEEN_PER_SLOT_LOG2;
+    const int32_t seen_bits = nbi_ctab_bits_packed((size_t)ncells) + NBI_SEEN_PER_SLOT_LOG2;
     g->seen_bits = seen_bits;
     memset(g->cell_seen.ptr, 0, ((size_t)1 << seen_bits) / 8);
     nbi_ctab_reset_coded(table, bits, (const uint64_t *)g->cell_code.ptr, lows, shift, g->lo, dim);
@@ -2212,7 +2214,9 @@ nbStatus nb_grid_validate(const nbGrid *grid)
         NBI_CHECK(g->ncells <= g->n && (size_t)g->ncells <= g->cell_slot.cap);
         NBI_CHECK(2 * (size_t)g->ncells <= g->cell_code.cap &&
                   g->code_shift == nbi_code_shift(g->ext, g->dim));
-        NBI_CHECK(g->seen_bits == g->table.bits + NBI_SEEN_PER_SLOT_LOG2 &&
+        const int32_t seen_packed = // a coded table is sized at most half full (one bit more)
+            g->table.codes != NULL ? nbi_ctab_bits_packed((size_t)g->ncells) : g->table.bits;
+        NBI_CHECK(g->seen_bits == seen_packed + NBI_SEEN_PER_SLOT_LOG2 &&
                   ((size_t)1 << g->seen_bits) / 64 <= g->cell_seen.cap);
         NBI_CHECK(nbi_ctab_validate(&g->table) && g->table.count == g->ncells);
     } else if (g->ranked) {
