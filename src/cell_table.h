@@ -24,16 +24,15 @@
 //
 // Coded tables (nbi_ctab_reset_coded): where every key lies in a box whose Morton codes name
 // a cell exactly (cell.h: offsets from the box's corner below 2^21 an axis in 3D, 2^32 in 2D;
-// or wider, with the bits the code drops kept as a second, low code) and the owner keeps each
-// entry's code (and low code) in an array indexed by its value (the grid's hashed layout, its
-// cells' codes), a slot is the value alone, 4 bytes, and a probe compares the codes of the
-// cell asked for with codes[value] (and lows[value]). The home slots are the same
-// (nbi_cell_hash of the coordinates), so callers hash as for any table. An eighth of the bytes
-// to clear, fault in and miss in (1 MB for 200k cells, which the caches hold, where the 32-byte
-// slots take 8 MB), and no key to write at an insert; the entries must be distinct (the
-// owner's codes are), so an insert
-// takes the first empty slot from the home. A lookup pays the query's code (three spreads) and
-// one more load a probe, from an array that the grid's walks read in the same order anyway.
+// or wider, with the bits the code drops kept as a second, low code per entry) and the owner
+// keeps each entry's codes in arrays indexed by its value (the grid's hashed layout), a slot is
+// 16 bytes: the value and the cell's offsets from the corner, shifted right by the codes'
+// shift and packed in one word (nbiCodedSlot). A probe compares that word, three subtractions,
+// shifts and ors from the coordinates asked for; with low codes, a slot whose word matches is
+// compared by its low code too (lows[value]). The home slots are the same (nbi_cell_hash of the
+// coordinates), so callers hash as for any table. Half the bytes of a 32-byte slot to clear,
+// fault in and miss in, and the entries must be distinct (the owner's codes are), so an insert
+// takes the first empty slot from the home without comparing keys.
 //
 // Invariants (nbi_ctab_validate): 4 <= bits <= 32 when storage exists, 2^bits <= capacity,
 // count == occupied slots <= nbi_ctab_most(bits), every entry reachable from its home slot

@@ -602,6 +602,19 @@ static int test_hashed_blocks(void)
     return 0;
 }
 
+// A grid of the set's points with cells of `cell`, built at radius r; NULL when that fails.
+static nbGrid *grid_of(const nboSet *s, double cell, double r)
+{
+    nbGridDesc desc = {0};
+    desc.dim = s->dim;
+    desc.cell_size = cell;
+    nbGrid *g = NULL;
+    nbPoints pts = {.data = s->p, .count = s->n, .dim = s->dim, .stride = 0};
+    if (nb_grid_create(&desc, &g) == NB_OK && nb_grid_build(g, &pts, r) == NB_OK) return g;
+    nb_grid_destroy(g);
+    return NULL;
+}
+
 // Boxes wider than the codes reach (21 bits an axis in 3D, 32 in 2D): the clusters, shell and
 // planes of hashed_blocks, with a few far points that widen the box to 2^w cells a side. Where a
 // cell's low code fits a word with its number, the cells are in the Z order of their exact
@@ -619,13 +632,8 @@ static int test_hashed_beyond_codes(void)
                 for (int a = 0; a < dim; a++)
                     s.p[(size_t)i * dim + a] = (i >> a & 1) ? ldexp(1.0, w) - 0.5 : -3.25 * i;
             if (check_layout(&s, 1.0, 1.0, 2)) return 1;
-            nbGridDesc desc = {0};
-            desc.dim = dim;
-            desc.cell_size = 1.0;
-            nbGrid *g = NULL;
-            NB_CHECK_OK(nb_grid_create(&desc, &g));
-            nbPoints pts = {.data = s.p, .count = s.n, .dim = dim, .stride = 0};
-            NB_CHECK_OK(nb_grid_build(g, &pts, 1.0));
+            nbGrid *g = grid_of(&s, 1.0, 1.0);
+            NB_CHECK(g != NULL);
             const int shift = nbi_code_shift(g->ext, dim);
             const int idb = 64 - __builtin_clzll((uint64_t)g->ncells - 1);
             NB_CHECK(shift > 0 && g->low_codes == (dim * shift + idb <= 64));
@@ -666,13 +674,8 @@ static int test_hashed_sorted_wide(void)
             const double offset = t % 2 ? 1e9 : 0.0, scale = t < 2 ? 1e-3 : 1e-2;
             nboSet s = tail_set(dim, 1000, offset, scale);
             if (check_layout(&s, scale, scale, 2)) return 1;
-            nbGridDesc desc = {0};
-            desc.dim = dim;
-            desc.cell_size = scale;
-            nbGrid *g = NULL;
-            NB_CHECK_OK(nb_grid_create(&desc, &g));
-            nbPoints pts = {.data = s.p, .count = s.n, .dim = dim, .stride = 0};
-            NB_CHECK_OK(nb_grid_build(g, &pts, scale));
+            nbGrid *g = grid_of(&s, scale, scale);
+            NB_CHECK(g != NULL);
             const int shift = nbi_code_shift(g->ext, dim);
             NB_CHECK(g->table.codes != NULL && g->low_codes == (shift > 0));
             NB_CHECK_OK(nb_grid_validate(g));
@@ -688,13 +691,8 @@ static int test_hashed_sorted_wide(void)
             for (int32_t i = 0; i < 6; i++)
                 for (int a = 0; a < dim; a++)
                     s.p[(size_t)i * dim + a] = (i >> a & 1) ? ldexp(1.0, w) - 0.5 : 0.25 * i;
-            nbGridDesc desc = {0};
-            desc.dim = dim;
-            desc.cell_size = 1.0;
-            nbGrid *g = NULL;
-            NB_CHECK_OK(nb_grid_create(&desc, &g));
-            nbPoints pts = {.data = s.p, .count = s.n, .dim = dim, .stride = 0};
-            NB_CHECK_OK(nb_grid_build(g, &pts, 1.0));
+            nbGrid *g = grid_of(&s, 1.0, 1.0);
+            NB_CHECK(g != NULL);
             NB_CHECK(nbi_code_shift(g->ext, dim) == 0 && g->table.codes != NULL && !g->low_codes);
             NB_CHECK_OK(nb_grid_validate(g));
             nb_grid_destroy(g);
