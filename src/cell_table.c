@@ -73,6 +73,8 @@ static bool nbi_ctab_validate_coded(const nbiCellTable *t)
         }
         uint64_t key;
         if (!nbi_ctab_key(t, k[0], k[1], k[2], &key) || s[h].key != key) return false;
+        if (s[h].low != (nbi_ctab_low_fits(t) ? nbi_ctab_low_bits(t, k[0], k[1], k[2]) : 0))
+            return false;
         for (size_t p = nbi_ctab_home(t, k[0], k[1], k[2]); p != h; p = (p + 1) & mask) {
             const int32_t b = s[p].value;
             if (b < 0 ||

@@ -115,12 +115,30 @@ NBI_INLINE int64_t nbi_ctab_find_slot(const nbiCellTable *t, int64_t x, int64_t 
 
 // A coded table's slot: an entry's value (-1: empty) and its cell's key, the cell's offsets from
 // lo shifted right by the table's shift, packed (NBI_CODE_BITS(dim) bits an axis): exact with
-// shift 0, and with the low code (lows[value]) beyond.
+// shift 0. Beyond, `low` holds the `shift` bits the key drops, packed likewise, where they fit
+// 32 bits (nbi_ctab_low_fits), and else the low code (lows[value]) tells the cells apart.
 typedef struct nbiCodedSlot {
     uint64_t key;
     int32_t value;
-    int32_t unused;
+    uint32_t low;
 } nbiCodedSlot;
+
+// Whether a coded table's slots hold the bits its keys drop (see nbiCodedSlot).
+NBI_INLINE bool nbi_ctab_low_fits(const nbiCellTable *t)
+{
+    return t->shift * t->dim <= 32;
+}
+
+// The bits the key of the cell (x, y, z) drops, packed (see nbiCodedSlot); 0 with shift 0.
+NBI_INLINE uint32_t nbi_ctab_low_bits(const nbiCellTable *t, int64_t x, int64_t y, int64_t z)
+{
+    const int s = t->shift;
+    const uint64_t m = ((uint64_t)1 << s) - 1;
+    const uint64_t ox = ((uint64_t)x - (uint64_t)t->lo[0]) & m;
+    const uint64_t oy = ((uint64_t)y - (uint64_t)t->lo[1]) & m;
+    const uint64_t oz = t->dim == 3 ? ((uint64_t)z - (uint64_t)t->lo[2]) & m : 0;
+    return (uint32_t)(ox | oy << s | oz << 2 * s);
+}
 
 // The key (see nbiCodedSlot) of the cell (x, y, z) in a coded table; false when the cell lies
 // outside the box the codes reach (then it is in no entry).
@@ -160,6 +178,12 @@ NBI_INLINE int32_t nbi_ctab_find_coded(const nbiCellTable *t, int64_t x, int64_t
     if (t->lows == NULL) { // the key is the cell
         for (; s[h].value >= 0; h = (h + 1) & mask)
             if (s[h].key == key) return s[h].value;
+        return -1;
+    }
+    if (nbi_ctab_low_fits(t)) { // the key and the bits it drops: the cell
+        const uint32_t bits = nbi_ctab_low_bits(t, x, y, z);
+        for (; s[h].value >= 0; h = (h + 1) & mask)
+            if (s[h].key == key && s[h].low == bits) return s[h].value;
         return -1;
     }
     uint64_t low = 0; // computed at the first slot whose key matches
@@ -216,11 +240,12 @@ NBI_INLINE void nbi_ctab_prefetch(const nbiCellTable *t, uint64_t hash, bool nex
 void nbi_ctab_reset_coded(nbiCellTable *t, int32_t bits, const uint64_t *codes,
                           const uint64_t *lows, int32_t shift, const int64_t lo[3], int32_t dim);
 
-// Inserts value c (>= 0), of a cell whose nbi_cell_hash is `hash` and whose key is `key`
-// (nbi_ctab_key), into a coded table, without the room check or a comparison: its cell must not
-// be in the table yet, and the caller keeps the room for every insert it makes (a reset sized
-// for them). Returns the slot.
-NBI_INLINE size_t nbi_ctab_insert_coded(nbiCellTable *t, uint64_t hash, uint64_t key, int32_t c)
+// Inserts value c (>= 0), of a cell whose nbi_cell_hash is `hash`, whose key is `key`
+// (nbi_ctab_key) and the bits it drops `low` (nbi_ctab_low_bits), into a coded table, without the
+// room check or a comparison: its cell must not be in the table yet, and the caller keeps the room
+// for every insert it makes (a reset sized for them). Returns the slot.
+NBI_INLINE size_t nbi_ctab_insert_coded(nbiCellTable *t, uint64_t hash, uint64_t key, uint32_t low,
+                                        int32_t c)
 {
     nbiCodedSlot *s = (nbiCodedSlot *)t->buf.ptr;
     const size_t mask = ((size_t)1 << t->bits) - 1;
@@ -228,7 +253,7 @@ NBI_INLINE size_t nbi_ctab_insert_coded(nbiCellTable *t, uint64_t hash, uint64_t
     while (s[h].value >= 0) h = (h + 1) & mask;
     s[h].key = key;
     s[h].value = c;
-    s[h].unused = 0;
+    s[h].low = nbi_ctab_low_fits(t) ? low : 0;
     t->count++;
     return h;
 }

@@ -1508,11 +1508,12 @@ static void nbi_hashed_table(nbGrid *g, int32_t ncells, const uint64_t *lows, in
     nbi_ctab_reset_coded(table, bits, (const uint64_t *)g->cell_code.ptr, lows, shift, g->lo, dim);
     uint64_t *seen = (uint64_t *)g->cell_seen.ptr;
     uint64_t hash[NBI_HASH_AHEAD], key[NBI_HASH_AHEAD];
+    uint32_t low[NBI_HASH_AHEAD];
     for (int32_t c = 0; c < ncells + NBI_HASH_AHEAD; c++) {
         const int32_t j = c - NBI_HASH_AHEAD; // the cell inserted now
         if (j >= 0) {
             const uint64_t h = hash[j % NBI_HASH_AHEAD];
-            nbi_ctab_insert_coded(table, h, key[j % NBI_HASH_AHEAD], j);
+            nbi_ctab_insert_coded(table, h, key[j % NBI_HASH_AHEAD], low[j % NBI_HASH_AHEAD], j);
             seen[(h >> (64 - seen_bits)) >> 6] |= (uint64_t)1 << ((h >> (64 - seen_bits)) & 63);
         }
         if (c < ncells) {
@@ -1520,6 +1521,7 @@ static void nbi_hashed_table(nbGrid *g, int32_t ncells, const uint64_t *lows, in
             nbi_zsort_cell(g, pts + (size_t)start[c] * dim, k);
             hash[c % NBI_HASH_AHEAD] = nbi_cell_hash(k[0], k[1], k[2]);
             nbi_ctab_key(table, k[0], k[1], k[2], &key[c % NBI_HASH_AHEAD]);
+            low[c % NBI_HASH_AHEAD] = nbi_ctab_low_bits(table, k[0], k[1], k[2]);
             nbi_ctab_prefetch(table, hash[c % NBI_HASH_AHEAD], false);
         }
     }
