@@ -137,4 +137,73 @@ NBI_INLINE uint64_t nbi_cell_hash(int64_t x, int64_t y, int64_t z)
     return nbi_cell_hash_x(nbi_cell_hash_row(y, z), x);
 }
 
+// ---- Z order over a box of cells ----
+// Morton codes of cells' offsets from a box's corner, and the offsets back from a code: the
+// grid's hashed layout keeps its cells in this order (view.h), and a coded cell table keys its
+// entries by these codes (cell_table.h).
+
+// A cell's code interleaves the bits of its offsets from lo, each shifted right by `shift` so
+// that they fit (NBI_CODE_BITS(dim) bits an axis): bit b of axis a's offset is bit b * dim + a
+// of the code. Cells whose codes share all but their low L * dim bits form an aligned block of
+// 2^L (shifted) cells a side.
+#define NBI_CODE_BITS(dim) ((dim) == 3 ? 21 : 32)
+
+// The bits of x (below 2^21 / 2^32) spread to every third / second bit, and gathered back:
+// five steps of shift, or and mask each way (written out: a table-driven loop cost the hashed
+// build 250 instructions a cell more).
+NBI_INLINE uint64_t nbi_spread3(uint64_t x)
+{
+    x &= 0x1FFFFFu;
+    x = (x | x << 32) & 0x1F00000000FFFFu;
+    x = (x | x << 16) & 0x1F0000FF0000FFu;
+    x = (x | x << 8) & 0x100F00F00F00F00Fu;
+    x = (x | x << 4) & 0x10C30C30C30C30C3u;
+    return (x | x << 2) & 0x1249249249249249u;
+}
+
+NBI_INLINE uint64_t nbi_spread2(uint64_t x)
+{
+    x &= 0xFFFFFFFFu;
+    x = (x | x << 16) & 0x0000FFFF0000FFFFu;
+    x = (x | x << 8) & 0x00FF00FF00FF00FFu;
+    x = (x | x << 4) & 0x0F0F0F0F0F0F0F0Fu;
+    x = (x | x << 2) & 0x3333333333333333u;
+    return (x | x << 1) & 0x5555555555555555u;
+}
+
+NBI_INLINE uint64_t nbi_gather3(uint64_t x)
+{
+    x &= 0x1249249249249249u;
+    x = (x ^ x >> 2) & 0x10C30C30C30C30C3u;
+    x = (x ^ x >> 4) & 0x100F00F00F00F00Fu;
+    x = (x ^ x >> 8) & 0x1F0000FF0000FFu;
+    x = (x ^ x >> 16) & 0x1F00000000FFFFu;
+    return (x ^ x >> 32) & 0x1FFFFFu;
+}
+
+NBI_INLINE uint64_t nbi_gather2(uint64_t x)
+{
+    x &= 0x5555555555555555u;
+    x = (x ^ x >> 1) & 0x3333333333333333u;
+    x = (x ^ x >> 2) & 0x0F0F0F0F0F0F0F0Fu;
+    x = (x ^ x >> 4) & 0x00FF00FF00FF00FFu;
+    x = (x ^ x >> 8) & 0x0000FFFF0000FFFFu;
+    return (x ^ x >> 16) & 0xFFFFFFFFu;
+}
+
+// The code of the cell at key k (within lo .. hi) of a box starting at lo.
+NBI_INLINE uint64_t nbi_code_of(const int64_t k[3], const int64_t lo[3], int dim, int shift)
+{
+    const uint64_t x = (uint64_t)(k[0] - lo[0]) >> shift, y = (uint64_t)(k[1] - lo[1]) >> shift;
+    if (dim == 2) return nbi_spread2(x) | nbi_spread2(y) << 1;
+    const uint64_t z = (uint64_t)(k[2] - lo[2]) >> shift;
+    return nbi_spread3(x) | nbi_spread3(y) << 1 | nbi_spread3(z) << 2;
+}
+
+// Axis a's (shifted) offset in a code.
+NBI_INLINE uint64_t nbi_code_axis(uint64_t code, int dim, int a)
+{
+    return dim == 2 ? nbi_gather2(code >> a) : nbi_gather3(code >> a);
+}
+
 #endif

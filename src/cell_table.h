@@ -22,9 +22,21 @@
 // probes a hit, where its readers ask it only for cells that are there (the grid's occupancy
 // filter answers most misses first).
 //
+// Coded tables (nbi_ctab_reset_coded): where every key lies in a box whose Morton codes name
+// a cell exactly (cell.h: offsets from the box's corner below 2^21 an axis in 3D, 2^32 in 2D;
+// or wider, with the bits the code drops kept as a second, low code per entry) and the owner
+// keeps each entry's codes in arrays indexed by its value (the grid's hashed layout), a slot is
+// 16 bytes: the value and the cell's offsets from the corner, shifted right by the codes'
+// shift and packed in one word (nbiCodedSlot). A probe compares that word, three subtractions,
+// shifts and ors from the coordinates asked for; with low codes, a slot whose word matches is
+// compared by its low code too (lows[value]). The home slots are the same (nbi_cell_hash of the
+// coordinates), so callers hash as for any table. Half the bytes of a 32-byte slot to clear,
+// fault in and miss in, and the entries must be distinct (the owner's codes are), so an insert
+// takes the first empty slot from the home without comparing keys.
+//
 // Invariants (nbi_ctab_validate): 4 <= bits <= 32 when storage exists, 2^bits <= capacity,
 // count == occupied slots <= nbi_ctab_most(bits), every entry reachable from its home slot
-// without crossing an empty slot, no key twice.
+// without crossing an empty slot, no key twice; coded: every value below count.
 #ifndef NEARBY_CELL_TABLE_H
 #define NEARBY_CELL_TABLE_H
 
@@ -40,9 +52,15 @@ typedef struct nbiCellSlot {
 } nbiCellSlot;
 
 typedef struct nbiCellTable {
-    nbiBuf buf;    // nbiCellSlot, capacity >= 2^bits
+    nbiBuf buf;    // nbiCellSlot (coded: as many nbiCodedSlot as fit), capacity >= 2^bits slots
     int32_t bits;  // 0 before the first reset or grow
     int32_t count; // occupied slots
+    // Coded (nbi_ctab_reset_coded): the entries' codes by value (NULL: slots are nbiCellSlot),
+    // their low codes (or NULL, with shift 0), the bits the codes drop, the box's corner and dim.
+    const uint64_t *codes, *lows;
+    int32_t shift;
+    int64_t lo[3];
+    int32_t dim;
 } nbiCellTable;
 
 enum { NBI_CTAB_MIN_BITS = 4, NBI_CTAB_MAX_BITS = 32 }; // 2^31 cells at most half full
@@ -60,7 +78,8 @@ int32_t nbi_ctab_bits_for(size_t count);
 // nbi_ctab_bits_for at most three quarters full, for a table filled whole (see above).
 int32_t nbi_ctab_bits_packed(size_t count);
 
-// Empties the table and uses 2^bits slots of its storage (which must hold them). O(2^bits).
+// Empties the table and uses 2^bits slots of its storage (which must hold them), as nbiCellSlot
+// (not coded). O(2^bits).
 void nbi_ctab_reset(nbiCellTable *t, int32_t bits);
 
 NBI_INLINE const nbiCellSlot *nbi_ctab_slots(const nbiCellTable *t)
@@ -73,10 +92,12 @@ NBI_INLINE size_t nbi_ctab_home(const nbiCellTable *t, int64_t x, int64_t y, int
     return (size_t)(nbi_cell_hash(x, y, z) >> (64 - t->bits));
 }
 
-// The slot holding (x, y, z), whose nbi_cell_hash is `hash`, or -1 when the cell is absent.
+// The slot holding (x, y, z), whose nbi_cell_hash is `hash`, or -1 when the cell is absent. Not
+// for coded tables, whose slots hold no key (nbi_ctab_find_hashed serves both).
 NBI_INLINE int64_t nbi_ctab_find_slot_hashed(const nbiCellTable *t, int64_t x, int64_t y, int64_t z,
                                              uint64_t hash)
 {
+    NB_ASSERT(t->codes == NULL);
     if (t->bits == 0) return -1;
     const nbiCellSlot *s = nbi_ctab_slots(t);
     const size_t mask = ((size_t)1 << t->bits) - 1;
@@ -86,25 +107,155 @@ NBI_INLINE int64_t nbi_ctab_find_slot_hashed(const nbiCellTable *t, int64_t x, i
     }
 }
 
-// The slot holding (x, y, z), or -1 when the cell is absent.
+// The slot holding (x, y, z), or -1 when the cell is absent (not for coded tables).
 NBI_INLINE int64_t nbi_ctab_find_slot(const nbiCellTable *t, int64_t x, int64_t y, int64_t z)
 {
     return nbi_ctab_find_slot_hashed(t, x, y, z, nbi_cell_hash(x, y, z));
 }
 
+// A coded table's slot: an entry's value (-1: empty) and its cell's key, the cell's offsets from
+// lo shifted right by the table's shift, packed (NBI_CODE_BITS(dim) bits an axis): exact with
+// shift 0. Beyond, `low` holds the `shift` bits the key drops, packed likewise, where they fit
+// 32 bits (nbi_ctab_low_fits), and else the low code (lows[value]) tells the cells apart.
+typedef struct nbiCodedSlot {
+    uint64_t key;
+    int32_t value;
+    uint32_t low;
+} nbiCodedSlot;
+
+// Whether a coded table's slots hold the bits its keys drop (see nbiCodedSlot).
+NBI_INLINE bool nbi_ctab_low_fits(const nbiCellTable *t)
+{
+    return t->shift * t->dim <= 32;
+}
+
+// The bits the key of the cell (x, y, z) drops, packed (see nbiCodedSlot); 0 with shift 0.
+NBI_INLINE uint32_t nbi_ctab_low_bits(const nbiCellTable *t, int64_t x, int64_t y, int64_t z)
+{
+    const int s = t->shift;
+    const uint64_t m = ((uint64_t)1 << s) - 1;
+    const uint64_t ox = ((uint64_t)x - (uint64_t)t->lo[0]) & m;
+    const uint64_t oy = ((uint64_t)y - (uint64_t)t->lo[1]) & m;
+    const uint64_t oz = t->dim == 3 ? ((uint64_t)z - (uint64_t)t->lo[2]) & m : 0;
+    return (uint32_t)(ox | oy << s | oz << 2 * s);
+}
+
+// The key (see nbiCodedSlot) of the cell (x, y, z) in a coded table; false when the cell lies
+// outside the box the codes reach (then it is in no entry).
+NBI_INLINE bool nbi_ctab_key(const nbiCellTable *t, int64_t x, int64_t y, int64_t z, uint64_t *key)
+{
+    const int b = NBI_CODE_BITS(t->dim), s = t->shift;
+    const uint64_t ox = (uint64_t)x - (uint64_t)t->lo[0], oy = (uint64_t)y - (uint64_t)t->lo[1];
+    const uint64_t oz = (uint64_t)z - (uint64_t)t->lo[2];
+    if ((((ox | oy) >> s) >> b) != 0 || (t->dim == 3 ? (oz >> s) >> b : oz) != 0) return false;
+    *key = ox >> s | (oy >> s) << b | (t->dim == 3 ? (oz >> s) << 2 * b : 0);
+    return true;
+}
+
+// The low code (the code of the low `shift` bits of the offsets) of the cell (x, y, z) of a
+// coded table.
+NBI_INLINE uint64_t nbi_ctab_low(const nbiCellTable *t, int64_t x, int64_t y, int64_t z)
+{
+    const uint64_t m = ((uint64_t)1 << t->shift) - 1;
+    const uint64_t ox = ((uint64_t)x - (uint64_t)t->lo[0]) & m;
+    const uint64_t oy = ((uint64_t)y - (uint64_t)t->lo[1]) & m;
+    if (t->dim == 2) return nbi_spread2(ox) | nbi_spread2(oy) << 1;
+    const uint64_t oz = ((uint64_t)z - (uint64_t)t->lo[2]) & m;
+    return nbi_spread3(ox) | nbi_spread3(oy) << 1 | nbi_spread3(oz) << 2;
+}
+
+// A coded table's lookup (see above): the value of the cell (x, y, z), or -1. Slots are told
+// apart by their keys; with low codes, an entry whose key matches is compared by its low code
+// too.
+NBI_INLINE int32_t nbi_ctab_find_coded(const nbiCellTable *t, int64_t x, int64_t y, int64_t z,
+                                       uint64_t hash)
+{
+    uint64_t key;
+    if (!nbi_ctab_key(t, x, y, z, &key)) return -1;
+    const nbiCodedSlot *s = (const nbiCodedSlot *)t->buf.ptr;
+    const size_t mask = ((size_t)1 << t->bits) - 1;
+    size_t h = (size_t)(hash >> (64 - t->bits));
+    if (t->lows == NULL) { // the key is the cell
+        for (; s[h].value >= 0; h = (h + 1) & mask)
+            if (s[h].key == key) return s[h].value;
+        return -1;
+    }
+    if (nbi_ctab_low_fits(t)) { // the key and the bits it drops: the cell
+        const uint32_t bits = nbi_ctab_low_bits(t, x, y, z);
+        for (; s[h].value >= 0; h = (h + 1) & mask)
+            if (s[h].key == key && s[h].low == bits) return s[h].value;
+        return -1;
+    }
+    uint64_t low = 0; // computed at the first slot whose key matches
+    bool have_low = false;
+    for (; s[h].value >= 0; h = (h + 1) & mask) {
+        if (s[h].key != key) continue;
+        if (!have_low) low = nbi_ctab_low(t, x, y, z);
+        have_low = true;
+        if (t->lows[s[h].value] == low) return s[h].value;
+    }
+    return -1;
+}
+
+// The value stored for (x, y, z), whose nbi_cell_hash is `hash`, or -1 when the cell is absent.
+NBI_INLINE int32_t nbi_ctab_find_hashed(const nbiCellTable *t, int64_t x, int64_t y, int64_t z,
+                                        uint64_t hash)
+{
+    if (t->codes != NULL) return nbi_ctab_find_coded(t, x, y, z, hash);
+    const int64_t h = nbi_ctab_find_slot_hashed(t, x, y, z, hash);
+    return h < 0 ? -1 : nbi_ctab_slots(t)[h].value;
+}
+
 // The value stored for (x, y, z), or -1 when the cell is absent.
 NBI_INLINE int32_t nbi_ctab_find(const nbiCellTable *t, int64_t x, int64_t y, int64_t z)
 {
-    const int64_t h = nbi_ctab_find_slot(t, x, y, z);
-    return h < 0 ? -1 : nbi_ctab_slots(t)[h].value;
+    return nbi_ctab_find_hashed(t, x, y, z, nbi_cell_hash(x, y, z));
 }
 
 // nbi_ctab_find for a cell of a row whose nbi_cell_hash_row is `row`.
 NBI_INLINE int32_t nbi_ctab_find_in_row(const nbiCellTable *t, int64_t x, int64_t y, int64_t z,
                                         uint64_t row)
 {
-    const int64_t h = nbi_ctab_find_slot_hashed(t, x, y, z, nbi_cell_hash_x(row, x));
-    return h < 0 ? -1 : nbi_ctab_slots(t)[h].value;
+    return nbi_ctab_find_hashed(t, x, y, z, nbi_cell_hash_x(row, x));
+}
+
+// Asks the memory for the home slot of a cell whose nbi_cell_hash is `hash` ahead of its lookup;
+// with `next`, the slot after it too where that may be another cache line (a probe's second).
+NBI_INLINE void nbi_ctab_prefetch(const nbiCellTable *t, uint64_t hash, bool next)
+{
+    const size_t h = (size_t)(hash >> (64 - t->bits));
+    if (t->codes != NULL) {
+        nbi_prefetch((const nbiCodedSlot *)t->buf.ptr + h);
+        return;
+    }
+    nbi_prefetch(nbi_ctab_slots(t) + h);
+    if (next) nbi_prefetch(nbi_ctab_slots(t) + h + 1);
+}
+
+// Empties the table as a coded one (see above) of 2^bits slots (its storage must hold them as
+// nbiCodedSlot): entry c's key is the cell whose offsets from lo (in dim dimensions), shifted
+// right by `shift`, have the code codes[c] (nbi_code_of), and whose low `shift` bits have the
+// code lows[c] (nbi_code_low; lows NULL when shift is 0). The arrays must stay in place while
+// the table is used. O(2^bits), 16 bytes a slot.
+void nbi_ctab_reset_coded(nbiCellTable *t, int32_t bits, const uint64_t *codes,
+                          const uint64_t *lows, int32_t shift, const int64_t lo[3], int32_t dim);
+
+// Inserts value c (>= 0), of a cell whose nbi_cell_hash is `hash`, whose key is `key`
+// (nbi_ctab_key) and the bits it drops `low` (nbi_ctab_low_bits), into a coded table, without the
+// room check or a comparison: its cell must not be in the table yet, and the caller keeps the room
+// for every insert it makes (a reset sized for them). Returns the slot.
+NBI_INLINE size_t nbi_ctab_insert_coded(nbiCellTable *t, uint64_t hash, uint64_t key, uint32_t low,
+                                        int32_t c)
+{
+    nbiCodedSlot *s = (nbiCodedSlot *)t->buf.ptr;
+    const size_t mask = ((size_t)1 << t->bits) - 1;
+    size_t h = (size_t)(hash >> (64 - t->bits));
+    while (s[h].value >= 0) h = (h + 1) & mask;
+    s[h].key = key;
+    s[h].value = c;
+    s[h].low = nbi_ctab_low_fits(t) ? low : 0;
+    t->count++;
+    return h;
 }
 
 // The slot of (x, y, z), inserting it with `value` (>= 0) when absent (*inserted says which).
@@ -114,8 +265,8 @@ int64_t nbi_ctab_insert(nbiCellTable *t, int64_t x, int64_t y, int64_t z, int32_
                         bool *inserted);
 
 // nbi_ctab_insert's probe from the cell's home slot (nbi_ctab_home), inline, without the room
-// check: for a loop that computed the home slot ahead (to prefetch it) and keeps the room for
-// every insert it makes itself. Returns the cell's slot.
+// check (not for coded tables): for a loop that computed the home slot ahead (to prefetch it) and
+// keeps the room for every insert it makes itself. Returns the cell's slot.
 NBI_INLINE nbiCellSlot *nbi_ctab_insert_home(nbiCellTable *t, size_t home, const int64_t k[3],
                                              int32_t value, bool *inserted)
 {

@@ -1588,6 +1588,45 @@ NBI_INLINE void nbi_zsort_cell(const nbGrid *g, const double *q, int64_t k[3])
     k[2] = g->dim == 3 ? nbi_cell_i(&g->cm, q[2]) : 0;
 }
 
+// The last pass of a sorted hashed build (nbi_hashed_sorted, nbi_hashed_sorted_wide): the
+// coded cell table (a slot is a cell's number, its key the cell's code in cell_code and, with
+// code_shift > 0, its low code in lows) and the occupancy filter, a cell at a time, each key
+// from the cell's first point (gathered: in cell order), its home slot prefetched
+// NBI_HASH_AHEAD cells ahead.
+static void nbi_hashed_table(nbGrid *g, int32_t ncells, const uint64_t *lows, int32_t shift)
+{
+    const int dim = g->dim;
+    const double *pts = (const double *)g->pts.ptr;
+    const int32_t *start = (const int32_t *)g->start.ptr;
+    // The table at most half full (its probes: docs/grid.md, "The coded table"), in the room
+    // of a packed table of 32-byte slots; the filter as for that table.
+    const int32_t bits = nbi_ctab_bits_for((size_t)ncells);
+    nbiCellTable *table = &g->table;
+    const int32_t seen_bits = nbi_ctab_bits_packed((size_t)ncells) + NBI_SEEN_PER_SLOT_LOG2;
+    g->seen_bits = seen_bits;
+    memset(g->cell_seen.ptr, 0, ((size_t)1 << seen_bits) / 8);
+    nbi_ctab_reset_coded(table, bits, (const uint64_t *)g->cell_code.ptr, lows, shift, g->lo, dim);
+    uint64_t *seen = (uint64_t *)g->cell_seen.ptr;
+    uint64_t hash[NBI_HASH_AHEAD], key[NBI_HASH_AHEAD];
+    uint32_t low[NBI_HASH_AHEAD];
+    for (int32_t c = 0; c < ncells + NBI_HASH_AHEAD; c++) {
+        const int32_t j = c - NBI_HASH_AHEAD; // the cell inserted now
+        if (j >= 0) {
+            const uint64_t h = hash[j % NBI_HASH_AHEAD];
+            nbi_ctab_insert_coded(table, h, key[j % NBI_HASH_AHEAD], low[j % NBI_HASH_AHEAD], j);
+            seen[(h >> (64 - seen_bits)) >> 6] |= (uint64_t)1 << ((h >> (64 - seen_bits)) & 63);
+        }
+        if (c < ncells) {
+            int64_t k[3];
+            nbi_zsort_cell(g, pts + (size_t)start[c] * dim, k);
+            hash[c % NBI_HASH_AHEAD] = nbi_cell_hash(k[0], k[1], k[2]);
+            nbi_ctab_key(table, k[0], k[1], k[2], &key[c % NBI_HASH_AHEAD]);
+            low[c % NBI_HASH_AHEAD] = nbi_ctab_low_bits(table, k[0], k[1], k[2]);
+            nbi_ctab_prefetch(table, hash[c % NBI_HASH_AHEAD], false);
+        }
+    }
+}
+
 #if defined(NBI_AVX512)
 // nbi_spread_xy on eight lanes.
 NBI_TARGET_AVX512 static inline __m512i nbi_spread8(__m512i v, int dim)
@@ -1710,35 +1749,130 @@ static int32_t nbi_hashed_sorted(nbGrid *g, const nbiBuildIn *in)
     start[ncells] = start[ncells + 1] = n;
     g->ncells = ncells;
     nbi_grid_gather(g, in, 0, n);
-    // The table, a cell at a time, with its occupancy filter.
-    const double *pts = (const double *)g->pts.ptr;
-    const int32_t bits = nbi_ctab_bits_packed((size_t)ncells);
-    nbiCellTable *table = &g->table;
-    uint32_t *cell_slot = (uint32_t *)g->cell_slot.ptr;
-    const int32_t seen_bits = nbi_hashed_reset(g, bits);
-    uint64_t *seen = (uint64_t *)g->cell_seen.ptr;
-    int64_t ahead[NBI_HASH_AHEAD][3];
-    uint64_t hash[NBI_HASH_AHEAD];
-    for (int32_t c = 0; c < ncells + NBI_HASH_AHEAD; c++) {
-        const int32_t j = c - NBI_HASH_AHEAD; // the cell inserted now
-        if (j >= 0) {
-            bool inserted;
-            const uint64_t h = hash[j % NBI_HASH_AHEAD];
-            const nbiCellSlot *s = nbi_ctab_insert_home(table, (size_t)(h >> (64 - bits)),
-                                                        ahead[j % NBI_HASH_AHEAD], j, &inserted);
-            seen[(h >> (64 - seen_bits)) >> 6] |= (uint64_t)1 << ((h >> (64 - seen_bits)) & 63);
-            cell_slot[j] = (uint32_t)(s - nbi_ctab_slots(table));
-        }
-        if (c < ncells) { // its key from its first point (gathered: in cell order)
-            int64_t *k = ahead[c % NBI_HASH_AHEAD];
-            const double *q = pts + (size_t)start[c] * dim;
-            nbi_zsort_cell(g, q, k);
-            hash[c % NBI_HASH_AHEAD] = nbi_cell_hash(k[0], k[1], k[2]);
-            nbi_prefetch(nbi_ctab_slots(table) + (hash[c % NBI_HASH_AHEAD] >> (64 - bits)));
-        }
-    }
+    nbi_hashed_table(g, ncells, NULL, 0);
     g->code_shift = 0;
     g->low_codes = false;
+    return ncells;
+}
+
+// ---- the hashed build by sorting, on two words ----
+//
+// A box wider than the codes reach (0 < code_shift <= NBI_CODE_LOW_MAX) names a cell exactly by
+// two words, its code and its low code (view.h): ordered by both, the cells are in the Z order
+// of their exact offsets. Where the low code and a point's number fit one word, a point's key is
+// the pair (code, low code above the number), and sorting the pairs numbers the cells and places
+// the points as nbi_hashed_sorted's one-word keys do (the same serves codes that are exact but
+// too wide to share a word with the numbers). The count-and-renumber build it replaces there
+// probed a table far larger than the caches for every point, then sorted its cells in up to
+// thirteen passes of 10 bits. The keys span up to 127 bits, of which such sets share many in
+// places (a dense core and far outliers: the corpus' tail3d), so the sort is MSD: a run of keys
+// is split by the NBI_MSD_DIGIT bits below the highest bit in which its keys differ, and runs of
+// at most NBI_MSD_SMALL keys are finished by insertion. No pass is spent on bits a run shares.
+typedef struct nbiKey2 {
+    uint64_t hi, lo;
+} nbiKey2;
+
+enum { NBI_MSD_SMALL = 32, NBI_MSD_DIGIT = 8 };
+
+NBI_INLINE bool nbi_key2_less(nbiKey2 a, nbiKey2 b)
+{
+    return a.hi < b.hi || (a.hi == b.hi && a.lo < b.lo);
+}
+
+// Sorts the n distinct keys a[] ascending, into a[] (`back`) or into t[], the other's scratch:
+// each pass scatters from one to the other, and the runs go on from there (no copy back). Each
+// level's runs share the bits their parent split by, so the recursion is at most
+// 128 / NBI_MSD_DIGIT + 1 deep (a kilobyte of stack a level).
+static void nbi_msd_sort2(nbiKey2 *a, nbiKey2 *t, int32_t n, bool back)
+{
+    if (n <= NBI_MSD_SMALL) {
+        nbiKey2 *to = back ? a : t;
+        for (int32_t i = 0; i < n; i++) {
+            const nbiKey2 k = a[i];
+            int32_t j = i;
+            for (; j > 0 && nbi_key2_less(k, to[j - 1]); j--) to[j] = to[j - 1];
+            to[j] = k;
+        }
+        return;
+    }
+    uint64_t dh = 0, dl = 0;
+    for (int32_t i = 1; i < n; i++) {
+        dh |= a[i].hi ^ a[0].hi;
+        dl |= a[i].lo ^ a[0].lo;
+    }
+    if ((dh | dl) == 0) { // equal keys (not for distinct ones): in order already
+        if (!back) memcpy(t, a, (size_t)n * sizeof *a);
+        return;
+    }
+    const bool high = dh != 0;
+    const int top = nbi_top_bit64(high ? dh : dl);
+    const int at = top >= NBI_MSD_DIGIT - 1 ? top - (NBI_MSD_DIGIT - 1) : 0;
+    const uint64_t dmask = ((uint64_t)1 << NBI_MSD_DIGIT) - 1;
+    // end[d]: first the count of digit d - 1, then each digit's first position, then (after the
+    // scatter) each digit's end.
+    int32_t end[(1 << NBI_MSD_DIGIT) + 1];
+    memset(end, 0, sizeof end);
+    if (high)
+        for (int32_t i = 0; i < n; i++) end[((a[i].hi >> at) & dmask) + 1]++;
+    else
+        for (int32_t i = 0; i < n; i++) end[((a[i].lo >> at) & dmask) + 1]++;
+    for (int d = 1; d <= (1 << NBI_MSD_DIGIT); d++) end[d] += end[d - 1];
+    if (high)
+        for (int32_t i = 0; i < n; i++) t[end[(a[i].hi >> at) & dmask]++] = a[i];
+    else
+        for (int32_t i = 0; i < n; i++) t[end[(a[i].lo >> at) & dmask]++] = a[i];
+    for (int d = 0; d < (1 << NBI_MSD_DIGIT); d++) { // each run, now in t, to where it belongs
+        const int32_t b0 = d == 0 ? 0 : end[d - 1], m = end[d] - b0;
+        if (m > 1)
+            nbi_msd_sort2(t + b0, a + b0, m, !back);
+        else if (m == 1 && back)
+            a[b0] = t[b0];
+    }
+}
+
+// The hashed build by sorting on two words, when the keys fit (see above): as
+// nbi_hashed_sorted. Returns the number of cells, or -1 (nothing written) when they do not.
+static int32_t nbi_hashed_sorted_wide(nbGrid *g, const nbiBuildIn *in)
+{
+    const int dim = g->dim, shift = nbi_code_shift(g->ext, dim);
+    const int32_t n = in->n;
+    const int id_bits = n > 1 ? nbi_top_bit64((uint64_t)(n - 1)) + 1 : 1;
+    if (n <= 0 || shift > NBI_CODE_LOW_MAX(dim) || dim * shift + id_bits > 64) return -1;
+    // The keys in cell_code (2N words at least), the sort's scratch in pts (N * dim doubles),
+    // which the gather fills only at the end.
+    nbiKey2 *key = (nbiKey2 *)g->cell_code.ptr;
+    for (int32_t i = 0; i < n; i++) {
+        const double *q = in->data + (size_t)i * in->step;
+        const int64_t k[3] = {nbi_cell_i(&g->cm, q[0]), nbi_cell_i(&g->cm, q[1]),
+                              dim == 3 ? nbi_cell_i(&g->cm, q[2]) : 0};
+        key[i].hi = nbi_code_of(k, g->lo, dim, shift);
+        key[i].lo = (shift > 0 ? nbi_code_low(k, g->lo, dim, shift) << id_bits : 0) | (uint64_t)i;
+    }
+    nbi_msd_sort2(key, (nbiKey2 *)g->pts.ptr, n, true);
+    // The cells: each new pair of codes starts one. Cell c's code overwrites word c of the keys,
+    // which key c / 2 held (read already); the low codes wait in pts.
+    uint64_t *code = (uint64_t *)g->cell_code.ptr, *low = (uint64_t *)g->pts.ptr;
+    int32_t *idx = (int32_t *)g->idx.ptr, *start = (int32_t *)g->start.ptr;
+    const uint64_t id_mask = ((uint64_t)1 << id_bits) - 1;
+    int32_t ncells = 0;
+    uint64_t last_hi = 0, last_lo = 0;
+    for (int32_t p = 0; p < n; p++) {
+        const nbiKey2 kp = key[p];
+        const uint64_t lc = kp.lo >> id_bits;
+        idx[p] = (int32_t)(kp.lo & id_mask);
+        if (p == 0 || kp.hi != last_hi || lc != last_lo) {
+            code[ncells] = last_hi = kp.hi;
+            low[ncells] = last_lo = lc;
+            start[ncells++] = p;
+        }
+    }
+    start[ncells] = start[ncells + 1] = n;
+    g->ncells = ncells;
+    if (shift > 0) memcpy(code + ncells, low, (size_t)ncells * sizeof *code);
+    nbi_grid_gather(g, in, 0, n);
+    nbi_hashed_table(g, ncells, shift > 0 ? code + ncells : NULL, shift);
+    g->code_shift = shift;
+    g->low_codes = shift > 0;
     return ncells;
 }
 
@@ -1810,8 +1944,9 @@ static void nbi_grid_fill(nbGrid *grid, const nbiGridPlan *plan)
         nbi_grid_gather(grid, in, 0, n);
         return;
     }
-    if (plan->hashed) { // sorted by code, where the keys fit
-        const int32_t sorted = nbi_hashed_sorted(grid, in);
+    if (plan->hashed) { // sorted by code, where the keys fit in one word or two
+        int32_t sorted = nbi_hashed_sorted(grid, in);
+        if (sorted < 0) sorted = nbi_hashed_sorted_wide(grid, in);
         if (sorted > 0) {
             grid->cells_kept = false;
             grid->hashed_cells = sorted;
@@ -2095,6 +2230,10 @@ void nbi_grid_gather_bits(const nbGrid *g, const nbiBuildIn *in, int32_t p0, int
 
 void nbi_grid_view_refresh(nbGrid *g)
 {
+    if (g->table.codes != NULL) { // coded: its keys' arrays may have moved
+        g->table.codes = (const uint64_t *)g->cell_code.ptr;
+        if (g->table.lows != NULL) g->table.lows = g->table.codes + g->ncells;
+    }
     g->view = nbi_grid_view(g);
     nbi_knn_index_stale(&g->knn);
 }
@@ -2177,7 +2316,9 @@ nbStatus nb_grid_validate(const nbGrid *grid)
         NBI_CHECK(g->ncells <= g->n && (size_t)g->ncells <= g->cell_slot.cap);
         NBI_CHECK(2 * (size_t)g->ncells <= g->cell_code.cap &&
                   g->code_shift == nbi_code_shift(g->ext, g->dim));
-        NBI_CHECK(g->seen_bits == g->table.bits + NBI_SEEN_PER_SLOT_LOG2 &&
+        const int32_t seen_packed = // a coded table is sized at most half full (one bit more)
+            g->table.codes != NULL ? nbi_ctab_bits_packed((size_t)g->ncells) : g->table.bits;
+        NBI_CHECK(g->seen_bits == seen_packed + NBI_SEEN_PER_SLOT_LOG2 &&
                   ((size_t)1 << g->seen_bits) / 64 <= g->cell_seen.cap);
         NBI_CHECK(nbi_ctab_validate(&g->table) && g->table.count == g->ncells);
     } else if (g->ranked) {
@@ -2210,12 +2351,18 @@ nbStatus nb_grid_validate(const nbGrid *grid)
         NBI_CHECK(start[c] <= start[c + 1]);
         int64_t k[3];
         nbi_view_cell_key(&v, c, k);
-        if (g->hashed) { // the codes against the coordinates the table keeps
-            const uint32_t slot = ((const uint32_t *)g->cell_slot.ptr)[c];
-            NBI_CHECK(((uint64_t)slot >> g->table.bits) == 0);
-            const int64_t *key = nbi_ctab_slots(&g->table)[slot].key;
-            NBI_CHECK(key[0] == k[0] && key[1] == k[1] && key[2] == k[2]);
+        if (g->hashed) { // the codes against the coordinates the table keeps (or its codes)
             const uint64_t *code = (const uint64_t *)g->cell_code.ptr;
+            if (g->table.codes != NULL) {
+                NBI_CHECK(g->table.codes == code && g->table.shift == g->code_shift &&
+                          g->table.lows == v.cell_low && g->table.dim == g->dim);
+                for (int a = 0; a < 3; a++) NBI_CHECK(g->table.lo[a] == g->lo[a]);
+            } else {
+                const uint32_t slot = ((const uint32_t *)g->cell_slot.ptr)[c];
+                NBI_CHECK(((uint64_t)slot >> g->table.bits) == 0);
+                const int64_t *key = nbi_ctab_slots(&g->table)[slot].key;
+                NBI_CHECK(key[0] == k[0] && key[1] == k[1] && key[2] == k[2]);
+            }
             NBI_CHECK(code[c] == nbi_code_of(k, g->lo, g->dim, g->code_shift));
             NBI_CHECK(nbi_view_may_hold(&v, nbi_cell_hash(k[0], k[1], k[2])));
             NBI_CHECK(c == 0 || code[c - 1] <= code[c]);

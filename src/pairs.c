@@ -151,12 +151,9 @@ static void nbi_pairs_ranked(const nbiView *v, const nbiPairCtx *x, int64_t k, i
 static int nbi_pairs_probe(const nbiView *v, nbiSpanList *l, int64_t at[][3], const uint64_t *hash,
                            int n)
 {
-    const nbiCellSlot *slots = nbi_ctab_slots(v->table);
     for (int t = 0; t < n; t++) {
-        const int64_t s =
-            nbi_ctab_find_slot_hashed(v->table, at[t][0], at[t][1], at[t][2], hash[t]);
-        if (s < 0) continue;
-        const int32_t b = slots[s].value;
+        const int32_t b = nbi_ctab_find_hashed(v->table, at[t][0], at[t][1], at[t][2], hash[t]);
+        if (b < 0) continue;
         nbi_spans_add(l, v->start[b], nbi_view_end(v, b));
     }
     return 0;
@@ -213,7 +210,7 @@ static void nbi_pairs_hashed(const nbiView *v, const nbiPairCtx *x, int64_t k, i
                     at[n][1] = key[1] + dy;
                     at[n][2] = key[2] + dz;
                     hash[n] = h;
-                    nbi_prefetch(nbi_ctab_slots(v->table) + (h >> (64 - v->table->bits)));
+                    nbi_ctab_prefetch(v->table, h, false);
                     n++;
                 }
             }
@@ -302,14 +299,12 @@ NBI_INLINE void nbi_spans_add_merged(nbiSpanList *l, int32_t b0, int32_t b1)
 // Returns 0, the cells left.
 static int nbi_zblock_flush(const nbiView *v, nbiSpanList *l, const nbiZBlock *zb, int n)
 {
-    const nbiCellSlot *slots = nbi_ctab_slots(v->table);
     for (int t = 0; t < n; t++) {
         int32_t b = zb->id[t];
         if (b < 0) {
-            const int64_t s = nbi_ctab_find_slot_hashed(v->table, zb->at[t][0], zb->at[t][1],
-                                                        zb->at[t][2], zb->hash[t]);
-            if (s < 0) continue;
-            b = slots[s].value;
+            b = nbi_ctab_find_hashed(v->table, zb->at[t][0], zb->at[t][1], zb->at[t][2],
+                                     zb->hash[t]);
+            if (b < 0) continue;
         }
         nbi_spans_add_merged(l, v->start[b], nbi_view_end(v, b));
     }
@@ -331,7 +326,6 @@ static void nbi_zblock_cell(const nbiView *v, nbiSpanList *l, nbiZBlock *zb, int
     l->a0 = v->start[c];
     l->a1 = l->self_end = nbi_view_end(v, c);
     l->ns = 0;
-    const nbiCellSlot *slots = nbi_ctab_slots(v->table);
     int n = 0;
     for (int64_t dz = 0; dz <= kz; dz++) {
         if (key[2] + dz > v->hi[2]) break;
@@ -367,7 +361,7 @@ static void nbi_zblock_cell(const nbiView *v, nbiSpanList *l, nbiZBlock *zb, int
                 zb->at[n][1] = key[1] + dy;
                 zb->at[n][2] = key[2] + dz;
                 zb->hash[n] = h;
-                nbi_prefetch(slots + (h >> (64 - v->table->bits)));
+                nbi_ctab_prefetch(v->table, h, false);
                 n++;
             }
         }
@@ -528,7 +522,7 @@ NBI_INLINE void nbi_zblock_edge3(const nbiView *v, nbiSpanList *l, nbiZBlock *zb
         zb->id[n] = -1;
         for (int a = 0; a < 3; a++) zb->at[n][a] = at[a];
         zb->hash[n] = h;
-        nbi_prefetch(nbi_ctab_slots(v->table) + (h >> (64 - v->table->bits)));
+        nbi_ctab_prefetch(v->table, h, false);
         n++;
     } while (m != 0);
     nbi_zblock_flush(v, l, zb, n);

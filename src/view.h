@@ -80,64 +80,7 @@ typedef struct nbiView {
     const nbiWrap *wrap;       // NULL: no periodic axis
 } nbiView;
 
-// ---- Z order (Morton codes) over a view's cells ----
-// A cell's code interleaves the bits of its offsets from lo, each shifted right by `shift` so
-// that they fit (NBI_CODE_BITS(dim) bits an axis): bit b of axis a's offset is bit b * dim + a
-// of the code. Cells whose codes share all but their low L * dim bits form an aligned block of
-// 2^L (shifted) cells a side.
-#define NBI_CODE_BITS(dim) ((dim) == 3 ? 21 : 32)
-
-// The bits of x (below 2^21 / 2^32) spread to every third / second bit, and gathered back:
-// five steps of shift, or and mask each way (written out: a table-driven loop cost the hashed
-// build 250 instructions a cell more).
-NBI_INLINE uint64_t nbi_spread3(uint64_t x)
-{
-    x &= 0x1FFFFFu;
-    x = (x | x << 32) & 0x1F00000000FFFFu;
-    x = (x | x << 16) & 0x1F0000FF0000FFu;
-    x = (x | x << 8) & 0x100F00F00F00F00Fu;
-    x = (x | x << 4) & 0x10C30C30C30C30C3u;
-    return (x | x << 2) & 0x1249249249249249u;
-}
-
-NBI_INLINE uint64_t nbi_spread2(uint64_t x)
-{
-    x &= 0xFFFFFFFFu;
-    x = (x | x << 16) & 0x0000FFFF0000FFFFu;
-    x = (x | x << 8) & 0x00FF00FF00FF00FFu;
-    x = (x | x << 4) & 0x0F0F0F0F0F0F0F0Fu;
-    x = (x | x << 2) & 0x3333333333333333u;
-    return (x | x << 1) & 0x5555555555555555u;
-}
-
-NBI_INLINE uint64_t nbi_gather3(uint64_t x)
-{
-    x &= 0x1249249249249249u;
-    x = (x ^ x >> 2) & 0x10C30C30C30C30C3u;
-    x = (x ^ x >> 4) & 0x100F00F00F00F00Fu;
-    x = (x ^ x >> 8) & 0x1F0000FF0000FFu;
-    x = (x ^ x >> 16) & 0x1F00000000FFFFu;
-    return (x ^ x >> 32) & 0x1FFFFFu;
-}
-
-NBI_INLINE uint64_t nbi_gather2(uint64_t x)
-{
-    x &= 0x5555555555555555u;
-    x = (x ^ x >> 1) & 0x3333333333333333u;
-    x = (x ^ x >> 2) & 0x0F0F0F0F0F0F0F0Fu;
-    x = (x ^ x >> 4) & 0x00FF00FF00FF00FFu;
-    x = (x ^ x >> 8) & 0x0000FFFF0000FFFFu;
-    return (x ^ x >> 16) & 0xFFFFFFFFu;
-}
-
-// The code of the cell at key k (within lo .. hi) of a box starting at lo.
-NBI_INLINE uint64_t nbi_code_of(const int64_t k[3], const int64_t lo[3], int dim, int shift)
-{
-    const uint64_t x = (uint64_t)(k[0] - lo[0]) >> shift, y = (uint64_t)(k[1] - lo[1]) >> shift;
-    if (dim == 2) return nbi_spread2(x) | nbi_spread2(y) << 1;
-    const uint64_t z = (uint64_t)(k[2] - lo[2]) >> shift;
-    return nbi_spread3(x) | nbi_spread3(y) << 1 | nbi_spread3(z) << 2;
-}
+// ---- Z order beyond the codes' reach (the codes themselves: cell.h) ----
 
 // The most bits an axis's offset may drop (code_shift) for the bits it drops to have a code of
 // their own in one word (nbi_code_low): 63 bits of code in 3D, 62 in 2D.
@@ -153,12 +96,6 @@ NBI_INLINE uint64_t nbi_code_low(const int64_t k[3], const int64_t lo[3], int di
     if (dim == 2) return nbi_spread2(x) | nbi_spread2(y) << 1;
     const uint64_t z = (uint64_t)(k[2] - lo[2]) & m;
     return nbi_spread3(x) | nbi_spread3(y) << 1 | nbi_spread3(z) << 2;
-}
-
-// Axis a's (shifted) offset in a code.
-NBI_INLINE uint64_t nbi_code_axis(uint64_t code, int dim, int a)
-{
-    return dim == 2 ? nbi_gather2(code >> a) : nbi_gather3(code >> a);
 }
 
 // The shift that fits the offsets of a box of ext cells a side into NBI_CODE_BITS(dim) bits.
@@ -338,8 +275,6 @@ NBI_INLINE double nbi_view_box_runs(const nbiView *v, const int64_t cl[3], const
         // A small box (a query's few cells) in two passes: every cell's home slot, each asked
         // of the memory at once, then the probes, so that the table's misses overlap instead of
         // coming one after the other.
-        const nbiCellSlot *slots = nbi_ctab_slots(v->table);
-        const int shift = 64 - v->table->bits;
         uint64_t hash[NBI_LOOKUPS];
         int n = 0;
         for (int64_t z = cl[2]; z <= ch[2]; z++)
@@ -348,8 +283,7 @@ NBI_INLINE double nbi_view_box_runs(const nbiView *v, const int64_t cl[3], const
                 for (int64_t x = cl[0]; x <= ch[0]; x++, n++) {
                     hash[n] = nbi_cell_hash_x(row, x);
                     if (!nbi_view_may_hold(v, hash[n])) continue;
-                    nbi_prefetch(slots + (hash[n] >> shift));
-                    nbi_prefetch(slots + (hash[n] >> shift) + 1); // the probe's next
+                    nbi_ctab_prefetch(v->table, hash[n], true);
                 }
             }
         n = 0;
@@ -357,9 +291,8 @@ NBI_INLINE double nbi_view_box_runs(const nbiView *v, const int64_t cl[3], const
             for (int64_t y = cl[1]; y <= ch[1]; y++)
                 for (int64_t x = cl[0]; x <= ch[0]; x++, n++) {
                     if (!nbi_view_may_hold(v, hash[n])) continue;
-                    const int64_t at = nbi_ctab_find_slot_hashed(v->table, x, y, z, hash[n]);
-                    if (at < 0) continue;
-                    const int32_t c = slots[at].value;
+                    const int32_t c = nbi_ctab_find_hashed(v->table, x, y, z, hash[n]);
+                    if (c < 0) continue;
                     if (!fn(start[c], nbi_view_end(v, c), ctx)) return cells;
                 }
         return cells;

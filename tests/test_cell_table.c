@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 // The cell table (src/cell_table.c): find, insert and grow against a plain array model, with
 // crafted keys that share a home slot (long probe runs), wrap-around at the table's end, growth
-// under a failing allocator, and a table filled to the most it may hold.
+// under a failing allocator, and a table filled to the most it may hold; coded tables (keys
+// through the owner's cell codes) likewise.
 #include "cell_table.h"
 #include "nb_test.h"
+#include "view.h"
 
 // A model: the keys present and their values, in a flat array (linear search).
 typedef struct Model {
@@ -32,7 +34,7 @@ static int check_model(const nbiCellTable *t, const Model *m)
 // n distinct keys whose home slot in a table of 2^bits slots is `home`, found by search.
 static void colliding_keys(int32_t bits, size_t home, int64_t (*out)[3], int32_t n)
 {
-    nbiCellTable probe = {{NULL, 0}, bits, 0};
+    nbiCellTable probe = {{NULL, 0}, bits, 0, NULL, NULL, 0, {0, 0, 0}, 0};
     int32_t got = 0;
     for (int64_t x = -100000; got < n; x++) {
         const int64_t y = x * 7 - 3, z = x % 5;
@@ -48,7 +50,7 @@ static int test_insert_find(void)
 {
     nbAllocator a;
     NB_CHECK(nbi_allocator(NULL, &a));
-    nbiCellTable t = {{NULL, 0}, 0, 0};
+    nbiCellTable t = {{NULL, 0}, 0, 0, NULL, NULL, 0, {0, 0, 0}, 0};
     NB_CHECK(nbi_ctab_find(&t, 1, 2, 3) == -1); // unsized: nothing found, no crash
     NB_CHECK(nbi_ctab_grow(&t, &a, 3));
     NB_CHECK(t.bits == NBI_CTAB_MIN_BITS);
@@ -76,7 +78,7 @@ static int test_colliding_keys(void)
     for (size_t home = 0; home < 32; home += 9) { // 27 makes the run wrap past slot 31
         static int64_t keys[16][3];
         colliding_keys(bits, home, keys, 12);
-        nbiCellTable t = {{NULL, 0}, 0, 0};
+        nbiCellTable t = {{NULL, 0}, 0, 0, NULL, NULL, 0, {0, 0, 0}, 0};
         NB_CHECK(nbi_ctab_grow(&t, &a, 16));
         NB_CHECK(t.bits == bits);
         static Model m;
@@ -106,7 +108,7 @@ static int test_random_against_model(void)
     NB_CHECK(nbi_allocator(NULL, &a));
     static Model m;
     for (int round = 0; round < 20; round++) {
-        nbiCellTable t = {{NULL, 0}, 0, 0};
+        nbiCellTable t = {{NULL, 0}, 0, 0, NULL, NULL, 0, {0, 0, 0}, 0};
         m.n = 0;
         const int32_t span = 4 + nbt_int(30);
         for (int step = 0; step < 3000; step++) {
@@ -141,7 +143,7 @@ static int test_grow_failure(void)
     for (int64_t fail = 1; fail <= 8 && !succeeded; fail++) {
         nbtAlloc counter = {0};
         nbAllocator a = nbt_allocator(&counter);
-        nbiCellTable t = {{NULL, 0}, 0, 0};
+        nbiCellTable t = {{NULL, 0}, 0, 0, NULL, NULL, 0, {0, 0, 0}, 0};
         NB_CHECK(nbi_ctab_grow(&t, &a, 4)); // allocation 1, never failed below
         bool ins;
         for (int64_t i = 0; i < 8; i++) nbi_ctab_insert(&t, i, -i, 0, (int32_t)i, &ins);
@@ -185,7 +187,7 @@ static int test_packed_fill(void)
         NB_CHECK(most == slots - slots / 4 && nbi_ctab_bits_packed(most) == bits);
         nbAllocator a;
         NB_CHECK(nbi_allocator(NULL, &a));
-        nbiCellTable t = {{NULL, 0}, 0, 0};
+        nbiCellTable t = {{NULL, 0}, 0, 0, NULL, NULL, 0, {0, 0, 0}, 0};
         NB_CHECK(nbi_ctab_grow(&t, &a, slots / 2)); // storage for 2^bits slots
         NB_CHECK(t.bits == bits);
         static int64_t keys[49][3];
@@ -213,6 +215,66 @@ static int test_packed_fill(void)
     return 0;
 }
 
+// Coded tables (nbi_ctab_reset_coded): keys through the cells' codes, in 2D and 3D, with exact
+// codes and with low codes (cells of one code told apart by the low bits in their slots, or
+// by their low codes where those do not fit a slot), a table filled to
+// the most it may hold, against the model for every cell about the filled region (also below
+// the box's corner and beyond the codes' reach); a slot with a wrong key fails validation.
+static int test_coded_against_model(void)
+{
+    enum { SIDE = 24, BITS = 8 };
+    const int32_t most = (int32_t)nbi_ctab_most(BITS);
+    static uint64_t codes[192], lows[192];
+    static Model m;
+    for (int dim = 2; dim <= 3; dim++)
+        for (int v = 0; v < 3; v++) { // exact codes; low bits in the slots; low codes compared
+            const int shift = v == 0 ? 0 : v == 1 ? 3 : 35 / dim;
+            const int64_t lo[3] = {-5, (int64_t)1 << 40, dim == 3 ? -1000003 : 0};
+            nbAllocator a;
+            NB_CHECK(nbi_allocator(NULL, &a));
+            nbiCellTable t = {{NULL, 0}, 0, 0, NULL, NULL, 0, {0, 0, 0}, 0};
+            NB_CHECK(nbi_ctab_grow(&t, &a, (size_t)1 << (BITS - 1))); // 2^BITS slots of 32 bytes
+            m.n = 0;
+            while (m.n < most) { // distinct cells in a cube of SIDE cells at lo
+                int64_t k[3] = {0, 0, 0};
+                for (int d = 0; d < dim; d++) k[d] = lo[d] + nbt_int(SIDE);
+                if (model_find(&m, k) >= 0) continue;
+                memcpy(m.key[m.n], k, sizeof k);
+                m.value[m.n] = m.n;
+                codes[m.n] = nbi_code_of(k, lo, dim, shift);
+                lows[m.n] = shift > 0 ? nbi_code_low(k, lo, dim, shift) : 0;
+                m.n++;
+            }
+            nbi_ctab_reset_coded(&t, BITS, codes, shift > 0 ? lows : NULL, shift, lo, dim);
+            for (int32_t i = 0; i < m.n; i++) {
+                const int64_t *k = m.key[i];
+                uint64_t key;
+                NB_CHECK(nbi_ctab_key(&t, k[0], k[1], k[2], &key));
+                nbi_ctab_insert_coded(&t, nbi_cell_hash(k[0], k[1], k[2]), key,
+                                      nbi_ctab_low_bits(&t, k[0], k[1], k[2]), i);
+            }
+            if (check_model(&t, &m)) return 1;
+            for (int64_t z = -2; z < (dim == 3 ? SIDE + 2 : 1); z++)
+                for (int64_t y = -2; y < SIDE + 2; y++)
+                    for (int64_t x = -2; x < SIDE + 2; x++) {
+                        const int64_t k[3] = {lo[0] + x, lo[1] + y, lo[2] + z};
+                        NB_CHECK(nbi_ctab_find(&t, k[0], k[1], k[2]) == model_find(&m, k));
+                    }
+            const int64_t beyond = (int64_t)1 << (NBI_CODE_BITS(dim) + shift); // out of reach
+            NB_CHECK(nbi_ctab_find(&t, lo[0] + beyond, lo[1], lo[2]) == -1);
+            NB_CHECK(nbi_ctab_find(&t, lo[0], lo[1] + beyond, lo[2]) == -1);
+            // a slot whose key is not its cell's: no longer a valid table
+            nbiCodedSlot *slot = (nbiCodedSlot *)t.buf.ptr;
+            while (slot->value < 0) slot++;
+            slot->key ^= 1;
+            NB_CHECK(!nbi_ctab_validate(&t));
+            slot->key ^= 1;
+            NB_CHECK(nbi_ctab_validate(&t));
+            nbi_ctab_free(&t, &a);
+        }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const nbtCase cases[] = {
@@ -221,6 +283,7 @@ int main(int argc, char **argv)
         {"random_against_model", test_random_against_model},
         {"grow_failure", test_grow_failure},
         {"packed_fill", test_packed_fill},
+        {"coded_against_model", test_coded_against_model},
     };
     return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
 }

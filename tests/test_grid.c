@@ -602,6 +602,19 @@ static int test_hashed_blocks(void)
     return 0;
 }
 
+// A grid of the set's points with cells of `cell`, built at radius r; NULL when that fails.
+static nbGrid *grid_of(const nboSet *s, double cell, double r)
+{
+    nbGridDesc desc = {0};
+    desc.dim = s->dim;
+    desc.cell_size = cell;
+    nbGrid *g = NULL;
+    nbPoints pts = {.data = s->p, .count = s->n, .dim = s->dim, .stride = 0};
+    if (nb_grid_create(&desc, &g) == NB_OK && nb_grid_build(g, &pts, r) == NB_OK) return g;
+    nb_grid_destroy(g);
+    return NULL;
+}
+
 // Boxes wider than the codes reach (21 bits an axis in 3D, 32 in 2D): the clusters, shell and
 // planes of hashed_blocks, with a few far points that widen the box to 2^w cells a side. Where a
 // cell's low code fits a word with its number, the cells are in the Z order of their exact
@@ -619,13 +632,8 @@ static int test_hashed_beyond_codes(void)
                 for (int a = 0; a < dim; a++)
                     s.p[(size_t)i * dim + a] = (i >> a & 1) ? ldexp(1.0, w) - 0.5 : -3.25 * i;
             if (check_layout(&s, 1.0, 1.0, 2)) return 1;
-            nbGridDesc desc = {0};
-            desc.dim = dim;
-            desc.cell_size = 1.0;
-            nbGrid *g = NULL;
-            NB_CHECK_OK(nb_grid_create(&desc, &g));
-            nbPoints pts = {.data = s.p, .count = s.n, .dim = dim, .stride = 0};
-            NB_CHECK_OK(nb_grid_build(g, &pts, 1.0));
+            nbGrid *g = grid_of(&s, 1.0, 1.0);
+            NB_CHECK(g != NULL);
             const int shift = nbi_code_shift(g->ext, dim);
             const int idb = 64 - __builtin_clzll((uint64_t)g->ncells - 1);
             NB_CHECK(shift > 0 && g->low_codes == (dim * shift + idb <= 64));
@@ -635,6 +643,64 @@ static int test_hashed_beyond_codes(void)
             if (t % 2 == 0 && check_all(&s, 10.0, 1.0, 0)) return 1;
             nbo_set_free(&s);
         }
+    return 0;
+}
+
+// A heavy tail about one centre (log-normal distances, as the corpus' tail3d) at `offset` on
+// every axis: cells of `scale` far smaller than the spread, boxes beyond the codes' reach.
+static nboSet tail_set(int dim, int32_t n, double offset, double scale)
+{
+    nboSet s = nbo_set_new(n, dim);
+    for (int32_t i = 0; i < n; i++) {
+        double g[3] = {nbt_gauss(), nbt_gauss(), dim == 3 ? nbt_gauss() : 0.0};
+        const double len = sqrt(g[0] * g[0] + g[1] * g[1] + g[2] * g[2]) + 1e-300;
+        const double dist = scale * exp(3.0 * nbt_gauss());
+        for (int a = 0; a < dim; a++) s.p[(size_t)i * dim + a] = offset + dist * g[a] / len;
+    }
+    for (int32_t i = 0; i + 1 < n && i < 20; i += 2) // pairs exactly r = scale apart on x
+        for (int a = 0; a < dim; a++)
+            s.p[(size_t)(i + 1) * dim + a] = s.p[(size_t)i * dim + a] + (a == 0 ? scale : 0.0);
+    return s;
+}
+
+// The hashed build by sorting on two words (code and low code, or codes exact but too wide to
+// share a word with the points' numbers): heavy tails at 0 and at 1e9 (boxes of 2^22 to 2^40
+// cells a side), and boxes of 2^18 to 2^20 cells a side in 3D (2^28 to 2^31 in 2D), against
+// brute force at one and three rings, with the table keyed by the cells' codes.
+static int test_hashed_sorted_wide(void)
+{
+    for (int dim = 2; dim <= 3; dim++) {
+        for (int t = 0; t < 4; t++) { // tails: the cell sets the box's width
+            const double offset = t % 2 ? 1e9 : 0.0, scale = t < 2 ? 1e-3 : 1e-2;
+            nboSet s = tail_set(dim, 1000, offset, scale);
+            if (check_layout(&s, scale, scale, 2)) return 1;
+            nbGrid *g = grid_of(&s, scale, scale);
+            NB_CHECK(g != NULL);
+            const int shift = nbi_code_shift(g->ext, dim);
+            NB_CHECK(g->table.codes != NULL && g->low_codes == (shift > 0));
+            NB_CHECK_OK(nb_grid_validate(g));
+            nb_grid_destroy(g);
+            if (check_all(&s, scale, scale, 8)) return 1;
+            if (check_all(&s, 2.5 * scale, scale, 4)) return 1; // 3 rings
+            nbo_set_free(&s);
+        }
+        static const int widths[2][3] = {{28, 30, 31}, {18, 19, 20}};
+        for (int t = 0; t < 3; t++) { // exact codes too wide for a word with 2^11 numbers
+            const int w = widths[dim - 2][t];
+            nboSet s = sparse_set(dim, t % (dim == 3 ? 3 : 1), 2000);
+            for (int32_t i = 0; i < 6; i++)
+                for (int a = 0; a < dim; a++)
+                    s.p[(size_t)i * dim + a] = (i >> a & 1) ? ldexp(1.0, w) - 0.5 : 0.25 * i;
+            nbGrid *g = grid_of(&s, 1.0, 1.0);
+            NB_CHECK(g != NULL);
+            NB_CHECK(nbi_code_shift(g->ext, dim) == 0 && g->table.codes != NULL && !g->low_codes);
+            NB_CHECK_OK(nb_grid_validate(g));
+            nb_grid_destroy(g);
+            if (check_all(&s, 1.0, 1.0, 8)) return 1;
+            if (check_all(&s, 2.5, 1.0, 4)) return 1;
+            nbo_set_free(&s);
+        }
+    }
     return 0;
 }
 
@@ -1193,6 +1259,7 @@ static int test_allocation_failure(void)
 {
     enum { MAX_TRIES = 1000 };
     nboSet a = nbo_set_new(300, 2), b = nbo_set_new(3000, 2), c = nbo_set_new(3000, 2);
+    nboSet d = tail_set(3, 2000, 1e9, 1e-2); // sorted on two words, a coded table
     for (int32_t i = 0; i < 600; i++) a.p[i] = nbt_range(0, 10);
     for (int32_t i = 0; i < 6000; i++) b.p[i] = nbt_range(0, i % 3 ? 30 : 1e7);
     for (int32_t i = 0; i < 6000; i++) c.p[i] = nbt_range(0, 200); // ~13 cells a point: ranked
@@ -1234,6 +1301,23 @@ static int test_allocation_failure(void)
         if (st == NB_ERR_OUT_OF_MEMORY) NB_CHECK(fingerprint(g) == fp);
         fp = fingerprint(g);
         NB_CHECK(fp >= 0);
+        nbPoints pd = {.data = d.p, .count = d.n, .dim = 3};
+        nbGridDesc desc3 = {0};
+        desc3.allocator = &al;
+        desc3.dim = 3;
+        nbGrid *g3 = NULL;
+        st = nb_grid_create(&desc3, &g3);
+        NB_CHECK(st == NB_OK || (st == NB_ERR_OUT_OF_MEMORY && nbt_alloc_failed(&counter)));
+        if (st == NB_OK) {
+            st = nb_grid_build(g3, &pd, 1e-2);
+            NB_CHECK(st == NB_OK || (st == NB_ERR_OUT_OF_MEMORY && nbt_alloc_failed(&counter)));
+            NB_CHECK_OK(nb_grid_validate(g3));
+            NB_CHECK(nb_grid_count(g3) == (st == NB_OK ? d.n : 0));
+            st = nb_grid_reserve(g3, 4000); // the coded table's keys move with the codes
+            NB_CHECK(st == NB_OK || (st == NB_ERR_OUT_OF_MEMORY && nbt_alloc_failed(&counter)));
+            NB_CHECK_OK(nb_grid_validate(g3));
+            nb_grid_destroy(g3);
+        }
         st = nb_grid_reserve(g, 50000); // reserve keeps the contents, whether it works or not
         NB_CHECK(st == NB_OK || (st == NB_ERR_OUT_OF_MEMORY && nbt_alloc_failed(&counter)));
         NB_CHECK_OK(nb_grid_validate(g));
@@ -1251,6 +1335,7 @@ static int test_allocation_failure(void)
     nbo_set_free(&a);
     nbo_set_free(&b);
     nbo_set_free(&c);
+    nbo_set_free(&d);
     return 0;
 }
 
@@ -1844,6 +1929,7 @@ int main(int argc, char **argv)
         {"ranked_edges", test_ranked_edges},
         {"hashed_blocks", test_hashed_blocks},
         {"hashed_beyond_codes", test_hashed_beyond_codes},
+        {"hashed_sorted_wide", test_hashed_sorted_wide},
         {"deterministic", test_deterministic},
         {"cells_far_apart", test_cells_far_apart},
         {"pairs_cost_guard", test_pairs_cost_guard},
