@@ -505,8 +505,9 @@ class cKDTree:
             d = _np.asarray(d).reshape(lead + ((kout,) if not squeeze else ()))
             i = _np.asarray(i).reshape(lead + ((kout,) if not squeeze else ()))
         else:
-            if finite is None and self._keep is None and self._period is None and len(q):
-                # other norms, in C: one Euclidean kNN and one search a query
+            if finite is None and self._keep is None and len(q):
+                # other norms, in C (periodic boxes too: the walk takes the minimum image in
+                # the norm): one Euclidean kNN and one search a query
                 d, i = self._grid._knn_p(q, kmax, p, dub, workers)
             else:
                 d, i = self._knn_general(q, finite, kmax, p, dub, workers)
