@@ -891,6 +891,18 @@ nbStatus nbi_walk_knn(const nbiView *v, const double *point, nbFilter f, double 
     return nbi_walk_knn_indexed(v, NULL, NULL, point, f, max_distance, out, k, found);
 }
 
+// Whether q lies more than NBI_KNN_FAR cells outside the view's box on some axis.
+enum { NBI_KNN_FAR = 2 };
+static bool nbi_knn_far_out(const nbiView *v, const double *q)
+{
+    for (int a = 0; a < v->dim; a++) {
+        const double c = nbi_cell_f(&v->cm, q[a]);
+        if (c < (double)v->lo[a] - NBI_KNN_FAR || c >= (double)v->hi[a] + 1.0 + NBI_KNN_FAR)
+            return true;
+    }
+    return false;
+}
+
 nbStatus nbi_walk_knn_indexed(const nbiView *v, nbiKnnLazy *z, const nbAllocator *alloc,
                               const double *point, nbFilter f, double max_distance, nbNeighbor *out,
                               int32_t k, int32_t *found)
@@ -906,8 +918,13 @@ nbStatus nbi_walk_knn_indexed(const nbiView *v, nbiKnnLazy *z, const nbAllocator
     // 3D, 2^32 in 2D): many cells then share a code, and the walk scans them all (a dense core
     // of a heavy-tailed set far from its outliers: 100k instructions a query), nor where the
     // cells are crowded (nbi_knn_crowded).
+    // Nor from far outside the box (nbi_knn_far_out): the rings from there cross the box's
+    // faces before they can stop, where the tree's descent goes straight to the near corner or
+    // face (the index is built as for k > 1: at once where it is wanted, else after a share of
+    // such queries).
     const nbiKnnIndex *ix =
-        z != NULL && v->wrap == NULL && (k > 1 || v->code_shift > 0 || nbi_knn_crowded(z, v))
+        z != NULL && v->wrap == NULL &&
+                (k > 1 || v->code_shift > 0 || nbi_knn_far_out(v, point) || nbi_knn_crowded(z, v))
             ? nbi_knn_index_get(z, v, alloc, point)
             : NULL;
     if (ix != NULL) {
