@@ -326,67 +326,58 @@ NBI_INLINE double nbi_rows_gap(double q, int64_t j0, int64_t j1, double c, doubl
     return gap > 0.0 ? gap : 0.0;
 }
 
-// Row (y = j, z = l) of the box [cl, ch], clipped on x to where a point the test d2 <= r2 accepts
-// around q can lie: the ball's chord over the row, from the query's gaps to the row on y and z
-// (lower bounds), with margins far above the rounding of the squares involved (as nbi_face_cap
-// clips a face). False when no such point can lie in the row. A ball reaching into the data from
-// far outside meets it in a thin cap, whose rows are short; its box holds every cell.
-static bool nbi_ball_row(const nbiView *v, const double *q, double r2, int64_t j, int64_t l,
-                         const int64_t cl[3], const int64_t ch[3], int64_t rl[3], int64_t rh[3])
+// Narrows the cells [*lo, *hi] of axis a to where a point the test d2 <= r2 accepts around q can
+// lie, given lower bounds ga and gb on its true distance from q along the other two axes (less
+// rounding margins, nbi_rows_gap): the ball's chord there, with margins far above the rounding of
+// the squares involved (as nbi_face_cap clips a face). False when no such point can lie in them.
+static bool nbi_ball_clip(const nbiView *v, const double *q, int a, double r2, double ga, double gb,
+                          int64_t *lo, int64_t *hi)
 {
-    const double c = v->cm.cell, slack = nbi_cell_slack(c);
-    const double gy = nbi_rows_gap(q[1], j, j, c, slack);
-    const double gz = v->dim == 3 ? nbi_rows_gap(q[2], l, l, c, slack) : 0.0;
-    const double g2 = (gy * gy + gz * gz) * (1.0 - 0x1p-40);
+    const double g2 = (ga * ga + gb * gb) * (1.0 - 0x1p-40);
     if (g2 > r2) return false;
     const double half = nbi_reach(sqrt(r2 - g2 + r2 * 0x1p-40));
-    const double lo = nbi_cell_f(&v->cm, q[0] - half), hi = nbi_cell_f(&v->cm, q[0] + half);
-    if (!(lo <= (double)ch[0]) || !(hi >= (double)cl[0])) return false;
-    rl[0] = lo > (double)cl[0] ? (int64_t)lo : cl[0];
-    rh[0] = hi < (double)ch[0] ? (int64_t)hi : ch[0];
-    rl[1] = rh[1] = j;
-    rl[2] = rh[2] = l;
-    return rl[0] <= rh[0];
+    const double l = nbi_cell_f(&v->cm, q[a] - half), h = nbi_cell_f(&v->cm, q[a] + half);
+    if (!(l <= (double)*hi) || !(h >= (double)*lo)) return false;
+    if (l > (double)*lo) *lo = (int64_t)l;
+    if (h < (double)*hi) *hi = (int64_t)h;
+    return *lo <= *hi;
 }
 
-// The rows of plane z = l (3D; 2D: its one plane) of the box [cl, ch] the ball can reach, as
-// [*jl, *jh]: where the ball crosses the plane and the box's span of x, from the query's gaps
-// to both (as nbi_ball_row clips a row). False when the ball misses them. A ball reaching into
-// a corner of the data from far away then costs the rows near that corner, not every row of
-// the box.
-static bool nbi_ball_plane(const nbiView *v, const double *q, double r2, int64_t l,
-                           const int64_t cl[3], const int64_t ch[3], int64_t *jl, int64_t *jh)
-{
-    const double c = v->cm.cell, slack = nbi_cell_slack(c);
-    const double gx = nbi_rows_gap(q[0], cl[0], ch[0], c, slack);
-    const double gz = v->dim == 3 ? nbi_rows_gap(q[2], l, l, c, slack) : 0.0;
-    const double g2 = (gx * gx + gz * gz) * (1.0 - 0x1p-40);
-    if (g2 > r2) return false;
-    const double half = nbi_reach(sqrt(r2 - g2 + r2 * 0x1p-40));
-    const double lo = nbi_cell_f(&v->cm, q[1] - half), hi = nbi_cell_f(&v->cm, q[1] + half);
-    if (!(lo <= (double)ch[1]) || !(hi >= (double)cl[1])) return false;
-    *jl = lo > (double)cl[1] ? (int64_t)lo : cl[1];
-    *jh = hi < (double)ch[1] ? (int64_t)hi : ch[1];
-    return *jl <= *jh;
-}
-
-// The planes z = l of the box [cl, ch] the ball can reach (3D), narrowed in place: where it
-// crosses the box's span of x and of y, from the query's gaps to both. False when it misses.
+// A radius query's box of cells [cl, ch], clipped to the ball a plane, then a row at a time: a
+// ball reaching into the data from far outside meets it in a thin cap, and its box holds every
+// cell. nbi_ball_planes narrows the planes z = l (3D) to those the ball reaches within the box's
+// span of x and y; nbi_ball_plane gives the rows [*jl, *jh] of plane l it reaches within the span
+// of x (a ball reaching into a corner then costs the rows near that corner); nbi_ball_row clips
+// row (j, l) on x to the ball's chord over it ([rl, rh]).
 static bool nbi_ball_planes(const nbiView *v, const double *q, double r2, int64_t cl[3],
                             int64_t ch[3])
 {
     if (v->dim != 3) return true;
     const double c = v->cm.cell, slack = nbi_cell_slack(c);
-    const double gx = nbi_rows_gap(q[0], cl[0], ch[0], c, slack);
-    const double gy = nbi_rows_gap(q[1], cl[1], ch[1], c, slack);
-    const double g2 = (gx * gx + gy * gy) * (1.0 - 0x1p-40);
-    if (g2 > r2) return false;
-    const double half = nbi_reach(sqrt(r2 - g2 + r2 * 0x1p-40));
-    const double lo = nbi_cell_f(&v->cm, q[2] - half), hi = nbi_cell_f(&v->cm, q[2] + half);
-    if (!(lo <= (double)ch[2]) || !(hi >= (double)cl[2])) return false;
-    if (lo > (double)cl[2]) cl[2] = (int64_t)lo;
-    if (hi < (double)ch[2]) ch[2] = (int64_t)hi;
-    return cl[2] <= ch[2];
+    return nbi_ball_clip(v, q, 2, r2, nbi_rows_gap(q[0], cl[0], ch[0], c, slack),
+                         nbi_rows_gap(q[1], cl[1], ch[1], c, slack), &cl[2], &ch[2]);
+}
+
+static bool nbi_ball_plane(const nbiView *v, const double *q, double r2, int64_t l,
+                           const int64_t cl[3], const int64_t ch[3], int64_t *jl, int64_t *jh)
+{
+    const double c = v->cm.cell, slack = nbi_cell_slack(c);
+    *jl = cl[1];
+    *jh = ch[1];
+    return nbi_ball_clip(v, q, 1, r2, nbi_rows_gap(q[0], cl[0], ch[0], c, slack),
+                         v->dim == 3 ? nbi_rows_gap(q[2], l, l, c, slack) : 0.0, jl, jh);
+}
+
+static bool nbi_ball_row(const nbiView *v, const double *q, double r2, int64_t j, int64_t l,
+                         const int64_t cl[3], const int64_t ch[3], int64_t rl[3], int64_t rh[3])
+{
+    const double c = v->cm.cell, slack = nbi_cell_slack(c);
+    rl[0] = cl[0];
+    rh[0] = ch[0];
+    rl[1] = rh[1] = j;
+    rl[2] = rh[2] = l;
+    return nbi_ball_clip(v, q, 0, r2, nbi_rows_gap(q[1], j, j, c, slack),
+                         v->dim == 3 ? nbi_rows_gap(q[2], l, l, c, slack) : 0.0, &rl[0], &rh[0]);
 }
 
 nbStatus nbi_walk_radius(const nbiView *v, const double *center, double radius, nbFilter f,

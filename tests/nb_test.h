@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const char *nbt_name = "";
 
@@ -50,6 +51,13 @@ static inline uint64_t nbt_u64(void)
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
     return z ^ (z >> 31);
+}
+// Wall-clock seconds, for the tests that bound a query's cost against a scan.
+static inline double nbt_seconds(void)
+{
+    struct timespec ts;
+    timespec_get(&ts, TIME_UTC);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 // Uniform in [0, 1).
 static inline double nbt_unit(void)

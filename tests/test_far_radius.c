@@ -159,13 +159,6 @@ static int test_wide_balls_against_brute_force(void)
     return 0;
 }
 
-static double seconds(void)
-{
-    struct timespec ts;
-    timespec_get(&ts, TIME_UTC);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 // 400 balls from 1000 boxes away in random directions, reaching a cell past the nearest point,
 // cost less than 40 scans of every point: before the walk clipped its box to the ball, each
 // took about a scan (dense uniform points: 0.3 ms a query over 160k 2D points, 100x less now).
@@ -185,19 +178,19 @@ static int test_far_balls_cost_little(void)
         int32_t *out = (int32_t *)nbo_xalloc((size_t)s.n * sizeof(int32_t));
         double best_far = (double)INFINITY, best_scan = (double)INFINITY;
         for (int round = 0; round < 3; round++) {
-            double t0 = seconds();
+            double t0 = nbt_seconds();
             for (int t = 0; t < 400; t++) {
                 int32_t found = 0;
                 NB_CHECK_OK(nb_grid_query_radius(g, q[t], r[t], NB_FILTER_ALL, out, s.n, &found));
                 NB_CHECK(found >= 1);
             }
-            const double far = seconds() - t0;
-            t0 = seconds();
+            const double far = nbt_seconds() - t0;
+            t0 = nbt_seconds();
             int32_t sink = 0;
             for (int t = 0; t < 40; t++) // a scan: every point's distance against the ball
                 for (int32_t i = 0; i < s.n; i++)
                     sink += nbo_d2(q[t], nbo_pt(&s, i), dim) <= r[t] * r[t];
-            const double scan = seconds() - t0;
+            const double scan = nbt_seconds() - t0;
             NB_CHECK(sink >= 40);
             best_far = far < best_far ? far : best_far;
             best_scan = scan < best_scan ? scan : best_scan;

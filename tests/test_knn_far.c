@@ -123,18 +123,11 @@ static int test_far_against_brute_force(void)
     return 0;
 }
 
-static double seconds(void)
-{
-    struct timespec ts;
-    timespec_get(&ts, TIME_UTC);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 // The time of `scans` scans of every point (each point's distance, as the walk computes it)
 // from the first points of s.
 static double scan_seconds(const nboSet *s, int scans)
 {
-    const double t0 = seconds();
+    const double t0 = nbt_seconds();
     double sink = 0.0;
     for (int t = 0; t < scans; t++) {
         const double *q = nbo_pt(s, t);
@@ -145,7 +138,7 @@ static double scan_seconds(const nboSet *s, int scans)
         }
         sink += best;
     }
-    const double scan = seconds() - t0;
+    const double scan = nbt_seconds() - t0;
     return sink > 0.0 ? scan : (double)INFINITY; // (the sink keeps the loop)
 }
 
@@ -170,7 +163,7 @@ static int test_far_costs_little(void)
             const int scans = ps[pi] == 1.0 || ps[pi] == 2.0 ? 80 : 400;
             double best_far = (double)INFINITY, best_scan = (double)INFINITY;
             for (int round = 0; round < 3; round++) {
-                double t0 = seconds();
+                double t0 = nbt_seconds();
                 for (int t = 0; t < 400; t++) {
                     double q[3] = {0, 0, 0};
                     far_query(dim, 2 * t + 1, 1e3, q); // odd t: between the axes
@@ -179,7 +172,7 @@ static int test_far_costs_little(void)
                                                  8, &found));
                     NB_CHECK(found == 8);
                 }
-                const double far = seconds() - t0;
+                const double far = nbt_seconds() - t0;
                 const double scan = scan_seconds(&s, scans);
                 best_far = far < best_far ? far : best_far;
                 best_scan = scan < best_scan ? scan : best_scan;
@@ -226,7 +219,7 @@ static int test_far_along_an_axis(void)
     }
     double best_far = (double)INFINITY, best_scan = (double)INFINITY;
     for (int round = 0; round < 3; round++) {
-        double t0 = seconds();
+        double t0 = nbt_seconds();
         for (int t = 0; t < 400; t++) {
             double q[3];
             for (int a = 0; a < 3; a++) q[a] = nbt_range(0.0, 1.0);
@@ -237,7 +230,7 @@ static int test_far_along_an_axis(void)
                 nb_grid_knn(g, q, NB_FILTER_ALL, (double)INFINITY, got, t % 4 < 2 ? 1 : 8, &found));
             NB_CHECK(found >= 1);
         }
-        const double far = seconds() - t0;
+        const double far = nbt_seconds() - t0;
         const double scan = scan_seconds(&s, 80);
         best_far = far < best_far ? far : best_far;
         best_scan = scan < best_scan ? scan : best_scan;

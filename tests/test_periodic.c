@@ -564,13 +564,6 @@ static int test_clump_ranked(void)
     return 0;
 }
 
-static double seconds(void)
-{
-    struct timespec ts;
-    timespec_get(&ts, TIME_UTC);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 // The cost of a clump in a large periodic box: its cells are those of the radius, not cells
 // doubled until the whole box had 4 N + 64 of them (20k points in one clump of sigma = 1% of
 // the box then sat in about 8 cells, and a kNN of every point scanned most of them: 12 scans of
@@ -590,7 +583,7 @@ static int test_clump_costs_little(void)
     enum { QUERIES = 2000, SCANS = 400 };
     double best_knn = (double)INFINITY, best_scan = (double)INFINITY, sink = 0.0;
     for (int round = 0; round < 3; round++) {
-        double t0 = seconds();
+        double t0 = nbt_seconds();
         for (int q = 0; q < QUERIES; q++) {
             double far[3];
             const double *at = nbo_pt(&s, (q * 7919) % s.n);
@@ -602,8 +595,8 @@ static int test_clump_costs_little(void)
             NB_CHECK(found == 8);
             sink += out[7].dist2;
         }
-        const double knn = seconds() - t0;
-        t0 = seconds();
+        const double knn = nbt_seconds() - t0;
+        t0 = nbt_seconds();
         for (int k = 0; k < SCANS; k++) { // a brute-force scan of every point
             const double *q = nbo_pt(&s, k);
             double least = (double)INFINITY;
@@ -613,7 +606,7 @@ static int test_clump_costs_little(void)
             }
             sink += least;
         }
-        const double scan = seconds() - t0;
+        const double scan = nbt_seconds() - t0;
         best_knn = knn < best_knn ? knn : best_knn;
         best_scan = scan < best_scan ? scan : best_scan;
     }
