@@ -140,10 +140,11 @@ static inline int nbt_run(const nbtCase *cases, size_t count, int argc, char **a
         if (argc > 1 && strstr(cases[i].name, argv[1]) == NULL) continue;
         nbt_name = cases[i].name;
         nbt_rng_state = nbt_seed ^ (uint64_t)(i * 0x100000001b3u);
+        double t0 = nbt_seconds();
         int r = cases[i].fn();
         ran++;
         failed += r != 0;
-        printf("%s %s\n", r == 0 ? "pass" : "FAIL", cases[i].name);
+        printf("%s %s (%.2f s)\n", r == 0 ? "pass" : "FAIL", cases[i].name, nbt_seconds() - t0);
     }
     printf("%d passed, %d failed\n", ran - failed, failed);
     return failed == 0 ? 0 : 1;

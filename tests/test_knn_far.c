@@ -33,8 +33,7 @@ static int32_t brute(const nboSet *s, const double *q, double p, nbNeighbor *out
         }
         all[i] = (nbNeighbor){i, r};
     }
-    nbo_sort_neighbors(all, s->n);
-    const int32_t got = s->n < k ? s->n : k;
+    const int32_t got = nbo_select_neighbors(all, s->n, k);
     for (int32_t j = 0; j < got; j++) out[j] = all[j];
     free(all);
     return got;

@@ -169,8 +169,7 @@ static nbNeighbor *brute_norm(const nboSet *s, const double *q, double p, const 
         }
         all[i] = (nbNeighbor){i, raw};
     }
-    nbo_sort_neighbors(all, s->n);
-    *found = s->n < k ? s->n : k;
+    *found = nbo_select_neighbors(all, s->n, k);
     return all;
 }
 
