@@ -352,10 +352,41 @@ static inline nbPair *nbo_pair_finish(nboPairList *l, int64_t *count)
 static inline nbPair *nbo_pairs(const nboSet *s, double r, int64_t *count)
 {
     nboPairList l = {NULL, 0, 0};
-    for (int32_t i = 0; i < s->n; i++)
-        for (int32_t j = i + 1; j < s->n; j++)
-            if (nbo_within(nbo_pt(s, i), nbo_pt(s, j), s->dim, r) && nbo_pair_passes(s, i, s, j))
-                nbo_pair_push(&l, i, j);
+    bool finite = s->n >= 256 && isfinite(r * r);
+    for (int32_t i = 0; i < s->n && finite; i++)
+        for (int a = 0; a < s->dim; a++) finite = finite && isfinite(nbo_pt(s, i)[a]);
+    if (!finite) { // every pair, as the contract reads
+        for (int32_t i = 0; i < s->n; i++)
+            for (int32_t j = i + 1; j < s->n; j++)
+                if (nbo_within(nbo_pt(s, i), nbo_pt(s, j), s->dim, r) &&
+                    nbo_pair_passes(s, i, s, j))
+                    nbo_pair_push(&l, i, j);
+        return nbo_pair_finish(&l, count);
+    }
+    // The same test on fewer pairs: the points by x, and for each the ones after it while
+    // dx * dx <= r * r. Exact: dx = x_j - x_i grows with x_j (rounding is monotone), and the
+    // rounded sum d2 is at least its first term dx * dx, so once dx * dx > r * r no later point
+    // is within (nbo_d2 takes a - b, the same magnitude as b - a).
+    int32_t *by_x = (int32_t *)nbo_xalloc((size_t)s->n * sizeof(int32_t));
+    nbNeighbor *key = (nbNeighbor *)nbo_xalloc((size_t)s->n * sizeof(nbNeighbor));
+    for (int32_t i = 0; i < s->n; i++) key[i] = (nbNeighbor){i, nbo_pt(s, i)[0]};
+    nbo_sort_neighbors(key, s->n); // by x (finite), ties by index
+    for (int32_t u = 0; u < s->n; u++) by_x[u] = key[u].index;
+    free(key);
+    for (int32_t u = 0; u < s->n; u++) {
+        const int32_t i = by_x[u];
+        for (int32_t v = u + 1; v < s->n; v++) {
+            const int32_t j = by_x[v];
+            const double dx = nbo_pt(s, j)[0] - nbo_pt(s, i)[0];
+            if (dx * dx > r * r) break;
+            const int32_t lo = i < j ? i : j, hi = i < j ? j : i;
+            if (nbo_within(nbo_pt(s, lo), nbo_pt(s, hi), s->dim, r) &&
+                nbo_pair_passes(s, lo, s, hi))
+                nbo_pair_push(&l, lo, hi);
+        }
+    }
+    free(by_x);
+    nbo_sort_pairs(l.p, l.n);
     return nbo_pair_finish(&l, count);
 }
 

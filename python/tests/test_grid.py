@@ -280,10 +280,8 @@ def test_rebuilt_every_frame(rng):
     for n in (150000, 60000, 150000, 120000, 150000):
         pts = rng.random((n, 2)) * np.sqrt(n)
         got = nearby.Grid(pts).query_pairs(1.3, output_type="ndarray")
-        tree = cKDTree(pts)
-        assert len(got) == (tree.count_neighbors(tree, 1.3) - n) // 2
-        np.testing.assert_array_equal(
-            sorted_pairs(got), sorted_pairs(tree.query_pairs(1.3, output_type="ndarray")))
+        want = cKDTree(pts).query_pairs(1.3, output_type="ndarray")
+        np.testing.assert_array_equal(sorted_pairs(got), sorted_pairs(want))
         if n == 120000:
             kept.append((got.copy(), got))  # an array still alive keeps its block
     np.testing.assert_array_equal(kept[0][0], kept[0][1])
@@ -322,9 +320,10 @@ def _local_spacing_oracle(x, quantile=0.75):
     box = (np.prod(hi - lo) / n) ** (1.0 / dim)
     s = min(n, 2048)
     sample = x[(np.arange(s, dtype=np.int64) * n) // s]
-    d2 = ((sample[:, None, :] - sample[None, :, :]) ** 2).sum(axis=2)
-    np.fill_diagonal(d2, np.inf)
-    q = np.sort(np.sqrt(d2.min(axis=1)))[int(quantile * (s - 1))]
+    # each sample point's nearest other sample point, by scipy (exact; a 2048 x 2048 distance
+    # matrix took seconds)
+    nearest = cKDTree(sample).query(sample, k=2)[0][:, 1]
+    q = np.sort(nearest)[int(quantile * (s - 1))]
     local = q * (2.0 if dim == 2 else 1.8) * (s / n) ** (1.0 / dim)
     spacing = local if 0 < q < np.inf and local < box else box
     return spacing
