@@ -705,10 +705,10 @@ static int verlet_steps(int kind, int dim, const double *period, int steps)
 static int test_verlet_steps(void)
 {
     const double p2[3] = {15.0, 15.0, 0.0}, p3[3] = {6.0, 6.0, 6.0};
-    NB_CHECK(verlet_steps(SET_UNIFORM, 2, NULL, 80) == 0);
-    NB_CHECK(verlet_steps(SET_UNIFORM, 3, NULL, 80) == 0);
-    NB_CHECK(verlet_steps(SET_UNIFORM, 2, p2, 80) == 0);
-    NB_CHECK(verlet_steps(SET_UNIFORM, 3, p3, 80) == 0);
+    NB_CHECK(verlet_steps(SET_UNIFORM, 2, NULL, 50) == 0);
+    NB_CHECK(verlet_steps(SET_UNIFORM, 3, NULL, 50) == 0);
+    NB_CHECK(verlet_steps(SET_UNIFORM, 2, p2, 50) == 0);
+    NB_CHECK(verlet_steps(SET_UNIFORM, 3, p3, 50) == 0);
     NB_CHECK(verlet_steps(SET_CLUSTERS, 2, NULL, 20) == 0); // rows of more than 32 candidates
 #if defined(NBI_AVX512)
     // the filter and the candidates' sort without the AVX-512 kernels

@@ -56,8 +56,8 @@ static data make_data(int32_t n, int dim, int kind)
         for (int a = 0; a < dim; a++) {
             double v = nbt_range(-side / 2, side / 2);
             if (kind == 1) v = floor(v); // a lattice: many pairs exactly 1 apart, duplicates
-            if (kind == 2 && i % 7 == 0) v = 0.25 * (double)(i % 5); // a dense cluster
-            if (kind == 3) v = i % 11 == 0 ? 0.0 : v + side / 2;     // periodic, some on a face
+            if (kind == 2 && i % 21 == 0) v = 0.25 * (double)(i % 5); // a dense cluster
+            if (kind == 3) v = i % 11 == 0 ? 0.0 : v + side / 2;      // periodic, some on a face
             if (kind == 3 && !(v < side)) v = 0.0;
             if (kind == 4 && a == dim - 1 && i % 5 < 3) // a crowd in the first rows or layers
                 v = nbt_range(-side / 2, -side / 2 + 1.0);
