@@ -7,7 +7,7 @@
 // at its distance to its nearest point plus the set's radius (the corpus' far scenario, the
 // same queries); `axis`, the same from beyond a face (its axis scenario); `inside`, at the
 // points themselves at the set's radius (its radius rows' queries, every 10th point); `wide`,
-// at the points at 8 times the set's radius. Prints the grid's shape and the hits, so that
+// at the points at 8 times the set's radius; `xF`, at the points at F times the set's radius. Prints the grid's shape and the hits, so that
 // callgrind's count divides into instructions a query; with `time`, the median of 7 runs of the
 // queries in ns a query. Not part of nearby.
 #include "corpus.h"
@@ -35,7 +35,7 @@ static int64_t run_queries(const nbGrid *g, int dim, const double *q, const doub
 int main(int argc, char **argv)
 {
     if (argc < 4) {
-        fprintf(stderr, "usage: radius_profile SET N far|axis|inside|wide [Q] [time]\n");
+        fprintf(stderr, "usage: radius_profile SET N far|axis|inside|wide|xF [Q] [time]\n");
         return 2;
     }
     const int set = nbb_corpus_find(argv[1]);
@@ -74,7 +74,9 @@ int main(int argc, char **argv)
             rq[i] = sqrt(nb.dist2) + c.radius;
         }
     } else {
-        const double r = strcmp(kind, "wide") == 0 ? 8.0 * c.radius : c.radius;
+        const double r = strcmp(kind, "wide") == 0 ? 8.0 * c.radius
+                         : kind[0] == 'x'           ? atof(kind + 1) * c.radius
+                                                    : c.radius;
         for (int32_t i = 0; i < m; i++) {
             memcpy(q + (size_t)i * (size_t)dim, c.data + (size_t)i * 10 * (size_t)dim,
                    (size_t)dim * sizeof *q);

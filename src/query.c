@@ -803,7 +803,7 @@ static void nbi_code_knn_walk(const nbiView *v, nbiKnnCtx *x)
 // The skip is exact: gap2 <= (1 - 2^-40) times the true squared distance of every point of the
 // block, while the test's fl(d2) is within a few ulps of it, so gap2 > fl(r * r) means every
 // point fails the test.
-enum { NBI_BALL_LEAF = 32 };
+enum { NBI_BALL_LEAF = 128 };
 
 typedef struct nbiBallWalk {
     const nbiView *v;
@@ -840,6 +840,20 @@ static bool nbi_ball_each_cell(const nbiBallWalk *w, int32_t a, int32_t b)
 }
 
 static bool nbi_ball_block(const nbiBallWalk *w, int32_t a, int32_t b);
+
+// The first cell in [a, b) whose code is at least `first` (b if none), without a branch on the
+// codes (nbi_code_lower's search, the key compared whole).
+NBI_INLINE int32_t nbi_code_first(const uint64_t *code, int32_t a, int32_t b, uint64_t first)
+{
+    if (a >= b) return a;
+    int32_t n = b - a;
+    while (n > 1) {
+        const int32_t half = n / 2;
+        a = code[a + half - 1] < first ? a + half : a;
+        n -= half;
+    }
+    return a + (code[a] < first);
+}
 
 // The children of a block (t < 2^dim, bit d of t: the upper half along axis d) in the upper half
 // along axis d.
@@ -899,9 +913,9 @@ NBI_INLINE bool nbi_ball_block_dim(const nbiBallWalk *w, const int dim, int32_t 
     unsigned next = 0; // i is where child `next` starts
     for (unsigned live = all & ~dead; live != 0; live &= live - 1) {
         const unsigned t = (unsigned)nbi_ctz32(live);
-        const uint64_t k = top | t;
-        if (next != t) i = nbi_code_lower(key, i, b, low, k);
-        const int32_t j = t == last ? b : nbi_code_lower(key, i, b, low, k + 1);
+        const uint64_t k = top | t; // (k + 1 << low overflows only for the last child)
+        if (next != t) i = nbi_code_first(key, i, b, k << low);
+        const int32_t j = t == last ? b : nbi_code_first(key, i, b, (k + 1) << low);
         if (i < j && !nbi_ball_block(w, i, j)) return false;
         i = j;
         next = t + 1;
