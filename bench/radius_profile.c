@@ -7,9 +7,9 @@
 // at its distance to its nearest point plus the set's radius (the corpus' far scenario, the
 // same queries); `axis`, the same from beyond a face (its axis scenario); `inside`, at the
 // points themselves at the set's radius (its radius rows' queries, every 10th point); `wide`,
-// at the points at 8 times the set's radius; `xF`, at the points at F times the set's radius. Prints the grid's shape and the hits, so that
-// callgrind's count divides into instructions a query; with `time`, the median of 7 runs of the
-// queries in ns a query. Not part of nearby.
+// at the points at 8 times the set's radius; `xF`, at the points at F times the set's radius.
+// Prints the grid's shape and the hits, so that callgrind's count divides into instructions a
+// query; with `time`, the median of 7 runs of the queries in ns a query. Not part of nearby.
 #include "corpus.h"
 
 #include <nearby/grid.h>
@@ -75,8 +75,8 @@ int main(int argc, char **argv)
         }
     } else {
         const double r = strcmp(kind, "wide") == 0 ? 8.0 * c.radius
-                         : kind[0] == 'x'           ? atof(kind + 1) * c.radius
-                                                    : c.radius;
+                         : kind[0] == 'x'          ? atof(kind + 1) * c.radius
+                                                   : c.radius;
         for (int32_t i = 0; i < m; i++) {
             memcpy(q + (size_t)i * (size_t)dim, c.data + (size_t)i * 10 * (size_t)dim,
                    (size_t)dim * sizeof *q);

@@ -809,7 +809,7 @@ typedef struct nbiBallWalk {
     const nbiView *v;
     const double *q;
     double r2;
-    double c, slack; // the cell edge, nbi_cell_slack of it
+    double c, slack;        // the cell edge, nbi_cell_slack of it
     const int64_t *cl, *ch; // the ball's box of cells
     nbiRunFn *fn;
     void *ctx;
@@ -889,7 +889,8 @@ NBI_INLINE bool nbi_ball_block_dim(const nbiBallWalk *w, const int dim, int32_t 
         u = u >> side >> 1 << 1 << side; // the block's corner (at most cell a's offset)
         const uint64_t span = (uint64_t)(v->hi[d] - v->lo[d]), m = u + ((uint64_t)1 << side);
         const int64_t l0 = v->lo[d] + (int64_t)u, l1 = v->lo[d] + (int64_t)m;
-        const double g0 = nbi_rows_gap(w->q[d], l0, m - 1 < span ? l1 - 1 : v->hi[d], w->c, w->slack);
+        const double g0 =
+            nbi_rows_gap(w->q[d], l0, m - 1 < span ? l1 - 1 : v->hi[d], w->c, w->slack);
         g2[d][0] = g0 * g0;
         g2[d][1] = 0.0;
         if (m > span) { // no upper half
@@ -897,9 +898,8 @@ NBI_INLINE bool nbi_ball_block_dim(const nbiBallWalk *w, const int dim, int32_t 
             continue;
         }
         const uint64_t top_off = m + (((uint64_t)1 << side) - 1);
-        const double g1 = nbi_rows_gap(w->q[d], l1,
-                                       top_off < span ? v->lo[d] + (int64_t)top_off : v->hi[d],
-                                       w->c, w->slack);
+        const double g1 = nbi_rows_gap(
+            w->q[d], l1, top_off < span ? v->lo[d] + (int64_t)top_off : v->hi[d], w->c, w->slack);
         g2[d][1] = g1 * g1;
     }
     for (unsigned t = 0; t < (1u << dim); t++) {
