@@ -7,7 +7,9 @@
 // query the extent is center +- reach(r), the largest true distance the double test can accept.
 // The box is clipped to the occupied cells; in a hashed view a box with more cells than are
 // occupied is answered by a pass over the occupied cells instead, so no query costs more than
-// O(N + cells).
+// O(N + cells). A ball many cells wide is clipped to the ball: plane by plane and row by row on
+// the dense and ranked layouts, and on cells in Z order (the grid's hashed layout) by a descent
+// of the Z order's blocks that skips every block beyond the ball.
 //
 // kNN keeps the k best in the caller's buffer as a max-heap ordered by (dist2, index). On cells
 // in Z order (the grid's hashed layout: clustered, surface and far-flung data) it searches the
@@ -410,9 +412,12 @@ nbStatus nbi_walk_radius(const nbiView *v, const double *center, double radius, 
     // walked whole: each row would be a call for a cell or two.
     const bool by_rows = v->table == NULL && ch[0] - cl[0] >= NBI_BALL_ROWS;
     const double r2 = radius * radius;
-    double cells = 1.0;
-    for (int a = 0; a < v->dim; a++) cells *= (double)(ch[a] - cl[a] + 1);
-    const bool zorder = v->cell_code != NULL && v->end == NULL && cells > NBI_BALL_ZORDER;
+    bool zorder = false; // cells in Z order (the hashed layout): a box of many descends them
+    if (v->cell_code != NULL && v->end == NULL) {
+        double cells = 1.0;
+        for (int a = 0; a < v->dim; a++) cells *= (double)(ch[a] - cl[a] + 1);
+        zorder = cells > NBI_BALL_ZORDER;
+    }
     if (by_rows && !nbi_ball_planes(v, center, r2, cl, ch)) return NB_OK;
     int64_t rl[3], rh[3];
     if (s->mode != NBI_SINK_VISIT && (!per_point || v->mask != NULL)) {
@@ -643,43 +648,30 @@ NBI_INLINE bool nbi_knn_beyond(const nbiKnnCtx *x, double b2)
 enum { NBI_KNN_LEAF = 32, NBI_KNN_SCAN = 128 };
 
 // The first cell in [a, b) whose code, shifted right by `low`, is at least key (b if none).
-// Without a branch on the codes (a conditional move a step): the steps of a search in a long run
-// go either way at random, and a mispredicted branch costs more than the step.
 static int32_t nbi_code_lower(const uint64_t *code, int32_t a, int32_t b, int low, uint64_t key)
 {
-    if (a >= b) return a;
-    int32_t n = b - a;
-    while (n > 1) {
-        const int32_t half = n / 2;
-        a = (code[a + half - 1] >> low) < key ? a + half : a;
-        n -= half;
+    while (a < b) {
+        const int32_t mid = a + (b - a) / 2;
+        if ((code[mid] >> low) < key)
+            a = mid + 1;
+        else
+            b = mid;
     }
-    return a + ((code[a] >> low) < key);
-}
-
-// The box of cells of an aligned block of the Z order, 2^lvl cells a side (lvl counts the bits
-// of the cells' exact offsets from lo): the cells whose offsets agree above bit lvl with those
-// of code `code` (its axes shifted left by code_shift) and, below code_shift, of low code `low`
-// (nbi_code_low; not read when lvl >= code_shift). Clipped to the view.
-static void nbi_zorder_box(const nbiView *v, uint64_t code, uint64_t low, int lvl, int64_t cl[3],
-                           int64_t ch[3])
-{
-    cl[2] = ch[2] = 0;
-    for (int d = 0; d < v->dim; d++) {
-        uint64_t u = nbi_code_axis(code, v->dim, d) << v->code_shift;
-        if (lvl < v->code_shift) u |= nbi_code_axis(low, v->dim, d);
-        u = u >> lvl << lvl;
-        const uint64_t last = u + (((uint64_t)1 << lvl) - 1); // may pass hi
-        cl[d] = v->lo[d] + (int64_t)u;
-        ch[d] = last < (uint64_t)(v->hi[d] - v->lo[d]) ? v->lo[d] + (int64_t)last : v->hi[d];
-    }
+    return a;
 }
 
 // The box of cells of the level-`lvl` block whose first code is `first` (its low lvl dim bits
 // clear), clipped to the view.
 static void nbi_code_box(const nbiView *v, uint64_t first, int lvl, int64_t cl[3], int64_t ch[3])
 {
-    nbi_zorder_box(v, first, 0, lvl + v->code_shift, cl, ch);
+    cl[2] = ch[2] = 0;
+    for (int d = 0; d < v->dim; d++) {
+        const uint64_t u = nbi_code_axis(first, v->dim, d);
+        const uint64_t end = (((u >> lvl) + 1) << lvl) << v->code_shift; // may pass hi
+        cl[d] = v->lo[d] + (int64_t)(u << v->code_shift);
+        ch[d] =
+            end - 1 < (uint64_t)(v->hi[d] - v->lo[d]) ? v->lo[d] + (int64_t)(end - 1) : v->hi[d];
+    }
 }
 
 static void nbi_code_knn(nbiKnnCtx *x, int32_t a, int32_t b)
@@ -793,8 +785,8 @@ static void nbi_code_knn_walk(const nbiView *v, nbiKnnCtx *x)
 // the data meets it in a thin cap, yet its box holds every cell; a large radius from inside) is
 // found by descending the aligned blocks of cells as kNN does: a run of cells splits by the digit
 // of the highest level where its first and last codes differ into child blocks, and a child whose
-// box lies outside the ball's box of cells, or whose gap from the centre (nbi_block_gap2, a lower
-// bound less rounding margins) is beyond r, is skipped unread. The descent costs about the
+// gap from the centre (as nbi_block_gap2 finds it: a lower bound less rounding margins) is
+// beyond r, or that lies beyond the view's box, is skipped unread. The descent costs about the
 // occupied blocks the ball's surface crosses, whatever the box's volume: an empty region or one
 // beyond the ball is one test. A run of at most NBI_BALL_LEAF points, or of one cell, is tested
 // point by point. Where the codes are coarser than the cells (code_shift > 0), a run of one code
