@@ -841,6 +841,8 @@ NBI_INLINE int32_t nbi_code_first(const uint64_t *code, int32_t a, int32_t b, ui
     int32_t n = b - a;
     while (n > 1) {
         const int32_t half = n / 2;
+        nbi_prefetch(code + a + half / 2);        // the next step's two candidates, asked of
+        nbi_prefetch(code + a + half + half / 2); // the memory before this step is decided
         a = code[a + half - 1] < first ? a + half : a;
         n -= half;
     }
