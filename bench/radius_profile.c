@@ -70,7 +70,8 @@ int main(int argc, char **argv)
         for (int32_t i = 0; i < m; i++) {
             nbNeighbor nb;
             int32_t found = 0;
-            nb_grid_knn(g, q + (size_t)i * (size_t)dim, NB_FILTER_ALL, INFINITY, &nb, 1, &found);
+            nb_grid_knn(g, q + (size_t)i * (size_t)dim, NB_FILTER_ALL, (double)INFINITY, &nb, 1,
+                        &found);
             rq[i] = sqrt(nb.dist2) + c.radius;
         }
     } else {
