@@ -7,7 +7,9 @@
 // query the extent is center +- reach(r), the largest true distance the double test can accept.
 // The box is clipped to the occupied cells; in a hashed view a box with more cells than are
 // occupied is answered by a pass over the occupied cells instead, so no query costs more than
-// O(N + cells).
+// O(N + cells). A ball many cells wide is clipped to the ball: plane by plane and row by row on
+// the dense and ranked layouts, and on cells in Z order (the grid's hashed layout) by a descent
+// of the Z order's blocks that skips every block beyond the ball.
 //
 // kNN keeps the k best in the caller's buffer as a max-heap ordered by (dist2, index). On cells
 // in Z order (the grid's hashed layout: clustered, surface and far-flung data) it searches the
@@ -309,6 +311,12 @@ static nbStatus nbi_wrap_box(const nbiView *v, const double *lo, const double *h
 
 NBI_INLINE double nbi_cell_slack(double c);
 NBI_INLINE double nbi_face_gap(double lo, double hi, double slack);
+static void nbi_ball_descend(const nbiView *v, const double *q, double r2, const int64_t cl[3],
+                             const int64_t ch[3], nbiRunFn *fn, void *ctx);
+
+// A radius query on cells in Z order (the hashed layout) whose box holds more than this many
+// cells descends the Z order's blocks (nbi_ball_descend); a smaller one looks its cells up.
+enum { NBI_BALL_ZORDER = 64 };
 
 // A radius query whose box of cells is more than this many cells wide along x visits it row by
 // row, each row clipped to the ball (nbi_ball_row); below it the clipping's square roots cost
@@ -404,6 +412,12 @@ nbStatus nbi_walk_radius(const nbiView *v, const double *center, double radius, 
     // walked whole: each row would be a call for a cell or two.
     const bool by_rows = v->table == NULL && ch[0] - cl[0] >= NBI_BALL_ROWS;
     const double r2 = radius * radius;
+    bool zorder = false; // cells in Z order (the hashed layout): a box of many descends them
+    if (v->cell_code != NULL && v->end == NULL) {
+        double cells = 1.0;
+        for (int a = 0; a < v->dim; a++) cells *= (double)(ch[a] - cl[a] + 1);
+        zorder = cells > NBI_BALL_ZORDER;
+    }
     if (by_rows && !nbi_ball_planes(v, center, r2, cl, ch)) return NB_OK;
     int64_t rl[3], rh[3];
     if (s->mode != NBI_SINK_VISIT && (!per_point || v->mask != NULL)) {
@@ -444,7 +458,9 @@ nbStatus nbi_walk_radius(const nbiView *v, const double *center, double radius, 
                     nbi_view_box_runs(v, rl, rh, runs, &x);
             }
         }
-        if (!by_rows && dense)
+        if (zorder)
+            nbi_ball_descend(v, center, r2, cl, ch, runs, &x);
+        else if (!by_rows && dense)
             rows(v, &x, cl, ch);
         else if (!by_rows)
             nbi_view_box_runs(v, cl, ch, runs, &x);
@@ -458,7 +474,10 @@ nbStatus nbi_walk_radius(const nbiView *v, const double *center, double radius, 
             if (nbi_ball_row(v, center, r2, j, l, cl, ch, rl, rh))
                 nbi_view_box_runs(v, rl, rh, nbi_radius_run, &x);
     }
-    if (!by_rows) nbi_view_box_runs(v, cl, ch, nbi_radius_run, &x);
+    if (zorder)
+        nbi_ball_descend(v, center, r2, cl, ch, nbi_radius_run, &x);
+    else if (!by_rows)
+        nbi_view_box_runs(v, cl, ch, nbi_radius_run, &x);
     return NB_OK;
 }
 
@@ -759,6 +778,155 @@ static void nbi_code_knn_walk(const nbiView *v, nbiKnnCtx *x)
         if (!nbi_unvisited_bound(v, x->q, cl, ch, &bound)) break; // every cell visited
         if (bound > 0.0 && nbi_knn_beyond(x, bound * bound * (1.0 - 0x1p-40))) break;
     }
+}
+
+// ---- radius queries over cells in Z order ----
+// A ball whose box spans many cells of the hashed layout (a ball from far outside reaching into
+// the data meets it in a thin cap, yet its box holds every cell; a large radius from inside) is
+// found by descending the aligned blocks of cells as kNN does: a run of cells splits by the digit
+// of the highest level where its first and last codes differ into child blocks, and a child whose
+// gap from the centre (as nbi_block_gap2 finds it: a lower bound less rounding margins) is
+// beyond r, or that lies beyond the view's box, is skipped unread. The descent costs about the
+// occupied blocks the ball's surface crosses, whatever the box's volume: an empty region or one
+// beyond the ball is one test. A run of at most NBI_BALL_LEAF points, or of one cell, is tested
+// point by point. Where the codes are coarser than the cells (code_shift > 0), a run of one code
+// splits the same way by its cells' low codes, or, without them, tests each cell's box.
+//
+// The skip is exact: gap2 <= (1 - 2^-40) times the true squared distance of every point of the
+// block, while the test's fl(d2) is within a few ulps of it, so gap2 > fl(r * r) means every
+// point fails the test.
+enum { NBI_BALL_LEAF = 128 };
+
+typedef struct nbiBallWalk {
+    const nbiView *v;
+    const double *q;
+    double r2;
+    double c, slack;        // the cell edge, nbi_cell_slack of it
+    const int64_t *cl, *ch; // the ball's box of cells
+    nbiRunFn *fn;
+    void *ctx;
+} nbiBallWalk;
+
+// Whether no point in the cells [bl, bh] can pass the test.
+NBI_INLINE bool nbi_ball_misses(const nbiBallWalk *w, const int64_t bl[3], const int64_t bh[3])
+{
+    for (int a = 0; a < w->v->dim; a++)
+        if (bh[a] < w->cl[a] || bl[a] > w->ch[a]) return true;
+    return nbi_block_gap2(w->v, w->q, bl, bh) > w->r2;
+}
+
+// Cells [a, b) of one code, not ordered by low codes: each cell's box on its own, and the runs
+// of cells that may hold a hit handed on.
+static bool nbi_ball_each_cell(const nbiBallWalk *w, int32_t a, int32_t b)
+{
+    const int32_t *start = w->v->start;
+    int32_t from = a;
+    for (int32_t c = a; c < b; c++) {
+        int64_t k[3];
+        nbi_view_cell_key(w->v, c, k);
+        if (!nbi_ball_misses(w, k, k)) continue;
+        if (from < c && !w->fn(start[from], start[c], w->ctx)) return false;
+        from = c + 1;
+    }
+    return from >= b || w->fn(start[from], start[b], w->ctx);
+}
+
+static bool nbi_ball_block(const nbiBallWalk *w, int32_t a, int32_t b);
+
+// The first cell in [a, b) whose code is at least `first` (b if none), without a branch on the
+// codes (nbi_code_lower's search, the key compared whole).
+NBI_INLINE int32_t nbi_code_first(const uint64_t *code, int32_t a, int32_t b, uint64_t first)
+{
+    if (a >= b) return a;
+    int32_t n = b - a;
+    while (n > 1) {
+        const int32_t half = n / 2;
+        nbi_prefetch(code + a + half / 2);        // the next step's two candidates, asked of
+        nbi_prefetch(code + a + half + half / 2); // the memory before this step is decided
+        a = code[a + half - 1] < first ? a + half : a;
+        n -= half;
+    }
+    return a + (code[a] < first);
+}
+
+// The children of a block (t < 2^dim, bit d of t: the upper half along axis d) in the upper half
+// along axis d.
+static const unsigned nbi_ball_upper[2][3] = {{0xAu, 0xCu, 0u}, {0xAAu, 0xCCu, 0xF0u}};
+
+// The cells [a, b) that may hold a hit: a block of the Z order (or two adjacent ones) in `dim`
+// (a constant where inlined). False: the sink stopped. The children's boxes come from the
+// block's corner (one cell's code read per axis), their gaps from the two halves of the block
+// along each axis (2 dim gaps, not 2^dim dim); then only the children that may hold a hit are
+// found, by binary search for where one starts (unless the child before it was found) and ends.
+NBI_INLINE bool nbi_ball_block_dim(const nbiBallWalk *w, const int dim, int32_t a, int32_t b)
+{
+    const nbiView *v = w->v;
+    const int32_t *start = v->start;
+    if (start[b] - start[a] <= NBI_BALL_LEAF) return w->fn(start[a], start[b], w->ctx);
+    const uint64_t *key = v->cell_code;
+    uint64_t diff = key[a] ^ key[b - 1];
+    const bool lows = diff == 0 && v->code_shift > 0; // one code, many cells: split by low codes
+    if (lows) {
+        if (v->cell_low == NULL) return nbi_ball_each_cell(w, a, b);
+        key = v->cell_low;
+        diff = key[a] ^ key[b - 1];
+    }
+    if (diff == 0) return w->fn(start[a], start[b], w->ctx); // one cell
+    const int lvl = nbi_top_bit64(diff) / dim, low = lvl * dim;
+    const int side = lvl + (lows ? 0 : v->code_shift); // children 2^side cells a side
+    const unsigned all = (1u << (1 << dim)) - 1;
+    double g2[3][2];
+    unsigned dead = 0; // bit t: child t cannot hold a hit
+    for (int d = 0; d < dim; d++) {
+        uint64_t u = nbi_code_axis(v->cell_code[a], dim, d) << v->code_shift;
+        if (lows) u |= nbi_code_axis(v->cell_low[a], dim, d);
+        u = u >> side >> 1 << 1 << side; // the block's corner (at most cell a's offset)
+        const uint64_t span = (uint64_t)(v->hi[d] - v->lo[d]), m = u + ((uint64_t)1 << side);
+        const int64_t l0 = v->lo[d] + (int64_t)u, l1 = v->lo[d] + (int64_t)m;
+        const double g0 =
+            nbi_rows_gap(w->q[d], l0, m - 1 < span ? l1 - 1 : v->hi[d], w->c, w->slack);
+        g2[d][0] = g0 * g0;
+        g2[d][1] = 0.0;
+        if (m > span) { // no upper half
+            dead |= nbi_ball_upper[dim == 3][d];
+            continue;
+        }
+        const uint64_t top_off = m + (((uint64_t)1 << side) - 1);
+        const double g1 = nbi_rows_gap(
+            w->q[d], l1, top_off < span ? v->lo[d] + (int64_t)top_off : v->hi[d], w->c, w->slack);
+        g2[d][1] = g1 * g1;
+    }
+    for (unsigned t = 0; t < (1u << dim); t++) {
+        double s2 = 0.0; // as nbi_block_gap2 sums it
+        for (int d = 0; d < dim; d++) s2 += g2[d][(t >> d) & 1u];
+        dead |= (unsigned)(s2 * (1.0 - 0x1p-40) > w->r2) << t;
+    }
+    const uint64_t top = (key[a] >> low) & ~(uint64_t)((1u << dim) - 1);
+    const unsigned last = (1u << dim) - 1;
+    int32_t i = a;
+    unsigned next = 0; // i is where child `next` starts
+    for (unsigned live = all & ~dead; live != 0; live &= live - 1) {
+        const unsigned t = (unsigned)nbi_ctz32(live);
+        const uint64_t k = top | t; // (k + 1 << low overflows only for the last child)
+        if (next != t) i = nbi_code_first(key, i, b, k << low);
+        const int32_t j = t == last ? b : nbi_code_first(key, i, b, (k + 1) << low);
+        if (i < j && !nbi_ball_block(w, i, j)) return false;
+        i = j;
+        next = t + 1;
+    }
+    return true;
+}
+
+static bool nbi_ball_block(const nbiBallWalk *w, int32_t a, int32_t b)
+{
+    return w->v->dim == 2 ? nbi_ball_block_dim(w, 2, a, b) : nbi_ball_block_dim(w, 3, a, b);
+}
+
+static void nbi_ball_descend(const nbiView *v, const double *q, double r2, const int64_t cl[3],
+                             const int64_t ch[3], nbiRunFn *fn, void *ctx)
+{
+    const nbiBallWalk w = {v, q, r2, v->cm.cell, nbi_cell_slack(v->cm.cell), cl, ch, fn, ctx};
+    nbi_ball_block(&w, 0, v->ncells);
 }
 
 // The box of cells holding every point the test d2 <= fl(r * r) can accept around q (as a radius

@@ -7,6 +7,7 @@
 #include "grid_internal.h" // the grid's view
 #include "nb_oracle.h"
 #include "nb_test.h"
+#include "nbt_grid.h"
 
 #include <nearby/grid.h>
 
@@ -52,20 +53,6 @@ static int64_t brute_cross(const nboSet *a, const nboSet *b, double r)
     return n;
 }
 
-static nbGrid *build(const nboSet *s, double r)
-{
-    nbGridDesc desc = {0};
-    desc.dim = s->dim;
-    nbGrid *g = NULL;
-    if (nb_grid_create(&desc, &g) != NB_OK) return NULL;
-    nbPoints pts = nbo_points(s);
-    if (nb_grid_build(g, &pts, r) != NB_OK) {
-        nb_grid_destroy(g);
-        return NULL;
-    }
-    return g;
-}
-
 static int test_against_brute_force(void)
 {
     // Radii: a lattice step's multiples (ties), and out to every pair.
@@ -76,7 +63,7 @@ static int test_against_brute_force(void)
             nboSet t = make(shape, 1000, dim);
             for (size_t ri = 0; ri < sizeof radii / sizeof radii[0]; ri++) {
                 const double r = radii[ri];
-                nbGrid *g = build(&s, r), *h = build(&t, r);
+                nbGrid *g = nbt_grid_build(&s, r), *h = nbt_grid_build(&t, r);
                 NB_CHECK(g != NULL && h != NULL);
                 int64_t got = -1, bulk = -1;
                 NB_CHECK_OK(nb_grid_count_pairs(g, r, &got));
@@ -141,7 +128,7 @@ static int test_declines(void)
     // Sets whose boxes lie wholly beyond the radius, or wholly within it: decided at once.
     nboSet far = make(0, 2000, 2);
     for (int32_t i = 0; i < far.n; i++) far.p[2 * i] += 150.0; // x in [150, 250)
-    nbGrid *h = build(&far, 50.0), *k = build(&s, 50.0);
+    nbGrid *h = nbt_grid_build(&far, 50.0), *k = nbt_grid_build(&s, 50.0);
     NB_CHECK(h != NULL && k != NULL);
     NB_CHECK(nbi_count_bulk(&k->view, &h->view, 50.0, &k->alloc, &bulk) && bulk == 0);
     NB_CHECK(nbi_count_bulk(&k->view, &h->view, 400.0, &k->alloc, &bulk) &&
@@ -153,7 +140,7 @@ static int test_declines(void)
     nbo_set_free(&far);
 
     nbo_set_add_filters(&s);
-    nbGrid *f = build(&s, 50.0);
+    nbGrid *f = nbt_grid_build(&s, 50.0);
     NB_CHECK(f != NULL);
     NB_CHECK(!nbi_count_bulk(&f->view, NULL, 50.0, &f->alloc, &bulk));
     nb_grid_destroy(f);
@@ -174,7 +161,7 @@ static int test_heavy_tail_long_radii(void)
         const double scale = 0.05 * pow(nbt_range(1e-6, 1.0), -1.5); // Pareto: most near 0
         for (int a = 0; a < 3; a++) p[a] = scale * nbt_gauss();
     }
-    nbGrid *g = build(&s, 0.02), *h = build(&t, 0.02);
+    nbGrid *g = nbt_grid_build(&s, 0.02), *h = nbt_grid_build(&t, 0.02);
     NB_CHECK(g != NULL && h != NULL && g->view.table != NULL && h->view.table != NULL);
     static const double radii[] = {0.5, 3.0};
     for (size_t ri = 0; ri < sizeof radii / sizeof radii[0]; ri++) {
