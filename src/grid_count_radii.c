@@ -325,6 +325,16 @@ static void nbi_rbulk(const nbiRWalk *x, const nbiRNode *A, const nbiRNode *B, b
         x->sum[k] += (double)(na * (na - 1) / 2);
 }
 
+// The shell of raw distance d by the table: from shell_at, a step up past each radius below d
+// in the same cell (rr[m] = +inf stops it).
+NBI_INLINE int32_t nbi_rfind(const nbiRWalk *x, double d)
+{
+    const double f = d * x->scale;
+    int32_t k = x->shell_at[f < (double)x->cells ? (int32_t)f : x->cells];
+    while (x->rr[k] < d) k++;
+    return k;
+}
+
 // Distances d[0, nj) into their shells: from the table's start, a step up past each radius
 // below d in the same cell (rr[m] = +inf stops it: no bound needed, the walk knows the shell
 // is at most its hi). Weighted: wi * wj[j] (wj NULL: 1 each); filtered (cj != NULL): only the
@@ -341,7 +351,7 @@ static void nbi_rbin(const nbiRWalk *x, const double *d, int32_t nj, double wi, 
     double *sum = x->sum;
     for (int32_t j = 0; j < nj; j++) {
         if (cj != NULL && !nbi_filter_match(ci, mi, cj[j], mj[j])) continue;
-        const double f = d[j] * scale;
+        const double f = d[j] * scale; // nbi_rfind, with the walk's fields at hand
         int32_t k = at[f < top ? (int32_t)f : cells];
         k += rr[k] < d[j];
         while (rr[k] < d[j]) k++;
@@ -367,6 +377,22 @@ NBI_INLINE void nbi_rleaf_kind(const nbiRWalk *x, const nbiRNode *A, const nbiRN
         const double pi[3] = {ax[i], ay[i], dim == 3 ? az[i] : 0.0};
         const double wi = ta->w != NULL ? ta->w[i] : 1.0;
         const int32_t j0 = same ? i + 1 : B->begin, nj = B->end - j0;
+        if (!same && !x->filtered) {
+            // The point against B's box: beyond every radius (the common case at radii of a
+            // few neighbours), or all in one shell, decided for the row at once.
+            const double pbox[6] = {pi[0], pi[1], pi[2], pi[0], pi[1], pi[2]};
+            double least, most;
+            nbi_rbounds(x, pbox, B->box, &least, &most);
+            const int32_t slo = nbi_rfind(x, least);
+            if (slo == x->m) continue;
+            if (slo == nbi_rfind(x, most)) {
+                if (x->sum != NULL)
+                    x->sum[slo] += wi * (tb->w != NULL ? B->w : (double)nj);
+                else
+                    x->count[slo] += nj;
+                continue;
+            }
+        }
         if (kind == NBI_RK_2 && !wrap && dim == 3) {
             for (int32_t j = 0; j < nj; j++) {
                 const double dx = pi[0] - bx[j0 + j], dy = pi[1] - by[j0 + j];

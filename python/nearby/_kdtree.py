@@ -688,7 +688,7 @@ class cKDTree:
         other_weights), either None, or one array when other is self; the counts are then
         sums of w1 * w2 (floats)."""
         from ._nearby import _count_radii
-        walks = 1  # distinct radii up to which the grid's pair walks beat the one dual walk
+        walks = 8
         self._same_kind(other, "count_neighbors")
         p = _check_p(p)
         r_arr = _np.asarray(r, dtype=_np.float64)
@@ -704,26 +704,31 @@ class cKDTree:
         w_self, w_other = self._weights_pair(other, weights)
         weighted = w_self is not None or w_other is not None
         uniq, back = _np.unique(radii, return_inverse=True)
-        if (not weighted and p == 2.0 and len(uniq) <= walks
-                and (radii >= 0.0).all() and _np.isfinite(radii).all() and other._fits(radii)
-                and other._keep is None and self._keep is None):
-            # a few radii, counts only: the grid's pair walks, a distinct radius at a time (all
-            # pairs within it of one tree (n + 2 * pairs), or of two); once a radius counts every
-            # pair, so do the larger ones
-            total = self.n * other.n
-            counts = []
-            for v in uniq:
-                counts.append(total if counts and counts[-1] == total
-                              else self._count_c(other, float(v)))
-            cum = _np.array(counts, dtype=_np.intp)[back]
-        else:
-            # any number of radii in one dual walk over trees of boxes (nearby.Grid's
-            # nb_grid_*_pairs_radii), in the norm's own comparison; a negative radius counts
-            # nothing, an infinite one every pair of finite points
+        cum_u = _np.zeros(len(uniq), dtype=_np.float64 if weighted else _np.intp)
+        done = int(_np.searchsorted(uniq, 0.0))  # negative radii count nothing
+        first = done
+        if (not weighted and p == 2.0 and other._keep is None and self._keep is None
+                and self._nf and other._nf):
+            # the smallest radii, counts only, by the grid's pair walks, a radius at a time (all
+            # pairs within it of one tree (n + 2 * pairs), or of two): each costs about the
+            # pairs within its radius, where the one dual walk below tests every pair of two
+            # leaves that a radius cuts (many more, at a radius of a few neighbours); up to
+            # `walks` radii, while they find fewer than `cheap` pairs a point
+            cheap = 16 * (self.n + other.n)
+            while (done < len(uniq) and done - first < walks and uniq[done] < _np.inf
+                   and other._fits(uniq[done])
+                   and (done == first or cum_u[done - 1] <= cheap)):
+                cum_u[done] = self._count_c(other, float(uniq[done]))
+                done += 1
+        rest = uniq[done:]
+        inner = rest[_np.isfinite(rest)]
+        if len(inner):
+            # the other radii in one dual walk over trees of boxes (nb_grid_*_pairs_radii), in
+            # the norm's own comparison; a negative radius counts nothing, an infinite one every
+            # pair of finite points
             ws = _finite_weights(self, w_self)
             wo = _finite_weights(other, w_other)
-            inner = uniq[(uniq >= 0.0) & _np.isfinite(uniq)]
-            period = None if other._period is None else other._period
+            period = other._period
             if self._nf == 0 or other._nf == 0:
                 got = _np.zeros(len(inner))
             elif other is self and (w_self is w_other or w_self is None and w_other is None):
@@ -733,13 +738,13 @@ class cKDTree:
                 got = own + 2 * got
             else:
                 got = _count_radii(self._pts, other._pts, inner, p, period, ws, wo, True)
-            total = (ws.sum() if ws is not None else self._nf) * \
+            cum_u[done + _np.searchsorted(rest, inner)] = got
+        if len(rest) and rest[-1] == _np.inf:
+            ws = _finite_weights(self, w_self)
+            wo = _finite_weights(other, w_other)
+            cum_u[uniq == _np.inf] = (ws.sum() if ws is not None else self._nf) * \
                 (wo.sum() if wo is not None else other._nf)
-            cum_u = _np.zeros(len(uniq), dtype=_np.float64 if weighted else _np.intp)
-            at = _np.searchsorted(uniq, inner)
-            cum_u[at] = got
-            cum_u[uniq == _np.inf] = total
-            cum = cum_u[back]
+        cum = cum_u[back]
         if not cumulative:
             cum = _np.diff(_np.concatenate([_np.zeros(1, dtype=cum.dtype), cum]))
         if scalar:
