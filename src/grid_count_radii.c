@@ -25,6 +25,7 @@
 enum {
     NBI_RADII_LEAF = 16, // points in a leaf of the tree
     NBI_RADII_LANES = 4, // copies of the shells' accumulators (a power of two)
+    NBI_RADII_SCAN = 3,  // radii a row's shells span up to which it counts under each
 };
 
 // How a distance is computed (see the top of this file).
@@ -363,10 +364,41 @@ static void nbi_rbin(const nbiRWalk *x, const double *d, int32_t nj, double wi, 
     }
 }
 
+// Distances d[0, nj) whose shells lie in [lo, hi] (few), by a count under each radius between:
+// the pairs within rr[k] less those within rr[k - 1] are shell k's (none is within rr[lo - 1],
+// every one within rr[hi]). Each count is one comparison a pair, vectorized, with no table.
+static void nbi_rscan(const nbiRWalk *x, const double *d, int32_t nj, double wi, const double *wj,
+                      int32_t lo, int32_t hi)
+{
+    const double *rr = x->rr;
+    if (x->sum == NULL) {
+        int64_t below = 0;
+        for (int32_t k = lo; k < hi; k++) {
+            const double r = rr[k];
+            int32_t c = 0;
+            for (int32_t j = 0; j < nj; j++) c += d[j] <= r;
+            x->count[k] += c - below;
+            below = c;
+        }
+        x->count[hi] += nj - below;
+        return;
+    }
+    double below = 0.0, all = 0.0;
+    for (int32_t j = 0; j < nj; j++) all += wj != NULL ? wj[j] : 1.0;
+    for (int32_t k = lo; k < hi; k++) {
+        const double r = rr[k];
+        double c = 0.0;
+        for (int32_t j = 0; j < nj; j++) c += d[j] <= r ? (wj != NULL ? wj[j] : 1.0) : 0.0;
+        x->sum[k] += wi * (c - below);
+        below = c;
+    }
+    x->sum[hi] += wi * (all - below);
+}
+
 // Every pair of leaf A's points and leaf B's tested, each distance into its shell.
 // KIND and WRAP are constants where the callers below inline it.
 NBI_INLINE void nbi_rleaf_kind(const nbiRWalk *x, const nbiRNode *A, const nbiRNode *B, bool same,
-                               nbiRKind kind, bool wrap)
+                               int32_t lo, int32_t hi, nbiRKind kind, bool wrap)
 {
     const nbiRTree *ta = x->a, *tb = x->b;
     const int dim = x->dim;
@@ -377,6 +409,7 @@ NBI_INLINE void nbi_rleaf_kind(const nbiRWalk *x, const nbiRNode *A, const nbiRN
         const double pi[3] = {ax[i], ay[i], dim == 3 ? az[i] : 0.0};
         const double wi = ta->w != NULL ? ta->w[i] : 1.0;
         const int32_t j0 = same ? i + 1 : B->begin, nj = B->end - j0;
+        int32_t rlo = lo, rhi = hi; // the row's shells
         if (!same && !x->filtered) {
             // The point against B's box: beyond every radius (the common case at radii of a
             // few neighbours), or all in one shell, decided for the row at once.
@@ -385,13 +418,16 @@ NBI_INLINE void nbi_rleaf_kind(const nbiRWalk *x, const nbiRNode *A, const nbiRN
             nbi_rbounds(x, pbox, B->box, &least, &most);
             const int32_t slo = nbi_rfind(x, least);
             if (slo == x->m) continue;
-            if (slo == nbi_rfind(x, most)) {
+            const int32_t shi = nbi_rfind(x, most);
+            if (slo == shi) {
                 if (x->sum != NULL)
                     x->sum[slo] += wi * (tb->w != NULL ? B->w : (double)nj);
                 else
                     x->count[slo] += nj;
                 continue;
             }
+            rlo = slo > rlo ? slo : rlo;
+            rhi = shi < rhi ? shi : rhi;
         }
         if (kind == NBI_RK_2 && !wrap && dim == 3) {
             for (int32_t j = 0; j < nj; j++) {
@@ -410,20 +446,24 @@ NBI_INLINE void nbi_rleaf_kind(const nbiRWalk *x, const nbiRNode *A, const nbiRN
                 d[j] = nbi_rdist(pi, q, dim, kind, wrap, x->p, x->per);
             }
         }
-        nbi_rbin(x, d, nj, wi, tb->w != NULL ? tb->w + j0 : NULL, x->filtered ? ta->cat[i] : 0,
-                 x->filtered ? ta->mask[i] : 0, x->filtered ? tb->cat + j0 : NULL,
-                 x->filtered ? tb->mask + j0 : NULL);
+        if (!x->filtered && rhi - rlo <= NBI_RADII_SCAN)
+            nbi_rscan(x, d, nj, wi, tb->w != NULL ? tb->w + j0 : NULL, rlo, rhi);
+        else
+            nbi_rbin(x, d, nj, wi, tb->w != NULL ? tb->w + j0 : NULL, x->filtered ? ta->cat[i] : 0,
+                     x->filtered ? ta->mask[i] : 0, x->filtered ? tb->cat + j0 : NULL,
+                     x->filtered ? tb->mask + j0 : NULL);
     }
 }
 
-static void nbi_rleaf(const nbiRWalk *x, const nbiRNode *A, const nbiRNode *B, bool same)
+static void nbi_rleaf(const nbiRWalk *x, const nbiRNode *A, const nbiRNode *B, bool same,
+                      int32_t lo, int32_t hi)
 {
     if (x->kind == NBI_RK_2 && !x->wrap)
-        nbi_rleaf_kind(x, A, B, same, NBI_RK_2, false);
+        nbi_rleaf_kind(x, A, B, same, lo, hi, NBI_RK_2, false);
     else if (x->kind == NBI_RK_2)
-        nbi_rleaf_kind(x, A, B, same, NBI_RK_2, true);
+        nbi_rleaf_kind(x, A, B, same, lo, hi, NBI_RK_2, true);
     else
-        nbi_rleaf_kind(x, A, B, same, x->kind, x->wrap);
+        nbi_rleaf_kind(x, A, B, same, lo, hi, x->kind, x->wrap);
 }
 
 // The pairs of node ia of tree a and node ib of tree b (distinct sets of points), their shells
@@ -441,7 +481,7 @@ static void nbi_rcross(const nbiRWalk *x, int32_t ia, int32_t ib, int32_t lo, in
         return;
     }
     if (A->kid < 0 && B->kid < 0) {
-        nbi_rleaf(x, A, B, false);
+        nbi_rleaf(x, A, B, false, slo, shi);
         return;
     }
     if (B->kid < 0 || (A->kid >= 0 && A->end - A->begin >= B->end - B->begin)) {
@@ -466,7 +506,7 @@ static void nbi_rself(const nbiRWalk *x, int32_t ia)
         return;
     }
     if (A->kid < 0) {
-        nbi_rleaf(x, A, A, true);
+        nbi_rleaf(x, A, A, true, slo, shi);
         return;
     }
     nbi_rself(x, A->kid);
