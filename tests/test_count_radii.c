@@ -165,13 +165,14 @@ static int check_forms(const nboSet *a, const nboSet *b, const double *per, doub
     return 0;
 }
 
+// Each shape and dim in two of the norms (p = 2 and 3.5, or 1 and inf, by turns).
 static int test_against_brute_force(void)
 {
     static const double ps[] = {2.0, 1.0, 3.5, (double)INFINITY};
     const double none[3] = {0, 0, 0};
     for (int dim = 2; dim <= 3; dim++)
         for (int shape = 0; shape < SHAPES; shape++)
-            for (size_t pi = 0; pi < sizeof ps / sizeof ps[0]; pi++) {
+            for (size_t pi = (size_t)(shape + dim) % 2; pi < sizeof ps / sizeof ps[0]; pi += 2) {
                 nboSet a = make(shape, 60 + nbt_int(120), dim);
                 nboSet b = make(shape, 1 + nbt_int(100), dim);
                 double radii[MAXR];
