@@ -165,26 +165,34 @@ static int check_forms(const nboSet *a, const nboSet *b, const double *per, doub
     return 0;
 }
 
+// Random sets of a shape (a of na + [0, na) points, b of 1 + [0, nb)) and radii, every form.
+static int check_shape(int shape, int dim, int32_t na, int32_t nb, const double *per, double cell,
+                       double p)
+{
+    nboSet a = make(shape, na + nbt_int(na), dim);
+    nboSet b = make(shape, 1 + nbt_int(nb), dim);
+    double radii[MAXR];
+    const int m = make_radii(shape, radii);
+    const int r = check_forms(&a, &b, per, cell, p, radii, m);
+    nbo_set_free(&a);
+    nbo_set_free(&b);
+    if (r != 0)
+        fprintf(stderr, "dim %d shape %d p %g period %g %g %g\n", dim, shape, p, per[0], per[1],
+                per[2]);
+    return r;
+}
+
+static const double PS[] = {2.0, 1.0, 3.5, (double)INFINITY};
+enum { NPS = sizeof PS / sizeof PS[0] };
+
 // Each shape and dim in two of the norms (p = 2 and 3.5, or 1 and inf, by turns).
 static int test_against_brute_force(void)
 {
-    static const double ps[] = {2.0, 1.0, 3.5, (double)INFINITY};
     const double none[3] = {0, 0, 0};
     for (int dim = 2; dim <= 3; dim++)
         for (int shape = 0; shape < SHAPES; shape++)
-            for (size_t pi = (size_t)(shape + dim) % 2; pi < sizeof ps / sizeof ps[0]; pi += 2) {
-                nboSet a = make(shape, 60 + nbt_int(120), dim);
-                nboSet b = make(shape, 1 + nbt_int(100), dim);
-                double radii[MAXR];
-                const int m = make_radii(shape, radii);
-                const int r = check_forms(&a, &b, none, 4.0, ps[pi], radii, m);
-                nbo_set_free(&a);
-                nbo_set_free(&b);
-                if (r != 0) {
-                    fprintf(stderr, "dim %d shape %d p %g\n", dim, shape, ps[pi]);
-                    return r;
-                }
-            }
+            for (int pi = (shape + dim) % 2; pi < NPS; pi += 2)
+                if (check_shape(shape, dim, 60, 100, none, 4.0, PS[pi]) != 0) return 1;
     return 0;
 }
 
@@ -192,24 +200,13 @@ static int test_against_brute_force(void)
 // and past half a period (every pair counts once, by its nearest image).
 static int test_periodic(void)
 {
-    static const double ps[] = {2.0, 1.0, 3.5, (double)INFINITY};
     for (int dim = 2; dim <= 3; dim++)
         for (int shape = 0; shape < 4; shape++)
             for (int axes = 0; axes < 2; axes++)
-                for (size_t pi = (size_t)axes; pi < sizeof ps / sizeof ps[0]; pi += 2) {
+                for (int pi = axes; pi < NPS; pi += 2) {
                     const double per[3] = {100.0, axes ? 0.0 : 100.0,
                                            axes || dim == 2 ? 0.0 : 100.0};
-                    nboSet a = make(shape, 60 + nbt_int(100), dim);
-                    nboSet b = make(shape, 1 + nbt_int(80), dim);
-                    double radii[MAXR];
-                    const int m = make_radii(shape, radii);
-                    const int r = check_forms(&a, &b, per, 10.0, ps[pi], radii, m);
-                    nbo_set_free(&a);
-                    nbo_set_free(&b);
-                    if (r != 0) {
-                        fprintf(stderr, "dim %d shape %d axes %d p %g\n", dim, shape, axes, ps[pi]);
-                        return r;
-                    }
+                    if (check_shape(shape, dim, 60, 80, per, 10.0, PS[pi]) != 0) return 1;
                 }
     return 0;
 }
