@@ -249,6 +249,45 @@ NB_API nbStatus nb_grid_count_cross_pairs(const nbGrid *a, const nbGrid *b, doub
 NB_API nbStatus nb_grid_visit_cross_pairs(const nbGrid *a, const nbGrid *b, double radius,
                                           nbPairFn *visit, void *user);
 
+/// ---- pairs counted at many radii (a two-point correlation) ----
+/// The pairs within each of `nradii` radii (finite, >= 0, non-decreasing), in one walk however
+/// many radii there are: counts[k] is the number of pairs with distance <= radii[k]
+/// (cumulative), or with radii[k - 1] < distance <= radii[k] (not cumulative; the first: <=
+/// radii[0]). The distance is the L_p norm, 1 <= p <= INFINITY, compared raw as a brute-force
+/// loop compares it: d2 <= r*r for p = 2 (as nb_grid_count_pairs), sum |d_a| <= r for p = 1,
+/// max |d_a| <= r for INFINITY, sum pow(|d_a|, p) <= pow(r, p) otherwise, over the axes in order.
+/// On a periodic grid each |d_a| is the minimum image (see "periodic boxes"), at any radius:
+/// every pair counts once, by its nearest image. Pairs follow the filter rule, as
+/// nb_grid_count_pairs. The walk is a dual walk over kd-trees of the points' boxes: a pair of
+/// boxes whose every pair of points falls between the same two consecutive radii is counted
+/// at once, so the cost is about the pairs near the radii's shells' edges, not all the pairs
+/// within the largest radius (unless the grid has filter bits, which each pair is tested
+/// against). Allocates O(N) scratch (two trees for the cross forms) through the grid's
+/// allocator: NB_ERR_OUT_OF_MEMORY. NB_ERR_NOT_FINITE for a NaN or infinite radius or weight or
+/// a NaN p; NB_ERR_OUT_OF_RANGE for a negative nradii, p < 1, a negative radius or radii that
+/// decrease. counts is zeroed first (its nradii entries, for nradii >= 0). Thread-safe on a grid
+/// no one is building.
+/// The unordered pairs (i, j), i < j, of one grid.
+NB_API nbStatus nb_grid_count_pairs_radii(const nbGrid *grid, const double *radii, int32_t nradii,
+                                          double p, bool cumulative, int64_t *counts);
+/// Every (i of a, j of b), as nb_grid_cross_pairs (the same grid twice: every ordered pair, (i, i)
+/// included). Also NB_ERR_OUT_OF_RANGE for grids of different dims or periods.
+NB_API nbStatus nb_grid_count_cross_pairs_radii(const nbGrid *a, const nbGrid *b,
+                                                const double *radii, int32_t nradii, double p,
+                                                bool cumulative, int64_t *counts);
+/// nb_grid_count_pairs_radii with weights: sums[k] adds weights[i] * weights[j] for each pair
+/// instead of 1 (weights by input index, one per point; NULL: 1 each). Sums whole boxes at once
+/// (a box's weights summed, then multiplied), so the rounding differs from a pair-by-pair sum.
+NB_API nbStatus nb_grid_sum_pairs_radii(const nbGrid *grid, const double *weights,
+                                        const double *radii, int32_t nradii, double p,
+                                        bool cumulative, double *sums);
+/// nb_grid_count_cross_pairs_radii with weights: weights_a[i] * weights_b[j] for each pair
+/// (either may be NULL: 1 each).
+NB_API nbStatus nb_grid_sum_cross_pairs_radii(const nbGrid *a, const nbGrid *b,
+                                              const double *weights_a, const double *weights_b,
+                                              const double *radii, int32_t nradii, double p,
+                                              bool cumulative, double *sums);
+
 /// ---- periodic boxes ----
 /// With desc.period[a] = P > 0, axis a wraps: the box is [0, P) on that axis, and every query
 /// measures distances by the minimum image, defined exactly as

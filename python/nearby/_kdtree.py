@@ -687,6 +687,8 @@ class cKDTree:
         r[i-1] < d <= r[i] instead, r then non-decreasing). weights: a pair (self_weights,
         other_weights), either None, or one array when other is self; the counts are then
         sums of w1 * w2 (floats)."""
+        from ._nearby import _count_radii
+        walks = 8
         self._same_kind(other, "count_neighbors")
         p = _check_p(p)
         r_arr = _np.asarray(r, dtype=_np.float64)
@@ -700,31 +702,54 @@ class cKDTree:
         if not cumulative and (_np.diff(radii) < 0).any():
             raise ValueError("r must be non-decreasing for non-cumulative counting.")
         w_self, w_other = self._weights_pair(other, weights)
-        if (w_self is None and w_other is None and p == 2.0
-                and (radii >= 0.0).all() and _np.isfinite(radii).all() and other._fits(radii)
-                and other._keep is None
-                and self._keep is None):
-            # the common cases, counts only, in C, a distinct radius at a time: all pairs within
-            # it of one tree (n + 2 * pairs), or of two (the library counts whole boxes of
-            # points at once where a radius spans many); once a radius counts every pair, so do
-            # the larger ones
-            uniq, back = _np.unique(radii, return_inverse=True)
-            total = self.n * other.n
-            counts = []
-            for v in uniq:
-                counts.append(total if counts and counts[-1] == total
-                              else self._count_c(other, float(v)))
-            cum = _np.array(counts, dtype=_np.intp)[back]
-            if not cumulative:
-                cum = _np.diff(_np.concatenate([[0], cum]))
-            return int(cum[0]) if scalar else cum
-        cum = self._cumulative_counts(other, radii, p, w_self, w_other)
         weighted = w_self is not None or w_other is not None
+        uniq, back = _np.unique(radii, return_inverse=True)
+        cum_u = _np.zeros(len(uniq), dtype=_np.float64 if weighted else _np.intp)
+        done = int(_np.searchsorted(uniq, 0.0))  # negative radii count nothing
+        first = done
+        if (not weighted and p == 2.0 and other._keep is None and self._keep is None
+                and self._nf and other._nf):
+            # the smallest radii, counts only, by the grid's pair walks, a radius at a time (all
+            # pairs within it of one tree (n + 2 * pairs), or of two): each costs about the
+            # pairs within its radius, where the one dual walk below tests every pair of two
+            # leaves that a radius cuts (many more, at a radius of a few neighbours); up to
+            # `walks` radii, while they find fewer than `cheap` pairs a point
+            cheap = 16 * (self.n + other.n)
+            while (done < len(uniq) and done - first < walks and uniq[done] < _np.inf
+                   and other._fits(uniq[done])
+                   and (done == first or cum_u[done - 1] <= cheap)):
+                cum_u[done] = self._count_c(other, float(uniq[done]))
+                done += 1
+        rest = uniq[done:]
+        inner = rest[_np.isfinite(rest)]
+        if len(inner):
+            # the other radii in one dual walk over trees of boxes (nb_grid_*_pairs_radii), in
+            # the norm's own comparison; a negative radius counts nothing, an infinite one every
+            # pair of finite points
+            ws = _finite_weights(self, w_self)
+            wo = _finite_weights(other, w_other)
+            period = other._period
+            if self._nf == 0 or other._nf == 0:
+                got = _np.zeros(len(inner))
+            elif other is self and (w_self is w_other or w_self is None and w_other is None):
+                # each unordered pair once, doubled, and every point with itself (d = 0)
+                got = _count_radii(self._pts, None, inner, p, period, ws, None, True)
+                own = self._nf if ws is None else float(_np.dot(ws, ws))
+                got = own + 2 * got
+            else:
+                got = _count_radii(self._pts, other._pts, inner, p, period, ws, wo, True)
+            cum_u[done + _np.searchsorted(rest, inner)] = got
+        if len(rest) and rest[-1] == _np.inf:
+            ws = _finite_weights(self, w_self)
+            wo = _finite_weights(other, w_other)
+            cum_u[uniq == _np.inf] = (ws.sum() if ws is not None else self._nf) * \
+                (wo.sum() if wo is not None else other._nf)
+        cum = cum_u[back]
         if not cumulative:
-            cum = _np.diff(_np.concatenate([[0], cum]))
+            cum = _np.diff(_np.concatenate([_np.zeros(1, dtype=cum.dtype), cum]))
         if scalar:
             return cum[0] if weighted else int(cum[0])
-        return cum if weighted else cum.astype(_np.intp)
+        return cum
 
     def _count_c(self, other, r):
         """The pairs (x1 of self, x2 of other) within r (p = 2, finite points), in C."""

@@ -386,7 +386,146 @@ static PyObject *nbpy_version(PyObject *self, PyObject *unused)
                                 (unsigned)(v & 0xffu));
 }
 
+// ---- pairs counted at many radii (cKDTree.count_neighbors) ----
+
+// A grid over the float64 (n, dim) array `data` (C-contiguous), for the radii counts: they walk
+// trees of their own, so the cells only need to keep the build's memory O(n). NULL with an
+// exception set on an error.
+static nbGrid *nbpy_radii_grid(PyArrayObject *data, const double *period)
+{
+    const int dim = (int)PyArray_DIM(data, 1);
+    const npy_intp n = PyArray_DIM(data, 0);
+    const double *x = (const double *)PyArray_DATA(data);
+    double lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0}, big = 0.0;
+    for (npy_intp i = 0; i < n; i++)
+        for (int a = 0; a < dim; a++) {
+            const double v = x[i * dim + a];
+            lo[a] = i == 0 || v < lo[a] ? v : lo[a];
+            hi[a] = i == 0 || v > hi[a] ? v : hi[a];
+            big = fabs(v) > big ? fabs(v) : big;
+        }
+    double wide = 0.0;
+    for (int a = 0; a < dim; a++) wide = hi[a] - lo[a] > wide ? hi[a] - lo[a] : wide;
+    double cell = n > 0 ? 2.0 * wide / pow((double)n, 1.0 / dim) : 1.0;
+    cell = fmax(cell, big * 0x1p-40);
+    if (!(cell > 0.0) || !isfinite(cell)) cell = isfinite(cell) ? 1.0 : 0x1p1000;
+    nbGridDesc desc = {0};
+    desc.dim = dim;
+    desc.allocator = &nbpy_allocator;
+    for (int a = 0; a < dim && period != NULL; a++) {
+        desc.period[a] = period[a];
+        if (period[a] > 0.0 && cell > 0.5 * period[a]) cell = 0.5 * period[a];
+    }
+    nbGrid *grid = NULL;
+    nbStatus st = nb_grid_create(&desc, &grid);
+    if (st == NB_OK) {
+        const nbPoints pts = {x, (int32_t)n, dim, 0, NULL, 0, NULL, 0};
+        st = nb_grid_build(grid, &pts, cell);
+    }
+    if (st != NB_OK) {
+        nb_grid_destroy(grid);
+        nbpy_error(st, "count_neighbors");
+        return NULL;
+    }
+    return grid;
+}
+
+// A float64 1-D array of n entries, or NULL for None (*ok = 0 with an exception on an error).
+static PyArrayObject *nbpy_radii_weights(PyObject *obj, npy_intp n, int *ok)
+{
+    if (obj == Py_None) return NULL;
+    PyArrayObject *w = nbpy_as_double(obj, NPY_ARRAY_IN_ARRAY, "weights");
+    if (w != NULL && (PyArray_NDIM(w) != 1 || PyArray_DIM(w, 0) != n)) {
+        PyErr_SetString(PyExc_ValueError, "weights: one per point");
+        Py_CLEAR(w);
+    }
+    if (w == NULL) *ok = 0;
+    return w;
+}
+
+// _count_radii(a, b, radii, p, period, wa, wb, cumulative): the pairs of a's points (b None:
+// unordered, i < j) or of (a, b) within each radius, through nb_grid_*_pairs_radii. int64 counts
+// without weights, float64 sums with them.
+static PyObject *nbpy_count_radii(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *a_o, *b_o, *r_o, *per_o, *wa_o, *wb_o;
+    double p;
+    int cumulative;
+    if (!PyArg_ParseTuple(args, "OOOdOOOp:_count_radii", &a_o, &b_o, &r_o, &p, &per_o, &wa_o, &wb_o,
+                          &cumulative))
+        return NULL;
+    PyArrayObject *a = NULL, *b = NULL, *r = NULL, *wa = NULL, *wb = NULL, *out = NULL;
+    nbGrid *ga = NULL, *gb = NULL;
+    double period[3] = {0, 0, 0};
+    int ok = 1;
+    a = nbpy_as_double(a_o, NPY_ARRAY_IN_ARRAY, "a");
+    if (a != NULL && b_o != Py_None && b_o != a_o) b = nbpy_as_double(b_o, NPY_ARRAY_IN_ARRAY, "b");
+    r = nbpy_as_double(r_o, NPY_ARRAY_IN_ARRAY, "r");
+    if (a == NULL || r == NULL || (b_o != Py_None && b_o != a_o && b == NULL)) goto done;
+    const int dim = PyArray_NDIM(a) == 2 ? (int)PyArray_DIM(a, 1) : 0;
+    if ((dim != 2 && dim != 3) || PyArray_DIM(a, 0) > INT32_MAX || PyArray_NDIM(r) != 1 ||
+        PyArray_DIM(r, 0) > INT32_MAX ||
+        (b != NULL &&
+         (PyArray_NDIM(b) != 2 || PyArray_DIM(b, 1) != dim || PyArray_DIM(b, 0) > INT32_MAX))) {
+        PyErr_SetString(PyExc_ValueError, "_count_radii: (n, 2 or 3) points, 1-D radii");
+        goto done;
+    }
+    if (per_o != Py_None) {
+        PyArrayObject *per = nbpy_as_double(per_o, NPY_ARRAY_IN_ARRAY, "period");
+        if (per == NULL) goto done;
+        for (npy_intp i = 0; i < PyArray_SIZE(per) && i < dim; i++)
+            period[i] = ((const double *)PyArray_DATA(per))[i];
+        Py_DECREF(per);
+    }
+    wa = nbpy_radii_weights(wa_o, PyArray_DIM(a, 0), &ok);
+    if (ok) wb = nbpy_radii_weights(wb_o, PyArray_DIM(b != NULL ? b : a, 0), &ok);
+    if (!ok) goto done;
+    ga = nbpy_radii_grid(a, per_o != Py_None ? period : NULL);
+    if (ga == NULL) goto done;
+    if (b != NULL && (gb = nbpy_radii_grid(b, per_o != Py_None ? period : NULL)) == NULL) goto done;
+    const bool weighted = wa != NULL || wb != NULL;
+    npy_intp m = PyArray_DIM(r, 0);
+    out = (PyArrayObject *)PyArray_SimpleNew(1, &m, weighted ? NPY_DOUBLE : NPY_INT64);
+    if (out == NULL) goto done;
+    const double *radii = (const double *)PyArray_DATA(r);
+    const double *pa = wa != NULL ? (const double *)PyArray_DATA(wa) : NULL;
+    const double *pb = wb != NULL ? (const double *)PyArray_DATA(wb) : NULL;
+    nbStatus st;
+    Py_BEGIN_ALLOW_THREADS;
+    if (b_o == Py_None && weighted)
+        st = nb_grid_sum_pairs_radii(ga, pa, radii, (int32_t)m, p, cumulative != 0,
+                                     (double *)PyArray_DATA(out));
+    else if (b_o == Py_None)
+        st = nb_grid_count_pairs_radii(ga, radii, (int32_t)m, p, cumulative != 0,
+                                       (int64_t *)PyArray_DATA(out));
+    else if (weighted)
+        st = nb_grid_sum_cross_pairs_radii(ga, gb != NULL ? gb : ga, pa, pb, radii, (int32_t)m, p,
+                                           cumulative != 0, (double *)PyArray_DATA(out));
+    else
+        st = nb_grid_count_cross_pairs_radii(ga, gb != NULL ? gb : ga, radii, (int32_t)m, p,
+                                             cumulative != 0, (int64_t *)PyArray_DATA(out));
+    Py_END_ALLOW_THREADS;
+    if (st != NB_OK) {
+        Py_CLEAR(out);
+        nbpy_error(st, "count_neighbors");
+    }
+done:
+    nb_grid_destroy(ga);
+    nb_grid_destroy(gb);
+    Py_XDECREF(a);
+    Py_XDECREF(b);
+    Py_XDECREF(r);
+    Py_XDECREF(wa);
+    Py_XDECREF(wb);
+    return (PyObject *)out;
+}
+
 static PyMethodDef nbpy_methods[] = {
+    {"_count_radii", nbpy_count_radii, METH_VARARGS,
+     "_count_radii(a, b, radii, p, period, wa, wb, cumulative)\n--\n\nPairs of a's points (b "
+     "None: i < j) or of (a, b) within each of the non-decreasing radii, in one walk: int64 "
+     "counts, or float64 sums of wa[i] * wb[j] with weights."},
     {"_set_alloc_budget", nbpy_set_alloc_budget, METH_O,
      "_set_alloc_budget(n)\n--\n\nFor tests: the library's next n allocations succeed, then "
      "every one fails until reset with -1."},
