@@ -590,9 +590,8 @@ NBI_INLINE void nbi_cell_pairs_gathered(const nbiSpanList *l, int dim, bool flt,
 // A crowded cell (more candidates than an nbiGather holds, at most NBI_GATHER_BIG) on the wide
 // scans, no filter: the gathered path over larger lanes (x, y, z and index only: 56 KB of stack,
 // taken only here), the same pairs in the same order. Such cells are few (a heavy tail's dense
-// core: 32 of the corpus' tail3d, 25 of powerlaw3d), but each is long: the two-lane kernel they
-// took before spent 11-25M instructions on them, half the pair walk's kernels on tail3d.
-// `wide`: 4 or 8.
+// core), but each is long: on the two-lane kernel they cost a quarter of a heavy tail's pair walk
+// (docs/grid.md, "Crowded cells and wider digits"). `wide`: 4 or 8.
 enum { NBI_GATHER_BIG = 2048 };
 
 NBI_INLINE void nbi_cell_pairs_crowded(const nbiSpanList *l, int dim, bool cross, bool wrap,
@@ -699,7 +698,7 @@ NBI_INLINE void nbi_cell_pairs_dim(const nbiSpanList *l, int dim, bool flt, bool
         return;
     }
 #endif
-    if (wide != 0) { // a crowded cell: the two-lane kernel's path, the same code (nbi_scan)
+    if (wide != 0) { // too crowded for the larger lanes: the two-lane kernel's path (nbi_scan)
         nbi_pair_kernels[nbi_kernel_index(wrap, dim, flt, cross)](l);
         return;
     }

@@ -738,25 +738,45 @@ static int test_sorted_wide_digits(void)
 }
 
 // Cells with more candidates than a cell's gathered lanes hold (pair_kernels.h, NBI_GATHER):
-// a dense blob of 1500 points a few cells wide among scattered points, 3D (dense, ranked and
-// hashed: the scattered points up to 1e6 away) and 2D, at one ring and at three (more spans
-// than a list holds, so a cell's own run is done before its last spans are scanned), with
-// duplicates, against brute force in every pair mode and in cross pairs.
+// a dense blob of 700 points two cells wide, and in 3D a cell of 80 points whose 13 half-stencil
+// cells hold 80 each in their far corners (1119 candidates, more than a point's writes may take
+// at once, none of them a pair), among scattered points: 3D (dense, ranked and hashed: the
+// scattered points up to 1e6 away) and 2D, at one ring and at three (more spans than a list
+// holds, so a cell's own run is done before its last spans are scanned), with duplicates,
+// against brute force in every pair mode and in cross pairs.
 static int test_crowded_cells(void)
 {
     static const double spread[3] = {14.0, 40.0, 1e6}; // dense, ranked, hashed
     for (int t = 0; t < 4; t++) {
         const int dim = t < 3 ? 3 : 2;
-        nboSet s = nbo_set_new(2000, dim);
+        nboSet s = nbo_set_new(dim == 3 ? 2020 : 900, dim);
         for (int32_t i = 0; i < s.n; i++)
             for (int a = 0; a < dim; a++)
                 s.p[(size_t)i * dim + a] =
-                    i < 1500 ? 10.0 + 2.5 * nbt_unit() : spread[t % 3] * nbt_unit();
-        for (int32_t i = 1400; i < 1500; i++) // duplicates in the blob
-            memcpy(s.p + (size_t)i * dim, s.p + (size_t)(i - 700) * dim, dim * sizeof(double));
+                    i < 700 ? 10.0 + 2.0 * nbt_unit() : spread[t % 3] * nbt_unit();
+        for (int32_t i = 600; i < 700; i++) // duplicates in the blob
+            memcpy(s.p + (size_t)i * dim, s.p + (size_t)(i - 300) * dim, dim * sizeof(double));
+        for (int32_t i = 900; dim == 3 && i < s.n; i++) { // the cell at (3, 3, 3), its stencil
+            const int g = (i - 900) / 80, h = g - 1;      // g = 0: the cell; h: a stencil cell
+            // the half stencil: (1, 0, 0), (-1..1, 1, 0), (-1..1, -1..1, 1)
+            const int off[3] = {g == 0   ? 0
+                                : h == 0 ? 1
+                                         : (h - 1) % 3 - 1,
+                                g == 0 || h == 0 ? 0
+                                : h < 4          ? 1
+                                                 : (h - 4) / 3 - 1,
+                                g == 0 || h < 4 ? 0 : 1};
+            for (int a = 0; a < 3; a++) { // far from the cell's points, which lie by its corner
+                const double u = 0.1 * nbt_unit();
+                s.p[(size_t)i * 3 + a] = 3.0 + (g == 0       ? u
+                                                : off[a] > 0 ? 1.85 + u
+                                                : off[a] < 0 ? -0.95 + u
+                                                             : 0.85 + u);
+            }
+        }
         if (check_layout(&s, 1.0, 1.0, t % 3)) return 1;
-        if (check_all(&s, 1.0, 1.0, 4)) return 1;
-        if (check_all(&s, 1.0, 1.0 / 2.5, 4)) return 1; // 3 rings
+        if (check_all(&s, 1.0, 1.0, 2)) return 1;
+        if (check_all(&s, 1.0, 1.0 / 2.5, 0)) return 1; // 3 rings
         for (int rings = 1; rings <= 3; rings += 2) {   // cross pairs: the set against itself
             nbGrid *g = grid_of(&s, rings == 1 ? 1.0 : 1.0 / 2.5, 1.0);
             NB_CHECK(g != NULL);
