@@ -1569,12 +1569,18 @@ NBI_INLINE void nbi_zsort_count(int32_t *count, uint64_t *to, uint64_t key, cons
               ((key >> at[t]) & (((uint64_t)1 << (at[t + 1] - at[t])) - 1))]++;
 }
 
-// The cell of point q, into k (z = 0 in 2D).
-NBI_INLINE void nbi_zsort_cell(const nbGrid *g, const double *q, int64_t k[3])
+// Whether nbi_zsort_cell may take x and y through 32-bit lanes: the box's cells fit them.
+NBI_INLINE bool nbi_zsort_xy_fit(const nbGrid *g)
+{
+    return g->lo[0] > -0x40000000 && g->hi[0] < 0x40000000 && g->lo[1] > -0x40000000 &&
+           g->hi[1] < 0x40000000;
+}
+
+// The cell of point q, into k (z = 0 in 2D); `fit`: nbi_zsort_xy_fit.
+NBI_INLINE void nbi_zsort_cell(const nbGrid *g, const double *q, int64_t k[3], bool fit)
 {
 #if defined(__SSE2__)
-    if (g->lo[0] > -0x40000000 && g->hi[0] < 0x40000000 && g->lo[1] > -0x40000000 &&
-        g->hi[1] < 0x40000000) {
+    if (fit) {
         const __m128d by = _mm_set1_pd(g->cm.pow2 ? g->cm.inv : g->cm.cell);
         const __m128i t = nbi_floor_xy(_mm_loadu_pd(q), by, g->cm.pow2);
         k[0] = _mm_cvtsi128_si32(t);
@@ -1582,6 +1588,8 @@ NBI_INLINE void nbi_zsort_cell(const nbGrid *g, const double *q, int64_t k[3])
         k[2] = g->dim == 3 ? nbi_cell_i(&g->cm, q[2]) : 0;
         return;
     }
+#else
+    (void)fit;
 #endif
     k[0] = nbi_cell_i(&g->cm, q[0]);
     k[1] = nbi_cell_i(&g->cm, q[1]);
@@ -1609,6 +1617,8 @@ static void nbi_hashed_table(nbGrid *g, int32_t ncells, const uint64_t *lows, in
     uint64_t *seen = (uint64_t *)g->cell_seen.ptr;
     uint64_t hash[NBI_HASH_AHEAD], key[NBI_HASH_AHEAD];
     uint32_t low[NBI_HASH_AHEAD];
+    const bool fit = nbi_zsort_xy_fit(g);
+    const int b = NBI_CODE_BITS(dim); // exact codes (shift 0): the key is the offsets packed
     for (int32_t c = 0; c < ncells + NBI_HASH_AHEAD; c++) {
         const int32_t j = c - NBI_HASH_AHEAD; // the cell inserted now
         if (j >= 0) {
@@ -1618,10 +1628,17 @@ static void nbi_hashed_table(nbGrid *g, int32_t ncells, const uint64_t *lows, in
         }
         if (c < ncells) {
             int64_t k[3];
-            nbi_zsort_cell(g, pts + (size_t)start[c] * dim, k);
+            nbi_zsort_cell(g, pts + (size_t)start[c] * dim, k, fit);
             hash[c % NBI_HASH_AHEAD] = nbi_cell_hash(k[0], k[1], k[2]);
-            nbi_ctab_key(table, k[0], k[1], k[2], &key[c % NBI_HASH_AHEAD]);
-            low[c % NBI_HASH_AHEAD] = nbi_ctab_low_bits(table, k[0], k[1], k[2]);
+            if (shift == 0) { // nbi_ctab_key of a cell in the box, and no bits dropped
+                key[c % NBI_HASH_AHEAD] = (uint64_t)(k[0] - g->lo[0]) |
+                                          (uint64_t)(k[1] - g->lo[1]) << b |
+                                          (dim == 3 ? (uint64_t)(k[2] - g->lo[2]) << 2 * b : 0);
+                low[c % NBI_HASH_AHEAD] = 0;
+            } else {
+                nbi_ctab_key(table, k[0], k[1], k[2], &key[c % NBI_HASH_AHEAD]);
+                low[c % NBI_HASH_AHEAD] = nbi_ctab_low_bits(table, k[0], k[1], k[2]);
+            }
             nbi_ctab_prefetch(table, hash[c % NBI_HASH_AHEAD], false);
         }
     }
