@@ -1569,12 +1569,18 @@ NBI_INLINE void nbi_zsort_count(int32_t *count, uint64_t *to, uint64_t key, cons
               ((key >> at[t]) & (((uint64_t)1 << (at[t + 1] - at[t])) - 1))]++;
 }
 
-// The cell of point q, into k (z = 0 in 2D).
-NBI_INLINE void nbi_zsort_cell(const nbGrid *g, const double *q, int64_t k[3])
+// Whether nbi_zsort_cell may take x and y through 32-bit lanes: the box's cells fit them.
+NBI_INLINE bool nbi_zsort_xy_fit(const nbGrid *g)
+{
+    return g->lo[0] > -0x40000000 && g->hi[0] < 0x40000000 && g->lo[1] > -0x40000000 &&
+           g->hi[1] < 0x40000000;
+}
+
+// The cell of point q, into k (z = 0 in 2D); `fit`: nbi_zsort_xy_fit.
+NBI_INLINE void nbi_zsort_cell(const nbGrid *g, const double *q, int64_t k[3], bool fit)
 {
 #if defined(__SSE2__)
-    if (g->lo[0] > -0x40000000 && g->hi[0] < 0x40000000 && g->lo[1] > -0x40000000 &&
-        g->hi[1] < 0x40000000) {
+    if (fit) {
         const __m128d by = _mm_set1_pd(g->cm.pow2 ? g->cm.inv : g->cm.cell);
         const __m128i t = nbi_floor_xy(_mm_loadu_pd(q), by, g->cm.pow2);
         k[0] = _mm_cvtsi128_si32(t);
@@ -1582,6 +1588,8 @@ NBI_INLINE void nbi_zsort_cell(const nbGrid *g, const double *q, int64_t k[3])
         k[2] = g->dim == 3 ? nbi_cell_i(&g->cm, q[2]) : 0;
         return;
     }
+#else
+    (void)fit;
 #endif
     k[0] = nbi_cell_i(&g->cm, q[0]);
     k[1] = nbi_cell_i(&g->cm, q[1]);
@@ -1609,6 +1617,8 @@ static void nbi_hashed_table(nbGrid *g, int32_t ncells, const uint64_t *lows, in
     uint64_t *seen = (uint64_t *)g->cell_seen.ptr;
     uint64_t hash[NBI_HASH_AHEAD], key[NBI_HASH_AHEAD];
     uint32_t low[NBI_HASH_AHEAD];
+    const bool fit = nbi_zsort_xy_fit(g);
+    const int b = NBI_CODE_BITS(dim); // exact codes (shift 0): the key is the offsets packed
     for (int32_t c = 0; c < ncells + NBI_HASH_AHEAD; c++) {
         const int32_t j = c - NBI_HASH_AHEAD; // the cell inserted now
         if (j >= 0) {
@@ -1618,10 +1628,17 @@ static void nbi_hashed_table(nbGrid *g, int32_t ncells, const uint64_t *lows, in
         }
         if (c < ncells) {
             int64_t k[3];
-            nbi_zsort_cell(g, pts + (size_t)start[c] * dim, k);
+            nbi_zsort_cell(g, pts + (size_t)start[c] * dim, k, fit);
             hash[c % NBI_HASH_AHEAD] = nbi_cell_hash(k[0], k[1], k[2]);
-            nbi_ctab_key(table, k[0], k[1], k[2], &key[c % NBI_HASH_AHEAD]);
-            low[c % NBI_HASH_AHEAD] = nbi_ctab_low_bits(table, k[0], k[1], k[2]);
+            if (shift == 0) { // nbi_ctab_key of a cell in the box, and no bits dropped
+                key[c % NBI_HASH_AHEAD] = (uint64_t)(k[0] - g->lo[0]) |
+                                          (uint64_t)(k[1] - g->lo[1]) << b |
+                                          (dim == 3 ? (uint64_t)(k[2] - g->lo[2]) << 2 * b : 0);
+                low[c % NBI_HASH_AHEAD] = 0;
+            } else {
+                nbi_ctab_key(table, k[0], k[1], k[2], &key[c % NBI_HASH_AHEAD]);
+                low[c % NBI_HASH_AHEAD] = nbi_ctab_low_bits(table, k[0], k[1], k[2]);
+            }
             nbi_ctab_prefetch(table, hash[c % NBI_HASH_AHEAD], false);
         }
     }
@@ -1766,24 +1783,95 @@ static int32_t nbi_hashed_sorted(nbGrid *g, const nbiBuildIn *in)
 // probed a table far larger than the caches for every point, then sorted its cells in up to
 // thirteen passes of 10 bits. The keys span up to 127 bits, of which such sets share many in
 // places (a dense core and far outliers: the corpus' tail3d), so the sort is MSD: a run of keys
-// is split by the NBI_MSD_DIGIT bits below the highest bit in which its keys differ, and runs of
-// at most NBI_MSD_SMALL keys are finished by insertion. No pass is spent on bits a run shares.
+// is split by a digit of the bits below those it shares, and runs of at most NBI_MSD_SMALL keys
+// are finished by insertion. No pass is spent on bits a run shares: where every key of a run
+// has the same digit (its count is the run's), the highest bit in which its keys differ is found
+// and the digit taken below it. A heavy tail's keys spread over every scale, so a run seldom
+// skips: each digit peels off a part of it, and the passes a key takes are about its differing
+// bits over the digit's width. Runs of at least nbi_msd_wide_min keys take digits of
+// NBI_MSD_WIDE bits (fewer passes over the many), smaller ones NBI_MSD_DIGIT bits (counts that
+// stay cheap to clear and sum).
 typedef struct nbiKey2 {
     uint64_t hi, lo;
 } nbiKey2;
 
-enum { NBI_MSD_SMALL = 32, NBI_MSD_DIGIT = 8 };
+enum {
+    NBI_MSD_SMALL = 32,
+    NBI_MSD_DIGIT = 8,
+    NBI_MSD_WIDE = 11,
+};
+
+int32_t nbi_msd_wide_min = 1 << 13;
 
 NBI_INLINE bool nbi_key2_less(nbiKey2 a, nbiKey2 b)
 {
     return a.hi < b.hi || (a.hi == b.hi && a.lo < b.lo);
 }
 
+// The digit of key k at bits [at, at + w) of its 128 (hi above lo), a window within one word.
+NBI_INLINE uint32_t nbi_key2_digit(nbiKey2 k, int at, uint64_t dmask)
+{
+    return (uint32_t)((at >= 64 ? k.hi >> (at - 64) : k.lo >> at) & dmask);
+}
+
+// The highest bit (of 128) in which the n > 1 keys a[] differ, or -1 when they are all equal.
+static int nbi_key2_top_diff(const nbiKey2 *a, int32_t n)
+{
+    uint64_t dh = 0, dl = 0;
+    for (int32_t i = 1; i < n; i++) {
+        dh |= a[i].hi ^ a[0].hi;
+        dl |= a[i].lo ^ a[0].lo;
+    }
+    if (dh != 0) return 64 + nbi_top_bit64(dh);
+    return dl != 0 ? nbi_top_bit64(dl) : -1;
+}
+
+static void nbi_msd_sort2(nbiKey2 *a, nbiKey2 *t, int32_t n, bool back, int below);
+
+// One level of nbi_msd_sort2 with digits of `width` bits (end[] holds 2^width + 1 counts): the
+// run split by bits [at, below), each part sorted on. A digit that every key shares moves on to
+// the bits below the highest in which the keys differ, without a pass.
+static void nbi_msd_level(nbiKey2 *a, nbiKey2 *t, int32_t n, bool back, int below, int width,
+                          int32_t *end)
+{
+    for (;;) {
+        // The digit's window within one word, at most `width` bits below `below`.
+        int at = below - width > 0 ? below - width : 0;
+        if (at < 64 && below > 64) at = 64;
+        const int w = below - at;
+        const uint64_t dmask = ((uint64_t)1 << w) - 1;
+        // end[d]: first the count of digit d - 1, then each digit's first position, then (after
+        // the scatter) each digit's end.
+        memset(end, 0, ((size_t)1 << w) * sizeof *end + sizeof *end);
+        for (int32_t i = 0; i < n; i++) end[nbi_key2_digit(a[i], at, dmask) + 1]++;
+        if (end[nbi_key2_digit(a[0], at, dmask) + 1] == n) { // one digit: skip to where they differ
+            const int top = nbi_key2_top_diff(a, n);
+            if (top < 0) { // equal keys (not for distinct ones): in order already
+                if (!back) memcpy(t, a, (size_t)n * sizeof *a);
+                return;
+            }
+            below = top + 1;
+            continue;
+        }
+        for (uint32_t d = 1; d <= dmask + 1; d++) end[d] += end[d - 1];
+        for (int32_t i = 0; i < n; i++) t[end[nbi_key2_digit(a[i], at, dmask)]++] = a[i];
+        for (uint32_t d = 0; d <= dmask; d++) { // each run, now in t, to where it belongs
+            const int32_t b0 = d == 0 ? 0 : end[d - 1], m = end[d] - b0;
+            if (m > 1)
+                nbi_msd_sort2(t + b0, a + b0, m, !back, at);
+            else if (m == 1 && back)
+                a[b0] = t[b0];
+        }
+        return;
+    }
+}
+
 // Sorts the n distinct keys a[] ascending, into a[] (`back`) or into t[], the other's scratch:
-// each pass scatters from one to the other, and the runs go on from there (no copy back). Each
-// level's runs share the bits their parent split by, so the recursion is at most
-// 128 / NBI_MSD_DIGIT + 1 deep (a kilobyte of stack a level).
-static void nbi_msd_sort2(nbiKey2 *a, nbiKey2 *t, int32_t n, bool back)
+// each pass scatters from one to the other, and the runs go on from there (no copy back). The
+// keys share their bits from `below` up (128: none). Each level's runs share the bits their
+// parent split by, so the recursion is at most 128 / NBI_MSD_DIGIT + 1 deep (a kilobyte of stack
+// a level; 8 KB for the levels of nbi_msd_wide_min keys or more, at most 128 / NBI_MSD_WIDE + 2).
+static void nbi_msd_sort2(nbiKey2 *a, nbiKey2 *t, int32_t n, bool back, int below)
 {
     if (n <= NBI_MSD_SMALL) {
         nbiKey2 *to = back ? a : t;
@@ -1795,38 +1883,16 @@ static void nbi_msd_sort2(nbiKey2 *a, nbiKey2 *t, int32_t n, bool back)
         }
         return;
     }
-    uint64_t dh = 0, dl = 0;
-    for (int32_t i = 1; i < n; i++) {
-        dh |= a[i].hi ^ a[0].hi;
-        dl |= a[i].lo ^ a[0].lo;
-    }
-    if ((dh | dl) == 0) { // equal keys (not for distinct ones): in order already
+    if (below <= 0) { // equal keys (not for distinct ones)
         if (!back) memcpy(t, a, (size_t)n * sizeof *a);
         return;
     }
-    const bool high = dh != 0;
-    const int top = nbi_top_bit64(high ? dh : dl);
-    const int at = top >= NBI_MSD_DIGIT - 1 ? top - (NBI_MSD_DIGIT - 1) : 0;
-    const uint64_t dmask = ((uint64_t)1 << NBI_MSD_DIGIT) - 1;
-    // end[d]: first the count of digit d - 1, then each digit's first position, then (after the
-    // scatter) each digit's end.
-    int32_t end[(1 << NBI_MSD_DIGIT) + 1];
-    memset(end, 0, sizeof end);
-    if (high)
-        for (int32_t i = 0; i < n; i++) end[((a[i].hi >> at) & dmask) + 1]++;
-    else
-        for (int32_t i = 0; i < n; i++) end[((a[i].lo >> at) & dmask) + 1]++;
-    for (int d = 1; d <= (1 << NBI_MSD_DIGIT); d++) end[d] += end[d - 1];
-    if (high)
-        for (int32_t i = 0; i < n; i++) t[end[(a[i].hi >> at) & dmask]++] = a[i];
-    else
-        for (int32_t i = 0; i < n; i++) t[end[(a[i].lo >> at) & dmask]++] = a[i];
-    for (int d = 0; d < (1 << NBI_MSD_DIGIT); d++) { // each run, now in t, to where it belongs
-        const int32_t b0 = d == 0 ? 0 : end[d - 1], m = end[d] - b0;
-        if (m > 1)
-            nbi_msd_sort2(t + b0, a + b0, m, !back);
-        else if (m == 1 && back)
-            a[b0] = t[b0];
+    if (n >= nbi_msd_wide_min) {
+        int32_t end[(1 << NBI_MSD_WIDE) + 1];
+        nbi_msd_level(a, t, n, back, below, NBI_MSD_WIDE, end);
+    } else {
+        int32_t end[(1 << NBI_MSD_DIGIT) + 1];
+        nbi_msd_level(a, t, n, back, below, NBI_MSD_DIGIT, end);
     }
 }
 
@@ -1848,7 +1914,7 @@ static int32_t nbi_hashed_sorted_wide(nbGrid *g, const nbiBuildIn *in)
         key[i].hi = nbi_code_of(k, g->lo, dim, shift);
         key[i].lo = (shift > 0 ? nbi_code_low(k, g->lo, dim, shift) << id_bits : 0) | (uint64_t)i;
     }
-    nbi_msd_sort2(key, (nbiKey2 *)g->pts.ptr, n, true);
+    nbi_msd_sort2(key, (nbiKey2 *)g->pts.ptr, n, true, 128);
     // The cells: each new pair of codes starts one. Cell c's code overwrites word c of the keys,
     // which key c / 2 held (read already); the low codes wait in pts.
     uint64_t *code = (uint64_t *)g->cell_code.ptr, *low = (uint64_t *)g->pts.ptr;

@@ -155,6 +155,9 @@ void nbi_grid_gather(const nbGrid *g, const nbiBuildIn *in, int32_t p0, int32_t 
 // Dense builds of at least this many packed points sort in two cache-sized passes
 // (grid.c, "large builds"); tests lower it to run that path on small inputs.
 extern int32_t nbi_blocked_min_points;
+// Runs of at least this many keys take the wide digits of the two-word sort (grid.c,
+// nbi_msd_sort2); tests lower it to run them on small inputs.
+extern int32_t nbi_msd_wide_min;
 #if defined(__SSE2__)
 // A blocked build's tables, all in the hist buffer: per chunk of points a row of block counts
 // (then that chunk's cursors), the blocks' first positions, and per run of blocks a scratch area.

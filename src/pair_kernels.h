@@ -219,6 +219,20 @@ typedef struct nbiGather {
     int32_t n;
 } nbiGather;
 
+// The gathered lanes as the wide scans read them: an nbiGather's, or a crowded cell's larger
+// set (nbi_cell_pairs_crowded).
+typedef struct nbiLanes {
+    const double *x, *y, *z;
+    const int32_t *idx;
+    int32_t n;
+} nbiLanes;
+
+NBI_INLINE nbiLanes nbi_lanes(const nbiGather *gt)
+{
+    const nbiLanes g = {gt->x, gt->y, gt->z, gt->idx, gt->n};
+    return g;
+}
+
 // `ids`: the caller's indices too (a count needs only the coordinates and filter bits). Lane n
 // gets candidate q.
 NBI_INLINE void nbi_gather_one(nbiGather *gt, const nbiPairCtx *x, int dim, bool flt, bool ids,
@@ -351,9 +365,9 @@ NBI_TARGET_AVX2 static inline __m256d nbi_wrap4(__m256d d, __m256d p)
 
 // Gathered lanes q .. q+3 within r of centre c: all ones where d2 <= r2 (NaN: never). `wrap`:
 // by the minimum image against the periods per.
-NBI_TARGET_AVX2 static inline __m256d nbi_within4(const nbiGather *gt, int32_t q,
-                                                  const __m256d c[3], int dim, __m256d vr2,
-                                                  bool wrap, const __m256d per[3])
+NBI_TARGET_AVX2 static inline __m256d nbi_within4(const nbiLanes *gt, int32_t q, const __m256d c[3],
+                                                  int dim, __m256d vr2, bool wrap,
+                                                  const __m256d per[3])
 {
     __m256d dx = _mm256_sub_pd(c[0], _mm256_loadu_pd(gt->x + q));
     __m256d dy = _mm256_sub_pd(c[1], _mm256_loadu_pd(gt->y + q));
@@ -373,7 +387,7 @@ NBI_TARGET_AVX2 static inline __m256d nbi_within4(const nbiGather *gt, int32_t q
 // nbi_gather_scan without a filter, four lanes at a time (`wrap`: by the minimum image against
 // the periods per). The lanes past gt->n hold NaN sentinels (NBI_GATHER_PAD of them), so no
 // tail loop; w needs room for n - q0 + 3 pairs (the last block is stored whole).
-NBI_TARGET_AVX2 static inline int64_t nbi_gather_scan4(const nbiGather *gt, double r2, int dim,
+NBI_TARGET_AVX2 static inline int64_t nbi_gather_scan4(const nbiLanes *gt, double r2, int dim,
                                                        bool cross, bool wrap, const double *per,
                                                        const double *pi, int32_t ii, int32_t q0,
                                                        nbPair *w)
@@ -423,7 +437,7 @@ NBI_TARGET_AVX512 static inline __m512d nbi_wrap8(__m512d d, __m512d p)
 
 // The mask of gathered lanes q .. q+7 within r of centre c (NaN: never). `wrap`: by the minimum
 // image against the periods per.
-NBI_TARGET_AVX512 static inline __mmask8 nbi_within8(const nbiGather *gt, int32_t q,
+NBI_TARGET_AVX512 static inline __mmask8 nbi_within8(const nbiLanes *gt, int32_t q,
                                                      const __m512d c[3], int dim, __m512d vr2,
                                                      bool wrap, const __m512d per[3])
 {
@@ -443,7 +457,7 @@ NBI_TARGET_AVX512 static inline __mmask8 nbi_within8(const nbiGather *gt, int32_
 }
 
 // nbi_gather_scan4 eight lanes at a time: w needs room for n - q0 + 7 pairs.
-NBI_TARGET_AVX512 static inline int64_t nbi_gather_scan8(const nbiGather *gt, double r2, int dim,
+NBI_TARGET_AVX512 static inline int64_t nbi_gather_scan8(const nbiLanes *gt, double r2, int dim,
                                                          bool cross, bool wrap, const double *per,
                                                          const double *pi, int32_t ii, int32_t q0,
                                                          nbPair *w)
@@ -517,9 +531,12 @@ NBI_INLINE void nbi_cell_pairs_gathered(const nbiSpanList *l, int dim, bool flt,
         if (flt) gt.cat[t] = gt.mask[t] = 0;
     }
     const int32_t a0 = l->a0, na = l->a1 - l->a0;
+#if defined(NBI_AVX2)
+    const nbiLanes lanes = nbi_lanes(&gt);
+#endif
 #if defined(NBI_AVX512)
 #define NBI_GSCAN8(i, w)                                                                           \
-    wide == 8 ? nbi_gather_scan8(&gt, x->r2, dim, cross, wrap, x->per,                             \
+    wide == 8 ? nbi_gather_scan8(&lanes, x->r2, dim, cross, wrap, x->per,                          \
                                  x->pa + (size_t)(a0 + (i)) * (size_t)dim, x->ia[a0 + (i)],        \
                                  cross ? 0 : (i) + 1, w)                                           \
               :
@@ -529,7 +546,7 @@ NBI_INLINE void nbi_cell_pairs_gathered(const nbiSpanList *l, int dim, bool flt,
 #if defined(NBI_AVX2)
 #define NBI_GSCAN(i, w)                                                                            \
     (NBI_GSCAN8(i, w) wide == 4                                                                    \
-         ? nbi_gather_scan4(&gt, x->r2, dim, cross, wrap, x->per,                                  \
+         ? nbi_gather_scan4(&lanes, x->r2, dim, cross, wrap, x->per,                               \
                             x->pa + (size_t)(a0 + (i)) * (size_t)dim, x->ia[a0 + (i)],             \
                             cross ? 0 : (i) + 1, w)                                                \
          : nbi_gather_scan(&gt, x, dim, flt, cross, wrap,                                          \
@@ -569,6 +586,88 @@ NBI_INLINE void nbi_cell_pairs_gathered(const nbiSpanList *l, int dim, bool flt,
 #undef NBI_GSCAN8
 }
 
+#if defined(NBI_AVX2)
+// A crowded cell (more candidates than an nbiGather holds, at most NBI_GATHER_BIG) on the wide
+// scans, no filter: the gathered path over larger lanes (x, y, z and index only: 56 KB of stack,
+// taken only here), the same pairs in the same order. Such cells are few (a heavy tail's dense
+// core), but each is long: on the two-lane kernel they cost a quarter of a heavy tail's pair walk
+// (docs/grid.md, "Crowded cells and wider digits"). `wide`: 4 or 8.
+enum { NBI_GATHER_BIG = 2048 };
+
+NBI_INLINE void nbi_cell_pairs_crowded(const nbiSpanList *l, int dim, bool cross, bool wrap,
+                                       int wide)
+{
+    const nbiPairCtx *x = l->x;
+    nbiPairSink *s = x->sink;
+    const bool ids = s->mode != NBI_SINK_COUNT;
+    struct {
+        double x[NBI_GATHER_BIG], y[NBI_GATHER_BIG], z[NBI_GATHER_BIG];
+        int32_t idx[NBI_GATHER_BIG];
+    } big;
+    int32_t n = 0;
+    for (int t = cross ? 0 : -1; t < l->ns; t++) { // the own run first (self mode), then the spans
+        const int32_t b0 = t < 0 ? l->a0 : l->sp[t].b0, b1 = t < 0 ? l->self_end : l->sp[t].b1;
+        for (int32_t q = b0; q < b1; q++, n++) {
+            big.x[n] = x->pb[(size_t)q * (size_t)dim];
+            big.y[n] = x->pb[(size_t)q * (size_t)dim + 1];
+            if (dim == 3) big.z[n] = x->pb[(size_t)q * (size_t)dim + 2];
+            if (ids) big.idx[n] = x->ib[q];
+        }
+    }
+    for (int32_t t = n; t < n + NBI_GATHER_PAD; t++) { // sentinels (the lanes read)
+        big.x[t] = big.y[t] = big.z[t] = (double)NAN;
+        big.idx[t] = 0;
+    }
+    const int32_t a0 = l->a0, na = l->a1 - l->a0;
+    // A point's lanes in pieces whose writes fit the sink's scratch: a piece that is not the last
+    // is a whole number of steps long, so its last step reads no lane of the next.
+    const int32_t piece = ids ? NBI_SCRATCH - NBI_GATHER_PAD : NBI_GATHER_BIG;
+    int64_t m = 0;
+    for (int32_t i = 0; i < na && !s->stop; i++) {
+        const double *pi = x->pa + (size_t)(a0 + i) * (size_t)dim;
+        for (int32_t q0 = cross ? 0 : i + 1; q0 < n && !s->stop; q0 += piece) {
+            const nbiLanes lanes = {big.x, big.y, big.z, big.idx, n - q0 > piece ? q0 + piece : n};
+            nbPair *w = ids ? nbi_reserve(s, lanes.n - q0 + NBI_GATHER_PAD) : NULL;
+#if defined(NBI_AVX512)
+            const int64_t got = wide == 8 ? nbi_gather_scan8(&lanes, x->r2, dim, cross, wrap,
+                                                             x->per, pi, x->ia[a0 + i], q0, w)
+                                          : nbi_gather_scan4(&lanes, x->r2, dim, cross, wrap,
+                                                             x->per, pi, x->ia[a0 + i], q0, w);
+#else
+            (void)wide;
+            const int64_t got =
+                nbi_gather_scan4(&lanes, x->r2, dim, cross, wrap, x->per, pi, x->ia[a0 + i], q0, w);
+#endif
+            if (ids)
+                nbi_commit(s, w, got);
+            else
+                m += got;
+        }
+    }
+    s->found += m;
+}
+
+// nbi_cell_pairs_crowded out of line, one copy per width (pairs_avx2.c, pairs_avx512.c), so
+// that the kernels' common path stays as it was: crowded cells are few and each is long.
+void nbi_pairs_crowded_avx2(const nbiSpanList *l, int dim, bool cross, bool wrap);
+#if defined(NBI_AVX512)
+void nbi_pairs_crowded_avx512(const nbiSpanList *l, int dim, bool cross, bool wrap);
+#endif
+// Defines `name`: nbi_cell_pairs_crowded specialised on (dim, cross, wrap) for `lanes`.
+#define NBI_CROWDED_DEFINE(name, target, lanes)                                                    \
+    target void name(const nbiSpanList *l, int dim, bool cross, bool wrap)                         \
+    {                                                                                              \
+        if (dim == 3 && !cross && !wrap)                                                           \
+            nbi_cell_pairs_crowded(l, 3, false, false, lanes);                                     \
+        else if (dim == 3 && cross && !wrap)                                                       \
+            nbi_cell_pairs_crowded(l, 3, true, false, lanes);                                      \
+        else if (dim == 2 && !wrap)                                                                \
+            nbi_cell_pairs_crowded(l, 2, cross, false, lanes);                                     \
+        else                                                                                       \
+            nbi_cell_pairs_crowded(l, dim, cross, wrap, lanes);                                    \
+    }
+#endif
+
 // All candidate pairs of the list's cell: each point p with the positions after it in its own
 // run (self mode) and with every candidate of the spans.
 NBI_INLINE void nbi_cell_pairs_dim(const nbiSpanList *l, int dim, bool flt, bool cross, bool wrap,
@@ -587,7 +686,19 @@ NBI_INLINE void nbi_cell_pairs_dim(const nbiSpanList *l, int dim, bool flt, bool
         nbi_cell_pairs_gathered(l, dim, flt, cross, wrap, wide);
         return;
     }
-    if (wide != 0) { // a crowded cell: the two-lane kernel's path, the same code (nbi_scan)
+#if defined(NBI_AVX2)
+    if (NBI_USE_GATHER && wide != 0 && own_fits && width + NBI_GATHER_PAD <= NBI_GATHER_BIG) {
+#if defined(NBI_AVX512)
+        if (wide == 8) {
+            nbi_pairs_crowded_avx512(l, dim, cross, wrap);
+            return;
+        }
+#endif
+        nbi_pairs_crowded_avx2(l, dim, cross, wrap);
+        return;
+    }
+#endif
+    if (wide != 0) { // too crowded for the larger lanes: the two-lane kernel's path (nbi_scan)
         nbi_pair_kernels[nbi_kernel_index(wrap, dim, flt, cross)](l);
         return;
     }

@@ -229,8 +229,9 @@ static void nbi_pairs_hashed(const nbiView *v, const nbiPairCtx *x, int64_t k, i
 // popcount in a few kilobytes that stay in L1, where the table costs a miss a probe. Only the
 // stencil cells outside the block (a few per cent on a 32-cell side) are looked up in the table,
 // as nbi_pairs_hashed does. Cells and their candidates come in the same order as there, so the
-// pairs are the same, in the same order.
-enum { NBI_ZB_CELLS = 1 << 15 };
+// pairs are the same, in the same order. Only the grid's views have codes, and they keep no slack
+// between cells (view.h: end is NULL), so cell c ends at start[c + 1].
+enum { NBI_ZB_CELLS = 1 << 15, NBI_ZB_XYZ = 1 << 12 };
 
 typedef struct nbiZBlock {
     uint64_t occ[NBI_ZB_CELLS / 64]; // bit = local code, set while the block is walked
@@ -242,6 +243,7 @@ typedef struct nbiZBlock {
     int32_t id[NBI_LOOKUPS];         // the stencil cells met, in order: a cell, or -1 (probe)
     int64_t at[NBI_LOOKUPS][3];      // with -1: the cell's coordinates
     uint64_t hash[NBI_LOOKUPS];      // and its hash
+    uint32_t xyz[NBI_ZB_XYZ];        // 3D: the first cells' nbi_zblock_xyz, while set in the bitmap
 } nbiZBlock;
 
 // The Z order of a view's exact offsets: a cell's code, shifted up by ds = dim * code_shift bits,
@@ -306,7 +308,7 @@ static int nbi_zblock_flush(const nbiView *v, nbiSpanList *l, const nbiZBlock *z
                                      zb->hash[t]);
             if (b < 0) continue;
         }
-        nbi_spans_add_merged(l, v->start[b], nbi_view_end(v, b));
+        nbi_spans_add_merged(l, v->start[b], v->start[b + 1]);
     }
     return 0;
 }
@@ -324,7 +326,7 @@ static void nbi_zblock_cell(const nbiView *v, nbiSpanList *l, nbiZBlock *zb, int
         loc[a] = off[a] & (side - 1);
     }
     l->a0 = v->start[c];
-    l->a1 = l->self_end = nbi_view_end(v, c);
+    l->a1 = l->self_end = v->start[c + 1];
     l->ns = 0;
     int n = 0;
     for (int64_t dz = 0; dz <= kz; dz++) {
@@ -377,7 +379,7 @@ NBI_INLINE void nbi_zblock_take(nbiSpanList *l, const nbiView *v, const nbiZBloc
     const uint64_t w = zb->occ[lc >> 6];
     if (((w >> (lc & 63)) & 1) == 0) return;
     const int32_t b = s0 + zb->rank[lc >> 6] + nbi_popcount64(w & ((UINT64_C(1) << (lc & 63)) - 1));
-    nbi_spans_add_merged(l, v->start[b], nbi_view_end(v, b));
+    nbi_spans_add_merged(l, v->start[b], v->start[b + 1]);
 }
 
 // nbi_zblock_cell at k = 1 for a cell whose stencil lies inside its block (local coordinates
@@ -389,7 +391,7 @@ static void nbi_zblock_inner(const nbiView *v, nbiSpanList *l, const nbiZBlock *
     const uint64_t *sp = zb->spread;
     const uint64_t xm = sp[lx - 1], x0 = sp[lx], xp = sp[lx + 1];
     l->a0 = v->start[c];
-    l->a1 = l->self_end = nbi_view_end(v, c);
+    l->a1 = l->self_end = v->start[c + 1];
     l->ns = 0;
     // rows (dy, dz): (0, 0) right of the cell only, then (1, 0), and in 3D (-1..1, 1)
     const uint64_t z0 = v->dim == 3 ? sp[lz] << 2 : 0;
@@ -435,7 +437,7 @@ NBI_INLINE void nbi_zblock_inner3(const nbiView *v, nbiSpanList *l, const nbiZBl
     uint32_t m = (r[0] >> (lx + 1) & 1) | (r[1] >> sh & 7) << 1 | (r[31] >> sh & 7) << 4 |
                  (r[32] >> sh & 7) << 7 | (r[33] >> sh & 7) << 10;
     l->a0 = v->start[c];
-    l->a1 = l->self_end = nbi_view_end(v, c);
+    l->a1 = l->self_end = v->start[c + 1];
     l->ns = 0;
     if (m != 0) {
         const uint64_t *sp = zb->spread;
@@ -449,7 +451,7 @@ NBI_INLINE void nbi_zblock_inner3(const nbiView *v, nbiSpanList *l, const nbiZBl
             const uint64_t w = zb->occ[lc >> 6];
             const int32_t b =
                 s0 + zb->rank[lc >> 6] + nbi_popcount64(w & ((UINT64_C(1) << (lc & 63)) - 1));
-            nbi_spans_add_merged(l, v->start[b], nbi_view_end(v, b));
+            nbi_spans_add_merged(l, v->start[b], v->start[b + 1]);
         } while (m != 0);
     }
     nbi_spans_flush(l);
@@ -485,7 +487,7 @@ NBI_INLINE void nbi_zblock_edge3(const nbiView *v, nbiSpanList *l, nbiZBlock *zb
                    ((uint64_t)r[32] << 1 >> lx & 7) << 7 | ((uint64_t)r[33] << 1 >> lx & 7) << 10);
     uint32_t m = (in & ~out) | out;
     l->a0 = v->start[c];
-    l->a1 = l->self_end = nbi_view_end(v, c);
+    l->a1 = l->self_end = v->start[c + 1];
     l->ns = 0;
     if (m == 0) {
         nbi_spans_flush(l);
@@ -568,13 +570,16 @@ NBI_INLINE void nbi_pairs_zorder_on(const nbiView *v, const nbiPairCtx *x, int64
             if (dim == 3) {
                 const uint32_t p = nbi_zblock_xyz(&zb, lc);
                 zb.rows[(p >> 16) * 32 + (p >> 8 & 31)] |= UINT32_C(1) << (p & 31);
+                if (s - s0 < NBI_ZB_XYZ) zb.xyz[s - s0] = p; // read back below
             }
         }
         const int32_t e = s1 < u1 ? s1 : u1;
         for (; c < e && !x->sink->stop; c++) {
-            if (v->start[c] == nbi_view_end(v, c)) continue; // an empty cell (a free id)
+            if (v->start[c] == v->start[c + 1]) continue; // an empty cell (a free id)
             if (dim == 3 && k == 1) {
-                const uint32_t p = nbi_zblock_xyz(&zb, nbi_zord_local(&z, c, wide));
+                const uint32_t p = c < s_end && c - s0 < NBI_ZB_XYZ
+                                       ? zb.xyz[c - s0]
+                                       : nbi_zblock_xyz(&zb, nbi_zord_local(&z, c, wide));
                 const uint32_t loc[3] = {p & 31, p >> 8 & 31, p >> 16};
                 if (loc[0] - 1 < 30 && loc[1] - 1 < 30 && loc[2] < 31)
                     nbi_zblock_inner3(v, &l, &zb, s0, c, loc[0], loc[1], loc[2]);
@@ -601,7 +606,7 @@ NBI_INLINE void nbi_pairs_zorder_on(const nbiView *v, const nbiPairCtx *x, int64
             const uint64_t lc = nbi_zord_local(&z, s, wide);
             zb.occ[lc >> 6] = 0;
             if (dim == 3) {
-                const uint32_t p = nbi_zblock_xyz(&zb, lc);
+                const uint32_t p = s - s0 < NBI_ZB_XYZ ? zb.xyz[s - s0] : nbi_zblock_xyz(&zb, lc);
                 zb.rows[(p >> 16) * 32 + (p >> 8 & 31)] = 0;
             }
         }
@@ -612,6 +617,7 @@ NBI_INLINE void nbi_pairs_zorder_on(const nbiView *v, const nbiPairCtx *x, int64
 static void nbi_pairs_zorder(const nbiView *v, const nbiPairCtx *x, int64_t k, int32_t u0,
                              int32_t u1)
 {
+    NB_ASSERT(v->end == NULL);
     if (v->code_shift > 0)
         nbi_pairs_zorder_on(v, x, k, u0, u1, true);
     else
@@ -680,7 +686,7 @@ nbStatus nbi_walk_pairs(const nbiView *v, double radius, int32_t u0, int32_t u1,
     nbiPairCtx x;
     nbi_pair_ctx(&x, v, v, radius, s);
     if (v->table != NULL && v->cell_code != NULL && (v->code_shift == 0 || v->cell_low != NULL) &&
-        k <= 8 &&
+        v->end == NULL && k <= 8 &&
         (v->dim == 3 ? (double)(2 * k + 1) * (2 * k + 1) * (2 * k + 1)
                      : (double)(2 * k + 1) * (2 * k + 1)) <= (double)v->ncells)
         nbi_pairs_zorder(v, &x, k, u0, u1);

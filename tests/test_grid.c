@@ -704,6 +704,100 @@ static int test_hashed_sorted_wide(void)
     return 0;
 }
 
+// The two-word sort's wide digits (nbi_msd_sort2: runs of nbi_msd_wide_min keys or more, lowered
+// here to 64 so that 1000 points take them): heavy tails at 0 and at 1e9, 2D and 3D, against
+// brute force, and the same cell order and point order as the narrow digits give.
+static int test_sorted_wide_digits(void)
+{
+    const int32_t keep = nbi_msd_wide_min;
+    for (int dim = 2; dim <= 3; dim++)
+        for (int t = 0; t < 2; t++) {
+            const double offset = t ? 1e9 : 0.0, scale = 1e-3;
+            nboSet s = tail_set(dim, 1000 + 537 * t, offset, scale);
+            for (int32_t i = 0; i < 4; i++) // far points: a box beyond the codes' reach
+                for (int a = 0; a < dim; a++)
+                    s.p[(size_t)(s.n - 1 - i) * dim + a] =
+                        offset + ((i >> a & 1) ? scale : -scale) * ldexp(1.0, dim == 3 ? 23 : 34);
+            nbGrid *narrow = grid_of(&s, scale, scale);
+            nbi_msd_wide_min = 64;
+            nbGrid *g = grid_of(&s, scale, scale);
+            int bad = g == NULL || narrow == NULL || check_all(&s, scale, scale, 4);
+            if (!bad) {
+                bad = g->ncells != narrow->ncells || !g->low_codes || nb_grid_validate(g) != NB_OK;
+                bad = bad || memcmp(g->idx.ptr, narrow->idx.ptr, (size_t)s.n * sizeof(int32_t));
+                bad = bad || memcmp(g->cell_code.ptr, narrow->cell_code.ptr,
+                                    (size_t)g->ncells * sizeof(uint64_t));
+            }
+            nbi_msd_wide_min = keep;
+            nb_grid_destroy(g);
+            nb_grid_destroy(narrow);
+            NB_CHECK(!bad);
+            nbo_set_free(&s);
+        }
+    return 0;
+}
+
+// Cells with more candidates than a cell's gathered lanes hold (pair_kernels.h, NBI_GATHER):
+// a dense blob of 700 points two cells wide, and in 3D a cell of 80 points whose 13 half-stencil
+// cells hold 80 each in their far corners (1119 candidates, more than a point's writes may take
+// at once, none of them a pair), among scattered points: 3D (dense, ranked and hashed: the
+// scattered points up to 1e6 away) and 2D, at one ring and at three (more spans than a list
+// holds, so a cell's own run is done before its last spans are scanned), with duplicates,
+// against brute force in every pair mode and in cross pairs.
+static int test_crowded_cells(void)
+{
+    static const double spread[3] = {14.0, 40.0, 1e6}; // dense, ranked, hashed
+    for (int t = 0; t < 4; t++) {
+        const int dim = t < 3 ? 3 : 2;
+        nboSet s = nbo_set_new(dim == 3 ? 2020 : 900, dim);
+        for (int32_t i = 0; i < s.n; i++)
+            for (int a = 0; a < dim; a++)
+                s.p[(size_t)i * dim + a] =
+                    i < 700 ? 10.0 + 2.0 * nbt_unit() : spread[t % 3] * nbt_unit();
+        for (int32_t i = 600; i < 700; i++) // duplicates in the blob
+            memcpy(s.p + (size_t)i * dim, s.p + (size_t)(i - 300) * dim, dim * sizeof(double));
+        for (int32_t i = 900; dim == 3 && i < s.n; i++) { // the cell at (3, 3, 3), its stencil
+            const int g = (i - 900) / 80, h = g - 1;      // g = 0: the cell; h: a stencil cell
+            // the half stencil: (1, 0, 0), (-1..1, 1, 0), (-1..1, -1..1, 1)
+            const int off[3] = {g == 0   ? 0
+                                : h == 0 ? 1
+                                         : (h - 1) % 3 - 1,
+                                g == 0 || h == 0 ? 0
+                                : h < 4          ? 1
+                                                 : (h - 4) / 3 - 1,
+                                g == 0 || h < 4 ? 0 : 1};
+            for (int a = 0; a < 3; a++) { // far from the cell's points, which lie by its corner
+                const double u = 0.1 * nbt_unit();
+                s.p[(size_t)i * 3 + a] = 3.0 + (g == 0       ? u
+                                                : off[a] > 0 ? 1.85 + u
+                                                : off[a] < 0 ? -0.95 + u
+                                                             : 0.85 + u);
+            }
+        }
+        if (check_layout(&s, 1.0, 1.0, t % 3)) return 1;
+        if (check_all(&s, 1.0, 1.0, 2)) return 1;
+        if (check_all(&s, 1.0, 1.0 / 2.5, 0)) return 1; // 3 rings
+        for (int rings = 1; rings <= 3; rings += 2) {   // cross pairs: the set against itself
+            nbGrid *g = grid_of(&s, rings == 1 ? 1.0 : 1.0 / 2.5, 1.0);
+            NB_CHECK(g != NULL);
+            int64_t want_n = 0, found = -1, count = -1;
+            nbPair *want = nbo_cross_pairs(&s, &s, 1.0, &want_n);
+            nbPair *got = (nbPair *)malloc((size_t)(want_n + 1) * sizeof(nbPair));
+            NB_CHECK(got != NULL);
+            NB_CHECK_OK(nb_grid_cross_pairs(g, g, 1.0, got, want_n + 1, &found));
+            NB_CHECK_OK(nb_grid_count_cross_pairs(g, g, 1.0, &count));
+            NB_CHECK(found == want_n && count == want_n);
+            nbo_sort_pairs(got, want_n);
+            NB_CHECK(nbo_same_pairs(got, want_n, want, want_n));
+            free(got);
+            free(want);
+            nb_grid_destroy(g);
+        }
+        nbo_set_free(&s);
+    }
+    return 0;
+}
+
 // The ranked layout's edges: a box of exactly 64 cells a point is ranked, one more row of
 // cells hashed; rows of cells that fill whole 64-cell words, and a row of 65 cells; cells whose
 // bits are the first and the last of their word.
@@ -1930,6 +2024,8 @@ int main(int argc, char **argv)
         {"hashed_blocks", test_hashed_blocks},
         {"hashed_beyond_codes", test_hashed_beyond_codes},
         {"hashed_sorted_wide", test_hashed_sorted_wide},
+        {"sorted_wide_digits", test_sorted_wide_digits},
+        {"crowded_cells", test_crowded_cells},
         {"deterministic", test_deterministic},
         {"cells_far_apart", test_cells_far_apart},
         {"pairs_cost_guard", test_pairs_cost_guard},
