@@ -140,7 +140,7 @@ typedef struct nbiKnnLazy {
 // The walk crosses as many rings as the longest reach, each about NBI_KNN_RING_COST
 // instructions (face clipping, bounds; measured 1100-1700 on 25k uniform 2D points); the index
 // costs about NBI_KNN_DESCENT_COST plus NBI_KNN_DESCENT_K a neighbour.
-enum { NBI_KNN_RING_COST = 1000, NBI_KNN_DESCENT_COST = 1000, NBI_KNN_DESCENT_K = 400 };
+enum { NBI_KNN_RING_COST = 1500, NBI_KNN_DESCENT_COST = 1000, NBI_KNN_DESCENT_K = 400 };
 double nbi_knn_far_saving(const nbiView *v, const double *q, int32_t k);
 
 // The index of the view's points for the k nearest of `point`, built on first use: NULL while
