@@ -571,8 +571,11 @@ int nbi_ix_depth_cap(int32_t n)
 // What nbi_ix_build made: the index, nothing (allocation failed), or nothing by choice.
 enum { NBI_IX_FAILED, NBI_IX_BUILT, NBI_IX_UNWANTED };
 
-static int nbi_ix_build(nbiKnnIndex *ix, const nbiView *v, const nbAllocator *alloc,
-                        bool decline_duplicates)
+// Builds the index of the view's n points, found at positions [0, positions): every position
+// but the slack the hash keeps between its cells (NaN coordinates; none in a grid's view, where
+// positions is n).
+static int nbi_ix_build(nbiKnnIndex *ix, const nbiView *v, int32_t positions,
+                        const nbAllocator *alloc, bool decline_duplicates)
 {
     const int32_t n = v->n;
     const int dim = v->dim;
@@ -584,14 +587,17 @@ static int nbi_ix_build(nbiKnnIndex *ix, const nbiView *v, const nbAllocator *al
 
     // The box, and the code's scale: the widest axis spans the codes.
     double mn[3] = {0, 0, 0}, mx[3] = {0, 0, 0};
-    for (int a = 0; a < dim; a++) mn[a] = mx[a] = v->pts[a];
-    for (int32_t p = 1; p < n; p++)
-        for (int a = 0; a < dim; a++) {
+    for (int a = 0; a < dim; a++) {
+        mn[a] = (double)INFINITY;
+        mx[a] = -(double)INFINITY;
+    }
+    for (int32_t p = 0; p < positions; p++)
+        for (int a = 0; a < dim; a++) { // (slack: NaN fails both tests)
             const double x = v->pts[(size_t)p * (size_t)dim + (size_t)a];
             mn[a] = x < mn[a] ? x : mn[a];
             mx[a] = x > mx[a] ? x : mx[a];
         }
-    const int pos_bits = nbi_bits_for(n), axis_bits = nbi_ix_axis_bits(n, dim);
+    const int pos_bits = nbi_bits_for(positions), axis_bits = nbi_ix_axis_bits(positions, dim);
     nbiIxFrame fr;
     nbi_ix_frame(&fr, dim, mn, mx, axis_bits);
     memcpy(ix->origin, fr.origin, sizeof ix->origin);
@@ -599,12 +605,18 @@ static int nbi_ix_build(nbiKnnIndex *ix, const nbiView *v, const nbAllocator *al
     ix->max_cell = fr.max_cell;
 
     uint64_t *key = (uint64_t *)ix->code.ptr;
-    for (int32_t p = 0; p < n; p++)
+    int32_t m = 0;
+    for (int32_t p = 0; p < positions; p++) {
+        const double *x = v->pts + (size_t)p * (size_t)dim;
+        if (positions > n && x[0] != x[0]) continue; // slack
+        if (m == n) return NBI_IX_FAILED;            // (cannot happen: n points in all)
 #if defined(__SSE2__) && defined(__x86_64__)
-        key[p] = nbi_ix_code_sse2(ix, v->pts + (size_t)p * (size_t)dim) << pos_bits | (uint64_t)p;
+        key[m++] = nbi_ix_code_sse2(ix, x) << pos_bits | (uint64_t)p;
 #else
-        key[p] = nbi_ix_code(ix, v->pts + (size_t)p * (size_t)dim) << pos_bits | (uint64_t)p;
+        key[m++] = nbi_ix_code(ix, x) << pos_bits | (uint64_t)p;
 #endif
+    }
+    if (m != n) return NBI_IX_FAILED;
     nbi_radix_sort(key, key + n, n, pos_bits, pos_bits + axis_bits * dim, (int32_t *)ix->hist.ptr);
 
     // Crowded cells made of duplicates (more than half the points share their code with the
@@ -871,7 +883,7 @@ const nbiKnnIndex *nbi_knn_index_get(nbiKnnLazy *z, const nbiView *v, const nbAl
     // Not wanted, or crowded by duplicates: walk the cells, counting (never, when tests say so).
     const int made = was == NBI_KNN_STALE && !nbi_knn_index_wanted(v)
                          ? NBI_IX_UNWANTED
-                         : nbi_ix_build(&z->ix, v, a, was == NBI_KNN_STALE);
+                         : nbi_ix_build(&z->ix, v, v->n, a, was == NBI_KNN_STALE);
     if (made == NBI_IX_UNWANTED) {
         atomic_store_explicit(&z->walked, 0, memory_order_relaxed);
         atomic_store_explicit(&z->debt, 0, memory_order_relaxed);
@@ -897,11 +909,40 @@ const nbiKnnIndex *nbi_knn_index_get(nbiKnnLazy *z, const nbiView *v, const nbAl
 #endif
 }
 
+void nbi_knn_index_charge(nbiKnnLazy *z, const nbiView *v, const nbAllocator *a, int32_t positions,
+                          double saving)
+{
+#if NBI_KNN_INDEX
+    int s = atomic_load_explicit(&z->state, memory_order_acquire);
+    if ((s != NBI_KNN_STALE && s != NBI_KNN_COUNTING) || v->n == 0 || !(saving > 0.0) ||
+        nbi_knn_index_use < 0)
+        return;
+    const long long debt = atomic_load_explicit(&z->debt, memory_order_relaxed) +
+                           (saving < 0x1p60 ? (long long)saving : (long long)1 << 60);
+    atomic_store_explicit(&z->debt, debt, memory_order_relaxed);
+    if ((double)debt <= (double)NBI_KNN_BUILD_COST * (double)v->n) return;
+    if (!atomic_compare_exchange_strong_explicit(&z->state, &s, NBI_KNN_BUILDING,
+                                                 memory_order_acquire, memory_order_acquire))
+        return; // another query builds it
+    const int made = nbi_ix_build(&z->ix, v, positions, a, false);
+    atomic_store_explicit(&z->far_only, 1, memory_order_relaxed);
+    atomic_store_explicit(&z->state, made == NBI_IX_BUILT ? NBI_KNN_READY : NBI_KNN_FAILED,
+                          memory_order_release);
+#else
+    (void)z;
+    (void)v;
+    (void)a;
+    (void)positions;
+    (void)saving;
+#endif
+}
+
 void nbi_knn_index_stale(nbiKnnLazy *z)
 {
 #if NBI_KNN_INDEX
     atomic_store_explicit(&z->state, NBI_KNN_STALE, memory_order_relaxed);
     atomic_store_explicit(&z->crowded, 0, memory_order_relaxed);
+    atomic_store_explicit(&z->debt, 0, memory_order_relaxed);
 #else
     (void)z;
 #endif

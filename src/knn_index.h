@@ -156,8 +156,33 @@ const nbiKnnIndex *nbi_knn_index_get(nbiKnnLazy *z, const nbiView *v, const nbAl
 // a build (a pass over the cells), thread-safe as nbi_knn_index_get is.
 enum { NBI_KNN_CROWDED = 64 };
 bool nbi_knn_crowded(nbiKnnLazy *z, const nbiView *v);
-// The points changed: the next kNN builds the index anew (storage kept). Not thread-safe.
+// The points changed: the next kNN builds the index anew (storage kept), the far queries' debt
+// starts over. Not thread-safe.
 void nbi_knn_index_stale(nbiKnnLazy *z);
+// nbi_knn_index_stale unless it is stale already (one load: for a hot path that changes points).
+NBI_INLINE void nbi_knn_index_touch(nbiKnnLazy *z)
+{
+#if NBI_KNN_INDEX
+    if (atomic_load_explicit(&z->state, memory_order_relaxed) != NBI_KNN_STALE)
+#endif
+        nbi_knn_index_stale(z);
+}
+
+// The spatial hash's use of the index (hash.c), for far queries only: the index when it is
+// ready, else NULL; and the charge of a far query's walk, `saving` instructions, to the debt,
+// the index built (by this call, over the view's n items at positions [0, positions), slack
+// skipped) once the debt reaches the build's cost. Thread-safe as nbi_knn_index_get is.
+NBI_INLINE const nbiKnnIndex *nbi_knn_index_ready(nbiKnnLazy *z)
+{
+#if NBI_KNN_INDEX
+    if (atomic_load_explicit(&z->state, memory_order_acquire) == NBI_KNN_READY) return &z->ix;
+#else
+    (void)z;
+#endif
+    return NULL;
+}
+void nbi_knn_index_charge(nbiKnnLazy *z, const nbiView *v, const nbAllocator *a, int32_t positions,
+                          double saving);
 // Frees the storage.
 void nbi_knn_index_free(nbiKnnLazy *z, const nbAllocator *a);
 // Bytes held.
