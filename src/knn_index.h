@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// The kNN index of a cell-sorted view (the grid's): its points in fine Z order under a binary
-// radix tree of exact boxes, leaves of a few points (knn_index.c).
+// The kNN index of a cell-sorted view (the grid's; the spatial hash's, for far queries): its
+// points in fine Z order under a binary radix tree of exact boxes, leaves of a few points
+// (knn_index.c).
 // Built lazily by the first kNN query after a build, from whichever thread runs it, and published
 // with an atomic state, so that queries on a const grid stay safe from many threads. Never
 // installed.
