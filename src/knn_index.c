@@ -605,18 +605,25 @@ static int nbi_ix_build(nbiKnnIndex *ix, const nbiView *v, int32_t positions,
     ix->max_cell = fr.max_cell;
 
     uint64_t *key = (uint64_t *)ix->code.ptr;
-    int32_t m = 0;
-    for (int32_t p = 0; p < positions; p++) {
-        const double *x = v->pts + (size_t)p * (size_t)dim;
-        if (positions > n && x[0] != x[0]) continue; // slack
-        if (m == n) return NBI_IX_FAILED;            // (cannot happen: n points in all)
 #if defined(__SSE2__) && defined(__x86_64__)
-        key[m++] = nbi_ix_code_sse2(ix, x) << pos_bits | (uint64_t)p;
+#define NBI_IX_KEY(x) nbi_ix_code_sse2(ix, x)
 #else
-        key[m++] = nbi_ix_code(ix, x) << pos_bits | (uint64_t)p;
+#define NBI_IX_KEY(x) nbi_ix_code(ix, x)
 #endif
+    if (positions == n) {
+        for (int32_t p = 0; p < n; p++)
+            key[p] = NBI_IX_KEY(v->pts + (size_t)p * (size_t)dim) << pos_bits | (uint64_t)p;
+    } else { // the hash's: slack (NaN) skipped
+        int32_t m = 0;
+        for (int32_t p = 0; p < positions; p++) {
+            const double *x = v->pts + (size_t)p * (size_t)dim;
+            if (x[0] != x[0]) continue;
+            if (m == n) return NBI_IX_FAILED; // (cannot happen: n points in all)
+            key[m++] = NBI_IX_KEY(x) << pos_bits | (uint64_t)p;
+        }
+        if (m != n) return NBI_IX_FAILED;
     }
-    if (m != n) return NBI_IX_FAILED;
+#undef NBI_IX_KEY
     nbi_radix_sort(key, key + n, n, pos_bits, pos_bits + axis_bits * dim, (int32_t *)ix->hist.ptr);
 
     // Crowded cells made of duplicates (more than half the points share their code with the
