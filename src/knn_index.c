@@ -872,8 +872,8 @@ const nbiKnnIndex *nbi_knn_index_get(nbiKnnLazy *z, const nbiView *v, const nbAl
                                  // order; past either, build
         const double save = nbi_ix_far_of(z, v, point) ? nbi_knn_far_saving(v, point, k) : 0.0;
         if (save > 0.0) {
-            const long long debt =
-                atomic_load_explicit(&z->debt, memory_order_relaxed) + (long long)save;
+            const long long debt = atomic_load_explicit(&z->debt, memory_order_relaxed) +
+                                   (save < 0x1p60 ? (long long)save : (long long)1 << 60);
             atomic_store_explicit(&z->debt, debt, memory_order_relaxed);
             if ((double)debt <= (double)NBI_KNN_BUILD_COST * (double)v->n) return NULL;
             far = true;
