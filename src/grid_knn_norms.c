@@ -477,7 +477,8 @@ nbStatus nb_grid_knn_norm(const nbGrid *grid, const double *point, double p, nbF
     x.heap.k = k < v->n ? k : v->n;
     x.bound = nbi_best_bound(&x.heap, x.lim);
     const nbiKnnIndex *ix =
-        v->wrap == NULL ? nbi_knn_index_get(nbi_grid_knn_lazy(grid), v, &grid->alloc, point) : NULL;
+        v->wrap == NULL ? nbi_knn_index_get(nbi_grid_knn_lazy(grid), v, &grid->alloc, point, k)
+                        : NULL;
     if (v->wrap != NULL) {
         nbi_norm_wrap(&x, v);
     } else if (ix != NULL) {

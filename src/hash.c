@@ -55,6 +55,7 @@
 
 #include "handle_pool.h"
 #include "hash_stats.h"
+#include "knn_index.h"
 #include "view.h"
 
 #include <string.h>
@@ -95,6 +96,10 @@ struct nbHash {
     // The walkers' view of all of the above, kept current by every call that changes the hash
     // (nbi_hash_view_refresh), so that a query starts from it instead of building one.
     nbiView view;
+
+    // The kNN index of the items, for far queries only (nb_hash_knn): built by far queries
+    // once their walks' expected savings pay for it, stale after any change.
+    nbiKnnLazy knn;
 
     int64_t relayouts, renumbers; // nbi_hash_stats
 };
@@ -188,6 +193,7 @@ static void nbi_hash_view_fill(const nbHash *h, nbiView *v)
 static void nbi_hash_view_refresh(nbHash *h)
 {
     nbi_hash_view_fill(h, &h->view);
+    nbi_knn_index_touch(&h->knn);
 }
 
 // A copy of the cached view, for a call that adjusts it (kNN) or runs long anyway (pairs).
@@ -752,6 +758,7 @@ static void nbi_bounds_add(nbHash *h, const double *pos)
         h->max_abs = x > h->max_abs ? x : h->max_abs;
     }
     h->view.max_abs = h->max_abs; // the one field a move within its cell changes
+    nbi_knn_index_touch(&h->knn); // (and the coordinates the kNN index copied)
 }
 
 // ---- lifetime ----
@@ -806,6 +813,7 @@ void nb_hash_destroy(nbHash *hash)
     nbi_free(&hash->alloc, hash->cell_of.ptr, hash->cell_of.cap, sizeof(int32_t));
     nbi_ctab_free(&hash->table, &hash->alloc);
     nbi_pool_destroy(&hash->pool);
+    nbi_knn_index_free(&hash->knn, &hash->alloc);
     nbAllocator a = hash->alloc;
     nbi_free(&a, hash, 1, sizeof(nbHash));
 }
@@ -864,7 +872,7 @@ size_t nb_hash_memory_bytes(const nbHash *hash)
     for (int i = 0; i < NBI_POS_BUFS; i++) bytes += buf[i]->cap * elem[i];
     nbi_cell_bufs(h, buf);
     for (int i = 0; i < NBI_CELL_BUFS; i++) bytes += buf[i]->cap * sizeof(int32_t);
-    return bytes;
+    return bytes + nbi_knn_index_bytes(&h->knn);
 }
 
 nbStatus nb_hash_info(const nbHash *hash, nbHashInfo *info)
@@ -1241,19 +1249,80 @@ static nbiView nbi_hash_knn_view(const nbHash *h)
     return v;
 }
 
+// Instructions a cell of a ring costs the walk in the hash (a lookup and its run), and a
+// position of the scan it falls back on when the rings would cost more.
+enum { NBI_HASH_KNN_CELL = 20, NBI_HASH_KNN_SCAN = 4 };
+
+// Whether the query is one the walk serves badly: its own cell holds no item (outside the box of
+// cells, or in empty space within it: a world with an outlier has a box mostly empty).
+static bool nbi_hash_knn_far(const nbHash *h, const double *q)
+{
+    int64_t key[3];
+    if (nbi_hash_key(h, q, key) != NB_OK) return false; // (the walker refuses it)
+    const int32_t c = nbi_cell_find(h, key);
+    return c < 0 || NBI_ARR(h, end, const int32_t)[c] == NBI_ARR(h, start, const int32_t)[c];
+}
+
+// The instructions the kNN index would have saved the walk that found the k-th best at squared
+// distance d2k from the far query q: beyond the box, the model of nbi_knn_far_saving; within it,
+// the rings out to that distance (a cube of cells), or the walk's budget (twice the cells) and
+// a scan of every position where the cube holds more.
+static double nbi_hash_knn_saving(const nbHash *h, const nbiView *v, const double *q, int32_t k,
+                                  double d2k)
+{
+    const double beyond = nbi_knn_far_saving(v, q, k);
+    if (beyond > 0.0) return beyond;
+    const double m = sqrt(d2k) / h->cm.cell + 1.0;
+    double cells = 1.0;
+    for (int a = 0; a < h->dim; a++) cells *= 2.0 * m + 1.0;
+    const double budget = 2.0 * (double)v->ncells + 64.0;
+    const double walk = cells <= budget
+                            ? cells * NBI_HASH_KNN_CELL
+                            : budget * NBI_HASH_KNN_CELL + (double)h->cap * NBI_HASH_KNN_SCAN;
+    return walk - (NBI_KNN_DESCENT_COST + (double)NBI_KNN_DESCENT_K * (double)k);
+}
+
+// The k nearest items as slots into out (k entries), sorted: by the walk, or for a far query
+// (nbi_hash_knn_far) through the kNN index when it is ready; a far query's walk is charged to
+// the index's debt (nbi_knn_index_charge), so that a run of far queries between changes builds
+// it once their walks would have paid for it.
+NBI_INLINE nbStatus nbi_hash_knn_run(const nbHash *h, const double *point, nbFilter f,
+                                     double max_distance, nbNeighbor *out, int32_t k, int32_t *n)
+{
+    const nbiView v = nbi_hash_knn_view(h);
+    nbiKnnLazy *z = (nbiKnnLazy *)&h->knn; // (atomics: safe from concurrent queries)
+    const nbiKnnIndex *ix = nbi_knn_index_ready(z);
+    if (ix != NULL && k > 0 && nbi_hash_knn_far(h, point)) {
+        // The walker checks the arguments (with k = 0 it finds nothing); an open filter or
+        // per-item bits are what the index searches with.
+        const nbStatus st = nbi_walk_knn(&v, point, f, max_distance, out, k < 0 ? k : 0, n);
+        if (st != NB_OK || (v.cat == NULL && !nbi_filter_open(f))) return st;
+        *n = nbi_knn_index_query(ix, point, f, max_distance, out, k);
+        return NB_OK;
+    }
+    const nbStatus st = nbi_walk_knn(&v, point, f, max_distance, out, k, n);
+    // Priced after the walk, by the k-th found (a limit or a filter may have stopped the walk
+    // sooner, which prices it lower, never higher): within two cells it was cheap.
+    const double near = 2.0 * h->cm.cell;
+    if (st == NB_OK && *n > 0 && out[*n - 1].dist2 > near * near && nbi_hash_knn_far(h, point)) {
+        const double saving = nbi_hash_knn_saving(h, &v, point, k, out[*n - 1].dist2);
+        nbi_knn_index_charge(z, &v, &h->alloc, h->count > 0 ? v.start[v.ncells] : 0, saving);
+    }
+    return st;
+}
+
 nbStatus nb_hash_knn(const nbHash *hash, const double *point, nbFilter filter, double max_distance,
                      nbHitNeighbor *out, int32_t k, int32_t *found)
 {
     if (found != NULL) *found = 0;
     if (hash == NULL || point == NULL || found == NULL || (out == NULL && k > 0))
         return NB_ERR_NULL_ARG;
-    // The walker keeps its heap of (slot, dist2) in the caller's buffer, which is larger per
+    // The search keeps its heap of (slot, dist2) in the caller's buffer, which is larger per
     // entry (sizeof(nbHitNeighbor) >= sizeof(nbNeighbor), both 8-aligned); the answers are
     // then widened in place from the last to the first, each read before it is overwritten.
-    const nbiView v = nbi_hash_knn_view(hash);
     int32_t n = 0;
     const nbStatus st =
-        nbi_walk_knn(&v, point, filter, max_distance, (nbNeighbor *)(void *)out, k, &n);
+        nbi_hash_knn_run(hash, point, filter, max_distance, (nbNeighbor *)(void *)out, k, &n);
     if (st != NB_OK) return st;
     unsigned char *bytes = (unsigned char *)out;
     for (int32_t i = n - 1; i >= 0; i--) {
@@ -1285,9 +1354,22 @@ nbStatus nb_hash_visit_knn(const nbHash *hash, const double *point, nbFilter fil
 {
     if (hash == NULL || point == NULL || visit == NULL) return NB_ERR_NULL_ARG;
     const nbiView v = nbi_hash_knn_view(hash);
+    int32_t n = 0;
+    nbStatus st = nbi_walk_knn(&v, point, filter, max_distance, NULL, k < 0 ? k : 0, &n);
+    if (st != NB_OK) return st; // (the arguments, checked before anything is allocated)
+    nbNeighbor stack[NB_KNN_STACK];
+    nbNeighbor *heap = stack;
+    const int32_t want = k < hash->count ? k : hash->count;
+    if (want > NB_KNN_STACK) {
+        heap = (nbNeighbor *)nbi_alloc(&hash->alloc, (size_t)want, sizeof *heap);
+        if (heap == NULL) return NB_ERR_OUT_OF_MEMORY;
+    }
+    st = nbi_hash_knn_run(hash, point, filter, max_distance, heap, k, &n);
     nbiHashKnnVisit x = {hash, visit, user};
-    return nbi_visit_knn(&v, point, filter, max_distance, k, &hash->alloc, nbi_hash_on_neighbor,
-                         &x);
+    for (int32_t i = 0; st == NB_OK && i < n; i++)
+        if (!nbi_hash_on_neighbor(heap[i].index, heap[i].dist2, &x)) break;
+    if (heap != stack) nbi_free(&hash->alloc, heap, (size_t)want, sizeof *heap);
+    return st;
 }
 
 // ---- pairs ----

@@ -571,8 +571,11 @@ int nbi_ix_depth_cap(int32_t n)
 // What nbi_ix_build made: the index, nothing (allocation failed), or nothing by choice.
 enum { NBI_IX_FAILED, NBI_IX_BUILT, NBI_IX_UNWANTED };
 
-static int nbi_ix_build(nbiKnnIndex *ix, const nbiView *v, const nbAllocator *alloc,
-                        bool decline_duplicates)
+// Builds the index of the view's n points, found at positions [0, positions): every position
+// but the slack the hash keeps between its cells (NaN coordinates; none in a grid's view, where
+// positions is n).
+static int nbi_ix_build(nbiKnnIndex *ix, const nbiView *v, int32_t positions,
+                        const nbAllocator *alloc, bool decline_duplicates)
 {
     const int32_t n = v->n;
     const int dim = v->dim;
@@ -584,14 +587,17 @@ static int nbi_ix_build(nbiKnnIndex *ix, const nbiView *v, const nbAllocator *al
 
     // The box, and the code's scale: the widest axis spans the codes.
     double mn[3] = {0, 0, 0}, mx[3] = {0, 0, 0};
-    for (int a = 0; a < dim; a++) mn[a] = mx[a] = v->pts[a];
-    for (int32_t p = 1; p < n; p++)
-        for (int a = 0; a < dim; a++) {
+    for (int a = 0; a < dim; a++) {
+        mn[a] = (double)INFINITY;
+        mx[a] = -(double)INFINITY;
+    }
+    for (int32_t p = 0; p < positions; p++)
+        for (int a = 0; a < dim; a++) { // (slack: NaN fails both tests)
             const double x = v->pts[(size_t)p * (size_t)dim + (size_t)a];
             mn[a] = x < mn[a] ? x : mn[a];
             mx[a] = x > mx[a] ? x : mx[a];
         }
-    const int pos_bits = nbi_bits_for(n), axis_bits = nbi_ix_axis_bits(n, dim);
+    const int pos_bits = nbi_bits_for(positions), axis_bits = nbi_ix_axis_bits(positions, dim);
     nbiIxFrame fr;
     nbi_ix_frame(&fr, dim, mn, mx, axis_bits);
     memcpy(ix->origin, fr.origin, sizeof ix->origin);
@@ -599,12 +605,25 @@ static int nbi_ix_build(nbiKnnIndex *ix, const nbiView *v, const nbAllocator *al
     ix->max_cell = fr.max_cell;
 
     uint64_t *key = (uint64_t *)ix->code.ptr;
-    for (int32_t p = 0; p < n; p++)
 #if defined(__SSE2__) && defined(__x86_64__)
-        key[p] = nbi_ix_code_sse2(ix, v->pts + (size_t)p * (size_t)dim) << pos_bits | (uint64_t)p;
+#define NBI_IX_KEY(x) nbi_ix_code_sse2(ix, x)
 #else
-        key[p] = nbi_ix_code(ix, v->pts + (size_t)p * (size_t)dim) << pos_bits | (uint64_t)p;
+#define NBI_IX_KEY(x) nbi_ix_code(ix, x)
 #endif
+    if (positions == n) {
+        for (int32_t p = 0; p < n; p++)
+            key[p] = NBI_IX_KEY(v->pts + (size_t)p * (size_t)dim) << pos_bits | (uint64_t)p;
+    } else { // the hash's: slack (NaN) skipped
+        int32_t m = 0;
+        for (int32_t p = 0; p < positions; p++) {
+            const double *x = v->pts + (size_t)p * (size_t)dim;
+            if (x[0] != x[0]) continue;
+            if (m == n) return NBI_IX_FAILED; // (cannot happen: n points in all)
+            key[m++] = NBI_IX_KEY(x) << pos_bits | (uint64_t)p;
+        }
+        if (m != n) return NBI_IX_FAILED;
+    }
+#undef NBI_IX_KEY
     nbi_radix_sort(key, key + n, n, pos_bits, pos_bits + axis_bits * dim, (int32_t *)ix->hist.ptr);
 
     // Crowded cells made of duplicates (more than half the points share their code with the
@@ -743,20 +762,124 @@ static bool nbi_ix_cells_touch(int64_t a, int64_t b)
 }
 #endif
 
+// Whether q lies more than NBI_KNN_FAR_GAP cells outside the view's box on some axis (a far
+// query).
+static bool nbi_ix_far(const nbiView *v, const double *q)
+{
+    const double c = v->cm.cell;
+    for (int a = 0; a < v->dim; a++)
+        if (q[a] < ((double)v->lo[a] - NBI_KNN_FAR_GAP) * c ||
+            q[a] > ((double)v->hi[a] + 1.0 + NBI_KNN_FAR_GAP) * c)
+            return true;
+    return false;
+}
+
+// The cap's reach along axis a within E of the gap g (nbi_knn_far_saving), clipped to the box;
+// `both`: the sum of the reaches on the query's two sides (an axis it lies within).
+static double nbi_ix_reach(const nbiView *v, const double *q, const double *o, int a, double g,
+                           double e, bool both)
+{
+    const double ext = (double)v->ext[a];
+    if (o[a] > 0.0) {
+        const double r = sqrt(o[a] * o[a] + 2.0 * g * e) - o[a];
+        return r < ext ? r : ext;
+    }
+    const double s = sqrt(2.0 * g * e), u = q[a] / v->cm.cell;
+    const double lo = u - (double)v->lo[a], hi = (double)(v->hi[a] + 1) - u;
+    if (!both) return s < (lo > hi ? lo : hi) ? s : (lo > hi ? lo : hi);
+    return (s < lo ? s : lo) + (s < hi ? s : hi);
+}
+
+double nbi_knn_far_saving(const nbiView *v, const double *q, int32_t k)
+{
+    if (v->n == 0 || !nbi_ix_far(v, q)) return 0.0;
+    double o[3] = {0, 0, 0}, g2 = 0.0; // the offsets outside the box, in cells (0 within it)
+    for (int a = 0; a < v->dim; a++) {
+        const double u = q[a] / v->cm.cell;
+        const double below = (double)v->lo[a] - u, above = u - (double)(v->hi[a] + 1);
+        o[a] = below > 0.0 ? below : above > 0.0 ? above : 0.0;
+        g2 += o[a] * o[a];
+    }
+    const double g = sqrt(g2);
+    const int dim = v->dim;
+    double cells = 1.0, span = 0.0;
+    for (int a = 0; a < dim; a++) {
+        cells *= (double)v->ext[a];
+        span = (double)v->ext[a] > span ? (double)v->ext[a] : span;
+    }
+    const double want = 2.0 * (double)k * cells / (double)v->n; // the reaches' product for k
+    double elo = 0x1p-30, ehi = (double)dim * span;             // E in cells, bisected
+    for (int it = 0; it < 16 && ehi > 2.0 * elo; it++) {
+        const double e = sqrt(elo * ehi);
+        double prod = 1.0;
+        for (int a = 0; a < dim; a++) prod *= nbi_ix_reach(v, q, o, a, g, e, true);
+        if (prod < want)
+            elo = e;
+        else
+            ehi = e;
+    }
+    double rings = 0.0;
+    for (int a = 0; a < dim; a++) {
+        const double r = nbi_ix_reach(v, q, o, a, g, ehi, false);
+        rings = r > rings ? r : rings;
+    }
+    const double walk = (rings + 2.0) * NBI_KNN_RING_COST; // (+2: the ring outside the box, the
+                                                           // one that finds nothing nearer)
+    const double descent = NBI_KNN_DESCENT_COST + (double)NBI_KNN_DESCENT_K * (double)k;
+    return walk > descent ? walk - descent : 0.0;
+}
+
+#if NBI_KNN_INDEX
+// Counts a query in or near the box towards the batch in cell order (nbi_knn_index_get): whether
+// the batch has passed NBI_KNN_AFTER(n) with it.
+NBI_INLINE bool nbi_ix_batch_count(nbiKnnLazy *z, const nbiView *v, const double *point)
+{
+    const int64_t key = nbi_ix_cell_key(v, point);
+    const int64_t last = atomic_load_explicit(&z->last, memory_order_relaxed);
+    atomic_store_explicit(&z->last, key, memory_order_relaxed);
+    if (!nbi_ix_cells_touch(key, last)) return false;
+    const int walked = atomic_load_explicit(&z->walked, memory_order_relaxed) + 1;
+    atomic_store_explicit(&z->walked, walked, memory_order_relaxed);
+    return walked > NBI_KNN_AFTER(v->n);
+}
+#endif
+
+#if NBI_KNN_INDEX
+// nbi_ix_far by the box beyond which a query is far, kept in z by the query that set the state
+// (every query in or near the box asks).
+NBI_INLINE bool nbi_ix_far_of(const nbiKnnLazy *z, const nbiView *v, const double *q)
+{
+    for (int a = 0; a < v->dim; a++)
+        if (q[a] < z->near_lo[a] || q[a] > z->near_hi[a]) return true;
+    return false;
+}
+#endif
+
 const nbiKnnIndex *nbi_knn_index_get(nbiKnnLazy *z, const nbiView *v, const nbAllocator *a,
-                                     const double *point)
+                                     const double *point, int32_t k)
 {
 #if NBI_KNN_INDEX
     int s = atomic_load_explicit(&z->state, memory_order_acquire);
-    if (s == NBI_KNN_READY) return &z->ix;
-    if (s == NBI_KNN_COUNTING) { // the walk's tally of a batch in cell order; past it, build
-        const int64_t key = nbi_ix_cell_key(v, point);
-        const int64_t last = atomic_load_explicit(&z->last, memory_order_relaxed);
-        atomic_store_explicit(&z->last, key, memory_order_relaxed);
-        if (!nbi_ix_cells_touch(key, last)) return NULL;
-        const int walked = atomic_load_explicit(&z->walked, memory_order_relaxed) + 1;
-        atomic_store_explicit(&z->walked, walked, memory_order_relaxed);
-        if (walked <= NBI_KNN_AFTER(v->n)) return NULL;
+    if (s == NBI_KNN_READY) {
+        if (!atomic_load_explicit(&z->far_only, memory_order_relaxed)) return &z->ix;
+        if (nbi_ix_far_of(z, v, point)) return &z->ix;
+        if (!nbi_ix_batch_count(z, v, point)) return NULL; // near: the walk, counting
+        atomic_store_explicit(&z->far_only, 0, memory_order_relaxed);
+        return &z->ix;
+    }
+    bool far = false;
+    if (s == NBI_KNN_COUNTING) { // a far query's saving, or the walk's tally of a batch in cell
+                                 // order; past either, build
+        const double save = nbi_ix_far_of(z, v, point) ? nbi_knn_far_saving(v, point, k) : 0.0;
+        if (save > 0.0) {
+            const long long debt = atomic_load_explicit(&z->debt, memory_order_relaxed) +
+                                   (save < 0x1p60 ? (long long)save : (long long)1 << 60);
+            atomic_store_explicit(&z->debt, debt, memory_order_relaxed);
+            if ((double)debt <= (double)NBI_KNN_BUILD_COST * (double)v->n) return NULL;
+            far = true;
+        } else if (!nbi_ix_batch_count(z, v, point)) {
+            return NULL;
+        }
     } else if (s != NBI_KNN_STALE || v->n == 0) {
         return NULL;
     }
@@ -767,8 +890,16 @@ const nbiKnnIndex *nbi_knn_index_get(nbiKnnLazy *z, const nbiView *v, const nbAl
     // Not wanted, or crowded by duplicates: walk the cells, counting (never, when tests say so).
     const int made = was == NBI_KNN_STALE && !nbi_knn_index_wanted(v)
                          ? NBI_IX_UNWANTED
-                         : nbi_ix_build(&z->ix, v, a, was == NBI_KNN_STALE);
-    if (made == NBI_IX_UNWANTED) atomic_store_explicit(&z->walked, 0, memory_order_relaxed);
+                         : nbi_ix_build(&z->ix, v, v->n, a, was == NBI_KNN_STALE);
+    if (made == NBI_IX_UNWANTED) {
+        atomic_store_explicit(&z->walked, 0, memory_order_relaxed);
+        atomic_store_explicit(&z->debt, 0, memory_order_relaxed);
+    }
+    atomic_store_explicit(&z->far_only, far, memory_order_relaxed);
+    for (int d = 0; d < v->dim; d++) { // (nbi_ix_far's box, read after the state is)
+        z->near_lo[d] = ((double)v->lo[d] - NBI_KNN_FAR_GAP) * v->cm.cell;
+        z->near_hi[d] = ((double)v->hi[d] + 1.0 + NBI_KNN_FAR_GAP) * v->cm.cell;
+    }
     const int state = made == NBI_IX_BUILT    ? NBI_KNN_READY
                       : made == NBI_IX_FAILED ? NBI_KNN_FAILED
                       : nbi_knn_index_use < 0 ? NBI_KNN_CELLS
@@ -780,7 +911,36 @@ const nbiKnnIndex *nbi_knn_index_get(nbiKnnLazy *z, const nbiView *v, const nbAl
     (void)v;
     (void)a;
     (void)point;
+    (void)k;
     return NULL;
+#endif
+}
+
+void nbi_knn_index_charge(nbiKnnLazy *z, const nbiView *v, const nbAllocator *a, int32_t positions,
+                          double saving)
+{
+#if NBI_KNN_INDEX
+    int s = atomic_load_explicit(&z->state, memory_order_acquire);
+    if ((s != NBI_KNN_STALE && s != NBI_KNN_COUNTING) || v->n == 0 || !(saving > 0.0) ||
+        nbi_knn_index_use < 0)
+        return;
+    const long long debt = atomic_load_explicit(&z->debt, memory_order_relaxed) +
+                           (saving < 0x1p60 ? (long long)saving : (long long)1 << 60);
+    atomic_store_explicit(&z->debt, debt, memory_order_relaxed);
+    if ((double)debt <= (double)NBI_KNN_BUILD_COST * (double)v->n) return;
+    if (!atomic_compare_exchange_strong_explicit(&z->state, &s, NBI_KNN_BUILDING,
+                                                 memory_order_acquire, memory_order_acquire))
+        return; // another query builds it
+    const int made = nbi_ix_build(&z->ix, v, positions, a, false);
+    atomic_store_explicit(&z->far_only, 1, memory_order_relaxed);
+    atomic_store_explicit(&z->state, made == NBI_IX_BUILT ? NBI_KNN_READY : NBI_KNN_FAILED,
+                          memory_order_release);
+#else
+    (void)z;
+    (void)v;
+    (void)a;
+    (void)positions;
+    (void)saving;
 #endif
 }
 
@@ -789,6 +949,7 @@ void nbi_knn_index_stale(nbiKnnLazy *z)
 #if NBI_KNN_INDEX
     atomic_store_explicit(&z->state, NBI_KNN_STALE, memory_order_relaxed);
     atomic_store_explicit(&z->crowded, 0, memory_order_relaxed);
+    atomic_store_explicit(&z->debt, 0, memory_order_relaxed);
 #else
     (void)z;
 #endif

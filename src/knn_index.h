@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// The kNN index of a cell-sorted view (the grid's): its points in fine Z order under a binary
-// radix tree of exact boxes, leaves of a few points (knn_index.c).
+// The kNN index of a cell-sorted view (the grid's; the spatial hash's, for far queries): its
+// points in fine Z order under a binary radix tree of exact boxes, leaves of a few points
+// (knn_index.c).
 // Built lazily by the first kNN query after a build, from whichever thread runs it, and published
 // with an atomic state, so that queries on a const grid stay safe from many threads. Never
 // installed.
@@ -63,8 +64,9 @@ typedef struct nbiKnnIndex {
 // The index and its state: stale (the points changed since it was built), being built by one
 // query, ready, failed (allocation), cells (tests said never: nbi_knn_index_use), or counting:
 // the cells suit the points (nbi_knn_index_wanted) or are crowded by duplicates (nbi_ix_build),
-// and kNN walks them until it has answered NBI_KNN_AFTER(n) queries, then builds the index for
-// the rest (a batch of queries, as a kNN of every point, pays for it). After failed or cells,
+// and kNN walks them until it has answered NBI_KNN_AFTER(n) queries, or far queries have run up
+// the debt of NBI_KNN_FAR_GAP, then builds the index for the rest (a batch of queries, as a kNN of
+// every point, pays for it). After failed or cells,
 // kNN walks the cells until the next build.
 enum {
     NBI_KNN_STALE,
@@ -107,23 +109,47 @@ int nbi_ix_depth_cap(int32_t n);
 // offset, screen and duplicate 2D points; a batch of n / 16 to n / 4 queries pays for the
 // build without recovering it.)
 #define NBI_KNN_AFTER(n) ((n) / 16)
+// A query farther than this many cells outside the view's box is a far one: the rings from there
+// cross the box's faces before they can stop, while the tree's descent goes straight to the near
+// face or corner. While counting, each far query adds the instructions the index would have saved
+// it (nbi_knn_far_saving) to a debt, and the index is built once the debt reaches the build's
+// cost (NBI_KNN_BUILD_COST a point): a batch of far queries pays at most about twice what it
+// would with the index from the start, and a few cost nothing extra. An index built so serves
+// the far queries only; queries in or near the box keep the walk and its counting until their
+// own rule holds (then the index serves them too, without a second build).
+enum { NBI_KNN_FAR_GAP = 2, NBI_KNN_BUILD_COST = 300 };
 typedef struct nbiKnnLazy {
 #if NBI_KNN_INDEX
     atomic_int state;
-    atomic_int walked;  // queries in cell order the walk answered while counting (a racy
-                        // tally: relaxed loads and stores; a count lost only delays it)
-    atomic_llong last;  // the last query's cell (nbi_knn_index_get), relaxed as well
-    atomic_int crowded; // nbi_knn_crowded's answer for this build: 0 not known yet, 1 no, 2 yes
+    atomic_int walked;   // queries in cell order the walk answered while counting (a racy
+                         // tally: relaxed loads and stores; a count lost only delays it)
+    atomic_llong last;   // the last query's cell (nbi_knn_index_get), relaxed as well
+    atomic_int crowded;  // nbi_knn_crowded's answer for this build: 0 not known yet, 1 no, 2 yes
+    atomic_llong debt;   // far queries' expected savings while counting (racy as `walked`)
+    atomic_int far_only; // the ready index serves far queries only (set before it is published)
+    double near_lo[3], near_hi[3]; // the box beyond which a query is far, set with the state
 #endif
     nbiKnnIndex ix;
 } nbiKnnLazy;
 
-// The index of the view's points for a query at `point`, built on first use: NULL while another
-// thread builds it, or when it cannot be had (the caller then walks the cells: the same
+// The instructions the index is expected to save the cell walk on the k nearest of q: 0 for a
+// query within NBI_KNN_FAR_GAP cells of the view's box on every axis. Beyond it, a model in
+// cell units: the k nearest lie in the cap of the box within E of the query's gap G to it, whose
+// reach along an axis on which the query lies outside by o is sqrt(o^2 + 2 G E) - o (linear in E
+// beside a corner, sqrt(2 G E) along a face the query faces square on), clipped to the box; E is
+// where half the product of the reaches holds k points at the box's mean density (bisection).
+// The walk crosses as many rings as the longest reach, each about NBI_KNN_RING_COST
+// instructions (face clipping, bounds; measured 1100-1700 on 25k uniform 2D points); the index
+// costs about NBI_KNN_DESCENT_COST plus NBI_KNN_DESCENT_K a neighbour.
+enum { NBI_KNN_RING_COST = 1500, NBI_KNN_DESCENT_COST = 1000, NBI_KNN_DESCENT_K = 400 };
+double nbi_knn_far_saving(const nbiView *v, const double *q, int32_t k);
+
+// The index of the view's points for the k nearest of `point`, built on first use: NULL while
+// another thread builds it, or when it cannot be had (the caller then walks the cells: the same
 // answers). Thread-safe against other calls of it on the same z; the view must not change
 // meanwhile.
 const nbiKnnIndex *nbi_knn_index_get(nbiKnnLazy *z, const nbiView *v, const nbAllocator *a,
-                                     const double *point);
+                                     const double *point, int32_t k);
 // Whether the view's cells are crowded for a nearest neighbour (k = 1): the cell of a point taken
 // at random holds more than NBI_KNN_CROWDED points on average (cells sized for the sparse part
 // of a heavy-tailed set, whose dense core then fills a few of them with thousands). The cell
@@ -131,8 +157,33 @@ const nbiKnnIndex *nbi_knn_index_get(nbiKnnLazy *z, const nbiView *v, const nbAl
 // a build (a pass over the cells), thread-safe as nbi_knn_index_get is.
 enum { NBI_KNN_CROWDED = 64 };
 bool nbi_knn_crowded(nbiKnnLazy *z, const nbiView *v);
-// The points changed: the next kNN builds the index anew (storage kept). Not thread-safe.
+// The points changed: the next kNN builds the index anew (storage kept), the far queries' debt
+// starts over. Not thread-safe.
 void nbi_knn_index_stale(nbiKnnLazy *z);
+// nbi_knn_index_stale unless it is stale already (one load: for a hot path that changes points).
+NBI_INLINE void nbi_knn_index_touch(nbiKnnLazy *z)
+{
+#if NBI_KNN_INDEX
+    if (atomic_load_explicit(&z->state, memory_order_relaxed) != NBI_KNN_STALE)
+#endif
+        nbi_knn_index_stale(z);
+}
+
+// The spatial hash's use of the index (hash.c), for far queries only: the index when it is
+// ready, else NULL; and the charge of a far query's walk, `saving` instructions, to the debt,
+// the index built (by this call, over the view's n items at positions [0, positions), slack
+// skipped) once the debt reaches the build's cost. Thread-safe as nbi_knn_index_get is.
+NBI_INLINE const nbiKnnIndex *nbi_knn_index_ready(nbiKnnLazy *z)
+{
+#if NBI_KNN_INDEX
+    if (atomic_load_explicit(&z->state, memory_order_acquire) == NBI_KNN_READY) return &z->ix;
+#else
+    (void)z;
+#endif
+    return NULL;
+}
+void nbi_knn_index_charge(nbiKnnLazy *z, const nbiView *v, const nbAllocator *a, int32_t positions,
+                          double saving);
 // Frees the storage.
 void nbi_knn_index_free(nbiKnnLazy *z, const nbAllocator *a);
 // Bytes held.

@@ -1084,7 +1084,7 @@ nbStatus nbi_walk_knn_indexed(const nbiView *v, nbiKnnLazy *z, const nbAllocator
     const nbiKnnIndex *ix =
         z != NULL && v->wrap == NULL &&
                 (k > 1 || v->code_shift > 0 || nbi_knn_far_out(v, point) || nbi_knn_crowded(z, v))
-            ? nbi_knn_index_get(z, v, alloc, point)
+            ? nbi_knn_index_get(z, v, alloc, point, k)
             : NULL;
     if (ix != NULL) {
         *found = nbi_knn_index_query(ix, point, f, max_distance, out, k);

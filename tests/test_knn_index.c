@@ -334,6 +334,120 @@ static int test_batch_builds_the_index(void)
     return 0;
 }
 
+// A query beyond the box of [0, side)^2 (cells of `cell`): t picks a face or a corner and a
+// distance (a few cells out, tens of cells, 1e3 and 1e6 boxes); along a face the other coordinate
+// lies within the box, on a lattice coordinate or halfway between two (ties) when `lattice`.
+static void beyond_query(int t, double side, double cell, bool lattice, double *q)
+{
+    static const double out[4] = {3.5, 40.0, 0.0, 0.0}; // in cells; then in boxes
+    const int kind = t % 4, corner = (t / 4) % 3 == 2;
+    const double d = kind < 2 ? out[kind] * cell : (kind == 2 ? 1e3 : 1e6) * side;
+    for (int a = 0; a < 2; a++)
+        q[a] = lattice ? floor(nbt_range(0.0, side)) + 0.5 * nbt_int(2) : nbt_range(0.0, side);
+    const int a = nbt_int(2);
+    q[a] = nbt_int(2) ? side + d : -d;
+    if (corner) q[1 - a] = nbt_int(2) ? side + d * nbt_range(0.1, 1.0) : -d * nbt_range(0.1, 1.0);
+    q[2] = 0.0;
+}
+
+// The rule for far queries (nbi_knn_far_saving): on evenly filled 2D cells, where the index is
+// not wanted, queries from beyond a face or a corner run up their expected savings and build the
+// index once those reach its cost, long before the batch rule would (queries in random order
+// are not a batch); that index then serves far queries only, in-box queries keep the walk (and
+// their count), and a batch in cell order has it serve them too without a second build. Every
+// answer exact against brute force: filters, k = 1 to past n, ties on a lattice. The old rule
+// walked every such query (93k instructions each beyond a face of 25k points).
+static int test_far_queries_build_the_index(void)
+{
+    nbi_knn_index_use = 0;
+    for (int lattice = 0; lattice <= 1; lattice++) {
+        const int32_t n = 1600;
+        const double side = lattice ? 40.0 : 100.0, cell = lattice ? 2.0 : 5.0;
+        nboSet s = lattice ? nbo_set_new(n, 2) : make_shape(0, n, 2);
+        if (lattice)
+            for (int32_t i = 0; i < n; i++) {
+                s.p[2 * (size_t)i] = (double)(i % 40);
+                s.p[2 * (size_t)i + 1] = (double)(i / 40);
+            }
+        s.cat = (uint32_t *)malloc((size_t)n * sizeof(uint32_t));
+        s.mask = (uint32_t *)malloc((size_t)n * sizeof(uint32_t));
+        NB_CHECK(s.cat != NULL && s.mask != NULL);
+        for (int32_t i = 0; i < n; i++) {
+            s.cat[i] = 1u << (i % 3);
+            s.mask[i] = i % 7 == 0 ? 2u : 0xFFFFFFFFu;
+        }
+        nbtAlloc counter = {0};
+        nbGrid *g = build(&s, cell, &counter);
+        NB_CHECK(g != NULL);
+        const nbiKnnLazy *z = nbi_grid_knn_lazy(g);
+        (void)z;
+        const nbFilter fs[4] = {NB_FILTER_ALL, {1u, 0xFFFFFFFFu}, {0xFFFFFFFFu, 2u}, {0u, 0u}};
+        const int32_t ks[5] = {1, 2, 8, 33, n + 3};
+        for (int j = 0; j < 40; j++) { // in the box, in random order: the walk
+            double q[3];
+            query_point(&s, j, q);
+            if (check_query(g, &s, q, 8, NB_FILTER_ALL, (double)INFINITY)) return 1;
+        }
+        int built = -1;
+        int64_t allocs = 0;
+        for (int j = 0; j < 400; j++) {
+            double q[3];
+            beyond_query(j, side, cell, lattice != 0, q);
+            const int32_t k = ks[j % 5];
+            const nbFilter f = fs[(j / 5) % 4];
+            // (one call a query: check_query's second would touch the first's cell, and
+            // queries in touching cells count towards the batch rule)
+            nbNeighbor *got = (nbNeighbor *)malloc((size_t)k * sizeof *got);
+            NB_CHECK(got != NULL);
+            int32_t found = -1, want = 0;
+            NB_CHECK_OK(nb_grid_knn(g, q, f, (double)INFINITY, got, k, &found));
+            nbNeighbor *all = nbo_knn_filtered(&s, q, k, f, &want);
+            if (!nbo_same_neighbors(got, found, all, want)) {
+                fprintf(stderr, "  lattice %d far query %d (%g, %g) k %d: %d found, %d wanted\n",
+                        lattice, j, q[0], q[1], k, found, want);
+                return 1;
+            }
+            free(got);
+            free(all);
+#if NBI_KNN_INDEX
+            if (built < 0 && atomic_load(&z->state) == NBI_KNN_READY) {
+                built = j;
+                allocs = counter.allocs;
+                NB_CHECK(atomic_load(&z->far_only) == 1);
+            }
+#else
+            built = 0;
+#endif
+        }
+        // built within 200 of these 400 far queries (about 20 from 1e3 boxes along a face would
+        // do; queries a few cells out, from corners, or for more points than the set holds save
+        // little); none of them counts towards the batch rule
+        NB_CHECK(built >= 0 && built < 200);
+        for (int j = 0; j < 30; j++) { // in the box again: still the walk
+            double q[3];
+            query_point(&s, 3 * j, q); // (j % 3 == 0: at a point)
+            if (check_query(g, &s, q, 1 + nbt_int(20), fs[j % 4], (double)INFINITY)) return 1;
+        }
+#if NBI_KNN_INDEX
+        NB_CHECK(atomic_load(&z->far_only) == 1);
+        int32_t queries = 0;
+        for (int32_t j = 0; atomic_load(&z->far_only) == 1; j++) { // a batch in cell order
+            const double t = 0.2 * cell * j, row = floor(t / side);
+            const double q[3] = {t - row * side, fmod(row * cell / 3.0, side), 0.0};
+            if (check_query(g, &s, q, 8, fs[j % 4], (double)INFINITY)) return 1;
+            queries += 2;
+            NB_CHECK(queries < 4 * NBI_KNN_AFTER(n));
+        }
+        NB_CHECK(atomic_load(&z->state) == NBI_KNN_READY && counter.allocs == allocs);
+#endif
+        free(s.cat);
+        free(s.mask);
+        s.cat = s.mask = NULL;
+        if (release(g, &s, &counter)) return 1;
+    }
+    return 0;
+}
+
 // The rule on evenly filled cells (nbi_knn_index_wanted): a 2D grid keeps its ring walk (the
 // first kNN allocates nothing), a 3D grid builds the index (it allocates); both exact.
 static int test_rule_on_even_cells(void)
@@ -624,6 +738,7 @@ int main(int argc, char **argv)
         {"filters_limits_ties", test_filters_limits_ties},
         {"rule_on_even_cells", test_rule_on_even_cells},
         {"batch_builds_the_index", test_batch_builds_the_index},
+        {"far_queries_build_the_index", test_far_queries_build_the_index},
         {"allocation_failing_in_turn", test_allocation_failing_in_turn},
         {"rebuild_and_steady_state", test_rebuild_and_steady_state},
         {"threads_right_after_build", test_threads_right_after_build},

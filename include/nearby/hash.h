@@ -160,8 +160,10 @@ NB_API nbStatus nb_hash_visit_box(const nbHash *hash, const nbBox *box, nbFilter
 /// The k items nearest to `point` that pass `filter` and lie within max_distance of it (d2 <=
 /// max_distance^2; INFINITY for no limit), nearest first, ties by lower slot. `out` holds k
 /// entries. *found = min(k, items that qualify). NB_ERR_NOT_FINITE for a NaN or infinite point
-/// or a NaN max_distance; NB_ERR_OUT_OF_RANGE for a negative k or max_distance. Does not
-/// allocate.
+/// or a NaN max_distance; NB_ERR_OUT_OF_RANGE for a negative k or max_distance. Allocates only
+/// a kNN index of the items, which a run of queries far from them builds once their walks would
+/// have paid for it (any change drops it; its storage is kept; if it cannot be had, the walk
+/// answers, the same).
 NB_API nbStatus nb_hash_knn(const nbHash *hash, const double *point, nbFilter filter,
                             double max_distance, nbHitNeighbor *out, int32_t k, int32_t *found);
 /// The callback form of nb_hash_knn: the same neighbours in the same order, each handed to
