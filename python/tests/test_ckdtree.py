@@ -357,18 +357,19 @@ def test_knn_of_every_point_clustered(name):
     mid = (x[g.integers(0, len(x), 300)] + x[g.integers(0, len(x), 300)]) / 2
     t = nearby.cKDTree(x)
     for q in (x, mid):
+        rows = slice(None, None, 3)  # the oracle for a third of the rows of the whole batch
         for p in PS:
-            want_d, want_i = knn_oracle(x, q, 8, p)
+            want_d, want_i = knn_oracle(x, q[rows], 8, p)
             d, i = t.query(q, k=8, p=p)
-            np.testing.assert_allclose(d, want_d, rtol=1e-12, atol=0)
+            np.testing.assert_allclose(d[rows], want_d, rtol=1e-12, atol=0)
             if p == 2.0:
-                np.testing.assert_array_equal(d, want_d)
-                np.testing.assert_array_equal(i, want_i)
+                np.testing.assert_array_equal(d[rows], want_d)
+                np.testing.assert_array_equal(i[rows], want_i)
         dub = float(np.median(want_d[:, 4]))
-        want_d, want_i = knn_oracle(x, q, 8, 2.0, dub)
+        want_d, want_i = knn_oracle(x, q[rows], 8, 2.0, dub)
         d, i = t.query(q, k=8, distance_upper_bound=dub)
-        np.testing.assert_array_equal(d, want_d)
-        np.testing.assert_array_equal(i, want_i)
+        np.testing.assert_array_equal(d[rows], want_d)
+        np.testing.assert_array_equal(i[rows], want_i)
 
 
 @pytest.mark.parametrize("name", ["uniform2d", "blobs2d", "powerlaw3d", "tail3d", "uniform1d"])
@@ -377,7 +378,7 @@ def test_far_balls(name):
     the distance to the nearest point plus a little), along an axis and in any direction, mixed
     with balls from inside: scipy's answers, and the grid they ran on is sized by how deep the
     balls reach, not by their radii (cells of the radius put every point in one cell)."""
-    x = make(name, 1500)
+    x = make(name, 1000)
     g = np.random.default_rng(4)
     lo, hi = x.min(axis=0), x.max(axis=0)
     width = float((hi - lo).max())
@@ -396,9 +397,9 @@ def test_far_balls(name):
     same_lists(t.query_ball_point(q[::10], rq[::10]), s.query_ball_point(q[::10], rq[::10]))
     for j in (0, 1, 500):
         assert sorted(t.query_ball_point(q[j], rq[j])) == sorted(s.query_ball_point(q[j], rq[j]))
-    both = np.concatenate([q[:300], x[:300]])
-    rb = np.concatenate([rq[:300], np.full(300, radius(x))])
-    for p in PS:
+    both = np.concatenate([q[:200], x[:200]])
+    rb = np.concatenate([rq[:200], np.full(200, radius(x))])
+    for p in (1.0, np.inf):
         np.testing.assert_array_equal(
             nearby.cKDTree(x).query_ball_point(both, rb, p=p, return_length=True),
             s.query_ball_point(both, rb, p=p, return_length=True))
