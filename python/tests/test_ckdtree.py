@@ -403,3 +403,21 @@ def test_far_balls(name):
         np.testing.assert_array_equal(
             nearby.cKDTree(x).query_ball_point(both, rb, p=p, return_length=True),
             s.query_ball_point(both, rb, p=p, return_length=True))
+
+
+@pytest.mark.parametrize("centre", [0.5, 0.0])
+def test_knn_periodic_clump(centre):
+    """k = 8 nearest of every point of a clump in a periodic box (in the middle, and split across
+    the faces), and of points anywhere in the box, in a batch (each search bounded by the
+    neighbours of the one before, here measured without the wrap: a looser bound, still a
+    bound): scipy's answers."""
+    g = np.random.default_rng(8)
+    x = np.mod(centre + 0.01 * g.standard_normal((1500, 3)), 1.0)
+    x = np.where(x >= 1.0, 0.0, x)
+    t, s = nearby.cKDTree(x, boxsize=1.0), SciTree(x, boxsize=1.0)
+    for q in (x, g.random((1100, 3))):
+        for p in (2.0, np.inf):
+            d, i = t.query(q, k=8, p=p)
+            wd, wi = s.query(q, k=8, p=p)
+            np.testing.assert_allclose(d, wd, rtol=1e-12, atol=0)
+            np.testing.assert_array_equal(i, wi)
