@@ -322,3 +322,102 @@ def test_sparse_matrix_indices_are_not_copied():
     assert ours.row.dtype == theirs.row.dtype
     assert abs(ours.tocsr() - theirs.tocsr()).max() == 0
     assert ours.nnz == theirs.nnz  # the diagonal's explicit zeros in both
+
+
+def knn_oracle(x, q, k, p, dub=np.inf):
+    """The k nearest of each row of q by brute force in norm p, ties by the lower index: the
+    distances a loop in the norm computes (sum over the axes in order) and the indices."""
+    diff = np.abs(q[:, None, :] - x[None, :, :])
+    if p == np.inf:
+        raw = diff.max(axis=2)
+    else:
+        raw = diff[:, :, 0] ** p if p not in (1.0, 2.0) else (
+            diff[:, :, 0] * diff[:, :, 0] if p == 2.0 else diff[:, :, 0].copy())
+        for a in range(1, x.shape[1]):
+            raw = raw + (diff[:, :, a] ** p if p not in (1.0, 2.0) else (
+                diff[:, :, a] * diff[:, :, a] if p == 2.0 else diff[:, :, a]))
+    order = np.lexsort((np.broadcast_to(np.arange(len(x)), raw.shape), raw), axis=1)[:, :k]
+    raw = np.take_along_axis(raw, order, axis=1)
+    d = raw if p in (1.0, np.inf) else (np.sqrt(raw) if p == 2.0 else raw ** (1.0 / p))
+    keep = d < dub
+    return np.where(keep, d, np.inf), np.where(keep, order, len(x))
+
+
+@pytest.mark.parametrize("name", ["tail3d", "sphere3d", "powerlaw3d", "dups2d", "screen2d",
+                                  "blobs2d", "uniform3d"])
+def test_knn_of_every_point_clustered(name):
+    """k = 8 nearest of every point (a batch large enough to be reordered, each search bounded
+    by the neighbours of the one before) and of points between them, on clustered data and
+    duplicates: the brute-force answer, indices included (ties by the lower index), in every
+    norm and with a distance bound."""
+    x = make(name, 1100)
+    if name == "dups2d":
+        x = np.concatenate([x, x[:200]])  # every distance tie there is
+    g = np.random.default_rng(3)
+    mid = (x[g.integers(0, len(x), 300)] + x[g.integers(0, len(x), 300)]) / 2
+    t = nearby.cKDTree(x)
+    for q in (x, mid):
+        rows = slice(None, None, 3)  # the oracle for a third of the rows of the whole batch
+        for p in PS:
+            want_d, want_i = knn_oracle(x, q[rows], 8, p)
+            d, i = t.query(q, k=8, p=p)
+            np.testing.assert_allclose(d[rows], want_d, rtol=1e-12, atol=0)
+            if p == 2.0:
+                np.testing.assert_array_equal(d[rows], want_d)
+                np.testing.assert_array_equal(i[rows], want_i)
+        dub = float(np.median(want_d[:, 4]))
+        want_d, want_i = knn_oracle(x, q[rows], 8, 2.0, dub)
+        d, i = t.query(q, k=8, distance_upper_bound=dub)
+        np.testing.assert_array_equal(d[rows], want_d)
+        np.testing.assert_array_equal(i[rows], want_i)
+
+
+@pytest.mark.parametrize("name", ["uniform2d", "blobs2d", "powerlaw3d", "tail3d", "uniform1d"])
+def test_far_balls(name):
+    """Balls from about 1000 box widths away, each reaching a little into the data (radius:
+    the distance to the nearest point plus a little), along an axis and in any direction, mixed
+    with balls from inside: scipy's answers, and the grid they ran on is sized by how deep the
+    balls reach, not by their radii (cells of the radius put every point in one cell)."""
+    x = make(name, 1000)
+    g = np.random.default_rng(4)
+    lo, hi = x.min(axis=0), x.max(axis=0)
+    width = float((hi - lo).max())
+    m = x.shape[1]
+    way = g.normal(size=(1200, m))
+    way /= np.linalg.norm(way, axis=1)[:, None]
+    way[:400] = 0.0
+    way[np.arange(400), g.integers(0, m, 400)] = g.choice([-1.0, 1.0], 400)  # along an axis
+    q = (lo + hi) / 2 + 1000 * width * way + (g.random((1200, m)) - 0.5) * (hi - lo)
+    s = SciTree(x)
+    rq = s.query(q, k=1)[0] + radius(x) * g.random(1200)
+    t = nearby.cKDTree(x)
+    np.testing.assert_array_equal(t.query_ball_point(q, rq, return_length=True),
+                                  s.query_ball_point(q, rq, return_length=True))
+    assert max(t._grid.cell_sizes) < width / 4, t._grid.cell_sizes
+    same_lists(t.query_ball_point(q[::10], rq[::10]), s.query_ball_point(q[::10], rq[::10]))
+    for j in (0, 1, 500):
+        assert sorted(t.query_ball_point(q[j], rq[j])) == sorted(s.query_ball_point(q[j], rq[j]))
+    both = np.concatenate([q[:200], x[:200]])
+    rb = np.concatenate([rq[:200], np.full(200, radius(x))])
+    for p in (1.0, np.inf):
+        np.testing.assert_array_equal(
+            nearby.cKDTree(x).query_ball_point(both, rb, p=p, return_length=True),
+            s.query_ball_point(both, rb, p=p, return_length=True))
+
+
+@pytest.mark.parametrize("centre", [0.5, 0.0])
+def test_knn_periodic_clump(centre):
+    """k = 8 nearest of every point of a clump in a periodic box (in the middle, and split across
+    the faces), and of points anywhere in the box, in a batch (each search bounded by the
+    neighbours of the one before, here measured without the wrap: a looser bound, still a
+    bound): scipy's answers."""
+    g = np.random.default_rng(8)
+    x = np.mod(centre + 0.01 * g.standard_normal((1500, 3)), 1.0)
+    x = np.where(x >= 1.0, 0.0, x)
+    t, s = nearby.cKDTree(x, boxsize=1.0), SciTree(x, boxsize=1.0)
+    for q in (x, g.random((1100, 3))):
+        for p in (2.0, np.inf):
+            d, i = t.query(q, k=8, p=p)
+            wd, wi = s.query(q, k=8, p=p)
+            np.testing.assert_allclose(d, wd, rtol=1e-12, atol=0)
+            np.testing.assert_array_equal(i, wi)
