@@ -52,6 +52,20 @@ static inline uint64_t nbt_u64(void)
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
     return z ^ (z >> 31);
 }
+// 1 in a build with AddressSanitizer or ThreadSanitizer (gcc's macros, clang's feature test):
+// the cost bounds against a scan allow for the instrumentation, which slows the library's
+// walks more than a plain loop over the points.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define NBT_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define NBT_SANITIZED 1
+#endif
+#endif
+#ifndef NBT_SANITIZED
+#define NBT_SANITIZED 0
+#endif
+
 // Wall-clock seconds, for the tests that bound a query's cost against a scan.
 static inline double nbt_seconds(void)
 {

@@ -260,8 +260,9 @@ static int test_far_along_an_axis(void)
 // from there cross the face before they can stop (55 rings a query, 93k instructions, on 25k
 // points of 3 a cell: a third of a scan each), the index's descent does not (1-7k); the far
 // queries' expected savings build the index once they reach its cost. 12000 queries take less
-// time than 400 scans of every point (measured the time of 150-190 with the rule, 1300 without).
-// The first round that passes is enough.
+// time than 400 scans of every point (measured the time of 150-190 with the rule, 1300 without;
+// under AddressSanitizer, which slows the index's build and walk more than the scan, about 530
+// on a loaded machine: there the bound is 1000 scans). The first round that passes is enough.
 static int test_far_on_even_cells(void)
 {
     nboSet s = make(25000, 2, false);
@@ -289,7 +290,7 @@ static int test_far_on_even_cells(void)
             NB_CHECK(found == k);
         }
         const double far = nbt_seconds() - t0;
-        const double scan = scan_seconds(&s, 400);
+        const double scan = scan_seconds(&s, NBT_SANITIZED ? 1000 : 400);
         best_far = far < best_far ? far : best_far;
         best_scan = scan < best_scan ? scan : best_scan;
         if (getenv("NB_FAR_VERBOSE") != NULL)
@@ -297,7 +298,9 @@ static int test_far_on_even_cells(void)
                     scan * 1e3);
         if (far < scan) break; // one round that passes is enough
     }
-    if (over_bound("12000 far queries on even cells", best_far, "400 scans", best_scan)) return 1;
+    if (over_bound("12000 far queries on even cells", best_far,
+                   NBT_SANITIZED ? "1000 scans" : "400 scans", best_scan))
+        return 1;
     nb_grid_destroy(g);
     nbo_set_free(&s);
     return 0;
