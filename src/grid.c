@@ -1304,6 +1304,36 @@ static void nbi_ranked_spans(nbGrid *g)
         }
 }
 
+// Whether the row spans (nbi_ranked_spans) are exact: each row's first and last occupied cell
+// (first > last when it has none), and each block's least first and greatest last.
+static bool nbi_ranked_spans_hold(const nbGrid *g, const uint64_t *occ)
+{
+    const int64_t e0 = g->ext[0], e1 = g->ext[1], rows = e1 * g->ext[2];
+    const int64_t per_plane = (e1 + NBI_SPAN_ROWS - 1) / NBI_SPAN_ROWS;
+    if ((size_t)(2 * (rows + per_plane * g->ext[2])) > g->row_span.cap) return false;
+    const int32_t *span = (const int32_t *)g->row_span.ptr, *block = span + 2 * rows;
+    for (int64_t b = 0; b < per_plane * g->ext[2]; b++) {
+        int32_t first = (int32_t)e0, last = -1;
+        const int64_t z = b / per_plane, y0 = b % per_plane * NBI_SPAN_ROWS;
+        for (int64_t y = y0; y < y0 + NBI_SPAN_ROWS && y < e1; y++) {
+            int32_t f = (int32_t)e0, l = -1;
+            for (int64_t x = 0; x < e0; x++) {
+                const int64_t k = x + e0 * (y + e1 * z);
+                if ((occ[k >> 6] >> (k & 63)) & 1) {
+                    f = f < (int32_t)x ? f : (int32_t)x;
+                    l = (int32_t)x;
+                }
+            }
+            const int32_t *s = span + 2 * (z * e1 + y);
+            if (s[0] != f || s[1] != l) return false;
+            first = f < first ? f : first;
+            last = l > last ? l : last;
+        }
+        if (block[2 * b] != first || block[2 * b + 1] != last) return false;
+    }
+    return true;
+}
+
 // Whether a ranked build of `room` points keeps row spans: not on a periodic grid (a periodic
 // query walks its own ranges), and only while the box's rows and blocks of rows take at most
 // room / 2 pairs of entries, so that the spans' room (nbi_ranked_span_room) follows the points.
@@ -2464,6 +2494,7 @@ nbStatus nb_grid_validate(const nbGrid *grid)
             before += nbi_popcount64(occ[w]);
         }
         NBI_CHECK(before == g->ncells && (occ[nwords - 1] >> (box & 63)) == 0);
+        if (g->row_spans) NBI_CHECK(nbi_ranked_spans_hold(g, occ));
     } else {
         NBI_CHECK((int64_t)g->ncells == g->ext[0] * g->ext[1] * g->ext[2]);
     }
