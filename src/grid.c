@@ -34,6 +34,12 @@ static uint64_t nbi_ranked_words(uint64_t room)
 {
     return room * (NBI_RANKED_CELLS_PER_POINT / 64) + 3;
 }
+// The row spans' room (int32_t entries, 4 bytes a point) for a ranked build of up to `room`
+// points: a build keeps them while they fit (nbi_ranked_spans_fit).
+static uint64_t nbi_ranked_span_room(uint64_t room)
+{
+    return room + 2;
+}
 // Dense builds of at least this many packed points sort in two passes ("large builds" below;
 // SSE2 builds only). Measured: below it the one-pass build is as fast.
 int32_t nbi_blocked_min_points = 3 << 20;
@@ -45,7 +51,7 @@ enum { NBI_HASH_AHEAD = 16 };
 // 9.4-9.6 with it (2026-12-02, three alternating runs).
 enum { NBI_STREAM_AHEAD = 128 };
 
-enum { NBI_GRID_BUFS = 13 };
+enum { NBI_GRID_BUFS = 14 };
 // Below this many points a build runs serially even with a scheduler: the passes are too short
 // to pay for waking the workers.
 enum { NBI_PARALLEL_MIN_POINTS = 16384 };
@@ -55,12 +61,12 @@ enum { NBI_PARALLEL_MIN_POINTS = 16384 };
 static void nbi_grid_bufs(nbGrid *g, nbiBuf *buf[NBI_GRID_BUFS], size_t elem[NBI_GRID_BUFS])
 {
     nbiBuf *b[NBI_GRID_BUFS] = {
-        &g->pts, &g->idx,      &g->cell_of,   &g->start,     &g->cell_slot, &g->cat, &g->mask,
-        &g->occ, &g->occ_rank, &g->table.buf, &g->cell_code, &g->cell_seen, &g->hist};
+        &g->pts, &g->idx,      &g->cell_of,   &g->start,     &g->cell_slot, &g->cat,  &g->mask,
+        &g->occ, &g->occ_rank, &g->table.buf, &g->cell_code, &g->cell_seen, &g->hist, &g->row_span};
     const size_t e[NBI_GRID_BUFS] = {
         sizeof(double),   sizeof(int32_t),  sizeof(int32_t),  sizeof(int32_t), sizeof(uint32_t),
         sizeof(uint32_t), sizeof(uint32_t), sizeof(uint64_t), sizeof(int32_t), sizeof(nbiCellSlot),
-        sizeof(uint64_t), sizeof(uint64_t), sizeof(int32_t)};
+        sizeof(uint64_t), sizeof(uint64_t), sizeof(int32_t),  sizeof(int32_t)};
     for (int i = 0; i < NBI_GRID_BUFS; i++) {
         buf[i] = b[i];
         elem[i] = e[i];
@@ -82,9 +88,10 @@ static void nbi_grid_free_all(nbGrid *g)
 // their occupancy filter),
 // `keyed` cell slots and `coded` cell codes (twice: the sort's), and in hist the sort's
 // scratch; ranked: `words` occupancy words and their counts, and `keyed` cells; filtered: `bits`
-// categories and masks; a parallel dense build: `hist` per-chunk cell counts.
+// categories and masks; a parallel dense build: `hist` per-chunk cell counts; a ranked build
+// with row spans: `spans` entries of them (nbi_ranked_spans).
 typedef struct nbiGridNeed {
-    uint64_t n, cells, slots, keyed, bits, words, coded, hist;
+    uint64_t n, cells, slots, keyed, bits, words, coded, hist, spans;
 } nbiGridNeed;
 
 // The hashed build's sort of its cells by code (nbi_hashed_order): 10-bit digits (a box beyond
@@ -119,7 +126,8 @@ static bool nbi_grid_grow(nbGrid *g, nbiGridNeed need, bool keep)
                                          need.slots,
                                          2 * need.coded,
                                          need.slots >> (6 - NBI_SEEN_PER_SLOT_LOG2),
-                                         need.hist};
+                                         need.hist,
+                                         need.spans};
     nbiBuf next[NBI_GRID_BUFS];
     if (!nbi_bufs_prepare(&g->alloc, cur, next, count, elem, NBI_GRID_BUFS)) return false;
     nbi_bufs_commit(&g->alloc, cur, next, elem, NBI_GRID_BUFS, keep);
@@ -205,7 +213,8 @@ nbStatus nb_grid_reserve(nbGrid *grid, int32_t points)
                         grid->had_bits ? room : 0,
                         nbi_ranked_words(room),
                         room,
-                        hist};
+                        hist,
+                        nbi_ranked_span_room(room)};
     const bool grown = nbi_grid_grow(grid, need, true);
     nbi_grid_view_refresh(grid); // the buffers may have moved
     return grown ? NB_OK : NB_ERR_OUT_OF_MEMORY;
@@ -1258,6 +1267,83 @@ static int32_t nbi_ranked_build(nbGrid *g, const nbiBuildIn *in)
     return cells;
 }
 
+// The row spans of a ranked build (view.h, row_span): the first and last occupied cell of each
+// row of the box, then of each block of NBI_SPAN_ROWS rows of a plane, so that a radius query
+// skips the empty parts of its box a block at a time (query.c). One pass over the cells, which
+// are in row-major order, and one over the rows: O(cells + rows), rows <= points.
+static void nbi_ranked_spans(nbGrid *g)
+{
+    if (!g->row_spans) return;
+    const int64_t e0 = g->ext[0], e1 = g->ext[1], rows = e1 * g->ext[2];
+    const int64_t blocks = (e1 + NBI_SPAN_ROWS - 1) / NBI_SPAN_ROWS * g->ext[2];
+    int32_t *span = (int32_t *)g->row_span.ptr, *block = span + 2 * rows;
+    NB_ASSERT((size_t)(2 * (rows + blocks)) <= g->row_span.cap);
+    for (int64_t r = 0; r < rows + blocks; r++) {
+        span[2 * r] = (int32_t)e0; // empty: first > last
+        span[2 * r + 1] = -1;
+    }
+    const uint32_t *cell_box = (const uint32_t *)g->cell_slot.ptr;
+    int64_t r = 0, row0 = 0; // the row of the cell at hand and its first box number
+    for (int32_t c = 0; c < g->ncells; c++) {
+        const int64_t k = cell_box[c];
+        while (k >= row0 + e0) {
+            r++;
+            row0 += e0;
+        }
+        const int32_t x = (int32_t)(k - row0);
+        if (span[2 * r + 1] < 0) span[2 * r] = x;
+        span[2 * r + 1] = x;
+    }
+    const int64_t per_plane = (e1 + NBI_SPAN_ROWS - 1) / NBI_SPAN_ROWS;
+    for (int64_t z = 0; z < g->ext[2]; z++)
+        for (int64_t y = 0; y < e1; y++) {
+            const int32_t *s = span + 2 * (z * e1 + y);
+            int32_t *b = block + 2 * (z * per_plane + y / NBI_SPAN_ROWS);
+            if (s[0] < b[0]) b[0] = s[0];
+            if (s[1] > b[1]) b[1] = s[1];
+        }
+}
+
+// Whether the row spans (nbi_ranked_spans) are exact: each row's first and last occupied cell
+// (first > last when it has none), and each block's least first and greatest last.
+static bool nbi_ranked_spans_hold(const nbGrid *g, const uint64_t *occ)
+{
+    const int64_t e0 = g->ext[0], e1 = g->ext[1], rows = e1 * g->ext[2];
+    const int64_t per_plane = (e1 + NBI_SPAN_ROWS - 1) / NBI_SPAN_ROWS;
+    if ((size_t)(2 * (rows + per_plane * g->ext[2])) > g->row_span.cap) return false;
+    const int32_t *span = (const int32_t *)g->row_span.ptr, *block = span + 2 * rows;
+    for (int64_t b = 0; b < per_plane * g->ext[2]; b++) {
+        int32_t first = (int32_t)e0, last = -1;
+        const int64_t z = b / per_plane, y0 = b % per_plane * NBI_SPAN_ROWS;
+        for (int64_t y = y0; y < y0 + NBI_SPAN_ROWS && y < e1; y++) {
+            int32_t f = (int32_t)e0, l = -1;
+            for (int64_t x = 0; x < e0; x++) {
+                const int64_t k = x + e0 * (y + e1 * z);
+                if ((occ[k >> 6] >> (k & 63)) & 1) {
+                    f = f < (int32_t)x ? f : (int32_t)x;
+                    l = (int32_t)x;
+                }
+            }
+            const int32_t *s = span + 2 * (z * e1 + y);
+            if (s[0] != f || s[1] != l) return false;
+            first = f < first ? f : first;
+            last = l > last ? l : last;
+        }
+        if (block[2 * b] != first || block[2 * b + 1] != last) return false;
+    }
+    return true;
+}
+
+// Whether a ranked build of `room` points keeps row spans: not on a periodic grid (a periodic
+// query walks its own ranges), and only while the box's rows and blocks of rows take at most
+// room / 2 pairs of entries, so that the spans' room (nbi_ranked_span_room) follows the points.
+static bool nbi_ranked_spans_fit(bool ranked, bool wrapped, const int64_t ext[3], uint64_t room)
+{
+    if (!ranked || wrapped) return false;
+    const int64_t rows = ext[1] * ext[2];
+    return (uint64_t)(rows + (ext[1] + NBI_SPAN_ROWS - 1) / NBI_SPAN_ROWS * ext[2]) <= room / 2;
+}
+
 // What a fresh build will do, decided before anything changes: the checked input, the cell
 // math, the occupied box and its layout, the room it needs, and which of the build paths runs.
 typedef struct nbiGridPlan {
@@ -1268,6 +1354,7 @@ typedef struct nbiGridPlan {
     double box_cells;
     nbiWrap wrap; // periodic grids: their cells
     bool sparse, ranked, hashed, filtered;
+    bool spans;    // ranked: keeps row spans (nbi_ranked_spans)
     bool parallel; // on the caller's scheduler
     bool blocked;  // a large dense build of packed points: two cache-sized passes
     nbiGridNeed need;
@@ -1380,7 +1467,10 @@ static nbStatus nbi_grid_plan(const nbGrid *grid, const nbPoints *points, double
                               keep_bits ? room : 0,
                               keep_ranked ? nbi_ranked_words(room) : 0,
                               keep_hashed ? room : 0,
-                              hist};
+                              hist,
+                              keep_ranked ? nbi_ranked_span_room(room) : 0};
+    plan->spans = nbi_ranked_spans_fit(plan->ranked, grid->wrapped, plan->ext, room);
+    ;
     plan->need = need;
     return NB_OK;
 }
@@ -2004,10 +2094,12 @@ static void nbi_grid_fill(nbGrid *grid, const nbiGridPlan *plan)
         grid->cells_kept = false;
         if (plan->parallel) {
             nbi_grid_build_ranked_parallel(grid, in);
+            nbi_ranked_spans(grid);
             return;
         }
         grid->ncells = nbi_ranked_build(grid, in);
         nbi_grid_gather(grid, in, 0, n);
+        nbi_ranked_spans(grid);
         return;
     }
     if (plan->hashed) { // sorted by code, where the keys fit in one word or two
@@ -2051,6 +2143,7 @@ static nbStatus nbi_grid_build_fresh(nbGrid *grid, const nbPoints *points, doubl
     grid->ranked = plan.ranked;
     grid->cells_kept = true; // until a blocked or ranked build says otherwise
     grid->filtered = plan.filtered;
+    grid->row_spans = plan.spans;
     grid->had_bits |= plan.filtered;
     memcpy(grid->lo, plan.lo, sizeof plan.lo);
     memcpy(grid->hi, plan.hi, sizeof plan.hi);
@@ -2333,6 +2426,7 @@ nbiView nbi_grid_view(const nbGrid *g)
     v.seen_bits = g->seen_bits;
     v.end = NULL;
     v.wrap = g->wrapped ? &g->wrap : NULL;
+    v.row_span = g->ranked && g->row_spans ? (const int32_t *)g->row_span.ptr : NULL;
     return v;
 }
 
@@ -2400,6 +2494,7 @@ nbStatus nb_grid_validate(const nbGrid *grid)
             before += nbi_popcount64(occ[w]);
         }
         NBI_CHECK(before == g->ncells && (occ[nwords - 1] >> (box & 63)) == 0);
+        if (g->row_spans) NBI_CHECK(nbi_ranked_spans_hold(g, occ));
     } else {
         NBI_CHECK((int64_t)g->ncells == g->ext[0] * g->ext[1] * g->ext[2]);
     }

@@ -61,7 +61,8 @@ struct nbGrid {
     bool hashed;
     bool ranked;
     bool filtered;
-    bool had_bits; // some build passed categories or masks: their arrays follow the capacity
+    bool row_spans; // ranked: row_span holds the box's row spans (view.h)
+    bool had_bits;  // some build passed categories or masks: their arrays follow the capacity
     nbiCellMath cm;
     double max_abs;
     int64_t lo[3], hi[3]; // the box of the cells (z = 0 in 2D): the occupied cells' box, or
@@ -86,6 +87,7 @@ struct nbGrid {
                       // table slot; view.h, nbi_view_may_hold)
     nbiBuf occ;       // uint64_t, box cells / 64 + 1 (ranked mode)
     nbiBuf occ_rank;  // int32_t, as many + 2 (the build counts words in it first)
+    nbiBuf row_span;  // int32_t, 2 x (rows + blocks of rows) (ranked mode with row_spans)
     nbiBuf cat;       // uint32_t, n (filtered)
     nbiBuf mask;      // uint32_t, n (filtered)
     nbiCellTable table;

@@ -186,6 +186,7 @@ static void nbi_hash_view_fill(const nbHash *h, nbiView *v)
     v->occ_rank = NULL;
     v->cell_box = NULL;
     v->wrap = NULL;
+    v->row_span = NULL;
 }
 
 // Brings the cached view up to date: every public call that changes the hash ends here (a move

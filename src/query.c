@@ -388,6 +388,56 @@ static bool nbi_ball_row(const nbiView *v, const double *q, double r2, int64_t j
                          v->dim == 3 ? nbi_rows_gap(q[2], l, l, c, slack) : 0.0, &rl[0], &rh[0]);
 }
 
+// Whether the ball can reach an occupied cell of span[0] .. span[1] (x offsets from lo[0], the
+// row spans of view.h) within the box's x range [cl, ch], in the rows j0 .. j1 (gz: the gap
+// along z). On success [*xl, *xh] is that range of cells. The gaps' margins are nbi_ball_clip's.
+static bool nbi_span_reaches(const nbiView *v, const double *q, double r2, const int32_t *span,
+                             int64_t cl, int64_t ch, int64_t j0, int64_t j1, double gz, int64_t *xl,
+                             int64_t *xh)
+{
+    *xl = v->lo[0] + span[0] > cl ? v->lo[0] + span[0] : cl;
+    *xh = v->lo[0] + span[1] < ch ? v->lo[0] + span[1] : ch;
+    if (*xl > *xh) return false;
+    const double c = v->cm.cell, slack = nbi_cell_slack(c);
+    const double gx = nbi_rows_gap(q[0], *xl, *xh, c, slack);
+    const double gy = nbi_rows_gap(q[1], j0, j1, c, slack);
+    return (gx * gx + gy * gy + gz * gz) * (1.0 - 0x1p-40) <= r2;
+}
+
+// The rows jl .. jh of plane l of a ranked view with row spans, the box's x range [cl, ch]: a
+// block of NBI_SPAN_ROWS rows, then a row, none of whose occupied cells the ball reaches is
+// skipped on its span's gaps, and a row that is left is clipped to the ball within its span. A
+// ball reaching into clustered data from far away then costs the blocks across the box's empty
+// parts, not their rows. Stops early once *stop (when not NULL).
+static void nbi_ball_span_rows(const nbiView *v, const double *q, double r2, int64_t l, int64_t jl,
+                               int64_t jh, int64_t cl, int64_t ch, nbiRunFn *fn, void *ctx,
+                               const bool *stop)
+{
+    const double c = v->cm.cell, slack = nbi_cell_slack(c);
+    const double gz = v->dim == 3 ? nbi_rows_gap(q[2], l, l, c, slack) : 0.0;
+    const int64_t e1 = v->ext[1], per_plane = (e1 + NBI_SPAN_ROWS - 1) / NBI_SPAN_ROWS;
+    const int32_t *row = v->row_span + 2 * (l - v->lo[2]) * e1;
+    const int32_t *block = v->row_span + 2 * (e1 * v->ext[2] + (l - v->lo[2]) * per_plane);
+    for (int64_t j0 = jl, j1; j0 <= jh; j0 = j1 + 1) {
+        const int64_t b = (j0 - v->lo[1]) / NBI_SPAN_ROWS;
+        j1 = v->lo[1] + (b + 1) * NBI_SPAN_ROWS - 1;
+        if (j1 > jh) j1 = jh;
+        int64_t rl[3], rh[3];
+        if (!nbi_span_reaches(v, q, r2, block + 2 * b, cl, ch, j0, j1, gz, &rl[0], &rh[0]))
+            continue;
+        for (int64_t j = j0; j <= j1; j++) {
+            const int32_t *span = row + 2 * (j - v->lo[1]);
+            if (!nbi_span_reaches(v, q, r2, span, cl, ch, j, j, gz, &rl[0], &rh[0])) continue;
+            if (!nbi_ball_clip(v, q, 0, r2, nbi_rows_gap(q[1], j, j, c, slack), gz, &rl[0], &rh[0]))
+                continue;
+            rl[1] = rh[1] = j;
+            rl[2] = rh[2] = l;
+            nbi_view_box_runs(v, rl, rh, fn, ctx);
+            if (stop != NULL && *stop) return;
+        }
+    }
+}
+
 nbStatus nbi_walk_radius(const nbiView *v, const double *center, double radius, nbFilter f,
                          nbiHitSink *s)
 {
@@ -410,7 +460,11 @@ nbStatus nbi_walk_radius(const nbiView *v, const double *center, double radius, 
     // hold far more rows than it has cells, and it looks up only occupied cells anyway). A box
     // a few cells deep along x (a ball reaching in across the faces x = const) is cheaper
     // walked whole: each row would be a call for a cell or two.
-    const bool by_rows = v->table == NULL && ch[0] - cl[0] >= NBI_BALL_ROWS;
+    // A ranked view with row spans whose box holds a few blocks of rows goes by rows whatever
+    // its width: its blocks of rows skip the empty parts of the box (nbi_ball_span_rows). A box
+    // of fewer rows (a ball among the data) costs less walked as before.
+    const bool spans = v->occ != NULL && v->row_span != NULL && ch[1] - cl[1] >= 2 * NBI_SPAN_ROWS;
+    const bool by_rows = v->table == NULL && (ch[0] - cl[0] >= NBI_BALL_ROWS || spans);
     const double r2 = radius * radius;
     bool zorder = false; // cells in Z order (the hashed layout): a box of many descends them
     if (v->cell_code != NULL && v->end == NULL) {
@@ -450,6 +504,10 @@ nbStatus nbi_walk_radius(const nbiView *v, const double *center, double radius, 
         const bool dense = v->table == NULL && v->occ == NULL && v->end == NULL;
         for (int64_t l = cl[2], jl, jh; by_rows && l <= ch[2]; l++) {
             if (!nbi_ball_plane(v, center, r2, l, cl, ch, &jl, &jh)) continue;
+            if (spans) {
+                nbi_ball_span_rows(v, center, r2, l, jl, jh, cl[0], ch[0], runs, &x, NULL);
+                continue;
+            }
             for (int64_t j = jl; j <= jh; j++) {
                 if (!nbi_ball_row(v, center, r2, j, l, cl, ch, rl, rh)) continue;
                 if (dense)
@@ -470,6 +528,11 @@ nbStatus nbi_walk_radius(const nbiView *v, const double *center, double radius, 
     nbiRangeCtx x = {v, center, NULL, NULL, r2, f, per_point, s};
     for (int64_t l = cl[2], jl, jh; by_rows && l <= ch[2] && !s->stop; l++) {
         if (!nbi_ball_plane(v, center, r2, l, cl, ch, &jl, &jh)) continue;
+        if (spans) {
+            nbi_ball_span_rows(v, center, r2, l, jl, jh, cl[0], ch[0], nbi_radius_run, &x,
+                               &s->stop);
+            continue;
+        }
         for (int64_t j = jl; j <= jh && !s->stop; j++)
             if (nbi_ball_row(v, center, r2, j, l, cl, ch, rl, rh))
                 nbi_view_box_runs(v, rl, rh, nbi_radius_run, &x);

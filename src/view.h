@@ -78,7 +78,16 @@ typedef struct nbiView {
     const uint64_t *cell_seen; // hashed: the occupancy filter (nbi_view_may_hold), or NULL
     int32_t seen_bits;         // with cell_seen: it holds 2^seen_bits bits
     const nbiWrap *wrap;       // NULL: no periodic axis
+    const int32_t *row_span;   // ranked, optional: the box's row spans (below), or NULL
 } nbiView;
+
+// Row spans of a ranked view: for each row (y, z) of the box, row r = (y - lo[1]) + ext[1] *
+// (z - lo[2]), its first and last occupied cell's x - lo[0] in row_span[2r], row_span[2r + 1]
+// (first > last when it is empty); then, from entry 2 * ext[1] * ext[2] on, the same for each
+// block of NBI_SPAN_ROWS rows of a plane (block b = (y - lo[1]) / NBI_SPAN_ROWS + the blocks of
+// a plane x (z - lo[2])): the least first and the greatest last of its rows. A radius query
+// skips a block, then a row, none of whose occupied cells the ball can reach.
+enum { NBI_SPAN_ROWS = 16 };
 
 // ---- Z order beyond the codes' reach (the codes themselves: cell.h) ----
 
@@ -119,7 +128,8 @@ NBI_INLINE bool nbi_view_same(const nbiView *a, const nbiView *b)
                 a->cell_keys == b->cell_keys && a->occ == b->occ && a->occ_rank == b->occ_rank &&
                 a->cell_box == b->cell_box && a->cell_code == b->cell_code &&
                 a->code_shift == b->code_shift && a->cell_low == b->cell_low &&
-                a->cell_seen == b->cell_seen && a->seen_bits == b->seen_bits && a->wrap == b->wrap;
+                a->cell_seen == b->cell_seen && a->seen_bits == b->seen_bits &&
+                a->wrap == b->wrap && a->row_span == b->row_span;
     for (int i = 0; i < 3; i++)
         same &= a->lo[i] == b->lo[i] && a->hi[i] == b->hi[i] && a->ext[i] == b->ext[i];
     return same;

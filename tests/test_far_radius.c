@@ -162,19 +162,23 @@ static int check(const nbGrid *g, const nboSet *s, const double *q, double r)
     return 0;
 }
 
+// Random filter bits: a category and a mask of one bit in four each.
+static void add_filters(nboSet *s)
+{
+    nbo_set_add_filters(s);
+    for (int32_t i = 0; i < s->n; i++) {
+        s->cat[i] = 1u << nbt_int(4);
+        s->mask[i] = 1u << nbt_int(4);
+    }
+}
+
 static int test_wide_balls_against_brute_force(void)
 {
     for (int dim = 2; dim <= 3; dim++)
         for (int shape = 0; shape < SHAPES; shape++)
             for (int filtered = 0; filtered <= 1; filtered++) {
                 nboSet s = make(shape, 3000, dim);
-                if (filtered) {
-                    nbo_set_add_filters(&s);
-                    for (int32_t i = 0; i < s.n; i++) {
-                        s.cat[i] = 1u << nbt_int(4);
-                        s.mask[i] = 1u << nbt_int(4);
-                    }
-                }
+                if (filtered) add_filters(&s);
                 nbGrid *g = nbt_grid_build(&s, dim == 2 ? 1.0 : 2.0);
                 NB_CHECK(g != NULL);
                 for (int t = 0; t < 60; t++) {
@@ -295,6 +299,31 @@ static nboSet make_hashed(int shape, int32_t n, double *r)
     return s;
 }
 
+// Far balls (from 10 to 1e6 box widths away, in random directions and beyond each face,
+// reaching the nearest point and a few cells of edge r past it) and wide balls from the points
+// on the grid of s, against brute force (check). On a lattice (integer coordinates) the queries
+// and radii are integers: ties at exactly r.
+static int far_and_wide(const nbGrid *g, const nboSet *s, bool lattice, double r)
+{
+    for (int t = 0; t < 40; t++) {
+        double q[3] = {0, 0, 0};
+        const int axis = t % 4 == 3 ? -1 : t % 4 < s->dim ? t % 4 : -1;
+        far_query(s, axis, t < 15 ? 10.0 : t < 30 ? 1e3 : 1e6, q);
+        if (lattice)
+            for (int a = 0; a < s->dim; a++) q[a] = round(q[a]); // integer d2
+        const double d = nearest(s, q);
+        const double in = lattice ? 3.0 : 3.0 * r * nbt_unit();
+        if (check(g, s, q, lattice ? round(d) : d)) return 1;
+        if (check(g, s, q, (lattice ? round(d) : d) + in)) return 1;
+    }
+    for (int t = 0; t < 30; t++) { // from a point of the data, radii many cells wide
+        const double *p = nbo_pt(s, nbt_int(s->n));
+        const double w = lattice ? (double)(1 + nbt_int(12)) : r * nbt_range(2.0, 40.0);
+        if (check(g, s, p, t < 25 ? w : w * 1e4)) return 1;
+    }
+    return 0;
+}
+
 // Far balls (from 10 to 1e6 box widths away, reaching the nearest point and a few cells past
 // it) and wide balls from the points, on the hashed layout, against brute force: buffers full
 // and short, counts, visitors, with and without filters.
@@ -304,13 +333,7 @@ static int test_hashed_balls_against_brute_force(void)
         for (int filtered = 0; filtered <= 1; filtered++) {
             double r = 0.0;
             nboSet s = make_hashed(shape, 3000, &r);
-            if (filtered) {
-                nbo_set_add_filters(&s);
-                for (int32_t i = 0; i < s.n; i++) {
-                    s.cat[i] = 1u << nbt_int(4);
-                    s.mask[i] = 1u << nbt_int(4);
-                }
-            }
+            if (filtered) add_filters(&s);
             nbGrid *g = nbt_grid_build(&s, r);
             NB_CHECK(g != NULL);
             nbGridInfo gi;
@@ -318,22 +341,7 @@ static int test_hashed_balls_against_brute_force(void)
             NB_CHECK(gi.hashed && !gi.ranked); // what this test is for
             NB_CHECK((g->view.code_shift > 0) == (shape >= 4));
             NB_CHECK((g->view.cell_low == NULL) == (shape != 4 && shape != 5));
-            for (int t = 0; t < 40; t++) {
-                double q[3] = {0, 0, 0};
-                const int axis = t % 4 == 3 ? -1 : t % 4 < s.dim ? t % 4 : -1;
-                far_query(&s, axis, t < 15 ? 10.0 : t < 30 ? 1e3 : 1e6, q);
-                if (shape == 2)
-                    for (int a = 0; a < s.dim; a++) q[a] = round(q[a]); // integer d2
-                const double d = nearest(&s, q);
-                const double in = shape == 2 ? 3.0 : 3.0 * r * nbt_unit();
-                if (check(g, &s, q, shape == 2 ? round(d) : d)) return 1;
-                if (check(g, &s, q, (shape == 2 ? round(d) : d) + in)) return 1;
-            }
-            for (int t = 0; t < 30; t++) { // from a point of the data, radii many cells wide
-                const double *p = nbo_pt(&s, nbt_int(s.n));
-                const double w = shape == 2 ? (double)(1 + nbt_int(12)) : r * nbt_range(2.0, 40.0);
-                if (check(g, &s, p, t < 25 ? w : w * 1e4)) return 1;
-            }
+            if (far_and_wide(g, &s, shape == 2, r)) return 1;
             nb_grid_destroy(g);
             nbo_set_free(&s);
         }
@@ -354,6 +362,61 @@ static int test_hashed_far_balls_cost_little(void)
     return bad;
 }
 
+enum { RANKED_SHAPES = 3 };
+
+// n 2D points the grid keeps in its ranked layout at cell 1 (between 4 and 64 box cells a
+// point): clusters in a box of w cells a side (0), the same 1e9 from the origin (1), a sparse
+// integer lattice (2: ties at integer radii).
+static nboSet make_ranked(int shape, int32_t n, double w)
+{
+    nboSet s = nbo_set_new(n, 2);
+    double c[2] = {0, 0};
+    for (int32_t i = 0; i < n; i++) {
+        if (i % 300 == 0)
+            for (int a = 0; a < 2; a++) c[a] = nbt_range(5.0, w - 5.0);
+        for (int a = 0; a < 2; a++) {
+            double x = c[a] + 0.7 * nbt_gauss();
+            if (shape == 1) x += 1e9;
+            if (shape == 2) x = (double)nbt_int((int)w);
+            s.p[(size_t)i * 2 + (size_t)a] = x;
+        }
+    }
+    return s;
+}
+
+// Far balls (10 to 1e6 box widths away, in random directions and beyond each face) and wide
+// balls from the points on the ranked layout, whose walk skips blocks of rows on their
+// occupied spans, against brute force: buffers full and short, counts, visitors, filters.
+static int test_ranked_balls_against_brute_force(void)
+{
+    for (int shape = 0; shape < RANKED_SHAPES; shape++)
+        for (int filtered = 0; filtered <= 1; filtered++) {
+            nboSet s = make_ranked(shape, 3000, shape == 2 ? 300.0 : 400.0);
+            if (filtered) add_filters(&s);
+            nbGrid *g = nbt_grid_build(&s, 1.0);
+            NB_CHECK(g != NULL);
+            nbGridInfo gi;
+            NB_CHECK_OK(nb_grid_info(g, &gi));
+            NB_CHECK(gi.ranked && g->view.row_span != NULL); // what this test is for
+            if (far_and_wide(g, &s, shape == 2, 1.0)) return 1;
+            nb_grid_destroy(g);
+            nbo_set_free(&s);
+        }
+    return 0;
+}
+
+// Far balls on 20k clustered 2D points (the ranked layout, a box of 1000 rows), against 40
+// scans: each ball visited every row of its box the ball reaches (about 1000, most of them
+// empty: 54k instructions a query on the corpus's blobs2d, a third of a scan here); skipping
+// blocks of rows on their occupied spans makes it about 4k, a thirtieth of a scan.
+static int test_ranked_far_balls_cost_little(void)
+{
+    nboSet s = make_ranked(0, 20000, 1000.0);
+    const int bad = far_balls_cost_little(&s, 1.0, 40, false);
+    nbo_set_free(&s);
+    return bad;
+}
+
 int main(int argc, char **argv)
 {
     static const nbtCase cases[] = {
@@ -361,6 +424,8 @@ int main(int argc, char **argv)
         {"far_balls_cost_little", test_far_balls_cost_little},
         {"hashed_balls_against_brute_force", test_hashed_balls_against_brute_force},
         {"hashed_far_balls_cost_little", test_hashed_far_balls_cost_little},
+        {"ranked_balls_against_brute_force", test_ranked_balls_against_brute_force},
+        {"ranked_far_balls_cost_little", test_ranked_far_balls_cost_little},
     };
     return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
 }
