@@ -844,17 +844,6 @@ NBI_INLINE bool nbi_ix_batch_count(nbiKnnLazy *z, const nbiView *v, const double
 }
 #endif
 
-#if NBI_KNN_INDEX
-// nbi_ix_far by the box beyond which a query is far, kept in z by the query that set the state
-// (every query in or near the box asks).
-NBI_INLINE bool nbi_ix_far_of(const nbiKnnLazy *z, const nbiView *v, const double *q)
-{
-    for (int a = 0; a < v->dim; a++)
-        if (q[a] < z->near_lo[a] || q[a] > z->near_hi[a]) return true;
-    return false;
-}
-#endif
-
 const nbiKnnIndex *nbi_knn_index_get(nbiKnnLazy *z, const nbiView *v, const nbAllocator *a,
                                      const double *point, int32_t k)
 {
@@ -862,7 +851,7 @@ const nbiKnnIndex *nbi_knn_index_get(nbiKnnLazy *z, const nbiView *v, const nbAl
     int s = atomic_load_explicit(&z->state, memory_order_acquire);
     if (s == NBI_KNN_READY) {
         if (!atomic_load_explicit(&z->far_only, memory_order_relaxed)) return &z->ix;
-        if (nbi_ix_far_of(z, v, point)) return &z->ix;
+        if (nbi_ix_far(v, point)) return &z->ix;
         if (!nbi_ix_batch_count(z, v, point)) return NULL; // near: the walk, counting
         atomic_store_explicit(&z->far_only, 0, memory_order_relaxed);
         return &z->ix;
@@ -870,7 +859,7 @@ const nbiKnnIndex *nbi_knn_index_get(nbiKnnLazy *z, const nbiView *v, const nbAl
     bool far = false;
     if (s == NBI_KNN_COUNTING) { // a far query's saving, or the walk's tally of a batch in cell
                                  // order; past either, build
-        const double save = nbi_ix_far_of(z, v, point) ? nbi_knn_far_saving(v, point, k) : 0.0;
+        const double save = nbi_ix_far(v, point) ? nbi_knn_far_saving(v, point, k) : 0.0;
         if (save > 0.0) {
             const long long debt = atomic_load_explicit(&z->debt, memory_order_relaxed) +
                                    (save < 0x1p60 ? (long long)save : (long long)1 << 60);
@@ -896,10 +885,6 @@ const nbiKnnIndex *nbi_knn_index_get(nbiKnnLazy *z, const nbiView *v, const nbAl
         atomic_store_explicit(&z->debt, 0, memory_order_relaxed);
     }
     atomic_store_explicit(&z->far_only, far, memory_order_relaxed);
-    for (int d = 0; d < v->dim; d++) { // (nbi_ix_far's box, read after the state is)
-        z->near_lo[d] = ((double)v->lo[d] - NBI_KNN_FAR_GAP) * v->cm.cell;
-        z->near_hi[d] = ((double)v->hi[d] + 1.0 + NBI_KNN_FAR_GAP) * v->cm.cell;
-    }
     const int state = made == NBI_IX_BUILT    ? NBI_KNN_READY
                       : made == NBI_IX_FAILED ? NBI_KNN_FAILED
                       : nbi_knn_index_use < 0 ? NBI_KNN_CELLS

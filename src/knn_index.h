@@ -127,7 +127,6 @@ typedef struct nbiKnnLazy {
     atomic_int crowded;  // nbi_knn_crowded's answer for this build: 0 not known yet, 1 no, 2 yes
     atomic_llong debt;   // far queries' expected savings while counting (racy as `walked`)
     atomic_int far_only; // the ready index serves far queries only (set before it is published)
-    double near_lo[3], near_hi[3]; // the box beyond which a query is far, set with the state
 #endif
     nbiKnnIndex ix;
 } nbiKnnLazy;
