@@ -30,7 +30,10 @@
 // too: a relayout keeps a tail for them. When no cell nearby has slack in a dense hash, an
 // item leaves the dense box, or the tail or the hashed cell numbers run out, the hash is
 // relaid out: every item placed by cell again, with fresh slack spread over the cells in
-// proportion to their items, by an in-place permutation (nbi_relayout, O(items + cells)).
+// proportion to their items, by an in-place permutation (nbi_relayout, O(items + cells)). A
+// dense relayout made for an item gives that item's cell the spare positions as one run, which
+// follows items filling empty cells one after another (nbi_borrow, nbi_donor): a lattice
+// inserted row by row relays out a few dozen times, not once a row or a point.
 // Slack is about a quarter of the items, so relayouts are rare: the steady state of wandering
 // agents allocates nothing and relays out seldom (nbi_hash_stats counts both).
 //
@@ -61,7 +64,7 @@
 #include <string.h>
 
 // At most 2^28 items, so that positions (items plus slack) and cells fit int32.
-enum { NBI_HASH_MAX_ITEMS = 1 << 28, NBI_HASH_REACH = 64 };
+enum { NBI_HASH_MAX_ITEMS = 1 << 28, NBI_HASH_REACH = 64, NBI_HASH_SCAN = 1024 };
 
 struct nbHash {
     nbAllocator alloc;
@@ -102,6 +105,12 @@ struct nbHash {
     nbiKnnLazy knn;
 
     int64_t relayouts, renumbers; // nbi_hash_stats
+    int64_t borrows; // positions borrowed from other cells since the last relayout (nbi_borrow)
+    // Dense: the cell holding the run of slack a relayout left where an item was being placed
+    // (-1: none), and the borrows it has served since it last came from far (nbi_donor).
+    int32_t run_cell;
+    int64_t run_credit;
+    int64_t run_served; // the borrows the run served since the last relayout
 };
 
 #define NBI_ARR(h, buf, type) ((type *)(h)->buf.ptr)
@@ -381,14 +390,49 @@ static void nbi_slack_fill(nbHash *h, int32_t p)
     NBI_ARR(h, hit, nbHit)[p] = none;
 }
 
-// The nearest cell to c that has slack, within `reach` cells (any distance when reach < 0),
-// or ncells for the tail; -1 when there is none. c itself first.
+// One direction of nbi_donor's scan: what a borrow from the next donor would copy (nbi_borrow):
+// the occupied cells that shift (one copy each, or more when the run comes along).
+typedef struct nbiDonorScan {
+    int32_t passed;
+    int64_t items;
+    bool on;
+} nbiDonorScan;
+
+// Whether donor d, itself shifting cnt items (a donor right of the cell shifts too), is near
+// enough: a borrow of one position copies at most `reach` items (any number when reach < 0);
+// or d holds the run (h->run_cell), which may come from as many items away as it has served
+// borrows since it last did.
+static bool nbi_donor_near(const nbHash *h, const nbiDonorScan *s, int32_t d, int32_t cnt,
+                           int32_t reach)
+{
+    if (reach < 0 || s->passed + (cnt > 0) <= reach) return true;
+    return d == h->run_cell && s->items + cnt <= h->run_credit + NBI_HASH_REACH;
+}
+
+// Passes a cell of cnt items at distance d; false once no donor beyond can be near enough.
+static bool nbi_donor_pass(const nbHash *h, nbiDonorScan *s, int32_t cnt, int32_t d, int32_t reach)
+{
+    s->passed += cnt > 0;
+    s->items += cnt;
+    if (reach < 0) return true;
+    return d < NBI_HASH_SCAN &&
+           (s->passed <= reach || (h->run_cell >= 0 && s->items < h->run_credit + NBI_HASH_REACH));
+}
+
+// The nearest cell to c that has slack, or ncells for the tail; -1 when there is none. c
+// itself first. A borrow copies one item of each occupied cell that shifts (nbi_borrow), so
+// `reach` bounds those (any number when reach < 0); empty cells are passed for free, within
+// NBI_HASH_SCAN cells each way. So points filling the empty cells of a dense box one after
+// another (a lattice inserted row by row) keep finding the run of slack they bring along, and
+// it may come a whole row back for the next row when it has served a row since it last came.
 static int32_t nbi_donor(const nbHash *h, int32_t c, int32_t reach)
 {
     const int32_t *start = NBI_ARR(h, start, const int32_t);
     const int32_t *end = NBI_ARR(h, end, const int32_t);
     const int32_t n = h->ncells;
     if (end[c] < start[c + 1]) return c;
+    // The common case first: a donor within `reach` cells (each passed cell copies one item at
+    // most); the wider scan below only where there is none.
     for (int32_t d = 1; reach < 0 || d <= reach; d++) {
         const int64_t r = (int64_t)c + d, l = (int64_t)c - d;
         if (r > n && l < 0) return -1;
@@ -396,27 +440,81 @@ static int32_t nbi_donor(const nbHash *h, int32_t c, int32_t reach)
         if (r == n && h->cap > start[n]) return n;
         if (l >= 0 && end[l] < start[l + 1]) return (int32_t)l;
     }
+    if (!h->dense) return -1; // a hashed cell moves to the end instead (nbi_cell_renumber)
+    const int32_t own = end[c] - start[c];
+    nbiDonorScan rs = {0, 0, true}, ls = {own > 0, own, true}; // c shifts for a left donor
+    for (int32_t d = 1; rs.on || ls.on; d++) {
+        const int64_t r = (int64_t)c + d, l = (int64_t)c - d;
+        rs.on = rs.on && r <= n;
+        if (rs.on) {
+            const bool slack = r < n ? end[r] < start[r + 1] : h->cap > start[n];
+            const int32_t cnt = r < n ? end[r] - start[r] : 0;
+            if (slack && nbi_donor_near(h, &rs, (int32_t)r, cnt, reach)) return (int32_t)r;
+            rs.on = r < n && nbi_donor_pass(h, &rs, cnt, d, reach);
+        }
+        ls.on = ls.on && l >= 0;
+        if (ls.on) {
+            if (end[l] < start[l + 1] && nbi_donor_near(h, &ls, (int32_t)l, 0, reach))
+                return (int32_t)l;
+            ls.on = nbi_donor_pass(h, &ls, end[l] - start[l], d, reach);
+        }
+    }
     return -1;
 }
 
-// Gives cell c one free position at end[c], taken from donor d (nbi_donor): each cell in
-// between passes one position along by moving one of its items across itself.
+// Gives cell c free positions at end[c], taken from donor d (nbi_donor): each cell in between
+// shifts by them, copying its first items to its end (or its last to the positions before it).
+// Usually one position, a copy per occupied cell; the donor's whole run when that copies no
+// more, or when the donor is the run that came from beyond the reach of single borrows
+// (nbi_donor). So a run of slack follows points filling empty cells one after another. A
+// hashed layout's tail stays where new cells take their positions.
 static void nbi_borrow(nbHash *h, int32_t c, int32_t d)
 {
     int32_t *start = NBI_ARR(h, start, int32_t), *end = NBI_ARR(h, end, int32_t);
+    h->borrows++;
+    if (d == c) return;
+    const bool tail = d == h->ncells;
+    const int32_t lo = d > c ? c + 1 : d + 1, hi = d > c ? (tail ? d - 1 : d) : c; // shift
+    int32_t run = tail ? h->cap - start[d] : start[d + 1] - end[d];
+    if (d != h->run_cell) run = 1;
+    if (run > 1) {
+        int32_t passed = 0, copies = 0;
+        for (int32_t e = lo; e <= hi; e++) {
+            const int32_t cnt = end[e] - start[e];
+            passed += cnt > 0;
+            copies += cnt < run ? cnt : run;
+        }
+        const bool far = passed > NBI_HASH_REACH;
+        if (copies > passed && !far) run = 1;
+        h->run_credit = far ? 0 : h->run_credit + 1; // one more borrow served, or from far
+        h->run_served++;
+        if (run > 1) h->run_cell = c;
+    }
     if (d > c) {
-        int32_t e = d;
-        if (d == h->ncells) start[e--]++; // the tail's first position goes to the last cell
-        for (; e > c; e--) {              // e has slack at end[e]: its first item goes there
-            if (end[e] > start[e]) nbi_item_move(h, start[e], end[e]);
-            start[e]++;
-            end[e]++;
+        if (tail) { // the tail's first positions go to the last cell (the tail is not kept NaN)
+            for (int32_t p = start[d]; p < start[d] + run; p++) nbi_slack_fill(h, p);
+            start[d] += run;
+        }
+        for (int32_t e = hi; e > c; e--) {
+            const int32_t cnt = end[e] - start[e];
+            const int32_t from = start[e], to = cnt <= run ? start[e] + run : end[e];
+            for (int32_t i = 0; i < cnt && i < run; i++) {
+                nbi_item_move(h, from + i, to + i);
+                if (run > 1) nbi_slack_fill(h, from + i); // (one: the next copy's place)
+            }
+            start[e] += run;
+            end[e] += run;
         }
     } else {
-        for (int32_t e = d + 1; e <= c; e++) { // the position before e is free: e's last goes there
-            if (end[e] > start[e]) nbi_item_move(h, end[e] - 1, start[e] - 1);
-            start[e]--;
-            end[e]--;
+        for (int32_t e = d + 1; e <= c; e++) {
+            const int32_t cnt = end[e] - start[e];
+            const int32_t from = cnt <= run ? start[e] : end[e] - run, to = start[e] - run;
+            for (int32_t i = 0; i < cnt && i < run; i++) {
+                nbi_item_move(h, from + i, to + i);
+                if (run > 1) nbi_slack_fill(h, from + i);
+            }
+            start[e] -= run;
+            end[e] -= run;
         }
     }
 }
@@ -490,7 +588,8 @@ typedef struct nbiLayout {
     bool dense;
     int64_t lo[3], hi[3];
     int64_t ncells;
-    int64_t cap; // position capacity afterwards
+    int64_t cap;  // position capacity afterwards
+    int64_t want; // dense: the cell (new number) the call that relays out places an item in; -1
 } nbiLayout;
 
 // Plans a relayout for n items that also covers the cell at `key` (if not NULL): a dense box
@@ -500,6 +599,7 @@ typedef struct nbiLayout {
 static nbStatus nbi_layout_plan(const nbHash *h, int64_t n, const int64_t *key, nbiLayout *L)
 {
     memset(L, 0, sizeof *L);
+    L->want = -1;
     int64_t lo[3] = {INT64_MAX, INT64_MAX, 0}, hi[3] = {INT64_MIN, INT64_MIN, 0};
     if (h->dim == 3) {
         lo[2] = INT64_MAX;
@@ -533,22 +633,45 @@ static nbStatus nbi_layout_plan(const nbHash *h, int64_t n, const int64_t *key, 
         for (int a = 0; a < h->dim; a++) cells *= (double)hi[a] - (double)lo[a] + 1.0;
         L->dense = cells <= (double)(h->dense ? limit : nbi_dense_again(n));
         if (L->dense) {
-            int64_t m[3] = {0, 0, 0};
-            double with = 1.0;
-            for (int a = 0; a < h->dim; a++) {
-                m[a] = (hi[a] - lo[a] + 1) / 4 + 1;
-                with *= (double)(hi[a] - lo[a] + 1 + 2 * m[a]);
+            // A margin of a quarter of the box on every side, so that a crowd drifting outward
+            // does not relay out at every step; where that is too many cells, twice as much on
+            // the sides the placed item pushes the box out on (a lattice inserted row by row
+            // grows it on one side only, a row a relayout without), halved until it fits.
+            int64_t below[3] = {0, 0, 0}, above[3] = {0, 0, 0};
+            for (int a = 0; a < h->dim; a++) below[a] = above[a] = (hi[a] - lo[a] + 1) / 4 + 1;
+            for (int round = 0; round < 64; round++) {
+                double with = 1.0;
+                bool any = false;
+                for (int a = 0; a < h->dim; a++) {
+                    with *= (double)(hi[a] - lo[a] + 1 + below[a] + above[a]);
+                    any = any || below[a] > 0 || above[a] > 0;
+                }
+                if (with <= (double)limit || !any) break;
+                for (int a = 0; a < h->dim; a++) {
+                    if (round == 0) { // the pushed sides only
+                        const int64_t m = 2 * below[a];
+                        below[a] = key != NULL && key[a] == lo[a] ? m : 0;
+                        above[a] = key != NULL && key[a] == hi[a] ? m : 0;
+                    } else {
+                        below[a] /= 2;
+                        above[a] /= 2;
+                    }
+                }
             }
-            const bool margin = with <= (double)limit;
             cells = 1.0;
             for (int a = 0; a < 3; a++) {
-                const int64_t g = margin ? m[a] : 0;
                 // The cell math keeps |key| < 2^62, so the margin cannot overflow.
-                L->lo[a] = lo[a] - g;
-                L->hi[a] = hi[a] + g;
+                L->lo[a] = lo[a] - below[a];
+                L->hi[a] = hi[a] + above[a];
                 cells *= (double)(L->hi[a] - L->lo[a] + 1);
             }
             L->ncells = (int64_t)cells;
+            L->want = -1;
+            if (key != NULL)
+                L->want =
+                    (key[0] - L->lo[0]) +
+                    (L->hi[0] - L->lo[0] + 1) *
+                        ((key[1] - L->lo[1]) + (L->hi[1] - L->lo[1] + 1) * (key[2] - L->lo[2]));
         } else {
             L->ncells = live;
         }
@@ -604,15 +727,31 @@ static void nbi_relayout(nbHash *h, const nbiLayout *L)
     const int64_t want = nbi_slack_want(n);
     slack = slack < want ? slack : want;
     slack = slack > 0 ? slack : 0;
+    // Dense, for a call placing an item (L->want): that cell gets the tail instead, as a run of
+    // slack that follows items filling empty cells one after another (nbi_borrow). When the last
+    // run served most borrows since the last relayout (or it left none), and that was recent
+    // (fewer than n / 4 borrows), the items are arriving where there was none to spread to (a
+    // lattice inserted row by row), and the run takes half the slack too.
+    int64_t run = 0;
+    if (L->want >= 0) {
+        if (h->borrows < n / 4 && (h->run_cell < 0 || 2 * h->run_served >= h->borrows))
+            slack -= slack / 2;
+        run = (int64_t)h->cap - n - slack;
+    }
+    h->borrows = 0;
+    h->run_cell = run > 0 ? (int32_t)L->want : -1;
+    h->run_credit = h->run_served = 0;
     int64_t pos = 0, acc = 0, given = 0;
     for (int32_t t = 0; t < T; t++) {
         nstart[t] = (int32_t)pos;
-        if (nend[t] < 0) continue;
-        const int64_t cnt = end[nend[t]] - start[nend[t]];
-        acc += cnt + 1;
-        const int64_t share = weight > 0 ? slack * acc / weight : 0;
-        pos += cnt + (share - given);
-        given = share;
+        if (nend[t] >= 0) {
+            const int64_t cnt = end[nend[t]] - start[nend[t]];
+            acc += cnt + 1;
+            const int64_t share = weight > 0 ? slack * acc / weight : 0;
+            pos += cnt + (share - given);
+            given = share;
+        }
+        if (t == L->want) pos += run;
     }
     nstart[T] = (int32_t)pos;
     // 3. Destinations, then the permutation.
@@ -843,6 +982,7 @@ void nb_hash_clear(nbHash *hash)
     nbi_pool_clear(&hash->pool);
     if (hash->table.count > 0) nbi_ctab_reset(&hash->table, hash->table.bits);
     hash->count = hash->nfiltered = 0;
+    hash->run_cell = -1;
     hash->dense = true;
     hash->ncells = hash->live_cells = 0;
     if (hash->start.ptr != NULL) NBI_ARR(hash, start, int32_t)[0] = 0;
