@@ -852,6 +852,19 @@ static bool hf_same_hit(nbHit a, nbHit b)
     return a.handle.bits == b.handle.bits && a.user == b.user;
 }
 
+/// A query allocates nothing but the hash's kNN index, which far queries build once their walks
+/// would have paid for it (hash.h, nb_hash_knn): kept (nothing freed) and counted in
+/// nb_hash_memory_bytes, so the hash holds more bytes after a call that allocated.
+static void hf_check_query_alloc(const hfModel *m, nbfMark mk, size_t bytes, const char *what)
+{
+    if (nbf_heap.calls == mk.calls && nbf_heap.frees == mk.frees) return;
+    NBF_CHECK(nbf_heap.frees == mk.frees && nb_hash_memory_bytes(m->h) > bytes,
+              "%s allocated %llu and freed %llu blocks, and the hash holds %zu bytes (%zu before): "
+              "a query may only build the kNN index",
+              what, (unsigned long long)(nbf_heap.calls - mk.calls),
+              (unsigned long long)(nbf_heap.frees - mk.frees), nb_hash_memory_bytes(m->h), bytes);
+}
+
 /// Runs a hit query: `bad` is the set of statuses the arguments call for (0: valid), `want`
 /// the oracle's item indices when valid.
 static void hf_hit_query(nbfReader *r, const hfModel *m, const hfQ *q, unsigned bad, int32_t *want,
@@ -859,6 +872,7 @@ static void hf_hit_query(nbfReader *r, const hfModel *m, const hfQ *q, unsigned 
 {
     const uint8_t capmode = nbf_u8(r), cb = nbf_u8(r), stop = nbf_u8(r);
     nbHit *full = NULL;
+    const size_t bytes = nb_hash_memory_bytes(m->h);
     nbfMark mk = nbf_mark();
     int32_t found = -1;
     if (bad == 0) {
@@ -943,7 +957,7 @@ static void hf_hit_query(nbfReader *r, const hfModel *m, const hfQ *q, unsigned 
                       (int)t);
     }
     free(v.seq);
-    nbf_check_no_alloc(mk, "a query");
+    hf_check_query_alloc(m, mk, bytes, "a query");
     free(full);
 }
 
@@ -1130,10 +1144,11 @@ static void op_knn(nbfReader *r, int w)
     nbHitNeighbor *out =
         nullout || k <= 0 ? NULL : (nbHitNeighbor *)hf_buf((size_t)k, sizeof(nbHitNeighbor));
     int32_t found = -1;
+    const size_t bytes = nb_hash_memory_bytes(m->h);
     const nbfMark mk = nbf_mark();
     const nbStatus st =
         nb_hash_knn(m->h, cv, f, (double)INFINITY, out, k, nullfound ? NULL : &found);
-    nbf_check_no_alloc(mk, "knn");
+    hf_check_query_alloc(m, mk, bytes, "knn");
     nbf_log("#%d hash%d knn", nbf_step, w);
     hf_log_vec("point", c, m->dim);
     nbf_log(" k=%d filter=%x/%x%s -> %s found %d\n", (int)k, f.category, f.mask,
