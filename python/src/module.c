@@ -355,8 +355,10 @@ void nbpy_big_free(void *ptr, size_t bytes)
     for (;;) {
         int oldest = -1;
         for (int i = 0; i < NBPY_BIG_SLOTS; i++) {
-            if (nbpy_big[i].ptr == NULL) slot = i;
-            else if (oldest < 0 || nbpy_big[i].freed < nbpy_big[oldest].freed) oldest = i;
+            if (nbpy_big[i].ptr == NULL)
+                slot = i;
+            else if (oldest < 0 || nbpy_big[i].freed < nbpy_big[oldest].freed)
+                oldest = i;
         }
         if (slot >= 0 && nbpy_big_kept + bytes <= NBPY_BIG_KEEP) break;
         // oldest >= 0 here: with every slot empty, kept is 0 and bytes fits
@@ -370,6 +372,52 @@ void nbpy_big_free(void *ptr, size_t bytes)
     nbpy_big_kept += bytes;
     pthread_mutex_unlock(&nbpy_big_lock);
     for (int i = 0; i < n_evicted; i++) free(evicted[i]); // outside the lock
+}
+
+// _big_blocks(sizes): for tests, allocates a block of each size (bytes), frees them in order,
+// and returns the sizes of the blocks the cache then keeps, ascending.
+static PyObject *nbpy_big_blocks(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    PyObject *seq = PySequence_Fast(arg, "_big_blocks: a sequence of sizes");
+    if (seq == NULL) return NULL;
+    const Py_ssize_t m = PySequence_Fast_GET_SIZE(seq);
+    void **ptrs = PyMem_Calloc((size_t)m + 1, sizeof *ptrs);
+    size_t *got = PyMem_Calloc((size_t)m + 1, sizeof *got);
+    bool failed = ptrs == NULL || got == NULL;
+    for (Py_ssize_t i = 0; i < m && !failed; i++) {
+        const size_t bytes = PyLong_AsSize_t(PySequence_Fast_GET_ITEM(seq, i));
+        if (bytes == (size_t)-1 && PyErr_Occurred())
+            failed = true;
+        else if ((ptrs[i] = nbpy_big_alloc(bytes, &got[i])) == NULL)
+            failed = true;
+    }
+    for (Py_ssize_t i = 0; i < m && ptrs != NULL; i++) nbpy_big_free(ptrs[i], got[i]);
+    PyMem_Free(ptrs);
+    PyMem_Free(got);
+    Py_DECREF(seq);
+    if (failed) return PyErr_Occurred() ? NULL : PyErr_NoMemory();
+    size_t kept[NBPY_BIG_SLOTS];
+    int k = 0;
+    pthread_mutex_lock(&nbpy_big_lock);
+    for (int i = 0; i < NBPY_BIG_SLOTS; i++)
+        if (nbpy_big[i].ptr != NULL) kept[k++] = nbpy_big[i].bytes;
+    pthread_mutex_unlock(&nbpy_big_lock);
+    for (int i = 1; i < k; i++) // insertion sort: at most 8
+        for (int j = i; j > 0 && kept[j - 1] > kept[j]; j--) {
+            const size_t t = kept[j];
+            kept[j] = kept[j - 1];
+            kept[j - 1] = t;
+        }
+    PyObject *out = PyList_New(k);
+    for (int i = 0; out != NULL && i < k; i++) {
+        PyObject *v = PyLong_FromSize_t(kept[i]);
+        if (v == NULL)
+            Py_CLEAR(out);
+        else
+            PyList_SET_ITEM(out, i, v);
+    }
+    return out;
 }
 
 // ---- allocation: malloc, with a budget the tests set to fail the library's allocations ----
@@ -560,6 +608,9 @@ static PyMethodDef nbpy_methods[] = {
     {"_set_alloc_budget", nbpy_set_alloc_budget, METH_O,
      "_set_alloc_budget(n)\n--\n\nFor tests: the library's next n allocations succeed, then "
      "every one fails until reset with -1."},
+    {"_big_blocks", nbpy_big_blocks, METH_O,
+     "_big_blocks(sizes)\n--\n\nFor tests: allocates big blocks of these sizes, frees them, and "
+     "returns the sizes of the blocks kept for reuse, ascending."},
     {"library_version", nbpy_version, METH_NOARGS,
      "library_version()\n--\n\nThe C library's compiled version, e.g. '0.1.0'."},
     {NULL, NULL, 0, NULL},
