@@ -24,9 +24,18 @@ def sorted_pairs(p):
     return p[np.lexsort((p[:, 1], p[:, 0]))]
 
 
-def test_cache_gives_back_its_oldest_blocks():
+def fill_with_stale():
+    """Leaves the cache holding eight blocks of 1 MiB and a little (no request below fits one):
+    first a block of the whole budget (address space only) displaces whatever earlier tests
+    left, then the eight displace it."""
+    assert _nearby._big_blocks([512 * MIB]) == [512 * MIB]
     stale = [MIB + k * 4096 for k in range(8)]
     assert _nearby._big_blocks(stale) == stale  # every slot taken
+    return stale
+
+
+def test_cache_gives_back_its_oldest_blocks():
+    stale = fill_with_stale()
     # a ninth block takes the slot of the first freed
     assert _nearby._big_blocks([MIB + 8 * 4096]) == stale[1:] + [MIB + 8 * 4096]
     # at most 512 MiB kept: a second 300 MiB block (address space only) displaces the first,
@@ -44,7 +53,7 @@ def test_pair_block_kept_past_stale_blocks(name):
     x = make(name, 5000)
     r = radius(x)
     reserved = (64 * len(x) + 4096) * 16
-    _nearby._big_blocks([MIB + k * 4096 for k in range(8)])
+    fill_with_stale()
     big = nearby.Grid(x).query_pairs(2.0 * r, output_type="ndarray")
     np.testing.assert_array_equal(
         sorted_pairs(big), sorted_pairs(cKDTree(x).query_pairs(2.0 * r, output_type="ndarray")))
@@ -70,6 +79,7 @@ def test_empty_and_periodic_pairs_after_reuse():
     the boundary come out whole from a reused block."""
     x = make("uniform2d", 5000)
     r = radius(x)
+    fill_with_stale()
     nearby.Grid(x).query_pairs(2.0 * r, output_type="ndarray")  # leaves its block in the cache
     none = nearby.Grid(x).query_pairs(0.0, output_type="ndarray")
     assert none.shape == (0, 2) and none.dtype == np.intp
