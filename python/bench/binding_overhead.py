@@ -21,10 +21,10 @@ Python / C, and the ratio of the fastest runs (the least disturbed by other load
 machine; --cpu times both sides by their thread's CPU time instead, leaving out the waits
 for a core). Each op starts with an untimed round of every side. --steps times the C side's steps
 alone on one grid (ref_steps): what writing the 32-bit and the 64-bit pairs cost beyond counting.
---as-corpus runs, before each set's pairs, the corpus benchmark's other calls of the package on
-it (bench_corpus.py: a batch of radius counts and kNN at k = 1, 8, 32 on the first 20000 points),
-so that the process's memory is in the state the corpus table measures in; the pairs' page
-faults a call are printed too.
+--as-corpus makes the package's other calls around each set's pairs and counts as the corpus
+benchmark does in its one process (bench/bench_corpus.py's set_ops: its probes of the radius and
+kNN batches before, the batches themselves after), so that the binding's memory is in the state
+the corpus table measures in; the Python call's page faults are printed too.
 """
 import argparse
 import csv
@@ -218,6 +218,9 @@ def main(argv):
             x = np.ascontiguousarray(np.load(s["file"]), dtype=np.float64)
             batches(lib, s, x, args.queries, args.runs)
         return 0
+    if args.as_corpus:
+        sys.path.insert(0, os.path.join(ROOT, "bench"))
+        import bench_corpus
     print("| set | op | Python ms | C same cell ms | Python / C | C cells of r ms | Python / C(r) "
           "| cell / r | Python / C, fastest runs | C same output ms | Python / C same output "
           "| Python page faults a call |")
@@ -225,11 +228,9 @@ def main(argv):
     for s in sets:
         x = np.ascontiguousarray(np.load(s["file"]), dtype=np.float64)
         n, dim, r = len(x), x.shape[1], float(s["radius"])
-        if args.as_corpus:
-            q = x[:min(20000, n)]
-            nearby.Grid(x).query_ball_point(q, r, return_length=True)
-            for k in (1, 8, 32):
-                nearby.Grid(x).query(q, k=k)
+        corpus_ops = []
+        if args.as_corpus:  # the probes now, the batches after this set's rows
+            corpus_ops = bench_corpus.set_ops(s["set"], x, r, 20000, 4e9)[2:]
         g = nearby.Grid(x)
         total = g.count_pairs(r)
         cell = g.cell_sizes[0]
@@ -289,6 +290,8 @@ def main(argv):
                   % (s["set"], op, mp, mc, mp / mc, mr, mp / mr, cell / r, min(tp) / min(tc),
                      mw, mp / mw, median(faults)))
             sys.stdout.flush()
+        for _, _, nearby_fn, _ in corpus_ops:
+            nearby_fn()
     return 0
 
 
