@@ -280,6 +280,8 @@ void nbpy_sort_i32(int32_t *v, int64_t n)
 // 1M points and their 4.8M pairs. Freed blocks of 1 MiB or more are kept (up to 8 blocks and
 // 512 MiB) and handed out again for a request between half their size and their size, so
 // those pages stay warm, as the C library's own storage stays warm across nb_grid_build calls.
+// The 512 MiB count the bytes ever written, not the address space: the pairs' block reserves
+// 64 rows a point (1 GB at 1M points) and writes the rows found (77 MB for 4.8M pairs).
 // When a freed block finds no room, the blocks freed longest ago are given back to the system
 // to make it: blocks no request fits any more (another data set's, another query's) would
 // otherwise hold every slot for good, and each new block of the current loop would be fresh
@@ -288,12 +290,14 @@ void nbpy_sort_i32(int32_t *v, int64_t n)
 #define NBPY_BIG_MIN ((size_t)1 << 20)
 #define NBPY_BIG_SLOTS 8
 #define NBPY_BIG_KEEP ((size_t)512 << 20)
+#define NBPY_BIG_SPACE ((size_t)16 << 30) // the address space a kept block may span
 
-// Invariants: kept = the sum of bytes over the slots with a block (ptr != NULL), <= KEEP;
-// freed orders the slots by when their block was kept (higher: later).
+// Invariants: kept = the sum of used over the slots with a block (ptr != NULL), <= KEEP;
+// used <= bytes; freed orders the slots by when their block was kept (higher: later).
 static struct {
     void *ptr;
     size_t bytes;
+    size_t used; // bytes of it ever written (an upper bound)
     uint64_t freed;
 } nbpy_big[NBPY_BIG_SLOTS];
 static size_t nbpy_big_kept;
@@ -314,9 +318,10 @@ static void nbpy_big_advise(void *p, size_t bytes)
 #endif
 }
 
-void *nbpy_big_alloc(size_t bytes, size_t *got)
+void *nbpy_big_alloc_used(size_t bytes, size_t *got, size_t *used)
 {
     *got = bytes;
+    *used = 0;
     if (bytes >= NBPY_BIG_MIN) {
         pthread_mutex_lock(&nbpy_big_lock);
         int best = -1;
@@ -329,7 +334,8 @@ void *nbpy_big_alloc(size_t bytes, size_t *got)
         if (best >= 0) {
             p = nbpy_big[best].ptr;
             *got = nbpy_big[best].bytes;
-            nbpy_big_kept -= *got;
+            *used = nbpy_big[best].used;
+            nbpy_big_kept -= *used;
             nbpy_big[best].ptr = NULL;
         }
         pthread_mutex_unlock(&nbpy_big_lock);
@@ -341,10 +347,17 @@ void *nbpy_big_alloc(size_t bytes, size_t *got)
     return p;
 }
 
-void nbpy_big_free(void *ptr, size_t bytes)
+void *nbpy_big_alloc(size_t bytes, size_t *got)
+{
+    size_t used;
+    return nbpy_big_alloc_used(bytes, got, &used);
+}
+
+void nbpy_big_free_used(void *ptr, size_t bytes, size_t used)
 {
     if (ptr == NULL) return;
-    if (bytes < NBPY_BIG_MIN || bytes > NBPY_BIG_KEEP) {
+    if (used > bytes) used = bytes;
+    if (bytes < NBPY_BIG_MIN || bytes > NBPY_BIG_SPACE || used > NBPY_BIG_KEEP) {
         free(ptr);
         return;
     }
@@ -360,22 +373,29 @@ void nbpy_big_free(void *ptr, size_t bytes)
             else if (oldest < 0 || nbpy_big[i].freed < nbpy_big[oldest].freed)
                 oldest = i;
         }
-        if (slot >= 0 && nbpy_big_kept + bytes <= NBPY_BIG_KEEP) break;
-        // oldest >= 0 here: with every slot empty, kept is 0 and bytes fits
+        if (slot >= 0 && nbpy_big_kept + used <= NBPY_BIG_KEEP) break;
+        // oldest >= 0 here: with every slot empty, kept is 0 and used fits
         evicted[n_evicted++] = nbpy_big[oldest].ptr;
-        nbpy_big_kept -= nbpy_big[oldest].bytes;
+        nbpy_big_kept -= nbpy_big[oldest].used;
         nbpy_big[oldest].ptr = NULL;
     }
     nbpy_big[slot].ptr = ptr;
     nbpy_big[slot].bytes = bytes;
+    nbpy_big[slot].used = used;
     nbpy_big[slot].freed = ++nbpy_big_clock;
-    nbpy_big_kept += bytes;
+    nbpy_big_kept += used;
     pthread_mutex_unlock(&nbpy_big_lock);
     for (int i = 0; i < n_evicted; i++) free(evicted[i]); // outside the lock
 }
 
+void nbpy_big_free(void *ptr, size_t bytes)
+{
+    nbpy_big_free_used(ptr, bytes, bytes);
+}
+
 // _big_blocks(sizes): for tests, allocates a block of each size (bytes), frees them in order,
-// and returns the sizes of the blocks the cache then keeps, ascending.
+// and returns the sizes of the blocks the cache then keeps, ascending. An item (size, used)
+// frees its block as written only in its first `used` bytes (nbpy_big_free_used).
 static PyObject *nbpy_big_blocks(PyObject *self, PyObject *arg)
 {
     (void)self;
@@ -383,16 +403,27 @@ static PyObject *nbpy_big_blocks(PyObject *self, PyObject *arg)
     if (seq == NULL) return NULL;
     const Py_ssize_t m = PySequence_Fast_GET_SIZE(seq);
     void **ptrs = PyMem_Calloc((size_t)m + 1, sizeof *ptrs);
-    size_t *got = PyMem_Calloc((size_t)m + 1, sizeof *got);
+    size_t *got = PyMem_Calloc(2 * (size_t)m + 1, sizeof *got); // sizes, then what was written
     bool failed = ptrs == NULL || got == NULL;
     for (Py_ssize_t i = 0; i < m && !failed; i++) {
-        const size_t bytes = PyLong_AsSize_t(PySequence_Fast_GET_ITEM(seq, i));
-        if (bytes == (size_t)-1 && PyErr_Occurred())
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+        size_t bytes, used, prev;
+        if (PyTuple_Check(item)) {
+            Py_ssize_t b = 0, u = 0;
+            failed = !PyArg_ParseTuple(item, "nn", &b, &u) || b < 0 || u < 0;
+            if (failed && !PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "negative size");
+            bytes = (size_t)b;
+            used = (size_t)u;
+        } else {
+            bytes = used = PyLong_AsSize_t(item);
+            failed = bytes == (size_t)-1 && PyErr_Occurred();
+        }
+        if (!failed && (ptrs[i] = nbpy_big_alloc_used(bytes, &got[i], &prev)) == NULL)
             failed = true;
-        else if ((ptrs[i] = nbpy_big_alloc(bytes, &got[i])) == NULL)
-            failed = true;
+        if (!failed) got[m + i] = used > prev ? used : prev;
     }
-    for (Py_ssize_t i = 0; i < m && ptrs != NULL; i++) nbpy_big_free(ptrs[i], got[i]);
+    for (Py_ssize_t i = 0; i < m && ptrs != NULL; i++)
+        nbpy_big_free_used(ptrs[i], got[i], got[m + i]);
     PyMem_Free(ptrs);
     PyMem_Free(got);
     Py_DECREF(seq);

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: MIT
 """The big blocks behind query_pairs' arrays: the extension keeps freed blocks of 1 MiB or more
-for reuse (up to 8 and 512 MiB), and gives back the blocks freed longest ago to keep a new one,
-so that blocks no request fits any more never hold every slot; the pairs written into a reused
-block are exactly the new ones."""
+for reuse (up to 8, and 512 MiB of what was written in them), and gives back the blocks freed
+longest ago to keep a new one, so that blocks no request fits any more never hold every slot;
+the pair block's budget counts the rows written, not the rows reserved (64 a point); the pairs
+written into a reused block are exactly the new ones."""
 import numpy as np
 import pytest
 from scipy.spatial import cKDTree
@@ -43,6 +44,11 @@ def test_cache_gives_back_its_oldest_blocks():
     assert _nearby._big_blocks([300 * MIB, 300 * MIB]) == [300 * MIB]
     assert _nearby._big_blocks([600 * MIB]) == [300 * MIB]  # beyond the whole budget: freed
     _nearby._big_blocks([MIB] * 8)  # the 300 MiB block given back
+    # the budget counts the bytes written: a 600 MiB block written in 1 MiB of it is kept
+    fill_with_stale()
+    assert _nearby._big_blocks([(600 * MIB, MIB)]) == stale[1:] + [600 * MIB]
+    assert _nearby._big_blocks([(700 * MIB, 511 * MIB)]) == [600 * MIB, 700 * MIB]
+    _nearby._big_blocks([MIB] * 8)
 
 
 @pytest.mark.parametrize("name", ["dups2d", "uniform3d"])
@@ -72,6 +78,28 @@ def test_pair_block_kept_past_stale_blocks(name):
     assert len(m) == len(s)
     del got
     assert reserved in _nearby._big_blocks([])
+
+
+def test_pair_block_counts_its_rows():
+    """A pair block is reserved for 64 rows a point and counted by the rows written: beside a
+    block holding 511 of the 512 MiB, query_pairs' 5 MB block with under 1 MiB of rows is kept
+    and the other stays (counted by its reservation, the other would be given back)."""
+    x = make("uniform2d", 5000)
+    r = radius(x)
+    reserved = (64 * len(x) + 4096) * 16
+    assert _nearby._big_blocks([512 * MIB, (600 * MIB, 511 * MIB)]) == [600 * MIB]
+    got = nearby.Grid(x).query_pairs(r, output_type="ndarray")
+    assert 0 < len(got) * 16 < MIB
+    np.testing.assert_array_equal(
+        sorted_pairs(got), sorted_pairs(cKDTree(x).query_pairs(r, output_type="ndarray")))
+    del got
+    assert _nearby._big_blocks([]) == [reserved, 600 * MIB]
+    # the set and the distance matrix give their block back the same way
+    t = nearby.cKDTree(x)
+    assert len(t.query_pairs(r)) > 0
+    t.sparse_distance_matrix(t, r, output_type="ndarray")
+    assert _nearby._big_blocks([]) == [reserved, 600 * MIB]
+    _nearby._big_blocks([MIB] * 8)
 
 
 def test_empty_and_periodic_pairs_after_reuse():
