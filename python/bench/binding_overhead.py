@@ -5,7 +5,8 @@
 nb_grid_pairs into a buffer of the exact size / nb_grid_count_pairs, destroy), on the corpus's
 point sets, in one process, runs alternating.
 
-    binding_overhead.py LIST.csv [--runs K] [--only SET,...] [--batches | --steps]
+    binding_overhead.py LIST.csv [--runs K] [--only SET,...] [--batches | --steps] [--cpu]
+                        [--as-corpus]
 
 LIST.csv is what `gen_data --corpus DIR N 1` writes. The C side is python/bench/binding_ref.c,
 compiled here with the library's sources and the extension's flags (-O3, -ffp-contract=off)
@@ -17,14 +18,20 @@ For pairs a third C run makes the binding's own output: 64-bit pairs (nb_grid_pa
 memory allocated inside the timing, as a C caller that hands the pairs on must (`same output`;
 it still knows the count beforehand, which the binding does not). Prints medians and the ratios
 Python / C, and the ratio of the fastest runs (the least disturbed by other load on a shared
-machine). Each op starts with an untimed round of every side. --steps times the C side's steps
+machine; --cpu times both sides by their thread's CPU time instead, leaving out the waits
+for a core). Each op starts with an untimed round of every side. --steps times the C side's steps
 alone on one grid (ref_steps): what writing the 32-bit and the 64-bit pairs cost beyond counting.
+--as-corpus makes the package's other calls around each set's pairs and counts as the corpus
+benchmark does in its one process (bench/bench_corpus.py's set_ops: its probes of the radius and
+kNN batches before, the batches themselves after), so that the binding's memory is in the state
+the corpus table measures in; the Python call's page faults are printed too.
 """
 import argparse
 import csv
 import ctypes
 import os
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -119,12 +126,12 @@ def batches(lib, s, x, queries, runs):
             return t
 
         def py_run():
-            t0 = time.perf_counter_ns()
+            t0 = now_ns()
             if k == 0:
                 nearby.Grid(x).query_ball_point(q, r, return_length=True)
             else:
                 nearby.Grid(x).query(q, k=k)
-            return time.perf_counter_ns() - t0
+            return now_ns() - t0
 
         tp, tg, to = [], [], []
         for _ in range(runs):
@@ -164,11 +171,15 @@ def steps(lib, s, x, runs):
     sys.stdout.flush()
 
 
+now_ns = time.perf_counter_ns  # --cpu: time.thread_time_ns (and the C side by its thread's CPU)
+
+
 def median(ts):
     return sorted(ts)[(len(ts) - 1) // 2]
 
 
 def main(argv):
+    global now_ns
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("list")
     ap.add_argument("--runs", type=int, default=7)
@@ -178,9 +189,17 @@ def main(argv):
     ap.add_argument("--queries", type=int, default=20000)
     ap.add_argument("--steps", action="store_true",
                     help="time the C side's steps alone (build, count, 32-bit and 64-bit pairs)")
+    ap.add_argument("--cpu", action="store_true",
+                    help="time by the thread's CPU time instead of the wall clock, both sides "
+                    "(on a shared machine: the time the thread waited for a core left out)")
+    ap.add_argument("--as-corpus", action="store_true",
+                    help="before each set, run the corpus benchmark's other calls on it")
     args = ap.parse_args(argv[1:])
     only = set(filter(None, args.only.split(",")))
     lib = build_ref()
+    lib.ref_set_clock(1 if args.cpu else 0)
+    if args.cpu:
+        now_ns = time.thread_time_ns
     with open(args.list) as f:
         sets = [row for row in csv.DictReader(f) if row["kind"] == "points"
                 and (not only or row["set"] in only)]
@@ -199,12 +218,19 @@ def main(argv):
             x = np.ascontiguousarray(np.load(s["file"]), dtype=np.float64)
             batches(lib, s, x, args.queries, args.runs)
         return 0
+    if args.as_corpus:
+        sys.path.insert(0, os.path.join(ROOT, "bench"))
+        import bench_corpus
     print("| set | op | Python ms | C same cell ms | Python / C | C cells of r ms | Python / C(r) "
-          "| cell / r | Python / C, fastest runs | C same output ms | Python / C same output |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| cell / r | Python / C, fastest runs | C same output ms | Python / C same output "
+          "| Python page faults a call |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for s in sets:
         x = np.ascontiguousarray(np.load(s["file"]), dtype=np.float64)
         n, dim, r = len(x), x.shape[1], float(s["radius"])
+        corpus_ops = []
+        if args.as_corpus:  # the probes now, the batches after this set's rows
+            corpus_ops = bench_corpus.set_ops(s["set"], x, r, 20000, 4e9)[2:]
         g = nearby.Grid(x)
         total = g.count_pairs(r)
         cell = g.cell_sizes[0]
@@ -226,14 +252,18 @@ def main(argv):
                 raise SystemExit("binding_overhead.py: the C side failed on %s" % s["set"])
             return t
 
+        faults = []
+
         def py_run(pairs):
-            t0 = time.perf_counter_ns()
+            f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+            t0 = now_ns()
             if pairs:
                 res = nearby.Grid(x).query_pairs(r, output_type="ndarray")
                 k = len(res)
             else:
                 k = nearby.Grid(x).count_pairs(r)
-            t = time.perf_counter_ns() - t0
+            t = now_ns() - t0
+            faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0)
             res = None
             if k != total:
                 raise SystemExit("binding_overhead.py: the count differs on %s" % s["set"])
@@ -247,6 +277,7 @@ def main(argv):
             if pairs:
                 c_wide_run()
             tp, tc, tr, tw = [], [], [], []
+            del faults[:]
             for _ in range(args.runs):
                 tp.append(py_run(pairs))
                 tc.append(c_run(cell, pairs))
@@ -255,10 +286,12 @@ def main(argv):
                     tw.append(c_wide_run())
             mp, mc, mr = median(tp) / 1e6, median(tc) / 1e6, median(tr) / 1e6
             mw = median(tw) / 1e6 if pairs else mc
-            print("| %s | %s | %.1f | %.1f | %.2f | %.1f | %.2f | %.2f | %.2f | %.1f | %.2f |"
+            print("| %s | %s | %.1f | %.1f | %.2f | %.1f | %.2f | %.2f | %.2f | %.1f | %.2f | %d |"
                   % (s["set"], op, mp, mc, mp / mc, mr, mp / mr, cell / r, min(tp) / min(tc),
-                     mw, mp / mw))
+                     mw, mp / mw, median(faults)))
             sys.stdout.flush()
+        for _, _, nearby_fn, _ in corpus_ops:
+            nearby_fn()
     return 0
 
 

@@ -685,7 +685,8 @@ typedef struct PairBuf {
     npy_intp *v; // 2 * cap entries
     int64_t len, cap;
     bool oom;
-    bool big; // v is from nbpy_big_alloc (else malloc / realloc)
+    bool big;    // v is from nbpy_big_alloc_used (else malloc / realloc)
+    size_t used; // big: the bytes of v ever written, by this search or earlier users
 } PairBuf;
 
 static bool pair_grow(PairBuf *b, int64_t cap)
@@ -710,13 +711,23 @@ static bool pair_push(int32_t i, int32_t j, void *user)
     return true;
 }
 
+// A pair array's block, as nbpy_big_free_used takes it back (bytes 0: a malloc'd block).
+typedef struct PairBlock {
+    size_t bytes, used;
+} PairBlock;
+
 static void pair_free(PyObject *capsule)
 {
-    nbpy_big_free(PyCapsule_GetPointer(capsule, "nearby.pairs"),
-                  (size_t)(uintptr_t)PyCapsule_GetContext(capsule));
+    PairBlock *k = PyCapsule_GetContext(capsule);
+    void *v = PyCapsule_GetPointer(capsule, "nearby.pairs");
+    if (k == NULL) { // never set: free() takes any block
+        free(v);
+        return;
+    }
+    nbpy_big_free_used(v, k->bytes, k->used);
+    free(k);
 }
 
-// An (len, 2) intp array that owns b->v (freed with it).
 // An (len, 2) intp array that owns b->v (given back to the big-block cache with it).
 static PyObject *pair_array(PairBuf *b)
 {
@@ -727,14 +738,21 @@ static PyObject *pair_array(PairBuf *b)
         bytes = 0; // below the cache's minimum: nbpy_big_free frees it
     }
     if (b->len == 0) {
-        nbpy_big_free(b->v, bytes);
+        nbpy_big_free_used(b->v, bytes, b->used);
         b->v = NULL;
         return PyArray_SimpleNew(2, dims, NPY_INTP);
     }
-    PyObject *capsule = PyCapsule_New(b->v, "nearby.pairs", pair_free);
-    if (capsule == NULL || PyCapsule_SetContext(capsule, (void *)(uintptr_t)bytes) < 0) {
-        if (capsule == NULL) nbpy_big_free(b->v, bytes);
-        Py_XDECREF(capsule);
+    PairBlock *k = malloc(sizeof *k);
+    PyObject *capsule = k != NULL ? PyCapsule_New(b->v, "nearby.pairs", pair_free) : NULL;
+    if (capsule == NULL) {
+        nbpy_big_free_used(b->v, bytes, b->used);
+        free(k);
+        return k == NULL ? PyErr_NoMemory() : NULL;
+    }
+    *k = (PairBlock){bytes, b->used};
+    if (PyCapsule_SetContext(capsule, k) < 0) { // never for a new capsule
+        free(k);
+        Py_DECREF(capsule); // frees v
         return NULL;
     }
     PyObject *arr = PyArray_SimpleNewFromData(2, dims, NPY_INTP, b->v);
@@ -785,8 +803,8 @@ static nbStatus pairs_buffer(const nbGrid *grid, double r, int64_t cap, int64_t 
 {
     int64_t *found = &out->len;
     for (;;) {
-        size_t got;
-        npy_intp *v = nbpy_big_alloc((size_t)cap * 2 * sizeof *v, &got);
+        size_t got, used;
+        npy_intp *v = nbpy_big_alloc_used((size_t)cap * 2 * sizeof *v, &got, &used);
         if (v == NULL && guess < cap) {
             cap = guess;
             continue;
@@ -794,18 +812,21 @@ static nbStatus pairs_buffer(const nbGrid *grid, double r, int64_t cap, int64_t 
         if (v == NULL) return NB_ERR_OUT_OF_MEMORY;
         cap = (int64_t)(got / (2 * sizeof *v)); // a cached block may be larger: use it all
         nbStatus st = nb_grid_pairs_wide(grid, r, (int64_t *)v, cap, found);
+        const size_t wrote = (size_t)(*found < cap ? *found : cap) * 2 * sizeof *v;
+        if (wrote > used) used = wrote;
         if (st == NB_ERR_BUFFER_TOO_SMALL) { // *found is exact now
-            nbpy_big_free(v, got);
+            nbpy_big_free_used(v, got, used);
             cap = guess = *found;
             continue;
         }
         if (st != NB_OK) {
-            nbpy_big_free(v, got);
+            nbpy_big_free_used(v, got, used);
             return st;
         }
         out->v = v;
         out->cap = cap;
         out->big = true;
+        out->used = used;
         return NB_OK;
     }
 }
@@ -934,7 +955,7 @@ static PyObject *grid_pair_matrix(nbpyGrid *g, PyObject *args)
         }
         PyEval_RestoreThread(ts);
     }
-    nbpy_big_free(b.v, (size_t)b.cap * 2 * sizeof(npy_intp));
+    nbpy_big_free_used(b.v, (size_t)b.cap * 2 * sizeof(npy_intp), b.used);
     if (i_arr == NULL || j_arr == NULL || v_arr == NULL) {
         Py_XDECREF(i_arr);
         Py_XDECREF(j_arr);
@@ -997,7 +1018,7 @@ static PyObject *grid_pairs_set(nbpyGrid *g, PyObject *args)
 #endif
     for (int r = 0; r < PAIRS_AHEAD; r++) Py_XDECREF(ring[r]);
     int_table_free(&ints);
-    nbpy_big_free(b.v, (size_t)b.cap * 2 * sizeof(npy_intp));
+    nbpy_big_free_used(b.v, (size_t)b.cap * 2 * sizeof(npy_intp), b.used);
     return set;
 }
 

@@ -10,9 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
 
 PyObject *nbpy_error(nbStatus st, const char *what)
 {
@@ -280,20 +277,34 @@ void nbpy_sort_i32(int32_t *v, int64_t n)
 // 1M points and their 4.8M pairs. Freed blocks of 1 MiB or more are kept (up to 8 blocks and
 // 512 MiB) and handed out again for a request between half their size and their size, so
 // those pages stay warm, as the C library's own storage stays warm across nb_grid_build calls.
+// The 512 MiB count the bytes ever written, not the address space: the pairs' block reserves
+// 64 rows a point (1 GB at 1M points) and writes the rows found (77 MB for 4.8M pairs).
+// When a freed block finds no room, the blocks freed longest ago are given back to the system
+// to make it: blocks no request fits any more (another data set's, another query's) would
+// otherwise hold every slot for good, and each new block of the current loop would be fresh
+// memory on every call (the corpus benchmark's sets in one process: from the fourth set on,
+// each query_pairs call faulted in its 16 MB of pairs anew, 4000 faults, 2.5x C's time).
 #define NBPY_BIG_MIN ((size_t)1 << 20)
 #define NBPY_BIG_SLOTS 8
 #define NBPY_BIG_KEEP ((size_t)512 << 20)
+#define NBPY_BIG_SPACE ((size_t)16 << 30) // the address space a kept block may span
 
+// Invariants: kept = the sum of used over the slots with a block (ptr != NULL), <= KEEP;
+// used <= bytes; freed orders the slots by when their block was kept (higher: later).
 static struct {
     void *ptr;
     size_t bytes;
+    size_t used; // bytes of it ever written (an upper bound)
+    uint64_t freed;
 } nbpy_big[NBPY_BIG_SLOTS];
 static size_t nbpy_big_kept;
+static uint64_t nbpy_big_clock;
 static pthread_mutex_t nbpy_big_lock = PTHREAD_MUTEX_INITIALIZER;
 
-void *nbpy_big_alloc(size_t bytes, size_t *got)
+void *nbpy_big_alloc_used(size_t bytes, size_t *got, size_t *used)
 {
     *got = bytes;
+    *used = 0;
     if (bytes >= NBPY_BIG_MIN) {
         pthread_mutex_lock(&nbpy_big_lock);
         int best = -1;
@@ -306,39 +317,123 @@ void *nbpy_big_alloc(size_t bytes, size_t *got)
         if (best >= 0) {
             p = nbpy_big[best].ptr;
             *got = nbpy_big[best].bytes;
-            nbpy_big_kept -= *got;
+            *used = nbpy_big[best].used;
+            nbpy_big_kept -= *used;
             nbpy_big[best].ptr = NULL;
         }
         pthread_mutex_unlock(&nbpy_big_lock);
         if (p != NULL) return p;
     }
     void *p = NULL;
+    // No huge-page advice (MADV_HUGEPAGE): on a first call it took dups2d's 200k points from
+    // 19 to 14 ms of CPU, but 1M uniform points from 135 to 150-310 ms (with "defrag" in
+    // "madvise" mode each fault of a 2 MiB page may wait for the kernel to compact memory).
     if (posix_memalign(&p, 64, bytes > 0 ? bytes : 1) != 0) return NULL;
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-    // Advice only: with transparent huge pages in "madvise" mode, 2 MiB pages fault in faster.
-    if (bytes >= NBPY_BIG_MIN) (void)madvise(p, bytes & ~(size_t)4095, MADV_HUGEPAGE);
-#endif
     return p;
+}
+
+void *nbpy_big_alloc(size_t bytes, size_t *got)
+{
+    size_t used;
+    return nbpy_big_alloc_used(bytes, got, &used);
+}
+
+void nbpy_big_free_used(void *ptr, size_t bytes, size_t used)
+{
+    if (ptr == NULL) return;
+    if (used > bytes) used = bytes;
+    if (bytes < NBPY_BIG_MIN || bytes > NBPY_BIG_SPACE || used > NBPY_BIG_KEEP) {
+        free(ptr);
+        return;
+    }
+    void *evicted[NBPY_BIG_SLOTS];
+    int n_evicted = 0;
+    pthread_mutex_lock(&nbpy_big_lock);
+    int slot = -1;
+    for (;;) {
+        int oldest = -1;
+        for (int i = 0; i < NBPY_BIG_SLOTS; i++) {
+            if (nbpy_big[i].ptr == NULL)
+                slot = i;
+            else if (oldest < 0 || nbpy_big[i].freed < nbpy_big[oldest].freed)
+                oldest = i;
+        }
+        if (slot >= 0 && nbpy_big_kept + used <= NBPY_BIG_KEEP) break;
+        // oldest >= 0 here: with every slot empty, kept is 0 and used fits
+        evicted[n_evicted++] = nbpy_big[oldest].ptr;
+        nbpy_big_kept -= nbpy_big[oldest].used;
+        nbpy_big[oldest].ptr = NULL;
+    }
+    nbpy_big[slot].ptr = ptr;
+    nbpy_big[slot].bytes = bytes;
+    nbpy_big[slot].used = used;
+    nbpy_big[slot].freed = ++nbpy_big_clock;
+    nbpy_big_kept += used;
+    pthread_mutex_unlock(&nbpy_big_lock);
+    for (int i = 0; i < n_evicted; i++) free(evicted[i]); // outside the lock
 }
 
 void nbpy_big_free(void *ptr, size_t bytes)
 {
-    if (ptr == NULL) return;
-    if (bytes >= NBPY_BIG_MIN) {
-        pthread_mutex_lock(&nbpy_big_lock);
-        bool kept = false;
-        for (int i = 0; i < NBPY_BIG_SLOTS && !kept; i++) {
-            if (nbpy_big[i].ptr == NULL && nbpy_big_kept + bytes <= NBPY_BIG_KEEP) {
-                nbpy_big[i].ptr = ptr;
-                nbpy_big[i].bytes = bytes;
-                nbpy_big_kept += bytes;
-                kept = true;
-            }
+    nbpy_big_free_used(ptr, bytes, bytes);
+}
+
+// _big_blocks(sizes): for tests, allocates a block of each size (bytes), frees them in order,
+// and returns the sizes of the blocks the cache then keeps, ascending. An item (size, used)
+// frees its block as written only in its first `used` bytes (nbpy_big_free_used).
+static PyObject *nbpy_big_blocks(PyObject *self, PyObject *arg)
+{
+    (void)self;
+    PyObject *seq = PySequence_Fast(arg, "_big_blocks: a sequence of sizes");
+    if (seq == NULL) return NULL;
+    const Py_ssize_t m = PySequence_Fast_GET_SIZE(seq);
+    void **ptrs = PyMem_Calloc((size_t)m + 1, sizeof *ptrs);
+    size_t *got = PyMem_Calloc(2 * (size_t)m + 1, sizeof *got); // sizes, then what was written
+    bool failed = ptrs == NULL || got == NULL;
+    for (Py_ssize_t i = 0; i < m && !failed; i++) {
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+        size_t bytes, used, prev;
+        if (PyTuple_Check(item)) {
+            Py_ssize_t b = 0, u = 0;
+            failed = !PyArg_ParseTuple(item, "nn", &b, &u) || b < 0 || u < 0;
+            if (failed && !PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "negative size");
+            bytes = (size_t)b;
+            used = (size_t)u;
+        } else {
+            bytes = used = PyLong_AsSize_t(item);
+            failed = bytes == (size_t)-1 && PyErr_Occurred();
         }
-        pthread_mutex_unlock(&nbpy_big_lock);
-        if (kept) return;
+        if (!failed && (ptrs[i] = nbpy_big_alloc_used(bytes, &got[i], &prev)) == NULL)
+            failed = true;
+        if (!failed) got[m + i] = used > prev ? used : prev;
     }
-    free(ptr);
+    for (Py_ssize_t i = 0; i < m && ptrs != NULL; i++)
+        nbpy_big_free_used(ptrs[i], got[i], got[m + i]);
+    PyMem_Free(ptrs);
+    PyMem_Free(got);
+    Py_DECREF(seq);
+    if (failed) return PyErr_Occurred() ? NULL : PyErr_NoMemory();
+    size_t kept[NBPY_BIG_SLOTS];
+    int k = 0;
+    pthread_mutex_lock(&nbpy_big_lock);
+    for (int i = 0; i < NBPY_BIG_SLOTS; i++)
+        if (nbpy_big[i].ptr != NULL) kept[k++] = nbpy_big[i].bytes;
+    pthread_mutex_unlock(&nbpy_big_lock);
+    for (int i = 1; i < k; i++) // insertion sort: at most 8
+        for (int j = i; j > 0 && kept[j - 1] > kept[j]; j--) {
+            const size_t t = kept[j];
+            kept[j] = kept[j - 1];
+            kept[j - 1] = t;
+        }
+    PyObject *out = PyList_New(k);
+    for (int i = 0; out != NULL && i < k; i++) {
+        PyObject *v = PyLong_FromSize_t(kept[i]);
+        if (v == NULL)
+            Py_CLEAR(out);
+        else
+            PyList_SET_ITEM(out, i, v);
+    }
+    return out;
 }
 
 // ---- allocation: malloc, with a budget the tests set to fail the library's allocations ----
@@ -529,6 +624,9 @@ static PyMethodDef nbpy_methods[] = {
     {"_set_alloc_budget", nbpy_set_alloc_budget, METH_O,
      "_set_alloc_budget(n)\n--\n\nFor tests: the library's next n allocations succeed, then "
      "every one fails until reset with -1."},
+    {"_big_blocks", nbpy_big_blocks, METH_O,
+     "_big_blocks(sizes)\n--\n\nFor tests: allocates big blocks of these sizes, frees them, and "
+     "returns the sizes of the blocks kept for reuse, ascending."},
     {"library_version", nbpy_version, METH_NOARGS,
      "library_version()\n--\n\nThe C library's compiled version, e.g. '0.1.0'."},
     {NULL, NULL, 0, NULL},

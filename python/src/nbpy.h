@@ -33,6 +33,12 @@ extern PyTypeObject nbpy_TilesType;
 void *nbpy_big_alloc(size_t bytes, size_t *got);
 /// Frees a block from nbpy_big_alloc, keeping big ones for reuse. NULL is a no-op.
 void nbpy_big_free(void *ptr, size_t bytes);
+/// nbpy_big_alloc for a block its users may write only in part (the pairs' rows, reserved by a
+/// bound): *used gets how many of its bytes earlier users wrote (0 for a new block).
+void *nbpy_big_alloc_used(size_t bytes, size_t *got, size_t *used);
+/// nbpy_big_free for a block written only in its first `used` bytes (from nbpy_big_alloc_used:
+/// at least the *used it gave): the cache's budget counts those, not the whole block.
+void nbpy_big_free_used(void *ptr, size_t bytes, size_t used);
 
 /// Sets the exception a status maps to (ValueError, MemoryError or RuntimeError) with the
 /// library's message, prefixed by `what`, and returns NULL.
