@@ -91,6 +91,10 @@ struct nbGrid {
     nbiBuf cat;       // uint32_t, n (filtered)
     nbiBuf mask;      // uint32_t, n (filtered)
     nbiCellTable table;
+    nbiBuf cell_dir;   // int32_t: the sorted hashed builds' directory of codes (view.h)
+    nbiBuf cell_zseen; // uint64_t: their code filter, as many bits as cell_seen (view.h)
+    int32_t dir_bits, dir_shift;
+    nbiCtabLazy table_lazy; // the sorted hashed builds' table, filled on first use (cell_table.h)
 
     // Periodic boxes (desc.period): `wrapped` when any axis has a period. wrap.period and
     // wrap.kper are set at create; wrap.m, wrap.c0 and wrap.pcm by each build. A wrapped grid
