@@ -275,6 +275,45 @@ static int test_coded_against_model(void)
     return 0;
 }
 
+// A table filled on first use (nbiCtabLazy): pending after nbi_ctab_defer, filled by the first
+// nbi_ctab_ready (once, however many follow), pending again after the next defer.
+typedef struct LazyOwner {
+    nbiCellTable *t;
+    int fills;
+} LazyOwner;
+
+static void lazy_fill(void *owner)
+{
+    LazyOwner *o = (LazyOwner *)owner;
+    o->fills++;
+    bool ins = false;
+    nbi_ctab_reset(o->t, NBI_CTAB_MIN_BITS);
+    nbi_ctab_insert(o->t, 1, 2, 3, o->fills, &ins);
+}
+
+static int test_filled_on_first_use(void)
+{
+    nbAllocator a;
+    NB_CHECK(nbi_allocator(NULL, &a));
+    nbiCellTable t = {{NULL, 0}, 0, 0, NULL, NULL, 0, {0, 0, 0}, 0, NULL};
+    NB_CHECK(nbi_ctab_grow(&t, &a, 3) && nbi_ctab_is_filled(&t)); // no lazy state: filled
+    LazyOwner o = {&t, 0};
+    nbiCtabLazy lazy;
+    lazy.fill = lazy_fill;
+    lazy.owner = &o;
+    for (int round = 1; round <= 2; round++) {
+        nbi_ctab_defer(&t, &lazy);
+        NB_CHECK(nbi_ctab_is_filled(&t) == !NBI_CTAB_LAZY && o.fills == round - NBI_CTAB_LAZY);
+        for (int i = 0; i < 3; i++) {
+            nbi_ctab_ready(&t);
+            NB_CHECK(nbi_ctab_is_filled(&t) && o.fills == round);
+            NB_CHECK(nbi_ctab_find(&t, 1, 2, 3) == round && nbi_ctab_validate(&t));
+        }
+    }
+    nbi_ctab_free(&t, &a);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const nbtCase cases[] = {
@@ -284,6 +323,7 @@ int main(int argc, char **argv)
         {"grow_failure", test_grow_failure},
         {"packed_fill", test_packed_fill},
         {"coded_against_model", test_coded_against_model},
+        {"filled_on_first_use", test_filled_on_first_use},
     };
     return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
 }
