@@ -2586,6 +2586,16 @@ nbStatus nb_grid_validate(const nbGrid *grid)
             NBI_CHECK(code[c] == nbi_code_of(k, g->lo, g->dim, g->code_shift));
             NBI_CHECK(nbi_view_may_hold(&v, nbi_cell_hash(k[0], k[1], k[2])));
             NBI_CHECK(c == 0 || code[c - 1] <= code[c]);
+            if (v.cell_dir != NULL) { // the sorted builds' index of the codes (nbi_hashed_dir)
+                const uint64_t i = code[c] >> v.dir_shift;
+                NBI_CHECK(v.dir_bits < 31 && (i >> v.dir_bits) == 0 && v.cell_zseen != NULL &&
+                          ((size_t)1 << v.dir_bits) + 1 <= g->cell_dir.cap &&
+                          ((size_t)1 << g->seen_bits) / 64 <= g->cell_zseen.cap);
+                NBI_CHECK(v.cell_dir[i] <= c && c < v.cell_dir[i + 1]);
+                NBI_CHECK(c == 0 || (code[c - 1] >> v.dir_shift) == i || v.cell_dir[i] == c);
+                const uint64_t h = nbi_zkey_hash(code[c], v.cell_low != NULL ? v.cell_low[c] : 0);
+                NBI_CHECK(nbi_view_zmay_hold(&v, h));
+            }
             if (v.cell_low != NULL) {
                 NBI_CHECK(v.cell_low[c] == nbi_code_low(k, g->lo, g->dim, g->code_shift));
                 NBI_CHECK(c == 0 || code[c - 1] < code[c] || v.cell_low[c - 1] < v.cell_low[c]);
