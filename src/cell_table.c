@@ -99,6 +99,44 @@ int64_t nbi_ctab_insert(nbiCellTable *t, int64_t x, int64_t y, int64_t z, int32_
     return (int64_t)(at - nbi_ctab_slots(t));
 }
 
+void nbi_ctab_defer(nbiCellTable *t, nbiCtabLazy *lazy)
+{
+    t->lazy = lazy;
+#if NBI_CTAB_LAZY
+    atomic_store_explicit(&lazy->state, NBI_CTAB_PENDING, memory_order_relaxed);
+#else
+    lazy->fill(lazy->owner);
+#endif
+}
+
+void nbi_ctab_fill_pending(nbiCtabLazy *lazy)
+{
+#if NBI_CTAB_LAZY
+    int s = NBI_CTAB_PENDING;
+    if (atomic_compare_exchange_strong_explicit(&lazy->state, &s, NBI_CTAB_FILLING,
+                                                memory_order_acquire, memory_order_acquire)) {
+        lazy->fill(lazy->owner);
+        atomic_store_explicit(&lazy->state, NBI_CTAB_FILLED, memory_order_release);
+        return;
+    }
+    // Another reader fills it (a few milliseconds at most: one insert a cell).
+    while (atomic_load_explicit(&lazy->state, memory_order_acquire) != NBI_CTAB_FILLED) {
+    }
+#else
+    (void)lazy;
+#endif
+}
+
+bool nbi_ctab_is_filled(const nbiCellTable *t)
+{
+#if NBI_CTAB_LAZY
+    return t->lazy == NULL ||
+           atomic_load_explicit(&t->lazy->state, memory_order_acquire) == NBI_CTAB_FILLED;
+#else
+    return true;
+#endif
+}
+
 bool nbi_ctab_grow(nbiCellTable *t, const nbAllocator *a, size_t count)
 {
     const int32_t bits = nbi_ctab_bits_for(count);

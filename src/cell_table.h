@@ -42,6 +42,31 @@
 
 #include "cell.h"
 
+#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L && !defined(__STDC_NO_ATOMICS__)
+#include <stdatomic.h>
+#define NBI_CTAB_LAZY 1
+#else
+#define NBI_CTAB_LAZY 0 // no atomics: every table is filled when its owner builds it
+#endif
+
+// A table filled on first use (the grid's hashed layout: all pairs in Z order needs no lookup
+// by coordinates, so a build + all pairs never fills it). The owner sizes and keeps the storage
+// at its build and marks the table pending (nbi_ctab_defer); the first reader that needs a
+// lookup (nbi_ctab_ready) runs fill(owner) while the others wait, and publishes the filled table
+// with a release store, so that queries on a const owner stay safe from many threads. A fill
+// allocates nothing, so it cannot fail.
+enum { NBI_CTAB_FILLED = 0, NBI_CTAB_PENDING = 1, NBI_CTAB_FILLING = 2 };
+typedef void nbiCtabFillFn(void *owner);
+typedef struct nbiCtabLazy {
+#if NBI_CTAB_LAZY
+    atomic_int state; // NBI_CTAB_FILLED, _PENDING or _FILLING
+#else
+    int state;
+#endif
+    nbiCtabFillFn *fill;
+    void *owner;
+} nbiCtabLazy;
+
 // One slot: a cell's coordinates (z = 0 in 2D) and its value; value < 0 marks an empty slot.
 // `aux` is the owner's (zero when the cell is inserted): the grid's hashed build counts the
 // cell's points in it while the slot is in cache.
@@ -61,6 +86,7 @@ typedef struct nbiCellTable {
     int32_t shift;
     int64_t lo[3];
     int32_t dim;
+    nbiCtabLazy *lazy; // the owner's, when it may defer the fill (nbi_ctab_defer); else NULL
 } nbiCellTable;
 
 enum { NBI_CTAB_MIN_BITS = 4, NBI_CTAB_MAX_BITS = 32 }; // 2^31 cells at most half full
@@ -81,6 +107,29 @@ int32_t nbi_ctab_bits_packed(size_t count);
 // Empties the table and uses 2^bits slots of its storage (which must hold them), as nbiCellSlot
 // (not coded). O(2^bits).
 void nbi_ctab_reset(nbiCellTable *t, int32_t bits);
+
+// Marks the table pending (the owner's build, with no reader running): its entries are
+// inserted by lazy->fill(lazy->owner) on first use. Without atomics, fills it now.
+void nbi_ctab_defer(nbiCellTable *t, nbiCtabLazy *lazy);
+
+// The pending table filled, by this thread or, waiting for it, by another (see nbiCtabLazy).
+void nbi_ctab_fill_pending(nbiCtabLazy *lazy);
+
+// Every reader that looks a cell up calls this first (once per walk or query, not per probe):
+// a no-op (one acquire load) once the table is filled.
+NBI_INLINE void nbi_ctab_ready(const nbiCellTable *t)
+{
+    nbiCtabLazy *z = t->lazy;
+#if NBI_CTAB_LAZY
+    if (z != NULL && atomic_load_explicit(&z->state, memory_order_acquire) != NBI_CTAB_FILLED)
+        nbi_ctab_fill_pending(z);
+#else
+    (void)z;
+#endif
+}
+
+// Whether a table's entries are in place (not pending): validate and tests.
+bool nbi_ctab_is_filled(const nbiCellTable *t);
 
 NBI_INLINE const nbiCellSlot *nbi_ctab_slots(const nbiCellTable *t)
 {

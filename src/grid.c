@@ -51,7 +51,7 @@ enum { NBI_HASH_AHEAD = 16 };
 // 9.4-9.6 with it (2026-12-02, three alternating runs).
 enum { NBI_STREAM_AHEAD = 128 };
 
-enum { NBI_GRID_BUFS = 14 };
+enum { NBI_GRID_BUFS = 16 };
 // Below this many points a build runs serially even with a scheduler: the passes are too short
 // to pay for waking the workers.
 enum { NBI_PARALLEL_MIN_POINTS = 16384 };
@@ -60,13 +60,15 @@ enum { NBI_PARALLEL_MIN_POINTS = 16384 };
 // them cannot miss one.
 static void nbi_grid_bufs(nbGrid *g, nbiBuf *buf[NBI_GRID_BUFS], size_t elem[NBI_GRID_BUFS])
 {
-    nbiBuf *b[NBI_GRID_BUFS] = {
-        &g->pts, &g->idx,      &g->cell_of,   &g->start,     &g->cell_slot, &g->cat,  &g->mask,
-        &g->occ, &g->occ_rank, &g->table.buf, &g->cell_code, &g->cell_seen, &g->hist, &g->row_span};
+    nbiBuf *b[NBI_GRID_BUFS] = {&g->pts,       &g->idx,       &g->cell_of,   &g->start,
+                                &g->cell_slot, &g->cat,       &g->mask,      &g->occ,
+                                &g->occ_rank,  &g->table.buf, &g->cell_code, &g->cell_seen,
+                                &g->hist,      &g->row_span,  &g->cell_dir,  &g->cell_zseen};
     const size_t e[NBI_GRID_BUFS] = {
-        sizeof(double),   sizeof(int32_t),  sizeof(int32_t),  sizeof(int32_t), sizeof(uint32_t),
-        sizeof(uint32_t), sizeof(uint32_t), sizeof(uint64_t), sizeof(int32_t), sizeof(nbiCellSlot),
-        sizeof(uint64_t), sizeof(uint64_t), sizeof(int32_t),  sizeof(int32_t)};
+        sizeof(double),   sizeof(int32_t),     sizeof(int32_t),  sizeof(int32_t),
+        sizeof(uint32_t), sizeof(uint32_t),    sizeof(uint32_t), sizeof(uint64_t),
+        sizeof(int32_t),  sizeof(nbiCellSlot), sizeof(uint64_t), sizeof(uint64_t),
+        sizeof(int32_t),  sizeof(int32_t),     sizeof(int32_t),  sizeof(uint64_t)};
     for (int i = 0; i < NBI_GRID_BUFS; i++) {
         buf[i] = b[i];
         elem[i] = e[i];
@@ -127,7 +129,9 @@ static bool nbi_grid_grow(nbGrid *g, nbiGridNeed need, bool keep)
                                          2 * need.coded,
                                          need.slots >> (6 - NBI_SEEN_PER_SLOT_LOG2),
                                          need.hist,
-                                         need.spans};
+                                         need.spans,
+                                         need.coded > 0 ? need.coded / 2 + 3 : 0,
+                                         need.slots >> (6 - NBI_SEEN_PER_SLOT_LOG2)};
     nbiBuf next[NBI_GRID_BUFS];
     if (!nbi_bufs_prepare(&g->alloc, cur, next, count, elem, NBI_GRID_BUFS)) return false;
     nbi_bufs_commit(&g->alloc, cur, next, elem, NBI_GRID_BUFS, keep);
@@ -1086,6 +1090,7 @@ static void nbi_count_wrapped(const nbGrid *g, const double *data, size_t step, 
 // filter's bits, log2.
 static int32_t nbi_hashed_reset(nbGrid *g, int32_t bits)
 {
+    g->table.lazy = NULL; // filled here, point by point
     g->seen_bits = bits + NBI_SEEN_PER_SLOT_LOG2;
     memset(g->cell_seen.ptr, 0, ((size_t)1 << g->seen_bits) / 8);
     nbi_ctab_reset(&g->table, bits);
@@ -1686,24 +1691,23 @@ NBI_INLINE void nbi_zsort_cell(const nbGrid *g, const double *q, int64_t k[3], b
     k[2] = g->dim == 3 ? nbi_cell_i(&g->cm, q[2]) : 0;
 }
 
-// The last pass of a sorted hashed build (nbi_hashed_sorted, nbi_hashed_sorted_wide): the
-// coded cell table (a slot is a cell's number, its key the cell's code in cell_code and, with
-// code_shift > 0, its low code in lows) and the occupancy filter, a cell at a time, each key
-// from the cell's first point (gathered: in cell order), its home slot prefetched
-// NBI_HASH_AHEAD cells ahead.
-static void nbi_hashed_table(nbGrid *g, int32_t ncells, const uint64_t *lows, int32_t shift)
+// The coded cell table of a sorted hashed build (a slot is a cell's number, its key the cell's
+// code in cell_code and, with code_shift > 0, its low code) and the occupancy filter, filled on
+// first use (nbiCtabLazy: all pairs in Z order needs neither): a cell at a time, each key from
+// the cell's first point (gathered: in cell order), its home slot prefetched NBI_HASH_AHEAD
+// cells ahead.
+static void nbi_hashed_fill(void *owner)
 {
-    const int dim = g->dim;
+    nbGrid *g = (nbGrid *)owner;
+    const int dim = g->dim, shift = g->code_shift;
+    const int32_t ncells = g->ncells, seen_bits = g->seen_bits;
     const double *pts = (const double *)g->pts.ptr;
     const int32_t *start = (const int32_t *)g->start.ptr;
-    // The table at most half full (its probes: docs/grid.md, "The coded table"), in the room
-    // of a packed table of 32-byte slots; the filter as for that table.
-    const int32_t bits = nbi_ctab_bits_for((size_t)ncells);
+    const uint64_t *code = (const uint64_t *)g->cell_code.ptr;
     nbiCellTable *table = &g->table;
-    const int32_t seen_bits = nbi_ctab_bits_packed((size_t)ncells) + NBI_SEEN_PER_SLOT_LOG2;
-    g->seen_bits = seen_bits;
     memset(g->cell_seen.ptr, 0, ((size_t)1 << seen_bits) / 8);
-    nbi_ctab_reset_coded(table, bits, (const uint64_t *)g->cell_code.ptr, lows, shift, g->lo, dim);
+    nbi_ctab_reset_coded(table, table->bits, code, g->low_codes ? code + ncells : NULL, shift,
+                         g->lo, dim);
     uint64_t *seen = (uint64_t *)g->cell_seen.ptr;
     uint64_t hash[NBI_HASH_AHEAD], key[NBI_HASH_AHEAD];
     uint32_t low[NBI_HASH_AHEAD];
@@ -1732,6 +1736,54 @@ static void nbi_hashed_table(nbGrid *g, int32_t ncells, const uint64_t *lows, in
             nbi_ctab_prefetch(table, hash[c % NBI_HASH_AHEAD], false);
         }
     }
+}
+
+// The index of a sorted hashed build's codes (view.h: cell_dir, cell_zseen), for the lookups
+// of all pairs without the table: the directory, dir[i] the first cell whose code >> dir_shift
+// is at least i, for 2^dir_bits + 1 entries (at most ncells / 2 + 1, or 3: the buffer's room), and
+// the code filter, a bit for the top seen_bits bits of every cell's nbi_zkey_hash. One pass
+// over the codes each.
+static void nbi_hashed_dir(nbGrid *g)
+{
+    const int32_t ncells = g->ncells;
+    const uint64_t *code = (const uint64_t *)g->cell_code.ptr;
+    const uint64_t *low = g->low_codes ? code + ncells : NULL;
+    uint64_t *zseen = (uint64_t *)g->cell_zseen.ptr;
+    const int32_t seen_bits = g->seen_bits;
+    memset(zseen, 0, ((size_t)1 << seen_bits) / 8);
+    for (int32_t c = 0; c < ncells; c++) {
+        const uint64_t b = nbi_zkey_hash(code[c], low != NULL ? low[c] : 0) >> (64 - seen_bits);
+        zseen[b >> 6] |= (uint64_t)1 << (b & 63);
+    }
+    int32_t bits = 0;
+    while (((int64_t)2 << bits) <= ncells / 2) bits++;
+    int top = 0; // the codes' bits
+    while (ncells > 0 && top < 64 && (code[ncells - 1] >> top) != 0) top++;
+    if (top - bits > 63) bits = top - 63; // (a shift of 64 would be undefined)
+    const int shift = top > bits ? top - bits : 0;
+    int32_t *dir = (int32_t *)g->cell_dir.ptr;
+    const int64_t entries = ((int64_t)1 << bits) + 1;
+    int64_t i = 0;
+    for (int32_t c = 0; c < ncells; c++)
+        for (const int64_t b = (int64_t)(code[c] >> shift); i <= b; i++) dir[i] = c;
+    for (; i < entries; i++) dir[i] = ncells;
+    g->dir_bits = bits;
+    g->dir_shift = shift;
+}
+
+// The last step of a sorted hashed build (nbi_hashed_sorted, nbi_hashed_sorted_wide), once
+// ncells, code_shift and low_codes are set: the table sized (at most half full: docs/grid.md,
+// "The coded table", in the room of a packed table of 32-byte slots), its filter as for that
+// table, both left to nbi_hashed_fill on first use.
+static void nbi_hashed_table(nbGrid *g)
+{
+    g->table.bits = nbi_ctab_bits_for((size_t)g->ncells);
+    g->table.count = 0;
+    g->seen_bits = nbi_ctab_bits_packed((size_t)g->ncells) + NBI_SEEN_PER_SLOT_LOG2;
+    nbi_hashed_dir(g);
+    g->table_lazy.fill = nbi_hashed_fill;
+    g->table_lazy.owner = g;
+    nbi_ctab_defer(&g->table, &g->table_lazy);
 }
 
 #if defined(NBI_AVX512)
@@ -1856,9 +1908,9 @@ static int32_t nbi_hashed_sorted(nbGrid *g, const nbiBuildIn *in)
     start[ncells] = start[ncells + 1] = n;
     g->ncells = ncells;
     nbi_grid_gather(g, in, 0, n);
-    nbi_hashed_table(g, ncells, NULL, 0);
     g->code_shift = 0;
     g->low_codes = false;
+    nbi_hashed_table(g);
     return ncells;
 }
 
@@ -2026,9 +2078,9 @@ static int32_t nbi_hashed_sorted_wide(nbGrid *g, const nbiBuildIn *in)
     g->ncells = ncells;
     if (shift > 0) memcpy(code + ncells, low, (size_t)ncells * sizeof *code);
     nbi_grid_gather(g, in, 0, n);
-    nbi_hashed_table(g, ncells, shift > 0 ? code + ncells : NULL, shift);
     g->code_shift = shift;
     g->low_codes = shift > 0;
+    nbi_hashed_table(g);
     return ncells;
 }
 
@@ -2424,6 +2476,11 @@ nbiView nbi_grid_view(const nbGrid *g)
     v.cell_low = g->hashed && g->low_codes ? (const uint64_t *)g->cell_code.ptr + g->ncells : NULL;
     v.cell_seen = g->hashed ? (const uint64_t *)g->cell_seen.ptr : NULL;
     v.seen_bits = g->seen_bits;
+    const bool indexed = g->hashed && g->table.lazy != NULL; // the sorted builds (nbi_hashed_dir)
+    v.cell_dir = indexed ? (const int32_t *)g->cell_dir.ptr : NULL;
+    v.cell_zseen = indexed ? (const uint64_t *)g->cell_zseen.ptr : NULL;
+    v.dir_bits = g->dir_bits;
+    v.dir_shift = g->dir_shift;
     v.end = NULL;
     v.wrap = g->wrapped ? &g->wrap : NULL;
     v.row_span = g->ranked && g->row_spans ? (const int32_t *)g->row_span.ptr : NULL;
@@ -2473,6 +2530,8 @@ nbStatus nb_grid_validate(const nbGrid *grid)
     const nbiView v = nbi_grid_view(g);
     NBI_CHECK(nbi_view_same(&v, &g->view));
     if (g->hashed) {
+        nbi_ctab_ready(&g->table); // a table filled on first use: fill it now
+        NBI_CHECK(g->table.lazy == NULL || g->table.lazy == &g->table_lazy);
         NBI_CHECK(g->ncells <= g->n && (size_t)g->ncells <= g->cell_slot.cap);
         NBI_CHECK(2 * (size_t)g->ncells <= g->cell_code.cap &&
                   g->code_shift == nbi_code_shift(g->ext, g->dim));
@@ -2527,6 +2586,16 @@ nbStatus nb_grid_validate(const nbGrid *grid)
             NBI_CHECK(code[c] == nbi_code_of(k, g->lo, g->dim, g->code_shift));
             NBI_CHECK(nbi_view_may_hold(&v, nbi_cell_hash(k[0], k[1], k[2])));
             NBI_CHECK(c == 0 || code[c - 1] <= code[c]);
+            if (v.cell_dir != NULL) { // the sorted builds' index of the codes (nbi_hashed_dir)
+                const uint64_t i = code[c] >> v.dir_shift;
+                NBI_CHECK(v.dir_bits < 31 && (i >> v.dir_bits) == 0 && v.cell_zseen != NULL &&
+                          ((size_t)1 << v.dir_bits) + 1 <= g->cell_dir.cap &&
+                          ((size_t)1 << g->seen_bits) / 64 <= g->cell_zseen.cap);
+                NBI_CHECK(v.cell_dir[i] <= c && c < v.cell_dir[i + 1]);
+                NBI_CHECK(c == 0 || (code[c - 1] >> v.dir_shift) == i || v.cell_dir[i] == c);
+                const uint64_t h = nbi_zkey_hash(code[c], v.cell_low != NULL ? v.cell_low[c] : 0);
+                NBI_CHECK(nbi_view_zmay_hold(&v, h));
+            }
             if (v.cell_low != NULL) {
                 NBI_CHECK(v.cell_low[c] == nbi_code_low(k, g->lo, g->dim, g->code_shift));
                 NBI_CHECK(c == 0 || code[c - 1] < code[c] || v.cell_low[c - 1] < v.cell_low[c]);

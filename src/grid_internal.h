@@ -36,7 +36,9 @@ enum { NBI_MAX_CHUNKS = 64 };
 // Hashed mode (larger boxes): only occupied cells are numbered, in Z order (ascending Morton
 // code of the cell's offset from lo, shifted right by code_shift; view.h), each cell's code in
 // cell_code; the cell table maps a cell's coordinates to its number, and cell_slot[c] names the
-// table slot holding cell c's coordinates.
+// table slot holding cell c's coordinates (the count-and-renumber build). The sorted builds fill
+// their (coded) table on first use (table_lazy) and index the codes for all pairs instead
+// (cell_dir, cell_zseen: view.h).
 // Filtered (the last build passed categories or masks): cat / mask hold each position's bits.
 //
 // Invariants (nb_grid_validate checks them all):
@@ -45,10 +47,11 @@ enum { NBI_MAX_CHUNKS = 64 };
 // - within a cell, idx is strictly ascending; when cells_kept, cell_of[idx[p]] is the cell
 //   holding position p, which makes idx a permutation of 0..n-1.
 // - pts[p] maps to its cell's coordinates under the cell math, within lo..hi.
-// - hashed: every cell is non-empty, the table holds exactly the ncells cells and finds each at
-//   its own coordinates, cell_slot points back at it, and cell_code[c] is cell c's code, the
-//   codes non-decreasing; with low codes (0 < code_shift <= NBI_CODE_LOW_MAX), cell_code[ncells
-//   + c] is cell c's low code (nbi_code_low), and (code, low code) strictly ascending.
+// - hashed: every cell is non-empty, the table (once filled) holds exactly the ncells cells and
+//   finds each at its own coordinates, cell_slot points back at it, and cell_code[c] is cell c's
+//   code, the codes non-decreasing; the sorted builds' directory and code filter hold each cell;
+//   with low codes (0 < code_shift <= NBI_CODE_LOW_MAX), cell_code[ncells + c] is cell c's low
+//   code (nbi_code_low), and (code, low code) strictly ascending.
 // - ranked: every cell is non-empty, box numbers ascend, and occ / occ_rank hold exactly those
 //   cells' bits and ranks.
 // - max_abs >= |every stored coordinate|.
@@ -91,6 +94,10 @@ struct nbGrid {
     nbiBuf cat;       // uint32_t, n (filtered)
     nbiBuf mask;      // uint32_t, n (filtered)
     nbiCellTable table;
+    nbiBuf cell_dir;   // int32_t: the sorted hashed builds' directory of codes (view.h)
+    nbiBuf cell_zseen; // uint64_t: their code filter, as many bits as cell_seen (view.h)
+    int32_t dir_bits, dir_shift;
+    nbiCtabLazy table_lazy; // the sorted hashed builds' table, filled on first use (cell_table.h)
 
     // Periodic boxes (desc.period): `wrapped` when any axis has a period. wrap.period and
     // wrap.kper are set at create; wrap.m, wrap.c0 and wrap.pcm by each build. A wrapped grid

@@ -191,6 +191,9 @@ static void nbi_hash_view_fill(const nbHash *h, nbiView *v)
     v->cell_low = NULL;
     v->cell_seen = NULL;
     v->seen_bits = 0;
+    v->cell_dir = NULL;
+    v->cell_zseen = NULL;
+    v->dir_bits = v->dir_shift = 0;
     v->occ = NULL;
     v->occ_rank = NULL;
     v->cell_box = NULL;

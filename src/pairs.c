@@ -167,6 +167,7 @@ static void nbi_pairs_hashed(const nbiView *v, const nbiPairCtx *x, int64_t k, i
     const int64_t kz = v->dim == 3 ? k : 0;
     const double side = 2.0 * (double)k + 1.0;
     const bool stencil = (v->dim == 3 ? side * side * side : side * side) <= (double)v->ncells;
+    nbi_ctab_ready(v->table);
     nbiSpanList l;
     nbi_span_list_init(&l, x, v->dim, false);
     for (int32_t c = u0; c < u1 && !x->sink->stop; c++) {
@@ -244,6 +245,11 @@ typedef struct nbiZBlock {
     int64_t at[NBI_LOOKUPS][3];      // with -1: the cell's coordinates
     uint64_t hash[NBI_LOOKUPS];      // and its hash
     uint32_t xyz[NBI_ZB_XYZ];        // 3D: the first cells' nbi_zblock_xyz, while set in the bitmap
+    // 3D at one ring: the blocks next to this one that its face cells' half stencils reach, by
+    // offset (dbx + 1) + 3 (dby + 1) + 9 dbz (nbi_zblock_near_cell): the code and low code of
+    // each one's corner (local code 0), found once a block.
+    uint32_t near_set; // which entries this block has found
+    uint64_t near_code[18], near_low[18];
 } nbiZBlock;
 
 // The Z order of a view's exact offsets: a cell's code, shifted up by ds = dim * code_shift bits,
@@ -272,6 +278,20 @@ static nbiZOrd nbi_zord(const nbiView *v, int lbits)
 NBI_INLINE uint64_t nbi_zord_local(const nbiZOrd *z, int32_t c, bool wide)
 {
     return wide ? (z->code[c] << z->ds | z->low[c]) & z->lmask : z->code[c] & z->lmask;
+}
+
+// The first cell of [b, e) whose Z order key (code, low code) is not below (kc, kl).
+NBI_INLINE int32_t nbi_zord_lower(const nbiZOrd *z, int32_t b, int32_t e, uint64_t kc, uint64_t kl,
+                                  bool wide)
+{
+    while (b < e) {
+        const int32_t m = b + (int32_t)((uint32_t)(e - b) >> 1);
+        if (z->code[m] < kc || (wide && z->code[m] == kc && z->low[m] < kl))
+            b = m + 1;
+        else
+            e = m;
+    }
+    return b;
 }
 
 NBI_INLINE bool nbi_zord_same_block(const nbiZOrd *z, int32_t c, int32_t d, bool wide)
@@ -457,6 +477,50 @@ NBI_INLINE void nbi_zblock_inner3(const nbiView *v, nbiSpanList *l, const nbiZBl
     nbi_spans_flush(l);
 }
 
+// The cell whose Z order key is (kc, kl), or -1: searched in its bucket of the view's directory
+// of codes (a few cells), or in all of them without one.
+NBI_INLINE int32_t nbi_zord_find(const nbiView *v, const nbiZOrd *z, uint64_t kc, uint64_t kl,
+                                 bool wide)
+{
+    int32_t b = 0, e = v->ncells;
+    if (v->cell_zseen != NULL && !nbi_view_zmay_hold(v, nbi_zkey_hash(kc, kl))) return -1;
+    if (v->cell_dir != NULL) {
+        const uint64_t i = kc >> v->dir_shift;
+        if ((i >> v->dir_bits) != 0) return -1; // above every code
+        b = v->cell_dir[i];
+        e = v->cell_dir[i + 1];
+    }
+    b = nbi_zord_lower(z, b, e, kc, kl, wide);
+    return b < e && z->code[b] == kc && (!wide || z->low[b] == kl) ? b : -1;
+}
+
+// The cell of a half stencil (dx, dy, dz) outside the block of the cell at key (local lx, ly,
+// lz), whose local code in its own block is lc, or -1: found in the sorted codes, not the table
+// (which all pairs leaves unfilled). The code and low code of the neighbouring block's corner
+// are computed once a block.
+NBI_INLINE int32_t nbi_zblock_near_cell(const nbiView *v, const nbiZOrd *z, nbiZBlock *zb,
+                                        const int64_t key[3], uint32_t lx, uint32_t ly, uint32_t lz,
+                                        int dx, int dy, int dz, uint64_t lc, bool wide)
+{
+    const int dbx = dx < 0 && lx == 0 ? -1 : (dx > 0 && lx == 31 ? 1 : 0);
+    const int dby = dy < 0 && ly == 0 ? -1 : (dy > 0 && ly == 31 ? 1 : 0);
+    const int dbz = dz > 0 && lz == 31 ? 1 : 0;
+    const int e = (dbx + 1) + 3 * (dby + 1) + 9 * dbz;
+    if ((zb->near_set >> e & 1) == 0) {
+        zb->near_set |= UINT32_C(1) << e;
+        // The neighbouring block's corner (inside the box: the stencil cell is).
+        const int db[3] = {dbx, dby, dbz};
+        int64_t corner[3];
+        for (int a = 0; a < 3; a++)
+            corner[a] = v->lo[a] + (((key[a] - v->lo[a]) & ~(int64_t)31) + 32 * (int64_t)db[a]);
+        zb->near_code[e] = nbi_code_of(corner, v->lo, 3, v->code_shift);
+        zb->near_low[e] = wide ? nbi_code_low(corner, v->lo, 3, v->code_shift) : 0;
+    }
+    const uint64_t kc = zb->near_code[e] | lc >> z->lb;
+    const uint64_t kl = zb->near_low[e] | (lc & (((uint64_t)1 << z->lb) - 1));
+    return nbi_zord_find(v, z, kc, kl, wide);
+}
+
 // The stencil cells (bits as above) outside the block of a cell on the faces f: bit 0 lx = 0,
 // 1 lx = 31, 2 ly = 0, 3 ly = 31, 4 lz = 31.
 static uint32_t nbi_half_out(unsigned f)
@@ -473,8 +537,8 @@ static uint32_t nbi_half_out(unsigned f)
 
 // nbi_zblock_inner3 for a cell on its block's faces (local (lx, ly, lz) = loc): the stencil
 // cells inside the block from its rows, the others looked up, all in the stencil's order.
-NBI_INLINE void nbi_zblock_edge3(const nbiView *v, nbiSpanList *l, nbiZBlock *zb, int32_t s0,
-                                 int32_t c, const uint32_t loc[3])
+NBI_INLINE void nbi_zblock_edge3(const nbiView *v, const nbiZOrd *z, nbiSpanList *l, nbiZBlock *zb,
+                                 int32_t s0, int32_t c, const uint32_t loc[3], bool wide)
 {
     const uint32_t lx = loc[0], ly = loc[1], lz = loc[2];
     const uint32_t *r = zb->rows + lz * 32 + ly; // rows past the block read 0 or are masked
@@ -503,31 +567,25 @@ NBI_INLINE void nbi_zblock_edge3(const nbiView *v, nbiSpanList *l, nbiZBlock *zb
     else if (out != 0)
         for (int a = 0; a < 3; a++)
             key[a] = v->lo[a] + (int64_t)nbi_code_axis(v->cell_code[c], 3, a);
-    int n = 0;
     do {
         const int t = nbi_ctz32(m);
         m &= m - 1;
+        const uint64_t lc = xs[nbi_half_dx[t]] | ys[nbi_half_dy[t]] | zs[nbi_half_dz[t]];
         if ((out >> t & 1) == 0) { // occupied, in the block
-            const uint64_t lc = xs[nbi_half_dx[t]] | ys[nbi_half_dy[t]] | zs[nbi_half_dz[t]];
             const uint64_t w = zb->occ[lc >> 6];
-            zb->id[n++] =
+            const int32_t b =
                 s0 + zb->rank[lc >> 6] + nbi_popcount64(w & ((UINT64_C(1) << (lc & 63)) - 1));
+            nbi_spans_add_merged(l, v->start[b], v->start[b + 1]);
             continue;
         }
-        const int64_t at[3] = {key[0] + nbi_half_dx[t] - 1, key[1] + nbi_half_dy[t] - 1,
-                               key[2] + nbi_half_dz[t]};
+        const int dx = nbi_half_dx[t] - 1, dy = nbi_half_dy[t] - 1, dz = nbi_half_dz[t];
+        const int64_t at[3] = {key[0] + dx, key[1] + dy, key[2] + dz};
         if (at[0] < v->lo[0] || at[0] > v->hi[0] || at[1] < v->lo[1] || at[1] > v->hi[1] ||
             at[2] > v->hi[2])
             continue;
-        const uint64_t h = nbi_cell_hash(at[0], at[1], at[2]);
-        if (!nbi_view_may_hold(v, h)) continue;
-        zb->id[n] = -1;
-        for (int a = 0; a < 3; a++) zb->at[n][a] = at[a];
-        zb->hash[n] = h;
-        nbi_ctab_prefetch(v->table, h, false);
-        n++;
+        const int b = nbi_zblock_near_cell(v, z, zb, key, lx, ly, lz, dx, dy, dz, lc, wide);
+        if (b >= 0) nbi_spans_add_merged(l, v->start[b], v->start[b + 1]);
     } while (m != 0);
-    nbi_zblock_flush(v, l, zb, n);
     nbi_spans_flush(l);
 }
 
@@ -550,6 +608,9 @@ NBI_INLINE void nbi_pairs_zorder_on(const nbiView *v, const nbiPairCtx *x, int64
                 (uint32_t)(nbi_gather3(i) | nbi_gather3(i >> 1) << 8 | nbi_gather3(i >> 2) << 16);
         for (unsigned f = 0; f < 32; f++) zb.out[f] = nbi_half_out(f);
     }
+    // 3D at one ring finds the stencil cells outside a block in the codes (nbi_zblock_edge3);
+    // the other walks look them up in the table.
+    if (dim != 3 || k != 1) nbi_ctab_ready(v->table);
     nbiSpanList l;
     nbi_span_list_init(&l, x, dim, false);
     int32_t c = u0;
@@ -557,6 +618,7 @@ NBI_INLINE void nbi_pairs_zorder_on(const nbiView *v, const nbiPairCtx *x, int64
         int32_t s0 = c, s1 = c + 1;
         while (s0 > 0 && nbi_zord_same_block(&z, s0 - 1, c, wide)) s0--;
         while (s1 < v->ncells && nbi_zord_same_block(&z, s1, c, wide)) s1++;
+        zb.near_set = 0;
         // A block of one cell holds none of its stencil: its bitmap stays empty.
         const int32_t s_end = s1 - s0 > 1 ? s1 : s0;
         int64_t word = -1;
@@ -584,7 +646,7 @@ NBI_INLINE void nbi_pairs_zorder_on(const nbiView *v, const nbiPairCtx *x, int64
                 if (loc[0] - 1 < 30 && loc[1] - 1 < 30 && loc[2] < 31)
                     nbi_zblock_inner3(v, &l, &zb, s0, c, loc[0], loc[1], loc[2]);
                 else
-                    nbi_zblock_edge3(v, &l, &zb, s0, c, loc);
+                    nbi_zblock_edge3(v, &z, &l, &zb, s0, c, loc, wide);
                 continue;
             }
             int64_t off[3] = {0, 0, 0};

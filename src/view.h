@@ -77,8 +77,15 @@ typedef struct nbiView {
     const uint64_t *cell_low; // with code_shift > 0: the code of those bits (nbi_code_low), or NULL
     const uint64_t *cell_seen; // hashed: the occupancy filter (nbi_view_may_hold), or NULL
     int32_t seen_bits;         // with cell_seen: it holds 2^seen_bits bits
-    const nbiWrap *wrap;       // NULL: no periodic axis
-    const int32_t *row_span;   // ranked, optional: the box's row spans (below), or NULL
+    // With cell_code, optionally: a directory of the codes, 2^dir_bits + 1 entries, entry i the
+    // first cell whose code >> dir_shift is at least i (nbi_view_dir), or NULL.
+    // And a code filter of 2^seen_bits bits: the top bits of each cell's nbi_zkey_hash set
+    // (nbi_view_zmay_hold), or NULL.
+    const int32_t *cell_dir;
+    int32_t dir_bits, dir_shift;
+    const uint64_t *cell_zseen;
+    const nbiWrap *wrap;     // NULL: no periodic axis
+    const int32_t *row_span; // ranked, optional: the box's row spans (below), or NULL
 } nbiView;
 
 // Row spans of a ranked view: for each row (y, z) of the box, row r = (y - lo[1]) + ext[1] *
@@ -129,7 +136,9 @@ NBI_INLINE bool nbi_view_same(const nbiView *a, const nbiView *b)
                 a->cell_box == b->cell_box && a->cell_code == b->cell_code &&
                 a->code_shift == b->code_shift && a->cell_low == b->cell_low &&
                 a->cell_seen == b->cell_seen && a->seen_bits == b->seen_bits &&
-                a->wrap == b->wrap && a->row_span == b->row_span;
+                a->wrap == b->wrap && a->row_span == b->row_span && a->cell_dir == b->cell_dir &&
+                a->cell_zseen == b->cell_zseen && a->dir_bits == b->dir_bits &&
+                a->dir_shift == b->dir_shift;
     for (int i = 0; i < 3; i++)
         same &= a->lo[i] == b->lo[i] && a->hi[i] == b->hi[i] && a->ext[i] == b->ext[i];
     return same;
@@ -171,7 +180,10 @@ NBI_INLINE int32_t nbi_view_box_start(const nbiView *v, int64_t k)
 // or not occupied in a hashed or ranked view).
 NBI_INLINE int32_t nbi_view_cell(const nbiView *v, int64_t x, int64_t y, int64_t z)
 {
-    if (v->table != NULL) return nbi_ctab_find(v->table, x, y, z);
+    if (v->table != NULL) {
+        nbi_ctab_ready(v->table);
+        return nbi_ctab_find(v->table, x, y, z);
+    }
     if (x < v->lo[0] || x > v->hi[0] || y < v->lo[1] || y > v->hi[1] || z < v->lo[2] ||
         z > v->hi[2])
         return -1;
@@ -223,6 +235,21 @@ NBI_INLINE bool nbi_view_may_hold(const nbiView *v, uint64_t hash)
     if (v->cell_seen == NULL) return true;
     const uint64_t b = hash >> (64 - v->seen_bits);
     return (v->cell_seen[b >> 6] >> (b & 63)) & 1;
+}
+
+// The hash of a cell's Z order key (its code and low code: 0 without a shift) whose top bits
+// the code filter keeps.
+NBI_INLINE uint64_t nbi_zkey_hash(uint64_t code, uint64_t low)
+{
+    return nbi_mix64(code ^ low * 0x9E3779B97F4A7C15u);
+}
+
+// Whether a view with a code filter may hold the cell whose nbi_zkey_hash is `hash` (a clear bit:
+// surely not).
+NBI_INLINE bool nbi_view_zmay_hold(const nbiView *v, uint64_t hash)
+{
+    const uint64_t b = hash >> (64 - v->seen_bits);
+    return (v->cell_zseen[b >> 6] >> (b & 63)) & 1;
 }
 
 // Whether the stored point at position p passes the query filter f (Box2D's rule).
@@ -281,6 +308,7 @@ NBI_INLINE double nbi_view_box_runs(const nbiView *v, const int64_t cl[3], const
         }
         return cells;
     }
+    if (cells <= (double)v->ncells) nbi_ctab_ready(v->table);
     if (cells <= NBI_LOOKUPS && cells <= (double)v->ncells && v->table->bits > 0) {
         // A small box (a query's few cells) in two passes: every cell's home slot, each asked
         // of the memory at once, then the probes, so that the table's misses overlap instead of

@@ -12,6 +12,9 @@
 
 #include <float.h>
 #include <math.h>
+#if defined(NBT_THREADS)
+#include <pthread.h>
+#endif
 
 // ---- checks against the oracle (nb_oracle.h) ----
 
@@ -615,6 +618,95 @@ static nbGrid *grid_of(const nboSet *s, double cell, double r)
     return NULL;
 }
 
+// The hashed layout's table, filled on first use (cell_table.h, nbiCtabLazy): a build and all
+// pairs in 3D at one ring leave it pending (they find a block's outside neighbours in the codes),
+// and the first queries, from four threads at once (under ThreadSanitizer in the suite's TSan
+// build), fill it once and agree with brute force; a rebuild makes it pending again.
+enum { LAZY_THREADS = 4, LAZY_QUERIES = 48, LAZY_MAX = 3000 };
+typedef struct LazyJob {
+    const nbGrid *g;
+    const double (*centre)[3];
+    int32_t *const *want;
+    const int32_t *want_n;
+    int32_t first; // this thread starts at query `first`, so that the threads' first lookups race
+    int failures;
+} LazyJob;
+
+static void *lazy_worker(void *arg)
+{
+    LazyJob *job = (LazyJob *)arg;
+    int32_t *out = (int32_t *)malloc(LAZY_MAX * sizeof(int32_t));
+    for (int32_t t = 0; t < LAZY_QUERIES && out != NULL; t++) {
+        const int32_t q = (job->first + t) % LAZY_QUERIES;
+        int32_t found = -1;
+        if (nb_grid_query_radius(job->g, job->centre[q], 1.5, NB_FILTER_ALL, out, LAZY_MAX,
+                                 &found) != NB_OK) {
+            job->failures++;
+            continue;
+        }
+        nbo_sort_indices(out, found);
+        if (!nbo_same_indices(out, found, job->want[q], job->want_n[q])) job->failures++;
+    }
+    if (out == NULL) job->failures++;
+    free(out);
+    return NULL;
+}
+
+static int test_hashed_lazy_table(void)
+{
+    for (int shape = 0; shape < 3; shape++) {
+        nboSet s = sparse_set(3, shape, 3000);
+        nbGrid *g = grid_of(&s, 1.0, 1.0);
+        NB_CHECK(g != NULL && g->hashed);
+        for (int round = 0; round < 2; round++) {
+            if (round == 1) { // a rebuild of moved points: pending again
+                for (int32_t i = 0; i < s.n * 3; i++) s.p[i] += nbt_range(-0.3, 0.3);
+                const nbPoints pts = nbo_points(&s);
+                NB_CHECK_OK(nb_grid_build(g, &pts, 1.0));
+                NB_CHECK(g->hashed);
+            }
+            NB_CHECK(nbi_ctab_is_filled(&g->table) == !NBI_CTAB_LAZY);
+            int64_t count = -1, want = 0;
+            NB_CHECK_OK(nb_grid_count_pairs(g, 1.0, &count));
+            free(nbo_pairs(&s, 1.0, &want));
+            NB_CHECK(count == want && want > 0);
+            NB_CHECK(nbi_ctab_is_filled(&g->table) == !NBI_CTAB_LAZY); // all pairs: no lookup
+            double centre[LAZY_QUERIES][3];
+            int32_t *wanted[LAZY_QUERIES], wanted_n[LAZY_QUERIES];
+            for (int q = 0; q < LAZY_QUERIES; q++) {
+                const double *p = s.p + (size_t)nbt_int(s.n) * 3;
+                for (int a = 0; a < 3; a++) centre[q][a] = p[a] + nbt_range(-1.0, 1.0);
+                wanted[q] = nbo_radius(&s, centre[q], 1.5, &wanted_n[q]);
+                NB_CHECK(wanted_n[q] <= LAZY_MAX);
+            }
+            LazyJob jobs[LAZY_THREADS];
+            for (int t = 0; t < LAZY_THREADS; t++) {
+                jobs[t].g = g;
+                jobs[t].centre = (const double(*)[3])centre;
+                jobs[t].want = wanted;
+                jobs[t].want_n = wanted_n;
+                jobs[t].first = t * (LAZY_QUERIES / LAZY_THREADS);
+                jobs[t].failures = 0;
+            }
+#if defined(NBT_THREADS)
+            pthread_t tid[LAZY_THREADS];
+            for (int t = 0; t < LAZY_THREADS; t++)
+                NB_CHECK(pthread_create(&tid[t], NULL, lazy_worker, &jobs[t]) == 0);
+            for (int t = 0; t < LAZY_THREADS; t++) NB_CHECK(pthread_join(tid[t], NULL) == 0);
+#else
+            for (int t = 0; t < LAZY_THREADS; t++) lazy_worker(&jobs[t]);
+#endif
+            for (int t = 0; t < LAZY_THREADS; t++) NB_CHECK(jobs[t].failures == 0);
+            for (int q = 0; q < LAZY_QUERIES; q++) free(wanted[q]);
+            NB_CHECK(nbi_ctab_is_filled(&g->table));
+            NB_CHECK_OK(nb_grid_validate(g));
+        }
+        nb_grid_destroy(g);
+        nbo_set_free(&s);
+    }
+    return 0;
+}
+
 // Boxes wider than the codes reach (21 bits an axis in 3D, 32 in 2D): the clusters, shell and
 // planes of hashed_blocks, with a few far points that widen the box to 2^w cells a side. Where a
 // cell's low code fits a word with its number, the cells are in the Z order of their exact
@@ -677,8 +769,8 @@ static int test_hashed_sorted_wide(void)
             nbGrid *g = grid_of(&s, scale, scale);
             NB_CHECK(g != NULL);
             const int shift = nbi_code_shift(g->ext, dim);
+            NB_CHECK_OK(nb_grid_validate(g)); // (fills the table: its codes are then set)
             NB_CHECK(g->table.codes != NULL && g->low_codes == (shift > 0));
-            NB_CHECK_OK(nb_grid_validate(g));
             nb_grid_destroy(g);
             if (check_all(&s, scale, scale, 8)) return 1;
             if (check_all(&s, 2.5 * scale, scale, 4)) return 1; // 3 rings
@@ -693,8 +785,8 @@ static int test_hashed_sorted_wide(void)
                     s.p[(size_t)i * dim + a] = (i >> a & 1) ? ldexp(1.0, w) - 0.5 : 0.25 * i;
             nbGrid *g = grid_of(&s, 1.0, 1.0);
             NB_CHECK(g != NULL);
-            NB_CHECK(nbi_code_shift(g->ext, dim) == 0 && g->table.codes != NULL && !g->low_codes);
             NB_CHECK_OK(nb_grid_validate(g));
+            NB_CHECK(nbi_code_shift(g->ext, dim) == 0 && g->table.codes != NULL && !g->low_codes);
             nb_grid_destroy(g);
             if (check_all(&s, 1.0, 1.0, 8)) return 1;
             if (check_all(&s, 2.5, 1.0, 4)) return 1;
@@ -2024,6 +2116,7 @@ int main(int argc, char **argv)
         {"hashed_blocks", test_hashed_blocks},
         {"hashed_beyond_codes", test_hashed_beyond_codes},
         {"hashed_sorted_wide", test_hashed_sorted_wide},
+        {"hashed_lazy_table", test_hashed_lazy_table},
         {"sorted_wide_digits", test_sorted_wide_digits},
         {"crowded_cells", test_crowded_cells},
         {"deterministic", test_deterministic},
