@@ -1,8 +1,14 @@
 // SPDX-License-Identifier: MIT
 // The cell table: see cell_table.h for the design and its invariants.
+#if defined(__unix__) && !defined(_DEFAULT_SOURCE)
+#define _DEFAULT_SOURCE // sched_yield under -std=c11
+#endif
 #include "cell_table.h"
 
 #include <string.h>
+#if defined(__unix__)
+#include <sched.h>
+#endif
 
 // The fewest bits (at least NBI_CTAB_MIN_BITS) whose table holds count entries with
 // 2^bits * num / 4 of them at most; NBI_CTAB_MAX_BITS + 1 when none does.
@@ -119,8 +125,12 @@ void nbi_ctab_fill_pending(nbiCtabLazy *lazy)
         atomic_store_explicit(&lazy->state, NBI_CTAB_FILLED, memory_order_release);
         return;
     }
-    // Another reader fills it (a few milliseconds at most: one insert a cell).
+    // Another reader fills it (a few milliseconds at most: one insert a cell). The waiter gives
+    // up its core meanwhile: with more readers than cores, a spin could hold the filler's.
     while (atomic_load_explicit(&lazy->state, memory_order_acquire) != NBI_CTAB_FILLED) {
+#if defined(__unix__)
+        sched_yield();
+#endif
     }
 #else
     (void)lazy;
