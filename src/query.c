@@ -438,6 +438,31 @@ static void nbi_ball_span_rows(const nbiView *v, const double *q, double r2, int
     }
 }
 
+// The box of cells [cl, ch] a radius query visits (its extent: center +- reach(r)), clipped to
+// the occupied cells: false when it is empty.
+static bool nbi_ball_box(const nbiView *v, const double *center, double radius, int64_t cl[3],
+                         int64_t ch[3])
+{
+    const double reach = nbi_reach(radius);
+    double lo[3], hi[3];
+    for (int a = 0; a < v->dim; a++) {
+        lo[a] = center[a] - reach; // rounding is monotone: every p >= center - reach is >= lo
+        hi[a] = center[a] + reach;
+    }
+    return nbi_view_cell_box(v, lo, hi, cl, ch);
+}
+
+// Whether a radius query's box of cells [cl, ch] descends cells in Z order (the hashed layout,
+// more than NBI_BALL_ZORDER cells: nbi_ball_descend, whose hits come in the view's order); a
+// smaller one looks its cells up row by row.
+static bool nbi_ball_zorder(const nbiView *v, const int64_t cl[3], const int64_t ch[3])
+{
+    if (v->cell_code == NULL || v->end != NULL) return false;
+    double cells = 1.0;
+    for (int a = 0; a < v->dim; a++) cells *= (double)(ch[a] - cl[a] + 1);
+    return cells > NBI_BALL_ZORDER;
+}
+
 nbStatus nbi_walk_radius(const nbiView *v, const double *center, double radius, nbFilter f,
                          nbiHitSink *s)
 {
@@ -448,14 +473,8 @@ nbStatus nbi_walk_radius(const nbiView *v, const double *center, double radius, 
     if (v->wrap != NULL) return nbi_wrap_radius(v, center, radius, f, s);
     const bool per_point = v->cat != NULL;
     if (v->n == 0 || (!per_point && !nbi_filter_open(f))) return NB_OK;
-    const double reach = nbi_reach(radius);
-    double lo[3], hi[3];
-    for (int a = 0; a < v->dim; a++) {
-        lo[a] = center[a] - reach; // rounding is monotone: every p >= center - reach is >= lo
-        hi[a] = center[a] + reach;
-    }
     int64_t cl[3], ch[3];
-    if (!nbi_view_cell_box(v, lo, hi, cl, ch)) return NB_OK;
+    if (!nbi_ball_box(v, center, radius, cl, ch)) return NB_OK;
     // Row by row where the ball's box is wide along the rows (not on a hashed view: its box may
     // hold far more rows than it has cells, and it looks up only occupied cells anyway). A box
     // a few cells deep along x (a ball reaching in across the faces x = const) is cheaper
@@ -466,12 +485,7 @@ nbStatus nbi_walk_radius(const nbiView *v, const double *center, double radius, 
     const bool spans = v->occ != NULL && v->row_span != NULL && ch[1] - cl[1] >= 2 * NBI_SPAN_ROWS;
     const bool by_rows = v->table == NULL && (ch[0] - cl[0] >= NBI_BALL_ROWS || spans);
     const double r2 = radius * radius;
-    bool zorder = false; // cells in Z order (the hashed layout): a box of many descends them
-    if (v->cell_code != NULL && v->end == NULL) {
-        double cells = 1.0;
-        for (int a = 0; a < v->dim; a++) cells *= (double)(ch[a] - cl[a] + 1);
-        zorder = cells > NBI_BALL_ZORDER;
-    }
+    const bool zorder = nbi_ball_zorder(v, cl, ch);
     if (by_rows && !nbi_ball_planes(v, center, r2, cl, ch)) return NB_OK;
     int64_t rl[3], rh[3];
     if (s->mode != NBI_SINK_VISIT && (!per_point || v->mask != NULL)) {
@@ -633,6 +647,12 @@ nbStatus nbi_walk_radius_indexed(const nbiView *v, nbiKnnLazy *z, const nbAlloca
                radius >= 0.0 && s->cap >= 0 && s->found == 0 && nbi_ball_index_use >= 0 &&
                (v->cat == NULL || v->mask != NULL);
     for (int a = 0; fit && a < v->dim; a++) fit = isfinite(center[a]);
+    // The index's hits come sorted in the view's order, which is the cells' walk's but for a
+    // small box of cells in Z order (the hashed layout), looked up row by row: that one keeps the
+    // cells (a ball a few cells wide: nothing to save).
+    int64_t cl[3], ch[3];
+    if (fit && v->cell_code != NULL && v->end == NULL)
+        fit = nbi_ball_box(v, center, radius, cl, ch) && nbi_ball_zorder(v, cl, ch);
     if (fit && (v->cat != NULL || nbi_filter_open(f))) {
         const double save = nbi_ball_index_use > 0 ? 1.0 : nbi_knn_ball_saving(z, v, center);
         if (save > 0.0) {
