@@ -846,10 +846,48 @@ double nbi_knn_far_saving(const nbiView *v, const double *q, int32_t k)
     return walk > descent ? walk - descent : 0.0;
 }
 
-double nbi_knn_ball_saving(nbiKnnLazy *z, const nbiView *v, const double *center)
+// The points a far ball's cap holds at the mean density of the box [lo, hi] (the index's exact
+// box once it is ready, else the occupied cells'): from the far centre the ball's surface across
+// the box is about a plane at the depth h = r - (the centre's distance to the box) past the box's
+// nearest face, edge or corner. The cap's reach along axis a is h / u_a (u: the unit direction
+// from the box to the centre), clipped to the box's extent; the cap is the corner's simplex over
+// the reaches not clipped (the product of the reaches over their count's factorial: a face's
+// slab, an edge's prism and a corner's simplex alike).
+static double nbi_ix_cap_points(const nbiView *v, const double *lo, const double *hi,
+                                const double *q, double r)
 {
-    if (v->n == 0 || !nbi_ix_far(v, center)) return 0.0;
+    double o[3] = {0, 0, 0}, g2 = 0.0, ext[3] = {1, 1, 1};
+    for (int a = 0; a < v->dim; a++) {
+        o[a] = q[a] < lo[a] ? lo[a] - q[a] : q[a] > hi[a] ? q[a] - hi[a] : 0.0;
+        g2 += o[a] * o[a];
+        ext[a] = hi[a] - lo[a] > v->cm.cell ? hi[a] - lo[a] : v->cm.cell;
+    }
+    const double g = sqrt(g2), h = r - g;
+    if (!(h > 0.0)) return 0.0;
+    double vol = 1.0, box = 1.0;
+    int free_axes = 0;
+    for (int a = 0; a < v->dim; a++) {
+        const double reach = o[a] * ext[a] > h * g ? h * g / o[a] : ext[a];
+        free_axes += reach < ext[a];
+        vol *= reach;
+        box *= ext[a];
+    }
+    vol /= free_axes == 3 ? 6.0 : free_axes == 2 ? 2.0 : 1.0;
+    return vol / box * (double)v->n;
+}
+
+double nbi_knn_ball_saving(nbiKnnLazy *z, const nbiView *v, const double *center, double radius)
+{
     if (v->table == NULL && v->dim == 2 && !(nbi_ix_occupancy(z, v) & NBI_IX_UNEVEN)) return 0.0;
+    if (v->n == 0 || !nbi_ix_far(v, center)) return 0.0;
+    if (v->table != NULL || v->occ != NULL) return NBI_BALL_FAR_SAVING; // (clustered)
+    double lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
+    const nbiKnnIndex *ix = nbi_knn_index_ready(z);
+    for (int a = 0; a < v->dim; a++) {
+        lo[a] = ix != NULL ? ix->root[a] : (double)v->lo[a] * v->cm.cell;
+        hi[a] = ix != NULL ? ix->root[3 + a] : (double)(v->hi[a] + 1) * v->cm.cell;
+    }
+    if (nbi_ix_cap_points(v, lo, hi, center, radius) > NBI_BALL_CAP_POINTS) return 0.0;
     return NBI_BALL_FAR_SAVING;
 }
 

@@ -283,15 +283,47 @@ int32_t nbi_knn_index_ball(const nbiKnnIndex *ix, const double *center, double r
 // the slab (25k uniform 2D points, far balls: 2.8k instructions a ball against 3.4k). The
 // saving is a floor of what was measured (25k points, far balls: blobs2d 4.1k instructions a
 // ball on the cells, 1.2k through the index; uniform3d 13.8k, 8.3k; powerlaw3d, 7.6k, 2.4k).
-enum { NBI_BALL_FAR_SAVING = 2000 };
-double nbi_knn_ball_saving(nbiKnnLazy *z, const nbiView *v, const double *center);
-// nbi_walk_radius (query.c) with the index of z (NULL: none), built through alloc once far balls'
-// savings pay for it: the same answers in the same order, found through the index when the ball
-// suits it. Tests set nbi_ball_index_use to 1 (through the index whenever it can answer) or -1
-// (never); 0 is the rule.
-nbStatus nbi_walk_radius_indexed(const nbiView *v, nbiKnnLazy *z, const nbAllocator *alloc,
-                                 const double *center, double radius, nbFilter f, nbiHitSink *s);
+// A cap expected to hold more than NBI_BALL_CAP_POINTS points at the box's mean density
+// (knn_index.c, nbi_ix_cap_points) is a slab of full cells, which the cells' rows answer in
+// order at a few instructions a hit, where the index's hits would be sorted: it keeps the
+// cells. (25k uniform 3D points, balls from beyond a face holding 1163 points each: 47.7k
+// instructions a ball on the cells; ... through the index.)
+enum { NBI_BALL_FAR_SAVING = 2000, NBI_BALL_CAP_POINTS = 64 };
+double nbi_knn_ball_saving(nbiKnnLazy *z, const nbiView *v, const double *center, double radius);
+// A far ball through the index where it suits it (nbi_knn_ball_saving; any ball the index can
+// answer when tests say so), else nbi_walk_radius (query.c); the index of z built through alloc
+// once far balls' savings pay for it. Tests set nbi_ball_index_use to 1 (through the index
+// whenever it can answer) or -1 (never); 0 is the rule.
+nbStatus nbi_walk_radius_far(const nbiView *v, nbiKnnLazy *z, const nbAllocator *alloc,
+                             const double *center, double radius, nbFilter f, nbiHitSink *s);
 extern int nbi_ball_index_use;
+
+// Whether q lies more than NBI_KNN_FAR_GAP cells outside the view's box on some axis (a far
+// ball's centre, as knn_index.c finds it).
+NBI_INLINE bool nbi_ball_far(const nbiView *v, const double *q)
+{
+    const double c = v->cm.cell;
+    bool far = false;
+    for (int a = 0; a < v->dim; a++)
+        far |= q[a] < ((double)v->lo[a] - NBI_KNN_FAR_GAP) * c ||
+               q[a] > ((double)v->hi[a] + 1.0 + NBI_KNN_FAR_GAP) * c;
+    return far;
+}
+
+// nbi_walk_radius with the index of z (NULL: none): the same answers in the same order, a far
+// ball found through the index (nbi_walk_radius_far). Inline, so that a ball among the data pays
+// one test for it: a ball from a centre more than NBI_KNN_FAR_GAP cells outside the box reaches
+// no point unless its radius is wider than that.
+NBI_INLINE nbStatus nbi_walk_radius_indexed(const nbiView *v, nbiKnnLazy *z,
+                                            const nbAllocator *alloc, const double *center,
+                                            double radius, nbFilter f, nbiHitSink *s)
+{
+    if (nbi_ball_index_use > 0 || (radius > NBI_KNN_FAR_GAP * v->cm.cell &&
+                                   nbi_ball_index_use == 0 && nbi_ball_far(v, center)))
+        if (z != NULL && v->wrap == NULL && !s->positions && s->found == 0)
+            return nbi_walk_radius_far(v, z, alloc, center, radius, f, s);
+    return nbi_walk_radius(v, center, radius, f, s);
+}
 // nbi_walk_knn / nbi_visit_knn (query.c) with the index of z (NULL: none), built on first use
 // through alloc: the same answers, found through the index when it can be had.
 nbStatus nbi_walk_knn_indexed(const nbiView *v, nbiKnnLazy *z, const nbAllocator *alloc,

@@ -440,8 +440,8 @@ static void nbi_ball_span_rows(const nbiView *v, const double *q, double r2, int
 
 // The box of cells [cl, ch] a radius query visits (its extent: center +- reach(r)), clipped to
 // the occupied cells: false when it is empty.
-static bool nbi_ball_box(const nbiView *v, const double *center, double radius, int64_t cl[3],
-                         int64_t ch[3])
+NBI_INLINE bool nbi_ball_box(const nbiView *v, const double *center, double radius, int64_t cl[3],
+                             int64_t ch[3])
 {
     const double reach = nbi_reach(radius);
     double lo[3], hi[3];
@@ -640,12 +640,13 @@ static bool nbi_ball_indexed(const nbiView *v, const nbiKnnIndex *ix, const doub
 
 int nbi_ball_index_use = 0;
 
-nbStatus nbi_walk_radius_indexed(const nbiView *v, nbiKnnLazy *z, const nbAllocator *alloc,
-                                 const double *center, double radius, nbFilter f, nbiHitSink *s)
+nbStatus nbi_walk_radius_far(const nbiView *v, nbiKnnLazy *z, const nbAllocator *alloc,
+                             const double *center, double radius, nbFilter f, nbiHitSink *s)
 {
-    bool fit = z != NULL && v->wrap == NULL && !s->positions && v->n > 0 && isfinite(radius) &&
-               radius >= 0.0 && s->cap >= 0 && s->found == 0 && nbi_ball_index_use >= 0 &&
-               (v->cat == NULL || v->mask != NULL);
+    // (a NaN centre is never far; an infinite one, or a NaN radius, fails the checks below)
+    const double save = nbi_ball_index_use > 0 ? 1.0 : nbi_knn_ball_saving(z, v, center, radius);
+    bool fit = save > 0.0 && isfinite(radius) && radius >= 0.0 && s->cap >= 0 &&
+               (v->cat == NULL ? nbi_filter_open(f) : v->mask != NULL);
     for (int a = 0; fit && a < v->dim; a++) fit = isfinite(center[a]);
     // The index's hits come sorted in the view's order, which is the cells' walk's but for a
     // small box of cells in Z order (the hashed layout), looked up row by row: that one keeps the
@@ -653,17 +654,14 @@ nbStatus nbi_walk_radius_indexed(const nbiView *v, nbiKnnLazy *z, const nbAlloca
     int64_t cl[3], ch[3];
     if (fit && v->cell_code != NULL && v->end == NULL)
         fit = nbi_ball_box(v, center, radius, cl, ch) && nbi_ball_zorder(v, cl, ch);
-    if (fit && (v->cat != NULL || nbi_filter_open(f))) {
-        const double save = nbi_ball_index_use > 0 ? 1.0 : nbi_knn_ball_saving(z, v, center);
-        if (save > 0.0) {
-            const nbiKnnIndex *ix = nbi_knn_index_ready(z);
-            if (ix == NULL) {
-                nbi_knn_index_charge(z, v, alloc, v->n,
-                                     nbi_ball_index_use > 0 ? (double)INFINITY : save);
-                ix = nbi_knn_index_ready(z);
-            }
-            if (ix != NULL && nbi_ball_indexed(v, ix, center, radius * radius, f, s)) return NB_OK;
+    if (fit) {
+        const nbiKnnIndex *ix = nbi_knn_index_ready(z);
+        if (ix == NULL) {
+            nbi_knn_index_charge(z, v, alloc, v->n,
+                                 nbi_ball_index_use > 0 ? (double)INFINITY : save);
+            ix = nbi_knn_index_ready(z);
         }
+        if (ix != NULL && nbi_ball_indexed(v, ix, center, radius * radius, f, s)) return NB_OK;
     }
     return nbi_walk_radius(v, center, radius, f, s);
 }
