@@ -280,15 +280,19 @@ int32_t nbi_knn_index_ball(const nbiKnnIndex *ix, const double *center, double r
 // are those kNN would rather leave for the index (nbi_knn_index_wanted's rule: the hashed layout,
 // 3D, or 2D cells whose occupancy varies; worked out once a build, as nbi_knn_crowded is). On
 // evenly filled 2D cells the rows clipped to the ball cost less than the tree's descent through
-// the slab (25k uniform 2D points, far balls: 2.8k instructions a ball against 3.4k). The
-// saving is a floor of what was measured (25k points, far balls: blobs2d 4.1k instructions a
-// ball on the cells, 1.2k through the index; uniform3d 13.8k, 8.3k; powerlaw3d, 7.6k, 2.4k).
-// A cap expected to hold more than NBI_BALL_CAP_POINTS points at the box's mean density
-// (knn_index.c, nbi_ix_cap_points) is a slab of full cells, which the cells' rows answer in
-// order at a few instructions a hit, where the index's hits would be sorted: it keeps the
-// cells. (25k uniform 3D points, balls from beyond a face holding 1163 points each: 47.7k
-// instructions a ball on the cells; ... through the index.)
-enum { NBI_BALL_FAR_SAVING = 2000, NBI_BALL_CAP_POINTS = 64 };
+// the slab (25k uniform 2D points, far balls: 2.7k instructions a ball against 3.4k). On the
+// dense layout (cells at least a quarter full) a cap expected to hold more than
+// NBI_BALL_CAP_POINTS points at the box's mean density (knn_index.c, nbi_ix_cap_points) keeps
+// the cells too: a slab of full cells, which their rows answer in order at a few instructions
+// a hit, where the tree's would be sorted (25k uniform 3D points, balls from beyond a face, 1163
+// hits each: 48k instructions a ball on the cells, 169k through the tree, 104k of them
+// sorting; far balls in random directions, 42 hits on average: 14.3k on the cells, 8.9k with
+// this rule, 9.4k all through the tree, 10.3k at a bound of 64). On the ranked and hashed
+// layouts (clustered data) the mean density says little of a cap, and every far ball takes the
+// tree, which stops early where a cap holds many (query.c, NBI_BALL_SORTED). The saving is a
+// floor of what was measured (25k points, far balls: blobs2d 4.1k instructions a ball on the
+// cells, 1.4k through the tree; uniform3d 14.3k, 8.9k; powerlaw3d 13.5k, 2.7k).
+enum { NBI_BALL_FAR_SAVING = 2000, NBI_BALL_CAP_POINTS = 256 };
 double nbi_knn_ball_saving(nbiKnnLazy *z, const nbiView *v, const double *center, double radius);
 // A far ball through the index where it suits it (nbi_knn_ball_saving; any ball the index can
 // answer when tests say so), else nbi_walk_radius (query.c); the index of z built through alloc

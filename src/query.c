@@ -570,12 +570,11 @@ nbStatus nbi_walk_radius(const nbiView *v, const double *center, double radius, 
 
 // Most hits a visit through the index sorts on the stack (more: the cells' walk).
 enum { NBI_BALL_VISIT = 256 };
-// Most hits a ball through the index sorts (more: the cells' walk answers instead). A cap that
-// holds many points is a slab of full cells, which the cells' rows answer in order at a few ns a
-// hit; the index's walk stops as soon as it finds more (a subtree within the ball is counted
-// whole), so the walk it wastes is short. (25k uniform 3D points, balls from beyond a face, 1163
-// hits each: ...)
-enum { NBI_BALL_SORTED = 128 };
+// Most hits a ball through the index sorts (more: the cells' walk answers instead), so that a
+// cap the rule misjudged (knn_index.h, NBI_BALL_CAP_POINTS: a slab of full cells, which the
+// cells' rows answer in order at a few instructions a hit) costs a short walk more: it stops as
+// soon as it finds more hits than this.
+enum { NBI_BALL_SORTED = 512 };
 
 // Sorts a[0, m) ascending: insertion below 16 entries, else quicksort on the median of three
 // (the smaller part first, the larger looped on: a stack of log2 m parts).
