@@ -610,13 +610,49 @@ static void nbi_sort_positions(int32_t *a, int32_t m)
     }
 }
 
+// Sorts a[0, m) ascending, every entry below 2^bits, through tmp (m entries): an LSD radix sort,
+// where a comparison sort's branches would be mispredicted about
+// once an entry (25k uniform 3D points, far balls of 42 hits on average: 66 mispredicted
+// branches a ball in the quicksort, more than the tree's walk took; 0.9k instructions a ball).
+// Below 9 entries, insertion.
+static void nbi_radix_positions(int32_t *a, int32_t *tmp, int32_t m, int bits)
+{
+    if (m <= 8) {
+        nbi_sort_positions(a, m);
+        return;
+    }
+    // Each pass costs about twice its digits and three times the entries: digits of 5 bits for
+    // a few dozen entries (3 passes over 15 bits: 0.55k instructions for 40 against 1.3k in 2
+    // passes of 8), of 8 for more.
+    const int most = m <= 96 ? 5 : 8, passes = (bits + most - 1) / most;
+    const int w = (bits + passes - 1) / passes;
+    const uint32_t digits = 1u << w, dmask = digits - 1;
+    int32_t cnt[256];
+    int32_t *src = a, *dst = tmp;
+    for (int p = 0; p < passes; p++) {
+        const int sh = p * w;
+        memset(cnt, 0, digits * sizeof *cnt);
+        for (int32_t i = 0; i < m; i++) cnt[((uint32_t)src[i] >> sh) & dmask]++;
+        for (uint32_t d = 0, sum = 0; d < digits; d++) {
+            const int32_t c = cnt[d];
+            cnt[d] = (int32_t)sum;
+            sum += (uint32_t)c;
+        }
+        for (int32_t i = 0; i < m; i++) dst[cnt[((uint32_t)src[i] >> sh) & dmask]++] = src[i];
+        int32_t *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != a) memcpy(a, src, (size_t)m * sizeof *a);
+}
+
 // The ball through the index into the sink (buffer, count or visit; not positions): false, having
 // reported nothing, when its hits do not fit where they are sorted (the caller's buffer, or
 // NBI_BALL_VISIT for a visit), and the cells' walk is to answer instead.
 static bool nbi_ball_indexed(const nbiView *v, const nbiKnnIndex *ix, const double *center,
                              double r2, nbFilter f, nbiHitSink *s)
 {
-    int32_t stack[NBI_BALL_VISIT];
+    int32_t stack[NBI_BALL_VISIT]; // (no more than NBI_BALL_SORTED)
     int32_t *out = s->mode == NBI_SINK_VISIT ? stack : s->mode == NBI_SINK_BUFFER ? s->out : NULL;
     int32_t room = s->mode == NBI_SINK_VISIT ? NBI_BALL_VISIT : s->cap - s->found;
     if (room > NBI_BALL_SORTED && nbi_ball_index_use == 0) room = NBI_BALL_SORTED;
@@ -627,7 +663,14 @@ static bool nbi_ball_indexed(const nbiView *v, const nbiKnnIndex *ix, const doub
         return true;
     }
     if (m > room) return false;
-    nbi_sort_positions(out, m);
+    if (m <= NBI_BALL_SORTED) {
+        int32_t tmp[NBI_BALL_SORTED];
+        int bits = 1;
+        while (bits < 31 && ((int32_t)1 << bits) < v->n) bits++;
+        nbi_radix_positions(out, tmp, m, bits);
+    } else { // (tests forcing the index: any number of hits)
+        nbi_sort_positions(out, m);
+    }
     if (s->mode == NBI_SINK_VISIT) {
         for (int32_t i = 0; i < m && !s->stop; i++) nbi_hit(s, v->idx[out[i]]);
         return true;
