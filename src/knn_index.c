@@ -1074,6 +1074,40 @@ NBI_INLINE void nbi_ix_gaps(const nbiIxQuery *x, const double *cb, int dim, doub
 #endif
 }
 
+#if defined(__SSE2__)
+// The d2 of positions p and p + 1 from (qx, qy, qz) in two lanes, as nbi_dist2 computes it (q - p
+// per axis, squared, summed in axis order); px, py, pz: the index's coordinates by axis.
+NBI_INLINE __m128d nbi_ix_d2x2(const double *px, const double *py, const double *pz, __m128d qx,
+                               __m128d qy, __m128d qz, int dim, int32_t p)
+{
+    const __m128d dx = _mm_sub_pd(qx, _mm_loadu_pd(px + p));
+    const __m128d dy = _mm_sub_pd(qy, _mm_loadu_pd(py + p));
+    __m128d d2 = _mm_add_pd(_mm_mul_pd(dx, dx), _mm_mul_pd(dy, dy));
+    if (dim == 3) {
+        const __m128d dz = _mm_sub_pd(qz, _mm_loadu_pd(pz + p));
+        d2 = _mm_add_pd(d2, _mm_mul_pd(dz, dz));
+    }
+    return d2;
+}
+#endif
+
+#if NBI_AVX2
+// nbi_ix_d2x2 for positions p .. p + 3 in four lanes.
+NBI_TARGET_AVX2 NBI_INLINE __m256d nbi_ix_d2x4(const double *px, const double *py, const double *pz,
+                                               __m256d qx, __m256d qy, __m256d qz, int dim,
+                                               int32_t p)
+{
+    const __m256d dx = _mm256_sub_pd(qx, _mm256_loadu_pd(px + p));
+    const __m256d dy = _mm256_sub_pd(qy, _mm256_loadu_pd(py + p));
+    __m256d d2 = _mm256_add_pd(_mm256_mul_pd(dx, dx), _mm256_mul_pd(dy, dy));
+    if (dim == 3) {
+        const __m256d dz = _mm256_sub_pd(qz, _mm256_loadu_pd(pz + p));
+        d2 = _mm256_add_pd(d2, _mm256_mul_pd(dz, dz));
+    }
+    return d2;
+}
+#endif
+
 // Offers position p at squared distance d2.
 NBI_INLINE void nbi_ix_offer(nbiIxQuery *x, int32_t p, double d2)
 {
@@ -1099,13 +1133,7 @@ NBI_INLINE void nbi_ix_leaf(nbiIxQuery *x, int dim, int32_t p0, int32_t p1)
     const __m128d qx = _mm_set1_pd(x->q[0]), qy = _mm_set1_pd(x->q[1]);
     const __m128d qz = _mm_set1_pd(x->q[2]);
     for (; p + 2 <= p1; p += 2) {
-        const __m128d dx = _mm_sub_pd(qx, _mm_loadu_pd(px + p));
-        const __m128d dy = _mm_sub_pd(qy, _mm_loadu_pd(py + p));
-        __m128d d2 = _mm_add_pd(_mm_mul_pd(dx, dx), _mm_mul_pd(dy, dy));
-        if (dim == 3) {
-            const __m128d dz = _mm_sub_pd(qz, _mm_loadu_pd(pz + p));
-            d2 = _mm_add_pd(d2, _mm_mul_pd(dz, dz));
-        }
+        const __m128d d2 = nbi_ix_d2x2(px, py, pz, qx, qy, qz, dim, p);
         if (_mm_movemask_pd(_mm_cmple_pd(d2, _mm_set1_pd(x->bound))) == 0) continue;
         double d[2];
         _mm_storeu_pd(d, d2);
@@ -1169,13 +1197,7 @@ NBI_TARGET_AVX2 NBI_INLINE void nbi_ix_leaf_avx2(nbiIxQuery *x, int dim, int32_t
     const __m256d qz = _mm256_set1_pd(x->q[2]);
     int32_t p = p0;
     for (; p + 4 <= p1; p += 4) {
-        const __m256d dx = _mm256_sub_pd(qx, _mm256_loadu_pd(px + p));
-        const __m256d dy = _mm256_sub_pd(qy, _mm256_loadu_pd(py + p));
-        __m256d d2 = _mm256_add_pd(_mm256_mul_pd(dx, dx), _mm256_mul_pd(dy, dy));
-        if (dim == 3) {
-            const __m256d dz = _mm256_sub_pd(qz, _mm256_loadu_pd(pz + p));
-            d2 = _mm256_add_pd(d2, _mm256_mul_pd(dz, dz));
-        }
+        const __m256d d2 = nbi_ix_d2x4(px, py, pz, qx, qy, qz, dim, p);
         int in = _mm256_movemask_pd(_mm256_cmp_pd(d2, _mm256_set1_pd(x->bound), _CMP_LE_OQ));
         if (in == 0) continue;
         double d[4];
@@ -1369,13 +1391,7 @@ NBI_INLINE bool nbi_ix_ball_leaf(nbiIxBall *x, int dim, int32_t p0, int32_t p1)
     const __m128d qx = _mm_set1_pd(x->q[0]), qy = _mm_set1_pd(x->q[1]);
     const __m128d qz = _mm_set1_pd(x->q[2]), r2 = _mm_set1_pd(x->r2);
     for (; p + 2 <= p1; p += 2) {
-        const __m128d dx = _mm_sub_pd(qx, _mm_loadu_pd(px + p));
-        const __m128d dy = _mm_sub_pd(qy, _mm_loadu_pd(py + p));
-        __m128d d2 = _mm_add_pd(_mm_mul_pd(dx, dx), _mm_mul_pd(dy, dy));
-        if (dim == 3) {
-            const __m128d dz = _mm_sub_pd(qz, _mm_loadu_pd(pz + p));
-            d2 = _mm_add_pd(d2, _mm_mul_pd(dz, dz));
-        }
+        const __m128d d2 = nbi_ix_d2x2(px, py, pz, qx, qy, qz, dim, p);
         const int in = _mm_movemask_pd(_mm_cmple_pd(d2, r2));
         if (in != 0) nbi_ix_ball_lanes(x, p, (unsigned)in);
     }
@@ -1403,13 +1419,7 @@ NBI_TARGET_AVX2 NBI_INLINE bool nbi_ix_ball_leaf_avx2(nbiIxBall *x, int dim, int
     const __m256d qz = _mm256_set1_pd(x->q[2]), r2 = _mm256_set1_pd(x->r2);
     int32_t p = p0;
     for (; p + 4 <= p1; p += 4) {
-        const __m256d dx = _mm256_sub_pd(qx, _mm256_loadu_pd(px + p));
-        const __m256d dy = _mm256_sub_pd(qy, _mm256_loadu_pd(py + p));
-        __m256d d2 = _mm256_add_pd(_mm256_mul_pd(dx, dx), _mm256_mul_pd(dy, dy));
-        if (dim == 3) {
-            const __m256d dz = _mm256_sub_pd(qz, _mm256_loadu_pd(pz + p));
-            d2 = _mm256_add_pd(d2, _mm256_mul_pd(dz, dz));
-        }
+        const __m256d d2 = nbi_ix_d2x4(px, py, pz, qx, qy, qz, dim, p);
         const int in = _mm256_movemask_pd(_mm256_cmp_pd(d2, r2, _CMP_LE_OQ));
         if (in != 0) nbi_ix_ball_lanes(x, p, (unsigned)in);
     }

@@ -300,6 +300,17 @@ static nboSet make_hashed(int shape, int32_t n, double *r)
     return s;
 }
 
+// Far query t of `rounds`: beyond each face in turn and in a random direction every fourth, from
+// 10, then 1e3, then 1e6 box widths away (a third of the rounds each); on a lattice rounded to
+// integers (integer d2).
+static void far_round(const nboSet *s, int t, int rounds, bool lattice, double *q)
+{
+    const int axis = t % 4 == 3 ? -1 : t % 4 < s->dim ? t % 4 : -1;
+    far_query(s, axis, 3 * t < rounds ? 10.0 : 3 * t < 2 * rounds ? 1e3 : 1e6, q);
+    if (lattice)
+        for (int a = 0; a < s->dim; a++) q[a] = round(q[a]);
+}
+
 // Far balls (from 10 to 1e6 box widths away, in random directions and beyond each face,
 // reaching the nearest point and a few cells of edge r past it) and wide balls from the points
 // on the grid of s, against brute force (check). On a lattice (integer coordinates) the queries
@@ -308,10 +319,7 @@ static int far_and_wide(const nbGrid *g, const nboSet *s, bool lattice, double r
 {
     for (int t = 0; t < 40; t++) {
         double q[3] = {0, 0, 0};
-        const int axis = t % 4 == 3 ? -1 : t % 4 < s->dim ? t % 4 : -1;
-        far_query(s, axis, t < 15 ? 10.0 : t < 30 ? 1e3 : 1e6, q);
-        if (lattice)
-            for (int a = 0; a < s->dim; a++) q[a] = round(q[a]); // integer d2
+        far_round(s, t, 40, lattice, q);
         const double d = nearest(s, q);
         const double in = lattice ? 3.0 : 3.0 * r * nbt_unit();
         if (check(g, s, q, lattice ? round(d) : d)) return 1;
@@ -501,10 +509,7 @@ static int tree_balls(const nbGrid *g, const nboSet *s, bool lattice, double cel
 {
     for (int t = 0; t < 24; t++) {
         double q[3] = {0, 0, 0};
-        const int axis = t % 4 == 3 ? -1 : t % 4 < s->dim ? t % 4 : -1;
-        far_query(s, axis, t < 8 ? 10.0 : t < 16 ? 1e3 : 1e6, q);
-        if (lattice)
-            for (int a = 0; a < s->dim; a++) q[a] = round(q[a]);
+        far_round(s, t, 24, lattice, q);
         double r = sqrt(kth_d2(s, q, 1 + nbt_int(40)));
         if (lattice)
             r = round(r) + (double)nbt_int(3);
@@ -529,7 +534,7 @@ static int test_tree_balls_match_the_cells(void)
     for (int filtered = 0; filtered <= 1; filtered++) {
         for (int dim = 2; dim <= 3; dim++)
             for (int shape = 0; shape < SHAPES; shape++) { // dense
-                nboSet s = make(shape, 2000, dim);
+                nboSet s = make(shape, 1500, dim);
                 if (filtered) add_filters(&s);
                 const double cell = dim == 2 ? 1.0 : 2.0;
                 nbGrid *g = nbt_grid_build(&s, cell);
@@ -539,7 +544,7 @@ static int test_tree_balls_match_the_cells(void)
                 nbo_set_free(&s);
             }
         for (int shape = 0; shape < RANKED_SHAPES; shape++) {
-            nboSet s = make_ranked(shape, 2000, shape == 2 ? 300.0 : 400.0);
+            nboSet s = make_ranked(shape, 1500, shape == 2 ? 300.0 : 400.0);
             if (filtered) add_filters(&s);
             nbGrid *g = nbt_grid_build(&s, 1.0);
             NB_CHECK(g != NULL);
@@ -552,7 +557,7 @@ static int test_tree_balls_match_the_cells(void)
         }
         for (int shape = 0; shape < HASHED_SHAPES; shape++) {
             double r = 0.0;
-            nboSet s = make_hashed(shape, 2000, &r);
+            nboSet s = make_hashed(shape, 1500, &r);
             if (filtered) add_filters(&s);
             nbGrid *g = nbt_grid_build(&s, r);
             NB_CHECK(g != NULL);
