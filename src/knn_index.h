@@ -285,13 +285,13 @@ int32_t nbi_knn_index_ball(const nbiKnnIndex *ix, const double *center, double r
 // NBI_BALL_CAP_POINTS points at the box's mean density (knn_index.c, nbi_ix_cap_points) keeps
 // the cells too: a slab of full cells, which their rows answer in order at a few instructions
 // a hit, where the tree's would be sorted (25k uniform 3D points, balls from beyond a face, 1163
-// hits each: 48k instructions a ball on the cells, 169k through the tree, 104k of them
-// sorting; far balls in random directions, 42 hits on average: 14.3k on the cells, 8.9k with
-// this rule, 9.4k all through the tree, 10.3k at a bound of 64). On the ranked and hashed
-// layouts (clustered data) the mean density says little of a cap, and every far ball takes the
-// tree, which stops early where a cap holds many (query.c, NBI_BALL_SORTED). The saving is a
-// floor of what was measured (25k points, far balls: blobs2d 4.1k instructions a ball on the
-// cells, 1.4k through the tree; uniform3d 14.3k, 8.9k; powerlaw3d 13.5k, 2.7k).
+// hits each: 48k instructions a ball on the cells, 58k for the tree's walk alone; far balls in
+// random directions, 42 hits on average: 14.3k on the cells, 10.0k with this rule, with a
+// comparison sort 9.4k all through the tree and 10.3k at a bound of 64). On the ranked and
+// hashed layouts (clustered data) the mean density says little of a cap, and every far ball
+// takes the tree, which stops early where a cap holds many (query.c, NBI_BALL_SORTED). The
+// saving is a floor of what was measured (25k points, far balls: blobs2d 4.1k instructions a
+// ball on the cells, 1.6k through the tree; uniform3d 14.3k, 10.0k; powerlaw3d 13.5k, 2.9k).
 enum { NBI_BALL_FAR_SAVING = 2000, NBI_BALL_CAP_POINTS = 256 };
 double nbi_knn_ball_saving(nbiKnnLazy *z, const nbiView *v, const double *center, double radius);
 // A far ball through the index where it suits it (nbi_knn_ball_saving; any ball the index can
