@@ -610,17 +610,19 @@ static void nbi_sort_positions(int32_t *a, int32_t m)
     }
 }
 
-// Sorts a[0, m) ascending, every entry below 2^bits, through tmp (m entries): an LSD radix sort,
+// Sorts a[0, m) ascending, every entry below n, through tmp (m entries): an LSD radix sort,
 // where a comparison sort's branches would be mispredicted about
 // once an entry (25k uniform 3D points, far balls of 42 hits on average: 66 mispredicted
 // branches a ball in the quicksort, more than the tree's walk took; 0.9k instructions a ball).
 // Below 9 entries, insertion.
-static void nbi_radix_positions(int32_t *a, int32_t *tmp, int32_t m, int bits)
+static void nbi_radix_positions(int32_t *a, int32_t *tmp, int32_t m, int32_t n)
 {
     if (m <= 8) {
         nbi_sort_positions(a, m);
         return;
     }
+    int bits = 1;
+    while (bits < 31 && ((int32_t)1 << bits) < n) bits++;
     // Each pass costs about twice its digits and three times the entries: digits of 5 bits for
     // a few dozen entries (3 passes over 15 bits: 0.55k instructions for 40 against 1.3k in 2
     // passes of 8), of 8 for more.
@@ -665,9 +667,7 @@ static bool nbi_ball_indexed(const nbiView *v, const nbiKnnIndex *ix, const doub
     if (m > room) return false;
     if (m <= NBI_BALL_SORTED) {
         int32_t tmp[NBI_BALL_SORTED];
-        int bits = 1;
-        while (bits < 31 && ((int32_t)1 << bits) < v->n) bits++;
-        nbi_radix_positions(out, tmp, m, bits);
+        nbi_radix_positions(out, tmp, m, v->n);
     } else { // (tests forcing the index: any number of hits)
         nbi_sort_positions(out, m);
     }
