@@ -253,7 +253,8 @@ nbStatus nb_grid_query_radius(const nbGrid *grid, const double *center, double r
         return NB_ERR_NULL_ARG;
     nbiHitSink s;
     nbi_hit_sink_init(&s, NBI_SINK_BUFFER, out, capacity, NULL, NULL);
-    const nbStatus st = nbi_walk_radius(&grid->view, center, radius, filter, &s);
+    const nbStatus st = nbi_walk_radius_indexed(&grid->view, nbi_grid_knn_lazy(grid), &grid->alloc,
+                                                center, radius, filter, &s);
     if (st != NB_OK) return st;
     *found = s.found;
     return s.found > capacity ? NB_ERR_BUFFER_TOO_SMALL : NB_OK;
@@ -265,7 +266,8 @@ nbStatus nb_grid_visit_radius(const nbGrid *grid, const double *center, double r
     if (grid == NULL || center == NULL || visit == NULL) return NB_ERR_NULL_ARG;
     nbiHitSink s;
     nbi_hit_sink_init(&s, NBI_SINK_VISIT, NULL, 0, visit, user);
-    return nbi_walk_radius(&grid->view, center, radius, filter, &s);
+    return nbi_walk_radius_indexed(&grid->view, nbi_grid_knn_lazy(grid), &grid->alloc, center,
+                                   radius, filter, &s);
 }
 
 nbStatus nb_grid_query_box(const nbGrid *grid, const nbBox *box, nbFilter filter, int32_t *out,

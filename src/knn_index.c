@@ -189,21 +189,23 @@ static int nbi_ix_axis_bits(int32_t n, int dim)
 static bool nbi_ix_grow(nbiKnnIndex *ix, int32_t n, int dim, bool filtered, int32_t nodes,
                         const nbAllocator *alloc)
 {
-    nbiBuf *cur[8] = {&ix->pts, &ix->idx,   &ix->bits, &ix->node,
-                      &ix->box, &ix->nbits, &ix->code, &ix->hist};
-    const size_t need[8] = {(size_t)n * (size_t)dim,
+    nbiBuf *cur[9] = {&ix->pts,   &ix->idx,  &ix->bits, &ix->node, &ix->box,
+                      &ix->nbits, &ix->code, &ix->hist, &ix->pos};
+    const size_t need[9] = {(size_t)n * (size_t)dim,
                             (size_t)n,
                             filtered ? 2 * (size_t)n : 0,
                             (size_t)nodes,
                             (size_t)nodes * 4 * (size_t)dim,
                             filtered ? 4 * (size_t)nodes : 0,
                             3 * (size_t)n,
-                            (size_t)NBI_RADIX_MAX_PASSES << NBI_RADIX_BITS};
-    const size_t elem[8] = {sizeof(double), sizeof(int32_t),  sizeof(uint32_t), sizeof(nbiKnnNode),
-                            sizeof(double), sizeof(uint32_t), sizeof(uint64_t), sizeof(int32_t)};
-    nbiBuf next[8];
-    if (!nbi_bufs_prepare(alloc, cur, next, need, elem, 8)) return false;
-    nbi_bufs_commit(alloc, cur, next, elem, 8, true);
+                            (size_t)NBI_RADIX_MAX_PASSES << NBI_RADIX_BITS,
+                            (size_t)n};
+    const size_t elem[9] = {sizeof(double),     sizeof(int32_t), sizeof(uint32_t),
+                            sizeof(nbiKnnNode), sizeof(double),  sizeof(uint32_t),
+                            sizeof(uint64_t),   sizeof(int32_t), sizeof(int32_t)};
+    nbiBuf next[9];
+    if (!nbi_bufs_prepare(alloc, cur, next, need, elem, 9)) return false;
+    nbi_bufs_commit(alloc, cur, next, elem, 9, true);
     return true;
 }
 
@@ -405,9 +407,13 @@ static void nbi_ix_permute(nbiKnnIndex *ix, const uint64_t *perm, int32_t r0, in
         for (int32_t i = 0; i < m; i++) memcpy(&tmp[i], &x[perm[i]], sizeof(double));
         for (int32_t i = 0; i < m; i++) memcpy(&x[r0 + i], &tmp[i], sizeof(double));
     }
-    int32_t *idx = (int32_t *)ix->idx.ptr;
-    for (int32_t i = 0; i < m; i++) tmp[i] = (uint64_t)(uint32_t)idx[perm[i]];
-    for (int32_t i = 0; i < m; i++) idx[r0 + i] = (int32_t)(uint32_t)tmp[i];
+    int32_t *idx = (int32_t *)ix->idx.ptr, *pos = (int32_t *)ix->pos.ptr;
+    for (int32_t i = 0; i < m; i++)
+        tmp[i] = (uint64_t)(uint32_t)idx[perm[i]] << 32 | (uint32_t)pos[perm[i]];
+    for (int32_t i = 0; i < m; i++) {
+        idx[r0 + i] = (int32_t)(uint32_t)(tmp[i] >> 32);
+        pos[r0 + i] = (int32_t)(uint32_t)tmp[i];
+    }
     if (ix->filtered) {
         uint32_t *bits = (uint32_t *)ix->bits.ptr; // category, mask
         for (int32_t i = 0; i < m; i++)
@@ -643,7 +649,7 @@ static int nbi_ix_build(nbiKnnIndex *ix, const nbiView *v, int32_t positions,
     }
 
     double *pts = (double *)ix->pts.ptr;
-    int32_t *idx = (int32_t *)ix->idx.ptr;
+    int32_t *idx = (int32_t *)ix->idx.ptr, *pos = (int32_t *)ix->pos.ptr;
     uint32_t *bits = (uint32_t *)ix->bits.ptr;
     const uint64_t pmask = ((uint64_t)1 << pos_bits) - 1;
     for (int32_t i = 0; i < n; i++) {
@@ -651,6 +657,7 @@ static int nbi_ix_build(nbiKnnIndex *ix, const nbiView *v, int32_t positions,
         for (int a = 0; a < dim; a++)
             pts[(size_t)a * (size_t)n + (size_t)i] = v->pts[(size_t)p * (size_t)dim + (size_t)a];
         idx[i] = v->idx[p];
+        pos[i] = p;
         if (filtered) {
             bits[2 * (size_t)i] = v->cat[p];
             bits[2 * (size_t)i + 1] = v->mask[p];
@@ -720,21 +727,31 @@ bool nbi_knn_index_wanted(const nbiView *v)
     return nbi_ix_crowding(v) * (double)v->ncells > 2.0 * (double)v->n; // twice the mean
 }
 
-bool nbi_knn_crowded(nbiKnnLazy *z, const nbiView *v)
+// The view's occupancy, worked out once a build (z->crowded): NBI_IX_KNOWN, with NBI_IX_CROWDED
+// (nbi_knn_crowded) and NBI_IX_UNEVEN (nbi_knn_index_wanted's rule for 2D cells) when they hold.
+enum { NBI_IX_KNOWN = 1, NBI_IX_CROWDED = 2, NBI_IX_UNEVEN = 4 };
+static int nbi_ix_occupancy(nbiKnnLazy *z, const nbiView *v)
 {
 #if NBI_KNN_INDEX
-    if (nbi_knn_index_use != 0) return nbi_knn_index_use > 0;
     int c = atomic_load_explicit(&z->crowded, memory_order_relaxed);
     if (c == 0) {
-        c = nbi_ix_crowding(v) > (double)NBI_KNN_CROWDED ? 2 : 1;
+        const double crowding = nbi_ix_crowding(v);
+        c = NBI_IX_KNOWN | (crowding > (double)NBI_KNN_CROWDED ? NBI_IX_CROWDED : 0) |
+            (crowding * (double)v->ncells > 2.0 * (double)v->n ? NBI_IX_UNEVEN : 0);
         atomic_store_explicit(&z->crowded, c, memory_order_relaxed);
     }
-    return c == 2;
+    return c;
 #else
     (void)z;
     (void)v;
-    return false;
+    return NBI_IX_KNOWN;
 #endif
+}
+
+bool nbi_knn_crowded(nbiKnnLazy *z, const nbiView *v)
+{
+    if (nbi_knn_index_use != 0) return nbi_knn_index_use > 0;
+    return (nbi_ix_occupancy(z, v) & NBI_IX_CROWDED) != 0;
 }
 
 #if NBI_KNN_INDEX
@@ -827,6 +844,51 @@ double nbi_knn_far_saving(const nbiView *v, const double *q, int32_t k)
                                                            // one that finds nothing nearer)
     const double descent = NBI_KNN_DESCENT_COST + (double)NBI_KNN_DESCENT_K * (double)k;
     return walk > descent ? walk - descent : 0.0;
+}
+
+// The points a far ball's cap holds at the mean density of the box [lo, hi] (the index's exact
+// box once it is ready, else the occupied cells'): from the far centre the ball's surface across
+// the box is about a plane at the depth h = r - (the centre's distance to the box) past the box's
+// nearest face, edge or corner. The cap's reach along axis a is h / u_a (u: the unit direction
+// from the box to the centre), clipped to the box's extent; the cap is the corner's simplex over
+// the reaches not clipped (the product of the reaches over their count's factorial: a face's
+// slab, an edge's prism and a corner's simplex alike).
+static double nbi_ix_cap_points(const nbiView *v, const double *lo, const double *hi,
+                                const double *q, double r)
+{
+    double o[3] = {0, 0, 0}, g2 = 0.0, ext[3] = {1, 1, 1};
+    for (int a = 0; a < v->dim; a++) {
+        o[a] = q[a] < lo[a] ? lo[a] - q[a] : q[a] > hi[a] ? q[a] - hi[a] : 0.0;
+        g2 += o[a] * o[a];
+        ext[a] = hi[a] - lo[a] > v->cm.cell ? hi[a] - lo[a] : v->cm.cell;
+    }
+    const double g = sqrt(g2), h = r - g;
+    if (!(h > 0.0)) return 0.0;
+    double vol = 1.0, box = 1.0;
+    int free_axes = 0;
+    for (int a = 0; a < v->dim; a++) {
+        const double reach = o[a] * ext[a] > h * g ? h * g / o[a] : ext[a];
+        free_axes += reach < ext[a];
+        vol *= reach;
+        box *= ext[a];
+    }
+    vol /= free_axes == 3 ? 6.0 : free_axes == 2 ? 2.0 : 1.0;
+    return vol / box * (double)v->n;
+}
+
+double nbi_knn_ball_saving(nbiKnnLazy *z, const nbiView *v, const double *center, double radius)
+{
+    if (v->table == NULL && v->dim == 2 && !(nbi_ix_occupancy(z, v) & NBI_IX_UNEVEN)) return 0.0;
+    if (v->n == 0 || !nbi_ix_far(v, center)) return 0.0;
+    if (v->table != NULL || v->occ != NULL) return NBI_BALL_FAR_SAVING; // (clustered)
+    double lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
+    const nbiKnnIndex *ix = nbi_knn_index_ready(z);
+    for (int a = 0; a < v->dim; a++) {
+        lo[a] = ix != NULL ? ix->root[a] : (double)v->lo[a] * v->cm.cell;
+        hi[a] = ix != NULL ? ix->root[3 + a] : (double)(v->hi[a] + 1) * v->cm.cell;
+    }
+    if (nbi_ix_cap_points(v, lo, hi, center, radius) > NBI_BALL_CAP_POINTS) return 0.0;
+    return NBI_BALL_FAR_SAVING;
 }
 
 #if NBI_KNN_INDEX
@@ -951,6 +1013,7 @@ void nbi_knn_index_free(nbiKnnLazy *z, const nbAllocator *a)
     nbi_free(a, ix->nbits.ptr, ix->nbits.cap, sizeof(uint32_t));
     nbi_free(a, ix->code.ptr, ix->code.cap, sizeof(uint64_t));
     nbi_free(a, ix->hist.ptr, ix->hist.cap, sizeof(int32_t));
+    nbi_free(a, ix->pos.ptr, ix->pos.cap, sizeof(int32_t));
     memset(ix, 0, sizeof *ix);
     nbi_knn_index_stale(z);
 }
@@ -961,7 +1024,8 @@ size_t nbi_knn_index_bytes(const nbiKnnLazy *z)
     return ix->pts.cap * sizeof(double) + ix->idx.cap * sizeof(int32_t) +
            ix->bits.cap * sizeof(uint32_t) + ix->node.cap * sizeof(nbiKnnNode) +
            ix->box.cap * sizeof(double) + ix->nbits.cap * sizeof(uint32_t) +
-           ix->code.cap * sizeof(uint64_t) + ix->hist.cap * sizeof(int32_t);
+           ix->code.cap * sizeof(uint64_t) + ix->hist.cap * sizeof(int32_t) +
+           ix->pos.cap * sizeof(int32_t);
 }
 
 // ---- query ----
@@ -1010,6 +1074,40 @@ NBI_INLINE void nbi_ix_gaps(const nbiIxQuery *x, const double *cb, int dim, doub
 #endif
 }
 
+#if defined(__SSE2__)
+// The d2 of positions p and p + 1 from (qx, qy, qz) in two lanes, as nbi_dist2 computes it (q - p
+// per axis, squared, summed in axis order); px, py, pz: the index's coordinates by axis.
+NBI_INLINE __m128d nbi_ix_d2x2(const double *px, const double *py, const double *pz, __m128d qx,
+                               __m128d qy, __m128d qz, int dim, int32_t p)
+{
+    const __m128d dx = _mm_sub_pd(qx, _mm_loadu_pd(px + p));
+    const __m128d dy = _mm_sub_pd(qy, _mm_loadu_pd(py + p));
+    __m128d d2 = _mm_add_pd(_mm_mul_pd(dx, dx), _mm_mul_pd(dy, dy));
+    if (dim == 3) {
+        const __m128d dz = _mm_sub_pd(qz, _mm_loadu_pd(pz + p));
+        d2 = _mm_add_pd(d2, _mm_mul_pd(dz, dz));
+    }
+    return d2;
+}
+#endif
+
+#if NBI_AVX2
+// nbi_ix_d2x2 for positions p .. p + 3 in four lanes.
+NBI_TARGET_AVX2 NBI_INLINE __m256d nbi_ix_d2x4(const double *px, const double *py, const double *pz,
+                                               __m256d qx, __m256d qy, __m256d qz, int dim,
+                                               int32_t p)
+{
+    const __m256d dx = _mm256_sub_pd(qx, _mm256_loadu_pd(px + p));
+    const __m256d dy = _mm256_sub_pd(qy, _mm256_loadu_pd(py + p));
+    __m256d d2 = _mm256_add_pd(_mm256_mul_pd(dx, dx), _mm256_mul_pd(dy, dy));
+    if (dim == 3) {
+        const __m256d dz = _mm256_sub_pd(qz, _mm256_loadu_pd(pz + p));
+        d2 = _mm256_add_pd(d2, _mm256_mul_pd(dz, dz));
+    }
+    return d2;
+}
+#endif
+
 // Offers position p at squared distance d2.
 NBI_INLINE void nbi_ix_offer(nbiIxQuery *x, int32_t p, double d2)
 {
@@ -1035,13 +1133,7 @@ NBI_INLINE void nbi_ix_leaf(nbiIxQuery *x, int dim, int32_t p0, int32_t p1)
     const __m128d qx = _mm_set1_pd(x->q[0]), qy = _mm_set1_pd(x->q[1]);
     const __m128d qz = _mm_set1_pd(x->q[2]);
     for (; p + 2 <= p1; p += 2) {
-        const __m128d dx = _mm_sub_pd(qx, _mm_loadu_pd(px + p));
-        const __m128d dy = _mm_sub_pd(qy, _mm_loadu_pd(py + p));
-        __m128d d2 = _mm_add_pd(_mm_mul_pd(dx, dx), _mm_mul_pd(dy, dy));
-        if (dim == 3) {
-            const __m128d dz = _mm_sub_pd(qz, _mm_loadu_pd(pz + p));
-            d2 = _mm_add_pd(d2, _mm_mul_pd(dz, dz));
-        }
+        const __m128d d2 = nbi_ix_d2x2(px, py, pz, qx, qy, qz, dim, p);
         if (_mm_movemask_pd(_mm_cmple_pd(d2, _mm_set1_pd(x->bound))) == 0) continue;
         double d[2];
         _mm_storeu_pd(d, d2);
@@ -1105,13 +1197,7 @@ NBI_TARGET_AVX2 NBI_INLINE void nbi_ix_leaf_avx2(nbiIxQuery *x, int dim, int32_t
     const __m256d qz = _mm256_set1_pd(x->q[2]);
     int32_t p = p0;
     for (; p + 4 <= p1; p += 4) {
-        const __m256d dx = _mm256_sub_pd(qx, _mm256_loadu_pd(px + p));
-        const __m256d dy = _mm256_sub_pd(qy, _mm256_loadu_pd(py + p));
-        __m256d d2 = _mm256_add_pd(_mm256_mul_pd(dx, dx), _mm256_mul_pd(dy, dy));
-        if (dim == 3) {
-            const __m256d dz = _mm256_sub_pd(qz, _mm256_loadu_pd(pz + p));
-            d2 = _mm256_add_pd(d2, _mm256_mul_pd(dz, dz));
-        }
+        const __m256d d2 = nbi_ix_d2x4(px, py, pz, qx, qy, qz, dim, p);
         int in = _mm256_movemask_pd(_mm256_cmp_pd(d2, _mm256_set1_pd(x->bound), _CMP_LE_OQ));
         if (in == 0) continue;
         double d[4];
@@ -1190,4 +1276,237 @@ int32_t nbi_knn_index_query(const nbiKnnIndex *ix, const double *point, nbFilter
         nbi_ix_walk(ix, f, &x, &x.bound, nbi_ix_gaps3, nbi_ix_leaf3);
     nbi_best_sort(&x.heap);
     return x.heap.size;
+}
+
+// ---- radius ----
+// A ball walks the tree from the root: a child whose box's squared gap to the centre (nbi_ix_gaps'
+// lower bound: never above the d2 of any point in it) exceeds r2 is skipped unread; a child whose
+// box's farthest corner is within r2 is reported whole, without a test a point; the rest are
+// descended, and leaves the ball cuts are scanned point by point. The corner is exact: per axis,
+// the corner's difference max(q - lo, hi - q) is computed with the same rounded subtraction a
+// point's is, and every true |q - p| of a point in the box lies between |q - lo| and |q - hi|, so,
+// rounding being monotone, the point's rounded |difference| is at most the corner's; squared and
+// summed in nbi_dist2's order, the point's d2 is then at most the corner's (ties at r2 included).
+
+typedef struct nbiIxBall {
+    const nbiKnnIndex *ix;
+    double q[3], r2;
+    nbFilter f;
+    int32_t *out; // NULL: count only
+    int32_t cap, found;
+} nbiIxBall;
+
+// The squared gaps (g) and farthest corners' d2 (far) from the centre to a node's two children's
+// boxes (the node's slot of `box`), left then right.
+NBI_INLINE void nbi_ix_ball_gaps(const nbiIxBall *x, const double *cb, int dim, double g[2],
+                                 double far[2])
+{
+#if defined(__SSE2__)
+    const __m128d zero = _mm_setzero_pd();
+    __m128d g2 = zero, f2 = zero;
+    for (int a = 0; a < dim; a++) {
+        const __m128d q = _mm_set1_pd(x->q[a]);
+        const __m128d lo = _mm_loadu_pd(cb + 4 * a), hi = _mm_loadu_pd(cb + 4 * a + 2);
+        const __m128d gap = _mm_max_pd(_mm_max_pd(_mm_sub_pd(lo, q), _mm_sub_pd(q, hi)), zero);
+        const __m128d fd = _mm_max_pd(_mm_sub_pd(q, lo), _mm_sub_pd(hi, q));
+        g2 = a == 0 ? _mm_mul_pd(gap, gap) : _mm_add_pd(g2, _mm_mul_pd(gap, gap));
+        f2 = a == 0 ? _mm_mul_pd(fd, fd) : _mm_add_pd(f2, _mm_mul_pd(fd, fd));
+    }
+    _mm_storeu_pd(g, g2);
+    _mm_storeu_pd(far, f2);
+#else
+    for (int side = 0; side < 2; side++) {
+        double s = 0.0, t = 0.0;
+        for (int a = 0; a < dim; a++) {
+            const double lo = cb[4 * a + side], hi = cb[4 * a + 2 + side];
+            const double below = lo - x->q[a], above = x->q[a] - hi;
+            double gap = below > above ? below : above;
+            gap = gap > 0.0 ? gap : 0.0;
+            const double nl = x->q[a] - lo, nh = hi - x->q[a];
+            const double fd = nl > nh ? nl : nh;
+            s = a == 0 ? gap * gap : s + gap * gap;
+            t = a == 0 ? fd * fd : t + fd * fd;
+        }
+        g[side] = s;
+        far[side] = t;
+    }
+#endif
+}
+
+// Whether position p passes the filter (always, on an index without filter bits).
+NBI_INLINE bool nbi_ix_passes(const nbiIxBall *x, int32_t p)
+{
+    if (!x->ix->filtered) return true;
+    const uint32_t *bits = (const uint32_t *)x->ix->bits.ptr + 2 * (size_t)p;
+    return nbi_filter_match(x->f.category, x->f.mask, bits[0], bits[1]);
+}
+
+// Reports positions [p0, p1), every one within the ball: their view positions stored while there
+// is room. False once the hits overflow the room (the walk stops).
+static bool nbi_ix_ball_all(nbiIxBall *x, int32_t p0, int32_t p1)
+{
+    const int32_t *pos = (const int32_t *)x->ix->pos.ptr;
+    if (x->ix->filtered) {
+        for (int32_t p = p0; p < p1; p++) {
+            if (!nbi_ix_passes(x, p)) continue;
+            if (x->out != NULL && x->found < x->cap) x->out[x->found] = pos[p];
+            x->found++;
+        }
+    } else {
+        const int32_t m = p1 - p0;
+        if (x->out != NULL && m <= x->cap - x->found)
+            memcpy(x->out + x->found, pos + p0, (size_t)m * sizeof *pos);
+        x->found += m;
+    }
+    return x->out == NULL || x->found <= x->cap;
+}
+
+// Stores position p as hit number x->found while there is room, and counts it.
+NBI_INLINE void nbi_ix_ball_put(nbiIxBall *x, int32_t p)
+{
+    if (x->out != NULL && x->found < x->cap)
+        x->out[x->found] = ((const int32_t *)x->ix->pos.ptr)[p];
+    x->found++;
+}
+
+// The hits among positions p, p + 1, ... whose bits are set in `in` (a lane mask of the distance
+// test), the filter tested here.
+NBI_INLINE void nbi_ix_ball_lanes(nbiIxBall *x, int32_t p, unsigned in)
+{
+    for (; in != 0; in &= in - 1) {
+        const int32_t q = p + __builtin_ctz(in);
+        if (nbi_ix_passes(x, q)) nbi_ix_ball_put(x, q);
+    }
+}
+
+// Scans positions [p0, p1): d2 as nbi_dist2 computes it (q - p per axis, squared, summed in axis
+// order), two at a time with SSE2 (the same operations in each lane). Hits are few in a cap (a
+// branch on a pair's mask is mostly not taken). False once the hits overflow the room.
+NBI_INLINE bool nbi_ix_ball_leaf(nbiIxBall *x, int dim, int32_t p0, int32_t p1)
+{
+    const nbiKnnIndex *ix = x->ix;
+    const double *px = (const double *)ix->pts.ptr, *py = px + ix->n, *pz = py + ix->n;
+    int32_t p = p0;
+#if defined(__SSE2__)
+    const __m128d qx = _mm_set1_pd(x->q[0]), qy = _mm_set1_pd(x->q[1]);
+    const __m128d qz = _mm_set1_pd(x->q[2]), r2 = _mm_set1_pd(x->r2);
+    for (; p + 2 <= p1; p += 2) {
+        const __m128d d2 = nbi_ix_d2x2(px, py, pz, qx, qy, qz, dim, p);
+        const int in = _mm_movemask_pd(_mm_cmple_pd(d2, r2));
+        if (in != 0) nbi_ix_ball_lanes(x, p, (unsigned)in);
+    }
+#endif
+    for (; p < p1; p++) {
+        const double dx = x->q[0] - px[p], dy = x->q[1] - py[p];
+        double d2 = dx * dx + dy * dy;
+        if (dim == 3) {
+            const double dz = x->q[2] - pz[p];
+            d2 = d2 + dz * dz;
+        }
+        if (d2 <= x->r2 && nbi_ix_passes(x, p)) nbi_ix_ball_put(x, p);
+    }
+    return x->out == NULL || x->found <= x->cap;
+}
+
+#if NBI_AVX2
+// nbi_ix_ball_leaf four points at a time (the same d2 in each lane, in the same order), the rest
+// through nbi_ix_ball_leaf.
+NBI_TARGET_AVX2 NBI_INLINE bool nbi_ix_ball_leaf_avx2(nbiIxBall *x, int dim, int32_t p0, int32_t p1)
+{
+    const nbiKnnIndex *ix = x->ix;
+    const double *px = (const double *)ix->pts.ptr, *py = px + ix->n, *pz = py + ix->n;
+    const __m256d qx = _mm256_set1_pd(x->q[0]), qy = _mm256_set1_pd(x->q[1]);
+    const __m256d qz = _mm256_set1_pd(x->q[2]), r2 = _mm256_set1_pd(x->r2);
+    int32_t p = p0;
+    for (; p + 4 <= p1; p += 4) {
+        const __m256d d2 = nbi_ix_d2x4(px, py, pz, qx, qy, qz, dim, p);
+        const int in = _mm256_movemask_pd(_mm256_cmp_pd(d2, r2, _CMP_LE_OQ));
+        if (in != 0) nbi_ix_ball_lanes(x, p, (unsigned)in);
+    }
+    return nbi_ix_ball_leaf(x, dim, p, p1);
+}
+#endif
+
+typedef bool nbiIxBallLeafFn(nbiIxBall *x, int dim, int32_t p0, int32_t p1);
+
+// The walk below the root (an inner node), depth first; `leaf` scans a leaf the ball cuts
+// (inlined as a constant, so each walk compiles to its own loop).
+NBI_INLINE void nbi_ix_ball_walk(nbiIxBall *x, int dim, nbiIxBallLeafFn *leaf)
+{
+    const nbiKnnIndex *ix = x->ix;
+    const nbiKnnNode *node = (const nbiKnnNode *)ix->node.ptr;
+    const double *box = (const double *)ix->box.ptr;
+    const size_t bw = 4 * (size_t)dim;
+    int32_t st[NBI_IX_DEPTH + 2]; // (at most one waiting node a level, and the one just pushed)
+    int sp = 0;
+    st[sp++] = 0;
+    while (sp > 0) {
+        const int32_t t = st[--sp];
+        const int32_t left = node[t].left;
+        double g[2], far[2];
+        nbi_ix_ball_gaps(x, box + (size_t)t * bw, dim, g, far);
+        for (int side = 0; side < 2; side++) {
+            if (g[side] > x->r2 || nbi_ix_bits_out(ix, x->f, t, side)) continue;
+            const nbiKnnNode c = node[left + side];
+            bool more;
+            if (far[side] <= x->r2)
+                more = nbi_ix_ball_all(x, c.first, c.end);
+            else if (c.left == 0)
+                more = leaf(x, dim, c.first, c.end);
+            else {
+                st[sp++] = left + side;
+                continue;
+            }
+            if (!more) return;
+        }
+    }
+}
+
+#if NBI_AVX2
+NBI_TARGET_AVX2 static void nbi_ix_ball_walk_avx2(nbiIxBall *x)
+{
+    if (x->ix->dim == 2)
+        nbi_ix_ball_walk(x, 2, nbi_ix_ball_leaf_avx2);
+    else
+        nbi_ix_ball_walk(x, 3, nbi_ix_ball_leaf_avx2);
+}
+#endif
+
+int32_t nbi_knn_index_ball(const nbiKnnIndex *ix, const double *center, double r2, nbFilter f,
+                           int32_t *out, int32_t cap)
+{
+    nbiIxBall x;
+    x.ix = ix;
+    x.q[0] = center[0];
+    x.q[1] = center[1];
+    x.q[2] = ix->dim == 3 ? center[2] : 0.0;
+    x.r2 = r2;
+    x.f = f;
+    x.out = out;
+    x.cap = cap;
+    x.found = 0;
+    if (ix->n == 0) return 0;
+    // The root: its box's gap and corner as a child's (its box twice, as a node's slot holds two).
+    double rb[12];
+    for (int a = 0; a < ix->dim; a++) {
+        rb[4 * a] = rb[4 * a + 1] = ix->root[a];
+        rb[4 * a + 2] = rb[4 * a + 3] = ix->root[3 + a];
+    }
+    double g[2], far[2];
+    nbi_ix_ball_gaps(&x, rb, ix->dim, g, far);
+    const nbiKnnNode root = ((const nbiKnnNode *)ix->node.ptr)[0];
+    if (g[0] > r2) return 0;
+    if (far[0] <= r2)
+        (void)nbi_ix_ball_all(&x, 0, ix->n);
+    else if (root.left == 0)
+        (void)nbi_ix_ball_leaf(&x, ix->dim, 0, ix->n);
+#if NBI_AVX2
+    else if (nbi_use_avx2())
+        nbi_ix_ball_walk_avx2(&x);
+#endif
+    else if (ix->dim == 2)
+        nbi_ix_ball_walk(&x, 2, nbi_ix_ball_leaf);
+    else
+        nbi_ix_ball_walk(&x, 3, nbi_ix_ball_leaf);
+    return x.found;
 }

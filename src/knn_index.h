@@ -29,7 +29,7 @@ typedef struct nbiKnnNode {
 } nbiKnnNode;
 
 // Invariants (of a ready index):
-// - n points, pts / idx / bits (cat and mask, when filtered) in index order: a permutation of
+// - n points, pts / idx / pos / bits (cat and mask, when filtered) in index order: a permutation of
 //   the view's positions sorted by their Z-order code, each code in code[0, n); within a run of
 //   one code, sorted by the second level's codes in code[n, 2n) (0 outside such runs: the
 //   paths of the run's k-d splits, knn_index.c). Where that tree would run deeper than
@@ -59,6 +59,8 @@ typedef struct nbiKnnIndex {
     nbiBuf nbits;      // uint32_t, nnodes * 4 (filtered)
     nbiBuf code;       // uint64_t, 3n: the codes of both levels, then scratch
     nbiBuf hist;       // int32_t: the radix sort's counts
+    nbiBuf pos;        // int32_t, n: the view position of each point (radius queries report
+                       // their hits in the view's order: nbi_knn_index_ball)
 } nbiKnnIndex;
 
 // The index and its state: stale (the points changed since it was built), being built by one
@@ -124,7 +126,7 @@ typedef struct nbiKnnLazy {
     atomic_int walked;   // queries in cell order the walk answered while counting (a racy
                          // tally: relaxed loads and stores; a count lost only delays it)
     atomic_llong last;   // the last query's cell (nbi_knn_index_get), relaxed as well
-    atomic_int crowded;  // nbi_knn_crowded's answer for this build: 0 not known yet, 1 no, 2 yes
+    atomic_int crowded;  // the cells' occupancy for this build (knn_index.c): 0 not known yet
     atomic_llong debt;   // far queries' expected savings while counting (racy as `walked`)
     atomic_int far_only; // the ready index serves far queries only (set before it is published)
 #endif
@@ -264,6 +266,68 @@ NBI_INLINE void nbi_ix_walk(const nbiKnnIndex *ix, nbFilter f, void *search, con
 int32_t nbi_knn_index_query(const nbiKnnIndex *ix, const double *point, nbFilter f,
                             double max_distance, nbNeighbor *out, int32_t k);
 
+// The points within a ball (d2 <= r2, d2 as nbi_dist2 computes it) that pass f (the filter
+// open or the index filtered): their view positions (`pos`), in the index's order, into out while
+// at most cap of them are found. Returns how many were found; with out, a number above cap means
+// they did not fit (the walk stopped there); without out (count only), the exact count.
+int32_t nbi_knn_index_ball(const nbiKnnIndex *ix, const double *center, double r2, nbFilter f,
+                           int32_t *out, int32_t cap);
+
+// The instructions the index is expected to save the cells' walk on a radius query (0: walk the
+// cells): NBI_BALL_FAR_SAVING for a ball whose centre lies more than NBI_KNN_FAR_GAP cells
+// outside the view's box on some axis (a far ball: its cap is a thin slab across a face or a
+// corner of the data, crossing many cells, empty or crowded, for a few hits), where the cells
+// are those kNN would rather leave for the index (nbi_knn_index_wanted's rule: the hashed layout,
+// 3D, or 2D cells whose occupancy varies; worked out once a build, as nbi_knn_crowded is). On
+// evenly filled 2D cells the rows clipped to the ball cost less than the tree's descent through
+// the slab (25k uniform 2D points, far balls: 2.7k instructions a ball against 3.4k). On the
+// dense layout (cells at least a quarter full) a cap expected to hold more than
+// NBI_BALL_CAP_POINTS points at the box's mean density (knn_index.c, nbi_ix_cap_points) keeps
+// the cells too: a slab of full cells, which their rows answer in order at a few instructions
+// a hit, where the tree's would be sorted (25k uniform 3D points, balls from beyond a face, 1163
+// hits each: 48k instructions a ball on the cells, 58k for the tree's walk alone; far balls in
+// random directions, 42 hits on average: 14.3k on the cells, 10.0k with this rule, with a
+// comparison sort 9.4k all through the tree and 10.3k at a bound of 64). On the ranked and
+// hashed layouts (clustered data) the mean density says little of a cap, and every far ball
+// takes the tree, which stops early where a cap holds many (query.c, NBI_BALL_SORTED). The
+// saving is a floor of what was measured (25k points, far balls: blobs2d 4.1k instructions a
+// ball on the cells, 1.5k through the tree; uniform3d 14.3k, 10.0k; powerlaw3d 13.5k, 2.8k).
+enum { NBI_BALL_FAR_SAVING = 2000, NBI_BALL_CAP_POINTS = 256 };
+double nbi_knn_ball_saving(nbiKnnLazy *z, const nbiView *v, const double *center, double radius);
+// A far ball through the index where it suits it (nbi_knn_ball_saving; any ball the index can
+// answer when tests say so), else nbi_walk_radius (query.c); the index of z built through alloc
+// once far balls' savings pay for it. Tests set nbi_ball_index_use to 1 (through the index
+// whenever it can answer) or -1 (never); 0 is the rule.
+nbStatus nbi_walk_radius_far(const nbiView *v, nbiKnnLazy *z, const nbAllocator *alloc,
+                             const double *center, double radius, nbFilter f, nbiHitSink *s);
+extern int nbi_ball_index_use;
+
+// Whether q lies more than NBI_KNN_FAR_GAP cells outside the view's box on some axis (a far
+// ball's centre, as knn_index.c finds it).
+NBI_INLINE bool nbi_ball_far(const nbiView *v, const double *q)
+{
+    const double c = v->cm.cell;
+    bool far = false;
+    for (int a = 0; a < v->dim; a++)
+        far |= q[a] < ((double)v->lo[a] - NBI_KNN_FAR_GAP) * c ||
+               q[a] > ((double)v->hi[a] + 1.0 + NBI_KNN_FAR_GAP) * c;
+    return far;
+}
+
+// nbi_walk_radius with the index of z (NULL: none): the same answers in the same order, a far
+// ball found through the index (nbi_walk_radius_far). Inline, so that a ball among the data pays
+// one test for it: a ball from a centre more than NBI_KNN_FAR_GAP cells outside the box reaches
+// no point unless its radius is wider than that.
+NBI_INLINE nbStatus nbi_walk_radius_indexed(const nbiView *v, nbiKnnLazy *z,
+                                            const nbAllocator *alloc, const double *center,
+                                            double radius, nbFilter f, nbiHitSink *s)
+{
+    if (nbi_ball_index_use > 0 || (radius > NBI_KNN_FAR_GAP * v->cm.cell &&
+                                   nbi_ball_index_use == 0 && nbi_ball_far(v, center)))
+        if (z != NULL && v->wrap == NULL && !s->positions && s->found == 0)
+            return nbi_walk_radius_far(v, z, alloc, center, radius, f, s);
+    return nbi_walk_radius(v, center, radius, f, s);
+}
 // nbi_walk_knn / nbi_visit_knn (query.c) with the index of z (NULL: none), built on first use
 // through alloc: the same answers, found through the index when it can be had.
 nbStatus nbi_walk_knn_indexed(const nbiView *v, nbiKnnLazy *z, const nbAllocator *alloc,

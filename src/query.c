@@ -438,6 +438,31 @@ static void nbi_ball_span_rows(const nbiView *v, const double *q, double r2, int
     }
 }
 
+// The box of cells [cl, ch] a radius query visits (its extent: center +- reach(r)), clipped to
+// the occupied cells: false when it is empty.
+NBI_INLINE bool nbi_ball_box(const nbiView *v, const double *center, double radius, int64_t cl[3],
+                             int64_t ch[3])
+{
+    const double reach = nbi_reach(radius);
+    double lo[3], hi[3];
+    for (int a = 0; a < v->dim; a++) {
+        lo[a] = center[a] - reach; // rounding is monotone: every p >= center - reach is >= lo
+        hi[a] = center[a] + reach;
+    }
+    return nbi_view_cell_box(v, lo, hi, cl, ch);
+}
+
+// Whether a radius query's box of cells [cl, ch] descends cells in Z order (the hashed layout,
+// more than NBI_BALL_ZORDER cells: nbi_ball_descend, whose hits come in the view's order); a
+// smaller one looks its cells up row by row.
+static bool nbi_ball_zorder(const nbiView *v, const int64_t cl[3], const int64_t ch[3])
+{
+    if (v->cell_code == NULL || v->end != NULL) return false;
+    double cells = 1.0;
+    for (int a = 0; a < v->dim; a++) cells *= (double)(ch[a] - cl[a] + 1);
+    return cells > NBI_BALL_ZORDER;
+}
+
 nbStatus nbi_walk_radius(const nbiView *v, const double *center, double radius, nbFilter f,
                          nbiHitSink *s)
 {
@@ -448,14 +473,8 @@ nbStatus nbi_walk_radius(const nbiView *v, const double *center, double radius, 
     if (v->wrap != NULL) return nbi_wrap_radius(v, center, radius, f, s);
     const bool per_point = v->cat != NULL;
     if (v->n == 0 || (!per_point && !nbi_filter_open(f))) return NB_OK;
-    const double reach = nbi_reach(radius);
-    double lo[3], hi[3];
-    for (int a = 0; a < v->dim; a++) {
-        lo[a] = center[a] - reach; // rounding is monotone: every p >= center - reach is >= lo
-        hi[a] = center[a] + reach;
-    }
     int64_t cl[3], ch[3];
-    if (!nbi_view_cell_box(v, lo, hi, cl, ch)) return NB_OK;
+    if (!nbi_ball_box(v, center, radius, cl, ch)) return NB_OK;
     // Row by row where the ball's box is wide along the rows (not on a hashed view: its box may
     // hold far more rows than it has cells, and it looks up only occupied cells anyway). A box
     // a few cells deep along x (a ball reaching in across the faces x = const) is cheaper
@@ -466,12 +485,7 @@ nbStatus nbi_walk_radius(const nbiView *v, const double *center, double radius, 
     const bool spans = v->occ != NULL && v->row_span != NULL && ch[1] - cl[1] >= 2 * NBI_SPAN_ROWS;
     const bool by_rows = v->table == NULL && (ch[0] - cl[0] >= NBI_BALL_ROWS || spans);
     const double r2 = radius * radius;
-    bool zorder = false; // cells in Z order (the hashed layout): a box of many descends them
-    if (v->cell_code != NULL && v->end == NULL) {
-        double cells = 1.0;
-        for (int a = 0; a < v->dim; a++) cells *= (double)(ch[a] - cl[a] + 1);
-        zorder = cells > NBI_BALL_ZORDER;
-    }
+    const bool zorder = nbi_ball_zorder(v, cl, ch);
     if (by_rows && !nbi_ball_planes(v, center, r2, cl, ch)) return NB_OK;
     int64_t rl[3], rh[3];
     if (s->mode != NBI_SINK_VISIT && (!per_point || v->mask != NULL)) {
@@ -542,6 +556,156 @@ nbStatus nbi_walk_radius(const nbiView *v, const double *center, double radius, 
     else if (!by_rows)
         nbi_view_box_runs(v, cl, ch, nbi_radius_run, &x);
     return NB_OK;
+}
+
+// ---- radius queries through the kNN index ----
+// A ball from far outside the data meets it in a thin cap across a face, yet its box of cells
+// holds every cell; the rows, spans and blocks above clip that box to the ball, but still cost
+// the cells the cap crosses, empty or crowded. The kNN index's tree (knn_index.h) goes to the
+// cap's leaves, skips every box beyond the ball and reports a box wholly within it without a test
+// a point (nbi_knn_index_ball). Its hits come in the index's order, so their view positions are
+// sorted and turned into indices: the same answers in the same order as the cells' walk. Used for
+// far balls only (nbi_knn_ball_saving), once the index is ready; until then each far ball adds
+// its expected saving to the index's debt, as far kNN queries do (knn_index.h).
+
+// Most hits a visit through the index sorts on the stack (more: the cells' walk).
+enum { NBI_BALL_VISIT = 256 };
+// Most hits a ball through the index sorts (more: the cells' walk answers instead), so that a
+// cap the rule misjudged (knn_index.h, NBI_BALL_CAP_POINTS: a slab of full cells, which the
+// cells' rows answer in order at a few instructions a hit) costs a short walk more: it stops as
+// soon as it finds more hits than this.
+enum { NBI_BALL_SORTED = 512 };
+
+// Sorts a[0, m) ascending: insertion below 16 entries, else quicksort on the median of three
+// (the smaller part first, the larger looped on: a stack of log2 m parts).
+static void nbi_sort_positions(int32_t *a, int32_t m)
+{
+    while (m > 16) {
+        const int32_t x = a[0], y = a[m / 2], z = a[m - 1];
+        const int32_t piv = x < y ? (y < z ? y : (x < z ? z : x)) : (x < z ? x : (y < z ? z : y));
+        int32_t i = 0, j = m - 1;
+        for (;;) { // Hoare: a[0, i) <= piv <= a(j, m)
+            while (a[i] < piv) i++;
+            while (a[j] > piv) j--;
+            if (i >= j) break;
+            const int32_t t = a[i];
+            a[i++] = a[j];
+            a[j--] = t;
+        }
+        const int32_t left = j + 1; // a[0, left) <= piv <= a[left, m)
+        if (left < m - left) {
+            nbi_sort_positions(a, left);
+            a += left;
+            m -= left;
+        } else {
+            nbi_sort_positions(a + left, m - left);
+            m = left;
+        }
+    }
+    for (int32_t i = 1; i < m; i++) {
+        const int32_t t = a[i];
+        int32_t j = i;
+        for (; j > 0 && a[j - 1] > t; j--) a[j] = a[j - 1];
+        a[j] = t;
+    }
+}
+
+// Sorts a[0, m) ascending, every entry below n, through tmp (m entries): an LSD radix sort,
+// where a comparison sort's branches would be mispredicted about
+// once an entry (25k uniform 3D points, far balls of 42 hits on average: 66 mispredicted
+// branches a ball in the quicksort, more than the tree's walk took; 0.9k instructions a ball).
+// Below 9 entries, insertion.
+static void nbi_radix_positions(int32_t *a, int32_t *tmp, int32_t m, int32_t n)
+{
+    if (m <= 8) {
+        nbi_sort_positions(a, m);
+        return;
+    }
+    int bits = 1;
+    while (bits < 31 && ((int32_t)1 << bits) < n) bits++;
+    // Each pass costs about twice its digits and three times the entries: digits of 5 bits for
+    // a few dozen entries (3 passes over 15 bits: 0.55k instructions for 40 against 1.3k in 2
+    // passes of 8), of 8 for more.
+    const int most = m <= 96 ? 5 : 8, passes = (bits + most - 1) / most;
+    const int w = (bits + passes - 1) / passes;
+    const uint32_t digits = 1u << w, dmask = digits - 1;
+    int32_t cnt[256];
+    int32_t *src = a, *dst = tmp;
+    for (int p = 0; p < passes; p++) {
+        const int sh = p * w;
+        memset(cnt, 0, digits * sizeof *cnt);
+        for (int32_t i = 0; i < m; i++) cnt[((uint32_t)src[i] >> sh) & dmask]++;
+        for (uint32_t d = 0, sum = 0; d < digits; d++) {
+            const int32_t c = cnt[d];
+            cnt[d] = (int32_t)sum;
+            sum += (uint32_t)c;
+        }
+        for (int32_t i = 0; i < m; i++) dst[cnt[((uint32_t)src[i] >> sh) & dmask]++] = src[i];
+        int32_t *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != a) memcpy(a, src, (size_t)m * sizeof *a);
+}
+
+// The ball through the index into the sink (buffer, count or visit; not positions): false, having
+// reported nothing, when its hits do not fit where they are sorted (the caller's buffer, or
+// NBI_BALL_VISIT for a visit), and the cells' walk is to answer instead.
+static bool nbi_ball_indexed(const nbiView *v, const nbiKnnIndex *ix, const double *center,
+                             double r2, nbFilter f, nbiHitSink *s)
+{
+    int32_t stack[NBI_BALL_VISIT]; // (no more than NBI_BALL_SORTED)
+    int32_t *out = s->mode == NBI_SINK_VISIT ? stack : s->mode == NBI_SINK_BUFFER ? s->out : NULL;
+    int32_t room = s->mode == NBI_SINK_VISIT ? NBI_BALL_VISIT : s->cap - s->found;
+    if (room > NBI_BALL_SORTED && nbi_ball_index_use == 0) room = NBI_BALL_SORTED;
+    if (room == 0) out = NULL; // (a buffer of no room: the count is the answer)
+    const int32_t m = nbi_knn_index_ball(ix, center, r2, f, out, room);
+    if (out == NULL) {
+        s->found += m;
+        return true;
+    }
+    if (m > room) return false;
+    if (m <= NBI_BALL_SORTED) {
+        int32_t tmp[NBI_BALL_SORTED];
+        nbi_radix_positions(out, tmp, m, v->n);
+    } else { // (tests forcing the index: any number of hits)
+        nbi_sort_positions(out, m);
+    }
+    if (s->mode == NBI_SINK_VISIT) {
+        for (int32_t i = 0; i < m && !s->stop; i++) nbi_hit(s, v->idx[out[i]]);
+        return true;
+    }
+    for (int32_t i = 0; i < m; i++) out[i] = v->idx[out[i]];
+    s->found += m;
+    return true;
+}
+
+int nbi_ball_index_use = 0;
+
+nbStatus nbi_walk_radius_far(const nbiView *v, nbiKnnLazy *z, const nbAllocator *alloc,
+                             const double *center, double radius, nbFilter f, nbiHitSink *s)
+{
+    // (a NaN centre is never far; an infinite one, or a NaN radius, fails the checks below)
+    const double save = nbi_ball_index_use > 0 ? 1.0 : nbi_knn_ball_saving(z, v, center, radius);
+    bool fit = save > 0.0 && isfinite(radius) && radius >= 0.0 && s->cap >= 0 &&
+               (v->cat == NULL ? nbi_filter_open(f) : v->mask != NULL);
+    for (int a = 0; fit && a < v->dim; a++) fit = isfinite(center[a]);
+    // The index's hits come sorted in the view's order, which is the cells' walk's but for a
+    // small box of cells in Z order (the hashed layout), looked up row by row: that one keeps the
+    // cells (a ball a few cells wide: nothing to save).
+    int64_t cl[3], ch[3];
+    if (fit && v->cell_code != NULL && v->end == NULL)
+        fit = nbi_ball_box(v, center, radius, cl, ch) && nbi_ball_zorder(v, cl, ch);
+    if (fit) {
+        const nbiKnnIndex *ix = nbi_knn_index_ready(z);
+        if (ix == NULL) {
+            nbi_knn_index_charge(z, v, alloc, v->n,
+                                 nbi_ball_index_use > 0 ? (double)INFINITY : save);
+            ix = nbi_knn_index_ready(z);
+        }
+        if (ix != NULL && nbi_ball_indexed(v, ix, center, radius * radius, f, s)) return NB_OK;
+    }
+    return nbi_walk_radius(v, center, radius, f, s);
 }
 
 nbStatus nbi_walk_box(const nbiView *v, const double *lo, const double *hi, nbFilter f,

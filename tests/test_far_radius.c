@@ -16,6 +16,7 @@
 #include <nearby/grid.h>
 
 #include <math.h>
+#include <string.h>
 #include <time.h>
 
 enum { SHAPES = 4 };
@@ -299,6 +300,17 @@ static nboSet make_hashed(int shape, int32_t n, double *r)
     return s;
 }
 
+// Far query t of `rounds`: beyond each face in turn and in a random direction every fourth, from
+// 10, then 1e3, then 1e6 box widths away (a third of the rounds each); on a lattice rounded to
+// integers (integer d2).
+static void far_round(const nboSet *s, int t, int rounds, bool lattice, double *q)
+{
+    const int axis = t % 4 == 3 ? -1 : t % 4 < s->dim ? t % 4 : -1;
+    far_query(s, axis, 3 * t < rounds ? 10.0 : 3 * t < 2 * rounds ? 1e3 : 1e6, q);
+    if (lattice)
+        for (int a = 0; a < s->dim; a++) q[a] = round(q[a]);
+}
+
 // Far balls (from 10 to 1e6 box widths away, in random directions and beyond each face,
 // reaching the nearest point and a few cells of edge r past it) and wide balls from the points
 // on the grid of s, against brute force (check). On a lattice (integer coordinates) the queries
@@ -307,10 +319,7 @@ static int far_and_wide(const nbGrid *g, const nboSet *s, bool lattice, double r
 {
     for (int t = 0; t < 40; t++) {
         double q[3] = {0, 0, 0};
-        const int axis = t % 4 == 3 ? -1 : t % 4 < s->dim ? t % 4 : -1;
-        far_query(s, axis, t < 15 ? 10.0 : t < 30 ? 1e3 : 1e6, q);
-        if (lattice)
-            for (int a = 0; a < s->dim; a++) q[a] = round(q[a]); // integer d2
+        far_round(s, t, 40, lattice, q);
         const double d = nearest(s, q);
         const double in = lattice ? 3.0 : 3.0 * r * nbt_unit();
         if (check(g, s, q, lattice ? round(d) : d)) return 1;
@@ -418,6 +427,193 @@ static int test_ranked_far_balls_cost_little(void)
     return bad;
 }
 
+// ---- balls through the kNN index's tree ----
+
+// The ball (q, r) on g through the index's tree (nbi_ball_index_use = 1: whenever the index can
+// answer) and through the cells (-1): the same hits in the same order, buffered (full, short,
+// none) and visited (all, stopped at the first); and against brute force (check, through the
+// tree).
+static int same_as_cells(const nbGrid *g, const nboSet *s, const double *q, double r)
+{
+    static const nbFilter filters[] = {{NBO_ALL_BITS, NBO_ALL_BITS}, {0x5u, 0x3u}};
+    const size_t bytes = (size_t)s->n * sizeof(int32_t);
+    int32_t *a = (int32_t *)nbo_xalloc(bytes), *b = (int32_t *)nbo_xalloc(bytes);
+    Hits ha = {(int32_t *)nbo_xalloc(bytes), 0, 0}, hb = {(int32_t *)nbo_xalloc(bytes), 0, 0};
+    int bad = 0;
+    for (int fi = 0; fi < (s->cat != NULL ? 2 : 1) && !bad; fi++) {
+        const nbFilter f = filters[fi];
+        int32_t na = -1, nb = -2;
+        nbi_ball_index_use = -1;
+        NB_CHECK_OK(nb_grid_query_radius(g, q, r, f, b, s->n, &nb));
+        NB_CHECK_OK(nb_grid_visit_radius(g, q, r, f, on_hit, &hb));
+        nbi_ball_index_use = 1;
+        NB_CHECK_OK(nb_grid_query_radius(g, q, r, f, a, s->n, &na));
+        NB_CHECK_OK(nb_grid_visit_radius(g, q, r, f, on_hit, &ha));
+        bad |= na != nb || memcmp(a, b, (size_t)na * sizeof *a) != 0;
+        bad |= ha.n != hb.n || memcmp(ha.ids, hb.ids, (size_t)ha.n * sizeof *ha.ids) != 0;
+        const int32_t cap = nb / 2; // a short buffer: the same first half, the same count
+        for (int use = -1; use <= 1 && !bad; use += 2) {
+            nbi_ball_index_use = use;
+            int32_t got = -1;
+            const nbStatus st = nb_grid_query_radius(g, q, r, f, use > 0 ? a : b, cap, &got);
+            bad |= st != (nb > cap ? NB_ERR_BUFFER_TOO_SMALL : NB_OK) || got != nb;
+        }
+        bad |= memcmp(a, b, (size_t)cap * sizeof *a) != 0;
+        for (int use = -1; use <= 1 && !bad; use += 2) { // a visitor that stops at the second
+            nbi_ball_index_use = use;
+            Hits *h = use > 0 ? &ha : &hb;
+            h->n = 0;
+            h->stop = 2;
+            NB_CHECK_OK(nb_grid_visit_radius(g, q, r, f, on_hit, h));
+        }
+        bad |= ha.n != hb.n || memcmp(ha.ids, hb.ids, (size_t)ha.n * sizeof *ha.ids) != 0;
+        if (bad)
+            fprintf(stderr, "  q (%g, %g, %g) r %.17g: the tree's %d hits, the cells' %d\n", q[0],
+                    q[1], s->dim == 3 ? q[2] : 0.0, r, na, nb);
+        ha.n = hb.n = ha.stop = hb.stop = 0;
+    }
+    nbi_ball_index_use = 1;
+    if (!bad) bad = check(g, s, q, r);
+    nbi_ball_index_use = 0;
+    free(a);
+    free(b);
+    free(ha.ids);
+    free(hb.ids);
+    return bad;
+}
+
+// The squared distance of q's k-th nearest point (1-based), by brute force.
+static double kth_d2(const nboSet *s, const double *q, int32_t k)
+{
+    double *d = (double *)nbo_xalloc((size_t)s->n * sizeof(double));
+    for (int32_t i = 0; i < s->n; i++) d[i] = nbo_d2(q, nbo_pt(s, i), s->dim);
+    for (int32_t i = 0; i < k; i++) // (a partial selection: k is small)
+        for (int32_t j = i + 1; j < s->n; j++)
+            if (d[j] < d[i]) {
+                const double t = d[i];
+                d[i] = d[j];
+                d[j] = t;
+            }
+    const double out = d[k - 1];
+    free(d);
+    return out;
+}
+
+// Far balls (10 to 1e6 box widths away, in random directions and beyond each face) and balls
+// from the points on g, through the tree and the cells (same_as_cells). Their radii: the k-th
+// nearest point's distance, a few ulps either side, so that the rounded d2 of points in the cap
+// ties fl(r * r) or misses it by an ulp (a box the walk reports whole lies at its corner's d2,
+// computed as a point's is); on a lattice, integers (ties at exactly r, and whole boxes of the
+// lattice within the ball with a corner on its surface); and a few cells past the nearest.
+static int tree_balls(const nbGrid *g, const nboSet *s, bool lattice, double cell)
+{
+    for (int t = 0; t < 24; t++) {
+        double q[3] = {0, 0, 0};
+        far_round(s, t, 24, lattice, q);
+        double r = sqrt(kth_d2(s, q, 1 + nbt_int(40)));
+        if (lattice)
+            r = round(r) + (double)nbt_int(3);
+        else
+            for (int u = nbt_int(5) - 2; u != 0; u += u < 0 ? 1 : -1)
+                r = nextafter(r, u < 0 ? 0.0 : (double)INFINITY);
+        if (same_as_cells(g, s, q, r)) return 1;
+        if (same_as_cells(g, s, q, nearest(s, q) + 3.0 * cell * nbt_unit())) return 1;
+    }
+    for (int t = 0; t < 16; t++) { // from the points: many boxes wholly within the ball
+        const double *p = nbo_pt(s, nbt_int(s->n));
+        const double r = lattice ? (double)(1 + nbt_int(12)) : cell * nbt_range(0.5, 30.0);
+        if (same_as_cells(g, s, p, r)) return 1;
+    }
+    return 0;
+}
+
+// Balls through the kNN index's tree on every layout (dense, ranked, hashed), with and without
+// filters: the same hits in the same order as the cells' walk, and brute force's.
+static int test_tree_balls_match_the_cells(void)
+{
+    for (int filtered = 0; filtered <= 1; filtered++) {
+        for (int dim = 2; dim <= 3; dim++)
+            for (int shape = 0; shape < SHAPES; shape++) { // dense
+                nboSet s = make(shape, 1500, dim);
+                if (filtered) add_filters(&s);
+                const double cell = dim == 2 ? 1.0 : 2.0;
+                nbGrid *g = nbt_grid_build(&s, cell);
+                NB_CHECK(g != NULL);
+                if (tree_balls(g, &s, shape == 2, cell)) return 1;
+                nb_grid_destroy(g);
+                nbo_set_free(&s);
+            }
+        for (int shape = 0; shape < RANKED_SHAPES; shape++) {
+            nboSet s = make_ranked(shape, 1500, shape == 2 ? 300.0 : 400.0);
+            if (filtered) add_filters(&s);
+            nbGrid *g = nbt_grid_build(&s, 1.0);
+            NB_CHECK(g != NULL);
+            nbGridInfo gi;
+            NB_CHECK_OK(nb_grid_info(g, &gi));
+            NB_CHECK(gi.ranked);
+            if (tree_balls(g, &s, shape == 2, 1.0)) return 1;
+            nb_grid_destroy(g);
+            nbo_set_free(&s);
+        }
+        for (int shape = 0; shape < HASHED_SHAPES; shape++) {
+            double r = 0.0;
+            nboSet s = make_hashed(shape, 1500, &r);
+            if (filtered) add_filters(&s);
+            nbGrid *g = nbt_grid_build(&s, r);
+            NB_CHECK(g != NULL);
+            nbGridInfo gi;
+            NB_CHECK_OK(nb_grid_info(g, &gi));
+            NB_CHECK(gi.hashed && !gi.ranked);
+            if (tree_balls(g, &s, shape == 2, r)) return 1;
+            nb_grid_destroy(g);
+            nbo_set_free(&s);
+        }
+    }
+    return 0;
+}
+
+// Which radius queries the rule sends through the index: far balls on clustered data, once
+// their savings have paid for its build (the index is then ready, and answers them); never balls
+// among the data, nor far balls on evenly filled 2D cells (the rows clipped to the ball cost
+// less there).
+static int test_far_balls_take_the_index(void)
+{
+    for (int shape = 0; shape < 2; shape++) {
+        // clusters in 3D (hashed), or uniform 2D points (dense, 2.5 a cell): the index, or not
+        nboSet s = shape == 0 ? make(1, 4000, 3) : make(0, 4000, 2);
+        nbGrid *g = nbt_grid_build(&s, shape == 0 ? 0.5 : 2.5);
+        NB_CHECK(g != NULL);
+        nbiKnnLazy *z = nbi_grid_knn_lazy(g);
+        int32_t *out = (int32_t *)nbo_xalloc((size_t)s.n * sizeof(int32_t));
+        for (int t = 0; t < 200; t++) { // balls among the data: no debt
+            int32_t found = 0;
+            NB_CHECK_OK(
+                nb_grid_query_radius(g, nbo_pt(&s, t), 2.0, NB_FILTER_ALL, out, s.n, &found));
+        }
+        NB_CHECK(nbi_knn_index_ready(z) == NULL);
+        // Far balls (16 of them, over and over): at NBI_BALL_FAR_SAVING each, the build's cost
+        // is paid after NBI_KNN_BUILD_COST n / NBI_BALL_FAR_SAVING of them.
+        double q[16][3], r[16];
+        for (int t = 0; t < 16; t++) {
+            far_query(&s, t % 4 == 3 ? -1 : t % 4 % s.dim, 1e3, q[t]);
+            r[t] = nearest(&s, q[t]) + 1.0;
+        }
+        const int32_t pay = (int32_t)((int64_t)NBI_KNN_BUILD_COST * s.n / NBI_BALL_FAR_SAVING);
+        for (int32_t t = 0; t <= pay + 1; t++) {
+            int32_t found = 0;
+            NB_CHECK_OK(
+                nb_grid_query_radius(g, q[t % 16], r[t % 16], NB_FILTER_ALL, out, s.n, &found));
+            NB_CHECK(found >= 1);
+            if (t == pay / 2) NB_CHECK(nbi_knn_index_ready(z) == NULL);
+        }
+        NB_CHECK((nbi_knn_index_ready(z) != NULL) == (shape == 0));
+        free(out);
+        nb_grid_destroy(g);
+        nbo_set_free(&s);
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const nbtCase cases[] = {
@@ -427,6 +623,8 @@ int main(int argc, char **argv)
         {"hashed_far_balls_cost_little", test_hashed_far_balls_cost_little},
         {"ranked_balls_against_brute_force", test_ranked_balls_against_brute_force},
         {"ranked_far_balls_cost_little", test_ranked_far_balls_cost_little},
+        {"tree_balls_match_the_cells", test_tree_balls_match_the_cells},
+        {"far_balls_take_the_index", test_far_balls_take_the_index},
     };
     return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
 }

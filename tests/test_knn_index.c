@@ -590,6 +590,91 @@ static int test_threads_right_after_build(void)
     return 0;
 }
 
+#if NBT_THREADS
+enum { FAR_BALLS = 48 };
+typedef struct BallJob {
+    const nbGrid *g;
+    const double (*q)[3];
+    const double *r;
+    int32_t *const *want; // brute force's answers, ascending
+    const int32_t *want_n;
+    int32_t n, first, wrong;
+} BallJob;
+
+// Far radius queries (and far kNN, which share the index's debt) in turn from `first`, each
+// against brute force.
+static void *ball_job_run(void *arg)
+{
+    BallJob *j = (BallJob *)arg;
+    int32_t *got = (int32_t *)nbo_xalloc((size_t)j->n * sizeof(int32_t));
+    for (int i = 0; i < 240; i++) {
+        const int b = (j->first + i) % FAR_BALLS;
+        int32_t found = 0;
+        if (nb_grid_query_radius(j->g, j->q[b], j->r[b], NB_FILTER_ALL, got, j->n, &found) !=
+            NB_OK) {
+            j->wrong++;
+            continue;
+        }
+        nbo_sort_indices(got, found);
+        j->wrong += !nbo_same_indices(got, found, j->want[b], j->want_n[b]);
+        nbNeighbor nb[4];
+        j->wrong +=
+            nb_grid_knn(j->g, j->q[b], NB_FILTER_ALL, (double)INFINITY, nb, 4, &found) != NB_OK ||
+            found != 4;
+    }
+    free(got);
+    return NULL;
+}
+#endif
+
+// Four threads run far radius queries on a grid right after its build, by the rule: their debt
+// builds the index partway (from whichever thread tips it), the others walk the cells meanwhile
+// or go through the published index; every answer exact.
+static int test_threads_far_balls(void)
+{
+#if NBT_THREADS
+    nboSet s = make_shape(1, 1500, 3);
+    nbtAlloc counter = {0};
+    nbGrid *g = build(&s, 0.5, &counter);
+    NB_CHECK(g != NULL);
+    double q[FAR_BALLS][3], r[FAR_BALLS];
+    int32_t *want[FAR_BALLS], want_n[FAR_BALLS];
+    for (int b = 0; b < FAR_BALLS; b++) { // 1000 box widths away (the points lie within 100)
+        double u[3], len = 0.0, near = (double)INFINITY;
+        for (int a = 0; a < 3; a++) {
+            u[a] = nbt_gauss();
+            len += u[a] * u[a];
+        }
+        for (int a = 0; a < 3; a++) q[b][a] = 1e5 * u[a] / sqrt(len);
+        for (int32_t i = 0; i < s.n; i++) {
+            const double d2 = nbo_d2(q[b], nbo_pt(&s, i), 3);
+            near = d2 < near ? d2 : near;
+        }
+        r[b] = sqrt(near) + nbt_range(0.0, 2.0);
+        want[b] = nbo_radius(&s, q[b], r[b], &want_n[b]);
+    }
+    for (int round = 0; round < 2; round++) {
+        nbPoints pts = {s.p, s.n, 3, 0, NULL, 0, NULL, 0};
+        NB_CHECK_OK(nb_grid_build(g, &pts, 0.5));
+        pthread_t tid[4];
+        BallJob jobs[4];
+        for (int t = 0; t < 4; t++) {
+            jobs[t] = (BallJob){g, (const double(*)[3])q, r, want, want_n, s.n, 11 * t, 0};
+            NB_CHECK(pthread_create(&tid[t], NULL, ball_job_run, &jobs[t]) == 0);
+        }
+        for (int t = 0; t < 4; t++) {
+            NB_CHECK(pthread_join(tid[t], NULL) == 0);
+            NB_CHECK(jobs[t].wrong == 0);
+        }
+        NB_CHECK(nbi_knn_index_ready(nbi_grid_knn_lazy(g)) != NULL); // the debt was paid
+    }
+    for (int b = 0; b < FAR_BALLS; b++) free(want[b]);
+    nb_grid_destroy(g);
+    nbo_set_free(&s);
+#endif
+    return 0;
+}
+
 // A heavy tail (distances exp(3g) from one centre, g normal, in uniform directions): the Z-order
 // codes peel off a few outer points a level, and such a tree ran 58 levels deep on 100k 3D
 // points (13 on uniform ones); the index stays within nbi_ix_depth_cap of a balanced tree's
@@ -742,6 +827,7 @@ int main(int argc, char **argv)
         {"allocation_failing_in_turn", test_allocation_failing_in_turn},
         {"rebuild_and_steady_state", test_rebuild_and_steady_state},
         {"threads_right_after_build", test_threads_right_after_build},
+        {"threads_far_balls", test_threads_far_balls},
         {"heavy_tail_depth", test_heavy_tail_depth},
         {"wide_copies", test_wide_copies},
     };
