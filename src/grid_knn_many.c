@@ -24,9 +24,13 @@
 // is answered by the one-query search (nbi_walk_knn_indexed), exactly as nb_grid_knn answers it.
 #include "grid_internal.h"
 #include "knn_heap.h"
+#include "simd.h"
 
 #include <math.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 // The most candidates a block may hold (its scratch), and the most a query of a group may test:
 // NBI_MANY_PER_K per neighbour wanted, plus NBI_MANY_BASE. Above it the group's queries go one
@@ -38,6 +42,7 @@ typedef struct nbiManyBlock {
     double *x[3];
     double *d2;
     int32_t *idx;
+    int32_t *near; // scratch: the candidates within a query's threshold
     int32_t n, cap;
     int32_t own0, own1; // the query cell's candidates [own0, own1)
     int32_t cell0;      // the query cell's first position (to find own0 in the runs)
@@ -55,6 +60,8 @@ typedef struct nbiManyCtx {
     nbNeighbor *out;
     int32_t *found;
     nbiManyBlock b;
+    bool avx2;    // the distances' AVX2 copy runs
+    double guess; // the last query's k-th best distance, squared (inf: none yet)
 } nbiManyCtx;
 
 // Appends the points of positions [b0, b1) that pass the filter.
@@ -94,50 +101,113 @@ static bool nbi_many_gather(int32_t b0, int32_t b1, void *vctx)
 }
 
 // The squared distances from q to every candidate, as nbi_dist2 (or, with per, nbi_dist2_wrap)
-// computes each: a loop of independent lanes the compiler vectorises.
-static void nbi_many_dist(const nbiManyBlock *b, const double *q, int dim, const double *per)
-{
-    const int32_t n = b->n;
-    double *restrict d2 = b->d2;
-    const double *restrict x0 = b->x[0], *restrict x1 = b->x[1], *restrict x2 = b->x[2];
-    const double q0 = q[0], q1 = q[1], q2 = dim == 3 ? q[2] : 0.0;
-    if (per == NULL && dim == 2) {
-        for (int32_t j = 0; j < n; j++) {
-            const double dx = q0 - x0[j], dy = q1 - x1[j];
-            d2[j] = dx * dx + dy * dy;
-        }
-    } else if (per == NULL) {
-        for (int32_t j = 0; j < n; j++) {
-            const double dx = q0 - x0[j], dy = q1 - x1[j], dz = q2 - x2[j];
-            d2[j] = dx * dx + dy * dy + dz * dz;
-        }
-    } else if (dim == 2) {
-        const double p0 = per[0], p1 = per[1];
-        for (int32_t j = 0; j < n; j++) {
-            const double ax = fabs(q0 - x0[j]), ay = fabs(q1 - x1[j]);
-            const double bx = p0 - ax, by = p1 - ay;
-            const double dx = bx < ax ? bx : ax, dy = by < ay ? by : ay;
-            d2[j] = dx * dx + dy * dy;
-        }
-    } else {
-        const double p0 = per[0], p1 = per[1], p2 = per[2];
-        for (int32_t j = 0; j < n; j++) {
-            const double ax = fabs(q0 - x0[j]), ay = fabs(q1 - x1[j]), az = fabs(q2 - x2[j]);
-            const double bx = p0 - ax, by = p1 - ay, bz = p2 - az;
-            const double dx = bx < ax ? bx : ax, dy = by < ay ? by : ay, dz = bz < az ? bz : az;
-            d2[j] = dx * dx + dy * dy + dz * dz;
-        }
+// computes each: loops of independent lanes the compiler vectorises, compiled twice (simd.h):
+// for SSE2 and, with a target attribute, for AVX2 (4 lanes), the same operations in the same
+// order either way, so the same doubles.
+#define NBI_MANY_DIST(name, target)                                                                \
+    target static void name(const nbiManyBlock *b, const double *q, int dim, const double *per)   \
+    {                                                                                              \
+        const int32_t n = b->n;                                                                    \
+        double *restrict d2 = b->d2;                                                               \
+        const double *restrict x0 = b->x[0], *restrict x1 = b->x[1], *restrict x2 = b->x[2];       \
+        const double q0 = q[0], q1 = q[1], q2 = dim == 3 ? q[2] : 0.0;                             \
+        if (per == NULL && dim == 2) {                                                             \
+            for (int32_t j = 0; j < n; j++) {                                                      \
+                const double dx = q0 - x0[j], dy = q1 - x1[j];                                     \
+                d2[j] = dx * dx + dy * dy;                                                         \
+            }                                                                                      \
+        } else if (per == NULL) {                                                                  \
+            for (int32_t j = 0; j < n; j++) {                                                      \
+                const double dx = q0 - x0[j], dy = q1 - x1[j], dz = q2 - x2[j];                    \
+                d2[j] = dx * dx + dy * dy + dz * dz;                                               \
+            }                                                                                      \
+        } else if (dim == 2) {                                                                     \
+            const double p0 = per[0], p1 = per[1];                                                 \
+            for (int32_t j = 0; j < n; j++) {                                                      \
+                const double ax = fabs(q0 - x0[j]), ay = fabs(q1 - x1[j]);                         \
+                const double bx = p0 - ax, by = p1 - ay;                                           \
+                const double dx = bx < ax ? bx : ax, dy = by < ay ? by : ay;                       \
+                d2[j] = dx * dx + dy * dy;                                                         \
+            }                                                                                      \
+        } else {                                                                                   \
+            const double p0 = per[0], p1 = per[1], p2 = per[2];                                    \
+            for (int32_t j = 0; j < n; j++) {                                                      \
+                const double ax = fabs(q0 - x0[j]), ay = fabs(q1 - x1[j]), az = fabs(q2 - x2[j]);  \
+                const double bx = p0 - ax, by = p1 - ay, bz = p2 - az;                             \
+                const double dx = bx < ax ? bx : ax, dy = by < ay ? by : ay;                       \
+                const double dz = bz < az ? bz : az;                                               \
+                d2[j] = dx * dx + dy * dy + dz * dz;                                               \
+            }                                                                                      \
+        }                                                                                          \
     }
+
+NBI_MANY_DIST(nbi_many_dist_base, )
+#if defined(NBI_AVX2)
+NBI_MANY_DIST(nbi_many_dist_avx2, NBI_TARGET_AVX2)
+#endif
+
+// The candidates whose distance is at most t, into b->near, ascending; returns their count.
+// Four at a time by one AVX2 comparison, or two by SSE2.
+#if defined(NBI_AVX2)
+NBI_TARGET_AVX2 static int32_t nbi_many_near_avx2(const nbiManyBlock *b, double t)
+{
+    const double *d2 = b->d2;
+    int32_t *near = b->near, c = 0, j = 0;
+    const __m256d tv = _mm256_set1_pd(t);
+    for (; j + 4 <= b->n; j += 4) {
+        unsigned m = (unsigned)_mm256_movemask_pd(_mm256_cmp_pd(_mm256_loadu_pd(d2 + j), tv,
+                                                                _CMP_LE_OQ));
+        for (; m != 0; m &= m - 1) near[c++] = j + nbi_ctz32(m);
+    }
+    for (; j < b->n; j++)
+        if (d2[j] <= t) near[c++] = j;
+    return c;
+}
+#endif
+
+static int32_t nbi_many_near_base(const nbiManyBlock *b, double t)
+{
+    const double *d2 = b->d2;
+    int32_t *near = b->near, c = 0, j = 0;
+#if defined(__SSE2__)
+    const __m128d tv = _mm_set1_pd(t);
+    for (; j + 2 <= b->n; j += 2) {
+        const int m = _mm_movemask_pd(_mm_cmple_pd(_mm_loadu_pd(d2 + j), tv));
+        if (m & 1) near[c++] = j;
+        if (m & 2) near[c++] = j + 1;
+    }
+#endif
+    for (; j < b->n; j++)
+        if (d2[j] <= t) near[c++] = j;
+    return c;
 }
 
-// Offers candidates [j0, j1) to the heap: only those within its bound (a tie may still enter).
+// Offers candidates [j0, j1) to the heap: only those within its bound (a tie may still enter),
+// found two at a time by one SSE2 comparison (most candidates, once the heap is full, are
+// beyond it).
 NBI_INLINE void nbi_many_offer(const nbiManyBlock *b, nbiKnnHeap *h, double lim2, int32_t j0,
                                int32_t j1)
 {
+    const double *d2 = b->d2;
     double bound = nbi_best_bound(h, lim2);
-    for (int32_t j = j0; j < j1; j++) {
-        if (!(b->d2[j] <= bound)) continue;
-        const nbNeighbor cand = {b->idx[j], b->d2[j]};
+    int32_t j = j0;
+#if defined(__SSE2__)
+    __m128d bv = _mm_set1_pd(bound);
+    for (; j + 2 <= j1; j += 2) {
+        const int mask = _mm_movemask_pd(_mm_cmple_pd(_mm_loadu_pd(d2 + j), bv));
+        if (mask == 0) continue;
+        for (int t = 0; t < 2; t++) {
+            if (!((mask >> t) & 1) || !(d2[j + t] <= bound)) continue;
+            const nbNeighbor cand = {b->idx[j + t], d2[j + t]};
+            nbi_best_offer(h, cand);
+            bound = nbi_best_bound(h, lim2);
+        }
+        bv = _mm_set1_pd(bound);
+    }
+#endif
+    for (; j < j1; j++) {
+        if (!(d2[j] <= bound)) continue;
+        const nbNeighbor cand = {b->idx[j], d2[j]};
         nbi_best_offer(h, cand);
         bound = nbi_best_bound(h, lim2);
     }
@@ -261,11 +331,38 @@ static void nbi_many_group(nbiManyCtx *x, int32_t c, const int64_t kc[3], int32_
             nbi_many_single(x, q, row);
             continue;
         }
-        nbi_many_dist(b, q, dim, per);
+#if defined(NBI_AVX2)
+        if (x->avx2)
+            nbi_many_dist_avx2(b, q, dim, per);
+        else
+#endif
+            nbi_many_dist_base(b, q, dim, per);
         nbiKnnHeap h = {x->out + row * (int64_t)x->k, 0, x->want};
-        nbi_many_offer(b, &h, x->lim2, b->own0, b->own1);
-        nbi_many_offer(b, &h, x->lim2, 0, b->own0);
-        nbi_many_offer(b, &h, x->lim2, b->own1, b->n);
+        // First only the candidates within a guess (the last query's k-th distance, squared,
+        // times NBI_MANY_GUESS: neighbouring queries see about the same density). Found k within
+        // it, they are the k best of the block: every other candidate is beyond it. Else (or with
+        // no guess yet) every candidate is offered, its own cell's first.
+        const double guess = x->guess * (dim == 2 ? 2.0 : 1.6);
+        if (guess < x->lim2) {
+#if defined(NBI_AVX2)
+            const int32_t nn = x->avx2 ? nbi_many_near_avx2(b, guess) : nbi_many_near_base(b, guess);
+#else
+            const int32_t nn = nbi_many_near_base(b, guess);
+#endif
+            if (nn >= h.k)
+                for (int32_t t = 0; t < nn; t++) {
+                    const int32_t j = b->near[t];
+                    const nbNeighbor cand = {b->idx[j], b->d2[j]};
+                    nbi_best_offer(&h, cand);
+                }
+        }
+        if (h.size < h.k) {
+            h.size = 0;
+            nbi_many_offer(b, &h, x->lim2, b->own0, b->own1);
+            nbi_many_offer(b, &h, x->lim2, 0, b->own0);
+            nbi_many_offer(b, &h, x->lim2, b->own1, b->n);
+        }
+        if (h.size == h.k) x->guess = nbi_best_bound(&h, x->lim2);
         const double reach2 = nbi_many_reach2(v, q, kc, r);
         if (!(reach2 == (double)INFINITY) &&
             !(reach2 > 0x1p-1000 && reach2 > nbi_best_bound(&h, x->lim2))) {
@@ -352,11 +449,15 @@ nbStatus nb_grid_knn_many(const nbGrid *grid, const nbPoints *queries, nbFilter 
     x.want = k < v->n ? k : v->n;
     x.out = out;
     x.found = found;
+    x.guess = (double)INFINITY;
+#if defined(NBI_AVX2)
+    x.avx2 = nbi_use_avx2();
+#endif
     // Scratch: the block (axes, distances, indices), and for outside queries their cells and
     // order (a counting sort over the cells).
     int32_t cap = NBI_MANY_CAND;
     if (cap > v->n) cap = v->n;
-    const size_t per_cand = 4 * sizeof(double) + sizeof(int32_t);
+    const size_t per_cand = 4 * sizeof(double) + 2 * sizeof(int32_t);
     const int64_t sort_ints = queries != NULL ? 2 * (int64_t)m + (int64_t)v->ncells + 2 : 0;
     const size_t bytes = (size_t)cap * per_cand + (size_t)sort_ints * sizeof(int32_t) + 64;
     char *mem = (char *)nbi_alloc(&grid->alloc, bytes, 1);
@@ -371,6 +472,7 @@ nbStatus nb_grid_knn_many(const nbGrid *grid, const nbPoints *queries, nbFilter 
             b->d2 = arr;
     }
     b->idx = (int32_t *)(void *)(mem + 4 * (size_t)cap * sizeof(double));
+    b->near = b->idx + cap;
 
     if (queries == NULL) {
         // The grid's own points: each cell is a group.
@@ -384,7 +486,7 @@ nbStatus nb_grid_knn_many(const nbGrid *grid, const nbPoints *queries, nbFilter 
     } else {
         const int dim = v->dim;
         const size_t stride = queries->stride == 0 ? (size_t)dim * sizeof(double) : queries->stride;
-        int32_t *cell = b->idx + cap, *order = cell + m, *head = order + m;
+        int32_t *cell = b->near + cap, *order = cell + m, *head = order + m;
         memset(head, 0, ((size_t)v->ncells + 2) * sizeof *head);
         for (int32_t i = 0; i < m; i++) {
             const double *q =
