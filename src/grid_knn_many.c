@@ -105,7 +105,7 @@ static bool nbi_many_gather(int32_t b0, int32_t b1, void *vctx)
 // for SSE2 and, with a target attribute, for AVX2 (4 lanes), the same operations in the same
 // order either way, so the same doubles.
 #define NBI_MANY_DIST(name, target)                                                                \
-    target static void name(const nbiManyBlock *b, const double *q, int dim, const double *per)   \
+    target static void name(const nbiManyBlock *b, const double *q, int dim, const double *per)    \
     {                                                                                              \
         const int32_t n = b->n;                                                                    \
         double *restrict d2 = b->d2;                                                               \
@@ -155,8 +155,8 @@ NBI_TARGET_AVX2 static int32_t nbi_many_near_avx2(const nbiManyBlock *b, double 
     int32_t *near = b->near, c = 0, j = 0;
     const __m256d tv = _mm256_set1_pd(t);
     for (; j + 4 <= b->n; j += 4) {
-        unsigned m = (unsigned)_mm256_movemask_pd(_mm256_cmp_pd(_mm256_loadu_pd(d2 + j), tv,
-                                                                _CMP_LE_OQ));
+        unsigned m =
+            (unsigned)_mm256_movemask_pd(_mm256_cmp_pd(_mm256_loadu_pd(d2 + j), tv, _CMP_LE_OQ));
         for (; m != 0; m &= m - 1) near[c++] = j + nbi_ctz32(m);
     }
     for (; j < b->n; j++)
@@ -271,8 +271,8 @@ static void nbi_many_single(nbiManyCtx *x, const double *q, int64_t row)
 {
     nbNeighbor *out = x->out + row * (int64_t)x->k;
     int32_t found = 0;
-    nbi_walk_knn_indexed(x->v, nbi_grid_knn_lazy(x->g), &x->g->alloc, q, x->f, x->max_distance,
-                         out, x->want, &found);
+    nbi_walk_knn_indexed(x->v, nbi_grid_knn_lazy(x->g), &x->g->alloc, q, x->f, x->max_distance, out,
+                         x->want, &found);
     x->found[row] = found;
 }
 
@@ -323,9 +323,10 @@ static void nbi_many_group(nbiManyCtx *x, int32_t c, const int64_t kc[3], int32_
     }
     const double *per = v->wrap != NULL ? v->wrap->kper : NULL;
     for (int32_t i = 0; i < nq; i++) {
-        const double *q = order != NULL ? (const double *)(const void *)((const char *)qs +
-                                                                         (size_t)order[i] * qstride)
-                                        : v->pts + (size_t)(p0 + i) * (size_t)dim;
+        const double *q =
+            order != NULL
+                ? (const double *)(const void *)((const char *)qs + (size_t)order[i] * qstride)
+                : v->pts + (size_t)(p0 + i) * (size_t)dim;
         const int64_t row = order != NULL ? order[i] : v->idx[p0 + i];
         if (b->over) {
             nbi_many_single(x, q, row);
@@ -345,7 +346,8 @@ static void nbi_many_group(nbiManyCtx *x, int32_t c, const int64_t kc[3], int32_
         const double guess = x->guess * (dim == 2 ? 2.0 : 1.6);
         if (guess < x->lim2) {
 #if defined(NBI_AVX2)
-            const int32_t nn = x->avx2 ? nbi_many_near_avx2(b, guess) : nbi_many_near_base(b, guess);
+            const int32_t nn =
+                x->avx2 ? nbi_many_near_avx2(b, guess) : nbi_many_near_base(b, guess);
 #else
             const int32_t nn = nbi_many_near_base(b, guess);
 #endif
@@ -413,8 +415,8 @@ static nbStatus nbi_many_check(const nbGrid *g, const nbPoints *qp, double max_d
         if (!layout_ok) return NB_ERR_OUT_OF_RANGE;
         if (v->wrap != NULL)
             for (int32_t i = 0; i < qp->count; i++)
-                if (!nbi_wrap_point_ok(
-                        v, (const double *)(const void *)((const char *)qp->data + (size_t)i * stride)))
+                if (!nbi_wrap_point_ok(v, (const double *)(const void *)((const char *)qp->data +
+                                                                         (size_t)i * stride)))
                     return NB_ERR_OUT_OF_RANGE;
     } else if (isnan(max_distance)) {
         return NB_ERR_NOT_FINITE;
@@ -499,11 +501,10 @@ nbStatus nb_grid_knn_many(const nbGrid *grid, const nbPoints *queries, nbFilter 
         for (int32_t i = 0; i < m; i++) order[head[cell[i] + 1]++] = i;
         // head[c + 1] is now the end of cell c's queries (head[0]: of the outside ones).
         for (int32_t i = 0; i < head[0]; i++)
-            nbi_many_single(
-                &x,
-                (const double *)(const void *)((const char *)queries->data +
-                                               (size_t)order[i] * stride),
-                order[i]);
+            nbi_many_single(&x,
+                            (const double *)(const void *)((const char *)queries->data +
+                                                           (size_t)order[i] * stride),
+                            order[i]);
         for (int32_t c = 0; c < v->ncells; c++) {
             const int32_t q0 = head[c], q1 = head[c + 1];
             if (q0 == q1) continue;

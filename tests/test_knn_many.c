@@ -43,8 +43,7 @@ static nboSet make_set(int kind, int32_t n, int dim, double box)
                 x = x < 0.0 ? x + box : x;
                 break;
             }
-            default:
-                x = nbt_range(0.0, box);
+            default: x = nbt_range(0.0, box);
             }
             if (x < 0.0) x = 0.0;
             if (x >= box && kind != FARFLUNG) x = 0.0;
@@ -164,10 +163,23 @@ static int test_against_brute_force(void)
                 Case c = {kind, dim, dim == 2 ? 700 : 600, 8, 0.0, periodic, false, false, inf};
                 switch (variant) {
                 case 1: c.k = 1; break;
-                case 2: c.k = 33; c.outside = true; break;
-                case 3: c.filtered = true; c.maxd = 0.6; break;
-                case 4: c.outside = true; c.cell = 0.3; break;
-                case 5: c.k = 20; c.cell = 0.04; c.filtered = kind % 2 == 0; break;
+                case 2:
+                    c.k = 33;
+                    c.outside = true;
+                    break;
+                case 3:
+                    c.filtered = true;
+                    c.maxd = 0.6;
+                    break;
+                case 4:
+                    c.outside = true;
+                    c.cell = 0.3;
+                    break;
+                case 5:
+                    c.k = 20;
+                    c.cell = 0.04;
+                    c.filtered = kind % 2 == 0;
+                    break;
                 default: break;
                 }
                 int layout = 0;
