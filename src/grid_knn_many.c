@@ -278,7 +278,8 @@ static void nbi_many_single(nbiManyCtx *x, const double *q, int64_t row)
 
 // The block's rings: the least r whose cells, at the cell's count of points, should hold the k
 // nearest of a query anywhere in the cell with room (see the top of the file); 0 when the block
-// would hold too many points for a query to test.
+// would hold too many points for a query to test (more than the scratch, or where the kNN index
+// answers better).
 static int64_t nbi_many_rings(const nbiManyCtx *x, int32_t count)
 {
     const nbiView *v = x->v;
@@ -288,7 +289,9 @@ static int64_t nbi_many_rings(const nbiManyCtx *x, int32_t count)
     if (r < 1.0) r = 1.0;
     if (r > NBI_MANY_RMAX) return 0;
     const double side = 2.0 * r + 1.0, cells = v->dim == 2 ? side * side : side * side * side;
-    if (cells * c > (double)(NBI_MANY_PER_K * x->want + NBI_MANY_BASE)) return 0;
+    // (A periodic grid has no kNN index: its one-query search walks the same crowded cells, so
+    // its blocks are limited by the scratch alone.)
+    if (v->wrap == NULL && cells * c > (double)(NBI_MANY_PER_K * x->want + NBI_MANY_BASE)) return 0;
     return (int64_t)r;
 }
 
