@@ -35,7 +35,13 @@
 // The most candidates a block may hold (its scratch), and the most a query of a group may test:
 // NBI_MANY_PER_K per neighbour wanted, plus NBI_MANY_BASE. Above it the group's queries go one
 // at a time.
-enum { NBI_MANY_CAND = 8192, NBI_MANY_PER_K = 40, NBI_MANY_BASE = 160, NBI_MANY_RMAX = 6 };
+enum {
+    NBI_MANY_CAND = 8192,
+    NBI_MANY_PER_K = 40,
+    NBI_MANY_BASE = 160,
+    NBI_MANY_RMAX = 6,
+    NBI_MANY_HASHED = 27
+};
 
 // A group's block of candidates, by axis: coordinates, the caller's indices.
 typedef struct nbiManyBlock {
@@ -60,6 +66,7 @@ typedef struct nbiManyCtx {
     nbNeighbor *out;
     int32_t *found;
     nbiManyBlock b;
+    int32_t cap;  // the scratch's candidates
     bool avx2;    // the distances' AVX2 copy runs
     double guess; // the last query's k-th best distance, squared (inf: none yet)
 } nbiManyCtx;
@@ -276,6 +283,14 @@ static void nbi_many_single(nbiManyCtx *x, const double *q, int64_t row)
     x->found[row] = found;
 }
 
+// The most candidates a query of the batch may test (nbi_many_rings): beyond them the one-query
+// search, with the kNN index, costs less.
+static int32_t nbi_many_limit(const nbiManyCtx *x)
+{
+    const int64_t lim = (int64_t)NBI_MANY_PER_K * x->want + NBI_MANY_BASE;
+    return lim < NBI_MANY_CAND ? (int32_t)lim : NBI_MANY_CAND;
+}
+
 // The block's rings: the least r whose cells, at the cell's count of points, should hold the k
 // nearest of a query anywhere in the cell with room (see the top of the file); 0 when the block
 // would hold too many points for a query to test (more than the scratch, or where the kNN index
@@ -290,8 +305,10 @@ static int64_t nbi_many_rings(const nbiManyCtx *x, int32_t count)
     if (r > NBI_MANY_RMAX) return 0;
     const double side = 2.0 * r + 1.0, cells = v->dim == 2 ? side * side : side * side * side;
     // (A periodic grid has no kNN index: its one-query search walks the same crowded cells, so
-    // its blocks are limited by the scratch alone.)
-    if (v->wrap == NULL && cells * c > (double)(NBI_MANY_PER_K * x->want + NBI_MANY_BASE)) return 0;
+    // its blocks are limited by the scratch alone.) A hashed grid finds each cell of a block in
+    // its table: more than NBI_MANY_HASHED cells cost more lookups than the search's.
+    if (v->wrap == NULL && cells * c > (double)nbi_many_limit(x)) return 0;
+    if (v->table != NULL && cells > NBI_MANY_HASHED) return 0;
     return (int64_t)r;
 }
 
@@ -307,6 +324,8 @@ static void nbi_many_group(nbiManyCtx *x, int32_t c, const int64_t kc[3], int32_
     nbiManyBlock *b = &x->b;
     b->n = 0;
     b->over = r == 0;
+    // A block past its estimate (crowded cells around an emptier one) stops at the limit.
+    b->cap = v->wrap != NULL ? x->cap : nbi_many_limit(x) < x->cap ? nbi_many_limit(x) : x->cap;
     b->cell0 = v->start[c];
     b->cell_n = count;
     b->own0 = b->own1 = 0;
@@ -468,7 +487,7 @@ nbStatus nb_grid_knn_many(const nbGrid *grid, const nbPoints *queries, nbFilter 
     char *mem = (char *)nbi_alloc(&grid->alloc, bytes, 1);
     if (mem == NULL) return NB_ERR_OUT_OF_MEMORY;
     nbiManyBlock *b = &x.b;
-    b->cap = cap;
+    b->cap = x.cap = cap;
     for (int a = 0; a < 4; a++) {
         double *arr = (double *)(void *)(mem + (size_t)a * (size_t)cap * sizeof(double));
         if (a < 3)
