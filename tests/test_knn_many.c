@@ -9,6 +9,9 @@
 #include <nearby/grid.h>
 
 #include <math.h>
+#if defined(NBT_THREADS)
+#include <pthread.h>
+#endif
 
 // The data sets.
 enum { UNIFORM, LATTICE, DUPLICATES, CLUSTERS, FARFLUNG, CLUMP_WRAP, SETS };
@@ -210,11 +213,81 @@ static int test_small_and_degenerate(void)
     return 0;
 }
 
+#if defined(NBT_THREADS)
+enum { THREADS = 4, TN = 3000, TK = 8 };
+
+typedef struct Job {
+    const nbGrid *g;
+    const nboSet *s;
+    bool own;
+    nbNeighbor *out;
+    int32_t *found;
+    nbStatus st;
+} Job;
+
+static void *job_main(void *arg)
+{
+    Job *j = (Job *)arg;
+    const nbPoints q = nbo_points(j->s);
+    j->st = nb_grid_knn_many(j->g, j->own ? NULL : &q, NB_FILTER_ALL, (double)INFINITY, j->out, TK,
+                             j->found);
+    return NULL;
+}
+
+// Threads calling it at once on one freshly built grid (whose kNN index the queries that do not
+// certify may build meanwhile): each the answers of a serial call on a twin grid.
+static int test_threads(void)
+{
+    for (int dim = 2; dim <= 3; dim++) {
+        nboSet s = make_set(CLUSTERS, TN, dim, 10.0);
+        nbGridDesc desc = {0};
+        desc.dim = dim;
+        nbGrid *g = NULL, *twin = NULL;
+        NB_CHECK_OK(nb_grid_create(&desc, &g));
+        NB_CHECK_OK(nb_grid_create(&desc, &twin));
+        const nbPoints pts = nbo_points(&s);
+        NB_CHECK_OK(nb_grid_build(g, &pts, 0.3));
+        NB_CHECK_OK(nb_grid_build(twin, &pts, 0.3));
+        const size_t rows = (size_t)TN * TK;
+        nbNeighbor *want = (nbNeighbor *)nbo_xalloc(rows * sizeof(nbNeighbor));
+        int32_t *want_found = (int32_t *)nbo_xalloc((size_t)TN * sizeof(int32_t));
+        NB_CHECK_OK(
+            nb_grid_knn_many(twin, NULL, NB_FILTER_ALL, (double)INFINITY, want, TK, want_found));
+        Job jobs[THREADS];
+        pthread_t th[THREADS];
+        for (int t = 0; t < THREADS; t++) {
+            jobs[t] = (Job){g, &s, t % 2 == 0, NULL, NULL, NB_ERR_INTERNAL};
+            jobs[t].out = (nbNeighbor *)nbo_xalloc(rows * sizeof(nbNeighbor));
+            jobs[t].found = (int32_t *)nbo_xalloc((size_t)TN * sizeof(int32_t));
+            NB_CHECK(pthread_create(&th[t], NULL, job_main, &jobs[t]) == 0);
+        }
+        for (int t = 0; t < THREADS; t++) NB_CHECK(pthread_join(th[t], NULL) == 0);
+        for (int t = 0; t < THREADS; t++) {
+            NB_CHECK_OK(jobs[t].st);
+            for (int32_t i = 0; i < TN; i++)
+                NB_CHECK(nbo_same_neighbors(jobs[t].out + (size_t)i * TK, jobs[t].found[i],
+                                            want + (size_t)i * TK, want_found[i]));
+            free(jobs[t].out);
+            free(jobs[t].found);
+        }
+        free(want);
+        free(want_found);
+        nb_grid_destroy(g);
+        nb_grid_destroy(twin);
+        nbo_set_free(&s);
+    }
+    return 0;
+}
+#endif
+
 int main(int argc, char **argv)
 {
     static const nbtCase cases[] = {
         {"against_brute_force", test_against_brute_force},
         {"small_and_degenerate", test_small_and_degenerate},
+#if defined(NBT_THREADS)
+        {"threads", test_threads},
+#endif
     };
     return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
 }
