@@ -447,6 +447,45 @@ static nbStatus nbi_many_check(const nbGrid *g, const nbPoints *qp, double max_d
     return NB_OK;
 }
 
+// The groups of cells [c0, c1): their own points (head NULL), or the queries sorted into them
+// (cell c's are order[head[c], head[c + 1])).
+typedef struct nbiManyRun {
+    nbiManyCtx *x; // one a worker
+    const double *qs;
+    size_t stride;
+    const int32_t *order, *head;
+    int32_t chunks;
+} nbiManyRun;
+
+static void nbi_many_cells(nbiManyCtx *x, const nbiManyRun *r, int32_t c0, int32_t c1)
+{
+    const nbiView *v = x->v;
+    for (int32_t c = c0; c < c1; c++) {
+        const int32_t p0 = r->head != NULL ? r->head[c] : v->start[c];
+        const int32_t p1 = r->head != NULL ? r->head[c + 1] : nbi_view_end(v, c);
+        if (p0 == p1) continue;
+        int64_t kc[3];
+        nbi_view_cell_key(v, c, kc);
+        if (r->head == NULL)
+            nbi_many_group(x, c, kc, p0, NULL, 0, NULL, p1 - p0);
+        else
+            nbi_many_group(x, c, kc, 0, r->qs, r->stride, r->order + p0, p1 - p0);
+    }
+}
+
+// Chunk k of the cells, on the worker's own context and scratch.
+static void nbi_many_task(int32_t k0, int32_t k1, int32_t worker, void *vctx)
+{
+    const nbiManyRun *r = (const nbiManyRun *)vctx;
+    const int64_t cells = r->x[0].v->ncells;
+    for (int32_t k = k0; k < k1; k++)
+        nbi_many_cells(&r->x[worker], r, (int32_t)(cells * k / r->chunks),
+                       (int32_t)(cells * (k + 1) / r->chunks));
+}
+
+// Queries a worker should have at least: fewer run serially.
+enum { NBI_MANY_PARALLEL_MIN = 2048 };
+
 nbStatus nb_grid_knn_many(const nbGrid *grid, const nbPoints *queries, nbFilter filter,
                           double max_distance, nbNeighbor *out, int32_t k, int32_t *found)
 {
@@ -461,56 +500,55 @@ nbStatus nb_grid_knn_many(const nbGrid *grid, const nbPoints *queries, nbFilter 
     const bool per_point = v->cat != NULL;
     if (m == 0 || k == 0 || v->n == 0 || (!per_point && !nbi_filter_open(filter))) return NB_OK;
 
-    nbiManyCtx x;
-    memset(&x, 0, sizeof x);
-    x.g = grid;
-    x.v = v;
-    x.f = filter;
-    x.per_point = per_point;
-    x.max_distance = max_distance;
-    x.lim2 = max_distance * max_distance;
-    x.k = k;
-    x.want = k < v->n ? k : v->n;
-    x.out = out;
-    x.found = found;
-    x.guess = (double)INFINITY;
-#if defined(NBI_AVX2)
-    x.avx2 = nbi_use_avx2();
-#endif
-    // Scratch: the block (axes, distances, indices), and for outside queries their cells and
-    // order (a counting sort over the cells).
+    // On the grid's scheduler, each worker takes chunks of cells with its own scratch.
+    int32_t workers = 1;
+    if (nbi_grid_parallel(grid) && m >= 2 * NBI_MANY_PARALLEL_MIN) {
+        workers = grid->tasks.workers < NBI_MAX_CHUNKS ? grid->tasks.workers : NBI_MAX_CHUNKS;
+        if (workers > m / NBI_MANY_PARALLEL_MIN) workers = m / NBI_MANY_PARALLEL_MIN;
+    }
+    // Scratch: a block a worker (axes, distances, indices), and for outside queries their cells
+    // and order (a counting sort over the cells).
     int32_t cap = NBI_MANY_CAND;
     if (cap > v->n) cap = v->n;
     const size_t per_cand = 4 * sizeof(double) + 2 * sizeof(int32_t);
+    const size_t block = (size_t)cap * per_cand;
     const int64_t sort_ints = queries != NULL ? 2 * (int64_t)m + (int64_t)v->ncells + 2 : 0;
-    const size_t bytes = (size_t)cap * per_cand + (size_t)sort_ints * sizeof(int32_t) + 64;
+    const size_t bytes = block * (size_t)workers + (size_t)sort_ints * sizeof(int32_t) + 64;
     char *mem = (char *)nbi_alloc(&grid->alloc, bytes, 1);
     if (mem == NULL) return NB_ERR_OUT_OF_MEMORY;
-    nbiManyBlock *b = &x.b;
-    b->cap = x.cap = cap;
-    for (int a = 0; a < 4; a++) {
-        double *arr = (double *)(void *)(mem + (size_t)a * (size_t)cap * sizeof(double));
-        if (a < 3)
-            b->x[a] = arr;
-        else
-            b->d2 = arr;
+    nbiManyCtx xs[NBI_MAX_CHUNKS];
+    for (int32_t w = 0; w < workers; w++) {
+        nbiManyCtx *x = &xs[w];
+        memset(x, 0, sizeof *x);
+        x->g = grid;
+        x->v = v;
+        x->f = filter;
+        x->per_point = per_point;
+        x->max_distance = max_distance;
+        x->lim2 = max_distance * max_distance;
+        x->k = k;
+        x->want = k < v->n ? k : v->n;
+        x->out = out;
+        x->found = found;
+        x->guess = (double)INFINITY;
+#if defined(NBI_AVX2)
+        x->avx2 = nbi_use_avx2();
+#endif
+        char *at = mem + block * (size_t)w;
+        nbiManyBlock *b = &x->b;
+        b->cap = x->cap = cap;
+        for (int a = 0; a < 3; a++)
+            b->x[a] = (double *)(void *)(at + (size_t)a * (size_t)cap * sizeof(double));
+        b->d2 = (double *)(void *)(at + 3 * (size_t)cap * sizeof(double));
+        b->idx = (int32_t *)(void *)(at + 4 * (size_t)cap * sizeof(double));
+        b->near = b->idx + cap;
     }
-    b->idx = (int32_t *)(void *)(mem + 4 * (size_t)cap * sizeof(double));
-    b->near = b->idx + cap;
-
-    if (queries == NULL) {
-        // The grid's own points: each cell is a group.
-        for (int32_t c = 0; c < v->ncells; c++) {
-            const int32_t p0 = v->start[c], p1 = nbi_view_end(v, c);
-            if (p0 == p1) continue;
-            int64_t kc[3];
-            nbi_view_cell_key(v, c, kc);
-            nbi_many_group(&x, c, kc, p0, NULL, 0, NULL, p1 - p0);
-        }
-    } else {
+    nbiManyRun run = {xs, NULL, 0, NULL, NULL, 1};
+    if (queries != NULL) {
         const int dim = v->dim;
         const size_t stride = queries->stride == 0 ? (size_t)dim * sizeof(double) : queries->stride;
-        int32_t *cell = b->near + cap, *order = cell + m, *head = order + m;
+        int32_t *cell = (int32_t *)(void *)(mem + block * (size_t)workers), *order = cell + m;
+        int32_t *head = order + m;
         memset(head, 0, ((size_t)v->ncells + 2) * sizeof *head);
         for (int32_t i = 0; i < m; i++) {
             const double *q =
@@ -523,17 +561,20 @@ nbStatus nb_grid_knn_many(const nbGrid *grid, const nbPoints *queries, nbFilter 
         for (int32_t i = 0; i < m; i++) order[head[cell[i] + 1]++] = i;
         // head[c + 1] is now the end of cell c's queries (head[0]: of the outside ones).
         for (int32_t i = 0; i < head[0]; i++)
-            nbi_many_single(&x,
+            nbi_many_single(&xs[0],
                             (const double *)(const void *)((const char *)queries->data +
                                                            (size_t)order[i] * stride),
                             order[i]);
-        for (int32_t c = 0; c < v->ncells; c++) {
-            const int32_t q0 = head[c], q1 = head[c + 1];
-            if (q0 == q1) continue;
-            int64_t kc[3];
-            nbi_view_cell_key(v, c, kc);
-            nbi_many_group(&x, c, kc, 0, queries->data, stride, order + q0, q1 - q0);
-        }
+        run.qs = queries->data;
+        run.stride = stride;
+        run.order = order;
+        run.head = head;
+    }
+    if (workers == 1) {
+        nbi_many_cells(&xs[0], &run, 0, v->ncells);
+    } else {
+        run.chunks = v->ncells < 8 * workers ? v->ncells : 8 * workers;
+        nbi_tasks_run(&grid->tasks, nbi_many_task, run.chunks, &run);
     }
     nbi_free(&grid->alloc, mem, bytes, 1);
     return NB_OK;

@@ -10,6 +10,8 @@
 
 #include <math.h>
 #if defined(NBT_THREADS)
+#include "nb_pthreads.h"
+
 #include <pthread.h>
 #endif
 
@@ -278,6 +280,54 @@ static int test_threads(void)
     }
     return 0;
 }
+
+// On the grid's scheduler (desc.tasks, three workers): the answers of a serial twin, own points
+// and a view of queries, 2D, 3D and a periodic box.
+static int test_scheduler(void)
+{
+    nbxPool pool;
+    NB_CHECK(nbx_pool_start(&pool, 3) == 0);
+    const nbTasks tasks = nbx_pool_tasks(&pool);
+    for (int dim = 2; dim <= 3; dim++)
+        for (int periodic = 0; periodic < 2; periodic++) {
+            const int32_t n = 9000;
+            nboSet s = make_set(periodic ? CLUMP_WRAP : CLUSTERS, n, dim, 10.0);
+            nbGridDesc desc = {0};
+            desc.dim = dim;
+            if (periodic)
+                for (int a = 0; a < dim; a++) desc.period[a] = 10.0;
+            nbGrid *serial = NULL, *g = NULL;
+            NB_CHECK_OK(nb_grid_create(&desc, &serial));
+            desc.tasks = &tasks;
+            NB_CHECK_OK(nb_grid_create(&desc, &g));
+            const nbPoints pts = nbo_points(&s);
+            NB_CHECK_OK(nb_grid_build(serial, &pts, 0.2));
+            NB_CHECK_OK(nb_grid_build(g, &pts, 0.2));
+            const size_t rows = (size_t)n * TK;
+            nbNeighbor *want = (nbNeighbor *)nbo_xalloc(rows * sizeof(nbNeighbor));
+            nbNeighbor *got = (nbNeighbor *)nbo_xalloc(rows * sizeof(nbNeighbor));
+            int32_t *fw = (int32_t *)nbo_xalloc((size_t)n * sizeof(int32_t));
+            int32_t *fg = (int32_t *)nbo_xalloc((size_t)n * sizeof(int32_t));
+            for (int own = 0; own < 2; own++) {
+                const nbPoints *q = own ? NULL : &pts;
+                NB_CHECK_OK(
+                    nb_grid_knn_many(serial, q, NB_FILTER_ALL, (double)INFINITY, want, TK, fw));
+                NB_CHECK_OK(nb_grid_knn_many(g, q, NB_FILTER_ALL, (double)INFINITY, got, TK, fg));
+                for (int32_t i = 0; i < n; i++)
+                    NB_CHECK(nbo_same_neighbors(got + (size_t)i * TK, fg[i], want + (size_t)i * TK,
+                                                fw[i]));
+            }
+            free(want);
+            free(got);
+            free(fw);
+            free(fg);
+            nb_grid_destroy(serial);
+            nb_grid_destroy(g);
+            nbo_set_free(&s);
+        }
+    nbx_pool_stop(&pool);
+    return 0;
+}
 #endif
 
 int main(int argc, char **argv)
@@ -287,6 +337,7 @@ int main(int argc, char **argv)
         {"small_and_degenerate", test_small_and_degenerate},
 #if defined(NBT_THREADS)
         {"threads", test_threads},
+        {"scheduler", test_scheduler},
 #endif
     };
     return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
