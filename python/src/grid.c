@@ -1997,9 +1997,10 @@ static PyObject *grid_query(nbpyGrid *g, PyObject *args, PyObject *kwds)
     c->n = g->n;
     c->dist = PyArray_DATA((PyArrayObject *)d_arr);
     c->index = PyArray_DATA((PyArrayObject *)i_arr);
-    // The batch: the grid's own points in one call (it groups them by the grid's cells), other
-    // queries in calls of up to 2^16 a part (grouped within each call).
-    c->own = batch && own && parts == 1;
+    // The batch: the grid's own points in one call (it groups them by the grid's cells) while
+    // its rows of neighbours take at most 64 MB, other queries (and more rows) in calls of up to
+    // 2^16 a part (grouped within each call).
+    c->own = batch && own && parts == 1 && (int64_t)m * kmax <= ((int64_t)1 << 22);
     c->rows = !batch ? 1 : c->own ? (int64_t)m : (m / parts + 1 < 65536 ? m / parts + 1 : 65536);
     for (int p = 0; p < parts; p++) {
         c->heap[p] = malloc((size_t)c->rows * (size_t)kmax * sizeof(nbNeighbor));
