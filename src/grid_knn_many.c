@@ -500,12 +500,12 @@ nbStatus nb_grid_knn_many(const nbGrid *grid, const nbPoints *queries, nbFilter 
     const bool per_point = v->cat != NULL;
     if (m == 0 || k == 0 || v->n == 0 || (!per_point && !nbi_filter_open(filter))) return NB_OK;
 
-    // On the grid's scheduler, each worker takes chunks of cells with its own scratch.
+    // On the grid's scheduler, each worker takes chunks of cells with its own scratch (one for
+    // every worker id the scheduler may hand out).
     int32_t workers = 1;
-    if (nbi_grid_parallel(grid) && m >= 2 * NBI_MANY_PARALLEL_MIN) {
-        workers = grid->tasks.workers < NBI_MAX_CHUNKS ? grid->tasks.workers : NBI_MAX_CHUNKS;
-        if (workers > m / NBI_MANY_PARALLEL_MIN) workers = m / NBI_MANY_PARALLEL_MIN;
-    }
+    if (nbi_grid_parallel(grid) && m >= 2 * NBI_MANY_PARALLEL_MIN &&
+        grid->tasks.workers <= NBI_MAX_CHUNKS)
+        workers = grid->tasks.workers;
     // Scratch: a block a worker (axes, distances, indices), and for outside queries their cells
     // and order (a counting sort over the cells).
     int32_t cap = NBI_MANY_CAND;
@@ -573,7 +573,9 @@ nbStatus nb_grid_knn_many(const nbGrid *grid, const nbPoints *queries, nbFilter 
     if (workers == 1) {
         nbi_many_cells(&xs[0], &run, 0, v->ncells);
     } else {
-        run.chunks = v->ncells < 8 * workers ? v->ncells : 8 * workers;
+        const int32_t most =
+            8 * (m / NBI_MANY_PARALLEL_MIN < workers ? m / NBI_MANY_PARALLEL_MIN : workers);
+        run.chunks = v->ncells < most ? v->ncells : most;
         nbi_tasks_run(&grid->tasks, nbi_many_task, run.chunks, &run);
     }
     nbi_free(&grid->alloc, mem, bytes, 1);

@@ -165,7 +165,7 @@ static int test_against_brute_force(void)
             for (int variant = 0; variant < 6; variant++) {
                 const bool periodic = kind == CLUMP_WRAP || (kind == UNIFORM && variant >= 4);
                 if (kind == FARFLUNG && periodic) continue;
-                Case c = {kind, dim, dim == 2 ? 700 : 600, 8, 0.0, periodic, false, false, inf};
+                Case c = {kind, dim, dim == 2 ? 500 : 400, 8, 0.0, periodic, false, false, inf};
                 switch (variant) {
                 case 1: c.k = 1; break;
                 case 2:
@@ -290,7 +290,7 @@ static int test_scheduler(void)
     const nbTasks tasks = nbx_pool_tasks(&pool);
     for (int dim = 2; dim <= 3; dim++)
         for (int periodic = 0; periodic < 2; periodic++) {
-            const int32_t n = 9000;
+            const int32_t n = 4400; // (past the 4096 queries that run on the workers)
             nboSet s = make_set(periodic ? CLUMP_WRAP : CLUSTERS, n, dim, 10.0);
             nbGridDesc desc = {0};
             desc.dim = dim;

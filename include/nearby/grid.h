@@ -239,8 +239,8 @@ NB_API nbStatus nb_grid_visit_knn(const nbGrid *grid, const double *point, nbFil
 /// multiple of sizeof(double), or a query outside [0, P) on a periodic axis; then
 /// NB_ERR_OUT_OF_MEMORY. On any error found[] is all 0 (when the count is known) and `out` is
 /// untouched. Thread-safe as nb_grid_knn is: any number of threads may call it on one grid. On
-/// the grid's scheduler (nbGridDesc.tasks), 4096 queries and more run on its workers (chunks of
-/// cells, a scratch block each: the answers are the same).
+/// the grid's scheduler (nbGridDesc.tasks, up to 64 workers), 4096 queries and more run on its
+/// workers (chunks of cells, a scratch block a worker: the answers are the same).
 NB_API nbStatus nb_grid_knn_many(const nbGrid *grid, const nbPoints *queries, nbFilter filter,
                                  double max_distance, nbNeighbor *out, int32_t k, int32_t *found);
 
