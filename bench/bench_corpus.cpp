@@ -17,6 +17,8 @@
 //   knn1/8/32   Q k-nearest queries on the same structures (nb_grid_knn on the grid built for r;
 //               nanoflann's knnSearch), build not timed; checked by the distances (ties may
 //               name different points)
+//   knnmany8/32 the same Q queries' k nearest in one nb_grid_knn_many call, against the same
+//               nanoflann loop
 // Rectangle sets (M rectangles, corpus.h's windows and moving workload):
 //   build       nearby: nb_quadtree_create (zeroed desc) + nb_quadtree_build; Boost: the
 //               packed rtree from the (box, index) values (converting included)
@@ -32,7 +34,8 @@
 //   far, axis   radius (each query at its distance to its nearest point plus r), knn1, knn8 from
 //               NBB_SCENARIO_QUERIES queries far outside the box, on built structures, against
 //               nanoflann
-//   periodic    pairs (build + all pairs) and knn8 (every point's 8 nearest, built grid) in the
+//   periodic    pairs (build + all pairs), knn8 (every point's 8 nearest, built grid) and
+//               knnmany8 (the same in one nb_grid_knn_many call) in the
 //               periodic box, against the same on the uniform periodic set of that size and
 //               dimension (peer periodic_uniform: nanoflann has no periodic box); the clumps'
 //               answers checked against a plain grid over nbb_corpus_unwrap's points
@@ -296,6 +299,25 @@ Run nearby_knn(const nbGrid *g, const double *q, int32_t qn, int dim, int32_t k)
     return run;
 }
 
+// The same answers from one nb_grid_knn_many call over the qn queries (k <= 32).
+Run nearby_knn_many(const nbGrid *g, const double *q, int32_t qn, int dim, int32_t k)
+{
+    std::vector<nbNeighbor> nb(size_t(qn) * size_t(k) + 1);
+    std::vector<int32_t> found(size_t(qn) + 1);
+    const nbPoints view = {q, qn, dim, 0, nullptr, 0, nullptr, 0};
+    Run run{0, 0, 0};
+    int64_t t0 = nbb_now_ns();
+    ok(nb_grid_knn_many(g, &view, NB_FILTER_ALL, (double)INFINITY, nb.data(), k, found.data()),
+       "nb_grid_knn_many");
+    run.ns = nbb_now_ns() - t0;
+    for (int32_t i = 0; i < qn; i++) {
+        run.count += uint64_t(found[size_t(i)]);
+        for (int32_t m = 0; m < found[size_t(i)]; m++)
+            run.sum += bits(nb[size_t(i) * size_t(k) + size_t(m)].dist2);
+    }
+    return run;
+}
+
 #ifdef NBB_HAVE_NANOFLANN
 template <int D> using PeerTree = NfTree<D>;
 constexpr bool kNanoflann = true;
@@ -350,27 +372,33 @@ void query_rows(const nbbCorpus &c, const Options &o, const nbGrid *g, const Pee
         kNanoflann, false, &qn, all);
     for (int j = 0; j < nks; j++) {
         const int32_t k = ks[j];
-        char op[16];
+        auto peer = [&] {
+#ifdef NBB_HAVE_NANOFLANN
+            uint32_t idx[32];
+            double d2[32];
+            Run run{0, 0, 0};
+            int64_t t0 = nbb_now_ns();
+            for (int32_t i = 0; i < qn; i++) {
+                size_t found = tree.knnSearch(q + size_t(i) * D, size_t(k), idx, d2);
+                run.count += found;
+                for (size_t m = 0; m < found; m++) run.sum += bits(d2[m]);
+            }
+            run.ns = nbb_now_ns() - t0;
+            return run;
+#else
+            return Run{0, 0, 0};
+#endif
+        };
+        char op[24];
         std::snprintf(op, sizeof op, "knn%d", (int)k);
         measure(
-            c, op, "nanoflann", o.runs, [&] { return nearby_knn(g, q, qn, D, k); },
-            [&] {
-#ifdef NBB_HAVE_NANOFLANN
-                uint32_t idx[32];
-                double d2[32];
-                Run run{0, 0, 0};
-                int64_t t0 = nbb_now_ns();
-                for (int32_t i = 0; i < qn; i++) {
-                    size_t found = tree.knnSearch(q + size_t(i) * D, size_t(k), idx, d2);
-                    run.count += found;
-                    for (size_t m = 0; m < found; m++) run.sum += bits(d2[m]);
-                }
-                run.ns = nbb_now_ns() - t0;
-                return run;
-#else
-                return Run{0, 0, 0};
-#endif
-            },
+            c, op, "nanoflann", o.runs, [&] { return nearby_knn(g, q, qn, D, k); }, peer,
+            kNanoflann, false, &qn, all);
+        // The same queries in one batch (nb_grid_knn_many), against the same peer loop.
+        if (k < 8 || rq != nullptr) continue; // (the point sets' 8 and 32 nearest)
+        std::snprintf(op, sizeof op, "knnmany%d", (int)k);
+        measure(
+            c, op, "nanoflann", o.runs, [&] { return nearby_knn_many(g, q, qn, D, k); }, peer,
             kNanoflann, false, &qn, all);
     }
 }
@@ -669,6 +697,12 @@ void run_periodic(const nbbCorpus &c, const nbbCorpus &base, const Options &o)
         c, "knn8", "periodic_uniform", o.runs, [&] { return nearby_knn(g, c.data, qn, c.dim, 8); },
         [&] { return nearby_knn(gb, base.data, qn, base.dim, 8); }, have_base, false, &qn, c.n,
         expect);
+    qn = c.n;
+    measure(
+        c, "knnmany8", "periodic_uniform", o.runs,
+        [&] { return nearby_knn_many(g, c.data, qn, c.dim, 8); },
+        [&] { return nearby_knn_many(gb, base.data, qn, base.dim, 8); }, have_base, false, &qn,
+        c.n, expect);
     nb_grid_destroy(g);
     nb_grid_destroy(gb);
     nb_grid_destroy(gp);
