@@ -825,10 +825,10 @@ static int test_crowd_turns_dense(void)
 // A lattice inserted in order, one point a cell: rows upward and downward, columns, and 3D
 // layers, with and without room reserved. The dense box grows on the side the points push it
 // and the slack left where a relayout was placing an item follows the points from cell to
-// cell (hash.c, nbi_borrow): 23-39 relayouts here. Before, each row (or each point once the
+// cell (hash.c, nbi_borrow): 24-43 relayouts here. Before, each row (or each point once the
 // slack near the last row ran out) relaid out everything: 570 relayouts for these 10k points
 // in rows upward; 20k took 1193 upward and 3488 downward, and 200k in rows upward with room
-// reserved 130 s (0.5 s now; 0.3 s in random order).
+// reserved 130 s (1.2-2.0 s now, 225-322 relayouts; 0.2 s in random order).
 static int test_lattice_fills_relay_out_seldom(void)
 {
     enum { SIDE2 = 100, SIDE3 = 22 };
