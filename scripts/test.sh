@@ -45,10 +45,16 @@ tsan_start=$SECONDS
 cmake -S . -B build/tsan -DNB_WERROR=ON -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_C_FLAGS_DEBUG=-O1 -g" \
   -DNB_SANITIZE=thread \
   -DNB_INSTALL_TEST=OFF -DNB_BUILD_CLI=OFF > /dev/null
-cmake --build build/tsan -j "$jobs" --target test_threads test_parallel test_knn_index
+cmake --build build/tsan -j "$jobs" --target test_threads test_parallel test_knn_index \
+  test_knn_many test_grid
 TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build/tsan -R '^threads$' --output-on-failure
-# the kNN index built by one of four querying threads and published to the others
-TSAN_OPTIONS=halt_on_error=1 build/tsan/tests/test_knn_index threads
+# the kNN index built by one of four querying threads and published to the others (by kNN and by
+# far radius queries), the hashed cell table filled by the first of four readers, and the k
+# nearest of many queries from four threads and on the grid's scheduler
+TSAN_OPTIONS=halt_on_error=1 build/tsan/tests/test_knn_index threads # (and threads_far_balls)
+TSAN_OPTIONS=halt_on_error=1 build/tsan/tests/test_grid hashed_lazy_table
+TSAN_OPTIONS=halt_on_error=1 build/tsan/tests/test_knn_many threads
+TSAN_OPTIONS=halt_on_error=1 build/tsan/tests/test_knn_many scheduler
 # The uniform cases, and the ranked build's (its own parallel passes): the others add data
 # shapes, not thread interleavings (all cases run in the other builds).
 TSAN_OPTIONS=halt_on_error=1 build/tsan/tests/test_parallel uniform
