@@ -701,8 +701,8 @@ void run_periodic(const nbbCorpus &c, const nbbCorpus &base, const Options &o)
     measure(
         c, "knnmany8", "periodic_uniform", o.runs,
         [&] { return nearby_knn_many(g, c.data, qn, c.dim, 8); },
-        [&] { return nearby_knn_many(gb, base.data, qn, base.dim, 8); }, have_base, false, &qn,
-        c.n, expect);
+        [&] { return nearby_knn_many(gb, base.data, qn, base.dim, 8); }, have_base, false, &qn, c.n,
+        expect);
     nb_grid_destroy(g);
     nb_grid_destroy(gb);
     nb_grid_destroy(gp);
