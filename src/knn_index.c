@@ -1369,6 +1369,7 @@ NBI_INLINE void nbi_ix_ball_put(nbiIxBall *x, int32_t p)
     x->found++;
 }
 
+#if defined(__SSE2__) || NBI_AVX2
 // The hits among positions p, p + 1, ... whose bits are set in `in` (a lane mask of the distance
 // test), the filter tested here.
 NBI_INLINE void nbi_ix_ball_lanes(nbiIxBall *x, int32_t p, unsigned in)
@@ -1378,6 +1379,7 @@ NBI_INLINE void nbi_ix_ball_lanes(nbiIxBall *x, int32_t p, unsigned in)
         if (nbi_ix_passes(x, q)) nbi_ix_ball_put(x, q);
     }
 }
+#endif
 
 // Scans positions [p0, p1): d2 as nbi_dist2 computes it (q - p per axis, squared, summed in axis
 // order), two at a time with SSE2 (the same operations in each lane). Hits are few in a cap (a
