@@ -880,7 +880,7 @@ static PyObject *grid_query_pairs_array(nbpyGrid *g, PyObject *args, PyObject *k
     double cap_max = 64.0 * g->n / c->parts + 4096.0;
     int64_t cap = (int64_t)(guess < cap_max ? guess : cap_max);
     if (c->parts == 1) {
-        PairBuf b = {NULL, 0, 0, false, false};
+        PairBuf b = {NULL, 0, 0, false, false, 0};
         free(c);
         PyThreadState *ts = PyEval_SaveThread();
         nbStatus st = pairs_buffer(grid, r, pairs_reserve(g->n), cap > 1 ? cap : 1, &b);
@@ -937,7 +937,7 @@ static int pairs_of(nbpyGrid *g, PyObject *args, const char *fmt, const char *wh
     if (!PyArg_ParseTuple(args, fmt, &r) || grid_ready(g) < 0 || grid_radius(r) < 0) return -1;
     const nbGrid *grid = grid_for_radius(g, r, RADIUS_PAIRS);
     if (grid == NULL) return -1;
-    *b = (PairBuf){NULL, 0, 0, false, false};
+    *b = (PairBuf){NULL, 0, 0, false, false, 0};
     PyThreadState *ts = PyEval_SaveThread();
     nbStatus st = pairs_buffer(grid, r, pairs_reserve(g->n), (int64_t)g->n * 4 + 1024, b);
     PyEval_RestoreThread(ts);
