@@ -245,11 +245,6 @@ typedef struct nbiZBlock {
     int64_t at[NBI_LOOKUPS][3];      // with -1: the cell's coordinates
     uint64_t hash[NBI_LOOKUPS];      // and its hash
     uint32_t xyz[NBI_ZB_XYZ];        // 3D: the first cells' nbi_zblock_xyz, while set in the bitmap
-    // 3D at one ring: the blocks next to this one that its face cells' half stencils reach, by
-    // offset (dbx + 1) + 3 (dby + 1) + 9 dbz (nbi_zblock_near_cell): the code and low code of
-    // each one's corner (local code 0), found once a block.
-    uint32_t near_set; // which entries this block has found
-    uint64_t near_code[18], near_low[18];
 } nbiZBlock;
 
 // The Z order of a view's exact offsets: a cell's code, shifted up by ds = dim * code_shift bits,
@@ -260,6 +255,7 @@ typedef struct nbiZOrd {
     const uint64_t *code, *low; // low: NULL without a shift
     int ds, ha, lb;
     uint64_t lmask;
+    uint64_t cm[3], am[3]; // 3D: each axis's bits of a code and of a low code (nbi_zord_step)
 } nbiZOrd;
 
 static nbiZOrd nbi_zord(const nbiView *v, int lbits)
@@ -271,6 +267,11 @@ static nbiZOrd nbi_zord(const nbiView *v, int lbits)
     z.ha = lbits > z.ds ? lbits - z.ds : 0;
     z.lb = z.ds < lbits ? z.ds : lbits; // below ds bits, the low code's bits are all local
     z.lmask = ((uint64_t)1 << lbits) - 1;
+    for (int a = 0; a < 3; a++) {
+        const int shift = z.low != NULL ? v->code_shift : 0;
+        z.cm[a] = v->dim == 3 ? nbi_spread3(0x1FFFFF) << a : 0;
+        z.am[a] = v->dim == 3 ? nbi_spread3(((uint64_t)1 << shift) - 1) << a : 0;
+    }
     return z;
 }
 
@@ -494,31 +495,28 @@ NBI_INLINE int32_t nbi_zord_find(const nbiView *v, const nbiZOrd *z, uint64_t kc
     return b < e && z->code[b] == kc && (!wide || z->low[b] == kl) ? b : -1;
 }
 
-// The cell of a half stencil (dx, dy, dz) outside the block of the cell at key (local lx, ly,
-// lz), whose local code in its own block is lc, or -1: found in the sorted codes, not the table
-// (which all pairs leaves unfilled). The code and low code of the neighbouring block's corner
-// are computed once a block.
-NBI_INLINE int32_t nbi_zblock_near_cell(const nbiView *v, const nbiZOrd *z, nbiZBlock *zb,
-                                        const int64_t key[3], uint32_t lx, uint32_t ly, uint32_t lz,
-                                        int dx, int dy, int dz, uint64_t lc, bool wide)
+// The Z order key (code, low code) of the cell one step (d = -1 or 1) along axis a from the cell
+// at (*kc, *kl), by arithmetic on the interleaved bits (a dilated add: the bits of the other axes
+// held at one, so the carry runs through axis a's bits alone): the low code's bits first, a carry
+// or borrow out of them into the code's. False when the step leaves the codes' range (an offset
+// below 0, or one past the codes' reach: no cell there). z->am[a] and z->cm[a] are axis a's bits
+// of a low code and of a code.
+NBI_INLINE bool nbi_zord_step(const nbiZOrd *z, uint64_t *kc, uint64_t *kl, int a, int d, bool wide)
 {
-    const int dbx = dx < 0 && lx == 0 ? -1 : (dx > 0 && lx == 31 ? 1 : 0);
-    const int dby = dy < 0 && ly == 0 ? -1 : (dy > 0 && ly == 31 ? 1 : 0);
-    const int dbz = dz > 0 && lz == 31 ? 1 : 0;
-    const int e = (dbx + 1) + 3 * (dby + 1) + 9 * dbz;
-    if ((zb->near_set >> e & 1) == 0) {
-        zb->near_set |= UINT32_C(1) << e;
-        // The neighbouring block's corner (inside the box: the stencil cell is).
-        const int db[3] = {dbx, dby, dbz};
-        int64_t corner[3];
-        for (int a = 0; a < 3; a++)
-            corner[a] = v->lo[a] + (((key[a] - v->lo[a]) & ~(int64_t)31) + 32 * (int64_t)db[a]);
-        zb->near_code[e] = nbi_code_of(corner, v->lo, 3, v->code_shift);
-        zb->near_low[e] = wide ? nbi_code_low(corner, v->lo, 3, v->code_shift) : 0;
+    const uint64_t one = (uint64_t)1 << a;
+    if (wide) {
+        const uint64_t m = z->am[a], x = *kl & m;
+        if (x != (d > 0 ? m : 0)) { // no carry out of the low code
+            *kl = (d > 0 ? ((*kl | ~m) + one) & m : (x - one) & m) | (*kl & ~m);
+            return true;
+        }
+        *kl &= ~m; // d > 0: the low bits wrap to 0, d < 0 to all ones
+        if (d < 0) *kl |= m;
     }
-    const uint64_t kc = zb->near_code[e] | lc >> z->lb;
-    const uint64_t kl = zb->near_low[e] | (lc & (((uint64_t)1 << z->lb) - 1));
-    return nbi_zord_find(v, z, kc, kl, wide);
+    const uint64_t m = z->cm[a], x = *kc & m;
+    if (x == (d > 0 ? m : 0)) return false;
+    *kc = (d > 0 ? ((*kc | ~m) + one) & m : (x - one) & m) | (*kc & ~m);
+    return true;
 }
 
 // The stencil cells (bits as above) outside the block of a cell on the faces f: bit 0 lx = 0,
@@ -561,12 +559,7 @@ NBI_INLINE void nbi_zblock_edge3(const nbiView *v, const nbiZOrd *z, nbiSpanList
     const uint64_t xs[3] = {sp[(lx - 1) & 31], sp[lx], sp[(lx + 1) & 31]};
     const uint64_t ys[3] = {sp[(ly - 1) & 31] << 1, sp[ly] << 1, sp[(ly + 1) & 31] << 1};
     const uint64_t zs[2] = {sp[lz] << 2, sp[(lz + 1) & 31] << 2};
-    int64_t key[3] = {0, 0, 0};
-    if (out != 0 && v->code_shift > 0)
-        nbi_view_cell_key(v, c, key); // with its low code
-    else if (out != 0)
-        for (int a = 0; a < 3; a++)
-            key[a] = v->lo[a] + (int64_t)nbi_code_axis(v->cell_code[c], 3, a);
+    const uint64_t kc0 = z->code[c], kl0 = wide ? z->low[c] : 0;
     do {
         const int t = nbi_ctz32(m);
         m &= m - 1;
@@ -578,12 +571,14 @@ NBI_INLINE void nbi_zblock_edge3(const nbiView *v, const nbiZOrd *z, nbiSpanList
             nbi_spans_add_merged(l, v->start[b], v->start[b + 1]);
             continue;
         }
+        // Outside the block: its code from the cell's, a step an axis, then found in the codes.
         const int dx = nbi_half_dx[t] - 1, dy = nbi_half_dy[t] - 1, dz = nbi_half_dz[t];
-        const int64_t at[3] = {key[0] + dx, key[1] + dy, key[2] + dz};
-        if (at[0] < v->lo[0] || at[0] > v->hi[0] || at[1] < v->lo[1] || at[1] > v->hi[1] ||
-            at[2] > v->hi[2])
+        uint64_t kc = kc0, kl = kl0;
+        if ((dx != 0 && !nbi_zord_step(z, &kc, &kl, 0, dx, wide)) ||
+            (dy != 0 && !nbi_zord_step(z, &kc, &kl, 1, dy, wide)) ||
+            (dz != 0 && !nbi_zord_step(z, &kc, &kl, 2, dz, wide)))
             continue;
-        const int b = nbi_zblock_near_cell(v, z, zb, key, lx, ly, lz, dx, dy, dz, lc, wide);
+        const int b = nbi_zord_find(v, z, kc, kl, wide);
         if (b >= 0) nbi_spans_add_merged(l, v->start[b], v->start[b + 1]);
     } while (m != 0);
     nbi_spans_flush(l);
@@ -618,7 +613,6 @@ NBI_INLINE void nbi_pairs_zorder_on(const nbiView *v, const nbiPairCtx *x, int64
         int32_t s0 = c, s1 = c + 1;
         while (s0 > 0 && nbi_zord_same_block(&z, s0 - 1, c, wide)) s0--;
         while (s1 < v->ncells && nbi_zord_same_block(&z, s1, c, wide)) s1++;
-        zb.near_set = 0;
         // A block of one cell holds none of its stencil: its bitmap stays empty.
         const int32_t s_end = s1 - s0 > 1 ? s1 : s0;
         int64_t word = -1;
