@@ -1968,13 +1968,19 @@ static int nbi_key2_top_diff(const nbiKey2 *a, int32_t n)
     return dl != 0 ? nbi_top_bit64(dl) : -1;
 }
 
-static void nbi_msd_sort2(nbiKey2 *a, nbiKey2 *t, int32_t n, bool back, int below);
+static void nbi_msd_sort2(nbiKey2 *a, nbiKey2 *t, int32_t n, bool back, int below, int32_t *aux);
 
-// One level of nbi_msd_sort2 with digits of `width` bits (end[] holds 2^width + 1 counts): the
-// run split by bits [at, below), each part sorted on. A digit that every key shares moves on to
-// the bits below the highest in which the keys differ, without a pass.
+// Runs of at least this many keys are counted into four tables and dealt through two cursors a
+// digit (nbi_msd_level): a heavy tail's core gives long stretches of keys with one digit, whose
+// counter or cursor each key would otherwise wait on (a store and a load of one address a key).
+enum { NBI_MSD_SPLIT = 1024 };
+
+// One level of nbi_msd_sort2 with digits of `width` bits (end[] holds 2^width + 1 counts; aux
+// 3 x 2^width, shared by every level): the run split by bits [at, below), each part sorted on.
+// A digit that every key shares moves on to the bits below the highest in which the keys
+// differ, without a pass.
 static void nbi_msd_level(nbiKey2 *a, nbiKey2 *t, int32_t n, bool back, int below, int width,
-                          int32_t *end)
+                          int32_t *end, int32_t *aux)
 {
     for (;;) {
         // The digit's window within one word, at most `width` bits below `below`.
@@ -1982,10 +1988,25 @@ static void nbi_msd_level(nbiKey2 *a, nbiKey2 *t, int32_t n, bool back, int belo
         if (at < 64 && below > 64) at = 64;
         const int w = below - at;
         const uint64_t dmask = ((uint64_t)1 << w) - 1;
+        const size_t nd = (size_t)1 << w;
         // end[d]: first the count of digit d - 1, then each digit's first position, then (after
         // the scatter) each digit's end.
-        memset(end, 0, ((size_t)1 << w) * sizeof *end + sizeof *end);
-        for (int32_t i = 0; i < n; i++) end[nbi_key2_digit(a[i], at, dmask) + 1]++;
+        memset(end, 0, nd * sizeof *end + sizeof *end);
+        const bool split = n >= NBI_MSD_SPLIT;
+        int32_t i = 0;
+        if (split) { // four tables: end (shifted by one) and aux's three, added up below
+            int32_t *c1 = aux, *c2 = aux + nd, *c3 = aux + 2 * nd;
+            memset(aux, 0, 3 * nd * sizeof *aux);
+            for (; i + 4 <= n; i += 4) {
+                end[nbi_key2_digit(a[i], at, dmask) + 1]++;
+                c1[nbi_key2_digit(a[i + 1], at, dmask)]++;
+                c2[nbi_key2_digit(a[i + 2], at, dmask)]++;
+                c3[nbi_key2_digit(a[i + 3], at, dmask)]++;
+            }
+        }
+        for (; i < n; i++) end[nbi_key2_digit(a[i], at, dmask) + 1]++;
+        if (split)
+            for (size_t d = 0; d < nd; d++) end[d + 1] += aux[d] + aux[nd + d] + aux[2 * nd + d];
         if (end[nbi_key2_digit(a[0], at, dmask) + 1] == n) { // one digit: skip to where they differ
             const int top = nbi_key2_top_diff(a, n);
             if (top < 0) { // equal keys (not for distinct ones): in order already
@@ -1996,11 +2017,25 @@ static void nbi_msd_level(nbiKey2 *a, nbiKey2 *t, int32_t n, bool back, int belo
             continue;
         }
         for (uint32_t d = 1; d <= dmask + 1; d++) end[d] += end[d - 1];
-        for (int32_t i = 0; i < n; i++) t[end[nbi_key2_digit(a[i], at, dmask)]++] = a[i];
+        if (split) { // the first half from each digit's start up, the second from its end down
+            // (The keys of a digit are in another order than one cursor leaves them: they are
+            // distinct, and the runs are sorted on.)
+            int32_t *hi = aux, *stop = aux + nd;
+            for (size_t d = 0; d < nd; d++) hi[d] = stop[d] = end[d + 1];
+            const int32_t h = n / 2;
+            for (i = 0; i < h; i++) {
+                t[end[nbi_key2_digit(a[i], at, dmask)]++] = a[i];
+                t[--hi[nbi_key2_digit(a[n - 1 - i], at, dmask)]] = a[n - 1 - i];
+            }
+            if (n & 1) t[end[nbi_key2_digit(a[h], at, dmask)]++] = a[h];
+            memcpy(end, stop, nd * sizeof *end);
+        } else {
+            for (i = 0; i < n; i++) t[end[nbi_key2_digit(a[i], at, dmask)]++] = a[i];
+        }
         for (uint32_t d = 0; d <= dmask; d++) { // each run, now in t, to where it belongs
             const int32_t b0 = d == 0 ? 0 : end[d - 1], m = end[d] - b0;
             if (m > 1)
-                nbi_msd_sort2(t + b0, a + b0, m, !back, at);
+                nbi_msd_sort2(t + b0, a + b0, m, !back, at, aux);
             else if (m == 1 && back)
                 a[b0] = t[b0];
         }
@@ -2013,7 +2048,8 @@ static void nbi_msd_level(nbiKey2 *a, nbiKey2 *t, int32_t n, bool back, int belo
 // keys share their bits from `below` up (128: none). Each level's runs share the bits their
 // parent split by, so the recursion is at most 128 / NBI_MSD_DIGIT + 1 deep (a kilobyte of stack
 // a level; 8 KB for the levels of nbi_msd_wide_min keys or more, at most 128 / NBI_MSD_WIDE + 2).
-static void nbi_msd_sort2(nbiKey2 *a, nbiKey2 *t, int32_t n, bool back, int below)
+// aux: 3 x 2^NBI_MSD_WIDE entries of scratch, shared by the levels.
+static void nbi_msd_sort2(nbiKey2 *a, nbiKey2 *t, int32_t n, bool back, int below, int32_t *aux)
 {
     if (n <= NBI_MSD_SMALL) {
         nbiKey2 *to = back ? a : t;
@@ -2031,11 +2067,11 @@ static void nbi_msd_sort2(nbiKey2 *a, nbiKey2 *t, int32_t n, bool back, int belo
     }
     if (n >= nbi_msd_wide_min) {
         int32_t end[(1 << NBI_MSD_WIDE) + 1];
-        nbi_msd_level(a, t, n, back, below, NBI_MSD_WIDE, end);
-    } else { // a digit of about half the run's bits: few keys a part, few parts to walk
+        nbi_msd_level(a, t, n, back, below, NBI_MSD_WIDE, end, aux);
+    } else { // a digit of about a run's bits: few keys a part, few parts to walk
         int32_t end[(1 << NBI_MSD_DIGIT) + 1];
         const int w = nbi_top_bit64((uint64_t)n);
-        nbi_msd_level(a, t, n, back, below, w < NBI_MSD_DIGIT ? w : NBI_MSD_DIGIT, end);
+        nbi_msd_level(a, t, n, back, below, w < NBI_MSD_DIGIT ? w : NBI_MSD_DIGIT, end, aux);
     }
 }
 
@@ -2096,7 +2132,7 @@ static int32_t nbi_hashed_sorted_wide(nbGrid *g, const nbiBuildIn *in)
         key[i].hi = nbi_code_of(k, g->lo, dim, shift);
         key[i].lo = (shift > 0 ? nbi_code_low(k, g->lo, dim, shift) << id_bits : 0) | (uint64_t)i;
     }
-    nbi_msd_sort2(key, (nbiKey2 *)g->pts.ptr, n, true, 128);
+    nbi_msd_sort2(key, (nbiKey2 *)g->pts.ptr, n, true, 128, (int32_t *)g->hist.ptr);
     // The cells: each new pair of codes starts one. Cell c's code overwrites word c of the keys,
     // which key c / 2 held (read already); the low codes wait in pts.
     uint64_t *code = (uint64_t *)g->cell_code.ptr, *low = (uint64_t *)g->pts.ptr;
