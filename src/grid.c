@@ -2105,6 +2105,45 @@ NBI_INLINE nbiKey2 nbi_wide_key3(const uint64_t *spread, const nbiCellMath *cm,
     return k;
 }
 
+#if defined(NBI_AVX512)
+// nbi_wide_key3 for packed 3D points, eight at a time: each cell through nbi_floor8 (every cell
+// nbi_cell_i's), its offset from lo subtracted in double (exact: both are integers in double,
+// lo a floor itself, and the offset below 2^42) and taken as an integer through the bits of
+// offset + 2^52, the offsets spread by lanes. Returns how many points it took (a multiple of 8).
+NBI_TARGET_AVX512 static int32_t nbi_wide_keys8(const double *data, int32_t n, const nbiCellMath *cm,
+                                                const int64_t lo[3], int shift, int id_bits,
+                                                nbiKey2 *key)
+{
+    const __m512d inv = nbi_floor8_inv(cm), by = _mm512_set1_pd(cm->cell);
+    const __m512d magic = _mm512_set1_pd(0x1p52);
+    const __m512i lane = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+    const __m512i m = _mm512_set1_epi64((int64_t)(((uint64_t)1 << shift) - 1));
+    const __m512i first = _mm512_set_epi64(11, 3, 10, 2, 9, 1, 8, 0);
+    const __m512i second = _mm512_set_epi64(15, 7, 14, 6, 13, 5, 12, 4);
+    const __m128i sh = _mm_cvtsi32_si128(shift);
+    int32_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m512d v[3];
+        nbi_load8(data, i, n, 3, v);
+        __m512i hi = _mm512_setzero_si512(), low = _mm512_setzero_si512();
+        for (int d = 0; d < 3; d++) {
+            const __m512d off =
+                _mm512_sub_pd(nbi_floor8(v[d], inv, by), _mm512_set1_pd((double)lo[d]));
+            const __m512i k = _mm512_sub_epi64(_mm512_castpd_si512(_mm512_add_pd(off, magic)),
+                                               _mm512_castpd_si512(magic));
+            const __m128i ad = _mm_cvtsi32_si128(d);
+            hi = _mm512_or_si512(hi, _mm512_sll_epi64(nbi_spread8(_mm512_srl_epi64(k, sh), 3), ad));
+            low = _mm512_or_si512(low, _mm512_sll_epi64(nbi_spread8(_mm512_and_si512(k, m), 3), ad));
+        }
+        const __m512i lw = _mm512_or_si512(_mm512_sll_epi64(low, _mm_cvtsi32_si128(id_bits)),
+                                           _mm512_add_epi64(lane, _mm512_set1_epi64(i)));
+        _mm512_storeu_si512((void *)(key + i), _mm512_permutex2var_epi64(hi, first, lw));
+        _mm512_storeu_si512((void *)(key + i + 4), _mm512_permutex2var_epi64(hi, second, lw));
+    }
+    return i;
+}
+#endif
+
 // The hashed build by sorting on two words, when the keys fit (see above): as
 // nbi_hashed_sorted. Returns the number of cells, or -1 (nothing written) when they do not.
 static int32_t nbi_hashed_sorted_wide(nbGrid *g, const nbiBuildIn *in)
@@ -2117,6 +2156,10 @@ static int32_t nbi_hashed_sorted_wide(nbGrid *g, const nbiBuildIn *in)
     // which the gather fills only at the end.
     nbiKey2 *key = (nbiKey2 *)g->cell_code.ptr;
     int32_t i = 0;
+#if defined(NBI_AVX512)
+    if (dim == 3 && in->step == 3 && n >= 8 && nbi_use_avx512())
+        i = nbi_wide_keys8(in->data, n, &g->cm, g->lo, shift, id_bits, key);
+#endif
     if (dim == 3) { // the spreads by table (in hist, free until the cells' directory)
         uint64_t *spread = (uint64_t *)g->hist.ptr;
         for (uint64_t j = 0; j < NBI_SPREAD_TABLE; j++) spread[j] = nbi_spread3(j);
