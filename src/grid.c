@@ -1973,7 +1973,7 @@ static void nbi_msd_sort2(nbiKey2 *a, nbiKey2 *t, int32_t n, bool back, int belo
 // Runs of at least this many keys are counted into four tables and dealt through two cursors a
 // digit (nbi_msd_level): a heavy tail's core gives long stretches of keys with one digit, whose
 // counter or cursor each key would otherwise wait on (a store and a load of one address a key).
-enum { NBI_MSD_SPLIT = 1024 };
+int32_t nbi_msd_split_min = 1024;
 
 // One level of nbi_msd_sort2 with digits of `width` bits (end[] holds 2^width + 1 counts; aux
 // 3 x 2^width, shared by every level): the run split by bits [at, below), each part sorted on.
@@ -1992,7 +1992,7 @@ static void nbi_msd_level(nbiKey2 *a, nbiKey2 *t, int32_t n, bool back, int belo
         // end[d]: first the count of digit d - 1, then each digit's first position, then (after
         // the scatter) each digit's end.
         memset(end, 0, nd * sizeof *end + sizeof *end);
-        const bool split = n >= NBI_MSD_SPLIT;
+        const bool split = n >= nbi_msd_split_min;
         int32_t i = 0;
         if (split) { // four tables: end (shifted by one) and aux's three, added up below
             int32_t *c1 = aux, *c2 = aux + nd, *c3 = aux + 2 * nd;
@@ -2088,9 +2088,8 @@ NBI_INLINE uint64_t nbi_spread3_by(const uint64_t *spread, uint64_t x)
 
 // The key of point i at q in 3D (nbi_hashed_sorted_wide): its cell's code, and its low code
 // (0 < shift: nbi_code_low) above i, as nbi_code_of and nbi_code_low give them.
-NBI_INLINE nbiKey2 nbi_wide_key3(const uint64_t *spread, const nbiCellMath *cm,
-                                 const int64_t lo[3], const double *q, int shift, int id_bits,
-                                 int32_t i)
+NBI_INLINE nbiKey2 nbi_wide_key3(const uint64_t *spread, const nbiCellMath *cm, const int64_t lo[3],
+                                 const double *q, int shift, int id_bits, int32_t i)
 {
     const uint64_t x = (uint64_t)(nbi_cell_i(cm, q[0]) - lo[0]);
     const uint64_t y = (uint64_t)(nbi_cell_i(cm, q[1]) - lo[1]);
@@ -2110,9 +2109,9 @@ NBI_INLINE nbiKey2 nbi_wide_key3(const uint64_t *spread, const nbiCellMath *cm,
 // nbi_cell_i's), its offset from lo subtracted in double (exact: both are integers in double,
 // lo a floor itself, and the offset below 2^42) and taken as an integer through the bits of
 // offset + 2^52, the offsets spread by lanes. Returns how many points it took (a multiple of 8).
-NBI_TARGET_AVX512 static int32_t nbi_wide_keys8(const double *data, int32_t n, const nbiCellMath *cm,
-                                                const int64_t lo[3], int shift, int id_bits,
-                                                nbiKey2 *key)
+NBI_TARGET_AVX512 static int32_t nbi_wide_keys8(const double *data, int32_t n,
+                                                const nbiCellMath *cm, const int64_t lo[3],
+                                                int shift, int id_bits, nbiKey2 *key)
 {
     const __m512d inv = nbi_floor8_inv(cm), by = _mm512_set1_pd(cm->cell);
     const __m512d magic = _mm512_set1_pd(0x1p52);
@@ -2133,7 +2132,8 @@ NBI_TARGET_AVX512 static int32_t nbi_wide_keys8(const double *data, int32_t n, c
                                                _mm512_castpd_si512(magic));
             const __m128i ad = _mm_cvtsi32_si128(d);
             hi = _mm512_or_si512(hi, _mm512_sll_epi64(nbi_spread8(_mm512_srl_epi64(k, sh), 3), ad));
-            low = _mm512_or_si512(low, _mm512_sll_epi64(nbi_spread8(_mm512_and_si512(k, m), 3), ad));
+            low =
+                _mm512_or_si512(low, _mm512_sll_epi64(nbi_spread8(_mm512_and_si512(k, m), 3), ad));
         }
         const __m512i lw = _mm512_or_si512(_mm512_sll_epi64(low, _mm_cvtsi32_si128(id_bits)),
                                            _mm512_add_epi64(lane, _mm512_set1_epi64(i)));

@@ -167,6 +167,9 @@ extern int32_t nbi_blocked_min_points;
 // Runs of at least this many keys take the wide digits of the two-word sort (grid.c,
 // nbi_msd_sort2); tests lower it to run them on small inputs.
 extern int32_t nbi_msd_wide_min;
+// Runs of at least this many keys are counted in four tables and dealt through two cursors
+// (grid.c, nbi_msd_level); tests lower it to run that path on small inputs.
+extern int32_t nbi_msd_split_min;
 #if defined(__SSE2__)
 // A blocked build's tables, all in the hist buffer: per chunk of points a row of block counts
 // (then that chunk's cursors), the blocks' first positions, and per run of blocks a scratch area.

@@ -829,6 +829,95 @@ static int test_sorted_wide_digits(void)
     return 0;
 }
 
+// One point's place in the oracle of the two-word sort's layout: its cell's code and low code
+// (nbi_code_of, nbi_code_low of the exact offsets) and its index.
+typedef struct WideKey {
+    uint64_t code, low;
+    int32_t i;
+} WideKey;
+
+static int wide_key_cmp(const void *pa, const void *pb)
+{
+    const WideKey *a = (const WideKey *)pa, *b = (const WideKey *)pb;
+    if (a->code != b->code) return a->code < b->code ? -1 : 1;
+    if (a->low != b->low) return a->low < b->low ? -1 : 1;
+    return (a->i > b->i) - (a->i < b->i);
+}
+
+// Grid g's layout (idx, the cells' codes and low codes) against the oracle: the points sorted by
+// their cells' (code, low code), then by index.
+static int wide_layout_matches(const nbGrid *g, const nboSet *s)
+{
+    const int dim = s->dim, shift = g->code_shift;
+    WideKey *w = (WideKey *)malloc((size_t)s->n * sizeof *w);
+    NB_CHECK(w != NULL);
+    for (int32_t i = 0; i < s->n; i++) {
+        int64_t k[3] = {0, 0, 0};
+        for (int a = 0; a < dim; a++) k[a] = nbi_cell_i(&g->cm, nbo_pt(s, i)[a]);
+        w[i].code = nbi_code_of(k, g->lo, dim, shift);
+        w[i].low = shift > 0 ? nbi_code_low(k, g->lo, dim, shift) : 0;
+        w[i].i = i;
+    }
+    qsort(w, (size_t)s->n, sizeof *w, wide_key_cmp);
+    const int32_t *idx = (const int32_t *)g->idx.ptr, *start = (const int32_t *)g->start.ptr;
+    const uint64_t *code = (const uint64_t *)g->cell_code.ptr;
+    int bad = 0;
+    for (int32_t p = 0, c = -1; p < s->n && !bad; p++) {
+        const bool first = p == 0 || w[p].code != w[p - 1].code || w[p].low != w[p - 1].low;
+        c += first;
+        bad = idx[p] != w[p].i || c >= g->ncells || (first && start[c] != p) ||
+              code[c] != w[p].code || (g->low_codes && code[g->ncells + c] != w[p].low);
+    }
+    free(w);
+    NB_CHECK(!bad);
+    return 0;
+}
+
+// The two-word sort's paths (grid.c, nbi_hashed_sorted_wide) against an oracle of the layout
+// and against brute force: heavy tails at 0 and at 1e9 with far points (boxes beyond the codes'
+// reach, so codes and low codes), 2D and 3D. Its 3D keys come eight at a time (AVX-512, packed
+// points, where the CPU runs it) or by table (strided points, or the AVX-512 copies off; 2D one
+// by one); its runs are counted in four tables and dealt through two cursors from
+// nbi_msd_split_min keys on (lowered to every run here, and to none) and take wide digits from
+// nbi_msd_wide_min (lowered to 64). Strided builds give the packed ones' pairs and order
+// (check_layout), and all pairs (the Z-order walk's stencil steps from a face cell's code to its
+// neighbours outside its block) agree with brute force.
+static int test_sorted_wide_paths(void)
+{
+    const int32_t keep_wide = nbi_msd_wide_min, keep_split = nbi_msd_split_min;
+    for (int dim = 2; dim <= 3; dim++)
+        for (int t = 0; t < 2; t++) {
+            const double offset = t ? 1e9 : 0.0, scale = 1e-3;
+            nboSet s = tail_set(dim, 1200 + 317 * t, offset, scale);
+            for (int32_t i = 0; i < 4; i++) // far points: a box beyond the codes' reach
+                for (int a = 0; a < dim; a++)
+                    s.p[(size_t)(s.n - 1 - i) * dim + a] =
+                        offset + ((i >> a & 1) ? scale : -scale) * ldexp(1.0, dim == 3 ? 23 : 34);
+            for (int mode = 0; mode < 4; mode++) {
+                nbi_msd_split_min = mode == 1 ? 2 : mode == 2 ? INT32_MAX : keep_split;
+                nbi_msd_wide_min = mode == 1 ? 64 : keep_wide;
+#if defined(NBI_AVX512)
+                nbi_avx512_off = mode == 3;
+#endif
+                nbGrid *g = grid_of(&s, scale, scale);
+                int bad = g == NULL || !g->low_codes || nb_grid_validate(g) != NB_OK ||
+                          wide_layout_matches(g, &s) != 0;
+                nb_grid_destroy(g);
+                if (mode != 2) bad = bad || check_layout(&s, scale, scale, 2) != 0;
+                if (mode == 1) bad = bad || check_all(&s, scale, scale, 2) != 0;
+                nbi_msd_split_min = keep_split;
+                nbi_msd_wide_min = keep_wide;
+#if defined(NBI_AVX512)
+                nbi_avx512_off = 0;
+#endif
+                if (bad) fprintf(stderr, "  dim %d offset %g mode %d\n", dim, offset, mode);
+                NB_CHECK(!bad);
+            }
+            nbo_set_free(&s);
+        }
+    return 0;
+}
+
 // Cells with more candidates than a cell's gathered lanes hold (pair_kernels.h, NBI_GATHER):
 // a dense blob of 700 points two cells wide, and in 3D a cell of 80 points whose 13 half-stencil
 // cells hold 80 each in their far corners (1119 candidates, more than a point's writes may take
@@ -2118,6 +2207,7 @@ int main(int argc, char **argv)
         {"hashed_sorted_wide", test_hashed_sorted_wide},
         {"hashed_lazy_table", test_hashed_lazy_table},
         {"sorted_wide_digits", test_sorted_wide_digits},
+        {"sorted_wide_paths", test_sorted_wide_paths},
         {"crowded_cells", test_crowded_cells},
         {"deterministic", test_deterministic},
         {"cells_far_apart", test_cells_far_apart},
