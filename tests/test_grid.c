@@ -796,6 +796,18 @@ static int test_hashed_sorted_wide(void)
     return 0;
 }
 
+// tail_set with its last four points far out (corners of a box beyond the codes' reach), so
+// that its cells have codes and low codes.
+static nboSet far_tail_set(int dim, int32_t n, double offset, double scale)
+{
+    nboSet s = tail_set(dim, n, offset, scale);
+    for (int32_t i = 0; i < 4; i++)
+        for (int a = 0; a < dim; a++)
+            s.p[(size_t)(s.n - 1 - i) * dim + a] =
+                offset + ((i >> a & 1) ? scale : -scale) * ldexp(1.0, dim == 3 ? 23 : 34);
+    return s;
+}
+
 // The two-word sort's wide digits (nbi_msd_sort2: runs of nbi_msd_wide_min keys or more, lowered
 // here to 64 so that 1000 points take them): heavy tails at 0 and at 1e9, 2D and 3D, against
 // brute force, and the same cell order and point order as the narrow digits give.
@@ -805,11 +817,7 @@ static int test_sorted_wide_digits(void)
     for (int dim = 2; dim <= 3; dim++)
         for (int t = 0; t < 2; t++) {
             const double offset = t ? 1e9 : 0.0, scale = 1e-3;
-            nboSet s = tail_set(dim, 1000 + 537 * t, offset, scale);
-            for (int32_t i = 0; i < 4; i++) // far points: a box beyond the codes' reach
-                for (int a = 0; a < dim; a++)
-                    s.p[(size_t)(s.n - 1 - i) * dim + a] =
-                        offset + ((i >> a & 1) ? scale : -scale) * ldexp(1.0, dim == 3 ? 23 : 34);
+            nboSet s = far_tail_set(dim, 1000 + 537 * t, offset, scale);
             nbGrid *narrow = grid_of(&s, scale, scale);
             nbi_msd_wide_min = 64;
             nbGrid *g = grid_of(&s, scale, scale);
@@ -888,11 +896,7 @@ static int test_sorted_wide_paths(void)
     for (int dim = 2; dim <= 3; dim++)
         for (int t = 0; t < 2; t++) {
             const double offset = t ? 1e9 : 0.0, scale = 1e-3;
-            nboSet s = tail_set(dim, 1200 + 317 * t, offset, scale);
-            for (int32_t i = 0; i < 4; i++) // far points: a box beyond the codes' reach
-                for (int a = 0; a < dim; a++)
-                    s.p[(size_t)(s.n - 1 - i) * dim + a] =
-                        offset + ((i >> a & 1) ? scale : -scale) * ldexp(1.0, dim == 3 ? 23 : 34);
+            nboSet s = far_tail_set(dim, 1200 + 317 * t, offset, scale);
             for (int mode = 0; mode < 4; mode++) {
                 nbi_msd_split_min = mode == 1 ? 2 : mode == 2 ? INT32_MAX : keep_split;
                 nbi_msd_wide_min = mode == 1 ? 64 : keep_wide;
