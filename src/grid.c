@@ -1931,8 +1931,8 @@ static int32_t nbi_hashed_sorted(nbGrid *g, const nbiBuildIn *in)
 // and the digit taken below it. A heavy tail's keys spread over every scale, so a run seldom
 // skips: each digit peels off a part of it, and the passes a key takes are about its differing
 // bits over the digit's width. Runs of at least nbi_msd_wide_min keys take digits of
-// NBI_MSD_WIDE bits (fewer passes over the many), smaller ones NBI_MSD_DIGIT bits (counts that
-// stay cheap to clear and sum).
+// NBI_MSD_WIDE bits (fewer passes over the many), smaller ones at most NBI_MSD_DIGIT bits
+// (counts that stay cheap to clear and sum), about a run's own bits below 256 keys.
 typedef struct nbiKey2 {
     uint64_t hi, lo;
 } nbiKey2;
@@ -2076,8 +2076,8 @@ static void nbi_msd_sort2(nbiKey2 *a, nbiKey2 *t, int32_t n, bool back, int belo
 }
 
 // A 3D key's spreads by table: spread[j] = nbi_spread3(j) for j < 2^11, so that an offset of up
-// to 22 bits spreads in two loads (nbi_spread3 takes five steps of shift, or and mask): 70
-// instructions a key against 170.
+// to 22 bits spreads in two loads (nbi_spread3 takes five steps of shift, or and mask): about 90
+// instructions a key, floors included, against 200.
 enum { NBI_SPREAD_BITS = 11, NBI_SPREAD_TABLE = 1 << NBI_SPREAD_BITS };
 
 NBI_INLINE uint64_t nbi_spread3_by(const uint64_t *spread, uint64_t x)
