@@ -451,12 +451,14 @@ static const uint8_t nbi_half_dz[13] = {0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1};
 // nbi_zblock_inner in 3D for cell c at local (lx, ly, lz): which stencil cells are occupied is
 // read from the block's rows, 3 bits a row, so a cell without neighbours costs a few loads; the
 // occupied ones are found by rank, in order.
+// `alone`: c is its block's only cell (the rows are empty: no mask to read).
 NBI_INLINE void nbi_zblock_inner3(const nbiView *v, nbiSpanList *l, const nbiZBlock *zb, int32_t s0,
-                                  int32_t c, uint32_t lx, uint32_t ly, uint32_t lz)
+                                  int32_t c, uint32_t lx, uint32_t ly, uint32_t lz, bool alone)
 {
     const uint32_t *r = zb->rows + lz * 32 + ly, sh = lx - 1;
-    uint32_t m = (r[0] >> (lx + 1) & 1) | (r[1] >> sh & 7) << 1 | (r[31] >> sh & 7) << 4 |
-                 (r[32] >> sh & 7) << 7 | (r[33] >> sh & 7) << 10;
+    uint32_t m = alone ? 0
+                       : (r[0] >> (lx + 1) & 1) | (r[1] >> sh & 7) << 1 | (r[31] >> sh & 7) << 4 |
+                             (r[32] >> sh & 7) << 7 | (r[33] >> sh & 7) << 10;
     l->a0 = v->start[c];
     l->a1 = l->self_end = v->start[c + 1];
     l->ns = 0;
@@ -611,7 +613,8 @@ NBI_INLINE void nbi_pairs_zorder_on(const nbiView *v, const nbiPairCtx *x, int64
     int32_t c = u0;
     while (c < u1 && !x->sink->stop) {
         int32_t s0 = c, s1 = c + 1;
-        while (s0 > 0 && nbi_zord_same_block(&z, s0 - 1, c, wide)) s0--;
+        // Only the first block may start before u0: the others start where the last one ended.
+        while (c == u0 && s0 > 0 && nbi_zord_same_block(&z, s0 - 1, c, wide)) s0--;
         while (s1 < v->ncells && nbi_zord_same_block(&z, s1, c, wide)) s1++;
         // A block of one cell holds none of its stencil: its bitmap stays empty.
         const int32_t s_end = s1 - s0 > 1 ? s1 : s0;
@@ -638,7 +641,7 @@ NBI_INLINE void nbi_pairs_zorder_on(const nbiView *v, const nbiPairCtx *x, int64
                                        : nbi_zblock_xyz(&zb, nbi_zord_local(&z, c, wide));
                 const uint32_t loc[3] = {p & 31, p >> 8 & 31, p >> 16};
                 if (loc[0] - 1 < 30 && loc[1] - 1 < 30 && loc[2] < 31)
-                    nbi_zblock_inner3(v, &l, &zb, s0, c, loc[0], loc[1], loc[2]);
+                    nbi_zblock_inner3(v, &l, &zb, s0, c, loc[0], loc[1], loc[2], s_end == s0);
                 else
                     nbi_zblock_edge3(v, &z, &l, &zb, s0, c, loc, wide);
                 continue;
