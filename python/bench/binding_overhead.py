@@ -16,11 +16,15 @@ the GIL, the pairs' (K, 2) intp array and its block) and with the C default, cel
 (the corpus table's "Python / C"). Both write into a buffer made and touched before the timing.
 For pairs a third C run makes the binding's own output: 64-bit pairs (nb_grid_pairs_wide) into
 memory allocated inside the timing, as a C caller that hands the pairs on must (`same output`;
-it still knows the count beforehand, which the binding does not). Prints medians and the ratios
+it still knows the count beforehand, which the binding does not), and a fourth into a buffer made
+and touched beforehand, as a C caller that reuses its buffer (`same output, warm`: the same job
+as the binding's, whose block cache keeps its pairs' pages warm). Prints medians and the ratios
 Python / C, and the ratio of the fastest runs (the least disturbed by other load on a shared
 machine; --cpu times both sides by their thread's CPU time instead, leaving out the waits
 for a core). Each op starts with an untimed round of every side. --steps times the C side's steps
 alone on one grid (ref_steps): what writing the 32-bit and the 64-bit pairs cost beyond counting.
+--lib PATH links the C side against that libnearby.so (the CMake Release build's, as the C
+benchmarks run it) instead of compiling the library's sources with the extension's flags.
 --as-corpus makes the package's other calls around each set's pairs and counts as the corpus
 benchmark does in its one process (bench/bench_corpus.py's set_ops: its probes of the radius and
 kNN batches before, the batches themselves after), so that the binding's memory is in the state
@@ -45,8 +49,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 
 
-def build_ref():
-    """Compiles binding_ref.c with the library into a shared object; returns the ctypes CDLL."""
+def build_ref(lib_so=None):
+    """Compiles binding_ref.c with the library into a shared object; returns the ctypes CDLL.
+    With lib_so (a libnearby.so, e.g. the CMake Release build's), binding_ref.c is linked
+    against it instead: the C side is then the library as the C benchmarks build it."""
     with open(os.path.join(ROOT, "CMakeLists.txt")) as f:
         cmake = f.read()
     sources = re.search(r"set\(NB_SOURCES([^)]*)\)", cmake).group(1).split()
@@ -54,11 +60,17 @@ def build_ref():
     if not os.path.exists(os.path.join(gen, "nearby", "nb_version.h")):
         raise SystemExit("binding_overhead.py: run `python3 setup.py build_ext --inplace` in "
                          "python/ first (it writes nb_version.h)")
-    out = os.path.join(tempfile.gettempdir(), "nearby_binding_ref_%d.so" % os.getuid())
+    out = os.path.join(tempfile.gettempdir(), "nearby_binding_ref_%d%s.so"
+                       % (os.getuid(), "_lib" if lib_so else ""))
     cmd = [os.environ.get("CC", "cc"), "-std=c11", "-O3", "-g0", "-ffp-contract=off", "-fPIC",
            "-shared", "-DNDEBUG", "-I", os.path.join(ROOT, "include"), "-I", gen, "-o", out,
-           os.path.join(HERE, "binding_ref.c")] + [os.path.join(ROOT, s) for s in sources] + [
-               "-lm", "-lpthread"]
+           os.path.join(HERE, "binding_ref.c")]
+    if lib_so:
+        lib_so = os.path.abspath(lib_so)
+        cmd += [lib_so, "-Wl,-rpath," + os.path.dirname(lib_so)]
+    else:
+        cmd += [os.path.join(ROOT, s) for s in sources]
+    cmd += ["-lm", "-lpthread"]
     subprocess.check_call(cmd)
     lib = ctypes.CDLL(out)
     lib.ref_pairs.restype = ctypes.c_int64
@@ -68,6 +80,10 @@ def build_ref():
     lib.ref_pairs_wide.restype = ctypes.c_int64
     lib.ref_pairs_wide.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32, ctypes.c_double,
                                    ctypes.c_double, ctypes.c_int64, ctypes.POINTER(ctypes.c_int64)]
+    lib.ref_pairs_wide_into.restype = ctypes.c_int64
+    lib.ref_pairs_wide_into.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32,
+                                        ctypes.c_double, ctypes.c_double, ctypes.c_void_p,
+                                        ctypes.c_int64, ctypes.POINTER(ctypes.c_int64)]
     lib.ref_radius_counts.restype = ctypes.c_int64
     lib.ref_radius_counts.argtypes = [ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32,
                                       ctypes.c_double, ctypes.c_void_p, ctypes.c_int64,
@@ -192,11 +208,13 @@ def main(argv):
     ap.add_argument("--cpu", action="store_true",
                     help="time by the thread's CPU time instead of the wall clock, both sides "
                     "(on a shared machine: the time the thread waited for a core left out)")
+    ap.add_argument("--lib", default=None,
+                    help="link the C side against this libnearby.so (e.g. build/libnearby.so)")
     ap.add_argument("--as-corpus", action="store_true",
                     help="before each set, run the corpus benchmark's other calls on it")
     args = ap.parse_args(argv[1:])
     only = set(filter(None, args.only.split(",")))
-    lib = build_ref()
+    lib = build_ref(args.lib)
     lib.ref_set_clock(1 if args.cpu else 0)
     if args.cpu:
         now_ns = time.thread_time_ns
@@ -223,8 +241,8 @@ def main(argv):
         import bench_corpus
     print("| set | op | Python ms | C same cell ms | Python / C | C cells of r ms | Python / C(r) "
           "| cell / r | Python / C, fastest runs | C same output ms | Python / C same output "
-          "| Python page faults a call |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| C same output, warm ms | Python / C same output, warm | Python page faults a call |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for s in sets:
         x = np.ascontiguousarray(np.load(s["file"]), dtype=np.float64)
         n, dim, r = len(x), x.shape[1], float(s["radius"])
@@ -235,6 +253,7 @@ def main(argv):
         total = g.count_pairs(r)
         cell = g.cell_sizes[0]
         buf = np.empty((max(total, 1), 2), dtype=np.int32)
+        buf64 = np.zeros((max(total, 1), 2), dtype=np.int64)
         found = ctypes.c_int64()
         got_cell = ctypes.c_double()
 
@@ -248,6 +267,13 @@ def main(argv):
 
         def c_wide_run():
             t = lib.ref_pairs_wide(x.ctypes.data, n, dim, cell, r, total, ctypes.byref(found))
+            if t < 0 or found.value != total:
+                raise SystemExit("binding_overhead.py: the C side failed on %s" % s["set"])
+            return t
+
+        def c_warm_run():
+            t = lib.ref_pairs_wide_into(x.ctypes.data, n, dim, cell, r, buf64.ctypes.data,
+                                        len(buf64), ctypes.byref(found))
             if t < 0 or found.value != total:
                 raise SystemExit("binding_overhead.py: the C side failed on %s" % s["set"])
             return t
@@ -275,8 +301,8 @@ def main(argv):
             # steady states, where getrusage counts no page faults on either side.
             py_run(pairs), c_run(cell, pairs), c_run(r, pairs)
             if pairs:
-                c_wide_run()
-            tp, tc, tr, tw = [], [], [], []
+                c_wide_run(), c_warm_run()
+            tp, tc, tr, tw, tww = [], [], [], [], []
             del faults[:]
             for _ in range(args.runs):
                 tp.append(py_run(pairs))
@@ -284,11 +310,14 @@ def main(argv):
                 tr.append(c_run(r, pairs))
                 if pairs:
                     tw.append(c_wide_run())
+                    tww.append(c_warm_run())
             mp, mc, mr = median(tp) / 1e6, median(tc) / 1e6, median(tr) / 1e6
             mw = median(tw) / 1e6 if pairs else mc
-            print("| %s | %s | %.1f | %.1f | %.2f | %.1f | %.2f | %.2f | %.2f | %.1f | %.2f | %d |"
+            mww = median(tww) / 1e6 if pairs else mc
+            print("| %s | %s | %.1f | %.1f | %.2f | %.1f | %.2f | %.2f | %.2f | %.1f | %.2f | %.1f "
+                  "| %.2f | %d |"
                   % (s["set"], op, mp, mc, mp / mc, mr, mp / mr, cell / r, min(tp) / min(tc),
-                     mw, mp / mw, median(faults)))
+                     mw, mp / mw, mww, mp / mww, median(faults)))
             sys.stdout.flush()
         for _, _, nearby_fn, _ in corpus_ops:
             nearby_fn()

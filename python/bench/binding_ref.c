@@ -78,6 +78,21 @@ int64_t ref_pairs_wide(const double *pts, int32_t n, int32_t dim, double build_r
     return st == NB_OK ? t : -1;
 }
 
+// The binding's output from C on a warm buffer: create + build + nb_grid_pairs_wide into out
+// (cap pairs of two int64, made and touched beforehand, as a C caller that reuses its buffer)
+// + destroy. Nanoseconds, or -1 on an error.
+int64_t ref_pairs_wide_into(const double *pts, int32_t n, int32_t dim, double build_r, double r,
+                            int64_t *out, int64_t cap, int64_t *found)
+{
+    int64_t t0 = now_ns();
+    nbGrid *grid = NULL;
+    nbStatus st = ref_grid(pts, n, dim, build_r, &grid);
+    if (st == NB_OK) st = nb_grid_pairs_wide(grid, r, out, cap, found);
+    nb_grid_destroy(grid);
+    int64_t t = now_ns() - t0;
+    return st == NB_OK ? t : -1;
+}
+
 static int64_t minflt(void)
 {
     struct rusage u;

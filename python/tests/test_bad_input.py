@@ -231,3 +231,31 @@ def test_bad_hash_input():
         h.insert_many([[0.0, 0.0], [NAN, 0.0]])
     assert len(h) == 0  # all or nothing
     h.validate()
+
+
+@pytest.mark.parametrize("dim", [2, 3])
+@pytest.mark.parametrize("strided", [False, True])
+def test_construction_finds_every_non_finite(dim, strided):
+    # The points are scanned in blocks of 4096, four at a time, then a tail: a NaN or infinity
+    # anywhere, on any axis, is refused with its index, and huge finite coordinates (whose sums
+    # overflow) are not.
+    n = 9003
+    rng = np.random.default_rng(7)
+    base = rng.random((n, dim + 1 if strided else dim)) * 100.0
+
+    def view(a):
+        return a[:, :dim] if strided else a
+
+    for at in (0, 3, 4095, 4096, 8191, 9000, n - 1):
+        for d in range(dim):
+            for bad in (NAN, INF, -INF):
+                a = base.copy()
+                a[at, d] = bad
+                with pytest.raises(ValueError, match=r"points\[%d\].*NB_ERR_NOT_FINITE" % at):
+                    nearby.Grid(view(a))
+    huge = base.copy()
+    huge[: n // 2] = 1.7e308 - huge[: n // 2]
+    huge[n // 2:] = -1.7e308 + huge[n // 2:]
+    grid = nearby.Grid(view(huge))
+    assert grid.n == n
+    assert grid.query(view(huge)[4100], k=1)[0] == 0.0
