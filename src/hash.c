@@ -117,6 +117,10 @@ struct nbHash {
     int32_t run_cell;
     int64_t run_credit;
     int64_t run_served; // the borrows the run served since the last relayout
+    // Dense: the spare positions the last relayout planted in empty cells (nbi_plant_range), and
+    // how many items have been placed in such a cell since (an empty cell's own slack).
+    int64_t planted, fresh;
+    int64_t plant_row[2]; // the y and z of the last relayout that planted
 };
 
 #define NBI_ARR(h, buf, type) ((type *)(h)->buf.ptr)
@@ -481,6 +485,7 @@ static void nbi_borrow(nbHash *h, int32_t c, int32_t d)
 {
     int32_t *start = NBI_ARR(h, start, int32_t), *end = NBI_ARR(h, end, int32_t);
     h->borrows++;
+    h->fresh += end[c] == start[c];
     if (d == c) return;
     const bool tail = d == h->ncells;
     const int32_t lo = d > c ? c + 1 : d + 1, hi = d > c ? (tail ? d - 1 : d) : c; // shift
@@ -691,6 +696,36 @@ static nbStatus nbi_layout_plan(const nbHash *h, int64_t n, const int64_t *key, 
     return NB_OK;
 }
 
+// Whether the positions given since the last relayout went mostly where there was nothing to
+// spread slack to: to the empty cells the last relayout planted a position in, or, when it
+// planted none, to the run (or with no run, after few borrows: the first relayouts of a fill).
+static bool nbi_plant_fill(const nbHash *h)
+{
+    return 2 * h->fresh >= h->borrows;
+}
+
+// The range of new cell numbers [*lo, *hi] from `want` that holds up to `budget` empty cells
+// (src[t] < 0), nearest first: upward (the way a dense box's rows and the rows of a layer are
+// numbered), or when the fill goes downward (`down`: a lattice inserted in rows from the top),
+// the rest of want's row of e0 cells and then downward; the other way once one runs out.
+// Returns how many empty cells it holds.
+static int64_t nbi_plant_range(const int32_t *src, int32_t T, int32_t want, int64_t e0, bool down,
+                               int64_t budget, int32_t *lo, int32_t *hi)
+{
+    int32_t l = want, r = want;
+    const int64_t row_end = down ? ((int64_t)want / e0 + 1) * e0 - 1 : (int64_t)T - 1;
+    int64_t got = src[want] < 0;
+    while (got < budget && (l > 0 || r < T - 1)) {
+        if (r < T - 1 && (r < row_end || l == 0))
+            got += src[++r] < 0;
+        else
+            got += src[--l] < 0;
+    }
+    *lo = l;
+    *hi = r;
+    return got;
+}
+
 // Places every item by layout L (room made: positions L->cap, cell arrays L->ncells + 2, and
 // keys and table entries for a hashed L). Cells keep their relative order in a hashed layout
 // (row-major in a dense one); each gets its items then slack in proportion to its items + 1.
@@ -738,21 +773,39 @@ static void nbi_relayout(nbHash *h, const nbiLayout *L)
     slack = slack > 0 ? slack : 0;
     // Dense, for a call placing an item (L->want): that cell gets the tail instead (up to
     // NBI_HASH_RUN positions), as a run of slack that follows items filling empty cells one
-    // after another (nbi_borrow). When the last run served most borrows since the last relayout
-    // (or it left none), and that was recent (fewer than n / 4 borrows), the items are arriving
-    // where there was none to spread to (a lattice inserted row by row), and the run takes up to
-    // half the slack too.
-    int64_t run = 0;
+    // after another (nbi_borrow). But when the items are arriving where there was none to spread
+    // slack to (a lattice inserted row by row, column by column, layer by layer: most of the
+    // positions given since the last relayout went to empty cells, nbi_plant_fill), the tail and
+    // half the slack are planted instead: one spare position in each empty cell nearest to the
+    // placed item's, in cell numbers (nbi_plant_range). Those cells take their next item with no
+    // borrow at all, whichever way the fill goes from there (a row of a dense box is a run of
+    // numbers and the next row is the next run, above or below), and what is left where no item
+    // came is one NaN in an empty cell: a walker pays for it about what it pays for an item,
+    // where a run left in one cell costs all pairs the square of its length.
+    int64_t run = 0, plant = 0;
     if (L->want >= 0) {
-        run = (int64_t)h->cap - n - slack;
-        run = run < NBI_HASH_RUN ? run : NBI_HASH_RUN; // the rest stays the tail
-        if (h->borrows < n / 4 && (h->run_cell < 0 || 2 * h->run_served >= h->borrows)) {
-            const int64_t give = slack / 2 < NBI_HASH_RUN - run ? slack / 2 : NBI_HASH_RUN - run;
-            slack -= give;
-            run += give;
+        const int64_t tail = (int64_t)h->cap - n - slack;
+        if (nbi_plant_fill(h)) {
+            plant = tail + slack / 2;
+            slack -= slack / 2;
+        } else {
+            run = tail < NBI_HASH_RUN ? tail : NBI_HASH_RUN; // the rest stays the tail
         }
     }
-    h->borrows = 0;
+    int32_t plant_lo = 0, plant_hi = -1;
+    if (plant > 0) {
+        // Downward when the item's row (z, then y) is below the last planting's.
+        const int64_t e0 = L->hi[0] - L->lo[0] + 1, e1 = L->hi[1] - L->lo[1] + 1;
+        const int64_t y = L->lo[1] + (L->want / e0) % e1, z = L->lo[2] + L->want / (e0 * e1);
+        const bool down = z < h->plant_row[1] || (z == h->plant_row[1] && y < h->plant_row[0]);
+        h->plant_row[0] = y;
+        h->plant_row[1] = z;
+        h->planted =
+            nbi_plant_range(nend, T, (int32_t)L->want, e0, down, plant, &plant_lo, &plant_hi);
+    } else {
+        h->planted = 0;
+    }
+    h->borrows = h->fresh = 0;
     h->run_cell = run > 0 ? (int32_t)L->want : -1;
     h->run_credit = h->run_served = 0;
     int64_t pos = 0, acc = 0, given = 0;
@@ -764,6 +817,8 @@ static void nbi_relayout(nbHash *h, const nbiLayout *L)
             const int64_t share = weight > 0 ? slack * acc / weight : 0;
             pos += cnt + (share - given);
             given = share;
+        } else if (t >= plant_lo && t <= plant_hi) {
+            pos++;
         }
         if (t == L->want) pos += run;
     }
@@ -997,6 +1052,7 @@ void nb_hash_clear(nbHash *hash)
     if (hash->table.count > 0) nbi_ctab_reset(&hash->table, hash->table.bits);
     hash->count = hash->nfiltered = 0;
     hash->run_cell = -1;
+    hash->planted = hash->fresh = 0;
     hash->dense = true;
     hash->ncells = hash->live_cells = 0;
     if (hash->start.ptr != NULL) NBI_ARR(hash, start, int32_t)[0] = 0;
