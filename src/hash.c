@@ -117,10 +117,12 @@ struct nbHash {
     int32_t run_cell;
     int64_t run_credit;
     int64_t run_served; // the borrows the run served since the last relayout
-    // Dense: the spare positions the last relayout planted in empty cells (nbi_plant_range), and
-    // how many items have been placed in such a cell since (an empty cell's own slack).
-    int64_t planted, fresh;
-    int64_t plant_row[2]; // the y and z of the last relayout that planted
+    // The fill's trail (nbi_make_place): the last placement's cell and its step from the one
+    // before, and the placements since the last relayout that repeated the step before them.
+    int64_t last_key[3], last_step[3];
+    int64_t repeats;
+    bool planted;          // a relayout has planted (nbi_plant) since the hash was cleared
+    int64_t plant_line[2]; // the slower coordinates of its line (nbi_plant), the slowest first
 };
 
 #define NBI_ARR(h, buf, type) ((type *)(h)->buf.ptr)
@@ -485,7 +487,6 @@ static void nbi_borrow(nbHash *h, int32_t c, int32_t d)
 {
     int32_t *start = NBI_ARR(h, start, int32_t), *end = NBI_ARR(h, end, int32_t);
     h->borrows++;
-    h->fresh += end[c] == start[c];
     if (d == c) return;
     const bool tail = d == h->ncells;
     const int32_t lo = d > c ? c + 1 : d + 1, hi = d > c ? (tail ? d - 1 : d) : c; // shift
@@ -696,33 +697,81 @@ static nbStatus nbi_layout_plan(const nbHash *h, int64_t n, const int64_t *key, 
     return NB_OK;
 }
 
-// Whether the positions given since the last relayout went mostly where there was nothing to
-// spread slack to: to the empty cells the last relayout planted a position in, or, when it
-// planted none, to the run (or with no run, after few borrows: the first relayouts of a fill).
-static bool nbi_plant_fill(const nbHash *h)
+// Lines of a dense box for planting (nbi_plant): the box's cells ranked with axis `a` (the one
+// the fill steps along) fastest, then the other axes in order; rank -> the cell's number.
+typedef struct nbiLines {
+    int64_t e[3];
+    int a, b, c;
+} nbiLines;
+
+static uint64_t nbi_mag(int64_t x)
 {
-    return 2 * h->fresh >= h->borrows;
+    return x < 0 ? 0 - (uint64_t)x : (uint64_t)x;
 }
 
-// The range of new cell numbers [*lo, *hi] from `want` that holds up to `budget` empty cells
-// (src[t] < 0), nearest first: upward (the way a dense box's rows and the rows of a layer are
-// numbered), or when the fill goes downward (`down`: a lattice inserted in rows from the top),
-// the rest of want's row of e0 cells and then downward; the other way once one runs out.
-// Returns how many empty cells it holds.
-static int64_t nbi_plant_range(const int32_t *src, int32_t T, int32_t want, int64_t e0, bool down,
-                               int64_t budget, int32_t *lo, int32_t *hi)
+static int32_t nbi_line_cell(const nbiLines *g, int64_t r)
 {
-    int32_t l = want, r = want;
-    const int64_t row_end = down ? ((int64_t)want / e0 + 1) * e0 - 1 : (int64_t)T - 1;
-    int64_t got = src[want] < 0;
-    while (got < budget && (l > 0 || r < T - 1)) {
-        if (r < T - 1 && (r < row_end || l == 0))
-            got += src[++r] < 0;
-        else
-            got += src[--l] < 0;
+    int64_t o[3];
+    o[g->a] = r % g->e[g->a];
+    r /= g->e[g->a];
+    o[g->b] = r % g->e[g->b];
+    o[g->c] = r / g->e[g->b];
+    return (int32_t)(o[0] + g->e[0] * (o[1] + g->e[1] * o[2]));
+}
+
+// Marks (mark[t] = 1, the rest 0) up to `budget` cells of layout L for a spare position each,
+// nearest first in the line order that follows the fill's last step (h->last_step) from cell
+// L->want: on along the step, line after line; or when the lines have been coming the other
+// way (a lattice inserted in rows from the top), the rest of want's line and then back, line
+// before line. Returns how many it marked.
+static int64_t nbi_plant(nbHash *h, const nbiLayout *L, int32_t *mark, int64_t budget)
+{
+    nbiLines g;
+    int64_t step = 0;
+    g.a = 0;
+    for (int k = 0; k < 3; k++) {
+        g.e[k] = L->hi[k] - L->lo[k] + 1;
+        if (h->last_step[k] != 0 && (step == 0 || nbi_mag(h->last_step[k]) < nbi_mag(step))) {
+            g.a = k;
+            step = h->last_step[k];
+        }
     }
-    *lo = l;
-    *hi = r;
+    g.b = g.a == 0 ? 1 : 0;
+    g.c = g.a == 2 ? 1 : 2;
+    const int64_t T = L->ncells, ea = g.e[g.a];
+    int64_t o[3], t = L->want;
+    o[0] = t % g.e[0];
+    o[1] = (t / g.e[0]) % g.e[1];
+    o[2] = t / (g.e[0] * g.e[1]);
+    const int64_t line = o[g.b] + g.e[g.b] * o[g.c], w = o[g.a] + ea * line;
+    const int64_t dir = step < 0 ? -1 : 1;
+    // The line's place in space (the box moves between relayouts), against the last planting's.
+    const int64_t at[2] = {L->lo[g.c] + o[g.c], L->lo[g.b] + o[g.b]};
+    const bool before =
+        at[0] < h->plant_line[0] || (at[0] == h->plant_line[0] && at[1] < h->plant_line[1]);
+    const bool after =
+        at[0] > h->plant_line[0] || (at[0] == h->plant_line[0] && at[1] > h->plant_line[1]);
+    const bool back = h->planted && (dir > 0 ? before : after);
+    h->planted = true;
+    h->plant_line[0] = at[0];
+    h->plant_line[1] = at[1];
+    const int64_t stop = back ? (dir > 0 ? line * ea + ea - 1 : line * ea) : (dir > 0 ? T - 1 : 0);
+    for (int64_t r = 0; r < T; r++) mark[r] = 0;
+    int64_t f = w, k = w, got = 1;
+    mark[L->want] = 1;
+    while (got < budget) {
+        const bool fwd = dir > 0 ? f < T - 1 : f > 0, bwd = dir > 0 ? k > 0 : k < T - 1;
+        if (fwd && (f != stop || !bwd)) {
+            f += dir;
+            mark[nbi_line_cell(&g, f)] = 1;
+        } else if (bwd) {
+            k -= dir;
+            mark[nbi_line_cell(&g, k)] = 1;
+        } else {
+            break;
+        }
+        got++;
+    }
     return got;
 }
 
@@ -773,43 +822,30 @@ static void nbi_relayout(nbHash *h, const nbiLayout *L)
     slack = slack > 0 ? slack : 0;
     // Dense, for a call placing an item (L->want): that cell gets the tail instead (up to
     // NBI_HASH_RUN positions), as a run of slack that follows items filling empty cells one
-    // after another (nbi_borrow). But when the items are arriving where there was none to spread
-    // slack to (a lattice inserted row by row, column by column, layer by layer: most of the
-    // positions given since the last relayout went to empty cells, nbi_plant_fill), the tail and
-    // half the slack are planted instead: one spare position in each empty cell nearest to the
-    // placed item's, in cell numbers (nbi_plant_range). Those cells take their next item with no
-    // borrow at all, whichever way the fill goes from there (a row of a dense box is a run of
-    // numbers and the next row is the next run, above or below), and what is left where no item
-    // came is one NaN in an empty cell: a walker pays for it about what it pays for an item,
-    // where a run left in one cell costs all pairs the square of its length.
+    // after another (nbi_borrow). But when most placements since the last relayout repeated the
+    // step before them (a lattice inserted in rows, columns or layers: items arriving in order
+    // where there was no slack to spread to), the tail and half the slack are planted instead:
+    // one spare position in each of the cells nearest to the placed item's along the fill's
+    // step (nbi_plant). Those cells take their next item with no borrow at all, and what is
+    // left where no item came is one NaN a cell, which a walker pays for about as it pays for
+    // an item, where a run left in one cell costs all pairs the square of its length.
     int64_t run = 0, plant = 0;
     if (L->want >= 0) {
         const int64_t tail = (int64_t)h->cap - n - slack;
-        if (nbi_plant_fill(h)) {
+        if (2 * h->repeats >= h->borrows) {
             plant = tail + slack / 2;
             slack -= slack / 2;
+            if (plant > 0) plant = nbi_plant(h, L, nstart, plant);
         } else {
             run = tail < NBI_HASH_RUN ? tail : NBI_HASH_RUN; // the rest stays the tail
         }
     }
-    int32_t plant_lo = 0, plant_hi = -1;
-    if (plant > 0) {
-        // Downward when the item's row (z, then y) is below the last planting's.
-        const int64_t e0 = L->hi[0] - L->lo[0] + 1, e1 = L->hi[1] - L->lo[1] + 1;
-        const int64_t y = L->lo[1] + (L->want / e0) % e1, z = L->lo[2] + L->want / (e0 * e1);
-        const bool down = z < h->plant_row[1] || (z == h->plant_row[1] && y < h->plant_row[0]);
-        h->plant_row[0] = y;
-        h->plant_row[1] = z;
-        h->planted =
-            nbi_plant_range(nend, T, (int32_t)L->want, e0, down, plant, &plant_lo, &plant_hi);
-    } else {
-        h->planted = 0;
-    }
-    h->borrows = h->fresh = 0;
+    h->borrows = h->repeats = 0;
     h->run_cell = run > 0 ? (int32_t)L->want : -1;
     h->run_credit = h->run_served = 0;
     int64_t pos = 0, acc = 0, given = 0;
     for (int32_t t = 0; t < T; t++) {
+        const bool planted = plant > 0 && nstart[t] != 0; // (nbi_plant's mark, overwritten here)
         nstart[t] = (int32_t)pos;
         if (nend[t] >= 0) {
             const int64_t cnt = end[nend[t]] - start[nend[t]];
@@ -817,9 +853,8 @@ static void nbi_relayout(nbHash *h, const nbiLayout *L)
             const int64_t share = weight > 0 ? slack * acc / weight : 0;
             pos += cnt + (share - given);
             given = share;
-        } else if (t >= plant_lo && t <= plant_hi) {
-            pos++;
         }
+        pos += planted;
         if (t == L->want) pos += run;
     }
     nstart[T] = (int32_t)pos;
@@ -899,6 +934,21 @@ static void nbi_relayout(nbHash *h, const nbiLayout *L)
     for (int a = 0; a < 3; a++) h->ext[a] = h->hi[a] - h->lo[a] + 1;
 }
 
+// Records a placement in the cell at `key` on the fill's trail (nbi_relayout's choice between
+// a run and planting): whether it repeats the step before it (in wrapping arithmetic: keys may
+// be 2^63 apart).
+static void nbi_trail(nbHash *h, const int64_t key[3])
+{
+    bool same = true;
+    for (int a = 0; a < 3; a++) {
+        const int64_t step = (int64_t)((uint64_t)key[a] - (uint64_t)h->last_key[a]);
+        same = same && step == h->last_step[a];
+        h->last_step[a] = step;
+        h->last_key[a] = key[a];
+    }
+    h->repeats += same;
+}
+
 // Makes sure the cell at `key` exists and has a free position at its end, for a call that adds
 // `items` (0 or 1) items: borrows from a nearby cell, or creates the cell, or relays out. Only
 // the room it makes first can fail (then nothing has changed). *cell is the cell's number.
@@ -911,6 +961,7 @@ static nbStatus nbi_make_place(nbHash *h, const int64_t key[3], int32_t items, i
         const int32_t d = nbi_donor(h, c, NBI_HASH_REACH);
         if (d >= 0) {
             nbi_borrow(h, c, d);
+            nbi_trail(h, key);
             *cell = c;
             return NB_OK;
         }
@@ -956,6 +1007,7 @@ static nbStatus nbi_make_place(nbHash *h, const int64_t key[3], int32_t items, i
     const int32_t d = nbi_donor(h, c, -1); // the nearest: within reach, as checked above
     NB_ASSERT(d >= 0);
     nbi_borrow(h, c, d);
+    nbi_trail(h, key);
     *cell = c;
     return NB_OK;
 }
@@ -1052,7 +1104,7 @@ void nb_hash_clear(nbHash *hash)
     if (hash->table.count > 0) nbi_ctab_reset(&hash->table, hash->table.bits);
     hash->count = hash->nfiltered = 0;
     hash->run_cell = -1;
-    hash->planted = hash->fresh = 0;
+    hash->planted = false;
     hash->dense = true;
     hash->ncells = hash->live_cells = 0;
     if (hash->start.ptr != NULL) NBI_ARR(hash, start, int32_t)[0] = 0;
