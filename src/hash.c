@@ -71,6 +71,8 @@ enum { NBI_HASH_MAX_ITEMS = 1 << 28, NBI_HASH_REACH = 64, NBI_HASH_SCAN = 1024 }
 // instructions with runs of 1024 (52.9M without runs), 146M with runs of 4096; a fill in rows
 // relays out 225 times with 1024, 86 with 4096.
 enum { NBI_HASH_RUN = 1024 };
+// One cell in this many planted (nbi_plant) gets two spare positions.
+enum { NBI_PLANT_EXTRA = 32 };
 
 struct nbHash {
     nbAllocator alloc;
@@ -719,10 +721,10 @@ static int32_t nbi_line_cell(const nbiLines *g, int64_t r)
     return (int32_t)(o[0] + g->e[0] * (o[1] + g->e[1] * o[2]));
 }
 
-// Marks (mark[t] = 1, the rest 0) up to `budget` cells of layout L for a spare position each,
-// nearest first in the line order that follows the fill's last step (h->last_step) from cell
-// L->want: on along the step, line after line; or when the lines have been coming the other
-// way (a lattice inserted in rows from the top), the rest of want's line and then back, line
+// Marks (mark[t] = 1 or 2, the rest 0) up to `budget` positions in cells of layout L for a spare
+// position each, nearest first in the line order that follows the fill's last step (h->last_step)
+// from cell L->want: on along the step, line after line; or when the lines have been coming the
+// other way (a lattice inserted in rows from the top), the rest of want's line and then back, line
 // before line. Returns how many it marked.
 static int64_t nbi_plant(nbHash *h, const nbiLayout *L, int32_t *mark, int64_t budget)
 {
@@ -757,20 +759,24 @@ static int64_t nbi_plant(nbHash *h, const nbiLayout *L, int32_t *mark, int64_t b
     h->plant_line[1] = at[1];
     const int64_t stop = back ? (dir > 0 ? line * ea + ea - 1 : line * ea) : (dir > 0 ? T - 1 : 0);
     for (int64_t r = 0; r < T; r++) mark[r] = 0;
-    int64_t f = w, k = w, got = 1;
+    int64_t f = w, k = w, got = 1, cells = 1;
     mark[L->want] = 1;
     while (got < budget) {
         const bool fwd = dir > 0 ? f < T - 1 : f > 0, bwd = dir > 0 ? k > 0 : k < T - 1;
+        int64_t r;
         if (fwd && (f != stop || !bwd)) {
-            f += dir;
-            mark[nbi_line_cell(&g, f)] = 1;
+            r = f += dir;
         } else if (bwd) {
-            k -= dir;
-            mark[nbi_line_cell(&g, k)] = 1;
+            r = k -= dir;
         } else {
             break;
         }
-        got++;
+        // Every NBI_PLANT_EXTRA-th cell a second: a cell that takes two items (a lattice point
+        // on a cell's edge shares the cell of its neighbour) borrows the next cell's position,
+        // that one the next's, and so on down the line, until a cell with two stops it.
+        const int32_t m = ++cells % NBI_PLANT_EXTRA == 0 && got + 1 < budget ? 2 : 1;
+        mark[nbi_line_cell(&g, r)] = m;
+        got += m;
     }
     return got;
 }
@@ -845,7 +851,7 @@ static void nbi_relayout(nbHash *h, const nbiLayout *L)
     h->run_credit = h->run_served = 0;
     int64_t pos = 0, acc = 0, given = 0;
     for (int32_t t = 0; t < T; t++) {
-        const bool planted = plant > 0 && nstart[t] != 0; // (nbi_plant's mark, overwritten here)
+        const int32_t planted = plant > 0 ? nstart[t] : 0; // (nbi_plant's mark, overwritten here)
         nstart[t] = (int32_t)pos;
         if (nend[t] >= 0) {
             const int64_t cnt = end[nend[t]] - start[nend[t]];
