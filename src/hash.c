@@ -623,6 +623,7 @@ static nbStatus nbi_layout_plan(const nbHash *h, int64_t n, const int64_t *key, 
         hi[2] = INT64_MIN;
     }
     int64_t live = 0;
+    bool beyond = false, out[3] = {false, false, false}; // the key outside the occupied box
     const int32_t *start = NBI_ARR(h, start, const int32_t);
     const int32_t *end = NBI_ARR(h, end, const int32_t);
     for (int32_t c = 0; c <= h->ncells; c++) {
@@ -633,6 +634,10 @@ static nbStatus nbi_layout_plan(const nbHash *h, int64_t n, const int64_t *key, 
             live++;
         } else if (key != NULL) {
             memcpy(k, key, sizeof k);
+            for (int a = 0; a < h->dim; a++) {
+                out[a] = live > 0 && (k[a] < lo[a] || k[a] > hi[a]);
+                beyond = beyond || out[a];
+            }
         } else {
             break;
         }
@@ -666,9 +671,13 @@ static nbStatus nbi_layout_plan(const nbHash *h, int64_t n, const int64_t *key, 
                 if (with <= (double)limit || !any) break;
                 for (int a = 0; a < h->dim; a++) {
                     if (round == 0) { // the pushed sides only
+                        // (outside the occupied cells, only the sides it is outside of: a lattice
+                        // inserted in columns starts a column at the foot, the edge of the
+                        // box, and pushes it only sideways)
                         const int64_t m = 2 * below[a];
-                        below[a] = key != NULL && key[a] == lo[a] ? m : 0;
-                        above[a] = key != NULL && key[a] == hi[a] ? m : 0;
+                        const bool push = key != NULL && (!beyond || out[a]);
+                        below[a] = push && key[a] == lo[a] ? m : 0;
+                        above[a] = push && key[a] == hi[a] ? m : 0;
                     } else {
                         below[a] /= 2;
                         above[a] /= 2;
