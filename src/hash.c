@@ -31,9 +31,10 @@
 // item leaves the dense box, or the tail or the hashed cell numbers run out, the hash is
 // relaid out: every item placed by cell again, with fresh slack spread over the cells in
 // proportion to their items, by an in-place permutation (nbi_relayout, O(items + cells)). A
-// dense relayout made for an item gives that item's cell the spare positions as one run, which
-// follows items filling empty cells one after another (nbi_borrow, nbi_donor): a lattice
-// inserted row by row relays out a few dozen times, not once a row or a point.
+// dense relayout made for an item while items arrive in order (each placement a repeat of the
+// step before it: a lattice inserted in rows, columns or layers) plants the spare positions
+// one a cell in the cells ahead of the fill instead (nbi_plant): such a fill relays out a few
+// dozen times, not once a row or a point.
 // Slack is about a quarter of the items, so relayouts are rare: the steady state of wandering
 // agents allocates nothing and relays out seldom (nbi_hash_stats counts both).
 //
@@ -65,12 +66,6 @@
 
 // At most 2^28 items, so that positions (items plus slack) and cells fit int32.
 enum { NBI_HASH_MAX_ITEMS = 1 << 28, NBI_HASH_REACH = 64, NBI_HASH_SCAN = 1024 };
-// The most spare positions a relayout leaves in one cell as a run (nbi_relayout): a walker reads
-// a cell's slack with its items, so a run costs every query that reads its cell, and runs left
-// where no item came stay. All pairs of a 200k lattice inserted in random order: 54.4M
-// instructions with runs of 1024 (52.9M without runs), 146M with runs of 4096; a fill in rows
-// relays out 225 times with 1024, 86 with 4096.
-enum { NBI_HASH_RUN = 1024 };
 // One cell in this many planted (nbi_plant) gets two spare positions.
 enum { NBI_PLANT_EXTRA = 32 };
 
@@ -113,12 +108,7 @@ struct nbHash {
     nbiKnnLazy knn;
 
     int64_t relayouts, renumbers; // nbi_hash_stats
-    int64_t borrows; // positions borrowed from other cells since the last relayout (nbi_borrow)
-    // Dense: the cell holding the run of slack a relayout left where an item was being placed
-    // (-1: none), and the borrows it has served since it last came from far (nbi_donor).
-    int32_t run_cell;
-    int64_t run_credit;
-    int64_t run_served; // the borrows the run served since the last relayout
+    int64_t borrows; // positions given to placed items since the last relayout (nbi_borrow)
     // The fill's trail (nbi_make_place): the last placement's cell and its step from the one
     // before, and the placements since the last relayout that repeated the step before them.
     int64_t last_key[3], last_step[3];
@@ -407,41 +397,32 @@ static void nbi_slack_fill(nbHash *h, int32_t p)
     NBI_ARR(h, hit, nbHit)[p] = none;
 }
 
-// One direction of nbi_donor's scan: what a borrow from the next donor would copy (nbi_borrow):
-// the occupied cells that shift (one copy each, or more when the run comes along).
+// One direction of nbi_donor's scan: the occupied cells a borrow from the next donor would shift
+// (one copy each, nbi_borrow).
 typedef struct nbiDonorScan {
     int32_t passed;
-    int64_t items;
     bool on;
 } nbiDonorScan;
 
-// Whether donor d, itself shifting cnt items (a donor right of the cell shifts too), is near
-// enough: a borrow of one position copies at most `reach` items (any number when reach < 0);
-// or d holds the run (h->run_cell), which may come from as many items away as it has served
-// borrows since it last did.
-static bool nbi_donor_near(const nbHash *h, const nbiDonorScan *s, int32_t d, int32_t cnt,
-                           int32_t reach)
+// Whether a donor, itself shifting cnt items (a donor right of the cell shifts too), is near
+// enough: a borrow copies at most `reach` items (any number when reach < 0).
+static bool nbi_donor_near(const nbiDonorScan *s, int32_t cnt, int32_t reach)
 {
-    if (reach < 0 || s->passed + (cnt > 0) <= reach) return true;
-    return d == h->run_cell && s->items + cnt <= h->run_credit + NBI_HASH_REACH;
+    return reach < 0 || s->passed + (cnt > 0) <= reach;
 }
 
 // Passes a cell of cnt items at distance d; false once no donor beyond can be near enough.
-static bool nbi_donor_pass(const nbHash *h, nbiDonorScan *s, int32_t cnt, int32_t d, int32_t reach)
+static bool nbi_donor_pass(nbiDonorScan *s, int32_t cnt, int32_t d, int32_t reach)
 {
     s->passed += cnt > 0;
-    s->items += cnt;
-    if (reach < 0) return true;
-    return d < NBI_HASH_SCAN &&
-           (s->passed <= reach || (h->run_cell >= 0 && s->items < h->run_credit + NBI_HASH_REACH));
+    return reach < 0 || (d < NBI_HASH_SCAN && s->passed <= reach);
 }
 
 // The nearest cell to c that has slack, or ncells for the tail; -1 when there is none. c
 // itself first. A borrow copies one item of each occupied cell that shifts (nbi_borrow), so
 // `reach` bounds those (any number when reach < 0); empty cells are passed for free, within
-// NBI_HASH_SCAN cells each way. So points filling the empty cells of a dense box one after
-// another (a lattice inserted row by row) keep finding the run of slack they bring along, and
-// it may come a whole row back for the next row when it has served a row since it last came.
+// NBI_HASH_SCAN cells each way. So a cell that takes two items of a fill (nbi_plant) passes
+// its lack down the line to the next planted cell, across the empty cells at a row's end.
 static int32_t nbi_donor(const nbHash *h, int32_t c, int32_t reach)
 {
     const int32_t *start = NBI_ARR(h, start, const int32_t);
@@ -459,79 +440,48 @@ static int32_t nbi_donor(const nbHash *h, int32_t c, int32_t reach)
     }
     if (!h->dense) return -1; // a hashed cell moves to the end instead (nbi_cell_renumber)
     const int32_t own = end[c] - start[c];
-    nbiDonorScan rs = {0, 0, true}, ls = {own > 0, own, true}; // c shifts for a left donor
+    nbiDonorScan rs = {0, true}, ls = {own > 0, true}; // c shifts for a left donor
     for (int32_t d = 1; rs.on || ls.on; d++) {
         const int64_t r = (int64_t)c + d, l = (int64_t)c - d;
         rs.on = rs.on && r <= n;
         if (rs.on) {
             const bool slack = r < n ? end[r] < start[r + 1] : h->cap > start[n];
             const int32_t cnt = r < n ? end[r] - start[r] : 0;
-            if (slack && nbi_donor_near(h, &rs, (int32_t)r, cnt, reach)) return (int32_t)r;
-            rs.on = r < n && nbi_donor_pass(h, &rs, cnt, d, reach);
+            if (slack && nbi_donor_near(&rs, cnt, reach)) return (int32_t)r;
+            rs.on = r < n && nbi_donor_pass(&rs, cnt, d, reach);
         }
         ls.on = ls.on && l >= 0;
         if (ls.on) {
-            if (end[l] < start[l + 1] && nbi_donor_near(h, &ls, (int32_t)l, 0, reach))
-                return (int32_t)l;
-            ls.on = nbi_donor_pass(h, &ls, end[l] - start[l], d, reach);
+            if (end[l] < start[l + 1] && nbi_donor_near(&ls, 0, reach)) return (int32_t)l;
+            ls.on = nbi_donor_pass(&ls, end[l] - start[l], d, reach);
         }
     }
     return -1;
 }
 
-// Gives cell c free positions at end[c], taken from donor d (nbi_donor): each cell in between
-// shifts by them, copying its first items to its end (or its last to the positions before it).
-// Usually one position, a copy per occupied cell; the donor's whole run when that copies no
-// more, or when the donor is the run that came from beyond the reach of single borrows
-// (nbi_donor). So a run of slack follows points filling empty cells one after another. A
+// Gives cell c a free position at end[c], taken from donor d (nbi_donor): each cell in between
+// shifts by one, copying its first item to its end (or its last to the position before it). A
 // hashed layout's tail stays where new cells take their positions.
 static void nbi_borrow(nbHash *h, int32_t c, int32_t d)
 {
     int32_t *start = NBI_ARR(h, start, int32_t), *end = NBI_ARR(h, end, int32_t);
     h->borrows++;
-    if (d == c) return;
-    const bool tail = d == h->ncells;
-    const int32_t lo = d > c ? c + 1 : d + 1, hi = d > c ? (tail ? d - 1 : d) : c; // shift
-    int32_t run = tail ? h->cap - start[d] : start[d + 1] - end[d];
-    if (d != h->run_cell) run = 1;
-    if (run > 1) {
-        int32_t passed = 0, copies = 0;
-        for (int32_t e = lo; e <= hi; e++) {
-            const int32_t cnt = end[e] - start[e];
-            passed += cnt > 0;
-            copies += cnt < run ? cnt : run;
-        }
-        const bool far = passed > NBI_HASH_REACH;
-        if (copies > passed && !far) run = 1;
-        h->run_credit = far ? 0 : h->run_credit + 1; // one more borrow served, or from far
-        h->run_served++;
-        if (run > 1) h->run_cell = c;
-    }
     if (d > c) {
-        if (tail) { // the tail's first positions go to the last cell (the tail is not kept NaN)
-            for (int32_t p = start[d]; p < start[d] + run; p++) nbi_slack_fill(h, p);
-            start[d] += run;
+        int32_t e = d;
+        if (d == h->ncells) { // the tail's first position goes to the last cell (the tail is
+            nbi_slack_fill(h, start[e]); // not kept NaN)
+            start[e--]++;
         }
-        for (int32_t e = hi; e > c; e--) {
-            const int32_t cnt = end[e] - start[e];
-            const int32_t from = start[e], to = cnt <= run ? start[e] + run : end[e];
-            for (int32_t i = 0; i < cnt && i < run; i++) {
-                nbi_item_move(h, from + i, to + i);
-                if (run > 1) nbi_slack_fill(h, from + i); // (one: the next copy's place)
-            }
-            start[e] += run;
-            end[e] += run;
+        for (; e > c; e--) { // e has slack at end[e]: its first item goes there
+            if (end[e] > start[e]) nbi_item_move(h, start[e], end[e]);
+            start[e]++;
+            end[e]++;
         }
     } else {
-        for (int32_t e = d + 1; e <= c; e++) {
-            const int32_t cnt = end[e] - start[e];
-            const int32_t from = cnt <= run ? start[e] : end[e] - run, to = start[e] - run;
-            for (int32_t i = 0; i < cnt && i < run; i++) {
-                nbi_item_move(h, from + i, to + i);
-                if (run > 1) nbi_slack_fill(h, from + i);
-            }
-            start[e] -= run;
-            end[e] -= run;
+        for (int32_t e = d + 1; e <= c; e++) { // the position before e is free: e's last goes there
+            if (end[e] > start[e]) nbi_item_move(h, end[e] - 1, start[e] - 1);
+            start[e]--;
+            end[e]--;
         }
     }
 }
@@ -835,29 +785,22 @@ static void nbi_relayout(nbHash *h, const nbiLayout *L)
     const int64_t want = nbi_slack_want(n);
     slack = slack < want ? slack : want;
     slack = slack > 0 ? slack : 0;
-    // Dense, for a call placing an item (L->want): that cell gets the tail instead (up to
-    // NBI_HASH_RUN positions), as a run of slack that follows items filling empty cells one
-    // after another (nbi_borrow). But when most placements since the last relayout repeated the
-    // step before them (a lattice inserted in rows, columns or layers: items arriving in order
-    // where there was no slack to spread to), the tail and half the slack are planted instead:
-    // one spare position in each of the cells nearest to the placed item's along the fill's
-    // step (nbi_plant). Those cells take their next item with no borrow at all, and what is
-    // left where no item came is one NaN a cell, which a walker pays for about as it pays for
-    // an item, where a run left in one cell costs all pairs the square of its length.
-    int64_t run = 0, plant = 0;
-    if (L->want >= 0) {
-        const int64_t tail = (int64_t)h->cap - n - slack;
-        if (2 * h->repeats >= h->borrows) {
-            plant = tail + slack / 2;
-            slack -= slack / 2;
-            if (plant > 0) plant = nbi_plant(h, L, nstart, plant);
-        } else {
-            run = tail < NBI_HASH_RUN ? tail : NBI_HASH_RUN; // the rest stays the tail
-        }
+    // Dense, for a call placing an item (L->want), when most placements since the last relayout
+    // repeated the step before them (a lattice inserted in rows, columns or layers: items
+    // arriving in order where there was no slack to spread to), the tail and half the slack are
+    // planted instead: one spare position in each of the cells nearest to the placed item's
+    // along the fill's step (nbi_plant). Those cells take their next item with no borrow at
+    // all, and what is left where no item came is one NaN a cell, which a walker pays for about
+    // as it pays for an item. (Spare positions left as one run in the placed item's cell, for
+    // the fill to carry along, cost all pairs the square of the run's length where the fill
+    // stopped or never came: a run in a cell's slack is tested against itself.)
+    int64_t plant = 0;
+    if (L->want >= 0 && 2 * h->repeats >= h->borrows) {
+        slack -= slack / 2;
+        plant = (int64_t)h->cap - n - slack;
+        if (plant > 0) plant = nbi_plant(h, L, nstart, plant);
     }
     h->borrows = h->repeats = 0;
-    h->run_cell = run > 0 ? (int32_t)L->want : -1;
-    h->run_credit = h->run_served = 0;
     int64_t pos = 0, acc = 0, given = 0;
     for (int32_t t = 0; t < T; t++) {
         const int32_t planted = plant > 0 ? nstart[t] : 0; // (nbi_plant's mark, overwritten here)
@@ -870,7 +813,6 @@ static void nbi_relayout(nbHash *h, const nbiLayout *L)
             given = share;
         }
         pos += planted;
-        if (t == L->want) pos += run;
     }
     nstart[T] = (int32_t)pos;
     // 3. Destinations, then the permutation.
@@ -949,9 +891,8 @@ static void nbi_relayout(nbHash *h, const nbiLayout *L)
     for (int a = 0; a < 3; a++) h->ext[a] = h->hi[a] - h->lo[a] + 1;
 }
 
-// Records a placement in the cell at `key` on the fill's trail (nbi_relayout's choice between
-// a run and planting): whether it repeats the step before it (in wrapping arithmetic: keys may
-// be 2^63 apart).
+// Records a placement in the cell at `key` on the fill's trail (whether nbi_relayout plants):
+// whether it repeats the step before it (in wrapping arithmetic: keys may be 2^63 apart).
 static void nbi_trail(nbHash *h, const int64_t key[3])
 {
     bool same = true;
@@ -1118,7 +1059,6 @@ void nb_hash_clear(nbHash *hash)
     nbi_pool_clear(&hash->pool);
     if (hash->table.count > 0) nbi_ctab_reset(&hash->table, hash->table.bits);
     hash->count = hash->nfiltered = 0;
-    hash->run_cell = -1;
     hash->planted = false;
     hash->dense = true;
     hash->ncells = hash->live_cells = 0;
@@ -1837,6 +1777,15 @@ void nbi_hash_stats(const nbHash *hash, nbiHashStats *out)
     out->renumbers = hash->renumbers;
     out->dense = hash->dense;
     out->cells = hash->ncells;
+    out->max_slack = 0;
+    out->slack = 0;
+    const int32_t *start = NBI_ARR(hash, start, const int32_t);
+    const int32_t *end = NBI_ARR(hash, end, const int32_t);
+    for (int32_t c = 0; c < hash->ncells; c++) {
+        const int32_t s = start[c + 1] - end[c];
+        out->max_slack = s > out->max_slack ? s : out->max_slack;
+        out->slack += s;
+    }
 }
 
 nbStatus nb_hash_validate(const nbHash *hash)
