@@ -113,6 +113,8 @@ struct nbHash {
     // before, and the placements since the last relayout that repeated the step before them.
     int64_t last_key[3], last_step[3];
     int64_t repeats;
+    // The axis and direction (+-1) of the last repeated step: the fill's lines (-1: none yet).
+    int32_t line_axis, line_dir;
     bool planted;          // a relayout has planted (nbi_plant) since the hash was cleared
     int64_t plant_line[2]; // the slower coordinates of its line (nbi_plant), the slowest first
 };
@@ -559,6 +561,13 @@ typedef struct nbiLayout {
     int64_t want; // dense: the cell (new number) the call that relays out places an item in; -1
 } nbiLayout;
 
+// Whether relayout L plants (nbi_relayout): dense, for a placed item, while most placements
+// since the last relayout repeated the step before them (nbi_trail).
+static bool nbi_plants(const nbHash *h, const nbiLayout *L)
+{
+    return L->dense && L->want >= 0 && 2 * h->repeats >= h->borrows;
+}
+
 // Plans a relayout for n items that also covers the cell at `key` (if not NULL): a dense box
 // over the occupied cells (with a margin, so that a crowd drifting outward does not relay out at
 // every step) when it is small enough, else hashed cells. A hashed hash turns dense only when
@@ -609,6 +618,9 @@ static nbStatus nbi_layout_plan(const nbHash *h, int64_t n, const int64_t *key, 
             // does not relay out at every step; where that is too many cells, twice as much on
             // the sides the placed item pushes the box out on (a lattice inserted row by row
             // grows it on one side only, a row a relayout without), halved until it fits.
+            // A fill (nbi_trail's repeats) that leaves the occupied cells grows the box on the
+            // sides it leaves them by only, by twice as much: it is going there.
+            const bool fill = key != NULL && 2 * h->repeats >= h->borrows;
             int64_t below[3] = {0, 0, 0}, above[3] = {0, 0, 0};
             for (int a = 0; a < h->dim; a++) below[a] = above[a] = (hi[a] - lo[a] + 1) / 4 + 1;
             for (int round = 0; round < 64; round++) {
@@ -618,14 +630,15 @@ static nbStatus nbi_layout_plan(const nbHash *h, int64_t n, const int64_t *key, 
                     with *= (double)(hi[a] - lo[a] + 1 + below[a] + above[a]);
                     any = any || below[a] > 0 || above[a] > 0;
                 }
-                if (with <= (double)limit || !any) break;
+                if ((with <= (double)limit && !(round == 0 && fill && beyond)) || !any) break;
                 for (int a = 0; a < h->dim; a++) {
                     if (round == 0) { // the pushed sides only
                         // (outside the occupied cells, only the sides it is outside of: a lattice
                         // inserted in columns starts a column at the foot, the edge of the
                         // box, and pushes it only sideways)
                         const int64_t m = 2 * below[a];
-                        const bool push = key != NULL && (!beyond || out[a]);
+                        // (or, within them, not along the fill's lines: h->line_axis)
+                        const bool push = key != NULL && (beyond ? out[a] : a != h->line_axis);
                         below[a] = push && key[a] == lo[a] ? m : 0;
                         above[a] = push && key[a] == hi[a] ? m : 0;
                     } else {
@@ -652,7 +665,10 @@ static nbStatus nbi_layout_plan(const nbHash *h, int64_t n, const int64_t *key, 
             L->ncells = live;
         }
     }
-    const int64_t lo_cap = nbi_cap_min(n, L->dense), want = nbi_cap_want(n, L->dense);
+    // A fill (nbi_relayout plants) grows the capacity once the spare positions are fewer than
+    // it plants, not only at the least a relayout needs: it uses them all.
+    const int64_t want = nbi_cap_want(n, L->dense);
+    const int64_t lo_cap = nbi_plants(h, L) ? want : nbi_cap_min(n, L->dense);
     L->cap = h->cap >= lo_cap ? h->cap : (want > h->cap + h->cap / 2 ? want : h->cap + h->cap / 2);
     if (L->cap > INT32_MAX || L->ncells + 2 > INT32_MAX) return NB_ERR_OUT_OF_RANGE;
     return NB_OK;
@@ -688,15 +704,9 @@ static int32_t nbi_line_cell(const nbiLines *g, int64_t r)
 static int64_t nbi_plant(nbHash *h, const nbiLayout *L, int32_t *mark, int64_t budget)
 {
     nbiLines g;
-    int64_t step = 0;
-    g.a = 0;
-    for (int k = 0; k < 3; k++) {
-        g.e[k] = L->hi[k] - L->lo[k] + 1;
-        if (h->last_step[k] != 0 && (step == 0 || nbi_mag(h->last_step[k]) < nbi_mag(step))) {
-            g.a = k;
-            step = h->last_step[k];
-        }
-    }
+    for (int k = 0; k < 3; k++) g.e[k] = L->hi[k] - L->lo[k] + 1;
+    g.a = h->line_axis >= 0 ? h->line_axis : 0;
+    const int64_t step = h->line_dir;
     g.b = g.a == 0 ? 1 : 0;
     g.c = g.a == 2 ? 1 : 2;
     const int64_t T = L->ncells, ea = g.e[g.a];
@@ -795,9 +805,10 @@ static void nbi_relayout(nbHash *h, const nbiLayout *L)
     // the fill to carry along, cost all pairs the square of the run's length where the fill
     // stopped or never came: a run in a cell's slack is tested against itself.)
     int64_t plant = 0;
-    if (L->want >= 0 && 2 * h->repeats >= h->borrows) {
-        slack -= slack / 2;
-        plant = (int64_t)h->cap - n - slack;
+    if (nbi_plants(h, L)) {
+        plant = (int64_t)h->cap - n;
+        plant = plant < want ? plant : want;
+        slack = 0;
         if (plant > 0) plant = nbi_plant(h, L, nstart, plant);
     }
     h->borrows = h->repeats = 0;
@@ -903,6 +914,14 @@ static void nbi_trail(nbHash *h, const int64_t key[3])
         h->last_key[a] = key[a];
     }
     h->repeats += same;
+    int a = -1; // a repeated step: the fill's line is along its least axis
+    for (int k = 0; same && k < 3; k++)
+        if (h->last_step[k] != 0 && (a < 0 || nbi_mag(h->last_step[k]) < nbi_mag(h->last_step[a])))
+            a = k;
+    if (a >= 0) {
+        h->line_axis = a;
+        h->line_dir = h->last_step[a] < 0 ? -1 : 1;
+    }
 }
 
 // Makes sure the cell at `key` exists and has a free position at its end, for a call that adds
@@ -1060,6 +1079,8 @@ void nb_hash_clear(nbHash *hash)
     if (hash->table.count > 0) nbi_ctab_reset(&hash->table, hash->table.bits);
     hash->count = hash->nfiltered = 0;
     hash->planted = false;
+    hash->line_axis = -1;
+    hash->line_dir = 1;
     hash->dense = true;
     hash->ncells = hash->live_cells = 0;
     if (hash->start.ptr != NULL) NBI_ARR(hash, start, int32_t)[0] = 0;
