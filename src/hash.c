@@ -697,10 +697,10 @@ static int32_t nbi_line_cell(const nbiLines *g, int64_t r)
 }
 
 // Marks (mark[t] = 1 or 2, the rest 0) up to `budget` positions in cells of layout L for a spare
-// position each, nearest first in the line order that follows the fill's last step (h->last_step)
-// from cell L->want: on along the step, line after line; or when the lines have been coming the
-// other way (a lattice inserted in rows from the top), the rest of want's line and then back, line
-// before line. Returns how many it marked.
+// position each, nearest first in the line order of the fill (h->line_axis fastest, in the
+// direction h->line_dir) from cell L->want: on along the line, line after line; or when the lines
+// have been coming the other way (a lattice inserted in rows from the top), the rest of want's
+// line and then back, line before line. Returns how many it marked.
 static int64_t nbi_plant(nbHash *h, const nbiLayout *L, int32_t *mark, int64_t budget)
 {
     nbiLines g;
@@ -1079,6 +1079,9 @@ void nb_hash_clear(nbHash *hash)
     if (hash->table.count > 0) nbi_ctab_reset(&hash->table, hash->table.bits);
     hash->count = hash->nfiltered = 0;
     hash->planted = false;
+    hash->borrows = hash->repeats = 0;
+    memset(hash->last_key, 0, sizeof hash->last_key);
+    memset(hash->last_step, 0, sizeof hash->last_step);
     hash->line_axis = -1;
     hash->line_dir = 1;
     hash->dense = true;
