@@ -875,6 +875,28 @@ static nbHash *lattice_hash(const double *pos, int32_t n, int dim, bool reserve)
     return h;
 }
 
+// A lattice filled in a new hash (lattice_hash), with the hash's stats after the fill.
+typedef struct Lattice {
+    int dim;
+    int32_t n;
+    double *pos; // lattice_points
+    nbHash *h;
+    nbiHashStats st;
+} Lattice;
+
+// The lattice of `order` in `dim` dimensions (side2^2 or side3^3 points) into *L, room reserved
+// or not; false on failure.
+static bool lattice_fill(Lattice *L, int order, int dim, bool reserve, int side2, int side3)
+{
+    L->dim = dim;
+    const int side = L->dim == 2 ? side2 : side3;
+    L->n = L->dim == 2 ? side * side : side * side * side;
+    L->pos = lattice_points(order, L->dim, side);
+    L->h = L->pos != NULL ? lattice_hash(L->pos, L->n, L->dim, reserve) : NULL;
+    if (L->h != NULL) nbi_hash_stats(L->h, &L->st);
+    return L->h != NULL;
+}
+
 // A lattice inserted in order, one point a cell: rows upward and downward, columns, and 3D
 // layers, with and without room reserved, relays out at most twice as often as the same points
 // in random order (21 in 2D, 20 in 3D, here), and stays dense. A relayout for a fill plants a
@@ -889,48 +911,36 @@ static int test_lattice_fills_relay_out_seldom(void)
     enum { SIDE2 = 200, SIDE3 = 34 };
     int64_t random_relayouts[4] = {0, 0, 0, 0};
     for (int dim = 2; dim <= 3; dim++) {
-        const int side = dim == 2 ? SIDE2 : SIDE3;
-        const int32_t n = dim == 2 ? side * side : side * side * side;
-        double *pos = lattice_points(LAT_RANDOM, dim, side);
-        NB_CHECK(pos != NULL);
-        nbHash *h = lattice_hash(pos, n, dim, false);
-        NB_CHECK(h != NULL);
-        nbiHashStats st;
-        nbi_hash_stats(h, &st);
-        random_relayouts[dim] = st.relayouts;
-        nb_hash_destroy(h);
-        free(pos);
+        Lattice L;
+        NB_CHECK(lattice_fill(&L, LAT_RANDOM, dim, false, SIDE2, SIDE3));
+        random_relayouts[dim] = L.st.relayouts;
+        nb_hash_destroy(L.h);
+        free(L.pos);
     }
     for (int order = 0; order < LAT_RANDOM; order++)
         for (int reserve = 0; reserve < 2; reserve++) {
-            const int dim = order == LAT_LAYERS ? 3 : 2, side = dim == 2 ? SIDE2 : SIDE3;
-            const int32_t n = dim == 2 ? side * side : side * side * side;
-            double *pos = lattice_points(order, dim, side);
-            NB_CHECK(pos != NULL);
-            nbHash *h = lattice_hash(pos, n, dim, reserve);
-            NB_CHECK(h != NULL);
-            nbiHashStats st;
-            nbi_hash_stats(h, &st);
-            const int64_t most = 2 * random_relayouts[dim];
-            if (st.relayouts > most)
+            Lattice L;
+            NB_CHECK(lattice_fill(&L, order, order == LAT_LAYERS ? 3 : 2, reserve, SIDE2, SIDE3));
+            const int64_t most = 2 * random_relayouts[L.dim];
+            if (L.st.relayouts > most)
                 fprintf(stderr, "  %s%s: %lld relayouts (random order: %lld)\n", lat_name[order],
-                        reserve ? ", reserved" : "", (long long)st.relayouts,
-                        (long long)random_relayouts[dim]);
-            NB_CHECK(st.dense && st.relayouts <= most);
-            NB_CHECK_OK(nb_hash_validate(h));
+                        reserve ? ", reserved" : "", (long long)L.st.relayouts,
+                        (long long)random_relayouts[L.dim]);
+            NB_CHECK(L.st.dense && L.st.relayouts <= most);
+            NB_CHECK_OK(nb_hash_validate(L.h));
             // some points' neighbours at distance 1 (the 4 or 6 lattice neighbours)
             nbHit hits[32];
-            for (int32_t i = 0; i < n; i += 997) {
+            for (int32_t i = 0; i < L.n; i += 997) {
+                const double *q = L.pos + (size_t)i * 3;
                 int32_t found = 0;
-                NB_CHECK_OK(nb_hash_query_radius(h, pos + (size_t)i * 3, 1.0, NB_FILTER_ALL, hits,
-                                                 32, &found));
+                NB_CHECK_OK(nb_hash_query_radius(L.h, q, 1.0, NB_FILTER_ALL, hits, 32, &found));
                 int32_t want = 0;
-                for (int32_t j = 0; j < n; j++)
-                    want += nbo_within(pos + (size_t)i * 3, pos + (size_t)j * 3, dim, 1.0);
+                for (int32_t j = 0; j < L.n; j++)
+                    want += nbo_within(q, L.pos + (size_t)j * 3, L.dim, 1.0);
                 NB_CHECK(found == want);
             }
-            free(pos);
-            nb_hash_destroy(h);
+            free(L.pos);
+            nb_hash_destroy(L.h);
         }
     return 0;
 }
@@ -950,19 +960,17 @@ static int test_lattice_fill_leaves_no_run(void)
     enum { SIDE2 = 64, SIDE3 = 16 };
     for (int order = 0; order < LAT_ORDERS; order++)
         for (int reserve = 0; reserve < 2; reserve++) {
-            const int dim = order == LAT_LAYERS ? 3 : 2, side = dim == 2 ? SIDE2 : SIDE3;
-            const int32_t n = dim == 2 ? side * side : side * side * side;
-            double *pos = lattice_points(order, dim, side);
-            NB_CHECK(pos != NULL);
-            nbHash *h = lattice_hash(pos, n, dim, reserve);
-            NB_CHECK(h != NULL);
+            Lattice L;
+            NB_CHECK(lattice_fill(&L, order, order == LAT_LAYERS ? 3 : 2, reserve, SIDE2, SIDE3));
+            nbHash *h = L.h;
+            const int dim = L.dim;
+            const int32_t n = L.n;
+            const double *pos = L.pos;
             NB_CHECK_OK(nb_hash_validate(h));
-            nbiHashStats st;
-            nbi_hash_stats(h, &st);
-            if (st.max_slack > 4)
+            if (L.st.max_slack > 4)
                 fprintf(stderr, "  %s%s: %d spare positions in one cell\n", lat_name[order],
-                        reserve ? ", reserved" : "", st.max_slack);
-            NB_CHECK(st.max_slack <= 4);
+                        reserve ? ", reserved" : "", L.st.max_slack);
+            NB_CHECK(L.st.max_slack <= 4);
             nboSet s = nbo_set_new(n, dim);
             for (int32_t i = 0; i < n; i++)
                 memcpy(s.p + (size_t)i * (size_t)dim, pos + (size_t)i * 3,
@@ -1012,7 +1020,7 @@ static int test_lattice_fill_leaves_no_run(void)
                 }
             }
             nbo_set_free(&s);
-            free(pos);
+            free(L.pos);
             nb_hash_destroy(h);
         }
     return 0;
