@@ -899,16 +899,16 @@ static bool lattice_fill(Lattice *L, int order, int dim, bool reserve, int side2
 
 // A lattice inserted in order, one point a cell: rows upward and downward, columns, and 3D
 // layers, with and without room reserved, relays out at most twice as often as the same points
-// in random order (21 in 2D, 20 in 3D, here), and stays dense. A relayout for a fill plants a
+// in random order (19 in 2D and in 3D, here), and stays dense. A relayout for a fill plants a
 // spare position in each of the cells ahead of the placed item along the fill's lines (hash.c,
-// nbi_plant), and a fill leaving the box grows it on that side only: 26-39 relayouts here.
-// Before, a run of at most 1024 spare positions followed the points from cell to cell: 41-81
+// nbi_plant), and a fill leaving the box grows it on that side only: 22-36 relayouts here.
+// Before, a run of at most 1024 spare positions followed the points from cell to cell: 35-68
 // relayouts; before that, each row (or each point once the slack near the last row ran out)
 // relaid out everything: 570 relayouts for 10k points in rows upward, and 200k in rows upward
 // with room reserved took 130 s.
 static int test_lattice_fills_relay_out_seldom(void)
 {
-    enum { SIDE2 = 200, SIDE3 = 34 };
+    enum { SIDE2 = 150, SIDE3 = 28 };
     int64_t random_relayouts[4] = {0, 0, 0, 0};
     for (int dim = 2; dim <= 3; dim++) {
         Lattice L;
@@ -930,7 +930,7 @@ static int test_lattice_fills_relay_out_seldom(void)
             NB_CHECK_OK(nb_hash_validate(L.h));
             // some points' neighbours at distance 1 (the 4 or 6 lattice neighbours)
             nbHit hits[32];
-            for (int32_t i = 0; i < L.n; i += 997) {
+            for (int32_t i = 0; i < L.n; i += 1999) {
                 const double *q = L.pos + (size_t)i * 3;
                 int32_t found = 0;
                 NB_CHECK_OK(nb_hash_query_radius(L.h, q, 1.0, NB_FILTER_ALL, hits, 32, &found));
@@ -952,12 +952,12 @@ static int test_lattice_fills_relay_out_seldom(void)
 // pairs the square of its length (its positions are tested against each other). Before, a
 // relayout placing an item left up to 1024 spare positions as a run in the item's cell, which a
 // fill carried along and which stayed where the fill stopped or, in random order, where no item
-// came: 107-568 positions in one cell here after a fill in order, 268-446 in random order. Now
+// came: 112-580 positions in one cell here after a fill in order, 160-667 in random order. Now
 // a fill's spare positions are planted one a cell (two in one cell of 32), and other relayouts
 // leave the tail as tail.
 static int test_lattice_fill_leaves_no_run(void)
 {
-    enum { SIDE2 = 64, SIDE3 = 16 };
+    enum { SIDE2 = 40, SIDE3 = 12 };
     for (int order = 0; order < LAT_ORDERS; order++)
         for (int reserve = 0; reserve < 2; reserve++) {
             Lattice L;
