@@ -31,9 +31,10 @@
 // item leaves the dense box, or the tail or the hashed cell numbers run out, the hash is
 // relaid out: every item placed by cell again, with fresh slack spread over the cells in
 // proportion to their items, by an in-place permutation (nbi_relayout, O(items + cells)). A
-// dense relayout made for an item gives that item's cell the spare positions as one run, which
-// follows items filling empty cells one after another (nbi_borrow, nbi_donor): a lattice
-// inserted row by row relays out a few dozen times, not once a row or a point.
+// dense relayout made for an item while items arrive in order (each placement a repeat of the
+// step before it: a lattice inserted in rows, columns or layers) plants the spare positions
+// one a cell in the cells ahead of the fill instead (nbi_plant): such a fill relays out a few
+// dozen times, not once a row or a point.
 // Slack is about a quarter of the items, so relayouts are rare: the steady state of wandering
 // agents allocates nothing and relays out seldom (nbi_hash_stats counts both).
 //
@@ -65,12 +66,8 @@
 
 // At most 2^28 items, so that positions (items plus slack) and cells fit int32.
 enum { NBI_HASH_MAX_ITEMS = 1 << 28, NBI_HASH_REACH = 64, NBI_HASH_SCAN = 1024 };
-// The most spare positions a relayout leaves in one cell as a run (nbi_relayout): a walker reads
-// a cell's slack with its items, so a run costs every query that reads its cell, and runs left
-// where no item came stay. All pairs of a 200k lattice inserted in random order: 54.4M
-// instructions with runs of 1024 (52.9M without runs), 146M with runs of 4096; a fill in rows
-// relays out 225 times with 1024, 86 with 4096.
-enum { NBI_HASH_RUN = 1024 };
+// One cell in this many planted (nbi_plant) gets two spare positions.
+enum { NBI_PLANT_EXTRA = 32 };
 
 struct nbHash {
     nbAllocator alloc;
@@ -111,12 +108,15 @@ struct nbHash {
     nbiKnnLazy knn;
 
     int64_t relayouts, renumbers; // nbi_hash_stats
-    int64_t borrows; // positions borrowed from other cells since the last relayout (nbi_borrow)
-    // Dense: the cell holding the run of slack a relayout left where an item was being placed
-    // (-1: none), and the borrows it has served since it last came from far (nbi_donor).
-    int32_t run_cell;
-    int64_t run_credit;
-    int64_t run_served; // the borrows the run served since the last relayout
+    int64_t borrows; // positions given to placed items since the last relayout (nbi_borrow)
+    // The fill's trail (nbi_make_place): the last placement's cell and its step from the one
+    // before, and the placements since the last relayout that repeated the step before them.
+    int64_t last_key[3], last_step[3];
+    int64_t repeats;
+    // The axis and direction (+-1) of the last repeated step: the fill's lines (-1: none yet).
+    int32_t line_axis, line_dir;
+    bool planted;          // a relayout has planted (nbi_plant) since the hash was cleared
+    int64_t plant_line[2]; // the slower coordinates of its line (nbi_plant), the slowest first
 };
 
 #define NBI_ARR(h, buf, type) ((type *)(h)->buf.ptr)
@@ -399,41 +399,32 @@ static void nbi_slack_fill(nbHash *h, int32_t p)
     NBI_ARR(h, hit, nbHit)[p] = none;
 }
 
-// One direction of nbi_donor's scan: what a borrow from the next donor would copy (nbi_borrow):
-// the occupied cells that shift (one copy each, or more when the run comes along).
+// One direction of nbi_donor's scan: the occupied cells a borrow from the next donor would shift
+// (one copy each, nbi_borrow).
 typedef struct nbiDonorScan {
     int32_t passed;
-    int64_t items;
     bool on;
 } nbiDonorScan;
 
-// Whether donor d, itself shifting cnt items (a donor right of the cell shifts too), is near
-// enough: a borrow of one position copies at most `reach` items (any number when reach < 0);
-// or d holds the run (h->run_cell), which may come from as many items away as it has served
-// borrows since it last did.
-static bool nbi_donor_near(const nbHash *h, const nbiDonorScan *s, int32_t d, int32_t cnt,
-                           int32_t reach)
+// Whether a donor, itself shifting cnt items (a donor right of the cell shifts too), is near
+// enough: a borrow copies at most `reach` items (any number when reach < 0).
+static bool nbi_donor_near(const nbiDonorScan *s, int32_t cnt, int32_t reach)
 {
-    if (reach < 0 || s->passed + (cnt > 0) <= reach) return true;
-    return d == h->run_cell && s->items + cnt <= h->run_credit + NBI_HASH_REACH;
+    return reach < 0 || s->passed + (cnt > 0) <= reach;
 }
 
 // Passes a cell of cnt items at distance d; false once no donor beyond can be near enough.
-static bool nbi_donor_pass(const nbHash *h, nbiDonorScan *s, int32_t cnt, int32_t d, int32_t reach)
+static bool nbi_donor_pass(nbiDonorScan *s, int32_t cnt, int32_t d, int32_t reach)
 {
     s->passed += cnt > 0;
-    s->items += cnt;
-    if (reach < 0) return true;
-    return d < NBI_HASH_SCAN &&
-           (s->passed <= reach || (h->run_cell >= 0 && s->items < h->run_credit + NBI_HASH_REACH));
+    return reach < 0 || (d < NBI_HASH_SCAN && s->passed <= reach);
 }
 
 // The nearest cell to c that has slack, or ncells for the tail; -1 when there is none. c
 // itself first. A borrow copies one item of each occupied cell that shifts (nbi_borrow), so
 // `reach` bounds those (any number when reach < 0); empty cells are passed for free, within
-// NBI_HASH_SCAN cells each way. So points filling the empty cells of a dense box one after
-// another (a lattice inserted row by row) keep finding the run of slack they bring along, and
-// it may come a whole row back for the next row when it has served a row since it last came.
+// NBI_HASH_SCAN cells each way. So a cell that takes two items of a fill (nbi_plant) passes
+// its lack down the line to the next planted cell, across the empty cells at a row's end.
 static int32_t nbi_donor(const nbHash *h, int32_t c, int32_t reach)
 {
     const int32_t *start = NBI_ARR(h, start, const int32_t);
@@ -451,79 +442,48 @@ static int32_t nbi_donor(const nbHash *h, int32_t c, int32_t reach)
     }
     if (!h->dense) return -1; // a hashed cell moves to the end instead (nbi_cell_renumber)
     const int32_t own = end[c] - start[c];
-    nbiDonorScan rs = {0, 0, true}, ls = {own > 0, own, true}; // c shifts for a left donor
+    nbiDonorScan rs = {0, true}, ls = {own > 0, true}; // c shifts for a left donor
     for (int32_t d = 1; rs.on || ls.on; d++) {
         const int64_t r = (int64_t)c + d, l = (int64_t)c - d;
         rs.on = rs.on && r <= n;
         if (rs.on) {
             const bool slack = r < n ? end[r] < start[r + 1] : h->cap > start[n];
             const int32_t cnt = r < n ? end[r] - start[r] : 0;
-            if (slack && nbi_donor_near(h, &rs, (int32_t)r, cnt, reach)) return (int32_t)r;
-            rs.on = r < n && nbi_donor_pass(h, &rs, cnt, d, reach);
+            if (slack && nbi_donor_near(&rs, cnt, reach)) return (int32_t)r;
+            rs.on = r < n && nbi_donor_pass(&rs, cnt, d, reach);
         }
         ls.on = ls.on && l >= 0;
         if (ls.on) {
-            if (end[l] < start[l + 1] && nbi_donor_near(h, &ls, (int32_t)l, 0, reach))
-                return (int32_t)l;
-            ls.on = nbi_donor_pass(h, &ls, end[l] - start[l], d, reach);
+            if (end[l] < start[l + 1] && nbi_donor_near(&ls, 0, reach)) return (int32_t)l;
+            ls.on = nbi_donor_pass(&ls, end[l] - start[l], d, reach);
         }
     }
     return -1;
 }
 
-// Gives cell c free positions at end[c], taken from donor d (nbi_donor): each cell in between
-// shifts by them, copying its first items to its end (or its last to the positions before it).
-// Usually one position, a copy per occupied cell; the donor's whole run when that copies no
-// more, or when the donor is the run that came from beyond the reach of single borrows
-// (nbi_donor). So a run of slack follows points filling empty cells one after another. A
+// Gives cell c a free position at end[c], taken from donor d (nbi_donor): each cell in between
+// shifts by one, copying its first item to its end (or its last to the position before it). A
 // hashed layout's tail stays where new cells take their positions.
 static void nbi_borrow(nbHash *h, int32_t c, int32_t d)
 {
     int32_t *start = NBI_ARR(h, start, int32_t), *end = NBI_ARR(h, end, int32_t);
     h->borrows++;
-    if (d == c) return;
-    const bool tail = d == h->ncells;
-    const int32_t lo = d > c ? c + 1 : d + 1, hi = d > c ? (tail ? d - 1 : d) : c; // shift
-    int32_t run = tail ? h->cap - start[d] : start[d + 1] - end[d];
-    if (d != h->run_cell) run = 1;
-    if (run > 1) {
-        int32_t passed = 0, copies = 0;
-        for (int32_t e = lo; e <= hi; e++) {
-            const int32_t cnt = end[e] - start[e];
-            passed += cnt > 0;
-            copies += cnt < run ? cnt : run;
-        }
-        const bool far = passed > NBI_HASH_REACH;
-        if (copies > passed && !far) run = 1;
-        h->run_credit = far ? 0 : h->run_credit + 1; // one more borrow served, or from far
-        h->run_served++;
-        if (run > 1) h->run_cell = c;
-    }
     if (d > c) {
-        if (tail) { // the tail's first positions go to the last cell (the tail is not kept NaN)
-            for (int32_t p = start[d]; p < start[d] + run; p++) nbi_slack_fill(h, p);
-            start[d] += run;
+        int32_t e = d;
+        if (d == h->ncells) { // the tail's first position goes to the last cell (the tail is
+            nbi_slack_fill(h, start[e]); // not kept NaN)
+            start[e--]++;
         }
-        for (int32_t e = hi; e > c; e--) {
-            const int32_t cnt = end[e] - start[e];
-            const int32_t from = start[e], to = cnt <= run ? start[e] + run : end[e];
-            for (int32_t i = 0; i < cnt && i < run; i++) {
-                nbi_item_move(h, from + i, to + i);
-                if (run > 1) nbi_slack_fill(h, from + i); // (one: the next copy's place)
-            }
-            start[e] += run;
-            end[e] += run;
+        for (; e > c; e--) { // e has slack at end[e]: its first item goes there
+            if (end[e] > start[e]) nbi_item_move(h, start[e], end[e]);
+            start[e]++;
+            end[e]++;
         }
     } else {
-        for (int32_t e = d + 1; e <= c; e++) {
-            const int32_t cnt = end[e] - start[e];
-            const int32_t from = cnt <= run ? start[e] : end[e] - run, to = start[e] - run;
-            for (int32_t i = 0; i < cnt && i < run; i++) {
-                nbi_item_move(h, from + i, to + i);
-                if (run > 1) nbi_slack_fill(h, from + i);
-            }
-            start[e] -= run;
-            end[e] -= run;
+        for (int32_t e = d + 1; e <= c; e++) { // the position before e is free: e's last goes there
+            if (end[e] > start[e]) nbi_item_move(h, end[e] - 1, start[e] - 1);
+            start[e]--;
+            end[e]--;
         }
     }
 }
@@ -601,6 +561,13 @@ typedef struct nbiLayout {
     int64_t want; // dense: the cell (new number) the call that relays out places an item in; -1
 } nbiLayout;
 
+// Whether relayout L plants (nbi_relayout): dense, for a placed item, while most placements
+// since the last relayout repeated the step before them (nbi_trail).
+static bool nbi_plants(const nbHash *h, const nbiLayout *L)
+{
+    return L->dense && L->want >= 0 && 2 * h->repeats >= h->borrows;
+}
+
 // Plans a relayout for n items that also covers the cell at `key` (if not NULL): a dense box
 // over the occupied cells (with a margin, so that a crowd drifting outward does not relay out at
 // every step) when it is small enough, else hashed cells. A hashed hash turns dense only when
@@ -615,6 +582,7 @@ static nbStatus nbi_layout_plan(const nbHash *h, int64_t n, const int64_t *key, 
         hi[2] = INT64_MIN;
     }
     int64_t live = 0;
+    bool beyond = false, out[3] = {false, false, false}; // the key outside the occupied box
     const int32_t *start = NBI_ARR(h, start, const int32_t);
     const int32_t *end = NBI_ARR(h, end, const int32_t);
     for (int32_t c = 0; c <= h->ncells; c++) {
@@ -625,6 +593,10 @@ static nbStatus nbi_layout_plan(const nbHash *h, int64_t n, const int64_t *key, 
             live++;
         } else if (key != NULL) {
             memcpy(k, key, sizeof k);
+            for (int a = 0; a < h->dim; a++) {
+                out[a] = live > 0 && (k[a] < lo[a] || k[a] > hi[a]);
+                beyond = beyond || out[a];
+            }
         } else {
             break;
         }
@@ -646,6 +618,9 @@ static nbStatus nbi_layout_plan(const nbHash *h, int64_t n, const int64_t *key, 
             // does not relay out at every step; where that is too many cells, twice as much on
             // the sides the placed item pushes the box out on (a lattice inserted row by row
             // grows it on one side only, a row a relayout without), halved until it fits.
+            // A fill (nbi_trail's repeats) that leaves the occupied cells grows the box on the
+            // sides it leaves them by only, by twice as much: it is going there.
+            const bool fill = key != NULL && 2 * h->repeats >= h->borrows;
             int64_t below[3] = {0, 0, 0}, above[3] = {0, 0, 0};
             for (int a = 0; a < h->dim; a++) below[a] = above[a] = (hi[a] - lo[a] + 1) / 4 + 1;
             for (int round = 0; round < 64; round++) {
@@ -655,12 +630,17 @@ static nbStatus nbi_layout_plan(const nbHash *h, int64_t n, const int64_t *key, 
                     with *= (double)(hi[a] - lo[a] + 1 + below[a] + above[a]);
                     any = any || below[a] > 0 || above[a] > 0;
                 }
-                if (with <= (double)limit || !any) break;
+                if ((with <= (double)limit && !(round == 0 && fill && beyond)) || !any) break;
                 for (int a = 0; a < h->dim; a++) {
                     if (round == 0) { // the pushed sides only
+                        // (outside the occupied cells, only the sides it is outside of: a lattice
+                        // inserted in columns starts a column at the foot, the edge of the
+                        // box, and pushes it only sideways)
                         const int64_t m = 2 * below[a];
-                        below[a] = key != NULL && key[a] == lo[a] ? m : 0;
-                        above[a] = key != NULL && key[a] == hi[a] ? m : 0;
+                        // (or, within them, not along the fill's lines: h->line_axis)
+                        const bool push = key != NULL && (beyond ? out[a] : a != h->line_axis);
+                        below[a] = push && key[a] == lo[a] ? m : 0;
+                        above[a] = push && key[a] == hi[a] ? m : 0;
                     } else {
                         below[a] /= 2;
                         above[a] /= 2;
@@ -685,10 +665,89 @@ static nbStatus nbi_layout_plan(const nbHash *h, int64_t n, const int64_t *key, 
             L->ncells = live;
         }
     }
-    const int64_t lo_cap = nbi_cap_min(n, L->dense), want = nbi_cap_want(n, L->dense);
+    // A fill (nbi_relayout plants) grows the capacity once the spare positions are fewer than
+    // it plants, not only at the least a relayout needs: it uses them all.
+    const int64_t want = nbi_cap_want(n, L->dense);
+    const int64_t lo_cap = nbi_plants(h, L) ? want : nbi_cap_min(n, L->dense);
     L->cap = h->cap >= lo_cap ? h->cap : (want > h->cap + h->cap / 2 ? want : h->cap + h->cap / 2);
     if (L->cap > INT32_MAX || L->ncells + 2 > INT32_MAX) return NB_ERR_OUT_OF_RANGE;
     return NB_OK;
+}
+
+// Lines of a dense box for planting (nbi_plant): the box's cells ranked with axis `a` (the one
+// the fill steps along) fastest, then the other axes in order; rank -> the cell's number.
+typedef struct nbiLines {
+    int64_t e[3];
+    int a, b, c;
+} nbiLines;
+
+static uint64_t nbi_mag(int64_t x)
+{
+    return x < 0 ? 0 - (uint64_t)x : (uint64_t)x;
+}
+
+static int32_t nbi_line_cell(const nbiLines *g, int64_t r)
+{
+    int64_t o[3];
+    o[g->a] = r % g->e[g->a];
+    r /= g->e[g->a];
+    o[g->b] = r % g->e[g->b];
+    o[g->c] = r / g->e[g->b];
+    return (int32_t)(o[0] + g->e[0] * (o[1] + g->e[1] * o[2]));
+}
+
+// Marks (mark[t] = 1 or 2, the rest 0) up to `budget` positions in cells of layout L for a spare
+// position each, nearest first in the line order of the fill (h->line_axis fastest, in the
+// direction h->line_dir) from cell L->want: on along the line, line after line; or when the lines
+// have been coming the other way (a lattice inserted in rows from the top), the rest of want's
+// line and then back, line before line. Returns how many it marked.
+static int64_t nbi_plant(nbHash *h, const nbiLayout *L, int32_t *mark, int64_t budget)
+{
+    nbiLines g;
+    for (int k = 0; k < 3; k++) g.e[k] = L->hi[k] - L->lo[k] + 1;
+    g.a = h->line_axis >= 0 ? h->line_axis : 0;
+    const int64_t step = h->line_dir;
+    g.b = g.a == 0 ? 1 : 0;
+    g.c = g.a == 2 ? 1 : 2;
+    const int64_t T = L->ncells, ea = g.e[g.a];
+    int64_t o[3], t = L->want;
+    o[0] = t % g.e[0];
+    o[1] = (t / g.e[0]) % g.e[1];
+    o[2] = t / (g.e[0] * g.e[1]);
+    const int64_t line = o[g.b] + g.e[g.b] * o[g.c], w = o[g.a] + ea * line;
+    const int64_t dir = step < 0 ? -1 : 1;
+    // The line's place in space (the box moves between relayouts), against the last planting's.
+    const int64_t at[2] = {L->lo[g.c] + o[g.c], L->lo[g.b] + o[g.b]};
+    const bool before =
+        at[0] < h->plant_line[0] || (at[0] == h->plant_line[0] && at[1] < h->plant_line[1]);
+    const bool after =
+        at[0] > h->plant_line[0] || (at[0] == h->plant_line[0] && at[1] > h->plant_line[1]);
+    const bool back = h->planted && (dir > 0 ? before : after);
+    h->planted = true;
+    h->plant_line[0] = at[0];
+    h->plant_line[1] = at[1];
+    const int64_t stop = back ? (dir > 0 ? line * ea + ea - 1 : line * ea) : (dir > 0 ? T - 1 : 0);
+    for (int64_t r = 0; r < T; r++) mark[r] = 0;
+    int64_t f = w, k = w, got = 1, cells = 1;
+    mark[L->want] = 1;
+    while (got < budget) {
+        const bool fwd = dir > 0 ? f < T - 1 : f > 0, bwd = dir > 0 ? k > 0 : k < T - 1;
+        int64_t r;
+        if (fwd && (f != stop || !bwd)) {
+            r = f += dir;
+        } else if (bwd) {
+            r = k -= dir;
+        } else {
+            break;
+        }
+        // Every NBI_PLANT_EXTRA-th cell a second: a cell that takes two items (a lattice point
+        // on a cell's edge shares the cell of its neighbour) borrows the next cell's position,
+        // that one the next's, and so on down the line, until a cell with two stops it.
+        const int32_t m = ++cells % NBI_PLANT_EXTRA == 0 && got + 1 < budget ? 2 : 1;
+        mark[nbi_line_cell(&g, r)] = m;
+        got += m;
+    }
+    return got;
 }
 
 // Places every item by layout L (room made: positions L->cap, cell arrays L->ncells + 2, and
@@ -736,27 +795,26 @@ static void nbi_relayout(nbHash *h, const nbiLayout *L)
     const int64_t want = nbi_slack_want(n);
     slack = slack < want ? slack : want;
     slack = slack > 0 ? slack : 0;
-    // Dense, for a call placing an item (L->want): that cell gets the tail instead (up to
-    // NBI_HASH_RUN positions), as a run of slack that follows items filling empty cells one
-    // after another (nbi_borrow). When the last run served most borrows since the last relayout
-    // (or it left none), and that was recent (fewer than n / 4 borrows), the items are arriving
-    // where there was none to spread to (a lattice inserted row by row), and the run takes up to
-    // half the slack too.
-    int64_t run = 0;
-    if (L->want >= 0) {
-        run = (int64_t)h->cap - n - slack;
-        run = run < NBI_HASH_RUN ? run : NBI_HASH_RUN; // the rest stays the tail
-        if (h->borrows < n / 4 && (h->run_cell < 0 || 2 * h->run_served >= h->borrows)) {
-            const int64_t give = slack / 2 < NBI_HASH_RUN - run ? slack / 2 : NBI_HASH_RUN - run;
-            slack -= give;
-            run += give;
-        }
+    // Dense, for a call placing an item (L->want), when most placements since the last relayout
+    // repeated the step before them (a lattice inserted in rows, columns or layers: items
+    // arriving in order where there was no slack to spread to), the tail and half the slack are
+    // planted instead: one spare position in each of the cells nearest to the placed item's
+    // along the fill's step (nbi_plant). Those cells take their next item with no borrow at
+    // all, and what is left where no item came is one NaN a cell, which a walker pays for about
+    // as it pays for an item. (Spare positions left as one run in the placed item's cell, for
+    // the fill to carry along, cost all pairs the square of the run's length where the fill
+    // stopped or never came: a run in a cell's slack is tested against itself.)
+    int64_t plant = 0;
+    if (nbi_plants(h, L)) {
+        plant = (int64_t)h->cap - n;
+        plant = plant < want ? plant : want;
+        slack = 0;
+        if (plant > 0) plant = nbi_plant(h, L, nstart, plant);
     }
-    h->borrows = 0;
-    h->run_cell = run > 0 ? (int32_t)L->want : -1;
-    h->run_credit = h->run_served = 0;
+    h->borrows = h->repeats = 0;
     int64_t pos = 0, acc = 0, given = 0;
     for (int32_t t = 0; t < T; t++) {
+        const int32_t planted = plant > 0 ? nstart[t] : 0; // (nbi_plant's mark, overwritten here)
         nstart[t] = (int32_t)pos;
         if (nend[t] >= 0) {
             const int64_t cnt = end[nend[t]] - start[nend[t]];
@@ -765,7 +823,7 @@ static void nbi_relayout(nbHash *h, const nbiLayout *L)
             pos += cnt + (share - given);
             given = share;
         }
-        if (t == L->want) pos += run;
+        pos += planted;
     }
     nstart[T] = (int32_t)pos;
     // 3. Destinations, then the permutation.
@@ -844,6 +902,28 @@ static void nbi_relayout(nbHash *h, const nbiLayout *L)
     for (int a = 0; a < 3; a++) h->ext[a] = h->hi[a] - h->lo[a] + 1;
 }
 
+// Records a placement in the cell at `key` on the fill's trail (whether nbi_relayout plants):
+// whether it repeats the step before it (in wrapping arithmetic: keys may be 2^63 apart).
+static void nbi_trail(nbHash *h, const int64_t key[3])
+{
+    bool same = true;
+    for (int a = 0; a < 3; a++) {
+        const int64_t step = (int64_t)((uint64_t)key[a] - (uint64_t)h->last_key[a]);
+        same = same && step == h->last_step[a];
+        h->last_step[a] = step;
+        h->last_key[a] = key[a];
+    }
+    h->repeats += same;
+    int a = -1; // a repeated step: the fill's line is along its least axis
+    for (int k = 0; same && k < 3; k++)
+        if (h->last_step[k] != 0 && (a < 0 || nbi_mag(h->last_step[k]) < nbi_mag(h->last_step[a])))
+            a = k;
+    if (a >= 0) {
+        h->line_axis = a;
+        h->line_dir = h->last_step[a] < 0 ? -1 : 1;
+    }
+}
+
 // Makes sure the cell at `key` exists and has a free position at its end, for a call that adds
 // `items` (0 or 1) items: borrows from a nearby cell, or creates the cell, or relays out. Only
 // the room it makes first can fail (then nothing has changed). *cell is the cell's number.
@@ -856,6 +936,7 @@ static nbStatus nbi_make_place(nbHash *h, const int64_t key[3], int32_t items, i
         const int32_t d = nbi_donor(h, c, NBI_HASH_REACH);
         if (d >= 0) {
             nbi_borrow(h, c, d);
+            nbi_trail(h, key);
             *cell = c;
             return NB_OK;
         }
@@ -901,6 +982,7 @@ static nbStatus nbi_make_place(nbHash *h, const int64_t key[3], int32_t items, i
     const int32_t d = nbi_donor(h, c, -1); // the nearest: within reach, as checked above
     NB_ASSERT(d >= 0);
     nbi_borrow(h, c, d);
+    nbi_trail(h, key);
     *cell = c;
     return NB_OK;
 }
@@ -996,7 +1078,12 @@ void nb_hash_clear(nbHash *hash)
     nbi_pool_clear(&hash->pool);
     if (hash->table.count > 0) nbi_ctab_reset(&hash->table, hash->table.bits);
     hash->count = hash->nfiltered = 0;
-    hash->run_cell = -1;
+    hash->planted = false;
+    hash->borrows = hash->repeats = 0;
+    memset(hash->last_key, 0, sizeof hash->last_key);
+    memset(hash->last_step, 0, sizeof hash->last_step);
+    hash->line_axis = -1;
+    hash->line_dir = 1;
     hash->dense = true;
     hash->ncells = hash->live_cells = 0;
     if (hash->start.ptr != NULL) NBI_ARR(hash, start, int32_t)[0] = 0;
@@ -1714,6 +1801,15 @@ void nbi_hash_stats(const nbHash *hash, nbiHashStats *out)
     out->renumbers = hash->renumbers;
     out->dense = hash->dense;
     out->cells = hash->ncells;
+    out->max_slack = 0;
+    out->slack = 0;
+    const int32_t *start = NBI_ARR(hash, start, const int32_t);
+    const int32_t *end = NBI_ARR(hash, end, const int32_t);
+    for (int32_t c = 0; c < hash->ncells; c++) {
+        const int32_t s = start[c + 1] - end[c];
+        out->max_slack = s > out->max_slack ? s : out->max_slack;
+        out->slack += s;
+    }
 }
 
 nbStatus nb_hash_validate(const nbHash *hash)

@@ -14,6 +14,8 @@ typedef struct nbiHashStats {
     int64_t renumbers; // hashed cells moved to the end of the numbering (nbi_cell_renumber)
     bool dense;        // cells numbered over a box now, not through the cell table
     int32_t cells;     // cell numbers in use (dense: the box's cells)
+    int32_t max_slack; // the most slack positions in one cell: a walker reads them with its items
+    int64_t slack;     // slack positions in all cells (the tail after the last cell not counted)
 } nbiHashStats;
 
 void nbi_hash_stats(const nbHash *hash, nbiHashStats *out);
