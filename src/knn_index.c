@@ -779,18 +779,6 @@ static bool nbi_ix_cells_touch(int64_t a, int64_t b)
 }
 #endif
 
-// Whether q lies more than NBI_KNN_FAR_GAP cells outside the view's box on some axis (a far
-// query).
-static bool nbi_ix_far(const nbiView *v, const double *q)
-{
-    const double c = v->cm.cell;
-    for (int a = 0; a < v->dim; a++)
-        if (q[a] < ((double)v->lo[a] - NBI_KNN_FAR_GAP) * c ||
-            q[a] > ((double)v->hi[a] + 1.0 + NBI_KNN_FAR_GAP) * c)
-            return true;
-    return false;
-}
-
 // The cap's reach along axis a within E of the gap g (nbi_knn_far_saving), clipped to the box;
 // `both`: the sum of the reaches on the query's two sides (an axis it lies within).
 static double nbi_ix_reach(const nbiView *v, const double *q, const double *o, int a, double g,
@@ -809,7 +797,7 @@ static double nbi_ix_reach(const nbiView *v, const double *q, const double *o, i
 
 double nbi_knn_far_saving(const nbiView *v, const double *q, int32_t k)
 {
-    if (v->n == 0 || !nbi_ix_far(v, q)) return 0.0;
+    if (v->n == 0 || !nbi_ball_far(v, q)) return 0.0;
     double o[3] = {0, 0, 0}, g2 = 0.0; // the offsets outside the box, in cells (0 within it)
     for (int a = 0; a < v->dim; a++) {
         const double u = q[a] / v->cm.cell;
@@ -879,7 +867,7 @@ static double nbi_ix_cap_points(const nbiView *v, const double *lo, const double
 double nbi_knn_ball_saving(nbiKnnLazy *z, const nbiView *v, const double *center, double radius)
 {
     if (v->table == NULL && v->dim == 2 && !(nbi_ix_occupancy(z, v) & NBI_IX_UNEVEN)) return 0.0;
-    if (v->n == 0 || !nbi_ix_far(v, center)) return 0.0;
+    if (v->n == 0 || !nbi_ball_far(v, center)) return 0.0;
     if (v->table != NULL || v->occ != NULL) return NBI_BALL_FAR_SAVING; // (clustered)
     double lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
     const nbiKnnIndex *ix = nbi_knn_index_ready(z);
@@ -913,7 +901,7 @@ const nbiKnnIndex *nbi_knn_index_get(nbiKnnLazy *z, const nbiView *v, const nbAl
     int s = atomic_load_explicit(&z->state, memory_order_acquire);
     if (s == NBI_KNN_READY) {
         if (!atomic_load_explicit(&z->far_only, memory_order_relaxed)) return &z->ix;
-        if (nbi_ix_far(v, point)) return &z->ix;
+        if (nbi_ball_far(v, point)) return &z->ix;
         if (!nbi_ix_batch_count(z, v, point)) return NULL; // near: the walk, counting
         atomic_store_explicit(&z->far_only, 0, memory_order_relaxed);
         return &z->ix;
@@ -921,7 +909,7 @@ const nbiKnnIndex *nbi_knn_index_get(nbiKnnLazy *z, const nbiView *v, const nbAl
     bool far = false;
     if (s == NBI_KNN_COUNTING) { // a far query's saving, or the walk's tally of a batch in cell
                                  // order; past either, build
-        const double save = nbi_ix_far(v, point) ? nbi_knn_far_saving(v, point, k) : 0.0;
+        const double save = nbi_ball_far(v, point) ? nbi_knn_far_saving(v, point, k) : 0.0;
         if (save > 0.0) {
             const long long debt = atomic_load_explicit(&z->debt, memory_order_relaxed) +
                                    (save < 0x1p60 ? (long long)save : (long long)1 << 60);
@@ -1038,6 +1026,7 @@ typedef struct nbiIxQuery {
     double bound;  // nbi_best_bound: a candidate farther than this cannot enter
     uint64_t code; // the query's Z-order code (nbi_ix_code), once `coded`
     bool coded;
+    bool inside;     // the query lies in the root's box (else the first leaf has no window)
     nbiKnnHeap heap; // the k best so far
 } nbiIxQuery;
 
@@ -1162,7 +1151,9 @@ typedef void nbiIxScanFn(nbiIxQuery *x, int dim, int32_t p0, int32_t p1);
 NBI_INLINE void nbi_ix_leaf_out(nbiIxQuery *x, int dim, int32_t p0, int32_t p1, nbiIxScanFn *scan)
 {
     const int32_t lack = x->heap.k - x->heap.size;
-    if (lack == 0 || p1 - p0 < 2 * lack) { // (a window of most of the leaf gains nothing)
+    // (A window of most of the leaf gains nothing; from outside the box the query's code is
+    // clamped to the box's edge, and says little of where the leaf's nearest points lie.)
+    if (lack == 0 || p1 - p0 < 2 * lack || !x->inside) {
         scan(x, dim, p0, p1);
         return;
     }
@@ -1187,10 +1178,42 @@ NBI_INLINE void nbi_ix_leaf_out(nbiIxQuery *x, int dim, int32_t p0, int32_t p1, 
 }
 
 #if NBI_AVX2
+// The nearest alone (k = 1, no filter bits) among positions [p0, p1), at least 4 of them: the
+// leaf's least d2 is found first without a branch a point (a lane-wise minimum of every four,
+// the last four ending at p1), and only the lanes that hold it are offered, when it can enter:
+// the scan's branches then no longer depend on where in the leaf the bound falls.
+NBI_TARGET_AVX2 NBI_INLINE void nbi_ix_leaf1_avx2(nbiIxQuery *x, int dim, int32_t p0, int32_t p1)
+{
+    const nbiKnnIndex *ix = x->ix;
+    const double *px = (const double *)ix->pts.ptr, *py = px + ix->n, *pz = py + ix->n;
+    const __m256d qx = _mm256_set1_pd(x->q[0]), qy = _mm256_set1_pd(x->q[1]);
+    const __m256d qz = _mm256_set1_pd(x->q[2]);
+    const int32_t b = p1 - 4;
+    __m256d least = nbi_ix_d2x4(px, py, pz, qx, qy, qz, dim, b);
+    for (int32_t p = p0; p < b; p += 4)
+        least = _mm256_min_pd(least, nbi_ix_d2x4(px, py, pz, qx, qy, qz, dim, p));
+    __m128d m = _mm_min_pd(_mm256_castpd256_pd128(least), _mm256_extractf128_pd(least, 1));
+    m = _mm_min_sd(m, _mm_unpackhi_pd(m, m));
+    const double d = _mm_cvtsd_f64(m);
+    if (!(d <= x->bound)) return;
+    const __m256d want = _mm256_set1_pd(d);
+    for (int32_t p = p0; p < p1; p += 4) {
+        const int32_t at = p < b ? p : b; // (the last four: the lanes before p masked off)
+        int in = _mm256_movemask_pd(
+            _mm256_cmp_pd(nbi_ix_d2x4(px, py, pz, qx, qy, qz, dim, at), want, _CMP_EQ_OQ));
+        in &= (0xF << (p - at)) & 0xF;
+        for (; in != 0; in &= in - 1) nbi_ix_offer(x, at + __builtin_ctz((unsigned)in), d);
+    }
+}
+
 // nbi_ix_leaf four points at a time (the same d2 in each lane, in the same order), the rest
 // through nbi_ix_leaf.
 NBI_TARGET_AVX2 NBI_INLINE void nbi_ix_leaf_avx2(nbiIxQuery *x, int dim, int32_t p0, int32_t p1)
 {
+    if (x->heap.k == 1 && !x->ix->filtered && p1 - p0 >= 4) {
+        nbi_ix_leaf1_avx2(x, dim, p0, p1);
+        return;
+    }
     const nbiKnnIndex *ix = x->ix;
     const double *px = (const double *)ix->pts.ptr, *py = px + ix->n, *pz = py + ix->n;
     const __m256d qx = _mm256_set1_pd(x->q[0]), qy = _mm256_set1_pd(x->q[1]);
@@ -1207,7 +1230,22 @@ NBI_TARGET_AVX2 NBI_INLINE void nbi_ix_leaf_avx2(nbiIxQuery *x, int dim, int32_t
             nbi_ix_offer(x, p + j, d[j]);
         }
     }
-    nbi_ix_leaf(x, dim, p, p1);
+    if (p == p1 || p1 - p0 < 4) {
+        nbi_ix_leaf(x, dim, p, p1);
+        return;
+    }
+    // The last one to three: the four ending at p1, the lanes already scanned masked off (one
+    // branch, where the two-lane and one-lane tails cost two loops of varying length).
+    const int32_t b = p1 - 4;
+    const __m256d d2 = nbi_ix_d2x4(px, py, pz, qx, qy, qz, dim, b);
+    int in = _mm256_movemask_pd(_mm256_cmp_pd(d2, _mm256_set1_pd(x->bound), _CMP_LE_OQ)) &
+             (0xF << (p - b)) & 0xF;
+    double d[4];
+    _mm256_storeu_pd(d, d2);
+    for (; in != 0; in &= in - 1) {
+        const int j = __builtin_ctz((unsigned)in);
+        nbi_ix_offer(x, b + j, d[j]);
+    }
 }
 #endif
 
@@ -1265,6 +1303,10 @@ int32_t nbi_knn_index_query(const nbiKnnIndex *ix, const double *point, nbFilter
     x.bound = nbi_best_bound(&x.heap, x.lim2);
     x.code = 0;
     x.coded = false;
+    bool inside = true;
+    for (int a = 0; a < ix->dim; a++)
+        inside &= (x.q[a] >= ix->root[a]) & (x.q[a] <= ix->root[3 + a]);
+    x.inside = inside;
 #if NBI_AVX2
     if (nbi_use_avx2())
         nbi_ix_walk_avx2(ix, f, &x);

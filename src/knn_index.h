@@ -303,14 +303,15 @@ nbStatus nbi_walk_radius_far(const nbiView *v, nbiKnnLazy *z, const nbAllocator 
 extern int nbi_ball_index_use;
 
 // Whether q lies more than NBI_KNN_FAR_GAP cells outside the view's box on some axis (a far
-// ball's centre, as knn_index.c finds it).
+// ball's centre, or a far kNN query). The tests are ORed, not short-circuited: from queries in
+// every direction a branch on each axis would go either way.
 NBI_INLINE bool nbi_ball_far(const nbiView *v, const double *q)
 {
     const double c = v->cm.cell;
     bool far = false;
     for (int a = 0; a < v->dim; a++)
-        far |= q[a] < ((double)v->lo[a] - NBI_KNN_FAR_GAP) * c ||
-               q[a] > ((double)v->hi[a] + 1.0 + NBI_KNN_FAR_GAP) * c;
+        far |= (q[a] < ((double)v->lo[a] - NBI_KNN_FAR_GAP) * c) |
+               (q[a] > ((double)v->hi[a] + 1.0 + NBI_KNN_FAR_GAP) * c);
     return far;
 }
 

@@ -1277,16 +1277,17 @@ nbStatus nbi_walk_knn(const nbiView *v, const double *point, nbFilter f, double 
     return nbi_walk_knn_indexed(v, NULL, NULL, point, f, max_distance, out, k, found);
 }
 
-// Whether q lies more than NBI_KNN_FAR cells outside the view's box on some axis.
+// Whether q lies more than NBI_KNN_FAR cells outside the view's box on some axis. (The axes'
+// tests are ORed, not short-circuited: a branch on each would go either way from query to query.)
 enum { NBI_KNN_FAR = 2 };
 static bool nbi_knn_far_out(const nbiView *v, const double *q)
 {
+    bool out = false;
     for (int a = 0; a < v->dim; a++) {
         const double c = nbi_cell_f(&v->cm, q[a]);
-        if (c < (double)v->lo[a] - NBI_KNN_FAR || c >= (double)v->hi[a] + 1.0 + NBI_KNN_FAR)
-            return true;
+        out |= (c < (double)v->lo[a] - NBI_KNN_FAR) | (c >= (double)v->hi[a] + 1.0 + NBI_KNN_FAR);
     }
-    return false;
+    return out;
 }
 
 nbStatus nbi_walk_knn_indexed(const nbiView *v, nbiKnnLazy *z, const nbAllocator *alloc,
