@@ -1334,8 +1334,9 @@ typedef struct nbiIxBall {
     const nbiKnnIndex *ix;
     double q[3], r2;
     nbFilter f;
-    int32_t *out; // NULL: count only
-    int32_t cap, found;
+    int32_t *out;      // NULL: count only
+    int32_t cap, size; // the hits wanted at most (more: stop), the entries out holds (>= cap)
+    int32_t found;
 } nbiIxBall;
 
 // The squared gaps (g) and farthest corners' d2 (far) from the centre to a node's two children's
@@ -1391,12 +1392,12 @@ static bool nbi_ix_ball_all(nbiIxBall *x, int32_t p0, int32_t p1)
     if (x->ix->filtered) {
         for (int32_t p = p0; p < p1; p++) {
             if (!nbi_ix_passes(x, p)) continue;
-            if (x->out != NULL && x->found < x->cap) x->out[x->found] = pos[p];
+            if (x->out != NULL && x->found < x->size) x->out[x->found] = pos[p];
             x->found++;
         }
     } else {
         const int32_t m = p1 - p0;
-        if (x->out != NULL && m <= x->cap - x->found)
+        if (x->out != NULL && m <= x->size - x->found)
             memcpy(x->out + x->found, pos + p0, (size_t)m * sizeof *pos);
         x->found += m;
     }
@@ -1406,7 +1407,7 @@ static bool nbi_ix_ball_all(nbiIxBall *x, int32_t p0, int32_t p1)
 // Stores position p as hit number x->found while there is room, and counts it.
 NBI_INLINE void nbi_ix_ball_put(nbiIxBall *x, int32_t p)
 {
-    if (x->out != NULL && x->found < x->cap)
+    if (x->out != NULL && x->found < x->size)
         x->out[x->found] = ((const int32_t *)x->ix->pos.ptr)[p];
     x->found++;
 }
@@ -1453,36 +1454,85 @@ NBI_INLINE bool nbi_ix_ball_leaf(nbiIxBall *x, int dim, int32_t p0, int32_t p1)
 }
 
 #if NBI_AVX2
-// nbi_ix_ball_leaf four points at a time (the same d2 in each lane, in the same order), the rest
-// through nbi_ix_ball_leaf.
+// The shuffles that move the int32 lanes set in a 4-bit mask to the front, in order.
+static const uint8_t nbi_ix_pack[16][16] = {
+#define NBI_L(i) 4 * (i), 4 * (i) + 1, 4 * (i) + 2, 4 * (i) + 3
+#define NBI_Z 0x80, 0x80, 0x80, 0x80
+    {NBI_Z, NBI_Z, NBI_Z, NBI_Z},          {NBI_L(0), NBI_Z, NBI_Z, NBI_Z},
+    {NBI_L(1), NBI_Z, NBI_Z, NBI_Z},       {NBI_L(0), NBI_L(1), NBI_Z, NBI_Z},
+    {NBI_L(2), NBI_Z, NBI_Z, NBI_Z},       {NBI_L(0), NBI_L(2), NBI_Z, NBI_Z},
+    {NBI_L(1), NBI_L(2), NBI_Z, NBI_Z},    {NBI_L(0), NBI_L(1), NBI_L(2), NBI_Z},
+    {NBI_L(3), NBI_Z, NBI_Z, NBI_Z},       {NBI_L(0), NBI_L(3), NBI_Z, NBI_Z},
+    {NBI_L(1), NBI_L(3), NBI_Z, NBI_Z},    {NBI_L(0), NBI_L(1), NBI_L(3), NBI_Z},
+    {NBI_L(2), NBI_L(3), NBI_Z, NBI_Z},    {NBI_L(0), NBI_L(2), NBI_L(3), NBI_Z},
+    {NBI_L(1), NBI_L(2), NBI_L(3), NBI_Z}, {NBI_L(0), NBI_L(1), NBI_L(2), NBI_L(3)}};
+#undef NBI_L
+#undef NBI_Z
+static const uint8_t nbi_ix_pop4[16] = {0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4};
+
+// nbi_ix_ball_leaf four points at a time (the same d2 in each lane, in the same order). Where
+// out has room for the whole leaf and four more (no filter bits, at least 4 points), without a
+// branch a point: each four's hits are moved to the front of their lanes' positions (a shuffle)
+// and stored at once, and the count moves on by as many (a cap holds few of a leaf's points, at
+// no predictable place: a branch on each four's mask went either way); the last four end at p1,
+// the lanes already scanned masked off. Else through nbi_ix_ball_leaf.
 NBI_TARGET_AVX2 NBI_INLINE bool nbi_ix_ball_leaf_avx2(nbiIxBall *x, int dim, int32_t p0, int32_t p1)
 {
     const nbiKnnIndex *ix = x->ix;
+    if (ix->filtered || x->out == NULL || p1 - p0 < 4 || x->found > x->size - (p1 - p0) - 4)
+        return nbi_ix_ball_leaf(x, dim, p0, p1);
     const double *px = (const double *)ix->pts.ptr, *py = px + ix->n, *pz = py + ix->n;
+    const int32_t *pos = (const int32_t *)ix->pos.ptr;
     const __m256d qx = _mm256_set1_pd(x->q[0]), qy = _mm256_set1_pd(x->q[1]);
     const __m256d qz = _mm256_set1_pd(x->q[2]), r2 = _mm256_set1_pd(x->r2);
-    int32_t p = p0;
-    for (; p + 4 <= p1; p += 4) {
-        const __m256d d2 = nbi_ix_d2x4(px, py, pz, qx, qy, qz, dim, p);
-        const int in = _mm256_movemask_pd(_mm256_cmp_pd(d2, r2, _CMP_LE_OQ));
-        if (in != 0) nbi_ix_ball_lanes(x, p, (unsigned)in);
+    int32_t *out = x->out, found = x->found;
+    const int32_t b = p1 - 4;
+    for (int32_t p = p0; p < p1; p += 4) {
+        const int32_t at = p < b ? p : b;
+        const __m256d d2 = nbi_ix_d2x4(px, py, pz, qx, qy, qz, dim, at);
+        const unsigned in = (unsigned)_mm256_movemask_pd(_mm256_cmp_pd(d2, r2, _CMP_LE_OQ)) &
+                            (0xFu << (p - at)) & 0xFu;
+        const __m128i lanes = _mm_loadu_si128((const __m128i *)(const void *)(pos + at));
+        const __m128i pick = _mm_loadu_si128((const __m128i *)(const void *)nbi_ix_pack[in]);
+        _mm_storeu_si128((__m128i *)(void *)(out + found), _mm_shuffle_epi8(lanes, pick));
+        found += nbi_ix_pop4[in];
     }
-    return nbi_ix_ball_leaf(x, dim, p, p1);
+    x->found = found;
+    return found <= x->cap;
 }
 #endif
 
 typedef bool nbiIxBallLeafFn(nbiIxBall *x, int dim, int32_t p0, int32_t p1);
 
+// Leaves the ball cuts, gathered before they are scanned (nbi_ix_ball_walk).
+enum { NBI_IX_CUT_BATCH = 32 };
+
+// Scans the leaves cut[0, m): false once the hits overflow the room (the walk stops).
+NBI_INLINE bool nbi_ix_ball_cut(nbiIxBall *x, int dim, nbiIxBallLeafFn *leaf, const int32_t *cut,
+                                int m)
+{
+    const nbiKnnNode *node = (const nbiKnnNode *)x->ix->node.ptr;
+    for (int i = 0; i < m; i++)
+        if (!leaf(x, dim, node[cut[i]].first, node[cut[i]].end)) return false;
+    return true;
+}
+
 // The walk below the root (an inner node), depth first; `leaf` scans a leaf the ball cuts
-// (inlined as a constant, so each walk compiles to its own loop).
+// (inlined as a constant, so each walk compiles to its own loop). A child beyond the ball is
+// dropped, one wholly within it reported whole (rare in a cap: a branch), and the rest are
+// pushed, an inner node on the stack and a leaf on a list scanned a batch at a time, each by
+// index arithmetic rather than a branch: which children the ball cuts, and which of those are
+// leaves, goes either way from node to node (three mispredicted branches a node were most of a
+// far ball's time).
 NBI_INLINE void nbi_ix_ball_walk(nbiIxBall *x, int dim, nbiIxBallLeafFn *leaf)
 {
     const nbiKnnIndex *ix = x->ix;
     const nbiKnnNode *node = (const nbiKnnNode *)ix->node.ptr;
     const double *box = (const double *)ix->box.ptr;
     const size_t bw = 4 * (size_t)dim;
-    int32_t st[NBI_IX_DEPTH + 2]; // (at most one waiting node a level, and the one just pushed)
-    int sp = 0;
+    int32_t st[NBI_IX_DEPTH + 4]; // (at most one waiting node a level, and the two just pushed)
+    int32_t cut[NBI_IX_CUT_BATCH + 2];
+    int sp = 0, nc = 0;
     st[sp++] = 0;
     while (sp > 0) {
         const int32_t t = st[--sp];
@@ -1490,20 +1540,24 @@ NBI_INLINE void nbi_ix_ball_walk(nbiIxBall *x, int dim, nbiIxBallLeafFn *leaf)
         double g[2], far[2];
         nbi_ix_ball_gaps(x, box + (size_t)t * bw, dim, g, far);
         for (int side = 0; side < 2; side++) {
-            if (g[side] > x->r2 || nbi_ix_bits_out(ix, x->f, t, side)) continue;
-            const nbiKnnNode c = node[left + side];
-            bool more;
-            if (far[side] <= x->r2)
-                more = nbi_ix_ball_all(x, c.first, c.end);
-            else if (c.left == 0)
-                more = leaf(x, dim, c.first, c.end);
-            else {
-                st[sp++] = left + side;
+            const int32_t c = left + side;
+            const bool in = !(g[side] > x->r2) && !nbi_ix_bits_out(ix, x->f, t, side);
+            if (in && far[side] <= x->r2) {
+                if (!nbi_ix_ball_all(x, node[c].first, node[c].end)) return;
                 continue;
             }
-            if (!more) return;
+            const bool is_leaf = node[c].left == 0;
+            st[sp] = c;
+            sp += in & !is_leaf;
+            cut[nc] = c;
+            nc += in & is_leaf;
+        }
+        if (nc >= NBI_IX_CUT_BATCH) {
+            if (!nbi_ix_ball_cut(x, dim, leaf, cut, nc)) return;
+            nc = 0;
         }
     }
+    (void)nbi_ix_ball_cut(x, dim, leaf, cut, nc);
 }
 
 #if NBI_AVX2
@@ -1517,7 +1571,7 @@ NBI_TARGET_AVX2 static void nbi_ix_ball_walk_avx2(nbiIxBall *x)
 #endif
 
 int32_t nbi_knn_index_ball(const nbiKnnIndex *ix, const double *center, double r2, nbFilter f,
-                           int32_t *out, int32_t cap)
+                           int32_t *out, int32_t cap, int32_t size)
 {
     nbiIxBall x;
     x.ix = ix;
@@ -1528,6 +1582,7 @@ int32_t nbi_knn_index_ball(const nbiKnnIndex *ix, const double *center, double r
     x.f = f;
     x.out = out;
     x.cap = cap;
+    x.size = size;
     x.found = 0;
     if (ix->n == 0) return 0;
     // The root: its box's gap and corner as a child's (its box twice, as a node's slot holds two).

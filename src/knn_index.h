@@ -267,11 +267,14 @@ int32_t nbi_knn_index_query(const nbiKnnIndex *ix, const double *point, nbFilter
                             double max_distance, nbNeighbor *out, int32_t k);
 
 // The points within a ball (d2 <= r2, d2 as nbi_dist2 computes it) that pass f (the filter
-// open or the index filtered): their view positions (`pos`), in the index's order, into out while
-// at most cap of them are found. Returns how many were found; with out, a number above cap means
-// they did not fit (the walk stopped there); without out (count only), the exact count.
+// open or the index filtered): their view positions (`pos`), in no particular order, into out (of
+// `size` entries, at least cap; the scan writes no further, and is fastest where out has room for
+// a leaf and four more past cap: NBI_BALL_SLACK) while at most cap of them are found. Returns how
+// many were found; with out, a number above cap means they did not fit (the walk stopped there);
+// without out (count only), the exact count.
+enum { NBI_BALL_SLACK = NBI_KNN_LEAF_PTS + 8 };
 int32_t nbi_knn_index_ball(const nbiKnnIndex *ix, const double *center, double r2, nbFilter f,
-                           int32_t *out, int32_t cap);
+                           int32_t *out, int32_t cap, int32_t size);
 
 // The instructions the index is expected to save the cells' walk on a radius query (0: walk the
 // cells): NBI_BALL_FAR_SAVING for a ball whose centre lies more than NBI_KNN_FAR_GAP cells
