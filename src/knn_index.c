@@ -1541,8 +1541,9 @@ NBI_INLINE void nbi_ix_ball_walk(nbiIxBall *x, int dim, nbiIxBallLeafFn *leaf)
         nbi_ix_ball_gaps(x, box + (size_t)t * bw, dim, g, far);
         for (int side = 0; side < 2; side++) {
             const int32_t c = left + side;
-            const bool in = !(g[side] > x->r2) && !nbi_ix_bits_out(ix, x->f, t, side);
-            if (in && far[side] <= x->r2) {
+            bool in = !(g[side] > x->r2);
+            if (ix->filtered) in &= !nbi_ix_bits_out(ix, x->f, t, side);
+            if (in & (far[side] <= x->r2)) {
                 if (!nbi_ix_ball_all(x, node[c].first, node[c].end)) return;
                 continue;
             }
@@ -1585,19 +1586,10 @@ int32_t nbi_knn_index_ball(const nbiKnnIndex *ix, const double *center, double r
     x.size = size;
     x.found = 0;
     if (ix->n == 0) return 0;
-    // The root: its box's gap and corner as a child's (its box twice, as a node's slot holds two).
-    double rb[12];
-    for (int a = 0; a < ix->dim; a++) {
-        rb[4 * a] = rb[4 * a + 1] = ix->root[a];
-        rb[4 * a + 2] = rb[4 * a + 3] = ix->root[3 + a];
-    }
-    double g[2], far[2];
-    nbi_ix_ball_gaps(&x, rb, ix->dim, g, far);
+    // (The root's box is not tested: its children's are, and a ball missing the data, or taking
+    // it whole, costs one node more.)
     const nbiKnnNode root = ((const nbiKnnNode *)ix->node.ptr)[0];
-    if (g[0] > r2) return 0;
-    if (far[0] <= r2)
-        (void)nbi_ix_ball_all(&x, 0, ix->n);
-    else if (root.left == 0)
+    if (root.left == 0)
         (void)nbi_ix_ball_leaf(&x, ix->dim, 0, ix->n);
 #if NBI_AVX2
     else if (nbi_use_avx2())

@@ -295,7 +295,7 @@ int32_t nbi_knn_index_ball(const nbiKnnIndex *ix, const double *center, double r
 // takes the tree, which stops early where a cap holds many (query.c, NBI_BALL_SORTED). The
 // saving is a floor of what was measured (25k points, far balls: blobs2d 4.1k instructions a
 // ball on the cells, 1.5k through the tree; uniform3d 14.3k, 10.0k; powerlaw3d 13.5k, 2.8k).
-enum { NBI_BALL_FAR_SAVING = 2000, NBI_BALL_CAP_POINTS = 256 };
+enum { NBI_BALL_FAR_SAVING = 2000, NBI_BALL_CAP_POINTS = 512 };
 double nbi_knn_ball_saving(nbiKnnLazy *z, const nbiView *v, const double *center, double radius);
 // A far ball through the index where it suits it (nbi_knn_ball_saving; any ball the index can
 // answer when tests say so), else nbi_walk_radius (query.c); the index of z built through alloc
