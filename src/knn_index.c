@@ -1026,7 +1026,7 @@ typedef struct nbiIxQuery {
     double bound;  // nbi_best_bound: a candidate farther than this cannot enter
     uint64_t code; // the query's Z-order code (nbi_ix_code), once `coded`
     bool coded;
-    bool inside;     // the query lies in the root's box (else the first leaf has no window)
+    bool whole;      // the first leaf is scanned whole (nbi_ix_leaf1_avx2 finds its nearest)
     nbiKnnHeap heap; // the k best so far
 } nbiIxQuery;
 
@@ -1151,9 +1151,7 @@ typedef void nbiIxScanFn(nbiIxQuery *x, int dim, int32_t p0, int32_t p1);
 NBI_INLINE void nbi_ix_leaf_out(nbiIxQuery *x, int dim, int32_t p0, int32_t p1, nbiIxScanFn *scan)
 {
     const int32_t lack = x->heap.k - x->heap.size;
-    // (A window of most of the leaf gains nothing; from outside the box the query's code is
-    // clamped to the box's edge, and says little of where the leaf's nearest points lie.)
-    if (lack == 0 || p1 - p0 < 2 * lack || !x->inside) {
+    if (lack == 0 || p1 - p0 < 2 * lack) { // (a window of most of the leaf gains nothing)
         scan(x, dim, p0, p1);
         return;
     }
@@ -1210,10 +1208,6 @@ NBI_TARGET_AVX2 NBI_INLINE void nbi_ix_leaf1_avx2(nbiIxQuery *x, int dim, int32_
 // through nbi_ix_leaf.
 NBI_TARGET_AVX2 NBI_INLINE void nbi_ix_leaf_avx2(nbiIxQuery *x, int dim, int32_t p0, int32_t p1)
 {
-    if (x->heap.k == 1 && !x->ix->filtered && p1 - p0 >= 4) {
-        nbi_ix_leaf1_avx2(x, dim, p0, p1);
-        return;
-    }
     const nbiKnnIndex *ix = x->ix;
     const double *px = (const double *)ix->pts.ptr, *py = px + ix->n, *pz = py + ix->n;
     const __m256d qx = _mm256_set1_pd(x->q[0]), qy = _mm256_set1_pd(x->q[1]);
@@ -1230,22 +1224,7 @@ NBI_TARGET_AVX2 NBI_INLINE void nbi_ix_leaf_avx2(nbiIxQuery *x, int dim, int32_t
             nbi_ix_offer(x, p + j, d[j]);
         }
     }
-    if (p == p1 || p1 - p0 < 4) {
-        nbi_ix_leaf(x, dim, p, p1);
-        return;
-    }
-    // The last one to three: the four ending at p1, the lanes already scanned masked off (one
-    // branch, where the two-lane and one-lane tails cost two loops of varying length).
-    const int32_t b = p1 - 4;
-    const __m256d d2 = nbi_ix_d2x4(px, py, pz, qx, qy, qz, dim, b);
-    int in = _mm256_movemask_pd(_mm256_cmp_pd(d2, _mm256_set1_pd(x->bound), _CMP_LE_OQ)) &
-             (0xF << (p - b)) & 0xF;
-    double d[4];
-    _mm256_storeu_pd(d, d2);
-    for (; in != 0; in &= in - 1) {
-        const int j = __builtin_ctz((unsigned)in);
-        nbi_ix_offer(x, b + j, d[j]);
-    }
+    nbi_ix_leaf(x, dim, p, p1);
 }
 #endif
 
@@ -1277,9 +1256,35 @@ NBI_TARGET_AVX2 NBI_INLINE void nbi_ix_leaf3_avx2(void *x, int32_t p0, int32_t p
     nbi_ix_leaf_out((nbiIxQuery *)x, 3, p0, p1, nbi_ix_leaf_avx2);
 }
 
+// The nearest alone (k = 1, no filter bits): every leaf through nbi_ix_leaf1_avx2, whole (no
+// window: its least distance is found without a branch a point).
+NBI_TARGET_AVX2 NBI_INLINE void nbi_ix_leaf1_any_avx2(nbiIxQuery *x, int dim, int32_t p0,
+                                                      int32_t p1)
+{
+    if (p1 - p0 >= 4)
+        nbi_ix_leaf1_avx2(x, dim, p0, p1);
+    else
+        nbi_ix_leaf(x, dim, p0, p1);
+}
+NBI_TARGET_AVX2 NBI_INLINE void nbi_ix_leaf2_1_avx2(void *x, int32_t p0, int32_t p1)
+{
+    nbi_ix_leaf1_any_avx2((nbiIxQuery *)x, 2, p0, p1);
+}
+NBI_TARGET_AVX2 NBI_INLINE void nbi_ix_leaf3_1_avx2(void *x, int32_t p0, int32_t p1)
+{
+    nbi_ix_leaf1_any_avx2((nbiIxQuery *)x, 3, p0, p1);
+}
+
 // The walks with the AVX2 scans (nbi_knn_index_query picks them where the CPU has AVX2).
 NBI_TARGET_AVX2 static void nbi_ix_walk_avx2(const nbiKnnIndex *ix, nbFilter f, nbiIxQuery *x)
 {
+    if (x->heap.k == 1 && !ix->filtered) {
+        if (ix->dim == 2)
+            nbi_ix_walk(ix, f, x, &x->bound, nbi_ix_gaps2, nbi_ix_leaf2_1_avx2);
+        else
+            nbi_ix_walk(ix, f, x, &x->bound, nbi_ix_gaps3, nbi_ix_leaf3_1_avx2);
+        return;
+    }
     if (ix->dim == 2)
         nbi_ix_walk(ix, f, x, &x->bound, nbi_ix_gaps2, nbi_ix_leaf2_avx2);
     else
@@ -1303,10 +1308,6 @@ int32_t nbi_knn_index_query(const nbiKnnIndex *ix, const double *point, nbFilter
     x.bound = nbi_best_bound(&x.heap, x.lim2);
     x.code = 0;
     x.coded = false;
-    bool inside = true;
-    for (int a = 0; a < ix->dim; a++)
-        inside &= (x.q[a] >= ix->root[a]) & (x.q[a] <= ix->root[3 + a]);
-    x.inside = inside;
 #if NBI_AVX2
     if (nbi_use_avx2())
         nbi_ix_walk_avx2(ix, f, &x);

@@ -289,8 +289,10 @@ int32_t nbi_knn_index_ball(const nbiKnnIndex *ix, const double *center, double r
 // the cells too: a slab of full cells, which their rows answer in order at a few instructions
 // a hit, where the tree's would be sorted (25k uniform 3D points, balls from beyond a face, 1163
 // hits each: 48k instructions a ball on the cells, 58k for the tree's walk alone; far balls in
-// random directions, 42 hits on average: 14.3k on the cells, 10.0k with this rule, with a
-// comparison sort 9.4k all through the tree and 10.3k at a bound of 64). On the ranked and
+// random directions, 42 hits on average: 14.3k on the cells, 10.0k with this rule at 256,
+// with a comparison sort 9.4k all through the tree and 10.3k at a bound of 64; since the leaves
+// are scanned without a branch a point and the hits ranked, 9.0k at 256, 8.3k at 512, 8.6k at
+// any number, where balls from beyond a face took 71k through the tree). On the ranked and
 // hashed layouts (clustered data) the mean density says little of a cap, and every far ball
 // takes the tree, which stops early where a cap holds many (query.c, NBI_BALL_SORTED). The
 // saving is a floor of what was measured (25k points, far balls: blobs2d 4.1k instructions a
