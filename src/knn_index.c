@@ -867,7 +867,7 @@ static double nbi_ix_cap_points(const nbiView *v, const double *lo, const double
 double nbi_knn_ball_saving(nbiKnnLazy *z, const nbiView *v, const double *center, double radius)
 {
     if (v->table == NULL && v->dim == 2 && !(nbi_ix_occupancy(z, v) & NBI_IX_UNEVEN)) return 0.0;
-    if (v->n == 0 || !nbi_ball_far(v, center)) return 0.0;
+    if (v->n == 0) return 0.0; // (the centre is far: nbi_walk_radius_indexed tested it)
     if (v->table != NULL || v->occ != NULL) return NBI_BALL_FAR_SAVING; // (clustered)
     double lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
     const nbiKnnIndex *ix = nbi_knn_index_ready(z);

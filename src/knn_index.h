@@ -276,24 +276,24 @@ enum { NBI_BALL_SLACK = NBI_KNN_LEAF_PTS + 8 };
 int32_t nbi_knn_index_ball(const nbiKnnIndex *ix, const double *center, double r2, nbFilter f,
                            int32_t *out, int32_t cap, int32_t size);
 
-// The instructions the index is expected to save the cells' walk on a radius query (0: walk the
-// cells): NBI_BALL_FAR_SAVING for a ball whose centre lies more than NBI_KNN_FAR_GAP cells
-// outside the view's box on some axis (a far ball: its cap is a thin slab across a face or a
-// corner of the data, crossing many cells, empty or crowded, for a few hits), where the cells
-// are those kNN would rather leave for the index (nbi_knn_index_wanted's rule: the hashed layout,
-// 3D, or 2D cells whose occupancy varies; worked out once a build, as nbi_knn_crowded is). On
-// evenly filled 2D cells the rows clipped to the ball cost less than the tree's descent through
-// the slab (25k uniform 2D points, far balls: 2.7k instructions a ball against 3.4k). On the
-// dense layout (cells at least a quarter full) a cap expected to hold more than
-// NBI_BALL_CAP_POINTS points at the box's mean density (knn_index.c, nbi_ix_cap_points) keeps
-// the cells too: a slab of full cells, which their rows answer in order at a few instructions
-// a hit, where the tree's would be sorted (25k uniform 3D points, balls from beyond a face, 1163
-// hits each: 48k instructions a ball on the cells, 58k for the tree's walk alone; far balls in
-// random directions, 42 hits on average: 14.3k on the cells, 10.0k with this rule at 256,
-// with a comparison sort 9.4k all through the tree and 10.3k at a bound of 64; since the leaves
-// are scanned without a branch a point and the hits ranked, 9.0k at 256, 8.3k at 512, 8.6k at
-// any number, where balls from beyond a face took 71k through the tree). On the ranked and
-// hashed layouts (clustered data) the mean density says little of a cap, and every far ball
+// The instructions the index is expected to save the cells' walk on a radius query whose centre
+// lies more than NBI_KNN_FAR_GAP cells outside the view's box on some axis (nbi_ball_far: the
+// caller has tested it; 0: walk the cells): NBI_BALL_FAR_SAVING for such a far ball (its cap
+// is a thin slab across a face or a corner of the data, crossing many cells, empty or crowded, for
+// a few hits), where the cells are those kNN would rather leave for the index
+// (nbi_knn_index_wanted's rule: the hashed layout, 3D, or 2D cells whose occupancy varies; worked
+// out once a build, as nbi_knn_crowded is). On evenly filled 2D cells the rows clipped to the ball
+// cost less than the tree's descent through the slab (25k uniform 2D points, far balls: 2.7k
+// instructions a ball against 3.4k). On the dense layout (cells at least a quarter full) a cap
+// expected to hold more than NBI_BALL_CAP_POINTS points at the box's mean density (knn_index.c,
+// nbi_ix_cap_points) keeps the cells too: a slab of full cells, which their rows answer in order at
+// a few instructions a hit, where the tree's would be sorted (25k uniform 3D points, balls from
+// beyond a face, 1163 hits each: 48k instructions a ball on the cells, 58k for the tree's walk
+// alone; far balls in random directions, 42 hits on average: 14.3k on the cells, 10.0k with this
+// rule at 256, with a comparison sort 9.4k all through the tree and 10.3k at a bound of 64; since
+// the leaves are scanned without a branch a point and the hits ranked, 9.0k at 256, 8.3k at
+// 512, 8.6k at any number, where balls from beyond a face took 71k through the tree). On the ranked
+// and hashed layouts (clustered data) the mean density says little of a cap, and every far ball
 // takes the tree, which stops early where a cap holds many (query.c, NBI_BALL_SORTED). The
 // saving is a floor of what was measured (25k points, far balls: blobs2d 4.1k instructions a
 // ball on the cells, 1.5k through the tree; uniform3d 14.3k, 10.0k; powerlaw3d 13.5k, 2.8k).
