@@ -696,7 +696,7 @@ static void nbi_sort_hits(const nbiView *v, int32_t *a, int32_t m, int32_t *out)
 static bool nbi_ball_indexed(const nbiView *v, const nbiKnnIndex *ix, const double *center,
                              double r2, nbFilter f, nbiHitSink *s)
 {
-    int32_t hits[NBI_BALL_SORTED + NBI_BALL_SLACK]; // (NBI_BALL_VISIT is no more)
+    int32_t hits[NBI_BALL_SORTED + NBI_BALL_SLACK]; // (NBI_BALL_VISIT <= NBI_BALL_SORTED)
     int32_t room = s->mode == NBI_SINK_VISIT ? NBI_BALL_VISIT : s->cap - s->found;
     if (room > NBI_BALL_SORTED && nbi_ball_index_use == 0) room = NBI_BALL_SORTED;
     const bool store = s->mode == NBI_SINK_VISIT || (s->mode == NBI_SINK_BUFFER && room > 0);
