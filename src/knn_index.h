@@ -267,32 +267,37 @@ int32_t nbi_knn_index_query(const nbiKnnIndex *ix, const double *point, nbFilter
                             double max_distance, nbNeighbor *out, int32_t k);
 
 // The points within a ball (d2 <= r2, d2 as nbi_dist2 computes it) that pass f (the filter
-// open or the index filtered): their view positions (`pos`), in the index's order, into out while
-// at most cap of them are found. Returns how many were found; with out, a number above cap means
-// they did not fit (the walk stopped there); without out (count only), the exact count.
+// open or the index filtered): their view positions (`pos`), in no particular order, into out (of
+// `size` entries, at least cap; the scan writes no further, and is fastest where out has room for
+// a leaf and four more past cap: NBI_BALL_SLACK) while at most cap of them are found. Returns how
+// many were found; with out, a number above cap means they did not fit (the walk stopped there);
+// without out (count only), the exact count.
+enum { NBI_BALL_SLACK = NBI_KNN_LEAF_PTS + 8 };
 int32_t nbi_knn_index_ball(const nbiKnnIndex *ix, const double *center, double r2, nbFilter f,
-                           int32_t *out, int32_t cap);
+                           int32_t *out, int32_t cap, int32_t size);
 
-// The instructions the index is expected to save the cells' walk on a radius query (0: walk the
-// cells): NBI_BALL_FAR_SAVING for a ball whose centre lies more than NBI_KNN_FAR_GAP cells
-// outside the view's box on some axis (a far ball: its cap is a thin slab across a face or a
-// corner of the data, crossing many cells, empty or crowded, for a few hits), where the cells
-// are those kNN would rather leave for the index (nbi_knn_index_wanted's rule: the hashed layout,
-// 3D, or 2D cells whose occupancy varies; worked out once a build, as nbi_knn_crowded is). On
-// evenly filled 2D cells the rows clipped to the ball cost less than the tree's descent through
-// the slab (25k uniform 2D points, far balls: 2.7k instructions a ball against 3.4k). On the
-// dense layout (cells at least a quarter full) a cap expected to hold more than
-// NBI_BALL_CAP_POINTS points at the box's mean density (knn_index.c, nbi_ix_cap_points) keeps
-// the cells too: a slab of full cells, which their rows answer in order at a few instructions
-// a hit, where the tree's would be sorted (25k uniform 3D points, balls from beyond a face, 1163
-// hits each: 48k instructions a ball on the cells, 58k for the tree's walk alone; far balls in
-// random directions, 42 hits on average: 14.3k on the cells, 10.0k with this rule, with a
-// comparison sort 9.4k all through the tree and 10.3k at a bound of 64). On the ranked and
-// hashed layouts (clustered data) the mean density says little of a cap, and every far ball
+// The instructions the index is expected to save the cells' walk on a radius query whose centre
+// lies more than NBI_KNN_FAR_GAP cells outside the view's box on some axis (nbi_ball_far: the
+// caller has tested it; 0: walk the cells): NBI_BALL_FAR_SAVING for such a far ball (its cap
+// is a thin slab across a face or a corner of the data, crossing many cells, empty or crowded, for
+// a few hits), where the cells are those kNN would rather leave for the index
+// (nbi_knn_index_wanted's rule: the hashed layout, 3D, or 2D cells whose occupancy varies; worked
+// out once a build, as nbi_knn_crowded is). On evenly filled 2D cells the rows clipped to the ball
+// cost less than the tree's descent through the slab (25k uniform 2D points, far balls: 2.7k
+// instructions a ball against 3.4k). On the dense layout (cells at least a quarter full) a cap
+// expected to hold more than NBI_BALL_CAP_POINTS points at the box's mean density (knn_index.c,
+// nbi_ix_cap_points) keeps the cells too: a slab of full cells, which their rows answer in order at
+// a few instructions a hit, where the tree's would be sorted (25k uniform 3D points, balls from
+// beyond a face, 1163 hits each: 48k instructions a ball on the cells, 58k for the tree's walk
+// alone; far balls in random directions, 42 hits on average: 14.3k on the cells, 10.0k with this
+// rule at 256, with a comparison sort 9.4k all through the tree and 10.3k at a bound of 64; since
+// the leaves are scanned without a branch a point and the hits ranked, 9.0k at 256, 8.3k at
+// 512, 8.6k at any number, where balls from beyond a face took 71k through the tree). On the ranked
+// and hashed layouts (clustered data) the mean density says little of a cap, and every far ball
 // takes the tree, which stops early where a cap holds many (query.c, NBI_BALL_SORTED). The
 // saving is a floor of what was measured (25k points, far balls: blobs2d 4.1k instructions a
 // ball on the cells, 1.5k through the tree; uniform3d 14.3k, 10.0k; powerlaw3d 13.5k, 2.8k).
-enum { NBI_BALL_FAR_SAVING = 2000, NBI_BALL_CAP_POINTS = 256 };
+enum { NBI_BALL_FAR_SAVING = 2000, NBI_BALL_CAP_POINTS = 512 };
 double nbi_knn_ball_saving(nbiKnnLazy *z, const nbiView *v, const double *center, double radius);
 // A far ball through the index where it suits it (nbi_knn_ball_saving; any ball the index can
 // answer when tests say so), else nbi_walk_radius (query.c); the index of z built through alloc
@@ -303,14 +308,15 @@ nbStatus nbi_walk_radius_far(const nbiView *v, nbiKnnLazy *z, const nbAllocator 
 extern int nbi_ball_index_use;
 
 // Whether q lies more than NBI_KNN_FAR_GAP cells outside the view's box on some axis (a far
-// ball's centre, as knn_index.c finds it).
+// ball's centre, or a far kNN query). The tests are ORed, not short-circuited: from queries in
+// every direction a branch on each axis would go either way.
 NBI_INLINE bool nbi_ball_far(const nbiView *v, const double *q)
 {
     const double c = v->cm.cell;
     bool far = false;
     for (int a = 0; a < v->dim; a++)
-        far |= q[a] < ((double)v->lo[a] - NBI_KNN_FAR_GAP) * c ||
-               q[a] > ((double)v->hi[a] + 1.0 + NBI_KNN_FAR_GAP) * c;
+        far |= (q[a] < ((double)v->lo[a] - NBI_KNN_FAR_GAP) * c) |
+               (q[a] > ((double)v->hi[a] + 1.0 + NBI_KNN_FAR_GAP) * c);
     return far;
 }
 

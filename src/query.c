@@ -648,34 +648,80 @@ static void nbi_radix_positions(int32_t *a, int32_t *tmp, int32_t m, int32_t n)
     if (src != a) memcpy(a, src, (size_t)m * sizeof *a);
 }
 
+#if NBI_AVX2
+// Most hits sorted by their ranks (nbi_rank_positions) rather than by digits: the ranks cost
+// about m * m / 8 comparisons, the digits' three passes about 40 instructions an entry.
+enum { NBI_BALL_RANKED = 64 };
+
+// Writes idx[a[i]] for i < m to out in ascending order of a[i] (distinct; a readable 7 entries
+// past m): each entry's rank, how many entries are below it, counted eight entries at a time
+// against every other, and the entry stored at its rank. No branch depends on the data, where
+// the digits' passes and a comparison sort mispredict about once an entry.
+NBI_TARGET_AVX2 static void nbi_rank_positions(const int32_t *a, int32_t m, const int32_t *idx,
+                                               int32_t *out)
+{
+    for (int32_t i = 0; i < m; i += 8) {
+        const __m256i ai = _mm256_loadu_si256((const __m256i *)(const void *)(a + i));
+        __m256i rank = _mm256_setzero_si256();
+        for (int32_t j = 0; j < m; j++)
+            rank = _mm256_sub_epi32(rank, _mm256_cmpgt_epi32(ai, _mm256_set1_epi32(a[j])));
+        int32_t r[8];
+        _mm256_storeu_si256((__m256i *)(void *)r, rank);
+        const int32_t e = m - i < 8 ? m - i : 8;
+        for (int32_t l = 0; l < e; l++) out[r[l]] = idx[a[i + l]];
+    }
+}
+#endif
+
+// Writes v->idx[a[i]] for i < m (distinct view positions, at most NBI_BALL_SORTED; a readable
+// 7 entries past m) to out in ascending order of a[i]: the cells' walk's order.
+static void nbi_sort_hits(const nbiView *v, int32_t *a, int32_t m, int32_t *out)
+{
+#if NBI_AVX2
+    if (m <= NBI_BALL_RANKED && nbi_use_avx2()) {
+        nbi_rank_positions(a, m, v->idx, out);
+        return;
+    }
+#endif
+    int32_t tmp[NBI_BALL_SORTED];
+    nbi_radix_positions(a, tmp, m, v->n);
+    for (int32_t i = 0; i < m; i++) out[i] = v->idx[a[i]];
+}
+
 // The ball through the index into the sink (buffer, count or visit; not positions): false, having
-// reported nothing, when its hits do not fit where they are sorted (the caller's buffer, or
-// NBI_BALL_VISIT for a visit), and the cells' walk is to answer instead.
+// reported nothing, when its hits do not fit where they are sorted (NBI_BALL_SORTED, or
+// NBI_BALL_VISIT for a visit), and the cells' walk is to answer instead. The hits are gathered
+// on the stack (with room past the most wanted, so that the leaves' scans store without a test
+// a point: nbi_knn_index_ball) and sorted into the caller's buffer.
 static bool nbi_ball_indexed(const nbiView *v, const nbiKnnIndex *ix, const double *center,
                              double r2, nbFilter f, nbiHitSink *s)
 {
-    int32_t stack[NBI_BALL_VISIT]; // (no more than NBI_BALL_SORTED)
-    int32_t *out = s->mode == NBI_SINK_VISIT ? stack : s->mode == NBI_SINK_BUFFER ? s->out : NULL;
+    int32_t hits[NBI_BALL_SORTED + NBI_BALL_SLACK]; // (NBI_BALL_VISIT <= NBI_BALL_SORTED)
     int32_t room = s->mode == NBI_SINK_VISIT ? NBI_BALL_VISIT : s->cap - s->found;
     if (room > NBI_BALL_SORTED && nbi_ball_index_use == 0) room = NBI_BALL_SORTED;
-    if (room == 0) out = NULL; // (a buffer of no room: the count is the answer)
-    const int32_t m = nbi_knn_index_ball(ix, center, r2, f, out, room);
-    if (out == NULL) {
+    const bool store = s->mode == NBI_SINK_VISIT || (s->mode == NBI_SINK_BUFFER && room > 0);
+    if (!store) { // (count only, or a buffer of no room: the count is the answer)
+        s->found += nbi_knn_index_ball(ix, center, r2, f, NULL, room, 0);
+        return true;
+    }
+    if (room > NBI_BALL_SORTED) { // (tests forcing the index: any number, in the caller's buffer)
+        const int32_t m = nbi_knn_index_ball(ix, center, r2, f, s->out, room, room);
+        if (m > room) return false;
+        nbi_sort_positions(s->out, m);
+        for (int32_t i = 0; i < m; i++) s->out[i] = v->idx[s->out[i]];
         s->found += m;
         return true;
     }
+    const int32_t m =
+        nbi_knn_index_ball(ix, center, r2, f, hits, room, (int32_t)(sizeof hits / sizeof *hits));
     if (m > room) return false;
-    if (m <= NBI_BALL_SORTED) {
-        int32_t tmp[NBI_BALL_SORTED];
-        nbi_radix_positions(out, tmp, m, v->n);
-    } else { // (tests forcing the index: any number of hits)
-        nbi_sort_positions(out, m);
-    }
     if (s->mode == NBI_SINK_VISIT) {
-        for (int32_t i = 0; i < m && !s->stop; i++) nbi_hit(s, v->idx[out[i]]);
+        int32_t sorted[NBI_BALL_VISIT];
+        nbi_sort_hits(v, hits, m, sorted);
+        for (int32_t i = 0; i < m && !s->stop; i++) nbi_hit(s, sorted[i]);
         return true;
     }
-    for (int32_t i = 0; i < m; i++) out[i] = v->idx[out[i]];
+    nbi_sort_hits(v, hits, m, s->out);
     s->found += m;
     return true;
 }
@@ -1277,16 +1323,17 @@ nbStatus nbi_walk_knn(const nbiView *v, const double *point, nbFilter f, double 
     return nbi_walk_knn_indexed(v, NULL, NULL, point, f, max_distance, out, k, found);
 }
 
-// Whether q lies more than NBI_KNN_FAR cells outside the view's box on some axis.
+// Whether q lies more than NBI_KNN_FAR cells outside the view's box on some axis. (The axes'
+// tests are ORed, not short-circuited: a branch on each would go either way from query to query.)
 enum { NBI_KNN_FAR = 2 };
 static bool nbi_knn_far_out(const nbiView *v, const double *q)
 {
+    bool out = false;
     for (int a = 0; a < v->dim; a++) {
         const double c = nbi_cell_f(&v->cm, q[a]);
-        if (c < (double)v->lo[a] - NBI_KNN_FAR || c >= (double)v->hi[a] + 1.0 + NBI_KNN_FAR)
-            return true;
+        out |= (c < (double)v->lo[a] - NBI_KNN_FAR) | (c >= (double)v->hi[a] + 1.0 + NBI_KNN_FAR);
     }
-    return false;
+    return out;
 }
 
 nbStatus nbi_walk_knn_indexed(const nbiView *v, nbiKnnLazy *z, const nbAllocator *alloc,

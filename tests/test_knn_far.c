@@ -14,6 +14,7 @@
 #include <nearby/grid.h>
 
 #include <math.h>
+#include <string.h>
 #include <time.h>
 
 static double raw_term(double d, double p)
@@ -119,6 +120,46 @@ static int test_far_against_brute_force(void)
             nb_grid_destroy(g);
             nbo_set_free(&s);
         }
+    return 0;
+}
+
+// Far queries through the index onto points that stand 1 to 5 times at one place (copies whose
+// indices are scattered): at k = 1 a leaf is scanned for its least distance first and then the
+// points at it are offered, so every copy at the nearest place must be, and the lowest index
+// comes first; at k = 3 the copies fill the list in index order. 2D and 3D, from 50 and 1000
+// box widths, along an axis and in any direction.
+static int test_far_ties_take_the_lowest_index(void)
+{
+    for (int dim = 2; dim <= 3; dim++) {
+        const int32_t n = 6000, places = n / 3;
+        nboSet s = nbo_set_new(n, dim);
+        double *at = (double *)nbo_xalloc((size_t)places * (size_t)dim * sizeof *at);
+        for (int32_t i = 0; i < places * dim; i++) at[i] = nbt_range(0.0, 1.0);
+        for (int32_t i = 0; i < n; i++)
+            memcpy(s.p + (size_t)i * (size_t)dim, at + (size_t)nbt_int(places) * (size_t)dim,
+                   (size_t)dim * sizeof *at);
+        nbGrid *g = build(&s, dim == 2 ? 0.03 : 0.1);
+        NB_CHECK(g != NULL);
+        nbi_knn_index_use = 1;
+        nbNeighbor got[3], want[3];
+        for (int t = 0; t < 96; t++) {
+            double q[3] = {0, 0, 0};
+            far_query(dim, t, t % 2 ? 1e3 : 50.0, q);
+            const int32_t k = t % 3 == 0 ? 3 : 1;
+            int32_t found = -1;
+            NB_CHECK_OK(nb_grid_knn(g, q, NB_FILTER_ALL, (double)INFINITY, got, k, &found));
+            const int32_t m = brute(&s, q, 2.0, want, k);
+            if (!nbo_same_neighbors(got, found, want, m)) {
+                fprintf(stderr, "  dim %d query %d k %d: index %d, want %d\n", dim, t, k,
+                        found > 0 ? got[0].index : -1, want[0].index);
+                return 1;
+            }
+        }
+        nbi_knn_index_use = 0;
+        nb_grid_destroy(g);
+        free(at);
+        nbo_set_free(&s);
+    }
     return 0;
 }
 
@@ -313,6 +354,7 @@ int main(int argc, char **argv)
         {"far_costs_little", test_far_costs_little},
         {"far_along_an_axis", test_far_along_an_axis},
         {"far_on_even_cells", test_far_on_even_cells},
+        {"far_ties_take_the_lowest_index", test_far_ties_take_the_lowest_index},
     };
     return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
 }
