@@ -37,6 +37,7 @@ void nbi_ctab_reset(nbiCellTable *t, int32_t bits)
     t->count = 0;
     t->codes = t->lows = NULL;
     t->shift = 0;
+    t->block_bits = t->block_count = 0;
     memset(t->buf.ptr, 0xff, ((size_t)1 << bits) * sizeof(nbiCellSlot)); // value -1 everywhere
 }
 
@@ -53,7 +54,134 @@ void nbi_ctab_reset_coded(nbiCellTable *t, int32_t bits, const uint64_t *codes,
     t->shift = shift;
     for (int a = 0; a < 3; a++) t->lo[a] = lo[a];
     t->dim = dim;
+    t->block_bits = t->block_count = 0;
     memset(t->buf.ptr, 0xff, ((size_t)1 << bits) * sizeof(nbiCodedSlot));
+}
+
+// Cell c's offsets from lo (from its code and low code).
+static void nbi_ctab_offsets(const nbiCellTable *t, int32_t c, uint64_t off[3])
+{
+    for (int a = 0; a < 3; a++) {
+        const uint64_t hi = a < t->dim ? nbi_code_axis(t->codes[c], t->dim, a) : 0;
+        const uint64_t lw =
+            a < t->dim && t->lows != NULL ? nbi_code_axis(t->lows[c], t->dim, a) : 0;
+        off[a] = hi << t->shift | lw;
+    }
+}
+
+// The local code of the cell at offsets off in its block: the low side bits of each axis,
+// interleaved.
+static unsigned nbi_ctab_local(const uint64_t off[3], int dim)
+{
+    const uint64_t m = ((uint64_t)1 << NBI_BLOCK_SIDE_BITS(dim)) - 1;
+    if (dim == 2) return (unsigned)(nbi_spread2(off[0] & m) | nbi_spread2(off[1] & m) << 1);
+    return (unsigned)(nbi_spread3(off[0] & m) | nbi_spread3(off[1] & m) << 1 |
+                      nbi_spread3(off[2] & m) << 2);
+}
+
+// Whether cells at offsets a and b lie in the same block.
+static bool nbi_ctab_same_block(const uint64_t a[3], const uint64_t b[3], int dim)
+{
+    const int sb = NBI_BLOCK_SIDE_BITS(dim);
+    return (a[0] >> sb) == (b[0] >> sb) && (a[1] >> sb) == (b[1] >> sb) &&
+           (a[2] >> sb) == (b[2] >> sb);
+}
+
+// Inserts the block at offsets off (of any of its cells) with its mask and first cell.
+static void nbi_ctab_block_insert(nbiCellTable *t, const uint64_t off[3], uint64_t mask,
+                                  int32_t first)
+{
+    const int sb = NBI_BLOCK_SIDE_BITS(t->dim);
+    const uint64_t bx = off[0] >> sb, by = off[1] >> sb, bz = off[2] >> sb;
+    nbiBlockSlot *s = (nbiBlockSlot *)((char *)t->buf.ptr + t->block_at);
+    const size_t m = ((size_t)1 << t->block_bits) - 1;
+    size_t h = (size_t)(nbi_ctab_block_hash(bx, by, bz) >> (64 - t->block_bits));
+    while (s[h].mask != 0) h = (h + 1) & m;
+    s[h].mask = mask;
+    s[h].key = bx | by << 32;
+    s[h].key_z = (uint32_t)bz;
+    s[h].first = first;
+    s[h].unused = 0;
+    t->block_count++;
+}
+
+void nbi_ctab_fill_blocks(nbiCellTable *t)
+{
+    t->block_bits = t->block_count = 0;
+    if (t->codes == NULL || t->count == 0) return;
+    const int dim = t->dim, sb = NBI_BLOCK_SIDE_BITS(dim);
+    // The blocks, counted; none when a block's coordinate does not fit its key's 32 bits.
+    size_t blocks = 0;
+    uint64_t prev[3] = {0, 0, 0};
+    for (int32_t c = 0; c < t->count; c++) {
+        uint64_t off[3];
+        nbi_ctab_offsets(t, c, off);
+        if ((off[0] >> sb | off[1] >> sb | off[2] >> sb) >> 32 != 0) return;
+        if (c == 0 || !nbi_ctab_same_block(off, prev, dim)) blocks++;
+        memcpy(prev, off, sizeof prev);
+    }
+    // The room after the coded slots, from the first cache line boundary (a slot then never
+    // straddles two lines).
+    const uintptr_t base = (uintptr_t)t->buf.ptr, end = base + t->buf.cap * sizeof(nbiCellSlot);
+    const uintptr_t from = (base + ((size_t)sizeof(nbiCodedSlot) << t->bits) + 63) & ~(uintptr_t)63;
+    const size_t room = from < end ? (size_t)(end - from) / sizeof(nbiBlockSlot) : 0;
+    int32_t bits = nbi_ctab_bits_for(blocks);
+    if (((size_t)1 << bits) > room) bits = nbi_ctab_bits_packed(blocks);
+    if (bits > NBI_CTAB_MAX_BITS || ((size_t)1 << bits) > room) return;
+    t->block_at = (size_t)(from - base);
+    t->block_bits = bits;
+    memset((char *)t->buf.ptr + t->block_at, 0, sizeof(nbiBlockSlot) << bits);
+    uint64_t mask = 0;
+    int32_t first = 0;
+    for (int32_t c = 0; c < t->count; c++) {
+        uint64_t off[3];
+        nbi_ctab_offsets(t, c, off);
+        if (c > 0 && !nbi_ctab_same_block(off, prev, dim)) {
+            nbi_ctab_block_insert(t, prev, mask, first);
+            mask = 0;
+            first = c;
+        }
+        mask |= (uint64_t)1 << nbi_ctab_local(off, dim);
+        memcpy(prev, off, sizeof prev);
+    }
+    nbi_ctab_block_insert(t, prev, mask, first);
+}
+
+// nbi_ctab_validate of a coded table's blocks: every cell in the block its offsets name, at
+// its rank in the block's mask; each block reachable from its home, once.
+static bool nbi_ctab_validate_blocks(const nbiCellTable *t)
+{
+    if (t->block_bits == 0) return t->block_count == 0;
+    const size_t slots = (size_t)1 << t->block_bits, m = slots - 1;
+    if (t->block_bits < NBI_CTAB_MIN_BITS || t->block_bits > NBI_CTAB_MAX_BITS ||
+        (size_t)t->block_count > nbi_ctab_most(t->block_bits) ||
+        t->block_at < (sizeof(nbiCodedSlot) << t->bits) ||
+        t->block_at + sizeof(nbiBlockSlot) * slots > t->buf.cap * sizeof(nbiCellSlot))
+        return false;
+    const nbiBlockSlot *s = nbi_ctab_blocks(t);
+    const int sb = NBI_BLOCK_SIDE_BITS(t->dim);
+    int64_t cells = 0, used = 0;
+    for (size_t h = 0; h < slots; h++) {
+        if (s[h].mask == 0) continue;
+        used++;
+        const uint64_t bx = s[h].key & 0xFFFFFFFFu, by = s[h].key >> 32, bz = s[h].key_z;
+        for (size_t p = (size_t)(nbi_ctab_block_hash(bx, by, bz) >> (64 - t->block_bits)); p != h;
+             p = (p + 1) & m)
+            if (s[p].mask == 0 || (s[p].key == s[h].key && s[p].key_z == s[h].key_z)) return false;
+        const int n = nbi_popcount64(s[h].mask);
+        if (s[h].first < 0 || s[h].first > t->count - n) return false;
+        for (int i = 0; i < n; i++) {
+            uint64_t off[3];
+            nbi_ctab_offsets(t, s[h].first + i, off);
+            if ((off[0] >> sb) != bx || (off[1] >> sb) != by || (off[2] >> sb) != bz) return false;
+            const unsigned l = nbi_ctab_local(off, t->dim);
+            if (!((s[h].mask >> l) & 1) ||
+                nbi_popcount64(s[h].mask & (((uint64_t)1 << l) - 1)) != i)
+                return false;
+        }
+        cells += n;
+    }
+    return used == t->block_count && cells == t->count;
 }
 
 // nbi_ctab_validate of a coded table: each value names an entry, reachable from the home slot of
@@ -88,7 +216,7 @@ static bool nbi_ctab_validate_coded(const nbiCellTable *t)
                 return false;
         }
     }
-    return used == (size_t)t->count;
+    return used == (size_t)t->count && nbi_ctab_validate_blocks(t);
 }
 
 int64_t nbi_ctab_insert(nbiCellTable *t, int64_t x, int64_t y, int64_t z, int32_t value,
@@ -108,10 +236,12 @@ int64_t nbi_ctab_insert(nbiCellTable *t, int64_t x, int64_t y, int64_t z, int32_
 void nbi_ctab_defer(nbiCellTable *t, nbiCtabLazy *lazy)
 {
     t->lazy = lazy;
+    lazy->table = t;
 #if NBI_CTAB_LAZY
     atomic_store_explicit(&lazy->state, NBI_CTAB_PENDING, memory_order_relaxed);
 #else
     lazy->fill(lazy->owner);
+    nbi_ctab_fill_blocks(t);
 #endif
 }
 
@@ -122,6 +252,7 @@ void nbi_ctab_fill_pending(nbiCtabLazy *lazy)
     if (atomic_compare_exchange_strong_explicit(&lazy->state, &s, NBI_CTAB_FILLING,
                                                 memory_order_acquire, memory_order_acquire)) {
         lazy->fill(lazy->owner);
+        nbi_ctab_fill_blocks(lazy->table);
         atomic_store_explicit(&lazy->state, NBI_CTAB_FILLED, memory_order_release);
         return;
     }
@@ -180,6 +311,7 @@ void nbi_ctab_free(nbiCellTable *t, const nbAllocator *a)
     t->count = 0;
     t->codes = t->lows = NULL;
     t->shift = 0;
+    t->block_bits = t->block_count = 0;
 }
 
 bool nbi_ctab_validate(const nbiCellTable *t)

@@ -285,6 +285,81 @@ NBI_INLINE bool nbi_view_cell_box(const nbiView *v, const double *lo, const doub
 
 enum { NBI_LOOKUPS = 32 }; // a hashed box of at most this many cells looks them up in two passes
 
+// A hashed box of at most NBI_BLOCK_BOX cells spanning at most NBI_BLOCK_PROBES blocks is found
+// through the table's blocks (nbi_view_block_cells), where the table has them.
+enum { NBI_BLOCK_BOX = 64, NBI_BLOCK_PROBES = 16 };
+
+// Whether a hashed view's table has blocks (cell_table.h). After nbi_ctab_ready.
+NBI_INLINE bool nbi_view_has_blocks(const nbiView *v)
+{
+    return v->table != NULL && v->table->block_bits > 0 && v->end == NULL;
+}
+
+// The occupied cells of the box [cl, ch] (at most NBI_BLOCK_BOX cells, within the view's box) of
+// a view with blocks (nbi_view_has_blocks), in the order nbi_view_box_runs visits them (z, then
+// y, then x ascending), into cells[]; only those whose bit i is set in `want`, i counting the
+// box's cells in that order. Returns how many, or -1 when the box spans more than
+// NBI_BLOCK_PROBES blocks or a block beyond the keys' reach (then look its cells up one by one).
+// The blocks' home slots are all asked of the memory first, then probed: the misses overlap.
+// Branch-free per cell: a cell costs a bit test and a popcount.
+NBI_INLINE int nbi_view_block_cells(const nbiView *v, const int64_t cl[3], const int64_t ch[3],
+                                    uint64_t want, int32_t cells[NBI_BLOCK_BOX])
+{
+    const nbiCellTable *t = v->table;
+    const int sb = NBI_BLOCK_SIDE_BITS(v->dim);
+    uint64_t b0[3], nb[3];
+    uint64_t blocks = 1;
+    for (int a = 0; a < 3; a++) {
+        b0[a] = (uint64_t)(cl[a] - v->lo[a]) >> sb;
+        const uint64_t b1 = (uint64_t)(ch[a] - v->lo[a]) >> sb;
+        if (b1 >> 32 != 0) return -1;
+        nb[a] = b1 - b0[a] + 1;
+        blocks *= nb[a];
+    }
+    if (blocks > NBI_BLOCK_PROBES) return -1;
+    uint64_t hash[NBI_BLOCK_PROBES], mask[NBI_BLOCK_PROBES];
+    int32_t first[NBI_BLOCK_PROBES];
+    int n = 0;
+    for (uint64_t z = b0[2]; z < b0[2] + nb[2]; z++)
+        for (uint64_t y = b0[1]; y < b0[1] + nb[1]; y++)
+            for (uint64_t x = b0[0]; x < b0[0] + nb[0]; x++, n++) {
+                hash[n] = nbi_ctab_block_hash(x, y, z);
+                nbi_ctab_block_prefetch(t, hash[n]);
+            }
+    n = 0;
+    for (uint64_t z = b0[2]; z < b0[2] + nb[2]; z++)
+        for (uint64_t y = b0[1]; y < b0[1] + nb[1]; y++)
+            for (uint64_t x = b0[0]; x < b0[0] + nb[0]; x++, n++) {
+                first[n] = 0;
+                mask[n] = nbi_ctab_block_find(t, x, y, z, hash[n], &first[n]);
+            }
+    // A cell's local code: its offsets' low side bits interleaved (spread over every third or
+    // every second bit).
+    static const uint8_t spread3[4] = {0, 1, 8, 9};
+    static const uint8_t spread2[8] = {0, 1, 4, 5, 16, 17, 20, 21};
+    const uint64_t side = ((uint64_t)1 << sb) - 1;
+    int found = 0, i = 0;
+    for (int64_t z = cl[2]; z <= ch[2]; z++) {
+        const uint64_t oz = (uint64_t)(z - v->lo[2]);
+        const uint64_t lz = v->dim == 3 ? (uint64_t)spread3[oz & side] << 2 : 0;
+        const uint64_t rz = ((oz >> sb) - b0[2]) * nb[1];
+        for (int64_t y = cl[1]; y <= ch[1]; y++) {
+            const uint64_t oy = (uint64_t)(y - v->lo[1]);
+            const uint64_t ly =
+                lz | (uint64_t)(v->dim == 3 ? spread3[oy & side] : spread2[oy & side]) << 1;
+            const uint64_t ry = (rz + (oy >> sb) - b0[1]) * nb[0] - b0[0];
+            for (int64_t x = cl[0]; x <= ch[0]; x++, i++) {
+                const uint64_t ox = (uint64_t)(x - v->lo[0]);
+                const uint64_t l = ly | (v->dim == 3 ? spread3[ox & side] : spread2[ox & side]);
+                const uint64_t b = ry + (ox >> sb), m = mask[b];
+                cells[found] = first[b] + nbi_popcount64(m & (((uint64_t)1 << l) - 1));
+                found += (int)((m >> l) & (want >> i) & 1);
+            }
+        }
+    }
+    return found;
+}
+
 // Calls fn for the runs of every occupied cell in the box [cl, ch], in a deterministic order
 // (dense or ranked: one run per row). A hashed view looks each cell up, or, when the box has more
 // cells than the view has occupied, tests every occupied cell instead. Returns the work done, in
@@ -309,6 +384,16 @@ NBI_INLINE double nbi_view_box_runs(const nbiView *v, const int64_t cl[3], const
         return cells;
     }
     if (cells <= (double)v->ncells) nbi_ctab_ready(v->table);
+    if (cells <= NBI_BLOCK_BOX && cells <= (double)v->ncells && nbi_view_has_blocks(v)) {
+        // Through the blocks: the occupied cells in order, consecutive ones as one run.
+        int32_t c[NBI_BLOCK_BOX];
+        const int n = nbi_view_block_cells(v, cl, ch, ~(uint64_t)0, c);
+        for (int i = 0, j; i < n; i = j) {
+            for (j = i + 1; j < n && c[j] == c[j - 1] + 1;) j++;
+            if (!fn(start[c[i]], start[c[j - 1] + 1], ctx)) return cells;
+        }
+        if (n >= 0) return cells;
+    }
     if (cells <= NBI_LOOKUPS && cells <= (double)v->ncells && v->table->bits > 0) {
         // A small box (a query's few cells) in two passes: every cell's home slot, each asked
         // of the memory at once, then the probes, so that the table's misses overlap instead of
