@@ -79,14 +79,6 @@ static unsigned nbi_ctab_local(const uint64_t off[3], int dim)
                       nbi_spread3(off[2] & m) << 2);
 }
 
-// Whether cells at offsets a and b lie in the same block.
-static bool nbi_ctab_same_block(const uint64_t a[3], const uint64_t b[3], int dim)
-{
-    const int sb = NBI_BLOCK_SIDE_BITS(dim);
-    return (a[0] >> sb) == (b[0] >> sb) && (a[1] >> sb) == (b[1] >> sb) &&
-           (a[2] >> sb) == (b[2] >> sb);
-}
-
 // Inserts the block at offsets off (of any of its cells) with its mask and first cell.
 static void nbi_ctab_block_insert(nbiCellTable *t, const uint64_t off[3], uint64_t mask,
                                   int32_t first)
@@ -105,20 +97,52 @@ static void nbi_ctab_block_insert(nbiCellTable *t, const uint64_t off[3], uint64
     t->block_count++;
 }
 
+// Cell c's block and place in it from its codes alone: pre[] names the block (the exact Z code
+// of its offsets without the low 6 bits, in two words), the return value is its local code.
+static unsigned nbi_ctab_zsplit(const nbiCellTable *t, int32_t c, uint64_t pre[2])
+{
+    const uint64_t code = t->codes[c];
+    const int ds = t->dim * t->shift; // the bits of the low code
+    if (t->lows == NULL) {
+        pre[0] = code >> 6;
+        pre[1] = 0;
+        return (unsigned)(code & 63);
+    }
+    const uint64_t low = t->lows[c];
+    if (ds >= 6) {
+        pre[0] = code;
+        pre[1] = low >> 6;
+        return (unsigned)(low & 63);
+    }
+    pre[0] = code >> (6 - ds);
+    pre[1] = 0;
+    return (unsigned)((code << ds | low) & 63);
+}
+
+// Inserts the block whose first cell is `first`, of mask `mask`; false when its coordinates do
+// not fit the keys.
+static bool nbi_ctab_block_add(nbiCellTable *t, int32_t first, uint64_t mask)
+{
+    const int sb = NBI_BLOCK_SIDE_BITS(t->dim);
+    uint64_t off[3];
+    nbi_ctab_offsets(t, first, off);
+    if ((off[0] >> sb | off[1] >> sb | off[2] >> sb) >> 32 != 0) return false;
+    nbi_ctab_block_insert(t, off, mask, first);
+    return true;
+}
+
 void nbi_ctab_fill_blocks(nbiCellTable *t)
 {
     t->block_bits = t->block_count = 0;
     if (t->codes == NULL || t->count == 0) return;
-    const int dim = t->dim, sb = NBI_BLOCK_SIDE_BITS(dim);
-    // The blocks, counted; none when a block's coordinate does not fit its key's 32 bits.
     size_t blocks = 0;
-    uint64_t prev[3] = {0, 0, 0};
+    uint64_t prev[2] = {0, 0};
     for (int32_t c = 0; c < t->count; c++) {
-        uint64_t off[3];
-        nbi_ctab_offsets(t, c, off);
-        if ((off[0] >> sb | off[1] >> sb | off[2] >> sb) >> 32 != 0) return;
-        if (c == 0 || !nbi_ctab_same_block(off, prev, dim)) blocks++;
-        memcpy(prev, off, sizeof prev);
+        uint64_t pre[2];
+        nbi_ctab_zsplit(t, c, pre);
+        blocks += c == 0 || pre[0] != prev[0] || pre[1] != prev[1];
+        prev[0] = pre[0];
+        prev[1] = pre[1];
     }
     // The room after the coded slots, from the first cache line boundary (a slot then never
     // straddles two lines).
@@ -134,17 +158,18 @@ void nbi_ctab_fill_blocks(nbiCellTable *t)
     uint64_t mask = 0;
     int32_t first = 0;
     for (int32_t c = 0; c < t->count; c++) {
-        uint64_t off[3];
-        nbi_ctab_offsets(t, c, off);
-        if (c > 0 && !nbi_ctab_same_block(off, prev, dim)) {
-            nbi_ctab_block_insert(t, prev, mask, first);
+        uint64_t pre[2];
+        const unsigned l = nbi_ctab_zsplit(t, c, pre);
+        if (c > 0 && (pre[0] != prev[0] || pre[1] != prev[1])) {
+            if (!nbi_ctab_block_add(t, first, mask)) break;
             mask = 0;
             first = c;
         }
-        mask |= (uint64_t)1 << nbi_ctab_local(off, dim);
-        memcpy(prev, off, sizeof prev);
+        mask |= (uint64_t)1 << l;
+        prev[0] = pre[0];
+        prev[1] = pre[1];
     }
-    nbi_ctab_block_insert(t, prev, mask, first);
+    if (!nbi_ctab_block_add(t, first, mask)) t->block_bits = t->block_count = 0;
 }
 
 // nbi_ctab_validate of a coded table's blocks: every cell in the block its offsets name, at

@@ -334,29 +334,33 @@ NBI_INLINE int nbi_view_block_cells(const nbiView *v, const int64_t cl[3], const
                 mask[n] = nbi_ctab_block_find(t, x, y, z, hash[n], &first[n]);
             }
     // A cell's local code: its offsets' low side bits interleaved (spread over every third or
-    // every second bit).
+    // every second bit), and its block's index among those probed, summed from per-axis parts
+    // worked out once per box coordinate.
     static const uint8_t spread3[4] = {0, 1, 8, 9};
     static const uint8_t spread2[8] = {0, 1, 4, 5, 16, 17, 20, 21};
     const uint64_t side = ((uint64_t)1 << sb) - 1;
+    uint8_t lpart[3][NBI_BLOCK_BOX], bpart[3][NBI_BLOCK_BOX];
+    for (int a = 0; a < 3; a++) {
+        const uint64_t step = a == 0 ? 1 : a == 1 ? nb[0] : nb[0] * nb[1];
+        for (int64_t k = cl[a]; k <= ch[a]; k++) {
+            const uint64_t o = (uint64_t)(k - v->lo[a]);
+            const unsigned sp = v->dim == 3 ? spread3[o & side] : spread2[o & side];
+            lpart[a][k - cl[a]] = (uint8_t)(a < v->dim ? sp << a : 0);
+            bpart[a][k - cl[a]] = (uint8_t)(((o >> sb) - b0[a]) * step);
+        }
+    }
+    const int64_t nx = ch[0] - cl[0] + 1, ny = ch[1] - cl[1] + 1, nz = ch[2] - cl[2] + 1;
     int found = 0, i = 0;
-    for (int64_t z = cl[2]; z <= ch[2]; z++) {
-        const uint64_t oz = (uint64_t)(z - v->lo[2]);
-        const uint64_t lz = v->dim == 3 ? (uint64_t)spread3[oz & side] << 2 : 0;
-        const uint64_t rz = ((oz >> sb) - b0[2]) * nb[1];
-        for (int64_t y = cl[1]; y <= ch[1]; y++) {
-            const uint64_t oy = (uint64_t)(y - v->lo[1]);
-            const uint64_t ly =
-                lz | (uint64_t)(v->dim == 3 ? spread3[oy & side] : spread2[oy & side]) << 1;
-            const uint64_t ry = (rz + (oy >> sb) - b0[1]) * nb[0] - b0[0];
-            for (int64_t x = cl[0]; x <= ch[0]; x++, i++) {
-                const uint64_t ox = (uint64_t)(x - v->lo[0]);
-                const uint64_t l = ly | (v->dim == 3 ? spread3[ox & side] : spread2[ox & side]);
-                const uint64_t b = ry + (ox >> sb), m = mask[b];
+    for (int64_t kz = 0; kz < nz; kz++)
+        for (int64_t ky = 0; ky < ny; ky++) {
+            const unsigned lyz = lpart[2][kz] | lpart[1][ky], byz = bpart[2][kz] + bpart[1][ky];
+            for (int64_t kx = 0; kx < nx; kx++, i++) {
+                const unsigned l = lyz | lpart[0][kx], b = byz + bpart[0][kx];
+                const uint64_t m = mask[b];
                 cells[found] = first[b] + nbi_popcount64(m & (((uint64_t)1 << l) - 1));
                 found += (int)((m >> l) & (want >> i) & 1);
             }
         }
-    }
     return found;
 }
 
