@@ -333,7 +333,8 @@ NBI_INLINE void nbi_ctab_block_prefetch(const nbiCellTable *t, uint64_t hash)
 }
 
 // The mask of the block (bx, by, bz) (each below 2^32; its hash `hash`), with its first cell in
-// *first; 0 when no cell of it is occupied. The table must have blocks (block_bits > 0).
+// *first; 0 (and *first 0) when no cell of it is occupied. The table must have blocks
+// (block_bits > 0).
 NBI_INLINE uint64_t nbi_ctab_block_find(const nbiCellTable *t, uint64_t bx, uint64_t by,
                                         uint64_t bz, uint64_t hash, int32_t *first)
 {
@@ -345,6 +346,7 @@ NBI_INLINE uint64_t nbi_ctab_block_find(const nbiCellTable *t, uint64_t bx, uint
             *first = s[h].first;
             return s[h].mask;
         }
+    *first = 0;
     return 0;
 }
 

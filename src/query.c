@@ -244,7 +244,7 @@ NBI_INLINE bool nbi_fast_blocks_dim(const nbiView *v, nbiFastCtx *x, const int64
                                     int wide)
 {
     int32_t c[NBI_BLOCK_BOX];
-    const int n = nbi_view_block_cells(v, cl, ch, want, c);
+    const int n = nbi_view_block_cells(v, cl, ch, want, c, wide == 8);
     if (n < 0) return false;
     const int32_t *start = v->start;
     for (int i = 0, j; i < n; i = j) {
