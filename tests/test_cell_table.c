@@ -215,6 +215,19 @@ static int test_packed_fill(void)
     return 0;
 }
 
+// Inserts the n cells keys[i] into a coded table (reset for them) with values 0 .. n - 1.
+static int insert_coded(nbiCellTable *t, int64_t (*keys)[3], int32_t n)
+{
+    for (int32_t i = 0; i < n; i++) {
+        const int64_t *k = keys[i];
+        uint64_t key;
+        NB_CHECK(nbi_ctab_key(t, k[0], k[1], k[2], &key));
+        nbi_ctab_insert_coded(t, nbi_cell_hash(k[0], k[1], k[2]), key,
+                              nbi_ctab_low_bits(t, k[0], k[1], k[2]), i);
+    }
+    return 0;
+}
+
 // Coded tables (nbi_ctab_reset_coded): keys through the cells' codes, in 2D and 3D, with exact
 // codes and with low codes (cells of one code told apart by the low bits in their slots, or
 // by their low codes where those do not fit a slot), a table filled to
@@ -246,13 +259,7 @@ static int test_coded_against_model(void)
                 m.n++;
             }
             nbi_ctab_reset_coded(&t, BITS, codes, shift > 0 ? lows : NULL, shift, lo, dim);
-            for (int32_t i = 0; i < m.n; i++) {
-                const int64_t *k = m.key[i];
-                uint64_t key;
-                NB_CHECK(nbi_ctab_key(&t, k[0], k[1], k[2], &key));
-                nbi_ctab_insert_coded(&t, nbi_cell_hash(k[0], k[1], k[2]), key,
-                                      nbi_ctab_low_bits(&t, k[0], k[1], k[2]), i);
-            }
+            if (insert_coded(&t, m.key, m.n)) return 1;
             if (check_model(&t, &m)) return 1;
             for (int64_t z = -2; z < (dim == 3 ? SIDE + 2 : 1); z++)
                 for (int64_t y = -2; y < SIDE + 2; y++)
@@ -356,13 +363,7 @@ static int test_blocks_against_model(void)
             }
             for (int32_t i = 0; i < m.n; i++) m.value[i] = i;
             nbi_ctab_reset_coded(&t, BITS, codes, shift > 0 ? lows : NULL, shift, lo, dim);
-            for (int32_t i = 0; i < m.n; i++) {
-                const int64_t *k = m.key[i];
-                uint64_t key;
-                NB_CHECK(nbi_ctab_key(&t, k[0], k[1], k[2], &key));
-                nbi_ctab_insert_coded(&t, nbi_cell_hash(k[0], k[1], k[2]), key,
-                                      nbi_ctab_low_bits(&t, k[0], k[1], k[2]), i);
-            }
+            if (insert_coded(&t, m.key, m.n)) return 1;
             nbi_ctab_fill_blocks(&t);
             NB_CHECK(t.block_bits > 0 && t.block_count > 0);
             if (check_model(&t, &m)) return 1;
@@ -412,19 +413,13 @@ static int test_blocks_against_model(void)
             NB_CHECK(t.block_bits == 0 && nbi_ctab_validate(&t));
             t.buf.cap = cap;
             if (dim == 2 && v == 2) { // a cell 2^36 cells out: a block 2^33 along x
-                const int64_t far[2][3] = {{lo[0], lo[1], 0},
-                                           {lo[0] + ((int64_t)1 << 36), lo[1], 0}};
+                int64_t far[2][3] = {{lo[0], lo[1], 0}, {lo[0] + ((int64_t)1 << 36), lo[1], 0}};
                 for (int i = 0; i < 2; i++) {
                     codes[i] = nbi_code_of(far[i], lo, dim, shift);
                     lows[i] = nbi_code_low(far[i], lo, dim, shift);
                 }
                 nbi_ctab_reset_coded(&t, BITS, codes, lows, shift, lo, dim);
-                for (int i = 0; i < 2; i++) {
-                    uint64_t key;
-                    NB_CHECK(nbi_ctab_key(&t, far[i][0], far[i][1], 0, &key));
-                    nbi_ctab_insert_coded(&t, nbi_cell_hash(far[i][0], far[i][1], 0), key,
-                                          nbi_ctab_low_bits(&t, far[i][0], far[i][1], 0), i);
-                }
+                if (insert_coded(&t, far, 2)) return 1;
                 nbi_ctab_fill_blocks(&t);
                 NB_CHECK(t.block_bits == 0 && nbi_ctab_validate(&t));
             }
