@@ -131,6 +131,36 @@ static bool nbi_ctab_block_add(nbiCellTable *t, int32_t first, uint64_t mask)
     return true;
 }
 
+// Without room for 2^block_bits block slots after a coded table sized at most half full: the
+// coded table again, at most three quarters full (nbi_ctab_bits_packed), each cell's key from
+// its codes, when that leaves the room. False (the table unchanged) when it would not. The
+// lookups of single cells then probe a little longer (1.8 slots a hit, 3.6 a miss at 0.6 full,
+// "The table at most three quarters full" in docs/grid.md), but a radius query's box, whose
+// absent cells made those probes costly, goes through the blocks.
+static bool nbi_ctab_repack_coded(nbiCellTable *t, int32_t block_bits)
+{
+    const int32_t bits = nbi_ctab_bits_packed((size_t)t->count);
+    if (bits >= t->bits) return false;
+    const uintptr_t base = (uintptr_t)t->buf.ptr, end = base + t->buf.cap * sizeof(nbiCellSlot);
+    const uintptr_t from = (base + ((size_t)sizeof(nbiCodedSlot) << bits) + 63) & ~(uintptr_t)63;
+    if (from >= end || (size_t)(end - from) / sizeof(nbiBlockSlot) < ((size_t)1 << block_bits))
+        return false;
+    const int32_t count = t->count;
+    t->bits = bits;
+    t->count = 0;
+    memset(t->buf.ptr, 0xff, ((size_t)1 << bits) * sizeof(nbiCodedSlot));
+    for (int32_t c = 0; c < count; c++) {
+        uint64_t off[3], key = 0;
+        nbi_ctab_offsets(t, c, off);
+        const int64_t k[3] = {t->lo[0] + (int64_t)off[0], t->lo[1] + (int64_t)off[1],
+                              t->lo[2] + (int64_t)off[2]};
+        nbi_ctab_key(t, k[0], k[1], k[2], &key);
+        nbi_ctab_insert_coded(t, nbi_cell_hash(k[0], k[1], k[2]), key,
+                              nbi_ctab_low_bits(t, k[0], k[1], k[2]), c);
+    }
+    return true;
+}
+
 void nbi_ctab_fill_blocks(nbiCellTable *t)
 {
     t->block_bits = t->block_count = 0;
@@ -151,7 +181,12 @@ void nbi_ctab_fill_blocks(nbiCellTable *t)
     const size_t room = from < end ? (size_t)(end - from) / sizeof(nbiBlockSlot) : 0;
     int32_t bits = nbi_ctab_bits_for(blocks);
     if (((size_t)1 << bits) > room) bits = nbi_ctab_bits_packed(blocks);
-    if (bits > NBI_CTAB_MAX_BITS || ((size_t)1 << bits) > room) return;
+    if (bits > NBI_CTAB_MAX_BITS) return;
+    if (((size_t)1 << bits) > room) {
+        if (!nbi_ctab_repack_coded(t, bits)) return;
+        nbi_ctab_fill_blocks(t);
+        return;
+    }
     t->block_at = (size_t)(from - base);
     t->block_bits = bits;
     memset((char *)t->buf.ptr + t->block_at, 0, sizeof(nbiBlockSlot) << bits);

@@ -45,8 +45,10 @@
 // (and each of them a miss in a table larger than the caches). A block slot is 32 bytes, the
 // mask, the key exact (x | y << 32 and z) and the first cell, in one cache line. Filled with the
 // table (nbi_ctab_fill_pending, or nbi_ctab_defer without atomics), at most half full where
-// the room allows, else at most three quarters full; without room (or with a block coordinate
-// of 2^32 or more) there are no blocks (block_bits 0) and the box is looked up a cell at a time.
+// the room allows, else at most three quarters full, else after the coded slots are repacked
+// at most three quarters full (single cells then probe a little longer); without room even then
+// (or with a block coordinate of 2^32 or more) there are no blocks (block_bits 0), and the box is
+// looked up a cell at a time.
 //
 // Invariants (nbi_ctab_validate): 4 <= bits <= 32 when storage exists, 2^bits <= capacity,
 // count == occupied slots <= nbi_ctab_most(bits), every entry reachable from its home slot
@@ -359,8 +361,8 @@ void nbi_ctab_reset_coded(nbiCellTable *t, int32_t bits, const uint64_t *codes,
                           const uint64_t *lows, int32_t shift, const int64_t lo[3], int32_t dim);
 
 // Fills a coded table's blocks (see above) from its entries' codes (count cells, the values
-// 0 .. count - 1 in Z order), in the room its storage has after the coded slots; or leaves it
-// without (block_bits 0). O(count + block slots).
+// 0 .. count - 1 in Z order), in the room its storage has after the coded slots (which it may
+// repack fuller to make it); or leaves it without (block_bits 0). O(count + slots).
 void nbi_ctab_fill_blocks(nbiCellTable *t);
 
 // Inserts value c (>= 0), of a cell whose nbi_cell_hash is `hash`, whose key is `key`

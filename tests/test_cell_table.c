@@ -326,7 +326,8 @@ static int test_filled_on_first_use(void)
 // origin; every block about the filled region found with the mask and first cell of the model's
 // cells (absent ones with mask 0), the table valid, and a wrong mask or first cell caught by
 // validation. A block beyond the keys' reach (a coordinate of 2^32 blocks or more) and storage
-// with no room after the coded slots leave the table without blocks.
+// with no room after the coded slots leave the table without blocks; a coded table at most half
+// full is repacked at most three quarters full where that makes the room.
 static int test_blocks_against_model(void)
 {
     enum { SIDE = 20, BITS = 8, CELLS = 150 };
@@ -411,6 +412,15 @@ static int test_blocks_against_model(void)
             t.buf.cap = ((size_t)1 << BITS) / 2;
             nbi_ctab_fill_blocks(&t);
             NB_CHECK(t.block_bits == 0 && nbi_ctab_validate(&t));
+            // Room only once the coded table is repacked at most three quarters full (2^BITS
+            // slots, from 2^(BITS + 1)): every cell still found, and blocks in 2D (few of them).
+            t.buf.cap = ((size_t)1 << BITS);
+            nbi_ctab_reset_coded(&t, BITS + 1, codes, shift > 0 ? lows : NULL, shift, lo, dim);
+            if (insert_coded(&t, m.key, m.n)) return 1;
+            nbi_ctab_fill_blocks(&t);
+            NB_CHECK(t.block_bits == 0 || t.bits == BITS);
+            NB_CHECK(dim == 3 || t.block_bits > 0);
+            if (check_model(&t, &m)) return 1;
             t.buf.cap = cap;
             if (dim == 2 && v == 2) { // a cell 2^36 cells out: a block 2^33 along x
                 int64_t far[2][3] = {{lo[0], lo[1], 0}, {lo[0] + ((int64_t)1 << 36), lo[1], 0}};
