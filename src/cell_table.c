@@ -54,7 +54,7 @@ void nbi_ctab_reset_coded(nbiCellTable *t, int32_t bits, const uint64_t *codes,
     t->shift = shift;
     for (int a = 0; a < 3; a++) t->lo[a] = lo[a];
     t->dim = dim;
-    t->block_bits = t->block_count = 0;
+    t->block_bits = t->block_count = t->block_plan = 0;
     memset(t->buf.ptr, 0xff, ((size_t)1 << bits) * sizeof(nbiCodedSlot));
 }
 
@@ -161,9 +161,12 @@ static bool nbi_ctab_repack_coded(nbiCellTable *t, int32_t block_bits)
     return true;
 }
 
-void nbi_ctab_fill_blocks(nbiCellTable *t)
+// Sizes a coded table's blocks (block_plan: their bits, 0 for none; block_at), repacking the
+// coded slots where that makes the room; the blocks themselves are not written (block_bits 0).
+// Runs where no reader can look at the table (its fill), since a repack moves its slots.
+static void nbi_ctab_plan_blocks(nbiCellTable *t)
 {
-    t->block_bits = t->block_count = 0;
+    t->block_bits = t->block_count = t->block_plan = 0;
     if (t->codes == NULL || t->count == 0) return;
     size_t blocks = 0;
     uint64_t prev[2] = {0, 0};
@@ -174,23 +177,34 @@ void nbi_ctab_fill_blocks(nbiCellTable *t)
         prev[0] = pre[0];
         prev[1] = pre[1];
     }
-    // The room after the coded slots, from the first cache line boundary (a slot then never
-    // straddles two lines).
-    const uintptr_t base = (uintptr_t)t->buf.ptr, end = base + t->buf.cap * sizeof(nbiCellSlot);
-    const uintptr_t from = (base + ((size_t)sizeof(nbiCodedSlot) << t->bits) + 63) & ~(uintptr_t)63;
-    const size_t room = from < end ? (size_t)(end - from) / sizeof(nbiBlockSlot) : 0;
-    int32_t bits = nbi_ctab_bits_for(blocks);
-    if (((size_t)1 << bits) > room) bits = nbi_ctab_bits_packed(blocks);
-    if (bits > NBI_CTAB_MAX_BITS) return;
-    if (((size_t)1 << bits) > room) {
-        if (!nbi_ctab_repack_coded(t, bits)) return;
-        nbi_ctab_fill_blocks(t);
-        return;
+    for (int pass = 0; pass < 2; pass++) {
+        // The room after the coded slots, from the first cache line boundary (a slot then never
+        // straddles two lines).
+        const uintptr_t base = (uintptr_t)t->buf.ptr;
+        const uintptr_t end = base + t->buf.cap * sizeof(nbiCellSlot);
+        const uintptr_t from =
+            (base + ((size_t)sizeof(nbiCodedSlot) << t->bits) + 63) & ~(uintptr_t)63;
+        const size_t room = from < end ? (size_t)(end - from) / sizeof(nbiBlockSlot) : 0;
+        int32_t bits = nbi_ctab_bits_for(blocks);
+        if (((size_t)1 << bits) > room) bits = nbi_ctab_bits_packed(blocks);
+        if (bits > NBI_CTAB_MAX_BITS) return;
+        if (((size_t)1 << bits) <= room) {
+            t->block_at = (size_t)(from - base);
+            t->block_plan = bits;
+            return;
+        }
+        if (pass > 0 || !nbi_ctab_repack_coded(t, bits)) return;
     }
-    t->block_at = (size_t)(from - base);
-    t->block_bits = bits;
-    memset((char *)t->buf.ptr + t->block_at, 0, sizeof(nbiBlockSlot) << bits);
-    uint64_t mask = 0;
+}
+
+// Writes the blocks block_plan sized (none when a block's coordinates do not fit the keys).
+static void nbi_ctab_put_blocks(nbiCellTable *t)
+{
+    t->block_bits = t->block_count = 0;
+    if (t->block_plan == 0) return;
+    t->block_bits = t->block_plan;
+    memset((char *)t->buf.ptr + t->block_at, 0, sizeof(nbiBlockSlot) << t->block_bits);
+    uint64_t mask = 0, prev[2] = {0, 0};
     int32_t first = 0;
     for (int32_t c = 0; c < t->count; c++) {
         uint64_t pre[2];
@@ -205,6 +219,32 @@ void nbi_ctab_fill_blocks(nbiCellTable *t)
         prev[1] = pre[1];
     }
     if (!nbi_ctab_block_add(t, first, mask)) t->block_bits = t->block_count = 0;
+}
+
+void nbi_ctab_fill_blocks(nbiCellTable *t)
+{
+    nbi_ctab_plan_blocks(t);
+    nbi_ctab_put_blocks(t);
+}
+
+void nbi_ctab_fill_blocks_pending(nbiCtabLazy *lazy)
+{
+#if NBI_CTAB_LAZY
+    int s = NBI_CTAB_PENDING;
+    if (atomic_compare_exchange_strong_explicit(&lazy->blocks, &s, NBI_CTAB_FILLING,
+                                                memory_order_acquire, memory_order_acquire)) {
+        nbi_ctab_put_blocks(lazy->table);
+        atomic_store_explicit(&lazy->blocks, NBI_CTAB_FILLED, memory_order_release);
+        return;
+    }
+    while (atomic_load_explicit(&lazy->blocks, memory_order_acquire) != NBI_CTAB_FILLED) {
+#if defined(__unix__)
+        sched_yield();
+#endif
+    }
+#else
+    (void)lazy;
+#endif
 }
 
 // nbi_ctab_validate of a coded table's blocks: every cell in the block its offsets name, at
@@ -299,6 +339,7 @@ void nbi_ctab_defer(nbiCellTable *t, nbiCtabLazy *lazy)
     lazy->table = t;
 #if NBI_CTAB_LAZY
     atomic_store_explicit(&lazy->state, NBI_CTAB_PENDING, memory_order_relaxed);
+    atomic_store_explicit(&lazy->blocks, NBI_CTAB_PENDING, memory_order_relaxed);
 #else
     lazy->fill(lazy->owner);
     nbi_ctab_fill_blocks(t);
@@ -312,7 +353,7 @@ void nbi_ctab_fill_pending(nbiCtabLazy *lazy)
     if (atomic_compare_exchange_strong_explicit(&lazy->state, &s, NBI_CTAB_FILLING,
                                                 memory_order_acquire, memory_order_acquire)) {
         lazy->fill(lazy->owner);
-        nbi_ctab_fill_blocks(lazy->table);
+        nbi_ctab_plan_blocks(lazy->table); // written on first use (nbi_ctab_blocks_ready)
         atomic_store_explicit(&lazy->state, NBI_CTAB_FILLED, memory_order_release);
         return;
     }

@@ -44,7 +44,8 @@
 // clear. A 3x3x3 box spans 8 blocks at most, 3.4 on average, where it has 27 cells to look up
 // (and each of them a miss in a table larger than the caches). A block slot is 32 bytes, the
 // mask, the key exact (x | y << 32 and z) and the first cell, in one cache line. Filled with the
-// table (nbi_ctab_fill_pending, or nbi_ctab_defer without atomics), at most half full where
+// table (sized in nbi_ctab_fill_pending, written by the first reader of blocks:
+// nbi_ctab_blocks_ready; or both in nbi_ctab_defer without atomics), at most half full where
 // the room allows, else at most three quarters full, else after the coded slots are repacked
 // at most three quarters full (single cells then probe a little longer); without room even then
 // (or with a block coordinate of 2^32 or more) there are no blocks (block_bits 0), and the box is
@@ -84,6 +85,11 @@ typedef struct nbiCtabLazy {
     nbiCtabFillFn *fill;
     void *owner;
     struct nbiCellTable *table; // set by nbi_ctab_defer: its blocks follow the owner's fill
+#if NBI_CTAB_LAZY
+    atomic_int blocks; // the coded table's blocks: written on their first use, likewise
+#else
+    int blocks;
+#endif
 } nbiCtabLazy;
 
 // One slot: a cell's coordinates (z = 0 in 2D) and its value; value < 0 marks an empty slot.
@@ -110,6 +116,7 @@ typedef struct nbiCellTable {
     // storage; block_bits 0: none. block_count: the occupied block slots.
     int32_t block_bits, block_count;
     size_t block_at;
+    int32_t block_plan; // their bits once sized (with the table's fill), before they are written
 } nbiCellTable;
 
 enum { NBI_CTAB_MIN_BITS = 4, NBI_CTAB_MAX_BITS = 32 }; // 2^31 cells at most half full
@@ -359,6 +366,22 @@ NBI_INLINE uint64_t nbi_ctab_block_find(const nbiCellTable *t, uint64_t bx, uint
 // the table is used. O(2^bits), 16 bytes a slot.
 void nbi_ctab_reset_coded(nbiCellTable *t, int32_t bits, const uint64_t *codes,
                           const uint64_t *lows, int32_t shift, const int64_t lo[3], int32_t dim);
+
+// Every reader of a coded table's blocks calls this after nbi_ctab_ready: the blocks were sized
+// with the table's fill (which repacks its slots where that makes their room, while no reader
+// looks), and are written by the first reader that needs them, as the table is (nbiCtabLazy),
+// so that readers of single cells (all pairs) do not pay for them.
+void nbi_ctab_fill_blocks_pending(nbiCtabLazy *lazy);
+NBI_INLINE void nbi_ctab_blocks_ready(const nbiCellTable *t)
+{
+    nbiCtabLazy *z = t->lazy;
+#if NBI_CTAB_LAZY
+    if (z != NULL && atomic_load_explicit(&z->blocks, memory_order_acquire) != NBI_CTAB_FILLED)
+        nbi_ctab_fill_blocks_pending(z);
+#else
+    (void)z;
+#endif
+}
 
 // Fills a coded table's blocks (see above) from its entries' codes (count cells, the values
 // 0 .. count - 1 in Z order), in the room its storage has after the coded slots (which it may

@@ -289,10 +289,13 @@ enum { NBI_LOOKUPS = 32 }; // a hashed box of at most this many cells looks them
 // through the table's blocks (nbi_view_block_cells), where the table has them.
 enum { NBI_BLOCK_BOX = 64, NBI_BLOCK_PROBES = 16 };
 
-// Whether a hashed view's table has blocks (cell_table.h). After nbi_ctab_ready.
+// Whether a hashed view's table has blocks (cell_table.h), writing them on their first use.
+// After nbi_ctab_ready.
 NBI_INLINE bool nbi_view_has_blocks(const nbiView *v)
 {
-    return v->table != NULL && v->table->block_bits > 0 && v->end == NULL;
+    if (v->table == NULL || v->end != NULL || v->table->codes == NULL) return false;
+    nbi_ctab_blocks_ready(v->table);
+    return v->table->block_bits > 0;
 }
 
 // The occupied cells of the box [cl, ch] (at most NBI_BLOCK_BOX cells, within the view's box) of

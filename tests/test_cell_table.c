@@ -34,7 +34,7 @@ static int check_model(const nbiCellTable *t, const Model *m)
 // n distinct keys whose home slot in a table of 2^bits slots is `home`, found by search.
 static void colliding_keys(int32_t bits, size_t home, int64_t (*out)[3], int32_t n)
 {
-    nbiCellTable probe = {{NULL, 0}, bits, 0, NULL, NULL, 0, {0, 0, 0}, 0, NULL, 0, 0, 0};
+    nbiCellTable probe = {{NULL, 0}, bits, 0, NULL, NULL, 0, {0, 0, 0}, 0, NULL, 0, 0, 0, 0};
     int32_t got = 0;
     for (int64_t x = -100000; got < n; x++) {
         const int64_t y = x * 7 - 3, z = x % 5;
@@ -50,7 +50,7 @@ static int test_insert_find(void)
 {
     nbAllocator a;
     NB_CHECK(nbi_allocator(NULL, &a));
-    nbiCellTable t = {{NULL, 0}, 0, 0, NULL, NULL, 0, {0, 0, 0}, 0, NULL, 0, 0, 0};
+    nbiCellTable t = {{NULL, 0}, 0, 0, NULL, NULL, 0, {0, 0, 0}, 0, NULL, 0, 0, 0, 0};
     NB_CHECK(nbi_ctab_find(&t, 1, 2, 3) == -1); // unsized: nothing found, no crash
     NB_CHECK(nbi_ctab_grow(&t, &a, 3));
     NB_CHECK(t.bits == NBI_CTAB_MIN_BITS);
@@ -78,7 +78,7 @@ static int test_colliding_keys(void)
     for (size_t home = 0; home < 32; home += 9) { // 27 makes the run wrap past slot 31
         static int64_t keys[16][3];
         colliding_keys(bits, home, keys, 12);
-        nbiCellTable t = {{NULL, 0}, 0, 0, NULL, NULL, 0, {0, 0, 0}, 0, NULL, 0, 0, 0};
+        nbiCellTable t = {{NULL, 0}, 0, 0, NULL, NULL, 0, {0, 0, 0}, 0, NULL, 0, 0, 0, 0};
         NB_CHECK(nbi_ctab_grow(&t, &a, 16));
         NB_CHECK(t.bits == bits);
         static Model m;
@@ -108,7 +108,7 @@ static int test_random_against_model(void)
     NB_CHECK(nbi_allocator(NULL, &a));
     static Model m;
     for (int round = 0; round < 20; round++) {
-        nbiCellTable t = {{NULL, 0}, 0, 0, NULL, NULL, 0, {0, 0, 0}, 0, NULL, 0, 0, 0};
+        nbiCellTable t = {{NULL, 0}, 0, 0, NULL, NULL, 0, {0, 0, 0}, 0, NULL, 0, 0, 0, 0};
         m.n = 0;
         const int32_t span = 4 + nbt_int(30);
         for (int step = 0; step < 3000; step++) {
@@ -143,7 +143,7 @@ static int test_grow_failure(void)
     for (int64_t fail = 1; fail <= 8 && !succeeded; fail++) {
         nbtAlloc counter = {0};
         nbAllocator a = nbt_allocator(&counter);
-        nbiCellTable t = {{NULL, 0}, 0, 0, NULL, NULL, 0, {0, 0, 0}, 0, NULL, 0, 0, 0};
+        nbiCellTable t = {{NULL, 0}, 0, 0, NULL, NULL, 0, {0, 0, 0}, 0, NULL, 0, 0, 0, 0};
         NB_CHECK(nbi_ctab_grow(&t, &a, 4)); // allocation 1, never failed below
         bool ins;
         for (int64_t i = 0; i < 8; i++) nbi_ctab_insert(&t, i, -i, 0, (int32_t)i, &ins);
@@ -187,7 +187,7 @@ static int test_packed_fill(void)
         NB_CHECK(most == slots - slots / 4 && nbi_ctab_bits_packed(most) == bits);
         nbAllocator a;
         NB_CHECK(nbi_allocator(NULL, &a));
-        nbiCellTable t = {{NULL, 0}, 0, 0, NULL, NULL, 0, {0, 0, 0}, 0, NULL, 0, 0, 0};
+        nbiCellTable t = {{NULL, 0}, 0, 0, NULL, NULL, 0, {0, 0, 0}, 0, NULL, 0, 0, 0, 0};
         NB_CHECK(nbi_ctab_grow(&t, &a, slots / 2)); // storage for 2^bits slots
         NB_CHECK(t.bits == bits);
         static int64_t keys[49][3];
@@ -245,7 +245,7 @@ static int test_coded_against_model(void)
             const int64_t lo[3] = {-5, (int64_t)1 << 40, dim == 3 ? -1000003 : 0};
             nbAllocator a;
             NB_CHECK(nbi_allocator(NULL, &a));
-            nbiCellTable t = {{NULL, 0}, 0, 0, NULL, NULL, 0, {0, 0, 0}, 0, NULL, 0, 0, 0};
+            nbiCellTable t = {{NULL, 0}, 0, 0, NULL, NULL, 0, {0, 0, 0}, 0, NULL, 0, 0, 0, 0};
             NB_CHECK(nbi_ctab_grow(&t, &a, (size_t)1 << (BITS - 1))); // 2^BITS slots of 32 bytes
             m.n = 0;
             while (m.n < most) { // distinct cells in a cube of SIDE cells at lo
@@ -302,7 +302,7 @@ static int test_filled_on_first_use(void)
 {
     nbAllocator a;
     NB_CHECK(nbi_allocator(NULL, &a));
-    nbiCellTable t = {{NULL, 0}, 0, 0, NULL, NULL, 0, {0, 0, 0}, 0, NULL, 0, 0, 0};
+    nbiCellTable t = {{NULL, 0}, 0, 0, NULL, NULL, 0, {0, 0, 0}, 0, NULL, 0, 0, 0, 0};
     NB_CHECK(nbi_ctab_grow(&t, &a, 3) && nbi_ctab_is_filled(&t)); // no lazy state: filled
     LazyOwner o = {&t, 0};
     nbiCtabLazy lazy;
@@ -340,7 +340,7 @@ static int test_blocks_against_model(void)
             const int64_t lo[3] = {-5, (int64_t)1 << 40, dim == 3 ? -1000003 : 0};
             nbAllocator a;
             NB_CHECK(nbi_allocator(NULL, &a));
-            nbiCellTable t = {{NULL, 0}, 0, 0, NULL, NULL, 0, {0, 0, 0}, 0, NULL, 0, 0, 0};
+            nbiCellTable t = {{NULL, 0}, 0, 0, NULL, NULL, 0, {0, 0, 0}, 0, NULL, 0, 0, 0, 0};
             NB_CHECK(nbi_ctab_grow(&t, &a, (size_t)1 << BITS)); // room beyond the coded slots
             m.n = 0;
             while (m.n < CELLS) { // distinct cells in a cube of SIDE cells at lo, in Z order
