@@ -227,26 +227,6 @@ void nbi_ctab_fill_blocks(nbiCellTable *t)
     nbi_ctab_put_blocks(t);
 }
 
-void nbi_ctab_fill_blocks_pending(nbiCtabLazy *lazy)
-{
-#if NBI_CTAB_LAZY
-    int s = NBI_CTAB_PENDING;
-    if (atomic_compare_exchange_strong_explicit(&lazy->blocks, &s, NBI_CTAB_FILLING,
-                                                memory_order_acquire, memory_order_acquire)) {
-        nbi_ctab_put_blocks(lazy->table);
-        atomic_store_explicit(&lazy->blocks, NBI_CTAB_FILLED, memory_order_release);
-        return;
-    }
-    while (atomic_load_explicit(&lazy->blocks, memory_order_acquire) != NBI_CTAB_FILLED) {
-#if defined(__unix__)
-        sched_yield();
-#endif
-    }
-#else
-    (void)lazy;
-#endif
-}
-
 // nbi_ctab_validate of a coded table's blocks: every cell in the block its offsets name, at
 // its rank in the block's mask; each block reachable from its home, once.
 static bool nbi_ctab_validate_blocks(const nbiCellTable *t)
@@ -346,24 +326,53 @@ void nbi_ctab_defer(nbiCellTable *t, nbiCtabLazy *lazy)
 #endif
 }
 
-void nbi_ctab_fill_pending(nbiCtabLazy *lazy)
-{
 #if NBI_CTAB_LAZY
+// Runs step(lazy) once for the state `state` (pending -> filling -> filled) and publishes what it
+// wrote with a release store; a reader that finds another filling waits for it (a few
+// milliseconds at most: one insert a cell), giving up its core meanwhile: with more readers than
+// cores, a spin could hold the filler's.
+static void nbi_ctab_once(atomic_int *state, void (*step)(nbiCtabLazy *), nbiCtabLazy *lazy)
+{
     int s = NBI_CTAB_PENDING;
-    if (atomic_compare_exchange_strong_explicit(&lazy->state, &s, NBI_CTAB_FILLING,
-                                                memory_order_acquire, memory_order_acquire)) {
-        lazy->fill(lazy->owner);
-        nbi_ctab_plan_blocks(lazy->table); // written on first use (nbi_ctab_blocks_ready)
-        atomic_store_explicit(&lazy->state, NBI_CTAB_FILLED, memory_order_release);
+    if (atomic_compare_exchange_strong_explicit(state, &s, NBI_CTAB_FILLING, memory_order_acquire,
+                                                memory_order_acquire)) {
+        step(lazy);
+        atomic_store_explicit(state, NBI_CTAB_FILLED, memory_order_release);
         return;
     }
-    // Another reader fills it (a few milliseconds at most: one insert a cell). The waiter gives
-    // up its core meanwhile: with more readers than cores, a spin could hold the filler's.
-    while (atomic_load_explicit(&lazy->state, memory_order_acquire) != NBI_CTAB_FILLED) {
+    while (atomic_load_explicit(state, memory_order_acquire) != NBI_CTAB_FILLED) {
 #if defined(__unix__)
         sched_yield();
 #endif
     }
+}
+
+// The table's fill: the owner's entries, then its blocks sized (written on first use).
+static void nbi_ctab_fill_step(nbiCtabLazy *lazy)
+{
+    lazy->fill(lazy->owner);
+    nbi_ctab_plan_blocks(lazy->table);
+}
+
+static void nbi_ctab_blocks_step(nbiCtabLazy *lazy)
+{
+    nbi_ctab_put_blocks(lazy->table);
+}
+#endif
+
+void nbi_ctab_fill_pending(nbiCtabLazy *lazy)
+{
+#if NBI_CTAB_LAZY
+    nbi_ctab_once(&lazy->state, nbi_ctab_fill_step, lazy);
+#else
+    (void)lazy;
+#endif
+}
+
+void nbi_ctab_fill_blocks_pending(nbiCtabLazy *lazy)
+{
+#if NBI_CTAB_LAZY
+    nbi_ctab_once(&lazy->blocks, nbi_ctab_blocks_step, lazy);
 #else
     (void)lazy;
 #endif
