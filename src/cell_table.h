@@ -34,9 +34,28 @@
 // fault in and miss in, and the entries must be distinct (the owner's codes are), so an insert
 // takes the first empty slot from the home without comparing keys.
 //
+// The blocks of a coded table (nbi_ctab_fill_blocks), for lookups of a small box of cells (a
+// radius query's 27): the owner's cells are in the Z order of their exact offsets, so every
+// aligned block of 64 cells (4 a side in 3D, 8 in 2D) is one run of cell numbers, ordered by
+// the cells' local codes (the low 6 bits of the interleaved offsets). A second table, in the
+// room the coded slots leave in the storage, maps each occupied block (its offsets from lo,
+// shifted right by the side's bits) to its first cell and a 64-bit mask of its occupied cells:
+// the cell of local code l is then first + the set bits below bit l, or absent when bit l is
+// clear. A 3x3x3 box spans 8 blocks at most, 3.4 on average, where it has 27 cells to look up
+// (and each of them a miss in a table larger than the caches). A block slot is 32 bytes, the
+// mask, the key exact (x | y << 32 and z) and the first cell, in one cache line. Filled with the
+// table (sized in nbi_ctab_fill_pending, written by the first reader of blocks:
+// nbi_ctab_blocks_ready; or both in nbi_ctab_defer without atomics), at most half full where
+// the room allows, else at most three quarters full, else after the coded slots are repacked
+// at most three quarters full (single cells then probe a little longer); without room even then
+// (or with a block coordinate of 2^32 or more) there are no blocks (block_bits 0), and the box is
+// looked up a cell at a time.
+//
 // Invariants (nbi_ctab_validate): 4 <= bits <= 32 when storage exists, 2^bits <= capacity,
 // count == occupied slots <= nbi_ctab_most(bits), every entry reachable from its home slot
-// without crossing an empty slot, no key twice; coded: every value below count.
+// without crossing an empty slot, no key twice; coded: every value below count; with blocks:
+// the block slots fit the storage after the coded slots, each block's mask and first cell are
+// its cells', reachable from its home, no block twice, every cell in a block.
 #ifndef NEARBY_CELL_TABLE_H
 #define NEARBY_CELL_TABLE_H
 
@@ -65,6 +84,12 @@ typedef struct nbiCtabLazy {
 #endif
     nbiCtabFillFn *fill;
     void *owner;
+    struct nbiCellTable *table; // set by nbi_ctab_defer: its blocks follow the owner's fill
+#if NBI_CTAB_LAZY
+    atomic_int blocks; // the coded table's blocks: written on their first use, likewise
+#else
+    int blocks;
+#endif
 } nbiCtabLazy;
 
 // One slot: a cell's coordinates (z = 0 in 2D) and its value; value < 0 marks an empty slot.
@@ -87,6 +112,11 @@ typedef struct nbiCellTable {
     int64_t lo[3];
     int32_t dim;
     nbiCtabLazy *lazy; // the owner's, when it may defer the fill (nbi_ctab_defer); else NULL
+    // Coded, once filled: the blocks (see above), 2^block_bits slots at block_at bytes into the
+    // storage; block_bits 0: none. block_count: the occupied block slots.
+    int32_t block_bits, block_count;
+    size_t block_at;
+    int32_t block_plan; // their bits once sized (with the table's fill), before they are written
 } nbiCellTable;
 
 enum { NBI_CTAB_MIN_BITS = 4, NBI_CTAB_MAX_BITS = 32 }; // 2^31 cells at most half full
@@ -109,7 +139,8 @@ int32_t nbi_ctab_bits_packed(size_t count);
 void nbi_ctab_reset(nbiCellTable *t, int32_t bits);
 
 // Marks the table pending (the owner's build, with no reader running): its entries are
-// inserted by lazy->fill(lazy->owner) on first use. Without atomics, fills it now.
+// inserted by lazy->fill(lazy->owner) on first use, and a coded table's blocks after them
+// (nbi_ctab_fill_blocks). Without atomics, fills it now.
 void nbi_ctab_defer(nbiCellTable *t, nbiCtabLazy *lazy);
 
 // The pending table filled, by this thread or, waiting for it, by another (see nbiCtabLazy).
@@ -281,6 +312,53 @@ NBI_INLINE void nbi_ctab_prefetch(const nbiCellTable *t, uint64_t hash, bool nex
     if (next) nbi_prefetch(nbi_ctab_slots(t) + h + 1);
 }
 
+// A block slot (see above): mask 0 marks an empty slot.
+typedef struct nbiBlockSlot {
+    uint64_t mask;  // bit l: the block's cell of local code l is occupied
+    uint64_t key;   // the block's x | y << 32 (offsets from lo, shifted right by the side's bits)
+    uint32_t key_z; // and its z (0 in 2D)
+    int32_t first;  // the number of its first cell
+    uint64_t unused;
+} nbiBlockSlot;
+
+// The bits of a block's side along each axis: 4 cells in 3D, 8 in 2D (64 cells either way).
+#define NBI_BLOCK_SIDE_BITS(dim) ((dim) == 3 ? 2 : 3)
+
+NBI_INLINE const nbiBlockSlot *nbi_ctab_blocks(const nbiCellTable *t)
+{
+    return (const nbiBlockSlot *)((const char *)t->buf.ptr + t->block_at);
+}
+
+// The home of the block (bx, by, bz) (each below 2^32), as nbi_ctab_block_find takes it.
+NBI_INLINE uint64_t nbi_ctab_block_hash(uint64_t bx, uint64_t by, uint64_t bz)
+{
+    return nbi_cell_hash((int64_t)bx, (int64_t)by, (int64_t)bz);
+}
+
+// Asks the memory for a block's home slot (nbi_ctab_block_hash) ahead of its lookup.
+NBI_INLINE void nbi_ctab_block_prefetch(const nbiCellTable *t, uint64_t hash)
+{
+    nbi_prefetch(nbi_ctab_blocks(t) + (hash >> (64 - t->block_bits)));
+}
+
+// The mask of the block (bx, by, bz) (each below 2^32; its hash `hash`), with its first cell in
+// *first; 0 (and *first 0) when no cell of it is occupied. The table must have blocks
+// (block_bits > 0).
+NBI_INLINE uint64_t nbi_ctab_block_find(const nbiCellTable *t, uint64_t bx, uint64_t by,
+                                        uint64_t bz, uint64_t hash, int32_t *first)
+{
+    const nbiBlockSlot *s = nbi_ctab_blocks(t);
+    const size_t mask = ((size_t)1 << t->block_bits) - 1;
+    const uint64_t key = bx | by << 32;
+    for (size_t h = (size_t)(hash >> (64 - t->block_bits)); s[h].mask != 0; h = (h + 1) & mask)
+        if (s[h].key == key && s[h].key_z == (uint32_t)bz) {
+            *first = s[h].first;
+            return s[h].mask;
+        }
+    *first = 0;
+    return 0;
+}
+
 // Empties the table as a coded one (see above) of 2^bits slots (its storage must hold them as
 // nbiCodedSlot): entry c's key is the cell whose offsets from lo (in dim dimensions), shifted
 // right by `shift`, have the code codes[c] (nbi_code_of), and whose low `shift` bits have the
@@ -288,6 +366,27 @@ NBI_INLINE void nbi_ctab_prefetch(const nbiCellTable *t, uint64_t hash, bool nex
 // the table is used. O(2^bits), 16 bytes a slot.
 void nbi_ctab_reset_coded(nbiCellTable *t, int32_t bits, const uint64_t *codes,
                           const uint64_t *lows, int32_t shift, const int64_t lo[3], int32_t dim);
+
+// Every reader of a coded table's blocks calls this after nbi_ctab_ready: the blocks were sized
+// with the table's fill (which repacks its slots where that makes their room, while no reader
+// looks), and are written by the first reader that needs them, as the table is (nbiCtabLazy),
+// so that readers of single cells (all pairs) do not pay for them.
+void nbi_ctab_fill_blocks_pending(nbiCtabLazy *lazy);
+NBI_INLINE void nbi_ctab_blocks_ready(const nbiCellTable *t)
+{
+    nbiCtabLazy *z = t->lazy;
+#if NBI_CTAB_LAZY
+    if (z != NULL && atomic_load_explicit(&z->blocks, memory_order_acquire) != NBI_CTAB_FILLED)
+        nbi_ctab_fill_blocks_pending(z);
+#else
+    (void)z;
+#endif
+}
+
+// Fills a coded table's blocks (see above) from its entries' codes (count cells, the values
+// 0 .. count - 1 in Z order), in the room its storage has after the coded slots (which it may
+// repack fuller to make it); or leaves it without (block_bits 0). O(count + slots).
+void nbi_ctab_fill_blocks(nbiCellTable *t);
 
 // Inserts value c (>= 0), of a cell whose nbi_cell_hash is `hash`, whose key is `key`
 // (nbi_ctab_key) and the bits it drops `low` (nbi_ctab_low_bits), into a coded table, without the

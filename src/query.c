@@ -236,8 +236,27 @@ NBI_INLINE void nbi_fast_rows_dim(const nbiView *v, nbiFastCtx *x, const int64_t
         }
 }
 
-// Each (dim, filter, emit) variant twice: one run through nbi_view_box_runs (views whose cells
-// are looked up: hashed, ranked, or with `end`), and the rows of a dense view.
+// A hashed view with blocks (view.h, nbi_view_has_blocks): the box's occupied cells that `want`
+// keeps, found through the blocks, consecutive cells read as one run, with no call per run.
+// False (nothing done) when the box is not one the blocks answer.
+NBI_INLINE bool nbi_fast_blocks_dim(const nbiView *v, nbiFastCtx *x, const int64_t cl[3],
+                                    const int64_t ch[3], uint64_t want, int dim, bool flt, int emit,
+                                    int wide)
+{
+    int32_t c[NBI_BLOCK_BOX];
+    const int n = nbi_view_block_cells(v, cl, ch, want, c, wide == 8);
+    if (n < 0) return false;
+    const int32_t *start = v->start;
+    for (int i = 0, j; i < n; i = j) {
+        for (j = i + 1; j < n && c[j] == c[j - 1] + 1;) j++;
+        nbi_fast_run_dim(x, dim, flt, emit, wide, start[c[i]], start[c[j - 1] + 1]);
+    }
+    return true;
+}
+
+// Each (dim, filter, emit) variant three times: one run through nbi_view_box_runs (views whose
+// cells are looked up: hashed, ranked, or with `end`), the rows of a dense view, and the cells
+// of a hashed view's blocks.
 #define NBI_FAST_FNS(suffix, dim, flt, emit, target, wide)                                         \
     target static bool nbi_fast_run##suffix(int32_t b0, int32_t b1, void *x)                       \
     {                                                                                              \
@@ -248,6 +267,11 @@ NBI_INLINE void nbi_fast_rows_dim(const nbiView *v, nbiFastCtx *x, const int64_t
                                              const int64_t ch[3])                                  \
     {                                                                                              \
         nbi_fast_rows_dim(v, x, cl, ch, dim, flt, emit, wide);                                     \
+    }                                                                                              \
+    target static bool nbi_fast_blocks##suffix(                                                    \
+        const nbiView *v, nbiFastCtx *x, const int64_t cl[3], const int64_t ch[3], uint64_t want)  \
+    {                                                                                              \
+        return nbi_fast_blocks_dim(v, x, cl, ch, want, dim, flt, emit, wide);                      \
     }
 NBI_FAST_FNS(2, 2, false, NBI_EMIT_IDX, , 0)
 NBI_FAST_FNS(3, 3, false, NBI_EMIT_IDX, , 0)
@@ -268,6 +292,8 @@ NBI_FAST_FNS(3p_512, 3, false, NBI_EMIT_POS, NBI_TARGET_AVX512, 8)
 
 typedef void nbiFastRowsFn(const nbiView *v, nbiFastCtx *x, const int64_t cl[3],
                            const int64_t ch[3]);
+typedef bool nbiFastBlocksFn(const nbiView *v, nbiFastCtx *x, const int64_t cl[3],
+                             const int64_t ch[3], uint64_t want);
 
 // [emit][filtered][dim == 3]
 static nbiFastRowsFn *const nbi_fast_rows[2][2][2] = {
@@ -278,6 +304,10 @@ static nbiRunFn *const nbi_fast_runs[2][2][2] = {
     {{nbi_fast_run2, nbi_fast_run3}, {nbi_fast_run2f, nbi_fast_run3f}},
     {{nbi_fast_run2p, nbi_fast_run3p}, {nbi_fast_run2pf, nbi_fast_run3pf}},
 };
+static nbiFastBlocksFn *const nbi_fast_blocks[2][2][2] = {
+    {{nbi_fast_blocks2, nbi_fast_blocks3}, {nbi_fast_blocks2f, nbi_fast_blocks3f}},
+    {{nbi_fast_blocks2p, nbi_fast_blocks3p}, {nbi_fast_blocks2pf, nbi_fast_blocks3pf}},
+};
 
 #if defined(NBI_AVX512)
 // [emit][dim == 3], unfiltered
@@ -285,6 +315,8 @@ static nbiFastRowsFn *const nbi_fast_rows_512[2][2] = {{nbi_fast_rows2_512, nbi_
                                                        {nbi_fast_rows2p_512, nbi_fast_rows3p_512}};
 static nbiRunFn *const nbi_fast_runs_512[2][2] = {{nbi_fast_run2_512, nbi_fast_run3_512},
                                                   {nbi_fast_run2p_512, nbi_fast_run3p_512}};
+static nbiFastBlocksFn *const nbi_fast_blocks_512[2][2] = {
+    {nbi_fast_blocks2_512, nbi_fast_blocks3_512}, {nbi_fast_blocks2p_512, nbi_fast_blocks3p_512}};
 #endif
 
 static bool nbi_box_run(int32_t b0, int32_t b1, void *vctx)
@@ -463,6 +495,18 @@ static bool nbi_ball_zorder(const nbiView *v, const int64_t cl[3], const int64_t
     return cells > NBI_BALL_ZORDER;
 }
 
+// Whether a radius query's box of cells [cl, ch] (not descended) is found through a hashed
+// view's blocks (view.h, nbi_view_block_cells).
+static bool nbi_ball_blocks(const nbiView *v, const int64_t cl[3], const int64_t ch[3])
+{
+    if (v->table == NULL) return false;
+    double cells = 1.0;
+    for (int a = 0; a < v->dim; a++) cells *= (double)(ch[a] - cl[a] + 1);
+    if (cells > NBI_BLOCK_BOX) return false;
+    nbi_ctab_ready(v->table);
+    return nbi_view_has_blocks(v);
+}
+
 nbStatus nbi_walk_radius(const nbiView *v, const double *center, double radius, nbFilter f,
                          nbiHitSink *s)
 {
@@ -509,10 +553,12 @@ nbStatus nbi_walk_radius(const nbiView *v, const double *center, double radius, 
         const int flt = per_point, d3 = v->dim == 3;
         nbiFastRowsFn *rows = nbi_fast_rows[emit][flt][d3];
         nbiRunFn *runs = nbi_fast_runs[emit][flt][d3];
+        nbiFastBlocksFn *blocks = nbi_fast_blocks[emit][flt][d3];
 #if defined(NBI_AVX512)
         if (!flt && nbi_use_avx512()) {
             rows = nbi_fast_rows_512[emit][d3];
             runs = nbi_fast_runs_512[emit][d3];
+            blocks = nbi_fast_blocks_512[emit][d3];
         }
 #endif
         const bool dense = v->table == NULL && v->occ == NULL && v->end == NULL;
@@ -534,7 +580,7 @@ nbStatus nbi_walk_radius(const nbiView *v, const double *center, double radius, 
             nbi_ball_descend(v, center, r2, cl, ch, runs, &x);
         else if (!by_rows && dense)
             rows(v, &x, cl, ch);
-        else if (!by_rows)
+        else if (!by_rows && !(nbi_ball_blocks(v, cl, ch) && blocks(v, &x, cl, ch, ~(uint64_t)0)))
             nbi_view_box_runs(v, cl, ch, runs, &x);
         s->found = x.found;
         return NB_OK;

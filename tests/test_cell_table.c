@@ -2,7 +2,7 @@
 // The cell table (src/cell_table.c): find, insert and grow against a plain array model, with
 // crafted keys that share a home slot (long probe runs), wrap-around at the table's end, growth
 // under a failing allocator, and a table filled to the most it may hold; coded tables (keys
-// through the owner's cell codes) likewise.
+// through the owner's cell codes) likewise, and their blocks.
 #include "cell_table.h"
 #include "nb_test.h"
 #include "view.h"
@@ -34,7 +34,7 @@ static int check_model(const nbiCellTable *t, const Model *m)
 // n distinct keys whose home slot in a table of 2^bits slots is `home`, found by search.
 static void colliding_keys(int32_t bits, size_t home, int64_t (*out)[3], int32_t n)
 {
-    nbiCellTable probe = {{NULL, 0}, bits, 0, NULL, NULL, 0, {0, 0, 0}, 0, NULL};
+    nbiCellTable probe = {{NULL, 0}, bits, 0, NULL, NULL, 0, {0, 0, 0}, 0, NULL, 0, 0, 0, 0};
     int32_t got = 0;
     for (int64_t x = -100000; got < n; x++) {
         const int64_t y = x * 7 - 3, z = x % 5;
@@ -50,7 +50,7 @@ static int test_insert_find(void)
 {
     nbAllocator a;
     NB_CHECK(nbi_allocator(NULL, &a));
-    nbiCellTable t = {{NULL, 0}, 0, 0, NULL, NULL, 0, {0, 0, 0}, 0, NULL};
+    nbiCellTable t = {{NULL, 0}, 0, 0, NULL, NULL, 0, {0, 0, 0}, 0, NULL, 0, 0, 0, 0};
     NB_CHECK(nbi_ctab_find(&t, 1, 2, 3) == -1); // unsized: nothing found, no crash
     NB_CHECK(nbi_ctab_grow(&t, &a, 3));
     NB_CHECK(t.bits == NBI_CTAB_MIN_BITS);
@@ -78,7 +78,7 @@ static int test_colliding_keys(void)
     for (size_t home = 0; home < 32; home += 9) { // 27 makes the run wrap past slot 31
         static int64_t keys[16][3];
         colliding_keys(bits, home, keys, 12);
-        nbiCellTable t = {{NULL, 0}, 0, 0, NULL, NULL, 0, {0, 0, 0}, 0, NULL};
+        nbiCellTable t = {{NULL, 0}, 0, 0, NULL, NULL, 0, {0, 0, 0}, 0, NULL, 0, 0, 0, 0};
         NB_CHECK(nbi_ctab_grow(&t, &a, 16));
         NB_CHECK(t.bits == bits);
         static Model m;
@@ -108,7 +108,7 @@ static int test_random_against_model(void)
     NB_CHECK(nbi_allocator(NULL, &a));
     static Model m;
     for (int round = 0; round < 20; round++) {
-        nbiCellTable t = {{NULL, 0}, 0, 0, NULL, NULL, 0, {0, 0, 0}, 0, NULL};
+        nbiCellTable t = {{NULL, 0}, 0, 0, NULL, NULL, 0, {0, 0, 0}, 0, NULL, 0, 0, 0, 0};
         m.n = 0;
         const int32_t span = 4 + nbt_int(30);
         for (int step = 0; step < 3000; step++) {
@@ -143,7 +143,7 @@ static int test_grow_failure(void)
     for (int64_t fail = 1; fail <= 8 && !succeeded; fail++) {
         nbtAlloc counter = {0};
         nbAllocator a = nbt_allocator(&counter);
-        nbiCellTable t = {{NULL, 0}, 0, 0, NULL, NULL, 0, {0, 0, 0}, 0, NULL};
+        nbiCellTable t = {{NULL, 0}, 0, 0, NULL, NULL, 0, {0, 0, 0}, 0, NULL, 0, 0, 0, 0};
         NB_CHECK(nbi_ctab_grow(&t, &a, 4)); // allocation 1, never failed below
         bool ins;
         for (int64_t i = 0; i < 8; i++) nbi_ctab_insert(&t, i, -i, 0, (int32_t)i, &ins);
@@ -187,7 +187,7 @@ static int test_packed_fill(void)
         NB_CHECK(most == slots - slots / 4 && nbi_ctab_bits_packed(most) == bits);
         nbAllocator a;
         NB_CHECK(nbi_allocator(NULL, &a));
-        nbiCellTable t = {{NULL, 0}, 0, 0, NULL, NULL, 0, {0, 0, 0}, 0, NULL};
+        nbiCellTable t = {{NULL, 0}, 0, 0, NULL, NULL, 0, {0, 0, 0}, 0, NULL, 0, 0, 0, 0};
         NB_CHECK(nbi_ctab_grow(&t, &a, slots / 2)); // storage for 2^bits slots
         NB_CHECK(t.bits == bits);
         static int64_t keys[49][3];
@@ -215,6 +215,19 @@ static int test_packed_fill(void)
     return 0;
 }
 
+// Inserts the n cells keys[i] into a coded table (reset for them) with values 0 .. n - 1.
+static int insert_coded(nbiCellTable *t, int64_t (*keys)[3], int32_t n)
+{
+    for (int32_t i = 0; i < n; i++) {
+        const int64_t *k = keys[i];
+        uint64_t key;
+        NB_CHECK(nbi_ctab_key(t, k[0], k[1], k[2], &key));
+        nbi_ctab_insert_coded(t, nbi_cell_hash(k[0], k[1], k[2]), key,
+                              nbi_ctab_low_bits(t, k[0], k[1], k[2]), i);
+    }
+    return 0;
+}
+
 // Coded tables (nbi_ctab_reset_coded): keys through the cells' codes, in 2D and 3D, with exact
 // codes and with low codes (cells of one code told apart by the low bits in their slots, or
 // by their low codes where those do not fit a slot), a table filled to
@@ -232,7 +245,7 @@ static int test_coded_against_model(void)
             const int64_t lo[3] = {-5, (int64_t)1 << 40, dim == 3 ? -1000003 : 0};
             nbAllocator a;
             NB_CHECK(nbi_allocator(NULL, &a));
-            nbiCellTable t = {{NULL, 0}, 0, 0, NULL, NULL, 0, {0, 0, 0}, 0, NULL};
+            nbiCellTable t = {{NULL, 0}, 0, 0, NULL, NULL, 0, {0, 0, 0}, 0, NULL, 0, 0, 0, 0};
             NB_CHECK(nbi_ctab_grow(&t, &a, (size_t)1 << (BITS - 1))); // 2^BITS slots of 32 bytes
             m.n = 0;
             while (m.n < most) { // distinct cells in a cube of SIDE cells at lo
@@ -246,13 +259,7 @@ static int test_coded_against_model(void)
                 m.n++;
             }
             nbi_ctab_reset_coded(&t, BITS, codes, shift > 0 ? lows : NULL, shift, lo, dim);
-            for (int32_t i = 0; i < m.n; i++) {
-                const int64_t *k = m.key[i];
-                uint64_t key;
-                NB_CHECK(nbi_ctab_key(&t, k[0], k[1], k[2], &key));
-                nbi_ctab_insert_coded(&t, nbi_cell_hash(k[0], k[1], k[2]), key,
-                                      nbi_ctab_low_bits(&t, k[0], k[1], k[2]), i);
-            }
+            if (insert_coded(&t, m.key, m.n)) return 1;
             if (check_model(&t, &m)) return 1;
             for (int64_t z = -2; z < (dim == 3 ? SIDE + 2 : 1); z++)
                 for (int64_t y = -2; y < SIDE + 2; y++)
@@ -295,7 +302,7 @@ static int test_filled_on_first_use(void)
 {
     nbAllocator a;
     NB_CHECK(nbi_allocator(NULL, &a));
-    nbiCellTable t = {{NULL, 0}, 0, 0, NULL, NULL, 0, {0, 0, 0}, 0, NULL};
+    nbiCellTable t = {{NULL, 0}, 0, 0, NULL, NULL, 0, {0, 0, 0}, 0, NULL, 0, 0, 0, 0};
     NB_CHECK(nbi_ctab_grow(&t, &a, 3) && nbi_ctab_is_filled(&t)); // no lazy state: filled
     LazyOwner o = {&t, 0};
     nbiCtabLazy lazy;
@@ -314,6 +321,123 @@ static int test_filled_on_first_use(void)
     return 0;
 }
 
+// The blocks of a coded table (nbi_ctab_fill_blocks): cells in Z order (sorted by code, then
+// low code), in 2D and 3D, with exact codes and with low codes, at a corner far from the
+// origin; every block about the filled region found with the mask and first cell of the model's
+// cells (absent ones with mask 0), the table valid, and a wrong mask or first cell caught by
+// validation. A block beyond the keys' reach (a coordinate of 2^32 blocks or more) and storage
+// with no room after the coded slots leave the table without blocks; a coded table at most half
+// full is repacked at most three quarters full where that makes the room.
+static int test_blocks_against_model(void)
+{
+    enum { SIDE = 20, BITS = 8, CELLS = 150 };
+    static uint64_t codes[CELLS], lows[CELLS];
+    static Model m;
+    for (int dim = 2; dim <= 3; dim++)
+        for (int v = 0; v < 3; v++) {
+            const int shift = v == 0 ? 0 : v == 1 ? 1 : 35 / dim;
+            const int sb = NBI_BLOCK_SIDE_BITS(dim);
+            const int64_t lo[3] = {-5, (int64_t)1 << 40, dim == 3 ? -1000003 : 0};
+            nbAllocator a;
+            NB_CHECK(nbi_allocator(NULL, &a));
+            nbiCellTable t = {{NULL, 0}, 0, 0, NULL, NULL, 0, {0, 0, 0}, 0, NULL, 0, 0, 0, 0};
+            NB_CHECK(nbi_ctab_grow(&t, &a, (size_t)1 << BITS)); // room beyond the coded slots
+            m.n = 0;
+            while (m.n < CELLS) { // distinct cells in a cube of SIDE cells at lo, in Z order
+                int64_t k[3] = {0, 0, 0};
+                for (int d = 0; d < dim; d++) k[d] = lo[d] + nbt_int(SIDE);
+                if (model_find(&m, k) >= 0) continue;
+                const uint64_t code = nbi_code_of(k, lo, dim, shift);
+                const uint64_t low = shift > 0 ? nbi_code_low(k, lo, dim, shift) : 0;
+                int32_t at = m.n;
+                for (; at > 0 &&
+                       (codes[at - 1] > code || (codes[at - 1] == code && lows[at - 1] > low));
+                     at--) {
+                    memcpy(m.key[at], m.key[at - 1], sizeof m.key[at]);
+                    codes[at] = codes[at - 1];
+                    lows[at] = lows[at - 1];
+                }
+                memcpy(m.key[at], k, sizeof k);
+                codes[at] = code;
+                lows[at] = low;
+                m.n++;
+            }
+            for (int32_t i = 0; i < m.n; i++) m.value[i] = i;
+            nbi_ctab_reset_coded(&t, BITS, codes, shift > 0 ? lows : NULL, shift, lo, dim);
+            if (insert_coded(&t, m.key, m.n)) return 1;
+            nbi_ctab_fill_blocks(&t);
+            NB_CHECK(t.block_bits > 0 && t.block_count > 0);
+            if (check_model(&t, &m)) return 1;
+            const int64_t bside = (int64_t)1 << sb, nbk = (SIDE + bside) / bside + 1;
+            for (int64_t bz = 0; bz < (dim == 3 ? nbk : 1); bz++)
+                for (int64_t by = 0; by < nbk; by++)
+                    for (int64_t bx = 0; bx < nbk; bx++) {
+                        const uint64_t h =
+                            nbi_ctab_block_hash((uint64_t)bx, (uint64_t)by, (uint64_t)bz);
+                        int32_t first = -1;
+                        const uint64_t mask = nbi_ctab_block_find(&t, (uint64_t)bx, (uint64_t)by,
+                                                                  (uint64_t)bz, h, &first);
+                        uint64_t want = 0;
+                        int32_t want_first = -1;
+                        for (int32_t i = m.n - 1; i >= 0; i--) {
+                            const int64_t *k = m.key[i];
+                            const int64_t o[3] = {k[0] - lo[0], k[1] - lo[1], k[2] - lo[2]};
+                            if ((o[0] >> sb) != bx || (o[1] >> sb) != by || (o[2] >> sb) != bz)
+                                continue;
+                            const uint64_t msk = (uint64_t)bside - 1;
+                            const uint64_t l = dim == 2
+                                                   ? nbi_spread2((uint64_t)o[0] & msk) |
+                                                         nbi_spread2((uint64_t)o[1] & msk) << 1
+                                                   : nbi_spread3((uint64_t)o[0] & msk) |
+                                                         nbi_spread3((uint64_t)o[1] & msk) << 1 |
+                                                         nbi_spread3((uint64_t)o[2] & msk) << 2;
+                            want |= (uint64_t)1 << l;
+                            want_first = i;
+                        }
+                        NB_CHECK(mask == want);
+                        if (want != 0) NB_CHECK(first == want_first);
+                    }
+            nbiBlockSlot *b = (nbiBlockSlot *)((char *)t.buf.ptr + t.block_at);
+            while (b->mask == 0) b++;
+            b->first++;
+            NB_CHECK(!nbi_ctab_validate(&t));
+            b->first--;
+            const uint64_t keep = b->mask;
+            b->mask = keep | (~keep & (keep + 1)); // one cell more: no longer its cells
+            NB_CHECK(!nbi_ctab_validate(&t));
+            b->mask = keep;
+            NB_CHECK(nbi_ctab_validate(&t));
+            // No room after the coded slots (storage of exactly 2^BITS coded slots): no blocks.
+            const size_t cap = t.buf.cap;
+            t.buf.cap = ((size_t)1 << BITS) / 2;
+            nbi_ctab_fill_blocks(&t);
+            NB_CHECK(t.block_bits == 0 && nbi_ctab_validate(&t));
+            // Room only once the coded table is repacked at most three quarters full (2^BITS
+            // slots, from 2^(BITS + 1)): every cell still found, and blocks in 2D (few of them).
+            t.buf.cap = ((size_t)1 << BITS);
+            nbi_ctab_reset_coded(&t, BITS + 1, codes, shift > 0 ? lows : NULL, shift, lo, dim);
+            if (insert_coded(&t, m.key, m.n)) return 1;
+            nbi_ctab_fill_blocks(&t);
+            NB_CHECK(t.block_bits == 0 || t.bits == BITS);
+            NB_CHECK(dim == 3 || t.block_bits > 0);
+            if (check_model(&t, &m)) return 1;
+            t.buf.cap = cap;
+            if (dim == 2 && v == 2) { // a cell 2^36 cells out: a block 2^33 along x
+                int64_t far[2][3] = {{lo[0], lo[1], 0}, {lo[0] + ((int64_t)1 << 36), lo[1], 0}};
+                for (int i = 0; i < 2; i++) {
+                    codes[i] = nbi_code_of(far[i], lo, dim, shift);
+                    lows[i] = nbi_code_low(far[i], lo, dim, shift);
+                }
+                nbi_ctab_reset_coded(&t, BITS, codes, lows, shift, lo, dim);
+                if (insert_coded(&t, far, 2)) return 1;
+                nbi_ctab_fill_blocks(&t);
+                NB_CHECK(t.block_bits == 0 && nbi_ctab_validate(&t));
+            }
+            nbi_ctab_free(&t, &a);
+        }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const nbtCase cases[] = {
@@ -323,6 +447,7 @@ int main(int argc, char **argv)
         {"grow_failure", test_grow_failure},
         {"packed_fill", test_packed_fill},
         {"coded_against_model", test_coded_against_model},
+        {"blocks_against_model", test_blocks_against_model},
         {"filled_on_first_use", test_filled_on_first_use},
     };
     return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);

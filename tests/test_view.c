@@ -7,6 +7,9 @@
 // report them.
 #include "view.h"
 
+#include <nearby/grid.h>
+
+#include "grid_internal.h"
 #include "nb_oracle.h"
 #include "nb_test.h"
 
@@ -231,10 +234,115 @@ static int test_walkers_on_a_slack_view(void)
     return 0;
 }
 
+static bool collect_visit(int32_t index, void *user)
+{
+    nboPairList *l = (nboPairList *)user;
+    nbo_pair_push(l, index, 0);
+    return true;
+}
+
+static bool stop_after_two(int32_t index, void *user)
+{
+    int32_t *seen = (int32_t *)user;
+    seen[1 + seen[0]++] = index;
+    return seen[0] < 2;
+}
+
+// Radius queries on the grid's hashed layout, whose small boxes are found through the table's
+// blocks (cell_table.h): clustered points in a box far wider than they fill, 2D and 3D, with
+// and without filter bits, at radii of a box of 3 and of 2 cells a side, in a grid whose table
+// storage has room for the blocks (reserved for more points) and in one without. Every sink mode
+// (buffer, count, truncated buffer, visitor, a visitor that stops) against the oracle, and the
+// hits in the order the box's cells are looked up one at a time (the table without blocks).
+static int test_hashed_grid_blocks(void)
+{
+    for (int dim = 2; dim <= 3; dim++)
+        for (int variant = 0; variant < 4; variant++) {
+            // Without and with room for the blocks: a grid reserved for 4x its points has it.
+            const int filtered = variant & 1, roomy = variant >> 1;
+            const int32_t n = 3000;
+            nboSet s = nbo_set_new(n, dim);
+            if (filtered) nbo_set_add_filters(&s);
+            for (int32_t i = 0; i < n; i++) {
+                double *p = s.p + (size_t)i * (size_t)dim;
+                const int32_t blob = i / 100; // blobs of 100 points, 1e4 apart
+                for (int d = 0; d < dim; d++)
+                    p[d] = (double)((blob * (7 + 3 * d)) % 29) * 1e4 + nbt_gauss() * 2.0;
+                if (filtered) {
+                    s.cat[i] = 1u << nbt_int(3);
+                    s.mask[i] = nbt_int(4) == 0 ? 1u : 7u;
+                }
+            }
+            nbGridDesc desc = {0};
+            desc.dim = dim;
+            nbGrid *g = NULL;
+            NB_CHECK_OK(nb_grid_create(&desc, &g));
+            if (roomy) NB_CHECK_OK(nb_grid_reserve(g, 4 * n));
+            const nbPoints pts = nbo_points(&s);
+            const double r = 0.5;
+            NB_CHECK_OK(nb_grid_build(g, &pts, r));
+            NB_CHECK(g->hashed);
+            int32_t *out = (int32_t *)malloc((size_t)n * sizeof(int32_t));
+            int32_t *cells = (int32_t *)malloc((size_t)n * sizeof(int32_t));
+            NB_CHECK(out != NULL && cells != NULL);
+            for (int q = 0; q < 400; q++) {
+                double c[3];
+                const int32_t at = nbt_int(n);
+                for (int d = 0; d < dim; d++) c[d] = nbo_pt(&s, at)[d] + nbt_gauss() * 0.3;
+                const double rq = q % 2 == 0 ? r : 0.3 * r;
+                const nbFilter f = {q % 3 == 0 ? 1u : 7u, q % 5 == 0 ? 2u : 7u};
+                int32_t want_n = 0, found = 0;
+                int32_t *want = nbo_radius_filtered(&s, c, rq, f, &want_n);
+                NB_CHECK_OK(nb_grid_query_radius(g, c, rq, f, out, n, &found));
+                NB_CHECK(!roomy || g->table.block_bits > 0);
+                NB_CHECK(found == want_n);
+                memcpy(cells, out, (size_t)found * sizeof(int32_t));
+                nbo_sort_indices(cells, found);
+                NB_CHECK(nbo_same_indices(cells, found, want, want_n));
+                // The order the box's cells give looked up one at a time.
+                const int32_t bits = g->table.block_bits;
+                g->table.block_bits = 0;
+                int32_t cell_n = 0;
+                NB_CHECK_OK(nb_grid_query_radius(g, c, rq, f, cells, n, &cell_n));
+                g->table.block_bits = bits;
+                NB_CHECK(nbo_same_indices(out, found, cells, cell_n));
+                // Count only, truncated, visited, stopped.
+                int32_t count = -1;
+                NB_CHECK_STATUS(nb_grid_query_radius(g, c, rq, f, NULL, 0, &count),
+                                want_n > 0 ? NB_ERR_BUFFER_TOO_SMALL : NB_OK);
+                NB_CHECK(count == want_n);
+                int32_t few[3] = {-1, -1, -1};
+                const nbStatus st = nb_grid_query_radius(g, c, rq, f, few, 2, &count);
+                NB_CHECK(count == want_n && st == (want_n > 2 ? NB_ERR_BUFFER_TOO_SMALL : NB_OK));
+                for (int32_t i = 0; i < 2 && i < want_n; i++) NB_CHECK(few[i] == out[i]);
+                NB_CHECK(few[2] == -1);
+                nboPairList l = {NULL, 0, 0};
+                NB_CHECK_OK(nb_grid_visit_radius(g, c, rq, f, collect_visit, &l));
+                int64_t visited = 0;
+                nbPair *v = nbo_pair_finish(&l, &visited);
+                NB_CHECK(visited == want_n);
+                for (int32_t i = 0; i < want_n; i++) NB_CHECK(v[i].i == out[i]);
+                free(v);
+                int32_t seen[4] = {0, -1, -1, -1};
+                NB_CHECK_OK(nb_grid_visit_radius(g, c, rq, f, stop_after_two, seen));
+                NB_CHECK(seen[0] == (want_n < 2 ? want_n : 2));
+                for (int32_t i = 0; i < seen[0]; i++) NB_CHECK(seen[1 + i] == out[i]);
+                free(want);
+            }
+            NB_CHECK_OK(nb_grid_validate(g));
+            free(out);
+            free(cells);
+            nb_grid_destroy(g);
+            nbo_set_free(&s);
+        }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const nbtCase cases[] = {
         {"walkers_on_a_slack_view", test_walkers_on_a_slack_view},
+        {"hashed_grid_blocks", test_hashed_grid_blocks},
     };
     return nbt_run(cases, sizeof cases / sizeof cases[0], argc, argv);
 }
