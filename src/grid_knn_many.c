@@ -220,18 +220,6 @@ NBI_INLINE void nbi_many_offer(const nbiManyBlock *b, nbiKnnHeap *h, double lim2
     }
 }
 
-// At least c 2^-1070 + 2^-1000 (query.c, nbi_cell_slack: the quotient's underflow).
-NBI_INLINE double nbi_many_slack(double c)
-{
-    return c > 0x1p70 ? (c * 0x1p-535) * 0x1p-534 : 0x1p-999;
-}
-
-// A lower bound on hi - lo less the margin of the cell map's rounding (query.c, nbi_face_gap).
-NBI_INLINE double nbi_many_face(double lo, double hi, double slack)
-{
-    return hi - lo - (fabs(hi) + fabs(lo)) * 0x1p-50 - slack;
-}
-
 // The squared distance from q (in cell kc) beyond which every point outside the block of cells
 // within r of kc lies, less rounding margins: +inf when the block holds every stored cell, 0 when
 // nothing is known.
@@ -250,7 +238,7 @@ static double nbi_many_reach2(const nbiView *v, const double *q, const int64_t k
             const int64_t m = w->m[a], cc = (kc[a] + w->c0[a]) % m; // the circle's cell
             const double less = ((double)m + (double)r + 2.0) * e * 0x1p-46 +
                                 (fabs(q[a]) + v->max_abs + w->period[a]) * 0x1p-46 +
-                                nbi_many_slack(e);
+                                nbi_cell_slack(e);
             const double up = (double)(cc + r + 1) * e - q[a] - less;
             const double down = q[a] - (double)(cc - r) * e - less;
             const double g = up < down ? up : down;
@@ -258,14 +246,14 @@ static double nbi_many_reach2(const nbiView *v, const double *q, const int64_t k
             least = g * g < least ? g * g : least;
             continue;
         }
-        const double c = v->cm.cell, slack = nbi_many_slack(c);
+        const double c = v->cm.cell, slack = nbi_cell_slack(c);
         if (kc[a] + r < v->hi[a]) { // cells above
-            const double g = nbi_many_face(q[a], (double)(kc[a] + r + 1) * c, slack);
+            const double g = nbi_face_gap(q[a], (double)(kc[a] + r + 1) * c, slack);
             if (!(g > 0.0)) return 0.0;
             least = g * g < least ? g * g : least;
         }
         if (kc[a] - r > v->lo[a]) { // cells below
-            const double g = nbi_many_face((double)(kc[a] - r) * c, q[a], slack);
+            const double g = nbi_face_gap((double)(kc[a] - r) * c, q[a], slack);
             if (!(g > 0.0)) return 0.0;
             least = g * g < least ? g * g : least;
         }

@@ -341,8 +341,6 @@ static nbStatus nbi_wrap_radius(const nbiView *v, const double *center, double r
 static nbStatus nbi_wrap_box(const nbiView *v, const double *lo, const double *hi, nbFilter f,
                              nbiHitSink *s);
 
-NBI_INLINE double nbi_cell_slack(double c);
-NBI_INLINE double nbi_face_gap(double lo, double hi, double slack);
 static void nbi_ball_descend(const nbiView *v, const double *q, double r2, const int64_t cl[3],
                              const int64_t ch[3], nbiRunFn *fn, void *ctx);
 
@@ -871,22 +869,6 @@ static bool nbi_knn_run(int32_t b0, int32_t b1, void *vctx)
 }
 
 static nbStatus nbi_wrap_knn(const nbiView *v, const double *point, nbiKnnCtx *x);
-
-// At least c 2^-1070 + 2^-1000, computed without a subnormal operand or result (each costs a
-// microcode assist of some hundred cycles on x86): what p / c's underflow may move p by (up to
-// c 2^-1075, whatever p is), with room.
-NBI_INLINE double nbi_cell_slack(double c)
-{
-    return c > 0x1p70 ? (c * 0x1p-535) * 0x1p-534 : 0x1p-999;
-}
-
-// A lower bound on hi - lo for a true coordinate hi >= the face `hi` of a cell (or lo <= the
-// face `lo`), less a rounding margin: p / c may be rounded across the face, or underflow
-// (`slack`, nbi_cell_slack).
-NBI_INLINE double nbi_face_gap(double lo, double hi, double slack)
-{
-    return hi - lo - (fabs(hi) + fabs(lo)) * 0x1p-50 - slack;
-}
 
 // Whether any of the view's cells lie outside the visited block [cl, ch]; if so, *bound is a
 // lower bound on the true distance from q to any point in them, less a rounding margin (it may

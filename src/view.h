@@ -263,6 +263,22 @@ NBI_INLINE bool nbi_view_passes(const nbiView *v, int32_t p, nbFilter f)
 // Called for each run of positions [b0, b1) whose cells lie in a box; false stops.
 typedef bool nbiRunFn(int32_t b0, int32_t b1, void *ctx);
 
+// At least c 2^-1070 + 2^-1000, computed without a subnormal operand or result (each costs a
+// microcode assist of some hundred cycles on x86): what p / c's underflow may move p by (up to
+// c 2^-1075, whatever p is), with room.
+NBI_INLINE double nbi_cell_slack(double c)
+{
+    return c > 0x1p70 ? (c * 0x1p-535) * 0x1p-534 : 0x1p-999;
+}
+
+// A lower bound on hi - lo for a true coordinate hi >= the face `hi` of a cell (or lo <= the
+// face `lo`), less a rounding margin: p / c may be rounded across the face, or underflow
+// (`slack`, nbi_cell_slack).
+NBI_INLINE double nbi_face_gap(double lo, double hi, double slack)
+{
+    return hi - lo - (fabs(hi) + fabs(lo)) * 0x1p-50 - slack;
+}
+
 // The box of cells covering [lo, hi] per axis (doubles, possibly infinite), clipped to the
 // view's occupied box. False when it is empty. A point p with lo <= p <= hi (exactly) lies in
 // a cell of the box: the cell map is monotone. Inline: every radius and box query starts here.
